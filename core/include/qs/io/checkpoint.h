@@ -1,0 +1,56 @@
+#pragma once
+// Checkpoint: a .safetensors file, a folder with model.safetensors, or a sharded folder with
+// model.safetensors.index.json. Opening mmaps every shard and validates every header; no tensor
+// data is read until asked.
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "qs/io/safetensors_file.h"
+#include "qs/io/tensor_name.h"
+
+namespace qs::io {
+
+struct CheckpointTensor {
+    const TensorInfo* info = nullptr;
+    std::size_t shard = 0;           // index into Checkpoint::shards()
+    TensorName naming;
+};
+
+struct CheckpointSummary {
+    std::string architecture;        // config.json architectures[0] or model_type, "" when unknown
+    std::string modelType;
+    int numLayers = 0;               // from config, else from tensor names
+    int hiddenSize = 0;
+    std::int64_t parameterCount = 0; // elements of all tensors (packed formats count stored elements)
+    std::map<std::string, std::uint64_t> bytesByDtype;
+    std::uint64_t sizeOnDisk = 0;    // all shard files
+    std::string quantizationFormat;  // "dense" or e.g. "gptq", "awq", "fp8", "compressed-tensors", "modelopt", "bitsandbytes"
+    bool hasTokenizer = false;
+    bool hasGenerationConfig = false;
+};
+
+class Checkpoint {
+public:
+    static Checkpoint open(const std::filesystem::path& path);
+
+    const std::filesystem::path& root() const;          // the folder (or the file's folder)
+    const std::vector<SafetensorsFile>& shards() const;
+    const nlohmann::json& config() const;                // {} when there is no config.json
+    const nlohmann::json& quantizationConfig() const;    // quantization_config or hf_quant_config.json, {} if none
+    const std::vector<CheckpointTensor>& tensors() const; // sorted by name
+    const CheckpointTensor* find(std::string_view name) const;
+    TensorView tensor(std::string_view name) const;      // throws qs::Error when absent
+    CheckpointSummary summary() const;
+
+private:
+    struct Impl;
+    explicit Checkpoint(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) {}
+    std::shared_ptr<const Impl> impl_;
+};
+
+}  // namespace qs::io

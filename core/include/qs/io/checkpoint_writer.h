@@ -1,0 +1,50 @@
+#pragma once
+// CheckpointWriter: streams tensors into shards of at most maxShardBytes, then writes the index
+// (when sharded), config.json and the copied tokenizer/generation files. Everything goes into a
+// temporary sibling folder that is renamed into place by finish(); on any error, or when the writer
+// is destroyed unfinished, the temporary folder is removed and nothing is left behind.
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "qs/io/dtype.h"
+
+namespace qs::io {
+
+struct CheckpointWriterOptions {
+    std::uint64_t maxShardBytes = 5'000'000'000ULL;
+    bool overwrite = false;   // replace an existing destination (only after a successful finish)
+};
+
+class CheckpointWriter {
+public:
+    // Throws qs::Error when `destination` is inside (or equal to) `source`, or exists and !overwrite.
+    CheckpointWriter(std::filesystem::path destination, CheckpointWriterOptions options = {},
+                     std::optional<std::filesystem::path> source = std::nullopt);
+    ~CheckpointWriter();
+    CheckpointWriter(const CheckpointWriter&) = delete;
+    CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+    void addTensor(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape,
+                   std::span<const std::byte> bytes);
+    void addTensorF32(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape,
+                      std::span<const float> values);   // converted with convertFromF32
+    void setConfig(nlohmann::json config);                // written as config.json
+    void addJsonFile(const std::string& fileName, const nlohmann::json& content);
+    // Copies tokenizer.json, tokenizer_config.json, special_tokens_map.json, vocab/merges files,
+    // generation_config.json and the like from `sourceDir` when present.
+    void copyAuxiliaryFiles(const std::filesystem::path& sourceDir);
+    std::filesystem::path finish();                       // returns the final destination
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace qs::io

@@ -1,0 +1,46 @@
+#pragma once
+// TensorInfo (what a safetensors header says of one tensor) and TensorView (its bytes, zero-copy).
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "qs/io/dtype.h"
+#include "qs/matrix.h"
+
+namespace qs::io {
+
+struct TensorInfo {
+    std::string name;
+    DType dtype = DType::F32;
+    std::vector<std::int64_t> shape;
+    std::uint64_t begin = 0;  // data_offsets, relative to the start of the byte buffer
+    std::uint64_t end = 0;
+
+    std::int64_t numel() const;          // 1 for a rank-0 scalar
+    std::uint64_t byteSize() const { return end - begin; }
+};
+
+// A view on a tensor's bytes inside a memory-mapped file. Valid while its SafetensorsFile (or the
+// Checkpoint holding it) lives.
+class TensorView {
+public:
+    TensorView(const TensorInfo& info, std::span<const std::byte> bytes) : info_(&info), bytes_(bytes) {}
+
+    const TensorInfo& info() const { return *info_; }
+    const std::string& name() const { return info_->name; }
+    DType dtype() const { return info_->dtype; }
+    const std::vector<std::int64_t>& shape() const { return info_->shape; }
+    std::int64_t numel() const { return info_->numel(); }
+    std::span<const std::byte> bytes() const { return bytes_; }
+
+    std::vector<float> toF32() const;           // every element, converted exactly
+    // A rank-2 tensor (or rank-1 as one row) as a row-major f32 matrix; throws qs::Error otherwise.
+    MatrixF toMatrix() const;
+
+private:
+    const TensorInfo* info_;
+    std::span<const std::byte> bytes_;
+};
+
+}  // namespace qs::io

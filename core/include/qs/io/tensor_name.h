@@ -1,0 +1,21 @@
+#pragma once
+// Names a tensor's place in a transformer: decoder layer, module and part, for Llama, Mistral,
+// Qwen2, Qwen3 and Gemma-style names ("model.layers.7.mlp.down_proj.weight" -> layer 7,
+// module "mlp.down_proj", part "weight", role Linear).
+#include <string>
+#include <string_view>
+
+namespace qs::io {
+
+enum class TensorRole { Embedding, Norm, Linear, LmHead, Other };
+
+struct TensorName {
+    int layer = -1;          // decoder layer index, -1 outside the layers
+    std::string module;      // e.g. "self_attn.q_proj", "input_layernorm", "embed_tokens", "lm_head"
+    std::string part;        // e.g. "weight", "bias", "qweight", "scales", "weight_scale_inv"
+    TensorRole role = TensorRole::Other;
+};
+
+TensorName parseTensorName(std::string_view fullName);
+
+}  // namespace qs::io

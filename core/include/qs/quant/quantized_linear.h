@@ -1,0 +1,87 @@
+#pragma once
+// QuantizedLinear: the result of quantizing one linear layer W [out_features, in_features], in
+// unpacked form (one code per weight). Formats pack and unpack it at their edge (core/formats).
+//
+// Every method except the trellis stores value = decode(code) * scale (- zero * scale for integer
+// codes), with one scale per block of the weight:
+//   element (r, c) uses scales(r / blockRows, groupOf(c)),  groupOf(c) = gIdx[c] if gIdx is set,
+//   else c / blockCols.
+//   int groups:  blockRows 1, blockCols = group size (cols when per row)
+//   FP8 blocks:  blockRows 128, blockCols 128; per channel: 1, cols; per tensor: rows, cols
+//   MXFP4 1x32, NVFP4 1x16 (times globalScale), NF4 1x64 (absmax)
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "qs/matrix.h"
+
+namespace qs::quant {
+
+enum class Method { Rtn, Gptq, Awq, Fp8, Mxfp4, Nvfp4, Nf4, Trellis };
+std::string_view methodName(Method m);   // "rtn", "gptq", "awq", "fp8", "mxfp4", "nvfp4", "nf4", "trellis"
+
+enum class CodeKind {
+    UnsignedInt,  // value = scale * (code - zero); code in 0 .. 2^bits-1
+    E4M3,         // value = e4m3(code) * scale
+    E2M1,         // value = e2m1(code) * scale * globalScale (FP4: MXFP4, NVFP4)
+    Nf4,          // value = NF4_TABLE[code] * absmax
+    Trellis,      // see TrellisParts
+};
+
+// The trellis (QTIP-style bitshift) parts: per group of `groupSize` weights of the Hadamard-rotated
+// row, an L-bit start state and one K-bit symbol per following weight; the state after each step is
+// ((state << K) | symbol) & (2^L - 1) and the weight is scale * codebook(state).
+struct TrellisParts {
+    int L = 0;
+    int K = 0;
+    int groupSize = 256;
+    std::uint64_t rotationSeed = 0;      // seeded random signs of the Hadamard rotation
+    std::vector<std::uint32_t> starts;   // one per group, row-major over [rows, cols / groupSize]
+};
+
+struct QuantizedLinear {
+    Method method = Method::Rtn;
+    CodeKind codeKind = CodeKind::UnsignedInt;
+    std::int64_t rows = 0;   // out_features
+    std::int64_t cols = 0;   // in_features
+    int bits = 4;            // bits per code
+    int groupSize = -1;      // as configs say it: -1 = one group per row (int methods)
+    bool symmetric = false;
+
+    int blockRows = 1;
+    int blockCols = 0;
+    std::vector<std::uint8_t> codes;     // rows * cols, row-major; trellis: the K-bit symbols
+    MatrixF scales;                      // [ceil(rows / blockRows), number of groups]
+    MatrixF zeros;                       // integer-valued, same shape as scales; empty unless UnsignedInt
+    std::vector<std::int32_t> gIdx;      // [cols]: act-order group of each input column; empty = c / blockCols
+    float globalScale = 1.0f;            // NVFP4's per-tensor FP32 scale
+
+    // AWQ: the layer computes x * diag(1/s) through W * diag(s); the effective weight is
+    // dequantize() with column c divided by inputScales[c]. Empty = none.
+    std::vector<float> inputScales;
+
+    // NF4 double quantization: scales hold the dequantized absmax; these hold how they are stored
+    // (8-bit codes into the dynamic map, one f32 scale per 256 blocks, and the subtracted mean).
+    std::vector<std::uint8_t> scaleCodes;
+    std::vector<float> scaleScales;
+    float scaleOffset = 0.0f;
+
+    TrellisParts trellis;
+
+    // Measurements (NaN when not measured).
+    double outputError = std::numeric_limits<double>::quiet_NaN();   // relative ||(W - Q) X|| / ||W X||
+    double gptqLoss = std::numeric_limits<double>::quiet_NaN();      // GPTQModel's logged loss
+    double seconds = 0.0;
+
+    int groupOf(std::int64_t col) const {
+        return gIdx.empty() ? static_cast<int>(col / blockCols) : gIdx[static_cast<std::size_t>(col)];
+    }
+    MatrixF dequantize() const;             // the effective f32 weight [rows, cols]
+    double bitsPerWeight() const;           // codes + scales + zeros (+ trellis start states)
+    std::uint64_t bytes() const;            // storage of the exported layer
+};
+
+}  // namespace qs::quant
