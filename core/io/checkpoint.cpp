@@ -1,0 +1,206 @@
+// Checkpoint: finds the shards of a checkpoint (one file, a folder, or a sharded folder with its
+// index), cross-checks the index against the shard headers, and reads config.json. Only headers are
+// read, so opening costs the same for 1 MB and 100 GB.
+#include "qs/io/checkpoint.h"
+
+#include <algorithm>
+#include <set>
+
+#include "json_file.h"
+#include "qs/error.h"
+
+namespace qs::io {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr const char* kIndexName = "model.safetensors.index.json";
+constexpr const char* kSingleName = "model.safetensors";
+
+// weight_map of the index: tensor name -> shard file name.
+std::map<std::string, std::string> readWeightMap(const fs::path& indexPath) {
+    const json index = detail::readJsonFile(indexPath);
+    const auto fail = [&](const std::string& what) -> void { throw Error(indexPath.string() + ": " + what); };
+    if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
+        fail("needs a \"weight_map\" object mapping tensor names to shard files");
+    std::map<std::string, std::string> out;
+    for (const auto& [tensor, file] : index["weight_map"].items()) {
+        if (!file.is_string()) fail("weight_map entry of tensor '" + tensor + "' must be a file name");
+        const auto& name = file.get_ref<const std::string&>();
+        if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
+            fail("weight_map maps tensor '" + tensor + "' to '" + name + "', which is not a file in the checkpoint's folder");
+        out.emplace(tensor, name);
+    }
+    return out;
+}
+
+// A folder without an index: model.safetensors, else its only .safetensors file.
+fs::path singleFileOf(const fs::path& dir) {
+    if (fs::exists(dir / kSingleName)) return dir / kSingleName;
+    std::vector<fs::path> found;
+    for (const auto& e : fs::directory_iterator(dir))
+        if (e.path().extension() == ".safetensors" && e.is_regular_file()) found.push_back(e.path());
+    if (found.size() == 1) return found.front();
+    if (found.empty())
+        throw Error(dir.string() + ": no .safetensors file (expected model.safetensors or " + std::string(kIndexName) + ")");
+    throw Error(dir.string() + ": holds " + std::to_string(found.size()) + " .safetensors files but no " + kIndexName +
+                " saying how they form one checkpoint");
+}
+
+int intField(const json& config, std::initializer_list<const char*> keys) {
+    for (const json* c : {&config, config.contains("text_config") ? &config["text_config"] : nullptr}) {
+        if (c == nullptr || !c->is_object()) continue;
+        for (const char* k : keys)
+            if (c->contains(k) && (*c)[k].is_number_integer()) return (*c)[k].get<int>();
+    }
+    return 0;
+}
+
+std::string stringField(const json& j, const char* key) {
+    return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
+}
+
+}  // namespace
+
+struct Checkpoint::Impl {
+    fs::path root;
+    std::vector<SafetensorsFile> shards;
+    json config = json::object();
+    json quantConfig = json::object();
+    std::string quantFormat = "dense";
+    std::vector<CheckpointTensor> tensors;
+    std::map<std::string, std::size_t, std::less<>> byName;
+    bool hasTokenizer = false;
+    bool hasGenerationConfig = false;
+
+    void addShardTensors();
+    void checkAgainstIndex(const std::map<std::string, std::string>& weightMap, const fs::path& indexPath) const;
+    void readConfig();
+};
+
+void Checkpoint::Impl::addShardTensors() {
+    std::map<std::string, std::size_t> shardOf;
+    for (std::size_t s = 0; s < shards.size(); ++s) {
+        for (const auto& info : shards[s].tensors()) {
+            const auto [it, inserted] = shardOf.emplace(info.name, s);
+            if (!inserted)
+                throw Error(root.string() + ": tensor '" + info.name + "' is in two shards, " +
+                            shards[it->second].path().filename().string() + " and " + shards[s].path().filename().string());
+            tensors.push_back(CheckpointTensor{&info, s, parseTensorName(info.name)});
+        }
+    }
+    std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.info->name < b.info->name; });
+    for (std::size_t i = 0; i < tensors.size(); ++i) byName.emplace(tensors[i].info->name, i);
+}
+
+void Checkpoint::Impl::checkAgainstIndex(const std::map<std::string, std::string>& weightMap, const fs::path& indexPath) const {
+    for (const auto& [name, file] : weightMap) {
+        const auto it = byName.find(name);
+        if (it == byName.end())
+            throw Error(indexPath.string() + ": maps tensor '" + name + "' to " + file + ", which does not hold it");
+        const std::string actual = shards[tensors[it->second].shard].path().filename().string();
+        if (actual != file)
+            throw Error(indexPath.string() + ": maps tensor '" + name + "' to " + file + ", which does not hold it (it is in " +
+                        actual + ")");
+    }
+    for (const auto& t : tensors) {
+        if (!weightMap.contains(t.info->name))
+            throw Error(shards[t.shard].path().string() + ": tensor '" + t.info->name + "' is not listed in " + kIndexName);
+    }
+}
+
+void Checkpoint::Impl::readConfig() {
+    if (fs::exists(root / "config.json")) {
+        config = detail::readJsonFile(root / "config.json");
+        if (!config.is_object()) throw Error((root / "config.json").string() + ": must be a JSON object");
+    }
+    if (config.contains("quantization_config") && config["quantization_config"].is_object()) {
+        quantConfig = config["quantization_config"];
+        const std::string method = stringField(quantConfig, "quant_method");
+        quantFormat = method.empty() ? "unknown" : method;
+    } else if (fs::exists(root / "hf_quant_config.json")) {
+        // ModelOpt exports name their algorithm (FP8, NVFP4, ...) in a side file.
+        quantConfig = detail::readJsonFile(root / "hf_quant_config.json");
+        const std::string algo = quantConfig.is_object() ? stringField(quantConfig.value("quantization", json::object()), "quant_algo") : "";
+        quantFormat = algo.empty() ? "modelopt" : algo;
+    }
+    hasTokenizer = fs::exists(root / "tokenizer.json") || fs::exists(root / "tokenizer.model") || fs::exists(root / "vocab.json");
+    hasGenerationConfig = fs::exists(root / "generation_config.json");
+}
+
+Checkpoint Checkpoint::open(const fs::path& path) {
+    auto impl = std::make_shared<Impl>();
+    std::error_code ec;
+    const auto status = fs::status(path, ec);
+    if (ec || !fs::exists(status)) throw Error(path.string() + ": no such file or folder");
+
+    std::map<std::string, std::string> weightMap;
+    fs::path indexPath;
+    if (fs::is_directory(status)) {
+        impl->root = path;
+        indexPath = path / kIndexName;
+        if (fs::exists(indexPath)) {
+            weightMap = readWeightMap(indexPath);
+            std::set<std::string> files;
+            for (const auto& [tensor, file] : weightMap) {
+                if (files.insert(file).second && !fs::is_regular_file(path / file))
+                    throw Error(indexPath.string() + ": names shard " + file + " (for tensor '" + tensor + "'), which does not exist");
+            }
+            for (const auto& file : files) impl->shards.push_back(SafetensorsFile::open(path / file));
+        } else {
+            impl->shards.push_back(SafetensorsFile::open(singleFileOf(path)));
+        }
+    } else {
+        impl->root = path.has_parent_path() ? path.parent_path() : fs::path(".");
+        impl->shards.push_back(SafetensorsFile::open(path));
+    }
+    impl->addShardTensors();
+    if (!weightMap.empty()) impl->checkAgainstIndex(weightMap, indexPath);
+    impl->readConfig();
+    return Checkpoint(std::move(impl));
+}
+
+const fs::path& Checkpoint::root() const { return impl_->root; }
+const std::vector<SafetensorsFile>& Checkpoint::shards() const { return impl_->shards; }
+const json& Checkpoint::config() const { return impl_->config; }
+const json& Checkpoint::quantizationConfig() const { return impl_->quantConfig; }
+const std::vector<CheckpointTensor>& Checkpoint::tensors() const { return impl_->tensors; }
+
+const CheckpointTensor* Checkpoint::find(std::string_view name) const {
+    const auto it = impl_->byName.find(name);
+    return it == impl_->byName.end() ? nullptr : &impl_->tensors[it->second];
+}
+
+TensorView Checkpoint::tensor(std::string_view name) const {
+    const CheckpointTensor* t = find(name);
+    if (t == nullptr) throw Error(impl_->root.string() + ": no tensor named '" + std::string(name) + "'");
+    return impl_->shards[t->shard].view(*t->info);
+}
+
+CheckpointSummary Checkpoint::summary() const {
+    const auto& c = impl_->config;
+    CheckpointSummary s;
+    s.modelType = stringField(c, "model_type");
+    s.architecture = c.contains("architectures") && c["architectures"].is_array() && !c["architectures"].empty() &&
+                             c["architectures"][0].is_string()
+                         ? c["architectures"][0].get<std::string>()
+                         : s.modelType;
+    s.numLayers = intField(c, {"num_hidden_layers", "n_layer", "num_layers"});
+    s.hiddenSize = intField(c, {"hidden_size", "n_embd", "d_model"});
+    int maxLayer = -1;
+    for (const auto& t : impl_->tensors) {
+        s.parameterCount += t.info->numel();
+        s.bytesByDtype[std::string(dtypeName(t.info->dtype))] += t.info->byteSize();
+        maxLayer = std::max(maxLayer, t.naming.layer);
+    }
+    if (s.numLayers == 0) s.numLayers = maxLayer + 1;
+    for (const auto& shard : impl_->shards) s.sizeOnDisk += shard.fileSize();
+    s.quantizationFormat = impl_->quantFormat;
+    s.hasTokenizer = impl_->hasTokenizer;
+    s.hasGenerationConfig = impl_->hasGenerationConfig;
+    return s;
+}
+
+}  // namespace qs::io
