@@ -74,12 +74,15 @@ struct QuantizedLinear {
     // Measurements (NaN when not measured).
     double outputError = std::numeric_limits<double>::quiet_NaN();   // relative ||(W - Q) X|| / ||W X||
     double gptqLoss = std::numeric_limits<double>::quiet_NaN();      // GPTQModel's logged loss
+    double outputMse = std::numeric_limits<double>::quiet_NaN();     // mean over tokens and outputs of ((W - Q) x)^2
+    double dampPercent = std::numeric_limits<double>::quiet_NaN();   // GPTQ: damping used (after auto-increase)
     double seconds = 0.0;
 
     int groupOf(std::int64_t col) const {
         return gIdx.empty() ? static_cast<int>(col / blockCols) : gIdx[static_cast<std::size_t>(col)];
     }
-    MatrixF dequantize() const;             // the effective f32 weight [rows, cols]
+    MatrixF dequantize() const;             // the f32 weight the parts decode to [rows, cols] (AWQ: of W * diag(s))
+    MatrixF effectiveWeight() const;        // dequantize() with column c divided by inputScales[c] (= dequantize() without them)
     double bitsPerWeight() const;           // codes + scales + zeros (+ trellis start states)
     std::uint64_t bytes() const;            // storage of the exported layer
 };

@@ -1,0 +1,298 @@
+#include "qs/quant/gptq.h"
+
+#include <algorithm>
+#include <chrono>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <Eigen/Cholesky>
+
+#include "qs/error.h"
+#include "qs/quant/output_error.h"
+
+namespace qs::quant {
+
+namespace {
+
+using ColMatrixF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
+constexpr std::int64_t kFactorBlock = 128;   // panel width of the Cholesky and the triangular inverse
+constexpr std::int64_t kTile = 256;          // tile of the trailing lower-triangular updates
+constexpr std::int64_t kRowChunk = 32;       // rows per task of the column loop (its block fits in L1/L2)
+
+// A22 -= A21 A21ᵀ on the lower triangle only, tile by tile over the threads (half the flops of a GEMM).
+void lowerRankUpdate(ColMatrixF& a, std::int64_t k, std::int64_t b) {
+    const std::int64_t r0 = k + b, rem = a.rows() - r0;
+    const std::int64_t tiles = (rem + kTile - 1) / kTile;
+    std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
+    for (std::int64_t i = 0; i < tiles; ++i)
+        for (std::int64_t j = 0; j <= i; ++j) pairs.emplace_back(i, j);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::size_t p = 0; p < pairs.size(); ++p) {
+        const std::int64_t ri = r0 + pairs[p].first * kTile, rj = r0 + pairs[p].second * kTile;
+        const std::int64_t ni = std::min(kTile, a.rows() - ri), nj = std::min(kTile, a.rows() - rj);
+        a.block(ri, rj, ni, nj).noalias() -= a.block(ri, k, ni, b) * a.block(rj, k, nj, b).transpose();
+    }
+}
+
+// Right-looking blocked Cholesky A = L Lᵀ in place (lower triangle); false if A is not positive definite.
+bool choleskyLower(ColMatrixF& a) {
+    const std::int64_t n = a.rows();
+    for (std::int64_t k = 0; k < n; k += kFactorBlock) {
+        const std::int64_t b = std::min(kFactorBlock, n - k);
+        Eigen::LLT<ColMatrixF> llt(a.block(k, k, b, b));
+        if (llt.info() != Eigen::Success) return false;
+        a.block(k, k, b, b) = llt.matrixL();
+        const std::int64_t rem = n - k - b;
+        if (rem == 0) break;
+        const std::int64_t chunks = (rem + kTile - 1) / kTile;
+#pragma omp parallel for schedule(dynamic, 1)
+        for (std::int64_t c = 0; c < chunks; ++c) {
+            const std::int64_t r = k + b + c * kTile, nr = std::min(kTile, n - r);
+            auto panel = a.block(r, k, nr, b);
+            llt.matrixU().solveInPlace<Eigen::OnTheRight>(panel);   // A21 L11⁻ᵀ
+        }
+        lowerRankUpdate(a, k, b);
+    }
+    return true;
+}
+
+// X = L⁻¹ for lower-triangular L, by block columns (independent, so spread over the threads).
+ColMatrixF lowerInverse(const ColMatrixF& l) {
+    const std::int64_t n = l.rows();
+    const std::int64_t blocks = (n + kFactorBlock - 1) / kFactorBlock;
+    std::vector<ColMatrixF> diagInv(static_cast<std::size_t>(blocks));
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::int64_t j = 0; j < blocks; ++j) {
+        const std::int64_t c = j * kFactorBlock, b = std::min(kFactorBlock, n - c);
+        diagInv[static_cast<std::size_t>(j)] =
+            l.block(c, c, b, b).triangularView<Eigen::Lower>().solve(ColMatrixF::Identity(b, b));
+    }
+    ColMatrixF x = ColMatrixF::Zero(n, n);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::int64_t j = 0; j < blocks; ++j) {
+        const std::int64_t c0 = j * kFactorBlock, bj = std::min(kFactorBlock, n - c0);
+        x.block(c0, c0, bj, bj) = diagInv[static_cast<std::size_t>(j)];
+        for (std::int64_t i = j + 1; i < blocks; ++i) {
+            const std::int64_t r0 = i * kFactorBlock, bi = std::min(kFactorBlock, n - r0);
+            const ColMatrixF s = l.block(r0, c0, bi, r0 - c0) * x.block(c0, c0, r0 - c0, bj);
+            x.block(r0, c0, bi, bj).noalias() = -(diagInv[static_cast<std::size_t>(i)] * s);
+        }
+    }
+    return x;
+}
+
+struct Prepared {
+    MatrixF w;                 // weights in visiting order, dead columns zeroed
+    MatrixF h;                 // H in visiting order, dead diagonal set to 1 (undamped)
+    std::vector<int> perm;     // visiting position -> original column
+    std::vector<GridParams> staticParams;   // [rows * groups] when static groups
+};
+
+Prepared prepare(const MatrixF& w, const MatrixF& h, const GptqOptions& o, int groupCols, int groups) {
+    const std::int64_t cols = w.cols();
+    Prepared p;
+    p.w = w;
+    MatrixF hf = h;
+    for (std::int64_t c = 0; c < cols; ++c)
+        if (hf(c, c) == 0.0f) {   // an input never active: its weights cannot matter
+            hf(c, c) = 1.0f;
+            p.w.col(c).setZero();
+        }
+    if (o.staticGroups) {
+        p.staticParams.resize(static_cast<std::size_t>(w.rows() * groups));
+        for (std::int64_t r = 0; r < w.rows(); ++r)
+            for (int g = 0; g < groups; ++g) {
+                const std::int64_t c0 = static_cast<std::int64_t>(g) * groupCols;
+                const auto seg = p.w.row(r).segment(c0, std::min<std::int64_t>(groupCols, cols - c0));
+                p.staticParams[static_cast<std::size_t>(r * groups + g)] =
+                    gridParams(seg.minCoeff(), seg.maxCoeff(), o.bits, o.sym, o.rule);
+            }
+    }
+    p.perm.resize(static_cast<std::size_t>(cols));
+    std::iota(p.perm.begin(), p.perm.end(), 0);
+    if (o.actOrder) {
+        std::stable_sort(p.perm.begin(), p.perm.end(), [&hf](int a, int b) { return hf(a, a) > hf(b, b); });
+        p.w = MatrixF(p.w(Eigen::all, p.perm));
+        p.h = hf(p.perm, p.perm);
+    } else {
+        p.h = std::move(hf);
+    }
+    return p;
+}
+
+// Damps H until its Cholesky factorization succeeds; returns the upper factor of the inverse.
+MatrixF dampedInverseFactor(const MatrixF& h, const GptqOptions& o, double& dampPercent, double& lambda) {
+    const double meanDiag = h.diagonal().cast<double>().mean();
+    MatrixF u;
+    for (dampPercent = o.dampPercent; dampPercent < 1.0; dampPercent += o.dampIncrement) {
+        MatrixF hd = h;
+        lambda = dampPercent * meanDiag;
+        hd.diagonal().array() += static_cast<float>(lambda);
+        if (upperCholeskyOfInverse(hd, u)) return u;
+        if (o.dampIncrement <= 0) break;
+    }
+    throw Error("GPTQ: the Hessian is not positive definite even with damping " + std::to_string(dampPercent));
+}
+
+struct LoopState {
+    const GptqOptions& o;
+    const Prepared& p;
+    const MatrixF& u;
+    int groupCols;
+    int groups;
+    float maxq;
+    MatrixF& w;                          // corrected weights, visiting order
+    std::vector<std::uint8_t>& codes;    // [cols][rows], visiting order
+    MatrixF& scales;                     // [rows, groups] (visiting-order groups unless static)
+    MatrixF& zeros;
+};
+
+// One row chunk of one block: the block-internal column loop, with rank-one updates inside the block.
+double blockChunk(LoopState& s, std::int64_t i1, std::int64_t i2, std::int64_t r0, std::int64_t nr, ColMatrixF& err) {
+    const std::int64_t bw = i2 - i1, rows = s.w.rows(), cols = s.w.cols();
+    ColMatrixF wb = s.w.block(r0, i1, nr, bw);
+    Eigen::VectorXf scale(nr), zero(nr);
+    double loss = 0.0;
+    int currentGroup = -1;
+    for (std::int64_t i = 0; i < bw; ++i) {
+        const std::int64_t col = i1 + i;
+        const int g = static_cast<int>(col / s.groupCols);
+        if (s.o.staticGroups) {
+            const int sg = s.p.perm[static_cast<std::size_t>(col)] / s.groupCols;
+            for (std::int64_t r = 0; r < nr; ++r) {
+                const GridParams gp = s.p.staticParams[static_cast<std::size_t>((r0 + r) * s.groups + sg)];
+                scale[r] = gp.scale;
+                zero[r] = gp.zero;
+            }
+        } else if (g != currentGroup) {
+            // The group's range from the weights as corrected so far (the block's columns from here,
+            // then the columns after the block, which have all earlier blocks' updates).
+            currentGroup = g;
+            const std::int64_t groupEnd = std::min<std::int64_t>(static_cast<std::int64_t>(g + 1) * s.groupCols, cols);
+            const std::int64_t inBlock = std::min(groupEnd, i2) - col;
+            for (std::int64_t r = 0; r < nr; ++r) {
+                float lo = wb(r, i), hi = lo;
+                for (std::int64_t c = i; c < i + inBlock; ++c) {
+                    lo = std::min(lo, wb(r, c));
+                    hi = std::max(hi, wb(r, c));
+                }
+                for (std::int64_t c = i2; c < groupEnd; ++c) {
+                    lo = std::min(lo, s.w(r0 + r, c));
+                    hi = std::max(hi, s.w(r0 + r, c));
+                }
+                const GridParams gp = gridParams(lo, hi, s.o.bits, s.o.sym, s.o.rule);
+                scale[r] = gp.scale;
+                zero[r] = gp.zero;
+                s.scales(r0 + r, g) = gp.scale;
+                s.zeros(r0 + r, g) = gp.zero;
+            }
+        }
+        const float d = s.u(col, col);
+        std::uint8_t* codeOut = s.codes.data() + col * rows + r0;
+        float* e = err.col(i).data() + r0;
+        for (std::int64_t r = 0; r < nr; ++r) {
+            const float wv = wb(r, i);
+            const float q = quantizeCode(wv, {scale[r], zero[r]}, s.maxq);
+            codeOut[r] = static_cast<std::uint8_t>(q);
+            const float diff = wv - dequantizeCode(q, {scale[r], zero[r]});
+            e[r] = diff / d;
+            loss += static_cast<double>(e[r]) * static_cast<double>(e[r]);
+        }
+        if (i + 1 < bw)
+            wb.rightCols(bw - i - 1).noalias() -=
+                err.col(i).segment(r0, nr) * s.u.row(col).segment(col + 1, bw - i - 1);
+    }
+    return 0.5 * loss;
+}
+
+}  // namespace
+
+bool upperCholeskyOfInverse(const MatrixF& h, MatrixF& u) {
+    ColMatrixF a = h.reverse();   // J H J
+    if (!choleskyLower(a)) return false;
+    for (std::int64_t i = 0; i < a.rows(); ++i)
+        if (!(a(i, i) > 0.0f) || !std::isfinite(a(i, i))) return false;
+    u = lowerInverse(a).reverse();   // J L⁻¹ J: upper triangular, H⁻¹ = UᵀU
+    return true;
+}
+
+QuantizedLinear quantizeGptq(const MatrixF& w, const MatrixF& h, const GptqOptions& o) {
+    const auto start = std::chrono::steady_clock::now();
+    checkIntOptions(o.bits, o.groupSize, w.cols());
+    if (h.rows() != w.cols() || h.cols() != w.cols())
+        throw Error("GPTQ: H is [" + std::to_string(h.rows()) + ", " + std::to_string(h.cols()) + "] for " +
+                    std::to_string(w.cols()) + " input columns");
+    if (o.blockSize <= 0) throw Error("GPTQ: block size must be positive");
+    const std::int64_t rows = w.rows(), cols = w.cols();
+    const int groupCols = o.groupSize < 0 ? static_cast<int>(cols) : o.groupSize;
+    const int groups = groupCount(o.groupSize, cols);
+
+    Prepared p = prepare(w, h, o, groupCols, groups);
+    QuantizedLinear q;
+    double lambda = 0.0;
+    const MatrixF u = dampedInverseFactor(p.h, o, q.dampPercent, lambda);
+
+    q.method = Method::Gptq;
+    q.codeKind = CodeKind::UnsignedInt;
+    q.rows = rows;
+    q.cols = cols;
+    q.bits = o.bits;
+    q.groupSize = o.groupSize;
+    q.symmetric = o.sym;
+    q.blockRows = 1;
+    q.blockCols = groupCols;
+    q.scales.resize(rows, groups);
+    q.zeros.resize(rows, groups);
+    if (o.staticGroups)
+        for (std::int64_t r = 0; r < rows; ++r)
+            for (int g = 0; g < groups; ++g) {
+                const GridParams gp = p.staticParams[static_cast<std::size_t>(r * groups + g)];
+                q.scales(r, g) = gp.scale;
+                q.zeros(r, g) = gp.zero;
+            }
+    std::vector<std::uint8_t> codes(static_cast<std::size_t>(rows * cols));
+    LoopState s{o, p, u, groupCols, groups, static_cast<float>((1 << o.bits) - 1), p.w, codes, q.scales, q.zeros};
+
+    const std::int64_t chunks = (rows + kRowChunk - 1) / kRowChunk;
+    std::vector<double> chunkLoss(static_cast<std::size_t>(chunks), 0.0);
+    ColMatrixF err(rows, o.blockSize);
+    for (std::int64_t i1 = 0; i1 < cols; i1 += o.blockSize) {
+        const std::int64_t i2 = std::min<std::int64_t>(i1 + o.blockSize, cols);
+#pragma omp parallel for schedule(static)
+        for (std::int64_t c = 0; c < chunks; ++c) {
+            const std::int64_t r0 = c * kRowChunk;
+            chunkLoss[static_cast<std::size_t>(c)] += blockChunk(s, i1, i2, r0, std::min(kRowChunk, rows - r0), err);
+        }
+        if (i2 < cols)   // lazy batch update: everything after the block, one GEMM
+            p.w.rightCols(cols - i2).noalias() -= err.leftCols(i2 - i1) * u.block(i1, i2, i2 - i1, cols - i2);
+    }
+    const double lossSum = std::accumulate(chunkLoss.begin(), chunkLoss.end(), 0.0);
+
+    q.codes.resize(codes.size());
+    for (std::int64_t k = 0; k < cols; ++k) {
+        const std::int64_t c = p.perm[static_cast<std::size_t>(k)];
+        for (std::int64_t r = 0; r < rows; ++r) q.codes[static_cast<std::size_t>(r * cols + c)] = codes[static_cast<std::size_t>(k * rows + r)];
+    }
+    if (o.actOrder && !o.staticGroups) {
+        q.gIdx.resize(static_cast<std::size_t>(cols));
+        for (std::int64_t k = 0; k < cols; ++k) q.gIdx[static_cast<std::size_t>(p.perm[static_cast<std::size_t>(k)])] = static_cast<std::int32_t>(k / groupCols);
+    }
+    q.gptqLoss = o.samples > 0 ? lossSum / o.samples : lossSum;
+    if (o.measureError) {
+        // Σ ½ err² = ½ tr(D (H + λI) Dᵀ): remove the damping to get the error on the inputs.
+        // Dead columns were quantized from zero; their H row and column are zero, so they add nothing.
+        MatrixF d = w - q.dequantize();
+        for (std::int64_t c = 0; c < cols; ++c)
+            if (h(c, c) == 0.0f) d.col(c).setZero();
+        const double dampTerm = 0.5 * lambda * d.cast<double>().squaredNorm();
+        const double err2 = std::max(lossSum - dampTerm, 0.0);
+        const double ref = hessianQuadratic(w, h);
+        q.outputMse = err2 / static_cast<double>(rows);
+        q.outputError = ref > 0 ? std::sqrt(err2 / ref) : std::numeric_limits<double>::quiet_NaN();
+    }
+    q.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return q;
+}
+
+}  // namespace qs::quant

@@ -1,0 +1,145 @@
+#include "qs/quant/quantized_linear.h"
+
+#include <array>
+#include <string>
+
+#include "qs/error.h"
+#include "qs/io/dtype.h"
+#include "qs/quant/nf4.h"       // nf4Table()
+#include "qs/quant/trellis.h"   // trellisDecode()
+
+namespace qs::quant {
+
+namespace {
+
+// The element decoders of each code kind; value = decode(code) * scale (- zero * scale for ints).
+template <typename Decode>
+MatrixF decodeScaled(const QuantizedLinear& q, Decode decode) {
+    MatrixF w(q.rows, q.cols);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < q.rows; ++r) {
+        const std::int64_t sr = r / q.blockRows;
+        const std::uint8_t* codes = q.codes.data() + r * q.cols;
+        for (std::int64_t c = 0; c < q.cols; ++c) w(r, c) = decode(codes[c], sr, q.groupOf(c));
+    }
+    return w;
+}
+
+void checkParts(const QuantizedLinear& q) {
+    if (q.rows < 0 || q.cols < 0 || q.codes.size() != static_cast<std::size_t>(q.rows * q.cols))
+        throw Error("QuantizedLinear: " + std::to_string(q.codes.size()) + " codes for a [" + std::to_string(q.rows) +
+                    ", " + std::to_string(q.cols) + "] weight");
+    if (q.blockRows <= 0 || (q.gIdx.empty() && q.blockCols <= 0)) throw Error("QuantizedLinear: bad block shape");
+    if (!q.gIdx.empty() && q.gIdx.size() != static_cast<std::size_t>(q.cols))
+        throw Error("QuantizedLinear: g_idx has " + std::to_string(q.gIdx.size()) + " entries for " +
+                    std::to_string(q.cols) + " columns");
+    const std::int64_t scaleRows = (q.rows + q.blockRows - 1) / q.blockRows;
+    if (q.rows > 0 && q.scales.rows() != scaleRows) throw Error("QuantizedLinear: scales have the wrong number of rows");
+    for (std::int64_t c = 0; c < q.cols; ++c) {
+        const int g = q.groupOf(c);
+        if (g < 0 || g >= q.scales.cols()) throw Error("QuantizedLinear: column " + std::to_string(c) + " has no scale");
+    }
+    if (q.codeKind == CodeKind::UnsignedInt && (q.zeros.rows() != q.scales.rows() || q.zeros.cols() != q.scales.cols()))
+        throw Error("QuantizedLinear: zeros and scales differ in shape");
+}
+
+}  // namespace
+
+std::string_view methodName(Method m) {
+    switch (m) {
+        case Method::Rtn: return "rtn";
+        case Method::Gptq: return "gptq";
+        case Method::Awq: return "awq";
+        case Method::Fp8: return "fp8";
+        case Method::Mxfp4: return "mxfp4";
+        case Method::Nvfp4: return "nvfp4";
+        case Method::Nf4: return "nf4";
+        case Method::Trellis: return "trellis";
+    }
+    return "unknown";
+}
+
+MatrixF QuantizedLinear::dequantize() const {
+    if (codeKind == CodeKind::Trellis) return trellisDecode(*this);
+    checkParts(*this);
+    switch (codeKind) {
+        case CodeKind::UnsignedInt:
+            return decodeScaled(*this, [this](std::uint8_t code, std::int64_t sr, int g) {
+                return (static_cast<float>(code) - zeros(sr, g)) * scales(sr, g);
+            });
+        case CodeKind::E4M3:
+            return decodeScaled(*this, [this](std::uint8_t code, std::int64_t sr, int g) {
+                return io::e4m3ToF32(code) * scales(sr, g);
+            });
+        case CodeKind::E2M1:
+            return decodeScaled(*this, [this](std::uint8_t code, std::int64_t sr, int g) {
+                return io::e2m1ToF32(code) * scales(sr, g) * globalScale;
+            });
+        case CodeKind::Nf4: {
+            const std::array<float, 16>& table = nf4Table();
+            return decodeScaled(*this, [this, &table](std::uint8_t code, std::int64_t sr, int g) {
+                return table[code & 0xF] * scales(sr, g);
+            });
+        }
+        case CodeKind::Trellis: break;
+    }
+    throw Error("QuantizedLinear: unknown code kind");
+}
+
+MatrixF QuantizedLinear::effectiveWeight() const {
+    MatrixF w = dequantize();
+    if (inputScales.empty()) return w;
+    if (inputScales.size() != static_cast<std::size_t>(cols))
+        throw Error("QuantizedLinear: inputScales has " + std::to_string(inputScales.size()) + " entries for " +
+                    std::to_string(cols) + " columns");
+    for (std::int64_t c = 0; c < cols; ++c) w.col(c) /= inputScales[static_cast<std::size_t>(c)];
+    return w;
+}
+
+namespace {
+
+// Every stored bit of the exported layer (codes and their scales; the per-weight view is this
+// divided by rows * cols). Counted from the parts, so partial groups and blocks come out right.
+double storedBits(const QuantizedLinear& q) {
+    const double weights = static_cast<double>(q.rows) * static_cast<double>(q.cols);
+    const double scaleCount = static_cast<double>(q.scales.size());
+    switch (q.method) {
+        case Method::Rtn:
+        case Method::Gptq:
+        case Method::Awq: {
+            // bits per code, a 16-bit scale and (asymmetric) a bits-wide zero per group; act-order's
+            // g_idx is 32 bits per input column.
+            const double zeroBits = q.symmetric ? 0.0 : q.bits;
+            const double gIdxBits = q.gIdx.empty() ? 0.0 : 32.0 * static_cast<double>(q.cols);
+            return weights * q.bits + scaleCount * (16.0 + zeroBits) + gIdxBits;
+        }
+        case Method::Fp8: return weights * 8.0 + scaleCount * 32.0;    // f32 scale per block / channel / tensor
+        case Method::Mxfp4: return weights * 4.0 + scaleCount * 8.0;   // E8M0 per 32
+        case Method::Nvfp4: return weights * 4.0 + scaleCount * 8.0 + 32.0;   // E4M3 per 16, f32 per tensor
+        case Method::Nf4:
+            if (q.scaleCodes.empty()) return weights * 4.0 + scaleCount * 32.0;   // f32 absmax per 64
+            // double quantization: 8-bit absmax codes, one f32 scale per 256 of them
+            return weights * 4.0 + static_cast<double>(q.scaleCodes.size()) * 8.0 +
+                   static_cast<double>(q.scaleScales.size()) * 32.0;
+        case Method::Trellis: {
+            // per group: an L-bit start state, K bits for each following weight, an f16 scale
+            const TrellisParts& t = q.trellis;
+            const double groups = static_cast<double>(t.starts.size());
+            return groups * (t.L + static_cast<double>(t.K) * (t.groupSize - 1) + 16.0);
+        }
+    }
+    return 0.0;
+}
+
+}  // namespace
+
+double QuantizedLinear::bitsPerWeight() const {
+    const double weights = static_cast<double>(rows) * static_cast<double>(cols);
+    return weights > 0 ? storedBits(*this) / weights : 0.0;
+}
+
+std::uint64_t QuantizedLinear::bytes() const {
+    return static_cast<std::uint64_t>((storedBits(*this) + 7.0) / 8.0);
+}
+
+}  // namespace qs::quant
