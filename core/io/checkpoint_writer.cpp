@@ -1,0 +1,329 @@
+// CheckpointWriter: streams tensors into shards inside a temporary sibling folder and renames the
+// folder into place at finish(). Each shard's tensor bytes go to a data file as they arrive (so at
+// most one tensor is ever held in memory); closing the shard writes the safetensors header, then
+// appends the data file. Tensors are laid out in insertion order (not the reference writer's
+// alignment order): the format does not require alignment, and insertion order lets data stream.
+#include "qs/io/checkpoint_writer.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "output_file.h"
+#include "qs/error.h"
+
+namespace qs::io {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// Files that travel with a model but that the writer does not produce itself.
+constexpr const char* kAuxiliaryFiles[] = {
+    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model", "vocab.json",
+    "merges.txt", "vocab.txt", "added_tokens.json", "generation_config.json", "chat_template.jinja",
+    "chat_template.json", "LICENSE", "LICENSE.txt", "LICENSE.md", "NOTICE"};
+
+bool isInside(const fs::path& child, const fs::path& parent) {
+    const auto [p, c] = std::mismatch(parent.begin(), parent.end(), child.begin(), child.end());
+    return p == parent.end();
+}
+
+fs::path absoluteFolder(const fs::path& p) {
+    fs::path a = fs::weakly_canonical(fs::absolute(p));
+    if (a.filename().empty()) a = a.parent_path();  // "out/" names the folder "out"
+    return a;
+}
+
+// A fresh empty folder next to `target`, named after it, for the writer's work or for the old copy
+// of a destination being replaced.
+fs::path makeSiblingDir(const fs::path& target, const char* tag) {
+    std::string name = ".";
+    name += target.filename().string();
+    name += tag;
+    name += "XXXXXX";
+    std::string pattern = (target.parent_path() / name).string();
+    if (::mkdtemp(pattern.data()) == nullptr)
+        throw Error(target.string() + ": cannot create a temporary folder next to it (" + std::strerror(errno) + ")");
+    return pattern;
+}
+
+std::string shapeText(const std::vector<std::int64_t>& shape) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+std::string shardFileName(std::size_t index, std::size_t count) {
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "model-%05zu-of-%05zu.safetensors", index + 1, count);
+    return buf;
+}
+
+struct PendingTensor {
+    std::string name;
+    DType dtype;
+    std::vector<std::int64_t> shape;
+    std::uint64_t begin;
+    std::uint64_t end;
+};
+
+struct OpenShard {
+    std::unique_ptr<detail::OutputFile> data;
+    std::vector<PendingTensor> tensors;
+};
+
+}  // namespace
+
+struct CheckpointWriter::Impl {
+    fs::path destination;
+    CheckpointWriterOptions options;
+    fs::path tempDir;
+    std::optional<OpenShard> shard;
+    std::vector<std::vector<std::string>> closedShards;  // tensor names of each closed shard
+    std::set<std::string> names;
+    std::uint64_t totalSize = 0;
+    std::optional<json> config;
+    bool finished = false;
+    bool failed = false;
+
+    ~Impl() { discard(); }
+
+    [[noreturn]] void fail(const std::string& what) const { throw Error(destination.string() + ": " + what); }
+
+    void discard() noexcept {
+        shard.reset();
+        std::error_code ec;
+        if (!tempDir.empty() && !finished) fs::remove_all(tempDir, ec);
+    }
+
+    // Runs one public operation; any exception leaves nothing behind and disables the writer.
+    template <typename Body>
+    auto guarded(Body&& body) {
+        if (finished) fail("the checkpoint writer has already finished");
+        if (failed) fail("the checkpoint writer failed earlier and wrote nothing");
+        try {
+            return body();
+        } catch (...) {
+            failed = true;
+            discard();
+            throw;
+        }
+    }
+
+    fs::path shardPartPath(std::size_t index) const { return tempDir / ("shard-" + std::to_string(index) + ".part"); }
+
+    std::uint64_t checkTensor(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape) const;
+    void beginTensor(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape, std::uint64_t bytes);
+    void closeShard();
+    void writeIndex() const;
+    void replaceDestination();
+};
+
+std::uint64_t CheckpointWriter::Impl::checkTensor(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape) const {
+    if (name.empty() || name == "__metadata__") fail("'" + name + "' cannot be a tensor name");
+    if (names.contains(name)) fail("tensor '" + name + "' added twice");
+    std::uint64_t bytes = dtypeSize(dtype);
+    for (const auto d : shape) {
+        if (d < 0) fail("tensor '" + name + "': shape " + shapeText(shape) + " has a negative dimension");
+        if (__builtin_mul_overflow(bytes, static_cast<std::uint64_t>(d), &bytes))
+            fail("tensor '" + name + "': shape " + shapeText(shape) + " is too large");
+    }
+    return bytes;
+}
+
+void CheckpointWriter::Impl::beginTensor(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape,
+                                         std::uint64_t bytes) {
+    // A tensor that does not fit starts a new shard; one larger than the limit gets a shard alone.
+    if (shard && !shard->tensors.empty() && shard->data->size() + bytes > options.maxShardBytes) closeShard();
+    if (!shard) {
+        shard.emplace();
+        shard->data = std::make_unique<detail::OutputFile>(tempDir / ("shard-" + std::to_string(closedShards.size()) + ".data"));
+    }
+    const std::uint64_t begin = shard->data->size();
+    shard->tensors.push_back(PendingTensor{name, dtype, shape, begin, begin + bytes});
+    names.insert(name);
+    totalSize += bytes;
+}
+
+// Header (format "pt", padded with spaces to a multiple of 8 like the reference writer), then the
+// shard's streamed data.
+void CheckpointWriter::Impl::closeShard() {
+    json header = json::object();
+    header["__metadata__"] = {{"format", "pt"}};
+    std::vector<std::string> shardNames;
+    fs::path dataPath;
+    if (shard) {
+        if (shard->data->size() != (shard->tensors.empty() ? 0 : shard->tensors.back().end))
+            fail("internal error: shard data does not match its tensors");
+        for (const auto& t : shard->tensors) {
+            header[t.name] = {{"dtype", dtypeName(t.dtype)}, {"shape", t.shape}, {"data_offsets", {t.begin, t.end}}};
+            shardNames.push_back(t.name);
+        }
+        shard->data->close();
+        dataPath = shard->data->path();
+    }
+    std::string text = header.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');
+    std::byte length[8];
+    for (int i = 0; i < 8; ++i) length[i] = static_cast<std::byte>((text.size() >> (8 * i)) & 0xFF);
+
+    detail::OutputFile out(shardPartPath(closedShards.size()));
+    out.write(length);
+    out.write(std::as_bytes(std::span<const char>(text)));
+    if (!dataPath.empty()) {
+        out.append(dataPath);
+        fs::remove(dataPath);
+    }
+    out.close();
+    shard.reset();
+    closedShards.push_back(std::move(shardNames));
+}
+
+void CheckpointWriter::Impl::writeIndex() const {
+    json weightMap = json::object();
+    for (std::size_t s = 0; s < closedShards.size(); ++s)
+        for (const auto& name : closedShards[s]) weightMap[name] = shardFileName(s, closedShards.size());
+    const json index = {{"metadata", {{"total_size", totalSize}}}, {"weight_map", weightMap}};
+    detail::OutputFile out(tempDir / "model.safetensors.index.json");
+    const std::string text = index.dump(2) + "\n";
+    out.write(std::as_bytes(std::span<const char>(text)));
+    out.close();
+}
+
+// Moves an existing destination aside, renames the finished folder into place, then deletes the old
+// copy; if the second rename fails the old copy is put back.
+void CheckpointWriter::Impl::replaceDestination() {
+    if (!fs::exists(destination)) {
+        fs::rename(tempDir, destination);
+        return;
+    }
+    const fs::path old = makeSiblingDir(destination, ".old-");
+    fs::rename(destination, old);
+    try {
+        fs::rename(tempDir, destination);
+    } catch (...) {
+        std::error_code ec;
+        fs::rename(old, destination, ec);
+        fs::remove_all(old, ec);
+        throw;
+    }
+    std::error_code ec;
+    fs::remove_all(old, ec);
+}
+
+CheckpointWriter::CheckpointWriter(fs::path destination, CheckpointWriterOptions options, std::optional<fs::path> source)
+    : impl_(std::make_unique<Impl>()) {
+    auto& w = *impl_;
+    w.destination = absoluteFolder(destination);
+    w.options = options;
+    if (w.options.maxShardBytes == 0) w.fail("maxShardBytes must be positive");
+    if (source) {
+        std::error_code ec;
+        fs::path src = fs::canonical(*source, ec);
+        if (ec) w.fail("source checkpoint " + source->string() + " does not exist");
+        if (!fs::is_directory(src)) src = src.parent_path();
+        if (isInside(w.destination, src))
+            w.fail("is inside (or is) the source checkpoint " + src.string() + "; write the output elsewhere so that the source is never modified");
+        if (isInside(src, w.destination))
+            w.fail("contains the source checkpoint " + src.string() + "; replacing it would delete the source");
+    }
+    if (fs::exists(w.destination)) {
+        if (!w.options.overwrite) w.fail("already exists (choose another destination or allow overwriting)");
+        if (!fs::is_directory(w.destination)) w.fail("exists and is not a folder");
+    }
+    if (!fs::is_directory(w.destination.parent_path())) w.fail("its parent folder " + w.destination.parent_path().string() + " does not exist");
+    w.tempDir = makeSiblingDir(w.destination, ".tmp-");
+    fs::permissions(w.tempDir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
+                                   fs::perms::others_exec);
+}
+
+CheckpointWriter::~CheckpointWriter() = default;
+
+void CheckpointWriter::addTensor(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape,
+                                 std::span<const std::byte> bytes) {
+    impl_->guarded([&] {
+        const std::uint64_t need = impl_->checkTensor(name, dtype, shape);
+        if (bytes.size() != need)
+            impl_->fail("tensor '" + name + "': " + std::to_string(bytes.size()) + " bytes given but " + std::string(dtypeName(dtype)) +
+                        " " + shapeText(shape) + " needs " + std::to_string(need));
+        impl_->beginTensor(name, dtype, shape, need);
+        impl_->shard->data->write(bytes);
+    });
+}
+
+void CheckpointWriter::addTensorF32(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape,
+                                    std::span<const float> values) {
+    impl_->guarded([&] {
+        const std::uint64_t need = impl_->checkTensor(name, dtype, shape);
+        if (values.size() * dtypeSize(dtype) != need)
+            impl_->fail("tensor '" + name + "': " + std::to_string(values.size()) + " values given but shape " + shapeText(shape) +
+                        " holds " + std::to_string(need / dtypeSize(dtype)));
+        impl_->beginTensor(name, dtype, shape, need);
+        // Converted in slices so that the writer holds only a slice of encoded bytes at a time.
+        constexpr std::size_t kSlice = std::size_t{1} << 20;
+        std::vector<std::byte> buffer(std::min(values.size(), kSlice) * dtypeSize(dtype));
+        for (std::size_t i = 0; i < values.size(); i += kSlice) {
+            const std::size_t n = std::min(kSlice, values.size() - i);
+            convertFromF32(dtype, values.data() + i, n, buffer.data());
+            impl_->shard->data->write(std::span<const std::byte>(buffer.data(), n * dtypeSize(dtype)));
+        }
+    });
+}
+
+void CheckpointWriter::setConfig(json config) {
+    impl_->guarded([&] { impl_->config = std::move(config); });
+}
+
+void CheckpointWriter::addJsonFile(const std::string& fileName, const json& content) {
+    impl_->guarded([&] {
+        if (fileName.empty() || fileName.find('/') != std::string::npos || fileName == "." || fileName == "..")
+            impl_->fail("'" + fileName + "' is not a plain file name");
+        const fs::path path = impl_->tempDir / fileName;
+        fs::remove(path);  // a later call replaces an earlier file of the same name
+        detail::OutputFile out(path);
+        const std::string text = content.dump(2) + "\n";
+        out.write(std::as_bytes(std::span<const char>(text)));
+        out.close();
+    });
+}
+
+void CheckpointWriter::copyAuxiliaryFiles(const fs::path& sourceDir) {
+    impl_->guarded([&] {
+        const fs::path dir = fs::is_directory(sourceDir) ? sourceDir : sourceDir.parent_path();
+        for (const char* name : kAuxiliaryFiles) {
+            if (fs::is_regular_file(dir / name))
+                fs::copy_file(dir / name, impl_->tempDir / name, fs::copy_options::overwrite_existing);
+        }
+    });
+}
+
+fs::path CheckpointWriter::finish() {
+    return impl_->guarded([&] {
+        auto& w = *impl_;
+        if (w.shard || w.closedShards.empty()) w.closeShard();  // an empty checkpoint still gets its (empty) file
+        const std::size_t count = w.closedShards.size();
+        for (std::size_t s = 0; s < count; ++s)
+            fs::rename(w.shardPartPath(s), w.tempDir / (count == 1 ? std::string("model.safetensors") : shardFileName(s, count)));
+        if (count > 1) w.writeIndex();
+        if (w.config) {
+            const fs::path path = w.tempDir / "config.json";
+            fs::remove(path);
+            detail::OutputFile out(path);
+            const std::string text = w.config->dump(2) + "\n";
+            out.write(std::as_bytes(std::span<const char>(text)));
+            out.close();
+        }
+        w.replaceDestination();
+        w.finished = true;
+        return w.destination;
+    });
+}
+
+}  // namespace qs::io
