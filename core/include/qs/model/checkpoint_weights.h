@@ -1,0 +1,33 @@
+#pragma once
+// CheckpointWeights: a WeightSource over a dense Hugging Face checkpoint (any float dtype). Nothing is
+// converted up front; each call converts only what it returns, so a forward pass holds one decoder
+// layer in f32 at a time. The lm_head (or the tied embedding) is multiplied block by block.
+#include "qs/io/checkpoint.h"
+#include "qs/model/model_config.h"
+#include "qs/model/weight_source.h"
+
+namespace qs::model {
+
+class CheckpointWeights final : public WeightSource {
+public:
+    // Checks that every tensor the forward pass needs exists with the shape `config` implies; throws
+    // qs::Error naming the checkpoint and the tensor otherwise.
+    CheckpointWeights(io::Checkpoint checkpoint, ModelConfig config);
+
+    LayerWeights layer(int index) const override;
+    MatrixF embeddingRows(std::span<const TokenId> tokens) const override;
+    VectorF finalNorm() const override;
+    MatrixF lmHead(const MatrixF& normedHidden) const override;
+
+private:
+    io::TensorView checked(const std::string& name, std::vector<std::int64_t> shape) const;
+    Linear linear(int layer, const std::string& module, int out, int in, bool bias) const;
+    VectorF vector(const std::string& name, int size) const;
+    void validate() const;
+
+    io::Checkpoint checkpoint_;
+    ModelConfig config_;
+    std::string lmHeadName_;   // "lm_head.weight" or, when tied, "model.embed_tokens.weight"
+};
+
+}  // namespace qs::model

@@ -1,0 +1,39 @@
+#pragma once
+// One pre-norm decoder layer of a Llama-family transformer:
+//   h = x + o_proj(attention(rope(norm_q(q_proj(n))), rope(norm_k(k_proj(n))), v_proj(n))),  n = rms(x)
+//   y = h + down_proj(silu(gate_proj(m)) * up_proj(m)),                                      m = rms(h)
+// The hook sees every distinct input of the layer's linears, which calibration turns into Hessians.
+#include <functional>
+#include <span>
+#include <string_view>
+
+#include "qs/matrix.h"
+#include "qs/model/kv_cache.h"
+#include "qs/model/layer_weights.h"
+#include "qs/model/model_config.h"
+#include "qs/model/rope.h"
+
+namespace qs::model {
+
+// One distinct input X of a decoder layer's linears. q/k/v read the same X, and so do gate/up: the
+// hook is called once for each group, so calibration accumulates one XᵀX per group, not per module.
+struct LinearInput {
+    int layer = 0;
+    std::span<const std::string_view> modules;   // e.g. {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}
+    const MatrixF& x;                            // [T, in_features], rows in sequence order
+};
+using LinearInputHook = std::function<void(const LinearInput&)>;
+
+struct DecoderLayerContext {
+    const ModelConfig& config;
+    const RotaryEmbedding& rope;
+    int layer = 0;                 // index, for the hook and the KV cache
+    int firstPosition = 0;         // position of hidden's first row
+    KvCache* cache = nullptr;      // when set, keys/values are appended and attention spans the cache
+    const LinearInputHook* hook = nullptr;
+};
+
+// Runs the layer over hidden [T, hiddenSize] in place.
+void runDecoderLayer(const LayerWeights& weights, MatrixF& hidden, const DecoderLayerContext& context);
+
+}  // namespace qs::model

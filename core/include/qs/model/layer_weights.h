@@ -1,0 +1,37 @@
+#pragma once
+// The f32 weights of one decoder layer (Llama / Mistral / Qwen2 / Qwen3), as the forward pass uses
+// them. Matrices are row-major [out_features, in_features] like the checkpoints; an empty bias or
+// norm vector means the layer has none.
+#include <array>
+#include <string_view>
+
+#include "qs/matrix.h"
+
+namespace qs::model {
+
+struct Linear {
+    MatrixF weight;   // [out_features, in_features]
+    VectorF bias;     // [out_features] or empty
+
+    // y = x Wᵀ + b for x [T, in_features]; one GEMM, multithreaded by Eigen.
+    MatrixF operator()(const MatrixF& x) const;
+};
+
+struct LayerWeights {
+    VectorF inputNorm;           // input_layernorm
+    VectorF postAttentionNorm;   // post_attention_layernorm
+    VectorF qNorm, kNorm;        // Qwen3 per-head norms of q and k ([headDim]); empty otherwise
+    Linear q, k, v, o;           // self_attn.{q,k,v,o}_proj
+    Linear gate, up, down;       // mlp.{gate,up,down}_proj
+
+    // The seven linear modules, named as in HF checkpoints ("self_attn.q_proj", ..., "mlp.down_proj").
+    static constexpr std::array<std::string_view, 7> kLinearModules{
+        "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+        "mlp.gate_proj",    "mlp.up_proj",      "mlp.down_proj"};
+
+    // The linear called `module` (one of kLinearModules); throws qs::Error for any other name.
+    Linear& linear(std::string_view module);
+    const Linear& linear(std::string_view module) const;
+};
+
+}  // namespace qs::model

@@ -1,0 +1,28 @@
+#pragma once
+// Rotary position embedding in Hugging Face's "rotate_half" layout: within each head, element i is
+// paired with element i + headDim/2 (not with its neighbour, as Meta's original layout does; HF
+// exports permute the q/k projection rows so that both layouts give the same attention scores).
+#include <vector>
+
+#include "qs/matrix.h"
+#include "qs/model/model_config.h"
+
+namespace qs::model {
+
+class RotaryEmbedding {
+public:
+    explicit RotaryEmbedding(const ModelConfig& config);
+
+    // Rotates every head of x [T, numHeads * headDim] in place; row t sits at position firstPosition + t.
+    void apply(MatrixF& x, int numHeads, int firstPosition) const;
+
+    // inv_freq of HF's rotary embedding, after linear or llama3 scaling: headDim/2 values.
+    const std::vector<double>& inverseFrequencies() const { return invFreq_; }
+    int headDim() const { return headDim_; }
+
+private:
+    int headDim_;
+    std::vector<double> invFreq_;
+};
+
+}  // namespace qs::model

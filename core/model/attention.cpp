@@ -1,0 +1,61 @@
+#include "qs/model/attention.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "qs/error.h"
+
+namespace qs::model {
+namespace {
+
+void checkShapes(const Eigen::Ref<const MatrixF>& q, const Eigen::Ref<const MatrixF>& k,
+                 const Eigen::Ref<const MatrixF>& v, const AttentionShape& s) {
+    if (s.numHeads <= 0 || s.numKvHeads <= 0 || s.headDim <= 0 || s.numHeads % s.numKvHeads != 0)
+        throw Error("attention: invalid head configuration");
+    if (q.cols() != static_cast<Eigen::Index>(s.numHeads) * s.headDim ||
+        k.cols() != static_cast<Eigen::Index>(s.numKvHeads) * s.headDim || v.cols() != k.cols() || v.rows() != k.rows())
+        throw Error("attention: q/k/v widths do not match the head configuration");
+    if (k.rows() < q.rows()) throw Error("attention: fewer keys (" + std::to_string(k.rows()) + ") than queries");
+}
+
+// Softmax of each row of scores over its visible keys [first, last]; invisible keys get weight 0.
+void maskedSoftmax(MatrixF& scores, Eigen::Index offset, int window) {
+    for (Eigen::Index i = 0; i < scores.rows(); ++i) {
+        const Eigen::Index last = offset + i;
+        const Eigen::Index first = window > 0 ? std::max<Eigen::Index>(0, last - window + 1) : 0;
+        auto row = scores.row(i);
+        auto visible = row.segment(first, last - first + 1);
+        const float maxv = visible.maxCoeff();
+        visible = (visible.array() - maxv).exp();
+        visible /= visible.sum();
+        row.head(first).setZero();
+        row.tail(row.size() - last - 1).setZero();
+    }
+}
+
+}  // namespace
+
+MatrixF causalAttention(const Eigen::Ref<const MatrixF>& q, const Eigen::Ref<const MatrixF>& k,
+                        const Eigen::Ref<const MatrixF>& v, const AttentionShape& s) {
+    checkShapes(q, k, v, s);
+    const Eigen::Index tq = q.rows(), tk = k.rows(), d = s.headDim;
+    const Eigen::Index offset = tk - tq;
+    const int group = s.numHeads / s.numKvHeads;
+    const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
+    MatrixF out(tq, q.cols());
+    // One head per thread: Eigen runs its GEMMs single-threaded inside an OpenMP region, so the heads
+    // are the parallelism here, and the result does not depend on the thread count.
+#pragma omp parallel for schedule(dynamic, 1) if (tq * tk * s.numHeads > 32768)
+    for (int h = 0; h < s.numHeads; ++h) {
+        const Eigen::Index kvCol = static_cast<Eigen::Index>(h / group) * d;
+        MatrixF scores(tq, tk);
+        scores.noalias() = q.middleCols(h * d, d) * k.middleCols(kvCol, d).transpose();
+        scores *= scale;
+        maskedSoftmax(scores, offset, s.slidingWindow);
+        out.middleCols(h * d, d).noalias() = scores * v.middleCols(kvCol, d);
+    }
+    return out;
+}
+
+}  // namespace qs::model

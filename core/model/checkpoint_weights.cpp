@@ -1,0 +1,134 @@
+#include "qs/model/checkpoint_weights.h"
+
+#include <algorithm>
+#include <cstdint>
+
+#include "qs/error.h"
+#include "qs/io/dtype.h"
+
+namespace qs::model {
+namespace {
+
+const std::string kEmbedding = "model.embed_tokens.weight";
+
+std::string layerPrefix(int layer) { return "model.layers." + std::to_string(layer) + "."; }
+
+std::string shapeText(const std::vector<std::int64_t>& shape) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+// Converts rows [begin, end) of a rank-2 tensor to f32 without touching the other rows.
+MatrixF convertRows(const io::TensorView& t, std::int64_t begin, std::int64_t end) {
+    const std::int64_t cols = t.shape()[1];
+    const std::size_t elem = io::dtypeSize(t.dtype());
+    MatrixF out(end - begin, cols);
+    io::convertToF32(t.dtype(), t.bytes().data() + static_cast<std::size_t>(begin * cols) * elem,
+                     static_cast<std::size_t>((end - begin) * cols), out.data());
+    return out;
+}
+
+}  // namespace
+
+CheckpointWeights::CheckpointWeights(io::Checkpoint checkpoint, ModelConfig config)
+    : checkpoint_(std::move(checkpoint)), config_(std::move(config)) {
+    // HF ties lm_head to the embedding when configured so, even when a copy of lm_head was saved.
+    lmHeadName_ = config_.tieWordEmbeddings ? kEmbedding : "lm_head.weight";
+    validate();
+}
+
+io::TensorView CheckpointWeights::checked(const std::string& name, std::vector<std::int64_t> shape) const {
+    const io::TensorView t = checkpoint_.tensor(name);
+    if (!io::isFloating(t.dtype()))
+        throw Error(checkpoint_.root().string() + ": tensor " + name + " has dtype " + std::string(io::dtypeName(t.dtype())) +
+                    "; a dense float checkpoint is needed (decode quantized layers through formats first)");
+    if (t.shape() != shape)
+        throw Error(checkpoint_.root().string() + ": tensor " + name + " has shape " + shapeText(t.shape()) + ", the config implies " +
+                    shapeText(shape));
+    return t;
+}
+
+void CheckpointWeights::validate() const {
+    const std::int64_t h = config_.hiddenSize;
+    checked(kEmbedding, {config_.vocabSize, h});
+    checked(lmHeadName_, {config_.vocabSize, h});
+    checked("model.norm.weight", {h});
+    for (int i = 0; i < config_.numLayers; ++i) {
+        const std::string p = layerPrefix(i);
+        checked(p + "self_attn.q_proj.weight", {config_.qDim(), h});
+        checked(p + "self_attn.k_proj.weight", {config_.kvDim(), h});
+        checked(p + "self_attn.v_proj.weight", {config_.kvDim(), h});
+        checked(p + "self_attn.o_proj.weight", {h, config_.qDim()});
+        checked(p + "mlp.gate_proj.weight", {config_.intermediateSize, h});
+        checked(p + "mlp.up_proj.weight", {config_.intermediateSize, h});
+        checked(p + "mlp.down_proj.weight", {h, config_.intermediateSize});
+    }
+}
+
+Linear CheckpointWeights::linear(int layer, const std::string& module, int out, int in, bool bias) const {
+    const std::string base = layerPrefix(layer) + module;
+    Linear l;
+    l.weight = checked(base + ".weight", {out, in}).toMatrix();
+    // A bias the config does not announce is still honoured: HF loads every parameter it finds.
+    if (bias || checkpoint_.find(base + ".bias")) l.bias = vector(base + ".bias", out);
+    return l;
+}
+
+VectorF CheckpointWeights::vector(const std::string& name, int size) const {
+    const std::vector<float> values = checked(name, {size}).toF32();
+    return Eigen::Map<const VectorF>(values.data(), size);
+}
+
+LayerWeights CheckpointWeights::layer(int index) const {
+    if (index < 0 || index >= config_.numLayers)
+        throw Error(checkpoint_.root().string() + ": no decoder layer " + std::to_string(index));
+    const std::string p = layerPrefix(index);
+    const int h = config_.hiddenSize, q = config_.qDim(), kv = config_.kvDim(), ff = config_.intermediateSize;
+    LayerWeights w;
+    w.inputNorm = vector(p + "input_layernorm.weight", h);
+    w.postAttentionNorm = vector(p + "post_attention_layernorm.weight", h);
+    if (config_.qkNorm) {
+        w.qNorm = vector(p + "self_attn.q_norm.weight", config_.headDim);
+        w.kNorm = vector(p + "self_attn.k_norm.weight", config_.headDim);
+    }
+    w.q = linear(index, "self_attn.q_proj", q, h, config_.qkvBias);
+    w.k = linear(index, "self_attn.k_proj", kv, h, config_.qkvBias);
+    w.v = linear(index, "self_attn.v_proj", kv, h, config_.qkvBias);
+    w.o = linear(index, "self_attn.o_proj", h, q, config_.outputBias);
+    w.gate = linear(index, "mlp.gate_proj", ff, h, config_.mlpBias);
+    w.up = linear(index, "mlp.up_proj", ff, h, config_.mlpBias);
+    w.down = linear(index, "mlp.down_proj", h, ff, config_.mlpBias);
+    return w;
+}
+
+MatrixF CheckpointWeights::embeddingRows(std::span<const TokenId> tokens) const {
+    const io::TensorView t = checkpoint_.tensor(kEmbedding);
+    MatrixF rows(static_cast<Eigen::Index>(tokens.size()), config_.hiddenSize);
+    for (std::size_t i = 0; i < tokens.size(); ++i) {
+        if (tokens[i] < 0 || tokens[i] >= config_.vocabSize)
+            throw Error(checkpoint_.root().string() + ": token id " + std::to_string(tokens[i]) + " is outside the vocabulary of " +
+                        std::to_string(config_.vocabSize));
+        rows.row(static_cast<Eigen::Index>(i)) = convertRows(t, tokens[i], tokens[i] + 1);
+    }
+    return rows;
+}
+
+VectorF CheckpointWeights::finalNorm() const { return vector("model.norm.weight", config_.hiddenSize); }
+
+MatrixF CheckpointWeights::lmHead(const MatrixF& normedHidden) const {
+    const io::TensorView t = checkpoint_.tensor(lmHeadName_);
+    const std::int64_t vocab = config_.vocabSize;
+    MatrixF logits(normedHidden.rows(), vocab);
+    // Blocks of 8192 vocabulary rows keep the f32 copy small (32 MB at hidden 1024) while each GEMM
+    // stays large enough to run near peak.
+    constexpr std::int64_t kBlock = 8192;
+    for (std::int64_t begin = 0; begin < vocab; begin += kBlock) {
+        const std::int64_t end = std::min(vocab, begin + kBlock);
+        const MatrixF w = convertRows(t, begin, end);
+        logits.middleCols(begin, end - begin).noalias() = normedHidden * w.transpose();
+    }
+    return logits;
+}
+
+}  // namespace qs::model

@@ -1,0 +1,61 @@
+#include "qs/model/decoder_layer.h"
+
+#include <array>
+
+#include "qs/model/attention.h"
+#include "qs/model/rms_norm.h"
+
+namespace qs::model {
+namespace {
+
+constexpr std::array<std::string_view, 3> kQkv{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};
+constexpr std::array<std::string_view, 1> kO{"self_attn.o_proj"};
+constexpr std::array<std::string_view, 2> kGateUp{"mlp.gate_proj", "mlp.up_proj"};
+constexpr std::array<std::string_view, 1> kDown{"mlp.down_proj"};
+
+void notify(const DecoderLayerContext& c, std::span<const std::string_view> modules, const MatrixF& x) {
+    if (c.hook && *c.hook) (*c.hook)(LinearInput{c.layer, modules, x});
+}
+
+MatrixF attentionBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c) {
+    const ModelConfig& cfg = c.config;
+    notify(c, kQkv, normed);
+    MatrixF q = w.q(normed);
+    MatrixF k = w.k(normed);
+    MatrixF v = w.v(normed);
+    if (w.qNorm.size() > 0) rmsNormHeadsInPlace(q, w.qNorm, cfg.rmsNormEps);
+    if (w.kNorm.size() > 0) rmsNormHeadsInPlace(k, w.kNorm, cfg.rmsNormEps);
+    c.rope.apply(q, cfg.numHeads, c.firstPosition);
+    c.rope.apply(k, cfg.numKvHeads, c.firstPosition);
+
+    const AttentionShape shape{cfg.numHeads, cfg.numKvHeads, cfg.headDim, cfg.slidingWindow};
+    MatrixF context;
+    if (c.cache) {
+        c.cache->append(c.layer, k, v);
+        context = causalAttention(q, c.cache->keys(c.layer), c.cache->values(c.layer), shape);
+    } else {
+        context = causalAttention(q, k, v, shape);
+    }
+    notify(c, kO, context);
+    return w.o(context);
+}
+
+MatrixF mlpBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c) {
+    notify(c, kGateUp, normed);
+    MatrixF gate = w.gate(normed);
+    const MatrixF up = w.up(normed);
+    // SiLU(g) * u, with SiLU(g) = g / (1 + e^-g) as torch computes it.
+    gate.array() = gate.array() / (1.0f + (-gate.array()).exp()) * up.array();
+    notify(c, kDown, gate);
+    return w.down(gate);
+}
+
+}  // namespace
+
+void runDecoderLayer(const LayerWeights& weights, MatrixF& hidden, const DecoderLayerContext& context) {
+    const double eps = context.config.rmsNormEps;
+    hidden += attentionBlock(weights, rmsNorm(hidden, weights.inputNorm, eps), context);
+    hidden += mlpBlock(weights, rmsNorm(hidden, weights.postAttentionNorm, eps), context);
+}
+
+}  // namespace qs::model

@@ -1,0 +1,121 @@
+#include "qs/model/model_config.h"
+
+#include <set>
+
+#include "qs/error.h"
+
+namespace qs::model {
+namespace {
+
+[[noreturn]] void fail(const std::string& source, const std::string& what) {
+    throw Error(source + ": " + what);
+}
+
+int requiredInt(const nlohmann::json& j, const char* key, const std::string& source) {
+    const auto it = j.find(key);
+    if (it == j.end() || !it->is_number_integer()) fail(source, std::string("missing integer field '") + key + "'");
+    return it->get<int>();
+}
+
+template <typename T>
+T optional(const nlohmann::json& j, const char* key, T fallback, const std::string& source) {
+    const auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return fallback;
+    try {
+        return it->get<T>();
+    } catch (const nlohmann::json::exception&) {
+        fail(source, std::string("field '") + key + "' has the wrong type");
+    }
+}
+
+// Newer transformers releases move rope_theta and the scaling into "rope_parameters"; older ones keep
+// "rope_theta" at the top level and the scaling in "rope_scaling".
+RopeScaling parseRopeScaling(const nlohmann::json& j, const std::string& source) {
+    RopeScaling s;
+    if (j.is_null()) return s;
+    if (!j.is_object()) fail(source, "rope_scaling is not an object");
+    const std::string type = optional<std::string>(j, "rope_type", optional<std::string>(j, "type", "default", source), source);
+    if (type == "default") return s;
+    s.factor = optional<double>(j, "factor", 1.0, source);
+    if (!(s.factor > 0.0)) fail(source, "rope_scaling.factor must be positive");
+    if (type == "linear") {
+        s.type = RopeScalingType::Linear;
+    } else if (type == "llama3") {
+        s.type = RopeScalingType::Llama3;
+        s.lowFreqFactor = optional<double>(j, "low_freq_factor", 1.0, source);
+        s.highFreqFactor = optional<double>(j, "high_freq_factor", 4.0, source);
+        s.originalMaxPositionEmbeddings = optional<int>(j, "original_max_position_embeddings", 8192, source);
+        if (!(s.highFreqFactor > s.lowFreqFactor) || s.originalMaxPositionEmbeddings <= 0)
+            fail(source, "rope_scaling llama3 needs high_freq_factor > low_freq_factor and original_max_position_embeddings > 0");
+    } else {
+        fail(source, "rope scaling '" + type + "' is not supported (only linear and llama3)");
+    }
+    return s;
+}
+
+void parseAttentionVariant(const nlohmann::json& j, ModelConfig& c, const std::string& source) {
+    const bool attentionBias = optional<bool>(j, "attention_bias", false, source);
+    if (c.modelType == "qwen2") {
+        // Qwen2's attention always has q/k/v biases and never an o_proj bias; config does not say so.
+        c.qkvBias = true;
+        c.outputBias = false;
+    } else {
+        c.qkvBias = attentionBias;
+        c.outputBias = attentionBias;
+    }
+    c.mlpBias = optional<bool>(j, "mlp_bias", false, source);
+    c.qkNorm = c.modelType == "qwen3";
+
+    if (c.modelType == "mistral") {
+        c.slidingWindow = optional<int>(j, "sliding_window", 0, source);
+    } else if (optional<bool>(j, "use_sliding_window", false, source)) {
+        // Qwen's per-layer windows (max_window_layers) are not implemented: refuse instead of guessing.
+        fail(source, "use_sliding_window is not supported for model_type '" + c.modelType + "'");
+    }
+}
+
+}  // namespace
+
+ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& source) {
+    if (!j.is_object()) fail(source, "config is not a JSON object");
+    static const std::set<std::string> supported{"llama", "mistral", "qwen2", "qwen3"};
+    ModelConfig c;
+    c.modelType = optional<std::string>(j, "model_type", "", source);
+    if (!supported.contains(c.modelType))
+        fail(source, "model_type '" + c.modelType + "' is not supported (llama, mistral, qwen2, qwen3)");
+    const std::string act = optional<std::string>(j, "hidden_act", "silu", source);
+    if (act != "silu") fail(source, "hidden_act '" + act + "' is not supported (only silu)");
+
+    c.hiddenSize = requiredInt(j, "hidden_size", source);
+    c.intermediateSize = requiredInt(j, "intermediate_size", source);
+    c.numLayers = requiredInt(j, "num_hidden_layers", source);
+    c.numHeads = requiredInt(j, "num_attention_heads", source);
+    c.numKvHeads = optional<int>(j, "num_key_value_heads", c.numHeads, source);
+    c.headDim = optional<int>(j, "head_dim", c.numHeads > 0 ? c.hiddenSize / c.numHeads : 0, source);
+    c.vocabSize = requiredInt(j, "vocab_size", source);
+    c.maxPositionEmbeddings = optional<int>(j, "max_position_embeddings", 2048, source);
+    c.rmsNormEps = optional<double>(j, "rms_norm_eps", 1e-6, source);
+    c.tieWordEmbeddings = optional<bool>(j, "tie_word_embeddings", false, source);
+
+    const auto params = j.find("rope_parameters");
+    const bool hasParams = params != j.end() && params->is_object();
+    c.ropeTheta = hasParams ? optional<double>(*params, "rope_theta", optional<double>(j, "rope_theta", 10000.0, source), source)
+                            : optional<double>(j, "rope_theta", 10000.0, source);
+    c.ropeScaling = parseRopeScaling(hasParams ? *params : j.value("rope_scaling", nlohmann::json()), source);
+
+    parseAttentionVariant(j, c, source);
+    c.validate(source);
+    return c;
+}
+
+void ModelConfig::validate(const std::string& source) const {
+    if (hiddenSize <= 0 || intermediateSize <= 0 || numLayers <= 0 || numHeads <= 0 || numKvHeads <= 0 ||
+        headDim <= 0 || vocabSize <= 0 || maxPositionEmbeddings <= 0)
+        fail(source, "sizes must be positive");
+    if (numHeads % numKvHeads != 0) fail(source, "num_attention_heads is not a multiple of num_key_value_heads");
+    if (headDim % 2 != 0) fail(source, "head_dim must be even for rotary embeddings");
+    if (!(rmsNormEps > 0.0) || !(ropeTheta > 0.0)) fail(source, "rms_norm_eps and rope_theta must be positive");
+    if (slidingWindow < 0) fail(source, "sliding_window must not be negative");
+}
+
+}  // namespace qs::model

@@ -1,0 +1,69 @@
+#include "qs/model/rope.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "qs/error.h"
+
+namespace qs::model {
+namespace {
+
+// transformers' _compute_llama3_parameters: long wavelengths are slowed down by `factor`, short ones
+// kept, and the band in between interpolated smoothly.
+double llama3Scaled(double invFreq, const RopeScaling& s) {
+    const double oldContext = s.originalMaxPositionEmbeddings;
+    const double lowFreqWavelen = oldContext / s.lowFreqFactor;
+    const double highFreqWavelen = oldContext / s.highFreqFactor;
+    const double wavelen = 2.0 * std::numbers::pi / invFreq;
+    if (wavelen < highFreqWavelen) return invFreq;
+    if (wavelen > lowFreqWavelen) return invFreq / s.factor;
+    const double smooth = (oldContext / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
+    return (1.0 - smooth) * invFreq / s.factor + smooth * invFreq;
+}
+
+}  // namespace
+
+RotaryEmbedding::RotaryEmbedding(const ModelConfig& config) : headDim_(config.headDim) {
+    const int half = headDim_ / 2;
+    invFreq_.resize(static_cast<std::size_t>(half));
+    for (int i = 0; i < half; ++i) {
+        double f = 1.0 / std::pow(config.ropeTheta, 2.0 * i / headDim_);
+        switch (config.ropeScaling.type) {
+            case RopeScalingType::None: break;
+            case RopeScalingType::Linear: f /= config.ropeScaling.factor; break;
+            case RopeScalingType::Llama3: f = llama3Scaled(f, config.ropeScaling); break;
+        }
+        invFreq_[static_cast<std::size_t>(i)] = f;
+    }
+}
+
+void RotaryEmbedding::apply(MatrixF& x, int numHeads, int firstPosition) const {
+    const int half = headDim_ / 2;
+    if (x.cols() != static_cast<Eigen::Index>(numHeads) * headDim_)
+        throw Error("rotary embedding: expected " + std::to_string(numHeads * headDim_) + " columns, got " +
+                    std::to_string(x.cols()));
+    const Eigen::Index rows = x.rows();
+#pragma omp parallel for schedule(static) if (rows * numHeads * headDim_ > 65536)
+    for (Eigen::Index t = 0; t < rows; ++t) {
+        // The angles are computed in double: at positions of 10^5 an f32 product loses the phase.
+        const double pos = static_cast<double>(firstPosition + t);
+        std::vector<float> cosv(static_cast<std::size_t>(half)), sinv(static_cast<std::size_t>(half));
+        for (int i = 0; i < half; ++i) {
+            const double angle = pos * invFreq_[static_cast<std::size_t>(i)];
+            cosv[static_cast<std::size_t>(i)] = static_cast<float>(std::cos(angle));
+            sinv[static_cast<std::size_t>(i)] = static_cast<float>(std::sin(angle));
+        }
+        float* row = x.row(t).data();
+        for (int h = 0; h < numHeads; ++h) {
+            float* head = row + static_cast<std::ptrdiff_t>(h) * headDim_;
+            for (int i = 0; i < half; ++i) {
+                const float a = head[i], b = head[i + half];
+                const float c = cosv[static_cast<std::size_t>(i)], s = sinv[static_cast<std::size_t>(i)];
+                head[i] = a * c - b * s;
+                head[i + half] = b * c + a * s;
+            }
+        }
+    }
+}
+
+}  // namespace qs::model

@@ -1,0 +1,547 @@
+// The forward pass against (1) llama2.c's outputs for the real stories260K model and (2) a brute-force
+// double-precision transformer written here with plain loops, on a small random Qwen3-style model
+// (GQA, head_dim != hidden/heads, q/k RMSNorm, q/k/v biases).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "qs/error.h"
+#include "qs/io/checkpoint.h"
+#include "qs/model/greedy_decoder.h"
+#include "qs/model/kv_cache.h"
+#include "qs/model/model_config.h"
+#include "qs/model/rope.h"
+#include "qs/model/transformer.h"
+
+namespace fs = std::filesystem;
+using namespace qs;
+using namespace qs::model;
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// stories260K
+
+const fs::path kStoriesDir = fs::path(QS_RESOURCES_DIR) / "models" / "stories260K";
+const fs::path kStoriesData = fs::path(QS_TEST_DATA_DIR) / "stories260K";
+
+nlohmann::json readJson(const fs::path& p) {
+    std::ifstream in(p);
+    return nlohmann::json::parse(in);
+}
+
+std::string readText(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+// llama2.c's tok512.bin: int32 max length, then per token f32 score, int32 length, bytes.
+std::vector<std::string> readLlama2cVocab(const fs::path& p, int vocabSize) {
+    const std::string bytes = readText(p);
+    std::size_t at = 4;
+    std::vector<std::string> pieces;
+    for (int i = 0; i < vocabSize; ++i) {
+        std::int32_t len = 0;
+        std::memcpy(&len, bytes.data() + at + 4, 4);
+        pieces.push_back(bytes.substr(at + 8, static_cast<std::size_t>(len)));
+        at += 8 + static_cast<std::size_t>(len);
+    }
+    return pieces;
+}
+
+// run.c's decode(): the first piece after BOS loses its leading space; <0xXX> pieces are raw bytes.
+std::string decodeLikeRunC(const std::vector<std::string>& vocab, const std::vector<TokenId>& ids) {
+    std::string text;
+    TokenId prev = 1;
+    for (TokenId id : ids) {
+        std::string piece = vocab[static_cast<std::size_t>(id)];
+        if (prev == 1 && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
+        unsigned byte = 0;
+        if (piece.size() == 6 && std::sscanf(piece.c_str(), "<0x%02X>", &byte) == 1) piece = std::string(1, static_cast<char>(byte));
+        text += piece;
+        prev = id;
+    }
+    return text;
+}
+
+TEST(Stories260K, LogitsOfTheFirstFourPositionsMatchLlama2c) {
+    const nlohmann::json ref = readJson(kStoriesData / "reference_greedy.json");
+    Transformer model = Transformer::fromCheckpoint(io::Checkpoint::open(kStoriesDir));
+    const std::vector<int> greedy = ref["greedy_ids"].get<std::vector<int>>();
+    const std::vector<TokenId> tokens{1, greedy[0], greedy[1], greedy[2]};
+    const MatrixF logits = model.forward(tokens);
+    ASSERT_EQ(logits.rows(), 4);
+    ASSERT_EQ(logits.cols(), 512);
+    double maxDiff = 0.0;
+    for (int t = 0; t < 4; ++t) {
+        const std::vector<float> expected = ref["logits_first4"][t].get<std::vector<float>>();
+        ASSERT_EQ(expected.size(), 512u);
+        for (int v = 0; v < 512; ++v) maxDiff = std::max(maxDiff, std::abs(double(logits(t, v)) - expected[std::size_t(v)]));
+    }
+    RecordProperty("max_abs_logit_diff", std::to_string(maxDiff));
+    std::printf("stories260K: max |logit - llama2.c| over 4 x 512 = %.3g\n", maxDiff);
+    EXPECT_LT(maxDiff, 1e-4);
+}
+
+TEST(Stories260K, GreedyDecodingReproducesLlama2cIds) {
+    const nlohmann::json ref = readJson(kStoriesData / "reference_greedy.json");
+    Transformer model = Transformer::fromCheckpoint(io::Checkpoint::open(kStoriesDir), {.keepAllLayers = true});
+    const std::vector<TokenId> bos{ref["bos"].get<TokenId>()};
+    const std::vector<TokenId> expected = ref["greedy_ids"].get<std::vector<TokenId>>();
+    EXPECT_EQ(greedyDecode(model, bos, static_cast<int>(expected.size())), expected);
+}
+
+TEST(Stories260K, GreedyTextOf256StepsEqualsRunC) {
+    Transformer model = Transformer::fromCheckpoint(io::Checkpoint::open(kStoriesDir), {.keepAllLayers = true});
+    const std::vector<TokenId> bos{1};
+    std::vector<TokenId> ids = greedyDecode(model, bos, 256, /*stopToken=*/1);
+    if (!ids.empty() && ids.back() == 1) ids.pop_back();   // run.c stops at BOS without printing it
+    const std::string text = decodeLikeRunC(readLlama2cVocab(kStoriesData / "tok512.bin", 512), ids);
+    EXPECT_EQ(text + "\n", readText(kStoriesData / "reference_greedy_256steps_run.c.txt"));
+}
+
+TEST(Stories260K, BatchedForwardAgreesWithCachedGreedySteps) {
+    const nlohmann::json ref = readJson(kStoriesData / "reference_greedy.json");
+    Transformer model = Transformer::fromCheckpoint(io::Checkpoint::open(kStoriesDir));
+    const std::vector<TokenId> greedy = ref["greedy_ids"].get<std::vector<TokenId>>();
+    std::vector<TokenId> seq{1};
+    seq.insert(seq.end(), greedy.begin(), greedy.end() - 1);
+    const MatrixF logits = model.forward(seq);
+    for (std::size_t t = 0; t < seq.size(); ++t)
+        EXPECT_EQ(argmax(logits.row(Eigen::Index(t)).transpose()), greedy[t]) << "position " << t;
+}
+
+TEST(Stories260K, ConfigIsReadFromConfigJson) {
+    const ModelConfig c = ModelConfig::fromJson(io::Checkpoint::open(kStoriesDir).config());
+    EXPECT_EQ(c.modelType, "llama");
+    EXPECT_EQ(c.hiddenSize, 64);
+    EXPECT_EQ(c.numHeads, 8);
+    EXPECT_EQ(c.numKvHeads, 4);
+    EXPECT_EQ(c.headDim, 8);
+    EXPECT_EQ(c.intermediateSize, 172);
+    EXPECT_TRUE(c.tieWordEmbeddings);
+    EXPECT_FALSE(c.qkvBias);
+    EXPECT_FALSE(c.qkNorm);
+    EXPECT_DOUBLE_EQ(c.rmsNormEps, 1e-5);
+}
+
+// ---------------------------------------------------------------------------------------------
+// A small random model and a brute-force double-precision reference.
+
+ModelConfig smallConfig() {
+    ModelConfig c;
+    c.modelType = "qwen3";
+    c.hiddenSize = 16;
+    c.intermediateSize = 24;
+    c.numLayers = 2;
+    c.numHeads = 4;
+    c.numKvHeads = 2;
+    c.headDim = 6;   // qDim 24 != hidden 16: o_proj is [16, 24]
+    c.vocabSize = 40;
+    c.maxPositionEmbeddings = 64;
+    c.rmsNormEps = 1e-6;
+    c.ropeTheta = 100.0;   // a small theta makes every frequency turn visibly over a few positions
+    c.qkvBias = true;
+    c.qkNorm = true;
+    return c;
+}
+
+MatrixF randomMatrix(std::mt19937& rng, int rows, int cols, float scale) {
+    std::normal_distribution<float> n(0.0f, scale);
+    MatrixF m(rows, cols);
+    for (Eigen::Index i = 0; i < m.size(); ++i) m.data()[i] = n(rng);
+    return m;
+}
+
+VectorF randomNorm(std::mt19937& rng, int n) {
+    std::uniform_real_distribution<float> u(0.7f, 1.3f);
+    VectorF v(n);
+    for (int i = 0; i < n; ++i) v[i] = u(rng);
+    return v;
+}
+
+std::shared_ptr<ModelWeights> randomWeights(const ModelConfig& c, unsigned seed, bool tied) {
+    std::mt19937 rng(seed);
+    auto w = std::make_shared<ModelWeights>();
+    w->embedding = randomMatrix(rng, c.vocabSize, c.hiddenSize, 1.0f);
+    for (int l = 0; l < c.numLayers; ++l) {
+        LayerWeights lw;
+        lw.inputNorm = randomNorm(rng, c.hiddenSize);
+        lw.postAttentionNorm = randomNorm(rng, c.hiddenSize);
+        if (c.qkNorm) {
+            lw.qNorm = randomNorm(rng, c.headDim);
+            lw.kNorm = randomNorm(rng, c.headDim);
+        }
+        const float s = 0.4f;
+        lw.q.weight = randomMatrix(rng, c.qDim(), c.hiddenSize, s);
+        lw.k.weight = randomMatrix(rng, c.kvDim(), c.hiddenSize, s);
+        lw.v.weight = randomMatrix(rng, c.kvDim(), c.hiddenSize, s);
+        lw.o.weight = randomMatrix(rng, c.hiddenSize, c.qDim(), s);
+        if (c.qkvBias) {
+            lw.q.bias = randomMatrix(rng, c.qDim(), 1, s);
+            lw.k.bias = randomMatrix(rng, c.kvDim(), 1, s);
+            lw.v.bias = randomMatrix(rng, c.kvDim(), 1, s);
+        }
+        lw.gate.weight = randomMatrix(rng, c.intermediateSize, c.hiddenSize, s);
+        lw.up.weight = randomMatrix(rng, c.intermediateSize, c.hiddenSize, s);
+        lw.down.weight = randomMatrix(rng, c.hiddenSize, c.intermediateSize, s);
+        w->layers.push_back(std::move(lw));
+    }
+    w->norm = randomNorm(rng, c.hiddenSize);
+    if (!tied) w->lmHeadWeight = randomMatrix(rng, c.vocabSize, c.hiddenSize, 1.0f);
+    return w;
+}
+
+using Vec = std::vector<double>;
+
+Vec rmsRef(const Vec& x, const VectorF& w, double eps) {
+    double ss = 0;
+    for (double v : x) ss += v * v;
+    const double inv = 1.0 / std::sqrt(ss / double(x.size()) + eps);
+    Vec y(x.size());
+    for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] * inv * w[Eigen::Index(i)];
+    return y;
+}
+
+Vec linearRef(const Linear& l, const Vec& x) {
+    Vec y(std::size_t(l.weight.rows()), 0.0);
+    for (Eigen::Index r = 0; r < l.weight.rows(); ++r) {
+        double acc = l.bias.size() ? double(l.bias[r]) : 0.0;
+        for (Eigen::Index c = 0; c < l.weight.cols(); ++c) acc += double(l.weight(r, c)) * x[std::size_t(c)];
+        y[std::size_t(r)] = acc;
+    }
+    return y;
+}
+
+// HF rotate_half on one head: element i pairs with i + d/2, angle = pos * theta^(-2i/d).
+void ropeRef(double* head, int d, int pos, double theta) {
+    for (int i = 0; i < d / 2; ++i) {
+        const double a = pos * std::pow(theta, -2.0 * i / d);
+        const double x1 = head[i], x2 = head[i + d / 2];
+        head[i] = x1 * std::cos(a) - x2 * std::sin(a);
+        head[i + d / 2] = x2 * std::cos(a) + x1 * std::sin(a);
+    }
+}
+
+void headNormRef(Vec& x, int heads, const VectorF& w, double eps) {
+    if (w.size() == 0) return;
+    const int d = int(w.size());
+    for (int h = 0; h < heads; ++h) {
+        Vec part(x.begin() + h * d, x.begin() + (h + 1) * d);
+        part = rmsRef(part, w, eps);
+        std::copy(part.begin(), part.end(), x.begin() + h * d);
+    }
+}
+
+std::vector<Vec> attentionRef(const ModelConfig& c, const LayerWeights& w, const std::vector<Vec>& normed) {
+    const int T = int(normed.size()), d = c.headDim;
+    std::vector<Vec> q(static_cast<std::size_t>(T)), k(static_cast<std::size_t>(T)), v(static_cast<std::size_t>(T)), out(static_cast<std::size_t>(T), Vec(std::size_t(c.qDim()), 0.0));
+    for (int t = 0; t < T; ++t) {
+        q[t] = linearRef(w.q, normed[t]);
+        k[t] = linearRef(w.k, normed[t]);
+        v[t] = linearRef(w.v, normed[t]);
+        headNormRef(q[t], c.numHeads, w.qNorm, c.rmsNormEps);
+        headNormRef(k[t], c.numKvHeads, w.kNorm, c.rmsNormEps);
+        for (int h = 0; h < c.numHeads; ++h) ropeRef(q[t].data() + h * d, d, t, c.ropeTheta);
+        for (int h = 0; h < c.numKvHeads; ++h) ropeRef(k[t].data() + h * d, d, t, c.ropeTheta);
+    }
+    for (int h = 0; h < c.numHeads; ++h) {
+        const int kvh = h / (c.numHeads / c.numKvHeads);
+        for (int i = 0; i < T; ++i) {
+            Vec s(std::size_t(i + 1));
+            double mx = -1e300, sum = 0;
+            for (int j = 0; j <= i; ++j) {
+                double dot = 0;
+                for (int e = 0; e < d; ++e) dot += q[i][std::size_t(h * d + e)] * k[j][std::size_t(kvh * d + e)];
+                s[std::size_t(j)] = dot / std::sqrt(double(d));
+                mx = std::max(mx, s[std::size_t(j)]);
+            }
+            for (double& x : s) sum += (x = std::exp(x - mx));
+            for (int j = 0; j <= i; ++j)
+                for (int e = 0; e < d; ++e) out[i][std::size_t(h * d + e)] += s[std::size_t(j)] / sum * v[j][std::size_t(kvh * d + e)];
+        }
+    }
+    return out;
+}
+
+MatrixD forwardRef(const ModelConfig& c, const ModelWeights& w, const std::vector<TokenId>& tokens) {
+    const int T = int(tokens.size());
+    std::vector<Vec> x(static_cast<std::size_t>(T));
+    for (int t = 0; t < T; ++t) {
+        x[t].resize(std::size_t(c.hiddenSize));
+        for (int i = 0; i < c.hiddenSize; ++i) x[t][std::size_t(i)] = w.embedding(tokens[std::size_t(t)], i);
+    }
+    for (const LayerWeights& lw : w.layers) {
+        std::vector<Vec> normed(static_cast<std::size_t>(T));
+        for (int t = 0; t < T; ++t) normed[t] = rmsRef(x[t], lw.inputNorm, c.rmsNormEps);
+        const std::vector<Vec> ctx = attentionRef(c, lw, normed);
+        for (int t = 0; t < T; ++t) {
+            const Vec o = linearRef(lw.o, ctx[t]);
+            for (int i = 0; i < c.hiddenSize; ++i) x[t][std::size_t(i)] += o[std::size_t(i)];
+            const Vec m = rmsRef(x[t], lw.postAttentionNorm, c.rmsNormEps);
+            const Vec g = linearRef(lw.gate, m), u = linearRef(lw.up, m);
+            Vec act(g.size());
+            for (std::size_t i = 0; i < g.size(); ++i) act[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+            const Vec down = linearRef(lw.down, act);
+            for (int i = 0; i < c.hiddenSize; ++i) x[t][std::size_t(i)] += down[std::size_t(i)];
+        }
+    }
+    const MatrixF& head = w.lmHeadWeight.size() ? w.lmHeadWeight : w.embedding;
+    MatrixD logits(T, c.vocabSize);
+    for (int t = 0; t < T; ++t) {
+        const Vec n = rmsRef(x[t], w.norm, c.rmsNormEps);
+        for (int v = 0; v < c.vocabSize; ++v) {
+            double acc = 0;
+            for (int i = 0; i < c.hiddenSize; ++i) acc += double(head(v, i)) * n[std::size_t(i)];
+            logits(t, v) = acc;
+        }
+    }
+    return logits;
+}
+
+const std::vector<TokenId> kTokens{3, 17, 5, 39, 0, 22, 22, 8, 31, 12, 1};
+
+double maxAbsDiff(const MatrixF& a, const MatrixD& b) {
+    return (a.cast<double>() - b).cwiseAbs().maxCoeff();
+}
+
+TEST(SmallTransformer, MatchesBruteForceDoubleReference) {
+    const ModelConfig c = smallConfig();
+    auto w = randomWeights(c, 7, /*tied=*/true);
+    Transformer model(c, w);
+    const MatrixF logits = model.forward(kTokens);
+    const MatrixD ref = forwardRef(c, *w, kTokens);
+    ASSERT_GT(ref.cwiseAbs().maxCoeff(), 1.0);   // the check is not vacuous
+    EXPECT_LT(maxAbsDiff(logits, ref), 2e-4 * ref.cwiseAbs().maxCoeff());
+}
+
+TEST(SmallTransformer, MatchesReferenceWithoutQkNormOrBiasAndWithMultiQuery) {
+    ModelConfig c = smallConfig();
+    c.modelType = "llama";
+    c.qkNorm = false;
+    c.qkvBias = false;
+    c.numKvHeads = 1;
+    auto w = randomWeights(c, 11, /*tied=*/false);
+    Transformer model(c, w);
+    const MatrixD ref = forwardRef(c, *w, kTokens);
+    EXPECT_LT(maxAbsDiff(model.forward(kTokens), ref), 2e-4 * ref.cwiseAbs().maxCoeff());
+}
+
+TEST(SmallTransformer, UntiedLmHeadIsUsedAndDiffersFromTied) {
+    const ModelConfig c = smallConfig();
+    auto untied = randomWeights(c, 7, /*tied=*/false);
+    auto tied = std::make_shared<ModelWeights>(*untied);
+    tied->lmHeadWeight.resize(0, 0);
+    Transformer a(c, untied), b(c, tied);
+    const MatrixF la = a.forward(kTokens), lb = b.forward(kTokens);
+    EXPECT_LT(maxAbsDiff(la, forwardRef(c, *untied, kTokens)), 1e-3);
+    EXPECT_LT(maxAbsDiff(lb, forwardRef(c, *tied, kTokens)), 1e-3);
+    EXPECT_GT((la - lb).cwiseAbs().maxCoeff(), 0.1f);
+}
+
+TEST(SmallTransformer, LayerByLayerEqualsForwardAndHookSeesEachLinearInputOnce) {
+    const ModelConfig c = smallConfig();
+    auto w = randomWeights(c, 7, true);
+    Transformer model(c, w);
+    MatrixF hidden = model.embed(kTokens);
+    std::vector<std::string> seen;
+    MatrixF firstQkvInput;
+    const LinearInputHook hook = [&](const LinearInput& in) {
+        std::string names;
+        for (auto m : in.modules) names += std::string(m) + ",";
+        seen.push_back(std::to_string(in.layer) + ":" + names + std::to_string(in.x.cols()));
+        EXPECT_EQ(in.x.rows(), Eigen::Index(kTokens.size()));
+        if (seen.size() == 1) firstQkvInput = in.x;
+    };
+    for (int i = 0; i < c.numLayers; ++i) model.runLayer(i, hidden, hook);
+    EXPECT_LT((model.finalLogits(hidden) - model.forward(kTokens)).cwiseAbs().maxCoeff(), 1e-6f);
+    const std::vector<std::string> expected{
+        "0:self_attn.q_proj,self_attn.k_proj,self_attn.v_proj,16", "0:self_attn.o_proj,24",
+        "0:mlp.gate_proj,mlp.up_proj,16", "0:mlp.down_proj,24",
+        "1:self_attn.q_proj,self_attn.k_proj,self_attn.v_proj,16", "1:self_attn.o_proj,24",
+        "1:mlp.gate_proj,mlp.up_proj,16", "1:mlp.down_proj,24"};
+    EXPECT_EQ(seen, expected);
+    // The q/k/v input of layer 0 is the normalized embedding.
+    for (std::size_t t = 0; t < kTokens.size(); ++t) {
+        Vec e(16);
+        for (int i = 0; i < 16; ++i) e[std::size_t(i)] = w->embedding(kTokens[t], i);
+        const Vec n = rmsRef(e, w->layers[0].inputNorm, c.rmsNormEps);
+        for (int i = 0; i < 16; ++i) EXPECT_NEAR(firstQkvInput(Eigen::Index(t), i), n[std::size_t(i)], 1e-5);
+    }
+}
+
+TEST(SmallTransformer, KvCacheStepsEqualTheFullForward) {
+    const ModelConfig c = smallConfig();
+    Transformer model(c, randomWeights(c, 3, true));
+    const MatrixF full = model.forward(kTokens);
+    KvCache cache(c, 32);
+    const std::span<const TokenId> all(kTokens);
+    MatrixF rows = model.forward(all.first(4), cache);
+    for (std::size_t t = 4; t < kTokens.size(); ++t) {
+        MatrixF step = model.forward(all.subspan(t, 1), cache);
+        rows.conservativeResize(rows.rows() + 1, Eigen::NoChange);
+        rows.bottomRows(1) = step;
+    }
+    EXPECT_EQ(cache.length(), int(kTokens.size()));
+    EXPECT_LT((rows - full).cwiseAbs().maxCoeff(), 1e-5f);
+}
+
+TEST(SmallTransformer, OverriddenLinearIsUsedAndCanBeCleared) {
+    const ModelConfig c = smallConfig();
+    auto w = randomWeights(c, 5, true);
+    Transformer model(c, w);
+    const MatrixF before = model.forward(kTokens);
+    auto changed = std::make_shared<ModelWeights>(*w);
+    changed->layers[1].down.weight *= 0.5f;
+    const MatrixF halfDown = w->layers[1].down.weight * 0.5f;
+    model.overrideLinear(1, "mlp.down_proj", [halfDown] { return halfDown; });
+    EXPECT_LT(maxAbsDiff(model.forward(kTokens), forwardRef(c, *changed, kTokens)), 1e-3);
+    EXPECT_GT((model.forward(kTokens) - before).cwiseAbs().maxCoeff(), 1e-2f);
+    model.clearOverrides();
+    EXPECT_LT((model.forward(kTokens) - before).cwiseAbs().maxCoeff(), 1e-6f);
+    EXPECT_THROW(model.overrideLinear(0, "mlp.nonsense", [] { return MatrixF(); }), Error);
+    model.overrideLinear(0, "mlp.up_proj", [] { return MatrixF(3, 3); });
+    EXPECT_THROW(model.forward(kTokens), Error);
+}
+
+TEST(SmallTransformer, RejectsTokensOutsideTheVocabularyAndTooLongSequences) {
+    const ModelConfig c = smallConfig();
+    Transformer model(c, randomWeights(c, 5, true));
+    const std::vector<TokenId> bad{1, 40};
+    EXPECT_THROW(model.forward(bad), Error);
+    const std::vector<TokenId> tooLong(65, 1);
+    EXPECT_THROW(model.forward(tooLong), Error);
+}
+
+// ---------------------------------------------------------------------------------------------
+// RoPE
+
+TEST(Rope, ScoresDependOnlyOnTheRelativePosition) {
+    ModelConfig c = smallConfig();
+    c.headDim = 8;
+    const RotaryEmbedding rope(c);
+    std::mt19937 rng(1);
+    const MatrixF q0 = randomMatrix(rng, 1, 8, 1.0f), k0 = randomMatrix(rng, 1, 8, 1.0f);
+    auto score = [&](int pq, int pk) {
+        MatrixF q = q0, k = k0;
+        rope.apply(q, 1, pq);
+        rope.apply(k, 1, pk);
+        return q.row(0).dot(k.row(0));
+    };
+    EXPECT_NEAR(score(7, 3), score(24, 20), 1e-5);
+    EXPECT_NEAR(score(0, 0), q0.row(0).dot(k0.row(0)), 1e-6);
+    EXPECT_GT(std::abs(score(7, 3) - score(7, 4)), 1e-3);
+}
+
+TEST(Rope, PairsElementIWithIPlusHalfHeadDim) {
+    ModelConfig c = smallConfig();
+    c.headDim = 4;
+    c.ropeTheta = 10000.0;
+    const RotaryEmbedding rope(c);
+    MatrixF x(1, 4);
+    x << 1, 0, 0, 0;   // only element 0 set: rotation moves it into element 2 (= 0 + d/2)
+    rope.apply(x, 1, 1);
+    EXPECT_NEAR(x(0, 0), std::cos(1.0), 1e-6);
+    EXPECT_NEAR(x(0, 2), std::sin(1.0), 1e-6);
+    EXPECT_FLOAT_EQ(x(0, 1), 0.0f);
+    EXPECT_FLOAT_EQ(x(0, 3), 0.0f);
+}
+
+TEST(Rope, Llama3AndLinearScalingFollowTransformers) {
+    nlohmann::json j = {{"model_type", "llama"}, {"hidden_size", 4096}, {"intermediate_size", 14336},
+                        {"num_hidden_layers", 1}, {"num_attention_heads", 32}, {"num_key_value_heads", 8},
+                        {"vocab_size", 128256}, {"rope_theta", 500000.0},
+                        {"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
+                                          {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}}}};
+    const ModelConfig c = ModelConfig::fromJson(j);
+    const RotaryEmbedding rope(c);
+    const auto& f = rope.inverseFrequencies();
+    ASSERT_EQ(f.size(), 64u);
+    auto base = [](int i) { return std::pow(500000.0, -2.0 * i / 128.0); };
+    EXPECT_DOUBLE_EQ(f[0], base(0));              // wavelength 2π < 8192/4: unchanged
+    EXPECT_DOUBLE_EQ(f[63], base(63) / 8.0);      // wavelength > 8192: divided by the factor
+    const double wavelen = 2 * M_PI / base(30);   // 2948: between 2048 and 8192, interpolated
+    const double smooth = (8192.0 / wavelen - 1.0) / 3.0;
+    EXPECT_NEAR(f[30], (1 - smooth) * base(30) / 8.0 + smooth * base(30), 1e-15);
+    EXPECT_LT(f[30], base(30));
+    EXPECT_GT(f[30], base(30) / 8.0);
+
+    j["rope_scaling"] = {{"type", "linear"}, {"factor", 4.0}};
+    const RotaryEmbedding linearRope(ModelConfig::fromJson(j));
+    const auto& g = linearRope.inverseFrequencies();
+    EXPECT_DOUBLE_EQ(g[5], base(5) / 4.0);
+}
+
+// ---------------------------------------------------------------------------------------------
+// ModelConfig
+
+nlohmann::json baseJson(const std::string& type) {
+    return {{"model_type", type}, {"hidden_size", 64}, {"intermediate_size", 128}, {"num_hidden_layers", 2},
+            {"num_attention_heads", 8}, {"num_key_value_heads", 2}, {"vocab_size", 100}};
+}
+
+TEST(ModelConfig, FamiliesSetBiasAndNormFlags) {
+    const ModelConfig qwen2 = ModelConfig::fromJson(baseJson("qwen2"));
+    EXPECT_TRUE(qwen2.qkvBias);
+    EXPECT_FALSE(qwen2.outputBias);
+    EXPECT_FALSE(qwen2.qkNorm);
+    EXPECT_EQ(qwen2.headDim, 8);
+
+    nlohmann::json q3 = baseJson("qwen3");
+    q3["head_dim"] = 16;
+    q3["tie_word_embeddings"] = true;
+    const ModelConfig qwen3 = ModelConfig::fromJson(q3);
+    EXPECT_TRUE(qwen3.qkNorm);
+    EXPECT_FALSE(qwen3.qkvBias);
+    EXPECT_EQ(qwen3.headDim, 16);
+    EXPECT_EQ(qwen3.qDim(), 128);
+    EXPECT_TRUE(qwen3.tieWordEmbeddings);
+
+    nlohmann::json llama = baseJson("llama");
+    llama["attention_bias"] = true;
+    const ModelConfig l = ModelConfig::fromJson(llama);
+    EXPECT_TRUE(l.qkvBias && l.outputBias);
+
+    nlohmann::json mistral = baseJson("mistral");
+    mistral["sliding_window"] = 4096;
+    EXPECT_EQ(ModelConfig::fromJson(mistral).slidingWindow, 4096);
+    mistral["sliding_window"] = nullptr;
+    EXPECT_EQ(ModelConfig::fromJson(mistral).slidingWindow, 0);
+
+    nlohmann::json v5 = baseJson("llama");
+    v5["rope_parameters"] = {{"rope_type", "default"}, {"rope_theta", 1e6}};
+    EXPECT_DOUBLE_EQ(ModelConfig::fromJson(v5).ropeTheta, 1e6);
+}
+
+TEST(ModelConfig, RejectsWhatTheForwardPassCannotHonour) {
+    nlohmann::json j = baseJson("llama");
+    j["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}};
+    EXPECT_THROW(ModelConfig::fromJson(j), Error);
+    EXPECT_THROW(ModelConfig::fromJson(baseJson("gpt2")), Error);
+    nlohmann::json missing = baseJson("llama");
+    missing.erase("vocab_size");
+    EXPECT_THROW(ModelConfig::fromJson(missing), Error);
+    nlohmann::json badGqa = baseJson("llama");
+    badGqa["num_key_value_heads"] = 3;
+    EXPECT_THROW(ModelConfig::fromJson(badGqa), Error);
+    nlohmann::json gelu = baseJson("llama");
+    gelu["hidden_act"] = "gelu";
+    EXPECT_THROW(ModelConfig::fromJson(gelu), Error);
+    nlohmann::json window = baseJson("qwen2");
+    window["use_sliding_window"] = true;
+    EXPECT_THROW(ModelConfig::fromJson(window), Error);
+}
+
+}  // namespace
