@@ -1,0 +1,106 @@
+#include "qs/quant/fp8.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "fp_codes.h"
+#include "qs/error.h"
+
+namespace qs::quant {
+namespace {
+
+struct BlockShape {
+    std::int64_t rows;
+    std::int64_t cols;
+};
+
+BlockShape blockShapeFor(const MatrixF& w, Fp8Scaling scaling, int block) {
+    switch (scaling) {
+    case Fp8Scaling::Block: return {block, block};
+    case Fp8Scaling::PerChannel: return {1, std::max<std::int64_t>(w.cols(), 1)};
+    case Fp8Scaling::PerTensor: return {std::max<std::int64_t>(w.rows(), 1), std::max<std::int64_t>(w.cols(), 1)};
+    }
+    return {block, block};
+}
+
+float blockAmax(const MatrixF& w, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
+    float amax = 0.0f;
+    for (std::int64_t r = r0; r < r1; ++r) {
+        const float* row = w.data() + r * w.cols();
+#pragma omp simd reduction(max : amax)
+        for (std::int64_t c = c0; c < c1; ++c) amax = std::max(amax, std::fabs(row[c]));
+    }
+    return amax;
+}
+
+}  // namespace
+
+float fp8ScaleFor(float amax) {
+    // Division, not multiplication by 1/448: the seed (and transformers) divide, and the scale is
+    // stored, so it must be the same float.
+    return std::max(amax, 1e-12f) / detail::kE4m3Max;
+}
+
+void encodeE4m3Scaled(const float* in, std::int64_t count, float scale, std::uint8_t* out) {
+    // x / scale, not x * (1 / scale): the reciprocal's rounding would move a few codes off the seed's.
+#pragma omp simd
+    for (std::int64_t i = 0; i < count; ++i) out[i] = detail::encodeE4m3Clamped(detail::clampE4m3(in[i] / scale));
+}
+
+QuantizedLinear quantizeFp8(const MatrixF& w, Fp8Scaling scaling, int block) {
+    if (block <= 0) throw Error("quantizeFp8: block size must be positive, got " + std::to_string(block));
+    const BlockShape shape = blockShapeFor(w, scaling, block);
+    const std::int64_t rows = w.rows(), cols = w.cols();
+    const std::int64_t blockRows = (rows + shape.rows - 1) / shape.rows;
+    const std::int64_t blockCols = (cols + shape.cols - 1) / shape.cols;
+
+    QuantizedLinear q;
+    q.method = Method::Fp8;
+    q.codeKind = CodeKind::E4M3;
+    q.rows = rows;
+    q.cols = cols;
+    q.bits = 8;
+    q.symmetric = true;
+    q.blockRows = static_cast<int>(shape.rows);
+    q.blockCols = static_cast<int>(shape.cols);
+    q.groupSize = scaling == Fp8Scaling::Block ? block : -1;
+    q.codes.resize(static_cast<std::size_t>(rows * cols));
+    q.scales.resize(blockRows, blockCols);
+
+#pragma omp parallel for collapse(2) schedule(static)
+    for (std::int64_t br = 0; br < blockRows; ++br) {
+        for (std::int64_t bc = 0; bc < blockCols; ++bc) {
+            const std::int64_t r0 = br * shape.rows, r1 = std::min(rows, r0 + shape.rows);
+            const std::int64_t c0 = bc * shape.cols, c1 = std::min(cols, c0 + shape.cols);
+            const float scale = fp8ScaleFor(blockAmax(w, r0, r1, c0, c1));
+            q.scales(br, bc) = scale;
+            for (std::int64_t r = r0; r < r1; ++r)
+                encodeE4m3Scaled(w.data() + r * cols + c0, c1 - c0, scale, q.codes.data() + r * cols + c0);
+        }
+    }
+    return q;
+}
+
+MatrixF dequantizeFp8(const QuantizedLinear& q) {
+    if (q.codeKind != CodeKind::E4M3 || q.blockRows <= 0 || q.blockCols <= 0 ||
+        q.codes.size() != static_cast<std::size_t>(q.rows * q.cols))
+        throw Error("dequantizeFp8: not an FP8 QuantizedLinear");
+    const auto& table = detail::e4m3Table();
+    MatrixF w(q.rows, q.cols);
+    const std::int64_t cols = q.cols;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < q.rows; ++r) {
+        const std::uint8_t* codes = q.codes.data() + r * cols;
+        float* out = w.data() + r * cols;
+        const std::int64_t br = r / q.blockRows;
+        for (std::int64_t c0 = 0; c0 < cols; c0 += q.blockCols) {
+            const std::int64_t c1 = std::min(cols, c0 + q.blockCols);
+            const float scale = q.scales(br, q.groupOf(c0));
+            for (std::int64_t c = c0; c < c1; ++c) out[c] = table[codes[c]] * scale;
+        }
+    }
+    return w;
+}
+
+}  // namespace qs::quant

@@ -1,0 +1,75 @@
+#pragma once
+// Inline, branch-free element conversions for the hot loops of the float formats (FP8, MXFP4,
+// NVFP4). qs::io's scalar conversions are the reference; these exist because a call per element
+// across translation units would cost more than the conversion itself and blocks vectorisation.
+// tests/quant/test_fp8.cpp and test_mxfp4.cpp check them against qs::io on every code and on
+// millions of values, ties included.
+#include <array>
+#include <bit>
+#include <cstdint>
+#include <limits>
+
+namespace qs::quant::detail {
+
+inline constexpr float kE4m3Max = 448.0f;
+inline constexpr float kE2m1Max = 6.0f;
+
+// f32 -> E4M3 (fn) code, round to nearest even. `v` must already lie in [-448, 448]; callers clamp
+// (the seed clamps before casting, and clamping first keeps this free of overflow branches).
+inline std::uint8_t encodeE4m3Clamped(float v) {
+    const std::uint32_t bits = std::bit_cast<std::uint32_t>(v);
+    const std::uint32_t sign = (bits >> 24) & 0x80u;
+    const std::uint32_t mag = bits & 0x7FFFFFFFu;
+    // Normal range (|v| >= 2^-6): round the f32 mantissa to 3 bits at bit 20 (ties to even), then
+    // re-bias the exponent from 127 to 7. A carry out of the mantissa bumps the exponent, as it should.
+    const std::uint32_t rounded = mag + 0x7FFFFu + ((mag >> 20) & 1u);
+    const std::uint32_t normal = (rounded >> 20) - (120u << 3);
+    // Subnormal range (|v| < 2^-6, step 2^-9): adding 2^14 leaves an ulp of 2^-9, so the FPU's
+    // round-to-nearest-even does the rounding; the code is the distance in ulps.
+    const float shifted = std::bit_cast<float>(mag) + 16384.0f;
+    const std::uint32_t sub = std::bit_cast<std::uint32_t>(shifted) - std::bit_cast<std::uint32_t>(16384.0f);
+    const std::uint32_t code = mag < 0x3C800000u ? sub : normal;   // 0x3C800000 = 2^-6
+    return static_cast<std::uint8_t>(sign | code);
+}
+
+inline float clampE4m3(float v) { return v < -kE4m3Max ? -kE4m3Max : (v > kE4m3Max ? kE4m3Max : v); }
+
+// E4M3 code -> f32, for the 256-entry decode table (0x7F / 0xFF are NaN).
+constexpr float decodeE4m3(std::uint8_t code) {
+    const int exponent = (code >> 3) & 0xF;
+    const int mantissa = code & 0x7;
+    if (exponent == 15 && mantissa == 7) return std::numeric_limits<float>::quiet_NaN();
+    float magnitude = exponent == 0 ? static_cast<float>(mantissa) / 512.0f
+                                    : (1.0f + static_cast<float>(mantissa) / 8.0f);
+    for (int e = 7; e < exponent; ++e) magnitude *= 2.0f;
+    for (int e = exponent; e < 7 && exponent != 0; ++e) magnitude *= 0.5f;
+    return (code & 0x80) ? -magnitude : magnitude;
+}
+
+inline const std::array<float, 256>& e4m3Table() {
+    static const std::array<float, 256> table = [] {
+        std::array<float, 256> t{};
+        for (int c = 0; c < 256; ++c) t[static_cast<std::size_t>(c)] = decodeE4m3(static_cast<std::uint8_t>(c));
+        return t;
+    }();
+    return table;
+}
+
+// f32 -> E2M1 code (bit 3 sign, bits 0-2 index into {0, .5, 1, 1.5, 2, 3, 4, 6}), round to nearest
+// even, saturating. Counting the midpoints passed encodes the ties: at 0.25, 1.25, 2.5 and 5 the
+// even code is the lower one (strict >), at 0.75, 1.75 and 3.5 the upper one (>=). The sign is
+// kept for values that round to zero (-0 is code 8), as the seed's codes show.
+inline std::uint8_t encodeE2m1(float v) {
+    const std::uint32_t sign = (std::bit_cast<std::uint32_t>(v) >> 28) & 0x8u;
+    const float a = v < 0.0f ? -v : v;
+    const std::uint32_t index = static_cast<std::uint32_t>(a > 0.25f) + static_cast<std::uint32_t>(a >= 0.75f) +
+                                static_cast<std::uint32_t>(a > 1.25f) + static_cast<std::uint32_t>(a >= 1.75f) +
+                                static_cast<std::uint32_t>(a > 2.5f) + static_cast<std::uint32_t>(a >= 3.5f) +
+                                static_cast<std::uint32_t>(a > 5.0f);
+    return static_cast<std::uint8_t>(sign | index);
+}
+
+inline constexpr std::array<float, 16> kE2m1Values = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
+                                                      -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};
+
+}  // namespace qs::quant::detail

@@ -1,0 +1,191 @@
+#include "qs/quant/nf4.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "qs/error.h"
+
+namespace qs::quant {
+namespace {
+
+// torch.linspace(start, end, steps) in f32 as ATen's CPU kernel computes it: from the start for
+// the first half, from the end for the second, so that both ends are exact.
+std::vector<float> linspaceF32(float start, float end, int steps) {
+    std::vector<float> v(static_cast<std::size_t>(steps));
+    const float step = (end - start) / static_cast<float>(steps - 1);
+    const int halfway = steps / 2;
+    for (int i = 0; i < steps; ++i)
+        v[static_cast<std::size_t>(i)] =
+            i < halfway ? start + step * static_cast<float>(i) : end - step * static_cast<float>(steps - i - 1);
+    return v;
+}
+
+std::array<float, 256> buildDynamicMap() {
+    // create_dynamic_map(signed=True, max_exponent_bits=7, total_bits=8): for each decade
+    // 10^(i-6), i = 0..6, the midpoints of 2^i + 1 points spread over [0.1, 1], both signs; then 0
+    // and 1. No "additional items" for these arguments (2^(7-7) - 1 = 0). Arithmetic in f32 like
+    // PyTorch's (a Python scalar times an f32 tensor is an f32 multiply).
+    std::vector<float> data;
+    for (int i = 0; i < 7; ++i) {
+        const std::vector<float> bounds = linspaceF32(0.1f, 1.0f, (1 << i) + 1);
+        const float decade = static_cast<float>(std::pow(10.0, i - 6));
+        std::vector<float> means;
+        for (std::size_t k = 0; k + 1 < bounds.size(); ++k) means.push_back((bounds[k] + bounds[k + 1]) / 2.0f);
+        for (float m : means) data.push_back(decade * m);
+        for (float m : means) data.push_back(-decade * m);
+    }
+    data.push_back(0.0f);
+    data.push_back(1.0f);
+    std::sort(data.begin(), data.end());
+    std::array<float, 256> map{};
+    std::copy(data.begin(), data.end(), map.begin());
+    return map;
+}
+
+// Index of the nearest entry of an ascending table, the first one on ties (torch.argmin).
+std::uint8_t nearestSorted(const float* table, int size, float v) {
+    const int upper = static_cast<int>(std::lower_bound(table, table + size, v) - table);
+    if (upper == 0) return 0;
+    if (upper == size) return static_cast<std::uint8_t>(size - 1);
+    return static_cast<std::uint8_t>(std::fabs(v - table[upper]) < std::fabs(v - table[upper - 1]) ? upper : upper - 1);
+}
+
+struct DoubleQuant {
+    std::vector<std::uint8_t> codes;
+    std::vector<float> scales;
+    float offset = 0.0f;
+    std::vector<float> decoded;   // what the absmax values decode to
+};
+
+// bitsandbytes quantize_blockwise(absmax - mean(absmax), blocksize=nested) with the dynamic map.
+DoubleQuant doubleQuantize(const std::vector<float>& absmax, int nested) {
+    DoubleQuant dq;
+    const std::size_t n = absmax.size();
+    double sum = 0.0;
+    for (float a : absmax) sum += a;
+    dq.offset = n ? static_cast<float>(sum / static_cast<double>(n)) : 0.0f;
+    const auto& map = dynamicMap8();
+    dq.codes.resize(n);
+    dq.decoded.resize(n);
+    for (std::size_t b0 = 0; b0 < n; b0 += static_cast<std::size_t>(nested)) {
+        const std::size_t b1 = std::min(n, b0 + static_cast<std::size_t>(nested));
+        float amax = 0.0f;
+        for (std::size_t i = b0; i < b1; ++i) amax = std::max(amax, std::fabs(absmax[i] - dq.offset));
+        dq.scales.push_back(amax);
+        const float inverse = 1.0f / amax;
+        for (std::size_t i = b0; i < b1; ++i) {
+            const float centred = absmax[i] - dq.offset;
+            // An all-equal block has amax 0: any code decodes to the offset; take the map's zero.
+            const std::uint8_t code = amax > 0.0f ? nearestSorted(map.data(), 256, std::clamp(centred * inverse, -1.0f, 1.0f))
+                                                  : static_cast<std::uint8_t>(127);
+            dq.codes[i] = code;
+            dq.decoded[i] = map[code] * amax + dq.offset;
+        }
+    }
+    return dq;
+}
+
+void checkShape(const MatrixF& w, const Nf4Options& o) {
+    const auto powerOfTwo = [](int v) { return v > 0 && (v & (v - 1)) == 0; };
+    if (!powerOfTwo(o.blockSize) || o.blockSize < 32 || o.blockSize > 4096)
+        throw Error("quantizeNf4: blocksize must be a power of two in 32..4096, got " + std::to_string(o.blockSize));
+    if (o.nestedBlockSize <= 0) throw Error("quantizeNf4: nested block size must be positive");
+    if (w.cols() % o.blockSize != 0)
+        throw Error("quantizeNf4: " + std::to_string(w.cols()) + " input features are not a multiple of the block size " +
+                    std::to_string(o.blockSize));
+}
+
+}  // namespace
+
+const std::array<float, 16>& nf4Table() {
+    static const std::array<float, 16> table = {
+        -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f, -0.28444138169288635f,
+        -0.18477343022823334f, -0.09105003625154495f, 0.0f, 0.07958029955625534f, 0.16093020141124725f,
+        0.24611230194568634f, 0.33791524171829224f, 0.44070982933044434f, 0.5626170039176941f,
+        0.7229568362236023f, 1.0f};
+    return table;
+}
+
+const std::array<float, 256>& dynamicMap8() {
+    static const std::array<float, 256> map = buildDynamicMap();
+    return map;
+}
+
+std::uint8_t nearestNf4(float v) {
+    // Distances to an ascending table fall, then rise; counting the steps that strictly get closer
+    // lands on the first nearest entry, with no branch (the loop vectorises).
+    const auto& t = nf4Table();
+    std::uint32_t index = 0;
+    for (int j = 0; j < 15; ++j) index += std::fabs(v - t[j + 1]) < std::fabs(v - t[j]) ? 1u : 0u;
+    return static_cast<std::uint8_t>(index);
+}
+
+QuantizedLinear quantizeNf4(const MatrixF& w, const Nf4Options& options) {
+    checkShape(w, options);
+    const std::int64_t rows = w.rows(), cols = w.cols(), bs = options.blockSize;
+    const std::int64_t perRow = cols / bs;
+    QuantizedLinear q;
+    q.method = Method::Nf4;
+    q.codeKind = CodeKind::Nf4;
+    q.rows = rows;
+    q.cols = cols;
+    q.bits = 4;
+    q.symmetric = true;
+    q.groupSize = options.blockSize;
+    q.blockRows = 1;
+    q.blockCols = options.blockSize;
+    q.codes.resize(static_cast<std::size_t>(rows * cols));
+    q.scales.resize(rows, perRow);
+    std::vector<float> absmax(static_cast<std::size_t>(rows * perRow));
+#pragma omp parallel for schedule(static)
+    for (std::int64_t b = 0; b < rows * perRow; ++b) {
+        const float* x = w.data() + b * bs;
+        std::uint8_t* codes = q.codes.data() + b * bs;
+        float amax = 0.0f;
+        for (std::int64_t i = 0; i < bs; ++i) amax = std::max(amax, std::fabs(x[i]));
+        absmax[static_cast<std::size_t>(b)] = amax;
+        // bitsandbytes multiplies by the f32 reciprocal, then clamps to [-1, 1].
+        const float inverse = 1.0f / amax;
+        if (amax > 0.0f) {
+#pragma omp simd
+            for (std::int64_t i = 0; i < bs; ++i) codes[i] = nearestNf4(std::clamp(x[i] * inverse, -1.0f, 1.0f));
+        } else {
+            std::fill(codes, codes + bs, std::uint8_t{7});   // the table's 0
+        }
+    }
+    if (options.doubleQuant) {
+        DoubleQuant dq = doubleQuantize(absmax, options.nestedBlockSize);
+        std::copy(dq.decoded.begin(), dq.decoded.end(), q.scales.data());
+        q.scaleCodes = std::move(dq.codes);
+        q.scaleScales = std::move(dq.scales);
+        q.scaleOffset = dq.offset;
+    } else {
+        std::copy(absmax.begin(), absmax.end(), q.scales.data());
+    }
+    return q;
+}
+
+MatrixF dequantizeNf4(const QuantizedLinear& q) {
+    if (q.codeKind != CodeKind::Nf4 || q.blockRows != 1 || q.blockCols <= 0 ||
+        q.codes.size() != static_cast<std::size_t>(q.rows * q.cols))
+        throw Error("dequantizeNf4: not an NF4 QuantizedLinear");
+    const auto& table = nf4Table();
+    MatrixF w(q.rows, q.cols);
+    const std::int64_t cols = q.cols, bs = q.blockCols;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < q.rows; ++r) {
+        for (std::int64_t c0 = 0, b = 0; c0 < cols; c0 += bs, ++b) {
+            const std::int64_t c1 = std::min(cols, c0 + bs);
+            const float scale = q.scales(r, b);
+            const std::uint8_t* codes = q.codes.data() + r * cols;
+            float* out = w.data() + r * cols;
+#pragma omp simd
+            for (std::int64_t c = c0; c < c1; ++c) out[c] = table[codes[c] & 0xF] * scale;
+        }
+    }
+    return w;
+}
+
+}  // namespace qs::quant
