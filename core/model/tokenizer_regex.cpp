@@ -15,8 +15,8 @@ struct Regex::Compiled {
 Regex::Regex(const std::string& pattern, Syntax syntax, const std::string& sourceName)
     : compiled_(std::make_unique<Compiled>())
 {
-    uint32_t flags = PCRE2_UTF | PCRE2_UCP;
-    if (syntax == Syntax::Literal) flags |= PCRE2_LITERAL;
+    // PCRE2 refuses UCP together with LITERAL; a literal needs no character classes anyway.
+    const uint32_t flags = PCRE2_UTF | (syntax == Syntax::Literal ? PCRE2_LITERAL : PCRE2_UCP);
     int errorCode = 0;
     PCRE2_SIZE errorOffset = 0;
     compiled_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), flags,
@@ -24,7 +24,7 @@ Regex::Regex(const std::string& pattern, Syntax syntax, const std::string& sourc
     if (!compiled_->code) {
         PCRE2_UCHAR message[256];
         pcre2_get_error_message(errorCode, message, sizeof message);
-        throw Error(sourceName + ": pre-tokenizer regex does not compile at offset " + std::to_string(errorOffset) +
+        throw Error(sourceName + ": pattern '" + pattern + "' does not compile at offset " + std::to_string(errorOffset) +
                     ": " + reinterpret_cast<const char*>(message));
     }
     // JIT makes splitting a megabyte of text several times faster; without it matching still works.

@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
+#include <map>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -251,6 +254,230 @@ TEST(TokenizerGpt2, MissingFileIsAnErrorNamingIt)
     } catch (const Error& e) {
         EXPECT_THAT(e.what(), ::testing::HasSubstr("missing.bpe"));
     }
+}
+
+
+// ---- Llama-2 (SentencePiece vocabulary with scores, read from a GGUF file) ----
+
+// Just enough GGUF (v2/v3) to pull the tokenizer arrays out of the metadata; the project's GGUF
+// reader is not what is under test here.
+class GgufMetadata {
+public:
+    explicit GgufMetadata(const fs::path& path) : bytes_(readFile(path))
+    {
+        if (bytes_.compare(0, 4, "GGUF") != 0) throw std::runtime_error("not GGUF");
+        pos_ = 4;
+        (void)take<std::uint32_t>();   // version
+        (void)take<std::uint64_t>();   // tensor count
+        const auto count = take<std::uint64_t>();
+        for (std::uint64_t i = 0; i < count; ++i) {
+            const std::string key = takeString();
+            readValue(key, take<std::uint32_t>());
+        }
+    }
+    std::vector<std::string> strings(const std::string& key) const { return strings_.at(key); }
+    std::vector<double> numbers(const std::string& key) const { return numbers_.at(key); }
+
+private:
+    template <class T>
+    T take()
+    {
+        T value;
+        std::memcpy(&value, bytes_.data() + pos_, sizeof value);
+        pos_ += sizeof value;
+        return value;
+    }
+    std::string takeString()
+    {
+        const auto size = take<std::uint64_t>();
+        std::string text = bytes_.substr(pos_, size);
+        pos_ += size;
+        return text;
+    }
+    double takeNumber(std::uint32_t type)
+    {
+        switch (type) {
+        case 0: return take<std::uint8_t>();
+        case 1: return take<std::int8_t>();
+        case 2: return take<std::uint16_t>();
+        case 3: return take<std::int16_t>();
+        case 4: return take<std::uint32_t>();
+        case 5: return take<std::int32_t>();
+        case 6: return take<float>();
+        case 7: return take<std::uint8_t>();
+        case 10: return static_cast<double>(take<std::uint64_t>());
+        case 11: return static_cast<double>(take<std::int64_t>());
+        case 12: return take<double>();
+        default: throw std::runtime_error("GGUF type " + std::to_string(type));
+        }
+    }
+    void readValue(const std::string& key, std::uint32_t type)
+    {
+        if (type == 8) {
+            strings_[key].push_back(takeString());
+        } else if (type == 9) {
+            const auto elementType = take<std::uint32_t>();
+            const auto count = take<std::uint64_t>();
+            for (std::uint64_t i = 0; i < count; ++i) readValue(key, elementType);
+        } else {
+            numbers_[key].push_back(takeNumber(type));
+        }
+    }
+
+    std::string bytes_;
+    std::size_t pos_ = 0;
+    std::map<std::string, std::vector<std::string>> strings_;
+    std::map<std::string, std::vector<double>> numbers_;
+};
+
+const Tokenizer& llama2()
+{
+    static const Tokenizer tokenizer = [] {
+        const fs::path path = kTokenizers / "llama2" / "llama-2-tiny-random.gguf";
+        const GgufMetadata gguf(path);
+        const auto texts = gguf.strings("tokenizer.ggml.tokens");
+        const auto scores = gguf.numbers("tokenizer.ggml.scores");
+        const auto types = gguf.numbers("tokenizer.ggml.token_type");
+        std::vector<SentencePiece> pieces;
+        for (std::size_t i = 0; i < texts.size(); ++i)
+            pieces.push_back({texts[i], static_cast<float>(scores.at(i)), static_cast<PieceType>(types.at(i))});
+        return Tokenizer::fromSentencePiece(std::move(pieces),
+                                            static_cast<TokenId>(gguf.numbers("tokenizer.ggml.bos_token_id").at(0)),
+                                            static_cast<TokenId>(gguf.numbers("tokenizer.ggml.eos_token_id").at(0)),
+                                            path.string());
+    }();
+    return tokenizer;
+}
+
+TEST(TokenizerLlama2, MatchesLlamaCppLlamaSpmVectors)
+{
+    expectAllMatch(llama2(), llamaCppCases("llama-spm"), "ggml-vocab-llama-spm");
+}
+
+TEST(TokenizerLlama2, DecodeInvertsEncode)
+{
+    expectRoundTrips(llama2(), llamaCppCases("llama-spm"));
+    expectRoundTrips(llama2(), referenceCases(kTokenizers / "qwen3" / "reference_ids.jsonl"));
+}
+
+TEST(TokenizerLlama2, BosAndByteFallback)
+{
+    const Tokenizer& t = llama2();
+    EXPECT_EQ(t.vocabSize(), 32000u);
+    EXPECT_EQ(t.bosId(), std::optional<TokenId>(1));
+    EXPECT_EQ(t.eosId(), std::optional<TokenId>(2));
+    EXPECT_TRUE(t.addsBosByDefault());
+    const std::vector<TokenId> ids = t.encode("Hello", {.addBos = true});
+    ASSERT_EQ(ids.front(), 1);
+    EXPECT_EQ(t.idToToken(ids[1]), "\xE2\x96\x81Hello");
+    // U+FDFD is not a Llama-2 piece: it falls back to its three bytes <0xEF><0xB7><0xBD> (ids 3 + byte).
+    EXPECT_EQ(t.encode("\xEF\xB7\xBD"), (std::vector<TokenId>{29871, 3 + 0xEF, 3 + 0xB7, 3 + 0xBD}));
+    EXPECT_EQ(t.decode(std::vector<TokenId>{1, 15043}, {.skipSpecial = true}), "Hello");
+}
+
+// ---- Small hand-made tokenizer.json files: Metaspace, byte fallback, merge formats ----
+
+const std::string kMark = "\xE2\x96\x81";   // "▁"
+
+// A Llama-2-like vocabulary: <unk> <s> </s>, the 256 byte pieces, then pieces spelling "hello".
+json sentencePieceLikeJson(bool mergesAsPairs)
+{
+    json vocab = {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}};
+    for (int b = 0; b < 256; ++b) {
+        char name[8];
+        std::snprintf(name, sizeof name, "<0x%02X>", b);
+        vocab[name] = 3 + b;
+    }
+    const std::vector<std::string> pieces = {kMark, "h", "e", "l", "o", kMark + "h", "ll", kMark + "he", kMark + "hell",
+                                             kMark + "hello"};
+    for (std::size_t i = 0; i < pieces.size(); ++i) vocab[pieces[i]] = static_cast<int>(259 + i);
+    const std::vector<std::pair<std::string, std::string>> merges = {
+        {kMark, "h"}, {"l", "l"}, {kMark + "h", "e"}, {kMark + "he", "ll"}, {kMark + "hell", "o"}};
+    json mergeList = json::array();
+    for (const auto& [a, b] : merges) mergeList.push_back(mergesAsPairs ? json::array({a, b}) : json(a + " " + b));
+    json addedTokens = json::array();
+    for (int id = 0; id < 3; ++id)
+        addedTokens.push_back({{"id", id}, {"content", id == 0 ? "<unk>" : id == 1 ? "<s>" : "</s>"}, {"special", true},
+                               {"normalized", false}, {"lstrip", false}, {"rstrip", false}, {"single_word", false}});
+    return {
+        {"added_tokens", addedTokens},
+        {"normalizer",
+         {{"type", "Sequence"},
+          {"normalizers",
+           {{{"type", "Prepend"}, {"prepend", kMark}},
+            {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kMark}}}}}},
+        {"pre_tokenizer", nullptr},
+        {"post_processor",
+         {{"type", "TemplateProcessing"},
+          {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+          {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {1}}, {"tokens", {"<s>"}}}}}}}},
+        {"decoder",
+         {{"type", "Sequence"},
+          {"decoders",
+           {{{"type", "Replace"}, {"pattern", {{"String", kMark}}}, {"content", " "}},
+            {{"type", "ByteFallback"}},
+            {{"type", "Fuse"}},
+            {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}}},
+        {"model",
+         {{"type", "BPE"}, {"unk_token", "<unk>"}, {"byte_fallback", true}, {"fuse_unk", true}, {"vocab", vocab},
+          {"merges", mergeList}}},
+    };
+}
+
+TEST(TokenizerJson, SentencePieceStyleNormalizerAndByteFallback)
+{
+    for (const bool pairs : {false, true}) {
+        const Tokenizer t = Tokenizer::fromJson(sentencePieceLikeJson(pairs).dump(), "", "spm-like.json");
+        EXPECT_EQ(t.encode("hello"), (std::vector<TokenId>{268})) << pairs;
+        // " " -> "▁" alone; "ü" is not a piece, so its bytes C3 BC.
+        EXPECT_EQ(t.encode("hello \xC3\xBC"), (std::vector<TokenId>{268, 259, 3 + 0xC3, 3 + 0xBC}));
+        // The text after an added token gets its own "▁" prefix (Hugging Face's legacy Llama behaviour).
+        EXPECT_EQ(t.encode("<s>oh"), (std::vector<TokenId>{1, 259, 263, 260}));
+        EXPECT_EQ(t.decode(t.encode("hello \xC3\xBC hello")), "hello \xC3\xBC hello");
+        EXPECT_EQ(t.encode(""), std::vector<TokenId>{});
+        EXPECT_TRUE(t.addsBosByDefault());
+        EXPECT_EQ(t.bosId(), std::optional<TokenId>(1));
+    }
+}
+
+TEST(TokenizerJson, MetaspacePreTokenizerPrependsOnlyAtInputStartWhenFirst)
+{
+    json spec = sentencePieceLikeJson(true);
+    spec["normalizer"] = nullptr;
+    spec["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", kMark}, {"prepend_scheme", "first"}, {"split", false}};
+    spec["decoder"] = {{"type", "Metaspace"}, {"replacement", kMark}, {"prepend_scheme", "first"}};
+    const Tokenizer t = Tokenizer::fromJson(spec.dump(), "", "metaspace.json");
+    EXPECT_EQ(t.encode("hello hello"), (std::vector<TokenId>{268, 268}));
+    // After <s> the stretch does not start the input: no "▁", so "hello" is h e ll o.
+    EXPECT_EQ(t.encode("<s>hello"), (std::vector<TokenId>{1, 260, 261, 265, 263}));
+    EXPECT_EQ(t.decode(t.encode("hello hello")), "hello hello");
+}
+
+TEST(TokenizerJson, ConfigGivesBosAndEos)
+{
+    const std::string config = R"({"bos_token": {"content": "<s>"}, "eos_token": "</s>", "add_bos_token": false})";
+    const Tokenizer t = Tokenizer::fromJson(sentencePieceLikeJson(false).dump(), config, "spm-like.json");
+    EXPECT_EQ(t.bosId(), std::optional<TokenId>(1));
+    EXPECT_EQ(t.eosId(), std::optional<TokenId>(2));
+    EXPECT_FALSE(t.addsBosByDefault());
+    EXPECT_EQ(t.encode("hello", {.addBos = true, .addEos = true}), (std::vector<TokenId>{1, 268, 2}));
+}
+
+TEST(TokenizerJson, BadFilesAreErrorsNamingTheFile)
+{
+    json spec = sentencePieceLikeJson(false);
+    spec["model"]["merges"].push_back("x y");
+    EXPECT_THROW((void)Tokenizer::fromJson(spec.dump(), "", "bad.json"), Error);
+    try {
+        (void)Tokenizer::fromJson("{\"model\": ", "", "truncated.json");
+        FAIL() << "no exception";
+    } catch (const Error& e) {
+        EXPECT_THAT(e.what(), ::testing::HasSubstr("truncated.json"));
+    }
+    json unigram = sentencePieceLikeJson(false);
+    unigram["model"]["type"] = "Unigram";
+    EXPECT_THROW((void)Tokenizer::fromJson(unigram.dump(), "", "unigram.json"), Error);
+    EXPECT_THROW((void)Tokenizer::fromFile(kTokenizers / "no-such-dir"), Error);
 }
 
 }  // namespace
