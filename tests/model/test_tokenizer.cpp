@@ -10,10 +10,11 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <map>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace qs::model {
@@ -452,6 +453,42 @@ TEST(TokenizerJson, MetaspacePreTokenizerPrependsOnlyAtInputStartWhenFirst)
     EXPECT_EQ(t.encode("<s>hello"), (std::vector<TokenId>{1, 260, 261, 265, 263}));
     EXPECT_EQ(t.decode(t.encode("hello hello")), "hello hello");
 }
+
+TEST(TokenizerJson, AddedTokenStripsWhitespaceWhenAsked)
+{
+    json spec = sentencePieceLikeJson(false);
+    spec["model"]["vocab"]["<x>"] = 300;
+    spec["added_tokens"].push_back({{"id", 300}, {"content", "<x>"}, {"special", false}, {"normalized", false},
+                                    {"lstrip", false}, {"rstrip", false}, {"single_word", false}});
+    const Tokenizer plain = Tokenizer::fromJson(spec.dump(), "", "added.json");
+    // "hello " -> "▁hello▁", then <x>, then " hello" -> "▁▁hello".
+    EXPECT_EQ(plain.encode("hello <x> hello"), (std::vector<TokenId>{268, 259, 300, 259, 268}));
+    spec["added_tokens"].back()["lstrip"] = true;
+    spec["added_tokens"].back()["rstrip"] = true;
+    const Tokenizer stripping = Tokenizer::fromJson(spec.dump(), "", "added.json");
+    EXPECT_EQ(stripping.encode("hello <x> hello"), (std::vector<TokenId>{268, 300, 268}));
+    EXPECT_FALSE(stripping.isSpecial(300));
+}
+
+TEST(TokenizerJson, EncodesFromSeveralThreadsAtOnce)
+{
+    const Tokenizer& t = gpt2();
+    const std::string text = readFile(kTokenizers / "text" / "the-verdict.txt");
+    const std::vector<TokenId> expected = referenceCases(kTokenizers / "gpt2" / "reference_ids.jsonl").back().ids;
+    std::vector<std::vector<TokenId>> results(4);
+    std::vector<std::thread> threads;
+    for (auto& result : results) threads.emplace_back([&] { result = t.encode(text); });
+    for (auto& thread : threads) thread.join();
+    for (const auto& result : results) EXPECT_EQ(result, expected);
+}
+
+#ifdef QS_TOKENIZER_NFC
+TEST(TokenizerQwen3, NormalizesToNfcAsDeclared)
+{
+    // "e" + U+0301 COMBINING ACUTE ACCENT is "é" (U+00E9) after NFC.
+    EXPECT_EQ(qwen3().encode("caf" "e\xCC\x81"), qwen3().encode("caf\xC3\xA9"));
+}
+#endif
 
 TEST(TokenizerJson, ConfigGivesBosAndEos)
 {
