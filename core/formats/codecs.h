@@ -1,0 +1,29 @@
+#pragma once
+// The codecs (one per file) and what they share.
+#include <functional>
+#include <string_view>
+#include <vector>
+
+#include "qs/formats/linear_codec.h"
+
+namespace qs::formats::detail {
+
+const LinearCodec& denseCodec();              // dense_codec.cpp
+const LinearCodec& gptqCodec();               // gptq_codec.cpp
+const LinearCodec& awqCodec();                // awq_codec.cpp
+const LinearCodec& fp8Codec();                // fp8_codec.cpp
+const LinearCodec& compressedTensorsCodec();  // compressed_tensors_codec.cpp
+const LinearCodec& modelOptCodec();           // modelopt_codec.cpp
+const LinearCodec& gptOssMxfp4Codec();        // gpt_oss_mxfp4_codec.cpp
+const LinearCodec& bnb4BitCodec();            // bnb_4bit_codec.cpp
+const LinearCodec& bnbInt8Codec();            // bnb_int8_codec.cpp
+
+// Prefixes of the tensors named "<prefix><suffix>" that `accept` (when given) takes, in name order.
+std::vector<LinearRef> refsWithSuffix(const io::Checkpoint& checkpoint, std::string_view suffix,
+                                      const std::function<bool(const io::CheckpointTensor&)>& accept = {});
+// "<prefix>.bias" as f32 [rows] when present, else empty.
+std::vector<float> readBias(const io::Checkpoint& checkpoint, const LinearRef& ref, std::int64_t rows);
+// Refuses refs with an expert index for codecs whose tensors are not stacked.
+void requireUnstacked(const io::Checkpoint& checkpoint, const LinearRef& ref, std::string_view codec);
+
+}  // namespace qs::formats::detail

@@ -1,0 +1,228 @@
+// Format detection: the quantization config decides when there is one (its quant_method and layout
+// keys); otherwise the tensor names do (qweight + g_idx -> GPTQ, weight_scale_inv -> FP8, ...).
+#include "qs/formats/detect.h"
+
+#include "codecs.h"
+#include "qs/error.h"
+#include "qs/formats/linear_reader.h"
+#include "quant_config.h"
+#include "tensor_access.h"
+
+namespace qs::formats {
+
+namespace {
+
+using detail::jsonBool;
+using detail::jsonInt;
+using detail::jsonString;
+using detail::lowerCase;
+
+void refuse(FormatInfo& info, std::string why) {
+    info.decodable = false;
+    info.whyNot = std::move(why);
+}
+
+void classifyGptq(FormatInfo& info) {
+    const auto& c = info.config;
+    info.format = Format::Gptq;
+    info.variant = lowerCase(jsonString(c, "checkpoint_format", jsonString(c, "format", "gptq")));
+    if (jsonBool(c, "is_marlin_format", false)) info.variant = "marlin";
+    if (info.variant != "gptq" && info.variant != "gptq_v2")
+        refuse(info, "GPTQ checkpoint_format '" + info.variant + "' (a kernel layout) is not readable; gptq and gptq_v2 are");
+}
+
+void classifyModelOpt(FormatInfo& info) {
+    info.format = Format::ModelOpt;
+    info.variant = jsonString(info.config, "quant_algo", "");
+    for (auto& ch : info.variant) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    const auto& v = info.variant;
+    if (v != "NVFP4" && v != "W4A16_NVFP4" && !v.starts_with("FP8") && v != "MIXED_PRECISION")
+        refuse(info, "ModelOpt quant_algo '" + v + "' is not readable (NVFP4 and FP8 variants are)");
+}
+
+void classifyBitsandbytes(FormatInfo& info) {
+    info.format = Format::Bitsandbytes;
+    const auto& c = info.config;
+    if (jsonBool(c, "load_in_8bit", jsonBool(c, "_load_in_8bit", false)))
+        info.variant = "int8";
+    else
+        info.variant = lowerCase(jsonString(c, "bnb_4bit_quant_type", "nf4"));
+}
+
+void classifyByConfig(FormatInfo& info, const std::string& method) {
+    const auto& c = info.config;
+    if (method == "gptq") return classifyGptq(info);
+    if (method == "awq") {
+        info.format = Format::Awq;
+        info.variant = lowerCase(jsonString(c, "version", "gemm"));
+        if (info.variant != "gemm" && info.variant != "gemv") refuse(info, "AWQ version '" + info.variant + "' is not readable; gemm and gemv are");
+        return;
+    }
+    if (method == "fp8") {
+        info.format = Format::Fp8;
+        info.variant = c.contains("weight_block_size") && c["weight_block_size"].is_array() ? "block" : "tensor";
+        return;
+    }
+    if (method == "compressed-tensors") {
+        info.format = Format::CompressedTensors;
+        info.variant = jsonString(c, "format", "");
+        return;
+    }
+    if (method.starts_with("modelopt")) return classifyModelOpt(info);
+    if (method == "mxfp4") {
+        info.format = Format::Mxfp4;
+        info.variant = "gpt-oss";
+        return;
+    }
+    if (method == "bitsandbytes") return classifyBitsandbytes(info);
+    if (method == "exl3") {
+        info.format = Format::Exl3;
+        info.variant = jsonString(c, "version", "");
+        return refuse(info, "EXL3 trellis decoding is not implemented yet");
+    }
+    info.format = Format::Unknown;
+    info.variant = method;
+    refuse(info, "quant_method '" + method + "' is not a format QuantScope reads");
+}
+
+bool anyTensorEndsWith(const io::Checkpoint& ck, std::string_view suffix) {
+    for (const auto& t : ck.tensors())
+        if (t.info->name.ends_with(suffix)) return true;
+    return false;
+}
+
+bool anyTensorContains(const io::Checkpoint& ck, std::string_view part) {
+    for (const auto& t : ck.tensors())
+        if (t.info->name.find(part) != std::string::npos) return true;
+    return false;
+}
+
+// GPTQ without a config file: bits from qweight rows over g_idx length, group size from scales rows.
+nlohmann::json inferGptqConfig(const io::Checkpoint& ck) {
+    nlohmann::json c = {{"quant_method", "gptq"}, {"bits", 4}, {"group_size", 128}, {"desc_act", false}, {"sym", true}};
+    for (const auto& ref : detail::refsWithSuffix(ck, ".qweight")) {
+        const auto* q = ck.find(ref.prefix + ".qweight");
+        const auto* g = ck.find(ref.prefix + ".g_idx");
+        const auto* s = ck.find(ref.prefix + ".scales");
+        if (!g || !s || q->info->shape.size() != 2 || g->info->shape.size() != 1 || s->info->shape.size() != 2) continue;
+        const auto k = g->info->shape[0], groups = s->info->shape[0];
+        if (k <= 0 || q->info->shape[0] * 32 % k != 0 || groups <= 0) continue;
+        c["bits"] = q->info->shape[0] * 32 / k;
+        c["group_size"] = groups == 1 ? -1 : k / groups;
+        break;
+    }
+    return c;
+}
+
+void classifyByTensors(FormatInfo& info, const io::Checkpoint& ck) {
+    if (anyTensorEndsWith(ck, ".qweight")) {
+        if (anyTensorEndsWith(ck, ".g_idx")) {
+            info.config = inferGptqConfig(ck);
+            return classifyGptq(info);
+        }
+        info.format = Format::Awq;   // AutoAWQ writes no g_idx
+        info.variant = "gemm";
+        return;
+    }
+    if (anyTensorContains(ck, ".weight.quant_state.bitsandbytes__") || anyTensorEndsWith(ck, ".SCB")) {
+        info.format = Format::Bitsandbytes;
+        info.variant = anyTensorEndsWith(ck, ".SCB") ? "int8" : anyTensorContains(ck, "bitsandbytes__fp4") ? "fp4" : "nf4";
+        return;
+    }
+    if (anyTensorEndsWith(ck, "_blocks") || anyTensorEndsWith(ck, ".blocks")) {
+        info.format = Format::Mxfp4;
+        info.variant = "gpt-oss";
+        return;
+    }
+    if (anyTensorEndsWith(ck, ".weight_packed")) {
+        info.format = Format::CompressedTensors;
+        return refuse(info, "compressed-tensors tensors without a quantization_config: bits and symmetry are unknown");
+    }
+    if (anyTensorEndsWith(ck, ".weight_scale_2")) {
+        info.format = Format::ModelOpt;
+        for (const auto& t : ck.tensors())
+            if (t.info->name.ends_with(".weight_scale_2")) {
+                const auto* w = ck.find(t.info->name.substr(0, t.info->name.size() - 15) + ".weight");
+                info.variant = w && w->info->dtype == io::DType::U8 ? "NVFP4" : "FP8";
+                break;
+            }
+        info.config = {{"quant_method", "modelopt"}, {"quant_algo", info.variant}};
+        return;
+    }
+    if (anyTensorEndsWith(ck, ".weight_scale_inv") || anyTensorEndsWith(ck, ".weight_scale")) {
+        info.format = Format::Fp8;
+        info.variant = anyTensorEndsWith(ck, ".weight_scale_inv") ? "block" : "tensor";
+        return;
+    }
+    info.format = Format::Dense;
+}
+
+// One malformed layer must not hide the rest of the checkpoint from `inspect`.
+LayerQuantInfo describeOrExplain(const LinearCodec& codec, const io::Checkpoint& ck, const nlohmann::json& config,
+                                 const LinearRef& ref) {
+    try {
+        return codec.describe(ck, config, ref);
+    } catch (const Error& e) {
+        LayerQuantInfo info;
+        info.ref = ref;
+        info.codec = std::string(codec.name());
+        info.scheme = "unreadable";
+        info.problem = e.what();
+        return info;
+    }
+}
+
+void listLayers(FormatInfo& info, const io::Checkpoint& ck) {
+    const LinearReader reader(ck, info);
+    for (const auto& ref : reader.linears()) {
+        const auto& codec = reader.codecOf(ref);
+        if (&codec == &detail::denseCodec())
+            info.denseLinears.push_back(ref.label());
+        else
+            info.layers.push_back(describeOrExplain(codec, ck, info.config, ref));
+    }
+}
+
+}  // namespace
+
+std::string_view formatName(Format f) {
+    switch (f) {
+        case Format::Dense: return "dense";
+        case Format::Gptq: return "gptq";
+        case Format::Awq: return "awq";
+        case Format::Fp8: return "fp8";
+        case Format::CompressedTensors: return "compressed-tensors";
+        case Format::ModelOpt: return "modelopt";
+        case Format::Mxfp4: return "mxfp4";
+        case Format::Bitsandbytes: return "bitsandbytes";
+        case Format::Exl3: return "exl3";
+        case Format::Unknown: return "unknown";
+    }
+    return "unknown";
+}
+
+std::optional<LayerQuantInfo> FormatInfo::uniformScheme() const {
+    if (layers.empty()) return std::nullopt;
+    const auto same = [](const LayerQuantInfo& a, const LayerQuantInfo& b) {
+        return a.codec == b.codec && a.scheme == b.scheme && a.bits == b.bits && a.groupSize == b.groupSize &&
+               a.blockRows == b.blockRows && a.granularity == b.granularity && a.actOrder == b.actOrder && a.symmetric == b.symmetric;
+    };
+    for (const auto& l : layers)
+        if (!same(l, layers.front())) return std::nullopt;
+    return layers.front();
+}
+
+FormatInfo detect(const io::Checkpoint& checkpoint) {
+    FormatInfo info;
+    info.config = detail::loadQuantConfig(checkpoint);
+    if (const auto method = lowerCase(jsonString(info.config, "quant_method", "")); !method.empty())
+        classifyByConfig(info, method);
+    else
+        classifyByTensors(info, checkpoint);
+    listLayers(info, checkpoint);
+    return info;
+}
+
+std::vector<LayerQuantInfo> describeLayers(const io::Checkpoint& checkpoint) { return detect(checkpoint).layers; }
+
+}  // namespace qs::formats

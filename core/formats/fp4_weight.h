@@ -1,0 +1,25 @@
+#pragma once
+// FP4 E2M1 codes packed two per byte with the EVEN element in the LOW nibble (NVFP4 of ModelOpt and
+// compressed-tensors, MXFP4 of gpt-oss and compressed-tensors; FORMATS.md 5.4, 6, 7), one scale per
+// block of `blockSize` inputs of a row.
+#include <cstdint>
+
+#include "qs/formats/linear_codec.h"
+
+namespace qs::formats::detail {
+
+struct Fp4Blocks {
+    const std::uint8_t* packed = nullptr;   // [rows, cols / 2] bytes
+    std::int64_t rows = 0;
+    std::int64_t cols = 0;
+    int blockSize = 16;
+    MatrixF effectiveScales;   // [rows, cols / blockSize]: what each block's codes are multiplied by
+    MatrixF storedScales;      // [rows, cols / blockSize]: the parts' scales (without the global scale)
+    float globalScale = 1.0f;  // the parts' globalScale: effective = stored * global (up to rounding)
+    quant::Method method = quant::Method::Nvfp4;
+};
+
+// W[r, c] = e2m1(code) * effectiveScales(r, c / blockSize), computed in that order, as the references do.
+DecodedLinear decodeFp4Blocks(const LinearRef& ref, const Fp4Blocks& blocks);
+
+}  // namespace qs::formats::detail

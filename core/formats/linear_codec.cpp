@@ -1,0 +1,22 @@
+#include "qs/formats/linear_codec.h"
+
+namespace qs::formats {
+
+std::string LinearRef::label() const { return expert < 0 ? prefix : prefix + "[" + std::to_string(expert) + "]"; }
+
+std::string LayerQuantInfo::summary() const {
+    if (!problem.empty()) return "unreadable: " + problem;
+    if (scheme == "dense") return "dense " + std::to_string(bits) + "-bit";
+    std::string s = scheme == "int" ? "int" + std::to_string(bits) : scheme;
+    if (granularity == "block")
+        s += " block " + std::to_string(blockRows) + "x" + std::to_string(groupSize);
+    else if (granularity == "group")
+        s += " g" + std::to_string(groupSize);
+    else
+        s += " per-" + granularity;
+    if (actOrder) s += " act-order";
+    s += symmetric ? " sym" : " asym";
+    return s;
+}
+
+}  // namespace qs::formats

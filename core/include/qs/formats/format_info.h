@@ -1,0 +1,34 @@
+#pragma once
+// What a checkpoint holds: its quantization format (from quantization_config, quantize_config.json,
+// hf_quant_config.json, or else from tensor names) and how each linear layer is stored.
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "qs/formats/linear_codec.h"
+
+namespace qs::formats {
+
+enum class Format { Dense, Gptq, Awq, Fp8, CompressedTensors, ModelOpt, Mxfp4, Bitsandbytes, Exl3, Unknown };
+
+std::string_view formatName(Format f);   // "dense", "gptq", "awq", "fp8", "compressed-tensors", ...
+
+struct FormatInfo {
+    Format format = Format::Dense;
+    // The layout variant: GPTQ "gptq" | "gptq_v2"; AWQ "gemm" | "gemv"; FP8 "block" | "tensor";
+    // compressed-tensors its `format`; ModelOpt its quant_algo; bitsandbytes "nf4" | "fp4" | "int8".
+    std::string variant;
+    bool decodable = true;       // false for EXL3 (not implemented yet), Marlin/BitBLAS GPTQ, unknown methods
+    std::string whyNot;          // the reason when !decodable
+    nlohmann::json config;       // normalised quantization config; {} for dense or name-inferred formats
+    std::vector<LayerQuantInfo> layers;        // every quantized linear, in tensor-name order
+    std::vector<std::string> denseLinears;     // linears left unquantized (lm_head, routers, ...)
+
+    // The scheme shared by every quantized layer, or nullopt when layers differ (mixed precision).
+    std::optional<LayerQuantInfo> uniformScheme() const;
+};
+
+}  // namespace qs::formats
