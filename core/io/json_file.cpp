@@ -14,7 +14,7 @@ nlohmann::json readJsonFile(const std::filesystem::path& path) {
     text << in.rdbuf();
     try {
         return nlohmann::json::parse(text.str());
-    } catch (const nlohmann::json::parse_error& e) {
+    } catch (const nlohmann::json::exception& e) {  // parse_error, and out_of_range for numbers past double
         std::string what = e.what();
         if (const auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
         throw Error(path.string() + ": not valid JSON: " + what);

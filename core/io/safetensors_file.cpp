@@ -86,7 +86,7 @@ json parseHeaderJson(std::span<const std::byte> text, const Problems& problems) 
         return json::parse(begin, begin + text.size(), callback);
     } catch (const HeaderProblem& p) {
         problems.file(p.message);
-    } catch (const json::parse_error& e) {
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers past double
         std::string what = e.what();
         if (const auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
         problems.file("header is not valid JSON: " + what);

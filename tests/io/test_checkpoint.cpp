@@ -134,6 +134,8 @@ TEST(Checkpoint, ConfigThatIsNotJsonIsAnError) {
     writeBytes(dir / "model.safetensors", safetensorsImage(kShard1, 16));
     writeText(dir / "config.json", "{\"model_type\": llama}");
     EXPECT_THAT(openError(dir.path()), HasSubstr("config.json: not valid JSON"));
+    writeText(dir / "config.json", R"({"rope_theta": 1e400})");
+    EXPECT_THAT(openError(dir.path()), HasSubstr("config.json: not valid JSON: number overflow"));
     writeText(dir / "config.json", "[]");
     EXPECT_THAT(openError(dir.path()), HasSubstr("config.json: must be a JSON object"));
 }
