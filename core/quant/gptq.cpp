@@ -165,9 +165,17 @@ double blockChunk(LoopState& s, std::int64_t i1, std::int64_t i2, std::int64_t r
                 scale[r] = gp.scale;
                 zero[r] = gp.zero;
             }
+        } else if (g != currentGroup && col % s.groupCols != 0) {
+            // a group that began in an earlier block: its grid is already known
+            currentGroup = g;
+            for (std::int64_t r = 0; r < nr; ++r) {
+                scale[r] = s.scales(r0 + r, g);
+                zero[r] = s.zeros(r0 + r, g);
+            }
         } else if (g != currentGroup) {
-            // The group's range from the weights as corrected so far (the block's columns from here,
-            // then the columns after the block, which have all earlier blocks' updates).
+            // The group's range from the weights as corrected so far. When a group straddles the block's
+            // end (group size not a multiple of the block size) the columns after the block still lack
+            // this block's updates; the seed's code reads them stale, here they are brought up to date.
             currentGroup = g;
             const std::int64_t groupEnd = std::min<std::int64_t>(static_cast<std::int64_t>(g + 1) * s.groupCols, cols);
             const std::int64_t inBlock = std::min(groupEnd, i2) - col;
@@ -178,8 +186,11 @@ double blockChunk(LoopState& s, std::int64_t i1, std::int64_t i2, std::int64_t r
                     hi = std::max(hi, wb(r, c));
                 }
                 for (std::int64_t c = i2; c < groupEnd; ++c) {
-                    lo = std::min(lo, s.w(r0 + r, c));
-                    hi = std::max(hi, s.w(r0 + r, c));
+                    // with this block's pending (lazy) updates applied, as the one-column-at-a-time algorithm has them
+                    float v = s.w(r0 + r, c);
+                    for (std::int64_t k = 0; k < i; ++k) v -= err(r0 + r, k) * s.u(i1 + k, c);
+                    lo = std::min(lo, v);
+                    hi = std::max(hi, v);
                 }
                 const GridParams gp = gridParams(lo, hi, s.o.bits, s.o.sym, s.o.rule);
                 scale[r] = gp.scale;
