@@ -1,0 +1,157 @@
+#include "qs/analysis/layer_overview.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <utility>
+
+#include "chunk_loop.h"
+#include "qs/analysis/tensor_stats.h"
+#include "qs/error.h"
+
+namespace qs::analysis {
+namespace {
+
+struct TailMoments {
+    double m4 = 0.0;              // sum of (w - mean)^4
+    std::uint64_t outliers = 0;
+};
+
+bool isOverviewTensor(const io::CheckpointTensor& t) {
+    return t.naming.role == io::TensorRole::Linear && t.naming.layer >= 0 && t.naming.part == "weight" &&
+           io::isFloating(t.info->dtype);
+}
+
+std::vector<std::string> orderedModules(std::vector<std::string> modules) {
+    std::sort(modules.begin(), modules.end(), [](const std::string& a, const std::string& b) {
+        const int ra = moduleRank(a);
+        const int rb = moduleRank(b);
+        return ra != rb ? ra < rb : a < b;
+    });
+    modules.erase(std::unique(modules.begin(), modules.end()), modules.end());
+    return modules;
+}
+
+}  // namespace
+
+std::string_view statisticName(LayerStatistic statistic) {
+    switch (statistic) {
+        case LayerStatistic::StdDev: return "σ";
+        case LayerStatistic::MaxAbs: return "max|w|";
+        case LayerStatistic::Kurtosis: return "excess kurtosis";
+        case LayerStatistic::OutlierFraction: return "outlier fraction";
+    }
+    return "";
+}
+
+double WeightStats::value(LayerStatistic statistic) const {
+    switch (statistic) {
+        case LayerStatistic::StdDev: return stddev;
+        case LayerStatistic::MaxAbs: return maxAbs;
+        case LayerStatistic::Kurtosis: return kurtosis;
+        case LayerStatistic::OutlierFraction: return outlierFraction;
+    }
+    return 0.0;
+}
+
+WeightStats computeWeightStats(const io::TensorView& tensor, double outlierSigma, const pipeline::CancelToken& cancel) {
+    TensorStatsOptions statsOptions;
+    statsOptions.cancel = cancel;
+    const TensorStats stats = computeTensorStats(tensor, statsOptions);
+
+    WeightStats w;
+    w.tensor = tensor.name();
+    w.count = stats.finiteCount;
+    if (w.count == 0) return w;
+    w.mean = stats.mean;
+    w.stddev = stats.std;
+    w.maxAbs = std::max(std::abs(stats.min), std::abs(stats.max));
+    if (w.stddev == 0.0) return w;
+
+    // Per-chunk partials merged in chunk order: the result does not depend on the thread count.
+    std::vector<TailMoments> partials(detail::chunkCount(static_cast<std::size_t>(tensor.numel()), detail::kChunkElements));
+    const double limit = outlierSigma * w.stddev;
+    detail::forEachChunk(tensor, detail::kChunkElements, cancel,
+                         [&](int, std::size_t chunk, std::size_t, std::span<const float> values) {
+        TailMoments& p = partials[chunk];
+        for (const float v : values) {
+            if (!std::isfinite(v)) continue;
+            const double d = static_cast<double>(v) - w.mean;
+            const double d2 = d * d;
+            p.m4 += d2 * d2;
+            p.outliers += std::abs(d) > limit;
+        }
+    });
+    TailMoments total;
+    for (const TailMoments& p : partials) {
+        total.m4 += p.m4;
+        total.outliers += p.outliers;
+    }
+    const double n = static_cast<double>(w.count);
+    const double var = w.stddev * w.stddev;
+    w.kurtosis = total.m4 / n / (var * var) - 3.0;
+    w.outlierFraction = static_cast<double>(total.outliers) / n;
+    return w;
+}
+
+const WeightStats* LayerOverview::cell(std::size_t layerRow, std::size_t moduleColumn) const {
+    if (layerRow >= layers.size() || moduleColumn >= modules.size()) return nullptr;
+    const auto& c = cells[layerRow * modules.size() + moduleColumn];
+    return c ? &*c : nullptr;
+}
+
+LayerOverview computeLayerOverview(const io::Checkpoint& checkpoint, const LayerOverviewOptions& options) {
+    std::vector<const io::CheckpointTensor*> selected;
+    std::vector<std::string> modules;
+    for (const io::CheckpointTensor& t : checkpoint.tensors()) {
+        if (!isOverviewTensor(t)) continue;
+        selected.push_back(&t);
+        modules.push_back(t.naming.module);
+    }
+    LayerOverview overview;
+    overview.outlierSigma = options.outlierSigma;
+    overview.modules = orderedModules(std::move(modules));
+    for (const auto* t : selected) overview.layers.push_back(t->naming.layer);
+    std::sort(overview.layers.begin(), overview.layers.end());
+    overview.layers.erase(std::unique(overview.layers.begin(), overview.layers.end()), overview.layers.end());
+    overview.cells.resize(overview.layers.size() * overview.modules.size());
+
+    for (std::size_t i = 0; i < selected.size(); ++i) {
+        options.cancel.throwIfCancelled();
+        const io::CheckpointTensor& t = *selected[i];
+        if (options.progress) {
+            options.progress({"overview", static_cast<int>(i) + 1, static_cast<int>(selected.size()),
+                              static_cast<double>(i) / static_cast<double>(selected.size()), t.info->name});
+        }
+        const auto row = static_cast<std::size_t>(
+            std::lower_bound(overview.layers.begin(), overview.layers.end(), t.naming.layer) - overview.layers.begin());
+        const auto column = static_cast<std::size_t>(
+            std::find(overview.modules.begin(), overview.modules.end(), t.naming.module) - overview.modules.begin());
+        overview.cells[row * overview.modules.size() + column] =
+            computeWeightStats(checkpoint.tensor(t.info->name), options.outlierSigma, options.cancel);
+    }
+    if (options.progress && !selected.empty()) {
+        options.progress({"overview", static_cast<int>(selected.size()), static_cast<int>(selected.size()), 1.0, "done"});
+    }
+    return overview;
+}
+
+int moduleRank(std::string_view module) {
+    // Suffixes, so that "self_attn.q_proj", "attention.wq" and "mlp.experts.0.down_proj" all sort sensibly.
+    static constexpr std::array<std::pair<std::string_view, int>, 22> kRanks{{
+        {"q_proj", 0}, {"wq", 0}, {"k_proj", 1}, {"wk", 1}, {"v_proj", 2}, {"wv", 2}, {"qkv_proj", 3},
+        {"o_proj", 4}, {"wo", 4}, {"gate_proj", 10}, {"w1", 10}, {"up_proj", 11}, {"w3", 11},
+        {"gate_up_proj", 12}, {"down_proj", 13}, {"w2", 13}, {"input_layernorm", 20},
+        {"post_attention_layernorm", 21}, {"pre_feedforward_layernorm", 22}, {"post_feedforward_layernorm", 23},
+        {"q_norm", 24}, {"k_norm", 25},
+    }};
+    const std::size_t dot = module.rfind('.');
+    const std::string_view last = dot == std::string_view::npos ? module : module.substr(dot + 1);
+    for (const auto& [name, rank] : kRanks) {
+        if (last == name) return rank;
+    }
+    return 100;
+}
+
+}  // namespace qs::analysis
