@@ -1,0 +1,97 @@
+#include "inspect_command.h"
+
+#include <iostream>
+#include <memory>
+#include <regex>
+
+#include "inspect_report.h"
+#include "progress_bar.h"
+#include "qs/analysis/tensor_stats.h"
+#include "qs/error.h"
+#include "qs/io/checkpoint.h"
+#include "sigint_cancel.h"
+
+namespace qs::cli {
+namespace {
+
+struct InspectOptions {
+    std::string path;
+    bool json = false;
+    bool tensors = false;
+    bool stats = false;
+    std::string filter;
+    int threads = 0;
+};
+
+std::regex compileFilter(const std::string& pattern) {
+    try {
+        return std::regex(pattern, std::regex::ECMAScript);
+    } catch (const std::regex_error& e) {
+        throw Error("invalid --filter regular expression '" + pattern + "': " + e.what());
+    }
+}
+
+std::vector<InspectedTensor> selectTensors(const io::Checkpoint& checkpoint, const std::string& filter) {
+    const bool all = filter.empty();
+    const std::regex pattern = all ? std::regex() : compileFilter(filter);
+    std::vector<InspectedTensor> selected;
+    for (const io::CheckpointTensor& t : checkpoint.tensors()) {
+        if (all || std::regex_search(t.info->name, pattern)) selected.push_back({t.info, t.shard, std::nullopt});
+    }
+    return selected;
+}
+
+// Ctrl-C cancels the computation instead of killing the process mid-output.
+void addStats(const io::Checkpoint& checkpoint, std::vector<InspectedTensor>& tensors, int threads) {
+    std::vector<io::TensorView> views;
+    views.reserve(tensors.size());
+    for (const InspectedTensor& t : tensors) views.push_back(checkpoint.shards().at(t.shard).view(*t.info));
+
+    ProgressBar bar("stats");
+    analysis::TensorStatsOptions options;
+    options.threads = threads;
+    options.progress = bar.callback();
+    const SigintCancel sigint(options.cancel);
+    const std::vector<analysis::TensorStats> stats = analysis::computeTensorStats(views, options);
+    bar.finish(true);
+    for (std::size_t i = 0; i < tensors.size(); ++i) tensors[i].stats = stats[i];
+}
+
+void runInspect(const InspectOptions& options) {
+    if (!options.filter.empty()) compileFilter(options.filter);   // a bad pattern fails before any I/O
+    const io::Checkpoint checkpoint = io::Checkpoint::open(options.path);
+
+    InspectReport report;
+    report.path = options.path;
+    report.summary = checkpoint.summary();
+    report.shardCount = checkpoint.shards().size();
+    report.tensorCount = checkpoint.tensors().size();
+    report.filter = options.filter;
+    report.listTensors = options.tensors || options.stats || !options.filter.empty();
+    if (report.listTensors) report.tensors = selectTensors(checkpoint, options.filter);
+    if (options.stats) addStats(checkpoint, report.tensors, options.threads);
+
+    // Rendered completely before anything is written, so that a failure leaves stdout empty.
+    const std::string output = options.json ? renderJson(report).dump(2) + "\n" : renderText(report);
+    std::cout << output << std::flush;
+}
+
+}  // namespace
+
+void registerInspect(CLI::App& app) {
+    auto options = std::make_shared<InspectOptions>();
+    CLI::App* command = app.add_subcommand("inspect", "Summarise a checkpoint: architecture, size, dtypes, tensors");
+    command->add_option("path", options->path, "A .safetensors file or a checkpoint folder (sharded or not)")
+        ->required();
+    command->add_flag("--json", options->json, "Print the report as JSON");
+    command->add_flag("--tensors", options->tensors, "List every tensor: name, dtype, shape, bytes");
+    command->add_flag("--stats", options->stats,
+                      "Add min/max/mean/std and NaN/Inf counts per tensor (reads all data; implies --tensors)");
+    command->add_option("--filter", options->filter,
+                        "Only tensors whose name matches this ECMAScript regex (implies --tensors)");
+    command->add_option("--threads", options->threads, "Threads for --stats (0: all cores)")
+        ->check(CLI::NonNegativeNumber);
+    command->callback([options] { runInspect(*options); });
+}
+
+}  // namespace qs::cli

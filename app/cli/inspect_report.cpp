@@ -1,0 +1,156 @@
+#include "inspect_report.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <sstream>
+
+#include "human_format.h"
+#include "text_table.h"
+
+namespace qs::cli {
+namespace {
+
+constexpr int kLabelWidth = 15;
+
+void field(std::ostream& out, const std::string& label, const std::string& value) {
+    out << label << std::string(static_cast<std::size_t>(kLabelWidth) - label.size(), ' ') << value << '\n';
+}
+
+std::string orUnknown(const std::string& value) { return value.empty() ? "unknown" : value; }
+std::string orUnknown(int value) { return value > 0 ? std::to_string(value) : "unknown"; }
+
+std::string percent(std::uint64_t part, std::uint64_t whole) {
+    std::array<char, 32> buffer{};
+    std::snprintf(buffer.data(), buffer.size(), "%5.1f %%",
+                  whole == 0 ? 0.0 : 100.0 * static_cast<double>(part) / static_cast<double>(whole));
+    return buffer.data();
+}
+
+std::uint64_t totalBytes(const io::CheckpointSummary& summary) {
+    std::uint64_t total = 0;
+    for (const auto& [dtype, bytes] : summary.bytesByDtype) total += bytes;
+    return total;
+}
+
+// One line per dtype, names and sizes aligned, e.g. "BF16   13.48 GiB   99.9 %".
+void dtypeLines(std::ostream& out, const io::CheckpointSummary& summary) {
+    const std::uint64_t total = totalBytes(summary);
+    std::size_t nameWidth = 0;
+    std::size_t sizeWidth = 0;
+    for (const auto& [dtype, bytes] : summary.bytesByDtype) {
+        nameWidth = std::max(nameWidth, dtype.size());
+        sizeWidth = std::max(sizeWidth, formatBytes(bytes).size());
+    }
+    std::string label = "Dtypes";
+    if (summary.bytesByDtype.empty()) field(out, label, "none");
+    for (const auto& [dtype, bytes] : summary.bytesByDtype) {
+        const std::string size = formatBytes(bytes);
+        field(out, label, dtype + std::string(nameWidth - dtype.size() + 2 + sizeWidth - size.size(), ' ') + size +
+                              "  " + percent(bytes, total));
+        label.clear();
+    }
+}
+
+void summaryLines(std::ostream& out, const InspectReport& report) {
+    const io::CheckpointSummary& s = report.summary;
+    field(out, "Checkpoint", report.path.string());
+    std::string architecture = orUnknown(s.architecture);
+    if (!s.modelType.empty() && s.modelType != s.architecture) architecture += " (" + s.modelType + ")";
+    field(out, "Architecture", architecture);
+    field(out, "Layers", orUnknown(s.numLayers));
+    field(out, "Hidden size", orUnknown(s.hiddenSize));
+    field(out, "Parameters", formatCount(s.parameterCount) + " (" + formatGrouped(s.parameterCount) + ")");
+    field(out, "Tensors", std::to_string(report.tensorCount) + " in " + std::to_string(report.shardCount) +
+                              (report.shardCount == 1 ? " shard" : " shards"));
+    dtypeLines(out, s);
+    field(out, "Size on disk", formatBytes(s.sizeOnDisk) + " (" +
+                                   formatGrouped(static_cast<std::int64_t>(s.sizeOnDisk)) + " bytes)");
+    field(out, "Quantization", orUnknown(s.quantizationFormat));
+    field(out, "Tokenizer", s.hasTokenizer ? "yes" : "no");
+}
+
+TextTable tensorTable(const InspectReport& report, bool withStats) {
+    using Align = TextTable::Align;
+    std::vector<TextTable::Column> columns{
+        {"name", Align::Left}, {"dtype", Align::Left}, {"shape", Align::Left}, {"bytes", Align::Right}};
+    if (withStats) {
+        for (const char* title : {"min", "max", "mean", "std", "nan", "inf"}) columns.push_back({title, Align::Right});
+    }
+    TextTable table(std::move(columns));
+    for (const InspectedTensor& t : report.tensors) {
+        std::vector<std::string> row{t.info->name, std::string(io::dtypeName(t.info->dtype)),
+                                     formatShape(t.info->shape),
+                                     formatGrouped(static_cast<std::int64_t>(t.info->byteSize()))};
+        if (withStats) {
+            const analysis::TensorStats& st = *t.stats;
+            for (double v : {st.min, st.max, st.mean, st.std}) row.push_back(formatNumber(v));
+            row.push_back(formatGrouped(st.nanCount));
+            row.push_back(formatGrouped(st.infCount));
+        }
+        table.addRow(std::move(row));
+    }
+    return table;
+}
+
+void tensorSection(std::ostream& out, const InspectReport& report) {
+    out << '\n';
+    if (!report.filter.empty()) {
+        out << report.tensors.size() << " of " << report.tensorCount << " tensors match '" << report.filter << "'\n\n";
+    }
+    const bool withStats = !report.tensors.empty() && report.tensors.front().stats.has_value();
+    tensorTable(report, withStats).print(out);
+}
+
+nlohmann::json statsJson(const analysis::TensorStats& s) {
+    // nlohmann writes NaN as null, which is what a tensor without finite values gets.
+    return {{"count", s.count}, {"finite", s.finiteCount}, {"nan", s.nanCount}, {"inf", s.infCount},
+            {"min", s.min},     {"max", s.max},            {"mean", s.mean},    {"std", s.std}};
+}
+
+nlohmann::json tensorJson(const InspectedTensor& t) {
+    nlohmann::json j{{"name", t.info->name},
+                     {"dtype", std::string(io::dtypeName(t.info->dtype))},
+                     {"shape", t.info->shape},
+                     {"bytes", t.info->byteSize()},
+                     {"shard", t.shard}};
+    if (t.stats) j["stats"] = statsJson(*t.stats);
+    return j;
+}
+
+}  // namespace
+
+std::string renderText(const InspectReport& report) {
+    std::ostringstream out;
+    summaryLines(out, report);
+    if (report.listTensors) tensorSection(out, report);
+    return out.str();
+}
+
+nlohmann::json renderJson(const InspectReport& report) {
+    const io::CheckpointSummary& s = report.summary;
+    nlohmann::json dtypes = nlohmann::json::object();
+    for (const auto& [dtype, bytes] : s.bytesByDtype) dtypes[dtype] = {{"bytes", bytes}};
+    nlohmann::json j{{"path", report.path.string()},
+                     {"architecture", s.architecture},
+                     {"model_type", s.modelType},
+                     {"num_layers", s.numLayers},
+                     {"hidden_size", s.hiddenSize},
+                     {"parameters", s.parameterCount},
+                     {"parameters_human", formatCount(s.parameterCount)},
+                     {"dtypes", dtypes},
+                     {"size_on_disk", s.sizeOnDisk},
+                     {"quantization_format", s.quantizationFormat},
+                     {"has_tokenizer", s.hasTokenizer},
+                     {"shards", report.shardCount},
+                     {"tensor_count", report.tensorCount}};
+    if (report.listTensors) {
+        if (!report.filter.empty()) j["filter"] = report.filter;
+        nlohmann::json tensors = nlohmann::json::array();
+        for (const InspectedTensor& t : report.tensors) tensors.push_back(tensorJson(t));
+        j["tensors"] = std::move(tensors);
+    }
+    return j;
+}
+
+}  // namespace qs::cli
