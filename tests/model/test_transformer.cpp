@@ -13,15 +13,20 @@
 #include <string>
 #include <vector>
 
+#include <unistd.h>
+
 #include <nlohmann/json.hpp>
 
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
+#include "qs/io/checkpoint_writer.h"
+#include "qs/io/dtype.h"
 #include "qs/model/greedy_decoder.h"
 #include "qs/model/kv_cache.h"
 #include "qs/model/model_config.h"
 #include "qs/model/rope.h"
 #include "qs/model/transformer.h"
+#include "qs/quant/rtn.h"
 
 namespace fs = std::filesystem;
 using namespace qs;
@@ -189,6 +194,7 @@ std::shared_ptr<ModelWeights> randomWeights(const ModelConfig& c, unsigned seed,
         lw.k.weight = randomMatrix(rng, c.kvDim(), c.hiddenSize, s);
         lw.v.weight = randomMatrix(rng, c.kvDim(), c.hiddenSize, s);
         lw.o.weight = randomMatrix(rng, c.hiddenSize, c.qDim(), s);
+        if (c.outputBias) lw.o.bias = randomMatrix(rng, c.hiddenSize, 1, s);
         if (c.qkvBias) {
             lw.q.bias = randomMatrix(rng, c.qDim(), 1, s);
             lw.k.bias = randomMatrix(rng, c.kvDim(), 1, s);
@@ -423,6 +429,112 @@ TEST(SmallTransformer, RejectsTokensOutsideTheVocabularyAndTooLongSequences) {
     EXPECT_THROW(model.forward(bad), Error);
     const std::vector<TokenId> tooLong(65, 1);
     EXPECT_THROW(model.forward(tooLong), Error);
+}
+
+TEST(SmallTransformer, QuantizedLinearOverrideRunsItsEffectiveWeight) {
+    const ModelConfig c = smallConfig();
+    auto w = randomWeights(c, 9, true);
+    Transformer model(c, w);
+    const MatrixF original = model.forward(kTokens);
+    auto q = std::make_shared<quant::QuantizedLinear>(quant::quantizeRtn(w->layers[0].gate.weight, {.bits = 3, .groupSize = -1}));
+    model.overrideLinear(0, "mlp.gate_proj", q);
+    const MatrixF quantized = model.forward(kTokens);
+    EXPECT_GT((quantized - original).cwiseAbs().maxCoeff(), 1e-3f);
+    const MatrixF decoded = q->effectiveWeight();
+    model.overrideLinear(0, "mlp.gate_proj", [decoded] { return decoded; });
+    EXPECT_EQ(model.forward(kTokens), quantized);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checkpoints: HF tensor names, BF16 conversion, tied and untied heads, Qwen3 norms and biases.
+
+float bf16Round(float v) { return io::bf16ToF32(io::f32ToBf16(v)); }
+
+void roundToBf16(MatrixF& m) { m = m.unaryExpr([](float v) { return bf16Round(v); }).eval(); }
+void roundToBf16(VectorF& v) { v = v.unaryExpr([](float x) { return bf16Round(x); }).eval(); }
+
+void addTensor(io::CheckpointWriter& writer, const std::string& name, const MatrixF& m) {
+    std::vector<std::int64_t> shape{m.rows(), m.cols()};
+    if (m.cols() == 1) shape = {m.rows()};
+    writer.addTensorF32(name, io::DType::BF16, shape, std::span<const float>(m.data(), std::size_t(m.size())));
+}
+
+fs::path writeCheckpoint(const ModelConfig& c, ModelWeights& w, const fs::path& dir) {
+    io::CheckpointWriter writer(dir);
+    addTensor(writer, "model.embed_tokens.weight", w.embedding);
+    addTensor(writer, "model.norm.weight", w.norm);
+    if (w.lmHeadWeight.size()) addTensor(writer, "lm_head.weight", w.lmHeadWeight);
+    for (int l = 0; l < c.numLayers; ++l) {
+        const LayerWeights& lw = w.layers[std::size_t(l)];
+        const std::string p = "model.layers." + std::to_string(l) + ".";
+        addTensor(writer, p + "input_layernorm.weight", lw.inputNorm);
+        addTensor(writer, p + "post_attention_layernorm.weight", lw.postAttentionNorm);
+        addTensor(writer, p + "self_attn.q_norm.weight", lw.qNorm);
+        addTensor(writer, p + "self_attn.k_norm.weight", lw.kNorm);
+        for (std::string_view module : LayerWeights::kLinearModules) {
+            const Linear& lin = lw.linear(module);
+            addTensor(writer, p + std::string(module) + ".weight", lin.weight);
+            if (lin.bias.size()) addTensor(writer, p + std::string(module) + ".bias", lin.bias);
+        }
+    }
+    writer.setConfig({{"architectures", {"Qwen3ForCausalLM"}}, {"model_type", "qwen3"}, {"hidden_size", c.hiddenSize},
+                      {"intermediate_size", c.intermediateSize}, {"num_hidden_layers", c.numLayers},
+                      {"num_attention_heads", c.numHeads}, {"num_key_value_heads", c.numKvHeads}, {"head_dim", c.headDim},
+                      {"vocab_size", c.vocabSize}, {"max_position_embeddings", c.maxPositionEmbeddings},
+                      {"rms_norm_eps", c.rmsNormEps}, {"rope_theta", c.ropeTheta}, {"attention_bias", true},
+                      {"tie_word_embeddings", w.lmHeadWeight.size() == 0}, {"torch_dtype", "bfloat16"}});
+    return writer.finish();
+}
+
+void roundAll(ModelWeights& w) {
+    roundToBf16(w.embedding);
+    roundToBf16(w.norm);
+    if (w.lmHeadWeight.size()) roundToBf16(w.lmHeadWeight);
+    for (LayerWeights& lw : w.layers) {
+        for (VectorF* v : {&lw.inputNorm, &lw.postAttentionNorm, &lw.qNorm, &lw.kNorm}) roundToBf16(*v);
+        for (std::string_view m : LayerWeights::kLinearModules) {
+            roundToBf16(lw.linear(m).weight);
+            if (lw.linear(m).bias.size()) roundToBf16(lw.linear(m).bias);
+        }
+    }
+}
+
+TEST(CheckpointWeights, Bf16CheckpointRunsLikeTheSameWeightsInMemory) {
+    ModelConfig c = smallConfig();
+    c.outputBias = true;   // qwen3 with attention_bias: q, k, v and o carry biases
+    for (bool tied : {true, false}) {
+        SCOPED_TRACE(tied ? "tied" : "untied");
+        auto w = randomWeights(c, 21, tied);
+        roundAll(*w);
+        const fs::path dir = fs::temp_directory_path() / ("qs_test_transformer_" + std::to_string(::getpid()) + (tied ? "_tied" : "_untied"));
+        fs::remove_all(dir);
+        writeCheckpoint(c, *w, dir);
+        Transformer fromDisk = Transformer::fromCheckpoint(io::Checkpoint::open(dir));
+        EXPECT_TRUE(fromDisk.config().qkNorm && fromDisk.config().qkvBias && fromDisk.config().outputBias);
+        EXPECT_EQ(fromDisk.config().tieWordEmbeddings, tied);
+        Transformer inMemory(c, w);
+        const MatrixF a = fromDisk.forward(kTokens), b = inMemory.forward(kTokens);
+        EXPECT_LT((a - b).cwiseAbs().maxCoeff(), 1e-5f);
+        EXPECT_LT(maxAbsDiff(a, forwardRef(c, *w, kTokens)), 1e-3);
+        fs::remove_all(dir);
+    }
+}
+
+TEST(CheckpointWeights, MissingOrMisshapenTensorsAreNamedInTheError) {
+    ModelConfig c = smallConfig();
+    c.outputBias = true;
+    auto w = randomWeights(c, 22, true);
+    w->layers[1].up.weight = MatrixF::Zero(c.intermediateSize + 1, c.hiddenSize);
+    const fs::path dir = fs::temp_directory_path() / ("qs_test_transformer_bad_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    writeCheckpoint(c, *w, dir);
+    try {
+        Transformer::fromCheckpoint(io::Checkpoint::open(dir));
+        ADD_FAILURE() << "a misshapen up_proj was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("model.layers.1.mlp.up_proj.weight"), std::string::npos) << e.what();
+    }
+    fs::remove_all(dir);
 }
 
 // ---------------------------------------------------------------------------------------------
