@@ -1,7 +1,9 @@
 #pragma once
 // Checkpoint: a .safetensors file, a folder with model.safetensors, or a sharded folder with
 // model.safetensors.index.json. Opening mmaps every shard and validates every header; no tensor
-// data is read until asked.
+// data is read until asked. A folder without either may hold exactly one other .safetensors file
+// (e.g. an adapter). The index and the shard headers must agree exactly: every indexed tensor is in
+// the shard named for it, every shard tensor is indexed, no tensor is in two shards.
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -29,7 +31,10 @@ struct CheckpointSummary {
     std::int64_t parameterCount = 0; // elements of all tensors (packed formats count stored elements)
     std::map<std::string, std::uint64_t> bytesByDtype;
     std::uint64_t sizeOnDisk = 0;    // all shard files
-    std::string quantizationFormat;  // "dense" or e.g. "gptq", "awq", "fp8", "compressed-tensors", "modelopt", "bitsandbytes"
+    // "dense", else quantization_config.quant_method ("gptq", "awq", "fp8", "compressed-tensors",
+    // "bitsandbytes", ...; "unknown" when it has none), else for a ModelOpt export the quant_algo of
+    // hf_quant_config.json ("FP8", "NVFP4", ...; "modelopt" when it has none).
+    std::string quantizationFormat;
     bool hasTokenizer = false;
     bool hasGenerationConfig = false;
 };

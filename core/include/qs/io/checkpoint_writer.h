@@ -3,6 +3,11 @@
 // (when sharded), config.json and the copied tokenizer/generation files. Everything goes into a
 // temporary sibling folder that is renamed into place by finish(); on any error, or when the writer
 // is destroyed unfinished, the temporary folder is removed and nothing is left behind.
+// After any failed call the writer is spent: later calls throw, and nothing is written.
+// Layout: one shard is model.safetensors, several are model-0000k-of-0000N.safetensors plus
+// model.safetensors.index.json; each header has __metadata__ {"format":"pt"} and is space-padded to
+// a multiple of 8 bytes; tensor data is stored in insertion order (valid safetensors; the reference
+// writer's alignment order would need all tensors before writing the first).
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -37,8 +42,9 @@ public:
                       std::span<const float> values);   // converted with convertFromF32
     void setConfig(nlohmann::json config);                // written as config.json
     void addJsonFile(const std::string& fileName, const nlohmann::json& content);
-    // Copies tokenizer.json, tokenizer_config.json, special_tokens_map.json, vocab/merges files,
-    // generation_config.json and the like from `sourceDir` when present.
+    // Copies tokenizer.json, tokenizer_config.json, special_tokens_map.json, tokenizer.model,
+    // vocab/merges files, added_tokens.json, chat templates, generation_config.json and LICENSE/NOTICE
+    // from `sourceDir` (or a file's folder) when present. Never config.json: see setConfig.
     void copyAuxiliaryFiles(const std::filesystem::path& sourceDir);
     std::filesystem::path finish();                       // returns the final destination
 

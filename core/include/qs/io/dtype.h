@@ -8,9 +8,12 @@
 //   F8_E4M3 (fn)  no Inf: finite overflow and +-Inf saturate to +-448, NaN -> 0x7F/0xFF;
 //   F8_E5M2       finite overflow saturates to +-57344, +-Inf stays Inf, NaN -> 0x7E/0xFE;
 //   F8_E8M0       unsigned power of two 2^(e-127), e in 0..254, 0xFF is NaN; rounds to the nearest
-//                 power of two in the log domain (ties up), values <= 2^-127 -> 2^-127, NaN/neg -> NaN;
-//   FP4 E2M1      (not a safetensors dtype; packed in U8 by the formats) values {0,.5,1,1.5,2,3,4,6}, saturating.
+//                 power of two in the log domain (ties up), values <= 2^-127 (and +-0) -> 2^-127,
+//                 finite values above 2^127 saturate to 2^127, NaN/negative/+Inf -> NaN;
+//   FP4 E2M1      (not a safetensors dtype; packed in U8 by the formats) values {0,.5,1,1.5,2,3,4,6}, saturating,
+//                 NaN -> 0 (it has no NaN);
 //   integers      round to nearest even, then clamp to the type's range; NaN -> 0.
+//   BOOL          any non-zero value -> 1, zero and NaN -> 0; reads back as 0.0 / 1.0.
 #include <cstddef>
 #include <cstdint>
 #include <optional>
