@@ -266,16 +266,17 @@ std::vector<Vec> attentionRef(const ModelConfig& c, const LayerWeights& w, const
     for (int h = 0; h < c.numHeads; ++h) {
         const int kvh = h / (c.numHeads / c.numKvHeads);
         for (int i = 0; i < T; ++i) {
-            Vec s(std::size_t(i + 1));
+            const int lo = c.slidingWindow > 0 ? std::max(0, i - c.slidingWindow + 1) : 0;   // Mistral's window
+            Vec s(std::size_t(i + 1), 0.0);
             double mx = -1e300, sum = 0;
-            for (int j = 0; j <= i; ++j) {
+            for (int j = lo; j <= i; ++j) {
                 double dot = 0;
                 for (int e = 0; e < d; ++e) dot += q[i][std::size_t(h * d + e)] * k[j][std::size_t(kvh * d + e)];
                 s[std::size_t(j)] = dot / std::sqrt(double(d));
                 mx = std::max(mx, s[std::size_t(j)]);
             }
-            for (double& x : s) sum += (x = std::exp(x - mx));
-            for (int j = 0; j <= i; ++j)
+            for (int j = lo; j <= i; ++j) sum += (s[std::size_t(j)] = std::exp(s[std::size_t(j)] - mx));
+            for (int j = lo; j <= i; ++j)
                 for (int e = 0; e < d; ++e) out[i][std::size_t(h * d + e)] += s[std::size_t(j)] / sum * v[j][std::size_t(kvh * d + e)];
         }
     }
@@ -343,6 +344,25 @@ TEST(SmallTransformer, MatchesReferenceWithoutQkNormOrBiasAndWithMultiQuery) {
     Transformer model(c, w);
     const MatrixD ref = forwardRef(c, *w, kTokens);
     EXPECT_LT(maxAbsDiff(model.forward(kTokens), ref), 2e-4 * ref.cwiseAbs().maxCoeff());
+}
+
+TEST(SmallTransformer, SlidingWindowLimitsAttentionInFullAndCachedRuns) {
+    ModelConfig c = smallConfig();
+    c.modelType = "mistral";
+    c.slidingWindow = 3;
+    auto w = randomWeights(c, 13, true);
+    Transformer model(c, w);
+    const MatrixF full = model.forward(kTokens);
+    const MatrixD ref = forwardRef(c, *w, kTokens);
+    EXPECT_LT(maxAbsDiff(full, ref), 2e-4 * ref.cwiseAbs().maxCoeff());
+    ModelConfig unlimited = c;
+    unlimited.slidingWindow = 0;
+    EXPECT_GT(maxAbsDiff(full, forwardRef(unlimited, *w, kTokens)), 1e-2);   // the window matters here
+    KvCache cache(c, 32);
+    const std::span<const TokenId> all(kTokens);
+    model.forward(all.first(kTokens.size() - 1), cache);
+    const MatrixF last = model.forward(all.last(1), cache);
+    EXPECT_LT((last.row(0) - full.bottomRows(1)).cwiseAbs().maxCoeff(), 1e-5f);
 }
 
 TEST(SmallTransformer, UntiedLmHeadIsUsedAndDiffersFromTied) {
