@@ -12,16 +12,15 @@
 
 namespace qs::quant::detail {
 
-inline MatrixF dequantizeE2m1Blocks(const QuantizedLinear& q, const char* who) {
+inline void dequantizeE2m1Blocks(const QuantizedLinear& q, float* w, const char* who) {
     if (q.codeKind != CodeKind::E2M1 || q.blockCols <= 0 || q.blockRows != 1 ||
         q.codes.size() != static_cast<std::size_t>(q.rows * q.cols))
         throw Error(std::string(who) + ": not an E2M1 block QuantizedLinear");
-    MatrixF w(q.rows, q.cols);
     const std::int64_t cols = q.cols, block = q.blockCols;
 #pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < q.rows; ++r) {
         const std::uint8_t* codes = q.codes.data() + r * cols;
-        float* out = w.data() + r * cols;
+        float* out = w + r * cols;
         for (std::int64_t c0 = 0, b = 0; c0 < cols; c0 += block, ++b) {
             const std::int64_t c1 = std::min(cols, c0 + block);
             const float scale = q.scales(r, b) * q.globalScale;
@@ -29,15 +28,6 @@ inline MatrixF dequantizeE2m1Blocks(const QuantizedLinear& q, const char* who) {
             for (std::int64_t c = c0; c < c1; ++c) out[c] = kE2m1Values[codes[c] & 0xF] * scale;
         }
     }
-    return w;
-}
-
-// Largest magnitude of row[c0, c1).
-inline float rangeAmax(const float* row, std::int64_t c0, std::int64_t c1) {
-    float amax = 0.0f;
-#pragma omp simd reduction(max : amax)
-    for (std::int64_t c = c0; c < c1; ++c) amax = std::max(amax, row[c] < 0.0f ? -row[c] : row[c]);
-    return amax;
 }
 
 }  // namespace qs::quant::detail

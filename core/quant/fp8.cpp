@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include "fp_codes.h"
 #include "qs/error.h"
@@ -24,14 +25,24 @@ BlockShape blockShapeFor(const MatrixF& w, Fp8Scaling scaling, int block) {
     return {block, block};
 }
 
-float blockAmax(const MatrixF& w, std::int64_t r0, std::int64_t r1, std::int64_t c0, std::int64_t c1) {
-    float amax = 0.0f;
-    for (std::int64_t r = r0; r < r1; ++r) {
-        const float* row = w.data() + r * w.cols();
-#pragma omp simd reduction(max : amax)
-        for (std::int64_t c = c0; c < c1; ++c) amax = std::max(amax, std::fabs(row[c]));
-    }
-    return amax;
+// One band of block rows: the amax of every block in one row-major sweep, then the codes in a
+// second. Walking whole rows keeps the reads sequential, where tile by tile they stride.
+void quantizeBand(const MatrixF& w, std::int64_t r0, std::int64_t r1, std::int64_t blockCols, QuantizedLinear& q,
+                  std::int64_t band) {
+    const std::int64_t cols = w.cols(), width = q.blockCols;
+    std::vector<float> amax(static_cast<std::size_t>(blockCols), 0.0f);
+    for (std::int64_t r = r0; r < r1; ++r)
+        for (std::int64_t bc = 0; bc < blockCols; ++bc) {
+            const std::int64_t c0 = bc * width, c1 = std::min(cols, c0 + width);
+            float& m = amax[static_cast<std::size_t>(bc)];
+            m = std::max(m, detail::absMax(w.data() + r * cols + c0, c1 - c0));
+        }
+    for (std::int64_t bc = 0; bc < blockCols; ++bc) q.scales(band, bc) = fp8ScaleFor(amax[static_cast<std::size_t>(bc)]);
+    for (std::int64_t r = r0; r < r1; ++r)
+        for (std::int64_t bc = 0; bc < blockCols; ++bc) {
+            const std::int64_t c0 = bc * width, c1 = std::min(cols, c0 + width);
+            encodeE4m3Scaled(w.data() + r * cols + c0, c1 - c0, q.scales(band, bc), q.codes.data() + r * cols + c0);
+        }
 }
 
 }  // namespace
@@ -45,7 +56,7 @@ float fp8ScaleFor(float amax) {
 void encodeE4m3Scaled(const float* in, std::int64_t count, float scale, std::uint8_t* out) {
     // x / scale, not x * (1 / scale): the reciprocal's rounding would move a few codes off the seed's.
 #pragma omp simd
-    for (std::int64_t i = 0; i < count; ++i) out[i] = detail::encodeE4m3Clamped(detail::clampE4m3(in[i] / scale));
+    for (std::int64_t i = 0; i < count; ++i) out[i] = detail::encodeE4m3(in[i] / scale);
 }
 
 QuantizedLinear quantizeFp8(const MatrixF& w, Fp8Scaling scaling, int block) {
@@ -68,39 +79,47 @@ QuantizedLinear quantizeFp8(const MatrixF& w, Fp8Scaling scaling, int block) {
     q.codes.resize(static_cast<std::size_t>(rows * cols));
     q.scales.resize(blockRows, blockCols);
 
-#pragma omp parallel for collapse(2) schedule(static)
-    for (std::int64_t br = 0; br < blockRows; ++br) {
-        for (std::int64_t bc = 0; bc < blockCols; ++bc) {
-            const std::int64_t r0 = br * shape.rows, r1 = std::min(rows, r0 + shape.rows);
-            const std::int64_t c0 = bc * shape.cols, c1 = std::min(cols, c0 + shape.cols);
-            const float scale = fp8ScaleFor(blockAmax(w, r0, r1, c0, c1));
-            q.scales(br, bc) = scale;
-            for (std::int64_t r = r0; r < r1; ++r)
-                encodeE4m3Scaled(w.data() + r * cols + c0, c1 - c0, scale, q.codes.data() + r * cols + c0);
-        }
+    if (scaling == Fp8Scaling::PerTensor) {
+        // One band would run on one thread: take the amax in parallel, then encode rows in parallel.
+        float amax = 0.0f;
+#pragma omp parallel for reduction(max : amax) schedule(static)
+        for (std::int64_t r = 0; r < rows; ++r) amax = std::max(amax, detail::absMax(w.data() + r * cols, cols));
+        const float scale = fp8ScaleFor(amax);
+        q.scales(0, 0) = scale;
+#pragma omp parallel for schedule(static)
+        for (std::int64_t r = 0; r < rows; ++r) encodeE4m3Scaled(w.data() + r * cols, cols, scale, q.codes.data() + r * cols);
+        return q;
     }
+#pragma omp parallel for schedule(static)
+    for (std::int64_t br = 0; br < blockRows; ++br)
+        quantizeBand(w, br * shape.rows, std::min(rows, (br + 1) * shape.rows), blockCols, q, br);
     return q;
 }
 
 MatrixF dequantizeFp8(const QuantizedLinear& q) {
+    MatrixF w(q.rows, q.cols);
+    dequantizeFp8(q, w.data());
+    return w;
+}
+
+void dequantizeFp8(const QuantizedLinear& q, float* w) {
     if (q.codeKind != CodeKind::E4M3 || q.blockRows <= 0 || q.blockCols <= 0 ||
         q.codes.size() != static_cast<std::size_t>(q.rows * q.cols))
         throw Error("dequantizeFp8: not an FP8 QuantizedLinear");
     const auto& table = detail::e4m3Table();
-    MatrixF w(q.rows, q.cols);
     const std::int64_t cols = q.cols;
 #pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < q.rows; ++r) {
         const std::uint8_t* codes = q.codes.data() + r * cols;
-        float* out = w.data() + r * cols;
+        float* out = w + r * cols;
         const std::int64_t br = r / q.blockRows;
         for (std::int64_t c0 = 0; c0 < cols; c0 += q.blockCols) {
             const std::int64_t c1 = std::min(cols, c0 + q.blockCols);
             const float scale = q.scales(br, q.groupOf(c0));
+#pragma omp simd
             for (std::int64_t c = c0; c < c1; ++c) out[c] = table[codes[c]] * scale;
         }
     }
-    return w;
 }
 
 }  // namespace qs::quant

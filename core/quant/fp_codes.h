@@ -4,6 +4,7 @@
 // across translation units would cost more than the conversion itself and blocks vectorisation.
 // tests/quant/test_fp8.cpp and test_mxfp4.cpp check them against qs::io on every code and on
 // millions of values, ties included.
+#include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdint>
@@ -14,25 +15,34 @@ namespace qs::quant::detail {
 inline constexpr float kE4m3Max = 448.0f;
 inline constexpr float kE2m1Max = 6.0f;
 
-// f32 -> E4M3 (fn) code, round to nearest even. `v` must already lie in [-448, 448]; callers clamp
-// (the seed clamps before casting, and clamping first keeps this free of overflow branches).
-inline std::uint8_t encodeE4m3Clamped(float v) {
+// f32 -> E4M3 (fn) code, round to nearest even, saturating at +-448 (the seed clamps before its
+// cast; NaN also saturates). All integer arithmetic so that the loops calling it vectorise: a
+// floating-point select may trap, and GCC will not if-convert it without -fno-trapping-math.
+inline std::uint8_t encodeE4m3(float v) {
     const std::uint32_t bits = std::bit_cast<std::uint32_t>(v);
     const std::uint32_t sign = (bits >> 24) & 0x80u;
-    const std::uint32_t mag = bits & 0x7FFFFFFFu;
+    const std::uint32_t mag = std::min(bits & 0x7FFFFFFFu, 0x43E00000u);   // 0x43E00000 = 448
     // Normal range (|v| >= 2^-6): round the f32 mantissa to 3 bits at bit 20 (ties to even), then
     // re-bias the exponent from 127 to 7. A carry out of the mantissa bumps the exponent, as it should.
     const std::uint32_t rounded = mag + 0x7FFFFu + ((mag >> 20) & 1u);
     const std::uint32_t normal = (rounded >> 20) - (120u << 3);
-    // Subnormal range (|v| < 2^-6, step 2^-9): adding 2^14 leaves an ulp of 2^-9, so the FPU's
-    // round-to-nearest-even does the rounding; the code is the distance in ulps.
-    const float shifted = std::bit_cast<float>(mag) + 16384.0f;
-    const std::uint32_t sub = std::bit_cast<std::uint32_t>(shifted) - std::bit_cast<std::uint32_t>(16384.0f);
+    // Subnormal range (|v| < 2^-6, step 2^-9): the 24-bit significand shifted right by
+    // 141 - exponent, rounded to nearest even (shifts past 31 leave 0, as they should).
+    const std::uint32_t significand = (mag & 0x7FFFFFu) | 0x800000u;
+    const std::uint32_t shift = std::min(141u - (mag >> 23), 31u);
+    const std::uint32_t sub = (significand + (1u << (shift - 1)) - 1u + ((significand >> shift) & 1u)) >> shift;
     const std::uint32_t code = mag < 0x3C800000u ? sub : normal;   // 0x3C800000 = 2^-6
     return static_cast<std::uint8_t>(sign | code);
 }
 
-inline float clampE4m3(float v) { return v < -kE4m3Max ? -kE4m3Max : (v > kE4m3Max ? kE4m3Max : v); }
+// Largest magnitude of x[0, n): the maximum of the sign-cleared bit patterns, which orders like
+// the magnitudes (and vectorises, where a float max with NaN semantics does not).
+inline float absMax(const float* x, std::int64_t n) {
+    std::uint32_t m = 0;
+#pragma omp simd reduction(max : m)
+    for (std::int64_t i = 0; i < n; ++i) m = std::max(m, std::bit_cast<std::uint32_t>(x[i]) & 0x7FFFFFFFu);
+    return std::bit_cast<float>(m);
+}
 
 // E4M3 code -> f32, for the 256-entry decode table (0x7F / 0xFF are NaN).
 constexpr float decodeE4m3(std::uint8_t code) {

@@ -1,6 +1,7 @@
 #include "qs/quant/mxfp4.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
 #include "fp4_blocks.h"
@@ -9,11 +10,17 @@
 namespace qs::quant {
 namespace {
 
-// floor(log2(amax)) - 2 from the float's exponent field (ilogb is exact where a log2 in floating
-// point can round up to the next integer just below a power of two).
+// floor(log2(amax)) - 2, read from the float's exponent field: exact, where a floating-point log2
+// can round up to the next integer just below a power of two, and far cheaper than libm per block.
 int sharedExponent(float amax) {
-    const float floored = std::max(amax, 0x1p-126f);
-    return std::clamp(std::ilogb(floored) - 2, -127, 127);
+    const float floored = std::max(amax, 0x1p-126f);   // a normal float: the field is the exponent
+    const int exponent = static_cast<int>((std::bit_cast<std::uint32_t>(floored) >> 23) & 0xFFu) - 127;
+    return std::clamp(exponent - 2, -127, 127);
+}
+
+// 2^k for k in [-127, 127], built from bits (2^-127 is the one subnormal).
+float powerOfTwo(int k) {
+    return k >= -126 ? std::bit_cast<float>(static_cast<std::uint32_t>(k + 127) << 23) : 0x1p-127f;
 }
 
 }  // namespace
@@ -39,10 +46,10 @@ QuantizedLinear quantizeMxfp4(const MatrixF& w) {
         std::uint8_t* codes = q.codes.data() + r * cols;
         for (std::int64_t b = 0; b < blocks; ++b) {
             const std::int64_t c0 = b * kMxfp4BlockSize, c1 = std::min(cols, c0 + kMxfp4BlockSize);
-            const int e = sharedExponent(detail::rangeAmax(row, c0, c1));
-            q.scales(r, b) = std::ldexp(1.0f, e);
+            const int e = sharedExponent(detail::absMax(row + c0, c1 - c0));
+            q.scales(r, b) = powerOfTwo(e);
             // Multiplying by the exact power of two 2^-e rounds exactly like the seed's division.
-            const float inverse = std::ldexp(1.0f, -e);
+            const float inverse = powerOfTwo(-e);
 #pragma omp simd
             for (std::int64_t c = c0; c < c1; ++c) codes[c] = detail::encodeE2m1(row[c] * inverse);
         }
@@ -50,7 +57,13 @@ QuantizedLinear quantizeMxfp4(const MatrixF& w) {
     return q;
 }
 
-MatrixF dequantizeMxfp4(const QuantizedLinear& q) { return detail::dequantizeE2m1Blocks(q, "dequantizeMxfp4"); }
+void dequantizeMxfp4(const QuantizedLinear& q, float* out) { detail::dequantizeE2m1Blocks(q, out, "dequantizeMxfp4"); }
+
+MatrixF dequantizeMxfp4(const QuantizedLinear& q) {
+    MatrixF w(q.rows, q.cols);
+    dequantizeMxfp4(q, w.data());
+    return w;
+}
 
 std::vector<std::uint8_t> mxfp4ScaleBytes(const QuantizedLinear& q) {
     std::vector<std::uint8_t> bytes(static_cast<std::size_t>(q.scales.size()));

@@ -1,10 +1,13 @@
 #include "qs/quant/nf4.h"
 
 #include <algorithm>
+#include <bit>
+#include <limits>
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "fp_codes.h"
 #include "qs/error.h"
 
 namespace qs::quant {
@@ -113,14 +116,57 @@ const std::array<float, 256>& dynamicMap8() {
     return map;
 }
 
-std::uint8_t nearestNf4(float v) {
-    // Distances to an ascending table fall, then rise; counting the steps that strictly get closer
-    // lands on the first nearest entry, with no branch (the loop vectorises).
+namespace {
+
+// Floats in an order-preserving integer key, for bisecting over every float between two values.
+std::int32_t orderedKey(float f) {
+    const auto i = std::bit_cast<std::int32_t>(f);
+    return i >= 0 ? i : std::numeric_limits<std::int32_t>::min() - i;
+}
+float fromOrderedKey(std::int32_t k) {
+    return std::bit_cast<float>(k >= 0 ? k : std::numeric_limits<std::int32_t>::min() - k);
+}
+
+// Level j+1 is strictly nearer than level j, in f32 arithmetic: bitsandbytes' argmin decision.
+bool upperIsNearer(float v, int j) {
     const auto& t = nf4Table();
+    return std::fabs(v - t[static_cast<std::size_t>(j) + 1]) < std::fabs(v - t[static_cast<std::size_t>(j)]);
+}
+
+// For each adjacent pair, the smallest float at which the upper level becomes strictly nearer. The
+// rounded distances are monotone in v, so "v >= threshold" IS the argmin's decision, ties (to the
+// lower level) included, at the cost of one comparison instead of two distances.
+std::array<float, 15> buildThresholds() {
+    const auto& t = nf4Table();
+    std::array<float, 15> thresholds{};
+    for (int j = 0; j < 15; ++j) {
+        std::int32_t lo = orderedKey(t[static_cast<std::size_t>(j)]);        // not nearer: v = t[j]
+        std::int32_t hi = orderedKey(t[static_cast<std::size_t>(j) + 1]);    // nearer: v = t[j+1]
+        while (hi - lo > 1) {
+            const std::int32_t mid = lo + (hi - lo) / 2;
+            (upperIsNearer(fromOrderedKey(mid), j) ? hi : lo) = mid;
+        }
+        thresholds[static_cast<std::size_t>(j)] = fromOrderedKey(hi);
+    }
+    return thresholds;
+}
+
+const std::array<float, 15>& nf4Thresholds() {
+    static const std::array<float, 15> thresholds = buildThresholds();
+    return thresholds;
+}
+
+// The distances to an ascending table fall, then rise: the first nearest level's index is the
+// number of pairs whose upper level is strictly nearer. Branch-free, so the callers vectorise.
+inline std::uint8_t nf4Index(float v, const std::array<float, 15>& th) {
     std::uint32_t index = 0;
-    for (int j = 0; j < 15; ++j) index += std::fabs(v - t[j + 1]) < std::fabs(v - t[j]) ? 1u : 0u;
+    for (std::size_t j = 0; j < 15; ++j) index += v >= th[j] ? 1u : 0u;
     return static_cast<std::uint8_t>(index);
 }
+
+}  // namespace
+
+std::uint8_t nearestNf4(float v) { return nf4Index(v, nf4Thresholds()); }
 
 QuantizedLinear quantizeNf4(const MatrixF& w, const Nf4Options& options) {
     checkShape(w, options);
@@ -139,18 +185,20 @@ QuantizedLinear quantizeNf4(const MatrixF& w, const Nf4Options& options) {
     q.codes.resize(static_cast<std::size_t>(rows * cols));
     q.scales.resize(rows, perRow);
     std::vector<float> absmax(static_cast<std::size_t>(rows * perRow));
+    const std::array<float, 15>& thresholds = nf4Thresholds();
 #pragma omp parallel for schedule(static)
     for (std::int64_t b = 0; b < rows * perRow; ++b) {
         const float* x = w.data() + b * bs;
         std::uint8_t* codes = q.codes.data() + b * bs;
-        float amax = 0.0f;
-        for (std::int64_t i = 0; i < bs; ++i) amax = std::max(amax, std::fabs(x[i]));
+        const float amax = detail::absMax(x, bs);
         absmax[static_cast<std::size_t>(b)] = amax;
-        // bitsandbytes multiplies by the f32 reciprocal, then clamps to [-1, 1].
+        // bitsandbytes multiplies by the f32 reciprocal, then clamps to [-1, 1]; the clamp changes
+        // no index (beyond +-1 the nearest levels are the ends), so it is left out: a float clamp
+        // would keep the loop from vectorising.
         const float inverse = 1.0f / amax;
         if (amax > 0.0f) {
 #pragma omp simd
-            for (std::int64_t i = 0; i < bs; ++i) codes[i] = nearestNf4(std::clamp(x[i] * inverse, -1.0f, 1.0f));
+            for (std::int64_t i = 0; i < bs; ++i) codes[i] = nf4Index(x[i] * inverse, thresholds);
         } else {
             std::fill(codes, codes + bs, std::uint8_t{7});   // the table's 0
         }
@@ -168,11 +216,16 @@ QuantizedLinear quantizeNf4(const MatrixF& w, const Nf4Options& options) {
 }
 
 MatrixF dequantizeNf4(const QuantizedLinear& q) {
+    MatrixF w(q.rows, q.cols);
+    dequantizeNf4(q, w.data());
+    return w;
+}
+
+void dequantizeNf4(const QuantizedLinear& q, float* w) {
     if (q.codeKind != CodeKind::Nf4 || q.blockRows != 1 || q.blockCols <= 0 ||
         q.codes.size() != static_cast<std::size_t>(q.rows * q.cols))
         throw Error("dequantizeNf4: not an NF4 QuantizedLinear");
     const auto& table = nf4Table();
-    MatrixF w(q.rows, q.cols);
     const std::int64_t cols = q.cols, bs = q.blockCols;
 #pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < q.rows; ++r) {
@@ -180,12 +233,11 @@ MatrixF dequantizeNf4(const QuantizedLinear& q) {
             const std::int64_t c1 = std::min(cols, c0 + bs);
             const float scale = q.scales(r, b);
             const std::uint8_t* codes = q.codes.data() + r * cols;
-            float* out = w.data() + r * cols;
+            float* out = w + r * cols;
 #pragma omp simd
             for (std::int64_t c = c0; c < c1; ++c) out[c] = table[codes[c] & 0xF] * scale;
         }
     }
-    return w;
 }
 
 }  // namespace qs::quant

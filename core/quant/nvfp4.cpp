@@ -12,14 +12,14 @@ namespace {
 float tensorAmax(const MatrixF& w) {
     float amax = 0.0f;
 #pragma omp parallel for reduction(max : amax) schedule(static)
-    for (std::int64_t i = 0; i < w.size(); ++i) amax = std::max(amax, std::fabs(w.data()[i]));
+    for (std::int64_t r = 0; r < w.rows(); ++r) amax = std::max(amax, detail::absMax(w.data() + r * w.cols(), w.cols()));
     return amax;
 }
 
 // The stored E4M3 block scale, as f32. The two divisions are the seed's, in its order.
 float blockScale(float blockAmax, float tensorScale) {
     const float ideal = std::min(blockAmax / 6.0f / tensorScale, detail::kE4m3Max);
-    return detail::e4m3Table()[detail::encodeE4m3Clamped(ideal)];
+    return detail::e4m3Table()[detail::encodeE4m3(ideal)];
 }
 
 }  // namespace
@@ -47,7 +47,7 @@ QuantizedLinear quantizeNvfp4(const MatrixF& w) {
         std::uint8_t* codes = q.codes.data() + r * cols;
         for (std::int64_t b = 0; b < blocks; ++b) {
             const std::int64_t c0 = b * kNvfp4BlockSize, c1 = std::min(cols, c0 + kNvfp4BlockSize);
-            const float stored = blockScale(detail::rangeAmax(row, c0, c1), tensorScale);
+            const float stored = blockScale(detail::absMax(row + c0, c1 - c0), tensorScale);
             q.scales(r, b) = stored;
             const float scale = stored * tensorScale;
             if (scale > 0.0f) {
@@ -61,6 +61,12 @@ QuantizedLinear quantizeNvfp4(const MatrixF& w) {
     return q;
 }
 
-MatrixF dequantizeNvfp4(const QuantizedLinear& q) { return detail::dequantizeE2m1Blocks(q, "dequantizeNvfp4"); }
+void dequantizeNvfp4(const QuantizedLinear& q, float* out) { detail::dequantizeE2m1Blocks(q, out, "dequantizeNvfp4"); }
+
+MatrixF dequantizeNvfp4(const QuantizedLinear& q) {
+    MatrixF w(q.rows, q.cols);
+    dequantizeNvfp4(q, w.data());
+    return w;
+}
 
 }  // namespace qs::quant

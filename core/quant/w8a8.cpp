@@ -44,9 +44,7 @@ Fp8Activations quantizeActivationsFp8(const MatrixF& x, int group) {
         const float* row = x.data() + t * a.channels;
         for (std::int64_t g = 0; g < groups; ++g) {
             const std::int64_t c0 = g * group, c1 = std::min(a.channels, c0 + group);
-            float amax = 0.0f;
-            for (std::int64_t c = c0; c < c1; ++c) amax = std::max(amax, std::fabs(row[c]));
-            const float scale = fp8ScaleFor(amax);
+            const float scale = fp8ScaleFor(detail::absMax(row + c0, c1 - c0));
             a.scales(t, g) = scale;
             encodeE4m3Scaled(row + c0, c1 - c0, scale, a.codes.data() + t * a.channels + c0);
         }

@@ -8,6 +8,7 @@
 #include "qs/io/dtype.h"
 #include "qs/quant/fp8.h"
 #include "qs/quant/w8a8.h"
+#include "java_random.h"
 #include "quant_test_data.h"
 
 namespace qs::quant {
@@ -36,6 +37,16 @@ TEST(Fp8, EncoderMatchesIoOnEveryCodeAndEveryTie) {
             EXPECT_EQ(encodeOne(mid) & 1, 0) << "tie above code " << c << " not to even";
         }
     }
+}
+
+TEST(Fp8, EncoderSaturatesAt448) {
+    EXPECT_EQ(encodeOne(448.0f), 0x7E);
+    EXPECT_EQ(encodeOne(460.0f), 0x7E);    // would round to 480 with more exponent range
+    EXPECT_EQ(encodeOne(1e30f), 0x7E);
+    EXPECT_EQ(encodeOne(-1e30f), 0xFE);
+    EXPECT_EQ(encodeOne(0x1p-10f), 0x00);   // half the smallest subnormal 2^-9: tie to even (zero)
+    EXPECT_EQ(encodeOne(0x1.8p-9f), 0x02);  // 1.5 subnormal steps: tie to even (2)
+    EXPECT_EQ(encodeOne(-0.0f), 0x80);
 }
 
 TEST(Fp8, EncoderMatchesIoOnRandomValues) {
@@ -135,7 +146,7 @@ TEST(W8A8, ActivationsAddDamageOnTopOfTheWeights) {
 // The lesson's Example 9: rows 0-1 250x larger, per-token activation scales over all 64 channels;
 // mean relative row error of FP8 with per-tensor and per-channel weight scales.
 double lessonRowError(Fp8Scaling scaling) {
-    testing::JavaRandom rnd(9);
+    qs::test::JavaRandom rnd(9);
     const int out = 16, in = 64, tokens = 32;
     MatrixF w(out, in), x(tokens, in);
     for (int r = 0; r < out; ++r)

@@ -8,6 +8,7 @@
 #include "qs/io/dtype.h"
 #include "qs/quant/mxfp4.h"
 #include "qs/quant/nibbles.h"
+#include "java_random.h"
 #include "quant_test_data.h"
 
 namespace qs::quant {
@@ -104,7 +105,7 @@ TEST(Mxfp4, GaussianRmseOfTheLesson) {
     const MatrixF w = testing::gaussianMatrix(1024, 1024, 42);
     EXPECT_NEAR(testing::rmse(dequantizeMxfp4(quantizeMxfp4(w)), w), 0.1145, 0.1145 * 0.02);
     // and on the lesson's own 4096 samples (java.util.Random(42)) to the printed four decimals
-    testing::JavaRandom rnd(42);
+    qs::test::JavaRandom rnd(42);
     MatrixF x(1, 4096);
     for (std::int64_t i = 0; i < 4096; ++i) x(0, i) = static_cast<float>(rnd.nextGaussian());
     EXPECT_NEAR(testing::rmse(dequantizeMxfp4(quantizeMxfp4(x)), x), 0.1145, 0.00006);

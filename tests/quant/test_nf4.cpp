@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <random>
 
 #include "qs/error.h"
 #include "qs/quant/nf4.h"
@@ -49,6 +50,29 @@ TEST(Nf4, NearestLevelWithTiesToTheLowerOne) {
     EXPECT_EQ(nearestNf4(t[6] / 2.0f), 6);    // halfway between -0.0911 and 0
     EXPECT_EQ(nearestNf4(0.9f), 15);
     EXPECT_EQ(nearestNf4(-0.2f), 5);
+}
+
+TEST(Nf4, NearestIsBitsandbytesArgminOnEveryFloatNearADecision) {
+    // torch.argmin(|v - table|): the first nearest level. Checked on the 2001 floats around each
+    // midpoint (where rounding decides) and on a million uniform values.
+    const auto& t = nf4Table();
+    const auto argmin = [&](float v) {
+        int best = 0;
+        for (int i = 1; i < 16; ++i)
+            if (std::fabs(v - t[static_cast<std::size_t>(i)]) < std::fabs(v - t[static_cast<std::size_t>(best)])) best = i;
+        return best;
+    };
+    for (int j = 0; j < 15; ++j) {
+        float v = (t[static_cast<std::size_t>(j)] + t[static_cast<std::size_t>(j) + 1]) / 2.0f;
+        for (int k = 0; k < 1000; ++k) v = std::nextafter(v, -2.0f);
+        for (int k = 0; k < 2001; ++k, v = std::nextafter(v, 2.0f)) ASSERT_EQ(nearestNf4(v), argmin(v)) << v;
+    }
+    std::mt19937 rng(3);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (int i = 0; i < 1000000; ++i) {
+        const float v = u(rng);
+        ASSERT_EQ(nearestNf4(v), argmin(v)) << v;
+    }
 }
 
 TEST(Nf4, DynamicMapIsCreateDynamicMapSigned) {

@@ -21,6 +21,9 @@ QuantizedLinear quantizeFp8(const MatrixF& w, Fp8Scaling scaling = Fp8Scaling::B
 
 // e4m3(code) * scale of the element's block; the inverse of quantizeFp8 up to rounding.
 MatrixF dequantizeFp8(const QuantizedLinear& q);
+// The same into rows * cols floats the caller owns (no allocation: a fresh 32 MiB matrix costs as much
+// in page faults as the decoding itself).
+void dequantizeFp8(const QuantizedLinear& q, float* out);
 
 // The scale amax / 448 of a block with largest magnitude `amax` (what weight_scale_inv stores).
 float fp8ScaleFor(float amax);

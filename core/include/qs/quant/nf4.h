@@ -35,6 +35,7 @@ struct Nf4Options {
 // the rows' blocks; other shapes throw qs::Error.
 QuantizedLinear quantizeNf4(const MatrixF& w, const Nf4Options& options = {});
 MatrixF dequantizeNf4(const QuantizedLinear& q);
+void dequantizeNf4(const QuantizedLinear& q, float* out);   // into rows * cols floats, no allocation
 
 // The index of the entry of the ascending table nearest to v, the first one on ties.
 std::uint8_t nearestNf4(float v);

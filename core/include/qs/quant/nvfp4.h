@@ -17,5 +17,6 @@ inline constexpr int kNvfp4BlockSize = 16;
 // globalScale = tensorScale. A row whose length is not a multiple of 16 ends in a shorter block.
 QuantizedLinear quantizeNvfp4(const MatrixF& w);
 MatrixF dequantizeNvfp4(const QuantizedLinear& q);
+void dequantizeNvfp4(const QuantizedLinear& q, float* out);   // into rows * cols floats, no allocation
 
 }  // namespace qs::quant
