@@ -67,7 +67,7 @@ void forEachChunk(const io::TensorView& tensor, std::size_t chunkElements, const
 struct F32Tensor {
     io::TensorInfo info;
     explicit F32Tensor(std::span<const float> values, std::vector<std::int64_t> shape) {
-        info.name = "values";
+        info.name = std::string("values");
         info.dtype = io::DType::F32;
         info.shape = std::move(shape);
         info.begin = 0;

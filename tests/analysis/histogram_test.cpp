@@ -127,7 +127,7 @@ TEST(Histogram, Bf16TensorViewMatchesItsConvertedValues) {
     std::vector<std::byte> bytes(source.size() * 2);
     io::convertFromF32(io::DType::BF16, source.data(), source.size(), bytes.data());
     io::TensorInfo info;
-    info.name = "w";
+    info.name = std::string("w");  // not = "w": GCC 12 -O3 warns falsely (-Wrestrict) on that assign
     info.dtype = io::DType::BF16;
     info.shape = {300, 500};
     info.end = bytes.size();

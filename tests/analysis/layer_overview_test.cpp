@@ -15,7 +15,7 @@ namespace {
 const char* const kStories = QS_RESOURCES_DIR "/models/stories260K";
 
 io::TensorView f32View(io::TensorInfo& info, const std::vector<float>& values) {
-    info.name = "w";
+    info.name = std::string("w");  // not = "w": GCC 12 -O3 warns falsely (-Wrestrict) on that assign
     info.dtype = io::DType::F32;
     info.shape = {static_cast<std::int64_t>(values.size())};
     info.end = values.size() * sizeof(float);

@@ -1,0 +1,261 @@
+#include "checkpoint_tree_model.h"
+
+#include <algorithm>
+#include <map>
+
+#include <QStringList>
+
+#include "number_format.h"
+#include "qs/analysis/layer_overview.h"
+
+namespace qs::gui {
+namespace {
+
+constexpr int kRoot = 0;
+
+struct Grouping {
+    std::vector<int> embeddings, norms, lmHead, other;
+    std::map<int, std::map<std::string, std::vector<int>>> layers;   // layer → module → tensors
+};
+
+Grouping groupTensors(const std::vector<io::CheckpointTensor>& tensors) {
+    Grouping g;
+    for (int i = 0; i < static_cast<int>(tensors.size()); ++i) {
+        const io::TensorName& n = tensors[static_cast<std::size_t>(i)].naming;
+        if (n.layer >= 0) {
+            g.layers[n.layer][n.module].push_back(i);
+        } else if (n.role == io::TensorRole::Embedding) {
+            g.embeddings.push_back(i);
+        } else if (n.role == io::TensorRole::Norm) {
+            g.norms.push_back(i);
+        } else if (n.role == io::TensorRole::LmHead) {
+            g.lmHead.push_back(i);
+        } else {
+            g.other.push_back(i);
+        }
+    }
+    return g;
+}
+
+std::vector<std::string> modulesInDisplayOrder(const std::map<std::string, std::vector<int>>& modules) {
+    std::vector<std::string> names;
+    for (const auto& [name, tensors] : modules) names.push_back(name);
+    std::stable_sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
+        return analysis::moduleRank(a) < analysis::moduleRank(b);   // the map already sorted by name
+    });
+    return names;
+}
+
+// "model.layers.3.mlp.down_proj.weight" without ".weight": the module's dotted name.
+QString withoutSuffix(const QString& name, const QString& suffix) {
+    const QString dotted = QLatin1Char('.') + suffix;
+    return !suffix.isEmpty() && name.endsWith(dotted) ? name.chopped(dotted.size()) : QString();
+}
+
+}  // namespace
+
+CheckpointTreeModel::CheckpointTreeModel(QObject* parent) : QAbstractItemModel(parent) {
+    nodes_.emplace_back();
+}
+
+void CheckpointTreeModel::setCheckpoint(CheckpointPtr checkpoint) {
+    beginResetModel();
+    checkpoint_ = std::move(checkpoint);
+    build();
+    endResetModel();
+}
+
+int CheckpointTreeModel::addNode(int parent, QString label, QString filterText) {
+    Node node;
+    node.parent = parent;
+    node.label = std::move(label);
+    node.filterText = std::move(filterText);
+    node.order = static_cast<int>(nodes_[static_cast<std::size_t>(parent)].children.size());
+    node.row = node.order;
+    const int id = static_cast<int>(nodes_.size());
+    nodes_.push_back(std::move(node));
+    nodes_[static_cast<std::size_t>(parent)].children.push_back(id);
+    return id;
+}
+
+void CheckpointTreeModel::build() {
+    nodes_.assign(1, Node{});
+    leafByName_.clear();
+    if (!checkpoint_) return;
+    const auto& tensors = checkpoint_->tensors();
+    const Grouping g = groupTensors(tensors);
+
+    auto addLeaf = [&](int parent, int tensor, bool shortLabel) {
+        const io::CheckpointTensor& t = tensors[static_cast<std::size_t>(tensor)];
+        const QString name = QString::fromStdString(t.info->name);
+        const QString part = QString::fromStdString(t.naming.part);
+        const int id = addNode(parent, shortLabel && !part.isEmpty() ? part : name, name);
+        nodes_[static_cast<std::size_t>(id)].tensor = tensor;
+        leafByName_.insert(name, id);
+    };
+    auto addGroup = [&](const QString& label, const std::vector<int>& members) {
+        if (members.empty()) return;
+        const int group = addNode(kRoot, label, label);
+        for (const int t : members) addLeaf(group, t, false);
+    };
+
+    addGroup(tr("Embeddings"), g.embeddings);
+    for (const auto& [layer, modules] : g.layers) {
+        const int layerNode = addNode(kRoot, tr("Layer %1").arg(layer), QString());
+        for (const std::string& module : modulesInDisplayOrder(modules)) {
+            const std::vector<int>& members = modules.at(module);
+            const io::CheckpointTensor& first = tensors[static_cast<std::size_t>(members.front())];
+            const QString firstName = QString::fromStdString(first.info->name);
+            const QString moduleName = QString::fromStdString(module);
+            const QString modulePath = withoutSuffix(firstName, QString::fromStdString(first.naming.part));
+            auto& layerFilter = nodes_[static_cast<std::size_t>(layerNode)].filterText;
+            if (layerFilter.isEmpty()) layerFilter = withoutSuffix(modulePath, moduleName);
+            const bool flat = module.empty();
+            const int parent = flat ? layerNode : addNode(layerNode, moduleName, modulePath.isEmpty() ? moduleName : modulePath);
+            for (const int t : members) addLeaf(parent, t, !flat);
+        }
+        auto& layerFilter = nodes_[static_cast<std::size_t>(layerNode)].filterText;
+        if (layerFilter.isEmpty()) layerFilter = QStringLiteral("layers.%1").arg(layer);
+    }
+    addGroup(tr("Norms"), g.norms);
+    addGroup(tr("LM head"), g.lmHead);
+    addGroup(tr("Other"), g.other);
+    finishNode(kRoot);
+}
+
+// Sizes and dtypes of groups are their subtree's, summed once here rather than on every paint.
+void CheckpointTreeModel::finishNode(int id) {
+    Node& node = nodes_[static_cast<std::size_t>(id)];
+    if (node.tensor >= 0) {
+        const io::TensorInfo& info = *checkpoint_->tensors()[static_cast<std::size_t>(node.tensor)].info;
+        node.bytes = info.byteSize();
+        node.dtypeMask = 1u << static_cast<unsigned>(info.dtype);
+        return;
+    }
+    std::uint64_t bytes = 0;
+    std::uint32_t mask = 0;
+    for (const int child : nodes_[static_cast<std::size_t>(id)].children) {
+        finishNode(child);
+        bytes += nodes_[static_cast<std::size_t>(child)].bytes;
+        mask |= nodes_[static_cast<std::size_t>(child)].dtypeMask;
+    }
+    nodes_[static_cast<std::size_t>(id)].bytes = bytes;
+    nodes_[static_cast<std::size_t>(id)].dtypeMask = mask;
+}
+
+int CheckpointTreeModel::tensorCount() const {
+    return static_cast<int>(leafByName_.size());
+}
+
+QModelIndex CheckpointTreeModel::indexOfTensor(const QString& name) const {
+    const auto it = leafByName_.find(name);
+    if (it == leafByName_.end()) return {};
+    return createIndex(nodes_[static_cast<std::size_t>(*it)].row, NameColumn, quintptr(*it));
+}
+
+QString CheckpointTreeModel::representativeTensor(const QModelIndex& index) const {
+    const int id = nodeOf(index);
+    if (id == kRoot) return {};
+    const Node& node = nodes_[static_cast<std::size_t>(id)];
+    if (node.tensor >= 0) return node.filterText;
+    const Node* firstLeaf = nullptr;
+    for (const int child : node.children) {
+        const Node& c = nodes_[static_cast<std::size_t>(child)];
+        if (c.tensor < 0) return {};   // a layer or a group of modules stands for no single tensor
+        if (c.label == QLatin1String("weight")) return c.filterText;
+        if (!firstLeaf) firstLeaf = &c;
+    }
+    return firstLeaf ? firstLeaf->filterText : QString();
+}
+
+QString CheckpointTreeModel::defaultTensor() const {
+    if (!checkpoint_ || checkpoint_->tensors().empty()) return {};
+    for (const int top : nodes_[kRoot].children) {
+        const Node& group = nodes_[static_cast<std::size_t>(top)];
+        if (!group.label.startsWith(tr("Layer ")) || group.children.empty()) continue;
+        const QString tensor = representativeTensor(createIndex(0, NameColumn, quintptr(group.children.front())));
+        if (!tensor.isEmpty()) return tensor;
+    }
+    return QString::fromStdString(checkpoint_->tensors().front().info->name);
+}
+
+int CheckpointTreeModel::nodeOf(const QModelIndex& index) const {
+    return index.isValid() ? static_cast<int>(index.internalId()) : kRoot;
+}
+
+QModelIndex CheckpointTreeModel::index(int row, int column, const QModelIndex& parent) const {
+    const Node& p = nodes_[static_cast<std::size_t>(nodeOf(parent))];
+    if (row < 0 || column < 0 || column >= ColumnCount || row >= static_cast<int>(p.children.size())) return {};
+    return createIndex(row, column, quintptr(p.children[static_cast<std::size_t>(row)]));
+}
+
+QModelIndex CheckpointTreeModel::parent(const QModelIndex& child) const {
+    const int id = nodeOf(child);
+    if (id == kRoot) return {};
+    const int parentId = nodes_[static_cast<std::size_t>(id)].parent;
+    if (parentId == kRoot) return {};
+    return createIndex(nodes_[static_cast<std::size_t>(parentId)].row, NameColumn, quintptr(parentId));
+}
+
+int CheckpointTreeModel::rowCount(const QModelIndex& parent) const {
+    if (parent.isValid() && parent.column() != NameColumn) return 0;
+    return static_cast<int>(nodes_[static_cast<std::size_t>(nodeOf(parent))].children.size());
+}
+
+int CheckpointTreeModel::columnCount(const QModelIndex&) const {
+    return ColumnCount;
+}
+
+QVariant CheckpointTreeModel::displayData(const Node& node, int column) const {
+    const io::TensorInfo* info = node.tensor >= 0 ? checkpoint_->tensors()[static_cast<std::size_t>(node.tensor)].info : nullptr;
+    switch (column) {
+        case NameColumn: return node.label;
+        case DTypeColumn: {
+            QStringList names;
+            for (unsigned bit = 0; bit < 32; ++bit) {
+                if (node.dtypeMask & (1u << bit)) names << QString::fromUtf8(io::dtypeName(static_cast<io::DType>(bit)));
+            }
+            return names.join(QStringLiteral(", "));
+        }
+        case ShapeColumn: return info ? shapeText(info->shape) : tr("%n item(s)", nullptr, static_cast<int>(node.children.size()));
+        case SizeColumn: return humanBytes(node.bytes);
+        default: return {};
+    }
+}
+
+QVariant CheckpointTreeModel::data(const QModelIndex& index, int role) const {
+    if (!index.isValid() || !checkpoint_) return {};
+    const Node& node = nodes_[static_cast<std::size_t>(nodeOf(index))];
+    switch (role) {
+        case Qt::DisplayRole: return displayData(node, index.column());
+        case Qt::ToolTipRole: return node.filterText;
+        case Qt::TextAlignmentRole:
+            return index.column() == SizeColumn ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
+        case TensorNameRole: return node.tensor >= 0 ? node.filterText : QString();
+        case FilterTextRole: return node.filterText;
+        case SortRole:
+            switch (index.column()) {
+                case NameColumn: return node.order;
+                case ShapeColumn:
+                    return node.tensor >= 0
+                               ? QVariant(qlonglong(checkpoint_->tensors()[static_cast<std::size_t>(node.tensor)].info->numel()))
+                               : QVariant(qlonglong(node.children.size()));
+                case SizeColumn: return qulonglong(node.bytes);
+                default: return displayData(node, index.column());
+            }
+        default: return {};
+    }
+}
+
+QVariant CheckpointTreeModel::headerData(int section, Qt::Orientation orientation, int role) const {
+    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+    switch (section) {
+        case NameColumn: return tr("Name");
+        case DTypeColumn: return tr("DType");
+        case ShapeColumn: return tr("Shape");
+        case SizeColumn: return tr("Size");
+        default: return {};
+    }
+}
+
+}  // namespace qs::gui

@@ -1,0 +1,70 @@
+#pragma once
+// The histogram tab: the selected tensor's value distribution, linear or log counts, with the tails
+// beyond ±k·σ shaded and coloured, and the moments underneath.
+#include <optional>
+
+#include "inspector_page.h"
+#include "job_runner.h"
+#include "plot_export.h"
+#include "qs/analysis/histogram.h"
+
+class QCheckBox;
+class QDoubleSpinBox;
+class QLabel;
+class QSpinBox;
+class QCPTextElement;
+
+namespace qs::gui {
+
+class PlotView;
+
+class HistogramPage : public InspectorPage {
+    Q_OBJECT
+
+public:
+    explicit HistogramPage(QWidget* parent = nullptr);
+
+    QString title() const override { return tr("Histogram"); }
+    QString key() const override { return QStringLiteral("histogram"); }
+    void setCheckpoint(CheckpointPtr checkpoint) override;
+    void setTensor(const QString& name) override;
+    bool isBusy() const override;
+
+    void setBins(int bins);
+    void setLogCounts(bool log);
+    void setTailSigma(double k);
+
+    const std::optional<analysis::Histogram>& histogram() const { return histogram_; }
+    const QString& shownTensor() const { return shownTensor_; }
+    PlotView* plot() const { return plot_; }
+    QString statsText() const;
+
+protected:
+    void showEvent(QShowEvent* event) override;
+
+private:
+    void refresh();
+    void showResult(const QString& tensor, analysis::Histogram histogram);
+    void clearPlot(const QString& message);
+    void draw();
+    void drawTailMarks(const analysis::Histogram& h);
+    void resetView();
+    QString toolTipAt(double x) const;
+    CsvTable csv() const;
+
+    CheckpointPtr checkpoint_;
+    QString tensor_;
+    QString shownTensor_;
+    bool stale_ = false;
+    std::optional<analysis::Histogram> histogram_;
+    JobRunner runner_;
+
+    QSpinBox* bins_;
+    QCheckBox* log_;
+    QDoubleSpinBox* sigma_;
+    PlotView* plot_;
+    QCPTextElement* title_;
+    QLabel* stats_;
+};
+
+}  // namespace qs::gui

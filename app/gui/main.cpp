@@ -1,0 +1,80 @@
+// quantscope: the desktop application. With --screenshot it renders one window to a PNG and exits,
+// which is how the README's picture is made and how CI checks that the GUI draws (offscreen).
+#include <cstdio>
+#include <memory>
+
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QIcon>
+
+#include "main_window.h"
+#include "screenshot_taker.h"
+#include "stderr_error_reporter.h"
+
+namespace {
+
+struct Options {
+    QString checkpoint;
+    QString screenshot;
+    QString tab;
+    int timeoutMs = 60000;
+};
+
+Options parseOptions(const QApplication& app) {
+    QCommandLineParser parser;
+    parser.setApplicationDescription(QApplication::translate("main", "Inspect, quantize and compare LLM checkpoints."));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    const QCommandLineOption screenshot(QStringLiteral("screenshot"),
+                                        QApplication::translate("main", "Render the window to a PNG file and exit."),
+                                        QStringLiteral("file"));
+    const QCommandLineOption tab(QStringLiteral("tab"),
+                                 QApplication::translate("main", "The tab to show: histogram, channels or overview."),
+                                 QStringLiteral("name"));
+    const QCommandLineOption timeout(QStringLiteral("timeout"),
+                                     QApplication::translate("main", "Screenshot: longest wait for the view, in seconds."),
+                                     QStringLiteral("seconds"), QStringLiteral("60"));
+    parser.addOptions({screenshot, tab, timeout});
+    parser.addPositionalArgument(QStringLiteral("checkpoint"),
+                                 QApplication::translate("main", "A .safetensors file or a checkpoint folder."),
+                                 QStringLiteral("[checkpoint]"));
+    parser.process(app);
+
+    Options options;
+    options.screenshot = parser.value(screenshot);
+    options.tab = parser.value(tab);
+    options.timeoutMs = parser.value(timeout).toInt() * 1000;
+    if (!parser.positionalArguments().isEmpty()) options.checkpoint = parser.positionalArguments().front();
+    return options;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    QApplication app(argc, argv);
+    QApplication::setOrganizationName(QStringLiteral("QuantScope"));
+    QApplication::setApplicationName(QStringLiteral("QuantScope"));
+    QApplication::setApplicationVersion(QStringLiteral(QS_VERSION));
+    QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/quantscope.png")));
+    const Options options = parseOptions(app);
+    const bool headless = !options.screenshot.isEmpty();
+
+    using qs::gui::MainWindow;
+    MainWindow window(headless ? MainWindow::Settings::Ignore : MainWindow::Settings::Remember);
+    auto stderrReporter = std::make_shared<qs::gui::StderrErrorReporter>();
+    if (headless) {
+        window.setErrorReporter(stderrReporter);   // nobody could close a dialog
+        window.resize(1400, 900);
+    }
+    if (!options.tab.isEmpty() && !window.showPage(options.tab)) {
+        std::fprintf(stderr, "quantscope: unknown tab '%s' (histogram, channels, overview)\n", qUtf8Printable(options.tab));
+        return 2;
+    }
+    window.show();
+    if (!options.checkpoint.isEmpty() && !window.openPath(options.checkpoint) && headless) return 2;
+    if (!headless) return app.exec();
+
+    qs::gui::ScreenshotTaker taker(&window, options.screenshot, options.timeoutMs);
+    taker.start();
+    return app.exec();
+}

@@ -1,0 +1,221 @@
+#include "main_window.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QSettings>
+#include <QStatusBar>
+#include <QTabWidget>
+
+#include "channels_page.h"
+#include "checkpoint_tree_model.h"
+#include "checkpoint_tree_panel.h"
+#include "histogram_page.h"
+#include "message_box_error_reporter.h"
+#include "number_format.h"
+#include "overview_page.h"
+#include "recent_files.h"
+#include "summary_panel.h"
+
+namespace qs::gui {
+namespace {
+
+constexpr int kStateVersion = 1;   // bump when the docks change, so old saved layouts are ignored
+
+}  // namespace
+
+MainWindow::MainWindow(Settings settings, QWidget* parent)
+    : QMainWindow(parent),
+      settings_(settings),
+      reporter_(std::make_shared<MessageBoxErrorReporter>(this)),
+      tree_(new CheckpointTreePanel(this)),
+      summary_(new SummaryPanel(this)),
+      tabs_(new QTabWidget(this)),
+      histogram_(new HistogramPage(this)),
+      channels_(new ChannelsPage(this)),
+      overview_(new OverviewPage(this)) {
+    setWindowTitle(tr("QuantScope"));
+    setAcceptDrops(true);
+    resize(1400, 900);
+    createPages();
+    createDocks();
+    createMenus();
+    statusBar()->showMessage(tr("Open a .safetensors file or a checkpoint folder (File ▸ Open, or drop it here)."));
+    if (settings_ == Settings::Remember) restoreWindowState();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::createPages() {
+    pages_ = {histogram_, channels_, overview_};
+    for (InspectorPage* page : pages_) {
+        tabs_->addTab(page, page->title());
+        connect(page, &InspectorPage::errorOccurred, this, &MainWindow::reportError);
+        connect(page, &InspectorPage::busyChanged, this, [this] { emit busyChanged(isBusy()); });
+    }
+    tabs_->setDocumentMode(true);
+    setCentralWidget(tabs_);
+    connect(overview_, &OverviewPage::tensorActivated, this, &MainWindow::selectTensor);
+}
+
+void MainWindow::createDocks() {
+    summaryDock_ = new QDockWidget(tr("Summary"), this);
+    summaryDock_->setObjectName(QStringLiteral("summaryDock"));
+    summaryDock_->setWidget(summary_);
+    treeDock_ = new QDockWidget(tr("Checkpoint"), this);
+    treeDock_->setObjectName(QStringLiteral("treeDock"));
+    treeDock_->setWidget(tree_);
+    addDockWidget(Qt::LeftDockWidgetArea, summaryDock_);
+    addDockWidget(Qt::LeftDockWidgetArea, treeDock_);
+    resizeDocks({summaryDock_}, {460}, Qt::Horizontal);
+    resizeDocks({summaryDock_, treeDock_}, {250, 650}, Qt::Vertical);
+    connect(tree_, &CheckpointTreePanel::tensorSelected, this, &MainWindow::onTensorSelected);
+}
+
+void MainWindow::createMenus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("&Open File…"), QKeySequence::Open, this, &MainWindow::openFileDialog);
+    file->addAction(tr("Open &Folder…"), QKeySequence(tr("Ctrl+Shift+O")), this, &MainWindow::openFolderDialog);
+    recentMenu_ = file->addMenu(tr("Open &Recent"));
+    connect(recentMenu_, &QMenu::aboutToShow, this, &MainWindow::fillRecentMenu);
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    view->addAction(summaryDock_->toggleViewAction());
+    view->addAction(treeDock_->toggleViewAction());
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About QuantScope"), this, &MainWindow::showAbout);
+}
+
+void MainWindow::fillRecentMenu() {
+    recentMenu_->clear();
+    const QStringList paths = RecentFiles().paths();
+    for (const QString& path : paths) {
+        recentMenu_->addAction(path, this, [this, path] { openPath(path); });
+    }
+    if (paths.isEmpty()) recentMenu_->addAction(tr("(none)"))->setEnabled(false);
+    recentMenu_->addSeparator();
+    recentMenu_->addAction(tr("Clear list"), this, [] { RecentFiles().clear(); });
+}
+
+void MainWindow::openFileDialog() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open checkpoint"), QFileInfo(path_).absolutePath(),
+                                                      tr("Safetensors (*.safetensors *.safetensors.index.json);;All files (*)"));
+    if (!path.isEmpty()) openPath(path);
+}
+
+void MainWindow::openFolderDialog() {
+    const QString path = QFileDialog::getExistingDirectory(this, tr("Open checkpoint folder"), QFileInfo(path_).absolutePath());
+    if (!path.isEmpty()) openPath(path);
+}
+
+bool MainWindow::openPath(const QString& path) {
+    CheckpointPtr opened;
+    try {
+        opened = std::make_shared<const io::Checkpoint>(io::Checkpoint::open(path.toStdString()));
+    } catch (const std::exception& e) {   // qs::Error, and filesystem errors of unreadable paths
+        reportError(tr("Cannot open checkpoint"), QString::fromStdString(e.what()));
+        return false;
+    }
+    checkpoint_ = std::move(opened);
+    path_ = path;
+    setWindowTitle(tr("%1 — QuantScope").arg(QFileInfo(path).fileName()));
+    summary_->setSummary(path, checkpoint_->summary(), static_cast<int>(checkpoint_->tensors().size()));
+    for (InspectorPage* page : pages_) page->setCheckpoint(checkpoint_);
+    tree_->setCheckpoint(checkpoint_);
+    if (settings_ == Settings::Remember) RecentFiles().add(path);
+    statusBar()->showMessage(tr("Opened %1: %2 tensors, %3 on disk")
+                                 .arg(path)
+                                 .arg(checkpoint_->tensors().size())
+                                 .arg(humanBytes(checkpoint_->summary().sizeOnDisk)));
+    selectTensor(tree_->model()->defaultTensor());   // a real histogram from the first moment
+    emit checkpointOpened(path);
+    return true;
+}
+
+void MainWindow::selectTensor(const QString& name) {
+    tree_->selectTensor(name);
+}
+
+QString MainWindow::currentTensor() const {
+    return tree_->currentTensor();
+}
+
+void MainWindow::onTensorSelected(const QString& name) {
+    for (InspectorPage* page : pages_) page->setTensor(name);
+}
+
+InspectorPage* MainWindow::currentPage() const {
+    return qobject_cast<InspectorPage*>(tabs_->currentWidget());
+}
+
+bool MainWindow::showPage(const QString& key) {
+    for (InspectorPage* page : pages_) {
+        if (page->key() == key) {
+            tabs_->setCurrentWidget(page);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool MainWindow::isBusy() const {
+    const InspectorPage* page = currentPage();
+    return page && page->isBusy();
+}
+
+void MainWindow::setErrorReporter(std::shared_ptr<ErrorReporter> reporter) {
+    reporter_ = std::move(reporter);
+}
+
+void MainWindow::reportError(const QString& title, const QString& message) {
+    statusBar()->showMessage(message, 10000);
+    if (reporter_) reporter_->report(title, message);
+}
+
+void MainWindow::showAbout() {
+    QMessageBox::about(this, tr("About QuantScope"),
+                       tr("<b>QuantScope %1</b><p>Inspect, quantize and compare LLM checkpoints.</p>")
+                           .arg(QApplication::applicationVersion()));
+}
+
+void MainWindow::restoreWindowState() {
+    QSettings settings;
+    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray(), kStateVersion);
+    tabs_->setCurrentIndex(settings.value(QStringLiteral("window/tab"), 0).toInt());
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    if (settings_ == Settings::Remember) {
+        QSettings settings;
+        settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+        settings.setValue(QStringLiteral("window/state"), saveState(kStateVersion));
+        settings.setValue(QStringLiteral("window/tab"), tabs_->currentIndex());
+    }
+    event->accept();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    const QList<QUrl> urls = event->mimeData()->urls();
+    if (!urls.isEmpty() && urls.front().isLocalFile()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    const QList<QUrl> urls = event->mimeData()->urls();
+    if (urls.isEmpty() || !urls.front().isLocalFile()) return;
+    event->acceptProposedAction();
+    openPath(urls.front().toLocalFile());
+}
+
+}  // namespace qs::gui

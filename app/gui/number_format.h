@@ -1,0 +1,15 @@
+#pragma once
+// How numbers read in the GUI: byte sizes, parameter counts, shapes and statistic values.
+#include <cstdint>
+#include <vector>
+
+#include <QString>
+
+namespace qs::gui {
+
+QString humanBytes(std::uint64_t bytes);          // "1.5 MiB"
+QString humanCount(std::int64_t count);           // "260.1 K", "7.24 B"
+QString shapeText(const std::vector<std::int64_t>& shape);   // "[64, 172]", "[]" for a scalar
+QString valueText(double value);                  // six significant digits
+
+}  // namespace qs::gui

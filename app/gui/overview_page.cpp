@@ -1,0 +1,320 @@
+#include "overview_page.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <QComboBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QToolButton>
+#include <QVBoxLayout>
+
+#include "number_format.h"
+#include "plot_view.h"
+
+namespace qs::gui {
+namespace {
+
+QString shortModuleName(const std::string& module) {
+    const QString name = QString::fromStdString(module);
+    return name.section(QLatin1Char('.'), -1);   // "self_attn.q_proj" → "q_proj"
+}
+
+QCPRange finiteRange(const analysis::LayerOverview& overview, analysis::LayerStatistic statistic) {
+    double lo = std::numeric_limits<double>::infinity();
+    double hi = -lo;
+    for (const auto& cell : overview.cells) {
+        if (!cell) continue;
+        const double v = cell->value(statistic);
+        if (!std::isfinite(v)) continue;
+        lo = std::min(lo, v);
+        hi = std::max(hi, v);
+    }
+    if (!(lo <= hi)) return QCPRange(0, 1);
+    if (lo == hi) return QCPRange(lo - 0.5 * std::max(1e-12, std::abs(lo)), hi + 0.5 * std::max(1e-12, std::abs(hi)));
+    return QCPRange(lo, hi);
+}
+
+}  // namespace
+
+OverviewPage::OverviewPage(QWidget* parent)
+    : InspectorPage(parent),
+      statistic_(new QComboBox(this)),
+      progress_(new QProgressBar(this)),
+      computeButton_(new QPushButton(tr("Compute"), this)),
+      status_(new QLabel(this)),
+      plot_(new PlotView(this)),
+      title_(new QCPTextElement(plot_, QString(), QFont(font().family(), 10, QFont::Bold))),
+      map_(new QCPColorMap(plot_->xAxis, plot_->yAxis)),
+      scale_(new QCPColorScale(plot_)) {
+    for (const analysis::LayerStatistic s : analysis::kLayerStatistics) {
+        statistic_->addItem(QString::fromUtf8(analysis::statisticName(s).data()), int(s));
+    }
+    statistic_->setCurrentIndex(statistic_->findData(int(analysis::LayerStatistic::Kurtosis)));
+    progress_->setRange(0, 1000);
+    progress_->setTextVisible(false);
+    progress_->setMaximumWidth(220);
+    progress_->hide();
+    status_->setWordWrap(true);
+
+    auto* exportButton = new QToolButton(this);
+    exportButton->setText(tr("Export"));
+    exportButton->setPopupMode(QToolButton::InstantPopup);
+    exportButton->setMenu(plot_->exportMenu());
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(new QLabel(tr("Statistic:"), this));
+    controls->addWidget(statistic_);
+    controls->addSpacing(12);
+    controls->addWidget(progress_);
+    controls->addWidget(computeButton_);
+    controls->addStretch(1);
+    controls->addWidget(exportButton);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(controls);
+    layout->addWidget(plot_, 1);
+    layout->addWidget(status_);
+
+    plot_->plotLayout()->addElement(0, 1, scale_);
+    plot_->plotLayout()->insertRow(0);
+    plot_->plotLayout()->addElement(0, 0, title_);
+    auto* margins = new QCPMarginGroup(plot_);
+    plot_->axisRect()->setMarginGroup(QCP::msTop | QCP::msBottom, margins);
+    scale_->setMarginGroup(QCP::msTop | QCP::msBottom, margins);
+    scale_->setType(QCPAxis::atRight);
+    map_->setColorScale(scale_);
+    QCPColorGradient gradient(QCPColorGradient::gpThermal);
+    gradient.setNanHandling(QCPColorGradient::nhTransparent);
+    map_->setGradient(gradient);
+    map_->setInterpolate(false);
+    plot_->xAxis->grid()->setVisible(false);
+    plot_->yAxis->grid()->setVisible(false);
+    plot_->yAxis->setRangeReversed(true);   // layer 0 on top, as in a table
+    plot_->xAxis->setLabel(tr("module"));
+    plot_->yAxis->setLabel(tr("layer"));
+    plot_->setDefaultFileName(QStringLiteral("layer_overview"));
+    plot_->setToolTipProvider([this](double x, double y) { return toolTipAt(x, y); });
+    plot_->setCsvProvider([this] { return csv(); });
+
+    connect(statistic_, &QComboBox::currentIndexChanged, this, &OverviewPage::draw);
+    connect(computeButton_, &QPushButton::clicked, this, &OverviewPage::toggleComputation);
+    connect(plot_, &PlotView::clicked, this, [this](double x, double y) {
+        std::size_t row = 0, column = 0;
+        if (cellAt(x, y, row, column)) activateCell(row, column);
+    });
+    connect(plot_, &PlotView::resetViewRequested, this, &OverviewPage::resetView);
+    connect(plot_, &PlotView::exportFailed, this, [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
+    connect(&runner_, &JobRunner::busyChanged, this, &InspectorPage::busyChanged);
+    connect(&runner_, &JobRunner::busyChanged, this, &OverviewPage::setRunning);
+    setRunning(false);
+    status_->setText(tr("Open a checkpoint to see its layers."));
+}
+
+void OverviewPage::setCheckpoint(CheckpointPtr checkpoint) {
+    checkpoint_ = std::move(checkpoint);
+    overview_.reset();
+    runner_.cancel();
+    draw();
+    stale_ = checkpoint_ != nullptr;
+    if (stale_ && isVisible()) refresh();
+}
+
+void OverviewPage::setTensor(const QString& name) {
+    tensor_ = name;
+    highlightCurrent();
+    plot_->replot();
+}
+
+void OverviewPage::setStatistic(analysis::LayerStatistic statistic) {
+    statistic_->setCurrentIndex(statistic_->findData(int(statistic)));
+}
+
+analysis::LayerStatistic OverviewPage::statistic() const {
+    return static_cast<analysis::LayerStatistic>(statistic_->currentData().toInt());
+}
+
+bool OverviewPage::isBusy() const {
+    return runner_.isBusy() || (stale_ && isVisible());
+}
+
+void OverviewPage::showEvent(QShowEvent* event) {
+    InspectorPage::showEvent(event);
+    if (stale_) refresh();
+}
+
+// The overview reads every linear weight once: computed for the whole checkpoint when first shown.
+void OverviewPage::refresh() {
+    if (!checkpoint_) return;
+    stale_ = false;
+    analysis::LayerOverviewOptions options;
+    options.progress = [this](const pipeline::Progress& p) {
+        QMetaObject::invokeMethod(
+            this, [this, fraction = p.fraction, message = QString::fromStdString(p.message)] { showProgress(fraction, message); },
+            Qt::QueuedConnection);
+    };
+    runner_.start(
+        [checkpoint = checkpoint_, options](const pipeline::CancelToken& token) {
+            analysis::LayerOverviewOptions o = options;
+            o.cancel = token;
+            return analysis::computeLayerOverview(*checkpoint, o);
+        },
+        [this](analysis::LayerOverview overview) {
+            overview_ = std::move(overview);
+            draw();
+        },
+        [this](const QString& message) {
+            status_->setText(message);
+            emit errorOccurred(tr("Layer overview failed"), message);
+        });
+}
+
+void OverviewPage::toggleComputation() {
+    if (runner_.isBusy()) {
+        runner_.cancel();
+        status_->setText(tr("Cancelled. Press Compute to start again."));
+    } else {
+        refresh();
+    }
+}
+
+void OverviewPage::showProgress(double fraction, const QString& message) {
+    if (!runner_.isBusy()) return;   // a late report of a job that has ended
+    progress_->setValue(static_cast<int>(fraction * progress_->maximum()));
+    status_->setText(tr("Reading %1…").arg(message));
+}
+
+void OverviewPage::setRunning(bool running) {
+    progress_->setVisible(running);
+    progress_->setValue(0);
+    computeButton_->setText(running ? tr("Cancel") : overview_ ? tr("Recompute") : tr("Compute"));
+    computeButton_->setEnabled(running || checkpoint_ != nullptr);
+}
+
+void OverviewPage::draw() {
+    plot_->clearItems();
+    QCPColorMapData* data = map_->data();
+    if (!overview_ || overview_->empty()) {
+        data->clear();
+        title_->setText(QString());
+        if (overview_) status_->setText(tr("No dense linear weights inside decoder layers (a quantized checkpoint?)."));
+        plot_->replot();
+        return;
+    }
+    const analysis::LayerOverview& o = *overview_;
+    const analysis::LayerStatistic stat = statistic();
+    const int columns = static_cast<int>(o.modules.size());
+    const int rows = static_cast<int>(o.layers.size());
+    data->setSize(columns, rows);
+    data->setRange(QCPRange(0, std::max(columns - 1, 1)), QCPRange(0, std::max(rows - 1, 1)));
+    for (int r = 0; r < rows; ++r) {
+        for (int c = 0; c < columns; ++c) {
+            const analysis::WeightStats* cell = o.cell(static_cast<std::size_t>(r), static_cast<std::size_t>(c));
+            data->setCell(c, r, cell ? cell->value(stat) : std::numeric_limits<double>::quiet_NaN());
+        }
+    }
+    map_->setDataRange(finiteRange(o, stat));
+    const QString statName = QString::fromUtf8(analysis::statisticName(stat).data());
+    scale_->axis()->setLabel(stat == analysis::LayerStatistic::OutlierFraction
+                                 ? tr("fraction beyond %1σ").arg(o.outlierSigma)
+                                 : statName);
+    title_->setText(tr("%1 per layer × module").arg(statName));
+    drawAxes(o);
+    highlightCurrent();
+    status_->setText(tr("%1 layers × %2 modules. Click a cell to select its tensor; hover for all statistics.")
+                         .arg(rows)
+                         .arg(columns));
+    resetView();
+}
+
+void OverviewPage::drawAxes(const analysis::LayerOverview& o) {
+    auto modules = QSharedPointer<QCPAxisTickerText>::create();
+    for (std::size_t c = 0; c < o.modules.size(); ++c) modules->addTick(static_cast<double>(c), shortModuleName(o.modules[c]));
+    plot_->xAxis->setTicker(modules);
+    plot_->xAxis->setTickLabelRotation(o.modules.size() > 8 ? -35 : 0);
+    auto layers = QSharedPointer<QCPAxisTickerFixed>::create();
+    layers->setTickStep(1.0);
+    layers->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);   // thins labels for deep models
+    plot_->yAxis->setTicker(layers);
+}
+
+void OverviewPage::highlightCurrent() {
+    plot_->clearItems();
+    if (!overview_) return;
+    const analysis::LayerOverview& o = *overview_;
+    for (std::size_t r = 0; r < o.layers.size(); ++r) {
+        for (std::size_t c = 0; c < o.modules.size(); ++c) {
+            const analysis::WeightStats* cell = o.cell(r, c);
+            if (!cell || QString::fromStdString(cell->tensor) != tensor_) continue;
+            auto* box = new QCPItemRect(plot_);
+            box->topLeft->setCoords(static_cast<double>(c) - 0.5, static_cast<double>(r) - 0.5);
+            box->bottomRight->setCoords(static_cast<double>(c) + 0.5, static_cast<double>(r) + 0.5);
+            box->setPen(QPen(QColor(40, 220, 255), 2.5));
+            box->setBrush(Qt::NoBrush);
+            return;
+        }
+    }
+}
+
+void OverviewPage::resetView() {
+    if (!overview_ || overview_->empty()) return;
+    plot_->xAxis->setRange(-0.5, static_cast<double>(overview_->modules.size()) - 0.5);
+    plot_->yAxis->setRange(-0.5, static_cast<double>(overview_->layers.size()) - 0.5);
+    plot_->replot();
+}
+
+bool OverviewPage::cellAt(double x, double y, std::size_t& row, std::size_t& column) const {
+    if (!overview_ || overview_->empty()) return false;
+    const long long c = std::llround(x);
+    const long long r = std::llround(y);
+    if (c < 0 || r < 0 || c >= static_cast<long long>(overview_->modules.size()) ||
+        r >= static_cast<long long>(overview_->layers.size())) {
+        return false;
+    }
+    row = static_cast<std::size_t>(r);
+    column = static_cast<std::size_t>(c);
+    return true;
+}
+
+void OverviewPage::activateCell(std::size_t layerRow, std::size_t moduleColumn) {
+    if (!overview_) return;
+    if (const analysis::WeightStats* cell = overview_->cell(layerRow, moduleColumn)) {
+        emit tensorActivated(QString::fromStdString(cell->tensor));
+    }
+}
+
+QString OverviewPage::toolTipAt(double x, double y) const {
+    std::size_t row = 0, column = 0;
+    if (!cellAt(x, y, row, column)) return {};
+    const analysis::LayerOverview& o = *overview_;
+    const analysis::WeightStats* cell = o.cell(row, column);
+    const QString where = tr("layer %1 · %2").arg(o.layers[row]).arg(QString::fromStdString(o.modules[column]));
+    if (!cell) return where + tr("\n(no dense weight)");
+    return tr("%1\nσ = %2\nmax|w| = %3\nexcess kurtosis = %4\nbeyond %5σ: %6 %\n%7")
+        .arg(where, valueText(cell->stddev), valueText(cell->maxAbs), valueText(cell->kurtosis))
+        .arg(o.outlierSigma)
+        .arg(valueText(100.0 * cell->outlierFraction), QString::fromStdString(cell->tensor));
+}
+
+CsvTable OverviewPage::csv() const {
+    CsvTable table;
+    table.header = {QStringLiteral("layer"),     QStringLiteral("module"),          QStringLiteral("tensor"),
+                    QStringLiteral("std"),       QStringLiteral("max_abs"),         QStringLiteral("excess_kurtosis"),
+                    QStringLiteral("outlier_fraction")};
+    if (!overview_) return table;
+    const analysis::LayerOverview& o = *overview_;
+    for (std::size_t r = 0; r < o.layers.size(); ++r) {
+        for (std::size_t c = 0; c < o.modules.size(); ++c) {
+            const analysis::WeightStats* cell = o.cell(r, c);
+            if (!cell) continue;
+            table.rows.append({QString::number(o.layers[r]), QString::fromStdString(o.modules[c]),
+                               QString::fromStdString(cell->tensor), QString::number(cell->stddev, 'g', 9),
+                               QString::number(cell->maxAbs, 'g', 9), QString::number(cell->kurtosis, 'g', 9),
+                               QString::number(cell->outlierFraction, 'g', 9)});
+        }
+    }
+    return table;
+}
+
+}  // namespace qs::gui

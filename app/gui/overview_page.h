@@ -1,0 +1,79 @@
+#pragma once
+// The layer-overview tab: a heat map of one statistic per decoder layer × linear module, computed
+// once per checkpoint on a worker (with progress and cancel). Clicking a cell selects its tensor;
+// the selected tensor's cell is outlined.
+#include <optional>
+
+#include "inspector_page.h"
+#include "job_runner.h"
+#include "plot_export.h"
+#include "qs/analysis/layer_overview.h"
+
+class QComboBox;
+class QLabel;
+class QProgressBar;
+class QPushButton;
+class QCPColorMap;
+class QCPColorScale;
+class QCPTextElement;
+
+namespace qs::gui {
+
+class PlotView;
+
+class OverviewPage : public InspectorPage {
+    Q_OBJECT
+
+public:
+    explicit OverviewPage(QWidget* parent = nullptr);
+
+    QString title() const override { return tr("Layer overview"); }
+    QString key() const override { return QStringLiteral("overview"); }
+    void setCheckpoint(CheckpointPtr checkpoint) override;
+    void setTensor(const QString& name) override;
+    bool isBusy() const override;
+
+    void setStatistic(analysis::LayerStatistic statistic);
+    analysis::LayerStatistic statistic() const;
+    // Selects the tensor of a cell (as a click does): emits tensorActivated when the cell has one.
+    void activateCell(std::size_t layerRow, std::size_t moduleColumn);
+
+    const std::optional<analysis::LayerOverview>& overview() const { return overview_; }
+    PlotView* plot() const { return plot_; }
+
+signals:
+    void tensorActivated(const QString& name);
+
+protected:
+    void showEvent(QShowEvent* event) override;
+
+private:
+    void refresh();
+    void toggleComputation();
+    void showProgress(double fraction, const QString& message);
+    void setRunning(bool running);
+    void draw();
+    void drawAxes(const analysis::LayerOverview& overview);
+    void highlightCurrent();
+    void resetView();
+    bool cellAt(double x, double y, std::size_t& row, std::size_t& column) const;
+    QString toolTipAt(double x, double y) const;
+    CsvTable csv() const;
+
+    CheckpointPtr checkpoint_;
+    QString tensor_;
+    bool stale_ = false;
+    std::optional<analysis::LayerOverview> overview_;
+    JobRunner runner_;
+
+    QComboBox* statistic_;
+    QProgressBar* progress_;
+    QPushButton* computeButton_;
+    QLabel* status_;
+    PlotView* plot_;
+    QCPTextElement* title_;
+    QCPColorMap* map_;
+    QCPColorScale* scale_;
+};
+
+}  // namespace qs::gui

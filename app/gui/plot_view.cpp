@@ -1,0 +1,75 @@
+#include "plot_view.h"
+
+#include <QContextMenuEvent>
+#include <QFileDialog>
+#include <QMenu>
+#include <QMouseEvent>
+#include <QToolTip>
+
+namespace qs::gui {
+namespace {
+
+constexpr int kClickSlopPixels = 4;   // a press and release closer than this is a click, not a drag
+
+}  // namespace
+
+PlotView::PlotView(QWidget* parent) : QCustomPlot(parent), menu_(new QMenu(this)) {
+    setInteractions(QCP::iRangeDrag | QCP::iRangeZoom);
+    setMouseTracking(true);
+    setMinimumSize(320, 220);
+    menu_->addAction(tr("Reset view"), this, &PlotView::resetViewRequested);
+    menu_->addSeparator();
+    menu_->addAction(tr("Export PNG…"), this, [this] { exportWithDialog(ExportFormat::Png); });
+    menu_->addAction(tr("Export PDF…"), this, [this] { exportWithDialog(ExportFormat::Pdf); });
+    menu_->addAction(tr("Export CSV…"), this, [this] { exportWithDialog(ExportFormat::Csv); });
+}
+
+void PlotView::exportTo(ExportFormat format, const QString& path) {
+    QString error;
+    if (format == ExportFormat::Csv) {
+        error = csv_ ? writeCsv(path, csv_()) : tr("This plot has no data to export");
+    } else {
+        error = savePlotImage(*this, path, format);
+    }
+    if (!error.isEmpty()) emit exportFailed(error);
+}
+
+void PlotView::exportWithDialog(ExportFormat format) {
+    const QString suffix = exportFormatSuffix(format);
+    const QString path = QFileDialog::getSaveFileName(this, tr("Export %1").arg(suffix.toUpper()),
+                                                      baseName_ + QLatin1Char('.') + suffix, exportFormatFilter(format));
+    if (!path.isEmpty()) exportTo(format, path);
+}
+
+void PlotView::mousePressEvent(QMouseEvent* event) {
+    pressPos_ = event->pos();
+    QCustomPlot::mousePressEvent(event);
+}
+
+void PlotView::mouseReleaseEvent(QMouseEvent* event) {
+    QCustomPlot::mouseReleaseEvent(event);
+    if (event->button() == Qt::LeftButton && (event->pos() - pressPos_).manhattanLength() < kClickSlopPixels) {
+        emit clicked(xAxis->pixelToCoord(event->pos().x()), yAxis->pixelToCoord(event->pos().y()));
+    }
+}
+
+void PlotView::mouseMoveEvent(QMouseEvent* event) {
+    QCustomPlot::mouseMoveEvent(event);
+    if (!toolTip_ || event->buttons() != Qt::NoButton) return;
+    if (!axisRect()->rect().contains(event->pos())) {
+        QToolTip::hideText();
+        return;
+    }
+    const QString text = toolTip_(xAxis->pixelToCoord(event->pos().x()), yAxis->pixelToCoord(event->pos().y()));
+    if (text.isEmpty()) {
+        QToolTip::hideText();
+    } else {
+        QToolTip::showText(event->globalPosition().toPoint(), text, this);
+    }
+}
+
+void PlotView::contextMenuEvent(QContextMenuEvent* event) {
+    menu_->popup(event->globalPos());
+}
+
+}  // namespace qs::gui

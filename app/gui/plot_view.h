@@ -1,0 +1,52 @@
+#pragma once
+// PlotView: the QCustomPlot every page draws into, with what all plots share: zoom and pan, a
+// tooltip with the exact value under the mouse, clicks, and export (context menu or exportMenu()).
+#include <functional>
+
+#include <QPoint>
+#include <qcustomplot.h>
+
+#include "plot_export.h"
+
+class QMenu;
+
+namespace qs::gui {
+
+class PlotView : public QCustomPlot {
+    Q_OBJECT
+
+public:
+    using ToolTipProvider = std::function<QString(double x, double y)>;   // plot coordinates; "" for none
+    using CsvProvider = std::function<CsvTable()>;
+
+    explicit PlotView(QWidget* parent = nullptr);
+
+    void setToolTipProvider(ToolTipProvider provider) { toolTip_ = std::move(provider); }
+    void setCsvProvider(CsvProvider provider) { csv_ = std::move(provider); }
+    void setDefaultFileName(const QString& baseName) { baseName_ = baseName; }
+    // The actions of the context menu, for a page's toolbar button; owned by this view.
+    QMenu* exportMenu() const { return menu_; }
+    void exportTo(ExportFormat format, const QString& path);   // without a dialog (tests, scripts)
+
+signals:
+    void clicked(double x, double y);   // a left click that did not drag
+    void resetViewRequested();          // the page knows its natural ranges
+    void exportFailed(const QString& message);
+
+protected:
+    void mousePressEvent(QMouseEvent* event) override;
+    void mouseReleaseEvent(QMouseEvent* event) override;
+    void mouseMoveEvent(QMouseEvent* event) override;
+    void contextMenuEvent(QContextMenuEvent* event) override;
+
+private:
+    void exportWithDialog(ExportFormat format);
+
+    ToolTipProvider toolTip_;
+    CsvProvider csv_;
+    QString baseName_ = QStringLiteral("plot");
+    QMenu* menu_ = nullptr;
+    QPoint pressPos_;
+};
+
+}  // namespace qs::gui
