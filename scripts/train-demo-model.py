@@ -395,6 +395,7 @@ def main():
     gen = torch.Generator().manual_seed(args.seed)
 
     t0 = time.time()
+    c0 = time.process_time()
     history = []
     for step in range(args.steps):
         for g in opt.param_groups:
@@ -416,6 +417,7 @@ def main():
             print(f"step {step + 1:4d}  train loss {loss.item():.4f}  held-out ppl {math.exp(nll):.3f}  "
                   f"({time.time() - t0:.0f} s)", flush=True)
     train_seconds = time.time() - t0
+    train_cpu_seconds = time.process_time() - c0
     model.eval()
 
     # The shipped model is the BF16 rounding; measure it (in float64) and the f32 original.
@@ -463,11 +465,11 @@ def main():
     write_json(os.path.join(test_dir, "reference.json"), reference)
 
     write_readme(os.path.join(demo, "README.md"), args, n_params, len(train_bytes), len(eval_bytes),
-                 ppl_bf16, ppl_f32, train_ppl_bf16, train_seconds, history)
+                 ppl_bf16, ppl_f32, train_ppl_bf16, train_seconds, train_cpu_seconds, history)
     print("wrote", demo, "and", test_dir)
 
 
-def write_readme(path, args, n_params, n_train, n_eval, ppl_bf16, ppl_f32, train_ppl, seconds, history):
+def write_readme(path, args, n_params, n_train, n_eval, ppl_bf16, ppl_f32, train_ppl, seconds, cpu_seconds, history):
     c = CONFIG
     curve = "\n".join(f"| {h['step']} | {h['train_loss']:.3f} | {h['held_out_ppl']:.2f} |" for h in history)
     text = f"""# QuantScope demo model
@@ -495,8 +497,8 @@ but a very small one: it has read a single short story, one byte at a time.
   byte-to-unicode alphabet as its 256 tokens, ids equal to the byte values, no merges), so any UTF-8
   text encodes to exactly its bytes.
 - `calibration.txt`: the training part of the text ({n_train:,} bytes), used as calibration text.
-- `eval.txt`: the held-out part ({n_eval:,} bytes, the last ~{args.held_out:.0%} of the story, cut at a
-  line start), never seen in training; used to evaluate perplexity and KL divergence.
+- `eval.txt`: the held-out part ({n_eval:,} bytes, the last {n_eval / (n_train + n_eval):.1%} of the story, cut at the
+  line start nearest to {1 - args.held_out:.0%}), never seen in training; used to evaluate perplexity and KL divergence.
 
 ## How it was made
 
@@ -504,7 +506,7 @@ but a very small one: it has read a single short story, one byte at a time.
 self-contained re-implementation of Hugging Face's Qwen3 on `resources/text/the-verdict.txt` as bytes:
 {args.steps} steps of AdamW (peak learning rate {args.lr:g}, betas 0.9/0.95, weight decay {args.weight_decay:g} on
 matrices, {args.warmup} warm-up steps then cosine decay to 10%, gradient clipping at 1.0), batches of
-{args.batch} random windows of {args.seq_len} bytes. Training took {seconds:.0f} s. The weights are then rounded to
+{args.batch} random windows of {args.seq_len} bytes. Training took {seconds:.0f} s of wall time ({cpu_seconds:.0f} s of CPU time). The weights are then rounded to
 BF16 (round to nearest even) and saved.
 
 Held-out perplexity per byte on `eval.txt` (windows of {args.seq_len} bytes, each without earlier context,
