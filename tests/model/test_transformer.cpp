@@ -408,6 +408,25 @@ TEST(SmallTransformer, LayerByLayerEqualsForwardAndHookSeesEachLinearInputOnce) 
     }
 }
 
+TEST(SmallTransformer, ExplicitLayerWeightsRunLikeAnOverride) {
+    const ModelConfig c = smallConfig();
+    auto w = randomWeights(c, 17, true);
+    Transformer model(c, w);
+    LayerWeights changed = model.layerWeights(0);
+    changed.o.weight *= -1.0f;
+    MatrixF explicitRun = model.embed(kTokens);
+    model.runLayer(0, changed, explicitRun);
+    const MatrixF flipped = changed.o.weight;
+    model.overrideLinear(0, "self_attn.o_proj", [flipped] { return flipped; });
+    MatrixF overridden = model.embed(kTokens);
+    model.runLayer(0, overridden);
+    EXPECT_EQ(explicitRun, overridden);
+    model.clearOverrides();
+    MatrixF plain = model.embed(kTokens);
+    model.runLayer(0, plain);
+    EXPECT_GT((plain - explicitRun).cwiseAbs().maxCoeff(), 1e-2f);
+}
+
 TEST(SmallTransformer, KvCacheStepsEqualTheFullForward) {
     const ModelConfig c = smallConfig();
     Transformer model(c, randomWeights(c, 3, true));

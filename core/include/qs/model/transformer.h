@@ -51,6 +51,9 @@ public:
     MatrixF embed(std::span<const TokenId> tokens) const;                  // [T, hidden]
     // Runs decoder layer `layer` over hidden [T, hidden] in place; row t is at position t.
     void runLayer(int layer, MatrixF& hidden, const LinearInputHook& hook = {});
+    // The same with weights the caller holds (e.g. a layer whose linears are being quantized one by
+    // one); nothing is loaded or cached.
+    void runLayer(int layer, const LayerWeights& weights, MatrixF& hidden, const LinearInputHook& hook = {}) const;
     MatrixF finalLogits(const MatrixF& hidden) const;                      // final norm + lm_head: [T, vocab]
 
     // --- whole model ----------------------------------------------------------------------------
