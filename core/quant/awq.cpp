@@ -30,8 +30,11 @@ struct Calibration {
 };
 
 MatrixF scaleColumns(const MatrixF& w, const std::vector<float>& s) {
-    MatrixF ws = w;
-    for (std::int64_t c = 0; c < w.cols(); ++c) ws.col(c) *= s[static_cast<std::size_t>(c)];
+    // row by row: contiguous and vectorised (a column loop on a row-major matrix is strided)
+    const Eigen::Map<const Eigen::RowVectorXf> sv(s.data(), static_cast<Eigen::Index>(s.size()));
+    MatrixF ws(w.rows(), w.cols());
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < w.rows(); ++r) ws.row(r).array() = w.row(r).array() * sv.array();
     return ws;
 }
 

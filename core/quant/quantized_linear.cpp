@@ -92,7 +92,9 @@ MatrixF QuantizedLinear::effectiveWeight() const {
     if (inputScales.size() != static_cast<std::size_t>(cols))
         throw Error("QuantizedLinear: inputScales has " + std::to_string(inputScales.size()) + " entries for " +
                     std::to_string(cols) + " columns");
-    for (std::int64_t c = 0; c < cols; ++c) w.col(c) /= inputScales[static_cast<std::size_t>(c)];
+    const Eigen::Map<const Eigen::RowVectorXf> s(inputScales.data(), cols);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r) w.row(r).array() /= s.array();   // row-major: contiguous rows
     return w;
 }
 
