@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 
 #include "codecs.h"
 #include "qs/error.h"
@@ -59,11 +60,10 @@ LinearReader::LinearReader(const io::Checkpoint& checkpoint, FormatInfo info) : 
     // A codec that cannot read the format's quantized layers would claim nothing sensible.
     const auto codecs = info_.decodable ? codecsFor(info_.format) : codecsFor(Format::Dense);
     std::vector<std::pair<LinearRef, const LinearCodec*>> found;
+    std::set<std::pair<std::string, int>> claimed;   // the first codec to list a linear owns it
     for (const auto* codec : codecs)
-        for (auto& ref : codec->linears(checkpoint)) {
-            const bool claimed = std::any_of(found.begin(), found.end(), [&](const auto& f) { return f.first == ref; });
-            if (!claimed) found.emplace_back(std::move(ref), codec);
-        }
+        for (auto& ref : codec->linears(checkpoint))
+            if (claimed.emplace(ref.prefix, ref.expert).second) found.emplace_back(std::move(ref), codec);
     std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
         return a.first.prefix == b.first.prefix ? a.first.expert < b.first.expert : naturalLess(a.first.prefix, b.first.prefix);
     });
