@@ -1,6 +1,7 @@
 #include "qs/analysis/tensor_stats.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cmath>
 #include <exception>
@@ -54,13 +55,13 @@ Moments mergeMoments(const Moments& a, const Moments& b) {
 }
 
 // Two passes over a chunk that fits in cache: the mean first, then squared deviations from it,
-// which avoids the cancellation of sum(x^2) - n*mean^2.
+// which avoids the cancellation of sum(x^2) - n*mean^2. Four accumulators, by index modulo 4,
+// break the chain of dependent f64 additions; their order is fixed, so results stay deterministic.
 Moments reduceChunk(const float* values, std::size_t n) {
     Moments m;
     m.count = static_cast<std::int64_t>(n);
-    double sum = 0.0;
-    for (std::size_t i = 0; i < n; ++i) {
-        const float x = values[i];
+    std::array<double, 4> sums{};
+    const auto accumulate = [&m](float x, double& sum) {
         if (std::isfinite(x)) {
             sum += x;
             m.min = std::min(m.min, static_cast<double>(x));
@@ -71,16 +72,27 @@ Moments reduceChunk(const float* values, std::size_t n) {
         } else {
             ++m.inf;
         }
+    };
+    std::size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+        for (std::size_t lane = 0; lane < 4; ++lane) accumulate(values[i + lane], sums[lane]);
     }
+    for (; i < n; ++i) accumulate(values[i], sums[i % 4]);
     if (m.finite == 0) return m;
-    m.mean = sum / static_cast<double>(m.finite);
-    for (std::size_t i = 0; i < n; ++i) {
-        const float x = values[i];
+    m.mean = ((sums[0] + sums[1]) + (sums[2] + sums[3])) / static_cast<double>(m.finite);
+
+    std::array<double, 4> squares{};
+    const auto deviation = [mean = m.mean](float x, double& square) {
         if (std::isfinite(x)) {
-            const double d = static_cast<double>(x) - m.mean;
-            m.m2 += d * d;
+            const double d = static_cast<double>(x) - mean;
+            square += d * d;
         }
+    };
+    for (i = 0; i + 4 <= n; i += 4) {
+        for (std::size_t lane = 0; lane < 4; ++lane) deviation(values[i + lane], squares[lane]);
     }
+    for (; i < n; ++i) deviation(values[i], squares[i % 4]);
+    m.m2 = (squares[0] + squares[1]) + (squares[2] + squares[3]);
     return m;
 }
 
