@@ -80,10 +80,10 @@ void memcpyBaseline(benchmark::State& state, DType dtype) {
 }
 
 // Argument: threads (0 = all cores).
-BENCHMARK_CAPTURE(memcpyBaseline, bf16_bytes, DType::BF16)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(memcpyBaseline, bf16_bytes, DType::BF16)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(convertToF32, bf16, DType::BF16)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(convertToF32, f16, DType::F16)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK_CAPTURE(memcpyBaseline, fp8_bytes, DType::F8_E4M3)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(memcpyBaseline, fp8_bytes, DType::F8_E4M3)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_CAPTURE(convertToF32, fp8_e4m3, DType::F8_E4M3)->Arg(1)->Arg(0)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
