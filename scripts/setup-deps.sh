@@ -5,7 +5,7 @@ set -euo pipefail
 packages=(
   build-essential cmake ninja-build pkg-config git
   qt6-base-dev libqcustomplot-dev libgl-dev
-  libeigen3-dev nlohmann-json3-dev libcli11-dev libpcre2-dev
+  libeigen3-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libicu-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   xvfb xauth
 )

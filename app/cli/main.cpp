@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "compare_command.h"
 #include "inspect_command.h"
 #include "qs/error.h"
 
@@ -43,5 +44,6 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", "quantscope-cli " QS_VERSION);
     app.require_subcommand(1);
     qs::cli::registerInspect(app);
+    qs::cli::registerCompare(app);
     return run(app, argc, argv);
 }

@@ -1,0 +1,147 @@
+#include "compare_command.h"
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "human_format.h"
+#include "progress_bar.h"
+#include "qs/error.h"
+#include "qs/io/checkpoint.h"
+#include "qs/model/tokenizer.h"
+#include "qs/pipeline/bundled_resources.h"
+#include "qs/pipeline/job.h"
+#include "qs/pipeline/job_report.h"
+#include "sigint_cancel.h"
+#include "text_table.h"
+
+namespace qs::cli {
+namespace {
+
+constexpr const char* kAllMethods = "rtn4,gptq4,gptq4-act,awq4,fp8,mxfp4,nvfp4,nf4,trellis2,trellis3,rtn2";
+
+struct CompareOptions {
+    std::string path;
+    std::string methods = kAllMethods;
+    int groupSize = 128;
+    std::string calib;
+    std::string eval;
+    int samples = 128;
+    int seqLen = 512;
+    int evalSamples = 32;
+    bool perLayer = false;
+    bool noTrueSequential = false;
+    std::string json;
+    std::string log;
+    bool force = false;
+    std::uint64_t seed = 0;
+};
+
+// The checkpoint's own calibration.txt / eval.txt (the demo ships them), else the bundled text.
+std::filesystem::path textFile(const std::string& given, const io::Checkpoint& checkpoint, const char* name) {
+    if (!given.empty()) return given;
+    if (std::filesystem::exists(checkpoint.root() / name)) return checkpoint.root() / name;
+    if (auto bundled = pipeline::bundledResource(std::filesystem::path("demo") / name)) return *bundled;
+    throw Error(std::string("no ") + name + " beside the checkpoint and none bundled: pass --calib / --eval");
+}
+
+pipeline::TokenSequences tokenize(const model::Tokenizer& tokenizer, const std::filesystem::path& file, int samples,
+                                  int seqLen) {
+    return pipeline::tokenWindows(tokenizer, pipeline::loadTexts(file), samples, seqLen, file.string());
+}
+
+std::string fixed(double v, int digits) {
+    if (!std::isfinite(v)) return "-";
+    char text[32];
+    std::snprintf(text, sizeof text, "%.*f", digits, v);
+    return text;
+}
+
+void printTable(const pipeline::JobResult& result, std::ostream& out) {
+    TextTable table({{"format"}, {"bits", TextTable::Align::Right}, {"size", TextTable::Align::Right},
+                     {"mean KLD", TextTable::Align::Right}, {"median", TextTable::Align::Right},
+                     {"99%", TextTable::Align::Right}, {"same top p", TextTable::Align::Right},
+                     {"PPL ratio", TextTable::Align::Right}, {"time", TextTable::Align::Right}});
+    for (const auto& m : result.methods) {
+        if (!m.error.empty()) {
+            table.addRow({m.method.label(), "-", "-", "failed", "-", "-", "-", "-", "-"});
+            continue;
+        }
+        table.addRow({m.method.label(), fixed(m.bitsPerWeight, 3), formatBytes(m.checkpointBytes),
+                      fixed(m.kl.meanKld.value, 5), fixed(m.kl.kld.median, 5), fixed(m.kl.kld.p99, 5),
+                      fixed(100.0 * m.kl.sameTop.value, 2) + " %", fixed(m.kl.pplRatio.value, 4),
+                      fixed(m.seconds, 1) + " s"});
+    }
+    table.print(out);
+    if (!result.methods.empty() && result.methods.front().kl.count > 0)
+        out << "\nreference: PPL(base) " << fixed(result.methods.front().kl.pplBase.value, 3) << " over "
+            << result.methods.front().kl.count << " positions; calibration " << result.calibrationTokens
+            << " tokens; total " << fixed(result.seconds, 1) << " s\n";
+    for (const auto& m : result.methods)
+        if (!m.error.empty()) out << m.method.label() << ": " << m.error << '\n';
+    for (const auto& m : result.methods) {
+        if (m.perLayerKl.empty() || !m.error.empty()) continue;
+        out << "per-layer KL, " << m.method.label() << ':';
+        for (double kl : m.perLayerKl) out << ' ' << fixed(kl, 5);
+        out << '\n';
+    }
+}
+
+void runCompare(const CompareOptions& o) {
+    const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
+    const model::Tokenizer tokenizer = model::Tokenizer::fromFile(checkpoint.root());
+    pipeline::JobPlan plan;
+    plan.checkpoint = o.path;
+    plan.methods = pipeline::parseMethodList(o.methods, o.groupSize);
+    plan.calibration = tokenize(tokenizer, textFile(o.calib, checkpoint, "calibration.txt"), o.samples, o.seqLen);
+    plan.evaluation = tokenize(tokenizer, textFile(o.eval, checkpoint, "eval.txt"), o.evalSamples, o.seqLen);
+    plan.perLayerKl = o.perLayer;
+    plan.trueSequential = !o.noTrueSequential;
+    plan.seed = o.seed;
+
+    pipeline::Job job(std::move(plan));
+    std::unique_ptr<std::ofstream> log;
+    if (!o.log.empty()) log = std::make_unique<std::ofstream>(o.log);
+    pipeline::ModuleLogCallback onModule;
+    if (log) onModule = [&](const pipeline::ModuleLog& m) { *log << pipeline::toJson(m).dump() << '\n'; };
+
+    pipeline::CancelToken cancel;
+    const SigintCancel sigint(cancel);
+    ProgressBar bar("compare");
+    const pipeline::JobResult result = job.run(bar.callback(), cancel, onModule, o.force);
+    bar.finish(true);
+    printTable(result, std::cout);
+    if (!o.json.empty()) {
+        std::ofstream out(o.json);
+        if (!out) throw Error(o.json + ": cannot write the JSON report");
+        out << pipeline::toJson(result).dump(2) << '\n';
+    }
+}
+
+}  // namespace
+
+void registerCompare(CLI::App& app) {
+    auto options = std::make_shared<CompareOptions>();
+    CLI::App* cmd = app.add_subcommand("compare", "Quantize with several methods and compare their KL divergence");
+    cmd->add_option("path", options->path, "Checkpoint: .safetensors file or folder")->required();
+    cmd->add_option("--methods", options->methods, "Comma-separated methods")->capture_default_str();
+    cmd->add_option("--group-size", options->groupSize, "Group size of the integer methods (-1: per row)")->capture_default_str();
+    cmd->add_option("--calib", options->calib, "Calibration text (UTF-8 file or JSON list of strings)");
+    cmd->add_option("--eval", options->eval, "Held-out evaluation text");
+    cmd->add_option("--samples", options->samples, "Calibration sequences")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--seq-len", options->seqLen, "Tokens per sequence")->capture_default_str()->check(CLI::Range(2, 1 << 20));
+    cmd->add_option("--eval-samples", options->evalSamples, "Evaluation sequences")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_flag("--per-layer", options->perLayer, "Also measure the KL with only one layer quantized, per layer");
+    cmd->add_flag("--no-true-sequential", options->noTrueSequential, "Calibrate GPTQ/AWQ on the original model's activations");
+    cmd->add_option("--json", options->json, "Write the results as JSON to this file");
+    cmd->add_option("--log", options->log, "Write the per-module log as JSON lines to this file");
+    cmd->add_option("--seed", options->seed, "Seed (trellis rotations)")->capture_default_str();
+    cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
+    cmd->callback([options] { runCompare(*options); });
+}
+
+}  // namespace qs::cli

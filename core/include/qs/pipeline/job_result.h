@@ -1,0 +1,50 @@
+#pragma once
+// What a Job produces, as value types the CLI prints and the GUI plots.
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "qs/analysis/kl_metrics.h"
+#include "qs/pipeline/layer_quantizer.h"
+#include "qs/pipeline/method_spec.h"
+
+namespace qs::pipeline {
+
+// One row of the per-module log (GPTQModel's columns).
+struct ModuleLog {
+    std::string method;
+    int layer = 0;
+    std::string module;
+    std::int64_t inFeatures = 0;
+    std::int64_t outFeatures = 0;
+    double outputError = 0.0;   // relative, on the calibration inputs (NaN without calibration)
+    double loss = 0.0;          // GPTQ's logged loss (NaN for other methods)
+    std::int64_t samples = 0;   // calibration rows (tokens)
+    double damp = 0.0;          // GPTQ damping used (NaN for other methods)
+    double seconds = 0.0;
+    double bitsPerWeight = 0.0;
+    std::uint64_t residentBytes = 0;   // process RSS when the module finished
+};
+
+struct MethodResult {
+    MethodSpec method;
+    std::string error;                     // non-empty when the method could not be applied (e.g. a shape)
+    double bitsPerWeight = 0.0;            // over the quantized linears, weighted by their size
+    std::uint64_t linearBytes = 0;         // storage of the quantized linears
+    std::uint64_t checkpointBytes = 0;     // plus everything kept in the source dtype
+    double seconds = 0.0;                  // quantization wall time
+    analysis::KlReport kl;                 // against the original on the evaluation text
+    std::vector<double> perLayerKl;        // mean KLD with only layer i quantized (empty unless asked)
+    std::vector<ModuleLog> modules;
+    std::vector<QuantizedLayer> layers;    // the quantized linears, for export and the GUI
+};
+
+struct JobResult {
+    std::vector<MethodResult> methods;
+    std::size_t calibrationTokens = 0;
+    std::size_t evaluationTokens = 0;
+    double seconds = 0.0;
+};
+
+}  // namespace qs::pipeline

@@ -1,0 +1,27 @@
+#pragma once
+// Quantizes the seven linears of one decoder layer with one method, from the original weights and
+// (for GPTQ, AWQ and every output-error figure) the layer's calibration statistics.
+#include <map>
+#include <memory>
+#include <string>
+
+#include "qs/model/layer_weights.h"
+#include "qs/pipeline/cancel_token.h"
+#include "qs/pipeline/layer_statistics.h"
+#include "qs/pipeline/method_spec.h"
+#include "qs/quant/quantized_linear.h"
+
+namespace qs::pipeline {
+
+using QuantizedLayer = std::map<std::string, std::shared_ptr<const quant::QuantizedLinear>, std::less<>>;
+
+// `statistics` may be empty (no calibration): then GPTQ and AWQ throw and no output error is measured.
+// Each result carries its relative output error on the calibration inputs and its wall time.
+QuantizedLayer quantizeLayer(const MethodSpec& method, const model::LayerWeights& weights, LayerStatistics& statistics,
+                             std::uint64_t seed, const CancelToken& cancel);
+
+// One linear (RTN, GPTQ, FP8, MXFP4, NVFP4, NF4, trellis); `h` may be null for the methods that need none.
+quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& weight, const MatrixF* h,
+                                      double samples, std::uint64_t seed);
+
+}  // namespace qs::pipeline

@@ -1,0 +1,38 @@
+#pragma once
+// MethodSpec: one quantization setting a user asks for ("gptq4-act", "nvfp4", "trellis3", ...),
+// parsed from the short names the CLI and the GUI use, with its parameters and its display label.
+//
+//   rtnB      round to nearest, B bits (2..8), asymmetric, groups of groupSize
+//   gptqB     GPTQ, B bits (2..8), asymmetric as in the seed; -act: act-order; -sym: symmetric (the
+//             grid vLLM's Marlin kernels run), e.g. gptq4-act-sym
+//   awqB      AWQ scale search, then asymmetric RTN (AutoAWQ's zero-point grid)
+//   fp8       FP8 E4M3, 128x128 block scales
+//   mxfp4 / nvfp4 / nf4
+//   trellisK  QTIP-style trellis, K bits per weight (1..4), L = 8 unless given as trellisK-lL
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace qs::pipeline {
+
+enum class MethodKind { Rtn, Gptq, Awq, Fp8, Mxfp4, Nvfp4, Nf4, Trellis };
+
+struct MethodSpec {
+    MethodKind kind = MethodKind::Rtn;
+    std::string name;          // the short name it was parsed from, normalised ("gptq4-act")
+    int bits = 4;              // code bits (trellis: K)
+    int groupSize = 128;       // integer methods: -1 = one group per row
+    bool actOrder = false;     // GPTQ
+    bool sym = false;
+    int trellisL = 8;
+
+    std::string label() const;               // "GPTQ int4, g64, act-order" (the seed's table wording)
+    bool needsCalibration() const;           // GPTQ and AWQ read the layer inputs
+    bool integerGrid() const;                // RTN, GPTQ, AWQ
+};
+
+// Throws qs::Error naming the bad entry. `groupSize` applies to the integer methods.
+MethodSpec parseMethod(std::string_view name, int groupSize = 128);
+std::vector<MethodSpec> parseMethodList(std::string_view commaSeparated, int groupSize = 128);
+
+}  // namespace qs::pipeline

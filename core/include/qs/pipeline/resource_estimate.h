@@ -1,0 +1,43 @@
+#pragma once
+// Predicts a job's peak memory and run time before it starts, so a plan that cannot fit is refused
+// with the numbers instead of dying half-way.
+#include <cstdint>
+#include <string>
+
+#include "qs/model/model_config.h"
+
+namespace qs::pipeline {
+
+struct ResourceEstimate {
+    std::uint64_t peakBytes = 0;
+    double seconds = 0.0;
+    std::uint64_t availableBytes = 0;    // MemAvailable when estimated
+    double gemmFlopsPerSecond = 0.0;     // the rate the time is predicted from (measured here)
+
+    bool fits() const { return peakBytes <= availableBytes; }
+    std::string describe() const;        // "peak memory 1.2 GiB of 20.1 GiB available, about 40 s"
+};
+
+struct WorkloadShape {
+    model::ModelConfig config;
+    int methods = 0;                     // methods to quantize
+    int sequentialMethods = 0;           // of those, with their own calibration stream (GPTQ, AWQ)
+    std::size_t calibrationTokens = 0;
+    std::size_t evaluationTokens = 0;
+    int evaluationSequenceLength = 0;
+    bool perLayerKl = false;
+    double quantizeFlopsPerWeight = 0.0; // the methods' own work per weight, summed (trellis, GPTQ dominate)
+};
+
+ResourceEstimate estimateResources(const WorkloadShape& shape);
+
+// MemAvailable of /proc/meminfo, or 0 when unknown.
+std::uint64_t availableMemoryBytes();
+// The process's current resident set size.
+std::uint64_t residentBytes();
+// A short f32 GEMM measured now, in FLOP/s.
+double measureGemmRate();
+
+std::string formatBytes(std::uint64_t bytes);   // "1.23 GiB"
+
+}  // namespace qs::pipeline

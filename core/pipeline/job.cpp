@@ -1,0 +1,293 @@
+#include "qs/pipeline/job.h"
+
+#include <chrono>
+#include <cmath>
+#include <optional>
+
+#include "qs/error.h"
+#include "qs/io/checkpoint.h"
+#include "qs/model/checkpoint_weights.h"
+#include "qs/model/transformer.h"
+
+namespace qs::pipeline {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Hidden = std::vector<MatrixF>;
+
+double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
+
+// One method's quantized model, run side by side with the original.
+struct MethodStream {
+    MethodResult result;
+    model::Transformer model;   // the original weights with this method's quantized linears in place
+    Hidden calibration;         // its own calibration stream (true-sequential GPTQ / AWQ only)
+    Hidden evaluation;
+    bool ownCalibration = false;
+    bool failed() const { return !result.error.empty(); }
+};
+
+Hidden embedAll(const model::Transformer& t, const TokenSequences& sequences) {
+    Hidden hidden;
+    hidden.reserve(sequences.size());
+    for (const auto& s : sequences) hidden.push_back(t.embed(s));
+    return hidden;
+}
+
+void runLayerAll(model::Transformer& t, int layer, Hidden& hidden, const CancelToken& cancel,
+                 const model::LinearInputHook& hook = {}) {
+    for (auto& h : hidden) {
+        cancel.throwIfCancelled();
+        t.runLayer(layer, h, hook);
+    }
+}
+
+// Work per weight of each method, for the time estimate (GPTQ's column loop, the trellis search).
+double quantizeFlopsPerWeight(const MethodSpec& m, const model::ModelConfig& c) {
+    switch (m.kind) {
+    case MethodKind::Gptq: return 4.0 * std::max(c.hiddenSize, c.intermediateSize);
+    case MethodKind::Awq: return 40.0 * c.hiddenSize;
+    case MethodKind::Trellis: return 3.0 * std::pow(2.0, m.trellisL + m.bits);
+    default: return 20.0;
+    }
+}
+
+std::uint64_t nonLinearBytes(const io::Checkpoint& checkpoint) {
+    std::uint64_t bytes = 0;
+    for (const auto& t : checkpoint.tensors())
+        if (!(t.naming.role == io::TensorRole::Linear && t.naming.layer >= 0)) bytes += t.info->byteSize();
+    return bytes;
+}
+
+void summarize(MethodResult& r, std::uint64_t keptBytes) {
+    double bits = 0, weights = 0;
+    r.linearBytes = 0;
+    for (const auto& layer : r.layers)
+        for (const auto& [name, q] : layer) {
+            const double n = double(q->rows) * double(q->cols);
+            bits += q->bitsPerWeight() * n;
+            weights += n;
+            r.linearBytes += q->bytes();
+        }
+    r.bitsPerWeight = weights > 0 ? bits / weights : 0.0;
+    r.checkpointBytes = r.linearBytes + keptBytes;
+}
+
+ModuleLog logOf(const MethodSpec& m, int layer, const std::string& module, const quant::QuantizedLinear& q,
+                std::int64_t samples) {
+    ModuleLog log;
+    log.method = m.name;
+    log.layer = layer;
+    log.module = module;
+    log.inFeatures = q.cols;
+    log.outFeatures = q.rows;
+    log.outputError = q.outputError;
+    log.loss = q.gptqLoss;
+    log.samples = samples;
+    log.damp = q.dampPercent;
+    log.seconds = q.seconds;
+    log.bitsPerWeight = q.bitsPerWeight();
+    log.residentBytes = residentBytes();
+    return log;
+}
+
+class Runner {
+public:
+    Runner(const JobPlan& plan, const ProgressCallback& progress, const CancelToken& cancel, const ModuleLogCallback& log)
+        : plan_(plan), progress_(progress), cancel_(cancel), log_(log),
+          checkpoint_(io::Checkpoint::open(plan.checkpoint)),
+          config_(model::ModelConfig::fromJson(checkpoint_.config(), (checkpoint_.root() / "config.json").string())),
+          weights_(std::make_shared<model::CheckpointWeights>(checkpoint_, config_)),
+          base_(config_, weights_) {}
+
+    JobResult run() {
+        const auto start = Clock::now();
+        setUpStreams();
+        for (int layer = 0; layer < config_.numLayers; ++layer) processLayer(layer);
+        evaluate();
+        if (plan_.perLayerKl && !plan_.evaluation.empty()) perLayerKl();
+        JobResult result;
+        const std::uint64_t kept = nonLinearBytes(checkpoint_);
+        for (auto& s : streams_) {
+            if (!s.failed()) summarize(s.result, kept);
+            else s.result.layers.clear();
+            result.methods.push_back(std::move(s.result));
+        }
+        result.calibrationTokens = tokenCount(plan_.calibration);
+        result.evaluationTokens = tokenCount(plan_.evaluation);
+        result.seconds = secondsSince(start);
+        report("done", config_.numLayers, config_.numLayers, 1.0, "finished");
+        return result;
+    }
+
+private:
+    void report(const std::string& stage, int step, int steps, double fraction, const std::string& message) {
+        if (progress_) progress_({stage, step, steps, fraction, message});
+    }
+
+    void setUpStreams() {
+        calibration_ = embedAll(base_, plan_.calibration);
+        evaluation_ = embedAll(base_, plan_.evaluation);
+        for (const auto& m : plan_.methods) {
+            MethodStream s{MethodResult{}, model::Transformer(config_, weights_), {}, evaluation_, false};
+            s.result.method = m;
+            s.ownCalibration = plan_.trueSequential && m.needsCalibration() && !plan_.calibration.empty();
+            if (s.ownCalibration) s.calibration = calibration_;
+            streams_.push_back(std::move(s));
+        }
+    }
+
+    void processLayer(int layer) {
+        const int L = config_.numLayers;
+        report("calibrate", layer + 1, L, 0.8 * layer / L, "layer " + std::to_string(layer + 1) + "/" + std::to_string(L));
+        LayerStatistics baseStats;
+        runLayerAll(base_, layer, calibration_, cancel_, baseStats.hook());
+        const model::LayerWeights& original = base_.layerWeights(layer);
+        for (std::size_t m = 0; m < streams_.size(); ++m) {
+            auto& s = streams_[m];
+            if (s.failed()) continue;
+            report("quantize", layer + 1, L, 0.8 * (layer + double(m) / streams_.size()) / L,
+                   s.result.method.label() + ", layer " + std::to_string(layer + 1) + "/" + std::to_string(L));
+            quantizeStream(s, layer, original, baseStats);
+        }
+        if (plan_.perLayerKl) layerInputs_.push_back(evaluation_);
+        runLayerAll(base_, layer, evaluation_, cancel_);
+    }
+
+    void quantizeStream(MethodStream& s, int layer, const model::LayerWeights& original, LayerStatistics& baseStats) {
+        std::optional<LayerStatistics> own;
+        if (s.ownCalibration) {
+            own.emplace();
+            Hidden inputs = s.calibration;   // the hook pass must not advance the stream
+            runLayerAll(s.model, layer, inputs, cancel_, own->hook());
+        }
+        LayerStatistics& stats = own ? *own : baseStats;
+        const auto start = Clock::now();
+        try {
+            QuantizedLayer q = quantizeLayer(s.result.method, original, stats, plan_.seed + std::uint64_t(layer), cancel_);
+            for (const auto& [module, linear] : q) {
+                s.model.overrideLinear(layer, module, linear);
+                const auto samples = stats.empty() ? 0 : stats.input(module).hessian.samples();
+                s.result.modules.push_back(logOf(s.result.method, layer, module, *linear, samples));
+                if (log_) log_(s.result.modules.back());
+            }
+            s.result.layers.push_back(std::move(q));
+        } catch (const Cancelled&) {
+            throw;
+        } catch (const Error& e) {
+            s.result.error = e.what();
+            return;
+        }
+        s.result.seconds += secondsSince(start);
+        if (s.ownCalibration) runLayerAll(s.model, layer, s.calibration, cancel_);
+        runLayerAll(s.model, layer, s.evaluation, cancel_);
+    }
+
+    // Positions 0 .. T-2 of a sequence have a next token to score.
+    static std::span<const model::TokenId> targetsOf(const std::vector<model::TokenId>& sequence) {
+        return std::span<const model::TokenId>(sequence).subspan(1);
+    }
+
+    void evaluate() {
+        if (plan_.evaluation.empty()) return;
+        std::vector<analysis::KlAccumulator> kl(streams_.size());
+        for (std::size_t i = 0; i < evaluation_.size(); ++i) {
+            cancel_.throwIfCancelled();
+            report("evaluate", int(i) + 1, int(evaluation_.size()), 0.8 + 0.05 * i / evaluation_.size(), "KL against the original");
+            const auto rows = evaluation_[i].rows() - 1;
+            const MatrixF base = base_.finalLogits(evaluation_[i]);
+            for (std::size_t m = 0; m < streams_.size(); ++m) {
+                if (streams_[m].failed()) continue;
+                const MatrixF quant = base_.finalLogits(streams_[m].evaluation[i]);
+                kl[m].add(base.topRows(rows), quant.topRows(rows), targetsOf(plan_.evaluation[i]));
+            }
+        }
+        for (std::size_t m = 0; m < streams_.size(); ++m)
+            if (!streams_[m].failed()) streams_[m].result.kl = kl[m].report();
+    }
+
+    // KL with only layer l quantized: the method's layer l, then the original layers after it.
+    void perLayerKl() {
+        const int L = config_.numLayers;
+        for (auto& s : streams_) s.result.perLayerKl.assign(std::size_t(L), std::nan(""));
+        for (int l = 0; l < L; ++l) {
+            report("per-layer KL", l + 1, L, 0.85 + 0.15 * l / L, "layer " + std::to_string(l + 1) + "/" + std::to_string(L));
+            std::vector<Hidden> hidden(streams_.size());
+            for (std::size_t m = 0; m < streams_.size(); ++m) {
+                if (streams_[m].failed()) continue;
+                hidden[m] = layerInputs_[std::size_t(l)];
+                runLayerAll(streams_[m].model, l, hidden[m], cancel_);
+            }
+            for (int after = l + 1; after < L; ++after)
+                for (std::size_t m = 0; m < streams_.size(); ++m)
+                    if (!streams_[m].failed()) runLayerAll(base_, after, hidden[m], cancel_);
+            scorePerLayer(l, hidden);
+        }
+    }
+
+    void scorePerLayer(int layer, const std::vector<Hidden>& hidden) {
+        std::vector<analysis::KlAccumulator> kl(streams_.size());
+        for (std::size_t i = 0; i < evaluation_.size(); ++i) {
+            cancel_.throwIfCancelled();
+            const auto rows = evaluation_[i].rows() - 1;
+            const MatrixF base = base_.finalLogits(evaluation_[i]);
+            for (std::size_t m = 0; m < streams_.size(); ++m) {
+                if (streams_[m].failed()) continue;
+                kl[m].add(base.topRows(rows), base_.finalLogits(hidden[m][i]).topRows(rows), targetsOf(plan_.evaluation[i]));
+            }
+        }
+        for (std::size_t m = 0; m < streams_.size(); ++m)
+            if (!streams_[m].failed()) streams_[m].result.perLayerKl[std::size_t(layer)] = kl[m].report().meanKld.value;
+    }
+
+    const JobPlan& plan_;
+    const ProgressCallback& progress_;
+    const CancelToken& cancel_;
+    const ModuleLogCallback& log_;
+    io::Checkpoint checkpoint_;
+    model::ModelConfig config_;
+    std::shared_ptr<const model::WeightSource> weights_;
+    model::Transformer base_;
+    Hidden calibration_;              // the original model's calibration stream
+    Hidden evaluation_;               // the original model's evaluation stream (final hidden states at the end)
+    std::vector<Hidden> layerInputs_; // the original evaluation hidden states at each layer's input (per-layer KL)
+    std::vector<MethodStream> streams_;
+};
+
+}  // namespace
+
+Job::Job(JobPlan plan) : plan_(std::move(plan)) {
+    if (plan_.methods.empty()) throw Error("the plan has no methods");
+    for (const auto& m : plan_.methods)
+        if (m.needsCalibration() && plan_.calibration.empty())
+            throw Error(m.label() + " needs calibration text, and none was given");
+}
+
+ResourceEstimate Job::estimate() const {
+    const io::Checkpoint checkpoint = io::Checkpoint::open(plan_.checkpoint);
+    WorkloadShape shape;
+    shape.config = model::ModelConfig::fromJson(checkpoint.config(), (checkpoint.root() / "config.json").string());
+    shape.methods = int(plan_.methods.size());
+    for (const auto& m : plan_.methods) {
+        if (plan_.trueSequential && m.needsCalibration()) ++shape.sequentialMethods;
+        shape.quantizeFlopsPerWeight += quantizeFlopsPerWeight(m, shape.config);
+    }
+    shape.calibrationTokens = tokenCount(plan_.calibration);
+    shape.evaluationTokens = tokenCount(plan_.evaluation);
+    shape.evaluationSequenceLength = plan_.evaluation.empty() ? 0 : int(plan_.evaluation.front().size());
+    shape.perLayerKl = plan_.perLayerKl;
+    return estimateResources(shape);
+}
+
+JobResult Job::run(const ProgressCallback& progress, const CancelToken& cancel, const ModuleLogCallback& moduleLog,
+                   bool force) {
+    const ResourceEstimate e = estimate();
+    if (!force && e.availableBytes > 0 && !e.fits())
+        throw Error("this plan does not fit in memory: " + e.describe() +
+                    "; use fewer methods, samples or tokens, or no per-layer KL");
+    if (progress) progress({"plan", 0, 0, 0.0, e.describe()});
+    Runner runner(plan_, progress, cancel, moduleLog);
+    return runner.run();
+}
+
+}  // namespace qs::pipeline

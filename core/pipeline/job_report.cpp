@@ -1,0 +1,75 @@
+#include "qs/pipeline/job_report.h"
+
+#include <cmath>
+
+namespace qs::pipeline {
+namespace {
+
+// JSON has no NaN: unmeasured values are written as null.
+nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+nlohmann::json toJson(const analysis::ValueWithUncertainty& v) {
+    return {{"value", number(v.value)}, {"uncertainty", number(v.uncertainty)}};
+}
+
+nlohmann::json toJson(const analysis::Distribution& d) {
+    return {{"min", number(d.minimum)}, {"0.1%", number(d.p0_1)}, {"1%", number(d.p1)}, {"5%", number(d.p5)},
+            {"10%", number(d.p10)}, {"median", number(d.median)}, {"90%", number(d.p90)}, {"95%", number(d.p95)},
+            {"99%", number(d.p99)}, {"99.9%", number(d.p99_9)}, {"max", number(d.maximum)}};
+}
+
+}  // namespace
+
+nlohmann::json toJson(const ModuleLog& m) {
+    return {{"method", m.method}, {"layer", m.layer}, {"module", m.module}, {"in_features", m.inFeatures},
+            {"out_features", m.outFeatures}, {"output_error", number(m.outputError)}, {"loss", number(m.loss)},
+            {"samples", m.samples}, {"damp", number(m.damp)}, {"time_s", number(m.seconds)},
+            {"bits_per_weight", number(m.bitsPerWeight)}, {"rss_bytes", m.residentBytes}};
+}
+
+nlohmann::json toJson(const analysis::KlReport& r) {
+    return {{"positions", r.count},
+            {"ppl_q", toJson(r.pplQ)},
+            {"ppl_base", toJson(r.pplBase)},
+            {"cor_ln_ppl", number(r.lnPplCorrelation)},
+            {"ln_ppl_ratio", toJson(r.lnPplRatio)},
+            {"ppl_ratio", toJson(r.pplRatio)},
+            {"ppl_diff", toJson(r.pplDiff)},
+            {"mean_kld", toJson(r.meanKld)},
+            {"kld", toJson(r.kld)},
+            {"mean_delta_p", toJson(r.meanDeltaP)},
+            {"delta_p", toJson(r.deltaP)},
+            {"rms_delta_p", toJson(r.rmsDeltaP)},
+            {"same_top_p", toJson(r.sameTop)}};
+}
+
+nlohmann::json toJson(const MethodResult& r) {
+    nlohmann::json out = {{"method", r.method.name}, {"label", r.method.label()}};
+    if (!r.error.empty()) {
+        out["error"] = r.error;
+        return out;
+    }
+    out["bits_per_weight"] = number(r.bitsPerWeight);
+    out["linear_bytes"] = r.linearBytes;
+    out["checkpoint_bytes"] = r.checkpointBytes;
+    out["time_s"] = number(r.seconds);
+    if (r.kl.count > 0) out["kl"] = toJson(r.kl);
+    if (!r.perLayerKl.empty()) {
+        nlohmann::json layers = nlohmann::json::array();
+        for (double v : r.perLayerKl) layers.push_back(number(v));
+        out["per_layer_mean_kld"] = layers;
+    }
+    nlohmann::json modules = nlohmann::json::array();
+    for (const auto& m : r.modules) modules.push_back(toJson(m));
+    out["modules"] = modules;
+    return out;
+}
+
+nlohmann::json toJson(const JobResult& r) {
+    nlohmann::json methods = nlohmann::json::array();
+    for (const auto& m : r.methods) methods.push_back(toJson(m));
+    return {{"calibration_tokens", r.calibrationTokens}, {"evaluation_tokens", r.evaluationTokens},
+            {"time_s", number(r.seconds)}, {"methods", methods}};
+}
+
+}  // namespace qs::pipeline

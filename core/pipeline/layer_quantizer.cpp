@@ -1,0 +1,132 @@
+#include "qs/pipeline/layer_quantizer.h"
+
+#include <chrono>
+#include <cmath>
+#include <vector>
+
+#include "qs/error.h"
+#include "qs/quant/awq.h"
+#include "qs/quant/fp8.h"
+#include "qs/quant/gptq.h"
+#include "qs/quant/mxfp4.h"
+#include "qs/quant/nf4.h"
+#include "qs/quant/nvfp4.h"
+#include "qs/quant/output_error.h"
+#include "qs/quant/rtn.h"
+#include "qs/quant/trellis.h"
+
+namespace qs::pipeline {
+namespace {
+
+const MatrixF& requireHessian(const MethodSpec& method, const MatrixF* h) {
+    if (h == nullptr) throw Error(method.label() + " needs calibration inputs");
+    return *h;
+}
+
+// The linears that read one input, in the order AutoAWQ searches them. o_proj is scaled through
+// v_proj's rows and down_proj through up_proj's, as AutoAWQ does "when shapes allow".
+const std::vector<std::vector<std::string_view>> kAwqGroups = {
+    {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"},
+    {"self_attn.o_proj"},
+    {"mlp.gate_proj", "mlp.up_proj"},
+    {"mlp.down_proj"},
+};
+
+// With grouped-query attention v_proj has fewer rows than o_proj has inputs, so no 1/s can be
+// folded into it: AutoAWQ leaves o_proj unscaled, and so do we (plain RTN on AutoAWQ's grid).
+bool awqCanScale(const std::vector<std::string_view>& group, const model::LayerWeights& weights) {
+    if (group.front() != "self_attn.o_proj") return true;
+    return weights.v.weight.rows() == weights.o.weight.cols();
+}
+
+std::vector<quant::QuantizedLinear> quantizeAwqGroup(const MethodSpec& method, const std::vector<std::string_view>& group,
+                                                     const model::LayerWeights& weights, LayerStatistics& statistics) {
+    if (statistics.empty()) throw Error(method.label() + " needs calibration inputs");
+    std::vector<const MatrixF*> ws;
+    for (auto module : group) ws.push_back(&weights.linear(module).weight);
+    quant::AwqOptions options;
+    options.bits = method.bits;
+    options.groupSize = method.groupSize;
+    options.sym = method.sym;
+    if (!awqCanScale(group, weights)) options.grid = 1;   // α = 0 only: RTN
+    const auto& input = statistics.input(group.front());
+    return quant::quantizeAwqFromStats(ws, input.hessian.meanAbs(), statistics.hessian(group.front()), options).linears;
+}
+
+QuantizedLayer quantizeAwqLayer(const MethodSpec& method, const model::LayerWeights& weights, LayerStatistics& statistics,
+                                const CancelToken& cancel) {
+    QuantizedLayer layer;
+    for (const auto& group : kAwqGroups) {
+        cancel.throwIfCancelled();
+        const auto start = std::chrono::steady_clock::now();
+        auto linears = quantizeAwqGroup(method, group, weights, statistics);
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        for (std::size_t i = 0; i < group.size(); ++i) {
+            linears[i].seconds = seconds / double(group.size());
+            layer.emplace(std::string(group[i]), std::make_shared<quant::QuantizedLinear>(std::move(linears[i])));
+        }
+    }
+    return layer;
+}
+
+}  // namespace
+
+quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& w, const MatrixF* h, double samples,
+                                      std::uint64_t seed) {
+    switch (method.kind) {
+    case MethodKind::Rtn: {
+        quant::RtnOptions options;
+        options.bits = method.bits;
+        options.groupSize = method.groupSize;
+        options.sym = method.sym;
+        options.rule = quant::GridRule::AutoAwq;
+        return quant::quantizeRtn(w, options);
+    }
+    case MethodKind::Gptq: {
+        quant::GptqOptions options;
+        options.bits = method.bits;
+        options.groupSize = method.groupSize;
+        options.actOrder = method.actOrder;
+        options.sym = method.sym;
+        options.samples = samples;
+        return quant::quantizeGptq(w, requireHessian(method, h), options);
+    }
+    case MethodKind::Fp8: return quant::quantizeFp8(w, quant::Fp8Scaling::Block, 128);
+    case MethodKind::Mxfp4: return quant::quantizeMxfp4(w);
+    case MethodKind::Nvfp4: return quant::quantizeNvfp4(w);
+    case MethodKind::Nf4: return quant::quantizeNf4(w);
+    case MethodKind::Trellis: {
+        quant::TrellisOptions options;
+        options.L = method.trellisL;
+        options.K = method.bits;
+        options.seed = seed;
+        return quant::quantizeTrellis(w, options);
+    }
+    case MethodKind::Awq: break;
+    }
+    throw Error(method.label() + " quantizes groups of linears: use quantizeLayer");
+}
+
+QuantizedLayer quantizeLayer(const MethodSpec& method, const model::LayerWeights& weights, LayerStatistics& statistics,
+                             std::uint64_t seed, const CancelToken& cancel) {
+    if (method.kind == MethodKind::Awq) return quantizeAwqLayer(method, weights, statistics, cancel);
+    QuantizedLayer layer;
+    for (std::string_view module : model::LayerWeights::kLinearModules) {
+        cancel.throwIfCancelled();
+        const auto start = std::chrono::steady_clock::now();
+        const MatrixF& w = weights.linear(module).weight;
+        const MatrixF* h = statistics.empty() ? nullptr : &statistics.hessian(module);
+        const double samples = statistics.empty() ? 0.0 : static_cast<double>(statistics.input(module).hessian.samples());
+        auto q = std::make_shared<quant::QuantizedLinear>(quantizeLinear(method, w, h, samples, seed));
+        if (h != nullptr && std::isnan(q->outputError)) {
+            const auto error = quant::outputErrorFromHessian(w, q->effectiveWeight(), *h);
+            q->outputError = error.relative;
+            q->outputMse = error.mse;
+        }
+        q->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        layer.emplace(std::string(module), std::move(q));
+    }
+    return layer;
+}
+
+}  // namespace qs::pipeline

@@ -1,0 +1,143 @@
+#include "qs/pipeline/method_spec.h"
+
+#include <charconv>
+#include <optional>
+
+#include "qs/error.h"
+
+namespace qs::pipeline {
+namespace {
+
+std::optional<int> parseInt(std::string_view s) {
+    int value = 0;
+    auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+    if (ec != std::errc() || end != s.data() + s.size() || s.empty()) return std::nullopt;
+    return value;
+}
+
+[[noreturn]] void badMethod(std::string_view name, std::string_view why) {
+    throw Error("unknown method '" + std::string(name) + "': " + std::string(why) +
+                " (known: rtnB, gptqB, gptqB-act, awqB, fp8, mxfp4, nvfp4, nf4, trellisK[-lL])");
+}
+
+// "gptq4-act" -> prefix "gptq", number 4, suffix "act".
+struct Parts {
+    std::string prefix;
+    std::optional<int> number;
+    std::string suffix;
+};
+
+Parts split(std::string_view name) {
+    Parts parts;
+    std::size_t i = 0;
+    while (i < name.size() && name[i] >= 'a' && name[i] <= 'z') ++i;
+    parts.prefix = name.substr(0, i);
+    std::size_t j = i;
+    while (j < name.size() && name[j] >= '0' && name[j] <= '9') ++j;
+    if (j > i) parts.number = parseInt(name.substr(i, j - i));
+    if (j < name.size()) {
+        if (name[j] != '-') badMethod(name, "unexpected character");
+        parts.suffix = name.substr(j + 1);
+    }
+    return parts;
+}
+
+int requireBits(std::string_view name, const Parts& parts, int lo, int hi) {
+    if (!parts.number) badMethod(name, "bits missing");
+    if (*parts.number < lo || *parts.number > hi)
+        badMethod(name, "bits must be " + std::to_string(lo) + ".." + std::to_string(hi));
+    return *parts.number;
+}
+
+}  // namespace
+
+std::string MethodSpec::label() const {
+    const std::string group = groupSize < 0 ? "per-row" : "g" + std::to_string(groupSize);
+    const std::string bitsText = std::to_string(bits);
+    switch (kind) {
+    case MethodKind::Rtn: return "RTN int" + bitsText + ", " + group;
+    case MethodKind::Gptq:
+        return "GPTQ int" + bitsText + ", " + group + (actOrder ? ", act-order" : "") + (sym ? ", sym" : "");
+    case MethodKind::Awq: return "AWQ int" + bitsText + ", " + group;
+    case MethodKind::Fp8: return "FP8 E4M3, 128x128 blocks";
+    case MethodKind::Mxfp4: return "MXFP4";
+    case MethodKind::Nvfp4: return "NVFP4";
+    case MethodKind::Nf4: return "NF4, blocks of 64, double quant";
+    case MethodKind::Trellis:
+        return "trellis (QTIP-style), L=" + std::to_string(trellisL) + ", K=" + bitsText;
+    }
+    return name;
+}
+
+bool MethodSpec::needsCalibration() const { return kind == MethodKind::Gptq || kind == MethodKind::Awq; }
+
+bool MethodSpec::integerGrid() const {
+    return kind == MethodKind::Rtn || kind == MethodKind::Gptq || kind == MethodKind::Awq;
+}
+
+MethodSpec parseMethod(std::string_view name, int groupSize) {
+    if (groupSize != -1 && groupSize <= 0) throw Error("group size must be positive or -1, got " + std::to_string(groupSize));
+    const Parts parts = split(name);
+    MethodSpec spec;
+    spec.groupSize = groupSize;
+    const auto noSuffix = [&] { if (!parts.suffix.empty()) badMethod(name, "unexpected suffix"); };
+    if (parts.prefix == "rtn") {
+        spec.kind = MethodKind::Rtn;
+        spec.bits = requireBits(name, parts, 2, 8);
+        noSuffix();
+    } else if (parts.prefix == "gptq") {
+        spec.kind = MethodKind::Gptq;
+        spec.bits = requireBits(name, parts, 2, 8);
+        for (std::string_view rest = parts.suffix; !rest.empty();) {
+            const std::size_t dash = std::min(rest.find('-'), rest.size());
+            const std::string_view flag = rest.substr(0, dash);
+            if (flag == "act") spec.actOrder = true;
+            else if (flag == "sym") spec.sym = true;
+            else badMethod(name, "unknown GPTQ option '" + std::string(flag) + "' (act, sym)");
+            rest = rest.substr(std::min(dash + 1, rest.size()));
+        }
+    } else if (parts.prefix == "awq") {
+        spec.kind = MethodKind::Awq;
+        spec.bits = requireBits(name, parts, 2, 8);
+        noSuffix();
+    } else if (parts.prefix == "fp" && parts.number == 8) {
+        spec.kind = MethodKind::Fp8, spec.bits = 8;
+        noSuffix();
+    } else if (parts.prefix == "mxfp" && parts.number == 4) {
+        spec.kind = MethodKind::Mxfp4;
+        noSuffix();
+    } else if (parts.prefix == "nvfp" && parts.number == 4) {
+        spec.kind = MethodKind::Nvfp4;
+        noSuffix();
+    } else if (parts.prefix == "nf" && parts.number == 4) {
+        spec.kind = MethodKind::Nf4;
+        noSuffix();
+    } else if (parts.prefix == "trellis") {
+        spec.kind = MethodKind::Trellis;
+        spec.bits = requireBits(name, parts, 1, 4);
+        if (!parts.suffix.empty()) {
+            const auto l = parts.suffix.size() > 1 && parts.suffix[0] == 'l' ? parseInt(parts.suffix.substr(1)) : std::nullopt;
+            if (!l || *l <= spec.bits || *l > 16) badMethod(name, "trellis state bits must be K < L <= 16");
+            spec.trellisL = *l;
+        }
+    } else {
+        badMethod(name, "no such method");
+    }
+    spec.name = std::string(name);
+    return spec;
+}
+
+std::vector<MethodSpec> parseMethodList(std::string_view list, int groupSize) {
+    std::vector<MethodSpec> specs;
+    std::size_t start = 0;
+    while (start <= list.size()) {
+        const std::size_t comma = std::min(list.find(',', start), list.size());
+        const std::string_view item = list.substr(start, comma - start);
+        if (!item.empty()) specs.push_back(parseMethod(item, groupSize));
+        start = comma + 1;
+    }
+    if (specs.empty()) throw Error("no methods given");
+    return specs;
+}
+
+}  // namespace qs::pipeline

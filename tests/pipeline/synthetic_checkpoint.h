@@ -1,0 +1,30 @@
+#pragma once
+// Writes small Llama-shaped checkpoints with random weights for the pipeline tests, optionally with
+// outlier input channels: a few hidden channels whose RMSNorm weights are scaled up, so every linear
+// reading the normed hidden state sees those channels much larger than the rest (what AWQ protects).
+#include <filesystem>
+#include <vector>
+
+#include "qs/model/tokenizer.h"
+
+namespace qs::test {
+
+struct SyntheticModel {
+    int layers = 2;
+    int hidden = 64;
+    int intermediate = 128;
+    int heads = 4;
+    int kvHeads = 2;
+    int vocab = 96;
+    std::vector<int> outlierChannels;   // hidden channels scaled by outlierScale in every RMSNorm
+    float outlierScale = 8.0f;
+    unsigned seed = 1;
+};
+
+void writeSyntheticCheckpoint(const std::filesystem::path& dir, const SyntheticModel& model);
+
+// Deterministic pseudo-text: `count` sequences of `length` token ids below `vocab`, with some
+// repetition so a model has structure to lose.
+std::vector<std::vector<model::TokenId>> syntheticTokens(int count, int length, int vocab, unsigned seed);
+
+}  // namespace qs::test

@@ -1,0 +1,155 @@
+// The pipeline end to end on small synthetic Llama-shaped checkpoints written by the test.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+
+#include "qs/error.h"
+#include "qs/pipeline/job.h"
+#include "synthetic_checkpoint.h"
+
+using namespace qs;
+using namespace qs::pipeline;
+
+namespace {
+
+std::filesystem::path tempDir(const std::string& name) {
+    auto dir = std::filesystem::temp_directory_path() / ("qs_pipeline_" + name + "_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    return dir;
+}
+
+JobPlan planFor(const std::filesystem::path& dir, const std::string& methods, int groupSize = 32) {
+    JobPlan plan;
+    plan.checkpoint = dir;
+    plan.methods = parseMethodList(methods, groupSize);
+    plan.calibration = test::syntheticTokens(8, 64, 96, 11);
+    plan.evaluation = test::syntheticTokens(4, 64, 96, 12);
+    return plan;
+}
+
+const MethodResult& find(const JobResult& r, const std::string& name) {
+    for (const auto& m : r.methods)
+        if (m.method.name == name) return m;
+    throw std::runtime_error("no result for " + name);
+}
+
+class JobTest : public ::testing::Test {
+protected:
+    static void SetUpTestSuite() {
+        dir_ = tempDir("plain");
+        test::writeSyntheticCheckpoint(dir_, {});
+    }
+    static void TearDownTestSuite() { std::filesystem::remove_all(dir_); }
+    static std::filesystem::path dir_;
+};
+std::filesystem::path JobTest::dir_;
+
+}  // namespace
+
+TEST_F(JobTest, KlOrdersMethodsByPrecision) {
+    Job job(planFor(dir_, "fp8,rtn4,rtn2,gptq4"));
+    const JobResult r = job.run({}, CancelToken{});
+    ASSERT_EQ(r.methods.size(), 4u);
+    for (const auto& m : r.methods) {
+        ASSERT_TRUE(m.error.empty()) << m.method.name << ": " << m.error;
+        EXPECT_EQ(m.kl.count, 4u * 63u);
+        EXPECT_GT(m.kl.meanKld.value, 0.0) << m.method.name;
+        EXPECT_EQ(m.layers.size(), 2u);
+        EXPECT_EQ(m.modules.size(), 14u);
+    }
+    const double fp8 = find(r, "fp8").kl.meanKld.value;
+    const double rtn4 = find(r, "rtn4").kl.meanKld.value;
+    const double rtn2 = find(r, "rtn2").kl.meanKld.value;
+    const double gptq4 = find(r, "gptq4").kl.meanKld.value;
+    EXPECT_LT(fp8, rtn4);
+    EXPECT_LT(rtn4, rtn2);
+    EXPECT_LT(gptq4, rtn4);
+    // Bits per weight: 4-bit codes + an f16 scale and a 4-bit zero per 32 weights.
+    EXPECT_NEAR(find(r, "rtn4").bitsPerWeight, 4.0 + 20.0 / 32.0, 1e-9);
+    EXPECT_NEAR(find(r, "fp8").bitsPerWeight, 8.0, 0.1);
+    EXPECT_EQ(r.calibrationTokens, 8u * 64u);
+    // Every module carries its output error on the calibration inputs; 2 bits hurt more than 4.
+    for (std::size_t i = 0; i < 14; ++i) {
+        EXPECT_GT(find(r, "rtn2").modules[i].outputError, find(r, "rtn4").modules[i].outputError);
+        EXPECT_LT(find(r, "rtn4").modules[i].outputError, 0.5);
+    }
+}
+
+TEST_F(JobTest, PerLayerKlIsMeasuredForEveryLayer) {
+    JobPlan plan = planFor(dir_, "rtn2,rtn4");
+    plan.perLayerKl = true;
+    const JobResult r = Job(std::move(plan)).run({}, CancelToken{});
+    for (const auto& m : r.methods) {
+        ASSERT_EQ(m.perLayerKl.size(), 2u);
+        for (double kl : m.perLayerKl) EXPECT_GT(kl, 0.0);
+        // Quantizing one layer does less damage than quantizing both.
+        EXPECT_LT(m.perLayerKl[0], m.kl.meanKld.value * 1.5);
+    }
+    EXPECT_GT(find(r, "rtn2").perLayerKl[0], find(r, "rtn4").perLayerKl[0]);
+}
+
+TEST_F(JobTest, EightBitRtnIsNearLossless) {
+    // 255 levels per group of 32 leave an error ~60x smaller than 4 levels: KL scales with its square.
+    const JobResult r = Job(planFor(dir_, "rtn8,rtn2", 32)).run({}, CancelToken{});
+    EXPECT_LT(find(r, "rtn8").kl.meanKld.value, 1e-3 * find(r, "rtn2").kl.meanKld.value + 1e-6);
+    EXPECT_GT(find(r, "rtn8").kl.sameTop.value, 0.97);
+}
+
+TEST_F(JobTest, ProgressIsReportedAndCancelStopsQuickly) {
+    Job job(planFor(dir_, "rtn4,gptq4,fp8"));
+    CancelToken cancel;
+    std::atomic<int> reports{0};
+    auto cancelledAt = std::chrono::steady_clock::now();
+    auto progress = [&](const Progress& p) {
+        if (++reports == 3) {
+            cancel.cancel();
+            cancelledAt = std::chrono::steady_clock::now();
+        }
+        EXPECT_GE(p.fraction, 0.0);
+        EXPECT_LE(p.fraction, 1.0);
+    };
+    EXPECT_THROW(job.run(progress, cancel), Cancelled);
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - cancelledAt).count();
+    EXPECT_LT(seconds, 1.0);
+    EXPECT_GE(reports.load(), 3);
+}
+
+TEST_F(JobTest, MethodThatCannotApplyIsReportedAndOthersGoOn) {
+    // Trellis needs groups of 256 columns; this model is 64 wide.
+    const JobResult r = Job(planFor(dir_, "trellis2,rtn4")).run({}, CancelToken{});
+    EXPECT_FALSE(find(r, "trellis2").error.empty());
+    EXPECT_TRUE(find(r, "rtn4").error.empty());
+    EXPECT_GT(find(r, "rtn4").kl.meanKld.value, 0.0);
+}
+
+TEST_F(JobTest, CalibratedMethodsNeedCalibrationText) {
+    JobPlan plan = planFor(dir_, "gptq4");
+    plan.calibration.clear();
+    EXPECT_THROW(Job{std::move(plan)}, Error);
+}
+
+TEST_F(JobTest, EstimateGrowsWithTheWork) {
+    const ResourceEstimate one = Job(planFor(dir_, "rtn4")).estimate();
+    const ResourceEstimate many = Job(planFor(dir_, "rtn4,rtn2,fp8,gptq4,nf4")).estimate();
+    EXPECT_GT(many.peakBytes, one.peakBytes);
+    EXPECT_GT(many.seconds, one.seconds);
+    EXPECT_GT(one.availableBytes, 0u);
+    EXPECT_NE(one.describe().find("predicted peak memory"), std::string::npos);
+}
+
+TEST(JobOutliers, AwqBeatsRtnOnOutlierChannels) {
+    // A few input channels 8x larger than the rest, as real LLMs develop: AWQ's per-channel scales
+    // protect the weights that meet them.
+    const auto dir = tempDir("outliers");
+    test::SyntheticModel model;
+    model.outlierChannels = {3, 17, 40, 51};
+    model.outlierScale = 8.0f;
+    test::writeSyntheticCheckpoint(dir, model);
+    const JobResult r = Job(planFor(dir, "rtn4,awq4", 32)).run({}, CancelToken{});
+    std::filesystem::remove_all(dir);
+    const double rtn = find(r, "rtn4").kl.meanKld.value;
+    const double awq = find(r, "awq4").kl.meanKld.value;
+    EXPECT_LT(awq, 0.7 * rtn) << "AWQ " << awq << " vs RTN " << rtn;
+}
