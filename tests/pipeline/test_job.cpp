@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "qs/error.h"
+#include "qs/model/tokenizer.h"
 #include "qs/pipeline/job.h"
 #include "synthetic_checkpoint.h"
 
@@ -152,4 +153,25 @@ TEST(JobOutliers, AwqBeatsRtnOnOutlierChannels) {
     const double rtn = find(r, "rtn4").kl.meanKld.value;
     const double awq = find(r, "awq4").kl.meanKld.value;
     EXPECT_LT(awq, 0.7 * rtn) << "AWQ " << awq << " vs RTN " << rtn;
+}
+
+// The seed's comparison on the bundled demo (a small Qwen3 trained on The Verdict): the orderings it
+// reports must hold on a real trained model, not only on random weights.
+TEST(JobDemo, ReproducesTheSeedsOrdering) {
+    const std::filesystem::path demo = std::filesystem::path(QS_RESOURCES_DIR) / "demo";
+    const model::Tokenizer tokenizer = model::Tokenizer::fromFile(demo);
+    JobPlan plan;
+    plan.checkpoint = demo;
+    plan.methods = parseMethodList("rtn4,gptq4,gptq4-act,fp8,mxfp4,nvfp4,rtn2", 64);
+    plan.calibration = tokenWindows(tokenizer, loadTexts(demo / "calibration.txt"), 16, 128, "calibration.txt");
+    plan.evaluation = tokenWindows(tokenizer, loadTexts(demo / "eval.txt"), 16, 128, "eval.txt");
+    const JobResult r = Job(std::move(plan)).run({}, CancelToken{});
+    const auto kl = [&](const std::string& name) { return find(r, name).kl.meanKld.value; };
+    EXPECT_LT(kl("gptq4"), 0.5 * kl("rtn4"));
+    EXPECT_LE(kl("gptq4-act"), kl("gptq4") * 1.1);
+    EXPECT_LT(kl("fp8"), kl("rtn4"));
+    EXPECT_LT(kl("nvfp4"), kl("mxfp4"));
+    EXPECT_LT(kl("rtn4"), kl("rtn2"));
+    EXPECT_NEAR(find(r, "mxfp4").bitsPerWeight, 4.25, 1e-9);
+    EXPECT_NEAR(find(r, "nvfp4").bitsPerWeight, 4.5, 0.01);
 }
