@@ -1,0 +1,56 @@
+#include <QFile>
+#include <QImage>
+#include <QTemporaryDir>
+
+#include "histogram_page.h"
+#include "main_window.h"
+#include "plot_export.h"
+#include "plot_view.h"
+#include "qt_test_support.h"
+
+namespace qs::gui::test {
+namespace {
+
+class PlotExportTest : public QtAppTest {};
+
+TEST_F(PlotExportTest, CsvQuotesWhatNeedsQuoting) {
+    CsvTable table;
+    table.header = {QStringLiteral("name"), QStringLiteral("value")};
+    table.rows.append({QStringLiteral("a,b"), QStringLiteral("1")});
+    table.rows.append({QStringLiteral("say \"hi\""), QStringLiteral("2")});
+    EXPECT_EQ(toCsv(table), "name,value\n\"a,b\",1\n\"say \"\"hi\"\"\",2\n");
+}
+
+TEST_F(PlotExportTest, HistogramExportsPngPdfAndCsv) {
+    MainWindow window(MainWindow::Settings::Ignore);
+    window.show();
+    ASSERT_TRUE(window.openPath(kStories));
+    ASSERT_TRUE(waitUntil([&] { return !window.isBusy(); }));
+    PlotView& plot = *window.histogramPage()->plot();
+    QString failure;
+    QObject::connect(&plot, &PlotView::exportFailed, [&](const QString& m) { failure = m; });
+
+    QTemporaryDir dir;
+    plot.exportTo(ExportFormat::Png, dir.filePath(QStringLiteral("h.png")));
+    plot.exportTo(ExportFormat::Pdf, dir.filePath(QStringLiteral("h.pdf")));
+    plot.exportTo(ExportFormat::Csv, dir.filePath(QStringLiteral("h.csv")));
+    EXPECT_TRUE(failure.isEmpty()) << failure.toStdString();
+
+    const QImage png(dir.filePath(QStringLiteral("h.png")));
+    EXPECT_EQ(png.size(), plot.size());
+    EXPECT_GT(QFileInfo(dir.filePath(QStringLiteral("h.pdf"))).size(), 1000);
+    QFile csv(dir.filePath(QStringLiteral("h.csv")));
+    ASSERT_TRUE(csv.open(QIODevice::ReadOnly));
+    const QStringList lines = QString::fromUtf8(csv.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
+    ASSERT_EQ(lines.size(), 129);   // header + 128 bins
+    EXPECT_EQ(lines[0], "bin,lower,upper,count");
+    qulonglong total = 0;
+    for (int i = 1; i < lines.size(); ++i) total += lines[i].section(QLatin1Char(','), 3, 3).toULongLong();
+    EXPECT_EQ(total, 64u * 64u);
+
+    plot.exportTo(ExportFormat::Png, dir.filePath(QStringLiteral("missing-folder/h.png")));
+    EXPECT_FALSE(failure.isEmpty());
+}
+
+}  // namespace
+}  // namespace qs::gui::test
