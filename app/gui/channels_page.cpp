@@ -49,6 +49,7 @@ ChannelsPage::ChannelsPage(QWidget* parent)
     tableView_->verticalHeader()->hide();
     tableView_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     tableView_->horizontalHeader()->setStretchLastSection(true);
+    tableView_->setMinimumWidth(330);   // all four columns readable without a scroll bar
 
     auto* exportButton = new QToolButton(this);
     exportButton->setText(tr("Export"));
@@ -68,7 +69,7 @@ ChannelsPage::ChannelsPage(QWidget* parent)
     splitter->addWidget(tableView_);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 1);
-    splitter->setSizes({700, 260});
+    splitter->setSizes({620, 340});
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(controls);
     layout->addWidget(splitter, 1);

@@ -1,6 +1,8 @@
 #include "plot_export.h"
 
 #include <QFile>
+#include <QPageSize>
+#include <QPdfWriter>
 #include <QSaveFile>
 #include <qcustomplot.h>
 
@@ -41,11 +43,31 @@ QString writeCsv(const QString& path, const CsvTable& table) {
     return {};
 }
 
+namespace {
+
+// QCustomPlot::savePdf goes through QPrinter, whose CUPS plugin can block for many seconds where no
+// print server answers; QPdfWriter writes the same vector page without asking one.
+bool savePdf(QCustomPlot& plot, const QString& path) {
+    QPdfWriter writer(path);
+    writer.setCreator(QStringLiteral("QuantScope"));
+    writer.setPageSize(QPageSize(QSizeF(plot.width(), plot.height()), QPageSize::Point));
+    writer.setPageMargins(QMarginsF(0, 0, 0, 0));
+    QCPPainter painter;
+    if (!painter.begin(&writer)) return false;
+    painter.setMode(QCPPainter::pmVectorized);
+    painter.setMode(QCPPainter::pmNoCaching);
+    painter.setWindow(0, 0, plot.width(), plot.height());   // plot pixels onto the whole page
+    plot.toPainter(&painter, plot.width(), plot.height());
+    return painter.end();
+}
+
+}  // namespace
+
 QString savePlotImage(QCustomPlot& plot, const QString& path, ExportFormat format) {
     bool ok = false;
     switch (format) {
         case ExportFormat::Png: ok = plot.savePng(path, plot.width(), plot.height()); break;
-        case ExportFormat::Pdf: ok = plot.savePdf(path, plot.width(), plot.height()); break;
+        case ExportFormat::Pdf: ok = savePdf(plot, path); break;
         case ExportFormat::Csv: return QStringLiteral("CSV is not an image format");
     }
     return ok ? QString() : QStringLiteral("Cannot write %1").arg(path);
