@@ -8,6 +8,7 @@
 #include "progress_bar.h"
 #include "qs/analysis/tensor_stats.h"
 #include "qs/error.h"
+#include "qs/formats/detect.h"
 #include "qs/io/checkpoint.h"
 #include "sigint_cancel.h"
 
@@ -19,6 +20,7 @@ struct InspectOptions {
     bool json = false;
     bool tensors = false;
     bool stats = false;
+    bool layers = false;
     std::string filter;
     int threads = 0;
 };
@@ -70,6 +72,9 @@ void runInspect(const InspectOptions& options) {
     report.listTensors = options.tensors || options.stats || !options.filter.empty();
     if (report.listTensors) report.tensors = selectTensors(checkpoint, options.filter);
     if (options.stats) addStats(checkpoint, report.tensors, options.threads);
+    for (auto& linear : formats::describeLayers(checkpoint))
+        if (linear.scheme != "dense") report.quantizedLinears.push_back(std::move(linear));
+    report.listLayers = options.layers;
 
     // Rendered completely before anything is written, so that a failure leaves stdout empty.
     const std::string output = options.json ? renderJson(report).dump(2) + "\n" : renderText(report);
@@ -85,6 +90,8 @@ void registerInspect(CLI::App& app) {
         ->required();
     command->add_flag("--json", options->json, "Print the report as JSON");
     command->add_flag("--tensors", options->tensors, "List every tensor: name, dtype, shape, bytes");
+    command->add_flag("--layers", options->layers,
+                      "List every quantized linear: bits, group size, act-order, symmetry");
     command->add_flag("--stats", options->stats,
                       "Add min/max/mean/std and NaN/Inf counts per tensor (reads all data; implies --tensors)");
     command->add_option("--filter", options->filter,

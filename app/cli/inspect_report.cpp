@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdio>
+#include <map>
 #include <sstream>
 
 #include "human_format.h"
@@ -52,6 +53,31 @@ void dtypeLines(std::ostream& out, const io::CheckpointSummary& summary) {
     }
 }
 
+// "224 linears: 196 int4 g128 act-order sym, 28 int8 g128 sym" — how many share each scheme.
+void quantizedLines(std::ostream& out, const std::vector<formats::LayerQuantInfo>& linears) {
+    if (linears.empty()) return;
+    std::map<std::string, int> schemes;
+    for (const auto& l : linears) ++schemes[l.summary()];
+    std::string text = std::to_string(linears.size()) + (linears.size() == 1 ? " linear:" : " linears:");
+    const char* separator = " ";
+    for (const auto& [scheme, count] : schemes) {
+        text += separator + std::to_string(count) + " " + scheme;
+        separator = ", ";
+    }
+    field(out, "Quantized", text);
+}
+
+void layerLines(std::ostream& out, const std::vector<formats::LayerQuantInfo>& linears) {
+    TextTable table({{"linear", TextTable::Align::Left}, {"bits", TextTable::Align::Right},
+                     {"group", TextTable::Align::Right}, {"act-order", TextTable::Align::Left},
+                     {"sym", TextTable::Align::Left}, {"shape", TextTable::Align::Left}, {"scheme", TextTable::Align::Left}});
+    for (const auto& l : linears)
+        table.addRow({l.ref.label(), std::to_string(l.bits), std::to_string(l.groupSize), l.actOrder ? "yes" : "no",
+                      l.symmetric ? "yes" : "no", formatShape({l.rows, l.cols}), l.summary()});
+    out << '\n';
+    table.print(out);
+}
+
 void summaryLines(std::ostream& out, const InspectReport& report) {
     const io::CheckpointSummary& s = report.summary;
     field(out, "Checkpoint", report.path.string());
@@ -67,6 +93,7 @@ void summaryLines(std::ostream& out, const InspectReport& report) {
     field(out, "Size on disk", formatBytes(s.sizeOnDisk) + " (" +
                                    formatGrouped(static_cast<std::int64_t>(s.sizeOnDisk)) + " bytes)");
     field(out, "Quantization", orUnknown(s.quantizationFormat));
+    quantizedLines(out, report.quantizedLinears);
     field(out, "Tokenizer", s.hasTokenizer ? "yes" : "no");
 }
 
@@ -123,6 +150,7 @@ nlohmann::json tensorJson(const InspectedTensor& t) {
 std::string renderText(const InspectReport& report) {
     std::ostringstream out;
     summaryLines(out, report);
+    if (report.listLayers && !report.quantizedLinears.empty()) layerLines(out, report.quantizedLinears);
     if (report.listTensors) tensorSection(out, report);
     return out.str();
 }
@@ -144,6 +172,12 @@ nlohmann::json renderJson(const InspectReport& report) {
                      {"has_tokenizer", s.hasTokenizer},
                      {"shards", report.shardCount},
                      {"tensor_count", report.tensorCount}};
+    nlohmann::json quantized = nlohmann::json::array();
+    for (const auto& l : report.quantizedLinears)
+        quantized.push_back({{"linear", l.ref.label()}, {"codec", l.codec}, {"scheme", l.scheme}, {"bits", l.bits},
+                             {"group_size", l.groupSize}, {"act_order", l.actOrder}, {"sym", l.symmetric},
+                             {"rows", l.rows}, {"cols", l.cols}, {"summary", l.summary()}});
+    j["quantized_linears"] = std::move(quantized);
     if (report.listTensors) {
         if (!report.filter.empty()) j["filter"] = report.filter;
         nlohmann::json tensors = nlohmann::json::array();

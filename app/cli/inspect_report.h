@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qs/analysis/tensor_stats.h"
+#include "qs/formats/linear_codec.h"
 #include "qs/io/checkpoint.h"
 
 namespace qs::cli {
@@ -27,6 +28,8 @@ struct InspectReport {
     std::string filter;                  // "" when every tensor is listed
     bool listTensors = false;            // --tensors, --stats or --filter
     std::vector<InspectedTensor> tensors;
+    std::vector<formats::LayerQuantInfo> quantizedLinears;   // every linear stored quantized
+    bool listLayers = false;             // --layers: one line per quantized linear
 };
 
 std::string renderText(const InspectReport& report);
