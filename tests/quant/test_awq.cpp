@@ -14,17 +14,13 @@
 #include "qs/quant/output_error.h"
 #include "qs/quant/rtn.h"
 
+#include "quant_test_data.h"
+
 using namespace qs;
 using namespace qs::quant;
 
 namespace {
 
-const std::string kDir = std::string(QS_TEST_DATA_DIR) + "/quant/";
-
-double seedNumber(const char* key) {
-    std::ifstream in(kDir + "seed_reference.json");
-    return nlohmann::json::parse(in).at(key).get<double>();
-}
 
 // Lesson example 4's inputs: independent N(0, 1) channels, the first `salient` eight times larger;
 // example 5's: a shared component plus 0.5 noise (correlated), the same salient channels.
@@ -66,18 +62,18 @@ double testMseAt(const MatrixF& w, const VectorF& mean, double alpha, int bits, 
 }  // namespace
 
 TEST(Awq, MatchesSeedSearch) {
-    const auto file = io::SafetensorsFile::open(kDir + "seed_reference.safetensors");
+    const auto file = qs::quant::testing::seedReference();
     const MatrixF w = file.tensor("W").toMatrix(), x = file.tensor("X").toMatrix();
     const AwqResult r = quantizeAwq({&w}, x, {.bits = 4, .groupSize = 128});
-    EXPECT_DOUBLE_EQ(r.alpha, seedNumber("awq_alpha"));
+    EXPECT_DOUBLE_EQ(r.alpha, qs::quant::testing::seedFigure("awq_alpha"));
     EXPECT_FLOAT_EQ(static_cast<float>(r.alpha), file.tensor("awq_g128.alpha").toMatrix()(0, 0));
     const MatrixF s = file.tensor("awq_g128.scales").toMatrix();
     for (std::int64_t c = 0; c < 512; ++c) ASSERT_NEAR(r.scales[static_cast<std::size_t>(c)], s(0, c), 1e-5f * s(0, c)) << c;
     const double mse = outputErrorFromInputs(w, r.linears[0].effectiveWeight(), x).mse;
-    EXPECT_NEAR(mse, seedNumber("awq_g128_output_mse"), 0.01 * seedNumber("awq_g128_output_mse"));
+    EXPECT_NEAR(mse, qs::quant::testing::seedFigure("awq_g128_output_mse"), 0.01 * qs::quant::testing::seedFigure("awq_g128_output_mse"));
     EXPECT_NEAR(r.linears[0].outputMse, mse, 1e-4 * mse);
-    EXPECT_LT(mse, 0.7 * seedNumber("rtn_g128_output_mse"));
-    std::printf("seed awq: alpha %.2f, mse %.6g (seed %.6g)\n", r.alpha, mse, seedNumber("awq_g128_output_mse"));
+    EXPECT_LT(mse, 0.7 * qs::quant::testing::seedFigure("rtn_g128_output_mse"));
+    std::printf("seed awq: alpha %.2f, mse %.6g (seed %.6g)\n", r.alpha, mse, qs::quant::testing::seedFigure("awq_g128_output_mse"));
     // From the accumulator's statistics alone: the same choice.
     HessianAccumulator acc(512);
     acc.add(x, 300);
@@ -86,7 +82,7 @@ TEST(Awq, MatchesSeedSearch) {
 }
 
 TEST(Awq, AlphaZeroIsRtnBitForBit) {
-    const auto file = io::SafetensorsFile::open(kDir + "seed_reference.safetensors");
+    const auto file = qs::quant::testing::seedReference();
     const MatrixF w = file.tensor("W").toMatrix(), x = file.tensor("X").toMatrix();
     const AwqResult r = quantizeAwq({&w}, x, {.bits = 4, .groupSize = 128, .grid = 1});   // α = 0 only
     ASSERT_EQ(r.alpha, 0.0);
@@ -96,7 +92,7 @@ TEST(Awq, AlphaZeroIsRtnBitForBit) {
     EXPECT_EQ(r.linears[0].scales, rtn.scales);
     EXPECT_EQ(r.linears[0].zeros, rtn.zeros);
     EXPECT_EQ(r.linears[0].effectiveWeight(), rtn.dequantize());
-    EXPECT_NEAR(r.gridError[0], seedNumber("rtn_g128_output_mse"), 1e-4 * seedNumber("rtn_g128_output_mse"));
+    EXPECT_NEAR(r.gridError[0], qs::quant::testing::seedFigure("rtn_g128_output_mse"), 1e-4 * qs::quant::testing::seedFigure("rtn_g128_output_mse"));
 }
 
 // Lesson example 4: 2 of 32 channels 8x larger; α = 0.2 cut the test error by 39% (5.149e-04 ->

@@ -17,17 +17,13 @@
 #include "qs/quant/rtn.h"
 #include "java_random.h"
 
+#include "quant_test_data.h"
+
 using namespace qs;
 using namespace qs::quant;
 
 namespace {
 
-const std::string kDir = std::string(QS_TEST_DATA_DIR) + "/quant/";
-
-double seedNumber(const char* key) {
-    std::ifstream in(kDir + "seed_reference.json");
-    return nlohmann::json::parse(in).at(key).get<double>();
-}
 
 // Correlated inputs as in the lesson: a shared component plus 0.5 noise; `salient` channels scaled.
 MatrixF correlatedInputs(std::int64_t tokens, std::int64_t n, std::mt19937& gen, int salient = 0, float factor = 8.0f) {
@@ -88,7 +84,7 @@ struct Fixture {
 };
 
 Fixture seedFixture() {
-    const auto file = io::SafetensorsFile::open(kDir + "seed_reference.safetensors");
+    const auto file = qs::quant::testing::seedReference();
     return {file.tensor("W").toMatrix(), file.tensor("X").toMatrix(), file.tensor("H").toMatrix()};
 }
 
@@ -96,7 +92,7 @@ Fixture seedFixture() {
 
 TEST(Gptq, MatchesSeedReference) {
     const Fixture f = seedFixture();
-    const auto file = io::SafetensorsFile::open(kDir + "seed_reference.safetensors");
+    const auto file = qs::quant::testing::seedReference();
     const QuantizedLinear q = quantizeGptq(f.w, f.h, {.bits = 4, .groupSize = 128, .sym = false});
     const double same = agreement(q.codes, file.tensor("gptq_g128.codes").toMatrix());
     EXPECT_GE(same, 0.999);
@@ -105,7 +101,7 @@ TEST(Gptq, MatchesSeedReference) {
     EXPECT_LT((q.scales - scales).cwiseAbs().maxCoeff(), 1e-4f * scales.cwiseAbs().maxCoeff());
     EXPECT_GE(((q.zeros - zeros).array() == 0).cast<double>().mean(), 0.99);
     const OutputError e = outputErrorFromInputs(f.w, q.dequantize(), f.x);
-    const double seedMse = seedNumber("gptq_g128_output_mse");
+    const double seedMse = qs::quant::testing::seedFigure("gptq_g128_output_mse");
     EXPECT_NEAR(e.mse, seedMse, 0.01 * seedMse);
     EXPECT_NEAR(q.outputMse, e.mse, 1e-3 * e.mse);   // from the loss identity, without X
     EXPECT_NEAR(q.outputError, e.relative, 1e-3 * e.relative);
@@ -117,7 +113,7 @@ TEST(Gptq, MatchesSeedReference) {
 
 TEST(Gptq, ActOrderMatchesSeedReference) {
     const Fixture f = seedFixture();
-    const auto file = io::SafetensorsFile::open(kDir + "seed_reference.safetensors");
+    const auto file = qs::quant::testing::seedReference();
     const QuantizedLinear q = quantizeGptq(f.w, f.h, {.bits = 4, .groupSize = 128, .actOrder = true, .sym = false});
     const MatrixF gIdx = file.tensor("gptq_g128_act.g_idx").toMatrix();
     ASSERT_EQ(q.gIdx.size(), 512u);
@@ -125,7 +121,7 @@ TEST(Gptq, ActOrderMatchesSeedReference) {
     const double same = agreement(q.codes, file.tensor("gptq_g128_act.codes").toMatrix());
     EXPECT_GE(same, 0.999);
     const OutputError e = outputErrorFromInputs(f.w, q.dequantize(), f.x);
-    const double seedMse = seedNumber("gptq_g128_act_output_mse");
+    const double seedMse = qs::quant::testing::seedFigure("gptq_g128_act_output_mse");
     EXPECT_NEAR(e.mse, seedMse, 0.01 * seedMse);
     EXPECT_NEAR(q.outputMse, e.mse, 1e-3 * e.mse);
     std::printf("seed gptq_g128_act: codes %.4f%% identical, mse %.6g (seed %.6g)\n", 100 * same, e.mse, seedMse);

@@ -12,17 +12,13 @@
 #include "qs/quant/output_error.h"
 #include "qs/quant/rtn.h"
 
+#include "quant_test_data.h"
+
 using namespace qs;
 using namespace qs::quant;
 
 namespace {
 
-const std::string kDir = std::string(QS_TEST_DATA_DIR) + "/quant/";
-
-double seedNumber(const char* key) {
-    std::ifstream in(kDir + "seed_reference.json");
-    return nlohmann::json::parse(in).at(key).get<double>();
-}
 
 MatrixF randomMatrix(std::int64_t rows, std::int64_t cols, unsigned seed, float sd = 0.02f) {
     std::mt19937 gen(seed);
@@ -35,7 +31,7 @@ MatrixF randomMatrix(std::int64_t rows, std::int64_t cols, unsigned seed, float 
 }  // namespace
 
 TEST(Rtn, MatchesSeedAutoAwqQuantizerBitForBit) {
-    const auto file = io::SafetensorsFile::open(kDir + "seed_reference.safetensors");
+    const auto file = qs::quant::testing::seedReference();
     const MatrixF w = file.tensor("W").toMatrix();
     const MatrixF x = file.tensor("X").toMatrix();
     const MatrixF codes = file.tensor("rtn_g128.codes").toMatrix();
@@ -57,7 +53,7 @@ TEST(Rtn, MatchesSeedAutoAwqQuantizerBitForBit) {
         }
     // The seed's figure: mean over tokens and outputs of (X Qᵀ - X Wᵀ)².
     const OutputError e = outputErrorFromInputs(w, q.dequantize(), x);
-    EXPECT_NEAR(e.mse, seedNumber("rtn_g128_output_mse"), 1e-4 * seedNumber("rtn_g128_output_mse"));
+    EXPECT_NEAR(e.mse, qs::quant::testing::seedFigure("rtn_g128_output_mse"), 1e-4 * qs::quant::testing::seedFigure("rtn_g128_output_mse"));
     // ... and the same number from H alone.
     const MatrixF h = file.tensor("H").toMatrix();
     const QuantizedLinear qh = quantizeRtn(w, {.bits = 4, .groupSize = 128}, &h);
