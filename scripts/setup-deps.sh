@@ -8,6 +8,8 @@ packages=(
   libeigen3-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libicu-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   xvfb xauth
+  # install and .deb: PNG icons from the SVG, the man page, the validators, dpkg-shlibdeps
+  librsvg2-bin help2man desktop-file-utils appstream dpkg-dev file
 )
 
 missing=()
