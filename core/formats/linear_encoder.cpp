@@ -1,0 +1,54 @@
+// The registry of encoders: every layout QuantScope writes, by the name users pass to --format.
+#include "qs/formats/linear_encoder.h"
+
+#include "encoders.h"
+#include "qs/error.h"
+
+namespace qs::formats {
+
+std::vector<const LinearEncoder*> allEncoders() {
+    return {
+        &detail::gptqV1Encoder(),
+        &detail::gptqV2Encoder(),
+        &detail::awqGemmEncoder(),
+        &detail::fp8BlockEncoder(),
+        &detail::ctFp8DynamicEncoder(),
+    };
+}
+
+const LinearEncoder& encoderNamed(std::string_view name) {
+    std::string known;
+    for (const LinearEncoder* e : allEncoders()) {
+        if (e->name() == name) return *e;
+        known += (known.empty() ? "" : ", ") + std::string(e->name());
+    }
+    throw Error("unknown export format '" + std::string(name) + "' (known: " + known + ")");
+}
+
+namespace {
+
+// FP8 per channel or per tensor is not expressible in the "fp8" layout's block grid
+// (FORMATS.md 4.2: vLLM's fp8 method has no per-channel scales); compressed-tensors holds it.
+const LinearEncoder& fp8EncoderFor(const quant::QuantizedLinear& q) {
+    const bool blocks = q.blockRows == 128 && q.blockCols == 128;
+    return blocks ? detail::fp8BlockEncoder() : detail::ctFp8DynamicEncoder();
+}
+
+}  // namespace
+
+const LinearEncoder& defaultEncoderFor(const quant::QuantizedLinear& q) {
+    switch (q.method) {
+    case quant::Method::Rtn:
+    case quant::Method::Gptq:
+        return q.symmetric ? detail::gptqV1Encoder() : detail::gptqV2Encoder();
+    case quant::Method::Awq: return detail::awqGemmEncoder();
+    case quant::Method::Fp8: return fp8EncoderFor(q);
+    case quant::Method::Nvfp4: throw Error("no writer for NVFP4 yet");
+    case quant::Method::Mxfp4: throw Error("no writer for MXFP4 yet");
+    case quant::Method::Nf4: throw Error("no writer for NF4 yet");
+    case quant::Method::Trellis: throw Error("no writer for trellis yet");
+    }
+    throw Error("no writer for method " + std::string(quant::methodName(q.method)));
+}
+
+}  // namespace qs::formats
