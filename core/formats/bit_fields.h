@@ -16,4 +16,13 @@ inline std::uint32_t bitField(const std::uint32_t* words, std::size_t stride, st
     return static_cast<std::uint32_t>(v & ((1u << bits) - 1u));
 }
 
+// The inverse of bitField: ORs `value` (bits wide) into the stream, which starts zeroed.
+inline void setBitField(std::uint32_t* words, std::size_t stride, std::uint64_t bitPos, int bits, std::uint32_t value) {
+    const std::uint64_t w = bitPos / 32;
+    const unsigned shift = static_cast<unsigned>(bitPos % 32);
+    const std::uint64_t v = static_cast<std::uint64_t>(value & ((1u << bits) - 1u)) << shift;
+    words[w * stride] |= static_cast<std::uint32_t>(v);
+    if (shift + static_cast<unsigned>(bits) > 32) words[(w + 1) * stride] |= static_cast<std::uint32_t>(v >> 32);
+}
+
 }  // namespace qs::formats::detail

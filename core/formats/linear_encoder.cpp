@@ -27,11 +27,11 @@ const LinearEncoder& encoderNamed(std::string_view name) {
 
 namespace {
 
-// FP8 per channel or per tensor is not expressible in the "fp8" layout's block grid
-// (FORMATS.md 4.2: vLLM's fp8 method has no per-channel scales); compressed-tensors holds it.
+// "fp8" holds 128x128 blocks and per-tensor scales; per-channel FP8 is not expressible in it
+// (FORMATS.md 4.2: vLLM's fp8 method has none), compressed-tensors holds it.
 const LinearEncoder& fp8EncoderFor(const quant::QuantizedLinear& q) {
-    const bool blocks = q.blockRows == 128 && q.blockCols == 128;
-    return blocks ? detail::fp8BlockEncoder() : detail::ctFp8DynamicEncoder();
+    const bool perChannel = q.blockRows == 1 && q.rows > 1;
+    return perChannel ? detail::ctFp8DynamicEncoder() : detail::fp8BlockEncoder();
 }
 
 }  // namespace
