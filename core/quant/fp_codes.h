@@ -18,7 +18,7 @@ inline constexpr float kE2m1Max = 6.0f;
 // f32 -> E4M3 (fn) code, round to nearest even, saturating at +-448 (the seed clamps before its
 // cast; NaN also saturates). All integer arithmetic so that the loops calling it vectorise: a
 // floating-point select may trap, and GCC will not if-convert it without -fno-trapping-math.
-inline std::uint8_t encodeE4m3(float v) {
+[[gnu::always_inline]] inline std::uint8_t encodeE4m3(float v) {
     const std::uint32_t bits = std::bit_cast<std::uint32_t>(v);
     const std::uint32_t sign = (bits >> 24) & 0x80u;
     const std::uint32_t mag = std::min(bits & 0x7FFFFFFFu, 0x43E00000u);   // 0x43E00000 = 448
@@ -37,7 +37,7 @@ inline std::uint8_t encodeE4m3(float v) {
 
 // Largest magnitude of x[0, n): the maximum of the sign-cleared bit patterns, which orders like
 // the magnitudes (and vectorises, where a float max with NaN semantics does not).
-inline float absMax(const float* x, std::int64_t n) {
+[[gnu::always_inline]] inline float absMax(const float* x, std::int64_t n) {
     std::uint32_t m = 0;
 #pragma omp simd reduction(max : m)
     for (std::int64_t i = 0; i < n; ++i) m = std::max(m, std::bit_cast<std::uint32_t>(x[i]) & 0x7FFFFFFFu);
@@ -69,7 +69,7 @@ inline const std::array<float, 256>& e4m3Table() {
 // even, saturating. Counting the midpoints passed encodes the ties: at 0.25, 1.25, 2.5 and 5 the
 // even code is the lower one (strict >), at 0.75, 1.75 and 3.5 the upper one (>=). The sign is
 // kept for values that round to zero (-0 is code 8), as the seed's codes show.
-inline std::uint8_t encodeE2m1(float v) {
+[[gnu::always_inline]] inline std::uint8_t encodeE2m1(float v) {
     const std::uint32_t sign = (std::bit_cast<std::uint32_t>(v) >> 28) & 0x8u;
     const float a = v < 0.0f ? -v : v;
     const std::uint32_t index = static_cast<std::uint32_t>(a > 0.25f) + static_cast<std::uint32_t>(a >= 0.75f) +

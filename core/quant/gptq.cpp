@@ -277,6 +277,7 @@ QuantizedLinear quantizeGptq(const MatrixF& w, const MatrixF& h, const GptqOptio
         }
         if (i2 < cols)   // lazy batch update: everything after the block, one GEMM
             p.w.rightCols(cols - i2).noalias() -= err.leftCols(i2 - i1) * u.block(i1, i2, i2 - i1, cols - i2);
+        if (o.cancel) o.cancel->throwIfCancelled();
     }
     const double lossSum = std::accumulate(chunkLoss.begin(), chunkLoss.end(), 0.0);
 

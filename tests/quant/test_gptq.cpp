@@ -292,3 +292,18 @@ TEST(Gptq, UpperCholeskyOfInverse) {
     const MatrixD utu = u.cast<double>().transpose() * u.cast<double>();
     EXPECT_LT((utu - inv).cwiseAbs().maxCoeff(), 1e-3 * inv.cwiseAbs().maxCoeff());
 }
+
+TEST(Gptq, CancelStopsTheLoop) {
+    std::mt19937 gen(9);
+    const MatrixF x = correlatedInputs(256, 96, gen);
+    const MatrixF h = hessian(x);
+    const MatrixF w = randomWeights(4, 96, gen);
+    const pipeline::CancelToken cancel;
+    GptqOptions o{.bits = 4, .groupSize = 32, .sym = false, .blockSize = 32, .cancel = &cancel};
+    const QuantizedLinear q = quantizeGptq(w, h, o);   // a token never set changes nothing
+    o.cancel = nullptr;
+    EXPECT_EQ(q.dequantize(), quantizeGptq(w, h, o).dequantize());
+    cancel.cancel();
+    o.cancel = &cancel;
+    EXPECT_THROW(quantizeGptq(w, h, o), Cancelled);
+}

@@ -20,6 +20,7 @@
 #include <cstdint>
 
 #include "qs/matrix.h"
+#include "qs/pipeline/cancel_token.h"
 #include "qs/quant/quantized_linear.h"
 #include "qs/quant/rtn.h"
 
@@ -37,6 +38,8 @@ struct GptqOptions {
     GridRule rule = GridRule::AutoGptq;
     double samples = 0;                 // GPTQModel's nsamples for the loss; 0 = report the plain sum
     bool measureError = true;           // outputError / outputMse (one extra GEMM W·H for ||W X||)
+    // Polled between blocks of 128 columns (a large layer takes seconds): qs::Cancelled when set.
+    const pipeline::CancelToken* cancel = nullptr;
 };
 
 // w [out, in] and h [in, in] = 2 XᵀX / n.
