@@ -26,11 +26,12 @@ void gptq(benchmark::State& state) {
     const std::int64_t rows = state.range(0), cols = state.range(1);
     const qs::MatrixF w = qs::bench::benchWeights(rows, cols);
     const qs::MatrixF h = qs::quant::hessian(qs::bench::benchInputs(4096, cols));
-    const bool measure = state.range(2) != 0;
+    const bool actOrder = (state.range(2) & 1) != 0;
+    const bool measure = (state.range(2) & 2) != 0;   // the output error costs one more GEMM, W·H
     double loss = 0;
     for (auto _ : state) {
-        const qs::quant::QuantizedLinear q =
-            qs::quant::quantizeGptq(w, h, {.bits = 4, .groupSize = 128, .sym = false, .measureError = measure});
+        const qs::quant::QuantizedLinear q = qs::quant::quantizeGptq(
+            w, h, {.bits = 4, .groupSize = 128, .actOrder = actOrder, .sym = false, .measureError = measure});
         loss = q.gptqLoss;
         benchmark::DoNotOptimize(q.codes.data());
     }
@@ -43,6 +44,7 @@ void gptq(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(gptq)->Args({4096, 4096, 0})->Args({4096, 4096, 1})->Unit(benchmark::kSecond)->Iterations(2)->UseRealTime();
+// Third argument: bit 0 act-order, bit 1 measure the output error.
+BENCHMARK(gptq)->Args({4096, 4096, 0})->Args({4096, 4096, 1})->Args({4096, 4096, 2})->Unit(benchmark::kSecond)->Iterations(2)->UseRealTime();
 BENCHMARK(gptq)->Args({14336, 4096, 0})->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 BENCHMARK_MAIN();
