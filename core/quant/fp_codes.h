@@ -44,6 +44,16 @@ inline constexpr float kE2m1Max = 6.0f;
     return std::bit_cast<float>(m);
 }
 
+// absMax over a block of compile-time size: fully unrolled, with no remainder loop, for the small
+// blocks of the FP4 formats (16 or 32 values) where loop overhead would cost as much as the work.
+template <int N>
+[[gnu::always_inline]] inline float absMaxFixed(const float* x) {
+    std::uint32_t m = 0;
+#pragma omp simd reduction(max : m)
+    for (int i = 0; i < N; ++i) m = std::max(m, std::bit_cast<std::uint32_t>(x[i]) & 0x7FFFFFFFu);
+    return std::bit_cast<float>(m);
+}
+
 // E4M3 code -> f32, for the 256-entry decode table (0x7F / 0xFF are NaN).
 constexpr float decodeE4m3(std::uint8_t code) {
     const int exponent = (code >> 3) & 0xF;

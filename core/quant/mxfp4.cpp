@@ -23,6 +23,27 @@ float powerOfTwo(int k) {
     return k >= -126 ? std::bit_cast<float>(static_cast<std::uint32_t>(k + 127) << 23) : 0x1p-127f;
 }
 
+// One block: the shared exponent from its amax, then the codes. Multiplying by the exact power of
+// two 2^-e rounds exactly like the seed's division.
+template <int N>
+float encodeBlock(const float* x, std::int64_t n, std::uint8_t* codes) {
+    const int e = sharedExponent(n == N ? detail::absMaxFixed<N>(x) : detail::absMax(x, n));
+    const float inverse = powerOfTwo(-e);
+    if (n == N) {   // a full block: fixed trip count, unrolled
+#pragma omp simd
+        for (int c = 0; c < N; ++c) codes[c] = detail::encodeE2m1(x[c] * inverse);
+    } else {
+        for (std::int64_t c = 0; c < n; ++c) codes[c] = detail::encodeE2m1(x[c] * inverse);
+    }
+    return powerOfTwo(e);
+}
+
+void quantizeRow(const float* row, std::int64_t cols, float* scales, std::uint8_t* codes) {
+    constexpr std::int64_t B = kMxfp4BlockSize;
+    for (std::int64_t c0 = 0, b = 0; c0 < cols; c0 += B, ++b)
+        scales[b] = encodeBlock<B>(row + c0, std::min(B, cols - c0), codes + c0);
+}
+
 }  // namespace
 
 QuantizedLinear quantizeMxfp4(const MatrixF& w) {
@@ -40,20 +61,10 @@ QuantizedLinear quantizeMxfp4(const MatrixF& w) {
     q.blockCols = kMxfp4BlockSize;
     q.codes.resize(static_cast<std::size_t>(rows * cols));
     q.scales.resize(rows, blocks);
+    // q.scales is row-major [rows, blocks]: row r's scales are contiguous.
 #pragma omp parallel for schedule(static)
-    for (std::int64_t r = 0; r < rows; ++r) {
-        const float* row = w.data() + r * cols;
-        std::uint8_t* codes = q.codes.data() + r * cols;
-        for (std::int64_t b = 0; b < blocks; ++b) {
-            const std::int64_t c0 = b * kMxfp4BlockSize, c1 = std::min(cols, c0 + kMxfp4BlockSize);
-            const int e = sharedExponent(detail::absMax(row + c0, c1 - c0));
-            q.scales(r, b) = powerOfTwo(e);
-            // Multiplying by the exact power of two 2^-e rounds exactly like the seed's division.
-            const float inverse = powerOfTwo(-e);
-#pragma omp simd
-            for (std::int64_t c = c0; c < c1; ++c) codes[c] = detail::encodeE2m1(row[c] * inverse);
-        }
-    }
+    for (std::int64_t r = 0; r < rows; ++r)
+        quantizeRow(w.data() + r * cols, cols, q.scales.data() + r * blocks, q.codes.data() + r * cols);
     return q;
 }
 

@@ -58,6 +58,21 @@ TEST(Nvfp4, RoundTripOfRepresentableValues) {
         for (std::int64_t b = 0; b < 2; ++b) EXPECT_FLOAT_EQ(q.scales(r, b), blockScales[r * 2 + b]);
 }
 
+TEST(Nvfp4, AShortLastBlockEncodesAsTheSameBlockPaddedWithZeros) {
+    // 40 columns: two full blocks and one of 8. Zeros change neither a block's amax nor the tensor's,
+    // so the short block must match the first 8 values of a full block padded with zeros.
+    const MatrixF w = testing::gaussianMatrix(3, 40, 7);
+    MatrixF padded = MatrixF::Zero(3, 48);
+    padded.leftCols(40) = w;
+    const QuantizedLinear q = quantizeNvfp4(w), p = quantizeNvfp4(padded);
+    ASSERT_EQ(q.scales.cols(), 3);
+    EXPECT_EQ(q.scales, p.scales);
+    for (std::int64_t r = 0; r < 3; ++r)
+        for (std::int64_t c = 0; c < 40; ++c)
+            EXPECT_EQ(q.codes[static_cast<std::size_t>(r * 40 + c)], p.codes[static_cast<std::size_t>(r * 48 + c)]);
+    EXPECT_EQ(dequantizeNvfp4(q), MatrixF(dequantizeNvfp4(p).leftCols(40)));
+}
+
 TEST(Nvfp4, AllZeroWeightDecodesToZero) {
     const QuantizedLinear q = quantizeNvfp4(MatrixF::Zero(3, 48));
     EXPECT_EQ(dequantizeNvfp4(q), MatrixF::Zero(3, 48));
