@@ -31,8 +31,8 @@ MatrixF convertRows(const io::TensorView& t, std::int64_t begin, std::int64_t en
 
 }  // namespace
 
-CheckpointWeights::CheckpointWeights(io::Checkpoint checkpoint, ModelConfig config)
-    : checkpoint_(std::move(checkpoint)), config_(std::move(config)) {
+CheckpointWeights::CheckpointWeights(io::Checkpoint checkpoint, ModelConfig config, Options options)
+    : checkpoint_(std::move(checkpoint)), config_(std::move(config)), options_(options) {
     // HF ties lm_head to the embedding when configured so, even when a copy of lm_head was saved.
     lmHeadName_ = config_.tieWordEmbeddings ? kEmbedding : "lm_head.weight";
     validate();
@@ -52,8 +52,9 @@ io::TensorView CheckpointWeights::checked(const std::string& name, std::vector<s
 void CheckpointWeights::validate() const {
     const std::int64_t h = config_.hiddenSize;
     checked(kEmbedding, {config_.vocabSize, h});
-    checked(lmHeadName_, {config_.vocabSize, h});
+    if (options_.lmHead) checked(lmHeadName_, {config_.vocabSize, h});
     checked("model.norm.weight", {h});
+    if (!options_.linears) return;
     for (int i = 0; i < config_.numLayers; ++i) {
         const std::string p = layerPrefix(i);
         checked(p + "self_attn.q_proj.weight", {config_.qDim(), h});
@@ -92,6 +93,7 @@ LayerWeights CheckpointWeights::layer(int index) const {
         w.qNorm = vector(p + "self_attn.q_norm.weight", config_.headDim);
         w.kNorm = vector(p + "self_attn.k_norm.weight", config_.headDim);
     }
+    if (!options_.linears) return w;
     w.q = linear(index, "self_attn.q_proj", q, h, config_.qkvBias);
     w.k = linear(index, "self_attn.k_proj", kv, h, config_.qkvBias);
     w.v = linear(index, "self_attn.v_proj", kv, h, config_.qkvBias);
@@ -117,6 +119,7 @@ MatrixF CheckpointWeights::embeddingRows(std::span<const TokenId> tokens) const 
 VectorF CheckpointWeights::finalNorm() const { return vector("model.norm.weight", config_.hiddenSize); }
 
 MatrixF CheckpointWeights::lmHead(const MatrixF& normedHidden) const {
+    if (!options_.lmHead) throw Error(checkpoint_.root().string() + ": lm_head was not to be read as a dense tensor");
     const io::TensorView t = checkpoint_.tensor(lmHeadName_);
     const std::int64_t vocab = config_.vocabSize;
     MatrixF logits(normedHidden.rows(), vocab);

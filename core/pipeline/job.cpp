@@ -8,12 +8,13 @@
 #include "qs/io/checkpoint.h"
 #include "qs/model/checkpoint_weights.h"
 #include "qs/model/transformer.h"
+#include "hidden_states.h"
+#include "kl_scoring.h"
 
 namespace qs::pipeline {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-using Hidden = std::vector<MatrixF>;
 
 double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
@@ -26,21 +27,6 @@ struct MethodStream {
     bool ownCalibration = false;
     bool failed() const { return !result.error.empty(); }
 };
-
-Hidden embedAll(const model::Transformer& t, const TokenSequences& sequences) {
-    Hidden hidden;
-    hidden.reserve(sequences.size());
-    for (const auto& s : sequences) hidden.push_back(t.embed(s));
-    return hidden;
-}
-
-void runLayerAll(model::Transformer& t, int layer, Hidden& hidden, const CancelToken& cancel,
-                 const model::LinearInputHook& hook = {}) {
-    for (auto& h : hidden) {
-        cancel.throwIfCancelled();
-        t.runLayer(layer, h, hook);
-    }
-}
 
 // Work per weight of each method, for the time estimate (GPTQ's column loop, the trellis search).
 double quantizeFlopsPerWeight(const MethodSpec& m, const model::ModelConfig& c) {
@@ -183,25 +169,24 @@ private:
         runLayerAll(s.model, layer, s.evaluation, cancel_);
     }
 
-    // Positions 0 .. T-2 of a sequence have a next token to score.
-    static std::span<const model::TokenId> targetsOf(const std::vector<model::TokenId>& sequence) {
-        return std::span<const model::TokenId>(sequence).subspan(1);
+    // The streams scored against the original at the end of the evaluation text; a failed method
+    // is skipped. Every quantized stream shares the original's final norm and lm_head.
+    std::vector<KlStream> klStreams(const std::vector<const Hidden*>& hidden) const {
+        std::vector<KlStream> out;
+        for (std::size_t m = 0; m < streams_.size(); ++m)
+            out.push_back({&base_, streams_[m].failed() ? nullptr : hidden[m]});
+        return out;
     }
 
     void evaluate() {
         if (plan_.evaluation.empty()) return;
-        std::vector<analysis::KlAccumulator> kl(streams_.size());
-        for (std::size_t i = 0; i < evaluation_.size(); ++i) {
-            cancel_.throwIfCancelled();
-            report("evaluate", int(i) + 1, int(evaluation_.size()), 0.8 + 0.05 * i / evaluation_.size(), "KL against the original");
-            const auto rows = evaluation_[i].rows() - 1;
-            const MatrixF base = base_.finalLogits(evaluation_[i]);
-            for (std::size_t m = 0; m < streams_.size(); ++m) {
-                if (streams_[m].failed()) continue;
-                const MatrixF quant = base_.finalLogits(streams_[m].evaluation[i]);
-                kl[m].add(base.topRows(rows), quant.topRows(rows), targetsOf(plan_.evaluation[i]));
-            }
-        }
+        std::vector<const Hidden*> hidden;
+        for (const auto& s : streams_) hidden.push_back(&s.evaluation);
+        const auto kl = scoreKl({&base_, &evaluation_}, klStreams(hidden), plan_.evaluation, cancel_,
+                                [&](std::size_t i, std::size_t n) {
+                                    report("evaluate", int(i) + 1, int(n), 0.8 + 0.05 * double(i) / double(n),
+                                           "KL against the original");
+                                });
         for (std::size_t m = 0; m < streams_.size(); ++m)
             if (!streams_[m].failed()) streams_[m].result.kl = kl[m].report();
     }
@@ -226,16 +211,9 @@ private:
     }
 
     void scorePerLayer(int layer, const std::vector<Hidden>& hidden) {
-        std::vector<analysis::KlAccumulator> kl(streams_.size());
-        for (std::size_t i = 0; i < evaluation_.size(); ++i) {
-            cancel_.throwIfCancelled();
-            const auto rows = evaluation_[i].rows() - 1;
-            const MatrixF base = base_.finalLogits(evaluation_[i]);
-            for (std::size_t m = 0; m < streams_.size(); ++m) {
-                if (streams_[m].failed()) continue;
-                kl[m].add(base.topRows(rows), base_.finalLogits(hidden[m][i]).topRows(rows), targetsOf(plan_.evaluation[i]));
-            }
-        }
+        std::vector<const Hidden*> pointers;
+        for (const auto& h : hidden) pointers.push_back(&h);
+        const auto kl = scoreKl({&base_, &evaluation_}, klStreams(pointers), plan_.evaluation, cancel_);
         for (std::size_t m = 0; m < streams_.size(); ++m)
             if (!streams_[m].failed()) streams_[m].result.perLayerKl[std::size_t(layer)] = kl[m].report().meanKld.value;
     }

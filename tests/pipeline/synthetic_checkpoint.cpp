@@ -23,6 +23,11 @@ std::vector<float> normWeights(int hidden, const SyntheticModel& m) {
     return w;
 }
 
+const char* torchDtype(io::DType dtype) {
+    if (dtype == io::DType::BF16) return "bfloat16";
+    return dtype == io::DType::F16 ? "float16" : "float32";
+}
+
 }  // namespace
 
 void writeSyntheticCheckpoint(const std::filesystem::path& dir, const SyntheticModel& m) {
@@ -32,12 +37,12 @@ void writeSyntheticCheckpoint(const std::filesystem::path& dir, const SyntheticM
                              {"hidden_size", m.hidden}, {"intermediate_size", m.intermediate},
                              {"num_hidden_layers", m.layers}, {"num_attention_heads", m.heads},
                              {"num_key_value_heads", m.kvHeads}, {"head_dim", headDim}, {"vocab_size", m.vocab},
-                             {"max_position_embeddings", 512}, {"rms_norm_eps", 1e-5}, {"rope_theta", 10000.0},
-                             {"hidden_act", "silu"}, {"tie_word_embeddings", false}, {"torch_dtype", "float32"}};
+                             {"max_position_embeddings", m.maxPositions}, {"rms_norm_eps", 1e-5}, {"rope_theta", 10000.0},
+                             {"hidden_act", "silu"}, {"tie_word_embeddings", false}, {"torch_dtype", torchDtype(m.dtype)}};
     io::CheckpointWriter writer(dir, {.maxShardBytes = 5'000'000'000ULL, .overwrite = true});
     writer.setConfig(config);
     const auto add = [&](const std::string& name, std::vector<std::int64_t> shape, const std::vector<float>& v) {
-        writer.addTensorF32(name, io::DType::F32, shape, v);
+        writer.addTensorF32(name, m.dtype, shape, v);
     };
     const auto linear = [&](const std::string& name, int out, int in) {
         add(name, {out, in}, normal(std::size_t(out) * std::size_t(in), 1.0f / std::sqrt(float(in)), rng));

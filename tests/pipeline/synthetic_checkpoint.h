@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "qs/io/dtype.h"
 #include "qs/model/tokenizer.h"
 
 namespace qs::test {
@@ -19,6 +20,8 @@ struct SyntheticModel {
     std::vector<int> outlierChannels;   // hidden channels scaled by outlierScale in every RMSNorm
     float outlierScale = 8.0f;
     unsigned seed = 1;
+    io::DType dtype = io::DType::F32;   // how every tensor is stored (BF16 for a realistic checkpoint)
+    int maxPositions = 512;
 };
 
 void writeSyntheticCheckpoint(const std::filesystem::path& dir, const SyntheticModel& model);

@@ -2,17 +2,27 @@
 // CheckpointWeights: a WeightSource over a dense Hugging Face checkpoint (any float dtype). Nothing is
 // converted up front; each call converts only what it returns, so a forward pass holds one decoder
 // layer in f32 at a time. The lm_head (or the tied embedding) is multiplied block by block.
+// A quantized checkpoint's non-linear tensors (embedding, norms) are dense too: with
+// Options::linears off, the seven linears of each layer are neither checked nor read, and a caller
+// that decodes them (pipeline::DecodedWeights) fills them in.
 #include "qs/io/checkpoint.h"
 #include "qs/model/model_config.h"
 #include "qs/model/weight_source.h"
 
 namespace qs::model {
 
+struct CheckpointWeightsOptions {
+    bool linears = true;   // read the decoder layers' linears (else layer() leaves them empty)
+    bool lmHead = true;    // read lm_head (else lmHead() throws: the caller multiplies it)
+};
+
 class CheckpointWeights final : public WeightSource {
 public:
+    using Options = CheckpointWeightsOptions;
+
     // Checks that every tensor the forward pass needs exists with the shape `config` implies; throws
     // qs::Error naming the checkpoint and the tensor otherwise.
-    CheckpointWeights(io::Checkpoint checkpoint, ModelConfig config);
+    CheckpointWeights(io::Checkpoint checkpoint, ModelConfig config, Options options = {});
 
     LayerWeights layer(int index) const override;
     MatrixF embeddingRows(std::span<const TokenId> tokens) const override;
@@ -27,6 +37,7 @@ private:
 
     io::Checkpoint checkpoint_;
     ModelConfig config_;
+    Options options_;
     std::string lmHeadName_;   // "lm_head.weight" or, when tied, "model.embed_tokens.weight"
 };
 

@@ -1,0 +1,116 @@
+#include "qs/pipeline/checkpoint_eval.h"
+
+#include <chrono>
+#include <memory>
+
+#include "hidden_states.h"
+#include "kl_scoring.h"
+#include "qs/error.h"
+#include "qs/model/tokenizer.h"
+#include "qs/model/transformer.h"
+#include "qs/pipeline/decoded_weights.h"
+
+namespace qs::pipeline {
+namespace {
+
+model::ModelConfig configOf(const io::Checkpoint& checkpoint) {
+    return model::ModelConfig::fromJson(checkpoint.config(), (checkpoint.root() / "config.json").string());
+}
+
+std::string formatLabel(const formats::FormatInfo& info) {
+    std::string label(formats::formatName(info.format));
+    if (!info.variant.empty()) label += " (" + info.variant + ")";
+    return label;
+}
+
+// One side of the comparison: a checkpoint, its decoded weights and the transformer over them.
+struct Side {
+    io::Checkpoint checkpoint;
+    model::ModelConfig config;
+    std::shared_ptr<const DecodedWeights> weights;
+    std::unique_ptr<model::Transformer> model;
+
+    explicit Side(const std::filesystem::path& path)
+        : checkpoint(io::Checkpoint::open(path)), config(configOf(checkpoint)) {}
+
+    void load() {
+        weights = std::make_shared<const DecodedWeights>(checkpoint, config);
+        model = std::make_unique<model::Transformer>(config, weights);
+    }
+};
+
+}  // namespace
+
+void requireSameModelShape(const model::ModelConfig& a, const model::ModelConfig& b, const std::string& aName,
+                           const std::string& bName) {
+    std::string differences;
+    const auto compare = [&](const char* field, int x, int y) {
+        if (x == y) return;
+        differences += (differences.empty() ? "" : ", ") + std::string(field) + " " + std::to_string(x) + " vs " + std::to_string(y);
+    };
+    compare("num_hidden_layers", a.numLayers, b.numLayers);
+    compare("hidden_size", a.hiddenSize, b.hiddenSize);
+    compare("intermediate_size", a.intermediateSize, b.intermediateSize);
+    compare("num_attention_heads", a.numHeads, b.numHeads);
+    compare("num_key_value_heads", a.numKvHeads, b.numKvHeads);
+    compare("head_dim", a.headDim, b.headDim);
+    compare("vocab_size", a.vocabSize, b.vocabSize);
+    if (!differences.empty())
+        throw Error(aName + " and " + bName + " are not two versions of one model (" + differences +
+                    "); KL can only compare a model with its own quantization");
+}
+
+TokenSequences sharedTokenWindows(const io::Checkpoint& original, const io::Checkpoint& quantized,
+                                  const std::vector<std::string>& texts, int samples, int seqLen,
+                                  const std::string& sourceName) {
+    const model::Tokenizer tokenizer = model::Tokenizer::fromFile(original.root());
+    TokenSequences windows = tokenWindows(tokenizer, texts, samples, seqLen, sourceName);
+    if (!std::filesystem::exists(quantized.root() / "tokenizer.json")) return windows;
+    const model::Tokenizer own = model::Tokenizer::fromFile(quantized.root());
+    if (own.vocabSize() != tokenizer.vocabSize())
+        throw Error(original.root().string() + " and " + quantized.root().string() + " have different tokenizers (" +
+                    std::to_string(tokenizer.vocabSize()) + " vs " + std::to_string(own.vocabSize()) + " tokens)");
+    if (tokenWindows(own, texts, samples, seqLen, sourceName) != windows)
+        throw Error(original.root().string() + " and " + quantized.root().string() + " tokenize " + sourceName +
+                    " differently; KL needs one vocabulary");
+    return windows;
+}
+
+CheckpointEvalResult evaluateCheckpoints(const CheckpointEvalPlan& plan, const ProgressCallback& progress,
+                                         const CancelToken& cancel) {
+    const auto start = std::chrono::steady_clock::now();
+    if (plan.evaluation.empty()) throw Error("no evaluation text to compare the checkpoints on");
+    Side original(plan.original), quantized(plan.quantized);
+    requireSameModelShape(original.config, quantized.config, original.checkpoint.root().string(),
+                          quantized.checkpoint.root().string());
+    original.load();
+    quantized.load();
+
+    const int layers = original.config.numLayers;
+    const auto report = [&](const std::string& stage, int step, int steps, double fraction, const std::string& message) {
+        if (progress) progress({stage, step, steps, fraction, message});
+    };
+    Hidden originalHidden = embedAll(*original.model, plan.evaluation);
+    Hidden quantizedHidden = embedAll(*quantized.model, plan.evaluation);
+    for (int layer = 0; layer < layers; ++layer) {
+        report("evaluate", layer + 1, layers, 0.9 * layer / layers,
+               "layer " + std::to_string(layer + 1) + "/" + std::to_string(layers));
+        runLayerAll(*original.model, layer, originalHidden, cancel);
+        runLayerAll(*quantized.model, layer, quantizedHidden, cancel);
+    }
+    const auto kl = scoreKl({original.model.get(), &originalHidden}, {{quantized.model.get(), &quantizedHidden}},
+                            plan.evaluation, cancel, [&](std::size_t i, std::size_t n) {
+                                report("score", int(i) + 1, int(n), 0.9 + 0.1 * double(i) / double(n), "KL against the original");
+                            });
+
+    CheckpointEvalResult result;
+    result.kl = kl.front().report();
+    result.originalFormat = formatLabel(original.weights->format());
+    result.quantizedFormat = formatLabel(quantized.weights->format());
+    result.evaluationTokens = tokenCount(plan.evaluation);
+    result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    report("done", layers, layers, 1.0, "finished");
+    return result;
+}
+
+}  // namespace qs::pipeline

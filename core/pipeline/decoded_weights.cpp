@@ -1,0 +1,96 @@
+#include "qs/pipeline/decoded_weights.h"
+
+#include <algorithm>
+#include <array>
+#include <string>
+
+#include "qs/error.h"
+
+namespace qs::pipeline {
+namespace {
+
+const std::string kLmHead = "lm_head";
+
+std::string linearPrefix(int layer, std::string_view module) {
+    return "model.layers." + std::to_string(layer) + "." + std::string(module);
+}
+
+bool hasLinear(const formats::LinearReader& reader, const std::string& prefix) {
+    return std::ranges::any_of(reader.linears(), [&](const formats::LinearRef& r) { return r.prefix == prefix && r.expert < 0; });
+}
+
+// The out / in features of each of LayerWeights::kLinearModules, in that order.
+std::array<std::pair<std::int64_t, std::int64_t>, 7> linearShapes(const model::ModelConfig& c) {
+    const std::int64_t h = c.hiddenSize, q = c.qDim(), kv = c.kvDim(), ff = c.intermediateSize;
+    return {{{q, h}, {kv, h}, {kv, h}, {h, q}, {ff, h}, {ff, h}, {h, ff}}};
+}
+
+// Whether the config announces a bias for module i of LayerWeights::kLinearModules.
+bool configuredBias(const model::ModelConfig& c, std::size_t i) {
+    if (i < 3) return c.qkvBias;
+    return i == 3 ? c.outputBias : c.mlpBias;
+}
+
+}  // namespace
+
+DecodedWeights::DecodedWeights(io::Checkpoint checkpoint, model::ModelConfig config)
+    : checkpoint_(std::make_unique<const io::Checkpoint>(std::move(checkpoint))), config_(std::move(config)),
+      reader_(std::make_unique<const formats::LinearReader>(*checkpoint_)) {
+    if (!reader_->format().decodable)
+        throw Error(checkpoint_->root().string() + ": cannot decode its " + std::string(formats::formatName(format().format)) +
+                    " layers: " + format().whyNot);
+    // A tied lm_head is the embedding, which stays dense in every format read here.
+    quantizedLmHead_ = !config_.tieWordEmbeddings && hasLinear(*reader_, kLmHead) &&
+                       reader_->codecOf(formats::LinearRef{kLmHead, -1}).name() != "dense";
+    dense_ = std::make_unique<const model::CheckpointWeights>(*checkpoint_, config_,
+                                                             model::CheckpointWeights::Options{.linears = false, .lmHead = !quantizedLmHead_});
+    requireLinears();
+}
+
+void DecodedWeights::requireLinears() const {
+    for (int layer = 0; layer < config_.numLayers; ++layer)
+        for (const auto module : model::LayerWeights::kLinearModules)
+            if (!hasLinear(*reader_, linearPrefix(layer, module)))
+                throw Error(checkpoint_->root().string() + ": no linear layer " + linearPrefix(layer, module) +
+                            " that the " + std::string(formats::formatName(format().format)) + " reader can decode");
+}
+
+model::Linear DecodedWeights::decodeLinear(int layer, std::string_view module, std::int64_t out, std::int64_t in) const {
+    const std::string prefix = linearPrefix(layer, module);
+    formats::DecodedLinear decoded = reader_->decode(prefix);
+    if (decoded.weight.rows() != out || decoded.weight.cols() != in)
+        throw Error(checkpoint_->root().string() + ": " + prefix + " decodes to [" + std::to_string(decoded.weight.rows()) + ", " +
+                    std::to_string(decoded.weight.cols()) + "], the config implies [" + std::to_string(out) + ", " +
+                    std::to_string(in) + "]");
+    model::Linear linear;
+    linear.weight = std::move(decoded.weight);
+    if (!decoded.bias.empty()) linear.bias = Eigen::Map<const VectorF>(decoded.bias.data(), Eigen::Index(decoded.bias.size()));
+    return linear;
+}
+
+model::LayerWeights DecodedWeights::layer(int index) const {
+    model::LayerWeights weights = dense_->layer(index);   // norms; the linears are left empty
+    const auto shapes = linearShapes(config_);
+    for (std::size_t i = 0; i < shapes.size(); ++i) {
+        const auto module = model::LayerWeights::kLinearModules[i];
+        weights.linear(module) = decodeLinear(index, module, shapes[i].first, shapes[i].second);
+        if (configuredBias(config_, i) && weights.linear(module).bias.size() == 0)
+            throw Error(checkpoint_->root().string() + ": " + linearPrefix(index, module) + " has no bias, which the config announces");
+    }
+    return weights;
+}
+
+MatrixF DecodedWeights::lmHead(const MatrixF& normedHidden) const {
+    if (!quantizedLmHead_) return dense_->lmHead(normedHidden);
+    std::call_once(lmHeadOnce_, [&] {
+        MatrixF w = reader_->decodeF32(kLmHead);
+        if (w.rows() != config_.vocabSize || w.cols() != config_.hiddenSize)
+            throw Error(checkpoint_->root().string() + ": lm_head decodes to [" + std::to_string(w.rows()) + ", " +
+                        std::to_string(w.cols()) + "], the config implies [" + std::to_string(config_.vocabSize) + ", " +
+                        std::to_string(config_.hiddenSize) + "]");
+        lmHeadWeight_ = std::move(w);
+    });
+    return normedHidden * lmHeadWeight_.transpose();
+}
+
+}  // namespace qs::pipeline

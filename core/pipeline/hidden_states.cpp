@@ -1,0 +1,20 @@
+#include "hidden_states.h"
+
+namespace qs::pipeline {
+
+Hidden embedAll(const model::Transformer& model, const TokenSequences& sequences) {
+    Hidden hidden;
+    hidden.reserve(sequences.size());
+    for (const auto& s : sequences) hidden.push_back(model.embed(s));
+    return hidden;
+}
+
+void runLayerAll(model::Transformer& model, int layer, Hidden& hidden, const CancelToken& cancel,
+                 const model::LinearInputHook& hook) {
+    for (auto& h : hidden) {
+        cancel.throwIfCancelled();
+        model.runLayer(layer, h, hook);
+    }
+}
+
+}  // namespace qs::pipeline

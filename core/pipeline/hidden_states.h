@@ -1,0 +1,22 @@
+#pragma once
+// Hidden states of a set of token sequences travelling through a model one decoder layer at a time:
+// what calibration, the Job's evaluation and checkpoint evaluation all keep between layers.
+#include <vector>
+
+#include "qs/matrix.h"
+#include "qs/model/decoder_layer.h"
+#include "qs/model/transformer.h"
+#include "qs/pipeline/calibration_text.h"
+#include "qs/pipeline/cancel_token.h"
+
+namespace qs::pipeline {
+
+using Hidden = std::vector<MatrixF>;   // one [T, hidden] matrix per sequence
+
+Hidden embedAll(const model::Transformer& model, const TokenSequences& sequences);
+
+// Runs decoder layer `layer` over every sequence in place, polling `cancel` between sequences.
+void runLayerAll(model::Transformer& model, int layer, Hidden& hidden, const CancelToken& cancel,
+                 const model::LinearInputHook& hook = {});
+
+}  // namespace qs::pipeline
