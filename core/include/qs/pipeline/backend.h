@@ -1,0 +1,79 @@
+#pragma once
+// pipeline::Backend: the heavy operations of quantization behind one interface, so that the job
+// runs them on the CPU (CpuBackend, always there, the reference) or on a CUDA device (gpu/, only in
+// CUDA builds). Every operation returns what the core/quant function of the same name returns;
+// the CUDA backend is parity-tested against this one (tests/gpu).
+//
+// Core never includes a CUDA header: the CUDA backend registers a factory at start-up
+// (qs::gpu::registerCudaBackend(), called from the executables' main when built with CUDA), and
+// selectBackend() asks it for a device.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "qs/matrix.h"
+#include "qs/quant/fp8.h"
+#include "qs/quant/gptq.h"
+#include "qs/quant/nf4.h"
+#include "qs/quant/quantized_linear.h"
+#include "qs/quant/trellis.h"
+
+namespace qs::pipeline {
+
+enum class DeviceChoice { Auto, Cpu, Cuda };
+
+// "auto", "cpu", "cuda" (the CLI's --device); anything else is a qs::Error.
+DeviceChoice parseDeviceChoice(std::string_view text);
+std::string_view deviceChoiceName(DeviceChoice choice);
+
+// Streams a linear's inputs into H = 2 XᵀX / n, as quant::HessianAccumulator does.
+class HessianSink {
+public:
+    virtual ~HessianSink() = default;
+    virtual void add(const Eigen::Ref<const MatrixF>& x, std::int64_t chunkRows = 2048) = 0;
+    virtual std::int64_t samples() const = 0;
+    virtual MatrixF finalize() const = 0;   // 2 XᵀX / n, full symmetric
+    virtual VectorF meanAbs() const = 0;    // mean |x| per input channel
+};
+
+class Backend {
+public:
+    virtual ~Backend() = default;
+
+    // "CPU (8 threads)" or "CUDA: NVIDIA H200, 131.2 GiB free".
+    virtual std::string description() const = 0;
+    virtual bool isCuda() const = 0;
+    // Memory the backend can still use, in bytes (the device's free memory; the host's available memory).
+    virtual std::int64_t freeMemoryBytes() const = 0;
+
+    virtual std::unique_ptr<HessianSink> hessian(std::int64_t features) const = 0;
+    virtual quant::QuantizedLinear gptq(const MatrixF& w, const MatrixF& h, const quant::GptqOptions& options) const = 0;
+    virtual quant::QuantizedLinear fp8(const MatrixF& w, quant::Fp8Scaling scaling, int block) const = 0;
+    virtual quant::QuantizedLinear mxfp4(const MatrixF& w) const = 0;
+    virtual quant::QuantizedLinear nvfp4(const MatrixF& w) const = 0;
+    virtual quant::QuantizedLinear nf4(const MatrixF& w, const quant::Nf4Options& options) const = 0;
+    virtual quant::QuantizedLinear trellis(const MatrixF& w, const quant::TrellisOptions& options) const = 0;
+    // The f32 weight of an FP8, MXFP4, NVFP4 or NF4 layer (other kinds: q.dequantize()).
+    virtual MatrixF decode(const quant::QuantizedLinear& q) const = 0;
+};
+
+// The reference backend: the core/quant functions on the OpenMP threads.
+std::shared_ptr<Backend> makeCpuBackend();
+
+// A CUDA backend for the first device, or nullptr with `whyNot` saying why (no driver, no device).
+using CudaBackendFactory = std::function<std::shared_ptr<Backend>(std::string& whyNot)>;
+void registerCudaBackendFactory(CudaBackendFactory factory);
+bool cudaBackendRegistered();
+
+struct BackendSelection {
+    std::shared_ptr<Backend> backend;
+    std::string message;   // one line: what was chosen and, when the CPU stands in for Auto, why
+};
+
+// Auto: CUDA when built and a device is present, else the CPU (the message says why).
+// Cpu: the CPU. Cuda: the CUDA backend, or a qs::Error saying why there is none.
+BackendSelection selectBackend(DeviceChoice choice);
+
+}  // namespace qs::pipeline

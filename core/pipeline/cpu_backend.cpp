@@ -1,0 +1,65 @@
+// The CPU backend: each operation is the core/quant function of the same name, on the OpenMP threads.
+#include <omp.h>
+
+#include <string>
+
+#include "qs/error.h"
+#include "qs/pipeline/backend.h"
+#include "qs/pipeline/resource_estimate.h"
+#include "qs/quant/hessian.h"
+#include "qs/quant/mxfp4.h"
+#include "qs/quant/nvfp4.h"
+
+namespace qs::pipeline {
+namespace {
+
+class CpuHessianSink final : public HessianSink {
+public:
+    explicit CpuHessianSink(std::int64_t features) : accumulator_(features) {}
+    void add(const Eigen::Ref<const MatrixF>& x, std::int64_t chunkRows) override { accumulator_.add(x, chunkRows); }
+    std::int64_t samples() const override { return accumulator_.samples(); }
+    MatrixF finalize() const override { return accumulator_.finalize(); }
+    VectorF meanAbs() const override { return accumulator_.meanAbs(); }
+
+private:
+    quant::HessianAccumulator accumulator_;
+};
+
+class CpuBackend final : public Backend {
+public:
+    std::string description() const override { return "CPU (" + std::to_string(omp_get_max_threads()) + " threads)"; }
+    bool isCuda() const override { return false; }
+    std::int64_t freeMemoryBytes() const override { return static_cast<std::int64_t>(availableMemoryBytes()); }
+
+    std::unique_ptr<HessianSink> hessian(std::int64_t features) const override {
+        return std::make_unique<CpuHessianSink>(features);
+    }
+    quant::QuantizedLinear gptq(const MatrixF& w, const MatrixF& h, const quant::GptqOptions& o) const override {
+        return quant::quantizeGptq(w, h, o);
+    }
+    quant::QuantizedLinear fp8(const MatrixF& w, quant::Fp8Scaling scaling, int block) const override {
+        return quant::quantizeFp8(w, scaling, block);
+    }
+    quant::QuantizedLinear mxfp4(const MatrixF& w) const override { return quant::quantizeMxfp4(w); }
+    quant::QuantizedLinear nvfp4(const MatrixF& w) const override { return quant::quantizeNvfp4(w); }
+    quant::QuantizedLinear nf4(const MatrixF& w, const quant::Nf4Options& o) const override {
+        return quant::quantizeNf4(w, o);
+    }
+    quant::QuantizedLinear trellis(const MatrixF& w, const quant::TrellisOptions& o) const override {
+        return quant::quantizeTrellis(w, o);
+    }
+    MatrixF decode(const quant::QuantizedLinear& q) const override {
+        // The formats' own decoders (the block scale product formed first, as the seed's dequantizers).
+        const bool plainGroups = q.gIdx.empty() && q.rows * q.cols > 0 && q.blockRows > 0 && q.blockCols > 0;
+        if (plainGroups && q.codeKind == quant::CodeKind::E4M3) return quant::dequantizeFp8(q);
+        if (plainGroups && q.blockRows == 1 && q.codeKind == quant::CodeKind::E2M1) return quant::dequantizeMxfp4(q);
+        if (plainGroups && q.blockRows == 1 && q.codeKind == quant::CodeKind::Nf4) return quant::dequantizeNf4(q);
+        return q.dequantize();
+    }
+};
+
+}  // namespace
+
+std::shared_ptr<Backend> makeCpuBackend() { return std::make_shared<CpuBackend>(); }
+
+}  // namespace qs::pipeline

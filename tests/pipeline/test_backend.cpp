@@ -1,0 +1,115 @@
+// Backend selection (no CUDA needed: a stand-in factory plays the device) and the CPU backend's
+// operations, which must be exactly the core/quant functions they name.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "qs/error.h"
+#include "qs/pipeline/backend.h"
+#include "qs/quant/hessian.h"
+#include "qs/quant/mxfp4.h"
+
+namespace qs::pipeline {
+namespace {
+
+// Restores "no CUDA backend registered" whatever a test registered.
+class BackendSelectionTest : public ::testing::Test {
+protected:
+    void SetUp() override { registerCudaBackendFactory(nullptr); }
+    void TearDown() override { registerCudaBackendFactory(nullptr); }
+};
+
+TEST(DeviceChoiceTest, ParsesTheThreeNamesAndRejectsOthers) {
+    EXPECT_EQ(parseDeviceChoice("auto"), DeviceChoice::Auto);
+    EXPECT_EQ(parseDeviceChoice("cpu"), DeviceChoice::Cpu);
+    EXPECT_EQ(parseDeviceChoice("cuda"), DeviceChoice::Cuda);
+    EXPECT_EQ(deviceChoiceName(DeviceChoice::Cuda), "cuda");
+    EXPECT_THROW(parseDeviceChoice("gpu"), Error);
+    EXPECT_THROW(parseDeviceChoice("CUDA"), Error);
+}
+
+TEST_F(BackendSelectionTest, AutoWithoutACudaBuildIsTheCpuAndSaysWhy) {
+    EXPECT_FALSE(cudaBackendRegistered());
+    const BackendSelection s = selectBackend(DeviceChoice::Auto);
+    ASSERT_TRUE(s.backend);
+    EXPECT_FALSE(s.backend->isCuda());
+    EXPECT_NE(s.message.find("CPU ("), std::string::npos) << s.message;
+    EXPECT_NE(s.message.find("no CUDA backend"), std::string::npos) << s.message;
+}
+
+TEST_F(BackendSelectionTest, ForcingCudaWithoutACudaBuildIsAnError) {
+    try {
+        selectBackend(DeviceChoice::Cuda);
+        FAIL() << "--device cuda was accepted without a CUDA backend";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("no CUDA backend"), std::string::npos) << e.what();
+    }
+}
+
+TEST_F(BackendSelectionTest, AutoWithoutADeviceIsTheCpuWithTheReason) {
+    registerCudaBackendFactory([](std::string& whyNot) -> std::shared_ptr<Backend> {
+        whyNot = "no CUDA device (cudaGetDeviceCount: no CUDA-capable device is detected)";
+        return nullptr;
+    });
+    const BackendSelection s = selectBackend(DeviceChoice::Auto);
+    EXPECT_FALSE(s.backend->isCuda());
+    EXPECT_NE(s.message.find("no CUDA-capable device is detected"), std::string::npos) << s.message;
+    try {
+        selectBackend(DeviceChoice::Cuda);
+        FAIL() << "--device cuda was accepted without a device";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--device cuda: no CUDA device"), std::string::npos) << e.what();
+    }
+}
+
+TEST_F(BackendSelectionTest, AutoPrefersTheDeviceAndCpuIgnoresIt) {
+    int calls = 0;
+    registerCudaBackendFactory([&calls](std::string&) {
+        ++calls;
+        return makeCpuBackend();   // stands in for a device backend
+    });
+    const BackendSelection automatic = selectBackend(DeviceChoice::Auto);
+    EXPECT_EQ(calls, 1);
+    EXPECT_EQ(automatic.message, "device: " + automatic.backend->description()) << "a reason was given";
+    selectBackend(DeviceChoice::Cpu);
+    EXPECT_EQ(calls, 1) << "--device cpu asked for a device";
+    selectBackend(DeviceChoice::Cuda);
+    EXPECT_EQ(calls, 2);
+}
+
+TEST(CpuBackendTest, DescribesItsThreads) {
+    const auto cpu = makeCpuBackend();
+    EXPECT_EQ(cpu->description().rfind("CPU (", 0), 0u);
+    EXPECT_NE(cpu->description().find(" threads)"), std::string::npos);
+    EXPECT_GT(cpu->freeMemoryBytes(), 0);
+}
+
+TEST(CpuBackendTest, RunsTheCoreFunctions) {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    MatrixF x(300, 64), w(32, 64);
+    for (std::int64_t i = 0; i < x.size(); ++i) x.data()[i] = normal(rng);
+    for (std::int64_t i = 0; i < w.size(); ++i) w.data()[i] = 0.02f * normal(rng);
+    const auto cpu = makeCpuBackend();
+
+    auto sink = cpu->hessian(64);
+    sink->add(x, 100);
+    quant::HessianAccumulator reference(64);
+    reference.add(x, 100);
+    EXPECT_EQ(sink->finalize(), reference.finalize());
+    EXPECT_EQ(sink->meanAbs(), reference.meanAbs());
+    EXPECT_EQ(sink->samples(), 300);
+
+    const MatrixF h = reference.finalize();
+    quant::GptqOptions o;
+    o.groupSize = 32;
+    EXPECT_EQ(cpu->gptq(w, h, o).codes, quant::quantizeGptq(w, h, o).codes);
+    const auto mx = cpu->mxfp4(w);
+    EXPECT_EQ(mx.codes, quant::quantizeMxfp4(w).codes);
+    EXPECT_EQ(cpu->decode(mx), quant::dequantizeMxfp4(mx));
+    EXPECT_EQ(cpu->fp8(w, quant::Fp8Scaling::PerChannel, 128).scales,
+              quant::quantizeFp8(w, quant::Fp8Scaling::PerChannel, 128).scales);
+}
+
+}  // namespace
+}  // namespace qs::pipeline
