@@ -47,14 +47,6 @@ std::array<float, 256> buildDynamicMap() {
     return map;
 }
 
-// Index of the nearest entry of an ascending table, the first one on ties (torch.argmin).
-std::uint8_t nearestSorted(const float* table, int size, float v) {
-    const int upper = static_cast<int>(std::lower_bound(table, table + size, v) - table);
-    if (upper == 0) return 0;
-    if (upper == size) return static_cast<std::uint8_t>(size - 1);
-    return static_cast<std::uint8_t>(std::fabs(v - table[upper]) < std::fabs(v - table[upper - 1]) ? upper : upper - 1);
-}
-
 struct DoubleQuant {
     std::vector<std::uint8_t> codes;
     std::vector<float> scales;
@@ -72,16 +64,20 @@ DoubleQuant doubleQuantize(const std::vector<float>& absmax, int nested) {
     const auto& map = dynamicMap8();
     dq.codes.resize(n);
     dq.decoded.resize(n);
-    for (std::size_t b0 = 0; b0 < n; b0 += static_cast<std::size_t>(nested)) {
-        const std::size_t b1 = std::min(n, b0 + static_cast<std::size_t>(nested));
+    const std::size_t step = static_cast<std::size_t>(nested);
+    dq.scales.resize((n + step - 1) / step);
+    // The nested blocks are independent once the offset is known.
+#pragma omp parallel for schedule(static)
+    for (std::size_t block = 0; block < dq.scales.size(); ++block) {
+        const std::size_t b0 = block * step, b1 = std::min(n, b0 + step);
         float amax = 0.0f;
         for (std::size_t i = b0; i < b1; ++i) amax = std::max(amax, std::fabs(absmax[i] - dq.offset));
-        dq.scales.push_back(amax);
+        dq.scales[block] = amax;
         const float inverse = 1.0f / amax;
         for (std::size_t i = b0; i < b1; ++i) {
             const float centred = absmax[i] - dq.offset;
             // An all-equal block has amax 0: any code decodes to the offset; take the map's zero.
-            const std::uint8_t code = amax > 0.0f ? nearestSorted(map.data(), 256, std::clamp(centred * inverse, -1.0f, 1.0f))
+            const std::uint8_t code = amax > 0.0f ? nearestDynamic8(std::clamp(centred * inverse, -1.0f, 1.0f))
                                                   : static_cast<std::uint8_t>(127);
             dq.codes[i] = code;
             dq.decoded[i] = map[code] * amax + dq.offset;
@@ -127,32 +123,33 @@ float fromOrderedKey(std::int32_t k) {
     return std::bit_cast<float>(k >= 0 ? k : std::numeric_limits<std::int32_t>::min() - k);
 }
 
-// Level j+1 is strictly nearer than level j, in f32 arithmetic: bitsandbytes' argmin decision.
-bool upperIsNearer(float v, int j) {
-    const auto& t = nf4Table();
-    return std::fabs(v - t[static_cast<std::size_t>(j) + 1]) < std::fabs(v - t[static_cast<std::size_t>(j)]);
-}
-
-// For each adjacent pair, the smallest float at which the upper level becomes strictly nearer. The
-// rounded distances are monotone in v, so "v >= threshold" IS the argmin's decision, ties (to the
-// lower level) included, at the cost of one comparison instead of two distances.
-std::array<float, 15> buildThresholds() {
-    const auto& t = nf4Table();
-    std::array<float, 15> thresholds{};
-    for (int j = 0; j < 15; ++j) {
-        std::int32_t lo = orderedKey(t[static_cast<std::size_t>(j)]);        // not nearer: v = t[j]
-        std::int32_t hi = orderedKey(t[static_cast<std::size_t>(j) + 1]);    // nearer: v = t[j+1]
+// For each adjacent pair of an ascending table of distinct levels, the smallest float at which the
+// upper level is strictly nearer than the lower, in f32 arithmetic (bitsandbytes' argmin decision).
+// The rounded distances are monotone in v, so "v >= threshold" IS the argmin's decision, ties (to
+// the lower level) included, at the cost of one comparison instead of two distances.
+template <std::size_t N>
+std::array<float, N - 1> decisionThresholds(const std::array<float, N>& t) {
+    std::array<float, N - 1> thresholds{};
+    for (std::size_t j = 0; j + 1 < N; ++j) {
+        const auto upperIsNearer = [&](float v) { return std::fabs(v - t[j + 1]) < std::fabs(v - t[j]); };
+        std::int32_t lo = orderedKey(t[j]);        // not nearer: v = t[j]
+        std::int32_t hi = orderedKey(t[j + 1]);    // nearer: v = t[j+1]
         while (hi - lo > 1) {
             const std::int32_t mid = lo + (hi - lo) / 2;
-            (upperIsNearer(fromOrderedKey(mid), j) ? hi : lo) = mid;
+            (upperIsNearer(fromOrderedKey(mid)) ? hi : lo) = mid;
         }
-        thresholds[static_cast<std::size_t>(j)] = fromOrderedKey(hi);
+        thresholds[j] = fromOrderedKey(hi);
     }
     return thresholds;
 }
 
 const std::array<float, 15>& nf4Thresholds() {
-    static const std::array<float, 15> thresholds = buildThresholds();
+    static const std::array<float, 15> thresholds = decisionThresholds(nf4Table());
+    return thresholds;
+}
+
+const std::array<float, 255>& dynamic8Thresholds() {
+    static const std::array<float, 255> thresholds = decisionThresholds(dynamicMap8());
     return thresholds;
 }
 
@@ -167,6 +164,14 @@ inline std::uint8_t nf4Index(float v, const std::array<float, 15>& th) {
 }  // namespace
 
 std::uint8_t nearestNf4(float v) { return nf4Index(v, nf4Thresholds()); }
+
+std::uint8_t nearestDynamic8(float v) {
+    // The same count as nf4Index over 255 thresholds, as a branch-free binary search (8 steps).
+    const auto& th = dynamic8Thresholds();
+    std::uint32_t index = 0;
+    for (std::uint32_t step = 128; step >= 1; step /= 2) index += v >= th[index + step - 1] ? step : 0u;
+    return static_cast<std::uint8_t>(index);
+}
 
 QuantizedLinear quantizeNf4(const MatrixF& w, const Nf4Options& options) {
     checkShape(w, options);

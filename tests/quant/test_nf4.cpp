@@ -75,6 +75,29 @@ TEST(Nf4, NearestIsBitsandbytesArgminOnEveryFloatNearADecision) {
     }
 }
 
+TEST(Nf4, NearestDynamicLevelIsArgminOnEveryFloatNearADecision) {
+    // The double quantization of absmax rounds to the nearest of 256 dynamic-map levels (first on ties).
+    const auto& m = dynamicMap8();
+    const auto argmin = [&](float v) {
+        int best = 0;
+        for (int i = 1; i < 256; ++i)
+            if (std::fabs(v - m[static_cast<std::size_t>(i)]) < std::fabs(v - m[static_cast<std::size_t>(best)])) best = i;
+        return best;
+    };
+    for (int j = 0; j < 255; ++j) {
+        float v = (m[static_cast<std::size_t>(j)] + m[static_cast<std::size_t>(j) + 1]) / 2.0f;
+        for (int k = 0; k < 20; ++k) v = std::nextafter(v, -2.0f);
+        for (int k = 0; k < 41; ++k, v = std::nextafter(v, 2.0f)) ASSERT_EQ(nearestDynamic8(v), argmin(v)) << v;
+    }
+    for (float v : m) ASSERT_EQ(m[nearestDynamic8(v)], v);
+    std::mt19937 rng(4);
+    std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+    for (int i = 0; i < 100000; ++i) {
+        const float v = u(rng);
+        ASSERT_EQ(nearestDynamic8(v), argmin(v)) << v;
+    }
+}
+
 TEST(Nf4, DynamicMapIsCreateDynamicMapSigned) {
     const auto& m = dynamicMap8();
     EXPECT_TRUE(std::is_sorted(m.begin(), m.end()));

@@ -37,7 +37,8 @@ QuantizedLinear quantizeNf4(const MatrixF& w, const Nf4Options& options = {});
 MatrixF dequantizeNf4(const QuantizedLinear& q);
 void dequantizeNf4(const QuantizedLinear& q, float* out);   // into rows * cols floats, no allocation
 
-// The index of the entry of the ascending table nearest to v, the first one on ties.
-std::uint8_t nearestNf4(float v);
+// The index of the entry of the ascending table nearest to v, the first one on ties (torch.argmin).
+std::uint8_t nearestNf4(float v);        // of nf4Table()
+std::uint8_t nearestDynamic8(float v);   // of dynamicMap8(): the double quantization of absmax
 
 }  // namespace qs::quant
