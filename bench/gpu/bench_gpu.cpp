@@ -1,0 +1,151 @@
+// The GPU targets, each next to the rate it is judged against:
+//   Hessian (cuBLAS SSYRK + the f64 sum) vs a plain cuBLAS SGEMM of the same product;
+//   GPTQ of a 14336 x 4096 layer (upload, factorization, column loop, download);
+//   FP8 block encoding vs a device-to-device memcpy of the same input (bytes/s);
+//   the trellis search at L = 16, K = 2 (weights/s).
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <string>
+
+#include <cuda_runtime.h>
+
+#include "cuda_context.h"
+#include "cuda_hessian.h"
+#include "qs/gpu/cuda_backend.h"
+#include "qs/gpu/device_buffer.h"
+#include "qs/gpu/device_info.h"
+#include "qs/gpu/format_kernels.h"
+
+namespace {
+
+using qs::MatrixF;
+
+bool skipWithoutDevice(benchmark::State& state) {
+    const qs::gpu::DeviceInfo info = qs::gpu::queryDevice();
+    if (info.present) return false;
+    state.SkipWithError(info.whyNot.c_str());
+    for (auto _ : state) {
+    }
+    return true;
+}
+
+MatrixF randomMatrix(std::int64_t rows, std::int64_t cols, std::uint32_t seed, float sigma) {
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal(0.0f, sigma);
+    MatrixF m(rows, cols);
+    for (std::int64_t i = 0; i < m.size(); ++i) m.data()[i] = normal(rng);
+    return m;
+}
+
+constexpr std::int64_t kTokens = 8192, kFeatures = 4096;
+
+void BM_HessianSyrkChunk(benchmark::State& state) {
+    if (skipWithoutDevice(state)) return;
+    const qs::gpu::CudaContext context;
+    const MatrixF x = randomMatrix(kTokens, kFeatures, 1, 1.0f);
+    const qs::gpu::DeviceBuffer<float> dx(x.data(), x.size());
+    qs::gpu::DeviceBuffer<float> gram(kFeatures * kFeatures);
+    for (auto _ : state) {
+        qs::gpu::gramLowerOnDevice(context, dx.data(), kTokens, kFeatures, gram.data());
+        cudaDeviceSynchronize();
+    }
+    // SYRK does half the multiply-adds of the GEMM; count the GEMM's flops so the rates compare as "XᵀX per second".
+    state.counters["gemm_equiv_TFLOPs"] = benchmark::Counter(2.0 * kTokens * kFeatures * kFeatures * 1e-12,
+                                                             benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_HessianSyrkChunk)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_HessianSinkAdd(benchmark::State& state) {
+    if (skipWithoutDevice(state)) return;
+    const MatrixF x = randomMatrix(kTokens, kFeatures, 2, 1.0f);
+    std::string whyNot;
+    const auto backend = qs::gpu::makeCudaBackend(whyNot);
+    auto sink = backend->hessian(kFeatures);
+    for (auto _ : state) {
+        sink->add(x, 2048);   // with the upload from the host, as calibration does it
+        cudaDeviceSynchronize();
+    }
+    state.counters["gemm_equiv_TFLOPs"] = benchmark::Counter(2.0 * kTokens * kFeatures * kFeatures * 1e-12,
+                                                             benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_HessianSinkAdd)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_CublasSgemmSameProduct(benchmark::State& state) {
+    if (skipWithoutDevice(state)) return;
+    const qs::gpu::CudaContext context;
+    const MatrixF x = randomMatrix(kTokens, kFeatures, 3, 1.0f);
+    const qs::gpu::DeviceBuffer<float> dx(x.data(), x.size());
+    qs::gpu::DeviceBuffer<float> out(kFeatures * kFeatures);
+    const float one = 1.0f, zero = 0.0f;
+    for (auto _ : state) {
+        cublasSgemm(context.blas(), CUBLAS_OP_N, CUBLAS_OP_T, kFeatures, kFeatures, kTokens, &one, dx.data(), kFeatures,
+                    dx.data(), kFeatures, &zero, out.data(), kFeatures);
+        cudaDeviceSynchronize();
+    }
+    state.counters["gemm_equiv_TFLOPs"] = benchmark::Counter(2.0 * kTokens * kFeatures * kFeatures * 1e-12,
+                                                             benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_CublasSgemmSameProduct)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_Gptq14336x4096(benchmark::State& state) {
+    if (skipWithoutDevice(state)) return;
+    std::string whyNot;
+    const auto backend = qs::gpu::makeCudaBackend(whyNot);
+    const MatrixF w = randomMatrix(14336, 4096, 4, 0.02f);
+    auto sink = backend->hessian(4096);
+    sink->add(randomMatrix(2048, 4096, 5, 1.0f));
+    const MatrixF h = sink->finalize();
+    qs::quant::GptqOptions o;
+    o.measureError = false;
+    for (auto _ : state) benchmark::DoNotOptimize(backend->gptq(w, h, o));
+}
+BENCHMARK(BM_Gptq14336x4096)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(3);
+
+constexpr std::int64_t kFp8Rows = 8192, kFp8Cols = 8192;
+
+void BM_Fp8BlockEncodeOnDevice(benchmark::State& state) {
+    if (skipWithoutDevice(state)) return;
+    const MatrixF w = randomMatrix(kFp8Rows, kFp8Cols, 6, 0.02f);
+    const qs::gpu::DeviceBuffer<float> dw(w.data(), w.size());
+    qs::gpu::DeviceBuffer<std::uint8_t> codes(w.size());
+    qs::gpu::DeviceBuffer<float> scales((kFp8Rows / 128) * (kFp8Cols / 128));
+    qs::gpu::DeviceBuffer<std::uint32_t> amax(scales.size());
+    for (auto _ : state) {
+        qs::gpu::kernels::fp8Encode(dw.data(), kFp8Rows, kFp8Cols, 128, 128, amax.data(), scales.data(), codes.data());
+        cudaDeviceSynchronize();
+    }
+    // bytes the encoding must move at least: 4 read + 1 written per weight
+    state.SetBytesProcessed(state.iterations() * kFp8Rows * kFp8Cols * 5);
+}
+BENCHMARK(BM_Fp8BlockEncodeOnDevice)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_DeviceMemcpySameInput(benchmark::State& state) {
+    if (skipWithoutDevice(state)) return;
+    qs::gpu::DeviceBuffer<float> a(kFp8Rows * kFp8Cols), b(kFp8Rows * kFp8Cols);
+    a.fillZero();
+    for (auto _ : state) {
+        cudaMemcpy(b.data(), a.data(), static_cast<std::size_t>(a.size()) * 4, cudaMemcpyDeviceToDevice);
+        cudaDeviceSynchronize();
+    }
+    state.SetBytesProcessed(state.iterations() * kFp8Rows * kFp8Cols * 8);   // read + write
+}
+BENCHMARK(BM_DeviceMemcpySameInput)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_TrellisL16K2(benchmark::State& state) {
+    if (skipWithoutDevice(state)) return;
+    std::string whyNot;
+    const auto backend = qs::gpu::makeCudaBackend(whyNot);
+    const MatrixF w = randomMatrix(state.range(0), 4096, 7, 0.02f);
+    qs::quant::TrellisOptions o;
+    o.L = 16;
+    o.K = 2;
+    for (auto _ : state) benchmark::DoNotOptimize(backend->trellis(w, o));
+    state.counters["weights_per_s"] =
+        benchmark::Counter(static_cast<double>(w.size()), benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_TrellisL16K2)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+
+}  // namespace
+
+BENCHMARK_MAIN();

@@ -1,0 +1,18 @@
+#pragma once
+// GPTQ on the device with the contract of quant::quantizeGptq (same options, same result fields):
+// the Cholesky factor of the damped inverse with cuSOLVER (potrf + trtri of J H J, as
+// upperCholeskyOfInverse), the block's column loop as a kernel, the lazy update as one SGEMM.
+#include "cuda_context.h"
+#include "qs/quant/gptq.h"
+
+namespace qs::gpu {
+
+quant::QuantizedLinear cudaGptq(const CudaContext& context, const MatrixF& w, const MatrixF& h,
+                                const quant::GptqOptions& options);
+
+// upperCholeskyOfInverse on the device: false when H is not positive definite. h and u are
+// device [n, n] row-major; `work` is scratch of n * n floats.
+bool upperCholeskyOfInverseOnDevice(const CudaContext& context, const float* h, std::int64_t n, float lambda,
+                                    float* work, float* u);
+
+}  // namespace qs::gpu

@@ -1,0 +1,118 @@
+#include "cuda_trellis.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "qs/error.h"
+#include "qs/gpu/device_buffer.h"
+#include "qs/gpu/device_info.h"
+#include "qs/io/dtype.h"
+#include "qs/quant/hadamard.h"
+#include "trellis_kernels.h"
+
+namespace qs::gpu {
+namespace {
+
+constexpr std::int64_t kMaxWorkspaceBytes = std::int64_t{2} << 30;   // groups in flight share at most 2 GiB
+
+void checkOptions(const MatrixF& w, const quant::TrellisOptions& o) {
+    if (o.L < 1 || o.L > quant::kTrellisMaxL || o.K < 1 || o.K > quant::kTrellisMaxK || o.K >= o.L)
+        throw Error("quantizeTrellis: need 1 <= K <= 4 and K < L <= 16, got L = " + std::to_string(o.L) +
+                    ", K = " + std::to_string(o.K));
+    if (o.groupSize < 2 || (o.groupSize & (o.groupSize - 1)) != 0)
+        throw Error("quantizeTrellis: the group size must be a power of two >= 2, got " + std::to_string(o.groupSize));
+    if (w.cols() % o.groupSize != 0)
+        throw Error("quantizeTrellis: " + std::to_string(w.cols()) + " input features are not a multiple of the group size " +
+                    std::to_string(o.groupSize));
+}
+
+// trellis.cpp groupScale: the group's RMS as the f16 the format stores.
+float groupScale(const float* x, int n) {
+    double squares = 0.0;
+    for (int i = 0; i < n; ++i) squares += static_cast<double>(x[i]) * x[i];
+    const float rms = std::max(static_cast<float>(std::sqrt(squares / n)), 1e-12f);
+    return io::f16ToF32(io::f32ToF16(rms));
+}
+
+// Every group rotated and divided by its scale, row-major [groups, n]; scales [groups].
+void normaliseGroups(const MatrixF& w, const quant::TrellisOptions& o, std::vector<float>& xs, std::vector<float>& scales) {
+    const int n = o.groupSize;
+    const std::int64_t perRow = w.cols() / n, groups = w.rows() * perRow;
+    const quant::RandomHadamard rotation(static_cast<std::size_t>(n), o.seed);
+    xs.resize(static_cast<std::size_t>(groups * n));
+    scales.resize(static_cast<std::size_t>(groups));
+#pragma omp parallel for schedule(static)
+    for (std::int64_t g = 0; g < groups; ++g) {
+        const std::int64_t r = g / perRow, c0 = (g % perRow) * n;
+        float* x = xs.data() + g * n;
+        std::copy_n(w.data() + r * w.cols() + c0, n, x);
+        rotation.rotate(x);
+        const float scale = groupScale(x, n);
+        for (int i = 0; i < n; ++i) x[i] /= scale;
+        scales[static_cast<std::size_t>(g)] = scale;
+    }
+}
+
+}  // namespace
+
+quant::QuantizedLinear cudaTrellis(const MatrixF& w, const quant::TrellisOptions& o) {
+    checkOptions(w, o);
+    const int n = o.groupSize;
+    const std::int64_t perRow = w.cols() / n, groups = w.rows() * perRow;
+    quant::QuantizedLinear q;
+    q.method = quant::Method::Trellis;
+    q.codeKind = quant::CodeKind::Trellis;
+    q.rows = w.rows();
+    q.cols = w.cols();
+    q.bits = o.K;
+    q.symmetric = true;
+    q.groupSize = n;
+    q.blockRows = 1;
+    q.blockCols = n;
+    q.codes.resize(static_cast<std::size_t>(w.size()));
+    q.scales.resize(w.rows(), perRow);
+    q.trellis.L = o.L;
+    q.trellis.K = o.K;
+    q.trellis.groupSize = n;
+    q.trellis.rotationSeed = o.seed;
+    q.trellis.starts.resize(static_cast<std::size_t>(groups));
+    if (groups == 0) return q;
+
+    std::vector<float> xs, scales;
+    normaliseGroups(w, o, xs, scales);
+    std::copy(scales.begin(), scales.end(), q.scales.data());
+
+    const std::int64_t perGroup = kernels::viterbiBytesPerGroup(o.L, o.K, n);
+    const std::int64_t batch = std::clamp<std::int64_t>(kMaxWorkspaceBytes / perGroup, 1, groups);
+    requireDeviceMemory(batch * (perGroup + n * 8) + (std::int64_t{4} << o.L),
+                        "the trellis search (L = " + std::to_string(o.L) + ", " + std::to_string(batch) + " groups at a time)");
+    const std::vector<float> table = quant::TrellisCodebook(o.L).table();
+    const DeviceBuffer<float> deviceTable(table.data(), static_cast<std::int64_t>(table.size()));
+    DeviceBuffer<float> deviceXs(batch * n);
+    DeviceBuffer<std::uint32_t> deviceStates(batch * n);
+    RawDeviceBuffer workspace(static_cast<std::size_t>(batch * perGroup));
+    std::vector<std::uint32_t> states(static_cast<std::size_t>(batch * n));
+    const std::uint32_t mask = (1u << o.K) - 1u;
+    for (std::int64_t g0 = 0; g0 < groups; g0 += batch) {
+        if (o.cancel && o.cancel->cancelled()) throw Cancelled();
+        const std::int64_t count = std::min(batch, groups - g0);
+        deviceXs.upload(xs.data() + g0 * n, count * n);
+        kernels::viterbiGroups(deviceXs.data(), count, n, deviceTable.data(), o.L, o.K, workspace.data(), deviceStates.data());
+        deviceStates.download(states.data(), count * n);
+        for (std::int64_t k = 0; k < count; ++k) {
+            const std::int64_t g = g0 + k, r = g / perRow, c0 = (g % perRow) * n;
+            const std::uint32_t* s = states.data() + k * n;
+            q.trellis.starts[static_cast<std::size_t>(g)] = s[0];
+            std::uint8_t* codes = q.codes.data() + r * w.cols() + c0;
+            for (int t = 0; t < n; ++t) codes[t] = static_cast<std::uint8_t>(s[t] & mask);
+        }
+        if (o.progress)
+            o.progress({"quantize", static_cast<int>(g0 + count), static_cast<int>(groups),
+                        static_cast<double>(g0 + count) / static_cast<double>(groups), "trellis groups"});
+    }
+    return q;
+}
+
+}  // namespace qs::gpu

@@ -1,0 +1,12 @@
+#pragma once
+// The element-wise halves of the Hessian accumulation (the product itself is cuBLAS SYRK).
+#include <cstdint>
+
+namespace qs::gpu::kernels {
+
+// sum[lower] += chunk[lower], both column-major [f, f]; the chunk's f32 gram is widened to f64.
+void addLowerToSum(const float* chunk, std::int64_t f, double* sum);
+// absSum[j] += |x[t, j]| for t = 0 .. n-1 in order, in f64 (x row-major [n, f]), as the CPU does.
+void addAbsColumns(const float* x, std::int64_t n, std::int64_t f, double* absSum);
+
+}  // namespace qs::gpu::kernels
