@@ -1,48 +1,39 @@
 #pragma once
-// Round trips for the encoder tests: what an encoder makes of some linears is written with
-// io::CheckpointWriter (tensors, config.json with its quantization_config, its extra files), as the
-// exporter does, then opened again for the readers.
-#include <cstdint>
+// Writing QuantizedLinears through a LinearEncoder and io::CheckpointWriter, then reading them back
+// through the format detection and the LinearReader, as a consumer of the export would
+// (the GPTQ, AWQ and FP8 encoder tests).
 #include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "qs/formats/linear_encoder.h"
+#include "qs/formats/linear_reader.h"
 #include "qs/io/checkpoint.h"
+#include "qs/io/dtype.h"
 
 namespace qs::formats::test {
 
-class EncodedCheckpoint {
-public:
-    // Encodes every linear; `dense` linears get a small BF16 weight and go into the scheme's denseLinears.
-    EncodedCheckpoint(const std::string& name, const LinearEncoder& encoder,
-                      const std::vector<std::pair<std::string, const quant::QuantizedLinear*>>& linears,
-                      std::vector<std::string> dense = {"lm_head"});
-    ~EncodedCheckpoint();
-    EncodedCheckpoint(const EncodedCheckpoint&) = delete;
-    EncodedCheckpoint& operator=(const EncodedCheckpoint&) = delete;
+using NamedLinear = std::pair<std::string, quant::QuantizedLinear>;
 
-    const io::Checkpoint& checkpoint() const { return checkpoint_; }
-    const nlohmann::json& quantizationConfig() const { return config_; }
-    const std::vector<EncodedTensor>& tensors() const { return tensors_; }
-    // The encoded tensor of that name; fails the test (and throws) when there is none.
-    const EncodedTensor& tensor(const std::string& name) const;
-    const std::filesystem::path& dir() const { return dir_; }
+// A fresh path under the temp directory (removed first; not created).
+std::filesystem::path freshPath(const std::string& name);
 
-private:
-    std::filesystem::path dir_;
-    std::vector<EncodedTensor> tensors_;
-    nlohmann::json config_;
-    io::Checkpoint checkpoint_;
-};
+// Writes the linears (and config.json with the encoder's quantization_config, and its extra files).
+std::filesystem::path writeEncoded(const std::filesystem::path& dir, const LinearEncoder& encoder,
+                                   const std::vector<NamedLinear>& linears);
 
-// Every element has the same bit pattern (so -0 and +0 differ, and NaNs must match).
-void expectSameBits(const MatrixF& actual, const MatrixF& expected);
+// q with every scale rounded to F16, as the integer layouts store them.
+quant::QuantizedLinear withF16Scales(quant::QuantizedLinear q);
 
-// The stored values of an F32 tensor.
-std::vector<float> f32Values(const EncodedTensor& t);
+// The number of elements where a and b differ in their bit patterns (shapes must match).
+std::int64_t bitDifferences(const MatrixF& a, const MatrixF& b);
+
+// The I32 words of a stored tensor.
+std::vector<std::uint32_t> storedWords(const io::Checkpoint& checkpoint, const std::string& name);
+
+nlohmann::json readJson(const std::filesystem::path& file);
 
 }  // namespace qs::formats::test
