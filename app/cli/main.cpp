@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "compare_command.h"
+#include "eval_command.h"
 #include "inspect_command.h"
 #include "qs/error.h"
 
@@ -45,5 +46,6 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     qs::cli::registerInspect(app);
     qs::cli::registerCompare(app);
+    qs::cli::registerEval(app);
     return run(app, argc, argv);
 }

@@ -1,0 +1,85 @@
+#include "eval_command.h"
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+
+#include <nlohmann/json.hpp>
+
+#include "progress_bar.h"
+#include "qs/analysis/kl_metrics.h"
+#include "qs/error.h"
+#include "qs/io/checkpoint.h"
+#include "qs/pipeline/bundled_resources.h"
+#include "qs/pipeline/checkpoint_eval.h"
+#include "qs/pipeline/job_report.h"
+#include "sigint_cancel.h"
+
+namespace qs::cli {
+namespace {
+
+struct EvalOptions {
+    std::string original;
+    std::string quantized;
+    std::string eval;
+    int samples = 32;
+    int seqLen = 512;
+    std::string json;
+};
+
+// As compare: the original's own eval.txt (the demo ships one), else the bundled text.
+std::filesystem::path evalText(const std::string& given, const io::Checkpoint& original) {
+    if (!given.empty()) return given;
+    if (std::filesystem::exists(original.root() / "eval.txt")) return original.root() / "eval.txt";
+    if (auto bundled = pipeline::bundledResource(std::filesystem::path("demo") / "eval.txt")) return *bundled;
+    throw Error("no eval.txt beside " + original.root().string() + " and none bundled: pass --eval");
+}
+
+nlohmann::json reportJson(const EvalOptions& o, const pipeline::CheckpointEvalResult& r) {
+    return {{"original", o.original}, {"quantized", o.quantized}, {"original_format", r.originalFormat},
+            {"quantized_format", r.quantizedFormat}, {"evaluation_tokens", r.evaluationTokens},
+            {"time_s", r.seconds}, {"kl", pipeline::toJson(r.kl)}};
+}
+
+void runEval(const EvalOptions& o) {
+    const io::Checkpoint original = io::Checkpoint::open(o.original);
+    const io::Checkpoint quantized = io::Checkpoint::open(o.quantized);
+    const std::filesystem::path text = evalText(o.eval, original);
+    pipeline::CheckpointEvalPlan plan;
+    plan.original = o.original;
+    plan.quantized = o.quantized;
+    plan.evaluation = pipeline::sharedTokenWindows(original, quantized, pipeline::loadTexts(text), o.samples, o.seqLen,
+                                                   text.string());
+
+    pipeline::CancelToken cancel;
+    const SigintCancel sigint(cancel);
+    ProgressBar bar("eval");
+    const pipeline::CheckpointEvalResult result = pipeline::evaluateCheckpoints(plan, bar.callback(), cancel);
+    bar.finish(true);
+    std::cout << "original:  " << o.original << " (" << result.originalFormat << ")\n"
+              << "quantized: " << o.quantized << " (" << result.quantizedFormat << ")\n"
+              << "evaluation: " << plan.evaluation.size() << " x " << plan.evaluation.front().size() << " tokens of "
+              << text.string() << ", " << result.kl.count << " positions scored\n\n"
+              << analysis::formatKlReport(result.kl);
+    if (!o.json.empty()) {
+        std::ofstream out(o.json);
+        if (!out) throw Error(o.json + ": cannot write the JSON report");
+        out << reportJson(o, result).dump(2) << '\n';
+    }
+}
+
+}  // namespace
+
+void registerEval(CLI::App& app) {
+    auto options = std::make_shared<EvalOptions>();
+    CLI::App* cmd = app.add_subcommand("eval", "KL divergence of a quantized checkpoint from its original on held-out text");
+    cmd->add_option("original", options->original, "The original checkpoint: .safetensors file or folder")->required();
+    cmd->add_option("quantized", options->quantized, "The quantized checkpoint (any readable format)")->required();
+    cmd->add_option("--eval", options->eval, "Held-out text (UTF-8 file or JSON list of strings)");
+    cmd->add_option("--samples", options->samples, "Evaluation sequences")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--seq-len", options->seqLen, "Tokens per sequence")->capture_default_str()->check(CLI::Range(2, 1 << 20));
+    cmd->add_option("--json", options->json, "Write the report as JSON to this file");
+    cmd->callback([options] { runEval(*options); });
+}
+
+}  // namespace qs::cli
