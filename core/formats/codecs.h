@@ -17,6 +17,7 @@ const LinearCodec& modelOptCodec();           // modelopt_codec.cpp
 const LinearCodec& gptOssMxfp4Codec();        // gpt_oss_mxfp4_codec.cpp
 const LinearCodec& bnb4BitCodec();            // bnb_4bit_codec.cpp
 const LinearCodec& bnbInt8Codec();            // bnb_int8_codec.cpp
+const LinearCodec& trellisCodec();            // trellis_codec.cpp (QuantScope's own trellis layout)
 
 // Prefixes of the tensors named "<prefix><suffix>" that `accept` (when given) takes, in name order.
 std::vector<LinearRef> refsWithSuffix(const io::Checkpoint& checkpoint, std::string_view suffix,

@@ -75,6 +75,11 @@ void classifyByConfig(FormatInfo& info, const std::string& method) {
         return;
     }
     if (method == "bitsandbytes") return classifyBitsandbytes(info);
+    if (method == "quantscope-trellis") {
+        info.format = Format::QuantscopeTrellis;
+        info.variant = "v" + std::to_string(jsonInt(c, "format_version", 1));
+        return;
+    }
     if (method == "exl3") {
         info.format = Format::Exl3;
         info.variant = jsonString(c, "version", "");
@@ -132,6 +137,11 @@ void classifyByTensors(FormatInfo& info, const io::Checkpoint& ck) {
     if (anyTensorEndsWith(ck, "_blocks") || anyTensorEndsWith(ck, ".blocks")) {
         info.format = Format::Mxfp4;
         info.variant = "gpt-oss";
+        return;
+    }
+    if (anyTensorEndsWith(ck, ".trellis_header")) {
+        info.format = Format::QuantscopeTrellis;
+        info.variant = "v1";
         return;
     }
     if (anyTensorEndsWith(ck, ".weight_packed")) {
@@ -196,6 +206,7 @@ std::string_view formatName(Format f) {
         case Format::Mxfp4: return "mxfp4";
         case Format::Bitsandbytes: return "bitsandbytes";
         case Format::Exl3: return "exl3";
+        case Format::QuantscopeTrellis: return "quantscope-trellis";
         case Format::Unknown: return "unknown";
     }
     return "unknown";

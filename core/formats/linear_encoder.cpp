@@ -13,6 +13,12 @@ std::vector<const LinearEncoder*> allEncoders() {
         &detail::awqGemmEncoder(),
         &detail::fp8BlockEncoder(),
         &detail::ctFp8DynamicEncoder(),
+        &detail::ctNvfp4Encoder(),
+        &detail::modelOptNvfp4Encoder(),
+        &detail::ctMxfp4Encoder(),
+        &detail::bnbNf4Encoder(),
+        &detail::trellisEncoder(),
+        &detail::ctMixedEncoder(),
     };
 }
 
@@ -43,10 +49,10 @@ const LinearEncoder& defaultEncoderFor(const quant::QuantizedLinear& q) {
         return q.symmetric ? detail::gptqV1Encoder() : detail::gptqV2Encoder();
     case quant::Method::Awq: return detail::awqGemmEncoder();
     case quant::Method::Fp8: return fp8EncoderFor(q);
-    case quant::Method::Nvfp4: throw Error("no writer for NVFP4 yet");
-    case quant::Method::Mxfp4: throw Error("no writer for MXFP4 yet");
-    case quant::Method::Nf4: throw Error("no writer for NF4 yet");
-    case quant::Method::Trellis: throw Error("no writer for trellis yet");
+    case quant::Method::Nvfp4: return detail::ctNvfp4Encoder();
+    case quant::Method::Mxfp4: return detail::ctMxfp4Encoder();
+    case quant::Method::Nf4: return detail::bnbNf4Encoder();
+    case quant::Method::Trellis: return detail::trellisEncoder();
     }
     throw Error("no writer for method " + std::string(quant::methodName(q.method)));
 }

@@ -47,6 +47,7 @@ std::vector<const LinearCodec*> codecsFor(Format format) {
         case Format::ModelOpt: return {&modelOptCodec(), &denseCodec()};
         case Format::Mxfp4: return {&gptOssMxfp4Codec(), &denseCodec()};
         case Format::Bitsandbytes: return {&bnb4BitCodec(), &bnbInt8Codec(), &denseCodec()};
+        case Format::QuantscopeTrellis: return {&trellisCodec(), &denseCodec()};
         case Format::Dense:
         case Format::Exl3:
         case Format::Unknown: return {&denseCodec()};

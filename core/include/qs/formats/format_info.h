@@ -12,9 +12,9 @@
 
 namespace qs::formats {
 
-enum class Format { Dense, Gptq, Awq, Fp8, CompressedTensors, ModelOpt, Mxfp4, Bitsandbytes, Exl3, Unknown };
+enum class Format { Dense, Gptq, Awq, Fp8, CompressedTensors, ModelOpt, Mxfp4, Bitsandbytes, Exl3, QuantscopeTrellis, Unknown };
 
-std::string_view formatName(Format f);   // "dense", "gptq", "awq", "fp8", "compressed-tensors", ...
+std::string_view formatName(Format f);   // "dense", "gptq", "awq", "fp8", "compressed-tensors", ..., "quantscope-trellis"
 
 struct FormatInfo {
     Format format = Format::Dense;
