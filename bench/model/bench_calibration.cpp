@@ -1,0 +1,53 @@
+// Calibration of one decoder layer, as the Job does it: N sequences of T tokens of hidden states go
+// through the layer while the hook accumulates the Hessians of its four distinct linear inputs
+// (q/k/v, o, gate/up, down), which are then finalized (H = 2XᵀX/n). `hook=0` runs the layer alone,
+// so the two rows show what the statistics cost on top of the forward pass. Times are CPU seconds of
+// the process (the machine is shared; wall time would measure the other processes).
+#include <benchmark/benchmark.h>
+
+#include <omp.h>
+
+#include "qs/model/transformer.h"
+#include "qs/pipeline/layer_statistics.h"
+#include "synthetic_model.h"
+
+namespace {
+
+using namespace qs;
+
+constexpr int kSequences = 8;
+constexpr int kTokens = 512;
+
+// Args: hidden size, hook (0/1), threads (0 = all cores).
+void calibrateLayer(benchmark::State& state) {
+    const int hidden = int(state.range(0));
+    const bool hook = state.range(1) != 0;
+    const int previousThreads = omp_get_max_threads();
+    if (state.range(2) > 0) omp_set_num_threads(int(state.range(2)));
+    const model::ModelConfig config = bench::llamaShape(hidden, 1, 256);
+    const model::Transformer transformer(config, bench::randomModel(config));
+    const model::LayerWeights layer = bench::randomLayer(config, 1);
+    std::vector<MatrixF> inputs;
+    for (int s = 0; s < kSequences; ++s) inputs.push_back(bench::benchInputs(kTokens, hidden, 30u + unsigned(s)));
+    for (auto _ : state) {
+        pipeline::LayerStatistics statistics;
+        for (const auto& input : inputs) {
+            MatrixF h = input;
+            transformer.runLayer(0, layer, h, hook ? statistics.hook() : model::LinearInputHook{});
+            benchmark::DoNotOptimize(h.data());
+        }
+        if (hook)
+            for (const auto module : {"self_attn.q_proj", "self_attn.o_proj", "mlp.gate_proj", "mlp.down_proj"})
+                benchmark::DoNotOptimize(statistics.hessian(module).data());
+    }
+    state.counters["tokens/s"] = benchmark::Counter(double(kSequences) * kTokens, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["threads"] = omp_get_max_threads();
+    omp_set_num_threads(previousThreads);
+}
+
+}  // namespace
+
+BENCHMARK(calibrateLayer)
+    ->ArgNames({"hidden", "hook", "threads"})
+    ->Args({1024, 0, 1})->Args({1024, 1, 1})->Args({1024, 0, 0})->Args({1024, 1, 0})->Args({2048, 1, 0})
+    ->Unit(benchmark::kSecond)->Iterations(1);

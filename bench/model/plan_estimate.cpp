@@ -1,0 +1,38 @@
+// plan_estimate CHECKPOINT METHODS SAMPLES SEQ_LEN EVAL_SAMPLES
+// Prints the pipeline's own prediction (pipeline::Job::estimate) for `quantscope-cli compare` with the
+// same methods and token counts, so bench/peak_rss.sh can set it beside the measured peak. Token ids
+// do not enter the estimate, only their counts; the group size does not either.
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include "qs/pipeline/job.h"
+
+namespace {
+
+qs::pipeline::TokenSequences zeros(int samples, int seqLen) {
+    return qs::pipeline::TokenSequences(std::size_t(samples), std::vector<qs::model::TokenId>(std::size_t(seqLen), 0));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    if (argc != 6) {
+        std::cerr << "usage: plan_estimate CHECKPOINT METHODS SAMPLES SEQ_LEN EVAL_SAMPLES\n";
+        return 2;
+    }
+    try {
+        const int samples = std::stoi(argv[3]), seqLen = std::stoi(argv[4]), evalSamples = std::stoi(argv[5]);
+        qs::pipeline::JobPlan plan;
+        plan.checkpoint = argv[1];
+        plan.methods = qs::pipeline::parseMethodList(argv[2], 128);
+        plan.calibration = zeros(samples, seqLen);
+        plan.evaluation = zeros(evalSamples, seqLen);
+        const qs::pipeline::ResourceEstimate e = qs::pipeline::Job(std::move(plan)).estimate();
+        std::cout << e.peakBytes << '\n' << e.describe() << '\n';
+        return 0;
+    } catch (const std::exception& e) {
+        std::cerr << "plan_estimate: " << e.what() << '\n';
+        return 2;
+    }
+}

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Peak memory of calibrating and GPTQ-quantizing a Llama-shaped BF16 checkpoint layer by layer,
+# against the 4 GB target and the pipeline's own prediction.
+#
+#   bench/peak_rss.sh            8 layers, 4096 wide, intermediate 14336, 32 heads, 8 KV heads
+#
+# Writes the checkpoint (about 4 GB, random weights, the demo's tokenizer) into a temporary folder
+# under $TMPDIR (default /tmp) and deletes it at the end. Runs `quantscope-cli compare --methods
+# gptq4` on 16 x 512 calibration tokens (one 512-token evaluation sequence, the least compare takes)
+# under /usr/bin/time -v and prints its "Maximum resident set size".
+# Environment: QS_BUILD_DIR (default build-cli, else build), LAYERS, HIDDEN, INTERMEDIATE, HEADS,
+# KV_HEADS, VOCAB, SAMPLES, SEQ_LEN; TIME_LIMIT (seconds): Ctrl-C the run then (it stops at its next
+# cancellation check), and report the peak over the layers it got through.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+build="${QS_BUILD_DIR:-}"
+if [ -z "$build" ]; then
+  build="$root/build-cli"
+  [ -d "$build" ] || build="$root/build"
+fi
+layers="${LAYERS:-8}" hidden="${HIDDEN:-4096}" intermediate="${INTERMEDIATE:-14336}"
+heads="${HEADS:-32}" kv_heads="${KV_HEADS:-8}" vocab="${VOCAB:-32000}"
+samples="${SAMPLES:-16}" seq_len="${SEQ_LEN:-512}"
+target_bytes=$((4 * 1000 * 1000 * 1000))
+
+cmake --build "$build" --target quantscope-cli make_checkpoint plan_estimate -j "${QS_JOBS:-2}" >&2
+[ -x /usr/bin/time ] || { echo "peak_rss.sh: /usr/bin/time is needed (apt install time)" >&2; exit 2; }
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/qs_peak_rss.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+model="$work/model"
+
+echo "writing a ${layers}-layer, ${hidden}-wide BF16 checkpoint (intermediate ${intermediate}, ${heads} heads, ${kv_heads} KV heads, vocab ${vocab})" >&2
+start=$(date +%s)
+"$build/bench-tools/make_checkpoint" "$model" --layers "$layers" --hidden "$hidden" --intermediate "$intermediate" \
+  --heads "$heads" --kv-heads "$kv_heads" --vocab "$vocab" --dtype bf16 --tokenizer-from "$root/resources/demo"
+echo "written in $(( $(date +%s) - start )) s: $(du -sh "$model" | cut -f1)" >&2
+
+predicted="$("$build/bench-tools/plan_estimate" "$model" gptq4 "$samples" "$seq_len" 1)"
+predicted_bytes="$(echo "$predicted" | head -n1)"
+
+echo "running: quantscope-cli compare --methods gptq4 --samples $samples --seq-len $seq_len --eval-samples 1 (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+limit=()
+[ -z "${TIME_LIMIT:-}" ] || limit=(timeout -s INT --kill-after=120 "$TIME_LIMIT")
+start=$(date +%s)
+status=0
+/usr/bin/time -v -o "$work/time.txt" "${limit[@]}" "$build/app/cli/quantscope-cli" compare "$model" --methods gptq4 \
+  --calib "$root/resources/demo/calibration.txt" --eval "$root/resources/demo/eval.txt" \
+  --samples "$samples" --seq-len "$seq_len" --eval-samples 1 --force --log "$work/modules.jsonl" \
+  > "$work/compare.txt" || status=$?
+seconds=$(( $(date +%s) - start ))
+if [ "$status" -ne 0 ]; then
+  echo "the run stopped with status $status after ${seconds} s (130/124: TIME_LIMIT reached); modules done: $(wc -l < "$work/modules.jsonl")"
+fi
+
+peak_kb="$(sed -n 's/^[[:space:]]*Maximum resident set size (kbytes): //p' "$work/time.txt")"
+peak_bytes=$((peak_kb * 1024))
+gb() { awk -v b="$1" 'BEGIN { printf "%.2f GB", b / 1e9 }'; }
+cat "$work/compare.txt"
+echo
+echo "Maximum resident set size: $(gb "$peak_bytes") (${peak_kb} kB)   target: < $(gb "$target_bytes")   $( [ "$peak_bytes" -lt "$target_bytes" ] && echo met || echo MISSED )"
+echo "pipeline's predicted peak:  $(gb "$predicted_bytes")   ($(echo "$predicted" | tail -n1))"
+echo "checkpoint on disk: $(du -sb "$model" | awk '{ printf "%.2f GB", $1 / 1e9 }'); wall time ${seconds} s; load after: $(cut -d' ' -f1-3 /proc/loadavg)"
