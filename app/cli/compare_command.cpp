@@ -13,11 +13,15 @@
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/model/tokenizer.h"
+#include "qs/pipeline/backend.h"
 #include "qs/pipeline/bundled_resources.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/job_report.h"
 #include "sigint_cancel.h"
 #include "text_table.h"
+#if defined(QS_WITH_CUDA_BACKEND)
+#include "qs/gpu/cuda_backend.h"
+#endif
 
 namespace qs::cli {
 namespace {
@@ -39,6 +43,7 @@ struct CompareOptions {
     std::string log;
     bool force = false;
     std::uint64_t seed = 0;
+    std::string device = "auto";
 };
 
 // The checkpoint's own calibration.txt / eval.txt (the demo ships them), else the bundled text.
@@ -91,6 +96,16 @@ void printTable(const pipeline::JobResult& result, std::ostream& out) {
     }
 }
 
+// The backend of --device, announced on stderr in one line (and why the CPU stands in for auto).
+std::shared_ptr<const pipeline::Backend> chooseBackend(const std::string& device) {
+#if defined(QS_WITH_CUDA_BACKEND)
+    gpu::registerCudaBackend();
+#endif
+    pipeline::BackendSelection selection = pipeline::selectBackend(pipeline::parseDeviceChoice(device));
+    std::cerr << selection.message << '\n';
+    return std::move(selection.backend);
+}
+
 void runCompare(const CompareOptions& o) {
     const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
     const model::Tokenizer tokenizer = model::Tokenizer::fromFile(checkpoint.root());
@@ -102,6 +117,7 @@ void runCompare(const CompareOptions& o) {
     plan.perLayerKl = o.perLayer;
     plan.trueSequential = !o.noTrueSequential;
     plan.seed = o.seed;
+    plan.backend = chooseBackend(o.device);   // after the checks of the input, whose errors stay one line
 
     pipeline::Job job(std::move(plan));
     std::unique_ptr<std::ofstream> log;
@@ -140,6 +156,9 @@ void registerCompare(CLI::App& app) {
     cmd->add_option("--json", options->json, "Write the results as JSON to this file");
     cmd->add_option("--log", options->log, "Write the per-module log as JSON lines to this file");
     cmd->add_option("--seed", options->seed, "Seed (trellis rotations)")->capture_default_str();
+    cmd->add_option("--device", options->device, "Where GPTQ and the format encoders run: cpu, cuda or auto")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
     cmd->callback([options] { runCompare(*options); });
 }

@@ -150,7 +150,8 @@ private:
         LayerStatistics& stats = own ? *own : baseStats;
         const auto start = Clock::now();
         try {
-            QuantizedLayer q = quantizeLayer(s.result.method, original, stats, plan_.seed + std::uint64_t(layer), cancel_);
+            QuantizedLayer q = quantizeLayer(s.result.method, original, stats, plan_.seed + std::uint64_t(layer), cancel_,
+                                             plan_.backend.get());
             for (const auto& [module, linear] : q) {
                 s.model.overrideLinear(layer, module, linear);
                 const auto samples = stats.empty() ? 0 : stats.input(module).hessian.samples();
@@ -264,6 +265,11 @@ JobResult Job::run(const ProgressCallback& progress, const CancelToken& cancel, 
         throw Error("this plan does not fit in memory: " + e.describe() +
                     "; use fewer methods, samples or tokens, or no per-layer KL");
     if (progress) progress({"plan", 0, 0, 0.0, e.describe()});
+    if (!plan_.backend) {
+        BackendSelection selection = selectBackend(plan_.device);
+        if (progress) progress({"plan", 0, 0, 0.0, selection.message});
+        plan_.backend = std::move(selection.backend);
+    }
     Runner runner(plan_, progress, cancel, moduleLog);
     return runner.run();
 }

@@ -18,6 +18,11 @@
 namespace qs::pipeline {
 namespace {
 
+const Backend& orCpu(const Backend* backend) {
+    static const std::shared_ptr<Backend> cpu = makeCpuBackend();
+    return backend ? *backend : *cpu;
+}
+
 const MatrixF& requireHessian(const MethodSpec& method, const MatrixF* h) {
     if (h == nullptr) throw Error(method.label() + " needs calibration inputs");
     return *h;
@@ -72,7 +77,7 @@ QuantizedLayer quantizeAwqLayer(const MethodSpec& method, const model::LayerWeig
 }  // namespace
 
 quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& w, const MatrixF* h, double samples,
-                                      std::uint64_t seed) {
+                                      std::uint64_t seed, const Backend* backend) {
     switch (method.kind) {
     case MethodKind::Rtn: {
         quant::RtnOptions options;
@@ -89,18 +94,18 @@ quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& w
         options.actOrder = method.actOrder;
         options.sym = method.sym;
         options.samples = samples;
-        return quant::quantizeGptq(w, requireHessian(method, h), options);
+        return orCpu(backend).gptq(w, requireHessian(method, h), options);
     }
-    case MethodKind::Fp8: return quant::quantizeFp8(w, quant::Fp8Scaling::Block, 128);
-    case MethodKind::Mxfp4: return quant::quantizeMxfp4(w);
-    case MethodKind::Nvfp4: return quant::quantizeNvfp4(w);
-    case MethodKind::Nf4: return quant::quantizeNf4(w);
+    case MethodKind::Fp8: return orCpu(backend).fp8(w, quant::Fp8Scaling::Block, 128);
+    case MethodKind::Mxfp4: return orCpu(backend).mxfp4(w);
+    case MethodKind::Nvfp4: return orCpu(backend).nvfp4(w);
+    case MethodKind::Nf4: return orCpu(backend).nf4(w, {});
     case MethodKind::Trellis: {
         quant::TrellisOptions options;
         options.L = method.trellisL;
         options.K = method.bits;
         options.seed = seed;
-        return quant::quantizeTrellis(w, options);
+        return orCpu(backend).trellis(w, options);
     }
     case MethodKind::Awq: break;
     }
@@ -108,7 +113,7 @@ quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& w
 }
 
 QuantizedLayer quantizeLayer(const MethodSpec& method, const model::LayerWeights& weights, LayerStatistics& statistics,
-                             std::uint64_t seed, const CancelToken& cancel) {
+                             std::uint64_t seed, const CancelToken& cancel, const Backend* backend) {
     if (method.kind == MethodKind::Awq) return quantizeAwqLayer(method, weights, statistics, cancel);
     QuantizedLayer layer;
     for (std::string_view module : model::LayerWeights::kLinearModules) {
@@ -117,7 +122,7 @@ QuantizedLayer quantizeLayer(const MethodSpec& method, const model::LayerWeights
         const MatrixF& w = weights.linear(module).weight;
         const MatrixF* h = statistics.empty() ? nullptr : &statistics.hessian(module);
         const double samples = statistics.empty() ? 0.0 : static_cast<double>(statistics.input(module).hessian.samples());
-        auto q = std::make_shared<quant::QuantizedLinear>(quantizeLinear(method, w, h, samples, seed));
+        auto q = std::make_shared<quant::QuantizedLinear>(quantizeLinear(method, w, h, samples, seed, backend));
         if (h != nullptr && std::isnan(q->outputError)) {
             const auto error = quant::outputErrorFromHessian(w, q->effectiveWeight(), *h);
             q->outputError = error.relative;

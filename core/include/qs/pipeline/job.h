@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "qs/pipeline/backend.h"
 #include "qs/pipeline/calibration_text.h"
 #include "qs/pipeline/cancel_token.h"
 #include "qs/pipeline/job_result.h"
@@ -32,6 +33,8 @@ struct JobPlan {
     bool perLayerKl = false;
     bool trueSequential = true;
     std::uint64_t seed = 0;
+    DeviceChoice device = DeviceChoice::Auto;   // where GPTQ, the float formats and the trellis run
+    std::shared_ptr<const Backend> backend;     // when set, used as is (the CLI selects and reports it)
 };
 
 using ModuleLogCallback = std::function<void(const ModuleLog&)>;

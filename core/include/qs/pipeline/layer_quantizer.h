@@ -6,6 +6,7 @@
 #include <string>
 
 #include "qs/model/layer_weights.h"
+#include "qs/pipeline/backend.h"
 #include "qs/pipeline/cancel_token.h"
 #include "qs/pipeline/layer_statistics.h"
 #include "qs/pipeline/method_spec.h"
@@ -17,11 +18,12 @@ using QuantizedLayer = std::map<std::string, std::shared_ptr<const quant::Quanti
 
 // `statistics` may be empty (no calibration): then GPTQ and AWQ throw and no output error is measured.
 // Each result carries its relative output error on the calibration inputs and its wall time.
+// GPTQ, the float formats and the trellis run on `backend` (null: the CPU).
 QuantizedLayer quantizeLayer(const MethodSpec& method, const model::LayerWeights& weights, LayerStatistics& statistics,
-                             std::uint64_t seed, const CancelToken& cancel);
+                             std::uint64_t seed, const CancelToken& cancel, const Backend* backend = nullptr);
 
 // One linear (RTN, GPTQ, FP8, MXFP4, NVFP4, NF4, trellis); `h` may be null for the methods that need none.
 quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& weight, const MatrixF* h,
-                                      double samples, std::uint64_t seed);
+                                      double samples, std::uint64_t seed, const Backend* backend = nullptr);
 
 }  // namespace qs::pipeline
