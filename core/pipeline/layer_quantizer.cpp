@@ -23,6 +23,12 @@ const Backend& orCpu(const Backend* backend) {
     return backend ? *backend : *cpu;
 }
 
+quant::Fp8Scaling fp8Scaling(Fp8Granularity g) {
+    if (g == Fp8Granularity::Channel) return quant::Fp8Scaling::PerChannel;
+    if (g == Fp8Granularity::Tensor) return quant::Fp8Scaling::PerTensor;
+    return quant::Fp8Scaling::Block;
+}
+
 const MatrixF& requireHessian(const MethodSpec& method, const MatrixF* h) {
     if (h == nullptr) throw Error(method.label() + " needs calibration inputs");
     return *h;
@@ -96,7 +102,7 @@ quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& w
         options.samples = samples;
         return orCpu(backend).gptq(w, requireHessian(method, h), options);
     }
-    case MethodKind::Fp8: return orCpu(backend).fp8(w, quant::Fp8Scaling::Block, 128);
+    case MethodKind::Fp8: return orCpu(backend).fp8(w, fp8Scaling(method.fp8Scales), 128);
     case MethodKind::Mxfp4: return orCpu(backend).mxfp4(w);
     case MethodKind::Nvfp4: return orCpu(backend).nvfp4(w);
     case MethodKind::Nf4: return orCpu(backend).nf4(w, {});

@@ -17,7 +17,7 @@ std::optional<int> parseInt(std::string_view s) {
 
 [[noreturn]] void badMethod(std::string_view name, std::string_view why) {
     throw Error("unknown method '" + std::string(name) + "': " + std::string(why) +
-                " (known: rtnB, gptqB, gptqB-act, awqB, fp8, mxfp4, nvfp4, nf4, trellisK[-lL])");
+                " (known: rtnB, gptqB, gptqB-act, awqB, fp8, fp8-channel, fp8-tensor, mxfp4, nvfp4, nf4, trellisK[-lL])");
 }
 
 // "gptq4-act" -> prefix "gptq", number 4, suffix "act".
@@ -59,7 +59,10 @@ std::string MethodSpec::label() const {
     case MethodKind::Gptq:
         return "GPTQ int" + bitsText + ", " + group + (actOrder ? ", act-order" : "") + (sym ? ", sym" : "");
     case MethodKind::Awq: return "AWQ int" + bitsText + ", " + group;
-    case MethodKind::Fp8: return "FP8 E4M3, 128x128 blocks";
+    case MethodKind::Fp8:
+        if (fp8Scales == Fp8Granularity::Channel) return "FP8 E4M3, per-channel scales";
+        if (fp8Scales == Fp8Granularity::Tensor) return "FP8 E4M3, per-tensor scale";
+        return "FP8 E4M3, 128x128 blocks";
     case MethodKind::Mxfp4: return "MXFP4";
     case MethodKind::Nvfp4: return "NVFP4";
     case MethodKind::Nf4: return "NF4, blocks of 64, double quant";
@@ -102,7 +105,9 @@ MethodSpec parseMethod(std::string_view name, int groupSize) {
         noSuffix();
     } else if (parts.prefix == "fp" && parts.number == 8) {
         spec.kind = MethodKind::Fp8, spec.bits = 8;
-        noSuffix();
+        if (parts.suffix == "channel") spec.fp8Scales = Fp8Granularity::Channel;
+        else if (parts.suffix == "tensor") spec.fp8Scales = Fp8Granularity::Tensor;
+        else if (!parts.suffix.empty()) badMethod(name, "unknown FP8 scales '" + parts.suffix + "' (channel, tensor)");
     } else if (parts.prefix == "mxfp" && parts.number == 4) {
         spec.kind = MethodKind::Mxfp4;
         noSuffix();

@@ -53,3 +53,13 @@ TEST(MethodSpec, RejectsUnknownNames) {
         EXPECT_NE(std::string(e.what()).find("int4"), std::string::npos);
     }
 }
+
+TEST(MethodSpec, Fp8ScaleGranularity) {
+    EXPECT_EQ(parseMethod("fp8").fp8Scales, Fp8Granularity::Block);
+    const auto channel = parseMethod("fp8-channel");
+    EXPECT_EQ(channel.kind, MethodKind::Fp8);
+    EXPECT_EQ(channel.fp8Scales, Fp8Granularity::Channel);
+    EXPECT_EQ(channel.label(), "FP8 E4M3, per-channel scales");
+    EXPECT_EQ(parseMethod("fp8-tensor").fp8Scales, Fp8Granularity::Tensor);
+    EXPECT_THROW(parseMethod("fp8-row"), qs::Error);
+}

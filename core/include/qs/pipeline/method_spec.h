@@ -6,7 +6,8 @@
 //   gptqB     GPTQ, B bits (2..8), asymmetric as in the seed; -act: act-order; -sym: symmetric (the
 //             grid vLLM's Marlin kernels run), e.g. gptq4-act-sym
 //   awqB      AWQ scale search, then asymmetric RTN (AutoAWQ's zero-point grid)
-//   fp8       FP8 E4M3, 128x128 block scales
+//   fp8       FP8 E4M3, 128x128 block scales; fp8-channel: one scale per output row (compressed-tensors
+//             FP8_DYNAMIC); fp8-tensor: one scale for the matrix
 //   mxfp4 / nvfp4 / nf4
 //   trellisK  QTIP-style trellis, K bits per weight (1..4), L = 8 unless given as trellisK-lL
 #include <string>
@@ -16,6 +17,7 @@
 namespace qs::pipeline {
 
 enum class MethodKind { Rtn, Gptq, Awq, Fp8, Mxfp4, Nvfp4, Nf4, Trellis };
+enum class Fp8Granularity { Block, Channel, Tensor };
 
 struct MethodSpec {
     MethodKind kind = MethodKind::Rtn;
@@ -25,6 +27,7 @@ struct MethodSpec {
     bool actOrder = false;     // GPTQ
     bool sym = false;
     int trellisL = 8;
+    Fp8Granularity fp8Scales = Fp8Granularity::Block;   // FP8
 
     std::string label() const;               // "GPTQ int4, g64, act-order" (the seed's table wording)
     bool needsCalibration() const;           // GPTQ and AWQ read the layer inputs

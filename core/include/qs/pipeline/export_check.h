@@ -1,0 +1,22 @@
+#pragma once
+// Checks, before a long quantization, that its results could be exported: for each distinct linear
+// shape of the checkpoint, a result of the method's layout (a cheap stand-in with the same code
+// kind, bits, groups and scale grid) is put to the encoder's refusal(). The exporter checks the real
+// results again before writing.
+#include <string>
+
+#include "qs/formats/linear_encoder.h"
+#include "qs/io/checkpoint.h"
+#include "qs/pipeline/method_spec.h"
+
+namespace qs::pipeline {
+
+// The encoder that would write `method`'s results: `format` by name, or the method's default.
+// Throws qs::Error for an unknown name or a method without a writer.
+const formats::LinearEncoder& encoderForMethod(const MethodSpec& method, const std::string& format);
+
+// "model.layers.0.mlp.down_proj [256, 768]: K=768 is not a multiple of group size 512", or "" when
+// every decoder-layer linear fits (methods whose layout cannot be predicted cheaply pass here).
+std::string exportRefusal(const MethodSpec& method, const formats::LinearEncoder& encoder, const io::Checkpoint& checkpoint);
+
+}  // namespace qs::pipeline

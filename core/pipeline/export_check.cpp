@@ -1,0 +1,79 @@
+#include "qs/pipeline/export_check.h"
+
+#include <map>
+#include <optional>
+#include <utility>
+
+#include "qs/error.h"
+#include "qs/model/layer_weights.h"
+#include "qs/pipeline/layer_quantizer.h"
+#include "qs/quant/rtn.h"
+
+namespace qs::pipeline {
+
+namespace {
+
+bool isDecoderLinear(const io::CheckpointTensor& t) {
+    if (t.naming.layer < 0 || t.naming.part != "weight" || t.info->shape.size() != 2) return false;
+    for (auto module : model::LayerWeights::kLinearModules)
+        if (t.naming.module == module) return true;
+    return false;
+}
+
+// A result with the method's layout for a [rows, cols] weight; nullopt when only the real run knows
+// it (the trellis, whose Viterbi search is the expensive part).
+std::optional<quant::QuantizedLinear> standIn(const MethodSpec& method, std::int64_t rows, std::int64_t cols) {
+    const MatrixF zeros = MatrixF::Zero(rows, cols);
+    switch (method.kind) {
+    case MethodKind::Trellis: return std::nullopt;
+    case MethodKind::Gptq:
+    case MethodKind::Awq: {
+        // Same grid as RTN; GPTQ with act-order also stores a g_idx.
+        quant::RtnOptions options;
+        options.bits = method.bits;
+        options.groupSize = method.groupSize;
+        options.sym = method.sym;
+        quant::QuantizedLinear q = quant::quantizeRtn(zeros, options);
+        q.method = method.kind == MethodKind::Gptq ? quant::Method::Gptq : quant::Method::Awq;
+        if (method.actOrder && method.kind == MethodKind::Gptq)
+            for (std::int64_t c = 0; c < cols; ++c) q.gIdx.push_back(q.groupOf(c));
+        return q;
+    }
+    default: return quantizeLinear(method, zeros, nullptr, 0.0, 0);
+    }
+}
+
+std::string shapeText(std::int64_t rows, std::int64_t cols) {
+    return "[" + std::to_string(rows) + ", " + std::to_string(cols) + "]";
+}
+
+}  // namespace
+
+const formats::LinearEncoder& encoderForMethod(const MethodSpec& method, const std::string& format) {
+    if (!format.empty()) return formats::encoderNamed(format);
+    if (const auto q = standIn(method, 128, 128)) return formats::defaultEncoderFor(*q);
+    quant::QuantizedLinear trellis;
+    trellis.method = quant::Method::Trellis;
+    trellis.codeKind = quant::CodeKind::Trellis;
+    return formats::defaultEncoderFor(trellis);
+}
+
+std::string exportRefusal(const MethodSpec& method, const formats::LinearEncoder& encoder, const io::Checkpoint& checkpoint) {
+    std::map<std::pair<std::int64_t, std::int64_t>, std::string> byShape;
+    for (const auto& t : checkpoint.tensors()) {
+        if (!isDecoderLinear(t)) continue;
+        const auto key = std::pair{t.info->shape[0], t.info->shape[1]};
+        auto it = byShape.find(key);
+        if (it == byShape.end()) {
+            const auto q = standIn(method, key.first, key.second);
+            it = byShape.emplace(key, q ? encoder.refusal(*q) : std::string()).first;
+        }
+        if (!it->second.empty()) {
+            const std::string& name = t.info->name;
+            return name.substr(0, name.size() - 7) + " " + shapeText(key.first, key.second) + ": " + it->second;
+        }
+    }
+    return "";
+}
+
+}  // namespace qs::pipeline

@@ -1,0 +1,220 @@
+#include "qs/pipeline/exporter.h"
+
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "awq_folding.h"
+#include "qs/error.h"
+#include "qs/formats/linear_encoder.h"
+#include "qs/io/checkpoint.h"
+#include "qs/io/checkpoint_writer.h"
+#include "qs/pipeline/job_report.h"
+
+namespace qs::pipeline {
+
+namespace {
+
+using Linears = std::vector<std::pair<std::string, const quant::QuantizedLinear*>>;
+
+// The quantized linears by module prefix, in layer order.
+Linears quantizedLinears(const MethodResult& result) {
+    Linears linears;
+    for (std::size_t i = 0; i < result.layers.size(); ++i)
+        for (const auto& [module, q] : result.layers[i]) linears.emplace_back(layerPrefix(i) + module, q.get());
+    if (linears.empty()) throw Error(result.method.label() + ": nothing was quantized, so there is nothing to export");
+    return linears;
+}
+
+const formats::LinearEncoder& chooseEncoder(const std::string& format, const Linears& linears) {
+    return format.empty() ? formats::defaultEncoderFor(*linears.front().second) : formats::encoderNamed(format);
+}
+
+// The refusal for q as it will be written (with AWQ's 1/s folded into its rows where planned).
+std::string refusalAsWritten(const formats::LinearEncoder& encoder, const std::string& prefix, const quant::QuantizedLinear& q,
+                             const AwqFolding& folding) {
+    const auto rows = folding.rowDivisors.find(prefix);
+    if (rows == folding.rowDivisors.end()) return encoder.refusal(q);
+    if (auto why = encoder.refusal(q); !why.empty()) return why;
+    return encoder.refusal(withRowsDivided(q, rows->second));
+}
+
+// Every refusal, before a byte is written: the first few in full, then how many more.
+void requireEncodable(const formats::LinearEncoder& encoder, const Linears& linears, const AwqFolding& folding) {
+    std::string problems;
+    int count = 0;
+    for (const auto& [prefix, q] : linears) {
+        const std::string why = refusalAsWritten(encoder, prefix, *q, folding);
+        if (why.empty()) continue;
+        if (++count <= 3) problems += (problems.empty() ? "" : "; ") + prefix + ": " + why;
+    }
+    if (count > 3) problems += " (and " + std::to_string(count - 3) + " more)";
+    if (count > 0) throw Error("cannot export as " + std::string(encoder.name()) + ": " + problems);
+}
+
+void requireSource(const io::Checkpoint& source, const Linears& linears) {
+    if (source.config().contains("quantization_config"))
+        throw Error(source.root().string() + ": the source is already quantized; export from the dense original");
+    for (const auto& [prefix, q] : linears) {
+        const auto* t = source.find(prefix + ".weight");
+        if (t == nullptr) throw Error(source.root().string() + ": no tensor " + prefix + ".weight for the quantized linear");
+        if (t->info->shape != std::vector<std::int64_t>{q->rows, q->cols})
+            throw Error(source.root().string() + ": " + prefix + ".weight does not have the quantized linear's shape [" +
+                        std::to_string(q->rows) + ", " + std::to_string(q->cols) + "]");
+    }
+}
+
+// The source's linears left dense: every 2-D "<prefix>.weight" of a linear or lm_head not quantized.
+std::vector<std::string> denseLinears(const io::Checkpoint& source, const std::set<std::string>& quantized) {
+    std::vector<std::string> dense;
+    for (const auto& t : source.tensors()) {
+        const auto role = t.naming.role;
+        if ((role != io::TensorRole::Linear && role != io::TensorRole::LmHead) || t.naming.part != "weight") continue;
+        if (t.info->shape.size() != 2) continue;
+        const std::string prefix = t.info->name.substr(0, t.info->name.size() - 7);
+        if (!quantized.contains(prefix)) dense.push_back(prefix);
+    }
+    return dense;
+}
+
+// The linear prefix a source tensor belongs to when it is part of a quantized linear ("" else).
+std::string ownerPrefix(const std::string& name, const std::set<std::string>& quantized) {
+    const auto dot = name.rfind('.');
+    if (dot == std::string::npos) return "";
+    const std::string prefix = name.substr(0, dot);
+    return quantized.contains(prefix) ? prefix : "";
+}
+
+// A source tensor divided element-wise (norm weights, biases) and stored back in its own dtype.
+void writeDivided(io::CheckpointWriter& writer, const io::TensorView& t, const std::vector<float>& divisors) {
+    auto values = t.toF32();
+    if (values.size() != divisors.size())
+        throw Error(t.name() + ": " + std::to_string(values.size()) + " values cannot absorb " +
+                    std::to_string(divisors.size()) + " AWQ scales");
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] /= divisors[i];
+    writer.addTensorF32(t.name(), t.dtype(), t.shape(), values);
+}
+
+nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+nlohmann::json linearReport(const std::string& prefix, const quant::QuantizedLinear& q) {
+    return {{"name", prefix},
+            {"method", std::string(quant::methodName(q.method))},
+            {"bits", q.bits},
+            {"group_size", q.groupSize},
+            {"symmetric", q.symmetric},
+            {"act_order", !q.gIdx.empty()},
+            {"bits_per_weight", q.bitsPerWeight()},
+            {"output_error", number(q.outputError)},
+            {"gptq_loss", number(q.gptqLoss)},
+            {"damp_percent", number(q.dampPercent)},
+            {"seconds", q.seconds}};
+}
+
+nlohmann::json exportReport(const ExportRequest& request, const MethodResult& result, std::string_view format,
+                            const Linears& linears) {
+    nlohmann::json report = toJson(result);
+    report["format"] = std::string(format);
+    report["source"] = request.source.string();
+    report["settings"] = request.settings;
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& [prefix, q] : linears) list.push_back(linearReport(prefix, *q));
+    report["linears"] = std::move(list);
+    return report;
+}
+
+class ExportWriter {
+public:
+    ExportWriter(const ExportRequest& request, const io::Checkpoint& source, const formats::LinearEncoder& encoder,
+                 Linears linears, AwqFolding folding)
+        : request_(request), source_(source), encoder_(encoder), linears_(std::move(linears)), folding_(std::move(folding)),
+          writer_(request.destination, io::CheckpointWriterOptions{.overwrite = request.overwrite}, source.root()) {
+        for (const auto& [prefix, q] : linears_) byPrefix_.emplace(prefix, q);
+        for (const auto& [prefix, q] : linears_) quantized_.insert(prefix);
+    }
+
+    std::filesystem::path write(const MethodResult& result, const ProgressCallback& progress, const CancelToken& cancel) {
+        std::size_t done = 0;
+        for (const auto& t : source_.tensors()) {
+            cancel.throwIfCancelled();
+            const std::string& name = t.info->name;
+            const std::string owner = ownerPrefix(name, quantized_);
+            if (owner.empty()) {
+                copy(source_.tensor(name), folding_.normDivisors);
+            } else if (name == owner + ".weight") {
+                writeLinear(owner);
+                report(progress, ++done, owner);
+            } else if (t.naming.part == "bias") {
+                copy(source_.tensor(name), folding_.rowDivisors, owner);
+            }   // other parts of a quantized linear's source (none in a dense checkpoint) are replaced
+        }
+        finishFiles(result);
+        return writer_.finish();
+    }
+
+private:
+    void copy(const io::TensorView& t, const std::map<std::string, std::vector<float>>& divisors, const std::string& key = "") {
+        const auto it = divisors.find(key.empty() ? t.name() : key);
+        if (it != divisors.end()) writeDivided(writer_, t, it->second);
+        else writer_.addTensor(t.name(), t.dtype(), t.shape(), t.bytes());
+    }
+
+    void writeLinear(const std::string& prefix) {
+        const quant::QuantizedLinear& q = *byPrefix_.at(prefix);
+        const auto rows = folding_.rowDivisors.find(prefix);
+        const auto tensors = rows == folding_.rowDivisors.end() ? encoder_.encode(prefix, q)
+                                                                : encoder_.encode(prefix, withRowsDivided(q, rows->second));
+        for (const auto& e : tensors) writer_.addTensor(e.name, e.dtype, e.shape, e.bytes);
+    }
+
+    void report(const ProgressCallback& progress, std::size_t done, const std::string& prefix) const {
+        if (!progress) return;
+        Progress p;
+        p.stage = "export";
+        p.step = static_cast<int>(done);
+        p.steps = static_cast<int>(linears_.size());
+        p.fraction = static_cast<double>(done) / static_cast<double>(linears_.size());
+        p.message = prefix;
+        progress(p);
+    }
+
+    void finishFiles(const MethodResult& result) {
+        formats::ExportScheme scheme;
+        scheme.linears = linears_;
+        scheme.denseLinears = denseLinears(source_, quantized_);
+        if (const auto* first = source_.find(linears_.front().first + ".weight")) scheme.sourceDType = first->info->dtype;
+        nlohmann::json config = source_.config().is_object() ? source_.config() : nlohmann::json::object();
+        config["quantization_config"] = encoder_.quantizationConfig(scheme);
+        writer_.setConfig(std::move(config));
+        for (const auto& [file, content] : encoder_.extraFiles(scheme)) writer_.addJsonFile(file, content);
+        writer_.addJsonFile("quantscope_report.json", exportReport(request_, result, encoder_.name(), linears_));
+        writer_.copyAuxiliaryFiles(source_.root());
+    }
+
+    const ExportRequest& request_;
+    const io::Checkpoint& source_;
+    const formats::LinearEncoder& encoder_;
+    Linears linears_;
+    AwqFolding folding_;
+    io::CheckpointWriter writer_;
+    std::map<std::string, const quant::QuantizedLinear*> byPrefix_;
+    std::set<std::string> quantized_;
+};
+
+}  // namespace
+
+std::filesystem::path exportCheckpoint(const ExportRequest& request, const MethodResult& result,
+                                       const ProgressCallback& progress, const CancelToken& cancel) {
+    if (!result.error.empty()) throw Error(result.method.label() + " failed, so it cannot be exported: " + result.error);
+    Linears linears = quantizedLinears(result);
+    const formats::LinearEncoder& encoder = chooseEncoder(request.format, linears);
+    AwqFolding folding = planAwqFolding(result.layers);
+    requireEncodable(encoder, linears, folding);
+    const io::Checkpoint source = io::Checkpoint::open(request.source);
+    requireSource(source, linears);
+    cancel.throwIfCancelled();
+    ExportWriter writer(request, source, encoder, std::move(linears), std::move(folding));
+    return writer.write(result, progress, cancel);
+}
+
+}  // namespace qs::pipeline

@@ -1,0 +1,227 @@
+// exportCheckpoint on the bundled demo Qwen3: what it writes reads back through the format readers as
+// the job's quantized weights (bit for bit for GPTQ and FP8), everything else is copied, config.json
+// gains the encoder's quantization_config, refused exports leave nothing behind, and an AWQ export
+// (scales folded into the norms and v/up rows) computes the same logits as the in-memory model.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstring>
+#include <fstream>
+
+#include "qs/error.h"
+#include "qs/formats/detect.h"
+#include "qs/formats/linear_reader.h"
+#include "qs/io/checkpoint.h"
+#include "qs/model/model_config.h"
+#include "qs/model/tokenizer.h"
+#include "qs/model/transformer.h"
+#include "qs/pipeline/calibration_text.h"
+#include "qs/pipeline/exporter.h"
+#include "qs/pipeline/job.h"
+
+using namespace qs;
+using namespace qs::pipeline;
+
+namespace {
+
+const std::filesystem::path kDemo = std::filesystem::path(QS_RESOURCES_DIR) / "demo";
+
+std::filesystem::path freshPath(const std::string& name) {
+    auto dir = std::filesystem::temp_directory_path() / ("qs_export_" + name + "_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    return dir;
+}
+
+TokenSequences demoTokens(int samples, int length) {
+    const auto tokenizer = model::Tokenizer::fromFile(kDemo);
+    return tokenWindows(tokenizer, loadTexts(kDemo / "calibration.txt"), samples, length, "calibration.txt");
+}
+
+MethodResult quantizeDemo(const std::string& method, bool calibrate) {
+    JobPlan plan;
+    plan.checkpoint = kDemo;
+    plan.methods = {parseMethod(method, 64)};
+    if (calibrate) plan.calibration = demoTokens(8, 64);
+    auto result = Job(std::move(plan)).run({}, CancelToken{});
+    if (!result.methods.front().error.empty()) throw std::runtime_error(result.methods.front().error);
+    return std::move(result.methods.front());
+}
+
+nlohmann::json readJson(const std::filesystem::path& file) {
+    std::ifstream in(file);
+    return nlohmann::json::parse(in);
+}
+
+MatrixF withF16Scales(quant::QuantizedLinear q) {
+    for (Eigen::Index i = 0; i < q.scales.size(); ++i) q.scales.data()[i] = io::f16ToF32(io::f32ToF16(q.scales.data()[i]));
+    return q.dequantize();
+}
+
+bool sameBits(const MatrixF& a, const MatrixF& b) {
+    return a.rows() == b.rows() && a.cols() == b.cols() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
+}
+
+std::string prefixOf(std::size_t layer, const std::string& module) {
+    return "model.layers." + std::to_string(layer) + "." + module;
+}
+
+// Every quantized linear reads back as `expected(q)`; every source tensor outside them is copied as is.
+void expectExported(const std::filesystem::path& dir, const MethodResult& result,
+                    const std::function<MatrixF(const quant::QuantizedLinear&)>& expected) {
+    const auto exported = io::Checkpoint::open(dir);
+    const formats::LinearReader reader(exported);
+    for (std::size_t i = 0; i < result.layers.size(); ++i)
+        for (const auto& [module, q] : result.layers[i])
+            EXPECT_TRUE(sameBits(reader.decodeF32(prefixOf(i, module)), expected(*q))) << prefixOf(i, module);
+    const auto source = io::Checkpoint::open(kDemo);
+    int copied = 0;
+    for (const auto& t : source.tensors()) {
+        if (t.naming.role == io::TensorRole::Linear) continue;
+        const auto a = source.tensor(t.info->name), b = exported.tensor(t.info->name);
+        EXPECT_EQ(a.dtype(), b.dtype()) << t.info->name;
+        EXPECT_TRUE(a.bytes().size() == b.bytes().size() && std::memcmp(a.bytes().data(), b.bytes().data(), a.bytes().size()) == 0)
+            << t.info->name;
+        ++copied;
+    }
+    EXPECT_GT(copied, 5);
+}
+
+TEST(Exporter, Gptq4OnTheDemoReadsBackAsTheJobsWeights) {
+    const auto result = quantizeDemo("gptq4-sym", true);
+    const auto dir = freshPath("gptq4");
+    std::vector<Progress> reports;
+    ExportRequest request{kDemo, dir, "", false, {{"calibration", "demo"}}};
+    EXPECT_EQ(exportCheckpoint(request, result, [&](const Progress& p) { reports.push_back(p); }, CancelToken{}), dir);
+    expectExported(dir, result, [](const quant::QuantizedLinear& q) { return withF16Scales(q); });
+
+    const auto config = readJson(dir / "config.json");
+    EXPECT_EQ(config["quantization_config"]["quant_method"], "gptq");
+    EXPECT_EQ(config["quantization_config"]["checkpoint_format"], "gptq");   // symmetric: v1, the default
+    EXPECT_EQ(config["quantization_config"]["group_size"], 64);
+    EXPECT_EQ(config["torch_dtype"], "bfloat16");
+    EXPECT_EQ(config["architectures"][0], "Qwen3ForCausalLM");
+    EXPECT_TRUE(std::filesystem::exists(dir / "quantize_config.json"));
+    EXPECT_TRUE(std::filesystem::exists(dir / "tokenizer.json"));
+    EXPECT_TRUE(std::filesystem::exists(dir / "generation_config.json"));
+    const auto report = readJson(dir / "quantscope_report.json");
+    EXPECT_EQ(report["format"], "gptq");
+    EXPECT_EQ(report["settings"]["calibration"], "demo");
+    ASSERT_EQ(report["linears"].size(), 14u);
+    EXPECT_EQ(report["linears"][0]["bits"], 4);
+    EXPECT_TRUE(report["linears"][0]["output_error"].is_number());
+    ASSERT_EQ(reports.size(), 14u);
+    EXPECT_EQ(reports.back().stage, "export");
+    EXPECT_DOUBLE_EQ(reports.back().fraction, 1.0);
+    const auto info = formats::detect(io::Checkpoint::open(dir));
+    EXPECT_EQ(info.format, formats::Format::Gptq);
+    EXPECT_EQ(info.layers.size(), 14u);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(Exporter, Fp8OnTheDemoReadsBackBitForBit) {
+    const auto result = quantizeDemo("fp8", false);
+    const auto dir = freshPath("fp8");
+    exportCheckpoint({kDemo, dir, "", false, {}}, result, {}, CancelToken{});
+    expectExported(dir, result, [](const quant::QuantizedLinear& q) { return q.dequantize(); });
+    const auto config = readJson(dir / "config.json")["quantization_config"];
+    EXPECT_EQ(config["quant_method"], "fp8");
+    EXPECT_EQ(config["weight_block_size"], nlohmann::json({128, 128}));
+    EXPECT_EQ(formats::detect(io::Checkpoint::open(dir)).format, formats::Format::Fp8);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(Exporter, PerChannelFp8GoesToCompressedTensors) {
+    const auto result = quantizeDemo("fp8-channel", false);
+    const auto dir = freshPath("fp8ch");
+    exportCheckpoint({kDemo, dir, "", false, {}}, result, {}, CancelToken{});
+    expectExported(dir, result, [](const quant::QuantizedLinear& q) { return q.dequantize(); });
+    EXPECT_EQ(readJson(dir / "config.json")["quantization_config"]["quant_method"], "compressed-tensors");
+    std::filesystem::remove_all(dir);
+}
+
+TEST(Exporter, RefusedExportWritesNothing) {
+    const auto result = quantizeDemo("rtn4", false);   // asymmetric: v1 refuses it
+    const auto dir = freshPath("refused");
+    try {
+        exportCheckpoint({kDemo, dir, "gptq", false, {}}, result, {}, CancelToken{});
+        FAIL() << "exported";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("model.layers.0."), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("gptq_v2"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir));
+    EXPECT_THROW(exportCheckpoint({kDemo, dir, "exl2", false, {}}, result, {}, CancelToken{}), Error);
+    EXPECT_FALSE(std::filesystem::exists(dir));
+    CancelToken cancelled;
+    cancelled.cancel();
+    EXPECT_THROW(exportCheckpoint({kDemo, dir, "gptq_v2", false, {}}, result, {}, cancelled), Cancelled);
+    EXPECT_FALSE(std::filesystem::exists(dir));
+    for (const auto& entry : std::filesystem::directory_iterator(dir.parent_path()))
+        EXPECT_EQ(entry.path().filename().string().find(dir.filename().string()), std::string::npos) << entry.path();
+}
+
+// The forward pass over the exported AWQ checkpoint: norms and embeddings as stored, linears decoded.
+model::ModelWeights exportedWeights(const io::Checkpoint& ck, const model::ModelConfig& config) {
+    const formats::LinearReader reader(ck);
+    const auto vec = [&](const std::string& name) {
+        const auto v = ck.tensor(name).toF32();
+        return VectorF(Eigen::Map<const VectorF>(v.data(), static_cast<Eigen::Index>(v.size())));
+    };
+    model::ModelWeights w;
+    w.embedding = ck.tensor("model.embed_tokens.weight").toMatrix();
+    w.norm = vec("model.norm.weight");
+    for (int i = 0; i < config.numLayers; ++i) {
+        model::LayerWeights l;
+        const std::string p = "model.layers." + std::to_string(i) + ".";
+        l.inputNorm = vec(p + "input_layernorm.weight");
+        l.postAttentionNorm = vec(p + "post_attention_layernorm.weight");
+        l.qNorm = vec(p + "self_attn.q_norm.weight");
+        l.kNorm = vec(p + "self_attn.k_norm.weight");
+        for (auto module : model::LayerWeights::kLinearModules) l.linear(module).weight = reader.decodeF32(p + std::string(module));
+        w.layers.push_back(std::move(l));
+    }
+    return w;
+}
+
+TEST(Exporter, AwqFoldedExportGivesTheInMemoryLogits) {
+    const auto result = quantizeDemo("awq4", true);
+    bool scaled = false;   // the search must have chosen scales somewhere, or the test shows nothing
+    for (const auto& layer : result.layers)
+        for (const auto& [module, q] : layer)
+            for (float s : q->inputScales) scaled = scaled || s != 1.0f;
+    ASSERT_TRUE(scaled);
+    const auto dir = freshPath("awq");
+    exportCheckpoint({kDemo, dir, "awq", false, {}}, result, {}, CancelToken{});
+    const auto exported = io::Checkpoint::open(dir);
+    EXPECT_EQ(formats::detect(exported).format, formats::Format::Awq);
+
+    const auto source = io::Checkpoint::open(kDemo);
+    const auto config = model::ModelConfig::fromJson(source.config());
+    auto reference = model::Transformer::fromCheckpoint(source);
+    for (std::size_t i = 0; i < result.layers.size(); ++i)
+        for (const auto& [module, q] : result.layers[i]) reference.overrideLinear(static_cast<int>(i), module, q);
+    model::Transformer folded(config, std::make_shared<model::ModelWeights>(exportedWeights(exported, config)));
+
+    const auto tokens = demoTokens(1, 48).front();
+    const MatrixF want = reference.forward(tokens);
+    const MatrixF got = folded.forward(tokens);
+    const float scale = want.cwiseAbs().maxCoeff();
+    const float diff = (got - want).cwiseAbs().maxCoeff();
+    // BF16 norms (2^-9 relative) and F16 scales (2^-12) through two layers: well under 2 %.
+    EXPECT_LT(diff, 0.02f * scale) << "max |logit difference| " << diff << " of " << scale;
+
+    // Without the folding (source norms), the same linears compute something else.
+    model::ModelWeights unfolded = exportedWeights(exported, config);
+    auto plain = model::Transformer::fromCheckpoint(source);
+    for (int i = 0; i < config.numLayers; ++i) {
+        const auto& src = plain.layerWeights(i);
+        unfolded.layers[static_cast<std::size_t>(i)].inputNorm = src.inputNorm;
+        unfolded.layers[static_cast<std::size_t>(i)].postAttentionNorm = src.postAttentionNorm;
+    }
+    model::Transformer wrong(config, std::make_shared<model::ModelWeights>(std::move(unfolded)));
+    EXPECT_GT((wrong.forward(tokens) - want).cwiseAbs().maxCoeff(), 5.0f * diff);
+    std::filesystem::remove_all(dir);
+}
+
+}  // namespace
