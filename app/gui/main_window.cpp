@@ -13,22 +13,31 @@
 #include <QMimeData>
 #include <QSettings>
 #include <QStatusBar>
+#include <QHeaderView>
 #include <QTabWidget>
+#include <QTableView>
 
+#include "about_dialog.h"
 #include "channels_page.h"
 #include "checkpoint_tree_model.h"
 #include "checkpoint_tree_panel.h"
+#include "hessian_page.h"
 #include "histogram_page.h"
+#include "job_status_widget.h"
 #include "message_box_error_reporter.h"
+#include "module_log_model.h"
 #include "number_format.h"
 #include "overview_page.h"
+#include "quantize_job.h"
+#include "quantize_panel.h"
 #include "recent_files.h"
+#include "results_page.h"
 #include "summary_panel.h"
 
 namespace qs::gui {
 namespace {
 
-constexpr int kStateVersion = 1;   // bump when the docks change, so old saved layouts are ignored
+constexpr int kStateVersion = 2;   // bump when the docks change, so old saved layouts are ignored
 
 }  // namespace
 
@@ -41,12 +50,20 @@ MainWindow::MainWindow(Settings settings, QWidget* parent)
       tabs_(new QTabWidget(this)),
       histogram_(new HistogramPage(this)),
       channels_(new ChannelsPage(this)),
-      overview_(new OverviewPage(this)) {
+      overview_(new OverviewPage(this)),
+      hessian_(new HessianPage(this)),
+      results_(new ResultsPage(this)),
+      quantize_(new QuantizePanel(this)),
+      job_(new QuantizeJob(this)),
+      moduleLog_(new ModuleLogModel(this)),
+      jobStatus_(new JobStatusWidget(this)) {
     setWindowTitle(tr("QuantScope"));
     setAcceptDrops(true);
     resize(1400, 900);
     createPages();
     createDocks();
+    createJobDocks();
+    connectJob();
     createMenus();
     statusBar()->showMessage(tr("Open a .safetensors file or a checkpoint folder (File ▸ Open, or drop it here)."));
     if (settings_ == Settings::Remember) restoreWindowState();
@@ -55,7 +72,7 @@ MainWindow::MainWindow(Settings settings, QWidget* parent)
 MainWindow::~MainWindow() = default;
 
 void MainWindow::createPages() {
-    pages_ = {histogram_, channels_, overview_};
+    pages_ = {histogram_, channels_, overview_, hessian_, results_};
     for (InspectorPage* page : pages_) {
         tabs_->addTab(page, page->title());
         connect(page, &InspectorPage::errorOccurred, this, &MainWindow::reportError);
@@ -64,6 +81,8 @@ void MainWindow::createPages() {
     tabs_->setDocumentMode(true);
     setCentralWidget(tabs_);
     connect(overview_, &OverviewPage::tensorActivated, this, &MainWindow::selectTensor);
+    connect(results_, &ResultsPage::layerActivated, this, [this](int layer) { selectLayer(layer); });
+    connect(results_, &ResultsPage::linearActivated, this, &MainWindow::selectLayer);
 }
 
 void MainWindow::createDocks() {
@@ -80,6 +99,67 @@ void MainWindow::createDocks() {
     connect(tree_, &CheckpointTreePanel::tensorSelected, this, &MainWindow::onTensorSelected);
 }
 
+void MainWindow::createJobDocks() {
+    quantizeDock_ = new QDockWidget(tr("Quantize"), this);
+    quantizeDock_->setObjectName(QStringLiteral("quantizeDock"));
+    quantizeDock_->setWidget(quantize_);
+    addDockWidget(Qt::RightDockWidgetArea, quantizeDock_);
+    auto* logView = new QTableView(this);
+    logView->setModel(moduleLog_);
+    logView->verticalHeader()->hide();
+    // Columns sized once, from the first rows: resizing to contents on every row is quadratic.
+    connect(moduleLog_, &QAbstractItemModel::rowsInserted, logView, [logView](const QModelIndex&, int first) {
+        if (first == 0) logView->resizeColumnsToContents();
+    });
+    logDock_ = new QDockWidget(tr("Module log"), this);
+    logDock_->setObjectName(QStringLiteral("moduleLogDock"));
+    logDock_->setWidget(logView);
+    addDockWidget(Qt::BottomDockWidgetArea, logDock_);
+    resizeDocks({logDock_}, {170}, Qt::Vertical);
+    connect(moduleLog_, &QAbstractItemModel::rowsInserted, logView, &QTableView::scrollToBottom);
+    statusBar()->addPermanentWidget(jobStatus_);
+}
+
+void MainWindow::connectJob() {
+    connect(quantize_, &QuantizePanel::startRequested, this, &MainWindow::startQuantizeJob);
+    connect(quantize_, &QuantizePanel::cancelRequested, job_, &QuantizeJob::cancel);
+    connect(jobStatus_, &JobStatusWidget::cancelRequested, job_, &QuantizeJob::cancel);
+    connect(job_, &QuantizeJob::runningChanged, this, [this](bool running) {
+        quantize_->setRunning(running);
+        jobStatus_->setRunning(running);
+        emit busyChanged(isBusy());
+    });
+    connect(job_, &QuantizeJob::progressed, this,
+            [this](const pipeline::Progress& p) { jobStatus_->showProgress(p, job_->elapsedSeconds()); });
+    connect(job_, &QuantizeJob::moduleLogged, moduleLog_, &ModuleLogModel::append);
+    connect(job_, &QuantizeJob::finished, this, &MainWindow::onJobFinished);
+    connect(job_, &QuantizeJob::failed, this, [this](const QString& m) { reportError(tr("Quantization failed"), m); });
+    connect(job_, &QuantizeJob::cancelled, this, [this] { statusBar()->showMessage(tr("Quantization cancelled."), 10000); });
+}
+
+bool MainWindow::startQuantizeJob() {
+    if (!checkpoint_ || job_->isRunning()) return false;
+    moduleLog_->clear();
+    return job_->start(quantize_->settings(), path_.toStdString());
+}
+
+void MainWindow::onJobFinished(const std::shared_ptr<const pipeline::JobResult>& result) {
+    results_->setResult(result);
+    showPage(results_->key());
+    statusBar()->showMessage(tr("Quantization finished in %1.").arg(durationText(result->seconds)), 10000);
+}
+
+void MainWindow::selectLayer(int layer, const QString& module) {
+    if (!checkpoint_) return;
+    const std::string wanted = module.toStdString();
+    for (const io::CheckpointTensor& t : checkpoint_->tensors()) {
+        if (t.naming.layer != layer || t.naming.role != io::TensorRole::Linear) continue;
+        if (!wanted.empty() && t.naming.module != wanted) continue;
+        selectTensor(QString::fromStdString(t.info->name));
+        return;
+    }
+}
+
 void MainWindow::createMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(tr("&Open File…"), QKeySequence::Open, this, &MainWindow::openFileDialog);
@@ -92,6 +172,8 @@ void MainWindow::createMenus() {
     QMenu* view = menuBar()->addMenu(tr("&View"));
     view->addAction(summaryDock_->toggleViewAction());
     view->addAction(treeDock_->toggleViewAction());
+    view->addAction(quantizeDock_->toggleViewAction());
+    view->addAction(logDock_->toggleViewAction());
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About QuantScope"), this, &MainWindow::showAbout);
@@ -127,12 +209,15 @@ bool MainWindow::openPath(const QString& path) {
         reportError(tr("Cannot open checkpoint"), QString::fromStdString(e.what()));
         return false;
     }
+    job_->cancel();   // a running job's results would belong to the previous checkpoint
     checkpoint_ = std::move(opened);
     path_ = path;
     setWindowTitle(tr("%1 — QuantScope").arg(QFileInfo(path).fileName()));
     summary_->setSummary(path, checkpoint_->summary(), static_cast<int>(checkpoint_->tensors().size()));
     for (InspectorPage* page : pages_) page->setCheckpoint(checkpoint_);
     tree_->setCheckpoint(checkpoint_);
+    quantize_->setCheckpoint(path);
+    moduleLog_->clear();
     if (settings_ == Settings::Remember) RecentFiles().add(path);
     statusBar()->showMessage(tr("Opened %1: %2 tensors, %3 on disk")
                                  .arg(path)
@@ -171,7 +256,7 @@ bool MainWindow::showPage(const QString& key) {
 
 bool MainWindow::isBusy() const {
     const InspectorPage* page = currentPage();
-    return page && page->isBusy();
+    return job_->isRunning() || quantize_->isEstimating() || (page && page->isBusy());
 }
 
 void MainWindow::setErrorReporter(std::shared_ptr<ErrorReporter> reporter) {
@@ -184,9 +269,8 @@ void MainWindow::reportError(const QString& title, const QString& message) {
 }
 
 void MainWindow::showAbout() {
-    QMessageBox::about(this, tr("About QuantScope"),
-                       tr("<b>QuantScope %1</b><p>Inspect, quantize and compare LLM checkpoints.</p>")
-                           .arg(QApplication::applicationVersion()));
+    AboutDialog about(this);
+    about.exec();
 }
 
 void MainWindow::restoreWindowState() {

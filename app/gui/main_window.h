@@ -9,6 +9,7 @@
 
 #include "error_reporter.h"
 #include "inspector_page.h"
+#include "qs/pipeline/job_result.h"
 
 class QDockWidget;
 class QMenu;
@@ -18,8 +19,14 @@ namespace qs::gui {
 
 class ChannelsPage;
 class CheckpointTreePanel;
+class HessianPage;
 class HistogramPage;
+class JobStatusWidget;
+class ModuleLogModel;
 class OverviewPage;
+class QuantizeJob;
+class QuantizePanel;
+class ResultsPage;
 class SummaryPanel;
 
 class MainWindow : public QMainWindow {
@@ -35,8 +42,8 @@ public:
     // Opens a .safetensors file or a checkpoint folder; on failure reports the core's message and
     // keeps what was open. Returns whether it opened.
     bool openPath(const QString& path);
-    bool showPage(const QString& key);   // "histogram", "channels", "overview"
-    bool isBusy() const;                 // the visible page is still computing
+    bool showPage(const QString& key);   // "histogram", "channels", "overview", "results", ...
+    bool isBusy() const;                 // the visible page is still computing, or a job runs
     void selectTensor(const QString& name);
     QString currentTensor() const;
     CheckpointPtr checkpoint() const { return checkpoint_; }
@@ -46,7 +53,18 @@ public:
     HistogramPage* histogramPage() const { return histogram_; }
     ChannelsPage* channelsPage() const { return channels_; }
     OverviewPage* overviewPage() const { return overview_; }
+    ResultsPage* resultsPage() const { return results_; }
+    HessianPage* hessianPage() const { return hessian_; }
+    QuantizePanel* quantizePanel() const { return quantize_; }
+    QuantizeJob* quantizeJob() const { return job_; }
+    ModuleLogModel* moduleLog() const { return moduleLog_; }
+    JobStatusWidget* jobStatus() const { return jobStatus_; }
     InspectorPage* currentPage() const;
+
+    // Starts the Quantize panel's job on the open checkpoint; false when none is open or one runs.
+    bool startQuantizeJob();
+    // Selects a tensor of `layer` (its `module` when given) in the tree, as plot clicks do.
+    void selectLayer(int layer, const QString& module = {});
 
 signals:
     void checkpointOpened(const QString& path);
@@ -59,7 +77,10 @@ protected:
 
 private:
     void createDocks();
+    void createJobDocks();
     void createPages();
+    void connectJob();
+    void onJobFinished(const std::shared_ptr<const pipeline::JobResult>& result);
     void createMenus();
     void fillRecentMenu();
     void openFileDialog();
@@ -78,10 +99,18 @@ private:
     SummaryPanel* summary_;
     QDockWidget* treeDock_ = nullptr;
     QDockWidget* summaryDock_ = nullptr;
+    QDockWidget* quantizeDock_ = nullptr;
+    QDockWidget* logDock_ = nullptr;
     QTabWidget* tabs_;
     HistogramPage* histogram_;
     ChannelsPage* channels_;
     OverviewPage* overview_;
+    HessianPage* hessian_;
+    ResultsPage* results_;
+    QuantizePanel* quantize_;
+    QuantizeJob* job_;
+    ModuleLogModel* moduleLog_;
+    JobStatusWidget* jobStatus_;
     std::vector<InspectorPage*> pages_;
     QMenu* recentMenu_ = nullptr;
 };

@@ -42,4 +42,13 @@ QString valueText(double value) {
     return QString::number(value, 'g', 6);
 }
 
+QString durationText(double seconds) {
+    if (!std::isfinite(seconds) || seconds < 0) return QStringLiteral("-");
+    if (seconds < 10) return QStringLiteral("%1 s").arg(seconds, 0, 'f', 1);
+    const auto whole = static_cast<std::int64_t>(std::llround(seconds));
+    if (whole < 60) return QStringLiteral("%1 s").arg(whole);
+    if (whole < 3600) return QStringLiteral("%1 min %2 s").arg(whole / 60).arg(whole % 60, 2, 10, QLatin1Char('0'));
+    return QStringLiteral("%1 h %2 min").arg(whole / 3600).arg((whole % 3600) / 60, 2, 10, QLatin1Char('0'));
+}
+
 }  // namespace qs::gui

@@ -24,6 +24,15 @@ PlotView::PlotView(QWidget* parent) : QCustomPlot(parent), menu_(new QMenu(this)
     menu_->addAction(tr("Export CSV…"), this, [this] { exportWithDialog(ExportFormat::Csv); });
 }
 
+void PlotView::setTitle(const QString& title) {
+    if (!title_) {
+        plotLayout()->insertRow(0);
+        title_ = new QCPTextElement(this, QString(), QFont(font().family(), 10, QFont::Bold));
+        plotLayout()->addElement(0, 0, title_);
+    }
+    title_->setText(title);
+}
+
 void PlotView::exportTo(ExportFormat format, const QString& path) {
     QString error;
     if (format == ExportFormat::Csv) {

@@ -24,6 +24,8 @@ public:
     void setToolTipProvider(ToolTipProvider provider) { toolTip_ = std::move(provider); }
     void setCsvProvider(CsvProvider provider) { csv_ = std::move(provider); }
     void setDefaultFileName(const QString& baseName) { baseName_ = baseName; }
+    // A bold title row above the axes, made on first use.
+    void setTitle(const QString& title);
     // The actions of the context menu, for a page's toolbar button; owned by this view.
     QMenu* exportMenu() const { return menu_; }
     void exportTo(ExportFormat format, const QString& path);   // without a dialog (tests, scripts)
@@ -46,6 +48,7 @@ private:
     CsvProvider csv_;
     QString baseName_ = QStringLiteral("plot");
     QMenu* menu_ = nullptr;
+    QCPTextElement* title_ = nullptr;
     QPoint pressPos_;
 };
 

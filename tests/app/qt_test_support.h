@@ -12,6 +12,7 @@
 namespace qs::gui::test {
 
 inline const QString kStories = QStringLiteral(QS_RESOURCES_DIR "/models/stories260K");
+inline const QString kDemo = QStringLiteral(QS_RESOURCES_DIR "/demo");   // the Qwen3 demo with its texts
 
 class QtAppTest : public ::testing::Test {
 protected:

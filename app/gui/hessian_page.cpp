@@ -1,0 +1,235 @@
+#include "hessian_page.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QSpinBox>
+#include <QSplitter>
+#include <QTableWidget>
+#include <QVBoxLayout>
+
+#include "number_format.h"
+#include "plot_view.h"
+#include "qs/io/tensor_name.h"
+
+namespace qs::gui {
+namespace {
+
+constexpr int kListedChannels = 32;   // the head of the act-order, listed in the table
+const QColor kChannelColor(70, 130, 180);
+const QColor kFirstColor(214, 69, 65);
+
+QSpinBox* spinBox(int low, int high, int value, QWidget* parent) {
+    auto* box = new QSpinBox(parent);
+    box->setRange(low, high);
+    box->setValue(value);
+    box->setKeyboardTracking(false);
+    return box;
+}
+
+}  // namespace
+
+HessianPage::HessianPage(QWidget* parent)
+    : InspectorPage(parent),
+      samples_(spinBox(1, 1024, 8, this)),
+      sequenceLength_(spinBox(8, 4096, 128, this)),
+      plot_(new PlotView(this)),
+      table_(new QTableWidget(0, 3, this)),
+      caption_(new QLabel(this)) {
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(new QLabel(tr("Calibration samples:"), this));
+    controls->addWidget(samples_);
+    controls->addSpacing(12);
+    controls->addWidget(new QLabel(tr("tokens each:"), this));
+    controls->addWidget(sequenceLength_);
+    controls->addStretch(1);
+    table_->setHorizontalHeaderLabels({tr("act-order rank"), tr("channel"), tr("H_cc")});
+    table_->verticalHeader()->hide();
+    table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    auto* split = new QSplitter(Qt::Horizontal, this);
+    split->addWidget(plot_);
+    split->addWidget(table_);
+    split->setStretchFactor(0, 1);
+    split->setSizes({700, 260});
+    table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
+    caption_->setWordWrap(true);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(controls);
+    layout->addWidget(split, 1);
+    layout->addWidget(caption_);
+
+    plot_->setDefaultFileName(QStringLiteral("hessian_diagonal"));
+    plot_->xAxis->setLabel(tr("input channel"));
+    plot_->yAxis->setLabel(tr("H_cc = 2 Σ x_c² / n"));
+    plot_->yAxis->setScaleType(QCPAxis::stLogarithmic);
+    plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+    plot_->yAxis->setNumberFormat(QStringLiteral("eb"));
+    plot_->yAxis->setNumberPrecision(0);
+    plot_->setToolTipProvider([this](double x, double) { return toolTipAt(x); });
+    plot_->setCsvProvider([this] { return csv(); });
+    connect(plot_, &PlotView::resetViewRequested, this, &HessianPage::resetView);
+    connect(plot_, &PlotView::exportFailed, this, [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
+    for (QSpinBox* spin : {samples_, sequenceLength_})
+        connect(spin, &QSpinBox::valueChanged, this, [this] {
+            hessians_.reset();
+            refresh();
+        });
+    connect(&runner_, &JobRunner::busyChanged, this, &InspectorPage::busyChanged);
+    showMessage(tr("Select a linear layer's weight: its layer is calibrated on the calibration text."));
+}
+
+void HessianPage::setCheckpoint(CheckpointPtr checkpoint) {
+    checkpoint_ = std::move(checkpoint);
+    hessians_.reset();
+    layer_ = -1;
+    module_.clear();
+    runner_.cancel();
+    showMessage(tr("Select a linear layer's weight."));
+}
+
+void HessianPage::setTensor(const QString& name) {
+    const io::TensorName naming = io::parseTensorName(name.toStdString());
+    if (naming.role != io::TensorRole::Linear || naming.layer < 0) {
+        layer_ = -1;
+        module_.clear();
+        runner_.cancel();
+        showMessage(tr("%1 is not a decoder layer's linear: the Hessian is of a linear's inputs.").arg(name));
+        return;
+    }
+    layer_ = naming.layer;
+    module_ = QString::fromStdString(naming.module);
+    refresh();
+}
+
+void HessianPage::setSampling(int samples, int sequenceLength) {
+    samples_->setValue(samples);
+    sequenceLength_->setValue(sequenceLength);
+}
+
+bool HessianPage::isBusy() const { return runner_.isBusy() || (stale_ && isVisible()); }
+
+void HessianPage::showEvent(QShowEvent* event) {
+    InspectorPage::showEvent(event);
+    if (stale_) refresh();
+}
+
+const HessianDiagonal* HessianPage::shown() const {
+    if (!hessians_ || hessians_->layer != layer_) return nullptr;
+    const auto it = hessians_->modules.find(module_.toStdString());
+    return it == hessians_->modules.end() ? nullptr : &it->second;
+}
+
+void HessianPage::refresh() {
+    if (!checkpoint_ || layer_ < 0) return;
+    if (shown()) {   // another linear of the layer already calibrated
+        draw();
+        return;
+    }
+    if (!isVisible()) {
+        stale_ = true;   // a calibration runs only for a tab someone looks at
+        return;
+    }
+    stale_ = false;
+    showMessage(tr("Calibrating layer %1 on %2 × %3 tokens…").arg(layer_).arg(samples_->value()).arg(sequenceLength_->value()));
+    const HessianRequest request{checkpoint_, layer_, samples_->value(), sequenceLength_->value()};
+    runner_.start([request](const pipeline::CancelToken& token) { return computeLayerHessians(request, token); },
+                  [this](LayerHessians h) { showLayer(std::move(h)); },
+                  [this](const QString& message) { showMessage(message); });
+}
+
+void HessianPage::showLayer(LayerHessians hessians) {
+    hessians_ = std::move(hessians);
+    draw();
+}
+
+void HessianPage::showMessage(const QString& message) {
+    plot_->clearGraphs();
+    plot_->replot();
+    table_->setRowCount(0);
+    caption_->setText(message);
+}
+
+void HessianPage::draw() {
+    const HessianDiagonal* d = shown();
+    if (!d) return;
+    plot_->clearGraphs();
+    QCPGraph* all = plot_->addGraph();
+    all->setName(tr("channels"));
+    all->setLineStyle(QCPGraph::lsImpulse);
+    all->setPen(QPen(kChannelColor));
+    QCPGraph* first = plot_->addGraph();
+    first->setLineStyle(QCPGraph::lsNone);
+    first->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, QPen(kFirstColor), QBrush(kFirstColor), 6));
+    for (std::size_t c = 0; c < d->diagonal.size(); ++c) {
+        const double value = std::max(d->diagonal[c], 1e-12);   // a dead channel (H_cc = 0) at the floor
+        all->addData(static_cast<double>(c), value);
+        if (d->actOrderRank[c] < kListedChannels) first->addData(static_cast<double>(c), value);
+    }
+    fillTable(*d);
+    resetView();
+    caption_->setText(captionText());
+}
+
+void HessianPage::fillTable(const HessianDiagonal& d) {
+    const int n = std::min<int>(kListedChannels, static_cast<int>(d.diagonal.size()));
+    table_->setRowCount(n);
+    for (std::size_t c = 0; c < d.diagonal.size(); ++c) {
+        const int rank = d.actOrderRank[c];
+        if (rank >= n) continue;
+        table_->setItem(rank, 0, new QTableWidgetItem(QString::number(rank + 1)));
+        table_->setItem(rank, 1, new QTableWidgetItem(QString::number(c)));
+        table_->setItem(rank, 2, new QTableWidgetItem(valueText(d.diagonal[c])));
+    }
+}
+
+void HessianPage::resetView() {
+    const HessianDiagonal* d = shown();
+    if (!d || d->diagonal.empty()) return;
+    plot_->xAxis->setRange(-0.5, static_cast<double>(d->diagonal.size()) - 0.5);
+    bool found = false;
+    const QCPRange r = plot_->graph(0)->getValueRange(found);
+    if (found) plot_->yAxis->setRange(r.lower / 2.0, r.upper * 2.0);
+    plot_->replot();
+}
+
+QString HessianPage::captionText() const {
+    const HessianDiagonal* d = shown();
+    if (!d) return caption_->text();
+    const auto [lo, hi] = std::minmax_element(d->diagonal.begin(), d->diagonal.end());
+    return tr("Layer %1 %2: diag(H) of %3 input channels from %4 calibration tokens, %5 … %6 (ratio %7). "
+              "Red: the first %8 channels of GPTQ's act-order (largest H_cc first).")
+        .arg(layer_)
+        .arg(module_)
+        .arg(d->diagonal.size())
+        .arg(hessians_->samples)
+        .arg(valueText(*lo), valueText(*hi))
+        .arg(*lo > 0 ? valueText(*hi / *lo) : QStringLiteral("∞"))
+        .arg(kListedChannels);
+}
+
+QString HessianPage::toolTipAt(double x) const {
+    const HessianDiagonal* d = shown();
+    const long c = std::lround(x);
+    if (!d || c < 0 || c >= static_cast<long>(d->diagonal.size())) return {};
+    const auto i = static_cast<std::size_t>(c);
+    return tr("channel %1<br>H_cc %2<br>act-order rank %3 of %4")
+        .arg(c)
+        .arg(valueText(d->diagonal[i]))
+        .arg(d->actOrderRank[i] + 1)
+        .arg(d->diagonal.size());
+}
+
+CsvTable HessianPage::csv() const {
+    CsvTable table{{QStringLiteral("channel"), QStringLiteral("h_diagonal"), QStringLiteral("act_order_rank")}, {}};
+    const HessianDiagonal* d = shown();
+    if (!d) return table;
+    for (std::size_t c = 0; c < d->diagonal.size(); ++c)
+        table.rows.append({QString::number(c), QString::number(d->diagonal[c], 'g', 9), QString::number(d->actOrderRank[c] + 1)});
+    return table;
+}
+
+}  // namespace qs::gui

@@ -1,0 +1,65 @@
+#pragma once
+// The Hessian tab: after a short calibration of the selected linear's layer, diag(H) per input
+// channel on a log scale, the channels GPTQ's act-order quantizes first marked and listed with
+// their rank. One calibration serves all seven linears of a layer.
+#include <optional>
+
+#include "hessian_diagonal.h"
+#include "inspector_page.h"
+#include "job_runner.h"
+#include "plot_export.h"
+
+class QLabel;
+class QSpinBox;
+class QTableWidget;
+
+namespace qs::gui {
+
+class PlotView;
+
+class HessianPage : public InspectorPage {
+    Q_OBJECT
+
+public:
+    explicit HessianPage(QWidget* parent = nullptr);
+
+    QString title() const override { return tr("Hessian"); }
+    QString key() const override { return QStringLiteral("hessian"); }
+    void setCheckpoint(CheckpointPtr checkpoint) override;
+    void setTensor(const QString& name) override;
+    bool isBusy() const override;
+
+    void setSampling(int samples, int sequenceLength);
+    const HessianDiagonal* shown() const;   // null until the selected linear's layer is calibrated
+    const QString& shownModule() const { return module_; }
+    PlotView* plot() const { return plot_; }
+    QString captionText() const;
+
+protected:
+    void showEvent(QShowEvent* event) override;
+
+private:
+    void refresh();
+    void showLayer(LayerHessians hessians);
+    void showMessage(const QString& message);
+    void draw();
+    void fillTable(const HessianDiagonal& d);
+    void resetView();
+    QString toolTipAt(double x) const;
+    CsvTable csv() const;
+
+    CheckpointPtr checkpoint_;
+    int layer_ = -1;
+    QString module_;
+    bool stale_ = false;
+    std::optional<LayerHessians> hessians_;   // the last calibrated layer, kept for its other linears
+    JobRunner runner_;
+
+    QSpinBox* samples_;
+    QSpinBox* sequenceLength_;
+    PlotView* plot_;
+    QTableWidget* table_;
+    QLabel* caption_;
+};
+
+}  // namespace qs::gui

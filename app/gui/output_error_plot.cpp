@@ -1,0 +1,119 @@
+#include "output_error_plot.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "results_format.h"
+#include "series_colors.h"
+
+namespace qs::gui {
+
+OutputErrorPlot::OutputErrorPlot(QWidget* parent) : PlotView(parent) {
+    setTitle(tr("Output error per linear (calibration inputs)"));
+    setDefaultFileName(QStringLiteral("output_error"));
+    yAxis->setScaleType(QCPAxis::stLogarithmic);
+    yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+    yAxis->setNumberFormat(QStringLiteral("eb"));
+    yAxis->setNumberPrecision(0);
+    yAxis->setLabel(tr("relative output error"));
+    xAxis->setLabel(tr("linear, by layer (click to select it)"));
+    legend->setVisible(true);
+    legend->setFont(QFont(font().family(), 8));
+    setToolTipProvider([this](double x, double) { return toolTipAt(x); });
+    setCsvProvider([this] { return csv(); });
+    connect(this, &PlotView::resetViewRequested, this, &OutputErrorPlot::resetView);
+    connect(this, &PlotView::clicked, this, [this](double x, double) {
+        if (const int i = linearAt(x); i >= 0) {
+            const Linear& l = linears_[static_cast<std::size_t>(i)];
+            emit linearClicked(l.layer, QString::fromStdString(l.module));
+        }
+    });
+}
+
+void OutputErrorPlot::setResult(JobResultPtr result) {
+    result_ = std::move(result);
+    draw();
+}
+
+int OutputErrorPlot::linearAt(double x) const {
+    const long i = std::lround(x);
+    return i >= 0 && i < static_cast<long>(linears_.size()) ? static_cast<int>(i) : -1;
+}
+
+double OutputErrorPlot::errorOf(const pipeline::MethodResult& m, const Linear& linear) const {
+    for (const pipeline::ModuleLog& row : m.modules)
+        if (row.layer == linear.layer && row.module == linear.module) return row.outputError;
+    return std::nan("");
+}
+
+void OutputErrorPlot::draw() {
+    clearGraphs();
+    std::set<Linear> all;
+    if (result_)
+        for (const auto& m : result_->methods)
+            for (const auto& row : m.modules) all.insert({row.layer, row.module});
+    linears_.assign(all.begin(), all.end());
+    auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+    for (std::size_t i = 0; i < linears_.size(); ++i)
+        if (i == 0 || linears_[i].layer != linears_[i - 1].layer)
+            ticker->addTick(static_cast<double>(i), tr("layer %1").arg(linears_[i].layer));
+    xAxis->setTicker(ticker);
+    if (result_)
+        for (std::size_t i = 0; i < result_->methods.size(); ++i) drawMethod(result_->methods[i], static_cast<int>(i));
+    resetView();
+}
+
+void OutputErrorPlot::drawMethod(const pipeline::MethodResult& m, int index) {
+    if (!m.error.empty() || m.modules.empty()) return;
+    QCPGraph* graph = addGraph();
+    graph->setName(methodLabel(m));
+    graph->setPen(QPen(seriesColor(index), 1.5));
+    graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
+    for (std::size_t i = 0; i < linears_.size(); ++i) {
+        const double e = errorOf(m, linears_[i]);
+        if (std::isfinite(e) && e > 0) graph->addData(static_cast<double>(i), e);
+    }
+}
+
+void OutputErrorPlot::resetView() {
+    xAxis->setRange(-0.5, std::max<double>(static_cast<double>(linears_.size()), 1.0) - 0.5);
+    QCPRange all;
+    bool found = false;
+    for (int g = 0; g < graphCount(); ++g) {
+        bool ok = false;
+        const QCPRange r = graph(g)->getValueRange(ok);
+        if (!ok) continue;
+        all = found ? QCPRange(std::min(all.lower, r.lower), std::max(all.upper, r.upper)) : r;
+        found = true;
+    }
+    if (found) yAxis->setRange(all.lower / 3.0, all.upper * 3.0);
+    else yAxis->setRange(1e-4, 1.0);
+    replot();
+}
+
+QString OutputErrorPlot::toolTipAt(double x) const {
+    const int i = linearAt(x);
+    if (i < 0 || !result_) return {};
+    const Linear& l = linears_[static_cast<std::size_t>(i)];
+    QStringList lines{tr("<b>layer %1 %2</b>").arg(l.layer).arg(QString::fromStdString(l.module))};
+    for (const auto& m : result_->methods)
+        if (m.error.empty()) lines << QStringLiteral("%1: %2").arg(methodLabel(m), klText(errorOf(m, l)));
+    return lines.join(QStringLiteral("<br>"));
+}
+
+CsvTable OutputErrorPlot::csv() const {
+    CsvTable table{{QStringLiteral("layer"), QStringLiteral("module")}, {}};
+    if (!result_) return table;
+    for (const auto& m : result_->methods)
+        if (m.error.empty()) table.header << methodLabel(m);
+    for (const Linear& l : linears_) {
+        QStringList row{QString::number(l.layer), QString::fromStdString(l.module)};
+        for (const auto& m : result_->methods)
+            if (m.error.empty()) row << QString::number(errorOf(m, l), 'g', 8);
+        table.rows.append(row);
+    }
+    return table;
+}
+
+}  // namespace qs::gui

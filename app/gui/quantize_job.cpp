@@ -1,0 +1,59 @@
+#include "quantize_job.h"
+
+#include <QThread>
+
+#include "qs/error.h"
+
+namespace qs::gui {
+
+QuantizeJob::QuantizeJob(QObject* parent) : QObject(parent) {}
+
+QuantizeJob::~QuantizeJob() {
+    if (!thread_) return;
+    token_.cancel();
+    thread_->wait();   // the worker posts to this object; it must be gone first
+}
+
+bool QuantizeJob::start(QuantizeSettings settings, std::filesystem::path checkpoint) {
+    if (thread_) return false;
+    token_ = pipeline::CancelToken();
+    clock_.start();
+    thread_ = QThread::create([this, settings = std::move(settings), checkpoint = std::move(checkpoint), token = token_] {
+        run(settings, checkpoint, token);
+    });
+    connect(thread_, &QThread::finished, this, &QuantizeJob::onThreadEnded);
+    thread_->start();
+    emit runningChanged(true);
+    return true;
+}
+
+void QuantizeJob::cancel() {
+    token_.cancel();
+}
+
+// On the worker thread: everything it learns goes to this object's thread as a queued call.
+void QuantizeJob::run(const QuantizeSettings& settings, const std::filesystem::path& checkpoint,
+                      const pipeline::CancelToken& token) {
+    auto post = [this](auto call) { QMetaObject::invokeMethod(this, std::move(call), Qt::QueuedConnection); };
+    try {
+        pipeline::Job job(buildPlan(settings, checkpoint));
+        token.throwIfCancelled();
+        auto result = std::make_shared<const pipeline::JobResult>(job.run(
+            [&](const pipeline::Progress& p) { post([this, p] { emit progressed(p); }); }, token,
+            [&](const pipeline::ModuleLog& row) { post([this, row] { emit moduleLogged(row); }); }));
+        post([this, result] { emit finished(result); });
+    } catch (const Cancelled&) {
+        post([this] { emit cancelled(); });
+    } catch (const std::exception& e) {
+        post([this, message = QString::fromStdString(e.what())] { emit failed(message); });
+    }
+}
+
+void QuantizeJob::onThreadEnded() {
+    thread_->deleteLater();
+    thread_ = nullptr;
+    emit runningChanged(false);
+    emit stopped();
+}
+
+}  // namespace qs::gui

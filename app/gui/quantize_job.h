@@ -1,0 +1,54 @@
+#pragma once
+// QuantizeJob: one pipeline::Job at a time on its own worker QThread. The worker builds the plan
+// (tokenizing) and runs the job; progress, module-log rows and the result come back to this
+// object's thread as queued calls, so the GUI never waits. cancel() asks the job to stop at its
+// next check; stopped() says when the worker has really ended, whichever way it ended.
+#include <memory>
+
+#include <QElapsedTimer>
+#include <QObject>
+#include <QString>
+
+#include "qs/pipeline/cancel_token.h"
+#include "qs/pipeline/job_result.h"
+#include "qs/pipeline/progress.h"
+#include "quantize_settings.h"
+
+class QThread;
+
+namespace qs::gui {
+
+using JobResultPtr = std::shared_ptr<const pipeline::JobResult>;
+
+class QuantizeJob : public QObject {
+    Q_OBJECT
+
+public:
+    explicit QuantizeJob(QObject* parent = nullptr);
+    ~QuantizeJob() override;   // cancels and waits for the worker
+
+    // False (and nothing starts) while a job is still running.
+    bool start(QuantizeSettings settings, std::filesystem::path checkpoint);
+    void cancel();
+    bool isRunning() const { return thread_ != nullptr; }
+    double elapsedSeconds() const { return clock_.isValid() ? clock_.elapsed() / 1000.0 : 0.0; }
+
+signals:
+    void runningChanged(bool running);
+    void progressed(const qs::pipeline::Progress& progress);
+    void moduleLogged(const qs::pipeline::ModuleLog& row);
+    void finished(const qs::gui::JobResultPtr& result);
+    void failed(const QString& message);
+    void cancelled();
+    void stopped();   // after finished, failed or cancelled: the worker thread has ended
+
+private:
+    void run(const QuantizeSettings& settings, const std::filesystem::path& checkpoint, const pipeline::CancelToken& token);
+    void onThreadEnded();
+
+    QThread* thread_ = nullptr;
+    pipeline::CancelToken token_;
+    QElapsedTimer clock_;
+};
+
+}  // namespace qs::gui

@@ -1,0 +1,287 @@
+#include "quantize_panel.h"
+
+#include <algorithm>
+#include <array>
+
+#include <QAction>
+#include <QCheckBox>
+#include <QComboBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QGridLayout>
+#include <QGroupBox>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QPushButton>
+#include <QSpinBox>
+#include <QStandardItemModel>
+#include <QStyle>
+#include <QVBoxLayout>
+
+#include "number_format.h"
+#include "qs/pipeline/job.h"
+
+namespace qs::gui {
+namespace {
+
+// The app links no GPU backend yet (the pipeline runs on CpuBackend only), so CUDA is shown but
+// cannot be chosen.
+constexpr bool kCudaBackendLinked = false;
+constexpr int kEstimateDelayMs = 250;   // one estimate per burst of edits, not per keystroke
+
+struct MethodRowSpec {
+    const char* label;
+    const char* prefix;
+    const char* suffix;
+    int bits;          // 0: a fixed format, no bits to choose
+    bool grouped;
+    bool checked;
+};
+
+constexpr std::array<MethodRowSpec, 10> kMethodRows{{
+    {"RTN", "rtn", "", 4, true, true},
+    {"GPTQ", "gptq", "", 4, true, false},
+    {"GPTQ act-order", "gptq", "-act", 4, true, false},
+    {"AWQ", "awq", "", 4, true, false},
+    {"FP8 E4M3", "fp8", "", 0, false, true},
+    {"MXFP4", "mxfp4", "", 0, false, false},
+    {"NVFP4", "nvfp4", "", 0, false, false},
+    {"NF4", "nf4", "", 0, false, false},
+    {"Trellis", "trellis", "", 2, false, false},
+    {"Trellis", "trellis", "", 3, false, false},
+}};
+
+QComboBox* groupSizeBox(QWidget* parent) {
+    auto* box = new QComboBox(parent);
+    for (int size : {32, 64, 128, 256}) box->addItem(QString::number(size), size);
+    box->addItem(QObject::tr("per row"), -1);
+    box->setCurrentIndex(2);
+    return box;
+}
+
+QSpinBox* spinBox(int low, int high, int value, QWidget* parent) {
+    auto* box = new QSpinBox(parent);
+    box->setRange(low, high);
+    box->setValue(value);
+    box->setKeyboardTracking(false);
+    return box;
+}
+
+}  // namespace
+
+std::string QuantizePanel::MethodRow::name() const {
+    return prefix + (variableBits ? std::to_string(bits->value()) : std::string()) + suffix;
+}
+
+QuantizePanel::QuantizePanel(QWidget* parent) : QWidget(parent) {
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(createMethods());
+    layout->addWidget(createTexts());
+    layout->addWidget(createRun());
+    layout->addStretch(1);
+    debounce_.setSingleShot(true);
+    debounce_.setInterval(kEstimateDelayMs);
+    connect(&debounce_, &QTimer::timeout, this, &QuantizePanel::computeEstimate);
+    updateStartButton();
+}
+
+QWidget* QuantizePanel::createMethods() {
+    auto* box = new QGroupBox(tr("Methods"), this);
+    auto* grid = new QGridLayout(box);
+    grid->addWidget(new QLabel(tr("bits"), box), 0, 1);
+    grid->addWidget(new QLabel(tr("group"), box), 0, 2);
+    for (const MethodRowSpec& spec : kMethodRows) {
+        const int at = grid->rowCount();
+        MethodRow row;
+        row.prefix = spec.prefix;
+        row.suffix = spec.suffix;
+        row.variableBits = spec.bits > 0;
+        row.check = new QCheckBox(tr(spec.label), box);
+        row.check->setChecked(spec.checked);
+        grid->addWidget(row.check, at, 0);
+        connect(row.check, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
+        connect(row.check, &QCheckBox::toggled, this, &QuantizePanel::updateStartButton);
+        if (row.variableBits) {
+            const bool trellis = row.prefix == "trellis";
+            row.bits = spinBox(trellis ? 1 : 2, trellis ? 4 : 8, spec.bits, box);
+            grid->addWidget(row.bits, at, 1);
+            connect(row.bits, &QSpinBox::valueChanged, this, &QuantizePanel::scheduleEstimate);
+        }
+        if (spec.grouped) {
+            row.group = groupSizeBox(box);
+            grid->addWidget(row.group, at, 2);
+        }
+        rows_.push_back(row);
+    }
+    grid->setColumnStretch(0, 1);
+    return box;
+}
+
+QLineEdit* QuantizePanel::createFileField(const QString& placeholder) {
+    auto* edit = new QLineEdit(this);
+    edit->setPlaceholderText(placeholder);
+    edit->setClearButtonEnabled(true);
+    auto* browse = new QAction(tr("Choose a text file…"), edit);
+    browse->setIcon(style()->standardIcon(QStyle::SP_DirOpenIcon));
+    edit->addAction(browse, QLineEdit::TrailingPosition);
+    connect(browse, &QAction::triggered, this, [this, edit] {
+        const QString file = QFileDialog::getOpenFileName(this, tr("Text file"), edit->text(),
+                                                          tr("Text (*.txt *.json);;All files (*)"));
+        if (!file.isEmpty()) edit->setText(file);
+    });
+    connect(edit, &QLineEdit::textChanged, this, [this] { scheduleEstimate(); });
+    return edit;
+}
+
+QWidget* QuantizePanel::createTexts() {
+    auto* box = new QGroupBox(tr("Calibration and evaluation"), this);
+    auto* form = new QFormLayout(box);
+    const QString bundled = tr("bundled (beside the checkpoint, else the demo's)");
+    calibrationFile_ = createFileField(bundled);
+    evaluationFile_ = createFileField(bundled);
+    samples_ = spinBox(1, 4096, 16, box);
+    sequenceLength_ = spinBox(8, 8192, 128, box);
+    evaluationSamples_ = spinBox(1, 4096, 8, box);
+    form->addRow(tr("Calibration text:"), calibrationFile_);
+    form->addRow(tr("Samples:"), samples_);
+    form->addRow(tr("Sequence length:"), sequenceLength_);
+    form->addRow(tr("Evaluation text:"), evaluationFile_);
+    form->addRow(tr("Evaluation samples:"), evaluationSamples_);
+    for (QSpinBox* spin : {samples_, sequenceLength_, evaluationSamples_})
+        connect(spin, &QSpinBox::valueChanged, this, &QuantizePanel::scheduleEstimate);
+    return box;
+}
+
+QWidget* QuantizePanel::createRun() {
+    auto* box = new QGroupBox(tr("Run"), this);
+    auto* form = new QFormLayout(box);
+    device_ = new QComboBox(box);
+    device_->addItem(tr("Auto (CPU)"), static_cast<int>(ComputeDevice::Auto));
+    device_->addItem(tr("CPU"), static_cast<int>(ComputeDevice::Cpu));
+    device_->addItem(tr("CUDA"), static_cast<int>(ComputeDevice::Cuda));
+    if (!kCudaBackendLinked) {
+        auto* model = qobject_cast<QStandardItemModel*>(device_->model());
+        QStandardItem* cuda = model->item(2);
+        cuda->setEnabled(false);
+        cuda->setToolTip(tr("This build of QuantScope has no CUDA backend; jobs run on the CPU."));
+        device_->setToolTip(cuda->toolTip());
+    }
+    perLayerKl_ = new QCheckBox(tr("Per-layer KL (one layer quantized at a time)"), box);
+    connect(perLayerKl_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
+    estimateLabel_ = new QLabel(tr("Open a checkpoint to quantize it."), box);
+    estimateLabel_->setWordWrap(true);
+    estimateLabel_->setTextFormat(Qt::RichText);
+    start_ = new QPushButton(tr("Start"), box);
+    cancel_ = new QPushButton(tr("Cancel"), box);
+    cancel_->setEnabled(false);
+    connect(start_, &QPushButton::clicked, this, &QuantizePanel::startRequested);
+    connect(cancel_, &QPushButton::clicked, this, &QuantizePanel::cancelRequested);
+    auto* buttons = new QHBoxLayout;
+    buttons->addStretch(1);
+    buttons->addWidget(start_);
+    buttons->addWidget(cancel_);
+    form->addRow(tr("Device:"), device_);
+    form->addRow(perLayerKl_);
+    form->addRow(estimateLabel_);
+    form->addRow(buttons);
+    return box;
+}
+
+void QuantizePanel::setCheckpoint(const QString& path) {
+    checkpoint_ = path;
+    estimate_.reset();
+    updateStartButton();
+    scheduleEstimate();
+}
+
+QuantizeSettings QuantizePanel::settings() const {
+    QuantizeSettings s;
+    for (const MethodRow& row : rows_) {
+        if (!row.check->isChecked()) continue;
+        s.methods.push_back({row.name(), row.group ? row.group->currentData().toInt() : 128});
+    }
+    s.calibrationFile = calibrationFile_->text().trimmed();
+    s.samples = samples_->value();
+    s.sequenceLength = sequenceLength_->value();
+    s.evaluationFile = evaluationFile_->text().trimmed();
+    s.evaluationSamples = evaluationSamples_->value();
+    s.device = static_cast<ComputeDevice>(device_->currentData().toInt());
+    s.perLayerKl = perLayerKl_->isChecked();
+    return s;
+}
+
+bool QuantizePanel::selectMethods(const std::vector<std::string>& names) {
+    std::size_t found = 0;
+    for (MethodRow& row : rows_) {
+        const bool wanted = std::find(names.begin(), names.end(), row.name()) != names.end();
+        row.check->setChecked(wanted);
+        found += wanted;
+    }
+    return found == names.size();
+}
+
+void QuantizePanel::setSampling(int samples, int sequenceLength, int evaluationSamples) {
+    samples_->setValue(samples);
+    sequenceLength_->setValue(sequenceLength);
+    evaluationSamples_->setValue(evaluationSamples);
+}
+
+void QuantizePanel::setPerLayerKl(bool on) { perLayerKl_->setChecked(on); }
+
+bool QuantizePanel::cudaSelectable() const {
+    const auto* model = qobject_cast<const QStandardItemModel*>(device_->model());
+    return model->item(2)->isEnabled();
+}
+
+void QuantizePanel::setRunning(bool running) {
+    running_ = running;
+    cancel_->setEnabled(running);
+    updateStartButton();
+}
+
+void QuantizePanel::updateStartButton() {
+    const bool anyMethod = std::any_of(rows_.begin(), rows_.end(), [](const MethodRow& r) { return r.check->isChecked(); });
+    start_->setEnabled(!running_ && anyMethod && !checkpoint_.isEmpty());
+}
+
+void QuantizePanel::scheduleEstimate() {
+    if (checkpoint_.isEmpty()) return;
+    estimateLabel_->setText(tr("Estimating peak memory and time…"));
+    debounce_.start();
+}
+
+// The estimate opens the checkpoint, tokenizes both texts and times a short GEMM: a worker's job.
+void QuantizePanel::computeEstimate() {
+    estimator_.start(
+        [settings = settings(), path = checkpoint_.toStdString()](const pipeline::CancelToken& token) {
+            pipeline::Job job(buildPlan(settings, path));
+            token.throwIfCancelled();
+            return job.estimate();
+        },
+        [this](pipeline::ResourceEstimate e) { showEstimate(e); },
+        [this](const QString& message) { showEstimateError(message); });
+}
+
+void QuantizePanel::showEstimate(pipeline::ResourceEstimate estimate) {
+    estimate_ = estimate;
+    estimateLabel_->setText(estimateText());
+}
+
+void QuantizePanel::showEstimateError(const QString& message) {
+    estimate_.reset();
+    estimateLabel_->setText(QStringLiteral("<span style='color:#b03030'>%1</span>").arg(message.toHtmlEscaped()));
+}
+
+QString QuantizePanel::estimateText() const {
+    if (!estimate_) return estimateLabel_->text();
+    const pipeline::ResourceEstimate& e = *estimate_;
+    QString text = tr("Predicted peak memory <b>%1</b> of %2 available, about <b>%3</b>.")
+                       .arg(humanBytes(e.peakBytes), humanBytes(e.availableBytes), durationText(e.seconds));
+    if (e.availableBytes > 0 && !e.fits())
+        text += QStringLiteral(" <span style='color:#b03030'>%1</span>")
+                    .arg(tr("It does not fit: use fewer methods, samples or tokens, or no per-layer KL."));
+    return text;
+}
+
+}  // namespace qs::gui

@@ -1,0 +1,40 @@
+#pragma once
+// QuantizeSettings: what the Quantize panel asks for, as a value the worker turns into a
+// pipeline::JobPlan (tokenizing happens there, off the GUI thread).
+#include <string>
+#include <vector>
+
+#include <QString>
+
+#include "qs/io/checkpoint.h"
+#include "qs/pipeline/job.h"
+
+namespace qs::gui {
+
+enum class ComputeDevice { Auto, Cpu, Cuda };
+
+struct MethodChoice {
+    std::string name;      // a pipeline::parseMethod name: "gptq4-act", "fp8", "trellis3"
+    int groupSize = 128;   // integer methods only; -1 = one group per row
+};
+
+struct QuantizeSettings {
+    std::vector<MethodChoice> methods;
+    QString calibrationFile;   // empty: the text beside the checkpoint, else the bundled demo text
+    int samples = 16;
+    int sequenceLength = 128;
+    QString evaluationFile;    // empty: as for calibration
+    int evaluationSamples = 8;
+    ComputeDevice device = ComputeDevice::Auto;
+    bool perLayerKl = false;
+    std::uint64_t seed = 0;
+};
+
+// The text file a run reads: `given`, else `name` beside the checkpoint, else the bundled demo's.
+// Throws qs::Error when there is none.
+std::filesystem::path textFileFor(const QString& given, const io::Checkpoint& checkpoint, const char* name);
+
+// Parses the methods and tokenizes both texts. Throws qs::Error with the core's message.
+pipeline::JobPlan buildPlan(const QuantizeSettings& settings, const std::filesystem::path& checkpointPath);
+
+}  // namespace qs::gui

@@ -1,0 +1,90 @@
+#include "results_page.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include "kl_per_layer_plot.h"
+#include "kl_per_method_plot.h"
+#include "number_format.h"
+#include "output_error_plot.h"
+#include "results_table_model.h"
+
+namespace qs::gui {
+
+ResultsPage::ResultsPage(QWidget* parent)
+    : InspectorPage(parent),
+      summary_(new QLabel(this)),
+      klPerMethod_(new KlPerMethodPlot(this)),
+      klPerLayer_(new KlPerLayerPlot(this)),
+      outputError_(new OutputErrorPlot(this)),
+      tableModel_(new ResultsTableModel(this)),
+      tableView_(new QTableView(this)) {
+    auto* sorted = new QSortFilterProxyModel(this);
+    sorted->setSourceModel(tableModel_);
+    sorted->setSortRole(ResultsTableModel::SortRole);
+    tableView_->setModel(sorted);
+    tableView_->setSortingEnabled(true);
+    tableView_->sortByColumn(-1, Qt::AscendingOrder);   // the job's method order until a header is clicked
+    tableView_->verticalHeader()->hide();
+    tableView_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    tableView_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    summary_->setWordWrap(true);
+    summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    auto* top = new QSplitter(Qt::Horizontal, this);
+    top->addWidget(klPerMethod_);
+    top->addWidget(klPerLayer_);
+    auto* bottom = new QSplitter(Qt::Horizontal, this);
+    bottom->addWidget(outputError_);
+    bottom->addWidget(tableView_);
+    bottom->setSizes({500, 500});
+    auto* both = new QSplitter(Qt::Vertical, this);
+    both->addWidget(top);
+    both->addWidget(bottom);
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(summary_);
+    layout->addWidget(both, 1);
+
+    connect(klPerLayer_, &KlPerLayerPlot::layerClicked, this, &ResultsPage::layerActivated);
+    connect(outputError_, &OutputErrorPlot::linearClicked, this, &ResultsPage::linearActivated);
+    for (PlotView* plot : {static_cast<PlotView*>(klPerMethod_), static_cast<PlotView*>(klPerLayer_),
+                           static_cast<PlotView*>(outputError_)})
+        connect(plot, &PlotView::exportFailed, this, [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
+    setResult(nullptr);
+}
+
+void ResultsPage::setCheckpoint(CheckpointPtr) {
+    setResult(nullptr);
+}
+
+void ResultsPage::setResult(JobResultPtr result) {
+    result_ = std::move(result);
+    klPerMethod_->setResult(result_);
+    klPerLayer_->setResult(result_);
+    outputError_->setResult(result_);
+    tableModel_->setResult(result_);
+    klPerLayer_->setVisible(klPerLayer_->hasData());
+    summary_->setText(summaryText());
+}
+
+QString ResultsPage::summaryText() const {
+    if (!result_) return tr("No results yet: choose methods in the Quantize panel and press Start.");
+    QString text = tr("%n method(s); calibration %1 tokens, evaluation %2 tokens; total %3.", nullptr,
+                      static_cast<int>(result_->methods.size()))
+                       .arg(result_->calibrationTokens)
+                       .arg(result_->evaluationTokens)
+                       .arg(durationText(result_->seconds));
+    for (const pipeline::MethodResult& m : result_->methods) {
+        if (m.kl.count == 0) continue;
+        // Every method is scored on the same positions against the same original.
+        text += tr(" Reference PPL %1 over %2 positions.").arg(m.kl.pplBase.value, 0, 'f', 3).arg(m.kl.count);
+        break;
+    }
+    return text;
+}
+
+}  // namespace qs::gui

@@ -1,0 +1,30 @@
+// Help ▸ About: version, backend and the licences of what ships.
+#include <Eigen/Core>
+#include <QRegularExpression>
+
+#include "about_dialog.h"
+#include "qt_test_support.h"
+
+namespace qs::gui::test {
+namespace {
+
+class AboutDialogTest : public QtAppTest {};
+
+TEST_F(AboutDialogTest, NamesVersionBackendAndEveryLicence) {
+    AboutDialog about;
+    const QString text = about.text();
+    EXPECT_TRUE(text.contains(QRegularExpression(QStringLiteral("QuantScope \\d+\\.\\d+")))) << text.toStdString();
+    EXPECT_TRUE(text.contains(QStringLiteral("CPU"))) << text.toStdString();
+    EXPECT_TRUE(text.contains(QStringLiteral("%1 thread").arg(Eigen::nbThreads()))) << text.toStdString();
+    // The bundled models: stories260K's own LICENSE file and the demo's README section.
+    EXPECT_TRUE(text.contains(QStringLiteral("stories260K")));
+    EXPECT_TRUE(text.contains(QStringLiteral("MIT License")));
+    EXPECT_TRUE(text.contains(QStringLiteral("public domain")));
+    for (const char* licence : {"LGPL-3.0", "GPL-3.0", "MPL-2.0", "MIT", "BSD-3-Clause"})
+        EXPECT_TRUE(text.contains(QLatin1String(licence))) << licence;
+    for (const char* library : {"Qt 6", "QCustomPlot", "Eigen", "nlohmann/json", "PCRE2", "CLI11"})
+        EXPECT_TRUE(text.contains(QLatin1String(library))) << library;
+}
+
+}  // namespace
+}  // namespace qs::gui::test

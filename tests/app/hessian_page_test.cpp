@@ -1,0 +1,78 @@
+// The Hessian tab on the demo Qwen3: a short calibration of the selected linear's layer, diag(H)
+// per input channel and GPTQ's act-order.
+#include <algorithm>
+#include <numeric>
+
+#include "hessian_diagonal.h"
+#include "hessian_page.h"
+#include "main_window.h"
+#include "plot_view.h"
+#include "qt_test_support.h"
+
+namespace qs::gui::test {
+namespace {
+
+TEST(ActOrderRanks, LargestFirstAndTiesInChannelOrder) {
+    EXPECT_EQ(actOrderRanks({1.0, 3.0, 3.0, 0.5}), (std::vector<int>{2, 0, 1, 3}));
+    EXPECT_TRUE(actOrderRanks({}).empty());
+}
+
+class HessianPageTest : public QtAppTest {
+protected:
+    void SetUp() override {
+        window.show();
+        ASSERT_TRUE(window.openPath(kDemo));
+        window.hessianPage()->setSampling(4, 64);
+        ASSERT_TRUE(window.showPage(QStringLiteral("hessian")));
+    }
+
+    const HessianDiagonal* shownFor(const QString& tensor) {
+        window.selectTensor(tensor);
+        if (!waitUntil([this] { return !window.isBusy(); }, 60000)) return nullptr;
+        return window.hessianPage()->shown();
+    }
+
+    MainWindow window{MainWindow::Settings::Ignore};
+};
+
+TEST_F(HessianPageTest, DiagonalPerInputChannelWithTheActOrderRank) {
+    const HessianDiagonal* down = shownFor(QStringLiteral("model.layers.1.mlp.down_proj.weight"));
+    ASSERT_NE(down, nullptr) << window.hessianPage()->captionText().toStdString();
+    ASSERT_EQ(down->diagonal.size(), 768u);   // down_proj reads the intermediate activations
+    EXPECT_TRUE(std::all_of(down->diagonal.begin(), down->diagonal.end(), [](double v) { return v >= 0.0; }));
+    EXPECT_GT(*std::max_element(down->diagonal.begin(), down->diagonal.end()), 0.0);
+    // The ranks are a permutation that orders the channels by descending H_cc.
+    std::vector<int> byRank(down->diagonal.size(), -1);
+    for (std::size_t c = 0; c < down->actOrderRank.size(); ++c) byRank[static_cast<std::size_t>(down->actOrderRank[c])] = static_cast<int>(c);
+    ASSERT_TRUE(std::none_of(byRank.begin(), byRank.end(), [](int c) { return c < 0; }));
+    for (std::size_t r = 1; r < byRank.size(); ++r)
+        EXPECT_GE(down->diagonal[static_cast<std::size_t>(byRank[r - 1])], down->diagonal[static_cast<std::size_t>(byRank[r])]);
+    EXPECT_EQ(window.hessianPage()->plot()->graph(0)->dataCount(), 768);
+}
+
+TEST_F(HessianPageTest, LinearsThatShareAnInputShareItsDiagonal) {
+    const HessianDiagonal* q = shownFor(QStringLiteral("model.layers.0.self_attn.q_proj.weight"));
+    ASSERT_NE(q, nullptr) << window.hessianPage()->captionText().toStdString();
+    const std::vector<double> qDiagonal = q->diagonal;
+    EXPECT_EQ(qDiagonal.size(), 256u);
+    // v_proj reads the same normed hidden states: the same H, without a second calibration.
+    window.selectTensor(QStringLiteral("model.layers.0.self_attn.v_proj.weight"));
+    EXPECT_FALSE(window.isBusy());
+    const HessianDiagonal* v = window.hessianPage()->shown();
+    ASSERT_NE(v, nullptr);
+    EXPECT_EQ(v->diagonal, qDiagonal);
+    // o_proj reads the attention output: another input, another diagonal.
+    window.selectTensor(QStringLiteral("model.layers.0.self_attn.o_proj.weight"));
+    const HessianDiagonal* o = window.hessianPage()->shown();
+    ASSERT_NE(o, nullptr);
+    EXPECT_NE(o->diagonal, qDiagonal);
+}
+
+TEST_F(HessianPageTest, ATensorThatIsNoLinearSaysSo) {
+    window.selectTensor(QStringLiteral("model.embed_tokens.weight"));
+    EXPECT_EQ(window.hessianPage()->shown(), nullptr);
+    EXPECT_TRUE(window.hessianPage()->captionText().contains(QStringLiteral("not a decoder layer's linear")));
+}
+
+}  // namespace
+}  // namespace qs::gui::test

@@ -1,0 +1,183 @@
+// The quantization half of the window on the bundled demo Qwen3: the panel's estimate, a small job
+// through the worker QThread into the results views, cancellation and the event loop's latency.
+#include <algorithm>
+#include <cmath>
+
+#include <QElapsedTimer>
+#include <QMouseEvent>
+#include <QTimer>
+
+#include "job_status_widget.h"
+#include "kl_per_layer_plot.h"
+#include "kl_per_method_plot.h"
+#include "main_window.h"
+#include "module_log_model.h"
+#include "output_error_plot.h"
+#include "quantize_job.h"
+#include "quantize_panel.h"
+#include "results_page.h"
+#include "results_table_model.h"
+#include "qt_test_support.h"
+
+namespace qs::gui::test {
+namespace {
+
+// Records the longest interval between ticks of a 10 ms timer: how long the GUI thread was held.
+class StallMeter {
+public:
+    StallMeter() {
+        timer_.setInterval(10);
+        timer_.setTimerType(Qt::PreciseTimer);
+        QObject::connect(&timer_, &QTimer::timeout, [this] {
+            longest_ = std::max(longest_, clock_.restart());
+        });
+        clock_.start();
+        timer_.start();
+    }
+    void stop() { timer_.stop(); }
+    qint64 longestGapMs() const { return longest_; }
+
+private:
+    QTimer timer_;
+    QElapsedTimer clock_;
+    qint64 longest_ = 0;
+};
+
+void click(PlotView& plot, double x, double y) {
+    const QPointF at(plot.xAxis->coordToPixel(x), plot.yAxis->coordToPixel(y));
+    QMouseEvent press(QEvent::MouseButtonPress, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::LeftButton, Qt::NoModifier);
+    QMouseEvent release(QEvent::MouseButtonRelease, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::NoButton, Qt::NoModifier);
+    QCoreApplication::sendEvent(&plot, &press);
+    QCoreApplication::sendEvent(&plot, &release);
+}
+
+class QuantizeJobTest : public QtAppTest {
+protected:
+    void SetUp() override {
+        window.show();
+        ASSERT_TRUE(window.openPath(kDemo));
+        panel().setSampling(4, 64, 4);
+        QObject::connect(window.quantizeJob(), &QuantizeJob::finished, [this](const JobResultPtr& r) { result = r; });
+        QObject::connect(window.quantizeJob(), &QuantizeJob::failed, [this](const QString& m) { failure = m; });
+    }
+
+    QuantizePanel& panel() { return *window.quantizePanel(); }
+    bool waitForJob(int timeoutMs = 120000) {
+        return waitUntil([this] { return !window.quantizeJob()->isRunning(); }, timeoutMs);
+    }
+
+    MainWindow window{MainWindow::Settings::Ignore};
+    JobResultPtr result;
+    QString failure;
+};
+
+TEST_F(QuantizeJobTest, ThePanelShowsAnEstimateBeforeStart) {
+    ASSERT_TRUE(panel().selectMethods({"rtn4", "fp8"}));
+    ASSERT_TRUE(waitUntil([this] { return panel().estimate().has_value() && !panel().isEstimating(); }));
+    const pipeline::ResourceEstimate small = *panel().estimate();
+    EXPECT_GT(small.peakBytes, 0u);
+    EXPECT_GT(small.seconds, 0.0);
+    EXPECT_TRUE(panel().estimateText().contains(QStringLiteral("Predicted peak memory")));
+    EXPECT_FALSE(window.quantizeJob()->isRunning());
+    EXPECT_FALSE(panel().cudaSelectable());
+
+    // More work is predicted to take longer: the estimate follows the settings.
+    panel().setSampling(64, 128, 16);
+    panel().setPerLayerKl(true);
+    ASSERT_TRUE(waitUntil([this] { return !panel().isEstimating(); }));
+    ASSERT_TRUE(panel().estimate().has_value());
+    EXPECT_GT(panel().estimate()->seconds, small.seconds);
+}
+
+TEST_F(QuantizeJobTest, ASmallJobDrawsOneKlBarPerMethodAndItsLayers) {
+    ASSERT_TRUE(panel().selectMethods({"rtn4", "fp8"}));
+    panel().setPerLayerKl(true);
+    QStringList statusTexts;
+    QObject::connect(window.quantizeJob(), &QuantizeJob::progressed,
+                     [&](const pipeline::Progress&) { statusTexts << window.jobStatus()->text(); });
+    ASSERT_TRUE(window.startQuantizeJob());
+    EXPECT_TRUE(window.isBusy());
+    ASSERT_TRUE(waitForJob());
+    ASSERT_TRUE(failure.isEmpty()) << failure.toStdString();
+    ASSERT_TRUE(result);
+    ASSERT_EQ(result->methods.size(), 2u);
+
+    ResultsPage& page = *window.resultsPage();
+    EXPECT_EQ(page.result(), result);
+    EXPECT_EQ(window.currentPage(), &page);
+    EXPECT_EQ(page.klPerMethod()->barCount(), 2);
+    EXPECT_EQ(page.table()->rowCount(), 2);
+    EXPECT_EQ(page.klPerLayer()->lineCount(), 2);
+    EXPECT_TRUE(page.klPerLayer()->isVisible());
+    // 8-bit FP8 stays closer to the original than 4-bit RTN, overall and in every layer.
+    const auto& rtn = result->methods[0];
+    const auto& fp8 = result->methods[1];
+    EXPECT_LT(fp8.kl.meanKld.value, rtn.kl.meanKld.value);
+    ASSERT_EQ(rtn.perLayerKl.size(), 2u);
+    for (std::size_t l = 0; l < 2; ++l) EXPECT_LT(fp8.perLayerKl[l], rtn.perLayerKl[l]);
+    // The log dock got every module of every layer of both methods (7 linears per Qwen3 layer).
+    EXPECT_EQ(window.moduleLog()->rowCount(), 2 * 2 * 7);
+    EXPECT_EQ(page.outputError()->linears().size(), 14u);
+    // The status bar said which layer of how many, and the time left.
+    EXPECT_TRUE(std::any_of(statusTexts.begin(), statusTexts.end(),
+                            [](const QString& t) { return t.contains(QStringLiteral("layer 2/2")) && t.contains(QStringLiteral("ETA")); }))
+        << statusTexts.join(QStringLiteral("\n")).toStdString();
+    EXPECT_FALSE(window.jobStatus()->isVisible());
+
+    // A click on layer 1 of the per-layer plot selects a linear of layer 1 in the tree.
+    click(*page.klPerLayer(), 1.0, rtn.perLayerKl[1]);
+    EXPECT_TRUE(window.currentTensor().startsWith(QStringLiteral("model.layers.1."))) << window.currentTensor().toStdString();
+    // A point of the output-error plot selects that very linear.
+    const auto& linears = page.outputError()->linears();
+    const auto downProj = std::find_if(linears.begin(), linears.end(),
+                                       [](const auto& l) { return l.layer == 0 && l.module == "mlp.down_proj"; });
+    ASSERT_NE(downProj, linears.end());
+    click(*page.outputError(), static_cast<double>(downProj - linears.begin()), 1e-2);
+    EXPECT_EQ(window.currentTensor(), QStringLiteral("model.layers.0.mlp.down_proj.weight"));
+}
+
+TEST_F(QuantizeJobTest, CancelMidJobStopsWithinASecond) {
+    ASSERT_TRUE(panel().selectMethods({"gptq4", "awq4", "trellis2", "fp8"}));
+    panel().setSampling(32, 128, 16);
+    panel().setPerLayerKl(true);
+    bool cancelled = false;
+    QObject::connect(window.quantizeJob(), &QuantizeJob::cancelled, [&] { cancelled = true; });
+    int modules = 0;
+    QObject::connect(window.quantizeJob(), &QuantizeJob::moduleLogged, [&](const pipeline::ModuleLog&) { ++modules; });
+    ASSERT_TRUE(window.startQuantizeJob());
+    ASSERT_TRUE(waitUntil([&] { return modules > 0; }, 60000));   // well inside the quantize stage
+
+    QElapsedTimer clock;
+    clock.start();
+    window.quantizeJob()->cancel();
+    ASSERT_TRUE(waitForJob(10000));
+    EXPECT_LT(clock.elapsed(), 1000);
+    EXPECT_TRUE(cancelled);
+    EXPECT_FALSE(result);
+    EXPECT_TRUE(failure.isEmpty()) << failure.toStdString();
+    EXPECT_FALSE(window.resultsPage()->result());
+    EXPECT_LT(window.moduleLog()->rowCount(), 4 * 2 * 7);
+}
+
+TEST_F(QuantizeJobTest, TheEventLoopNeverStallsOver50MsWhileAJobRuns) {
+    ASSERT_TRUE(panel().selectMethods({"rtn4", "fp8"}));
+    panel().setPerLayerKl(true);
+    ASSERT_TRUE(waitUntil([this] { return !panel().isEstimating(); }));
+    StallMeter meter;
+    // Measured while the job runs: until its last progress report, before the results are drawn.
+    bool done = false;
+    QObject::connect(window.quantizeJob(), &QuantizeJob::progressed, [&](const pipeline::Progress& p) {
+        if (p.stage == "done" && !done) {
+            meter.stop();
+            done = true;
+        }
+    });
+    ASSERT_TRUE(window.startQuantizeJob());
+    ASSERT_TRUE(waitForJob());
+    ASSERT_TRUE(result);
+    ASSERT_TRUE(done);
+    EXPECT_LT(meter.longestGapMs(), 50);
+}
+
+}  // namespace
+}  // namespace qs::gui::test
