@@ -7,8 +7,10 @@
 #include <CLI/CLI.hpp>
 
 #include "compare_command.h"
+#include "dequantize_command.h"
 #include "eval_command.h"
 #include "inspect_command.h"
+#include "quantize_command.h"
 #include "qs/error.h"
 
 namespace {
@@ -46,6 +48,8 @@ int main(int argc, char** argv) {
     app.require_subcommand(1);
     qs::cli::registerInspect(app);
     qs::cli::registerCompare(app);
+    qs::cli::registerQuantize(app);
+    qs::cli::registerDequantize(app);
     qs::cli::registerEval(app);
     return run(app, argc, argv);
 }

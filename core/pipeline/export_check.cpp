@@ -36,7 +36,7 @@ std::optional<quant::QuantizedLinear> standIn(const MethodSpec& method, std::int
         quant::QuantizedLinear q = quant::quantizeRtn(zeros, options);
         q.method = method.kind == MethodKind::Gptq ? quant::Method::Gptq : quant::Method::Awq;
         if (method.actOrder && method.kind == MethodKind::Gptq)
-            for (std::int64_t c = 0; c < cols; ++c) q.gIdx.push_back(q.groupOf(c));
+            for (std::int64_t c = 0; c < cols; ++c) q.gIdx.push_back(static_cast<std::int32_t>(c / q.blockCols));
         return q;
     }
     default: return quantizeLinear(method, zeros, nullptr, 0.0, 0);

@@ -1,0 +1,129 @@
+#include "quantize_command.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "progress_bar.h"
+#include "qs/error.h"
+#include "qs/io/checkpoint.h"
+#include "qs/model/tokenizer.h"
+#include "qs/pipeline/bundled_resources.h"
+#include "qs/pipeline/calibration_text.h"
+#include "qs/pipeline/export_check.h"
+#include "qs/pipeline/exporter.h"
+#include "qs/pipeline/job.h"
+#include "sigint_cancel.h"
+
+namespace qs::cli {
+namespace {
+
+struct QuantizeOptions {
+    std::string path;
+    std::string method;
+    int bits = 0;   // 0: the method's own (or 4)
+    int groupSize = 128;
+    bool actOrder = false;
+    bool sym = false;
+    std::string format;
+    std::string out;
+    std::string calib;
+    int samples = 128;
+    int seqLen = 512;
+    std::uint64_t seed = 0;
+    bool force = false;
+    bool overwrite = false;
+};
+
+bool hasDigit(const std::string& s) { return std::any_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); }); }
+
+// "--method gptq --bits 4 --act-order --sym" and "--method gptq4-act-sym" name the same thing.
+pipeline::MethodSpec methodFrom(const QuantizeOptions& o) {
+    std::string name = o.method;
+    const bool takesBits = name == "rtn" || name == "gptq" || name == "awq" || name == "trellis";
+    if (takesBits) name += std::to_string(o.bits > 0 ? o.bits : (name == "trellis" ? 2 : 4));
+    pipeline::MethodSpec spec = pipeline::parseMethod(name, o.groupSize);
+    if (o.bits > 0 && !takesBits && hasDigit(o.method) && spec.bits != o.bits)
+        throw Error("--bits " + std::to_string(o.bits) + " contradicts --method " + o.method);
+    if (o.actOrder) {
+        if (spec.kind != pipeline::MethodKind::Gptq) throw Error("--act-order applies to GPTQ only");
+        spec.actOrder = true;
+    }
+    if (o.sym) {
+        if (!spec.integerGrid()) throw Error("--sym applies to the integer methods (rtn, gptq, awq) only");
+        spec.sym = true;
+    }
+    return spec;
+}
+
+// The checkpoint's own calibration.txt (the demo ships one), else the bundled text.
+std::filesystem::path calibrationFile(const std::string& given, const io::Checkpoint& checkpoint) {
+    if (!given.empty()) return given;
+    if (std::filesystem::exists(checkpoint.root() / "calibration.txt")) return checkpoint.root() / "calibration.txt";
+    if (auto bundled = pipeline::bundledResource(std::filesystem::path("demo") / "calibration.txt")) return *bundled;
+    throw Error("no calibration.txt beside the checkpoint and none bundled: pass --calib");
+}
+
+void runQuantize(const QuantizeOptions& o) {
+    const pipeline::MethodSpec method = methodFrom(o);
+    const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
+    const formats::LinearEncoder& encoder = pipeline::encoderForMethod(method, o.format);
+    if (const auto why = pipeline::exportRefusal(method, encoder, checkpoint); !why.empty())
+        throw Error("cannot export " + method.name + " as " + std::string(encoder.name()) + ": " + why);
+    if (std::filesystem::exists(o.out) && !o.overwrite)
+        throw Error(o.out + " already exists (pass --overwrite to replace it)");
+
+    pipeline::JobPlan plan;
+    plan.checkpoint = o.path;
+    plan.methods = {method};
+    plan.seed = o.seed;
+    nlohmann::json settings = {{"method", method.name}, {"group_size", method.groupSize}, {"seed", o.seed}};
+    // Calibration when the method needs it, or when asked for (it gives every linear its output error).
+    if (method.needsCalibration() || !o.calib.empty()) {
+        const auto file = calibrationFile(o.calib, checkpoint);
+        const auto tokenizer = model::Tokenizer::fromFile(checkpoint.root());
+        plan.calibration = pipeline::tokenWindows(tokenizer, pipeline::loadTexts(file), o.samples, o.seqLen, file.string());
+        settings["calibration"] = {{"file", file.string()}, {"samples", o.samples}, {"seq_len", o.seqLen}};
+    }
+
+    pipeline::CancelToken cancel;
+    const SigintCancel sigint(cancel);
+    ProgressBar bar("quantize");
+    pipeline::Job job(std::move(plan));
+    const pipeline::JobResult result = job.run(bar.callback(), cancel, {}, o.force);
+    const auto& methodResult = result.methods.front();
+    if (!methodResult.error.empty()) throw Error(method.label() + ": " + methodResult.error);
+    const pipeline::ExportRequest request{o.path, o.out, std::string(encoder.name()), o.overwrite, settings};
+    const auto written = pipeline::exportCheckpoint(request, methodResult, bar.callback(), cancel);
+    bar.finish(true);
+    std::cout << "wrote " << written.string() << " (" << encoder.name() << ", " << method.label() << ")\n";
+}
+
+}  // namespace
+
+void registerQuantize(CLI::App& app) {
+    auto options = std::make_shared<QuantizeOptions>();
+    CLI::App* cmd = app.add_subcommand("quantize", "Quantize a checkpoint with one method and export it");
+    cmd->add_option("path", options->path, "Dense checkpoint: .safetensors file or folder")->required();
+    cmd->add_option("--method", options->method, "rtn, gptq, awq (with --bits), or a name such as gptq4-act, fp8, fp8-channel")
+        ->required();
+    cmd->add_option("--bits", options->bits, "Code bits of rtn / gptq / awq (default 4)")->check(CLI::Range(1, 8));
+    cmd->add_option("--group-size", options->groupSize, "Group size of the integer methods (-1: per row)")->capture_default_str();
+    cmd->add_flag("--act-order", options->actOrder, "GPTQ: quantize columns by decreasing Hessian diagonal (desc_act)");
+    cmd->add_flag("--sym", options->sym, "Symmetric integer grid (what vLLM's Marlin kernels run)");
+    std::string formats;
+    for (const auto* e : formats::allEncoders()) formats += (formats.empty() ? "" : ", ") + std::string(e->name());
+    cmd->add_option("--format", options->format, "Export layout (" + formats + "); default: the method's own");
+    cmd->add_option("--out", options->out, "Destination folder (must not exist unless --overwrite)")->required();
+    cmd->add_option("--calib", options->calib, "Calibration text (UTF-8 file or JSON list of strings)");
+    cmd->add_option("--samples", options->samples, "Calibration sequences")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--seq-len", options->seqLen, "Tokens per sequence")->capture_default_str()->check(CLI::Range(2, 1 << 20));
+    cmd->add_option("--seed", options->seed, "Seed (trellis rotations)")->capture_default_str();
+    cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
+    cmd->add_flag("--overwrite", options->overwrite, "Replace the destination if it exists");
+    cmd->callback([options] { runQuantize(*options); });
+}
+
+}  // namespace qs::cli
