@@ -210,6 +210,8 @@ TEST(Exporter, AwqFoldedExportGivesTheInMemoryLogits) {
     const float diff = (got - want).cwiseAbs().maxCoeff();
     // BF16 norms (2^-9 relative) and F16 scales (2^-12) through two layers: well under 2 %.
     EXPECT_LT(diff, 0.02f * scale) << "max |logit difference| " << diff << " of " << scale;
+    RecordProperty("max_logit_difference", std::to_string(diff));
+    RecordProperty("max_logit", std::to_string(scale));
 
     // Without the folding (source norms), the same linears compute something else.
     model::ModelWeights unfolded = exportedWeights(exported, config);
@@ -220,7 +222,9 @@ TEST(Exporter, AwqFoldedExportGivesTheInMemoryLogits) {
         unfolded.layers[static_cast<std::size_t>(i)].postAttentionNorm = src.postAttentionNorm;
     }
     model::Transformer wrong(config, std::make_shared<model::ModelWeights>(std::move(unfolded)));
-    EXPECT_GT((wrong.forward(tokens) - want).cwiseAbs().maxCoeff(), 5.0f * diff);
+    const float unfoldedDiff = (wrong.forward(tokens) - want).cwiseAbs().maxCoeff();
+    EXPECT_GT(unfoldedDiff, 5.0f * diff);
+    RecordProperty("max_logit_difference_unfolded", std::to_string(unfoldedDiff));
     std::filesystem::remove_all(dir);
 }
 
