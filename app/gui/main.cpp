@@ -55,6 +55,8 @@ int main(int argc, char** argv) {
     QApplication::setOrganizationName(QStringLiteral("QuantScope"));
     QApplication::setApplicationName(QStringLiteral("QuantScope"));
     QApplication::setApplicationVersion(QStringLiteral(QS_VERSION));
+    // Lets Wayland compositors match the window to the installed desktop entry (and so its icon).
+    QApplication::setDesktopFileName(QStringLiteral("io.github.quantscope.QuantScope"));
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/quantscope.png")));
     const Options options = parseOptions(app);
     const bool headless = !options.screenshot.isEmpty();
