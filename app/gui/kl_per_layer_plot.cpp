@@ -15,7 +15,7 @@ bool measured(const pipeline::MethodResult& m) { return m.error.empty() && !m.pe
 }  // namespace
 
 KlPerLayerPlot::KlPerLayerPlot(QWidget* parent) : PlotView(parent) {
-    setTitle(tr("KL with only one layer quantized"));
+    setTitle(tr("KLD, one layer quantized"));
     setDefaultFileName(QStringLiteral("kl_per_layer"));
     yAxis->setScaleType(QCPAxis::stLogarithmic);
     yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
@@ -29,6 +29,7 @@ KlPerLayerPlot::KlPerLayerPlot(QWidget* parent) : PlotView(parent) {
     xAxis->setTicker(ticker);
     legend->setVisible(true);
     legend->setFont(QFont(font().family(), 8));
+    legend->setBrush(QColor(255, 255, 255, 200));   // the lines stay visible through it
     axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
     setToolTipProvider([this](double x, double) { return toolTipAt(x); });
     setCsvProvider([this] { return csv(); });
@@ -56,7 +57,7 @@ void KlPerLayerPlot::draw() {
             const pipeline::MethodResult& m = result_->methods[i];
             if (!measured(m)) continue;
             QCPGraph* graph = addGraph();
-            graph->setName(methodLabel(m));
+            graph->setName(shortLabel(m));   // the full label is in the tooltip and the table
             graph->setPen(QPen(seriesColor(static_cast<int>(i)), 2));
             graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 6));
             for (std::size_t layer = 0; layer < m.perLayerKl.size(); ++layer)

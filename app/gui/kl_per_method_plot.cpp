@@ -16,14 +16,15 @@ constexpr double kFloor = 1e-9;   // a KL of exactly 0 still gets a (tiny) bar o
 }  // namespace
 
 KlPerMethodPlot::KlPerMethodPlot(QWidget* parent) : PlotView(parent) {
-    setTitle(tr("Mean KL divergence per method"));
+    setTitle(tr("Mean KLD per method"));
     setDefaultFileName(QStringLiteral("kl_per_method"));
     yAxis->setScaleType(QCPAxis::stLogarithmic);
     yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
     yAxis->setNumberFormat(QStringLiteral("eb"));
     yAxis->setNumberPrecision(0);
     yAxis->setLabel(tr("mean KLD (nats)"));
-    xAxis->setTickLabelRotation(0);
+    xAxis->setLabel(tr("method, bits per weight"));
+    xAxis->setTickLabelRotation(-35);   // seven methods fit under narrow bars
     setToolTipProvider([this](double x, double) { return toolTipAt(x); });
     setCsvProvider([this] { return csv(); });
     connect(this, &PlotView::resetViewRequested, this, &KlPerMethodPlot::resetView);
@@ -50,7 +51,7 @@ void KlPerMethodPlot::draw() {
         for (std::size_t i = 0; i < result_->methods.size(); ++i) {
             const pipeline::MethodResult& m = result_->methods[i];
             const double x = static_cast<double>(i);
-            ticker->addTick(x, methodLabel(m) + QLatin1Char('\n') + (hasKl(m) ? bitsLabel(m) : tr("failed")));
+            ticker->addTick(x, shortLabel(m) + QStringLiteral(" · ") + (hasKl(m) ? QString::number(m.bitsPerWeight, 'f', 2) : tr("failed")));
             if (!hasKl(m)) continue;
             auto* bars = new QCPBars(xAxis, yAxis);
             bars->setWidth(kBarWidth);

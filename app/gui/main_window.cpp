@@ -107,6 +107,8 @@ void MainWindow::createJobDocks() {
     auto* logView = new QTableView(this);
     logView->setModel(moduleLog_);
     logView->verticalHeader()->hide();
+    logView->verticalHeader()->setDefaultSectionSize(logView->fontMetrics().height() + 6);
+    logView->setWordWrap(false);
     // Columns sized once, from the first rows: resizing to contents on every row is quadratic.
     connect(moduleLog_, &QAbstractItemModel::rowsInserted, logView, [logView](const QModelIndex&, int first) {
         if (first == 0) logView->resizeColumnsToContents();

@@ -10,7 +10,7 @@
 namespace qs::gui {
 
 OutputErrorPlot::OutputErrorPlot(QWidget* parent) : PlotView(parent) {
-    setTitle(tr("Output error per linear (calibration inputs)"));
+    setTitle(tr("Output error per linear"));
     setDefaultFileName(QStringLiteral("output_error"));
     yAxis->setScaleType(QCPAxis::stLogarithmic);
     yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
@@ -20,6 +20,7 @@ OutputErrorPlot::OutputErrorPlot(QWidget* parent) : PlotView(parent) {
     xAxis->setLabel(tr("linear, by layer (click to select it)"));
     legend->setVisible(true);
     legend->setFont(QFont(font().family(), 8));
+    legend->setBrush(QColor(255, 255, 255, 200));   // the lines stay visible through it
     setToolTipProvider([this](double x, double) { return toolTipAt(x); });
     setCsvProvider([this] { return csv(); });
     connect(this, &PlotView::resetViewRequested, this, &OutputErrorPlot::resetView);
@@ -67,7 +68,7 @@ void OutputErrorPlot::draw() {
 void OutputErrorPlot::drawMethod(const pipeline::MethodResult& m, int index) {
     if (!m.error.empty() || m.modules.empty()) return;
     QCPGraph* graph = addGraph();
-    graph->setName(methodLabel(m));
+    graph->setName(shortLabel(m));   // the full label is in the tooltip and the table
     graph->setPen(QPen(seriesColor(index), 1.5));
     graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
     for (std::size_t i = 0; i < linears_.size(); ++i) {

@@ -6,6 +6,8 @@ namespace qs::gui {
 
 QString methodLabel(const pipeline::MethodResult& m) { return QString::fromStdString(m.method.label()); }
 
+QString shortLabel(const pipeline::MethodResult& m) { return QString::fromStdString(m.method.name); }
+
 QString bitsLabel(const pipeline::MethodResult& m) {
     return QStringLiteral("%1 bpw").arg(m.bitsPerWeight, 0, 'f', 2);
 }

@@ -30,21 +30,24 @@ ResultsPage::ResultsPage(QWidget* parent)
     tableView_->setSortingEnabled(true);
     tableView_->sortByColumn(-1, Qt::AscendingOrder);   // the job's method order until a header is clicked
     tableView_->verticalHeader()->hide();
+    tableView_->verticalHeader()->setDefaultSectionSize(tableView_->fontMetrics().height() + 6);
     tableView_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     tableView_->setSelectionBehavior(QAbstractItemView::SelectRows);
     summary_->setWordWrap(true);
     summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
 
-    auto* top = new QSplitter(Qt::Horizontal, this);
-    top->addWidget(klPerMethod_);
-    top->addWidget(klPerLayer_);
-    auto* bottom = new QSplitter(Qt::Horizontal, this);
-    bottom->addWidget(outputError_);
-    bottom->addWidget(tableView_);
-    bottom->setSizes({500, 500});
+    for (PlotView* plot : {static_cast<PlotView*>(klPerMethod_), static_cast<PlotView*>(klPerLayer_),
+                           static_cast<PlotView*>(outputError_)})
+        plot->setMinimumWidth(220);   // three side by side in the centre of a 1400-pixel window
+    auto* plots = new QSplitter(Qt::Horizontal, this);
+    plots->addWidget(klPerMethod_);
+    plots->addWidget(klPerLayer_);
+    plots->addWidget(outputError_);
     auto* both = new QSplitter(Qt::Vertical, this);
-    both->addWidget(top);
-    both->addWidget(bottom);
+    both->addWidget(plots);
+    both->addWidget(tableView_);   // full width: all nine columns readable
+    both->setStretchFactor(0, 3);
+    both->setStretchFactor(1, 2);
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(summary_);
     layout->addWidget(both, 1);
