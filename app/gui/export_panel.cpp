@@ -1,0 +1,233 @@
+#include "export_panel.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <QAction>
+#include <QComboBox>
+#include <QFileDialog>
+#include <QFormLayout>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QLineEdit>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QStyle>
+#include <QVBoxLayout>
+
+#include "number_format.h"
+#include "qs/formats/linear_encoder.h"
+#include "qs/pipeline/exporter.h"
+#include "results_format.h"
+
+namespace qs::gui {
+namespace {
+
+constexpr int kProgressPollMs = 100;
+
+const quant::QuantizedLinear* firstLinear(const pipeline::MethodResult& m) {
+    for (const auto& layer : m.layers)
+        for (const auto& [name, q] : layer) return q.get();
+    return nullptr;
+}
+
+bool accepts(const formats::LinearEncoder& e, const pipeline::MethodResult& m) {
+    for (const auto& layer : m.layers)
+        for (const auto& [name, q] : layer)
+            if (!e.refusal(*q).empty()) return false;
+    return !m.layers.empty();
+}
+
+// Whether `inner` is `outer` or lies inside it (after resolving "..", symlinks of existing parts).
+bool isWithin(const std::filesystem::path& inner, const std::filesystem::path& outer) {
+    std::error_code ec;
+    const auto a = std::filesystem::weakly_canonical(inner, ec);
+    const auto b = std::filesystem::weakly_canonical(outer, ec);
+    return std::mismatch(b.begin(), b.end(), a.begin(), a.end()).first == b.end();
+}
+
+}  // namespace
+
+ExportPanel::ExportPanel(QWidget* parent)
+    : QWidget(parent),
+      method_(new QComboBox(this)),
+      format_(new QComboBox(this)),
+      formatInfo_(new QLabel(this)),
+      size_(new QLabel(this)),
+      destination_(new QLineEdit(this)),
+      problem_(new QLabel(this)),
+      progress_(new QProgressBar(this)),
+      export_(new QPushButton(tr("Export"), this)),
+      open_(new QPushButton(tr("Open for inspection"), this)) {
+    formatInfo_->setWordWrap(true);
+    problem_->setWordWrap(true);
+    problem_->setStyleSheet(QStringLiteral("color:#b03030"));
+    progress_->setRange(0, 1000);
+    destination_->setPlaceholderText(tr("a new folder"));
+    auto* browse = new QAction(style()->standardIcon(QStyle::SP_DirOpenIcon), tr("Choose a folder…"), destination_);
+    destination_->addAction(browse, QLineEdit::TrailingPosition);
+    connect(browse, &QAction::triggered, this, &ExportPanel::chooseDestination);
+
+    auto* form = new QFormLayout;
+    form->addRow(tr("Result:"), method_);
+    form->addRow(tr("Format:"), format_);
+    form->addRow(formatInfo_);
+    form->addRow(tr("Size:"), size_);
+    form->addRow(tr("Destination:"), destination_);
+    auto* buttons = new QHBoxLayout;
+    buttons->addStretch(1);
+    buttons->addWidget(export_);
+    buttons->addWidget(open_);
+    auto* layout = new QVBoxLayout(this);
+    layout->addLayout(form);
+    layout->addWidget(problem_);
+    layout->addWidget(progress_);
+    layout->addLayout(buttons);
+    layout->addStretch(1);
+
+    connect(method_, &QComboBox::currentIndexChanged, this, &ExportPanel::fillFormats);
+    connect(format_, &QComboBox::currentIndexChanged, this, &ExportPanel::updateState);
+    connect(destination_, &QLineEdit::textChanged, this, &ExportPanel::updateState);
+    connect(export_, &QPushButton::clicked, this, &ExportPanel::startExport);
+    connect(open_, &QPushButton::clicked, this, [this] { emit openRequested(written_); });
+    connect(&runner_, &JobRunner::busyChanged, this, &ExportPanel::updateState);
+    progressTimer_.setInterval(kProgressPollMs);
+    connect(&progressTimer_, &QTimer::timeout, this,
+            [this] { progress_->setValue(static_cast<int>(1000.0 * fraction_->load())); });
+    fillMethods();
+}
+
+void ExportPanel::setSource(const QString& checkpointPath) {
+    source_ = checkpointPath;
+    setResult(nullptr);
+}
+
+void ExportPanel::setResult(JobResultPtr result) {
+    runner_.cancel();
+    result_ = std::move(result);
+    written_.clear();
+    fillMethods();
+}
+
+void ExportPanel::setDestination(const QString& folder) { destination_->setText(folder); }
+
+bool ExportPanel::selectMethod(const QString& label) {
+    const int at = method_->findText(label);
+    if (at >= 0) method_->setCurrentIndex(at);
+    return at >= 0;
+}
+
+bool ExportPanel::selectFormat(const QString& name) {
+    const int at = format_->findData(name);
+    if (at >= 0) format_->setCurrentIndex(at);
+    return at >= 0;
+}
+
+const pipeline::MethodResult* ExportPanel::method() const {
+    const int i = method_->currentData().toInt();
+    if (!result_ || method_->currentIndex() < 0 || i < 0 || i >= static_cast<int>(result_->methods.size())) return nullptr;
+    return &result_->methods[static_cast<std::size_t>(i)];
+}
+
+const formats::LinearEncoder* ExportPanel::encoder() const {
+    const std::string name = format_->currentData().toString().toStdString();
+    for (const formats::LinearEncoder* e : formats::allEncoders())
+        if (e->name() == name) return e;
+    return nullptr;
+}
+
+void ExportPanel::fillMethods() {
+    const QSignalBlocker block(method_);
+    method_->clear();
+    if (result_)
+        for (std::size_t i = 0; i < result_->methods.size(); ++i)
+            if (result_->methods[i].error.empty()) method_->addItem(methodLabel(result_->methods[i]), static_cast<int>(i));
+    fillFormats();
+}
+
+// The method's default layout first, then every other layout that takes all of its linears.
+void ExportPanel::fillFormats() {
+    const QSignalBlocker block(format_);
+    format_->clear();
+    const pipeline::MethodResult* m = method();
+    const quant::QuantizedLinear* first = m ? firstLinear(*m) : nullptr;
+    if (first) {
+        const formats::LinearEncoder& preferred = formats::defaultEncoderFor(*first);
+        format_->addItem(tr("%1 (default)").arg(QString::fromUtf8(preferred.name())), QString::fromUtf8(preferred.name()));
+        for (const formats::LinearEncoder* e : formats::allEncoders())
+            if (e != &preferred && accepts(*e, *m)) format_->addItem(QString::fromUtf8(e->name()), QString::fromUtf8(e->name()));
+    }
+    updateState();
+}
+
+QString ExportPanel::formatName() const { return format_->currentData().toString(); }
+
+QString ExportPanel::formatText() const {
+    const formats::LinearEncoder* e = encoder();
+    return e ? QString::fromUtf8(e->description()) : QString();
+}
+
+QString ExportPanel::sizeText() const {
+    const pipeline::MethodResult* m = method();
+    return m ? tr("about %1 (%2)").arg(humanBytes(m->checkpointBytes), bitsLabel(*m)) : QStringLiteral("–");
+}
+
+QString ExportPanel::problem() const {
+    if (!result_) return tr("Run a quantization job first: its results are what is exported.");
+    if (!method()) return tr("No method of the last job succeeded.");
+    if (!encoder()) return tr("No format takes this result.");
+    const QString folder = destination_->text().trimmed();
+    if (folder.isEmpty()) return tr("Choose a destination folder.");
+    std::filesystem::path sourceFolder = source_.toStdString();
+    if (!std::filesystem::is_directory(sourceFolder)) sourceFolder = sourceFolder.parent_path();
+    if (isWithin(folder.toStdString(), sourceFolder))
+        return tr("The destination is in the source checkpoint's folder; QuantScope never writes there.");
+    if (std::filesystem::exists(folder.toStdString())) return tr("%1 exists; choose a new folder.").arg(folder);
+    return {};
+}
+
+void ExportPanel::updateState() {
+    formatInfo_->setText(formatText());
+    size_->setText(sizeText());
+    const QString why = problem();
+    problem_->setText(why);
+    problem_->setVisible(!why.isEmpty() && !isExporting());
+    export_->setEnabled(why.isEmpty() && !isExporting());
+    progress_->setVisible(isExporting());
+    open_->setVisible(!written_.isEmpty() && !isExporting());
+}
+
+void ExportPanel::chooseDestination() {
+    const QString folder = QFileDialog::getSaveFileName(this, tr("Export to a new folder"), destination_->text());
+    if (!folder.isEmpty()) destination_->setText(folder);
+}
+
+void ExportPanel::startExport() {
+    const pipeline::MethodResult* m = method();
+    if (!m || !problem().isEmpty()) return;
+    pipeline::ExportRequest request;
+    request.source = source_.toStdString();
+    request.destination = destination_->text().trimmed().toStdString();
+    request.format = formatName().toStdString();
+    fraction_->store(0.0);
+    progressTimer_.start();
+    runner_.start(
+        [request, result = result_, m, fraction = fraction_](const pipeline::CancelToken& token) {
+            const auto progress = [fraction](const pipeline::Progress& p) { fraction->store(p.fraction); };
+            return QString::fromStdString(pipeline::exportCheckpoint(request, *m, progress, token).string());
+        },
+        [this](const QString& folder) { onExported(folder); },
+        [this](const QString& message) {
+            progressTimer_.stop();
+            emit failed(message);
+        });
+}
+
+void ExportPanel::onExported(const QString& folder) {
+    progressTimer_.stop();
+    written_ = folder;
+    emit exported(folder);
+    updateState();
+}
+
+}  // namespace qs::gui

@@ -1,0 +1,79 @@
+#pragma once
+// The Export panel: one method's result of the last job, written as a checkpoint its consumers
+// load. It shows the layout it will write (the method's default, or any other layout that accepts
+// every linear), who loads it and the estimated size; refuses a destination in the source folder;
+// reports progress; and offers to open what it wrote.
+#include <atomic>
+#include <memory>
+
+#include <QTimer>
+#include <QWidget>
+
+#include "job_runner.h"
+#include "quantize_job.h"
+
+class QComboBox;
+class QLabel;
+class QLineEdit;
+class QProgressBar;
+class QPushButton;
+
+namespace qs::formats {
+class LinearEncoder;
+}
+
+namespace qs::gui {
+
+class ExportPanel : public QWidget {
+    Q_OBJECT
+
+public:
+    explicit ExportPanel(QWidget* parent = nullptr);
+
+    void setSource(const QString& checkpointPath);   // the checkpoint the results were made from
+    void setResult(JobResultPtr result);
+    void setDestination(const QString& folder);
+    bool selectMethod(const QString& label);        // a method's label, as in the results table
+    bool selectFormat(const QString& name);         // an encoder name ("gptq_v2")
+
+    QString formatName() const;
+    QString formatText() const;      // the encoder's description
+    QString sizeText() const;
+    QString problem() const;         // why Export is not possible now; empty when it is
+    bool isExporting() const { return runner_.isBusy(); }
+    const QString& written() const { return written_; }
+    void startExport();
+
+signals:
+    void openRequested(const QString& folder);
+    void exported(const QString& folder);
+    void failed(const QString& message);
+
+private:
+    const pipeline::MethodResult* method() const;
+    const formats::LinearEncoder* encoder() const;
+    void fillMethods();
+    void fillFormats();
+    void updateState();
+    void chooseDestination();
+    void onExported(const QString& folder);
+
+    QString source_;
+    JobResultPtr result_;
+    QString written_;
+    JobRunner runner_;
+    std::shared_ptr<std::atomic<double>> fraction_ = std::make_shared<std::atomic<double>>(0.0);
+    QTimer progressTimer_;
+
+    QComboBox* method_;
+    QComboBox* format_;
+    QLabel* formatInfo_;
+    QLabel* size_;
+    QLineEdit* destination_;
+    QLabel* problem_;
+    QProgressBar* progress_;
+    QPushButton* export_;
+    QPushButton* open_;
+};
+
+}  // namespace qs::gui
