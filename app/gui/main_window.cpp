@@ -22,6 +22,7 @@
 #include "checkpoint_tree_model.h"
 #include "checkpoint_tree_panel.h"
 #include "hessian_page.h"
+#include "export_panel.h"
 #include "histogram_page.h"
 #include "job_status_widget.h"
 #include "message_box_error_reporter.h"
@@ -54,6 +55,7 @@ MainWindow::MainWindow(Settings settings, QWidget* parent)
       hessian_(new HessianPage(this)),
       results_(new ResultsPage(this)),
       quantize_(new QuantizePanel(this)),
+      export_(new ExportPanel(this)),
       job_(new QuantizeJob(this)),
       moduleLog_(new ModuleLogModel(this)),
       jobStatus_(new JobStatusWidget(this)) {
@@ -119,6 +121,15 @@ void MainWindow::createJobDocks() {
     addDockWidget(Qt::BottomDockWidgetArea, logDock_);
     resizeDocks({logDock_}, {170}, Qt::Vertical);
     connect(moduleLog_, &QAbstractItemModel::rowsInserted, logView, &QTableView::scrollToBottom);
+    exportDock_ = new QDockWidget(tr("Export"), this);
+    exportDock_->setObjectName(QStringLiteral("exportDock"));
+    exportDock_->setWidget(export_);
+    addDockWidget(Qt::RightDockWidgetArea, exportDock_);
+    tabifyDockWidget(quantizeDock_, exportDock_);
+    quantizeDock_->raise();
+    connect(export_, &ExportPanel::openRequested, this, &MainWindow::openPath);
+    connect(export_, &ExportPanel::failed, this, [this](const QString& m) { reportError(tr("Export failed"), m); });
+    connect(export_, &ExportPanel::exported, this, [this](const QString& f) { statusBar()->showMessage(tr("Exported to %1.").arg(f), 10000); });
     statusBar()->addPermanentWidget(jobStatus_);
 }
 
@@ -147,6 +158,7 @@ bool MainWindow::startQuantizeJob() {
 
 void MainWindow::onJobFinished(const std::shared_ptr<const pipeline::JobResult>& result) {
     results_->setResult(result);
+    export_->setResult(result);
     showPage(results_->key());
     statusBar()->showMessage(tr("Quantization finished in %1.").arg(durationText(result->seconds)), 10000);
 }
@@ -176,6 +188,7 @@ void MainWindow::createMenus() {
     view->addAction(treeDock_->toggleViewAction());
     view->addAction(quantizeDock_->toggleViewAction());
     view->addAction(logDock_->toggleViewAction());
+    view->addAction(exportDock_->toggleViewAction());
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About QuantScope"), this, &MainWindow::showAbout);
@@ -219,6 +232,7 @@ bool MainWindow::openPath(const QString& path) {
     for (InspectorPage* page : pages_) page->setCheckpoint(checkpoint_);
     tree_->setCheckpoint(checkpoint_);
     quantize_->setCheckpoint(path);
+    export_->setSource(path);
     moduleLog_->clear();
     if (settings_ == Settings::Remember) RecentFiles().add(path);
     statusBar()->showMessage(tr("Opened %1: %2 tensors, %3 on disk")

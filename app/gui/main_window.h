@@ -19,6 +19,7 @@ namespace qs::gui {
 
 class ChannelsPage;
 class CheckpointTreePanel;
+class ExportPanel;
 class HessianPage;
 class HistogramPage;
 class JobStatusWidget;
@@ -56,6 +57,7 @@ public:
     ResultsPage* resultsPage() const { return results_; }
     HessianPage* hessianPage() const { return hessian_; }
     QuantizePanel* quantizePanel() const { return quantize_; }
+    ExportPanel* exportPanel() const { return export_; }
     QuantizeJob* quantizeJob() const { return job_; }
     ModuleLogModel* moduleLog() const { return moduleLog_; }
     JobStatusWidget* jobStatus() const { return jobStatus_; }
@@ -101,6 +103,7 @@ private:
     QDockWidget* summaryDock_ = nullptr;
     QDockWidget* quantizeDock_ = nullptr;
     QDockWidget* logDock_ = nullptr;
+    QDockWidget* exportDock_ = nullptr;
     QTabWidget* tabs_;
     HistogramPage* histogram_;
     ChannelsPage* channels_;
@@ -108,6 +111,7 @@ private:
     HessianPage* hessian_;
     ResultsPage* results_;
     QuantizePanel* quantize_;
+    ExportPanel* export_;
     QuantizeJob* job_;
     ModuleLogModel* moduleLog_;
     JobStatusWidget* jobStatus_;

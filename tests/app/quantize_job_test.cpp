@@ -7,6 +7,10 @@
 #include <QMouseEvent>
 #include <QTimer>
 
+#include <QDir>
+#include <QTemporaryDir>
+
+#include "export_panel.h"
 #include "job_status_widget.h"
 #include "kl_per_layer_plot.h"
 #include "kl_per_method_plot.h"
@@ -134,6 +138,30 @@ TEST_F(QuantizeJobTest, ASmallJobDrawsOneKlBarPerMethodAndItsLayers) {
     ASSERT_NE(downProj, linears.end());
     click(*page.outputError(), static_cast<double>(downProj - linears.begin()), 1e-2);
     EXPECT_EQ(window.currentTensor(), QStringLiteral("model.layers.0.mlp.down_proj.weight"));
+}
+
+TEST_F(QuantizeJobTest, ExportWritesTheChosenResultAndRefusesTheSourceFolder) {
+    ASSERT_TRUE(panel().selectMethods({"rtn4", "fp8"}));
+    ASSERT_TRUE(window.startQuantizeJob());
+    ASSERT_TRUE(waitForJob());
+    ASSERT_TRUE(result);
+    ExportPanel& exporter = *window.exportPanel();
+    ASSERT_TRUE(exporter.selectMethod(QString::fromStdString(result->methods[1].method.label())));
+    EXPECT_FALSE(exporter.formatText().isEmpty());
+    exporter.setDestination(QDir(kDemo).filePath(QStringLiteral("fp8-out")));
+    EXPECT_TRUE(exporter.problem().contains(QStringLiteral("source"))) << exporter.problem().toStdString();
+    QTemporaryDir scratch;
+    const QString destination = scratch.filePath(QStringLiteral("demo-fp8"));
+    exporter.setDestination(destination);
+    ASSERT_TRUE(exporter.problem().isEmpty()) << exporter.problem().toStdString();
+    QString failure;
+    QObject::connect(&exporter, &ExportPanel::failed, [&](const QString& m) { failure = m; });
+    exporter.startExport();
+    ASSERT_TRUE(waitUntil([&] { return !exporter.isExporting(); }, 60000));
+    ASSERT_TRUE(failure.isEmpty()) << failure.toStdString();
+    EXPECT_FALSE(exporter.written().isEmpty());
+    EXPECT_TRUE(QFile::exists(QDir(destination).filePath(QStringLiteral("config.json"))));
+    EXPECT_FALSE(QFile::exists(QDir(kDemo).filePath(QStringLiteral("fp8-out"))));
 }
 
 TEST_F(QuantizeJobTest, CancelMidJobStopsWithinASecond) {
