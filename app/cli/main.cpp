@@ -12,6 +12,9 @@
 #include "inspect_command.h"
 #include "quantize_command.h"
 #include "qs/error.h"
+#if defined(QS_WITH_CUDA_BACKEND)
+#include "qs/gpu/cuda_backend.h"
+#endif
 
 namespace {
 
@@ -46,6 +49,9 @@ int main(int argc, char** argv) {
     CLI::App app{"Inspect, quantize and compare LLM checkpoints", "quantscope-cli"};
     app.set_version_flag("--version", "quantscope-cli " QS_VERSION);
     app.require_subcommand(1);
+#if defined(QS_WITH_CUDA_BACKEND)
+    qs::gpu::registerCudaBackend();   // every command's device "auto" may then pick the GPU
+#endif
     qs::cli::registerInspect(app);
     qs::cli::registerCompare(app);
     qs::cli::registerQuantize(app);

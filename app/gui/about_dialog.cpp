@@ -4,12 +4,12 @@
 #include <fstream>
 #include <sstream>
 
-#include <Eigen/Core>
 #include <QDialogButtonBox>
 #include <QLabel>
 #include <QTextBrowser>
 #include <QVBoxLayout>
 
+#include "qs/pipeline/backend.h"
 #include "qs/pipeline/bundled_resources.h"
 
 namespace qs::gui {
@@ -84,7 +84,8 @@ AboutDialog::AboutDialog(QWidget* parent) : QDialog(parent), body_(new QTextBrow
 QString AboutDialog::versionText() { return tr("QuantScope %1").arg(QStringLiteral(QS_VERSION)); }
 
 QString AboutDialog::backendText() {
-    return tr("CPU (Eigen + OpenMP), %n thread(s); no GPU backend in this build.", nullptr, Eigen::nbThreads());
+    // What a job's "Auto" device would run on: the GPU's name and free memory, or the CPU and why.
+    return QString::fromStdString(pipeline::selectBackend(pipeline::DeviceChoice::Auto).message);
 }
 
 QString AboutDialog::licencesHtml() {

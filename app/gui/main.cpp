@@ -8,6 +8,9 @@
 #include <QIcon>
 
 #include "main_window.h"
+#if defined(QS_WITH_CUDA_BACKEND)
+#include "qs/gpu/cuda_backend.h"
+#endif
 #include "screenshot_taker.h"
 #include "stderr_error_reporter.h"
 
@@ -52,6 +55,9 @@ Options parseOptions(const QApplication& app) {
 
 int main(int argc, char** argv) {
     QApplication app(argc, argv);
+#if defined(QS_WITH_CUDA_BACKEND)
+    qs::gpu::registerCudaBackend();   // the Quantize panel's Auto / CUDA can then pick the GPU
+#endif
     QApplication::setOrganizationName(QStringLiteral("QuantScope"));
     QApplication::setApplicationName(QStringLiteral("QuantScope"));
     QApplication::setApplicationVersion(QStringLiteral(QS_VERSION));

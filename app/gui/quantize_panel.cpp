@@ -25,9 +25,12 @@
 namespace qs::gui {
 namespace {
 
-// The app links no GPU backend yet (the pipeline runs on CpuBackend only), so CUDA is shown but
-// cannot be chosen.
+// Without the CUDA backend in the build, CUDA is shown but cannot be chosen.
+#if defined(QS_WITH_CUDA_BACKEND)
+constexpr bool kCudaBackendLinked = true;
+#else
 constexpr bool kCudaBackendLinked = false;
+#endif
 constexpr int kEstimateDelayMs = 250;   // one estimate per burst of edits, not per keystroke
 
 struct MethodRowSpec {
@@ -157,7 +160,7 @@ QWidget* QuantizePanel::createRun() {
     auto* box = new QGroupBox(tr("Run"), this);
     auto* form = new QFormLayout(box);
     device_ = new QComboBox(box);
-    device_->addItem(tr("Auto (CPU)"), static_cast<int>(ComputeDevice::Auto));
+    device_->addItem(tr("Auto"), static_cast<int>(ComputeDevice::Auto));
     device_->addItem(tr("CPU"), static_cast<int>(ComputeDevice::Cpu));
     device_->addItem(tr("CUDA"), static_cast<int>(ComputeDevice::Cuda));
     if (!kCudaBackendLinked) {
@@ -166,6 +169,9 @@ QWidget* QuantizePanel::createRun() {
         cuda->setEnabled(false);
         cuda->setToolTip(tr("This build of QuantScope has no CUDA backend; jobs run on the CPU."));
         device_->setToolTip(cuda->toolTip());
+    } else {
+        // What Auto picks here: the GPU's name and free memory, or why the CPU stands in.
+        device_->setToolTip(QString::fromStdString(pipeline::selectBackend(pipeline::DeviceChoice::Auto).message));
     }
     perLayerKl_ = new QCheckBox(tr("Per-layer KL (one layer quantized at a time)"), box);
     connect(perLayerKl_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);

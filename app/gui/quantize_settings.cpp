@@ -25,7 +25,9 @@ std::filesystem::path textFileFor(const QString& given, const io::Checkpoint& ch
 
 pipeline::JobPlan buildPlan(const QuantizeSettings& settings, const std::filesystem::path& checkpointPath) {
     if (settings.methods.empty()) throw Error("choose at least one method");
-    if (settings.device == ComputeDevice::Cuda) throw Error("this build of QuantScope has no CUDA backend; use CPU");
+    static_assert(static_cast<int>(ComputeDevice::Auto) == static_cast<int>(pipeline::DeviceChoice::Auto) &&
+                  static_cast<int>(ComputeDevice::Cpu) == static_cast<int>(pipeline::DeviceChoice::Cpu) &&
+                  static_cast<int>(ComputeDevice::Cuda) == static_cast<int>(pipeline::DeviceChoice::Cuda));
     const io::Checkpoint checkpoint = io::Checkpoint::open(checkpointPath);
     const model::Tokenizer tokenizer = model::Tokenizer::fromFile(checkpoint.root());
     pipeline::JobPlan plan;
@@ -36,6 +38,8 @@ pipeline::JobPlan buildPlan(const QuantizeSettings& settings, const std::filesys
     plan.evaluation = tokenize(tokenizer, textFileFor(settings.evaluationFile, checkpoint, "eval.txt"),
                                settings.evaluationSamples, settings.sequenceLength);
     plan.perLayerKl = settings.perLayerKl;
+    // Forcing CUDA without a device fails here, with selectBackend's reason, before any work starts.
+    plan.backend = pipeline::selectBackend(static_cast<pipeline::DeviceChoice>(settings.device)).backend;
     plan.seed = settings.seed;
     return plan;
 }

@@ -27,7 +27,10 @@ private:
 
 class CpuBackend final : public Backend {
 public:
-    std::string description() const override { return "CPU (" + std::to_string(omp_get_max_threads()) + " threads)"; }
+    std::string description() const override {
+        const int threads = omp_get_max_threads();
+        return "CPU (" + std::to_string(threads) + (threads == 1 ? " thread)" : " threads)");
+    }
     bool isCuda() const override { return false; }
     std::int64_t freeMemoryBytes() const override { return static_cast<std::int64_t>(availableMemoryBytes()); }
 

@@ -83,7 +83,7 @@ QuantizedLayer quantizeAwqLayer(const MethodSpec& method, const model::LayerWeig
 }  // namespace
 
 quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& w, const MatrixF* h, double samples,
-                                      std::uint64_t seed, const Backend* backend) {
+                                      std::uint64_t seed, const Backend* backend, const CancelToken* cancel) {
     switch (method.kind) {
     case MethodKind::Rtn: {
         quant::RtnOptions options;
@@ -100,6 +100,7 @@ quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& w
         options.actOrder = method.actOrder;
         options.sym = method.sym;
         options.samples = samples;
+        options.cancel = cancel;
         return orCpu(backend).gptq(w, requireHessian(method, h), options);
     }
     case MethodKind::Fp8: return orCpu(backend).fp8(w, fp8Scaling(method.fp8Scales), 128);
@@ -111,6 +112,7 @@ quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& w
         options.L = method.trellisL;
         options.K = method.bits;
         options.seed = seed;
+        options.cancel = cancel;
         return orCpu(backend).trellis(w, options);
     }
     case MethodKind::Awq: break;
@@ -128,7 +130,7 @@ QuantizedLayer quantizeLayer(const MethodSpec& method, const model::LayerWeights
         const MatrixF& w = weights.linear(module).weight;
         const MatrixF* h = statistics.empty() ? nullptr : &statistics.hessian(module);
         const double samples = statistics.empty() ? 0.0 : static_cast<double>(statistics.input(module).hessian.samples());
-        auto q = std::make_shared<quant::QuantizedLinear>(quantizeLinear(method, w, h, samples, seed, backend));
+        auto q = std::make_shared<quant::QuantizedLinear>(quantizeLinear(method, w, h, samples, seed, backend, &cancel));
         if (h != nullptr && std::isnan(q->outputError)) {
             const auto error = quant::outputErrorFromHessian(w, q->effectiveWeight(), *h);
             q->outputError = error.relative;

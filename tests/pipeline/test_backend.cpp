@@ -1,6 +1,7 @@
 // Backend selection (no CUDA needed: a stand-in factory plays the device) and the CPU backend's
 // operations, which must be exactly the core/quant functions they name.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <random>
 
@@ -80,7 +81,9 @@ TEST_F(BackendSelectionTest, AutoPrefersTheDeviceAndCpuIgnoresIt) {
 TEST(CpuBackendTest, DescribesItsThreads) {
     const auto cpu = makeCpuBackend();
     EXPECT_EQ(cpu->description().rfind("CPU (", 0), 0u);
-    EXPECT_NE(cpu->description().find(" threads)"), std::string::npos);
+    const int threads = omp_get_max_threads();
+    EXPECT_NE(cpu->description().find(std::to_string(threads) + (threads == 1 ? " thread)" : " threads)")), std::string::npos)
+        << cpu->description();
     EXPECT_GT(cpu->freeMemoryBytes(), 0);
 }
 

@@ -23,7 +23,9 @@ QuantizedLayer quantizeLayer(const MethodSpec& method, const model::LayerWeights
                              std::uint64_t seed, const CancelToken& cancel, const Backend* backend = nullptr);
 
 // One linear (RTN, GPTQ, FP8, MXFP4, NVFP4, NF4, trellis); `h` may be null for the methods that need none.
+// `cancel`, when given, is polled inside the long ones (GPTQ between column blocks, the trellis per group).
 quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& weight, const MatrixF* h,
-                                      double samples, std::uint64_t seed, const Backend* backend = nullptr);
+                                      double samples, std::uint64_t seed, const Backend* backend = nullptr,
+                                      const CancelToken* cancel = nullptr);
 
 }  // namespace qs::pipeline
