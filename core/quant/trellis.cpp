@@ -1,4 +1,5 @@
 #include "qs/quant/trellis.h"
+#include "qs/quant/trellis_group.h"
 
 #include <algorithm>
 #include <atomic>
@@ -12,25 +13,6 @@
 
 namespace qs::quant {
 namespace {
-
-void checkOptions(const MatrixF& w, const TrellisOptions& o) {
-    if (o.L < 1 || o.L > kTrellisMaxL || o.K < 1 || o.K > kTrellisMaxK || o.K >= o.L)
-        throw Error("quantizeTrellis: need 1 <= K <= 4 and K < L <= 16, got L = " + std::to_string(o.L) +
-                    ", K = " + std::to_string(o.K));
-    if (o.groupSize < 2 || (o.groupSize & (o.groupSize - 1)) != 0)
-        throw Error("quantizeTrellis: the group size must be a power of two >= 2, got " + std::to_string(o.groupSize));
-    if (w.cols() % o.groupSize != 0)
-        throw Error("quantizeTrellis: " + std::to_string(w.cols()) + " input features are not a multiple of the group size " +
-                    std::to_string(o.groupSize));
-}
-
-// The group's RMS, as the f16 the format stores (the bit count charges 16 bits for it).
-float groupScale(const float* x, int n) {
-    double squares = 0.0;
-    for (int i = 0; i < n; ++i) squares += static_cast<double>(x[i]) * x[i];
-    const float rms = std::max(static_cast<float>(std::sqrt(squares / n)), 1e-12f);
-    return io::f16ToF32(io::f32ToF16(rms));
-}
 
 // Progress and cancellation from inside the OpenMP loop: exceptions cannot cross it, so a
 // cancelled run skips its remaining groups and throws after the loop.
@@ -75,12 +57,30 @@ QuantizedLinear emptyTrellis(const MatrixF& w, const TrellisOptions& o) {
 
 }  // namespace
 
+void checkTrellisOptions(const MatrixF& w, const TrellisOptions& o) {
+    if (o.L < 1 || o.L > kTrellisMaxL || o.K < 1 || o.K > kTrellisMaxK || o.K >= o.L)
+        throw Error("quantizeTrellis: need 1 <= K <= 4 and K < L <= 16, got L = " + std::to_string(o.L) +
+                    ", K = " + std::to_string(o.K));
+    if (o.groupSize < 2 || (o.groupSize & (o.groupSize - 1)) != 0)
+        throw Error("quantizeTrellis: the group size must be a power of two >= 2, got " + std::to_string(o.groupSize));
+    if (w.cols() % o.groupSize != 0)
+        throw Error("quantizeTrellis: " + std::to_string(w.cols()) + " input features are not a multiple of the group size " +
+                    std::to_string(o.groupSize));
+}
+
+float trellisGroupScale(const float* x, int n) {
+    double squares = 0.0;
+    for (int i = 0; i < n; ++i) squares += static_cast<double>(x[i]) * x[i];
+    const float rms = std::max(static_cast<float>(std::sqrt(squares / n)), 1e-12f);
+    return io::f16ToF32(io::f32ToF16(rms));
+}
+
 double trellisBitsPerWeight(int L, int K, int groupSize) {
     return (static_cast<double>(L) + static_cast<double>(K) * (groupSize - 1) + 16.0) / groupSize;
 }
 
 QuantizedLinear quantizeTrellis(const MatrixF& w, const TrellisOptions& options) {
-    checkOptions(w, options);
+    checkTrellisOptions(w, options);
     QuantizedLinear q = emptyTrellis(w, options);
     const int n = options.groupSize;
     const std::int64_t perRow = w.cols() / n, groups = w.rows() * perRow;
@@ -100,7 +100,7 @@ QuantizedLinear quantizeTrellis(const MatrixF& w, const TrellisOptions& options)
             const std::int64_t r = g / perRow, c0 = (g % perRow) * n;
             std::copy_n(w.data() + r * w.cols() + c0, n, x.data());
             rotation.rotate(x.data());
-            const float scale = groupScale(x.data(), n);
+            const float scale = trellisGroupScale(x.data(), n);
             for (float& v : x) v /= scale;
             encoder.encode(x.data(), n, states.data());
             q.scales(r, g % perRow) = scale;

@@ -1,40 +1,20 @@
 #include "cuda_trellis.h"
 
 #include <algorithm>
-#include <cmath>
 #include <string>
 #include <vector>
 
 #include "qs/error.h"
 #include "qs/gpu/device_buffer.h"
 #include "qs/gpu/device_info.h"
-#include "qs/io/dtype.h"
 #include "qs/quant/hadamard.h"
+#include "qs/quant/trellis_group.h"
 #include "trellis_kernels.h"
 
 namespace qs::gpu {
 namespace {
 
 constexpr std::int64_t kMaxWorkspaceBytes = std::int64_t{2} << 30;   // groups in flight share at most 2 GiB
-
-void checkOptions(const MatrixF& w, const quant::TrellisOptions& o) {
-    if (o.L < 1 || o.L > quant::kTrellisMaxL || o.K < 1 || o.K > quant::kTrellisMaxK || o.K >= o.L)
-        throw Error("quantizeTrellis: need 1 <= K <= 4 and K < L <= 16, got L = " + std::to_string(o.L) +
-                    ", K = " + std::to_string(o.K));
-    if (o.groupSize < 2 || (o.groupSize & (o.groupSize - 1)) != 0)
-        throw Error("quantizeTrellis: the group size must be a power of two >= 2, got " + std::to_string(o.groupSize));
-    if (w.cols() % o.groupSize != 0)
-        throw Error("quantizeTrellis: " + std::to_string(w.cols()) + " input features are not a multiple of the group size " +
-                    std::to_string(o.groupSize));
-}
-
-// trellis.cpp groupScale: the group's RMS as the f16 the format stores.
-float groupScale(const float* x, int n) {
-    double squares = 0.0;
-    for (int i = 0; i < n; ++i) squares += static_cast<double>(x[i]) * x[i];
-    const float rms = std::max(static_cast<float>(std::sqrt(squares / n)), 1e-12f);
-    return io::f16ToF32(io::f32ToF16(rms));
-}
 
 // Every group rotated and divided by its scale, row-major [groups, n]; scales [groups].
 void normaliseGroups(const MatrixF& w, const quant::TrellisOptions& o, std::vector<float>& xs, std::vector<float>& scales) {
@@ -49,7 +29,7 @@ void normaliseGroups(const MatrixF& w, const quant::TrellisOptions& o, std::vect
         float* x = xs.data() + g * n;
         std::copy_n(w.data() + r * w.cols() + c0, n, x);
         rotation.rotate(x);
-        const float scale = groupScale(x, n);
+        const float scale = quant::trellisGroupScale(x, n);
         for (int i = 0; i < n; ++i) x[i] /= scale;
         scales[static_cast<std::size_t>(g)] = scale;
     }
@@ -58,7 +38,7 @@ void normaliseGroups(const MatrixF& w, const quant::TrellisOptions& o, std::vect
 }  // namespace
 
 quant::QuantizedLinear cudaTrellis(const MatrixF& w, const quant::TrellisOptions& o) {
-    checkOptions(w, o);
+    quant::checkTrellisOptions(w, o);
     const int n = o.groupSize;
     const std::int64_t perRow = w.cols() / n, groups = w.rows() * perRow;
     quant::QuantizedLinear q;
