@@ -10,6 +10,10 @@
 #include <cstdint>
 #include <limits>
 
+#if defined(__AVX2__)
+#include <immintrin.h>
+#endif
+
 namespace qs::quant::detail {
 
 inline constexpr float kE4m3Max = 448.0f;
@@ -88,6 +92,46 @@ inline const std::array<float, 256>& e4m3Table() {
                                 static_cast<std::uint32_t>(a > 5.0f);
     return static_cast<std::uint8_t>(sign | index);
 }
+
+#if defined(__AVX2__)
+// encodeE2m1 on 8 lanes, as 32-bit codes: the same strict / non-strict midpoint comparisons (ordered:
+// a NaN passes none, as in the scalar code), the same sign bit.
+[[gnu::always_inline]] inline __m256i encodeE2m1x8(__m256 v) {
+    const __m256i bits = _mm256_castps_si256(v);
+    const __m256i sign = _mm256_and_si256(_mm256_srli_epi32(bits, 28), _mm256_set1_epi32(8));
+    const __m256 a = _mm256_castsi256_ps(_mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF)));
+    // Each passed comparison is an all-ones lane, i.e. -1: subtracting the masks counts them.
+    __m256i index = _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(0.25f), _CMP_GT_OQ));
+    index = _mm256_add_epi32(index, _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(0.75f), _CMP_GE_OQ)));
+    index = _mm256_add_epi32(index, _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(1.25f), _CMP_GT_OQ)));
+    index = _mm256_add_epi32(index, _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(1.75f), _CMP_GE_OQ)));
+    index = _mm256_add_epi32(index, _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(2.5f), _CMP_GT_OQ)));
+    index = _mm256_add_epi32(index, _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(3.5f), _CMP_GE_OQ)));
+    index = _mm256_add_epi32(index, _mm256_castps_si256(_mm256_cmp_ps(a, _mm256_set1_ps(5.0f), _CMP_GT_OQ)));
+    return _mm256_or_si256(_mm256_sub_epi32(_mm256_setzero_si256(), index), sign);
+}
+
+// Four vectors of 32-bit codes (each 0..255) -> 32 bytes in lane order.
+[[gnu::always_inline]] inline void storeCodes32(std::uint8_t* out, __m256i c0, __m256i c1, __m256i c2, __m256i c3) {
+    const __m256i p01 = _mm256_packs_epi32(c0, c1);       // c0[0:4] c1[0:4] | c0[4:8] c1[4:8]
+    const __m256i p23 = _mm256_packs_epi32(c2, c3);
+    const __m256i bytes = _mm256_packus_epi16(p01, p23);  // c0[0:4] c1[0:4] c2[0:4] c3[0:4] | the upper halves
+    const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), _mm256_permutevar8x32_epi32(bytes, order));
+}
+
+// Largest magnitude of 16 values, like absMaxFixed<16>.
+[[gnu::always_inline]] inline float absMax16(const float* x) {
+    const __m256i mask = _mm256_set1_epi32(0x7FFFFFFF);
+    const __m256i a = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)), mask);
+    const __m256i b = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 8)), mask);
+    const __m256i m8 = _mm256_max_epu32(a, b);
+    __m128i m = _mm_max_epu32(_mm256_castsi256_si128(m8), _mm256_extracti128_si256(m8, 1));
+    m = _mm_max_epu32(m, _mm_shuffle_epi32(m, 0x4E));
+    m = _mm_max_epu32(m, _mm_shuffle_epi32(m, 0xB1));
+    return std::bit_cast<float>(static_cast<std::uint32_t>(_mm_cvtsi128_si32(m)));
+}
+#endif
 
 inline constexpr std::array<float, 16> kE2m1Values = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,  4.0f,  6.0f,
                                                       -0.0f, -0.5f, -1.0f, -1.5f, -2.0f, -3.0f, -4.0f, -6.0f};

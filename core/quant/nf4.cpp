@@ -47,6 +47,18 @@ std::array<float, 256> buildDynamicMap() {
     return map;
 }
 
+const std::array<float, 255>& dynamic8Thresholds();
+
+// The index of the nearest dynamic-map level: the number of the 255 ascending decision thresholds
+// at or below v, as a binary search of 8 steps. Masks instead of conditionals, so that no step is a
+// branch and successive values' searches overlap in the pipeline.
+[[gnu::always_inline]] inline std::uint8_t dynamic8Index(float v, const std::array<float, 255>& th) {
+    std::uint32_t index = 0;
+    for (std::uint32_t step = 128; step >= 1; step /= 2)
+        index += step & (0u - static_cast<std::uint32_t>(v >= th[index + step - 1]));
+    return static_cast<std::uint8_t>(index);
+}
+
 struct DoubleQuant {
     std::vector<std::uint8_t> codes;
     std::vector<float> scales;
@@ -62,6 +74,7 @@ DoubleQuant doubleQuantize(const std::vector<float>& absmax, int nested) {
     for (float a : absmax) sum += a;
     dq.offset = n ? static_cast<float>(sum / static_cast<double>(n)) : 0.0f;
     const auto& map = dynamicMap8();
+    const auto& thresholds = dynamic8Thresholds();
     dq.codes.resize(n);
     dq.decoded.resize(n);
     const std::size_t step = static_cast<std::size_t>(nested);
@@ -77,7 +90,7 @@ DoubleQuant doubleQuantize(const std::vector<float>& absmax, int nested) {
         for (std::size_t i = b0; i < b1; ++i) {
             const float centred = absmax[i] - dq.offset;
             // An all-equal block has amax 0: any code decodes to the offset; take the map's zero.
-            const std::uint8_t code = amax > 0.0f ? nearestDynamic8(std::clamp(centred * inverse, -1.0f, 1.0f))
+            const std::uint8_t code = amax > 0.0f ? dynamic8Index(std::clamp(centred * inverse, -1.0f, 1.0f), thresholds)
                                                   : static_cast<std::uint8_t>(127);
             dq.codes[i] = code;
             dq.decoded[i] = map[code] * amax + dq.offset;
@@ -161,16 +174,62 @@ inline std::uint8_t nf4Index(float v, const std::array<float, 15>& th) {
     return static_cast<std::uint8_t>(index);
 }
 
+#if defined(__AVX2__)
+// nf4Index on 8 lanes, as the same count found by a branch-free binary search: the upper or lower
+// 8 thresholds by the comparison with the middle one, then three steps that pick their threshold
+// with register permutes. Thresholds ascend, so the search and the count agree on every float
+// (a NaN passes no comparison either way).
+struct Nf4Search {
+    __m256 lower, upper, middle;
+    explicit Nf4Search(const std::array<float, 15>& th)
+        : lower(_mm256_loadu_ps(th.data())),
+          upper(_mm256_setr_ps(th[8], th[9], th[10], th[11], th[12], th[13], th[14],
+                               std::numeric_limits<float>::infinity())),
+          middle(_mm256_set1_ps(th[7])) {}
+
+    [[gnu::always_inline]] __m256i index(__m256 v) const {
+        const __m256 high = _mm256_cmp_ps(v, middle, _CMP_GE_OQ);
+        // Lane j's threshold k of its own half (the permute gathers across lanes, so the halves are
+        // permuted first and blended by each lane's own comparison).
+        const auto threshold = [&](__m256i k) {
+            return _mm256_blendv_ps(_mm256_permutevar8x32_ps(lower, k), _mm256_permutevar8x32_ps(upper, k), high);
+        };
+        const auto passed = [&](__m256i k, int step) {
+            return _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(v, threshold(k), _CMP_GE_OQ)),
+                                    _mm256_set1_epi32(step));
+        };
+        __m256i local = passed(_mm256_set1_epi32(3), 4);
+        local = _mm256_add_epi32(local, passed(_mm256_add_epi32(local, _mm256_set1_epi32(1)), 2));
+        local = _mm256_add_epi32(local, passed(local, 1));
+        return _mm256_or_si256(_mm256_and_si256(_mm256_castps_si256(high), _mm256_set1_epi32(8)), local);
+    }
+};
+#endif
+
+// One block of bs values (a multiple of 32): the codes of x * inverse.
+void encodeNf4Block(const float* x, std::int64_t bs, float inverse, const std::array<float, 15>& thresholds,
+                    std::uint8_t* codes) {
+#if defined(__AVX2__)
+    const Nf4Search search(thresholds);
+    const __m256 inv = _mm256_set1_ps(inverse);
+    for (std::int64_t i = 0; i < bs; i += 32)
+        detail::storeCodes32(codes + i, search.index(_mm256_mul_ps(_mm256_loadu_ps(x + i), inv)),
+                             search.index(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8), inv)),
+                             search.index(_mm256_mul_ps(_mm256_loadu_ps(x + i + 16), inv)),
+                             search.index(_mm256_mul_ps(_mm256_loadu_ps(x + i + 24), inv)));
+#else
+#pragma omp simd
+    for (std::int64_t i = 0; i < bs; ++i) codes[i] = nf4Index(x[i] * inverse, thresholds);
+#endif
+}
+
 }  // namespace
 
 std::uint8_t nearestNf4(float v) { return nf4Index(v, nf4Thresholds()); }
 
 std::uint8_t nearestDynamic8(float v) {
     // The same count as nf4Index over 255 thresholds, as a branch-free binary search (8 steps).
-    const auto& th = dynamic8Thresholds();
-    std::uint32_t index = 0;
-    for (std::uint32_t step = 128; step >= 1; step /= 2) index += v >= th[index + step - 1] ? step : 0u;
-    return static_cast<std::uint8_t>(index);
+    return dynamic8Index(v, dynamic8Thresholds());
 }
 
 QuantizedLinear quantizeNf4(const MatrixF& w, const Nf4Options& options) {
@@ -202,8 +261,7 @@ QuantizedLinear quantizeNf4(const MatrixF& w, const Nf4Options& options) {
         // would keep the loop from vectorising.
         const float inverse = 1.0f / amax;
         if (amax > 0.0f) {
-#pragma omp simd
-            for (std::int64_t i = 0; i < bs; ++i) codes[i] = nf4Index(x[i] * inverse, thresholds);
+            encodeNf4Block(x, bs, inverse, thresholds, codes);
         } else {
             std::fill(codes, codes + bs, std::uint8_t{7});   // the table's 0
         }

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
+#include <cstdint>
 #include <cmath>
 
 #include "fp4_blocks.h"
@@ -9,13 +11,6 @@
 
 namespace qs::quant {
 namespace {
-
-float tensorAmax(const MatrixF& w) {
-    float amax = 0.0f;
-#pragma omp parallel for reduction(max : amax) schedule(static)
-    for (std::int64_t r = 0; r < w.rows(); ++r) amax = std::max(amax, detail::absMax(w.data() + r * w.cols(), w.cols()));
-    return amax;
-}
 
 // The stored E4M3 block scale, as f32. The two divisions are the seed's, in its order.
 float blockScale(float blockAmax, float tensorScale, const std::array<float, 256>& e4m3) {
@@ -36,18 +31,54 @@ void encodeBlock(const float* x, std::int64_t n, float scale, std::uint8_t* code
     }
 }
 
-// Row r: every block's scale first (scalar work, one per 16 values), then the codes.
+// Pass 1, row r: every block's amax into `scales` (raw, converted in pass 2); returns the row's amax.
+float blockAmaxes(const float* row, std::int64_t cols, float* scales) {
+    constexpr std::int64_t B = kNvfp4BlockSize;
+    const std::int64_t full = cols / B;
+    std::uint32_t rowMax = 0;
+    for (std::int64_t b = 0; b < full; ++b) {
+#if defined(__AVX2__)
+        scales[b] = detail::absMax16(row + b * B);
+#else
+        scales[b] = detail::absMaxFixed<B>(row + b * B);
+#endif
+        rowMax = std::max(rowMax, std::bit_cast<std::uint32_t>(scales[b]));
+    }
+    if (full * B < cols) {
+        scales[full] = detail::absMax(row + full * B, cols - full * B);
+        rowMax = std::max(rowMax, std::bit_cast<std::uint32_t>(scales[full]));
+    }
+    return std::bit_cast<float>(rowMax);
+}
+
+// Pass 2, row r: the block amaxes become E4M3 scales (one vectorised pass), then the codes.
 void quantizeRow(const float* row, std::int64_t cols, float tensorScale, float* scales, std::uint8_t* codes) {
     const auto& e4m3 = detail::e4m3Table();
     constexpr std::int64_t B = kNvfp4BlockSize;
     const std::int64_t full = cols / B;
     const std::int64_t blocks = (cols + B - 1) / B;
-    for (std::int64_t b = 0; b < full; ++b) scales[b] = detail::absMaxFixed<B>(row + b * B);
-    if (full < blocks) scales[full] = detail::absMax(row + full * B, cols - full * B);
 #pragma omp simd
     for (std::int64_t b = 0; b < blocks; ++b) scales[b] = blockScale(scales[b], tensorScale, e4m3);
-    for (std::int64_t c0 = 0, b = 0; c0 < cols; c0 += B, ++b)
-        encodeBlock<B>(row + c0, std::min(B, cols - c0), scales[b] * tensorScale, codes + c0);
+    std::int64_t b = 0;
+#if defined(__AVX2__)
+    // Two blocks (32 codes, one 256-bit store) at a time; a pair with a zero scale goes the scalar way.
+    for (; b + 1 < full; b += 2) {
+        const float s0 = scales[b] * tensorScale, s1 = scales[b + 1] * tensorScale;
+        const float* x = row + b * B;
+        if (!(s0 > 0.0f) || !(s1 > 0.0f)) {
+            encodeBlock<B>(x, B, s0, codes + b * B);
+            encodeBlock<B>(x + B, B, s1, codes + (b + 1) * B);
+            continue;
+        }
+        const __m256 v0 = _mm256_set1_ps(s0), v1 = _mm256_set1_ps(s1);
+        detail::storeCodes32(codes + b * B, detail::encodeE2m1x8(_mm256_div_ps(_mm256_loadu_ps(x), v0)),
+                             detail::encodeE2m1x8(_mm256_div_ps(_mm256_loadu_ps(x + 8), v0)),
+                             detail::encodeE2m1x8(_mm256_div_ps(_mm256_loadu_ps(x + 16), v1)),
+                             detail::encodeE2m1x8(_mm256_div_ps(_mm256_loadu_ps(x + 24), v1)));
+    }
+#endif
+    for (; b < blocks; ++b)
+        encodeBlock<B>(row + b * B, std::min(B, cols - b * B), scales[b] * tensorScale, codes + b * B);
 }
 
 }  // namespace
@@ -67,9 +98,14 @@ QuantizedLinear quantizeNvfp4(const MatrixF& w) {
     q.blockCols = kNvfp4BlockSize;
     q.codes.resize(static_cast<std::size_t>(rows * cols));
     q.scales.resize(rows, blocks);
-    const float tensorScale = std::max(tensorAmax(w), 1e-12f) / (detail::kE4m3Max * detail::kE2m1Max);
+    // q.scales is row-major [rows, blocks]: row r's scales are contiguous. Pass 1 reads the weight for
+    // the block amaxes and the tensor's amax together (the tensor scale must be known before any code).
+    float amax = 0.0f;
+#pragma omp parallel for reduction(max : amax) schedule(static)
+    for (std::int64_t r = 0; r < rows; ++r)
+        amax = std::max(amax, blockAmaxes(w.data() + r * cols, cols, q.scales.data() + r * blocks));
+    const float tensorScale = std::max(amax, 1e-12f) / (detail::kE4m3Max * detail::kE2m1Max);
     q.globalScale = tensorScale;
-    // q.scales is row-major [rows, blocks]: row r's scales are contiguous.
 #pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < rows; ++r)
         quantizeRow(w.data() + r * cols, cols, tensorScale, q.scales.data() + r * blocks, q.codes.data() + r * cols);

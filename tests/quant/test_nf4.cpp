@@ -75,6 +75,38 @@ TEST(Nf4, NearestIsBitsandbytesArgminOnEveryFloatNearADecision) {
     }
 }
 
+TEST(Nf4, EncoderCodesAreNearestOfValueTimesInverseAbsmax) {
+    // The encoder's vector search against nearestNf4 element by element: blocks whose absmax is 1
+    // (so x * inverse is x) filled with the 61 floats around each decision between adjacent levels,
+    // and Gaussian blocks with an arbitrary absmax.
+    const auto& t = nf4Table();
+    std::vector<float> near;
+    for (std::size_t j = 0; j + 1 < 16; ++j) {
+        float v = (t[j] + t[j + 1]) / 2.0f;
+        for (int k = 0; k < 30; ++k) v = std::nextafter(v, -2.0f);
+        for (int k = 0; k < 61; ++k, v = std::nextafter(v, 2.0f)) near.push_back(v);
+    }
+    for (float level : t) near.push_back(level);
+    const std::int64_t exactRows = static_cast<std::int64_t>((near.size() + 62) / 63);
+    MatrixF w = testing::gaussianMatrix(exactRows + 8, 128, 5, 0.3f);
+    for (std::int64_t r = 0; r < exactRows; ++r) {
+        w(r, 0) = r % 2 ? -1.0f : 1.0f;
+        for (std::int64_t c = 1; c < 64; ++c) {
+            const std::size_t i = static_cast<std::size_t>(r * 63 + c - 1);
+            w(r, c) = i < near.size() ? near[i] : 0.0f;
+        }
+    }
+    const QuantizedLinear q = quantizeNf4(w);
+    for (std::int64_t r = 0; r < w.rows(); ++r)
+        for (std::int64_t b = 0; b < 2; ++b) {
+            const float amax = w.row(r).segment(b * 64, 64).cwiseAbs().maxCoeff();
+            const float inverse = 1.0f / amax;
+            for (std::int64_t c = b * 64; c < b * 64 + 64; ++c)
+                ASSERT_EQ(q.codes[static_cast<std::size_t>(r * 128 + c)], nearestNf4(w(r, c) * inverse))
+                    << r << "," << c << " " << w(r, c);
+        }
+}
+
 TEST(Nf4, NearestDynamicLevelIsArgminOnEveryFloatNearADecision) {
     // The double quantization of absmax rounds to the nearest of 256 dynamic-map levels (first on ties).
     const auto& m = dynamicMap8();

@@ -73,6 +73,44 @@ TEST(Nvfp4, AShortLastBlockEncodesAsTheSameBlockPaddedWithZeros) {
     EXPECT_EQ(dequantizeNvfp4(q), MatrixF(dequantizeNvfp4(p).leftCols(40)));
 }
 
+TEST(Nvfp4, EveryCodeIsTheReferenceRoundingOfValueOverScale) {
+    // The encoder's vector path against qs::io's scalar E2M1 rounding of x / (block scale * tensor
+    // scale), element by element: first on Gaussian weights, then with most of every block moved onto
+    // (or next to) the rounding midpoints of its own scale, where ties-to-even decides. The block and
+    // tensor amax stay, so the scales do too. 40 columns: two full blocks and a short one.
+    MatrixF w = testing::gaussianMatrix(24, 40, 11);
+    const auto check = [](const MatrixF& m, const QuantizedLinear& q) {
+        for (std::int64_t r = 0; r < m.rows(); ++r)
+            for (std::int64_t c = 0; c < m.cols(); ++c) {
+                const float s = q.scales(r, c / 16) * q.globalScale;
+                ASSERT_EQ(q.codes[static_cast<std::size_t>(r * m.cols() + c)], io::f32ToE2m1(m(r, c) / s))
+                    << r << "," << c << " " << m(r, c);
+            }
+    };
+    const QuantizedLinear q = quantizeNvfp4(w);
+    check(w, q);
+    const float ties[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+    for (std::int64_t r = 0; r < w.rows(); ++r)
+        for (std::int64_t b = 0; b < 3; ++b) {
+            const std::int64_t c0 = b * 16, n = std::min<std::int64_t>(16, 40 - c0);
+            std::int64_t keep = c0;   // the block's amax stays in place
+            for (std::int64_t c = c0; c < c0 + n; ++c)
+                if (std::fabs(w(r, c)) > std::fabs(w(r, keep))) keep = c;
+            const float s = q.scales(r, b) * q.globalScale;
+            for (std::int64_t c = c0, k = 0; c < c0 + n; ++c, ++k) {
+                if (c == keep) continue;
+                float v = ties[k % 7] * s * ((k / 7) % 2 ? -1.0f : 1.0f);
+                if (k % 3 == 1) v = std::nextafter(v, 0.0f);
+                if (k % 3 == 2) v = std::nextafter(v, 2.0f * v);
+                w(r, c) = v;
+            }
+        }
+    const QuantizedLinear t = quantizeNvfp4(w);
+    ASSERT_EQ(t.scales, q.scales);
+    ASSERT_EQ(t.globalScale, q.globalScale);
+    check(w, t);
+}
+
 TEST(Nvfp4, AllZeroWeightDecodesToZero) {
     const QuantizedLinear q = quantizeNvfp4(MatrixF::Zero(3, 48));
     EXPECT_EQ(dequantizeNvfp4(q), MatrixF::Zero(3, 48));
