@@ -4,6 +4,7 @@
 
 #include "qs/error.h"
 #include "qs/pipeline/backend.h"
+#include "qs/pipeline/backend_self_check.h"
 
 namespace qs::pipeline {
 namespace {
@@ -72,8 +73,14 @@ BackendSelection selectBackend(DeviceChoice choice) {
     std::string whyNot;
     selection.backend = tryCuda(whyNot);
     if (selection.backend) {
-        selection.message = "device: " + selection.backend->description();
-        return selection;
+        // A device must agree with the CPU before its results are trusted (backend_self_check.cpp).
+        const std::string failure = backendSelfCheck(*selection.backend);
+        if (failure.empty()) {
+            selection.message = "device: " + selection.backend->description();
+            return selection;
+        }
+        whyNot = selection.backend->description() + " failed its start-up check against the CPU: " + failure;
+        selection.backend.reset();
     }
     if (choice == DeviceChoice::Cuda) throw Error("--device cuda: " + whyNot);
     selection.backend = makeCpuBackend();

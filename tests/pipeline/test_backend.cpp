@@ -3,10 +3,13 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <functional>
 #include <random>
+#include <string>
 
 #include "qs/error.h"
 #include "qs/pipeline/backend.h"
+#include "qs/pipeline/backend_self_check.h"
 #include "qs/quant/hessian.h"
 #include "qs/quant/mxfp4.h"
 
@@ -76,6 +79,90 @@ TEST_F(BackendSelectionTest, AutoPrefersTheDeviceAndCpuIgnoresIt) {
     EXPECT_EQ(calls, 1) << "--device cpu asked for a device";
     selectBackend(DeviceChoice::Cuda);
     EXPECT_EQ(calls, 2);
+}
+
+// A stand-in device: the CPU backend with one operation's result altered by `tamper`.
+class TamperedBackend final : public Backend {
+public:
+    using Tamper = std::function<void(const char* operation, quant::QuantizedLinear&)>;
+    explicit TamperedBackend(Tamper tamper) : cpu_(makeCpuBackend()), tamper_(std::move(tamper)) {}
+
+    std::string description() const override { return "stand-in device"; }
+    bool isCuda() const override { return true; }
+    std::int64_t freeMemoryBytes() const override { return cpu_->freeMemoryBytes(); }
+    std::unique_ptr<HessianSink> hessian(std::int64_t features) const override { return cpu_->hessian(features); }
+    quant::QuantizedLinear gptq(const MatrixF& w, const MatrixF& h, const quant::GptqOptions& o) const override {
+        return altered("gptq", cpu_->gptq(w, h, o));
+    }
+    quant::QuantizedLinear fp8(const MatrixF& w, quant::Fp8Scaling s, int block) const override {
+        return altered("fp8", cpu_->fp8(w, s, block));
+    }
+    quant::QuantizedLinear mxfp4(const MatrixF& w) const override { return altered("mxfp4", cpu_->mxfp4(w)); }
+    quant::QuantizedLinear nvfp4(const MatrixF& w) const override { return altered("nvfp4", cpu_->nvfp4(w)); }
+    quant::QuantizedLinear nf4(const MatrixF& w, const quant::Nf4Options& o) const override {
+        return altered("nf4", cpu_->nf4(w, o));
+    }
+    quant::QuantizedLinear trellis(const MatrixF& w, const quant::TrellisOptions& o) const override {
+        return altered("trellis", cpu_->trellis(w, o));
+    }
+    MatrixF decode(const quant::QuantizedLinear& q) const override { return cpu_->decode(q); }
+
+private:
+    quant::QuantizedLinear altered(const char* operation, quant::QuantizedLinear q) const {
+        tamper_(operation, q);
+        return q;
+    }
+    std::shared_ptr<Backend> cpu_;
+    Tamper tamper_;
+};
+
+// Changes the code of every `stride`-th weight of `operation`'s result (staying a valid code).
+TamperedBackend::Tamper changeCodes(std::string operation, std::size_t stride) {
+    return [operation, stride](const char* op, quant::QuantizedLinear& q) {
+        if (operation != op) return;
+        for (std::size_t i = 0; i < q.codes.size(); i += stride) q.codes[i] ^= 1;
+    };
+}
+
+TEST(BackendSelfCheckTest, TheCpuAgreesWithItself) { EXPECT_EQ(backendSelfCheck(*makeCpuBackend()), ""); }
+
+TEST(BackendSelfCheckTest, AnyChangedEncoderCodeIsCaught) {
+    for (const char* op : {"fp8", "mxfp4", "nvfp4", "nf4", "trellis"}) {
+        const std::string why = backendSelfCheck(TamperedBackend(changeCodes(op, 100000)));
+        EXPECT_NE(why.find("codes differ"), std::string::npos) << op << ": " << why;
+    }
+}
+
+TEST(BackendSelfCheckTest, GptqIsAllowedItsStatedToleranceAndNoMore) {
+    // 128 x 256 weights: one code in 32768 changed is within 99.9 %; one in 500 (66 codes) is not.
+    EXPECT_EQ(backendSelfCheck(TamperedBackend(changeCodes("gptq", 32768))), "");
+    const std::string why = backendSelfCheck(TamperedBackend(changeCodes("gptq", 500)));
+    EXPECT_NE(why.find("GPTQ codes agree on only 99.79"), std::string::npos) << why;
+}
+
+TEST(BackendSelfCheckTest, AnOperationThatThrowsIsReported) {
+    const std::string why = backendSelfCheck(TamperedBackend([](const char* op, quant::QuantizedLinear&) {
+        if (std::string(op) == "nvfp4") throw Error("cudaLaunchKernel: no kernel image is available for execution");
+    }));
+    EXPECT_NE(why.find("no kernel image"), std::string::npos) << why;
+}
+
+TEST_F(BackendSelectionTest, ADeviceThatFailsItsCheckIsNotTrusted) {
+    registerCudaBackendFactory([](std::string&) -> std::shared_ptr<Backend> {
+        return std::make_shared<TamperedBackend>(changeCodes("mxfp4", 7));
+    });
+    const BackendSelection s = selectBackend(DeviceChoice::Auto);
+    EXPECT_FALSE(s.backend->isCuda()) << "Auto kept a device that disagrees with the CPU";
+    EXPECT_NE(s.message.find("CPU ("), std::string::npos) << s.message;
+    EXPECT_NE(s.message.find("stand-in device failed its start-up check against the CPU: MXFP4 codes differ"),
+              std::string::npos)
+        << s.message;
+    try {
+        selectBackend(DeviceChoice::Cuda);
+        FAIL() << "--device cuda was accepted from a device that failed its check";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--device cuda: stand-in device failed"), std::string::npos) << e.what();
+    }
 }
 
 TEST(CpuBackendTest, DescribesItsThreads) {

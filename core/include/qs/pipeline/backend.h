@@ -72,8 +72,9 @@ struct BackendSelection {
     std::string message;   // one line: what was chosen and, when the CPU stands in for Auto, why
 };
 
-// Auto: CUDA when built and a device is present, else the CPU (the message says why).
-// Cpu: the CPU. Cuda: the CUDA backend, or a qs::Error saying why there is none.
+// Auto: CUDA when built, a device is present and it passes backendSelfCheck() against the CPU;
+// else the CPU (the message says why). Cpu: the CPU. Cuda: the CUDA backend, or a qs::Error saying
+// why there is none or why it was not trusted.
 BackendSelection selectBackend(DeviceChoice choice);
 
 }  // namespace qs::pipeline
