@@ -18,6 +18,13 @@ const LinearCodec& gptOssMxfp4Codec();        // gpt_oss_mxfp4_codec.cpp
 const LinearCodec& bnb4BitCodec();            // bnb_4bit_codec.cpp
 const LinearCodec& bnbInt8Codec();            // bnb_int8_codec.cpp
 const LinearCodec& trellisCodec();            // trellis_codec.cpp (QuantScope's own trellis layout)
+const LinearCodec& exl3Codec();               // exl3_codec.cpp (exllamav3, read-only)
+
+// EXL3 detection without a quantization_config: a rank-3 "<p>.trellis" beside "<p>.suh" or "<p>.su".
+bool looksLikeExl3(const io::Checkpoint& checkpoint);
+// Adds quantization_config.json's tensor_storage to an EXL3 config (or takes that file as the
+// config when config.json has none).
+void addExl3TensorStorage(const io::Checkpoint& checkpoint, nlohmann::json& config);
 
 // Prefixes of the tensors named "<prefix><suffix>" that `accept` (when given) takes, in name order.
 std::vector<LinearRef> refsWithSuffix(const io::Checkpoint& checkpoint, std::string_view suffix,

@@ -83,7 +83,7 @@ void classifyByConfig(FormatInfo& info, const std::string& method) {
     if (method == "exl3") {
         info.format = Format::Exl3;
         info.variant = jsonString(c, "version", "");
-        return refuse(info, "EXL3 trellis decoding is not implemented yet");
+        return;
     }
     info.format = Format::Unknown;
     info.variant = method;
@@ -137,6 +137,10 @@ void classifyByTensors(FormatInfo& info, const io::Checkpoint& ck) {
     if (anyTensorEndsWith(ck, "_blocks") || anyTensorEndsWith(ck, ".blocks")) {
         info.format = Format::Mxfp4;
         info.variant = "gpt-oss";
+        return;
+    }
+    if (detail::looksLikeExl3(ck)) {
+        info.format = Format::Exl3;
         return;
     }
     if (anyTensorEndsWith(ck, ".trellis_header")) {
@@ -230,6 +234,10 @@ FormatInfo detect(const io::Checkpoint& checkpoint) {
         classifyByConfig(info, method);
     else
         classifyByTensors(info, checkpoint);
+    if (info.format == Format::Exl3) {
+        detail::addExl3TensorStorage(checkpoint, info.config);
+        info.variant = jsonString(info.config, "version", info.variant);
+    }
     listLayers(info, checkpoint);
     return info;
 }

@@ -48,8 +48,8 @@ std::vector<const LinearCodec*> codecsFor(Format format) {
         case Format::Mxfp4: return {&gptOssMxfp4Codec(), &denseCodec()};
         case Format::Bitsandbytes: return {&bnb4BitCodec(), &bnbInt8Codec(), &denseCodec()};
         case Format::QuantscopeTrellis: return {&trellisCodec(), &denseCodec()};
+        case Format::Exl3: return {&exl3Codec(), &denseCodec()};
         case Format::Dense:
-        case Format::Exl3:
         case Format::Unknown: return {&denseCodec()};
     }
     return {&denseCodec()};

@@ -21,7 +21,7 @@ struct FormatInfo {
     // The layout variant: GPTQ "gptq" | "gptq_v2"; AWQ "gemm" | "gemv"; FP8 "block" | "tensor";
     // compressed-tensors its `format`; ModelOpt its quant_algo; bitsandbytes "nf4" | "fp4" | "int8".
     std::string variant;
-    bool decodable = true;       // false for EXL3 (not implemented yet), Marlin/BitBLAS GPTQ, unknown methods
+    bool decodable = true;       // false for Marlin/BitBLAS GPTQ and unknown methods
     std::string whyNot;          // the reason when !decodable
     nlohmann::json config;       // normalised quantization config; {} for dense or name-inferred formats
     std::vector<LayerQuantInfo> layers;        // every quantized linear, in tensor-name order
