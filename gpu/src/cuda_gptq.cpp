@@ -18,6 +18,8 @@
 namespace qs::gpu {
 namespace {
 
+constexpr std::int64_t kBlocksPerCancelPoll = 4;   // 512 columns: milliseconds on any device
+
 // What the column loop starts from, as gptq.cpp prepare() builds it: weights and H in visiting
 // order, dead inputs (H_ii == 0) with H_ii = 1 and zero weights, static grids from the uncorrected
 // weights in the original column order.
@@ -114,6 +116,12 @@ void runColumnLoop(const CudaContext& context, const quant::GptqOptions& o, cons
     args.maxq = static_cast<float>((1 << o.bits) - 1);
     const float minusOne = -1.0f, one = 1.0f;
     for (std::int64_t i1 = 0; i1 < cols; i1 += o.blockSize) {
+        // The launches are asynchronous: wait for the queued blocks now and then, so that a cancel
+        // is seen while the device works rather than after it has finished the layer.
+        if (o.cancel && i1 > 0 && (i1 / o.blockSize) % kBlocksPerCancelPoll == 0) {
+            QS_CUDA(cudaDeviceSynchronize());
+            o.cancel->throwIfCancelled();
+        }
         const std::int64_t i2 = std::min<std::int64_t>(i1 + o.blockSize, cols);
         args.i1 = i1;
         args.i2 = i2;

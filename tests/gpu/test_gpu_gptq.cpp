@@ -97,5 +97,14 @@ TEST_F(GpuGptq, RejectsWhatTheCpuRejects) {
     EXPECT_THROW(cuda().gptq(w, MatrixF::Identity(64, 64), o), Error);
 }
 
+TEST_F(GpuGptq, StopsWhenCancelled) {
+    // 1024 columns = 8 blocks: the loop polls the token after its first 4 blocks.
+    const pipeline::CancelToken cancel;
+    cancel.cancel();
+    quant::GptqOptions o;
+    o.cancel = &cancel;
+    EXPECT_THROW(cuda().gptq(gaussian(64, 1024, 51, 0.02f), MatrixF::Identity(1024, 1024), o), Cancelled);
+}
+
 }  // namespace
 }  // namespace qs::gpu::test
