@@ -19,6 +19,49 @@ using ColMatrixF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::C
 constexpr std::int64_t kFactorBlock = 128;   // panel width of the Cholesky and the triangular inverse
 constexpr std::int64_t kTile = 256;          // tile of the trailing lower-triangular updates
 constexpr std::int64_t kRowChunk = 32;       // rows per task of the column loop (its block fits in L1/L2)
+constexpr std::int64_t kCopyTile = 32;       // tile of the transposing copies (both sides of a tile stay in L1)
+
+// a = J h J on and below the diagonal, zero above it: a(i, j) = h(n-1-i, n-1-j), column-major from
+// row-major. The factorization reads only this triangle. A transposing copy, so tile by tile (h's
+// rows read backwards, a's columns written within the tile) and over the threads: Eigen's reverse()
+// assignment walks one side with stride n and, single-threaded, cost a third of the factorization.
+ColMatrixF reversedLower(const MatrixF& h) {
+    const std::int64_t n = h.rows(), tiles = (n + kCopyTile - 1) / kCopyTile;
+    ColMatrixF a(n, n);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t tj = 0; tj < tiles; ++tj) {   // a block column of a: n values per column, balanced
+        const std::int64_t j0 = tj * kCopyTile, j1 = std::min(n, j0 + kCopyTile);
+        for (std::int64_t j = j0; j < j1; ++j) std::fill(a.col(j).data(), a.col(j).data() + j, 0.0f);
+        for (std::int64_t i0 = j0; i0 < n; i0 += kCopyTile) {
+            const std::int64_t i1 = std::min(n, i0 + kCopyTile);
+            for (std::int64_t i = i0; i < i1; ++i) {
+                const float* hr = h.data() + (n - 1 - i) * n + (n - 1);   // h(n-1-i, n-1-j) = hr[-j]
+                for (std::int64_t j = j0; j < std::min(j1, i + 1); ++j) a(i, j) = hr[-j];
+            }
+        }
+    }
+    return a;
+}
+
+// u = J x J on and above the diagonal, zero below it: u(i, j) = x(n-1-i, n-1-j), row-major from
+// column-major lower-triangular x; tiled over the threads like reversedLower.
+MatrixF reversedUpper(const ColMatrixF& x) {
+    const std::int64_t n = x.rows(), tiles = (n + kCopyTile - 1) / kCopyTile;
+    MatrixF u(n, n);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t ti = 0; ti < tiles; ++ti) {   // a block row of u
+        const std::int64_t i0 = ti * kCopyTile, i1 = std::min(n, i0 + kCopyTile);
+        for (std::int64_t i = i0; i < i1; ++i) std::fill(u.row(i).data(), u.row(i).data() + i, 0.0f);
+        for (std::int64_t j0 = i0; j0 < n; j0 += kCopyTile) {
+            const std::int64_t j1 = std::min(n, j0 + kCopyTile);
+            for (std::int64_t j = j0; j < j1; ++j) {
+                const float* xc = x.data() + (n - 1 - j) * n + (n - 1);   // x(n-1-i, n-1-j) = xc[-i]
+                for (std::int64_t i = i0; i < std::min(i1, j + 1); ++i) u(i, j) = xc[-i];
+            }
+        }
+    }
+    return u;
+}
 
 // A22 -= A21 A21ᵀ on the lower triangle only, tile by tile over the threads (half the flops of a GEMM).
 void lowerRankUpdate(ColMatrixF& a, std::int64_t k, std::int64_t b) {
@@ -68,7 +111,7 @@ ColMatrixF lowerInverse(const ColMatrixF& l) {
         diagInv[static_cast<std::size_t>(j)] =
             l.block(c, c, b, b).triangularView<Eigen::Lower>().solve(ColMatrixF::Identity(b, b));
     }
-    ColMatrixF x = ColMatrixF::Zero(n, n);
+    ColMatrixF x(n, n);   // every block on and below the diagonal is written before it is read; above, unused
 #pragma omp parallel for schedule(dynamic, 1)
     for (std::int64_t j = 0; j < blocks; ++j) {
         const std::int64_t c0 = j * kFactorBlock, bj = std::min(kFactorBlock, n - c0);
@@ -82,6 +125,31 @@ ColMatrixF lowerInverse(const ColMatrixF& l) {
     return x;
 }
 
+// b(r, k) = a(r, perm[k]): the visiting order's columns, rows over the threads.
+MatrixF permutedColumns(const MatrixF& a, const std::vector<int>& perm) {
+    MatrixF b(a.rows(), a.cols());
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < a.rows(); ++r) {
+        const float* src = a.row(r).data();
+        float* dst = b.row(r).data();
+        for (std::int64_t k = 0; k < a.cols(); ++k) dst[k] = src[perm[static_cast<std::size_t>(k)]];
+    }
+    return b;
+}
+
+// b(i, k) = h(perm[i], perm[k]).
+MatrixF permutedBoth(const MatrixF& h, const std::vector<int>& perm) {
+    const std::int64_t n = h.rows();
+    MatrixF b(n, n);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) {
+        const float* src = h.row(perm[static_cast<std::size_t>(i)]).data();
+        float* dst = b.row(i).data();
+        for (std::int64_t k = 0; k < n; ++k) dst[k] = src[perm[static_cast<std::size_t>(k)]];
+    }
+    return b;
+}
+
 struct Prepared {
     MatrixF w;                 // weights in visiting order, dead columns zeroed
     MatrixF h;                 // H in visiting order, dead diagonal set to 1 (undamped)
@@ -92,7 +160,9 @@ struct Prepared {
 Prepared prepare(const MatrixF& w, const MatrixF& h, const GptqOptions& o, int groupCols, int groups) {
     const std::int64_t cols = w.cols();
     Prepared p;
-    p.w = w;
+    p.w.resize(w.rows(), cols);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < w.rows(); ++r) p.w.row(r) = w.row(r);
     MatrixF hf = h;
     for (std::int64_t c = 0; c < cols; ++c)
         if (hf(c, c) == 0.0f) {   // an input never active: its weights cannot matter
@@ -113,8 +183,8 @@ Prepared prepare(const MatrixF& w, const MatrixF& h, const GptqOptions& o, int g
     std::iota(p.perm.begin(), p.perm.end(), 0);
     if (o.actOrder) {
         std::stable_sort(p.perm.begin(), p.perm.end(), [&hf](int a, int b) { return hf(a, a) > hf(b, b); });
-        p.w = MatrixF(p.w(Eigen::all, p.perm));
-        p.h = hf(p.perm, p.perm);
+        p.w = permutedColumns(p.w, p.perm);
+        p.h = permutedBoth(hf, p.perm);
     } else {
         p.h = std::move(hf);
     }
@@ -202,14 +272,14 @@ double blockChunk(LoopState& s, std::int64_t i1, std::int64_t i2, std::int64_t r
         const float d = s.u(col, col);
         std::uint8_t* codeOut = s.codes.data() + col * rows + r0;
         float* e = err.col(i).data() + r0;
+        const float* wcol = wb.col(i).data();
+#pragma omp simd
         for (std::int64_t r = 0; r < nr; ++r) {
-            const float wv = wb(r, i);
-            const float q = quantizeCode(wv, {scale[r], zero[r]}, s.maxq);
+            const float q = quantizeCode(wcol[r], {scale[r], zero[r]}, s.maxq);
             codeOut[r] = static_cast<std::uint8_t>(q);
-            const float diff = wv - dequantizeCode(q, {scale[r], zero[r]});
-            e[r] = diff / d;
-            loss += static_cast<double>(e[r]) * static_cast<double>(e[r]);
+            e[r] = (wcol[r] - dequantizeCode(q, {scale[r], zero[r]})) / d;
         }
+        for (std::int64_t r = 0; r < nr; ++r) loss += static_cast<double>(e[r]) * static_cast<double>(e[r]);
         if (i + 1 < bw)
             wb.rightCols(bw - i - 1).noalias() -=
                 err.col(i).segment(r0, nr) * s.u.row(col).segment(col + 1, bw - i - 1);
@@ -220,11 +290,11 @@ double blockChunk(LoopState& s, std::int64_t i1, std::int64_t i2, std::int64_t r
 }  // namespace
 
 bool upperCholeskyOfInverse(const MatrixF& h, MatrixF& u) {
-    ColMatrixF a = h.reverse();   // J H J
+    ColMatrixF a = reversedLower(h);   // J H J
     if (!choleskyLower(a)) return false;
     for (std::int64_t i = 0; i < a.rows(); ++i)
         if (!(a(i, i) > 0.0f) || !std::isfinite(a(i, i))) return false;
-    u = lowerInverse(a).reverse();   // J L⁻¹ J: upper triangular, H⁻¹ = UᵀU
+    u = reversedUpper(lowerInverse(a));   // J L⁻¹ J: upper triangular, H⁻¹ = UᵀU
     return true;
 }
 
@@ -281,10 +351,18 @@ QuantizedLinear quantizeGptq(const MatrixF& w, const MatrixF& h, const GptqOptio
     }
     const double lossSum = std::accumulate(chunkLoss.begin(), chunkLoss.end(), 0.0);
 
+    // [cols][rows] in visiting order -> row-major [rows, cols]: a transpose, by blocks of rows over the
+    // threads (a block's destination rows stay in cache while every column is visited).
     q.codes.resize(codes.size());
-    for (std::int64_t k = 0; k < cols; ++k) {
-        const std::int64_t c = p.perm[static_cast<std::size_t>(k)];
-        for (std::int64_t r = 0; r < rows; ++r) q.codes[static_cast<std::size_t>(r * cols + c)] = codes[static_cast<std::size_t>(k * rows + r)];
+    const std::int64_t rowBlocks = (rows + kCopyTile - 1) / kCopyTile;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t rb = 0; rb < rowBlocks; ++rb) {
+        const std::int64_t r0 = rb * kCopyTile, r1 = std::min(rows, r0 + kCopyTile);
+        for (std::int64_t k = 0; k < cols; ++k) {
+            const std::int64_t c = p.perm[static_cast<std::size_t>(k)];
+            const std::uint8_t* src = codes.data() + k * rows;
+            for (std::int64_t r = r0; r < r1; ++r) q.codes[static_cast<std::size_t>(r * cols + c)] = src[r];
+        }
     }
     if (o.actOrder && !o.staticGroups) {
         q.gIdx.resize(static_cast<std::size_t>(cols));
