@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -41,12 +42,26 @@ MatrixF hessian(const Eigen::Ref<const MatrixF>& x) {
     return acc.finalize();
 }
 
-HessianAccumulator::HessianAccumulator(std::int64_t features)
-    : features_(features), sum_(Eigen::MatrixXd::Zero(features, features)), absSum_(VectorD::Zero(features)) {
+HessianAccumulator::HessianAccumulator(std::int64_t features) : features_(features) {
     if (features <= 0) throw Error("HessianAccumulator: features must be positive");
+    const std::int64_t tiles = (features + kTile - 1) / kTile;
+    std::size_t size = 0;
+    for (std::int64_t i = 0; i < tiles; ++i)
+        for (std::int64_t j = 0; j <= i; ++j) {
+            tiles_.emplace_back(i, j);
+            offsets_.push_back(size);
+            size += static_cast<std::size_t>(std::min(kTile, features - i * kTile) * std::min(kTile, features - j * kTile));
+        }
+    sum_.assign(size, 0.0);
+    absSum_ = VectorD::Zero(features);
+}
+
+void HessianAccumulator::checkNotReleased(const char* what) const {
+    if (released_) throw Error(std::string("HessianAccumulator: ") + what + " after release()");
 }
 
 void HessianAccumulator::add(const Eigen::Ref<const MatrixF>& x, std::int64_t chunkRows) {
+    checkNotReleased("add");
     if (x.cols() != features_)
         throw Error("HessianAccumulator: input has " + std::to_string(x.cols()) + " features, expected " +
                     std::to_string(features_));
@@ -56,25 +71,63 @@ void HessianAccumulator::add(const Eigen::Ref<const MatrixF>& x, std::int64_t ch
 }
 
 void HessianAccumulator::addChunk(const Eigen::Ref<const MatrixF>& x) {
-    const Eigen::MatrixXf g = gramLower(x);
     const std::int64_t f = features_;
-    // The f32 chunk sums are exact enough for a few thousand rows; across chunks f64 keeps them.
-#pragma omp parallel for schedule(static)
-    for (std::int64_t c = 0; c < f; ++c)
-        sum_.col(c).tail(f - c) += g.col(c).tail(f - c).cast<double>();
+    // Each tile: the same single-threaded f32 GEMM as gramLower's, added into its f64 sum right away
+    // (the f32 chunk sums are exact enough for a few thousand rows; across chunks f64 keeps them).
+    // A tile is computed by one thread, so the result does not depend on the thread count.
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::size_t p = 0; p < tiles_.size(); ++p) {
+        const auto [ti, tj] = tiles_[p];
+        const std::int64_t r0 = ti * kTile, c0 = tj * kTile;
+        const std::int64_t nr = std::min(kTile, f - r0), nc = std::min(kTile, f - c0);
+        Eigen::MatrixXf g(nr, nc);
+        g.noalias() = x.middleCols(r0, nr).transpose() * x.middleCols(c0, nc);
+        Eigen::Map<Eigen::MatrixXd> s(sum_.data() + offsets_[p], nr, nc);
+        if (ti == tj) {
+            for (std::int64_t c = 0; c < nc; ++c) s.col(c).tail(nr - c) += g.col(c).tail(nr - c).cast<double>();
+        } else {
+            s += g.cast<double>();
+        }
+    }
     for (std::int64_t t = 0; t < x.rows(); ++t) absSum_ += x.row(t).transpose().cwiseAbs().cast<double>();
     samples_ += x.rows();
 }
 
 MatrixF HessianAccumulator::finalize() const {
+    checkNotReleased("finalize");
     if (samples_ == 0) throw Error("HessianAccumulator: no samples were added");
     const double k = 2.0 / static_cast<double>(samples_);
-    MatrixF h(features_, features_);
-#pragma omp parallel for schedule(static)
-    for (std::int64_t r = 0; r < features_; ++r)
-        for (std::int64_t c = 0; c < features_; ++c)
-            h(r, c) = static_cast<float>(k * (r >= c ? sum_(r, c) : sum_(c, r)));
+    const std::int64_t f = features_;
+    MatrixF h(f, f);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::size_t p = 0; p < tiles_.size(); ++p) {
+        const auto [ti, tj] = tiles_[p];
+        const std::int64_t r0 = ti * kTile, c0 = tj * kTile;
+        const std::int64_t nr = std::min(kTile, f - r0), nc = std::min(kTile, f - c0);
+        const Eigen::Map<const Eigen::MatrixXd> s(sum_.data() + offsets_[p], nr, nc);
+        for (std::int64_t r = 0; r < nr; ++r)
+            for (std::int64_t c = 0; c < nc && c0 + c <= r0 + r; ++c) {
+                const float v = static_cast<float>(k * s(r, c));
+                h(r0 + r, c0 + c) = v;
+                h(c0 + c, r0 + r) = v;
+            }
+    }
     return h;
+}
+
+MatrixF HessianAccumulator::release() {
+    MatrixF h = finalize();
+    discard();
+    return h;
+}
+
+void HessianAccumulator::discard() {
+    std::vector<double>().swap(sum_);
+    released_ = true;
+}
+
+std::uint64_t HessianAccumulator::bytes() const {
+    return static_cast<std::uint64_t>(sum_.capacity() * sizeof(double) + absSum_.size() * sizeof(double));
 }
 
 VectorF HessianAccumulator::meanAbs() const {

@@ -3,6 +3,7 @@
 
 #include <random>
 
+#include "qs/error.h"
 #include "qs/io/safetensors_file.h"
 #include "qs/quant/hessian.h"
 #include "qs/quant/output_error.h"
@@ -72,4 +73,49 @@ TEST(Hessian, GramLowerIsXtX) {
     const MatrixF ref = x.transpose() * x;
     for (std::int64_t c = 0; c < 520; ++c)
         for (std::int64_t r = c; r < 520; ++r) ASSERT_NEAR(g(r, c), ref(r, c), 1e-4f * std::abs(ref(r, c)) + 1e-3f);
+}
+
+// The tiled accumulator adds each chunk's f32 tiles (gramLower's products) into f64 at once: the
+// same sums as gramLower's whole chunk added afterwards, bit for bit, for any chunking.
+TEST(Hessian, TiledSumsEqualGramLowerChunksBitForBit) {
+    const MatrixF x = randomInputs(900, 600, 5);   // three tiles, the last 88 wide
+    for (std::int64_t chunk : {900, 256, 333}) {
+        HessianAccumulator acc(600);
+        acc.add(x, chunk);
+        Eigen::MatrixXd sum = Eigen::MatrixXd::Zero(600, 600);
+        for (std::int64_t r = 0; r < 900; r += chunk) {
+            const Eigen::MatrixXf g = gramLower(x.middleRows(r, std::min<std::int64_t>(chunk, 900 - r)));
+            for (std::int64_t c = 0; c < 600; ++c) sum.col(c).tail(600 - c) += g.col(c).tail(600 - c).cast<double>();
+        }
+        const MatrixF h = acc.finalize();
+        for (std::int64_t r = 0; r < 600; ++r)
+            for (std::int64_t c = 0; c <= r; ++c) {
+                const float expected = static_cast<float>(2.0 / 900.0 * sum(r, c));
+                ASSERT_EQ(h(r, c), expected) << r << "," << c << " chunk " << chunk;
+                ASSERT_EQ(h(c, r), expected);
+            }
+    }
+}
+
+// Only the lower triangle's tiles are summed (n(n+256)/2 doubles at most, not n²); release() gives
+// finalize()'s H and frees them, keeping the sample count and mean |x|.
+TEST(Hessian, ReleaseFreesTheSums) {
+    const std::int64_t n = 1100;
+    const MatrixF x = randomInputs(300, n, 6);
+    HessianAccumulator acc(n);
+    acc.add(x);
+    const double lower = double(n) * (n + 256) / 2 * sizeof(double) + double(n) * sizeof(double);
+    EXPECT_LE(double(acc.bytes()), lower);
+    EXPECT_GT(double(acc.bytes()), double(n) * n / 2 * sizeof(double));
+    const MatrixF h = acc.finalize();
+    const VectorF meanAbs = acc.meanAbs();
+    EXPECT_FALSE(acc.released());
+    const MatrixF released = acc.release();
+    EXPECT_TRUE(acc.released());
+    EXPECT_EQ(h, released);
+    EXPECT_EQ(acc.bytes(), std::uint64_t(n) * sizeof(double));   // only Σ|x| is left
+    EXPECT_EQ(acc.samples(), 300);
+    EXPECT_EQ(acc.meanAbs(), meanAbs);
+    EXPECT_THROW(acc.add(x), Error);
+    EXPECT_THROW(acc.finalize(), Error);
 }

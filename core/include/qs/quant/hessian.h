@@ -1,10 +1,14 @@
 #pragma once
 // The GPTQ Hessian H = 2 XᵀX / n of a linear layer's inputs X [n, features], accumulated chunk by
 // chunk so that calibration can stream tokens through it layer by layer without keeping X.
-// Each chunk is one f32 GEMM (only the lower triangle's blocks, spread over the OpenMP threads);
-// chunks are summed in f64 so that millions of tokens do not lose the small entries.
+// Each chunk is one f32 GEMM per 256x256 tile of the lower triangle (spread over the OpenMP threads),
+// added into that tile's f64 running sum at once, so no [features, features] f32 buffer is needed;
+// the f64 sums hold only the lower triangle's tiles (half of features² doubles), and millions of
+// tokens do not lose the small entries. The result equals gramLower's chunk sums bit for bit.
 // The accumulator also keeps mean|x| per channel (what AWQ and the outlier view need).
 #include <cstdint>
+#include <utility>
+#include <vector>
 
 #include "qs/matrix.h"
 
@@ -20,14 +24,26 @@ public:
     std::int64_t features() const { return features_; }
     std::int64_t samples() const { return samples_; }   // rows added so far
     MatrixF finalize() const;                            // 2 XᵀX / n, full symmetric [features, features]
+    // finalize(), then frees the running sums: what is left is the sample count and meanAbs();
+    // add() and finalize() throw afterwards. For a caller that needs H only once (the Job).
+    MatrixF release();
+    void discard();                                      // frees the sums without computing H (as release())
+    bool released() const { return released_; }
     VectorF meanAbs() const;                             // mean |x| per input channel
+    std::uint64_t bytes() const;                         // memory held by the running sums
 
 private:
     void addChunk(const Eigen::Ref<const MatrixF>& x);
+    void checkNotReleased(const char* what) const;
 
     std::int64_t features_;
     std::int64_t samples_ = 0;
-    Eigen::MatrixXd sum_;   // lower triangle of Σ xᵀx (column-major, like gramLower's tiles)
+    bool released_ = false;
+    // Σ xᵀx, the lower triangle's tiles (row tile i >= column tile j), each column-major, one after
+    // another in tiles_ order; tile p starts at offsets_[p].
+    std::vector<std::pair<std::int64_t, std::int64_t>> tiles_;
+    std::vector<std::size_t> offsets_;
+    std::vector<double> sum_;
     VectorD absSum_;        // Σ |x| per channel
 };
 
