@@ -2,6 +2,7 @@
 #include <omp.h>
 
 #include <string>
+#include <utility>
 
 #include "qs/error.h"
 #include "qs/pipeline/backend.h"
@@ -39,6 +40,9 @@ public:
     }
     quant::QuantizedLinear gptq(const MatrixF& w, const MatrixF& h, const quant::GptqOptions& o) const override {
         return quant::quantizeGptq(w, h, o);
+    }
+    quant::QuantizedLinear gptqConsuming(const MatrixF& w, MatrixF&& h, const quant::GptqOptions& o) const override {
+        return quant::quantizeGptq(w, std::move(h), o);
     }
     quant::QuantizedLinear fp8(const MatrixF& w, quant::Fp8Scaling scaling, int block) const override {
         return quant::quantizeFp8(w, scaling, block);

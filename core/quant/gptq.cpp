@@ -157,13 +157,13 @@ struct Prepared {
     std::vector<GridParams> staticParams;   // [rows * groups] when static groups
 };
 
-Prepared prepare(const MatrixF& w, const MatrixF& h, const GptqOptions& o, int groupCols, int groups) {
+Prepared prepare(const MatrixF& w, MatrixF h, const GptqOptions& o, int groupCols, int groups) {
     const std::int64_t cols = w.cols();
     Prepared p;
     p.w.resize(w.rows(), cols);
 #pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < w.rows(); ++r) p.w.row(r) = w.row(r);
-    MatrixF hf = h;
+    MatrixF hf = std::move(h);
     for (std::int64_t c = 0; c < cols; ++c)
         if (hf(c, c) == 0.0f) {   // an input never active: its weights cannot matter
             hf(c, c) = 1.0f;
@@ -191,15 +191,35 @@ Prepared prepare(const MatrixF& w, const MatrixF& h, const GptqOptions& o, int g
     return p;
 }
 
-// Damps H until its Cholesky factorization succeeds; returns the upper factor of the inverse.
-MatrixF dampedInverseFactor(const MatrixF& h, const GptqOptions& o, double& dampPercent, double& lambda) {
+bool positiveDiagonal(const ColMatrixF& l) {
+    for (std::int64_t i = 0; i < l.rows(); ++i)
+        if (!(l(i, i) > 0.0f) || !std::isfinite(l(i, i))) return false;
+    return true;
+}
+
+// a = J H J on entry (J reverses the order); its lower Cholesky factor L in place. False when H is not
+// positive definite.
+bool factorReversed(ColMatrixF& a) { return choleskyLower(a) && positiveDiagonal(a); }
+
+// J L⁻¹ J (upper triangular) from the factor of factorReversed; frees `l` before forming the result.
+MatrixF inverseFactor(ColMatrixF& l) {
+    ColMatrixF x = lowerInverse(l);
+    l = ColMatrixF();
+    return reversedUpper(x);
+}
+
+// Damps H until its Cholesky factorization succeeds; returns the upper factor of the inverse. H is
+// freed as soon as one succeeds (it is kept only to retry with more damping).
+MatrixF dampedInverseFactor(MatrixF& h, const GptqOptions& o, double& dampPercent, double& lambda) {
     const double meanDiag = h.diagonal().cast<double>().mean();
-    MatrixF u;
     for (dampPercent = o.dampPercent; dampPercent < 1.0; dampPercent += o.dampIncrement) {
-        MatrixF hd = h;
         lambda = dampPercent * meanDiag;
-        hd.diagonal().array() += static_cast<float>(lambda);
-        if (upperCholeskyOfInverse(hd, u)) return u;
+        ColMatrixF a = reversedLower(h);   // J (H + λI) J: the diagonal maps onto itself
+        a.diagonal().array() += static_cast<float>(lambda);
+        if (factorReversed(a)) {
+            h = MatrixF();
+            return inverseFactor(a);
+        }
         if (o.dampIncrement <= 0) break;
     }
     throw Error("GPTQ: the Hessian is not positive definite even with damping " + std::to_string(dampPercent));
@@ -291,14 +311,16 @@ double blockChunk(LoopState& s, std::int64_t i1, std::int64_t i2, std::int64_t r
 
 bool upperCholeskyOfInverse(const MatrixF& h, MatrixF& u) {
     ColMatrixF a = reversedLower(h);   // J H J
-    if (!choleskyLower(a)) return false;
-    for (std::int64_t i = 0; i < a.rows(); ++i)
-        if (!(a(i, i) > 0.0f) || !std::isfinite(a(i, i))) return false;
-    u = reversedUpper(lowerInverse(a));   // J L⁻¹ J: upper triangular, H⁻¹ = UᵀU
+    if (!factorReversed(a)) return false;
+    u = inverseFactor(a);   // J L⁻¹ J: upper triangular, H⁻¹ = UᵀU
     return true;
 }
 
 QuantizedLinear quantizeGptq(const MatrixF& w, const MatrixF& h, const GptqOptions& o) {
+    return quantizeGptq(w, MatrixF(h), o);
+}
+
+QuantizedLinear quantizeGptq(const MatrixF& w, MatrixF&& h, const GptqOptions& o) {
     const auto start = std::chrono::steady_clock::now();
     checkIntOptions(o.bits, o.groupSize, w.cols());
     if (h.rows() != w.cols() || h.cols() != w.cols())
@@ -309,10 +331,15 @@ QuantizedLinear quantizeGptq(const MatrixF& w, const MatrixF& h, const GptqOptio
     const int groupCols = o.groupSize < 0 ? static_cast<int>(cols) : o.groupSize;
     const int groups = groupCount(o.groupSize, cols);
 
-    Prepared p = prepare(w, h, o, groupCols, groups);
+    // What the error measurement needs of the caller's H, taken before H is consumed.
+    std::vector<bool> dead(static_cast<std::size_t>(cols));
+    for (std::int64_t c = 0; c < cols; ++c) dead[static_cast<std::size_t>(c)] = h(c, c) == 0.0f;
+    const double ref = o.measureError ? hessianQuadratic(w, h) : 0.0;
+
+    Prepared p = prepare(w, std::move(h), o, groupCols, groups);
     QuantizedLinear q;
     double lambda = 0.0;
-    const MatrixF u = dampedInverseFactor(p.h, o, q.dampPercent, lambda);
+    const MatrixF u = dampedInverseFactor(p.h, o, q.dampPercent, lambda);   // frees p.h
 
     q.method = Method::Gptq;
     q.codeKind = CodeKind::UnsignedInt;
@@ -374,10 +401,9 @@ QuantizedLinear quantizeGptq(const MatrixF& w, const MatrixF& h, const GptqOptio
         // Dead columns were quantized from zero; their H row and column are zero, so they add nothing.
         MatrixF d = w - q.dequantize();
         for (std::int64_t c = 0; c < cols; ++c)
-            if (h(c, c) == 0.0f) d.col(c).setZero();
+            if (dead[static_cast<std::size_t>(c)]) d.col(c).setZero();
         const double dampTerm = 0.5 * lambda * d.cast<double>().squaredNorm();
         const double err2 = std::max(lossSum - dampTerm, 0.0);
-        const double ref = hessianQuadratic(w, h);
         q.outputMse = err2 / static_cast<double>(rows);
         q.outputError = ref > 0 ? std::sqrt(err2 / ref) : std::numeric_limits<double>::quiet_NaN();
     }

@@ -307,3 +307,38 @@ TEST(Gptq, CancelStopsTheLoop) {
     o.cancel = &cancel;
     EXPECT_THROW(quantizeGptq(w, h, o), Cancelled);
 }
+
+// The overload that consumes H (the Job's, for a 14336-wide down_proj) gives the const& result bit for
+// bit: act-order, dead columns and a damping retry (H must survive a failed factorization).
+TEST(Gptq, ConsumingHGivesTheSameResult) {
+    std::mt19937 gen(10);
+    MatrixF x = correlatedInputs(600, 72, gen, 4);
+    x.col(9).setZero();
+    MatrixF h = hessian(x);
+    MatrixF indefinite = MatrixF::Identity(8, 8);
+    indefinite(0, 0) = -0.03f;
+    const MatrixF w = randomWeights(24, 72, gen);
+    const MatrixF w8 = w.leftCols(8);
+    struct Case {
+        const MatrixF* w;
+        const MatrixF* h;
+        GptqOptions o;
+    };
+    for (const Case& c : {Case{&w, &h, {.bits = 4, .groupSize = 16}}, Case{&w, &h, {.bits = 3, .groupSize = 32, .actOrder = true}},
+                          Case{&w, &h, {.bits = 4, .groupSize = 8, .actOrder = true, .staticGroups = true}},
+                          Case{&w8, &indefinite, {.bits = 4, .groupSize = -1}}}) {
+        const QuantizedLinear a = quantizeGptq(*c.w, *c.h, c.o);
+        MatrixF owned = *c.h;
+        const QuantizedLinear b = quantizeGptq(*c.w, std::move(owned), c.o);
+        EXPECT_EQ(a.codes, b.codes);
+        EXPECT_EQ(a.scales, b.scales);
+        EXPECT_EQ(a.zeros, b.zeros);
+        EXPECT_EQ(a.gIdx, b.gIdx);
+        EXPECT_EQ(a.gptqLoss, b.gptqLoss);
+        EXPECT_EQ(a.outputError, b.outputError);
+        EXPECT_EQ(a.outputMse, b.outputMse);
+        EXPECT_EQ(a.dampPercent, b.dampPercent);
+    }
+    MatrixF owned = indefinite;
+    EXPECT_NEAR(quantizeGptq(w8, std::move(owned), {.bits = 4, .groupSize = -1}).dampPercent, 0.035, 1e-9);
+}

@@ -50,6 +50,11 @@ public:
 
     virtual std::unique_ptr<HessianSink> hessian(std::int64_t features) const = 0;
     virtual quant::QuantizedLinear gptq(const MatrixF& w, const MatrixF& h, const quant::GptqOptions& options) const = 0;
+    // The same result from an H the caller gives up, so that the backend may work in its memory (the
+    // CPU makes no copy of it and frees it once factored). The default calls gptq().
+    virtual quant::QuantizedLinear gptqConsuming(const MatrixF& w, MatrixF&& h, const quant::GptqOptions& options) const {
+        return gptq(w, h, options);
+    }
     virtual quant::QuantizedLinear fp8(const MatrixF& w, quant::Fp8Scaling scaling, int block) const = 0;
     virtual quant::QuantizedLinear mxfp4(const MatrixF& w) const = 0;
     virtual quant::QuantizedLinear nvfp4(const MatrixF& w) const = 0;
