@@ -55,7 +55,7 @@ float blockAmaxes(const float* row, std::int64_t cols, float* scales) {
 void quantizeRow(const float* row, std::int64_t cols, float tensorScale, float* scales, std::uint8_t* codes) {
     const auto& e4m3 = detail::e4m3Table();
     constexpr std::int64_t B = kNvfp4BlockSize;
-    const std::int64_t full = cols / B;
+    [[maybe_unused]] const std::int64_t full = cols / B;   // whole blocks (the AVX2 path pairs them)
     const std::int64_t blocks = (cols + B - 1) / B;
 #pragma omp simd
     for (std::int64_t b = 0; b < blocks; ++b) scales[b] = blockScale(scales[b], tensorScale, e4m3);
