@@ -1,6 +1,10 @@
 // TensorInfo::numel and the f32 views of a TensorView.
 #include "qs/io/tensor.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <cstdint>
 #include <string>
 
 #include "qs/error.h"
@@ -48,6 +52,13 @@ MatrixF TensorView::toMatrix() const {
     MatrixF m(rows, cols);
     convertToF32(dtype(), bytes_.data(), static_cast<std::size_t>(numel()), m.data());
     return m;
+}
+
+void TensorView::releasePages() const {
+    static const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
+    const auto begin = reinterpret_cast<std::uintptr_t>(bytes_.data());
+    const std::uintptr_t first = (begin + page - 1) / page * page, last = (begin + bytes_.size()) / page * page;
+    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);   // advice only: failure changes nothing
 }
 
 }  // namespace qs::io

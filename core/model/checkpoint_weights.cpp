@@ -70,7 +70,9 @@ void CheckpointWeights::validate() const {
 Linear CheckpointWeights::linear(int layer, const std::string& module, int out, int in, bool bias) const {
     const std::string base = layerPrefix(layer) + module;
     Linear l;
-    l.weight = checked(base + ".weight", {out, in}).toMatrix();
+    const io::TensorView t = checked(base + ".weight", {out, in});
+    l.weight = t.toMatrix();
+    t.releasePages();   // the f32 copy is what is used now: the mapped pages need not stay resident
     // A bias the config does not announce is still honoured: HF loads every parameter it finds.
     if (bias || checkpoint_.find(base + ".bias")) l.bias = vector(base + ".bias", out);
     return l;
@@ -131,6 +133,7 @@ MatrixF CheckpointWeights::lmHead(const MatrixF& normedHidden) const {
         const MatrixF w = convertRows(t, begin, end);
         logits.middleCols(begin, end - begin).noalias() = normedHidden * w.transpose();
     }
+    t.releasePages();
     return logits;
 }
 

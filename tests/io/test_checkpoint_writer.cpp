@@ -250,3 +250,39 @@ TEST(CheckpointWriter, EmptyCheckpointIsAValidFile) {
     EXPECT_TRUE(ckpt.tensors().empty());
     EXPECT_TRUE(fs::exists(dir / "empty"));  // a finished writer's destructor keeps the result
 }
+
+namespace {
+
+// The process's RssFile (mapped file pages resident), in bytes.
+std::uint64_t rssFileBytes() {
+    std::ifstream in("/proc/self/status");
+    std::string line;
+    while (std::getline(in, line))
+        if (line.rfind("RssFile:", 0) == 0) return std::stoull(line.substr(8)) * 1024;
+    return 0;
+}
+
+}  // namespace
+
+// A tensor converted and released leaves the resident set (what the Job does with each layer's
+// linears), and reads the same bytes when it is touched again.
+TEST(CheckpointWriter, ReleasedTensorPagesLeaveTheResidentSet) {
+    TempDir dir;
+    const std::size_t bytes = 32u << 20;   // 32 MiB of BF16
+    const std::vector<std::byte> pattern = patternBytes(bytes, 5);
+    {
+        CheckpointWriter w(dir / "big");
+        w.addTensor("w", DType::BF16, {4096, std::int64_t(bytes / 2 / 4096)}, pattern);
+        w.finish();
+    }
+    const Checkpoint checkpoint = Checkpoint::open(dir / "big");
+    const TensorView t = checkpoint.tensor("w");
+    const qs::MatrixF first = t.toMatrix();   // touches every page
+    const std::uint64_t touched = rssFileBytes();
+    t.releasePages();
+    const std::uint64_t released = rssFileBytes();
+    EXPECT_GT(touched, released + bytes * 9 / 10) << touched << " -> " << released;
+    EXPECT_TRUE(sameBytes(t.bytes(), pattern));
+    const qs::MatrixF again = t.toMatrix();   // bit for bit (the pattern holds NaNs, so not by ==)
+    EXPECT_EQ(std::memcmp(again.data(), first.data(), sizeof(float) * std::size_t(first.size())), 0);
+}

@@ -37,6 +37,12 @@ public:
     std::vector<float> toF32() const;           // every element, converted exactly
     // A rank-2 tensor (or rank-1 as one row) as a row-major f32 matrix; throws qs::Error otherwise.
     MatrixF toMatrix() const;
+    // Tells the kernel that the mapped pages wholly inside this tensor are not needed for now
+    // (madvise MADV_DONTNEED): they leave the process's resident set (RssFile) and come back from
+    // the page cache if the tensor is read again. For callers that have converted the tensor and
+    // keep the copy, e.g. a decoder layer's linears; a view on memory that is not a read-only
+    // mapping must not be released (the Checkpoint's views always are mapped).
+    void releasePages() const;
 
 private:
     const TensorInfo* info_;
