@@ -17,4 +17,21 @@ void runLayerAll(model::Transformer& model, int layer, Hidden& hidden, const Can
     }
 }
 
+void runLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights, Hidden& hidden,
+                 const CancelToken& cancel, const model::LinearInputHook& hook) {
+    for (auto& h : hidden) {
+        cancel.throwIfCancelled();
+        model.runLayer(layer, weights, h, hook);
+    }
+}
+
+void observeLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights,
+                     const Hidden& hidden, const CancelToken& cancel, const model::LinearInputHook& hook) {
+    for (const auto& h : hidden) {
+        cancel.throwIfCancelled();
+        MatrixF copy = h;
+        model.runLayer(layer, weights, copy, hook);
+    }
+}
+
 }  // namespace qs::pipeline

@@ -18,5 +18,12 @@ Hidden embedAll(const model::Transformer& model, const TokenSequences& sequences
 // Runs decoder layer `layer` over every sequence in place, polling `cancel` between sequences.
 void runLayerAll(model::Transformer& model, int layer, Hidden& hidden, const CancelToken& cancel,
                  const model::LinearInputHook& hook = {});
+// The same with weights the caller holds (nothing is loaded or cached by `model`).
+void runLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights, Hidden& hidden,
+                 const CancelToken& cancel, const model::LinearInputHook& hook = {});
+// Shows `hook` the layer's linear inputs of every sequence without changing `hidden` (one sequence
+// is copied at a time).
+void observeLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights,
+                     const Hidden& hidden, const CancelToken& cancel, const model::LinearInputHook& hook);
 
 }  // namespace qs::pipeline

@@ -8,6 +8,7 @@
 #include "qs/io/checkpoint.h"
 #include "qs/model/checkpoint_weights.h"
 #include "qs/model/transformer.h"
+#include "qs/pipeline/compact_linear.h"
 #include "hidden_states.h"
 #include "kl_scoring.h"
 
@@ -18,6 +19,8 @@ using Clock = std::chrono::steady_clock;
 
 double secondsSince(Clock::time_point start) { return std::chrono::duration<double>(Clock::now() - start).count(); }
 
+using CompactLayer = std::map<std::string, std::shared_ptr<const CompactLinear>, std::less<>>;
+
 // One method's quantized model, run side by side with the original.
 struct MethodStream {
     MethodResult result;
@@ -25,8 +28,20 @@ struct MethodStream {
     Hidden calibration;         // its own calibration stream (true-sequential GPTQ / AWQ only)
     Hidden evaluation;
     bool ownCalibration = false;
+    std::vector<CompactLayer> kept;   // the finished layers, codes packed; result.layers at the end
     bool failed() const { return !result.error.empty(); }
 };
+
+// A layer's norms and biases without its linears' weights (filled in by the caller).
+model::LayerWeights withoutLinearWeights(const model::LayerWeights& w) {
+    model::LayerWeights out;
+    out.inputNorm = w.inputNorm;
+    out.postAttentionNorm = w.postAttentionNorm;
+    out.qNorm = w.qNorm;
+    out.kNorm = w.kNorm;
+    for (auto module : model::LayerWeights::kLinearModules) out.linear(module).bias = w.linear(module).bias;
+    return out;
+}
 
 // Work per weight of each method, for the time estimate (GPTQ's column loop, the trellis search).
 double quantizeFlopsPerWeight(const MethodSpec& m, const model::ModelConfig& c) {
@@ -36,6 +51,23 @@ double quantizeFlopsPerWeight(const MethodSpec& m, const model::ModelConfig& c) 
     case MethodKind::Trellis: return 3.0 * std::pow(2.0, m.trellisL + m.bits);
     default: return 20.0;
     }
+}
+
+// Bytes per weight of a finished layer as the Job keeps it (CompactLinear): codes of at most four bits
+// two per byte, else one; f32 scales (and zeros on the integer grids) per group or block.
+double keptBytesPerWeight(const MethodSpec& m) {
+    const double codes = m.bits <= 4 ? 0.5 : 1.0;
+    switch (m.kind) {
+    case MethodKind::Rtn:
+    case MethodKind::Gptq:
+    case MethodKind::Awq: return codes + 8.0 / (m.groupSize > 0 ? m.groupSize : 128);
+    case MethodKind::Fp8: return 1.0 + 4.0 / 128;
+    case MethodKind::Mxfp4: return 0.5 + 4.0 / 32;
+    case MethodKind::Nvfp4: return 0.5 + 4.0 / 16;
+    case MethodKind::Nf4: return 0.5 + 5.0 / 64;
+    case MethodKind::Trellis: return codes + 4.0 / 256;
+    }
+    return 1.1;
 }
 
 std::uint64_t nonLinearBytes(const io::Checkpoint& checkpoint) {
@@ -92,6 +124,7 @@ public:
         for (int layer = 0; layer < config_.numLayers; ++layer) processLayer(layer);
         evaluate();
         if (plan_.perLayerKl && !plan_.evaluation.empty()) perLayerKl();
+        for (auto& s : streams_) unpackKept(s);
         JobResult result;
         const std::uint64_t kept = nonLinearBytes(checkpoint_);
         for (auto& s : streams_) {
@@ -115,50 +148,66 @@ private:
         calibration_ = embedAll(base_, plan_.calibration);
         evaluation_ = embedAll(base_, plan_.evaluation);
         for (const auto& m : plan_.methods) {
-            MethodStream s{MethodResult{}, model::Transformer(config_, weights_), {}, evaluation_, false};
+            MethodStream s{MethodResult{}, model::Transformer(config_, weights_), {}, evaluation_, false, {}};
             s.result.method = m;
             s.ownCalibration = plan_.trueSequential && m.needsCalibration() && !plan_.calibration.empty();
             if (s.ownCalibration) s.calibration = calibration_;
+            if (!s.ownCalibration && !plan_.calibration.empty()) baseStatistics_ = true;
             streams_.push_back(std::move(s));
         }
+        // When every method calibrates on its own stream, the original's calibration stream is not needed.
+        if (!baseStatistics_) Hidden().swap(calibration_);
     }
 
+    // Memory: the layer is converted to f32 once (`original`) and run from there, never cached by a
+    // Transformer. The last stream that needs them frees the original linears and the statistics as
+    // it quantizes (LayerRelease); a stream's quantized layer is decoded once for its forward passes.
     void processLayer(int layer) {
         const int L = config_.numLayers;
         report("calibrate", layer + 1, L, 0.8 * layer / L, "layer " + std::to_string(layer + 1) + "/" + std::to_string(L));
-        LayerStatistics baseStats;
-        runLayerAll(base_, layer, calibration_, cancel_, baseStats.hook());
-        const model::LayerWeights& original = base_.layerWeights(layer);
+        model::LayerWeights original = weights_->layer(layer);
+        LayerStatistics baseStats;   // only when a method quantizes from the original stream
+        if (baseStatistics_) runLayerAll(base_, layer, original, calibration_, cancel_, baseStats.hook());
+        if (plan_.perLayerKl) layerInputs_.push_back(evaluation_);
+        runLayerAll(base_, layer, original, evaluation_, cancel_);
+        std::size_t lastStream = streams_.size(), lastBaseUser = streams_.size();
+        for (std::size_t m = 0; m < streams_.size(); ++m) {
+            if (streams_[m].failed()) continue;
+            lastStream = m;
+            if (!streams_[m].ownCalibration) lastBaseUser = m;
+        }
         for (std::size_t m = 0; m < streams_.size(); ++m) {
             auto& s = streams_[m];
             if (s.failed()) continue;
             report("quantize", layer + 1, L, 0.8 * (layer + double(m) / streams_.size()) / L,
                    s.result.method.label() + ", layer " + std::to_string(layer + 1) + "/" + std::to_string(L));
-            quantizeStream(s, layer, original, baseStats);
+            quantizeStream(s, layer, original, baseStats, LayerRelease{m == lastBaseUser, m == lastStream});
         }
-        if (plan_.perLayerKl) layerInputs_.push_back(evaluation_);
-        runLayerAll(base_, layer, evaluation_, cancel_);
     }
 
-    void quantizeStream(MethodStream& s, int layer, const model::LayerWeights& original, LayerStatistics& baseStats) {
+    void quantizeStream(MethodStream& s, int layer, model::LayerWeights& original, LayerStatistics& baseStats,
+                        LayerRelease release) {
         std::optional<LayerStatistics> own;
-        if (s.ownCalibration) {
+        if (s.ownCalibration) {   // the layer's inputs in this stream; the stream itself advances after quantization
             own.emplace();
-            Hidden inputs = s.calibration;   // the hook pass must not advance the stream
-            runLayerAll(s.model, layer, inputs, cancel_, own->hook());
+            observeLayerAll(s.model, layer, original, s.calibration, cancel_, own->hook());
+            release.statistics = true;
         }
         LayerStatistics& stats = own ? *own : baseStats;
         const auto start = Clock::now();
+        CompactLayer kept;
         try {
             QuantizedLayer q = quantizeLayer(s.result.method, original, stats, plan_.seed + std::uint64_t(layer), cancel_,
-                                             plan_.backend.get());
-            for (const auto& [module, linear] : q) {
-                s.model.overrideLinear(layer, module, linear);
+                                             plan_.backend.get(), release);
+            for (auto& [module, linear] : q) {
                 const auto samples = stats.empty() ? 0 : stats.input(module).hessian.samples();
                 s.result.modules.push_back(logOf(s.result.method, layer, module, *linear, samples));
                 if (log_) log_(s.result.modules.back());
+                auto compact = std::make_shared<const CompactLinear>(quant::QuantizedLinear(*linear));
+                linear.reset();
+                s.model.overrideLinear(layer, module, model::WeightProvider([compact] { return compact->effectiveWeight(); }));
+                kept.emplace(module, std::move(compact));
             }
-            s.result.layers.push_back(std::move(q));
         } catch (const Cancelled&) {
             throw;
         } catch (const Error& e) {
@@ -166,8 +215,26 @@ private:
             return;
         }
         s.result.seconds += secondsSince(start);
-        if (s.ownCalibration) runLayerAll(s.model, layer, s.calibration, cancel_);
-        runLayerAll(s.model, layer, s.evaluation, cancel_);
+        // The stream's layer as its Transformer would load it (the same effective weights), built once here.
+        model::LayerWeights quantized = release.weights ? std::move(original) : withoutLinearWeights(original);
+        for (const auto& [module, compact] : kept) quantized.linear(module).weight = compact->effectiveWeight();
+        s.kept.push_back(std::move(kept));
+        if (s.ownCalibration) runLayerAll(s.model, layer, quantized, s.calibration, cancel_);
+        runLayerAll(s.model, layer, quantized, s.evaluation, cancel_);
+    }
+
+    // The kept layers back as QuantizedLinears (each freed from the compact store as it is unpacked).
+    static void unpackKept(MethodStream& s) {
+        s.model.clearOverrides();   // the overrides share the compact layers
+        for (auto& layer : s.kept) {
+            QuantizedLayer q;
+            for (auto& [module, compact] : layer) {
+                q.emplace(module, std::make_shared<const quant::QuantizedLinear>(compact->unpack()));
+                compact.reset();
+            }
+            if (!s.failed()) s.result.layers.push_back(std::move(q));
+        }
+        std::vector<CompactLayer>().swap(s.kept);
     }
 
     // The streams scored against the original at the end of the evaluation text; a failed method
@@ -227,7 +294,8 @@ private:
     model::ModelConfig config_;
     std::shared_ptr<const model::WeightSource> weights_;
     model::Transformer base_;
-    Hidden calibration_;              // the original model's calibration stream
+    Hidden calibration_;              // the original model's calibration stream (when a method quantizes from it)
+    bool baseStatistics_ = false;     // some method quantizes from the original stream's statistics
     Hidden evaluation_;               // the original model's evaluation stream (final hidden states at the end)
     std::vector<Hidden> layerInputs_; // the original evaluation hidden states at each layer's input (per-layer KL)
     std::vector<MethodStream> streams_;
@@ -250,6 +318,7 @@ ResourceEstimate Job::estimate() const {
     for (const auto& m : plan_.methods) {
         if (plan_.trueSequential && m.needsCalibration()) ++shape.sequentialMethods;
         shape.quantizeFlopsPerWeight += quantizeFlopsPerWeight(m, shape.config);
+        shape.keptBytesPerWeight += keptBytesPerWeight(m);
     }
     shape.calibrationTokens = tokenCount(plan_.calibration);
     shape.evaluationTokens = tokenCount(plan_.evaluation);

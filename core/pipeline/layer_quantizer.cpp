@@ -51,7 +51,8 @@ bool awqCanScale(const std::vector<std::string_view>& group, const model::LayerW
 }
 
 std::vector<quant::QuantizedLinear> quantizeAwqGroup(const MethodSpec& method, const std::vector<std::string_view>& group,
-                                                     const model::LayerWeights& weights, LayerStatistics& statistics) {
+                                                     const model::LayerWeights& weights, LayerStatistics& statistics,
+                                                     bool canScale) {
     if (statistics.empty()) throw Error(method.label() + " needs calibration inputs");
     std::vector<const MatrixF*> ws;
     for (auto module : group) ws.push_back(&weights.linear(module).weight);
@@ -59,23 +60,81 @@ std::vector<quant::QuantizedLinear> quantizeAwqGroup(const MethodSpec& method, c
     options.bits = method.bits;
     options.groupSize = method.groupSize;
     options.sym = method.sym;
-    if (!awqCanScale(group, weights)) options.grid = 1;   // α = 0 only: RTN
+    if (!canScale) options.grid = 1;   // α = 0 only: RTN
     const auto& input = statistics.input(group.front());
     return quant::quantizeAwqFromStats(ws, input.hessian.meanAbs(), statistics.hessian(group.front()), options).linears;
 }
 
-QuantizedLayer quantizeAwqLayer(const MethodSpec& method, const model::LayerWeights& weights, LayerStatistics& statistics,
-                                const CancelToken& cancel) {
+// `releasable` (the same object as `weights`, or null) loses each group's weights once the group is done.
+QuantizedLayer quantizeAwqLayer(const MethodSpec& method, const model::LayerWeights& weights, model::LayerWeights* releasable,
+                                LayerStatistics& statistics, const CancelToken& cancel, bool releaseStatistics) {
+    std::vector<bool> canScale;   // decided before any weight is freed (o_proj's depends on v_proj's shape)
+    for (const auto& group : kAwqGroups) canScale.push_back(awqCanScale(group, weights));
     QuantizedLayer layer;
-    for (const auto& group : kAwqGroups) {
+    for (std::size_t g = 0; g < kAwqGroups.size(); ++g) {
+        const auto& group = kAwqGroups[g];
         cancel.throwIfCancelled();
         const auto start = std::chrono::steady_clock::now();
-        auto linears = quantizeAwqGroup(method, group, weights, statistics);
+        auto linears = quantizeAwqGroup(method, group, weights, statistics, canScale[g]);
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         for (std::size_t i = 0; i < group.size(); ++i) {
             linears[i].seconds = seconds / double(group.size());
             layer.emplace(std::string(group[i]), std::make_shared<quant::QuantizedLinear>(std::move(linears[i])));
+            if (releaseStatistics) statistics.done(group[i]);
+            if (releasable) releasable->linear(group[i]).weight = MatrixF();
         }
+    }
+    return layer;
+}
+
+quant::GptqOptions gptqOptions(const MethodSpec& method, double samples, const CancelToken* cancel) {
+    quant::GptqOptions options;
+    options.bits = method.bits;
+    options.groupSize = method.groupSize;
+    options.actOrder = method.actOrder;
+    options.sym = method.sym;
+    options.samples = samples;
+    options.cancel = cancel;
+    return options;
+}
+
+QuantizedLayer quantizeLayerReleasing(const MethodSpec& method, const model::LayerWeights& weights,
+                                      model::LayerWeights* releasable, LayerStatistics& statistics, std::uint64_t seed,
+                                      const CancelToken& cancel, const Backend* backend, bool releaseStatistics) {
+    if (method.kind == MethodKind::Awq)
+        return quantizeAwqLayer(method, weights, releasable, statistics, cancel, releaseStatistics);
+    QuantizedLayer layer;
+    for (std::string_view module : model::LayerWeights::kLinearModules) {
+        cancel.throwIfCancelled();
+        const auto start = std::chrono::steady_clock::now();
+        const MatrixF& w = weights.linear(module).weight;
+        const double samples = statistics.empty() ? 0.0 : static_cast<double>(statistics.input(module).hessian.samples());
+        // The last module of an input takes its H, so GPTQ can work in its memory and nothing is left behind.
+        MatrixF owned;
+        const MatrixF* h = nullptr;
+        if (!statistics.empty()) {
+            if (releaseStatistics && statistics.lastOfInput(module)) {
+                owned = statistics.takeHessian(module);
+                h = &owned;
+            } else {
+                h = &statistics.hessian(module);
+            }
+        }
+        std::shared_ptr<quant::QuantizedLinear> q;
+        if (method.kind == MethodKind::Gptq && h == &owned)
+            q = std::make_shared<quant::QuantizedLinear>(
+                orCpu(backend).gptqConsuming(w, std::move(owned), gptqOptions(method, samples, &cancel)));
+        else
+            q = std::make_shared<quant::QuantizedLinear>(quantizeLinear(method, w, h, samples, seed, backend, &cancel));
+        if (h != nullptr && h->size() > 0 && std::isnan(q->outputError)) {
+            const auto error = quant::outputErrorFromHessian(w, q->effectiveWeight(), *h);
+            q->outputError = error.relative;
+            q->outputMse = error.mse;
+        }
+        q->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        layer.emplace(std::string(module), std::move(q));
+        if (releaseStatistics && !statistics.empty()) statistics.done(module);
+        if (releasable) releasable->linear(module).weight = MatrixF();
     }
     return layer;
 }
@@ -93,16 +152,7 @@ quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& w
         options.rule = quant::GridRule::AutoAwq;
         return quant::quantizeRtn(w, options);
     }
-    case MethodKind::Gptq: {
-        quant::GptqOptions options;
-        options.bits = method.bits;
-        options.groupSize = method.groupSize;
-        options.actOrder = method.actOrder;
-        options.sym = method.sym;
-        options.samples = samples;
-        options.cancel = cancel;
-        return orCpu(backend).gptq(w, requireHessian(method, h), options);
-    }
+    case MethodKind::Gptq: return orCpu(backend).gptq(w, requireHessian(method, h), gptqOptions(method, samples, cancel));
     case MethodKind::Fp8: return orCpu(backend).fp8(w, fp8Scaling(method.fp8Scales), 128);
     case MethodKind::Mxfp4: return orCpu(backend).mxfp4(w);
     case MethodKind::Nvfp4: return orCpu(backend).nvfp4(w);
@@ -122,24 +172,13 @@ quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& w
 
 QuantizedLayer quantizeLayer(const MethodSpec& method, const model::LayerWeights& weights, LayerStatistics& statistics,
                              std::uint64_t seed, const CancelToken& cancel, const Backend* backend) {
-    if (method.kind == MethodKind::Awq) return quantizeAwqLayer(method, weights, statistics, cancel);
-    QuantizedLayer layer;
-    for (std::string_view module : model::LayerWeights::kLinearModules) {
-        cancel.throwIfCancelled();
-        const auto start = std::chrono::steady_clock::now();
-        const MatrixF& w = weights.linear(module).weight;
-        const MatrixF* h = statistics.empty() ? nullptr : &statistics.hessian(module);
-        const double samples = statistics.empty() ? 0.0 : static_cast<double>(statistics.input(module).hessian.samples());
-        auto q = std::make_shared<quant::QuantizedLinear>(quantizeLinear(method, w, h, samples, seed, backend, &cancel));
-        if (h != nullptr && std::isnan(q->outputError)) {
-            const auto error = quant::outputErrorFromHessian(w, q->effectiveWeight(), *h);
-            q->outputError = error.relative;
-            q->outputMse = error.mse;
-        }
-        q->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        layer.emplace(std::string(module), std::move(q));
-    }
-    return layer;
+    return quantizeLayerReleasing(method, weights, nullptr, statistics, seed, cancel, backend, false);
+}
+
+QuantizedLayer quantizeLayer(const MethodSpec& method, model::LayerWeights& weights, LayerStatistics& statistics,
+                             std::uint64_t seed, const CancelToken& cancel, const Backend* backend, LayerRelease release) {
+    return quantizeLayerReleasing(method, weights, release.weights ? &weights : nullptr, statistics, seed, cancel, backend,
+                                  release.statistics);
 }
 
 }  // namespace qs::pipeline

@@ -16,7 +16,10 @@ void LayerStatistics::add(const model::LinearInput& input) {
     std::shared_ptr<InputStatistics> stats;
     if (found == inputs_.end()) {
         stats = std::make_shared<InputStatistics>(input.x.cols());
-        for (auto module : input.modules) inputs_.emplace(std::string(module), stats);
+        for (auto module : input.modules) {
+            inputs_.emplace(std::string(module), stats);
+            stats->modules.emplace_back(module);
+        }
     } else {
         stats = found->second;
     }
@@ -31,21 +34,58 @@ const InputStatistics& LayerStatistics::input(std::string_view module) const {
     return *found->second;
 }
 
+InputStatistics& LayerStatistics::mutableInput(std::string_view module) {
+    auto found = inputs_.find(module);
+    if (found == inputs_.end()) throw Error("no calibration inputs were recorded for " + std::string(module));
+    return *found->second;
+}
+
 const MatrixF& LayerStatistics::hessian(std::string_view module) {
     const InputStatistics& stats = input(module);
+    if (stats.hessian.released())
+        throw Error("the Hessian of " + std::string(module) + "'s input was freed: its modules are done");
     auto cached = finalized_.find(&stats);
     if (cached == finalized_.end()) cached = finalized_.emplace(&stats, stats.hessian.finalize()).first;
     return cached->second;
 }
 
+void LayerStatistics::done(std::string_view module) {
+    InputStatistics& stats = mutableInput(module);
+    if (isDone(module)) return;
+    done_.emplace(std::string(module), true);
+    if (++stats.done < stats.modules.size()) return;
+    finalized_.erase(&stats);
+    if (!stats.hessian.released()) stats.hessian.discard();
+}
+
+bool LayerStatistics::lastOfInput(std::string_view module) const {
+    const InputStatistics& stats = input(module);
+    return !isDone(module) && stats.done + 1 == stats.modules.size();
+}
+
+MatrixF LayerStatistics::takeHessian(std::string_view module) {
+    if (!lastOfInput(module))
+        throw Error("takeHessian(" + std::string(module) + "): other modules still read its input");
+    InputStatistics& stats = mutableInput(module);
+    MatrixF h;
+    if (auto cached = finalized_.find(&stats); cached != finalized_.end()) {
+        h = std::move(cached->second);
+        finalized_.erase(cached);
+        stats.hessian.discard();
+    } else {
+        h = stats.hessian.release();
+    }
+    done_.emplace(std::string(module), true);
+    ++stats.done;
+    return h;
+}
+
 std::size_t LayerStatistics::bytes() const {
     std::size_t total = 0;
     std::set<const InputStatistics*> counted;
-    for (const auto& [name, stats] : inputs_) {
-        if (!counted.insert(stats.get()).second) continue;
-        const auto f = static_cast<std::size_t>(stats->hessian.features());
-        total += f * f * (sizeof(double) + sizeof(float));
-    }
+    for (const auto& [name, stats] : inputs_)
+        if (counted.insert(stats.get()).second) total += stats->hessian.bytes();
+    for (const auto& [stats, h] : finalized_) total += static_cast<std::size_t>(h.size()) * sizeof(float);
     return total;
 }
 

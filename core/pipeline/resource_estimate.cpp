@@ -1,6 +1,9 @@
 #include "qs/pipeline/resource_estimate.h"
 
+#include <algorithm>
+#include <array>
 #include <chrono>
+#include <functional>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -16,11 +19,16 @@ double layerParameters(const model::ModelConfig& c) {
     return h * c.qDim() + 2.0 * h * c.kvDim() + c.qDim() * h + 3.0 * h * c.intermediateSize;
 }
 
-// Each distinct linear input's Hessian: f64 running sum + the f32 result.
-double hessianBytes(const model::ModelConfig& c) {
-    const double h = c.hiddenSize;
-    const double inputs = h * h * 2 + double(c.qDim()) * c.qDim() + double(c.intermediateSize) * c.intermediateSize;
-    return inputs * (sizeof(double) + sizeof(float));
+// The widths of a decoder layer's distinct linear inputs: q/k/v, o, gate/up, down.
+std::array<double, 4> inputWidths(const model::ModelConfig& c) {
+    return {double(c.hiddenSize), double(c.qDim()), double(c.hiddenSize), double(c.intermediateSize)};
+}
+
+// The f64 running sums of every input, lower-triangle tiles of 256 only (HessianAccumulator).
+double runningSumBytes(const model::ModelConfig& c) {
+    double bytes = 0;
+    for (double n : inputWidths(c)) bytes += n * (n + 256.0) / 2.0 * sizeof(double);
+    return bytes;
 }
 
 double hessianFlopsPerToken(const model::ModelConfig& c) {
@@ -76,27 +84,82 @@ double measureGemmRate() {
     return 2.0 * n * n * n * repeats / std::max(seconds, 1e-9);
 }
 
-ResourceEstimate estimateResources(const WorkloadShape& s) {
+// The Job's peak, phase by phase, for one decoder layer (the last: every earlier layer is kept by then):
+//  - hidden states: one calibration stream per true-sequential method, plus the original's when some
+//    method quantizes from it; one evaluation stream per method and the original (per layer for
+//    per-layer KL);
+//  - the finished layers of every method (codes packed, scales);
+//  - the layer's f32 weights, converted once, and the BF16 pages of its largest linear while it is
+//    converted; with several methods a stream's quantized layer is decoded beside the original for
+//    its forward passes; with one method the original linears are freed as they are quantized, so
+//    when the widest input (down_proj) comes only its weight is left;
+//  - statistics: the original stream's (sums and every input's cached H: the methods without their own
+//    stream measure their output error from it), and a true-sequential method's own, freed input by
+//    input: all its sums during the hook pass and while the narrower inputs are quantized (GPTQ's H,
+//    factor, inverse and upper factor of one of them, its copy of the weight and codes), then the
+//    widest input's H twice while GPTQ factors it (H and its factor, then the factor and its
+//    inverse), beside GPTQ's copy of the weight and codes;
+//  - one forward pass's temporaries (a sequence's MLP activations);
+//  - at the end, every method's layers unpacked for the result and the logits of one sequence.
+std::uint64_t predictedJobBytes(const WorkloadShape& s) {
     const model::ModelConfig& c = s.config;
     const double L = c.numLayers;
     const double layerBytes = layerParameters(c) * sizeof(float);
-    const double calibStreams = s.calibrationTokens > 0 ? 1.0 + s.sequentialMethods : 0.0;
+    const bool baseStatistics = s.calibrationTokens > 0 && s.methods > s.sequentialMethods;
+    const double calibStreams = s.calibrationTokens > 0 ? (baseStatistics ? 1.0 : 0.0) + s.sequentialMethods : 0.0;
     const double evalStreams = 1.0 + s.methods + (s.perLayerKl ? L : 0.0);
     const double hidden = (double(s.calibrationTokens) * calibStreams + double(s.evaluationTokens) * evalStreams) *
                           c.hiddenSize * sizeof(float);
-    // Every method keeps its quantized linears (about a byte per weight plus scales) for evaluation.
-    const double quantized = s.methods * layerParameters(c) * L * 1.1;
-    const double working = layerBytes * (2.0 + s.methods) + hessianBytes(c) * std::max(1.0, calibStreams) +
-                           double(std::max(s.evaluationSequenceLength, 1)) * (c.vocabSize * 2.0 + c.intermediateSize * 3.0) * sizeof(float);
+    const double keptPerWeight = s.keptBytesPerWeight > 0 ? s.keptBytesPerWeight : 1.1 * s.methods;
+    const double kept = keptPerWeight * layerParameters(c) * L;
+
+    auto widths = inputWidths(c);
+    std::sort(widths.begin(), widths.end(), std::greater<>());
+    const double widest = widths[0], narrow = widths[1];   // down_proj's, and the next (q/k/v, gate/up)
+    const double hWidest = widest * widest * sizeof(float);
+    double hessians = 0;
+    for (double n : widths) hessians += n * n * sizeof(float);
+    const double sums = runningSumBytes(c);
+    const double baseSet = baseStatistics ? sums + hessians : 0.0;
+    const double ownSums = s.sequentialMethods > 0 ? sums : 0.0;
+    const double rows = std::max<double>({double(c.qDim()), double(c.hiddenSize), double(c.intermediateSize)});
+    // GPTQ's working set on a narrower input (H cached, its copy, the factor and its inverse; the
+    // weight's copy and codes of the largest linear reading it), and on the widest (H twice, the weight and codes).
+    const double gptqNarrow = 4.0 * narrow * narrow * sizeof(float) + rows * narrow * (sizeof(float) + 2.0);
+    const double gptqWidest = 2.0 * hWidest + widest * c.hiddenSize * (sizeof(float) + 2.0);
+    const bool downWidest = c.intermediateSize >= std::max(c.hiddenSize, c.qDim());
+    const double weightsAtWidest = (s.methods == 1 && downWidest) ? double(c.hiddenSize) * c.intermediateSize * sizeof(float)
+                                                                    : layerBytes;
+    const double activations = double(std::max(s.evaluationSequenceLength, 1)) * (c.intermediateSize * 3.0 + c.hiddenSize * 6.0) * sizeof(float);
+    double working = layerBytes * (s.methods > 1 ? 2.0 : 1.0) + baseSet + activations;   // the quantized layer's passes
+    if (s.calibrationTokens > 0) {
+        working = std::max(working, layerBytes + baseSet + ownSums + activations);   // hook passes
+        working = std::max(working, layerBytes + baseSet + ownSums + gptqNarrow);    // q/k/v, o, gate/up
+        working = std::max(working, weightsAtWidest + baseSet + gptqWidest);         // down_proj
+    }
+    const double pages = double(c.hiddenSize) * c.intermediateSize * 2.0;
+    const double during = kept + working + pages;
+    // The end: the layers unpacked (a byte per code) and one sequence's logits and their softmax.
+    const double unpacked = (keptPerWeight + 0.5 * s.methods) * layerParameters(c) * L;
+    const double end = unpacked + double(std::max(s.evaluationSequenceLength, 1)) * c.vocabSize * 2.0 * sizeof(float);
+    return static_cast<std::uint64_t>(hidden + std::max(during, end));
+}
+
+ResourceEstimate estimateResources(const WorkloadShape& s) {
+    const model::ModelConfig& c = s.config;
+    const double L = c.numLayers;
+    // The original's calibration pass only runs when a method quantizes from its statistics.
+    const double base = s.methods > s.sequentialMethods ? 1.0 : 0.0;
+    const double calibStreams = s.calibrationTokens > 0 ? base + s.sequentialMethods : 0.0;
 
     ResourceEstimate e;
     e.availableBytes = availableMemoryBytes();
-    e.peakBytes = residentBytes() + static_cast<std::uint64_t>(hidden + quantized + working);
+    e.peakBytes = residentBytes() + predictedJobBytes(s);
     e.gemmFlopsPerSecond = measureGemmRate();
 
     const double forwardPerToken = 2.0 * layerParameters(c) + 4.0 * double(std::max(s.evaluationSequenceLength, 1)) * c.qDim();
     const double logitsPerToken = 2.0 * double(c.hiddenSize) * c.vocabSize;
-    const double calibPasses = s.calibrationTokens > 0 ? 1.0 + 2.0 * s.sequentialMethods : 0.0;
+    const double calibPasses = s.calibrationTokens > 0 ? base + 2.0 * s.sequentialMethods : 0.0;
     double flops = double(s.calibrationTokens) * L * (calibPasses * forwardPerToken + calibStreams * hessianFlopsPerToken(c));
     flops += double(s.evaluationTokens) * (1.0 + s.methods) * (L * forwardPerToken + logitsPerToken);
     if (s.perLayerKl)

@@ -22,6 +22,16 @@ using QuantizedLayer = std::map<std::string, std::shared_ptr<const quant::Quanti
 QuantizedLayer quantizeLayer(const MethodSpec& method, const model::LayerWeights& weights, LayerStatistics& statistics,
                              std::uint64_t seed, const CancelToken& cancel, const Backend* backend = nullptr);
 
+// What quantizeLayer may free as it goes, for the last user of a layer's weights and statistics:
+// a 4096-wide layer is 0.9 GB of f32 weights and 1 GB of running sums, its down_proj's H 0.8 GB.
+struct LayerRelease {
+    bool statistics = false;   // LayerStatistics::done() after each module; GPTQ takes each input's last H
+    bool weights = false;      // each linear's f32 weight once quantized (its bias and the norms stay)
+};
+// The same results, bit for bit, freeing what `release` allows.
+QuantizedLayer quantizeLayer(const MethodSpec& method, model::LayerWeights& weights, LayerStatistics& statistics,
+                             std::uint64_t seed, const CancelToken& cancel, const Backend* backend, LayerRelease release);
+
 // One linear (RTN, GPTQ, FP8, MXFP4, NVFP4, NF4, trellis); `h` may be null for the methods that need none.
 // `cancel`, when given, is polled inside the long ones (GPTQ between column blocks, the trellis per group).
 quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& weight, const MatrixF* h,

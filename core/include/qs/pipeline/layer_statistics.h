@@ -2,10 +2,16 @@
 // LayerStatistics: what calibration learns about one decoder layer's linear inputs. q/k/v read one
 // input and gate/up another, so each distinct input has one Hessian accumulator, shared by the
 // modules that read it (the decoder layer's hook reports each distinct input once).
+//
+// Memory: an input of n features holds n²/2 f64 running sums while it accumulates and n² f32 once
+// its H is finalized. A caller that quantizes the modules one after another can hand each module
+// back (done()) or take the last module's H for itself (takeHessian()); an input whose modules are
+// all done frees its sums and its H, so a 14336-wide down_proj's 1.6 GB live only while it is quantized.
 #include <map>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "qs/matrix.h"
 #include "qs/model/decoder_layer.h"
@@ -15,8 +21,10 @@ namespace qs::pipeline {
 
 struct InputStatistics {
     explicit InputStatistics(std::int64_t features) : hessian(features), maxAbs(VectorF::Zero(features)) {}
-    quant::HessianAccumulator hessian;
+    quant::HessianAccumulator hessian;   // released() once every module of the input is done
     VectorF maxAbs;   // max |x| per input channel
+    std::vector<std::string> modules;    // the modules that read this input, in the hook's order
+    std::size_t done = 0;                // how many of them are done
 };
 
 class LayerStatistics {
@@ -25,17 +33,31 @@ public:
     model::LinearInputHook hook();
 
     // The statistics of the input of `module` ("self_attn.k_proj"); throws qs::Error when none was seen.
+    // Its sample count, meanAbs() and maxAbs stay after the module is done; its H does not.
     const InputStatistics& input(std::string_view module) const;
-    // H = 2 XᵀX / n of that input (computed once per input, then cached).
+    // H = 2 XᵀX / n of that input (computed once per input, then cached until the input is freed).
+    // Throws qs::Error once the input's modules are all done.
     const MatrixF& hessian(std::string_view module);
     bool empty() const { return inputs_.empty(); }
-    std::size_t bytes() const;   // memory held by the accumulators
+    std::size_t bytes() const;   // memory held by the accumulators and the cached H
+
+    // Marks `module` as quantized; when it was the last module of its input, frees that input's
+    // running sums and cached H. Idempotent.
+    void done(std::string_view module);
+    // Whether `module` is the only module of its input not yet done.
+    bool lastOfInput(std::string_view module) const;
+    // The H of `module`'s input for the caller to keep (moved out of the cache, or finalized now), the
+    // input's sums freed; `module` must be the last of its input (lastOfInput), and is done afterwards.
+    MatrixF takeHessian(std::string_view module);
 
 private:
     void add(const model::LinearInput& input);
+    InputStatistics& mutableInput(std::string_view module);
+    bool isDone(std::string_view module) const { return done_.find(module) != done_.end(); }
 
     std::map<std::string, std::shared_ptr<InputStatistics>, std::less<>> inputs_;   // by module
     std::map<const InputStatistics*, MatrixF> finalized_;
+    std::map<std::string, bool, std::less<>> done_;   // modules done
 };
 
 }  // namespace qs::pipeline

@@ -22,6 +22,9 @@ struct WorkloadShape {
     model::ModelConfig config;
     int methods = 0;                     // methods to quantize
     int sequentialMethods = 0;           // of those, with their own calibration stream (GPTQ, AWQ)
+    // The finished layers as the Job keeps them (codes, packed two per byte when they fit in four
+    // bits, plus scales), in bytes per weight summed over the methods; 0: 1.1 per method.
+    double keptBytesPerWeight = 0.0;
     std::size_t calibrationTokens = 0;
     std::size_t evaluationTokens = 0;
     int evaluationSequenceLength = 0;
@@ -30,6 +33,9 @@ struct WorkloadShape {
 };
 
 ResourceEstimate estimateResources(const WorkloadShape& shape);
+// The memory the job adds to the process's current resident set at its peak (estimateResources'
+// peakBytes less residentBytes()), following the Job's design: see resource_estimate.cpp.
+std::uint64_t predictedJobBytes(const WorkloadShape& shape);
 
 // MemAvailable of /proc/meminfo, or 0 when unknown.
 std::uint64_t availableMemoryBytes();
