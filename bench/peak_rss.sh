@@ -10,7 +10,10 @@
 # under /usr/bin/time -v and prints its "Maximum resident set size".
 # Environment: QS_BUILD_DIR (default build-cli, else build), LAYERS, HIDDEN, INTERMEDIATE, HEADS,
 # KV_HEADS, VOCAB, SAMPLES, SEQ_LEN; TIME_LIMIT (seconds): Ctrl-C the run then (it stops at its next
-# cancellation check), and report the peak over the layers it got through.
+# cancellation check), and report the peak over the layers it got through; MODULE_LOG=file keeps the
+# per-module log (JSON lines with the process's RSS as each module finished).
+# Besides /usr/bin/time's maximum, /proc/PID/status is sampled every second for the largest RssAnon
+# (heap: weights, Hessians, codes) and RssFile (mapped checkpoint pages) seen.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${QS_BUILD_DIR:-}"
@@ -47,8 +50,28 @@ status=0
 /usr/bin/time -v -o "$work/time.txt" "${limit[@]}" "$build/app/cli/quantscope-cli" compare "$model" --methods gptq4 \
   --calib "$root/resources/demo/calibration.txt" --eval "$root/resources/demo/eval.txt" \
   --samples "$samples" --seq-len "$seq_len" --eval-samples 1 --force --log "$work/modules.jsonl" \
-  > "$work/compare.txt" || status=$?
+  > "$work/compare.txt" &
+runner=$!
+# The largest RssAnon and RssFile of quantscope-cli (a child of time, or of timeout under it), and
+# every 60 s a line on stderr with its high-water mark so far (VmHWM) and the modules done.
+max_anon=0 max_file=0 hwm=0 tick=0
+while kill -0 "$runner" 2>/dev/null; do
+  for pid in $(pgrep -f "quantscope-cli compare $model" || true); do
+    read -r anon file peak < <(awk '/^RssAnon:/ { a = $2 } /^RssFile:/ { f = $2 } /^VmHWM:/ { h = $2 }
+                                    END { print a + 0, f + 0, h + 0 }' "/proc/$pid/status" 2>/dev/null) || continue
+    [ "$anon" -gt "$max_anon" ] && max_anon=$anon
+    [ "$file" -gt "$max_file" ] && max_file=$file
+    [ "$peak" -gt "$hwm" ] && hwm=$peak
+  done
+  tick=$((tick + 1))
+  if [ $((tick % 60)) -eq 0 ]; then
+    echo "[$(( $(date +%s) - start )) s] peak RSS so far $((hwm / 1024)) MiB (RssAnon max $((max_anon / 1024)) MiB, RssFile max $((max_file / 1024)) MiB); modules done: $(wc -l < "$work/modules.jsonl" 2>/dev/null || echo 0); load $(cut -d' ' -f1 /proc/loadavg)" >&2
+  fi
+  sleep 1
+done
+wait "$runner" || status=$?
 seconds=$(( $(date +%s) - start ))
+[ -z "${MODULE_LOG:-}" ] || cp "$work/modules.jsonl" "$MODULE_LOG"
 if [ "$status" -ne 0 ]; then
   echo "the run stopped with status $status after ${seconds} s (130/124: TIME_LIMIT reached); modules done: $(wc -l < "$work/modules.jsonl")"
 fi
@@ -59,5 +82,7 @@ gb() { awk -v b="$1" 'BEGIN { printf "%.2f GB", b / 1e9 }'; }
 cat "$work/compare.txt"
 echo
 echo "Maximum resident set size: $(gb "$peak_bytes") (${peak_kb} kB)   target: < $(gb "$target_bytes")   $( [ "$peak_bytes" -lt "$target_bytes" ] && echo met || echo MISSED )"
+echo "largest RssAnon sampled: $(gb $((max_anon * 1024))), largest RssFile sampled: $(gb $((max_file * 1024)))"
 echo "pipeline's predicted peak:  $(gb "$predicted_bytes")   ($(echo "$predicted" | tail -n1))"
+grep -E "Elapsed|User time|System time|Percent of CPU" "$work/time.txt" | sed 's/^[[:space:]]*/time: /'
 echo "checkpoint on disk: $(du -sb "$model" | awk '{ printf "%.2f GB", $1 / 1e9 }'); wall time ${seconds} s; load after: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -123,7 +123,7 @@ void runCompare(const CompareOptions& o) {
     std::unique_ptr<std::ofstream> log;
     if (!o.log.empty()) log = std::make_unique<std::ofstream>(o.log);
     pipeline::ModuleLogCallback onModule;
-    if (log) onModule = [&](const pipeline::ModuleLog& m) { *log << pipeline::toJson(m).dump() << '\n'; };
+    if (log) onModule = [&](const pipeline::ModuleLog& m) { *log << pipeline::toJson(m).dump() << '\n' << std::flush; };
 
     pipeline::CancelToken cancel;
     const SigintCancel sigint(cancel);
