@@ -13,6 +13,7 @@
 
 #include "number_format.h"
 #include "plot_view.h"
+#include "spin_box.h"
 #include "qs/io/tensor_name.h"
 
 namespace qs::gui {
@@ -22,20 +23,12 @@ constexpr int kListedChannels = 32;   // the head of the act-order, listed in th
 const QColor kChannelColor(70, 130, 180);
 const QColor kFirstColor(214, 69, 65);
 
-QSpinBox* spinBox(int low, int high, int value, QWidget* parent) {
-    auto* box = new QSpinBox(parent);
-    box->setRange(low, high);
-    box->setValue(value);
-    box->setKeyboardTracking(false);
-    return box;
-}
-
 }  // namespace
 
 HessianPage::HessianPage(QWidget* parent)
     : InspectorPage(parent),
-      samples_(spinBox(1, 1024, 8, this)),
-      sequenceLength_(spinBox(8, 4096, 128, this)),
+      samples_(makeSpinBox(1, 1024, 8, this)),
+      sequenceLength_(makeSpinBox(8, 4096, 128, this)),
       plot_(new PlotView(this)),
       table_(new QTableWidget(0, 3, this)),
       caption_(new QLabel(this)) {

@@ -79,17 +79,7 @@ void OutputErrorPlot::drawMethod(const pipeline::MethodResult& m, int index) {
 
 void OutputErrorPlot::resetView() {
     xAxis->setRange(-0.5, std::max<double>(static_cast<double>(linears_.size()), 1.0) - 0.5);
-    QCPRange all;
-    bool found = false;
-    for (int g = 0; g < graphCount(); ++g) {
-        bool ok = false;
-        const QCPRange r = graph(g)->getValueRange(ok);
-        if (!ok) continue;
-        all = found ? QCPRange(std::min(all.lower, r.lower), std::max(all.upper, r.upper)) : r;
-        found = true;
-    }
-    if (found) yAxis->setRange(all.lower / 3.0, all.upper * 3.0);
-    else yAxis->setRange(1e-4, 1.0);
+    fitLogValueAxis(1e-4);
     replot();
 }
 

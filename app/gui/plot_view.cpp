@@ -1,5 +1,7 @@
 #include "plot_view.h"
 
+#include <algorithm>
+
 #include <QContextMenuEvent>
 #include <QFileDialog>
 #include <QMenu>
@@ -31,6 +33,20 @@ void PlotView::setTitle(const QString& title) {
         plotLayout()->addElement(0, 0, title_);
     }
     title_->setText(title);
+}
+
+void PlotView::fitLogValueAxis(double lowerWhenEmpty) {
+    QCPRange all;
+    bool found = false;
+    for (int g = 0; g < graphCount(); ++g) {
+        bool ok = false;
+        const QCPRange r = graph(g)->getValueRange(ok);
+        if (!ok) continue;
+        all = found ? QCPRange(std::min(all.lower, r.lower), std::max(all.upper, r.upper)) : r;
+        found = true;
+    }
+    if (found) yAxis->setRange(all.lower / 3.0, all.upper * 3.0);
+    else yAxis->setRange(lowerWhenEmpty, 1.0);
 }
 
 void PlotView::exportTo(ExportFormat format, const QString& path) {

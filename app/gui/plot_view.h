@@ -36,6 +36,10 @@ signals:
     void exportFailed(const QString& message);
 
 protected:
+    // The value axis (logarithmic) over every graph's data with a factor 3 of margin either side;
+    // [lowerWhenEmpty, 1] when no graph has data.
+    void fitLogValueAxis(double lowerWhenEmpty);
+
     void mousePressEvent(QMouseEvent* event) override;
     void mouseReleaseEvent(QMouseEvent* event) override;
     void mouseMoveEvent(QMouseEvent* event) override;

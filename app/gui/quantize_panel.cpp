@@ -21,6 +21,7 @@
 
 #include "number_format.h"
 #include "qs/pipeline/job.h"
+#include "spin_box.h"
 
 namespace qs::gui {
 namespace {
@@ -63,14 +64,6 @@ QComboBox* groupSizeBox(QWidget* parent) {
     return box;
 }
 
-QSpinBox* spinBox(int low, int high, int value, QWidget* parent) {
-    auto* box = new QSpinBox(parent);
-    box->setRange(low, high);
-    box->setValue(value);
-    box->setKeyboardTracking(false);
-    return box;
-}
-
 }  // namespace
 
 std::string QuantizePanel::MethodRow::name() const {
@@ -107,7 +100,7 @@ QWidget* QuantizePanel::createMethods() {
         connect(row.check, &QCheckBox::toggled, this, &QuantizePanel::updateStartButton);
         if (row.variableBits) {
             const bool trellis = row.prefix == "trellis";
-            row.bits = spinBox(trellis ? 1 : 2, trellis ? 4 : 8, spec.bits, box);
+            row.bits = makeSpinBox(trellis ? 1 : 2, trellis ? 4 : 8, spec.bits, box);
             grid->addWidget(row.bits, at, 1);
             connect(row.bits, &QSpinBox::valueChanged, this, &QuantizePanel::scheduleEstimate);
         }
@@ -143,9 +136,9 @@ QWidget* QuantizePanel::createTexts() {
     const QString bundled = tr("bundled (beside the checkpoint, else the demo's)");
     calibrationFile_ = createFileField(bundled);
     evaluationFile_ = createFileField(bundled);
-    samples_ = spinBox(1, 4096, 16, box);
-    sequenceLength_ = spinBox(8, 8192, 128, box);
-    evaluationSamples_ = spinBox(1, 4096, 8, box);
+    samples_ = makeSpinBox(1, 4096, 16, box);
+    sequenceLength_ = makeSpinBox(8, 8192, 128, box);
+    evaluationSamples_ = makeSpinBox(1, 4096, 8, box);
     form->addRow(tr("Calibration text:"), calibrationFile_);
     form->addRow(tr("Samples:"), samples_);
     form->addRow(tr("Sequence length:"), sequenceLength_);

@@ -124,6 +124,12 @@ TEST_F(QuantizeJobTest, ASmallJobDrawsOneKlBarPerMethodAndItsLayers) {
     EXPECT_LT(fp8.kl.meanKld.value, rtn.kl.meanKld.value);
     ASSERT_EQ(rtn.perLayerKl.size(), 2u);
     for (std::size_t l = 0; l < 2; ++l) EXPECT_LT(fp8.perLayerKl[l], rtn.perLayerKl[l]);
+    // The log axis spans every point with a factor 3 of margin (PlotView::fitLogValueAxis).
+    const QCPRange yRange = page.klPerLayer()->yAxis->range();
+    const double lowest = std::min(fp8.perLayerKl[0], fp8.perLayerKl[1]);
+    const double highest = std::max(rtn.perLayerKl[0], rtn.perLayerKl[1]);
+    EXPECT_NEAR(yRange.lower, lowest / 3.0, 1e-6 * lowest);
+    EXPECT_NEAR(yRange.upper, highest * 3.0, 1e-6 * highest);
     // The log dock got every module of every layer of both methods (7 linears per Qwen3 layer).
     EXPECT_EQ(window.moduleLog()->rowCount(), 2 * 2 * 7);
     EXPECT_EQ(page.outputError()->linears().size(), 14u);
