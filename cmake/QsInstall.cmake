@@ -22,6 +22,10 @@ install(DIRECTORY
     ${PROJECT_SOURCE_DIR}/resources/text
   DESTINATION ${CMAKE_INSTALL_DATADIR}/quantscope)
 
+# The licence: Debian's machine-readable copyright file (GPL-3.0-or-later, the bundled data's own
+# terms) where dpkg and lintian look for it, the full GPL text beside it for other installs.
+install(FILES ${QS_PACKAGING_DIR}/copyright ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DATADIR}/doc/quantscope)   # the package name, not PROJECT_NAME
+
 # Icons: the SVG for every size, and PNGs at the sizes desktops ask for, rendered from it at build
 # time. Without a renderer the one PNG in resources/ goes in at the size it has.
 set(qs_icon_svg ${PROJECT_SOURCE_DIR}/resources/icons/quantscope.svg)

@@ -45,6 +45,7 @@ check_installed() {
         usr/share/quantscope/models/stories260K/model.safetensors \
         usr/share/quantscope/models/stories260K/LICENSE \
         usr/share/quantscope/text/the-verdict.txt \
+        usr/share/doc/quantscope/copyright usr/share/doc/quantscope/LICENSE \
         usr/share/man/man1/quantscope-cli.1.gz; do
         [ -s "$root/$f" ] || fail "not installed: /$f"
     done
