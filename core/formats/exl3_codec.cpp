@@ -5,7 +5,6 @@
 // get_tensors, unpack_bf), conversion/quant_config.py create_quantization_config_json
 // (tensor_storage), exl3_lib/quantize.py (the multipliers). The arithmetic is exl3_decode.cpp.
 #include <cstring>
-#include <fstream>
 #include <sstream>
 
 #include "codecs.h"
@@ -131,16 +130,6 @@ Exl3Linear readHeader(const io::Checkpoint& ck, const std::string& p, const nloh
     return l;
 }
 
-nlohmann::json readJson(const std::filesystem::path& path) {
-    std::ifstream in(path);
-    if (!in) return {};
-    try {
-        return nlohmann::json::parse(in);
-    } catch (const nlohmann::json::exception& e) {
-        throw Error(path.string() + ": not valid JSON (" + e.what() + ")");
-    }
-}
-
 class Exl3Codec final : public LinearCodec {
 public:
     std::string_view name() const override { return "exl3"; }
@@ -209,7 +198,7 @@ bool looksLikeExl3(const io::Checkpoint& ck) {
 }
 
 void addExl3TensorStorage(const io::Checkpoint& ck, nlohmann::json& config) {
-    const auto file = readJson(ck.root() / "quantization_config.json");
+    const auto file = readJsonFile(ck.root() / "quantization_config.json");
     if (!file.is_object()) return;
     if (config.empty() && lowerCase(jsonString(file, "quant_method", "")) == "exl3") {
         config = file;   // a config.json without quantization_config: the second file has the same keys

@@ -8,8 +8,6 @@
 
 namespace qs::formats::detail {
 
-namespace {
-
 nlohmann::json readJsonFile(const std::filesystem::path& path) {
     std::ifstream in(path);
     if (!in) return {};
@@ -19,6 +17,8 @@ nlohmann::json readJsonFile(const std::filesystem::path& path) {
         throw Error(path.string() + ": not valid JSON (" + e.what() + ")");
     }
 }
+
+namespace {
 
 // hf_quant_config.json: {"producer": {...}, "quantization": {"quant_algo", "group_size",
 // "exclude_modules", "quantized_layers", ...}} -> the config.json form (FORMATS.md 7).

@@ -2,6 +2,7 @@
 // The quantization config of a checkpoint in one shape: config.json's quantization_config, else
 // quantize_config.json (AutoGPTQ), else hf_quant_config.json (ModelOpt, whose nested
 // {"producer", "quantization": {...}} form is flattened to the config.json form), else {}.
+#include <filesystem>
 #include <string>
 #include <string_view>
 
@@ -12,6 +13,9 @@
 namespace qs::formats::detail {
 
 nlohmann::json loadQuantConfig(const io::Checkpoint& checkpoint);
+
+// A JSON file's content; {} when the file does not exist, a qs::Error naming it when it is not JSON.
+nlohmann::json readJsonFile(const std::filesystem::path& path);
 
 // Lenient readers: producers write numbers as strings and booleans as 0/1 now and then.
 int jsonInt(const nlohmann::json& j, std::string_view key, int fallback);
