@@ -52,7 +52,7 @@ bool awqCanScale(const std::vector<std::string_view>& group, const model::LayerW
 
 std::vector<quant::QuantizedLinear> quantizeAwqGroup(const MethodSpec& method, const std::vector<std::string_view>& group,
                                                      const model::LayerWeights& weights, LayerStatistics& statistics,
-                                                     bool canScale) {
+                                                     bool canScale, const Backend* backend) {
     if (statistics.empty()) throw Error(method.label() + " needs calibration inputs");
     std::vector<const MatrixF*> ws;
     for (auto module : group) ws.push_back(&weights.linear(module).weight);
@@ -62,12 +62,13 @@ std::vector<quant::QuantizedLinear> quantizeAwqGroup(const MethodSpec& method, c
     options.sym = method.sym;
     if (!canScale) options.grid = 1;   // α = 0 only: RTN
     const auto& input = statistics.input(group.front());
-    return quant::quantizeAwqFromStats(ws, input.hessian.meanAbs(), statistics.hessian(group.front()), options).linears;
+    return orCpu(backend).awq(ws, input.hessian.meanAbs(), statistics.hessian(group.front()), options).linears;
 }
 
 // `releasable` (the same object as `weights`, or null) loses each group's weights once the group is done.
 QuantizedLayer quantizeAwqLayer(const MethodSpec& method, const model::LayerWeights& weights, model::LayerWeights* releasable,
-                                LayerStatistics& statistics, const CancelToken& cancel, bool releaseStatistics) {
+                                LayerStatistics& statistics, const CancelToken& cancel, const Backend* backend,
+                                bool releaseStatistics) {
     std::vector<bool> canScale;   // decided before any weight is freed (o_proj's depends on v_proj's shape)
     for (const auto& group : kAwqGroups) canScale.push_back(awqCanScale(group, weights));
     QuantizedLayer layer;
@@ -75,7 +76,7 @@ QuantizedLayer quantizeAwqLayer(const MethodSpec& method, const model::LayerWeig
         const auto& group = kAwqGroups[g];
         cancel.throwIfCancelled();
         const auto start = std::chrono::steady_clock::now();
-        auto linears = quantizeAwqGroup(method, group, weights, statistics, canScale[g]);
+        auto linears = quantizeAwqGroup(method, group, weights, statistics, canScale[g], backend);
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
         for (std::size_t i = 0; i < group.size(); ++i) {
             linears[i].seconds = seconds / double(group.size());
@@ -102,7 +103,7 @@ QuantizedLayer quantizeLayerReleasing(const MethodSpec& method, const model::Lay
                                       model::LayerWeights* releasable, LayerStatistics& statistics, std::uint64_t seed,
                                       const CancelToken& cancel, const Backend* backend, bool releaseStatistics) {
     if (method.kind == MethodKind::Awq)
-        return quantizeAwqLayer(method, weights, releasable, statistics, cancel, releaseStatistics);
+        return quantizeAwqLayer(method, weights, releasable, statistics, cancel, backend, releaseStatistics);
     QuantizedLayer layer;
     for (std::string_view module : model::LayerWeights::kLinearModules) {
         cancel.throwIfCancelled();

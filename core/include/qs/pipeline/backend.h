@@ -13,7 +13,10 @@
 #include <string>
 #include <string_view>
 
+#include <vector>
+
 #include "qs/matrix.h"
+#include "qs/quant/awq.h"
 #include "qs/quant/fp8.h"
 #include "qs/quant/gptq.h"
 #include "qs/quant/nf4.h"
@@ -60,6 +63,12 @@ public:
     virtual quant::QuantizedLinear nvfp4(const MatrixF& w) const = 0;
     virtual quant::QuantizedLinear nf4(const MatrixF& w, const quant::Nf4Options& options) const = 0;
     virtual quant::QuantizedLinear trellis(const MatrixF& w, const quant::TrellisOptions& options) const = 0;
+    // AWQ's α search from calibration statistics (quant::quantizeAwqFromStats): the linears reading one
+    // input, its mean |x| per channel and H. The default runs the CPU search.
+    virtual quant::AwqResult awq(const std::vector<const MatrixF*>& weights, const VectorF& meanAbs, const MatrixF& h,
+                                 const quant::AwqOptions& options) const {
+        return quant::quantizeAwqFromStats(weights, meanAbs, h, options);
+    }
     // The f32 weight of an FP8, MXFP4, NVFP4 or NF4 layer (other kinds: q.dequantize()).
     virtual MatrixF decode(const quant::QuantizedLinear& q) const = 0;
 };
