@@ -2,7 +2,6 @@
 
 #include <array>
 
-#include "qs/model/attention.h"
 #include "qs/model/rms_norm.h"
 
 namespace qs::model {
@@ -13,6 +12,8 @@ constexpr std::array<std::string_view, 1> kO{"self_attn.o_proj"};
 constexpr std::array<std::string_view, 2> kGateUp{"mlp.gate_proj", "mlp.up_proj"};
 constexpr std::array<std::string_view, 1> kDown{"mlp.down_proj"};
 
+const LayerMath& math(const DecoderLayerContext& c) { return c.math ? *c.math : cpuLayerMath(); }
+
 void notify(const DecoderLayerContext& c, std::span<const std::string_view> modules, const MatrixF& x) {
     if (c.hook && *c.hook) (*c.hook)(LinearInput{c.layer, modules, x});
 }
@@ -20,9 +21,10 @@ void notify(const DecoderLayerContext& c, std::span<const std::string_view> modu
 MatrixF attentionBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c) {
     const ModelConfig& cfg = c.config;
     notify(c, kQkv, normed);
-    MatrixF q = w.q(normed);
-    MatrixF k = w.k(normed);
-    MatrixF v = w.v(normed);
+    const LayerMath& m = math(c);
+    MatrixF q = m.linear(normed, w.q);
+    MatrixF k = m.linear(normed, w.k);
+    MatrixF v = m.linear(normed, w.v);
     if (w.qNorm.size() > 0) rmsNormHeadsInPlace(q, w.qNorm, cfg.rmsNormEps);
     if (w.kNorm.size() > 0) rmsNormHeadsInPlace(k, w.kNorm, cfg.rmsNormEps);
     c.rope.apply(q, cfg.numHeads, c.firstPosition);
@@ -32,22 +34,23 @@ MatrixF attentionBlock(const LayerWeights& w, const MatrixF& normed, const Decod
     MatrixF context;
     if (c.cache) {
         c.cache->append(c.layer, k, v);
-        context = causalAttention(q, c.cache->keys(c.layer), c.cache->values(c.layer), shape);
+        context = m.attention(q, c.cache->keys(c.layer), c.cache->values(c.layer), shape);
     } else {
-        context = causalAttention(q, k, v, shape);
+        context = m.attention(q, k, v, shape);
     }
     notify(c, kO, context);
-    return w.o(context);
+    return m.linear(context, w.o);
 }
 
 MatrixF mlpBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c) {
     notify(c, kGateUp, normed);
-    MatrixF gate = w.gate(normed);
-    const MatrixF up = w.up(normed);
+    const LayerMath& m = math(c);
+    MatrixF gate = m.linear(normed, w.gate);
+    const MatrixF up = m.linear(normed, w.up);
     // SiLU(g) * u, with SiLU(g) = g / (1 + e^-g) as torch computes it.
     gate.array() = gate.array() / (1.0f + (-gate.array()).exp()) * up.array();
     notify(c, kDown, gate);
-    return w.down(gate);
+    return m.linear(gate, w.down);
 }
 
 }  // namespace

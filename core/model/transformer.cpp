@@ -46,7 +46,7 @@ void Transformer::runLayer(int layer, const LayerWeights& weights, MatrixF& hidd
     if (hidden.cols() != config_.hiddenSize)
         throw Error("transformer: hidden states have " + std::to_string(hidden.cols()) + " columns, the model " +
                     std::to_string(config_.hiddenSize));
-    runDecoderLayer(weights, hidden, DecoderLayerContext{config_, rope_, layer, 0, nullptr, &hook});
+    runDecoderLayer(weights, hidden, DecoderLayerContext{config_, rope_, layer, 0, nullptr, &hook, math_.get()});
 }
 
 void Transformer::runLayerAt(int layer, MatrixF& hidden, int firstPosition, KvCache* cache, const LinearInputHook* hook) {
@@ -54,7 +54,7 @@ void Transformer::runLayerAt(int layer, MatrixF& hidden, int firstPosition, KvCa
         throw Error("transformer: hidden states have " + std::to_string(hidden.cols()) + " columns, the model " +
                     std::to_string(config_.hiddenSize));
     const LayerWeights& w = layerWeights(layer);
-    runDecoderLayer(w, hidden, DecoderLayerContext{config_, rope_, layer, firstPosition, cache, hook});
+    runDecoderLayer(w, hidden, DecoderLayerContext{config_, rope_, layer, firstPosition, cache, hook, math_.get()});
 }
 
 MatrixF Transformer::finalLogits(const MatrixF& hidden) const {

@@ -11,6 +11,7 @@ Hidden embedAll(const model::Transformer& model, const TokenSequences& sequences
 
 void runLayerAll(model::Transformer& model, int layer, Hidden& hidden, const CancelToken& cancel,
                  const model::LinearInputHook& hook) {
+    const auto resident = model.layerMath().keepResident(model.layerWeights(layer));
     for (auto& h : hidden) {
         cancel.throwIfCancelled();
         model.runLayer(layer, h, hook);
@@ -19,6 +20,7 @@ void runLayerAll(model::Transformer& model, int layer, Hidden& hidden, const Can
 
 void runLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights, Hidden& hidden,
                  const CancelToken& cancel, const model::LinearInputHook& hook) {
+    const auto resident = model.layerMath().keepResident(weights);
     for (auto& h : hidden) {
         cancel.throwIfCancelled();
         model.runLayer(layer, weights, h, hook);
@@ -27,6 +29,7 @@ void runLayerAll(const model::Transformer& model, int layer, const model::LayerW
 
 void observeLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights,
                      const Hidden& hidden, const CancelToken& cancel, const model::LinearInputHook& hook) {
+    const auto resident = model.layerMath().keepResident(weights);
     for (const auto& h : hidden) {
         cancel.throwIfCancelled();
         MatrixF copy = h;

@@ -116,7 +116,7 @@ public:
           checkpoint_(io::Checkpoint::open(plan.checkpoint)),
           config_(model::ModelConfig::fromJson(checkpoint_.config(), (checkpoint_.root() / "config.json").string())),
           weights_(std::make_shared<model::CheckpointWeights>(checkpoint_, config_)),
-          base_(config_, weights_) {}
+          base_(makeModel()) {}
 
     JobResult run() {
         const auto start = Clock::now();
@@ -140,6 +140,13 @@ public:
     }
 
 private:
+    // A model of the checkpoint whose forward passes run where the backend runs.
+    model::Transformer makeModel() const {
+        model::Transformer model(config_, weights_);
+        if (plan_.backend) model.setLayerMath(plan_.backend->layerMath());
+        return model;
+    }
+
     void report(const std::string& stage, int step, int steps, double fraction, const std::string& message) {
         if (progress_) progress_({stage, step, steps, fraction, message});
     }
@@ -148,7 +155,7 @@ private:
         calibration_ = embedAll(base_, plan_.calibration);
         evaluation_ = embedAll(base_, plan_.evaluation);
         for (const auto& m : plan_.methods) {
-            MethodStream s{MethodResult{}, model::Transformer(config_, weights_), {}, evaluation_, false, {}};
+            MethodStream s{MethodResult{}, makeModel(), {}, evaluation_, false, {}};
             s.result.method = m;
             s.ownCalibration = plan_.trueSequential && m.needsCalibration() && !plan_.calibration.empty();
             if (s.ownCalibration) s.calibration = calibration_;

@@ -23,6 +23,7 @@
 #include "qs/io/dtype.h"
 #include "qs/model/greedy_decoder.h"
 #include "qs/model/kv_cache.h"
+#include "qs/model/layer_math.h"
 #include "qs/model/model_config.h"
 #include "qs/model/rope.h"
 #include "qs/model/transformer.h"
@@ -441,6 +442,50 @@ TEST(SmallTransformer, KvCacheStepsEqualTheFullForward) {
     }
     EXPECT_EQ(cache.length(), int(kTokens.size()));
     EXPECT_LT((rows - full).cwiseAbs().maxCoeff(), 1e-5f);
+}
+
+// A LayerMath that records what it was asked and can perturb one linear, so the tests can see that
+// every GEMM and attention of a forward pass (cached or not) goes through the model's LayerMath.
+class RecordingMath final : public LayerMath {
+public:
+    std::string_view name() const override { return "recording"; }
+    MatrixF linear(const MatrixF& x, const Linear& l) const override {
+        ++linears;
+        MatrixF y = cpuLayerMath().linear(x, l);
+        if (l.weight.rows() == perturbRows) y.array() += 0.5f;
+        return y;
+    }
+    MatrixF attention(const Eigen::Ref<const MatrixF>& q, const Eigen::Ref<const MatrixF>& k,
+                      const Eigen::Ref<const MatrixF>& v, const AttentionShape& shape) const override {
+        ++attentions;
+        return cpuLayerMath().attention(q, k, v, shape);
+    }
+    mutable int linears = 0;
+    mutable int attentions = 0;
+    std::int64_t perturbRows = -1;
+};
+
+TEST(SmallTransformer, EveryGemmAndAttentionRunsOnTheModelsLayerMath) {
+    const ModelConfig c = smallConfig();
+    Transformer model(c, randomWeights(c, 3, true));
+    EXPECT_EQ(model.layerMath().name(), "CPU");
+    const MatrixF reference = model.forward(kTokens);
+    auto math = std::make_shared<RecordingMath>();
+    model.setLayerMath(math);
+    EXPECT_EQ(model.forward(kTokens), reference);   // the CPU's arithmetic, reached through the interface
+    EXPECT_EQ(math->linears, 7 * c.numLayers);
+    EXPECT_EQ(math->attentions, c.numLayers);
+
+    KvCache cache(c, 32);
+    const std::span<const TokenId> all(kTokens);
+    model.forward(all.first(4), cache);
+    model.forward(all.subspan(4, 1), cache);
+    EXPECT_EQ(math->attentions, 3 * c.numLayers);
+
+    math->perturbRows = c.intermediateSize;   // gate, up and (24 = 4 heads x 6) q
+    EXPECT_GT((model.forward(kTokens) - reference).cwiseAbs().maxCoeff(), 1e-3f);
+    model.setLayerMath(nullptr);
+    EXPECT_EQ(model.forward(kTokens), reference);
 }
 
 TEST(SmallTransformer, OverriddenLinearIsUsedAndCanBeCleared) {

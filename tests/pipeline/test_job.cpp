@@ -8,6 +8,7 @@
 #include "qs/error.h"
 #include "qs/model/tokenizer.h"
 #include "qs/pipeline/job.h"
+#include "delegating_backend.h"
 #include "synthetic_checkpoint.h"
 
 using namespace qs;
@@ -89,6 +90,48 @@ TEST_F(JobTest, PerLayerKlIsMeasuredForEveryLayer) {
         EXPECT_LT(m.perLayerKl[0], m.kl.meanKld.value * 1.5);
     }
     EXPECT_GT(find(r, "rtn2").perLayerKl[0], find(r, "rtn4").perLayerKl[0]);
+}
+
+// The CPU's arithmetic through the LayerMath interface, counting GEMMs and the device-residency
+// scopes a backend's math would see.
+class CountingMath final : public model::LayerMath {
+public:
+    std::string_view name() const override { return "counting"; }
+    MatrixF linear(const MatrixF& x, const model::Linear& l) const override {
+        ++linears;
+        return model::cpuLayerMath().linear(x, l);
+    }
+    MatrixF attention(const Eigen::Ref<const MatrixF>& q, const Eigen::Ref<const MatrixF>& k,
+                      const Eigen::Ref<const MatrixF>& v, const model::AttentionShape& shape) const override {
+        return model::cpuLayerMath().attention(q, k, v, shape);
+    }
+    std::shared_ptr<void> keepResident(const model::LayerWeights&) const override {
+        ++scopes;
+        ++live;
+        return std::shared_ptr<void>(nullptr, [this](void*) { --live; });
+    }
+    mutable std::atomic<int> linears = 0, scopes = 0, live = 0;
+};
+
+class BackendWithMath final : public test::DelegatingBackend {
+public:
+    std::shared_ptr<const model::LayerMath> layerMath() const override { return math; }
+    std::shared_ptr<CountingMath> math = std::make_shared<CountingMath>();
+};
+
+TEST_F(JobTest, ForwardPassesRunOnTheBackendsLayerMath) {
+    const JobResult cpu = Job(planFor(dir_, "gptq4,awq4")).run({}, CancelToken{});
+    JobPlan plan = planFor(dir_, "gptq4,awq4");
+    auto backend = std::make_shared<BackendWithMath>();
+    plan.backend = backend;
+    const JobResult routed = Job(std::move(plan)).run({}, CancelToken{});
+    for (const char* name : {"gptq4", "awq4"})
+        EXPECT_EQ(find(routed, name).kl.meanKld.value, find(cpu, name).kl.meanKld.value) << name;
+    // 2 layers x 7 linears per sequence: 8 calibration and 4 evaluation sequences through the
+    // original, 4 evaluation ones through each of the two methods.
+    EXPECT_GE(backend->math->linears.load(), 2 * 7 * (8 + 4 + 2 * 4));
+    EXPECT_GT(backend->math->scopes.load(), 0);
+    EXPECT_EQ(backend->math->live.load(), 0) << "a residency scope outlived its layer";
 }
 
 TEST_F(JobTest, EightBitRtnIsNearLossless) {

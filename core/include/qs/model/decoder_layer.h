@@ -9,6 +9,7 @@
 
 #include "qs/matrix.h"
 #include "qs/model/kv_cache.h"
+#include "qs/model/layer_math.h"
 #include "qs/model/layer_weights.h"
 #include "qs/model/model_config.h"
 #include "qs/model/rope.h"
@@ -31,6 +32,7 @@ struct DecoderLayerContext {
     int firstPosition = 0;         // position of hidden's first row
     KvCache* cache = nullptr;      // when set, keys/values are appended and attention spans the cache
     const LinearInputHook* hook = nullptr;
+    const LayerMath* math = nullptr;   // where the GEMMs and attention run; null: cpuLayerMath()
 };
 
 // Runs the layer over hidden [T, hiddenSize] in place.

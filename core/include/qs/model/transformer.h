@@ -9,7 +9,8 @@
 // (or every layer, with Options::keepAllLayers, for repeated decoding of a small model). Any linear can
 // be replaced, e.g. by a quantized version, and is then materialized only when its layer runs.
 //
-// Not thread-safe: the layer cache is mutable state. Eigen's GEMMs use all OpenMP threads.
+// Not thread-safe: the layer cache is mutable state. Eigen's GEMMs use all OpenMP threads; with
+// setLayerMath() the GEMMs and attention run elsewhere (a CUDA device).
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -61,6 +62,11 @@ public:
     // Runs `tokens` after the positions already in `cache` (and appends theirs): [T, vocab].
     MatrixF forward(std::span<const TokenId> tokens, KvCache& cache);
 
+    // --- where the arithmetic runs ---------------------------------------------------------------
+    // Every layer's GEMMs and attention run on `math` (null: cpuLayerMath(), the default).
+    void setLayerMath(std::shared_ptr<const LayerMath> math) { math_ = std::move(math); }
+    const LayerMath& layerMath() const { return math_ ? *math_ : cpuLayerMath(); }
+
     // --- weights --------------------------------------------------------------------------------
     // The f32 weights of `layer` (with overrides applied), loaded now unless cached.
     const LayerWeights& layerWeights(int layer);
@@ -84,6 +90,7 @@ private:
     RotaryEmbedding rope_;
     VectorF finalNorm_;
     std::map<std::pair<int, std::string>, WeightProvider, std::less<>> overrides_;
+    std::shared_ptr<const LayerMath> math_;
     std::map<int, LayerWeights> cache_;   // one layer, or all with keepAllLayers
 };
 

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "qs/matrix.h"
+#include "qs/model/layer_math.h"
 #include "qs/quant/awq.h"
 #include "qs/quant/fp8.h"
 #include "qs/quant/gptq.h"
@@ -69,6 +70,9 @@ public:
                                  const quant::AwqOptions& options) const {
         return quant::quantizeAwqFromStats(weights, meanAbs, h, options);
     }
+    // Where the forward passes of calibration and evaluation run their GEMMs and attention on this
+    // backend; null: on the CPU (model::cpuLayerMath()).
+    virtual std::shared_ptr<const model::LayerMath> layerMath() const { return nullptr; }
     // The f32 weight of an FP8, MXFP4, NVFP4 or NF4 layer (other kinds: q.dequantize()).
     virtual MatrixF decode(const quant::QuantizedLinear& q) const = 0;
 };
