@@ -8,6 +8,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <vector>
 
 #include "qs/error.h"
 
@@ -105,6 +106,29 @@ std::string checkTrellis(const Backend& device, const Backend& cpu, const Matrix
     return why;
 }
 
+// The device may search the α grid in another summation order, never pick another α or code.
+std::string checkAwq(const Backend& device, const Backend& cpu, const MatrixF& x, const MatrixF& h) {
+    const MatrixF gate = seededNormal(96, 256, 0.02f, 31), up = seededNormal(64, 256, 0.02f, 37);
+    const std::vector<const MatrixF*> weights{&gate, &up};
+    const VectorF meanAbs = x.cwiseAbs().colwise().mean().transpose();
+    for (const bool sym : {false, true}) {
+        const quant::AwqOptions o{.groupSize = 64, .sym = sym};
+        const auto d = device.awq(weights, meanAbs, h, o);
+        const auto c = cpu.awq(weights, meanAbs, h, o);
+        const std::string what = sym ? "AWQ (symmetric)" : "AWQ";
+        if (d.gridError.size() != c.gridError.size()) return what + " searched another grid";
+        for (std::size_t i = 0; i < c.gridError.size(); ++i)
+            if (!(std::abs(d.gridError[i] - c.gridError[i]) <= 1e-4 * std::abs(c.gridError[i])))
+                return what + " grid error differs at α = " + std::to_string(double(i) / double(c.gridError.size())) +
+                       " by more than 1e-4 (relative)";
+        if (d.alpha != c.alpha) return what + " chose α = " + std::to_string(d.alpha) + ", the CPU " + std::to_string(c.alpha);
+        if (d.linears.size() != c.linears.size()) return what + " returned " + std::to_string(d.linears.size()) + " linears";
+        for (std::size_t i = 0; i < c.linears.size(); ++i)
+            if (std::string why = exactMismatch(what.c_str(), d.linears[i], c.linears[i]); !why.empty()) return why;
+    }
+    return {};
+}
+
 }  // namespace
 
 std::string backendSelfCheck(const Backend& device) {
@@ -115,6 +139,7 @@ std::string backendSelfCheck(const Backend& device) {
         MatrixF h;
         std::string why = checkHessian(device, *cpu, x, h);
         if (why.empty()) why = checkGptq(device, *cpu, w, h);
+        if (why.empty()) why = checkAwq(device, *cpu, x, h);
         if (why.empty()) why = checkFormats(device, *cpu, w);
         if (why.empty()) why = checkTrellis(device, *cpu, w.topRows(4));
         return why;

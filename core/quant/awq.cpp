@@ -63,33 +63,39 @@ void checkWeights(const std::vector<const MatrixF*>& weights, std::int64_t featu
             throw Error("AWQ: every weight must have " + std::to_string(features) + " input columns");
 }
 
-AwqResult search(const std::vector<const MatrixF*>& weights, const VectorF& meanAbs, const Calibration& calib,
-                 const MatrixF* h, const AwqOptions& o) {
-    const auto start = std::chrono::steady_clock::now();
-    checkWeights(weights, meanAbs.size());
-    if (o.grid <= 0) throw Error("AWQ: the grid needs at least one point");
-    AwqResult best;
-    double bestError = std::numeric_limits<double>::infinity();
-    for (int step = 0; step < o.grid; ++step) {
-        const double alpha = static_cast<double>(step) / o.grid;
-        const std::vector<float> s = awqScales(meanAbs, alpha);
-        double error = 0.0;
-        for (const MatrixF* w : weights) error += calib.mse(scaledError(*w, s, o, nullptr, nullptr));
-        best.gridError.push_back(error);
-        if (error < bestError) {   // strictly smaller: ties keep the smaller α, as the seed does
-            bestError = error;
-            best.alpha = alpha;
-            best.scales = s;
+// Strictly smaller wins: ties keep the smaller α, as the seed does.
+double bestAlpha(const std::vector<double>& gridError) {
+    double alpha = 0.0, bestError = std::numeric_limits<double>::infinity();
+    for (std::size_t step = 0; step < gridError.size(); ++step)
+        if (gridError[step] < bestError) {
+            bestError = gridError[step];
+            alpha = static_cast<double>(step) / static_cast<double>(gridError.size());
         }
-    }
-    MatrixF hScaled;   // H of X / s, for the clip search on the scaled weights
-    if (o.clipSearch) {
-        if (!h) throw Error("AWQ: the clip search needs H");
-        hScaled = *h;
-        for (std::int64_t r = 0; r < hScaled.rows(); ++r)
-            for (std::int64_t c = 0; c < hScaled.cols(); ++c)
-                hScaled(r, c) /= best.scales[static_cast<std::size_t>(r)] * best.scales[static_cast<std::size_t>(c)];
-    }
+    return alpha;
+}
+
+// H of X / s, for the clip search on the scaled weights.
+MatrixF scaledHessian(const MatrixF& h, const std::vector<float>& s) {
+    MatrixF hScaled = h;
+    for (std::int64_t r = 0; r < hScaled.rows(); ++r)
+        for (std::int64_t c = 0; c < hScaled.cols(); ++c)
+            hScaled(r, c) /= s[static_cast<std::size_t>(r)] * s[static_cast<std::size_t>(c)];
+    return hScaled;
+}
+
+// Picks α from the grid's errors, then quantizes and measures every weight at that α. `start` times
+// the whole search.
+AwqResult finish(const std::vector<const MatrixF*>& weights, const VectorF& meanAbs, const Calibration& calib,
+                 const MatrixF* h, std::vector<double> gridError, const AwqOptions& o,
+                 std::chrono::steady_clock::time_point start) {
+    if (gridError.size() != static_cast<std::size_t>(o.grid))
+        throw Error("AWQ: " + std::to_string(gridError.size()) + " grid errors for a grid of " + std::to_string(o.grid));
+    AwqResult best;
+    best.alpha = bestAlpha(gridError);
+    best.gridError = std::move(gridError);
+    best.scales = awqScales(meanAbs, best.alpha);
+    if (o.clipSearch && !h) throw Error("AWQ: the clip search needs H");
+    const MatrixF hScaled = o.clipSearch ? scaledHessian(*h, best.scales) : MatrixF();
     for (const MatrixF* w : weights) {
         QuantizedLinear q;
         const MatrixF d = scaledError(*w, best.scales, o, &q, o.clipSearch ? &hScaled : nullptr);
@@ -101,6 +107,33 @@ AwqResult search(const std::vector<const MatrixF*>& weights, const VectorF& mean
     best.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     for (QuantizedLinear& q : best.linears) q.seconds = best.seconds / static_cast<double>(best.linears.size());
     return best;
+}
+
+void checkSearch(const std::vector<const MatrixF*>& weights, const VectorF& meanAbs, const AwqOptions& o) {
+    checkWeights(weights, meanAbs.size());
+    if (o.grid <= 0) throw Error("AWQ: the grid needs at least one point");
+}
+
+AwqResult search(const std::vector<const MatrixF*>& weights, const VectorF& meanAbs, const Calibration& calib,
+                 const MatrixF* h, const AwqOptions& o) {
+    const auto start = std::chrono::steady_clock::now();
+    checkSearch(weights, meanAbs, o);
+    std::vector<double> gridError;
+    for (int step = 0; step < o.grid; ++step) {
+        const std::vector<float> s = awqScales(meanAbs, static_cast<double>(step) / o.grid);
+        double error = 0.0;
+        for (const MatrixF* w : weights) error += calib.mse(scaledError(*w, s, o, nullptr, nullptr));
+        gridError.push_back(error);
+    }
+    return finish(weights, meanAbs, calib, h, std::move(gridError), o, start);
+}
+
+// Calibration through H alone, after checking that H matches mean|x|.
+Calibration statsCalibration(const VectorF& meanAbs, const MatrixF& h) {
+    if (h.rows() != meanAbs.size() || h.cols() != meanAbs.size()) throw Error("AWQ: H and mean|x| differ in size");
+    Calibration calib;
+    calib.h = &h;
+    return calib;
 }
 
 }  // namespace
@@ -132,10 +165,15 @@ AwqResult quantizeAwq(const std::vector<const MatrixF*>& weights, const Eigen::R
 
 AwqResult quantizeAwqFromStats(const std::vector<const MatrixF*>& weights, const VectorF& meanAbs, const MatrixF& h,
                       const AwqOptions& o) {
-    if (h.rows() != meanAbs.size() || h.cols() != meanAbs.size()) throw Error("AWQ: H and mean|x| differ in size");
-    Calibration calib;
-    calib.h = &h;
-    return search(weights, meanAbs, calib, &h, o);
+    return search(weights, meanAbs, statsCalibration(meanAbs, h), &h, o);
+}
+
+AwqResult awqFromGridErrors(const std::vector<const MatrixF*>& weights, const VectorF& meanAbs, const MatrixF& h,
+                            std::vector<double> gridError, const AwqOptions& o) {
+    const auto start = std::chrono::steady_clock::now();
+    const Calibration calib = statsCalibration(meanAbs, h);
+    checkSearch(weights, meanAbs, o);
+    return finish(weights, meanAbs, calib, &h, std::move(gridError), o, start);
 }
 
 void foldIntoNorm(std::span<float> normWeight, std::span<const float> s) {

@@ -3,13 +3,19 @@
 #include <gtest/gtest.h>
 #include <omp.h>
 
+#include <array>
 #include <functional>
 #include <random>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include "qs/error.h"
 #include "qs/pipeline/backend.h"
 #include "qs/pipeline/backend_self_check.h"
+#include "qs/pipeline/layer_quantizer.h"
+#include "qs/pipeline/layer_statistics.h"
+#include "qs/quant/awq.h"
 #include "qs/quant/hessian.h"
 #include "qs/quant/mxfp4.h"
 
@@ -81,11 +87,14 @@ TEST_F(BackendSelectionTest, AutoPrefersTheDeviceAndCpuIgnoresIt) {
     EXPECT_EQ(calls, 2);
 }
 
-// A stand-in device: the CPU backend with one operation's result altered by `tamper`.
+// A stand-in device: the CPU backend with one operation's result altered by `tamper` (for "awq", each
+// linear of the result), and AWQ's whole result by `awqTamper` when given.
 class TamperedBackend final : public Backend {
 public:
     using Tamper = std::function<void(const char* operation, quant::QuantizedLinear&)>;
-    explicit TamperedBackend(Tamper tamper) : cpu_(makeCpuBackend()), tamper_(std::move(tamper)) {}
+    using AwqTamper = std::function<void(quant::AwqResult&)>;
+    explicit TamperedBackend(Tamper tamper, AwqTamper awqTamper = {})
+        : cpu_(makeCpuBackend()), tamper_(std::move(tamper)), awqTamper_(std::move(awqTamper)) {}
 
     std::string description() const override { return "stand-in device"; }
     bool isCuda() const override { return true; }
@@ -105,6 +114,13 @@ public:
     quant::QuantizedLinear trellis(const MatrixF& w, const quant::TrellisOptions& o) const override {
         return altered("trellis", cpu_->trellis(w, o));
     }
+    quant::AwqResult awq(const std::vector<const MatrixF*>& weights, const VectorF& meanAbs, const MatrixF& h,
+                         const quant::AwqOptions& o) const override {
+        quant::AwqResult result = cpu_->awq(weights, meanAbs, h, o);
+        for (quant::QuantizedLinear& q : result.linears) tamper_("awq", q);
+        if (awqTamper_) awqTamper_(result);
+        return result;
+    }
     MatrixF decode(const quant::QuantizedLinear& q) const override { return cpu_->decode(q); }
 
 private:
@@ -114,7 +130,10 @@ private:
     }
     std::shared_ptr<Backend> cpu_;
     Tamper tamper_;
+    AwqTamper awqTamper_;
 };
+
+void untouched(const char*, quant::QuantizedLinear&) {}
 
 // Changes the code of every `stride`-th weight of `operation`'s result (staying a valid code).
 TamperedBackend::Tamper changeCodes(std::string operation, std::size_t stride) {
@@ -127,7 +146,7 @@ TamperedBackend::Tamper changeCodes(std::string operation, std::size_t stride) {
 TEST(BackendSelfCheckTest, TheCpuAgreesWithItself) { EXPECT_EQ(backendSelfCheck(*makeCpuBackend()), ""); }
 
 TEST(BackendSelfCheckTest, AnyChangedEncoderCodeIsCaught) {
-    for (const char* op : {"fp8", "mxfp4", "nvfp4", "nf4", "trellis"}) {
+    for (const char* op : {"fp8", "mxfp4", "nvfp4", "nf4", "trellis", "awq"}) {
         const std::string why = backendSelfCheck(TamperedBackend(changeCodes(op, 100000)));
         EXPECT_NE(why.find("codes differ"), std::string::npos) << op << ": " << why;
     }
@@ -138,6 +157,26 @@ TEST(BackendSelfCheckTest, GptqIsAllowedItsStatedToleranceAndNoMore) {
     EXPECT_EQ(backendSelfCheck(TamperedBackend(changeCodes("gptq", 32768))), "");
     const std::string why = backendSelfCheck(TamperedBackend(changeCodes("gptq", 500)));
     EXPECT_NE(why.find("GPTQ codes agree on only 99.79"), std::string::npos) << why;
+}
+
+TEST(BackendSelfCheckTest, AwqGridErrorsAreAllowed1e4AndNoMore) {
+    const auto scaleGrid = [](double factor) {
+        return [factor](quant::AwqResult& r) {
+            for (double& e : r.gridError) e *= factor;
+        };
+    };
+    EXPECT_EQ(backendSelfCheck(TamperedBackend(untouched, scaleGrid(1.0 + 5e-5))), "");
+    const std::string why = backendSelfCheck(TamperedBackend(untouched, scaleGrid(1.0 + 2e-4)));
+    EXPECT_NE(why.find("AWQ grid error differs at α = 0.000000 by more than 1e-4"), std::string::npos) << why;
+}
+
+TEST(BackendSelfCheckTest, AnotherAwqAlphaIsCaught) {
+    const std::string why = backendSelfCheck(TamperedBackend(untouched, [](quant::AwqResult& r) { r.alpha += 0.05; }));
+    EXPECT_NE(why.find("AWQ chose α = "), std::string::npos) << why;
+    const std::string symmetric = backendSelfCheck(TamperedBackend(untouched, [](quant::AwqResult& r) {
+        if (r.linears.front().symmetric) r.alpha += 0.05;
+    }));
+    EXPECT_NE(symmetric.find("AWQ (symmetric) chose α = "), std::string::npos) << symmetric;
 }
 
 TEST(BackendSelfCheckTest, AnOperationThatThrowsIsReported) {
@@ -199,6 +238,90 @@ TEST(CpuBackendTest, RunsTheCoreFunctions) {
     EXPECT_EQ(cpu->decode(mx), quant::dequantizeMxfp4(mx));
     EXPECT_EQ(cpu->fp8(w, quant::Fp8Scaling::PerChannel, 128).scales,
               quant::quantizeFp8(w, quant::Fp8Scaling::PerChannel, 128).scales);
+}
+
+MatrixF normalMatrix(std::int64_t rows, std::int64_t cols, float sigma, std::mt19937& rng) {
+    std::normal_distribution<float> normal(0.0f, sigma);
+    MatrixF m(rows, cols);
+    for (std::int64_t i = 0; i < m.size(); ++i) m.data()[i] = normal(rng);
+    return m;
+}
+
+// Inputs with a shared component and one outlier channel, so that the AWQ search moves off α = 0.
+MatrixF awqInputs(std::int64_t tokens, std::int64_t features, std::mt19937& rng) {
+    MatrixF x = normalMatrix(tokens, features, 0.5f, rng);
+    x.colwise() += normalMatrix(tokens, 1, 1.0f, rng).col(0);
+    x.col(1) *= 10.0f;
+    return x;
+}
+
+TEST(AwqFromGridErrorsTest, FinishesExactlyAsTheCpuSearch) {
+    std::mt19937 rng(9);
+    const MatrixF x = awqInputs(400, 64, rng);
+    const MatrixF a = normalMatrix(24, 64, 0.02f, rng), b = normalMatrix(16, 64, 0.02f, rng);
+    const std::vector<const MatrixF*> weights{&a, &b};
+    quant::HessianAccumulator acc(64);
+    acc.add(x);
+    const MatrixF h = acc.finalize();
+    const quant::AwqOptions o{.groupSize = 32, .clipSearch = true};
+    const quant::AwqResult cpu = quant::quantizeAwqFromStats(weights, acc.meanAbs(), h, o);
+    ASSERT_GT(cpu.alpha, 0.0);
+    const quant::AwqResult finished = quant::awqFromGridErrors(weights, acc.meanAbs(), h, cpu.gridError, o);
+    EXPECT_EQ(finished.alpha, cpu.alpha);
+    EXPECT_EQ(finished.scales, cpu.scales);
+    EXPECT_EQ(finished.gridError, cpu.gridError);
+    for (std::size_t i = 0; i < weights.size(); ++i) {
+        EXPECT_EQ(finished.linears[i].codes, cpu.linears[i].codes);
+        EXPECT_EQ(finished.linears[i].scales, cpu.linears[i].scales);
+        EXPECT_EQ(finished.linears[i].outputMse, cpu.linears[i].outputMse);
+        EXPECT_EQ(finished.linears[i].outputError, cpu.linears[i].outputError);
+    }
+    // The grid decides: a strict minimum at step 7, and a tie between steps 3 and 5 keeps step 3.
+    std::vector<double> grid(20, 1.0);
+    grid[7] = 0.5;
+    const quant::AwqResult seven = quant::awqFromGridErrors(weights, acc.meanAbs(), h, grid, o);
+    EXPECT_EQ(seven.alpha, 0.35);
+    EXPECT_EQ(seven.linears[0].inputScales, quant::awqScales(acc.meanAbs(), 0.35));
+    grid[7] = 1.0;
+    grid[3] = grid[5] = 0.25;
+    EXPECT_EQ(quant::awqFromGridErrors(weights, acc.meanAbs(), h, grid, o).alpha, 0.15);
+    EXPECT_THROW(quant::awqFromGridErrors(weights, acc.meanAbs(), h, std::vector<double>(19, 1.0), o), Error);
+}
+
+constexpr std::array<std::string_view, 3> kQkv{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};
+constexpr std::array<std::string_view, 1> kO{"self_attn.o_proj"};
+constexpr std::array<std::string_view, 2> kGateUp{"mlp.gate_proj", "mlp.up_proj"};
+constexpr std::array<std::string_view, 1> kDown{"mlp.down_proj"};
+
+TEST(BackendAwqTest, QuantizeLayerSearchesThroughTheBackend) {
+    std::mt19937 rng(4);
+    LayerStatistics stats;
+    const auto hook = stats.hook();
+    hook({0, kQkv, awqInputs(90, 32, rng)});
+    hook({0, kO, awqInputs(90, 32, rng)});
+    hook({0, kGateUp, awqInputs(90, 32, rng)});
+    hook({0, kDown, awqInputs(90, 64, rng)});
+    model::LayerWeights w;
+    w.inputNorm = w.postAttentionNorm = VectorF::Ones(32);
+    w.q.weight = normalMatrix(32, 32, 0.02f, rng);
+    w.k.weight = normalMatrix(16, 32, 0.02f, rng);
+    w.v.weight = normalMatrix(16, 32, 0.02f, rng);
+    w.o.weight = normalMatrix(32, 32, 0.02f, rng);
+    w.gate.weight = normalMatrix(64, 32, 0.02f, rng);
+    w.up.weight = normalMatrix(64, 32, 0.02f, rng);
+    w.down.weight = normalMatrix(32, 64, 0.02f, rng);
+    int calls = 0;
+    const TamperedBackend backend(changeCodes("awq", 1), [&calls](quant::AwqResult&) { ++calls; });
+    const MethodSpec method = parseMethod("awq4", 16);
+    const QuantizedLayer viaBackend = quantizeLayer(method, w, stats, 7, CancelToken{}, &backend);
+    EXPECT_EQ(calls, 4) << "one search per input: q/k/v, o, gate/up, down";
+    const QuantizedLayer onCpu = quantizeLayer(method, w, stats, 7, CancelToken{});
+    ASSERT_EQ(viaBackend.size(), 7u);
+    for (const auto& [module, q] : onCpu) {
+        std::vector<std::uint8_t> flipped = q->codes;
+        for (std::uint8_t& code : flipped) code ^= 1;
+        EXPECT_EQ(viaBackend.at(module)->codes, flipped) << module << ": the backend's result was not used";
+    }
 }
 
 }  // namespace

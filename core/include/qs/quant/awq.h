@@ -42,6 +42,12 @@ AwqResult quantizeAwq(const std::vector<const MatrixF*>& weights, const Eigen::R
 AwqResult quantizeAwqFromStats(const std::vector<const MatrixF*>& weights, const VectorF& meanAbs, const MatrixF& h,
                                 const AwqOptions& options = {});
 
+// The end of quantizeAwqFromStats for a grid searched elsewhere (a device backend): gridError[i] is
+// the objective at α = i / grid. Picks α as the search does and quantizes and measures every weight
+// with the CPU code, so only the grid's errors can differ from the CPU search.
+AwqResult awqFromGridErrors(const std::vector<const MatrixF*>& weights, const VectorF& meanAbs, const MatrixF& h,
+                            std::vector<double> gridError, const AwqOptions& options = {});
+
 // s for one α from mean|x| (the seed's formula, in f32).
 std::vector<float> awqScales(const VectorF& meanAbs, double alpha);
 
