@@ -20,7 +20,7 @@ step "configure (CUDA architecture $cap)"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DQS_WITH_CUDA=ON -DQS_WITH_GUI=OFF \
   -DQS_BUILD_TESTS=ON -DQS_BUILD_BENCH=ON -DCMAKE_CUDA_ARCHITECTURES="$cap" >/dev/null
 
-targets=(test_gpu_device test_gpu_formats test_gpu_hessian test_gpu_gptq test_gpu_trellis test_backend bench_gpu)
+targets=(test_gpu_device test_gpu_formats test_gpu_hessian test_gpu_gptq test_gpu_trellis test_gpu_awq test_backend bench_gpu)
 step "build ${targets[*]}"
 cmake --build "$build" -j "$jobs" --target "${targets[@]}"
 

@@ -2,20 +2,25 @@
 //   Hessian (cuBLAS SSYRK + the f64 sum) vs a plain cuBLAS SGEMM of the same product;
 //   GPTQ of a 14336 x 4096 layer (upload, factorization, column loop, download);
 //   FP8 block encoding vs a device-to-device memcpy of the same input (bytes/s);
-//   the trellis search at L = 16, K = 2 (weights/s).
+//   the trellis search at L = 16, K = 2 (weights/s);
+//   AWQ's α search of gate+up (two 14336 x 4096 linears) vs one cuBLAS SGEMM of the stacked D·H.
 #include <benchmark/benchmark.h>
 
+#include <chrono>
 #include <random>
 #include <string>
+#include <vector>
 
 #include <cuda_runtime.h>
 
+#include "cuda_awq.h"
 #include "cuda_context.h"
 #include "cuda_hessian.h"
 #include "qs/gpu/cuda_backend.h"
 #include "qs/gpu/device_buffer.h"
 #include "qs/gpu/device_info.h"
 #include "qs/gpu/format_kernels.h"
+#include "qs/error.h"
 
 namespace {
 
@@ -145,6 +150,72 @@ void BM_TrellisL16K2(benchmark::State& state) {
         benchmark::Counter(static_cast<double>(w.size()), benchmark::Counter::kIsIterationInvariantRate);
 }
 BENCHMARK(BM_TrellisL16K2)->Arg(64)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
+
+double secondsSince(std::chrono::steady_clock::time_point start) {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+// The search's one product, D·H for every α at once (M = grid x rows), as cudaAwqGridErrors runs it.
+double stackedSgemmSeconds(const qs::gpu::CudaContext& context, std::int64_t m, std::int64_t n) {
+    qs::gpu::requireDeviceMemory(2 * m * n * 4 + n * n * 4, "the stacked SGEMM");
+    qs::gpu::DeviceBuffer<float> d(m * n), dh(m * n), h(n * n);
+    d.fillZero();
+    h.fillZero();
+    const float one = 1.0f, zero = 0.0f;
+    const auto run = [&] {
+        cublasSgemm_64(context.blas(), CUBLAS_OP_N, CUBLAS_OP_N, n, m, n, &one, h.data(), n, d.data(), n, &zero,
+                       dh.data(), n);
+        cudaDeviceSynchronize();
+    };
+    run();   // warm up
+    const auto start = std::chrono::steady_clock::now();
+    run();
+    run();
+    return secondsSince(start) / 2;
+}
+
+// Whole backend call (device grid + the CPU's finish: RTN at the chosen α and the two output errors)
+// and the device grid alone, each next to the stacked SGEMM it contains.
+void BM_AwqSearchGateUp14336x4096(benchmark::State& state) {
+    if (skipWithoutDevice(state)) return;
+    std::string whyNot;
+    const auto backend = qs::gpu::makeCudaBackend(whyNot);
+    const MatrixF gate = randomMatrix(14336, 4096, 8, 0.02f), up = randomMatrix(14336, 4096, 9, 0.02f);
+    const std::vector<const MatrixF*> weights{&gate, &up};
+    auto sink = backend->hessian(4096);
+    sink->add(randomMatrix(2048, 4096, 10, 1.0f));
+    const MatrixF h = sink->finalize();
+    const qs::VectorF meanAbs = sink->meanAbs();
+    const qs::quant::AwqOptions o;   // 4 bits, group 128, asymmetric, 20 α
+    const qs::gpu::CudaContext context;
+    double sgemm = 0.0, grid = 0.0;
+    try {
+        sgemm = stackedSgemmSeconds(context, o.grid * 2 * 14336, 4096);
+    } catch (const qs::Error& e) {
+        state.SkipWithError(e.what());
+        for (auto _ : state) {
+        }
+        return;
+    }
+    double call = 0.0;
+    for (auto _ : state) {
+        auto start = std::chrono::steady_clock::now();
+        benchmark::DoNotOptimize(backend->awq(weights, meanAbs, h, o));
+        const double seconds = secondsSince(start);
+        state.SetIterationTime(seconds);
+        call += seconds;
+        start = std::chrono::steady_clock::now();
+        benchmark::DoNotOptimize(qs::gpu::cudaAwqGridErrors(context, weights, meanAbs, h, o));
+        grid += secondsSince(start);
+    }
+    const double iterations = static_cast<double>(state.iterations());
+    state.counters["sgemm_s"] = sgemm;
+    state.counters["awq_s"] = call / iterations;
+    state.counters["awq_per_sgemm"] = call / iterations / sgemm;
+    state.counters["grid_s"] = grid / iterations;
+    state.counters["grid_per_sgemm"] = grid / iterations / sgemm;
+}
+BENCHMARK(BM_AwqSearchGateUp14336x4096)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 // The CUDA backend: device 0, its cuBLAS / cuSOLVER handles, and the operations of pipeline::Backend.
 #include "qs/gpu/cuda_backend.h"
 
+#include "cuda_awq.h"
 #include "cuda_check.h"
 #include "cuda_context.h"
 #include "cuda_formats.h"
@@ -51,6 +52,10 @@ public:
     quant::QuantizedLinear nf4(const MatrixF& w, const quant::Nf4Options& o) const override { return cudaNf4(w, o); }
     quant::QuantizedLinear trellis(const MatrixF& w, const quant::TrellisOptions& o) const override {
         return cudaTrellis(w, o);
+    }
+    quant::AwqResult awq(const std::vector<const MatrixF*>& weights, const VectorF& meanAbs, const MatrixF& h,
+                         const quant::AwqOptions& o) const override {
+        return cudaAwq(*context_, weights, meanAbs, h, o);
     }
     MatrixF decode(const quant::QuantizedLinear& q) const override { return cudaDecode(q); }
 

@@ -1,0 +1,25 @@
+#pragma once
+// AWQ's α search on the device with the contract of quant::quantizeAwqFromStats: every α's fake
+// quantization and its output error on the device (as many α per pass as fit), then the CPU's own
+// finish (quant::awqFromGridErrors) picks α and quantizes, so the result differs from the CPU's
+// only where the grid's errors do (SGEMM order, about 1e-6 relative).
+#include <vector>
+
+#include "cuda_context.h"
+#include "qs/quant/awq.h"
+
+namespace qs::gpu {
+
+quant::AwqResult cudaAwq(const CudaContext& context, const std::vector<const MatrixF*>& weights, const VectorF& meanAbs,
+                         const MatrixF& h, const quant::AwqOptions& options);
+
+// The search objective at each α = i / grid (AwqResult::gridError), on the device, at most
+// `maxPerPass` α at a time (0: as many as fit). The options and shapes must be ones cudaAwq runs on
+// the device (awqRunsOnDevice).
+std::vector<double> cudaAwqGridErrors(const CudaContext& context, const std::vector<const MatrixF*>& weights,
+                                      const VectorF& meanAbs, const MatrixF& h, const quant::AwqOptions& options,
+                                      int maxPerPass = 0);
+bool awqRunsOnDevice(const std::vector<const MatrixF*>& weights, const VectorF& meanAbs, const MatrixF& h,
+                     const quant::AwqOptions& options);
+
+}  // namespace qs::gpu
