@@ -12,6 +12,13 @@ namespace {
 struct Registry {
     std::mutex mutex;
     CudaBackendFactory cuda;
+    // The verdict on the factory's device, reached once per registration: building a device backend
+    // and checking it against the CPU takes a fraction of a second, and the GUI asks at start-up and
+    // again for every job.
+    std::mutex checking;
+    bool checked = false;
+    std::shared_ptr<Backend> trusted;
+    std::string whyNot;
 };
 
 Registry& registry() {
@@ -26,7 +33,7 @@ CudaBackendFactory registeredFactory() {
 }
 
 // The CUDA backend, or nullptr with the reason.
-std::shared_ptr<Backend> tryCuda(std::string& whyNot) {
+std::shared_ptr<Backend> makeCuda(std::string& whyNot) {
     const CudaBackendFactory factory = registeredFactory();
     if (!factory) {
         whyNot = "this build has no CUDA backend (configured without QS_WITH_CUDA)";
@@ -34,6 +41,36 @@ std::shared_ptr<Backend> tryCuda(std::string& whyNot) {
     }
     std::shared_ptr<Backend> backend = factory(whyNot);
     if (!backend && whyNot.empty()) whyNot = "no CUDA device";
+    return backend;
+}
+
+// The CUDA backend if it agrees with the CPU (backend_self_check.cpp), else nullptr with the reason.
+std::shared_ptr<Backend> makeTrustedCuda(std::string& whyNot) {
+    std::shared_ptr<Backend> backend = makeCuda(whyNot);
+    if (!backend) return nullptr;
+    const std::string failure = backendSelfCheck(*backend);
+    if (failure.empty()) return backend;
+    whyNot = backend->description() + " failed its start-up check against the CPU: " + failure;
+    return nullptr;
+}
+
+std::shared_ptr<Backend> trustedCuda(std::string& whyNot) {
+    Registry& r = registry();
+    std::lock_guard check(r.checking);
+    {
+        std::lock_guard lock(r.mutex);
+        if (r.checked) {
+            whyNot = r.whyNot;
+            return r.trusted;
+        }
+    }
+    std::string why;
+    std::shared_ptr<Backend> backend = makeTrustedCuda(why);
+    std::lock_guard lock(r.mutex);
+    r.checked = true;
+    r.trusted = backend;
+    r.whyNot = why;
+    whyNot = why;
     return backend;
 }
 
@@ -57,8 +94,11 @@ std::string_view deviceChoiceName(DeviceChoice choice) {
 
 void registerCudaBackendFactory(CudaBackendFactory factory) {
     Registry& r = registry();
-    std::lock_guard lock(r.mutex);
+    std::scoped_lock lock(r.checking, r.mutex);
     r.cuda = std::move(factory);
+    r.checked = false;
+    r.trusted.reset();
+    r.whyNot.clear();
 }
 
 bool cudaBackendRegistered() { return static_cast<bool>(registeredFactory()); }
@@ -71,16 +111,10 @@ BackendSelection selectBackend(DeviceChoice choice) {
         return selection;
     }
     std::string whyNot;
-    selection.backend = tryCuda(whyNot);
+    selection.backend = trustedCuda(whyNot);
     if (selection.backend) {
-        // A device must agree with the CPU before its results are trusted (backend_self_check.cpp).
-        const std::string failure = backendSelfCheck(*selection.backend);
-        if (failure.empty()) {
-            selection.message = "device: " + selection.backend->description();
-            return selection;
-        }
-        whyNot = selection.backend->description() + " failed its start-up check against the CPU: " + failure;
-        selection.backend.reset();
+        selection.message = "device: " + selection.backend->description();
+        return selection;
     }
     if (choice == DeviceChoice::Cuda) throw Error("--device cuda: " + whyNot);
     selection.backend = makeCpuBackend();

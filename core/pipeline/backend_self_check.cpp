@@ -129,6 +129,24 @@ std::string checkAwq(const Backend& device, const Backend& cpu, const MatrixF& x
     return {};
 }
 
+// The forward pass's linears and attention in another summation order: within 1e-5 (relative).
+std::string checkLayerMath(const Backend& device, const MatrixF& x, const MatrixF& w) {
+    const std::shared_ptr<const model::LayerMath> math = device.layerMath();
+    if (!math) return {};   // its forward passes run on the CPU
+    const model::LayerMath& cpu = model::cpuLayerMath();
+    const model::Linear linear{w, seededNormal(w.rows(), 1, 1.0f, 41).col(0)};
+    const double linearDiff = relativeDifference(math->linear(x, linear), cpu.linear(x, linear));
+    if (!(linearDiff < 1e-5)) return "a linear differs by " + std::to_string(linearDiff) + " (relative; 1e-5 allowed)";
+    // 4 query heads on 2 KV heads of 32 dimensions, 300 positions (more than one 128-key step), a window.
+    const MatrixF q = x.topRows(300).leftCols(128), k = x.bottomRows(300).leftCols(64), v = x.bottomRows(300).rightCols(64);
+    for (const int window : {0, 100}) {
+        const model::AttentionShape shape{4, 2, 32, window};
+        const double diff = relativeDifference(math->attention(q, k, v, shape), cpu.attention(q, k, v, shape));
+        if (!(diff < 1e-5)) return "attention differs by " + std::to_string(diff) + " (relative; 1e-5 allowed)";
+    }
+    return {};
+}
+
 }  // namespace
 
 std::string backendSelfCheck(const Backend& device) {
@@ -142,6 +160,7 @@ std::string backendSelfCheck(const Backend& device) {
         if (why.empty()) why = checkAwq(device, *cpu, x, h);
         if (why.empty()) why = checkFormats(device, *cpu, w);
         if (why.empty()) why = checkTrellis(device, *cpu, w.topRows(4));
+        if (why.empty()) why = checkLayerMath(device, x, w);
         return why;
     } catch (const std::exception& e) {
         return std::string("it failed: ") + e.what();

@@ -19,6 +19,8 @@
 #include "qs/quant/hessian.h"
 #include "qs/quant/mxfp4.h"
 
+#include "delegating_backend.h"
+
 namespace qs::pipeline {
 namespace {
 
@@ -83,8 +85,16 @@ TEST_F(BackendSelectionTest, AutoPrefersTheDeviceAndCpuIgnoresIt) {
     EXPECT_EQ(automatic.message, "device: " + automatic.backend->description()) << "a reason was given";
     selectBackend(DeviceChoice::Cpu);
     EXPECT_EQ(calls, 1) << "--device cpu asked for a device";
-    selectBackend(DeviceChoice::Cuda);
-    EXPECT_EQ(calls, 2);
+    const BackendSelection forced = selectBackend(DeviceChoice::Cuda);
+    EXPECT_EQ(calls, 1) << "the device was built and checked again";
+    EXPECT_EQ(forced.backend, automatic.backend) << "the checked device was not reused";
+    // A new registration is a new device: it is built and checked afresh.
+    registerCudaBackendFactory([&calls](std::string&) {
+        calls += 10;
+        return makeCpuBackend();
+    });
+    EXPECT_NE(selectBackend(DeviceChoice::Auto).backend, automatic.backend);
+    EXPECT_EQ(calls, 11);
 }
 
 // A stand-in device: the CPU backend with one operation's result altered by `tamper` (for "awq", each
@@ -202,6 +212,38 @@ TEST_F(BackendSelectionTest, ADeviceThatFailsItsCheckIsNotTrusted) {
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("--device cuda: stand-in device failed"), std::string::npos) << e.what();
     }
+}
+
+// The CPU's forward pass with every linear's output scaled by 1 + skew.
+class SkewedMath final : public model::LayerMath {
+public:
+    explicit SkewedMath(float skew) : skew_(skew) {}
+    std::string_view name() const override { return "skewed"; }
+    MatrixF linear(const MatrixF& x, const model::Linear& l) const override {
+        return model::cpuLayerMath().linear(x, l) * (1.0f + skew_);
+    }
+    MatrixF attention(const Eigen::Ref<const MatrixF>& q, const Eigen::Ref<const MatrixF>& k,
+                      const Eigen::Ref<const MatrixF>& v, const model::AttentionShape& shape) const override {
+        return model::cpuLayerMath().attention(q, k, v, shape);
+    }
+
+private:
+    float skew_;
+};
+
+class BackendWithMath final : public test::DelegatingBackend {
+public:
+    explicit BackendWithMath(float skew) : math_(std::make_shared<SkewedMath>(skew)) {}
+    std::shared_ptr<const model::LayerMath> layerMath() const override { return math_; }
+
+private:
+    std::shared_ptr<const model::LayerMath> math_;
+};
+
+TEST(BackendSelfCheckTest, TheForwardPassIsAllowed1e5AndNoMore) {
+    EXPECT_EQ(backendSelfCheck(BackendWithMath(2e-6f)), "");
+    const std::string why = backendSelfCheck(BackendWithMath(3e-5f));
+    EXPECT_NE(why.find("a linear differs by"), std::string::npos) << why;
 }
 
 TEST(CpuBackendTest, DescribesItsThreads) {

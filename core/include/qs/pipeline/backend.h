@@ -92,7 +92,8 @@ struct BackendSelection {
 
 // Auto: CUDA when built, a device is present and it passes backendSelfCheck() against the CPU;
 // else the CPU (the message says why). Cpu: the CPU. Cuda: the CUDA backend, or a qs::Error saying
-// why there is none or why it was not trusted.
+// why there is none or why it was not trusted. The device is built and checked once per registered
+// factory; later calls share that backend (or that reason).
 BackendSelection selectBackend(DeviceChoice choice);
 
 }  // namespace qs::pipeline
