@@ -156,15 +156,24 @@ QWidget* QuantizePanel::createRun() {
     device_->addItem(tr("Auto"), static_cast<int>(ComputeDevice::Auto));
     device_->addItem(tr("CPU"), static_cast<int>(ComputeDevice::Cpu));
     device_->addItem(tr("CUDA"), static_cast<int>(ComputeDevice::Cuda));
+    QStandardItem* cuda = qobject_cast<QStandardItemModel*>(device_->model())->item(2);
     if (!kCudaBackendLinked) {
-        auto* model = qobject_cast<QStandardItemModel*>(device_->model());
-        QStandardItem* cuda = model->item(2);
         cuda->setEnabled(false);
         cuda->setToolTip(tr("This build of QuantScope has no CUDA backend; jobs run on the CPU."));
         device_->setToolTip(cuda->toolTip());
     } else {
-        // What Auto picks here: the GPU's name and free memory, or why the CPU stands in.
-        device_->setToolTip(QString::fromStdString(pipeline::selectBackend(pipeline::DeviceChoice::Auto).message));
+        // The CUDA entry names the GPU and its free memory once the device has passed its start-up check
+        // against the CPU; otherwise it is disabled and says why (Auto then runs on the CPU).
+        const pipeline::BackendSelection automatic = pipeline::selectBackend(pipeline::DeviceChoice::Auto);
+        const QString message = QString::fromStdString(automatic.message);
+        if (automatic.backend->isCuda()) {
+            cuda->setText(QString::fromStdString(automatic.backend->description()));
+        } else {
+            cuda->setText(tr("CUDA (unavailable)"));
+            cuda->setEnabled(false);
+        }
+        cuda->setToolTip(message);
+        device_->setToolTip(message);
     }
     perLayerKl_ = new QCheckBox(tr("Per-layer KL (one layer quantized at a time)"), box);
     connect(perLayerKl_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);

@@ -83,9 +83,10 @@ TEST_F(QuantizeJobTest, ThePanelShowsAnEstimateBeforeStart) {
     EXPECT_GT(small.seconds, 0.0);
     EXPECT_TRUE(panel().estimateText().contains(QStringLiteral("Predicted peak memory")));
     EXPECT_FALSE(window.quantizeJob()->isRunning());
-    // CUDA can be chosen exactly when the build has the CUDA backend (quantscope_gui's public define).
+    // CUDA can be chosen exactly when the build has the CUDA backend (quantscope_gui's public define)
+    // and Auto would pick its device, i.e. a GPU is present and passed its check against the CPU.
 #if defined(QS_WITH_CUDA_BACKEND)
-    EXPECT_TRUE(panel().cudaSelectable());
+    EXPECT_EQ(panel().cudaSelectable(), pipeline::selectBackend(pipeline::DeviceChoice::Auto).backend->isCuda());
 #else
     EXPECT_FALSE(panel().cudaSelectable());
 #endif
