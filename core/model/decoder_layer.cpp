@@ -1,6 +1,7 @@
 #include "qs/model/decoder_layer.h"
 
 #include <array>
+#include <vector>
 
 #include "qs/model/rms_norm.h"
 
@@ -22,9 +23,11 @@ MatrixF attentionBlock(const LayerWeights& w, const MatrixF& normed, const Decod
     const ModelConfig& cfg = c.config;
     notify(c, kQkv, normed);
     const LayerMath& m = math(c);
-    MatrixF q = m.linear(normed, w.q);
-    MatrixF k = m.linear(normed, w.k);
-    MatrixF v = m.linear(normed, w.v);
+    const std::array<const Linear*, 3> qkv{&w.q, &w.k, &w.v};
+    std::vector<MatrixF> projected = m.linears(normed, qkv);
+    MatrixF& q = projected[0];
+    MatrixF& k = projected[1];
+    const MatrixF& v = projected[2];
     if (w.qNorm.size() > 0) rmsNormHeadsInPlace(q, w.qNorm, cfg.rmsNormEps);
     if (w.kNorm.size() > 0) rmsNormHeadsInPlace(k, w.kNorm, cfg.rmsNormEps);
     c.rope.apply(q, cfg.numHeads, c.firstPosition);
@@ -45,12 +48,9 @@ MatrixF attentionBlock(const LayerWeights& w, const MatrixF& normed, const Decod
 MatrixF mlpBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c) {
     notify(c, kGateUp, normed);
     const LayerMath& m = math(c);
-    MatrixF gate = m.linear(normed, w.gate);
-    const MatrixF up = m.linear(normed, w.up);
-    // SiLU(g) * u, with SiLU(g) = g / (1 + e^-g) as torch computes it.
-    gate.array() = gate.array() / (1.0f + (-gate.array()).exp()) * up.array();
-    notify(c, kDown, gate);
-    return m.linear(gate, w.down);
+    const MatrixF product = m.gatedProduct(normed, w.gate, w.up);
+    notify(c, kDown, product);
+    return m.linear(product, w.down);
 }
 
 }  // namespace

@@ -15,6 +15,20 @@ public:
 
 }  // namespace
 
+std::vector<MatrixF> LayerMath::linears(const MatrixF& x, std::span<const Linear* const> linears) const {
+    std::vector<MatrixF> out;
+    out.reserve(linears.size());
+    for (const Linear* l : linears) out.push_back(linear(x, *l));
+    return out;
+}
+
+MatrixF LayerMath::gatedProduct(const MatrixF& x, const Linear& gate, const Linear& up) const {
+    MatrixF g = linear(x, gate);
+    const MatrixF u = linear(x, up);
+    g.array() = g.array() / (1.0f + (-g.array()).exp()) * u.array();
+    return g;
+}
+
 std::shared_ptr<void> LayerMath::keepResident(const LayerWeights&) const { return {}; }
 
 const LayerMath& cpuLayerMath() {

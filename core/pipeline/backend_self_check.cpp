@@ -137,6 +137,9 @@ std::string checkLayerMath(const Backend& device, const MatrixF& x, const Matrix
     const model::Linear linear{w, seededNormal(w.rows(), 1, 1.0f, 41).col(0)};
     const double linearDiff = relativeDifference(math->linear(x, linear), cpu.linear(x, linear));
     if (!(linearDiff < 1e-5)) return "a linear differs by " + std::to_string(linearDiff) + " (relative; 1e-5 allowed)";
+    const model::Linear up{seededNormal(w.rows(), w.cols(), 0.02f, 43), {}};
+    const double mlpDiff = relativeDifference(math->gatedProduct(x, linear, up), cpu.gatedProduct(x, linear, up));
+    if (!(mlpDiff < 1e-5)) return "the MLP's SiLU product differs by " + std::to_string(mlpDiff) + " (relative; 1e-5 allowed)";
     // 4 query heads on 2 KV heads of 32 dimensions, 300 positions (more than one 128-key step), a window.
     const MatrixF q = x.topRows(300).leftCols(128), k = x.bottomRows(300).leftCols(64), v = x.bottomRows(300).rightCols(64);
     for (const int window : {0, 100}) {

@@ -4,7 +4,9 @@
 // (cpuLayerMath(), Eigen on the OpenMP threads, the reference) or a CUDA device (gpu/, parity-tested
 // against this one). Norms, RoPE and the SiLU product stay on the host: they are O(T · width).
 #include <memory>
+#include <span>
 #include <string_view>
+#include <vector>
 
 #include <Eigen/Core>
 
@@ -21,6 +23,11 @@ public:
     virtual std::string_view name() const = 0;   // "CPU", "CUDA"
     // y = x Wᵀ + b for x [T, in]: what Linear::operator() computes.
     virtual MatrixF linear(const MatrixF& x, const Linear& linear) const = 0;
+    // linear(x, l) for several linears reading the same x (q, k, v): a device uploads x once.
+    virtual std::vector<MatrixF> linears(const MatrixF& x, std::span<const Linear* const> linears) const;
+    // SiLU(x Gᵀ + b) ⊙ (x Uᵀ + b), the MLP's down_proj input, SiLU(g) = g / (1 + e^-g) as torch computes
+    // it: a device returns one matrix instead of two and spares the host the exponentials.
+    virtual MatrixF gatedProduct(const MatrixF& x, const Linear& gate, const Linear& up) const;
     // causalAttention(q, k, v, shape).
     virtual MatrixF attention(const Eigen::Ref<const MatrixF>& q, const Eigen::Ref<const MatrixF>& k,
                               const Eigen::Ref<const MatrixF>& v, const AttentionShape& shape) const = 0;
