@@ -62,7 +62,7 @@ LayerHessians computeLayerHessians(const HessianRequest& request, const pipeline
     result.layer = request.layer;
     for (const char* module : kLinears) {
         cancel.throwIfCancelled();
-        result.samples = statistics.input(module).hessian.samples();
+        result.samples = statistics.input(module).hessian->samples();
         result.modules.emplace(module, diagonalOf(statistics.hessian(module)));
     }
     return result;

@@ -3,7 +3,8 @@
 //   GPTQ of a 14336 x 4096 layer (upload, factorization, column loop, download);
 //   FP8 block encoding vs a device-to-device memcpy of the same input (bytes/s);
 //   the trellis search at L = 16, K = 2 (weights/s);
-//   AWQ's α search of gate+up (two 14336 x 4096 linears) vs one cuBLAS SGEMM of the stacked D·H.
+//   AWQ's α search of gate+up (two 14336 x 4096 linears) vs one cuBLAS SGEMM of the stacked D·H;
+//   the forward pass's linear (with its transfers) vs the bare SGEMM, and its attention (TFLOP/s).
 #include <benchmark/benchmark.h>
 
 #include <chrono>
@@ -21,6 +22,7 @@
 #include "qs/gpu/device_info.h"
 #include "qs/gpu/format_kernels.h"
 #include "qs/error.h"
+#include "qs/model/layer_math.h"
 
 namespace {
 
@@ -216,6 +218,61 @@ void BM_AwqSearchGateUp14336x4096(benchmark::State& state) {
     state.counters["grid_per_sgemm"] = grid / iterations / sgemm;
 }
 BENCHMARK(BM_AwqSearchGateUp14336x4096)->Unit(benchmark::kMillisecond)->UseManualTime()->Iterations(1);
+
+// The forward pass's linear as calibration runs it: 2048 tokens through a resident 14336 x 4096 weight,
+// with the input's upload and the output's download, next to the bare device SGEMM of the same product.
+void BM_ForwardLinear2048x4096to14336(benchmark::State& state) {
+    if (skipWithoutDevice(state)) return;
+    std::string whyNot;
+    const auto backend = qs::gpu::makeCudaBackend(whyNot);
+    const auto math = backend->layerMath();
+    constexpr std::int64_t tokens = 2048, in = 4096, out = 14336;
+    qs::model::LayerWeights layer;
+    layer.gate.weight = randomMatrix(out, in, 11, 0.02f);
+    const MatrixF x = randomMatrix(tokens, in, 12, 1.0f);
+    const qs::gpu::CudaContext context;
+    qs::gpu::DeviceBuffer<float> dx(x.data(), x.size()), dw(layer.gate.weight.data(), layer.gate.weight.size()), dy(tokens * out);
+    const float one = 1.0f, zero = 0.0f;
+    const auto bare = [&] {
+        cublasSgemm_64(context.blas(), CUBLAS_OP_T, CUBLAS_OP_N, out, tokens, in, &one, dw.data(), in, dx.data(), in, &zero,
+                       dy.data(), out);
+        cudaDeviceSynchronize();
+    };
+    bare();
+    auto start = std::chrono::steady_clock::now();
+    for (int i = 0; i < 3; ++i) bare();
+    const double sgemm = secondsSince(start) / 3;
+    const auto resident = math->keepResident(layer);
+    double total = 0.0;
+    for (auto _ : state) {
+        start = std::chrono::steady_clock::now();
+        benchmark::DoNotOptimize(math->linear(x, layer.gate));
+        const double seconds = secondsSince(start);
+        state.SetIterationTime(seconds);
+        total += seconds;
+    }
+    const double flops = 2.0 * tokens * in * out;
+    state.counters["TFLOPs"] = benchmark::Counter(flops * 1e-12, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["sgemm_TFLOPs"] = flops * 1e-12 / sgemm;
+    state.counters["sgemm_per_call"] = sgemm / (total / static_cast<double>(state.iterations()));
+}
+BENCHMARK(BM_ForwardLinear2048x4096to14336)->Unit(benchmark::kMillisecond)->UseManualTime();
+
+// Llama-3-8B's attention over one 2048-token calibration sequence: 32 query heads on 8 KV heads of 128.
+void BM_ForwardAttention2048(benchmark::State& state) {
+    if (skipWithoutDevice(state)) return;
+    std::string whyNot;
+    const auto backend = qs::gpu::makeCudaBackend(whyNot);
+    const auto math = backend->layerMath();
+    constexpr std::int64_t tokens = 2048;
+    const MatrixF q = randomMatrix(tokens, 32 * 128, 13, 1.0f);
+    const MatrixF k = randomMatrix(tokens, 8 * 128, 14, 1.0f), v = randomMatrix(tokens, 8 * 128, 15, 1.0f);
+    for (auto _ : state) benchmark::DoNotOptimize(math->attention(q, k, v, {32, 8, 128, 0}));
+    // q·k and p·v over the causal half: 2 x 2 x heads x d x T² / 2
+    state.counters["TFLOPs"] = benchmark::Counter(2.0 * 32 * 128 * double(tokens) * double(tokens) * 1e-12,
+                                                  benchmark::Counter::kIsIterationInvariantRate);
+}
+BENCHMARK(BM_ForwardAttention2048)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 }  // namespace
 

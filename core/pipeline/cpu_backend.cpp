@@ -21,6 +21,10 @@ public:
     std::int64_t samples() const override { return accumulator_.samples(); }
     MatrixF finalize() const override { return accumulator_.finalize(); }
     VectorF meanAbs() const override { return accumulator_.meanAbs(); }
+    MatrixF release() override { return accumulator_.release(); }
+    void discard() override { accumulator_.discard(); }
+    bool released() const override { return accumulator_.released(); }
+    std::uint64_t hostBytes() const override { return accumulator_.bytes(); }
 
 private:
     quant::HessianAccumulator accumulator_;

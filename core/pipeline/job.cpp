@@ -173,7 +173,7 @@ private:
         const int L = config_.numLayers;
         report("calibrate", layer + 1, L, 0.8 * layer / L, "layer " + std::to_string(layer + 1) + "/" + std::to_string(L));
         model::LayerWeights original = weights_->layer(layer);
-        LayerStatistics baseStats;   // only when a method quantizes from the original stream
+        LayerStatistics baseStats(plan_.backend.get());   // only when a method quantizes from the original stream
         if (baseStatistics_) runLayerAll(base_, layer, original, calibration_, cancel_, baseStats.hook());
         if (plan_.perLayerKl) layerInputs_.push_back(evaluation_);
         runLayerAll(base_, layer, original, evaluation_, cancel_);
@@ -196,7 +196,7 @@ private:
                         LayerRelease release) {
         std::optional<LayerStatistics> own;
         if (s.ownCalibration) {   // the layer's inputs in this stream; the stream itself advances after quantization
-            own.emplace();
+            own.emplace(plan_.backend.get());
             observeLayerAll(s.model, layer, original, s.calibration, cancel_, own->hook());
             release.statistics = true;
         }
@@ -207,7 +207,7 @@ private:
             QuantizedLayer q = quantizeLayer(s.result.method, original, stats, plan_.seed + std::uint64_t(layer), cancel_,
                                              plan_.backend.get(), release);
             for (auto& [module, linear] : q) {
-                const auto samples = stats.empty() ? 0 : stats.input(module).hessian.samples();
+                const auto samples = stats.empty() ? 0 : stats.input(module).hessian->samples();
                 s.result.modules.push_back(logOf(s.result.method, layer, module, *linear, samples));
                 if (log_) log_(s.result.modules.back());
                 auto compact = std::make_shared<const CompactLinear>(quant::QuantizedLinear(*linear));

@@ -62,7 +62,7 @@ std::vector<quant::QuantizedLinear> quantizeAwqGroup(const MethodSpec& method, c
     options.sym = method.sym;
     if (!canScale) options.grid = 1;   // α = 0 only: RTN
     const auto& input = statistics.input(group.front());
-    return orCpu(backend).awq(ws, input.hessian.meanAbs(), statistics.hessian(group.front()), options).linears;
+    return orCpu(backend).awq(ws, input.hessian->meanAbs(), statistics.hessian(group.front()), options).linears;
 }
 
 // `releasable` (the same object as `weights`, or null) loses each group's weights once the group is done.
@@ -109,7 +109,7 @@ QuantizedLayer quantizeLayerReleasing(const MethodSpec& method, const model::Lay
         cancel.throwIfCancelled();
         const auto start = std::chrono::steady_clock::now();
         const MatrixF& w = weights.linear(module).weight;
-        const double samples = statistics.empty() ? 0.0 : static_cast<double>(statistics.input(module).hessian.samples());
+        const double samples = statistics.empty() ? 0.0 : static_cast<double>(statistics.input(module).hessian->samples());
         // The last module of an input takes its H, so GPTQ can work in its memory and nothing is left behind.
         MatrixF owned;
         const MatrixF* h = nullptr;

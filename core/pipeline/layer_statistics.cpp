@@ -6,6 +6,11 @@
 
 namespace qs::pipeline {
 
+LayerStatistics::LayerStatistics(const Backend* backend) : backend_(backend) {
+    static const std::shared_ptr<Backend> cpu = makeCpuBackend();
+    if (!backend_) backend_ = cpu.get();
+}
+
 model::LinearInputHook LayerStatistics::hook() {
     return [this](const model::LinearInput& input) { add(input); };
 }
@@ -15,7 +20,7 @@ void LayerStatistics::add(const model::LinearInput& input) {
     auto found = inputs_.find(input.modules.front());
     std::shared_ptr<InputStatistics> stats;
     if (found == inputs_.end()) {
-        stats = std::make_shared<InputStatistics>(input.x.cols());
+        stats = std::make_shared<InputStatistics>(input.x.cols(), *backend_);
         for (auto module : input.modules) {
             inputs_.emplace(std::string(module), stats);
             stats->modules.emplace_back(module);
@@ -23,7 +28,7 @@ void LayerStatistics::add(const model::LinearInput& input) {
     } else {
         stats = found->second;
     }
-    stats->hessian.add(input.x);
+    stats->hessian->add(input.x);
     stats->maxAbs = stats->maxAbs.cwiseMax(input.x.cwiseAbs().colwise().maxCoeff().transpose());
     finalized_.erase(stats.get());
 }
@@ -42,10 +47,10 @@ InputStatistics& LayerStatistics::mutableInput(std::string_view module) {
 
 const MatrixF& LayerStatistics::hessian(std::string_view module) {
     const InputStatistics& stats = input(module);
-    if (stats.hessian.released())
+    if (stats.hessian->released())
         throw Error("the Hessian of " + std::string(module) + "'s input was freed: its modules are done");
     auto cached = finalized_.find(&stats);
-    if (cached == finalized_.end()) cached = finalized_.emplace(&stats, stats.hessian.finalize()).first;
+    if (cached == finalized_.end()) cached = finalized_.emplace(&stats, stats.hessian->finalize()).first;
     return cached->second;
 }
 
@@ -55,7 +60,7 @@ void LayerStatistics::done(std::string_view module) {
     done_.emplace(std::string(module), true);
     if (++stats.done < stats.modules.size()) return;
     finalized_.erase(&stats);
-    if (!stats.hessian.released()) stats.hessian.discard();
+    if (!stats.hessian->released()) stats.hessian->discard();
 }
 
 bool LayerStatistics::lastOfInput(std::string_view module) const {
@@ -71,9 +76,9 @@ MatrixF LayerStatistics::takeHessian(std::string_view module) {
     if (auto cached = finalized_.find(&stats); cached != finalized_.end()) {
         h = std::move(cached->second);
         finalized_.erase(cached);
-        stats.hessian.discard();
+        stats.hessian->discard();
     } else {
-        h = stats.hessian.release();
+        h = stats.hessian->release();
     }
     done_.emplace(std::string(module), true);
     ++stats.done;
@@ -84,7 +89,7 @@ std::size_t LayerStatistics::bytes() const {
     std::size_t total = 0;
     std::set<const InputStatistics*> counted;
     for (const auto& [name, stats] : inputs_)
-        if (counted.insert(stats.get()).second) total += stats->hessian.bytes();
+        if (counted.insert(stats.get()).second) total += stats->hessian->hostBytes();
     for (const auto& [stats, h] : finalized_) total += static_cast<std::size_t>(h.size()) * sizeof(float);
     return total;
 }

@@ -7,6 +7,7 @@
 #include "cuda_formats.h"
 #include "cuda_gptq.h"
 #include "cuda_hessian.h"
+#include "cuda_layer_math.h"
 #include "cuda_trellis.h"
 #include "qs/gpu/device_info.h"
 
@@ -32,11 +33,12 @@ namespace {
 
 class CudaBackend final : public pipeline::Backend {
 public:
-    CudaBackend() : context_(std::make_shared<CudaContext>()) {}
+    CudaBackend() : context_(std::make_shared<CudaContext>()), math_(makeCudaLayerMath(context_)) {}
 
     std::string description() const override { return describeDevice(queryDevice()); }
     bool isCuda() const override { return true; }
     std::int64_t freeMemoryBytes() const override { return queryDevice().freeBytes; }
+    std::shared_ptr<const model::LayerMath> layerMath() const override { return math_; }
 
     std::unique_ptr<pipeline::HessianSink> hessian(std::int64_t features) const override {
         return makeCudaHessianSink(context_, features);
@@ -61,6 +63,7 @@ public:
 
 private:
     CudaContextPtr context_;
+    std::shared_ptr<const model::LayerMath> math_;
 };
 
 }  // namespace

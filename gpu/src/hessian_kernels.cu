@@ -26,13 +26,13 @@ __global__ void absColumnsKernel(const float* x, std::int64_t n, std::int64_t f,
 
 }  // namespace
 
-void addLowerToSum(const float* chunk, std::int64_t f, double* sum) {
-    addLowerKernel<<<gridFor(f * f), kThreads>>>(chunk, f, sum);
+void addLowerToSum(const float* chunk, std::int64_t f, double* sum, cudaStream_t stream) {
+    addLowerKernel<<<gridFor(f * f), kThreads, 0, stream>>>(chunk, f, sum);
     QS_CUDA_LAUNCHED("addLowerKernel");
 }
 
-void addAbsColumns(const float* x, std::int64_t n, std::int64_t f, double* absSum) {
-    absColumnsKernel<<<gridFor(f), kThreads>>>(x, n, f, absSum);
+void addAbsColumns(const float* x, std::int64_t n, std::int64_t f, double* absSum, cudaStream_t stream) {
+    absColumnsKernel<<<gridFor(f), kThreads, 0, stream>>>(x, n, f, absSum);
     QS_CUDA_LAUNCHED("absColumnsKernel");
 }
 

@@ -2,11 +2,13 @@
 // The element-wise halves of the Hessian accumulation (the product itself is cuBLAS SYRK).
 #include <cstdint>
 
+#include <cuda_runtime.h>
+
 namespace qs::gpu::kernels {
 
 // sum[lower] += chunk[lower], both column-major [f, f]; the chunk's f32 gram is widened to f64.
-void addLowerToSum(const float* chunk, std::int64_t f, double* sum);
+void addLowerToSum(const float* chunk, std::int64_t f, double* sum, cudaStream_t stream = nullptr);
 // absSum[j] += |x[t, j]| for t = 0 .. n-1 in order, in f64 (x row-major [n, f]), as the CPU does.
-void addAbsColumns(const float* x, std::int64_t n, std::int64_t f, double* absSum);
+void addAbsColumns(const float* x, std::int64_t n, std::int64_t f, double* absSum, cudaStream_t stream = nullptr);
 
 }  // namespace qs::gpu::kernels

@@ -32,6 +32,27 @@ TEST_F(GpuHessian, MatchesTheCpuOverSeveralChunks) {
     EXPECT_EQ(gpu->meanAbs(), cpu->meanAbs());
 }
 
+TEST_F(GpuHessian, ReleaseReturnsHAndKeepsTheCountAndMeanAbs) {
+    const MatrixF x = gaussian(3000, 256, 13);
+    auto gpu = cuda().hessian(256);
+    auto cpu = this->cpu().hessian(256);
+    gpu->add(x, 1024);
+    cpu->add(x, 1024);
+    const MatrixF expected = cpu->finalize();
+    EXPECT_FALSE(gpu->released());
+    EXPECT_LT(relativeDifference(gpu->release(), expected), 1e-5);
+    EXPECT_TRUE(gpu->released());
+    EXPECT_EQ(gpu->samples(), 3000);
+    EXPECT_EQ(gpu->meanAbs(), cpu->meanAbs());
+    EXPECT_THROW(gpu->finalize(), Error);
+    EXPECT_THROW(gpu->add(x), Error);
+    auto discarded = cuda().hessian(256);
+    discarded->add(x);
+    discarded->discard();
+    EXPECT_TRUE(discarded->released());
+    EXPECT_EQ(discarded->meanAbs(), cpu->meanAbs());
+}
+
 TEST_F(GpuHessian, TakesColumnBlocksOfALargerMatrix) {
     const MatrixF wide = gaussian(700, 300, 12);
     auto gpu = cuda().hessian(200);

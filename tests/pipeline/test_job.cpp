@@ -116,10 +116,15 @@ public:
 class BackendWithMath final : public test::DelegatingBackend {
 public:
     std::shared_ptr<const model::LayerMath> layerMath() const override { return math; }
+    std::unique_ptr<HessianSink> hessian(std::int64_t features) const override {
+        ++sinks;
+        return DelegatingBackend::hessian(features);
+    }
     std::shared_ptr<CountingMath> math = std::make_shared<CountingMath>();
+    mutable std::atomic<int> sinks = 0;
 };
 
-TEST_F(JobTest, ForwardPassesRunOnTheBackendsLayerMath) {
+TEST_F(JobTest, ForwardPassesAndHessiansRunOnTheBackend) {
     const JobResult cpu = Job(planFor(dir_, "gptq4,awq4")).run({}, CancelToken{});
     JobPlan plan = planFor(dir_, "gptq4,awq4");
     auto backend = std::make_shared<BackendWithMath>();
@@ -132,6 +137,8 @@ TEST_F(JobTest, ForwardPassesRunOnTheBackendsLayerMath) {
     EXPECT_GE(backend->math->linears.load(), 2 * 7 * (8 + 4 + 2 * 4));
     EXPECT_GT(backend->math->scopes.load(), 0);
     EXPECT_EQ(backend->math->live.load(), 0) << "a residency scope outlived its layer";
+    // Each calibrating method's own statistics: 2 layers x 4 distinct linear inputs, in the backend's sinks.
+    EXPECT_EQ(backend->sinks.load(), 2 * 2 * 4);
 }
 
 TEST_F(JobTest, EightBitRtnIsNearLossless) {

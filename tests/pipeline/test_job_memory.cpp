@@ -87,8 +87,8 @@ TEST(LayerStatistics, InputsAreFreedWhenTheirModulesAreDone) {
     const MatrixF taken = stats.takeHessian("self_attn.v_proj");
     EXPECT_EQ(taken, qkv);
     EXPECT_THROW(stats.hessian("self_attn.q_proj"), Error);
-    EXPECT_EQ(stats.input("self_attn.q_proj").hessian.samples(), 140);   // the count and mean |x| stay
-    EXPECT_EQ(stats.input("self_attn.v_proj").hessian.meanAbs().size(), 48);
+    EXPECT_EQ(stats.input("self_attn.q_proj").hessian->samples(), 140);   // the count and mean |x| stay
+    EXPECT_EQ(stats.input("self_attn.v_proj").hessian->meanAbs().size(), 48);
     // The sums of q/k/v are gone; the other three inputs' remain.
     const std::size_t qkvSums = [] {
         quant::HessianAccumulator a(48);

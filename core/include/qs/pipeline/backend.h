@@ -40,6 +40,12 @@ public:
     virtual std::int64_t samples() const = 0;
     virtual MatrixF finalize() const = 0;   // 2 XᵀX / n, full symmetric
     virtual VectorF meanAbs() const = 0;    // mean |x| per input channel
+    // finalize(), then frees the running sums: the sample count and meanAbs() stay; add() and
+    // finalize() throw afterwards. For a caller that needs H only once (the Job).
+    virtual MatrixF release() = 0;
+    virtual void discard() = 0;             // frees the sums without computing H
+    virtual bool released() const = 0;
+    virtual std::uint64_t hostBytes() const = 0;   // host memory held (a device's: its pinned chunk buffers)
 };
 
 class Backend {

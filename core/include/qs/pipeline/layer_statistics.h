@@ -15,13 +15,14 @@
 
 #include "qs/matrix.h"
 #include "qs/model/decoder_layer.h"
-#include "qs/quant/hessian.h"
+#include "qs/pipeline/backend.h"
 
 namespace qs::pipeline {
 
 struct InputStatistics {
-    explicit InputStatistics(std::int64_t features) : hessian(features), maxAbs(VectorF::Zero(features)) {}
-    quant::HessianAccumulator hessian;   // released() once every module of the input is done
+    InputStatistics(std::int64_t features, const Backend& backend)
+        : hessian(backend.hessian(features)), maxAbs(VectorF::Zero(features)) {}
+    std::unique_ptr<HessianSink> hessian;   // on the backend's device; released() once every module is done
     VectorF maxAbs;   // max |x| per input channel
     std::vector<std::string> modules;    // the modules that read this input, in the hook's order
     std::size_t done = 0;                // how many of them are done
@@ -29,6 +30,9 @@ struct InputStatistics {
 
 class LayerStatistics {
 public:
+    // The Hessians accumulate where `backend` runs (not owned; it must outlive this); null: the CPU.
+    explicit LayerStatistics(const Backend* backend = nullptr);
+
     // The hook to pass to Transformer::runLayer; it accumulates every input it is shown.
     model::LinearInputHook hook();
 
@@ -58,6 +62,7 @@ private:
     std::map<std::string, std::shared_ptr<InputStatistics>, std::less<>> inputs_;   // by module
     std::map<const InputStatistics*, MatrixF> finalized_;
     std::map<std::string, bool, std::less<>> done_;   // modules done
+    const Backend* backend_;
 };
 
 }  // namespace qs::pipeline
