@@ -109,6 +109,20 @@ ModuleLog logOf(const MethodSpec& m, int layer, const std::string& module, const
     return log;
 }
 
+// A device that cannot hold the plan's peak is refused before any work, with the numbers.
+void checkDeviceMemory(const Backend& backend, const DeviceWorkload& workload, bool force,
+                       const ProgressCallback& progress) {
+    const std::int64_t need = backend.peakDeviceBytes(workload);
+    if (need <= 0) return;
+    const std::int64_t available = backend.freeMemoryBytes();
+    const std::string line = "device memory: about " + formatBytes(std::uint64_t(need)) + " at the peak, " +
+                             formatBytes(std::uint64_t(std::max<std::int64_t>(available, 0))) + " free";
+    if (need > available && !force)
+        throw Error("this plan does not fit on the device: " + line +
+                    "; use shorter sequences or --device cpu (or force it to try anyway)");
+    if (progress) progress({"plan", 0, 0, 0.0, line});
+}
+
 class Runner {
 public:
     Runner(const JobPlan& plan, const ProgressCallback& progress, const CancelToken& cancel, const ModuleLogCallback& log)
@@ -334,6 +348,25 @@ ResourceEstimate Job::estimate() const {
     return estimateResources(shape);
 }
 
+DeviceWorkload Job::deviceWorkload() const {
+    const io::Checkpoint checkpoint = io::Checkpoint::open(plan_.checkpoint);
+    DeviceWorkload w;
+    w.config = model::ModelConfig::fromJson(checkpoint.config(), (checkpoint.root() / "config.json").string());
+    for (const TokenSequences* sequences : {&plan_.calibration, &plan_.evaluation})
+        for (const auto& s : *sequences) w.sequenceLength = std::max<std::int64_t>(w.sequenceLength, std::int64_t(s.size()));
+    w.groupSize = 0;
+    for (const auto& m : plan_.methods) {
+        w.statistics = w.statistics || (m.needsCalibration() && !plan_.calibration.empty());
+        w.gptq = w.gptq || m.kind == MethodKind::Gptq;
+        w.awq = w.awq || m.kind == MethodKind::Awq;
+        // The smallest group has the most scales; -1 (a group per row) the fewest.
+        if (m.kind == MethodKind::Gptq && m.groupSize > 0 && (w.groupSize <= 0 || m.groupSize < w.groupSize))
+            w.groupSize = m.groupSize;
+    }
+    if (w.groupSize == 0) w.groupSize = -1;
+    return w;
+}
+
 JobResult Job::run(const ProgressCallback& progress, const CancelToken& cancel, const ModuleLogCallback& moduleLog,
                    bool force) {
     const ResourceEstimate e = estimate();
@@ -346,6 +379,7 @@ JobResult Job::run(const ProgressCallback& progress, const CancelToken& cancel, 
         if (progress) progress({"plan", 0, 0, 0.0, selection.message});
         plan_.backend = std::move(selection.backend);
     }
+    checkDeviceMemory(*plan_.backend, deviceWorkload(), force, progress);
     Runner runner(plan_, progress, cancel, moduleLog);
     return runner.run();
 }

@@ -29,8 +29,9 @@ std::int64_t bytesPerCandidate(std::int64_t rows, std::int64_t cols) { return ro
 std::int64_t candidatesPerPass(std::int64_t rows, std::int64_t cols, int grid) {
     const std::int64_t fixed = rows * cols * 4 + cols * cols * 4 + kHeadroom;
     const std::int64_t each = bytesPerCandidate(rows, cols);
-    requireDeviceMemory(fixed + each, "the AWQ search of " + std::to_string(rows) + " x " + std::to_string(cols) +
-                                          " weights (one α at a time)");
+    requireDeviceMemory(awqMinimumDeviceBytes(rows, cols),
+                        "the AWQ search of " + std::to_string(rows) + " x " + std::to_string(cols) +
+                            " weights (one α at a time)");
     std::size_t freeBytes = 0, totalBytes = 0;
     QS_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
     return std::clamp<std::int64_t>((static_cast<std::int64_t>(freeBytes) - fixed) / each, 1, grid);
@@ -92,6 +93,10 @@ double candidateError(const std::vector<const MatrixF*>& weights, const double* 
 }
 
 }  // namespace
+
+std::int64_t awqMinimumDeviceBytes(std::int64_t rows, std::int64_t cols) {
+    return rows * cols * 4 + cols * cols * 4 + kHeadroom + bytesPerCandidate(rows, cols);
+}
 
 bool awqRunsOnDevice(const std::vector<const MatrixF*>& weights, const VectorF& meanAbs, const MatrixF& h,
                      const quant::AwqOptions& o) {

@@ -19,6 +19,9 @@ quant::AwqResult cudaAwq(const CudaContext& context, const std::vector<const Mat
 std::vector<double> cudaAwqGridErrors(const CudaContext& context, const std::vector<const MatrixF*>& weights,
                                       const VectorF& meanAbs, const MatrixF& h, const quant::AwqOptions& options,
                                       int maxPerPass = 0);
+// Device memory of the search with one α per pass, the least cudaAwq runs with, for linears of
+// `rows` outputs in all and `cols` inputs.
+std::int64_t awqMinimumDeviceBytes(std::int64_t rows, std::int64_t cols);
 bool awqRunsOnDevice(const std::vector<const MatrixF*>& weights, const VectorF& meanAbs, const MatrixF& h,
                      const quant::AwqOptions& options);
 

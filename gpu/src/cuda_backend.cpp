@@ -8,6 +8,7 @@
 #include "cuda_gptq.h"
 #include "cuda_hessian.h"
 #include "cuda_layer_math.h"
+#include "device_plan.h"
 #include "cuda_trellis.h"
 #include "qs/gpu/device_info.h"
 
@@ -38,6 +39,7 @@ public:
     std::string description() const override { return describeDevice(queryDevice()); }
     bool isCuda() const override { return true; }
     std::int64_t freeMemoryBytes() const override { return queryDevice().freeBytes; }
+    std::int64_t peakDeviceBytes(const pipeline::DeviceWorkload& w) const override { return cudaPeakDeviceBytes(w); }
     std::shared_ptr<const model::LayerMath> layerMath() const override { return math_; }
 
     std::unique_ptr<pipeline::HessianSink> hessian(std::int64_t features) const override {

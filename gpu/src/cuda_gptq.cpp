@@ -72,10 +72,6 @@ struct Workspace {
     DeviceBuffer<int> perm;
     DeviceBuffer<double> loss;
 
-    static std::int64_t bytesFor(std::int64_t rows, std::int64_t cols, int blockSize, int groups) {
-        return rows * cols * 5 + cols * cols * 12 + rows * blockSize * 4 + rows * groups * 16 + cols * 4 + rows * 8 +
-               (std::int64_t{64} << 20);   // the factorization's workspace, generously
-    }
 };
 
 // Damps H until its factorization succeeds (gptq.cpp dampedInverseFactor): U in ws.u.
@@ -173,6 +169,11 @@ bool upperCholeskyOfInverseOnDevice(const CudaContext& context, const float* h, 
     return true;
 }
 
+std::int64_t gptqDeviceBytes(std::int64_t rows, std::int64_t cols, int blockSize, int groups) {
+    return rows * cols * 5 + cols * cols * 12 + rows * blockSize * 4 + rows * groups * 16 + cols * 4 + rows * 8 +
+           (std::int64_t{64} << 20);   // the factorization's workspace, generously
+}
+
 quant::QuantizedLinear cudaGptq(const CudaContext& context, const MatrixF& w, const MatrixF& h,
                                 const quant::GptqOptions& o) {
     const auto start = std::chrono::steady_clock::now();
@@ -187,7 +188,7 @@ quant::QuantizedLinear cudaGptq(const CudaContext& context, const MatrixF& w, co
     const std::int64_t rows = w.rows(), cols = w.cols();
     const int groupCols = o.groupSize < 0 ? static_cast<int>(cols) : o.groupSize;
     const int groups = quant::groupCount(o.groupSize, cols);
-    requireDeviceMemory(Workspace::bytesFor(rows, cols, o.blockSize, groups),
+    requireDeviceMemory(gptqDeviceBytes(rows, cols, o.blockSize, groups),
                         "GPTQ of a [" + std::to_string(rows) + ", " + std::to_string(cols) + "] layer");
 
     const Prepared p = prepare(w, h, o, groupCols, groups);

@@ -10,6 +10,9 @@ namespace qs::gpu {
 quant::QuantizedLinear cudaGptq(const CudaContext& context, const MatrixF& w, const MatrixF& h,
                                 const quant::GptqOptions& options);
 
+// Device memory cudaGptq needs for a [rows, cols] weight (it refuses with the numbers below this).
+std::int64_t gptqDeviceBytes(std::int64_t rows, std::int64_t cols, int blockSize, int groups);
+
 // upperCholeskyOfInverse on the device: false when H is not positive definite. h and u are
 // device [n, n] row-major; `work` is scratch of n * n floats.
 bool upperCholeskyOfInverseOnDevice(const CudaContext& context, const float* h, std::int64_t n, float lambda,

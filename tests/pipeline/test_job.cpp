@@ -1,9 +1,12 @@
 // The pipeline end to end on small synthetic Llama-shaped checkpoints written by the test.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "qs/error.h"
 #include "qs/model/tokenizer.h"
@@ -139,6 +142,49 @@ TEST_F(JobTest, ForwardPassesAndHessiansRunOnTheBackend) {
     EXPECT_EQ(backend->math->live.load(), 0) << "a residency scope outlived its layer";
     // Each calibrating method's own statistics: 2 layers x 4 distinct linear inputs, in the backend's sinks.
     EXPECT_EQ(backend->sinks.load(), 2 * 2 * 4);
+}
+
+// A device with `free` bytes that predicts `peak` for any plan, and remembers the workload it was shown.
+class SmallDevice final : public test::DelegatingBackend {
+public:
+    SmallDevice(std::int64_t peak, std::int64_t free) : peak_(peak), free_(free) {}
+    std::int64_t freeMemoryBytes() const override { return free_; }
+    std::int64_t peakDeviceBytes(const DeviceWorkload& w) const override {
+        seen = w;
+        return peak_;
+    }
+    mutable DeviceWorkload seen;
+
+private:
+    std::int64_t peak_, free_;
+};
+
+TEST_F(JobTest, APlanThatDoesNotFitOnTheDeviceIsRefusedBeforeItStarts) {
+    JobPlan plan = planFor(dir_, "rtn4,gptq4-act");
+    auto device = std::make_shared<SmallDevice>(std::int64_t{3} << 30, std::int64_t{1} << 30);
+    plan.backend = device;
+    std::vector<std::string> lines, stages;
+    try {
+        Job(plan).run([&](const Progress& p) { stages.push_back(p.stage); }, CancelToken{});
+        FAIL() << "a plan needing 3 GiB ran on a device with 1 GiB free";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("does not fit on the device: device memory: about 3.00 GiB at the peak, "
+                                             "1.00 GiB free"),
+                  std::string::npos)
+            << e.what();
+    }
+    for (const auto& stage : stages) EXPECT_EQ(stage, "plan") << "work started before the refusal";
+    EXPECT_TRUE(device->seen.statistics && device->seen.gptq && !device->seen.awq);
+    EXPECT_EQ(device->seen.sequenceLength, 64);
+    EXPECT_EQ(device->seen.groupSize, 32);
+    EXPECT_EQ(device->seen.config.numLayers, 2);
+    // Forced, it runs; and a plan that fits says what it will use.
+    EXPECT_EQ(Job(plan).run({}, CancelToken{}, {}, true).methods.size(), 2u);
+    plan.backend = std::make_shared<SmallDevice>(std::int64_t{1} << 29, std::int64_t{1} << 30);
+    lines.clear();
+    Job(plan).run([&](const Progress& p) { lines.push_back(p.message); }, CancelToken{});
+    EXPECT_NE(std::find(lines.begin(), lines.end(), "device memory: about 512.00 MiB at the peak, 1.00 GiB free"),
+              lines.end());
 }
 
 TEST_F(JobTest, EightBitRtnIsNearLossless) {

@@ -17,6 +17,7 @@
 
 #include "qs/matrix.h"
 #include "qs/model/layer_math.h"
+#include "qs/model/model_config.h"
 #include "qs/quant/awq.h"
 #include "qs/quant/fp8.h"
 #include "qs/quant/gptq.h"
@@ -48,6 +49,17 @@ public:
     virtual std::uint64_t hostBytes() const = 0;   // host memory held (a device's: its pinned chunk buffers)
 };
 
+// What a job asks of a device at one time, for Backend::peakDeviceBytes: one decoder layer's
+// forward passes and statistics, and the quantization of its largest linears.
+struct DeviceWorkload {
+    model::ModelConfig config;
+    std::int64_t sequenceLength = 0;   // the longest calibration or evaluation sequence, in tokens
+    bool statistics = false;           // Hessians are accumulated (a method calibrates)
+    bool gptq = false;
+    bool awq = false;
+    int groupSize = 128;
+};
+
 class Backend {
 public:
     virtual ~Backend() = default;
@@ -57,6 +69,9 @@ public:
     virtual bool isCuda() const = 0;
     // Memory the backend can still use, in bytes (the device's free memory; the host's available memory).
     virtual std::int64_t freeMemoryBytes() const = 0;
+    // The device memory `workload` needs at its peak, so a plan that cannot fit is refused before it
+    // starts; 0 for a backend that works in host memory (the job's own estimate covers that).
+    virtual std::int64_t peakDeviceBytes(const DeviceWorkload& workload) const { return 0; }
 
     virtual std::unique_ptr<HessianSink> hessian(std::int64_t features) const = 0;
     virtual quant::QuantizedLinear gptq(const MatrixF& w, const MatrixF& h, const quant::GptqOptions& options) const = 0;

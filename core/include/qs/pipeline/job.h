@@ -44,7 +44,10 @@ public:
     explicit Job(JobPlan plan);
 
     ResourceEstimate estimate() const;
-    // Throws qs::Error when the estimate does not fit in memory (unless `force`), qs::Cancelled when
+    // What the plan asks of a device at once (Backend::peakDeviceBytes).
+    DeviceWorkload deviceWorkload() const;
+    // Throws qs::Error when the estimate does not fit in memory, or the device's peak in its free
+    // memory (unless `force`), qs::Cancelled when
     // cancelled. A method that cannot be applied to this model's shapes is reported in its
     // MethodResult::error and the others go on.
     JobResult run(const ProgressCallback& progress, const CancelToken& cancel,
