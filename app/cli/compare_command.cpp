@@ -156,7 +156,7 @@ void registerCompare(CLI::App& app) {
     cmd->add_option("--json", options->json, "Write the results as JSON to this file");
     cmd->add_option("--log", options->log, "Write the per-module log as JSON lines to this file");
     cmd->add_option("--seed", options->seed, "Seed (trellis rotations)")->capture_default_str();
-    cmd->add_option("--device", options->device, "Where GPTQ and the format encoders run: cpu, cuda or auto")
+    cmd->add_option("--device", options->device, "Where quantization and the forward passes run: cpu, cuda or auto")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
