@@ -7,8 +7,6 @@
 namespace qs::gpu::test {
 namespace {
 
-constexpr double kGiB = 1024.0 * 1024.0 * 1024.0;
-
 pipeline::DeviceWorkload llama(int hidden, int intermediate, int heads, int kvHeads, std::int64_t tokens) {
     pipeline::DeviceWorkload w;
     w.config.hiddenSize = hidden;
@@ -43,8 +41,11 @@ TEST(CudaDevicePlan, GrowsWithTheWorkAndWithTheModel) {
     EXPECT_GT(statisticsOnly, forwardOnly);
     w.sequenceLength = 4096;
     EXPECT_GT(cudaPeakDeviceBytes(w), forwardOnly);
-    // Llama-3-70B's down_proj input alone holds 12 x 28672² bytes of sums: more than a 16 GiB card has.
-    EXPECT_GT(double(cudaPeakDeviceBytes(llama(8192, 28672, 64, 8, 2048))), 16 * kGiB);
+    // Llama-3-70B: its down_proj input alone holds 12 x 28672² bytes (9.9e9) of sums; with the other
+    // three inputs, GPTQ of q_proj and the forward buffers 16.0e9, more than a 12 GiB card has.
+    const double seventy = double(cudaPeakDeviceBytes(llama(8192, 28672, 64, 8, 2048)));
+    EXPECT_GT(seventy, 15.5e9);
+    EXPECT_LT(seventy, 16.5e9);
 }
 
 TEST(CudaDevicePlan, AwqNeedsItsLargestGroupsOneAlphaAtATime) {
