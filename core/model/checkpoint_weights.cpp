@@ -120,7 +120,7 @@ MatrixF CheckpointWeights::embeddingRows(std::span<const TokenId> tokens) const 
 
 VectorF CheckpointWeights::finalNorm() const { return vector("model.norm.weight", config_.hiddenSize); }
 
-MatrixF CheckpointWeights::lmHead(const MatrixF& normedHidden) const {
+MatrixF CheckpointWeights::lmHead(const MatrixF& normedHidden, const LayerMath& math) const {
     if (!options_.lmHead) throw Error(checkpoint_.root().string() + ": lm_head was not to be read as a dense tensor");
     const io::TensorView t = checkpoint_.tensor(lmHeadName_);
     const std::int64_t vocab = config_.vocabSize;
@@ -131,7 +131,7 @@ MatrixF CheckpointWeights::lmHead(const MatrixF& normedHidden) const {
     for (std::int64_t begin = 0; begin < vocab; begin += kBlock) {
         const std::int64_t end = std::min(vocab, begin + kBlock);
         const MatrixF w = convertRows(t, begin, end);
-        logits.middleCols(begin, end - begin).noalias() = normedHidden * w.transpose();
+        logits.middleCols(begin, end - begin) = math.product(normedHidden, w);
     }
     t.releasePages();
     return logits;

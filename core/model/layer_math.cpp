@@ -15,6 +15,12 @@ public:
 
 }  // namespace
 
+MatrixF LayerMath::product(const MatrixF& x, const MatrixF& w) const {
+    MatrixF y(x.rows(), w.rows());
+    y.noalias() = x * w.transpose();
+    return y;
+}
+
 std::vector<MatrixF> LayerMath::linears(const MatrixF& x, std::span<const Linear* const> linears) const {
     std::vector<MatrixF> out;
     out.reserve(linears.size());

@@ -22,12 +22,10 @@ MatrixF ModelWeights::embeddingRows(std::span<const TokenId> tokens) const {
     return rows;
 }
 
-MatrixF ModelWeights::lmHead(const MatrixF& normedHidden) const {
+MatrixF ModelWeights::lmHead(const MatrixF& normedHidden, const LayerMath& math) const {
     const MatrixF& w = lmHeadWeight.size() > 0 ? lmHeadWeight : embedding;
     if (normedHidden.cols() != w.cols()) throw Error("model weights: lm_head expects " + std::to_string(w.cols()) + " features");
-    MatrixF logits(normedHidden.rows(), w.rows());
-    logits.noalias() = normedHidden * w.transpose();
-    return logits;
+    return math.product(normedHidden, w);
 }
 
 }  // namespace qs::model

@@ -58,7 +58,7 @@ void Transformer::runLayerAt(int layer, MatrixF& hidden, int firstPosition, KvCa
 }
 
 MatrixF Transformer::finalLogits(const MatrixF& hidden) const {
-    return weights_->lmHead(rmsNorm(hidden, finalNorm_, config_.rmsNormEps));
+    return weights_->lmHead(rmsNorm(hidden, finalNorm_, config_.rmsNormEps), layerMath());
 }
 
 MatrixF Transformer::forward(std::span<const TokenId> tokens) {

@@ -80,8 +80,8 @@ model::LayerWeights DecodedWeights::layer(int index) const {
     return weights;
 }
 
-MatrixF DecodedWeights::lmHead(const MatrixF& normedHidden) const {
-    if (!quantizedLmHead_) return dense_->lmHead(normedHidden);
+MatrixF DecodedWeights::lmHead(const MatrixF& normedHidden, const model::LayerMath& math) const {
+    if (!quantizedLmHead_) return dense_->lmHead(normedHidden, math);
     std::call_once(lmHeadOnce_, [&] {
         MatrixF w = reader_->decodeF32(kLmHead);
         if (w.rows() != config_.vocabSize || w.cols() != config_.hiddenSize)
@@ -90,7 +90,7 @@ MatrixF DecodedWeights::lmHead(const MatrixF& normedHidden) const {
                         std::to_string(config_.hiddenSize) + "]");
         lmHeadWeight_ = std::move(w);
     });
-    return normedHidden * lmHeadWeight_.transpose();
+    return math.product(normedHidden, lmHeadWeight_);
 }
 
 }  // namespace qs::pipeline

@@ -63,6 +63,12 @@ public:
         return download(project(x.rows(), x.cols(), l, output_), x.rows(), l.weight.rows());
     }
 
+    MatrixF product(const MatrixF& x, const MatrixF& w) const override {
+        std::lock_guard lock(mutex_);
+        upload(input_, x, "lm_head's input");
+        return download(project(x.rows(), x.cols(), w, VectorF(), output_), x.rows(), w.rows());
+    }
+
     std::vector<MatrixF> linears(const MatrixF& x, std::span<const model::Linear* const> linears) const override {
         std::lock_guard lock(mutex_);
         upload(input_, x, "a linear's input");
@@ -126,23 +132,28 @@ public:
 private:
     // x (already in input_) times l's weight, plus its bias, into `into`; returns the device result.
     float* project(std::int64_t tokens, std::int64_t features, const model::Linear& l, DeviceBuffer<float>& into) const {
-        if (features != l.weight.cols())
+        return project(tokens, features, l.weight, l.bias, into);
+    }
+
+    float* project(std::int64_t tokens, std::int64_t features, const MatrixF& weight, const VectorF& bias,
+                   DeviceBuffer<float>& into) const {
+        if (features != weight.cols())
             throw Error("linear: input has " + std::to_string(features) + " features, weight expects " +
-                        std::to_string(l.weight.cols()));
+                        std::to_string(weight.cols()));
         const float* w = nullptr;
         const float* b = nullptr;
-        if (const DeviceLinear* kept = findResident(l)) {
+        if (const DeviceLinear* kept = findResident(weight, bias)) {
             w = kept->weight.data();
             b = kept->bias.size() > 0 ? kept->bias.data() : nullptr;
         } else {
-            upload(weight_, l.weight, "a linear's weight");
+            upload(weight_, weight, "a linear's weight");
             w = weight_.data();
-            if (l.bias.size() > 0) {
-                b = reserve(bias_, l.bias.size(), "a linear's bias");
-                bias_.upload(l.bias.data(), l.bias.size());
+            if (bias.size() > 0) {
+                b = reserve(bias_, bias.size(), "a linear's bias");
+                bias_.upload(bias.data(), bias.size());
             }
         }
-        const std::int64_t out = l.weight.rows();
+        const std::int64_t out = weight.rows();
         float* y = reserve(into, tokens * out, "a linear's output");
         gemmXWt(*context_, input_.data(), w, y, tokens, features, out);
         if (b) kernels::addBiasRows(y, b, tokens, out);
@@ -169,11 +180,11 @@ private:
         if (k.rows() < q.rows()) throw Error("attention: fewer keys (" + std::to_string(k.rows()) + ") than queries");
     }
 
-    const DeviceLinear* findResident(const model::Linear& l) const {
+    const DeviceLinear* findResident(const MatrixF& weight, const VectorF& bias) const {
         for (const auto* layer : resident_)
             for (const DeviceLinear& d : *layer)
-                if (d.hostWeight == l.weight.data() && d.rows == l.weight.rows() && d.cols == l.weight.cols() &&
-                    d.bias.size() == l.bias.size())
+                if (d.hostWeight == weight.data() && d.rows == weight.rows() && d.cols == weight.cols() &&
+                    d.bias.size() == bias.size())
                     return &d;
         return nullptr;
     }

@@ -42,7 +42,7 @@ TEST_F(GpuLayerMath, LinearMatchesTheCpuWithAndWithoutBias) {
     }
 }
 
-TEST_F(GpuLayerMath, SharedInputLinearsAndTheGatedProductMatchTheCpu) {
+TEST_F(GpuLayerMath, SharedInputLinearsTheGatedProductAndPlainProductsMatchTheCpu) {
     const MatrixF x = gaussian(130, 256, 13);
     const model::Linear q = randomLinear(192, 256, true, 14), k = randomLinear(64, 256, true, 15);
     const std::array<const model::Linear*, 2> both{&q, &k};
@@ -51,6 +51,7 @@ TEST_F(GpuLayerMath, SharedInputLinearsAndTheGatedProductMatchTheCpu) {
     for (std::size_t i = 0; i < 2; ++i) EXPECT_LT(relativeDifference(got[i], want[i]), 1e-5) << i;
     const model::Linear gate = randomLinear(320, 256, false, 16), up = randomLinear(320, 256, false, 17);
     EXPECT_LT(relativeDifference(device().gatedProduct(x, gate, up), host().gatedProduct(x, gate, up)), 1e-5);
+    EXPECT_LT(relativeDifference(device().product(x, up.weight), host().product(x, up.weight)), 1e-5);   // lm_head's
 }
 
 TEST_F(GpuLayerMath, ResidentWeightsGiveTheSameResultAndAreDroppedWithTheirScope) {

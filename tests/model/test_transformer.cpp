@@ -460,8 +460,13 @@ public:
         ++attentions;
         return cpuLayerMath().attention(q, k, v, shape);
     }
+    MatrixF product(const MatrixF& x, const MatrixF& w) const override {
+        ++products;
+        return cpuLayerMath().product(x, w);
+    }
     mutable int linears = 0;
     mutable int attentions = 0;
+    mutable int products = 0;
     std::int64_t perturbRows = -1;
 };
 
@@ -475,6 +480,7 @@ TEST(SmallTransformer, EveryGemmAndAttentionRunsOnTheModelsLayerMath) {
     EXPECT_EQ(model.forward(kTokens), reference);   // the CPU's arithmetic, reached through the interface
     EXPECT_EQ(math->linears, 7 * c.numLayers);
     EXPECT_EQ(math->attentions, c.numLayers);
+    EXPECT_EQ(math->products, 1) << "lm_head";
 
     KvCache cache(c, 32);
     const std::span<const TokenId> all(kTokens);

@@ -27,7 +27,7 @@ public:
     LayerWeights layer(int index) const override;
     MatrixF embeddingRows(std::span<const TokenId> tokens) const override;
     VectorF finalNorm() const override;
-    MatrixF lmHead(const MatrixF& normedHidden) const override;
+    MatrixF lmHead(const MatrixF& normedHidden, const LayerMath& math) const override;
 
 private:
     io::TensorView checked(const std::string& name, std::vector<std::int64_t> shape) const;

@@ -23,6 +23,8 @@ public:
     virtual std::string_view name() const = 0;   // "CPU", "CUDA"
     // y = x Wᵀ + b for x [T, in]: what Linear::operator() computes.
     virtual MatrixF linear(const MatrixF& x, const Linear& linear) const = 0;
+    // x Wᵀ for a weight that is no Linear of a layer (a block of lm_head).
+    virtual MatrixF product(const MatrixF& x, const MatrixF& w) const;
     // linear(x, l) for several linears reading the same x (q, k, v): a device uploads x once.
     virtual std::vector<MatrixF> linears(const MatrixF& x, std::span<const Linear* const> linears) const;
     // SiLU(x Gᵀ + b) ⊙ (x Uᵀ + b), the MLP's down_proj input, SiLU(g) = g / (1 + e^-g) as torch computes

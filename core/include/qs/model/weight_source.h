@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "qs/matrix.h"
+#include "qs/model/layer_math.h"
 #include "qs/model/layer_weights.h"
 
 namespace qs::model {
@@ -22,9 +23,9 @@ public:
     // The embedding rows of `tokens`: [tokens.size(), hidden]. Throws qs::Error for an id out of range.
     virtual MatrixF embeddingRows(std::span<const TokenId> tokens) const = 0;
     virtual VectorF finalNorm() const = 0;
-    // logits [T, vocab] = normedHidden [T, hidden] · lm_headᵀ (the embedding when tied). The source
-    // does the product so that it can stream a large lm_head instead of caching it in f32.
-    virtual MatrixF lmHead(const MatrixF& normedHidden) const = 0;
+    // logits [T, vocab] = normedHidden [T, hidden] · lm_headᵀ (the embedding when tied), the products on
+    // `math`. The source does the product so that it can stream a large lm_head instead of caching it in f32.
+    virtual MatrixF lmHead(const MatrixF& normedHidden, const LayerMath& math) const = 0;
 };
 
 // Every weight in memory. With tied embeddings leave lmHeadWeight empty: the embedding is used.
@@ -37,7 +38,7 @@ struct ModelWeights final : WeightSource {
     LayerWeights layer(int index) const override;
     MatrixF embeddingRows(std::span<const TokenId> tokens) const override;
     VectorF finalNorm() const override { return norm; }
-    MatrixF lmHead(const MatrixF& normedHidden) const override;
+    MatrixF lmHead(const MatrixF& normedHidden, const LayerMath& math) const override;
 };
 
 }  // namespace qs::model

@@ -23,7 +23,7 @@ public:
     model::LayerWeights layer(int index) const override;
     MatrixF embeddingRows(std::span<const model::TokenId> tokens) const override { return dense_->embeddingRows(tokens); }
     VectorF finalNorm() const override { return dense_->finalNorm(); }
-    MatrixF lmHead(const MatrixF& normedHidden) const override;
+    MatrixF lmHead(const MatrixF& normedHidden, const model::LayerMath& math) const override;
 
     const formats::FormatInfo& format() const { return reader_->format(); }
 
