@@ -176,7 +176,7 @@ double stackedSgemmSeconds(const qs::gpu::CudaContext& context, std::int64_t m, 
     return secondsSince(start) / 2;
 }
 
-// Whole backend call (device grid + the CPU's finish: RTN at the chosen α and the two output errors)
+// Whole backend call (device grid + the finish: RTN at the chosen α on the host, the output errors on the device)
 // and the device grid alone, each next to the stacked SGEMM it contains.
 void BM_AwqSearchGateUp14336x4096(benchmark::State& state) {
     if (skipWithoutDevice(state)) return;

@@ -19,12 +19,14 @@ namespace {
 struct Calibration {
     const Eigen::Ref<const MatrixF>* x = nullptr;
     const MatrixF* h = nullptr;
+    const QuadraticForm* quadratic = nullptr;   // hessianQuadratic with this H, elsewhere
 
     double mse(const MatrixF& d) const {   // mean over tokens and outputs of (d x)²
         if (x) {
             const MatrixF e = (*x) * d.transpose();
             return e.cast<double>().squaredNorm() / static_cast<double>(e.size());
         }
+        if (quadratic && *quadratic) return (*quadratic)(d) / static_cast<double>(d.rows());
         return hessianQuadratic(d, *h) / static_cast<double>(d.rows());
     }
 };
@@ -169,9 +171,10 @@ AwqResult quantizeAwqFromStats(const std::vector<const MatrixF*>& weights, const
 }
 
 AwqResult awqFromGridErrors(const std::vector<const MatrixF*>& weights, const VectorF& meanAbs, const MatrixF& h,
-                            std::vector<double> gridError, const AwqOptions& o) {
+                            std::vector<double> gridError, const AwqOptions& o, const QuadraticForm& quadratic) {
     const auto start = std::chrono::steady_clock::now();
-    const Calibration calib = statsCalibration(meanAbs, h);
+    Calibration calib = statsCalibration(meanAbs, h);
+    calib.quadratic = &quadratic;
     checkSearch(weights, meanAbs, o);
     return finish(weights, meanAbs, calib, &h, std::move(gridError), o, start);
 }

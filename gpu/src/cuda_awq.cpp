@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <string>
 
 #include "awq_kernels.h"
@@ -92,6 +93,41 @@ double candidateError(const std::vector<const MatrixF*>& weights, const double* 
     return error;
 }
 
+// hessianQuadratic(d, H) with H kept on the device across calls: the finish's output errors.
+class DeviceQuadratic {
+public:
+    DeviceQuadratic(const CudaContext& context, const MatrixF& h) : context_(context), h_(h.data(), h.size()), n_(h.cols()) {}
+
+    double operator()(const MatrixF& d) {
+        const std::int64_t rows = d.rows();
+        if (d_.size() < d.size()) {
+            d_ = DeviceBuffer<float>();
+            dh_ = DeviceBuffer<float>();
+            requireDeviceMemory(d.size() * 8 + rows * 8, "AWQ's output error of a [" + std::to_string(rows) + ", " +
+                                                             std::to_string(n_) + "] weight");
+            d_ = DeviceBuffer<float>(d.size());
+            dh_ = DeviceBuffer<float>(d.size());
+            rowErrors_ = DeviceBuffer<double>(rows);
+        }
+        d_.upload(d.data(), d.size());
+        const float one = 1.0f, zero = 0.0f;
+        QS_CUBLAS(cublasSgemm_64(context_.blas(), CUBLAS_OP_N, CUBLAS_OP_N, n_, rows, n_, &one, h_.data(), n_, d_.data(),
+                                 n_, &zero, dh_.data(), n_));
+        kernels::halfRowDots(dh_.data(), d_.data(), rows, n_, rowErrors_.data());
+        std::vector<double> out(static_cast<std::size_t>(rows));
+        rowErrors_.download(out.data(), rows);
+        double sum = 0.0;
+        for (double e : out) sum += e;
+        return sum;
+    }
+
+private:
+    const CudaContext& context_;
+    DeviceBuffer<float> h_, d_, dh_;
+    DeviceBuffer<double> rowErrors_;
+    std::int64_t n_;
+};
+
 }  // namespace
 
 std::int64_t awqMinimumDeviceBytes(std::int64_t rows, std::int64_t cols) {
@@ -130,8 +166,10 @@ quant::AwqResult cudaAwq(const CudaContext& context, const std::vector<const Mat
     // Another grid rule, or what the CPU rejects (its error is the one to give): the CPU search.
     if (!awqRunsOnDevice(weights, meanAbs, h, o)) return quant::quantizeAwqFromStats(weights, meanAbs, h, o);
     const auto start = std::chrono::steady_clock::now();
-    quant::AwqResult result =
-        quant::awqFromGridErrors(weights, meanAbs, h, cudaAwqGridErrors(context, weights, meanAbs, h, o), o);
+    std::vector<double> gridError = cudaAwqGridErrors(context, weights, meanAbs, h, o);
+    auto quadratic = std::make_shared<DeviceQuadratic>(context, h);   // after the grid's workspace is freed
+    quant::AwqResult result = quant::awqFromGridErrors(weights, meanAbs, h, std::move(gridError), o,
+                                                       [quadratic](const MatrixF& d) { return (*quadratic)(d); });
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     for (quant::QuantizedLinear& q : result.linears) q.seconds = result.seconds / static_cast<double>(result.linears.size());
     return result;

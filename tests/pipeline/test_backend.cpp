@@ -18,6 +18,7 @@
 #include "qs/quant/awq.h"
 #include "qs/quant/hessian.h"
 #include "qs/quant/mxfp4.h"
+#include "qs/quant/output_error.h"
 
 #include "delegating_backend.h"
 
@@ -328,6 +329,29 @@ TEST(AwqFromGridErrorsTest, FinishesExactlyAsTheCpuSearch) {
     grid[3] = grid[5] = 0.25;
     EXPECT_EQ(quant::awqFromGridErrors(weights, acc.meanAbs(), h, grid, o).alpha, 0.15);
     EXPECT_THROW(quant::awqFromGridErrors(weights, acc.meanAbs(), h, std::vector<double>(19, 1.0), o), Error);
+}
+
+TEST(AwqFromGridErrorsTest, OutputErrorsComeFromTheGivenQuadraticForm) {
+    std::mt19937 rng(10);
+    const MatrixF x = awqInputs(300, 64, rng);
+    const MatrixF a = normalMatrix(24, 64, 0.02f, rng);
+    const std::vector<const MatrixF*> weights{&a};
+    quant::HessianAccumulator acc(64);
+    acc.add(x);
+    const MatrixF h = acc.finalize();
+    const quant::AwqOptions o{.groupSize = 32};
+    const quant::AwqResult cpu = quant::quantizeAwqFromStats(weights, acc.meanAbs(), h, o);
+    int calls = 0;
+    // A device's form: here the CPU's, doubled, so that its use shows in the result.
+    const quant::AwqResult viaForm = quant::awqFromGridErrors(weights, acc.meanAbs(), h, cpu.gridError, o,
+                                                              [&](const MatrixF& d) {
+                                                                  ++calls;
+                                                                  return 2.0 * quant::hessianQuadratic(d, h);
+                                                              });
+    EXPECT_EQ(calls, 2) << "the error and its reference, once per weight";
+    EXPECT_EQ(viaForm.linears[0].codes, cpu.linears[0].codes);
+    EXPECT_DOUBLE_EQ(viaForm.linears[0].outputMse, 2.0 * cpu.linears[0].outputMse);
+    EXPECT_DOUBLE_EQ(viaForm.linears[0].outputError, cpu.linears[0].outputError);   // a ratio: the factor cancels
 }
 
 constexpr std::array<std::string_view, 3> kQkv{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};

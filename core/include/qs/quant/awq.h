@@ -7,6 +7,7 @@
 // W·X: the sum over the linears of the mean squared output error. α = 0 is plain RTN (s = 1 exactly),
 // so the search can only help. The previous op absorbs 1/s (foldIntoNorm / foldIntoPreviousLinear).
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -42,11 +43,16 @@ AwqResult quantizeAwq(const std::vector<const MatrixF*>& weights, const Eigen::R
 AwqResult quantizeAwqFromStats(const std::vector<const MatrixF*>& weights, const VectorF& meanAbs, const MatrixF& h,
                                 const AwqOptions& options = {});
 
+// hessianQuadratic(d, H) = Σ over the rows of ½ d H dᵀ, computed elsewhere (a device holding H).
+using QuadraticForm = std::function<double(const MatrixF& d)>;
+
 // The end of quantizeAwqFromStats for a grid searched elsewhere (a device backend): gridError[i] is
-// the objective at α = i / grid. Picks α as the search does and quantizes and measures every weight
-// with the CPU code, so only the grid's errors can differ from the CPU search.
+// the objective at α = i / grid. Picks α as the search does and quantizes every weight with the CPU
+// code, so only the grid's errors can differ from the CPU search. The output errors are measured
+// with `quadratic` when given (else on the CPU: rows x cols² per weight, twice).
 AwqResult awqFromGridErrors(const std::vector<const MatrixF*>& weights, const VectorF& meanAbs, const MatrixF& h,
-                            std::vector<double> gridError, const AwqOptions& options = {});
+                            std::vector<double> gridError, const AwqOptions& options = {},
+                            const QuadraticForm& quadratic = {});
 
 // s for one α from mean|x| (the seed's formula, in f32).
 std::vector<float> awqScales(const VectorF& meanAbs, double alpha);
