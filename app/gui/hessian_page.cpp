@@ -58,10 +58,7 @@ HessianPage::HessianPage(QWidget* parent)
     plot_->setDefaultFileName(QStringLiteral("hessian_diagonal"));
     plot_->xAxis->setLabel(tr("input channel"));
     plot_->yAxis->setLabel(tr("H_cc = 2 Σ x_c² / n"));
-    plot_->yAxis->setScaleType(QCPAxis::stLogarithmic);
-    plot_->yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
-    plot_->yAxis->setNumberFormat(QStringLiteral("eb"));
-    plot_->yAxis->setNumberPrecision(0);
+    plot_->setLogValueAxis();
     plot_->setToolTipProvider([this](double x, double) { return toolTipAt(x); });
     plot_->setCsvProvider([this] { return csv(); });
     connect(plot_, &PlotView::resetViewRequested, this, &HessianPage::resetView);

@@ -17,10 +17,7 @@ bool measured(const pipeline::MethodResult& m) { return m.error.empty() && !m.pe
 KlPerLayerPlot::KlPerLayerPlot(QWidget* parent) : PlotView(parent) {
     setTitle(tr("KLD, one layer quantized"));
     setDefaultFileName(QStringLiteral("kl_per_layer"));
-    yAxis->setScaleType(QCPAxis::stLogarithmic);
-    yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
-    yAxis->setNumberFormat(QStringLiteral("eb"));
-    yAxis->setNumberPrecision(0);
+    setLogValueAxis();
     yAxis->setLabel(tr("mean KLD (nats)"));
     xAxis->setLabel(tr("layer (click to select it)"));
     auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();

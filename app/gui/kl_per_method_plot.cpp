@@ -18,10 +18,7 @@ constexpr double kFloor = 1e-9;   // a KL of exactly 0 still gets a (tiny) bar o
 KlPerMethodPlot::KlPerMethodPlot(QWidget* parent) : PlotView(parent) {
     setTitle(tr("Mean KLD per method"));
     setDefaultFileName(QStringLiteral("kl_per_method"));
-    yAxis->setScaleType(QCPAxis::stLogarithmic);
-    yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
-    yAxis->setNumberFormat(QStringLiteral("eb"));
-    yAxis->setNumberPrecision(0);
+    setLogValueAxis();
     yAxis->setLabel(tr("mean KLD (nats)"));
     xAxis->setLabel(tr("method, bits per weight"));
     xAxis->setTickLabelRotation(-35);   // seven methods fit under narrow bars

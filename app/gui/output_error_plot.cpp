@@ -12,10 +12,7 @@ namespace qs::gui {
 OutputErrorPlot::OutputErrorPlot(QWidget* parent) : PlotView(parent) {
     setTitle(tr("Output error per linear"));
     setDefaultFileName(QStringLiteral("output_error"));
-    yAxis->setScaleType(QCPAxis::stLogarithmic);
-    yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
-    yAxis->setNumberFormat(QStringLiteral("eb"));
-    yAxis->setNumberPrecision(0);
+    setLogValueAxis();
     yAxis->setLabel(tr("relative output error"));
     xAxis->setLabel(tr("linear, by layer (click to select it)"));
     legend->setVisible(true);

@@ -35,6 +35,18 @@ void PlotView::setTitle(const QString& title) {
     title_->setText(title);
 }
 
+void PlotView::setLogValueAxis() {
+    yAxis->setScaleType(QCPAxis::stLogarithmic);
+    yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+    const auto labelFor = [this](const QCPRange& range) {
+        const bool decades = range.lower > 0 && range.upper / range.lower >= 100.0;
+        yAxis->setNumberFormat(decades ? QStringLiteral("eb") : QStringLiteral("g"));
+        yAxis->setNumberPrecision(decades ? 0 : 2);
+    };
+    connect(yAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, labelFor);
+    labelFor(yAxis->range());
+}
+
 void PlotView::fitLogValueAxis(double lowerWhenEmpty) {
     QCPRange all;
     bool found = false;

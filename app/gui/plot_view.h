@@ -26,6 +26,10 @@ public:
     void setDefaultFileName(const QString& baseName) { baseName_ = baseName; }
     // A bold title row above the axes, made on first use.
     void setTitle(const QString& title);
+    // A logarithmic value axis whose labels follow its range: powers of ten ("10⁻³") over two decades
+    // or more, plain numbers ("3", "0.5") over a narrower range, where the log ticker's steps within a
+    // decade would otherwise read "3·10⁰".
+    void setLogValueAxis();
     // The actions of the context menu, for a page's toolbar button; owned by this view.
     QMenu* exportMenu() const { return menu_; }
     void exportTo(ExportFormat format, const QString& path);   // without a dialog (tests, scripts)

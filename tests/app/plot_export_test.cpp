@@ -33,6 +33,19 @@ TEST_F(PlotExportTest, CsvQuotesWhatNeedsQuoting) {
     EXPECT_EQ(toCsv(table), "name,value\n\"a,b\",1\n\"say \"\"hi\"\"\",2\n");
 }
 
+TEST_F(PlotExportTest, LogAxisLabelsArePlainNumbersWithinTwoDecades) {
+    PlotView plot;
+    plot.setLogValueAxis();
+    EXPECT_EQ(plot.yAxis->scaleType(), QCPAxis::stLogarithmic);
+    plot.yAxis->setRange(1.0, 7.0);   // a Hessian diagonal: "3", not "3·10⁰"
+    EXPECT_EQ(plot.yAxis->numberFormat(), QStringLiteral("g"));
+    plot.yAxis->setRange(1e-5, 1e-1);   // KL over methods: powers of ten
+    EXPECT_EQ(plot.yAxis->numberFormat(), QStringLiteral("eb"));
+    EXPECT_EQ(plot.yAxis->numberPrecision(), 0);
+    plot.yAxis->setRange(0.02, 1.5);
+    EXPECT_EQ(plot.yAxis->numberFormat(), QStringLiteral("g"));
+}
+
 TEST_F(PlotExportTest, HistogramExportsPngPdfAndCsv) {
     MainWindow window(MainWindow::Settings::Ignore);
     auto reporter = std::make_shared<SilentErrorReporter>();
