@@ -20,7 +20,7 @@ public:
     using QWidget::QWidget;
 
     virtual QString title() const = 0;
-    virtual QString key() const = 0;            // the --tab name: "histogram", "channels", "overview"
+    virtual QString key() const = 0;            // the --tab name: "histogram", "channels", "overview", ...
     virtual void setCheckpoint(CheckpointPtr checkpoint) = 0;
     virtual void setTensor(const QString& name) = 0;
     // True while the page's shown content is not yet computed (the screenshot waits for this).

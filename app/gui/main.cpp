@@ -8,6 +8,7 @@
 #include <QIcon>
 
 #include "main_window.h"
+#include "quantize_job.h"
 #if defined(QS_WITH_CUDA_BACKEND)
 #include "qs/gpu/cuda_backend.h"
 #endif
@@ -20,6 +21,7 @@ struct Options {
     QString checkpoint;
     QString screenshot;
     QString tab;
+    bool quantize = false;
     int timeoutMs = 60000;
 };
 
@@ -31,13 +33,18 @@ Options parseOptions(const QApplication& app) {
     const QCommandLineOption screenshot(QStringLiteral("screenshot"),
                                         QApplication::translate("main", "Render the window to a PNG file and exit."),
                                         QStringLiteral("file"));
-    const QCommandLineOption tab(QStringLiteral("tab"),
-                                 QApplication::translate("main", "The tab to show: histogram, channels or overview."),
-                                 QStringLiteral("name"));
+    const QCommandLineOption tab(
+        QStringLiteral("tab"),
+        QApplication::translate("main", "The tab to show: histogram, channels, overview, hessian or results."),
+        QStringLiteral("name"));
+    const QCommandLineOption quantize(
+        QStringLiteral("quantize"),
+        QApplication::translate("main", "Start a quantization with the Quantize panel's settings once the checkpoint "
+                                        "is open (with --screenshot, the picture shows its results)."));
     const QCommandLineOption timeout(QStringLiteral("timeout"),
                                      QApplication::translate("main", "Screenshot: longest wait for the view, in seconds."),
                                      QStringLiteral("seconds"), QStringLiteral("60"));
-    parser.addOptions({screenshot, tab, timeout});
+    parser.addOptions({screenshot, tab, quantize, timeout});
     parser.addPositionalArgument(QStringLiteral("checkpoint"),
                                  QApplication::translate("main", "A .safetensors file or a checkpoint folder."),
                                  QStringLiteral("[checkpoint]"));
@@ -46,6 +53,7 @@ Options parseOptions(const QApplication& app) {
     Options options;
     options.screenshot = parser.value(screenshot);
     options.tab = parser.value(tab);
+    options.quantize = parser.isSet(quantize);
     options.timeoutMs = parser.value(timeout).toInt() * 1000;
     if (!parser.positionalArguments().isEmpty()) options.checkpoint = parser.positionalArguments().front();
     return options;
@@ -75,14 +83,22 @@ int main(int argc, char** argv) {
         window.resize(1400, 900);
     }
     if (!options.tab.isEmpty() && !window.showPage(options.tab)) {
-        std::fprintf(stderr, "quantscope: unknown tab '%s' (histogram, channels, overview)\n", qUtf8Printable(options.tab));
+        std::fprintf(stderr, "quantscope: unknown tab '%s' (histogram, channels, overview, hessian, results)\n",
+                     qUtf8Printable(options.tab));
         return 2;
     }
     window.show();
     if (!options.checkpoint.isEmpty() && !window.openPath(options.checkpoint) && headless) return 2;
+    bool jobFailed = false;   // a --quantize run that fails exits with 2, as the CLI does
+    QObject::connect(window.quantizeJob(), &qs::gui::QuantizeJob::failed, [&jobFailed] { jobFailed = true; });
+    if (options.quantize && !window.startQuantizeJob()) {
+        std::fprintf(stderr, "quantscope: --quantize needs a checkpoint that opens\n");
+        if (headless) return 2;
+    }
     if (!headless) return app.exec();
 
     qs::gui::ScreenshotTaker taker(&window, options.screenshot, options.timeoutMs);
     taker.start();
-    return app.exec();
+    const int code = app.exec();
+    return jobFailed ? 2 : code;
 }

@@ -27,17 +27,20 @@ ProcessResult runQuantscope(const QStringList& arguments) {
             QString::fromUtf8(process.readAllStandardError())};
 }
 
-// Pixels close to the histogram's bar colour (70, 130, 180): bars were drawn, not just axes.
-int barPixels(const QImage& image) {
+// Pixels close to `colour`: bars were drawn, not just axes.
+int pixelsNear(const QImage& image, const QColor& colour) {
     int count = 0;
     for (int y = 0; y < image.height(); ++y) {
         for (int x = 0; x < image.width(); ++x) {
             const QColor c = image.pixelColor(x, y);
-            count += std::abs(c.red() - 70) < 6 && std::abs(c.green() - 130) < 6 && std::abs(c.blue() - 180) < 6;
+            count += std::abs(c.red() - colour.red()) < 6 && std::abs(c.green() - colour.green()) < 6 &&
+                     std::abs(c.blue() - colour.blue()) < 6;
         }
     }
     return count;
 }
+
+int barPixels(const QImage& image) { return pixelsNear(image, QColor(70, 130, 180)); }   // the histogram's bars
 
 class ScreenshotTest : public QtAppTest {
 protected:
@@ -61,6 +64,26 @@ TEST_F(ScreenshotTest, OtherTabsRenderToo) {
         ASSERT_EQ(run.exitCode, 0) << tab.toStdString() << ": " << run.stderrText.toStdString();
         EXPECT_EQ(QImage(png).size(), QSize(1400, 900)) << tab.toStdString();
     }
+}
+
+TEST_F(ScreenshotTest, QuantizeShowsTheJobsResults) {
+    const QString png = dir.filePath(QStringLiteral("results.png"));
+    const ProcessResult run =
+        runQuantscope({QStringLiteral("--screenshot"), png, QStringLiteral("--quantize"), QStringLiteral(QS_RESOURCES_DIR "/demo")});
+    ASSERT_EQ(run.exitCode, 0) << run.stderrText.toStdString();
+    const QImage image(png);
+    ASSERT_FALSE(image.isNull());
+    // The panel's default methods are RTN and FP8: the second series' bar (orange) is on the Results page.
+    EXPECT_GT(pixelsNear(image, QColor(242, 142, 43)), 500);
+    EXPECT_EQ(barPixels(image), 0) << "the histogram is showing, not the results";
+}
+
+TEST_F(ScreenshotTest, AQuantizationThatFailsExitsWithTwo) {
+    // stories260K comes without a tokenizer.json: its calibration text cannot be tokenized.
+    const ProcessResult run = runQuantscope(
+        {QStringLiteral("--screenshot"), dir.filePath(QStringLiteral("f.png")), QStringLiteral("--quantize"), kStories});
+    EXPECT_EQ(run.exitCode, 2);
+    EXPECT_TRUE(run.stderrText.contains(QStringLiteral("tokenizer"))) << run.stderrText.toStdString();
 }
 
 TEST_F(ScreenshotTest, ABadCheckpointExitsWithTheCoreMessage) {
