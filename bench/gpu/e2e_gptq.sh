@@ -36,4 +36,8 @@ start=$(date +%s)
 seconds=$(( $(date +%s) - start ))
 modules=$(wc -l < "$work/modules.jsonl")
 echo "end to end: ${seconds} s for ${layers} layers (${modules} modules) on --device ${device}"
+# Where the time went: the modules' own quantization (the log's time_s) against everything else
+# (forward passes, Hessians, transfers, evaluation).
+quantize=$(grep -o '"time_s":[0-9.eE+-]*' "$work/modules.jsonl" | cut -d: -f2 | awk '{ s += $1 } END { printf "%.1f", s }')
+awk -v q="$quantize" -v s="$seconds" 'BEGIN { printf "quantization (sum of the module times): %.1f s; forward passes, Hessians, transfers and evaluation: %.1f s\n", q, s - q }'
 awk -v s="$seconds" -v l="$layers" 'BEGIN { printf "projected to 32 layers: %.0f s (%.1f min; target < 10 min), assuming the time scales with the layers\n", s / l * 32, s / l * 32 / 60 }'
