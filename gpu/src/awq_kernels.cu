@@ -7,6 +7,7 @@
 
 #include "cuda_check.h"
 #include "format_codes.cuh"
+#include "int_grid.cuh"
 #include "launch.h"
 
 namespace qs::gpu::kernels {
@@ -17,22 +18,6 @@ using codes::stdMin;
 
 constexpr unsigned kFullWarp = 0xFFFFFFFFu;
 
-struct Grid {
-    float scale;
-    float zero;
-};
-
-// rtn.cpp gridParams for GridRule::AutoAwq.
-__device__ Grid awqGrid(float lo, float hi, int bits, bool sym) {
-    const float maxq = static_cast<float>((1 << bits) - 1);
-    if (sym) {
-        const float absMax = stdMax(stdMax(fabsf(lo), fabsf(hi)), 1e-5f);
-        return {absMax / static_cast<float>((1 << (bits - 1)) - 1), static_cast<float>(1 << (bits - 1))};
-    }
-    const float scale = stdMax(hi - lo, 1e-5f) / maxq;
-    const float zero = -rintf(lo / scale);
-    return {scale, zero < 0.0f ? 0.0f : (maxq < zero ? maxq : zero)};
-}
 
 __device__ void warpRange(float& lo, float& hi) {
     for (int offset = 16; offset > 0; offset /= 2) {
@@ -67,11 +52,11 @@ __global__ void awqFakeQuantKernel(AwqFakeQuantArgs a) {
             hi = stdMax(hi, v);
         }
         warpRange(lo, hi);
-        const Grid p = awqGrid(lo, hi, a.bits, a.sym);
+        const grid::Grid p = grid::gridParams(lo, hi, a.bits, a.sym, false);   // the AutoAwq rule
         float* d = a.d + kr * a.cols + c0;
         for (std::int64_t c = lane; c < count; c += 32) {
-            const float code = fminf(fmaxf(rintf(w[c] * s[c] / p.scale) + p.zero, 0.0f), maxq);
-            d[c] = (code - p.zero) * p.scale / s[c] - w[c];
+            const float code = grid::quantizeCode(w[c] * s[c], p, maxq);
+            d[c] = grid::dequantizeCode(code, p) / s[c] - w[c];
         }
     }
 }

@@ -5,6 +5,7 @@
 
 #include "cuda_check.h"
 #include "format_codes.cuh"
+#include "int_grid.cuh"
 #include "launch.h"
 
 namespace qs::gpu::kernels {
@@ -13,44 +14,10 @@ namespace {
 using codes::stdMax;
 using codes::stdMin;
 
-struct Grid {
-    float scale;
-    float zero;
-};
-
-__device__ float stdClamp(float v, float lo, float hi) { return v < lo ? lo : (hi < v ? hi : v); }
-
-// rtn.cpp gridParams.
-__device__ Grid gridParams(float minValue, float maxValue, int bits, bool sym, bool autoGptq) {
-    const float maxq = static_cast<float>((1 << bits) - 1);
-    Grid p{1.0f, 0.0f};
-    if (!autoGptq) {
-        if (sym) {
-            const float absMax = stdMax(stdMax(fabsf(minValue), fabsf(maxValue)), 1e-5f);
-            p.scale = absMax / static_cast<float>((1 << (bits - 1)) - 1);
-            p.zero = static_cast<float>(1 << (bits - 1));
-        } else {
-            p.scale = stdMax(maxValue - minValue, 1e-5f) / maxq;
-            p.zero = stdClamp(-rintf(minValue / p.scale), 0.0f, maxq);
-        }
-        return p;
-    }
-    float xmin = stdMin(minValue, 0.0f), xmax = stdMax(maxValue, 0.0f);
-    if (sym) {
-        xmax = stdMax(fabsf(xmin), xmax);
-        if (xmin < 0) xmin = -xmax;
-    }
-    if (xmin == 0.0f && xmax == 0.0f) {
-        xmin = -1.0f;
-        xmax = 1.0f;
-    }
-    p.scale = (xmax - xmin) / maxq;
-    p.zero = sym ? (maxq + 1.0f) / 2.0f : rintf(-xmin / p.scale);
-    return p;
-}
-
-__device__ float quantizeCode(float w, Grid p, float maxq) { return fminf(fmaxf(rintf(w / p.scale) + p.zero, 0.0f), maxq); }
-__device__ float dequantizeCode(float code, Grid p) { return (code - p.zero) * p.scale; }
+using grid::dequantizeCode;
+using grid::Grid;
+using grid::gridParams;
+using grid::quantizeCode;
 
 __global__ void gptqBlockKernel(GptqBlockArgs a) {
     const std::int64_t r = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x;
