@@ -3,6 +3,7 @@
 #include <set>
 
 #include "qs/error.h"
+#include "qs/io/checkpoint.h"
 
 namespace qs::model {
 namespace {
@@ -116,6 +117,10 @@ void ModelConfig::validate(const std::string& source) const {
     if (headDim % 2 != 0) fail(source, "head_dim must be even for rotary embeddings");
     if (!(rmsNormEps > 0.0) || !(ropeTheta > 0.0)) fail(source, "rms_norm_eps and rope_theta must be positive");
     if (slidingWindow < 0) fail(source, "sliding_window must not be negative");
+}
+
+ModelConfig ModelConfig::fromCheckpoint(const io::Checkpoint& checkpoint) {
+    return fromJson(checkpoint.config(), (checkpoint.root() / "config.json").string());
 }
 
 }  // namespace qs::model

@@ -17,8 +17,7 @@ Transformer::Transformer(ModelConfig config, std::shared_ptr<const WeightSource>
 }
 
 Transformer Transformer::fromCheckpoint(const io::Checkpoint& checkpoint, Options options) {
-    const std::string source = (checkpoint.root() / "config.json").string();
-    ModelConfig config = ModelConfig::fromJson(checkpoint.config(), source);
+    ModelConfig config = ModelConfig::fromCheckpoint(checkpoint);
     auto weights = std::make_shared<CheckpointWeights>(checkpoint, config);
     return Transformer(std::move(config), std::move(weights), options);
 }

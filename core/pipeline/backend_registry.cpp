@@ -1,5 +1,6 @@
 // Backend selection and the CUDA backend's registration hook (core itself knows no CUDA).
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "qs/error.h"
@@ -9,16 +10,19 @@
 namespace qs::pipeline {
 namespace {
 
+// The factory's device, or why there is none: its backend is trusted only after the start-up check.
+struct Verdict {
+    std::shared_ptr<Backend> trusted;
+    std::string whyNot;
+};
+
 struct Registry {
     std::mutex mutex;
     CudaBackendFactory cuda;
-    // The verdict on the factory's device, reached once per registration: building a device backend
-    // and checking it against the CPU takes a fraction of a second, and the GUI asks at start-up and
-    // again for every job.
-    std::mutex checking;
-    bool checked = false;
-    std::shared_ptr<Backend> trusted;
-    std::string whyNot;
+    // Reached once per registration: building a device backend and checking it against the CPU takes
+    // a fraction of a second, and the GUI asks at start-up and again for every job.
+    std::mutex checking;   // guards verdict; held while a verdict is reached
+    std::optional<Verdict> verdict;
 };
 
 Registry& registry() {
@@ -56,22 +60,14 @@ std::shared_ptr<Backend> makeTrustedCuda(std::string& whyNot) {
 
 std::shared_ptr<Backend> trustedCuda(std::string& whyNot) {
     Registry& r = registry();
-    std::lock_guard check(r.checking);
-    {
-        std::lock_guard lock(r.mutex);
-        if (r.checked) {
-            whyNot = r.whyNot;
-            return r.trusted;
-        }
+    std::lock_guard lock(r.checking);
+    if (!r.verdict) {
+        Verdict v;
+        v.trusted = makeTrustedCuda(v.whyNot);
+        r.verdict = std::move(v);
     }
-    std::string why;
-    std::shared_ptr<Backend> backend = makeTrustedCuda(why);
-    std::lock_guard lock(r.mutex);
-    r.checked = true;
-    r.trusted = backend;
-    r.whyNot = why;
-    whyNot = why;
-    return backend;
+    whyNot = r.verdict->whyNot;
+    return r.verdict->trusted;
 }
 
 }  // namespace
@@ -96,9 +92,7 @@ void registerCudaBackendFactory(CudaBackendFactory factory) {
     Registry& r = registry();
     std::scoped_lock lock(r.checking, r.mutex);
     r.cuda = std::move(factory);
-    r.checked = false;
-    r.trusted.reset();
-    r.whyNot.clear();
+    r.verdict.reset();
 }
 
 bool cudaBackendRegistered() { return static_cast<bool>(registeredFactory()); }

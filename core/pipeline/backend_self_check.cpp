@@ -42,6 +42,12 @@ double relativeDifference(const MatrixF& a, const MatrixF& b) {
     return reference > 0 ? (a - b).norm() / reference : (a - b).norm();
 }
 
+// "" when the device's float result is within 1e-5 of the CPU's (relative), else what differs by how much.
+std::string floatMismatch(const std::string& what, const MatrixF& device, const MatrixF& cpu) {
+    const double diff = relativeDifference(device, cpu);
+    return diff < 1e-5 ? std::string() : what + " differs by " + std::to_string(diff) + " (relative; 1e-5 allowed)";
+}
+
 double codeAgreement(const quant::QuantizedLinear& a, const quant::QuantizedLinear& b) {
     if (a.codes.size() != b.codes.size() || a.codes.empty()) return 0.0;
     std::size_t same = 0;
@@ -65,8 +71,7 @@ std::string checkHessian(const Backend& device, const Backend& cpu, const Matrix
     d->add(x, 256);
     c->add(x, 256);
     h = c->finalize();
-    const double diff = relativeDifference(d->finalize(), h);
-    if (!(diff < 1e-5)) return "Hessian differs by " + std::to_string(diff) + " (relative; 1e-5 allowed)";
+    if (std::string why = floatMismatch("Hessian", d->finalize(), h); !why.empty()) return why;
     if (d->samples() != c->samples()) return "Hessian counted " + std::to_string(d->samples()) + " samples";
     return {};
 }
@@ -135,19 +140,17 @@ std::string checkLayerMath(const Backend& device, const MatrixF& x, const Matrix
     if (!math) return {};   // its forward passes run on the CPU
     const model::LayerMath& cpu = model::cpuLayerMath();
     const model::Linear linear{w, seededNormal(w.rows(), 1, 1.0f, 41).col(0)};
-    const double linearDiff = relativeDifference(math->linear(x, linear), cpu.linear(x, linear));
-    if (!(linearDiff < 1e-5)) return "a linear differs by " + std::to_string(linearDiff) + " (relative; 1e-5 allowed)";
+    std::string why = floatMismatch("a linear", math->linear(x, linear), cpu.linear(x, linear));
     const model::Linear up{seededNormal(w.rows(), w.cols(), 0.02f, 43), {}};
-    const double mlpDiff = relativeDifference(math->gatedProduct(x, linear, up), cpu.gatedProduct(x, linear, up));
-    if (!(mlpDiff < 1e-5)) return "the MLP's SiLU product differs by " + std::to_string(mlpDiff) + " (relative; 1e-5 allowed)";
+    if (why.empty())
+        why = floatMismatch("the MLP's SiLU product", math->gatedProduct(x, linear, up), cpu.gatedProduct(x, linear, up));
     // 4 query heads on 2 KV heads of 32 dimensions, 300 positions (more than one 128-key step), a window.
     const MatrixF q = x.topRows(300).leftCols(128), k = x.bottomRows(300).leftCols(64), v = x.bottomRows(300).rightCols(64);
     for (const int window : {0, 100}) {
         const model::AttentionShape shape{4, 2, 32, window};
-        const double diff = relativeDifference(math->attention(q, k, v, shape), cpu.attention(q, k, v, shape));
-        if (!(diff < 1e-5)) return "attention differs by " + std::to_string(diff) + " (relative; 1e-5 allowed)";
+        if (why.empty()) why = floatMismatch("attention", math->attention(q, k, v, shape), cpu.attention(q, k, v, shape));
     }
-    return {};
+    return why;
 }
 
 }  // namespace

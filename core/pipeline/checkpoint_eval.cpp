@@ -13,10 +13,6 @@
 namespace qs::pipeline {
 namespace {
 
-model::ModelConfig configOf(const io::Checkpoint& checkpoint) {
-    return model::ModelConfig::fromJson(checkpoint.config(), (checkpoint.root() / "config.json").string());
-}
-
 std::string formatLabel(const formats::FormatInfo& info) {
     std::string label(formats::formatName(info.format));
     if (!info.variant.empty()) label += " (" + info.variant + ")";
@@ -31,7 +27,7 @@ struct Side {
     std::unique_ptr<model::Transformer> model;
 
     explicit Side(const std::filesystem::path& path)
-        : checkpoint(io::Checkpoint::open(path)), config(configOf(checkpoint)) {}
+        : checkpoint(io::Checkpoint::open(path)), config(model::ModelConfig::fromCheckpoint(checkpoint)) {}
 
     void load() {
         weights = std::make_shared<const DecodedWeights>(checkpoint, config);

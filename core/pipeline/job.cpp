@@ -128,7 +128,7 @@ public:
     Runner(const JobPlan& plan, const ProgressCallback& progress, const CancelToken& cancel, const ModuleLogCallback& log)
         : plan_(plan), progress_(progress), cancel_(cancel), log_(log),
           checkpoint_(io::Checkpoint::open(plan.checkpoint)),
-          config_(model::ModelConfig::fromJson(checkpoint_.config(), (checkpoint_.root() / "config.json").string())),
+          config_(model::ModelConfig::fromCheckpoint(checkpoint_)),
           weights_(std::make_shared<model::CheckpointWeights>(checkpoint_, config_)),
           base_(makeModel()) {}
 
@@ -334,7 +334,7 @@ Job::Job(JobPlan plan) : plan_(std::move(plan)) {
 ResourceEstimate Job::estimate() const {
     const io::Checkpoint checkpoint = io::Checkpoint::open(plan_.checkpoint);
     WorkloadShape shape;
-    shape.config = model::ModelConfig::fromJson(checkpoint.config(), (checkpoint.root() / "config.json").string());
+    shape.config = model::ModelConfig::fromCheckpoint(checkpoint);
     shape.methods = int(plan_.methods.size());
     for (const auto& m : plan_.methods) {
         if (plan_.trueSequential && m.needsCalibration()) ++shape.sequentialMethods;
@@ -351,7 +351,7 @@ ResourceEstimate Job::estimate() const {
 DeviceWorkload Job::deviceWorkload() const {
     const io::Checkpoint checkpoint = io::Checkpoint::open(plan_.checkpoint);
     DeviceWorkload w;
-    w.config = model::ModelConfig::fromJson(checkpoint.config(), (checkpoint.root() / "config.json").string());
+    w.config = model::ModelConfig::fromCheckpoint(checkpoint);
     for (const TokenSequences* sequences : {&plan_.calibration, &plan_.evaluation})
         for (const auto& s : *sequences) w.sequenceLength = std::max<std::int64_t>(w.sequenceLength, std::int64_t(s.size()));
     w.groupSize = 0;

@@ -40,9 +40,7 @@ const InputStatistics& LayerStatistics::input(std::string_view module) const {
 }
 
 InputStatistics& LayerStatistics::mutableInput(std::string_view module) {
-    auto found = inputs_.find(module);
-    if (found == inputs_.end()) throw Error("no calibration inputs were recorded for " + std::string(module));
-    return *found->second;
+    return const_cast<InputStatistics&>(static_cast<const LayerStatistics&>(*this).input(module));
 }
 
 const MatrixF& LayerStatistics::hessian(std::string_view module) {
@@ -57,7 +55,7 @@ const MatrixF& LayerStatistics::hessian(std::string_view module) {
 void LayerStatistics::done(std::string_view module) {
     InputStatistics& stats = mutableInput(module);
     if (isDone(module)) return;
-    done_.emplace(std::string(module), true);
+    done_.emplace(module);
     if (++stats.done < stats.modules.size()) return;
     finalized_.erase(&stats);
     if (!stats.hessian->released()) stats.hessian->discard();
@@ -80,7 +78,7 @@ MatrixF LayerStatistics::takeHessian(std::string_view module) {
     } else {
         h = stats.hessian->release();
     }
-    done_.emplace(std::string(module), true);
+    done_.emplace(module);
     ++stats.done;
     return h;
 }

@@ -60,6 +60,19 @@ Workspace upload(const std::vector<const MatrixF*>& weights, const MatrixF& h, s
     return ws;
 }
 
+// ½ d_m H d_mᵀ for every row m of D [m, cols] (row-major, on the device), through the scratch dh and
+// rowErrors. Row-major D is Dᵀ column-major, so (D H)ᵀ = Hᵀ Dᵀ needs no transposes: Hᵀ is row-major H.
+std::vector<double> halfQuadraticRows(const CudaContext& context, const float* h, const float* d, std::int64_t m,
+                                      std::int64_t cols, float* dh, double* rowErrors) {
+    const float one = 1.0f, zero = 0.0f;
+    QS_CUBLAS(cublasSgemm_64(context.blas(), CUBLAS_OP_N, CUBLAS_OP_N, cols, m, cols, &one, h, cols, d, cols, &zero, dh,
+                             cols));
+    kernels::halfRowDots(dh, d, m, cols, rowErrors);
+    std::vector<double> out(static_cast<std::size_t>(m));
+    QS_CUDA(cudaMemcpy(out.data(), rowErrors, out.size() * sizeof(double), cudaMemcpyDeviceToHost));
+    return out;
+}
+
 // ½ d_m H d_mᵀ for every stacked row m of the α steps [first, first + count).
 std::vector<double> passRowErrors(const CudaContext& context, Workspace& ws, const VectorF& meanAbs,
                                   const quant::AwqOptions& o, std::int64_t rows, int first, int count) {
@@ -70,15 +83,7 @@ std::vector<double> passRowErrors(const CudaContext& context, Workspace& ws, con
     }
     kernels::awqFakeQuantError({ws.w.data(), ws.s.data(), ws.d.data(), count, rows, cols,
                                 o.groupSize < 0 ? cols : o.groupSize, o.bits, o.sym});
-    // Row-major D [m, cols] is Dᵀ column-major, so (D H)ᵀ = Hᵀ Dᵀ needs no transposes: Hᵀ is row-major H.
-    const std::int64_t m = count * rows;
-    const float one = 1.0f, zero = 0.0f;
-    QS_CUBLAS(cublasSgemm_64(context.blas(), CUBLAS_OP_N, CUBLAS_OP_N, cols, m, cols, &one, ws.h.data(), cols,
-                             ws.d.data(), cols, &zero, ws.dh.data(), cols));
-    kernels::halfRowDots(ws.dh.data(), ws.d.data(), m, cols, ws.rowErrors.data());
-    std::vector<double> out(static_cast<std::size_t>(m));
-    ws.rowErrors.download(out.data(), m);
-    return out;
+    return halfQuadraticRows(context, ws.h.data(), ws.d.data(), count * rows, cols, ws.dh.data(), ws.rowErrors.data());
 }
 
 // Σ over the linears of their mean row error (Calibration::mse through H), for one α.
@@ -110,14 +115,8 @@ public:
             rowErrors_ = DeviceBuffer<double>(rows);
         }
         d_.upload(d.data(), d.size());
-        const float one = 1.0f, zero = 0.0f;
-        QS_CUBLAS(cublasSgemm_64(context_.blas(), CUBLAS_OP_N, CUBLAS_OP_N, n_, rows, n_, &one, h_.data(), n_, d_.data(),
-                                 n_, &zero, dh_.data(), n_));
-        kernels::halfRowDots(dh_.data(), d_.data(), rows, n_, rowErrors_.data());
-        std::vector<double> out(static_cast<std::size_t>(rows));
-        rowErrors_.download(out.data(), rows);
         double sum = 0.0;
-        for (double e : out) sum += e;
+        for (double e : halfQuadraticRows(context_, h_.data(), d_.data(), rows, n_, dh_.data(), rowErrors_.data())) sum += e;
         return sum;
     }
 

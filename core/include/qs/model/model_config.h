@@ -7,6 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+namespace qs::io {
+class Checkpoint;
+}
+
 namespace qs::model {
 
 enum class RopeScalingType { None, Linear, Llama3 };
@@ -45,6 +49,8 @@ struct ModelConfig {
 
     // Throws qs::Error naming `source` when a field is missing, inconsistent or unsupported.
     static ModelConfig fromJson(const nlohmann::json& config, const std::string& source = "config.json");
+    // fromJson of the checkpoint's config.json, errors naming that file.
+    static ModelConfig fromCheckpoint(const io::Checkpoint& checkpoint);
     // Checks the invariants the forward pass relies on (for configs built in code); throws qs::Error.
     void validate(const std::string& source = "model config") const;
 };

@@ -9,6 +9,7 @@
 // all done frees its sums and its H, so a 14336-wide down_proj's 1.6 GB live only while it is quantized.
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,7 +62,7 @@ private:
 
     std::map<std::string, std::shared_ptr<InputStatistics>, std::less<>> inputs_;   // by module
     std::map<const InputStatistics*, MatrixF> finalized_;
-    std::map<std::string, bool, std::less<>> done_;   // modules done
+    std::set<std::string, std::less<>> done_;   // modules done
     const Backend* backend_;
 };
 
