@@ -1,11 +1,12 @@
 // DType names and sizes, and the scalar conversions between each float format and f32.
 #include "qs/io/dtype.h"
 
-#include <Eigen/Core>
 #include <array>
 #include <bit>
 #include <cmath>
 #include <limits>
+
+#include "qs/eigen.h"
 
 #include "minifloat.h"
 

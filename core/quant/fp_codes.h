@@ -10,9 +10,7 @@
 #include <cstdint>
 #include <limits>
 
-#if defined(__AVX2__)
-#include <immintrin.h>
-#endif
+#include "qs/x86_intrinsics.h"
 
 namespace qs::quant::detail {
 

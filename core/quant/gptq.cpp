@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include <Eigen/Cholesky>
+#include "qs/eigen.h"
 
 #include "qs/error.h"
 #include "qs/quant/output_error.h"

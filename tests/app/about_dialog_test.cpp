@@ -1,6 +1,7 @@
 // Help ▸ About: version, backend and the licences of what ships.
-#include <Eigen/Core>
 #include <QRegularExpression>
+
+#include "qs/eigen.h"
 
 #include "about_dialog.h"
 #include "qt_test_support.h"

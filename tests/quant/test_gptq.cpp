@@ -7,8 +7,9 @@
 #include <numeric>
 #include <random>
 
-#include <Eigen/LU>
 #include <nlohmann/json.hpp>
+
+#include "qs/eigen.h"
 
 #include "qs/io/safetensors_file.h"
 #include "qs/quant/gptq.h"

@@ -1,6 +1,6 @@
 #pragma once
 // The matrix types of the core. Weights are row-major [out_features, in_features], as in checkpoints.
-#include <Eigen/Core>
+#include "qs/eigen.h"
 
 namespace qs {
 

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include <Eigen/Core>
+#include "qs/eigen.h"
 
 #include "qs/matrix.h"
 

@@ -1,7 +1,7 @@
 #pragma once
 // Causal scaled-dot-product attention with grouped-query heads (GQA), f32, over a whole sequence at
 // once. Query head h reads key/value head h / (numHeads / numKvHeads), as HF's repeat_kv does.
-#include <Eigen/Core>
+#include "qs/eigen.h"
 
 #include "qs/matrix.h"
 

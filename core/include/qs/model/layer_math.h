@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include <Eigen/Core>
+#include "qs/eigen.h"
 
 #include "qs/matrix.h"
 #include "qs/model/attention.h"
