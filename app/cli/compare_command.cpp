@@ -125,7 +125,7 @@ void runCompare(const CompareOptions& o) {
     pipeline::ModuleLogCallback onModule;
     if (log) onModule = [&](const pipeline::ModuleLog& m) { *log << pipeline::toJson(m).dump() << '\n' << std::flush; };
 
-    pipeline::CancelToken cancel;
+    qs::CancelToken cancel;
     const SigintCancel sigint(cancel);
     ProgressBar bar("compare");
     const pipeline::JobResult result = job.run(bar.callback(), cancel, onModule, o.force);

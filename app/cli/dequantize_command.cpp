@@ -25,7 +25,7 @@ io::DType parseDtype(const std::string& text) {
 
 void runDequantize(const DequantizeOptions& o) {
     pipeline::DenseExportRequest request{o.path, o.out, parseDtype(o.dtype), o.overwrite};
-    pipeline::CancelToken cancel;
+    qs::CancelToken cancel;
     const SigintCancel sigint(cancel);
     ProgressBar bar("dequantize");
     const auto written = pipeline::exportDense(request, bar.callback(), cancel);

@@ -51,7 +51,7 @@ void runEval(const EvalOptions& o) {
     plan.evaluation = pipeline::sharedTokenWindows(original, quantized, pipeline::loadTexts(text), o.samples, o.seqLen,
                                                    text.string());
 
-    pipeline::CancelToken cancel;
+    qs::CancelToken cancel;
     const SigintCancel sigint(cancel);
     ProgressBar bar("eval");
     const pipeline::CheckpointEvalResult result = pipeline::evaluateCheckpoints(plan, bar.callback(), cancel);

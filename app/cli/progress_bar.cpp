@@ -32,15 +32,15 @@ ProgressBar::ProgressBar(std::string label, std::FILE* stream)
 
 ProgressBar::~ProgressBar() { finish(false); }
 
-pipeline::ProgressCallback ProgressBar::callback() {
-    return [this](const pipeline::Progress& progress) { update(progress); };
+qs::ProgressCallback ProgressBar::callback() {
+    return [this](const qs::Progress& progress) { update(progress); };
 }
 
 double ProgressBar::elapsedSeconds() const {
     return std::chrono::duration<double>(Clock::now() - start_).count();
 }
 
-void ProgressBar::update(const pipeline::Progress& progress) {
+void ProgressBar::update(const qs::Progress& progress) {
     std::lock_guard lock(mutex_);
     if (finished_) return;
     last_ = progress;
@@ -52,7 +52,7 @@ void ProgressBar::update(const pipeline::Progress& progress) {
     }
 }
 
-void ProgressBar::drawInPlace(const pipeline::Progress& progress) {
+void ProgressBar::drawInPlace(const qs::Progress& progress) {
     const auto now = Clock::now();
     if (drawn_ && std::chrono::duration<double>(now - lastDraw_).count() < kRedrawSeconds) return;
     lastDraw_ = now;
@@ -66,7 +66,7 @@ void ProgressBar::drawInPlace(const pipeline::Progress& progress) {
     std::fflush(stream_);
 }
 
-void ProgressBar::drawLine(const pipeline::Progress& progress) {
+void ProgressBar::drawLine(const qs::Progress& progress) {
     const int decile = static_cast<int>(std::clamp(progress.fraction, 0.0, 1.0) * 10.0);
     if (decile <= lastDecile_) return;
     lastDecile_ = decile;

@@ -1,5 +1,5 @@
 #pragma once
-// ProgressBar: shows qs::pipeline::Progress on stderr. It stays silent for the first second, so
+// ProgressBar: shows qs::Progress on stderr. It stays silent for the first second, so
 // quick commands (and their tests) print nothing; after that it redraws one line in place when
 // stderr is a terminal, and otherwise writes one line per 10 % so that logs stay readable.
 // update() may be called from any thread.
@@ -8,7 +8,7 @@
 #include <mutex>
 #include <string>
 
-#include "qs/pipeline/progress.h"
+#include "qs/progress.h"
 
 namespace qs::cli {
 
@@ -19,8 +19,8 @@ public:
     ProgressBar(const ProgressBar&) = delete;
     ProgressBar& operator=(const ProgressBar&) = delete;
 
-    void update(const pipeline::Progress& progress);
-    pipeline::ProgressCallback callback();   // forwards to update(); valid while this bar lives
+    void update(const qs::Progress& progress);
+    qs::ProgressCallback callback();   // forwards to update(); valid while this bar lives
     // Ends the bar: on a terminal the line is completed (100 % when `completed`) and closed with a
     // newline, so whatever is printed next starts on a fresh line. Called by the destructor.
     void finish(bool completed = true);
@@ -28,15 +28,15 @@ public:
 private:
     using Clock = std::chrono::steady_clock;
     double elapsedSeconds() const;
-    void drawInPlace(const pipeline::Progress& progress);
-    void drawLine(const pipeline::Progress& progress);
+    void drawInPlace(const qs::Progress& progress);
+    void drawLine(const qs::Progress& progress);
 
     std::string label_;
     std::FILE* stream_;
     bool terminal_;
     Clock::time_point start_;
     Clock::time_point lastDraw_;
-    pipeline::Progress last_;
+    qs::Progress last_;
     int lastDecile_ = -1;
     bool drawn_ = false;
     bool finished_ = false;

@@ -88,7 +88,7 @@ void runQuantize(const QuantizeOptions& o) {
         settings["calibration"] = {{"file", file.string()}, {"samples", o.samples}, {"seq_len", o.seqLen}};
     }
 
-    pipeline::CancelToken cancel;
+    qs::CancelToken cancel;
     const SigintCancel sigint(cancel);
     ProgressBar bar("quantize");
     pipeline::Job job(std::move(plan));

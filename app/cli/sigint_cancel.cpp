@@ -7,7 +7,7 @@ namespace {
 
 // A signal handler can reach no object but a global one. Only the lock-free atomic store inside
 // CancelToken::cancel() runs in the handler, which is async-signal-safe.
-const pipeline::CancelToken* activeToken = nullptr;
+const qs::CancelToken* activeToken = nullptr;
 
 void onSigint(int) {
     if (activeToken != nullptr) activeToken->cancel();
@@ -15,7 +15,7 @@ void onSigint(int) {
 
 }  // namespace
 
-SigintCancel::SigintCancel(const pipeline::CancelToken& token) : token_(token) {
+SigintCancel::SigintCancel(const qs::CancelToken& token) : token_(token) {
     if (activeToken != nullptr) throw Error("internal: only one SigintCancel may be active at a time");
     activeToken = &token_;
     struct sigaction action {};

@@ -4,19 +4,19 @@
 // Ctrl-C gets the default action, in case the operation is stuck somewhere that does not poll.
 #include <csignal>
 
-#include "qs/pipeline/cancel_token.h"
+#include "qs/cancel_token.h"
 
 namespace qs::cli {
 
 class SigintCancel {
 public:
-    explicit SigintCancel(const pipeline::CancelToken& token);
+    explicit SigintCancel(const qs::CancelToken& token);
     ~SigintCancel();   // restores the previous SIGINT action
     SigintCancel(const SigintCancel&) = delete;
     SigintCancel& operator=(const SigintCancel&) = delete;
 
 private:
-    pipeline::CancelToken token_;
+    qs::CancelToken token_;
     struct sigaction previous_ {};
 };
 

@@ -132,7 +132,7 @@ void ChannelsPage::refresh() {
     stale_ = false;
     caption_->setText(tr("Computing channel statistics of %1…").arg(tensor_.toHtmlEscaped()));
     runner_.start(
-        [checkpoint = checkpoint_, name = tensor_.toStdString(), k = topK_->value()](const pipeline::CancelToken& token) {
+        [checkpoint = checkpoint_, name = tensor_.toStdString(), k = topK_->value()](const qs::CancelToken& token) {
             analysis::ChannelStatsOptions options;
             options.topK = k;
             options.cancel = token;

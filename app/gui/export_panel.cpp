@@ -212,8 +212,8 @@ void ExportPanel::startExport() {
     fraction_->store(0.0);
     progressTimer_.start();
     runner_.start(
-        [request, result = result_, m, fraction = fraction_](const pipeline::CancelToken& token) {
-            const auto progress = [fraction](const pipeline::Progress& p) { fraction->store(p.fraction); };
+        [request, result = result_, m, fraction = fraction_](const qs::CancelToken& token) {
+            const auto progress = [fraction](const qs::Progress& p) { fraction->store(p.fraction); };
             return QString::fromStdString(pipeline::exportCheckpoint(request, *m, progress, token).string());
         },
         [this](const QString& folder) { onExported(folder); },

@@ -37,7 +37,7 @@ std::vector<int> actOrderRanks(const std::vector<double>& diagonal) {
     return rank;
 }
 
-LayerHessians computeLayerHessians(const HessianRequest& request, const pipeline::CancelToken& cancel) {
+LayerHessians computeLayerHessians(const HessianRequest& request, const qs::CancelToken& cancel) {
     const io::Checkpoint& checkpoint = *request.checkpoint;
     const model::Tokenizer tokenizer = model::Tokenizer::fromFile(checkpoint.root());
     const std::filesystem::path text = textFileFor(QString(), checkpoint, "calibration.txt");

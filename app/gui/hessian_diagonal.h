@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "qs/io/checkpoint.h"
-#include "qs/pipeline/cancel_token.h"
+#include "qs/cancel_token.h"
 
 namespace qs::gui {
 
@@ -32,7 +32,7 @@ struct HessianRequest {
 };
 
 // Throws qs::Error (no tokenizer, no calibration text, not a decoder checkpoint) or qs::Cancelled.
-LayerHessians computeLayerHessians(const HessianRequest& request, const pipeline::CancelToken& cancel);
+LayerHessians computeLayerHessians(const HessianRequest& request, const qs::CancelToken& cancel);
 
 // GPTQ's act-order: channels by descending H_cc, ties in channel order (a stable sort, as quant::gptq).
 std::vector<int> actOrderRanks(const std::vector<double>& diagonal);

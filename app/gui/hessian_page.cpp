@@ -126,7 +126,7 @@ void HessianPage::refresh() {
     stale_ = false;
     showMessage(tr("Calibrating layer %1 on %2 × %3 tokens…").arg(layer_).arg(samples_->value()).arg(sequenceLength_->value()));
     const HessianRequest request{checkpoint_, layer_, samples_->value(), sequenceLength_->value()};
-    runner_.start([request](const pipeline::CancelToken& token) { return computeLayerHessians(request, token); },
+    runner_.start([request](const qs::CancelToken& token) { return computeLayerHessians(request, token); },
                   [this](LayerHessians h) { showLayer(std::move(h)); },
                   [this](const QString& message) { showMessage(message); });
 }

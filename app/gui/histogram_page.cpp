@@ -120,7 +120,7 @@ void HistogramPage::refresh() {
     options.bins = bins_->value();
     options.tailSigma = sigma_->value();
     runner_.start(
-        [checkpoint = checkpoint_, name = tensor_.toStdString(), options](const pipeline::CancelToken& token) {
+        [checkpoint = checkpoint_, name = tensor_.toStdString(), options](const qs::CancelToken& token) {
             analysis::HistogramOptions o = options;
             o.cancel = token;
             return analysis::computeHistogram(checkpoint->tensor(name), o);

@@ -20,7 +20,7 @@ double remainingSeconds(double fraction, double elapsedSeconds) {
     return elapsedSeconds * (1.0 - fraction) / fraction;
 }
 
-QString progressText(const pipeline::Progress& progress, double elapsedSeconds) {
+QString progressText(const qs::Progress& progress, double elapsedSeconds) {
     QStringList parts{QString::fromStdString(progress.stage)};
     QString message = QString::fromStdString(progress.message);
     if (progress.steps > 0) {

@@ -3,7 +3,7 @@
 // extrapolated from the elapsed time and the overall fraction.
 #include <QString>
 
-#include "qs/pipeline/progress.h"
+#include "qs/progress.h"
 
 namespace qs::gui {
 
@@ -11,6 +11,6 @@ namespace qs::gui {
 double remainingSeconds(double fraction, double elapsedSeconds);
 
 // "quantize · layer 3/28 · GPTQ int4, g128, layer 3/28 · 42 % · ETA 1 min 20 s"
-QString progressText(const pipeline::Progress& progress, double elapsedSeconds);
+QString progressText(const qs::Progress& progress, double elapsedSeconds);
 
 }  // namespace qs::gui

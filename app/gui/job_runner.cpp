@@ -25,7 +25,7 @@ void JobRunner::cancel() {
 
 void JobRunner::launch(Task task, std::function<void(QString)> failed) {
     token_.cancel();
-    token_ = pipeline::CancelToken();
+    token_ = qs::CancelToken();
     const quint64 id = ++latest_;
     setBusy(true);
     pool_.start([this, id, token = token_, task = std::move(task), failed = std::move(failed)] {

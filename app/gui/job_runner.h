@@ -13,7 +13,7 @@
 #include <QString>
 #include <QThreadPool>
 
-#include "qs/pipeline/cancel_token.h"
+#include "qs/cancel_token.h"
 
 namespace qs::gui {
 
@@ -29,9 +29,9 @@ public:
     // qs::Cancelled goes nowhere.
     template <class Work, class Done>
     void start(Work work, Done done, std::function<void(QString)> failed) {
-        using Result = std::invoke_result_t<Work, const pipeline::CancelToken&>;
+        using Result = std::invoke_result_t<Work, const qs::CancelToken&>;
         launch(
-            [work = std::move(work), done = std::move(done)](const pipeline::CancelToken& token) -> Delivery {
+            [work = std::move(work), done = std::move(done)](const qs::CancelToken& token) -> Delivery {
                 auto result = std::make_shared<Result>(work(token));
                 return [done, result] { done(std::move(*result)); };
             },
@@ -47,14 +47,14 @@ signals:
 
 private:
     using Delivery = std::function<void()>;
-    using Task = std::function<Delivery(const pipeline::CancelToken&)>;
+    using Task = std::function<Delivery(const qs::CancelToken&)>;
 
     void launch(Task task, std::function<void(QString)> failed);
     void deliver(quint64 id, const Delivery& delivery);
     void setBusy(bool busy);
 
     QThreadPool pool_;
-    pipeline::CancelToken token_;
+    qs::CancelToken token_;
     quint64 latest_ = 0;
     bool busy_ = false;
 };

@@ -32,7 +32,7 @@ void JobStatusWidget::setRunning(bool running) {
     setVisible(running);
 }
 
-void JobStatusWidget::showProgress(const pipeline::Progress& progress, double elapsedSeconds) {
+void JobStatusWidget::showProgress(const qs::Progress& progress, double elapsedSeconds) {
     bar_->setValue(static_cast<int>(1000.0 * progress.fraction));
     label_->setText(progressText(progress, elapsedSeconds));
 }

@@ -3,7 +3,7 @@
 // time left, and Cancel.
 #include <QWidget>
 
-#include "qs/pipeline/progress.h"
+#include "qs/progress.h"
 
 class QLabel;
 class QProgressBar;
@@ -18,7 +18,7 @@ public:
     explicit JobStatusWidget(QWidget* parent = nullptr);
 
     void setRunning(bool running);
-    void showProgress(const pipeline::Progress& progress, double elapsedSeconds);
+    void showProgress(const qs::Progress& progress, double elapsedSeconds);
     QString text() const;
 
 signals:

@@ -143,7 +143,7 @@ void MainWindow::connectJob() {
         emit busyChanged(isBusy());
     });
     connect(job_, &QuantizeJob::progressed, this,
-            [this](const pipeline::Progress& p) { jobStatus_->showProgress(p, job_->elapsedSeconds()); });
+            [this](const qs::Progress& p) { jobStatus_->showProgress(p, job_->elapsedSeconds()); });
     connect(job_, &QuantizeJob::moduleLogged, moduleLog_, &ModuleLogModel::append);
     connect(job_, &QuantizeJob::finished, this, &MainWindow::onJobFinished);
     connect(job_, &QuantizeJob::failed, this, [this](const QString& m) { reportError(tr("Quantization failed"), m); });

@@ -149,13 +149,13 @@ void OverviewPage::refresh() {
     if (!checkpoint_) return;
     stale_ = false;
     analysis::LayerOverviewOptions options;
-    options.progress = [this](const pipeline::Progress& p) {
+    options.progress = [this](const qs::Progress& p) {
         QMetaObject::invokeMethod(
             this, [this, fraction = p.fraction, message = QString::fromStdString(p.message)] { showProgress(fraction, message); },
             Qt::QueuedConnection);
     };
     runner_.start(
-        [checkpoint = checkpoint_, options](const pipeline::CancelToken& token) {
+        [checkpoint = checkpoint_, options](const qs::CancelToken& token) {
             analysis::LayerOverviewOptions o = options;
             o.cancel = token;
             return analysis::computeLayerOverview(*checkpoint, o);

@@ -16,7 +16,7 @@ QuantizeJob::~QuantizeJob() {
 
 bool QuantizeJob::start(QuantizeSettings settings, std::filesystem::path checkpoint) {
     if (thread_) return false;
-    token_ = pipeline::CancelToken();
+    token_ = qs::CancelToken();
     clock_.start();
     thread_ = QThread::create([this, settings = std::move(settings), checkpoint = std::move(checkpoint), token = token_] {
         run(settings, checkpoint, token);
@@ -33,13 +33,13 @@ void QuantizeJob::cancel() {
 
 // On the worker thread: everything it learns goes to this object's thread as a queued call.
 void QuantizeJob::run(const QuantizeSettings& settings, const std::filesystem::path& checkpoint,
-                      const pipeline::CancelToken& token) {
+                      const qs::CancelToken& token) {
     auto post = [this](auto call) { QMetaObject::invokeMethod(this, std::move(call), Qt::QueuedConnection); };
     try {
         pipeline::Job job(buildPlan(settings, checkpoint));
         token.throwIfCancelled();
         auto result = std::make_shared<const pipeline::JobResult>(job.run(
-            [&](const pipeline::Progress& p) { post([this, p] { emit progressed(p); }); }, token,
+            [&](const qs::Progress& p) { post([this, p] { emit progressed(p); }); }, token,
             [&](const pipeline::ModuleLog& row) { post([this, row] { emit moduleLogged(row); }); }));
         post([this, result] { emit finished(result); });
     } catch (const Cancelled&) {

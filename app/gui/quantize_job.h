@@ -9,9 +9,9 @@
 #include <QObject>
 #include <QString>
 
-#include "qs/pipeline/cancel_token.h"
+#include "qs/cancel_token.h"
 #include "qs/pipeline/job_result.h"
-#include "qs/pipeline/progress.h"
+#include "qs/progress.h"
 #include "quantize_settings.h"
 
 class QThread;
@@ -35,7 +35,7 @@ public:
 
 signals:
     void runningChanged(bool running);
-    void progressed(const qs::pipeline::Progress& progress);
+    void progressed(const qs::Progress& progress);
     void moduleLogged(const qs::pipeline::ModuleLog& row);
     void finished(const qs::gui::JobResultPtr& result);
     void failed(const QString& message);
@@ -43,11 +43,11 @@ signals:
     void stopped();   // after finished, failed or cancelled: the worker thread has ended
 
 private:
-    void run(const QuantizeSettings& settings, const std::filesystem::path& checkpoint, const pipeline::CancelToken& token);
+    void run(const QuantizeSettings& settings, const std::filesystem::path& checkpoint, const qs::CancelToken& token);
     void onThreadEnded();
 
     QThread* thread_ = nullptr;
-    pipeline::CancelToken token_;
+    qs::CancelToken token_;
     QElapsedTimer clock_;
 };
 

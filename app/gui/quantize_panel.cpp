@@ -262,7 +262,7 @@ void QuantizePanel::scheduleEstimate() {
 // The estimate opens the checkpoint, tokenizes both texts and times a short GEMM: a worker's job.
 void QuantizePanel::computeEstimate() {
     estimator_.start(
-        [settings = settings(), path = checkpoint_.toStdString()](const pipeline::CancelToken& token) {
+        [settings = settings(), path = checkpoint_.toStdString()](const qs::CancelToken& token) {
             pipeline::Job job(buildPlan(settings, path));
             token.throwIfCancelled();
             return job.estimate();

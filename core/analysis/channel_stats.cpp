@@ -31,7 +31,7 @@ float median(std::span<const float> values) {
 
 // Chunks hold whole rows, so each row's maximum is finished inside one chunk; column maxima are
 // kept per thread and merged (max is exact in any order).
-void reduceRows(const io::TensorView& tensor, ChannelStats& s, const pipeline::CancelToken& cancel) {
+void reduceRows(const io::TensorView& tensor, ChannelStats& s, const qs::CancelToken& cancel) {
     const auto cols = static_cast<std::size_t>(s.cols);
     const std::size_t rowsPerChunk = std::max<std::size_t>(1, detail::kChunkElements / std::max<std::size_t>(cols, 1));
     const auto threads = static_cast<std::size_t>(omp_get_max_threads());

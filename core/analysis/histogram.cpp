@@ -34,7 +34,7 @@ struct TailCounts {
 };
 
 // Second pass: bin counts and tails, accumulated per thread (integer sums do not depend on order).
-void countBins(const io::TensorView& tensor, Histogram& h, const pipeline::CancelToken& cancel) {
+void countBins(const io::TensorView& tensor, Histogram& h, const qs::CancelToken& cancel) {
     const auto threads = static_cast<std::size_t>(omp_get_max_threads());
     const auto bins = static_cast<std::size_t>(h.bins());
     std::vector<std::vector<std::uint64_t>> perThread(threads, std::vector<std::uint64_t>(bins, 0));

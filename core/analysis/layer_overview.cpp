@@ -55,7 +55,7 @@ double WeightStats::value(LayerStatistic statistic) const {
     return 0.0;
 }
 
-WeightStats computeWeightStats(const io::TensorView& tensor, double outlierSigma, const pipeline::CancelToken& cancel) {
+WeightStats computeWeightStats(const io::TensorView& tensor, double outlierSigma, const qs::CancelToken& cancel) {
     TensorStatsOptions statsOptions;
     statsOptions.cancel = cancel;
     const TensorStats stats = computeTensorStats(tensor, statsOptions);

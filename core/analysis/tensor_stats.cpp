@@ -168,7 +168,7 @@ public:
         std::lock_guard lock(mutex_);
         if (step <= reported_.load()) return;
         reported_.store(step);
-        pipeline::Progress p;
+        qs::Progress p;
         p.stage = "stats";
         p.step = static_cast<int>(chunk.tensor) + 1;
         p.steps = static_cast<int>(tensors_.size());
@@ -178,7 +178,7 @@ public:
     }
 
 private:
-    const pipeline::ProgressCallback& callback_;
+    const qs::ProgressCallback& callback_;
     const std::vector<io::TensorView>& tensors_;
     std::uint64_t totalBytes_;
     std::atomic<std::uint64_t> doneBytes_{0};

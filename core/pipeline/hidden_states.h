@@ -7,7 +7,7 @@
 #include "qs/model/decoder_layer.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/calibration_text.h"
-#include "qs/pipeline/cancel_token.h"
+#include "qs/cancel_token.h"
 
 namespace qs::pipeline {
 

@@ -79,9 +79,9 @@ TEST(ModuleRank, AttentionBeforeMlpBeforeNorms) {
 
 TEST(LayerOverview, CoversEveryLinearOfStories260K) {
     const io::Checkpoint checkpoint = io::Checkpoint::open(kStories);
-    std::vector<pipeline::Progress> reports;
+    std::vector<qs::Progress> reports;
     LayerOverviewOptions options;
-    options.progress = [&](const pipeline::Progress& p) { reports.push_back(p); };
+    options.progress = [&](const qs::Progress& p) { reports.push_back(p); };
     const LayerOverview overview = computeLayerOverview(checkpoint, options);
 
     EXPECT_EQ(overview.layers, (std::vector<int>{0, 1, 2, 3, 4}));

@@ -17,7 +17,7 @@ TEST_F(JobRunnerTest, ANewerJobCancelsTheOlderAndOnlyItsResultArrives) {
     int firstDelivered = 0;
     int secondResult = 0;
     runner.start(
-        [&](const pipeline::CancelToken& token) {
+        [&](const qs::CancelToken& token) {
             for (int i = 0; i < 5000 && !token.cancelled(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
             firstSawCancel = token.cancelled();
             token.throwIfCancelled();
@@ -25,7 +25,7 @@ TEST_F(JobRunnerTest, ANewerJobCancelsTheOlderAndOnlyItsResultArrives) {
         },
         [&](int) { ++firstDelivered; }, [](const QString&) {});
     EXPECT_TRUE(runner.isBusy());
-    runner.start([](const pipeline::CancelToken&) { return 42; }, [&](int v) { secondResult = v; }, [](const QString&) {});
+    runner.start([](const qs::CancelToken&) { return 42; }, [&](int v) { secondResult = v; }, [](const QString&) {});
 
     ASSERT_TRUE(waitUntil([&] { return !runner.isBusy(); }));
     EXPECT_EQ(secondResult, 42);
@@ -38,7 +38,7 @@ TEST_F(JobRunnerTest, ErrorsArriveAsMessages) {
     JobRunner runner;
     QString message;
     bool delivered = false;
-    runner.start([](const pipeline::CancelToken&) -> int { throw Error("tensor 'x' in f.safetensors: bad"); },
+    runner.start([](const qs::CancelToken&) -> int { throw Error("tensor 'x' in f.safetensors: bad"); },
                  [&](int) { delivered = true; }, [&](const QString& m) { message = m; });
     ASSERT_TRUE(waitUntil([&] { return !runner.isBusy(); }));
     EXPECT_FALSE(delivered);
@@ -49,7 +49,7 @@ TEST_F(JobRunnerTest, CancelDropsTheResult) {
     JobRunner runner;
     bool delivered = false;
     runner.start(
-        [](const pipeline::CancelToken&) {
+        [](const qs::CancelToken&) {
             std::this_thread::sleep_for(std::chrono::milliseconds(50));
             return 1;
         },

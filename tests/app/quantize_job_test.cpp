@@ -104,7 +104,7 @@ TEST_F(QuantizeJobTest, ASmallJobDrawsOneKlBarPerMethodAndItsLayers) {
     panel().setPerLayerKl(true);
     QStringList statusTexts;
     QObject::connect(window.quantizeJob(), &QuantizeJob::progressed,
-                     [&](const pipeline::Progress&) { statusTexts << window.jobStatus()->text(); });
+                     [&](const qs::Progress&) { statusTexts << window.jobStatus()->text(); });
     ASSERT_TRUE(window.startQuantizeJob());
     EXPECT_TRUE(window.isBusy());
     ASSERT_TRUE(waitForJob());
@@ -206,7 +206,7 @@ TEST_F(QuantizeJobTest, TheEventLoopNeverStallsOver50MsWhileAJobRuns) {
     StallMeter meter;
     // Measured while the job runs: until its last progress report, before the results are drawn.
     bool done = false;
-    QObject::connect(window.quantizeJob(), &QuantizeJob::progressed, [&](const pipeline::Progress& p) {
+    QObject::connect(window.quantizeJob(), &QuantizeJob::progressed, [&](const qs::Progress& p) {
         if (p.stage == "done" && !done) {
             meter.stop();
             done = true;

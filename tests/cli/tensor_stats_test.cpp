@@ -89,7 +89,7 @@ TEST(TensorStats, ReportsProgressUpToOne) {
     options.chunkElements = 1000;
     double last = 0.0;
     int calls = 0;
-    options.progress = [&](const qs::pipeline::Progress& p) {
+    options.progress = [&](const qs::Progress& p) {
         EXPECT_EQ(p.stage, "stats");
         EXPECT_GE(p.fraction, last);
         last = p.fraction;
@@ -105,7 +105,7 @@ TEST(TensorStats, CancelledTokenThrowsCancelled) {
     TensorStatsOptions options;
     options.chunkElements = 1000;
     int calls = 0;
-    options.progress = [&](const qs::pipeline::Progress&) {
+    options.progress = [&](const qs::Progress&) {
         if (++calls == 3) options.cancel.cancel();
     };
     EXPECT_THROW(computeTensorStats(t.view(), options), qs::Cancelled);

@@ -99,7 +99,7 @@ TEST_F(GpuGptq, RejectsWhatTheCpuRejects) {
 
 TEST_F(GpuGptq, StopsWhenCancelled) {
     // 1024 columns = 8 blocks: the loop polls the token after its first 4 blocks.
-    const pipeline::CancelToken cancel;
+    const qs::CancelToken cancel;
     cancel.cancel();
     quant::GptqOptions o;
     o.cancel = &cancel;

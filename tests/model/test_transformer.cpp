@@ -527,7 +527,7 @@ TEST(SmallTransformer, QuantizedLinearOverrideRunsItsEffectiveWeight) {
     Transformer model(c, w);
     const MatrixF original = model.forward(kTokens);
     auto q = std::make_shared<quant::QuantizedLinear>(quant::quantizeRtn(w->layers[0].gate.weight, {.bits = 3, .groupSize = -1}));
-    model.overrideLinear(0, "mlp.gate_proj", q);
+    model.overrideLinear(0, "mlp.gate_proj", [q] { return q->effectiveWeight(); });
     const MatrixF quantized = model.forward(kTokens);
     EXPECT_GT((quantized - original).cwiseAbs().maxCoeff(), 1e-3f);
     const MatrixF decoded = q->effectiveWeight();

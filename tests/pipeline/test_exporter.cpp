@@ -200,7 +200,8 @@ TEST(Exporter, AwqFoldedExportGivesTheInMemoryLogits) {
     const auto config = model::ModelConfig::fromJson(source.config());
     auto reference = model::Transformer::fromCheckpoint(source);
     for (std::size_t i = 0; i < result.layers.size(); ++i)
-        for (const auto& [module, q] : result.layers[i]) reference.overrideLinear(static_cast<int>(i), module, q);
+        for (const auto& [module, q] : result.layers[i])
+            reference.overrideLinear(static_cast<int>(i), module, [q] { return q->effectiveWeight(); });
     model::Transformer folded(config, std::make_shared<model::ModelWeights>(exportedWeights(exported, config)));
 
     const auto tokens = demoTokens(1, 48).front();

@@ -299,7 +299,7 @@ TEST(Gptq, CancelStopsTheLoop) {
     const MatrixF x = correlatedInputs(256, 96, gen);
     const MatrixF h = hessian(x);
     const MatrixF w = randomWeights(4, 96, gen);
-    const pipeline::CancelToken cancel;
+    const qs::CancelToken cancel;
     GptqOptions o{.bits = 4, .groupSize = 32, .sym = false, .blockSize = 32, .cancel = &cancel};
     const QuantizedLinear q = quantizeGptq(w, h, o);   // a token never set changes nothing
     o.cancel = nullptr;

@@ -130,7 +130,7 @@ TEST(Trellis, MatrixQuantizerDecodesToItsOwnReconstruction) {
 
 TEST(Trellis, CancelAndBadOptions) {
     const MatrixF w = testing::gaussianMatrix(4, 256, 1);
-    pipeline::CancelToken token;
+    qs::CancelToken token;
     token.cancel();
     EXPECT_THROW(quantizeTrellis(w, {.cancel = &token}), Cancelled);
     EXPECT_THROW(quantizeTrellis(w, {.L = 17}), Error);
@@ -139,7 +139,7 @@ TEST(Trellis, CancelAndBadOptions) {
     EXPECT_THROW(quantizeTrellis(testing::gaussianMatrix(2, 200, 1)), Error);
     int reports = 0;
     TrellisOptions options{.L = 6, .K = 1};
-    options.progress = [&](const pipeline::Progress& p) { reports += p.step == p.steps; };
+    options.progress = [&](const qs::Progress& p) { reports += p.step == p.steps; };
     quantizeTrellis(w, options);
     EXPECT_EQ(reports, 1);
 }

@@ -1,0 +1,51 @@
+#pragma once
+// Checkpoint evaluation: how far a quantized checkpoint's next-token distributions are from its
+// original's, on held-out text, whatever format either is stored in (dense, GPTQ, AWQ, FP8, ...).
+// Both models run side by side one decoder layer at a time (linears decoded per layer, so neither is
+// ever held in f32 as a whole); only their hidden states travel between layers, and the KL report of
+// llama.cpp's --kl-divergence is accumulated from the final logits.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "qs/analysis/kl_metrics.h"
+#include "qs/io/checkpoint.h"
+#include "qs/model/model_config.h"
+#include "qs/pipeline/calibration_text.h"
+#include "qs/cancel_token.h"
+#include "qs/progress.h"
+
+namespace qs::pipeline {
+
+struct CheckpointEvalPlan {
+    std::filesystem::path original;
+    std::filesystem::path quantized;
+    TokenSequences evaluation;   // token ids of the original's tokenizer (see sharedTokenWindows)
+};
+
+struct CheckpointEvalResult {
+    analysis::KlReport kl;
+    std::string originalFormat;    // "dense", "gptq (gptq)", "fp8 (block)", ...
+    std::string quantizedFormat;
+    std::size_t evaluationTokens = 0;
+    double seconds = 0.0;
+};
+
+// Throws qs::Error listing every difference in the shape of the two models (layers, hidden and
+// intermediate size, heads, head size, vocabulary): KL compares two versions of one model.
+void requireSameModelShape(const model::ModelConfig& original, const model::ModelConfig& quantized,
+                           const std::string& originalName, const std::string& quantizedName);
+
+// `texts` tokenized with the original's tokenizer and cut into windows (tokenWindows). When the
+// quantized checkpoint ships a tokenizer.json of its own, it must give the same ids: throws qs::Error
+// where it does not.
+TokenSequences sharedTokenWindows(const io::Checkpoint& original, const io::Checkpoint& quantized,
+                                  const std::vector<std::string>& texts, int samples, int seqLen,
+                                  const std::string& sourceName);
+
+// Throws qs::Error (unreadable checkpoint, different model shapes, no evaluation text) or
+// qs::Cancelled.
+CheckpointEvalResult evaluateCheckpoints(const CheckpointEvalPlan& plan, const ProgressCallback& progress,
+                                         const CancelToken& cancel);
+
+}  // namespace qs::pipeline

@@ -1,0 +1,26 @@
+#pragma once
+// Dense export: any checkpoint QuantScope reads (GPTQ, AWQ, FP8, compressed-tensors, ModelOpt,
+// bitsandbytes, ...) written back as a plain checkpoint. Each quantized linear is decoded by
+// formats::LinearReader (the format's own arithmetic) and stored as "<prefix>.weight" in the chosen
+// dtype; every other tensor is copied as it is; config.json loses quantization_config and says the
+// new torch_dtype; tokenizer and generation files are copied. Written through io::CheckpointWriter.
+#include <filesystem>
+
+#include "qs/io/dtype.h"
+#include "qs/cancel_token.h"
+#include "qs/progress.h"
+
+namespace qs::pipeline {
+
+struct DenseExportRequest {
+    std::filesystem::path source;
+    std::filesystem::path destination;   // must not exist unless overwrite
+    io::DType dtype = io::DType::BF16;   // BF16, F16 or F32
+    bool overwrite = false;
+};
+
+// Returns the folder written. Throws qs::Error (unreadable format, stacked experts, I/O) or qs::Cancelled.
+std::filesystem::path exportDense(const DenseExportRequest& request, const ProgressCallback& progress,
+                                  const CancelToken& cancel);
+
+}  // namespace qs::pipeline

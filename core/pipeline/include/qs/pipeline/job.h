@@ -1,0 +1,62 @@
+#pragma once
+// Job: plan (methods x parameters) -> calibrate once -> quantize per method per layer -> evaluate
+// per method (and per layer on request). Everything runs layer by layer: the decoder layers are
+// loaded one at a time, and only hidden states travel between them.
+//
+// Streams. The original model's calibration hidden states give every layer's statistics (the
+// Hessians of its linear inputs). GPTQ and AWQ are true-sequential by default: each keeps its own
+// calibration stream, in which layer i+1 sees the outputs of the already quantized layer i. The
+// evaluation text runs through the original model and through each quantized model side by side;
+// the KL of their next-token distributions is accumulated at the end. Per-layer KL starts from the
+// original hidden states at a layer's input, runs the quantized layer and then the original layers
+// after it, so its cost grows with the remaining layers only.
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "qs/pipeline/backend.h"
+#include "qs/pipeline/calibration_text.h"
+#include "qs/cancel_token.h"
+#include "qs/pipeline/job_result.h"
+#include "qs/pipeline/method_spec.h"
+#include "qs/progress.h"
+#include "qs/pipeline/resource_estimate.h"
+
+namespace qs::pipeline {
+
+struct JobPlan {
+    std::filesystem::path checkpoint;
+    std::vector<MethodSpec> methods;
+    TokenSequences calibration;            // may be empty when no method needs it (no output errors then)
+    TokenSequences evaluation;             // may be empty: no KL
+    bool perLayerKl = false;
+    bool trueSequential = true;
+    std::uint64_t seed = 0;
+    DeviceChoice device = DeviceChoice::Auto;   // where GPTQ, the float formats and the trellis run
+    std::shared_ptr<const Backend> backend;     // when set, used as is (the CLI selects and reports it)
+};
+
+using ModuleLogCallback = std::function<void(const ModuleLog&)>;
+
+class Job {
+public:
+    explicit Job(JobPlan plan);
+
+    ResourceEstimate estimate() const;
+    // What the plan asks of a device at once (Backend::peakDeviceBytes).
+    DeviceWorkload deviceWorkload() const;
+    // Throws qs::Error when the estimate does not fit in memory, or the device's peak in its free
+    // memory (unless `force`), qs::Cancelled when
+    // cancelled. A method that cannot be applied to this model's shapes is reported in its
+    // MethodResult::error and the others go on.
+    JobResult run(const ProgressCallback& progress, const CancelToken& cancel,
+                  const ModuleLogCallback& moduleLog = {}, bool force = false);
+
+    const JobPlan& plan() const { return plan_; }
+
+private:
+    JobPlan plan_;
+};
+
+}  // namespace qs::pipeline

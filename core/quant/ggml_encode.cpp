@@ -1,0 +1,36 @@
+// Which ggml types QuantScope encodes, and with which row encoder.
+#include "qs/quant/ggml_encode.h"
+
+#include <map>
+#include <string>
+
+#include "ggml_encoders.h"
+#include "qs/error.h"
+
+namespace qs::quant {
+namespace {
+
+const std::map<io::GgmlType, ggml::EncodeRow>& encoders() {
+    using T = io::GgmlType;
+    static const std::map<io::GgmlType, ggml::EncodeRow> table = {
+        {T::F32, ggml::encodeF32},
+        {T::F16, ggml::encodeF16},
+        {T::BF16, ggml::encodeBf16},
+        {T::Q8_0, ggml::encodeQ8_0},
+    };
+    return table;
+}
+
+}  // namespace
+
+bool ggmlEncodes(io::GgmlType type) { return encoders().count(type) != 0; }
+
+void ggmlEncodeRow(io::GgmlType type, const float* src, std::uint8_t* dst, std::int64_t n, const float* importance) {
+    const auto it = encoders().find(type);
+    if (it == encoders().end())
+        throw Error("ggml type " + std::string(io::ggmlTypeTraits(type).name) + " cannot be encoded by QuantScope");
+    io::ggmlRowBytes(type, n);   // checks whole blocks
+    it->second(src, dst, n, importance);
+}
+
+}  // namespace qs::quant
