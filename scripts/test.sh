@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
-# The README's second command: set up, build (warnings are errors), and run every test through ctest.
+# The README's second command: set up, build (warnings are errors), check that the core also compiles
+# for other x86-64 CPUs, and run every test through ctest.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${QS_BUILD_DIR:-$root/build}"
 
 "$root/scripts/setup-deps.sh"
+"$root/scripts/setup-interop.sh"
 "$root/scripts/build.sh" -DQS_WARNINGS_AS_ERRORS=ON
+"$root/scripts/check-portable-build.sh"
 
 export QT_QPA_PLATFORM=offscreen
 # ctest runs one test per core side by side; OpenMP teams inside each would only contend for the

@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Compiles the core for CPUs other than this one, compile only, warnings as errors: once for
+# x86-64-v4 (AVX-512, where GCC 12 reports false -Wmaybe-uninitialized inside its intrinsics
+# headers) and once with QS_NATIVE=OFF (plain x86-64, what the .deb is built for). The README's test
+# command runs it, so a tree that would fail to build on another CI machine fails here too, whatever
+# this machine's CPU is. Build folders: build-check-<target>/ (or $QS_CHECK_BUILD_ROOT/<target>).
+#   scripts/check-portable-build.sh [TARGET...]     TARGET: x86-64-v4, baseline (default: both)
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+jobs="${QS_JOBS:-$(nproc)}"
+targets=("$@")
+[ ${#targets[@]} -gt 0 ] || targets=(x86-64-v4 baseline)
+core_libs=(qs_io qs_quant qs_analysis qs_model qs_formats qs_pipeline)
+
+for target in "${targets[@]}"; do
+  case "$target" in
+    baseline) flags="" ;;
+    x86-64-v[234]) flags="-march=$target" ;;
+    *) echo "check-portable-build: unknown target '$target' (x86-64-v2|v3|v4, baseline)" >&2; exit 2 ;;
+  esac
+  build="${QS_CHECK_BUILD_ROOT:-$root}/build-check-$target"
+  echo "check-portable-build: core for $target (${flags:-no -march}), warnings as errors" >&2
+  cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DQS_NATIVE=OFF -DCMAKE_CXX_FLAGS="$flags" \
+    -DQS_WARNINGS_AS_ERRORS=ON -DQS_WITH_GUI=OFF -DQS_WITH_CUDA=OFF -DQS_BUILD_TESTS=OFF -DQS_BUILD_BENCH=OFF \
+    -DQS_FUZZ=OFF >/dev/null
+  cmake --build "$build" -j "$jobs" --target "${core_libs[@]}" >&2
+done
