@@ -1,4 +1,4 @@
-// AWQ (AutoAWQ), 4-bit, FORMATS.md section 3.
+// AWQ (AutoAWQ), 4-bit, docs/formats/awq.md.
 //   gemm: qweight I32 [K, N/8] packed along N; nibble slot i of the word covering columns 8c..8c+7
 //         holds column 8c + AWQ_ORDER[i], AWQ_ORDER = [0, 2, 4, 6, 1, 3, 5, 7]; qzeros [K/G, N/8]
 //         packed the same way; scales [K/G, N].

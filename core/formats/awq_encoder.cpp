@@ -1,4 +1,4 @@
-// AWQ GEMM writer (AutoAWQ WQLinear_GEMM), FORMATS.md section 3: per linear qweight I32 [K, N/8]
+// AWQ GEMM writer (AutoAWQ WQLinear_GEMM), docs/formats/awq.md: per linear qweight I32 [K, N/8]
 // packed along N, qzeros I32 [K/G, N/8] the same way, scales F16 [K/G, N]; raw zeros. Inside a word
 // covering columns 8c..8c+7, nibble slot i holds column 8c + AWQ_ORDER[i], AWQ_ORDER =
 // [0, 2, 4, 6, 1, 3, 5, 7], so logical column 1 sits in bits 16-19.

@@ -1,6 +1,6 @@
 #pragma once
-// Fields of a little-endian stream of 32-bit words. GPTQ (2/3/4/8-bit, FORMATS.md 2.3-2.4) and
-// compressed-tensors pack-quantized (5.2) both place value i at bits [i*bits, i*bits+bits) of the
+// Fields of a little-endian stream of 32-bit words. GPTQ (2/3/4/8-bit, docs/formats/gptq.md) and
+// compressed-tensors pack-quantized (compressed-tensors.md) both place value i at bits [i*bits, i*bits+bits) of the
 // stream formed by consecutive words along the packed axis; 3-bit values straddle words.
 #include <cstddef>
 #include <cstdint>

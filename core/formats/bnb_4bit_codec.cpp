@@ -1,4 +1,4 @@
-// bitsandbytes 4-bit (NF4 / FP4) as transformers serialises Linear4bit, FORMATS.md section 8:
+// bitsandbytes 4-bit (NF4 / FP4) as transformers serialises Linear4bit, docs/formats/bitsandbytes.md:
 //   <p>.weight U8 [ceil(N*K/2), 1]: the row-major flattened codes, FIRST element in the HIGH nibble
 //   <p>.weight.absmax F32 [nblocks] (U8 codes when double-quantised), <p>.weight.quant_map F32 [16]
 //   <p>.weight.nested_absmax F32, <p>.weight.nested_quant_map F32 [256] (double quantisation only)

@@ -1,4 +1,4 @@
-// "bnb-nf4": bitsandbytes NF4 as transformers saves a Linear4bit (FORMATS.md 8):
+// "bnb-nf4": bitsandbytes NF4 as transformers saves a Linear4bit (docs/formats/bitsandbytes.md):
 //   <p>.weight                                   U8 [ceil(N*K/2), 1]  flat row-major codes, FIRST element in the HIGH nibble
 //   <p>.weight.absmax                            U8 [nblocks] codes (double quantization) or F32 [nblocks]
 //   <p>.weight.quant_map                         F32 [16]   the NF4 levels

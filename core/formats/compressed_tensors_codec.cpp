@@ -1,4 +1,4 @@
-// compressed-tensors (llm-compressor), FORMATS.md section 5. The tensors say which compressor wrote
+// compressed-tensors (llm-compressor), docs/formats/compressed-tensors.md. The tensors say which compressor wrote
 // a module; the config_groups scheme that targets it says bits, symmetry, strategy and group size:
 //   pack-quantized        weight_packed I32 [N, ceil(K*b/32)], weight_scale, weight_shape I64 [2],
 //                         weight_zero_point I32 (asym, packed along N), weight_g_idx I32 [K] (actorder)

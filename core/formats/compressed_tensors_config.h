@@ -1,5 +1,5 @@
 #pragma once
-// The quantization_config a compressed-tensors checkpoint carries (FORMATS.md 5.1), as the writers
+// The quantization_config a compressed-tensors checkpoint carries (docs/formats/compressed-tensors.md), as the writers
 // of ct-nvfp4, ct-mxfp4 and ct-mixed fill it: QuantizationArgs per scheme, config groups, and the
 // top level (quant_method, format, quantization_status, ignore).
 #include <string>

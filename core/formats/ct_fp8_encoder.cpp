@@ -1,4 +1,4 @@
-// compressed-tensors float-quantized writer, FORMATS.md 5.1 and 5.3, with the FP8_DYNAMIC scheme:
+// compressed-tensors float-quantized writer, docs/formats/compressed-tensors.md, with the FP8_DYNAMIC scheme:
 // `weight` F8_E4M3 [N, K], `weight_scale` F32 [N, 1] (per channel) or [1] (per tensor), multiplied;
 // activations quantized per token at run time (dynamic), so no input_scale. vLLM runs it as
 // CompressedTensorsW8A8Fp8; it is also the home of per-channel FP8, which quant_method "fp8" lacks.
@@ -13,7 +13,7 @@ namespace {
 
 using quant::QuantizedLinear;
 
-// The compressed-tensors release whose layout this follows (FORMATS.md section 0).
+// The compressed-tensors release whose layout this follows (docs/formats/compressed-tensors.md).
 constexpr const char* kCtVersion = "0.12.2";
 
 nlohmann::json weightArgs(const char* strategy) {

@@ -1,5 +1,5 @@
-// "ct-mixed": one compressed-tensors checkpoint whose linears use different schemes (FORMATS.md
-// 5.1): integer grids as pack-quantized (2/4/8-bit, symmetric or not, groups, act-order), FP8 per
+// "ct-mixed" (docs/formats/compressed-tensors.md): one checkpoint whose linears use different
+// schemes: integer grids as pack-quantized (2/4/8-bit, symmetric or not, groups, act-order), FP8 per
 // channel or per tensor as float-quantized (dynamic per-token activations), NVFP4 as
 // nvfp4-pack-quantized and MXFP4 as mxfp4-pack-quantized. Linears with the same scheme share a
 // config group whose targets are their exact module names (compressed-tensors and vLLM match a

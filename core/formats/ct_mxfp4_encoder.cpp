@@ -1,4 +1,4 @@
-// "ct-mxfp4": compressed-tensors mxfp4-pack-quantized (FORMATS.md 5.4), weight-only (MXFP4A16):
+// "ct-mxfp4": compressed-tensors mxfp4-pack-quantized (docs/formats/compressed-tensors.md), weight-only (MXFP4A16):
 //   <p>.weight_packed  U8 [N, K/2]   E2M1 codes, EVEN element in the LOW nibble
 //   <p>.weight_scale   U8 [N, K/32]  E8M0 exponents, bias 127: W = e2m1 * 2^(weight_scale - 127)
 // No global scale. vLLM's compressed-tensors MXFP4 scheme wants strategy group, group_size 32.

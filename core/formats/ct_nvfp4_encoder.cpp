@@ -1,4 +1,4 @@
-// "ct-nvfp4": compressed-tensors nvfp4-pack-quantized (FORMATS.md 5.4), weight-only (NVFP4A16):
+// "ct-nvfp4": compressed-tensors nvfp4-pack-quantized (docs/formats/compressed-tensors.md), weight-only (NVFP4A16):
 //   <p>.weight_packed        U8 [N, K/2]       E2M1 codes, EVEN element in the LOW nibble
 //   <p>.weight_scale         F8_E4M3 [N, K/16] the block scales
 //   <p>.weight_global_scale  F32 [1]           a DIVISOR: W = e2m1 * (weight_scale / weight_global_scale)

@@ -1,5 +1,5 @@
 #pragma once
-// compressed-tensors pack-quantized (FORMATS.md 5.2) for one integer-coded linear, the int part of
+// compressed-tensors pack-quantized (docs/formats/compressed-tensors.md) for one integer-coded linear, the int part of
 // "ct-mixed":
 //   <p>.weight_packed      I32 [N, ceil(K*b/32)]  codes (the unsigned fields: signed value + 2^(b-1)),
 //                          element i of a row at bits [i*b, i*b+b) of the row's little-endian word stream

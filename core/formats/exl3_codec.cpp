@@ -1,4 +1,4 @@
-// EXL3 (exllamav3) checkpoints, FORMATS.md 9, read-only. Per linear: `trellis` I16 [K/16, N/16,
+// EXL3 (exllamav3) checkpoints, docs/formats/exl3.md, read-only. Per linear: `trellis` I16 [K/16, N/16,
 // 16*bits], `suh` F16 [K] and `svh` F16 [N] (or the older packed sign bits `su` I16 [K/16], `sv` I16
 // [N/16]), an optional `mcg` or `mul1` I32 scalar that selects the codebook, an optional `bias`.
 // Upstream: turboderp-org/exllamav3 exllamav3/modules/quant/exl3.py LinearEXL3 (__init__'s checks,

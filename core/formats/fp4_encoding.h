@@ -1,6 +1,6 @@
 #pragma once
 // What the FP4 writers share (NVFP4 of compressed-tensors and ModelOpt, MXFP4 of compressed-tensors;
-// FORMATS.md 5.4 and 7): the checks a QuantizedLinear of E2M1 codes must pass and the packed codes,
+// docs/formats/): the checks a QuantizedLinear of E2M1 codes must pass and the packed codes,
 // two per byte with the EVEN element in the LOW nibble, [rows, cols / 2].
 #include <cstdint>
 #include <string>

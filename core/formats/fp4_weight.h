@@ -1,6 +1,6 @@
 #pragma once
 // FP4 E2M1 codes packed two per byte with the EVEN element in the LOW nibble (NVFP4 of ModelOpt and
-// compressed-tensors, MXFP4 of gpt-oss and compressed-tensors; FORMATS.md 5.4, 6, 7), one scale per
+// compressed-tensors, MXFP4 of gpt-oss and compressed-tensors; docs/formats/README.md), one scale per
 // block of `blockSize` inputs of a row.
 #include <cstdint>
 

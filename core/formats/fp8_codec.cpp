@@ -1,4 +1,4 @@
-// FP8 (`quant_method: "fp8"`), FORMATS.md section 4: `weight` F8_E4M3 [N, K] with either
+// FP8 (`quant_method: "fp8"`), docs/formats/fp8.md: `weight` F8_E4M3 [N, K] with either
 //   weight_scale_inv F32 (or F8_E8M0 with scale_fmt "ue8m0") [ceil(N/bn), ceil(K/bk)]   (blocks), or
 //   weight_scale F32 [] / [1] (per tensor; input_scale beside it for static activations) or [N] / [N, 1].
 // Both scale names are dequantization multipliers.

@@ -1,6 +1,6 @@
-// FP8 writer (`quant_method: "fp8"`), FORMATS.md section 4: `weight` F8_E4M3 [N, K] and either
-//   weight_scale_inv F32 [ceil(N/128), ceil(K/128)]  (4.1, blocks; config weight_block_size [128, 128]) or
-//   weight_scale F32 []                              (4.2, one scale per tensor; no weight_block_size).
+// FP8 writer (`quant_method: "fp8"`), docs/formats/fp8.md: `weight` F8_E4M3 [N, K] and either
+//   weight_scale_inv F32 [ceil(N/128), ceil(K/128)]  (blocks; config weight_block_size [128, 128]) or
+//   weight_scale F32 []                              (one scale per tensor; no weight_block_size).
 // Both are dequantization multipliers (W = e4m3 * scale), whatever the name says. Activations are
 // quantized dynamically by the consumer (activation_scheme "dynamic"), so no input_scale is stored.
 #include "encoders.h"

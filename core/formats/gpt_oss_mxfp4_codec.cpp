@@ -1,4 +1,4 @@
-// gpt-oss MXFP4 experts, FORMATS.md section 6: per layer, stacked over E experts,
+// gpt-oss MXFP4 experts, docs/formats/gpt-oss-mxfp4.md: per layer, stacked over E experts,
 //   <p>_blocks U8 [E, N, K/32, 16]  (16 bytes per 32-input block, element 2b in the low nibble of byte b)
 //   <p>_scales U8 [E, N, K/32]      (E8M0 exponents, bias 127)
 //   <p>_bias   [E, N]

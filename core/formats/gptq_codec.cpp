@@ -1,4 +1,4 @@
-// GPTQ (AutoGPTQ / GPTQModel), 2/3/4/8-bit, FORMATS.md section 2:
+// GPTQ (AutoGPTQ / GPTQModel), 2/3/4/8-bit, docs/formats/gptq.md:
 //   qweight I32 [K*bits/32, N] packed along K, qzeros I32 [groups, N*bits/32] packed along N,
 //   scales [groups, N], g_idx I32 [K];  W[n, k] = scales[g, n] * (q[k, n] - z[g, n]),  g = g_idx[k].
 // v1 ("gptq") stores zero - 1 per field, v2 ("gptq_v2") the zero itself.
@@ -107,7 +107,7 @@ std::vector<std::int32_t> readGroupIndex(const io::Checkpoint& ck, const std::st
 
 // Zero points [groups, N]. v1 stores zero - 1; adding 1 back and masking maps the field 2^bits - 1
 // to zero 0, the only reading that keeps zeros in the quantizer's range [0, 2^bits - 1] (AutoGPTQ
-// qlinear_cuda_old; other kernels read 2^bits there, FORMATS.md 2.5).
+// qlinear_cuda_old; other kernels read 2^bits there, docs/formats/gptq.md).
 MatrixF readZeros(const GptqTensors& t, const GptqScheme& s) {
     const auto words = readWords(t.qzeros);
     const std::int64_t wordsPerRow = t.qzeros.shape()[1];

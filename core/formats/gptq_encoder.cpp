@@ -1,4 +1,4 @@
-// GPTQ writer, FORMATS.md section 2: per linear qweight I32 [K*bits/32, N] (packed along K),
+// GPTQ writer, docs/formats/gptq.md: per linear qweight I32 [K*bits/32, N] (packed along K),
 // qzeros I32 [groups, N*bits/32] (packed along N), scales F16 [groups, N], g_idx I32 [K], value i
 // of a stream at bits [i*bits, i*bits+bits) (3-bit values straddle words).
 //   "gptq"    (v1, AutoGPTQ and every consumer): stores zero - 1; symmetric grids only, since readers
@@ -134,7 +134,7 @@ public:
             {"pack_dtype", "int32"},
             {"meta", {{"quantizer", {"quantscope"}}}},
         };
-        // transformers requires 0 < damp_percent < 1 when present (FORMATS.md 2.1).
+        // transformers requires 0 < damp_percent < 1 when present (docs/formats/gptq.md).
         if (s.dampPercent > 0.0) config["damp_percent"] = s.dampPercent;
         return config;
     }

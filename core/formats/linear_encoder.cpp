@@ -34,7 +34,7 @@ const LinearEncoder& encoderNamed(std::string_view name) {
 namespace {
 
 // "fp8" holds 128x128 blocks and per-tensor scales; per-channel FP8 is not expressible in it
-// (FORMATS.md 4.2: vLLM's fp8 method has none), compressed-tensors holds it.
+// (docs/formats/fp8.md: vLLM's fp8 method has none), compressed-tensors holds it.
 const LinearEncoder& fp8EncoderFor(const quant::QuantizedLinear& q) {
     const bool perChannel = q.blockRows == 1 && q.rows > 1;
     return perChannel ? detail::ctFp8DynamicEncoder() : detail::fp8BlockEncoder();

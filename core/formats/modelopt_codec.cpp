@@ -1,4 +1,4 @@
-// NVIDIA ModelOpt (TensorRT-Model-Optimizer) exports, FORMATS.md section 7:
+// NVIDIA ModelOpt (TensorRT-Model-Optimizer) exports, docs/formats/modelopt.md:
 //   NVFP4  weight U8 [N, K/2] (even element in the low nibble), weight_scale F8_E4M3 [N, K/16],
 //          weight_scale_2 F32 scalar (a MULTIPLIER): W = e2m1 * (weight_scale * weight_scale_2)
 //   FP8    weight F8_E4M3 [N, K], weight_scale F32 scalar (per channel for FP8_PER_CHANNEL_PER_TOKEN,

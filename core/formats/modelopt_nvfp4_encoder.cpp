@@ -1,4 +1,4 @@
-// "modelopt-nvfp4": NVFP4 as NVIDIA ModelOpt exports it (FORMATS.md 7), weight-only (W4A16_NVFP4):
+// "modelopt-nvfp4": NVFP4 as NVIDIA ModelOpt exports it (docs/formats/modelopt.md), weight-only (W4A16_NVFP4):
 //   <p>.weight          U8 [N, K/2]       E2M1 codes, EVEN element in the LOW nibble
 //   <p>.weight_scale    F8_E4M3 [N, K/16] the block scales
 //   <p>.weight_scale_2  F32 []            the global scale, a MULTIPLIER: W = e2m1 * weight_scale * weight_scale_2

@@ -21,7 +21,7 @@ nlohmann::json readJsonFile(const std::filesystem::path& path) {
 namespace {
 
 // hf_quant_config.json: {"producer": {...}, "quantization": {"quant_algo", "group_size",
-// "exclude_modules", "quantized_layers", ...}} -> the config.json form (FORMATS.md 7).
+// "exclude_modules", "quantized_layers", ...}} -> the config.json form (docs/formats/modelopt.md).
 nlohmann::json flattenModelOpt(const nlohmann::json& nested) {
     nlohmann::json flat = nested.at("quantization");
     flat["quant_method"] = "modelopt";

@@ -1,8 +1,8 @@
 #pragma once
 // Scale tensors that broadcast over a weight [rows, cols] in blocks: per tensor ([] / [1]), per
 // channel ([rows] / [rows, 1]), per group ([rows, ceil(cols / G)]) or per block
-// ([ceil(rows / bn), ceil(cols / bk)]). FP8 (FORMATS.md 4), compressed-tensors (5.3) and ModelOpt
-// FP8 (7) store them this way; the grid is what QuantizedLinear::scales holds.
+// ([ceil(rows / bn), ceil(cols / bk)]). FP8 (docs/formats/fp8.md), compressed-tensors and
+// ModelOpt FP8 store them this way; the grid is what QuantizedLinear::scales holds.
 #include <cstdint>
 #include <optional>
 #include <string>

@@ -1,4 +1,4 @@
-// Strict safetensors parsing (the checks of huggingface/safetensors tensor.rs, FORMATS.md section 1)
+// Strict safetensors parsing (the checks of huggingface/safetensors tensor.rs, docs/formats/safetensors.md)
 // and the memory-mapped SafetensorsFile built on it.
 #include "qs/io/safetensors_file.h"
 

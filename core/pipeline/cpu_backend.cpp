@@ -60,7 +60,7 @@ public:
         return quant::quantizeTrellis(w, o);
     }
     MatrixF decode(const quant::QuantizedLinear& q) const override {
-        // The formats' own decoders (the block scale product formed first, as the seed's dequantizers).
+        // The formats' own decoders (block scale product first, as in docs/reference-algorithms.md).
         const bool plainGroups = q.gIdx.empty() && q.rows * q.cols > 0 && q.blockRows > 0 && q.blockCols > 0;
         if (plainGroups && q.codeKind == quant::CodeKind::E4M3) return quant::dequantizeFp8(q);
         if (plainGroups && q.blockRows == 1 && q.codeKind == quant::CodeKind::E2M1) return quant::dequantizeMxfp4(q);

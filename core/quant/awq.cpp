@@ -65,7 +65,7 @@ void checkWeights(const std::vector<const MatrixF*>& weights, std::int64_t featu
             throw Error("AWQ: every weight must have " + std::to_string(features) + " input columns");
 }
 
-// Strictly smaller wins: ties keep the smaller α, as the seed does.
+// Strictly smaller wins: ties keep the smaller α, as the reference search_scale does.
 double bestAlpha(const std::vector<double>& gridError) {
     double alpha = 0.0, bestError = std::numeric_limits<double>::infinity();
     for (std::size_t step = 0; step < gridError.size(); ++step)

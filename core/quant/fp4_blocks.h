@@ -1,6 +1,6 @@
 #pragma once
 // Decoding shared by the two E2M1 block formats (MXFP4, NVFP4): w = e2m1(code) * (scale * global),
-// with the block's scale product formed first, as the seed's dequantizers do.
+// with the block's scale product formed first, as the reference dequantizers do (docs/reference-algorithms.md).
 #include <algorithm>
 #include <cstdint>
 #include <string>

@@ -48,13 +48,13 @@ void quantizeBand(const MatrixF& w, std::int64_t r0, std::int64_t r1, std::int64
 }  // namespace
 
 float fp8ScaleFor(float amax) {
-    // Division, not multiplication by 1/448: the seed (and transformers) divide, and the scale is
+    // Division, not multiplication by 1/448: the reference quantize_blocks (and transformers) divide, and the scale is
     // stored, so it must be the same float.
     return std::max(amax, 1e-12f) / detail::kE4m3Max;
 }
 
 void encodeE4m3Scaled(const float* in, std::int64_t count, float scale, std::uint8_t* out) {
-    // x / scale, not x * (1 / scale): the reciprocal's rounding would move a few codes off the seed's.
+    // x / scale, not x * (1 / scale): the reciprocal's rounding would move a few codes off the reference's.
 #pragma omp simd
     for (std::int64_t i = 0; i < count; ++i) out[i] = detail::encodeE4m3(in[i] / scale);
 }

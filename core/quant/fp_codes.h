@@ -17,7 +17,7 @@ namespace qs::quant::detail {
 inline constexpr float kE4m3Max = 448.0f;
 inline constexpr float kE2m1Max = 6.0f;
 
-// f32 -> E4M3 (fn) code, round to nearest even, saturating at +-448 (the seed clamps before its
+// f32 -> E4M3 (fn) code, round to nearest even, saturating at +-448 (the reference clamps before its
 // cast; NaN also saturates). All integer arithmetic so that the loops calling it vectorise: a
 // floating-point select may trap, and GCC will not if-convert it without -fno-trapping-math.
 [[gnu::always_inline]] inline std::uint8_t encodeE4m3(float v) {
@@ -80,7 +80,7 @@ inline const std::array<float, 256>& e4m3Table() {
 // f32 -> E2M1 code (bit 3 sign, bits 0-2 index into {0, .5, 1, 1.5, 2, 3, 4, 6}), round to nearest
 // even, saturating. Counting the midpoints passed encodes the ties: at 0.25, 1.25, 2.5 and 5 the
 // even code is the lower one (strict >), at 0.75, 1.75 and 3.5 the upper one (>=). The sign is
-// kept for values that round to zero (-0 is code 8), as the seed's codes show.
+// kept for values that round to zero (-0 is code 8), as the reference vectors show.
 [[gnu::always_inline]] inline std::uint8_t encodeE2m1(float v) {
     const std::uint32_t sign = (std::bit_cast<std::uint32_t>(v) >> 28) & 0x8u;
     const float a = v < 0.0f ? -v : v;

@@ -265,7 +265,7 @@ double blockChunk(LoopState& s, std::int64_t i1, std::int64_t i2, std::int64_t r
         } else if (g != currentGroup) {
             // The group's range from the weights as corrected so far. When a group straddles the block's
             // end (group size not a multiple of the block size) the columns after the block still lack
-            // this block's updates; the seed's code reads them stale, here they are brought up to date.
+            // this block's updates; the reference gptq_quantize reads them stale, here they are brought up to date.
             currentGroup = g;
             const std::int64_t groupEnd = std::min<std::int64_t>(static_cast<std::int64_t>(g + 1) * s.groupCols, cols);
             const std::int64_t inBlock = std::min(groupEnd, i2) - col;

@@ -24,7 +24,7 @@ float powerOfTwo(int k) {
 }
 
 // One block: the shared exponent from its amax, then the codes. Multiplying by the exact power of
-// two 2^-e rounds exactly like the seed's division.
+// two 2^-e rounds exactly like the reference quantize_mxfp4's division.
 template <int N>
 float encodeBlock(const float* x, std::int64_t n, std::uint8_t* codes) {
     const int e = sharedExponent(n == N ? detail::absMaxFixed<N>(x) : detail::absMax(x, n));

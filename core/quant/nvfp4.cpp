@@ -12,7 +12,7 @@
 namespace qs::quant {
 namespace {
 
-// The stored E4M3 block scale, as f32. The two divisions are the seed's, in its order.
+// The stored E4M3 block scale, as f32. The two divisions are the reference quantize_nvfp4's, in its order.
 float blockScale(float blockAmax, float tensorScale, const std::array<float, 256>& e4m3) {
     const float ideal = std::min(blockAmax / 6.0f / tensorScale, detail::kE4m3Max);
     return e4m3[detail::encodeE4m3(ideal)];

@@ -18,7 +18,7 @@ TrellisCodebook::TrellisCodebook(int L) : L_(L) {
     if (L < 1 || L > kTrellisMaxL)
         throw Error("TrellisCodebook: L must be in 1.." + std::to_string(kTrellisMaxL) + ", got " + std::to_string(L));
     // Two numbers per L, not a table: the decoder stays table-free. Long double sums keep them at
-    // the seed's double precision whatever the summation order.
+    // the reference codebook's double precision whatever the summation order.
     const std::uint32_t states = 1u << L;
     long double sum = 0.0L;
     for (std::uint32_t s = 0; s < states; ++s) sum += rawValue(s);

@@ -1,5 +1,5 @@
 // Compiled with -ffp-contract=off (core/quant/CMakeLists.txt): cost + d * d must round the product
-// before the sum, as PyTorch does, or ties between paths resolve differently from the seed's.
+// before the sum, as PyTorch does, or ties between paths resolve differently from the reference viterbi_encode.
 #include "viterbi.h"
 
 #include <algorithm>

@@ -18,7 +18,7 @@ public:
     ViterbiEncoder(const std::vector<float>& table, int L, int K, int maxLength);
 
     // Writes the least-error state of each step of x[0, T) to states[0, T); returns that path's
-    // squared error as accumulated in f32 (the seed's arithmetic).
+    // squared error as accumulated in f32 (the reference viterbi_encode's arithmetic).
     float encode(const float* x, int T, std::uint32_t* states);
 
 private:

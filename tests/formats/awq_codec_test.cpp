@@ -1,4 +1,4 @@
-// AWQ gemm (interleaved nibble order) and gemv (plain order), FORMATS.md 3.
+// AWQ gemm (interleaved nibble order) and gemv (plain order), docs/formats/awq.md.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -68,7 +68,7 @@ void expectDecodes(const AwqLayer& l, const DecodedLinear& d) {
 }
 
 TEST(AwqCodec, LogicalColumnOneLivesInBits16To19) {
-    ASSERT_EQ(packAwqWord([](int j) { return j == 1 ? 0xF : 0; }), 0x000F0000u);   // the test's packing is FORMATS.md's
+    ASSERT_EQ(packAwqWord([](int j) { return j == 1 ? 0xF : 0; }), 0x000F0000u);   // the test's packing is awq.md's
     AwqLayer l = makeLayer(1u, 32, 8, 32);
     for (auto& row : l.q) std::fill(row.begin(), row.end(), 0);
     l.q[0][1] = 9;   // only output 1 of input 0 is non-zero

@@ -1,6 +1,6 @@
 // The AWQ gemm, fp8 and compressed-tensors FP8_DYNAMIC writers: round trips through the readers
 // equal q.dequantize() bit for bit, the pinned positions (AWQ logical column 1 in bits 16-19, FP8
-// scales that multiply), the config keys of FORMATS.md 3.1, 4.1 and 5.3, and refused shapes.
+// scales that multiply), the config keys of docs/formats/awq.md, fp8.md, compressed-tensors.md, and refused shapes.
 #include <gtest/gtest.h>
 
 #include <cstring>

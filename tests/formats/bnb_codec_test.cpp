@@ -1,4 +1,4 @@
-// bitsandbytes NF4 / FP4 (with double quantisation) and LLM.int8, FORMATS.md 8.
+// bitsandbytes NF4 / FP4 (with double quantisation) and LLM.int8, docs/formats/bitsandbytes.md.
 #include <gtest/gtest.h>
 
 #include <random>

@@ -1,4 +1,4 @@
-// "bnb-nf4" (FORMATS.md 8): written as transformers saves a Linear4bit, then read back by the
+// "bnb-nf4" (docs/formats/bitsandbytes.md): written as transformers saves a Linear4bit, then read back by the
 // bitsandbytes 4-bit codec.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// compressed-tensors, FORMATS.md 5: pack-quantized int (sym/asym, group/channel, weight_g_idx, dense
+// docs/formats/compressed-tensors.md: pack-quantized int (sym/asym, group/channel, weight_g_idx, dense
 // and 0.12-style 3-bit packing), nvfp4-pack-quantized (global scale divides), mxfp4-pack-quantized,
 // float-quantized FP8 (channel, block).
 #include <gtest/gtest.h>
@@ -50,7 +50,7 @@ IntLayer makeInt(int bits, int groupSize, bool sym, unsigned seed, int n = 16, i
     return l;
 }
 
-// Element i of a line at bits [i*b, i*b+b) of its little-endian word stream (FORMATS.md 5.2, HEAD);
+// Element i of a line at bits [i*b, i*b+b) of its little-endian word stream (docs/formats/compressed-tensors.md);
 // `legacy` puts 32/b whole values in each word (compressed-tensors 0.12).
 std::vector<std::uint32_t> packLine(const std::vector<std::uint32_t>& values, int bits, bool legacy) {
     if (legacy) {

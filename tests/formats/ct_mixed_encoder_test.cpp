@@ -1,4 +1,4 @@
-// "ct-mixed" (FORMATS.md 5.1-5.4): several schemes in one compressed-tensors config, read back by the
+// "ct-mixed" (docs/formats/compressed-tensors.md): several schemes in one compressed-tensors config, read back by the
 // compressed-tensors codec linear by linear.
 #include <gtest/gtest.h>
 

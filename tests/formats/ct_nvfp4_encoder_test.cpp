@@ -1,4 +1,4 @@
-// "ct-nvfp4" (FORMATS.md 5.4): written, then read back by the compressed-tensors codec.
+// "ct-nvfp4" (docs/formats/compressed-tensors.md): written, then read back by the compressed-tensors codec.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// EXL3 (exllamav3), FORMATS.md 9: the codec against the brute-force reference of exl3_reference.h on
+// EXL3 (exllamav3), docs/formats/exl3.md: the codec against the brute-force reference of exl3_reference.h on
 // random tiles (every codebook, 1..8 bits, several shapes, both sign forms), values pinned by hand,
 // tail-biting, and checkpoints written here (config.json, quantization_config.json, no config).
 #include <gtest/gtest.h>

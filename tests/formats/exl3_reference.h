@@ -1,5 +1,5 @@
 #pragma once
-// A brute-force EXL3 decoder for the tests, written from the description in FORMATS.md 9 and the
+// A brute-force EXL3 decoder for the tests, written from the description in docs/formats/exl3.md and the
 // exllamav3 sources (not from core/formats/exl3_decode.cpp), in double precision and one weight at a
 // time: it extracts each weight's 16-bit state bit by bit from the stored I16 words (pair-swapped,
 // most significant bit first, circular), hashes it with the codebook formula, places it by the

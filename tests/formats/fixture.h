@@ -1,6 +1,6 @@
 #pragma once
 // Hand-made checkpoints for the format tests: tensors are given as raw little-endian bytes, exactly
-// as FORMATS.md lays them out, and written as model.safetensors (+ config.json and other JSON files)
+// as docs/formats/ lays them out, and written as model.safetensors (+ config.json and other JSON files)
 // by a writer of our own, so the tests do not depend on io::CheckpointWriter.
 #include <cstdint>
 #include <filesystem>
@@ -46,7 +46,7 @@ private:
     std::vector<std::pair<std::string, nlohmann::json>> files_;
 };
 
-// Independent decoders of the element formats (FORMATS.md 4.2, 5.4, 6), for expected values.
+// Independent decoders of the element formats (docs/formats/README.md, element types), for expected values.
 float e4m3Value(std::uint8_t bits);
 float e2m1Value(std::uint8_t nibble);
 float e8m0Value(std::uint8_t bits);

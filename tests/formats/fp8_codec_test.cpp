@@ -1,4 +1,4 @@
-// FP8 checkpoints (quant_method "fp8"), FORMATS.md 4: 128x128 blocks with weight_scale_inv (F32 or
+// FP8 checkpoints (quant_method "fp8"), docs/formats/fp8.md: 128x128 blocks with weight_scale_inv (F32 or
 // UE8M0), per-tensor weight_scale (+ input_scale), per-channel weight_scale. Scales multiply.
 #include <gtest/gtest.h>
 

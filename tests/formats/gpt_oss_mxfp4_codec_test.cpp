@@ -1,4 +1,4 @@
-// gpt-oss MXFP4 experts, FORMATS.md 6: *_blocks [E, N, K/32, 16] and *_scales [E, N, K/32], per expert.
+// gpt-oss MXFP4 (docs/formats/gpt-oss-mxfp4.md): *_blocks [E, N, K/32, 16] and *_scales [E, N, K/32], per expert.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,5 +1,5 @@
-// GPTQ v1/v2, 2/3/4/8-bit, act-order, group -1, dynamic overrides (FORMATS.md 2). The packing here
-// is written from the FORMATS.md text, independently of the codec.
+// GPTQ v1/v2, 2/3/4/8-bit, act-order, group -1, dynamic overrides (docs/formats/gptq.md). The
+// packing here is written from that page's text, independently of the codec.
 #include <gtest/gtest.h>
 
 #include <numeric>
@@ -49,7 +49,7 @@ GptqLayer makeLayer(int bits, int groupSize, bool descAct, bool sym, bool v2, un
     return l;
 }
 
-// 3-bit: 32 values in 3 words, word by word as FORMATS.md 2.4 describes.
+// 3-bit: 32 values in 3 words, word by word as docs/formats/gptq.md describes.
 std::array<std::uint32_t, 3> pack3(const std::array<std::uint32_t, 32>& v) {
     std::array<std::uint32_t, 3> w{0, 0, 0};
     for (int i = 0; i < 10; ++i) w[0] |= v[i] << (3 * i);
@@ -171,7 +171,7 @@ TEST(GptqCodec, SymmetricV1FourBitZerosAreTheWord0x77777777) {
     const auto zeros = ck.tensor(kPrefix + ".qzeros");
     std::uint32_t first;
     std::memcpy(&first, zeros.bytes().data(), 4);
-    ASSERT_EQ(first, 0x77777777u);   // the test's own packing follows FORMATS.md 2.5
+    ASSERT_EQ(first, 0x77777777u);   // the test's own packing follows docs/formats/gptq.md
     const auto d = LinearReader(ck).decode(kPrefix);
     EXPECT_EQ(d.parts.zeros(0, 0), 8.0f);
     EXPECT_EQ(d.parts.zeros(l.n - 1, 1), 8.0f);

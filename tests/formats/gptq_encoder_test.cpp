@@ -1,5 +1,5 @@
 // The GPTQ writers ("gptq" v1, "gptq_v2"): what they write reads back through the GPTQ codec as
-// exactly q.dequantize(), the pinned bits of FORMATS.md 2.3-2.5, the config keys the consumers
+// exactly q.dequantize(), the pinned bits of docs/formats/gptq.md, the config keys the consumers
 // require, and the shapes they refuse.
 #include <gtest/gtest.h>
 

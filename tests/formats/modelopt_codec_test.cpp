@@ -1,4 +1,4 @@
-// NVIDIA ModelOpt NVFP4 and FP8 exports, FORMATS.md 7: hf_quant_config.json or quantization_config;
+// NVIDIA ModelOpt NVFP4 and FP8 exports, docs/formats/modelopt.md: hf_quant_config.json or quantization_config;
 // weight_scale_2 multiplies (the reciprocal of compressed-tensors' weight_global_scale).
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// "modelopt-nvfp4" (FORMATS.md 7): written, then read back by the ModelOpt codec, from config.json's
+// "modelopt-nvfp4" (docs/formats/modelopt.md): written, then read back by the ModelOpt codec, from config.json's
 // quantization_config and from hf_quant_config.json alone.
 #include <gtest/gtest.h>
 

@@ -251,7 +251,7 @@ TEST(JobOutliers, AwqBeatsRtnOnOutlierChannels) {
     EXPECT_LT(awq, 0.7 * rtn) << "AWQ " << awq << " vs RTN " << rtn;
 }
 
-// The seed's comparison on the bundled demo (a small Qwen3 trained on The Verdict): the orderings it
+// The reference KL table's comparison (docs/reference-algorithms.md), run on the bundled demo: the orderings it
 // reports must hold on a real trained model, not only on random weights.
 TEST(JobDemo, ReproducesTheSeedsOrdering) {
     const std::filesystem::path demo = std::filesystem::path(QS_RESOURCES_DIR) / "demo";

@@ -1,6 +1,7 @@
 #pragma once
 // java.util.Random (48-bit LCG, polar-method nextGaussian) as its documentation specifies it, so the
-// tests can rebuild the lesson's Java toy setups (seed 001) draw for draw and compare with its printed numbers.
+// tests can rebuild the lesson's Java toy setups draw for draw and compare with its printed numbers
+// (docs/reference-algorithms.md).
 #include <cmath>
 #include <cstdint>
 

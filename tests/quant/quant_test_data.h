@@ -1,5 +1,5 @@
 #pragma once
-// Shared by the float-format tests: the seed reference vectors and Gaussian samples.
+// Shared by the float-format tests: the reference vectors (docs/reference-algorithms.md) and Gaussian samples.
 #include <cmath>
 #include <cstdint>
 #include <cstring>

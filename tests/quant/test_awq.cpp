@@ -1,4 +1,4 @@
-// AWQ against the seed's search_scale output, plain RTN at α = 0, and the lesson's examples 4 and 5.
+// AWQ against search_scale and the lesson's examples 4 and 5 (docs/reference-algorithms.md), and plain RTN at α = 0.
 #include <gtest/gtest.h>
 
 #include <cmath>

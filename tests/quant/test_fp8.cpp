@@ -101,7 +101,7 @@ TEST(Fp8, GranularitiesHaveTheirScaleShapes) {
         EXPECT_LT(testing::rmse(dequantizeFp8(*q), w), 0.02 * 0.03);
 }
 
-// The seed's w8a8_reference, literally: 128-wide slices of K, each rescaled by its scales.
+// w8a8_reference of docs/reference-algorithms.md, literally: 128-wide slices of K, each rescaled by its scales.
 MatrixF seedW8a8(const MatrixF& x, const QuantizedLinear& wq) {
     const Fp8Activations a = quantizeActivationsFp8(x, 128);
     MatrixF out = MatrixF::Zero(x.rows(), wq.rows);

@@ -1,5 +1,5 @@
-// GPTQ against the seed's reference outputs, a brute-force double-precision OBQ loop, RTN and the
-// lesson's toy setups; act-order, static groups, dead columns and damping.
+// GPTQ against the reference vectors, a brute-force double-precision OBQ loop, RTN and the
+// lesson's toy setups (docs/reference-algorithms.md); act-order, static groups, dead columns and damping.
 #include <gtest/gtest.h>
 
 #include <cmath>

@@ -1,4 +1,4 @@
-// The Hessian accumulator against a double-precision XᵀX, the seed's H, and the output-error identity.
+// The Hessian accumulator against a double-precision XᵀX, the reference vectors' H, and the output-error identity.
 #include <gtest/gtest.h>
 
 #include <random>

@@ -1,4 +1,4 @@
-// RTN against the seed's AutoAWQ quantizer (bit for bit) and the grid rules' edge cases.
+// RTN against the reference AutoAWQ quantizer (bit for bit) and the grid rules' edge cases.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -51,7 +51,7 @@ TEST(Rtn, MatchesSeedAutoAwqQuantizerBitForBit) {
             ASSERT_EQ(q.scales(r, g), scale(r, g)) << r << "," << g;
             ASSERT_EQ(-(q.zeros(r, g) * q.scales(r, g)), offset(r, g)) << r << "," << g;
         }
-    // The seed's figure: mean over tokens and outputs of (X Qᵀ - X Wᵀ)².
+    // The reference figure (docs/reference-algorithms.md): mean over tokens and outputs of (X Qᵀ - X Wᵀ)².
     const OutputError e = outputErrorFromInputs(w, q.dequantize(), x);
     EXPECT_NEAR(e.mse, qs::quant::testing::seedFigure("rtn_g128_output_mse"), 1e-4 * qs::quant::testing::seedFigure("rtn_g128_output_mse"));
     // ... and the same number from H alone.

@@ -85,7 +85,7 @@ TEST(Trellis, GaussianErrorBeatsLloydMax) {
     // 2 bits per weight. Lloyd-Max's optimal scalar quantizer: 0.1175. The chapter quotes "about
     // 0.08 at L = 8 and 0.07 at L = 10"; its algorithm (which the test above reproduces bit for bit)
     // measures 0.086 and 0.077 on 100k values, so the bands are [0.08, 0.09] and [0.07, 0.08].
-    // (The seed's four-sequence run printed 0.0927: a small sample.)
+    // (The reference vectors' four-sequence run gave 0.0927: a small sample.)
     const double l8 = gaussianTrellisMse(8, 2, 200);
     const double l10 = gaussianTrellisMse(10, 2, 100);
     EXPECT_GT(l8, 0.080);

@@ -1,5 +1,5 @@
 #pragma once
-// EXL3 (exllamav3) quantized linears, read-only (FORMATS.md 9; docs/formats/exl3.md).
+// EXL3 (exllamav3) quantized linears, read-only (docs/formats/exl3.md).
 //
 // A linear with K input and N output features stores, per 16x16 tile of the rotated weight
 // W_hat [K, N], a tail-biting bit stream of 256 symbols of `bits` bits each: `trellis` I16

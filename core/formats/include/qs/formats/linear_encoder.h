@@ -2,7 +2,7 @@
 // LinearEncoder: the inverse of LinearCodec. Writes QuantizedLinears in one on-disk layout that a
 // consumer (vLLM, Hugging Face transformers, QuantScope itself) loads, and says what the consumer
 // needs in config.json. One encoder per layout (one file each, core/formats/*_encoder.cpp);
-// formats::encoderNamed picks one. FORMATS.md is the reference for every bit.
+// formats::encoderNamed picks one. docs/formats/ describes every bit.
 #include <cstddef>
 #include <cstdint>
 #include <string>

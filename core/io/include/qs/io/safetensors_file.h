@@ -1,6 +1,6 @@
 #pragma once
 // SafetensorsFile: one .safetensors file, memory-mapped, validated exactly as the reference
-// implementation validates it (FORMATS.md section 1). Opening reads the header only.
+// implementation validates it (docs/formats/safetensors.md). Opening reads the header only.
 #include <filesystem>
 #include <map>
 #include <memory>

@@ -3,7 +3,7 @@
 // parsed from the short names the CLI and the GUI use, with its parameters and its display label.
 //
 //   rtnB      round to nearest, B bits (2..8), asymmetric, groups of groupSize
-//   gptqB     GPTQ, B bits (2..8), asymmetric as in the seed; -act: act-order; -sym: symmetric (the
+//   gptqB     GPTQ, B bits (2..8), asymmetric as in the reference algorithms; -act: act-order; -sym: symmetric (the
 //             grid vLLM's Marlin kernels run), e.g. gptq4-act-sym
 //   awqB      AWQ scale search, then asymmetric RTN (AutoAWQ's zero-point grid)
 //   fp8       FP8 E4M3, 128x128 block scales; fp8-channel: one scale per output row (compressed-tensors
@@ -29,7 +29,7 @@ struct MethodSpec {
     int trellisL = 8;
     Fp8Granularity fp8Scales = Fp8Granularity::Block;   // FP8
 
-    std::string label() const;               // "GPTQ int4, g64, act-order" (the seed's table wording)
+    std::string label() const;               // "GPTQ int4, g64, act-order" (the reference KL table's wording)
     bool needsCalibration() const;           // GPTQ and AWQ read the layer inputs
     bool integerGrid() const;                // RTN, GPTQ, AWQ
 };

@@ -1,5 +1,5 @@
 #pragma once
-// AWQ (Lin et al., 2023) as AutoAWQ and the seed's search_scale do it: for the linears that read one
+// AWQ (Lin et al., 2023) as AutoAWQ and the reference search_scale do it: for the linears that read one
 // input X (q/k/v after input_layernorm, gate/up after post_attention_layernorm, o after v, down after
 // up), search α over the grid 0, 1/grid, ..., (grid-1)/grid with per-input-channel scales
 //   s = max(mean|x|, 1e-4)^α,  s /= sqrt(max(s) * min(s)),
@@ -54,7 +54,7 @@ AwqResult awqFromGridErrors(const std::vector<const MatrixF*>& weights, const Ve
                             std::vector<double> gridError, const AwqOptions& options = {},
                             const QuadraticForm& quadratic = {});
 
-// s for one α from mean|x| (the seed's formula, in f32).
+// s for one α from mean|x| (the reference formula, docs/reference-algorithms.md, in f32).
 std::vector<float> awqScales(const VectorF& meanAbs, double alpha);
 
 // Moves 1/s into what produced X: an RMSNorm's weight (w_c /= s_c) or the rows of the previous

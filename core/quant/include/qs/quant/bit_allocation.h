@@ -2,7 +2,7 @@
 // Per-linear settings under an average bits-per-weight budget (EXL2-style mixing): each linear has
 // candidate settings with a measured error each (e.g. its output error at 3, 4, 5 bits, or RTN vs
 // GPTQ); pick one per linear so that Σ params·bpw ≤ target·Σ params and Σ params·error is smallest
-// (errors weighted by parameter count, as the lesson's example 7 scores them).
+// (errors weighted by parameter count, as the lesson's example 7 scores them; docs/reference-algorithms.md).
 //   allocateGreedy: the lesson's rule. Every linear starts at its cheapest setting; repeatedly take
 //     the single upgrade to a linear's next setting (in bpw order) with the largest error decrease
 //     per extra bit that still fits the budget, until none fits or none helps.

@@ -5,7 +5,7 @@
 //   PerTensor   one scale for the matrix (vLLM "fp8", ModelOpt FP8)
 // Every scale is amax / 448 of its block (amax floored at 1e-12) and MULTIPLIES the stored value:
 // w ~ e4m3(code) * scale. Codes are x / scale clamped to +-448, rounded to nearest even, which is
-// bit for bit what the seed's quantize_blocks (PyTorch's float8_e4m3fn cast) produces.
+// bit for bit what quantize_blocks of docs/reference-algorithms.md (PyTorch's float8_e4m3fn cast) produces.
 #include <cstdint>
 
 #include "qs/matrix.h"
@@ -16,7 +16,7 @@ namespace qs::quant {
 enum class Fp8Scaling { Block, PerChannel, PerTensor };
 
 // Method Fp8, CodeKind E4M3, codes = E4M3 bytes [rows * cols], scales [ceil(rows / blockRows),
-// ceil(cols / blockCols)]. Edge tiles of Block are smaller (the seed's zero padding changes no amax).
+// ceil(cols / blockCols)]. Edge tiles of Block are smaller (the reference's zero padding changes no amax).
 QuantizedLinear quantizeFp8(const MatrixF& w, Fp8Scaling scaling = Fp8Scaling::Block, int block = 128);
 
 // e4m3(code) * scale of the element's block; the inverse of quantizeFp8 up to rounding.

@@ -3,7 +3,7 @@
 // (E8M0, bias 127); each value is an FP4 E2M1 code. The shared exponent is floor(log2(amax)) - 2,
 // clamped to [-127, 127] (amax floored at 2^-126), which puts the block's largest magnitude in
 // E2M1's top binade [4, 8); values above 6 saturate. Codes round to nearest even and keep the sign
-// of values that round to zero. Bit for bit the seed's quantize_mxfp4 (gpt-oss layout).
+// of values that round to zero. Bit for bit quantize_mxfp4 of docs/reference-algorithms.md (gpt-oss layout).
 #include <cstdint>
 #include <vector>
 

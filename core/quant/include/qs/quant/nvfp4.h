@@ -5,7 +5,7 @@
 //   blockScale  = e4m3(min(amax_block / 6 / tensorScale, 448))   (weight_scale)
 //   code        = e2m1(x / (blockScale * tensorScale)), 0 where that product is 0
 //   w ~ e2m1(code) * blockScale * tensorScale
-// Bit for bit the seed's quantize_nvfp4.
+// Bit for bit the reference quantize_nvfp4 (docs/reference-algorithms.md).
 #include "qs/matrix.h"
 #include "qs/quant/quantized_linear.h"
 

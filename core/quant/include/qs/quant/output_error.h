@@ -1,6 +1,6 @@
 #pragma once
 // The damage a quantized weight Q does to a layer's output on calibration inputs X [n, in]:
-//   mse      = mean over tokens and outputs of ((W - Q) x)^2          (the seeds' "output mse")
+//   mse      = mean over tokens and outputs of ((W - Q) x)^2          (the reference "output mse")
 //   relative = ||(W - Q) Xᵀ||_F / ||W Xᵀ||_F
 // Both can be had from X directly or, without X, from H = 2 XᵀX / n of the same inputs, because
 // Σ_tokens ((W - Q) x)^2 / n = ½ tr((W - Q) H (W - Q)ᵀ).

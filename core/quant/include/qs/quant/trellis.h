@@ -52,8 +52,8 @@ struct TrellisPath {
 };
 
 // Viterbi over one sequence (unit-variance data): the path of least squared error over every start
-// state and every symbol sequence. Ties go to the lowest state / predecessor, as the seed's
-// torch.min / argmin do, so the result is the seed's viterbi_encode bit for bit.
+// state and every symbol sequence. Ties go to the lowest state / predecessor, as the reference's
+// torch.min / argmin do, so the result is the reference viterbi_encode bit for bit (docs/reference-algorithms.md).
 TrellisPath viterbiEncode(std::span<const float> x, int L, int K);
 
 // The values of a path replayed from its start state and symbols (no table).

@@ -3,7 +3,7 @@
 // quantizing the activations adds to quantizing the weights. Activations are quantized
 // dynamically, per token and per `group` input channels (amax / 448 each), as vLLM's and
 // DeepSeek's block-FP8 kernels do; both operands are E4M3, products are accumulated in f32 and each
-// slice of K is rescaled by its activation and weight scales (the seed's w8a8_reference).
+// slice of K is rescaled by its activation and weight scales (w8a8_reference of docs/reference-algorithms.md).
 #include <cstdint>
 #include <vector>
 
