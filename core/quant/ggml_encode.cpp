@@ -17,6 +17,19 @@ const std::map<io::GgmlType, ggml::EncodeRow>& encoders() {
         {T::F16, ggml::encodeF16},
         {T::BF16, ggml::encodeBf16},
         {T::Q8_0, ggml::encodeQ8_0},
+        {T::Q4_0, ggml::encodeQ4_0},
+        {T::Q4_1, ggml::encodeQ4_1},
+        {T::Q5_0, ggml::encodeQ5_0},
+        {T::Q5_1, ggml::encodeQ5_1},
+        {T::Q2_K, ggml::encodeQ2_K},
+        {T::Q3_K, ggml::encodeQ3_K},
+        {T::Q4_K, ggml::encodeQ4_K},
+        {T::Q5_K, ggml::encodeQ5_K},
+        {T::Q6_K, ggml::encodeQ6_K},
+        {T::IQ4_NL, ggml::encodeIq4Nl},
+        {T::IQ4_XS, ggml::encodeIq4Xs},
+        {T::MXFP4, ggml::encodeMxfp4},
+        {T::NVFP4, ggml::encodeNvfp4},
     };
     return table;
 }

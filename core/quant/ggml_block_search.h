@@ -1,0 +1,294 @@
+#pragma once
+// The searches behind ggml's K-quant, IQ4 and importance-weighted encoders: for a small group of
+// weights x with error weights w, the scale (and min) of an integer or table grid that minimises
+// sum w (x - xhat)^2. Each candidate grid step is rounded, then the best scale for that rounding is
+// solved in closed form and its error computed from the same sums (no second pass), so one candidate
+// costs one pass over the group. The passes run on 16 fixed lanes, which the compiler vectorises
+// without reassociating floats (results do not depend on the CPU's vector width).
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+namespace qs::quant::ggml {
+
+inline constexpr int kLanes = 8;
+
+// Round to nearest, ties to even, as ggml's nearest_int; NaN gives 0 and huge values clamp, so bad
+// input cannot overflow an int.
+inline int nearestInt(float v) {
+    if (!(std::fabs(v) < 4194303.0f)) return std::isnan(v) ? 0 : (v < 0 ? -4194303 : 4194303);
+    return static_cast<int>(std::nearbyint(v));
+}
+
+// The error weights of a group: the importance weights when given, else 1 (plain squared error). A
+// group whose importance is all zero falls back to 1, so it is still quantized sensibly.
+inline void groupWeights(const float* importance, int n, float* w) {
+    float sum = 0.0f;
+    if (importance) {
+        for (int i = 0; i < n; ++i) {   // NaN, negative and infinite weights count as 0
+            const float v = importance[i];
+            w[i] = v > 0.0f && v <= std::numeric_limits<float>::max() ? v : 0.0f;
+        }
+        for (int i = 0; i < n; ++i) sum += w[i];
+    }
+    if (!(sum > 0.0f)) std::fill(w, w + n, 1.0f);
+}
+
+// Pairwise, in a fixed order: (a0 + a4) + (a2 + a6) + ...
+// Round to nearest, ties to even, for |v| < 2^22: adding and removing 1.5 * 2^23 leaves no fraction
+// bits. Larger magnitudes come back still beyond 2^22, which every caller's clamp to its code range
+// absorbs. Plain float arithmetic, so loops of it vectorise on any x86 (nearbyint needs SSE4.1).
+inline float roundHalfEven(float v) {
+    constexpr float kMagic = 12582912.0f;
+    return (v + kMagic) - kMagic;
+}
+
+inline float sumLanes(const float (&acc)[kLanes]) {
+    float h[4], q[2];
+    for (int k = 0; k < 4; ++k) h[k] = acc[k] + acc[k + 4];
+    for (int k = 0; k < 2; ++k) q[k] = h[k] + h[k + 2];
+    return q[0] + q[1];
+}
+
+// The trial grid of fitAsymmetric: inverse scales (nmax + first + step * i) / range for i in
+// 0..count, then `refinements` rounds of rounding to the best fit's own grid and refitting.
+struct TrialGrid {
+    float first;
+    float step;
+    int count;
+    int refinements;
+};
+// ggml's grid for the K-quants with importance weights (make_qkx3_quants' -0.9, 0.05, 36).
+inline constexpr TrialGrid kFineGrid{-0.9f, 0.05f, 36, 2};
+// A sixth of the trials with one more refinement round: within 1 % of the fine grid's error on
+// Gaussian and heavy-tailed weights, at a quarter of the cost (Q4_K, the type most often made).
+inline constexpr TrialGrid kCoarseGrid{-0.9f, 0.3f, 6, 3};
+
+struct AsymmetricFit {
+    float scale = 0.0f;   // x ~ scale * l + min, l in [0, nmax]
+    float min = 0.0f;     // <= 0
+};
+
+// Groups fitAsymmetric handles at once, one per SIMD lane.
+inline constexpr int kBatch = 8;
+inline constexpr int kMaxGroup = 32;
+
+// ggml's make_qkx2/3_quants for `groups` (<= kBatch) consecutive groups of n (<= kMaxGroup) weights:
+// codes l in [0, nmax] for x ~ scale * l + min with min <= 0, trying the inverse scales of `grid`
+// after the plain range step nmax / (max - min). Each trial rounds from the best min found so far
+// (not the data's minimum): once a fit has moved the min, as it does when an outlier stretches the
+// range, later trials round the bulk of the group around it. The best scale and min of each rounding
+// are solved in closed form and its error computed from the same sums. The groups are transposed so
+// that lane k of every vector is group k: a trial is one pass over n elements with no horizontal
+// sums, which the compiler vectorises for any vector width. Writes the codes of each group's best
+// fit to L (n per group) and the fits to `fits`.
+inline void fitAsymmetric(const float* x, const float* w, int groups, int n, int nmax, const TrialGrid& grid,
+                          std::uint8_t* L, AsymmetricFit* fits) {
+    float xt[kMaxGroup][kBatch] = {}, wt[kMaxGroup][kBatch] = {};
+    for (int k = 0; k < groups; ++k)
+        for (int i = 0; i < n; ++i) {
+            xt[i][k] = x[k * n + i];
+            wt[i][k] = w[k * n + i];
+        }
+    float lo[kBatch], hi[kBatch];
+    double sumW[kBatch], sumX[kBatch], sumX2[kBatch];
+    for (int k = 0; k < kBatch; ++k) {
+        lo[k] = hi[k] = xt[0][k];
+        sumW[k] = sumX[k] = sumX2[k] = 0;
+    }
+    for (int i = 0; i < n; ++i)
+#pragma omp simd
+        for (int k = 0; k < kBatch; ++k) {
+            lo[k] = std::min(lo[k], xt[i][k]);
+            hi[k] = std::max(hi[k], xt[i][k]);
+            const double wx = double(wt[i][k]) * xt[i][k];
+            sumW[k] += wt[i][k];
+            sumX[k] += wx;
+            sumX2[k] += wx * xt[i][k];
+        }
+    const float fmax = static_cast<float>(nmax);
+    float origin[kBatch], bestIscale[kBatch], bestOrigin[kBatch], iscale[kBatch];
+    double bestError[kBatch], bestScale[kBatch], bestMin[kBatch];   // the best fit of each group so far
+    for (int k = 0; k < kBatch; ++k) {
+        lo[k] = std::min(lo[k], 0.0f);
+        const float range = hi[k] > lo[k] ? hi[k] - lo[k] : 1.0f;   // flat groups are finished below
+        origin[k] = bestOrigin[k] = lo[k];
+        iscale[k] = bestIscale[k] = fmax / range;
+        bestScale[k] = range / fmax;
+        bestMin[k] = lo[k];
+        bestError[k] = 0;
+    }
+    // One pass: the sums of the codes of every group rounded at its inverse scale from its origin.
+    float sl[kBatch], sl2[kBatch], sxl[kBatch];
+    auto pass = [&] {
+        for (int k = 0; k < kBatch; ++k) sl[k] = sl2[k] = sxl[k] = 0.0f;
+        for (int i = 0; i < n; ++i)
+#pragma omp simd
+            for (int k = 0; k < kBatch; ++k) {
+                const float l = std::min(std::max(roundHalfEven(iscale[k] * (xt[i][k] - origin[k])), 0.0f), fmax);
+                const float wl = wt[i][k] * l;
+                sl[k] += wl;
+                sl2[k] += wl * l;
+                sxl[k] += wl * xt[i][k];
+            }
+    };
+    auto error = [&](int k, double s, double m) {
+        return sumX2[k] - 2 * s * sxl[k] - 2 * m * sumX[k] + s * s * sl2[k] + 2 * s * m * sl[k] + m * m * sumW[k];
+    };
+    pass();   // the plain range fit, as ggml starts
+    for (int k = 0; k < kBatch; ++k) bestError[k] = error(k, bestScale[k], bestMin[k]);
+    for (int step = 0; step <= grid.count + grid.refinements; ++step) {
+        for (int k = 0; k < kBatch; ++k) {
+            const float range = hi[k] > origin[k] ? hi[k] - origin[k] : 1.0f;
+            const float refined = bestScale[k] > 0 ? static_cast<float>(1.0 / (bestScale[k] > 0 ? bestScale[k] : 1.0)) : bestIscale[k];
+            iscale[k] = step <= grid.count ? (grid.first + grid.step * static_cast<float>(step) + fmax) / range : refined;
+        }
+        pass();
+        // The least-squares scale and min of each rounding, branch-free so that it vectorises too.
+        for (int k = 0; k < kBatch; ++k) {
+            // Divisions are unconditional (a zero divisor gives Inf, discarded by the masks), so the
+            // compiler needs no branch.
+            const double det = sumW[k] * sl2[k] - double(sl[k]) * sl[k];
+            const double inv = 1.0 / (det > 0 ? det : 1.0);
+            const double m0 = (sl2[k] * sumX[k] - sl[k] * double(sxl[k])) * inv;
+            const bool clampMin = m0 > 0;   // the min must stay <= 0: refit the scale alone
+            const double scaleAlone = sxl[k] / (sl2[k] > 0 ? double(sl2[k]) : 1.0);
+            const double scaleWithMin = (sumW[k] * sxl[k] - sumX[k] * sl[k]) * inv;
+            const double s = clampMin ? scaleAlone : scaleWithMin;
+            const double m = clampMin ? 0.0 : m0;
+            const double e = error(k, s, m);
+            const bool better = (det > 0) & (e < bestError[k]);
+            bestError[k] = better ? e : bestError[k];
+            bestScale[k] = better ? s : bestScale[k];
+            bestMin[k] = better ? m : bestMin[k];
+            bestIscale[k] = better ? iscale[k] : bestIscale[k];
+            bestOrigin[k] = better ? origin[k] : bestOrigin[k];
+            origin[k] = better ? static_cast<float>(m) : origin[k];
+        }
+    }
+    for (int k = 0; k < groups; ++k) {
+        const bool flat = !(hi[k] > lo[k]);
+        fits[k] = flat ? AsymmetricFit{0.0f, lo[k]} : AsymmetricFit{static_cast<float>(bestScale[k]), static_cast<float>(bestMin[k])};
+        for (int i = 0; i < n; ++i) {
+            const float l = std::min(std::max(roundHalfEven(bestIscale[k] * (xt[i][k] - bestOrigin[k])), 0.0f), fmax);
+            L[k * n + i] = flat ? std::uint8_t{0} : static_cast<std::uint8_t>(l);
+        }
+    }
+}
+
+// ggml's make_qx_quants (rmse_type 1): codes l in [-nmax, nmax - 1] for x ~ scale * l, trying the
+// grid steps -(nmax + 0.1 i) / max for i in -steps..steps, where max is the element of largest
+// magnitude (so it lands on -nmax). Writes l + nmax to L; returns the scale (0 for an all-zero group).
+inline float fitSymmetric(const float* x, const float* w, int n, int nmax, int steps, std::uint8_t* L) {
+    float amax = 0.0f, max = 0.0f;
+    for (int i = 0; i < n; ++i)
+        if (std::fabs(x[i]) > amax) {
+            amax = std::fabs(x[i]);
+            max = x[i];
+        }
+    if (amax < 1e-15f) {
+        std::fill(L, L + n, static_cast<std::uint8_t>(nmax));
+        return 0.0f;
+    }
+    const float lo = static_cast<float>(-nmax), hi = static_cast<float>(nmax - 1);
+    // Best scale for a rounding: sxl / sl2, with error sumX2 - sxl^2 / sl2; maximise sxl^2 / sl2.
+    auto sums = [&](float iscale, float& sxl, float& sl2) {
+        float a[kLanes] = {}, b[kLanes] = {};
+        int i0 = 0;
+        for (; i0 + kLanes <= n; i0 += kLanes)
+            for (int k = 0; k < kLanes; ++k) {
+                const float l = std::min(std::max(roundHalfEven(iscale * x[i0 + k]), lo), hi);
+                const float wl = w[i0 + k] * l;
+                a[k] += wl * x[i0 + k];
+                b[k] += wl * l;
+            }
+        for (int i = i0; i < n; ++i) {   // groups of 8 (the scales of Q4_K) have no full lane set
+            const float l = std::min(std::max(roundHalfEven(iscale * x[i]), lo), hi);
+            a[0] += w[i] * l * x[i];
+            b[0] += w[i] * l * l;
+        }
+        sxl = sumLanes(a), sl2 = sumLanes(b);
+    };
+    float bestIscale = -static_cast<float>(nmax) / max, sxl, sl2;
+    sums(bestIscale, sxl, sl2);
+    float scale = sl2 > 0 ? sxl / sl2 : 0.0f;
+    float best = scale * sxl;
+    for (int step = -steps; step <= steps; ++step) {
+        if (step == 0) continue;
+        const float iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(step)) / max;
+        sums(iscale, sxl, sl2);
+        if (sl2 > 0 && sxl * sxl > best * sl2) {
+            scale = sxl / sl2;
+            best = scale * sxl;
+            bestIscale = iscale;
+        }
+    }
+    for (int i = 0; i < n; ++i)
+        L[i] = static_cast<std::uint8_t>(std::clamp(nearestInt(bestIscale * x[i]), -nmax, nmax - 1) + nmax);
+    return scale;
+}
+
+// ggml's make_qp_quants: non-negative values x (the sub-block scales or mins of a K-quant) as
+// d * l with l in [0, nmax], d chosen by weighted error over a few grid steps, then refined by
+// moving single codes while that lowers the error. Writes l to L; returns d.
+inline float fitPositive(const float* x, const float* w, int n, int nmax, std::uint8_t* L) {
+    float max = 0.0f;
+    for (int i = 0; i < n; ++i) max = std::max(max, x[i]);
+    if (max < 1e-15f) {
+        std::fill(L, L + n, std::uint8_t{0});
+        return 0.0f;
+    }
+    auto code = [&](float iscale, int i) { return std::min(nmax, nearestInt(iscale * x[i])); };
+    auto mse = [&](float iscale) {
+        const float scale = 1.0f / iscale;
+        float e = 0.0f;
+        for (int i = 0; i < n; ++i) {
+            const float diff = x[i] - scale * static_cast<float>(code(iscale, i));
+            e += w[i] * diff * diff;
+        }
+        return e;
+    };
+    float iscale = static_cast<float>(nmax) / max;
+    float bestMse = mse(iscale);
+    for (int step = -4; step <= 4; ++step) {
+        if (step == 0) continue;
+        const float candidate = (0.1f * static_cast<float>(step) + static_cast<float>(nmax)) / max;
+        const float e = mse(candidate);
+        if (e < bestMse) {
+            bestMse = e;
+            iscale = candidate;
+        }
+    }
+    float sumlx = 0.0f, suml2 = 0.0f;
+    int l[64];
+    for (int i = 0; i < n; ++i) {
+        l[i] = std::max(0, code(iscale, i));
+        sumlx += w[i] * x[i] * static_cast<float>(l[i]);
+        suml2 += w[i] * static_cast<float>(l[i] * l[i]);
+    }
+    // Coordinate descent on the codes: the best scale for fixed codes is sumlx / suml2.
+    for (int pass = 0; pass < 5; ++pass) {
+        bool changed = false;
+        for (int i = 0; i < n; ++i) {
+            const float slx = sumlx - w[i] * x[i] * static_cast<float>(l[i]);
+            const float sl2 = suml2 - w[i] * static_cast<float>(l[i] * l[i]);
+            if (!(slx > 0 && sl2 > 0)) continue;
+            const int candidate = std::clamp(nearestInt(x[i] * sl2 / slx), 0, nmax);
+            if (candidate == l[i]) continue;
+            const float nlx = slx + w[i] * x[i] * static_cast<float>(candidate);
+            const float nl2 = sl2 + w[i] * static_cast<float>(candidate * candidate);
+            if (nlx * nlx * suml2 > sumlx * sumlx * nl2) {
+                l[i] = candidate;
+                sumlx = nlx;
+                suml2 = nl2;
+                changed = true;
+            }
+        }
+        if (!changed) break;
+    }
+    for (int i = 0; i < n; ++i) L[i] = static_cast<std::uint8_t>(l[i]);
+    return suml2 > 0 ? sumlx / suml2 : 0.0f;
+}
+
+}  // namespace qs::quant::ggml

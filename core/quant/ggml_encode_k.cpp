@@ -1,0 +1,210 @@
+// The K-quant encoders (layouts in core/io/ggml_decode_k.cpp). For each super-block of 256 weights:
+//   1. each sub-block's scale (and min) minimising its weighted squared error (ggml_block_search.h),
+//      the error weights being the importance weights when given, else 1;
+//   2. the sub-block scales (and mins) quantized to the format's few bits against the super-block's
+//      F16 scale, weighted by each sub-block's total error weight;
+//   3. every weight rounded again against its sub-block's scale as decoded (F16 and integer parts), so
+//      the codes fit the scales the decoder will actually use.
+// This is the procedure of ggml's quantize_q*_K with an importance matrix; ggml's reference path
+// (no importance) uses ad-hoc weights (|x| + rms, or x^2) where we use the plain squared error.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "ggml_block_search.h"
+#include "ggml_encoders.h"
+#include "qs/io/dtype.h"
+#include "qs/io/ggml_blocks.h"
+
+namespace qs::quant::ggml {
+namespace {
+
+using io::ggml::kSuperBlock;
+constexpr int kQk = kSuperBlock;
+
+float roundTripHalf(std::uint8_t* p, float v) {
+    io::ggml::writeU16(p, io::f32ToF16(v));
+    return io::ggml::readHalf(p);
+}
+
+// Codes 0..3 of 256 weights into 64 bytes: weight 128h + 32s + l at bits 2s of byte 32h + l.
+void packTwoBits(const std::uint8_t* L, std::uint8_t* qs) {
+    for (int h = 0; h < 2; ++h)
+        for (int l = 0; l < 32; ++l) {
+            const std::uint8_t* q = L + 128 * h + l;
+            qs[32 * h + l] = static_cast<std::uint8_t>(q[0] | (q[32] << 2) | (q[64] << 4) | (q[96] << 6));
+        }
+}
+
+// Step 3 for the asymmetric types: l = round((x + m) / d) in [0, nmax] per sub-block of `size`.
+void requantizeAsymmetric(const float* x, int size, float d, const std::uint8_t* ls, float dmin, const std::uint8_t* lm,
+                          int nmax, std::uint8_t* L) {
+    for (int j = 0; j < kQk / size; ++j) {
+        const float dl = d * static_cast<float>(ls[j]);
+        if (dl == 0.0f) continue;   // every code decodes to -m: keep the fitted ones
+        const float ml = dmin * static_cast<float>(lm[j]);
+        const float id = 1.0f / dl;
+#pragma omp simd
+        for (int i = size * j; i < size * (j + 1); ++i)
+            L[i] = static_cast<std::uint8_t>(std::min(std::max(roundHalfEven((x[i] + ml) * id), 0.0f), static_cast<float>(nmax)));
+    }
+}
+
+// Steps 1 and 2 for Q4_K / Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins.
+void fitScaleMinK4(const float* x, const float* w, int nmax, const TrialGrid& grid, std::uint8_t* block, std::uint8_t* L, float& d, float& dmin,
+                   std::uint8_t* ls, std::uint8_t* lm) {
+    float scales[8], mins[8], sw[8];
+    AsymmetricFit fits[8];
+    fitAsymmetric(x, w, 8, 32, nmax, grid, L, fits);
+    for (int j = 0; j < 8; ++j) {
+        scales[j] = fits[j].scale;
+        mins[j] = -fits[j].min;
+        sw[j] = 0.0f;
+        for (int i = 0; i < 32; ++i) sw[j] += w[32 * j + i];
+    }
+    const float dScale = fitPositive(scales, sw, 8, 63, ls);
+    const float dMin = fitPositive(mins, sw, 8, 63, lm);
+    io::ggml::packScaleMinK4(ls, lm, block + 4);
+    d = roundTripHalf(block, dScale);
+    dmin = roundTripHalf(block + 2, dMin);
+}
+
+void superBlockWeights(const float* importance, std::int64_t b, float* w) {
+    for (int j = 0; j < kQk; j += 16) groupWeights(importance ? importance + b * kQk + j : nullptr, 16, w + j);
+}
+
+}  // namespace
+
+// Q2_K: 16 sub-blocks of 16, codes 0..3, 4-bit scales and mins.
+void encodeQ2_K(const float* src, std::uint8_t* dst, std::int64_t n, const float* importance) {
+    constexpr int bytes = 84;
+    for (std::int64_t b = 0; b < n / kQk; ++b, src += kQk, dst += bytes) {
+        float w[kQk], scales[16], mins[16], sw[16];
+        std::uint8_t L[kQk], ls[16], lm[16];
+        superBlockWeights(importance, b, w);
+        AsymmetricFit fits[16];
+        fitAsymmetric(src, w, 8, 16, 3, kFineGrid, L, fits);
+        fitAsymmetric(src + 128, w + 128, 8, 16, 3, kFineGrid, L + 128, fits + 8);
+        for (int j = 0; j < 16; ++j) {
+            scales[j] = fits[j].scale;
+            mins[j] = -fits[j].min;
+            sw[j] = 0.0f;
+            for (int i = 0; i < 16; ++i) sw[j] += w[16 * j + i];
+        }
+        const float dScale = fitPositive(scales, sw, 16, 15, ls);
+        const float dMin = fitPositive(mins, sw, 16, 15, lm);
+        for (int j = 0; j < 16; ++j) dst[j] = static_cast<std::uint8_t>(ls[j] | (lm[j] << 4));
+        const float d = roundTripHalf(dst + 80, dScale);
+        const float dmin = roundTripHalf(dst + 82, dMin);
+        requantizeAsymmetric(src, 16, d, ls, dmin, lm, 3, L);
+        packTwoBits(L, dst + 16);
+    }
+}
+
+// Q3_K: 16 sub-blocks of 16, codes -4..3, 6-bit signed scales.
+void encodeQ3_K(const float* src, std::uint8_t* dst, std::int64_t n, const float* importance) {
+    constexpr int bytes = 110;
+    for (std::int64_t b = 0; b < n / kQk; ++b, src += kQk, dst += bytes) {
+        float w[kQk], scales[16], sw[16];
+        std::uint8_t L[kQk], ls[16];
+        superBlockWeights(importance, b, w);
+        for (int j = 0; j < 16; ++j) {
+            scales[j] = fitSymmetric(src + 16 * j, w + 16 * j, 16, 4, 9, L + 16 * j);
+            sw[j] = 0.0f;
+            for (int i = 0; i < 16; ++i) sw[j] += w[16 * j + i];
+        }
+        const float dScale = fitSymmetric(scales, sw, 16, 32, 9, ls);
+        int sc[16];
+        for (int j = 0; j < 16; ++j) sc[j] = ls[j] - 32;
+        io::ggml::packScalesQ3K(sc, dst + 96);
+        const float d = roundTripHalf(dst + 108, dScale);
+        for (int j = 0; j < 16; ++j) {
+            const float dl = d * static_cast<float>(sc[j]);
+            if (dl == 0.0f) continue;
+            const float id = 1.0f / dl;
+            for (int i = 16 * j; i < 16 * (j + 1); ++i)
+                L[i] = static_cast<std::uint8_t>(std::clamp(nearestInt(src[i] * id), -4, 3) + 4);
+        }
+        std::memset(dst, 0, 32);   // hmask: the third bit of weight i is bit i / 32 of byte i % 32
+        for (int i = 0; i < kQk; ++i)
+            if (L[i] > 3) {
+                dst[i % 32] = static_cast<std::uint8_t>(dst[i % 32] | (1 << (i / 32)));
+                L[i] = static_cast<std::uint8_t>(L[i] - 4);
+            }
+        packTwoBits(L, dst + 32);
+    }
+}
+
+// Q4_K: 8 sub-blocks of 32, codes 0..15.
+void encodeQ4_K(const float* src, std::uint8_t* dst, std::int64_t n, const float* importance) {
+    constexpr int bytes = 144;
+    for (std::int64_t b = 0; b < n / kQk; ++b, src += kQk, dst += bytes) {
+        float w[kQk], d, dmin;
+        std::uint8_t L[kQk], ls[8], lm[8];
+        superBlockWeights(importance, b, w);
+        fitScaleMinK4(src, w, 15, kCoarseGrid, dst, L, d, dmin, ls, lm);
+        requantizeAsymmetric(src, 32, d, ls, dmin, lm, 15, L);
+        for (int g = 0; g < 4; ++g)
+            for (int l = 0; l < 32; ++l)
+                dst[16 + 32 * g + l] = static_cast<std::uint8_t>(L[64 * g + l] | (L[64 * g + 32 + l] << 4));
+    }
+}
+
+// Q5_K: as Q4_K with codes 0..31, the fifth bits in qh.
+void encodeQ5_K(const float* src, std::uint8_t* dst, std::int64_t n, const float* importance) {
+    constexpr int bytes = 176;
+    for (std::int64_t b = 0; b < n / kQk; ++b, src += kQk, dst += bytes) {
+        float w[kQk], d, dmin;
+        std::uint8_t L[kQk], ls[8], lm[8];
+        superBlockWeights(importance, b, w);
+        fitScaleMinK4(src, w, 31, kFineGrid, dst, L, d, dmin, ls, lm);
+        requantizeAsymmetric(src, 32, d, ls, dmin, lm, 31, L);
+        std::uint8_t* qh = dst + 16;
+        std::uint8_t* qs = dst + 48;
+        std::memset(qh, 0, 32);
+        for (int g = 0; g < 4; ++g)
+            for (int l = 0; l < 32; ++l) {
+                const int lo = L[64 * g + l], hi = L[64 * g + 32 + l];
+                qs[32 * g + l] = static_cast<std::uint8_t>((lo & 0xF) | ((hi & 0xF) << 4));
+                qh[l] = static_cast<std::uint8_t>(qh[l] | ((lo >> 4) << (2 * g)) | ((hi >> 4) << (2 * g + 1)));
+            }
+    }
+}
+
+// Q6_K: 16 sub-blocks of 16, codes -32..31, int8 scales.
+void encodeQ6_K(const float* src, std::uint8_t* dst, std::int64_t n, const float* importance) {
+    constexpr int bytes = 210;
+    for (std::int64_t b = 0; b < n / kQk; ++b, src += kQk, dst += bytes) {
+        float w[kQk], scales[16], sw[16];
+        std::uint8_t L[kQk], ls[16];
+        superBlockWeights(importance, b, w);
+        for (int j = 0; j < 16; ++j) {
+            scales[j] = fitSymmetric(src + 16 * j, w + 16 * j, 16, 32, 9, L + 16 * j);
+            sw[j] = 0.0f;
+            for (int i = 0; i < 16; ++i) sw[j] += w[16 * j + i];
+        }
+        std::memset(dst, 0, bytes);
+        const float dScale = fitSymmetric(scales, sw, 16, 128, 9, ls);
+        if (dScale == 0.0f) continue;   // an all-zero super-block: zero scales and d
+        auto* sc = reinterpret_cast<std::int8_t*>(dst + 192);
+        for (int j = 0; j < 16; ++j) sc[j] = static_cast<std::int8_t>(ls[j] - 128);
+        const float d = roundTripHalf(dst + 208, dScale);
+        for (int j = 0; j < 16; ++j) {
+            const float dl = d * static_cast<float>(sc[j]);
+            if (dl == 0.0f) continue;
+            const float id = 1.0f / dl;
+            for (int i = 16 * j; i < 16 * (j + 1); ++i)
+                L[i] = static_cast<std::uint8_t>(std::clamp(nearestInt(src[i] * id), -32, 31) + 32);
+        }
+        for (int h = 0; h < 2; ++h)
+            for (int l = 0; l < 32; ++l) {
+                const std::uint8_t* q = L + 128 * h + l;
+                dst[64 * h + l] = static_cast<std::uint8_t>((q[0] & 0xF) | ((q[64] & 0xF) << 4));
+                dst[64 * h + 32 + l] = static_cast<std::uint8_t>((q[32] & 0xF) | ((q[96] & 0xF) << 4));
+                dst[128 + 32 * h + l] = static_cast<std::uint8_t>((q[0] >> 4) | ((q[32] >> 4) << 2) | ((q[64] >> 4) << 4) |
+                                                                  ((q[96] >> 4) << 6));
+            }
+    }
+}
+
+}  // namespace qs::quant::ggml
