@@ -28,7 +28,7 @@ inline void groupWeights(const float* importance, int n, float* w) {
     if (importance) {
         for (int i = 0; i < n; ++i) {   // NaN, negative and infinite weights count as 0
             const float v = importance[i];
-            w[i] = v > 0.0f && v <= std::numeric_limits<float>::max() ? v : 0.0f;
+            w[i] = (v > 0.0f) & (v <= std::numeric_limits<float>::max()) ? v : 0.0f;
         }
         for (int i = 0; i < n; ++i) sum += w[i];
     }
@@ -42,6 +42,12 @@ inline void groupWeights(const float* importance, int n, float* w) {
 inline float roundHalfEven(float v) {
     constexpr float kMagic = 12582912.0f;
     return (v + kMagic) - kMagic;
+}
+
+// Clamp written as selects, which vectorise (std::clamp's references sometimes keep GCC from it).
+inline float clampTo(float v, float lo, float hi) {
+    const float up = v < lo ? lo : v;
+    return up > hi ? hi : up;
 }
 
 inline float sumLanes(const float (&acc)[kLanes]) {
@@ -59,8 +65,9 @@ struct TrialGrid {
     int count;
     int refinements;
 };
-// ggml's grid for the K-quants with importance weights (make_qkx3_quants' -0.9, 0.05, 36).
-inline constexpr TrialGrid kFineGrid{-0.9f, 0.05f, 36, 2};
+// ggml's grid for the K-quants with importance weights (make_qkx3_quants' -0.9, 0.05, 36), plus
+// three refinement rounds.
+inline constexpr TrialGrid kFineGrid{-0.9f, 0.05f, 36, 3};
 // A sixth of the trials with one more refinement round: within 1 % of the fine grid's error on
 // Gaussian and heavy-tailed weights, at a quarter of the cost (Q4_K, the type most often made).
 inline constexpr TrialGrid kCoarseGrid{-0.9f, 0.3f, 6, 3};
@@ -74,15 +81,16 @@ struct AsymmetricFit {
 inline constexpr int kBatch = 8;
 inline constexpr int kMaxGroup = 32;
 
-// ggml's make_qkx2/3_quants for `groups` (<= kBatch) consecutive groups of n (<= kMaxGroup) weights:
-// codes l in [0, nmax] for x ~ scale * l + min with min <= 0, trying the inverse scales of `grid`
-// after the plain range step nmax / (max - min). Each trial rounds from the best min found so far
-// (not the data's minimum): once a fit has moved the min, as it does when an outlier stretches the
-// range, later trials round the bulk of the group around it. The best scale and min of each rounding
-// are solved in closed form and its error computed from the same sums. The groups are transposed so
-// that lane k of every vector is group k: a trial is one pass over n elements with no horizontal
-// sums, which the compiler vectorises for any vector width. Writes the codes of each group's best
-// fit to L (n per group) and the fits to `fits`.
+// ggml's make_qkx2/3_quants for `groups` (<= kBatch) consecutive groups of n (<= kMaxGroup, a
+// multiple of 4) weights: codes l in [0, nmax] for x ~ scale * l + min with min <= 0, trying the
+// inverse scales of `grid` after the plain range step nmax / (max - min). Each trial rounds from the
+// best min found so far (not the data's minimum): once a fit has moved the min, as it does when an
+// outlier stretches the range, later trials round the bulk of the group around it. The best scale
+// and min of each rounding are the weighted least-squares solution, whose error follows from the same
+// sums: error = sum w x^2 - G with G = num / den, so fits are compared by cross-multiplying (no
+// division in the loop). The groups are transposed so that lane k of every vector is group k: a trial
+// is one pass over n elements with no horizontal sums, which the compiler vectorises for any vector
+// width. Writes the codes of each group's best fit to L (n per group) and the fits to `fits`.
 inline void fitAsymmetric(const float* x, const float* w, int groups, int n, int nmax, const TrialGrid& grid,
                           std::uint8_t* L, AsymmetricFit* fits) {
     float xt[kMaxGroup][kBatch] = {}, wt[kMaxGroup][kBatch] = {};
@@ -92,94 +100,139 @@ inline void fitAsymmetric(const float* x, const float* w, int groups, int n, int
             wt[i][k] = w[k * n + i];
         }
     float lo[kBatch], hi[kBatch];
-    double sumW[kBatch], sumX[kBatch], sumX2[kBatch];
+    double sumW[kBatch], sumX[kBatch];
     for (int k = 0; k < kBatch; ++k) {
         lo[k] = hi[k] = xt[0][k];
-        sumW[k] = sumX[k] = sumX2[k] = 0;
+        sumW[k] = sumX[k] = 0;
     }
     for (int i = 0; i < n; ++i)
 #pragma omp simd
         for (int k = 0; k < kBatch; ++k) {
-            lo[k] = std::min(lo[k], xt[i][k]);
-            hi[k] = std::max(hi[k], xt[i][k]);
-            const double wx = double(wt[i][k]) * xt[i][k];
+            lo[k] = xt[i][k] < lo[k] ? xt[i][k] : lo[k];
+            hi[k] = xt[i][k] > hi[k] ? xt[i][k] : hi[k];
             sumW[k] += wt[i][k];
-            sumX[k] += wx;
-            sumX2[k] += wx * xt[i][k];
+            sumX[k] += double(wt[i][k]) * xt[i][k];
         }
     const float fmax = static_cast<float>(nmax);
-    float origin[kBatch], bestIscale[kBatch], bestOrigin[kBatch], iscale[kBatch];
-    double bestError[kBatch], bestScale[kBatch], bestMin[kBatch];   // the best fit of each group so far
+
+    // One pass: the sums of the codes of every group rounded at its inverse scale from its origin.
+    // Four interleaved sets of sums (elements i % 4) keep four additions in flight instead of one
+    // chain of n.
+    constexpr int kChains = 4;
+    float origin[kBatch], iscale[kBatch], sl[kBatch], sl2[kBatch], sxl[kBatch];
+    auto pass = [&] {
+        float a[kChains][kBatch] = {}, b[kChains][kBatch] = {}, c[kChains][kBatch] = {};
+        for (int i0 = 0; i0 < n; i0 += kChains)
+            for (int u = 0; u < kChains; ++u)
+#pragma omp simd
+                for (int k = 0; k < kBatch; ++k) {
+                    const float xv = xt[i0 + u][k];
+                    const float l = clampTo(roundHalfEven(iscale[k] * (xv - origin[k])), 0.0f, fmax);
+                    const float wl = wt[i0 + u][k] * l;
+                    a[u][k] += wl;
+                    b[u][k] += wl * l;
+                    c[u][k] += wl * xv;
+                }
+#pragma omp simd
+        for (int k = 0; k < kBatch; ++k) {
+            sl[k] = (a[0][k] + a[1][k]) + (a[2][k] + a[3][k]);
+            sl2[k] = (b[0][k] + b[1][k]) + (b[2][k] + b[3][k]);
+            sxl[k] = (c[0][k] + c[1][k]) + (c[2][k] + c[3][k]);
+        }
+    };
+
+    // The plain range fit first, as ggml starts: scale range / nmax, min lo, its G written out.
+    float bestIscale[kBatch], bestOrigin[kBatch], bestScale[kBatch];
+    double bestNum[kBatch], bestDen[kBatch], bestSl[kBatch], bestSl2[kBatch], bestSxl[kBatch];
+    double bestPlain[kBatch], bestClamped[kBatch];   // flags, 0 or 1 (doubles: one vector type in the loop)
     for (int k = 0; k < kBatch; ++k) {
-        lo[k] = std::min(lo[k], 0.0f);
+        lo[k] = lo[k] < 0.0f ? lo[k] : 0.0f;
         const float range = hi[k] > lo[k] ? hi[k] - lo[k] : 1.0f;   // flat groups are finished below
         origin[k] = bestOrigin[k] = lo[k];
         iscale[k] = bestIscale[k] = fmax / range;
         bestScale[k] = range / fmax;
-        bestMin[k] = lo[k];
-        bestError[k] = 0;
     }
-    // One pass: the sums of the codes of every group rounded at its inverse scale from its origin.
-    float sl[kBatch], sl2[kBatch], sxl[kBatch];
-    auto pass = [&] {
-        for (int k = 0; k < kBatch; ++k) sl[k] = sl2[k] = sxl[k] = 0.0f;
-        for (int i = 0; i < n; ++i)
+    pass();
+    for (int k = 0; k < kBatch; ++k) {
+        const double s = bestScale[k], m = lo[k];
+        bestNum[k] = 2 * s * sxl[k] + 2 * m * sumX[k] - s * s * sl2[k] - 2 * s * m * sl[k] - m * m * sumW[k];
+        bestDen[k] = 1.0;
+        bestPlain[k] = 1.0;
+        bestClamped[k] = 0.0;
+        bestSl[k] = sl[k], bestSl2[k] = sl2[k], bestSxl[k] = sxl[k];
+    }
+    // 1 / (max - origin) and 1 / best scale, updated only where a fit improves.
+    float invRange[kBatch], refined[kBatch];
 #pragma omp simd
-            for (int k = 0; k < kBatch; ++k) {
-                const float l = std::min(std::max(roundHalfEven(iscale[k] * (xt[i][k] - origin[k])), 0.0f), fmax);
-                const float wl = wt[i][k] * l;
-                sl[k] += wl;
-                sl2[k] += wl * l;
-                sxl[k] += wl * xt[i][k];
-            }
-    };
-    auto error = [&](int k, double s, double m) {
-        return sumX2[k] - 2 * s * sxl[k] - 2 * m * sumX[k] + s * s * sl2[k] + 2 * s * m * sl[k] + m * m * sumW[k];
-    };
-    pass();   // the plain range fit, as ggml starts
-    for (int k = 0; k < kBatch; ++k) bestError[k] = error(k, bestScale[k], bestMin[k]);
+    for (int k = 0; k < kBatch; ++k) {
+        invRange[k] = 1.0f / (hi[k] > origin[k] ? hi[k] - origin[k] : 1.0f);
+        refined[k] = bestIscale[k];
+    }
     for (int step = 0; step <= grid.count + grid.refinements; ++step) {
-        for (int k = 0; k < kBatch; ++k) {
-            const float range = hi[k] > origin[k] ? hi[k] - origin[k] : 1.0f;
-            const float refined = bestScale[k] > 0 ? static_cast<float>(1.0 / (bestScale[k] > 0 ? bestScale[k] : 1.0)) : bestIscale[k];
-            iscale[k] = step <= grid.count ? (grid.first + grid.step * static_cast<float>(step) + fmax) / range : refined;
-        }
+        const float numerator = grid.first + grid.step * static_cast<float>(step) + fmax;
+#pragma omp simd
+        for (int k = 0; k < kBatch; ++k) iscale[k] = step <= grid.count ? numerator * invRange[k] : refined[k];
         pass();
-        // The least-squares scale and min of each rounding, branch-free so that it vectorises too.
+        // The least-squares fit of each rounding, branch-free so that it vectorises too. With the min
+        // free: G = (W sxl^2 - 2 X sl sxl + sl2 X^2) / det, det = W sl2 - sl^2; when that min would be
+        // positive it is held at 0: G = sxl^2 / sl2.
+#pragma omp simd
         for (int k = 0; k < kBatch; ++k) {
-            // Divisions are unconditional (a zero divisor gives Inf, discarded by the masks), so the
-            // compiler needs no branch.
-            const double det = sumW[k] * sl2[k] - double(sl[k]) * sl[k];
-            const double inv = 1.0 / (det > 0 ? det : 1.0);
-            const double m0 = (sl2[k] * sumX[k] - sl[k] * double(sxl[k])) * inv;
-            const bool clampMin = m0 > 0;   // the min must stay <= 0: refit the scale alone
-            const double scaleAlone = sxl[k] / (sl2[k] > 0 ? double(sl2[k]) : 1.0);
-            const double scaleWithMin = (sumW[k] * sxl[k] - sumX[k] * sl[k]) * inv;
-            const double s = clampMin ? scaleAlone : scaleWithMin;
-            const double m = clampMin ? 0.0 : m0;
-            const double e = error(k, s, m);
-            const bool better = (det > 0) & (e < bestError[k]);
-            bestError[k] = better ? e : bestError[k];
-            bestScale[k] = better ? s : bestScale[k];
-            bestMin[k] = better ? m : bestMin[k];
+            const double dl = sl[k], dl2 = sl2[k], dxl = sxl[k];
+            const double det = sumW[k] * dl2 - dl * dl;
+            const double minNum = dl2 * sumX[k] - dl * dxl;   // min * det
+            const bool clamped = minNum > 0;
+            const double num = clamped ? dxl * dxl : sumW[k] * dxl * dxl - 2 * sumX[k] * dl * dxl + dl2 * sumX[k] * sumX[k];
+            const double den = clamped ? dl2 : det;
+            const bool better = (det > 0) & (den > 0) & (num * bestDen[k] > bestNum[k] * den);
+            // The new min is where the next trials round from; the scale seeds the refinements.
+            const float inv = 1.0f / static_cast<float>(den > 0 ? den : 1.0);
+            const float scale = static_cast<float>(clamped ? dxl : sumW[k] * dxl - sumX[k] * dl) * inv;
+            const float min = clamped ? 0.0f : static_cast<float>(minNum) * inv;
+            bestNum[k] = better ? num : bestNum[k];
+            bestDen[k] = better ? den : bestDen[k];
+            bestPlain[k] = better ? 0.0 : bestPlain[k];
+            bestClamped[k] = better ? (clamped ? 1.0 : 0.0) : bestClamped[k];
+            bestSl[k] = better ? dl : bestSl[k];
+            bestSl2[k] = better ? dl2 : bestSl2[k];
+            bestSxl[k] = better ? dxl : bestSxl[k];
+            bestScale[k] = better ? scale : bestScale[k];
             bestIscale[k] = better ? iscale[k] : bestIscale[k];
             bestOrigin[k] = better ? origin[k] : bestOrigin[k];
-            origin[k] = better ? static_cast<float>(m) : origin[k];
+            origin[k] = better ? min : origin[k];
+            const float range = hi[k] > min ? hi[k] - min : 1.0f;
+            invRange[k] = better ? 1.0f / range : invRange[k];
+            refined[k] = better & (scale > 0.0f) ? 1.0f / (scale > 0.0f ? scale : 1.0f) : refined[k];
         }
     }
     for (int k = 0; k < groups; ++k) {
         const bool flat = !(hi[k] > lo[k]);
-        fits[k] = flat ? AsymmetricFit{0.0f, lo[k]} : AsymmetricFit{static_cast<float>(bestScale[k]), static_cast<float>(bestMin[k])};
-        for (int i = 0; i < n; ++i) {
-            const float l = std::min(std::max(roundHalfEven(bestIscale[k] * (xt[i][k] - bestOrigin[k])), 0.0f), fmax);
-            L[k * n + i] = flat ? std::uint8_t{0} : static_cast<std::uint8_t>(l);
+        double s = bestScale[k], m = bestOrigin[k];
+        if (bestPlain[k] != 0.0) {
+            m = lo[k];
+        } else if (bestClamped[k] != 0.0) {
+            s = bestSxl[k] / bestSl2[k];
+            m = 0.0;
+        } else {
+            const double det = sumW[k] * bestSl2[k] - bestSl[k] * bestSl[k];
+            s = (sumW[k] * bestSxl[k] - sumX[k] * bestSl[k]) / det;
+            m = (bestSl2[k] * sumX[k] - bestSl[k] * bestSxl[k]) / det;
         }
+        fits[k] = flat ? AsymmetricFit{0.0f, lo[k]} : AsymmetricFit{static_cast<float>(s), static_cast<float>(m)};
+        if (flat) bestIscale[k] = 0.0f;   // every code 0
     }
+    std::uint8_t lt[kMaxGroup][kBatch];
+    for (int i = 0; i < n; ++i)
+#pragma omp simd
+        for (int k = 0; k < kBatch; ++k)
+            lt[i][k] = static_cast<std::uint8_t>(clampTo(roundHalfEven(bestIscale[k] * (xt[i][k] - bestOrigin[k])), 0.0f, fmax));
+    for (int k = 0; k < groups; ++k)
+        for (int i = 0; i < n; ++i) L[k * n + i] = lt[i][k];
 }
 
 // ggml's make_qx_quants (rmse_type 1): codes l in [-nmax, nmax - 1] for x ~ scale * l, trying the
 // grid steps -(nmax + 0.1 i) / max for i in -steps..steps, where max is the element of largest
-// magnitude (so it lands on -nmax). Writes l + nmax to L; returns the scale (0 for an all-zero group).
+// magnitude (so it lands on -nmax), then two refinement rounds as fitAsymmetric's. Writes l + nmax to L; returns the scale (0 for an all-zero group).
 inline float fitSymmetric(const float* x, const float* w, int n, int nmax, int steps, std::uint8_t* L) {
     float amax = 0.0f, max = 0.0f;
     for (int i = 0; i < n; ++i)
@@ -198,13 +251,13 @@ inline float fitSymmetric(const float* x, const float* w, int n, int nmax, int s
         int i0 = 0;
         for (; i0 + kLanes <= n; i0 += kLanes)
             for (int k = 0; k < kLanes; ++k) {
-                const float l = std::min(std::max(roundHalfEven(iscale * x[i0 + k]), lo), hi);
+                const float l = clampTo(roundHalfEven(iscale * x[i0 + k]), lo, hi);
                 const float wl = w[i0 + k] * l;
                 a[k] += wl * x[i0 + k];
                 b[k] += wl * l;
             }
         for (int i = i0; i < n; ++i) {   // groups of 8 (the scales of Q4_K) have no full lane set
-            const float l = std::min(std::max(roundHalfEven(iscale * x[i]), lo), hi);
+            const float l = clampTo(roundHalfEven(iscale * x[i]), lo, hi);
             a[0] += w[i] * l * x[i];
             b[0] += w[i] * l * l;
         }
@@ -217,6 +270,16 @@ inline float fitSymmetric(const float* x, const float* w, int n, int nmax, int s
     for (int step = -steps; step <= steps; ++step) {
         if (step == 0) continue;
         const float iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(step)) / max;
+        sums(iscale, sxl, sl2);
+        if (sl2 > 0 && sxl * sxl > best * sl2) {
+            scale = sxl / sl2;
+            best = scale * sxl;
+            bestIscale = iscale;
+        }
+    }
+    // Then round to the best scale's own grid and refit, twice (it can only lower the error).
+    for (int round = 0; round < 2 && scale != 0.0f; ++round) {
+        const float iscale = 1.0f / scale;
         sums(iscale, sxl, sl2);
         if (sl2 > 0 && sxl * sxl > best * sl2) {
             scale = sxl / sl2;

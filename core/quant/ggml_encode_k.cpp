@@ -46,7 +46,7 @@ void requantizeAsymmetric(const float* x, int size, float d, const std::uint8_t*
         const float id = 1.0f / dl;
 #pragma omp simd
         for (int i = size * j; i < size * (j + 1); ++i)
-            L[i] = static_cast<std::uint8_t>(std::min(std::max(roundHalfEven((x[i] + ml) * id), 0.0f), static_cast<float>(nmax)));
+            L[i] = static_cast<std::uint8_t>(clampTo(roundHalfEven((x[i] + ml) * id), 0.0f, static_cast<float>(nmax)));
     }
 }
 
