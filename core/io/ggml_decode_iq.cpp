@@ -7,6 +7,7 @@
 
 #include "ggml_decoders.h"
 #include "ggml_iq_grid_data.h"
+#include "ggml_sign_table.h"
 #include "qs/io/ggml_blocks.h"
 
 namespace qs::io::ggml {
@@ -14,16 +15,16 @@ namespace {
 
 constexpr int kQk = kSuperBlock;
 
-// A grid expanded from its packed form: entry e, element k.
+// A grid expanded from its packed form: entry e, element k, as floats (what the decoders multiply).
 template <std::size_t Entries, int Elements>
-using Grid = std::array<std::array<std::int8_t, Elements>, Entries>;
+using Grid = std::array<std::array<float, Elements>, Entries>;
 
 template <int Elements, int Bits, std::size_t Entries, std::size_t Levels>
 Grid<Entries, Elements> expand(const std::uint16_t (&packed)[Entries], const std::array<int, Levels>& levels) {
     Grid<Entries, Elements> grid{};
     for (std::size_t e = 0; e < Entries; ++e)
         for (int k = 0; k < Elements; ++k)
-            grid[e][k] = static_cast<std::int8_t>(levels[(packed[e] >> (Bits * k)) & ((1 << Bits) - 1)]);
+            grid[e][k] = static_cast<float>(levels[(packed[e] >> (Bits * k)) & ((1 << Bits) - 1)]);
     return grid;
 }
 
@@ -48,12 +49,10 @@ constexpr std::array<std::uint8_t, 128> kSigns = [] {
 
 constexpr float kIq1Delta = 0.125f;
 
-// 8 weights: scale * level, negated where `signs` has the weight's bit.
-inline void signedGroup(const std::int8_t* levels, int count, float scale, std::uint8_t signs, float* out) {
-    for (int j = 0; j < count; ++j) {
-        const float v = scale * static_cast<float>(levels[j]);
-        out[j] = (signs >> j) & 1 ? -v : v;
-    }
+// 8 (or 4) weights: (scale * level) * sign, the sign -1 where `signs` has the weight's bit.
+inline void signedGroup(const float* levels, int count, float scale, std::uint8_t signs, float* out) {
+    const float* sign = kSignTable[signs].data();
+    for (int j = 0; j < count; ++j) out[j] = (scale * levels[j]) * sign[j];
 }
 
 }  // namespace
@@ -152,8 +151,8 @@ void decodeIq3S(const std::uint8_t* src, float* dst, std::int64_t n) {
 
 namespace {
 // 8 weights of IQ1_S / IQ1_M: scale * (level + delta), level in {-1, 0, 1}.
-inline void shiftedGroup(const std::int8_t* levels, float scale, float delta, float* out) {
-    for (int j = 0; j < 8; ++j) out[j] = scale * (static_cast<float>(levels[j]) + delta);
+inline void shiftedGroup(const float* levels, float scale, float delta, float* out) {
+    for (int j = 0; j < 8; ++j) out[j] = scale * (levels[j] + delta);
 }
 }  // namespace
 

@@ -5,6 +5,7 @@
 // Q1_0 (128 weights, one bit each: +d or -d) and Q2_0 (64 weights, 2 bits: (q - 1) * d) follow the
 // same pattern. Products are rounded before sums, as ggml's C does (no FMA: see CMakeLists).
 #include "ggml_decoders.h"
+#include "ggml_sign_table.h"
 #include "qs/io/ggml_blocks.h"
 
 namespace qs::io::ggml {
@@ -74,8 +75,9 @@ void decodeQ1_0(const std::uint8_t* src, float* dst, std::int64_t n) {
     constexpr int block = 128;
     constexpr int bytes = 2 + block / 8;
     for (std::int64_t b = 0; b < n / block; ++b, src += bytes, dst += block) {
-        const float d = readHalf(src);
-        for (int j = 0; j < block; ++j) dst[j] = (src[2 + j / 8] >> (j % 8)) & 1 ? d : -d;
+        const float minusD = -readHalf(src);   // a set bit is +d: -d times the table's -1
+        for (int byte = 0; byte < block / 8; ++byte)
+            for (int j = 0; j < 8; ++j) dst[8 * byte + j] = minusD * kSignTable[src[2 + byte]][static_cast<std::size_t>(j)];
     }
 }
 
@@ -84,8 +86,8 @@ void decodeQ2_0(const std::uint8_t* src, float* dst, std::int64_t n) {
     constexpr int bytes = 2 + block / 4;
     for (std::int64_t b = 0; b < n / block; ++b, src += bytes, dst += block) {
         const float d = readHalf(src);
-        for (int j = 0; j < block; ++j)
-            dst[j] = static_cast<float>(((src[2 + j / 4] >> (2 * (j % 4))) & 3) - 1) * d;
+        for (int byte = 0; byte < block / 4; ++byte)
+            for (int k = 0; k < 4; ++k) dst[4 * byte + k] = static_cast<float>(((src[2 + byte] >> (2 * k)) & 3) - 1) * d;
     }
 }
 

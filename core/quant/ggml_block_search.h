@@ -68,7 +68,7 @@ struct TrialGrid {
 // ggml's grid for the K-quants with importance weights (make_qkx3_quants' -0.9, 0.05, 36), plus
 // three refinement rounds.
 inline constexpr TrialGrid kFineGrid{-0.9f, 0.05f, 36, 3};
-// A sixth of the trials with one more refinement round: within 1 % of the fine grid's error on
+// A sixth of the trials, the same refinement rounds: within 1 % of the fine grid's error on
 // Gaussian and heavy-tailed weights, at a quarter of the cost (Q4_K, the type most often made).
 inline constexpr TrialGrid kCoarseGrid{-0.9f, 0.3f, 6, 3};
 
