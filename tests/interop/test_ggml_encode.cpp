@@ -3,6 +3,7 @@
 // importance when given, over many rows, at most 0.5 % worse).
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -94,13 +95,19 @@ void compareAccuracy(GgmlType type, bool withImportance) {
     const float* imp = withImportance ? importance.data() : nullptr;
     const std::size_t rowBytes = io::ggmlRowBytes(type, kCols);
     std::vector<std::uint8_t> ours(rowBytes * kRows), theirs(rowBytes * kRows);
+    // Timed for information only (printed, never asserted: bench/quant/bench_ggml measures speed).
+    const auto t0 = std::chrono::steady_clock::now();
     for (std::int64_t r = 0; r < kRows; ++r)
         quant::ggmlEncodeRow(type, x.data() + r * kCols, ours.data() + r * rowBytes, kCols, imp);
+    const auto t1 = std::chrono::steady_clock::now();
     ASSERT_TRUE(GgmlReference::get().quantize(type, x.data(), theirs.data(), kRows, kCols, imp)) << traits.name;
+    const auto t2 = std::chrono::steady_clock::now();
     const double rmseOurs = weightedRmse(type, x, ours, kRows, kCols, imp);
     const double rmseGgml = weightedRmse(type, x, theirs, kRows, kCols, imp);
-    std::printf("%-7s %-18s RMSE ours %.6g, ggml %.6g, ratio %.4f\n", std::string(traits.name).c_str(),
-                withImportance ? "with importance" : "without importance", rmseOurs, rmseGgml, rmseOurs / rmseGgml);
+    std::printf("%-7s %-18s RMSE ours %.6g, ggml %.6g, ratio %.4f; time ours %.2f s, ggml %.2f s\n",
+                std::string(traits.name).c_str(), withImportance ? "with importance" : "without importance", rmseOurs,
+                rmseGgml, rmseOurs / rmseGgml, std::chrono::duration<double>(t1 - t0).count(),
+                std::chrono::duration<double>(t2 - t1).count());
     EXPECT_LE(rmseOurs, rmseGgml * 1.005) << traits.name << (withImportance ? " with" : " without") << " importance";
 }
 
