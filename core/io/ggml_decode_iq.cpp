@@ -55,6 +55,14 @@ inline void signedGroup(const float* levels, int count, float scale, std::uint8_
     for (int j = 0; j < count; ++j) out[j] = (scale * levels[j]) * sign[j];
 }
 
+// IQ2_XS / IQ2_S: a byte of two 4-bit scales, one per 16 weights: d * (0.5 + nibble) / 4.
+struct HalfScales {
+    float value[2];
+    HalfScales(float d, std::uint8_t sc)
+        : value{d * (0.5f + static_cast<float>(sc & 0xF)) * 0.25f, d * (0.5f + static_cast<float>(sc >> 4)) * 0.25f} {}
+    float operator[](int half) const { return value[half]; }
+};
+
 }  // namespace
 
 // IQ2_XXS (66 bytes): d, then 8 bytes per 32 weights: 4 grid indices (bytes 0..3) and a word (bytes
@@ -78,9 +86,7 @@ void decodeIq2Xs(const std::uint8_t* src, float* dst, std::int64_t n) {
     for (std::int64_t b = 0; b < n / kQk; ++b, src += 74) {
         const float d = readHalf(src);
         for (int g = 0; g < 8; ++g) {
-            const std::uint8_t sc = src[66 + g];
-            const float db[2] = {d * (0.5f + static_cast<float>(sc & 0xF)) * 0.25f,
-                                 d * (0.5f + static_cast<float>(sc >> 4)) * 0.25f};
+            const HalfScales db(d, src[66 + g]);
             for (int l = 0; l < 4; ++l, dst += 8) {
                 const std::uint16_t q = readU16(src + 2 + 2 * (4 * g + l));
                 signedGroup(kIq2xsGrid[q & 511].data(), 8, db[l / 2], kSigns[q >> 9], dst);
@@ -98,9 +104,7 @@ void decodeIq2S(const std::uint8_t* src, float* dst, std::int64_t n) {
         const std::uint8_t* signs = src + 34;
         const std::uint8_t* qh = src + 66;
         for (int g = 0; g < 8; ++g) {
-            const std::uint8_t sc = src[74 + g];
-            const float db[2] = {d * (0.5f + static_cast<float>(sc & 0xF)) * 0.25f,
-                                 d * (0.5f + static_cast<float>(sc >> 4)) * 0.25f};
+            const HalfScales db(d, src[74 + g]);
             for (int l = 0; l < 4; ++l, dst += 8) {
                 const int index = qs[4 * g + l] | (((qh[g] >> (2 * l)) & 3) << 8);
                 signedGroup(kIq2sGrid[index].data(), 8, db[l / 2], signs[4 * g + l], dst);

@@ -64,50 +64,37 @@ void decodeQ3_K(const std::uint8_t* src, float* dst, std::int64_t n) {
 
 // Q4_K (144 bytes): d, dmin, scales[12] (unpackScaleMinK4), qs[128]. Weight 64g + l is the low nibble,
 // weight 64g + 32 + l the high nibble of qs[32g + l]; w = d*scale * q - dmin*min.
-void decodeQ4_K(const std::uint8_t* src, float* dst, std::int64_t n) {
-    constexpr int bytes = 4 + 12 + kQk / 2;
-    for (std::int64_t b = 0; b < n / kQk; ++b, src += bytes) {
-        const float d = readHalf(src);
-        const float dmin = readHalf(src + 2);
-        const std::uint8_t* qs = src + 16;
-        for (int g = 0; g < 4; ++g, qs += 32, dst += 64) {
-            std::uint8_t sc, m;
-            unpackScaleMinK4(2 * g, src + 4, sc, m);
-            const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
-            unpackScaleMinK4(2 * g + 1, src + 4, sc, m);
-            const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(m);
-            for (int l = 0; l < 32; ++l) dst[l] = d1 * static_cast<float>(qs[l] & 0xF) - m1;
-            for (int l = 0; l < 32; ++l) dst[32 + l] = d2 * static_cast<float>(qs[l] >> 4) - m2;
-        }
-    }
-}
-
-// Q5_K (176 bytes): Q4_K's fields with qh[32] before qs[128]; the fifth bit of weight 64g + l is bit 2g
-// of qh[l], of weight 64g + 32 + l bit 2g + 1.
-void decodeQ5_K(const std::uint8_t* src, float* dst, std::int64_t n) {
-    constexpr int bytes = 4 + 12 + kQk / 8 + kQk / 2;
+// Q5_K (176 bytes): the same fields with qh[32] before qs[128]; the fifth bit of weight 64g + l is bit
+// 2g of qh[l], of weight 64g + 32 + l bit 2g + 1.
+namespace {
+template <bool kFifthBit>
+void decodeScaleMinK4(const std::uint8_t* src, float* dst, std::int64_t n) {
+    constexpr int qsAt = kFifthBit ? 48 : 16;
+    constexpr int bytes = qsAt + kQk / 2;
     for (std::int64_t b = 0; b < n / kQk; ++b, src += bytes) {
         const float d = readHalf(src);
         const float dmin = readHalf(src + 2);
         const std::uint8_t* qh = src + 16;
-        const std::uint8_t* qs = src + 48;
-        for (int g = 0; g < 4; ++g, qs += 32, dst += 64) {
-            std::uint8_t sc, m;
-            unpackScaleMinK4(2 * g, src + 4, sc, m);
-            const float d1 = d * static_cast<float>(sc), m1 = dmin * static_cast<float>(m);
-            unpackScaleMinK4(2 * g + 1, src + 4, sc, m);
-            const float d2 = d * static_cast<float>(sc), m2 = dmin * static_cast<float>(m);
-            for (int l = 0; l < 32; ++l) {
-                const int q = (qs[l] & 0xF) | (((qh[l] >> (2 * g)) & 1) << 4);
-                dst[l] = d1 * static_cast<float>(q) - m1;
-            }
-            for (int l = 0; l < 32; ++l) {
-                const int q = (qs[l] >> 4) | (((qh[l] >> (2 * g + 1)) & 1) << 4);
-                dst[32 + l] = d2 * static_cast<float>(q) - m2;
+        const std::uint8_t* qs = src + qsAt;
+        for (int g = 0; g < 4; ++g, qs += 32) {
+            for (int half = 0; half < 2; ++half, dst += 32) {
+                std::uint8_t sc, m;
+                unpackScaleMinK4(2 * g + half, src + 4, sc, m);
+                const float dl = d * static_cast<float>(sc), ml = dmin * static_cast<float>(m);
+                const int bit = 2 * g + half;
+                for (int l = 0; l < 32; ++l) {
+                    int q = (qs[l] >> (4 * half)) & 0xF;
+                    if constexpr (kFifthBit) q |= ((qh[l] >> bit) & 1) << 4;
+                    dst[l] = dl * static_cast<float>(q) - ml;
+                }
             }
         }
     }
 }
+}  // namespace
+
+void decodeQ4_K(const std::uint8_t* src, float* dst, std::int64_t n) { decodeScaleMinK4<false>(src, dst, n); }
+void decodeQ5_K(const std::uint8_t* src, float* dst, std::int64_t n) { decodeScaleMinK4<true>(src, dst, n); }
 
 // Q6_K (210 bytes): ql[128], qh[64], scales[16] (int8), d. In half h (128 weights), weight
 // 128h + 32k + l (k < 4, l < 32) takes its low 4 bits from ql[64h + l + 32(k%2)] (low nibble for

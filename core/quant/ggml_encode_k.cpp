@@ -50,23 +50,39 @@ void requantizeAsymmetric(const float* x, int size, float d, const std::uint8_t*
     }
 }
 
+// The asymmetric fits of `count` sub-blocks of `size` as positive scales and mins (what step 2
+// quantizes), with each sub-block's total error weight.
+void splitFits(const AsymmetricFit* fits, const float* w, int count, int size, float* scales, float* mins, float* sw) {
+    for (int j = 0; j < count; ++j) {
+        scales[j] = fits[j].scale;
+        mins[j] = -fits[j].min;
+        sw[j] = 0.0f;
+        for (int i = 0; i < size; ++i) sw[j] += w[size * j + i];
+    }
+}
+
 // Steps 1 and 2 for Q4_K / Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins.
 void fitScaleMinK4(const float* x, const float* w, int nmax, const TrialGrid& grid, std::uint8_t* block, std::uint8_t* L, float& d, float& dmin,
                    std::uint8_t* ls, std::uint8_t* lm) {
     float scales[8], mins[8], sw[8];
     AsymmetricFit fits[8];
     fitAsymmetric(x, w, 8, 32, nmax, grid, L, fits);
-    for (int j = 0; j < 8; ++j) {
-        scales[j] = fits[j].scale;
-        mins[j] = -fits[j].min;
-        sw[j] = 0.0f;
-        for (int i = 0; i < 32; ++i) sw[j] += w[32 * j + i];
-    }
+    splitFits(fits, w, 8, 32, scales, mins, sw);
     const float dScale = fitPositive(scales, sw, 8, 63, ls);
     const float dMin = fitPositive(mins, sw, 8, 63, lm);
     io::ggml::packScaleMinK4(ls, lm, block + 4);
     d = roundTripHalf(block, dScale);
     dmin = roundTripHalf(block + 2, dMin);
+}
+
+// Step 1 for Q3_K / Q6_K: 16 sub-blocks of 16 with codes -nmax..nmax-1 (stored + nmax), their
+// scales and total error weights.
+void fitSymmetricSubBlocks(const float* x, const float* w, int nmax, std::uint8_t* L, float* scales, float* sw) {
+    for (int j = 0; j < 16; ++j) {
+        scales[j] = fitSymmetric(x + 16 * j, w + 16 * j, 16, nmax, 9, L + 16 * j);
+        sw[j] = 0.0f;
+        for (int i = 0; i < 16; ++i) sw[j] += w[16 * j + i];
+    }
 }
 
 void superBlockWeights(const float* importance, std::int64_t b, float* w) {
@@ -85,12 +101,7 @@ void encodeQ2_K(const float* src, std::uint8_t* dst, std::int64_t n, const float
         AsymmetricFit fits[16];
         fitAsymmetric(src, w, 8, 16, 3, kFineGrid, L, fits);
         fitAsymmetric(src + 128, w + 128, 8, 16, 3, kFineGrid, L + 128, fits + 8);
-        for (int j = 0; j < 16; ++j) {
-            scales[j] = fits[j].scale;
-            mins[j] = -fits[j].min;
-            sw[j] = 0.0f;
-            for (int i = 0; i < 16; ++i) sw[j] += w[16 * j + i];
-        }
+        splitFits(fits, w, 16, 16, scales, mins, sw);
         const float dScale = fitPositive(scales, sw, 16, 15, ls);
         const float dMin = fitPositive(mins, sw, 16, 15, lm);
         for (int j = 0; j < 16; ++j) dst[j] = static_cast<std::uint8_t>(ls[j] | (lm[j] << 4));
@@ -108,11 +119,7 @@ void encodeQ3_K(const float* src, std::uint8_t* dst, std::int64_t n, const float
         float w[kQk], scales[16], sw[16];
         std::uint8_t L[kQk], ls[16];
         superBlockWeights(importance, b, w);
-        for (int j = 0; j < 16; ++j) {
-            scales[j] = fitSymmetric(src + 16 * j, w + 16 * j, 16, 4, 9, L + 16 * j);
-            sw[j] = 0.0f;
-            for (int i = 0; i < 16; ++i) sw[j] += w[16 * j + i];
-        }
+        fitSymmetricSubBlocks(src, w, 4, L, scales, sw);
         const float dScale = fitSymmetric(scales, sw, 16, 32, 9, ls);
         int sc[16];
         for (int j = 0; j < 16; ++j) sc[j] = ls[j] - 32;
@@ -178,11 +185,7 @@ void encodeQ6_K(const float* src, std::uint8_t* dst, std::int64_t n, const float
         float w[kQk], scales[16], sw[16];
         std::uint8_t L[kQk], ls[16];
         superBlockWeights(importance, b, w);
-        for (int j = 0; j < 16; ++j) {
-            scales[j] = fitSymmetric(src + 16 * j, w + 16 * j, 16, 32, 9, L + 16 * j);
-            sw[j] = 0.0f;
-            for (int i = 0; i < 16; ++i) sw[j] += w[16 * j + i];
-        }
+        fitSymmetricSubBlocks(src, w, 32, L, scales, sw);
         std::memset(dst, 0, bytes);
         const float dScale = fitSymmetric(scales, sw, 16, 128, 9, ls);
         if (dScale == 0.0f) continue;   // an all-zero super-block: zero scales and d

@@ -74,6 +74,20 @@ void weightedSymmetric(const float* x, const float* importance, int levels, floa
     for (int j = 0; j < kBlock; ++j) codes[j] = L[j];
 }
 
+// Q4_0 / Q5_0 blocks of `bytes`: the F16 scale, then the codes written by pack.
+template <typename Pack>
+void encodeSymmetricBlocks(const float* src, std::uint8_t* dst, std::int64_t n, const float* importance, int levels,
+                           int bytes, Pack pack) {
+    int codes[kBlock];
+    for (std::int64_t b = 0; b < n / kBlock; ++b, src += kBlock, dst += bytes) {
+        float d;
+        if (importance) weightedSymmetric(src, importance + b * kBlock, levels, d, codes);
+        else referenceSymmetric(src, levels, d, codes);
+        writeHalf(dst, d);
+        pack(codes, dst + 2);
+    }
+}
+
 // Up to kBatch blocks at once (the batched search's lanes).
 void weightedOffset(const float* x, const float* importance, int blocks, int top, float* d, float* m, int (*codes)[kBlock]) {
     float w[kBatch * kBlock];
@@ -113,14 +127,7 @@ void encodeOffsetBlocks(const float* src, std::uint8_t* dst, std::int64_t n, con
 }  // namespace
 
 void encodeQ4_0(const float* src, std::uint8_t* dst, std::int64_t n, const float* importance) {
-    int codes[kBlock];
-    for (std::int64_t b = 0; b < n / kBlock; ++b, src += kBlock, dst += 2 + kHalf) {
-        float d;
-        if (importance) weightedSymmetric(src, importance + b * kBlock, 8, d, codes);
-        else referenceSymmetric(src, 8, d, codes);
-        writeHalf(dst, d);
-        packNibbles(codes, dst + 2);
-    }
+    encodeSymmetricBlocks(src, dst, n, importance, 8, 2 + kHalf, [](const int* codes, std::uint8_t* p) { packNibbles(codes, p); });
 }
 
 void encodeQ4_1(const float* src, std::uint8_t* dst, std::int64_t n, const float* importance) {
@@ -128,15 +135,10 @@ void encodeQ4_1(const float* src, std::uint8_t* dst, std::int64_t n, const float
 }
 
 void encodeQ5_0(const float* src, std::uint8_t* dst, std::int64_t n, const float* importance) {
-    int codes[kBlock];
-    for (std::int64_t b = 0; b < n / kBlock; ++b, src += kBlock, dst += 6 + kHalf) {
-        float d;
-        if (importance) weightedSymmetric(src, importance + b * kBlock, 16, d, codes);
-        else referenceSymmetric(src, 16, d, codes);
-        writeHalf(dst, d);
-        packFifthBits(codes, dst + 2);
-        packNibbles(codes, dst + 6);
-    }
+    encodeSymmetricBlocks(src, dst, n, importance, 16, 6 + kHalf, [](const int* codes, std::uint8_t* p) {
+        packFifthBits(codes, p);
+        packNibbles(codes, p + 4);
+    });
 }
 
 void encodeQ5_1(const float* src, std::uint8_t* dst, std::int64_t n, const float* importance) {
