@@ -3,8 +3,9 @@
 // weights x with error weights w, the scale (and min) of an integer or table grid that minimises
 // sum w (x - xhat)^2. Each candidate grid step is rounded, then the best scale for that rounding is
 // solved in closed form and its error computed from the same sums (no second pass), so one candidate
-// costs one pass over the group. The passes run on 16 fixed lanes, which the compiler vectorises
-// without reassociating floats (results do not depend on the CPU's vector width).
+// costs one pass over the group. The passes accumulate in fixed lanes (a lane per group, or 8 lanes
+// of one group), which the compiler vectorises without reassociating floats: results do not depend
+// on the CPU's vector width.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -35,7 +36,6 @@ inline void groupWeights(const float* importance, int n, float* w) {
     if (!(sum > 0.0f)) std::fill(w, w + n, 1.0f);
 }
 
-// Pairwise, in a fixed order: (a0 + a4) + (a2 + a6) + ...
 // Round to nearest, ties to even, for |v| < 2^22: adding and removing 1.5 * 2^23 leaves no fraction
 // bits. Larger magnitudes come back still beyond 2^22, which every caller's clamp to its code range
 // absorbs. Plain float arithmetic, so loops of it vectorise on any x86 (nearbyint needs SSE4.1).
@@ -50,6 +50,7 @@ inline float clampTo(float v, float lo, float hi) {
     return up > hi ? hi : up;
 }
 
+// Pairwise, in a fixed order: ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7)).
 inline float sumLanes(const float (&acc)[kLanes]) {
     float h[4], q[2];
     for (int k = 0; k < 4; ++k) h[k] = acc[k] + acc[k + 4];
@@ -221,13 +222,13 @@ inline void fitAsymmetric(const float* x, const float* w, int groups, int n, int
         fits[k] = flat ? AsymmetricFit{0.0f, lo[k]} : AsymmetricFit{static_cast<float>(s), static_cast<float>(m)};
         if (flat) bestIscale[k] = 0.0f;   // every code 0
     }
-    std::uint8_t lt[kMaxGroup][kBatch];
+    std::int32_t lt[kMaxGroup][kBatch];   // int32, not uint8: float -> int32 converts in vectors
     for (int i = 0; i < n; ++i)
 #pragma omp simd
         for (int k = 0; k < kBatch; ++k)
-            lt[i][k] = static_cast<std::uint8_t>(clampTo(roundHalfEven(bestIscale[k] * (xt[i][k] - bestOrigin[k])), 0.0f, fmax));
+            lt[i][k] = static_cast<std::int32_t>(clampTo(roundHalfEven(bestIscale[k] * (xt[i][k] - bestOrigin[k])), 0.0f, fmax));
     for (int k = 0; k < groups; ++k)
-        for (int i = 0; i < n; ++i) L[k * n + i] = lt[i][k];
+        for (int i = 0; i < n; ++i) L[k * n + i] = static_cast<std::uint8_t>(lt[i][k]);
 }
 
 // ggml's make_qx_quants (rmse_type 1): codes l in [-nmax, nmax - 1] for x ~ scale * l, trying the

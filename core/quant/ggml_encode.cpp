@@ -46,4 +46,16 @@ void ggmlEncodeRow(io::GgmlType type, const float* src, std::uint8_t* dst, std::
     it->second(src, dst, n, importance);
 }
 
+void ggmlEncodeRows(io::GgmlType type, const float* src, std::uint8_t* dst, std::int64_t rows, std::int64_t n,
+                    const float* importance) {
+    const auto it = encoders().find(type);
+    if (it == encoders().end())
+        throw Error("ggml type " + std::string(io::ggmlTypeTraits(type).name) + " cannot be encoded by QuantScope");
+    const std::size_t rowBytes = io::ggmlRowBytes(type, n);   // checks whole blocks
+    const ggml::EncodeRow encode = it->second;
+    // Rows are independent and each encoder is pure, so any split gives the same bytes.
+#pragma omp parallel for schedule(dynamic, 4)
+    for (std::int64_t r = 0; r < rows; ++r) encode(src + r * n, dst + static_cast<std::size_t>(r) * rowBytes, n, importance);
+}
+
 }  // namespace qs::quant

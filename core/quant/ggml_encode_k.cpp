@@ -36,6 +36,15 @@ void packTwoBits(const std::uint8_t* L, std::uint8_t* qs) {
         }
 }
 
+// l = round((x + ml) / dl) in [0, nmax] for the `size` weights of one sub-block (dl != 0).
+void requantizeSubBlock(const float* x, int size, float dl, float ml, int nmax, std::uint8_t* L) {
+    const float id = 1.0f / dl;
+    std::int32_t codes[32];   // int32 first: float -> int32 converts in vectors
+#pragma omp simd
+    for (int i = 0; i < size; ++i) codes[i] = static_cast<std::int32_t>(clampTo(roundHalfEven((x[i] + ml) * id), 0.0f, static_cast<float>(nmax)));
+    for (int i = 0; i < size; ++i) L[i] = static_cast<std::uint8_t>(codes[i]);
+}
+
 // Step 3 for the asymmetric types: l = round((x + m) / d) in [0, nmax] per sub-block of `size`.
 void requantizeAsymmetric(const float* x, int size, float d, const std::uint8_t* ls, float dmin, const std::uint8_t* lm,
                           int nmax, std::uint8_t* L) {
@@ -43,10 +52,7 @@ void requantizeAsymmetric(const float* x, int size, float d, const std::uint8_t*
         const float dl = d * static_cast<float>(ls[j]);
         if (dl == 0.0f) continue;   // every code decodes to -m: keep the fitted ones
         const float ml = dmin * static_cast<float>(lm[j]);
-        const float id = 1.0f / dl;
-#pragma omp simd
-        for (int i = size * j; i < size * (j + 1); ++i)
-            L[i] = static_cast<std::uint8_t>(clampTo(roundHalfEven((x[i] + ml) * id), 0.0f, static_cast<float>(nmax)));
+        requantizeSubBlock(x + size * j, size, dl, ml, nmax, L + size * j);
     }
 }
 
@@ -83,6 +89,49 @@ void fitSymmetricSubBlocks(const float* x, const float* w, int nmax, std::uint8_
         sw[j] = 0.0f;
         for (int i = 0; i < 16; ++i) sw[j] += w[16 * j + i];
     }
+}
+
+// Step 4 for Q4_K / Q5_K: with the codes fixed, a sub-block's 6-bit scale and min each move by one
+// step where that lowers its weighted error (computed from five sums, no pass per candidate); the
+// sub-blocks that moved are rounded again. Undoes most of what rounding the scales to 6 bits cost.
+void refineScaleMinK4(const float* x, const float* w, int nmax, float d, float dmin, std::uint8_t* ls, std::uint8_t* lm,
+                      std::uint8_t* L, std::uint8_t* packed) {
+    bool moved = false;
+    for (int j = 0; j < 8; ++j) {
+        float acc[6][kLanes] = {};   // sum w, wx, wx^2, wl, wl^2, wxl in fixed lanes
+        for (int i0 = 32 * j; i0 < 32 * (j + 1); i0 += kLanes)
+#pragma omp simd
+            for (int k = 0; k < kLanes; ++k) {
+                const float wi = w[i0 + k], xi = x[i0 + k], li = L[i0 + k];
+                acc[0][k] += wi;
+                acc[1][k] += wi * xi;
+                acc[2][k] += wi * xi * xi;
+                acc[3][k] += wi * li;
+                acc[4][k] += wi * li * li;
+                acc[5][k] += wi * xi * li;
+            }
+        const double sw = sumLanes(acc[0]), swx = sumLanes(acc[1]), swx2 = sumLanes(acc[2]), swl = sumLanes(acc[3]),
+                     swl2 = sumLanes(acc[4]), swxl = sumLanes(acc[5]);
+        auto error = [&](int a, int b) {
+            const double s = double(d) * a, m = -double(dmin) * b;
+            return swx2 - 2 * s * swxl - 2 * m * swx + s * s * swl2 + 2 * s * m * swl + m * m * sw;
+        };
+        int bestA = ls[j], bestB = lm[j];
+        double best = error(bestA, bestB);
+        for (int a = std::max(0, ls[j] - 1); a <= std::min(63, ls[j] + 1); ++a)
+            for (int b = std::max(0, lm[j] - 1); b <= std::min(63, lm[j] + 1); ++b) {
+                const double e = error(a, b);
+                if (e < best) best = e, bestA = a, bestB = b;
+            }
+        if (bestA == ls[j] && bestB == lm[j]) continue;
+        ls[j] = static_cast<std::uint8_t>(bestA);
+        lm[j] = static_cast<std::uint8_t>(bestB);
+        moved = true;
+        const float dl = d * static_cast<float>(bestA), ml = dmin * static_cast<float>(bestB);
+        if (dl == 0.0f) continue;
+        requantizeSubBlock(x + 32 * j, 32, dl, ml, nmax, L + 32 * j);
+    }
+    if (moved) io::ggml::packScaleMinK4(ls, lm, packed);
 }
 
 void superBlockWeights(const float* importance, std::int64_t b, float* w) {
@@ -151,6 +200,7 @@ void encodeQ4_K(const float* src, std::uint8_t* dst, std::int64_t n, const float
         superBlockWeights(importance, b, w);
         fitScaleMinK4(src, w, 15, kCoarseGrid, dst, L, d, dmin, ls, lm);
         requantizeAsymmetric(src, 32, d, ls, dmin, lm, 15, L);
+        refineScaleMinK4(src, w, 15, d, dmin, ls, lm, L, dst + 4);
         for (int g = 0; g < 4; ++g)
             for (int l = 0; l < 32; ++l)
                 dst[16 + 32 * g + l] = static_cast<std::uint8_t>(L[64 * g + l] | (L[64 * g + 32 + l] << 4));
@@ -166,6 +216,7 @@ void encodeQ5_K(const float* src, std::uint8_t* dst, std::int64_t n, const float
         superBlockWeights(importance, b, w);
         fitScaleMinK4(src, w, 31, kFineGrid, dst, L, d, dmin, ls, lm);
         requantizeAsymmetric(src, 32, d, ls, dmin, lm, 31, L);
+        refineScaleMinK4(src, w, 31, d, dmin, ls, lm, L, dst + 4);
         std::uint8_t* qh = dst + 16;
         std::uint8_t* qs = dst + 48;
         std::memset(qh, 0, 32);

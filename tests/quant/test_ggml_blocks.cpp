@@ -3,13 +3,16 @@
 // computed here. Then the encoders' own guarantees: values on a type's grid come back exactly, the
 // error stays within half a step, and types without an encoder are refused by name.
 #include <gtest/gtest.h>
+#include <omp.h>
 
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "qs/error.h"
 #include "qs/io/dtype.h"
 #include "qs/io/ggml_type.h"
 #include "qs/quant/ggml_encode.h"
@@ -425,6 +428,71 @@ TEST(GgmlEncoders, TypesWithoutEncoderAreRefusedByName) {
             EXPECT_NE(std::string(e.what()).find(std::string(qs::io::ggmlTypeTraits(type).name)), std::string::npos) << e.what();
         }
     }
+}
+
+}  // namespace
+
+namespace {
+
+// Bad input never crashes an encoder: NaN, infinities and huge values give some blocks (of the right
+// size), and the finite blocks of the same row are unaffected.
+TEST(GgmlEncoders, NonFiniteInputEncodesWithoutHarm) {
+    constexpr int kN = 512;
+    std::vector<float> x(kN), importance(kN, 1.0f);
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float& v : x) v = normal(rng);
+    std::vector<float> clean = x;
+    x[3] = std::nanf("");
+    x[40] = std::numeric_limits<float>::infinity();
+    x[77] = -std::numeric_limits<float>::infinity();
+    x[100] = 3e38f;
+    importance[5] = std::nanf("");
+    importance[6] = -1.0f;
+    for (std::uint32_t t = 0; t < 64; ++t) {
+        const qs::io::GgmlTypeTraits* traits = qs::io::ggmlTypeTraits(t);
+        if (!traits || traits->isFloat || !qs::quant::ggmlEncodes(traits->type)) continue;
+        for (const float* imp : {static_cast<const float*>(nullptr), static_cast<const float*>(importance.data())}) {
+            std::vector<std::uint8_t> dirty(qs::io::ggmlRowBytes(traits->type, kN)), reference(dirty.size());
+            qs::quant::ggmlEncodeRow(traits->type, x.data(), dirty.data(), kN, imp);
+            qs::quant::ggmlEncodeRow(traits->type, clean.data(), reference.data(), kN, imp);
+            // Blocks covering weights 256.. hold only finite input: identical to the clean row's
+            // (each block is encoded from its own weights and importance alone).
+            const std::size_t from = qs::io::ggmlRowBytes(traits->type, 256);
+            for (std::size_t i = from; i < dirty.size(); ++i)
+                ASSERT_EQ(dirty[i], reference[i]) << traits->name << " byte " << i;
+        }
+    }
+}
+
+}  // namespace
+
+namespace {
+
+// The multi-row encoder gives each row the bytes of the single-row one, on any number of threads.
+TEST(GgmlEncoders, RowsEncodeAsSingleRowsOnAnyThreadCount) {
+    constexpr int kRows = 37, kN = 512;
+    std::vector<float> x(kRows * kN), importance(kN);
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    for (float& v : x) v = normal(rng);
+    for (float& v : importance) v = std::fabs(normal(rng));
+    const int threadsBefore = omp_get_max_threads();
+    for (const GgmlType type : {GgmlType::Q4_K, GgmlType::Q4_0, GgmlType::IQ4_XS}) {
+        const std::size_t rowBytes = qs::io::ggmlRowBytes(type, kN);
+        std::vector<std::uint8_t> single(rowBytes * kRows);
+        for (int r = 0; r < kRows; ++r)
+            qs::quant::ggmlEncodeRow(type, x.data() + r * kN, single.data() + r * rowBytes, kN, importance.data());
+        for (const int threads : {1, 3}) {
+            omp_set_num_threads(threads);
+            std::vector<std::uint8_t> rows(single.size(), 0xAB);
+            qs::quant::ggmlEncodeRows(type, x.data(), rows.data(), kRows, kN, importance.data());
+            EXPECT_EQ(rows, single) << qs::io::ggmlTypeTraits(type).name << " on " << threads << " threads";
+        }
+    }
+    omp_set_num_threads(threadsBefore);
+    std::vector<std::uint8_t> q(64);
+    EXPECT_THROW(qs::quant::ggmlEncodeRows(GgmlType::Q4_K, x.data(), q.data(), 1, 100), qs::Error);   // not whole blocks
 }
 
 }  // namespace
