@@ -11,6 +11,7 @@ namespace {
 // 16 bytes of codes -> 32 weights: level[code] * scale.
 template <typename Level>
 inline void nibbles32(const std::uint8_t* qs, const Level* levels, float scale, float* out) {
+    #pragma omp simd
     for (int j = 0; j < 16; ++j) {
         out[j] = scale * static_cast<float>(levels[qs[j] & 0xF]);
         out[j + 16] = scale * static_cast<float>(levels[qs[j] >> 4]);
@@ -52,6 +53,7 @@ void decodeNvfp4(const std::uint8_t* src, float* dst, std::int64_t n) {
         for (int s = 0; s < 4; ++s, dst += 16) {
             const float d = ue4m3HalfToFloat(src[s]);
             const std::uint8_t* qs = src + 4 + 8 * s;
+            #pragma omp simd
             for (int j = 0; j < 8; ++j) {
                 dst[j] = static_cast<float>(kFp4TwiceValues[qs[j] & 0xF]) * d;
                 dst[j + 8] = static_cast<float>(kFp4TwiceValues[qs[j] >> 4]) * d;

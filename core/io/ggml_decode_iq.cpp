@@ -52,6 +52,7 @@ constexpr float kIq1Delta = 0.125f;
 // 8 (or 4) weights: (scale * level) * sign, the sign -1 where `signs` has the weight's bit.
 inline void signedGroup(const float* levels, int count, float scale, std::uint8_t signs, float* out) {
     const float* sign = kSignTable[signs].data();
+    #pragma omp simd
     for (int j = 0; j < count; ++j) out[j] = (scale * levels[j]) * sign[j];
 }
 
@@ -156,6 +157,7 @@ void decodeIq3S(const std::uint8_t* src, float* dst, std::int64_t n) {
 namespace {
 // 8 weights of IQ1_S / IQ1_M: scale * (level + delta), level in {-1, 0, 1}.
 inline void shiftedGroup(const float* levels, float scale, float delta, float* out) {
+    #pragma omp simd
     for (int j = 0; j < 8; ++j) out[j] = scale * (levels[j] + delta);
 }
 }  // namespace

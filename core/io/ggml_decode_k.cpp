@@ -27,6 +27,7 @@ void decodeQ2_K(const std::uint8_t* src, float* dst, std::int64_t n) {
                     const float dl = d * static_cast<float>(sc & 0xF);
                     const float ml = dmin * static_cast<float>(sc >> 4);
                     const std::uint8_t* q = qs + 16 * half;
+                    #pragma omp simd
                     for (int l = 0; l < 16; ++l) dst[l] = dl * static_cast<float>((q[l] >> (2 * s)) & 3) - ml;
                 }
             }
@@ -46,17 +47,16 @@ void decodeQ3_K(const std::uint8_t* src, float* dst, std::int64_t n) {
         unpackScalesQ3K(src + 96, scales);
         for (int h = 0; h < 2; ++h) {
             const std::uint8_t* qs = src + 32 + 32 * h;
-            for (int s = 0; s < 4; ++s) {
+            for (int s = 0; s < 4; ++s, dst += 32) {
                 const int bit = 4 * h + s;
-                for (int half = 0; half < 2; ++half, dst += 16) {
-                    const float dl = d * static_cast<float>(scales[8 * h + 2 * s + half]);
-                    const int o = 16 * half;
-                    for (int l = 0; l < 16; ++l) {
-                        const int low = (qs[o + l] >> (2 * s)) & 3;
-                        const int q = low - (((hmask[o + l] >> bit) & 1) ? 0 : 4);
-                        dst[l] = dl * static_cast<float>(q);
-                    }
-                }
+                int q[32];   // the 32 codes first (integer work), then two scales: both loops vectorise
+                for (int l = 0; l < 32; ++l) q[l] = ((qs[l] >> (2 * s)) & 3) - 4 + 4 * ((hmask[l] >> bit) & 1);
+                const float dl0 = d * static_cast<float>(scales[8 * h + 2 * s]);
+                const float dl1 = d * static_cast<float>(scales[8 * h + 2 * s + 1]);
+                #pragma omp simd
+                for (int l = 0; l < 16; ++l) dst[l] = dl0 * static_cast<float>(q[l]);
+                #pragma omp simd
+                for (int l = 16; l < 32; ++l) dst[l] = dl1 * static_cast<float>(q[l]);
             }
         }
     }

@@ -19,6 +19,7 @@ void decodeQ4_0(const std::uint8_t* src, float* dst, std::int64_t n) {
     for (std::int64_t b = 0; b < n / kBlock; ++b, src += bytes, dst += kBlock) {
         const float d = readHalf(src);
         const std::uint8_t* qs = src + 2;
+        #pragma omp simd
         for (int j = 0; j < kHalf; ++j) {
             dst[j] = static_cast<float>((qs[j] & 0xF) - 8) * d;
             dst[j + kHalf] = static_cast<float>((qs[j] >> 4) - 8) * d;
@@ -32,6 +33,7 @@ void decodeQ4_1(const std::uint8_t* src, float* dst, std::int64_t n) {
         const float d = readHalf(src);
         const float m = readHalf(src + 2);
         const std::uint8_t* qs = src + 4;
+        #pragma omp simd
         for (int j = 0; j < kHalf; ++j) {
             dst[j] = static_cast<float>(qs[j] & 0xF) * d + m;
             dst[j + kHalf] = static_cast<float>(qs[j] >> 4) * d + m;
@@ -56,6 +58,7 @@ void decodeQ5_0(const std::uint8_t* src, float* dst, std::int64_t n) {
     for (std::int64_t b = 0; b < n / kBlock; ++b, src += bytes, dst += kBlock) {
         const float d = readHalf(src);
         fiveBitCodes(src + 2, src + 6, codes);
+        #pragma omp simd
         for (int j = 0; j < kBlock; ++j) dst[j] = static_cast<float>(codes[j] - 16) * d;
     }
 }
@@ -67,6 +70,7 @@ void decodeQ5_1(const std::uint8_t* src, float* dst, std::int64_t n) {
         const float d = readHalf(src);
         const float m = readHalf(src + 2);
         fiveBitCodes(src + 4, src + 8, codes);
+        #pragma omp simd
         for (int j = 0; j < kBlock; ++j) dst[j] = static_cast<float>(codes[j]) * d + m;
     }
 }
@@ -77,6 +81,7 @@ void decodeQ1_0(const std::uint8_t* src, float* dst, std::int64_t n) {
     for (std::int64_t b = 0; b < n / block; ++b, src += bytes, dst += block) {
         const float minusD = -readHalf(src);   // a set bit is +d: -d times the table's -1
         for (int byte = 0; byte < block / 8; ++byte)
+            #pragma omp simd
             for (int j = 0; j < 8; ++j) dst[8 * byte + j] = minusD * kSignTable[src[2 + byte]][static_cast<std::size_t>(j)];
     }
 }
@@ -87,6 +92,7 @@ void decodeQ2_0(const std::uint8_t* src, float* dst, std::int64_t n) {
     for (std::int64_t b = 0; b < n / block; ++b, src += bytes, dst += block) {
         const float d = readHalf(src);
         for (int byte = 0; byte < block / 4; ++byte)
+            #pragma omp simd
             for (int k = 0; k < 4; ++k) dst[4 * byte + k] = static_cast<float>(((src[2 + byte] >> (2 * k)) & 3) - 1) * d;
     }
 }

@@ -20,6 +20,7 @@ inline int trit(std::uint8_t byte, int n) {
 // `count` bytes of 5 (or 4) trits each, weight n*count + m from trit n of byte m.
 inline float* trits(const std::uint8_t* bytes, int count, int digits, float d, float* dst) {
     for (int n = 0; n < digits; ++n)
+        #pragma omp simd
         for (int m = 0; m < count; ++m) *dst++ = static_cast<float>(trit(bytes[m], n)) * d;
     return dst;
 }
@@ -42,6 +43,7 @@ void decodeTq2_0(const std::uint8_t* src, float* dst, std::int64_t n) {
         const float d = readHalf(src + 64);
         for (int h = 0; h < 2; ++h)
             for (int k = 0; k < 4; ++k)
+                #pragma omp simd
                 for (int m = 0; m < 32; ++m)
                     *dst++ = static_cast<float>(((src[32 * h + m] >> (2 * k)) & 3) - 1) * d;
     }

@@ -107,7 +107,7 @@ inline void fitAsymmetric(const float* x, const float* w, int groups, int n, int
         sumW[k] = sumX[k] = 0;
     }
     for (int i = 0; i < n; ++i)
-#pragma omp simd
+        #pragma omp simd
         for (int k = 0; k < kBatch; ++k) {
             lo[k] = xt[i][k] < lo[k] ? xt[i][k] : lo[k];
             hi[k] = xt[i][k] > hi[k] ? xt[i][k] : hi[k];
@@ -125,7 +125,7 @@ inline void fitAsymmetric(const float* x, const float* w, int groups, int n, int
         float a[kChains][kBatch] = {}, b[kChains][kBatch] = {}, c[kChains][kBatch] = {};
         for (int i0 = 0; i0 < n; i0 += kChains)
             for (int u = 0; u < kChains; ++u)
-#pragma omp simd
+                #pragma omp simd
                 for (int k = 0; k < kBatch; ++k) {
                     const float xv = xt[i0 + u][k];
                     const float l = clampTo(roundHalfEven(iscale[k] * (xv - origin[k])), 0.0f, fmax);
@@ -134,7 +134,7 @@ inline void fitAsymmetric(const float* x, const float* w, int groups, int n, int
                     b[u][k] += wl * l;
                     c[u][k] += wl * xv;
                 }
-#pragma omp simd
+        #pragma omp simd
         for (int k = 0; k < kBatch; ++k) {
             sl[k] = (a[0][k] + a[1][k]) + (a[2][k] + a[3][k]);
             sl2[k] = (b[0][k] + b[1][k]) + (b[2][k] + b[3][k]);
@@ -164,20 +164,20 @@ inline void fitAsymmetric(const float* x, const float* w, int groups, int n, int
     }
     // 1 / (max - origin) and 1 / best scale, updated only where a fit improves.
     float invRange[kBatch], refined[kBatch];
-#pragma omp simd
+    #pragma omp simd
     for (int k = 0; k < kBatch; ++k) {
         invRange[k] = 1.0f / (hi[k] > origin[k] ? hi[k] - origin[k] : 1.0f);
         refined[k] = bestIscale[k];
     }
     for (int step = 0; step <= grid.count + grid.refinements; ++step) {
         const float numerator = grid.first + grid.step * static_cast<float>(step) + fmax;
-#pragma omp simd
+        #pragma omp simd
         for (int k = 0; k < kBatch; ++k) iscale[k] = step <= grid.count ? numerator * invRange[k] : refined[k];
         pass();
         // The least-squares fit of each rounding, branch-free so that it vectorises too. With the min
         // free: G = (W sxl^2 - 2 X sl sxl + sl2 X^2) / det, det = W sl2 - sl^2; when that min would be
         // positive it is held at 0: G = sxl^2 / sl2.
-#pragma omp simd
+        #pragma omp simd
         for (int k = 0; k < kBatch; ++k) {
             const double dl = sl[k], dl2 = sl2[k], dxl = sxl[k];
             const double det = sumW[k] * dl2 - dl * dl;
@@ -224,7 +224,7 @@ inline void fitAsymmetric(const float* x, const float* w, int groups, int n, int
     }
     std::int32_t lt[kMaxGroup][kBatch];   // int32, not uint8: float -> int32 converts in vectors
     for (int i = 0; i < n; ++i)
-#pragma omp simd
+        #pragma omp simd
         for (int k = 0; k < kBatch; ++k)
             lt[i][k] = static_cast<std::int32_t>(clampTo(roundHalfEven(bestIscale[k] * (xt[i][k] - bestOrigin[k])), 0.0f, fmax));
     for (int k = 0; k < groups; ++k)

@@ -52,7 +52,7 @@ float fitGroup(const float* x, const float* w, std::uint8_t* L) {
     auto trial = [&](float id, float& sumqx, float& sumq2) {
         float a[kLanes] = {}, b[kLanes] = {};
         for (int i0 = 0; i0 < kGroup; i0 += kLanes)
-#pragma omp simd
+            #pragma omp simd
             for (int k = 0; k < kLanes; ++k) {
                 const float q = kLevels.value[kLevels.nearest(id * x[i0 + k])];
                 const float wq = w[i0 + k] * q;

@@ -40,7 +40,7 @@ void packTwoBits(const std::uint8_t* L, std::uint8_t* qs) {
 void requantizeSubBlock(const float* x, int size, float dl, float ml, int nmax, std::uint8_t* L) {
     const float id = 1.0f / dl;
     std::int32_t codes[32];   // int32 first: float -> int32 converts in vectors
-#pragma omp simd
+    #pragma omp simd
     for (int i = 0; i < size; ++i) codes[i] = static_cast<std::int32_t>(clampTo(roundHalfEven((x[i] + ml) * id), 0.0f, static_cast<float>(nmax)));
     for (int i = 0; i < size; ++i) L[i] = static_cast<std::uint8_t>(codes[i]);
 }
@@ -100,7 +100,7 @@ void refineScaleMinK4(const float* x, const float* w, int nmax, float d, float d
     for (int j = 0; j < 8; ++j) {
         float acc[6][kLanes] = {};   // sum w, wx, wx^2, wl, wl^2, wxl in fixed lanes
         for (int i0 = 32 * j; i0 < 32 * (j + 1); i0 += kLanes)
-#pragma omp simd
+            #pragma omp simd
             for (int k = 0; k < kLanes; ++k) {
                 const float wi = w[i0 + k], xi = x[i0 + k], li = L[i0 + k];
                 acc[0][k] += wi;
