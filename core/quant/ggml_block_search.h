@@ -231,65 +231,95 @@ inline void fitAsymmetric(const float* x, const float* w, int groups, int n, int
         for (int i = 0; i < n; ++i) L[k * n + i] = static_cast<std::uint8_t>(lt[i][k]);
 }
 
-// ggml's make_qx_quants (rmse_type 1): codes l in [-nmax, nmax - 1] for x ~ scale * l, trying the
-// grid steps -(nmax + 0.1 i) / max for i in -steps..steps, where max is the element of largest
-// magnitude (so it lands on -nmax), then two refinement rounds as fitAsymmetric's. Writes l + nmax to L; returns the scale (0 for an all-zero group).
-inline float fitSymmetric(const float* x, const float* w, int n, int nmax, int steps, std::uint8_t* L) {
-    float amax = 0.0f, max = 0.0f;
-    for (int i = 0; i < n; ++i)
-        if (std::fabs(x[i]) > amax) {
-            amax = std::fabs(x[i]);
-            max = x[i];
+// ggml's make_qx_quants (rmse_type 1) for `groups` (<= kBatch) consecutive groups of n (<= kMaxGroup,
+// a multiple of 4) weights: codes l in [-nmax, nmax - 1] for x ~ scale * l, trying the inverse scales
+// -(nmax + 0.1 i) / max for i in -steps..steps, where max is the group's element of largest magnitude
+// (so it lands on -nmax), then two refinement rounds as fitAsymmetric's. The least-squares scale of a
+// rounding is sxl / sl2 with error sum w x^2 - sxl^2 / sl2, so fits are compared by cross-multiplying.
+// One group per SIMD lane, as fitAsymmetric. Writes l + nmax to L (n per group) and each group's
+// scale (0 for an all-zero group) to scales.
+inline void fitSymmetric(const float* x, const float* w, int groups, int n, int nmax, int steps, std::uint8_t* L,
+                         float* scales) {
+    float xt[kMaxGroup][kBatch] = {}, wt[kMaxGroup][kBatch] = {};
+    for (int k = 0; k < groups; ++k)
+        for (int i = 0; i < n; ++i) {
+            xt[i][k] = x[k * n + i];
+            wt[i][k] = w[k * n + i];
         }
-    if (amax < 1e-15f) {
-        std::fill(L, L + n, static_cast<std::uint8_t>(nmax));
-        return 0.0f;
-    }
+    float amax[kBatch] = {}, max[kBatch] = {};
+    for (int i = 0; i < n; ++i)
+        #pragma omp simd
+        for (int k = 0; k < kBatch; ++k) {
+            const float a = std::fabs(xt[i][k]);
+            const bool larger = a > amax[k];   // the first of equal magnitudes, as ggml
+            amax[k] = larger ? a : amax[k];
+            max[k] = larger ? xt[i][k] : max[k];
+        }
     const float lo = static_cast<float>(-nmax), hi = static_cast<float>(nmax - 1);
-    // Best scale for a rounding: sxl / sl2, with error sumX2 - sxl^2 / sl2; maximise sxl^2 / sl2.
-    auto sums = [&](float iscale, float& sxl, float& sl2) {
-        float a[kLanes] = {}, b[kLanes] = {};
-        int i0 = 0;
-        for (; i0 + kLanes <= n; i0 += kLanes)
-            for (int k = 0; k < kLanes; ++k) {
-                const float l = clampTo(roundHalfEven(iscale * x[i0 + k]), lo, hi);
-                const float wl = w[i0 + k] * l;
-                a[k] += wl * x[i0 + k];
-                b[k] += wl * l;
-            }
-        for (int i = i0; i < n; ++i) {   // groups of 8 (the scales of Q4_K) have no full lane set
-            const float l = clampTo(roundHalfEven(iscale * x[i]), lo, hi);
-            a[0] += w[i] * l * x[i];
-            b[0] += w[i] * l * l;
+    float iscale[kBatch], sxl[kBatch], sl2[kBatch];
+    auto pass = [&] {
+        constexpr int kChains = 4;
+        float a[kChains][kBatch] = {}, b[kChains][kBatch] = {};
+        for (int i0 = 0; i0 < n; i0 += kChains)
+            for (int u = 0; u < kChains; ++u)
+                #pragma omp simd
+                for (int k = 0; k < kBatch; ++k) {
+                    const float xv = xt[i0 + u][k];
+                    const float l = clampTo(roundHalfEven(iscale[k] * xv), lo, hi);
+                    const float wl = wt[i0 + u][k] * l;
+                    a[u][k] += wl * xv;
+                    b[u][k] += wl * l;
+                }
+        #pragma omp simd
+        for (int k = 0; k < kBatch; ++k) {
+            sxl[k] = (a[0][k] + a[1][k]) + (a[2][k] + a[3][k]);
+            sl2[k] = (b[0][k] + b[1][k]) + (b[2][k] + b[3][k]);
         }
-        sxl = sumLanes(a), sl2 = sumLanes(b);
     };
-    float bestIscale = -static_cast<float>(nmax) / max, sxl, sl2;
-    sums(bestIscale, sxl, sl2);
-    float scale = sl2 > 0 ? sxl / sl2 : 0.0f;
-    float best = scale * sxl;
-    for (int step = -steps; step <= steps; ++step) {
+    float bestIscale[kBatch], bestSxl[kBatch], bestSl2[kBatch], refined[kBatch];
+    for (int k = 0; k < kBatch; ++k) iscale[k] = -static_cast<float>(nmax) / (amax[k] >= 1e-15f ? max[k] : 1.0f);
+    pass();
+    for (int k = 0; k < kBatch; ++k) {
+        bestIscale[k] = iscale[k];
+        bestSxl[k] = sl2[k] > 0 ? sxl[k] : 0.0f;
+        bestSl2[k] = sl2[k] > 0 ? sl2[k] : 1.0f;
+        refined[k] = bestSxl[k] != 0.0f ? bestSl2[k] / bestSxl[k] : bestIscale[k];
+    }
+    for (int step = -steps; step <= steps + 2; ++step) {
         if (step == 0) continue;
-        const float iscale = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(step)) / max;
-        sums(iscale, sxl, sl2);
-        if (sl2 > 0 && sxl * sxl > best * sl2) {
-            scale = sxl / sl2;
-            best = scale * sxl;
-            bestIscale = iscale;
+        const float numerator = -(static_cast<float>(nmax) + 0.1f * static_cast<float>(step));
+        for (int k = 0; k < kBatch; ++k)
+            iscale[k] = step <= steps ? numerator / (amax[k] >= 1e-15f ? max[k] : 1.0f) : refined[k];
+        pass();
+        #pragma omp simd
+        for (int k = 0; k < kBatch; ++k) {
+            // better: sxl^2 / sl2 > bestSxl^2 / bestSl2, both denominators positive
+            const bool better = (sl2[k] > 0.0f) & (sxl[k] * sxl[k] * bestSl2[k] > bestSxl[k] * bestSxl[k] * sl2[k]);
+            bestIscale[k] = better ? iscale[k] : bestIscale[k];
+            bestSxl[k] = better ? sxl[k] : bestSxl[k];
+            bestSl2[k] = better ? sl2[k] : bestSl2[k];
+            const float scale = sxl[k] / (sl2[k] > 0.0f ? sl2[k] : 1.0f);
+            refined[k] = better & (scale != 0.0f) ? 1.0f / (scale != 0.0f ? scale : 1.0f) : refined[k];
         }
     }
-    // Then round to the best scale's own grid and refit, twice (it can only lower the error).
-    for (int round = 0; round < 2 && scale != 0.0f; ++round) {
-        const float iscale = 1.0f / scale;
-        sums(iscale, sxl, sl2);
-        if (sl2 > 0 && sxl * sxl > best * sl2) {
-            scale = sxl / sl2;
-            best = scale * sxl;
-            bestIscale = iscale;
-        }
+    std::int32_t lt[kMaxGroup][kBatch];
+    for (int k = 0; k < groups; ++k) {
+        const bool flat = amax[k] < 1e-15f;
+        scales[k] = flat ? 0.0f : bestSxl[k] / bestSl2[k];
+        if (flat) bestIscale[k] = 0.0f;   // every code nmax, i.e. l = 0
     }
     for (int i = 0; i < n; ++i)
-        L[i] = static_cast<std::uint8_t>(std::clamp(nearestInt(bestIscale * x[i]), -nmax, nmax - 1) + nmax);
+        #pragma omp simd
+        for (int k = 0; k < kBatch; ++k)
+            lt[i][k] = static_cast<std::int32_t>(clampTo(roundHalfEven(bestIscale[k] * xt[i][k]), lo, hi)) + nmax;
+    for (int k = 0; k < groups; ++k)
+        for (int i = 0; i < n; ++i) L[k * n + i] = static_cast<std::uint8_t>(lt[i][k]);
+}
+
+// One group: its scale.
+inline float fitSymmetric(const float* x, const float* w, int n, int nmax, int steps, std::uint8_t* L) {
+    float scale;
+    fitSymmetric(x, w, 1, n, nmax, steps, L, &scale);
     return scale;
 }
 

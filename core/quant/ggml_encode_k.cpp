@@ -84,8 +84,9 @@ void fitScaleMinK4(const float* x, const float* w, int nmax, const TrialGrid& gr
 // Step 1 for Q3_K / Q6_K: 16 sub-blocks of 16 with codes -nmax..nmax-1 (stored + nmax), their
 // scales and total error weights.
 void fitSymmetricSubBlocks(const float* x, const float* w, int nmax, std::uint8_t* L, float* scales, float* sw) {
+    fitSymmetric(x, w, 8, 16, nmax, 9, L, scales);
+    fitSymmetric(x + 128, w + 128, 8, 16, nmax, 9, L + 128, scales + 8);
     for (int j = 0; j < 16; ++j) {
-        scales[j] = fitSymmetric(x + 16 * j, w + 16 * j, 16, nmax, 9, L + 16 * j);
         sw[j] = 0.0f;
         for (int i = 0; i < 16; ++i) sw[j] += w[16 * j + i];
     }
@@ -136,6 +137,18 @@ void refineScaleMinK4(const float* x, const float* w, int nmax, float d, float d
 
 void superBlockWeights(const float* importance, std::int64_t b, float* w) {
     for (int j = 0; j < kQk; j += 16) groupWeights(importance ? importance + b * kQk + j : nullptr, 16, w + j);
+}
+
+// Steps 1 to 4 for Q4_K / Q5_K super-block b: d, dmin and the scales written to the block, the codes
+// to L.
+void encodeScaleMinK4(const float* src, const float* importance, std::int64_t b, int nmax, const TrialGrid& grid,
+                      std::uint8_t* block, std::uint8_t* L) {
+    float w[kQk], d, dmin;
+    std::uint8_t ls[8], lm[8];
+    superBlockWeights(importance, b, w);
+    fitScaleMinK4(src, w, nmax, grid, block, L, d, dmin, ls, lm);
+    requantizeAsymmetric(src, 32, d, ls, dmin, lm, nmax, L);
+    refineScaleMinK4(src, w, nmax, d, dmin, ls, lm, L, block + 4);
 }
 
 }  // namespace
@@ -195,12 +208,8 @@ void encodeQ3_K(const float* src, std::uint8_t* dst, std::int64_t n, const float
 void encodeQ4_K(const float* src, std::uint8_t* dst, std::int64_t n, const float* importance) {
     constexpr int bytes = 144;
     for (std::int64_t b = 0; b < n / kQk; ++b, src += kQk, dst += bytes) {
-        float w[kQk], d, dmin;
-        std::uint8_t L[kQk], ls[8], lm[8];
-        superBlockWeights(importance, b, w);
-        fitScaleMinK4(src, w, 15, kCoarseGrid, dst, L, d, dmin, ls, lm);
-        requantizeAsymmetric(src, 32, d, ls, dmin, lm, 15, L);
-        refineScaleMinK4(src, w, 15, d, dmin, ls, lm, L, dst + 4);
+        std::uint8_t L[kQk];
+        encodeScaleMinK4(src, importance, b, 15, kCoarseGrid, dst, L);
         for (int g = 0; g < 4; ++g)
             for (int l = 0; l < 32; ++l)
                 dst[16 + 32 * g + l] = static_cast<std::uint8_t>(L[64 * g + l] | (L[64 * g + 32 + l] << 4));
@@ -211,12 +220,8 @@ void encodeQ4_K(const float* src, std::uint8_t* dst, std::int64_t n, const float
 void encodeQ5_K(const float* src, std::uint8_t* dst, std::int64_t n, const float* importance) {
     constexpr int bytes = 176;
     for (std::int64_t b = 0; b < n / kQk; ++b, src += kQk, dst += bytes) {
-        float w[kQk], d, dmin;
-        std::uint8_t L[kQk], ls[8], lm[8];
-        superBlockWeights(importance, b, w);
-        fitScaleMinK4(src, w, 31, kFineGrid, dst, L, d, dmin, ls, lm);
-        requantizeAsymmetric(src, 32, d, ls, dmin, lm, 31, L);
-        refineScaleMinK4(src, w, 31, d, dmin, ls, lm, L, dst + 4);
+        std::uint8_t L[kQk];
+        encodeScaleMinK4(src, importance, b, 31, kFineGrid, dst, L);
         std::uint8_t* qh = dst + 16;
         std::uint8_t* qs = dst + 48;
         std::memset(qh, 0, 32);

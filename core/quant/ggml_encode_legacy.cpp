@@ -66,25 +66,34 @@ void referenceOffset(const float* x, int top, bool clampTop, float& d, float& m,
 }
 
 // Importance-weighted fits: the codes and scale (and offset) of least importance-weighted error.
-void weightedSymmetric(const float* x, const float* importance, int levels, float& d, int* codes) {
-    float w[kBlock];
-    std::uint8_t L[kBlock];
-    groupWeights(importance, kBlock, w);
-    d = fitSymmetric(x, w, kBlock, levels, 9, L);
-    for (int j = 0; j < kBlock; ++j) codes[j] = L[j];
+// Up to kBatch blocks at once (the batched search's lanes).
+void weightedSymmetric(const float* x, const float* importance, int blocks, int levels, float* d, int (*codes)[kBlock]) {
+    float w[kBatch * kBlock];
+    std::uint8_t L[kBatch * kBlock];
+    for (int b = 0; b < blocks; ++b) groupWeights(importance + b * kBlock, kBlock, w + b * kBlock);
+    fitSymmetric(x, w, blocks, kBlock, levels, 9, L, d);
+    for (int b = 0; b < blocks; ++b)
+        for (int j = 0; j < kBlock; ++j) codes[b][j] = L[b * kBlock + j];
 }
 
 // Q4_0 / Q5_0 blocks of `bytes`: the F16 scale, then the codes written by pack.
 template <typename Pack>
 void encodeSymmetricBlocks(const float* src, std::uint8_t* dst, std::int64_t n, const float* importance, int levels,
                            int bytes, Pack pack) {
-    int codes[kBlock];
-    for (std::int64_t b = 0; b < n / kBlock; ++b, src += kBlock, dst += bytes) {
-        float d;
-        if (importance) weightedSymmetric(src, importance + b * kBlock, levels, d, codes);
-        else referenceSymmetric(src, levels, d, codes);
-        writeHalf(dst, d);
-        pack(codes, dst + 2);
+    float d[kBatch];
+    int codes[kBatch][kBlock];
+    for (std::int64_t b0 = 0; b0 < n / kBlock; b0 += kBatch) {
+        const int blocks = static_cast<int>(std::min<std::int64_t>(kBatch, n / kBlock - b0));
+        if (importance) {
+            weightedSymmetric(src + b0 * kBlock, importance + b0 * kBlock, blocks, levels, d, codes);
+        } else {
+            for (int b = 0; b < blocks; ++b) referenceSymmetric(src + (b0 + b) * kBlock, levels, d[b], codes[b]);
+        }
+        for (int b = 0; b < blocks; ++b) {
+            std::uint8_t* block = dst + (b0 + b) * bytes;
+            writeHalf(block, d[b]);
+            pack(codes[b], block + 2);
+        }
     }
 }
 
