@@ -13,6 +13,7 @@ void decodeQ8_0(const std::uint8_t* src, float* dst, std::int64_t n) {
     for (std::int64_t b = 0; b < n / kBlock; ++b) {
         const std::uint8_t* block = src + b * kBlockBytes;
         const float d = f16ToF32(static_cast<std::uint16_t>(block[0] | (block[1] << 8)));
+        #pragma omp simd
         for (int j = 0; j < kBlock; ++j)
             dst[b * kBlock + j] = static_cast<float>(static_cast<std::int8_t>(block[2 + j])) * d;
     }

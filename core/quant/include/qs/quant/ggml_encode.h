@@ -17,4 +17,11 @@ bool ggmlEncodes(io::GgmlType type);
 void ggmlEncodeRow(io::GgmlType type, const float* src, std::uint8_t* dst, std::int64_t n,
                    const float* importance = nullptr);
 
+// Encodes `rows` rows of n elements (a row-major matrix [rows, n]; whole blocks per row) into
+// rows * io::ggmlRowBytes(type, n) bytes at dst, the rows spread over the OpenMP threads. The same
+// importance weights (n, or null) apply to every row, as llama.cpp's imatrix does to a tensor's rows.
+// Each row's bytes are those of ggmlEncodeRow, whatever the thread count.
+void ggmlEncodeRows(io::GgmlType type, const float* src, std::uint8_t* dst, std::int64_t rows, std::int64_t n,
+                    const float* importance = nullptr);
+
 }  // namespace qs::quant
