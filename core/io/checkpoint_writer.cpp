@@ -11,6 +11,7 @@
 #include <string>
 
 #include "output_file.h"
+#include "writer_guard.h"
 #include "qs/error.h"
 
 namespace qs::io {
@@ -73,8 +74,7 @@ struct CheckpointWriter::Impl {
     std::set<std::string> names;
     std::uint64_t totalSize = 0;
     std::optional<json> config;
-    bool finished = false;
-    bool failed = false;
+    detail::WriterGuard guard{"checkpoint writer"};
 
     ~Impl() { discard(); }
 
@@ -83,21 +83,13 @@ struct CheckpointWriter::Impl {
     void discard() noexcept {
         shard.reset();
         std::error_code ec;
-        if (!tempDir.empty() && !finished) fs::remove_all(tempDir, ec);
+        if (!tempDir.empty() && !guard.finished()) fs::remove_all(tempDir, ec);
     }
 
     // Runs one public operation; any exception leaves nothing behind and disables the writer.
     template <typename Body>
     auto guarded(Body&& body) {
-        if (finished) fail("the checkpoint writer has already finished");
-        if (failed) fail("the checkpoint writer failed earlier and wrote nothing");
-        try {
-            return body();
-        } catch (...) {
-            failed = true;
-            discard();
-            throw;
-        }
+        return guard.run(std::forward<Body>(body), [this](const std::string& what) { fail(what); }, [this] { discard(); });
     }
 
     fs::path shardPartPath(std::size_t index) const { return tempDir / ("shard-" + std::to_string(index) + ".part"); }
@@ -304,7 +296,7 @@ fs::path CheckpointWriter::finish() {
             out.close();
         }
         w.replaceDestination();
-        w.finished = true;
+        w.guard.markFinished();
         return w.destination;
     });
 }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "output_file.h"
+#include "writer_guard.h"
 #include "qs/error.h"
 #include "qs/io/gguf_file.h"
 
@@ -100,8 +101,7 @@ struct GgufWriter::Impl {
     std::vector<PendingTensor> tensors;
     std::set<std::string> names;
     std::unique_ptr<detail::OutputFile> data;
-    bool finished = false;
-    bool failed = false;
+    detail::WriterGuard guard{"GGUF writer"};
 
     ~Impl() { discard(); }
 
@@ -115,15 +115,7 @@ struct GgufWriter::Impl {
 
     template <typename Body>
     auto guarded(Body&& body) {
-        if (finished) fail("the GGUF writer has already finished");
-        if (failed) fail("the GGUF writer failed earlier and wrote nothing");
-        try {
-            return body();
-        } catch (...) {
-            failed = true;
-            discard();
-            throw;
-        }
+        return guard.run(std::forward<Body>(body), [this](const std::string& what) { fail(what); }, [this] { discard(); });
     }
 
     std::uint64_t checkTensor(const std::string& name, GgmlType type, const std::vector<std::int64_t>& shape) const;
@@ -228,7 +220,7 @@ fs::path GgufWriter::finish() {
         }
         fs::permissions(part, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
         fs::rename(part, w.destination);   // atomic, replacing an existing file when overwrite was allowed
-        w.finished = true;
+        w.guard.markFinished();
         w.discard();
         return w.destination;
     });

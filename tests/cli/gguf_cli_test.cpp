@@ -14,6 +14,7 @@
 
 #include "cli_process.h"
 #include "gguf_test_bytes.h"
+#include "io_test_util.h"
 #include "qs/io/checkpoint.h"
 #include "qs/model/tokenizer.h"
 
@@ -22,33 +23,13 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 using qs::io::test::GgufBytes;
+using qs::io::test::TempDir;
+using qs::io::test::writeBytes;
 using qs::test::runCli;
 using testing::HasSubstr;
 
 const fs::path kTinyLlama = fs::path(QS_TEST_DATA_DIR) / "gguf" / "llama-2-tiny-random.gguf";
 const fs::path kDemo = fs::path(QS_RESOURCES_DIR) / "demo";
-
-class Scratch {
-public:
-    Scratch() : dir_(fs::temp_directory_path() / ("qs_cli_gguf_" + std::to_string(::getpid()) + "_" +
-                                                  ::testing::UnitTest::GetInstance()->current_test_info()->name())) {
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-    }
-    ~Scratch() {
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
-    }
-    fs::path operator/(const std::string& name) const { return dir_ / name; }
-
-private:
-    fs::path dir_;
-};
-
-void writeBytes(const fs::path& p, const std::vector<std::byte>& bytes) {
-    std::ofstream out(p, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
 
 void expectOneLineError(const qs::test::CliResult& r, const std::string& file, const std::string& what) {
     EXPECT_EQ(r.exitCode, 2) << what;
@@ -109,7 +90,7 @@ TEST(CliGguf, TensorsAndStatsAreTheDecodedHuggingFaceTensors) {
 }
 
 TEST(CliGguf, DequantizeToSafetensorsGivesAHuggingFaceCheckpoint) {
-    Scratch dir;
+    TempDir dir;
     const auto r = runCli({"dequantize", kTinyLlama.string(), "--out", (dir / "hf").string(), "--dtype", "f32"});
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto source = qs::io::Checkpoint::open(kTinyLlama);
@@ -126,7 +107,7 @@ TEST(CliGguf, DequantizeToSafetensorsGivesAHuggingFaceCheckpoint) {
 }
 
 TEST(CliGguf, DequantizeToGgufThenEvalAgainstTheOriginal) {
-    Scratch dir;
+    TempDir dir;
     const fs::path gguf = dir / "demo-q8.gguf";
     const auto d = runCli({"dequantize", kDemo.string(), "--out", gguf.string(), "--dtype", "q8_0"});
     ASSERT_EQ(d.exitCode, 0) << d.err;
@@ -146,7 +127,7 @@ TEST(CliGguf, DequantizeToGgufThenEvalAgainstTheOriginal) {
 }
 
 TEST(CliGguf, BrokenFilesAreOneLineNamingTheFile) {
-    Scratch dir;
+    TempDir dir;
     const auto valid = [] {
         GgufBytes b;
         b.header(1, 1).kvString("general.architecture", "llama").tensor("token_embd.weight", {4, 2}, 0, 0).padTo(32);

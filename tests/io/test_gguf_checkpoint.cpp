@@ -8,6 +8,7 @@
 #include <numbers>
 #include <random>
 
+#include "gguf_test_reference.h"
 #include "io_test_util.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
@@ -15,6 +16,7 @@
 #include "qs/quant/ggml_encode.h"
 
 using namespace qs::io;
+using qs::io::test::converterPermute;
 using qs::io::test::TempDir;
 using qs::io::test::writeText;
 using testing::AllOf;
@@ -23,19 +25,6 @@ using testing::HasSubstr;
 namespace {
 
 const std::filesystem::path kTinyLlama = std::filesystem::path(QS_TEST_DATA_DIR) / "gguf" / "llama-2-tiny-random.gguf";
-
-// llama.cpp's converter (LlamaModel.permute): w.reshape(heads, 2, rows / heads / 2, cols).swapaxes(1, 2),
-// spelled out as the index loops of that reshape.
-std::vector<float> converterPermute(const std::vector<float>& w, std::int64_t rows, std::int64_t cols, int heads) {
-    const std::int64_t half = rows / heads / 2;
-    std::vector<float> out(w.size());
-    std::int64_t dst = 0;
-    for (std::int64_t h = 0; h < heads; ++h)           // swapped shape: [heads, half, 2, cols]
-        for (std::int64_t j = 0; j < half; ++j)
-            for (std::int64_t a = 0; a < 2; ++a)
-                for (std::int64_t c = 0; c < cols; ++c) out[static_cast<std::size_t>(dst++)] = w[static_cast<std::size_t>(((h * 2 + a) * half + j) * cols + c)];
-    return out;
-}
 
 std::vector<float> randomValues(std::size_t n, unsigned seed) {
     std::mt19937 rng(seed);

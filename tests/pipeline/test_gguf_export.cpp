@@ -10,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "gguf_test_reference.h"
+#include "io_test_util.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/gguf_file.h"
@@ -24,6 +26,8 @@
 
 using namespace qs;
 using namespace qs::pipeline;
+using qs::io::test::converterPermute;
+using qs::io::test::TempDir;
 using testing::AllOf;
 using testing::HasSubstr;
 
@@ -34,23 +38,6 @@ namespace fs = std::filesystem;
 const fs::path kDemo = fs::path(QS_RESOURCES_DIR) / "demo";
 const fs::path kStories = fs::path(QS_RESOURCES_DIR) / "models" / "stories260K";
 const fs::path kStoriesTokenizer = fs::path(QS_TEST_DATA_DIR) / "stories260K" / "tok512.bin";
-
-class Scratch {
-public:
-    explicit Scratch(const std::string& name) : dir_(fs::temp_directory_path() / ("qs_gguf_export_" + name + "_" + std::to_string(::getpid()))) {
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-    }
-    ~Scratch() {
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
-    }
-    fs::path operator/(const std::string& name) const { return dir_ / name; }
-    const fs::path& path() const { return dir_; }
-
-private:
-    fs::path dir_;
-};
 
 fs::path exportDemo(const fs::path& destination, io::GgmlType type) {
     GgufExportOptions options;
@@ -65,17 +52,6 @@ GgufExportOptions storiesOptions(io::GgmlType type) {
     return options;
 }
 
-// llama.cpp's converter (LlamaModel.permute): reshape(heads, 2, rows / heads / 2, cols).swapaxes(1, 2).
-std::vector<float> converterPermute(const std::vector<float>& w, std::int64_t rows, std::int64_t cols, int heads) {
-    const std::int64_t half = rows / heads / 2;
-    std::vector<float> out;
-    for (std::int64_t h = 0; h < heads; ++h)
-        for (std::int64_t j = 0; j < half; ++j)
-            for (std::int64_t a = 0; a < 2; ++a)
-                for (std::int64_t c = 0; c < cols; ++c) out.push_back(w[static_cast<std::size_t>(((h * 2 + a) * half + j) * cols + c)]);
-    return out;
-}
-
 std::string readText(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -84,7 +60,7 @@ std::string readText(const fs::path& p) {
 }  // namespace
 
 TEST(GgufExport, DemoInF32ReadsBackExactlyWithItsConfigAndTokenizer) {
-    Scratch dir("demo_f32");
+    TempDir dir;
     const fs::path file = exportDemo(dir / "demo.gguf", io::GgmlType::F32);
     const io::Checkpoint demo = io::Checkpoint::open(kDemo);
     const io::Checkpoint gguf = io::Checkpoint::open(file);
@@ -130,7 +106,7 @@ TEST(GgufExport, DemoInF32ReadsBackExactlyWithItsConfigAndTokenizer) {
 }
 
 TEST(GgufExport, StoriesStoresQkInLlamaCppsOrderAndLoadsBackIntoTheSameModel) {
-    Scratch dir("stories_f32");
+    TempDir dir;
     const io::Checkpoint stories = io::Checkpoint::open(kStories);
     const fs::path file = writeGguf(stories, dir / "stories.gguf", storiesOptions(io::GgmlType::F32), {}, CancelToken{});
     const io::GgufFile raw = io::GgufFile::open(file);
@@ -162,7 +138,7 @@ TEST(GgufExport, StoriesStoresQkInLlamaCppsOrderAndLoadsBackIntoTheSameModel) {
 }
 
 TEST(GgufExport, Q8ZeroMatricesAreGgmlBlocksAndRowsThatDoNotFitStayF16) {
-    Scratch dir("stories_q8");
+    TempDir dir;
     const io::Checkpoint stories = io::Checkpoint::open(kStories);
     const fs::path file = writeGguf(stories, dir / "q8.gguf", storiesOptions(io::GgmlType::Q8_0), {}, CancelToken{});
     const io::GgufFile raw = io::GgufFile::open(file);
@@ -189,7 +165,7 @@ TEST(GgufExport, Q8ZeroMatricesAreGgmlBlocksAndRowsThatDoNotFitStayF16) {
 }
 
 TEST(GgufExport, RefusesATypeThatCannotHoldATensorHavingWrittenNothing) {
-    Scratch dir("refused");
+    TempDir dir;
     GgufExportOptions options = storiesOptions(io::GgmlType::Q8_0);
     options.chooser = [](const GgufTensorChoice&) { return io::GgmlType::Q8_0; };
     EXPECT_THAT([&] { writeGguf(io::Checkpoint::open(kStories), dir / "x.gguf", options, {}, CancelToken{}); },
@@ -203,7 +179,7 @@ TEST(GgufExport, RefusesATypeThatCannotHoldATensorHavingWrittenNothing) {
 }
 
 TEST(GgufExport, F16AndBf16HoldTheRoundedWeights) {
-    Scratch dir("f16");
+    TempDir dir;
     for (const auto type : {io::GgmlType::F16, io::GgmlType::BF16}) {
         const fs::path file = exportDemo(dir / (std::string(io::ggmlTypeTraits(type).name) + ".gguf"), type);
         const io::Checkpoint gguf = io::Checkpoint::open(file);
@@ -220,7 +196,7 @@ TEST(GgufExport, F16AndBf16HoldTheRoundedWeights) {
 }
 
 TEST(GgufExport, DemoAgainstItsF32GgufIsExactlyZeroKl) {
-    Scratch dir("eval");
+    TempDir dir;
     const fs::path file = exportDemo(dir / "demo.gguf", io::GgmlType::F32);
     const io::Checkpoint demo = io::Checkpoint::open(kDemo), gguf = io::Checkpoint::open(file);
     CheckpointEvalPlan plan{kDemo, file, sharedTokenWindows(demo, gguf, loadTexts(kDemo / "eval.txt"), 4, 128, "eval.txt")};
@@ -232,7 +208,7 @@ TEST(GgufExport, DemoAgainstItsF32GgufIsExactlyZeroKl) {
 }
 
 TEST(GgufExport, DenseExportOfAGgufIsAHuggingFaceCheckpoint) {
-    Scratch dir("dense");
+    TempDir dir;
     const fs::path gguf = writeGguf(io::Checkpoint::open(kStories), dir / "stories.gguf", storiesOptions(io::GgmlType::Q8_0), {}, CancelToken{});
     // A folder beside the GGUF is fine; one that holds it, which overwriting would delete, is not.
     EXPECT_THAT([&] { exportDense({gguf, dir.path(), io::DType::F32, true}, {}, CancelToken{}); },
