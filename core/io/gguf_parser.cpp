@@ -168,17 +168,19 @@ DType twinDType(GgmlType t) {
     }
 }
 
-// Dimensions innermost first, as stored; each non-negative and their product within 63 bits.
+// Dimensions innermost first, as stored; each non-negative, and the product of the non-zero ones
+// within 63 bits, so that the element count cannot overflow whatever order it is multiplied in
+// (an empty tensor's other dimensions may not be absurd either).
 std::vector<std::int64_t> readDims(Cursor& c, const std::string& where) {
     const auto nDims = c.read<std::uint32_t>(where + "'s number of dimensions");
     if (nDims > static_cast<std::uint32_t>(kGgufMaxDims))
         c.fail(where + " has " + std::to_string(nDims) + " dimensions; GGUF allows at most " + std::to_string(kGgufMaxDims));
     std::vector<std::int64_t> dims;
-    std::int64_t elements = 1;
+    std::int64_t nonZeroProduct = 1;
     for (std::uint32_t d = 0; d < nDims; ++d) {
         const auto dim = c.read<std::int64_t>(where + "'s dimension " + std::to_string(d));
         if (dim < 0) c.fail(where + " has a negative dimension " + std::to_string(dim));
-        if (__builtin_mul_overflow(elements, dim, &elements))
+        if (dim > 0 && __builtin_mul_overflow(nonZeroProduct, dim, &nonZeroProduct))
             c.fail(where + " has dimensions whose product does not fit in 63 bits");
         dims.push_back(dim);
     }

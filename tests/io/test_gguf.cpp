@@ -232,6 +232,9 @@ TEST(GgufReader, NamesWhatIsWrong) {
     expectError(GgufBytes().header(1, 0).tensor("t", {1, 1, 1, 1, 1}, 0, 0), "5 dimensions; GGUF allows at most 4");
     expectError(GgufBytes().header(1, 0).tensor("t", {-3}, 0, 0), "negative dimension -3");
     expectError(GgufBytes().header(1, 0).tensor("t", {1ll << 40, 1ll << 40}, 0, 0), "product does not fit in 63 bits");
+    // Found by the fuzzer: a zero dimension hid the overflow of the others, which the row-major
+    // element count (the dimensions in the other order) then hit.
+    expectError(GgufBytes().header(1, 0).tensor("t", {0, 1ll << 40, 1ll << 40}, 0, 0), "product does not fit in 63 bits");
     expectError(GgufBytes().header(1, 0).tensor("t", {1ll << 40, 1ll << 22}, 0, 0), "needs more bytes than fit in 64 bits");
     expectError(GgufBytes().header(1, 0).tensor("t", {48}, 8, 0).padTo(32).fill(64), "rows of 48 elements, not a multiple of the type's block of 32");
     expectError(GgufBytes().header(1, 0).tensor("t", {2}, 0, 8).padTo(32).fill(64), "data offset 8 is not a multiple of the alignment 32");
