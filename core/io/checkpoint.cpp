@@ -46,9 +46,8 @@ fs::path singleFileOf(const fs::path& dir) {
     if (found.size() == 1) return found.front();
     if (found.empty()) {
         if (const auto gguf = detail::singleGgufIn(dir)) return *gguf;
-    }
-    if (found.empty())
         throw Error(dir.string() + ": no .safetensors or .gguf file (expected model.safetensors, a .gguf file or " + std::string(kIndexName) + ")");
+    }
     throw Error(dir.string() + ": holds " + std::to_string(found.size()) + " .safetensors files but no " + kIndexName +
                 " saying how they form one checkpoint");
 }
@@ -106,14 +105,11 @@ void Checkpoint::Impl::openGguf(const fs::path& path) {
     gguf = GgufFile::open(path);
     detail::GgufCheckpoint view = detail::describeGgufCheckpoint(*gguf);
     ggufTensors = std::move(view.tensors);
-    for (const auto& info : ggufTensors) {
-        if (!byName.emplace(info.name, tensors.size()).second)
-            throw Error(path.string() + ": two tensors are both named '" + info.name + "' once llama.cpp's names are mapped");
-        tensors.push_back(CheckpointTensor{&info, 0, parseTensorName(info.name)});
-    }
+    for (const auto& info : ggufTensors) tensors.push_back(CheckpointTensor{&info, 0, parseTensorName(info.name)});
     std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.info->name < b.info->name; });
-    byName.clear();
-    for (std::size_t i = 0; i < tensors.size(); ++i) byName.emplace(tensors[i].info->name, i);
+    for (std::size_t i = 0; i < tensors.size(); ++i)
+        if (!byName.emplace(tensors[i].info->name, i).second)
+            throw Error(path.string() + ": two tensors are both named '" + tensors[i].info->name + "' once llama.cpp's names are mapped");
     config = std::move(view.config);
     quantConfig = std::move(view.quantConfig);
     if (quantConfig.contains("quant_method")) quantFormat = quantConfig["quant_method"].get<std::string>();
