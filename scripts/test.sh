@@ -6,7 +6,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${QS_BUILD_DIR:-$root/build}"
 
 "$root/scripts/setup-deps.sh"
-"$root/scripts/setup-interop.sh"
+"$root/scripts/setup-interop.sh"   # llama.cpp, the judge of ctest -L interop
 "$root/scripts/build.sh" -DQS_WARNINGS_AS_ERRORS=ON
 "$root/scripts/check-portable-build.sh"
 

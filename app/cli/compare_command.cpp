@@ -108,7 +108,7 @@ std::shared_ptr<const pipeline::Backend> chooseBackend(const std::string& device
 
 void runCompare(const CompareOptions& o) {
     const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
-    const model::Tokenizer tokenizer = model::Tokenizer::fromFile(checkpoint.root());
+    const model::Tokenizer tokenizer = model::Tokenizer::forCheckpoint(checkpoint);
     pipeline::JobPlan plan;
     plan.checkpoint = o.path;
     plan.methods = pipeline::parseMethodList(o.methods, o.groupSize);

@@ -74,7 +74,7 @@ void registerEval(CLI::App& app) {
     auto options = std::make_shared<EvalOptions>();
     CLI::App* cmd = app.add_subcommand("eval", "KL divergence of a quantized checkpoint from its original on held-out text");
     cmd->add_option("original", options->original, "The original checkpoint: .safetensors file or folder")->required();
-    cmd->add_option("quantized", options->quantized, "The quantized checkpoint (any readable format)")->required();
+    cmd->add_option("quantized", options->quantized, "The quantized checkpoint (any readable format, a .gguf file included)")->required();
     cmd->add_option("--eval", options->eval, "Held-out text (UTF-8 file or JSON list of strings)");
     cmd->add_option("--samples", options->samples, "Evaluation sequences")->capture_default_str()->check(CLI::PositiveNumber);
     cmd->add_option("--seq-len", options->seqLen, "Tokens per sequence")->capture_default_str()->check(CLI::Range(2, 1 << 20));

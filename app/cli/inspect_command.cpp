@@ -47,7 +47,7 @@ std::vector<InspectedTensor> selectTensors(const io::Checkpoint& checkpoint, con
 void addStats(const io::Checkpoint& checkpoint, std::vector<InspectedTensor>& tensors, int threads) {
     std::vector<io::TensorView> views;
     views.reserve(tensors.size());
-    for (const InspectedTensor& t : tensors) views.push_back(checkpoint.shards().at(t.shard).view(*t.info));
+    for (const InspectedTensor& t : tensors) views.push_back(checkpoint.tensor(t.info->name));
 
     ProgressBar bar("stats");
     analysis::TensorStatsOptions options;
@@ -66,7 +66,8 @@ void runInspect(const InspectOptions& options) {
     InspectReport report;
     report.path = options.path;
     report.summary = checkpoint.summary();
-    report.shardCount = checkpoint.shards().size();
+    report.shardCount = checkpoint.gguf() ? 1 : checkpoint.shards().size();
+    if (checkpoint.gguf()) report.gguf = inspectGguf(checkpoint);
     report.tensorCount = checkpoint.tensors().size();
     report.filter = options.filter;
     report.listTensors = options.tensors || options.stats || !options.filter.empty();
@@ -86,10 +87,10 @@ void runInspect(const InspectOptions& options) {
 void registerInspect(CLI::App& app) {
     auto options = std::make_shared<InspectOptions>();
     CLI::App* command = app.add_subcommand("inspect", "Summarise a checkpoint: architecture, size, dtypes, tensors");
-    command->add_option("path", options->path, "A .safetensors file or a checkpoint folder (sharded or not)")
+    command->add_option("path", options->path, "A .safetensors or .gguf file, or a checkpoint folder (sharded or not)")
         ->required();
     command->add_flag("--json", options->json, "Print the report as JSON");
-    command->add_flag("--tensors", options->tensors, "List every tensor: name, dtype, shape, bytes");
+    command->add_flag("--tensors", options->tensors, "List every tensor: name, dtype (a GGUF's ggml type), shape, bytes");
     command->add_flag("--layers", options->layers,
                       "List every quantized linear: bits, group size, act-order, symmetry");
     command->add_flag("--stats", options->stats,

@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "human_format.h"
+#include "qs/io/gguf_names.h"
 #include "text_table.h"
 
 namespace qs::cli {
@@ -78,6 +79,42 @@ void layerLines(std::ostream& out, const std::vector<formats::LayerQuantInfo>& l
     table.print(out);
 }
 
+std::string twoDecimals(double v) {
+    std::array<char, 32> buffer{};
+    std::snprintf(buffer.data(), buffer.size(), "%.2f", v);
+    return buffer.data();
+}
+
+// The container, the ggml types with their counts and bits per weight, and the metadata.
+void ggufLines(std::ostream& out, const GgufInspection& g) {
+    std::string format = "GGUF v" + std::to_string(g.version) + " (llama.cpp)";
+    if (!g.fileType.empty()) format += ", file type " + g.fileType;
+    field(out, "Format", format + ", alignment " + std::to_string(g.alignment));
+    TextTable types({{"type", TextTable::Align::Left}, {"tensors", TextTable::Align::Right}, {"weights", TextTable::Align::Right},
+                     {"size", TextTable::Align::Right}, {"bits/weight", TextTable::Align::Right}});
+    std::int64_t elements = 0;
+    std::uint64_t bytes = 0;
+    for (const auto& t : g.types) {
+        types.addRow({t.type, std::to_string(t.tensors), formatCount(t.elements), formatBytes(t.bytes), twoDecimals(t.bitsPerWeight())});
+        elements += t.elements;
+        bytes += t.bytes;
+    }
+    field(out, "Tensor types", std::to_string(g.types.size()) + (g.types.size() == 1 ? " type, " : " types, ") +
+                                   twoDecimals(elements > 0 ? 8.0 * static_cast<double>(bytes) / static_cast<double>(elements) : 0.0) +
+                                   " bits/weight overall");
+    std::ostringstream table;
+    types.print(table);
+    std::istringstream lines(table.str());
+    for (std::string line; std::getline(lines, line);) out << std::string(kLabelWidth, ' ') << line << '\n';
+    field(out, "Metadata", std::to_string(g.metadata.size()) + " keys");
+    std::size_t keyWidth = 0;
+    for (const auto& [key, value] : g.metadata) keyWidth = std::max(keyWidth, key.size());
+    for (const auto& [key, value] : g.metadata) {
+        const std::string shown = value.size() > 80 ? value.substr(0, 77) + "..." : value;
+        out << std::string(kLabelWidth, ' ') << key << std::string(keyWidth - key.size() + 2, ' ') << shown << '\n';
+    }
+}
+
 void summaryLines(std::ostream& out, const InspectReport& report) {
     const io::CheckpointSummary& s = report.summary;
     field(out, "Checkpoint", report.path.string());
@@ -95,6 +132,7 @@ void summaryLines(std::ostream& out, const InspectReport& report) {
     field(out, "Quantization", orUnknown(s.quantizationFormat));
     quantizedLines(out, report.quantizedLinears);
     field(out, "Tokenizer", s.hasTokenizer ? "yes" : "no");
+    if (report.gguf) ggufLines(out, *report.gguf);
 }
 
 TextTable tensorTable(const InspectReport& report, bool withStats) {
@@ -106,7 +144,7 @@ TextTable tensorTable(const InspectReport& report, bool withStats) {
     }
     TextTable table(std::move(columns));
     for (const InspectedTensor& t : report.tensors) {
-        std::vector<std::string> row{t.info->name, std::string(io::dtypeName(t.info->dtype)),
+        std::vector<std::string> row{t.info->name, t.info->typeName(),
                                      formatShape(t.info->shape),
                                      formatGrouped(static_cast<std::int64_t>(t.info->byteSize()))};
         if (withStats) {
@@ -137,7 +175,7 @@ nlohmann::json statsJson(const analysis::TensorStats& s) {
 
 nlohmann::json tensorJson(const InspectedTensor& t) {
     nlohmann::json j{{"name", t.info->name},
-                     {"dtype", std::string(io::dtypeName(t.info->dtype))},
+                     {"dtype", t.info->typeName()},
                      {"shape", t.info->shape},
                      {"bytes", t.info->byteSize()},
                      {"shard", t.shard}};
@@ -145,7 +183,39 @@ nlohmann::json tensorJson(const InspectedTensor& t) {
     return j;
 }
 
+nlohmann::json metadataValueJson(const io::GgufValue& v) {
+    if (const auto* a = v.asArray()) return {{"type", "array"}, {"element_type", io::ggufValueTypeName(a->elementType)}, {"length", a->items.size()}};
+    if (const auto* str = v.asString()) return *str;
+    if (const auto b = v.asBool()) return *b;
+    if (v.type() == io::GgufValueType::F32 || v.type() == io::GgufValueType::F64) return *v.asNumber();
+    if (const auto u = v.asUnsigned()) return *u;
+    return *v.asInteger();
+}
+
 }  // namespace
+
+GgufInspection inspectGguf(const io::Checkpoint& checkpoint) {
+    const io::GgufFile& file = *checkpoint.gguf();
+    GgufInspection g;
+    g.version = file.header().version;
+    g.alignment = file.header().alignment;
+    if (const auto fileType = file.metadata().integer("general.file_type")) g.fileType = io::ggufFileTypeName(*fileType);
+    g.metadataJson = nlohmann::json::object();
+    for (const auto& [key, value] : file.metadata().entries()) {
+        g.metadata.emplace_back(key, value.summary());
+        g.metadataJson[key] = metadataValueJson(value);
+    }
+    std::map<std::string, TypeCount> byType;
+    for (const auto& t : checkpoint.tensors()) {
+        TypeCount& c = byType[t.info->typeName()];
+        c.type = t.info->typeName();
+        ++c.tensors;
+        c.elements += t.info->numel();
+        c.bytes += t.info->byteSize();
+    }
+    for (auto& [name, count] : byType) g.types.push_back(std::move(count));
+    return g;
+}
 
 std::string renderText(const InspectReport& report) {
     std::ostringstream out;
@@ -178,6 +248,13 @@ nlohmann::json renderJson(const InspectReport& report) {
                              {"group_size", l.groupSize}, {"act_order", l.actOrder}, {"sym", l.symmetric},
                              {"rows", l.rows}, {"cols", l.cols}, {"summary", l.summary()}});
     j["quantized_linears"] = std::move(quantized);
+    if (const auto& g = report.gguf) {
+        nlohmann::json types = nlohmann::json::object();
+        for (const auto& t : g->types)
+            types[t.type] = {{"tensors", t.tensors}, {"weights", t.elements}, {"bytes", t.bytes}, {"bits_per_weight", t.bitsPerWeight()}};
+        j["gguf"] = {{"version", g->version}, {"alignment", g->alignment}, {"file_type", g->fileType},
+                     {"tensor_types", std::move(types)}, {"metadata", g->metadataJson}};
+    }
     if (report.listTensors) {
         if (!report.filter.empty()) j["filter"] = report.filter;
         nlohmann::json tensors = nlohmann::json::array();

@@ -20,6 +20,25 @@ struct InspectedTensor {
     std::optional<analysis::TensorStats> stats;   // with --stats
 };
 
+// The tensors of one element type: how many, their weights and bytes.
+struct TypeCount {
+    std::string type;            // TensorInfo::typeName(): "q4_K", "f16", ...
+    std::size_t tensors = 0;
+    std::int64_t elements = 0;
+    std::uint64_t bytes = 0;
+    double bitsPerWeight() const { return elements > 0 ? 8.0 * static_cast<double>(bytes) / static_cast<double>(elements) : 0.0; }
+};
+
+// What a GGUF file adds: its container header, metadata and ggml types.
+struct GgufInspection {
+    std::uint32_t version = 0;
+    std::uint32_t alignment = 0;
+    std::string fileType;                                        // llama.cpp's name of general.file_type, "" when absent
+    std::vector<std::pair<std::string, std::string>> metadata;   // key -> value (arrays as "[type x n]")
+    nlohmann::json metadataJson;                                 // scalars as values, arrays as {type, length}
+    std::vector<TypeCount> types;                                // by type name
+};
+
 struct InspectReport {
     std::filesystem::path path;
     io::CheckpointSummary summary;
@@ -30,7 +49,11 @@ struct InspectReport {
     std::vector<InspectedTensor> tensors;
     std::vector<formats::LayerQuantInfo> quantizedLinears;   // every linear stored quantized
     bool listLayers = false;             // --layers: one line per quantized linear
+    std::optional<GgufInspection> gguf;  // set for a GGUF file
 };
+
+// The GGUF part of the report, from the checkpoint's GGUF file and its (renamed) tensors.
+GgufInspection inspectGguf(const io::Checkpoint& checkpoint);
 
 std::string renderText(const InspectReport& report);
 nlohmann::json renderJson(const InspectReport& report);

@@ -83,7 +83,7 @@ void runQuantize(const QuantizeOptions& o) {
     // Calibration when the method needs it, or when asked for (it gives every linear its output error).
     if (method.needsCalibration() || !o.calib.empty()) {
         const auto file = calibrationFile(o.calib, checkpoint);
-        const auto tokenizer = model::Tokenizer::fromFile(checkpoint.root());
+        const auto tokenizer = model::Tokenizer::forCheckpoint(checkpoint);
         plan.calibration = pipeline::tokenWindows(tokenizer, pipeline::loadTexts(file), o.samples, o.seqLen, file.string());
         settings["calibration"] = {{"file", file.string()}, {"samples", o.samples}, {"seq_len", o.seqLen}};
     }

@@ -129,18 +129,19 @@ void CheckpointTreeModel::finishNode(int id) {
     if (node.tensor >= 0) {
         const io::TensorInfo& info = *checkpoint_->tensors()[static_cast<std::size_t>(node.tensor)].info;
         node.bytes = info.byteSize();
-        node.dtypeMask = 1u << static_cast<unsigned>(info.dtype);
+        node.types = {info.typeName()};
         return;
     }
     std::uint64_t bytes = 0;
-    std::uint32_t mask = 0;
+    std::set<std::string> types;
     for (const int child : nodes_[static_cast<std::size_t>(id)].children) {
         finishNode(child);
         bytes += nodes_[static_cast<std::size_t>(child)].bytes;
-        mask |= nodes_[static_cast<std::size_t>(child)].dtypeMask;
+        const auto& childTypes = nodes_[static_cast<std::size_t>(child)].types;
+        types.insert(childTypes.begin(), childTypes.end());
     }
     nodes_[static_cast<std::size_t>(id)].bytes = bytes;
-    nodes_[static_cast<std::size_t>(id)].dtypeMask = mask;
+    nodes_[static_cast<std::size_t>(id)].types = std::move(types);
 }
 
 int CheckpointTreeModel::tensorCount() const {
@@ -212,9 +213,7 @@ QVariant CheckpointTreeModel::displayData(const Node& node, int column) const {
         case NameColumn: return node.label;
         case DTypeColumn: {
             QStringList names;
-            for (unsigned bit = 0; bit < 32; ++bit) {
-                if (node.dtypeMask & (1u << bit)) names << QString::fromUtf8(io::dtypeName(static_cast<io::DType>(bit)));
-            }
+            for (const auto& type : node.types) names << QString::fromStdString(type);
             return names.join(QStringLiteral(", "));
         }
         case ShapeColumn: return info ? shapeText(info->shape) : tr("%n item(s)", nullptr, static_cast<int>(node.children.size()));

@@ -4,6 +4,8 @@
 // cell's text is made on demand from the checkpoint's headers, so a checkpoint of a hundred
 // thousand tensors costs no more than its index.
 #include <cstdint>
+#include <set>
+#include <string>
 #include <vector>
 
 #include <QAbstractItemModel>
@@ -51,7 +53,7 @@ private:
         QString filterText;
         int order = 0;                // natural position among siblings
         std::uint64_t bytes = 0;      // leaf or subtree
-        std::uint32_t dtypeMask = 0;  // bit per io::DType in the subtree
+        std::set<std::string> types;  // element types in the subtree (TensorInfo::typeName: "BF16", GGUF's "q4_K")
     };
 
     void build();

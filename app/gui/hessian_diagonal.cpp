@@ -39,7 +39,7 @@ std::vector<int> actOrderRanks(const std::vector<double>& diagonal) {
 
 LayerHessians computeLayerHessians(const HessianRequest& request, const qs::CancelToken& cancel) {
     const io::Checkpoint& checkpoint = *request.checkpoint;
-    const model::Tokenizer tokenizer = model::Tokenizer::fromFile(checkpoint.root());
+    const model::Tokenizer tokenizer = model::Tokenizer::forCheckpoint(checkpoint);
     const std::filesystem::path text = textFileFor(QString(), checkpoint, "calibration.txt");
     const pipeline::TokenSequences sequences = pipeline::tokenWindows(
         tokenizer, pipeline::loadTexts(text), request.samples, request.sequenceLength, text.string());

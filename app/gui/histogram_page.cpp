@@ -245,7 +245,7 @@ QString HistogramPage::statsText() const {
     QString text;
     if (const io::CheckpointTensor* t = checkpoint_->find(shownTensor_.toStdString())) {
         text += QStringLiteral("<b>%1</b> · %2 %3 · %4 values")
-                    .arg(shownTensor_.toHtmlEscaped(), QString::fromUtf8(io::dtypeName(t->info->dtype)),
+                    .arg(shownTensor_.toHtmlEscaped(), QString::fromStdString(t->info->typeName()),
                          shapeText(t->info->shape), locale.toString(qulonglong(h.count)));
         if (h.nonFinite > 0) text += tr(" (+%1 NaN/Inf left out)").arg(h.nonFinite);
         text += QStringLiteral("<br>");

@@ -46,7 +46,7 @@ Options parseOptions(const QApplication& app) {
                                      QStringLiteral("seconds"), QStringLiteral("60"));
     parser.addOptions({screenshot, tab, quantize, timeout});
     parser.addPositionalArgument(QStringLiteral("checkpoint"),
-                                 QApplication::translate("main", "A .safetensors file or a checkpoint folder."),
+                                 QApplication::translate("main", "A .safetensors or .gguf file, or a checkpoint folder."),
                                  QStringLiteral("[checkpoint]"));
     parser.process(app);
 

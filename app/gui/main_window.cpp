@@ -67,7 +67,7 @@ MainWindow::MainWindow(Settings settings, QWidget* parent)
     createJobDocks();
     connectJob();
     createMenus();
-    statusBar()->showMessage(tr("Open a .safetensors file or a checkpoint folder (File ▸ Open, or drop it here)."));
+    statusBar()->showMessage(tr("Open a .safetensors or .gguf file or a checkpoint folder (File ▸ Open, or drop it here)."));
     if (settings_ == Settings::Remember) restoreWindowState();
 }
 
@@ -207,7 +207,7 @@ void MainWindow::fillRecentMenu() {
 
 void MainWindow::openFileDialog() {
     const QString path = QFileDialog::getOpenFileName(this, tr("Open checkpoint"), QFileInfo(path_).absolutePath(),
-                                                      tr("Safetensors (*.safetensors *.safetensors.index.json);;All files (*)"));
+                                                      tr("Checkpoints (*.safetensors *.safetensors.index.json *.gguf);;All files (*)"));
     if (!path.isEmpty()) openPath(path);
 }
 

@@ -29,7 +29,7 @@ pipeline::JobPlan buildPlan(const QuantizeSettings& settings, const std::filesys
                   static_cast<int>(ComputeDevice::Cpu) == static_cast<int>(pipeline::DeviceChoice::Cpu) &&
                   static_cast<int>(ComputeDevice::Cuda) == static_cast<int>(pipeline::DeviceChoice::Cuda));
     const io::Checkpoint checkpoint = io::Checkpoint::open(checkpointPath);
-    const model::Tokenizer tokenizer = model::Tokenizer::fromFile(checkpoint.root());
+    const model::Tokenizer tokenizer = model::Tokenizer::forCheckpoint(checkpoint);
     pipeline::JobPlan plan;
     plan.checkpoint = checkpointPath;
     for (const MethodChoice& m : settings.methods) plan.methods.push_back(pipeline::parseMethod(m.name, m.groupSize));

@@ -78,8 +78,7 @@ std::vector<ChannelRank> topChannels(std::span<const float> maxAbs, int k) {
 
 ChannelStats computeChannelStats(const io::TensorView& tensor, const ChannelStatsOptions& options) {
     const auto [rows, cols] = matrixShape(tensor.shape());
-    if (static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols) * io::dtypeSize(tensor.dtype()) !=
-        tensor.bytes().size()) {
+    if (tensor.info().storedSize() != tensor.bytes().size()) {
         throw Error("channel statistics of '" + tensor.name() + "': the data does not match its shape");
     }
     ChannelStats s;

@@ -1,6 +1,6 @@
 #pragma once
 // Private to qs_analysis: runs a function over fixed-size chunks of a tensor's values, converted to
-// f32 one chunk per thread at a time, so statistics of a tensor of any size need only a chunk-sized
+// f32 one chunk per thread at a time (TensorView::decode: converted, or decoded for GGUF types), so statistics of a tensor of any size need only a chunk-sized
 // buffer per thread. Exceptions cannot leave an OpenMP region: the first one is kept and rethrown
 // after the loop, and cancellation skips the remaining chunks.
 #include <algorithm>
@@ -33,9 +33,7 @@ template <class Fn>
 void forEachChunk(const io::TensorView& tensor, std::size_t chunkElements, const qs::CancelToken& cancel,
                   Fn&& fn) {
     const auto elements = static_cast<std::size_t>(tensor.numel());
-    const std::size_t elementSize = io::dtypeSize(tensor.dtype());
     const auto chunks = static_cast<std::int64_t>(chunkCount(elements, chunkElements));
-    const std::byte* data = tensor.bytes().data();
     std::exception_ptr error;
     std::mutex errorMutex;
     std::atomic<bool> failed{false};
@@ -50,7 +48,7 @@ void forEachChunk(const io::TensorView& tensor, std::size_t chunkElements, const
             try {
                 const std::size_t first = static_cast<std::size_t>(c) * chunkElements;
                 const std::size_t count = std::min(chunkElements, elements - first);
-                io::convertToF32(tensor.dtype(), data + first * elementSize, count, buffer.data());
+                tensor.decode(first, count, buffer.data());
                 fn(thread, static_cast<std::size_t>(c), first, std::span<const float>(buffer.data(), count));
             } catch (...) {
                 std::lock_guard lock(errorMutex);

@@ -20,7 +20,7 @@ struct TailMoments {
 
 bool isOverviewTensor(const io::CheckpointTensor& t) {
     return t.naming.role == io::TensorRole::Linear && t.naming.layer >= 0 && t.naming.part == "weight" &&
-           io::isFloating(t.info->dtype);
+           t.info->decodesToF32();
 }
 
 std::vector<std::string> orderedModules(std::vector<std::string> modules) {

@@ -138,10 +138,9 @@ ChunkPlan planChunks(const std::vector<io::TensorView>& tensors, std::size_t chu
     for (std::size_t t = 0; t < tensors.size(); ++t) {
         const io::TensorView& view = tensors[t];
         const auto numel = static_cast<std::size_t>(view.numel());
-        if (view.bytes().size() != numel * io::dtypeSize(view.dtype())) {
+        if (view.bytes().size() != view.info().storedSize()) {
             throw Error("tensor '" + view.name() + "': " + std::to_string(view.bytes().size()) +
-                        " bytes do not hold " + std::to_string(numel) + " elements of " +
-                        std::string(io::dtypeName(view.dtype())));
+                        " bytes do not hold " + std::to_string(numel) + " elements of " + view.info().typeName());
         }
         plan.firstChunk.push_back(plan.chunks.size());
         for (std::size_t first = 0; first < numel; first += chunkElements) {
@@ -207,11 +206,10 @@ std::vector<Moments> reduceChunks(const std::vector<io::TensorView>& tensors, co
             try {
                 const Chunk& chunk = plan.chunks[static_cast<std::size_t>(c)];
                 const io::TensorView& view = tensors[chunk.tensor];
-                const std::size_t elementSize = io::dtypeSize(view.dtype());
-                io::convertToF32(view.dtype(), view.bytes().data() + chunk.first * elementSize, chunk.count,
-                                 buffer.data());
+                view.decode(chunk.first, chunk.count, buffer.data());
                 partials[static_cast<std::size_t>(c)] = reduceChunk(buffer.data(), chunk.count);
-                reporter.chunkDone(chunk, chunk.count * elementSize);
+                // Bytes in proportion to elements: exact for plain dtypes, close for ggml's blocks.
+                reporter.chunkDone(chunk, view.bytes().size() * chunk.count / std::max<std::size_t>(1, static_cast<std::size_t>(view.numel())));
             } catch (...) {
                 std::lock_guard lock(errorMutex);
                 if (!error) error = std::current_exception();

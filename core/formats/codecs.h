@@ -19,6 +19,7 @@ const LinearCodec& bnb4BitCodec();            // bnb_4bit_codec.cpp
 const LinearCodec& bnbInt8Codec();            // bnb_int8_codec.cpp
 const LinearCodec& trellisCodec();            // trellis_codec.cpp (QuantScope's own trellis layout)
 const LinearCodec& exl3Codec();               // exl3_codec.cpp (exllamav3, read-only)
+const LinearCodec& ggufCodec();               // gguf_codec.cpp (llama.cpp's GGUF, every ggml type)
 
 // EXL3 detection without a quantization_config: a rank-3 "<p>.trellis" beside "<p>.suh" or "<p>.su".
 bool looksLikeExl3(const io::Checkpoint& checkpoint);

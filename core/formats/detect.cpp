@@ -4,6 +4,7 @@
 
 #include "codecs.h"
 #include "qs/error.h"
+#include "qs/io/gguf_names.h"
 #include "qs/formats/linear_reader.h"
 #include "quant_config.h"
 #include "tensor_access.h"
@@ -211,6 +212,7 @@ std::string_view formatName(Format f) {
         case Format::Bitsandbytes: return "bitsandbytes";
         case Format::Exl3: return "exl3";
         case Format::QuantscopeTrellis: return "quantscope-trellis";
+        case Format::Gguf: return "gguf";
         case Format::Unknown: return "unknown";
     }
     return "unknown";
@@ -229,6 +231,14 @@ std::optional<LayerQuantInfo> FormatInfo::uniformScheme() const {
 
 FormatInfo detect(const io::Checkpoint& checkpoint) {
     FormatInfo info;
+    if (const io::GgufFile* gguf = checkpoint.gguf()) {
+        // A GGUF says what it is by being one; each linear's own ggml type is in its LayerQuantInfo.
+        info.format = Format::Gguf;
+        if (const auto fileType = gguf->metadata().integer("general.file_type")) info.variant = io::ggufFileTypeName(*fileType);
+        info.config = checkpoint.quantizationConfig();
+        listLayers(info, checkpoint);
+        return info;
+    }
     info.config = detail::loadQuantConfig(checkpoint);
     if (const auto method = lowerCase(jsonString(info.config, "quant_method", "")); !method.empty())
         classifyByConfig(info, method);

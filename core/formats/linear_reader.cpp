@@ -49,6 +49,7 @@ std::vector<const LinearCodec*> codecsFor(Format format) {
         case Format::Bitsandbytes: return {&bnb4BitCodec(), &bnbInt8Codec(), &denseCodec()};
         case Format::QuantscopeTrellis: return {&trellisCodec(), &denseCodec()};
         case Format::Exl3: return {&exl3Codec(), &denseCodec()};
+        case Format::Gguf: return {&ggufCodec(), &denseCodec()};
         case Format::Dense:
         case Format::Unknown: return {&denseCodec()};
     }

@@ -15,7 +15,7 @@ std::string shapeText(const std::vector<std::int64_t>& shape) {
 
 std::string tensorWhere(const io::Checkpoint& checkpoint, std::string_view name) {
     const auto* t = checkpoint.find(name);
-    const auto file = t ? checkpoint.shards().at(t->shard).path() : checkpoint.root();
+    const auto file = t ? checkpoint.fileOf(*t) : checkpoint.root();
     return file.string() + ": tensor '" + std::string(name) + "'";
 }
 
@@ -36,7 +36,7 @@ void requireDtype(const io::Checkpoint& checkpoint, const io::TensorView& t, std
     if (std::find(allowed.begin(), allowed.end(), t.dtype()) != allowed.end()) return;
     std::string names;
     for (const auto d : allowed) names += (names.empty() ? "" : " or ") + std::string(io::dtypeName(d));
-    failTensor(checkpoint, t.name(), "dtype " + std::string(io::dtypeName(t.dtype())) + ", expected " + names);
+    failTensor(checkpoint, t.name(), "dtype " + t.info().typeName() + ", expected " + names);
 }
 
 void requireRank(const io::Checkpoint& checkpoint, const io::TensorView& t, std::size_t rank) {

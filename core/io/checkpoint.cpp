@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <set>
 
+#include "gguf_checkpoint.h"
 #include "json_file.h"
 #include "qs/error.h"
 
@@ -43,8 +44,10 @@ fs::path singleFileOf(const fs::path& dir) {
     for (const auto& e : fs::directory_iterator(dir))
         if (e.path().extension() == ".safetensors" && e.is_regular_file()) found.push_back(e.path());
     if (found.size() == 1) return found.front();
-    if (found.empty())
-        throw Error(dir.string() + ": no .safetensors file (expected model.safetensors or " + std::string(kIndexName) + ")");
+    if (found.empty()) {
+        if (const auto gguf = detail::singleGgufIn(dir)) return *gguf;
+        throw Error(dir.string() + ": no .safetensors or .gguf file (expected model.safetensors, a .gguf file or " + std::string(kIndexName) + ")");
+    }
     throw Error(dir.string() + ": holds " + std::to_string(found.size()) + " .safetensors files but no " + kIndexName +
                 " saying how they form one checkpoint");
 }
@@ -67,6 +70,8 @@ std::string stringField(const json& j, const char* key) {
 struct Checkpoint::Impl {
     fs::path root;
     std::vector<SafetensorsFile> shards;
+    std::optional<GgufFile> gguf;
+    std::vector<TensorInfo> ggufTensors;   // the GGUF's tensors under Hugging Face names
     json config = json::object();
     json quantConfig = json::object();
     std::string quantFormat = "dense";
@@ -76,6 +81,7 @@ struct Checkpoint::Impl {
     bool hasGenerationConfig = false;
 
     void addShardTensors();
+    void openGguf(const fs::path& path);
     void checkAgainstIndex(const std::map<std::string, std::string>& weightMap, const fs::path& indexPath) const;
     void readConfig();
 };
@@ -93,6 +99,21 @@ void Checkpoint::Impl::addShardTensors() {
     }
     std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.info->name < b.info->name; });
     for (std::size_t i = 0; i < tensors.size(); ++i) byName.emplace(tensors[i].info->name, i);
+}
+
+void Checkpoint::Impl::openGguf(const fs::path& path) {
+    gguf = GgufFile::open(path);
+    detail::GgufCheckpoint view = detail::describeGgufCheckpoint(*gguf);
+    ggufTensors = std::move(view.tensors);
+    for (const auto& info : ggufTensors) tensors.push_back(CheckpointTensor{&info, 0, parseTensorName(info.name)});
+    std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.info->name < b.info->name; });
+    for (std::size_t i = 0; i < tensors.size(); ++i)
+        if (!byName.emplace(tensors[i].info->name, i).second)
+            throw Error(path.string() + ": two tensors are both named '" + tensors[i].info->name + "' once llama.cpp's names are mapped");
+    config = std::move(view.config);
+    quantConfig = std::move(view.quantConfig);
+    if (quantConfig.contains("quant_method")) quantFormat = quantConfig["quant_method"].get<std::string>();
+    hasTokenizer = gguf->metadata().contains("tokenizer.ggml.tokens") || fs::exists(root / "tokenizer.json");
 }
 
 void Checkpoint::Impl::checkAgainstIndex(const std::map<std::string, std::string>& weightMap, const fs::path& indexPath) const {
@@ -150,12 +171,16 @@ Checkpoint Checkpoint::open(const fs::path& path) {
             }
             for (const auto& file : files) impl->shards.push_back(SafetensorsFile::open(path / file));
         } else {
-            impl->shards.push_back(SafetensorsFile::open(singleFileOf(path)));
+            const fs::path file = singleFileOf(path);
+            if (isGgufFile(file)) impl->openGguf(file);
+            else impl->shards.push_back(SafetensorsFile::open(file));
         }
     } else {
         impl->root = path.has_parent_path() ? path.parent_path() : fs::path(".");
-        impl->shards.push_back(SafetensorsFile::open(path));
+        if (isGgufFile(path)) impl->openGguf(path);
+        else impl->shards.push_back(SafetensorsFile::open(path));
     }
+    if (impl->gguf) return Checkpoint(std::move(impl));
     impl->addShardTensors();
     if (!weightMap.empty()) impl->checkAgainstIndex(weightMap, indexPath);
     impl->readConfig();
@@ -164,7 +189,9 @@ Checkpoint Checkpoint::open(const fs::path& path) {
 
 const fs::path& Checkpoint::root() const { return impl_->root; }
 const std::vector<SafetensorsFile>& Checkpoint::shards() const { return impl_->shards; }
+const GgufFile* Checkpoint::gguf() const { return impl_->gguf ? &*impl_->gguf : nullptr; }
 const json& Checkpoint::config() const { return impl_->config; }
+fs::path Checkpoint::configSource() const { return impl_->gguf ? impl_->gguf->path() : impl_->root / "config.json"; }
 const json& Checkpoint::quantizationConfig() const { return impl_->quantConfig; }
 const std::vector<CheckpointTensor>& Checkpoint::tensors() const { return impl_->tensors; }
 
@@ -176,7 +203,15 @@ const CheckpointTensor* Checkpoint::find(std::string_view name) const {
 TensorView Checkpoint::tensor(std::string_view name) const {
     const CheckpointTensor* t = find(name);
     if (t == nullptr) throw Error(impl_->root.string() + ": no tensor named '" + std::string(name) + "'");
-    return impl_->shards[t->shard].view(*t->info);
+    return view(*t);
+}
+
+TensorView Checkpoint::view(const CheckpointTensor& t) const {
+    return impl_->gguf ? impl_->gguf->view(*t.info) : impl_->shards.at(t.shard).view(*t.info);
+}
+
+const fs::path& Checkpoint::fileOf(const CheckpointTensor& t) const {
+    return impl_->gguf ? impl_->gguf->path() : impl_->shards.at(t.shard).path();
 }
 
 CheckpointSummary Checkpoint::summary() const {
@@ -192,11 +227,12 @@ CheckpointSummary Checkpoint::summary() const {
     int maxLayer = -1;
     for (const auto& t : impl_->tensors) {
         s.parameterCount += t.info->numel();
-        s.bytesByDtype[std::string(dtypeName(t.info->dtype))] += t.info->byteSize();
+        s.bytesByDtype[t.info->typeName()] += t.info->byteSize();
         maxLayer = std::max(maxLayer, t.naming.layer);
     }
     if (s.numLayers == 0) s.numLayers = maxLayer + 1;
     for (const auto& shard : impl_->shards) s.sizeOnDisk += shard.fileSize();
+    if (impl_->gguf) s.sizeOnDisk += impl_->gguf->fileSize();
     s.quantizationFormat = impl_->quantFormat;
     s.hasTokenizer = impl_->hasTokenizer;
     s.hasGenerationConfig = impl_->hasGenerationConfig;

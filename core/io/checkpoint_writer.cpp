@@ -5,16 +5,13 @@
 // alignment order): the format does not require alignment, and insertion order lets data stream.
 #include "qs/io/checkpoint_writer.h"
 
-#include <stdlib.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <set>
 #include <string>
 
 #include "output_file.h"
+#include "writer_guard.h"
 #include "qs/error.h"
 
 namespace qs::io {
@@ -39,19 +36,6 @@ fs::path absoluteFolder(const fs::path& p) {
     fs::path a = fs::weakly_canonical(fs::absolute(p));
     if (a.filename().empty()) a = a.parent_path();  // "out/" names the folder "out"
     return a;
-}
-
-// A fresh empty folder next to `target`, named after it, for the writer's work or for the old copy
-// of a destination being replaced.
-fs::path makeSiblingDir(const fs::path& target, const char* tag) {
-    std::string name = ".";
-    name += target.filename().string();
-    name += tag;
-    name += "XXXXXX";
-    std::string pattern = (target.parent_path() / name).string();
-    if (::mkdtemp(pattern.data()) == nullptr)
-        throw Error(target.string() + ": cannot create a temporary folder next to it (" + std::strerror(errno) + ")");
-    return pattern;
 }
 
 std::string shapeText(const std::vector<std::int64_t>& shape) {
@@ -90,8 +74,7 @@ struct CheckpointWriter::Impl {
     std::set<std::string> names;
     std::uint64_t totalSize = 0;
     std::optional<json> config;
-    bool finished = false;
-    bool failed = false;
+    detail::WriterGuard guard{"checkpoint writer"};
 
     ~Impl() { discard(); }
 
@@ -100,21 +83,13 @@ struct CheckpointWriter::Impl {
     void discard() noexcept {
         shard.reset();
         std::error_code ec;
-        if (!tempDir.empty() && !finished) fs::remove_all(tempDir, ec);
+        if (!tempDir.empty() && !guard.finished()) fs::remove_all(tempDir, ec);
     }
 
     // Runs one public operation; any exception leaves nothing behind and disables the writer.
     template <typename Body>
     auto guarded(Body&& body) {
-        if (finished) fail("the checkpoint writer has already finished");
-        if (failed) fail("the checkpoint writer failed earlier and wrote nothing");
-        try {
-            return body();
-        } catch (...) {
-            failed = true;
-            discard();
-            throw;
-        }
+        return guard.run(std::forward<Body>(body), [this](const std::string& what) { fail(what); }, [this] { discard(); });
     }
 
     fs::path shardPartPath(std::size_t index) const { return tempDir / ("shard-" + std::to_string(index) + ".part"); }
@@ -204,7 +179,7 @@ void CheckpointWriter::Impl::replaceDestination() {
         fs::rename(tempDir, destination);
         return;
     }
-    const fs::path old = makeSiblingDir(destination, ".old-");
+    const fs::path old = detail::makeSiblingDir(destination, ".old-");
     fs::rename(destination, old);
     try {
         fs::rename(tempDir, destination);
@@ -239,7 +214,7 @@ CheckpointWriter::CheckpointWriter(fs::path destination, CheckpointWriterOptions
         if (!fs::is_directory(w.destination)) w.fail("exists and is not a folder");
     }
     if (!fs::is_directory(w.destination.parent_path())) w.fail("its parent folder " + w.destination.parent_path().string() + " does not exist");
-    w.tempDir = makeSiblingDir(w.destination, ".tmp-");
+    w.tempDir = detail::makeSiblingDir(w.destination, ".tmp-");
     fs::permissions(w.tempDir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
                                    fs::perms::others_exec);
 }
@@ -321,7 +296,7 @@ fs::path CheckpointWriter::finish() {
             out.close();
         }
         w.replaceDestination();
-        w.finished = true;
+        w.guard.markFinished();
         return w.destination;
     });
 }

@@ -1,6 +1,7 @@
 #include "output_file.h"
 
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -79,6 +80,17 @@ void OutputFile::close() {
     const int fd = fd_;
     fd_ = -1;
     if (::close(fd) != 0) fail(path_, "cannot close", errno);
+}
+
+std::filesystem::path makeSiblingDir(const std::filesystem::path& target, const char* tag) {
+    std::string name = ".";
+    name += target.filename().string();
+    name += tag;
+    name += "XXXXXX";
+    std::string pattern = (target.parent_path() / name).string();
+    if (::mkdtemp(pattern.data()) == nullptr)
+        throw Error(target.string() + ": cannot create a temporary folder next to it (" + std::strerror(errno) + ")");
+    return pattern;
 }
 
 }  // namespace qs::io::detail

@@ -1,6 +1,6 @@
 #pragma once
 // OutputFile: a new file written sequentially with POSIX calls, every short write and error turned
-// into a qs::Error naming the file. Private to qs_io (used by the checkpoint writer).
+// into a qs::Error naming the file. Private to qs_io (used by the checkpoint and GGUF writers).
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -29,5 +29,9 @@ private:
     int fd_ = -1;
     std::uint64_t written_ = 0;
 };
+
+// A fresh empty folder next to `target` (".<name><tag>XXXXXX"), for a writer's work or for the old
+// copy of a destination being replaced: on the same filesystem, so that renames into place are atomic.
+std::filesystem::path makeSiblingDir(const std::filesystem::path& target, const char* tag);
 
 }  // namespace qs::io::detail

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mapped_file.h"
+#include "qs/io/gguf_file.h"
 #include "qs/error.h"
 
 namespace qs::io {
@@ -202,6 +203,9 @@ void validateFileLength(const SafetensorsHeader& h, std::uint64_t fileSize, cons
 
 SafetensorsHeader parseSafetensors(std::span<const std::byte> file, std::string_view displayName) {
     const Problems problems(displayName);
+    // GGUF's magic read as a safetensors header length would be an absurd 14 GB: name the format instead.
+    if (hasGgufMagic(file))
+        problems.file("is a GGUF file (llama.cpp's format), not safetensors; open it as a checkpoint, which reads GGUF");
     if (file.size() < 8)
         problems.file("file is " + std::to_string(file.size()) + " bytes, too short to hold the 8-byte header length");
     std::uint64_t n = 0;

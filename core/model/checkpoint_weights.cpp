@@ -19,13 +19,11 @@ std::string shapeText(const std::vector<std::int64_t>& shape) {
     return s + "]";
 }
 
-// Converts rows [begin, end) of a rank-2 tensor to f32 without touching the other rows.
+// Converts (or decodes) rows [begin, end) of a rank-2 tensor to f32 without touching the other rows.
 MatrixF convertRows(const io::TensorView& t, std::int64_t begin, std::int64_t end) {
     const std::int64_t cols = t.shape()[1];
-    const std::size_t elem = io::dtypeSize(t.dtype());
     MatrixF out(end - begin, cols);
-    io::convertToF32(t.dtype(), t.bytes().data() + static_cast<std::size_t>(begin * cols) * elem,
-                     static_cast<std::size_t>((end - begin) * cols), out.data());
+    t.decode(static_cast<std::size_t>(begin * cols), static_cast<std::size_t>((end - begin) * cols), out.data());
     return out;
 }
 
@@ -40,8 +38,8 @@ CheckpointWeights::CheckpointWeights(io::Checkpoint checkpoint, ModelConfig conf
 
 io::TensorView CheckpointWeights::checked(const std::string& name, std::vector<std::int64_t> shape) const {
     const io::TensorView t = checkpoint_.tensor(name);
-    if (!io::isFloating(t.dtype()))
-        throw Error(checkpoint_.root().string() + ": tensor " + name + " has dtype " + std::string(io::dtypeName(t.dtype())) +
+    if (!t.info().decodesToF32())
+        throw Error(checkpoint_.root().string() + ": tensor " + name + " has dtype " + t.info().typeName() +
                     "; a dense float checkpoint is needed (decode quantized layers through formats first)");
     if (t.shape() != shape)
         throw Error(checkpoint_.root().string() + ": tensor " + name + " has shape " + shapeText(t.shape()) + ", the config implies " +

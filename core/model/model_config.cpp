@@ -120,7 +120,7 @@ void ModelConfig::validate(const std::string& source) const {
 }
 
 ModelConfig ModelConfig::fromCheckpoint(const io::Checkpoint& checkpoint) {
-    return fromJson(checkpoint.config(), (checkpoint.root() / "config.json").string());
+    return fromJson(checkpoint.config(), checkpoint.configSource().string());
 }
 
 }  // namespace qs::model

@@ -1,7 +1,9 @@
 #include "qs/pipeline/checkpoint_eval.h"
 
 #include <chrono>
+#include <algorithm>
 #include <memory>
+#include <optional>
 
 #include "hidden_states.h"
 #include "kl_scoring.h"
@@ -56,16 +58,43 @@ void requireSameModelShape(const model::ModelConfig& a, const model::ModelConfig
                     "); KL can only compare a model with its own quantization");
 }
 
+namespace {
+
+// Whether the checkpoint carries a tokenizer of its own (a GGUF carries one in its metadata).
+bool hasOwnTokenizer(const io::Checkpoint& checkpoint) {
+    if (std::filesystem::exists(checkpoint.root() / "tokenizer.json")) return true;
+    return checkpoint.gguf() != nullptr && checkpoint.summary().hasTokenizer;
+}
+
+std::optional<std::string> tokenText(const model::Tokenizer& t, model::TokenId id) {
+    try {
+        return t.idToToken(id);
+    } catch (const Error&) {
+        return std::nullopt;
+    }
+}
+
+// The id where two vocabularies disagree on their common ids, or -1. Their sizes may differ only by
+// the unused padding a GGUF adds up to the embedding's rows ("[PAD300]").
+model::TokenId firstDifferentToken(const model::Tokenizer& a, const model::Tokenizer& b) {
+    const auto common = static_cast<model::TokenId>(std::min(a.vocabSize(), b.vocabSize()));
+    for (model::TokenId id = 0; id < common; ++id)
+        if (tokenText(a, id) != tokenText(b, id)) return id;
+    return -1;
+}
+
+}  // namespace
+
 TokenSequences sharedTokenWindows(const io::Checkpoint& original, const io::Checkpoint& quantized,
                                   const std::vector<std::string>& texts, int samples, int seqLen,
                                   const std::string& sourceName) {
-    const model::Tokenizer tokenizer = model::Tokenizer::fromFile(original.root());
+    const model::Tokenizer tokenizer = model::Tokenizer::forCheckpoint(original);
     TokenSequences windows = tokenWindows(tokenizer, texts, samples, seqLen, sourceName);
-    if (!std::filesystem::exists(quantized.root() / "tokenizer.json")) return windows;
-    const model::Tokenizer own = model::Tokenizer::fromFile(quantized.root());
-    if (own.vocabSize() != tokenizer.vocabSize())
-        throw Error(original.root().string() + " and " + quantized.root().string() + " have different tokenizers (" +
-                    std::to_string(tokenizer.vocabSize()) + " vs " + std::to_string(own.vocabSize()) + " tokens)");
+    if (!hasOwnTokenizer(quantized)) return windows;
+    const model::Tokenizer own = model::Tokenizer::forCheckpoint(quantized);
+    if (const model::TokenId id = firstDifferentToken(tokenizer, own); id >= 0)
+        throw Error(original.root().string() + " and " + quantized.root().string() + " have different tokenizers (token " +
+                    std::to_string(id) + " is '" + tokenText(tokenizer, id).value_or("") + "' vs '" + tokenText(own, id).value_or("") + "')");
     if (tokenWindows(own, texts, samples, seqLen, sourceName) != windows)
         throw Error(original.root().string() + " and " + quantized.root().string() + " tokenize " + sourceName +
                     " differently; KL needs one vocabulary");

@@ -1,12 +1,16 @@
 #include "qs/pipeline/dense_export.h"
 
+#include <algorithm>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "qs/error.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/checkpoint_writer.h"
+#include "qs/io/gguf_names.h"
+#include "qs/model/gguf_tokenizer.h"
 
 namespace qs::pipeline {
 
@@ -41,6 +45,33 @@ std::string ownerOf(const std::string& name, const std::set<std::string>& prefix
     return "";
 }
 
+// A GGUF tensor that is not a quantized linear's weight (embedding, norm, bias): decoded and stored
+// in its own float type when it has one (exact), else in the export's dtype. Tensors llama.cpp
+// derives (rope_freqs.weight, which config.json's rope_scaling states) have no Hugging Face name
+// and stay behind.
+void addGgufTensor(io::CheckpointWriter& writer, const io::TensorView& view, io::DType dtype) {
+    if (!io::ggufNameOfHfTensor(view.name())) return;
+    const io::GgmlType type = *view.info().ggmlType;
+    const io::DType stored = type == io::GgmlType::F32 ? io::DType::F32 : type == io::GgmlType::F16 ? io::DType::F16
+                           : type == io::GgmlType::BF16 ? io::DType::BF16 : dtype;
+    const std::vector<float> values = view.toF32();
+    writer.addTensorF32(view.name(), stored, view.shape(), values);
+}
+
+// What the writer must never write into or replace. A safetensors checkpoint is its folder; a GGUF
+// is one file, so a folder beside it is fine, but not one that would hold (and so replace) it.
+std::optional<std::filesystem::path> protectedSource(const io::Checkpoint& source, const DenseExportRequest& request) {
+    const io::GgufFile* gguf = source.gguf();
+    if (gguf == nullptr) return source.root();
+    const auto file = std::filesystem::weakly_canonical(std::filesystem::absolute(gguf->path()));
+    const auto destination = std::filesystem::weakly_canonical(std::filesystem::absolute(request.destination));
+    const auto [d, f] = std::mismatch(destination.begin(), destination.end(), file.begin(), file.end());
+    if (d == destination.end())
+        throw Error(request.destination.string() + ": holds the source " + gguf->path().string() +
+                    "; write the output elsewhere so that the source is never modified");
+    return std::nullopt;
+}
+
 void report(const ProgressCallback& progress, std::size_t done, std::size_t total, const std::string& prefix) {
     if (!progress) return;
     Progress p;
@@ -64,14 +95,16 @@ std::filesystem::path exportDense(const DenseExportRequest& request, const Progr
                     " cannot be decoded: " + reader.format().whyNot);
     const auto prefixes = quantizedPrefixes(reader, source);
 
-    io::CheckpointWriter writer(request.destination, io::CheckpointWriterOptions{.overwrite = request.overwrite}, source.root());
+    io::CheckpointWriter writer(request.destination, io::CheckpointWriterOptions{.overwrite = request.overwrite}, protectedSource(source, request));
     std::set<std::string> written;
     for (const auto& t : source.tensors()) {
         cancel.throwIfCancelled();
         const std::string& name = t.info->name;
         const std::string owner = ownerOf(name, prefixes);
         const auto view = source.tensor(name);
-        if (owner.empty() || name == owner + ".bias") {
+        if (source.gguf() && (owner.empty() || name == owner + ".bias")) {
+            addGgufTensor(writer, view, request.dtype);
+        } else if (owner.empty() || name == owner + ".bias") {
             writer.addTensor(name, view.dtype(), view.shape(), view.bytes());
         } else if (written.insert(owner).second) {
             const MatrixF w = reader.decodeF32(owner);
@@ -83,7 +116,14 @@ std::filesystem::path exportDense(const DenseExportRequest& request, const Progr
     config.erase("quantization_config");
     config["torch_dtype"] = dtypeText;
     writer.setConfig(std::move(config));
-    writer.copyAuxiliaryFiles(source.root());
+    if (const io::GgufFile* gguf = source.gguf()) {
+        // The GGUF carries its own tokenizer; files that happen to lie beside it are not the model's.
+        const model::TokenizerJsonFiles tokenizer = model::tokenizerJsonFromGguf(gguf->metadata(), gguf->path().string());
+        writer.addJsonFile("tokenizer.json", tokenizer.tokenizer);
+        writer.addJsonFile("tokenizer_config.json", tokenizer.config);
+    } else {
+        writer.copyAuxiliaryFiles(source.root());
+    }
     return writer.finish();
 }
 

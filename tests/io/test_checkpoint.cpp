@@ -142,7 +142,7 @@ TEST(Checkpoint, ConfigThatIsNotJsonIsAnError) {
 
 TEST(Checkpoint, FolderWithoutSafetensorsOrWithSeveralIsAnError) {
     TempDir dir;
-    EXPECT_THAT(openError(dir.path()), HasSubstr("no .safetensors file"));
+    EXPECT_THAT(openError(dir.path()), HasSubstr("no .safetensors or .gguf file"));
     writeBytes(dir / "a.safetensors", safetensorsImage(kShard1, 16));
     writeBytes(dir / "b.safetensors", safetensorsImage(kShard1, 16));
     EXPECT_THAT(openError(dir.path()), HasSubstr("holds 2 .safetensors files but no model.safetensors.index.json"));

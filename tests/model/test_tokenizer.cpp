@@ -1,6 +1,9 @@
 // Tokenizer tests against the real Qwen3 and GPT-2 vocabularies: ids produced by their own
 // implementations (reference_ids.jsonl) and llama.cpp's test vectors (made with HF transformers).
 #include "qs/error.h"
+#include "qs/io/gguf_file.h"
+#include "qs/io/gguf_writer.h"
+#include "qs/model/gguf_tokenizer.h"
 #include "qs/model/tokenizer.h"
 
 #include <gmock/gmock.h>
@@ -9,6 +12,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -24,6 +28,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 const fs::path kTokenizers = fs::path(QS_TEST_DATA_DIR) / "tokenizers";
+const std::string kMarkForTests = "\xE2\x96\x81";   // "▁"
 
 std::string readFile(const fs::path& path)
 {
@@ -260,94 +265,28 @@ TEST(TokenizerGpt2, MissingFileIsAnErrorNamingIt)
 
 // ---- Llama-2 (SentencePiece vocabulary with scores, read from a GGUF file) ----
 
-// Just enough GGUF (v2/v3) to pull the tokenizer arrays out of the metadata; the project's GGUF
-// reader is not what is under test here.
-class GgufMetadata {
-public:
-    explicit GgufMetadata(const fs::path& path) : bytes_(readFile(path))
-    {
-        if (bytes_.compare(0, 4, "GGUF") != 0) throw std::runtime_error("not GGUF");
-        pos_ = 4;
-        (void)take<std::uint32_t>();   // version
-        (void)take<std::uint64_t>();   // tensor count
-        const auto count = take<std::uint64_t>();
-        for (std::uint64_t i = 0; i < count; ++i) {
-            const std::string key = takeString();
-            readValue(key, take<std::uint32_t>());
-        }
-    }
-    std::vector<std::string> strings(const std::string& key) const { return strings_.at(key); }
-    std::vector<double> numbers(const std::string& key) const { return numbers_.at(key); }
+const fs::path kLlama2Gguf = fs::path(QS_TEST_DATA_DIR) / "gguf" / "llama-2-tiny-random.gguf";
 
-private:
-    template <class T>
-    T take()
-    {
-        T value;
-        std::memcpy(&value, bytes_.data() + pos_, sizeof value);
-        pos_ += sizeof value;
-        return value;
-    }
-    std::string takeString()
-    {
-        const auto size = take<std::uint64_t>();
-        std::string text = bytes_.substr(pos_, size);
-        pos_ += size;
-        return text;
-    }
-    double takeNumber(std::uint32_t type)
-    {
-        switch (type) {
-        case 0: return take<std::uint8_t>();
-        case 1: return take<std::int8_t>();
-        case 2: return take<std::uint16_t>();
-        case 3: return take<std::int16_t>();
-        case 4: return take<std::uint32_t>();
-        case 5: return take<std::int32_t>();
-        case 6: return take<float>();
-        case 7: return take<std::uint8_t>();
-        case 10: return static_cast<double>(take<std::uint64_t>());
-        case 11: return static_cast<double>(take<std::int64_t>());
-        case 12: return take<double>();
-        default: throw std::runtime_error("GGUF type " + std::to_string(type));
-        }
-    }
-    void readValue(const std::string& key, std::uint32_t type)
-    {
-        if (type == 8) {
-            strings_[key].push_back(takeString());
-        } else if (type == 9) {
-            const auto elementType = take<std::uint32_t>();
-            const auto count = take<std::uint64_t>();
-            for (std::uint64_t i = 0; i < count; ++i) readValue(key, elementType);
-        } else {
-            numbers_[key].push_back(takeNumber(type));
-        }
-    }
-
-    std::string bytes_;
-    std::size_t pos_ = 0;
-    std::map<std::string, std::vector<std::string>> strings_;
-    std::map<std::string, std::vector<double>> numbers_;
-};
-
+// The tokenizer llama.cpp would build from the file: tokenizer.ggml.model "llama" with its 32,000
+// pieces, scores and types, BOS 1, EOS 2.
 const Tokenizer& llama2()
 {
-    static const Tokenizer tokenizer = [] {
-        const fs::path path = kTokenizers / "llama2" / "llama-2-tiny-random.gguf";
-        const GgufMetadata gguf(path);
-        const auto texts = gguf.strings("tokenizer.ggml.tokens");
-        const auto scores = gguf.numbers("tokenizer.ggml.scores");
-        const auto types = gguf.numbers("tokenizer.ggml.token_type");
-        std::vector<SentencePiece> pieces;
-        for (std::size_t i = 0; i < texts.size(); ++i)
-            pieces.push_back({texts[i], static_cast<float>(scores.at(i)), static_cast<PieceType>(types.at(i))});
-        return Tokenizer::fromSentencePiece(std::move(pieces),
-                                            static_cast<TokenId>(gguf.numbers("tokenizer.ggml.bos_token_id").at(0)),
-                                            static_cast<TokenId>(gguf.numbers("tokenizer.ggml.eos_token_id").at(0)),
-                                            path.string());
-    }();
+    static const Tokenizer tokenizer = Tokenizer::fromGguf(qs::io::GgufFile::open(kLlama2Gguf).metadata(), kLlama2Gguf.string());
     return tokenizer;
+}
+
+// The same vocabulary handed over as pieces (the API llama2.c-style vocabularies use).
+std::vector<SentencePiece> llama2Pieces()
+{
+    const auto file = qs::io::GgufFile::open(kLlama2Gguf);
+    const auto* texts = file.metadata().array("tokenizer.ggml.tokens");
+    const auto* scores = file.metadata().array("tokenizer.ggml.scores");
+    const auto* types = file.metadata().array("tokenizer.ggml.token_type");
+    std::vector<SentencePiece> pieces;
+    for (std::size_t i = 0; i < texts->items.size(); ++i)
+        pieces.push_back({*texts->items[i].asString(), static_cast<float>(*scores->items[i].asNumber()),
+                          static_cast<PieceType>(*types->items[i].asInteger())});
+    return pieces;
 }
 
 TEST(TokenizerLlama2, MatchesLlamaCppLlamaSpmVectors)
@@ -374,6 +313,104 @@ TEST(TokenizerLlama2, BosAndByteFallback)
     // U+FDFD is not a Llama-2 piece: it falls back to its three bytes <0xEF><0xB7><0xBD> (ids 3 + byte).
     EXPECT_EQ(t.encode("\xEF\xB7\xBD"), (std::vector<TokenId>{29871, 3 + 0xEF, 3 + 0xB7, 3 + 0xBD}));
     EXPECT_EQ(t.decode(std::vector<TokenId>{1, 15043}, {.skipSpecial = true}), "Hello");
+}
+
+TEST(TokenizerLlama2, PiecesGiveTheSameTokenizerAsTheGgufMetadata)
+{
+    const Tokenizer fromPieces = Tokenizer::fromSentencePiece(llama2Pieces(), 1, 2, "pieces");
+    expectAllMatch(fromPieces, llamaCppCases("llama-spm"), "ggml-vocab-llama-spm (pieces)");
+}
+
+// ---- Tokenizers stored as GGUF metadata and read back ----
+
+// Writes the metadata as a GGUF file (no tensors) and builds the tokenizer from what is read back.
+Tokenizer throughGguf(const qs::io::GgufMetadata& metadata, const fs::path& path)
+{
+    {
+        qs::io::GgufWriter writer(path, {.overwrite = true});
+        for (const auto& [key, value] : metadata.entries()) writer.set(key, value);
+        writer.finish();
+    }
+    return Tokenizer::fromGguf(qs::io::GgufFile::open(path).metadata(), path.string());
+}
+
+json readJson(const fs::path& path) { return json::parse(readFile(path)); }
+
+TEST(TokenizerGguf, Qwen3StoredAsGpt2ModelTokenizesAsItsTokenizerJson)
+{
+    const fs::path dir = kTokenizers / "qwen3";
+    const auto metadata = ggufTokenizerFromJson(readJson(dir / "tokenizer.json"), readJson(dir / "tokenizer_config.json"), 151936,
+                                                "qwen3");
+    EXPECT_EQ(*metadata.string("tokenizer.ggml.model"), "gpt2");
+    EXPECT_EQ(*metadata.string("tokenizer.ggml.pre"), "qwen2");
+    const auto& tokens = metadata.array("tokenizer.ggml.tokens")->items;
+    const auto& types = metadata.array("tokenizer.ggml.token_type")->items;
+    ASSERT_EQ(tokens.size(), 151936u);   // the embedding's rows: padded as llama.cpp's converter pads
+    EXPECT_EQ(*tokens[151643].asString(), "<|endoftext|>");
+    EXPECT_EQ(*types[151643].asInteger(), 3);                      // control
+    EXPECT_EQ(*tokens[151935].asString(), "[PAD151935]");
+    EXPECT_EQ(*types[151935].asInteger(), 5);                      // unused
+    EXPECT_EQ(*types[0].asInteger(), 1);                           // normal
+    EXPECT_EQ(metadata.array("tokenizer.ggml.merges")->items.size(), 151387u);
+    EXPECT_EQ(*metadata.integer("tokenizer.ggml.eos_token_id"), 151645);   // tokenizer_config.json's eos_token <|im_end|>
+    EXPECT_EQ(metadata.boolean("tokenizer.ggml.add_bos_token"), false);
+
+    const fs::path file = fs::temp_directory_path() / ("qs-tokenizer-qwen3-" + std::to_string(::getpid()) + ".gguf");
+    const Tokenizer t = throughGguf(metadata, file);
+    fs::remove(file);
+    expectAllMatch(t, llamaCppCases("qwen2"), "ggml-vocab-qwen2 through GGUF");
+    expectAllMatch(t, referenceCases(dir / "reference_ids.jsonl"), "qwen3 reference_ids.jsonl through GGUF");
+    EXPECT_EQ(t.vocabSize(), 151936u);
+    EXPECT_EQ(t.eosId(), std::optional<TokenId>(151645));
+    EXPECT_TRUE(t.isSpecial(151644));
+}
+
+TEST(TokenizerGguf, SentencePieceVocabularyWrittenAndReadBack)
+{
+    const auto metadata = ggufTokenizerFromSentencePiece(llama2Pieces(), 1, 2, true);
+    EXPECT_EQ(*metadata.string("tokenizer.ggml.model"), "llama");
+    EXPECT_EQ(*metadata.integer("tokenizer.ggml.unknown_token_id"), 0);
+    const fs::path file = fs::temp_directory_path() / ("qs-tokenizer-spm-" + std::to_string(::getpid()) + ".gguf");
+    const Tokenizer t = throughGguf(metadata, file);
+    fs::remove(file);
+    expectAllMatch(t, llamaCppCases("llama-spm"), "ggml-vocab-llama-spm through GGUF");
+    EXPECT_TRUE(t.addsBosByDefault());
+}
+
+TEST(TokenizerGguf, RefusesTokenizersItCannotRunNamingTheFileAndKey)
+{
+    qs::io::GgufMetadata m;
+    m.set("tokenizer.ggml.model", qs::io::GgufValue::string("bert"));
+    m.set("tokenizer.ggml.tokens", qs::io::GgufValue::strings({"a", "b"}));
+    EXPECT_THAT([&] { (void)Tokenizer::fromGguf(m, "x.gguf"); },
+                ::testing::ThrowsMessage<Error>(::testing::AllOf(::testing::HasSubstr("x.gguf"), ::testing::HasSubstr("'bert'"))));
+    m.set("tokenizer.ggml.model", qs::io::GgufValue::string("gpt2"));
+    m.set("tokenizer.ggml.pre", qs::io::GgufValue::string("deepseek-llm"));
+    EXPECT_THAT([&] { (void)Tokenizer::fromGguf(m, "x.gguf"); },
+                ::testing::ThrowsMessage<Error>(::testing::HasSubstr("'deepseek-llm'")));
+    m.set("tokenizer.ggml.pre", qs::io::GgufValue::string("gpt-2"));
+    m.set("tokenizer.ggml.merges", qs::io::GgufValue::f32s({1.0f}));
+    EXPECT_THAT([&] { (void)Tokenizer::fromGguf(m, "x.gguf"); },
+                ::testing::ThrowsMessage<Error>(::testing::HasSubstr("tokenizer.ggml.merges must be an array of strings")));
+    qs::io::GgufMetadata none;
+    EXPECT_THAT([&] { (void)Tokenizer::fromGguf(none, "x.gguf"); },
+                ::testing::ThrowsMessage<Error>(::testing::HasSubstr("has no tokenizer")));
+}
+
+TEST(TokenizerGguf, Llama2cTokenizerBinBecomesTypedPieces)
+{
+    const auto pieces = readLlama2cTokenizer(fs::path(QS_TEST_DATA_DIR) / "stories260K" / "tok512.bin", 512);
+    ASSERT_EQ(pieces.size(), 512u);
+    EXPECT_EQ(pieces[0].text, "<unk>");
+    EXPECT_EQ(pieces[0].type, PieceType::Unknown);
+    EXPECT_EQ(pieces[1].text, "<s>");
+    EXPECT_EQ(pieces[2].type, PieceType::Control);
+    EXPECT_EQ(pieces[3].text, "<0x00>");
+    EXPECT_EQ(pieces[3].type, PieceType::Byte);
+    EXPECT_EQ(pieces[259].text, kMarkForTests + "t");   // llama2.c's " t" with its space as "▁"
+    EXPECT_EQ(pieces[260].score, -1.0f);
+    const Tokenizer t = Tokenizer::fromSentencePiece(pieces, 1, 2, "tok512.bin");
+    EXPECT_EQ(t.decode(t.encode("Once upon a time")), "Once upon a time");
 }
 
 // ---- Small hand-made tokenizer.json files: Metaspace, byte fallback, merge formats ----

@@ -12,14 +12,15 @@
 
 namespace qs::formats {
 
-enum class Format { Dense, Gptq, Awq, Fp8, CompressedTensors, ModelOpt, Mxfp4, Bitsandbytes, Exl3, QuantscopeTrellis, Unknown };
+enum class Format { Dense, Gptq, Awq, Fp8, CompressedTensors, ModelOpt, Mxfp4, Bitsandbytes, Exl3, QuantscopeTrellis, Gguf, Unknown };
 
-std::string_view formatName(Format f);   // "dense", "gptq", "awq", "fp8", "compressed-tensors", ..., "quantscope-trellis"
+std::string_view formatName(Format f);   // "dense", "gptq", "awq", "fp8", "compressed-tensors", ..., "quantscope-trellis", "gguf"
 
 struct FormatInfo {
     Format format = Format::Dense;
     // The layout variant: GPTQ "gptq" | "gptq_v2"; AWQ "gemm" | "gemv"; FP8 "block" | "tensor";
-    // compressed-tensors its `format`; ModelOpt its quant_algo; bitsandbytes "nf4" | "fp4" | "int8".
+    // compressed-tensors its `format`; ModelOpt its quant_algo; bitsandbytes "nf4" | "fp4" | "int8";
+    // GGUF llama.cpp's name of general.file_type ("Q4_K_M", "F16", ...; "" when absent).
     std::string variant;
     bool decodable = true;       // false for Marlin/BitBLAS GPTQ and unknown methods
     std::string whyNot;          // the reason when !decodable

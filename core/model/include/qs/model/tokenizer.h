@@ -2,8 +2,9 @@
 // qs::model::Tokenizer: text <-> token ids for the checkpoints QuantScope calibrates and evaluates.
 // It reads Hugging Face tokenizer.json files of the BPE kind: byte-level BPE (GPT-2, Qwen2/2.5/3,
 // Llama-3) and Metaspace / byte-fallback BPE (Llama-2, Mistral). It also builds the same tokenizer
-// from OpenAI's GPT-2 files (encoder.json + vocab.bpe) and from a SentencePiece vocabulary with
-// scores (as stored in GGUF files), so that a checkpoint without tokenizer.json can still be fed.
+// from OpenAI's GPT-2 files (encoder.json + vocab.bpe), from a SentencePiece vocabulary with
+// scores, and from a GGUF file's tokenizer.ggml.* metadata (gguf_tokenizer.h), so that a checkpoint
+// without tokenizer.json can still be fed.
 //
 // The object is immutable after construction apart from an internal word cache; encode() and
 // decode() may be called from several threads at once.
@@ -15,6 +16,11 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+namespace qs::io {
+class Checkpoint;
+class GgufMetadata;
+}  // namespace qs::io
 
 namespace qs::model {
 
@@ -56,6 +62,12 @@ public:
     // and byte pieces <0xNN> stand in for characters the vocabulary lacks.
     static Tokenizer fromSentencePiece(std::vector<SentencePiece> pieces, std::optional<TokenId> bosId,
                                        std::optional<TokenId> eosId, const std::string& sourceName);
+    // The tokenizer a GGUF file stores (tokenizer.ggml.*: "gpt2" byte-level BPE or "llama"
+    // SentencePiece), BOS/EOS and add_bos as it says; `sourceName` names the file in errors.
+    static Tokenizer fromGguf(const io::GgufMetadata& metadata, const std::string& sourceName);
+    // A checkpoint's tokenizer: tokenizer.json (+ tokenizer_config.json) beside it, else, for a GGUF,
+    // the one in its metadata.
+    static Tokenizer forCheckpoint(const io::Checkpoint& checkpoint);
 
     Tokenizer(Tokenizer&&) noexcept;
     Tokenizer& operator=(Tokenizer&&) noexcept;

@@ -37,8 +37,9 @@ void requireSameModelShape(const model::ModelConfig& original, const model::Mode
                            const std::string& originalName, const std::string& quantizedName);
 
 // `texts` tokenized with the original's tokenizer and cut into windows (tokenWindows). When the
-// quantized checkpoint ships a tokenizer.json of its own, it must give the same ids: throws qs::Error
-// where it does not.
+// quantized checkpoint ships a tokenizer of its own (tokenizer.json, or a GGUF's metadata), its
+// tokens must be the original's (a GGUF may add unused padding after them) and give the same ids:
+// throws qs::Error where they do not.
 TokenSequences sharedTokenWindows(const io::Checkpoint& original, const io::Checkpoint& quantized,
                                   const std::vector<std::string>& texts, int samples, int seqLen,
                                   const std::string& sourceName);

@@ -3,7 +3,10 @@
 // bitsandbytes, ...) written back as a plain checkpoint. Each quantized linear is decoded by
 // formats::LinearReader (the format's own arithmetic) and stored as "<prefix>.weight" in the chosen
 // dtype; every other tensor is copied as it is; config.json loses quantization_config and says the
-// new torch_dtype; tokenizer and generation files are copied. Written through io::CheckpointWriter.
+// new torch_dtype; tokenizer and generation files are copied. A GGUF source is written under its
+// Hugging Face names with its synthesized config.json and its tokenizer as tokenizer.json; its
+// embeddings and norms keep their float type (quantized ones take the chosen dtype). Written through
+// io::CheckpointWriter.
 #include <filesystem>
 
 #include "qs/io/dtype.h"

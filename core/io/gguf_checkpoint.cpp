@@ -1,0 +1,76 @@
+// A GGUF file seen as a checkpoint: llama.cpp's tensor names become Hugging Face names, the shapes
+// become row-major, and for the llama architecture the q/k row interleaving of llama.cpp's converter
+// is noted on the tensor so that reading it gives the Hugging Face weight back.
+#include <algorithm>
+
+#include "gguf_checkpoint.h"
+#include "qs/error.h"
+#include "qs/io/gguf_names.h"
+
+namespace qs::io::detail {
+
+namespace {
+
+using nlohmann::json;
+
+int configInt(const json& config, const char* key) {
+    return config.contains(key) && config[key].is_number_integer() ? config[key].get<int>() : 0;
+}
+
+// The heads whose rows llama.cpp interleaved in this (renamed) tensor, or 0.
+int interleavedHeads(const TensorInfo& t, const json& config) {
+    const bool q = t.name.ends_with("self_attn.q_proj.weight") || t.name.ends_with("self_attn.q_proj.bias");
+    const bool k = t.name.ends_with("self_attn.k_proj.weight") || t.name.ends_with("self_attn.k_proj.bias");
+    if (!q && !k) return 0;
+    const int heads = configInt(config, "num_attention_heads");
+    return k ? configInt(config, "num_key_value_heads") : heads;
+}
+
+void checkInterleaving(const TensorInfo& t, const GgufFile& file, const std::string& ggufName) {
+    const int heads = t.ropeInterleavedHeads;
+    const std::int64_t rows = t.shape.empty() ? 0 : t.shape.front();
+    if (t.shape.empty() || t.shape.size() > 2 || heads <= 0 || rows % (2 * heads) != 0)
+        throw Error(file.path().string() + ": tensor '" + ggufName + "': " + std::to_string(rows) +
+                    " rows cannot be " + std::to_string(heads) + " heads of rotary pairs, as the llama architecture stores q and k");
+}
+
+bool isBlockQuantized(const TensorInfo& t) { return ggmlTypeTraits(*t.ggmlType).blockElements > 1; }
+
+}  // namespace
+
+GgufCheckpoint describeGgufCheckpoint(const GgufFile& file) {
+    GgufCheckpoint out;
+    out.config = hfConfigOfGguf(file);
+    const std::string* arch = file.metadata().string("general.architecture");
+    const bool permuted = arch != nullptr && ggufArchitecturePermutesQk(*arch);
+    bool quantized = false;
+    for (const TensorInfo& stored : file.tensors()) {
+        TensorInfo t = stored;
+        if (const auto hf = hfNameOfGgufTensor(stored.name)) t.name = *hf;
+        if (permuted) {
+            t.ropeInterleavedHeads = interleavedHeads(t, out.config);
+            if (t.ropeInterleavedHeads != 0) checkInterleaving(t, file, stored.name);
+        }
+        quantized = quantized || isBlockQuantized(t);
+        out.tensors.push_back(std::move(t));
+    }
+    out.quantConfig = json::object();
+    if (quantized) {
+        out.quantConfig["quant_method"] = "gguf";
+        if (const auto fileType = file.metadata().integer("general.file_type")) out.quantConfig["file_type"] = *fileType;
+    }
+    return out;
+}
+
+std::optional<std::filesystem::path> singleGgufIn(const std::filesystem::path& dir) {
+    std::vector<std::filesystem::path> found;
+    for (const auto& e : std::filesystem::directory_iterator(dir))
+        if (e.path().extension() == ".gguf" && e.is_regular_file()) found.push_back(e.path());
+    if (found.empty()) return std::nullopt;
+    if (found.size() > 1)
+        throw Error(dir.string() + ": holds " + std::to_string(found.size()) +
+                    " .gguf files and no safetensors; open one of them (a split GGUF is not supported)");
+    return found.front();
+}
+
+}  // namespace qs::io::detail

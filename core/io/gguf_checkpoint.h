@@ -1,0 +1,32 @@
+#pragma once
+// Private to qs_io: what Checkpoint::open makes of a GGUF file. Its tensors under Hugging Face names
+// with row-major shapes (and the llama q/k row order noted, TensorInfo::ropeInterleavedHeads), and a
+// config.json synthesized from the metadata, so that everything above io sees a GGUF like any
+// other checkpoint.
+#include <filesystem>
+#include <optional>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "qs/io/gguf_file.h"
+
+namespace qs::io::detail {
+
+struct GgufCheckpoint {
+    std::vector<TensorInfo> tensors;    // same data as file.tensors(), renamed and reshaped
+    nlohmann::json config;              // as config.json would say it
+    nlohmann::json quantConfig;         // {"quant_method": "gguf", ...} when a tensor is quantized, else {}
+};
+
+GgufCheckpoint describeGgufCheckpoint(const GgufFile& file);
+
+// config.json's fields from the metadata (gguf_config.cpp): model_type and architectures, sizes,
+// heads, head_dim, rope theta and scaling, rms eps, vocabulary, tied embeddings, context length.
+nlohmann::json hfConfigOfGguf(const GgufFile& file);
+
+// The one .gguf file of a folder that holds no safetensors, nullopt when it has none; throws
+// qs::Error when it holds several.
+std::optional<std::filesystem::path> singleGgufIn(const std::filesystem::path& dir);
+
+}  // namespace qs::io::detail

@@ -1,0 +1,152 @@
+// config.json from GGUF metadata: the keys llama.cpp's converter writes (gguf-py constants.py,
+// convert_hf_to_gguf.py's set_gguf_parameters) read back into the Hugging Face fields they came from.
+#include <charconv>
+#include <cmath>
+#include <numbers>
+
+#include "gguf_checkpoint.h"
+#include "qs/io/gguf_names.h"
+
+namespace qs::io::detail {
+
+namespace {
+
+using nlohmann::json;
+
+// An f32 metadata value as the shortest decimal that reads back as the same float, so 1e-5 stored
+// as f32 becomes 1e-05 again rather than 9.99999974737875e-06.
+double shortestDecimal(const GgufValue& v) {
+    const double d = *v.asNumber();
+    if (v.type() != GgufValueType::F32) return d;
+    char text[64];
+    const auto r = std::to_chars(text, text + sizeof text, static_cast<float>(d));
+    double out = d;
+    std::from_chars(text, r.ptr, out);
+    return out;
+}
+
+// An integer key, or an array of integers that are all equal (llama.cpp allows per-layer arrays).
+std::optional<std::int64_t> uniformInteger(const GgufMetadata& m, const std::string& key) {
+    const GgufValue* v = m.find(key);
+    if (v == nullptr) return std::nullopt;
+    if (const auto i = v->asInteger()) return i;
+    const GgufArray* a = v->asArray();
+    if (a == nullptr || a->items.empty()) return std::nullopt;
+    const auto first = a->items.front().asInteger();
+    for (const auto& item : a->items)
+        if (item.asInteger() != first) return std::nullopt;
+    return first;
+}
+
+void putInteger(json& c, const char* field, std::optional<std::int64_t> value) {
+    if (value) c[field] = *value;
+}
+
+// Llama-3's rope scaling reaches GGUF only as the rope_freqs tensor of per-frequency factors. With
+// the parameters every Llama 3.x release uses (low 1, high 4, original context 8192) and the largest
+// factor as `factor`, recomputing the tensor as the converter does must give it back; otherwise
+// the scaling cannot be stated as a config and is named so that the model loader refuses it.
+json llama3RopeScaling(const std::vector<float>& factors, double theta, std::int64_t headDim) {
+    const json unknown = {{"rope_type", "gguf_rope_freqs"}};
+    if (factors.empty() || headDim <= 0 || static_cast<std::int64_t>(factors.size()) * 2 != headDim) return unknown;
+    double factor = 0.0;
+    for (const float f : factors) factor = std::max(factor, static_cast<double>(f));
+    const double low = 1.0, high = 4.0, context = 8192.0;
+    for (std::size_t i = 0; i < factors.size(); ++i) {
+        const double freq = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(headDim));
+        const double wavelen = 2.0 * std::numbers::pi / freq;
+        double expected = factor;
+        if (wavelen < context / high) {
+            expected = 1.0;
+        } else if (wavelen <= context / low) {
+            const double smooth = (context / wavelen - low) / (high - low);
+            expected = 1.0 / ((1.0 - smooth) / factor + smooth);
+        }
+        if (std::abs(expected - factors[i]) > 1e-4 * std::max(1.0, expected)) return unknown;
+    }
+    return {{"rope_type", "llama3"}, {"factor", factor}, {"low_freq_factor", low}, {"high_freq_factor", high},
+            {"original_max_position_embeddings", static_cast<int>(context)}};
+}
+
+json ropeScaling(const GgufFile& file, const std::string& arch, double theta, std::int64_t headDim) {
+    const auto& m = file.metadata();
+    if (const TensorInfo* freqs = file.find("rope_freqs.weight"); freqs != nullptr && freqs->decodesToF32())
+        return llama3RopeScaling(file.view(*freqs).toF32(), theta, headDim);
+    const std::string* type = m.string(arch + ".rope.scaling.type");
+    const auto factor = m.number(arch + ".rope.scaling.factor");
+    if (type == nullptr || *type == "none" || !factor) return nullptr;
+    json s = {{"rope_type", *type}, {"factor", shortestDecimal(*m.find(arch + ".rope.scaling.factor"))}};
+    putInteger(s, "original_max_position_embeddings", m.integer(arch + ".rope.scaling.original_context_length"));
+    return s;
+}
+
+const char* torchDtypeOfFileType(std::int64_t fileType) {
+    switch (fileType) {
+    case 0: return "float32";
+    case 1: return "float16";
+    case 32: return "bfloat16";
+    default: return nullptr;
+    }
+}
+
+void putArchitecture(json& c, const std::string& arch) {
+    if (const auto hf = hfArchitectureOfGguf(arch)) {
+        c["model_type"] = hf->modelType;
+        c["architectures"] = json::array({hf->architecture});
+    } else {
+        c["model_type"] = arch;   // not one QuantScope runs: the model loader names it and refuses
+    }
+}
+
+void putBiases(json& c, const GgufFile& file) {
+    // Hugging Face's Llama has one attention_bias flag for q/k/v/o and one mlp_bias; Qwen2's biases
+    // are implied by its model_type.
+    if (c.value("model_type", "") != "llama") return;
+    c["attention_bias"] = file.find("blk.0.attn_q.bias") != nullptr;
+    c["mlp_bias"] = file.find("blk.0.ffn_up.bias") != nullptr;
+}
+
+}  // namespace
+
+json hfConfigOfGguf(const GgufFile& file) {
+    const auto& m = file.metadata();
+    json c = json::object();
+    const std::string* archValue = m.string("general.architecture");
+    const std::string arch = archValue ? *archValue : "";
+    putArchitecture(c, arch);
+    const auto key = [&](const char* suffix) { return arch + "." + suffix; };
+
+    putInteger(c, "hidden_size", m.integer(key("embedding_length")));
+    putInteger(c, "intermediate_size", uniformInteger(m, key("feed_forward_length")));
+    putInteger(c, "num_hidden_layers", m.integer(key("block_count")));
+    const auto heads = uniformInteger(m, key("attention.head_count"));
+    putInteger(c, "num_attention_heads", heads);
+    putInteger(c, "num_key_value_heads", uniformInteger(m, key("attention.head_count_kv")).value_or(heads.value_or(0)));
+    if (!heads) c.erase("num_key_value_heads");
+    std::int64_t headDim = 0;
+    if (const auto k = m.integer(key("attention.key_length"))) headDim = *k;
+    else if (heads && *heads > 0 && c.contains("hidden_size")) headDim = c["hidden_size"].get<std::int64_t>() / *heads;
+    if (headDim > 0) c["head_dim"] = headDim;
+    putInteger(c, "max_position_embeddings", m.integer(key("context_length")));
+    if (const GgufValue* eps = m.find(key("attention.layer_norm_rms_epsilon")); eps && eps->isNumber())
+        c["rms_norm_eps"] = shortestDecimal(*eps);
+    const GgufValue* base = m.find(key("rope.freq_base"));
+    const double theta = base && base->isNumber() ? shortestDecimal(*base) : 10000.0;
+    c["rope_theta"] = theta;
+    c["rope_scaling"] = ropeScaling(file, arch, theta, headDim);
+    c["hidden_act"] = "silu";
+
+    if (const TensorInfo* embed = file.find("token_embd.weight"); embed && !embed->shape.empty())
+        c["vocab_size"] = embed->shape.front();
+    else
+        putInteger(c, "vocab_size", m.integer(key("vocab_size")));
+    c["tie_word_embeddings"] = file.find("output.weight") == nullptr;
+    putInteger(c, "bos_token_id", m.integer("tokenizer.ggml.bos_token_id"));
+    putInteger(c, "eos_token_id", m.integer("tokenizer.ggml.eos_token_id"));
+    if (const auto fileType = m.integer("general.file_type"))
+        if (const char* dtype = torchDtypeOfFileType(*fileType)) c["torch_dtype"] = dtype;
+    putBiases(c, file);
+    return c;
+}
+
+}  // namespace qs::io::detail

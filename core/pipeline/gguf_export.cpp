@@ -1,0 +1,254 @@
+// writeGguf: plans every tensor of the model (names, shapes, types) and checks the types before
+// anything is written, then decodes, reorders (llama's q/k rows) and encodes one tensor at a time
+// into io::GgufWriter.
+#include "qs/pipeline/gguf_export.h"
+
+#include <algorithm>
+#include <cstring>
+#include <fstream>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "gguf_model_metadata.h"
+#include "qs/error.h"
+#include "qs/formats/linear_reader.h"
+#include "qs/io/gguf_names.h"
+#include "qs/io/gguf_writer.h"
+#include "qs/io/tensor_name.h"
+#include "qs/model/gguf_tokenizer.h"
+#include "qs/model/layer_weights.h"
+#include "qs/model/model_config.h"
+#include "qs/quant/ggml_encode.h"
+
+namespace qs::pipeline {
+
+namespace {
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+struct PlannedTensor {
+    GgufTensorChoice choice;
+    io::GgmlType type = io::GgmlType::F32;
+    std::string linearPrefix;   // the linear whose weight this is, decoded through formats; "" otherwise
+    int interleavedHeads = 0;   // llama q/k: reorder rows as llama.cpp's converter does
+};
+
+bool storesPlainly(io::GgmlType t) { return t == io::GgmlType::F32 || t == io::GgmlType::F16 || t == io::GgmlType::BF16; }
+
+// llama.h's llama_ftype of a whole-file type (the K types as their _M mix).
+int fileTypeOf(io::GgmlType t) {
+    using T = io::GgmlType;
+    static const std::map<T, int> kTypes = {
+        {T::F32, 0}, {T::F16, 1}, {T::Q4_0, 2}, {T::Q4_1, 3}, {T::Q8_0, 7}, {T::Q5_0, 8}, {T::Q5_1, 9}, {T::Q2_K, 10},
+        {T::Q3_K, 12}, {T::Q4_K, 15}, {T::Q5_K, 17}, {T::Q6_K, 18}, {T::IQ2_XXS, 19}, {T::IQ2_XS, 20}, {T::IQ3_XXS, 23},
+        {T::IQ1_S, 24}, {T::IQ4_NL, 25}, {T::IQ3_S, 26}, {T::IQ2_S, 28}, {T::IQ4_XS, 30}, {T::IQ1_M, 31}, {T::BF16, 32},
+        {T::TQ1_0, 36}, {T::TQ2_0, 37}, {T::MXFP4, 38}};
+    const auto it = kTypes.find(t);
+    return it == kTypes.end() ? 1 : it->second;
+}
+
+class Planner {
+public:
+    Planner(const io::Checkpoint& checkpoint, const model::ModelConfig& config, bool permuteQk)
+        : checkpoint_(checkpoint), config_(config), permuteQk_(permuteQk) {}
+
+    std::vector<PlannedTensor> plan() {
+        const std::int64_t h = config_.hiddenSize, q = config_.qDim(), kv = config_.kvDim(), ff = config_.intermediateSize;
+        add("model.embed_tokens.weight", {config_.vocabSize, h});
+        for (int layer = 0; layer < config_.numLayers; ++layer) {
+            const std::string p = "model.layers." + std::to_string(layer) + ".";
+            add(p + "input_layernorm.weight", {h});
+            linear(p + "self_attn.q_proj", q, h, config_.qkvBias, permuteQk_ ? config_.numHeads : 0);
+            linear(p + "self_attn.k_proj", kv, h, config_.qkvBias, permuteQk_ ? config_.numKvHeads : 0);
+            linear(p + "self_attn.v_proj", kv, h, config_.qkvBias, 0);
+            linear(p + "self_attn.o_proj", h, q, config_.outputBias, 0);
+            if (config_.qkNorm) {
+                add(p + "self_attn.q_norm.weight", {config_.headDim});
+                add(p + "self_attn.k_norm.weight", {config_.headDim});
+            }
+            add(p + "post_attention_layernorm.weight", {h});
+            linear(p + "mlp.gate_proj", ff, h, config_.mlpBias, 0);
+            linear(p + "mlp.up_proj", ff, h, config_.mlpBias, 0);
+            linear(p + "mlp.down_proj", h, ff, config_.mlpBias, 0);
+        }
+        add("model.norm.weight", {h});
+        if (!config_.tieWordEmbeddings) add("lm_head.weight", {config_.vocabSize, h}, "lm_head");
+        return std::move(planned_);
+    }
+
+private:
+    void add(const std::string& name, std::vector<std::int64_t> shape, std::string linearPrefix = "", int heads = 0) {
+        PlannedTensor t;
+        t.choice.name = name;
+        t.choice.ggufName = *io::ggufNameOfHfTensor(name);   // every name planned here has one
+        t.choice.naming = io::parseTensorName(name);
+        t.choice.shape = std::move(shape);
+        t.linearPrefix = std::move(linearPrefix);
+        t.interleavedHeads = heads;
+        planned_.push_back(std::move(t));
+    }
+
+    // The weight, and the bias when the config announces one or the checkpoint stores it.
+    void linear(const std::string& prefix, std::int64_t out, std::int64_t in, bool bias, int heads) {
+        add(prefix + ".weight", {out, in}, prefix, heads);
+        if (bias || checkpoint_.find(prefix + ".bias") != nullptr) add(prefix + ".bias", {out}, "", heads);
+    }
+
+    const io::Checkpoint& checkpoint_;
+    const model::ModelConfig& config_;
+    bool permuteQk_;
+    std::vector<PlannedTensor> planned_;
+};
+
+std::string shapeText(const std::vector<std::int64_t>& shape) {
+    std::string s = "[";
+    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
+    return s + "]";
+}
+
+void checkType(const PlannedTensor& t, const fs::path& destination) {
+    const auto& traits = io::ggmlTypeTraits(t.type);
+    const std::int64_t row = t.choice.shape.back();
+    std::string why;
+    if (!storesPlainly(t.type) && !quant::ggmlEncodes(t.type)) why = "QuantScope cannot encode it";
+    else if (row % traits.blockElements != 0)
+        why = "its rows of " + std::to_string(row) + " are not whole blocks of " + std::to_string(traits.blockElements);
+    if (!why.empty())
+        throw Error(destination.string() + ": tensor '" + t.choice.name + "' " + shapeText(t.choice.shape) + " cannot be stored as " +
+                    std::string(traits.name) + ": " + why);
+}
+
+// Row r of llama.cpp's order holds row h*d + a*d/2 + j of Hugging Face's, r = h*d + 2j + a.
+std::vector<float> interleaveRows(const std::vector<float>& values, std::int64_t rows, int heads) {
+    const std::int64_t cols = static_cast<std::int64_t>(values.size()) / rows, headRows = rows / heads, half = headRows / 2;
+    std::vector<float> out(values.size());
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const std::int64_t head = r / headRows, within = r % headRows;
+        const std::int64_t source = head * headRows + (within % 2) * half + within / 2;
+        std::copy_n(values.begin() + source * cols, cols, out.begin() + r * cols);
+    }
+    return out;
+}
+
+std::vector<std::byte> encode(io::GgmlType type, const std::vector<float>& values, std::int64_t row) {
+    const std::size_t rows = row == 0 ? 0 : values.size() / static_cast<std::size_t>(row);
+    std::vector<std::byte> bytes(rows * io::ggmlRowBytes(type, row));
+    if (type == io::GgmlType::F32) std::memcpy(bytes.data(), values.data(), bytes.size());
+    else if (type == io::GgmlType::F16) io::convertFromF32(io::DType::F16, values.data(), values.size(), bytes.data());
+    else if (type == io::GgmlType::BF16) io::convertFromF32(io::DType::BF16, values.data(), values.size(), bytes.data());
+    else {
+        const std::size_t rowBytes = io::ggmlRowBytes(type, row);
+#pragma omp parallel for schedule(static)
+        for (std::int64_t r = 0; r < static_cast<std::int64_t>(rows); ++r)
+            quant::ggmlEncodeRow(type, values.data() + r * row, reinterpret_cast<std::uint8_t*>(bytes.data()) + static_cast<std::size_t>(r) * rowBytes, row);
+    }
+    return bytes;
+}
+
+std::vector<float> valuesOf(const PlannedTensor& t, const io::Checkpoint& checkpoint, const formats::LinearReader& reader) {
+    std::vector<float> values;
+    if (!t.linearPrefix.empty()) {
+        const MatrixF w = reader.decodeF32(t.linearPrefix);
+        if (w.rows() != t.choice.shape[0] || w.cols() != t.choice.shape[1])
+            throw Error(checkpoint.root().string() + ": " + t.linearPrefix + " decodes to [" + std::to_string(w.rows()) + ", " +
+                        std::to_string(w.cols()) + "], the config implies " + shapeText(t.choice.shape));
+        values.assign(w.data(), w.data() + w.size());
+    } else {
+        const io::TensorView view = checkpoint.tensor(t.choice.name);
+        if (view.shape() != t.choice.shape)
+            throw Error(checkpoint.fileOf(*checkpoint.find(t.choice.name)).string() + ": tensor '" + t.choice.name + "' has shape " +
+                        shapeText(view.shape()) + ", the config implies " + shapeText(t.choice.shape));
+        values = view.toF32();
+    }
+    return t.interleavedHeads > 0 ? interleaveRows(values, t.choice.shape[0], t.interleavedHeads) : values;
+}
+
+json readJson(const fs::path& path) {
+    std::ifstream in(path);
+    try {
+        return json::parse(in);
+    } catch (const json::exception& e) {
+        throw Error(path.string() + ": invalid JSON: " + e.what());
+    }
+}
+
+io::GgufMetadata tokenizerMetadata(const io::Checkpoint& checkpoint, const GgufExportOptions& options, std::int64_t vocabSize) {
+    if (const auto& sp = options.sentencePiece) return model::ggufTokenizerFromSentencePiece(sp->pieces, sp->bos, sp->eos, sp->addBos);
+    const fs::path tokenizerJson = checkpoint.root() / "tokenizer.json", configJson = checkpoint.root() / "tokenizer_config.json";
+    if (fs::exists(tokenizerJson))
+        return model::ggufTokenizerFromJson(readJson(tokenizerJson), fs::exists(configJson) ? readJson(configJson) : json(), vocabSize,
+                                            tokenizerJson.string());
+    io::GgufMetadata m;
+    if (const io::GgufFile* gguf = checkpoint.gguf())
+        for (const auto& [key, value] : gguf->metadata().entries())
+            if (key.starts_with("tokenizer.")) m.set(key, value);
+    if (m.size() == 0)
+        throw Error(checkpoint.root().string() + ": has no tokenizer.json, and llama.cpp needs the tokenizer inside the GGUF "
+                                                 "(pass a SentencePiece vocabulary for a llama2.c model)");
+    return m;
+}
+
+int commonestMatrixFileType(const std::vector<PlannedTensor>& planned) {
+    std::map<io::GgmlType, int> counts;
+    for (const auto& t : planned)
+        if (t.choice.shape.size() == 2) ++counts[t.type];
+    auto best = counts.begin();
+    for (auto it = counts.begin(); it != counts.end(); ++it)
+        if (it->second > best->second) best = it;
+    return best == counts.end() ? 0 : fileTypeOf(best->first);
+}
+
+void report(const ProgressCallback& progress, std::size_t done, std::size_t total, const std::string& name) {
+    if (progress) progress({"export", static_cast<int>(done), static_cast<int>(total), total ? double(done) / double(total) : 1.0, name});
+}
+
+}  // namespace
+
+GgufTypeChooser uniformGgufType(io::GgmlType type) {
+    return [type](const GgufTensorChoice& t) {
+        if (t.shape.size() < 2) return io::GgmlType::F32;
+        return t.shape.back() % io::ggmlTypeTraits(type).blockElements == 0 ? type : io::GgmlType::F16;
+    };
+}
+
+fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination, const GgufExportOptions& options,
+                   const ProgressCallback& progress, const CancelToken& cancel) {
+    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
+    const auto arch = io::ggufArchitectureOfModelType(config.modelType);
+    if (!arch) throw Error(checkpoint.configSource().string() + ": model_type '" + config.modelType + "' has no GGUF architecture here");
+    const formats::LinearReader reader(checkpoint);
+    if (!reader.format().decodable)
+        throw Error(checkpoint.root().string() + ": its " + std::string(formats::formatName(reader.format().format)) +
+                    " layers cannot be decoded: " + reader.format().whyNot);
+
+    std::vector<PlannedTensor> planned = Planner(checkpoint, config, io::ggufArchitecturePermutesQk(*arch)).plan();
+    const GgufTypeChooser chooser = options.chooser ? options.chooser : uniformGgufType(io::GgmlType::F16);
+    for (auto& t : planned) {
+        t.type = chooser(t.choice);
+        checkType(t, destination);
+    }
+    const io::GgufMetadata tokenizer = tokenizerMetadata(checkpoint, options, config.vocabSize);
+    const std::string name = options.name.empty() ? fs::absolute(checkpoint.root()).lexically_normal().filename().string() : options.name;
+    io::GgufMetadata metadata = ggufModelMetadata(config, *arch, name, options.fileType.value_or(commonestMatrixFileType(planned)));
+    const bool quantized = std::ranges::any_of(planned, [](const PlannedTensor& t) { return !storesPlainly(t.type); });
+    if (quantized) metadata.set("general.quantization_version", io::GgufValue::u32(2));
+
+    io::GgufWriter writer(destination, io::GgufWriterOptions{.overwrite = options.overwrite});
+    for (const auto& [key, value] : metadata.entries()) writer.set(key, value);
+    for (const auto& [key, value] : tokenizer.entries()) writer.set(key, value);
+    if (const auto factors = llama3RopeFactors(config))
+        writer.addTensor("rope_freqs.weight", io::GgmlType::F32, {static_cast<std::int64_t>(factors->size())},
+                         std::as_bytes(std::span<const float>(*factors)));
+    for (std::size_t i = 0; i < planned.size(); ++i) {
+        cancel.throwIfCancelled();
+        const PlannedTensor& t = planned[i];
+        const std::vector<std::byte> bytes = encode(t.type, valuesOf(t, checkpoint, reader), t.choice.shape.back());
+        writer.addTensor(t.choice.ggufName, t.type, t.choice.shape, bytes);
+        report(progress, i + 1, planned.size(), t.choice.ggufName);
+    }
+    return writer.finish();
+}
+
+}  // namespace qs::pipeline

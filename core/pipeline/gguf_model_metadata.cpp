@@ -1,0 +1,70 @@
+// The architecture keys of a GGUF file from a model config (gguf_model_metadata.h).
+#include "gguf_model_metadata.h"
+
+#include <cmath>
+#include <numbers>
+
+#include "qs/error.h"
+
+namespace qs::pipeline {
+
+namespace {
+
+using io::GgufValue;
+
+std::uint32_t u32(int v, const char* what) {
+    if (v < 0) throw Error(std::string("GGUF export: ") + what + " " + std::to_string(v) + " is negative");
+    return static_cast<std::uint32_t>(v);
+}
+
+}  // namespace
+
+io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const std::string& arch, const std::string& name, int fileType) {
+    io::GgufMetadata m;
+    m.set("general.architecture", GgufValue::string(arch));
+    m.set("general.type", GgufValue::string("model"));
+    m.set("general.name", GgufValue::string(name));
+    m.set("general.file_type", GgufValue::u32(u32(fileType, "file type")));
+    const auto key = [&](const char* suffix) { return arch + "." + suffix; };
+    m.set(key("vocab_size"), GgufValue::u32(u32(c.vocabSize, "vocab_size")));
+    m.set(key("context_length"), GgufValue::u32(u32(c.maxPositionEmbeddings, "max_position_embeddings")));
+    m.set(key("embedding_length"), GgufValue::u32(u32(c.hiddenSize, "hidden_size")));
+    m.set(key("block_count"), GgufValue::u32(u32(c.numLayers, "num_hidden_layers")));
+    m.set(key("feed_forward_length"), GgufValue::u32(u32(c.intermediateSize, "intermediate_size")));
+    m.set(key("attention.head_count"), GgufValue::u32(u32(c.numHeads, "num_attention_heads")));
+    m.set(key("attention.head_count_kv"), GgufValue::u32(u32(c.numKvHeads, "num_key_value_heads")));
+    m.set(key("attention.key_length"), GgufValue::u32(u32(c.headDim, "head_dim")));
+    m.set(key("attention.value_length"), GgufValue::u32(u32(c.headDim, "head_dim")));
+    m.set(key("attention.layer_norm_rms_epsilon"), GgufValue::f32(static_cast<float>(c.rmsNormEps)));
+    m.set(key("rope.dimension_count"), GgufValue::u32(u32(c.headDim, "head_dim")));
+    m.set(key("rope.freq_base"), GgufValue::f32(static_cast<float>(c.ropeTheta)));
+    if (c.ropeScaling.type == model::RopeScalingType::Linear) {
+        m.set(key("rope.scaling.type"), GgufValue::string("linear"));
+        m.set(key("rope.scaling.factor"), GgufValue::f32(static_cast<float>(c.ropeScaling.factor)));
+    }
+    return m;
+}
+
+std::optional<std::vector<float>> llama3RopeFactors(const model::ModelConfig& c) {
+    if (c.ropeScaling.type != model::RopeScalingType::Llama3) return std::nullopt;
+    const auto& s = c.ropeScaling;
+    const double lowWavelen = s.originalMaxPositionEmbeddings / s.lowFreqFactor;
+    const double highWavelen = s.originalMaxPositionEmbeddings / s.highFreqFactor;
+    std::vector<float> factors;
+    for (int i = 0; i < c.headDim; i += 2) {
+        // The converter computes the frequency in f32 (torch.arange / dim, base ** ...).
+        const float freq = 1.0f / std::pow(static_cast<float>(c.ropeTheta), static_cast<float>(i) / static_cast<float>(c.headDim));
+        const double wavelen = 2.0 * std::numbers::pi / freq;
+        if (wavelen < highWavelen) {
+            factors.push_back(1.0f);
+        } else if (wavelen > lowWavelen) {
+            factors.push_back(static_cast<float>(s.factor));
+        } else {
+            const double smooth = (s.originalMaxPositionEmbeddings / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
+            factors.push_back(static_cast<float>(1.0 / ((1.0 - smooth) / s.factor + smooth)));
+        }
+    }
+    return factors;
+}
+
+}  // namespace qs::pipeline

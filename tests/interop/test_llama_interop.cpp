@@ -1,0 +1,289 @@
+// llama.cpp as the judge of QuantScope's GGUF support (ctest -L interop):
+//  * our GGUF exports of the demo (Qwen3) and of stories260K (llama) load in llama.cpp without
+//    warnings, tokenize as our tokenizers do, and give the next-token distributions our forward
+//    pass gives on the same weights (mean KL < 1e-5);
+//  * our reader decodes files written by llama.cpp's own quantizer (llama_model_quantize) exactly as
+//    ggml's dequantize_row_* does, for every ggml type our traits decode, and refuses the others;
+//  * ggml's own GGUF parser reads our files as our reader does.
+// QS_INTEROP_VERBOSE=1 prints the KL of every position.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "llama_judge.h"
+#include "llama_libraries.h"
+#include "qs/error.h"
+#include "qs/io/checkpoint.h"
+#include "qs/io/gguf_file.h"
+#include "qs/model/gguf_tokenizer.h"
+#include "qs/model/tokenizer.h"
+#include "qs/model/transformer.h"
+#include "qs/pipeline/checkpoint_eval.h"
+#include "qs/pipeline/gguf_export.h"
+
+using namespace qs;
+using nlohmann::json;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kDemo = fs::path(QS_RESOURCES_DIR) / "demo";
+const fs::path kStories = fs::path(QS_RESOURCES_DIR) / "models" / "stories260K";
+const fs::path kStoriesTokenizer = fs::path(QS_TEST_DATA_DIR) / "stories260K" / "tok512.bin";
+const fs::path kTinyLlama = fs::path(QS_TEST_DATA_DIR) / "gguf" / "llama-2-tiny-random.gguf";
+const std::string kStory =
+    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. "
+    "One day, Lily saw a big red ball under a tree. She ran to the tree and picked up the ball. \"Can I play with you?\" "
+    "asked a small dog. Lily smiled and said, \"Yes, let's play together!\" They played all day and had lots of fun. "
+    "When the sun went down, Lily went home and told her mom about her new friend. The next morning, Lily woke up early. "
+    "She put on her shoes and ran back to the park. The dog was waiting for her by the tree. They played with the ball "
+    "again, and then they found a little bird that could not fly. Lily was sad for the bird. She took it home in a box "
+    "and gave it some water. Her mom helped her keep it warm. After a few days, the bird was happy and strong, and it flew "
+    "away into the blue sky. Lily waved goodbye and smiled, because she knew that helping others is a good thing to do.";
+
+class Interop : public ::testing::Test {
+protected:
+    void SetUp() override {
+        const std::string why = interop::missingJudge();
+        if (!why.empty()) FAIL() << why;
+        dir_ = fs::temp_directory_path() / ("qs_interop_" + std::to_string(::getpid()) + "_" +
+                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+        fs::remove_all(dir_);
+        fs::create_directories(dir_);
+    }
+    void TearDown() override {
+        std::error_code ec;
+        fs::remove_all(dir_, ec);
+    }
+    fs::path dir_;
+};
+
+std::string readText(const fs::path& p) {
+    std::ifstream in(p, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+fs::path exportGguf(const fs::path& source, const fs::path& destination, io::GgmlType type, bool llama2cVocabulary) {
+    pipeline::GgufExportOptions options;
+    options.chooser = pipeline::uniformGgufType(type);
+    if (llama2cVocabulary)
+        options.sentencePiece = pipeline::GgufSentencePieceVocabulary{model::readLlama2cTokenizer(kStoriesTokenizer, 512), 1, 2, true};
+    return pipeline::writeGguf(io::Checkpoint::open(source), destination, options, {}, CancelToken{});
+}
+
+// Mean and largest KL(llama.cpp || ours) over the positions of one sequence.
+struct KlFigures {
+    double mean = 0.0, max = 0.0;
+    std::size_t positions = 0;
+    std::size_t sameTop = 0;
+};
+
+KlFigures compareDistributions(const json& theirs, const MatrixF& ourLogits) {
+    KlFigures k;
+    for (Eigen::Index t = 0; t < ourLogits.rows(); ++t) {
+        const auto& p = theirs.at(static_cast<std::size_t>(t));
+        const auto row = ourLogits.row(t).cast<double>();
+        const double maxLogit = row.maxCoeff();
+        const double logSum = maxLogit + std::log((row.array() - maxLogit).exp().sum());
+        double kl = 0.0, bestTheirs = -1.0;
+        Eigen::Index theirTop = 0, ourTop = 0;
+        row.maxCoeff(&ourTop);
+        for (Eigen::Index v = 0; v < row.size(); ++v) {
+            const double pv = p.at(static_cast<std::size_t>(v)).get<double>();
+            if (pv > bestTheirs) bestTheirs = pv, theirTop = v;
+            if (pv > 0.0) kl += pv * (std::log(pv) - (row[v] - logSum));
+        }
+        if (std::getenv("QS_INTEROP_VERBOSE")) std::printf("position %ld: KL %.3g\n", long(t), kl);
+        k.mean += kl;
+        k.max = std::max(k.max, kl);
+        k.sameTop += theirTop == ourTop;
+        ++k.positions;
+    }
+    k.mean /= static_cast<double>(k.positions);
+    return k;
+}
+
+// llama.cpp's warnings that say the file lacks something it wanted.
+std::vector<std::string> missingKeyWarnings(const json& answer) {
+    std::vector<std::string> out;
+    for (const auto& w : answer.at("warnings")) {
+        const std::string text = w.get<std::string>();
+        if (text.find("missing") != std::string::npos || text.find("not found") != std::string::npos ||
+            text.find("GENERATION QUALITY") != std::string::npos)
+            out.push_back(text);
+    }
+    return out;
+}
+
+// Runs the export through llama.cpp and through our forward pass on the same tokens.
+KlFigures judgeExport(const fs::path& gguf, const std::vector<model::TokenId>& tokens, const std::string& text) {
+    const io::Checkpoint checkpoint = io::Checkpoint::open(gguf);
+    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
+    const json answer = interop::runLlamaJudge({{"model", gguf.string()}, {"tokenize", {text}}, {"evaluate", {tokens}},
+                                                {"vocabulary", config.vocabSize}, {"threads", 2}});
+    EXPECT_EQ(missingKeyWarnings(answer), std::vector<std::string>{}) << gguf;
+    for (const auto& w : answer.at("warnings")) std::printf("llama.cpp warning: %s\n", w.get<std::string>().c_str());
+    // llama.cpp tokenizes the text as our tokenizer from the same file does.
+    const model::Tokenizer ours = model::Tokenizer::forCheckpoint(checkpoint);
+    EXPECT_EQ(answer.at("tokens").at(0).get<std::vector<model::TokenId>>(), ours.encode(text)) << gguf;
+
+    model::Transformer transformer = model::Transformer::fromCheckpoint(checkpoint);
+    const MatrixF logits = transformer.forward(tokens);
+    const KlFigures k = compareDistributions(answer.at("distributions").at(0), logits);
+    std::printf("%s: mean KL(llama.cpp || QuantScope) = %.3g, max %.3g, same top token %zu/%zu\n", gguf.filename().c_str(), k.mean,
+                k.max, k.sameTop, k.positions);
+    return k;
+}
+
+std::vector<model::TokenId> demoTokens() {
+    const auto ids = model::Tokenizer::fromFile(kDemo).encode(readText(kDemo / "eval.txt"));
+    return {ids.begin(), ids.begin() + 256};
+}
+
+std::vector<model::TokenId> storyTokens() {
+    const auto tokenizer = model::Tokenizer::fromSentencePiece(model::readLlama2cTokenizer(kStoriesTokenizer, 512), 1, 2, "tok512.bin");
+    return tokenizer.encode(kStory, {.addBos = true});
+}
+
+}  // namespace
+
+TEST_F(Interop, DemoExportsRunInLlamaCppAsInQuantScope) {
+    const std::vector<model::TokenId> tokens = demoTokens();
+    const std::string text = readText(kDemo / "eval.txt").substr(0, 600);
+    for (const auto type : {io::GgmlType::F32, io::GgmlType::F16}) {
+        const fs::path file = exportGguf(kDemo, dir_ / ("demo-" + std::string(io::ggmlTypeTraits(type).name) + ".gguf"), type, false);
+        const KlFigures k = judgeExport(file, tokens, text);
+        EXPECT_EQ(k.positions, 256u);
+        EXPECT_LT(k.mean, 1e-5) << io::ggmlTypeTraits(type).name;
+        EXPECT_GE(k.sameTop, 250u);
+    }
+}
+
+TEST_F(Interop, StoriesExportsRunInLlamaCppAsInQuantScope) {
+    const std::vector<model::TokenId> tokens = storyTokens();
+    ASSERT_GT(tokens.size(), 250u);
+    for (const auto type : {io::GgmlType::F32, io::GgmlType::F16}) {
+        const fs::path file = exportGguf(kStories, dir_ / ("stories-" + std::string(io::ggmlTypeTraits(type).name) + ".gguf"), type, true);
+        const KlFigures k = judgeExport(file, tokens, kStory);
+        EXPECT_EQ(k.positions, tokens.size());
+        EXPECT_LT(k.mean, 1e-5) << io::ggmlTypeTraits(type).name;
+    }
+}
+
+TEST_F(Interop, TheTinyLlamaFileTokenizesAsLlamaCppTokenizesIt) {
+    // The llama.cpp test strings, through llama.cpp's own tokenizer of the file and through ours.
+    const std::string inputs = readText(fs::path(QS_TEST_DATA_DIR) / "tokenizers" / "llama.cpp-test-vectors" / "ggml-vocab-llama-spm.gguf.inp");
+    std::vector<std::string> texts;
+    const std::string separator = "\n__ggml_vocab_test__\n";
+    for (std::size_t at = 0; at <= inputs.size();) {
+        const auto next = inputs.find(separator, at);
+        texts.push_back(inputs.substr(at, next == std::string::npos ? std::string::npos : next - at));
+        if (next == std::string::npos) break;
+        at = next + separator.size();
+    }
+    texts.push_back(kStory);
+    const json answer = interop::runLlamaJudge({{"model", kTinyLlama.string()}, {"tokenize", texts}, {"vocabulary", 32000}});
+    const model::Tokenizer ours = model::Tokenizer::forCheckpoint(io::Checkpoint::open(kTinyLlama));
+    std::size_t same = 0;
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        const auto theirs = answer.at("tokens").at(i).get<std::vector<model::TokenId>>();
+        if (theirs == ours.encode(texts[i])) ++same;
+        else ADD_FAILURE() << "text " << i << " '" << texts[i] << "': llama.cpp " << ::testing::PrintToString(theirs) << ", ours "
+                           << ::testing::PrintToString(ours.encode(texts[i]));
+    }
+    std::printf("llama-2-tiny-random.gguf: %zu/%zu texts tokenized as llama.cpp does\n", same, texts.size());
+}
+
+TEST_F(Interop, LlamaCppsQuantizedFilesDecodeAsGgmlDecodesThem) {
+    const fs::path f32 = exportGguf(kDemo, dir_ / "demo-f32.gguf", io::GgmlType::F32, false);
+    const interop::LlamaQuantizer quantizer;
+    const interop::GgmlBase ggml;
+    const std::map<int, std::string> fileTypes = {{7, "Q8_0"}, {15, "Q4_K_M"}, {18, "Q6_K"}, {30, "IQ4_XS"}};
+    for (const auto& [fileType, name] : fileTypes) {
+        const fs::path file = dir_ / ("demo-" + name + ".gguf");
+        quantizer.quantize(f32, file, fileType, 2);
+        const io::GgufFile gguf = io::GgufFile::open(file);
+        EXPECT_EQ(gguf.metadata().integer("general.file_type"), fileType);
+        std::map<std::string, int> compared, refused;
+        for (const io::TensorInfo& t : gguf.tensors()) {
+            const io::GgmlType type = *t.ggmlType;
+            const auto& traits = io::ggmlTypeTraits(type);
+            const std::string typeName(traits.name);
+            if (!traits.decodes) {
+                // Not decoded yet by QuantScope: refused with one line naming the type, never guessed.
+                EXPECT_THAT([&] { (void)gguf.view(t).toF32(); }, testing::ThrowsMessage<Error>(testing::HasSubstr("ggml type " + typeName)));
+                ++refused[typeName];
+                continue;
+            }
+            const std::vector<float> ours = gguf.view(t).toF32();
+            const std::int64_t n = t.shape.back();
+            const std::size_t rowBytes = io::ggmlRowBytes(type, n);
+            std::vector<float> theirs(ours.size());
+            const auto* bytes = reinterpret_cast<const std::uint8_t*>(gguf.view(t).bytes().data());
+            if (type == io::GgmlType::F32) {
+                std::memcpy(theirs.data(), bytes, ours.size() * sizeof(float));   // ggml reads f32 as it is stored
+            } else {
+                for (std::size_t r = 0; r * static_cast<std::size_t>(n) < ours.size(); ++r)
+                    ggml.toFloat(static_cast<int>(type), bytes + r * rowBytes, theirs.data() + r * static_cast<std::size_t>(n), n);
+            }
+            EXPECT_EQ(std::memcmp(ours.data(), theirs.data(), ours.size() * sizeof(float)), 0) << name << " " << t.name << " " << typeName;
+            ++compared[typeName];
+        }
+        std::string summary;
+        for (const auto& [type, count] : compared) summary += " " + type + " x" + std::to_string(count);
+        for (const auto& [type, count] : refused) summary += " (" + type + " x" + std::to_string(count) + " not decoded yet)";
+        std::printf("llama.cpp %s: compared with ggml:%s\n", name.c_str(), summary.c_str());
+        // Every type llama.cpp chose for these files is one QuantScope decodes, and each file's main
+        // type is compared on the linears at least (14 in the demo).
+        EXPECT_TRUE(refused.empty()) << name;
+        const std::map<std::string, std::string> mainType = {{"Q8_0", "q8_0"}, {"Q4_K_M", "q4_K"}, {"Q6_K", "q6_K"}, {"IQ4_XS", "iq4_xs"}};
+        EXPECT_GE(compared[mainType.at(name)], name == "Q8_0" ? 14 : 1) << name;
+    }
+    // And the whole path: our evaluation of llama.cpp's Q8_0 file against the original demo.
+    const fs::path q8 = dir_ / "demo-Q8_0.gguf";
+    const io::Checkpoint demo = io::Checkpoint::open(kDemo), quantized = io::Checkpoint::open(q8);
+    pipeline::CheckpointEvalPlan plan{kDemo, q8, pipeline::sharedTokenWindows(demo, quantized, pipeline::loadTexts(kDemo / "eval.txt"), 4, 128, "eval.txt")};
+    const pipeline::CheckpointEvalResult r = pipeline::evaluateCheckpoints(plan, {}, CancelToken{});
+    std::printf("mean KL of llama.cpp's Q8_0 demo against the original: %.3g (top-1 agreement %.4f)\n", r.kl.meanKld.value, r.kl.sameTop.value);
+    EXPECT_GT(r.kl.meanKld.value, 0.0);
+    EXPECT_LT(r.kl.meanKld.value, 1e-3);
+    EXPECT_EQ(r.quantizedFormat, "gguf (Q8_0)");
+}
+
+TEST_F(Interop, GgmlParsesOurFilesAsOurReaderDoes) {
+    const interop::GgmlBase ggml;
+    const std::vector<fs::path> files = {exportGguf(kDemo, dir_ / "demo.gguf", io::GgmlType::F32, false),
+                                         exportGguf(kStories, dir_ / "stories-q8.gguf", io::GgmlType::Q8_0, true), kTinyLlama};
+    for (const fs::path& path : files) {
+        const io::GgufFile ours = io::GgufFile::open(path);
+        const interop::GgmlGgufView theirs = ggml.readGguf(path);
+        EXPECT_EQ(theirs.version, ours.header().version) << path;
+        EXPECT_EQ(theirs.alignment, ours.header().alignment) << path;
+        EXPECT_EQ(theirs.dataOffset, ours.header().dataOffset) << path;
+        ASSERT_EQ(theirs.keys.size(), ours.metadata().size()) << path;
+        for (std::size_t i = 0; i < theirs.keys.size(); ++i) {
+            EXPECT_EQ(theirs.keys[i], ours.metadata().entries()[i].first) << path;
+            EXPECT_EQ(theirs.keyTypes[i], static_cast<int>(ours.metadata().entries()[i].second.type())) << theirs.keys[i];
+        }
+        ASSERT_EQ(theirs.tensors.size(), ours.tensors().size()) << path;
+        for (std::size_t i = 0; i < theirs.tensors.size(); ++i) {
+            const auto& t = theirs.tensors[i];
+            const io::TensorInfo& o = ours.tensors()[i];
+            EXPECT_EQ(t.name, o.name);
+            EXPECT_EQ(t.type, static_cast<int>(*o.ggmlType)) << t.name;
+            EXPECT_EQ(t.offset, o.begin) << t.name;
+            EXPECT_EQ(t.size, o.byteSize()) << t.name;
+            for (std::size_t d = 0; d < 4; ++d)
+                EXPECT_EQ(t.ne[d], d < o.shape.size() ? o.shape[o.shape.size() - 1 - d] : 1) << t.name << " dim " << d;
+        }
+    }
+}
