@@ -4,10 +4,10 @@
 // with the forward passes and the sums on the chosen backend.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <cmath>
 #include <sstream>
 
+#include "counting_math.h"
 #include "delegating_backend.h"
 #include "qs/error.h"
 #include "qs/model/layer_weights.h"
@@ -51,20 +51,6 @@ std::map<std::string, std::vector<double>> fullHessianDiagonals(const io::Checkp
 // A backend that counts its diagonal sinks and the forward passes' linears, and has no full Hessian.
 class DiagonalOnlyBackend final : public test::DelegatingBackend {
 public:
-    class CountingMath final : public model::LayerMath {
-    public:
-        std::string_view name() const override { return "counting"; }
-        MatrixF linear(const MatrixF& x, const model::Linear& l) const override {
-            ++linears;
-            return model::cpuLayerMath().linear(x, l);
-        }
-        MatrixF attention(const Eigen::Ref<const MatrixF>& q, const Eigen::Ref<const MatrixF>& k,
-                          const Eigen::Ref<const MatrixF>& v, const model::AttentionShape& shape) const override {
-            return model::cpuLayerMath().attention(q, k, v, shape);
-        }
-        mutable std::atomic<int> linears = 0;
-    };
-
     std::unique_ptr<HessianSink> hessian(std::int64_t) const override {
         throw Error("a full Hessian was asked for");
     }
@@ -74,7 +60,7 @@ public:
     }
     std::shared_ptr<const model::LayerMath> layerMath() const override { return math; }
 
-    std::shared_ptr<CountingMath> math = std::make_shared<CountingMath>();
+    std::shared_ptr<test::CountingMath> math = std::make_shared<test::CountingMath>();
     mutable std::vector<std::int64_t> widths;
 };
 
@@ -133,6 +119,7 @@ TEST(HessianDiagonalsOnABackend, RunTheForwardPassesAndTheSumsThereWithoutAFullH
     EXPECT_EQ(backend.widths, (std::vector<std::int64_t>{256, 256, 256, 768}));
     // Both layers' seven linears over three sequences went through the backend's GEMMs.
     EXPECT_GE(backend.math->linears.load(), 2 * 7 * 3);
+    EXPECT_EQ(backend.math->live.load(), 0) << "a residency scope outlived its layer";
 }
 
 TEST(HessianDiagonalsErrors, ALayerThatIsNotThereOrACancelStops) {
