@@ -4,6 +4,7 @@
 #include <memory>
 #include <regex>
 
+#include "inspect_hessian.h"
 #include "inspect_report.h"
 #include "progress_bar.h"
 #include "qs/analysis/tensor_stats.h"
@@ -23,6 +24,7 @@ struct InspectOptions {
     bool layers = false;
     std::string filter;
     int threads = 0;
+    HessianOptions hessian;   // with --hessian LAYER
 };
 
 std::regex compileFilter(const std::string& pattern) {
@@ -99,7 +101,27 @@ void registerInspect(CLI::App& app) {
                         "Only tensors whose name matches this ECMAScript regex (implies --tensors)");
     command->add_option("--threads", options->threads, "Threads for --stats (0: all cores)")
         ->check(CLI::NonNegativeNumber);
-    command->callback([options] { runInspect(*options); });
+    // The Hessian tab's figure: its own report, with the calibration it needs.
+    CLI::Option* hessian = command->add_option("--hessian", options->hessian.layer,
+                                               "Diagonal of the Hessian of each linear's inputs in decoder layer LAYER, "
+                                               "after a short calibration")
+                               ->check(CLI::NonNegativeNumber);
+    hessian->excludes(command->get_option("--tensors"))->excludes(command->get_option("--layers"));
+    hessian->excludes(command->get_option("--stats"))->excludes(command->get_option("--filter"));
+    command->add_option("--calib", options->hessian.calib, "--hessian: calibration text (UTF-8 file or JSON list of strings)")
+        ->needs(hessian);
+    command->add_option("--samples", options->hessian.samples, "--hessian: calibration sequences")
+        ->capture_default_str()->check(CLI::PositiveNumber)->needs(hessian);
+    command->add_option("--seq-len", options->hessian.seqLen, "--hessian: tokens per sequence")
+        ->capture_default_str()->check(CLI::Range(2, 1 << 20))->needs(hessian);
+    command->add_option("--device", options->hessian.device, "--hessian: where the forward passes run: cpu, cuda or auto")
+        ->capture_default_str()->check(CLI::IsMember({"auto", "cpu", "cuda"}))->needs(hessian);
+    command->callback([options, hessian] {
+        if (hessian->count() == 0) return runInspect(*options);
+        options->hessian.path = options->path;
+        options->hessian.json = options->json;
+        runInspectHessian(options->hessian);
+    });
 }
 
 }  // namespace qs::cli

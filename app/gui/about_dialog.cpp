@@ -9,7 +9,6 @@
 #include <QTextBrowser>
 #include <QVBoxLayout>
 
-#include "qs/pipeline/backend.h"
 #include "qs/pipeline/bundled_resources.h"
 
 namespace qs::gui {
@@ -66,14 +65,12 @@ QString bundledModelsHtml() {
 
 }  // namespace
 
-AboutDialog::AboutDialog(QWidget* parent) : QDialog(parent), body_(new QTextBrowser(this)) {
+AboutDialog::AboutDialog(std::optional<DeviceReport> device, QWidget* parent)
+    : QDialog(parent), device_(std::move(device)), body_(new QTextBrowser(this)) {
     setWindowTitle(tr("About QuantScope"));
     resize(640, 560);
     body_->setOpenExternalLinks(true);
-    body_->setHtml(QStringLiteral("<h2>%1</h2><p>%2</p><p><b>%3</b> %4</p>%5")
-                       .arg(versionText().toHtmlEscaped(),
-                            tr("Inspect, quantize and compare LLM checkpoints.").toHtmlEscaped(),
-                            tr("Backend:").toHtmlEscaped(), backendText().toHtmlEscaped(), licencesHtml()));
+    fill();
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close, this);
     connect(buttons, &QDialogButtonBox::rejected, this, &QDialog::reject);
     auto* layout = new QVBoxLayout(this);
@@ -83,9 +80,21 @@ AboutDialog::AboutDialog(QWidget* parent) : QDialog(parent), body_(new QTextBrow
 
 QString AboutDialog::versionText() { return tr("QuantScope %1").arg(QStringLiteral(QS_VERSION)); }
 
-QString AboutDialog::backendText() {
+QString AboutDialog::backendText(const std::optional<DeviceReport>& device) {
     // What a job's "Auto" device would run on: the GPU's name and free memory, or the CPU and why.
-    return QString::fromStdString(pipeline::selectBackend(pipeline::DeviceChoice::Auto).message);
+    return device ? device->message : tr("checking the GPU against the CPU…");
+}
+
+void AboutDialog::showDevice(const DeviceReport& device) {
+    device_ = device;
+    fill();
+}
+
+void AboutDialog::fill() {
+    body_->setHtml(QStringLiteral("<h2>%1</h2><p>%2</p><p><b>%3</b> %4</p>%5")
+                       .arg(versionText().toHtmlEscaped(),
+                            tr("Inspect, quantize and compare LLM checkpoints.").toHtmlEscaped(),
+                            tr("Backend:").toHtmlEscaped(), backendText(device_).toHtmlEscaped(), licencesHtml()));
 }
 
 QString AboutDialog::licencesHtml() {

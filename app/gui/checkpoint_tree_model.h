@@ -58,7 +58,6 @@ private:
 
     void build();
     int addNode(int parent, QString label, QString filterText);
-    int groupFor(const io::CheckpointTensor& tensor, QHash<QString, int>& groups);
     void finishNode(int node);
     int nodeOf(const QModelIndex& index) const;
     QVariant displayData(const Node& node, int column) const;

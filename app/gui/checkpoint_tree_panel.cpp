@@ -57,12 +57,6 @@ void CheckpointTreePanel::setCheckpoint(CheckpointPtr checkpoint) {
     view_->expandToDepth(0);
 }
 
-void CheckpointTreePanel::setFilter(const QString& pattern, bool regex) {
-    regex_->setChecked(regex);
-    filter_->setText(pattern);
-    applyFilter();
-}
-
 void CheckpointTreePanel::applyFilter() {
     const bool valid = proxy_->setPattern(filter_->text(), regex_->isChecked());
     filter_->setStyleSheet(valid ? QString() : QStringLiteral("QLineEdit { background: #ffd6d6; }"));

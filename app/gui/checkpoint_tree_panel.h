@@ -22,7 +22,6 @@ public:
 
     void setCheckpoint(CheckpointPtr checkpoint);
     void selectTensor(const QString& name);   // clears a filter that hides it
-    void setFilter(const QString& pattern, bool regex);
     QString currentTensor() const;
 
     CheckpointTreeModel* model() const { return model_; }

@@ -17,6 +17,7 @@
 
 #include "number_format.h"
 #include "qs/formats/linear_encoder.h"
+#include "qs/pipeline/export_check.h"
 #include "qs/pipeline/exporter.h"
 #include "results_format.h"
 
@@ -97,8 +98,9 @@ ExportPanel::ExportPanel(QWidget* parent)
     fillMethods();
 }
 
-void ExportPanel::setSource(const QString& checkpointPath) {
+void ExportPanel::setSource(const QString& checkpointPath, io::CheckpointFingerprint fingerprint) {
     source_ = checkpointPath;
+    sourceFingerprint_ = std::move(fingerprint);
     setResult(nullptr);
 }
 
@@ -114,12 +116,6 @@ void ExportPanel::setDestination(const QString& folder) { destination_->setText(
 bool ExportPanel::selectMethod(const QString& label) {
     const int at = method_->findText(label);
     if (at >= 0) method_->setCurrentIndex(at);
-    return at >= 0;
-}
-
-bool ExportPanel::selectFormat(const QString& name) {
-    const int at = format_->findData(name);
-    if (at >= 0) format_->setCurrentIndex(at);
     return at >= 0;
 }
 
@@ -175,6 +171,8 @@ QString ExportPanel::sizeText() const {
 QString ExportPanel::problem() const {
     if (!result_) return tr("Run a quantization job first: its results are what is exported.");
     if (!method()) return tr("No method of the last job succeeded.");
+    if (const std::string why = pipeline::sourceMismatch(*method(), sourceFingerprint_); !why.empty())
+        return QString::fromStdString(why);
     if (!encoder()) return tr("No format takes this result.");
     const QString folder = destination_->text().trimmed();
     if (folder.isEmpty()) return tr("Choose a destination folder.");

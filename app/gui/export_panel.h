@@ -10,6 +10,7 @@
 #include <QWidget>
 
 #include "job_runner.h"
+#include "qs/io/checkpoint_fingerprint.h"
 #include "quantize_job.h"
 
 class QComboBox;
@@ -30,11 +31,13 @@ class ExportPanel : public QWidget {
 public:
     explicit ExportPanel(QWidget* parent = nullptr);
 
-    void setSource(const QString& checkpointPath);   // the checkpoint the results were made from
+    // The open checkpoint, which exports copy: only a result quantized from it (the same
+    // fingerprint) can be exported.
+    void setSource(const QString& checkpointPath, io::CheckpointFingerprint fingerprint);
     void setResult(JobResultPtr result);
+    const JobResultPtr& result() const { return result_; }
     void setDestination(const QString& folder);
     bool selectMethod(const QString& label);        // a method's label, as in the results table
-    bool selectFormat(const QString& name);         // an encoder name ("gptq_v2")
 
     QString formatName() const;
     QString formatText() const;      // the encoder's description
@@ -59,6 +62,7 @@ private:
     void onExported(const QString& folder);
 
     QString source_;
+    io::CheckpointFingerprint sourceFingerprint_;
     JobResultPtr result_;
     QString written_;
     JobRunner runner_;

@@ -13,8 +13,11 @@
 
 #include "number_format.h"
 #include "plot_view.h"
-#include "spin_box.h"
 #include "qs/io/tensor_name.h"
+#include "qs/model/tokenizer.h"
+#include "qs/pipeline/calibration_text.h"
+#include "quantize_settings.h"
+#include "spin_box.h"
 
 namespace qs::gui {
 namespace {
@@ -22,6 +25,26 @@ namespace {
 constexpr int kListedChannels = 32;   // the head of the act-order, listed in the table
 const QColor kChannelColor(70, 130, 180);
 const QColor kFirstColor(214, 69, 65);
+
+struct Request {
+    CheckpointPtr checkpoint;
+    int layer = 0;
+    int samples = 8;
+    int sequenceLength = 128;
+    pipeline::DeviceChoice device = pipeline::DeviceChoice::Auto;
+};
+
+// On the worker: the checkpoint's calibration text (else the bundled one) through the layers up to
+// `layer`, on the chosen device.
+pipeline::LayerHessianDiagonals calibrate(const Request& r, const std::shared_ptr<const pipeline::Backend>& backend,
+                                          const qs::CancelToken& cancel) {
+    const io::Checkpoint& checkpoint = *r.checkpoint;
+    const model::Tokenizer tokenizer = model::Tokenizer::forCheckpoint(checkpoint);
+    const std::filesystem::path text = textFileFor(QString(), checkpoint, "calibration.txt");
+    const pipeline::TokenSequences sequences =
+        pipeline::tokenWindows(tokenizer, pipeline::loadTexts(text), r.samples, r.sequenceLength, text.string());
+    return pipeline::hessianDiagonals(checkpoint, r.layer, sequences, *backend, {}, cancel);
+}
 
 }  // namespace
 
@@ -100,6 +123,8 @@ void HessianPage::setSampling(int samples, int sequenceLength) {
     sequenceLength_->setValue(sequenceLength);
 }
 
+void HessianPage::setDevice(pipeline::DeviceChoice device) { device_ = device; }
+
 bool HessianPage::isBusy() const { return runner_.isBusy() || (stale_ && isVisible()); }
 
 void HessianPage::showEvent(QShowEvent* event) {
@@ -107,10 +132,10 @@ void HessianPage::showEvent(QShowEvent* event) {
     if (stale_) refresh();
 }
 
-const HessianDiagonal* HessianPage::shown() const {
-    if (!hessians_ || hessians_->layer != layer_) return nullptr;
-    const auto it = hessians_->modules.find(module_.toStdString());
-    return it == hessians_->modules.end() ? nullptr : &it->second;
+const pipeline::HessianDiagonal* HessianPage::shown() const {
+    if (!hessians_ || hessians_->layer.layer != layer_) return nullptr;
+    const auto it = hessians_->layer.modules.find(module_.toStdString());
+    return it == hessians_->layer.modules.end() ? nullptr : &it->second;
 }
 
 void HessianPage::refresh() {
@@ -125,13 +150,17 @@ void HessianPage::refresh() {
     }
     stale_ = false;
     showMessage(tr("Calibrating layer %1 on %2 × %3 tokens…").arg(layer_).arg(samples_->value()).arg(sequenceLength_->value()));
-    const HessianRequest request{checkpoint_, layer_, samples_->value(), sequenceLength_->value()};
-    runner_.start([request](const qs::CancelToken& token) { return computeLayerHessians(request, token); },
-                  [this](LayerHessians h) { showLayer(std::move(h)); },
-                  [this](const QString& message) { showMessage(message); });
+    const Request request{checkpoint_, layer_, samples_->value(), sequenceLength_->value(), device_};
+    runner_.start(
+        [request](const qs::CancelToken& token) {
+            // Auto's device was checked once at start-up; choosing it again here is cheap.
+            const auto backend = pipeline::selectBackend(request.device).backend;
+            return Calibrated{calibrate(request, backend, token), QString::fromStdString(backend->description())};
+        },
+        [this](Calibrated h) { showLayer(std::move(h)); }, [this](const QString& message) { showMessage(message); });
 }
 
-void HessianPage::showLayer(LayerHessians hessians) {
+void HessianPage::showLayer(Calibrated hessians) {
     hessians_ = std::move(hessians);
     draw();
 }
@@ -144,7 +173,7 @@ void HessianPage::showMessage(const QString& message) {
 }
 
 void HessianPage::draw() {
-    const HessianDiagonal* d = shown();
+    const pipeline::HessianDiagonal* d = shown();
     if (!d) return;
     plot_->clearGraphs();
     QCPGraph* all = plot_->addGraph();
@@ -164,7 +193,7 @@ void HessianPage::draw() {
     caption_->setText(captionText());
 }
 
-void HessianPage::fillTable(const HessianDiagonal& d) {
+void HessianPage::fillTable(const pipeline::HessianDiagonal& d) {
     const int n = std::min<int>(kListedChannels, static_cast<int>(d.diagonal.size()));
     table_->setRowCount(n);
     for (std::size_t c = 0; c < d.diagonal.size(); ++c) {
@@ -177,7 +206,7 @@ void HessianPage::fillTable(const HessianDiagonal& d) {
 }
 
 void HessianPage::resetView() {
-    const HessianDiagonal* d = shown();
+    const pipeline::HessianDiagonal* d = shown();
     if (!d || d->diagonal.empty()) return;
     plot_->xAxis->setRange(-0.5, static_cast<double>(d->diagonal.size()) - 0.5);
     bool found = false;
@@ -187,22 +216,23 @@ void HessianPage::resetView() {
 }
 
 QString HessianPage::captionText() const {
-    const HessianDiagonal* d = shown();
+    const pipeline::HessianDiagonal* d = shown();
     if (!d) return caption_->text();
     const auto [lo, hi] = std::minmax_element(d->diagonal.begin(), d->diagonal.end());
-    return tr("Layer %1 %2: diag(H) of %3 input channels from %4 calibration tokens, %5 … %6 (ratio %7). "
-              "Red: the first %8 channels of GPTQ's act-order (largest H_cc first).")
+    return tr("Layer %1 %2: diag(H) of %3 input channels from %4 calibration tokens on %5, %6 … %7 (ratio %8). "
+              "Red: the first %9 channels of GPTQ's act-order (largest H_cc first).")
         .arg(layer_)
         .arg(module_)
         .arg(d->diagonal.size())
-        .arg(hessians_->samples)
+        .arg(hessians_->layer.samples)
+        .arg(hessians_->device)
         .arg(valueText(*lo), valueText(*hi))
         .arg(*lo > 0 ? valueText(*hi / *lo) : QStringLiteral("∞"))
         .arg(kListedChannels);
 }
 
 QString HessianPage::toolTipAt(double x) const {
-    const HessianDiagonal* d = shown();
+    const pipeline::HessianDiagonal* d = shown();
     const long c = std::lround(x);
     if (!d || c < 0 || c >= static_cast<long>(d->diagonal.size())) return {};
     const auto i = static_cast<std::size_t>(c);
@@ -215,7 +245,7 @@ QString HessianPage::toolTipAt(double x) const {
 
 CsvTable HessianPage::csv() const {
     CsvTable table{{QStringLiteral("channel"), QStringLiteral("h_diagonal"), QStringLiteral("act_order_rank")}, {}};
-    const HessianDiagonal* d = shown();
+    const pipeline::HessianDiagonal* d = shown();
     if (!d) return table;
     for (std::size_t c = 0; c < d->diagonal.size(); ++c)
         table.rows.append({QString::number(c), QString::number(d->diagonal[c], 'g', 9), QString::number(d->actOrderRank[c] + 1)});

@@ -1,13 +1,15 @@
 #pragma once
 // The Hessian tab: after a short calibration of the selected linear's layer, diag(H) per input
 // channel on a log scale, the channels GPTQ's act-order quantizes first marked and listed with
-// their rank. One calibration serves all seven linears of a layer.
+// their rank. One calibration (pipeline::hessianDiagonals, on a worker, on the device chosen in the
+// Quantize panel) serves all seven linears of a layer.
 #include <optional>
 
-#include "hessian_diagonal.h"
 #include "inspector_page.h"
 #include "job_runner.h"
 #include "plot_export.h"
+#include "qs/pipeline/backend.h"
+#include "qs/pipeline/hessian_diagonals.h"
 
 class QLabel;
 class QSpinBox;
@@ -30,8 +32,10 @@ public:
     bool isBusy() const override;
 
     void setSampling(int samples, int sequenceLength);
-    const HessianDiagonal* shown() const;   // null until the selected linear's layer is calibrated
-    const QString& shownModule() const { return module_; }
+    void setDevice(pipeline::DeviceChoice device);   // where the next calibration runs
+    pipeline::DeviceChoice device() const { return device_; }
+    // Null until the selected linear's layer is calibrated.
+    const pipeline::HessianDiagonal* shown() const;
     PlotView* plot() const { return plot_; }
     QString captionText() const;
 
@@ -40,10 +44,16 @@ protected:
 
 private:
     void refresh();
-    void showLayer(LayerHessians hessians);
+    // A calibrated layer and the backend it ran on ("CPU (2 threads)").
+    struct Calibrated {
+        pipeline::LayerHessianDiagonals layer;
+        QString device;
+    };
+
+    void showLayer(Calibrated hessians);
     void showMessage(const QString& message);
     void draw();
-    void fillTable(const HessianDiagonal& d);
+    void fillTable(const pipeline::HessianDiagonal& d);
     void resetView();
     QString toolTipAt(double x) const;
     CsvTable csv() const;
@@ -52,7 +62,8 @@ private:
     int layer_ = -1;
     QString module_;
     bool stale_ = false;
-    std::optional<LayerHessians> hessians_;   // the last calibrated layer, kept for its other linears
+    std::optional<Calibrated> hessians_;   // the last calibrated layer, kept for its other linears
+    pipeline::DeviceChoice device_ = pipeline::DeviceChoice::Auto;
     JobRunner runner_;
 
     QSpinBox* samples_;

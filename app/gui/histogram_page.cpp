@@ -96,8 +96,6 @@ void HistogramPage::setTensor(const QString& name) {
 }
 
 void HistogramPage::setBins(int bins) { bins_->setValue(bins); }
-void HistogramPage::setLogCounts(bool log) { log_->setChecked(log); }
-void HistogramPage::setTailSigma(double k) { sigma_->setValue(k); }
 
 bool HistogramPage::isBusy() const {
     return runner_.isBusy() || (stale_ && isVisible());

@@ -31,8 +31,6 @@ public:
     bool isBusy() const override;
 
     void setBins(int bins);
-    void setLogCounts(bool log);
-    void setTailSigma(double k);
 
     const std::optional<analysis::Histogram>& histogram() const { return histogram_; }
     const QString& shownTensor() const { return shownTensor_; }

@@ -40,7 +40,6 @@ public:
 
     void cancel();                 // drops the running job's result; busy() turns false at once
     bool isBusy() const { return busy_; }
-    quint64 latestId() const { return latest_; }
 
 signals:
     void busyChanged(bool busy);

@@ -38,7 +38,7 @@ KlPerLayerPlot::KlPerLayerPlot(QWidget* parent) : PlotView(parent) {
 
 void KlPerLayerPlot::setResult(JobResultPtr result) {
     result_ = std::move(result);
-    draw();
+    drawResult();
 }
 
 int KlPerLayerPlot::layerAt(double x) const {
@@ -46,7 +46,7 @@ int KlPerLayerPlot::layerAt(double x) const {
     return layer >= 0 && layer < layers_ ? static_cast<int>(layer) : -1;
 }
 
-void KlPerLayerPlot::draw() {
+void KlPerLayerPlot::drawResult() {
     clearGraphs();
     layers_ = 0;
     if (result_) {

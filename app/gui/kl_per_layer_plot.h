@@ -21,7 +21,7 @@ signals:
     void layerClicked(int layer);
 
 private:
-    void draw();
+    void drawResult();   // not draw(): QCustomPlot::draw(QCPPainter*) is a virtual of the base
     void resetView();
     QString toolTipAt(double x) const;
     CsvTable csv() const;

@@ -29,7 +29,7 @@ KlPerMethodPlot::KlPerMethodPlot(QWidget* parent) : PlotView(parent) {
 
 void KlPerMethodPlot::setResult(JobResultPtr result) {
     result_ = std::move(result);
-    draw();
+    drawResult();
 }
 
 int KlPerMethodPlot::barCount() {
@@ -41,7 +41,7 @@ int KlPerMethodPlot::barCount() {
     return bars;
 }
 
-void KlPerMethodPlot::draw() {
+void KlPerMethodPlot::drawResult() {
     clearPlottables();
     auto ticker = QSharedPointer<QCPAxisTickerText>::create();
     if (result_) {

@@ -16,7 +16,7 @@ public:
     int barCount();   // methods drawn (those that ran and were evaluated)
 
 private:
-    void draw();
+    void drawResult();   // not draw(): QCustomPlot::draw(QCPPainter*) is a virtual of the base
     void resetView();
     QString toolTipAt(double x) const;
     CsvTable csv() const;

@@ -42,7 +42,7 @@ constexpr int kStateVersion = 2;   // bump when the docks change, so old saved l
 
 }  // namespace
 
-MainWindow::MainWindow(Settings settings, QWidget* parent)
+MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* parent)
     : QMainWindow(parent),
       settings_(settings),
       reporter_(std::make_shared<MessageBoxErrorReporter>(this)),
@@ -58,7 +58,8 @@ MainWindow::MainWindow(Settings settings, QWidget* parent)
       export_(new ExportPanel(this)),
       job_(new QuantizeJob(this)),
       moduleLog_(new ModuleLogModel(this)),
-      jobStatus_(new JobStatusWidget(this)) {
+      jobStatus_(new JobStatusWidget(this)),
+      probe_(new DeviceProbe(std::move(probe), this)) {
     setWindowTitle(tr("QuantScope"));
     setAcceptDrops(true);
     resize(1400, 900);
@@ -69,6 +70,9 @@ MainWindow::MainWindow(Settings settings, QWidget* parent)
     createMenus();
     statusBar()->showMessage(tr("Open a .safetensors or .gguf file or a checkpoint folder (File ▸ Open, or drop it here)."));
     if (settings_ == Settings::Remember) restoreWindowState();
+    connect(probe_, &DeviceProbe::finished, quantize_, &QuantizePanel::showDevices);
+    connect(probe_, &DeviceProbe::finished, this, [this] { emit busyChanged(isBusy()); });
+    probe_->start();
 }
 
 MainWindow::~MainWindow() = default;
@@ -135,6 +139,7 @@ void MainWindow::createJobDocks() {
 
 void MainWindow::connectJob() {
     connect(quantize_, &QuantizePanel::startRequested, this, &MainWindow::startQuantizeJob);
+    connect(quantize_, &QuantizePanel::deviceChosen, hessian_, &HessianPage::setDevice);
     connect(quantize_, &QuantizePanel::cancelRequested, job_, &QuantizeJob::cancel);
     connect(jobStatus_, &JobStatusWidget::cancelRequested, job_, &QuantizeJob::cancel);
     connect(job_, &QuantizeJob::runningChanged, this, [this](bool running) {
@@ -157,6 +162,13 @@ bool MainWindow::startQuantizeJob() {
 }
 
 void MainWindow::onJobFinished(const std::shared_ptr<const pipeline::JobResult>& result) {
+    // QuantizeJob drops what a cancelled job delivers; this catches a result of any other origin.
+    if (result->source != fingerprint_) {
+        statusBar()->showMessage(tr("A finished job's results were dropped: they are of %1, not of the open checkpoint.")
+                                     .arg(QString::fromStdString(result->source.describe())),
+                                 10000);
+        return;
+    }
     results_->setResult(result);
     export_->setResult(result);
     showPage(results_->key());
@@ -224,15 +236,16 @@ bool MainWindow::openPath(const QString& path) {
         reportError(tr("Cannot open checkpoint"), QString::fromStdString(e.what()));
         return false;
     }
-    job_->cancel();   // a running job's results would belong to the previous checkpoint
+    job_->cancel();   // a running job's results belong to the previous checkpoint: they are dropped
     checkpoint_ = std::move(opened);
+    fingerprint_ = io::fingerprintOf(*checkpoint_);
     path_ = path;
     setWindowTitle(tr("%1 — QuantScope").arg(QFileInfo(path).fileName()));
     summary_->setSummary(path, checkpoint_->summary(), static_cast<int>(checkpoint_->tensors().size()));
     for (InspectorPage* page : pages_) page->setCheckpoint(checkpoint_);
     tree_->setCheckpoint(checkpoint_);
     quantize_->setCheckpoint(path);
-    export_->setSource(path);
+    export_->setSource(path, fingerprint_);
     moduleLog_->clear();
     if (settings_ == Settings::Remember) RecentFiles().add(path);
     statusBar()->showMessage(tr("Opened %1: %2 tensors, %3 on disk")
@@ -240,7 +253,6 @@ bool MainWindow::openPath(const QString& path) {
                                  .arg(checkpoint_->tensors().size())
                                  .arg(humanBytes(checkpoint_->summary().sizeOnDisk)));
     selectTensor(tree_->model()->defaultTensor());   // a real histogram from the first moment
-    emit checkpointOpened(path);
     return true;
 }
 
@@ -262,7 +274,7 @@ InspectorPage* MainWindow::currentPage() const {
 
 bool MainWindow::showPage(const QString& key) {
     for (InspectorPage* page : pages_) {
-        if (page->key() == key) {
+        if (page->key().compare(key, Qt::CaseInsensitive) == 0) {   // "--tab Hessian" as the tab reads
             tabs_->setCurrentWidget(page);
             return true;
         }
@@ -272,7 +284,7 @@ bool MainWindow::showPage(const QString& key) {
 
 bool MainWindow::isBusy() const {
     const InspectorPage* page = currentPage();
-    return job_->isRunning() || quantize_->isEstimating() || (page && page->isBusy());
+    return job_->isRunning() || quantize_->isEstimating() || !probe_->isDone() || (page && page->isBusy());
 }
 
 void MainWindow::setErrorReporter(std::shared_ptr<ErrorReporter> reporter) {
@@ -285,7 +297,8 @@ void MainWindow::reportError(const QString& title, const QString& message) {
 }
 
 void MainWindow::showAbout() {
-    AboutDialog about(this);
+    AboutDialog about(probe_->report(), this);
+    connect(probe_, &DeviceProbe::finished, &about, &AboutDialog::showDevice);   // opened while still probing
     about.exec();
 }
 

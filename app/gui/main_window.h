@@ -7,8 +7,10 @@
 
 #include <QMainWindow>
 
+#include "device_probe.h"
 #include "error_reporter.h"
 #include "inspector_page.h"
+#include "qs/io/checkpoint_fingerprint.h"
 #include "qs/pipeline/job_result.h"
 
 class QDockWidget;
@@ -36,14 +38,17 @@ class MainWindow : public QMainWindow {
 public:
     enum class Settings { Remember, Ignore };   // Ignore: screenshots and tests leave no trace
 
-    explicit MainWindow(Settings settings = Settings::Remember, QWidget* parent = nullptr);
+    // `probe` finds the device a job's Auto would use, on a worker, once the window is built
+    // (tests pass a slow one to see that start-up never waits for it).
+    explicit MainWindow(Settings settings = Settings::Remember, DeviceProbe::Function probe = DeviceProbe::automatic(),
+                        QWidget* parent = nullptr);
     ~MainWindow() override;
 
     void setErrorReporter(std::shared_ptr<ErrorReporter> reporter);
     // Opens a .safetensors file or a checkpoint folder; on failure reports the core's message and
     // keeps what was open. Returns whether it opened.
     bool openPath(const QString& path);
-    bool showPage(const QString& key);   // "histogram", "channels", "overview", "results", ...
+    bool showPage(const QString& key);   // "histogram", "channels", "overview", "results", ... (any case)
     bool isBusy() const;                 // the visible page is still computing, or a job runs
     void selectTensor(const QString& name);
     QString currentTensor() const;
@@ -61,6 +66,7 @@ public:
     QuantizeJob* quantizeJob() const { return job_; }
     ModuleLogModel* moduleLog() const { return moduleLog_; }
     JobStatusWidget* jobStatus() const { return jobStatus_; }
+    DeviceProbe* deviceProbe() const { return probe_; }
     InspectorPage* currentPage() const;
 
     // Starts the Quantize panel's job on the open checkpoint; false when none is open or one runs.
@@ -69,7 +75,6 @@ public:
     void selectLayer(int layer, const QString& module = {});
 
 signals:
-    void checkpointOpened(const QString& path);
     void busyChanged(bool busy);
 
 protected:
@@ -96,6 +101,7 @@ private:
     std::shared_ptr<ErrorReporter> reporter_;
     CheckpointPtr checkpoint_;
     QString path_;
+    io::CheckpointFingerprint fingerprint_;   // of checkpoint_: a job's result must carry the same
 
     CheckpointTreePanel* tree_;
     SummaryPanel* summary_;
@@ -115,6 +121,7 @@ private:
     QuantizeJob* job_;
     ModuleLogModel* moduleLog_;
     JobStatusWidget* jobStatus_;
+    DeviceProbe* probe_;
     std::vector<InspectorPage*> pages_;
     QMenu* recentMenu_ = nullptr;
 };

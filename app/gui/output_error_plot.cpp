@@ -31,7 +31,7 @@ OutputErrorPlot::OutputErrorPlot(QWidget* parent) : PlotView(parent) {
 
 void OutputErrorPlot::setResult(JobResultPtr result) {
     result_ = std::move(result);
-    draw();
+    drawResult();
 }
 
 int OutputErrorPlot::linearAt(double x) const {
@@ -45,7 +45,7 @@ double OutputErrorPlot::errorOf(const pipeline::MethodResult& m, const Linear& l
     return std::nan("");
 }
 
-void OutputErrorPlot::draw() {
+void OutputErrorPlot::drawResult() {
     clearGraphs();
     std::set<Linear> all;
     if (result_)

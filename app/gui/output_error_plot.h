@@ -30,7 +30,7 @@ signals:
     void linearClicked(int layer, const QString& module);
 
 private:
-    void draw();
+    void drawResult();   // not draw(): QCustomPlot::draw(QCPPainter*) is a virtual of the base
     void drawMethod(const pipeline::MethodResult& m, int index);
     void resetView();
     QString toolTipAt(double x) const;

@@ -127,10 +127,6 @@ void OverviewPage::setTensor(const QString& name) {
     plot_->replot();
 }
 
-void OverviewPage::setStatistic(analysis::LayerStatistic statistic) {
-    statistic_->setCurrentIndex(statistic_->findData(int(statistic)));
-}
-
 analysis::LayerStatistic OverviewPage::statistic() const {
     return static_cast<analysis::LayerStatistic>(statistic_->currentData().toInt());
 }

@@ -33,7 +33,6 @@ public:
     void setTensor(const QString& name) override;
     bool isBusy() const override;
 
-    void setStatistic(analysis::LayerStatistic statistic);
     analysis::LayerStatistic statistic() const;
     // Selects the tensor of a cell (as a click does): emits tensorActivated when the cell has one.
     void activateCell(std::size_t layerRow, std::size_t moduleColumn);

@@ -18,9 +18,8 @@ bool QuantizeJob::start(QuantizeSettings settings, std::filesystem::path checkpo
     if (thread_) return false;
     token_ = qs::CancelToken();
     clock_.start();
-    thread_ = QThread::create([this, settings = std::move(settings), checkpoint = std::move(checkpoint), token = token_] {
-        run(settings, checkpoint, token);
-    });
+    thread_ = QThread::create([this, settings = std::move(settings), checkpoint = std::move(checkpoint), token = token_,
+                               generation = ++generation_] { run(settings, checkpoint, token, generation); });
     connect(thread_, &QThread::finished, this, &QuantizeJob::onThreadEnded);
     thread_->start();
     emit runningChanged(true);
@@ -29,23 +28,34 @@ bool QuantizeJob::start(QuantizeSettings settings, std::filesystem::path checkpo
 
 void QuantizeJob::cancel() {
     token_.cancel();
+    if (thread_) ++generation_;
 }
 
-// On the worker thread: everything it learns goes to this object's thread as a queued call.
+// On the worker thread: everything it learns goes to this object's thread as a queued call, which
+// is dropped there when cancel() came first; the end is then reported as cancelled().
 void QuantizeJob::run(const QuantizeSettings& settings, const std::filesystem::path& checkpoint,
-                      const qs::CancelToken& token) {
-    auto post = [this](auto call) { QMetaObject::invokeMethod(this, std::move(call), Qt::QueuedConnection); };
+                      const qs::CancelToken& token, quint64 generation) {
+    // `last`: the job's end, which becomes cancelled() when the generation has moved on.
+    auto post = [this, generation](auto call, bool last = false) {
+        QMetaObject::invokeMethod(
+            this,
+            [this, generation, last, call = std::move(call)] {
+                if (generation == generation_) call();
+                else if (last) emit cancelled();
+            },
+            Qt::QueuedConnection);
+    };
     try {
         pipeline::Job job(buildPlan(settings, checkpoint));
         token.throwIfCancelled();
         auto result = std::make_shared<const pipeline::JobResult>(job.run(
             [&](const qs::Progress& p) { post([this, p] { emit progressed(p); }); }, token,
             [&](const pipeline::ModuleLog& row) { post([this, row] { emit moduleLogged(row); }); }));
-        post([this, result] { emit finished(result); });
+        post([this, result] { emit finished(result); }, true);
     } catch (const Cancelled&) {
-        post([this] { emit cancelled(); });
+        post([this] { emit cancelled(); }, true);
     } catch (const std::exception& e) {
-        post([this, message = QString::fromStdString(e.what())] { emit failed(message); });
+        post([this, message = QString::fromStdString(e.what())] { emit failed(message); }, true);
     }
 }
 
@@ -53,7 +63,6 @@ void QuantizeJob::onThreadEnded() {
     thread_->deleteLater();
     thread_ = nullptr;
     emit runningChanged(false);
-    emit stopped();
 }
 
 }  // namespace qs::gui

@@ -2,7 +2,12 @@
 // QuantizeJob: one pipeline::Job at a time on its own worker QThread. The worker builds the plan
 // (tokenizing) and runs the job; progress, module-log rows and the result come back to this
 // object's thread as queued calls, so the GUI never waits. cancel() asks the job to stop at its
-// next check; stopped() says when the worker has really ended, whichever way it ended.
+// next check; runningChanged(false) says when the worker has really ended, whichever way it ended.
+//
+// A job can pass its last check before cancel() and finish anyway; its result would then reach a
+// window that has moved on (another checkpoint open). So every start() and cancel() begins a new
+// generation, and what a worker posts is delivered only while its generation is current (as
+// JobRunner does): after cancel(), the job ends with cancelled(), never finished() or failed().
 #include <memory>
 
 #include <QElapsedTimer>
@@ -40,13 +45,14 @@ signals:
     void finished(const qs::gui::JobResultPtr& result);
     void failed(const QString& message);
     void cancelled();
-    void stopped();   // after finished, failed or cancelled: the worker thread has ended
 
 private:
-    void run(const QuantizeSettings& settings, const std::filesystem::path& checkpoint, const qs::CancelToken& token);
+    void run(const QuantizeSettings& settings, const std::filesystem::path& checkpoint, const qs::CancelToken& token,
+             quint64 generation);
     void onThreadEnded();
 
     QThread* thread_ = nullptr;
+    quint64 generation_ = 0;   // of the running job; cancel() moves on, so its posts are dropped
     qs::CancelToken token_;
     QElapsedTimer clock_;
 };

@@ -107,6 +107,7 @@ QWidget* QuantizePanel::createMethods() {
         if (spec.grouped) {
             row.group = groupSizeBox(box);
             grid->addWidget(row.group, at, 2);
+            connect(row.group, &QComboBox::currentIndexChanged, this, &QuantizePanel::scheduleEstimate);
         }
         rows_.push_back(row);
     }
@@ -153,28 +154,24 @@ QWidget* QuantizePanel::createRun() {
     auto* box = new QGroupBox(tr("Run"), this);
     auto* form = new QFormLayout(box);
     device_ = new QComboBox(box);
-    device_->addItem(tr("Auto"), static_cast<int>(ComputeDevice::Auto));
-    device_->addItem(tr("CPU"), static_cast<int>(ComputeDevice::Cpu));
-    device_->addItem(tr("CUDA"), static_cast<int>(ComputeDevice::Cuda));
+    device_->setObjectName(QStringLiteral("device"));
+    device_->addItem(tr("Auto"), static_cast<int>(pipeline::DeviceChoice::Auto));
+    device_->addItem(tr("CPU"), static_cast<int>(pipeline::DeviceChoice::Cpu));
+    device_->addItem(tr("CUDA"), static_cast<int>(pipeline::DeviceChoice::Cuda));
+    // CUDA can be chosen once the device probe (DeviceProbe, on a worker) says it passed its start-up check.
     QStandardItem* cuda = qobject_cast<QStandardItemModel*>(device_->model())->item(2);
+    cuda->setEnabled(false);
     if (!kCudaBackendLinked) {
-        cuda->setEnabled(false);
         cuda->setToolTip(tr("This build of QuantScope has no CUDA backend; jobs run on the CPU."));
-        device_->setToolTip(cuda->toolTip());
     } else {
-        // The CUDA entry names the GPU and its free memory once the device has passed its start-up check
-        // against the CPU; otherwise it is disabled and says why (Auto then runs on the CPU).
-        const pipeline::BackendSelection automatic = pipeline::selectBackend(pipeline::DeviceChoice::Auto);
-        const QString message = QString::fromStdString(automatic.message);
-        if (automatic.backend->isCuda()) {
-            cuda->setText(QString::fromStdString(automatic.backend->description()));
-        } else {
-            cuda->setText(tr("CUDA (unavailable)"));
-            cuda->setEnabled(false);
-        }
-        cuda->setToolTip(message);
-        device_->setToolTip(message);
+        cuda->setText(tr("CUDA (probing…)"));
+        cuda->setToolTip(tr("Checking the GPU against the CPU…"));
     }
+    device_->setToolTip(cuda->toolTip());
+    connect(device_, &QComboBox::currentIndexChanged, this, [this] {
+        scheduleEstimate();
+        emit deviceChosen(settings().device);
+    });
     perLayerKl_ = new QCheckBox(tr("Per-layer KL (one layer quantized at a time)"), box);
     connect(perLayerKl_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
     estimateLabel_ = new QLabel(tr("Open a checkpoint to quantize it."), box);
@@ -199,6 +196,7 @@ QWidget* QuantizePanel::createRun() {
 void QuantizePanel::setCheckpoint(const QString& path) {
     checkpoint_ = path;
     estimate_.reset();
+    estimated_.reset();
     updateStartButton();
     scheduleEstimate();
 }
@@ -214,7 +212,7 @@ QuantizeSettings QuantizePanel::settings() const {
     s.sequenceLength = sequenceLength_->value();
     s.evaluationFile = evaluationFile_->text().trimmed();
     s.evaluationSamples = evaluationSamples_->value();
-    s.device = static_cast<ComputeDevice>(device_->currentData().toInt());
+    s.device = static_cast<pipeline::DeviceChoice>(device_->currentData().toInt());
     s.perLayerKl = perLayerKl_->isChecked();
     return s;
 }
@@ -236,6 +234,17 @@ void QuantizePanel::setSampling(int samples, int sequenceLength, int evaluationS
 }
 
 void QuantizePanel::setPerLayerKl(bool on) { perLayerKl_->setChecked(on); }
+
+// The CUDA entry names the GPU and its free memory once the device has passed its start-up check
+// against the CPU; otherwise it stays disabled and says why (Auto then runs on the CPU).
+void QuantizePanel::showDevices(const DeviceReport& report) {
+    if (!kCudaBackendLinked) return;
+    QStandardItem* cuda = qobject_cast<QStandardItemModel*>(device_->model())->item(2);
+    cuda->setText(report.cudaUsable ? report.cudaName : tr("CUDA (unavailable)"));
+    cuda->setEnabled(report.cudaUsable);
+    cuda->setToolTip(report.message);
+    device_->setToolTip(report.message);
+}
 
 bool QuantizePanel::cudaSelectable() const {
     const auto* model = qobject_cast<const QStandardItemModel*>(device_->model());
@@ -261,23 +270,26 @@ void QuantizePanel::scheduleEstimate() {
 
 // The estimate opens the checkpoint, tokenizes both texts and times a short GEMM: a worker's job.
 void QuantizePanel::computeEstimate() {
+    const QuantizeSettings of = settings();
     estimator_.start(
-        [settings = settings(), path = checkpoint_.toStdString()](const qs::CancelToken& token) {
-            pipeline::Job job(buildPlan(settings, path));
+        [of, path = checkpoint_.toStdString()](const qs::CancelToken& token) {
+            pipeline::Job job(buildPlan(of, path));
             token.throwIfCancelled();
             return job.estimate();
         },
-        [this](pipeline::ResourceEstimate e) { showEstimate(e); },
-        [this](const QString& message) { showEstimateError(message); });
+        [this, of](pipeline::ResourceEstimate e) { showEstimate(e, of); },
+        [this, of](const QString& message) { showEstimateError(message, of); });
 }
 
-void QuantizePanel::showEstimate(pipeline::ResourceEstimate estimate) {
+void QuantizePanel::showEstimate(pipeline::ResourceEstimate estimate, QuantizeSettings of) {
     estimate_ = estimate;
+    estimated_ = std::move(of);
     estimateLabel_->setText(estimateText());
 }
 
-void QuantizePanel::showEstimateError(const QString& message) {
+void QuantizePanel::showEstimateError(const QString& message, QuantizeSettings of) {
     estimate_.reset();
+    estimated_ = std::move(of);
     estimateLabel_->setText(QStringLiteral("<span style='color:#b03030'>%1</span>").arg(message.toHtmlEscaped()));
 }
 

@@ -1,7 +1,8 @@
 #pragma once
 // The Quantize panel: which methods (with their bits and group size), which calibration and
 // evaluation text and how much of it, the device, per-layer KL, and the job's predicted peak memory
-// and time, computed on a worker whenever a setting changes, so it is on screen before Start.
+// and time, computed on a worker whenever any of these settings changes, so it is on screen before
+// Start. The device list is filled when the window's DeviceProbe answers.
 #include <optional>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include <QTimer>
 #include <QWidget>
 
+#include "device_probe.h"
 #include "job_runner.h"
 #include "qs/pipeline/resource_estimate.h"
 #include "quantize_settings.h"
@@ -39,12 +41,19 @@ public:
 
     bool isEstimating() const { return estimator_.isBusy() || debounce_.isActive(); }
     const std::optional<pipeline::ResourceEstimate>& estimate() const { return estimate_; }
+    // The settings the shown estimate (or its error) was computed for: every control that changes
+    // the plan re-estimates, so once isEstimating() is false these are settings().
+    const std::optional<QuantizeSettings>& estimatedSettings() const { return estimated_; }
     QString estimateText() const;
+
+    // The device probe's answer: enables the CUDA entry (named after the GPU) or says why not.
+    void showDevices(const DeviceReport& report);
     bool cudaSelectable() const;
 
 signals:
     void startRequested();
     void cancelRequested();
+    void deviceChosen(qs::pipeline::DeviceChoice device);   // also where the Hessian tab calibrates
 
 private:
     struct MethodRow {
@@ -62,8 +71,8 @@ private:
     QLineEdit* createFileField(const QString& placeholder);
     void scheduleEstimate();
     void computeEstimate();
-    void showEstimate(pipeline::ResourceEstimate estimate);
-    void showEstimateError(const QString& message);
+    void showEstimate(pipeline::ResourceEstimate estimate, QuantizeSettings of);
+    void showEstimateError(const QString& message, QuantizeSettings of);
     void updateStartButton();
 
     QString checkpoint_;
@@ -83,6 +92,7 @@ private:
     QTimer debounce_;
     JobRunner estimator_;
     std::optional<pipeline::ResourceEstimate> estimate_;
+    std::optional<QuantizeSettings> estimated_;
 };
 
 }  // namespace qs::gui

@@ -25,9 +25,6 @@ std::filesystem::path textFileFor(const QString& given, const io::Checkpoint& ch
 
 pipeline::JobPlan buildPlan(const QuantizeSettings& settings, const std::filesystem::path& checkpointPath) {
     if (settings.methods.empty()) throw Error("choose at least one method");
-    static_assert(static_cast<int>(ComputeDevice::Auto) == static_cast<int>(pipeline::DeviceChoice::Auto) &&
-                  static_cast<int>(ComputeDevice::Cpu) == static_cast<int>(pipeline::DeviceChoice::Cpu) &&
-                  static_cast<int>(ComputeDevice::Cuda) == static_cast<int>(pipeline::DeviceChoice::Cuda));
     const io::Checkpoint checkpoint = io::Checkpoint::open(checkpointPath);
     const model::Tokenizer tokenizer = model::Tokenizer::forCheckpoint(checkpoint);
     pipeline::JobPlan plan;
@@ -39,7 +36,7 @@ pipeline::JobPlan buildPlan(const QuantizeSettings& settings, const std::filesys
                                settings.evaluationSamples, settings.sequenceLength);
     plan.perLayerKl = settings.perLayerKl;
     // Forcing CUDA without a device fails here, with selectBackend's reason, before any work starts.
-    plan.backend = pipeline::selectBackend(static_cast<pipeline::DeviceChoice>(settings.device)).backend;
+    plan.backend = pipeline::selectBackend(settings.device).backend;
     plan.seed = settings.seed;
     return plan;
 }

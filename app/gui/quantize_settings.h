@@ -11,11 +11,10 @@
 
 namespace qs::gui {
 
-enum class ComputeDevice { Auto, Cpu, Cuda };
-
 struct MethodChoice {
     std::string name;      // a pipeline::parseMethod name: "gptq4-act", "fp8", "trellis3"
     int groupSize = 128;   // integer methods only; -1 = one group per row
+    bool operator==(const MethodChoice&) const = default;
 };
 
 struct QuantizeSettings {
@@ -25,9 +24,10 @@ struct QuantizeSettings {
     int sequenceLength = 128;
     QString evaluationFile;    // empty: as for calibration
     int evaluationSamples = 8;
-    ComputeDevice device = ComputeDevice::Auto;
+    pipeline::DeviceChoice device = pipeline::DeviceChoice::Auto;
     bool perLayerKl = false;
     std::uint64_t seed = 0;
+    bool operator==(const QuantizeSettings&) const = default;   // the Quantize panel's estimate is of these
 };
 
 // The text file a run reads: `given`, else `name` beside the checkpoint, else the bundled demo's.

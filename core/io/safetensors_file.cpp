@@ -255,6 +255,7 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
 const std::filesystem::path& SafetensorsFile::path() const { return impl_->path; }
 std::uint64_t SafetensorsFile::fileSize() const { return impl_->map.size(); }
 const SafetensorsHeader& SafetensorsFile::header() const { return impl_->header; }
+std::span<const std::byte> SafetensorsFile::headerBytes() const { return impl_->map.bytes().first(8 + impl_->header.headerLength); }
 
 const TensorInfo* SafetensorsFile::find(std::string_view name) const {
     const auto it = impl_->byName.find(name);

@@ -76,6 +76,18 @@ std::string checkHessian(const Backend& device, const Backend& cpu, const Matrix
     return {};
 }
 
+// diag(H) alone: f64 sums of exact squares in the same order on both, so the same bits.
+std::string checkDiagonal(const Backend& device, const Backend& cpu, const MatrixF& x) {
+    auto d = device.hessianDiagonal(x.cols());
+    auto c = cpu.hessianDiagonal(x.cols());
+    for (auto* sink : {d.get(), c.get()}) {
+        sink->add(x.topRows(200));
+        sink->add(x.bottomRows(x.rows() - 200));
+    }
+    if (d->samples() != c->samples()) return "the Hessian diagonal counted " + std::to_string(d->samples()) + " samples";
+    return d->finalize() == c->finalize() ? std::string() : "the Hessian diagonal differs";
+}
+
 std::string checkGptq(const Backend& device, const Backend& cpu, const MatrixF& w, const MatrixF& h) {
     quant::GptqOptions o;
     o.groupSize = 32;
@@ -162,6 +174,7 @@ std::string backendSelfCheck(const Backend& device) {
         const MatrixF w = seededNormal(128, 256, 0.02f, 29);
         MatrixF h;
         std::string why = checkHessian(device, *cpu, x, h);
+        if (why.empty()) why = checkDiagonal(device, *cpu, x);
         if (why.empty()) why = checkGptq(device, *cpu, w, h);
         if (why.empty()) why = checkAwq(device, *cpu, x, h);
         if (why.empty()) why = checkFormats(device, *cpu, w);

@@ -30,6 +30,31 @@ private:
     quant::HessianAccumulator accumulator_;
 };
 
+class CpuDiagonalSink final : public DiagonalSink {
+public:
+    explicit CpuDiagonalSink(std::int64_t features) : sum_(VectorD::Zero(features)) {
+        if (features <= 0) throw Error("DiagonalSink: features must be positive");
+    }
+    void add(const Eigen::Ref<const MatrixF>& x) override {
+        if (x.cols() != sum_.size())
+            throw Error("DiagonalSink: input has " + std::to_string(x.cols()) + " features, expected " +
+                        std::to_string(sum_.size()));
+        // Row after row, each column's sum in order: a float squared is exact in f64, so the device's
+        // column loop gives the same bits.
+        for (Eigen::Index r = 0; r < x.rows(); ++r) sum_ += x.row(r).transpose().cast<double>().cwiseAbs2();
+        samples_ += x.rows();
+    }
+    std::int64_t samples() const override { return samples_; }
+    VectorD finalize() const override {
+        if (samples_ == 0) throw Error("DiagonalSink: no samples were added");
+        return sum_ * (2.0 / static_cast<double>(samples_));
+    }
+
+private:
+    VectorD sum_;
+    std::int64_t samples_ = 0;
+};
+
 class CpuBackend final : public Backend {
 public:
     std::string description() const override {
@@ -41,6 +66,9 @@ public:
 
     std::unique_ptr<HessianSink> hessian(std::int64_t features) const override {
         return std::make_unique<CpuHessianSink>(features);
+    }
+    std::unique_ptr<DiagonalSink> hessianDiagonal(std::int64_t features) const override {
+        return std::make_unique<CpuDiagonalSink>(features);
     }
     quant::QuantizedLinear gptq(const MatrixF& w, const MatrixF& h, const quant::GptqOptions& o) const override {
         return quant::quantizeGptq(w, h, o);

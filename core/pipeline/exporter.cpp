@@ -9,6 +9,7 @@
 #include "qs/formats/linear_encoder.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/checkpoint_writer.h"
+#include "qs/pipeline/export_check.h"
 #include "qs/pipeline/job_report.h"
 
 namespace qs::pipeline {
@@ -211,6 +212,7 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
     AwqFolding folding = planAwqFolding(result.layers);
     requireEncodable(encoder, linears, folding);
     const io::Checkpoint source = io::Checkpoint::open(request.source);
+    if (auto why = sourceMismatch(result, io::fingerprintOf(source)); !why.empty()) throw Error("cannot export: " + why);
     requireSource(source, linears);
     cancel.throwIfCancelled();
     ExportWriter writer(request, source, encoder, std::move(linears), std::move(folding));

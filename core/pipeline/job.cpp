@@ -6,6 +6,7 @@
 
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
+#include "qs/io/checkpoint_fingerprint.h"
 #include "qs/model/checkpoint_weights.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/compact_linear.h"
@@ -138,14 +139,20 @@ public:
         for (int layer = 0; layer < config_.numLayers; ++layer) processLayer(layer);
         evaluate();
         if (plan_.perLayerKl && !plan_.evaluation.empty()) perLayerKl();
-        for (auto& s : streams_) unpackKept(s);
+        // Unpacking every layer of every method takes a while on a large model: it polls too, and a
+        // cancel that arrives by the end still wins over the finished result.
+        for (auto& s : streams_) unpackKept(s, cancel_);
         JobResult result;
+        result.source = io::fingerprintOf(checkpoint_);
         const std::uint64_t kept = nonLinearBytes(checkpoint_);
         for (auto& s : streams_) {
+            cancel_.throwIfCancelled();
             if (!s.failed()) summarize(s.result, kept);
             else s.result.layers.clear();
+            s.result.source = result.source;
             result.methods.push_back(std::move(s.result));
         }
+        cancel_.throwIfCancelled();
         result.calibrationTokens = tokenCount(plan_.calibration);
         result.evaluationTokens = tokenCount(plan_.evaluation);
         result.seconds = secondsSince(start);
@@ -245,9 +252,10 @@ private:
     }
 
     // The kept layers back as QuantizedLinears (each freed from the compact store as it is unpacked).
-    static void unpackKept(MethodStream& s) {
+    static void unpackKept(MethodStream& s, const CancelToken& cancel) {
         s.model.clearOverrides();   // the overrides share the compact layers
         for (auto& layer : s.kept) {
+            cancel.throwIfCancelled();
             QuantizedLayer q;
             for (auto& [module, compact] : layer) {
                 q.emplace(module, std::make_shared<const quant::QuantizedLinear>(compact->unpack()));

@@ -45,6 +45,9 @@ public:
     std::unique_ptr<pipeline::HessianSink> hessian(std::int64_t features) const override {
         return makeCudaHessianSink(context_, features);
     }
+    std::unique_ptr<pipeline::DiagonalSink> hessianDiagonal(std::int64_t features) const override {
+        return makeCudaDiagonalSink(features);
+    }
     quant::QuantizedLinear gptq(const MatrixF& w, const MatrixF& h, const quant::GptqOptions& o) const override {
         return cudaGptq(*context_, w, h, o);
     }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "cuda_check.h"
 #include "hessian_kernels.h"
@@ -158,7 +159,57 @@ private:
     bool released_ = false;
 };
 
+// The inputs go up one chunk at a time through a device buffer kept for the next; the sums stay on
+// the device until finalize(). Copies, kernel and copies again all on the default stream, in order:
+// the work per byte is one multiply-add, nothing to overlap.
+class CudaDiagonalSink final : public pipeline::DiagonalSink {
+public:
+    explicit CudaDiagonalSink(std::int64_t features) : features_(features) {
+        if (features <= 0) throw Error("DiagonalSink: features must be positive");
+        sum_ = DeviceBuffer<double>(features);
+        sum_.fillZero();
+    }
+
+    void add(const Eigen::Ref<const MatrixF>& x) override {
+        if (x.cols() != features_)
+            throw Error("DiagonalSink: input has " + std::to_string(x.cols()) + " features, expected " +
+                        std::to_string(features_));
+        const std::int64_t n = x.rows();
+        if (n == 0) return;
+        if (chunk_.size() < n * features_) {
+            chunk_ = DeviceBuffer<float>();
+            requireDeviceMemory(n * features_ * 4, "a Hessian diagonal input chunk");
+            chunk_ = DeviceBuffer<float>(n * features_);
+        }
+        host_.resize(static_cast<std::size_t>(n * features_));
+        packRows(x, host_.data());
+        chunk_.upload(host_.data(), n * features_);
+        kernels::addSquaredColumns(chunk_.data(), n, features_, sum_.data());
+        samples_ += n;
+    }
+
+    std::int64_t samples() const override { return samples_; }
+
+    VectorD finalize() const override {
+        if (samples_ == 0) throw Error("DiagonalSink: no samples were added");
+        VectorD sum(features_);
+        sum_.download(sum.data(), features_);
+        return sum * (2.0 / static_cast<double>(samples_));
+    }
+
+private:
+    std::int64_t features_;
+    std::int64_t samples_ = 0;
+    DeviceBuffer<double> sum_;
+    DeviceBuffer<float> chunk_;
+    std::vector<float> host_;
+};
+
 }  // namespace
+
+std::unique_ptr<pipeline::DiagonalSink> makeCudaDiagonalSink(std::int64_t features) {
+    return std::make_unique<CudaDiagonalSink>(features);
+}
 
 std::unique_ptr<pipeline::HessianSink> makeCudaHessianSink(CudaContextPtr context, std::int64_t features) {
     return std::make_unique<CudaHessianSink>(std::move(context), features);

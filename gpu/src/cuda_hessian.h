@@ -9,6 +9,8 @@
 namespace qs::gpu {
 
 std::unique_ptr<pipeline::HessianSink> makeCudaHessianSink(CudaContextPtr context, std::int64_t features);
+// diag(H) alone: each chunk's column sums of squares added to f64 sums on the device.
+std::unique_ptr<pipeline::DiagonalSink> makeCudaDiagonalSink(std::int64_t features);
 
 // One SSYRK of x [n, f] (row-major, device) into gram (column-major [f, f], lower triangle).
 void gramLowerOnDevice(const CudaContext& context, const float* x, std::int64_t n, std::int64_t f, float* gram);

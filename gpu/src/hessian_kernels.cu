@@ -24,6 +24,18 @@ __global__ void absColumnsKernel(const float* x, std::int64_t n, std::int64_t f,
     }
 }
 
+__global__ void squaredColumnsKernel(const float* x, std::int64_t n, std::int64_t f, double* squareSum) {
+    for (std::int64_t j = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; j < f;
+         j += static_cast<std::int64_t>(gridDim.x) * blockDim.x) {
+        double s = squareSum[j];
+        for (std::int64_t t = 0; t < n; ++t) {
+            const double v = static_cast<double>(x[t * f + j]);
+            s += v * v;
+        }
+        squareSum[j] = s;
+    }
+}
+
 }  // namespace
 
 void addLowerToSum(const float* chunk, std::int64_t f, double* sum, cudaStream_t stream) {
@@ -34,6 +46,11 @@ void addLowerToSum(const float* chunk, std::int64_t f, double* sum, cudaStream_t
 void addAbsColumns(const float* x, std::int64_t n, std::int64_t f, double* absSum, cudaStream_t stream) {
     absColumnsKernel<<<gridFor(f), kThreads, 0, stream>>>(x, n, f, absSum);
     QS_CUDA_LAUNCHED("absColumnsKernel");
+}
+
+void addSquaredColumns(const float* x, std::int64_t n, std::int64_t f, double* squareSum, cudaStream_t stream) {
+    squaredColumnsKernel<<<gridFor(f), kThreads, 0, stream>>>(x, n, f, squareSum);
+    QS_CUDA_LAUNCHED("squaredColumnsKernel");
 }
 
 }  // namespace qs::gpu::kernels

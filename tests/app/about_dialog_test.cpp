@@ -12,7 +12,10 @@ namespace {
 class AboutDialogTest : public QtAppTest {};
 
 TEST_F(AboutDialogTest, NamesVersionBackendAndEveryLicence) {
-    AboutDialog about;
+    DeviceProbe probe;
+    probe.start();
+    ASSERT_TRUE(waitUntil([&] { return probe.isDone(); }));
+    AboutDialog about(probe.report());
     const QString text = about.text();
     EXPECT_TRUE(text.contains(QRegularExpression(QStringLiteral("QuantScope \\d+\\.\\d+")))) << text.toStdString();
     EXPECT_TRUE(text.contains(QStringLiteral("CPU"))) << text.toStdString();
@@ -25,6 +28,15 @@ TEST_F(AboutDialogTest, NamesVersionBackendAndEveryLicence) {
         EXPECT_TRUE(text.contains(QLatin1String(licence))) << licence;
     for (const char* library : {"Qt 6", "QCustomPlot", "Eigen", "nlohmann/json", "PCRE2", "CLI11"})
         EXPECT_TRUE(text.contains(QLatin1String(library))) << library;
+}
+
+// Opened while the window's probe is still out: it says so, and shows the answer when it comes.
+TEST_F(AboutDialogTest, ShowsTheDeviceWhenTheProbeAnswers) {
+    AboutDialog about(std::nullopt);
+    EXPECT_TRUE(about.text().contains(QStringLiteral("checking the GPU"))) << about.text().toStdString();
+    about.showDevice({false, {}, QStringLiteral("device: CPU (3 threads) (no CUDA device)")});
+    EXPECT_TRUE(about.text().contains(QStringLiteral("device: CPU (3 threads) (no CUDA device)"))) << about.text().toStdString();
+    EXPECT_FALSE(about.text().contains(QStringLiteral("checking the GPU")));
 }
 
 }  // namespace

@@ -41,6 +41,9 @@ protected:
     CheckpointFilterModel& proxy() { return *window.treePanel()->proxy(); }
 
     MainWindow window{MainWindow::Settings::Ignore};
+    // Before the checkpoint opens, so that its reset and every filter and sort below are checked.
+    ModelChecker treeChecker{window.treePanel()->model()};
+    ModelChecker proxyChecker{window.treePanel()->proxy()};
 };
 
 TEST_F(CheckpointTreeTest, HoldsEveryTensorExactlyOnce) {

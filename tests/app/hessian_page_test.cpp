@@ -1,21 +1,21 @@
 // The Hessian tab on the demo Qwen3: a short calibration of the selected linear's layer, diag(H)
-// per input channel and GPTQ's act-order.
+// per input channel and GPTQ's act-order, on the device chosen in the Quantize panel (the numbers
+// themselves are tested against the full Hessian in tests/pipeline/test_hessian_diagonals.cpp).
 #include <algorithm>
 #include <numeric>
 
-#include "hessian_diagonal.h"
+#include <QComboBox>
+
 #include "hessian_page.h"
 #include "main_window.h"
 #include "plot_view.h"
 #include "qt_test_support.h"
+#include "quantize_panel.h"
 
 namespace qs::gui::test {
 namespace {
 
-TEST(ActOrderRanks, LargestFirstAndTiesInChannelOrder) {
-    EXPECT_EQ(actOrderRanks({1.0, 3.0, 3.0, 0.5}), (std::vector<int>{2, 0, 1, 3}));
-    EXPECT_TRUE(actOrderRanks({}).empty());
-}
+using pipeline::HessianDiagonal;
 
 class HessianPageTest : public QtAppTest {
 protected:
@@ -72,6 +72,18 @@ TEST_F(HessianPageTest, ATensorThatIsNoLinearSaysSo) {
     window.selectTensor(QStringLiteral("model.embed_tokens.weight"));
     EXPECT_EQ(window.hessianPage()->shown(), nullptr);
     EXPECT_TRUE(window.hessianPage()->captionText().contains(QStringLiteral("not a decoder layer's linear")));
+}
+
+TEST_F(HessianPageTest, CalibratesOnTheDeviceChosenInTheQuantizePanel) {
+    EXPECT_EQ(window.hessianPage()->device(), pipeline::DeviceChoice::Auto);
+    auto* device = window.quantizePanel()->findChild<QComboBox*>(QStringLiteral("device"));
+    ASSERT_NE(device, nullptr);
+    device->setCurrentIndex(device->findData(static_cast<int>(pipeline::DeviceChoice::Cpu)));
+    EXPECT_EQ(window.hessianPage()->device(), pipeline::DeviceChoice::Cpu);
+    ASSERT_NE(shownFor(QStringLiteral("model.layers.0.mlp.up_proj.weight")), nullptr);
+    const QString cpu = QString::fromStdString(pipeline::makeCpuBackend()->description());
+    EXPECT_TRUE(window.hessianPage()->captionText().contains(QStringLiteral("tokens on ") + cpu))
+        << window.hessianPage()->captionText().toStdString();
 }
 
 }  // namespace

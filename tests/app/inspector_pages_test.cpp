@@ -30,6 +30,7 @@ protected:
     std::vector<float> values(const QString& tensor) { return window.checkpoint()->tensor(tensor.toStdString()).toF32(); }
 
     MainWindow window{MainWindow::Settings::Ignore};
+    ModelChecker channelChecker{window.channelsPage()->table()};
 };
 
 TEST_F(InspectorPagesTest, HistogramCountsSumToTheElementCount) {

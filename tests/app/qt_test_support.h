@@ -1,11 +1,15 @@
 #pragma once
 // What every app test needs: one QApplication on the offscreen platform, settings that never touch
-// the user's, and waiting for background jobs without blocking the event loop.
+// the user's, waiting for background jobs without blocking the event loop, and the Qt model tester
+// around every item model a test drives.
 #include <functional>
+#include <memory>
 
+#include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QElapsedTimer>
 #include <QStandardPaths>
+#include <QStringList>
 #include <QThread>
 #include <gtest/gtest.h>
 
@@ -28,6 +32,41 @@ protected:
         QApplication::setOrganizationName(QStringLiteral("QuantScopeTests"));
         QApplication::setApplicationName(QStringLiteral("app_tests"));
     }
+};
+
+// Keeps `model` under a QAbstractItemModelTester while it lives: the tester checks the model's
+// structure at once and after every change it signals, and each violation it reports (a warning in
+// the qt.modeltest category) fails the running test.
+class ModelChecker {
+public:
+    explicit ModelChecker(QAbstractItemModel* model) {
+        if (instances()++ == 0) previous() = qInstallMessageHandler(&ModelChecker::record);
+        tester_ = std::make_unique<QAbstractItemModelTester>(model, QAbstractItemModelTester::FailureReportingMode::Warning);
+    }
+    ~ModelChecker() {
+        tester_.reset();
+        if (--instances() == 0) qInstallMessageHandler(previous());
+    }
+    ModelChecker(const ModelChecker&) = delete;
+    ModelChecker& operator=(const ModelChecker&) = delete;
+
+private:
+    static void record(QtMsgType type, const QMessageLogContext& context, const QString& message) {
+        if (context.category && QLatin1String(context.category) == QLatin1String("qt.modeltest"))
+            ADD_FAILURE() << "QAbstractItemModelTester: " << message.toStdString();
+        else if (previous())
+            previous()(type, context, message);
+    }
+    static int& instances() {
+        static int count = 0;
+        return count;
+    }
+    static QtMessageHandler& previous() {
+        static QtMessageHandler handler = nullptr;
+        return handler;
+    }
+
+    std::unique_ptr<QAbstractItemModelTester> tester_;
 };
 
 // Runs the event loop until `done` holds; false after `timeoutMs`.

@@ -1,10 +1,21 @@
 // The quantization half of the window on the bundled demo Qwen3: the panel's estimate, a small job
 // through the worker QThread into the results views, cancellation and the event loop's latency.
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cmath>
+#include <condition_variable>
+#include <filesystem>
+#include <functional>
+#include <mutex>
 
+#include <QCheckBox>
+#include <QComboBox>
 #include <QElapsedTimer>
+#include <QLineEdit>
 #include <QMouseEvent>
+#include <QSpinBox>
+#include <QStandardItemModel>
 #include <QTimer>
 
 #include <QDir>
@@ -71,6 +82,8 @@ protected:
     }
 
     MainWindow window{MainWindow::Settings::Ignore};
+    ModelChecker logChecker{window.moduleLog()};
+    ModelChecker resultsChecker{window.resultsPage()->table()};
     JobResultPtr result;
     QString failure;
 };
@@ -85,6 +98,7 @@ TEST_F(QuantizeJobTest, ThePanelShowsAnEstimateBeforeStart) {
     EXPECT_FALSE(window.quantizeJob()->isRunning());
     // CUDA can be chosen exactly when the build has the CUDA backend (quantscope_gui's public define)
     // and Auto would pick its device, i.e. a GPU is present and passed its check against the CPU.
+    ASSERT_TRUE(waitUntil([this] { return window.deviceProbe()->isDone(); }));
 #if defined(QS_WITH_CUDA_BACKEND)
     EXPECT_EQ(panel().cudaSelectable(), pipeline::selectBackend(pipeline::DeviceChoice::Auto).backend->isCuda());
 #else
@@ -97,6 +111,57 @@ TEST_F(QuantizeJobTest, ThePanelShowsAnEstimateBeforeStart) {
     ASSERT_TRUE(waitUntil([this] { return !panel().isEstimating(); }));
     ASSERT_TRUE(panel().estimate().has_value());
     EXPECT_GT(panel().estimate()->seconds, small.seconds);
+}
+
+// Every control of the panel changes the plan; each change, alone, must bring an estimate of the
+// new settings. The controls are found as the user meets them, so one added later without its
+// connection fails here too.
+TEST_F(QuantizeJobTest, EverySettingReEstimates) {
+    const auto settled = [this] {
+        return waitUntil([this] { return !panel().isEstimating() && panel().estimatedSettings().has_value(); });
+    };
+    // Every method checked first, so that each one's bits and group size are part of the plan.
+    ASSERT_TRUE(panel().selectMethods({"rtn4", "gptq4", "gptq4-act", "awq4", "fp8", "mxfp4", "nvfp4", "nf4", "trellis2",
+                                       "trellis3"}));
+    ASSERT_TRUE(settled());
+    ASSERT_TRUE(panel().estimatedSettings() == panel().settings());
+    int changed = 0;
+    const auto expectReEstimated = [&](QWidget* control) {
+        ++changed;
+        const QuantizeSettings now = panel().settings();
+        ASSERT_TRUE(settled());
+        EXPECT_TRUE(panel().estimatedSettings() == now) << control->metaObject()->className() << " #" << changed;
+        EXPECT_TRUE(panel().estimate().has_value()) << panel().estimateText().toStdString();
+    };
+    for (QSpinBox* spin : panel().findChildren<QSpinBox*>()) {
+        spin->setValue(spin->value() < spin->maximum() ? spin->value() + 1 : spin->value() - 1);
+        expectReEstimated(spin);
+    }
+    for (QComboBox* box : panel().findChildren<QComboBox*>()) {
+        const auto* items = qobject_cast<const QStandardItemModel*>(box->model());
+        int next = box->currentIndex();
+        do next = (next + 1) % box->count();
+        while (items && !items->item(next)->isEnabled());   // CUDA without a device cannot be chosen
+        ASSERT_NE(next, box->currentIndex());
+        box->setCurrentIndex(next);
+        expectReEstimated(box);
+    }
+    const QString texts[] = {kDemo + QStringLiteral("/calibration.txt"), kDemo + QStringLiteral("/eval.txt")};
+    QList<QLineEdit*> edits = panel().findChildren<QLineEdit*>();
+    edits.removeIf([](QLineEdit* e) { return qobject_cast<QAbstractSpinBox*>(e->parentWidget()) != nullptr; });
+    ASSERT_EQ(edits.size(), 2);   // the calibration and evaluation files (not the spin boxes' own editors)
+    for (int i = 0; i < 2; ++i) {
+        edits[i]->setText(texts[i]);
+        expectReEstimated(edits[i]);
+    }
+    for (QCheckBox* check : panel().findChildren<QCheckBox*>()) {
+        check->toggle();   // one method off at a time, then back: the plan keeps its other methods
+        expectReEstimated(check);
+        check->toggle();
+        expectReEstimated(check);
+    }
+    // 3 sampling and 6 bits spin boxes, 4 group sizes and the device, 2 texts, 10 methods and per-layer KL.
+    EXPECT_EQ(changed, 9 + 5 + 2 + 2 * 11);
 }
 
 TEST_F(QuantizeJobTest, ASmallJobDrawsOneKlBarPerMethodAndItsLayers) {
@@ -199,6 +264,77 @@ TEST_F(QuantizeJobTest, CancelMidJobStopsWithinASecond) {
     EXPECT_LT(window.moduleLog()->rowCount(), 4 * 2 * 7);
 }
 
+// The job's last progress report comes after its last cancel check: what is left of it is handing
+// over its result. Opening another checkpoint (a copy of the demo: the same shapes, so an export
+// would not notice) or cancelling at that moment must keep the result from every view.
+class StaleJobTest : public QuantizeJobTest {
+protected:
+    void SetUp() override {
+        QuantizeJobTest::SetUp();
+        ASSERT_TRUE(scratch.isValid());
+        std::filesystem::copy(kDemo.toStdString(), copy.toStdString(), std::filesystem::copy_options::recursive);
+        QObject::connect(window.quantizeJob(), &QuantizeJob::cancelled, [this] { cancelled = true; });
+        ASSERT_TRUE(panel().selectMethods({"rtn4"}));
+    }
+
+    // Runs the job and calls `atTheEnd` when its last progress report ("done") arrives.
+    void runAndAtTheEnd(const std::function<void()>& atTheEnd) {
+        bool called = false;
+        QObject::connect(window.quantizeJob(), &QuantizeJob::progressed, [&](const qs::Progress& p) {
+            if (p.stage != "done" || called) return;
+            called = true;
+            atTheEnd();
+        });
+        ASSERT_TRUE(window.startQuantizeJob());
+        ASSERT_TRUE(waitForJob());
+        ASSERT_TRUE(called);
+    }
+
+    void expectNoResultAnywhere() {
+        EXPECT_TRUE(cancelled);
+        EXPECT_FALSE(result);
+        EXPECT_TRUE(failure.isEmpty()) << failure.toStdString();
+        EXPECT_FALSE(window.resultsPage()->result());
+        EXPECT_FALSE(window.exportPanel()->result());
+        EXPECT_TRUE(window.exportPanel()->problem().contains(QStringLiteral("Run a quantization job first")))
+            << window.exportPanel()->problem().toStdString();
+    }
+
+    QTemporaryDir scratch;
+    const QString copy = scratch.filePath(QStringLiteral("finetune"));
+    bool cancelled = false;
+};
+
+TEST_F(StaleJobTest, OpeningAnotherCheckpointAsTheJobEndsDropsItsResult) {
+    runAndAtTheEnd([this] { ASSERT_TRUE(window.openPath(copy)); });
+    EXPECT_EQ(window.checkpoint()->root(), std::filesystem::path(copy.toStdString()));
+    expectNoResultAnywhere();
+    EXPECT_EQ(window.moduleLog()->rowCount(), 0);
+}
+
+TEST_F(StaleJobTest, CancellingAsTheJobEndsDropsItsResult) {
+    runAndAtTheEnd([this] { window.quantizeJob()->cancel(); });
+    expectNoResultAnywhere();
+}
+
+TEST_F(StaleJobTest, TheExportPanelRefusesAResultOfAnotherCheckpoint) {
+    ASSERT_TRUE(window.startQuantizeJob());
+    ASSERT_TRUE(waitForJob());
+    ASSERT_TRUE(result);
+    EXPECT_EQ(window.exportPanel()->result(), result);   // the open checkpoint's own result goes through
+
+    ExportPanel panel;
+    panel.setSource(copy, io::fingerprintOf(io::Checkpoint::open(copy.toStdString())));
+    panel.setResult(result);
+    const QString out = scratch.filePath(QStringLiteral("out"));
+    panel.setDestination(out);
+    EXPECT_TRUE(panel.problem().contains(QStringLiteral("was quantized from"))) << panel.problem().toStdString();
+    EXPECT_TRUE(panel.problem().contains(QString::fromStdString(std::filesystem::canonical(copy.toStdString()).string())));
+    panel.startExport();
+    EXPECT_FALSE(panel.isExporting());
+    EXPECT_FALSE(QFile::exists(out));
+}
+
 TEST_F(QuantizeJobTest, TheEventLoopNeverStallsOver50MsWhileAJobRuns) {
     ASSERT_TRUE(panel().selectMethods({"rtn4", "fp8"}));
     panel().setPerLayerKl(true);
@@ -216,6 +352,53 @@ TEST_F(QuantizeJobTest, TheEventLoopNeverStallsOver50MsWhileAJobRuns) {
     ASSERT_TRUE(waitForJob());
     ASSERT_TRUE(result);
     ASSERT_TRUE(done);
+    EXPECT_LT(meter.longestGapMs(), 50);
+}
+
+// Start-up: the window is built, shown and opens a checkpoint while the device probe (here held
+// back until the test lets it go, as a cold GPU driver would) has not answered: the constructor does
+// not wait for it, the window works meanwhile, the event loop turns throughout (measured from the
+// first paint, which is the window's own work, to the device list filled with the answer).
+class StartUpTest : public QtAppTest {};
+
+TEST_F(StartUpTest, TheEventLoopNeverStallsOver50MsWhileTheDeviceIsProbed) {
+    std::mutex mutex;
+    std::condition_variable released;
+    bool release = false;
+    std::atomic<bool> probing{false};
+    const auto slowProbe = [&] {
+        probing = true;
+        std::unique_lock lock(mutex);
+        released.wait_for(lock, std::chrono::seconds(20), [&] { return release; });
+        return pipeline::BackendSelection{pipeline::makeCpuBackend(), "device: the slow probe's answer"};
+    };
+    QElapsedTimer clock;
+    clock.start();
+    MainWindow window(MainWindow::Settings::Ignore, slowProbe);
+    RecordProperty("construction_ms", static_cast<int>(clock.restart()));
+    EXPECT_FALSE(window.deviceProbe()->isDone());   // the constructor did not wait for it
+    window.show();
+    ASSERT_TRUE(window.openPath(kDemo));
+    RecordProperty("show_and_open_ms", static_cast<int>(clock.elapsed()));
+    ASSERT_TRUE(waitUntil([&] { return probing.load(); }));
+    EXPECT_TRUE(window.isBusy());
+    EXPECT_FALSE(window.quantizePanel()->cudaSelectable());
+    // The window works meanwhile: the Quantize panel estimates the job, the histogram is drawn.
+    ASSERT_TRUE(waitUntil([&] { return window.quantizePanel()->estimate().has_value(); }));
+    StallMeter meter;
+    window.selectTensor(QStringLiteral("model.layers.1.mlp.down_proj.weight"));
+    window.quantizePanel()->setSampling(8, 64, 4);
+    ASSERT_TRUE(waitUntil([&] { return !window.quantizePanel()->isEstimating(); }));
+    EXPECT_FALSE(window.deviceProbe()->isDone());
+    {
+        const std::lock_guard lock(mutex);
+        release = true;
+    }
+    released.notify_all();
+    ASSERT_TRUE(waitUntil([&] { return window.deviceProbe()->isDone() && !window.isBusy(); }));
+    meter.stop();
+    EXPECT_EQ(window.deviceProbe()->report()->message, QStringLiteral("device: the slow probe's answer"));
+    EXPECT_FALSE(window.quantizePanel()->cudaSelectable());   // the answer was the CPU
     EXPECT_LT(meter.longestGapMs(), 50);
 }
 

@@ -1,4 +1,5 @@
-// Hessian accumulation with cuBLAS SYRK against the CPU's blocked f32 gram: within 1e-5 relative.
+// Hessian accumulation with cuBLAS SYRK against the CPU's blocked f32 gram: within 1e-5 relative; its
+// diagonal alone (a column sum of squares) bit for bit.
 #include <gtest/gtest.h>
 
 #include "gpu_test_support.h"
@@ -60,6 +61,34 @@ TEST_F(GpuHessian, TakesColumnBlocksOfALargerMatrix) {
     gpu->add(wide.leftCols(200));   // a strided view: outer stride 300
     cpu->add(wide.leftCols(200));
     EXPECT_LT(relativeDifference(gpu->finalize(), cpu->finalize()), 1e-5);
+}
+
+// diag(H) alone: f64 sums of exact squares, column by column in row order, as the CPU sums them.
+TEST_F(GpuHessian, DiagonalMatchesTheCpuBitForBitAndTheFullHessiansDiagonal) {
+    MatrixF x = gaussian(3000, 384, 14);
+    x.col(7) *= 40.0f;
+    x.col(9).setZero();
+    const MatrixF wide = gaussian(500, 500, 15);
+    auto gpu = cuda().hessianDiagonal(384);
+    auto cpu = this->cpu().hessianDiagonal(384);
+    for (auto* sink : {gpu.get(), cpu.get()}) {
+        sink->add(x.topRows(1000));
+        sink->add(x.bottomRows(2000));
+    }
+    EXPECT_EQ(gpu->samples(), 3000);
+    const VectorD dg = gpu->finalize();
+    EXPECT_EQ(dg, cpu->finalize());
+    EXPECT_EQ(dg(9), 0.0);
+    auto full = this->cpu().hessian(384);
+    full->add(x, 1024);
+    EXPECT_LT((dg - full->finalize().diagonal().cast<double>()).norm() / dg.norm(), 1e-6);
+    auto strided = cuda().hessianDiagonal(300);   // a column block of a wider matrix
+    auto reference = this->cpu().hessianDiagonal(300);
+    strided->add(wide.leftCols(300));
+    reference->add(wide.leftCols(300));
+    EXPECT_EQ(strided->finalize(), reference->finalize());
+    EXPECT_THROW(strided->add(MatrixF::Ones(2, 299)), Error);
+    EXPECT_THROW(cuda().hessianDiagonal(16)->finalize(), Error);
 }
 
 TEST_F(GpuHessian, RejectsWrongWidthsAndEmptyFinalize) {

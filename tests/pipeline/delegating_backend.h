@@ -16,6 +16,9 @@ public:
     bool isCuda() const override { return inner_->isCuda(); }
     std::int64_t freeMemoryBytes() const override { return inner_->freeMemoryBytes(); }
     std::unique_ptr<pipeline::HessianSink> hessian(std::int64_t features) const override { return inner_->hessian(features); }
+    std::unique_ptr<pipeline::DiagonalSink> hessianDiagonal(std::int64_t features) const override {
+        return inner_->hessianDiagonal(features);
+    }
     quant::QuantizedLinear gptq(const MatrixF& w, const MatrixF& h, const quant::GptqOptions& o) const override {
         return inner_->gptq(w, h, o);
     }

@@ -4,6 +4,7 @@
 #include <omp.h>
 
 #include <array>
+#include <cmath>
 #include <functional>
 #include <random>
 #include <string>
@@ -111,6 +112,9 @@ public:
     bool isCuda() const override { return true; }
     std::int64_t freeMemoryBytes() const override { return cpu_->freeMemoryBytes(); }
     std::unique_ptr<HessianSink> hessian(std::int64_t features) const override { return cpu_->hessian(features); }
+    std::unique_ptr<DiagonalSink> hessianDiagonal(std::int64_t features) const override {
+        return cpu_->hessianDiagonal(features);
+    }
     quant::QuantizedLinear gptq(const MatrixF& w, const MatrixF& h, const quant::GptqOptions& o) const override {
         return altered("gptq", cpu_->gptq(w, h, o));
     }
@@ -188,6 +192,34 @@ TEST(BackendSelfCheckTest, AnotherAwqAlphaIsCaught) {
         if (r.linears.front().symmetric) r.alpha += 0.05;
     }));
     EXPECT_NE(symmetric.find("AWQ (symmetric) chose α = "), std::string::npos) << symmetric;
+}
+
+// A device whose Hessian diagonal is off by one unit in the last place of one channel.
+class SkewedDiagonalBackend final : public test::DelegatingBackend {
+    class Sink final : public DiagonalSink {
+    public:
+        explicit Sink(std::unique_ptr<DiagonalSink> inner) : inner_(std::move(inner)) {}
+        void add(const Eigen::Ref<const MatrixF>& x) override { inner_->add(x); }
+        std::int64_t samples() const override { return inner_->samples(); }
+        VectorD finalize() const override {
+            VectorD d = inner_->finalize();
+            d(5) = std::nextafter(d(5), 1e300);
+            return d;
+        }
+
+    private:
+        std::unique_ptr<DiagonalSink> inner_;
+    };
+
+public:
+    bool isCuda() const override { return true; }
+    std::unique_ptr<DiagonalSink> hessianDiagonal(std::int64_t features) const override {
+        return std::make_unique<Sink>(DelegatingBackend::hessianDiagonal(features));
+    }
+};
+
+TEST(BackendSelfCheckTest, TheHessianDiagonalMustAgreeBitForBit) {
+    EXPECT_EQ(backendSelfCheck(SkewedDiagonalBackend()), "the Hessian diagonal differs");
 }
 
 TEST(BackendSelfCheckTest, AnOperationThatThrowsIsReported) {

@@ -11,6 +11,7 @@
 #include "qs/error.h"
 #include "qs/model/tokenizer.h"
 #include "qs/pipeline/job.h"
+#include "counting_math.h"
 #include "delegating_backend.h"
 #include "synthetic_checkpoint.h"
 
@@ -95,27 +96,6 @@ TEST_F(JobTest, PerLayerKlIsMeasuredForEveryLayer) {
     EXPECT_GT(find(r, "rtn2").perLayerKl[0], find(r, "rtn4").perLayerKl[0]);
 }
 
-// The CPU's arithmetic through the LayerMath interface, counting GEMMs and the device-residency
-// scopes a backend's math would see.
-class CountingMath final : public model::LayerMath {
-public:
-    std::string_view name() const override { return "counting"; }
-    MatrixF linear(const MatrixF& x, const model::Linear& l) const override {
-        ++linears;
-        return model::cpuLayerMath().linear(x, l);
-    }
-    MatrixF attention(const Eigen::Ref<const MatrixF>& q, const Eigen::Ref<const MatrixF>& k,
-                      const Eigen::Ref<const MatrixF>& v, const model::AttentionShape& shape) const override {
-        return model::cpuLayerMath().attention(q, k, v, shape);
-    }
-    std::shared_ptr<void> keepResident(const model::LayerWeights&) const override {
-        ++scopes;
-        ++live;
-        return std::shared_ptr<void>(nullptr, [this](void*) { --live; });
-    }
-    mutable std::atomic<int> linears = 0, scopes = 0, live = 0;
-};
-
 class BackendWithMath final : public test::DelegatingBackend {
 public:
     std::shared_ptr<const model::LayerMath> layerMath() const override { return math; }
@@ -123,7 +103,7 @@ public:
         ++sinks;
         return DelegatingBackend::hessian(features);
     }
-    std::shared_ptr<CountingMath> math = std::make_shared<CountingMath>();
+    std::shared_ptr<test::CountingMath> math = std::make_shared<test::CountingMath>();
     mutable std::atomic<int> sinks = 0;
 };
 

@@ -31,6 +31,8 @@ public:
     const std::filesystem::path& path() const;
     std::uint64_t fileSize() const;
     const SafetensorsHeader& header() const;
+    // The file's first 8 + N bytes (the length and the JSON header) as they are on disk.
+    std::span<const std::byte> headerBytes() const;
     const std::vector<TensorInfo>& tensors() const { return header().tensors; }
     const std::map<std::string, std::string>& metadata() const { return header().metadata; }
 

@@ -49,6 +49,17 @@ public:
     virtual std::uint64_t hostBytes() const = 0;   // host memory held (a device's: its pinned chunk buffers)
 };
 
+// Streams a linear's inputs into the diagonal of H = 2 XᵀX / n alone: H_cc = 2 Σ x_c² / n per input
+// channel, summed in f64 row after row. What the Hessian views and GPTQ's act-order ranking need, in
+// O(n) memory and O(T·n) work where the full H costs n² floats and O(T·n²).
+class DiagonalSink {
+public:
+    virtual ~DiagonalSink() = default;
+    virtual void add(const Eigen::Ref<const MatrixF>& x) = 0;   // x [tokens, features]
+    virtual std::int64_t samples() const = 0;                   // rows added so far
+    virtual VectorD finalize() const = 0;                       // 2 Σ x_c² / n; throws without samples
+};
+
 // What a job asks of a device at one time, for Backend::peakDeviceBytes: one decoder layer's
 // forward passes and statistics, and the quantization of its largest linears.
 struct DeviceWorkload {
@@ -74,6 +85,7 @@ public:
     virtual std::int64_t peakDeviceBytes(const DeviceWorkload& workload) const { return 0; }
 
     virtual std::unique_ptr<HessianSink> hessian(std::int64_t features) const = 0;
+    virtual std::unique_ptr<DiagonalSink> hessianDiagonal(std::int64_t features) const = 0;
     virtual quant::QuantizedLinear gptq(const MatrixF& w, const MatrixF& h, const quant::GptqOptions& options) const = 0;
     // The same result from an H the caller gives up, so that the backend may work in its memory (the
     // CPU makes no copy of it and frees it once factored). The default calls gptq().

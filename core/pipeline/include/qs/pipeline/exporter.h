@@ -9,8 +9,10 @@
 // AWQ results are folded on the way out as AutoAWQ does: 1/s goes into input_layernorm (q/k/v),
 // post_attention_layernorm (gate/up), v_proj's output rows (o_proj) and up_proj's (down_proj).
 //
-// Every linear is checked against the encoder (LinearEncoder::refusal) before anything is written;
-// a refused export leaves nothing behind. Writing goes through io::CheckpointWriter (temporary
+// Every linear is checked against the encoder (LinearEncoder::refusal) before anything is written,
+// and the result against the source: it must have been quantized from that very checkpoint (its
+// fingerprint, export_check.h's sourceMismatch), not from another of the same shapes; a refused
+// export leaves nothing behind. Writing goes through io::CheckpointWriter (temporary
 // folder, renamed into place).
 #include <filesystem>
 #include <string>
@@ -31,7 +33,8 @@ struct ExportRequest {
     nlohmann::json settings = nlohmann::json::object();   // calibration / evaluation settings for the report
 };
 
-// Returns the folder written. Throws qs::Error (refused shape, unknown format, I/O) or qs::Cancelled.
+// Returns the folder written. Throws qs::Error (refused shape, unknown format, another source, I/O)
+// or qs::Cancelled.
 std::filesystem::path exportCheckpoint(const ExportRequest& request, const MethodResult& result,
                                        const ProgressCallback& progress, const CancelToken& cancel);
 

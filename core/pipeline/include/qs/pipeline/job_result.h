@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "qs/analysis/kl_metrics.h"
+#include "qs/io/checkpoint_fingerprint.h"
 #include "qs/pipeline/layer_quantizer.h"
 #include "qs/pipeline/method_spec.h"
 
@@ -29,6 +30,7 @@ struct ModuleLog {
 
 struct MethodResult {
     MethodSpec method;
+    io::CheckpointFingerprint source;      // the checkpoint it was quantized from (the exporter checks it)
     std::string error;                     // non-empty when the method could not be applied (e.g. a shape)
     double bitsPerWeight = 0.0;            // over the quantized linears, weighted by their size
     std::uint64_t linearBytes = 0;         // storage of the quantized linears
@@ -41,6 +43,7 @@ struct MethodResult {
 };
 
 struct JobResult {
+    io::CheckpointFingerprint source;      // the checkpoint the job read; each method carries it too
     std::vector<MethodResult> methods;
     std::size_t calibrationTokens = 0;
     std::size_t evaluationTokens = 0;

@@ -1,0 +1,51 @@
+#include "qs/io/checkpoint_fingerprint.h"
+
+#include <cstdio>
+#include <span>
+#include <string_view>
+
+namespace qs::io {
+namespace {
+
+// FNV-1a, 64 bits: an identity check against mix-ups, not against an adversary.
+class Fnv1a {
+public:
+    void add(std::span<const std::byte> bytes) {
+        for (std::byte b : bytes) hash_ = (hash_ ^ static_cast<std::uint64_t>(b)) * kPrime;
+    }
+    void add(std::string_view text) { add(std::as_bytes(std::span(text.data(), text.size()))); }
+    std::uint64_t value() const { return hash_; }
+
+private:
+    static constexpr std::uint64_t kPrime = 0x100000001b3ull;
+    std::uint64_t hash_ = 0xcbf29ce484222325ull;
+};
+
+std::filesystem::path canonicalFolder(const std::filesystem::path& folder) {
+    std::error_code ec;
+    std::filesystem::path canonical = std::filesystem::weakly_canonical(folder, ec);
+    if (ec) canonical = std::filesystem::absolute(folder, ec).lexically_normal();
+    return canonical;
+}
+
+}  // namespace
+
+std::string CheckpointFingerprint::describe() const {
+    char hash[17];
+    std::snprintf(hash, sizeof hash, "%016llx", static_cast<unsigned long long>(headerHash));
+    return path.string() + " (headers " + hash + ")";
+}
+
+CheckpointFingerprint fingerprintOf(const Checkpoint& checkpoint) {
+    Fnv1a hash;
+    for (const SafetensorsFile& shard : checkpoint.shards()) {
+        // The file name separates two single-file checkpoints in one folder; '\0' ends it.
+        hash.add(shard.path().filename().string());
+        hash.add(std::string_view("\0", 1));
+        hash.add(shard.headerBytes());
+    }
+    hash.add(checkpoint.config().dump());
+    return {canonicalFolder(checkpoint.root()), hash.value()};
+}
+
+}  // namespace qs::io

@@ -1,0 +1,97 @@
+// fingerprintOf: the same checkpoint however its path is spelled gives one fingerprint; a copy
+// elsewhere, another header, another config.json or another file of the same folder gives another.
+// Tensor data is not read (a checkpoint whose weights changed under the same headers keeps its hash).
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "io_test_util.h"
+#include "qs/io/checkpoint_fingerprint.h"
+
+using namespace qs::io;
+using qs::io::test::safetensorsImage;
+using qs::io::test::TempDir;
+using qs::io::test::writeBytes;
+using qs::io::test::writeText;
+
+namespace {
+
+const std::string kHeader = R"({"model.layers.0.mlp.down_proj.weight":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})";
+const std::string kConfig = R"({"model_type":"llama","hidden_size":2})";
+
+void writeCheckpoint(const std::filesystem::path& dir, const std::string& header = kHeader,
+                     const std::string& config = kConfig) {
+    std::filesystem::create_directories(dir);
+    writeBytes(dir / "model.safetensors", safetensorsImage(header, 16));
+    writeText(dir / "config.json", config);
+}
+
+CheckpointFingerprint fingerprintAt(const std::filesystem::path& path) { return fingerprintOf(Checkpoint::open(path)); }
+
+TEST(CheckpointFingerprint, HeaderBytesAreTheFilesFirstBytes) {
+    TempDir dir;
+    writeCheckpoint(dir.path());
+    const auto file = SafetensorsFile::open(dir / "model.safetensors");
+    const auto bytes = file.headerBytes();
+    ASSERT_EQ(bytes.size(), 8 + kHeader.size());
+    EXPECT_EQ(static_cast<unsigned char>(bytes[0]), kHeader.size());
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(bytes.data()) + 8, kHeader.size()), kHeader);
+}
+
+TEST(CheckpointFingerprint, OneCheckpointHowEverItsPathIsSpelled) {
+    TempDir dir;
+    writeCheckpoint(dir / "base");
+    std::filesystem::create_directory_symlink(dir / "base", dir / "link");
+    const CheckpointFingerprint direct = fingerprintAt(dir / "base");
+    EXPECT_EQ(direct.path, std::filesystem::canonical(dir / "base"));
+    EXPECT_NE(direct.headerHash, 0u);
+    EXPECT_EQ(fingerprintAt(dir / "base" / ".." / "base"), direct);
+    EXPECT_EQ(fingerprintAt(dir / "link"), direct);
+    EXPECT_EQ(fingerprintAt(dir / "base" / "model.safetensors"), direct);   // the file or its folder
+    EXPECT_NE(direct.describe().find((dir / "base").filename().string() + " (headers "), std::string::npos)
+        << direct.describe();
+}
+
+TEST(CheckpointFingerprint, ACopyElsewhereHasTheSameHashAndAnotherPath) {
+    TempDir dir;
+    writeCheckpoint(dir / "base");
+    writeCheckpoint(dir / "finetune");   // same headers and config, other weights in real life
+    const CheckpointFingerprint base = fingerprintAt(dir / "base"), finetune = fingerprintAt(dir / "finetune");
+    EXPECT_EQ(base.headerHash, finetune.headerHash);
+    EXPECT_NE(base, finetune);
+}
+
+TEST(CheckpointFingerprint, AnotherHeaderOrConfigInPlaceChangesTheHash) {
+    TempDir dir;
+    writeCheckpoint(dir.path());
+    const CheckpointFingerprint before = fingerprintAt(dir.path());
+    // Other data under the same header: not seen (headers only, by design).
+    std::vector<std::byte> image = safetensorsImage(kHeader, 16);
+    image.back() = std::byte{0x7f};
+    writeBytes(dir / "model.safetensors", image);
+    EXPECT_EQ(fingerprintAt(dir.path()), before);
+
+    std::string bf16 = kHeader;
+    bf16.replace(bf16.find("F32"), 3, "I32");
+    writeCheckpoint(dir.path(), bf16);
+    const CheckpointFingerprint otherHeader = fingerprintAt(dir.path());
+    EXPECT_EQ(otherHeader.path, before.path);
+    EXPECT_NE(otherHeader.headerHash, before.headerHash);
+
+    writeCheckpoint(dir.path(), kHeader, R"({"model_type":"llama","hidden_size":2,"_name_or_path":"finetune"})");
+    EXPECT_NE(fingerprintAt(dir.path()).headerHash, before.headerHash);
+    // The same config written with other spacing is the same config.
+    writeCheckpoint(dir.path(), kHeader, R"({ "hidden_size": 2, "model_type": "llama" })");
+    EXPECT_EQ(fingerprintAt(dir.path()), before);
+}
+
+TEST(CheckpointFingerprint, TwoFilesOfOneFolderDiffer) {
+    TempDir dir;
+    writeBytes(dir / "a.safetensors", safetensorsImage(kHeader, 16));
+    writeBytes(dir / "b.safetensors", safetensorsImage(kHeader, 16));
+    const CheckpointFingerprint a = fingerprintAt(dir / "a.safetensors"), b = fingerprintAt(dir / "b.safetensors");
+    EXPECT_EQ(a.path, b.path);
+    EXPECT_NE(a, b);
+}
+
+}  // namespace
