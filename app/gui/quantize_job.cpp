@@ -3,6 +3,7 @@
 #include <QThread>
 
 #include "qs/error.h"
+#include "qs/thread_team.h"
 
 namespace qs::gui {
 
@@ -19,6 +20,7 @@ bool QuantizeJob::start(QuantizeSettings settings, std::filesystem::path checkpo
     token_ = qs::CancelToken();
     clock_.start();
     thread_ = QThread::create([this, settings = std::move(settings), checkpoint = std::move(checkpoint), token = token_] {
+        qs::sizeThreadTeamToFreeCores();   // this thread's OpenMP team, as the cores are now
         run(settings, checkpoint, token);
     });
     connect(thread_, &QThread::finished, this, &QuantizeJob::onThreadEnded);
