@@ -20,6 +20,21 @@ using namespace qs;
 constexpr int kSequences = 8;
 constexpr int kTokens = 512;
 
+// The Job's calibration of one layer: every sequence through it, the hook accumulating the Hessians
+// of its four distinct linear inputs, which are then finalized.
+void calibrate(const model::Transformer& transformer, const model::LayerWeights& layer,
+               const std::vector<MatrixF>& inputs, bool hook) {
+    pipeline::LayerStatistics statistics;
+    for (const auto& input : inputs) {
+        MatrixF h = input;
+        transformer.runLayer(0, layer, h, hook ? statistics.hook() : model::LinearInputHook{});
+        benchmark::DoNotOptimize(h.data());
+    }
+    if (hook)
+        for (const auto module : {"self_attn.q_proj", "self_attn.o_proj", "mlp.gate_proj", "mlp.down_proj"})
+            benchmark::DoNotOptimize(statistics.hessian(module).data());
+}
+
 // Args: hidden size, hook (0/1), threads (0 = all cores).
 void calibrateLayer(benchmark::State& state) {
     const int hidden = int(state.range(0));
@@ -31,17 +46,7 @@ void calibrateLayer(benchmark::State& state) {
     const model::LayerWeights layer = bench::randomLayer(config, 1);
     std::vector<MatrixF> inputs;
     for (int s = 0; s < kSequences; ++s) inputs.push_back(bench::benchInputs(kTokens, hidden, 30u + unsigned(s)));
-    for (auto _ : state) {
-        pipeline::LayerStatistics statistics;
-        for (const auto& input : inputs) {
-            MatrixF h = input;
-            transformer.runLayer(0, layer, h, hook ? statistics.hook() : model::LinearInputHook{});
-            benchmark::DoNotOptimize(h.data());
-        }
-        if (hook)
-            for (const auto module : {"self_attn.q_proj", "self_attn.o_proj", "mlp.gate_proj", "mlp.down_proj"})
-                benchmark::DoNotOptimize(statistics.hessian(module).data());
-    }
+    for (auto _ : state) calibrate(transformer, layer, inputs, hook);
     state.counters["tokens/s"] = benchmark::Counter(double(kSequences) * kTokens, benchmark::Counter::kIsIterationInvariantRate);
     state.counters["threads"] = omp_get_max_threads();
     omp_set_num_threads(previousThreads);
@@ -63,15 +68,7 @@ void calibrateLayer8B(benchmark::State& state) {
     double cpu = 0.0;
     for (auto _ : state) {
         const std::clock_t c0 = std::clock();
-        pipeline::LayerStatistics statistics;
-        for (const auto& input : inputs) {
-            MatrixF h = input;
-            transformer.runLayer(0, layer, h, hook ? statistics.hook() : model::LinearInputHook{});
-            benchmark::DoNotOptimize(h.data());
-        }
-        if (hook)
-            for (const auto module : {"self_attn.q_proj", "self_attn.o_proj", "mlp.gate_proj", "mlp.down_proj"})
-                benchmark::DoNotOptimize(statistics.hessian(module).data());
+        calibrate(transformer, layer, inputs, hook);
         cpu += double(std::clock() - c0) / CLOCKS_PER_SEC;
     }
     const double perToken = cpu / double(state.iterations()) / (double(sequences) * tokens);

@@ -1,15 +1,16 @@
 // The BLAS under Eigen (cmake/QsBlas.cmake), measured against the libraries it could be, in one run:
 // each row times Eigen's product as our code writes it (which EIGEN_USE_BLAS sends to OpenBLAS), then
-// alternates best-of-5 timings of the same shape through OpenBLAS's own sgemm_, Eigen's built-in
+// alternates best-of-7 CPU-time measurements of the same shape through OpenBLAS's own sgemm_, Eigen's built-in
 // kernel (bench/quant/eigen_native_gemm.cpp, a library built without EIGEN_USE_BLAS) and BLIS's sgemm_
 // when libblis is installed (loaded privately, so its sgemm_ does not replace OpenBLAS's). All on the
-// OpenMP team's threads (OMP_NUM_THREADS). vs_openblas = Eigen's rate / OpenBLAS's own (target ≥ 0.95).
+// OpenMP team's threads (OMP_NUM_THREADS). Rates are GFLOP per CPU second; vs_openblas = Eigen's rate /
+// OpenBLAS's own (target ≥ 0.95).
 #include <benchmark/benchmark.h>
 #include <dlfcn.h>
 #include <omp.h>
 
 #include <algorithm>
-#include <chrono>
+#include <ctime>
 #include <functional>
 
 #include "bench_common.h"
@@ -23,19 +24,24 @@ using ColMatrix = Eigen::MatrixXf;
 using SgemmFn = int(const char*, const char*, const int*, const int*, const int*, const float*, const float*,
                     const int*, const float*, const int*, const float*, float*, const int*);
 
-double seconds(const std::function<void()>& f) {
-    const auto t0 = std::chrono::steady_clock::now();
+// CPU seconds of the process (every thread) spent in f: on a shared machine the other processes'
+// load stretches wall time by whatever the scheduler gives them, CPU time much less.
+double cpuSeconds(const std::function<void()>& f) {
+    timespec t0{}, t1{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t0);
     f();
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t1);
+    return static_cast<double>(t1.tv_sec - t0.tv_sec) + 1e-9 * static_cast<double>(t1.tv_nsec - t0.tv_nsec);
 }
 
-// Best of `rounds` alternating runs of each variant (a shared machine's load moves between runs;
-// alternating exposes every variant to the same moments). Returns GFLOP/s per variant.
-std::vector<double> alternatingRates(const std::vector<std::function<void()>>& variants, double flops, int rounds = 5) {
+// Best of `rounds` alternating runs of each variant, in CPU time (alternating exposes every variant
+// to the same moments of the machine's load). Returns GFLOP per CPU second per variant: with one
+// thread the single-core rate; with more, OpenBLAS's threads waiting for work count too.
+std::vector<double> alternatingRates(const std::vector<std::function<void()>>& variants, double flops, int rounds = 7) {
     std::vector<double> best(variants.size(), 1e30);
     for (const auto& f : variants) f();   // warm-up: threads started, pages touched
     for (int r = 0; r < rounds; ++r)
-        for (std::size_t i = 0; i < variants.size(); ++i) best[i] = std::min(best[i], seconds(variants[i]));
+        for (std::size_t i = 0; i < variants.size(); ++i) best[i] = std::min(best[i], cpuSeconds(variants[i]));
     std::vector<double> rates;
     for (double s : best) rates.push_back(flops / s * 1e-9);
     return rates;
