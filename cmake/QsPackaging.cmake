@@ -1,6 +1,7 @@
 # CPack: a Debian package of what `cmake --install` installs (cmake/QsInstall.cmake), built by
 # scripts/package.sh. Its Depends come from dpkg-shlibdeps on the installed executables, so they
-# name the Qt 6, QCustomPlot, PCRE2, ICU and libgomp packages (with versions) the build linked.
+# name the Qt 6, QCustomPlot, PCRE2, ICU, OpenBLAS and libgomp packages (with versions) the build
+# linked, plus OpenBLAS's OpenMP flavour by name.
 set(QS_PACKAGE_MAINTAINER "QuantScope maintainers <maintainers@users.noreply.a-seed-2bbe6a48.example>"
     CACHE STRING "Maintainer field of the .deb: name <email>")
 
@@ -20,6 +21,12 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)   # quantscope_<version>_<arch>.deb
 set(CPACK_DEBIAN_PACKAGE_RELEASE 1)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+if(QS_BLAS STREQUAL "OpenBLAS")
+  # dpkg-shlibdeps names libopenblas0, which any of Debian's three OpenBLAS flavours satisfies, apt
+  # taking the pthread one first; QuantScope needs the OpenMP flavour (cmake/QsBlas.cmake says why).
+  # The computed dependencies are appended to this one.
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libopenblas0-openmp")
+endif()
 set(CPACK_DEBIAN_COMPRESSION_TYPE xz)
 # The control file's long description; CPack puts the summary line above it, indents each line
 # and turns the empty line into " .".

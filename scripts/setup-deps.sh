@@ -6,6 +6,8 @@ packages=(
   build-essential cmake ninja-build pkg-config git
   qt6-base-dev libqcustomplot-dev libgl-dev
   libeigen3-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libicu-dev
+  # the BLAS under Eigen: OpenBLAS's OpenMP flavour, which shares our OpenMP threads (cmake/QsBlas.cmake)
+  libopenblas-openmp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   xvfb xauth
   # install and .deb: PNG icons from the SVG, the man page, the validators, dpkg-shlibdeps

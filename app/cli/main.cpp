@@ -12,6 +12,7 @@
 #include "inspect_command.h"
 #include "quantize_command.h"
 #include "qs/error.h"
+#include "qs/thread_team.h"
 #if defined(QS_WITH_CUDA_BACKEND)
 #include "qs/gpu/cuda_backend.h"
 #endif
@@ -46,6 +47,9 @@ int run(CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    // One OpenMP team (which OpenBLAS shares) of as many threads as there are free cores; a team
+    // larger than that waits at every barrier for a thread the scheduler parked. OMP_NUM_THREADS wins.
+    qs::sizeThreadTeamToFreeCores();
     CLI::App app{"Inspect, quantize and compare LLM checkpoints", "quantscope-cli"};
     app.set_version_flag("--version", "quantscope-cli " QS_VERSION);
     app.require_subcommand(1);

@@ -1,6 +1,7 @@
 #include "job_runner.h"
 
 #include "qs/error.h"
+#include "qs/thread_team.h"
 
 namespace qs::gui {
 
@@ -29,6 +30,7 @@ void JobRunner::launch(Task task, std::function<void(QString)> failed) {
     const quint64 id = ++latest_;
     setBusy(true);
     pool_.start([this, id, token = token_, task = std::move(task), failed = std::move(failed)] {
+        qs::sizeThreadTeamToFreeCores();   // this pool thread's OpenMP team, as the cores are now
         Delivery delivery;
         try {
             delivery = task(token);

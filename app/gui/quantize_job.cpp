@@ -3,6 +3,7 @@
 #include <QThread>
 
 #include "qs/error.h"
+#include "qs/thread_team.h"
 
 namespace qs::gui {
 
@@ -19,7 +20,10 @@ bool QuantizeJob::start(QuantizeSettings settings, std::filesystem::path checkpo
     token_ = qs::CancelToken();
     clock_.start();
     thread_ = QThread::create([this, settings = std::move(settings), checkpoint = std::move(checkpoint), token = token_,
-                               generation = ++generation_] { run(settings, checkpoint, token, generation); });
+                               generation = ++generation_] {
+        qs::sizeThreadTeamToFreeCores();   // this thread's OpenMP team, as the cores are now
+        run(settings, checkpoint, token, generation);
+    });
     connect(thread_, &QThread::finished, this, &QuantizeJob::onThreadEnded);
     thread_->start();
     emit runningChanged(true);

@@ -25,6 +25,17 @@ inline model::ModelConfig llamaShape(int hidden, int layers, int vocab) {
     return c;
 }
 
+// One decoder layer of Llama-3-8B: hidden 4096, MLP 14336, 32 query heads and 8 KV heads of 128.
+inline model::ModelConfig llama3_8bShape(int layers, int vocab) {
+    model::ModelConfig c = llamaShape(4096, layers, vocab);
+    c.intermediateSize = 14336;
+    c.headDim = 128;
+    c.numHeads = 32;
+    c.numKvHeads = 8;
+    c.validate("benchmark model");
+    return c;
+}
+
 inline model::Linear randomLinear(std::int64_t out, std::int64_t in, unsigned seed) {
     return model::Linear{benchWeights(out, in, seed), VectorF()};
 }

@@ -24,8 +24,9 @@ Eigen::MatrixXf gramLower(const Eigen::Ref<const MatrixF>& x) {
     std::vector<std::pair<std::int64_t, std::int64_t>> pairs;   // (row tile, col tile), row >= col
     for (std::int64_t i = 0; i < tiles; ++i)
         for (std::int64_t j = 0; j <= i; ++j) pairs.emplace_back(i, j);
-    // Each tile is one single-threaded Eigen GEMM (Eigen does not nest inside an OpenMP region), so
-    // the result does not depend on which thread computed it: deterministic for any thread count.
+    // Each tile is one single-threaded GEMM (Eigen's product, which calls OpenBLAS; its OpenMP build
+    // runs on the calling thread inside a parallel region), so the result does not depend on which
+    // thread computed it: deterministic for any thread count.
 #pragma omp parallel for schedule(dynamic, 1)
     for (std::size_t p = 0; p < pairs.size(); ++p) {
         const auto [ti, tj] = pairs[p];

@@ -71,6 +71,72 @@ TEST(Trellis, ViterbiIsOptimalAgainstBruteForce) {
     }
 }
 
+// The textbook Viterbi over every state, written from the definition (each state's predecessors in
+// ascending order, strict minimum, the product rounded before the sum), for the encoder's fused and
+// vectorised step to be compared with bit for bit.
+TrellisPath textbookViterbi(const std::vector<float>& x, int L, int K) {
+    const std::vector<float> table = TrellisCodebook(L).table();
+    const std::uint32_t S = 1u << L, H = S >> K, mask = (1u << K) - 1u;
+    const auto T = static_cast<int>(x.size());
+    std::vector<float> cost(S), next(S);
+    std::vector<std::vector<std::uint32_t>> from(static_cast<std::size_t>(T), std::vector<std::uint32_t>(S));
+    for (std::uint32_t s = 0; s < S; ++s) {
+        const float d = x[0] - table[s];
+        cost[s] = d * d;
+    }
+    for (int t = 1; t < T; ++t) {
+        for (std::uint32_t s = 0; s < S; ++s) {
+            std::uint32_t best = s >> K;
+            for (std::uint32_t j = 1; j <= mask; ++j)
+                if (cost[(s >> K) + j * H] < cost[best]) best = (s >> K) + j * H;
+            const float d = x[static_cast<std::size_t>(t)] - table[s];
+            const float squared = d * d;
+            next[s] = cost[best] + squared;
+            from[static_cast<std::size_t>(t)][s] = best;
+        }
+        std::swap(cost, next);
+    }
+    std::uint32_t state = 0;
+    for (std::uint32_t s = 1; s < S; ++s)
+        if (cost[s] < cost[state]) state = s;
+    std::vector<std::uint32_t> states(static_cast<std::size_t>(T));
+    for (int t = T - 1; t >= 0; --t) {
+        states[static_cast<std::size_t>(t)] = state;
+        if (t > 0) state = from[static_cast<std::size_t>(t)][state];
+    }
+    TrellisPath path;
+    path.start = states[0];
+    for (int t = 0; t < T; ++t) {
+        if (t > 0) path.symbols.push_back(static_cast<std::uint8_t>(states[static_cast<std::size_t>(t)] & mask));
+        path.recon.push_back(table[states[static_cast<std::size_t>(t)]]);
+    }
+    return path;
+}
+
+TEST(Trellis, VectorisedStepMatchesTheTextbookViterbiBitForBit) {
+    // Gaussian data, and data drawn from the codebook's own values: the codebook holds only ~1000
+    // distinct values, so the second kind is full of exactly tied paths and tests the tie order.
+    struct Case { int L, K, T; };
+    for (const Case c : {Case{4, 1, 40}, Case{5, 1, 40}, Case{6, 2, 40}, Case{9, 3, 64}, Case{12, 1, 128},
+                         Case{12, 2, 128}, Case{12, 4, 128}, Case{16, 2, 24}, Case{16, 3, 24}, Case{16, 4, 24}}) {
+        const std::vector<float> table = TrellisCodebook(c.L).table();
+        const MatrixF gaussian = testing::gaussianMatrix(1, c.T, static_cast<std::uint64_t>(c.L * 10 + c.K));
+        std::vector<float> tied(static_cast<std::size_t>(c.T));
+        std::uint32_t pick = 12345;
+        for (float& v : tied) {
+            pick = pick * 1103515245u + 12345u;
+            v = (pick >> 16) % 3 == 0 ? 0.0f : table[(pick >> 8) % table.size()];
+        }
+        for (const std::vector<float>& x : {std::vector<float>(gaussian.data(), gaussian.data() + c.T), tied}) {
+            const TrellisPath expected = textbookViterbi(x, c.L, c.K);
+            const TrellisPath path = viterbiEncode(x, c.L, c.K);
+            EXPECT_EQ(path.start, expected.start) << "L " << c.L << " K " << c.K;
+            EXPECT_EQ(path.symbols, expected.symbols) << "L " << c.L << " K " << c.K;
+            EXPECT_EQ(path.recon, expected.recon) << "L " << c.L << " K " << c.K;
+        }
+    }
+}
+
 double gaussianTrellisMse(int L, int K, int sequences) {
     const MatrixF x = testing::gaussianMatrix(sequences, 256, 2024);
     double squares = 0.0;

@@ -29,8 +29,13 @@ struct GridParams {
 
 GridParams gridParams(float minValue, float maxValue, int bits, bool sym, GridRule rule);
 
+// The clamp to [0, maxq] is written as comparisons rather than std::fmax/std::fmin, with glibc's
+// results in every case (a NaN becomes 0, -0 stays -0), because without -ffast-math GCC calls
+// fmaxf/fminf through the PLT for each weight, which kept GPTQ's and RTN's loops scalar.
 inline float quantizeCode(float w, GridParams p, float maxq) {
-    return std::fmin(std::fmax(std::nearbyint(w / p.scale) + p.zero, 0.0f), maxq);
+    const float q = std::nearbyint(w / p.scale) + p.zero;
+    const float low = q >= 0.0f ? q : 0.0f;
+    return low <= maxq ? low : maxq;
 }
 inline float dequantizeCode(float code, GridParams p) { return (code - p.zero) * p.scale; }
 
