@@ -59,6 +59,86 @@ std::string_view methodName(Method m) {
     return "unknown";
 }
 
+QuantizedLinear QuantizedLinear::intBlocks(Method method, std::int64_t rows, std::int64_t cols, int bits,
+                                           bool symmetric, int groupSize, int blockRows, int blockCols) {
+    QuantizedLinear q;
+    q.method = method;
+    q.codeKind = CodeKind::UnsignedInt;
+    q.rows = rows;
+    q.cols = cols;
+    q.bits = bits;
+    q.groupSize = groupSize;
+    q.symmetric = symmetric;
+    q.blockRows = blockRows;
+    q.blockCols = blockCols;
+    return q;
+}
+
+QuantizedLinear QuantizedLinear::intGrid(Method method, std::int64_t rows, std::int64_t cols, int bits, int groupSize,
+                                         bool symmetric) {
+    return intBlocks(method, rows, cols, bits, symmetric, groupSize, 1,
+                     groupSize < 0 ? static_cast<int>(cols) : groupSize);
+}
+
+QuantizedLinear QuantizedLinear::fp8(std::int64_t rows, std::int64_t cols, int blockRows, int blockCols,
+                                     int groupSize) {
+    QuantizedLinear q;
+    q.method = Method::Fp8;
+    q.codeKind = CodeKind::E4M3;
+    q.rows = rows;
+    q.cols = cols;
+    q.bits = 8;
+    q.groupSize = groupSize;
+    q.symmetric = true;
+    q.blockRows = blockRows;
+    q.blockCols = blockCols;
+    return q;
+}
+
+QuantizedLinear QuantizedLinear::fp4(Method method, std::int64_t rows, std::int64_t cols, int blockSize) {
+    QuantizedLinear q;
+    q.method = method;
+    q.codeKind = CodeKind::E2M1;
+    q.rows = rows;
+    q.cols = cols;
+    q.bits = 4;
+    q.groupSize = blockSize;
+    q.symmetric = true;
+    q.blockRows = 1;
+    q.blockCols = blockSize;
+    return q;
+}
+
+QuantizedLinear QuantizedLinear::nf4(std::int64_t rows, std::int64_t cols, int blockSize) {
+    QuantizedLinear q = fp4(Method::Nf4, rows, cols, blockSize);
+    q.codeKind = CodeKind::Nf4;
+    return q;
+}
+
+QuantizedLinear QuantizedLinear::trellisCodes(std::int64_t rows, std::int64_t cols, int L, int K, int groupSize,
+                                              std::uint64_t rotationSeed) {
+    QuantizedLinear q;
+    q.method = Method::Trellis;
+    q.codeKind = CodeKind::Trellis;
+    q.rows = rows;
+    q.cols = cols;
+    q.bits = K;
+    q.groupSize = groupSize;
+    q.symmetric = true;
+    q.blockRows = 1;
+    q.blockCols = groupSize;
+    q.trellis = {.L = L, .K = K, .groupSize = groupSize, .rotationSeed = rotationSeed, .starts = {}};
+    return q;
+}
+
+void QuantizedLinear::allocateParts() {
+    if (blockRows <= 0 || blockCols <= 0) throw Error("QuantizedLinear: bad block shape");
+    codes.resize(static_cast<std::size_t>(rows * cols));
+    scales.resize((rows + blockRows - 1) / blockRows, (cols + blockCols - 1) / blockCols);
+    if (codeKind == CodeKind::UnsignedInt) zeros.resize(scales.rows(), scales.cols());
+    if (codeKind == CodeKind::Trellis) trellis.starts.resize(static_cast<std::size_t>(scales.size()));
+}
+
 MatrixF QuantizedLinear::dequantize() const {
     if (codeKind == CodeKind::Trellis) return trellisDecode(*this);
     checkParts(*this);
