@@ -8,7 +8,7 @@
 #include "qs/model/transformer.h"
 #include "qs/pipeline/calibration_text.h"
 #include "qs/pipeline/layer_statistics.h"
-#include "quantize_settings.h"
+#include "qs/pipeline/run_text.h"
 
 namespace qs::gui {
 namespace {
@@ -40,7 +40,7 @@ std::vector<int> actOrderRanks(const std::vector<double>& diagonal) {
 LayerHessians computeLayerHessians(const HessianRequest& request, const qs::CancelToken& cancel) {
     const io::Checkpoint& checkpoint = *request.checkpoint;
     const model::Tokenizer tokenizer = model::Tokenizer::fromFile(checkpoint.root());
-    const std::filesystem::path text = textFileFor(QString(), checkpoint, "calibration.txt");
+    const std::filesystem::path text = pipeline::resolveRunText(pipeline::TextRole::Calibration, {}, checkpoint);
     const pipeline::TokenSequences sequences = pipeline::tokenWindows(
         tokenizer, pipeline::loadTexts(text), request.samples, request.sequenceLength, text.string());
     model::Transformer transformer = model::Transformer::fromCheckpoint(checkpoint);
