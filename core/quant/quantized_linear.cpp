@@ -59,11 +59,14 @@ std::string_view methodName(Method m) {
     return "unknown";
 }
 
-QuantizedLinear QuantizedLinear::intBlocks(Method method, std::int64_t rows, std::int64_t cols, int bits,
-                                           bool symmetric, int groupSize, int blockRows, int blockCols) {
+namespace {
+
+// Every header field in one place; the named constructors differ only in what they pass.
+QuantizedLinear header(Method method, CodeKind kind, std::int64_t rows, std::int64_t cols, int bits, bool symmetric,
+                       int groupSize, int blockRows, int blockCols) {
     QuantizedLinear q;
     q.method = method;
-    q.codeKind = CodeKind::UnsignedInt;
+    q.codeKind = kind;
     q.rows = rows;
     q.cols = cols;
     q.bits = bits;
@@ -74,6 +77,13 @@ QuantizedLinear QuantizedLinear::intBlocks(Method method, std::int64_t rows, std
     return q;
 }
 
+}  // namespace
+
+QuantizedLinear QuantizedLinear::intBlocks(Method method, std::int64_t rows, std::int64_t cols, int bits,
+                                           bool symmetric, int groupSize, int blockRows, int blockCols) {
+    return header(method, CodeKind::UnsignedInt, rows, cols, bits, symmetric, groupSize, blockRows, blockCols);
+}
+
 QuantizedLinear QuantizedLinear::intGrid(Method method, std::int64_t rows, std::int64_t cols, int bits, int groupSize,
                                          bool symmetric) {
     return intBlocks(method, rows, cols, bits, symmetric, groupSize, 1,
@@ -82,51 +92,20 @@ QuantizedLinear QuantizedLinear::intGrid(Method method, std::int64_t rows, std::
 
 QuantizedLinear QuantizedLinear::fp8(std::int64_t rows, std::int64_t cols, int blockRows, int blockCols,
                                      int groupSize) {
-    QuantizedLinear q;
-    q.method = Method::Fp8;
-    q.codeKind = CodeKind::E4M3;
-    q.rows = rows;
-    q.cols = cols;
-    q.bits = 8;
-    q.groupSize = groupSize;
-    q.symmetric = true;
-    q.blockRows = blockRows;
-    q.blockCols = blockCols;
-    return q;
+    return header(Method::Fp8, CodeKind::E4M3, rows, cols, 8, true, groupSize, blockRows, blockCols);
 }
 
 QuantizedLinear QuantizedLinear::fp4(Method method, std::int64_t rows, std::int64_t cols, int blockSize) {
-    QuantizedLinear q;
-    q.method = method;
-    q.codeKind = CodeKind::E2M1;
-    q.rows = rows;
-    q.cols = cols;
-    q.bits = 4;
-    q.groupSize = blockSize;
-    q.symmetric = true;
-    q.blockRows = 1;
-    q.blockCols = blockSize;
-    return q;
+    return header(method, CodeKind::E2M1, rows, cols, 4, true, blockSize, 1, blockSize);
 }
 
 QuantizedLinear QuantizedLinear::nf4(std::int64_t rows, std::int64_t cols, int blockSize) {
-    QuantizedLinear q = fp4(Method::Nf4, rows, cols, blockSize);
-    q.codeKind = CodeKind::Nf4;
-    return q;
+    return header(Method::Nf4, CodeKind::Nf4, rows, cols, 4, true, blockSize, 1, blockSize);
 }
 
 QuantizedLinear QuantizedLinear::trellisCodes(std::int64_t rows, std::int64_t cols, int L, int K, int groupSize,
                                               std::uint64_t rotationSeed) {
-    QuantizedLinear q;
-    q.method = Method::Trellis;
-    q.codeKind = CodeKind::Trellis;
-    q.rows = rows;
-    q.cols = cols;
-    q.bits = K;
-    q.groupSize = groupSize;
-    q.symmetric = true;
-    q.blockRows = 1;
-    q.blockCols = groupSize;
+    QuantizedLinear q = header(Method::Trellis, CodeKind::Trellis, rows, cols, K, true, groupSize, 1, groupSize);
     q.trellis = {.L = L, .K = K, .groupSize = groupSize, .rotationSeed = rotationSeed, .starts = {}};
     return q;
 }
