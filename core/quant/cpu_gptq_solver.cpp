@@ -7,7 +7,6 @@
 #include <vector>
 
 #include "qs/eigen.h"
-
 #include "qs/quant/gptq.h"
 #include "qs/quant/rtn.h"
 
@@ -16,10 +15,10 @@ namespace qs::quant {
 namespace {
 
 using ColMatrixF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
-constexpr std::int64_t kFactorBlock = 128;   // panel width of the Cholesky and the triangular inverse
-constexpr std::int64_t kTile = 256;          // tile of the trailing lower-triangular updates
-constexpr std::int64_t kRowChunk = 32;       // rows per task of the column loop (its block fits in L1/L2)
-constexpr std::int64_t kCopyTile = 32;       // tile of the transposing copies (both sides of a tile stay in L1)
+constexpr std::int64_t kFactorBlock = 128;  // panel width of the Cholesky and the triangular inverse
+constexpr std::int64_t kTile = 256;         // tile of the trailing lower-triangular updates
+constexpr std::int64_t kRowChunk = 32;      // rows per task of the column loop (its block fits in L1/L2)
+constexpr std::int64_t kCopyTile = 32;      // tile of the transposing copies (both sides of a tile stay in L1)
 
 // a = J h J on and below the diagonal, zero above it: a(i, j) = h(n-1-i, n-1-j), column-major from
 // row-major. The factorization reads only this triangle. A transposing copy, so tile by tile (h's
@@ -29,13 +28,13 @@ ColMatrixF reversedLower(const MatrixF& h) {
     const std::int64_t n = h.rows(), tiles = (n + kCopyTile - 1) / kCopyTile;
     ColMatrixF a(n, n);
 #pragma omp parallel for schedule(static)
-    for (std::int64_t tj = 0; tj < tiles; ++tj) {   // a block column of a: n values per column, balanced
+    for (std::int64_t tj = 0; tj < tiles; ++tj) {  // a block column of a: n values per column, balanced
         const std::int64_t j0 = tj * kCopyTile, j1 = std::min(n, j0 + kCopyTile);
         for (std::int64_t j = j0; j < j1; ++j) std::fill(a.col(j).data(), a.col(j).data() + j, 0.0f);
         for (std::int64_t i0 = j0; i0 < n; i0 += kCopyTile) {
             const std::int64_t i1 = std::min(n, i0 + kCopyTile);
             for (std::int64_t i = i0; i < i1; ++i) {
-                const float* hr = h.data() + (n - 1 - i) * n + (n - 1);   // h(n-1-i, n-1-j) = hr[-j]
+                const float* hr = h.data() + (n - 1 - i) * n + (n - 1);  // h(n-1-i, n-1-j) = hr[-j]
                 for (std::int64_t j = j0; j < std::min(j1, i + 1); ++j) a(i, j) = hr[-j];
             }
         }
@@ -49,13 +48,13 @@ MatrixF reversedUpper(const ColMatrixF& x) {
     const std::int64_t n = x.rows(), tiles = (n + kCopyTile - 1) / kCopyTile;
     MatrixF u(n, n);
 #pragma omp parallel for schedule(static)
-    for (std::int64_t ti = 0; ti < tiles; ++ti) {   // a block row of u
+    for (std::int64_t ti = 0; ti < tiles; ++ti) {  // a block row of u
         const std::int64_t i0 = ti * kCopyTile, i1 = std::min(n, i0 + kCopyTile);
         for (std::int64_t i = i0; i < i1; ++i) std::fill(u.row(i).data(), u.row(i).data() + i, 0.0f);
         for (std::int64_t j0 = i0; j0 < n; j0 += kCopyTile) {
             const std::int64_t j1 = std::min(n, j0 + kCopyTile);
             for (std::int64_t j = j0; j < j1; ++j) {
-                const float* xc = x.data() + (n - 1 - j) * n + (n - 1);   // x(n-1-i, n-1-j) = xc[-i]
+                const float* xc = x.data() + (n - 1 - j) * n + (n - 1);  // x(n-1-i, n-1-j) = xc[-i]
                 for (std::int64_t i = i0; i < std::min(i1, j + 1); ++i) u(i, j) = xc[-i];
             }
         }
@@ -93,7 +92,7 @@ bool choleskyLower(ColMatrixF& a) {
         for (std::int64_t c = 0; c < chunks; ++c) {
             const std::int64_t r = k + b + c * kTile, nr = std::min(kTile, n - r);
             auto panel = a.block(r, k, nr, b);
-            llt.matrixU().solveInPlace<Eigen::OnTheRight>(panel);   // A21 L11⁻ᵀ
+            llt.matrixU().solveInPlace<Eigen::OnTheRight>(panel);  // A21 L11⁻ᵀ
         }
         lowerRankUpdate(a, k, b);
     }
@@ -111,7 +110,7 @@ ColMatrixF lowerInverse(const ColMatrixF& l) {
         diagInv[static_cast<std::size_t>(j)] =
             l.block(c, c, b, b).triangularView<Eigen::Lower>().solve(ColMatrixF::Identity(b, b));
     }
-    ColMatrixF x(n, n);   // every block on and below the diagonal is written before it is read; above, unused
+    ColMatrixF x(n, n);  // every block on and below the diagonal is written before it is read; above, unused
 #pragma omp parallel for schedule(dynamic, 1)
     for (std::int64_t j = 0; j < blocks; ++j) {
         const std::int64_t c0 = j * kFactorBlock, bj = std::min(kFactorBlock, n - c0);
@@ -144,10 +143,10 @@ MatrixF inverseFactor(ColMatrixF& l) {
 
 struct LoopState {
     const GptqOptions& o;
-    GptqProblem& p;                      // p.w: the corrected weights, visiting order
+    GptqProblem& p;  // p.w: the corrected weights, visiting order
     const MatrixF& u;
     float maxq;
-    std::vector<std::uint8_t>& codes;    // [cols][rows], visiting order
+    std::vector<std::uint8_t>& codes;  // [cols][rows], visiting order
 };
 
 // One row chunk of one block: the block-internal column loop, with rank-one updates inside the block.
@@ -178,7 +177,8 @@ double blockChunk(LoopState& s, std::int64_t i1, std::int64_t i2, std::int64_t r
             // end (group size not a multiple of the block size) the columns after the block still lack
             // this block's updates; the seed's code reads them stale, here they are brought up to date.
             currentGroup = g;
-            const std::int64_t groupEnd = std::min<std::int64_t>(static_cast<std::int64_t>(g + 1) * s.p.groupCols, cols);
+            const std::int64_t groupEnd =
+                std::min<std::int64_t>(static_cast<std::int64_t>(g + 1) * s.p.groupCols, cols);
             const std::int64_t inBlock = std::min(groupEnd, i2) - col;
             for (std::int64_t r = 0; r < nr; ++r) {
                 float lo = wb(r, i), hi = lo;
@@ -221,9 +221,9 @@ double blockChunk(LoopState& s, std::int64_t i1, std::int64_t i2, std::int64_t r
 }  // namespace
 
 bool upperCholeskyOfInverse(const MatrixF& h, MatrixF& u) {
-    ColMatrixF a = reversedLower(h);   // J H J
+    ColMatrixF a = reversedLower(h);  // J H J
     if (!factorReversed(a)) return false;
-    u = inverseFactor(a);   // J L⁻¹ J: upper triangular, H⁻¹ = UᵀU
+    u = inverseFactor(a);  // J L⁻¹ J: upper triangular, H⁻¹ = UᵀU
     return true;
 }
 
@@ -231,7 +231,7 @@ void CpuGptqSolver::takeHessian(const GptqProblem&, MatrixF&& h) { h_ = std::mov
 
 // H is kept only to retry with more damping: it is freed as soon as one factorization succeeds.
 bool CpuGptqSolver::factor(double lambda) {
-    ColMatrixF a = reversedLower(h_);   // J (H + λI) J: the diagonal maps onto itself
+    ColMatrixF a = reversedLower(h_);  // J (H + λI) J: the diagonal maps onto itself
     a.diagonal().array() += static_cast<float>(lambda);
     if (!factorReversed(a)) return false;
     h_ = MatrixF();
@@ -253,7 +253,7 @@ double CpuGptqSolver::columnLoop(GptqProblem& p, std::vector<std::uint8_t>& code
             const std::int64_t r0 = c * kRowChunk;
             chunkLoss[static_cast<std::size_t>(c)] += blockChunk(s, i1, i2, r0, std::min(kRowChunk, rows - r0), err);
         }
-        if (i2 < cols)   // lazy batch update: everything after the block, one GEMM
+        if (i2 < cols)  // lazy batch update: everything after the block, one GEMM
             p.w.rightCols(cols - i2).noalias() -= err.leftCols(i2 - i1) * u_.block(i1, i2, i2 - i1, cols - i2);
         if (o.cancel) o.cancel->throwIfCancelled();
     }
