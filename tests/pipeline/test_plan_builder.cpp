@@ -32,7 +32,7 @@ std::filesystem::path freshDir(const std::string& name) {
 
 // The demo's model and tokenizer without its calibration.txt / eval.txt.
 std::filesystem::path bareDemo() {
-    const auto dir = freshDir("bare");
+    auto dir = freshDir("bare");
     for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"})
         std::filesystem::copy_file(kDemo / f, dir / f);
     return dir;
