@@ -8,20 +8,16 @@
 
 #include <nlohmann/json.hpp>
 
-#include "human_format.h"
-#include "progress_bar.h"
 #include "qs/error.h"
-#include "qs/io/checkpoint.h"
-#include "qs/model/tokenizer.h"
 #include "qs/pipeline/backend.h"
-#include "qs/pipeline/bundled_resources.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/job_report.h"
+#include "qs/pipeline/plan_builder.h"
+
+#include "human_format.h"
+#include "progress_bar.h"
 #include "sigint_cancel.h"
 #include "text_table.h"
-#if defined(QS_WITH_CUDA_BACKEND)
-#include "qs/gpu/cuda_backend.h"
-#endif
 
 namespace qs::cli {
 namespace {
@@ -45,19 +41,6 @@ struct CompareOptions {
     std::uint64_t seed = 0;
     std::string device = "auto";
 };
-
-// The checkpoint's own calibration.txt / eval.txt (the demo ships them), else the bundled text.
-std::filesystem::path textFile(const std::string& given, const io::Checkpoint& checkpoint, const char* name) {
-    if (!given.empty()) return given;
-    if (std::filesystem::exists(checkpoint.root() / name)) return checkpoint.root() / name;
-    if (auto bundled = pipeline::bundledResource(std::filesystem::path("demo") / name)) return *bundled;
-    throw Error(std::string("no ") + name + " beside the checkpoint and none bundled: pass --calib / --eval");
-}
-
-pipeline::TokenSequences tokenize(const model::Tokenizer& tokenizer, const std::filesystem::path& file, int samples,
-                                  int seqLen) {
-    return pipeline::tokenWindows(tokenizer, pipeline::loadTexts(file), samples, seqLen, file.string());
-}
 
 std::string fixed(double v, int digits) {
     if (!std::isfinite(v)) return "-";
@@ -97,26 +80,23 @@ void printTable(const pipeline::JobResult& result, std::ostream& out) {
 }
 
 // The backend of --device, announced on stderr in one line (and why the CPU stands in for auto).
+// main() has registered the CUDA backend's factory when built with it.
 std::shared_ptr<const pipeline::Backend> chooseBackend(const std::string& device) {
-#if defined(QS_WITH_CUDA_BACKEND)
-    gpu::registerCudaBackend();
-#endif
     pipeline::BackendSelection selection = pipeline::selectBackend(pipeline::parseDeviceChoice(device));
     std::cerr << selection.message << '\n';
     return std::move(selection.backend);
 }
 
 void runCompare(const CompareOptions& o) {
-    const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
-    const model::Tokenizer tokenizer = model::Tokenizer::forCheckpoint(checkpoint);
-    pipeline::JobPlan plan;
-    plan.checkpoint = o.path;
-    plan.methods = pipeline::parseMethodList(o.methods, o.groupSize);
-    plan.calibration = tokenize(tokenizer, textFile(o.calib, checkpoint, "calibration.txt"), o.samples, o.seqLen);
-    plan.evaluation = tokenize(tokenizer, textFile(o.eval, checkpoint, "eval.txt"), o.evalSamples, o.seqLen);
-    plan.perLayerKl = o.perLayer;
-    plan.trueSequential = !o.noTrueSequential;
-    plan.seed = o.seed;
+    pipeline::PlanSettings settings;
+    settings.checkpoint = o.path;
+    settings.methods = pipeline::parseMethodList(o.methods, o.groupSize);
+    settings.calibration = {o.calib, o.samples, o.seqLen};
+    settings.evaluation = {o.eval, o.evalSamples, o.seqLen};
+    settings.perLayerKl = o.perLayer;
+    settings.trueSequential = !o.noTrueSequential;
+    settings.seed = o.seed;
+    pipeline::JobPlan plan = pipeline::buildJobPlan(settings).plan;
     plan.backend = chooseBackend(o.device);   // after the checks of the input, whose errors stay one line
 
     pipeline::Job job(std::move(plan));

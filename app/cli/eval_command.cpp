@@ -6,13 +6,14 @@
 
 #include <nlohmann/json.hpp>
 
-#include "progress_bar.h"
 #include "qs/analysis/kl_metrics.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
-#include "qs/pipeline/bundled_resources.h"
 #include "qs/pipeline/checkpoint_eval.h"
 #include "qs/pipeline/job_report.h"
+#include "qs/pipeline/run_text.h"
+
+#include "progress_bar.h"
 #include "sigint_cancel.h"
 
 namespace qs::cli {
@@ -27,14 +28,6 @@ struct EvalOptions {
     std::string json;
 };
 
-// As compare: the original's own eval.txt (the demo ships one), else the bundled text.
-std::filesystem::path evalText(const std::string& given, const io::Checkpoint& original) {
-    if (!given.empty()) return given;
-    if (std::filesystem::exists(original.root() / "eval.txt")) return original.root() / "eval.txt";
-    if (auto bundled = pipeline::bundledResource(std::filesystem::path("demo") / "eval.txt")) return *bundled;
-    throw Error("no eval.txt beside " + original.root().string() + " and none bundled: pass --eval");
-}
-
 nlohmann::json reportJson(const EvalOptions& o, const pipeline::CheckpointEvalResult& r) {
     return {{"original", o.original}, {"quantized", o.quantized}, {"original_format", r.originalFormat},
             {"quantized_format", r.quantizedFormat}, {"evaluation_tokens", r.evaluationTokens},
@@ -44,7 +37,8 @@ nlohmann::json reportJson(const EvalOptions& o, const pipeline::CheckpointEvalRe
 void runEval(const EvalOptions& o) {
     const io::Checkpoint original = io::Checkpoint::open(o.original);
     const io::Checkpoint quantized = io::Checkpoint::open(o.quantized);
-    const std::filesystem::path text = evalText(o.eval, original);
+    // As compare: the original's own eval.txt (the demo ships one), else the bundled text.
+    const std::filesystem::path text = pipeline::resolveRunText(pipeline::TextRole::Evaluation, o.eval, original);
     pipeline::CheckpointEvalPlan plan;
     plan.original = o.original;
     plan.quantized = o.quantized;

@@ -6,15 +6,14 @@
 #include <iostream>
 #include <memory>
 
-#include "progress_bar.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
-#include "qs/model/tokenizer.h"
-#include "qs/pipeline/bundled_resources.h"
-#include "qs/pipeline/calibration_text.h"
 #include "qs/pipeline/export_check.h"
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/job.h"
+#include "qs/pipeline/plan_builder.h"
+
+#include "progress_bar.h"
 #include "sigint_cancel.h"
 
 namespace qs::cli {
@@ -58,14 +57,6 @@ pipeline::MethodSpec methodFrom(const QuantizeOptions& o) {
     return spec;
 }
 
-// The checkpoint's own calibration.txt (the demo ships one), else the bundled text.
-std::filesystem::path calibrationFile(const std::string& given, const io::Checkpoint& checkpoint) {
-    if (!given.empty()) return given;
-    if (std::filesystem::exists(checkpoint.root() / "calibration.txt")) return checkpoint.root() / "calibration.txt";
-    if (auto bundled = pipeline::bundledResource(std::filesystem::path("demo") / "calibration.txt")) return *bundled;
-    throw Error("no calibration.txt beside the checkpoint and none bundled: pass --calib");
-}
-
 void runQuantize(const QuantizeOptions& o) {
     const pipeline::MethodSpec method = methodFrom(o);
     const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
@@ -75,23 +66,23 @@ void runQuantize(const QuantizeOptions& o) {
     if (std::filesystem::exists(o.out) && !o.overwrite)
         throw Error(o.out + " already exists (pass --overwrite to replace it)");
 
-    pipeline::JobPlan plan;
-    plan.checkpoint = o.path;
-    plan.methods = {method};
-    plan.seed = o.seed;
-    nlohmann::json settings = {{"method", method.name}, {"group_size", method.groupSize}, {"seed", o.seed}};
+    pipeline::PlanSettings planSettings;
+    planSettings.checkpoint = o.path;
+    planSettings.methods = {method};
+    planSettings.seed = o.seed;
     // Calibration when the method needs it, or when asked for (it gives every linear its output error).
-    if (method.needsCalibration() || !o.calib.empty()) {
-        const auto file = calibrationFile(o.calib, checkpoint);
-        const auto tokenizer = model::Tokenizer::forCheckpoint(checkpoint);
-        plan.calibration = pipeline::tokenWindows(tokenizer, pipeline::loadTexts(file), o.samples, o.seqLen, file.string());
-        settings["calibration"] = {{"file", file.string()}, {"samples", o.samples}, {"seq_len", o.seqLen}};
-    }
+    const bool calibrate = method.needsCalibration() || !o.calib.empty();
+    planSettings.calibration = {o.calib, calibrate ? o.samples : 0, o.seqLen};
+    pipeline::BuiltPlan built = pipeline::buildJobPlan(planSettings);
+    nlohmann::json settings = {{"method", method.name}, {"group_size", method.groupSize}, {"seed", o.seed}};
+    if (calibrate)
+        settings["calibration"] = {
+            {"file", built.calibrationFile.string()}, {"samples", o.samples}, {"seq_len", o.seqLen}};
 
     qs::CancelToken cancel;
     const SigintCancel sigint(cancel);
     ProgressBar bar("quantize");
-    pipeline::Job job(std::move(plan));
+    pipeline::Job job(std::move(built.plan));
     const pipeline::JobResult result = job.run(bar.callback(), cancel, {}, o.force);
     const auto& methodResult = result.methods.front();
     if (!methodResult.error.empty()) throw Error(method.label() + ": " + methodResult.error);

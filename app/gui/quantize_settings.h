@@ -6,7 +6,6 @@
 
 #include <QString>
 
-#include "qs/io/checkpoint.h"
 #include "qs/pipeline/job.h"
 
 namespace qs::gui {
@@ -30,11 +29,8 @@ struct QuantizeSettings {
     bool operator==(const QuantizeSettings&) const = default;   // the Quantize panel's estimate is of these
 };
 
-// The text file a run reads: `given`, else `name` beside the checkpoint, else the bundled demo's.
-// Throws qs::Error when there is none.
-std::filesystem::path textFileFor(const QString& given, const io::Checkpoint& checkpoint, const char* name);
-
-// Parses the methods and tokenizes both texts. Throws qs::Error with the core's message.
+// Parses the methods and tokenizes both texts (pipeline::buildJobPlan), then selects the device.
+// Throws qs::Error with the core's message.
 pipeline::JobPlan buildPlan(const QuantizeSettings& settings, const std::filesystem::path& checkpointPath);
 
 }  // namespace qs::gui

@@ -156,15 +156,7 @@ public:
                 d.weight(n, k) = (static_cast<float>(l.codes[static_cast<std::size_t>(n * l.cols + k)]) - l.zeros(n, g)) * l.scales(n, g);
             }
         auto& q = d.parts;
-        q.method = quant::Method::Awq;
-        q.codeKind = quant::CodeKind::UnsignedInt;
-        q.rows = l.rows;
-        q.cols = l.cols;
-        q.bits = 4;
-        q.groupSize = s.groupSize;
-        q.symmetric = false;
-        q.blockRows = 1;
-        q.blockCols = static_cast<int>(l.groupSize);
+        q = quant::QuantizedLinear::intGrid(quant::Method::Awq, l.rows, l.cols, 4, s.groupSize, false);
         q.codes = std::move(l.codes);
         q.scales = std::move(l.scales);
         q.zeros = std::move(l.zeros);

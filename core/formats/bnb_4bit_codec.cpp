@@ -113,29 +113,26 @@ bool sameTable(const std::vector<float>& stored, const auto& expected, float div
 // QuantizedLinear holds NF4 codes directly and bitsandbytes FP4 as E2M1 over absmax / 6; parts are
 // exact only for rows made of whole blocks and the standard tables.
 void fillParts(DecodedLinear& d, const QuantState& s, const std::vector<float>& map, Absmax&& a) {
+    const bool nf4 = s.type == "nf4";
+    const int blockSize = static_cast<int>(s.blockSize);
     auto& q = d.parts;
-    q.method = quant::Method::Nf4;   // bitsandbytes' 4-bit family; FP4 is told apart by codeKind
-    q.rows = s.rows;
-    q.cols = s.cols;
-    q.bits = 4;
-    q.groupSize = static_cast<int>(s.blockSize);
-    q.symmetric = true;
+    std::vector<std::uint8_t> codes = std::move(q.codes);
+    // Method Nf4 for bitsandbytes' whole 4-bit family; FP4 is told apart by its code kind.
+    q = nf4 ? quant::QuantizedLinear::nf4(s.rows, s.cols, blockSize)
+            : quant::QuantizedLinear::fp4(quant::Method::Nf4, s.rows, s.cols, blockSize);
     if (s.cols % s.blockSize != 0) {   // blocks straddle rows: no per-row scale grid exists
         d.partsExact = false;
-        q.codes.clear();
         return;
     }
-    const bool nf4 = s.type == "nf4";
-    d.partsExact = nf4 ? std::equal(map.begin(), map.end(), kNf4.begin(), [](float x, float y) { return std::abs(x - y) < 1e-6f; })
-                       : sameTable(map, kBnbFp4Times12, 12.0f);
-    q.codeKind = nf4 ? quant::CodeKind::Nf4 : quant::CodeKind::E2M1;
+    q.codes = std::move(codes);
+    d.partsExact =
+        nf4 ? std::equal(map.begin(), map.end(), kNf4.begin(), [](float x, float y) { return std::abs(x - y) < 1e-6f; })
+            : sameTable(map, kBnbFp4Times12, 12.0f);
     if (!nf4)
         for (auto& c : q.codes) {
             d.partsExact = d.partsExact && (c & 7) != 1;
             c = static_cast<std::uint8_t>((c & 8) | kBnbFp4ToE2m1[c & 7]);
         }
-    q.blockRows = 1;
-    q.blockCols = static_cast<int>(s.blockSize);
     q.scales = Eigen::Map<const MatrixF>(a.values.data(), s.rows, s.cols / s.blockSize);
     if (!nf4) q.scales /= 6.0f;
     q.scaleCodes = std::move(a.codes);

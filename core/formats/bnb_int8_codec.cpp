@@ -36,7 +36,9 @@ public:
         d.ref = ref;
         d.quantized = true;
         d.weight.resize(rows, cols);
+        // Signed codes as QuantizedLinear's unsigned ones: code + 128 with zero 128.
         auto& q = d.parts;
+        q = quant::QuantizedLinear::intGrid(quant::Method::Rtn, rows, cols, 8, -1, true);
         q.codes.resize(static_cast<std::size_t>(rows * cols));
         q.scales.resize(rows, 1);
         for (std::int64_t r = 0; r < rows; ++r) {
@@ -47,16 +49,6 @@ public:
                 d.weight(r, c) = static_cast<float>(v) * scb[static_cast<std::size_t>(r)] / 127.0f;
             }
         }
-        // Signed codes as QuantizedLinear's unsigned ones: code + 128 with zero 128.
-        q.method = quant::Method::Rtn;
-        q.codeKind = quant::CodeKind::UnsignedInt;
-        q.rows = rows;
-        q.cols = cols;
-        q.bits = 8;
-        q.groupSize = -1;
-        q.symmetric = true;
-        q.blockRows = 1;
-        q.blockCols = static_cast<int>(cols);
         q.zeros = MatrixF::Constant(rows, 1, 128.0f);
         d.bias = readBias(ck, ref, rows);
         return d;

@@ -202,9 +202,12 @@ DecodedLinear decodePackInt(const io::Checkpoint& ck, const LinearRef& ref, cons
     d.ref = ref;
     d.quantized = true;
     d.weight.resize(l.rows, l.cols);
-    auto& q = d.parts;
-    q.codes.resize(static_cast<std::size_t>(l.rows * l.cols));
     const int br = l.grid.blockRows, bc = l.grid.blockCols;
+    auto& q = d.parts;
+    // Method Rtn: the format does not record the algorithm (GPTQ, RTN, ...).
+    q = quant::QuantizedLinear::intBlocks(quant::Method::Rtn, l.rows, l.cols, a.bits, a.symmetric,
+                                          l.grid.granularity == "group" ? bc : -1, br, bc);
+    q.codes.resize(static_cast<std::size_t>(l.rows * l.cols));
     for (std::int64_t r = 0; r < l.rows; ++r)
         for (std::int64_t c = 0; c < l.cols; ++c) {
             const auto code = l.fields.at(words.data() + r * stride, 1, c);
@@ -212,15 +215,6 @@ DecodedLinear decodePackInt(const io::Checkpoint& ck, const LinearRef& ref, cons
             q.codes[static_cast<std::size_t>(r * l.cols + c)] = static_cast<std::uint8_t>(code);
             d.weight(r, c) = (static_cast<float>(code) - zeros(r / br, g)) * l.grid.scales(r / br, g);
         }
-    q.method = quant::Method::Rtn;   // the format does not record the algorithm (GPTQ, RTN, ...)
-    q.codeKind = quant::CodeKind::UnsignedInt;
-    q.rows = l.rows;
-    q.cols = l.cols;
-    q.bits = a.bits;
-    q.groupSize = l.grid.granularity == "group" ? bc : -1;
-    q.symmetric = a.symmetric;
-    q.blockRows = br;
-    q.blockCols = bc;
     q.scales = std::move(l.grid.scales);
     q.zeros = zeros;
     q.gIdx = std::move(l.gIdx);
@@ -294,6 +288,9 @@ DecodedLinear decodeNaiveInt(const io::Checkpoint& ck, const LinearRef& ref, con
     d.quantized = true;
     d.weight.resize(rows, cols);
     auto& q = d.parts;
+    q = quant::QuantizedLinear::intBlocks(quant::Method::Rtn, rows, cols, 8, a.symmetric,
+                                          grid.granularity == "group" ? grid.blockCols : -1, grid.blockRows,
+                                          grid.blockCols);
     q.codes.resize(static_cast<std::size_t>(rows * cols));
     for (std::int64_t r = 0; r < rows; ++r)
         for (std::int64_t c = 0; c < cols; ++c) {
@@ -302,15 +299,6 @@ DecodedLinear decodeNaiveInt(const io::Checkpoint& ck, const LinearRef& ref, con
             const auto gr = r / grid.blockRows, gc = c / grid.blockCols;
             d.weight(r, c) = (static_cast<float>(code) - zeros(gr, gc)) * grid.scales(gr, gc);
         }
-    q.method = quant::Method::Rtn;
-    q.codeKind = quant::CodeKind::UnsignedInt;
-    q.rows = rows;
-    q.cols = cols;
-    q.bits = 8;
-    q.groupSize = grid.granularity == "group" ? grid.blockCols : -1;
-    q.symmetric = a.symmetric;
-    q.blockRows = grid.blockRows;
-    q.blockCols = grid.blockCols;
     q.scales = std::move(grid.scales);
     q.zeros = std::move(zeros);
     d.bias = readBias(ck, ref, rows);

@@ -10,6 +10,7 @@ DecodedLinear decodeFp4Blocks(const LinearRef& ref, const Fp4Blocks& b) {
     d.quantized = true;
     d.weight.resize(b.rows, b.cols);
     auto& q = d.parts;
+    q = quant::QuantizedLinear::fp4(b.method, b.rows, b.cols, b.blockSize);
     q.codes.resize(static_cast<std::size_t>(b.rows * b.cols));
     for (std::int64_t r = 0; r < b.rows; ++r)
         for (std::int64_t c = 0; c < b.cols; ++c) {
@@ -18,15 +19,6 @@ DecodedLinear decodeFp4Blocks(const LinearRef& ref, const Fp4Blocks& b) {
             q.codes[static_cast<std::size_t>(r * b.cols + c)] = code;
             d.weight(r, c) = io::e2m1ToF32(code) * b.effectiveScales(r, c / b.blockSize);
         }
-    q.method = b.method;
-    q.codeKind = quant::CodeKind::E2M1;
-    q.rows = b.rows;
-    q.cols = b.cols;
-    q.bits = 4;
-    q.groupSize = b.blockSize;
-    q.symmetric = true;
-    q.blockRows = 1;
-    q.blockCols = b.blockSize;
     q.scales = b.storedScales;
     q.globalScale = b.globalScale;
     return d;

@@ -19,19 +19,12 @@ DecodedLinear decodeScaledFp8(const io::Checkpoint& checkpoint, const LinearRef&
     d.quantized = true;
     d.weight.resize(rows, cols);
     auto& q = d.parts;
+    q = quant::QuantizedLinear::fp8(rows, cols, grid.blockRows, grid.blockCols,
+                                    grid.granularity == "group" || grid.granularity == "block" ? grid.blockCols : -1);
     q.codes.assign(bytes, bytes + rows * cols);
     for (std::int64_t r = 0; r < rows; ++r)
         for (std::int64_t c = 0; c < cols; ++c)
             d.weight(r, c) = io::e4m3ToF32(bytes[r * cols + c]) * grid.scales(r / grid.blockRows, c / grid.blockCols);
-    q.method = quant::Method::Fp8;
-    q.codeKind = quant::CodeKind::E4M3;
-    q.rows = rows;
-    q.cols = cols;
-    q.bits = 8;
-    q.symmetric = true;
-    q.groupSize = grid.granularity == "group" || grid.granularity == "block" ? grid.blockCols : -1;
-    q.blockRows = grid.blockRows;
-    q.blockCols = grid.blockCols;
     q.scales = std::move(grid.scales);
     d.bias = readBias(checkpoint, ref, rows);
     return d;

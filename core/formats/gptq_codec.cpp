@@ -162,6 +162,7 @@ public:
         d.quantized = true;
         d.weight.resize(t.rows, t.cols);
         auto& q = d.parts;
+        q = quant::QuantizedLinear::intGrid(quant::Method::Gptq, t.rows, t.cols, s.bits, s.groupSize, s.symmetric);
         q.codes.resize(static_cast<std::size_t>(t.rows * t.cols));
         for (std::int64_t n = 0; n < t.rows; ++n)
             for (std::int64_t k = 0; k < t.cols; ++k) {
@@ -171,15 +172,6 @@ public:
                 q.codes[static_cast<std::size_t>(n * t.cols + k)] = static_cast<std::uint8_t>(code);
                 d.weight(n, k) = scales(g, n) * (static_cast<float>(code) - zeros(g, n));
             }
-        q.method = quant::Method::Gptq;
-        q.codeKind = quant::CodeKind::UnsignedInt;
-        q.rows = t.rows;
-        q.cols = t.cols;
-        q.bits = s.bits;
-        q.groupSize = s.groupSize;
-        q.symmetric = s.symmetric;
-        q.blockRows = 1;
-        q.blockCols = static_cast<int>(t.groupSize);
         q.scales = scales.transpose();
         q.zeros = zeros.transpose();
         bool sequential = true;

@@ -25,21 +25,6 @@ TrellisHeader readHeader(const io::Checkpoint& ck, const std::string& p) {
     return h;
 }
 
-quant::QuantizedLinear emptyParts(const TrellisHeader& h) {
-    quant::QuantizedLinear q;
-    q.method = quant::Method::Trellis;
-    q.codeKind = quant::CodeKind::Trellis;
-    q.rows = h.rows;
-    q.cols = h.cols;
-    q.bits = h.bits;
-    q.groupSize = h.groupSize;
-    q.symmetric = true;
-    q.blockRows = 1;
-    q.blockCols = h.groupSize;
-    q.trellis = {h.stateBits, h.bits, h.groupSize, h.rotationSeed, {}};
-    return q;
-}
-
 void readStarts(const io::Checkpoint& ck, const std::string& p, const TrellisHeader& h, quant::QuantizedLinear& q) {
     const auto t = requireTensor(ck, p + std::string(kTrellisStartsSuffix), "a QuantScope trellis linear");
     requireDtype(ck, t, {io::DType::U16});
@@ -67,7 +52,8 @@ void readSymbols(const io::Checkpoint& ck, const std::string& p, const TrellisHe
 
 quant::QuantizedLinear readParts(const io::Checkpoint& ck, const std::string& p) {
     const TrellisHeader h = readHeader(ck, p);
-    quant::QuantizedLinear q = emptyParts(h);
+    quant::QuantizedLinear q =
+        quant::QuantizedLinear::trellisCodes(h.rows, h.cols, h.stateBits, h.bits, h.groupSize, h.rotationSeed);
     readStarts(ck, p, h, q);
     const auto scales = requireTensor(ck, p + std::string(kTrellisScalesSuffix), "a QuantScope trellis linear");
     requireDtype(ck, scales, {io::DType::F16});

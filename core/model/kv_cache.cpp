@@ -16,10 +16,6 @@ KvCache::KvCache(const ModelConfig& config, int capacity) : capacity_(capacity) 
     }
 }
 
-void KvCache::clear() {
-    for (Layer& l : layers_) l.length = 0;
-}
-
 const KvCache::Layer& KvCache::at(int layer) const {
     if (layer < 0 || static_cast<std::size_t>(layer) >= layers_.size())
         throw Error("kv cache: no layer " + std::to_string(layer));

@@ -52,10 +52,8 @@ std::string shapeText(std::int64_t rows, std::int64_t cols) {
 const formats::LinearEncoder& encoderForMethod(const MethodSpec& method, const std::string& format) {
     if (!format.empty()) return formats::encoderNamed(format);
     if (const auto q = standIn(method, 128, 128)) return formats::defaultEncoderFor(*q);
-    quant::QuantizedLinear trellis;
-    trellis.method = quant::Method::Trellis;
-    trellis.codeKind = quant::CodeKind::Trellis;
-    return formats::defaultEncoderFor(trellis);
+    // The trellis has no stand-in (its layout comes from the search), but its encoder follows from the method.
+    return formats::defaultEncoderFor(quant::QuantizedLinear::trellisCodes(0, 0, method.trellisL, method.bits, 0, 0));
 }
 
 std::string exportRefusal(const MethodSpec& method, const formats::LinearEncoder& encoder, const io::Checkpoint& checkpoint) {

@@ -11,20 +11,6 @@
 namespace qs::quant {
 namespace {
 
-struct BlockShape {
-    std::int64_t rows;
-    std::int64_t cols;
-};
-
-BlockShape blockShapeFor(const MatrixF& w, Fp8Scaling scaling, int block) {
-    switch (scaling) {
-    case Fp8Scaling::Block: return {block, block};
-    case Fp8Scaling::PerChannel: return {1, std::max<std::int64_t>(w.cols(), 1)};
-    case Fp8Scaling::PerTensor: return {std::max<std::int64_t>(w.rows(), 1), std::max<std::int64_t>(w.cols(), 1)};
-    }
-    return {block, block};
-}
-
 // One band of block rows: the amax of every block in one row-major sweep, then the codes in a
 // second. Walking whole rows keeps the reads sequential, where tile by tile they stride.
 void quantizeBand(const MatrixF& w, std::int64_t r0, std::int64_t r1, std::int64_t blockCols, QuantizedLinear& q,
@@ -59,25 +45,23 @@ void encodeE4m3Scaled(const float* in, std::int64_t count, float scale, std::uin
     for (std::int64_t i = 0; i < count; ++i) out[i] = detail::encodeE4m3(in[i] / scale);
 }
 
-QuantizedLinear quantizeFp8(const MatrixF& w, Fp8Scaling scaling, int block) {
+QuantizedLinear fp8Layout(std::int64_t rows, std::int64_t cols, Fp8Scaling scaling, int block) {
     if (block <= 0) throw Error("quantizeFp8: block size must be positive, got " + std::to_string(block));
-    const BlockShape shape = blockShapeFor(w, scaling, block);
-    const std::int64_t rows = w.rows(), cols = w.cols();
-    const std::int64_t blockRows = (rows + shape.rows - 1) / shape.rows;
-    const std::int64_t blockCols = (cols + shape.cols - 1) / shape.cols;
+    const int wide = static_cast<int>(std::max<std::int64_t>(cols, 1)),
+              tall = static_cast<int>(std::max<std::int64_t>(rows, 1));
+    switch (scaling) {
+        case Fp8Scaling::Block: break;
+        case Fp8Scaling::PerChannel: return QuantizedLinear::fp8(rows, cols, 1, wide, -1);
+        case Fp8Scaling::PerTensor: return QuantizedLinear::fp8(rows, cols, tall, wide, -1);
+    }
+    return QuantizedLinear::fp8(rows, cols, block, block, block);
+}
 
-    QuantizedLinear q;
-    q.method = Method::Fp8;
-    q.codeKind = CodeKind::E4M3;
-    q.rows = rows;
-    q.cols = cols;
-    q.bits = 8;
-    q.symmetric = true;
-    q.blockRows = static_cast<int>(shape.rows);
-    q.blockCols = static_cast<int>(shape.cols);
-    q.groupSize = scaling == Fp8Scaling::Block ? block : -1;
-    q.codes.resize(static_cast<std::size_t>(rows * cols));
-    q.scales.resize(blockRows, blockCols);
+QuantizedLinear quantizeFp8(const MatrixF& w, Fp8Scaling scaling, int block) {
+    const std::int64_t rows = w.rows(), cols = w.cols();
+    QuantizedLinear q = fp8Layout(rows, cols, scaling, block);
+    q.allocateParts();
+    const std::int64_t blockRows = q.scales.rows(), blockCols = q.scales.cols();
 
     if (scaling == Fp8Scaling::PerTensor) {
         // One band would run on one thread: take the amax in parallel, then encode rows in parallel.
@@ -92,7 +76,7 @@ QuantizedLinear quantizeFp8(const MatrixF& w, Fp8Scaling scaling, int block) {
     }
 #pragma omp parallel for schedule(static)
     for (std::int64_t br = 0; br < blockRows; ++br)
-        quantizeBand(w, br * shape.rows, std::min(rows, (br + 1) * shape.rows), blockCols, q, br);
+        quantizeBand(w, br * q.blockRows, std::min(rows, (br + 1) * q.blockRows), blockCols, q, br);
     return q;
 }
 

@@ -49,18 +49,8 @@ void quantizeRow(const float* row, std::int64_t cols, float* scales, std::uint8_
 QuantizedLinear quantizeMxfp4(const MatrixF& w) {
     const std::int64_t rows = w.rows(), cols = w.cols();
     const std::int64_t blocks = (cols + kMxfp4BlockSize - 1) / kMxfp4BlockSize;
-    QuantizedLinear q;
-    q.method = Method::Mxfp4;
-    q.codeKind = CodeKind::E2M1;
-    q.rows = rows;
-    q.cols = cols;
-    q.bits = 4;
-    q.symmetric = true;
-    q.groupSize = kMxfp4BlockSize;
-    q.blockRows = 1;
-    q.blockCols = kMxfp4BlockSize;
-    q.codes.resize(static_cast<std::size_t>(rows * cols));
-    q.scales.resize(rows, blocks);
+    QuantizedLinear q = QuantizedLinear::fp4(Method::Mxfp4, rows, cols, kMxfp4BlockSize);
+    q.allocateParts();  // scales [rows, blocks]
     // q.scales is row-major [rows, blocks]: row r's scales are contiguous.
 #pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < rows; ++r)

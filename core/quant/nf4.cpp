@@ -236,18 +236,8 @@ QuantizedLinear quantizeNf4(const MatrixF& w, const Nf4Options& options) {
     checkShape(w, options);
     const std::int64_t rows = w.rows(), cols = w.cols(), bs = options.blockSize;
     const std::int64_t perRow = cols / bs;
-    QuantizedLinear q;
-    q.method = Method::Nf4;
-    q.codeKind = CodeKind::Nf4;
-    q.rows = rows;
-    q.cols = cols;
-    q.bits = 4;
-    q.symmetric = true;
-    q.groupSize = options.blockSize;
-    q.blockRows = 1;
-    q.blockCols = options.blockSize;
-    q.codes.resize(static_cast<std::size_t>(rows * cols));
-    q.scales.resize(rows, perRow);
+    QuantizedLinear q = QuantizedLinear::nf4(rows, cols, options.blockSize);
+    q.allocateParts();  // scales [rows, perRow]
     std::vector<float> absmax(static_cast<std::size_t>(rows * perRow));
     const std::array<float, 15>& thresholds = nf4Thresholds();
 #pragma omp parallel for schedule(static)

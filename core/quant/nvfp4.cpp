@@ -86,18 +86,8 @@ void quantizeRow(const float* row, std::int64_t cols, float tensorScale, float* 
 QuantizedLinear quantizeNvfp4(const MatrixF& w) {
     const std::int64_t rows = w.rows(), cols = w.cols();
     const std::int64_t blocks = (cols + kNvfp4BlockSize - 1) / kNvfp4BlockSize;
-    QuantizedLinear q;
-    q.method = Method::Nvfp4;
-    q.codeKind = CodeKind::E2M1;
-    q.rows = rows;
-    q.cols = cols;
-    q.bits = 4;
-    q.symmetric = true;
-    q.groupSize = kNvfp4BlockSize;
-    q.blockRows = 1;
-    q.blockCols = kNvfp4BlockSize;
-    q.codes.resize(static_cast<std::size_t>(rows * cols));
-    q.scales.resize(rows, blocks);
+    QuantizedLinear q = QuantizedLinear::fp4(Method::Nvfp4, rows, cols, kNvfp4BlockSize);
+    q.allocateParts();  // scales [rows, blocks]
     // q.scales is row-major [rows, blocks]: row r's scales are contiguous. Pass 1 reads the weight for
     // the block amaxes and the tensor's amax together (the tensor scale must be known before any code).
     float amax = 0.0f;

@@ -59,6 +59,65 @@ std::string_view methodName(Method m) {
     return "unknown";
 }
 
+namespace {
+
+// Every header field in one place; the named constructors differ only in what they pass.
+QuantizedLinear header(Method method, CodeKind kind, std::int64_t rows, std::int64_t cols, int bits, bool symmetric,
+                       int groupSize, int blockRows, int blockCols) {
+    QuantizedLinear q;
+    q.method = method;
+    q.codeKind = kind;
+    q.rows = rows;
+    q.cols = cols;
+    q.bits = bits;
+    q.groupSize = groupSize;
+    q.symmetric = symmetric;
+    q.blockRows = blockRows;
+    q.blockCols = blockCols;
+    return q;
+}
+
+}  // namespace
+
+QuantizedLinear QuantizedLinear::intBlocks(Method method, std::int64_t rows, std::int64_t cols, int bits,
+                                           bool symmetric, int groupSize, int blockRows, int blockCols) {
+    return header(method, CodeKind::UnsignedInt, rows, cols, bits, symmetric, groupSize, blockRows, blockCols);
+}
+
+QuantizedLinear QuantizedLinear::intGrid(Method method, std::int64_t rows, std::int64_t cols, int bits, int groupSize,
+                                         bool symmetric) {
+    return intBlocks(method, rows, cols, bits, symmetric, groupSize, 1,
+                     groupSize < 0 ? static_cast<int>(cols) : groupSize);
+}
+
+QuantizedLinear QuantizedLinear::fp8(std::int64_t rows, std::int64_t cols, int blockRows, int blockCols,
+                                     int groupSize) {
+    return header(Method::Fp8, CodeKind::E4M3, rows, cols, 8, true, groupSize, blockRows, blockCols);
+}
+
+QuantizedLinear QuantizedLinear::fp4(Method method, std::int64_t rows, std::int64_t cols, int blockSize) {
+    return header(method, CodeKind::E2M1, rows, cols, 4, true, blockSize, 1, blockSize);
+}
+
+QuantizedLinear QuantizedLinear::nf4(std::int64_t rows, std::int64_t cols, int blockSize) {
+    return header(Method::Nf4, CodeKind::Nf4, rows, cols, 4, true, blockSize, 1, blockSize);
+}
+
+QuantizedLinear QuantizedLinear::trellisCodes(std::int64_t rows, std::int64_t cols, int L, int K, int groupSize,
+                                              std::uint64_t rotationSeed) {
+    QuantizedLinear q = header(Method::Trellis, CodeKind::Trellis, rows, cols, K, true, groupSize, 1, groupSize);
+    q.trellis = {.L = L, .K = K, .groupSize = groupSize, .rotationSeed = rotationSeed, .starts = {}};
+    return q;
+}
+
+void QuantizedLinear::allocateParts() {
+    if (blockRows <= 0 || blockCols <= 0) throw Error("QuantizedLinear: bad block shape");
+    codes.resize(static_cast<std::size_t>(rows * cols));
+    scales.resize((rows + blockRows - 1) / blockRows, (cols + blockCols - 1) / blockCols);
+    if (codeKind == CodeKind::UnsignedInt) zeros.resize(scales.rows(), scales.cols());
+    if (codeKind == CodeKind::Trellis) trellis.starts.resize(static_cast<std::size_t>(scales.size()));
+}
+
 MatrixF QuantizedLinear::dequantize() const {
     if (codeKind == CodeKind::Trellis) return trellisDecode(*this);
     checkParts(*this);

@@ -109,20 +109,9 @@ QuantizedLinear quantizeRtn(const MatrixF& w, const RtnOptions& o, const MatrixF
     checkIntOptions(o.bits, o.groupSize, w.cols());
     if (h && (h->rows() != w.cols() || h->cols() != w.cols())) throw Error("quantizeRtn: H does not match W's columns");
     if (o.clipSearch && !h) throw Error("quantizeRtn: the clip search needs calibration inputs (H)");
-    QuantizedLinear q;
-    q.method = Method::Rtn;
-    q.codeKind = CodeKind::UnsignedInt;
-    q.rows = w.rows();
-    q.cols = w.cols();
-    q.bits = o.bits;
-    q.groupSize = o.groupSize;
-    q.symmetric = o.sym;
-    q.blockRows = 1;
-    q.blockCols = o.groupSize < 0 ? static_cast<int>(w.cols()) : o.groupSize;
+    QuantizedLinear q = QuantizedLinear::intGrid(Method::Rtn, w.rows(), w.cols(), o.bits, o.groupSize, o.sym);
+    q.allocateParts();
     const int groups = groupCount(o.groupSize, w.cols());
-    q.codes.assign(static_cast<std::size_t>(w.size()), 0);
-    q.scales.resize(w.rows(), groups);
-    q.zeros.resize(w.rows(), groups);
 
     ColMatrixF clip;   // best |w| bound per [row, group], column-major so a group's rows are contiguous
     if (o.clipSearch) {

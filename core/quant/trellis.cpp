@@ -35,23 +35,8 @@ private:
 };
 
 QuantizedLinear emptyTrellis(const MatrixF& w, const TrellisOptions& o) {
-    QuantizedLinear q;
-    q.method = Method::Trellis;
-    q.codeKind = CodeKind::Trellis;
-    q.rows = w.rows();
-    q.cols = w.cols();
-    q.bits = o.K;
-    q.symmetric = true;
-    q.groupSize = o.groupSize;
-    q.blockRows = 1;
-    q.blockCols = o.groupSize;
-    q.codes.resize(static_cast<std::size_t>(w.size()));
-    q.scales.resize(w.rows(), w.cols() / o.groupSize);
-    q.trellis.L = o.L;
-    q.trellis.K = o.K;
-    q.trellis.groupSize = o.groupSize;
-    q.trellis.rotationSeed = o.seed;
-    q.trellis.starts.resize(static_cast<std::size_t>(q.scales.size()));
+    QuantizedLinear q = QuantizedLinear::trellisCodes(w.rows(), w.cols(), o.L, o.K, o.groupSize, o.seed);
+    q.allocateParts();  // scales and start states [rows, cols / groupSize]
     return q;
 }
 

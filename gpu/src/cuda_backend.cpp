@@ -1,6 +1,10 @@
 // The CUDA backend: device 0, its cuBLAS / cuSOLVER handles, and the operations of pipeline::Backend.
 #include "qs/gpu/cuda_backend.h"
 
+#include <utility>
+
+#include "qs/gpu/device_info.h"
+
 #include "cuda_awq.h"
 #include "cuda_check.h"
 #include "cuda_context.h"
@@ -8,9 +12,8 @@
 #include "cuda_gptq.h"
 #include "cuda_hessian.h"
 #include "cuda_layer_math.h"
-#include "device_plan.h"
 #include "cuda_trellis.h"
-#include "qs/gpu/device_info.h"
+#include "device_plan.h"
 
 namespace qs::gpu {
 
@@ -49,7 +52,10 @@ public:
         return makeCudaDiagonalSink(features);
     }
     quant::QuantizedLinear gptq(const MatrixF& w, const MatrixF& h, const quant::GptqOptions& o) const override {
-        return cudaGptq(*context_, w, h, o);
+        return cudaGptq(*context_, w, MatrixF(h), o);
+    }
+    quant::QuantizedLinear gptqConsuming(const MatrixF& w, MatrixF&& h, const quant::GptqOptions& o) const override {
+        return cudaGptq(*context_, w, std::move(h), o);
     }
     quant::QuantizedLinear fp8(const MatrixF& w, quant::Fp8Scaling scaling, int block) const override {
         return cudaFp8(w, scaling, block);

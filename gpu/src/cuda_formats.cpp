@@ -16,24 +16,10 @@
 namespace qs::gpu {
 namespace {
 
-std::int64_t ceilDiv(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-
-quant::QuantizedLinear blockShell(const MatrixF& w, quant::Method method, quant::CodeKind kind, int bits,
-                                  int groupSize, int blockRows, int blockCols, std::int64_t scaleRows,
-                                  std::int64_t scaleCols) {
-    quant::QuantizedLinear q;
-    q.method = method;
-    q.codeKind = kind;
-    q.rows = w.rows();
-    q.cols = w.cols();
-    q.bits = bits;
-    q.symmetric = true;
-    q.groupSize = groupSize;
-    q.blockRows = blockRows;
-    q.blockCols = blockCols;
-    q.codes.resize(static_cast<std::size_t>(w.size()));
-    q.scales.resize(scaleRows, scaleCols);
-    return q;
+// The parts of `header` sized for the codes and scales the device writes.
+quant::QuantizedLinear allocated(quant::QuantizedLinear header) {
+    header.allocateParts();
+    return header;
 }
 
 // The input's device copy and the code buffer: what every encoder needs.
@@ -98,19 +84,9 @@ const std::array<float, 15>& nf4Thresholds() {
 }
 
 quant::QuantizedLinear cudaFp8(const MatrixF& w, quant::Fp8Scaling scaling, int block) {
-    if (block <= 0) throw Error("quantizeFp8: block size must be positive, got " + std::to_string(block));
     const std::int64_t rows = w.rows(), cols = w.cols();
-    std::int64_t br = block, bc = block;
-    if (scaling == quant::Fp8Scaling::PerChannel) {
-        br = 1;
-        bc = std::max<std::int64_t>(cols, 1);
-    } else if (scaling == quant::Fp8Scaling::PerTensor) {
-        br = std::max<std::int64_t>(rows, 1);
-        bc = std::max<std::int64_t>(cols, 1);
-    }
-    quant::QuantizedLinear q = blockShell(w, quant::Method::Fp8, quant::CodeKind::E4M3, 8,
-                                          scaling == quant::Fp8Scaling::Block ? block : -1, static_cast<int>(br),
-                                          static_cast<int>(bc), ceilDiv(rows, br), ceilDiv(cols, bc));
+    quant::QuantizedLinear q = allocated(quant::fp8Layout(rows, cols, scaling, block));
+    const std::int64_t br = q.blockRows, bc = q.blockCols;
     if (w.size() == 0) return q;
     EncodeBuffers buffers(w, q.scales.size(), "FP8 encoding");
     DeviceBuffer<std::uint32_t> amax(q.scales.size());
@@ -120,9 +96,8 @@ quant::QuantizedLinear cudaFp8(const MatrixF& w, quant::Fp8Scaling scaling, int 
 }
 
 quant::QuantizedLinear cudaMxfp4(const MatrixF& w) {
-    const std::int64_t blocks = ceilDiv(w.cols(), quant::kMxfp4BlockSize);
-    quant::QuantizedLinear q = blockShell(w, quant::Method::Mxfp4, quant::CodeKind::E2M1, 4, quant::kMxfp4BlockSize, 1,
-                                          quant::kMxfp4BlockSize, w.rows(), blocks);
+    quant::QuantizedLinear q =
+        allocated(quant::QuantizedLinear::fp4(quant::Method::Mxfp4, w.rows(), w.cols(), quant::kMxfp4BlockSize));
     if (w.size() == 0) return q;
     EncodeBuffers buffers(w, q.scales.size(), "MXFP4 encoding");
     kernels::mxfp4Encode(buffers.w.data(), w.rows(), w.cols(), buffers.scales.data(), buffers.codes.data());
@@ -131,9 +106,8 @@ quant::QuantizedLinear cudaMxfp4(const MatrixF& w) {
 }
 
 quant::QuantizedLinear cudaNvfp4(const MatrixF& w) {
-    const std::int64_t blocks = ceilDiv(w.cols(), quant::kNvfp4BlockSize);
-    quant::QuantizedLinear q = blockShell(w, quant::Method::Nvfp4, quant::CodeKind::E2M1, 4, quant::kNvfp4BlockSize, 1,
-                                          quant::kNvfp4BlockSize, w.rows(), blocks);
+    quant::QuantizedLinear q =
+        allocated(quant::QuantizedLinear::fp4(quant::Method::Nvfp4, w.rows(), w.cols(), quant::kNvfp4BlockSize));
     if (w.size() == 0) return quant::quantizeNvfp4(w);   // the CPU's tensor scale of an empty matrix
     EncodeBuffers buffers(w, q.scales.size(), "NVFP4 encoding");
     DeviceBuffer<std::uint32_t> amax(1);
@@ -148,9 +122,7 @@ quant::QuantizedLinear cudaNvfp4(const MatrixF& w) {
 quant::QuantizedLinear cudaNf4(const MatrixF& w, const quant::Nf4Options& o) {
     // The CPU's checks (block size, shape) and error messages: an empty-row probe costs nothing.
     quant::quantizeNf4(MatrixF(0, w.cols()), o);
-    const std::int64_t perRow = w.cols() / o.blockSize;
-    quant::QuantizedLinear q = blockShell(w, quant::Method::Nf4, quant::CodeKind::Nf4, 4, o.blockSize, 1, o.blockSize,
-                                          w.rows(), perRow);
+    quant::QuantizedLinear q = allocated(quant::QuantizedLinear::nf4(w.rows(), w.cols(), o.blockSize));
     if (w.size() == 0) return quant::quantizeNf4(w, o);
     EncodeBuffers buffers(w, q.scales.size(), "NF4 encoding");
     kernels::nf4Encode(buffers.w.data(), w.size(), o.blockSize, nf4Thresholds(), buffers.scales.data(),

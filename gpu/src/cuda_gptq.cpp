@@ -1,135 +1,122 @@
 #include "cuda_gptq.h"
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
-#include <limits>
 #include <numeric>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "cuda_check.h"
-#include "gptq_kernels.h"
 #include "qs/error.h"
 #include "qs/gpu/device_buffer.h"
 #include "qs/gpu/device_info.h"
-#include "qs/quant/output_error.h"
+#include "qs/quant/gptq_solver.h"
+
+#include "cuda_check.h"
+#include "gptq_kernels.h"
 
 namespace qs::gpu {
 namespace {
 
 constexpr std::int64_t kBlocksPerCancelPoll = 4;   // 512 columns: milliseconds on any device
 
-// What the column loop starts from, as gptq.cpp prepare() builds it: weights and H in visiting
-// order, dead inputs (H_ii == 0) with H_ii = 1 and zero weights, static grids from the uncorrected
-// weights in the original column order.
-struct Prepared {
-    MatrixF w;
-    MatrixF h;
-    std::vector<int> perm;
-    MatrixF staticScales;   // [rows, groups] when static groups
-    MatrixF staticZeros;
-};
+// The device half of quant::quantizeGptq: H and U live on the device (cuSOLVER factors J H J as
+// upperCholeskyOfInverse does), the block's column loop is a kernel and the lazy update one SGEMM.
+// The host's H is freed as soon as it is uploaded, and the weights once the loop has its copy.
+class CudaGptqSolver final : public quant::GptqSolver {
+public:
+    explicit CudaGptqSolver(const CudaContext& context) : context_(context) {}
 
-Prepared prepare(const MatrixF& w, const MatrixF& h, const quant::GptqOptions& o, int groupCols, int groups) {
-    const std::int64_t cols = w.cols();
-    Prepared p;
-    p.w = w;
-    MatrixF hf = h;
-    for (std::int64_t c = 0; c < cols; ++c)
-        if (hf(c, c) == 0.0f) {
-            hf(c, c) = 1.0f;
-            p.w.col(c).setZero();
-        }
-    if (o.staticGroups) {
-        p.staticScales.resize(w.rows(), groups);
-        p.staticZeros.resize(w.rows(), groups);
-        for (std::int64_t r = 0; r < w.rows(); ++r)
-            for (int g = 0; g < groups; ++g) {
-                const std::int64_t c0 = static_cast<std::int64_t>(g) * groupCols;
-                const auto seg = p.w.row(r).segment(c0, std::min<std::int64_t>(groupCols, cols - c0));
-                const quant::GridParams gp = quant::gridParams(seg.minCoeff(), seg.maxCoeff(), o.bits, o.sym, o.rule);
-                p.staticScales(r, g) = gp.scale;
-                p.staticZeros(r, g) = gp.zero;
+    void takeHessian(const quant::GptqProblem& p, MatrixF&& h) override {
+        const quant::GptqOptions& o = p.options;
+        if (o.blockSize > kernels::kGptqMaxBlock)
+            throw Error("GPTQ on CUDA: block size " + std::to_string(o.blockSize) + " is above the kernel's " +
+                        std::to_string(kernels::kGptqMaxBlock));
+        const std::int64_t rows = p.w.rows(), cols = p.w.cols();
+        requireDeviceMemory(gptqDeviceBytes(rows, cols, o.blockSize, p.groups),
+                            "GPTQ of a [" + std::to_string(rows) + ", " + std::to_string(cols) + "] layer");
+        const MatrixF host = std::move(h);  // freed on return
+        n_ = host.rows();
+        h_ = DeviceBuffer<float>(host.data(), host.size());
+        work_ = DeviceBuffer<float>(n_ * n_);
+        u_ = DeviceBuffer<float>(n_ * n_);
+    }
+
+    bool factor(double lambda) override {
+        if (!upperCholeskyOfInverseOnDevice(context_, h_.data(), n_, static_cast<float>(lambda), work_.data(),
+                                            u_.data()))
+            return false;
+        h_ = DeviceBuffer<float>();  // neither is needed past the factorization
+        work_ = DeviceBuffer<float>();
+        return true;
+    }
+
+    double columnLoop(quant::GptqProblem& p, std::vector<std::uint8_t>& codes) override {
+        const quant::GptqOptions& o = p.options;
+        const std::int64_t rows = p.w.rows(), cols = p.w.cols();
+        DeviceBuffer<float> w(p.w.data(), p.w.size());
+        p.w = MatrixF();
+        DeviceBuffer<float> err(rows * o.blockSize);
+        DeviceBuffer<std::uint8_t> deviceCodes(rows * cols);
+        DeviceBuffer<float> scales(p.scales.data(), p.scales.size());
+        DeviceBuffer<float> zeros(p.zeros.data(), p.zeros.size());
+        const DeviceBuffer<int> perm(p.perm.data(), cols);
+        DeviceBuffer<double> loss(rows);
+        loss.fillZero();
+
+        kernels::GptqBlockArgs args{};
+        args.w = w.data();
+        args.u = u_.data();
+        args.err = err.data();
+        args.codes = deviceCodes.data();
+        args.scales = scales.data();
+        args.zeros = zeros.data();
+        // Static grids are read from the same buffers, which the kernel then never writes.
+        args.staticScales = o.staticGroups ? scales.data() : nullptr;
+        args.staticZeros = o.staticGroups ? zeros.data() : nullptr;
+        args.perm = perm.data();
+        args.loss = loss.data();
+        args.rows = rows;
+        args.cols = cols;
+        args.groupCols = p.groupCols;
+        args.groups = p.groups;
+        args.bits = o.bits;
+        args.sym = o.sym;
+        args.autoGptqRule = o.rule == quant::GridRule::AutoGptq;
+        args.maxq = static_cast<float>((1 << o.bits) - 1);
+        const float minusOne = -1.0f, one = 1.0f;
+        for (std::int64_t i1 = 0; i1 < cols; i1 += o.blockSize) {
+            // The launches are asynchronous: wait for the queued blocks now and then, so that a cancel
+            // is seen while the device works rather than after it has finished the layer.
+            if (o.cancel && i1 > 0 && (i1 / o.blockSize) % kBlocksPerCancelPoll == 0) {
+                QS_CUDA(cudaDeviceSynchronize());
+                o.cancel->throwIfCancelled();
             }
-    }
-    p.perm.resize(static_cast<std::size_t>(cols));
-    std::iota(p.perm.begin(), p.perm.end(), 0);
-    if (o.actOrder) {
-        std::stable_sort(p.perm.begin(), p.perm.end(), [&hf](int a, int b) { return hf(a, a) > hf(b, b); });
-        p.w = MatrixF(p.w(Eigen::all, p.perm));
-        p.h = hf(p.perm, p.perm);
-    } else {
-        p.h = std::move(hf);
-    }
-    return p;
-}
-
-// The device buffers of one GPTQ run.
-struct Workspace {
-    DeviceBuffer<float> w, h, u, work, err, scales, zeros, staticScales, staticZeros;
-    DeviceBuffer<std::uint8_t> codes;
-    DeviceBuffer<int> perm;
-    DeviceBuffer<double> loss;
-
-};
-
-// Damps H until its factorization succeeds (gptq.cpp dampedInverseFactor): U in ws.u.
-void dampedInverseFactor(const CudaContext& context, const Prepared& p, const quant::GptqOptions& o, Workspace& ws,
-                         double& dampPercent, double& lambda) {
-    const double meanDiag = p.h.diagonal().cast<double>().mean();
-    const std::int64_t n = p.h.rows();
-    for (dampPercent = o.dampPercent; dampPercent < 1.0; dampPercent += o.dampIncrement) {
-        lambda = dampPercent * meanDiag;
-        if (upperCholeskyOfInverseOnDevice(context, ws.h.data(), n, static_cast<float>(lambda), ws.work.data(), ws.u.data()))
-            return;
-        if (o.dampIncrement <= 0) break;
-    }
-    throw Error("GPTQ: the Hessian is not positive definite even with damping " + std::to_string(dampPercent));
-}
-
-void runColumnLoop(const CudaContext& context, const quant::GptqOptions& o, const Prepared& p, int groupCols,
-                   int groups, Workspace& ws) {
-    const std::int64_t rows = p.w.rows(), cols = p.w.cols();
-    kernels::GptqBlockArgs args{};
-    args.w = ws.w.data();
-    args.u = ws.u.data();
-    args.err = ws.err.data();
-    args.codes = ws.codes.data();
-    args.scales = ws.scales.data();
-    args.zeros = ws.zeros.data();
-    args.staticScales = o.staticGroups ? ws.staticScales.data() : nullptr;
-    args.staticZeros = o.staticGroups ? ws.staticZeros.data() : nullptr;
-    args.perm = ws.perm.data();
-    args.loss = ws.loss.data();
-    args.rows = rows;
-    args.cols = cols;
-    args.groupCols = groupCols;
-    args.groups = groups;
-    args.bits = o.bits;
-    args.sym = o.sym;
-    args.autoGptqRule = o.rule == quant::GridRule::AutoGptq;
-    args.maxq = static_cast<float>((1 << o.bits) - 1);
-    const float minusOne = -1.0f, one = 1.0f;
-    for (std::int64_t i1 = 0; i1 < cols; i1 += o.blockSize) {
-        // The launches are asynchronous: wait for the queued blocks now and then, so that a cancel
-        // is seen while the device works rather than after it has finished the layer.
-        if (o.cancel && i1 > 0 && (i1 / o.blockSize) % kBlocksPerCancelPoll == 0) {
-            QS_CUDA(cudaDeviceSynchronize());
-            o.cancel->throwIfCancelled();
+            const std::int64_t i2 = std::min<std::int64_t>(i1 + o.blockSize, cols);
+            args.i1 = i1;
+            args.i2 = i2;
+            kernels::gptqBlock(args);
+            if (i2 >= cols) continue;
+            // W[:, i2:] -= Err · U[i1:i2, i2:]. Column-major views: Wᵀ rows i2.. (ld cols) -= U[i1:i2, i2:]ᵀ
+            // (the row-major block, ld cols) times Errᵀ (err is [bw][rows], i.e. Err column-major, ld rows).
+            const std::int64_t bw = i2 - i1;
+            QS_CUBLAS(cublasSgemm_64(context_.blas(), CUBLAS_OP_N, CUBLAS_OP_T, cols - i2, rows, bw, &minusOne,
+                                     u_.data() + i1 * cols + i2, cols, err.data(), rows, &one, w.data() + i2, cols));
         }
-        const std::int64_t i2 = std::min<std::int64_t>(i1 + o.blockSize, cols);
-        args.i1 = i1;
-        args.i2 = i2;
-        kernels::gptqBlock(args);
-        if (i2 >= cols) continue;
-        // W[:, i2:] -= Err · U[i1:i2, i2:]. Column-major views: Wᵀ rows i2.. (ld cols) -= U[i1:i2, i2:]ᵀ
-        // (the row-major block, ld cols) times Errᵀ (err is [bw][rows], i.e. Err column-major, ld rows).
-        const std::int64_t bw = i2 - i1;
-        QS_CUBLAS(cublasSgemm_64(context.blas(), CUBLAS_OP_N, CUBLAS_OP_T, cols - i2, rows, bw, &minusOne,
-                                 ws.u.data() + i1 * cols + i2, cols, ws.err.data(), rows, &one, ws.w.data() + i2, cols));
+
+        deviceCodes.download(codes.data(), rows * cols);
+        scales.download(p.scales.data(), p.scales.size());
+        zeros.download(p.zeros.data(), p.zeros.size());
+        std::vector<double> rowLoss(static_cast<std::size_t>(rows));
+        loss.download(rowLoss.data(), rows);
+        return 0.5 * std::accumulate(rowLoss.begin(), rowLoss.end(), 0.0);
     }
-}
+
+private:
+    const CudaContext& context_;
+    std::int64_t n_ = 0;
+    DeviceBuffer<float> h_, work_, u_;
+};
 
 }  // namespace
 
@@ -170,96 +157,16 @@ bool upperCholeskyOfInverseOnDevice(const CudaContext& context, const float* h, 
 }
 
 std::int64_t gptqDeviceBytes(std::int64_t rows, std::int64_t cols, int blockSize, int groups) {
-    return rows * cols * 5 + cols * cols * 12 + rows * blockSize * 4 + rows * groups * 16 + cols * 4 + rows * 8 +
-           (std::int64_t{64} << 20);   // the factorization's workspace, generously
+    // H, its reversed copy and U while factoring; then U, W, the codes, the block's errors, the grids
+    // (static ones in the same buffers), the permutation and the row losses. Summed: an upper bound.
+    return rows * cols * 5 + cols * cols * 12 + rows * blockSize * 4 + rows * groups * 8 + cols * 4 + rows * 8 +
+           (std::int64_t{64} << 20);  // the factorization's workspace, generously
 }
 
-quant::QuantizedLinear cudaGptq(const CudaContext& context, const MatrixF& w, const MatrixF& h,
+quant::QuantizedLinear cudaGptq(const CudaContext& context, const MatrixF& w, MatrixF&& h,
                                 const quant::GptqOptions& o) {
-    const auto start = std::chrono::steady_clock::now();
-    quant::checkIntOptions(o.bits, o.groupSize, w.cols());
-    if (h.rows() != w.cols() || h.cols() != w.cols())
-        throw Error("GPTQ: H is [" + std::to_string(h.rows()) + ", " + std::to_string(h.cols()) + "] for " +
-                    std::to_string(w.cols()) + " input columns");
-    if (o.blockSize <= 0) throw Error("GPTQ: block size must be positive");
-    if (o.blockSize > kernels::kGptqMaxBlock)
-        throw Error("GPTQ on CUDA: block size " + std::to_string(o.blockSize) + " is above the kernel's " +
-                    std::to_string(kernels::kGptqMaxBlock));
-    const std::int64_t rows = w.rows(), cols = w.cols();
-    const int groupCols = o.groupSize < 0 ? static_cast<int>(cols) : o.groupSize;
-    const int groups = quant::groupCount(o.groupSize, cols);
-    requireDeviceMemory(gptqDeviceBytes(rows, cols, o.blockSize, groups),
-                        "GPTQ of a [" + std::to_string(rows) + ", " + std::to_string(cols) + "] layer");
-
-    const Prepared p = prepare(w, h, o, groupCols, groups);
-    Workspace ws;
-    ws.h = DeviceBuffer<float>(p.h.data(), p.h.size());
-    ws.u = DeviceBuffer<float>(cols * cols);
-    ws.work = DeviceBuffer<float>(cols * cols);
-    quant::QuantizedLinear q;
-    double lambda = 0.0;
-    dampedInverseFactor(context, p, o, ws, q.dampPercent, lambda);
-    ws.h = DeviceBuffer<float>();   // H is not needed past the factorization
-
-    q.method = quant::Method::Gptq;
-    q.codeKind = quant::CodeKind::UnsignedInt;
-    q.rows = rows;
-    q.cols = cols;
-    q.bits = o.bits;
-    q.groupSize = o.groupSize;
-    q.symmetric = o.sym;
-    q.blockRows = 1;
-    q.blockCols = groupCols;
-    q.scales = o.staticGroups ? p.staticScales : MatrixF(MatrixF::Zero(rows, groups));
-    q.zeros = o.staticGroups ? p.staticZeros : MatrixF(MatrixF::Zero(rows, groups));
-
-    ws.w = DeviceBuffer<float>(p.w.data(), p.w.size());
-    ws.err = DeviceBuffer<float>(rows * o.blockSize);
-    ws.codes = DeviceBuffer<std::uint8_t>(rows * cols);
-    ws.scales = DeviceBuffer<float>(q.scales.data(), q.scales.size());
-    ws.zeros = DeviceBuffer<float>(q.zeros.data(), q.zeros.size());
-    if (o.staticGroups) {
-        ws.staticScales = DeviceBuffer<float>(p.staticScales.data(), p.staticScales.size());
-        ws.staticZeros = DeviceBuffer<float>(p.staticZeros.data(), p.staticZeros.size());
-    }
-    ws.perm = DeviceBuffer<int>(p.perm.data(), cols);
-    ws.loss = DeviceBuffer<double>(rows);
-    ws.loss.fillZero();
-    runColumnLoop(context, o, p, groupCols, groups, ws);
-
-    std::vector<std::uint8_t> codes(static_cast<std::size_t>(rows * cols));
-    ws.codes.download(codes.data(), rows * cols);
-    ws.scales.download(q.scales.data(), q.scales.size());
-    ws.zeros.download(q.zeros.data(), q.zeros.size());
-    std::vector<double> rowLoss(static_cast<std::size_t>(rows));
-    ws.loss.download(rowLoss.data(), rows);
-    const double lossSum = 0.5 * std::accumulate(rowLoss.begin(), rowLoss.end(), 0.0);
-
-    q.codes.resize(codes.size());
-    for (std::int64_t k = 0; k < cols; ++k) {
-        const std::int64_t c = p.perm[static_cast<std::size_t>(k)];
-        for (std::int64_t r = 0; r < rows; ++r)
-            q.codes[static_cast<std::size_t>(r * cols + c)] = codes[static_cast<std::size_t>(k * rows + r)];
-    }
-    if (o.actOrder && !o.staticGroups) {
-        q.gIdx.resize(static_cast<std::size_t>(cols));
-        for (std::int64_t k = 0; k < cols; ++k)
-            q.gIdx[static_cast<std::size_t>(p.perm[static_cast<std::size_t>(k)])] = static_cast<std::int32_t>(k / groupCols);
-    }
-    q.gptqLoss = o.samples > 0 ? lossSum / o.samples : lossSum;
-    if (o.measureError) {
-        // As quantizeGptq: Σ ½ err² = ½ tr(D (H + λI) Dᵀ), less the damping term.
-        MatrixF d = w - q.dequantize();
-        for (std::int64_t c = 0; c < cols; ++c)
-            if (h(c, c) == 0.0f) d.col(c).setZero();
-        const double dampTerm = 0.5 * lambda * d.cast<double>().squaredNorm();
-        const double err2 = std::max(lossSum - dampTerm, 0.0);
-        const double ref = quant::hessianQuadratic(w, h);
-        q.outputMse = err2 / static_cast<double>(rows);
-        q.outputError = ref > 0 ? std::sqrt(err2 / ref) : std::numeric_limits<double>::quiet_NaN();
-    }
-    q.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    return q;
+    CudaGptqSolver solver(context);
+    return quant::quantizeGptq(w, std::move(h), o, solver);
 }
 
 }  // namespace qs::gpu

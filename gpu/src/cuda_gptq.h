@@ -1,13 +1,15 @@
 #pragma once
-// GPTQ on the device with the contract of quant::quantizeGptq (same options, same result fields):
-// the Cholesky factor of the damped inverse with cuSOLVER (potrf + trtri of J H J, as
-// upperCholeskyOfInverse), the block's column loop as a kernel, the lazy update as one SGEMM.
+// GPTQ on the device: quant::quantizeGptq's frame (checks, prepared problem, damping schedule,
+// result, error measure) with a device GptqSolver plugged in — the Cholesky factor of the damped
+// inverse with cuSOLVER (potrf + trtri of J H J, as upperCholeskyOfInverse), the block's column loop
+// as a kernel, the lazy update as one SGEMM.
 #include "cuda_context.h"
 #include "qs/quant/gptq.h"
 
 namespace qs::gpu {
 
-quant::QuantizedLinear cudaGptq(const CudaContext& context, const MatrixF& w, const MatrixF& h,
+// Consumes H: the host's copy is freed once it is on the device.
+quant::QuantizedLinear cudaGptq(const CudaContext& context, const MatrixF& w, MatrixF&& h,
                                 const quant::GptqOptions& options);
 
 // Device memory cudaGptq needs for a [rows, cols] weight (it refuses with the numbers below this).

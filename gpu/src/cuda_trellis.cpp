@@ -41,23 +41,8 @@ quant::QuantizedLinear cudaTrellis(const MatrixF& w, const quant::TrellisOptions
     quant::checkTrellisOptions(w, o);
     const int n = o.groupSize;
     const std::int64_t perRow = w.cols() / n, groups = w.rows() * perRow;
-    quant::QuantizedLinear q;
-    q.method = quant::Method::Trellis;
-    q.codeKind = quant::CodeKind::Trellis;
-    q.rows = w.rows();
-    q.cols = w.cols();
-    q.bits = o.K;
-    q.symmetric = true;
-    q.groupSize = n;
-    q.blockRows = 1;
-    q.blockCols = n;
-    q.codes.resize(static_cast<std::size_t>(w.size()));
-    q.scales.resize(w.rows(), perRow);
-    q.trellis.L = o.L;
-    q.trellis.K = o.K;
-    q.trellis.groupSize = n;
-    q.trellis.rotationSeed = o.seed;
-    q.trellis.starts.resize(static_cast<std::size_t>(groups));
+    quant::QuantizedLinear q = quant::QuantizedLinear::trellisCodes(w.rows(), w.cols(), o.L, o.K, n, o.seed);
+    q.allocateParts();  // scales and start states [rows, perRow]
     if (groups == 0) return q;
 
     std::vector<float> xs, scales;

@@ -89,6 +89,27 @@ TEST_F(GpuGptq, RaisesTheDampingLikeTheCpu) {
     EXPECT_NEAR(gpu.gptqLoss, cpu.gptqLoss, 0.01 * cpu.gptqLoss);
 }
 
+// The device's gptqConsuming (the Job's path: the host's H freed once uploaded) gives gptq's result
+// bit for bit, act-order and a damping retry included: the retry factors the device's own copy.
+TEST_F(GpuGptq, ConsumingHGivesTheSameResult) {
+    const MatrixF w = gaussian(96, 256, 61, 0.02f);
+    MatrixF h = quant::hessian(gaussian(64, 256, 62));  // rank 64: shifted down, indefinite below 0.1% damping
+    h.diagonal().array() -= 0.001f * h.diagonal().mean();
+    quant::GptqOptions o;
+    o.dampPercent = 0.0;
+    o.actOrder = true;
+    o.groupSize = 64;
+    const auto plain = cuda().gptq(w, h, o);
+    const auto consumed = cuda().gptqConsuming(w, MatrixF(h), o);
+    EXPECT_EQ(plain.dampPercent, o.dampIncrement);
+    EXPECT_EQ(consumed.codes, plain.codes);
+    EXPECT_EQ(consumed.scales, plain.scales);
+    EXPECT_EQ(consumed.zeros, plain.zeros);
+    EXPECT_EQ(consumed.gIdx, plain.gIdx);
+    EXPECT_EQ(consumed.gptqLoss, plain.gptqLoss);
+    EXPECT_EQ(consumed.dampPercent, plain.dampPercent);
+}
+
 TEST_F(GpuGptq, RejectsWhatTheCpuRejects) {
     const MatrixF w = gaussian(8, 64, 41);
     EXPECT_THROW(cuda().gptq(w, MatrixF::Identity(32, 32), {}), Error);

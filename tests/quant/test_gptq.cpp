@@ -2,6 +2,7 @@
 // lesson's toy setups (docs/reference-algorithms.md); act-order, static groups, dead columns and damping.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <numeric>
@@ -10,14 +11,13 @@
 #include <nlohmann/json.hpp>
 
 #include "qs/eigen.h"
-
 #include "qs/io/safetensors_file.h"
 #include "qs/quant/gptq.h"
 #include "qs/quant/hessian.h"
 #include "qs/quant/output_error.h"
 #include "qs/quant/rtn.h"
-#include "java_random.h"
 
+#include "java_random.h"
 #include "quant_test_data.h"
 
 using namespace qs;
@@ -342,4 +342,137 @@ TEST(Gptq, ConsumingHGivesTheSameResult) {
     }
     MatrixF owned = indefinite;
     EXPECT_NEAR(quantizeGptq(w8, std::move(owned), {.bits = 4, .groupSize = -1}).dampPercent, 0.035, 1e-9);
+}
+
+namespace {
+
+// A GptqSolver written from the paper's one-column-at-a-time algorithm, not from gptq.cpp: U from a
+// double-precision inverse, every column's error pushed onto all later columns at once (no blocks,
+// no lazy updates), a group's grid from the corrected weights at its first visiting column. It
+// records what the frame hands it.
+class ColumnByColumnSolver final : public GptqSolver {
+public:
+    MatrixF received;             // H as takeHessian got it
+    std::vector<double> lambdas;  // every factor() call
+
+    void takeHessian(const GptqProblem&, MatrixF&& h) override { received = std::move(h); }
+
+    bool factor(double lambda) override {
+        lambdas.push_back(lambda);
+        MatrixD damped = received.cast<double>();
+        damped.diagonal().array() += static_cast<double>(static_cast<float>(lambda));
+        const Eigen::LLT<MatrixD> llt(damped);
+        if (llt.info() != Eigen::Success) return false;
+        const MatrixD inverse = llt.solve(MatrixD::Identity(damped.rows(), damped.cols()));
+        u_ = inverse.llt().matrixU();
+        return true;
+    }
+
+    double columnLoop(GptqProblem& p, std::vector<std::uint8_t>& codes) override {
+        const GptqOptions& o = p.options;
+        const std::int64_t rows = p.w.rows(), cols = p.w.cols();
+        const float maxq = static_cast<float>((1 << o.bits) - 1);
+        double loss = 0.0;
+        for (std::int64_t r = 0; r < rows; ++r) {
+            Eigen::VectorXd w = p.w.row(r).transpose().cast<double>();
+            GridParams grid;
+            for (std::int64_t k = 0; k < cols; ++k) {
+                const int g = static_cast<int>(k / p.groupCols);
+                if (o.staticGroups) {
+                    const int sg = p.perm[static_cast<std::size_t>(k)] / p.groupCols;
+                    grid = {p.scales(r, sg), p.zeros(r, sg)};
+                } else if (k % p.groupCols == 0) {
+                    const Eigen::VectorXf seg =
+                        w.segment(k, std::min<std::int64_t>(p.groupCols, cols - k)).cast<float>();
+                    grid = gridParams(seg.minCoeff(), seg.maxCoeff(), o.bits, o.sym, o.rule);
+                    p.scales(r, g) = grid.scale;
+                    p.zeros(r, g) = grid.zero;
+                }
+                const float code = quantizeCode(static_cast<float>(w[k]), grid, maxq);
+                codes[static_cast<std::size_t>(k * rows + r)] = static_cast<std::uint8_t>(code);
+                const double e = (w[k] - dequantizeCode(code, grid)) / u_(k, k);
+                loss += e * e;
+                w.tail(cols - k - 1) -= e * u_.row(k).tail(cols - k - 1).transpose();
+            }
+        }
+        return 0.5 * loss;
+    }
+
+private:
+    MatrixD u_;
+};
+
+// H as the frame must hand it to the solver: dead inputs' diagonal 1, act-order's visiting order
+// (decreasing H_ii, ties in the original order).
+MatrixF visitingOrderHessian(MatrixF h, bool actOrder) {
+    for (std::int64_t c = 0; c < h.cols(); ++c)
+        if (h(c, c) == 0.0f) h(c, c) = 1.0f;
+    if (!actOrder) return h;
+    std::vector<int> perm(static_cast<std::size_t>(h.cols()));
+    std::iota(perm.begin(), perm.end(), 0);
+    std::stable_sort(perm.begin(), perm.end(), [&h](int a, int b) { return h(a, a) > h(b, b); });
+    MatrixF out(h.rows(), h.cols());
+    for (std::int64_t i = 0; i < h.rows(); ++i)
+        for (std::int64_t k = 0; k < h.cols(); ++k)
+            out(i, k) = h(perm[static_cast<std::size_t>(i)], perm[static_cast<std::size_t>(k)]);
+    return out;
+}
+
+}  // namespace
+
+// The frame (checks, prepared problem, damping, result, error) runs any solver that keeps the
+// GptqSolver contract: with the column-by-column solver above it gives the CPU's blocked result up to
+// the rounding of the f32 factorization, for dynamic and static groups, act-order, dead inputs and
+// groups that straddle the CPU's blocks.
+TEST(Gptq, TheFrameRunsAnySolverThatKeepsTheContract) {
+    std::mt19937 gen(12);
+    MatrixF x = correlatedInputs(900, 96, gen, 4);
+    x.col(7).setZero();
+    const MatrixF h = hessian(x);
+    const MatrixF w = randomWeights(40, 96, gen);
+    struct Case {
+        const char* name;
+        GptqOptions o;
+    };
+    for (const Case& c :
+         {Case{"g24 across blocks of 32", {.bits = 4, .groupSize = 24, .sym = false, .blockSize = 32}},
+          Case{"act-order", {.bits = 3, .groupSize = 32, .actOrder = true, .sym = false}},
+          Case{"act-order, static groups", {.bits = 4, .groupSize = 16, .actOrder = true, .staticGroups = true}},
+          Case{"per row, AWQ grid", {.bits = 8, .groupSize = -1, .rule = GridRule::AutoAwq}}}) {
+        SCOPED_TRACE(c.name);
+        ColumnByColumnSolver solver;
+        const QuantizedLinear a = quantizeGptq(w, MatrixF(h), c.o, solver);
+        const QuantizedLinear b = quantizeGptq(w, h, c.o);
+        EXPECT_EQ(solver.received, visitingOrderHessian(h, c.o.actOrder));
+        ASSERT_EQ(solver.lambdas.size(), 1u);
+        EXPECT_NEAR(solver.lambdas[0], c.o.dampPercent * solver.received.diagonal().cast<double>().mean(), 1e-12);
+        EXPECT_EQ(a.method, Method::Gptq);
+        EXPECT_EQ(a.blockCols, c.o.groupSize < 0 ? 96 : c.o.groupSize);
+        EXPECT_EQ(a.gIdx, b.gIdx);
+        EXPECT_EQ(a.dampPercent, b.dampPercent);
+        ASSERT_EQ(a.codes.size(), b.codes.size());
+        std::size_t same = 0;
+        for (std::size_t i = 0; i < a.codes.size(); ++i) same += a.codes[i] == b.codes[i];
+        EXPECT_GE(static_cast<double>(same) / static_cast<double>(a.codes.size()), 0.995);
+        EXPECT_NEAR(a.gptqLoss, b.gptqLoss, 0.01 * b.gptqLoss);
+        EXPECT_NEAR(a.outputMse, outputErrorFromInputs(w, a.dequantize(), x).mse, 0.01 * a.outputMse);
+        // Dead input 7: a zero column whatever the solver.
+        EXPECT_EQ(a.dequantize().col(7).cwiseAbs().maxCoeff(), 0.0f);
+    }
+}
+
+// The frame raises the damping through the solver: it asks again, with λ one increment larger, until
+// factor() succeeds, and reports the step that did.
+TEST(Gptq, TheFrameRaisesTheDampingThroughTheSolver) {
+    MatrixF h = MatrixF::Identity(8, 8);
+    h(0, 0) = -0.03f;  // positive definite only for λ > 0.03
+    MatrixF w = MatrixF::Constant(2, 8, 0.1f);
+    w(1, 3) = -0.2f;
+    ColumnByColumnSolver solver;
+    const QuantizedLinear q = quantizeGptq(w, MatrixF(h), {.bits = 4, .groupSize = -1}, solver);
+    const double meanDiag = (7.0 - 0.03) / 8.0;
+    ASSERT_EQ(solver.lambdas.size(), 11u);  // 0.01, 0.0125, ..., 0.035
+    for (std::size_t i = 0; i < solver.lambdas.size(); ++i)
+        EXPECT_NEAR(solver.lambdas[i], (0.01 + 0.0025 * static_cast<double>(i)) * meanDiag, 1e-9);
+    EXPECT_NEAR(q.dampPercent, 0.035, 1e-9);
 }

@@ -73,7 +73,6 @@ public:
 
     std::size_t count() const { return kld_.size(); }
     const std::vector<double>& klValues() const { return kld_; }       // per position, in order of add()
-    const std::vector<double>& deltaPValues() const { return deltaP_; }
     KlReport report() const;
 
 private:

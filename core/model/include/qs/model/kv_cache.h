@@ -16,7 +16,6 @@ public:
     int capacity() const { return capacity_; }
     // Positions stored in layer 0, i.e. the position of the next token to run.
     int length() const { return layers_.empty() ? 0 : layers_.front().length; }
-    void clear();
 
     // Appends k, v [T, kvDim] to `layer`; throws qs::Error past the capacity.
     void append(int layer, const MatrixF& k, const MatrixF& v);

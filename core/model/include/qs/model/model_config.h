@@ -43,7 +43,6 @@ struct ModelConfig {
     bool qkNorm = false;            // per-head RMSNorm of q and k before RoPE (Qwen3)
     int slidingWindow = 0;          // 0 = full causal attention; else key j is seen from i when i - j < window
 
-    int queriesPerKv() const { return numHeads / numKvHeads; }
     int qDim() const { return numHeads * headDim; }
     int kvDim() const { return numKvHeads * headDim; }
 

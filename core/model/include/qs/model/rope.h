@@ -18,7 +18,6 @@ public:
 
     // inv_freq of HF's rotary embedding, after linear or llama3 scaling: headDim/2 values.
     const std::vector<double>& inverseFrequencies() const { return invFreq_; }
-    int headDim() const { return headDim_; }
 
 private:
     int headDim_;

@@ -18,6 +18,8 @@ enum class Fp8Scaling { Block, PerChannel, PerTensor };
 // Method Fp8, CodeKind E4M3, codes = E4M3 bytes [rows * cols], scales [ceil(rows / blockRows),
 // ceil(cols / blockCols)]. Edge tiles of Block are smaller (the reference's zero padding changes no amax).
 QuantizedLinear quantizeFp8(const MatrixF& w, Fp8Scaling scaling = Fp8Scaling::Block, int block = 128);
+// The header of quantizeFp8's result for a [rows, cols] weight (no parts yet): its scale blocks.
+QuantizedLinear fp8Layout(std::int64_t rows, std::int64_t cols, Fp8Scaling scaling, int block = 128);
 
 // e4m3(code) * scale of the element's block; the inverse of quantizeFp8 up to rounding.
 MatrixF dequantizeFp8(const QuantizedLinear& q);

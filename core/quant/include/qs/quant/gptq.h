@@ -19,8 +19,9 @@
 // without another pass over the inputs (the damping term ½ λ ||D||² is subtracted).
 #include <cstdint>
 
-#include "qs/matrix.h"
 #include "qs/cancel_token.h"
+#include "qs/matrix.h"
+#include "qs/quant/gptq_solver.h"
 #include "qs/quant/quantized_linear.h"
 #include "qs/quant/rtn.h"
 
@@ -48,6 +49,9 @@ QuantizedLinear quantizeGptq(const MatrixF& w, const MatrixF& h, const GptqOptio
 // made, and H is freed once its Cholesky factorization succeeds, so at most two [in, in] f32 matrices
 // are alive at a time (the const& version adds the caller's H: a 14336-wide layer's 0.8 GB).
 QuantizedLinear quantizeGptq(const MatrixF& w, MatrixF&& h, const GptqOptions& options = {});
+// The same frame with `solver` factoring H and running the column loop (gptq_solver.h): the CUDA
+// backend's device plugs in here. The two overloads above use the CPU's solver.
+QuantizedLinear quantizeGptq(const MatrixF& w, MatrixF&& h, const GptqOptions& options, GptqSolver& solver);
 
 // The upper Cholesky factor U of (H + λI)⁻¹ (H⁻¹ = UᵀU), computed as J·L⁻¹·J with L the lower Cholesky
 // factor of J H J (J reverses the order): one factorization and one triangular inverse instead of three

@@ -21,7 +21,6 @@ public:
     // Adds the rows of `x` [tokens, features]. Large inputs are split in chunks of `chunkRows`.
     void add(const Eigen::Ref<const MatrixF>& x, std::int64_t chunkRows = 2048);
 
-    std::int64_t features() const { return features_; }
     std::int64_t samples() const { return samples_; }   // rows added so far
     MatrixF finalize() const;                            // 2 XᵀX / n, full symmetric [features, features]
     // finalize(), then frees the running sums: what is left is the sample count and meanAbs();

@@ -78,6 +78,32 @@ struct QuantizedLinear {
     double dampPercent = std::numeric_limits<double>::quiet_NaN();   // GPTQ: damping used (after auto-increase)
     double seconds = 0.0;
 
+    // Named constructors: the header of each kind of result (method, code kind, shape, bits, group size,
+    // symmetry, scale blocks) set in one call, so that no field is forgotten. The parts (codes, scales,
+    // zeros, ...) are the caller's to fill; allocateParts() sizes them from the header.
+    //
+    // Integer codes, one (scale, zero) per row and group of `groupSize` inputs (-1: one group per row).
+    static QuantizedLinear intGrid(Method method, std::int64_t rows, std::int64_t cols, int bits, int groupSize,
+                                   bool symmetric);
+    // Integer codes, one (scale, zero) per blockRows x blockCols block; groupSize as the format's config
+    // states it (compressed-tensors' tensor, channel, group and block strategies).
+    static QuantizedLinear intBlocks(Method method, std::int64_t rows, std::int64_t cols, int bits, bool symmetric,
+                                     int groupSize, int blockRows, int blockCols);
+    // E4M3 codes, one scale per blockRows x blockCols block; groupSize: the block's width when scaled by
+    // blocks or groups, -1 per channel or tensor.
+    static QuantizedLinear fp8(std::int64_t rows, std::int64_t cols, int blockRows, int blockCols, int groupSize);
+    // E2M1 codes, one scale per `blockSize` inputs of a row: MXFP4 (32), NVFP4 (16, times globalScale),
+    // bitsandbytes FP4 (Method::Nf4, the family it belongs to).
+    static QuantizedLinear fp4(Method method, std::int64_t rows, std::int64_t cols, int blockSize);
+    // NF4 indices, one absmax per `blockSize` inputs of a row.
+    static QuantizedLinear nf4(std::int64_t rows, std::int64_t cols, int blockSize);
+    // Trellis symbols of K bits, L-bit start states and one scale per group of `groupSize` rotated inputs.
+    static QuantizedLinear trellisCodes(std::int64_t rows, std::int64_t cols, int L, int K, int groupSize,
+                                        std::uint64_t rotationSeed);
+    // codes [rows * cols] (zero), scales [ceil(rows / blockRows), ceil(cols / blockCols)], zeros of the same
+    // shape for integer codes, one trellis start state per scale for the trellis.
+    void allocateParts();
+
     int groupOf(std::int64_t col) const {
         return gIdx.empty() ? static_cast<int>(col / blockCols) : gIdx[static_cast<std::size_t>(col)];
     }

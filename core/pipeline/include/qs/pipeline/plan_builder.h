@@ -1,0 +1,41 @@
+#pragma once
+// A Job's plan from what a user chose: the methods, and for the calibration and the evaluation text
+// which file (resolveRunText when none is named), how many sequences and how long. The CLI's compare
+// and quantize and the GUI's Quantize panel build their plans here; tokenizing happens here too, so a
+// GUI calls it off its event thread.
+#include <cstdint>
+#include <filesystem>
+#include <vector>
+
+#include "qs/pipeline/job.h"
+#include "qs/pipeline/method_spec.h"
+
+namespace qs::pipeline {
+
+struct TextChoice {
+    std::filesystem::path file;  // empty: the checkpoint's own, else the bundled one (resolveRunText)
+    int samples = 0;             // sequences to cut; 0: this text is not read
+    int sequenceLength = 512;    // tokens per sequence
+};
+
+struct PlanSettings {
+    std::filesystem::path checkpoint;
+    std::vector<MethodSpec> methods;
+    TextChoice calibration;
+    TextChoice evaluation;
+    bool perLayerKl = false;
+    bool trueSequential = true;
+    std::uint64_t seed = 0;
+};
+
+struct BuiltPlan {
+    JobPlan plan;                           // no backend chosen yet: plan.device (Auto) or the caller's
+    std::filesystem::path calibrationFile;  // the files read; empty where a text was not read
+    std::filesystem::path evaluationFile;
+};
+
+// Opens the checkpoint (headers only) and its tokenizer, and tokenizes the texts read. Throws
+// qs::Error for no methods, an unreadable checkpoint or tokenizer, a missing or too short text.
+BuiltPlan buildJobPlan(const PlanSettings& settings);
+
+}  // namespace qs::pipeline

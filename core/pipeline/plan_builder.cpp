@@ -1,0 +1,36 @@
+#include "qs/pipeline/plan_builder.h"
+
+#include <optional>
+#include <utility>
+
+#include "qs/error.h"
+#include "qs/io/checkpoint.h"
+#include "qs/model/tokenizer.h"
+#include "qs/pipeline/calibration_text.h"
+#include "qs/pipeline/run_text.h"
+
+namespace qs::pipeline {
+
+BuiltPlan buildJobPlan(const PlanSettings& settings) {
+    if (settings.methods.empty()) throw Error("choose at least one method");
+    const io::Checkpoint checkpoint = io::Checkpoint::open(settings.checkpoint);
+    std::optional<model::Tokenizer> tokenizer;  // loaded for the first text read
+    BuiltPlan built;
+    auto read = [&](TextRole role, const TextChoice& choice, std::filesystem::path& file) -> TokenSequences {
+        if (choice.samples <= 0) return {};
+        file = resolveRunText(role, choice.file, checkpoint);
+        if (!tokenizer) tokenizer = model::Tokenizer::forCheckpoint(checkpoint);
+        return tokenWindows(*tokenizer, loadTexts(file), choice.samples, choice.sequenceLength, file.string());
+    };
+    JobPlan& plan = built.plan;
+    plan.checkpoint = settings.checkpoint;
+    plan.methods = settings.methods;
+    plan.calibration = read(TextRole::Calibration, settings.calibration, built.calibrationFile);
+    plan.evaluation = read(TextRole::Evaluation, settings.evaluation, built.evaluationFile);
+    plan.perLayerKl = settings.perLayerKl;
+    plan.trueSequential = settings.trueSequential;
+    plan.seed = settings.seed;
+    return built;
+}
+
+}  // namespace qs::pipeline
