@@ -12,9 +12,9 @@
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/model/tokenizer.h"
-#include "qs/pipeline/bundled_resources.h"
 #include "qs/pipeline/calibration_text.h"
 #include "qs/pipeline/hessian_diagonals.h"
+#include "qs/pipeline/run_text.h"
 #include "sigint_cancel.h"
 #include "text_table.h"
 
@@ -22,14 +22,6 @@ namespace qs::cli {
 namespace {
 
 constexpr std::size_t kFirstChannels = 8;   // of the act-order, listed per linear in the text report
-
-// The checkpoint's own calibration.txt (the demo ships one), else the bundled text.
-std::filesystem::path calibrationFile(const std::string& given, const io::Checkpoint& checkpoint) {
-    if (!given.empty()) return given;
-    if (std::filesystem::exists(checkpoint.root() / "calibration.txt")) return checkpoint.root() / "calibration.txt";
-    if (auto bundled = pipeline::bundledResource(std::filesystem::path("demo") / "calibration.txt")) return *bundled;
-    throw Error("no calibration.txt beside the checkpoint and none bundled: pass --calib");
-}
 
 // The channels in act-order (largest H_cc first), the first `count` of them.
 std::vector<int> firstChannels(const pipeline::HessianDiagonal& d, std::size_t count) {
@@ -77,7 +69,7 @@ nlohmann::json renderJson(const pipeline::LayerHessianDiagonals& h, const nlohma
 
 void runInspectHessian(const HessianOptions& o) {
     const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
-    const auto file = calibrationFile(o.calib, checkpoint);
+    const auto file = pipeline::resolveRunText(pipeline::TextRole::Calibration, o.calib, checkpoint);
     const auto tokenizer = model::Tokenizer::forCheckpoint(checkpoint);
     const pipeline::TokenSequences text =
         pipeline::tokenWindows(tokenizer, pipeline::loadTexts(file), o.samples, o.seqLen, file.string());

@@ -16,6 +16,7 @@
 #include "qs/io/tensor_name.h"
 #include "qs/model/tokenizer.h"
 #include "qs/pipeline/calibration_text.h"
+#include "qs/pipeline/run_text.h"
 #include "quantize_settings.h"
 #include "spin_box.h"
 
@@ -40,7 +41,7 @@ pipeline::LayerHessianDiagonals calibrate(const Request& r, const std::shared_pt
                                           const qs::CancelToken& cancel) {
     const io::Checkpoint& checkpoint = *r.checkpoint;
     const model::Tokenizer tokenizer = model::Tokenizer::forCheckpoint(checkpoint);
-    const std::filesystem::path text = textFileFor(QString(), checkpoint, "calibration.txt");
+    const std::filesystem::path text = pipeline::resolveRunText(pipeline::TextRole::Calibration, {}, checkpoint);
     const pipeline::TokenSequences sequences =
         pipeline::tokenWindows(tokenizer, pipeline::loadTexts(text), r.samples, r.sequenceLength, text.string());
     return pipeline::hessianDiagonals(checkpoint, r.layer, sequences, *backend, {}, cancel);
