@@ -112,25 +112,13 @@ KlFigures compareDistributions(const json& theirs, const MatrixF& ourLogits) {
     return k;
 }
 
-// llama.cpp's warnings that say the file lacks something it wanted.
-std::vector<std::string> missingKeyWarnings(const json& answer) {
-    std::vector<std::string> out;
-    for (const auto& w : answer.at("warnings")) {
-        const std::string text = w.get<std::string>();
-        if (text.find("missing") != std::string::npos || text.find("not found") != std::string::npos ||
-            text.find("GENERATION QUALITY") != std::string::npos)
-            out.push_back(text);
-    }
-    return out;
-}
-
 // Runs the export through llama.cpp and through our forward pass on the same tokens.
 KlFigures judgeExport(const fs::path& gguf, const std::vector<model::TokenId>& tokens, const std::string& text) {
     const io::Checkpoint checkpoint = io::Checkpoint::open(gguf);
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
     const json answer = interop::runLlamaJudge({{"model", gguf.string()}, {"tokenize", {text}}, {"evaluate", {tokens}},
                                                 {"vocabulary", config.vocabSize}, {"threads", 2}});
-    EXPECT_EQ(missingKeyWarnings(answer), std::vector<std::string>{}) << gguf;
+    EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{}) << gguf;
     for (const auto& w : answer.at("warnings")) std::printf("llama.cpp warning: %s\n", w.get<std::string>().c_str());
     // llama.cpp tokenizes the text as our tokenizer from the same file does.
     const model::Tokenizer ours = model::Tokenizer::forCheckpoint(checkpoint);
