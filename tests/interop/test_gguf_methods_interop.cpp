@@ -20,6 +20,7 @@
 #include <fstream>
 #include <map>
 
+#include "interop_test_support.h"
 #include "llama_judge.h"
 #include "llama_libraries.h"
 #include "qs/io/checkpoint.h"
@@ -43,32 +44,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kDemo = fs::path(QS_RESOURCES_DIR) / "demo";
-const fs::path kStories = fs::path(QS_RESOURCES_DIR) / "models" / "stories260K";
-const fs::path kStoriesTokenizer = fs::path(QS_TEST_DATA_DIR) / "stories260K" / "tok512.bin";
-const std::string kStory =
-    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. "
-    "One day, Lily saw a big red ball under a tree. She ran to the tree and picked up the ball. \"Can I play with you?\" "
-    "asked a small dog. Lily smiled and said, \"Yes, let's play together!\" They played all day and had lots of fun. "
-    "When the sun went down, Lily went home and told her mom about her new friend. The next morning, Lily woke up early. "
-    "She put on her shoes and ran back to the park. The dog was waiting for her by the tree.";
+using interop::kDemo, interop::kStories, interop::kStoriesTokenizer;
 
-class GgufMethodsInterop : public ::testing::Test {
-protected:
-    void SetUp() override {
-        const std::string why = interop::missingJudge();
-        if (!why.empty()) FAIL() << why;
-        dir_ = fs::temp_directory_path() / ("qs_gguf_methods_" + std::to_string(::getpid()) + "_" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-    }
-    void TearDown() override {
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
-    }
-    fs::path dir_;
-};
+class GgufMethodsInterop : public interop::JudgedTest {};
 
 bool isStories(const fs::path& source) { return source == kStories; }
 
@@ -139,7 +117,7 @@ double klAgainstOriginal(const json& theirs, const MatrixF& originalLogits) {
 pipeline::TokenSequences windowsOf(const fs::path& source, const fs::path& file) {
     if (isStories(source)) {
         const auto tokenizer = model::Tokenizer::fromSentencePiece(model::readLlama2cTokenizer(kStoriesTokenizer, 512), 1, 2, "tok512.bin");
-        const auto ids = tokenizer.encode(kStory, {.addBos = true});
+        const auto ids = tokenizer.encode(interop::kStoryOpening, {.addBos = true});
         const std::size_t half = ids.size() / 2;
         return {std::vector<model::TokenId>(ids.begin(), ids.begin() + long(half)), std::vector<model::TokenId>(ids.begin() + long(half), ids.end())};
     }
