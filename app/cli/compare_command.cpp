@@ -124,7 +124,7 @@ void registerCompare(CLI::App& app) {
     auto options = std::make_shared<CompareOptions>();
     CLI::App* cmd = app.add_subcommand("compare", "Quantize with several methods and compare their KL divergence");
     cmd->add_option("path", options->path, "Checkpoint: .safetensors file or folder")->required();
-    cmd->add_option("--methods", options->methods, "Comma-separated methods")->capture_default_str();
+    cmd->add_option("--methods", options->methods, "Comma-separated methods; also llama-quantize's GGUF types (q4_k_m, q5_k_m, q6_k, q8_0, ...)")->capture_default_str();
     cmd->add_option("--group-size", options->groupSize, "Group size of the integer methods (-1: per row)")->capture_default_str();
     cmd->add_option("--calib", options->calib, "Calibration text (UTF-8 file or JSON list of strings)");
     cmd->add_option("--eval", options->eval, "Held-out evaluation text");

@@ -8,8 +8,12 @@
 
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
+#include "qs/model/gguf_tokenizer.h"
 #include "qs/pipeline/export_check.h"
 #include "qs/pipeline/exporter.h"
+#include "qs/pipeline/gguf_imatrix.h"
+#include "qs/pipeline/gguf_result_export.h"
+#include "qs/pipeline/gguf_type_mix.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/plan_builder.h"
 
@@ -34,7 +38,22 @@ struct QuantizeOptions {
     std::uint64_t seed = 0;
     bool force = false;
     bool overwrite = false;
+    std::string imatrixOut;
+    std::string llama2cTokenizer;
 };
+
+// A GGUF method, --format gguf and a .gguf destination each imply the GGUF file.
+bool writesGguf(const QuantizeOptions& o, const pipeline::MethodSpec& method) {
+    const bool asked = o.format == "gguf" || std::filesystem::path(o.out).extension() == ".gguf";
+    if (asked && !method.gguf())
+        throw Error("a GGUF file is written by llama.cpp's methods (--method q4_k_m, q5_k_m, q6_k, q8_0, ...), not by " + method.name);
+    if (method.gguf() && !o.format.empty() && o.format != "gguf")
+        throw Error("--method " + method.name + " writes a GGUF file, not --format " + o.format);
+    // One file, not a folder: a destination without the extension is more likely a folder meant.
+    if (method.gguf() && std::filesystem::path(o.out).extension() != ".gguf")
+        throw Error("--method " + method.name + " writes one GGUF file: --out " + o.out + " must end in .gguf");
+    return method.gguf();
+}
 
 bool hasDigit(const std::string& s) { return std::any_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); }); }
 
@@ -57,27 +76,54 @@ pipeline::MethodSpec methodFrom(const QuantizeOptions& o) {
     return spec;
 }
 
+// The GGUF file of a GGUF method's result (and its imatrix when asked).
+std::string writeGgufOutputs(const QuantizeOptions& o, const io::Checkpoint& checkpoint, const pipeline::MethodResult& result,
+                             const pipeline::JobPlan& plan, const std::string& calibrationFile, ProgressBar& bar,
+                             const CancelToken& cancel) {
+    pipeline::GgufExportOptions options;
+    options.overwrite = o.overwrite;
+    if (!o.llama2cTokenizer.empty())
+        options.sentencePiece = pipeline::GgufSentencePieceVocabulary{
+            model::readLlama2cTokenizer(o.llama2cTokenizer, checkpoint.config().value("vocab_size", 0)), 1, 2, true};
+    const auto written = pipeline::writeGgufResult(checkpoint, result, o.out, options, bar.callback(), cancel);
+    std::string what = written.string();
+    if (!o.imatrixOut.empty()) {
+        const pipeline::ImatrixInfo info{{calibrationFile}, static_cast<std::uint32_t>(plan.calibration.size()),
+                                         static_cast<std::uint32_t>(o.seqLen)};
+        what += " and " + pipeline::writeImatrix(result, o.imatrixOut, info, o.overwrite).string();
+    }
+    return what;
+}
+
 void runQuantize(const QuantizeOptions& o) {
     const pipeline::MethodSpec method = methodFrom(o);
     const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
-    const formats::LinearEncoder& encoder = pipeline::encoderForMethod(method, o.format);
-    if (const auto why = pipeline::exportRefusal(method, encoder, checkpoint); !why.empty())
-        throw Error("cannot export " + method.name + " as " + std::string(encoder.name()) + ": " + why);
+    const bool gguf = writesGguf(o, method);
+    if (!gguf && (!o.imatrixOut.empty() || !o.llama2cTokenizer.empty()))
+        throw Error("--imatrix-out and --llama2c-tokenizer apply to the GGUF methods only");
+    const formats::LinearEncoder* encoder = gguf ? nullptr : &pipeline::encoderForMethod(method, o.format);
+    if (encoder != nullptr)
+        if (const auto why = pipeline::exportRefusal(method, *encoder, checkpoint); !why.empty())
+            throw Error("cannot export " + method.name + " as " + std::string(encoder->name()) + ": " + why);
     if (std::filesystem::exists(o.out) && !o.overwrite)
         throw Error(o.out + " already exists (pass --overwrite to replace it)");
+    if (!o.imatrixOut.empty() && std::filesystem::exists(o.imatrixOut) && !o.overwrite)
+        throw Error(o.imatrixOut + " already exists (pass --overwrite to replace it)");
 
     pipeline::PlanSettings planSettings;
     planSettings.checkpoint = o.path;
     planSettings.methods = {method};
     planSettings.seed = o.seed;
-    // Calibration when the method needs it, or when asked for (it gives every linear its output error).
-    const bool calibrate = method.needsCalibration() || !o.calib.empty();
+    // Calibration when the method needs it, or when asked for (it gives every linear its output error,
+    // and the GGUF K-quants their importance, as llama-quantize --imatrix).
+    const bool calibrate = method.needsCalibration() || !o.calib.empty() || !o.imatrixOut.empty();
     planSettings.calibration = {o.calib, calibrate ? o.samples : 0, o.seqLen};
     pipeline::BuiltPlan built = pipeline::buildJobPlan(planSettings);
     nlohmann::json settings = {{"method", method.name}, {"group_size", method.groupSize}, {"seed", o.seed}};
     if (calibrate)
         settings["calibration"] = {
             {"file", built.calibrationFile.string()}, {"samples", o.samples}, {"seq_len", o.seqLen}};
+    const std::string calibrationPath = built.calibrationFile.string();
 
     qs::CancelToken cancel;
     const SigintCancel sigint(cancel);
@@ -86,10 +132,16 @@ void runQuantize(const QuantizeOptions& o) {
     const pipeline::JobResult result = job.run(bar.callback(), cancel, {}, o.force);
     const auto& methodResult = result.methods.front();
     if (!methodResult.error.empty()) throw Error(method.label() + ": " + methodResult.error);
-    const pipeline::ExportRequest request{o.path, o.out, std::string(encoder.name()), o.overwrite, settings};
+    if (gguf) {
+        const std::string written = writeGgufOutputs(o, checkpoint, methodResult, job.plan(), calibrationPath, bar, cancel);
+        bar.finish(true);
+        std::cout << "wrote " << written << " (gguf, " << method.label() << ", " << methodResult.bitsPerWeight << " bits per linear weight)\n";
+        return;
+    }
+    const pipeline::ExportRequest request{o.path, o.out, std::string(encoder->name()), o.overwrite, settings};
     const auto written = pipeline::exportCheckpoint(request, methodResult, bar.callback(), cancel);
     bar.finish(true);
-    std::cout << "wrote " << written.string() << " (" << encoder.name() << ", " << method.label() << ")\n";
+    std::cout << "wrote " << written.string() << " (" << encoder->name() << ", " << method.label() << ")\n";
 }
 
 }  // namespace
@@ -98,7 +150,11 @@ void registerQuantize(CLI::App& app) {
     auto options = std::make_shared<QuantizeOptions>();
     CLI::App* cmd = app.add_subcommand("quantize", "Quantize a checkpoint with one method and export it");
     cmd->add_option("path", options->path, "Dense checkpoint: .safetensors file or folder")->required();
-    cmd->add_option("--method", options->method, "rtn, gptq, awq (with --bits), or a name such as gptq4-act, fp8, fp8-channel")
+    std::string ggufNames;
+    for (const auto& t : pipeline::ggufFileTypes()) ggufNames += (ggufNames.empty() ? "" : " ") + std::string(t.name);
+    cmd->add_option("--method", options->method,
+                    "rtn, gptq, awq (with --bits), or a name such as gptq4-act, fp8, fp8-channel; or llama-quantize's type of a "
+                    "GGUF file (" + ggufNames + ", any case; Q4_K = Q4_K_M)")
         ->required();
     cmd->add_option("--bits", options->bits, "Code bits of rtn / gptq / awq (default 4)")->check(CLI::Range(1, 8));
     cmd->add_option("--group-size", options->groupSize, "Group size of the integer methods (-1: per row)")->capture_default_str();
@@ -106,8 +162,12 @@ void registerQuantize(CLI::App& app) {
     cmd->add_flag("--sym", options->sym, "Symmetric integer grid (what vLLM's Marlin kernels run)");
     std::string formats;
     for (const auto* e : formats::allEncoders()) formats += (formats.empty() ? "" : ", ") + std::string(e->name());
-    cmd->add_option("--format", options->format, "Export layout (" + formats + "); default: the method's own");
-    cmd->add_option("--out", options->out, "Destination folder (must not exist unless --overwrite)")->required();
+    cmd->add_option("--format", options->format, "Export layout (" + formats + ", gguf); default: the method's own");
+    cmd->add_option("--out", options->out, "Destination folder, or .gguf file (must not exist unless --overwrite)")->required();
+    cmd->add_option("--imatrix-out", options->imatrixOut,
+                    "GGUF methods: also write the calibration as llama.cpp's imatrix (GGUF format) for llama-quantize --imatrix");
+    cmd->add_option("--llama2c-tokenizer", options->llama2cTokenizer,
+                    "GGUF methods: a llama2.c tokenizer.bin to store as the SentencePiece tokenizer (models without tokenizer.json)");
     cmd->add_option("--calib", options->calib, "Calibration text (UTF-8 file or JSON list of strings)");
     cmd->add_option("--samples", options->samples, "Calibration sequences")->capture_default_str()->check(CLI::PositiveNumber);
     cmd->add_option("--seq-len", options->seqLen, "Tokens per sequence")->capture_default_str()->check(CLI::Range(2, 1 << 20));

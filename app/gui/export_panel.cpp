@@ -17,14 +17,18 @@
 
 #include "number_format.h"
 #include "qs/formats/linear_encoder.h"
+#include "qs/io/checkpoint.h"
 #include "qs/pipeline/export_check.h"
 #include "qs/pipeline/exporter.h"
+#include "qs/pipeline/gguf_result_export.h"
 #include "results_format.h"
 
 namespace qs::gui {
 namespace {
 
 constexpr int kProgressPollMs = 100;
+// The format of a GGUF method's result: one file, written by pipeline::writeGgufResult.
+const QString kGgufFormat = QStringLiteral("gguf");
 
 const quant::QuantizedLinear* firstLinear(const pipeline::MethodResult& m) {
     for (const auto& layer : m.layers)
@@ -147,7 +151,11 @@ void ExportPanel::fillFormats() {
     format_->clear();
     const pipeline::MethodResult* m = method();
     const quant::QuantizedLinear* first = m ? firstLinear(*m) : nullptr;
-    if (first) {
+    if (first && m->method.gguf()) {
+        // Its only format; who loads it is in the description below (the combo is too narrow for it).
+        format_->addItem(tr("GGUF (default)"), kGgufFormat);
+        format_->setItemData(0, tr("GGUF (llama.cpp, Ollama, LM Studio)"), Qt::ToolTipRole);
+    } else if (first) {
         const formats::LinearEncoder& preferred = formats::defaultEncoderFor(*first);
         format_->addItem(tr("%1 (default)").arg(QString::fromUtf8(preferred.name())), QString::fromUtf8(preferred.name()));
         for (const formats::LinearEncoder* e : formats::allEncoders())
@@ -158,7 +166,12 @@ void ExportPanel::fillFormats() {
 
 QString ExportPanel::formatName() const { return format_->currentData().toString(); }
 
+bool ExportPanel::ggufChosen() const { return format_->currentData().toString() == kGgufFormat; }
+
 QString ExportPanel::formatText() const {
+    if (ggufChosen())
+        return tr("One .gguf file: every linear in the ggml types of the result, token_embd and output as llama-quantize "
+                  "chooses them, the architecture's metadata and the tokenizer. Loaded by llama.cpp, Ollama and LM Studio.");
     const formats::LinearEncoder* e = encoder();
     return e ? QString::fromUtf8(e->description()) : QString();
 }
@@ -173,18 +186,21 @@ QString ExportPanel::problem() const {
     if (!method()) return tr("No method of the last job succeeded.");
     if (const std::string why = pipeline::sourceMismatch(*method(), sourceFingerprint_); !why.empty())
         return QString::fromStdString(why);
-    if (!encoder()) return tr("No format takes this result.");
+    if (!encoder() && !ggufChosen()) return tr("No format takes this result.");
     const QString folder = destination_->text().trimmed();
-    if (folder.isEmpty()) return tr("Choose a destination folder.");
+    if (folder.isEmpty()) return ggufChosen() ? tr("Choose a destination .gguf file.") : tr("Choose a destination folder.");
+    if (ggufChosen() && !folder.endsWith(QStringLiteral(".gguf"))) return tr("A GGUF destination is a file ending in .gguf.");
     std::filesystem::path sourceFolder = source_.toStdString();
     if (!std::filesystem::is_directory(sourceFolder)) sourceFolder = sourceFolder.parent_path();
     if (isWithin(folder.toStdString(), sourceFolder))
         return tr("The destination is in the source checkpoint's folder; QuantScope never writes there.");
-    if (std::filesystem::exists(folder.toStdString())) return tr("%1 exists; choose a new folder.").arg(folder);
+    if (std::filesystem::exists(folder.toStdString()))
+        return ggufChosen() ? tr("%1 exists; choose a new file.").arg(folder) : tr("%1 exists; choose a new folder.").arg(folder);
     return {};
 }
 
 void ExportPanel::updateState() {
+    destination_->setPlaceholderText(ggufChosen() ? tr("a new .gguf file") : tr("a new folder"));
     formatInfo_->setText(formatText());
     size_->setText(sizeText());
     const QString why = problem();
@@ -196,7 +212,9 @@ void ExportPanel::updateState() {
 }
 
 void ExportPanel::chooseDestination() {
-    const QString folder = QFileDialog::getSaveFileName(this, tr("Export to a new folder"), destination_->text());
+    const QString folder = ggufChosen() ? QFileDialog::getSaveFileName(this, tr("Export to a new .gguf file"), destination_->text(),
+                                                                       tr("GGUF (*.gguf)"))
+                                        : QFileDialog::getSaveFileName(this, tr("Export to a new folder"), destination_->text());
     if (!folder.isEmpty()) destination_->setText(folder);
 }
 
@@ -210,8 +228,11 @@ void ExportPanel::startExport() {
     fraction_->store(0.0);
     progressTimer_.start();
     runner_.start(
-        [request, result = result_, m, fraction = fraction_](const qs::CancelToken& token) {
+        [request, result = result_, m, fraction = fraction_, gguf = ggufChosen()](const qs::CancelToken& token) {
             const auto progress = [fraction](const qs::Progress& p) { fraction->store(p.fraction); };
+            if (gguf)
+                return QString::fromStdString(
+                    pipeline::writeGgufResult(io::Checkpoint::open(request.source), *m, request.destination, {}, progress, token).string());
             return QString::fromStdString(pipeline::exportCheckpoint(request, *m, progress, token).string());
         },
         [this](const QString& folder) { onExported(folder); },

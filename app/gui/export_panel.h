@@ -55,6 +55,7 @@ signals:
 private:
     const pipeline::MethodResult* method() const;
     const formats::LinearEncoder* encoder() const;
+    bool ggufChosen() const;   // the GGUF file of a GGUF method's result
     void fillMethods();
     void fillFormats();
     void updateState();

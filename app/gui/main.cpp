@@ -2,12 +2,15 @@
 // which is how the README's picture is made and how CI checks that the GUI draws (offscreen).
 #include <cstdio>
 #include <memory>
+#include <string>
+#include <vector>
 
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QIcon>
 
 #include "main_window.h"
+#include "quantize_panel.h"
 #include "quantize_job.h"
 #if defined(QS_WITH_CUDA_BACKEND)
 #include "qs/gpu/cuda_backend.h"
@@ -22,6 +25,7 @@ struct Options {
     QString screenshot;
     QString tab;
     bool quantize = false;
+    QStringList methods;
     int timeoutMs = 60000;
 };
 
@@ -35,7 +39,8 @@ Options parseOptions(const QApplication& app) {
                                         QStringLiteral("file"));
     const QCommandLineOption tab(
         QStringLiteral("tab"),
-        QApplication::translate("main", "The tab to show: histogram, channels, overview, hessian or results."),
+        QApplication::translate("main", "The tab to show: histogram, channels, overview, hessian or results; or the Quantize or Export panel "
+                                        "(quantize, export)."),
         QStringLiteral("name"));
     const QCommandLineOption quantize(
         QStringLiteral("quantize"),
@@ -44,7 +49,11 @@ Options parseOptions(const QApplication& app) {
     const QCommandLineOption timeout(QStringLiteral("timeout"),
                                      QApplication::translate("main", "Screenshot: longest wait for the view, in seconds."),
                                      QStringLiteral("seconds"), QStringLiteral("60"));
-    parser.addOptions({screenshot, tab, quantize, timeout});
+    const QCommandLineOption methods(
+        QStringLiteral("methods"),
+        QApplication::translate("main", "The methods to tick in the Quantize panel, comma-separated (e.g. gptq4,q4_k_m,nvfp4)."),
+        QStringLiteral("list"));
+    parser.addOptions({screenshot, tab, quantize, methods, timeout});
     parser.addPositionalArgument(QStringLiteral("checkpoint"),
                                  QApplication::translate("main", "A .safetensors or .gguf file, or a checkpoint folder."),
                                  QStringLiteral("[checkpoint]"));
@@ -54,6 +63,7 @@ Options parseOptions(const QApplication& app) {
     options.screenshot = parser.value(screenshot);
     options.tab = parser.value(tab);
     options.quantize = parser.isSet(quantize);
+    if (parser.isSet(methods)) options.methods = parser.value(methods).split(QLatin1Char(','), Qt::SkipEmptyParts);
     options.timeoutMs = parser.value(timeout).toInt() * 1000;
     if (!parser.positionalArguments().isEmpty()) options.checkpoint = parser.positionalArguments().front();
     return options;
@@ -83,9 +93,17 @@ int main(int argc, char** argv) {
         window.resize(1400, 900);
     }
     if (!options.tab.isEmpty() && !window.showPage(options.tab)) {
-        std::fprintf(stderr, "quantscope: unknown tab '%s' (histogram, channels, overview, hessian, results)\n",
+        std::fprintf(stderr, "quantscope: unknown tab '%s' (histogram, channels, overview, hessian, results, quantize, export)\n",
                      qUtf8Printable(options.tab));
         return 2;
+    }
+    if (!options.methods.isEmpty()) {
+        std::vector<std::string> names;
+        for (const QString& m : options.methods) names.push_back(m.trimmed().toStdString());
+        if (!window.quantizePanel()->selectMethods(names)) {
+            std::fprintf(stderr, "quantscope: --methods names a method the Quantize panel does not list\n");
+            return 2;
+        }
     }
     window.show();
     if (!options.checkpoint.isEmpty() && !window.openPath(options.checkpoint) && headless) return 2;

@@ -273,6 +273,11 @@ InspectorPage* MainWindow::currentPage() const {
 }
 
 bool MainWindow::showPage(const QString& key) {
+    // The Quantize and Export panels are the tabs of the right-hand dock.
+    if (key == QLatin1String("quantize") || key == QLatin1String("export")) {
+        (key == QLatin1String("export") ? exportDock_ : quantizeDock_)->raise();
+        return true;
+    }
     for (InspectorPage* page : pages_) {
         if (page->key().compare(key, Qt::CaseInsensitive) == 0) {   // "--tab Hessian" as the tab reads
             tabs_->setCurrentWidget(page);

@@ -48,7 +48,7 @@ public:
     // Opens a .safetensors file or a checkpoint folder; on failure reports the core's message and
     // keeps what was open. Returns whether it opened.
     bool openPath(const QString& path);
-    bool showPage(const QString& key);   // "histogram", "channels", "overview", "results", ... (any case)
+    bool showPage(const QString& key);   // "histogram", ..., "results"; or the dock's "quantize", "export"
     bool isBusy() const;                 // the visible page is still computing, or a job runs
     void selectTensor(const QString& name);
     QString currentTensor() const;

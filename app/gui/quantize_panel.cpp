@@ -20,6 +20,7 @@
 #include <QVBoxLayout>
 
 #include "number_format.h"
+#include "qs/pipeline/gguf_type_mix.h"
 #include "qs/pipeline/job.h"
 #include "spin_box.h"
 
@@ -43,7 +44,7 @@ struct MethodRowSpec {
     bool checked;
 };
 
-constexpr std::array<MethodRowSpec, 10> kMethodRows{{
+constexpr std::array<MethodRowSpec, 14> kMethodRows{{
     {"RTN", "rtn", "", 4, true, true},
     {"GPTQ", "gptq", "", 4, true, false},
     {"GPTQ act-order", "gptq", "-act", 4, true, false},
@@ -54,7 +55,22 @@ constexpr std::array<MethodRowSpec, 10> kMethodRows{{
     {"NF4", "nf4", "", 0, false, false},
     {"Trellis", "trellis", "", 2, false, false},
     {"Trellis", "trellis", "", 3, false, false},
+    // llama-quantize's file types: a GGUF file for llama.cpp, Ollama and LM Studio.
+    {"GGUF Q4_K_M", "q4_k_m", "", 0, false, false},
+    {"GGUF Q5_K_M", "q5_k_m", "", 0, false, false},
+    {"GGUF Q6_K", "q6_k", "", 0, false, false},
+    {"GGUF Q8_0", "q8_0", "", 0, false, false},
 }};
+
+// The tooltip of a GGUF row: llama.cpp's mix and who loads the file.
+QString ggufTooltip(const char* prefix) {
+    const pipeline::GgufFileType* type = pipeline::ggufFileTypeNamed(prefix);
+    if (type == nullptr) return {};
+    return QObject::tr("%1 as llama-quantize makes it: %2. Importance-weighted by the calibration text (its imatrix). "
+                       "Exported as a GGUF file for llama.cpp, Ollama and LM Studio.")
+        .arg(QString::fromUtf8(type->name.data(), qsizetype(type->name.size())),
+             QString::fromUtf8(type->description.data(), qsizetype(type->description.size())));
+}
 
 QComboBox* groupSizeBox(QWidget* parent) {
     auto* box = new QComboBox(parent);
@@ -87,15 +103,25 @@ QWidget* QuantizePanel::createMethods() {
     auto* grid = new QGridLayout(box);
     grid->addWidget(new QLabel(tr("bits"), box), 0, 1);
     grid->addWidget(new QLabel(tr("group"), box), 0, 2);
+    // Methods without bits or group to choose go two to a line (the second under "bits"), so the
+    // GGUF rows leave the panel as tall as it was and the window fits 900 pixels.
+    bool pairOpen = false;
     for (const MethodRowSpec& spec : kMethodRows) {
-        const int at = grid->rowCount();
+        const bool fixed = spec.bits == 0 && !spec.grouped;
+        const bool second = fixed && pairOpen;
+        pairOpen = fixed && !second;
+        const int at = second ? grid->rowCount() - 1 : grid->rowCount();
         MethodRow row;
         row.prefix = spec.prefix;
         row.suffix = spec.suffix;
         row.variableBits = spec.bits > 0;
         row.check = new QCheckBox(tr(spec.label), box);
         row.check->setChecked(spec.checked);
-        grid->addWidget(row.check, at, 0);
+        row.check->setToolTip(ggufTooltip(spec.prefix));
+        if (second)
+            grid->addWidget(row.check, at, 1, 1, 2);
+        else
+            grid->addWidget(row.check, at, 0);
         connect(row.check, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
         connect(row.check, &QCheckBox::toggled, this, &QuantizePanel::updateStartButton);
         if (row.variableBits) {

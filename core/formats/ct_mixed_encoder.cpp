@@ -29,7 +29,8 @@ std::optional<CtPart> partOf(const quant::QuantizedLinear& q) {
         case quant::Method::Nvfp4: return CtPart::Nvfp4;
         case quant::Method::Mxfp4: return CtPart::Mxfp4;
         case quant::Method::Nf4:
-        case quant::Method::Trellis: break;
+        case quant::Method::Trellis:
+        case quant::Method::Ggml: break;
     }
     return std::nullopt;
 }

@@ -53,6 +53,7 @@ const LinearEncoder& defaultEncoderFor(const quant::QuantizedLinear& q) {
     case quant::Method::Mxfp4: return detail::ctMxfp4Encoder();
     case quant::Method::Nf4: return detail::bnbNf4Encoder();
     case quant::Method::Trellis: return detail::trellisEncoder();
+    case quant::Method::Ggml: break;   // a GGUF file (pipeline::writeGguf), not a safetensors layout
     }
     throw Error("no writer for method " + std::string(quant::methodName(q.method)));
 }

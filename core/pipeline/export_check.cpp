@@ -25,7 +25,8 @@ bool isDecoderLinear(const io::CheckpointTensor& t) {
 std::optional<quant::QuantizedLinear> standIn(const MethodSpec& method, std::int64_t rows, std::int64_t cols) {
     const MatrixF zeros = MatrixF::Zero(rows, cols);
     switch (method.kind) {
-    case MethodKind::Trellis: return std::nullopt;
+    case MethodKind::Trellis:
+    case MethodKind::Gguf: return std::nullopt;
     case MethodKind::Gptq:
     case MethodKind::Awq: {
         // Same grid as RTN; GPTQ with act-order also stores a g_idx.
@@ -50,6 +51,7 @@ std::string shapeText(std::int64_t rows, std::int64_t cols) {
 }  // namespace
 
 const formats::LinearEncoder& encoderForMethod(const MethodSpec& method, const std::string& format) {
+    if (method.gguf()) throw Error(method.label() + " is written as a GGUF file (pipeline::writeGgufResult), not as a safetensors checkpoint");
     if (!format.empty()) return formats::encoderNamed(format);
     if (const auto q = standIn(method, 128, 128)) return formats::defaultEncoderFor(*q);
     // The trellis has no stand-in (its layout comes from the search), but its encoder follows from the method.

@@ -51,7 +51,8 @@ int fileTypeOf(io::GgmlType t) {
 
 class Planner {
 public:
-    Planner(const io::Checkpoint& checkpoint, const model::ModelConfig& config, bool permuteQk)
+    // `checkpoint` (may be null) adds the biases it stores that the config does not announce.
+    Planner(const io::Checkpoint* checkpoint, const model::ModelConfig& config, bool permuteQk)
         : checkpoint_(checkpoint), config_(config), permuteQk_(permuteQk) {}
 
     std::vector<PlannedTensor> plan() {
@@ -93,10 +94,10 @@ private:
     // The weight, and the bias when the config announces one or the checkpoint stores it.
     void linear(const std::string& prefix, std::int64_t out, std::int64_t in, bool bias, int heads) {
         add(prefix + ".weight", {out, in}, prefix, heads);
-        if (bias || checkpoint_.find(prefix + ".bias") != nullptr) add(prefix + ".bias", {out}, "", heads);
+        if (bias || (checkpoint_ != nullptr && checkpoint_->find(prefix + ".bias") != nullptr)) add(prefix + ".bias", {out}, "", heads);
     }
 
-    const io::Checkpoint& checkpoint_;
+    const io::Checkpoint* checkpoint_;
     const model::ModelConfig& config_;
     bool permuteQk_;
     std::vector<PlannedTensor> planned_;
@@ -120,16 +121,33 @@ void checkType(const PlannedTensor& t, const fs::path& destination) {
                     std::string(traits.name) + ": " + why);
 }
 
-// Row r of llama.cpp's order holds row h*d + a*d/2 + j of Hugging Face's, r = h*d + 2j + a.
-std::vector<float> interleaveRows(const std::vector<float>& values, std::int64_t rows, int heads) {
-    const std::int64_t cols = static_cast<std::int64_t>(values.size()) / rows, headRows = rows / heads, half = headRows / 2;
-    std::vector<float> out(values.size());
+// Row r of llama.cpp's order holds row h*d + a*d/2 + j of Hugging Face's, r = h*d + 2j + a. Rows
+// move whole, so this serves f32 values and encoded blocks (a block never spans rows) alike.
+template <typename Element>
+std::vector<Element> interleaveRows(const Element* values, std::size_t size, std::int64_t rows, int heads) {
+    const std::size_t rowSize = size / static_cast<std::size_t>(rows);
+    const std::int64_t headRows = rows / heads, half = headRows / 2;
+    std::vector<Element> out(size);
     for (std::int64_t r = 0; r < rows; ++r) {
         const std::int64_t head = r / headRows, within = r % headRows;
         const std::int64_t source = head * headRows + (within % 2) * half + within / 2;
-        std::copy_n(values.begin() + source * cols, cols, out.begin() + r * cols);
+        std::copy_n(values + static_cast<std::size_t>(source) * rowSize, rowSize, out.begin() + static_cast<std::ptrdiff_t>(r * rowSize));
     }
     return out;
+}
+
+// An encoded linear must be blocks of the planned tensor's shape.
+const quant::QuantizedLinear& checkedEncoded(const quant::QuantizedLinear& q, const PlannedTensor& t, const fs::path& destination) {
+    if (q.codeKind != quant::CodeKind::GgmlBlocks || q.rows != t.choice.shape[0] || q.cols != t.choice.shape[1])
+        throw Error(destination.string() + ": the quantized '" + t.linearPrefix + "' is not ggml blocks of shape " + shapeText(t.choice.shape));
+    return q;
+}
+
+// The blocks as the file stores them (llama's q/k rows reordered).
+std::vector<std::byte> storedBlocks(const quant::QuantizedLinear& q, int heads) {
+    const auto* bytes = reinterpret_cast<const std::byte*>(q.blocks.data());
+    if (heads > 0) return interleaveRows(bytes, q.blocks.size(), q.rows, heads);
+    return {bytes, bytes + q.blocks.size()};
 }
 
 std::vector<std::byte> encode(io::GgmlType type, const std::vector<float>& values, std::int64_t row) {
@@ -162,7 +180,7 @@ std::vector<float> valuesOf(const PlannedTensor& t, const io::Checkpoint& checkp
                         shapeText(view.shape()) + ", the config implies " + shapeText(t.choice.shape));
         values = view.toF32();
     }
-    return t.interleavedHeads > 0 ? interleaveRows(values, t.choice.shape[0], t.interleavedHeads) : values;
+    return t.interleavedHeads > 0 ? interleaveRows(values.data(), values.size(), t.choice.shape[0], t.interleavedHeads) : values;
 }
 
 json readJson(const fs::path& path) {
@@ -213,6 +231,19 @@ GgufTypeChooser uniformGgufType(io::GgmlType type) {
     };
 }
 
+std::vector<GgufTensorChoice> ggufTensorPlan(const model::ModelConfig& config) {
+    const auto arch = io::ggufArchitectureOfModelType(config.modelType);
+    if (!arch) throw Error("model_type '" + config.modelType + "' has no GGUF architecture here");
+    std::vector<GgufTensorChoice> out;
+    for (auto& t : Planner(nullptr, config, io::ggufArchitecturePermutesQk(*arch)).plan()) out.push_back(std::move(t.choice));
+    // llama_model_loader's weight_name_comparer: by layer (-1 outside the layers), then by name.
+    std::stable_sort(out.begin(), out.end(), [](const GgufTensorChoice& a, const GgufTensorChoice& b) {
+        const int la = a.naming.layer < 0 ? -1 : a.naming.layer, lb = b.naming.layer < 0 ? -1 : b.naming.layer;
+        return la != lb ? la < lb : a.ggufName < b.ggufName;
+    });
+    return out;
+}
+
 fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination, const GgufExportOptions& options,
                    const ProgressCallback& progress, const CancelToken& cancel) {
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
@@ -223,10 +254,11 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
         throw Error(checkpoint.root().string() + ": its " + std::string(formats::formatName(reader.format().format)) +
                     " layers cannot be decoded: " + reader.format().whyNot);
 
-    std::vector<PlannedTensor> planned = Planner(checkpoint, config, io::ggufArchitecturePermutesQk(*arch)).plan();
+    std::vector<PlannedTensor> planned = Planner(&checkpoint, config, io::ggufArchitecturePermutesQk(*arch)).plan();
     const GgufTypeChooser chooser = options.chooser ? options.chooser : uniformGgufType(io::GgmlType::F16);
     for (auto& t : planned) {
-        t.type = chooser(t.choice);
+        const auto encoded = options.encodedLinears.find(t.linearPrefix);
+        t.type = encoded != options.encodedLinears.end() ? checkedEncoded(*encoded->second, t, destination).ggmlType : chooser(t.choice);
         checkType(t, destination);
     }
     const io::GgufMetadata tokenizer = tokenizerMetadata(checkpoint, options, config.vocabSize);
@@ -238,13 +270,17 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
     io::GgufWriter writer(destination, io::GgufWriterOptions{.overwrite = options.overwrite});
     for (const auto& [key, value] : metadata.entries()) writer.set(key, value);
     for (const auto& [key, value] : tokenizer.entries()) writer.set(key, value);
+    for (const auto& [key, value] : options.extraMetadata.entries()) writer.set(key, value);
     if (const auto factors = llama3RopeFactors(config))
         writer.addTensor("rope_freqs.weight", io::GgmlType::F32, {static_cast<std::int64_t>(factors->size())},
                          std::as_bytes(std::span<const float>(*factors)));
     for (std::size_t i = 0; i < planned.size(); ++i) {
         cancel.throwIfCancelled();
         const PlannedTensor& t = planned[i];
-        const std::vector<std::byte> bytes = encode(t.type, valuesOf(t, checkpoint, reader), t.choice.shape.back());
+        const auto encoded = options.encodedLinears.find(t.linearPrefix);
+        const std::vector<std::byte> bytes = encoded != options.encodedLinears.end()
+                                                 ? storedBlocks(*encoded->second, t.interleavedHeads)
+                                                 : encode(t.type, valuesOf(t, checkpoint, reader), t.choice.shape.back());
         writer.addTensor(t.choice.ggufName, t.type, t.choice.shape, bytes);
         report(progress, i + 1, planned.size(), t.choice.ggufName);
     }

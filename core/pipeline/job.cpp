@@ -10,6 +10,7 @@
 #include "qs/model/checkpoint_weights.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/compact_linear.h"
+#include "gguf_method.h"
 #include "hidden_states.h"
 #include "kl_scoring.h"
 
@@ -30,6 +31,7 @@ struct MethodStream {
     Hidden evaluation;
     bool ownCalibration = false;
     std::vector<CompactLayer> kept;   // the finished layers, codes packed; result.layers at the end
+    GgufTypeChooser ggufTypes;        // GGUF methods: the type of each tensor; its model has their token_embd and output
     bool failed() const { return !result.error.empty(); }
 };
 
@@ -67,6 +69,7 @@ double keptBytesPerWeight(const MethodSpec& m) {
     case MethodKind::Nvfp4: return 0.5 + 4.0 / 16;
     case MethodKind::Nf4: return 0.5 + 5.0 / 64;
     case MethodKind::Trellis: return codes + 4.0 / 256;
+    case MethodKind::Gguf: return 1.1;   // at most Q8_0's 8.5 bits
     }
     return 1.1;
 }
@@ -161,9 +164,9 @@ public:
     }
 
 private:
-    // A model of the checkpoint whose forward passes run where the backend runs.
-    model::Transformer makeModel() const {
-        model::Transformer model(config_, weights_);
+    // A model of the checkpoint whose forward passes run where the backend runs (on `weights`, else the checkpoint's).
+    model::Transformer makeModel(std::shared_ptr<const model::WeightSource> weights = nullptr) const {
+        model::Transformer model(config_, weights ? std::move(weights) : weights_);
         if (plan_.backend) model.setLayerMath(plan_.backend->layerMath());
         return model;
     }
@@ -176,10 +179,15 @@ private:
         calibration_ = embedAll(base_, plan_.calibration);
         evaluation_ = embedAll(base_, plan_.evaluation);
         for (const auto& m : plan_.methods) {
-            MethodStream s{MethodResult{}, makeModel(), {}, evaluation_, false, {}};
+            MethodStream s{MethodResult{}, makeModel(), {}, evaluation_, false, {}, {}};
             s.result.method = m;
             s.ownCalibration = plan_.trueSequential && m.needsCalibration() && !plan_.calibration.empty();
             if (s.ownCalibration) s.calibration = calibration_;
+            if (m.gguf()) {   // its own token_embd and output, so its evaluation starts from its own embedding
+                s.ggufTypes = ggufMethodChooser(m, config_, !plan_.calibration.empty());
+                s.model = makeModel(ggufEdgeWeights(weights_, checkpoint_, config_, s.ggufTypes));
+                s.evaluation = embedAll(s.model, plan_.evaluation);
+            }
             if (!s.ownCalibration && !plan_.calibration.empty()) baseStatistics_ = true;
             streams_.push_back(std::move(s));
         }
@@ -225,8 +233,9 @@ private:
         const auto start = Clock::now();
         CompactLayer kept;
         try {
-            QuantizedLayer q = quantizeLayer(s.result.method, original, stats, plan_.seed + std::uint64_t(layer), cancel_,
-                                             plan_.backend.get(), release);
+            QuantizedLayer q = s.ggufTypes ? quantizeGgufLayer(s.ggufTypes, layer, original, stats, cancel_, release)
+                                           : quantizeLayer(s.result.method, original, stats, plan_.seed + std::uint64_t(layer), cancel_,
+                                                           plan_.backend.get(), release);
             for (auto& [module, linear] : q) {
                 const auto samples = stats.empty() ? 0 : stats.input(module).hessian->samples();
                 s.result.modules.push_back(logOf(s.result.method, layer, module, *linear, samples));
@@ -267,11 +276,12 @@ private:
     }
 
     // The streams scored against the original at the end of the evaluation text; a failed method
-    // is skipped. Every quantized stream shares the original's final norm and lm_head.
-    std::vector<KlStream> klStreams(const std::vector<const Hidden*>& hidden) const {
+    // is skipped. The quantized streams share the original's final norm and lm_head, except that a
+    // GGUF method's whole model has its own output (`ownHeads`).
+    std::vector<KlStream> klStreams(const std::vector<const Hidden*>& hidden, bool ownHeads = false) const {
         std::vector<KlStream> out;
         for (std::size_t m = 0; m < streams_.size(); ++m)
-            out.push_back({&base_, streams_[m].failed() ? nullptr : hidden[m]});
+            out.push_back({ownHeads && streams_[m].ggufTypes ? &streams_[m].model : &base_, streams_[m].failed() ? nullptr : hidden[m]});
         return out;
     }
 
@@ -279,7 +289,7 @@ private:
         if (plan_.evaluation.empty()) return;
         std::vector<const Hidden*> hidden;
         for (const auto& s : streams_) hidden.push_back(&s.evaluation);
-        const auto kl = scoreKl({&base_, &evaluation_}, klStreams(hidden), plan_.evaluation, cancel_,
+        const auto kl = scoreKl({&base_, &evaluation_}, klStreams(hidden, true), plan_.evaluation, cancel_,
                                 [&](std::size_t i, std::size_t n) {
                                     report("evaluate", int(i) + 1, int(n), 0.8 + 0.05 * double(i) / double(n),
                                            "KL against the original");

@@ -167,6 +167,7 @@ quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& w
         return orCpu(backend).trellis(w, options);
     }
     case MethodKind::Awq: break;
+    case MethodKind::Gguf: throw Error(method.label() + " chooses a type per tensor of the model: the Job quantizes it");
     }
     throw Error(method.label() + " quantizes groups of linears: use quantizeLayer");
 }

@@ -1,9 +1,11 @@
 #include "qs/pipeline/method_spec.h"
 
+#include <cctype>
 #include <charconv>
 #include <optional>
 
 #include "qs/error.h"
+#include "qs/pipeline/gguf_type_mix.h"
 
 namespace qs::pipeline {
 namespace {
@@ -17,7 +19,8 @@ std::optional<int> parseInt(std::string_view s) {
 
 [[noreturn]] void badMethod(std::string_view name, std::string_view why) {
     throw Error("unknown method '" + std::string(name) + "': " + std::string(why) +
-                " (known: rtnB, gptqB, gptqB-act, awqB, fp8, fp8-channel, fp8-tensor, mxfp4, nvfp4, nf4, trellisK[-lL])");
+                " (known: rtnB, gptqB, gptqB-act, awqB, fp8, fp8-channel, fp8-tensor, mxfp4, nvfp4, nf4, trellisK[-lL], "
+                "and llama-quantize's q4_k_m, q5_k_m, q6_k, q8_0, q4_0, f16, ...)");
 }
 
 // "gptq4-act" -> prefix "gptq", number 4, suffix "act".
@@ -68,6 +71,7 @@ std::string MethodSpec::label() const {
     case MethodKind::Nf4: return "NF4, blocks of 64, double quant";
     case MethodKind::Trellis:
         return "trellis (QTIP-style), L=" + std::to_string(trellisL) + ", K=" + bitsText;
+    case MethodKind::Gguf: return "GGUF " + std::string(ggufFileTypeOf(ggufFileType).name);
     }
     return name;
 }
@@ -80,9 +84,18 @@ bool MethodSpec::integerGrid() const {
 
 MethodSpec parseMethod(std::string_view name, int groupSize) {
     if (groupSize != -1 && groupSize <= 0) throw Error("group size must be positive or -1, got " + std::to_string(groupSize));
-    const Parts parts = split(name);
     MethodSpec spec;
     spec.groupSize = groupSize;
+    if (const GgufFileType* gguf = ggufFileTypeNamed(name)) {
+        spec.kind = MethodKind::Gguf;
+        spec.ggufFileType = gguf->fileType;
+        spec.bits = static_cast<int>(io::ggmlTypeTraits(gguf->baseType).bitsPerWeight());
+        spec.groupSize = io::ggmlTypeTraits(gguf->baseType).blockElements;
+        spec.name = std::string(name);
+        for (char& c : spec.name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+        return spec;
+    }
+    const Parts parts = split(name);
     const auto noSuffix = [&] { if (!parts.suffix.empty()) badMethod(name, "unexpected suffix"); };
     if (parts.prefix == "rtn") {
         spec.kind = MethodKind::Rtn;

@@ -25,6 +25,20 @@ MatrixF decodeScaled(const QuantizedLinear& q, Decode decode) {
     return w;
 }
 
+MatrixF ggmlDecode(const QuantizedLinear& q) {
+    if (!io::ggmlTypeTraits(q.ggmlType).decodes)   // checked here: the loop below must not throw
+        throw Error("QuantizedLinear: ggml type " + std::string(io::ggmlTypeTraits(q.ggmlType).name) + " is not decoded by QuantScope");
+    const std::size_t rowBytes = q.rows > 0 ? io::ggmlRowBytes(q.ggmlType, q.cols) : 0;
+    if (q.rows < 0 || q.blocks.size() != rowBytes * static_cast<std::size_t>(q.rows))
+        throw Error("QuantizedLinear: " + std::to_string(q.blocks.size()) + " bytes of " + std::string(io::ggmlTypeTraits(q.ggmlType).name) +
+                    " for a [" + std::to_string(q.rows) + ", " + std::to_string(q.cols) + "] weight");
+    MatrixF w(q.rows, q.cols);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t r = 0; r < q.rows; ++r)
+        io::ggmlDecodeRow(q.ggmlType, q.blocks.data() + static_cast<std::size_t>(r) * rowBytes, w.data() + r * q.cols, q.cols);
+    return w;
+}
+
 void checkParts(const QuantizedLinear& q) {
     if (q.rows < 0 || q.cols < 0 || q.codes.size() != static_cast<std::size_t>(q.rows * q.cols))
         throw Error("QuantizedLinear: " + std::to_string(q.codes.size()) + " codes for a [" + std::to_string(q.rows) +
@@ -55,6 +69,7 @@ std::string_view methodName(Method m) {
         case Method::Nvfp4: return "nvfp4";
         case Method::Nf4: return "nf4";
         case Method::Trellis: return "trellis";
+        case Method::Ggml: return "ggml";
     }
     return "unknown";
 }
@@ -120,6 +135,7 @@ void QuantizedLinear::allocateParts() {
 
 MatrixF QuantizedLinear::dequantize() const {
     if (codeKind == CodeKind::Trellis) return trellisDecode(*this);
+    if (codeKind == CodeKind::GgmlBlocks) return ggmlDecode(*this);
     checkParts(*this);
     switch (codeKind) {
         case CodeKind::UnsignedInt:
@@ -140,7 +156,8 @@ MatrixF QuantizedLinear::dequantize() const {
                 return table[code & 0xF] * scales(sr, g);
             });
         }
-        case CodeKind::Trellis: break;
+        case CodeKind::Trellis:
+        case CodeKind::GgmlBlocks: break;
     }
     throw Error("QuantizedLinear: unknown code kind");
 }
@@ -188,6 +205,7 @@ double storedBits(const QuantizedLinear& q) {
             const double groups = static_cast<double>(t.starts.size());
             return groups * (t.L + static_cast<double>(t.K) * (t.groupSize - 1) + 16.0);
         }
+        case Method::Ggml: return 8.0 * static_cast<double>(q.blocks.size());   // the blocks hold their scales
     }
     return 0.0;
 }

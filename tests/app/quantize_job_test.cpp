@@ -80,6 +80,17 @@ protected:
     bool waitForJob(int timeoutMs = 120000) {
         return waitUntil([this] { return !window.quantizeJob()->isRunning(); }, timeoutMs);
     }
+    // Exports the Export panel's choice to `destination` and waits: why it did not, empty when it did.
+    static QString exportTo(ExportPanel& exporter, const QString& destination) {
+        exporter.setDestination(destination);
+        if (!exporter.problem().isEmpty()) return exporter.problem();
+        QString failure;
+        const auto connection = QObject::connect(&exporter, &ExportPanel::failed, [&](const QString& m) { failure = m; });
+        exporter.startExport();
+        const bool finished = waitUntil([&] { return !exporter.isExporting(); }, 60000);
+        QObject::disconnect(connection);
+        return finished ? failure : QStringLiteral("the export did not finish within a minute");
+    }
 
     MainWindow window{MainWindow::Settings::Ignore};
     ModelChecker logChecker{window.moduleLog()};
@@ -229,16 +240,41 @@ TEST_F(QuantizeJobTest, ExportWritesTheChosenResultAndRefusesTheSourceFolder) {
     EXPECT_TRUE(exporter.problem().contains(QStringLiteral("source"))) << exporter.problem().toStdString();
     QTemporaryDir scratch;
     const QString destination = scratch.filePath(QStringLiteral("demo-fp8"));
-    exporter.setDestination(destination);
-    ASSERT_TRUE(exporter.problem().isEmpty()) << exporter.problem().toStdString();
-    QString failure;
-    QObject::connect(&exporter, &ExportPanel::failed, [&](const QString& m) { failure = m; });
-    exporter.startExport();
-    ASSERT_TRUE(waitUntil([&] { return !exporter.isExporting(); }, 60000));
+    const QString failure = exportTo(exporter, destination);
     ASSERT_TRUE(failure.isEmpty()) << failure.toStdString();
     EXPECT_FALSE(exporter.written().isEmpty());
     EXPECT_TRUE(QFile::exists(QDir(destination).filePath(QStringLiteral("config.json"))));
     EXPECT_FALSE(QFile::exists(QDir(kDemo).filePath(QStringLiteral("fp8-out"))));
+}
+
+TEST_F(QuantizeJobTest, AGgufMethodStandsBesideGptqAndExportsAsAGgufFile) {
+    ASSERT_TRUE(panel().selectMethods({"gptq4", "q4_k_m"}));
+    ASSERT_TRUE(window.startQuantizeJob());
+    ASSERT_TRUE(waitForJob());
+    ASSERT_TRUE(failure.isEmpty()) << failure.toStdString();
+    ASSERT_TRUE(result);
+    ASSERT_EQ(result->methods.size(), 2u);
+    const auto& q4km = result->methods[1];
+    EXPECT_EQ(q4km.method.label(), "GGUF Q4_K_M");
+    EXPECT_GT(q4km.kl.meanKld.value, 0.0);
+    EXPECT_GT(q4km.bitsPerWeight, 4.5);   // Q4_K with attn_v and ffn_down in Q6_K
+    EXPECT_EQ(window.resultsPage()->klPerMethod()->barCount(), 2);
+    EXPECT_EQ(window.resultsPage()->table()->rowCount(), 2);
+
+    ExportPanel& exporter = *window.exportPanel();
+    ASSERT_TRUE(exporter.selectMethod(QStringLiteral("GGUF Q4_K_M")));
+    EXPECT_EQ(exporter.formatName(), QStringLiteral("gguf"));
+    EXPECT_TRUE(exporter.formatText().contains(QStringLiteral("llama.cpp, Ollama and LM Studio"))) << exporter.formatText().toStdString();
+    QTemporaryDir scratch;
+    exporter.setDestination(scratch.filePath(QStringLiteral("demo-q4")));
+    EXPECT_TRUE(exporter.problem().contains(QStringLiteral(".gguf"))) << exporter.problem().toStdString();
+    const QString destination = scratch.filePath(QStringLiteral("demo-Q4_K_M.gguf"));
+    const QString exportFailure = exportTo(exporter, destination);
+    ASSERT_TRUE(exportFailure.isEmpty()) << exportFailure.toStdString();
+    EXPECT_EQ(exporter.written(), destination);
+    QFile file(destination);
+    ASSERT_TRUE(file.open(QIODevice::ReadOnly));
+    EXPECT_EQ(file.read(4), QByteArray("GGUF"));
 }
 
 TEST_F(QuantizeJobTest, CancelMidJobStopsWithinASecond) {

@@ -94,6 +94,24 @@ TEST_F(ScreenshotTest, ABadCheckpointExitsWithTheCoreMessage) {
     EXPECT_FALSE(QFile::exists(png));
 }
 
+TEST_F(ScreenshotTest, GgufMethodsRunFromTheCommandLineAndTheExportPanelShows) {
+    const QString png = dir.filePath(QStringLiteral("gguf.png"));
+    const ProcessResult run =
+        runQuantscope({QStringLiteral("--screenshot"), png, QStringLiteral("--quantize"), QStringLiteral("--methods"),
+                       QStringLiteral("gptq4,q4_k_m"), QStringLiteral("--tab"), QStringLiteral("export"),
+                       QStringLiteral(QS_RESOURCES_DIR "/demo")});
+    ASSERT_EQ(run.exitCode, 0) << run.stderrText.toStdString();
+    const QImage image(png);
+    // The Quantize panel with its GGUF rows still fits the window's 900 pixels.
+    EXPECT_EQ(image.size(), QSize(1400, 900));
+    EXPECT_GT(pixelsNear(image, QColor(242, 142, 43)), 500) << "no bar for q4_k_m, the second series";
+
+    const ProcessResult unknown = runQuantscope({QStringLiteral("--screenshot"), dir.filePath(QStringLiteral("u.png")),
+                                                 QStringLiteral("--methods"), QStringLiteral("q4_k_x"), kStories});
+    EXPECT_EQ(unknown.exitCode, 2);
+    EXPECT_TRUE(unknown.stderrText.contains(QStringLiteral("--methods"))) << unknown.stderrText.toStdString();
+}
+
 TEST_F(ScreenshotTest, UnknownTabIsAnError) {
     const ProcessResult run = runQuantscope({QStringLiteral("--screenshot"), dir.filePath(QStringLiteral("x.png")),
                                    QStringLiteral("--tab"), QStringLiteral("nope"), kStories});

@@ -1,14 +1,16 @@
 // quantscope-cli on GGUF files: inspect (text and JSON: container, ggml types with bits per weight,
 // metadata), --tensors / --stats on decoded values, dequantize to safetensors (HF names, config.json,
-// tokenizer.json) and to GGUF, eval against the original, and broken files refused with one line
-// naming the file (exit code 2).
+// tokenizer.json) and to GGUF, eval against the original, quantize with llama-quantize's file types
+// (--method q4_k_m, --imatrix-out), and broken files refused with one line naming the file (exit code 2).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <unistd.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -16,7 +18,9 @@
 #include "gguf_test_bytes.h"
 #include "io_test_util.h"
 #include "qs/io/checkpoint.h"
+#include "qs/io/gguf_file.h"
 #include "qs/model/tokenizer.h"
+#include "qs/pipeline/calibration_text.h"
 
 namespace {
 
@@ -124,6 +128,101 @@ TEST(CliGguf, DequantizeToGgufThenEvalAgainstTheOriginal) {
     // A safetensors destination does not take a ggml type.
     const auto bad = runCli({"dequantize", kDemo.string(), "--out", (dir / "x").string(), "--dtype", "q8_0"});
     expectOneLineError(bad, "--dtype q8_0", "a safetensors destination takes bf16, f16 or f32");
+}
+
+namespace {
+
+// Σx² per input column of layer 0's attention input over `windows`, computed here from the
+// checkpoint's own tensors: RMSNorm(embedding) * input_layernorm, as the model's first linears see it.
+std::vector<double> layer0AttentionInputSquares(const qs::io::Checkpoint& demo, const qs::pipeline::TokenSequences& windows) {
+    const std::vector<float> embedding = demo.tensor("model.embed_tokens.weight").toF32();
+    const std::vector<float> norm = demo.tensor("model.layers.0.input_layernorm.weight").toF32();
+    const double eps = demo.config()["rms_norm_eps"].get<double>();
+    const std::size_t hidden = norm.size();
+    std::vector<double> sums(hidden, 0.0);
+    for (const auto& window : windows)
+        for (const qs::model::TokenId token : window) {
+            const float* x = embedding.data() + static_cast<std::size_t>(token) * hidden;
+            double meanSquare = 0.0;
+            for (std::size_t c = 0; c < hidden; ++c) meanSquare += double(x[c]) * double(x[c]);
+            const double scale = 1.0 / std::sqrt(meanSquare / double(hidden) + eps);
+            for (std::size_t c = 0; c < hidden; ++c) {
+                const double v = double(x[c]) * scale * double(norm[c]);
+                sums[c] += v * v;
+            }
+        }
+    return sums;
+}
+
+}  // namespace
+
+// quantize --method q4_k_m: one GGUF file in llama.cpp's mix, holding the bytes compare measured (its
+// eval gives compare's KL), and the calibration as llama.cpp's imatrix.
+TEST(CliGguf, QuantizeToQ4KMWritesWhatCompareMeasuredAndTheImatrix) {
+    TempDir dir;
+    const fs::path gguf = dir / "demo-Q4_K_M.gguf", imatrix = dir / "demo.imatrix.gguf";
+    const fs::path compareJson = dir / "compare.json", evalJson = dir / "eval.json";
+    const auto c = runCli({"compare", kDemo.string(), "--methods", "q4_k_m", "--samples", "8", "--seq-len", "128", "--eval-samples",
+                           "4", "--json", compareJson.string()});
+    ASSERT_EQ(c.exitCode, 0) << c.err;
+    EXPECT_THAT(c.out, HasSubstr("GGUF Q4_K_M"));
+    const auto q = runCli({"quantize", kDemo.string(), "--method", "q4_k_m", "--calib", (kDemo / "calibration.txt").string(),
+                           "--samples", "8", "--seq-len", "128", "--imatrix-out", imatrix.string(), "--out", gguf.string()});
+    ASSERT_EQ(q.exitCode, 0) << q.err;
+    EXPECT_THAT(q.out, HasSubstr("wrote " + gguf.string() + " and " + imatrix.string()));
+
+    // llama.cpp's Q4_K_M on two layers: use_more_bits(1, 2) only, so layer 1's attn_v and ffn_down
+    // are Q6_K, and the tied token_embd (the output) Q6_K.
+    const qs::io::GgufFile file = qs::io::GgufFile::open(gguf);
+    EXPECT_EQ(file.metadata().integer("general.file_type"), 15);
+    using T = qs::io::GgmlType;
+    EXPECT_EQ(*file.find("blk.0.attn_v.weight")->ggmlType, T::Q4_K);
+    EXPECT_EQ(*file.find("blk.1.attn_v.weight")->ggmlType, T::Q6_K);
+    EXPECT_EQ(*file.find("blk.0.ffn_down.weight")->ggmlType, T::Q4_K);
+    EXPECT_EQ(*file.find("blk.1.ffn_down.weight")->ggmlType, T::Q6_K);
+    EXPECT_EQ(*file.find("blk.1.attn_q.weight")->ggmlType, T::Q4_K);
+    EXPECT_EQ(*file.find("token_embd.weight")->ggmlType, T::Q6_K);
+
+    const auto e = runCli({"eval", kDemo.string(), gguf.string(), "--samples", "4", "--seq-len", "128", "--json", evalJson.string()});
+    ASSERT_EQ(e.exitCode, 0) << e.err;
+    const json compared = json::parse(std::ifstream(compareJson)), evaluated = json::parse(std::ifstream(evalJson));
+    const double measured = compared["methods"][0]["kl"]["mean_kld"]["value"].get<double>();
+    EXPECT_GT(measured, 0.0);
+    EXPECT_NEAR(evaluated["kl"]["mean_kld"]["value"].get<double>(), measured, 1e-6 + 1e-4 * measured);
+
+    // The imatrix: Σx² of each linear's input over the 8 x 128 calibration tokens, and their count.
+    const qs::io::GgufFile im = qs::io::GgufFile::open(imatrix);
+    ASSERT_NE(im.metadata().string("general.type"), nullptr);
+    EXPECT_EQ(*im.metadata().string("general.type"), "imatrix");
+    EXPECT_EQ(im.metadata().integer("imatrix.chunk_count"), 8);
+    EXPECT_EQ(im.metadata().integer("imatrix.chunk_size"), 128);
+    EXPECT_EQ(im.tensors().size(), 2u * 7u * 2u);
+    EXPECT_EQ(im.tensor("blk.1.ffn_down.weight.counts").toF32(), std::vector<float>{1024.0f});
+    const qs::io::Checkpoint demo = qs::io::Checkpoint::open(kDemo);
+    const auto windows = qs::pipeline::tokenWindows(qs::model::Tokenizer::forCheckpoint(demo),
+                                                    qs::pipeline::loadTexts(kDemo / "calibration.txt"), 8, 128, "calibration.txt");
+    const std::vector<double> expected = layer0AttentionInputSquares(demo, windows);
+    const std::vector<float> sums = im.tensor("blk.0.attn_q.weight.in_sum2").toF32();
+    ASSERT_EQ(sums.size(), expected.size());
+    for (std::size_t i = 0; i < sums.size(); ++i) EXPECT_NEAR(sums[i], expected[i], 1e-3 * expected[i]) << i;
+    EXPECT_EQ(im.tensor("blk.0.attn_k.weight.in_sum2").toF32(), sums);   // q, k and v read the same input
+}
+
+// A GGUF method writes one .gguf file and nothing else; the other methods write no GGUF.
+TEST(CliGguf, QuantizeRefusesWhatAGgufMethodDoesNotWrite) {
+    TempDir dir;
+    const std::string demo = kDemo.string();
+    expectOneLineError(runCli({"quantize", demo, "--method", "gptq4", "--out", (dir / "x.gguf").string()}), "gptq4",
+                       "a GGUF file is written by llama.cpp's methods");
+    expectOneLineError(runCli({"quantize", demo, "--method", "q4_k_m", "--out", (dir / "demo-q4").string()}), "demo-q4",
+                       "must end in .gguf");
+    expectOneLineError(runCli({"quantize", demo, "--method", "q6_k", "--format", "gptq_v2", "--out", (dir / "x.gguf").string()}),
+                       "q6_k", "writes a GGUF file, not --format gptq_v2");
+    expectOneLineError(runCli({"quantize", demo, "--method", "fp8", "--imatrix-out", (dir / "i.gguf").string(), "--out",
+                               (dir / "fp8").string()}),
+                       "--imatrix-out", "apply to the GGUF methods only");
+    expectOneLineError(runCli({"quantize", demo, "--method", "q5_k_x", "--out", (dir / "x.gguf").string()}), "q5_k_x", "unknown method");
+    EXPECT_TRUE(fs::is_empty(dir.path())) << "a refused quantize wrote something";
 }
 
 TEST(CliGguf, BrokenFilesAreOneLineNamingTheFile) {

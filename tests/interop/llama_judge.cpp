@@ -42,4 +42,15 @@ nlohmann::json runLlamaJudge(const nlohmann::json& request) {
     }
 }
 
+std::vector<std::string> missingKeyWarnings(const nlohmann::json& answer) {
+    std::vector<std::string> out;
+    for (const auto& w : answer.at("warnings")) {
+        const std::string text = w.get<std::string>();
+        if (text.find("missing") != std::string::npos || text.find("not found") != std::string::npos ||
+            text.find("GENERATION QUALITY") != std::string::npos)
+            out.push_back(text);
+    }
+    return out;
+}
+
 }  // namespace qs::interop

@@ -5,6 +5,7 @@
 // ggml.h / gguf.h of the matching llama.cpp source declare them.
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -46,6 +47,24 @@ public:
     // Throws std::runtime_error when ggml refuses the file.
     GgmlGgufView readGguf(const std::filesystem::path& path) const;
 
+    // A GGUF whose metadata and tensor infos ggml's own writer writes (gguf_write_to_file, only_meta)
+    // and whose data is a hole of the right size (a sparse file): a model of any shape for a dry run
+    // of llama-quantize. Tensors are {name, ggml type, row-major shape}.
+    struct SparseTensor {
+        std::string name;
+        int type = 0;
+        std::vector<std::int64_t> shape;
+    };
+    struct SparseKey {
+        std::string key;
+        std::string text;                  // the value of a Text key
+        std::uint32_t u32 = 0;
+        float f32 = 0;
+        enum Kind { Text, U32, F32 } kind = Text;
+    };
+    void writeSparseGguf(const std::filesystem::path& path, const std::vector<SparseKey>& keys,
+                         const std::vector<SparseTensor>& tensors) const;
+
 private:
     void* handle_ = nullptr;
 };
@@ -58,11 +77,23 @@ public:
     LlamaQuantizer& operator=(const LlamaQuantizer&) = delete;
 
     // llama-quantize IN OUT FTYPE: `fileType` is a llama_ftype (7 Q8_0, 15 Q4_K_M, 18 Q6_K, 30 IQ4_XS).
-    // Throws std::runtime_error when llama.cpp reports a failure.
-    void quantize(const std::filesystem::path& in, const std::filesystem::path& out, int fileType, int threads) const;
+    // `imatrix` (tensor name -> importance, already divided by the counts as llama-quantize divides
+    // them) is passed as llama-quantize --imatrix passes it. Throws std::runtime_error when llama.cpp
+    // reports a failure.
+    void quantize(const std::filesystem::path& in, const std::filesystem::path& out, int fileType, int threads,
+                  const std::map<std::string, std::vector<float>>* imatrix = nullptr) const;
+    // llama-quantize --dry-run: the type it would give each tensor, read from its log.
+    std::map<std::string, std::string> dryRunTypes(const std::filesystem::path& in, int fileType) const;
 
 private:
     void* handle_ = nullptr;
 };
+
+// llama-quantize's reading of an imatrix file: common_imatrix_load of libllama-common, then the
+// division by the counts of tools/quantize (load_imatrix). Throws std::runtime_error when
+// llama.cpp refuses the file; `datasets` and `chunks` receive its metadata.
+std::map<std::string, std::vector<float>> loadImatrixAsLlamaQuantize(const std::filesystem::path& path,
+                                                                     std::vector<std::string>* datasets = nullptr,
+                                                                     int* chunks = nullptr);
 
 }  // namespace qs::interop

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <map>
 
+#include "interop_test_support.h"
 #include "llama_judge.h"
 #include "llama_libraries.h"
 #include "qs/error.h"
@@ -36,36 +37,10 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kDemo = fs::path(QS_RESOURCES_DIR) / "demo";
-const fs::path kStories = fs::path(QS_RESOURCES_DIR) / "models" / "stories260K";
-const fs::path kStoriesTokenizer = fs::path(QS_TEST_DATA_DIR) / "stories260K" / "tok512.bin";
+using interop::kDemo, interop::kStories, interop::kStoriesTokenizer;
 const fs::path kTinyLlama = fs::path(QS_TEST_DATA_DIR) / "gguf" / "llama-2-tiny-random.gguf";
-const std::string kStory =
-    "Once upon a time, there was a little girl named Lily. She loved to play outside in the park with her friends. "
-    "One day, Lily saw a big red ball under a tree. She ran to the tree and picked up the ball. \"Can I play with you?\" "
-    "asked a small dog. Lily smiled and said, \"Yes, let's play together!\" They played all day and had lots of fun. "
-    "When the sun went down, Lily went home and told her mom about her new friend. The next morning, Lily woke up early. "
-    "She put on her shoes and ran back to the park. The dog was waiting for her by the tree. They played with the ball "
-    "again, and then they found a little bird that could not fly. Lily was sad for the bird. She took it home in a box "
-    "and gave it some water. Her mom helped her keep it warm. After a few days, the bird was happy and strong, and it flew "
-    "away into the blue sky. Lily waved goodbye and smiled, because she knew that helping others is a good thing to do.";
 
-class Interop : public ::testing::Test {
-protected:
-    void SetUp() override {
-        const std::string why = interop::missingJudge();
-        if (!why.empty()) FAIL() << why;
-        dir_ = fs::temp_directory_path() / ("qs_interop_" + std::to_string(::getpid()) + "_" +
-                                            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-        fs::remove_all(dir_);
-        fs::create_directories(dir_);
-    }
-    void TearDown() override {
-        std::error_code ec;
-        fs::remove_all(dir_, ec);
-    }
-    fs::path dir_;
-};
+class Interop : public interop::JudgedTest {};
 
 std::string readText(const fs::path& p) {
     std::ifstream in(p, std::ios::binary);
@@ -112,25 +87,13 @@ KlFigures compareDistributions(const json& theirs, const MatrixF& ourLogits) {
     return k;
 }
 
-// llama.cpp's warnings that say the file lacks something it wanted.
-std::vector<std::string> missingKeyWarnings(const json& answer) {
-    std::vector<std::string> out;
-    for (const auto& w : answer.at("warnings")) {
-        const std::string text = w.get<std::string>();
-        if (text.find("missing") != std::string::npos || text.find("not found") != std::string::npos ||
-            text.find("GENERATION QUALITY") != std::string::npos)
-            out.push_back(text);
-    }
-    return out;
-}
-
 // Runs the export through llama.cpp and through our forward pass on the same tokens.
 KlFigures judgeExport(const fs::path& gguf, const std::vector<model::TokenId>& tokens, const std::string& text) {
     const io::Checkpoint checkpoint = io::Checkpoint::open(gguf);
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
     const json answer = interop::runLlamaJudge({{"model", gguf.string()}, {"tokenize", {text}}, {"evaluate", {tokens}},
                                                 {"vocabulary", config.vocabSize}, {"threads", 2}});
-    EXPECT_EQ(missingKeyWarnings(answer), std::vector<std::string>{}) << gguf;
+    EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{}) << gguf;
     for (const auto& w : answer.at("warnings")) std::printf("llama.cpp warning: %s\n", w.get<std::string>().c_str());
     // llama.cpp tokenizes the text as our tokenizer from the same file does.
     const model::Tokenizer ours = model::Tokenizer::forCheckpoint(checkpoint);
@@ -151,7 +114,7 @@ std::vector<model::TokenId> demoTokens() {
 
 std::vector<model::TokenId> storyTokens() {
     const auto tokenizer = model::Tokenizer::fromSentencePiece(model::readLlama2cTokenizer(kStoriesTokenizer, 512), 1, 2, "tok512.bin");
-    return tokenizer.encode(kStory, {.addBos = true});
+    return tokenizer.encode(interop::kStory, {.addBos = true});
 }
 
 }  // namespace
@@ -173,7 +136,7 @@ TEST_F(Interop, StoriesExportsRunInLlamaCppAsInQuantScope) {
     ASSERT_GT(tokens.size(), 250u);
     for (const auto type : {io::GgmlType::F32, io::GgmlType::F16}) {
         const fs::path file = exportGguf(kStories, dir_ / ("stories-" + std::string(io::ggmlTypeTraits(type).name) + ".gguf"), type, true);
-        const KlFigures k = judgeExport(file, tokens, kStory);
+        const KlFigures k = judgeExport(file, tokens, interop::kStory);
         EXPECT_EQ(k.positions, tokens.size());
         EXPECT_LT(k.mean, 1e-5) << io::ggmlTypeTraits(type).name;
     }
@@ -190,7 +153,7 @@ TEST_F(Interop, TheTinyLlamaFileTokenizesAsLlamaCppTokenizesIt) {
         if (next == std::string::npos) break;
         at = next + separator.size();
     }
-    texts.push_back(kStory);
+    texts.push_back(interop::kStory);
     const json answer = interop::runLlamaJudge({{"model", kTinyLlama.string()}, {"tokenize", texts}, {"vocabulary", 32000}});
     const model::Tokenizer ours = model::Tokenizer::forCheckpoint(io::Checkpoint::open(kTinyLlama));
     std::size_t same = 0;

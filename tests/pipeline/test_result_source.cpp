@@ -12,6 +12,7 @@
 #include "qs/io/checkpoint.h"
 #include "qs/io/checkpoint_fingerprint.h"
 #include "qs/pipeline/exporter.h"
+#include "qs/pipeline/gguf_result_export.h"
 #include "qs/pipeline/job.h"
 
 using namespace qs;
@@ -99,6 +100,25 @@ TEST(ResultSource, AResultThatNamesNoCheckpointIsRefused) {
     const std::string why = exportError({kDemo, scratch.path() / "out", "", false, {}}, result);
     EXPECT_NE(why.find("does not say which checkpoint"), std::string::npos) << why;
     EXPECT_FALSE(std::filesystem::exists(scratch.path() / "out"));
+}
+
+// The GGUF writer of a GGUF method's result refuses another checkpoint the same way.
+TEST(ResultSource, GgufExportRefusesACopyOfTheSourceAndWritesNothing) {
+    const JobResult result = quantizeDemo("q8_0");
+    ScratchDir scratch("gguf");
+    const auto copy = scratch.path() / "finetune";
+    std::filesystem::copy(kDemo, copy, std::filesystem::copy_options::recursive);
+    const auto out = scratch.path() / "out.gguf";
+    std::string why = "(exported)";
+    try {
+        writeGgufResult(io::Checkpoint::open(copy), result.methods.front(), out, {}, {}, CancelToken{});
+    } catch (const Error& e) {
+        why = e.what();
+    }
+    EXPECT_NE(why.find("not from " + std::filesystem::canonical(copy).string() + " (headers "), std::string::npos) << why;
+    EXPECT_FALSE(std::filesystem::exists(out));
+    EXPECT_EQ(writeGgufResult(io::Checkpoint::open(kDemo), result.methods.front(), out, {}, {}, CancelToken{}), out);
+    EXPECT_TRUE(std::filesystem::exists(out));
 }
 
 // Without calibration or evaluation text nothing polls after the last module but the unpacking of

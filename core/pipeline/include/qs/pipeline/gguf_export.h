@@ -8,6 +8,8 @@
 // Written through io::GgufWriter (temporary file, renamed into place). docs/formats/gguf.md.
 #include <filesystem>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -15,8 +17,11 @@
 #include "qs/cancel_token.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/ggml_type.h"
+#include "qs/io/gguf_value.h"
+#include "qs/model/model_config.h"
 #include "qs/model/tokenizer.h"
 #include "qs/progress.h"
+#include "qs/quant/quantized_linear.h"
 
 namespace qs::pipeline {
 
@@ -52,7 +57,18 @@ struct GgufExportOptions {
     std::optional<int> fileType;                              // general.file_type; else from the matrices' commonest type
     std::string name;                                         // general.name; else the source folder's name
     bool overwrite = false;
+    // Linears already encoded (CodeKind::GgmlBlocks, a GGUF method's Job result) by Hugging Face
+    // prefix ("model.layers.0.mlp.down_proj"): written as they are, in their own type, so that the file
+    // holds the bytes the Job measured. The chooser decides the other tensors.
+    std::map<std::string, std::shared_ptr<const quant::QuantizedLinear>> encodedLinears;
+    // Extra metadata (the imatrix keys llama-quantize writes, quantize.imatrix.*), after the model's.
+    io::GgufMetadata extraMetadata;
 };
+
+// The tensors of a model as writeGguf plans them from its config alone (biases as the config
+// announces them), in the order llama.cpp's loader sorts them: the tensors outside the layers, then
+// layer by layer, each by name.
+std::vector<GgufTensorChoice> ggufTensorPlan(const model::ModelConfig& config);
 
 // Returns the file written. Throws qs::Error (architecture or tokenizer not storable, a type the
 // chooser picked that cannot hold a tensor, I/O) or qs::Cancelled, leaving nothing behind.

@@ -10,13 +10,15 @@
 //             FP8_DYNAMIC); fp8-tensor: one scale for the matrix
 //   mxfp4 / nvfp4 / nf4
 //   trellisK  QTIP-style trellis, K bits per weight (1..4), L = 8 unless given as trellisK-lL
+//   q4_k_m, q6_k, q8_0, f16, ...  llama-quantize's file types (gguf_type_mix.h), any case: a ggml type
+//             per tensor as llama.cpp's mix chooses it, importance-weighted by the calibration when given
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace qs::pipeline {
 
-enum class MethodKind { Rtn, Gptq, Awq, Fp8, Mxfp4, Nvfp4, Nf4, Trellis };
+enum class MethodKind { Rtn, Gptq, Awq, Fp8, Mxfp4, Nvfp4, Nf4, Trellis, Gguf };
 enum class Fp8Granularity { Block, Channel, Tensor };
 
 struct MethodSpec {
@@ -28,10 +30,12 @@ struct MethodSpec {
     bool sym = false;
     int trellisL = 8;
     Fp8Granularity fp8Scales = Fp8Granularity::Block;   // FP8
+    int ggufFileType = -1;     // GGUF: llama_ftype (15 = Q4_K_M)
 
     std::string label() const;               // "GPTQ int4, g64, act-order" (the reference KL table's wording)
     bool needsCalibration() const;           // GPTQ and AWQ read the layer inputs
     bool integerGrid() const;                // RTN, GPTQ, AWQ
+    bool gguf() const { return kind == MethodKind::Gguf; }
 };
 
 // Throws qs::Error naming the bad entry. `groupSize` applies to the integer methods.

@@ -9,6 +9,8 @@
 //   int groups:  blockRows 1, blockCols = group size (cols when per row)
 //   FP8 blocks:  blockRows 128, blockCols 128; per channel: 1, cols; per tensor: rows, cols
 //   MXFP4 1x32, NVFP4 1x16 (times globalScale), NF4 1x64 (absmax)
+// The ggml types (GGUF methods) are the exception: they keep the encoded blocks themselves
+// (CodeKind::GgmlBlocks), so what is measured is exactly what a GGUF file stores.
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -16,12 +18,14 @@
 #include <string_view>
 #include <vector>
 
+#include "qs/io/ggml_type.h"
 #include "qs/matrix.h"
 
 namespace qs::quant {
 
-enum class Method { Rtn, Gptq, Awq, Fp8, Mxfp4, Nvfp4, Nf4, Trellis };
-std::string_view methodName(Method m);   // "rtn", "gptq", "awq", "fp8", "mxfp4", "nvfp4", "nf4", "trellis"
+enum class Method { Rtn, Gptq, Awq, Fp8, Mxfp4, Nvfp4, Nf4, Trellis, Ggml };
+// "rtn", "gptq", "awq", "fp8", "mxfp4", "nvfp4", "nf4", "trellis", "ggml"
+std::string_view methodName(Method m);
 
 enum class CodeKind {
     UnsignedInt,  // value = scale * (code - zero); code in 0 .. 2^bits-1
@@ -29,6 +33,7 @@ enum class CodeKind {
     E2M1,         // value = e2m1(code) * scale * globalScale (FP4: MXFP4, NVFP4)
     Nf4,          // value = NF4_TABLE[code] * absmax
     Trellis,      // see TrellisParts
+    GgmlBlocks,   // `blocks` holds the rows in ggml type `ggmlType`, decoded by io::ggmlDecodeRow
 };
 
 // The trellis (QTIP-style bitshift) parts: per group of `groupSize` weights of the Hadamard-rotated
@@ -70,6 +75,15 @@ struct QuantizedLinear {
     float scaleOffset = 0.0f;
 
     TrellisParts trellis;
+
+    // GgmlBlocks: rows * io::ggmlRowBytes(ggmlType, cols) bytes, row after row, as a GGUF tensor
+    // stores them; codes and scales stay empty.
+    io::GgmlType ggmlType = io::GgmlType::F32;
+    std::vector<std::uint8_t> blocks;
+    // The importance the blocks were encoded with: the calibration inputs' Σx² per input column and
+    // the number of inputs summed (llama.cpp's imatrix entry of this tensor). Empty without calibration.
+    std::vector<float> inputSumSquares;
+    std::int64_t inputCount = 0;
 
     // Measurements (NaN when not measured).
     double outputError = std::numeric_limits<double>::quiet_NaN();   // relative ||(W - Q) X|| / ||W X||

@@ -1,0 +1,131 @@
+#include "gguf_method.h"
+
+#include <chrono>
+#include <mutex>
+#include <numeric>
+#include <optional>
+
+#include "qs/formats/linear_reader.h"
+#include "qs/io/gguf_names.h"
+#include "qs/io/tensor_name.h"
+#include "qs/pipeline/gguf_type_mix.h"
+#include "qs/quant/ggml_linear.h"
+#include "qs/quant/output_error.h"
+
+namespace qs::pipeline {
+
+namespace {
+
+GgufTensorChoice choiceOf(const std::string& name, std::vector<std::int64_t> shape) {
+    GgufTensorChoice c;
+    c.name = name;
+    c.ggufName = io::ggufNameOfHfTensor(name).value_or(name);
+    c.naming = io::parseTensorName(name);
+    c.shape = std::move(shape);
+    return c;
+}
+
+// llama.cpp's imatrix entry of a linear: Σx² per input column over the calibration tokens, from
+// H = 2XᵀX/n.
+quant::InputImportance importanceOf(LayerStatistics& statistics, std::string_view module) {
+    quant::InputImportance importance;
+    if (statistics.empty()) return importance;
+    const std::int64_t n = statistics.input(module).hessian->samples();
+    const MatrixF& h = statistics.hessian(module);
+    importance.count = n;
+    importance.sumSquares.resize(static_cast<std::size_t>(h.cols()));
+    for (Eigen::Index c = 0; c < h.cols(); ++c)
+        importance.sumSquares[static_cast<std::size_t>(c)] = static_cast<float>(0.5 * double(h(c, c)) * double(n));
+    return importance;
+}
+
+// A matrix held as ggml blocks, decoded where the model reads it.
+class EdgeWeights final : public model::WeightSource {
+public:
+    EdgeWeights(std::shared_ptr<const model::WeightSource> inner, std::optional<quant::QuantizedLinear> embedding,
+                std::optional<quant::QuantizedLinear> head, bool tied)
+        : inner_(std::move(inner)), embedding_(std::move(embedding)), head_(std::move(head)), tied_(tied) {}
+
+    model::LayerWeights layer(int index) const override { return inner_->layer(index); }
+    VectorF finalNorm() const override { return inner_->finalNorm(); }
+
+    MatrixF embeddingRows(std::span<const model::TokenId> tokens) const override {
+        if (!embedding_) return inner_->embeddingRows(tokens);
+        const std::size_t rowBytes = io::ggmlRowBytes(embedding_->ggmlType, embedding_->cols);
+        MatrixF rows(static_cast<Eigen::Index>(tokens.size()), embedding_->cols);
+        for (std::size_t i = 0; i < tokens.size(); ++i) {
+            if (tokens[i] < 0 || tokens[i] >= embedding_->rows) return inner_->embeddingRows(tokens);   // its error
+            io::ggmlDecodeRow(embedding_->ggmlType, embedding_->blocks.data() + static_cast<std::size_t>(tokens[i]) * rowBytes,
+                              rows.row(static_cast<Eigen::Index>(i)).data(), embedding_->cols);
+        }
+        return rows;
+    }
+
+    MatrixF lmHead(const MatrixF& normedHidden, const model::LayerMath& math) const override {
+        const quant::QuantizedLinear* head = tied_ ? (embedding_ ? &*embedding_ : nullptr) : (head_ ? &*head_ : nullptr);
+        if (head == nullptr) return inner_->lmHead(normedHidden, math);
+        return normedHidden * decoded(*head).transpose();
+    }
+
+private:
+    const MatrixF& decoded(const quant::QuantizedLinear& q) const {
+        std::call_once(decodeOnce_, [&] { decodedHead_ = q.dequantize(); });
+        return decodedHead_;
+    }
+
+    std::shared_ptr<const model::WeightSource> inner_;
+    std::optional<quant::QuantizedLinear> embedding_, head_;
+    bool tied_;
+    mutable std::once_flag decodeOnce_;
+    mutable MatrixF decodedHead_;
+};
+
+}  // namespace
+
+GgufTypeChooser ggufMethodChooser(const MethodSpec& method, const model::ModelConfig& config, bool withImportance) {
+    return ggufMixChooser(ggufFileTypeOf(method.ggufFileType), config, withImportance);
+}
+
+QuantizedLayer quantizeGgufLayer(const GgufTypeChooser& chooser, int layer, model::LayerWeights& weights,
+                                 LayerStatistics& statistics, const CancelToken& cancel, LayerRelease release) {
+    QuantizedLayer out;
+    const std::string prefix = "model.layers." + std::to_string(layer) + ".";
+    for (std::string_view module : model::LayerWeights::kLinearModules) {
+        cancel.throwIfCancelled();
+        const auto start = std::chrono::steady_clock::now();
+        const MatrixF& w = weights.linear(module).weight;
+        const io::GgmlType type = chooser(choiceOf(prefix + std::string(module) + ".weight", {w.rows(), w.cols()}));
+        auto q = std::make_shared<quant::QuantizedLinear>(quant::quantizeGgml(w, type, importanceOf(statistics, module)));
+        if (!statistics.empty()) {
+            const auto error = quant::outputErrorFromHessian(w, q->dequantize(), statistics.hessian(module));
+            q->outputError = error.relative;
+            q->outputMse = error.mse;
+        }
+        q->seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        out.emplace(std::string(module), std::move(q));
+        if (release.statistics && !statistics.empty()) statistics.done(module);
+        if (release.weights) weights.linear(module).weight = MatrixF();
+    }
+    return out;
+}
+
+std::shared_ptr<const model::WeightSource> ggufEdgeWeights(std::shared_ptr<const model::WeightSource> inner,
+                                                           const io::Checkpoint& checkpoint, const model::ModelConfig& config,
+                                                           const GgufTypeChooser& chooser) {
+    const std::int64_t vocab = config.vocabSize, hidden = config.hiddenSize;
+    std::optional<quant::QuantizedLinear> embedding, head;
+    const io::GgmlType embeddingType = chooser(choiceOf("model.embed_tokens.weight", {vocab, hidden}));
+    if (embeddingType != io::GgmlType::F32) {
+        std::vector<model::TokenId> all(static_cast<std::size_t>(vocab));
+        std::iota(all.begin(), all.end(), 0);
+        embedding = quant::quantizeGgml(inner->embeddingRows(all), embeddingType);
+    }
+    if (!config.tieWordEmbeddings) {
+        const io::GgmlType headType = chooser(choiceOf("lm_head.weight", {vocab, hidden}));
+        if (headType != io::GgmlType::F32) head = quant::quantizeGgml(formats::LinearReader(checkpoint).decodeF32("lm_head"), headType);
+    }
+    if (!embedding && !head) return inner;
+    return std::make_shared<EdgeWeights>(std::move(inner), std::move(embedding), std::move(head), config.tieWordEmbeddings);
+}
+
+}  // namespace qs::pipeline

@@ -1,0 +1,36 @@
+#pragma once
+// Private to qs_pipeline: what a Job does for a GGUF method (MethodSpec::gguf()). Each linear is
+// encoded to the ggml type llama.cpp's mix gives it, weighted by the calibration's Σx² per input
+// column when there is calibration (llama-quantize --imatrix); token_embd and output are encoded as
+// the same mix says and the method's model runs on their decoded values, so the KL it measures is
+// that of the file writeGgufResult writes.
+#include <memory>
+#include <string_view>
+
+#include "qs/cancel_token.h"
+#include "qs/io/checkpoint.h"
+#include "qs/model/model_config.h"
+#include "qs/model/weight_source.h"
+#include "qs/pipeline/gguf_export.h"
+#include "qs/pipeline/layer_quantizer.h"
+#include "qs/pipeline/layer_statistics.h"
+#include "qs/pipeline/method_spec.h"
+
+namespace qs::pipeline {
+
+// The chooser of `method` (a GGUF method) for this model.
+GgufTypeChooser ggufMethodChooser(const MethodSpec& method, const model::ModelConfig& config, bool withImportance);
+
+// The seven linears of `layer`, each in the type `chooser` gives it, with importance from `statistics`
+// when it is not empty; releases as quantizeLayer does.
+QuantizedLayer quantizeGgufLayer(const GgufTypeChooser& chooser, int layer, model::LayerWeights& weights,
+                                 LayerStatistics& statistics, const CancelToken& cancel, LayerRelease release);
+
+// `inner` with its embedding and lm_head replaced by their values after encoding to the types
+// `chooser` gives token_embd and output (the embedding serves as both when tied); `inner` itself when
+// both stay F32.
+std::shared_ptr<const model::WeightSource> ggufEdgeWeights(std::shared_ptr<const model::WeightSource> inner,
+                                                           const io::Checkpoint& checkpoint, const model::ModelConfig& config,
+                                                           const GgufTypeChooser& chooser);
+
+}  // namespace qs::pipeline

@@ -1,0 +1,199 @@
+// llama.cpp's per-tensor type rules (src/llama-quant.cpp of the llama.cpp release tests/interop pins),
+// restricted to the file types of ggufFileTypes() and to dense models. llama.cpp counts attn_v and
+// ffn_down tensors in its loader's order (by layer, then by name), which for one such tensor per layer
+// is the layer index; the rules below use the layer index directly.
+#include "qs/pipeline/gguf_type_mix.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "qs/error.h"
+#include "qs/io/gguf_names.h"
+
+namespace qs::pipeline {
+
+namespace {
+
+using T = io::GgmlType;
+
+// llama.h's llama_ftype values.
+enum FileType : int {
+    kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 7, kQ5_0 = 8, kQ5_1 = 9, kQ2_K = 10, kQ3_K_S = 11, kQ3_K_M = 12,
+    kQ3_K_L = 13, kQ4_K_S = 14, kQ4_K_M = 15, kQ5_K_S = 16, kQ5_K_M = 17, kQ6_K = 18, kIQ4_NL = 25, kIQ4_XS = 30, kBF16 = 32,
+};
+
+enum class Category { TokenEmbd, Output, AttnQ, AttnK, AttnV, AttnOutput, FfnUp, FfnGate, FfnDown, Other };
+
+// tensor_get_category: by the GGUF name.
+Category categoryOf(const std::string& gguf) {
+    if (gguf == "output.weight") return Category::Output;
+    if (gguf == "token_embd.weight") return Category::TokenEmbd;
+    const auto has = [&](std::string_view part) { return gguf.find(part) != std::string::npos; };
+    if (has("attn_v.weight")) return Category::AttnV;
+    if (has("attn_k.weight")) return Category::AttnK;
+    if (has("attn_q.weight")) return Category::AttnQ;
+    if (has("attn_output.weight")) return Category::AttnOutput;
+    if (has("ffn_up")) return Category::FfnUp;
+    if (has("ffn_gate")) return Category::FfnGate;
+    if (has("ffn_down")) return Category::FfnDown;
+    return Category::Other;
+}
+
+// tensor_allows_quantization for the tensors of a dense model: matrices whose name ends in
+// "weight", norms excepted.
+bool quantizable(const GgufTensorChoice& t) {
+    const std::string& n = t.ggufName;
+    return t.shape.size() >= 2 && n.ends_with("weight") && n.find("_norm.weight") == std::string::npos;
+}
+
+struct Model {
+    int layers = 0;
+    int gqa = 1;          // heads per kv head
+    bool is70B = false;   // llama.cpp's LLM_TYPE_70B (llama with GQA, or qwen2, at 80 layers)
+    bool tied = false;    // no output.weight: token_embd follows the output's rules
+};
+
+// The layers where the _M mixes spend more bits: the first and last eighths and every third between.
+bool useMoreBits(int layer, int layers) {
+    return layer < layers / 8 || layer >= 7 * layers / 8 || (layer - layers / 8) % 3 == 2;
+}
+
+T outputType(T type, std::int64_t cols) {
+    if (cols % io::ggmlTypeTraits(type).blockElements != 0) return T::Q8_0;
+    return type == T::Q8_0 ? type : T::Q6_K;
+}
+
+T attnVType(int f, T type, int layer, const Model& m) {
+    if (f == kQ2_K) type = m.gqa >= 4 ? T::Q4_K : T::Q3_K;
+    else if (f == kQ3_K_M) type = layer < 2 ? T::Q5_K : T::Q4_K;
+    else if (f == kQ3_K_L) type = T::Q5_K;
+    else if ((f == kIQ4_NL || f == kIQ4_XS) && m.gqa >= 4) type = T::Q5_K;
+    else if ((f == kQ4_K_M || f == kQ5_K_M) && useMoreBits(layer, m.layers)) type = T::Q6_K;
+    else if (f == kQ4_K_S && layer < 4) type = T::Q5_K;
+    if (m.is70B && (type == T::Q3_K || type == T::Q4_K)) type = T::Q5_K;
+    return type;
+}
+
+T ffnDownType(int f, T type, int layer, const Model& m, bool importance) {
+    const int n = m.layers;
+    if (f == kQ2_K) return T::Q3_K;
+    if (f == kQ3_K_M) return layer < n / 16 ? T::Q5_K : T::Q4_K;
+    if (f == kQ3_K_L) return T::Q5_K;
+    if (f == kQ4_K_M) return useMoreBits(layer, n) ? T::Q6_K : type;
+    if (layer < n / 8 && (f == kIQ4_NL || f == kIQ4_XS) && !importance) return T::Q5_K;
+    if (f == kQ5_K_M && useMoreBits(layer, n)) return T::Q6_K;
+    if (f == kQ4_K_S && layer < n / 8) return T::Q5_K;
+    if ((f == kQ4_0 || f == kQ5_0) && importance && layer < n / 8) return f == kQ4_0 ? T::Q4_1 : T::Q5_1;
+    return type;
+}
+
+T attnOutputType(int f, T type) {
+    if (f == kQ2_K) return T::Q3_K;
+    if (f == kQ3_K_M) return T::Q4_K;
+    if (f == kQ3_K_L) return T::Q5_K;
+    return type;
+}
+
+// llama_tensor_get_type_impl.
+T mixType(int f, T type, const GgufTensorChoice& t, Category c, const Model& m, bool importance) {
+    const int layer = std::max(t.naming.layer, 0);
+    switch (c) {
+    case Category::Output: return outputType(type, t.shape.back());
+    case Category::TokenEmbd: return m.tied ? outputType(type, t.shape.back()) : type;
+    case Category::AttnV: return attnVType(f, type, layer, m);
+    case Category::FfnDown: return ffnDownType(f, type, layer, m, importance);
+    case Category::AttnOutput: return attnOutputType(f, type);
+    default: return type;
+    }
+}
+
+// tensor_type_fallback: a smaller block when a row is not whole blocks, else F16.
+T fallback(T type, std::int64_t cols) {
+    const auto fits = [cols](T t) { return cols % io::ggmlTypeTraits(t).blockElements == 0; };
+    if (fits(type)) return type;
+    T smaller = type;
+    switch (type) {
+    case T::IQ4_XS: smaller = T::IQ4_NL; break;
+    case T::Q2_K:
+    case T::Q3_K: smaller = T::Q4_0; break;
+    case T::Q4_K: smaller = T::Q5_0; break;
+    case T::Q5_K: smaller = T::Q5_1; break;
+    case T::Q6_K: smaller = T::Q8_0; break;
+    default: break;
+    }
+    return fits(smaller) ? smaller : T::F16;
+}
+
+Model modelOf(const model::ModelConfig& config) {
+    Model m;
+    m.layers = config.numLayers;
+    m.gqa = config.numKvHeads > 0 ? config.numHeads / config.numKvHeads : 1;
+    const auto arch = io::ggufArchitectureOfModelType(config.modelType);
+    m.is70B = config.numLayers == 80 && arch &&
+              ((*arch == "llama" && config.numHeads != config.numKvHeads) || *arch == "qwen2");
+    m.tied = config.tieWordEmbeddings;
+    return m;
+}
+
+bool sameName(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+               return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           });
+}
+
+}  // namespace
+
+const std::vector<GgufFileType>& ggufFileTypes() {
+    static const std::vector<GgufFileType> types = {
+        {"Q4_0", kQ4_0, T::Q4_0, "4.5 bpw, one f16 scale per 32 (llama.cpp's legacy type)"},
+        {"Q4_1", kQ4_1, T::Q4_1, "5.0 bpw, f16 scale and minimum per 32"},
+        {"Q5_0", kQ5_0, T::Q5_0, "5.5 bpw, one f16 scale per 32"},
+        {"Q5_1", kQ5_1, T::Q5_1, "6.0 bpw, f16 scale and minimum per 32"},
+        {"Q2_K", kQ2_K, T::Q2_K, "K-quant mix around 2.6 bpw: attn_v Q3_K/Q4_K, ffn_down Q3_K, attn_output Q3_K"},
+        {"Q3_K_S", kQ3_K_S, T::Q3_K, "Q3_K everywhere (3.44 bpw), output Q6_K"},
+        {"Q3_K_M", kQ3_K_M, T::Q3_K, "Q3_K with attn_v Q5_K/Q4_K, ffn_down Q4_K/Q5_K, attn_output Q4_K"},
+        {"Q3_K_L", kQ3_K_L, T::Q3_K, "Q3_K with attn_v, ffn_down Q5_K, attn_output Q5_K"},
+        {"IQ4_NL", kIQ4_NL, T::IQ4_NL, "4.5 bpw non-linear grid per 32"},
+        {"IQ4_XS", kIQ4_XS, T::IQ4_XS, "4.25 bpw non-linear grid, 6-bit sub-block scales per 256"},
+        {"Q4_K_S", kQ4_K_S, T::Q4_K, "Q4_K (4.5 bpw) with the first attn_v and ffn_down Q5_K"},
+        {"Q4_K_M", kQ4_K_M, T::Q4_K, "Q4_K with half of attn_v and ffn_down Q6_K, output Q6_K (llama.cpp's usual choice)"},
+        {"Q5_K_S", kQ5_K_S, T::Q5_K, "Q5_K (5.5 bpw) everywhere, output Q6_K"},
+        {"Q5_K_M", kQ5_K_M, T::Q5_K, "Q5_K with half of attn_v and ffn_down Q6_K"},
+        {"Q6_K", kQ6_K, T::Q6_K, "6.5625 bpw everywhere"},
+        {"Q8_0", kQ8_0, T::Q8_0, "8.5 bpw, one f16 scale per 32"},
+        {"F16", kF16, T::F16, "16-bit floats"},
+        {"BF16", kBF16, T::BF16, "bfloat16"},
+        {"F32", kF32, T::F32, "32-bit floats (no quantization)"},
+    };
+    return types;
+}
+
+const GgufFileType* ggufFileTypeNamed(std::string_view name) {
+    static const std::vector<std::pair<std::string_view, std::string_view>> aliases = {
+        {"Q3_K", "Q3_K_M"}, {"Q4_K", "Q4_K_M"}, {"Q5_K", "Q5_K_M"}};
+    for (const auto& [alias, target] : aliases)
+        if (sameName(name, alias)) name = target;
+    for (const auto& t : ggufFileTypes())
+        if (sameName(name, t.name)) return &t;
+    return nullptr;
+}
+
+const GgufFileType& ggufFileTypeOf(int fileType) {
+    for (const auto& t : ggufFileTypes())
+        if (t.fileType == fileType) return t;
+    throw Error("GGUF file type " + std::to_string(fileType) + " is not one QuantScope writes");
+}
+
+GgufTypeChooser ggufMixChooser(const GgufFileType& fileType, const model::ModelConfig& config, bool withImportance) {
+    const Model m = modelOf(config);
+    const int f = fileType.fileType;
+    const T base = fileType.baseType;
+    return [m, f, base, withImportance](const GgufTensorChoice& t) {
+        if (t.shape.size() < 2) return T::F32;
+        if (!quantizable(t)) return T::F32;
+        if (io::ggmlTypeTraits(base).isFloat) return base;   // F32, F16, BF16: every matrix as it is
+        return fallback(mixType(f, base, t, categoryOf(t.ggufName), m, withImportance), t.shape.back());
+    };
+}
+
+}  // namespace qs::pipeline

@@ -1,0 +1,22 @@
+#pragma once
+// A GGUF method's Job result written as the GGUF file it stands for: its linears exactly as the Job
+// encoded (and measured) them, token_embd and output encoded as the method's mix says (as the Job's
+// model of the method ran them), everything else as writeGguf writes it. With importance (the Job
+// had calibration) the file records it as llama-quantize --imatrix does (quantize.imatrix.*).
+#include <filesystem>
+
+#include "qs/cancel_token.h"
+#include "qs/io/checkpoint.h"
+#include "qs/pipeline/gguf_export.h"
+#include "qs/pipeline/job_result.h"
+#include "qs/progress.h"
+
+namespace qs::pipeline {
+
+// `options` gives the tokenizer, name and overwrite; its chooser, file type and encoded linears are
+// set here. Throws qs::Error for a result that is not a GGUF method's (or failed), and as writeGguf.
+std::filesystem::path writeGgufResult(const io::Checkpoint& source, const MethodResult& result,
+                                      const std::filesystem::path& destination, GgufExportOptions options,
+                                      const ProgressCallback& progress, const CancelToken& cancel);
+
+}  // namespace qs::pipeline

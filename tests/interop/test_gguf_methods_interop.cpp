@@ -1,0 +1,276 @@
+// QuantScope's GGUF methods judged by llama.cpp itself (ctest -L interop):
+//  * the ggml type llama-quantize gives each tensor is the type our mix gives it: for the demo and
+//    stories260K (llama_model_quantize on their F32 export, types read back from its file with ggml's
+//    parser) and for Llama-8B shapes (a dry run on a sparse F32 file written by ggml's own writer);
+//  * our imatrix file is read by llama.cpp's loader (common_imatrix_load) and changes every linear its
+//    quantizer writes, towards a lower error weighted by that importance; our own q4_k_m with the same
+//    calibration is as good (the K-quant searches are ours, not bit for bit ggml's);
+//  * our q8_0 / q4_k_m / q6_k exports of the demo and stories260K load without warnings, and the KL
+//    against the original that llama.cpp's distributions give (against our forward pass of the
+//    original) is our eval of the same file plus llama.cpp's own arithmetic on that file (its
+//    activations quantized to Q8 blocks), within 10 %; for Q4_K_M, where the weights dominate, the two
+//    KLs agree within 15 % outright (3.7 % on stories260K, 11.7 % on the demo).
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "interop_test_support.h"
+#include "llama_judge.h"
+#include "llama_libraries.h"
+#include "qs/io/checkpoint.h"
+#include "qs/io/gguf_file.h"
+#include "qs/io/gguf_names.h"
+#include "qs/model/gguf_tokenizer.h"
+#include "qs/model/tokenizer.h"
+#include "qs/model/transformer.h"
+#include "qs/pipeline/calibration_text.h"
+#include "qs/pipeline/checkpoint_eval.h"
+#include "qs/pipeline/gguf_export.h"
+#include "qs/pipeline/gguf_imatrix.h"
+#include "qs/pipeline/gguf_result_export.h"
+#include "qs/pipeline/gguf_type_mix.h"
+#include "qs/pipeline/job.h"
+
+using namespace qs;
+using nlohmann::json;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+using interop::kDemo, interop::kStories, interop::kStoriesTokenizer;
+
+class GgufMethodsInterop : public interop::JudgedTest {};
+
+bool isStories(const fs::path& source) { return source == kStories; }
+
+pipeline::GgufExportOptions exportOptions(const fs::path& source) {
+    pipeline::GgufExportOptions options;
+    if (isStories(source))
+        options.sentencePiece = pipeline::GgufSentencePieceVocabulary{model::readLlama2cTokenizer(kStoriesTokenizer, 512), 1, 2, true};
+    return options;
+}
+
+fs::path exportF32(const fs::path& source, const fs::path& destination) {
+    pipeline::GgufExportOptions options = exportOptions(source);
+    options.chooser = pipeline::uniformGgufType(io::GgmlType::F32);
+    return pipeline::writeGguf(io::Checkpoint::open(source), destination, options, {}, CancelToken{});
+}
+
+// Our mix's type name (ggml's spelling) for every tensor of the model.
+std::map<std::string, std::string> ourTypes(const model::ModelConfig& config, int fileType, bool importance) {
+    const auto chooser = pipeline::ggufMixChooser(pipeline::ggufFileTypeOf(fileType), config, importance);
+    std::map<std::string, std::string> out;
+    for (const auto& t : pipeline::ggufTensorPlan(config)) out[t.ggufName] = std::string(io::ggmlTypeTraits(chooser(t)).name);
+    return out;
+}
+
+std::map<std::string, std::string> typesInFile(const interop::GgmlBase& ggml, const fs::path& file) {
+    std::map<std::string, std::string> out;
+    for (const auto& t : ggml.readGguf(file).tensors) out[t.name] = std::string(io::ggmlTypeTraits(io::GgmlType(t.type)).name);
+    return out;
+}
+
+// Every file type QuantScope writes that llama-quantize would otherwise run without an imatrix.
+std::vector<int> mixFileTypes() {
+    std::vector<int> out;
+    for (const auto& t : pipeline::ggufFileTypes()) out.push_back(t.fileType);
+    return out;
+}
+
+pipeline::MethodResult runMethod(const fs::path& source, const std::string& method, const pipeline::TokenSequences& calibration) {
+    pipeline::JobPlan plan;
+    plan.checkpoint = source;
+    plan.methods = {pipeline::parseMethod(method)};
+    plan.calibration = calibration;
+    pipeline::JobResult r = pipeline::Job(plan).run({}, CancelToken{});
+    EXPECT_TRUE(r.methods.front().error.empty()) << r.methods.front().error;
+    return std::move(r.methods.front());
+}
+
+// Mean over the positions that have a next token of KL(original || llama.cpp's distribution).
+double klAgainstOriginal(const json& theirs, const MatrixF& originalLogits) {
+    double sum = 0.0;
+    const Eigen::Index positions = originalLogits.rows() - 1;
+    for (Eigen::Index t = 0; t < positions; ++t) {
+        const auto row = originalLogits.row(t).cast<double>();
+        const double maxLogit = row.maxCoeff();
+        const double logSum = maxLogit + std::log((row.array() - maxLogit).exp().sum());
+        const auto& q = theirs.at(static_cast<std::size_t>(t));
+        double kl = 0.0;
+        for (Eigen::Index v = 0; v < row.size(); ++v) {
+            const double logP = row[v] - logSum;
+            const double qv = std::max(q.at(static_cast<std::size_t>(v)).get<double>(), 1e-30);
+            kl += std::exp(logP) * (logP - std::log(qv));
+        }
+        sum += kl;
+    }
+    return sum / double(positions);
+}
+
+pipeline::TokenSequences windowsOf(const fs::path& source, const fs::path& file) {
+    if (isStories(source)) {
+        const auto tokenizer = model::Tokenizer::fromSentencePiece(model::readLlama2cTokenizer(kStoriesTokenizer, 512), 1, 2, "tok512.bin");
+        const auto ids = tokenizer.encode(interop::kStoryOpening, {.addBos = true});
+        const std::size_t half = ids.size() / 2;
+        return {std::vector<model::TokenId>(ids.begin(), ids.begin() + long(half)), std::vector<model::TokenId>(ids.begin() + long(half), ids.end())};
+    }
+    return pipeline::sharedTokenWindows(io::Checkpoint::open(source), io::Checkpoint::open(file), pipeline::loadTexts(kDemo / "eval.txt"), 4,
+                                        128, "eval.txt");
+}
+
+}  // namespace
+
+TEST_F(GgufMethodsInterop, LlamaQuantizeGivesTheSmallModelsTensorsOurTypes) {
+    const interop::LlamaQuantizer quantizer;
+    const interop::GgmlBase ggml;
+    for (const fs::path& source : {kDemo, kStories}) {
+        const fs::path f32 = exportF32(source, dir_ / (source.filename().string() + "-f32.gguf"));
+        const model::ModelConfig config = model::ModelConfig::fromCheckpoint(io::Checkpoint::open(source));
+        for (const int fileType : mixFileTypes()) {
+            const fs::path out = dir_ / (source.filename().string() + "-" + std::to_string(fileType) + ".gguf");
+            quantizer.quantize(f32, out, fileType, 2);
+            EXPECT_EQ(typesInFile(ggml, out), ourTypes(config, fileType, false)) << source << " " << io::ggufFileTypeName(fileType);
+            fs::remove(out);
+        }
+    }
+}
+
+TEST_F(GgufMethodsInterop, LlamaQuantizeGivesLlama8BShapesOurTypes) {
+    model::ModelConfig c;
+    c.modelType = "llama", c.hiddenSize = 4096, c.intermediateSize = 14336, c.numLayers = 32, c.numHeads = 32, c.numKvHeads = 8;
+    c.headDim = 128, c.vocabSize = 128256, c.maxPositionEmbeddings = 8192, c.rmsNormEps = 1e-5, c.ropeTheta = 500000.0;
+    using Key = interop::GgmlBase::SparseKey;
+    const std::vector<Key> keys = {
+        {"general.architecture", "llama"},
+        {"llama.block_count", "", 32, 0, Key::U32},
+        {"llama.context_length", "", 8192, 0, Key::U32},
+        {"llama.embedding_length", "", 4096, 0, Key::U32},
+        {"llama.feed_forward_length", "", 14336, 0, Key::U32},
+        {"llama.attention.head_count", "", 32, 0, Key::U32},
+        {"llama.attention.head_count_kv", "", 8, 0, Key::U32},
+        {"llama.attention.layer_norm_rms_epsilon", "", 0, 1e-5f, Key::F32},
+        {"llama.rope.dimension_count", "", 128, 0, Key::U32},
+        {"llama.rope.freq_base", "", 0, 500000.0f, Key::F32},
+        {"llama.vocab_size", "", 128256, 0, Key::U32},
+        {"general.file_type", "", 0, 0, Key::U32},
+    };
+    std::vector<interop::GgmlBase::SparseTensor> tensors;
+    for (const auto& t : pipeline::ggufTensorPlan(c)) tensors.push_back({t.ggufName, 0, t.shape});
+    const fs::path file = dir_ / "llama-8b-shapes-f32.gguf";
+    interop::GgmlBase().writeSparseGguf(file, keys, tensors);
+    EXPECT_GT(fs::file_size(file), 30'000'000'000u);   // 8.0 G weights in f32, stored as a hole
+    const interop::LlamaQuantizer quantizer;
+    for (const int fileType : mixFileTypes()) {
+        const auto theirs = quantizer.dryRunTypes(file, fileType);
+        EXPECT_EQ(theirs.size(), tensors.size()) << io::ggufFileTypeName(fileType);
+        EXPECT_EQ(theirs, ourTypes(c, fileType, false)) << io::ggufFileTypeName(fileType);
+    }
+}
+
+TEST_F(GgufMethodsInterop, LlamaQuantizeReadsOurImatrixAndWeighsTheErrorAsWeDo) {
+    const auto calibration = pipeline::tokenWindows(model::Tokenizer::fromFile(kDemo), pipeline::loadTexts(kDemo / "calibration.txt"), 8,
+                                                    128, "calibration.txt");
+    const pipeline::MethodResult ours = runMethod(kDemo, "q4_k_m", calibration);
+    const fs::path imatrix = pipeline::writeImatrix(ours, dir_ / "demo.imatrix.gguf", {{"calibration.txt"}, 8, 128});
+    std::vector<std::string> datasets;
+    int chunks = 0;
+    const auto entries = interop::loadImatrixAsLlamaQuantize(imatrix, &datasets, &chunks);
+    EXPECT_EQ(entries.size(), 14u);   // 7 linears x 2 layers
+    EXPECT_EQ(datasets, std::vector<std::string>{"calibration.txt"});
+    EXPECT_EQ(chunks, 8);
+    ASSERT_EQ(entries.count("blk.1.ffn_down.weight"), 1u);
+    EXPECT_EQ(entries.at("blk.1.ffn_down.weight").size(), 768u);
+
+    const fs::path f32 = exportF32(kDemo, dir_ / "demo-f32.gguf");
+    const interop::LlamaQuantizer quantizer;
+    const fs::path withImatrix = dir_ / "llama-q4_k_m-imatrix.gguf", without = dir_ / "llama-q4_k_m.gguf";
+    quantizer.quantize(f32, withImatrix, 15, 2, &entries);
+    quantizer.quantize(f32, without, 15, 2);
+    const fs::path mine = pipeline::writeGgufResult(io::Checkpoint::open(kDemo), ours, dir_ / "ours-q4_k_m.gguf", {}, {}, CancelToken{});
+    const io::GgufFile original = io::GgufFile::open(f32), theirs = io::GgufFile::open(withImatrix), plain = io::GgufFile::open(without),
+                       ourFile = io::GgufFile::open(mine);
+    // Per linear, the error weighted by the importance llama.cpp read from our file (the diagonal
+    // of the output error on the calibration): llama-quantize with our imatrix, without it, and ours.
+    double theirsError = 0, plainError = 0, ourError = 0;
+    int changed = 0;
+    for (const auto& [name, importance] : entries) {
+        const std::vector<float> w = original.tensor(name).toF32(), a = theirs.tensor(name).toF32(), p = plain.tensor(name).toF32(),
+                                 o = ourFile.tensor(name).toF32();
+        ASSERT_EQ(w.size() % importance.size(), 0u) << name;
+        const auto weighted = [&](const std::vector<float>& q) {
+            double e = 0;
+            for (std::size_t i = 0; i < w.size(); ++i) e += importance[i % importance.size()] * double(w[i] - q[i]) * double(w[i] - q[i]);
+            return e;
+        };
+        theirsError += weighted(a), plainError += weighted(p), ourError += weighted(o);
+        changed += a != p;
+        // The imatrix's type rules are llama.cpp's (Q4_K_M has none that depend on it): same types.
+        EXPECT_EQ(*theirs.find(name)->ggmlType, *ourFile.find(name)->ggmlType) << name;
+    }
+    std::printf("demo Q4_K_M, importance-weighted squared error of the linears: llama-quantize %.6g, with our imatrix %.6g, "
+                "QuantScope %.6g\n", plainError, theirsError, ourError);
+    EXPECT_EQ(changed, 14);                  // every linear moved
+    EXPECT_LT(theirsError, plainError);      // towards what our calibration weighs
+    EXPECT_LE(ourError, 1.02 * theirsError);   // and ours is as good as llama.cpp's with the same importance
+    // The tensors the imatrix has no entry for are written alike (the vectors in F32, bit for bit).
+    for (const io::TensorInfo& t : theirs.tensors())
+        if (*t.ggmlType == io::GgmlType::F32) {
+            const auto a = theirs.view(t).bytes(), b = ourFile.view(*ourFile.find(t.name)).bytes();
+            ASSERT_EQ(a.size(), b.size()) << t.name;
+            EXPECT_EQ(std::memcmp(a.data(), b.data(), a.size()), 0) << t.name;
+        }
+}
+
+TEST_F(GgufMethodsInterop, ExportsLoadWithoutWarningsAndLlamaCppsKlAgreesWithOurEval) {
+    for (const fs::path& source : {kDemo, kStories}) {
+        const io::Checkpoint original = io::Checkpoint::open(source);
+        const model::ModelConfig config = model::ModelConfig::fromCheckpoint(original);
+        model::Transformer reference = model::Transformer::fromCheckpoint(original);
+        for (const std::string method : {"q8_0", "q4_k_m", "q6_k"}) {
+            const pipeline::MethodResult result = runMethod(source, method, {});
+            const fs::path file = pipeline::writeGgufResult(original, result, dir_ / (source.filename().string() + "-" + method + ".gguf"),
+                                                            exportOptions(source), {}, CancelToken{});
+            const pipeline::TokenSequences windows = windowsOf(source, file);
+            const json answer = interop::runLlamaJudge({{"model", file.string()}, {"evaluate", windows}, {"vocabulary", config.vocabSize}, {"threads", 2}});
+            EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{}) << file;
+            for (const auto& w : answer.at("warnings")) std::printf("llama.cpp warning: %s\n", w.get<std::string>().c_str());
+            // llama.cpp's KL against the original, and its own arithmetic on this very file: its
+            // distributions against our forward pass of the same (decoded) weights.
+            model::Transformer decoded = model::Transformer::fromCheckpoint(io::Checkpoint::open(file));
+            double theirs = 0.0, arithmetic = 0.0;
+            std::size_t positions = 0;
+            for (std::size_t i = 0; i < windows.size(); ++i) {
+                const MatrixF logits = reference.forward(windows[i]);
+                const double n = double(logits.rows() - 1);
+                theirs += klAgainstOriginal(answer.at("distributions").at(i), logits) * n;
+                arithmetic += klAgainstOriginal(answer.at("distributions").at(i), decoded.forward(windows[i])) * n;
+                positions += std::size_t(logits.rows() - 1);
+            }
+            theirs /= double(positions);
+            arithmetic /= double(positions);
+            const auto ours = pipeline::evaluateCheckpoints({source, file, windows}, {}, CancelToken{});
+            const double ourKl = ours.kl.meanKld.value;
+            std::printf("%s %s (%.3f bpw): mean KL vs the original: llama.cpp %.4g, QuantScope eval %.4g (%+.1f %%); llama.cpp's "
+                        "arithmetic on the file %.3g; eval + arithmetic %.4g (%+.1f %%)\n",
+                        source.filename().c_str(), method.c_str(), result.bitsPerWeight, theirs, ourKl, 100.0 * (theirs / ourKl - 1.0),
+                        arithmetic, ourKl + arithmetic, 100.0 * (theirs / (ourKl + arithmetic) - 1.0));
+            EXPECT_GT(ourKl, 0.0);
+            // llama.cpp's CPU kernels quantize the activations for quantized weights (Q8_0 / Q8_K
+            // blocks): on these small models that adds as much KL as Q8_0's weights do. Its KL is our
+            // eval's plus that arithmetic (measured apart on the same file), within 10 % (seen: -3.7 %
+            // to +5.3 %); the raw figures are in docs/formats/gguf.md.
+            EXPECT_LT(arithmetic, 5e-4) << source << " " << method;
+            EXPECT_NEAR(theirs, ourKl + arithmetic, 0.10 * theirs) << source << " " << method;
+            if (method == "q4_k_m") {
+                EXPECT_NEAR(theirs, ourKl, 0.15 * ourKl) << source << " " << method;
+            }
+        }
+    }
+}
