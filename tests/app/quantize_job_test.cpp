@@ -133,7 +133,7 @@ TEST_F(QuantizeJobTest, EverySettingReEstimates) {
     };
     // Every method checked first, so that each one's bits and group size are part of the plan.
     ASSERT_TRUE(panel().selectMethods({"rtn4", "gptq4", "gptq4-act", "awq4", "fp8", "mxfp4", "nvfp4", "nf4", "trellis2",
-                                       "trellis3"}));
+                                       "trellis3", "q4_k_m", "q5_k_m", "q6_k", "q8_0"}));
     ASSERT_TRUE(settled());
     ASSERT_TRUE(panel().estimatedSettings() == panel().settings());
     int changed = 0;
@@ -171,8 +171,9 @@ TEST_F(QuantizeJobTest, EverySettingReEstimates) {
         check->toggle();
         expectReEstimated(check);
     }
-    // 3 sampling and 6 bits spin boxes, 4 group sizes and the device, 2 texts, 10 methods and per-layer KL.
-    EXPECT_EQ(changed, 9 + 5 + 2 + 2 * 11);
+    // 3 sampling and 6 bits spin boxes, 4 group sizes and the device, 2 texts, 14 methods (4 of them GGUF
+    // types) and per-layer KL.
+    EXPECT_EQ(changed, 9 + 5 + 2 + 2 * 15);
 }
 
 TEST_F(QuantizeJobTest, ASmallJobDrawsOneKlBarPerMethodAndItsLayers) {
