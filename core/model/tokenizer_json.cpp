@@ -3,6 +3,7 @@
 
 #include "tokenizer_impl.h"
 #include "qs/error.h"
+#include "qs/io/json_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -105,7 +106,7 @@ void applyPostProcessor(Tokenizer::Impl& impl, const json& post)
 void applyConfig(Tokenizer::Impl& impl, std::string_view configJson, const std::string& sourceName)
 {
     if (configJson.empty()) return;
-    const json config = json::parse(configJson);
+    const json config = io::parseJson(configJson, sourceName + " (tokenizer_config.json)");
     if (config.contains("bos_token")) impl.bos = configToken(config.at("bos_token"), impl, sourceName);
     if (config.contains("eos_token")) impl.eos = configToken(config.at("eos_token"), impl, sourceName);
     if (const json& add = member(config, "add_bos_token"); add.is_boolean()) impl.addBos = add.get<bool>();
@@ -117,7 +118,7 @@ Tokenizer Tokenizer::fromJson(std::string_view tokenizerJson, std::string_view t
                               const std::string& sourceName)
 {
     try {
-        const json root = json::parse(tokenizerJson);
+        const json root = io::parseJson(tokenizerJson, sourceName, {.maxBytes = io::kMaxTokenizerJsonBytes});
         auto impl = std::make_unique<Impl>(sourceName, parseModel(root.at("model"), sourceName));
         addAddedTokens(*impl, member(root, "added_tokens"));
         impl->normalizer = Normalizer::fromJson(member(root, "normalizer"), sourceName);
@@ -128,7 +129,7 @@ Tokenizer Tokenizer::fromJson(std::string_view tokenizerJson, std::string_view t
         applyConfig(*impl, tokenizerConfigJson, sourceName);
         return Tokenizer(std::move(impl));
     } catch (const json::exception& e) {
-        throw Error(sourceName + ": invalid tokenizer JSON: " + e.what());
+        throw Error(sourceName + ": invalid tokenizer JSON: " + io::jsonErrorText(e));
     }
 }
 
