@@ -8,6 +8,7 @@
 #include "codecs.h"
 #include "qs/error.h"
 #include "qs/formats/detect.h"
+#include "quant_config.h"
 
 namespace qs::formats {
 
@@ -83,7 +84,12 @@ const LinearCodec& LinearReader::codecOf(const LinearRef& ref) const {
 }
 
 DecodedLinear LinearReader::decode(const LinearRef& ref) const {
-    return codecOf(ref).decode(*checkpoint_, info_.config, ref);
+    const LinearCodec& codec = codecOf(ref);
+    try {
+        return codec.decode(*checkpoint_, info_.config, ref);
+    } catch (const detail::ConfigError& e) {
+        detail::rethrowWithSource(e, info_.configSource);
+    }
 }
 
 }  // namespace qs::formats
