@@ -44,6 +44,7 @@ struct CompareOptions {
     bool force = false;
     std::uint64_t seed = 0;
     std::string device = "auto";
+    bool allowNonFinite = false;
 };
 
 // The checkpoint's own calibration.txt / eval.txt (the demo ships them), else the bundled text.
@@ -117,6 +118,7 @@ void runCompare(const CompareOptions& o) {
     plan.perLayerKl = o.perLayer;
     plan.trueSequential = !o.noTrueSequential;
     plan.seed = o.seed;
+    plan.allowNonFinite = o.allowNonFinite;
     plan.backend = chooseBackend(o.device);   // after the checks of the input, whose errors stay one line
 
     pipeline::Job job(std::move(plan));
@@ -160,6 +162,7 @@ void registerCompare(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
+    cmd->add_flag("--allow-nonfinite", options->allowNonFinite, "Use linears whose weights are NaN or Inf instead of refusing them");
     cmd->callback([options] { runCompare(*options); });
 }
 

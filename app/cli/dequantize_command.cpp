@@ -15,6 +15,7 @@ struct DequantizeOptions {
     std::string out;
     std::string dtype = "bf16";
     bool overwrite = false;
+    bool allowNonFinite = false;
 };
 
 io::DType parseDtype(const std::string& text) {
@@ -24,7 +25,7 @@ io::DType parseDtype(const std::string& text) {
 }
 
 void runDequantize(const DequantizeOptions& o) {
-    pipeline::DenseExportRequest request{o.path, o.out, parseDtype(o.dtype), o.overwrite};
+    pipeline::DenseExportRequest request{o.path, o.out, parseDtype(o.dtype), o.overwrite, o.allowNonFinite};
     qs::CancelToken cancel;
     const SigintCancel sigint(cancel);
     ProgressBar bar("dequantize");
@@ -44,6 +45,7 @@ void registerDequantize(CLI::App& app) {
         ->check(CLI::IsMember({"bf16", "f16", "f32"}))
         ->capture_default_str();
     cmd->add_flag("--overwrite", options->overwrite, "Replace the destination if it exists");
+    cmd->add_flag("--allow-nonfinite", options->allowNonFinite, "Use linears whose weights are NaN or Inf instead of refusing them");
     cmd->callback([options] { runDequantize(*options); });
 }
 

@@ -176,8 +176,9 @@ nlohmann::json renderJson(const InspectReport& report) {
     for (const auto& l : report.quantizedLinears)
         quantized.push_back({{"linear", l.ref.label()}, {"codec", l.codec}, {"scheme", l.scheme}, {"bits", l.bits},
                              {"group_size", l.groupSize}, {"act_order", l.actOrder}, {"sym", l.symmetric},
-                             {"rows", l.rows}, {"cols", l.cols}, {"summary", l.summary()}});
+                             {"rows", l.rows}, {"cols", l.cols}, {"summary", l.summary()}, {"problem", l.problem}});
     j["quantized_linears"] = std::move(quantized);
+    j["warnings"] = report.warnings;
     if (report.listTensors) {
         if (!report.filter.empty()) j["filter"] = report.filter;
         nlohmann::json tensors = nlohmann::json::array();

@@ -30,6 +30,7 @@ struct InspectReport {
     std::vector<InspectedTensor> tensors;
     std::vector<formats::LayerQuantInfo> quantizedLinears;   // every linear stored quantized
     bool listLayers = false;             // --layers: one line per quantized linear
+    std::vector<std::string> warnings;   // what the other commands would refuse (config vs tensors, ...)
 };
 
 std::string renderText(const InspectReport& report);

@@ -35,6 +35,7 @@ struct QuantizeOptions {
     std::uint64_t seed = 0;
     bool force = false;
     bool overwrite = false;
+    bool allowNonFinite = false;
 };
 
 bool hasDigit(const std::string& s) { return std::any_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); }); }
@@ -79,6 +80,7 @@ void runQuantize(const QuantizeOptions& o) {
     plan.checkpoint = o.path;
     plan.methods = {method};
     plan.seed = o.seed;
+    plan.allowNonFinite = o.allowNonFinite;
     nlohmann::json settings = {{"method", method.name}, {"group_size", method.groupSize}, {"seed", o.seed}};
     // Calibration when the method needs it, or when asked for (it gives every linear its output error).
     if (method.needsCalibration() || !o.calib.empty()) {
@@ -123,6 +125,7 @@ void registerQuantize(CLI::App& app) {
     cmd->add_option("--seed", options->seed, "Seed (trellis rotations)")->capture_default_str();
     cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
     cmd->add_flag("--overwrite", options->overwrite, "Replace the destination if it exists");
+    cmd->add_flag("--allow-nonfinite", options->allowNonFinite, "Use linears whose weights are NaN or Inf instead of refusing them");
     cmd->callback([options] { runQuantize(*options); });
 }
 

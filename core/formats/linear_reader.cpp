@@ -7,6 +7,7 @@
 
 #include "codecs.h"
 #include "qs/error.h"
+#include "qs/finite_weights.h"
 #include "qs/formats/detect.h"
 #include "quant_config.h"
 
@@ -56,9 +57,11 @@ std::vector<const LinearCodec*> codecsFor(Format format) {
     return {&denseCodec()};
 }
 
-LinearReader::LinearReader(const io::Checkpoint& checkpoint) : LinearReader(checkpoint, detect(checkpoint)) {}
+LinearReader::LinearReader(const io::Checkpoint& checkpoint, DecodeOptions options)
+    : LinearReader(checkpoint, detect(checkpoint), options) {}
 
-LinearReader::LinearReader(const io::Checkpoint& checkpoint, FormatInfo info) : checkpoint_(&checkpoint), info_(std::move(info)) {
+LinearReader::LinearReader(const io::Checkpoint& checkpoint, FormatInfo info, DecodeOptions options)
+    : checkpoint_(&checkpoint), info_(std::move(info)), options_(options) {
     // A codec that cannot read the format's quantized layers would claim nothing sensible.
     const auto codecs = info_.decodable ? codecsFor(info_.format) : codecsFor(Format::Dense);
     std::vector<std::pair<LinearRef, const LinearCodec*>> found;
@@ -85,11 +88,14 @@ const LinearCodec& LinearReader::codecOf(const LinearRef& ref) const {
 
 DecodedLinear LinearReader::decode(const LinearRef& ref) const {
     const LinearCodec& codec = codecOf(ref);
+    DecodedLinear decoded;
     try {
-        return codec.decode(*checkpoint_, info_.config, ref);
+        decoded = codec.decode(*checkpoint_, info_.config, ref);
     } catch (const detail::ConfigError& e) {
         detail::rethrowWithSource(e, info_.configSource);
     }
+    requireFiniteWeights(decoded.weight, checkpoint_->root().string(), ref.label(), options_.allowNonFinite);
+    return decoded;
 }
 
 }  // namespace qs::formats

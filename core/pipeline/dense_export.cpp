@@ -4,6 +4,7 @@
 #include <set>
 
 #include "qs/error.h"
+#include "qs/formats/config_check.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/checkpoint_writer.h"
@@ -58,10 +59,13 @@ std::filesystem::path exportDense(const DenseExportRequest& request, const Progr
                                   const CancelToken& cancel) {
     const std::string dtypeText = torchDtype(request.dtype);
     const io::Checkpoint source = io::Checkpoint::open(request.source);
-    const formats::LinearReader reader(source);
+    const formats::LinearReader reader(source, formats::DecodeOptions{.allowNonFinite = request.allowNonFinite});
     if (!reader.format().decodable)
         throw Error(source.root().string() + ": " + std::string(formats::formatName(reader.format().format)) +
                     " cannot be decoded: " + reader.format().whyNot);
+    // The config is copied into the export: one that disagrees with the tensors would describe
+    // another model there too.
+    formats::requireConfigMatchesTensors(source, reader.format());
     const auto prefixes = quantizedPrefixes(reader, source);
 
     io::CheckpointWriter writer(request.destination, io::CheckpointWriterOptions{.overwrite = request.overwrite}, source.root());

@@ -97,10 +97,10 @@ private:
 };
 
 // What decoding the linear says, "(decoded)" when it does not refuse.
-std::string decodeError(const Export& e, const std::string& prefix = kPrefix) {
+std::string decodeError(const Export& e, const std::string& prefix = kPrefix, DecodeOptions options = {}) {
     const Written w(e);
     try {
-        (void)LinearReader(w.checkpoint()).decode(prefix);
+        (void)LinearReader(w.checkpoint(), options).decode(prefix);
     } catch (const Error& err) {
         return err.what();
     }
@@ -302,6 +302,47 @@ TEST(HostileCheckpoint, AQuantMethodOfAnotherFormatOverGptqTensorsIsRefused) {
         EXPECT_FALSE(info.decodable) << method;
         EXPECT_THAT(info.whyNot, HasSubstr("config.json: quantization_config says quant_method '" + std::string(method) + "'")) << method;
         EXPECT_TRUE(info.layers.empty()) << method;
+    }
+}
+
+// --- non-finite weights ----------------------------------------------------------------------------
+
+TEST(HostileCheckpoint, NonFiniteWeightsAreRefusedUnlessAllowed) {
+    const auto fp8 = quant::quantizeFp8(gaussianWeight(256, 256, 3u));
+    struct Case {
+        std::string what;
+        std::function<void(Export&)> mutate;
+        std::int64_t count;
+    };
+    const std::string scaleInv = kPrefix + ".weight_scale_inv";
+    const std::vector<Case> cases = {
+        {"one NaN block scale", [&](Export& e) { e.setValue<float>(scaleInv, 1, std::nanf("")); }, 128 * 128},
+        {"every scale Inf", [&](Export& e) { for (std::size_t i = 0; i < 4; ++i) e.setValue<float>(scaleInv, i, INFINITY); }, 0},
+        {"3e38 scales", [&](Export& e) { for (std::size_t i = 0; i < 4; ++i) e.setValue<float>(scaleInv, i, 3e38f); }, 0},
+        {"an E4M3 NaN code", [&](Export& e) { e.setValue<std::uint8_t>(kPrefix + ".weight", 5, 0x7F); }, 1},
+    };
+    for (const auto& c : cases) {
+        auto e = exportOf("fp8", fp8);
+        c.mutate(e);
+        const std::string error = decodeError(e);
+        EXPECT_THAT(error, HasSubstr("linear '" + kPrefix + "' decodes to ")) << c.what;
+        EXPECT_THAT(error, HasSubstr("non-finite weights (NaN or Inf) of 65536")) << c.what;
+        if (c.count > 0) {
+            EXPECT_THAT(error, HasSubstr("decodes to " + std::to_string(c.count) + " non-finite")) << c.what;
+        }
+        EXPECT_EQ(decodeError(e, kPrefix, {.allowNonFinite = true}), "(decoded)") << c.what;
+    }
+}
+
+TEST(HostileCheckpoint, NonFiniteFloatFormatScalesAreRefused) {
+    auto mx = exportOf("ct-mxfp4", quant::quantizeMxfp4(gaussianWeight(16, 64, 6u)));
+    mx.setValue<std::uint8_t>(kPrefix + ".weight_scale", 0, 0xFF);   // E8M0 NaN
+    EXPECT_THAT(decodeError(mx), HasSubstr("decodes to 32 non-finite weights"));
+
+    for (const float global : {0.0f, INFINITY, std::nanf("")}) {
+        auto nv = exportOf("ct-nvfp4", quant::quantizeNvfp4(powerOfTwoGlobalWeight(16, 64, 8u)));
+        nv.setValue<float>(kPrefix + ".weight_global_scale", 0, global);
+        EXPECT_THAT(decodeError(nv), HasSubstr("weight_global_scale': is " )) << global;
     }
 }
 
