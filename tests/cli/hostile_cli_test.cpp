@@ -68,6 +68,16 @@ nlohmann::json readJson(const std::filesystem::path& path) {
 
 void writeJson(const std::filesystem::path& path, const nlohmann::json& j) { writeText(path, j.dump(2)); }
 
+// A copy of the demo at dir/ck whose config.json says `key: value`, the tensors unchanged.
+std::filesystem::path demoWith(const TempDir& dir, const std::string& key, const nlohmann::json& value) {
+    const auto folder = dir.path() / "ck";
+    copyDemo(folder);
+    auto config = readJson(folder / "config.json");
+    config[key] = value;
+    writeJson(folder / "config.json", config);
+    return folder;
+}
+
 // An FP8 (128x128 blocks) export of one 256x256 linear, with `mutate` applied to its tensors.
 void writeFp8Export(const std::filesystem::path& dir, const std::function<void(qs::formats::EncodedTensor&)>& mutate) {
     const std::string prefix = "model.layers.0.mlp.down_proj";
@@ -216,11 +226,7 @@ TEST(HostileCli, ConfigThatDisagreesWithTheTensorsIsAWarningForInspectAndAnError
         {"model_type", "llama"}, {"intermediate_size", 1024}};
     for (const auto& [key, value] : changes) {
         TempDir dir;
-        const auto folder = dir.path() / "ck";
-        copyDemo(folder);
-        auto config = readJson(folder / "config.json");
-        config[key] = value;
-        writeJson(folder / "config.json", config);
+        const auto folder = demoWith(dir, key, value);
         const auto inspect = runCli({"inspect", folder.string()});
         EXPECT_EQ(inspect.exitCode, 0) << key << ": " << inspect.err;
         EXPECT_EQ(inspect.err.rfind("quantscope-cli: warning: ", 0), 0u) << key << ": " << inspect.err;
@@ -235,11 +241,7 @@ TEST(HostileCli, EvalRefusesAModelWhoseForwardPassDiffers) {
         {"rope_theta", 1000000.0}, {"rms_norm_eps", 1e-5}, {"rope_scaling", {{"rope_type", "linear"}, {"factor", 2.0}}}};
     for (const auto& [key, value] : changes) {
         TempDir dir;
-        const auto folder = dir.path() / "ck";
-        copyDemo(folder);
-        auto config = readJson(folder / "config.json");
-        config[key] = value;
-        writeJson(folder / "config.json", config);
+        const auto folder = demoWith(dir, key, value);
         expectRefusal(runCli({"eval", kDemo.string(), folder.string(), "--samples", "1", "--seq-len", "16"}), key, key);
     }
 }

@@ -246,9 +246,10 @@ TEST(CheckpointWriter, EmptyCheckpointIsAValidFile) {
         w.finish();
         EXPECT_THAT([&] { w.finish(); }, testing::ThrowsMessage<qs::Error>(HasSubstr("already finished")));
     }
-    const auto ckpt = Checkpoint::open(dir / "empty");
-    EXPECT_TRUE(ckpt.tensors().empty());
+    EXPECT_TRUE(SafetensorsFile::open(dir / "empty" / "model.safetensors").tensors().empty());
     EXPECT_TRUE(fs::exists(dir / "empty"));  // a finished writer's destructor keeps the result
+    // A valid file, but a checkpoint of no tensors can only be an accident: opening one is refused.
+    EXPECT_THAT([&] { (void)Checkpoint::open(dir / "empty"); }, testing::ThrowsMessage<qs::Error>(HasSubstr("holds no tensors")));
 }
 
 namespace {
