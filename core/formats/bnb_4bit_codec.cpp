@@ -96,8 +96,10 @@ Absmax readAbsmax(const io::Checkpoint& ck, const std::string& p, const QuantSta
     }
     requireDtype(ck, absmax, {io::DType::U8});
     const auto nestedAbsmax = requireTensor(ck, p + ".weight.nested_absmax", "double quantisation");
+    requireDtype(ck, nestedAbsmax, {io::DType::F32, io::DType::F16, io::DType::BF16});
     requireShape(ck, nestedAbsmax, {ceilDiv(blocks, s.nestedBlockSize)}, "one scale per " + std::to_string(s.nestedBlockSize) + " absmax codes");
     const auto nestedMap = requireTensor(ck, p + ".weight.nested_quant_map", "double quantisation");
+    requireDtype(ck, nestedMap, {io::DType::F32, io::DType::F16, io::DType::BF16});
     requireShape(ck, nestedMap, {256}, "the 8-bit dynamic map");
     const auto map = nestedMap.toF32();
     a.nestedScales = nestedAbsmax.toF32();
@@ -186,6 +188,7 @@ public:
                                               " bytes, expected " + std::to_string(ceilDiv(count, 2)) + " for a [" +
                                               std::to_string(s.rows) + ", " + std::to_string(s.cols) + "] weight");
         const auto mapTensor = requireTensor(ck, ref.prefix + ".weight.quant_map", "bitsandbytes 4-bit");
+        requireDtype(ck, mapTensor, {io::DType::F32, io::DType::F16, io::DType::BF16});
         requireShape(ck, mapTensor, {16}, "a 16-entry codebook");
         const auto map = mapTensor.toF32();
         auto absmax = readAbsmax(ck, ref.prefix, s, blocks);

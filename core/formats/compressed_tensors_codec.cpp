@@ -128,7 +128,7 @@ CtArgs argsFor(const nlohmann::json& config, const std::string& module) {
 
 enum class CtLayout { PackInt, Nvfp4, Mxfp4, Float, NaiveInt };
 
-CtLayout layoutOf(const io::Checkpoint& ck, const std::string& p) {
+CtLayout storedLayout(const io::Checkpoint& ck, const std::string& p) {
     if (hasTensor(ck, p + ".weight_packed")) {
         const auto packed = ck.tensor(p + ".weight_packed");
         if (packed.dtype() == io::DType::I32) return CtLayout::PackInt;
@@ -138,6 +138,21 @@ CtLayout layoutOf(const io::Checkpoint& ck, const std::string& p) {
     const auto w = requireTensor(ck, p + ".weight", "compressed-tensors");
     requireDtype(ck, w, {io::DType::F8_E4M3, io::DType::I8});
     return w.dtype() == io::DType::F8_E4M3 ? CtLayout::Float : CtLayout::NaiveInt;
+}
+
+// The layout the tensors are stored in, which must be what the config group says (type and
+// num_bits): an FP8 weight swapped to I8 would otherwise be read as int-quantized.
+CtLayout layoutOf(const io::Checkpoint& ck, const std::string& p, const CtArgs& a) {
+    const CtLayout layout = storedLayout(ck, p);
+    const bool intLayout = layout == CtLayout::PackInt || layout == CtLayout::NaiveInt;
+    const int bits = layout == CtLayout::Nvfp4 || layout == CtLayout::Mxfp4 ? 4 : 8;
+    if (intLayout != (a.type == "int") || (layout != CtLayout::PackInt && a.bits != bits)) {
+        const std::string name = p + (hasTensor(ck, p + ".weight_packed") ? ".weight_packed" : ".weight");
+        failTensor(ck, name, "is stored as " + std::string(intLayout ? "integer" : "float") +
+                                 (layout == CtLayout::PackInt ? "" : " " + std::to_string(bits) + "-bit") +
+                                 " codes, but its config group says type '" + a.type + "', num_bits " + std::to_string(a.bits));
+    }
+    return layout;
 }
 
 // [N, K] from weight_shape (I64/I32 [2]); packed layouts lose K's exact value otherwise, so the
@@ -301,6 +316,7 @@ Fp4Blocks openFp4(const io::Checkpoint& ck, const std::string& p, CtLayout layou
     if (layout == CtLayout::Nvfp4) {
         requireDtype(ck, scale, {io::DType::F8_E4M3});
         const auto global = ck.tensor(p + ".weight_global_scale");
+        requireDtype(ck, global, {io::DType::F32, io::DType::F16, io::DType::BF16});
         if (!isScalar(global)) failTensor(ck, global.name(), "shape " + shapeText(global.shape()) + ", expected one value");
         const float gs = global.toF32()[0];
         // A divisor: 0 makes every weight infinite, Inf or NaN makes them all 0 or NaN.
@@ -396,7 +412,7 @@ public:
         info.bits = a.bits;
         info.symmetric = a.symmetric;
         info.actOrder = hasTensor(ck, ref.prefix + ".weight_g_idx");
-        switch (const auto layout = layoutOf(ck, ref.prefix)) {
+        switch (const auto layout = layoutOf(ck, ref.prefix, a)) {
             case CtLayout::PackInt: {
                 const auto l = openPackInt(ck, ref.prefix, a);
                 fillGrid(info, "int", l.rows, l.cols, l.grid);
@@ -429,7 +445,7 @@ public:
     DecodedLinear decode(const io::Checkpoint& ck, const nlohmann::json& config, const LinearRef& ref) const override {
         requireUnstacked(ck, ref, name());
         const auto a = argsFor(config, ref.prefix);
-        switch (const auto layout = layoutOf(ck, ref.prefix)) {
+        switch (const auto layout = layoutOf(ck, ref.prefix, a)) {
             case CtLayout::PackInt:
                 return decodePackInt(ck, ref, a);
             case CtLayout::Nvfp4:

@@ -67,6 +67,7 @@ Fp4Blocks openNvfp4(const io::Checkpoint& ck, const std::string& p, int groupSiz
     requireDtype(ck, scale, {io::DType::F8_E4M3});
     requireShape(ck, scale, {rows, cols / groupSize}, "one scale per " + std::to_string(groupSize) + " inputs of weight " + shapeText(w.shape()));
     const auto scale2 = requireTensor(ck, p + ".weight_scale_2", "ModelOpt NVFP4");
+    requireDtype(ck, scale2, {io::DType::F32, io::DType::F16, io::DType::BF16});
     if (!isScalar(scale2)) failTensor(ck, scale2.name(), "shape " + shapeText(scale2.shape()) + ", expected one value");
     Fp4Blocks b;
     b.packed = bytePointer(w);

@@ -261,6 +261,17 @@ TEST(HostileCheckpoint, DtypeSwapsAreRefused) {
     scale.dtype = io::DType::I32;   // the same bytes, reinterpreted
     EXPECT_THAT(decodeError(scaleAsInt), HasSubstr("weight_scale': dtype I32, expected F32 or F16 or BF16"));
 
+    // The same bytes read as another dtype of the same width, under scales and lookup tables.
+    auto global = exportOf("ct-nvfp4", quant::quantizeNvfp4(powerOfTwoGlobalWeight(16, 64, 8u)));
+    global.tensor(kPrefix + ".weight_global_scale").dtype = io::DType::I32;
+    EXPECT_THAT(decodeError(global), HasSubstr("weight_global_scale': dtype I32, expected F32 or F16 or BF16"));
+    auto map = exportOf("bnb-nf4", quant::quantizeNf4(gaussianWeight(16, 128, 3u)));
+    map.tensor(kPrefix + ".weight.quant_map").dtype = io::DType::U32;
+    EXPECT_THAT(decodeError(map), HasSubstr("weight.quant_map': dtype U32, expected F32 or F16 or BF16"));
+    auto fp8AsInt = exportOf("ct-fp8-dynamic", quant::quantizeFp8(gaussianWeight(64, 128, 4u), quant::Fp8Scaling::PerChannel));
+    fp8AsInt.tensor(kPrefix + ".weight").dtype = io::DType::I8;
+    EXPECT_THAT(decodeError(fp8AsInt), HasSubstr("is stored as integer 8-bit codes, but its config group says type 'float', num_bits 8"));
+
     for (const io::DType swapped : {io::DType::F8_E5M2, io::DType::U8}) {
         auto e = exportOf("fp8", quant::quantizeFp8(gaussianWeight(256, 256, 3u)));
         e.tensor(kPrefix + ".weight").dtype = swapped;
