@@ -78,8 +78,9 @@ void runInspect(const InspectOptions& options) {
         if (linear.scheme != "dense") report.quantizedLinears.push_back(std::move(linear));
     report.listLayers = options.layers;
     // What would stop the other commands is said here, without stopping the inspection.
-    if (!format.decodable) report.warnings.push_back("its " + std::string(formats::formatName(format.format)) +
-                                                     " layers cannot be decoded: " + format.whyNot);
+    if (!format.decodable)
+        report.warnings.push_back("the quantized layers cannot be decoded (format " + std::string(formats::formatName(format.format)) +
+                                  "): " + format.whyNot);
     for (auto& problem : formats::configDisagreements(checkpoint, format)) report.warnings.push_back(std::move(problem));
 
     // Rendered completely before anything is written, so that a failure leaves stdout empty. Bytes
