@@ -12,6 +12,7 @@
 #include "progress_bar.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
+#include "qs/pipeline/model_checkpoint.h"
 #include "qs/model/tokenizer.h"
 #include "qs/pipeline/backend.h"
 #include "qs/pipeline/bundled_resources.h"
@@ -108,7 +109,8 @@ std::shared_ptr<const pipeline::Backend> chooseBackend(const std::string& device
 }
 
 void runCompare(const CompareOptions& o) {
-    const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
+    // The checks of the model's input (config against tensors, finite weights) before any output.
+    const io::Checkpoint checkpoint = pipeline::openModelCheckpoint(o.path, o.allowNonFinite);
     const model::Tokenizer tokenizer = model::Tokenizer::fromFile(checkpoint.root());
     pipeline::JobPlan plan;
     plan.checkpoint = o.path;

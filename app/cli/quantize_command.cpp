@@ -9,6 +9,7 @@
 #include "progress_bar.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
+#include "qs/pipeline/model_checkpoint.h"
 #include "qs/model/tokenizer.h"
 #include "qs/pipeline/bundled_resources.h"
 #include "qs/pipeline/calibration_text.h"
@@ -69,7 +70,8 @@ std::filesystem::path calibrationFile(const std::string& given, const io::Checkp
 
 void runQuantize(const QuantizeOptions& o) {
     const pipeline::MethodSpec method = methodFrom(o);
-    const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
+    // The checks of the model's input (config against tensors, finite weights) before any output.
+    const io::Checkpoint checkpoint = pipeline::openModelCheckpoint(o.path, o.allowNonFinite);
     const formats::LinearEncoder& encoder = pipeline::encoderForMethod(method, o.format);
     if (const auto why = pipeline::exportRefusal(method, encoder, checkpoint); !why.empty())
         throw Error("cannot export " + method.name + " as " + std::string(encoder.name()) + ": " + why);

@@ -30,8 +30,8 @@ struct Side {
     std::shared_ptr<const DecodedWeights> weights;
     std::unique_ptr<model::Transformer> model;
 
-    explicit Side(const std::filesystem::path& path)
-        : checkpoint(openModelCheckpoint(path)), config(model::ModelConfig::fromCheckpoint(checkpoint)) {}
+    Side(const std::filesystem::path& path, bool allowNonFinite)
+        : checkpoint(openModelCheckpoint(path, allowNonFinite)), config(model::ModelConfig::fromCheckpoint(checkpoint)) {}
 
     void load(bool allowNonFinite) {
         weights = std::make_shared<const DecodedWeights>(checkpoint, config, formats::DecodeOptions{.allowNonFinite = allowNonFinite});
@@ -109,7 +109,7 @@ CheckpointEvalResult evaluateCheckpoints(const CheckpointEvalPlan& plan, const P
                                          const CancelToken& cancel) {
     const auto start = std::chrono::steady_clock::now();
     if (plan.evaluation.empty()) throw Error("no evaluation text to compare the checkpoints on");
-    Side original(plan.original), quantized(plan.quantized);
+    Side original(plan.original, plan.allowNonFinite), quantized(plan.quantized, plan.allowNonFinite);
     requireSameModelShape(original.config, quantized.config, original.checkpoint.root().string(),
                           quantized.checkpoint.root().string());
     original.load(plan.allowNonFinite);

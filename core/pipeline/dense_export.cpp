@@ -3,13 +3,12 @@
 #include <map>
 #include <set>
 
-#include "qs/analysis/tensor_stats.h"
 #include "qs/error.h"
-#include "qs/finite_weights.h"
 #include "qs/formats/config_check.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/checkpoint_writer.h"
+#include "qs/pipeline/model_checkpoint.h"
 
 namespace qs::pipeline {
 
@@ -35,22 +34,6 @@ std::set<std::string> quantizedPrefixes(const formats::LinearReader& reader, con
         prefixes.insert(ref.prefix);
     }
     return prefixes;
-}
-
-// Dense linears are copied, not decoded; they are still weights of the exported model, checked as
-// the decoded ones are (streamed: an lm_head in f32 would be gigabytes).
-void requireFiniteDenseLinears(const formats::LinearReader& reader, const io::Checkpoint& checkpoint, bool allow) {
-    if (allow) return;
-    std::vector<io::TensorView> views;
-    std::vector<std::string> names;
-    for (const auto& ref : reader.linears())
-        if (reader.codecOf(ref).name() == "dense") {
-            views.push_back(checkpoint.tensor(ref.prefix + ".weight"));
-            names.push_back(ref.label());
-        }
-    const auto stats = analysis::computeTensorStats(views);
-    for (std::size_t i = 0; i < stats.size(); ++i)
-        requireFiniteCount(stats[i].nanCount + stats[i].infCount, stats[i].count, checkpoint.root().string(), names[i], false);
 }
 
 // The quantized linear a tensor is part of ("" when none): its name is "<prefix>.<part...>".
@@ -85,7 +68,8 @@ std::filesystem::path exportDense(const DenseExportRequest& request, const Progr
     // another model there too.
     formats::requireConfigMatchesTensors(source, reader.format());
     const auto prefixes = quantizedPrefixes(reader, source);
-    requireFiniteDenseLinears(reader, source, request.allowNonFinite);
+    // Dense linears are copied, not decoded; they are still weights of the exported model.
+    requireFiniteDenseLinears(source, reader.format(), request.allowNonFinite);
 
     io::CheckpointWriter writer(request.destination, io::CheckpointWriterOptions{.overwrite = request.overwrite}, source.root());
     std::set<std::string> written;

@@ -128,7 +128,7 @@ class Runner {
 public:
     Runner(const JobPlan& plan, const ProgressCallback& progress, const CancelToken& cancel, const ModuleLogCallback& log)
         : plan_(plan), progress_(progress), cancel_(cancel), log_(log),
-          checkpoint_(openModelCheckpoint(plan.checkpoint)),
+          checkpoint_(openModelCheckpoint(plan.checkpoint, plan.allowNonFinite)),
           config_(model::ModelConfig::fromCheckpoint(checkpoint_)),
           weights_(std::make_shared<model::CheckpointWeights>(
               checkpoint_, config_, model::CheckpointWeights::Options{.allowNonFinite = plan.allowNonFinite})),

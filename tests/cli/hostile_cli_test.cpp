@@ -17,6 +17,7 @@
 #include "cli_process.h"
 #include "qs/formats/linear_encoder.h"
 #include "qs/io/checkpoint_writer.h"
+#include "qs/io/safetensors_file.h"
 #include "qs/quant/fp8.h"
 #include "safetensors_builder.h"
 
@@ -203,6 +204,35 @@ TEST(HostileCli, NonFiniteWeightsAreRefusedUnlessAllowed) {
     ASSERT_EQ(stats.exitCode, 0) << stats.err;
     for (const auto& t : nlohmann::json::parse(stats.out)["tensors"])
         EXPECT_EQ(t["stats"]["nan"].get<int>(), t["name"].get<std::string>().ends_with("weight_scale_inv") ? 1 : 0) << t["name"];
+}
+
+TEST(HostileCli, DenseLinearsWithNaNAreRefusedByEveryCommandThatUsesThem) {
+    TempDir dir;
+    const auto folder = dir.path() / "ck";
+    copyDemo(folder);
+    const std::string linear = "model.layers.1.self_attn.q_proj";
+    std::uint64_t offset = 0;
+    {
+        const auto shard = qs::io::SafetensorsFile::open(folder / "model.safetensors");
+        const auto* info = shard.find(linear + ".weight");
+        ASSERT_NE(info, nullptr);
+        ASSERT_EQ(info->dtype, qs::io::DType::BF16);
+        offset = 8 + shard.header().headerLength + info->begin + 2 * 7;   // element 7
+    }
+    {
+        std::fstream file(folder / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
+        file.seekp(static_cast<std::streamoff>(offset));
+        const char nan[2] = {'\xC0', '\x7F'};   // BF16 quiet NaN, little-endian
+        file.write(nan, 2);
+    }
+    const std::string expected = "linear '" + linear + "' decodes to 1 non-finite weights (NaN or Inf)";
+    const auto out = dir.path() / "dense";
+    expectRefusal(runCli({"dequantize", folder.string(), "--out", out.string()}), "dequantize", expected);
+    EXPECT_FALSE(std::filesystem::exists(out));
+    expectRefusal(runCli({"eval", kDemo.string(), folder.string(), "--samples", "1", "--seq-len", "16"}), "eval", expected);
+    expectRefusal(runCli({"compare", folder.string(), "--methods", "rtn4", "--samples", "1", "--seq-len", "16", "--eval-samples", "1"}),
+                  "compare", expected);
+    EXPECT_EQ(runCli({"dequantize", folder.string(), "--out", out.string(), "--allow-nonfinite"}).exitCode, 0);
 }
 
 TEST(HostileCli, EmptyCheckpointsAreRefused) {

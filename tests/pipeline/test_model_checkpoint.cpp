@@ -59,7 +59,7 @@ std::string joined(const std::vector<std::string>& lines) {
 TEST(ModelCheckpoint, AgreeingConfigHasNoDisagreements) {
     const Synthetic s;
     EXPECT_TRUE(s.disagreements().empty()) << joined(s.disagreements());
-    EXPECT_NO_THROW((void)qs::pipeline::openModelCheckpoint(s.dir()));
+    EXPECT_NO_THROW((void)qs::pipeline::openModelCheckpoint(s.dir(), false));
 }
 
 TEST(ModelCheckpoint, EachEditedSizeIsNamed) {
@@ -80,7 +80,7 @@ TEST(ModelCheckpoint, EachEditedSizeIsNamed) {
         s.edit([&](nlohmann::json& c) { c[key] = value; });
         EXPECT_THAT(joined(s.disagreements()), HasSubstr(expected)) << key;
         try {
-            (void)qs::pipeline::openModelCheckpoint(s.dir());
+            (void)qs::pipeline::openModelCheckpoint(s.dir(), false);
             ADD_FAILURE() << key << ": opened to run";
         } catch (const qs::Error& e) {
             EXPECT_THAT(e.what(), HasSubstr("config.json describes another model than its tensors")) << key;
