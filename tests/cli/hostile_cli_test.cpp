@@ -102,18 +102,18 @@ void writeFp8Export(const std::filesystem::path& dir, const std::function<void(q
 // --- hangs ---------------------------------------------------------------------------------------
 
 TEST(HostileCli, NamedPipesAreRefusedNotWaitedOn) {
-    for (const char* file : {"config.json", "model.safetensors", "quantize_config.json", "tokenizer.json"}) {
+    for (const std::string file : {"config.json", "model.safetensors", "quantize_config.json", "tokenizer.json", "eval.txt"}) {
         TempDir dir;
         const auto folder = dir.path() / "ck";
         copyDemo(folder);
         std::filesystem::remove(folder / file);
         ASSERT_EQ(::mkfifo((folder / file).c_str(), 0600), 0);
-        const std::vector<std::string> args = std::string(file) == "tokenizer.json"
-                                                  ? std::vector<std::string>{"eval", kDemo.string(), folder.string(), "--samples", "1", "--seq-len", "16"}
-                                                  : std::vector<std::string>{"inspect", folder.string()};
+        std::vector<std::string> args = {"inspect", folder.string()};
+        if (file == "tokenizer.json") args = {"eval", kDemo.string(), folder.string(), "--samples", "1", "--seq-len", "16"};
+        if (file == "eval.txt") args = {"eval", folder.string(), kDemo.string(), "--samples", "1", "--seq-len", "16"};
         const auto r = runCliWithin(args, 60);
         ASSERT_FALSE(r.timedOut) << file << " blocked the CLI";
-        expectRefusal(r, file, std::string(file) + ": is a named pipe, not a regular file");
+        expectRefusal(r, file, file + ": is a named pipe, not a regular file");
     }
 }
 
