@@ -4,13 +4,21 @@
 #include "tokenizer_utf8.h"
 #include "qs/error.h"
 #include "qs/io/json_file.h"
+#include "qs/io/json_value.h"
 #include "qs/io/regular_file.h"
+
+#include <limits>
 
 namespace qs::model {
 
 std::string readTokenizerFile(const std::filesystem::path& path)
 {
     return io::readRegularFile(path, io::kMaxTokenizerJsonBytes, "a tokenizer file");
+}
+
+TokenId jsonTokenId(const nlohmann::json& value, const std::string& where)
+{
+    return static_cast<TokenId>(io::jsonInteger(value, where, {0, std::numeric_limits<TokenId>::max()}));
 }
 
 namespace {

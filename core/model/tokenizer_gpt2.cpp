@@ -18,7 +18,7 @@ Vocabulary readEncoder(const std::filesystem::path& path)
         const nlohmann::json encoder = io::parseJson(readTokenizerFile(path), path.string(), {.maxBytes = io::kMaxTokenizerJsonBytes});
         Vocabulary vocab;
         vocab.reserve(encoder.size());
-        for (const auto& [token, id] : encoder.items()) vocab.emplace(token, id.get<TokenId>());
+        for (const auto& [token, id] : encoder.items()) vocab.emplace(token, jsonTokenId(id, path.string() + ": '" + token + "'"));
         return vocab;
     } catch (const nlohmann::json::exception& e) {
         throw Error(path.string() + ": invalid encoder.json: " + io::jsonErrorText(e));

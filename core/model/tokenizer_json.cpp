@@ -50,7 +50,7 @@ BpeModel parseModel(const json& model, const std::string& sourceName)
     Vocabulary vocab;
     const json& entries = model.at("vocab");
     vocab.reserve(entries.size());
-    for (const auto& [token, id] : entries.items()) vocab.emplace(token, id.get<TokenId>());
+    for (const auto& [token, id] : entries.items()) vocab.emplace(token, jsonTokenId(id, sourceName + ": model.vocab['" + token + "']"));
 
     BpeOptions options;
     if (const json& unk = member(model, "unk_token"); unk.is_string()) options.unkToken = unk.get<std::string>();
@@ -65,7 +65,7 @@ void addAddedTokens(Tokenizer::Impl& impl, const json& tokens)
 {
     if (!tokens.is_array()) return;
     for (const json& t : tokens) {
-        impl.added.add({t.at("content").get<std::string>(), t.at("id").get<TokenId>(), t.value("special", false),
+        impl.added.add({t.at("content").get<std::string>(), jsonTokenId(t.at("id"), impl.sourceName + ": added_tokens id"), t.value("special", false),
                         t.value("lstrip", false), t.value("rstrip", false), t.value("single_word", false),
                         t.value("normalized", false)});
     }
@@ -100,7 +100,7 @@ void applyPostProcessor(Tokenizer::Impl& impl, const json& post)
     const json& ids = member(member(member(post, "special_tokens"), name.c_str()), "ids");
     if (!ids.is_array() || ids.empty()) return;
     impl.addBos = true;
-    if (!impl.bos) impl.bos = ids[0].get<TokenId>();
+    if (!impl.bos) impl.bos = jsonTokenId(ids[0], impl.sourceName + ": post_processor special token id");
 }
 
 void applyConfig(Tokenizer::Impl& impl, std::string_view configJson, const std::string& sourceName)
