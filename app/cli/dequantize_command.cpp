@@ -20,6 +20,7 @@ struct DequantizeOptions {
     std::string dtype = "bf16";
     std::string llama2cTokenizer;
     bool overwrite = false;
+    bool allowNonFinite = false;
 };
 
 io::DType parseDtype(const std::string& text) {
@@ -59,7 +60,7 @@ void runDequantize(const DequantizeOptions& o) {
         written = writeGgufFile(o, bar.callback(), cancel);
     } else {
         if (!o.llama2cTokenizer.empty()) throw Error("--llama2c-tokenizer applies to a .gguf destination only");
-        const pipeline::DenseExportRequest request{o.path, o.out, parseDtype(o.dtype), o.overwrite};
+        const pipeline::DenseExportRequest request{o.path, o.out, parseDtype(o.dtype), o.overwrite, o.allowNonFinite};
         written = pipeline::exportDense(request, bar.callback(), cancel);
     }
     bar.finish(true);
@@ -82,6 +83,7 @@ void registerDequantize(CLI::App& app) {
     cmd->add_option("--llama2c-tokenizer", options->llama2cTokenizer,
                     "llama2.c tokenizer.bin to store as the GGUF's SentencePiece tokenizer (for models without tokenizer.json)");
     cmd->add_flag("--overwrite", options->overwrite, "Replace the destination if it exists");
+    cmd->add_flag("--allow-nonfinite", options->allowNonFinite, "Use linears whose weights are NaN or Inf instead of refusing them");
     cmd->callback([options] { runDequantize(*options); });
 }
 

@@ -246,7 +246,7 @@ nlohmann::json renderJson(const InspectReport& report) {
     for (const auto& l : report.quantizedLinears)
         quantized.push_back({{"linear", l.ref.label()}, {"codec", l.codec}, {"scheme", l.scheme}, {"bits", l.bits},
                              {"group_size", l.groupSize}, {"act_order", l.actOrder}, {"sym", l.symmetric},
-                             {"rows", l.rows}, {"cols", l.cols}, {"summary", l.summary()}});
+                             {"rows", l.rows}, {"cols", l.cols}, {"summary", l.summary()}, {"problem", l.problem}});
     j["quantized_linears"] = std::move(quantized);
     if (const auto& g = report.gguf) {
         nlohmann::json types = nlohmann::json::object();
@@ -255,6 +255,7 @@ nlohmann::json renderJson(const InspectReport& report) {
         j["gguf"] = {{"version", g->version}, {"alignment", g->alignment}, {"file_type", g->fileType},
                      {"tensor_types", std::move(types)}, {"metadata", g->metadataJson}};
     }
+    j["warnings"] = report.warnings;
     if (report.listTensors) {
         if (!report.filter.empty()) j["filter"] = report.filter;
         nlohmann::json tensors = nlohmann::json::array();

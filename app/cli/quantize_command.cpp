@@ -34,6 +34,7 @@ struct QuantizeOptions {
     std::uint64_t seed = 0;
     bool force = false;
     bool overwrite = false;
+    bool allowNonFinite = false;
 };
 
 bool hasDigit(const std::string& s) { return std::any_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); }); }
@@ -70,6 +71,7 @@ void runQuantize(const QuantizeOptions& o) {
     planSettings.checkpoint = o.path;
     planSettings.methods = {method};
     planSettings.seed = o.seed;
+    planSettings.allowNonFinite = o.allowNonFinite;   // the plan builder checks the input before any output
     // Calibration when the method needs it, or when asked for (it gives every linear its output error).
     const bool calibrate = method.needsCalibration() || !o.calib.empty();
     planSettings.calibration = {o.calib, calibrate ? o.samples : 0, o.seqLen};
@@ -114,6 +116,7 @@ void registerQuantize(CLI::App& app) {
     cmd->add_option("--seed", options->seed, "Seed (trellis rotations)")->capture_default_str();
     cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
     cmd->add_flag("--overwrite", options->overwrite, "Replace the destination if it exists");
+    cmd->add_flag("--allow-nonfinite", options->allowNonFinite, "Use linears whose weights are NaN or Inf instead of refusing them");
     cmd->callback([options] { runQuantize(*options); });
 }
 
