@@ -193,12 +193,15 @@ Checkpoint Checkpoint::open(const fs::path& path) {
         if (isGgufFile(path)) impl->openGguf(path);
         else impl->shards.push_back(SafetensorsFile::open(path));
     }
+    if (!impl->gguf) impl->addShardTensors();
+    // A header of {} is valid safetensors (and a GGUF of metadata only is a valid GGUF), but a
+    // checkpoint of no tensors can only be an accident, and every command would "succeed" on it
+    // (dequantize wrote an empty model).
+    if (impl->tensors.empty()) {
+        const fs::path file = impl->gguf ? impl->gguf->path() : impl->shards.size() == 1 ? impl->shards.front().path() : path;
+        throw Error(file.string() + ": holds no tensors");
+    }
     if (impl->gguf) return Checkpoint(std::move(impl));
-    impl->addShardTensors();
-    // A header of {} is valid safetensors, but a checkpoint of no tensors can only be an accident,
-    // and every command would "succeed" on it (dequantize wrote an empty model).
-    if (impl->tensors.empty())
-        throw Error((impl->shards.size() == 1 ? impl->shards.front().path() : path).string() + ": holds no tensors");
     if (!weightMap.empty()) impl->checkAgainstIndex(weightMap, indexPath);
     impl->readConfig();
     return Checkpoint(std::move(impl));
@@ -234,7 +237,7 @@ const fs::path& Checkpoint::fileOf(const CheckpointTensor& t) const {
 CheckpointSummary Checkpoint::summary() const {
     const auto& c = impl_->config;
     CheckpointSummary s;
-    const fs::path configPath = impl_->root / "config.json";
+    const fs::path configPath = configSource();
     s.modelType = displayText(stringField(c, "model_type"));
     s.architecture = c.contains("architectures") && c["architectures"].is_array() && !c["architectures"].empty() &&
                              c["architectures"][0].is_string()

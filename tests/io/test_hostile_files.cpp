@@ -69,6 +69,14 @@ TEST(HostileFiles, FifoShardIsRefusedWithoutBlocking) {
     EXPECT_THAT(error, HasSubstr("model.safetensors: is a named pipe, not a regular file"));
 }
 
+TEST(HostileFiles, FifoNamedAsACheckpointFileIsRefusedWithoutBlocking) {
+    // Checkpoint::open peeks at a file's magic to tell GGUF from safetensors: the peek must not
+    // wait on a pipe either.
+    TempDir dir;
+    ASSERT_EQ(::mkfifo((dir / "model.gguf").c_str(), 0600), 0);
+    EXPECT_THAT(errorWithin([&] { (void)Checkpoint::open(dir / "model.gguf"); }), HasSubstr("model.gguf: is a named pipe"));
+}
+
 TEST(HostileFiles, FifoIndexAndTokenizerAreRefused) {
     TempDir dir;
     ASSERT_EQ(::mkfifo((dir / "model.safetensors.index.json").c_str(), 0600), 0);

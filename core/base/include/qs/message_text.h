@@ -64,6 +64,17 @@ inline std::size_t characterBoundary(std::string_view text, std::size_t i, bool 
 
 }  // namespace message_detail
 
+// Whether `text` is valid UTF-8 (RFC 3629), which JSON output and Hugging Face files require.
+inline bool isValidUtf8(std::string_view text) {
+    for (std::size_t i = 0; i < text.size();) {
+        std::uint32_t cp = 0;
+        const std::size_t n = message_detail::utf8Length(text, i, cp);
+        if (n == 0) return false;
+        i += n;
+    }
+    return true;
+}
+
 // maxBytes must leave room for the ellipsis (at least 16).
 inline std::string sanitizeMessage(std::string_view text, std::size_t maxBytes = kMaxMessageBytes) {
     using namespace message_detail;
