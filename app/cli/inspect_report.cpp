@@ -8,6 +8,7 @@
 
 #include "human_format.h"
 #include "qs/io/gguf_names.h"
+#include "qs/message_text.h"
 #include "text_table.h"
 
 namespace qs::cli {
@@ -202,7 +203,8 @@ GgufInspection inspectGguf(const io::Checkpoint& checkpoint) {
     if (const auto fileType = file.metadata().integer("general.file_type")) g.fileType = io::ggufFileTypeName(*fileType);
     g.metadataJson = nlohmann::json::object();
     for (const auto& [key, value] : file.metadata().entries()) {
-        g.metadata.emplace_back(key, value.summary());
+        // Keys and values are the file's own text: one line each, escaped, before a table shows them.
+        g.metadata.emplace_back(sanitizeMessage(key, 200), sanitizeMessage(value.summary()));
         g.metadataJson[key] = metadataValueJson(value);
     }
     std::map<std::string, TypeCount> byType;
