@@ -6,6 +6,7 @@
 #include "progress_bar.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
+#include "qs/io/json_value.h"
 #include "qs/model/gguf_tokenizer.h"
 #include "qs/pipeline/dense_export.h"
 #include "qs/pipeline/gguf_export.h"
@@ -43,9 +44,11 @@ std::filesystem::path writeGgufFile(const DequantizeOptions& o, const ProgressCa
     pipeline::GgufExportOptions options;
     options.chooser = pipeline::uniformGgufType(ggmlTypeByNameOrThrow(o.dtype));
     options.overwrite = o.overwrite;
+    options.allowNonFinite = o.allowNonFinite;
     const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
     if (!o.llama2cTokenizer.empty()) {
-        const int vocab = checkpoint.config().value("vocab_size", 0);
+        const int vocab = static_cast<int>(
+            io::jsonIntegerField(checkpoint.config(), "vocab_size", checkpoint.configSource().string(), {0, 1 << 24}).value_or(0));
         options.sentencePiece = pipeline::GgufSentencePieceVocabulary{model::readLlama2cTokenizer(o.llama2cTokenizer, vocab), 1, 2, true};
     }
     return pipeline::writeGguf(checkpoint, o.out, options, progress, cancel);

@@ -144,7 +144,8 @@ std::vector<std::string> configDisagreements(const io::Checkpoint& checkpoint, c
     std::vector<std::string> problems;
     const auto& config = checkpoint.config();
     if (!config.is_object() || config.empty()) return problems;
-    const std::string where = (checkpoint.root() / "config.json").string();
+    // config.json, or the GGUF file whose metadata the config was synthesized from.
+    const std::string where = checkpoint.configSource().string();
     const ConfigSizes sizes = readSizes(config, where, problems);
     checkEmbedding(checkpoint, sizes, where, problems);
     checkLayers(checkpoint, sizes, where, problems);
@@ -158,7 +159,8 @@ void requireConfigMatchesTensors(const io::Checkpoint& checkpoint, const FormatI
     if (problems.empty()) return;
     std::string message = problems.front();
     if (problems.size() > 1) message += " (and " + std::to_string(problems.size() - 1) + " more disagreements)";
-    throw Error(message + "; config.json describes another model than its tensors");
+    throw Error(message + (checkpoint.gguf() ? "; the GGUF's metadata describes" : "; config.json describes") +
+                " another model than its tensors");
 }
 
 }  // namespace qs::formats

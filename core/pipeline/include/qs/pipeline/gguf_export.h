@@ -52,6 +52,7 @@ struct GgufExportOptions {
     std::optional<int> fileType;                              // general.file_type; else from the matrices' commonest type
     std::string name;                                         // general.name; else the source folder's name
     bool overwrite = false;
+    bool allowNonFinite = false;                              // else a linear that decodes to NaN or Inf is refused
 };
 
 // Returns the file written. Throws qs::Error (architecture or tokenizer not storable, a type the
