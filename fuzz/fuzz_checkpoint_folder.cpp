@@ -16,32 +16,19 @@
 #include <fstream>
 #include <string>
 
-#include "fuzz_support.h"
-#include "qs/formats/config_check.h"
-#include "qs/formats/detect.h"
-#include "qs/formats/linear_reader.h"
-#include "qs/io/checkpoint.h"
-#include "qs/model/model_config.h"
+#include "fuzz_checkpoint.h"
 
 namespace {
 
 namespace fs = std::filesystem;
-using qs::fuzz::check;
 using qs::fuzz::checkRefusal;
 
-constexpr const char* kSideFiles[] = {"quantize_config.json", "hf_quant_config.json", "quantization_config.json"};
-
 const fs::path& scratch() {
-    static const fs::path dir = [] {
-        const fs::path base = fs::is_directory("/dev/shm") && ::access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm") : fs::temp_directory_path();
-        std::string pattern = (base / "qs_fuzz_folder_XXXXXX").string();
-        if (::mkdtemp(pattern.data()) == nullptr) std::abort();
-        const fs::path made = pattern;
-        std::atexit([] { std::error_code ec; fs::remove_all(scratch(), ec); });
-        return made;
-    }();
+    static const fs::path dir = qs::fuzz::scratchFolder("qs_fuzz_folder");
     return dir;
 }
+
+constexpr const char* kSideFiles[] = {"quantize_config.json", "hf_quant_config.json", "quantization_config.json"};
 
 void write(const fs::path& path, std::string_view bytes) {
     std::ofstream out(path, std::ios::binary);
@@ -67,38 +54,12 @@ void layOut(const std::vector<std::string_view>& s) {
     }
 }
 
-void decodeEveryLinear(const qs::io::Checkpoint& ck, const qs::formats::FormatInfo& info) {
-    const qs::formats::LinearReader reader(ck, info, {.allowNonFinite = true});
-    for (const auto& ref : reader.linears()) {
-        try {
-            const auto d = reader.decode(ref);
-            check(d.weight.rows() > 0 && d.weight.cols() > 0);
-            check(d.bias.empty() || static_cast<std::int64_t>(d.bias.size()) == d.weight.rows());
-        } catch (const qs::Error& e) {
-            checkRefusal(e);
-        }
-    }
-}
-
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     layOut(qs::fuzz::sections(data, size));
     try {
-        const auto ck = qs::io::Checkpoint::open(scratch());
-        (void)ck.summary();
-        try {
-            (void)qs::model::ModelConfig::fromCheckpoint(ck);
-        } catch (const qs::Error& e) {
-            checkRefusal(e);
-        }
-        const auto info = qs::formats::detect(ck);
-        for (const auto& layer : info.layers) {
-            if (!layer.problem.empty()) check(qs::sanitizeMessage(layer.problem) == layer.problem);
-            (void)layer.summary();
-        }
-        for (const auto& line : qs::formats::configDisagreements(ck, info)) check(!line.empty());
-        decodeEveryLinear(ck, info);
+        qs::fuzz::exerciseCheckpoint(qs::io::Checkpoint::open(scratch()));
     } catch (const qs::Error& e) {
         checkRefusal(e);
     }
