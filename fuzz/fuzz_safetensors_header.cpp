@@ -5,14 +5,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "qs/error.h"
+#include "fuzz_support.h"
 #include "qs/io/safetensors_file.h"
 
 namespace {
 
-void check(bool ok) {
-    if (!ok) __builtin_trap();
-}
+using qs::fuzz::check;
 
 void checkInvariants(const qs::io::SafetensorsHeader& h, std::span<const std::byte> file) {
     check(8 + h.headerLength + h.dataLength() == file.size());
@@ -34,8 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::span<const std::byte> file(reinterpret_cast<const std::byte*>(data), size);
     try {
         checkInvariants(qs::io::parseSafetensors(file, "fuzz.safetensors"), file);
-    } catch (const qs::Error&) {
-        // rejected with a message: the expected outcome for most inputs
+    } catch (const qs::Error& e) {
+        qs::fuzz::checkRefusal(e);
     }
     return 0;
 }

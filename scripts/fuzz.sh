@@ -1,20 +1,27 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets with clang (separate build folder) and runs one of them for SECONDS
-# seconds (default 60) on its seed corpus in fuzz/corpus/<target>. Exits 0 when no input crashed it;
-# a crashing input is left as crash-* in the build folder.
-#   scripts/fuzz.sh [SECONDS] [TARGET]     TARGET: safetensors_header (default) or gguf
-#   QS_FUZZ_RUNS=N scripts/fuzz.sh 0 gguf  stops after N executions instead of after a time
+# Builds the libFuzzer targets with clang (ASan + UBSan, a separate build folder) and runs every
+# target found (fuzz/fuzz_<name>.cpp -> fuzz_<name>), one after another at nice 10, on its seed
+# corpus fuzz/corpus/<name> (plus its dictionary fuzz/dict/<name>.dict when there is one).
+#   scripts/fuzz.sh [--time SECONDS | --runs EXECUTIONS] [TARGET...]
+# --time and --runs are totals, split evenly over the targets run (default: --time 60). Prints the
+# executions per target (also written to <build>/fuzz-report.txt). A crashing input is copied to
+# fuzz/regressions/<name>/, where ctest replays it (fuzz_replay_<name>); the script then exits 1.
 set -euo pipefail
-seconds="${1:-60}"
-target="${2:-safetensors_header}"
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${QS_FUZZ_BUILD_DIR:-$root/build-fuzz}"
 jobs="${QS_JOBS:-$(nproc)}"
-case "$target" in
-  safetensors_header) max_len=65536 ;;
-  gguf) max_len=16384 ;;
-  *) echo "fuzz: unknown target '$target' (safetensors_header, gguf)" >&2; exit 2 ;;
-esac
+mode=time
+total=60
+targets=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --time) mode=time; total="$2"; shift 2 ;;
+    --runs) mode=runs; total="$2"; shift 2 ;;
+    -h|--help) sed -n '2,9p' "$0"; exit 0 ;;
+    fuzz_*) targets+=("$1"); shift ;;
+    *) targets+=("fuzz_$1"); shift ;;
+  esac
+done
 
 # libFuzzer ships with clang's compiler-rt; install both only when a fuzzer cannot be linked.
 probe="$(mktemp -d)"
@@ -29,15 +36,49 @@ if ! clang++ -fsanitize=fuzzer "$probe/probe.cpp" -o "$probe/probe" >/dev/null 2
   $SUDO apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev >&2
 fi
 
-CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-  -DQS_FUZZ=ON -DQS_WITH_GUI=OFF -DQS_WITH_CUDA=OFF -DQS_BUILD_TESTS=OFF -DQS_BUILD_BENCH=OFF >&2
-cmake --build "$build" --target "fuzz_$target" -j "$jobs" >&2
+if [ ${#targets[@]} -eq 0 ]; then
+  for source in "$root"/fuzz/fuzz_*.cpp; do targets+=("$(basename "$source" .cpp)"); done
+fi
+launcher=()
+if command -v ccache >/dev/null; then launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache); fi
+CC=clang CXX=clang++ nice -n 10 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo "${launcher[@]}" \
+  -DQS_FUZZ=ON -DQS_WITH_GUI=OFF -DQS_WITH_CUDA=OFF -DQS_BUILD_TESTS=OFF -DQS_BUILD_BENCH=OFF -DQS_NATIVE=OFF >&2
+nice -n 10 cmake --build "$build" --target "${targets[@]}" -j "$jobs" >&2
 
-# New interesting inputs go to a work corpus in the build folder; the committed seeds stay as they are.
-work="$build/fuzz-corpus/$target"
-mkdir -p "$work"
-cd "$build"
-limits=(-max_total_time="$seconds")
-if [ -n "${QS_FUZZ_RUNS:-}" ]; then limits=(-runs="$QS_FUZZ_RUNS"); fi
-"$build/fuzz/fuzz_$target" "${limits[@]}" -timeout=10 -rss_limit_mb=4096 \
-  -max_len="$max_len" -print_final_stats=1 "$work" "$root/fuzz/corpus/$target"
+share=$(( total / ${#targets[@]} ))
+[ "$share" -gt 0 ] || share=1
+report="$build/fuzz-report.txt"
+printf '%-28s %14s %10s  %s\n' target executions seconds result | tee "$report"
+failed=0
+for target in "${targets[@]}"; do
+  name="${target#fuzz_}"
+  work="$build/fuzz-corpus/$name"       # new interesting inputs; the committed seeds stay as they are
+  artifacts="$build/fuzz-artifacts/$name/"
+  mkdir -p "$work" "$artifacts"
+  limit=(-max_total_time="$share")
+  if [ "$mode" = runs ]; then limit=(-runs="$share"); fi
+  dict=()
+  if [ -f "$root/fuzz/dict/$name.dict" ]; then dict=(-dict="$root/fuzz/dict/$name.dict"); fi
+  max_len=65536                         # a GGUF's interesting structure sits in its first few KB
+  if [ "$name" = gguf ]; then max_len=16384; fi
+  log="$build/fuzz-$name.log"
+  start=$(date +%s)
+  set +e
+  (cd "$build" && nice -n 10 "$build/fuzz/$target" "${limit[@]}" "${dict[@]}" -timeout=30 -rss_limit_mb=4096 \
+     -max_len="$max_len" -print_final_stats=1 -artifact_prefix="$artifacts" "$work" "$root/fuzz/corpus/$name") >"$log" 2>&1
+  status=$?
+  set -e
+  seconds=$(( $(date +%s) - start ))
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -1)
+  result=ok
+  if [ "$status" -ne 0 ]; then
+    result="FAILED (exit $status, see $log)"
+    failed=1
+    mkdir -p "$root/fuzz/regressions/$name"
+    for crash in "$artifacts"*; do
+      [ -f "$crash" ] && cp "$crash" "$root/fuzz/regressions/$name/" && result="$result; kept $(basename "$crash")"
+    done
+  fi
+  printf '%-28s %14s %10s  %s\n' "$target" "${runs:-?}" "$seconds" "$result" | tee -a "$report"
+done
+exit "$failed"

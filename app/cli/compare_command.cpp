@@ -40,6 +40,7 @@ struct CompareOptions {
     bool force = false;
     std::uint64_t seed = 0;
     std::string device = "auto";
+    bool allowNonFinite = false;
 };
 
 std::string fixed(double v, int digits) {
@@ -96,6 +97,7 @@ void runCompare(const CompareOptions& o) {
     settings.perLayerKl = o.perLayer;
     settings.trueSequential = !o.noTrueSequential;
     settings.seed = o.seed;
+    settings.allowNonFinite = o.allowNonFinite;   // the plan builder checks the input before any output
     pipeline::JobPlan plan = pipeline::buildJobPlan(settings).plan;
     plan.backend = chooseBackend(o.device);   // after the checks of the input, whose errors stay one line
 
@@ -140,6 +142,7 @@ void registerCompare(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
+    cmd->add_flag("--allow-nonfinite", options->allowNonFinite, "Use linears whose weights are NaN or Inf instead of refusing them");
     cmd->callback([options] { runCompare(*options); });
 }
 

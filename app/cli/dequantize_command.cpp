@@ -6,6 +6,7 @@
 #include "progress_bar.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
+#include "qs/io/json_value.h"
 #include "qs/model/gguf_tokenizer.h"
 #include "qs/pipeline/dense_export.h"
 #include "qs/pipeline/gguf_export.h"
@@ -20,6 +21,7 @@ struct DequantizeOptions {
     std::string dtype = "bf16";
     std::string llama2cTokenizer;
     bool overwrite = false;
+    bool allowNonFinite = false;
 };
 
 io::DType parseDtype(const std::string& text) {
@@ -42,9 +44,11 @@ std::filesystem::path writeGgufFile(const DequantizeOptions& o, const ProgressCa
     pipeline::GgufExportOptions options;
     options.chooser = pipeline::uniformGgufType(ggmlTypeByNameOrThrow(o.dtype));
     options.overwrite = o.overwrite;
+    options.allowNonFinite = o.allowNonFinite;
     const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
     if (!o.llama2cTokenizer.empty()) {
-        const int vocab = checkpoint.config().value("vocab_size", 0);
+        const int vocab = static_cast<int>(
+            io::jsonIntegerField(checkpoint.config(), "vocab_size", checkpoint.configSource().string(), {0, 1 << 24}).value_or(0));
         options.sentencePiece = pipeline::GgufSentencePieceVocabulary{model::readLlama2cTokenizer(o.llama2cTokenizer, vocab), 1, 2, true};
     }
     return pipeline::writeGguf(checkpoint, o.out, options, progress, cancel);
@@ -59,7 +63,7 @@ void runDequantize(const DequantizeOptions& o) {
         written = writeGgufFile(o, bar.callback(), cancel);
     } else {
         if (!o.llama2cTokenizer.empty()) throw Error("--llama2c-tokenizer applies to a .gguf destination only");
-        const pipeline::DenseExportRequest request{o.path, o.out, parseDtype(o.dtype), o.overwrite};
+        const pipeline::DenseExportRequest request{o.path, o.out, parseDtype(o.dtype), o.overwrite, o.allowNonFinite};
         written = pipeline::exportDense(request, bar.callback(), cancel);
     }
     bar.finish(true);
@@ -82,6 +86,7 @@ void registerDequantize(CLI::App& app) {
     cmd->add_option("--llama2c-tokenizer", options->llama2cTokenizer,
                     "llama2.c tokenizer.bin to store as the GGUF's SentencePiece tokenizer (for models without tokenizer.json)");
     cmd->add_flag("--overwrite", options->overwrite, "Replace the destination if it exists");
+    cmd->add_flag("--allow-nonfinite", options->allowNonFinite, "Use linears whose weights are NaN or Inf instead of refusing them");
     cmd->callback([options] { runDequantize(*options); });
 }
 

@@ -26,6 +26,7 @@ struct EvalOptions {
     int samples = 32;
     int seqLen = 512;
     std::string json;
+    bool allowNonFinite = false;
 };
 
 nlohmann::json reportJson(const EvalOptions& o, const pipeline::CheckpointEvalResult& r) {
@@ -42,6 +43,7 @@ void runEval(const EvalOptions& o) {
     pipeline::CheckpointEvalPlan plan;
     plan.original = o.original;
     plan.quantized = o.quantized;
+    plan.allowNonFinite = o.allowNonFinite;
     plan.evaluation = pipeline::sharedTokenWindows(original, quantized, pipeline::loadTexts(text), o.samples, o.seqLen,
                                                    text.string());
 
@@ -73,6 +75,7 @@ void registerEval(CLI::App& app) {
     cmd->add_option("--samples", options->samples, "Evaluation sequences")->capture_default_str()->check(CLI::PositiveNumber);
     cmd->add_option("--seq-len", options->seqLen, "Tokens per sequence")->capture_default_str()->check(CLI::Range(2, 1 << 20));
     cmd->add_option("--json", options->json, "Write the report as JSON to this file");
+    cmd->add_flag("--allow-nonfinite", options->allowNonFinite, "Use linears whose weights are NaN or Inf instead of refusing them");
     cmd->callback([options] { runEval(*options); });
 }
 

@@ -9,6 +9,7 @@
 #include "progress_bar.h"
 #include "qs/analysis/tensor_stats.h"
 #include "qs/error.h"
+#include "qs/formats/config_check.h"
 #include "qs/formats/detect.h"
 #include "qs/io/checkpoint.h"
 #include "sigint_cancel.h"
@@ -75,12 +76,22 @@ void runInspect(const InspectOptions& options) {
     report.listTensors = options.tensors || options.stats || !options.filter.empty();
     if (report.listTensors) report.tensors = selectTensors(checkpoint, options.filter);
     if (options.stats) addStats(checkpoint, report.tensors, options.threads);
-    for (auto& linear : formats::describeLayers(checkpoint))
+    formats::FormatInfo format = formats::detect(checkpoint);
+    for (auto& linear : format.layers)
         if (linear.scheme != "dense") report.quantizedLinears.push_back(std::move(linear));
     report.listLayers = options.layers;
+    // What would stop the other commands is said here, without stopping the inspection.
+    if (!format.decodable)
+        report.warnings.push_back("the quantized layers cannot be decoded (format " + std::string(formats::formatName(format.format)) +
+                                  "): " + format.whyNot);
+    for (auto& problem : formats::configDisagreements(checkpoint, format)) report.warnings.push_back(std::move(problem));
 
-    // Rendered completely before anything is written, so that a failure leaves stdout empty.
-    const std::string output = options.json ? renderJson(report).dump(2) + "\n" : renderText(report);
+    // Rendered completely before anything is written, so that a failure leaves stdout empty. Bytes
+    // that are not UTF-8 (a path given on the command line) are replaced rather than failing the dump.
+    const std::string output = options.json
+                                   ? renderJson(report).dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                                   : renderText(report);
+    for (const auto& w : report.warnings) std::cerr << "quantscope-cli: warning: " << sanitizeMessage(w) << '\n';
     std::cout << output << std::flush;
 }
 

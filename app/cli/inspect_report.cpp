@@ -8,6 +8,7 @@
 
 #include "human_format.h"
 #include "qs/io/gguf_names.h"
+#include "qs/message_text.h"
 #include "text_table.h"
 
 namespace qs::cli {
@@ -202,7 +203,8 @@ GgufInspection inspectGguf(const io::Checkpoint& checkpoint) {
     if (const auto fileType = file.metadata().integer("general.file_type")) g.fileType = io::ggufFileTypeName(*fileType);
     g.metadataJson = nlohmann::json::object();
     for (const auto& [key, value] : file.metadata().entries()) {
-        g.metadata.emplace_back(key, value.summary());
+        // Keys and values are the file's own text: one line each, escaped, before a table shows them.
+        g.metadata.emplace_back(sanitizeMessage(key, 200), sanitizeMessage(value.summary()));
         g.metadataJson[key] = metadataValueJson(value);
     }
     std::map<std::string, TypeCount> byType;
@@ -246,7 +248,7 @@ nlohmann::json renderJson(const InspectReport& report) {
     for (const auto& l : report.quantizedLinears)
         quantized.push_back({{"linear", l.ref.label()}, {"codec", l.codec}, {"scheme", l.scheme}, {"bits", l.bits},
                              {"group_size", l.groupSize}, {"act_order", l.actOrder}, {"sym", l.symmetric},
-                             {"rows", l.rows}, {"cols", l.cols}, {"summary", l.summary()}});
+                             {"rows", l.rows}, {"cols", l.cols}, {"summary", l.summary()}, {"problem", l.problem}});
     j["quantized_linears"] = std::move(quantized);
     if (const auto& g = report.gguf) {
         nlohmann::json types = nlohmann::json::object();
@@ -255,6 +257,7 @@ nlohmann::json renderJson(const InspectReport& report) {
         j["gguf"] = {{"version", g->version}, {"alignment", g->alignment}, {"file_type", g->fileType},
                      {"tensor_types", std::move(types)}, {"metadata", g->metadataJson}};
     }
+    j["warnings"] = report.warnings;
     if (report.listTensors) {
         if (!report.filter.empty()) j["filter"] = report.filter;
         nlohmann::json tensors = nlohmann::json::array();

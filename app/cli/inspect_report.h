@@ -50,6 +50,7 @@ struct InspectReport {
     std::vector<formats::LayerQuantInfo> quantizedLinears;   // every linear stored quantized
     bool listLayers = false;             // --layers: one line per quantized linear
     std::optional<GgufInspection> gguf;  // set for a GGUF file
+    std::vector<std::string> warnings;   // what the other commands would refuse (config vs tensors, ...)
 };
 
 // The GGUF part of the report, from the checkpoint's GGUF file and its (renamed) tensors.

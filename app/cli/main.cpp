@@ -3,6 +3,8 @@
 // 0 success (and --help, --version), 2 for any error (one line on stderr), 130 when cancelled.
 #include <exception>
 #include <iostream>
+#include <new>
+#include <string>
 
 #include <CLI/CLI.hpp>
 
@@ -22,9 +24,17 @@ namespace {
 constexpr int kExitError = 2;
 constexpr int kExitCancelled = 130;   // as a shell reports a process ended by SIGINT
 
-int reportError(const char* message) {
-    std::cerr << "quantscope-cli: error: " << message << '\n';
+// Every message goes through sanitizeMessage (qs::Error's already has): one line, whatever it quotes.
+int reportError(std::string_view message) {
+    std::cerr << "quantscope-cli: error: " << qs::sanitizeMessage(message) << '\n';
     return kExitError;
+}
+
+// What the command was working on, for failures that do not say it themselves.
+std::string commandLine(int argc, char** argv) {
+    std::string line;
+    for (int i = 1; i < argc; ++i) line += (line.empty() ? "" : " ") + std::string(argv[i]);
+    return line;
 }
 
 int run(CLI::App& app, int argc, char** argv) {
@@ -38,9 +48,11 @@ int run(CLI::App& app, int argc, char** argv) {
         return kExitCancelled;
     } catch (const qs::Error& e) {
         return reportError(e.what());
+    } catch (const std::bad_alloc&) {
+        return reportError("out of memory running '" + commandLine(argc, argv) + "'");
     } catch (const std::exception& e) {
-        // Filesystem and allocation failures are the user's input too (a path, a file too large).
-        return reportError(e.what());
+        // Filesystem failures name their paths; anything else at least names the command.
+        return reportError(std::string(e.what()) + " (running '" + commandLine(argc, argv) + "')");
     }
 }
 

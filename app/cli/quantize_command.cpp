@@ -40,6 +40,7 @@ struct QuantizeOptions {
     bool overwrite = false;
     std::string imatrixOut;
     std::string llama2cTokenizer;
+    bool allowNonFinite = false;
 };
 
 // A GGUF method, --format gguf and a .gguf destination each imply the GGUF file.
@@ -82,6 +83,7 @@ std::string writeGgufOutputs(const QuantizeOptions& o, const io::Checkpoint& che
                              const CancelToken& cancel) {
     pipeline::GgufExportOptions options;
     options.overwrite = o.overwrite;
+    options.allowNonFinite = o.allowNonFinite;
     if (!o.llama2cTokenizer.empty())
         options.sentencePiece = pipeline::GgufSentencePieceVocabulary{
             model::readLlama2cTokenizer(o.llama2cTokenizer, checkpoint.config().value("vocab_size", 0)), 1, 2, true};
@@ -114,6 +116,7 @@ void runQuantize(const QuantizeOptions& o) {
     planSettings.checkpoint = o.path;
     planSettings.methods = {method};
     planSettings.seed = o.seed;
+    planSettings.allowNonFinite = o.allowNonFinite;   // the plan builder checks the input before any output
     // Calibration when the method needs it, or when asked for (it gives every linear its output error,
     // and the GGUF K-quants their importance, as llama-quantize --imatrix).
     const bool calibrate = method.needsCalibration() || !o.calib.empty() || !o.imatrixOut.empty();
@@ -174,6 +177,7 @@ void registerQuantize(CLI::App& app) {
     cmd->add_option("--seed", options->seed, "Seed (trellis rotations)")->capture_default_str();
     cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
     cmd->add_flag("--overwrite", options->overwrite, "Replace the destination if it exists");
+    cmd->add_flag("--allow-nonfinite", options->allowNonFinite, "Use linears whose weights are NaN or Inf instead of refusing them");
     cmd->callback([options] { runQuantize(*options); });
 }
 

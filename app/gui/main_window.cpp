@@ -35,6 +35,8 @@
 #include "results_page.h"
 #include "summary_panel.h"
 
+#include "qs/message_text.h"
+
 namespace qs::gui {
 namespace {
 
@@ -297,8 +299,10 @@ void MainWindow::setErrorReporter(std::shared_ptr<ErrorReporter> reporter) {
 }
 
 void MainWindow::reportError(const QString& title, const QString& message) {
-    statusBar()->showMessage(message, 10000);
-    if (reporter_) reporter_->report(title, message);
+    // Every failure the window shows comes through here: one line of valid text, whatever it quotes.
+    const QString text = QString::fromStdString(sanitizeMessage(message.toStdString()));
+    statusBar()->showMessage(text, 10000);
+    if (reporter_) reporter_->report(title, text);
 }
 
 void MainWindow::showAbout() {

@@ -6,6 +6,7 @@
 //         scales [N, Z*8]; entries past the last group are padding.
 //   W[n, k] = (q - z) * s with raw zeros (no -1, unlike GPTQ v1).
 #include <array>
+#include <limits>
 
 #include "bit_fields.h"
 #include "codecs.h"
@@ -28,12 +29,13 @@ struct AwqScheme {
 };
 
 AwqScheme schemeFor(const nlohmann::json& config, const std::string& module) {
-    const int bits = jsonInt(config, "bits", jsonInt(config, "w_bit", 4));
-    if (bits != 4) throw Error("AWQ config: " + module + ": bits " + std::to_string(bits) + " (only 4-bit AWQ exists)");
+    constexpr io::IntRange kBits{1, 32}, kGroup{-1, std::numeric_limits<std::int32_t>::max()};
+    const int bits = jsonInt(config, "bits", jsonInt(config, "w_bit", 4, kBits), kBits);
+    if (bits != 4) throw ConfigError("bits " + std::to_string(bits) + " for " + module + " (only 4-bit AWQ exists)");
     const auto version = lowerCase(jsonString(config, "version", "gemm"));
     if (version != "gemm" && version != "gemv")
-        throw Error("AWQ version '" + version + "' is not readable (gemm and gemv are)");
-    return {version == "gemv", jsonInt(config, "group_size", jsonInt(config, "q_group_size", 128))};
+        throw ConfigError("'version' is '" + version + "', not readable (gemm and gemv are)");
+    return {version == "gemv", jsonInt(config, "group_size", jsonInt(config, "q_group_size", 128, kGroup), kGroup)};
 }
 
 struct AwqLayer {

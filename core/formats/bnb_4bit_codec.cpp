@@ -10,9 +10,12 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <limits>
 
 #include "codecs.h"
 #include "qs/error.h"
+#include "qs/io/json_file.h"
+#include "qs/io/json_value.h"
 #include "quant_config.h"
 #include "tensor_access.h"
 
@@ -46,30 +49,33 @@ std::string stateTensorName(const io::Checkpoint& ck, const std::string& p) {
     throw Error(ck.root().string() + ": " + p + " has no " + p + std::string(kStatePrefix) + "nf4|fp4 tensor");
 }
 
+// The quant_state blob: JSON that transformers' Params4bit wrote. Every value it promises is
+// required: a missing nested_offset is not 0 (the KL of an NF4 model read so was 0.93, not 0.0063).
 QuantState readState(const io::Checkpoint& ck, const std::string& p) {
     const auto t = ck.tensor(stateTensorName(ck, p));
     requireDtype(ck, t, {io::DType::U8});
-    nlohmann::json j;
-    try {
-        j = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(t.bytes().data()), t.bytes().size()));
-    } catch (const nlohmann::json::exception& e) {
-        failTensor(ck, t.name(), std::string("is not the UTF-8 JSON of a quant_state (") + e.what() + ")");
-    }
+    const std::string where = tensorWhere(ck, t.name());
+    const nlohmann::json j =
+        io::parseJson(std::string_view(reinterpret_cast<const char*>(t.bytes().data()), t.bytes().size()), where + ": quant_state");
+    if (!j.is_object()) failTensor(ck, t.name(), "quant_state is " + io::jsonKind(j) + ", expected a JSON object");
     QuantState s;
-    s.type = lowerCase(jsonString(j, "quant_type", ""));
-    s.blockSize = jsonInt(j, "blocksize", 64);
-    const auto shape = j.find("shape");
+    s.type = lowerCase(jsonString(j, "quant_type", "", "quant_state"));
     if (s.type != "nf4" && s.type != "fp4") failTensor(ck, t.name(), "quant_type '" + s.type + "', expected nf4 or fp4");
+    constexpr io::IntRange kBlock{1, 1 << 30}, kDim{1, std::numeric_limits<std::int32_t>::max()};
+    s.blockSize = io::jsonIntegerField(j, "blocksize", where, kBlock).value_or(64);
+    const auto shape = j.find("shape");
     if (shape == j.end() || !shape->is_array() || shape->size() != 2)
         failTensor(ck, t.name(), "has no 2-D 'shape' (a 4-bit linear weight is [out, in])");
-    s.rows = (*shape)[0].get<std::int64_t>();
-    s.cols = (*shape)[1].get<std::int64_t>();
-    if (s.blockSize <= 0 || s.rows <= 0 || s.cols <= 0)
-        failTensor(ck, t.name(), "blocksize " + std::to_string(s.blockSize) + " and shape " + shape->dump() + " must be positive");
-    s.nested = j.contains("nested_offset") || hasTensor(ck, p + ".weight.nested_absmax");
-    s.nestedBlockSize = jsonInt(j, "nested_blocksize", 256);
-    if (j.contains("nested_offset") && j["nested_offset"].is_number()) s.nestedOffset = j["nested_offset"].get<float>();
-    if (s.nestedBlockSize <= 0) failTensor(ck, t.name(), "nested_blocksize must be positive");
+    s.rows = io::jsonInteger((*shape)[0], where + ": 'shape'[0]", kDim);
+    s.cols = io::jsonInteger((*shape)[1], where + ": 'shape'[1]", kDim);
+    s.nested = j.contains("nested_offset") || j.contains("nested_blocksize") || hasTensor(ck, p + ".weight.nested_absmax");
+    if (!s.nested) return s;
+    s.nestedBlockSize = io::jsonIntegerField(j, "nested_blocksize", where, kBlock).value_or(256);
+    const auto offset = j.find("nested_offset");
+    if (offset == j.end() || !offset->is_number() || !std::isfinite(offset->get<double>()))
+        failTensor(ck, t.name(), "quant_state of a double-quantised weight needs a finite 'nested_offset' (the mean added back "
+                                 "to every absmax), but it is " + (offset == j.end() ? std::string("missing") : offset->dump()));
+    s.nestedOffset = offset->get<float>();
     return s;
 }
 
@@ -90,8 +96,10 @@ Absmax readAbsmax(const io::Checkpoint& ck, const std::string& p, const QuantSta
     }
     requireDtype(ck, absmax, {io::DType::U8});
     const auto nestedAbsmax = requireTensor(ck, p + ".weight.nested_absmax", "double quantisation");
+    requireDtype(ck, nestedAbsmax, {io::DType::F32, io::DType::F16, io::DType::BF16});
     requireShape(ck, nestedAbsmax, {ceilDiv(blocks, s.nestedBlockSize)}, "one scale per " + std::to_string(s.nestedBlockSize) + " absmax codes");
     const auto nestedMap = requireTensor(ck, p + ".weight.nested_quant_map", "double quantisation");
+    requireDtype(ck, nestedMap, {io::DType::F32, io::DType::F16, io::DType::BF16});
     requireShape(ck, nestedMap, {256}, "the 8-bit dynamic map");
     const auto map = nestedMap.toF32();
     a.nestedScales = nestedAbsmax.toF32();
@@ -177,6 +185,7 @@ public:
                                               " bytes, expected " + std::to_string(ceilDiv(count, 2)) + " for a [" +
                                               std::to_string(s.rows) + ", " + std::to_string(s.cols) + "] weight");
         const auto mapTensor = requireTensor(ck, ref.prefix + ".weight.quant_map", "bitsandbytes 4-bit");
+        requireDtype(ck, mapTensor, {io::DType::F32, io::DType::F16, io::DType::BF16});
         requireShape(ck, mapTensor, {16}, "a 16-entry codebook");
         const auto map = mapTensor.toF32();
         auto absmax = readAbsmax(ck, ref.prefix, s, blocks);

@@ -9,7 +9,9 @@
 //   float-quantized       weight F8_E4M3 [N, K], weight_scale per tensor/channel/group/block
 //   int-quantized         weight I8 [N, K], weight_scale, weight_zero_point when asymmetric
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "bit_fields.h"
 #include "codecs.h"
@@ -31,7 +33,7 @@ struct CtArgs {
     int groupSize = -1;
     std::string strategy;   // tensor, channel, group, block, tensor_group
     std::optional<std::pair<int, int>> block;
-    bool actOrder = false;
+    bool actOrder = false;   // actorder "group": a weight_g_idx holds the permutation
 };
 
 bool targets(const nlohmann::json& scheme, const std::string& module) {
@@ -47,43 +49,86 @@ bool targets(const nlohmann::json& scheme, const std::string& module) {
     return false;
 }
 
-CtArgs parseArgs(const nlohmann::json& w) {
+// block_structure: [rows, cols] of positive integers, or the older "128x128" string.
+std::pair<int, int> parseBlockStructure(const nlohmann::json& b, const std::string& at) {
+    const std::string where = at + ": 'block_structure'";
+    const io::IntRange positive{1, 1 << 20};
+    nlohmann::json pair = b;
+    if (b.is_string()) {
+        const auto& text = b.get_ref<const std::string&>();
+        const auto x = text.find('x');
+        pair = x == std::string::npos ? nlohmann::json(text) : nlohmann::json{text.substr(0, x), text.substr(x + 1)};
+    }
+    if (!pair.is_array() || pair.size() != 2)
+        throw ConfigError(where + " is " + b.dump() + ", expected two integers [rows, cols]");
+    try {
+        return {static_cast<int>(io::jsonInteger(pair[0], where + "[0]", positive)),
+                static_cast<int>(io::jsonInteger(pair[1], where + "[1]", positive))};
+    } catch (const Error& e) {
+        throw ConfigError(e.what());
+    }
+}
+
+// QuantizationArgs as compressed-tensors validates them (quant_args.py, validate_model_after): the
+// strategy is inferred from group_size when absent; group and tensor_group need group_size > 0;
+// block needs block_structure and block_structure needs block.
+CtArgs parseArgs(const nlohmann::json& w, const std::string& at) {
     CtArgs a;
-    a.bits = jsonInt(w, "num_bits", 8);
-    a.type = lowerCase(jsonString(w, "type", "int"));
-    a.symmetric = jsonBool(w, "symmetric", true);
-    a.groupSize = jsonInt(w, "group_size", -2);
-    a.strategy = lowerCase(jsonString(w, "strategy", ""));
+    a.bits = jsonInt(w, "num_bits", 8, {1, 8}, at);
+    a.type = lowerCase(jsonString(w, "type", "int", at));
+    a.symmetric = jsonBool(w, "symmetric", true, at);
+    a.groupSize = jsonInt(w, "group_size", -2, {-1, std::numeric_limits<std::int32_t>::max()}, at);
+    a.strategy = lowerCase(jsonString(w, "strategy", "", at));
     if (a.strategy.empty()) a.strategy = a.groupSize == -2 ? "tensor" : a.groupSize > 0 ? "group" : "channel";
+    if ((a.strategy == "group" || a.strategy == "tensor_group") && a.groupSize <= 0)
+        throw ConfigError(at + ": strategy '" + a.strategy + "' needs a positive 'group_size'");
     if (a.groupSize == -2) a.groupSize = -1;
-    if (const auto it = w.find("block_structure"); it != w.end() && it->is_array() && it->size() == 2)
-        a.block = std::pair{(*it)[0].get<int>(), (*it)[1].get<int>()};
+    if (const auto it = w.find("block_structure"); it != w.end() && !it->is_null()) a.block = parseBlockStructure(*it, at);
+    if ((a.strategy == "block") != a.block.has_value())
+        throw ConfigError(at + (a.block ? ": 'block_structure' needs strategy 'block'" : ": strategy 'block' needs 'block_structure'"));
+    // ActivationOrdering: true, "group" and its alias "dynamic" store weight_g_idx; "weight" (alias
+    // "static") changes only the calibration.
     const auto actorder = w.find("actorder");
-    a.actOrder = actorder != w.end() && !actorder->is_null() && !(actorder->is_boolean() && !actorder->get<bool>());
-    if (a.bits < 1 || a.bits > 8) throw Error("compressed-tensors config: num_bits " + std::to_string(a.bits) + " (readable: 1 to 8)");
+    if (actorder != w.end() && actorder->is_boolean()) a.actOrder = actorder->get<bool>();
+    else if (const auto order = lowerCase(jsonString(w, "actorder", "", at)); !order.empty()) {
+        if (order != "group" && order != "dynamic" && order != "weight" && order != "static")
+            throw ConfigError(at + ": 'actorder' is '" + order + "', expected group, weight, dynamic or static");
+        a.actOrder = order == "group" || order == "dynamic";
+    }
     return a;
+}
+
+// The one reading of a group's scale layout, for every compressed-tensors layout that stores a
+// scale grid (pack-quantized, int-quantized and float-quantized alike).
+ScaleHint scaleHintOf(const CtArgs& a) {
+    ScaleHint hint;
+    if (a.strategy == "group" || a.strategy == "tensor_group") hint.groupSize = a.groupSize;
+    if (a.strategy == "block") hint.block = a.block;
+    return hint;
 }
 
 // The weights args of the first config group that targets `module` (a lone group applies to all).
 CtArgs argsFor(const nlohmann::json& config, const std::string& module) {
     const auto groups = config.find("config_groups");
     if (groups == config.end() || !groups->is_object() || groups->empty())
-        throw Error("compressed-tensors config has no config_groups (needed for " + module + ")");
+        throw ConfigError("has no 'config_groups' (needed for " + module + ")");
     const nlohmann::json* chosen = groups->size() == 1 ? &groups->begin().value() : nullptr;
+    std::string chosenName = groups->size() == 1 ? groups->begin().key() : "";
     for (const auto& [name, scheme] : groups->items())
         if (targets(scheme, module)) {
             chosen = &scheme;
+            chosenName = name;
             break;
         }
-    if (!chosen) throw Error("compressed-tensors config: no config group targets " + module);
+    if (!chosen) throw ConfigError("no config group targets " + module);
     const auto w = chosen->find("weights");
-    if (w == chosen->end() || !w->is_object()) throw Error("compressed-tensors config: the group for " + module + " has no weights args");
-    return parseArgs(*w);
+    if (w == chosen->end() || !w->is_object()) throw ConfigError("config group '" + chosenName + "' (for " + module + ") has no 'weights' object");
+    return parseArgs(*w, "config_groups." + chosenName + ".weights");
 }
 
 enum class CtLayout { PackInt, Nvfp4, Mxfp4, Float, NaiveInt };
 
-CtLayout layoutOf(const io::Checkpoint& ck, const std::string& p) {
+CtLayout storedLayout(const io::Checkpoint& ck, const std::string& p) {
     if (hasTensor(ck, p + ".weight_packed")) {
         const auto packed = ck.tensor(p + ".weight_packed");
         if (packed.dtype() == io::DType::I32) return CtLayout::PackInt;
@@ -95,10 +140,30 @@ CtLayout layoutOf(const io::Checkpoint& ck, const std::string& p) {
     return w.dtype() == io::DType::F8_E4M3 ? CtLayout::Float : CtLayout::NaiveInt;
 }
 
-// [N, K] from weight_shape (I64/I32 [2]); packed layouts lose K's exact value otherwise.
+// The layout the tensors are stored in, which must be what the config group says (type and
+// num_bits): an FP8 weight swapped to I8 would otherwise be read as int-quantized.
+CtLayout layoutOf(const io::Checkpoint& ck, const std::string& p, const CtArgs& a) {
+    const CtLayout layout = storedLayout(ck, p);
+    const bool intLayout = layout == CtLayout::PackInt || layout == CtLayout::NaiveInt;
+    const int bits = layout == CtLayout::Nvfp4 || layout == CtLayout::Mxfp4 ? 4 : 8;
+    if (intLayout != (a.type == "int") || (layout != CtLayout::PackInt && a.bits != bits)) {
+        const std::string name = p + (hasTensor(ck, p + ".weight_packed") ? ".weight_packed" : ".weight");
+        failTensor(ck, name, "is stored as " + std::string(intLayout ? "integer" : "float") +
+                                 (layout == CtLayout::PackInt ? "" : " " + std::to_string(bits) + "-bit") +
+                                 " codes, but its config group says type '" + a.type + "', num_bits " + std::to_string(a.bits));
+    }
+    return layout;
+}
+
+// [N, K] from weight_shape (I64/I32 [2]); packed layouts lose K's exact value otherwise, so the
+// pack-quantized compressor always writes it (`required`). K is at most `maxCols` (the packed row's
+// bits), which also keeps every size computed from it far from overflow.
 std::pair<std::int64_t, std::int64_t> weightShape(const io::Checkpoint& ck, const std::string& p, std::int64_t rows,
-                                                  std::int64_t colsGuess) {
-    if (!hasTensor(ck, p + ".weight_shape")) return {rows, colsGuess};
+                                                  std::int64_t colsGuess, std::int64_t maxCols, bool required) {
+    if (!hasTensor(ck, p + ".weight_shape")) {
+        if (required) requireTensor(ck, p + ".weight_shape", "compressed-tensors pack-quantized (the packed rows do not say K)");
+        return {rows, colsGuess};
+    }
     const auto s = ck.tensor(p + ".weight_shape");
     requireDtype(ck, s, {io::DType::I64, io::DType::I32});
     requireShape(ck, s, {2}, "[out_features, in_features]");
@@ -110,8 +175,9 @@ std::pair<std::int64_t, std::int64_t> weightShape(const io::Checkpoint& ck, cons
         std::memcpy(v32, s.bytes().data(), 8);
         v[0] = v32[0], v[1] = v32[1];
     }
-    if (v[0] != rows || v[1] <= 0) failTensor(ck, s.name(), "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) +
-                                                              "] does not fit the packed weight's " + std::to_string(rows) + " rows");
+    if (v[0] != rows || v[1] <= 0 || v[1] > maxCols)
+        failTensor(ck, s.name(), "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "] does not fit the packed weight's " +
+                                     std::to_string(rows) + " rows of at most " + std::to_string(maxCols) + " values");
     return {v[0], v[1]};
 }
 
@@ -148,14 +214,15 @@ struct PackedInt {
 PackedInt openPackInt(const io::Checkpoint& ck, const std::string& p, const CtArgs& a) {
     const auto packed = requireTensor(ck, p + ".weight_packed", "compressed-tensors pack-quantized");
     requireRank(ck, packed, 2);
-    const auto [rows, cols] = weightShape(ck, p, packed.shape()[0], packed.shape()[1] * 32 / a.bits);
+    const auto [rows, cols] = weightShape(ck, p, packed.shape()[0], packed.shape()[1] * 32 / a.bits, packed.shape()[1] * 32, true);
     PackedInt l{rows, cols, 0, fieldReaderFor(ck, packed, cols, packed.shape()[1], a.bits), packed, {}, {}};
-    ScaleHint hint;
-    if (a.strategy == "group" || a.strategy == "tensor_group") hint.groupSize = a.groupSize;
-    if (a.strategy == "block") hint.block = a.block;
-    l.grid = readScaleGrid(ck, requireTensor(ck, p + ".weight_scale", "compressed-tensors"), rows, cols, hint);
+    l.grid = readScaleGrid(ck, requireTensor(ck, p + ".weight_scale", "compressed-tensors"), rows, cols, scaleHintOf(a));
     l.groups = l.grid.scales.cols();
-    if (hasTensor(ck, p + ".weight_g_idx")) {
+    if (a.actOrder != hasTensor(ck, p + ".weight_g_idx")) {
+        if (a.actOrder) requireTensor(ck, p + ".weight_g_idx", "the config's actorder 'group' (the act-order permutation)");
+        failTensor(ck, p + ".weight_g_idx", "is stored, but the config's actorder is not 'group', so readers ignore it");
+    }
+    if (a.actOrder) {
         const auto g = ck.tensor(p + ".weight_g_idx");
         requireDtype(ck, g, {io::DType::I32, io::DType::I64});
         requireShape(ck, g, {cols}, "one group index per input");
@@ -228,7 +295,7 @@ Fp4Blocks openFp4(const io::Checkpoint& ck, const std::string& p, CtLayout layou
     const auto packed = requireTensor(ck, p + ".weight_packed", "compressed-tensors FP4");
     requireDtype(ck, packed, {io::DType::U8});
     requireRank(ck, packed, 2);
-    const auto [rows, cols] = weightShape(ck, p, packed.shape()[0], packed.shape()[1] * 2);
+    const auto [rows, cols] = weightShape(ck, p, packed.shape()[0], packed.shape()[1] * 2, packed.shape()[1] * 2, false);
     const int block = layout == CtLayout::Nvfp4 ? 16 : 32;
     requireShape(ck, packed, {rows, ceilDiv(cols, 2)}, "two FP4 codes per byte");
     if (cols % block != 0)
@@ -243,8 +310,13 @@ Fp4Blocks openFp4(const io::Checkpoint& ck, const std::string& p, CtLayout layou
     if (layout == CtLayout::Nvfp4) {
         requireDtype(ck, scale, {io::DType::F8_E4M3});
         const auto global = ck.tensor(p + ".weight_global_scale");
+        requireDtype(ck, global, {io::DType::F32, io::DType::F16, io::DType::BF16});
         if (!isScalar(global)) failTensor(ck, global.name(), "shape " + shapeText(global.shape()) + ", expected one value");
         const float gs = global.toF32()[0];
+        // A divisor: 0 makes every weight infinite, Inf or NaN makes them all 0 or NaN.
+        if (!std::isfinite(gs) || gs == 0.0f)
+            failTensor(ck, global.name(), "is " + std::to_string(gs) + ", but the global scale divides every block scale: it must be "
+                                          "finite and non-zero");
         b.storedScales = scale.toMatrix();
         b.effectiveScales = b.storedScales / gs;   // the global scale divides (forward_helpers.py)
         b.globalScale = 1.0f / gs;
@@ -263,10 +335,7 @@ Fp4Blocks openFp4(const io::Checkpoint& ck, const std::string& p, CtLayout layou
 // --- float-quantized and int-quantized ------------------------------------------------------------
 
 ScaleGrid openScales(const io::Checkpoint& ck, const std::string& p, const CtArgs& a, std::int64_t rows, std::int64_t cols) {
-    ScaleHint hint;
-    if (a.strategy == "group" || a.strategy == "tensor_group") hint.groupSize = a.groupSize;
-    if (a.strategy == "block") hint.block = a.block ? a.block : std::pair{128, 128};
-    return readScaleGrid(ck, requireTensor(ck, p + ".weight_scale", "compressed-tensors"), rows, cols, hint);
+    return readScaleGrid(ck, requireTensor(ck, p + ".weight_scale", "compressed-tensors"), rows, cols, scaleHintOf(a));
 }
 
 DecodedLinear decodeNaiveInt(const io::Checkpoint& ck, const LinearRef& ref, const CtArgs& a) {
@@ -331,7 +400,7 @@ public:
         info.bits = a.bits;
         info.symmetric = a.symmetric;
         info.actOrder = hasTensor(ck, ref.prefix + ".weight_g_idx");
-        switch (const auto layout = layoutOf(ck, ref.prefix)) {
+        switch (const auto layout = layoutOf(ck, ref.prefix, a)) {
             case CtLayout::PackInt: {
                 const auto l = openPackInt(ck, ref.prefix, a);
                 fillGrid(info, "int", l.rows, l.cols, l.grid);
@@ -364,7 +433,7 @@ public:
     DecodedLinear decode(const io::Checkpoint& ck, const nlohmann::json& config, const LinearRef& ref) const override {
         requireUnstacked(ck, ref, name());
         const auto a = argsFor(config, ref.prefix);
-        switch (const auto layout = layoutOf(ck, ref.prefix)) {
+        switch (const auto layout = layoutOf(ck, ref.prefix, a)) {
             case CtLayout::PackInt:
                 return decodePackInt(ck, ref, a);
             case CtLayout::Nvfp4:

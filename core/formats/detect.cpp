@@ -2,6 +2,8 @@
 // keys); otherwise the tensor names do (qweight + g_idx -> GPTQ, weight_scale_inv -> FP8, ...).
 #include "qs/formats/detect.h"
 
+#include <set>
+
 #include "codecs.h"
 #include "qs/error.h"
 #include "qs/io/gguf_names.h"
@@ -78,7 +80,7 @@ void classifyByConfig(FormatInfo& info, const std::string& method) {
     if (method == "bitsandbytes") return classifyBitsandbytes(info);
     if (method == "quantscope-trellis") {
         info.format = Format::QuantscopeTrellis;
-        info.variant = "v" + std::to_string(jsonInt(c, "format_version", 1));
+        info.variant = "v" + std::to_string(jsonInt(c, "format_version", 1, {1, 1000}));
         return;
     }
     if (method == "exl3") {
@@ -172,19 +174,45 @@ void classifyByTensors(FormatInfo& info, const io::Checkpoint& ck) {
     info.format = Format::Dense;
 }
 
+// A config without a usable quant_method is not guessed over: reading GPTQ v2 tensors as v1
+// symmetric (every zero point off by one) is what guessing did. bitsandbytes configs written before
+// quant_method existed say load_in_4bit / load_in_8bit instead.
+std::string methodOf(const FormatInfo& info) {
+    const auto& c = info.config;
+    if (c.empty()) return "";
+    if (const auto method = lowerCase(jsonString(c, "quant_method", "")); !method.empty()) return method;
+    if (jsonBool(c, "load_in_4bit", false) || jsonBool(c, "load_in_8bit", false) || jsonBool(c, "_load_in_8bit", false))
+        return "bitsandbytes";
+    throw detail::ConfigError("has no 'quant_method' naming the format; QuantScope does not guess a format over a config "
+                              "that is present");
+}
+
+void classify(FormatInfo& info, const io::Checkpoint& checkpoint) {
+    if (const auto method = methodOf(info); !method.empty())
+        classifyByConfig(info, method);
+    else
+        classifyByTensors(info, checkpoint);
+    if (info.format == Format::Exl3) {
+        detail::addExl3TensorStorage(checkpoint, info.config);
+        info.variant = jsonString(info.config, "version", info.variant);
+    }
+}
+
 // One malformed layer must not hide the rest of the checkpoint from `inspect`.
 LayerQuantInfo describeOrExplain(const LinearCodec& codec, const io::Checkpoint& ck, const nlohmann::json& config,
-                                 const LinearRef& ref) {
+                                 const std::string& configSource, const LinearRef& ref) {
+    LayerQuantInfo info;
+    info.ref = ref;
+    info.codec = std::string(codec.name());
+    info.scheme = "unreadable";
     try {
         return codec.describe(ck, config, ref);
+    } catch (const detail::ConfigError& e) {
+        info.problem = Error(configSource + ": " + e.what()).what();
     } catch (const Error& e) {
-        LayerQuantInfo info;
-        info.ref = ref;
-        info.codec = std::string(codec.name());
-        info.scheme = "unreadable";
         info.problem = e.what();
-        return info;
     }
+    return info;
 }
 
 void listLayers(FormatInfo& info, const io::Checkpoint& ck) {
@@ -194,7 +222,76 @@ void listLayers(FormatInfo& info, const io::Checkpoint& ck) {
         if (&codec == &detail::denseCodec())
             info.denseLinears.push_back(ref.label());
         else
-            info.layers.push_back(describeOrExplain(codec, ck, info.config, ref));
+            info.layers.push_back(describeOrExplain(codec, ck, info.config, info.configSource, ref));
+    }
+}
+
+// Whether tensors that look like `byNames` (classifyByTensors) can be what a config naming `byConfig`
+// describes: GPTQ without g_idx looks like AWQ, compressed-tensors and ModelOpt FP8 look like FP8,
+// and a config may quantize nothing at all.
+bool compatible(Format byConfig, Format byNames) {
+    if (byNames == byConfig || byNames == Format::Dense) return true;
+    if (byConfig == Format::Gptq && byNames == Format::Awq) return true;
+    if ((byConfig == Format::CompressedTensors || byConfig == Format::ModelOpt) && byNames == Format::Fp8) return true;
+    return false;
+}
+
+// A config that names one format over tensors of another is refused, naming its quant_method: the
+// codec it picks would read the tensors as something else, or skip them.
+void refuseContradictingTensors(FormatInfo& info, const io::Checkpoint& ck) {
+    const std::string method = jsonString(info.config, "quant_method", "");
+    if (method.empty()) return;
+    FormatInfo byNames;
+    classifyByTensors(byNames, ck);
+    if (!compatible(info.format, byNames.format))
+        refuse(info, info.configSource + " says quant_method '" + method + "', but the tensors are laid out as " +
+                         std::string(formatName(byNames.format)) + (byNames.variant.empty() ? "" : " (" + byNames.variant + ")"));
+}
+
+// Tensor name endings that only a quantized layout stores for a linear (GPTQ/AWQ, FP8,
+// compressed-tensors, ModelOpt, bitsandbytes, EXL3, QuantScope trellis, gpt-oss MXFP4).
+constexpr std::string_view kQuantizedParts[] = {
+    ".qweight", ".qzeros", ".scales", ".g_idx", ".weight_scale", ".weight_scale_inv", ".weight_scale_2", ".weight_packed",
+    ".weight_global_scale", ".weight_zero_point", ".weight_shape", ".weight_g_idx", ".SCB", ".weight_format",
+    ".weight.absmax", ".weight.quant_map", ".weight.nested_absmax", ".weight.nested_quant_map", ".trellis", ".suh", ".svh",
+    ".su", ".sv", ".mcg", ".mul1", ".trellis_header", ".trellis_starts", ".trellis_scales", ".trellis_codes", "_blocks",
+    "_scales", ".blocks"};
+constexpr std::string_view kQuantStateInfix = ".weight.quant_state.bitsandbytes__";
+
+// The linear prefix a quantized part belongs to ("" when the name ends in none of them).
+std::string quantizedPartOwner(std::string_view name) {
+    if (const auto at = name.find(kQuantStateInfix); at != std::string_view::npos) return std::string(name.substr(0, at));
+    for (const auto part : kQuantizedParts)
+        if (name.size() > part.size() && name.ends_with(part)) return std::string(name.substr(0, name.size() - part.size()));
+    return "";
+}
+
+// Every stored part of a quantized linear must be read by the codec the format chose, and every
+// weight that is not a float matrix must be claimed by some codec: otherwise decoding would drop it
+// (a quant_method naming another format over GPTQ tensors made `dequantize` copy qweight/qzeros
+// into a "dense" checkpoint), or read it as something else.
+void refuseUnclaimedTensors(FormatInfo& info, const io::Checkpoint& ck) {
+    std::set<std::string, std::less<>> quantized, any;
+    for (const auto& l : info.layers) quantized.insert(l.ref.prefix), any.insert(l.ref.prefix);
+    for (const auto& d : info.denseLinears) any.insert(d);
+    const auto because = [&] {
+        const std::string method = jsonString(info.config, "quant_method", "");
+        if (!method.empty()) return " (" + info.configSource + " says quant_method '" + method + "')";
+        return std::string(" (the tensor names say ") + std::string(formatName(info.format)) + ")";
+    };
+    for (const auto& t : ck.tensors()) {
+        const std::string& name = t.info->name;
+        const std::string owner = quantizedPartOwner(name);
+        if (!owner.empty() && !quantized.contains(owner))
+            return refuse(info, "tensor '" + name + "' is part of a quantized linear that the " +
+                                    std::string(formatName(info.format)) + " reader does not read" + because());
+        const bool weight = name.ends_with(".weight") && name.size() > 7;
+        const auto d = t.info->dtype;
+        const bool denseFloat = d == io::DType::F32 || d == io::DType::F16 || d == io::DType::BF16 || d == io::DType::F64;
+        if (weight && !denseFloat && t.info->shape.size() == 2 && t.naming.role != io::TensorRole::Embedding &&
+            t.naming.role != io::TensorRole::Norm && !any.contains(std::string_view(name).substr(0, name.size() - 7)))
+            return refuse(info, "tensor '" + name + "' (" + std::string(io::dtypeName(t.info->dtype)) + ") is a weight that the " +
+                                    std::string(formatName(info.format)) + " reader does not read" + because());
     }
 }
 
@@ -236,19 +333,22 @@ FormatInfo detect(const io::Checkpoint& checkpoint) {
         info.format = Format::Gguf;
         if (const auto fileType = gguf->metadata().integer("general.file_type")) info.variant = io::ggufFileTypeName(*fileType);
         info.config = checkpoint.quantizationConfig();
+        info.configSource = checkpoint.configSource().string();
         listLayers(info, checkpoint);
         return info;
     }
-    info.config = detail::loadQuantConfig(checkpoint);
-    if (const auto method = lowerCase(jsonString(info.config, "quant_method", "")); !method.empty())
-        classifyByConfig(info, method);
-    else
-        classifyByTensors(info, checkpoint);
-    if (info.format == Format::Exl3) {
-        detail::addExl3TensorStorage(checkpoint, info.config);
-        info.variant = jsonString(info.config, "version", info.variant);
+    auto loaded = detail::loadQuantConfig(checkpoint);
+    info.config = std::move(loaded.config);
+    info.configSource = std::move(loaded.source);
+    try {
+        classify(info, checkpoint);
+    } catch (const detail::ConfigError& e) {
+        info.format = Format::Unknown;
+        refuse(info, info.configSource + ": " + e.what());
     }
+    if (info.decodable) refuseContradictingTensors(info, checkpoint);
     listLayers(info, checkpoint);
+    if (info.decodable) refuseUnclaimedTensors(info, checkpoint);
     return info;
 }
 

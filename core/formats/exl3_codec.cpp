@@ -10,6 +10,7 @@
 #include "codecs.h"
 #include "qs/error.h"
 #include "qs/formats/exl3.h"
+#include "qs/io/json_file.h"
 #include "quant_config.h"
 #include "tensor_access.h"
 
@@ -104,7 +105,7 @@ void checkStorageEntry(const io::Checkpoint& ck, const std::string& p, const nlo
     const auto entry = storage->find(p);
     if (entry == storage->end() || !entry->is_object()) return;
     const std::string trellis = p + ".trellis";
-    if (const int bits = detail::jsonInt(*entry, "bits_per_weight", shape.bits); bits != shape.bits)
+    if (const int bits = detail::jsonInt(*entry, "bits_per_weight", shape.bits, {1, 16}, "tensor_storage." + p); bits != shape.bits)
         failTensor(ck, trellis, "tensor_storage says bits_per_weight " + std::to_string(bits) + ", the shape gives " + std::to_string(shape.bits));
     const auto named = [&](const char* key) { return entry->contains(key) && (*entry)[key].is_number() && (*entry)[key].get<double>() != 0.0; };
     const Exl3Codebook listed = named("mcg_multiplier") ? Exl3Codebook::Mcg : named("mul1_multiplier") ? Exl3Codebook::Mul1 : Exl3Codebook::ThreeInst;
@@ -198,7 +199,9 @@ bool looksLikeExl3(const io::Checkpoint& ck) {
 }
 
 void addExl3TensorStorage(const io::Checkpoint& ck, nlohmann::json& config) {
-    const auto file = readJsonFile(ck.root() / "quantization_config.json");
+    const auto path = ck.root() / "quantization_config.json";
+    if (!std::filesystem::exists(path)) return;
+    const auto file = io::readJsonFile(path);
     if (!file.is_object()) return;
     if (config.empty() && lowerCase(jsonString(file, "quant_method", "")) == "exl3") {
         config = file;   // a config.json without quantization_config: the second file has the same keys

@@ -16,11 +16,16 @@ bool isFp8Weight(const io::CheckpointTensor& t) { return t.info->dtype == io::DT
 
 ScaleHint hintFrom(const nlohmann::json& config) {
     ScaleHint hint;
-    if (const auto it = config.find("weight_block_size"); it != config.end() && it->is_array()) {
-        if (it->size() != 2) throw Error("FP8 config: weight_block_size " + it->dump() + " must hold two numbers");
-        hint.block = std::pair{(*it)[0].get<int>(), (*it)[1].get<int>()};
-        if (hint.block->first <= 0 || hint.block->second <= 0)
-            throw Error("FP8 config: weight_block_size " + it->dump() + " must be positive");
+    const auto it = config.find("weight_block_size");
+    if (it == config.end() || it->is_null()) return hint;
+    if (!it->is_array() || it->size() != 2)
+        throw ConfigError("'weight_block_size' is " + it->dump() + ", expected two integers [rows, cols]");
+    try {
+        const io::IntRange positive{1, 1 << 20};
+        hint.block = std::pair{static_cast<int>(io::jsonInteger((*it)[0], "'weight_block_size'[0]", positive)),
+                               static_cast<int>(io::jsonInteger((*it)[1], "'weight_block_size'[1]", positive))};
+    } catch (const Error& e) {
+        throw ConfigError(e.what());
     }
     return hint;
 }

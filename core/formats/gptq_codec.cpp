@@ -3,6 +3,7 @@
 //   scales [groups, N], g_idx I32 [K];  W[n, k] = scales[g, n] * (q[k, n] - z[g, n]),  g = g_idx[k].
 // v1 ("gptq") stores zero - 1 per field, v2 ("gptq_v2") the zero itself.
 #include <algorithm>
+#include <limits>
 
 #include "bit_fields.h"
 #include "codecs.h"
@@ -23,11 +24,14 @@ struct GptqScheme {
     bool v2 = false;
 };
 
-void applyOverrides(const nlohmann::json& j, GptqScheme& s) {
-    s.bits = jsonInt(j, "bits", jsonInt(j, "w_bit", s.bits));
-    s.groupSize = jsonInt(j, "group_size", jsonInt(j, "q_group_size", s.groupSize));
-    s.descAct = jsonBool(j, "desc_act", s.descAct);
-    s.symmetric = jsonBool(j, "sym", s.symmetric);
+constexpr io::IntRange kBitsRange{1, 32};
+constexpr io::IntRange kGroupRange{-1, std::numeric_limits<std::int32_t>::max()};
+
+void applyOverrides(const nlohmann::json& j, GptqScheme& s, std::string_view at = "") {
+    s.bits = jsonInt(j, "bits", jsonInt(j, "w_bit", s.bits, kBitsRange, at), kBitsRange, at);
+    s.groupSize = jsonInt(j, "group_size", jsonInt(j, "q_group_size", s.groupSize, kGroupRange, at), kGroupRange, at);
+    s.descAct = jsonBool(j, "desc_act", s.descAct, at);
+    s.symmetric = jsonBool(j, "sym", s.symmetric, at);
 }
 
 // The config's scheme, with GPTQModel's `dynamic` overrides: the first regex (re.match, optional
@@ -37,20 +41,21 @@ GptqScheme schemeFor(const nlohmann::json& config, const std::string& module) {
     applyOverrides(config, s);
     const auto format = lowerCase(jsonString(config, "checkpoint_format", jsonString(config, "format", "gptq")));
     if (format != "gptq" && format != "gptq_v2")
-        throw Error("GPTQ checkpoint_format '" + format + "' is not readable (only gptq and gptq_v2 are)");
+        throw ConfigError("'checkpoint_format' is '" + format + "', not readable (only gptq and gptq_v2 are)");
     s.v2 = format == "gptq_v2";
     if (const auto it = config.find("dynamic"); it != config.end() && it->is_object()) {
         for (const auto& [key, value] : it->items()) {
             if (key.starts_with("-:")) continue;
             const std::string_view pattern = key.starts_with("+:") ? std::string_view(key).substr(2) : std::string_view(key);
             if (value.is_object() && regexMatchesStart(pattern, module)) {
-                applyOverrides(value, s);
+                applyOverrides(value, s, "dynamic['" + key + "']");
                 break;
             }
         }
     }
     if (s.bits != 2 && s.bits != 3 && s.bits != 4 && s.bits != 8)
-        throw Error("GPTQ config: " + module + ": bits " + std::to_string(s.bits) + " (readable: 2, 3, 4, 8)");
+        throw ConfigError("bits " + std::to_string(s.bits) + " for " + module + " (readable: 2, 3, 4, 8)");
+    if (s.groupSize == 0) throw ConfigError("'group_size' 0 for " + module + " (a positive size, or -1 for one group per row)");
     return s;
 }
 
@@ -70,7 +75,7 @@ GptqTensors openTensors(const io::Checkpoint& ck, const std::string& p, const Gp
                                            "-bit values packed along the input dimension");
     const std::int64_t k = packedRows * 32 / s.bits;
     const std::int64_t g = s.groupSize == -1 ? k : s.groupSize;
-    if (g <= 0) throw Error(p + ": GPTQ group_size " + std::to_string(s.groupSize) + " is invalid");
+    if (g <= 0) failTensor(ck, qweight.name(), "holds no inputs to group");
     const std::int64_t groups = ceilDiv(k, g);
     const auto scales = requireTensor(ck, p + ".scales", "GPTQ");
     requireDtype(ck, scales, {io::DType::F16, io::DType::BF16, io::DType::F32});
@@ -82,6 +87,8 @@ GptqTensors openTensors(const io::Checkpoint& ck, const std::string& p, const Gp
     if (n * s.bits % 32 != 0)
         failTensor(ck, qweight.name(), std::to_string(n) + " outputs cannot be packed " + std::to_string(s.bits) + "-bit into qzeros");
     requireShape(ck, qzeros, {groups, n * s.bits / 32}, "one packed zero per group and output");
+    // desc_act promises the act-order permutation: decoding without it would put columns in the wrong groups.
+    if (s.descAct && groups > 1) requireTensor(ck, p + ".g_idx", "the config's desc_act (the act-order permutation)");
     return {qweight, qzeros, scales, n, k, groups, g};
 }
 

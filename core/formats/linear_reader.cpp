@@ -7,7 +7,9 @@
 
 #include "codecs.h"
 #include "qs/error.h"
+#include "qs/finite_weights.h"
 #include "qs/formats/detect.h"
+#include "quant_config.h"
 
 namespace qs::formats {
 
@@ -56,9 +58,11 @@ std::vector<const LinearCodec*> codecsFor(Format format) {
     return {&denseCodec()};
 }
 
-LinearReader::LinearReader(const io::Checkpoint& checkpoint) : LinearReader(checkpoint, detect(checkpoint)) {}
+LinearReader::LinearReader(const io::Checkpoint& checkpoint, DecodeOptions options)
+    : LinearReader(checkpoint, detect(checkpoint), options) {}
 
-LinearReader::LinearReader(const io::Checkpoint& checkpoint, FormatInfo info) : checkpoint_(&checkpoint), info_(std::move(info)) {
+LinearReader::LinearReader(const io::Checkpoint& checkpoint, FormatInfo info, DecodeOptions options)
+    : checkpoint_(&checkpoint), info_(std::move(info)), options_(options) {
     // A codec that cannot read the format's quantized layers would claim nothing sensible.
     const auto codecs = info_.decodable ? codecsFor(info_.format) : codecsFor(Format::Dense);
     std::vector<std::pair<LinearRef, const LinearCodec*>> found;
@@ -84,7 +88,15 @@ const LinearCodec& LinearReader::codecOf(const LinearRef& ref) const {
 }
 
 DecodedLinear LinearReader::decode(const LinearRef& ref) const {
-    return codecOf(ref).decode(*checkpoint_, info_.config, ref);
+    const LinearCodec& codec = codecOf(ref);
+    DecodedLinear decoded;
+    try {
+        decoded = codec.decode(*checkpoint_, info_.config, ref);
+    } catch (const detail::ConfigError& e) {
+        detail::rethrowWithSource(e, info_.configSource);
+    }
+    requireFiniteWeights(decoded.weight, checkpoint_->root().string(), ref.label(), options_.allowNonFinite);
+    return decoded;
 }
 
 }  // namespace qs::formats

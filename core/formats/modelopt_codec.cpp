@@ -5,6 +5,7 @@
 //          128x128 blocks for FP8_PB_WO): W = fp8 * weight_scale
 // MIXED_PRECISION names each layer's algorithm in quantized_layers.
 #include <cctype>
+#include <cmath>
 
 #include "codecs.h"
 #include "fp4_weight.h"
@@ -27,12 +28,15 @@ std::string upperCase(std::string s) {
     return s;
 }
 
+constexpr io::IntRange kGroupRange{1, 1 << 20};
+
 int groupSizeOf(const nlohmann::json& config) {
-    if (config.contains("group_size")) return jsonInt(config, "group_size", 16);
+    if (config.contains("group_size")) return jsonInt(config, "group_size", 16, kGroupRange);
     // config.json form: only config_groups.*.weights.group_size says it.
     if (const auto groups = config.find("config_groups"); groups != config.end() && groups->is_object())
         for (const auto& [name, g] : groups->items())
-            if (g.contains("weights") && g["weights"].is_object()) return jsonInt(g["weights"], "group_size", 16);
+            if (g.is_object() && g.contains("weights") && g["weights"].is_object())
+                return jsonInt(g["weights"], "group_size", 16, kGroupRange, "config_groups." + name + ".weights");
     return 16;
 }
 
@@ -42,9 +46,9 @@ ModelOptScheme schemeFor(const nlohmann::json& config, const std::string& module
         const auto layers = config.find("quantized_layers");
         const auto it = layers != config.end() && layers->is_object() ? layers->find(module) : config.end();
         if (layers == config.end() || it == layers->end())
-            throw Error("ModelOpt MIXED_PRECISION config does not list " + module + " in quantized_layers");
-        s.algo = upperCase(jsonString(*it, "quant_algo", ""));
-        s.groupSize = jsonInt(*it, "group_size", s.groupSize);
+            throw ConfigError("quant_algo MIXED_PRECISION but 'quantized_layers' does not list " + module);
+        s.algo = upperCase(jsonString(*it, "quant_algo", "", "quantized_layers." + module));
+        s.groupSize = jsonInt(*it, "group_size", s.groupSize, kGroupRange, "quantized_layers." + module);
     }
     return s;
 }
@@ -63,6 +67,7 @@ Fp4Blocks openNvfp4(const io::Checkpoint& ck, const std::string& p, int groupSiz
     requireDtype(ck, scale, {io::DType::F8_E4M3});
     requireShape(ck, scale, {rows, cols / groupSize}, "one scale per " + std::to_string(groupSize) + " inputs of weight " + shapeText(w.shape()));
     const auto scale2 = requireTensor(ck, p + ".weight_scale_2", "ModelOpt NVFP4");
+    requireDtype(ck, scale2, {io::DType::F32, io::DType::F16, io::DType::BF16});
     if (!isScalar(scale2)) failTensor(ck, scale2.name(), "shape " + shapeText(scale2.shape()) + ", expected one value");
     Fp4Blocks b;
     b.packed = bytePointer(w);
@@ -71,6 +76,8 @@ Fp4Blocks openNvfp4(const io::Checkpoint& ck, const std::string& p, int groupSiz
     b.blockSize = groupSize;
     b.storedScales = scale.toMatrix();
     b.globalScale = scale2.toF32()[0];
+    if (!std::isfinite(b.globalScale))
+        failTensor(ck, scale2.name(), "is " + std::to_string(b.globalScale) + ", but the second-level scale must be finite");
     b.effectiveScales = b.storedScales * b.globalScale;
     b.method = quant::Method::Nvfp4;
     return b;
@@ -84,7 +91,7 @@ ScaleGrid openFp8Scales(const io::Checkpoint& ck, const std::string& p, const Mo
 
 void requireReadable(const std::string& module, const ModelOptScheme& s) {
     if (!isNvfp4(s.algo) && !isFp8(s.algo))
-        throw Error("ModelOpt quant_algo '" + s.algo + "' of " + module + " is not readable (NVFP4 and FP8 variants are)");
+        throw ConfigError("quant_algo '" + s.algo + "' of " + module + " is not readable (NVFP4 and FP8 variants are)");
 }
 
 class ModelOptCodec final : public LinearCodec {

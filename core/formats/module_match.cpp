@@ -1,19 +1,21 @@
 #include "module_match.h"
 
-#include <regex>
 #include <string>
 
 #include "qs/error.h"
+#include "qs/io/regex.h"
+#include "quant_config.h"
 
 namespace qs::formats::detail {
 
 bool regexMatchesStart(std::string_view pattern, std::string_view name) {
     try {
-        const std::regex re{std::string(pattern)};
-        return std::regex_search(name.begin(), name.end(), re, std::regex_constants::match_continuous);
-    } catch (const std::regex_error& e) {
-        throw Error("quantization config: module pattern '" + std::string(pattern) + "' is not a regex this reader understands (" +
-                    e.what() + ")");
+        // Compiled per call: a config holds a handful of patterns and the bounds make each cheap.
+        return io::Regex(std::string(pattern), io::Regex::Syntax::Pattern, "module pattern", false).matchesAtStart(name);
+    } catch (const Cancelled&) {
+        throw;
+    } catch (const Error& e) {
+        throw ConfigError(e.what());   // LinearReader names the config file
     }
 }
 

@@ -27,6 +27,9 @@ ScaleGrid readScaleGrid(const io::Checkpoint& checkpoint, const io::TensorView& 
         return grid(scale, rows, 1, 1, cols, "channel");
     if (hint.block) {
         const auto [bn, bk] = *hint.block;
+        // The config readers refuse such blocks; a zero here would divide by zero in every decoder.
+        if (bn <= 0 || bk <= 0)
+            failTensor(checkpoint, scale.name(), "block size " + std::to_string(bn) + "x" + std::to_string(bk) + " is not positive");
         requireShape(checkpoint, scale, {ceilDiv(rows, bn), ceilDiv(cols, bk)},
                      "one scale per " + std::to_string(bn) + "x" + std::to_string(bk) + " block of a [" +
                          std::to_string(rows) + ", " + std::to_string(cols) + "] weight");

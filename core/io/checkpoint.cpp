@@ -4,11 +4,14 @@
 #include "qs/io/checkpoint.h"
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "gguf_checkpoint.h"
-#include "json_file.h"
 #include "qs/error.h"
+#include "qs/io/json_file.h"
+#include "qs/io/json_value.h"
+#include "qs/message_text.h"
 
 namespace qs::io {
 
@@ -22,7 +25,7 @@ constexpr const char* kSingleName = "model.safetensors";
 
 // weight_map of the index: tensor name -> shard file name.
 std::map<std::string, std::string> readWeightMap(const fs::path& indexPath) {
-    const json index = detail::readJsonFile(indexPath);
+    const json index = readJsonFile(indexPath);
     const auto fail = [&](const std::string& what) -> void { throw Error(indexPath.string() + ": " + what); };
     if (!index.is_object() || !index.contains("weight_map") || !index["weight_map"].is_object())
         fail("needs a \"weight_map\" object mapping tensor names to shard files");
@@ -34,6 +37,8 @@ std::map<std::string, std::string> readWeightMap(const fs::path& indexPath) {
             fail("weight_map maps tensor '" + tensor + "' to '" + name + "', which is not a file in the checkpoint's folder");
         out.emplace(tensor, name);
     }
+    // An index of nothing beside shards that hold tensors is not a checkpoint of nothing.
+    if (out.empty()) fail("weight_map is empty: it maps no tensor to any shard");
     return out;
 }
 
@@ -52,11 +57,14 @@ fs::path singleFileOf(const fs::path& dir) {
                 " saying how they form one checkpoint");
 }
 
-int intField(const json& config, std::initializer_list<const char*> keys) {
+// The first of `keys` present in config.json (or its text_config), range-checked: 0 when none is.
+int intField(const json& config, std::initializer_list<const char*> keys, const fs::path& configPath) {
     for (const json* c : {&config, config.contains("text_config") ? &config["text_config"] : nullptr}) {
         if (c == nullptr || !c->is_object()) continue;
+        const std::string where = configPath.string() + (c == &config ? "" : ": text_config");
         for (const char* k : keys)
-            if (c->contains(k) && (*c)[k].is_number_integer()) return (*c)[k].get<int>();
+            if (const auto v = jsonIntegerField(*c, k, where, {0, std::numeric_limits<std::int32_t>::max()}))
+                return static_cast<int>(*v);
     }
     return 0;
 }
@@ -64,6 +72,9 @@ int intField(const json& config, std::initializer_list<const char*> keys) {
 std::string stringField(const json& j, const char* key) {
     return j.is_object() && j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
 }
+
+// Config strings shown to the user: one line, a sane length, valid UTF-8.
+std::string displayText(const std::string& s) { return sanitizeMessage(s, 200); }
 
 }  // namespace
 
@@ -134,16 +145,18 @@ void Checkpoint::Impl::checkAgainstIndex(const std::map<std::string, std::string
 
 void Checkpoint::Impl::readConfig() {
     if (fs::exists(root / "config.json")) {
-        config = detail::readJsonFile(root / "config.json");
+        config = readJsonFile(root / "config.json");
         if (!config.is_object()) throw Error((root / "config.json").string() + ": must be a JSON object");
     }
+    if (const auto q = config.find("quantization_config"); q != config.end() && !q->is_object() && !q->is_null())
+        throw Error((root / "config.json").string() + ": quantization_config is " + q->dump() + ", expected an object");
     if (config.contains("quantization_config") && config["quantization_config"].is_object()) {
         quantConfig = config["quantization_config"];
         const std::string method = stringField(quantConfig, "quant_method");
         quantFormat = method.empty() ? "unknown" : method;
     } else if (fs::exists(root / "hf_quant_config.json")) {
         // ModelOpt exports name their algorithm (FP8, NVFP4, ...) in a side file.
-        quantConfig = detail::readJsonFile(root / "hf_quant_config.json");
+        quantConfig = readJsonFile(root / "hf_quant_config.json");
         const std::string algo = quantConfig.is_object() ? stringField(quantConfig.value("quantization", json::object()), "quant_algo") : "";
         quantFormat = algo.empty() ? "modelopt" : algo;
     }
@@ -180,8 +193,15 @@ Checkpoint Checkpoint::open(const fs::path& path) {
         if (isGgufFile(path)) impl->openGguf(path);
         else impl->shards.push_back(SafetensorsFile::open(path));
     }
+    if (!impl->gguf) impl->addShardTensors();
+    // A header of {} is valid safetensors (and a GGUF of metadata only is a valid GGUF), but a
+    // checkpoint of no tensors can only be an accident, and every command would "succeed" on it
+    // (dequantize wrote an empty model).
+    if (impl->tensors.empty()) {
+        const fs::path file = impl->gguf ? impl->gguf->path() : impl->shards.size() == 1 ? impl->shards.front().path() : path;
+        throw Error(file.string() + ": holds no tensors");
+    }
     if (impl->gguf) return Checkpoint(std::move(impl));
-    impl->addShardTensors();
     if (!weightMap.empty()) impl->checkAgainstIndex(weightMap, indexPath);
     impl->readConfig();
     return Checkpoint(std::move(impl));
@@ -217,13 +237,14 @@ const fs::path& Checkpoint::fileOf(const CheckpointTensor& t) const {
 CheckpointSummary Checkpoint::summary() const {
     const auto& c = impl_->config;
     CheckpointSummary s;
-    s.modelType = stringField(c, "model_type");
+    const fs::path configPath = configSource();
+    s.modelType = displayText(stringField(c, "model_type"));
     s.architecture = c.contains("architectures") && c["architectures"].is_array() && !c["architectures"].empty() &&
                              c["architectures"][0].is_string()
-                         ? c["architectures"][0].get<std::string>()
+                         ? displayText(c["architectures"][0].get<std::string>())
                          : s.modelType;
-    s.numLayers = intField(c, {"num_hidden_layers", "n_layer", "num_layers"});
-    s.hiddenSize = intField(c, {"hidden_size", "n_embd", "d_model"});
+    s.numLayers = intField(c, {"num_hidden_layers", "n_layer", "num_layers"}, configPath);
+    s.hiddenSize = intField(c, {"hidden_size", "n_embd", "d_model"}, configPath);
     int maxLayer = -1;
     for (const auto& t : impl_->tensors) {
         s.parameterCount += t.info->numel();
@@ -233,7 +254,7 @@ CheckpointSummary Checkpoint::summary() const {
     if (s.numLayers == 0) s.numLayers = maxLayer + 1;
     for (const auto& shard : impl_->shards) s.sizeOnDisk += shard.fileSize();
     if (impl_->gguf) s.sizeOnDisk += impl_->gguf->fileSize();
-    s.quantizationFormat = impl_->quantFormat;
+    s.quantizationFormat = displayText(impl_->quantFormat);
     s.hasTokenizer = impl_->hasTokenizer;
     s.hasGenerationConfig = impl_->hasGenerationConfig;
     return s;

@@ -21,6 +21,9 @@ using nlohmann::json;
 
 namespace {
 
+// Real configs are a few kilobytes; a larger one is written compact (see finish()).
+constexpr std::size_t kPrettyConfigBytes = 256 * 1024;
+
 // Files that travel with a model but that the writer does not produce itself.
 constexpr const char* kAuxiliaryFiles[] = {
     "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model", "vocab.json",
@@ -291,7 +294,11 @@ fs::path CheckpointWriter::finish() {
             const fs::path path = w.tempDir / "config.json";
             fs::remove(path);
             detail::OutputFile out(path);
-            const std::string text = w.config->dump(2) + "\n";
+            // Indentation multiplies a deeply nested value by its depth (a 200 KB config of 100,000
+            // nested arrays would become 20 GB): only what a real config is gets pretty-printed.
+            std::string text = w.config->dump();
+            if (text.size() <= kPrettyConfigBytes) text = w.config->dump(2);
+            text += "\n";
             out.write(std::as_bytes(std::span<const char>(text)));
             out.close();
         }

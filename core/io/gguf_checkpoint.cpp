@@ -2,10 +2,13 @@
 // become row-major, and for the llama architecture the q/k row interleaving of llama.cpp's converter
 // is noted on the tensor so that reading it gives the Hugging Face weight back.
 #include <algorithm>
+#include <limits>
 
 #include "gguf_checkpoint.h"
 #include "qs/error.h"
 #include "qs/io/gguf_names.h"
+#include "qs/io/json_value.h"
+#include "qs/message_text.h"
 
 namespace qs::io::detail {
 
@@ -13,17 +16,19 @@ namespace {
 
 using nlohmann::json;
 
-int configInt(const json& config, const char* key) {
-    return config.contains(key) && config[key].is_number_integer() ? config[key].get<int>() : 0;
+// Head counts of the synthesized config through the checked accessor: a count past int's range in
+// the metadata is refused, naming the file, rather than truncated.
+int configInt(const json& config, const char* key, const GgufFile& file) {
+    return static_cast<int>(io::jsonIntegerField(config, key, file.path().string(), {0, std::numeric_limits<std::int32_t>::max()}).value_or(0));
 }
 
 // The heads whose rows llama.cpp interleaved in this (renamed) tensor, or 0.
-int interleavedHeads(const TensorInfo& t, const json& config) {
+int interleavedHeads(const TensorInfo& t, const json& config, const GgufFile& file) {
     const bool q = t.name.ends_with("self_attn.q_proj.weight") || t.name.ends_with("self_attn.q_proj.bias");
     const bool k = t.name.ends_with("self_attn.k_proj.weight") || t.name.ends_with("self_attn.k_proj.bias");
     if (!q && !k) return 0;
-    const int heads = configInt(config, "num_attention_heads");
-    return k ? configInt(config, "num_key_value_heads") : heads;
+    const int heads = configInt(config, "num_attention_heads", file);
+    return k ? configInt(config, "num_key_value_heads", file) : heads;
 }
 
 void checkInterleaving(const TensorInfo& t, const GgufFile& file, const std::string& ggufName) {
@@ -45,14 +50,25 @@ GgufCheckpoint describeGgufCheckpoint(const GgufFile& file) {
     const bool permuted = arch != nullptr && ggufArchitecturePermutesQk(*arch);
     bool quantized = false;
     for (const TensorInfo& stored : file.tensors()) {
+        // GGUF strings are bytes; a Hugging Face name is JSON text (a dense export writes it into a
+        // safetensors header), so a name that is not UTF-8 is refused here, not at writing.
+        if (!isValidUtf8(stored.name))
+            throw Error(file.path().string() + ": tensor name '" + stored.name + "' is not valid UTF-8");
         TensorInfo t = stored;
         if (const auto hf = hfNameOfGgufTensor(stored.name)) t.name = *hf;
         if (permuted) {
-            t.ropeInterleavedHeads = interleavedHeads(t, out.config);
+            t.ropeInterleavedHeads = interleavedHeads(t, out.config, file);
             if (t.ropeInterleavedHeads != 0) checkInterleaving(t, file, stored.name);
         }
         quantized = quantized || isBlockQuantized(t);
         out.tensors.push_back(std::move(t));
+    }
+    // The same for the metadata text the config took (general.architecture, rope scaling type):
+    // the config is written and hashed as JSON.
+    try {
+        (void)out.config.dump();
+    } catch (const json::exception&) {
+        throw Error(file.path().string() + ": metadata text the config is made of (general.architecture, ...) is not valid UTF-8");
     }
     out.quantConfig = json::object();
     if (quantized) {

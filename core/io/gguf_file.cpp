@@ -1,19 +1,26 @@
 // GgufFile: the memory-mapped file and its parsed header; tensor views point into the mapping.
 #include "qs/io/gguf_file.h"
 
-#include <fstream>
 #include <map>
+
+#include <unistd.h>
 
 #include "mapped_file.h"
 #include "qs/error.h"
+#include "qs/io/regular_file.h"
 
 namespace qs::io {
 
 bool isGgufFile(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    char magic[4] = {};
-    if (!in.read(magic, 4)) return false;
-    return hasGgufMagic(std::as_bytes(std::span<const char>(magic, 4)));
+    // Only a regular file can be one: a FIFO must not block this peek (the safetensors reader that
+    // gets it instead refuses it with a message).
+    try {
+        const RegularFile file(path);
+        char magic[4] = {};
+        return ::pread(file.fd(), magic, 4, 0) == 4 && hasGgufMagic(std::as_bytes(std::span<const char>(magic, 4)));
+    } catch (const Error&) {
+        return false;
+    }
 }
 
 struct GgufFile::Impl {

@@ -8,7 +8,8 @@ namespace qs::io::detail {
 
 class MappedFile {
 public:
-    // Throws qs::Error when the file cannot be opened, is not a regular file, or cannot be mapped.
+    // Throws qs::Error when the file cannot be opened, is not a regular file (io::RegularFile), or
+    // cannot be mapped.
     explicit MappedFile(const std::filesystem::path& path);
     ~MappedFile();
     MappedFile(const MappedFile&) = delete;

@@ -12,6 +12,8 @@
 #include "mapped_file.h"
 #include "qs/io/gguf_file.h"
 #include "qs/error.h"
+#include "qs/io/json_file.h"
+#include "qs/io/json_value.h"
 
 namespace qs::io {
 
@@ -20,15 +22,10 @@ namespace {
 using nlohmann::json;
 
 constexpr std::uint64_t kMaxHeaderSize = 100'000'000;  // MAX_HEADER_SIZE of tensor.rs
-constexpr int kMaxJsonDepth = 64;                      // a valid header nests 3 deep
+constexpr std::size_t kMaxTensorNameBytes = 1024;      // real names stay under 200
 
 // dtypes the format defines that QuantScope does not handle, told apart from plain typos.
 constexpr std::string_view kUnsupportedDTypes[] = {"F4", "F6_E2M3", "F6_E3M2", "F8_E4M3FNUZ", "F8_E5M2FNUZ", "C64"};
-
-// Raised inside the JSON parser callback, which can only stop parsing by throwing.
-struct HeaderProblem {
-    std::string message;
-};
 
 class Problems {
 public:
@@ -42,20 +39,6 @@ private:
     std::string file_;
 };
 
-std::string jsonKind(const json& j) {
-    switch (j.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::object: return "an object";
-    case json::value_t::array: return "an array";
-    case json::value_t::string: return "a string";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
-    case json::value_t::number_float: return "a floating-point number";
-    default: return "an unexpected value";
-    }
-}
-
 std::string offsetsText(std::uint64_t b, std::uint64_t e) {
     return "data_offsets [" + std::to_string(b) + ", " + std::to_string(e) + "]";
 }
@@ -68,30 +51,10 @@ std::string shapeText(const TensorInfo& t) {
 
 // Parses the JSON text, rejecting duplicate keys (which nlohmann would silently overwrite) and
 // absurd nesting (which a valid header never has).
-json parseHeaderJson(std::span<const std::byte> text, const Problems& problems) {
-    std::vector<std::set<std::string>> keysPerObject;
-    auto callback = [&](int depth, json::parse_event_t event, json& parsed) {
-        if (depth > kMaxJsonDepth) throw HeaderProblem{"header JSON nests deeper than " + std::to_string(kMaxJsonDepth) + " levels"};
-        if (event == json::parse_event_t::object_start) {
-            keysPerObject.emplace_back();
-        } else if (event == json::parse_event_t::object_end) {
-            if (!keysPerObject.empty()) keysPerObject.pop_back();
-        } else if (event == json::parse_event_t::key && !keysPerObject.empty()) {
-            const auto& key = parsed.get_ref<const std::string&>();
-            if (!keysPerObject.back().insert(key).second) throw HeaderProblem{"header has the key '" + key + "' twice"};
-        }
-        return true;
-    };
+json parseHeaderJson(std::span<const std::byte> text, std::string_view displayName) {
     const auto* begin = reinterpret_cast<const char*>(text.data());
-    try {
-        return json::parse(begin, begin + text.size(), callback);
-    } catch (const HeaderProblem& p) {
-        problems.file(p.message);
-    } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers past double
-        std::string what = e.what();
-        if (const auto pos = what.find("] "); pos != std::string::npos) what = what.substr(pos + 2);
-        problems.file("header is not valid JSON: " + what);
-    }
+    return parseJson(std::string_view(begin, text.size()), std::string(displayName) + ": header",
+                     JsonLimits{.maxBytes = kMaxHeaderSize, .maxDepth = kMaxJsonDepth, .rejectDuplicateKeys = true});
 }
 
 std::map<std::string, std::string> parseMetadata(const json& j, const Problems& problems) {
@@ -151,7 +114,19 @@ void parseEntryOffsets(const json& entry, TensorInfo& info, const Problems& prob
     info.end = unsignedValue((*it)[1], info.name, "\"data_offsets\"", problems);
 }
 
+// Names are printed one per line and quoted in messages: a control character could forge lines, and
+// no module path is kilobytes long.
+void checkName(const std::string& name, const Problems& problems) {
+    if (name.empty()) problems.file("has a tensor with an empty name");
+    if (name.size() > kMaxTensorNameBytes)
+        problems.tensor(name, "name is " + std::to_string(name.size()) + " bytes long, more than the " +
+                                  std::to_string(kMaxTensorNameBytes) + " QuantScope accepts");
+    for (const char c : name)
+        if (static_cast<unsigned char>(c) < 0x20 || c == 0x7F) problems.tensor(name, "name holds a control character");
+}
+
 TensorInfo parseEntry(const std::string& name, const json& entry, const Problems& problems) {
+    checkName(name, problems);
     if (!entry.is_object()) problems.tensor(name, "entry must be an object, but it is " + jsonKind(entry));
     TensorInfo info;
     info.name = name;
@@ -216,7 +191,7 @@ SafetensorsHeader parseSafetensors(std::span<const std::byte> file, std::string_
         problems.file("header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(file.size()) +
                       " bytes)");
 
-    const json j = parseHeaderJson(file.subspan(8, n), problems);
+    const json j = parseHeaderJson(file.subspan(8, n), displayName);
     if (!j.is_object()) problems.file("header must be a JSON object, but it is " + jsonKind(j));
 
     SafetensorsHeader header;

@@ -57,10 +57,14 @@ constexpr std::array<std::string_view, 3> kLmHeads{"lm_head", "embed_out", "outp
 constexpr std::array<std::string_view, 16> kLinears{"c_attn", "c_proj", "c_fc", "dense", "query_key_value", "dense_h_to_4h",
                                                     "dense_4h_to_h", "fc1", "fc2", "wq", "wk", "wv", "wo", "w1", "w2", "w3"};
 
+// Plain decimal digits below kMaxLayerIndex: "-1", "+3" and "99999999999" name no decoder layer
+// (the token then is an ordinary name part), so layer counts derived from names stay small.
 std::optional<int> layerIndex(std::string_view s) {
+    if (s.empty() || s.size() > 7 || !std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        return std::nullopt;
     int v = 0;
-    const auto [ptr, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-    if (ec != std::errc() || ptr != s.data() + s.size() || s.empty()) return std::nullopt;
+    std::from_chars(s.data(), s.data() + s.size(), v);
+    if (v >= kMaxLayerIndex) return std::nullopt;
     return v;
 }
 

@@ -4,6 +4,7 @@
 #include <cstdint>
 
 #include "qs/error.h"
+#include "qs/finite_weights.h"
 #include "qs/io/dtype.h"
 
 namespace qs::model {
@@ -70,6 +71,7 @@ Linear CheckpointWeights::linear(int layer, const std::string& module, int out, 
     Linear l;
     const io::TensorView t = checked(base + ".weight", {out, in});
     l.weight = t.toMatrix();
+    requireFiniteWeights(l.weight, checkpoint_.root().string(), base, options_.allowNonFinite);
     t.releasePages();   // the f32 copy is what is used now: the mapped pages need not stay resident
     // A bias the config does not announce is still honoured: HF loads every parameter it finds.
     if (bias || checkpoint_.find(base + ".bias")) l.bias = vector(base + ".bias", out);

@@ -1,9 +1,11 @@
 #include "qs/model/model_config.h"
 
 #include <set>
+#include <type_traits>
 
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
+#include "qs/io/json_value.h"
 
 namespace qs::model {
 namespace {
@@ -12,20 +14,27 @@ namespace {
     throw Error(source + ": " + what);
 }
 
+// Sizes the forward pass allocates with: positive and far below what would overflow an index.
+constexpr io::IntRange kSizeRange{1, 1 << 24};
+
 int requiredInt(const nlohmann::json& j, const char* key, const std::string& source) {
-    const auto it = j.find(key);
-    if (it == j.end() || !it->is_number_integer()) fail(source, std::string("missing integer field '") + key + "'");
-    return it->get<int>();
+    const auto v = io::jsonIntegerField(j, key, source, kSizeRange);
+    if (!v) fail(source, std::string("missing integer field '") + key + "'");
+    return static_cast<int>(*v);
 }
 
 template <typename T>
 T optional(const nlohmann::json& j, const char* key, T fallback, const std::string& source) {
-    const auto it = j.find(key);
-    if (it == j.end() || it->is_null()) return fallback;
-    try {
-        return it->get<T>();
-    } catch (const nlohmann::json::exception&) {
-        fail(source, std::string("field '") + key + "' has the wrong type");
+    if constexpr (std::is_same_v<T, int>) {
+        return static_cast<int>(io::jsonIntegerField(j, key, source, {0, 1 << 30}).value_or(fallback));
+    } else {
+        const auto it = j.find(key);
+        if (it == j.end() || it->is_null()) return fallback;
+        try {
+            return it->get<T>();
+        } catch (const nlohmann::json::exception&) {
+            fail(source, std::string("'") + key + "' is " + it->dump() + ", " + io::jsonKind(*it) + " of the wrong type");
+        }
     }
 }
 

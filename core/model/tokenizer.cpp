@@ -3,20 +3,22 @@
 #include "tokenizer_impl.h"
 #include "tokenizer_utf8.h"
 #include "qs/error.h"
+#include "qs/io/json_file.h"
+#include "qs/io/json_value.h"
+#include "qs/io/regular_file.h"
 
-#include <fstream>
-#include <sstream>
+#include <limits>
 
 namespace qs::model {
 
 std::string readTokenizerFile(const std::filesystem::path& path)
 {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path.string() + ": cannot open tokenizer file");
-    std::ostringstream buffer;
-    buffer << in.rdbuf();
-    if (in.bad()) throw Error(path.string() + ": read error");
-    return std::move(buffer).str();
+    return io::readRegularFile(path, io::kMaxTokenizerJsonBytes, "a tokenizer file");
+}
+
+TokenId jsonTokenId(const nlohmann::json& value, const std::string& where)
+{
+    return static_cast<TokenId>(io::jsonInteger(value, where, {0, std::numeric_limits<TokenId>::max()}));
 }
 
 namespace {

@@ -2,6 +2,7 @@
 
 #include "tokenizer_byte_level.h"
 #include "qs/error.h"
+#include "qs/io/json_value.h"
 
 #include <nlohmann/json.hpp>
 
@@ -77,8 +78,10 @@ void Decoder::addJson(const nlohmann::json& spec, const std::string& sourceName)
     } else if (type == "Fuse") {
         steps_.push_back({Kind::Fuse, {}, {}});
     } else if (type == "Strip") {
-        steps_.push_back({Kind::Strip, spec.at("content").get<std::string>(), {}, spec.value("start", std::size_t{0}),
-                          spec.value("stop", std::size_t{0})});
+        const auto count = [&](const char* key) {
+            return static_cast<std::size_t>(io::jsonIntegerField(spec, key, sourceName + ": decoder Strip", {0, 1 << 20}).value_or(0));
+        };
+        steps_.push_back({Kind::Strip, spec.at("content").get<std::string>(), {}, count("start"), count("stop")});
     } else if (type == "Metaspace") {
         Step step{Kind::Metaspace, spec.value("replacement", kMetaspace), {}};
         const std::string scheme = spec.value("prepend_scheme", std::string());

@@ -69,6 +69,9 @@ private:
 };
 
 PieceType pieceType(double type) {
+    // A token type is an int32 in llama.cpp; a file may store any number, and casting NaN or 1e300 to
+    // int is undefined, so only the valid range is cast.
+    if (!(type >= 1.0 && type <= 6.0)) return PieceType::Normal;
     const int t = static_cast<int>(type);
     return t >= 1 && t <= 6 ? static_cast<PieceType>(t) : PieceType::Normal;
 }
@@ -150,7 +153,15 @@ TokenizerJsonFiles tokenizerJsonFromGguf(const io::GgufMetadata& metadata, const
 
 Tokenizer Tokenizer::fromGguf(const io::GgufMetadata& metadata, const std::string& sourceName) {
     const TokenizerJsonFiles files = tokenizerJsonFromGguf(metadata, sourceName);
-    return fromJson(files.tokenizer.dump(), files.config.dump(), sourceName);
+    std::string tokenizer, config;
+    try {
+        tokenizer = files.tokenizer.dump();
+        config = files.config.dump();
+    } catch (const json::exception&) {
+        // GGUF strings are bytes, tokenizer.json is text: a token that is not UTF-8 has no JSON form.
+        throw Error(sourceName + ": tokenizer.ggml.tokens or .merges hold text that is not valid UTF-8");
+    }
+    return fromJson(tokenizer, config, sourceName);
 }
 
 Tokenizer Tokenizer::forCheckpoint(const io::Checkpoint& checkpoint) {

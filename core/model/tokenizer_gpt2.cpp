@@ -3,6 +3,7 @@
 
 #include "tokenizer_impl.h"
 #include "qs/error.h"
+#include "qs/io/json_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -14,13 +15,13 @@ namespace {
 Vocabulary readEncoder(const std::filesystem::path& path)
 {
     try {
-        const nlohmann::json encoder = nlohmann::json::parse(readTokenizerFile(path));
+        const nlohmann::json encoder = io::parseJson(readTokenizerFile(path), path.string(), {.maxBytes = io::kMaxTokenizerJsonBytes});
         Vocabulary vocab;
         vocab.reserve(encoder.size());
-        for (const auto& [token, id] : encoder.items()) vocab.emplace(token, id.get<TokenId>());
+        for (const auto& [token, id] : encoder.items()) vocab.emplace(token, jsonTokenId(id, path.string() + ": '" + token + "'"));
         return vocab;
     } catch (const nlohmann::json::exception& e) {
-        throw Error(path.string() + ": invalid encoder.json: " + e.what());
+        throw Error(path.string() + ": invalid encoder.json: " + io::jsonErrorText(e));
     }
 }
 

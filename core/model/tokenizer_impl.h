@@ -34,4 +34,7 @@ namespace qs::model {
 // The whole file as bytes; throws qs::Error naming the file when it cannot be read.
 std::string readTokenizerFile(const std::filesystem::path& path);
 
+// A token id from JSON: an integer from 0 to 2^31 - 1 (io::jsonInteger), else qs::Error naming `where`.
+TokenId jsonTokenId(const nlohmann::json& value, const std::string& where);
+
 }  // namespace qs::model

@@ -3,6 +3,7 @@
 
 #include "tokenizer_impl.h"
 #include "qs/error.h"
+#include "qs/io/json_file.h"
 
 #include <nlohmann/json.hpp>
 
@@ -49,7 +50,7 @@ BpeModel parseModel(const json& model, const std::string& sourceName)
     Vocabulary vocab;
     const json& entries = model.at("vocab");
     vocab.reserve(entries.size());
-    for (const auto& [token, id] : entries.items()) vocab.emplace(token, id.get<TokenId>());
+    for (const auto& [token, id] : entries.items()) vocab.emplace(token, jsonTokenId(id, sourceName + ": model.vocab['" + token + "']"));
 
     BpeOptions options;
     if (const json& unk = member(model, "unk_token"); unk.is_string()) options.unkToken = unk.get<std::string>();
@@ -64,7 +65,7 @@ void addAddedTokens(Tokenizer::Impl& impl, const json& tokens)
 {
     if (!tokens.is_array()) return;
     for (const json& t : tokens) {
-        impl.added.add({t.at("content").get<std::string>(), t.at("id").get<TokenId>(), t.value("special", false),
+        impl.added.add({t.at("content").get<std::string>(), jsonTokenId(t.at("id"), impl.sourceName + ": added_tokens id"), t.value("special", false),
                         t.value("lstrip", false), t.value("rstrip", false), t.value("single_word", false),
                         t.value("normalized", false)});
     }
@@ -99,13 +100,13 @@ void applyPostProcessor(Tokenizer::Impl& impl, const json& post)
     const json& ids = member(member(member(post, "special_tokens"), name.c_str()), "ids");
     if (!ids.is_array() || ids.empty()) return;
     impl.addBos = true;
-    if (!impl.bos) impl.bos = ids[0].get<TokenId>();
+    if (!impl.bos) impl.bos = jsonTokenId(ids[0], impl.sourceName + ": post_processor special token id");
 }
 
 void applyConfig(Tokenizer::Impl& impl, std::string_view configJson, const std::string& sourceName)
 {
     if (configJson.empty()) return;
-    const json config = json::parse(configJson);
+    const json config = io::parseJson(configJson, sourceName + " (tokenizer_config.json)");
     if (config.contains("bos_token")) impl.bos = configToken(config.at("bos_token"), impl, sourceName);
     if (config.contains("eos_token")) impl.eos = configToken(config.at("eos_token"), impl, sourceName);
     if (const json& add = member(config, "add_bos_token"); add.is_boolean()) impl.addBos = add.get<bool>();
@@ -117,7 +118,7 @@ Tokenizer Tokenizer::fromJson(std::string_view tokenizerJson, std::string_view t
                               const std::string& sourceName)
 {
     try {
-        const json root = json::parse(tokenizerJson);
+        const json root = io::parseJson(tokenizerJson, sourceName, {.maxBytes = io::kMaxTokenizerJsonBytes});
         auto impl = std::make_unique<Impl>(sourceName, parseModel(root.at("model"), sourceName));
         addAddedTokens(*impl, member(root, "added_tokens"));
         impl->normalizer = Normalizer::fromJson(member(root, "normalizer"), sourceName);
@@ -128,7 +129,7 @@ Tokenizer Tokenizer::fromJson(std::string_view tokenizerJson, std::string_view t
         applyConfig(*impl, tokenizerConfigJson, sourceName);
         return Tokenizer(std::move(impl));
     } catch (const json::exception& e) {
-        throw Error(sourceName + ": invalid tokenizer JSON: " + e.what());
+        throw Error(sourceName + ": invalid tokenizer JSON: " + io::jsonErrorText(e));
     }
 }
 

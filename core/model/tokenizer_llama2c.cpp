@@ -3,16 +3,20 @@
 #include "qs/model/gguf_tokenizer.h"
 
 #include "qs/error.h"
+#include "qs/io/regular_file.h"
 
 #include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <sstream>
 
 namespace qs::model {
 
+// llama2.c's 32,000-token tokenizer.bin is 424 KB; tokens are at most 1 KB each (checked below).
+constexpr std::uint64_t kMaxLlama2cTokenizerBytes = 64ull << 20;
+
 std::vector<SentencePiece> readLlama2cTokenizer(const std::filesystem::path& path, int vocabSize) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path.string() + ": cannot open the llama2.c tokenizer");
+    // Read through the regular-file reader: a FIFO or device given as the tokenizer is refused, not waited on.
+    std::istringstream in(io::readRegularFile(path, kMaxLlama2cTokenizerBytes, "a llama2.c tokenizer"));
     const auto fail = [&](const std::string& what) -> void { throw Error(path.string() + ": " + what); };
     const auto readInt = [&] {
         std::uint8_t b[4] = {};

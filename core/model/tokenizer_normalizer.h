@@ -2,7 +2,7 @@
 // The "normalizer" of tokenizer.json: text rewrites applied to each stretch of input between added
 // tokens before it is split into words (Unicode NFC for Qwen; Prepend "▁" + Replace " " -> "▁"
 // for Llama-2 files converted from SentencePiece).
-#include "tokenizer_regex.h"
+#include "qs/io/regex.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -12,6 +12,9 @@
 #include <vector>
 
 namespace qs::model {
+
+using io::Regex;
+using io::Span;
 
 class Normalizer {
 public:

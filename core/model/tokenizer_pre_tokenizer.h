@@ -2,7 +2,7 @@
 // The "pre_tokenizer" of tokenizer.json: cuts normalized text into words that BPE then encodes one
 // by one (and that the word cache keys on). Byte-level tokenizers split with a regex and map bytes
 // to the GPT-2 alphabet; Metaspace tokenizers turn spaces into "▁".
-#include "tokenizer_regex.h"
+#include "qs/io/regex.h"
 
 #include <nlohmann/json_fwd.hpp>
 
@@ -12,6 +12,9 @@
 #include <vector>
 
 namespace qs::model {
+
+using io::Regex;
+using io::Span;
 
 // GPT-2's split pattern, used by ByteLevel pre-tokenizers with use_regex = true.
 inline constexpr const char* kGpt2SplitPattern =

@@ -1,28 +1,20 @@
 #include "qs/pipeline/calibration_text.h"
 
-#include <fstream>
-#include <sstream>
-
 #include <nlohmann/json.hpp>
 
 #include "qs/error.h"
+#include "qs/io/json_file.h"
+#include "qs/io/regular_file.h"
 
 namespace qs::pipeline {
 
 std::vector<std::string> loadTexts(const std::filesystem::path& path) {
-    std::ifstream in(path, std::ios::binary);
-    if (!in) throw Error(path.string() + ": cannot open the text file");
-    std::stringstream buffer;
-    buffer << in.rdbuf();
-    std::string content = buffer.str();
+    // A checkpoint's own calibration.txt / eval.txt is read too: a FIFO there must not block.
+    constexpr std::uint64_t kMaxTextBytes = 1ull << 30;
+    std::string content = io::readRegularFile(path, kMaxTextBytes, "a text file");
     if (path.extension() != ".json") return {std::move(content)};
 
-    nlohmann::json list;
-    try {
-        list = nlohmann::json::parse(content);
-    } catch (const nlohmann::json::exception& e) {
-        throw Error(path.string() + ": not valid JSON: " + e.what());
-    }
+    const nlohmann::json list = io::parseJson(content, path.string(), {.maxBytes = kMaxTextBytes});
     if (!list.is_array()) throw Error(path.string() + ": expected a JSON list of strings");
     std::vector<std::string> texts;
     for (const auto& item : list) {

@@ -2,8 +2,11 @@
 
 #include <chrono>
 #include <algorithm>
+#include <iomanip>
 #include <memory>
 #include <optional>
+#include <sstream>
+#include <type_traits>
 
 #include "hidden_states.h"
 #include "kl_scoring.h"
@@ -11,6 +14,7 @@
 #include "qs/model/tokenizer.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/decoded_weights.h"
+#include "qs/pipeline/model_checkpoint.h"
 
 namespace qs::pipeline {
 namespace {
@@ -28,11 +32,11 @@ struct Side {
     std::shared_ptr<const DecodedWeights> weights;
     std::unique_ptr<model::Transformer> model;
 
-    explicit Side(const std::filesystem::path& path)
-        : checkpoint(io::Checkpoint::open(path)), config(model::ModelConfig::fromCheckpoint(checkpoint)) {}
+    Side(const std::filesystem::path& path, bool allowNonFinite)
+        : checkpoint(openModelCheckpoint(path, allowNonFinite)), config(model::ModelConfig::fromCheckpoint(checkpoint)) {}
 
-    void load() {
-        weights = std::make_shared<const DecodedWeights>(checkpoint, config);
+    void load(bool allowNonFinite) {
+        weights = std::make_shared<const DecodedWeights>(checkpoint, config, formats::DecodeOptions{.allowNonFinite = allowNonFinite});
         model = std::make_unique<model::Transformer>(config, weights);
     }
 };
@@ -42,10 +46,25 @@ struct Side {
 void requireSameModelShape(const model::ModelConfig& a, const model::ModelConfig& b, const std::string& aName,
                            const std::string& bName) {
     std::string differences;
-    const auto compare = [&](const char* field, int x, int y) {
+    const auto differ = [&](const char* field, const std::string& x, const std::string& y) {
         if (x == y) return;
-        differences += (differences.empty() ? "" : ", ") + std::string(field) + " " + std::to_string(x) + " vs " + std::to_string(y);
+        differences += (differences.empty() ? "" : ", ") + std::string(field) + " " + x + " vs " + y;
     };
+    const auto compare = [&](const char* field, auto x, auto y) {
+        if constexpr (std::is_same_v<decltype(x), std::string>) {
+            differ(field, "'" + x + "'", "'" + y + "'");
+        } else if constexpr (std::is_same_v<decltype(x), double>) {
+            std::ostringstream a, b;
+            a << std::setprecision(17) << x;
+            b << std::setprecision(17) << y;
+            differ(field, a.str(), b.str());
+        } else {
+            differ(field, std::to_string(x), std::to_string(y));
+        }
+    };
+    // Everything the forward pass reads: two configs that agree on the sizes but not on these run
+    // two different models (a KL between them measures the difference, not the quantization).
+    compare("model_type", a.modelType, b.modelType);
     compare("num_hidden_layers", a.numLayers, b.numLayers);
     compare("hidden_size", a.hiddenSize, b.hiddenSize);
     compare("intermediate_size", a.intermediateSize, b.intermediateSize);
@@ -53,6 +72,20 @@ void requireSameModelShape(const model::ModelConfig& a, const model::ModelConfig
     compare("num_key_value_heads", a.numKvHeads, b.numKvHeads);
     compare("head_dim", a.headDim, b.headDim);
     compare("vocab_size", a.vocabSize, b.vocabSize);
+    compare("rms_norm_eps", a.rmsNormEps, b.rmsNormEps);
+    compare("rope_theta", a.ropeTheta, b.ropeTheta);
+    compare("rope_scaling.type", static_cast<int>(a.ropeScaling.type), static_cast<int>(b.ropeScaling.type));
+    compare("rope_scaling.factor", a.ropeScaling.factor, b.ropeScaling.factor);
+    compare("rope_scaling.low_freq_factor", a.ropeScaling.lowFreqFactor, b.ropeScaling.lowFreqFactor);
+    compare("rope_scaling.high_freq_factor", a.ropeScaling.highFreqFactor, b.ropeScaling.highFreqFactor);
+    compare("rope_scaling.original_max_position_embeddings", a.ropeScaling.originalMaxPositionEmbeddings,
+            b.ropeScaling.originalMaxPositionEmbeddings);
+    compare("tie_word_embeddings", a.tieWordEmbeddings, b.tieWordEmbeddings);
+    compare("attention_bias (q/k/v)", a.qkvBias, b.qkvBias);
+    compare("attention_bias (o_proj)", a.outputBias, b.outputBias);
+    compare("mlp_bias", a.mlpBias, b.mlpBias);
+    compare("q/k norm", a.qkNorm, b.qkNorm);
+    compare("sliding_window", a.slidingWindow, b.slidingWindow);
     if (!differences.empty())
         throw Error(aName + " and " + bName + " are not two versions of one model (" + differences +
                     "); KL can only compare a model with its own quantization");
@@ -105,11 +138,11 @@ CheckpointEvalResult evaluateCheckpoints(const CheckpointEvalPlan& plan, const P
                                          const CancelToken& cancel) {
     const auto start = std::chrono::steady_clock::now();
     if (plan.evaluation.empty()) throw Error("no evaluation text to compare the checkpoints on");
-    Side original(plan.original), quantized(plan.quantized);
+    Side original(plan.original, plan.allowNonFinite), quantized(plan.quantized, plan.allowNonFinite);
     requireSameModelShape(original.config, quantized.config, original.checkpoint.root().string(),
                           quantized.checkpoint.root().string());
-    original.load();
-    quantized.load();
+    original.load(plan.allowNonFinite);
+    quantized.load(plan.allowNonFinite);
 
     const int layers = original.config.numLayers;
     const auto report = [&](const std::string& stage, int step, int steps, double fraction, const std::string& message) {

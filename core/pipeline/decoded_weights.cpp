@@ -33,9 +33,9 @@ bool configuredBias(const model::ModelConfig& c, std::size_t i) {
 
 }  // namespace
 
-DecodedWeights::DecodedWeights(io::Checkpoint checkpoint, model::ModelConfig config)
+DecodedWeights::DecodedWeights(io::Checkpoint checkpoint, model::ModelConfig config, formats::DecodeOptions decode)
     : checkpoint_(std::make_unique<const io::Checkpoint>(std::move(checkpoint))), config_(std::move(config)),
-      reader_(std::make_unique<const formats::LinearReader>(*checkpoint_)) {
+      reader_(std::make_unique<const formats::LinearReader>(*checkpoint_, decode)) {
     if (!reader_->format().decodable)
         throw Error(checkpoint_->root().string() + ": cannot decode its " + std::string(formats::formatName(format().format)) +
                     " layers: " + format().whyNot);

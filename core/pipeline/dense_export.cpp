@@ -6,11 +6,13 @@
 #include <set>
 
 #include "qs/error.h"
+#include "qs/formats/config_check.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/checkpoint_writer.h"
 #include "qs/io/gguf_names.h"
 #include "qs/model/gguf_tokenizer.h"
+#include "qs/pipeline/model_checkpoint.h"
 
 namespace qs::pipeline {
 
@@ -89,11 +91,16 @@ std::filesystem::path exportDense(const DenseExportRequest& request, const Progr
                                   const CancelToken& cancel) {
     const std::string dtypeText = torchDtype(request.dtype);
     const io::Checkpoint source = io::Checkpoint::open(request.source);
-    const formats::LinearReader reader(source);
+    const formats::LinearReader reader(source, formats::DecodeOptions{.allowNonFinite = request.allowNonFinite});
     if (!reader.format().decodable)
         throw Error(source.root().string() + ": " + std::string(formats::formatName(reader.format().format)) +
                     " cannot be decoded: " + reader.format().whyNot);
+    // The config is copied into the export: one that disagrees with the tensors would describe
+    // another model there too.
+    formats::requireConfigMatchesTensors(source, reader.format());
     const auto prefixes = quantizedPrefixes(reader, source);
+    // Dense linears are copied, not decoded; they are still weights of the exported model.
+    requireFiniteDenseLinears(source, reader.format(), request.allowNonFinite);
 
     io::CheckpointWriter writer(request.destination, io::CheckpointWriterOptions{.overwrite = request.overwrite}, protectedSource(source, request));
     std::set<std::string> written;

@@ -5,20 +5,22 @@
 
 #include <algorithm>
 #include <cstring>
-#include <fstream>
 #include <map>
 
 #include <nlohmann/json.hpp>
 
 #include "gguf_model_metadata.h"
 #include "qs/error.h"
+#include "qs/formats/config_check.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/io/gguf_names.h"
 #include "qs/io/gguf_writer.h"
+#include "qs/io/json_file.h"
 #include "qs/io/tensor_name.h"
 #include "qs/model/gguf_tokenizer.h"
 #include "qs/model/layer_weights.h"
 #include "qs/model/model_config.h"
+#include "qs/pipeline/model_checkpoint.h"
 #include "qs/quant/ggml_encode.h"
 
 namespace qs::pipeline {
@@ -183,20 +185,15 @@ std::vector<float> valuesOf(const PlannedTensor& t, const io::Checkpoint& checkp
     return t.interleavedHeads > 0 ? interleaveRows(values.data(), values.size(), t.choice.shape[0], t.interleavedHeads) : values;
 }
 
-json readJson(const fs::path& path) {
-    std::ifstream in(path);
-    try {
-        return json::parse(in);
-    } catch (const json::exception& e) {
-        throw Error(path.string() + ": invalid JSON: " + e.what());
-    }
-}
+// Through the one bounded reader (regular files only, size and depth limits, errors naming the file).
+json readJson(const fs::path& path, std::uint64_t maxBytes) { return io::readJsonFile(path, io::JsonLimits{.maxBytes = maxBytes}); }
 
 io::GgufMetadata tokenizerMetadata(const io::Checkpoint& checkpoint, const GgufExportOptions& options, std::int64_t vocabSize) {
     if (const auto& sp = options.sentencePiece) return model::ggufTokenizerFromSentencePiece(sp->pieces, sp->bos, sp->eos, sp->addBos);
     const fs::path tokenizerJson = checkpoint.root() / "tokenizer.json", configJson = checkpoint.root() / "tokenizer_config.json";
     if (fs::exists(tokenizerJson))
-        return model::ggufTokenizerFromJson(readJson(tokenizerJson), fs::exists(configJson) ? readJson(configJson) : json(), vocabSize,
+        return model::ggufTokenizerFromJson(readJson(tokenizerJson, io::kMaxTokenizerJsonBytes),
+                                            fs::exists(configJson) ? readJson(configJson, io::kMaxConfigJsonBytes) : json(), vocabSize,
                                             tokenizerJson.string());
     io::GgufMetadata m;
     if (const io::GgufFile* gguf = checkpoint.gguf())
@@ -249,10 +246,14 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
     const auto arch = io::ggufArchitectureOfModelType(config.modelType);
     if (!arch) throw Error(checkpoint.configSource().string() + ": model_type '" + config.modelType + "' has no GGUF architecture here");
-    const formats::LinearReader reader(checkpoint);
+    const formats::LinearReader reader(checkpoint, formats::DecodeOptions{.allowNonFinite = options.allowNonFinite});
     if (!reader.format().decodable)
         throw Error(checkpoint.root().string() + ": its " + std::string(formats::formatName(reader.format().format)) +
                     " layers cannot be decoded: " + reader.format().whyNot);
+    // As for a dense export: the written config must describe these tensors, and dense linears are
+    // copied without a decode that would check them.
+    formats::requireConfigMatchesTensors(checkpoint, reader.format());
+    requireFiniteDenseLinears(checkpoint, reader.format(), options.allowNonFinite);
 
     std::vector<PlannedTensor> planned = Planner(&checkpoint, config, io::ggufArchitecturePermutesQk(*arch)).plan();
     const GgufTypeChooser chooser = options.chooser ? options.chooser : uniformGgufType(io::GgmlType::F16);

@@ -10,6 +10,7 @@
 #include "qs/model/checkpoint_weights.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/compact_linear.h"
+#include "qs/pipeline/model_checkpoint.h"
 #include "gguf_method.h"
 #include "hidden_states.h"
 #include "kl_scoring.h"
@@ -131,9 +132,10 @@ class Runner {
 public:
     Runner(const JobPlan& plan, const ProgressCallback& progress, const CancelToken& cancel, const ModuleLogCallback& log)
         : plan_(plan), progress_(progress), cancel_(cancel), log_(log),
-          checkpoint_(io::Checkpoint::open(plan.checkpoint)),
+          checkpoint_(openModelCheckpoint(plan.checkpoint, plan.allowNonFinite)),
           config_(model::ModelConfig::fromCheckpoint(checkpoint_)),
-          weights_(std::make_shared<model::CheckpointWeights>(checkpoint_, config_)),
+          weights_(std::make_shared<model::CheckpointWeights>(
+              checkpoint_, config_, model::CheckpointWeights::Options{.allowNonFinite = plan.allowNonFinite})),
           base_(makeModel()) {}
 
     JobResult run() {

@@ -7,13 +7,14 @@
 #include "qs/io/checkpoint.h"
 #include "qs/model/tokenizer.h"
 #include "qs/pipeline/calibration_text.h"
+#include "qs/pipeline/model_checkpoint.h"
 #include "qs/pipeline/run_text.h"
 
 namespace qs::pipeline {
 
 BuiltPlan buildJobPlan(const PlanSettings& settings) {
     if (settings.methods.empty()) throw Error("choose at least one method");
-    const io::Checkpoint checkpoint = io::Checkpoint::open(settings.checkpoint);
+    const io::Checkpoint checkpoint = openModelCheckpoint(settings.checkpoint, settings.allowNonFinite);
     std::optional<model::Tokenizer> tokenizer;  // loaded for the first text read
     BuiltPlan built;
     auto read = [&](TextRole role, const TextChoice& choice, std::filesystem::path& file) -> TokenSequences {
@@ -30,6 +31,7 @@ BuiltPlan buildJobPlan(const PlanSettings& settings) {
     plan.perLayerKl = settings.perLayerKl;
     plan.trueSequential = settings.trueSequential;
     plan.seed = settings.seed;
+    plan.allowNonFinite = settings.allowNonFinite;
     return built;
 }
 

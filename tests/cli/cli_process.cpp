@@ -1,6 +1,8 @@
 #include "cli_process.h"
 
+#include <chrono>
 #include <csignal>
+#include <thread>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -80,5 +82,21 @@ CliResult CliProcess::wait() {
 }
 
 CliResult runCli(const std::vector<std::string>& args) { return CliProcess(args).wait(); }
+
+TimedCliResult runCliWithin(const std::vector<std::string>& args, double seconds) {
+    CliProcess process(args);
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    TimedCliResult result;
+    while (!process.finished()) {
+        if (std::chrono::steady_clock::now() > deadline) {
+            kill(process.pid(), SIGKILL);
+            result.timedOut = true;
+            break;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    static_cast<CliResult&>(result) = process.wait();
+    return result;
+}
 
 }  // namespace qs::test

@@ -15,6 +15,12 @@ struct CliResult {
 };
 
 CliResult runCli(const std::vector<std::string>& args);
+// As runCli, but a process still running after `seconds` is killed: its exitCode is then 128 + SIGKILL
+// and `timedOut` is set, so that a hang fails the test instead of the suite.
+struct TimedCliResult : CliResult {
+    bool timedOut = false;
+};
+TimedCliResult runCliWithin(const std::vector<std::string>& args, double seconds);
 
 // For tests that interact with a running process (Ctrl-C): start, then wait.
 class CliProcess {

@@ -209,3 +209,41 @@ TEST(Checkpoint, OpensRealMlxAdapterFolder) {
     EXPECT_TRUE(ckpt.config().empty());
     EXPECT_EQ(ckpt.find("model.layers.39.self_attn.v_proj.lora_b")->naming.module, "self_attn.v_proj");
 }
+
+TEST(Checkpoint, EmptyIndexOrHeaderIsNotACheckpoint) {
+    TempDir dir;
+    writeSharded(dir, R"({"metadata":{},"weight_map":{}})");
+    EXPECT_THAT(openError(dir.path()), HasSubstr("model.safetensors.index.json: weight_map is empty"));
+    TempDir single;
+    writeBytes(single / "model.safetensors", safetensorsImage("{}      ", 0));
+    EXPECT_THAT(openError(single.path()), HasSubstr("model.safetensors: holds no tensors"));
+    writeBytes(single / "model.safetensors", safetensorsImage(R"({"__metadata__":{"format":"pt"}})", 0));
+    EXPECT_THAT(openError(single.path()), HasSubstr("holds no tensors"));
+}
+
+TEST(Checkpoint, IndexNamingMissingShardsIsRefused) {
+    TempDir dir;
+    writeSharded(dir, kIndex);
+    std::filesystem::remove(dir / "model-00002-of-00002.safetensors");
+    EXPECT_THAT(openError(dir.path()), HasSubstr("names shard model-00002-of-00002.safetensors"));
+}
+
+TEST(Checkpoint, TensorNamesThatWouldBreakMessagesAreRefused) {
+    TempDir dir;
+    const auto image = [](const std::string& name) {
+        return safetensorsImage(R"({")" + name + R"(":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", 4);
+    };
+    writeBytes(dir / "model.safetensors", image("a\\nquantscope-cli: error: forged"));
+    EXPECT_THAT(openError(dir.path()), HasSubstr("name holds a control character"));
+    writeBytes(dir / "model.safetensors", image(std::string(200'000, 'n')));
+    const std::string error = openError(dir.path());
+    EXPECT_THAT(error, HasSubstr("name is 200000 bytes long, more than the 1024 QuantScope accepts"));
+    EXPECT_LE(error.size(), qs::kMaxMessageBytes);
+}
+
+TEST(Checkpoint, QuantizationConfigMustBeAnObject) {
+    TempDir dir;
+    writeBytes(dir / "model.safetensors", safetensorsImage(kShard1, 16));
+    writeText(dir / "config.json", R"({"model_type":"llama","quantization_config":42})");
+    EXPECT_THAT(openError(dir.path()), HasSubstr("config.json: quantization_config is 42, expected an object"));
+}

@@ -246,9 +246,10 @@ TEST(CheckpointWriter, EmptyCheckpointIsAValidFile) {
         w.finish();
         EXPECT_THAT([&] { w.finish(); }, testing::ThrowsMessage<qs::Error>(HasSubstr("already finished")));
     }
-    const auto ckpt = Checkpoint::open(dir / "empty");
-    EXPECT_TRUE(ckpt.tensors().empty());
+    EXPECT_TRUE(SafetensorsFile::open(dir / "empty" / "model.safetensors").tensors().empty());
     EXPECT_TRUE(fs::exists(dir / "empty"));  // a finished writer's destructor keeps the result
+    // A valid file, but a checkpoint of no tensors can only be an accident: opening one is refused.
+    EXPECT_THAT([&] { (void)Checkpoint::open(dir / "empty"); }, testing::ThrowsMessage<qs::Error>(HasSubstr("holds no tensors")));
 }
 
 namespace {
@@ -285,4 +286,28 @@ TEST(CheckpointWriter, ReleasedTensorPagesLeaveTheResidentSet) {
     EXPECT_TRUE(sameBytes(t.bytes(), pattern));
     const qs::MatrixF again = t.toMatrix();   // bit for bit (the pattern holds NaNs, so not by ==)
     EXPECT_EQ(std::memcmp(again.data(), first.data(), sizeof(float) * std::size_t(first.size())), 0);
+}
+
+TEST(CheckpointWriter, DeeplyNestedLargeConfigIsNotInflatedByIndentation) {
+    TempDir dir;
+    // 60 levels of nesting around 200,000 numbers: compact 400 KB, pretty-printed about 25 MB.
+    nlohmann::json deep = nlohmann::json::array();
+    for (int i = 0; i < 200'000; ++i) deep.push_back(1);
+    for (int i = 0; i < 60; ++i) deep = nlohmann::json::array({deep});
+    const nlohmann::json config = {{"model_type", "llama"}, {"extra", deep}};
+    const std::string compact = config.dump();
+    CheckpointWriter w(dir / "out");
+    w.addTensorF32("w", DType::F32, {1}, std::vector<float>{1.0f});
+    w.setConfig(config);
+    w.finish();
+    EXPECT_EQ(fs::file_size(dir / "out" / "config.json"), compact.size() + 1);
+    // A real config stays pretty-printed.
+    const nlohmann::json expected = {{"model_type", "llama"}, {"hidden_size", 8}};
+    CheckpointWriter small(dir / "small");
+    small.addTensorF32("w", DType::F32, {1}, std::vector<float>{1.0f});
+    small.setConfig(expected);
+    small.finish();
+    std::ifstream in(dir / "small" / "config.json");
+    const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+    EXPECT_EQ(text, expected.dump(2) + "\n");
 }

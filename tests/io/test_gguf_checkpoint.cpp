@@ -269,3 +269,51 @@ TEST(GgufCheckpoint, NamesThatCollideOnceMappedAreRefused) {
     EXPECT_THAT([&] { (void)Checkpoint::open(dir / "twice.gguf"); },
                 testing::ThrowsMessage<qs::Error>(AllOf(HasSubstr("twice.gguf"), HasSubstr("'lm_head.weight'"))));
 }
+
+TEST(GgufCheckpoint, AHeadCountPastIntIsRefusedNotTruncated) {
+    TempDir dir;
+    {
+        GgufWriter w(dir / "heads.gguf");
+        w.set("general.architecture", GgufValue::string("llama"));
+        w.set("llama.attention.head_count", GgufValue::unsignedInteger(GgufValueType::U64, 4294967300ull));
+        addF32(w, "blk.0.attn_q.weight", {8, 8}, std::vector<float>(64, 1.0f));
+        w.finish();
+    }
+    // Read as an int, 2^32 + 4 heads were 4, and q's rows were put back in order as 4 heads.
+    EXPECT_THAT([&] { (void)Checkpoint::open(dir / "heads.gguf"); },
+                testing::ThrowsMessage<qs::Error>(AllOf(HasSubstr("heads.gguf"), HasSubstr("num_attention_heads"), HasSubstr("4294967300"))));
+}
+
+TEST(GgufCheckpoint, AGgufOfMetadataOnlyIsNotACheckpoint) {
+    TempDir dir;
+    {
+        GgufWriter w(dir / "metadata.gguf");
+        w.set("general.architecture", GgufValue::string("llama"));
+        w.finish();
+    }
+    // A valid GGUF (a tokenizer travels so), but as a model it would dequantize into nothing.
+    EXPECT_THAT([&] { (void)Checkpoint::open(dir / "metadata.gguf"); },
+                testing::ThrowsMessage<qs::Error>(HasSubstr("metadata.gguf: holds no tensors")));
+}
+
+TEST(GgufCheckpoint, TextThatIsNotUtf8IsRefusedAtOpening) {
+    // GGUF strings are bytes; what becomes a Hugging Face name or config text must be UTF-8, or the
+    // dense export (a JSON header) and inspect --json would fail later with a library's message.
+    TempDir dir;
+    {
+        GgufWriter w(dir / "name.gguf");
+        w.set("general.architecture", GgufValue::string("llama"));
+        addF32(w, "blk.0.\xff.weight", {2, 2}, std::vector<float>(4, 1.0f));
+        w.finish();
+    }
+    EXPECT_THAT([&] { (void)Checkpoint::open(dir / "name.gguf"); },
+                testing::ThrowsMessage<qs::Error>(AllOf(HasSubstr("name.gguf: tensor name 'blk.0.\\xff.weight'"), HasSubstr("not valid UTF-8"))));
+    {
+        GgufWriter w(dir / "arch.gguf");
+        w.set("general.architecture", GgufValue::string("lla\xc3"));
+        addF32(w, "token_embd.weight", {2, 2}, std::vector<float>(4, 1.0f));
+        w.finish();
+    }
+    EXPECT_THAT([&] { (void)Checkpoint::open(dir / "arch.gguf"); },
+                testing::ThrowsMessage<qs::Error>(AllOf(HasSubstr("arch.gguf"), HasSubstr("not valid UTF-8"))));
+}

@@ -80,12 +80,12 @@ TEST(Safetensors, RejectsHeaderLengthOverLimit) {
 }
 
 TEST(Safetensors, RejectsHeaderThatIsNotJson) {
-    EXPECT_THAT(parseError("{\"a\": ", 0), HasSubstr("header is not valid JSON"));
-    EXPECT_THAT(parseError("", 0), HasSubstr("header is not valid JSON"));
-    EXPECT_THAT(parseError("{} x", 0), HasSubstr("header is not valid JSON"));
-    EXPECT_THAT(parseError("{\"a\":\"\xff\xfe\"}", 0), HasSubstr("header is not valid JSON"));  // not UTF-8
+    EXPECT_THAT(parseError("{\"a\": ", 0), HasSubstr("header: not valid JSON"));
+    EXPECT_THAT(parseError("", 0), HasSubstr("header: not valid JSON"));
+    EXPECT_THAT(parseError("{} x", 0), HasSubstr("header: not valid JSON"));
+    EXPECT_THAT(parseError("{\"a\":\"\xff\xfe\"}", 0), HasSubstr("header: not valid JSON"));  // not UTF-8
     // nlohmann reports a number beyond double as out_of_range, not parse_error (found by the fuzzer)
-    EXPECT_THAT(parseError(R"({"a":{"dtype":1e999}})", 0), HasSubstr("header is not valid JSON: number overflow"));
+    EXPECT_THAT(parseError(R"({"a":{"dtype":1e999}})", 0), HasSubstr("header: not valid JSON: number overflow"));
 }
 
 TEST(Safetensors, RejectsJsonThatIsNotAnObject) {
@@ -101,7 +101,7 @@ TEST(Safetensors, RejectsMetadataWithNonStringValue) {
 
 TEST(Safetensors, RejectsDuplicateKeys) {
     EXPECT_THAT(parseError(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})", 1),
-                HasSubstr("header has the key 'a' twice"));
+                HasSubstr("header: has the key 'a' twice"));
 }
 
 TEST(Safetensors, RejectsDeepNesting) {

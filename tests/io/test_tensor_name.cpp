@@ -75,3 +75,14 @@ TEST(TensorName, UnknownNamesStillSplit) {
     expectName("weight", -1, "", "weight", TensorRole::Other);
     expectName("model.layers.x.weight", -1, "layers.x", "weight", TensorRole::Other);
 }
+
+TEST(TensorName, LayerIndicesOutOfRangeNameNoLayer) {
+    // A layer index is plain digits below kMaxLayerIndex; anything else is an ordinary name part, so
+    // that a hostile name cannot make the layer count 2^31 (or overflow maxLayer + 1).
+    expectName("model.layers.999999.mlp.down_proj.weight", 999999, "mlp.down_proj", "weight", TensorRole::Linear);
+    expectName("model.layers.1000000.mlp.down_proj.weight", -1, "layers.1000000.mlp.down_proj", "weight", TensorRole::Linear);
+    expectName("model.layers.99999999999999999999.mlp.down_proj.weight", -1, "layers.99999999999999999999.mlp.down_proj",
+               "weight", TensorRole::Linear);
+    expectName("model.layers.-1.mlp.down_proj.weight", -1, "layers.-1.mlp.down_proj", "weight", TensorRole::Linear);
+    expectName("model.layers.+3.mlp.down_proj.weight", -1, "layers.+3.mlp.down_proj", "weight", TensorRole::Linear);
+}

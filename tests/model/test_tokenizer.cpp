@@ -554,5 +554,26 @@ TEST(TokenizerJson, BadFilesAreErrorsNamingTheFile)
     EXPECT_THROW((void)Tokenizer::fromFile(kTokenizers / "no-such-dir"), Error);
 }
 
+// Found by fuzz_tokenizer_json (fuzz/regressions/tokenizer_json): a token id of 8.7e53 was converted
+// to int by nlohmann (undefined behaviour). Ids are integers from 0 to 2^31 - 1, or the file is refused.
+TEST(Tokenizer, TokenIdsThatAreNotIntegersInRangeAreRefused) {
+    const auto withId = [](const json& id) {
+        json spec = {{"model", {{"type", "BPE"}, {"vocab", {{"a", 0}, {"b", id}}}, {"merges", json::array()}}}};
+        return spec.dump();
+    };
+    EXPECT_NO_THROW((void)Tokenizer::fromJson(withId(1), "", "ok.json"));
+    for (const json& id : {json(8.71111e53), json(4294967296ull), json(-1), json(1.5), json("x")}) {
+        try {
+            (void)Tokenizer::fromJson(withId(id), "", "bad.json");
+            ADD_FAILURE() << id << " accepted";
+        } catch (const Error& e) {
+            EXPECT_THAT(e.what(), testing::HasSubstr("bad.json: model.vocab['b'] is ")) << id;
+        }
+    }
+    json added = json::parse(withId(1));
+    added["added_tokens"] = {{{"id", -5}, {"content", "<x>"}}};
+    EXPECT_THROW((void)Tokenizer::fromJson(added.dump(), "", "added.json"), Error);
+}
+
 }  // namespace
 }  // namespace qs::model

@@ -9,10 +9,15 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <optional>
 
 #include "gguf_test_reference.h"
 #include "io_test_util.h"
 #include "qs/error.h"
+#include "qs/formats/config_check.h"
+#include "qs/formats/detect.h"
+#include "qs/io/gguf_writer.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/gguf_file.h"
 #include "qs/model/checkpoint_weights.h"
@@ -22,6 +27,7 @@
 #include "qs/pipeline/checkpoint_eval.h"
 #include "qs/pipeline/dense_export.h"
 #include "qs/pipeline/gguf_export.h"
+#include "qs/pipeline/model_checkpoint.h"
 #include "qs/quant/ggml_encode.h"
 
 using namespace qs;
@@ -50,6 +56,25 @@ GgufExportOptions storiesOptions(io::GgmlType type) {
     options.chooser = uniformGgufType(type);
     options.sentencePiece = GgufSentencePieceVocabulary{model::readLlama2cTokenizer(kStoriesTokenizer, 512), 1, 2, true};
     return options;
+}
+
+// A copy of a GGUF with the metadata value `key` replaced (when `value` is set) and, when
+// `nanTensor` names an F32 tensor, its first value made NaN.
+fs::path editedCopy(const fs::path& from, const fs::path& to, const std::string& key, const std::optional<io::GgufValue>& value,
+                    const std::string& nanTensor) {
+    const io::GgufFile source = io::GgufFile::open(from);
+    io::GgufWriter w(to);
+    for (const auto& [k, v] : source.metadata().entries()) w.set(k, k == key && value ? *value : v);
+    for (const auto& t : source.tensors()) {
+        const auto bytes = source.view(t).bytes();
+        std::vector<std::byte> copy(bytes.begin(), bytes.end());
+        if (t.name == nanTensor) {
+            const float nan = std::numeric_limits<float>::quiet_NaN();
+            std::memcpy(copy.data(), &nan, sizeof nan);
+        }
+        w.addTensor(t.name, *t.ggmlType, t.shape, copy);
+    }
+    return w.finish();
 }
 
 std::string readText(const fs::path& p) {
@@ -232,4 +257,39 @@ TEST(GgufExport, DenseExportOfAGgufIsAHuggingFaceCheckpoint) {
     EXPECT_EQ(fromJson.encode(text), fromGguf.encode(text));
     EXPECT_EQ(fromJson.bosId(), std::optional<model::TokenId>(1));
     EXPECT_TRUE(fromJson.addsBosByDefault());
+}
+
+TEST(GgufExport, AGgufIsCheckedAsAModelInputLikeAnyCheckpoint) {
+    TempDir dir;
+    const fs::path file = exportDemo(dir / "demo.gguf", io::GgmlType::F32);
+    // The config synthesized from its metadata describes its tensors.
+    const io::Checkpoint gguf = openModelCheckpoint(file, false);
+    const auto agree = formats::configDisagreements(gguf, formats::detect(gguf));
+    EXPECT_TRUE(agree.empty()) << (agree.empty() ? "" : agree.front());
+    // Metadata that claims a third layer: the synthesized config disagrees, and nothing runs it.
+    const fs::path layers = editedCopy(file, dir / "layers.gguf", "qwen3.block_count", io::GgufValue::u32(3), "");
+    const io::Checkpoint edited = io::Checkpoint::open(layers);
+    const auto disagree = formats::configDisagreements(edited, formats::detect(edited));
+    ASSERT_FALSE(disagree.empty());
+    EXPECT_THAT(disagree.front(), HasSubstr("num_hidden_layers 3, but the tensors hold 2 decoder layers"));
+    EXPECT_THAT([&] { (void)openModelCheckpoint(layers, false); },
+                testing::ThrowsMessage<Error>(AllOf(HasSubstr("layers.gguf"), HasSubstr("describes another model than its tensors"))));
+}
+
+TEST(GgufExport, ALinearWithNaNInAGgufIsRefusedUnlessAllowed) {
+    TempDir dir;
+    const fs::path file = exportDemo(dir / "demo.gguf", io::GgmlType::F32);
+    const fs::path nan = editedCopy(file, dir / "nan.gguf", "", std::nullopt, "blk.1.ffn_down.weight");
+    const auto refusal = AllOf(HasSubstr("model.layers.1.mlp.down_proj"), HasSubstr("NaN or Inf"));
+    EXPECT_THAT([&] { exportDense({nan, dir / "dense", io::DType::F32, false}, {}, CancelToken{}); },
+                testing::ThrowsMessage<Error>(refusal));
+    EXPECT_THAT([&] { writeGguf(io::Checkpoint::open(nan), dir / "again.gguf", GgufExportOptions{}, {}, CancelToken{}); },
+                testing::ThrowsMessage<Error>(refusal));
+    EXPECT_FALSE(fs::exists(dir / "dense"));
+    EXPECT_FALSE(fs::exists(dir / "again.gguf"));
+    // --allow-nonfinite: written as it is.
+    GgufExportOptions allow;
+    allow.allowNonFinite = true;
+    const io::Checkpoint written = io::Checkpoint::open(writeGguf(io::Checkpoint::open(nan), dir / "again.gguf", allow, {}, CancelToken{}));
+    EXPECT_TRUE(std::isnan(written.tensor("model.layers.1.mlp.down_proj.weight").toF32().front()));
 }

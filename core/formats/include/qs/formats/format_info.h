@@ -25,6 +25,7 @@ struct FormatInfo {
     bool decodable = true;       // false for Marlin/BitBLAS GPTQ and unknown methods
     std::string whyNot;          // the reason when !decodable
     nlohmann::json config;       // normalised quantization config; {} for dense or name-inferred formats
+    std::string configSource;    // where config came from ("<root>/config.json: quantization_config"), for messages
     std::vector<LayerQuantInfo> layers;        // every quantized linear, in tensor-name order
     std::vector<std::string> denseLinears;     // linears left unquantized (lm_head, routers, ...)
 

@@ -7,10 +7,13 @@
 
 namespace qs::io {
 
+// Layer indices at or past this are not read as layers (no model has a million decoder layers).
+inline constexpr int kMaxLayerIndex = 1'000'000;
+
 enum class TensorRole { Embedding, Norm, Linear, LmHead, Other };
 
 struct TensorName {
-    int layer = -1;          // decoder layer index, -1 outside the layers
+    int layer = -1;          // decoder layer index (0 .. kMaxLayerIndex - 1), -1 outside the layers
     std::string module;      // e.g. "self_attn.q_proj", "input_layernorm", "embed_tokens", "lm_head"
     std::string part;        // e.g. "weight", "bias", "qweight", "scales", "weight_scale_inv"
     TensorRole role = TensorRole::Other;

@@ -14,6 +14,7 @@ namespace qs::model {
 struct CheckpointWeightsOptions {
     bool linears = true;   // read the decoder layers' linears (else layer() leaves them empty)
     bool lmHead = true;    // read lm_head (else lmHead() throws: the caller multiplies it)
+    bool allowNonFinite = false;   // else layer() refuses a linear with NaN or Inf weights
 };
 
 class CheckpointWeights final : public WeightSource {

@@ -21,6 +21,7 @@ struct CheckpointEvalPlan {
     std::filesystem::path original;
     std::filesystem::path quantized;
     TokenSequences evaluation;   // token ids of the original's tokenizer (see sharedTokenWindows)
+    bool allowNonFinite = false; // else a linear (of either side) that decodes to NaN or Inf is refused
 };
 
 struct CheckpointEvalResult {
@@ -31,8 +32,9 @@ struct CheckpointEvalResult {
     double seconds = 0.0;
 };
 
-// Throws qs::Error listing every difference in the shape of the two models (layers, hidden and
-// intermediate size, heads, head size, vocabulary): KL compares two versions of one model.
+// Throws qs::Error listing every difference between the two models' forward passes: model_type,
+// layers, hidden and intermediate size, heads, head size, vocabulary, rms_norm_eps, rope_theta and
+// rope_scaling, tied embeddings, biases, q/k norms, sliding window. KL compares two versions of one model.
 void requireSameModelShape(const model::ModelConfig& original, const model::ModelConfig& quantized,
                            const std::string& originalName, const std::string& quantizedName);
 

@@ -18,7 +18,8 @@ class DecodedWeights final : public model::WeightSource {
 public:
     // Detects the format and checks that every linear the config implies is there; throws qs::Error
     // naming the checkpoint otherwise (or when the format cannot be decoded).
-    DecodedWeights(io::Checkpoint checkpoint, model::ModelConfig config);
+    // Linears whose weights decode to NaN or Inf are refused unless `decode.allowNonFinite`.
+    DecodedWeights(io::Checkpoint checkpoint, model::ModelConfig config, formats::DecodeOptions decode = {});
 
     model::LayerWeights layer(int index) const override;
     MatrixF embeddingRows(std::span<const model::TokenId> tokens) const override { return dense_->embeddingRows(tokens); }

@@ -20,6 +20,7 @@ struct DenseExportRequest {
     std::filesystem::path destination;   // must not exist unless overwrite
     io::DType dtype = io::DType::BF16;   // BF16, F16 or F32
     bool overwrite = false;
+    bool allowNonFinite = false;         // else a linear that decodes to NaN or Inf is refused
 };
 
 // Returns the folder written. Throws qs::Error (unreadable format, stacked experts, I/O) or qs::Cancelled.

@@ -57,6 +57,7 @@ struct GgufExportOptions {
     std::optional<int> fileType;                              // general.file_type; else from the matrices' commonest type
     std::string name;                                         // general.name; else the source folder's name
     bool overwrite = false;
+    bool allowNonFinite = false;                              // else a linear that decodes to NaN or Inf is refused
     // Linears already encoded (CodeKind::GgmlBlocks, a GGUF method's Job result) by Hugging Face
     // prefix ("model.layers.0.mlp.down_proj"): written as they are, in their own type, so that the file
     // holds the bytes the Job measured. The chooser decides the other tensors.

@@ -35,6 +35,7 @@ struct JobPlan {
     std::uint64_t seed = 0;
     DeviceChoice device = DeviceChoice::Auto;   // where GPTQ, the float formats and the trellis run
     std::shared_ptr<const Backend> backend;     // when set, used as is (the CLI selects and reports it)
+    bool allowNonFinite = false;                // else a source linear with NaN or Inf weights is refused
 };
 
 using ModuleLogCallback = std::function<void(const ModuleLog&)>;

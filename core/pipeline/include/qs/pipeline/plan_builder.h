@@ -26,6 +26,7 @@ struct PlanSettings {
     bool perLayerKl = false;
     bool trueSequential = true;
     std::uint64_t seed = 0;
+    bool allowNonFinite = false;  // else a linear with NaN or Inf weights is refused (openModelCheckpoint)
 };
 
 struct BuiltPlan {
@@ -34,8 +35,10 @@ struct BuiltPlan {
     std::filesystem::path evaluationFile;
 };
 
-// Opens the checkpoint (headers only) and its tokenizer, and tokenizes the texts read. Throws
-// qs::Error for no methods, an unreadable checkpoint or tokenizer, a missing or too short text.
+// Opens the checkpoint with the checks of a model's input (openModelCheckpoint: config against
+// tensors, finite dense linears) and its tokenizer, and tokenizes the texts read. Throws qs::Error for
+// no methods, an unreadable or refused checkpoint or tokenizer, a missing or too short text; the
+// checks come before any work, so a refusal stays one line.
 BuiltPlan buildJobPlan(const PlanSettings& settings);
 
 }  // namespace qs::pipeline

@@ -1,0 +1,166 @@
+#include "qs/formats/config_check.h"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+
+#include "qs/error.h"
+#include "qs/io/json_value.h"
+#include "qs/io/tensor_name.h"
+#include "tensor_access.h"
+
+namespace qs::formats {
+
+namespace {
+
+using Shape = std::vector<std::int64_t>;
+
+// The config's sizes (or the text_config's, for multimodal wrappers); absent keys stay empty.
+struct ConfigSizes {
+    std::string modelType;
+    std::optional<std::int64_t> hidden, intermediate, layers, heads, kvHeads, headDim, vocab;
+};
+
+ConfigSizes readSizes(const nlohmann::json& config, const std::string& where, std::vector<std::string>& problems) {
+    ConfigSizes s;
+    const nlohmann::json& c = config.contains("text_config") && config["text_config"].is_object() ? config["text_config"] : config;
+    const auto size = [&](const char* key) -> std::optional<std::int64_t> {
+        try {
+            // As ModelConfig bounds them: products of two sizes stay far from overflow.
+            return io::jsonIntegerField(c, key, where, {1, 1 << 24});
+        } catch (const Error& e) {
+            problems.push_back(e.what());
+            return std::nullopt;
+        }
+    };
+    if (c.contains("model_type") && c["model_type"].is_string()) s.modelType = c["model_type"].get<std::string>();
+    s.hidden = size("hidden_size");
+    s.intermediate = size("intermediate_size");
+    s.layers = size("num_hidden_layers");
+    s.heads = size("num_attention_heads");
+    s.kvHeads = size("num_key_value_heads");
+    if (!s.kvHeads) s.kvHeads = s.heads;
+    s.headDim = size("head_dim");
+    if (!s.headDim && s.hidden && s.heads && *s.hidden % *s.heads == 0) s.headDim = *s.hidden / *s.heads;
+    s.vocab = size("vocab_size");
+    return s;
+}
+
+std::string text(const Shape& shape) { return detail::shapeText(shape); }
+
+// [out, in] of every linear, quantized or dense, by module prefix.
+std::map<std::string, Shape> linearShapes(const io::Checkpoint& ck, const FormatInfo& format) {
+    std::map<std::string, Shape> shapes;
+    for (const auto& l : format.layers)
+        if (l.problem.empty() && l.ref.expert < 0) shapes[l.ref.prefix] = {l.rows, l.cols};
+    for (const auto& prefix : format.denseLinears)
+        if (const auto* t = ck.find(prefix + ".weight"); t != nullptr && t->info->shape.size() == 2) shapes[prefix] = t->info->shape;
+    return shapes;
+}
+
+// What config.json implies for the linears of a decoder layer (Llama-family names).
+std::optional<Shape> expectedShape(const ConfigSizes& s, const std::string& module) {
+    const auto known = [](auto... v) { return (v.has_value() && ...); };
+    if (module == "self_attn.q_proj" && known(s.heads, s.headDim, s.hidden)) return Shape{*s.heads * *s.headDim, *s.hidden};
+    if ((module == "self_attn.k_proj" || module == "self_attn.v_proj") && known(s.kvHeads, s.headDim, s.hidden))
+        return Shape{*s.kvHeads * *s.headDim, *s.hidden};
+    if (module == "self_attn.o_proj" && known(s.heads, s.headDim, s.hidden)) return Shape{*s.hidden, *s.heads * *s.headDim};
+    if ((module == "mlp.gate_proj" || module == "mlp.up_proj") && known(s.intermediate, s.hidden)) return Shape{*s.intermediate, *s.hidden};
+    if (module == "mlp.down_proj" && known(s.intermediate, s.hidden)) return Shape{*s.hidden, *s.intermediate};
+    return std::nullopt;
+}
+
+std::string keysFor(const std::string& module) {
+    if (module.starts_with("self_attn.")) return "hidden_size, num_attention_heads, num_key_value_heads, head_dim";
+    return "hidden_size, intermediate_size";
+}
+
+void checkLinears(const io::Checkpoint& ck, const FormatInfo& format, const ConfigSizes& s, const std::string& where,
+                  std::vector<std::string>& problems) {
+    for (const auto& [prefix, shape] : linearShapes(ck, format)) {
+        const auto naming = io::parseTensorName(prefix + ".weight");
+        if (naming.layer < 0) continue;
+        const auto expected = expectedShape(s, naming.module);
+        if (expected && *expected != shape) {
+            problems.push_back(where + ": " + keysFor(naming.module) + " imply " + text(*expected) + " for " + prefix +
+                               ", but its weight is " + text(shape));
+            return;   // one line says it; the other layers repeat it
+        }
+    }
+}
+
+void checkEmbedding(const io::Checkpoint& ck, const ConfigSizes& s, const std::string& where, std::vector<std::string>& problems) {
+    for (const auto& t : ck.tensors()) {
+        if (t.naming.role != io::TensorRole::Embedding || t.naming.module.find("embed_tokens") == std::string::npos ||
+            t.info->shape.size() != 2)
+            continue;
+        const auto& shape = t.info->shape;
+        if (s.vocab && shape[0] != *s.vocab)
+            problems.push_back(where + ": vocab_size " + std::to_string(*s.vocab) + ", but " + t.info->name + " is " + text(shape));
+        if (s.hidden && shape[1] != *s.hidden)
+            problems.push_back(where + ": hidden_size " + std::to_string(*s.hidden) + ", but " + t.info->name + " is " + text(shape));
+        return;
+    }
+}
+
+void checkLayers(const io::Checkpoint& ck, const ConfigSizes& s, const std::string& where, std::vector<std::string>& problems) {
+    int maxLayer = -1;
+    for (const auto& t : ck.tensors()) maxLayer = std::max(maxLayer, t.naming.layer);
+    if (s.layers && maxLayer >= 0 && maxLayer + 1 != *s.layers)
+        problems.push_back(where + ": num_hidden_layers " + std::to_string(*s.layers) + ", but the tensors hold " +
+                           std::to_string(maxLayer + 1) + " decoder layers (0 to " + std::to_string(maxLayer) + ")");
+}
+
+// model_type against the tensors that tell the architectures apart: Qwen3's per-head q/k norms,
+// Qwen2's q/k/v biases.
+void checkModelType(const io::Checkpoint& ck, const ConfigSizes& s, const std::string& where, std::vector<std::string>& problems) {
+    bool anyLayer = false, qkNorm = false, qkvBias = false;
+    std::string normName;
+    for (const auto& t : ck.tensors()) {
+        if (t.naming.layer < 0) continue;
+        anyLayer = true;
+        if (t.naming.module == "self_attn.q_norm" || t.naming.module == "self_attn.k_norm") {
+            qkNorm = true;
+            normName = t.info->name;
+            if (s.headDim && t.info->shape != Shape{*s.headDim})
+                problems.push_back(where + ": head_dim " + std::to_string(*s.headDim) + ", but " + t.info->name + " is " +
+                                   text(t.info->shape));
+        }
+        if (t.naming.module == "self_attn.q_proj" && t.naming.part == "bias") qkvBias = true;
+    }
+    if (!anyLayer || s.modelType.empty()) return;
+    const std::string type = "model_type '" + s.modelType + "'";
+    if (s.modelType == "qwen3" && !qkNorm)
+        problems.push_back(where + ": " + type + " normalises q and k per head, but the tensors hold no self_attn.q_norm");
+    if ((s.modelType == "llama" || s.modelType == "mistral" || s.modelType == "qwen2") && qkNorm)
+        problems.push_back(where + ": " + type + " has no q/k norms, but the tensors hold " + normName + " (Qwen3 has them)");
+    if (s.modelType == "qwen2" && !qkvBias)
+        problems.push_back(where + ": " + type + " has q/k/v biases, but the tensors hold no self_attn.q_proj.bias");
+}
+
+}  // namespace
+
+std::vector<std::string> configDisagreements(const io::Checkpoint& checkpoint, const FormatInfo& format) {
+    std::vector<std::string> problems;
+    const auto& config = checkpoint.config();
+    if (!config.is_object() || config.empty()) return problems;
+    // config.json, or the GGUF file whose metadata the config was synthesized from.
+    const std::string where = checkpoint.configSource().string();
+    const ConfigSizes sizes = readSizes(config, where, problems);
+    checkEmbedding(checkpoint, sizes, where, problems);
+    checkLayers(checkpoint, sizes, where, problems);
+    checkLinears(checkpoint, format, sizes, where, problems);
+    checkModelType(checkpoint, sizes, where, problems);
+    return problems;
+}
+
+void requireConfigMatchesTensors(const io::Checkpoint& checkpoint, const FormatInfo& format) {
+    const auto problems = configDisagreements(checkpoint, format);
+    if (problems.empty()) return;
+    std::string message = problems.front();
+    if (problems.size() > 1) message += " (and " + std::to_string(problems.size() - 1) + " more disagreements)";
+    throw Error(message + (checkpoint.gguf() ? "; the GGUF's metadata describes" : "; config.json describes") +
+                " another model than its tensors");
+}
+
+}  // namespace qs::formats
