@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cctype>
 #include <set>
+#include <string>
 
 #include "codecs.h"
 #include "qs/error.h"
@@ -95,7 +96,13 @@ DecodedLinear LinearReader::decode(const LinearRef& ref) const {
     } catch (const detail::ConfigError& e) {
         detail::rethrowWithSource(e, info_.configSource);
     }
-    requireFiniteWeights(decoded.weight, checkpoint_->root().string(), ref.label(), options_.allowNonFinite);
+    // Named by its file when the checkpoint is one GGUF file, by its folder otherwise.
+    const std::string where = (checkpoint_->gguf() != nullptr ? checkpoint_->configSource() : checkpoint_->root()).string();
+    // A linear without inputs or outputs (a [0, n] tensor, which GGUF and safetensors both allow) is no layer.
+    if (decoded.weight.rows() == 0 || decoded.weight.cols() == 0)
+        throw Error(where + ": " + ref.label() + ": the weight is empty ([" +
+                    std::to_string(decoded.weight.rows()) + ", " + std::to_string(decoded.weight.cols()) + "])");
+    requireFiniteWeights(decoded.weight, where, ref.label(), options_.allowNonFinite);
     return decoded;
 }
 
