@@ -34,7 +34,7 @@ int interleavedHeads(const TensorInfo& t, const json& config, const GgufFile& fi
 void checkInterleaving(const TensorInfo& t, const GgufFile& file, const std::string& ggufName) {
     const int heads = t.ropeInterleavedHeads;
     const std::int64_t rows = t.shape.empty() ? 0 : t.shape.front();
-    if (t.shape.empty() || t.shape.size() > 2 || heads <= 0 || rows % (2 * heads) != 0)
+    if (t.shape.empty() || t.shape.size() > 2 || heads <= 0 || rows % (2 * static_cast<std::int64_t>(heads)) != 0)
         throw Error(file.path().string() + ": tensor '" + ggufName + "': " + std::to_string(rows) +
                     " rows cannot be " + std::to_string(heads) + " heads of rotary pairs, as the llama architecture stores q and k");
 }
