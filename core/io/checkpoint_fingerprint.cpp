@@ -2,7 +2,10 @@
 
 #include <cstdio>
 #include <span>
+#include <string>
 #include <string_view>
+
+#include "qs/io/gguf_file.h"
 
 namespace qs::io {
 namespace {
@@ -43,6 +46,18 @@ CheckpointFingerprint fingerprintOf(const Checkpoint& checkpoint) {
         hash.add(shard.path().filename().string());
         hash.add(std::string_view("\0", 1));
         hash.add(shard.headerBytes());
+    }
+    if (const GgufFile* gguf = checkpoint.gguf()) {
+        // Its file name (two GGUF files of one model often share a folder), size and tensor table:
+        // each tensor's name, ggml type, shape and offset.
+        hash.add(gguf->path().filename().string());
+        hash.add(std::to_string(gguf->fileSize()));
+        for (const TensorInfo& t : gguf->tensors()) {
+            hash.add(std::string_view("\0", 1));
+            hash.add(t.name);
+            hash.add(" " + std::to_string(t.ggmlType ? static_cast<int>(*t.ggmlType) : -1) + " " + std::to_string(t.begin));
+            for (const std::int64_t d : t.shape) hash.add(" " + std::to_string(d));
+        }
     }
     hash.add(checkpoint.config().dump());
     return {canonicalFolder(checkpoint.root()), hash.value()};

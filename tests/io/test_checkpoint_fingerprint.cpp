@@ -1,9 +1,12 @@
 // fingerprintOf: the same checkpoint however its path is spelled gives one fingerprint; a copy
 // elsewhere, another header, another config.json or another file of the same folder gives another.
-// Tensor data is not read (a checkpoint whose weights changed under the same headers keeps its hash).
+// Tensor data is not read (a checkpoint whose weights changed under the same headers keeps its hash);
+// a GGUF is known by its file name, size and tensor table.
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
+#include <vector>
 
 #include "io_test_util.h"
 #include "qs/io/checkpoint_fingerprint.h"
@@ -92,6 +95,27 @@ TEST(CheckpointFingerprint, TwoFilesOfOneFolderDiffer) {
     const CheckpointFingerprint a = fingerprintAt(dir / "a.safetensors"), b = fingerprintAt(dir / "b.safetensors");
     EXPECT_EQ(a.path, b.path);
     EXPECT_NE(a, b);
+}
+
+// Two GGUF files of one model in one folder (model-Q4_K_M.gguf beside model-Q8_0.gguf share their
+// metadata, so their synthesized configs are equal): the file and its tensor table tell them apart.
+TEST(CheckpointFingerprint, TwoGgufFilesOfOneFolderDiffer) {
+    const std::filesystem::path tiny = std::filesystem::path(QS_TEST_DATA_DIR) / "gguf" / "llama-2-tiny-random.gguf";
+    TempDir dir;
+    std::filesystem::copy_file(tiny, dir / "a.gguf");
+    std::filesystem::copy_file(tiny, dir / "b.gguf");
+    const CheckpointFingerprint a = fingerprintAt(dir / "a.gguf"), b = fingerprintAt(dir / "b.gguf");
+    EXPECT_EQ(a.path, b.path);
+    EXPECT_NE(a, b);
+    // The same file, moved into another folder, keeps its hash.
+    TempDir other;
+    std::filesystem::copy_file(tiny, other / "a.gguf");
+    EXPECT_EQ(fingerprintAt(other / "a.gguf").headerHash, a.headerHash);
+    // Another file under the same name (here: longer by 32 bytes) does not.
+    std::vector<char> bytes((std::istreambuf_iterator<char>(std::ifstream(tiny, std::ios::binary).rdbuf())), {});
+    bytes.insert(bytes.end(), 32, '\0');   // a longer file: its size is part of the identity
+    std::ofstream(other / "a.gguf", std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    EXPECT_NE(fingerprintAt(other / "a.gguf").headerHash, a.headerHash);
 }
 
 }  // namespace
