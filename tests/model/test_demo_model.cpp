@@ -73,6 +73,7 @@ double meanNll(Transformer& model, const std::vector<TokenId>& ids, std::size_t 
 // Tokenizer
 
 TEST(DemoModel, TokenizerEncodesTextToItsUtf8Bytes) {
+    static constexpr char kWithNul[] = "nul\0byte\x01\x7F";
     const Tokenizer tok = Tokenizer::fromFile(kDemoDir);
     EXPECT_EQ(tok.vocabSize(), 257u);
     ASSERT_TRUE(tok.tokenToId("<|endoftext|>").has_value());
@@ -92,7 +93,7 @@ TEST(DemoModel, TokenizerEncodesTextToItsUtf8Bytes) {
         readText(kDemoDir / "eval.txt"),
         "  leading spaces, 'quotes' it's  \t\ttabs\r\nCRLF 12345 \n\n",
         "na\xC3\xAFve caf\xC3\xA9 \xE2\x80\x94 \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xF0\x9F\x99\x82",   // naïve café — 日本語 🙂
-        std::string("nul\0byte\x01\x7F", 12),
+        std::string(kWithNul, sizeof kWithNul - 1),   // the NUL inside counts, the terminator does not
     };
     for (const std::string& text : texts) {
         ASSERT_FALSE(text.empty());
