@@ -10,6 +10,10 @@
 
 namespace qs::io::test {
 
+// llama.cpp's tiny random Llama (tests/data/gguf/SOURCE.md): the GGUF the io tests read.
+inline const std::filesystem::path kTinyLlamaGguf =
+    std::filesystem::path(QS_TEST_DATA_DIR) / "gguf" / "llama-2-tiny-random.gguf";
+
 class TempDir {
 public:
     TempDir() {

@@ -100,7 +100,7 @@ TEST(CheckpointFingerprint, TwoFilesOfOneFolderDiffer) {
 // Two GGUF files of one model in one folder (model-Q4_K_M.gguf beside model-Q8_0.gguf share their
 // metadata, so their synthesized configs are equal): the file and its tensor table tell them apart.
 TEST(CheckpointFingerprint, TwoGgufFilesOfOneFolderDiffer) {
-    const std::filesystem::path tiny = std::filesystem::path(QS_TEST_DATA_DIR) / "gguf" / "llama-2-tiny-random.gguf";
+    const std::filesystem::path& tiny = qs::io::test::kTinyLlamaGguf;
     TempDir dir;
     std::filesystem::copy_file(tiny, dir / "a.gguf");
     std::filesystem::copy_file(tiny, dir / "b.gguf");

@@ -25,7 +25,7 @@ using testing::HasSubstr;
 
 namespace {
 
-const std::filesystem::path kTinyLlama = std::filesystem::path(QS_TEST_DATA_DIR) / "gguf" / "llama-2-tiny-random.gguf";
+const std::filesystem::path& kTinyLlama = qs::io::test::kTinyLlamaGguf;
 
 std::string parseError(const std::vector<std::byte>& bytes) {
     try {

@@ -24,7 +24,7 @@ using testing::HasSubstr;
 
 namespace {
 
-const std::filesystem::path kTinyLlama = std::filesystem::path(QS_TEST_DATA_DIR) / "gguf" / "llama-2-tiny-random.gguf";
+const std::filesystem::path& kTinyLlama = qs::io::test::kTinyLlamaGguf;
 
 std::vector<float> randomValues(std::size_t n, unsigned seed) {
     std::mt19937 rng(seed);
