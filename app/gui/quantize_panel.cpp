@@ -205,6 +205,7 @@ QWidget* QuantizePanel::createRun() {
     perLayerKl_ = new QCheckBox(tr("Per-layer KL (one layer quantized at a time)"), box);
     connect(perLayerKl_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
     kvCacheFp8_ = new QCheckBox(tr("KV cache in FP8 (k/v scales calibrated per layer)"), box);
+    kvCacheFp8_->setObjectName(QStringLiteral("kvCacheFp8"));
     kvCacheFp8_->setToolTip(tr("Measures and exports every safetensors method with an FP8 E4M3 KV cache, as vLLM runs it with "
                                "--kv-cache-dtype fp8; the Results add the cache's damage alone. GGUF methods keep llama.cpp's "
                                "cache, chosen when it runs."));

@@ -263,3 +263,18 @@ TEST(ServingQuantization, BadScalesInACheckpointAreRefusedNamingTheTensor) {
     }
     std::filesystem::remove_all(good);
 }
+
+TEST(ServingQuantization, PercentilesAreNearestRankOfTheTokenMaxima) {
+    std::vector<float> maxima;
+    for (int i = 1; i <= 1000; ++i) maxima.push_back(static_cast<float>(1001 - i));   // 1000 .. 1, unsorted order
+    EXPECT_EQ(calibratedAmax(maxima, 100.0), 1000.0f);
+    EXPECT_EQ(calibratedAmax(maxima, 99.9), 999.0f);   // the smallest value with 99.9 % at or below it
+    EXPECT_EQ(calibratedAmax(maxima, 50.0), 500.0f);
+    EXPECT_EQ(calibratedAmax(maxima, 0.01), 1.0f);
+    EXPECT_EQ(calibratedAmax({}, 99.0), 0.0f);
+    EXPECT_THROW(calibratedAmax(maxima, 0.0), Error);
+    EXPECT_THROW(calibratedAmax(std::vector<float>{1.0f, NAN}, 100.0), Error);
+    EXPECT_EQ(parseActivationCalibration("p99.9").percentile, 99.9);
+    EXPECT_EQ(parseActivationCalibration("max").label(), "max");
+    for (const char* bad : {"p0", "p101", "99", "pmax", "p", ""}) EXPECT_THROW(parseActivationCalibration(bad), Error) << bad;
+}
