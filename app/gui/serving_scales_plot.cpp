@@ -24,14 +24,17 @@ ServingScalesPlot::ServingScalesPlot(QWidget* parent) : PlotView(parent) {
     setLogValueAxis();
     yAxis->setLabel(tr("scale (amax / 448; NVFP4: amax / 2688)"));
     xAxis->setLabel(tr("layer"));
-    auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
-    ticker->setTickStep(1.0);
-    ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
-    xAxis->setTicker(ticker);
+    setLayerTicks(xAxis);
     legend->setVisible(true);
     legend->setFont(QFont(font().family(), 8));
-    legend->setBrush(QColor(255, 255, 255, 200));
-    axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignLeft);
+    // Nine series would cover the points inside the axes: the legend gets a row of its own below them.
+    auto* legendRow = new QCPLayoutGrid;
+    plotLayout()->addElement(plotLayout()->rowCount(), 0, legendRow);
+    legendRow->setMargins(QMargins(5, 0, 5, 5));
+    legendRow->addElement(0, 0, legend);   // moves it out of the axis rect's inset layout
+    legend->setFillOrder(QCPLegend::foColumnsFirst);
+    legend->setWrap(5);
+    plotLayout()->setRowStretchFactor(plotLayout()->rowCount() - 1, 0.001);
     setToolTipProvider([this](double x, double) { return toolTipAt(x); });
     setCsvProvider([this] { return csv(); });
     connect(this, &PlotView::resetViewRequested, this, &ServingScalesPlot::resetView);

@@ -38,7 +38,8 @@ float calibratedAmax(std::span<const float> tokenMaxAbs, double percentile) {
         throw Error("the calibration inputs hold NaN or Inf: no activation scale can be calibrated");
     std::vector<float> sorted(tokenMaxAbs.begin(), tokenMaxAbs.end());
     const auto n = static_cast<double>(sorted.size());
-    const auto rank = static_cast<std::size_t>(std::clamp(std::ceil(percentile / 100.0 * n), 1.0, n)) - 1;
+    // The relative slack keeps p * n / 100 that is whole in decimal whole in binary (99.9 % of 1000 is 999).
+    const auto rank = static_cast<std::size_t>(std::clamp(std::ceil(percentile / 100.0 * n * (1.0 - 1e-12)), 1.0, n)) - 1;
     std::ranges::nth_element(sorted, sorted.begin() + static_cast<std::ptrdiff_t>(rank));
     return sorted[rank];
 }
