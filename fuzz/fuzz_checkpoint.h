@@ -2,10 +2,11 @@
 // What the targets that end in a whole checkpoint share (fuzz_checkpoint_folder for safetensors
 // folders, fuzz_gguf for GGUF files): a scratch folder to write the input to, and the walk every
 // command takes over an opened checkpoint — summary, model config, detect, the config-vs-tensors
-// check, decode of every linear by its codec. Every outcome must be a result or a qs::Error whose
+// check, decode of every linear by its codec, the activation / KV-cache scales. Every outcome must be a result or a qs::Error whose
 // message is one sanitised line.
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
@@ -15,6 +16,7 @@
 #include "qs/formats/config_check.h"
 #include "qs/formats/detect.h"
 #include "qs/formats/linear_reader.h"
+#include "qs/formats/serving_quantization.h"
 #include "qs/io/checkpoint.h"
 #include "qs/model/model_config.h"
 
@@ -39,6 +41,9 @@ inline void decodeEveryLinear(const io::Checkpoint& ck, const formats::FormatInf
             const auto d = reader.decode(ref);
             check(d.weight.rows() > 0 && d.weight.cols() > 0);
             check(d.bias.empty() || static_cast<std::int64_t>(d.bias.size()) == d.weight.rows());
+            const auto serving = formats::readServingQuantization(ck, info, ref.prefix, d.parts.method == quant::Method::Nvfp4);
+            check(!serving.input.active() || serving.input.format == quant::ActivationFormat::Fp8Token || serving.input.scale > 0.0f);
+            check(serving.cacheScale >= 0.0f);
         } catch (const Error& e) {
             checkRefusal(e);
         }
@@ -58,6 +63,11 @@ inline void exerciseCheckpoint(const io::Checkpoint& ck) {
         (void)layer.summary();
     }
     for (const auto& line : formats::configDisagreements(ck, info)) check(!line.empty());
+    try {
+        for (const auto& scale : formats::readServingScales(ck)) check(std::isfinite(scale.value) && scale.value > 0.0f);
+    } catch (const Error& e) {
+        checkRefusal(e);
+    }
     decodeEveryLinear(ck, info);
 }
 

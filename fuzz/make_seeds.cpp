@@ -127,6 +127,15 @@ void checkpointSeeds(const fs::path& dir) {
     }
     save(dir, "dense_llama.seed", serialise(denseLlama()));
 
+    // Issue 19: static input scales as the W8A8 and W4A4 layouts store them.
+    auto fp8Tensor = quantizeFp8(w, Fp8Scaling::PerTensor);
+    fp8Tensor.input = {ActivationFormat::Fp8Tensor, 0.0125f};
+    auto nvfp4W4a4 = nvfp4;
+    nvfp4W4a4.input = {ActivationFormat::Nvfp4, 0.002f};
+    for (const auto& [name, q] : std::vector<std::pair<std::string, const QuantizedLinear*>>{
+             {"fp8", &fp8Tensor}, {"ct-fp8", &fp8Tensor}, {"modelopt-fp8", &fp8Tensor}, {"ct-nvfp4", &nvfp4W4a4}, {"modelopt-nvfp4", &nvfp4W4a4}})
+        save(dir, "issue19_" + name + "_inputs.seed", serialise(exportOf(name, *q)));
+
     // The classes of issue 21, small enough to mutate from.
     const auto mutated = [&](const std::string& name, const std::string& encoder, const QuantizedLinear& q,
                              const std::function<void(Folder&)>& change) {

@@ -16,6 +16,7 @@
 
 #include "human_format.h"
 #include "progress_bar.h"
+#include "serving_options.h"
 #include "sigint_cancel.h"
 #include "text_table.h"
 
@@ -41,6 +42,7 @@ struct CompareOptions {
     std::uint64_t seed = 0;
     std::string device = "auto";
     bool allowNonFinite = false;
+    ServingOptions serving;
 };
 
 std::string fixed(double v, int digits) {
@@ -65,6 +67,9 @@ void printTable(const pipeline::JobResult& result, std::ostream& out) {
                       fixed(100.0 * m.kl.sameTop.value, 2) + " %", fixed(m.kl.pplRatio.value, 4),
                       fixed(m.seconds, 1) + " s"});
     }
+    if (const auto& kv = result.kvCacheOnlyKl)   // the cache's damage alone, beside the original's 0
+        table.addRow({"original weights, KV cache FP8", "-", "-", fixed(kv->meanKld.value, 5), fixed(kv->kld.median, 5),
+                      fixed(kv->kld.p99, 5), fixed(100.0 * kv->sameTop.value, 2) + " %", fixed(kv->pplRatio.value, 4), "-"});
     table.print(out);
     if (!result.methods.empty() && result.methods.front().kl.count > 0)
         out << "\nreference: PPL(base) " << fixed(result.methods.front().kl.pplBase.value, 3) << " over "
@@ -92,6 +97,7 @@ void runCompare(const CompareOptions& o) {
     pipeline::PlanSettings settings;
     settings.checkpoint = o.path;
     settings.methods = pipeline::parseMethodList(o.methods, o.groupSize);
+    settings.activationCalibration = applyServingOptions(o.serving, settings.methods);
     settings.calibration = {o.calib, o.samples, o.seqLen};
     settings.evaluation = {o.eval, o.evalSamples, o.seqLen};
     settings.perLayerKl = o.perLayer;
@@ -143,6 +149,7 @@ void registerCompare(CLI::App& app) {
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
     cmd->add_flag("--allow-nonfinite", options->allowNonFinite, "Use linears whose weights are NaN or Inf instead of refusing them");
+    addServingOptions(*cmd, options->serving);
     cmd->callback([options] { runCompare(*options); });
 }
 

@@ -77,6 +77,7 @@ void runInspect(const InspectOptions& options) {
     if (report.listTensors) report.tensors = selectTensors(checkpoint, options.filter);
     if (options.stats) addStats(checkpoint, report.tensors, options.threads);
     formats::FormatInfo format = formats::detect(checkpoint);
+    report.servingScales = formats::readServingScales(checkpoint);   // a bad scale is refused, naming the tensor
     for (auto& linear : format.layers)
         if (linear.scheme != "dense") report.quantizedLinears.push_back(std::move(linear));
     report.listLayers = options.layers;

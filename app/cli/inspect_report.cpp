@@ -116,6 +116,28 @@ void ggufLines(std::ostream& out, const GgufInspection& g) {
     }
 }
 
+// One line per kind of activation / KV-cache scale: how many, their range, and where the largest sits
+// (an outlier layer shows as a maximum far above the rest).
+void servingScaleLines(std::ostream& out, const std::vector<formats::ServingScale>& scales) {
+    const std::pair<const char*, const char*> kinds[] = {
+        {"input_scale", "Input scales"}, {"input_global_scale", "Input globals"}, {"k_scale", "KV k_scale"}, {"v_scale", "KV v_scale"}};
+    for (const auto& [kind, label] : kinds) {
+        const formats::ServingScale* lo = nullptr;
+        const formats::ServingScale* hi = nullptr;
+        std::size_t count = 0;
+        for (const auto& s : scales) {
+            if (s.kind != kind) continue;
+            ++count;
+            if (!lo || s.value < lo->value) lo = &s;
+            if (!hi || s.value > hi->value) hi = &s;
+        }
+        if (count == 0) continue;
+        std::ostringstream line;
+        line << count << " tensors, " << lo->value << " .. " << hi->value << " (largest: " << hi->tensor << ")";
+        field(out, label, line.str());
+    }
+}
+
 void summaryLines(std::ostream& out, const InspectReport& report) {
     const io::CheckpointSummary& s = report.summary;
     field(out, "Checkpoint", report.path.string());
@@ -132,6 +154,7 @@ void summaryLines(std::ostream& out, const InspectReport& report) {
                                    formatGrouped(static_cast<std::int64_t>(s.sizeOnDisk)) + " bytes)");
     field(out, "Quantization", orUnknown(s.quantizationFormat));
     quantizedLines(out, report.quantizedLinears);
+    servingScaleLines(out, report.servingScales);
     field(out, "Tokenizer", s.hasTokenizer ? "yes" : "no");
     if (report.gguf) ggufLines(out, *report.gguf);
 }
@@ -250,6 +273,10 @@ nlohmann::json renderJson(const InspectReport& report) {
                              {"group_size", l.groupSize}, {"act_order", l.actOrder}, {"sym", l.symmetric},
                              {"rows", l.rows}, {"cols", l.cols}, {"summary", l.summary()}, {"problem", l.problem}});
     j["quantized_linears"] = std::move(quantized);
+    nlohmann::json serving = nlohmann::json::array();
+    for (const auto& s : report.servingScales)
+        serving.push_back({{"tensor", s.tensor}, {"kind", s.kind}, {"layer", s.layer}, {"value", s.value}});
+    j["serving_scales"] = std::move(serving);
     if (const auto& g = report.gguf) {
         nlohmann::json types = nlohmann::json::object();
         for (const auto& t : g->types)

@@ -10,6 +10,7 @@
 
 #include "qs/analysis/tensor_stats.h"
 #include "qs/formats/linear_codec.h"
+#include "qs/formats/serving_quantization.h"
 #include "qs/io/checkpoint.h"
 
 namespace qs::cli {
@@ -51,6 +52,7 @@ struct InspectReport {
     bool listLayers = false;             // --layers: one line per quantized linear
     std::optional<GgufInspection> gguf;  // set for a GGUF file
     std::vector<std::string> warnings;   // what the other commands would refuse (config vs tensors, ...)
+    std::vector<formats::ServingScale> servingScales;   // input_scale, input_global_scale, k_scale, v_scale
 };
 
 // The GGUF part of the report, from the checkpoint's GGUF file and its (renamed) tensors.

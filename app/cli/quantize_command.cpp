@@ -18,6 +18,7 @@
 #include "qs/pipeline/plan_builder.h"
 
 #include "progress_bar.h"
+#include "serving_options.h"
 #include "sigint_cancel.h"
 
 namespace qs::cli {
@@ -41,6 +42,7 @@ struct QuantizeOptions {
     std::string imatrixOut;
     std::string llama2cTokenizer;
     bool allowNonFinite = false;
+    ServingOptions serving;
 };
 
 // A GGUF method, --format gguf and a .gguf destination each imply the GGUF file.
@@ -98,7 +100,9 @@ std::string writeGgufOutputs(const QuantizeOptions& o, const io::Checkpoint& che
 }
 
 void runQuantize(const QuantizeOptions& o) {
-    const pipeline::MethodSpec method = methodFrom(o);
+    std::vector<pipeline::MethodSpec> methods{methodFrom(o)};
+    const pipeline::ActivationCalibration activationCalibration = applyServingOptions(o.serving, methods);
+    const pipeline::MethodSpec method = methods.front();
     const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
     const bool gguf = writesGguf(o, method);
     if (!gguf && (!o.imatrixOut.empty() || !o.llama2cTokenizer.empty()))
@@ -117,12 +121,14 @@ void runQuantize(const QuantizeOptions& o) {
     planSettings.methods = {method};
     planSettings.seed = o.seed;
     planSettings.allowNonFinite = o.allowNonFinite;   // the plan builder checks the input before any output
+    planSettings.activationCalibration = activationCalibration;
     // Calibration when the method needs it, or when asked for (it gives every linear its output error,
     // and the GGUF K-quants their importance, as llama-quantize --imatrix).
     const bool calibrate = method.needsCalibration() || !o.calib.empty() || !o.imatrixOut.empty();
     planSettings.calibration = {o.calib, calibrate ? o.samples : 0, o.seqLen};
     pipeline::BuiltPlan built = pipeline::buildJobPlan(planSettings);
-    nlohmann::json settings = {{"method", method.name}, {"group_size", method.groupSize}, {"seed", o.seed}};
+    nlohmann::json settings = {{"method", method.name}, {"group_size", method.groupSize}, {"seed", o.seed},
+                               {"kv_cache", o.serving.kvCache}, {"activation_calibration", activationCalibration.label()}};
     if (calibrate)
         settings["calibration"] = {
             {"file", built.calibrationFile.string()}, {"samples", o.samples}, {"seq_len", o.seqLen}};
@@ -178,6 +184,7 @@ void registerQuantize(CLI::App& app) {
     cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
     cmd->add_flag("--overwrite", options->overwrite, "Replace the destination if it exists");
     cmd->add_flag("--allow-nonfinite", options->allowNonFinite, "Use linears whose weights are NaN or Inf instead of refusing them");
+    addServingOptions(*cmd, options->serving);
     cmd->callback([options] { runQuantize(*options); });
 }
 

@@ -20,10 +20,7 @@ KlPerLayerPlot::KlPerLayerPlot(QWidget* parent) : PlotView(parent) {
     setLogValueAxis();
     yAxis->setLabel(tr("mean KLD (nats)"));
     xAxis->setLabel(tr("layer (click to select it)"));
-    auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
-    ticker->setTickStep(1.0);
-    ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
-    xAxis->setTicker(ticker);
+    setLayerTicks(xAxis);
     legend->setVisible(true);
     legend->setFont(QFont(font().family(), 8));
     legend->setBrush(QColor(255, 255, 255, 200));   // the lines stay visible through it

@@ -39,7 +39,7 @@ Options parseOptions(const QApplication& app) {
                                         QStringLiteral("file"));
     const QCommandLineOption tab(
         QStringLiteral("tab"),
-        QApplication::translate("main", "The tab to show: histogram, channels, overview, hessian or results; or the Quantize or Export panel "
+        QApplication::translate("main", "The tab to show: histogram, channels, overview, hessian, scales or results; or the Quantize or Export panel "
                                         "(quantize, export)."),
         QStringLiteral("name"));
     const QCommandLineOption quantize(
@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
         window.resize(1400, 900);
     }
     if (!options.tab.isEmpty() && !window.showPage(options.tab)) {
-        std::fprintf(stderr, "quantscope: unknown tab '%s' (histogram, channels, overview, hessian, results, quantize, export)\n",
+        std::fprintf(stderr, "quantscope: unknown tab '%s' (histogram, channels, overview, hessian, scales, results, quantize, export)\n",
                      qUtf8Printable(options.tab));
         return 2;
     }

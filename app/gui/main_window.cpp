@@ -33,6 +33,7 @@
 #include "quantize_panel.h"
 #include "recent_files.h"
 #include "results_page.h"
+#include "serving_scales_page.h"
 #include "summary_panel.h"
 
 #include "qs/message_text.h"
@@ -55,6 +56,7 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
       channels_(new ChannelsPage(this)),
       overview_(new OverviewPage(this)),
       hessian_(new HessianPage(this)),
+      scales_(new ServingScalesPage(this)),
       results_(new ResultsPage(this)),
       quantize_(new QuantizePanel(this)),
       export_(new ExportPanel(this)),
@@ -80,7 +82,7 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
 MainWindow::~MainWindow() = default;
 
 void MainWindow::createPages() {
-    pages_ = {histogram_, channels_, overview_, hessian_, results_};
+    pages_ = {histogram_, channels_, overview_, hessian_, scales_, results_};
     for (InspectorPage* page : pages_) {
         tabs_->addTab(page, page->title());
         connect(page, &InspectorPage::errorOccurred, this, &MainWindow::reportError);

@@ -23,6 +23,7 @@ class ChannelsPage;
 class CheckpointTreePanel;
 class ExportPanel;
 class HessianPage;
+class ServingScalesPage;
 class HistogramPage;
 class JobStatusWidget;
 class ModuleLogModel;
@@ -61,6 +62,7 @@ public:
     OverviewPage* overviewPage() const { return overview_; }
     ResultsPage* resultsPage() const { return results_; }
     HessianPage* hessianPage() const { return hessian_; }
+    ServingScalesPage* servingScalesPage() const { return scales_; }
     QuantizePanel* quantizePanel() const { return quantize_; }
     ExportPanel* exportPanel() const { return export_; }
     QuantizeJob* quantizeJob() const { return job_; }
@@ -115,6 +117,7 @@ private:
     ChannelsPage* channels_;
     OverviewPage* overview_;
     HessianPage* hessian_;
+    ServingScalesPage* scales_;
     ResultsPage* results_;
     QuantizePanel* quantize_;
     ExportPanel* export_;

@@ -229,10 +229,7 @@ void OverviewPage::drawAxes(const analysis::LayerOverview& o) {
     for (std::size_t c = 0; c < o.modules.size(); ++c) modules->addTick(static_cast<double>(c), shortModuleName(o.modules[c]));
     plot_->xAxis->setTicker(modules);
     plot_->xAxis->setTickLabelRotation(o.modules.size() > 8 ? -35 : 0);
-    auto layers = QSharedPointer<QCPAxisTickerFixed>::create();
-    layers->setTickStep(1.0);
-    layers->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);   // thins labels for deep models
-    plot_->yAxis->setTicker(layers);
+    PlotView::setLayerTicks(plot_->yAxis);
 }
 
 void OverviewPage::highlightCurrent() {

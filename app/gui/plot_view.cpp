@@ -35,6 +35,13 @@ void PlotView::setTitle(const QString& title) {
     title_->setText(title);
 }
 
+void PlotView::setLayerTicks(QCPAxis* axis) {
+    auto ticker = QSharedPointer<QCPAxisTickerFixed>::create();
+    ticker->setTickStep(1.0);
+    ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
+    axis->setTicker(ticker);
+}
+
 void PlotView::setLogValueAxis() {
     yAxis->setScaleType(QCPAxis::stLogarithmic);
     yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));

@@ -30,6 +30,8 @@ public:
     // or more, plain numbers ("3", "0.5") over a narrower range, where the log ticker's steps within a
     // decade would otherwise read "3·10⁰".
     void setLogValueAxis();
+    // An axis of decoder layers: a tick per whole layer, thinned to multiples on deep models.
+    static void setLayerTicks(QCPAxis* axis);
     // The actions of the context menu, for a page's toolbar button; owned by this view.
     QMenu* exportMenu() const { return menu_; }
     void exportTo(ExportFormat format, const QString& path);   // without a dialog (tests, scripts)

@@ -44,14 +44,18 @@ struct MethodRowSpec {
     bool checked;
 };
 
-constexpr std::array<MethodRowSpec, 14> kMethodRows{{
+constexpr std::array<MethodRowSpec, 17> kMethodRows{{
     {"RTN", "rtn", "", 4, true, true},
     {"GPTQ", "gptq", "", 4, true, false},
     {"GPTQ act-order", "gptq", "-act", 4, true, false},
     {"AWQ", "awq", "", 4, true, false},
     {"FP8 E4M3", "fp8", "", 0, false, true},
+    // The inputs quantized too, as the engine's FP8 / FP4 GEMMs do (static scales calibrated here).
+    {"FP8 W8A8", "fp8", "-w8a8", 0, false, false},
+    {"FP8 W8A8 per token", "fp8", "-w8a8-dynamic", 0, false, false},
     {"MXFP4", "mxfp4", "", 0, false, false},
     {"NVFP4", "nvfp4", "", 0, false, false},
+    {"NVFP4 W4A4", "nvfp4", "-w4a4", 0, false, false},
     {"NF4", "nf4", "", 0, false, false},
     {"Trellis", "trellis", "", 2, false, false},
     {"Trellis", "trellis", "", 3, false, false},
@@ -200,6 +204,12 @@ QWidget* QuantizePanel::createRun() {
     });
     perLayerKl_ = new QCheckBox(tr("Per-layer KL (one layer quantized at a time)"), box);
     connect(perLayerKl_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
+    kvCacheFp8_ = new QCheckBox(tr("KV cache in FP8 (k/v scales calibrated per layer)"), box);
+    kvCacheFp8_->setObjectName(QStringLiteral("kvCacheFp8"));
+    kvCacheFp8_->setToolTip(tr("Measures and exports every safetensors method with an FP8 E4M3 KV cache, as vLLM runs it with "
+                               "--kv-cache-dtype fp8; the Results add the cache's damage alone. GGUF methods keep llama.cpp's "
+                               "cache, chosen when it runs."));
+    connect(kvCacheFp8_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
     estimateLabel_ = new QLabel(tr("Open a checkpoint to quantize it."), box);
     estimateLabel_->setWordWrap(true);
     estimateLabel_->setTextFormat(Qt::RichText);
@@ -214,6 +224,7 @@ QWidget* QuantizePanel::createRun() {
     buttons->addWidget(cancel_);
     form->addRow(tr("Device:"), device_);
     form->addRow(perLayerKl_);
+    form->addRow(kvCacheFp8_);
     form->addRow(estimateLabel_);
     form->addRow(buttons);
     return box;
@@ -240,6 +251,7 @@ QuantizeSettings QuantizePanel::settings() const {
     s.evaluationSamples = evaluationSamples_->value();
     s.device = static_cast<pipeline::DeviceChoice>(device_->currentData().toInt());
     s.perLayerKl = perLayerKl_->isChecked();
+    s.kvCacheFp8 = kvCacheFp8_->isChecked();
     return s;
 }
 

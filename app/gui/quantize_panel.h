@@ -84,6 +84,7 @@ private:
     QSpinBox* evaluationSamples_ = nullptr;
     QComboBox* device_ = nullptr;
     QCheckBox* perLayerKl_ = nullptr;
+    QCheckBox* kvCacheFp8_ = nullptr;
     QLabel* estimateLabel_ = nullptr;
     QPushButton* start_ = nullptr;
     QPushButton* cancel_ = nullptr;

@@ -7,7 +7,11 @@ namespace qs::gui {
 pipeline::JobPlan buildPlan(const QuantizeSettings& settings, const std::filesystem::path& checkpointPath) {
     pipeline::PlanSettings plan;
     plan.checkpoint = checkpointPath;
-    for (const MethodChoice& m : settings.methods) plan.methods.push_back(pipeline::parseMethod(m.name, m.groupSize));
+    for (const MethodChoice& m : settings.methods) {
+        pipeline::MethodSpec spec = pipeline::parseMethod(m.name, m.groupSize);
+        spec.kvCacheFp8 = settings.kvCacheFp8 && !spec.gguf();   // llama.cpp picks its cache type when it runs
+        plan.methods.push_back(std::move(spec));
+    }
     plan.calibration = {settings.calibrationFile.toStdString(), settings.samples, settings.sequenceLength};
     plan.evaluation = {settings.evaluationFile.toStdString(), settings.evaluationSamples, settings.sequenceLength};
     plan.perLayerKl = settings.perLayerKl;

@@ -25,6 +25,7 @@ struct QuantizeSettings {
     int evaluationSamples = 8;
     pipeline::DeviceChoice device = pipeline::DeviceChoice::Auto;
     bool perLayerKl = false;
+    bool kvCacheFp8 = false;   // every safetensors method with an FP8 KV cache
     std::uint64_t seed = 0;
     bool operator==(const QuantizeSettings&) const = default;   // the Quantize panel's estimate is of these
 };

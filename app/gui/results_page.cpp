@@ -87,6 +87,10 @@ QString ResultsPage::summaryText() const {
         text += tr(" Reference PPL %1 over %2 positions.").arg(m.kl.pplBase.value, 0, 'f', 3).arg(m.kl.count);
         break;
     }
+    if (const auto& kv = result_->kvCacheOnlyKl)
+        text += tr(" The FP8 KV cache alone (original weights): mean KLD %1, same top token %2 %.")
+                    .arg(kv->meanKld.value, 0, 'g', 4)
+                    .arg(100.0 * kv->sameTop.value, 0, 'f', 2);
     return text;
 }
 

@@ -37,7 +37,9 @@ inline model::ModelConfig llama3_8bShape(int layers, int vocab) {
 }
 
 inline model::Linear randomLinear(std::int64_t out, std::int64_t in, unsigned seed) {
-    return model::Linear{benchWeights(out, in, seed), VectorF()};
+    model::Linear linear;
+    linear.weight = benchWeights(out, in, seed);
+    return linear;
 }
 
 inline model::LayerWeights randomLayer(const model::ModelConfig& c, unsigned seed) {

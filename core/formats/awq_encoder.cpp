@@ -51,7 +51,7 @@ public:
         return "AWQ 4-bit GEMM (AutoAWQ): transformers, vLLM (awq / awq_marlin)";
     }
 
-    std::string refusal(const QuantizedLinear& q) const override {
+    std::string layoutRefusal(const QuantizedLinear& q) const override {
         if (auto p = intGridProblem(q); !p.empty()) return p;
         if (q.bits != 4) return "AWQ stores 4-bit codes only, not " + std::to_string(q.bits) + "-bit";
         if (q.groupSize == -1) return "AWQ needs a group size (AutoAWQ and vLLM have no per-row variant)";

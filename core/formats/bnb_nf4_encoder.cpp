@@ -78,7 +78,7 @@ public:
         return "bitsandbytes NF4 (4-bit NormalFloat, QLoRA) with double-quantized absmax (transformers, vLLM)";
     }
 
-    std::string refusal(const quant::QuantizedLinear& q) const override {
+    std::string layoutRefusal(const quant::QuantizedLinear& q) const override {
         if (q.method != quant::Method::Nf4 || q.codeKind != quant::CodeKind::Nf4)
             return "it holds NF4 results, and this linear was quantized with " + std::string(quant::methodName(q.method));
         if (std::string why = shapeProblem(q); !why.empty()) return why;

@@ -28,6 +28,16 @@ nlohmann::json ctDynamicTokenActivations() {
             {"observer", nullptr},  {"observer_kwargs", nlohmann::json::object()}};
 }
 
+nlohmann::json ctStaticTensorActivations() { return ctFp8WeightArgs("tensor"); }
+
+nlohmann::json ctNvfp4Activations() {
+    nlohmann::json args = ctNvfp4WeightArgs();
+    args["dynamic"] = "local";
+    return args;
+}
+
+nlohmann::json ctFp8KvCacheScheme() { return ctFp8WeightArgs("tensor"); }
+
 nlohmann::json ctScheme(nlohmann::json targets, nlohmann::json weights, const std::string& format, nlohmann::json inputActivations) {
     return {{"targets", std::move(targets)},
             {"weights", std::move(weights)},
@@ -36,13 +46,14 @@ nlohmann::json ctScheme(nlohmann::json targets, nlohmann::json weights, const st
             {"format", format}};
 }
 
-nlohmann::json ctQuantizationConfig(nlohmann::json configGroups, const std::string& format, const std::vector<std::string>& ignore) {
+nlohmann::json ctQuantizationConfig(nlohmann::json configGroups, const std::string& format, const std::vector<std::string>& ignore,
+                                    nlohmann::json kvCacheScheme) {
     return {{"quant_method", "compressed-tensors"},
             {"format", format},
             {"quantization_status", "compressed"},
             {"config_groups", std::move(configGroups)},
             {"ignore", ignore},
-            {"kv_cache_scheme", nullptr},
+            {"kv_cache_scheme", std::move(kvCacheScheme)},
             {"sparsity_config", nlohmann::json::object()},
             {"global_compression_ratio", nullptr}};
 }

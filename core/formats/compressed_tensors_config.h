@@ -17,12 +17,21 @@ nlohmann::json ctMxfp4WeightArgs();
 // activations quantized per token at run time (FP8_DYNAMIC): nothing stored for them.
 nlohmann::json ctFp8WeightArgs(const char* strategy);
 nlohmann::json ctDynamicTokenActivations();
+// Static FP8 inputs, one calibrated scale per linear (input_scale [1]: the FP8 / W8A8 preset).
+nlohmann::json ctStaticTensorActivations();
+// NVFP4 inputs (the NVFP4 preset's W4A4): blocks of 16 scaled at run time ("local") under the stored
+// input_global_scale.
+nlohmann::json ctNvfp4Activations();
+// kv_cache_scheme of an FP8 KV cache with calibrated per-tensor k_scale / v_scale.
+nlohmann::json ctFp8KvCacheScheme();
 
 // One QuantizationScheme: weight-only (input_activations null unless given), with its compression format.
 nlohmann::json ctScheme(nlohmann::json targets, nlohmann::json weights, const std::string& format,
                         nlohmann::json inputActivations = nullptr);
 
 // The whole quantization_config; `format` is the one format of every group or "mixed-precision".
-nlohmann::json ctQuantizationConfig(nlohmann::json configGroups, const std::string& format, const std::vector<std::string>& ignore);
+// `kvCacheScheme`: null (the cache keeps the model's dtype) or ctFp8KvCacheScheme().
+nlohmann::json ctQuantizationConfig(nlohmann::json configGroups, const std::string& format, const std::vector<std::string>& ignore,
+                                    nlohmann::json kvCacheScheme = nullptr);
 
 }  // namespace qs::formats::detail

@@ -55,7 +55,7 @@ public:
         return "compressed-tensors with a scheme per linear (int 2/4/8-bit groups, FP8 per channel, NVFP4, MXFP4) in one config (vLLM, transformers)";
     }
 
-    std::string refusal(const quant::QuantizedLinear& q) const override {
+    std::string layoutRefusal(const quant::QuantizedLinear& q) const override {
         const auto part = partOf(q);
         if (!part)
             return "it holds integer (RTN, GPTQ, AWQ), FP8, NVFP4 and MXFP4 results, and this linear was quantized with " +

@@ -20,7 +20,7 @@ public:
         return "compressed-tensors mxfp4-pack-quantized, FP4 weights with a power-of-two (E8M0) scale per 32 (vLLM)";
     }
 
-    std::string refusal(const quant::QuantizedLinear& q) const override { return fp4Refusal(q, kMxfp4Layout); }
+    std::string layoutRefusal(const quant::QuantizedLinear& q) const override { return fp4Refusal(q, kMxfp4Layout); }
 
     std::vector<EncodedTensor> encode(const std::string& prefix, const quant::QuantizedLinear& q) const override {
         requireEncodable(*this, prefix, q);

@@ -99,7 +99,7 @@ public:
                    : "GPTQ (v1 zeros, symmetric): transformers, vLLM (Marlin for 4/8-bit), AutoGPTQ, GPTQModel";
     }
 
-    std::string refusal(const QuantizedLinear& q) const override {
+    std::string layoutRefusal(const QuantizedLinear& q) const override {
         if (auto p = intGridProblem(q); !p.empty()) return p;
         if (auto p = shapeProblem(q); !p.empty()) return p;
         if (!v2_ && !q.symmetric)

@@ -6,6 +6,15 @@
 
 namespace qs::formats {
 
+std::string LinearEncoder::refusal(const quant::QuantizedLinear& q) const {
+    if (!storesInput(q.input.format))
+        return "its inputs are quantized (" + std::string(quant::activationFormatName(q.input.format)) + "), which " +
+               std::string(name()) + " cannot state: the consumer would run it weight-only, not as measured";
+    if (q.cacheScale > 0.0f && !storesKvCacheScales())
+        return "it carries an FP8 KV-cache scale, which " + std::string(name()) + " cannot store";
+    return layoutRefusal(q);
+}
+
 std::vector<const LinearEncoder*> allEncoders() {
     return {
         &detail::gptqV1Encoder(),
@@ -13,6 +22,8 @@ std::vector<const LinearEncoder*> allEncoders() {
         &detail::awqGemmEncoder(),
         &detail::fp8BlockEncoder(),
         &detail::ctFp8DynamicEncoder(),
+        &detail::ctFp8StaticEncoder(),
+        &detail::modelOptFp8Encoder(),
         &detail::ctNvfp4Encoder(),
         &detail::modelOptNvfp4Encoder(),
         &detail::ctMxfp4Encoder(),
@@ -33,11 +44,13 @@ const LinearEncoder& encoderNamed(std::string_view name) {
 
 namespace {
 
-// "fp8" holds 128x128 blocks and per-tensor scales; per-channel FP8 is not expressible in it
-// (docs/formats/fp8.md: vLLM's fp8 method has none), compressed-tensors holds it.
+// "fp8" holds 128x128 blocks and per-tensor scales (static inputs with the latter); per-channel FP8 is
+// not expressible in it (docs/formats/fp8.md: vLLM's fp8 method has none), compressed-tensors holds it,
+// with static inputs (ct-fp8) or per-token ones (ct-fp8-dynamic).
 const LinearEncoder& fp8EncoderFor(const quant::QuantizedLinear& q) {
     const bool perChannel = q.blockRows == 1 && q.rows > 1;
-    return perChannel ? detail::ctFp8DynamicEncoder() : detail::fp8BlockEncoder();
+    if (!perChannel) return detail::fp8BlockEncoder();
+    return q.input.format == quant::ActivationFormat::Fp8Tensor ? detail::ctFp8StaticEncoder() : detail::ctFp8DynamicEncoder();
 }
 
 }  // namespace

@@ -54,7 +54,7 @@ public:
         return "QuantScope's trellis layout (start states, packed K-bit symbols, f16 group scales); read by QuantScope only";
     }
 
-    std::string refusal(const quant::QuantizedLinear& q) const override {
+    std::string layoutRefusal(const quant::QuantizedLinear& q) const override {
         if (q.method != quant::Method::Trellis || q.codeKind != quant::CodeKind::Trellis)
             return "it holds trellis-coded results, and this linear was quantized with " + std::string(quant::methodName(q.method));
         if (std::string why = headerOf(q).problem(); !why.empty()) return why;

@@ -1,6 +1,7 @@
 #include "qs/model/decoder_layer.h"
 
 #include <array>
+#include <initializer_list>
 #include <vector>
 
 #include "qs/model/rms_norm.h"
@@ -19,19 +20,34 @@ void notify(const DecoderLayerContext& c, std::span<const std::string_view> modu
     if (c.hook && *c.hook) (*c.hook)(LinearInput{c.layer, modules, x});
 }
 
+// The input the engine's GEMM of `linears` reads: x itself, or x quantized (into `storage`) as they ask.
+const MatrixF& engineInput(const MatrixF& x, std::initializer_list<const Linear*> linears, MatrixF& storage) {
+    std::vector<quant::ActivationQuant> inputs;
+    for (const Linear* l : linears) inputs.push_back(l->input);
+    const quant::ActivationQuant fused = quant::fusedInput(inputs);
+    if (!fused.active()) return x;
+    storage = x;
+    quant::fakeQuantize(storage, fused);
+    return storage;
+}
+
 MatrixF attentionBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c) {
     const ModelConfig& cfg = c.config;
     notify(c, kQkv, normed);
     const LayerMath& m = math(c);
     const std::array<const Linear*, 3> qkv{&w.q, &w.k, &w.v};
-    std::vector<MatrixF> projected = m.linears(normed, qkv);
+    MatrixF quantized;
+    std::vector<MatrixF> projected = m.linears(engineInput(normed, {&w.q, &w.k, &w.v}, quantized), qkv);
     MatrixF& q = projected[0];
     MatrixF& k = projected[1];
-    const MatrixF& v = projected[2];
+    MatrixF& v = projected[2];
     if (w.qNorm.size() > 0) rmsNormHeadsInPlace(q, w.qNorm, cfg.rmsNormEps);
     if (w.kNorm.size() > 0) rmsNormHeadsInPlace(k, w.kNorm, cfg.rmsNormEps);
     c.rope.apply(q, cfg.numHeads, c.firstPosition);
     c.rope.apply(k, cfg.numKvHeads, c.firstPosition);
+    if (c.keyValueHook && *c.keyValueHook) (*c.keyValueHook)(KeyValues{c.layer, k, v});
+    if (w.k.cacheScale > 0.0f) quant::fakeQuantizeFp8(k, w.k.cacheScale);
+    if (w.v.cacheScale > 0.0f) quant::fakeQuantizeFp8(v, w.v.cacheScale);
 
     const AttentionShape shape{cfg.numHeads, cfg.numKvHeads, cfg.headDim, cfg.slidingWindow};
     MatrixF context;
@@ -42,15 +58,18 @@ MatrixF attentionBlock(const LayerWeights& w, const MatrixF& normed, const Decod
         context = m.attention(q, k, v, shape);
     }
     notify(c, kO, context);
-    return m.linear(context, w.o);
+    MatrixF quantizedContext;
+    return m.linear(engineInput(context, {&w.o}, quantizedContext), w.o);
 }
 
 MatrixF mlpBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c) {
     notify(c, kGateUp, normed);
     const LayerMath& m = math(c);
-    const MatrixF product = m.gatedProduct(normed, w.gate, w.up);
+    MatrixF quantized;
+    const MatrixF product = m.gatedProduct(engineInput(normed, {&w.gate, &w.up}, quantized), w.gate, w.up);
     notify(c, kDown, product);
-    return m.linear(product, w.down);
+    MatrixF quantizedProduct;
+    return m.linear(engineInput(product, {&w.down}, quantizedProduct), w.down);
 }
 
 }  // namespace

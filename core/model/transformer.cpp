@@ -39,13 +39,14 @@ void Transformer::runLayer(int layer, MatrixF& hidden, const LinearInputHook& ho
     runLayerAt(layer, hidden, 0, nullptr, &hook);
 }
 
-void Transformer::runLayer(int layer, const LayerWeights& weights, MatrixF& hidden, const LinearInputHook& hook) const {
+void Transformer::runLayer(int layer, const LayerWeights& weights, MatrixF& hidden, const LinearInputHook& hook,
+                           const KeyValueHook& keyValueHook) const {
     if (layer < 0 || layer >= config_.numLayers) throw Error("transformer: no decoder layer " + std::to_string(layer));
     checkLength(hidden.rows(), 0);
     if (hidden.cols() != config_.hiddenSize)
         throw Error("transformer: hidden states have " + std::to_string(hidden.cols()) + " columns, the model " +
                     std::to_string(config_.hiddenSize));
-    runDecoderLayer(weights, hidden, DecoderLayerContext{config_, rope_, layer, 0, nullptr, &hook, math_.get()});
+    runDecoderLayer(weights, hidden, DecoderLayerContext{config_, rope_, layer, 0, nullptr, &hook, &keyValueHook, math_.get()});
 }
 
 void Transformer::runLayerAt(int layer, MatrixF& hidden, int firstPosition, KvCache* cache, const LinearInputHook* hook) {
@@ -53,7 +54,7 @@ void Transformer::runLayerAt(int layer, MatrixF& hidden, int firstPosition, KvCa
         throw Error("transformer: hidden states have " + std::to_string(hidden.cols()) + " columns, the model " +
                     std::to_string(config_.hiddenSize));
     const LayerWeights& w = layerWeights(layer);
-    runDecoderLayer(w, hidden, DecoderLayerContext{config_, rope_, layer, firstPosition, cache, hook, math_.get()});
+    runDecoderLayer(w, hidden, DecoderLayerContext{config_, rope_, layer, firstPosition, cache, hook, nullptr, math_.get()});
 }
 
 MatrixF Transformer::finalLogits(const MatrixF& hidden) const {
@@ -93,6 +94,11 @@ LayerWeights Transformer::load(int layer) const {
                         std::to_string(target.weight.rows()) + "x" + std::to_string(target.weight.cols()));
         target.weight = std::move(replacement);
     }
+    for (const auto& [key, serving] : serving_) {
+        if (key.first != layer) continue;
+        w.linear(key.second).input = serving.first;
+        w.linear(key.second).cacheScale = serving.second;
+    }
     return w;
 }
 
@@ -103,9 +109,17 @@ void Transformer::overrideLinear(int layer, std::string_view module, WeightProvi
     cache_.erase(layer);
 }
 
+void Transformer::setServingQuantization(int layer, std::string_view module, quant::ActivationQuant input, float cacheScale) {
+    if (layer < 0 || layer >= config_.numLayers) throw Error("transformer: no decoder layer " + std::to_string(layer));
+    LayerWeights{}.linear(module);
+    serving_[{layer, std::string(module)}] = {input, cacheScale};
+    cache_.erase(layer);
+}
+
 void Transformer::clearOverrides() {
-    if (overrides_.empty()) return;
+    if (overrides_.empty() && serving_.empty()) return;
     overrides_.clear();
+    serving_.clear();
     cache_.clear();
 }
 

@@ -151,9 +151,12 @@ std::string checkLayerMath(const Backend& device, const MatrixF& x, const Matrix
     const std::shared_ptr<const model::LayerMath> math = device.layerMath();
     if (!math) return {};   // its forward passes run on the CPU
     const model::LayerMath& cpu = model::cpuLayerMath();
-    const model::Linear linear{w, seededNormal(w.rows(), 1, 1.0f, 41).col(0)};
+    model::Linear linear;
+    linear.weight = w;
+    linear.bias = seededNormal(w.rows(), 1, 1.0f, 41).col(0);
     std::string why = floatMismatch("a linear", math->linear(x, linear), cpu.linear(x, linear));
-    const model::Linear up{seededNormal(w.rows(), w.cols(), 0.02f, 43), {}};
+    model::Linear up;
+    up.weight = seededNormal(w.rows(), w.cols(), 0.02f, 43);
     if (why.empty())
         why = floatMismatch("the MLP's SiLU product", math->gatedProduct(x, linear, up), cpu.gatedProduct(x, linear, up));
     // 4 query heads on 2 KV heads of 32 dimensions, 300 positions (more than one 128-key step), a window.

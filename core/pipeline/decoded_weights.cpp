@@ -5,6 +5,7 @@
 #include <string>
 
 #include "qs/error.h"
+#include "qs/formats/serving_quantization.h"
 
 namespace qs::pipeline {
 namespace {
@@ -63,6 +64,10 @@ model::Linear DecodedWeights::decodeLinear(int layer, std::string_view module, s
                     std::to_string(decoded.weight.cols()) + "], the config implies [" + std::to_string(out) + ", " +
                     std::to_string(in) + "]");
     model::Linear linear;
+    const bool nvfp4 = decoded.quantized && decoded.parts.method == quant::Method::Nvfp4;
+    const formats::ServingQuantization serving = formats::readServingQuantization(*checkpoint_, format(), prefix, nvfp4);
+    linear.input = serving.input;
+    linear.cacheScale = serving.cacheScale;
     linear.weight = std::move(decoded.weight);
     if (!decoded.bias.empty()) linear.bias = Eigen::Map<const VectorF>(decoded.bias.data(), Eigen::Index(decoded.bias.size()));
     return linear;

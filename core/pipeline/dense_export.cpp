@@ -6,6 +6,7 @@
 #include <set>
 
 #include "qs/error.h"
+#include "qs/formats/serving_quantization.h"
 #include "qs/formats/config_check.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/io/checkpoint.h"
@@ -108,6 +109,8 @@ std::filesystem::path exportDense(const DenseExportRequest& request, const Progr
         cancel.throwIfCancelled();
         const std::string& name = t.info->name;
         const std::string owner = ownerOf(name, prefixes);
+        // The engine's activation / KV-cache scales describe the quantized model, not a dense one.
+        if (formats::isServingScale(name)) continue;
         const auto view = source.tensor(name);
         if (source.gguf() && (owner.empty() || name == owner + ".bias")) {
             addGgufTensor(writer, view, request.dtype);

@@ -22,7 +22,7 @@ bool isDecoderLinear(const io::CheckpointTensor& t) {
 
 // A result with the method's layout for a [rows, cols] weight; nullopt when only the real run knows
 // it (the trellis, whose Viterbi search is the expensive part).
-std::optional<quant::QuantizedLinear> standIn(const MethodSpec& method, std::int64_t rows, std::int64_t cols) {
+std::optional<quant::QuantizedLinear> weightStandIn(const MethodSpec& method, std::int64_t rows, std::int64_t cols) {
     const MatrixF zeros = MatrixF::Zero(rows, cols);
     switch (method.kind) {
     case MethodKind::Trellis:
@@ -42,6 +42,15 @@ std::optional<quant::QuantizedLinear> standIn(const MethodSpec& method, std::int
     }
     default: return quantizeLinear(method, zeros, nullptr, 0.0, 0);
     }
+}
+
+// The same with what the method asks the engine to quantize besides (its inputs, the KV cache).
+std::optional<quant::QuantizedLinear> standIn(const MethodSpec& method, std::int64_t rows, std::int64_t cols) {
+    auto q = weightStandIn(method, rows, cols);
+    if (!q) return q;
+    q->input = {method.activations, quant::needsCalibratedScale(method.activations) ? 1.0f : 0.0f};
+    if (method.kvCacheFp8) q->cacheScale = 1.0f;
+    return q;
 }
 
 std::string shapeText(std::int64_t rows, std::int64_t cols) {

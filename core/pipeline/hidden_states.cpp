@@ -19,11 +19,11 @@ void runLayerAll(model::Transformer& model, int layer, Hidden& hidden, const Can
 }
 
 void runLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights, Hidden& hidden,
-                 const CancelToken& cancel, const model::LinearInputHook& hook) {
+                 const CancelToken& cancel, const model::LinearInputHook& hook, const model::KeyValueHook& keyValueHook) {
     const auto resident = model.layerMath().keepResident(weights);
     for (auto& h : hidden) {
         cancel.throwIfCancelled();
-        model.runLayer(layer, weights, h, hook);
+        model.runLayer(layer, weights, h, hook, keyValueHook);
     }
 }
 

@@ -20,7 +20,8 @@ void runLayerAll(model::Transformer& model, int layer, Hidden& hidden, const Can
                  const model::LinearInputHook& hook = {});
 // The same with weights the caller holds (nothing is loaded or cached by `model`).
 void runLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights, Hidden& hidden,
-                 const CancelToken& cancel, const model::LinearInputHook& hook = {});
+                 const CancelToken& cancel, const model::LinearInputHook& hook = {},
+                 const model::KeyValueHook& keyValueHook = {});
 // Shows `hook` the layer's linear inputs of every sequence without changing `hidden` (one sequence
 // is copied at a time).
 void observeLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights,

@@ -158,6 +158,7 @@ public:
             result.methods.push_back(std::move(s.result));
         }
         cancel_.throwIfCancelled();
+        result.kvCacheOnlyKl = cacheOnlyKl_;
         result.calibrationTokens = tokenCount(plan_.calibration);
         result.evaluationTokens = tokenCount(plan_.evaluation);
         result.seconds = secondsSince(start);
@@ -183,7 +184,7 @@ private:
         for (const auto& m : plan_.methods) {
             MethodStream s{MethodResult{}, makeModel(), {}, evaluation_, false, {}, {}};
             s.result.method = m;
-            s.ownCalibration = plan_.trueSequential && m.needsCalibration() && !plan_.calibration.empty();
+            s.ownCalibration = plan_.trueSequential && m.sequential() && !plan_.calibration.empty();
             if (s.ownCalibration) s.calibration = calibration_;
             if (m.gguf()) {   // its own token_embd and output, so its evaluation starts from its own embedding
                 s.ggufTypes = ggufMethodChooser(m, config_, !plan_.calibration.empty());
@@ -191,7 +192,13 @@ private:
                 s.evaluation = embedAll(s.model, plan_.evaluation);
             }
             if (!s.ownCalibration && !plan_.calibration.empty()) baseStatistics_ = true;
+            kvCache_ = kvCache_ || m.kvCacheFp8;
             streams_.push_back(std::move(s));
+        }
+        // The KV cache's scales come from the original model's calibration stream, shared by every method.
+        if (kvCache_) {
+            baseStatistics_ = true;
+            kvEvaluation_ = evaluation_;
         }
         // When every method calibrates on its own stream, the original's calibration stream is not needed.
         if (!baseStatistics_) Hidden().swap(calibration_);
@@ -205,8 +212,11 @@ private:
         report("calibrate", layer + 1, L, 0.8 * layer / L, "layer " + std::to_string(layer + 1) + "/" + std::to_string(L));
         model::LayerWeights original = weights_->layer(layer);
         LayerStatistics baseStats(plan_.backend.get());   // only when a method quantizes from the original stream
-        if (baseStatistics_) runLayerAll(base_, layer, original, calibration_, cancel_, baseStats.hook());
+        if (baseStatistics_)
+            runLayerAll(base_, layer, original, calibration_, cancel_, baseStats.hook(),
+                        kvCache_ ? baseStats.keyValueHook() : model::KeyValueHook{});
         if (plan_.perLayerKl) layerInputs_.push_back(evaluation_);
+        if (kvCache_) evaluateCacheOnly(layer, original, baseStats);
         runLayerAll(base_, layer, original, evaluation_, cancel_);
         std::size_t lastStream = streams_.size(), lastBaseUser = streams_.size();
         for (std::size_t m = 0; m < streams_.size(); ++m) {
@@ -221,6 +231,26 @@ private:
                    s.result.method.label() + ", layer " + std::to_string(layer + 1) + "/" + std::to_string(L));
             quantizeStream(s, layer, original, baseStats, LayerRelease{m == lastBaseUser, m == lastStream});
         }
+    }
+
+    // The layer's FP8 KV-cache scales, and the original layer run with its cache quantized (the cache's damage alone).
+    void evaluateCacheOnly(int layer, model::LayerWeights& original, const LayerStatistics& baseStats) {
+        const float k = calibratedCacheScale(baseStats.keyTokenMaxAbs(), plan_.activationCalibration);
+        const float v = calibratedCacheScale(baseStats.valueTokenMaxAbs(), plan_.activationCalibration);
+        cacheScales_.emplace_back(k, v);
+        original.k.cacheScale = k, original.v.cacheScale = v;
+        runLayerAll(base_, layer, original, kvEvaluation_, cancel_);
+        original.k.cacheScale = 0.0f, original.v.cacheScale = 0.0f;
+    }
+
+    // What the engine quantizes around `module` besides its weight: its input (calibrated on `stats`),
+    // the KV cache (k_proj, v_proj).
+    void setServing(const MethodSpec& m, int layer, const std::string& module, LayerStatistics& stats,
+                    quant::QuantizedLinear& q) const {
+        if (m.activations != quant::ActivationFormat::None)
+            q.input = calibratedInput(m.activations, stats.input(module), plan_.activationCalibration);
+        if (m.kvCacheFp8 && module == "self_attn.k_proj") q.cacheScale = cacheScales_[std::size_t(layer)].first;
+        if (m.kvCacheFp8 && module == "self_attn.v_proj") q.cacheScale = cacheScales_[std::size_t(layer)].second;
     }
 
     void quantizeStream(MethodStream& s, int layer, model::LayerWeights& original, LayerStatistics& baseStats,
@@ -242,9 +272,12 @@ private:
                 const auto samples = stats.empty() ? 0 : stats.input(module).hessian->samples();
                 s.result.modules.push_back(logOf(s.result.method, layer, module, *linear, samples));
                 if (log_) log_(s.result.modules.back());
-                auto compact = std::make_shared<const CompactLinear>(quant::QuantizedLinear(*linear));
+                quant::QuantizedLinear served(*linear);
                 linear.reset();
+                setServing(s.result.method, layer, module, stats, served);
+                auto compact = std::make_shared<const CompactLinear>(std::move(served));
                 s.model.overrideLinear(layer, module, model::WeightProvider([compact] { return compact->effectiveWeight(); }));
+                s.model.setServingQuantization(layer, module, compact->parts().input, compact->parts().cacheScale);
                 kept.emplace(module, std::move(compact));
             }
         } catch (const Cancelled&) {
@@ -256,7 +289,12 @@ private:
         s.result.seconds += secondsSince(start);
         // The stream's layer as its Transformer would load it (the same effective weights), built once here.
         model::LayerWeights quantized = release.weights ? std::move(original) : withoutLinearWeights(original);
-        for (const auto& [module, compact] : kept) quantized.linear(module).weight = compact->effectiveWeight();
+        for (const auto& [module, compact] : kept) {
+            model::Linear& linear = quantized.linear(module);
+            linear.weight = compact->effectiveWeight();
+            linear.input = compact->parts().input;
+            linear.cacheScale = compact->parts().cacheScale;
+        }
         s.kept.push_back(std::move(kept));
         if (s.ownCalibration) runLayerAll(s.model, layer, quantized, s.calibration, cancel_);
         runLayerAll(s.model, layer, quantized, s.evaluation, cancel_);
@@ -291,13 +329,16 @@ private:
         if (plan_.evaluation.empty()) return;
         std::vector<const Hidden*> hidden;
         for (const auto& s : streams_) hidden.push_back(&s.evaluation);
-        const auto kl = scoreKl({&base_, &evaluation_}, klStreams(hidden, true), plan_.evaluation, cancel_,
+        std::vector<KlStream> scored = klStreams(hidden, true);
+        if (kvCache_) scored.push_back({&base_, &kvEvaluation_});
+        const auto kl = scoreKl({&base_, &evaluation_}, scored, plan_.evaluation, cancel_,
                                 [&](std::size_t i, std::size_t n) {
                                     report("evaluate", int(i) + 1, int(n), 0.8 + 0.05 * double(i) / double(n),
                                            "KL against the original");
                                 });
         for (std::size_t m = 0; m < streams_.size(); ++m)
             if (!streams_[m].failed()) streams_[m].result.kl = kl[m].report();
+        if (kvCache_) cacheOnlyKl_ = kl.back().report();
     }
 
     // KL with only layer l quantized: the method's layer l, then the original layers after it.
@@ -340,6 +381,10 @@ private:
     Hidden evaluation_;               // the original model's evaluation stream (final hidden states at the end)
     std::vector<Hidden> layerInputs_; // the original evaluation hidden states at each layer's input (per-layer KL)
     std::vector<MethodStream> streams_;
+    bool kvCache_ = false;                              // some method quantizes the KV cache
+    std::vector<std::pair<float, float>> cacheScales_;  // the FP8 KV cache's (k_scale, v_scale) per layer
+    Hidden kvEvaluation_;                               // the original model with its KV cache quantized
+    std::optional<analysis::KlReport> cacheOnlyKl_;
 };
 
 }  // namespace
@@ -349,6 +394,10 @@ Job::Job(JobPlan plan) : plan_(std::move(plan)) {
     for (const auto& m : plan_.methods)
         if (m.needsCalibration() && plan_.calibration.empty())
             throw Error(m.label() + " needs calibration text, and none was given");
+    for (const auto& m : plan_.methods)
+        if (m.kvCacheFp8 && m.gguf())
+            throw Error("an FP8 KV cache applies to the safetensors methods, not to " + m.label() +
+                        ": llama.cpp chooses its cache type when it runs (--cache-type-k, --cache-type-v)");
 }
 
 ResourceEstimate Job::estimate() const {
@@ -357,7 +406,7 @@ ResourceEstimate Job::estimate() const {
     shape.config = model::ModelConfig::fromCheckpoint(checkpoint);
     shape.methods = int(plan_.methods.size());
     for (const auto& m : plan_.methods) {
-        if (plan_.trueSequential && m.needsCalibration()) ++shape.sequentialMethods;
+        if (plan_.trueSequential && m.sequential()) ++shape.sequentialMethods;
         shape.quantizeFlopsPerWeight += quantizeFlopsPerWeight(m, shape.config);
         shape.keptBytesPerWeight += keptBytesPerWeight(m);
     }

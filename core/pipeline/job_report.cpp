@@ -43,6 +43,25 @@ nlohmann::json toJson(const analysis::KlReport& r) {
             {"same_top_p", toJson(r.sameTop)}};
 }
 
+namespace {
+
+// The calibrated scales the serving engine is given: one row per linear with a static input scale or a
+// KV-cache scale (layer, module, input format and scale, cache scale).
+nlohmann::json servingScalesJson(const MethodResult& r) {
+    nlohmann::json rows = nlohmann::json::array();
+    for (std::size_t layer = 0; layer < r.layers.size(); ++layer)
+        for (const auto& [module, q] : r.layers[layer]) {
+            if (!(q->input.scale > 0.0f) && !(q->cacheScale > 0.0f)) continue;
+            nlohmann::json row = {{"layer", layer}, {"module", module}};
+            if (q->input.scale > 0.0f) row["input_scale"] = q->input.scale;
+            if (q->cacheScale > 0.0f) row[module == "self_attn.k_proj" ? "k_scale" : "v_scale"] = q->cacheScale;
+            rows.push_back(std::move(row));
+        }
+    return rows;
+}
+
+}  // namespace
+
 nlohmann::json toJson(const MethodResult& r) {
     nlohmann::json out = {{"method", r.method.name}, {"label", r.method.label()}};
     if (!r.error.empty()) {
@@ -50,6 +69,9 @@ nlohmann::json toJson(const MethodResult& r) {
         return out;
     }
     out["bits_per_weight"] = number(r.bitsPerWeight);
+    out["activations"] = quant::activationFormatName(r.method.activations);
+    out["kv_cache"] = r.method.kvCacheFp8 ? "fp8" : "model dtype";
+    if (auto serving = servingScalesJson(r); !serving.empty()) out["serving_scales"] = std::move(serving);
     out["linear_bytes"] = r.linearBytes;
     out["checkpoint_bytes"] = r.checkpointBytes;
     out["time_s"] = number(r.seconds);
@@ -68,8 +90,10 @@ nlohmann::json toJson(const MethodResult& r) {
 nlohmann::json toJson(const JobResult& r) {
     nlohmann::json methods = nlohmann::json::array();
     for (const auto& m : r.methods) methods.push_back(toJson(m));
-    return {{"calibration_tokens", r.calibrationTokens}, {"evaluation_tokens", r.evaluationTokens},
-            {"time_s", number(r.seconds)}, {"methods", methods}};
+    nlohmann::json out = {{"calibration_tokens", r.calibrationTokens}, {"evaluation_tokens", r.evaluationTokens},
+                          {"time_s", number(r.seconds)}, {"methods", methods}};
+    if (r.kvCacheOnlyKl) out["kv_cache_fp8_only_kl"] = toJson(*r.kvCacheOnlyKl);
+    return out;
 }
 
 }  // namespace qs::pipeline

@@ -15,6 +15,22 @@ model::LinearInputHook LayerStatistics::hook() {
     return [this](const model::LinearInput& input) { add(input); };
 }
 
+namespace {
+
+void appendRowMaxAbs(const MatrixF& x, std::vector<float>& out) {
+    const VectorF rowMax = x.cwiseAbs().rowwise().maxCoeff();
+    out.insert(out.end(), rowMax.data(), rowMax.data() + rowMax.size());
+}
+
+}  // namespace
+
+model::KeyValueHook LayerStatistics::keyValueHook() {
+    return [this](const model::KeyValues& kv) {
+        appendRowMaxAbs(kv.keys, keyTokenMaxAbs_);
+        appendRowMaxAbs(kv.values, valueTokenMaxAbs_);
+    };
+}
+
 void LayerStatistics::add(const model::LinearInput& input) {
     if (input.modules.empty()) return;
     auto found = inputs_.find(input.modules.front());
@@ -30,6 +46,7 @@ void LayerStatistics::add(const model::LinearInput& input) {
     }
     stats->hessian->add(input.x);
     stats->maxAbs = stats->maxAbs.cwiseMax(input.x.cwiseAbs().colwise().maxCoeff().transpose());
+    appendRowMaxAbs(input.x, stats->tokenMaxAbs);
     finalized_.erase(stats.get());
 }
 

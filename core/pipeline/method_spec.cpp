@@ -19,7 +19,8 @@ std::optional<int> parseInt(std::string_view s) {
 
 [[noreturn]] void badMethod(std::string_view name, std::string_view why) {
     throw Error("unknown method '" + std::string(name) + "': " + std::string(why) +
-                " (known: rtnB, gptqB, gptqB-act, awqB, fp8, fp8-channel, fp8-tensor, mxfp4, nvfp4, nf4, trellisK[-lL], "
+                " (known: rtnB, gptqB, gptqB-act, awqB, fp8, fp8-channel, fp8-tensor, fp8-w8a8, fp8-w8a8-dynamic, mxfp4, "
+                "nvfp4, nvfp4-w4a4, nf4, trellisK[-lL], "
                 "and llama-quantize's q4_k_m, q5_k_m, q6_k, q8_0, q4_0, f16, ...)");
 }
 
@@ -54,7 +55,9 @@ int requireBits(std::string_view name, const Parts& parts, int lo, int hi) {
 
 }  // namespace
 
-std::string MethodSpec::label() const {
+std::string MethodSpec::label() const { return weightLabel() + (kvCacheFp8 ? ", KV cache FP8" : ""); }
+
+std::string MethodSpec::weightLabel() const {
     const std::string group = groupSize < 0 ? "per-row" : "g" + std::to_string(groupSize);
     const std::string bitsText = std::to_string(bits);
     switch (kind) {
@@ -63,11 +66,13 @@ std::string MethodSpec::label() const {
         return "GPTQ int" + bitsText + ", " + group + (actOrder ? ", act-order" : "") + (sym ? ", sym" : "");
     case MethodKind::Awq: return "AWQ int" + bitsText + ", " + group;
     case MethodKind::Fp8:
+        if (activations == quant::ActivationFormat::Fp8Tensor) return "FP8 W8A8, per-tensor weights, static inputs";
+        if (activations == quant::ActivationFormat::Fp8Token) return "FP8 W8A8, per-channel weights, per-token inputs";
         if (fp8Scales == Fp8Granularity::Channel) return "FP8 E4M3, per-channel scales";
         if (fp8Scales == Fp8Granularity::Tensor) return "FP8 E4M3, per-tensor scale";
         return "FP8 E4M3, 128x128 blocks";
     case MethodKind::Mxfp4: return "MXFP4";
-    case MethodKind::Nvfp4: return "NVFP4";
+    case MethodKind::Nvfp4: return activations == quant::ActivationFormat::Nvfp4 ? "NVFP4 W4A4" : "NVFP4";
     case MethodKind::Nf4: return "NF4, blocks of 64, double quant";
     case MethodKind::Trellis:
         return "trellis (QTIP-style), L=" + std::to_string(trellisL) + ", K=" + bitsText;
@@ -76,7 +81,11 @@ std::string MethodSpec::label() const {
     return name;
 }
 
-bool MethodSpec::needsCalibration() const { return kind == MethodKind::Gptq || kind == MethodKind::Awq; }
+bool MethodSpec::needsCalibration() const {
+    return sequential() || quant::needsCalibratedScale(activations) || kvCacheFp8;
+}
+
+bool MethodSpec::sequential() const { return kind == MethodKind::Gptq || kind == MethodKind::Awq; }
 
 bool MethodSpec::integerGrid() const {
     return kind == MethodKind::Rtn || kind == MethodKind::Gptq || kind == MethodKind::Awq;
@@ -120,13 +129,19 @@ MethodSpec parseMethod(std::string_view name, int groupSize) {
         spec.kind = MethodKind::Fp8, spec.bits = 8;
         if (parts.suffix == "channel") spec.fp8Scales = Fp8Granularity::Channel;
         else if (parts.suffix == "tensor") spec.fp8Scales = Fp8Granularity::Tensor;
-        else if (!parts.suffix.empty()) badMethod(name, "unknown FP8 scales '" + parts.suffix + "' (channel, tensor)");
+        else if (parts.suffix == "w8a8")
+            spec.fp8Scales = Fp8Granularity::Tensor, spec.activations = quant::ActivationFormat::Fp8Tensor;
+        else if (parts.suffix == "w8a8-dynamic")
+            spec.fp8Scales = Fp8Granularity::Channel, spec.activations = quant::ActivationFormat::Fp8Token;
+        else if (!parts.suffix.empty())
+            badMethod(name, "unknown FP8 variant '" + parts.suffix + "' (channel, tensor, w8a8, w8a8-dynamic)");
     } else if (parts.prefix == "mxfp" && parts.number == 4) {
         spec.kind = MethodKind::Mxfp4;
         noSuffix();
     } else if (parts.prefix == "nvfp" && parts.number == 4) {
         spec.kind = MethodKind::Nvfp4;
-        noSuffix();
+        if (parts.suffix == "w4a4") spec.activations = quant::ActivationFormat::Nvfp4;
+        else noSuffix();
     } else if (parts.prefix == "nf" && parts.number == 4) {
         spec.kind = MethodKind::Nf4;
         noSuffix();

@@ -7,6 +7,7 @@
 #include "qs/finite_weights.h"
 #include "qs/formats/config_check.h"
 #include "qs/formats/detect.h"
+#include "qs/formats/serving_quantization.h"
 
 namespace qs::pipeline {
 
@@ -26,6 +27,7 @@ io::Checkpoint openModelCheckpoint(const std::filesystem::path& path, bool allow
     const formats::FormatInfo format = formats::detect(checkpoint);
     formats::requireConfigMatchesTensors(checkpoint, format);
     requireFiniteDenseLinears(checkpoint, format, allowNonFinite);
+    formats::readServingScales(checkpoint);   // a zero, negative, NaN or misshapen activation / KV scale is refused here
     return checkpoint;
 }
 

@@ -26,6 +26,7 @@ BuiltPlan buildJobPlan(const PlanSettings& settings) {
     JobPlan& plan = built.plan;
     plan.checkpoint = settings.checkpoint;
     plan.methods = settings.methods;
+    plan.activationCalibration = settings.activationCalibration;
     plan.calibration = read(TextRole::Calibration, settings.calibration, built.calibrationFile);
     plan.evaluation = read(TextRole::Evaluation, settings.evaluation, built.evaluationFile);
     plan.perLayerKl = settings.perLayerKl;

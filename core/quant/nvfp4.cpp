@@ -8,6 +8,7 @@
 
 #include "fp4_blocks.h"
 #include "fp_codes.h"
+#include "qs/error.h"
 
 namespace qs::quant {
 namespace {
@@ -83,7 +84,10 @@ void quantizeRow(const float* row, std::int64_t cols, float tensorScale, float* 
 
 }  // namespace
 
-QuantizedLinear quantizeNvfp4(const MatrixF& w) {
+namespace {
+
+// Pass 1 (block amaxes, and the tensor's amax when no scale is given), then pass 2 (scales and codes).
+QuantizedLinear quantizeNvfp4Blocks(const MatrixF& w, float fixedTensorScale) {
     const std::int64_t rows = w.rows(), cols = w.cols();
     const std::int64_t blocks = (cols + kNvfp4BlockSize - 1) / kNvfp4BlockSize;
     QuantizedLinear q = QuantizedLinear::fp4(Method::Nvfp4, rows, cols, kNvfp4BlockSize);
@@ -91,15 +95,26 @@ QuantizedLinear quantizeNvfp4(const MatrixF& w) {
     // q.scales is row-major [rows, blocks]: row r's scales are contiguous. Pass 1 reads the weight for
     // the block amaxes and the tensor's amax together (the tensor scale must be known before any code).
     float amax = 0.0f;
-#pragma omp parallel for reduction(max : amax) schedule(static)
+#pragma omp parallel for reduction(max : amax) schedule(static) if (rows * cols > (1 << 16))
     for (std::int64_t r = 0; r < rows; ++r)
         amax = std::max(amax, blockAmaxes(w.data() + r * cols, cols, q.scales.data() + r * blocks));
-    const float tensorScale = std::max(amax, 1e-12f) / (detail::kE4m3Max * detail::kE2m1Max);
+    const float tensorScale =
+        fixedTensorScale > 0.0f ? fixedTensorScale : std::max(amax, 1e-12f) / (detail::kE4m3Max * detail::kE2m1Max);
     q.globalScale = tensorScale;
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (rows * cols > (1 << 16))
     for (std::int64_t r = 0; r < rows; ++r)
         quantizeRow(w.data() + r * cols, cols, tensorScale, q.scales.data() + r * blocks, q.codes.data() + r * cols);
     return q;
+}
+
+}  // namespace
+
+QuantizedLinear quantizeNvfp4(const MatrixF& w) { return quantizeNvfp4Blocks(w, 0.0f); }
+
+QuantizedLinear quantizeNvfp4(const MatrixF& w, float tensorScale) {
+    if (!(tensorScale > 0.0f) || !std::isfinite(tensorScale))
+        throw Error("quantizeNvfp4: the tensor scale must be positive and finite");
+    return quantizeNvfp4Blocks(w, tensorScale);
 }
 
 void dequantizeNvfp4(const QuantizedLinear& q, float* out) { detail::dequantizeE2m1Blocks(q, out, "dequantizeNvfp4"); }

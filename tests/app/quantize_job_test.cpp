@@ -171,9 +171,9 @@ TEST_F(QuantizeJobTest, EverySettingReEstimates) {
         check->toggle();
         expectReEstimated(check);
     }
-    // 3 sampling and 6 bits spin boxes, 4 group sizes and the device, 2 texts, 14 methods (4 of them GGUF
-    // types) and per-layer KL.
-    EXPECT_EQ(changed, 9 + 5 + 2 + 2 * 15);
+    // 3 sampling and 6 bits spin boxes, 4 group sizes and the device, 2 texts, 17 methods (4 of them GGUF
+    // types, 3 with quantized inputs), per-layer KL and the FP8 KV cache.
+    EXPECT_EQ(changed, 9 + 5 + 2 + 2 * 19);
 }
 
 TEST_F(QuantizeJobTest, ASmallJobDrawsOneKlBarPerMethodAndItsLayers) {

@@ -126,3 +126,40 @@ TEST(Dequantize, BadDtypeAndUnreadableSourceAreErrors) {
 }
 
 }  // namespace
+
+TEST(Quantize, W8A8WithAnFp8CacheIsInspectedAndEvaluatedAsServed) {
+    const auto out = freshPath("w8a8");
+    const auto r = runCli({"quantize", kDemo, "--method", "fp8-w8a8", "--kv-cache", "fp8", "--samples", "4", "--seq-len", "64",
+                           "--format", "modelopt-fp8", "--out", out.string()});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    const auto hf = readJson(out / "hf_quant_config.json");
+    EXPECT_EQ(hf["quantization"]["quant_algo"], "FP8");
+    EXPECT_EQ(hf["quantization"]["kv_cache_quant_algo"], "FP8");
+    EXPECT_EQ(readJson(out / "quantscope_report.json")["settings"]["kv_cache"], "fp8");
+
+    const auto inspect = runCli({"inspect", out.string()});
+    ASSERT_EQ(inspect.exitCode, 0) << inspect.err;
+    EXPECT_NE(inspect.out.find("Input scales"), std::string::npos) << inspect.out;   // 14 linears
+    EXPECT_NE(inspect.out.find("KV k_scale"), std::string::npos) << inspect.out;
+    const auto json = nlohmann::json::parse(runCli({"inspect", out.string(), "--json"}).out);
+    EXPECT_EQ(json["serving_scales"].size(), 14u + 2u + 2u);   // 7 linears x 2 layers, k and v per layer
+    std::filesystem::remove_all(out);
+}
+
+TEST(Quantize, ServingOptionsThatMakeNoSenseAreOneLine) {
+    const auto out = freshPath("serving_refused");
+    const auto kv = runCli({"quantize", kDemo, "--method", "fp8", "--kv-cache", "int4", "--out", out.string()});
+    EXPECT_EQ(kv.exitCode, 2);
+    EXPECT_EQ(lineCount(kv.err), 1u) << kv.err;
+    const auto cal = runCli({"quantize", kDemo, "--method", "fp8-w8a8", "--act-calibration", "p0", "--out", out.string()});
+    EXPECT_EQ(cal.exitCode, 2);
+    EXPECT_NE(cal.err.find("p99.9"), std::string::npos) << cal.err;
+    // GPTQ's layout cannot state an FP8 KV cache: refused before any work, naming a linear.
+    const auto gptq = runCli({"quantize", kDemo, "--method", "gptq4", "--kv-cache", "fp8", "--out", out.string()});
+    EXPECT_EQ(gptq.exitCode, 2);
+    EXPECT_NE(gptq.err.find("KV-cache scale"), std::string::npos) << gptq.err;
+    const auto gguf = runCli({"quantize", kDemo, "--method", "q8_0", "--kv-cache", "fp8", "--out", (out.string() + ".gguf")});
+    EXPECT_EQ(gguf.exitCode, 2);
+    EXPECT_NE(gguf.err.find("--cache-type-k"), std::string::npos) << gguf.err;
+    EXPECT_FALSE(std::filesystem::exists(out));
+}

@@ -43,9 +43,17 @@ public:
     virtual std::string_view name() const = 0;
     // One line for --help and the GUI: what it is and who loads it.
     virtual std::string_view description() const = 0;
-    // Why `q` cannot be stored in this layout (wrong method, bits, symmetry or a shape the layout
-    // cannot hold), or "" when it can. The exporter asks for every linear before writing anything.
-    virtual std::string refusal(const quant::QuantizedLinear& q) const = 0;
+    // Why `q` cannot be stored in this layout (wrong method, bits, symmetry, a shape the layout cannot
+    // hold, or an input or KV-cache quantization its config cannot state), or "" when it can. The
+    // exporter asks for every linear before writing anything.
+    std::string refusal(const quant::QuantizedLinear& q) const;
+    // The weight's part of refusal().
+    virtual std::string layoutRefusal(const quant::QuantizedLinear& q) const = 0;
+    // Whether the layout states this quantization of a linear's input (and stores its scale), so that
+    // the consumer quantizes as measured. Weight-only layouts state none.
+    virtual bool storesInput(quant::ActivationFormat format) const { return format == quant::ActivationFormat::None; }
+    // Whether the layout stores the FP8 KV cache's k_scale / v_scale (and says so in its config).
+    virtual bool storesKvCacheScales() const { return false; }
     // The tensors of one linear; `prefix` is its module prefix. Throws qs::Error when refusal() is not empty.
     virtual std::vector<EncodedTensor> encode(const std::string& prefix, const quant::QuantizedLinear& q) const = 0;
     // config.json's "quantization_config" for the whole export.

@@ -25,6 +25,15 @@ struct LinearInput {
 };
 using LinearInputHook = std::function<void(const LinearInput&)>;
 
+// The keys (after the q/k norm and RoPE) and the values of a decoder layer, as a KV cache stores them:
+// what calibrates the FP8 cache's k_scale and v_scale.
+struct KeyValues {
+    int layer = 0;
+    const MatrixF& keys;     // [T, kvDim]
+    const MatrixF& values;   // [T, kvDim]
+};
+using KeyValueHook = std::function<void(const KeyValues&)>;
+
 struct DecoderLayerContext {
     const ModelConfig& config;
     const RotaryEmbedding& rope;
@@ -32,10 +41,13 @@ struct DecoderLayerContext {
     int firstPosition = 0;         // position of hidden's first row
     KvCache* cache = nullptr;      // when set, keys/values are appended and attention spans the cache
     const LinearInputHook* hook = nullptr;
+    const KeyValueHook* keyValueHook = nullptr;
     const LayerMath* math = nullptr;   // where the GEMMs and attention run; null: cpuLayerMath()
 };
 
-// Runs the layer over hidden [T, hiddenSize] in place.
+// Runs the layer over hidden [T, hiddenSize] in place. A linear with Linear::input set reads its input
+// quantized as the serving engine would (linears that share an input share one quantization of it);
+// k_proj / v_proj with a cacheScale have their rotated keys / values FP8-quantized before attention.
 void runDecoderLayer(const LayerWeights& weights, MatrixF& hidden, const DecoderLayerContext& context);
 
 }  // namespace qs::model

@@ -6,12 +6,17 @@
 #include <string_view>
 
 #include "qs/matrix.h"
+#include "qs/quant/activation_quant.h"
 
 namespace qs::model {
 
 struct Linear {
     MatrixF weight;   // [out_features, in_features]
     VectorF bias;     // [out_features] or empty
+    // What a serving engine quantizes around it (quant::QuantizedLinear's fields of the same names):
+    // its input, and for k_proj / v_proj the FP8 KV cache scale of its rotated output (0: none).
+    quant::ActivationQuant input;
+    float cacheScale = 0.0f;
 
     // y = x Wᵀ + b for x [T, in_features]; one GEMM, multithreaded by Eigen.
     MatrixF operator()(const MatrixF& x) const;

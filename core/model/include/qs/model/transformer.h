@@ -53,7 +53,8 @@ public:
     void runLayer(int layer, MatrixF& hidden, const LinearInputHook& hook = {});
     // The same with weights the caller holds (e.g. a layer whose linears are being quantized one by
     // one); nothing is loaded or cached.
-    void runLayer(int layer, const LayerWeights& weights, MatrixF& hidden, const LinearInputHook& hook = {}) const;
+    void runLayer(int layer, const LayerWeights& weights, MatrixF& hidden, const LinearInputHook& hook = {},
+                  const KeyValueHook& keyValueHook = {}) const;
     MatrixF finalLogits(const MatrixF& hidden) const;                      // final norm + lm_head: [T, vocab]
 
     // --- whole model ----------------------------------------------------------------------------
@@ -71,7 +72,10 @@ public:
     const LayerWeights& layerWeights(int layer);
     // Replaces linear `module` (e.g. "mlp.down_proj") of `layer`; its bias, if any, is kept.
     void overrideLinear(int layer, std::string_view module, WeightProvider weight);
-    void clearOverrides();
+    // What the serving engine quantizes around linear `module` of `layer` (its input, its KV-cache scale:
+    // Linear::input, Linear::cacheScale), set on the weights whenever the layer is loaded.
+    void setServingQuantization(int layer, std::string_view module, quant::ActivationQuant input, float cacheScale);
+    void clearOverrides();   // the weights and the serving quantization
 
 private:
     void checkLength(std::int64_t tokens, std::int64_t first) const;
@@ -84,6 +88,7 @@ private:
     RotaryEmbedding rope_;
     VectorF finalNorm_;
     std::map<std::pair<int, std::string>, WeightProvider, std::less<>> overrides_;
+    std::map<std::pair<int, std::string>, std::pair<quant::ActivationQuant, float>, std::less<>> serving_;
     std::shared_ptr<const LayerMath> math_;
     std::map<int, LayerWeights> cache_;   // one layer, or all with keepAllLayers
 };

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "qs/pipeline/activation_calibration.h"
 #include "qs/pipeline/backend.h"
 #include "qs/pipeline/calibration_text.h"
 #include "qs/cancel_token.h"
@@ -36,6 +37,7 @@ struct JobPlan {
     DeviceChoice device = DeviceChoice::Auto;   // where GPTQ, the float formats and the trellis run
     std::shared_ptr<const Backend> backend;     // when set, used as is (the CLI selects and reports it)
     bool allowNonFinite = false;                // else a source linear with NaN or Inf weights is refused
+    ActivationCalibration activationCalibration;  // static input scales and KV-cache scales: max or a percentile
 };
 
 using ModuleLogCallback = std::function<void(const ModuleLog&)>;

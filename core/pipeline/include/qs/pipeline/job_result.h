@@ -2,6 +2,7 @@
 // What a Job produces, as value types the CLI prints and the GUI plots.
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,8 @@ struct MethodResult {
 struct JobResult {
     io::CheckpointFingerprint source;      // the checkpoint the job read; each method carries it too
     std::vector<MethodResult> methods;
+    // The FP8 KV cache's damage alone: the original weights with the cache quantized (when a method asks for it).
+    std::optional<analysis::KlReport> kvCacheOnlyKl;
     std::size_t calibrationTokens = 0;
     std::size_t evaluationTokens = 0;
     double seconds = 0.0;

@@ -25,6 +25,7 @@ struct InputStatistics {
         : hessian(backend.hessian(features)), maxAbs(VectorF::Zero(features)) {}
     std::unique_ptr<HessianSink> hessian;   // on the backend's device; released() once every module is done
     VectorF maxAbs;   // max |x| per input channel
+    std::vector<float> tokenMaxAbs;      // max |x| of each token (row) seen: static input scales are calibrated from them
     std::vector<std::string> modules;    // the modules that read this input, in the hook's order
     std::size_t done = 0;                // how many of them are done
 };
@@ -36,6 +37,10 @@ public:
 
     // The hook to pass to Transformer::runLayer; it accumulates every input it is shown.
     model::LinearInputHook hook();
+    // The hook that records the max |k| and |v| of every token's rotated keys and values (the KV cache's scales).
+    model::KeyValueHook keyValueHook();
+    const std::vector<float>& keyTokenMaxAbs() const { return keyTokenMaxAbs_; }
+    const std::vector<float>& valueTokenMaxAbs() const { return valueTokenMaxAbs_; }
 
     // The statistics of the input of `module` ("self_attn.k_proj"); throws qs::Error when none was seen.
     // Its sample count, meanAbs() and maxAbs stay after the module is done; its H does not.
@@ -64,6 +69,7 @@ private:
     std::map<const InputStatistics*, MatrixF> finalized_;
     std::set<std::string, std::less<>> done_;   // modules done
     const Backend* backend_;
+    std::vector<float> keyTokenMaxAbs_, valueTokenMaxAbs_;
 };
 
 }  // namespace qs::pipeline

@@ -8,13 +8,18 @@
 //   awqB      AWQ scale search, then asymmetric RTN (AutoAWQ's zero-point grid)
 //   fp8       FP8 E4M3, 128x128 block scales; fp8-channel: one scale per output row (compressed-tensors
 //             FP8_DYNAMIC); fp8-tensor: one scale for the matrix
-//   mxfp4 / nvfp4 / nf4
+//   fp8-w8a8  FP8 W8A8: one scale per weight tensor and a static input scale per linear, calibrated
+//             (vLLM fp8 static, compressed-tensors FP8, ModelOpt FP8); fp8-w8a8-dynamic: per-channel
+//             weights, inputs quantized per token at run time (compressed-tensors FP8_DYNAMIC)
+//   mxfp4 / nvfp4 / nf4; nvfp4-w4a4: NVFP4 weights and inputs (a calibrated input global scale)
 //   trellisK  QTIP-style trellis, K bits per weight (1..4), L = 8 unless given as trellisK-lL
 //   q4_k_m, q6_k, q8_0, f16, ...  llama-quantize's file types (gguf_type_mix.h), any case: a ggml type
 //             per tensor as llama.cpp's mix chooses it, importance-weighted by the calibration when given
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "qs/quant/activation_quant.h"
 
 namespace qs::pipeline {
 
@@ -31,9 +36,13 @@ struct MethodSpec {
     int trellisL = 8;
     Fp8Granularity fp8Scales = Fp8Granularity::Block;   // FP8
     int ggufFileType = -1;     // GGUF: llama_ftype (15 = Q4_K_M)
+    quant::ActivationFormat activations = quant::ActivationFormat::None;   // W8A8 / W4A4: the inputs too
+    bool kvCacheFp8 = false;   // the KV cache in FP8 E4M3 with calibrated k/v scales (--kv-cache fp8)
 
     std::string label() const;               // "GPTQ int4, g64, act-order" (the reference KL table's wording)
-    bool needsCalibration() const;           // GPTQ and AWQ read the layer inputs
+    std::string weightLabel() const;         // the same without the KV cache's part
+    bool needsCalibration() const;           // GPTQ, AWQ and static input scales read the layer inputs
+    bool sequential() const;                 // GPTQ and AWQ: quantized from a stream of their own (true-sequential)
     bool integerGrid() const;                // RTN, GPTQ, AWQ
     bool gguf() const { return kind == MethodKind::Gguf; }
 };

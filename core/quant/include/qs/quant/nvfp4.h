@@ -16,6 +16,8 @@ inline constexpr int kNvfp4BlockSize = 16;
 // Method Nvfp4, CodeKind E2M1, blockRows 1, blockCols 16, scales = the E4M3 block scales as f32,
 // globalScale = tensorScale. A row whose length is not a multiple of 16 ends in a shorter block.
 QuantizedLinear quantizeNvfp4(const MatrixF& w);
+// The same under a given tensor scale (a calibrated activation range): block scales beyond 448 saturate.
+QuantizedLinear quantizeNvfp4(const MatrixF& w, float tensorScale);
 MatrixF dequantizeNvfp4(const QuantizedLinear& q);
 void dequantizeNvfp4(const QuantizedLinear& q, float* out);   // into rows * cols floats, no allocation
 

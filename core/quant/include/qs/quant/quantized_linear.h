@@ -20,6 +20,7 @@
 
 #include "qs/io/ggml_type.h"
 #include "qs/matrix.h"
+#include "qs/quant/activation_quant.h"
 
 namespace qs::quant {
 
@@ -75,6 +76,12 @@ struct QuantizedLinear {
     float scaleOffset = 0.0f;
 
     TrellisParts trellis;
+
+    // What the serving engine quantizes beside the weight (activation_quant.h): this linear's input
+    // (W8A8, W4A4; none for weight-only), and for k_proj / v_proj the FP8 KV cache's k_scale / v_scale
+    // of their rotated output (0: the cache keeps the model's dtype).
+    ActivationQuant input;
+    float cacheScale = 0.0f;
 
     // GgmlBlocks: rows * io::ggmlRowBytes(ggmlType, cols) bytes, row after row, as a GGUF tensor
     // stores them; codes and scales stay empty.
