@@ -227,7 +227,8 @@ QVariant CheckpointTreeModel::data(const QModelIndex& index, int role) const {
     const Node& node = nodes_[static_cast<std::size_t>(nodeOf(index))];
     switch (role) {
         case Qt::DisplayRole: return displayData(node, index.column());
-        case Qt::ToolTipRole: return node.filterText;
+        case Qt::ToolTipRole:   // the DType cell may be elided: its tooltip lists every type
+            return index.column() == DTypeColumn ? displayData(node, DTypeColumn) : QVariant(node.filterText);
         case Qt::TextAlignmentRole:
             return index.column() == SizeColumn ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
         case TensorNameRole: return node.tensor >= 0 ? node.filterText : QString();

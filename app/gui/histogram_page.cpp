@@ -40,6 +40,7 @@ HistogramPage::HistogramPage(QWidget* parent)
       plot_(new PlotView(this)),
       title_(new QCPTextElement(plot_, QString(), QFont(font().family(), 10, QFont::Bold))),
       stats_(new QLabel(this)) {
+    log_->setObjectName(QStringLiteral("logCounts"));
     bins_->setRange(4, 4096);
     bins_->setValue(128);
     bins_->setKeyboardTracking(false);   // one job per entered number, not per keystroke
@@ -175,9 +176,10 @@ void HistogramPage::draw() {
     if (h.stddev > 0.0) drawTailMarks(h);
 
     const bool log = log_->isChecked();
-    plot_->yAxis->setScaleType(log ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
-    plot_->yAxis->setTicker(log ? QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog) : QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
-    plot_->yAxis->setNumberFormat(log ? QStringLiteral("eb") : QStringLiteral("g"));
+    if (log)
+        plot_->setLogValueAxis();
+    else
+        plot_->setLinearValueAxis();
     plot_->yAxis->setLabel(log ? tr("count (log scale)") : tr("count"));
     stats_->setText(statsText());
     resetView();

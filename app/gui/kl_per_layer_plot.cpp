@@ -24,10 +24,7 @@ KlPerLayerPlot::KlPerLayerPlot(QWidget* parent) : PlotView(parent) {
     ticker->setTickStep(1.0);
     ticker->setScaleStrategy(QCPAxisTickerFixed::ssMultiples);
     xAxis->setTicker(ticker);
-    legend->setVisible(true);
-    legend->setFont(QFont(font().family(), 8));
-    legend->setBrush(QColor(255, 255, 255, 200));   // the lines stay visible through it
-    axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    placeLegendBelow();
     setToolTipProvider([this](double x, double) { return toolTipAt(x); });
     setCsvProvider([this] { return csv(); });
     connect(this, &PlotView::resetViewRequested, this, &KlPerLayerPlot::resetView);

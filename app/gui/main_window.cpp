@@ -1,5 +1,7 @@
 #include "main_window.h"
 
+#include <algorithm>
+
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
@@ -11,6 +13,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QScrollArea>
 #include <QSettings>
 #include <QStatusBar>
 #include <QHeaderView>
@@ -40,7 +43,17 @@
 namespace qs::gui {
 namespace {
 
-constexpr int kStateVersion = 2;   // bump when the docks change, so old saved layouts are ignored
+constexpr int kStateVersion = 3;   // bump when the docks change, so old saved layouts are ignored
+
+// A dock's content scrolls instead of setting the window's minimum height: the window must fit a
+// 1366x768 laptop screen.
+QScrollArea* scrolling(QWidget* content, QWidget* parent) {
+    auto* scroll = new QScrollArea(parent);
+    scroll->setWidget(content);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    return scroll;
+}
 
 }  // namespace
 
@@ -96,14 +109,12 @@ void MainWindow::createPages() {
 void MainWindow::createDocks() {
     summaryDock_ = new QDockWidget(tr("Summary"), this);
     summaryDock_->setObjectName(QStringLiteral("summaryDock"));
-    summaryDock_->setWidget(summary_);
+    summaryDock_->setWidget(scrolling(summary_, this));
     treeDock_ = new QDockWidget(tr("Checkpoint"), this);
     treeDock_->setObjectName(QStringLiteral("treeDock"));
     treeDock_->setWidget(tree_);
     addDockWidget(Qt::LeftDockWidgetArea, summaryDock_);
     addDockWidget(Qt::LeftDockWidgetArea, treeDock_);
-    resizeDocks({summaryDock_}, {460}, Qt::Horizontal);
-    resizeDocks({summaryDock_, treeDock_}, {250, 650}, Qt::Vertical);
     connect(tree_, &CheckpointTreePanel::tensorSelected, this, &MainWindow::onTensorSelected);
 }
 
@@ -113,6 +124,7 @@ void MainWindow::createJobDocks() {
     quantizeDock_->setWidget(quantize_);
     addDockWidget(Qt::RightDockWidgetArea, quantizeDock_);
     auto* logView = new QTableView(this);
+    logView->setObjectName(QStringLiteral("moduleLogView"));
     logView->setModel(moduleLog_);
     logView->verticalHeader()->hide();
     logView->verticalHeader()->setDefaultSectionSize(logView->fontMetrics().height() + 6);
@@ -121,15 +133,18 @@ void MainWindow::createJobDocks() {
     connect(moduleLog_, &QAbstractItemModel::rowsInserted, logView, [logView](const QModelIndex&, int first) {
         if (first == 0) logView->resizeColumnsToContents();
     });
+    // ... and once more when the job ends: later rows have longer module names than the first.
+    connect(job_, &QuantizeJob::runningChanged, logView, [logView](bool running) {
+        if (!running) logView->resizeColumnsToContents();
+    });
     logDock_ = new QDockWidget(tr("Module log"), this);
     logDock_->setObjectName(QStringLiteral("moduleLogDock"));
     logDock_->setWidget(logView);
     addDockWidget(Qt::BottomDockWidgetArea, logDock_);
-    resizeDocks({logDock_}, {170}, Qt::Vertical);
     connect(moduleLog_, &QAbstractItemModel::rowsInserted, logView, &QTableView::scrollToBottom);
     exportDock_ = new QDockWidget(tr("Export"), this);
     exportDock_->setObjectName(QStringLiteral("exportDock"));
-    exportDock_->setWidget(export_);
+    exportDock_->setWidget(scrolling(export_, this));
     addDockWidget(Qt::RightDockWidgetArea, exportDock_);
     tabifyDockWidget(quantizeDock_, exportDock_);
     quantizeDock_->raise();
@@ -311,10 +326,28 @@ void MainWindow::showAbout() {
     about.exec();
 }
 
+// Dock sizes are only honoured once the window has its size, so they are set at the first show,
+// in proportion to the window: a fixed 460-pixel left dock left a laptop's centre 600 pixels wide.
+void MainWindow::applyDefaultDockSizes() {
+    const int width = this->width();
+    const int height = this->height();
+    resizeDocks({summaryDock_}, {std::clamp(width * 30 / 100, 320, 460)}, Qt::Horizontal);
+    resizeDocks({quantizeDock_}, {std::clamp(width * 22 / 100, 300, 420)}, Qt::Horizontal);
+    resizeDocks({summaryDock_, treeDock_}, {height * 30 / 100, height * 70 / 100}, Qt::Vertical);
+    resizeDocks({logDock_}, {std::max(height * 22 / 100, 160)}, Qt::Vertical);
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+    QMainWindow::showEvent(event);
+    if (shownBefore_) return;
+    shownBefore_ = true;
+    if (!stateRestored_) applyDefaultDockSizes();
+}
+
 void MainWindow::restoreWindowState() {
     QSettings settings;
     restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
-    restoreState(settings.value(QStringLiteral("window/state")).toByteArray(), kStateVersion);
+    stateRestored_ = restoreState(settings.value(QStringLiteral("window/state")).toByteArray(), kStateVersion);
     tabs_->setCurrentIndex(settings.value(QStringLiteral("window/tab"), 0).toInt());
 }
 

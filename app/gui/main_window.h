@@ -79,6 +79,7 @@ signals:
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    void showEvent(QShowEvent* event) override;
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
 
@@ -96,6 +97,7 @@ private:
     void onTensorSelected(const QString& name);
     void reportError(const QString& title, const QString& message);
     void restoreWindowState();
+    void applyDefaultDockSizes();
 
     Settings settings_;
     std::shared_ptr<ErrorReporter> reporter_;
@@ -124,6 +126,8 @@ private:
     DeviceProbe* probe_;
     std::vector<InspectorPage*> pages_;
     QMenu* recentMenu_ = nullptr;
+    bool shownBefore_ = false;
+    bool stateRestored_ = false;   // a saved dock layout was restored: default sizes would undo it
 };
 
 }  // namespace qs::gui

@@ -14,6 +14,8 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QStyle>
@@ -86,12 +88,27 @@ std::string QuantizePanel::MethodRow::name() const {
     return prefix + (variableBits ? std::to_string(bits->value()) : std::string()) + suffix;
 }
 
+// The settings scroll (a 768-pixel laptop screen has no room for all of them); the estimate and
+// Start stay below them, always in view.
 QuantizePanel::QuantizePanel(QWidget* parent) : QWidget(parent) {
+    auto* content = new QWidget(this);
+    auto* settingsLayout = new QVBoxLayout(content);
+    settingsLayout->setContentsMargins(0, 0, 0, 0);
+    settingsLayout->addWidget(createMethods());
+    settingsLayout->addWidget(createTexts());
+    settingsLayout->addWidget(createRun());
+    settingsLayout->addStretch(1);
+    auto* scroll = new QScrollArea(this);
+    scroll->setObjectName(QStringLiteral("quantizeSettingsScroll"));
+    scroll->setWidget(content);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    // Only the height scrolls: the settings' full width is the panel's minimum.
+    scroll->setMinimumWidth(content->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width());
     auto* layout = new QVBoxLayout(this);
-    layout->addWidget(createMethods());
-    layout->addWidget(createTexts());
-    layout->addWidget(createRun());
-    layout->addStretch(1);
+    layout->addWidget(scroll, 1);
+    layout->addLayout(createFooter());
     debounce_.setSingleShot(true);
     debounce_.setInterval(kEstimateDelayMs);
     connect(&debounce_, &QTimer::timeout, this, &QuantizePanel::computeEstimate);
@@ -200,11 +217,18 @@ QWidget* QuantizePanel::createRun() {
     });
     perLayerKl_ = new QCheckBox(tr("Per-layer KL (one layer quantized at a time)"), box);
     connect(perLayerKl_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
-    estimateLabel_ = new QLabel(tr("Open a checkpoint to quantize it."), box);
+    form->addRow(tr("Device:"), device_);
+    form->addRow(perLayerKl_);
+    return box;
+}
+
+QLayout* QuantizePanel::createFooter() {
+    estimateLabel_ = new QLabel(tr("Open a checkpoint to quantize it."), this);
     estimateLabel_->setWordWrap(true);
     estimateLabel_->setTextFormat(Qt::RichText);
-    start_ = new QPushButton(tr("Start"), box);
-    cancel_ = new QPushButton(tr("Cancel"), box);
+    start_ = new QPushButton(tr("Start"), this);
+    start_->setObjectName(QStringLiteral("start"));
+    cancel_ = new QPushButton(tr("Cancel"), this);
     cancel_->setEnabled(false);
     connect(start_, &QPushButton::clicked, this, &QuantizePanel::startRequested);
     connect(cancel_, &QPushButton::clicked, this, &QuantizePanel::cancelRequested);
@@ -212,11 +236,10 @@ QWidget* QuantizePanel::createRun() {
     buttons->addStretch(1);
     buttons->addWidget(start_);
     buttons->addWidget(cancel_);
-    form->addRow(tr("Device:"), device_);
-    form->addRow(perLayerKl_);
-    form->addRow(estimateLabel_);
-    form->addRow(buttons);
-    return box;
+    auto* footer = new QVBoxLayout;
+    footer->addWidget(estimateLabel_);
+    footer->addLayout(buttons);
+    return footer;
 }
 
 void QuantizePanel::setCheckpoint(const QString& path) {

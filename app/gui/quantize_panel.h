@@ -18,6 +18,7 @@
 class QCheckBox;
 class QComboBox;
 class QLabel;
+class QLayout;
 class QLineEdit;
 class QPushButton;
 class QSpinBox;
@@ -49,6 +50,7 @@ public:
     // The device probe's answer: enables the CUDA entry (named after the GPU) or says why not.
     void showDevices(const DeviceReport& report);
     bool cudaSelectable() const;
+    QPushButton* startButton() const { return start_; }
 
 signals:
     void startRequested();
@@ -68,6 +70,7 @@ private:
     QWidget* createMethods();
     QWidget* createTexts();
     QWidget* createRun();
+    QLayout* createFooter();   // the estimate, Start and Cancel: below the scrolling settings
     QLineEdit* createFileField(const QString& placeholder);
     void scheduleEstimate();
     void computeEstimate();
