@@ -11,6 +11,7 @@
 #include "qs/error.h"
 #include "qs/formats/config_check.h"
 #include "qs/formats/detect.h"
+#include "qs/formats/parameter_count.h"
 #include "qs/io/checkpoint.h"
 #include "sigint_cancel.h"
 
@@ -77,6 +78,7 @@ void runInspect(const InspectOptions& options) {
     if (report.listTensors) report.tensors = selectTensors(checkpoint, options.filter);
     if (options.stats) addStats(checkpoint, report.tensors, options.threads);
     formats::FormatInfo format = formats::detect(checkpoint);
+    report.parameters = formats::modelParameterCount(checkpoint, format);
     for (auto& linear : format.layers)
         if (linear.scheme != "dense") report.quantizedLinears.push_back(std::move(linear));
     report.listLayers = options.layers;

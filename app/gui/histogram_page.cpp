@@ -171,7 +171,10 @@ void HistogramPage::draw() {
         const auto count = h.counts[static_cast<std::size_t>(b)];
         if (count == 0) continue;   // nothing to draw, and log axes cannot show zero
         const double centre = 0.5 * (h.edges[static_cast<std::size_t>(b)] + h.edges[static_cast<std::size_t>(b) + 1]);
-        (centre < low || centre > high ? tails : bulk)->addData(centre, static_cast<double>(count));
+        // Zero spread (g_idx, one global scale): no value lies beyond ±kσ of the mean; the one bar's
+        // centre merely differs from it by half a bin.
+        const bool tail = h.stddev > 0.0 && (centre < low || centre > high);
+        (tail ? tails : bulk)->addData(centre, static_cast<double>(count));
     }
     if (h.stddev > 0.0) drawTailMarks(h);
 

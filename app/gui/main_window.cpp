@@ -38,7 +38,9 @@
 #include "results_page.h"
 #include "summary_panel.h"
 
+#include "qs/formats/detect.h"
 #include "qs/message_text.h"
+#include "qs/pipeline/model_checkpoint.h"
 
 namespace qs::gui {
 namespace {
@@ -174,6 +176,10 @@ void MainWindow::connectJob() {
 
 bool MainWindow::startQuantizeJob() {
     if (!checkpoint_ || job_->isRunning()) return false;
+    if (!quantize_->refusal().isEmpty()) {
+        reportError(tr("Cannot quantize"), quantize_->refusal());
+        return false;
+    }
     moduleLog_->clear();
     return job_->start(quantize_->settings(), path_.toStdString());
 }
@@ -247,8 +253,10 @@ void MainWindow::openFolderDialog() {
 
 bool MainWindow::openPath(const QString& path) {
     CheckpointPtr opened;
+    formats::FormatInfo format;
     try {
         opened = std::make_shared<const io::Checkpoint>(io::Checkpoint::open(path.toStdString()));
+        format = formats::detect(*opened);
     } catch (const std::exception& e) {   // qs::Error, and filesystem errors of unreadable paths
         reportError(tr("Cannot open checkpoint"), QString::fromStdString(e.what()));
         return false;
@@ -258,10 +266,11 @@ bool MainWindow::openPath(const QString& path) {
     fingerprint_ = io::fingerprintOf(*checkpoint_);
     path_ = path;
     setWindowTitle(tr("%1 — QuantScope").arg(QFileInfo(path).fileName()));
-    summary_->setSummary(path, checkpoint_->summary(), static_cast<int>(checkpoint_->tensors().size()));
+    summary_->setSummary(path, *checkpoint_, format);
     for (InspectorPage* page : pages_) page->setCheckpoint(checkpoint_);
     tree_->setCheckpoint(checkpoint_);
-    quantize_->setCheckpoint(path);
+    // Start would fail with "no tensor named ...weight": it is disabled, saying why.
+    quantize_->setCheckpoint(path, QString::fromStdString(pipeline::quantizedSourceRefusal(*checkpoint_, format)));
     export_->setSource(path, fingerprint_);
     moduleLog_->clear();
     if (settings_ == Settings::Remember) RecentFiles().add(path);

@@ -242,11 +242,16 @@ QLayout* QuantizePanel::createFooter() {
     return footer;
 }
 
-void QuantizePanel::setCheckpoint(const QString& path) {
+void QuantizePanel::setCheckpoint(const QString& path, const QString& refusal) {
     checkpoint_ = path;
+    refusal_ = refusal;
     estimate_.reset();
     estimated_.reset();
+    debounce_.stop();
+    estimator_.cancel();
     updateStartButton();
+    if (!refusal_.isEmpty())
+        estimateLabel_->setText(QStringLiteral("<span style='color:#b03030'>%1</span>").arg(refusal_.toHtmlEscaped()));
     scheduleEstimate();
 }
 
@@ -308,11 +313,14 @@ void QuantizePanel::setRunning(bool running) {
 
 void QuantizePanel::updateStartButton() {
     const bool anyMethod = std::any_of(rows_.begin(), rows_.end(), [](const MethodRow& r) { return r.check->isChecked(); });
-    start_->setEnabled(!running_ && anyMethod && !checkpoint_.isEmpty());
+    start_->setEnabled(!running_ && anyMethod && !checkpoint_.isEmpty() && refusal_.isEmpty());
+    start_->setToolTip(refusal_.isEmpty() ? tr("Quantize the open checkpoint with the ticked methods, then measure each one's KL "
+                                               "divergence from the original on the evaluation text")
+                                          : refusal_);
 }
 
 void QuantizePanel::scheduleEstimate() {
-    if (checkpoint_.isEmpty()) return;
+    if (checkpoint_.isEmpty() || !refusal_.isEmpty()) return;
     estimateLabel_->setText(tr("Estimating peak memory and time…"));
     debounce_.start();
 }

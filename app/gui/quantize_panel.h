@@ -31,7 +31,10 @@ class QuantizePanel : public QWidget {
 public:
     explicit QuantizePanel(QWidget* parent = nullptr);
 
-    void setCheckpoint(const QString& path);   // empty: nothing to quantize
+    // Empty path: nothing to quantize. A `refusal` (a quantized checkpoint) disables Start and is
+    // shown in place of the estimate and as Start's tooltip.
+    void setCheckpoint(const QString& path, const QString& refusal = {});
+    const QString& refusal() const { return refusal_; }
     QuantizeSettings settings() const;
 
     // Checks exactly the rows whose method name is listed ("rtn4", "fp8"); false if one is unknown.
@@ -79,6 +82,7 @@ private:
     void updateStartButton();
 
     QString checkpoint_;
+    QString refusal_;
     std::vector<MethodRow> rows_;
     QLineEdit* calibrationFile_ = nullptr;
     QSpinBox* samples_ = nullptr;
