@@ -22,6 +22,7 @@
 
 #include "about_dialog.h"
 #include "channels_page.h"
+#include "checkpoint_file_dialog.h"
 #include "checkpoint_tree_model.h"
 #include "checkpoint_tree_panel.h"
 #include "hessian_page.h"
@@ -77,6 +78,9 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
       moduleLog_(new ModuleLogModel(this)),
       jobStatus_(new JobStatusWidget(this)),
       probe_(new DeviceProbe(std::move(probe), this)) {
+    confirm_ = [this](const QString& title, const QString& question) {
+        return QMessageBox::question(this, title, question, QMessageBox::Yes | QMessageBox::No, QMessageBox::No) == QMessageBox::Yes;
+    };
     setWindowTitle(tr("QuantScope"));
     setAcceptDrops(true);
     resize(1400, 900);
@@ -150,7 +154,7 @@ void MainWindow::createJobDocks() {
     addDockWidget(Qt::RightDockWidgetArea, exportDock_);
     tabifyDockWidget(quantizeDock_, exportDock_);
     quantizeDock_->raise();
-    connect(export_, &ExportPanel::openRequested, this, &MainWindow::openPath);
+    connect(export_, &ExportPanel::openRequested, this, &MainWindow::requestOpen);
     connect(export_, &ExportPanel::failed, this, [this](const QString& m) { reportError(tr("Export failed"), m); });
     connect(export_, &ExportPanel::exported, this, [this](const QString& f) { statusBar()->showMessage(tr("Exported to %1.").arg(f), 10000); });
     statusBar()->addPermanentWidget(jobStatus_);
@@ -233,7 +237,7 @@ void MainWindow::fillRecentMenu() {
     recentMenu_->clear();
     const QStringList paths = RecentFiles().paths();
     for (const QString& path : paths) {
-        recentMenu_->addAction(path, this, [this, path] { openPath(path); });
+        recentMenu_->addAction(path, this, [this, path] { requestOpen(path); });
     }
     if (paths.isEmpty()) recentMenu_->addAction(tr("(none)"))->setEnabled(false);
     recentMenu_->addSeparator();
@@ -241,17 +245,32 @@ void MainWindow::fillRecentMenu() {
 }
 
 void MainWindow::openFileDialog() {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open checkpoint"), QFileInfo(path_).absolutePath(),
-                                                      tr("Checkpoints (*.safetensors *.safetensors.index.json *.gguf);;All files (*)"));
-    if (!path.isEmpty()) openPath(path);
+    CheckpointFileDialog dialog(this, QFileInfo(path_).absolutePath());
+    if (dialog.exec() == QDialog::Accepted && !dialog.selectedFiles().isEmpty()) requestOpen(dialog.selectedFiles().front());
 }
 
 void MainWindow::openFolderDialog() {
     const QString path = QFileDialog::getExistingDirectory(this, tr("Open checkpoint folder"), QFileInfo(path_).absolutePath());
-    if (!path.isEmpty()) openPath(path);
+    if (!path.isEmpty()) requestOpen(path);
 }
 
-bool MainWindow::openPath(const QString& path) {
+bool MainWindow::requestOpen(const QString& path) {
+    return confirmDiscard(tr("Opening %1").arg(QFileInfo(path).fileName())) && openPath(path);
+}
+
+bool MainWindow::confirmDiscard(const QString& action) {
+    QString loses;
+    if (job_->isRunning())
+        loses = tr("%1 cancels the running quantization; what it has done so far is lost.").arg(action);
+    else if (results_->result())
+        loses = export_->written().isEmpty()
+                    ? tr("%1 clears the Results and the Module log, which were not exported.").arg(action)
+                    : tr("%1 clears the Results and the Module log (one result was exported to %2).").arg(action, export_->written());
+    if (loses.isEmpty()) return true;
+    return confirm_(tr("Discard the results?"), loses + QLatin1Char(' ') + tr("Continue?"));
+}
+
+bool MainWindow::openPath(QString path) {
     CheckpointPtr opened;
     formats::FormatInfo format;
     try {
@@ -361,6 +380,11 @@ void MainWindow::restoreWindowState() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+    if (job_->isRunning() && !confirm_(tr("Quit QuantScope?"), tr("A quantization is running; quitting cancels it and loses its results. Quit anyway?"))) {
+        event->ignore();
+        return;
+    }
+    job_->cancel();
     if (settings_ == Settings::Remember) {
         QSettings settings;
         settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
@@ -379,7 +403,7 @@ void MainWindow::dropEvent(QDropEvent* event) {
     const QList<QUrl> urls = event->mimeData()->urls();
     if (urls.isEmpty() || !urls.front().isLocalFile()) return;
     event->acceptProposedAction();
-    openPath(urls.front().toLocalFile());
+    requestOpen(urls.front().toLocalFile());
 }
 
 }  // namespace qs::gui

@@ -2,6 +2,7 @@
 // The main window: the checkpoint tree and summary docks, the inspector tabs in the centre, File
 // menu with recent files, drag-and-drop. It owns the open checkpoint and tells the pages about it;
 // every error reaches the user through the ErrorReporter.
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -46,8 +47,15 @@ public:
 
     void setErrorReporter(std::shared_ptr<ErrorReporter> reporter);
     // Opens a .safetensors file or a checkpoint folder; on failure reports the core's message and
-    // keeps what was open. Returns whether it opened.
-    bool openPath(const QString& path);
+    // keeps what was open. Returns whether it opened. By value: callers pass strings that opening
+    // clears (the Export panel's written folder).
+    bool openPath(QString path);
+    // What the user's own actions call (Open, Open Recent, a drop, Open for inspection, the demo):
+    // first asks whether a running job or the shown results may be discarded.
+    bool requestOpen(const QString& path);
+    // Asks the user a yes/no question (a QMessageBox unless replaced: tests answer themselves).
+    using Confirmation = std::function<bool(const QString& title, const QString& question)>;
+    void setConfirmation(Confirmation confirm) { confirm_ = std::move(confirm); }
     bool showPage(const QString& key);   // "histogram", ..., "results"; or the dock's "quantize", "export"
     bool isBusy() const;                 // the visible page is still computing, or a job runs
     void selectTensor(const QString& name);
@@ -97,9 +105,12 @@ private:
     void onTensorSelected(const QString& name);
     void reportError(const QString& title, const QString& message);
     void restoreWindowState();
+    // Whether the running job and the results may go; asks only when there is something to lose.
+    bool confirmDiscard(const QString& action);
     void applyDefaultDockSizes();
 
     Settings settings_;
+    Confirmation confirm_;
     std::shared_ptr<ErrorReporter> reporter_;
     CheckpointPtr checkpoint_;
     QString path_;
