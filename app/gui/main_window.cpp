@@ -90,6 +90,7 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
     connectJob();
     createMenus();
     statusBar()->showMessage(tr("Open a .safetensors or .gguf file or a checkpoint folder (File ▸ Open, or drop it here)."));
+    defaultLayout_ = saveState(kStateVersion);   // before a saved layout replaces it
     if (settings_ == Settings::Remember) restoreWindowState();
     connect(probe_, &DeviceProbe::finished, quantize_, &QuantizePanel::showDevices);
     connect(probe_, &DeviceProbe::finished, this, [this] { emit busyChanged(isBusy()); });
@@ -228,6 +229,9 @@ void MainWindow::createMenus() {
     view->addAction(quantizeDock_->toggleViewAction());
     view->addAction(logDock_->toggleViewAction());
     view->addAction(exportDock_->toggleViewAction());
+    view->addSeparator();
+    view->addAction(tr("Restore &Defaults"), this, &MainWindow::restoreDefaults)
+        ->setToolTip(tr("The docks where they were at first, and the Quantize panel's first settings"));
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->addAction(tr("&About QuantScope"), this, &MainWindow::showAbout);
@@ -365,6 +369,12 @@ void MainWindow::applyDefaultDockSizes() {
     resizeDocks({logDock_}, {std::max(height * 22 / 100, 160)}, Qt::Vertical);
 }
 
+void MainWindow::restoreDefaults() {
+    restoreState(defaultLayout_, kStateVersion);
+    applyDefaultDockSizes();
+    quantize_->restoreDefaults();
+}
+
 void MainWindow::showEvent(QShowEvent* event) {
     QMainWindow::showEvent(event);
     if (shownBefore_) return;
@@ -376,6 +386,7 @@ void MainWindow::restoreWindowState() {
     QSettings settings;
     restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
     stateRestored_ = restoreState(settings.value(QStringLiteral("window/state")).toByteArray(), kStateVersion);
+    quantize_->restoreSettings(settings);
     tabs_->setCurrentIndex(settings.value(QStringLiteral("window/tab"), 0).toInt());
 }
 
@@ -390,6 +401,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
         settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
         settings.setValue(QStringLiteral("window/state"), saveState(kStateVersion));
         settings.setValue(QStringLiteral("window/tab"), tabs_->currentIndex());
+        quantize_->saveSettings(settings);
     }
     event->accept();
 }

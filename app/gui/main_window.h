@@ -77,6 +77,10 @@ public:
     DeviceProbe* deviceProbe() const { return probe_; }
     InspectorPage* currentPage() const;
 
+    // View ▸ Restore Defaults: the docks as at first start and the Quantize panel's first settings
+    // (the next close saves these).
+    void restoreDefaults();
+
     // Starts the Quantize panel's job on the open checkpoint; false when none is open or one runs.
     bool startQuantizeJob();
     // Selects a tensor of `layer` (its `module` when given) in the tree, as plot clicks do.
@@ -137,6 +141,7 @@ private:
     DeviceProbe* probe_;
     std::vector<InspectorPage*> pages_;
     QMenu* recentMenu_ = nullptr;
+    QByteArray defaultLayout_;   // saveState() of the docks as built
     bool shownBefore_ = false;
     bool stateRestored_ = false;   // a saved dock layout was restored: default sizes would undo it
 };

@@ -113,6 +113,7 @@ QuantizePanel::QuantizePanel(QWidget* parent) : QWidget(parent) {
     debounce_.setInterval(kEstimateDelayMs);
     connect(&debounce_, &QTimer::timeout, this, &QuantizePanel::computeEstimate);
     updateStartButton();
+    defaults_ = state();
 }
 
 QWidget* QuantizePanel::createMethods() {
@@ -298,6 +299,8 @@ void QuantizePanel::showDevices(const DeviceReport& report) {
     cuda->setEnabled(report.cudaUsable);
     cuda->setToolTip(report.message);
     device_->setToolTip(report.message);
+    if (cudaWanted_ && report.cudaUsable) device_->setCurrentIndex(2);   // as the last session left it
+    cudaWanted_ = false;
 }
 
 bool QuantizePanel::cudaSelectable() const {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <QTimer>
+#include <QVariantMap>
 #include <QWidget>
 
 #include "device_probe.h"
@@ -21,6 +22,7 @@ class QLabel;
 class QLayout;
 class QLineEdit;
 class QPushButton;
+class QSettings;
 class QSpinBox;
 
 namespace qs::gui {
@@ -50,6 +52,14 @@ public:
     const std::optional<QuantizeSettings>& estimatedSettings() const { return estimated_; }
     QString estimateText() const;
 
+    // Every control's value by a stable key ("samples", "methods/trellis#1/bits", ...), to be kept
+    // between sessions (QSettings) and put back; restoreDefaults() puts back the values it was built with.
+    QVariantMap state() const;
+    void applyState(const QVariantMap& state);
+    void restoreDefaults() { applyState(defaults_); }
+    void saveSettings(QSettings& settings) const;
+    void restoreSettings(QSettings& settings);
+
     // The device probe's answer: enables the CUDA entry (named after the GPU) or says why not.
     void showDevices(const DeviceReport& report);
     bool cudaSelectable() const;
@@ -70,6 +80,7 @@ private:
         std::string name() const;
     };
 
+    QString rowKey(std::size_t row) const;   // "gptq-act#0": prefix, suffix and which of the rows alike
     QWidget* createMethods();
     QWidget* createTexts();
     QWidget* createRun();
@@ -95,6 +106,8 @@ private:
     QPushButton* start_ = nullptr;
     QPushButton* cancel_ = nullptr;
     bool running_ = false;
+    QVariantMap defaults_;           // state() as built
+    bool cudaWanted_ = false;        // restored settings chose CUDA before the probe enabled it
 
     QTimer debounce_;
     JobRunner estimator_;
