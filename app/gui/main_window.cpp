@@ -15,6 +15,7 @@
 #include <QMimeData>
 #include <QScrollArea>
 #include <QSettings>
+#include <QStackedWidget>
 #include <QStatusBar>
 #include <QHeaderView>
 #include <QTabWidget>
@@ -37,10 +38,12 @@
 #include "quantize_panel.h"
 #include "recent_files.h"
 #include "results_page.h"
+#include "start_page.h"
 #include "summary_panel.h"
 
 #include "qs/formats/detect.h"
 #include "qs/message_text.h"
+#include "qs/pipeline/bundled_resources.h"
 #include "qs/pipeline/model_checkpoint.h"
 
 namespace qs::gui {
@@ -67,6 +70,7 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
       tree_(new CheckpointTreePanel(this)),
       summary_(new SummaryPanel(this)),
       tabs_(new QTabWidget(this)),
+      start_(new StartPage(this)),
       histogram_(new HistogramPage(this)),
       channels_(new ChannelsPage(this)),
       overview_(new OverviewPage(this)),
@@ -107,7 +111,14 @@ void MainWindow::createPages() {
         connect(page, &InspectorPage::busyChanged, this, [this] { emit busyChanged(isBusy()); });
     }
     tabs_->setDocumentMode(true);
-    setCentralWidget(tabs_);
+    // The tabs once a checkpoint is open; before, the start page (how to open one, and the demo).
+    centre_ = new QStackedWidget(this);
+    centre_->addWidget(start_);
+    centre_->addWidget(tabs_);
+    setCentralWidget(centre_);
+    connect(start_, &StartPage::openFileRequested, this, &MainWindow::openFileDialog);
+    connect(start_, &StartPage::openFolderRequested, this, &MainWindow::openFolderDialog);
+    connect(start_, &StartPage::openDemoRequested, this, &MainWindow::openDemo);
     connect(overview_, &OverviewPage::tensorActivated, this, &MainWindow::selectTensor);
     connect(results_, &ResultsPage::layerActivated, this, [this](int layer) { selectLayer(layer); });
     connect(results_, &ResultsPage::linearActivated, this, &MainWindow::selectLayer);
@@ -234,6 +245,7 @@ void MainWindow::createMenus() {
         ->setToolTip(tr("The docks where they were at first, and the Quantize panel's first settings"));
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("Open the &Demo"), this, &MainWindow::openDemo);
     help->addAction(tr("&About QuantScope"), this, &MainWindow::showAbout);
 }
 
@@ -256,6 +268,15 @@ void MainWindow::openFileDialog() {
 void MainWindow::openFolderDialog() {
     const QString path = QFileDialog::getExistingDirectory(this, tr("Open checkpoint folder"), QFileInfo(path_).absolutePath());
     if (!path.isEmpty()) requestOpen(path);
+}
+
+bool MainWindow::openDemo() {
+    const auto demo = pipeline::bundledResource("demo");
+    if (!demo) {
+        reportError(tr("Cannot open the demo"), tr("The bundled demo checkpoint (resources/demo) is not installed with this build."));
+        return false;
+    }
+    return requestOpen(QString::fromStdString(demo->string()));
 }
 
 bool MainWindow::requestOpen(const QString& path) {
@@ -289,6 +310,7 @@ bool MainWindow::openPath(QString path) {
     fingerprint_ = io::fingerprintOf(*checkpoint_);
     path_ = path;
     setWindowTitle(tr("%1 — QuantScope").arg(QFileInfo(path).fileName()));
+    centre_->setCurrentWidget(tabs_);
     summary_->setSummary(path, *checkpoint_, format);
     for (InspectorPage* page : pages_) page->setCheckpoint(checkpoint_);
     tree_->setCheckpoint(checkpoint_);

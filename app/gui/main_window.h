@@ -16,6 +16,7 @@
 
 class QDockWidget;
 class QMenu;
+class QStackedWidget;
 class QTabWidget;
 
 namespace qs::gui {
@@ -31,6 +32,7 @@ class OverviewPage;
 class QuantizeJob;
 class QuantizePanel;
 class ResultsPage;
+class StartPage;
 class SummaryPanel;
 
 class MainWindow : public QMainWindow {
@@ -53,6 +55,9 @@ public:
     // What the user's own actions call (Open, Open Recent, a drop, Open for inspection, the demo):
     // first asks whether a running job or the shown results may be discarded.
     bool requestOpen(const QString& path);
+    // Help ▸ Open the Demo and the start page's button: the bundled demo checkpoint.
+    bool openDemo();
+    StartPage* startPage() const { return start_; }
     // Asks the user a yes/no question (a QMessageBox unless replaced: tests answer themselves).
     using Confirmation = std::function<bool(const QString& title, const QString& question)>;
     void setConfirmation(Confirmation confirm) { confirm_ = std::move(confirm); }
@@ -128,6 +133,8 @@ private:
     QDockWidget* logDock_ = nullptr;
     QDockWidget* exportDock_ = nullptr;
     QTabWidget* tabs_;
+    StartPage* start_;
+    QStackedWidget* centre_ = nullptr;
     HistogramPage* histogram_;
     ChannelsPage* channels_;
     OverviewPage* overview_;

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 
 #include <QAction>
+#include <QCoreApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFileDialog>
@@ -24,6 +26,7 @@
 #include "number_format.h"
 #include "qs/pipeline/gguf_type_mix.h"
 #include "qs/pipeline/job.h"
+#include "qs/pipeline/method_spec.h"
 #include "spin_box.h"
 
 namespace qs::gui {
@@ -72,6 +75,31 @@ QString ggufTooltip(const char* prefix) {
                        "Exported as a GGUF file for llama.cpp, Ollama and LM Studio.")
         .arg(QString::fromUtf8(type->name.data(), qsizetype(type->name.size())),
              QString::fromUtf8(type->description.data(), qsizetype(type->description.size())));
+}
+
+// What a method row runs, for its tooltip; a method without a sentence here is described by its
+// label (pipeline::MethodSpec::label), so rows added to the list are never bare.
+QString methodTooltip(const std::string& prefix, const std::string& name) {
+    static const std::map<std::string, const char*> kSentences{
+        {"rtn", QT_TRANSLATE_NOOP("QuantizePanel", "Round to nearest: each group's weights on an integer grid, no calibration. The baseline.")},
+        {"gptq", QT_TRANSLATE_NOOP("QuantizePanel", "GPTQ: rounds column by column and corrects the rest with the Hessian of the calibration "
+                                                    "inputs. Loaded by vLLM and transformers.")},
+        {"awq", QT_TRANSLATE_NOOP("QuantizePanel", "AWQ: scales the input channels that carry large activations before rounding to "
+                                                   "protect them. Loaded by vLLM and transformers.")},
+        {"fp8", QT_TRANSLATE_NOOP("QuantizePanel", "FP8 E4M3 weights with one scale per 128x128 block, no calibration.")},
+        {"mxfp4", QT_TRANSLATE_NOOP("QuantizePanel", "MXFP4 (OCP microscaling): FP4 E2M1 values, one power-of-two scale per 32.")},
+        {"nvfp4", QT_TRANSLATE_NOOP("QuantizePanel", "NVFP4: FP4 E2M1 values, an FP8 scale per 16 and a global scale (Blackwell).")},
+        {"nf4", QT_TRANSLATE_NOOP("QuantizePanel", "NF4 (bitsandbytes, QLoRA): 16 levels at normal quantiles, one scale per 64.")},
+        {"trellis", QT_TRANSLATE_NOOP("QuantizePanel", "Trellis-coded quantization (QTIP / EXL3 style) after a Hadamard rotation: "
+                                                       "1 to 4 bits per weight.")},
+    };
+    const auto it = kSentences.find(prefix);
+    if (it != kSentences.end()) return QCoreApplication::translate("QuantizePanel", it->second);
+    try {
+        return QString::fromStdString(pipeline::parseMethod(name).label());
+    } catch (const std::exception&) {
+        return QString::fromStdString(name);
+    }
 }
 
 QComboBox* groupSizeBox(QWidget* parent) {
@@ -133,9 +161,19 @@ QWidget* QuantizePanel::createMethods() {
         row.prefix = spec.prefix;
         row.suffix = spec.suffix;
         row.variableBits = spec.bits > 0;
-        row.check = new QCheckBox(tr(spec.label), box);
+        // Rows of one method (two Trellis rows, to compare two widths in one job) are told apart.
+        const auto alike = std::count_if(rows_.begin(), rows_.end(), [&](const MethodRow& r) { return r.label == spec.label; });
+        row.label = spec.label;
+        const auto lettered = [&](int n) { return QStringLiteral("%1 (%2)").arg(tr(spec.label)).arg(QChar(u'a' + n)); };
+        row.check = new QCheckBox(alike == 0 ? tr(spec.label) : lettered(static_cast<int>(alike)), box);
+        if (alike == 1)
+            for (MethodRow& r : rows_)
+                if (r.label == spec.label) r.check->setText(lettered(0));
         row.check->setChecked(spec.checked);
-        row.check->setToolTip(ggufTooltip(spec.prefix));
+        const QString gguf = ggufTooltip(spec.prefix);
+        row.check->setToolTip(!gguf.isEmpty() ? gguf
+                                              : methodTooltip(spec.prefix, spec.prefix + (spec.bits > 0 ? std::to_string(spec.bits) : std::string()) +
+                                                                               spec.suffix));
         if (second)
             grid->addWidget(row.check, at, 1, 1, 2);
         else
@@ -145,11 +183,13 @@ QWidget* QuantizePanel::createMethods() {
         if (row.variableBits) {
             const bool trellis = row.prefix == "trellis";
             row.bits = makeSpinBox(trellis ? 1 : 2, trellis ? 4 : 8, spec.bits, box);
+            row.bits->setToolTip(tr("Bits per weight of the codes"));
             grid->addWidget(row.bits, at, 1);
             connect(row.bits, &QSpinBox::valueChanged, this, &QuantizePanel::scheduleEstimate);
         }
         if (spec.grouped) {
             row.group = groupSizeBox(box);
+            row.group->setToolTip(tr("Input columns that share one scale (and zero point); per row: one for the whole row"));
             grid->addWidget(row.group, at, 2);
             connect(row.group, &QComboBox::currentIndexChanged, this, &QuantizePanel::scheduleEstimate);
         }
@@ -184,6 +224,12 @@ QWidget* QuantizePanel::createTexts() {
     samples_ = makeSpinBox(1, 4096, 16, box);
     sequenceLength_ = makeSpinBox(8, 8192, 128, box);
     evaluationSamples_ = makeSpinBox(1, 4096, 8, box);
+    calibrationFile_->setToolTip(tr("Text the model reads to measure its activations (GPTQ's Hessian, AWQ's scales): a UTF-8 "
+                                    "file or a JSON list of strings. Empty: the text beside the checkpoint, else the demo's."));
+    evaluationFile_->setToolTip(tr("Held-out text on which each method's KL divergence from the original is measured"));
+    samples_->setToolTip(tr("Calibration sequences: more give steadier statistics and take longer"));
+    sequenceLength_->setToolTip(tr("Tokens per calibration and evaluation sequence"));
+    evaluationSamples_->setToolTip(tr("Evaluation sequences for the KL divergence"));
     form->addRow(tr("Calibration text:"), calibrationFile_);
     form->addRow(tr("Samples:"), samples_);
     form->addRow(tr("Sequence length:"), sequenceLength_);
@@ -217,6 +263,8 @@ QWidget* QuantizePanel::createRun() {
         emit deviceChosen(settings().device);
     });
     perLayerKl_ = new QCheckBox(tr("Per-layer KL (one layer quantized at a time)"), box);
+    perLayerKl_->setToolTip(tr("Also measure the KL with only one layer quantized at a time, to find the fragile layers "
+                               "(one more evaluation per layer)"));
     connect(perLayerKl_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
     form->addRow(tr("Device:"), device_);
     form->addRow(perLayerKl_);
@@ -231,6 +279,7 @@ QLayout* QuantizePanel::createFooter() {
     start_->setObjectName(QStringLiteral("start"));
     cancel_ = new QPushButton(tr("Cancel"), this);
     cancel_->setEnabled(false);
+    cancel_->setToolTip(tr("Stop the running job; nothing it has done is kept"));
     connect(start_, &QPushButton::clicked, this, &QuantizePanel::startRequested);
     connect(cancel_, &QPushButton::clicked, this, &QuantizePanel::cancelRequested);
     auto* buttons = new QHBoxLayout;

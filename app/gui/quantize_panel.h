@@ -76,6 +76,7 @@ private:
         QSpinBox* bits = nullptr;       // null for the fixed formats
         QComboBox* group = nullptr;     // null where groups do not apply
         std::string prefix, suffix;
+        std::string label;              // as the method list names it (two rows may share one)
         bool variableBits = false;
         std::string name() const;
     };
