@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <span>
+#include <string>
 #include <tuple>
 
 #include <QCheckBox>
@@ -15,6 +17,9 @@
 
 #include "number_format.h"
 #include "plot_view.h"
+#include "qs/formats/detect.h"
+#include "qs/formats/linear_reader.h"
+#include "quantized_codes.h"
 
 namespace qs::gui {
 namespace {
@@ -122,23 +127,39 @@ void HistogramPage::refresh() {
         [checkpoint = checkpoint_, name = tensor_.toStdString(), options](const qs::CancelToken& token) {
             analysis::HistogramOptions o = options;
             o.cancel = token;
-            return analysis::computeHistogram(checkpoint->tensor(name), o);
+            return computeShown(*checkpoint, name, o, token);
         },
-        [this, tensor = tensor_](analysis::Histogram h) { showResult(tensor, std::move(h)); },
+        [this, tensor = tensor_](Shown shown) { showResult(tensor, std::move(shown)); },
         [this](const QString& message) {
             clearPlot(message.toHtmlEscaped());
             emit errorOccurred(tr("Histogram failed"), message);
         });
 }
 
-void HistogramPage::showResult(const QString& tensor, analysis::Histogram histogram) {
+// On the worker. A quantized linear's packed codes are shown as the weights they decode to (with
+// the format's own arithmetic, formats::LinearReader); any other tensor as it is stored.
+HistogramPage::Shown HistogramPage::computeShown(const io::Checkpoint& checkpoint, const std::string& name,
+                                                 const analysis::HistogramOptions& options, const qs::CancelToken& token) {
+    const formats::FormatInfo format = formats::detect(checkpoint);   // configs and headers only
+    if (const auto linear = linearOfCodes(checkpoint, format, name)) {
+        const MatrixF weight = formats::LinearReader(checkpoint, format).decodeF32(linear->ref.prefix);
+        token.throwIfCancelled();
+        return {analysis::computeHistogram(std::span<const float>(weight.data(), static_cast<std::size_t>(weight.size())), options),
+                QString::fromStdString(linear->summary())};
+    }
+    return {analysis::computeHistogram(checkpoint.tensor(name), options), QString()};
+}
+
+void HistogramPage::showResult(const QString& tensor, Shown shown) {
     shownTensor_ = tensor;
-    histogram_ = std::move(histogram);
+    histogram_ = std::move(shown.histogram);
+    decodedAs_ = std::move(shown.decodedAs);
     draw();
 }
 
 void HistogramPage::clearPlot(const QString& message) {
     histogram_.reset();
+    decodedAs_.clear();
     shownTensor_.clear();
     plot_->clearPlottables();
     plot_->clearItems();
@@ -152,7 +173,7 @@ void HistogramPage::draw() {
     const analysis::Histogram& h = *histogram_;
     plot_->clearPlottables();
     plot_->clearItems();
-    title_->setText(shownTensor_);
+    title_->setText(decodedAs_.isEmpty() ? shownTensor_ : tr("%1, decoded (%2)").arg(shownTensor_, decodedAs_));
 
     // Two bar series: the bulk, and the bins whose centre lies beyond ±k·σ.
     auto* bulk = new QCPBars(plot_->xAxis, plot_->yAxis);
@@ -247,9 +268,14 @@ QString HistogramPage::statsText() const {
     const QLocale locale;
     QString text;
     if (const io::CheckpointTensor* t = checkpoint_->find(shownTensor_.toStdString())) {
-        text += QStringLiteral("<b>%1</b> · %2 %3 · %4 values")
-                    .arg(shownTensor_.toHtmlEscaped(), QString::fromStdString(t->info->typeName()),
-                         shapeText(t->info->shape), locale.toString(qulonglong(h.count)));
+        if (decodedAs_.isEmpty())
+            text += QStringLiteral("<b>%1</b> · %2 %3 · %4 values")
+                        .arg(shownTensor_.toHtmlEscaped(), QString::fromStdString(t->info->typeName()),
+                             shapeText(t->info->shape), locale.toString(qulonglong(h.count)));
+        else
+            text += tr("<b>%1</b> · %2 %3 decoded from %4 · %5 weights")
+                        .arg(shownTensor_.toHtmlEscaped(), QString::fromStdString(t->info->typeName()), shapeText(t->info->shape),
+                             decodedAs_.toHtmlEscaped(), locale.toString(qulonglong(h.count)));
         if (h.nonFinite > 0) text += tr(" (+%1 NaN/Inf left out)").arg(h.nonFinite);
         text += QStringLiteral("<br>");
     }

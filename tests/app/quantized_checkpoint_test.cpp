@@ -1,6 +1,8 @@
 // Quantized checkpoints (GPTQ, NVFP4, FP8 exports of the demo, made by quantscope-cli) in the window:
 // the Summary tells the scheme and the model's true size, the first selection is the packed weight,
 // Start and the Hessian say why they cannot run, and a tensor of one value draws no outlier tail.
+#include <cmath>
+
 #include <QLocale>
 #include <QPushButton>
 
@@ -16,6 +18,7 @@
 #include "plot_view.h"
 #include "quantize_panel.h"
 #include "quantized_demo.h"
+#include "qs/analysis/histogram.h"
 #include "qs/io/checkpoint.h"
 #include "qt_test_support.h"
 #include "summary_panel.h"
@@ -115,6 +118,33 @@ TEST_F(QuantizedCheckpointTest, ATensorOfOneValueDrawsNoOutlierTail) {
         return window.histogramPage()->shownTensor() == QStringLiteral("model.embed_tokens.weight") && !window.histogramPage()->isBusy();
     }));
     EXPECT_GT(tailBars(), 0);
+}
+
+// The packed codes (qweight: int32 words around ±2·10⁹; weight_packed: bytes) are shown as the
+// weights they decode to: as many as the linear has, spread like the original's (the dense demo's,
+// histogrammed from its own tensor), rounded to 16 levels per group.
+TEST_F(QuantizedCheckpointTest, ThePackedCodesAreShownAsTheDecodedWeights) {
+    const io::Checkpoint demo = io::Checkpoint::open(kDemo.toStdString());
+    const analysis::Histogram original = analysis::computeHistogram(demo.tensor("model.layers.0.self_attn.q_proj.weight"));
+    for (const QString& method : {QStringLiteral("gptq4"), QStringLiteral("nvfp4")}) {
+        ASSERT_TRUE(open(method));
+        const HistogramPage& page = *window.histogramPage();
+        ASSERT_TRUE(waitUntil([&] { return page.histogram().has_value() && !page.isBusy(); }));
+        EXPECT_TRUE(page.shownTensor().endsWith(method == QStringLiteral("gptq4") ? QStringLiteral("qweight") : QStringLiteral("weight_packed")));
+        EXPECT_FALSE(page.decodedAs().isEmpty());
+        const analysis::Histogram& h = *page.histogram();
+        EXPECT_EQ(h.count, original.count) << method.toStdString();   // 256 x 256 weights, not 32 x 256 words
+        EXPECT_NEAR(h.stddev, original.stddev, 0.1 * original.stddev) << method.toStdString();
+        EXPECT_NEAR(h.max, original.max, 0.25 * original.max) << method.toStdString();
+        EXPECT_NEAR(h.min, original.min, 0.25 * std::abs(original.min)) << method.toStdString();
+        EXPECT_TRUE(page.statsText().contains(QStringLiteral("decoded from"))) << page.statsText().toStdString();
+    }
+    // Its scales are still shown as stored.
+    window.selectTensor(QStringLiteral("model.layers.0.self_attn.q_proj.weight_scale"));
+    ASSERT_TRUE(waitUntil([this] {
+        return window.histogramPage()->shownTensor().endsWith(QStringLiteral("weight_scale")) && !window.histogramPage()->isBusy();
+    }));
+    EXPECT_TRUE(window.histogramPage()->decodedAs().isEmpty());
 }
 
 TEST_F(QuantizedCheckpointTest, TheColourScaleOfOneValueIsReadable) {
