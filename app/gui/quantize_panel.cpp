@@ -300,8 +300,10 @@ void QuantizePanel::setCheckpoint(const QString& path, const QString& refusal) {
     debounce_.stop();
     estimator_.cancel();
     updateStartButton();
-    if (!refusal_.isEmpty())
-        estimateLabel_->setText(QStringLiteral("<span style='color:#b03030'>%1</span>").arg(refusal_.toHtmlEscaped()));
+    if (!refusal_.isEmpty())   // short: the whole reason is Start's tooltip (the footer never scrolls)
+        estimateLabel_->setText(QStringLiteral("<span style='color:#b03030'>%1</span>")
+                                    .arg(tr("This checkpoint is already quantized: quantizing needs its original weights "
+                                            "(Start's tooltip says more).")));
     scheduleEstimate();
 }
 
