@@ -17,8 +17,6 @@
 
 #include "number_format.h"
 #include "plot_view.h"
-#include "qs/formats/detect.h"
-#include "qs/formats/linear_reader.h"
 #include "quantized_codes.h"
 
 namespace qs::gui {
@@ -140,12 +138,11 @@ void HistogramPage::refresh() {
 // the format's own arithmetic, formats::LinearReader); any other tensor as it is stored.
 HistogramPage::Shown HistogramPage::computeShown(const io::Checkpoint& checkpoint, const std::string& name,
                                                  const analysis::HistogramOptions& options, const qs::CancelToken& token) {
-    const formats::FormatInfo format = formats::detect(checkpoint);   // configs and headers only
-    if (const auto linear = linearOfCodes(checkpoint, format, name)) {
-        const MatrixF weight = formats::LinearReader(checkpoint, format).decodeF32(linear->ref.prefix);
+    if (const auto decoded = decodeCodes(checkpoint, name)) {
         token.throwIfCancelled();
-        return {analysis::computeHistogram(std::span<const float>(weight.data(), static_cast<std::size_t>(weight.size())), options),
-                QString::fromStdString(linear->summary())};
+        const MatrixF& w = decoded->weight;
+        return {analysis::computeHistogram(std::span<const float>(w.data(), static_cast<std::size_t>(w.size())), options),
+                QString::fromStdString(decoded->scheme)};
     }
     return {analysis::computeHistogram(checkpoint.tensor(name), options), QString()};
 }

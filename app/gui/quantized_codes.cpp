@@ -1,5 +1,8 @@
 #include "quantized_codes.h"
 
+#include "qs/formats/detect.h"
+#include "qs/formats/linear_reader.h"
+
 namespace qs::gui {
 
 std::optional<formats::LayerQuantInfo> linearOfCodes(const io::Checkpoint& checkpoint, const formats::FormatInfo& format,
@@ -25,6 +28,13 @@ std::optional<formats::LayerQuantInfo> linearOfCodes(const io::Checkpoint& check
         return std::nullopt;
     }
     return std::nullopt;
+}
+
+std::optional<DecodedCodes> decodeCodes(const io::Checkpoint& checkpoint, const std::string& tensor) {
+    const formats::FormatInfo format = formats::detect(checkpoint);   // configs and headers only
+    const auto linear = linearOfCodes(checkpoint, format, tensor);
+    if (!linear) return std::nullopt;
+    return DecodedCodes{formats::LinearReader(checkpoint, format).decodeF32(linear->ref.prefix), linear->summary()};
 }
 
 }  // namespace qs::gui

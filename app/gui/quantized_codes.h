@@ -7,6 +7,7 @@
 
 #include "qs/formats/format_info.h"
 #include "qs/io/checkpoint.h"
+#include "qs/matrix.h"
 
 namespace qs::gui {
 
@@ -14,5 +15,13 @@ namespace qs::gui {
 // g_idx, dense tensors and experts stacked in one tensor.
 std::optional<formats::LayerQuantInfo> linearOfCodes(const io::Checkpoint& checkpoint, const formats::FormatInfo& format,
                                                      const std::string& tensor);
+
+// The weights `tensor` decodes to when it is a quantized linear's codes (on a worker: it reads and
+// decodes the whole linear), with the scheme they were decoded from ("int4 g128 asym").
+struct DecodedCodes {
+    MatrixF weight;        // [out, in]
+    std::string scheme;
+};
+std::optional<DecodedCodes> decodeCodes(const io::Checkpoint& checkpoint, const std::string& tensor);
 
 }  // namespace qs::gui

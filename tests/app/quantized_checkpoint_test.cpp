@@ -8,6 +8,7 @@
 
 #include <qcustomplot.h>
 
+#include "channels_page.h"
 #include "checkpoint_tree_model.h"
 #include "checkpoint_tree_panel.h"
 #include "error_reporter.h"
@@ -18,6 +19,7 @@
 #include "plot_view.h"
 #include "quantize_panel.h"
 #include "quantized_demo.h"
+#include "qs/analysis/channel_stats.h"
 #include "qs/analysis/histogram.h"
 #include "qs/io/checkpoint.h"
 #include "qt_test_support.h"
@@ -146,6 +148,24 @@ TEST_F(QuantizedCheckpointTest, ThePackedCodesAreShownAsTheDecodedWeights) {
         return window.histogramPage()->shownTensor().endsWith(QStringLiteral("weight_scale")) && !window.histogramPage()->isBusy();
     }));
     EXPECT_TRUE(window.histogramPage()->decodedAs().isEmpty());
+}
+
+// Outlier channels of a GPTQ qweight ([in/8, out] int32) are the decoded linear's: 256 outputs by 256
+// inputs, each output channel's largest |w| near the original's (4-bit rounding moves it little).
+TEST_F(QuantizedCheckpointTest, OutlierChannelsOfPackedCodesAreTheDecodedLinears) {
+    const io::Checkpoint demo = io::Checkpoint::open(kDemo.toStdString());
+    const analysis::ChannelStats original = analysis::computeChannelStats(demo.tensor("model.layers.0.self_attn.q_proj.weight"));
+    ASSERT_TRUE(open(QStringLiteral("gptq4")));
+    window.showPage(QStringLiteral("channels"));
+    const ChannelsPage& page = *window.channelsPage();
+    ASSERT_TRUE(waitUntil([&] { return page.stats().has_value() && !page.isBusy(); }));
+    EXPECT_TRUE(page.shownTensor().endsWith(QStringLiteral("qweight")));
+    EXPECT_FALSE(page.decodedAs().isEmpty());
+    const analysis::ChannelStats& s = *page.stats();
+    ASSERT_EQ(s.rows, original.rows);
+    ASSERT_EQ(s.cols, original.cols);
+    for (std::size_t r = 0; r < s.outputMaxAbs.size(); ++r)
+        ASSERT_NEAR(s.outputMaxAbs[r], original.outputMaxAbs[r], 0.25f * original.outputMaxAbs[r]) << "output channel " << r;
 }
 
 TEST_F(QuantizedCheckpointTest, TheColourScaleOfOneValueIsReadable) {
