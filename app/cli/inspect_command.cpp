@@ -11,6 +11,7 @@
 #include "qs/error.h"
 #include "qs/formats/config_check.h"
 #include "qs/formats/detect.h"
+#include "qs/formats/parameter_count.h"
 #include "qs/io/checkpoint.h"
 #include "sigint_cancel.h"
 
@@ -78,6 +79,7 @@ void runInspect(const InspectOptions& options) {
     if (options.stats) addStats(checkpoint, report.tensors, options.threads);
     formats::FormatInfo format = formats::detect(checkpoint);
     report.servingScales = formats::readServingScales(checkpoint);   // a bad scale is refused, naming the tensor
+    report.parameters = formats::modelParameterCount(checkpoint, format);
     for (auto& linear : format.layers)
         if (linear.scheme != "dense") report.quantizedLinears.push_back(std::move(linear));
     report.listLayers = options.layers;

@@ -146,7 +146,8 @@ void summaryLines(std::ostream& out, const InspectReport& report) {
     field(out, "Architecture", architecture);
     field(out, "Layers", orUnknown(s.numLayers));
     field(out, "Hidden size", orUnknown(s.hiddenSize));
-    field(out, "Parameters", formatCount(s.parameterCount) + " (" + formatGrouped(s.parameterCount) + ")");
+    field(out, "Parameters", formatCount(report.parameters) + " (" + formatGrouped(report.parameters) + ")" +
+                                 (report.parameters == s.parameterCount ? "" : ", " + formatGrouped(s.parameterCount) + " stored elements"));
     field(out, "Tensors", std::to_string(report.tensorCount) + " in " + std::to_string(report.shardCount) +
                               (report.shardCount == 1 ? " shard" : " shards"));
     dtypeLines(out, s);
@@ -259,8 +260,9 @@ nlohmann::json renderJson(const InspectReport& report) {
                      {"model_type", s.modelType},
                      {"num_layers", s.numLayers},
                      {"hidden_size", s.hiddenSize},
-                     {"parameters", s.parameterCount},
-                     {"parameters_human", formatCount(s.parameterCount)},
+                     {"parameters", report.parameters},
+                     {"parameters_human", formatCount(report.parameters)},
+                     {"stored_elements", s.parameterCount},
                      {"dtypes", dtypes},
                      {"size_on_disk", s.sizeOnDisk},
                      {"quantization_format", s.quantizationFormat},

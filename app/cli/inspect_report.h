@@ -43,6 +43,9 @@ struct GgufInspection {
 struct InspectReport {
     std::filesystem::path path;
     io::CheckpointSummary summary;
+    // The model's parameters (formats::modelParameterCount): a quantized linear counts out x in, where
+    // summary.parameterCount counts stored elements (eight int4 weights to a GPTQ int32).
+    std::int64_t parameters = 0;
     std::size_t shardCount = 0;
     std::size_t tensorCount = 0;
     std::string filter;                  // "" when every tensor is listed

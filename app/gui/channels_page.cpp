@@ -1,6 +1,8 @@
 #include "channels_page.h"
 
 #include <algorithm>
+#include <span>
+#include <utility>
 #include <cmath>
 
 #include <QComboBox>
@@ -16,6 +18,7 @@
 #include "channel_table_model.h"
 #include "number_format.h"
 #include "plot_view.h"
+#include "quantized_codes.h"
 
 namespace qs::gui {
 namespace {
@@ -49,7 +52,9 @@ ChannelsPage::ChannelsPage(QWidget* parent)
     tableView_->verticalHeader()->hide();
     tableView_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     tableView_->horizontalHeader()->setStretchLastSection(true);
-    tableView_->setMinimumWidth(330);   // all four columns readable without a scroll bar
+    // All four columns need 330 pixels; on a 1366-pixel laptop the window cannot spare them, so the
+    // table may scroll sideways there rather than squeeze the checkpoint tree.
+    tableView_->setMinimumWidth(260);
 
     auto* exportButton = new QToolButton(this);
     exportButton->setText(tr("Export"));
@@ -136,11 +141,20 @@ void ChannelsPage::refresh() {
             analysis::ChannelStatsOptions options;
             options.topK = k;
             options.cancel = token;
-            return analysis::computeChannelStats(checkpoint->tensor(name), options);
+            // A quantized linear's packed codes (a GPTQ qweight is [in/8, out] int32) are its decoded
+            // weights' channels, [out, in] as for a dense linear.
+            if (auto decoded = decodeCodes(*checkpoint, name)) {
+                const MatrixF& w = decoded->weight;
+                return std::pair{analysis::computeChannelStats(std::span<const float>(w.data(), static_cast<std::size_t>(w.size())),
+                                                               w.rows(), w.cols(), options),
+                                 QString::fromStdString(decoded->scheme)};
+            }
+            return std::pair{analysis::computeChannelStats(checkpoint->tensor(name), options), QString()};
         },
-        [this, tensor = tensor_](analysis::ChannelStats s) {
+        [this, tensor = tensor_](std::pair<analysis::ChannelStats, QString> s) {
             shownTensor_ = tensor;
-            stats_ = std::move(s);
+            stats_ = std::move(s.first);
+            decodedAs_ = std::move(s.second);
             draw();
         },
         [this](const QString& message) {
@@ -150,6 +164,7 @@ void ChannelsPage::refresh() {
 }
 
 void ChannelsPage::clearPlot(const QString& message) {
+    decodedAs_.clear();
     stats_.reset();
     shownTensor_.clear();
     plot_->clearGraphs();
@@ -193,7 +208,8 @@ void ChannelsPage::draw() {
     marker_->setVisible(false);
 
     const QString channelWord = input ? tr("input channel") : tr("output row");
-    title_->setText(tr("max |w| per %1 — %2").arg(channelWord, shownTensor_));
+    title_->setText(decodedAs_.isEmpty() ? tr("max |w| per %1 — %2").arg(channelWord, shownTensor_)
+                                         : tr("max |w| per %1 — %2, decoded (%3)").arg(channelWord, shownTensor_, decodedAs_));
     plot_->xAxis->setLabel(channelWord);
     table_->setRanks(top, input ? tr("input channel") : tr("output row"));
     if (!top.empty()) {

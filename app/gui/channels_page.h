@@ -39,6 +39,7 @@ public:
 
     const std::optional<analysis::ChannelStats>& stats() const { return stats_; }
     const QString& shownTensor() const { return shownTensor_; }
+    const QString& decodedAs() const { return decodedAs_; }   // the scheme a quantized linear's codes were decoded from
     ChannelTableModel* table() const { return table_; }
     PlotView* plot() const { return plot_; }
 
@@ -58,6 +59,7 @@ private:
     CheckpointPtr checkpoint_;
     QString tensor_;
     QString shownTensor_;
+    QString decodedAs_;
     bool stale_ = false;
     std::optional<analysis::ChannelStats> stats_;
     JobRunner runner_;

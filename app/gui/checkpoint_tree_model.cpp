@@ -159,14 +159,16 @@ QString CheckpointTreeModel::representativeTensor(const QModelIndex& index) cons
     if (id == kRoot) return {};
     const Node& node = nodes_[static_cast<std::size_t>(id)];
     if (node.tensor >= 0) return node.filterText;
-    const Node* firstLeaf = nullptr;
+    // A quantized module has no "weight": its largest part holds the packed codes (qweight,
+    // weight_packed), where its first part by name was g_idx or a single global scale.
+    const Node* largest = nullptr;
     for (const int child : node.children) {
         const Node& c = nodes_[static_cast<std::size_t>(child)];
         if (c.tensor < 0) return {};   // a layer or a group of modules stands for no single tensor
         if (c.label == QLatin1String("weight")) return c.filterText;
-        if (!firstLeaf) firstLeaf = &c;
+        if (!largest || c.bytes > largest->bytes) largest = &c;
     }
-    return firstLeaf ? firstLeaf->filterText : QString();
+    return largest ? largest->filterText : QString();
 }
 
 QString CheckpointTreeModel::defaultTensor() const {
@@ -227,7 +229,8 @@ QVariant CheckpointTreeModel::data(const QModelIndex& index, int role) const {
     const Node& node = nodes_[static_cast<std::size_t>(nodeOf(index))];
     switch (role) {
         case Qt::DisplayRole: return displayData(node, index.column());
-        case Qt::ToolTipRole: return node.filterText;
+        case Qt::ToolTipRole:   // the DType cell may be elided: its tooltip lists every type
+            return index.column() == DTypeColumn ? displayData(node, DTypeColumn) : QVariant(node.filterText);
         case Qt::TextAlignmentRole:
             return index.column() == SizeColumn ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
         case TensorNameRole: return node.tensor >= 0 ? node.filterText : QString();

@@ -31,7 +31,7 @@ public:
     void setCheckpoint(CheckpointPtr checkpoint);
     int tensorCount() const;                          // leaves
     QModelIndex indexOfTensor(const QString& name) const;
-    // The tensor a node stands for: a leaf itself, a module its "weight" (else first part).
+    // The tensor a node stands for: a leaf itself, a module its "weight" (else its largest part).
     QString representativeTensor(const QModelIndex& index) const;
     // The first linear weight of the first decoder layer (else the first tensor): what to show first.
     QString defaultTensor() const;

@@ -1,5 +1,7 @@
 #include "checkpoint_tree_panel.h"
 
+#include <algorithm>
+
 #include <QCheckBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -29,10 +31,14 @@ CheckpointTreePanel::CheckpointTreePanel(QWidget* parent)
     view_->sortByColumn(CheckpointTreeModel::NameColumn, Qt::AscendingOrder);
     view_->setUniformRowHeights(true);   // lets the view skip measuring rows of huge checkpoints
     view_->setAlternatingRowColors(true);
+    view_->setTextElideMode(Qt::ElideMiddle);   // "self_a…q_proj": the end tells modules apart
     view_->header()->setStretchLastSection(false);
     view_->header()->setSectionResizeMode(CheckpointTreeModel::NameColumn, QHeaderView::Stretch);
-    for (const int column : {CheckpointTreeModel::DTypeColumn, CheckpointTreeModel::ShapeColumn,
-                             CheckpointTreeModel::SizeColumn}) {
+    // A layer of a quantized checkpoint lists four element types ("BF16, F32, F8_E4M3, U8"): sized to
+    // its contents, DType squeezed Name to a few characters. It is capped instead (the cell elides,
+    // its tooltip has the whole list); Shape and Size are short.
+    view_->header()->setSectionResizeMode(CheckpointTreeModel::DTypeColumn, QHeaderView::Interactive);
+    for (const int column : {CheckpointTreeModel::ShapeColumn, CheckpointTreeModel::SizeColumn}) {
         view_->header()->setSectionResizeMode(column, QHeaderView::ResizeToContents);
     }
 
@@ -55,6 +61,14 @@ void CheckpointTreePanel::setCheckpoint(CheckpointPtr checkpoint) {
     model_->setCheckpoint(std::move(checkpoint));
     // Layers expanded one level: the modules are what people scan for.
     view_->expandToDepth(0);
+    fitDTypeColumn();
+}
+
+void CheckpointTreePanel::fitDTypeColumn() {
+    view_->resizeColumnToContents(CheckpointTreeModel::DTypeColumn);
+    const int cap = view_->fontMetrics().horizontalAdvance(QStringLiteral("F8_E4M3…")) + 16;   // + the cell margins
+    view_->header()->resizeSection(CheckpointTreeModel::DTypeColumn,
+                                   std::min(view_->header()->sectionSize(CheckpointTreeModel::DTypeColumn), cap));
 }
 
 void CheckpointTreePanel::applyFilter() {

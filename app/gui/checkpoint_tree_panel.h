@@ -33,6 +33,7 @@ signals:
 
 private:
     void applyFilter();
+    void fitDTypeColumn();
     void onCurrentChanged(const QModelIndex& current);
 
     CheckpointTreeModel* model_;

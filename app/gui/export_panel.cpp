@@ -51,6 +51,11 @@ bool isWithin(const std::filesystem::path& inner, const std::filesystem::path& o
     return std::mismatch(b.begin(), b.end(), a.begin(), a.end()).first == b.end();
 }
 
+bool samePath(const QString& a, const QString& b) {
+    std::error_code ec;
+    return std::filesystem::weakly_canonical(a.toStdString(), ec) == std::filesystem::weakly_canonical(b.toStdString(), ec);
+}
+
 }  // namespace
 
 ExportPanel::ExportPanel(QWidget* parent)
@@ -66,7 +71,6 @@ ExportPanel::ExportPanel(QWidget* parent)
       open_(new QPushButton(tr("Open for inspection"), this)) {
     formatInfo_->setWordWrap(true);
     problem_->setWordWrap(true);
-    problem_->setStyleSheet(QStringLiteral("color:#b03030"));
     progress_->setRange(0, 1000);
     destination_->setPlaceholderText(tr("a new folder"));
     auto* browse = new QAction(style()->standardIcon(QStyle::SP_DirOpenIcon), tr("Choose a folder…"), destination_);
@@ -199,13 +203,30 @@ QString ExportPanel::problem() const {
     return {};
 }
 
+// What the panel says that is not a problem: what it just wrote, or the folders Export will create.
+QString ExportPanel::note() const {
+    const QString destination = destination_->text().trimmed();
+    if (destination.isEmpty()) return {};
+    if (!written_.isEmpty() && samePath(written_, destination)) return tr("Written to %1.").arg(written_);
+    const std::filesystem::path parent = std::filesystem::path(destination.toStdString()).parent_path();
+    if (problem().isEmpty() && !parent.empty() && !std::filesystem::exists(parent))
+        return tr("%1 does not exist yet: Export creates it.").arg(QString::fromStdString(parent.string()));
+    return {};
+}
+
+QString ExportPanel::shownText() const { return problem_->isHidden() ? QString() : problem_->text(); }
+
 void ExportPanel::updateState() {
     destination_->setPlaceholderText(ggufChosen() ? tr("a new .gguf file") : tr("a new folder"));
     formatInfo_->setText(formatText());
     size_->setText(sizeText());
     const QString why = problem();
-    problem_->setText(why);
-    problem_->setVisible(!why.isEmpty() && !isExporting());
+    const QString note = this->note();
+    // After an export its destination exists: that is what was written, not a problem in red.
+    const bool justWritten = !written_.isEmpty() && samePath(written_, destination_->text().trimmed());
+    problem_->setStyleSheet(justWritten || why.isEmpty() ? QString() : QStringLiteral("color:#b03030"));
+    problem_->setText(justWritten || why.isEmpty() ? note : why);
+    problem_->setVisible(!problem_->text().isEmpty() && !isExporting());
     export_->setEnabled(why.isEmpty() && !isExporting());
     progress_->setVisible(isExporting());
     open_->setVisible(!written_.isEmpty() && !isExporting());
@@ -230,6 +251,8 @@ void ExportPanel::startExport() {
     runner_.start(
         [request, result = result_, m, fraction = fraction_, gguf = ggufChosen()](const qs::CancelToken& token) {
             const auto progress = [fraction](const qs::Progress& p) { fraction->store(p.fraction); };
+            // The panel said a missing parent folder would be created; the writers need it to exist.
+            if (const auto parent = request.destination.parent_path(); !parent.empty()) std::filesystem::create_directories(parent);
             if (gguf)
                 return QString::fromStdString(
                     pipeline::writeGgufResult(io::Checkpoint::open(request.source), *m, request.destination, {}, progress, token).string());

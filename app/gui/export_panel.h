@@ -43,6 +43,8 @@ public:
     QString formatText() const;      // the encoder's description
     QString sizeText() const;
     QString problem() const;         // why Export is not possible now; empty when it is
+    QString note() const;            // what was just written there, or which folders Export creates
+    QString shownText() const;       // what the panel shows under the destination (a problem or a note)
     bool isExporting() const { return runner_.isBusy(); }
     const QString& written() const { return written_; }
     void startExport();

@@ -13,6 +13,8 @@
 
 #include "number_format.h"
 #include "plot_view.h"
+#include "qs/formats/detect.h"
+#include "qs/pipeline/model_checkpoint.h"
 #include "qs/io/tensor_name.h"
 #include "qs/model/tokenizer.h"
 #include "qs/pipeline/calibration_text.h"
@@ -102,10 +104,17 @@ void HessianPage::setCheckpoint(CheckpointPtr checkpoint) {
     layer_ = -1;
     module_.clear();
     runner_.cancel();
-    showMessage(tr("Select a linear layer's weight."));
+    // Calibrating runs the original model: a quantized checkpoint has no original weights to run.
+    refusal_ = checkpoint_ ? QString::fromStdString(pipeline::quantizedSourceRefusal(*checkpoint_, formats::detect(*checkpoint_)))
+                           : QString();
+    showMessage(refusal_.isEmpty() ? tr("Select a linear layer's weight.") : refusal_);
 }
 
 void HessianPage::setTensor(const QString& name) {
+    if (!refusal_.isEmpty()) {
+        showMessage(refusal_);
+        return;
+    }
     const io::TensorName naming = io::parseTensorName(name.toStdString());
     if (naming.role != io::TensorRole::Linear || naming.layer < 0) {
         layer_ = -1;
@@ -140,6 +149,10 @@ const pipeline::HessianDiagonal* HessianPage::shown() const {
 }
 
 void HessianPage::refresh() {
+    if (!refusal_.isEmpty()) {
+        showMessage(refusal_);
+        return;
+    }
     if (!checkpoint_ || layer_ < 0) return;
     if (shown()) {   // another linear of the layer already calibrated
         draw();

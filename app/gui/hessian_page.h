@@ -61,6 +61,7 @@ private:
     CheckpointPtr checkpoint_;
     int layer_ = -1;
     QString module_;
+    QString refusal_;   // why this checkpoint cannot be calibrated (it is quantized); empty when it can
     bool stale_ = false;
     std::optional<Calibrated> hessians_;   // the last calibrated layer, kept for its other linears
     pipeline::DeviceChoice device_ = pipeline::DeviceChoice::Auto;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <array>
+#include <span>
+#include <string>
 #include <tuple>
 
 #include <QCheckBox>
@@ -15,6 +17,7 @@
 
 #include "number_format.h"
 #include "plot_view.h"
+#include "quantized_codes.h"
 
 namespace qs::gui {
 namespace {
@@ -40,6 +43,7 @@ HistogramPage::HistogramPage(QWidget* parent)
       plot_(new PlotView(this)),
       title_(new QCPTextElement(plot_, QString(), QFont(font().family(), 10, QFont::Bold))),
       stats_(new QLabel(this)) {
+    log_->setObjectName(QStringLiteral("logCounts"));
     bins_->setRange(4, 4096);
     bins_->setValue(128);
     bins_->setKeyboardTracking(false);   // one job per entered number, not per keystroke
@@ -121,23 +125,38 @@ void HistogramPage::refresh() {
         [checkpoint = checkpoint_, name = tensor_.toStdString(), options](const qs::CancelToken& token) {
             analysis::HistogramOptions o = options;
             o.cancel = token;
-            return analysis::computeHistogram(checkpoint->tensor(name), o);
+            return computeShown(*checkpoint, name, o, token);
         },
-        [this, tensor = tensor_](analysis::Histogram h) { showResult(tensor, std::move(h)); },
+        [this, tensor = tensor_](Shown shown) { showResult(tensor, std::move(shown)); },
         [this](const QString& message) {
             clearPlot(message.toHtmlEscaped());
             emit errorOccurred(tr("Histogram failed"), message);
         });
 }
 
-void HistogramPage::showResult(const QString& tensor, analysis::Histogram histogram) {
+// On the worker. A quantized linear's packed codes are shown as the weights they decode to (with
+// the format's own arithmetic, formats::LinearReader); any other tensor as it is stored.
+HistogramPage::Shown HistogramPage::computeShown(const io::Checkpoint& checkpoint, const std::string& name,
+                                                 const analysis::HistogramOptions& options, const qs::CancelToken& token) {
+    if (const auto decoded = decodeCodes(checkpoint, name)) {
+        token.throwIfCancelled();
+        const MatrixF& w = decoded->weight;
+        return {analysis::computeHistogram(std::span<const float>(w.data(), static_cast<std::size_t>(w.size())), options),
+                QString::fromStdString(decoded->scheme)};
+    }
+    return {analysis::computeHistogram(checkpoint.tensor(name), options), QString()};
+}
+
+void HistogramPage::showResult(const QString& tensor, Shown shown) {
     shownTensor_ = tensor;
-    histogram_ = std::move(histogram);
+    histogram_ = std::move(shown.histogram);
+    decodedAs_ = std::move(shown.decodedAs);
     draw();
 }
 
 void HistogramPage::clearPlot(const QString& message) {
     histogram_.reset();
+    decodedAs_.clear();
     shownTensor_.clear();
     plot_->clearPlottables();
     plot_->clearItems();
@@ -151,7 +170,7 @@ void HistogramPage::draw() {
     const analysis::Histogram& h = *histogram_;
     plot_->clearPlottables();
     plot_->clearItems();
-    title_->setText(shownTensor_);
+    title_->setText(decodedAs_.isEmpty() ? shownTensor_ : tr("%1, decoded (%2)").arg(shownTensor_, decodedAs_));
 
     // Two bar series: the bulk, and the bins whose centre lies beyond ±k·σ.
     auto* bulk = new QCPBars(plot_->xAxis, plot_->yAxis);
@@ -170,14 +189,18 @@ void HistogramPage::draw() {
         const auto count = h.counts[static_cast<std::size_t>(b)];
         if (count == 0) continue;   // nothing to draw, and log axes cannot show zero
         const double centre = 0.5 * (h.edges[static_cast<std::size_t>(b)] + h.edges[static_cast<std::size_t>(b) + 1]);
-        (centre < low || centre > high ? tails : bulk)->addData(centre, static_cast<double>(count));
+        // Zero spread (g_idx, one global scale): no value lies beyond ±kσ of the mean; the one bar's
+        // centre merely differs from it by half a bin.
+        const bool tail = h.stddev > 0.0 && (centre < low || centre > high);
+        (tail ? tails : bulk)->addData(centre, static_cast<double>(count));
     }
     if (h.stddev > 0.0) drawTailMarks(h);
 
     const bool log = log_->isChecked();
-    plot_->yAxis->setScaleType(log ? QCPAxis::stLogarithmic : QCPAxis::stLinear);
-    plot_->yAxis->setTicker(log ? QSharedPointer<QCPAxisTicker>(new QCPAxisTickerLog) : QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
-    plot_->yAxis->setNumberFormat(log ? QStringLiteral("eb") : QStringLiteral("g"));
+    if (log)
+        plot_->setLogValueAxis();
+    else
+        plot_->setLinearValueAxis();
     plot_->yAxis->setLabel(log ? tr("count (log scale)") : tr("count"));
     stats_->setText(statsText());
     resetView();
@@ -242,9 +265,14 @@ QString HistogramPage::statsText() const {
     const QLocale locale;
     QString text;
     if (const io::CheckpointTensor* t = checkpoint_->find(shownTensor_.toStdString())) {
-        text += QStringLiteral("<b>%1</b> · %2 %3 · %4 values")
-                    .arg(shownTensor_.toHtmlEscaped(), QString::fromStdString(t->info->typeName()),
-                         shapeText(t->info->shape), locale.toString(qulonglong(h.count)));
+        if (decodedAs_.isEmpty())
+            text += QStringLiteral("<b>%1</b> · %2 %3 · %4 values")
+                        .arg(shownTensor_.toHtmlEscaped(), QString::fromStdString(t->info->typeName()),
+                             shapeText(t->info->shape), locale.toString(qulonglong(h.count)));
+        else
+            text += tr("<b>%1</b> · %2 %3 decoded from %4 · %5 weights")
+                        .arg(shownTensor_.toHtmlEscaped(), QString::fromStdString(t->info->typeName()), shapeText(t->info->shape),
+                             decodedAs_.toHtmlEscaped(), locale.toString(qulonglong(h.count)));
         if (h.nonFinite > 0) text += tr(" (+%1 NaN/Inf left out)").arg(h.nonFinite);
         text += QStringLiteral("<br>");
     }

@@ -7,6 +7,8 @@
 #include "job_runner.h"
 #include "plot_export.h"
 #include "qs/analysis/histogram.h"
+#include "qs/cancel_token.h"
+#include "qs/io/checkpoint.h"
 
 class QCheckBox;
 class QDoubleSpinBox;
@@ -36,13 +38,22 @@ public:
     const QString& shownTensor() const { return shownTensor_; }
     PlotView* plot() const { return plot_; }
     QString statsText() const;
+    // What the shown histogram was decoded as ("int4 g128 asym") when the tensor is a quantized
+    // linear's packed codes; empty when the stored values themselves are shown.
+    const QString& decodedAs() const { return decodedAs_; }
 
 protected:
     void showEvent(QShowEvent* event) override;
 
 private:
     void refresh();
-    void showResult(const QString& tensor, analysis::Histogram histogram);
+    struct Shown {
+        analysis::Histogram histogram;
+        QString decodedAs;
+    };
+    static Shown computeShown(const io::Checkpoint& checkpoint, const std::string& name, const analysis::HistogramOptions& options,
+                              const qs::CancelToken& token);
+    void showResult(const QString& tensor, Shown shown);
     void clearPlot(const QString& message);
     void draw();
     void drawTailMarks(const analysis::Histogram& h);
@@ -55,6 +66,7 @@ private:
     QString shownTensor_;
     bool stale_ = false;
     std::optional<analysis::Histogram> histogram_;
+    QString decodedAs_;
     JobRunner runner_;
 
     QSpinBox* bins_;

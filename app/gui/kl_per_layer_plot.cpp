@@ -21,10 +21,7 @@ KlPerLayerPlot::KlPerLayerPlot(QWidget* parent) : PlotView(parent) {
     yAxis->setLabel(tr("mean KLD (nats)"));
     xAxis->setLabel(tr("layer (click to select it)"));
     setLayerTicks(xAxis);
-    legend->setVisible(true);
-    legend->setFont(QFont(font().family(), 8));
-    legend->setBrush(QColor(255, 255, 255, 200));   // the lines stay visible through it
-    axisRect()->insetLayout()->setInsetAlignment(0, Qt::AlignTop | Qt::AlignRight);
+    placeLegendBelow();
     setToolTipProvider([this](double x, double) { return toolTipAt(x); });
     setCsvProvider([this] { return csv(); });
     connect(this, &PlotView::resetViewRequested, this, &KlPerLayerPlot::resetView);

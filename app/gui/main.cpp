@@ -8,6 +8,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QIcon>
+#include <QSize>
 
 #include "main_window.h"
 #include "quantize_panel.h"
@@ -26,8 +27,19 @@ struct Options {
     QString tab;
     bool quantize = false;
     QStringList methods;
+    QSize size{1400, 900};
     int timeoutMs = 60000;
 };
+
+// "1366x768" → QSize; an invalid size when the text is not two positive numbers.
+QSize parseSize(const QString& text) {
+    const QStringList parts = text.split(QLatin1Char('x'));
+    if (parts.size() != 2) return {};
+    bool okWidth = false;
+    bool okHeight = false;
+    const QSize size(parts[0].toInt(&okWidth), parts[1].toInt(&okHeight));
+    return okWidth && okHeight && size.width() > 0 && size.height() > 0 ? size : QSize();
+}
 
 Options parseOptions(const QApplication& app) {
     QCommandLineParser parser;
@@ -53,7 +65,10 @@ Options parseOptions(const QApplication& app) {
         QStringLiteral("methods"),
         QApplication::translate("main", "The methods to tick in the Quantize panel, comma-separated (e.g. gptq4,q4_k_m,nvfp4)."),
         QStringLiteral("list"));
-    parser.addOptions({screenshot, tab, quantize, methods, timeout});
+    const QCommandLineOption size(QStringLiteral("size"),
+                                  QApplication::translate("main", "Screenshot: the window's size, e.g. 1366x768 (a laptop) or 1920x1080."),
+                                  QStringLiteral("WxH"), QStringLiteral("1400x900"));
+    parser.addOptions({screenshot, tab, quantize, methods, size, timeout});
     parser.addPositionalArgument(QStringLiteral("checkpoint"),
                                  QApplication::translate("main", "A .safetensors or .gguf file, or a checkpoint folder."),
                                  QStringLiteral("[checkpoint]"));
@@ -64,6 +79,7 @@ Options parseOptions(const QApplication& app) {
     options.tab = parser.value(tab);
     options.quantize = parser.isSet(quantize);
     if (parser.isSet(methods)) options.methods = parser.value(methods).split(QLatin1Char(','), Qt::SkipEmptyParts);
+    options.size = parseSize(parser.value(size));
     options.timeoutMs = parser.value(timeout).toInt() * 1000;
     if (!parser.positionalArguments().isEmpty()) options.checkpoint = parser.positionalArguments().front();
     return options;
@@ -84,13 +100,17 @@ int main(int argc, char** argv) {
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/quantscope.png")));
     const Options options = parseOptions(app);
     const bool headless = !options.screenshot.isEmpty();
+    if (!options.size.isValid()) {
+        std::fprintf(stderr, "quantscope: --size wants WIDTHxHEIGHT in pixels, e.g. 1366x768\n");
+        return 2;
+    }
 
     using qs::gui::MainWindow;
     MainWindow window(headless ? MainWindow::Settings::Ignore : MainWindow::Settings::Remember);
     auto stderrReporter = std::make_shared<qs::gui::StderrErrorReporter>();
     if (headless) {
         window.setErrorReporter(stderrReporter);   // nobody could close a dialog
-        window.resize(1400, 900);
+        window.resize(options.size);
     }
     if (!options.tab.isEmpty() && !window.showPage(options.tab)) {
         std::fprintf(stderr, "quantscope: unknown tab '%s' (histogram, channels, overview, hessian, scales, results, quantize, export)\n",

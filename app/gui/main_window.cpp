@@ -1,5 +1,7 @@
 #include "main_window.h"
 
+#include <algorithm>
+
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
@@ -11,7 +13,9 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
+#include <QScrollArea>
 #include <QSettings>
+#include <QStackedWidget>
 #include <QStatusBar>
 #include <QHeaderView>
 #include <QTabWidget>
@@ -19,6 +23,7 @@
 
 #include "about_dialog.h"
 #include "channels_page.h"
+#include "checkpoint_file_dialog.h"
 #include "checkpoint_tree_model.h"
 #include "checkpoint_tree_panel.h"
 #include "hessian_page.h"
@@ -34,14 +39,28 @@
 #include "recent_files.h"
 #include "results_page.h"
 #include "serving_scales_page.h"
+#include "start_page.h"
 #include "summary_panel.h"
 
+#include "qs/formats/detect.h"
 #include "qs/message_text.h"
+#include "qs/pipeline/bundled_resources.h"
+#include "qs/pipeline/model_checkpoint.h"
 
 namespace qs::gui {
 namespace {
 
-constexpr int kStateVersion = 2;   // bump when the docks change, so old saved layouts are ignored
+constexpr int kStateVersion = 3;   // bump when the docks change, so old saved layouts are ignored
+
+// A dock's content scrolls instead of setting the window's minimum height: the window must fit a
+// 1366x768 laptop screen.
+QScrollArea* scrolling(QWidget* content, QWidget* parent) {
+    auto* scroll = new QScrollArea(parent);
+    scroll->setWidget(content);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    return scroll;
+}
 
 }  // namespace
 
@@ -52,6 +71,7 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
       tree_(new CheckpointTreePanel(this)),
       summary_(new SummaryPanel(this)),
       tabs_(new QTabWidget(this)),
+      start_(new StartPage(this)),
       histogram_(new HistogramPage(this)),
       channels_(new ChannelsPage(this)),
       overview_(new OverviewPage(this)),
@@ -64,6 +84,9 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
       moduleLog_(new ModuleLogModel(this)),
       jobStatus_(new JobStatusWidget(this)),
       probe_(new DeviceProbe(std::move(probe), this)) {
+    confirm_ = [this](const QString& title, const QString& question) {
+        return QMessageBox::question(this, title, question, QMessageBox::Yes | QMessageBox::No, QMessageBox::No) == QMessageBox::Yes;
+    };
     setWindowTitle(tr("QuantScope"));
     setAcceptDrops(true);
     resize(1400, 900);
@@ -73,6 +96,7 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
     connectJob();
     createMenus();
     statusBar()->showMessage(tr("Open a .safetensors or .gguf file or a checkpoint folder (File ▸ Open, or drop it here)."));
+    defaultLayout_ = saveState(kStateVersion);   // before a saved layout replaces it
     if (settings_ == Settings::Remember) restoreWindowState();
     connect(probe_, &DeviceProbe::finished, quantize_, &QuantizePanel::showDevices);
     connect(probe_, &DeviceProbe::finished, this, [this] { emit busyChanged(isBusy()); });
@@ -89,7 +113,14 @@ void MainWindow::createPages() {
         connect(page, &InspectorPage::busyChanged, this, [this] { emit busyChanged(isBusy()); });
     }
     tabs_->setDocumentMode(true);
-    setCentralWidget(tabs_);
+    // The tabs once a checkpoint is open; before, the start page (how to open one, and the demo).
+    centre_ = new QStackedWidget(this);
+    centre_->addWidget(start_);
+    centre_->addWidget(tabs_);
+    setCentralWidget(centre_);
+    connect(start_, &StartPage::openFileRequested, this, &MainWindow::openFileDialog);
+    connect(start_, &StartPage::openFolderRequested, this, &MainWindow::openFolderDialog);
+    connect(start_, &StartPage::openDemoRequested, this, &MainWindow::openDemo);
     connect(overview_, &OverviewPage::tensorActivated, this, &MainWindow::selectTensor);
     connect(results_, &ResultsPage::layerActivated, this, [this](int layer) { selectLayer(layer); });
     connect(results_, &ResultsPage::linearActivated, this, &MainWindow::selectLayer);
@@ -98,14 +129,12 @@ void MainWindow::createPages() {
 void MainWindow::createDocks() {
     summaryDock_ = new QDockWidget(tr("Summary"), this);
     summaryDock_->setObjectName(QStringLiteral("summaryDock"));
-    summaryDock_->setWidget(summary_);
+    summaryDock_->setWidget(scrolling(summary_, this));
     treeDock_ = new QDockWidget(tr("Checkpoint"), this);
     treeDock_->setObjectName(QStringLiteral("treeDock"));
     treeDock_->setWidget(tree_);
     addDockWidget(Qt::LeftDockWidgetArea, summaryDock_);
     addDockWidget(Qt::LeftDockWidgetArea, treeDock_);
-    resizeDocks({summaryDock_}, {460}, Qt::Horizontal);
-    resizeDocks({summaryDock_, treeDock_}, {250, 650}, Qt::Vertical);
     connect(tree_, &CheckpointTreePanel::tensorSelected, this, &MainWindow::onTensorSelected);
 }
 
@@ -115,6 +144,7 @@ void MainWindow::createJobDocks() {
     quantizeDock_->setWidget(quantize_);
     addDockWidget(Qt::RightDockWidgetArea, quantizeDock_);
     auto* logView = new QTableView(this);
+    logView->setObjectName(QStringLiteral("moduleLogView"));
     logView->setModel(moduleLog_);
     logView->verticalHeader()->hide();
     logView->verticalHeader()->setDefaultSectionSize(logView->fontMetrics().height() + 6);
@@ -123,19 +153,22 @@ void MainWindow::createJobDocks() {
     connect(moduleLog_, &QAbstractItemModel::rowsInserted, logView, [logView](const QModelIndex&, int first) {
         if (first == 0) logView->resizeColumnsToContents();
     });
+    // ... and once more when the job ends: later rows have longer module names than the first.
+    connect(job_, &QuantizeJob::runningChanged, logView, [logView](bool running) {
+        if (!running) logView->resizeColumnsToContents();
+    });
     logDock_ = new QDockWidget(tr("Module log"), this);
     logDock_->setObjectName(QStringLiteral("moduleLogDock"));
     logDock_->setWidget(logView);
     addDockWidget(Qt::BottomDockWidgetArea, logDock_);
-    resizeDocks({logDock_}, {170}, Qt::Vertical);
     connect(moduleLog_, &QAbstractItemModel::rowsInserted, logView, &QTableView::scrollToBottom);
     exportDock_ = new QDockWidget(tr("Export"), this);
     exportDock_->setObjectName(QStringLiteral("exportDock"));
-    exportDock_->setWidget(export_);
+    exportDock_->setWidget(scrolling(export_, this));
     addDockWidget(Qt::RightDockWidgetArea, exportDock_);
     tabifyDockWidget(quantizeDock_, exportDock_);
     quantizeDock_->raise();
-    connect(export_, &ExportPanel::openRequested, this, &MainWindow::openPath);
+    connect(export_, &ExportPanel::openRequested, this, &MainWindow::requestOpen);
     connect(export_, &ExportPanel::failed, this, [this](const QString& m) { reportError(tr("Export failed"), m); });
     connect(export_, &ExportPanel::exported, this, [this](const QString& f) { statusBar()->showMessage(tr("Exported to %1.").arg(f), 10000); });
     statusBar()->addPermanentWidget(jobStatus_);
@@ -161,6 +194,10 @@ void MainWindow::connectJob() {
 
 bool MainWindow::startQuantizeJob() {
     if (!checkpoint_ || job_->isRunning()) return false;
+    if (!quantize_->refusal().isEmpty()) {
+        reportError(tr("Cannot quantize"), quantize_->refusal());
+        return false;
+    }
     moduleLog_->clear();
     return job_->start(quantize_->settings(), path_.toStdString());
 }
@@ -205,8 +242,12 @@ void MainWindow::createMenus() {
     view->addAction(quantizeDock_->toggleViewAction());
     view->addAction(logDock_->toggleViewAction());
     view->addAction(exportDock_->toggleViewAction());
+    view->addSeparator();
+    view->addAction(tr("Restore &Defaults"), this, &MainWindow::restoreDefaults)
+        ->setToolTip(tr("The docks where they were at first, and the Quantize panel's first settings"));
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("Open the &Demo"), this, &MainWindow::openDemo);
     help->addAction(tr("&About QuantScope"), this, &MainWindow::showAbout);
 }
 
@@ -214,7 +255,7 @@ void MainWindow::fillRecentMenu() {
     recentMenu_->clear();
     const QStringList paths = RecentFiles().paths();
     for (const QString& path : paths) {
-        recentMenu_->addAction(path, this, [this, path] { openPath(path); });
+        recentMenu_->addAction(path, this, [this, path] { requestOpen(path); });
     }
     if (paths.isEmpty()) recentMenu_->addAction(tr("(none)"))->setEnabled(false);
     recentMenu_->addSeparator();
@@ -222,20 +263,46 @@ void MainWindow::fillRecentMenu() {
 }
 
 void MainWindow::openFileDialog() {
-    const QString path = QFileDialog::getOpenFileName(this, tr("Open checkpoint"), QFileInfo(path_).absolutePath(),
-                                                      tr("Checkpoints (*.safetensors *.safetensors.index.json *.gguf);;All files (*)"));
-    if (!path.isEmpty()) openPath(path);
+    CheckpointFileDialog dialog(this, QFileInfo(path_).absolutePath());
+    if (dialog.exec() == QDialog::Accepted && !dialog.selectedFiles().isEmpty()) requestOpen(dialog.selectedFiles().front());
 }
 
 void MainWindow::openFolderDialog() {
     const QString path = QFileDialog::getExistingDirectory(this, tr("Open checkpoint folder"), QFileInfo(path_).absolutePath());
-    if (!path.isEmpty()) openPath(path);
+    if (!path.isEmpty()) requestOpen(path);
 }
 
-bool MainWindow::openPath(const QString& path) {
+bool MainWindow::openDemo() {
+    const auto demo = pipeline::bundledResource("demo");
+    if (!demo) {
+        reportError(tr("Cannot open the demo"), tr("The bundled demo checkpoint (resources/demo) is not installed with this build."));
+        return false;
+    }
+    return requestOpen(QString::fromStdString(demo->string()));
+}
+
+bool MainWindow::requestOpen(const QString& path) {
+    return confirmDiscard(tr("Opening %1").arg(QFileInfo(path).fileName())) && openPath(path);
+}
+
+bool MainWindow::confirmDiscard(const QString& action) {
+    QString loses;
+    if (job_->isRunning())
+        loses = tr("%1 cancels the running quantization; what it has done so far is lost.").arg(action);
+    else if (results_->result())
+        loses = export_->written().isEmpty()
+                    ? tr("%1 clears the Results and the Module log, which were not exported.").arg(action)
+                    : tr("%1 clears the Results and the Module log (one result was exported to %2).").arg(action, export_->written());
+    if (loses.isEmpty()) return true;
+    return confirm_(tr("Discard the results?"), loses + QLatin1Char(' ') + tr("Continue?"));
+}
+
+bool MainWindow::openPath(QString path) {
     CheckpointPtr opened;
+    formats::FormatInfo format;
     try {
         opened = std::make_shared<const io::Checkpoint>(io::Checkpoint::open(path.toStdString()));
+        format = formats::detect(*opened);
     } catch (const std::exception& e) {   // qs::Error, and filesystem errors of unreadable paths
         reportError(tr("Cannot open checkpoint"), QString::fromStdString(e.what()));
         return false;
@@ -245,10 +312,12 @@ bool MainWindow::openPath(const QString& path) {
     fingerprint_ = io::fingerprintOf(*checkpoint_);
     path_ = path;
     setWindowTitle(tr("%1 — QuantScope").arg(QFileInfo(path).fileName()));
-    summary_->setSummary(path, checkpoint_->summary(), static_cast<int>(checkpoint_->tensors().size()));
+    centre_->setCurrentWidget(tabs_);
+    summary_->setSummary(path, *checkpoint_, format);
     for (InspectorPage* page : pages_) page->setCheckpoint(checkpoint_);
     tree_->setCheckpoint(checkpoint_);
-    quantize_->setCheckpoint(path);
+    // Start would fail with "no tensor named ...weight": it is disabled, saying why.
+    quantize_->setCheckpoint(path, QString::fromStdString(pipeline::quantizedSourceRefusal(*checkpoint_, format)));
     export_->setSource(path, fingerprint_);
     moduleLog_->clear();
     if (settings_ == Settings::Remember) RecentFiles().add(path);
@@ -313,19 +382,50 @@ void MainWindow::showAbout() {
     about.exec();
 }
 
+// Dock sizes are only honoured once the window has its size, so they are set at the first show,
+// in proportion to the window: a fixed 460-pixel left dock left a laptop's centre 600 pixels wide.
+void MainWindow::applyDefaultDockSizes() {
+    const int width = this->width();
+    const int height = this->height();
+    resizeDocks({summaryDock_}, {std::clamp(width * 30 / 100, 320, 460)}, Qt::Horizontal);
+    resizeDocks({quantizeDock_}, {std::clamp(width * 22 / 100, 300, 420)}, Qt::Horizontal);
+    resizeDocks({summaryDock_, treeDock_}, {height * 30 / 100, height * 70 / 100}, Qt::Vertical);
+    resizeDocks({logDock_}, {std::max(height * 22 / 100, 160)}, Qt::Vertical);
+}
+
+void MainWindow::restoreDefaults() {
+    restoreState(defaultLayout_, kStateVersion);
+    applyDefaultDockSizes();
+    quantize_->restoreDefaults();
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+    QMainWindow::showEvent(event);
+    if (shownBefore_) return;
+    shownBefore_ = true;
+    if (!stateRestored_) applyDefaultDockSizes();
+}
+
 void MainWindow::restoreWindowState() {
     QSettings settings;
     restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
-    restoreState(settings.value(QStringLiteral("window/state")).toByteArray(), kStateVersion);
+    stateRestored_ = restoreState(settings.value(QStringLiteral("window/state")).toByteArray(), kStateVersion);
+    quantize_->restoreSettings(settings);
     tabs_->setCurrentIndex(settings.value(QStringLiteral("window/tab"), 0).toInt());
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+    if (job_->isRunning() && !confirm_(tr("Quit QuantScope?"), tr("A quantization is running; quitting cancels it and loses its results. Quit anyway?"))) {
+        event->ignore();
+        return;
+    }
+    job_->cancel();
     if (settings_ == Settings::Remember) {
         QSettings settings;
         settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
         settings.setValue(QStringLiteral("window/state"), saveState(kStateVersion));
         settings.setValue(QStringLiteral("window/tab"), tabs_->currentIndex());
+        quantize_->saveSettings(settings);
     }
     event->accept();
 }
@@ -339,7 +439,7 @@ void MainWindow::dropEvent(QDropEvent* event) {
     const QList<QUrl> urls = event->mimeData()->urls();
     if (urls.isEmpty() || !urls.front().isLocalFile()) return;
     event->acceptProposedAction();
-    openPath(urls.front().toLocalFile());
+    requestOpen(urls.front().toLocalFile());
 }
 
 }  // namespace qs::gui

@@ -2,6 +2,7 @@
 // The main window: the checkpoint tree and summary docks, the inspector tabs in the centre, File
 // menu with recent files, drag-and-drop. It owns the open checkpoint and tells the pages about it;
 // every error reaches the user through the ErrorReporter.
+#include <functional>
 #include <memory>
 #include <vector>
 
@@ -15,6 +16,7 @@
 
 class QDockWidget;
 class QMenu;
+class QStackedWidget;
 class QTabWidget;
 
 namespace qs::gui {
@@ -31,6 +33,7 @@ class OverviewPage;
 class QuantizeJob;
 class QuantizePanel;
 class ResultsPage;
+class StartPage;
 class SummaryPanel;
 
 class MainWindow : public QMainWindow {
@@ -47,8 +50,18 @@ public:
 
     void setErrorReporter(std::shared_ptr<ErrorReporter> reporter);
     // Opens a .safetensors file or a checkpoint folder; on failure reports the core's message and
-    // keeps what was open. Returns whether it opened.
-    bool openPath(const QString& path);
+    // keeps what was open. Returns whether it opened. By value: callers pass strings that opening
+    // clears (the Export panel's written folder).
+    bool openPath(QString path);
+    // What the user's own actions call (Open, Open Recent, a drop, Open for inspection, the demo):
+    // first asks whether a running job or the shown results may be discarded.
+    bool requestOpen(const QString& path);
+    // Help ▸ Open the Demo and the start page's button: the bundled demo checkpoint.
+    bool openDemo();
+    StartPage* startPage() const { return start_; }
+    // Asks the user a yes/no question (a QMessageBox unless replaced: tests answer themselves).
+    using Confirmation = std::function<bool(const QString& title, const QString& question)>;
+    void setConfirmation(Confirmation confirm) { confirm_ = std::move(confirm); }
     bool showPage(const QString& key);   // "histogram", ..., "results"; or the dock's "quantize", "export"
     bool isBusy() const;                 // the visible page is still computing, or a job runs
     void selectTensor(const QString& name);
@@ -71,6 +84,10 @@ public:
     DeviceProbe* deviceProbe() const { return probe_; }
     InspectorPage* currentPage() const;
 
+    // View ▸ Restore Defaults: the docks as at first start and the Quantize panel's first settings
+    // (the next close saves these).
+    void restoreDefaults();
+
     // Starts the Quantize panel's job on the open checkpoint; false when none is open or one runs.
     bool startQuantizeJob();
     // Selects a tensor of `layer` (its `module` when given) in the tree, as plot clicks do.
@@ -81,6 +98,7 @@ signals:
 
 protected:
     void closeEvent(QCloseEvent* event) override;
+    void showEvent(QShowEvent* event) override;
     void dragEnterEvent(QDragEnterEvent* event) override;
     void dropEvent(QDropEvent* event) override;
 
@@ -98,8 +116,12 @@ private:
     void onTensorSelected(const QString& name);
     void reportError(const QString& title, const QString& message);
     void restoreWindowState();
+    // Whether the running job and the results may go; asks only when there is something to lose.
+    bool confirmDiscard(const QString& action);
+    void applyDefaultDockSizes();
 
     Settings settings_;
+    Confirmation confirm_;
     std::shared_ptr<ErrorReporter> reporter_;
     CheckpointPtr checkpoint_;
     QString path_;
@@ -113,6 +135,8 @@ private:
     QDockWidget* logDock_ = nullptr;
     QDockWidget* exportDock_ = nullptr;
     QTabWidget* tabs_;
+    StartPage* start_;
+    QStackedWidget* centre_ = nullptr;
     HistogramPage* histogram_;
     ChannelsPage* channels_;
     OverviewPage* overview_;
@@ -127,6 +151,9 @@ private:
     DeviceProbe* probe_;
     std::vector<InspectorPage*> pages_;
     QMenu* recentMenu_ = nullptr;
+    QByteArray defaultLayout_;   // saveState() of the docks as built
+    bool shownBefore_ = false;
+    bool stateRestored_ = false;   // a saved dock layout was restored: default sizes would undo it
 };
 
 }  // namespace qs::gui

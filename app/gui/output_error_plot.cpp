@@ -15,9 +15,7 @@ OutputErrorPlot::OutputErrorPlot(QWidget* parent) : PlotView(parent) {
     setLogValueAxis();
     yAxis->setLabel(tr("relative output error"));
     xAxis->setLabel(tr("linear, by layer (click to select it)"));
-    legend->setVisible(true);
-    legend->setFont(QFont(font().family(), 8));
-    legend->setBrush(QColor(255, 255, 255, 200));   // the lines stay visible through it
+    placeLegendBelow();
     setToolTipProvider([this](double x, double) { return toolTipAt(x); });
     setCsvProvider([this] { return csv(); });
     connect(this, &PlotView::resetViewRequested, this, &OutputErrorPlot::resetView);

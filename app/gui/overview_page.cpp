@@ -34,11 +34,17 @@ QCPRange finiteRange(const analysis::LayerOverview& overview, analysis::LayerSta
         hi = std::max(hi, v);
     }
     if (!(lo <= hi)) return QCPRange(0, 1);
-    if (lo == hi) return QCPRange(lo - 0.5 * std::max(1e-12, std::abs(lo)), hi + 0.5 * std::max(1e-12, std::abs(hi)));
-    return QCPRange(lo, hi);
+    return colorScaleRange(lo, hi);
 }
 
 }  // namespace
+
+QCPRange colorScaleRange(double lo, double hi) {
+    // One value everywhere (no outliers at all: 0) got ±1e-12 around it, and the colour scale read
+    // -4e-13 to 4e-13; zero gets [0, 1], any other value ±half of itself.
+    if (lo == hi) return lo == 0.0 ? QCPRange(0, 1) : QCPRange(lo - 0.5 * std::abs(lo), hi + 0.5 * std::abs(hi));
+    return QCPRange(lo, hi);
+}
 
 OverviewPage::OverviewPage(QWidget* parent)
     : InspectorPage(parent),

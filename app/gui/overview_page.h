@@ -14,12 +14,17 @@ class QLabel;
 class QProgressBar;
 class QPushButton;
 class QCPColorMap;
+class QCPRange;
 class QCPColorScale;
 class QCPTextElement;
 
 namespace qs::gui {
 
 class PlotView;
+
+// The colour scale over shown values from `lo` to `hi`: itself, unless all are one value, which gets
+// a span a reader can read.
+QCPRange colorScaleRange(double lo, double hi);
 
 class OverviewPage : public InspectorPage {
     Q_OBJECT

@@ -45,13 +45,41 @@ void PlotView::setLayerTicks(QCPAxis* axis) {
 void PlotView::setLogValueAxis() {
     yAxis->setScaleType(QCPAxis::stLogarithmic);
     yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
-    const auto labelFor = [this](const QCPRange& range) {
-        const bool decades = range.lower > 0 && range.upper / range.lower >= 100.0;
-        yAxis->setNumberFormat(decades ? QStringLiteral("eb") : QStringLiteral("g"));
-        yAxis->setNumberPrecision(decades ? 0 : 2);
-    };
-    connect(yAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, labelFor);
-    labelFor(yAxis->range());
+    if (!followsLogRange_) {   // once: toggling the scale back and forth must not pile up connections
+        followsLogRange_ = true;
+        connect(yAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &PlotView::labelLogRange);
+    }
+    labelLogRange(yAxis->range());
+}
+
+void PlotView::setLinearValueAxis() {
+    yAxis->setScaleType(QCPAxis::stLinear);
+    yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
+    yAxis->setNumberFormat(QStringLiteral("gb"));
+    yAxis->setNumberPrecision(6);   // significant digits at most: ticks are round numbers
+}
+
+// Powers of ten over two decades or more, else plain numbers; never the default "1.000000·10³".
+void PlotView::labelLogRange(const QCPRange& range) {
+    if (yAxis->scaleType() != QCPAxis::stLogarithmic) return;
+    const bool decades = range.lower > 0 && range.upper / range.lower >= 100.0;
+    yAxis->setNumberFormat(decades ? QStringLiteral("eb") : QStringLiteral("g"));
+    yAxis->setNumberPrecision(decades ? 0 : 6);
+}
+
+void PlotView::placeLegendBelow() {
+    // In its own row under the axes, its entries side by side: it never hides the data it names.
+    axisRect()->insetLayout()->take(legend);
+    auto* row = new QCPLayoutGrid;
+    plotLayout()->addElement(plotLayout()->rowCount(), 0, row);
+    row->addElement(0, 0, legend);
+    row->setMargins(QMargins(0, 0, 0, 4));
+    plotLayout()->setRowStretchFactor(plotLayout()->rowCount() - 1, 0.001);
+    legend->setFillOrder(QCPLegend::foColumnsFirst);
+    legend->setWrap(4);
+    legend->setVisible(true);
+    legend->setFont(QFont(font().family(), 8));
+    legend->setBorderPen(Qt::NoPen);
 }
 
 void PlotView::fitLogValueAxis(double lowerWhenEmpty) {

@@ -30,8 +30,11 @@ public:
     // or more, plain numbers ("3", "0.5") over a narrower range, where the log ticker's steps within a
     // decade would otherwise read "3·10⁰".
     void setLogValueAxis();
+    void setLinearValueAxis();
     // An axis of decoder layers: a tick per whole layer, thinned to multiples on deep models.
     static void setLayerTicks(QCPAxis* axis);
+    // The legend in a row of its own below the axes (made visible), instead of over the data.
+    void placeLegendBelow();
     // The actions of the context menu, for a page's toolbar button; owned by this view.
     QMenu* exportMenu() const { return menu_; }
     void exportTo(ExportFormat format, const QString& path);   // without a dialog (tests, scripts)
@@ -53,6 +56,7 @@ protected:
 
 private:
     void exportWithDialog(ExportFormat format);
+    void labelLogRange(const QCPRange& range);
 
     ToolTipProvider toolTip_;
     CsvProvider csv_;
@@ -60,6 +64,7 @@ private:
     QMenu* menu_ = nullptr;
     QCPTextElement* title_ = nullptr;
     QPoint pressPos_;
+    bool followsLogRange_ = false;
 };
 
 }  // namespace qs::gui

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <map>
 
 #include <QAction>
+#include <QCoreApplication>
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFileDialog>
@@ -14,6 +16,8 @@
 #include <QLabel>
 #include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QStyle>
@@ -22,6 +26,7 @@
 #include "number_format.h"
 #include "qs/pipeline/gguf_type_mix.h"
 #include "qs/pipeline/job.h"
+#include "qs/pipeline/method_spec.h"
 #include "spin_box.h"
 
 namespace qs::gui {
@@ -76,6 +81,38 @@ QString ggufTooltip(const char* prefix) {
              QString::fromUtf8(type->description.data(), qsizetype(type->description.size())));
 }
 
+// What a method row runs, for its tooltip; a method without a sentence here is described by its
+// label (pipeline::MethodSpec::label), so rows added to the list are never bare.
+QString methodTooltip(const std::string& prefix, const std::string& suffix, const std::string& name) {
+    static const std::map<std::string, const char*> kSentences{
+        {"rtn", QT_TRANSLATE_NOOP("QuantizePanel", "Round to nearest: each group's weights on an integer grid, no calibration. The baseline.")},
+        {"gptq", QT_TRANSLATE_NOOP("QuantizePanel", "GPTQ: rounds column by column and corrects the rest with the Hessian of the calibration "
+                                                    "inputs. Loaded by vLLM and transformers.")},
+        {"awq", QT_TRANSLATE_NOOP("QuantizePanel", "AWQ: scales the input channels that carry large activations before rounding to "
+                                                   "protect them. Loaded by vLLM and transformers.")},
+        {"fp8", QT_TRANSLATE_NOOP("QuantizePanel", "FP8 E4M3 weights with one scale per 128x128 block, no calibration.")},
+        {"mxfp4", QT_TRANSLATE_NOOP("QuantizePanel", "MXFP4 (OCP microscaling): FP4 E2M1 values, one power-of-two scale per 32.")},
+        {"nvfp4", QT_TRANSLATE_NOOP("QuantizePanel", "NVFP4: FP4 E2M1 values, an FP8 scale per 16 and a global scale (Blackwell).")},
+        {"fp8-w8a8", QT_TRANSLATE_NOOP("QuantizePanel", "FP8 W8A8: E4M3 weights with one scale per tensor, and every linear's input "
+                                                        "quantized to E4M3 with a static scale calibrated here (vLLM fp8, ModelOpt FP8).")},
+        {"fp8-w8a8-dynamic", QT_TRANSLATE_NOOP("QuantizePanel", "FP8 W8A8 with per-channel weight scales and inputs scaled per token "
+                                                                "at run time (compressed-tensors FP8_DYNAMIC).")},
+        {"nvfp4-w4a4", QT_TRANSLATE_NOOP("QuantizePanel", "NVFP4 W4A4: NVFP4 weights, and inputs quantized to NVFP4 under a global scale "
+                                                          "calibrated here (ModelOpt NVFP4, compressed-tensors NVFP4).")},
+        {"nf4", QT_TRANSLATE_NOOP("QuantizePanel", "NF4 (bitsandbytes, QLoRA): 16 levels at normal quantiles, one scale per 64.")},
+        {"trellis", QT_TRANSLATE_NOOP("QuantizePanel", "Trellis-coded quantization (QTIP / EXL3 style) after a Hadamard rotation: "
+                                                       "1 to 4 bits per weight.")},
+    };
+    auto it = kSentences.find(prefix + suffix);   // a variant's own sentence ("fp8-w8a8"), else its family's
+    if (it == kSentences.end()) it = kSentences.find(prefix);
+    if (it != kSentences.end()) return QCoreApplication::translate("QuantizePanel", it->second);
+    try {
+        return QString::fromStdString(pipeline::parseMethod(name).label());
+    } catch (const std::exception&) {
+        return QString::fromStdString(name);
+    }
+}
+
 QComboBox* groupSizeBox(QWidget* parent) {
     auto* box = new QComboBox(parent);
     for (int size : {32, 64, 128, 256}) box->addItem(QString::number(size), size);
@@ -90,16 +127,32 @@ std::string QuantizePanel::MethodRow::name() const {
     return prefix + (variableBits ? std::to_string(bits->value()) : std::string()) + suffix;
 }
 
+// The settings scroll (a 768-pixel laptop screen has no room for all of them); the estimate and
+// Start stay below them, always in view.
 QuantizePanel::QuantizePanel(QWidget* parent) : QWidget(parent) {
+    auto* content = new QWidget(this);
+    auto* settingsLayout = new QVBoxLayout(content);
+    settingsLayout->setContentsMargins(0, 0, 0, 0);
+    settingsLayout->addWidget(createMethods());
+    settingsLayout->addWidget(createTexts());
+    settingsLayout->addWidget(createRun());
+    settingsLayout->addStretch(1);
+    auto* scroll = new QScrollArea(this);
+    scroll->setObjectName(QStringLiteral("quantizeSettingsScroll"));
+    scroll->setWidget(content);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    scroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    // Only the height scrolls: the settings' full width is the panel's minimum.
+    scroll->setMinimumWidth(content->minimumSizeHint().width() + scroll->verticalScrollBar()->sizeHint().width());
     auto* layout = new QVBoxLayout(this);
-    layout->addWidget(createMethods());
-    layout->addWidget(createTexts());
-    layout->addWidget(createRun());
-    layout->addStretch(1);
+    layout->addWidget(scroll, 1);
+    layout->addLayout(createFooter());
     debounce_.setSingleShot(true);
     debounce_.setInterval(kEstimateDelayMs);
     connect(&debounce_, &QTimer::timeout, this, &QuantizePanel::computeEstimate);
     updateStartButton();
+    defaults_ = state();
 }
 
 QWidget* QuantizePanel::createMethods() {
@@ -119,9 +172,20 @@ QWidget* QuantizePanel::createMethods() {
         row.prefix = spec.prefix;
         row.suffix = spec.suffix;
         row.variableBits = spec.bits > 0;
-        row.check = new QCheckBox(tr(spec.label), box);
+        // Rows of one method (two Trellis rows, to compare two widths in one job) are told apart.
+        const auto alike = std::count_if(rows_.begin(), rows_.end(), [&](const MethodRow& r) { return r.label == spec.label; });
+        row.label = spec.label;
+        const auto lettered = [&](int n) { return QStringLiteral("%1 (%2)").arg(tr(spec.label)).arg(QChar(u'a' + n)); };
+        row.check = new QCheckBox(alike == 0 ? tr(spec.label) : lettered(static_cast<int>(alike)), box);
+        if (alike == 1)
+            for (MethodRow& r : rows_)
+                if (r.label == spec.label) r.check->setText(lettered(0));
         row.check->setChecked(spec.checked);
-        row.check->setToolTip(ggufTooltip(spec.prefix));
+        const QString gguf = ggufTooltip(spec.prefix);
+        row.check->setToolTip(!gguf.isEmpty() ? gguf
+                                              : methodTooltip(spec.prefix, spec.suffix,
+                                                              spec.prefix + (spec.bits > 0 ? std::to_string(spec.bits) : std::string()) +
+                                                                  spec.suffix));
         if (second)
             grid->addWidget(row.check, at, 1, 1, 2);
         else
@@ -131,11 +195,13 @@ QWidget* QuantizePanel::createMethods() {
         if (row.variableBits) {
             const bool trellis = row.prefix == "trellis";
             row.bits = makeSpinBox(trellis ? 1 : 2, trellis ? 4 : 8, spec.bits, box);
+            row.bits->setToolTip(tr("Bits per weight of the codes"));
             grid->addWidget(row.bits, at, 1);
             connect(row.bits, &QSpinBox::valueChanged, this, &QuantizePanel::scheduleEstimate);
         }
         if (spec.grouped) {
             row.group = groupSizeBox(box);
+            row.group->setToolTip(tr("Input columns that share one scale (and zero point); per row: one for the whole row"));
             grid->addWidget(row.group, at, 2);
             connect(row.group, &QComboBox::currentIndexChanged, this, &QuantizePanel::scheduleEstimate);
         }
@@ -170,6 +236,12 @@ QWidget* QuantizePanel::createTexts() {
     samples_ = makeSpinBox(1, 4096, 16, box);
     sequenceLength_ = makeSpinBox(8, 8192, 128, box);
     evaluationSamples_ = makeSpinBox(1, 4096, 8, box);
+    calibrationFile_->setToolTip(tr("Text the model reads to measure its activations (GPTQ's Hessian, AWQ's scales): a UTF-8 "
+                                    "file or a JSON list of strings. Empty: the text beside the checkpoint, else the demo's."));
+    evaluationFile_->setToolTip(tr("Held-out text on which each method's KL divergence from the original is measured"));
+    samples_->setToolTip(tr("Calibration sequences: more give steadier statistics and take longer"));
+    sequenceLength_->setToolTip(tr("Tokens per calibration and evaluation sequence"));
+    evaluationSamples_->setToolTip(tr("Evaluation sequences for the KL divergence"));
     form->addRow(tr("Calibration text:"), calibrationFile_);
     form->addRow(tr("Samples:"), samples_);
     form->addRow(tr("Sequence length:"), sequenceLength_);
@@ -203,6 +275,8 @@ QWidget* QuantizePanel::createRun() {
         emit deviceChosen(settings().device);
     });
     perLayerKl_ = new QCheckBox(tr("Per-layer KL (one layer quantized at a time)"), box);
+    perLayerKl_->setToolTip(tr("Also measure the KL with only one layer quantized at a time, to find the fragile layers "
+                               "(one more evaluation per layer)"));
     connect(perLayerKl_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
     kvCacheFp8_ = new QCheckBox(tr("KV cache in FP8 (k/v scales calibrated per layer)"), box);
     kvCacheFp8_->setObjectName(QStringLiteral("kvCacheFp8"));
@@ -210,31 +284,45 @@ QWidget* QuantizePanel::createRun() {
                                "--kv-cache-dtype fp8; the Results add the cache's damage alone. GGUF methods keep llama.cpp's "
                                "cache, chosen when it runs."));
     connect(kvCacheFp8_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
-    estimateLabel_ = new QLabel(tr("Open a checkpoint to quantize it."), box);
+    form->addRow(tr("Device:"), device_);
+    form->addRow(perLayerKl_);
+    form->addRow(kvCacheFp8_);
+    return box;
+}
+
+QLayout* QuantizePanel::createFooter() {
+    estimateLabel_ = new QLabel(tr("Open a checkpoint to quantize it."), this);
     estimateLabel_->setWordWrap(true);
     estimateLabel_->setTextFormat(Qt::RichText);
-    start_ = new QPushButton(tr("Start"), box);
-    cancel_ = new QPushButton(tr("Cancel"), box);
+    start_ = new QPushButton(tr("Start"), this);
+    start_->setObjectName(QStringLiteral("start"));
+    cancel_ = new QPushButton(tr("Cancel"), this);
     cancel_->setEnabled(false);
+    cancel_->setToolTip(tr("Stop the running job; nothing it has done is kept"));
     connect(start_, &QPushButton::clicked, this, &QuantizePanel::startRequested);
     connect(cancel_, &QPushButton::clicked, this, &QuantizePanel::cancelRequested);
     auto* buttons = new QHBoxLayout;
     buttons->addStretch(1);
     buttons->addWidget(start_);
     buttons->addWidget(cancel_);
-    form->addRow(tr("Device:"), device_);
-    form->addRow(perLayerKl_);
-    form->addRow(kvCacheFp8_);
-    form->addRow(estimateLabel_);
-    form->addRow(buttons);
-    return box;
+    auto* footer = new QVBoxLayout;
+    footer->addWidget(estimateLabel_);
+    footer->addLayout(buttons);
+    return footer;
 }
 
-void QuantizePanel::setCheckpoint(const QString& path) {
+void QuantizePanel::setCheckpoint(const QString& path, const QString& refusal) {
     checkpoint_ = path;
+    refusal_ = refusal;
     estimate_.reset();
     estimated_.reset();
+    debounce_.stop();
+    estimator_.cancel();
     updateStartButton();
+    if (!refusal_.isEmpty())   // short: the whole reason is Start's tooltip (the footer never scrolls)
+        estimateLabel_->setText(QStringLiteral("<span style='color:#b03030'>%1</span>")
+                                    .arg(tr("This checkpoint is already quantized: quantizing needs its original weights "
+                                            "(Start's tooltip says more).")));
     scheduleEstimate();
 }
 
@@ -282,6 +370,8 @@ void QuantizePanel::showDevices(const DeviceReport& report) {
     cuda->setEnabled(report.cudaUsable);
     cuda->setToolTip(report.message);
     device_->setToolTip(report.message);
+    if (cudaWanted_ && report.cudaUsable) device_->setCurrentIndex(2);   // as the last session left it
+    cudaWanted_ = false;
 }
 
 bool QuantizePanel::cudaSelectable() const {
@@ -297,11 +387,14 @@ void QuantizePanel::setRunning(bool running) {
 
 void QuantizePanel::updateStartButton() {
     const bool anyMethod = std::any_of(rows_.begin(), rows_.end(), [](const MethodRow& r) { return r.check->isChecked(); });
-    start_->setEnabled(!running_ && anyMethod && !checkpoint_.isEmpty());
+    start_->setEnabled(!running_ && anyMethod && !checkpoint_.isEmpty() && refusal_.isEmpty());
+    start_->setToolTip(refusal_.isEmpty() ? tr("Quantize the open checkpoint with the ticked methods, then measure each one's KL "
+                                               "divergence from the original on the evaluation text")
+                                          : refusal_);
 }
 
 void QuantizePanel::scheduleEstimate() {
-    if (checkpoint_.isEmpty()) return;
+    if (checkpoint_.isEmpty() || !refusal_.isEmpty()) return;
     estimateLabel_->setText(tr("Estimating peak memory and time…"));
     debounce_.start();
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <QTimer>
+#include <QVariantMap>
 #include <QWidget>
 
 #include "device_probe.h"
@@ -18,8 +19,10 @@
 class QCheckBox;
 class QComboBox;
 class QLabel;
+class QLayout;
 class QLineEdit;
 class QPushButton;
+class QSettings;
 class QSpinBox;
 
 namespace qs::gui {
@@ -30,7 +33,10 @@ class QuantizePanel : public QWidget {
 public:
     explicit QuantizePanel(QWidget* parent = nullptr);
 
-    void setCheckpoint(const QString& path);   // empty: nothing to quantize
+    // Empty path: nothing to quantize. A `refusal` (a quantized checkpoint) disables Start and is
+    // shown in place of the estimate and as Start's tooltip.
+    void setCheckpoint(const QString& path, const QString& refusal = {});
+    const QString& refusal() const { return refusal_; }
     QuantizeSettings settings() const;
 
     // Checks exactly the rows whose method name is listed ("rtn4", "fp8"); false if one is unknown.
@@ -46,9 +52,18 @@ public:
     const std::optional<QuantizeSettings>& estimatedSettings() const { return estimated_; }
     QString estimateText() const;
 
+    // Every control's value by a stable key ("samples", "methods/trellis#1/bits", ...), to be kept
+    // between sessions (QSettings) and put back; restoreDefaults() puts back the values it was built with.
+    QVariantMap state() const;
+    void applyState(const QVariantMap& state);
+    void restoreDefaults() { applyState(defaults_); }
+    void saveSettings(QSettings& settings) const;
+    void restoreSettings(QSettings& settings);
+
     // The device probe's answer: enables the CUDA entry (named after the GPU) or says why not.
     void showDevices(const DeviceReport& report);
     bool cudaSelectable() const;
+    QPushButton* startButton() const { return start_; }
 
 signals:
     void startRequested();
@@ -61,13 +76,16 @@ private:
         QSpinBox* bits = nullptr;       // null for the fixed formats
         QComboBox* group = nullptr;     // null where groups do not apply
         std::string prefix, suffix;
+        std::string label;              // as the method list names it (two rows may share one)
         bool variableBits = false;
         std::string name() const;
     };
 
+    QString rowKey(std::size_t row) const;   // "gptq-act#0": prefix, suffix and which of the rows alike
     QWidget* createMethods();
     QWidget* createTexts();
     QWidget* createRun();
+    QLayout* createFooter();   // the estimate, Start and Cancel: below the scrolling settings
     QLineEdit* createFileField(const QString& placeholder);
     void scheduleEstimate();
     void computeEstimate();
@@ -76,6 +94,7 @@ private:
     void updateStartButton();
 
     QString checkpoint_;
+    QString refusal_;
     std::vector<MethodRow> rows_;
     QLineEdit* calibrationFile_ = nullptr;
     QSpinBox* samples_ = nullptr;
@@ -89,6 +108,8 @@ private:
     QPushButton* start_ = nullptr;
     QPushButton* cancel_ = nullptr;
     bool running_ = false;
+    QVariantMap defaults_;           // state() as built
+    bool cudaWanted_ = false;        // restored settings chose CUDA before the probe enabled it
 
     QTimer debounce_;
     JobRunner estimator_;

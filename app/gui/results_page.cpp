@@ -38,7 +38,7 @@ ResultsPage::ResultsPage(QWidget* parent)
 
     for (PlotView* plot : {static_cast<PlotView*>(klPerMethod_), static_cast<PlotView*>(klPerLayer_),
                            static_cast<PlotView*>(outputError_)})
-        plot->setMinimumWidth(220);   // three side by side in the centre of a 1400-pixel window
+        plot->setMinimumWidth(170);   // three side by side in the centre of a 1366-pixel laptop window
     auto* plots = new QSplitter(Qt::Horizontal, this);
     plots->addWidget(klPerMethod_);
     plots->addWidget(klPerLayer_);

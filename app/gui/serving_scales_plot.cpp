@@ -25,16 +25,7 @@ ServingScalesPlot::ServingScalesPlot(QWidget* parent) : PlotView(parent) {
     yAxis->setLabel(tr("scale (amax / 448; NVFP4: amax / 2688)"));
     xAxis->setLabel(tr("layer"));
     setLayerTicks(xAxis);
-    legend->setVisible(true);
-    legend->setFont(QFont(font().family(), 8));
-    // Nine series would cover the points inside the axes: the legend gets a row of its own below them.
-    auto* legendRow = new QCPLayoutGrid;
-    plotLayout()->addElement(plotLayout()->rowCount(), 0, legendRow);
-    legendRow->setMargins(QMargins(5, 0, 5, 5));
-    legendRow->addElement(0, 0, legend);   // moves it out of the axis rect's inset layout
-    legend->setFillOrder(QCPLegend::foColumnsFirst);
-    legend->setWrap(5);
-    plotLayout()->setRowStretchFactor(plotLayout()->rowCount() - 1, 0.001);
+    placeLegendBelow();
     setToolTipProvider([this](double x, double) { return toolTipAt(x); });
     setCsvProvider([this] { return csv(); });
     connect(this, &PlotView::resetViewRequested, this, &ServingScalesPlot::resetView);

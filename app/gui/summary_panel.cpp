@@ -1,5 +1,8 @@
 #include "summary_panel.h"
 
+#include <map>
+#include <string>
+
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QLabel>
@@ -7,6 +10,7 @@
 #include <QStringList>
 
 #include "number_format.h"
+#include "qs/formats/parameter_count.h"
 
 namespace qs::gui {
 namespace {
@@ -21,6 +25,23 @@ QString dtypeBreakdown(const std::map<std::string, std::uint64_t>& bytesByDtype)
 
 QString orDash(const std::string& s) {
     return s.empty() ? QStringLiteral("–") : QString::fromStdString(s);
+}
+
+// "gptq_v2: int4 g128 asym × 14 linears"; a mixed checkpoint lists each scheme with its count;
+// lm_head and other linears left dense are counted too.
+QString quantizationText(const formats::FormatInfo& format, const std::string& declared) {
+    if (format.layers.empty()) return orDash(declared);
+    std::map<std::string, int> schemes;
+    for (const formats::LayerQuantInfo& layer : format.layers) ++schemes[layer.summary()];
+    QStringList parts;
+    for (const auto& [scheme, count] : schemes)
+        parts << QObject::tr("%1 × %2").arg(QString::fromStdString(scheme)).arg(count);
+    QString name = QString::fromUtf8(formats::formatName(format.format).data());
+    if (!format.variant.empty() && format.variant != formats::formatName(format.format))
+        name += QStringLiteral(" (%1)").arg(QString::fromStdString(format.variant));
+    QString text = QStringLiteral("%1: %2").arg(name, parts.join(QStringLiteral(", ")));
+    if (!format.denseLinears.empty()) text += QObject::tr("; %n linear(s) dense", nullptr, static_cast<int>(format.denseLinears.size()));
+    return text;
 }
 
 }  // namespace
@@ -46,25 +67,30 @@ QLabel* SummaryPanel::addRow(const QString& field) {
     return value;
 }
 
-void SummaryPanel::setSummary(const QString& path, const io::CheckpointSummary& s, int tensorCount) {
+void SummaryPanel::setSummary(const QString& path, const io::Checkpoint& checkpoint, const formats::FormatInfo& format) {
+    const io::CheckpointSummary& s = checkpoint.summary();
     const QLocale locale;
     const QString architecture = s.modelType.empty() || s.modelType == s.architecture
                                      ? orDash(s.architecture)
                                      : QStringLiteral("%1 (%2)").arg(orDash(s.architecture), QString::fromStdString(s.modelType));
+    const std::int64_t parameters = formats::modelParameterCount(checkpoint, format);
     const QStringList values = {
         QFileInfo(path).fileName(),
         architecture,
         s.numLayers > 0 ? QString::number(s.numLayers) : QStringLiteral("–"),
         s.hiddenSize > 0 ? QString::number(s.hiddenSize) : QStringLiteral("–"),
-        QStringLiteral("%1 (%2)").arg(humanCount(s.parameterCount), locale.toString(qlonglong(s.parameterCount))),
-        QString::number(tensorCount),
+        QStringLiteral("%1 (%2)").arg(humanCount(parameters), locale.toString(qlonglong(parameters))),
+        QString::number(checkpoint.tensors().size()),
         dtypeBreakdown(s.bytesByDtype),
         humanBytes(s.sizeOnDisk),
-        orDash(s.quantizationFormat),
+        quantizationText(format, s.quantizationFormat),
         s.hasTokenizer ? tr("yes") : tr("no"),
     };
     for (int i = 0; i < rows_.size(); ++i) rows_[i].second->setText(values[i]);
     rows_[0].second->setToolTip(path);
+    rows_[4].second->setToolTip(parameters == s.parameterCount
+                                    ? QString()
+                                    : tr("Stored elements: %1 (packed codes, scales and zeros)").arg(locale.toString(qlonglong(s.parameterCount))));
 }
 
 void SummaryPanel::clear() {

@@ -1,7 +1,9 @@
 #pragma once
-// The summary dock: what Checkpoint::summary() says of the open checkpoint, one line per fact.
+// The summary dock: what Checkpoint::summary() and formats::detect say of the open checkpoint, one
+// line per fact.
 #include <QWidget>
 
+#include "qs/formats/format_info.h"
 #include "qs/io/checkpoint.h"
 
 class QFormLayout;
@@ -15,7 +17,9 @@ class SummaryPanel : public QWidget {
 public:
     explicit SummaryPanel(QWidget* parent = nullptr);
 
-    void setSummary(const QString& path, const io::CheckpointSummary& summary, int tensorCount);
+    // `format` (formats::detect) gives a quantized checkpoint's scheme and its model's true parameter
+    // count: the summary's own counts stored elements, eight int4 weights to a GPTQ int32.
+    void setSummary(const QString& path, const io::Checkpoint& checkpoint, const formats::FormatInfo& format);
     void clear();
     QString text(const QString& field) const;   // a field's shown value, for tests
 

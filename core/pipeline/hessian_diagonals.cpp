@@ -6,8 +6,10 @@
 
 #include "hidden_states.h"
 #include "qs/error.h"
+#include "qs/formats/detect.h"
 #include "qs/model/checkpoint_weights.h"
 #include "qs/model/transformer.h"
+#include "qs/pipeline/model_checkpoint.h"
 
 namespace qs::pipeline {
 namespace {
@@ -73,6 +75,7 @@ std::vector<int> actOrderRanks(const std::vector<double>& diagonal) {
 LayerHessianDiagonals hessianDiagonals(const io::Checkpoint& checkpoint, int layer, const TokenSequences& text,
                                        const Backend& backend, const ProgressCallback& progress,
                                        const CancelToken& cancel) {
+    requireDenseSource(checkpoint, formats::detect(checkpoint));   // else "no tensor named ...weight"
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
     if (layer < 0 || layer >= config.numLayers)
         throw Error(checkpoint.root().string() + ": layer " + std::to_string(layer) + " is not a decoder layer (it has " +

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "qs/analysis/tensor_stats.h"
+#include "qs/error.h"
 #include "qs/finite_weights.h"
 #include "qs/formats/config_check.h"
 #include "qs/formats/detect.h"
@@ -20,6 +21,23 @@ void requireFiniteDenseLinears(const io::Checkpoint& checkpoint, const formats::
     for (std::size_t i = 0; i < stats.size(); ++i)
         requireFiniteCount(stats[i].nanCount + stats[i].infCount, stats[i].count, checkpoint.root().string(), format.denseLinears[i],
                            false);
+}
+
+std::string quantizedSourceRefusal(const io::Checkpoint& checkpoint, const formats::FormatInfo& format) {
+    std::size_t quantized = 0;
+    for (const formats::LayerQuantInfo& layer : format.layers) quantized += layer.scheme != "dense";
+    if (quantized == 0) return {};
+    const auto scheme = format.uniformScheme();
+    const std::string holds = std::string(formats::formatName(format.format)) + ", " +
+                              (scheme ? scheme->summary() : std::string("mixed schemes")) + ", " + std::to_string(quantized) +
+                              " quantized linears";
+    return checkpoint.root().string() + " is already quantized (" + holds +
+           "): this needs the original weights, and quantizing a quantized model compounds its error; open the checkpoint "
+           "it was made from, or write this one back as a dense checkpoint first (quantscope-cli dequantize)";
+}
+
+void requireDenseSource(const io::Checkpoint& checkpoint, const formats::FormatInfo& format) {
+    if (std::string refusal = quantizedSourceRefusal(checkpoint, format); !refusal.empty()) throw Error(refusal);
 }
 
 io::Checkpoint openModelCheckpoint(const std::filesystem::path& path, bool allowNonFinite) {

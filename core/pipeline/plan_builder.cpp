@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "qs/error.h"
+#include "qs/formats/detect.h"
 #include "qs/io/checkpoint.h"
 #include "qs/model/tokenizer.h"
 #include "qs/pipeline/calibration_text.h"
@@ -15,6 +16,7 @@ namespace qs::pipeline {
 BuiltPlan buildJobPlan(const PlanSettings& settings) {
     if (settings.methods.empty()) throw Error("choose at least one method");
     const io::Checkpoint checkpoint = openModelCheckpoint(settings.checkpoint, settings.allowNonFinite);
+    requireDenseSource(checkpoint, formats::detect(checkpoint));   // before any text is read: one clear line
     std::optional<model::Tokenizer> tokenizer;  // loaded for the first text read
     BuiltPlan built;
     auto read = [&](TextRole role, const TextChoice& choice, std::filesystem::path& file) -> TokenSequences {

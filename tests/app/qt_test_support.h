@@ -8,8 +8,10 @@
 #include <QAbstractItemModelTester>
 #include <QApplication>
 #include <QElapsedTimer>
+#include <QSettings>
 #include <QStandardPaths>
 #include <QStringList>
+#include <QTemporaryDir>
 #include <QThread>
 #include <gtest/gtest.h>
 
@@ -31,6 +33,10 @@ protected:
         new QApplication(argc, argv);
         QApplication::setOrganizationName(QStringLiteral("QuantScopeTests"));
         QApplication::setApplicationName(QStringLiteral("app_tests"));
+        // Settings of windows that remember them go to a folder of this process, never the user's.
+        static QTemporaryDir settings;
+        for (const QSettings::Format format : {QSettings::NativeFormat, QSettings::IniFormat})
+            QSettings::setPath(format, QSettings::UserScope, settings.path());
     }
 };
 

@@ -63,6 +63,11 @@ TEST(InspectQuantized, NamesTheFormatAndEachLinearsScheme) {
     EXPECT_EQ(linear["sym"], true);
     EXPECT_EQ(linear["rows"], 64);
     EXPECT_EQ(linear["cols"], 64);
+    // The model has the 64 x 64 weights the layer stands for; the file stores 8 x 64 packed int32,
+    // 2 x 8 zeros, 2 x 64 scales and 64 g_idx entries.
+    EXPECT_EQ(report["parameters"], 64 * 64);
+    EXPECT_EQ(report["stored_elements"], 8 * 64 + 2 * 8 + 2 * 64 + 64);
+    EXPECT_NE(text.out.find("Parameters     4.1K (4,096), 720 stored elements"), std::string::npos) << text.out;
 }
 
 TEST(InspectQuantized, DenseCheckpointHasNoQuantizedLinears) {

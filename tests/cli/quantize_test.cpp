@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -72,6 +73,26 @@ TEST(Quantize, RefusedShapeIsOneLineAndWritesNothing) {
     EXPECT_EQ(unknown.exitCode, 2);
     EXPECT_NE(unknown.err.find("gptq_v2"), std::string::npos) << unknown.err;   // the known names are listed
     EXPECT_FALSE(std::filesystem::exists(out));
+}
+
+// A quantized checkpoint has no original weights: `quantize`, `compare` and `inspect --hessian` on one
+// failed with "no tensor named '...q_proj.weight'". Each now says what it holds, in one line.
+TEST(Quantize, AQuantizedCheckpointIsRefusedInOneLineThatSaysWhy) {
+    const auto quantized = freshPath("already_gptq");
+    ASSERT_EQ(runCli({"quantize", kDemo, "--method", "gptq4", "--samples", "4", "--seq-len", "32", "--out", quantized.string()}).exitCode, 0);
+    const auto out = freshPath("requantized");
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"quantize", quantized.string(), "--method", "rtn4", "--out", out.string()},
+          std::vector<std::string>{"compare", quantized.string(), "--methods", "rtn4"},
+          std::vector<std::string>{"inspect", quantized.string(), "--hessian", "0"}}) {
+        const auto r = runCli(args);
+        EXPECT_EQ(r.exitCode, 2) << args[0];
+        EXPECT_EQ(lineCount(r.err), 1u) << r.err;
+        EXPECT_NE(r.err.find("is already quantized (gptq, int4 g128 asym, 14 quantized linears)"), std::string::npos) << r.err;
+        EXPECT_EQ(r.err.find("no tensor named"), std::string::npos) << r.err;
+    }
+    EXPECT_FALSE(std::filesystem::exists(out));
+    std::filesystem::remove_all(quantized);
 }
 
 TEST(Quantize, ExistingDestinationNeedsOverwrite) {

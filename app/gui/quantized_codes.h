@@ -1,0 +1,27 @@
+#pragma once
+// Which stored tensor of a quantized checkpoint is a linear's packed codes (GPTQ qweight, NVFP4
+// weight_packed, FP8 weight, ...): the histogram of those words (int32 around ±2·10⁹, bytes 0-255)
+// says nothing, so the Histogram page shows the linear's decoded weights instead.
+#include <optional>
+#include <string>
+
+#include "qs/formats/format_info.h"
+#include "qs/io/checkpoint.h"
+#include "qs/matrix.h"
+
+namespace qs::gui {
+
+// The quantized linear whose largest stored part is `tensor` (its codes); nullopt for scales, zeros,
+// g_idx, dense tensors and experts stacked in one tensor.
+std::optional<formats::LayerQuantInfo> linearOfCodes(const io::Checkpoint& checkpoint, const formats::FormatInfo& format,
+                                                     const std::string& tensor);
+
+// The weights `tensor` decodes to when it is a quantized linear's codes (on a worker: it reads and
+// decodes the whole linear), with the scheme they were decoded from ("int4 g128 asym").
+struct DecodedCodes {
+    MatrixF weight;        // [out, in]
+    std::string scheme;
+};
+std::optional<DecodedCodes> decodeCodes(const io::Checkpoint& checkpoint, const std::string& tensor);
+
+}  // namespace qs::gui

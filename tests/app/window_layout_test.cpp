@@ -1,0 +1,125 @@
+// The window on a laptop screen (1366x768) and on a full-HD one: it fits, its docks do not paint over
+// each other and Start stays in view; the checkpoint tree keeps its names readable.
+#include <QCheckBox>
+#include <QDockWidget>
+#include <QHeaderView>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QTableView>
+#include <QTreeView>
+
+#include "checkpoint_tree_model.h"
+#include "checkpoint_tree_panel.h"
+#include "histogram_page.h"
+#include "kl_per_layer_plot.h"
+#include "main_window.h"
+#include "output_error_plot.h"
+#include "plot_view.h"
+#include "quantize_panel.h"
+#include "quantized_demo.h"
+#include "qt_test_support.h"
+#include "results_page.h"
+
+namespace qs::gui::test {
+namespace {
+
+class WindowLayoutTest : public QtAppTest {
+protected:
+    // Shows the window at `size` and lets the layout settle.
+    void showAt(const QSize& size) {
+        window.resize(size);
+        window.show();
+        waitUntil([] { return false; }, 200);
+    }
+
+    MainWindow window{MainWindow::Settings::Ignore};
+};
+
+// Whether `widget` is shown whole: no part of it cut off by a parent (a scroll area, a dock, the window).
+bool shownWhole(const QWidget* widget) {
+    return widget->isVisible() && widget->visibleRegion().boundingRect() == widget->rect();
+}
+
+TEST_F(WindowLayoutTest, TheMinimumSizeFitsALaptopScreen) {
+    const QSize minimum = window.minimumSizeHint().expandedTo(window.minimumSize());
+    EXPECT_LE(minimum.width(), 1366);
+    EXPECT_LE(minimum.height(), 768 - 48);   // a taskbar and the title bar take some of the 768
+    showAt({1366, 768 - 48});
+    EXPECT_EQ(window.size(), QSize(1366, 768 - 48));
+}
+
+TEST_F(WindowLayoutTest, StartIsInViewAtLaptopAndFullHdSizes) {
+    ASSERT_TRUE(window.openPath(kDemo));
+    for (const QSize size : {QSize(1366, 720), QSize(1920, 1080)}) {
+        showAt(size);
+        const QPushButton* start = window.quantizePanel()->startButton();
+        EXPECT_TRUE(shownWhole(start)) << size.width() << "x" << size.height() << ": Start is clipped to "
+                                       << start->visibleRegion().boundingRect().height() << " of " << start->height() << " pixels";
+        EXPECT_TRUE(start->isEnabled());
+    }
+}
+
+TEST_F(WindowLayoutTest, TheModuleLogShowsSeveralRowsOnALaptop) {
+    showAt({1366, 720});
+    const auto* log = window.findChild<QTableView*>(QStringLiteral("moduleLogView"));
+    ASSERT_NE(log, nullptr);
+    const int rowHeight = log->verticalHeader()->defaultSectionSize();
+    EXPECT_GE(log->viewport()->height(), 5 * rowHeight) << "the log shows " << log->viewport()->height() / rowHeight << " rows";
+}
+
+// A layer of an NVFP4 checkpoint holds four element types; the DType column listing them all took
+// the Name column down to two or three characters.
+TEST_F(WindowLayoutTest, TheTreeKeepsNamesReadableForQuantizedCheckpoints) {
+    const QString nvfp4 = quantizedDemo(QStringLiteral("nvfp4"));
+    ASSERT_FALSE(nvfp4.isEmpty());
+    showAt({1366, 720});
+    ASSERT_TRUE(window.openPath(nvfp4));
+    waitUntil([] { return false; }, 100);
+    const QTreeView* view = window.treePanel()->view();
+    const QHeaderView* header = view->header();
+    const int name = header->sectionSize(CheckpointTreeModel::NameColumn);
+    const int dtype = header->sectionSize(CheckpointTreeModel::DTypeColumn);
+    EXPECT_GE(name, view->fontMetrics().horizontalAdvance(QStringLiteral("self_attn.q"))) << name << " pixels";
+    EXPECT_GE(name, dtype);
+    // The elided DType cell still tells every type, in its tooltip.
+    const QModelIndex layer0 = window.treePanel()->model()->index(1, CheckpointTreeModel::DTypeColumn);
+    EXPECT_EQ(layer0.data(Qt::ToolTipRole).toString().count(QLatin1Char(',')), 3) << layer0.data(Qt::ToolTipRole).toString().toStdString();
+}
+
+// Whether the plot's legend lies outside its axes (where the data is drawn).
+bool legendBesideTheData(PlotView& plot) {
+    plot.replot();
+    return plot.legend->visible() && !plot.legend->outerRect().intersects(plot.axisRect()->rect());
+}
+
+TEST_F(WindowLayoutTest, LegendsOfTheResultsPlotsLeaveTheDataUncovered) {
+    showAt({1366, 720});
+    window.showPage(QStringLiteral("results"));
+    for (PlotView* plot : {static_cast<PlotView*>(window.resultsPage()->outputError()),
+                           static_cast<PlotView*>(window.resultsPage()->klPerLayer())}) {
+        plot->resize(300, 260);   // the narrowest a 1366-pixel window gives them
+        plot->addGraph()->setName(QStringLiteral("gptq4"));
+        plot->addGraph()->setName(QStringLiteral("nvfp4"));
+        EXPECT_TRUE(legendBesideTheData(*plot)) << plot->metaObject()->className();
+    }
+}
+
+// "Log counts" used the log ticker's default labels, "1.000000·10³".
+TEST_F(WindowLayoutTest, LogCountsReadAsPowersOfTen) {
+    ASSERT_TRUE(window.openPath(kDemo));
+    showAt({1366, 720});
+    ASSERT_TRUE(waitUntil([this] { return window.histogramPage()->histogram().has_value(); }));
+    auto* log = window.histogramPage()->findChild<QCheckBox*>(QStringLiteral("logCounts"));
+    ASSERT_NE(log, nullptr);
+    log->setChecked(true);
+    QCPAxis* y = window.histogramPage()->plot()->yAxis;
+    ASSERT_EQ(y->scaleType(), QCPAxis::stLogarithmic);
+    EXPECT_EQ(y->numberFormat(), QStringLiteral("eb"));
+    EXPECT_EQ(y->numberPrecision(), 0);
+    log->setChecked(false);
+    EXPECT_EQ(y->scaleType(), QCPAxis::stLinear);
+    EXPECT_EQ(y->numberFormat().front(), QLatin1Char('g'));
+}
+
+}  // namespace
+}  // namespace qs::gui::test
