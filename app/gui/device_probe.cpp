@@ -1,11 +1,18 @@
 #include "device_probe.h"
 
+#include "qs/pipeline/resource_estimate.h"
+
 #include <utility>
 
 namespace qs::gui {
 
 DeviceProbe::Function DeviceProbe::automatic() {
-    return [] { return pipeline::selectBackend(pipeline::DeviceChoice::Auto); };
+    return [] {
+        // The estimate's cost model measures this machine's GEMM rate once: here, off the GUI thread,
+        // before the first estimate needs it.
+        pipeline::machineGemmRate();
+        return pipeline::selectBackend(pipeline::DeviceChoice::Auto);
+    };
 }
 
 DeviceProbe::DeviceProbe(Function probe, QObject* parent) : QObject(parent), probe_(std::move(probe)) {}

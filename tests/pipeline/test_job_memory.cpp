@@ -206,3 +206,43 @@ TEST(ResourceEstimate, FollowsTheJobsDesign) {
     rtn.calibrationTokens = 0;
     EXPECT_LT(double(predictedJobBytes(rtn)), one - 2 * hDown + 0.5e9);
 }
+
+// The time estimate of one plan is the same at every call, and more calibration or evaluation
+// tokens, more methods or per-layer KL never predict less time (it moved 4.9 s to 49 s between
+// calls, and fell from 4.1 s to 0.6 s when the samples went from 16 to 64).
+TEST(ResourceEstimate, TimeIsStableAndGrowsWithTheWork) {
+    model::ModelConfig c;
+    c.hiddenSize = 256;
+    c.intermediateSize = 768;
+    c.numLayers = 2;
+    c.numHeads = 4;
+    c.numKvHeads = 2;
+    c.headDim = 64;
+    c.vocabSize = 320;
+    WorkloadShape plan;
+    plan.config = c;
+    plan.methods = 2;
+    plan.sequentialMethods = 1;
+    plan.calibrationTokens = 16 * 128;
+    plan.evaluationTokens = 8 * 128;
+    plan.evaluationSequenceLength = 128;
+    const ResourceEstimate first = estimateResources(plan);
+    ASSERT_GT(first.seconds, 0.0);
+    for (int call = 0; call < 3; ++call) EXPECT_EQ(estimateResources(plan).seconds, first.seconds);
+    EXPECT_EQ(first.gemmFlopsPerSecond, machineGemmRate());
+
+    double previous = first.seconds;
+    for (std::size_t samples : {32u, 64u, 256u}) {
+        WorkloadShape more = plan;
+        more.calibrationTokens = samples * 128;
+        const double seconds = estimateResources(more).seconds;
+        EXPECT_GT(seconds, previous) << samples << " samples";
+        previous = seconds;
+    }
+    WorkloadShape evaluated = plan;
+    evaluated.evaluationTokens *= 4;
+    EXPECT_GT(estimateResources(evaluated).seconds, first.seconds);
+    WorkloadShape perLayer = plan;
+    perLayer.perLayerKl = true;
+    EXPECT_GT(estimateResources(perLayer).seconds, first.seconds);
+}

@@ -37,6 +37,10 @@ ResourceEstimate estimateResources(const WorkloadShape& shape);
 // peakBytes less residentBytes()), following the Job's design: see resource_estimate.cpp.
 std::uint64_t predictedJobBytes(const WorkloadShape& shape);
 
+// The f32 GEMM rate of this machine in FLOP/s, measured on first use (about 0.1 s: call it off a GUI
+// thread) and the same for the rest of the process.
+double machineGemmRate();
+
 // MemAvailable of /proc/meminfo, or 0 when unknown.
 std::uint64_t availableMemoryBytes();
 // The process's current resident set size.
