@@ -1,0 +1,53 @@
+#pragma once
+// The user's rules for a mixed-precision allocation, applied before it: `--override REGEX=METHOD`
+// fixes the method of the linears whose name the regex finds (searched anywhere in
+// "model.layers.N.module", as llama.cpp's --tensor-type), `--ignore REGEX` keeps them dense.
+// The embeddings and lm_head are always dense (the Job quantizes decoder linears only), so a rule
+// that names only them matches nothing and is refused like any other. The first matching override
+// wins; ignore wins over override.
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "qs/pipeline/method_spec.h"
+
+namespace qs::pipeline {
+
+struct ModuleOverride {
+    std::string pattern;
+    MethodSpec method;
+};
+
+struct ModuleRules {
+    std::vector<ModuleOverride> overrides;
+    std::vector<std::string> ignore;
+
+    bool empty() const { return overrides.empty() && ignore.empty(); }
+};
+
+// "REGEX=METHOD" (the last '=' splits, so a regex may hold one); throws qs::Error naming the text.
+ModuleOverride parseOverride(std::string_view text, int groupSize = 128);
+
+// What the rules decide for one linear.
+struct RuleDecision {
+    enum class Kind { Free, Fixed, Dense } kind = Kind::Free;
+    const MethodSpec* method = nullptr;   // Fixed: the override's method
+};
+
+// Compiles the rules once; throws qs::Error for a regex that does not compile.
+class RuleMatcher {
+public:
+    explicit RuleMatcher(const ModuleRules& rules);
+    ~RuleMatcher();
+    RuleMatcher(RuleMatcher&&) noexcept;
+    RuleDecision decide(const std::string& module);   // records which rules matched
+    // Throws qs::Error naming the first rule that matched none of the names decided so far.
+    void requireEveryRuleUsed() const;
+
+private:
+    struct Compiled;
+    const ModuleRules& rules_;
+    std::vector<Compiled> compiled_;
+};
+
+}  // namespace qs::pipeline
