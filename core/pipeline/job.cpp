@@ -199,6 +199,7 @@ private:
         for (const auto& mix : plan_.mixed) {
             MethodStream s{MethodResult{}, makeModel(), {}, evaluation_, false, {}, {}, &mix};
             s.result.method = mix.summary();
+            s.result.mixed = true;
             s.ownCalibration = plan_.trueSequential && mix.sequential() && !plan_.calibration.empty();
             if (s.ownCalibration) s.calibration = calibration_;
             else if (!plan_.calibration.empty()) baseStatistics_ = true;

@@ -18,20 +18,6 @@ int candidateIndex(const SensitivityTable& t, const std::string& name, const std
     throw Error(what + " '" + name + "' was not measured (the candidates are the methods the measurement pass ran)");
 }
 
-// The rules' decision for a whole fused group: one for all its linears, or a refusal naming the odd one.
-RuleDecision groupDecision(RuleMatcher& matcher, const SensitivityGroup& g) {
-    std::vector<RuleDecision> each;
-    for (const auto& module : g.modules) each.push_back(matcher.decide(moduleName(g.layer, module)));
-    for (std::size_t i = 1; i < each.size(); ++i) {
-        const bool same = each[i].kind == each[0].kind &&
-                          (each[i].kind != RuleDecision::Kind::Fixed || each[i].method->name == each[0].method->name);
-        if (!same)
-            throw Error(moduleName(g.layer, g.modules[i]) + " is ruled differently from " + moduleName(g.layer, g.modules[0]) +
-                        ": vLLM runs them as one fused linear, so a rule must cover all of them alike");
-    }
-    return each.front();
-}
-
 quant::AllocationOption optionOf(const SensitivityTable& t, const std::vector<std::size_t>& groups, int c) {
     double bits = 0, params = 0, damage = 0;
     for (std::size_t g : groups) {
@@ -53,7 +39,7 @@ MixedPrecisionPlanner::MixedPrecisionPlanner(const SensitivityTable& table, cons
     RuleMatcher matcher(rules);
     std::map<int, std::vector<std::size_t>> freeByLayer;
     for (std::size_t g = 0; g < table.groups.size(); ++g) {
-        const RuleDecision d = groupDecision(matcher, table.groups[g]);
+        const RuleDecision d = matcher.decideGroup(table.groups[g].layer, table.groups[g].modules);
         if (d.kind == RuleDecision::Kind::Dense) continue;
         if (d.kind == RuleDecision::Kind::Fixed) {
             unitGroups_.push_back({g});

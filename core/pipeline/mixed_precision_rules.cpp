@@ -1,7 +1,10 @@
 #include "qs/pipeline/mixed_precision_rules.h"
 
+#include <algorithm>
+
 #include "qs/error.h"
 #include "qs/io/regex.h"
+#include "qs/pipeline/mixed_methods.h"
 
 namespace qs::pipeline {
 
@@ -41,6 +44,35 @@ RuleDecision RuleMatcher::decide(const std::string& module) {
         else d = {RuleDecision::Kind::Fixed, &rules_.overrides[i - ignores].method};
     }
     return d;
+}
+
+RuleDecision RuleMatcher::decideGroup(int layer, const std::vector<std::string>& modules) {
+    std::vector<RuleDecision> each;
+    for (const auto& module : modules) each.push_back(decide(moduleName(layer, module)));
+    for (std::size_t i = 1; i < each.size(); ++i) {
+        const bool same = each[i].kind == each[0].kind &&
+                          (each[i].kind != RuleDecision::Kind::Fixed || each[i].method->name == each[0].method->name);
+        if (!same)
+            throw Error(moduleName(layer, modules[i]) + " is ruled differently from " + moduleName(layer, modules[0]) +
+                        ": vLLM runs them as one fused linear, so a rule must cover all of them alike");
+    }
+    return each.front();
+}
+
+MixedMethods applyRules(const MethodSpec& method, const ModuleRules& rules, int layers, const std::string& name) {
+    RuleMatcher matcher(rules);
+    MixedMethods mix;
+    mix.name = name;
+    mix.layers.resize(std::size_t(std::max(layers, 0)));
+    for (int l = 0; l < layers; ++l)
+        for (const auto& fused : kFusedGroups) {
+            const std::vector<std::string> modules(fused.begin(), fused.end());
+            const RuleDecision d = matcher.decideGroup(l, modules);
+            if (d.kind == RuleDecision::Kind::Dense) continue;
+            for (const auto& m : modules) mix.layers[std::size_t(l)].emplace(m, d.kind == RuleDecision::Kind::Fixed ? *d.method : method);
+        }
+    matcher.requireEveryRuleUsed();
+    return mix;
 }
 
 void RuleMatcher::requireEveryRuleUsed() const {

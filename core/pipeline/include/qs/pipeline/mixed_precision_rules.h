@@ -41,6 +41,9 @@ public:
     ~RuleMatcher();
     RuleMatcher(RuleMatcher&&) noexcept;
     RuleDecision decide(const std::string& module);   // records which rules matched
+    // One decision for the linears `modules` of `layer` (a fused group: mixed_methods.h); throws
+    // qs::Error naming the module that the rules treat differently from the first.
+    RuleDecision decideGroup(int layer, const std::vector<std::string>& modules);
     // Throws qs::Error naming the first rule that matched none of the names decided so far.
     void requireEveryRuleUsed() const;
 
@@ -49,5 +52,10 @@ private:
     const ModuleRules& rules_;
     std::vector<Compiled> compiled_;
 };
+
+// A uniform method with the rules applied (no budget): overrides fix, ignore keeps dense, per fused
+// group. Throws qs::Error for a rule that matches nothing or covers part of a fused group.
+struct MixedMethods;
+MixedMethods applyRules(const MethodSpec& method, const ModuleRules& rules, int layers, const std::string& name);
 
 }  // namespace qs::pipeline
