@@ -19,6 +19,7 @@
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/mixed_precision_allocation.h"
 #include "qs/pipeline/mixed_precision_measure.h"
+#include "qs/pipeline/mixed_precision_report.h"
 #include "qs/pipeline/mixed_precision_rules.h"
 #include "synthetic_checkpoint.h"
 
@@ -379,3 +380,32 @@ TEST(MixedDemo, OutputErrorAllocationBeatsUniformNvfp4AtItsBpw) { proveOnDemo(Se
 
 TEST(MixedDemo, LayerKlAllocationBeatsUniformNvfp4AtItsBpw) { proveOnDemo(Sensitivity::LayerKl, "nvfp4", true, 0.8); }
 
+
+// A synthetic model whose layer 2 writes six times more into the residual stream: per-layer KL sees
+// that its noise costs more, and the allocation at uniform rtn4's bpw gives it more bits.
+TEST(MixedFragile, LayerKlProtectsTheFragileLayer) {
+    const auto dir = std::filesystem::temp_directory_path() / ("qs_mixed_fragile_" + std::to_string(::getpid()));
+    test::SyntheticModel model;
+    model.layers = 4;
+    model.fragileLayers = {2};
+    test::writeSyntheticCheckpoint(dir, model);
+    JobPlan plan;
+    plan.checkpoint = dir;
+    plan.calibration = test::syntheticTokens(8, 64, 96, 11);
+    plan.evaluation = test::syntheticTokens(8, 64, 96, 12);
+    const std::vector<std::string> names = {"rtn3", "rtn4", "rtn5", "rtn6"};
+    const SensitivityTable t = measureSensitivity(plan, parseMethodList("rtn3,rtn4,rtn5,rtn6", 32), Sensitivity::LayerKl, {}, CancelToken{});
+    const MixedPrecisionPlanner planner(t, {}, names);
+    const MixedAllocation a = planner.at(t.uniformBpw[1]);
+    JobPlan mixed = plan;
+    mixed.mixed = {planner.methods(a, "mix")};
+    const JobResult r = Job(std::move(mixed)).run({}, CancelToken{});
+    std::filesystem::remove_all(dir);
+    const double kl = r.methods.front().kl.meanKld.value;
+    std::cout << "fragile layer 2 at " << t.uniformBpw[1] << " bpw: " << allocationSummary(t, a) << ", layer 2 gets "
+              << t.candidates[std::size_t(a.choice[8])].name << "; mixed KL " << kl << ", rtn4 " << t.uniformKl[1] << ", rtn3 " << t.uniformKl[0]
+              << "\n";
+    EXPECT_GT(a.choice[8], 1) << "layer 2 gets more than 4 bits";
+    EXPECT_LT(kl, t.uniformKl[1]);
+    EXPECT_LE(kl, std::min(t.uniformKl[0], t.uniformKl[1]));
+}
