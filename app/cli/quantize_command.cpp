@@ -128,6 +128,8 @@ MixedChoice allocate(const QuantizeOptions& o, const pipeline::JobPlan& plan, co
 // --target-bpw, or a method with --override / --ignore: a method per linear, quantized, measured and exported.
 void runMixedQuantize(const QuantizeOptions& o) {
     if (o.mixed.targetBpw && !o.method.empty()) throw Error("--target-bpw chooses among --candidates: drop --method " + o.method);
+    if (o.mixed.targetBpw && (o.bits > 0 || o.actOrder || o.sym))
+        throw Error("--bits, --act-order and --sym shape one method: with --target-bpw name them in --candidates (gptq4-act-sym)");
     if (!o.mixed.targetBpw && o.method.empty()) throw Error("--method is required (or --target-bpw with --candidates)");
     if (o.serving.kvCache != "none") throw Error("--kv-cache applies to one method, not to a mix of methods");
     const std::string format = o.format.empty() ? "ct-mixed" : o.format;

@@ -28,7 +28,7 @@ struct MixedAllocation {
 
 class MixedPrecisionPlanner {
 public:
-    // Throws qs::Error: an allowed name that is not a measured candidate, a rule that matches no
+    // `table` must outlive the planner (it is read, not copied). Throws qs::Error: an allowed name that is not a measured candidate, a rule that matches no
     // linear, a rule that covers part of a fused group (naming the module), a rule's method not measured.
     MixedPrecisionPlanner(const SensitivityTable& table, const ModuleRules& rules, const std::vector<std::string>& allowed);
 
