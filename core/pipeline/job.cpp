@@ -463,22 +463,18 @@ DeviceWorkload Job::deviceWorkload() const {
     for (const TokenSequences* sequences : {&plan_.calibration, &plan_.evaluation})
         for (const auto& s : *sequences) w.sequenceLength = std::max<std::int64_t>(w.sequenceLength, std::int64_t(s.size()));
     w.groupSize = 0;
-    for (const auto& m : plan_.methods) {
+    const auto account = [&](const MethodSpec& m) {
         w.statistics = w.statistics || (m.needsCalibration() && !plan_.calibration.empty());
         w.gptq = w.gptq || m.kind == MethodKind::Gptq;
         w.awq = w.awq || m.kind == MethodKind::Awq;
         // The smallest group has the most scales; -1 (a group per row) the fewest.
         if (m.kind == MethodKind::Gptq && m.groupSize > 0 && (w.groupSize <= 0 || m.groupSize < w.groupSize))
             w.groupSize = m.groupSize;
-    }
-    for (const auto& mix : plan_.mixed)
+    };
+    for (const auto& m : plan_.methods) account(m);
+    for (const auto& mix : plan_.mixed)   // each linear's method, as the mix quantizes it
         for (const auto& layer : mix.layers)
-            for (const auto& [module, m] : layer) {
-                w.statistics = w.statistics || (m.needsCalibration() && !plan_.calibration.empty());
-                w.gptq = w.gptq || m.kind == MethodKind::Gptq;
-                if (m.kind == MethodKind::Gptq && m.groupSize > 0 && (w.groupSize <= 0 || m.groupSize < w.groupSize))
-                    w.groupSize = m.groupSize;
-            }
+            for (const auto& [module, m] : layer) account(m);
     if (w.groupSize == 0) w.groupSize = -1;
     return w;
 }
