@@ -58,6 +58,13 @@ std::vector<std::string> namesOf(const std::vector<pipeline::MethodSpec>& method
     return names;
 }
 
+void refuseUnreachableBudget(double targetBpw, const model::ModelConfig& config, const std::vector<pipeline::MethodSpec>& candidates,
+                             const pipeline::ModuleRules& rules) {
+    const pipeline::SensitivityTable bits = pipeline::bitsOnlyTable(config, measuredMethods(candidates, rules));
+    const pipeline::MixedPrecisionPlanner planner(bits, rules, namesOf(candidates));
+    if (targetBpw < planner.cheapestBpw() - 0.01) (void)planner.at(targetBpw);   // throws the refusal the measured bits would
+}
+
 void printFrontier(const pipeline::SensitivityTable& table, const std::vector<pipeline::MixedAllocation>& frontier,
                    const pipeline::MixedAllocation& atBudget, std::ostream& out) {
     out << "\nfrontier (" << pipeline::sensitivityName(table.measure) << ", predicted KL = "

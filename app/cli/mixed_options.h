@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "qs/model/model_config.h"
 #include "qs/pipeline/mixed_precision_allocation.h"
 #include "qs/pipeline/mixed_precision_rules.h"
 
@@ -30,6 +31,11 @@ pipeline::ModuleRules rulesFrom(const MixedOptions& options, int groupSize);
 std::vector<pipeline::MethodSpec> measuredMethods(const std::vector<pipeline::MethodSpec>& candidates,
                                                   const pipeline::ModuleRules& rules);
 std::vector<std::string> namesOf(const std::vector<pipeline::MethodSpec>& methods);
+
+// Refuses (qs::Error, one line) a budget below the cheapest allocation before the measurement pass,
+// from the candidates' bits alone (bitsOnlyTable: within 0.01 bit of the measured ones).
+void refuseUnreachableBudget(double targetBpw, const model::ModelConfig& config, const std::vector<pipeline::MethodSpec>& candidates,
+                             const pipeline::ModuleRules& rules);
 
 // The frontier as a table, the allocation at the budget marked.
 void printFrontier(const pipeline::SensitivityTable& table, const std::vector<pipeline::MixedAllocation>& frontier,

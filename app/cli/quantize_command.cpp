@@ -136,11 +136,13 @@ void runMixedQuantize(const QuantizeOptions& o) {
     if (format == "gguf" || std::filesystem::path(o.out).extension() == ".gguf")
         throw Error("a mix of methods is exported as ct-mixed, gptq or gptq_v2, not as GGUF");
     const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
-    const int layers = model::ModelConfig::fromCheckpoint(checkpoint).numLayers;
+    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
+    const int layers = config.numLayers;
     const pipeline::ModuleRules rules = rulesFrom(o.mixed, o.groupSize);
     const std::vector<pipeline::MethodSpec> candidates =
         o.mixed.targetBpw ? pipeline::parseMethodList(o.candidates, o.groupSize) : std::vector{methodFrom(o)};
     (void)pipeline::applyRules(candidates.front(), rules, layers, "");   // a bad rule is refused before any work
+    if (o.mixed.targetBpw) refuseUnreachableBudget(*o.mixed.targetBpw, config, candidates, rules);
     const auto& encoder = pipeline::encoderForMethod(candidates.front(), format);
     for (const auto& m : measuredMethods(candidates, rules)) {
         if (const auto why = pipeline::exportRefusal(m, encoder, checkpoint); !why.empty())

@@ -2,8 +2,11 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
+#include <random>
 
 #include "qs/error.h"
+#include "qs/pipeline/layer_quantizer.h"
 #include "qs/pipeline/mixed_methods.h"
 
 namespace qs::pipeline {
@@ -93,6 +96,49 @@ SensitivityTable sensitivityFromResult(const JobResult& result, Sensitivity meas
         den += d * d;
     }
     if (den > 0 && num > 0) t.klPerDamage = num / den;
+    return t;
+}
+
+SensitivityTable bitsOnlyTable(const model::ModelConfig& config, const std::vector<MethodSpec>& candidates) {
+    const std::map<std::string_view, std::pair<int, int>> shapes = {
+        {"self_attn.q_proj", {config.qDim(), config.hiddenSize}},   {"self_attn.k_proj", {config.kvDim(), config.hiddenSize}},
+        {"self_attn.v_proj", {config.kvDim(), config.hiddenSize}},  {"self_attn.o_proj", {config.hiddenSize, config.qDim()}},
+        {"mlp.gate_proj", {config.intermediateSize, config.hiddenSize}}, {"mlp.up_proj", {config.intermediateSize, config.hiddenSize}},
+        {"mlp.down_proj", {config.hiddenSize, config.intermediateSize}}};
+    std::mt19937 rng(1);
+    std::normal_distribution<float> normal(0.0f, 0.02f);
+    std::map<std::pair<std::string, std::string_view>, double> bits;   // (candidate, module) -> bpw
+    for (const auto& m : candidates)
+        for (const auto& [module, shape] : shapes) {
+            MatrixF w(std::min(shape.first, 256), shape.second);
+            for (Eigen::Index i = 0; i < w.size(); ++i) w.data()[i] = normal(rng);
+            MethodSpec proxy = m;
+            if (m.kind == MethodKind::Gptq || m.kind == MethodKind::Awq) proxy.kind = MethodKind::Rtn, proxy.actOrder = false;
+            bits[{m.name, module}] = m.gguf() ? 0.0 : quantizeLinear(proxy, w, nullptr, 0.0, 0).bitsPerWeight();
+        }
+    SensitivityTable t;
+    t.candidates = candidates;
+    for (int l = 0; l < config.numLayers; ++l)
+        for (const auto& fused : kFusedGroups) {
+            SensitivityGroup g;
+            g.layer = l;
+            double total = 0;
+            for (auto module : fused) {
+                g.modules.emplace_back(module);
+                g.params += std::int64_t(shapes.at(module).first) * shapes.at(module).second;
+            }
+            for (const auto& m : candidates) {
+                total = 0;
+                for (auto module : fused) total += bits.at({m.name, module}) * double(shapes.at(module).first) * shapes.at(module).second;
+                g.bitsPerWeight.push_back(total / double(g.params));
+                g.damage.push_back(0.0);
+            }
+            t.groups.push_back(std::move(g));
+        }
+    for (std::size_t c = 0; c < candidates.size(); ++c) {
+        t.uniformKl.push_back(std::numeric_limits<double>::quiet_NaN());
+        t.uniformBpw.push_back(std::numeric_limits<double>::quiet_NaN());
+    }
     return t;
 }
 

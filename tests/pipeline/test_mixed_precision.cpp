@@ -14,6 +14,8 @@
 
 #include "qs/error.h"
 #include "qs/analysis/rank_correlation.h"
+#include "qs/io/checkpoint.h"
+#include "qs/model/model_config.h"
 #include "qs/model/tokenizer.h"
 #include "qs/pipeline/calibration_text.h"
 #include "qs/pipeline/job.h"
@@ -309,6 +311,12 @@ TEST(MixedMeasure, TheTableHoldsEachCandidatesBitsAndOutputErrors) {
                 sum += log.outputError * log.outputError;
         EXPECT_NEAR(g.damage[1], sum, 1e-12 * sum);
     }
+    // The bits alone, without the pass (what refuses a budget before any work): the same to 0.01 bit.
+    const SensitivityTable bits = bitsOnlyTable(model::ModelConfig::fromCheckpoint(io::Checkpoint::open(syntheticDir())),
+                                                parseMethodList("rtn2,rtn4,rtn8", 32));
+    ASSERT_EQ(bits.groups.size(), t.groups.size());
+    for (std::size_t g = 0; g < t.groups.size(); ++g)
+        for (std::size_t c = 0; c < 3; ++c) EXPECT_NEAR(bits.groups[g].bitsPerWeight[c], t.groups[g].bitsPerWeight[c], 0.01) << g;
     // The fitted factor puts the uniform predictions near the measured KL (within a factor of 3 here).
     for (std::size_t c = 0; c < 2; ++c) {
         EXPECT_GT(t.uniformPredictedKl(c), t.uniformKl[c] / 3) << c;
@@ -343,6 +351,9 @@ void proveOnDemo(Sensitivity measure, const std::string& budgetMethod, bool stri
     for (const auto& n : names) list += (list.empty() ? "" : ",") + n;
     const SensitivityTable t = measureSensitivity(demoPlan(), parseMethodList(list, 64), measure, {}, CancelToken{});
     const MixedPrecisionPlanner planner(t, {}, names);
+    const SensitivityTable bits = bitsOnlyTable(model::ModelConfig::fromCheckpoint(io::Checkpoint::open(demoPlan().checkpoint)), t.candidates);
+    for (std::size_t g = 0; g < t.groups.size(); ++g)   // GPTQ as RTN on its grid, NVFP4 from random weights: the measured bits
+        for (std::size_t c = 0; c < names.size(); ++c) EXPECT_NEAR(bits.groups[g].bitsPerWeight[c], t.groups[g].bitsPerWeight[c], 0.01) << g;
     std::size_t budgetIndex = 0;
     while (t.candidates[budgetIndex].name != budgetMethod) ++budgetIndex;
     const double budget = t.uniformBpw[budgetIndex];

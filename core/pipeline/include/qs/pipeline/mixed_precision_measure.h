@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "qs/cancel_token.h"
+#include "qs/model/model_config.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/job_result.h"
 #include "qs/pipeline/method_spec.h"
@@ -53,6 +54,12 @@ struct SensitivityTable {
 // qs::Error naming the candidate that failed, or the measure's missing input (output errors need
 // calibration, layer KL needs per-layer KL).
 SensitivityTable sensitivityFromResult(const JobResult& result, Sensitivity measure);
+
+// Each candidate's bits per weight per fused group without the measurement pass, for refusing a
+// budget before any work: each linear's shape (from the config) with at most 256 rows, quantized from
+// random weights; GPTQ and AWQ as RTN on their grid, which stores the same minus act-order's
+// permutation. The result is within 0.01 bit of, or below, what the pass measures. Damage is zero.
+SensitivityTable bitsOnlyTable(const model::ModelConfig& config, const std::vector<MethodSpec>& candidates);
 
 // Runs the measurement Job: `plan` with the candidates as its methods (and per-layer KL for LayerKl).
 SensitivityTable measureSensitivity(JobPlan plan, const std::vector<MethodSpec>& candidates, Sensitivity measure,
