@@ -14,7 +14,12 @@
 #include "qs/pipeline/job_report.h"
 #include "qs/pipeline/plan_builder.h"
 
+#include "qs/io/checkpoint.h"
+#include "qs/model/model_config.h"
+#include "qs/pipeline/mixed_precision_report.h"
+
 #include "human_format.h"
+#include "mixed_options.h"
 #include "progress_bar.h"
 #include "serving_options.h"
 #include "sigint_cancel.h"
@@ -43,6 +48,7 @@ struct CompareOptions {
     std::string device = "auto";
     bool allowNonFinite = false;
     ServingOptions serving;
+    MixedOptions mixed;
 };
 
 std::string fixed(double v, int digits) {
@@ -59,10 +65,10 @@ void printTable(const pipeline::JobResult& result, std::ostream& out) {
                      {"PPL ratio", TextTable::Align::Right}, {"time", TextTable::Align::Right}});
     for (const auto& m : result.methods) {
         if (!m.error.empty()) {
-            table.addRow({m.method.label(), "-", "-", "failed", "-", "-", "-", "-", "-"});
+            table.addRow({m.label(), "-", "-", "failed", "-", "-", "-", "-", "-"});
             continue;
         }
-        table.addRow({m.method.label(), fixed(m.bitsPerWeight, 3), formatBytes(m.checkpointBytes),
+        table.addRow({m.label(), fixed(m.bitsPerWeight, 3), formatBytes(m.checkpointBytes),
                       fixed(m.kl.meanKld.value, 5), fixed(m.kl.kld.median, 5), fixed(m.kl.kld.p99, 5),
                       fixed(100.0 * m.kl.sameTop.value, 2) + " %", fixed(m.kl.pplRatio.value, 4),
                       fixed(m.seconds, 1) + " s"});
@@ -76,10 +82,10 @@ void printTable(const pipeline::JobResult& result, std::ostream& out) {
             << result.methods.front().kl.count << " positions; calibration " << result.calibrationTokens
             << " tokens; total " << fixed(result.seconds, 1) << " s\n";
     for (const auto& m : result.methods)
-        if (!m.error.empty()) out << m.method.label() << ": " << m.error << '\n';
+        if (!m.error.empty()) out << m.label() << ": " << m.error << '\n';
     for (const auto& m : result.methods) {
         if (m.perLayerKl.empty() || !m.error.empty()) continue;
-        out << "per-layer KL, " << m.method.label() << ':';
+        out << "per-layer KL, " << m.label() << ':';
         for (double kl : m.perLayerKl) out << ' ' << fixed(kl, 5);
         out << '\n';
     }
@@ -93,18 +99,50 @@ std::shared_ptr<const pipeline::Backend> chooseBackend(const std::string& device
     return std::move(selection.backend);
 }
 
+int layerCount(const std::string& path) { return model::ModelConfig::fromCheckpoint(io::Checkpoint::open(path)).numLayers; }
+
+// Without a budget, the rules turn each method into a mix of its own: that method where the rules leave it.
+std::vector<pipeline::MixedMethods> withRules(const std::vector<pipeline::MethodSpec>& methods, const pipeline::ModuleRules& rules,
+                                             int layers) {
+    std::vector<pipeline::MixedMethods> out;
+    for (const auto& m : methods) out.push_back(pipeline::applyRules(m, rules, layers, m.name + " with rules"));
+    return out;
+}
+
+// --target-bpw: the frontier of the measured candidates, printed, and in the JSON when asked.
+void reportFrontier(const CompareOptions& o, const pipeline::JobResult& result, const pipeline::ModuleRules& rules,
+                    const std::vector<std::string>& candidates, nlohmann::json& json) {
+    const pipeline::SensitivityTable table = pipeline::sensitivityFromResult(result, pipeline::parseSensitivity(o.mixed.sensitivity));
+    const pipeline::MixedPrecisionPlanner planner(table, rules, candidates);
+    const pipeline::MixedAllocation atBudget = planner.at(*o.mixed.targetBpw);
+    const auto frontier = planner.frontier();
+    printFrontier(table, frontier, atBudget, std::cout);
+    json["mixed_precision"] = pipeline::frontierJson(table, frontier);
+    json["mixed_precision"]["at_budget"] = pipeline::toJson(table, atBudget);
+}
+
 void runCompare(const CompareOptions& o) {
     pipeline::PlanSettings settings;
     settings.checkpoint = o.path;
-    settings.methods = pipeline::parseMethodList(o.methods, o.groupSize);
+    const auto candidates = pipeline::parseMethodList(o.methods, o.groupSize);
+    const pipeline::ModuleRules rules = rulesFrom(o.mixed, o.groupSize);
+    const int layers = o.mixed.any() ? layerCount(o.path) : 0;
+    if (o.mixed.any()) (void)pipeline::applyRules(candidates.front(), rules, layers, "");   // a bad rule is refused before any work
+    if (o.mixed.targetBpw)
+        refuseUnreachableBudget(*o.mixed.targetBpw, model::ModelConfig::fromCheckpoint(io::Checkpoint::open(o.path)), candidates, rules);
+    settings.methods = o.mixed.targetBpw ? measuredMethods(candidates, rules) : candidates;
     settings.activationCalibration = applyServingOptions(o.serving, settings.methods);
     settings.calibration = {o.calib, o.samples, o.seqLen};
     settings.evaluation = {o.eval, o.evalSamples, o.seqLen};
-    settings.perLayerKl = o.perLayer;
+    settings.perLayerKl = o.perLayer || (o.mixed.targetBpw && o.mixed.sensitivity == "layer-kl");
     settings.trueSequential = !o.noTrueSequential;
     settings.seed = o.seed;
     settings.allowNonFinite = o.allowNonFinite;   // the plan builder checks the input before any output
     pipeline::JobPlan plan = pipeline::buildJobPlan(settings).plan;
+    if (!o.mixed.targetBpw && !rules.empty()) {
+        plan.mixed = withRules(plan.methods, rules, layers);
+        plan.methods.clear();
+    }
     plan.backend = chooseBackend(o.device);   // after the checks of the input, whose errors stay one line
 
     pipeline::Job job(std::move(plan));
@@ -119,10 +157,12 @@ void runCompare(const CompareOptions& o) {
     const pipeline::JobResult result = job.run(bar.callback(), cancel, onModule, o.force);
     bar.finish(true);
     printTable(result, std::cout);
+    nlohmann::json json = pipeline::toJson(result);
+    if (o.mixed.targetBpw) reportFrontier(o, result, rules, namesOf(candidates), json);
     if (!o.json.empty()) {
         std::ofstream out(o.json);
         if (!out) throw Error(o.json + ": cannot write the JSON report");
-        out << pipeline::toJson(result).dump(2) << '\n';
+        out << json.dump(2) << '\n';
     }
 }
 
@@ -150,6 +190,7 @@ void registerCompare(CLI::App& app) {
     cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
     cmd->add_flag("--allow-nonfinite", options->allowNonFinite, "Use linears whose weights are NaN or Inf instead of refusing them");
     addServingOptions(*cmd, options->serving);
+    addMixedOptions(*cmd, options->mixed);   // --target-bpw: the candidates are --methods
     cmd->callback([options] { runCompare(*options); });
 }
 

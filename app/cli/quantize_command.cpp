@@ -17,6 +17,10 @@
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/plan_builder.h"
 
+#include "qs/model/model_config.h"
+#include "qs/pipeline/mixed_precision_report.h"
+
+#include "mixed_options.h"
 #include "progress_bar.h"
 #include "serving_options.h"
 #include "sigint_cancel.h"
@@ -43,6 +47,10 @@ struct QuantizeOptions {
     std::string llama2cTokenizer;
     bool allowNonFinite = false;
     ServingOptions serving;
+    MixedOptions mixed;
+    std::string candidates = "gptq2,gptq4,gptq8,fp8-channel,nvfp4";   // what ct-mixed holds (3-bit: --format gptq)
+    std::string eval;
+    int evalSamples = 32;
 };
 
 // A GGUF method, --format gguf and a .gguf destination each imply the GGUF file.
@@ -99,7 +107,98 @@ std::string writeGgufOutputs(const QuantizeOptions& o, const io::Checkpoint& che
     return what;
 }
 
+// What a mixed run measured and chose, for the report; empty without a budget.
+struct MixedChoice {
+    pipeline::MixedMethods methods;
+    nlohmann::json allocation;   // toJson(table, allocation) with a budget, else null
+};
+
+// --target-bpw: the measurement pass over the candidates, then the allocation at the budget.
+MixedChoice allocate(const QuantizeOptions& o, const pipeline::JobPlan& plan, const std::vector<pipeline::MethodSpec>& candidates,
+                     const pipeline::ModuleRules& rules, ProgressBar& bar, const CancelToken& cancel) {
+    const auto sensitivity = pipeline::parseSensitivity(o.mixed.sensitivity);
+    const auto table = pipeline::measureSensitivity(plan, measuredMethods(candidates, rules), sensitivity, bar.callback(), cancel);
+    const pipeline::MixedPrecisionPlanner planner(table, rules, namesOf(candidates));
+    const pipeline::MixedAllocation allocation = planner.at(*o.mixed.targetBpw);
+    char name[64];
+    std::snprintf(name, sizeof name, "mixed %.2f bpw", *o.mixed.targetBpw);
+    return {planner.methods(allocation, name), pipeline::toJson(table, allocation)};
+}
+
+// --target-bpw, or a method with --override / --ignore: a method per linear, quantized, measured and exported.
+void runMixedQuantize(const QuantizeOptions& o) {
+    if (o.mixed.targetBpw && !o.method.empty()) throw Error("--target-bpw chooses among --candidates: drop --method " + o.method);
+    if (o.mixed.targetBpw && (o.bits > 0 || o.actOrder || o.sym))
+        throw Error("--bits, --act-order and --sym shape one method: with --target-bpw name them in --candidates (gptq4-act-sym)");
+    if (!o.mixed.targetBpw && o.method.empty()) throw Error("--method is required (or --target-bpw with --candidates)");
+    if (o.serving.kvCache != "none") throw Error("--kv-cache applies to one method, not to a mix of methods");
+    const std::string format = o.format.empty() ? "ct-mixed" : o.format;
+    if (format == "gguf" || std::filesystem::path(o.out).extension() == ".gguf")
+        throw Error("a mix of methods is exported as ct-mixed, gptq or gptq_v2, not as GGUF");
+    const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
+    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
+    const int layers = config.numLayers;
+    const pipeline::ModuleRules rules = rulesFrom(o.mixed, o.groupSize);
+    const std::vector<pipeline::MethodSpec> candidates =
+        o.mixed.targetBpw ? pipeline::parseMethodList(o.candidates, o.groupSize) : std::vector{methodFrom(o)};
+    (void)pipeline::applyRules(candidates.front(), rules, layers, "");   // a bad rule is refused before any work
+    if (o.mixed.targetBpw) refuseUnreachableBudget(*o.mixed.targetBpw, config, candidates, rules);
+    const auto& encoder = pipeline::encoderForMethod(candidates.front(), format);
+    for (const auto& m : measuredMethods(candidates, rules)) {
+        if (const auto why = pipeline::exportRefusal(m, encoder, checkpoint); !why.empty())
+            throw Error("cannot export " + m.name + " as " + std::string(encoder.name()) + ": " + why);
+        if (m.kind == pipeline::MethodKind::Awq || m.gguf() || m.activations != quant::ActivationFormat::None)
+            throw Error(m.name + " quantizes a whole layer or its activations, so it cannot be mixed per linear");
+    }
+    if (std::filesystem::exists(o.out) && !o.overwrite) throw Error(o.out + " already exists (pass --overwrite to replace it)");
+
+    pipeline::PlanSettings planSettings;
+    planSettings.checkpoint = o.path;
+    planSettings.methods = measuredMethods(candidates, rules);
+    planSettings.seed = o.seed;
+    planSettings.allowNonFinite = o.allowNonFinite;
+    planSettings.calibration = {o.calib, o.samples, o.seqLen};
+    planSettings.evaluation = {o.eval, o.evalSamples, o.seqLen};
+    pipeline::BuiltPlan built = pipeline::buildJobPlan(planSettings);
+
+    qs::CancelToken cancel;
+    const SigintCancel sigint(cancel);
+    ProgressBar bar("quantize");
+    MixedChoice choice = o.mixed.targetBpw ? allocate(o, built.plan, candidates, rules, bar, cancel)
+                                           : MixedChoice{pipeline::applyRules(candidates.front(), rules, layers, candidates.front().name + " with rules"), nullptr};
+    pipeline::JobPlan plan = std::move(built.plan);
+    plan.methods.clear();
+    plan.mixed = {choice.methods};
+    pipeline::Job job(std::move(plan));
+    const pipeline::JobResult result = job.run(bar.callback(), cancel, {}, o.force);
+    const auto& mixed = result.methods.front();
+    if (!mixed.error.empty()) throw Error(choice.methods.name + ": " + mixed.error);
+
+    nlohmann::json record = {{"candidates", namesOf(candidates)}, {"overrides", o.mixed.overrides}, {"ignore", o.mixed.ignore},
+                             {"bits_per_weight", mixed.bitsPerWeight}, {"measured_kl", mixed.kl.meanKld.value}};
+    if (o.mixed.targetBpw) {
+        record["target_bpw"] = *o.mixed.targetBpw;
+        record["sensitivity"] = o.mixed.sensitivity;
+        record["predicted_kl"] = choice.allocation["predicted_kl"];
+        record["allocation"] = choice.allocation;
+    }
+    nlohmann::json settings = {{"method", choice.methods.name}, {"group_size", o.groupSize}, {"seed", o.seed},
+                               {"calibration", {{"file", built.calibrationFile.string()}, {"samples", o.samples}, {"seq_len", o.seqLen}}},
+                               {"evaluation", {{"file", built.evaluationFile.string()}, {"samples", o.evalSamples}, {"seq_len", o.seqLen}}},
+                               {"mixed_precision", std::move(record)}};
+    const pipeline::ExportRequest request{o.path, o.out, format, o.overwrite, settings};
+    const auto written = pipeline::exportCheckpoint(request, mixed, bar.callback(), cancel);
+    bar.finish(true);
+    std::cout << "wrote " << written.string() << " (" << format << ", " << choice.methods.name << ": " << mixed.bitsPerWeight
+              << " bits per linear weight, measured KLD " << mixed.kl.meanKld.value;
+    if (o.mixed.targetBpw) std::cout << ", predicted " << choice.allocation["predicted_kl"].get<double>() << "; "
+                                     << choice.allocation["summary"].get<std::string>();
+    std::cout << ")\n";
+}
+
 void runQuantize(const QuantizeOptions& o) {
+    if (o.mixed.any()) return runMixedQuantize(o);
+    if (o.method.empty()) throw Error("--method is required (or --target-bpw with --candidates)");
     std::vector<pipeline::MethodSpec> methods{methodFrom(o)};
     const pipeline::ActivationCalibration activationCalibration = applyServingOptions(o.serving, methods);
     const pipeline::MethodSpec method = methods.front();
@@ -163,8 +262,7 @@ void registerQuantize(CLI::App& app) {
     for (const auto& t : pipeline::ggufFileTypes()) ggufNames += (ggufNames.empty() ? "" : " ") + std::string(t.name);
     cmd->add_option("--method", options->method,
                     "rtn, gptq, awq (with --bits), or a name such as gptq4-act, fp8, fp8-channel; or llama-quantize's type of a "
-                    "GGUF file (" + ggufNames + ", any case; Q4_K = Q4_K_M)")
-        ->required();
+                    "GGUF file (" + ggufNames + ", any case; Q4_K = Q4_K_M); not with --target-bpw");
     cmd->add_option("--bits", options->bits, "Code bits of rtn / gptq / awq (default 4)")->check(CLI::Range(1, 8));
     cmd->add_option("--group-size", options->groupSize, "Group size of the integer methods (-1: per row)")->capture_default_str();
     cmd->add_flag("--act-order", options->actOrder, "GPTQ: quantize columns by decreasing Hessian diagonal (desc_act)");
@@ -185,6 +283,11 @@ void registerQuantize(CLI::App& app) {
     cmd->add_flag("--overwrite", options->overwrite, "Replace the destination if it exists");
     cmd->add_flag("--allow-nonfinite", options->allowNonFinite, "Use linears whose weights are NaN or Inf instead of refusing them");
     addServingOptions(*cmd, options->serving);
+    addMixedOptions(*cmd, options->mixed);
+    cmd->add_option("--candidates", options->candidates, "The methods --target-bpw chooses among (the default export, ct-mixed, holds all of them)")
+        ->capture_default_str();
+    cmd->add_option("--eval", options->eval, "With --target-bpw / --override / --ignore: the held-out text the mix's KL is measured on");
+    cmd->add_option("--eval-samples", options->evalSamples, "Evaluation sequences of a mix")->capture_default_str()->check(CLI::PositiveNumber);
     cmd->callback([options] { runQuantize(*options); });
 }
 

@@ -4,10 +4,13 @@
 //   "gptq"    (v1, AutoGPTQ and every consumer): stores zero - 1; symmetric grids only, since readers
 //             disagree on the field an asymmetric zero of 0 becomes (2.5). Sym 4-bit: 0x77777777.
 //   "gptq_v2" (GPTQModel, vLLM gptq): stores the zero itself; symmetric or asymmetric.
+#include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "bit_fields.h"
 #include "encoders.h"
+#include "fused_modules.h"
 #include "int_grid_check.h"
 #include "qs/error.h"
 #include "tensor_encoding.h"
@@ -64,28 +67,55 @@ std::vector<std::int32_t> groupIndex(const QuantizedLinear& q) {
     return gIdx;
 }
 
-// The scheme every linear shares; GPTQ configs have one (bits, group, sym) for the whole model.
+// A linear's scheme as the config states it: bits, group, symmetry, act-order.
 struct GptqScheme {
     int bits = 4;
     int groupSize = 128;
     bool sym = true;
     bool descAct = false;
-    double dampPercent = 0.0;   // 0 when not measured
+
+    auto operator<=>(const GptqScheme&) const = default;
+    nlohmann::json json() const { return {{"bits", bits}, {"group_size", groupSize}, {"desc_act", descAct}, {"sym", sym}}; }
+    std::string text() const {
+        return std::to_string(bits) + "-bit, group " + std::to_string(groupSize) + (sym ? ", sym" : ", asym") + (descAct ? ", act-order" : "");
+    }
 };
 
-GptqScheme commonScheme(const ExportScheme& scheme, std::string_view format) {
+GptqScheme schemeOf(const QuantizedLinear& q) { return {q.bits, q.groupSize, q.symmetric, !q.gIdx.empty()}; }
+
+// The model's scheme is the one most weights use; every other linear gets a GPTQModel `dynamic`
+// override (re.match on the module name, "+:" positive, "-:" for a decoder linear left dense), keyed
+// on the linear and on the fused linear vLLM loads it as (qkv_proj, gate_up_proj), whose shards must agree.
+struct GptqConfig {
+    GptqScheme base;
+    double dampPercent = 0.0;   // 0 when not measured
+    nlohmann::json dynamic = nlohmann::json::object();
+};
+
+std::string dynamicKey(const std::string& prefix) {
+    const std::string fused = fusedPrefix(prefix);
+    if (fused.empty()) return "^" + regexEscape(prefix) + "$";
+    const auto dot = prefix.rfind('.');
+    return "^" + regexEscape(prefix.substr(0, dot + 1)) + "(" + regexEscape(prefix.substr(dot + 1)) + "|" +
+           regexEscape(fused.substr(dot + 1)) + ")$";
+}
+
+GptqConfig configOf(const ExportScheme& scheme, std::string_view format) {
     if (scheme.linears.empty()) throw Error(std::string(format) + " export without quantized linears");
-    const QuantizedLinear& first = *scheme.linears.front().second;
-    GptqScheme s{first.bits, first.groupSize, first.symmetric, false, 0.0};
+    requireFusedShardsAlike(scheme, [](const QuantizedLinear& q) { return schemeOf(q).text(); }, format);
+    std::map<GptqScheme, double> weights;
+    GptqConfig c;
     for (const auto& [prefix, q] : scheme.linears) {
-        if (q->bits != s.bits || q->groupSize != s.groupSize || q->symmetric != s.sym)
-            throw Error(std::string(format) + " stores one bit width, group size and symmetry for the whole model, but " +
-                        prefix + " differs from " + scheme.linears.front().first);
-        s.descAct = s.descAct || !q->gIdx.empty();
+        weights[schemeOf(*q)] += double(q->rows) * double(q->cols);
         if (std::isfinite(q->dampPercent) && q->dampPercent > 0.0 && q->dampPercent < 1.0)
-            s.dampPercent = std::max(s.dampPercent, q->dampPercent);
+            c.dampPercent = std::max(c.dampPercent, q->dampPercent);
     }
-    return s;
+    c.base = std::max_element(weights.begin(), weights.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+    for (const auto& [prefix, q] : scheme.linears)
+        if (schemeOf(*q) != c.base) c.dynamic["+:" + dynamicKey(prefix)] = schemeOf(*q).json();
+    for (const auto& prefix : scheme.denseLinears)
+        if (prefix.find(".layers.") != std::string::npos) c.dynamic["-:" + dynamicKey(prefix)] = nlohmann::json::object();
+    return c;
 }
 
 class GptqEncoder final : public LinearEncoder {
@@ -120,7 +150,8 @@ public:
     }
 
     nlohmann::json quantizationConfig(const ExportScheme& scheme) const override {
-        const GptqScheme s = commonScheme(scheme, name());
+        const GptqConfig c = configOf(scheme, name());
+        const GptqScheme& s = c.base;
         nlohmann::json config = {
             {"quant_method", "gptq"},
             {"bits", s.bits},
@@ -135,7 +166,8 @@ public:
             {"meta", {{"quantizer", {"quantscope"}}}},
         };
         // transformers requires 0 < damp_percent < 1 when present (docs/formats/gptq.md).
-        if (s.dampPercent > 0.0) config["damp_percent"] = s.dampPercent;
+        if (c.dampPercent > 0.0) config["damp_percent"] = c.dampPercent;
+        if (!c.dynamic.empty()) config["dynamic"] = c.dynamic;   // GPTQModel drops an empty one
         return config;
     }
 

@@ -87,10 +87,10 @@ std::string exportRefusal(const MethodSpec& method, const formats::LinearEncoder
 
 std::string sourceMismatch(const MethodResult& result, const io::CheckpointFingerprint& source) {
     if (result.source.empty())
-        return result.method.label() + ": the result does not say which checkpoint it was quantized from, so it "
+        return result.label() + ": the result does not say which checkpoint it was quantized from, so it "
                "cannot be written over " + source.describe();
     if (result.source == source) return "";
-    return result.method.label() + " was quantized from " + result.source.describe() + ", not from " +
+    return result.label() + " was quantized from " + result.source.describe() + ", not from " +
            source.describe() + "; export it from the checkpoint it was made from";
 }
 

@@ -23,7 +23,7 @@ Linears quantizedLinears(const MethodResult& result) {
     Linears linears;
     for (std::size_t i = 0; i < result.layers.size(); ++i)
         for (const auto& [module, q] : result.layers[i]) linears.emplace_back(layerPrefix(i) + module, q.get());
-    if (linears.empty()) throw Error(result.method.label() + ": nothing was quantized, so there is nothing to export");
+    if (linears.empty()) throw Error(result.label() + ": nothing was quantized, so there is nothing to export");
     return linears;
 }
 
@@ -206,7 +206,7 @@ private:
 
 std::filesystem::path exportCheckpoint(const ExportRequest& request, const MethodResult& result,
                                        const ProgressCallback& progress, const CancelToken& cancel) {
-    if (!result.error.empty()) throw Error(result.method.label() + " failed, so it cannot be exported: " + result.error);
+    if (!result.error.empty()) throw Error(result.label() + " failed, so it cannot be exported: " + result.error);
     Linears linears = quantizedLinears(result);
     const formats::LinearEncoder& encoder = chooseEncoder(request.format, linears);
     AwqFolding folding = planAwqFolding(result.layers);

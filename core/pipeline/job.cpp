@@ -33,6 +33,7 @@ struct MethodStream {
     bool ownCalibration = false;
     std::vector<CompactLayer> kept;   // the finished layers, codes packed; result.layers at the end
     GgufTypeChooser ggufTypes;        // GGUF methods: the type of each tensor; its model has their token_embd and output
+    const MixedMethods* mix = nullptr;  // a method per linear instead of result.method for all
     bool failed() const { return !result.error.empty(); }
 };
 
@@ -195,6 +196,15 @@ private:
             kvCache_ = kvCache_ || m.kvCacheFp8;
             streams_.push_back(std::move(s));
         }
+        for (const auto& mix : plan_.mixed) {
+            MethodStream s{MethodResult{}, makeModel(), {}, evaluation_, false, {}, {}, &mix};
+            s.result.method = mix.summary();
+            s.result.mixed = true;
+            s.ownCalibration = plan_.trueSequential && mix.sequential() && !plan_.calibration.empty();
+            if (s.ownCalibration) s.calibration = calibration_;
+            else if (!plan_.calibration.empty()) baseStatistics_ = true;
+            streams_.push_back(std::move(s));
+        }
         // The KV cache's scales come from the original model's calibration stream, shared by every method.
         if (kvCache_) {
             baseStatistics_ = true;
@@ -265,12 +275,15 @@ private:
         const auto start = Clock::now();
         CompactLayer kept;
         try {
-            QuantizedLayer q = s.ggufTypes ? quantizeGgufLayer(s.ggufTypes, layer, original, stats, cancel_, release)
-                                           : quantizeLayer(s.result.method, original, stats, plan_.seed + std::uint64_t(layer), cancel_,
-                                                           plan_.backend.get(), release);
+            if (s.mix) release = {};   // its dense linears still need their weights, its other linears the statistics
+            QuantizedLayer q = s.mix ? quantizeMixedLayer(*s.mix, layer, original, stats)
+                               : s.ggufTypes ? quantizeGgufLayer(s.ggufTypes, layer, original, stats, cancel_, release)
+                                             : quantizeLayer(s.result.method, original, stats, plan_.seed + std::uint64_t(layer), cancel_,
+                                                             plan_.backend.get(), release);
             for (auto& [module, linear] : q) {
                 const auto samples = stats.empty() ? 0 : stats.input(module).hessian->samples();
-                s.result.modules.push_back(logOf(s.result.method, layer, module, *linear, samples));
+                const MethodSpec& method = s.mix ? *s.mix->methodOf(layer, module) : s.result.method;
+                s.result.modules.push_back(logOf(method, layer, module, *linear, samples));
                 if (log_) log_(s.result.modules.back());
                 quant::QuantizedLinear served(*linear);
                 linear.reset();
@@ -289,6 +302,9 @@ private:
         s.result.seconds += secondsSince(start);
         // The stream's layer as its Transformer would load it (the same effective weights), built once here.
         model::LayerWeights quantized = release.weights ? std::move(original) : withoutLinearWeights(original);
+        if (!release.weights)   // a mix's dense linears keep their original weights
+            for (auto module : model::LayerWeights::kLinearModules)
+                if (!kept.contains(module)) quantized.linear(module).weight = original.linear(module).weight;
         for (const auto& [module, compact] : kept) {
             model::Linear& linear = quantized.linear(module);
             linear.weight = compact->effectiveWeight();
@@ -298,6 +314,12 @@ private:
         s.kept.push_back(std::move(kept));
         if (s.ownCalibration) runLayerAll(s.model, layer, quantized, s.calibration, cancel_);
         runLayerAll(s.model, layer, quantized, s.evaluation, cancel_);
+    }
+
+    QuantizedLayer quantizeMixedLayer(const MixedMethods& mix, int layer, const model::LayerWeights& original,
+                                      LayerStatistics& stats) const {
+        return quantizeLayerModules([&mix, layer](std::string_view module) { return mix.methodOf(layer, module); }, original,
+                                    stats, plan_.seed + std::uint64_t(layer), cancel_, plan_.backend.get());
     }
 
     // The kept layers back as QuantizedLinears (each freed from the compact store as it is unpacked).
@@ -390,7 +412,12 @@ private:
 }  // namespace
 
 Job::Job(JobPlan plan) : plan_(std::move(plan)) {
-    if (plan_.methods.empty()) throw Error("the plan has no methods");
+    if (plan_.methods.empty() && plan_.mixed.empty()) throw Error("the plan has no methods");
+    for (const auto& mix : plan_.mixed) {
+        mix.check();
+        if (mix.needsCalibration() && plan_.calibration.empty())
+            throw Error(mix.name + " needs calibration text (GPTQ), and none was given");
+    }
     for (const auto& m : plan_.methods)
         if (m.needsCalibration() && plan_.calibration.empty())
             throw Error(m.label() + " needs calibration text, and none was given");
@@ -410,6 +437,18 @@ ResourceEstimate Job::estimate() const {
         shape.quantizeFlopsPerWeight += quantizeFlopsPerWeight(m, shape.config);
         shape.keptBytesPerWeight += keptBytesPerWeight(m);
     }
+    for (const auto& mix : plan_.mixed) {   // a mix costs at most what its heaviest method does
+        shape.methods += 1;
+        if (plan_.trueSequential && mix.sequential()) ++shape.sequentialMethods;
+        double flops = 0, kept = 0;
+        for (const auto& layer : mix.layers)
+            for (const auto& [module, m] : layer) {
+                flops = std::max(flops, quantizeFlopsPerWeight(m, shape.config));
+                kept = std::max(kept, keptBytesPerWeight(m));
+            }
+        shape.quantizeFlopsPerWeight += flops;
+        shape.keptBytesPerWeight += kept;
+    }
     shape.calibrationTokens = tokenCount(plan_.calibration);
     shape.evaluationTokens = tokenCount(plan_.evaluation);
     shape.evaluationSequenceLength = plan_.evaluation.empty() ? 0 : int(plan_.evaluation.front().size());
@@ -424,14 +463,18 @@ DeviceWorkload Job::deviceWorkload() const {
     for (const TokenSequences* sequences : {&plan_.calibration, &plan_.evaluation})
         for (const auto& s : *sequences) w.sequenceLength = std::max<std::int64_t>(w.sequenceLength, std::int64_t(s.size()));
     w.groupSize = 0;
-    for (const auto& m : plan_.methods) {
+    const auto account = [&](const MethodSpec& m) {
         w.statistics = w.statistics || (m.needsCalibration() && !plan_.calibration.empty());
         w.gptq = w.gptq || m.kind == MethodKind::Gptq;
         w.awq = w.awq || m.kind == MethodKind::Awq;
         // The smallest group has the most scales; -1 (a group per row) the fewest.
         if (m.kind == MethodKind::Gptq && m.groupSize > 0 && (w.groupSize <= 0 || m.groupSize < w.groupSize))
             w.groupSize = m.groupSize;
-    }
+    };
+    for (const auto& m : plan_.methods) account(m);
+    for (const auto& mix : plan_.mixed)   // each linear's method, as the mix quantizes it
+        for (const auto& layer : mix.layers)
+            for (const auto& [module, m] : layer) account(m);
     if (w.groupSize == 0) w.groupSize = -1;
     return w;
 }

@@ -63,7 +63,7 @@ nlohmann::json servingScalesJson(const MethodResult& r) {
 }  // namespace
 
 nlohmann::json toJson(const MethodResult& r) {
-    nlohmann::json out = {{"method", r.method.name}, {"label", r.method.label()}};
+    nlohmann::json out = {{"method", r.method.name}, {"label", r.label()}};
     if (!r.error.empty()) {
         out["error"] = r.error;
         return out;

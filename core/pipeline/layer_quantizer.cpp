@@ -99,14 +99,18 @@ quant::GptqOptions gptqOptions(const MethodSpec& method, double samples, const C
     return options;
 }
 
-QuantizedLayer quantizeLayerReleasing(const MethodSpec& method, const model::LayerWeights& weights,
-                                      model::LayerWeights* releasable, LayerStatistics& statistics, std::uint64_t seed,
-                                      const CancelToken& cancel, const Backend* backend, bool releaseStatistics) {
-    if (method.kind == MethodKind::Awq)
-        return quantizeAwqLayer(method, weights, releasable, statistics, cancel, backend, releaseStatistics);
+// Each linear with the method `methodOf` names for it (none: left out, it stays dense), one at a time.
+QuantizedLayer quantizeEachLinear(const ModuleMethod& methodOf, const model::LayerWeights& weights,
+                                  model::LayerWeights* releasable, LayerStatistics& statistics, std::uint64_t seed,
+                                  const CancelToken& cancel, const Backend* backend, bool releaseStatistics) {
     QuantizedLayer layer;
     for (std::string_view module : model::LayerWeights::kLinearModules) {
         cancel.throwIfCancelled();
+        const MethodSpec* chosen = methodOf(module);
+        if (chosen == nullptr) continue;
+        const MethodSpec& method = *chosen;
+        if (method.kind == MethodKind::Awq || method.gguf())
+            throw Error(method.label() + " quantizes a layer's linears together, not one linear of " + std::string(module));
         const auto start = std::chrono::steady_clock::now();
         const MatrixF& w = weights.linear(module).weight;
         const double samples = statistics.empty() ? 0.0 : static_cast<double>(statistics.input(module).hessian->samples());
@@ -140,7 +144,22 @@ QuantizedLayer quantizeLayerReleasing(const MethodSpec& method, const model::Lay
     return layer;
 }
 
+QuantizedLayer quantizeLayerReleasing(const MethodSpec& method, const model::LayerWeights& weights,
+                                      model::LayerWeights* releasable, LayerStatistics& statistics, std::uint64_t seed,
+                                      const CancelToken& cancel, const Backend* backend, bool releaseStatistics) {
+    if (method.kind == MethodKind::Awq)
+        return quantizeAwqLayer(method, weights, releasable, statistics, cancel, backend, releaseStatistics);
+    return quantizeEachLinear([&method](std::string_view) { return &method; }, weights, releasable, statistics, seed, cancel,
+                              backend, releaseStatistics);
+}
+
 }  // namespace
+
+QuantizedLayer quantizeLayerModules(const ModuleMethod& methodOf, const model::LayerWeights& weights,
+                                    LayerStatistics& statistics, std::uint64_t seed, const CancelToken& cancel,
+                                    const Backend* backend) {
+    return quantizeEachLinear(methodOf, weights, nullptr, statistics, seed, cancel, backend, false);
+}
 
 quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& w, const MatrixF* h, double samples,
                                       std::uint64_t seed, const Backend* backend, const CancelToken* cancel) {

@@ -172,9 +172,39 @@ TEST(GptqEncoder, RefusesWhatTheLayoutCannotHold) {
     EXPECT_THROW(v2.encode(kPrefix, rtn(64, 4100, 4, 128, false)), Error);
 }
 
-TEST(GptqEncoder, MixedSchemesHaveNoSingleConfig) {
-    const auto a = rtn(64, 256, 4, 128, true), b = rtn(64, 256, 8, 128, true);
-    EXPECT_THROW(encoderNamed("gptq").quantizationConfig({{{"a", &a}, {"b", &b}}, {}, io::DType::BF16}), Error);
+// Mixed schemes: the one most weights use is the model's, the others GPTQModel `dynamic` overrides
+// (FORMATS.md: regex keys, "+:" positive, "-:" skipped), keyed on vLLM's fused name too.
+TEST(GptqEncoder, MixedSchemesBecomeDynamicOverrides) {
+    const auto small4 = rtn(64, 256, 4, 128, true), big8 = rtn(256, 256, 8, 128, true), small8 = rtn(64, 256, 8, 64, true);
+    const std::string l0 = "model.layers.0.";
+    const auto config = encoderNamed("gptq").quantizationConfig(
+        {{{l0 + "self_attn.o_proj", &small4}, {l0 + "mlp.down_proj", &big8}, {l0 + "mlp.gate_proj", &small8}, {l0 + "mlp.up_proj", &small8}},
+         {l0 + "self_attn.q_proj", "lm_head"}, io::DType::BF16});
+    EXPECT_EQ(config.at("bits"), 8);   // 256·256 weights at 8 bits, group 128, against 2·64·256 at group 64
+    EXPECT_EQ(config.at("group_size"), 128);
+    const nlohmann::json dynamic = {
+        {"+:^model\\.layers\\.0\\.self_attn\\.o_proj$", {{"bits", 4}, {"group_size", 128}, {"desc_act", false}, {"sym", true}}},
+        {"+:^model\\.layers\\.0\\.mlp\\.(gate_proj|gate_up_proj)$", {{"bits", 8}, {"group_size", 64}, {"desc_act", false}, {"sym", true}}},
+        {"+:^model\\.layers\\.0\\.mlp\\.(up_proj|gate_up_proj)$", {{"bits", 8}, {"group_size", 64}, {"desc_act", false}, {"sym", true}}},
+        {"-:^model\\.layers\\.0\\.self_attn\\.(q_proj|qkv_proj)$", nlohmann::json::object()}};
+    EXPECT_EQ(config.at("dynamic"), dynamic) << config.dump(1);
+    // One scheme: no `dynamic` at all (GPTQModel drops an empty one).
+    EXPECT_FALSE(encoderNamed("gptq").quantizationConfig({{{"a", &small4}}, {}, io::DType::BF16}).contains("dynamic"));
+}
+
+TEST(GptqEncoder, ShardsOfAFusedLinearMustAgree) {
+    const auto four = rtn(64, 256, 4, 128, true), eight = rtn(64, 256, 8, 128, true);
+    const std::string l1 = "model.layers.1.";
+    try {
+        encoderNamed("gptq").quantizationConfig({{{l1 + "mlp.gate_proj", &four}, {l1 + "mlp.up_proj", &eight}}, {}, io::DType::BF16});
+        ADD_FAILURE() << "a split gate_up_proj was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("model.layers.1.mlp.up_proj (8-bit, group 128, sym) beside model.layers.1.mlp.gate_proj"),
+                  std::string::npos) << e.what();
+    }
+    // A dense shard beside a quantized one is refused too.
+    EXPECT_THROW(encoderNamed("gptq").quantizationConfig({{{l1 + "self_attn.q_proj", &four}}, {l1 + "self_attn.k_proj"}, io::DType::BF16}),
+                 Error);
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "synthetic_checkpoint.h"
 
+#include <algorithm>
 #include <random>
 #include <string>
 
@@ -44,21 +45,25 @@ void writeSyntheticCheckpoint(const std::filesystem::path& dir, const SyntheticM
     const auto add = [&](const std::string& name, std::vector<std::int64_t> shape, const std::vector<float>& v) {
         writer.addTensorF32(name, m.dtype, shape, v);
     };
-    const auto linear = [&](const std::string& name, int out, int in) {
-        add(name, {out, in}, normal(std::size_t(out) * std::size_t(in), 1.0f / std::sqrt(float(in)), rng));
+    const auto linear = [&](const std::string& name, int out, int in, float scale = 1.0f) {
+        std::vector<float> w = normal(std::size_t(out) * std::size_t(in), 1.0f / std::sqrt(float(in)), rng);
+        for (float& x : w) x *= scale;
+        add(name, {out, in}, w);
     };
     add("model.embed_tokens.weight", {m.vocab, m.hidden}, normal(std::size_t(m.vocab) * std::size_t(m.hidden), 1.0f, rng));
     for (int l = 0; l < m.layers; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
+        const bool fragile = std::find(m.fragileLayers.begin(), m.fragileLayers.end(), l) != m.fragileLayers.end();
+        const float out = fragile ? m.fragileScale : 1.0f;
         add(p + "input_layernorm.weight", {m.hidden}, normWeights(m.hidden, m));
         add(p + "post_attention_layernorm.weight", {m.hidden}, normWeights(m.hidden, m));
         linear(p + "self_attn.q_proj.weight", m.heads * headDim, m.hidden);
         linear(p + "self_attn.k_proj.weight", m.kvHeads * headDim, m.hidden);
         linear(p + "self_attn.v_proj.weight", m.kvHeads * headDim, m.hidden);
-        linear(p + "self_attn.o_proj.weight", m.hidden, m.heads * headDim);
+        linear(p + "self_attn.o_proj.weight", m.hidden, m.heads * headDim, out);
         linear(p + "mlp.gate_proj.weight", m.intermediate, m.hidden);
         linear(p + "mlp.up_proj.weight", m.intermediate, m.hidden);
-        linear(p + "mlp.down_proj.weight", m.hidden, m.intermediate);
+        linear(p + "mlp.down_proj.weight", m.hidden, m.intermediate, out);
     }
     add("model.norm.weight", {m.hidden}, std::vector<float>(std::size_t(m.hidden), 1.0f));
     // A large lm_head makes the next-token distributions sharp enough for KL to separate methods.

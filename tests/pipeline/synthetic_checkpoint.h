@@ -19,6 +19,11 @@ struct SyntheticModel {
     int vocab = 96;
     std::vector<int> outlierChannels;   // hidden channels scaled by outlierScale in every RMSNorm
     float outlierScale = 8.0f;
+    // Layers whose o_proj and down_proj write fragileScale times more into the residual stream, so
+    // their quantization noise weighs more in the output than other layers' (a relative output error
+    // cannot tell; a per-layer KL can).
+    std::vector<int> fragileLayers;
+    float fragileScale = 6.0f;
     unsigned seed = 1;
     io::DType dtype = io::DType::F32;   // how every tensor is stored (BF16 for a realistic checkpoint)
     int maxPositions = 512;

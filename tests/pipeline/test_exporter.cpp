@@ -19,6 +19,7 @@
 #include "qs/pipeline/calibration_text.h"
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/job.h"
+#include "qs/pipeline/mixed_methods.h"
 
 using namespace qs;
 using namespace qs::pipeline;
@@ -230,3 +231,96 @@ TEST(Exporter, AwqFoldedExportGivesTheInMemoryLogits) {
 }
 
 }  // namespace
+
+namespace {
+
+// The demo quantized with a method per linear: `base` everywhere, `other` on layer 1's gate/up, layer 0's down_proj dense.
+MethodResult mixedDemo(const std::string& base, const std::string& other) {
+    MixedMethods mix;
+    mix.name = "mixed";
+    mix.layers.resize(2);
+    for (int l = 0; l < 2; ++l)
+        for (auto module : model::LayerWeights::kLinearModules) mix.layers[std::size_t(l)].emplace(module, parseMethod(base, 64));
+    mix.layers[1].at("mlp.gate_proj") = mix.layers[1].at("mlp.up_proj") = parseMethod(other, 64);
+    mix.layers[0].erase("mlp.down_proj");
+    JobPlan plan;
+    plan.checkpoint = kDemo;
+    plan.mixed = {mix};
+    plan.calibration = demoTokens(8, 64);
+    auto result = Job(std::move(plan)).run({}, CancelToken{});
+    if (!result.methods.front().error.empty()) throw std::runtime_error(result.methods.front().error);
+    return std::move(result.methods.front());
+}
+
+std::string exportRefusal(const MethodResult& result, const std::string& format) {
+    const auto dir = freshPath("refused_mix");
+    try {
+        exportCheckpoint({kDemo, dir, format, false, {}}, result, {}, CancelToken{});
+    } catch (const Error& e) {
+        EXPECT_FALSE(std::filesystem::exists(dir));
+        return e.what();
+    }
+    std::filesystem::remove_all(dir);
+    return "";
+}
+
+}  // namespace
+
+// GPTQModel's `dynamic` (FORMATS.md): the base scheme is the one most weights use, every other linear a
+// "+:" override matched with re.match, keyed on the linear and on vLLM's fused qkv_proj / gate_up_proj;
+// a decoder linear left dense is a "-:" key. Our reader applies the overrides: bit for bit.
+TEST(Exporter, AMixOfGptqBitsIsGptqWithDynamicOverrides) {
+    const auto result = mixedDemo("gptq4-sym", "gptq8-sym");
+    EXPECT_TRUE(result.mixed);
+    EXPECT_EQ(result.label(), "mixed");
+    const auto dir = freshPath("gptq_dynamic");
+    exportCheckpoint({kDemo, dir, "gptq", false, {}}, result, {}, CancelToken{});
+    expectExported(dir, result, [](const quant::QuantizedLinear& q) { return withF16Scales(q); });
+    const auto config = readJson(dir / "config.json")["quantization_config"];
+    EXPECT_EQ(config["bits"], 4);
+    const nlohmann::json expected = {
+        {"+:^model\\.layers\\.1\\.mlp\\.(gate_proj|gate_up_proj)$", {{"bits", 8}, {"group_size", 64}, {"desc_act", false}, {"sym", true}}},
+        {"+:^model\\.layers\\.1\\.mlp\\.(up_proj|gate_up_proj)$", {{"bits", 8}, {"group_size", 64}, {"desc_act", false}, {"sym", true}}},
+        {"-:^model\\.layers\\.0\\.mlp\\.down_proj$", nlohmann::json::object()}};
+    EXPECT_EQ(config["dynamic"], expected) << config.dump(1);
+    EXPECT_EQ(readJson(dir / "quantize_config.json")["dynamic"], expected);
+    const auto exported = io::Checkpoint::open(dir);
+    const formats::LinearReader reader(exported);
+    EXPECT_EQ(reader.decode("model.layers.1.mlp.up_proj").parts.bits, 8);
+    EXPECT_EQ(reader.decode("model.layers.1.mlp.down_proj").parts.bits, 4);
+    EXPECT_FALSE(reader.decode("model.layers.0.mlp.down_proj").quantized);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(Exporter, AMixReadsBackFromCtMixedBitForBit) {
+    const auto result = mixedDemo("gptq4-sym", "nvfp4");
+    const auto dir = freshPath("ct_mixed_mix");
+    exportCheckpoint({kDemo, dir, "ct-mixed", false, {}}, result, {}, CancelToken{});
+    // Bit for bit in the parts (NVFP4's weight is decoded with the consumers' divisor, ct_nvfp4_encoder_test).
+    const auto exported = io::Checkpoint::open(dir);
+    const formats::LinearReader reader(exported);
+    for (std::size_t i = 0; i < result.layers.size(); ++i)
+        for (const auto& [module, q] : result.layers[i]) {
+            const auto d = reader.decode(prefixOf(i, module));
+            EXPECT_EQ(d.parts.codes, q->codes) << prefixOf(i, module);
+            EXPECT_TRUE(sameBits(d.parts.dequantize(), q->dequantize())) << prefixOf(i, module);
+        }
+    EXPECT_FALSE(reader.decode("model.layers.0.mlp.down_proj").quantized);
+    const auto config = readJson(dir / "config.json")["quantization_config"];
+    EXPECT_EQ(config["format"], "mixed-precision");
+    EXPECT_EQ(config["config_groups"]["group_1"]["targets"], nlohmann::json({"model.layers.1.mlp.gate_proj", "model.layers.1.mlp.up_proj"}));
+    EXPECT_NE(config["ignore"].dump().find("model.layers.0.mlp.down_proj"), std::string::npos) << config["ignore"].dump();
+    std::filesystem::remove_all(dir);
+}
+
+TEST(Exporter, AMixAFormatCannotExpressIsRefusedNamingTheModule) {
+    // GPTQ holds integer grids only.
+    const auto nvfp4 = mixedDemo("gptq4-sym", "nvfp4");
+    EXPECT_NE(exportRefusal(nvfp4, "gptq").find("model.layers.1.mlp.gate_proj"), std::string::npos) << exportRefusal(nvfp4, "gptq");
+    // Shards of one fused linear quantized differently: `dynamic` keyed for vLLM's gate_up_proj cannot say it.
+    MethodResult split = mixedDemo("gptq4-sym", "gptq8-sym");
+    split.layers[1].at("mlp.up_proj") = split.layers[0].at("mlp.up_proj");   // 4-bit beside an 8-bit gate_proj
+    const std::string why = exportRefusal(split, "gptq");
+    EXPECT_NE(why.find("model.layers.1.mlp.up_proj"), std::string::npos) << why;
+    EXPECT_NE(why.find("gate_up_proj"), std::string::npos) << why;
+}

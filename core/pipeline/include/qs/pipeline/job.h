@@ -21,6 +21,7 @@
 #include "qs/cancel_token.h"
 #include "qs/pipeline/job_result.h"
 #include "qs/pipeline/method_spec.h"
+#include "qs/pipeline/mixed_methods.h"
 #include "qs/progress.h"
 #include "qs/pipeline/resource_estimate.h"
 
@@ -29,6 +30,7 @@ namespace qs::pipeline {
 struct JobPlan {
     std::filesystem::path checkpoint;
     std::vector<MethodSpec> methods;
+    std::vector<MixedMethods> mixed;       // a method per linear each; their results follow the methods'
     TokenSequences calibration;            // may be empty when no method needs it (no output errors then)
     TokenSequences evaluation;             // may be empty: no KL
     bool perLayerKl = false;

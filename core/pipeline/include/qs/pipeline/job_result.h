@@ -41,6 +41,10 @@ struct MethodResult {
     std::vector<double> perLayerKl;        // mean KLD with only layer i quantized (empty unless asked)
     std::vector<ModuleLog> modules;
     std::vector<QuantizedLayer> layers;    // the quantized linears, for export and the GUI
+    bool mixed = false;                    // a method per linear (JobPlan::mixed): `method` is its most common one, renamed
+
+    // The method's label, or a mix's name ("mixed 3.50 bpw").
+    std::string label() const { return mixed ? method.name : method.label(); }
 };
 
 struct JobResult {

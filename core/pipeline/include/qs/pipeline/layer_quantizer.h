@@ -1,9 +1,11 @@
 #pragma once
 // Quantizes the seven linears of one decoder layer with one method, from the original weights and
 // (for GPTQ, AWQ and every output-error figure) the layer's calibration statistics.
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "qs/model/layer_weights.h"
 #include "qs/pipeline/backend.h"
@@ -31,6 +33,14 @@ struct LayerRelease {
 // The same results, bit for bit, freeing what `release` allows.
 QuantizedLayer quantizeLayer(const MethodSpec& method, model::LayerWeights& weights, LayerStatistics& statistics,
                              std::uint64_t seed, const CancelToken& cancel, const Backend* backend, LayerRelease release);
+
+// A method per linear (a mixed-precision allocation): `methodOf(module)` names it, or returns null
+// for a linear left dense (absent from the result). AWQ and the GGUF types, which choose for a whole
+// layer, are refused. Nothing is released: the caller's weights and statistics stay as they are.
+using ModuleMethod = std::function<const MethodSpec*(std::string_view module)>;
+QuantizedLayer quantizeLayerModules(const ModuleMethod& methodOf, const model::LayerWeights& weights,
+                                    LayerStatistics& statistics, std::uint64_t seed, const CancelToken& cancel,
+                                    const Backend* backend = nullptr);
 
 // One linear (RTN, GPTQ, FP8, MXFP4, NVFP4, NF4, trellis); `h` may be null for the methods that need none.
 // `cancel`, when given, is polled inside the long ones (GPTQ between column blocks, the trellis per group).

@@ -1,0 +1,44 @@
+#pragma once
+// The mixed-precision options of compare and quantize: --target-bpw (allocate a method per fused group
+// of linears under a bits-per-weight budget), --sensitivity output-error|layer-kl (how each
+// candidate's damage is measured), --override REGEX=METHOD and --ignore REGEX (applied first).
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "qs/model/model_config.h"
+#include "qs/pipeline/mixed_precision_allocation.h"
+#include "qs/pipeline/mixed_precision_rules.h"
+
+namespace qs::cli {
+
+struct MixedOptions {
+    std::optional<double> targetBpw;
+    std::string sensitivity = "output-error";
+    std::vector<std::string> overrides;
+    std::vector<std::string> ignore;
+
+    bool any() const { return targetBpw || !overrides.empty() || !ignore.empty(); }
+};
+
+void addMixedOptions(CLI::App& cmd, MixedOptions& options);
+// Throws qs::Error naming the bad --override.
+pipeline::ModuleRules rulesFrom(const MixedOptions& options, int groupSize);
+// The candidates followed by the overrides' methods not among them: what the measurement pass runs.
+std::vector<pipeline::MethodSpec> measuredMethods(const std::vector<pipeline::MethodSpec>& candidates,
+                                                  const pipeline::ModuleRules& rules);
+std::vector<std::string> namesOf(const std::vector<pipeline::MethodSpec>& methods);
+
+// Refuses (qs::Error, one line) a budget below the cheapest allocation before the measurement pass,
+// from the candidates' bits alone (bitsOnlyTable: within 0.01 bit of the measured ones).
+void refuseUnreachableBudget(double targetBpw, const model::ModelConfig& config, const std::vector<pipeline::MethodSpec>& candidates,
+                             const pipeline::ModuleRules& rules);
+
+// The frontier as a table, the allocation at the budget marked.
+void printFrontier(const pipeline::SensitivityTable& table, const std::vector<pipeline::MixedAllocation>& frontier,
+                   const pipeline::MixedAllocation& atBudget, std::ostream& out);
+
+}  // namespace qs::cli

@@ -1,0 +1,43 @@
+#pragma once
+// MixedMethods: a method per linear (what a bits-per-weight budget allocated), quantized by a Job as
+// one more stream beside the uniform methods. A linear without a method stays dense.
+//
+// vLLM fuses q/k/v into qkv_proj and gate/up into gate_up_proj and refuses a checkpoint whose fused
+// shards differ in scheme, so the allocation chooses per fused group (kFusedGroups), and a rule that
+// covers part of a group is refused.
+#include <array>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "qs/pipeline/method_spec.h"
+
+namespace qs::pipeline {
+
+// The linears of a decoder layer that one serving kernel runs together (they read the same input).
+inline const std::array<std::vector<std::string_view>, 4> kFusedGroups = {{
+    {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"},
+    {"self_attn.o_proj"},
+    {"mlp.gate_proj", "mlp.up_proj"},
+    {"mlp.down_proj"},
+}};
+
+// "model.layers.3.self_attn.q_proj": the name exports, rules and reports use.
+std::string moduleName(int layer, std::string_view module);
+
+struct MixedMethods {
+    std::string name;                                                     // "mixed 3.50 bpw"
+    std::vector<std::map<std::string, MethodSpec, std::less<>>> layers;   // per decoder layer: module -> method
+
+    const MethodSpec* methodOf(int layer, std::string_view module) const;   // null: dense
+    bool needsCalibration() const;
+    bool sequential() const;   // some linear is quantized by GPTQ: the stream calibrates on itself
+    // What MethodResult::method holds: the method most linears use, named `name`.
+    MethodSpec summary() const;
+    // Throws qs::Error naming the module for a method that cannot be mixed (AWQ, GGUF types, a quantized KV cache).
+    void check() const;
+};
+
+}  // namespace qs::pipeline
