@@ -76,7 +76,15 @@ void PlotView::placeLegendBelow() {
     row->setMargins(QMargins(0, 0, 0, 4));
     plotLayout()->setRowStretchFactor(plotLayout()->rowCount() - 1, 0.001);
     legend->setFillOrder(QCPLegend::foColumnsFirst);
-    legend->setWrap(4);
+    // As many entries to a row as the plot's width holds without cutting a name.
+    connect(this, &QCustomPlot::beforeReplot, this, [this] {
+        int widest = 1;
+        for (int i = 0; i < legend->itemCount(); ++i) widest = std::max(widest, legend->item(i)->minimumOuterSizeHint().width());
+        const int columns = std::max(1, (width() - 24) / (widest + legend->columnSpacing()));
+        if (legend->wrap() == columns) return;
+        legend->setWrap(columns);
+        legend->setFillOrder(legend->fillOrder(), true);   // re-places the entries already in the grid
+    });
     legend->setVisible(true);
     legend->setFont(QFont(font().family(), 8));
     legend->setBorderPen(Qt::NoPen);

@@ -19,6 +19,7 @@
 #include "quantized_demo.h"
 #include "qt_test_support.h"
 #include "results_page.h"
+#include "serving_scales_plot.h"
 
 namespace qs::gui::test {
 namespace {
@@ -101,6 +102,26 @@ TEST_F(WindowLayoutTest, LegendsOfTheResultsPlotsLeaveTheDataUncovered) {
         plot->addGraph()->setName(QStringLiteral("gptq4"));
         plot->addGraph()->setName(QStringLiteral("nvfp4"));
         EXPECT_TRUE(legendBesideTheData(*plot)) << plot->metaObject()->className();
+    }
+}
+
+// At 300 pixels four entries to a row cut every name to its first letters: a row holds what fits.
+TEST_F(WindowLayoutTest, LegendNamesAreNeverCut) {
+    OutputErrorPlot outputError;
+    ServingScalesPlot scales;
+    for (PlotView* plot : {static_cast<PlotView*>(&outputError), static_cast<PlotView*>(&scales)}) {
+        plot->resize(300, 260);
+        plot->show();
+        waitUntil([] { return false; }, 100);
+        ASSERT_EQ(plot->viewport().width(), plot->width());   // laid out at its real size
+        ASSERT_LE(plot->width(), 330);                         // its minimum width, or 300
+        for (const char* name : {"gptq4-act", "fp8-w8a8", "nvfp4-w4a4", "q4_k_m"}) plot->addGraph()->setName(QString::fromLatin1(name));
+        plot->replot();
+        ASSERT_EQ(plot->legend->itemCount(), 4);
+        for (int i = 0; i < plot->legend->itemCount(); ++i) {
+            const QCPAbstractLegendItem* item = plot->legend->item(i);
+            EXPECT_GE(item->outerRect().width(), item->minimumOuterSizeHint().width()) << plot->metaObject()->className() << " " << i;
+        }
     }
 }
 
