@@ -79,7 +79,8 @@ void PlotView::placeLegendBelow() {
     // As many entries to a row as the plot's width holds without cutting a name.
     connect(this, &QCustomPlot::beforeReplot, this, [this] {
         int widest = 1;
-        for (int i = 0; i < legend->itemCount(); ++i) widest = std::max(widest, legend->item(i)->minimumOuterSizeHint().width());
+        for (int i = 0; i < legend->itemCount(); ++i)   // a wrapped grid has empty cells: null items
+            if (const QCPAbstractLegendItem* item = legend->item(i)) widest = std::max(widest, item->minimumOuterSizeHint().width());
         const int columns = std::max(1, (width() - 24) / (widest + legend->columnSpacing()));
         if (legend->wrap() == columns) return;
         legend->setWrap(columns);

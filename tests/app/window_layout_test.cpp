@@ -117,11 +117,14 @@ TEST_F(WindowLayoutTest, LegendNamesAreNeverCut) {
         ASSERT_LE(plot->width(), 330);                         // its minimum width, or 300
         for (const char* name : {"gptq4-act", "fp8-w8a8", "nvfp4-w4a4", "q4_k_m"}) plot->addGraph()->setName(QString::fromLatin1(name));
         plot->replot();
-        ASSERT_EQ(plot->legend->itemCount(), 4);
+        int entries = 0;
         for (int i = 0; i < plot->legend->itemCount(); ++i) {
             const QCPAbstractLegendItem* item = plot->legend->item(i);
+            if (!item) continue;   // an empty cell of the last row
+            ++entries;
             EXPECT_GE(item->outerRect().width(), item->minimumOuterSizeHint().width()) << plot->metaObject()->className() << " " << i;
         }
+        EXPECT_EQ(entries, 4);
     }
 }
 
