@@ -12,14 +12,10 @@ namespace {
 
 constexpr std::string_view kKinds[] = {"input_scale", "input_global_scale", "k_scale", "v_scale"};
 
-bool endsWith(std::string_view s, std::string_view suffix) {
-    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 // The kind of a scale tensor's name ("...k_proj.input_scale" -> "input_scale"), or "" for other tensors.
 std::string_view kindOf(std::string_view name) {
     for (std::string_view kind : kKinds)
-        if (name.size() > kind.size() && endsWith(name, kind) && name[name.size() - kind.size() - 1] == '.') return kind;
+        if (name.size() > kind.size() && name.ends_with(kind) && name[name.size() - kind.size() - 1] == '.') return kind;
     return {};
 }
 
@@ -84,7 +80,7 @@ ServingQuantization readServingQuantization(const io::Checkpoint& checkpoint, co
         serving.input = {quant::ActivationFormat::Fp8Token, 0.0f};
     }
     for (const auto& [projection, kind] : {std::pair{".k_proj", "k_scale"}, std::pair{".v_proj", "v_scale"}}) {
-        if (!endsWith(prefix, projection)) continue;
+        if (!prefix.ends_with(projection)) continue;
         const std::string attention = prefix.substr(0, prefix.size() - std::string_view(projection).size());
         serving.cacheScale = firstScale(checkpoint, {attention + "." + kind, prefix + "." + kind});
     }

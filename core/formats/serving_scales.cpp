@@ -10,15 +10,11 @@
 namespace qs::formats::detail {
 namespace {
 
-bool endsWith(std::string_view s, std::string_view suffix) {
-    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
-}
-
 }  // namespace
 
 std::vector<EncodedTensor> kvCacheScaleTensors(const std::string& prefix, const quant::QuantizedLinear& q, KvScaleNaming naming) {
     if (!(q.cacheScale > 0.0f)) return {};
-    const bool keys = endsWith(prefix, ".k_proj"), values = endsWith(prefix, ".v_proj");
+    const bool keys = prefix.ends_with(".k_proj"), values = prefix.ends_with(".v_proj");
     if (!keys && !values) throw Error(prefix + ": a KV-cache scale belongs to k_proj or v_proj, not to this module");
     const std::string scaleName = keys ? "k_scale" : "v_scale";
     const std::string owner = naming == KvScaleNaming::Projection ? prefix : prefix.substr(0, prefix.size() - 7);

@@ -160,18 +160,24 @@ TEST(CompactLinear, FourBitCodesArePackedAndComeBackBitForBit) {
     EXPECT_EQ(kept.unpack().codes, wide.codes);
 }
 
+// A decoder shape for the estimate's tests.
+static model::ModelConfig decoderShape(int hidden, int intermediate, int layers, int heads, int kvHeads, int headDim, int vocab) {
+    model::ModelConfig c;
+    c.hiddenSize = hidden;
+    c.intermediateSize = intermediate;
+    c.numLayers = layers;
+    c.numHeads = heads;
+    c.numKvHeads = kvHeads;
+    c.headDim = headDim;
+    c.vocabSize = vocab;
+    return c;
+}
+
 // The prediction on bench/peak_rss.sh's shape (8 layers, 4096 wide, intermediate 14336, 32/8 heads,
 // 16 x 512 calibration tokens, gptq4 g128): what cannot be avoided is in it, it fits the 4 GB target,
 // and it moves with the design's choices.
 TEST(ResourceEstimate, FollowsTheJobsDesign) {
-    model::ModelConfig c;
-    c.hiddenSize = 4096;
-    c.intermediateSize = 14336;
-    c.numLayers = 8;
-    c.numHeads = 32;
-    c.numKvHeads = 8;
-    c.headDim = 128;
-    c.vocabSize = 32000;
+    const model::ModelConfig c = decoderShape(4096, 14336, 8, 32, 8, 128, 32000);
     WorkloadShape gptq;
     gptq.config = c;
     gptq.methods = 1;
@@ -211,14 +217,7 @@ TEST(ResourceEstimate, FollowsTheJobsDesign) {
 // tokens, more methods or per-layer KL never predict less time (it moved 4.9 s to 49 s between
 // calls, and fell from 4.1 s to 0.6 s when the samples went from 16 to 64).
 TEST(ResourceEstimate, TimeIsStableAndGrowsWithTheWork) {
-    model::ModelConfig c;
-    c.hiddenSize = 256;
-    c.intermediateSize = 768;
-    c.numLayers = 2;
-    c.numHeads = 4;
-    c.numKvHeads = 2;
-    c.headDim = 64;
-    c.vocabSize = 320;
+    const model::ModelConfig c = decoderShape(256, 768, 2, 4, 2, 64, 320);
     WorkloadShape plan;
     plan.config = c;
     plan.methods = 2;
