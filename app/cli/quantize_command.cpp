@@ -5,6 +5,8 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <tuple>
+#include <utility>
 
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
@@ -14,12 +16,14 @@
 #include "qs/pipeline/gguf_imatrix.h"
 #include "qs/pipeline/gguf_result_export.h"
 #include "qs/pipeline/gguf_type_mix.h"
+#include "qs/pipeline/gpt_oss_mxfp4_export.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/plan_builder.h"
 
 #include "qs/model/model_config.h"
 #include "qs/pipeline/mixed_precision_report.h"
 
+#include "human_format.h"
 #include "mixed_options.h"
 #include "progress_bar.h"
 #include "serving_options.h"
@@ -196,7 +200,34 @@ void runMixedQuantize(const QuantizeOptions& o) {
     std::cout << ")\n";
 }
 
+// gpt-oss, which QuantScope does not run: its experts back to gpt-oss's own MXFP4 layout, without a
+// forward pass, so with the weight error in place of a KL.
+void runGptOssQuantize(const QuantizeOptions& o) {
+    if (o.method != "mxfp4")
+        throw Error(o.path + ": gpt_oss is quantized without a forward pass (QuantScope does not run it yet), so only "
+                    "--method mxfp4 applies: its experts in gpt-oss's own layout; " + o.method + " needs the model to run");
+    if (!o.format.empty() && o.format != "gpt-oss-mxfp4")
+        throw Error("gpt-oss's experts are written in its own MXFP4 layout (--format gpt-oss-mxfp4), not " + o.format);
+    if (!o.calib.empty() || o.mixed.any() || o.serving.kvCache != "none" || !o.imatrixOut.empty())
+        throw Error("gpt-oss MXFP4 takes no calibration, mix, KV cache or imatrix: it quantizes the experts' weights alone");
+    qs::CancelToken cancel;
+    const SigintCancel sigint(cancel);
+    ProgressBar bar("quantize");
+    const auto report = pipeline::exportGptOssMxfp4({o.path, o.out, o.overwrite}, bar.callback(), cancel);
+    bar.finish(true);
+    double worst = 0.0;
+    std::string worstTensor;
+    for (const auto& t : report.tensors)
+        if (t.relativeError >= worst) std::tie(worst, worstTensor) = std::pair(t.relativeError, t.tensor);
+    std::cout << "wrote " << report.written.string() << " (gpt-oss MXFP4: " << report.tensors.size() << " expert tensors, "
+              << formatCount(report.quantizedWeights) << " weights at 4.25 bits; " << formatBytes(report.bytesBefore) << " -> "
+              << formatBytes(report.bytesAfter) << ")\n"
+              << "weight error ||W - Q|| / ||W||: largest " << worst << " (" << worstTensor << ")\n"
+              << "no KL: measuring it needs a forward pass of gpt_oss, which QuantScope does not run yet\n";
+}
+
 void runQuantize(const QuantizeOptions& o) {
+    if (pipeline::isDenseGptOss(io::Checkpoint::open(o.path))) return runGptOssQuantize(o);
     if (o.mixed.any()) return runMixedQuantize(o);
     if (o.method.empty()) throw Error("--method is required (or --target-bpw with --candidates)");
     std::vector<pipeline::MethodSpec> methods{methodFrom(o)};
@@ -269,7 +300,8 @@ void registerQuantize(CLI::App& app) {
     cmd->add_flag("--sym", options->sym, "Symmetric integer grid (what vLLM's Marlin kernels run)");
     std::string formats;
     for (const auto* e : formats::allEncoders()) formats += (formats.empty() ? "" : ", ") + std::string(e->name());
-    cmd->add_option("--format", options->format, "Export layout (" + formats + ", gguf); default: the method's own");
+    cmd->add_option("--format", options->format,
+                    "Export layout (" + formats + ", gguf; gpt-oss-mxfp4 for a BF16 gpt-oss); default: the method's own");
     cmd->add_option("--out", options->out, "Destination folder, or .gguf file (must not exist unless --overwrite)")->required();
     cmd->add_option("--imatrix-out", options->imatrixOut,
                     "GGUF methods: also write the calibration as llama.cpp's imatrix (GGUF format) for llama-quantize --imatrix");

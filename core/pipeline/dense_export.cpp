@@ -28,24 +28,58 @@ std::string torchDtype(io::DType dtype) {
     }
 }
 
-// The quantized linears (dense ones are copied like any other tensor).
-std::set<std::string> quantizedPrefixes(const formats::LinearReader& reader, const io::Checkpoint& checkpoint) {
-    std::set<std::string> prefixes;
+// The quantized linears (dense ones are copied like any other tensor), and of them the stacked
+// expert tensors (gpt-oss: "model.layers.L.mlp.experts.gate_up_proj" with E experts).
+struct QuantizedPrefixes {
+    std::set<std::string> linears;
+    std::map<std::string, int> stacked;   // prefix -> experts
+};
+
+QuantizedPrefixes quantizedPrefixes(const formats::LinearReader& reader, const io::Checkpoint& checkpoint) {
+    QuantizedPrefixes p;
     for (const auto& ref : reader.linears()) {
         if (reader.codecOf(ref).name() == "dense") continue;
-        if (ref.expert >= 0)
+        if (ref.expert < 0) {
+            p.linears.insert(ref.prefix);
+            continue;
+        }
+        // transformers' GptOssExperts names; OpenAI's original "block.N.mlp.mlp1_weight" has no dense counterpart here
+        if (!ref.prefix.starts_with("model.layers."))
             throw Error(checkpoint.root().string() + ": " + ref.prefix +
-                        " stacks its experts in one tensor; dense export of stacked experts is not supported");
-        prefixes.insert(ref.prefix);
+                        " stacks its experts in OpenAI's original naming; convert it with transformers first");
+        p.stacked[ref.prefix] = std::max(p.stacked[ref.prefix], ref.expert + 1);
     }
-    return prefixes;
+    return p;
 }
 
-// The quantized linear a tensor is part of ("" when none): its name is "<prefix>.<part...>".
-std::string ownerOf(const std::string& name, const std::set<std::string>& prefixes) {
+// The quantized linear a tensor is part of ("" when none): its name is "<prefix>.<part...>", or for
+// stacked experts "<prefix>_blocks" / "<prefix>_scales" (their "<prefix>_bias" stays a tensor of its own).
+std::string ownerOf(const std::string& name, const QuantizedPrefixes& prefixes) {
     for (auto dot = name.find('.'); dot != std::string::npos; dot = name.find('.', dot + 1))
-        if (prefixes.contains(name.substr(0, dot))) return name.substr(0, dot);
+        if (prefixes.linears.contains(name.substr(0, dot))) return name.substr(0, dot);
+    for (const std::string_view suffix : {"_blocks", "_scales"})
+        if (name.ends_with(suffix)) {
+            const std::string prefix = name.substr(0, name.size() - suffix.size());
+            if (prefixes.stacked.contains(prefix)) return prefix;
+        }
     return "";
+}
+
+// Stacked experts as transformers' GptOssExperts holds them in BF16: "<prefix>" [E, in, out], each
+// expert the transpose of its decoded [out, in] weight (x @ W, not W x).
+void addStackedExperts(io::CheckpointWriter& writer, const formats::LinearReader& reader, const std::string& prefix, int experts,
+                       io::DType dtype, const CancelToken& cancel) {
+    std::vector<float> stacked;
+    std::int64_t in = 0, out = 0;
+    for (int e = 0; e < experts; ++e) {
+        cancel.throwIfCancelled();
+        const MatrixF w = reader.decodeF32(prefix, e);
+        out = w.rows();
+        in = w.cols();
+        if (stacked.empty()) stacked.resize(static_cast<std::size_t>(experts) * static_cast<std::size_t>(in * out));
+        Eigen::Map<MatrixF>(stacked.data() + static_cast<std::size_t>(e) * static_cast<std::size_t>(in * out), in, out) = w.transpose();
+    }
+    writer.addTensorF32(prefix, dtype, {experts, in, out}, stacked);
 }
 
 // A GGUF tensor that is not a quantized linear's weight (embedding, norm, bias): decoded and stored
@@ -116,10 +150,15 @@ std::filesystem::path exportDense(const DenseExportRequest& request, const Progr
             addGgufTensor(writer, view, request.dtype);
         } else if (owner.empty() || name == owner + ".bias") {
             writer.addTensor(name, view.dtype(), view.shape(), view.bytes());
+        } else if (const auto stacked = prefixes.stacked.find(owner); stacked != prefixes.stacked.end()) {
+            if (written.insert(owner).second) {
+                addStackedExperts(writer, reader, owner, stacked->second, request.dtype, cancel);
+                report(progress, written.size(), prefixes.linears.size() + prefixes.stacked.size(), owner);
+            }
         } else if (written.insert(owner).second) {
             const MatrixF w = reader.decodeF32(owner);
             writer.addTensorF32(owner + ".weight", request.dtype, {w.rows(), w.cols()}, {w.data(), static_cast<std::size_t>(w.size())});
-            report(progress, written.size(), prefixes.size(), owner);
+            report(progress, written.size(), prefixes.linears.size() + prefixes.stacked.size(), owner);
         }
     }
     nlohmann::json config = source.config().is_object() ? source.config() : nlohmann::json::object();

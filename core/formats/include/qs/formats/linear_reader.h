@@ -24,6 +24,9 @@ public:
     explicit LinearReader(const io::Checkpoint& checkpoint, DecodeOptions options = {});
     // With a format detected before (formats::detect); its `layers` need not be filled.
     LinearReader(const io::Checkpoint& checkpoint, FormatInfo info, DecodeOptions options = {});
+    // The reader keeps a reference: a temporary checkpoint would leave it dangling.
+    explicit LinearReader(io::Checkpoint&& checkpoint, DecodeOptions options = {}) = delete;
+    LinearReader(io::Checkpoint&& checkpoint, FormatInfo info, DecodeOptions options = {}) = delete;
 
     const FormatInfo& format() const { return info_; }
     const std::vector<LinearRef>& linears() const { return refs_; }   // quantized and dense, by name

@@ -2,7 +2,8 @@
 // Dense export: any checkpoint QuantScope reads (GPTQ, AWQ, FP8, compressed-tensors, ModelOpt,
 // bitsandbytes, ...) written back as a plain checkpoint. Each quantized linear is decoded by
 // formats::LinearReader (the format's own arithmetic) and stored as "<prefix>.weight" in the chosen
-// dtype; every other tensor is copied as it is; config.json loses quantization_config and says the
+// dtype (gpt-oss's stacked MXFP4 experts as transformers' BF16 "<prefix>" [E, in, out]); every other
+// tensor is copied as it is; config.json loses quantization_config and says the
 // new torch_dtype; tokenizer and generation files are copied. A GGUF source is written under its
 // Hugging Face names with its synthesized config.json and its tokenizer as tokenizer.json; its
 // embeddings and norms keep their float type (quantized ones take the chosen dtype). Written through
@@ -23,7 +24,8 @@ struct DenseExportRequest {
     bool allowNonFinite = false;         // else a linear that decodes to NaN or Inf is refused
 };
 
-// Returns the folder written. Throws qs::Error (unreadable format, stacked experts, I/O) or qs::Cancelled.
+// Returns the folder written. Throws qs::Error (unreadable format, experts in OpenAI's original naming,
+// I/O) or qs::Cancelled.
 std::filesystem::path exportDense(const DenseExportRequest& request, const ProgressCallback& progress,
                                   const CancelToken& cancel);
 
