@@ -19,6 +19,7 @@
 #include "qs/pipeline/gpt_oss_mxfp4_export.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/plan_builder.h"
+#include "qs/pipeline/weight_only_quantize.h"
 
 #include "qs/model/model_config.h"
 #include "qs/pipeline/mixed_precision_report.h"
@@ -55,6 +56,7 @@ struct QuantizeOptions {
     std::string candidates = "gptq2,gptq4,gptq8,fp8-channel,nvfp4";   // what ct-mixed holds (3-bit: --format gptq)
     std::string eval;
     int evalSamples = 32;
+    bool weightsOnly = false;
 };
 
 // A GGUF method, --format gguf and a .gguf destination each imply the GGUF file.
@@ -226,14 +228,62 @@ void runGptOssQuantize(const QuantizeOptions& o) {
               << "no KL: measuring it needs a forward pass of gpt_oss, which QuantScope does not run yet\n";
 }
 
+// The largest weight error of a weight-only run, and where.
+std::pair<double, std::string> largestWeightError(const pipeline::WeightOnlyResult& r) {
+    std::pair<double, std::string> worst{0.0, ""};
+    for (const auto& l : r.linears)
+        if (l.weightError >= worst.first) worst = {l.weightError, l.prefix};
+    return worst;
+}
+
+// --weights-only: every linear from its weight alone, for architectures QuantScope does not run.
+void runWeightsOnlyQuantize(const QuantizeOptions& o) {
+    if (o.method.empty()) throw Error("--weights-only quantizes with one --method (rtn, fp8, fp8-channel, mxfp4, nvfp4, nf4, trellis)");
+    if (o.mixed.any() || !o.calib.empty() || !o.imatrixOut.empty() || o.serving.kvCache != "none" || !o.eval.empty())
+        throw Error("--weights-only runs no forward pass: no calibration, evaluation, mix, KV cache or imatrix");
+    const pipeline::MethodSpec method = methodFrom(o);
+    if (const auto why = pipeline::weightOnlyRefusal(method); !why.empty()) throw Error(why);
+    const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
+    const formats::LinearEncoder& encoder = pipeline::encoderForMethod(method, o.format);
+    if (const auto why = pipeline::exportRefusal(method, encoder, checkpoint); !why.empty())
+        throw Error("cannot export " + method.name + " as " + std::string(encoder.name()) + ": " + why);
+    if (std::filesystem::exists(o.out) && !o.overwrite) throw Error(o.out + " already exists (pass --overwrite to replace it)");
+    qs::CancelToken cancel;
+    const SigintCancel sigint(cancel);
+    ProgressBar bar("quantize");
+    const auto result = pipeline::quantizeWeightsOnly(checkpoint, method, o.seed, bar.callback(), cancel);
+    const nlohmann::json settings = {{"method", method.name}, {"group_size", method.groupSize}, {"seed", o.seed}, {"weights_only", true}};
+    const auto written = pipeline::exportWeightsOnly({o.path, o.out, std::string(encoder.name()), o.overwrite, settings}, checkpoint,
+                                                     result, bar.callback(), cancel);
+    bar.finish(true);
+    const auto [worst, where] = largestWeightError(result);
+    std::cout << "wrote " << written.string() << " (" << encoder.name() << ", " << method.label() << ": " << result.linears.size()
+              << " linears at " << result.bitsPerWeight << " bits per weight";
+    if (!result.keptDense.empty()) std::cout << "; " << result.keptDense.size() << " routers / tower linears kept dense";
+    std::cout << ")\nweight error ||W - Q|| / ||W||: largest " << worst << " (" << where << ")\n"
+              << "no KL: quantized without a forward pass\n";
+}
+
+// The forward pass needs an architecture QuantScope runs; a method that needs none can do without one.
+void requireForwardPass(const io::Checkpoint& checkpoint, const pipeline::MethodSpec& method) {
+    try {
+        (void)model::ModelConfig::fromCheckpoint(checkpoint);
+    } catch (const Error& e) {
+        if (!pipeline::weightOnlyRefusal(method).empty()) throw;
+        throw Error(std::string(e.what()) + "; --weights-only quantizes its linears without running the model (no KL)");
+    }
+}
+
 void runQuantize(const QuantizeOptions& o) {
     if (pipeline::isDenseGptOss(io::Checkpoint::open(o.path))) return runGptOssQuantize(o);
+    if (o.weightsOnly) return runWeightsOnlyQuantize(o);
     if (o.mixed.any()) return runMixedQuantize(o);
     if (o.method.empty()) throw Error("--method is required (or --target-bpw with --candidates)");
     std::vector<pipeline::MethodSpec> methods{methodFrom(o)};
     const pipeline::ActivationCalibration activationCalibration = applyServingOptions(o.serving, methods);
     const pipeline::MethodSpec method = methods.front();
     const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
+    requireForwardPass(checkpoint, method);
     const bool gguf = writesGguf(o, method);
     if (!gguf && (!o.imatrixOut.empty() || !o.llama2cTokenizer.empty()))
         throw Error("--imatrix-out and --llama2c-tokenizer apply to the GGUF methods only");
@@ -313,6 +363,9 @@ void registerQuantize(CLI::App& app) {
     cmd->add_option("--seed", options->seed, "Seed (trellis rotations)")->capture_default_str();
     cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
     cmd->add_flag("--overwrite", options->overwrite, "Replace the destination if it exists");
+    cmd->add_flag("--weights-only", options->weightsOnly,
+                  "Quantize every linear from its weight alone, without running the model (architectures QuantScope does not "
+                  "run; rtn, fp8, mxfp4, nvfp4, nf4, trellis; no KL)");
     cmd->add_flag("--allow-nonfinite", options->allowNonFinite, "Use linears whose weights are NaN or Inf instead of refusing them");
     addServingOptions(*cmd, options->serving);
     addMixedOptions(*cmd, options->mixed);

@@ -112,9 +112,8 @@ nlohmann::json linearReport(const std::string& prefix, const quant::QuantizedLin
             {"seconds", q.seconds}};
 }
 
-nlohmann::json exportReport(const ExportRequest& request, const MethodResult& result, std::string_view format,
+nlohmann::json exportReport(const ExportRequest& request, nlohmann::json report, std::string_view format,
                             const Linears& linears) {
-    nlohmann::json report = toJson(result);
     report["format"] = std::string(format);
     report["source"] = request.source.string();
     report["settings"] = request.settings;
@@ -134,7 +133,7 @@ public:
         for (const auto& [prefix, q] : linears_) quantized_.insert(prefix);
     }
 
-    std::filesystem::path write(const MethodResult& result, const ProgressCallback& progress, const CancelToken& cancel) {
+    std::filesystem::path write(nlohmann::json reportStart, const ProgressCallback& progress, const CancelToken& cancel) {
         std::size_t done = 0;
         for (const auto& t : source_.tensors()) {
             cancel.throwIfCancelled();
@@ -149,7 +148,7 @@ public:
                 copy(source_.tensor(name), folding_.rowDivisors, owner);
             }   // other parts of a quantized linear's source (none in a dense checkpoint) are replaced
         }
-        finishFiles(result);
+        finishFiles(std::move(reportStart));
         return writer_.finish();
     }
 
@@ -179,7 +178,7 @@ private:
         progress(p);
     }
 
-    void finishFiles(const MethodResult& result) {
+    void finishFiles(nlohmann::json reportStart) {
         formats::ExportScheme scheme;
         scheme.linears = linears_;
         scheme.denseLinears = denseLinears(source_, quantized_);
@@ -188,7 +187,7 @@ private:
         config["quantization_config"] = encoder_.quantizationConfig(scheme);
         writer_.setConfig(std::move(config));
         for (const auto& [file, content] : encoder_.extraFiles(scheme)) writer_.addJsonFile(file, content);
-        writer_.addJsonFile("quantscope_report.json", exportReport(request_, result, encoder_.name(), linears_));
+        writer_.addJsonFile("quantscope_report.json", exportReport(request_, std::move(reportStart), encoder_.name(), linears_));
         writer_.copyAuxiliaryFiles(source_.root());
     }
 
@@ -202,6 +201,17 @@ private:
     std::set<std::string> quantized_;
 };
 
+// What both entry points share once the linears are known to be encodable: the source not quantized
+// and holding each linear's weight in its shape, then the writing.
+std::filesystem::path writeExport(const ExportRequest& request, const io::Checkpoint& source, const formats::LinearEncoder& encoder,
+                                  Linears linears, AwqFolding folding, nlohmann::json report, const ProgressCallback& progress,
+                                  const CancelToken& cancel) {
+    requireSource(source, linears);
+    cancel.throwIfCancelled();
+    ExportWriter writer(request, source, encoder, std::move(linears), std::move(folding));
+    return writer.write(std::move(report), progress, cancel);
+}
+
 }  // namespace
 
 std::filesystem::path exportCheckpoint(const ExportRequest& request, const MethodResult& result,
@@ -213,10 +223,15 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
     requireEncodable(encoder, linears, folding);
     const io::Checkpoint source = io::Checkpoint::open(request.source);
     if (auto why = sourceMismatch(result, io::fingerprintOf(source)); !why.empty()) throw Error("cannot export: " + why);
-    requireSource(source, linears);
-    cancel.throwIfCancelled();
-    ExportWriter writer(request, source, encoder, std::move(linears), std::move(folding));
-    return writer.write(result, progress, cancel);
+    return writeExport(request, source, encoder, std::move(linears), std::move(folding), toJson(result), progress, cancel);
+}
+
+std::filesystem::path exportLinears(const ExportRequest& request, const io::Checkpoint& source, const Linears& linears,
+                                    nlohmann::json report, const ProgressCallback& progress, const CancelToken& cancel) {
+    if (linears.empty()) throw Error(source.root().string() + ": no linear was quantized, so there is nothing to export");
+    const formats::LinearEncoder& encoder = chooseEncoder(request.format, linears);
+    requireEncodable(encoder, linears, AwqFolding{});
+    return writeExport(request, source, encoder, linears, AwqFolding{}, std::move(report), progress, cancel);
 }
 
 }  // namespace qs::pipeline

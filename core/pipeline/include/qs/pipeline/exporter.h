@@ -16,10 +16,13 @@
 // folder, renamed into place).
 #include <filesystem>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "qs/cancel_token.h"
+#include "qs/io/checkpoint.h"
 #include "qs/pipeline/job_result.h"
 #include "qs/progress.h"
 
@@ -37,5 +40,12 @@ struct ExportRequest {
 // or qs::Cancelled.
 std::filesystem::path exportCheckpoint(const ExportRequest& request, const MethodResult& result,
                                        const ProgressCallback& progress, const CancelToken& cancel);
+
+// The same for linears quantized without a Job (weight_only_quantize.h), named by their full prefix
+// ("model.language_model.layers.0.self_attn.q_proj") in the source `source`; `report` is the start of
+// quantscope_report.json (the format, source, settings and linears are added).
+std::filesystem::path exportLinears(const ExportRequest& request, const io::Checkpoint& source,
+                                    const std::vector<std::pair<std::string, const quant::QuantizedLinear*>>& linears,
+                                    nlohmann::json report, const ProgressCallback& progress, const CancelToken& cancel);
 
 }  // namespace qs::pipeline
