@@ -229,7 +229,7 @@ void runGptOssQuantize(const QuantizeOptions& o) {
 }
 
 // The largest weight error of a weight-only run, and where.
-std::pair<double, std::string> largestWeightError(const pipeline::WeightOnlyResult& r) {
+std::pair<double, std::string> largestWeightError(const pipeline::WeightOnlyReport& r) {
     std::pair<double, std::string> worst{0.0, ""};
     for (const auto& l : r.linears)
         if (l.weightError >= worst.first) worst = {l.weightError, l.prefix};
@@ -251,15 +251,14 @@ void runWeightsOnlyQuantize(const QuantizeOptions& o) {
     qs::CancelToken cancel;
     const SigintCancel sigint(cancel);
     ProgressBar bar("quantize");
-    const auto result = pipeline::quantizeWeightsOnly(checkpoint, method, o.seed, bar.callback(), cancel);
     const nlohmann::json settings = {{"method", method.name}, {"group_size", method.groupSize}, {"seed", o.seed}, {"weights_only", true}};
-    const auto written = pipeline::exportWeightsOnly({o.path, o.out, std::string(encoder.name()), o.overwrite, settings}, checkpoint,
-                                                     result, bar.callback(), cancel);
+    const pipeline::ExportRequest request{o.path, o.out, std::string(encoder.name()), o.overwrite, settings};
+    const auto report = pipeline::exportWeightsOnly(request, checkpoint, method, o.seed, bar.callback(), cancel);
     bar.finish(true);
-    const auto [worst, where] = largestWeightError(result);
-    std::cout << "wrote " << written.string() << " (" << encoder.name() << ", " << method.label() << ": " << result.linears.size()
-              << " linears at " << result.bitsPerWeight << " bits per weight";
-    if (!result.keptDense.empty()) std::cout << "; " << result.keptDense.size() << " routers / tower linears kept dense";
+    const auto [worst, where] = largestWeightError(report);
+    std::cout << "wrote " << report.written.string() << " (" << encoder.name() << ", " << method.label() << ": "
+              << report.linears.size() << " linears at " << report.bitsPerWeight << " bits per weight";
+    if (!report.keptDense.empty()) std::cout << "; " << report.keptDense.size() << " routers / tower linears kept dense";
     std::cout << ")\nweight error ||W - Q|| / ||W||: largest " << worst << " (" << where << ")\n"
               << "no KL: quantized without a forward pass\n";
 }

@@ -1,6 +1,7 @@
 #include "qs/pipeline/exporter.h"
 
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 
@@ -123,17 +124,24 @@ nlohmann::json exportReport(const ExportRequest& request, nlohmann::json report,
     return report;
 }
 
+// Called for each quantized linear as the writer reaches it (a streamed export), else empty.
+struct LinearHooks {
+    std::function<void(const std::string&)> produce, release;
+};
+
 class ExportWriter {
 public:
     ExportWriter(const ExportRequest& request, const io::Checkpoint& source, const formats::LinearEncoder& encoder,
-                 Linears linears, AwqFolding folding)
+                 Linears linears, AwqFolding folding, LinearHooks hooks = {})
         : request_(request), source_(source), encoder_(encoder), linears_(std::move(linears)), folding_(std::move(folding)),
+          hooks_(std::move(hooks)),
           writer_(request.destination, io::CheckpointWriterOptions{.overwrite = request.overwrite}, source.root()) {
         for (const auto& [prefix, q] : linears_) byPrefix_.emplace(prefix, q);
         for (const auto& [prefix, q] : linears_) quantized_.insert(prefix);
     }
 
-    std::filesystem::path write(nlohmann::json reportStart, const ProgressCallback& progress, const CancelToken& cancel) {
+    std::filesystem::path write(const std::function<nlohmann::json()>& reportStart, const ProgressCallback& progress,
+                                const CancelToken& cancel) {
         std::size_t done = 0;
         for (const auto& t : source_.tensors()) {
             cancel.throwIfCancelled();
@@ -142,13 +150,15 @@ public:
             if (owner.empty()) {
                 copy(source_.tensor(name), folding_.normDivisors);
             } else if (name == owner + ".weight") {
+                if (hooks_.produce) hooks_.produce(owner);
                 writeLinear(owner);
+                if (hooks_.release) hooks_.release(owner);
                 report(progress, ++done, owner);
             } else if (t.naming.part == "bias") {
                 copy(source_.tensor(name), folding_.rowDivisors, owner);
             }   // other parts of a quantized linear's source (none in a dense checkpoint) are replaced
         }
-        finishFiles(std::move(reportStart));
+        finishFiles(reportStart());
         return writer_.finish();
     }
 
@@ -161,6 +171,9 @@ private:
 
     void writeLinear(const std::string& prefix) {
         const quant::QuantizedLinear& q = *byPrefix_.at(prefix);
+        if (hooks_.produce)   // made just now: not checked with the others before the first byte
+            if (const std::string why = refusalAsWritten(encoder_, prefix, q, folding_); !why.empty())
+                throw Error("cannot export as " + std::string(encoder_.name()) + ": " + prefix + ": " + why);
         const auto rows = folding_.rowDivisors.find(prefix);
         const auto tensors = rows == folding_.rowDivisors.end() ? encoder_.encode(prefix, q)
                                                                 : encoder_.encode(prefix, withRowsDivided(q, rows->second));
@@ -196,20 +209,20 @@ private:
     const formats::LinearEncoder& encoder_;
     Linears linears_;
     AwqFolding folding_;
+    LinearHooks hooks_;
     io::CheckpointWriter writer_;
     std::map<std::string, const quant::QuantizedLinear*> byPrefix_;
     std::set<std::string> quantized_;
 };
 
-// What both entry points share once the linears are known to be encodable: the source not quantized
-// and holding each linear's weight in its shape, then the writing.
+// The source holding each linear's weight in its shape, then the writing.
 std::filesystem::path writeExport(const ExportRequest& request, const io::Checkpoint& source, const formats::LinearEncoder& encoder,
                                   Linears linears, AwqFolding folding, nlohmann::json report, const ProgressCallback& progress,
                                   const CancelToken& cancel) {
     requireSource(source, linears);
     cancel.throwIfCancelled();
     ExportWriter writer(request, source, encoder, std::move(linears), std::move(folding));
-    return writer.write(std::move(report), progress, cancel);
+    return writer.write([&report] { return std::move(report); }, progress, cancel);
 }
 
 }  // namespace
@@ -226,12 +239,16 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
     return writeExport(request, source, encoder, std::move(linears), std::move(folding), toJson(result), progress, cancel);
 }
 
-std::filesystem::path exportLinears(const ExportRequest& request, const io::Checkpoint& source, const Linears& linears,
-                                    nlohmann::json report, const ProgressCallback& progress, const CancelToken& cancel) {
-    if (linears.empty()) throw Error(source.root().string() + ": no linear was quantized, so there is nothing to export");
-    const formats::LinearEncoder& encoder = chooseEncoder(request.format, linears);
-    requireEncodable(encoder, linears, AwqFolding{});
-    return writeExport(request, source, encoder, linears, AwqFolding{}, std::move(report), progress, cancel);
+std::filesystem::path exportStreamed(const ExportRequest& request, const io::Checkpoint& source, const StreamedLinears& streamed,
+                                     const std::function<nlohmann::json()>& report, const ProgressCallback& progress,
+                                     const CancelToken& cancel) {
+    if (streamed.linears.empty()) throw Error(source.root().string() + ": no linear to quantize, so there is nothing to export");
+    if (source.config().contains("quantization_config"))
+        throw Error(source.root().string() + ": the source is already quantized; export from the dense original");
+    Linears linears(streamed.linears.begin(), streamed.linears.end());
+    const formats::LinearEncoder& encoder = formats::encoderNamed(request.format);
+    ExportWriter writer(request, source, encoder, std::move(linears), AwqFolding{}, {streamed.produce, streamed.release});
+    return writer.write(report, progress, cancel);
 }
 
 }  // namespace qs::pipeline

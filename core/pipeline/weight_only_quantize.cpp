@@ -1,6 +1,7 @@
 #include "qs/pipeline/weight_only_quantize.h"
 
 #include <chrono>
+#include <map>
 #include <cmath>
 
 #include "qs/error.h"
@@ -30,23 +31,73 @@ bool isTowerTensor(std::string_view name) {
 
 std::string where(const io::Checkpoint& ck, const std::string& tensor) { return ck.root().string() + ": " + tensor; }
 
-WeightOnlyLinear quantizeOne(const io::Checkpoint& ck, const std::string& prefix, const MethodSpec& method, std::uint64_t seed,
-                             const CancelToken& cancel) {
-    const io::TensorView view = ck.tensor(prefix + ".weight");
-    const MatrixF w = view.toMatrix();
-    view.releasePages();
-    if (!w.allFinite()) throw Error(where(ck, view.name()) + " holds NaN or Inf weights");
-    auto q = std::make_shared<quant::QuantizedLinear>(quantizeLinear(method, w, nullptr, 0, seed, nullptr, &cancel));
-    const double norm = w.cast<double>().norm();
-    const double error = norm > 0 ? (w - q->effectiveWeight()).cast<double>().norm() / norm : 0.0;
-    return {prefix, std::move(q), error};
+// Releases what an encoded linear no longer needs: its codes (the largest part by far).
+void releaseCodes(quant::QuantizedLinear& q) {
+    std::vector<std::uint8_t>().swap(q.codes);
+    std::vector<std::uint8_t>().swap(q.blocks);
 }
 
-void report(const ProgressCallback& progress, std::size_t done, std::size_t total, const std::string& prefix) {
-    if (!progress) return;
-    progress(Progress{.stage = "quantize", .step = static_cast<int>(done), .steps = static_cast<int>(total),
-                      .fraction = total == 0 ? 1.0 : static_cast<double>(done) / static_cast<double>(total), .message = prefix});
-}
+// The linears as the writer reaches them: each quantized from its weight when asked, its codes freed
+// once written; what remains (headers, scales) describes the export's config.
+class WeightOnlyStream {
+public:
+    WeightOnlyStream(const io::Checkpoint& checkpoint, const MethodSpec& method, std::uint64_t seed, const CancelToken& cancel,
+                     const std::vector<std::string>& prefixes)
+        : checkpoint_(checkpoint), method_(method), seed_(seed), cancel_(cancel), order_(prefixes) {
+        for (const auto& prefix : prefixes) linears_.emplace(prefix, Linear{});
+    }
+
+    StreamedLinears streamed() {
+        StreamedLinears s;
+        for (const auto& prefix : order_) s.linears.emplace_back(prefix, &linears_.at(prefix).q);
+        s.produce = [this](const std::string& prefix) { produce(prefix); };
+        s.release = [this](const std::string& prefix) { releaseCodes(linears_.at(prefix).q); };
+        return s;
+    }
+
+    std::vector<WeightOnlyLinearReport> reports() const {   // in the checkpoint's order
+        std::vector<WeightOnlyLinearReport> out;
+        for (const auto& prefix : order_) {
+            const Linear& linear = linears_.at(prefix);
+            out.push_back({prefix, linear.weightError, linear.q.bitsPerWeight()});
+        }
+        return out;
+    }
+
+    double bitsPerWeight() const {
+        double bits = 0.0, weights = 0.0;
+        for (const auto& [prefix, linear] : linears_) {
+            const double n = static_cast<double>(linear.q.rows) * static_cast<double>(linear.q.cols);
+            bits += linear.q.bitsPerWeight() * n;
+            weights += n;
+        }
+        return weights > 0 ? bits / weights : 0.0;
+    }
+
+private:
+    struct Linear {
+        quant::QuantizedLinear q;
+        double weightError = 0.0;
+    };
+
+    void produce(const std::string& prefix) {
+        const io::TensorView view = checkpoint_.tensor(prefix + ".weight");
+        const MatrixF w = view.toMatrix();
+        view.releasePages();
+        if (!w.allFinite()) throw Error(where(checkpoint_, view.name()) + " holds NaN or Inf weights");
+        Linear& linear = linears_.at(prefix);
+        linear.q = quantizeLinear(method_, w, nullptr, 0, seed_, nullptr, &cancel_);
+        const double norm = w.cast<double>().norm();
+        linear.weightError = norm > 0 ? (w - linear.q.effectiveWeight()).cast<double>().norm() / norm : 0.0;
+    }
+
+    const io::Checkpoint& checkpoint_;
+    const MethodSpec& method_;
+    std::uint64_t seed_;
+    const CancelToken& cancel_;
+    std::vector<std::string> order_;
+    std::map<std::string, Linear> linears_;   // node-based: the placeholders' addresses stay put
+};
 
 }  // namespace
 
@@ -71,50 +122,37 @@ WeightOnlySelection selectWeightOnlyLinears(const io::Checkpoint& checkpoint) {
     return s;
 }
 
-WeightOnlyResult quantizeWeightsOnly(const io::Checkpoint& checkpoint, const MethodSpec& method, std::uint64_t seed,
-                                     const ProgressCallback& progress, const CancelToken& cancel) {
+WeightOnlyReport exportWeightsOnly(const ExportRequest& request, const io::Checkpoint& source, const MethodSpec& method,
+                                   std::uint64_t seed, const ProgressCallback& progress, const CancelToken& cancel) {
     if (const auto why = weightOnlyRefusal(method); !why.empty()) throw Error(why);
-    if (!checkpoint.quantizationConfig().empty() || checkpoint.gguf() != nullptr)
-        throw Error(checkpoint.root().string() + ": the source is already quantized; quantize the dense original");
+    if (!source.quantizationConfig().empty() || source.gguf() != nullptr)
+        throw Error(source.root().string() + ": the source is already quantized; quantize the dense original");
     const auto start = std::chrono::steady_clock::now();
-    WeightOnlySelection selection = selectWeightOnlyLinears(checkpoint);
+    WeightOnlySelection selection = selectWeightOnlyLinears(source);
     if (selection.quantized.empty())
-        throw Error(checkpoint.root().string() + ": no linear weight inside the decoder layers (<...>.layers.N.<module>.weight, "
+        throw Error(source.root().string() + ": no linear weight inside the decoder layers (<...>.layers.N.<module>.weight, "
                     "2-D, BF16/F16/F32) to quantize");
-    WeightOnlyResult r{method, {}, std::move(selection.keptDense), 0.0, 0.0};
-    double bits = 0.0, weights = 0.0;
-    for (const auto& prefix : selection.quantized) {
-        cancel.throwIfCancelled();
-        r.linears.push_back(quantizeOne(checkpoint, prefix, method, seed, cancel));
-        const auto& q = *r.linears.back().q;
-        const double n = static_cast<double>(q.rows) * static_cast<double>(q.cols);
-        bits += q.bitsPerWeight() * n;
-        weights += n;
-        report(progress, r.linears.size(), selection.quantized.size(), prefix);
-    }
-    r.bitsPerWeight = bits / weights;
-    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    WeightOnlyStream stream(source, method, seed, cancel, selection.quantized);
+    WeightOnlyReport r;
+    r.keptDense = std::move(selection.keptDense);
+    const auto report = [&] {
+        r.linears = stream.reports();
+        r.bitsPerWeight = stream.bitsPerWeight();
+        r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        nlohmann::json errors = nlohmann::json::object();
+        for (const auto& l : r.linears) errors[l.prefix] = l.weightError;
+        return nlohmann::json{{"method", method.name},
+                              {"label", method.label()},
+                              {"forward_pass", false},
+                              {"kl", nullptr},
+                              {"note", "quantized without a forward pass: no KL or output error was measured"},
+                              {"bits_per_weight", r.bitsPerWeight},
+                              {"seconds", r.seconds},
+                              {"weight_error", std::move(errors)},
+                              {"kept_dense", r.keptDense}};
+    };
+    r.written = exportStreamed(request, source, stream.streamed(), report, progress, cancel);
     return r;
-}
-
-std::filesystem::path exportWeightsOnly(const ExportRequest& request, const io::Checkpoint& source, const WeightOnlyResult& result,
-                                        const ProgressCallback& progress, const CancelToken& cancel) {
-    std::vector<std::pair<std::string, const quant::QuantizedLinear*>> linears;
-    nlohmann::json errors = nlohmann::json::object();
-    for (const auto& l : result.linears) {
-        linears.emplace_back(l.prefix, l.q.get());
-        errors[l.prefix] = l.weightError;
-    }
-    const nlohmann::json report = {{"method", result.method.name},
-                                   {"label", result.method.label()},
-                                   {"forward_pass", false},
-                                   {"kl", nullptr},
-                                   {"note", "quantized without a forward pass: no KL or output error was measured"},
-                                   {"bits_per_weight", result.bitsPerWeight},
-                                   {"seconds", result.seconds},
-                                   {"weight_error", std::move(errors)},
-                                   {"kept_dense", result.keptDense}};
-    return exportLinears(request, source, linears, report, progress, cancel);
 }
 
 }  // namespace qs::pipeline

@@ -15,6 +15,7 @@
 // export leaves nothing behind. Writing goes through io::CheckpointWriter (temporary
 // folder, renamed into place).
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,11 +42,20 @@ struct ExportRequest {
 std::filesystem::path exportCheckpoint(const ExportRequest& request, const MethodResult& result,
                                        const ProgressCallback& progress, const CancelToken& cancel);
 
-// The same for linears quantized without a Job (weight_only_quantize.h), named by their full prefix
-// ("model.language_model.layers.0.self_attn.q_proj") in the source `source`; `report` is the start of
-// quantscope_report.json (the format, source, settings and linears are added).
-std::filesystem::path exportLinears(const ExportRequest& request, const io::Checkpoint& source,
-                                    const std::vector<std::pair<std::string, const quant::QuantizedLinear*>>& linears,
-                                    nlohmann::json report, const ProgressCallback& progress, const CancelToken& cancel);
+// An export that quantizes each linear as the writer reaches it, so that only one linear's codes are
+// held at a time (weight_only_quantize.h). `linears` names every linear by its full prefix
+// ("model.language_model.layers.0.self_attn.q_proj") with a placeholder the writer reads once
+// `produce(prefix)` has filled it; `release(prefix)` may then free its codes (the config and the report
+// are made at the end from what remains: the headers, scales and measurements). `report()` gives the
+// start of quantscope_report.json then. `request.format` names the encoder. A linear the encoder
+// refuses stops the export, and nothing is left at the destination.
+struct StreamedLinears {
+    std::vector<std::pair<std::string, const quant::QuantizedLinear*>> linears;
+    std::function<void(const std::string& prefix)> produce;
+    std::function<void(const std::string& prefix)> release;
+};
+std::filesystem::path exportStreamed(const ExportRequest& request, const io::Checkpoint& source, const StreamedLinears& streamed,
+                                     const std::function<nlohmann::json()>& report, const ProgressCallback& progress,
+                                     const CancelToken& cancel);
 
 }  // namespace qs::pipeline

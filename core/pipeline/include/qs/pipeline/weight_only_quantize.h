@@ -12,7 +12,6 @@
 // "multi_modal_projector"): the engines run those unquantized. A fused linear (Phi-3's qkv_proj,
 // gate_up_proj) is quantized as it is stored.
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,37 +24,36 @@
 
 namespace qs::pipeline {
 
-struct WeightOnlyLinear {
-    std::string prefix;                                  // "model.layers.0.self_attn.q_proj"
-    std::shared_ptr<const quant::QuantizedLinear> q;
-    double weightError = 0.0;                            // ||W - Q|| / ||W|| (0 for a zero weight)
-};
-
-struct WeightOnlyResult {
-    MethodSpec method;
-    std::vector<WeightOnlyLinear> linears;   // in the checkpoint's tensor order
-    std::vector<std::string> keptDense;      // the linears left dense on purpose (routers, towers), by prefix
-    double bitsPerWeight = 0.0;              // over the quantized linears, weighted by their size
-    double seconds = 0.0;
-};
-
 // Why `method` cannot run without a forward pass (it needs calibration, quantizes activations or the KV
 // cache, or writes GGUF); "" when it can.
 std::string weightOnlyRefusal(const MethodSpec& method);
 
-// The prefixes of the linears quantizeWeightsOnly quantizes, and of those it leaves dense on purpose.
+// The prefixes of the linears a weight-only export quantizes, and of those it leaves dense on purpose.
 struct WeightOnlySelection {
     std::vector<std::string> quantized, keptDense;
 };
 WeightOnlySelection selectWeightOnlyLinears(const io::Checkpoint& checkpoint);
 
-// Throws qs::Error for a method that needs calibration or writes GGUF, a quantized source, a checkpoint
-// without a linear to quantize, or a non-finite weight (naming the tensor); qs::Cancelled.
-WeightOnlyResult quantizeWeightsOnly(const io::Checkpoint& checkpoint, const MethodSpec& method, std::uint64_t seed,
-                                     const ProgressCallback& progress, const CancelToken& cancel);
+struct WeightOnlyLinearReport {
+    std::string prefix;
+    double weightError = 0.0;   // ||W - Q|| / ||W|| (0 for a zero weight)
+    double bitsPerWeight = 0.0;
+};
 
-// exportLinears with a report that records the method, the weight errors and that no KL was measured.
-std::filesystem::path exportWeightsOnly(const ExportRequest& request, const io::Checkpoint& source, const WeightOnlyResult& result,
-                                        const ProgressCallback& progress, const CancelToken& cancel);
+struct WeightOnlyReport {
+    std::filesystem::path written;
+    std::vector<WeightOnlyLinearReport> linears;   // in the checkpoint's tensor order
+    std::vector<std::string> keptDense;            // the linears left dense on purpose (routers, towers)
+    double bitsPerWeight = 0.0;                    // over the quantized linears, weighted by their size
+    double seconds = 0.0;
+};
+
+// Quantizes every selected linear of `source` with `method` and writes the export as it goes (through
+// exportStreamed: one linear's codes in memory at a time), with quantscope_report.json recording the
+// weight errors and that no KL was measured. Throws qs::Error for a method weightOnlyRefusal refuses, a
+// quantized source, a checkpoint without a linear to quantize, a non-finite weight or a linear the
+// layout refuses (naming it; nothing is left at the destination), or qs::Cancelled.
+WeightOnlyReport exportWeightsOnly(const ExportRequest& request, const io::Checkpoint& source, const MethodSpec& method,
+                                   std::uint64_t seed, const ProgressCallback& progress, const CancelToken& cancel);
 
 }  // namespace qs::pipeline
