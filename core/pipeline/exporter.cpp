@@ -114,13 +114,11 @@ nlohmann::json linearReport(const std::string& prefix, const quant::QuantizedLin
 }
 
 nlohmann::json exportReport(const ExportRequest& request, nlohmann::json report, std::string_view format,
-                            const Linears& linears) {
+                            nlohmann::json linears) {
     report["format"] = std::string(format);
     report["source"] = request.source.string();
     report["settings"] = request.settings;
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& [prefix, q] : linears) list.push_back(linearReport(prefix, *q));
-    report["linears"] = std::move(list);
+    report["linears"] = std::move(linears);
     return report;
 }
 
@@ -178,6 +176,7 @@ private:
         const auto tensors = rows == folding_.rowDivisors.end() ? encoder_.encode(prefix, q)
                                                                 : encoder_.encode(prefix, withRowsDivided(q, rows->second));
         for (const auto& e : tensors) writer_.addTensor(e.name, e.dtype, e.shape, e.bytes);
+        linearReports_.push_back(linearReport(prefix, q));   // now: a streamed linear loses its parts once written
     }
 
     void report(const ProgressCallback& progress, std::size_t done, const std::string& prefix) const {
@@ -200,7 +199,7 @@ private:
         config["quantization_config"] = encoder_.quantizationConfig(scheme);
         writer_.setConfig(std::move(config));
         for (const auto& [file, content] : encoder_.extraFiles(scheme)) writer_.addJsonFile(file, content);
-        writer_.addJsonFile("quantscope_report.json", exportReport(request_, std::move(reportStart), encoder_.name(), linears_));
+        writer_.addJsonFile("quantscope_report.json", exportReport(request_, std::move(reportStart), encoder_.name(), linearReports_));
         writer_.copyAuxiliaryFiles(source_.root());
     }
 
@@ -211,6 +210,7 @@ private:
     AwqFolding folding_;
     LinearHooks hooks_;
     io::CheckpointWriter writer_;
+    nlohmann::json linearReports_ = nlohmann::json::array();   // in the order written
     std::map<std::string, const quant::QuantizedLinear*> byPrefix_;
     std::set<std::string> quantized_;
 };

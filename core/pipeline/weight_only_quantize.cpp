@@ -31,10 +31,14 @@ bool isTowerTensor(std::string_view name) {
 
 std::string where(const io::Checkpoint& ck, const std::string& tensor) { return ck.root().string() + ": " + tensor; }
 
-// Releases what an encoded linear no longer needs: its codes (the largest part by far).
-void releaseCodes(quant::QuantizedLinear& q) {
+// Releases what an encoded linear no longer needs: its codes and scales (NVFP4's f32 scales alone are
+// two bits per weight). The header, and what the layouts' configs read (bits, groups, bitsandbytes'
+// scale codes), stay.
+void releaseParts(quant::QuantizedLinear& q) {
     std::vector<std::uint8_t>().swap(q.codes);
     std::vector<std::uint8_t>().swap(q.blocks);
+    q.scales = MatrixF();
+    q.zeros = MatrixF();
 }
 
 // The linears as the writer reaches them: each quantized from its weight when asked, its codes freed
@@ -51,7 +55,7 @@ public:
         StreamedLinears s;
         for (const auto& prefix : order_) s.linears.emplace_back(prefix, &linears_.at(prefix).q);
         s.produce = [this](const std::string& prefix) { produce(prefix); };
-        s.release = [this](const std::string& prefix) { releaseCodes(linears_.at(prefix).q); };
+        s.release = [this](const std::string& prefix) { releaseParts(linears_.at(prefix).q); };
         return s;
     }
 
@@ -59,7 +63,7 @@ public:
         std::vector<WeightOnlyLinearReport> out;
         for (const auto& prefix : order_) {
             const Linear& linear = linears_.at(prefix);
-            out.push_back({prefix, linear.weightError, linear.q.bitsPerWeight()});
+            out.push_back({prefix, linear.weightError, linear.bitsPerWeight});
         }
         return out;
     }
@@ -68,7 +72,7 @@ public:
         double bits = 0.0, weights = 0.0;
         for (const auto& [prefix, linear] : linears_) {
             const double n = static_cast<double>(linear.q.rows) * static_cast<double>(linear.q.cols);
-            bits += linear.q.bitsPerWeight() * n;
+            bits += linear.bitsPerWeight * n;
             weights += n;
         }
         return weights > 0 ? bits / weights : 0.0;
@@ -78,6 +82,7 @@ private:
     struct Linear {
         quant::QuantizedLinear q;
         double weightError = 0.0;
+        double bitsPerWeight = 0.0;   // measured before its parts are released
     };
 
     void produce(const std::string& prefix) {
@@ -89,6 +94,7 @@ private:
         linear.q = quantizeLinear(method_, w, nullptr, 0, seed_, nullptr, &cancel_);
         const double norm = w.cast<double>().norm();
         linear.weightError = norm > 0 ? (w - linear.q.effectiveWeight()).cast<double>().norm() / norm : 0.0;
+        linear.bitsPerWeight = linear.q.bitsPerWeight();
     }
 
     const io::Checkpoint& checkpoint_;
