@@ -2,8 +2,10 @@
 
 #include <array>
 #include <initializer_list>
+#include <string>
 #include <vector>
 
+#include "qs/model/moe_routing.h"
 #include "qs/model/rms_norm.h"
 
 namespace qs::model {
@@ -72,12 +74,42 @@ MatrixF mlpBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
     return m.linear(engineInput(product, {&w.down}, quantizedProduct), w.down);
 }
 
+// The sparse MoE block: each expert runs on the rows routed to it, and its output is added to those
+// rows with the routing weight (an expert no token chose is skipped, as transformers skips it). The
+// hook sees each expert's gate/up input and down input: the rows that expert saw.
+MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c) {
+    const MoeConfig& moe = c.config.moe;
+    const LayerMath& m = math(c);
+    const ExpertRouting routing = routeTokens(m.linear(normed, w.router), moe.numExpertsPerToken, moe.normTopkProb);
+    MatrixF out = MatrixF::Zero(normed.rows(), normed.cols());
+    for (std::size_t e = 0; e < w.experts.size(); ++e) {
+        const auto& rows = routing.tokens[e];
+        if (rows.empty()) continue;
+        const Expert& x = w.experts[e];
+        MatrixF routed(static_cast<Eigen::Index>(rows.size()), normed.cols());
+        for (std::size_t i = 0; i < rows.size(); ++i) routed.row(static_cast<Eigen::Index>(i)) = normed.row(rows[i]);
+        const std::string prefix = w.moeNames.expert(static_cast<int>(e));
+        const std::array<std::string, 3> names{prefix + w.moeNames.gate, prefix + w.moeNames.up, prefix + w.moeNames.down};
+        const std::array<std::string_view, 2> gateUp{names[0], names[1]};
+        const std::array<std::string_view, 1> down{names[2]};
+        notify(c, gateUp, routed);
+        MatrixF quantized;
+        const MatrixF product = m.gatedProduct(engineInput(routed, {&x.gate, &x.up}, quantized), x.gate, x.up);
+        notify(c, down, product);
+        MatrixF quantizedProduct;
+        const MatrixF y = m.linear(engineInput(product, {&x.down}, quantizedProduct), x.down);
+        for (std::size_t i = 0; i < rows.size(); ++i) out.row(rows[i]) += routing.weights[e][i] * y.row(static_cast<Eigen::Index>(i));
+    }
+    return out;
+}
+
 }  // namespace
 
 void runDecoderLayer(const LayerWeights& weights, MatrixF& hidden, const DecoderLayerContext& context) {
     const double eps = context.config.rmsNormEps;
     hidden += attentionBlock(weights, rmsNorm(hidden, weights.inputNorm, eps), context);
-    hidden += mlpBlock(weights, rmsNorm(hidden, weights.postAttentionNorm, eps), context);
+    const MatrixF normed = rmsNorm(hidden, weights.postAttentionNorm, eps);
+    hidden += weights.isMoe() ? moeBlock(weights, normed, context) : mlpBlock(weights, normed, context);
 }
 
 }  // namespace qs::model

@@ -137,7 +137,9 @@ public:
           config_(model::ModelConfig::fromCheckpoint(checkpoint_)),
           weights_(std::make_shared<model::CheckpointWeights>(
               checkpoint_, config_, model::CheckpointWeights::Options{.allowNonFinite = plan.allowNonFinite})),
-          base_(makeModel()) {}
+          base_(makeModel()) {
+        config_.requireDense(checkpoint_.configSource().string(), "quantizing with calibration and KL");
+    }
 
     JobResult run() {
         const auto start = Clock::now();

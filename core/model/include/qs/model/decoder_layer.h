@@ -2,6 +2,7 @@
 // One pre-norm decoder layer of a Llama-family transformer:
 //   h = x + o_proj(attention(rope(norm_q(q_proj(n))), rope(norm_k(k_proj(n))), v_proj(n))),  n = rms(x)
 //   y = h + down_proj(silu(gate_proj(m)) * up_proj(m)),                                      m = rms(h)
+// or, in a sparse MoE layer, y = h + Σ_{e in top-k(m)} w_e · expert_e(m) (qs/model/moe_routing.h).
 // The hook sees every distinct input of the layer's linears, which calibration turns into Hessians.
 #include <functional>
 #include <span>
