@@ -102,11 +102,11 @@ def qwen3_moe():
 
 
 def mixtral():
-    c = dict(COMMON, architectures=["MixtralForCausalLM"], model_type="mixtral", intermediate_size=24,
+    c = dict(COMMON, architectures=["MixtralForCausalLM"], model_type="mixtral", intermediate_size=32,
              num_local_experts=4, num_experts_per_tok=2, sliding_window=None, router_jitter_noise=0.0)
     w = Weights(1602)
     model(w, c, lambda p: (attention(w, p, 32, 4, 2, 8, False),
-                           experts(w, p, "block_sparse_moe", ("w1", "w3", "w2"), 4, 32, 24)))
+                           experts(w, p, "block_sparse_moe", ("w1", "w3", "w2"), 4, 32, 32)))
     return c, w
 
 

@@ -17,6 +17,16 @@ MatrixF Linear::operator()(const MatrixF& x) const {
     return y;
 }
 
+std::vector<std::string> LayerWeights::linearModules() const {
+    if (!isMoe()) return {kLinearModules.begin(), kLinearModules.end()};
+    std::vector<std::string> out(kLinearModules.begin(), kLinearModules.begin() + 4);   // attention
+    for (std::size_t e = 0; e < experts.size(); ++e) {
+        const std::string prefix = moeNames.expert(static_cast<int>(e));
+        for (const std::string* part : {&moeNames.gate, &moeNames.up, &moeNames.down}) out.push_back(prefix + *part);
+    }
+    return out;
+}
+
 Linear& LayerWeights::linear(std::string_view module) {
     return const_cast<Linear&>(static_cast<const LayerWeights&>(*this).linear(module));
 }

@@ -882,6 +882,11 @@ TEST(ModelConfig, BrokenMoeConfigsAreRefusedWithTheReason) {
     EXPECT_NO_THROW(ModelConfig::fromJson(baseJson("qwen3")).requireDense("config.json", "calibration"));
 }
 
+TEST(ModelConfig, DeepSeekV3AndGptOssAreRefusedSayingWhatIsMissing) {
+    expectRefusal(baseJson("deepseek_v3"), "multi-head latent attention");
+    expectRefusal(baseJson("gpt_oss"), "attention sinks");
+}
+
 TEST(SmallMoe, MatchesBruteForceReferenceForBothFamilies) {
     for (const auto& [type, norm] : {std::pair{"qwen3_moe", false}, std::pair{"qwen3_moe", true}, std::pair{"mixtral", true}}) {
         SCOPED_TRACE(std::string(type) + (norm ? " normalised" : " raw"));
@@ -925,6 +930,29 @@ TEST(SmallMoe, HookSeesEachExpertsRoutedRowsAndTheCachedRunAgrees) {
     MatrixF stepped(Eigen::Index(kTokens.size()), c.vocabSize);
     for (std::size_t t = 0; t < kTokens.size(); ++t) stepped.row(Eigen::Index(t)) = model.forward(std::span(&kTokens[t], 1), cache);
     EXPECT_LT((stepped - model.finalLogits(hidden)).cwiseAbs().maxCoeff(), 1e-4f);
+}
+
+TEST(SmallMoe, AllExpertHookSeesEveryTokenWhileTheOutputStillRoutes) {
+    const ModelConfig c = smallMoeConfig("qwen3_moe", true);
+    auto w = randomWeights(c, 35, false);
+    Transformer model(c, w);
+    const MatrixF reference = model.forward(kTokens);
+    for (bool all : {false, true}) {
+        SCOPED_TRACE(all ? "all experts" : "routed");
+        model.setHookSeesAllExpertTokens(all);
+        MatrixF hidden = model.embed(kTokens);
+        std::int64_t routed = 0;
+        int hooked = 0;
+        const LinearInputHook hook = [&](const LinearInput& in) {
+            if (in.routedTokens < 0) return;   // attention, dense MLP
+            EXPECT_EQ(in.x.rows(), all ? Eigen::Index(kTokens.size()) : in.routedTokens);
+            if (in.modules.size() == 2) routed += in.routedTokens, ++hooked;   // gate/up: once per expert
+        };
+        for (int i = 0; i < c.numLayers; ++i) model.runLayer(i, hidden, hook);
+        EXPECT_EQ(hooked, c.moe.numExperts);   // even an expert no token chose is reported
+        EXPECT_EQ(routed, std::int64_t(kTokens.size()) * c.moe.numExpertsPerToken);
+        EXPECT_LT((model.finalLogits(hidden) - reference).cwiseAbs().maxCoeff(), 1e-5f);
+    }
 }
 
 TEST(SmallMoe, ExpertLinearsAreAddressedByTheirCheckpointNames) {

@@ -44,6 +44,9 @@ struct LayerWeights {
     MoeNames moeNames;                         // the architecture's names of the router and experts
 
     bool isMoe() const { return !experts.empty(); }
+    // The linears a method quantizes, in the order calibration sees them: kLinearModules for a dense
+    // layer; q, k, v, o and each expert's gate, up, down for a sparse MoE layer (the router stays dense).
+    std::vector<std::string> linearModules() const;
 
     // The seven linear modules, named as in HF checkpoints ("self_attn.q_proj", ..., "mlp.down_proj").
     static constexpr std::array<std::string_view, 7> kLinearModules{
