@@ -41,6 +41,7 @@ struct CompareOptions {
     int evalSamples = 32;
     bool perLayer = false;
     bool noTrueSequential = false;
+    std::string moeCalibration = "all";
     std::string json;
     std::string log;
     bool force = false;
@@ -136,6 +137,7 @@ void runCompare(const CompareOptions& o) {
     settings.evaluation = {o.eval, o.evalSamples, o.seqLen};
     settings.perLayerKl = o.perLayer || (o.mixed.targetBpw && o.mixed.sensitivity == "layer-kl");
     settings.trueSequential = !o.noTrueSequential;
+    settings.moeCalibrateAllExperts = o.moeCalibration == "all";
     settings.seed = o.seed;
     settings.allowNonFinite = o.allowNonFinite;   // the plan builder checks the input before any output
     pipeline::JobPlan plan = pipeline::buildJobPlan(settings).plan;
@@ -181,6 +183,11 @@ void registerCompare(CLI::App& app) {
     cmd->add_option("--eval-samples", options->evalSamples, "Evaluation sequences")->capture_default_str()->check(CLI::PositiveNumber);
     cmd->add_flag("--per-layer", options->perLayer, "Also measure the KL with only one layer quantized, per layer");
     cmd->add_flag("--no-true-sequential", options->noTrueSequential, "Calibrate GPTQ/AWQ on the original model's activations");
+    cmd->add_option("--moe-calibration", options->moeCalibration,
+                    "MoE models: calibrate every expert on every token (all) or on the tokens routed to it (routed)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"all", "routed"}));
+
     cmd->add_option("--json", options->json, "Write the results as JSON to this file");
     cmd->add_option("--log", options->log, "Write the per-module log as JSON lines to this file");
     cmd->add_option("--seed", options->seed, "Seed (trellis rotations)")->capture_default_str();

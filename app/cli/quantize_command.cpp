@@ -51,6 +51,7 @@ struct QuantizeOptions {
     std::string imatrixOut;
     std::string llama2cTokenizer;
     bool allowNonFinite = false;
+    std::string moeCalibration = "all";
     ServingOptions serving;
     MixedOptions mixed;
     std::string candidates = "gptq2,gptq4,gptq8,fp8-channel,nvfp4";   // what ct-mixed holds (3-bit: --format gptq)
@@ -300,6 +301,7 @@ void runQuantize(const QuantizeOptions& o) {
     planSettings.methods = {method};
     planSettings.seed = o.seed;
     planSettings.allowNonFinite = o.allowNonFinite;   // the plan builder checks the input before any output
+    planSettings.moeCalibrateAllExperts = o.moeCalibration == "all";
     planSettings.activationCalibration = activationCalibration;
     // Calibration when the method needs it, or when asked for (it gives every linear its output error,
     // and the GGUF K-quants their importance, as llama-quantize --imatrix).
@@ -366,6 +368,10 @@ void registerQuantize(CLI::App& app) {
                   "Quantize every linear from its weight alone, without running the model (architectures QuantScope does not "
                   "run; rtn, fp8, mxfp4, nvfp4, nf4, trellis; no KL)");
     cmd->add_flag("--allow-nonfinite", options->allowNonFinite, "Use linears whose weights are NaN or Inf instead of refusing them");
+    cmd->add_option("--moe-calibration", options->moeCalibration,
+                    "MoE models: calibrate every expert on every token (all) or on the tokens routed to it (routed)")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"all", "routed"}));
     addServingOptions(*cmd, options->serving);
     addMixedOptions(*cmd, options->mixed);
     cmd->add_option("--candidates", options->candidates, "The methods --target-bpw chooses among (the default export, ct-mixed, holds all of them)")

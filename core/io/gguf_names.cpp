@@ -84,6 +84,9 @@ std::optional<HfArchitecture> hfArchitectureOfGguf(std::string_view ggufArchitec
 std::optional<std::string> ggufArchitectureOfModelType(std::string_view modelType) {
     if (modelType == "llama" || modelType == "mistral") return "llama";
     if (modelType == "qwen2" || modelType == "qwen3") return std::string(modelType);
+    // llama.cpp runs Mixtral as llama with experts (llama.expert_count), Qwen3-MoE as its own arch.
+    if (modelType == "mixtral") return "llama";
+    if (modelType == "qwen3_moe") return "qwen3moe";
     return std::nullopt;
 }
 

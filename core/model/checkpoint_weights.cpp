@@ -60,9 +60,46 @@ void CheckpointWeights::validate() const {
         checked(p + "self_attn.k_proj.weight", {config_.kvDim(), h});
         checked(p + "self_attn.v_proj.weight", {config_.kvDim(), h});
         checked(p + "self_attn.o_proj.weight", {h, config_.qDim()});
+        if (config_.isMoeLayer(i)) {
+            validateExperts(i);
+            continue;
+        }
         checked(p + "mlp.gate_proj.weight", {config_.intermediateSize, h});
         checked(p + "mlp.up_proj.weight", {config_.intermediateSize, h});
         checked(p + "mlp.down_proj.weight", {h, config_.intermediateSize});
+    }
+}
+
+// The router and every expert with the shapes the config implies, and no expert beyond the config's
+// count: a checkpoint with more experts than num_experts says would otherwise run silently wrong.
+void CheckpointWeights::validateExperts(int layer) const {
+    const MoeConfig& moe = config_.moe;
+    const std::int64_t h = config_.hiddenSize, ff = moe.expertIntermediateSize;
+    const std::string p = layerPrefix(layer);
+    const io::TensorView router = checkpoint_.tensor(p + moe.names.router() + ".weight");
+    if (router.shape().size() == 2 && router.shape()[1] == h && router.shape()[0] != moe.numExperts)
+        throw Error(checkpoint_.root().string() + ": tensor " + p + moe.names.router() + ".weight routes to " +
+                    std::to_string(router.shape()[0]) + " experts, but the config says " + std::to_string(moe.numExperts));
+    checked(p + moe.names.router() + ".weight", {moe.numExperts, h});
+    for (int e = 0; e < moe.numExperts; ++e) {
+        const std::string x = p + moe.names.expert(e);
+        if (!checkpoint_.find(x + moe.names.gate + ".weight"))
+            throw Error(checkpoint_.root().string() + ": expert " + std::to_string(e) + " of layer " + std::to_string(layer) +
+                        " is missing (no tensor " + x + moe.names.gate + ".weight; the config has " + std::to_string(moe.numExperts) +
+                        " experts)");
+        checked(x + moe.names.gate + ".weight", {ff, h});
+        checked(x + moe.names.up + ".weight", {ff, h});
+        checked(x + moe.names.down + ".weight", {h, ff});
+    }
+    const std::string experts = p + moe.names.block + ".experts.";
+    for (const io::CheckpointTensor& t : checkpoint_.tensors()) {
+        const std::string& name = t.info->name;
+        if (!name.starts_with(experts)) continue;
+        const std::string index = name.substr(experts.size(), name.find('.', experts.size()) - experts.size());
+        if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos || index.size() > 6 ||
+            std::stoi(index) >= moe.numExperts)
+            throw Error(checkpoint_.root().string() + ": tensor " + name + " is beyond the " + std::to_string(moe.numExperts) +
+                        " experts the config describes");
     }
 }
 
@@ -100,6 +137,21 @@ LayerWeights CheckpointWeights::layer(int index) const {
     w.k = linear(index, "self_attn.k_proj", kv, h, config_.qkvBias);
     w.v = linear(index, "self_attn.v_proj", kv, h, config_.qkvBias);
     w.o = linear(index, "self_attn.o_proj", h, q, config_.outputBias);
+    if (config_.isMoeLayer(index)) {
+        const MoeConfig& moe = config_.moe;
+        const int eff = moe.expertIntermediateSize;
+        w.moeNames = moe.names;
+        w.router = linear(index, moe.names.router(), moe.numExperts, h, false);
+        w.experts.resize(static_cast<std::size_t>(moe.numExperts));
+        for (int e = 0; e < moe.numExperts; ++e) {
+            const std::string x = moe.names.expert(e);
+            Expert& expert = w.experts[static_cast<std::size_t>(e)];
+            expert.gate = linear(index, x + moe.names.gate, eff, h, false);
+            expert.up = linear(index, x + moe.names.up, eff, h, false);
+            expert.down = linear(index, x + moe.names.down, h, eff, false);
+        }
+        return w;
+    }
     w.gate = linear(index, "mlp.gate_proj", ff, h, config_.mlpBias);
     w.up = linear(index, "mlp.up_proj", ff, h, config_.mlpBias);
     w.down = linear(index, "mlp.down_proj", h, ff, config_.mlpBias);

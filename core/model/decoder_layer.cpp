@@ -2,8 +2,10 @@
 
 #include <array>
 #include <initializer_list>
+#include <string>
 #include <vector>
 
+#include "qs/model/moe_routing.h"
 #include "qs/model/rms_norm.h"
 
 namespace qs::model {
@@ -16,8 +18,10 @@ constexpr std::array<std::string_view, 1> kDown{"mlp.down_proj"};
 
 const LayerMath& math(const DecoderLayerContext& c) { return c.math ? *c.math : cpuLayerMath(); }
 
-void notify(const DecoderLayerContext& c, std::span<const std::string_view> modules, const MatrixF& x) {
-    if (c.hook && *c.hook) (*c.hook)(LinearInput{c.layer, modules, x});
+bool hooked(const DecoderLayerContext& c) { return c.hook && *c.hook; }
+
+void notify(const DecoderLayerContext& c, std::span<const std::string_view> modules, const MatrixF& x, std::int64_t routed = -1) {
+    if (hooked(c)) (*c.hook)(LinearInput{c.layer, modules, x, routed});
 }
 
 // The input the engine's GEMM of `linears` reads: x itself, or x quantized (into `storage`) as they ask.
@@ -72,12 +76,55 @@ MatrixF mlpBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
     return m.linear(engineInput(product, {&w.down}, quantizedProduct), w.down);
 }
 
+// The sparse MoE block: each expert runs on the rows routed to it, and its output is added to those
+// rows with the routing weight (an expert no token chose is skipped, as transformers skips it). The
+// hook sees each expert's gate/up input and down input: the rows that expert saw, or with
+// hookSeesAllTokens every row (the expert then runs once more, on all of them, for the hook alone).
+MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c) {
+    const MoeConfig& moe = c.config.moe;
+    const LayerMath& m = math(c);
+    const ExpertRouting routing = routeTokens(m.linear(normed, w.router), moe.numExpertsPerToken, moe.normTopkProb);
+    MatrixF out = MatrixF::Zero(normed.rows(), normed.cols());
+    for (std::size_t e = 0; e < w.experts.size(); ++e) {
+        const auto& rows = routing.tokens[e];
+        const Expert& x = w.experts[e];
+        const std::string prefix = w.moeNames.expert(static_cast<int>(e));
+        const std::array<std::string, 3> names{prefix + w.moeNames.gate, prefix + w.moeNames.up, prefix + w.moeNames.down};
+        const std::array<std::string_view, 2> gateUp{names[0], names[1]};
+        const std::array<std::string_view, 1> down{names[2]};
+        const auto routedCount = static_cast<std::int64_t>(rows.size());
+        if (c.hookSeesAllTokens && hooked(c)) {
+            notify(c, gateUp, normed, routedCount);
+            MatrixF quantized;
+            notify(c, down, m.gatedProduct(engineInput(normed, {&x.gate, &x.up}, quantized), x.gate, x.up), routedCount);
+        }
+        if (rows.empty()) {
+            if (!c.hookSeesAllTokens) {   // still reported: calibration must see that this expert got no token
+                notify(c, gateUp, MatrixF(0, normed.cols()), 0);
+                notify(c, down, MatrixF(0, x.gate.weight.rows()), 0);
+            }
+            continue;
+        }
+        MatrixF routed(static_cast<Eigen::Index>(rows.size()), normed.cols());
+        for (std::size_t i = 0; i < rows.size(); ++i) routed.row(static_cast<Eigen::Index>(i)) = normed.row(rows[i]);
+        if (!c.hookSeesAllTokens) notify(c, gateUp, routed, routedCount);
+        MatrixF quantized;
+        const MatrixF product = m.gatedProduct(engineInput(routed, {&x.gate, &x.up}, quantized), x.gate, x.up);
+        if (!c.hookSeesAllTokens) notify(c, down, product, routedCount);
+        MatrixF quantizedProduct;
+        const MatrixF y = m.linear(engineInput(product, {&x.down}, quantizedProduct), x.down);
+        for (std::size_t i = 0; i < rows.size(); ++i) out.row(rows[i]) += routing.weights[e][i] * y.row(static_cast<Eigen::Index>(i));
+    }
+    return out;
+}
+
 }  // namespace
 
 void runDecoderLayer(const LayerWeights& weights, MatrixF& hidden, const DecoderLayerContext& context) {
     const double eps = context.config.rmsNormEps;
     hidden += attentionBlock(weights, rmsNorm(hidden, weights.inputNorm, eps), context);
-    hidden += mlpBlock(weights, rmsNorm(hidden, weights.postAttentionNorm, eps), context);
+    const MatrixF normed = rmsNorm(hidden, weights.postAttentionNorm, eps);
+    hidden += weights.isMoe() ? moeBlock(weights, normed, context) : mlpBlock(weights, normed, context);
 }
 
 }  // namespace qs::model

@@ -1,5 +1,6 @@
 #include "qs/model/layer_weights.h"
 
+#include <charconv>
 #include <string>
 
 #include "qs/error.h"
@@ -16,11 +17,40 @@ MatrixF Linear::operator()(const MatrixF& x) const {
     return y;
 }
 
+std::vector<std::string> LayerWeights::linearModules() const {
+    if (!isMoe()) return {kLinearModules.begin(), kLinearModules.end()};
+    std::vector<std::string> out(kLinearModules.begin(), kLinearModules.begin() + 4);   // attention
+    for (std::size_t e = 0; e < experts.size(); ++e) {
+        const std::string prefix = moeNames.expert(static_cast<int>(e));
+        for (const std::string* part : {&moeNames.gate, &moeNames.up, &moeNames.down}) out.push_back(prefix + *part);
+    }
+    return out;
+}
+
 Linear& LayerWeights::linear(std::string_view module) {
     return const_cast<Linear&>(static_cast<const LayerWeights&>(*this).linear(module));
 }
 
 const Linear& LayerWeights::linear(std::string_view module) const {
+    if (isMoe() && module.starts_with(moeNames.block + ".")) {
+        const std::string_view rest = module.substr(moeNames.block.size() + 1);
+        if (rest == "gate") return router;
+        constexpr std::string_view kExperts = "experts.";
+        if (rest.starts_with(kExperts)) {
+            const std::string_view tail = rest.substr(kExperts.size());
+            const auto dot = tail.find('.');
+            std::size_t e = 0;
+            const auto digits = tail.substr(0, dot);
+            const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), e);
+            if (dot != std::string_view::npos && ec == std::errc() && end == digits.data() + digits.size() && e < experts.size()) {
+                const Expert& x = experts[e];
+                const std::string_view name = tail.substr(dot + 1);
+                if (name == moeNames.gate) return x.gate;
+                if (name == moeNames.up) return x.up;
+                if (name == moeNames.down) return x.down;
+            }
+        }
+    }
     const std::array<const Linear*, 7> all{&q, &k, &v, &o, &gate, &up, &down};
     for (std::size_t i = 0; i < kLinearModules.size(); ++i)
         if (kLinearModules[i] == module) return *all[i];

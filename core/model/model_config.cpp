@@ -74,9 +74,9 @@ void parseAttentionVariant(const nlohmann::json& j, ModelConfig& c, const std::s
         c.outputBias = attentionBias;
     }
     c.mlpBias = optional<bool>(j, "mlp_bias", false, source);
-    c.qkNorm = c.modelType == "qwen3";
+    c.qkNorm = c.modelType == "qwen3" || c.modelType == "qwen3_moe";
 
-    if (c.modelType == "mistral") {
+    if (c.modelType == "mistral" || c.modelType == "mixtral") {
         c.slidingWindow = optional<int>(j, "sliding_window", 0, source);
     } else if (optional<bool>(j, "use_sliding_window", false, source)) {
         // Qwen's per-layer windows (max_window_layers) are not implemented: refuse instead of guessing.
@@ -84,15 +84,73 @@ void parseAttentionVariant(const nlohmann::json& j, ModelConfig& c, const std::s
     }
 }
 
+std::vector<int> layerList(const nlohmann::json& j, const char* key, int numLayers, const std::string& source) {
+    const auto it = j.find(key);
+    if (it == j.end() || it->is_null()) return {};
+    if (!it->is_array()) fail(source, std::string("'") + key + "' is " + io::jsonKind(*it) + ", not a list of layer indices");
+    std::vector<int> layers;
+    for (const auto& v : *it) {
+        if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= numLayers)
+            fail(source, std::string("'") + key + "' holds " + v.dump() + ", not a layer index below num_hidden_layers " +
+                             std::to_string(numLayers));
+        layers.push_back(v.get<int>());
+    }
+    return layers;
+}
+
+// The sparse MoE block of the two MoE families; each spells the same semantics with its own keys and
+// tensor names (the differences of an architecture stay here and in MoeNames).
+void parseMoe(const nlohmann::json& j, ModelConfig& c, const std::string& source) {
+    MoeConfig& m = c.moe;
+    if (c.modelType == "qwen3_moe") {
+        m.numExperts = requiredInt(j, "num_experts", source);
+        m.expertIntermediateSize = requiredInt(j, "moe_intermediate_size", source);
+        m.normTopkProb = optional<bool>(j, "norm_topk_prob", false, source);   // Qwen3MoeConfig's default
+        m.sparseStep = optional<int>(j, "decoder_sparse_step", 1, source);
+        m.denseLayers = layerList(j, "mlp_only_layers", c.numLayers, source);
+        m.names = MoeNames{"mlp", "gate_proj", "up_proj", "down_proj"};
+    } else if (c.modelType == "mixtral") {
+        m.numExperts = requiredInt(j, "num_local_experts", source);
+        m.expertIntermediateSize = c.intermediateSize;
+        m.normTopkProb = true;   // MixtralSparseMoeBlock always renormalises the top-k weights
+        m.names = MoeNames{"block_sparse_moe", "w1", "w3", "w2"};
+    } else {
+        return;
+    }
+    m.numExpertsPerToken = requiredInt(j, "num_experts_per_tok", source);
+}
+
+// The MoE families users ask for whose forward pass needs more than the Qwen3-MoE / Mixtral block:
+// what is missing, so that the refusal says it instead of only "not supported".
+std::string missingPieces(const std::string& modelType) {
+    if (modelType == "deepseek_v3")
+        return "its multi-head latent attention (q_lora_rank, kv_lora_rank, the decoupled RoPE head) and its routing "
+               "(sigmoid scores with a correction bias, group-limited top-k, routed_scaling_factor, shared experts, "
+               "first_k_dense_replace) are not implemented";
+    if (modelType == "gpt_oss")
+        return "its attention sinks, alternating sliding-window layers, YaRN RoPE, biased router and experts with the "
+               "clamped SwiGLU, and the stacked MXFP4 experts are not implemented";
+    return "";
+}
+
 }  // namespace
+
+bool ModelConfig::isMoeLayer(int layer) const {
+    if (!isMoe()) return false;
+    for (int dense : moe.denseLayers)
+        if (dense == layer) return false;
+    return (layer + 1) % moe.sparseStep == 0;
+}
 
 ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& source) {
     if (!j.is_object()) fail(source, "config is not a JSON object");
-    static const std::set<std::string> supported{"llama", "mistral", "qwen2", "qwen3"};
+    static const std::set<std::string> supported{"llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral"};
     ModelConfig c;
     c.modelType = optional<std::string>(j, "model_type", "", source);
+    if (const auto missing = missingPieces(c.modelType); !missing.empty())
+        fail(source, "model_type '" + c.modelType + "' is not supported yet: " + missing);
     if (!supported.contains(c.modelType))
-        fail(source, "model_type '" + c.modelType + "' is not supported (llama, mistral, qwen2, qwen3)");
+        fail(source, "model_type '" + c.modelType + "' is not supported (llama, mistral, qwen2, qwen3, qwen3_moe, mixtral)");
     const std::string act = optional<std::string>(j, "hidden_act", "silu", source);
     if (act != "silu") fail(source, "hidden_act '" + act + "' is not supported (only silu)");
 
@@ -114,6 +172,7 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& so
     c.ropeScaling = parseRopeScaling(hasParams ? *params : j.value("rope_scaling", nlohmann::json()), source);
 
     parseAttentionVariant(j, c, source);
+    parseMoe(j, c, source);
     c.validate(source);
     return c;
 }
@@ -126,6 +185,21 @@ void ModelConfig::validate(const std::string& source) const {
     if (headDim % 2 != 0) fail(source, "head_dim must be even for rotary embeddings");
     if (!(rmsNormEps > 0.0) || !(ropeTheta > 0.0)) fail(source, "rms_norm_eps and rope_theta must be positive");
     if (slidingWindow < 0) fail(source, "sliding_window must not be negative");
+    if (moe.numExperts < 0) fail(source, "the number of experts must not be negative");
+    if (isMoe()) {
+        if (moe.numExpertsPerToken < 1 || moe.numExpertsPerToken > moe.numExperts)
+            fail(source, "num_experts_per_tok " + std::to_string(moe.numExpertsPerToken) + " must be between 1 and the " +
+                             std::to_string(moe.numExperts) + " experts");
+        if (moe.expertIntermediateSize <= 0) fail(source, "the experts' intermediate size must be positive");
+        if (moe.sparseStep < 1) fail(source, "decoder_sparse_step must be at least 1");
+        if (moe.names.block.empty()) fail(source, "model_type '" + modelType + "' has no MoE tensor names");
+    }
+}
+
+void ModelConfig::requireDense(const std::string& source, const std::string& what) const {
+    if (isMoe())
+        fail(source, "model_type '" + modelType + "' is a mixture of experts (" + std::to_string(moe.numExperts) + " experts), and " +
+                         what + " does not handle experts yet");
 }
 
 ModelConfig ModelConfig::fromCheckpoint(const io::Checkpoint& checkpoint) {

@@ -46,7 +46,7 @@ void Transformer::runLayer(int layer, const LayerWeights& weights, MatrixF& hidd
     if (hidden.cols() != config_.hiddenSize)
         throw Error("transformer: hidden states have " + std::to_string(hidden.cols()) + " columns, the model " +
                     std::to_string(config_.hiddenSize));
-    runDecoderLayer(weights, hidden, DecoderLayerContext{config_, rope_, layer, 0, nullptr, &hook, &keyValueHook, math_.get()});
+    runDecoderLayer(weights, hidden, DecoderLayerContext{config_, rope_, layer, 0, nullptr, &hook, &keyValueHook, math_.get(), hookSeesAllTokens_});
 }
 
 void Transformer::runLayerAt(int layer, MatrixF& hidden, int firstPosition, KvCache* cache, const LinearInputHook* hook) {
@@ -54,7 +54,7 @@ void Transformer::runLayerAt(int layer, MatrixF& hidden, int firstPosition, KvCa
         throw Error("transformer: hidden states have " + std::to_string(hidden.cols()) + " columns, the model " +
                     std::to_string(config_.hiddenSize));
     const LayerWeights& w = layerWeights(layer);
-    runDecoderLayer(w, hidden, DecoderLayerContext{config_, rope_, layer, firstPosition, cache, hook, nullptr, math_.get()});
+    runDecoderLayer(w, hidden, DecoderLayerContext{config_, rope_, layer, firstPosition, cache, hook, nullptr, math_.get(), hookSeesAllTokens_});
 }
 
 MatrixF Transformer::finalLogits(const MatrixF& hidden) const {
@@ -104,16 +104,25 @@ LayerWeights Transformer::load(int layer) const {
 
 void Transformer::overrideLinear(int layer, std::string_view module, WeightProvider weight) {
     if (layer < 0 || layer >= config_.numLayers) throw Error("transformer: no decoder layer " + std::to_string(layer));
-    LayerWeights{}.linear(module);   // rejects unknown module names now rather than at the next run
+    checkModuleName(layer, module);   // rejects unknown module names now rather than at the next run
     overrides_[{layer, std::string(module)}] = std::move(weight);
     cache_.erase(layer);
 }
 
 void Transformer::setServingQuantization(int layer, std::string_view module, quant::ActivationQuant input, float cacheScale) {
     if (layer < 0 || layer >= config_.numLayers) throw Error("transformer: no decoder layer " + std::to_string(layer));
-    LayerWeights{}.linear(module);
+    checkModuleName(layer, module);
     serving_[{layer, std::string(module)}] = {input, cacheScale};
     cache_.erase(layer);
+}
+
+void Transformer::checkModuleName(int layer, std::string_view module) const {
+    LayerWeights shape;   // names only: a sparse layer's router and experts, else the seven linears
+    if (config_.isMoeLayer(layer)) {
+        shape.moeNames = config_.moe.names;
+        shape.experts.resize(static_cast<std::size_t>(config_.moe.numExperts));
+    }
+    shape.linear(module);
 }
 
 void Transformer::clearOverrides() {

@@ -4,6 +4,7 @@
 #include "qs/pipeline/gguf_export.h"
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <map>
 
@@ -34,6 +35,8 @@ struct PlannedTensor {
     GgufTensorChoice choice;
     io::GgmlType type = io::GgmlType::F32;
     std::string linearPrefix;   // the linear whose weight this is, decoded through formats; "" otherwise
+    std::vector<std::string> stackedLinears;   // experts stacked into one [E, out, in] tensor, in order
+    bool keepF32 = false;       // a MoE router: dense in F32 whatever the chooser says, as llama.cpp's converter keeps it
     int interleavedHeads = 0;   // llama q/k: reorder rows as llama.cpp's converter does
 };
 
@@ -72,6 +75,10 @@ public:
                 add(p + "self_attn.k_norm.weight", {config_.headDim});
             }
             add(p + "post_attention_layernorm.weight", {h});
+            if (config_.isMoeLayer(layer)) {
+                experts(layer);
+                continue;
+            }
             linear(p + "mlp.gate_proj", ff, h, config_.mlpBias, 0);
             linear(p + "mlp.up_proj", ff, h, config_.mlpBias, 0);
             linear(p + "mlp.down_proj", h, ff, config_.mlpBias, 0);
@@ -91,6 +98,35 @@ private:
         t.linearPrefix = std::move(linearPrefix);
         t.interleavedHeads = heads;
         planned_.push_back(std::move(t));
+    }
+
+    // A sparse MoE block as llama.cpp's converter writes it: the router as blk.N.ffn_gate_inp and each
+    // of the experts' projections stacked into one 3-D tensor blk.N.ffn_{gate,up,down}_exps.
+    void experts(int layer) {
+        const model::MoeConfig& moe = config_.moe;
+        const std::int64_t h = config_.hiddenSize, ff = moe.expertIntermediateSize, e = moe.numExperts;
+        const std::string p = "model.layers." + std::to_string(layer) + ".";
+        const std::string blk = "blk." + std::to_string(layer) + ".";
+        addAs(p + moe.names.router() + ".weight", blk + "ffn_gate_inp.weight", {e, h}, p + moe.names.router()).keepF32 = true;
+        const std::array<std::pair<const std::string*, const char*>, 3> parts{
+            {{&moe.names.gate, "ffn_gate_exps"}, {&moe.names.up, "ffn_up_exps"}, {&moe.names.down, "ffn_down_exps"}}};
+        for (const auto& [module, gguf] : parts) {
+            const bool down = module == &moe.names.down;
+            PlannedTensor& t = addAs(p + moe.names.block + ".experts." + *module + ".weight", blk + gguf + ".weight",
+                                     {e, down ? h : ff, down ? ff : h});
+            for (int x = 0; x < moe.numExperts; ++x) t.stackedLinears.push_back(p + moe.names.expert(x) + *module);
+        }
+    }
+
+    PlannedTensor& addAs(const std::string& name, const std::string& ggufName, std::vector<std::int64_t> shape, std::string linearPrefix = "") {
+        PlannedTensor t;
+        t.choice.name = name;
+        t.choice.ggufName = ggufName;
+        t.choice.naming = io::parseTensorName(name);
+        t.choice.shape = std::move(shape);
+        t.linearPrefix = std::move(linearPrefix);
+        planned_.push_back(std::move(t));
+        return planned_.back();
     }
 
     // The weight, and the bias when the config announces one or the checkpoint stores it.
@@ -169,7 +205,16 @@ std::vector<std::byte> encode(io::GgmlType type, const std::vector<float>& value
 
 std::vector<float> valuesOf(const PlannedTensor& t, const io::Checkpoint& checkpoint, const formats::LinearReader& reader) {
     std::vector<float> values;
-    if (!t.linearPrefix.empty()) {
+    if (!t.stackedLinears.empty()) {
+        for (const std::string& prefix : t.stackedLinears) {
+            const MatrixF w = reader.decodeF32(prefix);
+            if (w.rows() != t.choice.shape[1] || w.cols() != t.choice.shape[2])
+                throw Error(checkpoint.root().string() + ": " + prefix + " decodes to [" + std::to_string(w.rows()) + ", " +
+                            std::to_string(w.cols()) + "], the config implies [" + std::to_string(t.choice.shape[1]) + ", " +
+                            std::to_string(t.choice.shape[2]) + "]");
+            values.insert(values.end(), w.data(), w.data() + w.size());
+        }
+    } else if (!t.linearPrefix.empty()) {
         const MatrixF w = reader.decodeF32(t.linearPrefix);
         if (w.rows() != t.choice.shape[0] || w.cols() != t.choice.shape[1])
             throw Error(checkpoint.root().string() + ": " + t.linearPrefix + " decodes to [" + std::to_string(w.rows()) + ", " +
@@ -215,6 +260,18 @@ int commonestMatrixFileType(const std::vector<PlannedTensor>& planned) {
     return best == counts.end() ? 0 : fileTypeOf(best->first);
 }
 
+// llama.cpp's qwen3moe graph puts experts in every layer and always renormalises the top-k weights:
+// a checkpoint that does otherwise would run as another model there.
+void requireGgufExpressible(const model::ModelConfig& config, const std::string& source) {
+    if (config.modelType != "qwen3_moe") return;
+    if (!config.moe.normTopkProb)
+        throw Error(source + ": norm_topk_prob is false, and llama.cpp's qwen3moe always renormalises the top-k routing weights");
+    for (int layer = 0; layer < config.numLayers; ++layer)
+        if (!config.isMoeLayer(layer))
+            throw Error(source + ": layer " + std::to_string(layer) +
+                        " is a dense MLP (mlp_only_layers / decoder_sparse_step), and llama.cpp's qwen3moe expects experts in every layer");
+}
+
 void report(const ProgressCallback& progress, std::size_t done, std::size_t total, const std::string& name) {
     if (progress) progress({"export", static_cast<int>(done), static_cast<int>(total), total ? double(done) / double(total) : 1.0, name});
 }
@@ -246,6 +303,7 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
     const auto arch = io::ggufArchitectureOfModelType(config.modelType);
     if (!arch) throw Error(checkpoint.configSource().string() + ": model_type '" + config.modelType + "' has no GGUF architecture here");
+    requireGgufExpressible(config, checkpoint.configSource().string());
     const formats::LinearReader reader(checkpoint, formats::DecodeOptions{.allowNonFinite = options.allowNonFinite});
     if (!reader.format().decodable)
         throw Error(checkpoint.root().string() + ": its " + std::string(formats::formatName(reader.format().format)) +
@@ -259,7 +317,9 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
     const GgufTypeChooser chooser = options.chooser ? options.chooser : uniformGgufType(io::GgmlType::F16);
     for (auto& t : planned) {
         const auto encoded = options.encodedLinears.find(t.linearPrefix);
-        t.type = encoded != options.encodedLinears.end() ? checkedEncoded(*encoded->second, t, destination).ggmlType : chooser(t.choice);
+        t.type = encoded != options.encodedLinears.end() ? checkedEncoded(*encoded->second, t, destination).ggmlType
+                 : t.keepF32                              ? io::GgmlType::F32
+                                                          : chooser(t.choice);
         checkType(t, destination);
     }
     const io::GgufMetadata tokenizer = tokenizerMetadata(checkpoint, options, config.vocabSize);

@@ -38,6 +38,12 @@ io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const std::strin
     m.set(key("attention.layer_norm_rms_epsilon"), GgufValue::f32(static_cast<float>(c.rmsNormEps)));
     m.set(key("rope.dimension_count"), GgufValue::u32(u32(c.headDim, "head_dim")));
     m.set(key("rope.freq_base"), GgufValue::f32(static_cast<float>(c.ropeTheta)));
+    if (c.isMoe()) {   // llama.cpp's LLM_KV_EXPERT_* keys, as its converter writes them
+        m.set(key("expert_count"), GgufValue::u32(u32(c.moe.numExperts, "number of experts")));
+        m.set(key("expert_used_count"), GgufValue::u32(u32(c.moe.numExpertsPerToken, "num_experts_per_tok")));
+        if (arch != "llama")   // Mixtral's experts are feed_forward_length wide
+            m.set(key("expert_feed_forward_length"), GgufValue::u32(u32(c.moe.expertIntermediateSize, "moe_intermediate_size")));
+    }
     if (c.ropeScaling.type == model::RopeScalingType::Linear) {
         m.set(key("rope.scaling.type"), GgufValue::string("linear"));
         m.set(key("rope.scaling.factor"), GgufValue::f32(static_cast<float>(c.ropeScaling.factor)));

@@ -77,6 +77,7 @@ LayerHessianDiagonals hessianDiagonals(const io::Checkpoint& checkpoint, int lay
                                        const CancelToken& cancel) {
     requireDenseSource(checkpoint, formats::detect(checkpoint));   // else "no tensor named ...weight"
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
+    config.requireDense(checkpoint.configSource().string(), "the Hessian view");
     if (layer < 0 || layer >= config.numLayers)
         throw Error(checkpoint.root().string() + ": layer " + std::to_string(layer) + " is not a decoder layer (it has " +
                     std::to_string(config.numLayers) + ", 0 to " + std::to_string(config.numLayers - 1) + ")");

@@ -44,7 +44,10 @@ model::LayerWeights withoutLinearWeights(const model::LayerWeights& w) {
     out.postAttentionNorm = w.postAttentionNorm;
     out.qNorm = w.qNorm;
     out.kNorm = w.kNorm;
-    for (auto module : model::LayerWeights::kLinearModules) out.linear(module).bias = w.linear(module).bias;
+    out.moeNames = w.moeNames;
+    out.router = w.router;   // the router is never quantized
+    out.experts.resize(w.experts.size());
+    for (const auto& module : w.linearModules()) out.linear(module).bias = w.linear(module).bias;
     return out;
 }
 
@@ -98,7 +101,7 @@ void summarize(MethodResult& r, std::uint64_t keptBytes) {
 }
 
 ModuleLog logOf(const MethodSpec& m, int layer, const std::string& module, const quant::QuantizedLinear& q,
-                std::int64_t samples) {
+                std::int64_t samples, std::int64_t routedTokens) {
     ModuleLog log;
     log.method = m.name;
     log.layer = layer;
@@ -112,6 +115,7 @@ ModuleLog logOf(const MethodSpec& m, int layer, const std::string& module, const
     log.seconds = q.seconds;
     log.bitsPerWeight = q.bitsPerWeight();
     log.residentBytes = residentBytes();
+    log.routedTokens = routedTokens;
     return log;
 }
 
@@ -137,7 +141,16 @@ public:
           config_(model::ModelConfig::fromCheckpoint(checkpoint_)),
           weights_(std::make_shared<model::CheckpointWeights>(
               checkpoint_, config_, model::CheckpointWeights::Options{.allowNonFinite = plan.allowNonFinite})),
-          base_(makeModel()) {}
+          base_(makeModel()) {
+        if (config_.isMoe())
+            for (const auto& m : plan_.methods)
+                if (m.gguf())
+                    throw Error(checkpoint_.configSource().string() + ": " + m.label() +
+                                " would quantize llama.cpp's stacked experts, which the GGUF methods do not do yet "
+                                "(export the model as an F16/F32 GGUF, or choose a safetensors method)");
+        if (config_.isMoe() && !plan_.mixed.empty())
+            throw Error(checkpoint_.configSource().string() + ": a mix of methods does not handle MoE experts yet");
+    }
 
     JobResult run() {
         const auto start = Clock::now();
@@ -172,6 +185,7 @@ private:
     model::Transformer makeModel(std::shared_ptr<const model::WeightSource> weights = nullptr) const {
         model::Transformer model(config_, weights ? std::move(weights) : weights_);
         if (plan_.backend) model.setLayerMath(plan_.backend->layerMath());
+        model.setHookSeesAllExpertTokens(plan_.moeCalibrateAllExperts);
         return model;
     }
 
@@ -282,8 +296,9 @@ private:
                                                              plan_.backend.get(), release);
             for (auto& [module, linear] : q) {
                 const auto samples = stats.empty() ? 0 : stats.input(module).hessian->samples();
+                const auto routed = stats.empty() ? -1 : stats.input(module).routedTokens;
                 const MethodSpec& method = s.mix ? *s.mix->methodOf(layer, module) : s.result.method;
-                s.result.modules.push_back(logOf(method, layer, module, *linear, samples));
+                s.result.modules.push_back(logOf(method, layer, module, *linear, samples, routed));
                 if (log_) log_(s.result.modules.back());
                 quant::QuantizedLinear served(*linear);
                 linear.reset();
@@ -303,7 +318,7 @@ private:
         // The stream's layer as its Transformer would load it (the same effective weights), built once here.
         model::LayerWeights quantized = release.weights ? std::move(original) : withoutLinearWeights(original);
         if (!release.weights)   // a mix's dense linears keep their original weights
-            for (auto module : model::LayerWeights::kLinearModules)
+            for (const auto& module : original.linearModules())
                 if (!kept.contains(module)) quantized.linear(module).weight = original.linear(module).weight;
         for (const auto& [module, compact] : kept) {
             model::Linear& linear = quantized.linear(module);

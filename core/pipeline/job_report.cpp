@@ -24,7 +24,8 @@ nlohmann::json toJson(const ModuleLog& m) {
     return {{"method", m.method}, {"layer", m.layer}, {"module", m.module}, {"in_features", m.inFeatures},
             {"out_features", m.outFeatures}, {"output_error", number(m.outputError)}, {"loss", number(m.loss)},
             {"samples", m.samples}, {"damp", number(m.damp)}, {"time_s", number(m.seconds)},
-            {"bits_per_weight", number(m.bitsPerWeight)}, {"rss_bytes", m.residentBytes}};
+            {"bits_per_weight", number(m.bitsPerWeight)}, {"rss_bytes", m.residentBytes},
+            {"routed_tokens", m.routedTokens >= 0 ? nlohmann::json(m.routedTokens) : nlohmann::json()}, {"starved", m.starved()}};
 }
 
 nlohmann::json toJson(const analysis::KlReport& r) {

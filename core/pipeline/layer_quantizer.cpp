@@ -104,7 +104,7 @@ QuantizedLayer quantizeEachLinear(const ModuleMethod& methodOf, const model::Lay
                                   model::LayerWeights* releasable, LayerStatistics& statistics, std::uint64_t seed,
                                   const CancelToken& cancel, const Backend* backend, bool releaseStatistics) {
     QuantizedLayer layer;
-    for (std::string_view module : model::LayerWeights::kLinearModules) {
+    for (const std::string& module : weights.linearModules()) {
         cancel.throwIfCancelled();
         const MethodSpec* chosen = methodOf(module);
         if (chosen == nullptr) continue;
@@ -114,10 +114,15 @@ QuantizedLayer quantizeEachLinear(const ModuleMethod& methodOf, const model::Lay
         const auto start = std::chrono::steady_clock::now();
         const MatrixF& w = weights.linear(module).weight;
         const double samples = statistics.empty() ? 0.0 : static_cast<double>(statistics.input(module).hessian->samples());
+        // An expert that no calibration token reached (routed-only MoE calibration) has no H at all.
+        const bool starved = !statistics.empty() && samples == 0.0;
+        if (starved && method.kind == MethodKind::Gptq)
+            throw Error(module + " saw no calibration token (routed-only MoE calibration), so " + method.label() +
+                        " has no Hessian for it: calibrate every expert (--moe-calibration all)");
         // The last module of an input takes its H, so GPTQ can work in its memory and nothing is left behind.
         MatrixF owned;
         const MatrixF* h = nullptr;
-        if (!statistics.empty()) {
+        if (!statistics.empty() && !starved) {
             if (releaseStatistics && statistics.lastOfInput(module)) {
                 owned = statistics.takeHessian(module);
                 h = &owned;
@@ -147,6 +152,12 @@ QuantizedLayer quantizeEachLinear(const ModuleMethod& methodOf, const model::Lay
 QuantizedLayer quantizeLayerReleasing(const MethodSpec& method, const model::LayerWeights& weights,
                                       model::LayerWeights* releasable, LayerStatistics& statistics, std::uint64_t seed,
                                       const CancelToken& cancel, const Backend* backend, bool releaseStatistics) {
+    // AWQ folds 1/s of gate/up's input scale into post_attention_layernorm, which every expert (and the
+    // router) reads: one expert's scale cannot be folded there, and vLLM's MoE kernels read no
+    // per-expert input scale that could hold it.
+    if (method.kind == MethodKind::Awq && weights.isMoe())
+        throw Error(method.label() + " is not applied to MoE layers: its per-channel scales would have to be folded into the "
+                                     "norm that every expert and the router share");
     if (method.kind == MethodKind::Awq)
         return quantizeAwqLayer(method, weights, releasable, statistics, cancel, backend, releaseStatistics);
     return quantizeEachLinear([&method](std::string_view) { return &method; }, weights, releasable, statistics, seed, cancel,

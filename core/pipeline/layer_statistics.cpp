@@ -1,5 +1,6 @@
 #include "qs/pipeline/layer_statistics.h"
 
+#include <algorithm>
 #include <set>
 
 #include "qs/error.h"
@@ -44,6 +45,8 @@ void LayerStatistics::add(const model::LinearInput& input) {
     } else {
         stats = found->second;
     }
+    if (input.routedTokens >= 0) stats->routedTokens = std::max<std::int64_t>(stats->routedTokens, 0) + input.routedTokens;
+    if (input.x.rows() == 0) return;   // an expert no token was routed to: counted, nothing to accumulate
     stats->hessian->add(input.x);
     stats->maxAbs = stats->maxAbs.cwiseMax(input.x.cwiseAbs().colwise().maxCoeff().transpose());
     appendRowMaxAbs(input.x, stats->tokenMaxAbs);

@@ -33,6 +33,7 @@ BuiltPlan buildJobPlan(const PlanSettings& settings) {
     plan.evaluation = read(TextRole::Evaluation, settings.evaluation, built.evaluationFile);
     plan.perLayerKl = settings.perLayerKl;
     plan.trueSequential = settings.trueSequential;
+    plan.moeCalibrateAllExperts = settings.moeCalibrateAllExperts;
     plan.seed = settings.seed;
     plan.allowNonFinite = settings.allowNonFinite;
     return built;

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <vector>
 #include <chrono>
 #include <functional>
 #include <cstdio>
@@ -14,14 +15,36 @@
 namespace qs::pipeline {
 namespace {
 
-double layerParameters(const model::ModelConfig& c) {
+// A MoE model is counted as if every layer were sparse (its widest case): experts replace the MLP.
+double mlpWidth(const model::ModelConfig& c) { return c.isMoe() ? c.moe.expertIntermediateSize : c.intermediateSize; }
+double experts(const model::ModelConfig& c) { return c.isMoe() ? c.moe.numExperts : 1.0; }
+
+double attentionParameters(const model::ModelConfig& c) {
     const double h = c.hiddenSize;
-    return h * c.qDim() + 2.0 * h * c.kvDim() + c.qDim() * h + 3.0 * h * c.intermediateSize;
+    return h * c.qDim() + 2.0 * h * c.kvDim() + c.qDim() * h;
 }
 
-// The widths of a decoder layer's distinct linear inputs: q/k/v, o, gate/up, down.
-std::array<double, 4> inputWidths(const model::ModelConfig& c) {
-    return {double(c.hiddenSize), double(c.qDim()), double(c.hiddenSize), double(c.intermediateSize)};
+// Every weight of a layer: attention, and the MLP or every expert and the router.
+double layerParameters(const model::ModelConfig& c) {
+    const double h = c.hiddenSize, router = c.isMoe() ? double(c.moe.numExperts) * h : 0.0;
+    return attentionParameters(c) + experts(c) * 3.0 * h * mlpWidth(c) + router;
+}
+
+// The weights one token's forward pass multiplies: a MoE token runs its top-k experts only.
+double activeParameters(const model::ModelConfig& c) {
+    if (!c.isMoe()) return layerParameters(c);
+    const double h = c.hiddenSize;
+    return attentionParameters(c) + double(c.moe.numExpertsPerToken) * 3.0 * h * mlpWidth(c) + double(c.moe.numExperts) * h;
+}
+
+// The widths of a decoder layer's distinct linear inputs: q/k/v, o, gate/up, down (each expert's own).
+std::vector<double> inputWidths(const model::ModelConfig& c) {
+    std::vector<double> widths{double(c.hiddenSize), double(c.qDim())};
+    for (int e = 0; e < int(experts(c)); ++e) {
+        widths.push_back(double(c.hiddenSize));
+        widths.push_back(mlpWidth(c));
+    }
+    return widths;
 }
 
 // The f64 running sums of every input, lower-triangle tiles of 256 only (HessianAccumulator).
@@ -31,9 +54,11 @@ double runningSumBytes(const model::ModelConfig& c) {
     return bytes;
 }
 
+// Every input accumulates every token (all-expert calibration shows each expert all of them).
 double hessianFlopsPerToken(const model::ModelConfig& c) {
-    const double h = c.hiddenSize;
-    return 2.0 * (h * h * 2 + double(c.qDim()) * c.qDim() + double(c.intermediateSize) * c.intermediateSize) / 2.0;
+    double flops = 0;
+    for (double n : inputWidths(c)) flops += n * n;
+    return flops;
 }
 
 }  // namespace
@@ -135,22 +160,22 @@ std::uint64_t predictedJobBytes(const WorkloadShape& s) {
     const double sums = runningSumBytes(c);
     const double baseSet = baseStatistics ? sums + hessians : 0.0;
     const double ownSums = s.sequentialMethods > 0 ? sums : 0.0;
-    const double rows = std::max<double>({double(c.qDim()), double(c.hiddenSize), double(c.intermediateSize)});
+    const double rows = std::max<double>({double(c.qDim()), double(c.hiddenSize), mlpWidth(c)});
     // GPTQ's working set on a narrower input (H cached, its copy, the factor and its inverse; the
     // weight's copy and codes of the largest linear reading it), and on the widest (H twice, the weight and codes).
     const double gptqNarrow = 4.0 * narrow * narrow * sizeof(float) + rows * narrow * (sizeof(float) + 2.0);
     const double gptqWidest = 2.0 * hWidest + widest * c.hiddenSize * (sizeof(float) + 2.0);
-    const bool downWidest = c.intermediateSize >= std::max(c.hiddenSize, c.qDim());
-    const double weightsAtWidest = (s.methods == 1 && downWidest) ? double(c.hiddenSize) * c.intermediateSize * sizeof(float)
+    const bool downWidest = mlpWidth(c) >= std::max(c.hiddenSize, c.qDim());
+    const double weightsAtWidest = (s.methods == 1 && downWidest) ? double(c.hiddenSize) * mlpWidth(c) * sizeof(float)
                                                                     : layerBytes;
-    const double activations = double(std::max(s.evaluationSequenceLength, 1)) * (c.intermediateSize * 3.0 + c.hiddenSize * 6.0) * sizeof(float);
+    const double activations = double(std::max(s.evaluationSequenceLength, 1)) * (mlpWidth(c) * 3.0 + c.hiddenSize * 6.0) * sizeof(float);
     double working = layerBytes * (s.methods > 1 ? 2.0 : 1.0) + baseSet + activations;   // the quantized layer's passes
     if (s.calibrationTokens > 0) {
         working = std::max(working, layerBytes + baseSet + ownSums + activations);   // hook passes
         working = std::max(working, layerBytes + baseSet + ownSums + gptqNarrow);    // q/k/v, o, gate/up
         working = std::max(working, weightsAtWidest + baseSet + gptqWidest);         // down_proj
     }
-    const double pages = double(c.hiddenSize) * c.intermediateSize * 2.0;
+    const double pages = double(c.hiddenSize) * mlpWidth(c) * 2.0;
     const double during = kept + working + pages;
     // The end: the layers unpacked (a byte per code) and one sequence's logits and their softmax.
     const double unpacked = (keptPerWeight + 0.5 * s.methods) * layerParameters(c) * L;
@@ -170,7 +195,7 @@ ResourceEstimate estimateResources(const WorkloadShape& s) {
     e.peakBytes = residentBytes() + predictedJobBytes(s);
     e.gemmFlopsPerSecond = machineGemmRate();
 
-    const double forwardPerToken = 2.0 * layerParameters(c) + 4.0 * double(std::max(s.evaluationSequenceLength, 1)) * c.qDim();
+    const double forwardPerToken = 2.0 * activeParameters(c) + 4.0 * double(std::max(s.evaluationSequenceLength, 1)) * c.qDim();
     const double logitsPerToken = 2.0 * double(c.hiddenSize) * c.vocabSize;
     const double calibPasses = s.calibrationTokens > 0 ? base + 2.0 * s.sequentialMethods : 0.0;
     double flops = double(s.calibrationTokens) * L * (calibPasses * forwardPerToken + calibStreams * hessianFlopsPerToken(c));

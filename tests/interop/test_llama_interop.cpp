@@ -142,6 +142,31 @@ TEST_F(Interop, StoriesExportsRunInLlamaCppAsInQuantScope) {
     }
 }
 
+// The tiny random MoE checkpoints (scripts/make-tiny-moe.py), exported as F32 GGUF: llama.cpp runs
+// qwen3_moe as its qwen3moe and mixtral as llama with experts. Our forward pass on the Hugging Face
+// checkpoint itself (not on the GGUF read back) against llama.cpp on the GGUF, 300 positions.
+TEST_F(Interop, MoeExportsRunInLlamaCppAsTheCheckpointRunsInQuantScope) {
+    const auto ids = model::Tokenizer::fromFile(kDemo).encode(readText(kDemo / "eval.txt"));
+    ASSERT_GT(ids.size(), 300u);
+    const std::vector<model::TokenId> tokens(ids.begin(), ids.begin() + 300);
+    for (const char* name : {"qwen3-moe-tiny", "mixtral-tiny"}) {
+        SCOPED_TRACE(name);
+        const fs::path source = fs::path(QS_TEST_DATA_DIR) / "moe" / name;
+        const fs::path gguf = exportGguf(source, dir_ / (std::string(name) + ".gguf"), io::GgmlType::F32, false);
+        const json answer = interop::runLlamaJudge({{"model", gguf.string()}, {"evaluate", {tokens}}, {"vocabulary", 320}, {"threads", 2}});
+        EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{});
+        for (const auto& w : answer.at("warnings")) std::printf("llama.cpp warning: %s\n", w.get<std::string>().c_str());
+        model::Transformer transformer = model::Transformer::fromCheckpoint(io::Checkpoint::open(source));
+        ASSERT_TRUE(transformer.config().isMoe());
+        const KlFigures k = compareDistributions(answer.at("distributions").at(0), transformer.forward(tokens));
+        std::printf("%s: mean KL(llama.cpp || QuantScope) = %.3g, max %.3g, same top token %zu/%zu\n", name, k.mean, k.max, k.sameTop,
+                    k.positions);
+        EXPECT_EQ(k.positions, 300u);
+        EXPECT_LT(k.mean, 1e-5);
+        EXPECT_GE(k.sameTop, 295u);
+    }
+}
+
 TEST_F(Interop, TheTinyLlamaFileTokenizesAsLlamaCppTokenizesIt) {
     // The llama.cpp test strings, through llama.cpp's own tokenizer of the file and through ours.
     const std::string inputs = readText(fs::path(QS_TEST_DATA_DIR) / "tokenizers" / "llama.cpp-test-vectors" / "ggml-vocab-llama-spm.gguf.inp");

@@ -1,13 +1,16 @@
 // The forward pass against (1) llama2.c's outputs for the real stories260K model and (2) a brute-force
 // double-precision transformer written here with plain loops, on a small random Qwen3-style model
 // (GQA, head_dim != hidden/heads, q/k RMSNorm, q/k/v biases).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
 #include <sstream>
 #include <string>
@@ -27,6 +30,7 @@
 #include "qs/model/model_config.h"
 #include "qs/model/rope.h"
 #include "qs/model/transformer.h"
+#include "qs/model/checkpoint_weights.h"
 #include "qs/quant/rtn.h"
 
 namespace fs = std::filesystem;
@@ -201,6 +205,20 @@ std::shared_ptr<ModelWeights> randomWeights(const ModelConfig& c, unsigned seed,
             lw.k.bias = randomMatrix(rng, c.kvDim(), 1, s);
             lw.v.bias = randomMatrix(rng, c.kvDim(), 1, s);
         }
+        if (c.isMoeLayer(l)) {
+            const int ff = c.moe.expertIntermediateSize;
+            lw.moeNames = c.moe.names;
+            lw.router.weight = randomMatrix(rng, c.moe.numExperts, c.hiddenSize, 1.0f);
+            for (int e = 0; e < c.moe.numExperts; ++e) {
+                Expert x;
+                x.gate.weight = randomMatrix(rng, ff, c.hiddenSize, s);
+                x.up.weight = randomMatrix(rng, ff, c.hiddenSize, s);
+                x.down.weight = randomMatrix(rng, c.hiddenSize, ff, s);
+                lw.experts.push_back(std::move(x));
+            }
+            w->layers.push_back(std::move(lw));
+            continue;
+        }
         lw.gate.weight = randomMatrix(rng, c.intermediateSize, c.hiddenSize, s);
         lw.up.weight = randomMatrix(rng, c.intermediateSize, c.hiddenSize, s);
         lw.down.weight = randomMatrix(rng, c.hiddenSize, c.intermediateSize, s);
@@ -284,6 +302,38 @@ std::vector<Vec> attentionRef(const ModelConfig& c, const LayerWeights& w, const
     return out;
 }
 
+Vec swigluRef(const Linear& gate, const Linear& up, const Linear& down, const Vec& m) {
+    const Vec g = linearRef(gate, m), u = linearRef(up, m);
+    Vec act(g.size());
+    for (std::size_t i = 0; i < g.size(); ++i) act[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+    return linearRef(down, act);
+}
+
+// transformers' sparse MoE block for one token: softmax over every expert, the k most probable,
+// their probabilities renormalised to sum 1 when norm_topk_prob (always for Mixtral).
+Vec moeRef(const ModelConfig& c, const LayerWeights& lw, const Vec& m) {
+    const Vec logits = linearRef(lw.router, m);
+    double top = -1e300, sum = 0.0;
+    for (double l : logits) top = std::max(top, l);
+    Vec p(logits.size());
+    for (std::size_t e = 0; e < p.size(); ++e) sum += p[e] = std::exp(logits[e] - top);
+    for (double& v : p) v /= sum;
+    std::vector<std::size_t> order(p.size());
+    for (std::size_t e = 0; e < order.size(); ++e) order[e] = e;
+    std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return p[a] > p[b]; });
+    const std::size_t k = std::size_t(c.moe.numExpertsPerToken);
+    double chosen = 0.0;
+    for (std::size_t i = 0; i < k; ++i) chosen += p[order[i]];
+    Vec out(m.size(), 0.0);
+    for (std::size_t i = 0; i < k; ++i) {
+        const Expert& x = lw.experts[order[i]];
+        const double weight = c.moe.normTopkProb ? p[order[i]] / chosen : p[order[i]];
+        const Vec y = swigluRef(x.gate, x.up, x.down, m);
+        for (std::size_t j = 0; j < m.size(); ++j) out[j] += weight * y[j];
+    }
+    return out;
+}
+
 MatrixD forwardRef(const ModelConfig& c, const ModelWeights& w, const std::vector<TokenId>& tokens) {
     const int T = int(tokens.size());
     std::vector<Vec> x(static_cast<std::size_t>(T));
@@ -299,10 +349,7 @@ MatrixD forwardRef(const ModelConfig& c, const ModelWeights& w, const std::vecto
             const Vec o = linearRef(lw.o, ctx[t]);
             for (int i = 0; i < c.hiddenSize; ++i) x[t][std::size_t(i)] += o[std::size_t(i)];
             const Vec m = rmsRef(x[t], lw.postAttentionNorm, c.rmsNormEps);
-            const Vec g = linearRef(lw.gate, m), u = linearRef(lw.up, m);
-            Vec act(g.size());
-            for (std::size_t i = 0; i < g.size(); ++i) act[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
-            const Vec down = linearRef(lw.down, act);
+            const Vec down = lw.isMoe() ? moeRef(c, lw, m) : swigluRef(lw.gate, lw.up, lw.down, m);
             for (int i = 0; i < c.hiddenSize; ++i) x[t][std::size_t(i)] += down[std::size_t(i)];
         }
     }
@@ -744,6 +791,293 @@ TEST(ModelConfig, RejectsWhatTheForwardPassCannotHonour) {
     nlohmann::json window = baseJson("qwen2");
     window["use_sliding_window"] = true;
     EXPECT_THROW(ModelConfig::fromJson(window), Error);
+}
+
+
+// ---------------------------------------------------------------------------------------------
+// Mixture of experts (Qwen3-MoE, Mixtral)
+
+nlohmann::json qwen3MoeJson() {
+    nlohmann::json j = baseJson("qwen3_moe");
+    j["num_experts"] = 6;
+    j["num_experts_per_tok"] = 2;
+    j["moe_intermediate_size"] = 20;
+    return j;
+}
+
+nlohmann::json mixtralJson() {
+    nlohmann::json j = baseJson("mixtral");
+    j["num_local_experts"] = 4;
+    j["num_experts_per_tok"] = 2;
+    return j;
+}
+
+// Layer 0 dense (mlp_only_layers), layer 1 sparse: both kinds of layer in one model.
+ModelConfig smallMoeConfig(const std::string& type, bool normTopkProb) {
+    ModelConfig c = smallConfig();
+    c.modelType = type;
+    c.qkvBias = false;
+    c.qkNorm = type == "qwen3_moe";
+    c.moe.numExperts = 5;
+    c.moe.numExpertsPerToken = 2;
+    c.moe.expertIntermediateSize = 12;
+    c.moe.normTopkProb = normTopkProb;
+    c.moe.denseLayers = {0};
+    c.moe.names = type == "mixtral" ? MoeNames{"block_sparse_moe", "w1", "w3", "w2"} : MoeNames{"mlp", "gate_proj", "up_proj", "down_proj"};
+    return c;
+}
+
+TEST(ModelConfig, MoeFamiliesReadTheirExpertKeys) {
+    nlohmann::json q = qwen3MoeJson();
+    q["norm_topk_prob"] = true;
+    q["decoder_sparse_step"] = 2;
+    q["mlp_only_layers"] = {0};
+    const ModelConfig qwen = ModelConfig::fromJson(q);
+    EXPECT_TRUE(qwen.isMoe() && qwen.qkNorm);
+    EXPECT_EQ(qwen.moe.numExperts, 6);
+    EXPECT_EQ(qwen.moe.numExpertsPerToken, 2);
+    EXPECT_EQ(qwen.moe.expertIntermediateSize, 20);
+    EXPECT_TRUE(qwen.moe.normTopkProb);
+    EXPECT_FALSE(qwen.isMoeLayer(0));   // dense by mlp_only_layers (and by the step)
+    EXPECT_TRUE(qwen.isMoeLayer(1));    // (1 + 1) % 2 == 0
+    EXPECT_EQ(qwen.moe.names.router(), "mlp.gate");
+    EXPECT_EQ(qwen.moe.names.expert(3) + qwen.moe.names.up, "mlp.experts.3.up_proj");
+    EXPECT_FALSE(ModelConfig::fromJson(qwen3MoeJson()).moe.normTopkProb);   // Qwen3MoeConfig's default
+
+    const ModelConfig mixtral = ModelConfig::fromJson(mixtralJson());
+    EXPECT_TRUE(mixtral.isMoeLayer(0) && mixtral.isMoeLayer(1));
+    EXPECT_FALSE(mixtral.qkNorm);
+    EXPECT_TRUE(mixtral.moe.normTopkProb);
+    EXPECT_EQ(mixtral.moe.expertIntermediateSize, 128);   // Mixtral's experts are intermediate_size wide
+    EXPECT_EQ(mixtral.moe.names.expert(0) + mixtral.moe.names.down, "block_sparse_moe.experts.0.w2");
+    EXPECT_FALSE(ModelConfig::fromJson(baseJson("qwen3")).isMoe());
+}
+
+void expectRefusal(const nlohmann::json& j, const std::string& says) {
+    try {
+        ModelConfig::fromJson(j);
+        ADD_FAILURE() << "accepted: " << j.dump();
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(says), std::string::npos) << e.what();
+    }
+}
+
+TEST(ModelConfig, BrokenMoeConfigsAreRefusedWithTheReason) {
+    nlohmann::json topK = qwen3MoeJson();
+    topK["num_experts_per_tok"] = 7;
+    expectRefusal(topK, "num_experts_per_tok 7 must be between 1 and the 6 experts");
+    nlohmann::json noExperts = mixtralJson();
+    noExperts.erase("num_local_experts");
+    expectRefusal(noExperts, "num_local_experts");
+    nlohmann::json noWidth = qwen3MoeJson();
+    noWidth.erase("moe_intermediate_size");
+    expectRefusal(noWidth, "moe_intermediate_size");
+    nlohmann::json badLayer = qwen3MoeJson();
+    badLayer["mlp_only_layers"] = {2};
+    expectRefusal(badLayer, "mlp_only_layers");
+    nlohmann::json step = qwen3MoeJson();
+    step["decoder_sparse_step"] = 0;
+    expectRefusal(step, "decoder_sparse_step");
+    EXPECT_THROW(ModelConfig::fromJson(qwen3MoeJson()).requireDense("config.json", "calibration"), Error);
+    EXPECT_NO_THROW(ModelConfig::fromJson(baseJson("qwen3")).requireDense("config.json", "calibration"));
+}
+
+TEST(ModelConfig, DeepSeekV3AndGptOssAreRefusedSayingWhatIsMissing) {
+    expectRefusal(baseJson("deepseek_v3"), "multi-head latent attention");
+    expectRefusal(baseJson("gpt_oss"), "attention sinks");
+}
+
+TEST(SmallMoe, MatchesBruteForceReferenceForBothFamilies) {
+    for (const auto& [type, norm] : {std::pair{"qwen3_moe", false}, std::pair{"qwen3_moe", true}, std::pair{"mixtral", true}}) {
+        SCOPED_TRACE(std::string(type) + (norm ? " normalised" : " raw"));
+        const ModelConfig c = smallMoeConfig(type, norm);
+        auto w = randomWeights(c, 31, false);
+        Transformer model(c, w);
+        EXPECT_LT(maxAbsDiff(model.forward(kTokens), forwardRef(c, *w, kTokens)), 1e-3);
+    }
+    // Renormalising changes the output: the flag is honoured, not ignored.
+    auto w = randomWeights(smallMoeConfig("qwen3_moe", false), 31, false);
+    Transformer raw(smallMoeConfig("qwen3_moe", false), w), normalised(smallMoeConfig("qwen3_moe", true), w);
+    EXPECT_GT((raw.forward(kTokens) - normalised.forward(kTokens)).cwiseAbs().maxCoeff(), 1e-2f);
+}
+
+TEST(SmallMoe, HookSeesEachExpertsRoutedRowsAndTheCachedRunAgrees) {
+    const ModelConfig c = smallMoeConfig("mixtral", true);
+    auto w = randomWeights(c, 32, false);
+    Transformer model(c, w);
+    MatrixF hidden = model.embed(kTokens);
+    std::map<std::string, Eigen::Index> rows;
+    const LinearInputHook hook = [&](const LinearInput& in) {
+        std::string names;
+        for (auto m : in.modules) names += std::string(m) + ",";
+        rows[std::to_string(in.layer) + ":" + names] += in.x.rows();
+    };
+    for (int i = 0; i < c.numLayers; ++i) model.runLayer(i, hidden, hook);
+    EXPECT_EQ(rows["0:mlp.gate_proj,mlp.up_proj,"], Eigen::Index(kTokens.size()));   // layer 0 is dense
+    Eigen::Index routed = 0;
+    int experts = 0;
+    for (int e = 0; e < c.moe.numExperts; ++e) {
+        const std::string x = "1:block_sparse_moe.experts." + std::to_string(e) + ".";
+        const Eigen::Index n = rows[x + "w1," + x.substr(2) + "w3,"];
+        EXPECT_EQ(rows[x + "w2,"], n);
+        routed += n;
+        experts += n > 0;
+    }
+    EXPECT_EQ(routed, Eigen::Index(kTokens.size()) * c.moe.numExpertsPerToken);
+    EXPECT_GE(experts, 3);   // a random router spreads 11 tokens over more than two experts
+
+    KvCache cache(c, 32);
+    MatrixF stepped(Eigen::Index(kTokens.size()), c.vocabSize);
+    for (std::size_t t = 0; t < kTokens.size(); ++t) stepped.row(Eigen::Index(t)) = model.forward(std::span(&kTokens[t], 1), cache);
+    EXPECT_LT((stepped - model.finalLogits(hidden)).cwiseAbs().maxCoeff(), 1e-4f);
+}
+
+TEST(SmallMoe, AllExpertHookSeesEveryTokenWhileTheOutputStillRoutes) {
+    const ModelConfig c = smallMoeConfig("qwen3_moe", true);
+    auto w = randomWeights(c, 35, false);
+    Transformer model(c, w);
+    const MatrixF reference = model.forward(kTokens);
+    for (bool all : {false, true}) {
+        SCOPED_TRACE(all ? "all experts" : "routed");
+        model.setHookSeesAllExpertTokens(all);
+        MatrixF hidden = model.embed(kTokens);
+        std::int64_t routed = 0;
+        int hooked = 0;
+        const LinearInputHook hook = [&](const LinearInput& in) {
+            if (in.routedTokens < 0) return;   // attention, dense MLP
+            EXPECT_EQ(in.x.rows(), all ? Eigen::Index(kTokens.size()) : in.routedTokens);
+            if (in.modules.size() == 2) routed += in.routedTokens, ++hooked;   // gate/up: once per expert
+        };
+        for (int i = 0; i < c.numLayers; ++i) model.runLayer(i, hidden, hook);
+        EXPECT_EQ(hooked, c.moe.numExperts);   // even an expert no token chose is reported
+        EXPECT_EQ(routed, std::int64_t(kTokens.size()) * c.moe.numExpertsPerToken);
+        EXPECT_LT((model.finalLogits(hidden) - reference).cwiseAbs().maxCoeff(), 1e-5f);
+    }
+}
+
+TEST(SmallMoe, ExpertLinearsAreAddressedByTheirCheckpointNames) {
+    const ModelConfig c = smallMoeConfig("qwen3_moe", true);
+    auto w = randomWeights(c, 33, false);
+    LayerWeights& lw = w->layers[1];
+    EXPECT_EQ(&lw.linear("mlp.gate"), &lw.router);
+    EXPECT_EQ(&lw.linear("mlp.experts.4.down_proj"), &lw.experts[4].down);
+    EXPECT_EQ(&lw.linear("mlp.experts.0.gate_proj"), &lw.experts[0].gate);
+    EXPECT_THROW(lw.linear("mlp.experts.5.down_proj"), Error);
+    EXPECT_THROW(lw.linear("mlp.experts.x.down_proj"), Error);
+    EXPECT_THROW(lw.linear("mlp.experts.1.w2"), Error);
+}
+
+// A MoE checkpoint in the HF names of `c` (BF16), for the refusal tests.
+void writeMoeCheckpoint(const ModelConfig& c, const ModelWeights& w, const fs::path& dir, const nlohmann::json& config,
+                        int skipExpert = -1, int extraExpert = -1) {
+    io::CheckpointWriter writer(dir);
+    addTensor(writer, "model.embed_tokens.weight", w.embedding);
+    addTensor(writer, "model.norm.weight", w.norm);
+    addTensor(writer, "lm_head.weight", w.lmHeadWeight);
+    for (int l = 0; l < c.numLayers; ++l) {
+        const LayerWeights& lw = w.layers[std::size_t(l)];
+        const std::string p = "model.layers." + std::to_string(l) + ".";
+        addTensor(writer, p + "input_layernorm.weight", lw.inputNorm);
+        addTensor(writer, p + "post_attention_layernorm.weight", lw.postAttentionNorm);
+        if (lw.qNorm.size()) addTensor(writer, p + "self_attn.q_norm.weight", lw.qNorm);
+        if (lw.kNorm.size()) addTensor(writer, p + "self_attn.k_norm.weight", lw.kNorm);
+        for (std::string_view m : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"})
+            addTensor(writer, p + std::string(m) + ".weight", lw.linear(m).weight);
+        if (!lw.isMoe()) {
+            for (std::string_view m : {"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"}) addTensor(writer, p + std::string(m) + ".weight", lw.linear(m).weight);
+            continue;
+        }
+        const MoeNames& n = c.moe.names;
+        addTensor(writer, p + n.router() + ".weight", lw.router.weight);
+        for (int e = 0; e < c.moe.numExperts; ++e) {
+            if (e == skipExpert) continue;
+            const Expert& x = lw.experts[std::size_t(e)];
+            addTensor(writer, p + n.expert(e) + n.gate + ".weight", x.gate.weight);
+            addTensor(writer, p + n.expert(e) + n.up + ".weight", x.up.weight);
+            addTensor(writer, p + n.expert(e) + n.down + ".weight", x.down.weight);
+        }
+        if (extraExpert >= 0) addTensor(writer, p + n.expert(extraExpert) + n.gate + ".weight", lw.experts[0].gate.weight);
+    }
+    writer.setConfig(config);
+    writer.finish();
+}
+
+nlohmann::json jsonOf(const ModelConfig& c) {
+    nlohmann::json j{{"model_type", c.modelType}, {"hidden_size", c.hiddenSize}, {"intermediate_size", c.intermediateSize},
+                     {"num_hidden_layers", c.numLayers}, {"num_attention_heads", c.numHeads}, {"num_key_value_heads", c.numKvHeads},
+                     {"head_dim", c.headDim}, {"vocab_size", c.vocabSize}, {"max_position_embeddings", c.maxPositionEmbeddings},
+                     {"rms_norm_eps", c.rmsNormEps}, {"rope_theta", c.ropeTheta}, {"num_experts_per_tok", c.moe.numExpertsPerToken}};
+    if (c.modelType == "mixtral") {
+        j["num_local_experts"] = c.moe.numExperts;
+    } else {
+        j["num_experts"] = c.moe.numExperts;
+        j["moe_intermediate_size"] = c.moe.expertIntermediateSize;
+        j["norm_topk_prob"] = c.moe.normTopkProb;
+        j["mlp_only_layers"] = c.moe.denseLayers;
+    }
+    return j;
+}
+
+std::string refusalOf(const fs::path& dir) {
+    try {
+        Transformer::fromCheckpoint(io::Checkpoint::open(dir));
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "(accepted)";
+}
+
+TEST(CheckpointWeights, MoeCheckpointRunsLikeTheSameWeightsAndBrokenOnesAreRefused) {
+    ModelConfig c = smallMoeConfig("qwen3_moe", true);
+    auto w = randomWeights(c, 34, false);
+    roundAll(*w);
+    for (LayerWeights& lw : w->layers)
+        for (Expert& x : lw.experts)
+            for (Linear* l : {&x.gate, &x.up, &x.down, &lw.router}) roundToBf16(l->weight);
+    const fs::path dir = fs::temp_directory_path() / ("qs_test_moe_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    writeMoeCheckpoint(c, *w, dir, jsonOf(c));
+    Transformer fromDisk = Transformer::fromCheckpoint(io::Checkpoint::open(dir));
+    EXPECT_TRUE(fromDisk.config().isMoeLayer(1) && !fromDisk.config().isMoeLayer(0));
+    EXPECT_LT(maxAbsDiff(fromDisk.forward(kTokens), forwardRef(c, *w, kTokens)), 1e-3);
+
+    nlohmann::json more = jsonOf(c);
+    more["num_experts"] = 6;
+    fs::remove_all(dir);
+    writeMoeCheckpoint(c, *w, dir, more);
+    EXPECT_THAT(refusalOf(dir), ::testing::HasSubstr("model.layers.1.mlp.gate.weight routes to 5 experts, but the config says 6"));
+    fs::remove_all(dir);
+    writeMoeCheckpoint(c, *w, dir, jsonOf(c), /*skipExpert=*/3);
+    EXPECT_THAT(refusalOf(dir), ::testing::HasSubstr("expert 3 of layer 1 is missing"));
+    fs::remove_all(dir);
+    writeMoeCheckpoint(c, *w, dir, jsonOf(c), -1, /*extraExpert=*/7);
+    EXPECT_THAT(refusalOf(dir), ::testing::HasSubstr("model.layers.1.mlp.experts.7.gate_proj.weight is beyond the 5 experts"));
+    fs::remove_all(dir);
+}
+
+const fs::path kMoeData = fs::path(QS_TEST_DATA_DIR) / "moe";
+
+// The committed tiny checkpoints (scripts/make-tiny-moe.py) load under their HF names and run as the
+// brute-force reference runs their weights.
+TEST(TinyMoeCheckpoints, LoadUnderTheirHfNamesAndMatchTheReference) {
+    for (const char* name : {"qwen3-moe-tiny", "mixtral-tiny"}) {
+        SCOPED_TRACE(name);
+        const io::Checkpoint checkpoint = io::Checkpoint::open(kMoeData / name);
+        const ModelConfig c = ModelConfig::fromCheckpoint(checkpoint);
+        EXPECT_EQ(c.moe.numExperts, 4);
+        EXPECT_EQ(c.moe.numExpertsPerToken, 2);
+        const CheckpointWeights source(checkpoint, c);
+        ModelWeights w;
+        w.embedding = checkpoint.tensor("model.embed_tokens.weight").toMatrix();
+        w.lmHeadWeight = checkpoint.tensor("lm_head.weight").toMatrix();
+        w.norm = source.finalNorm();
+        for (int l = 0; l < c.numLayers; ++l) w.layers.push_back(source.layer(l));
+        ASSERT_EQ(w.layers[1].experts.size(), 4u);
+        EXPECT_EQ(w.layers[1].experts[2].down.weight, checkpoint.tensor("model.layers.1." + c.moe.names.expert(2) + c.moe.names.down + ".weight").toMatrix());
+        const std::vector<TokenId> tokens{72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100, 33, 256, 10, 84};
+        Transformer model = Transformer::fromCheckpoint(checkpoint);
+        EXPECT_LT(maxAbsDiff(model.forward(tokens), forwardRef(c, w, tokens)), 1e-3);
+    }
 }
 
 }  // namespace

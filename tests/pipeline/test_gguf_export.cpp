@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 #include <limits>
 #include <optional>
 
@@ -292,4 +293,61 @@ TEST(GgufExport, ALinearWithNaNInAGgufIsRefusedUnlessAllowed) {
     allow.allowNonFinite = true;
     const io::Checkpoint written = io::Checkpoint::open(writeGguf(io::Checkpoint::open(nan), dir / "again.gguf", allow, {}, CancelToken{}));
     EXPECT_TRUE(std::isnan(written.tensor("model.layers.1.mlp.down_proj.weight").toF32().front()));
+}
+
+// ---------------------------------------------------------------------------------------------
+// MoE: the experts stacked as llama.cpp's converter stacks them (blk.N.ffn_{gate,up,down}_exps
+// [E, out, in] in row-major order, i.e. ggml ne = {in, out, E}), the router as blk.N.ffn_gate_inp in
+// F32 whatever the type asked, and the expert keys llama.cpp reads.
+
+const fs::path kMoeData = fs::path(QS_TEST_DATA_DIR) / "moe";
+
+TEST(GgufExport, MoeExpertsAreStackedPerProjectionWithTheRouterDense) {
+    TempDir dir;
+    for (const auto& [name, arch, gate, down] : {std::tuple{"qwen3-moe-tiny", "qwen3moe", "mlp.experts.%.gate_proj", "mlp.experts.%.down_proj"},
+                                                 std::tuple{"mixtral-tiny", "llama", "block_sparse_moe.experts.%.w1", "block_sparse_moe.experts.%.w2"}}) {
+        SCOPED_TRACE(name);
+        const io::Checkpoint source = io::Checkpoint::open(kMoeData / name);
+        GgufExportOptions options;
+        options.chooser = uniformGgufType(io::GgmlType::F16);
+        const io::GgufFile gguf = io::GgufFile::open(writeGguf(source, dir / (std::string(name) + ".gguf"), options, {}, CancelToken{}));
+        const io::GgufMetadata& m = gguf.metadata();
+        EXPECT_EQ(*m.string("general.architecture"), arch);
+        EXPECT_EQ(m.integer(std::string(arch) + ".expert_count"), 4);
+        EXPECT_EQ(m.integer(std::string(arch) + ".expert_used_count"), 2);
+        EXPECT_EQ(m.contains(std::string(arch) + ".expert_feed_forward_length"), std::string(arch) == "qwen3moe");
+        const auto nameOf = [](std::string pattern, int e) { return "model.layers.1." + pattern.replace(pattern.find('%'), 1, std::to_string(e)) + ".weight"; };
+        const io::TensorView gates = gguf.tensor("blk.1.ffn_gate_exps.weight"), downs = gguf.tensor("blk.1.ffn_down_exps.weight");
+        const io::TensorView router = gguf.tensor("blk.1.ffn_gate_inp.weight");
+        EXPECT_EQ(router.info().typeName(), "f32");
+        const std::string routerName = std::string(arch) == "llama" ? "block_sparse_moe.gate" : "mlp.gate";
+        EXPECT_EQ(router.toF32(), source.tensor("model.layers.1." + routerName + ".weight").toF32());
+        EXPECT_EQ(gates.info().typeName(), "f16");
+        ASSERT_EQ(gates.shape().size(), 3u);
+        EXPECT_EQ(gates.shape()[0], 4);
+        const std::vector<float> g = gates.toF32(), d = downs.toF32();
+        for (int e = 0; e < 4; ++e) {
+            const std::vector<float> ge = source.tensor(nameOf(gate, e)).toF32(), de = source.tensor(nameOf(down, e)).toF32();
+            ASSERT_EQ(g.size(), 4 * ge.size());
+            for (std::size_t i = 0; i < ge.size(); i += 37) EXPECT_NEAR(g[e * ge.size() + i], ge[i], 1e-3f * std::abs(ge[i]) + 1e-4f);
+            for (std::size_t i = 0; i < de.size(); i += 37) EXPECT_NEAR(d[e * de.size() + i], de[i], 1e-3f * std::abs(de[i]) + 1e-4f);
+        }
+        EXPECT_EQ(gguf.find("blk.1.ffn_gate.weight"), nullptr);
+    }
+}
+
+TEST(GgufExport, RefusesAQwen3MoeThatLlamaCppWouldRunAsAnotherModel) {
+    TempDir dir;
+    for (const auto& [key, value, says] : {std::tuple{"norm_topk_prob", nlohmann::json(false), "always renormalises"},
+                                           std::tuple{"mlp_only_layers", nlohmann::json{0}, "layer 0 is a dense MLP"}}) {
+        const fs::path copy = dir / key;
+        fs::create_directories(copy);
+        for (const auto& f : fs::directory_iterator(kMoeData / "qwen3-moe-tiny")) fs::copy(f.path(), copy / f.path().filename());
+        nlohmann::json config = nlohmann::json::parse(readText(copy / "config.json"));
+        config[key] = value;
+        std::ofstream(copy / "config.json") << config.dump();
+        EXPECT_THAT([&] { writeGguf(io::Checkpoint::open(copy), dir / "out.gguf", {}, {}, CancelToken{}); },
+                    testing::ThrowsMessage<Error>(HasSubstr(says)));
+        EXPECT_FALSE(fs::exists(dir / "out.gguf"));
+    }
 }

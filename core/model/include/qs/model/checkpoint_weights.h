@@ -35,6 +35,7 @@ private:
     Linear linear(int layer, const std::string& module, int out, int in, bool bias) const;
     VectorF vector(const std::string& name, int size) const;
     void validate() const;
+    void validateExperts(int layer) const;
 
     io::Checkpoint checkpoint_;
     ModelConfig config_;

@@ -2,6 +2,7 @@
 // One pre-norm decoder layer of a Llama-family transformer:
 //   h = x + o_proj(attention(rope(norm_q(q_proj(n))), rope(norm_k(k_proj(n))), v_proj(n))),  n = rms(x)
 //   y = h + down_proj(silu(gate_proj(m)) * up_proj(m)),                                      m = rms(h)
+// or, in a sparse MoE layer, y = h + Σ_{e in top-k(m)} w_e · expert_e(m) (qs/model/moe_routing.h).
 // The hook sees every distinct input of the layer's linears, which calibration turns into Hessians.
 #include <functional>
 #include <span>
@@ -22,6 +23,9 @@ struct LinearInput {
     int layer = 0;
     std::span<const std::string_view> modules;   // e.g. {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}
     const MatrixF& x;                            // [T, in_features], rows in sequence order
+    // An expert's input: how many of the tokens the router sent to it. x holds those tokens, or every
+    // token of the sequence when the hook calibrates all experts (DecoderLayerContext). -1: no expert.
+    std::int64_t routedTokens = -1;
 };
 using LinearInputHook = std::function<void(const LinearInput&)>;
 
@@ -43,6 +47,9 @@ struct DecoderLayerContext {
     const LinearInputHook* hook = nullptr;
     const KeyValueHook* keyValueHook = nullptr;
     const LayerMath* math = nullptr;   // where the GEMMs and attention run; null: cpuLayerMath()
+    // MoE calibration: show the hook every expert's input on every token (the layer's output still
+    // routes as the model does), so that rarely chosen experts get Hessians from all the text.
+    bool hookSeesAllTokens = false;
 };
 
 // Runs the layer over hidden [T, hiddenSize] in place. A linear with Linear::input set reads its input

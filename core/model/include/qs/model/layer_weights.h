@@ -1,11 +1,14 @@
 #pragma once
-// The f32 weights of one decoder layer (Llama / Mistral / Qwen2 / Qwen3), as the forward pass uses
-// them. Matrices are row-major [out_features, in_features] like the checkpoints; an empty bias or
-// norm vector means the layer has none.
+// The f32 weights of one decoder layer (Llama / Mistral / Qwen2 / Qwen3, and the MoE layers of
+// Qwen3-MoE / Mixtral), as the forward pass uses them. Matrices are row-major [out_features,
+// in_features] like the checkpoints; an empty bias or norm vector means the layer has none.
 #include <array>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "qs/matrix.h"
+#include "qs/model/model_config.h"
 #include "qs/quant/activation_quant.h"
 
 namespace qs::model {
@@ -22,19 +25,36 @@ struct Linear {
     MatrixF operator()(const MatrixF& x) const;
 };
 
+// One SwiGLU expert of a sparse MoE block: down(silu(gate(x)) * up(x)).
+struct Expert {
+    Linear gate, up, down;
+};
+
 struct LayerWeights {
     VectorF inputNorm;           // input_layernorm
     VectorF postAttentionNorm;   // post_attention_layernorm
     VectorF qNorm, kNorm;        // Qwen3 per-head norms of q and k ([headDim]); empty otherwise
     Linear q, k, v, o;           // self_attn.{q,k,v,o}_proj
-    Linear gate, up, down;       // mlp.{gate,up,down}_proj
+    Linear gate, up, down;       // mlp.{gate,up,down}_proj; empty in a sparse MoE layer
+
+    // A sparse MoE layer (experts non-empty) replaces gate/up/down by a router [numExperts, hidden]
+    // (never quantized) and the experts, named by moeNames ("mlp.experts.3.up_proj", ...).
+    Linear router;
+    std::vector<Expert> experts;
+    MoeNames moeNames;                         // the architecture's names of the router and experts
+
+    bool isMoe() const { return !experts.empty(); }
+    // The linears a method quantizes, in the order calibration sees them: kLinearModules for a dense
+    // layer; q, k, v, o and each expert's gate, up, down for a sparse MoE layer (the router stays dense).
+    std::vector<std::string> linearModules() const;
 
     // The seven linear modules, named as in HF checkpoints ("self_attn.q_proj", ..., "mlp.down_proj").
     static constexpr std::array<std::string_view, 7> kLinearModules{
         "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
         "mlp.gate_proj",    "mlp.up_proj",      "mlp.down_proj"};
 
-    // The linear called `module` (one of kLinearModules); throws qs::Error for any other name.
+    // The linear called `module` (one of kLinearModules, or of a MoE layer "<block>.gate" and
+    // "<block>.experts.<e>.<gate|up|down>"); throws qs::Error for any other name.
     Linear& linear(std::string_view module);
     const Linear& linear(std::string_view module) const;
 };

@@ -1,9 +1,11 @@
 #pragma once
 // ModelConfig: the architecture of a decoder-only transformer as Hugging Face's config.json describes
-// it, for the families QuantScope runs (Llama 1-3, Mistral, Qwen2/2.5, Qwen3). Only what the forward
+// it, for the families QuantScope runs (Llama 1-3, Mistral, Qwen2/2.5, Qwen3, and the mixture-of-experts
+// Qwen3-MoE and Mixtral). Only what the forward
 // pass needs is kept; anything the forward pass cannot honour is rejected by fromJson() rather than
 // silently ignored, so that a KL measured on a wrong model can never be reported.
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,8 +25,33 @@ struct RopeScaling {
     int originalMaxPositionEmbeddings = 8192;   // llama3 only
 };
 
+// The Hugging Face names of a sparse MoE block, relative to the layer ("mlp.gate.weight",
+// "mlp.experts.3.up_proj.weight"): each architecture spells them its own way (moeNamesOf()).
+struct MoeNames {
+    std::string block;    // "mlp" (Qwen3-MoE), "block_sparse_moe" (Mixtral)
+    std::string gate;     // the expert's gate projection: "gate_proj", "w1"
+    std::string up;       // "up_proj", "w3"
+    std::string down;     // "down_proj", "w2"
+
+    std::string router() const { return block + ".gate"; }                       // "mlp.gate"
+    std::string expert(int e) const { return block + ".experts." + std::to_string(e) + "."; }
+};
+
+// The mixture of experts of Qwen3-MoE / Mixtral: a router picks numExpertsPerToken of numExperts SwiGLU
+// experts per token (softmax over all experts, then top-k, renormalised when normTopkProb), and the
+// block's output is the weighted sum of the chosen experts' outputs. numExperts == 0: a dense model.
+struct MoeConfig {
+    int numExperts = 0;
+    int numExpertsPerToken = 0;
+    int expertIntermediateSize = 0;   // moe_intermediate_size (Qwen3-MoE); intermediate_size (Mixtral)
+    bool normTopkProb = true;         // Mixtral always renormalises; Qwen3-MoE as norm_topk_prob says
+    int sparseStep = 1;               // decoder_sparse_step: layer i is sparse when (i + 1) % step == 0
+    std::vector<int> denseLayers;     // mlp_only_layers: dense MLP (intermediate_size) whatever the step
+    MoeNames names;
+};
+
 struct ModelConfig {
-    std::string modelType;          // "llama", "mistral", "qwen2", "qwen3"
+    std::string modelType;          // "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral"
     int hiddenSize = 0;
     int intermediateSize = 0;
     int numLayers = 0;
@@ -43,13 +70,21 @@ struct ModelConfig {
     bool qkNorm = false;            // per-head RMSNorm of q and k before RoPE (Qwen3)
     int slidingWindow = 0;          // 0 = full causal attention; else key j is seen from i when i - j < window
 
+    MoeConfig moe;                  // numExperts == 0 for the dense families
+
     int qDim() const { return numHeads * headDim; }
+    bool isMoe() const { return moe.numExperts > 0; }
+    // Whether decoder layer `layer` holds a sparse MoE block (router + experts) instead of a dense MLP.
+    bool isMoeLayer(int layer) const;
     int kvDim() const { return numKvHeads * headDim; }
 
     // Throws qs::Error naming `source` when a field is missing, inconsistent or unsupported.
     static ModelConfig fromJson(const nlohmann::json& config, const std::string& source = "config.json");
     // fromJson of the checkpoint's config.json, errors naming that file.
     static ModelConfig fromCheckpoint(const io::Checkpoint& checkpoint);
+    // Throws qs::Error naming `source` when the model is a mixture of experts: for the steps that
+    // only know the seven linears of a dense layer (`what`, e.g. "calibration").
+    void requireDense(const std::string& source, const std::string& what) const;
     // Checks the invariants the forward pass relies on (for configs built in code); throws qs::Error.
     void validate(const std::string& source = "model config") const;
 };

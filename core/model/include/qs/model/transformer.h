@@ -66,6 +66,9 @@ public:
     // Every layer's GEMMs and attention run on `math` (null: cpuLayerMath(), the default).
     void setLayerMath(std::shared_ptr<const LayerMath> math) { math_ = std::move(math); }
     const LayerMath& layerMath() const { return math_ ? *math_ : cpuLayerMath(); }
+    // MoE calibration: the hooks of runLayer see every expert's input on every token
+    // (DecoderLayerContext::hookSeesAllTokens); the forward pass routes as the model does either way.
+    void setHookSeesAllExpertTokens(bool all) { hookSeesAllTokens_ = all; }
 
     // --- weights --------------------------------------------------------------------------------
     // The f32 weights of `layer` (with overrides applied), loaded now unless cached.
@@ -79,6 +82,7 @@ public:
 
 private:
     void checkLength(std::int64_t tokens, std::int64_t first) const;
+    void checkModuleName(int layer, std::string_view module) const;
     void runLayerAt(int layer, MatrixF& hidden, int firstPosition, KvCache* cache, const LinearInputHook* hook);
     LayerWeights load(int layer) const;
 
@@ -90,6 +94,7 @@ private:
     std::map<std::pair<int, std::string>, WeightProvider, std::less<>> overrides_;
     std::map<std::pair<int, std::string>, std::pair<quant::ActivationQuant, float>, std::less<>> serving_;
     std::shared_ptr<const LayerMath> math_;
+    bool hookSeesAllTokens_ = false;
     std::map<int, LayerWeights> cache_;   // one layer, or all with keepAllLayers
 };
 

@@ -40,6 +40,9 @@ struct JobPlan {
     std::shared_ptr<const Backend> backend;     // when set, used as is (the CLI selects and reports it)
     bool allowNonFinite = false;                // else a source linear with NaN or Inf weights is refused
     ActivationCalibration activationCalibration;  // static input scales and KV-cache scales: max or a percentile
+    // MoE: every expert's Hessian from every calibration token (the forward pass still routes as the
+    // model does), as GPTQModel and llm-compressor offer; false: from the tokens routed to it only.
+    bool moeCalibrateAllExperts = true;
 };
 
 using ModuleLogCallback = std::function<void(const ModuleLog&)>;

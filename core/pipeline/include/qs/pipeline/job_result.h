@@ -27,6 +27,13 @@ struct ModuleLog {
     double seconds = 0.0;
     double bitsPerWeight = 0.0;
     std::uint64_t residentBytes = 0;   // process RSS when the module finished
+    // A MoE expert: the calibration tokens the router sent to it (samples may count more: every token,
+    // with all-expert calibration); -1 for the other linears.
+    std::int64_t routedTokens = -1;
+
+    // An expert whose Hessian came from fewer tokens than it has inputs (routed-only calibration of a
+    // rarely chosen expert): its H is singular and GPTQ works mostly from the damping.
+    bool starved() const { return routedTokens >= 0 && samples < inFeatures; }
 };
 
 struct MethodResult {

@@ -28,6 +28,9 @@ struct InputStatistics {
     std::vector<float> tokenMaxAbs;      // max |x| of each token (row) seen: static input scales are calibrated from them
     std::vector<std::string> modules;    // the modules that read this input, in the hook's order
     std::size_t done = 0;                // how many of them are done
+    // An expert's input: the tokens the router sent to it (the Hessian may have seen more: every
+    // token, with all-expert calibration); -1 for the attention and dense MLP inputs.
+    std::int64_t routedTokens = -1;
 };
 
 class LayerStatistics {

@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""Write the tiny random MoE checkpoints of the tests: tests/data/moe/qwen3-moe-tiny and mixtral-tiny.
+
+Each is config.json + model.safetensors (F32) in the exact Hugging Face layout of its architecture
+(transformers' Qwen3MoeForCausalLM / MixtralForCausalLM: the router `mlp.gate` /
+`block_sparse_moe.gate`, the experts `mlp.experts.{e}.{gate,up,down}_proj` /
+`block_sparse_moe.experts.{e}.w1/w3/w2`), plus the byte-level tokenizer of the bundled demo
+(resources/demo/tokenizer.json, tokenizer_config.json; vocabulary 320). The weights are random
+(Python's own Mersenne Twister, fixed seeds): no training, only the architecture matters. Scales are
+chosen so the routing is far from uniform and the next-token distributions are sharp, which makes a
+wrong expert, a wrong weight or a wrong name show in the KL.
+
+Pure Python (no numpy, no torch): python3 scripts/make-tiny-moe.py [--repo PATH]
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import struct
+
+VOCAB = 320
+
+
+def write_safetensors(path, tensors):
+    """tensors: list of (name, shape, flat list of floats), stored F32 little-endian, names sorted."""
+    header, blobs, offset = {}, [], 0
+    for name, shape, values in sorted(tensors, key=lambda t: t[0]):
+        data = struct.pack("<%df" % len(values), *values)
+        header[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    header["__metadata__"] = {"format": "pt"}
+    text = json.dumps(header, separators=(",", ":")).encode()
+    text += b" " * ((8 - len(text) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for b in blobs:
+            f.write(b)
+
+
+class Weights:
+    def __init__(self, seed):
+        self.rng = random.Random(seed)
+        self.tensors = []
+
+    def matrix(self, name, rows, cols, scale):
+        self.tensors.append((name, (rows, cols), [self.rng.gauss(0.0, scale) for _ in range(rows * cols)]))
+
+    def norm(self, name, n):
+        self.tensors.append((name, (n,), [self.rng.uniform(0.7, 1.3) for _ in range(n)]))
+
+
+def attention(w, p, hidden, heads, kv_heads, head_dim, qk_norm):
+    s = 1.0 / hidden ** 0.5
+    w.norm(p + "input_layernorm.weight", hidden)
+    w.matrix(p + "self_attn.q_proj.weight", heads * head_dim, hidden, s)
+    w.matrix(p + "self_attn.k_proj.weight", kv_heads * head_dim, hidden, s)
+    w.matrix(p + "self_attn.v_proj.weight", kv_heads * head_dim, hidden, s)
+    w.matrix(p + "self_attn.o_proj.weight", hidden, heads * head_dim, 1.0 / (heads * head_dim) ** 0.5)
+    if qk_norm:
+        w.norm(p + "self_attn.q_norm.weight", head_dim)
+        w.norm(p + "self_attn.k_norm.weight", head_dim)
+    w.norm(p + "post_attention_layernorm.weight", hidden)
+
+
+def experts(w, p, block, names, count, hidden, width):
+    w.matrix(p + block + ".gate.weight", count, hidden, 1.0)   # a sharp router: experts clearly preferred
+    for e in range(count):
+        x = "%s%s.experts.%d." % (p, block, e)
+        w.matrix(x + names[0] + ".weight", width, hidden, 1.5 / hidden ** 0.5)
+        w.matrix(x + names[1] + ".weight", width, hidden, 1.5 / hidden ** 0.5)
+        w.matrix(x + names[2] + ".weight", hidden, width, 1.5 / width ** 0.5)
+
+
+def model(w, config, layer_body):
+    hidden = config["hidden_size"]
+    w.matrix("model.embed_tokens.weight", VOCAB, hidden, 1.0)
+    for i in range(config["num_hidden_layers"]):
+        layer_body("model.layers.%d." % i)
+    w.norm("model.norm.weight", hidden)
+    w.matrix("lm_head.weight", VOCAB, hidden, 3.0 / hidden ** 0.5)
+
+
+COMMON = {"hidden_act": "silu", "hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4,
+          "num_key_value_heads": 2, "vocab_size": VOCAB, "max_position_embeddings": 1024, "rms_norm_eps": 1e-6,
+          "rope_theta": 10000.0, "tie_word_embeddings": False, "torch_dtype": "float32", "bos_token_id": 256,
+          "eos_token_id": 256, "attention_dropout": 0.0, "initializer_range": 0.02, "use_cache": True,
+          "transformers_version": "4.51.0", "output_router_logits": False, "router_aux_loss_coef": 0.001}
+
+
+def qwen3_moe():
+    c = dict(COMMON, architectures=["Qwen3MoeForCausalLM"], model_type="qwen3_moe", head_dim=16, intermediate_size=48,
+             moe_intermediate_size=16, num_experts=4, num_experts_per_tok=2, norm_topk_prob=True, decoder_sparse_step=1,
+             mlp_only_layers=[], attention_bias=False, use_sliding_window=False, sliding_window=None,
+             max_window_layers=2, rope_scaling=None)
+    w = Weights(1601)
+    model(w, c, lambda p: (attention(w, p, 32, 4, 2, 16, True),
+                           experts(w, p, "mlp", ("gate_proj", "up_proj", "down_proj"), 4, 32, 16)))
+    return c, w
+
+
+def mixtral():
+    c = dict(COMMON, architectures=["MixtralForCausalLM"], model_type="mixtral", intermediate_size=32,
+             num_local_experts=4, num_experts_per_tok=2, sliding_window=None, router_jitter_noise=0.0)
+    w = Weights(1602)
+    model(w, c, lambda p: (attention(w, p, 32, 4, 2, 8, False),
+                           experts(w, p, "block_sparse_moe", ("w1", "w3", "w2"), 4, 32, 32)))
+    return c, w
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--repo", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+    args = ap.parse_args()
+    for name, make in (("qwen3-moe-tiny", qwen3_moe), ("mixtral-tiny", mixtral)):
+        out = os.path.join(args.repo, "tests", "data", "moe", name)
+        os.makedirs(out, exist_ok=True)
+        config, weights = make()
+        with open(os.path.join(out, "config.json"), "w") as f:
+            json.dump(config, f, indent=2, sort_keys=True)
+            f.write("\n")
+        write_safetensors(os.path.join(out, "model.safetensors"), weights.tensors)
+        for t in ("tokenizer.json", "tokenizer_config.json"):
+            shutil.copy(os.path.join(args.repo, "resources", "demo", t), os.path.join(out, t))
+
+
+if __name__ == "__main__":
+    main()
