@@ -39,6 +39,7 @@
 #include "recent_files.h"
 #include "results_page.h"
 #include "serving_scales_page.h"
+#include "quantized_linear_page.h"
 #include "start_page.h"
 #include "summary_panel.h"
 
@@ -77,6 +78,7 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
       overview_(new OverviewPage(this)),
       hessian_(new HessianPage(this)),
       scales_(new ServingScalesPage(this)),
+      quantized_(new QuantizedLinearPage(this)),
       results_(new ResultsPage(this)),
       quantize_(new QuantizePanel(this)),
       export_(new ExportPanel(this)),
@@ -106,7 +108,7 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
 MainWindow::~MainWindow() = default;
 
 void MainWindow::createPages() {
-    pages_ = {histogram_, channels_, overview_, hessian_, scales_, results_};
+    pages_ = {histogram_, quantized_, channels_, overview_, hessian_, scales_, results_};
     for (InspectorPage* page : pages_) {
         tabs_->addTab(page, page->title());
         connect(page, &InspectorPage::errorOccurred, this, &MainWindow::reportError);
@@ -231,6 +233,9 @@ void MainWindow::createMenus() {
     QMenu* file = menuBar()->addMenu(tr("&File"));
     file->addAction(tr("&Open File…"), QKeySequence::Open, this, &MainWindow::openFileDialog);
     file->addAction(tr("Open &Folder…"), QKeySequence(tr("Ctrl+Shift+O")), this, &MainWindow::openFolderDialog);
+    file->addAction(tr("&Compare with Original…"), this, &MainWindow::compareWithOriginalDialog)
+        ->setToolTip(tr("Name the checkpoint this one was quantized from: the Quantized tab then shows each "
+                        "linear's rounding error"));
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     connect(recentMenu_, &QMenu::aboutToShow, this, &MainWindow::fillRecentMenu);
     file->addSeparator();
@@ -270,6 +275,23 @@ void MainWindow::openFileDialog() {
 void MainWindow::openFolderDialog() {
     const QString path = QFileDialog::getExistingDirectory(this, tr("Open checkpoint folder"), QFileInfo(path_).absolutePath());
     if (!path.isEmpty()) requestOpen(path);
+}
+
+void MainWindow::compareWithOriginalDialog() {
+    const QString key = QStringLiteral("compare/originalFolder");
+    const QString start = settings_ == Settings::Remember ? QSettings().value(key).toString() : QString();
+    const QString path = QFileDialog::getExistingDirectory(this, tr("Original checkpoint folder"), start);
+    if (path.isEmpty()) return;
+    if (settings_ == Settings::Remember) QSettings().setValue(key, path);
+    if (compareWithOriginal(path)) showPage(quantized_->key());
+}
+
+bool MainWindow::compareWithOriginal(const QString& path) {
+    if (!checkpoint_) {
+        reportError(tr("Nothing to compare"), tr("Open a quantized checkpoint first, then name the checkpoint it was quantized from."));
+        return false;
+    }
+    return quantized_->setOriginal(path);   // when refused, the page reported why
 }
 
 bool MainWindow::openDemo() {
@@ -315,6 +337,8 @@ bool MainWindow::openPath(QString path) {
     centre_->setCurrentWidget(tabs_);
     summary_->setSummary(path, *checkpoint_, format);
     for (InspectorPage* page : pages_) page->setCheckpoint(checkpoint_);
+    // Only a quantized checkpoint has the Quantized tab: the six others fill a laptop's tab bar.
+    tabs_->setTabVisible(tabs_->indexOf(quantized_), quantized_->hasQuantizedLinears());
     tree_->setCheckpoint(checkpoint_);
     // Start would fail with "no tensor named ...weight": it is disabled, saying why.
     quantize_->setCheckpoint(path, QString::fromStdString(pipeline::quantizedSourceRefusal(*checkpoint_, format)));
