@@ -183,7 +183,7 @@ void MainWindow::connectJob() {
     connect(jobStatus_, &JobStatusWidget::cancelRequested, job_, &QuantizeJob::cancel);
     connect(job_, &QuantizeJob::runningChanged, this, [this](bool running) {
         quantize_->setRunning(running);
-        jobStatus_->setRunning(running);
+        jobStatus_->setRunning(running, quantize_->estimate() ? quantize_->estimate()->seconds : 0.0);
         emit busyChanged(isBusy());
     });
     connect(job_, &QuantizeJob::progressed, this,
