@@ -18,6 +18,7 @@
 #include <QStackedWidget>
 #include <QStatusBar>
 #include <QHeaderView>
+#include <QTabBar>
 #include <QTabWidget>
 #include <QTableView>
 
@@ -115,6 +116,7 @@ void MainWindow::createPages() {
         connect(page, &InspectorPage::busyChanged, this, [this] { emit busyChanged(isBusy()); });
     }
     tabs_->setDocumentMode(true);
+    keepTabsInView();
     // The tabs once a checkpoint is open; before, the start page (how to open one, and the demo).
     centre_ = new QStackedWidget(this);
     centre_->addWidget(start_);
@@ -339,6 +341,7 @@ bool MainWindow::openPath(QString path) {
     for (InspectorPage* page : pages_) page->setCheckpoint(checkpoint_);
     // Only a quantized checkpoint has the Quantized tab: the six others fill a laptop's tab bar.
     tabs_->setTabVisible(tabs_->indexOf(quantized_), quantized_->hasQuantizedLinears());
+    keepTabsInView();
     tree_->setCheckpoint(checkpoint_);
     // Start would fail with "no tensor named ...weight": it is disabled, saying why.
     quantize_->setCheckpoint(path, QString::fromStdString(pipeline::quantizedSourceRefusal(*checkpoint_, format)));
@@ -408,6 +411,16 @@ void MainWindow::showAbout() {
 
 // Dock sizes are only honoured once the window has its size, so they are set at the first show,
 // in proportion to the window: a fixed 460-pixel left dock left a laptop's centre 600 pixels wide.
+// The centre is never narrower than its tab bar, so that at 1366 pixels no tab hides behind a scroll
+// arrow (Results did, beside the default docks); the docks give way. Up to the six tabs of a dense
+// checkpoint (550 pixels): the 565 the default docks leave at 1366 cannot take a quantized one's
+// seventh, which scrolls (its Results are empty: a quantized checkpoint is not quantized again).
+void MainWindow::keepTabsInView() {
+    constexpr int kWidestTabBar = 560;
+    // On the bar, not the tab widget: its minimum stays the larger of the bar's and the pages'.
+    tabs_->tabBar()->setMinimumWidth(std::min(tabs_->tabBar()->sizeHint().width(), kWidestTabBar));
+}
+
 void MainWindow::applyDefaultDockSizes() {
     const int width = this->width();
     const int height = this->height();

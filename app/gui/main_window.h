@@ -125,6 +125,7 @@ private:
     // Whether the running job and the results may go; asks only when there is something to lose.
     bool confirmDiscard(const QString& action);
     void applyDefaultDockSizes();
+    void keepTabsInView();
 
     Settings settings_;
     Confirmation confirm_;

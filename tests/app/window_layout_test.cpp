@@ -5,6 +5,8 @@
 #include <QHeaderView>
 #include <QPushButton>
 #include <QScrollBar>
+#include <QTabBar>
+#include <QTabWidget>
 #include <QScrollArea>
 #include <QTableView>
 #include <QTreeView>
@@ -107,6 +109,24 @@ TEST_F(WindowLayoutTest, TheChannelsTableShowsEveryColumnOnALaptop) {
         }
         EXPECT_LE(columns, table->viewport()->width()) << size.width();
         EXPECT_TRUE(shownWhole(table)) << size.width();
+    }
+}
+
+// Beside the default docks at 1366 pixels the Results tab hid behind the tab bar's scroll arrow.
+TEST_F(WindowLayoutTest, EveryTabOfADenseCheckpointIsInViewOnALaptop) {
+    ASSERT_TRUE(window.openPath(kDemo));
+    showAt({1366, 720});
+    const auto* tabs = window.findChild<QTabWidget*>();
+    ASSERT_NE(tabs, nullptr);
+    for (const QString key : {"histogram", "channels", "overview", "hessian", "scales", "results"}) {
+        ASSERT_TRUE(window.showPage(key));
+        waitUntil([] { return false; }, 100);
+        const QTabBar* bar = tabs->tabBar();
+        for (int i = 0; i < bar->count(); ++i) {
+            if (!bar->isTabVisible(i)) continue;
+            EXPECT_LE(bar->tabRect(i).right(), bar->width()) << key.toStdString() << ": tab " << bar->tabText(i).toStdString() << " is cut";
+            EXPECT_GE(bar->tabRect(i).left(), 0) << key.toStdString() << ": tab " << bar->tabText(i).toStdString() << " scrolled away";
+        }
     }
 }
 
