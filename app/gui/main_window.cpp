@@ -279,13 +279,14 @@ void MainWindow::openFolderDialog() {
     if (!path.isEmpty()) requestOpen(path);
 }
 
+namespace {
+const QString kOriginalFolderKey = QStringLiteral("compare/originalFolder");
+}
+
 void MainWindow::compareWithOriginalDialog() {
-    const QString key = QStringLiteral("compare/originalFolder");
-    const QString start = settings_ == Settings::Remember ? QSettings().value(key).toString() : QString();
+    const QString start = settings_ == Settings::Remember ? QSettings().value(kOriginalFolderKey).toString() : QString();
     const QString path = QFileDialog::getExistingDirectory(this, tr("Original checkpoint folder"), start);
-    if (path.isEmpty()) return;
-    if (settings_ == Settings::Remember) QSettings().setValue(key, path);
-    if (compareWithOriginal(path)) showPage(quantized_->key());
+    if (!path.isEmpty() && compareWithOriginal(path)) showPage(quantized_->key());
 }
 
 bool MainWindow::compareWithOriginal(const QString& path) {
@@ -293,7 +294,9 @@ bool MainWindow::compareWithOriginal(const QString& path) {
         reportError(tr("Nothing to compare"), tr("Open a quantized checkpoint first, then name the checkpoint it was quantized from."));
         return false;
     }
-    return quantized_->setOriginal(path);   // when refused, the page reported why
+    if (!quantized_->setOriginal(path)) return false;   // the page reported why
+    if (settings_ == Settings::Remember) QSettings().setValue(kOriginalFolderKey, path);   // the dialog's next folder
+    return true;
 }
 
 bool MainWindow::openDemo() {

@@ -79,7 +79,8 @@ public:
     ServingScalesPage* servingScalesPage() const { return scales_; }
     QuantizedLinearPage* quantizedLinearPage() const { return quantized_; }
     // File ▸ Compare with Original…: the checkpoint the open one was quantized from, for the Quantized
-    // linear tab's rounding error; remembered as the dialog's next folder. False when refused.
+    // tab's rounding error; once accepted, remembered (QSettings "compare/originalFolder") as the
+    // dialog's next folder. False when refused.
     bool compareWithOriginal(const QString& path);
     QuantizePanel* quantizePanel() const { return quantize_; }
     ExportPanel* exportPanel() const { return export_; }
