@@ -89,6 +89,8 @@ void drawHistogram(PlotView* plot, const analysis::Histogram& h, const QColor& c
         const auto count = h.counts[static_cast<std::size_t>(b)];
         if (count > 0) bars->addData(0.5 * (h.edges[static_cast<std::size_t>(b)] + h.edges[static_cast<std::size_t>(b) + 1]), double(count));
     }
+    plot->xAxis->setNumberFormat(QStringLiteral("g"));   // "0.016", not "0.0160"
+    plot->xAxis->setNumberPrecision(2);
     plot->xAxis->setRange(h.edges.front(), h.edges.back());
     plot->yAxis->setRange(0.0, 1.05 * double(*std::max_element(h.counts.begin(), h.counts.end())));
 }
@@ -111,7 +113,8 @@ PlotView* makePlot(QWidget* parent, const QString& fileName, const QString& xLab
     plot->xAxis->setLabel(xLabel);
     plot->yAxis->setLabel(yLabel);
     plot->setMinimumSize(150, 130);   // three abreast in a laptop's centre, the docks beside them
-    plot->xAxis->ticker()->setTickCount(4);   // a third of a laptop's centre: four labels fit
+    plot->xAxis->ticker()->setTickCount(3);   // a third of a laptop's centre: three short labels fit
+    plot->xAxis->ticker()->setTickStepStrategy(QCPAxisTicker::tssMeetTickCount);
     plot->yAxis->ticker()->setTickCount(4);
     return plot;
 }
@@ -234,7 +237,7 @@ void QuantizedLinearPage::show(std::optional<Views> views) {
     views_ = std::move(views);
     message_.clear();
     drawCodes();
-    resetPlot(scales_, tr("Scales per group"), !views_->usage.empty());
+    resetPlot(scales_, views_->usage.empty() ? tr("No scales to list") : tr("Scales per group"), !views_->usage.empty());
     if (!views_->usage.empty()) drawHistogram(scales_, views_->scales, kBarColor);
     scales_->replot();
     resetPlot(zeros_, views_->zeros ? tr("Zero points per group") : tr("No zero points"), views_->zeros.has_value());
@@ -252,7 +255,8 @@ void QuantizedLinearPage::show(std::optional<Views> views) {
 // using 6 of its 16 levels shows ten gaps.
 void QuantizedLinearPage::drawCodes() {
     const auto& usage = views_->usage;
-    resetPlot(codes_, usage.empty() ? views_->usageNote : tr("Codes used: %1 of %2").arg(quant::codesUsed(usage)).arg(usage.size()),
+    // The reason a format has no codes to count (GGUF blocks, the trellis) is the caption's: too long for a title.
+    resetPlot(codes_, usage.empty() ? tr("No per-weight codes") : tr("Codes used: %1 of %2").arg(quant::codesUsed(usage)).arg(usage.size()),
               !usage.empty());
     if (usage.empty()) return codes_->replot();
     auto* bars = new QCPBars(codes_->xAxis, codes_->yAxis);
@@ -267,7 +271,7 @@ void QuantizedLinearPage::drawCodes() {
     for (std::size_t i = 0; i < usage.size(); ++i) {
         bars->addData(double(i), double(usage[i].count));
         most = std::max(most, usage[i].count);
-        if (static_cast<int>(i) % every == 0) ticker->addTick(double(i), QString::number(double(usage[i].level), 'g', 3));
+        if (static_cast<int>(i) % every == 0) ticker->addTick(double(i), QString::number(double(usage[i].level), 'g', 2));
     }
     codes_->xAxis->setTicker(ticker);
     codes_->xAxis->setTickLabelRotation(usage.size() > 16 ? 60 : 0);
