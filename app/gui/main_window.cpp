@@ -37,10 +37,10 @@
 #include "overview_page.h"
 #include "quantize_job.h"
 #include "quantize_panel.h"
+#include "quantized_linear_page.h"
 #include "recent_files.h"
 #include "results_page.h"
 #include "serving_scales_page.h"
-#include "quantized_linear_page.h"
 #include "start_page.h"
 #include "summary_panel.h"
 
@@ -412,8 +412,6 @@ void MainWindow::showAbout() {
     about.exec();
 }
 
-// Dock sizes are only honoured once the window has its size, so they are set at the first show,
-// in proportion to the window: a fixed 460-pixel left dock left a laptop's centre 600 pixels wide.
 // The centre is never narrower than its tab bar, so that at 1366 pixels no tab hides behind a scroll
 // arrow (Results did, beside the default docks); the docks give way. Up to the six tabs of a dense
 // checkpoint (550 pixels): the 565 the default docks leave at 1366 cannot take a quantized one's
@@ -424,6 +422,8 @@ void MainWindow::keepTabsInView() {
     tabs_->tabBar()->setMinimumWidth(std::min(tabs_->tabBar()->sizeHint().width(), kWidestTabBar));
 }
 
+// Dock sizes are only honoured once the window has its size, so they are set at the first show,
+// in proportion to the window: a fixed 460-pixel left dock left a laptop's centre 600 pixels wide.
 void MainWindow::applyDefaultDockSizes() {
     const int width = this->width();
     const int height = this->height();
