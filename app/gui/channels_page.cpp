@@ -11,6 +11,7 @@
 #include <QLabel>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QScrollBar>
 #include <QTableView>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -52,9 +53,9 @@ ChannelsPage::ChannelsPage(QWidget* parent)
     tableView_->verticalHeader()->hide();
     tableView_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     tableView_->horizontalHeader()->setStretchLastSection(true);
-    // All four columns need 330 pixels; on a 1366-pixel laptop the window cannot spare them, so the
-    // table may scroll sideways there rather than squeeze the checkpoint tree.
-    tableView_->setMinimumWidth(260);
+    // The table is as wide as its four columns (fitTableWidth): a table that scrolls sideways hides
+    // the ratio to the median, the column the ranking is read by; the plot gives way instead.
+    tableView_->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
 
     auto* exportButton = new QToolButton(this);
     exportButton->setText(tr("Export"));
@@ -212,6 +213,7 @@ void ChannelsPage::draw() {
                                          : tr("max |w| per %1 — %2, decoded (%3)").arg(channelWord, shownTensor_, decodedAs_));
     plot_->xAxis->setLabel(channelWord);
     table_->setRanks(top, input ? tr("input channel") : tr("output row"));
+    fitTableWidth();
     if (!top.empty()) {
         caption_->setText(tr("%1 × %2 weight (output × input). Largest %3: #%4 with max|w| %5, %6× the median %3.")
                               .arg(stats_->rows)
@@ -251,6 +253,16 @@ QString ChannelsPage::toolTipAt(double x) const {
         .arg(axis() == analysis::ChannelAxis::Input ? tr("input channel") : tr("output row"))
         .arg(channel)
         .arg(valueText(v[static_cast<std::size_t>(channel)]));
+}
+
+void ChannelsPage::fitTableWidth() {
+    // The columns' own widths: the last one not stretched while measured.
+    QHeaderView* header = tableView_->horizontalHeader();
+    header->setStretchLastSection(false);
+    tableView_->resizeColumnsToContents();
+    const int columns = header->length();
+    header->setStretchLastSection(true);
+    tableView_->setMinimumWidth(columns + 2 * tableView_->frameWidth() + tableView_->verticalScrollBar()->sizeHint().width());
 }
 
 CsvTable ChannelsPage::csv() const {

@@ -41,6 +41,7 @@ public:
     const QString& shownTensor() const { return shownTensor_; }
     const QString& decodedAs() const { return decodedAs_; }   // the scheme a quantized linear's codes were decoded from
     ChannelTableModel* table() const { return table_; }
+    QTableView* tableView() const { return tableView_; }
     PlotView* plot() const { return plot_; }
 
 protected:
@@ -50,6 +51,7 @@ private:
     void refresh();
     void clearPlot(const QString& message);
     void draw();
+    void fitTableWidth();   // the table as wide as its columns: it never scrolls sideways
     void resetView();
     void markChannel(const QModelIndex& row);
     const std::vector<float>& values() const;

@@ -7,6 +7,8 @@
 
 #include "number_format.h"
 #include "qs/analysis/layer_overview.h"
+#include "qs/error.h"
+#include "qs/formats/detect.h"
 
 namespace qs::gui {
 namespace {
@@ -121,6 +123,31 @@ void CheckpointTreeModel::build() {
     addGroup(tr("LM head"), g.lmHead);
     addGroup(tr("Other"), g.other);
     finishNode(kRoot);
+    markQuantizedLinears();
+}
+
+// A quantized linear is one module node (qweight, scales, qzeros, g_idx beneath it) that reads as the
+// linear it stores: its scheme in the DType column, [out, in] in the Shape column. From the configs and
+// headers (formats::detect); a checkpoint whose format cannot be told keeps the storage view.
+void CheckpointTreeModel::markQuantizedLinears() {
+    formats::FormatInfo format;
+    try {
+        format = formats::detect(*checkpoint_);
+    } catch (const Error&) {
+        return;
+    }
+    QHash<QString, const formats::LayerQuantInfo*> byPrefix;
+    for (const formats::LayerQuantInfo& l : format.layers)
+        if (l.ref.expert < 0 && l.scheme != "dense" && l.problem.empty()) byPrefix.insert(QString::fromStdString(l.ref.prefix), &l);
+    if (byPrefix.isEmpty()) return;
+    for (Node& node : nodes_) {
+        if (node.tensor >= 0 || node.children.empty()) continue;
+        const auto it = byPrefix.find(node.filterText);
+        if (it == byPrefix.end()) continue;
+        node.scheme = QString::fromStdString((*it)->summary());
+        node.schemeLabel = QString::fromStdString((*it)->scheme == "int" ? "int" + std::to_string((*it)->bits) : (*it)->scheme);
+        node.linearShape = {(*it)->rows, (*it)->cols};
+    }
 }
 
 // Sizes and dtypes of groups are their subtree's, summed once here rather than on every paint.
@@ -209,16 +236,20 @@ int CheckpointTreeModel::columnCount(const QModelIndex&) const {
     return ColumnCount;
 }
 
+QString CheckpointTreeModel::storedTypes(const Node& node) {
+    QStringList names;
+    for (const auto& type : node.types) names << QString::fromStdString(type);
+    return names.join(QStringLiteral(", "));
+}
+
 QVariant CheckpointTreeModel::displayData(const Node& node, int column) const {
     const io::TensorInfo* info = node.tensor >= 0 ? checkpoint_->tensors()[static_cast<std::size_t>(node.tensor)].info : nullptr;
     switch (column) {
         case NameColumn: return node.label;
-        case DTypeColumn: {
-            QStringList names;
-            for (const auto& type : node.types) names << QString::fromStdString(type);
-            return names.join(QStringLiteral(", "));
-        }
-        case ShapeColumn: return info ? shapeText(info->shape) : tr("%n item(s)", nullptr, static_cast<int>(node.children.size()));
+        case DTypeColumn: return node.scheme.isEmpty() ? storedTypes(node) : node.schemeLabel;
+        case ShapeColumn:
+            if (!node.linearShape.empty()) return shapeText(node.linearShape);
+            return info ? shapeText(info->shape) : tr("%n item(s)", nullptr, static_cast<int>(node.children.size()));
         case SizeColumn: return humanBytes(node.bytes);
         default: return {};
     }
@@ -230,10 +261,13 @@ QVariant CheckpointTreeModel::data(const QModelIndex& index, int role) const {
     switch (role) {
         case Qt::DisplayRole: return displayData(node, index.column());
         case Qt::ToolTipRole:   // the DType cell may be elided: its tooltip lists every type
-            return index.column() == DTypeColumn ? displayData(node, DTypeColumn) : QVariant(node.filterText);
+            if (index.column() != DTypeColumn) return node.filterText;
+            if (node.scheme.isEmpty()) return displayData(node, DTypeColumn);
+            return tr("Quantized linear: %1, stored as %2").arg(node.scheme, storedTypes(node));
         case Qt::TextAlignmentRole:
             return index.column() == SizeColumn ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
         case TensorNameRole: return node.tensor >= 0 ? node.filterText : QString();
+        case QuantSchemeRole: return node.scheme;
         case FilterTextRole: return node.filterText;
         case SortRole:
             switch (index.column()) {

@@ -24,6 +24,7 @@ public:
         TensorNameRole = Qt::UserRole + 1,   // full tensor name; empty for group nodes
         FilterTextRole,                      // what the filter matches: the node's full dotted name
         SortRole,                            // numeric where the text would sort wrongly
+        QuantSchemeRole,                     // a quantized linear's scheme ("int4 g128 asym"); empty for others
     };
 
     explicit CheckpointTreeModel(QObject* parent = nullptr);
@@ -54,13 +55,19 @@ private:
         int order = 0;                // natural position among siblings
         std::uint64_t bytes = 0;      // leaf or subtree
         std::set<std::string> types;  // element types in the subtree (TensorInfo::typeName: "BF16", GGUF's "q4_K")
+        // A quantized linear's module node: its scheme and [out, in] (its parts are storage, not the shape).
+        QString scheme;               // "int4 g128 act-order asym": the tooltip's and QuantSchemeRole's
+        QString schemeLabel;          // "int4", "nvfp4", "fp8": the DType column's, as short as "BF16"
+        std::vector<std::int64_t> linearShape;
     };
 
     void build();
+    void markQuantizedLinears();
     int addNode(int parent, QString label, QString filterText);
     void finishNode(int node);
     int nodeOf(const QModelIndex& index) const;
     QVariant displayData(const Node& node, int column) const;
+    static QString storedTypes(const Node& node);   // "F16, I32"
 
     CheckpointPtr checkpoint_;
     std::vector<Node> nodes_;           // nodes_[0] is the invisible root

@@ -9,18 +9,11 @@
 namespace qs::gui {
 namespace {
 
-constexpr double kLeastFractionForEta = 0.02;   // the first percent is opening and embedding: no rate yet
-
 QString tr(const char* text) { return QCoreApplication::translate("JobProgress", text); }
 
 }  // namespace
 
-double remainingSeconds(double fraction, double elapsedSeconds) {
-    if (fraction < kLeastFractionForEta || fraction > 1.0 || elapsedSeconds <= 0) return -1.0;
-    return elapsedSeconds * (1.0 - fraction) / fraction;
-}
-
-QString progressText(const qs::Progress& progress, double elapsedSeconds) {
+QString progressText(const qs::Progress& progress, double secondsLeft) {
     QStringList parts{QString::fromStdString(progress.stage)};
     QString message = QString::fromStdString(progress.message);
     if (progress.steps > 0) {
@@ -31,8 +24,7 @@ QString progressText(const qs::Progress& progress, double elapsedSeconds) {
     }
     if (!message.isEmpty()) parts << message;
     parts << QStringLiteral("%1 %").arg(static_cast<int>(100.0 * progress.fraction));
-    const double left = remainingSeconds(progress.fraction, elapsedSeconds);
-    parts << (left >= 0 ? tr("ETA %1").arg(durationText(left)) : tr("ETA …"));
+    parts << (secondsLeft >= 0 ? tr("ETA %1").arg(durationText(secondsLeft)) : tr("ETA …"));
     return parts.join(QStringLiteral(" · "));
 }
 

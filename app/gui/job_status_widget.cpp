@@ -24,8 +24,9 @@ JobStatusWidget::JobStatusWidget(QWidget* parent)
     setRunning(false);
 }
 
-void JobStatusWidget::setRunning(bool running) {
+void JobStatusWidget::setRunning(bool running, double estimatedSeconds) {
     if (running) {
+        remaining_ = RemainingTime(estimatedSeconds);
         bar_->setValue(0);
         label_->setText(tr("Starting the job…"));
     }
@@ -34,7 +35,7 @@ void JobStatusWidget::setRunning(bool running) {
 
 void JobStatusWidget::showProgress(const qs::Progress& progress, double elapsedSeconds) {
     bar_->setValue(static_cast<int>(1000.0 * progress.fraction));
-    label_->setText(progressText(progress, elapsedSeconds));
+    label_->setText(progressText(progress, remaining_.update(progress.fraction, elapsedSeconds)));
 }
 
 QString JobStatusWidget::text() const { return label_->text(); }

@@ -4,6 +4,7 @@
 #include <QWidget>
 
 #include "qs/progress.h"
+#include "remaining_time.h"
 
 class QLabel;
 class QProgressBar;
@@ -17,7 +18,8 @@ class JobStatusWidget : public QWidget {
 public:
     explicit JobStatusWidget(QWidget* parent = nullptr);
 
-    void setRunning(bool running);
+    // `estimatedSeconds`: the plan's predicted time (0: none), blended into the ETA until work is done.
+    void setRunning(bool running, double estimatedSeconds = 0.0);
     void showProgress(const qs::Progress& progress, double elapsedSeconds);
     QString text() const;
 
@@ -28,6 +30,7 @@ private:
     QLabel* label_;
     QProgressBar* bar_;
     QToolButton* cancel_;
+    RemainingTime remaining_;
 };
 
 }  // namespace qs::gui

@@ -27,6 +27,7 @@ struct Options {
     QString tab;
     bool quantize = false;
     QStringList methods;
+    QString original;   // File ▸ Compare with Original… once the checkpoint is open
     QSize size{1400, 900};
     int timeoutMs = 60000;
 };
@@ -51,7 +52,7 @@ Options parseOptions(const QApplication& app) {
                                         QStringLiteral("file"));
     const QCommandLineOption tab(
         QStringLiteral("tab"),
-        QApplication::translate("main", "The tab to show: histogram, channels, overview, hessian, scales or results; or the Quantize or Export panel "
+        QApplication::translate("main", "The tab to show: histogram, quantized, channels, overview, hessian, scales or results; or the Quantize or Export panel "
                                         "(quantize, export)."),
         QStringLiteral("name"));
     const QCommandLineOption quantize(
@@ -68,7 +69,12 @@ Options parseOptions(const QApplication& app) {
     const QCommandLineOption size(QStringLiteral("size"),
                                   QApplication::translate("main", "Screenshot: the window's size, e.g. 1366x768 (a laptop) or 1920x1080."),
                                   QStringLiteral("WxH"), QStringLiteral("1400x900"));
-    parser.addOptions({screenshot, tab, quantize, methods, size, timeout});
+    const QCommandLineOption original(
+        QStringLiteral("original"),
+        QApplication::translate("main", "The checkpoint the opened one was quantized from (File ▸ Compare with Original…): the "
+                                        "Quantized tab shows each linear's rounding error against it."),
+        QStringLiteral("folder"));
+    parser.addOptions({screenshot, tab, quantize, methods, original, size, timeout});
     parser.addPositionalArgument(QStringLiteral("checkpoint"),
                                  QApplication::translate("main", "A .safetensors or .gguf file, or a checkpoint folder."),
                                  QStringLiteral("[checkpoint]"));
@@ -79,6 +85,7 @@ Options parseOptions(const QApplication& app) {
     options.tab = parser.value(tab);
     options.quantize = parser.isSet(quantize);
     if (parser.isSet(methods)) options.methods = parser.value(methods).split(QLatin1Char(','), Qt::SkipEmptyParts);
+    options.original = parser.value(original);
     options.size = parseSize(parser.value(size));
     options.timeoutMs = parser.value(timeout).toInt() * 1000;
     if (!parser.positionalArguments().isEmpty()) options.checkpoint = parser.positionalArguments().front();
@@ -113,7 +120,7 @@ int main(int argc, char** argv) {
         window.resize(options.size);
     }
     if (!options.tab.isEmpty() && !window.showPage(options.tab)) {
-        std::fprintf(stderr, "quantscope: unknown tab '%s' (histogram, channels, overview, hessian, scales, results, quantize, export)\n",
+        std::fprintf(stderr, "quantscope: unknown tab '%s' (histogram, quantized, channels, overview, hessian, scales, results, quantize, export)\n",
                      qUtf8Printable(options.tab));
         return 2;
     }
@@ -127,6 +134,7 @@ int main(int argc, char** argv) {
     }
     window.show();
     if (!options.checkpoint.isEmpty() && !window.openPath(options.checkpoint) && headless) return 2;
+    if (!options.original.isEmpty() && !window.compareWithOriginal(options.original) && headless) return 2;
     bool jobFailed = false;   // a --quantize run that fails exits with 2, as the CLI does
     QObject::connect(window.quantizeJob(), &qs::gui::QuantizeJob::failed, [&jobFailed] { jobFailed = true; });
     if (options.quantize && !window.startQuantizeJob()) {

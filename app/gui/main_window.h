@@ -32,6 +32,7 @@ class ModuleLogModel;
 class OverviewPage;
 class QuantizeJob;
 class QuantizePanel;
+class QuantizedLinearPage;
 class ResultsPage;
 class StartPage;
 class SummaryPanel;
@@ -76,6 +77,11 @@ public:
     ResultsPage* resultsPage() const { return results_; }
     HessianPage* hessianPage() const { return hessian_; }
     ServingScalesPage* servingScalesPage() const { return scales_; }
+    QuantizedLinearPage* quantizedLinearPage() const { return quantized_; }
+    // File ▸ Compare with Original…: the checkpoint the open one was quantized from, for the Quantized
+    // tab's rounding error; once accepted, remembered (QSettings "compare/originalFolder") as the
+    // dialog's next folder. False when refused.
+    bool compareWithOriginal(const QString& path);
     QuantizePanel* quantizePanel() const { return quantize_; }
     ExportPanel* exportPanel() const { return export_; }
     QuantizeJob* quantizeJob() const { return job_; }
@@ -112,6 +118,7 @@ private:
     void fillRecentMenu();
     void openFileDialog();
     void openFolderDialog();
+    void compareWithOriginalDialog();
     void showAbout();
     void onTensorSelected(const QString& name);
     void reportError(const QString& title, const QString& message);
@@ -119,6 +126,7 @@ private:
     // Whether the running job and the results may go; asks only when there is something to lose.
     bool confirmDiscard(const QString& action);
     void applyDefaultDockSizes();
+    void keepTabsInView();
 
     Settings settings_;
     Confirmation confirm_;
@@ -142,6 +150,7 @@ private:
     OverviewPage* overview_;
     HessianPage* hessian_;
     ServingScalesPage* scales_;
+    QuantizedLinearPage* quantized_;
     ResultsPage* results_;
     QuantizePanel* quantize_;
     ExportPanel* export_;

@@ -32,7 +32,7 @@ class OverviewPage : public InspectorPage {
 public:
     explicit OverviewPage(QWidget* parent = nullptr);
 
-    QString title() const override { return tr("Layer overview"); }
+    QString title() const override { return tr("Overview"); }
     QString key() const override { return QStringLiteral("overview"); }
     void setCheckpoint(CheckpointPtr checkpoint) override;
     void setTensor(const QString& name) override;

@@ -5,13 +5,19 @@
 
 namespace qs::gui {
 
-std::optional<formats::LayerQuantInfo> linearOfCodes(const io::Checkpoint& checkpoint, const formats::FormatInfo& format,
-                                                     const std::string& tensor) {
+std::optional<formats::LayerQuantInfo> linearOfPart(const formats::FormatInfo& format, const std::string& tensor) {
     const auto dot = tensor.rfind('.');
     if (dot == std::string::npos) return std::nullopt;
-    const std::string prefix = tensor.substr(0, dot);
-    for (const formats::LayerQuantInfo& layer : format.layers) {
-        if (layer.ref.prefix != prefix || layer.ref.expert >= 0 || layer.scheme == "dense" || !layer.problem.empty()) continue;
+    const std::string_view prefix(tensor.data(), dot);
+    for (const formats::LayerQuantInfo& layer : format.layers)
+        if (layer.ref.prefix == prefix && layer.ref.expert < 0 && layer.scheme != "dense" && layer.problem.empty()) return layer;
+    return std::nullopt;
+}
+
+std::optional<formats::LayerQuantInfo> linearOfCodes(const io::Checkpoint& checkpoint, const formats::FormatInfo& format,
+                                                     const std::string& tensor) {
+    if (const auto layer = linearOfPart(format, tensor)) {
+        const std::string& prefix = layer->ref.prefix;
         // The codes are the biggest of the linear's parts ("prefix.<part>", the bias aside).
         std::string largest;
         std::uint64_t largestBytes = 0;
@@ -25,7 +31,6 @@ std::optional<formats::LayerQuantInfo> linearOfCodes(const io::Checkpoint& check
             }
         }
         if (largest == tensor) return layer;
-        return std::nullopt;
     }
     return std::nullopt;
 }

@@ -16,6 +16,10 @@ namespace qs::gui {
 std::optional<formats::LayerQuantInfo> linearOfCodes(const io::Checkpoint& checkpoint, const formats::FormatInfo& format,
                                                      const std::string& tensor);
 
+// The quantized linear `tensor` is a stored part of (codes, scales, zeros, g_idx, global scale: any
+// "<prefix>.<part>"); nullopt for dense tensors, experts stacked in one tensor and malformed linears.
+std::optional<formats::LayerQuantInfo> linearOfPart(const formats::FormatInfo& format, const std::string& tensor);
+
 // The weights `tensor` decodes to when it is a quantized linear's codes (on a worker: it reads and
 // decodes the whole linear), with the scheme they were decoded from ("int4 g128 asym").
 struct DecodedCodes {

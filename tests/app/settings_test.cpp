@@ -6,8 +6,10 @@
 #include <QSettings>
 #include <QSpinBox>
 
+#include "error_reporter.h"
 #include "main_window.h"
 #include "quantize_panel.h"
+#include "quantized_demo.h"
 #include "qt_test_support.h"
 
 namespace qs::gui::test {
@@ -75,6 +77,31 @@ TEST_F(SettingsTest, AWindowThatIgnoresSettingsNeitherReadsNorWritesThem) {
     screenshot.quantizePanel()->setSampling(7, 64, 3);
     screenshot.close();
     EXPECT_EQ(QSettings().value(QStringLiteral("quantize/samples")).toInt(), 48);
+}
+
+// File ▸ Compare with Original… starts in the folder of the last original accepted, not of one refused.
+TEST_F(SettingsTest, TheOriginalFolderIsRememberedOnceAccepted) {
+    class Quiet : public ErrorReporter {
+    public:
+        void report(const QString&, const QString&) override { ++count; }
+        int count = 0;
+    };
+    const QString key = QStringLiteral("compare/originalFolder");
+    const auto quiet = std::make_shared<Quiet>();
+    MainWindow remembering(MainWindow::Settings::Remember);
+    remembering.setErrorReporter(quiet);
+    ASSERT_TRUE(remembering.openPath(quantizedDemo(QStringLiteral("fp8"))));
+    EXPECT_FALSE(remembering.compareWithOriginal(kStories));
+    EXPECT_EQ(quiet->count, 1);
+    EXPECT_FALSE(QSettings().contains(key));
+    EXPECT_TRUE(remembering.compareWithOriginal(kDemo));
+    EXPECT_EQ(QSettings().value(key).toString(), kDemo);
+
+    MainWindow ignoring(MainWindow::Settings::Ignore);
+    ASSERT_TRUE(ignoring.openPath(quantizedDemo(QStringLiteral("fp8"))));
+    QSettings().remove(key);
+    EXPECT_TRUE(ignoring.compareWithOriginal(kDemo));
+    EXPECT_FALSE(QSettings().contains(key));
 }
 
 }  // namespace

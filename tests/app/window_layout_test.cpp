@@ -4,10 +4,14 @@
 #include <QDockWidget>
 #include <QHeaderView>
 #include <QPushButton>
+#include <QScrollBar>
+#include <QTabBar>
+#include <QTabWidget>
 #include <QScrollArea>
 #include <QTableView>
 #include <QTreeView>
 
+#include "channels_page.h"
 #include "checkpoint_tree_model.h"
 #include "checkpoint_tree_panel.h"
 #include "histogram_page.h"
@@ -85,6 +89,45 @@ TEST_F(WindowLayoutTest, TheTreeKeepsNamesReadableForQuantizedCheckpoints) {
     // The elided DType cell still tells every type, in its tooltip.
     const QModelIndex layer0 = window.treePanel()->model()->index(1, CheckpointTreeModel::DTypeColumn);
     EXPECT_EQ(layer0.data(Qt::ToolTipRole).toString().count(QLatin1Char(',')), 3) << layer0.data(Qt::ToolTipRole).toString().toStdString();
+}
+
+// The Outlier channels table scrolled sideways at 1366 pixels and hid its "× median" column.
+TEST_F(WindowLayoutTest, TheChannelsTableShowsEveryColumnOnALaptop) {
+    ASSERT_TRUE(window.openPath(kDemo));
+    for (const QSize size : {QSize(1366, 720), QSize(1920, 1080)}) {
+        showAt(size);
+        window.showPage(QStringLiteral("channels"));
+        ASSERT_TRUE(waitUntil([this] { return window.channelsPage()->stats().has_value() && !window.channelsPage()->isBusy(); }));
+        waitUntil([] { return false; }, 100);
+        const QTableView* table = window.channelsPage()->tableView();
+        ASSERT_GT(table->model()->rowCount(), 0);
+        EXPECT_EQ(table->horizontalScrollBar()->maximum(), 0) << size.width() << ": the table scrolls sideways";
+        int columns = 0;
+        for (int c = 0; c < table->model()->columnCount(); ++c) {
+            EXPECT_GE(table->columnWidth(c), table->horizontalHeader()->sectionSizeHint(c)) << size.width() << ": column " << c << " is cut";
+            columns += table->columnWidth(c);
+        }
+        EXPECT_LE(columns, table->viewport()->width()) << size.width();
+        EXPECT_TRUE(shownWhole(table)) << size.width();
+    }
+}
+
+// Beside the default docks at 1366 pixels the Results tab hid behind the tab bar's scroll arrow.
+TEST_F(WindowLayoutTest, EveryTabOfADenseCheckpointIsInViewOnALaptop) {
+    ASSERT_TRUE(window.openPath(kDemo));
+    showAt({1366, 720});
+    const auto* tabs = window.findChild<QTabWidget*>();
+    ASSERT_NE(tabs, nullptr);
+    for (const QString key : {"histogram", "channels", "overview", "hessian", "scales", "results"}) {
+        ASSERT_TRUE(window.showPage(key));
+        waitUntil([] { return false; }, 100);
+        const QTabBar* bar = tabs->tabBar();
+        for (int i = 0; i < bar->count(); ++i) {
+            if (!bar->isTabVisible(i)) continue;
+            EXPECT_LE(bar->tabRect(i).right(), bar->width()) << key.toStdString() << ": tab " << bar->tabText(i).toStdString() << " is cut";
+            EXPECT_GE(bar->tabRect(i).left(), 0) << key.toStdString() << ": tab " << bar->tabText(i).toStdString() << " scrolled away";
+        }
+    }
 }
 
 // Whether the plot's legend lies outside its axes (where the data is drawn).
