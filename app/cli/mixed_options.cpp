@@ -42,23 +42,6 @@ pipeline::ModuleRules rulesFrom(const MixedOptions& options, int groupSize) {
     return rules;
 }
 
-std::vector<pipeline::MethodSpec> measuredMethods(const std::vector<pipeline::MethodSpec>& candidates,
-                                                  const pipeline::ModuleRules& rules) {
-    std::vector<pipeline::MethodSpec> out = candidates;
-    for (const auto& o : rules.overrides) {
-        bool known = false;
-        for (const auto& m : out) known = known || m.name == o.method.name;
-        if (!known) out.push_back(o.method);
-    }
-    return out;
-}
-
-std::vector<std::string> namesOf(const std::vector<pipeline::MethodSpec>& methods) {
-    std::vector<std::string> names;
-    for (const auto& m : methods) names.push_back(m.name);
-    return names;
-}
-
 void refuseUnreachableBudget(double targetBpw, const model::ModelConfig& config, const std::vector<pipeline::MethodSpec>& candidates,
                              const pipeline::ModuleRules& rules) {
     const pipeline::SensitivityTable bits = pipeline::bitsOnlyTable(config, measuredMethods(candidates, rules));

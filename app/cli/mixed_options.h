@@ -27,10 +27,8 @@ struct MixedOptions {
 void addMixedOptions(CLI::App& cmd, MixedOptions& options);
 // Throws qs::Error naming the bad --override.
 pipeline::ModuleRules rulesFrom(const MixedOptions& options, int groupSize);
-// The candidates followed by the overrides' methods not among them: what the measurement pass runs.
-std::vector<pipeline::MethodSpec> measuredMethods(const std::vector<pipeline::MethodSpec>& candidates,
-                                                  const pipeline::ModuleRules& rules);
-std::vector<std::string> namesOf(const std::vector<pipeline::MethodSpec>& methods);
+using pipeline::measuredMethods;
+using pipeline::namesOf;
 
 // Refuses (qs::Error, one line) a budget below the cheapest allocation before the measurement pass,
 // from the candidates' bits alone (bitsOnlyTable: within 0.01 bit of the measured ones).

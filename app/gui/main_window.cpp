@@ -37,6 +37,7 @@
 #include "quantize_job.h"
 #include "quantize_panel.h"
 #include "recent_files.h"
+#include "mixed_precision_page.h"
 #include "results_page.h"
 #include "serving_scales_page.h"
 #include "start_page.h"
@@ -78,6 +79,7 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
       hessian_(new HessianPage(this)),
       scales_(new ServingScalesPage(this)),
       results_(new ResultsPage(this)),
+      mixed_(new MixedPrecisionPage(this)),
       quantize_(new QuantizePanel(this)),
       export_(new ExportPanel(this)),
       job_(new QuantizeJob(this)),
@@ -106,7 +108,7 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
 MainWindow::~MainWindow() = default;
 
 void MainWindow::createPages() {
-    pages_ = {histogram_, channels_, overview_, hessian_, scales_, results_};
+    pages_ = {histogram_, channels_, overview_, hessian_, scales_, results_, mixed_};
     for (InspectorPage* page : pages_) {
         tabs_->addTab(page, page->title());
         connect(page, &InspectorPage::errorOccurred, this, &MainWindow::reportError);

@@ -33,6 +33,7 @@ class OverviewPage;
 class QuantizeJob;
 class QuantizePanel;
 class ResultsPage;
+class MixedPrecisionPage;
 class StartPage;
 class SummaryPanel;
 
@@ -74,6 +75,7 @@ public:
     ChannelsPage* channelsPage() const { return channels_; }
     OverviewPage* overviewPage() const { return overview_; }
     ResultsPage* resultsPage() const { return results_; }
+    MixedPrecisionPage* mixedPrecisionPage() const { return mixed_; }
     HessianPage* hessianPage() const { return hessian_; }
     ServingScalesPage* servingScalesPage() const { return scales_; }
     QuantizePanel* quantizePanel() const { return quantize_; }
@@ -143,6 +145,7 @@ private:
     HessianPage* hessian_;
     ServingScalesPage* scales_;
     ResultsPage* results_;
+    MixedPrecisionPage* mixed_;
     QuantizePanel* quantize_;
     ExportPanel* export_;
     QuantizeJob* job_;

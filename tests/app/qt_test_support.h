@@ -2,6 +2,7 @@
 // What every app test needs: one QApplication on the offscreen platform, settings that never touch
 // the user's, waiting for background jobs without blocking the event loop, and the Qt model tester
 // around every item model a test drives.
+#include <algorithm>
 #include <functional>
 #include <memory>
 
@@ -13,6 +14,7 @@
 #include <QStringList>
 #include <QTemporaryDir>
 #include <QThread>
+#include <QTimer>
 #include <gtest/gtest.h>
 
 namespace qs::gui::test {
@@ -86,5 +88,26 @@ inline bool waitUntil(const std::function<bool()>& done, int timeoutMs = 30000) 
     }
     return true;
 }
+
+// Records the longest interval between ticks of a 10 ms timer: how long the GUI thread was held.
+class StallMeter {
+public:
+    StallMeter() {
+        timer_.setInterval(10);
+        timer_.setTimerType(Qt::PreciseTimer);
+        QObject::connect(&timer_, &QTimer::timeout, [this] {
+            longest_ = std::max(longest_, clock_.restart());
+        });
+        clock_.start();
+        timer_.start();
+    }
+    void stop() { timer_.stop(); }
+    qint64 longestGapMs() const { return longest_; }
+
+private:
+    QTimer timer_;
+    QElapsedTimer clock_;
+    qint64 longest_ = 0;
+};
 
 }  // namespace qs::gui::test

@@ -37,27 +37,6 @@
 namespace qs::gui::test {
 namespace {
 
-// Records the longest interval between ticks of a 10 ms timer: how long the GUI thread was held.
-class StallMeter {
-public:
-    StallMeter() {
-        timer_.setInterval(10);
-        timer_.setTimerType(Qt::PreciseTimer);
-        QObject::connect(&timer_, &QTimer::timeout, [this] {
-            longest_ = std::max(longest_, clock_.restart());
-        });
-        clock_.start();
-        timer_.start();
-    }
-    void stop() { timer_.stop(); }
-    qint64 longestGapMs() const { return longest_; }
-
-private:
-    QTimer timer_;
-    QElapsedTimer clock_;
-    qint64 longest_ = 0;
-};
-
 void click(PlotView& plot, double x, double y) {
     const QPointF at(plot.xAxis->coordToPixel(x), plot.yAxis->coordToPixel(y));
     QMouseEvent press(QEvent::MouseButtonPress, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::LeftButton, Qt::NoModifier);

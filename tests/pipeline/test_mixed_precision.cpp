@@ -433,27 +433,47 @@ TEST(MixedDemo, LayerKlAllocationBeatsUniformNvfp4AtItsBpw) { proveOnDemo(Sensit
 TEST(MixedDemo, GroupKlAllocationBeatsUniformGptq4AtItsBpw) { proveOnDemo(Sensitivity::GroupKl, "gptq4", true, 0.8, 8); }
 
 
-// A synthetic model whose layer 2 writes six times more into the residual stream: per-layer KL sees
-// that its noise costs more, and the allocation at uniform rtn4's bpw gives it more bits.
-TEST(MixedFragile, LayerKlProtectsTheFragileLayer) {
+namespace {
+
+// A 4-layer synthetic model whose `fragile` layers write six times more into the residual stream:
+// the candidates measured under `measure`, the allocation at candidate `budgetIndex`'s own bits, and
+// that allocation quantized and measured.
+struct FragileRun {
+    SensitivityTable table;
+    MixedAllocation allocation;
+    MethodResult mixed;
+};
+
+FragileRun runFragile(const std::vector<int>& fragile, const std::string& candidates, Sensitivity measure, std::size_t budgetIndex) {
     const auto dir = std::filesystem::temp_directory_path() / ("qs_mixed_fragile_" + std::to_string(::getpid()));
     test::SyntheticModel model;
     model.layers = 4;
-    model.fragileLayers = {2};
+    model.fragileLayers = fragile;
     test::writeSyntheticCheckpoint(dir, model);
     JobPlan plan;
     plan.checkpoint = dir;
     plan.calibration = test::syntheticTokens(8, 64, 96, 11);
     plan.evaluation = test::syntheticTokens(8, 64, 96, 12);
-    const std::vector<std::string> names = {"rtn3", "rtn4", "rtn5", "rtn6"};
-    const SensitivityTable t = measureSensitivity(plan, parseMethodList("rtn3,rtn4,rtn5,rtn6", 32), Sensitivity::LayerKl, {}, CancelToken{});
-    const MixedPrecisionPlanner planner(t, {}, names);
-    const MixedAllocation a = planner.at(t.uniformBpw[1]);
-    JobPlan mixed = plan;
-    mixed.mixed = {planner.methods(a, "mix")};
-    const JobResult r = Job(std::move(mixed)).run({}, CancelToken{});
+    FragileRun run;
+    const auto methods = parseMethodList(candidates, 32);
+    run.table = measureSensitivity(plan, methods, measure, {}, CancelToken{});
+    const MixedPrecisionPlanner planner(run.table, {}, namesOf(methods));
+    run.allocation = planner.at(run.table.uniformBpw[budgetIndex]);
+    plan.mixed = {planner.methods(run.allocation, "mix")};
+    run.mixed = Job(std::move(plan)).run({}, CancelToken{}).methods.front();
     std::filesystem::remove_all(dir);
-    const double kl = r.methods.front().kl.meanKld.value;
+    return run;
+}
+
+}  // namespace
+
+// Layer 2 fragile: per-layer KL sees that its noise costs more, and the allocation at uniform rtn4's
+// bpw gives it more bits.
+TEST(MixedFragile, LayerKlProtectsTheFragileLayer) {
+    const FragileRun run = runFragile({2}, "rtn3,rtn4,rtn5,rtn6", Sensitivity::LayerKl, 1);
+    const SensitivityTable& t = run.table;
+    const MixedAllocation& a = run.allocation;
+    const double kl = run.mixed.kl.meanKld.value;
     std::cout << "fragile layer 2 at " << t.uniformBpw[1] << " bpw: " << allocationSummary(t, a) << ", layer 2 gets "
               << t.candidates[std::size_t(a.choice[8])].name << "; mixed KL " << kl << ", rtn4 " << t.uniformKl[1] << ", rtn3 " << t.uniformKl[0]
               << "\n";
@@ -462,32 +482,17 @@ TEST(MixedFragile, LayerKlProtectsTheFragileLayer) {
     EXPECT_LE(kl, std::min(t.uniformKl[0], t.uniformKl[1]));
 }
 
-// The same synthetic model with two fragile layers and the demo's spread of candidates (2, 3, 4 and 8
-// bits): at uniform rtn4's bits the group-kl allocation measures below rtn4 and below every uniform
-// method at or under the budget.
+// Layers 1 and 3 fragile, with the demo's spread of candidates (2, 3, 4 and 8 bits): at uniform
+// rtn4's bits the group-kl allocation measures below rtn4 and below every uniform method at or under
+// the budget.
 TEST(MixedFragile, GroupKlBeatsUniformRtn4AtItsBpw) {
-    const auto dir = std::filesystem::temp_directory_path() / ("qs_mixed_fragile_groups_" + std::to_string(::getpid()));
-    test::SyntheticModel model;
-    model.layers = 4;
-    model.fragileLayers = {1, 3};
-    test::writeSyntheticCheckpoint(dir, model);
-    JobPlan plan;
-    plan.checkpoint = dir;
-    plan.calibration = test::syntheticTokens(8, 64, 96, 11);
-    plan.evaluation = test::syntheticTokens(8, 64, 96, 12);
-    const std::vector<std::string> names = {"rtn2", "rtn3", "rtn4", "rtn8"};
-    const SensitivityTable t = measureSensitivity(plan, parseMethodList("rtn2,rtn3,rtn4,rtn8", 32), Sensitivity::GroupKl, {}, CancelToken{});
-    const MixedPrecisionPlanner planner(t, {}, names);
-    const MixedAllocation a = planner.at(t.uniformBpw[2]);
-    JobPlan mixed = plan;
-    mixed.mixed = {planner.methods(a, "mix")};
-    const JobResult r = Job(std::move(mixed)).run({}, CancelToken{});
-    std::filesystem::remove_all(dir);
-    const double kl = r.methods.front().kl.meanKld.value;
-    std::cout << "fragile layers 1 and 3 at " << t.uniformBpw[2] << " bpw (group-kl): " << allocationSummary(t, a) << " at "
-              << r.methods.front().bitsPerWeight << " bpw; predicted " << a.predictedKl << ", measured " << kl << "; uniform rtn2 "
+    const FragileRun run = runFragile({1, 3}, "rtn2,rtn3,rtn4,rtn8", Sensitivity::GroupKl, 2);
+    const SensitivityTable& t = run.table;
+    const double kl = run.mixed.kl.meanKld.value;
+    std::cout << "fragile layers 1 and 3 at " << t.uniformBpw[2] << " bpw (group-kl): " << allocationSummary(t, run.allocation) << " at "
+              << run.mixed.bitsPerWeight << " bpw; predicted " << run.allocation.predictedKl << ", measured " << kl << "; uniform rtn2 "
               << t.uniformKl[0] << ", rtn3 " << t.uniformKl[1] << ", rtn4 " << t.uniformKl[2] << "\n";
-    EXPECT_LE(r.methods.front().bitsPerWeight, t.uniformBpw[2] + 1e-9);
+    EXPECT_LE(run.mixed.bitsPerWeight, t.uniformBpw[2] + 1e-9);
     EXPECT_LT(kl, t.uniformKl[2]);
     EXPECT_LE(kl, std::min({t.uniformKl[0], t.uniformKl[1], t.uniformKl[2]}));
 }
