@@ -289,34 +289,33 @@ bool MixedPrecisionPage::measure() {
     settings.methods = pipeline::measuredMethods(inputs->candidates, inputs->rules);
     settings.calibration = {{}, samples_, sequenceLength_};
     settings.evaluation = {{}, evaluationSamples_, sequenceLength_};
-    QPointer<MixedPrecisionPage> self(this);
-    const auto progress = [self](const qs::Progress& p) {
-        QMetaObject::invokeMethod(self, [self, p] { if (self) self->showProgress(p); }, Qt::QueuedConnection);
-    };
+    const ProgressCallback progress = progressCallback();
+    // The allocator's frontier is computed on the worker too: on a deep model its knapsacks take
+    // seconds, which the GUI thread must not wait for.
     struct Measured {
-        pipeline::SensitivityTable table;
         pipeline::JobPlan plan;
+        std::unique_ptr<pipeline::SensitivityTable> table;
+        std::unique_ptr<pipeline::MixedPrecisionPlanner> planner;   // reads *table
+        std::vector<pipeline::MixedAllocation> frontier;
     };
     setStatus(tr("Measuring %1 candidates…").arg(settings.methods.size()));
     runner_.start(
-        [settings, measure, progress](const CancelToken& token) {
+        [settings, measure, progress, rules = inputs->rules, names = pipeline::namesOf(inputs->candidates)](const CancelToken& token) {
             Measured m;
             m.plan = pipeline::buildJobPlan(settings).plan;   // reads and tokenizes the texts on the worker
-            m.table = pipeline::measureSensitivity(m.plan, settings.methods, measure, progress, token);
+            m.table = std::make_unique<pipeline::SensitivityTable>(
+                pipeline::measureSensitivity(m.plan, settings.methods, measure, progress, token));
+            m.planner = std::make_unique<pipeline::MixedPrecisionPlanner>(*m.table, rules, names);
+            m.frontier = m.planner->frontier(kFrontierBudgets);
             return m;
         },
-        [this, rules = inputs->rules, names = pipeline::namesOf(inputs->candidates)](Measured m) {
+        [this](Measured m) {
             m.plan.methods.clear();
             m.plan.perLayerKl = m.plan.perGroupKl = false;
             measuredPlan_ = std::move(m.plan);
-            try {
-                table_ = std::make_unique<pipeline::SensitivityTable>(std::move(m.table));
-                planner_ = std::make_unique<pipeline::MixedPrecisionPlanner>(*table_, rules, names);
-            } catch (const std::exception& e) {
-                planner_.reset();
-                setStatus(QString::fromUtf8(e.what()), true);
-                return;
-            }
+            table_ = std::move(m.table);
+            planner_ = std::move(m.planner);
+            frontier_ = std::move(m.frontier);
             showFrontier();
             emit measurementFinished();
         },
@@ -333,11 +332,11 @@ void MixedPrecisionPage::setTable(pipeline::SensitivityTable table) {
     const std::vector<std::string> names = pipeline::namesOf(table.candidates);
     table_ = std::make_unique<pipeline::SensitivityTable>(std::move(table));
     planner_ = std::make_unique<pipeline::MixedPrecisionPlanner>(*table_, pipeline::ModuleRules{}, names);
+    frontier_ = planner_->frontier(kFrontierBudgets);
     showFrontier();
 }
 
 void MixedPrecisionPage::showFrontier() {
-    frontier_ = planner_->frontier(kFrontierBudgets);
     measured_.clear();
     {
         const QSignalBlocker block(slider_);
@@ -407,10 +406,7 @@ bool MixedPrecisionPage::quantizeAllocation() {
     }
     pipeline::JobPlan plan = *measuredPlan_;
     plan.mixed = {planner_->methods(*a, tr("mixed %1 bpw").arg(a->bitsPerWeight, 0, 'f', 2).toStdString())};
-    QPointer<MixedPrecisionPage> self(this);
-    const auto progress = [self](const qs::Progress& p) {
-        QMetaObject::invokeMethod(self, [self, p] { if (self) self->showProgress(p); }, Qt::QueuedConnection);
-    };
+    const ProgressCallback progress = progressCallback();
     setStatus(tr("Quantizing the allocation at %1 bits per weight…").arg(a->bitsPerWeight, 0, 'f', 3));
     runner_.start(
         [plan, progress](const CancelToken& token) {
@@ -443,6 +439,14 @@ void MixedPrecisionPage::setRunning(bool running) {
     rules_->setEnabled(!running);
     progress_->setVisible(running);
     if (running) progress_->setValue(0);
+}
+
+// Progress from the worker, shown on the GUI thread (dropped once the page is gone).
+ProgressCallback MixedPrecisionPage::progressCallback() {
+    QPointer<MixedPrecisionPage> self(this);
+    return [self](const qs::Progress& p) {
+        QMetaObject::invokeMethod(self, [self, p] { if (self) self->showProgress(p); }, Qt::QueuedConnection);
+    };
 }
 
 void MixedPrecisionPage::showProgress(const qs::Progress& p) {

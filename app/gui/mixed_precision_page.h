@@ -60,7 +60,7 @@ public:
     // Starts the measurement pass; false (the reason in status()) when the inputs are refused.
     bool measure();
     void cancel();
-    // A finished measurement: the frontier, the plot and the slider (measure() ends here; tests call it directly).
+    // A measured table without the pass (tests): its frontier, the plot and the slider, computed here.
     void setTable(pipeline::SensitivityTable table);
     // Quantizes the slider's allocation; false (the reason in status()) without one.
     bool quantizeAllocation();
@@ -91,6 +91,7 @@ private:
     void showPoint(int index);
     void drawPlot();
     void setRunning(bool running);
+    ProgressCallback progressCallback();
     void showProgress(const qs::Progress& p);
     void setStatus(const QString& text, bool problem = false);
 

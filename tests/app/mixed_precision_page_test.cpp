@@ -97,6 +97,7 @@ TEST_F(MixedPageTest, AMeasurementRunsOnTheWorkerAndAQuantizedAllocationLandsOnT
     bool finished = false, measured = false;
     QObject::connect(&page, &MixedPrecisionPage::measurementFinished, [&] { finished = true; });
     QObject::connect(&page, &MixedPrecisionPage::allocationMeasured, [&] { measured = true; });
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&page));   // the first paint is the window's own work
     StallMeter meter;
     ASSERT_TRUE(page.measure());
     EXPECT_TRUE(page.isBusy());
