@@ -144,6 +144,8 @@ MixedPrecisionPage::MixedPrecisionPage(QWidget* parent)
     bottomLayout->addLayout(sliderRow);
     bottomLayout->addWidget(pointLabel_);
     bottomLayout->addWidget(map_, 1);
+    bottomLayout->addStretch(1);   // the room the capped map leaves goes below it, not between the label and the map
+    pointLabel_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
     auto* splitter = new QSplitter(Qt::Vertical, this);
     splitter->addWidget(plot_);
     splitter->addWidget(bottom);
