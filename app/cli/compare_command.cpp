@@ -110,16 +110,34 @@ std::vector<pipeline::MixedMethods> withRules(const std::vector<pipeline::Method
     return out;
 }
 
-// --target-bpw: the frontier of the measured candidates, printed, and in the JSON when asked.
-void reportFrontier(const CompareOptions& o, const pipeline::JobResult& result, const pipeline::ModuleRules& rules,
-                    const std::vector<std::string>& candidates, nlohmann::json& json) {
+// --target-bpw: the frontier of the measured candidates, printed, and in the JSON when asked; the
+// allocation at the budget is quantized (a second Job on the same texts) and its measured KL printed
+// beside the predicted one and the uniform methods'.
+void reportFrontier(const CompareOptions& o, const pipeline::JobPlan& measured, const pipeline::JobResult& result,
+                    const pipeline::ModuleRules& rules, const std::vector<std::string>& candidates, nlohmann::json& json,
+                    const CancelToken& cancel) {
     const pipeline::SensitivityTable table = pipeline::sensitivityFromResult(result, pipeline::parseSensitivity(o.mixed.sensitivity));
     const pipeline::MixedPrecisionPlanner planner(table, rules, candidates);
     const pipeline::MixedAllocation atBudget = planner.at(*o.mixed.targetBpw);
     const auto frontier = planner.frontier();
+    char name[64];
+    std::snprintf(name, sizeof name, "mixed %.2f bpw", *o.mixed.targetBpw);
+    pipeline::JobPlan plan = measured;
+    plan.methods.clear();
+    plan.perLayerKl = plan.perGroupKl = false;
+    plan.mixed = {planner.methods(atBudget, name)};
+    ProgressBar bar("quantize the allocation");
+    const pipeline::JobResult mixed = pipeline::Job(std::move(plan)).run(bar.callback(), cancel, {}, o.force);
+    bar.finish(true);
+    const pipeline::MethodResult& m = mixed.methods.front();
+    if (!m.error.empty()) throw Error(std::string(name) + ": " + m.error);
     printFrontier(table, frontier, atBudget, std::cout);
+    printMeasuredAllocation(table, atBudget, m, std::cout);
     json["mixed_precision"] = pipeline::frontierJson(table, frontier);
     json["mixed_precision"]["at_budget"] = pipeline::toJson(table, atBudget);
+    json["mixed_precision"]["at_budget"]["measured_kl"] = m.kl.meanKld.value;
+    json["mixed_precision"]["at_budget"]["measured_kl_uncertainty"] = m.kl.meanKld.uncertainty;
+    json["mixed_precision"]["at_budget"]["measured_bits_per_weight"] = m.bitsPerWeight;
 }
 
 void runCompare(const CompareOptions& o) {
@@ -136,6 +154,7 @@ void runCompare(const CompareOptions& o) {
     settings.calibration = {o.calib, o.samples, o.seqLen};
     settings.evaluation = {o.eval, o.evalSamples, o.seqLen};
     settings.perLayerKl = o.perLayer || (o.mixed.targetBpw && o.mixed.sensitivity == "layer-kl");
+    const bool perGroupKl = o.mixed.targetBpw && o.mixed.sensitivity == "group-kl";
     settings.trueSequential = !o.noTrueSequential;
     settings.moeCalibrateAllExperts = o.moeCalibration == "all";
     settings.seed = o.seed;
@@ -146,6 +165,8 @@ void runCompare(const CompareOptions& o) {
         plan.methods.clear();
     }
     plan.backend = chooseBackend(o.device);   // after the checks of the input, whose errors stay one line
+    plan.perGroupKl = perGroupKl;
+    const pipeline::JobPlan measuredPlan = o.mixed.targetBpw ? plan : pipeline::JobPlan{};
 
     pipeline::Job job(std::move(plan));
     std::unique_ptr<std::ofstream> log;
@@ -160,7 +181,7 @@ void runCompare(const CompareOptions& o) {
     bar.finish(true);
     printTable(result, std::cout);
     nlohmann::json json = pipeline::toJson(result);
-    if (o.mixed.targetBpw) reportFrontier(o, result, rules, namesOf(candidates), json);
+    if (o.mixed.targetBpw) reportFrontier(o, measuredPlan, result, rules, namesOf(candidates), json, cancel);
     if (!o.json.empty()) {
         std::ofstream out(o.json);
         if (!out) throw Error(o.json + ": cannot write the JSON report");

@@ -24,10 +24,11 @@ void addMixedOptions(CLI::App& cmd, MixedOptions& options) {
                    "chosen among the candidates to minimise the predicted KL")
         ->check(CLI::PositiveNumber);
     cmd.add_option("--sensitivity", options.sensitivity,
-                   "How each candidate's damage is measured for --target-bpw: output-error (Hessian-weighted, no extra passes) "
-                   "or layer-kl (KL with one layer quantized at a time; a forward pass per layer)")
+                   "How each candidate's damage is measured for --target-bpw: group-kl (KL with one fused group quantized at a time; "
+                   "a forward pass per group), layer-kl (one layer at a time, chosen per layer; a pass per layer) or output-error "
+                   "(Hessian-weighted, no extra passes, the cheapest and the worst predictor)")
         ->capture_default_str()
-        ->check(CLI::IsMember({"output-error", "layer-kl"}));
+        ->check(CLI::IsMember({"group-kl", "layer-kl", "output-error"}));
     cmd.add_option("--override", options.overrides,
                    "REGEX=METHOD: the linears whose name (model.layers.N.mlp.down_proj) the regex finds use METHOD (repeatable)");
     cmd.add_option("--ignore", options.ignore,
@@ -39,23 +40,6 @@ pipeline::ModuleRules rulesFrom(const MixedOptions& options, int groupSize) {
     for (const auto& o : options.overrides) rules.overrides.push_back(pipeline::parseOverride(o, groupSize));
     rules.ignore = options.ignore;
     return rules;
-}
-
-std::vector<pipeline::MethodSpec> measuredMethods(const std::vector<pipeline::MethodSpec>& candidates,
-                                                  const pipeline::ModuleRules& rules) {
-    std::vector<pipeline::MethodSpec> out = candidates;
-    for (const auto& o : rules.overrides) {
-        bool known = false;
-        for (const auto& m : out) known = known || m.name == o.method.name;
-        if (!known) out.push_back(o.method);
-    }
-    return out;
-}
-
-std::vector<std::string> namesOf(const std::vector<pipeline::MethodSpec>& methods) {
-    std::vector<std::string> names;
-    for (const auto& m : methods) names.push_back(m.name);
-    return names;
 }
 
 void refuseUnreachableBudget(double targetBpw, const model::ModelConfig& config, const std::vector<pipeline::MethodSpec>& candidates,
@@ -77,6 +61,16 @@ void printFrontier(const pipeline::SensitivityTable& table, const std::vector<pi
     out << "at --target-bpw " << fixed(atBudget.targetBpw, "%.3g") << ": " << fixed(atBudget.bitsPerWeight, "%.3f")
         << " bits per weight, predicted KLD " << fixed(atBudget.predictedKl, "%.6f") << " (" << pipeline::allocationSummary(table, atBudget)
         << ")\n";
+}
+
+void printMeasuredAllocation(const pipeline::SensitivityTable& table, const pipeline::MixedAllocation& atBudget,
+                             const pipeline::MethodResult& measured, std::ostream& out) {
+    out << "\nthe allocation at --target-bpw " << fixed(atBudget.targetBpw, "%.3g") << ", quantized, beside the uniform methods:\n";
+    TextTable t({{"method"}, {"bits", TextTable::Align::Right}, {"predicted KLD", TextTable::Align::Right}, {"measured KLD", TextTable::Align::Right}});
+    t.addRow({measured.label(), fixed(measured.bitsPerWeight, "%.3f"), fixed(atBudget.predictedKl, "%.6f"), fixed(measured.kl.meanKld.value, "%.6f")});
+    for (std::size_t c = 0; c < table.candidates.size(); ++c)
+        t.addRow({table.candidates[c].name, fixed(table.uniformBpw[c], "%.3f"), fixed(table.uniformPredictedKl(c), "%.6f"), fixed(table.uniformKl[c], "%.6f")});
+    t.print(out);
 }
 
 }  // namespace qs::cli

@@ -1,6 +1,6 @@
 #pragma once
 // The mixed-precision options of compare and quantize: --target-bpw (allocate a method per fused group
-// of linears under a bits-per-weight budget), --sensitivity output-error|layer-kl (how each
+// of linears under a bits-per-weight budget), --sensitivity group-kl|layer-kl|output-error (how each
 // candidate's damage is measured), --override REGEX=METHOD and --ignore REGEX (applied first).
 #include <optional>
 #include <ostream>
@@ -17,7 +17,7 @@ namespace qs::cli {
 
 struct MixedOptions {
     std::optional<double> targetBpw;
-    std::string sensitivity = "output-error";
+    std::string sensitivity = "group-kl";   // the only measure whose allocation beats a uniform method at its own bits (bench/README.md)
     std::vector<std::string> overrides;
     std::vector<std::string> ignore;
 
@@ -27,10 +27,8 @@ struct MixedOptions {
 void addMixedOptions(CLI::App& cmd, MixedOptions& options);
 // Throws qs::Error naming the bad --override.
 pipeline::ModuleRules rulesFrom(const MixedOptions& options, int groupSize);
-// The candidates followed by the overrides' methods not among them: what the measurement pass runs.
-std::vector<pipeline::MethodSpec> measuredMethods(const std::vector<pipeline::MethodSpec>& candidates,
-                                                  const pipeline::ModuleRules& rules);
-std::vector<std::string> namesOf(const std::vector<pipeline::MethodSpec>& methods);
+using pipeline::measuredMethods;
+using pipeline::namesOf;
 
 // Refuses (qs::Error, one line) a budget below the cheapest allocation before the measurement pass,
 // from the candidates' bits alone (bitsOnlyTable: within 0.01 bit of the measured ones).
@@ -40,5 +38,9 @@ void refuseUnreachableBudget(double targetBpw, const model::ModelConfig& config,
 // The frontier as a table, the allocation at the budget marked.
 void printFrontier(const pipeline::SensitivityTable& table, const std::vector<pipeline::MixedAllocation>& frontier,
                    const pipeline::MixedAllocation& atBudget, std::ostream& out);
+
+// The quantized allocation's measured KL beside its predicted KL, and the uniform candidates' rows.
+void printMeasuredAllocation(const pipeline::SensitivityTable& table, const pipeline::MixedAllocation& atBudget,
+                             const pipeline::MethodResult& measured, std::ostream& out);
 
 }  // namespace qs::cli

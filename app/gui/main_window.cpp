@@ -39,6 +39,7 @@
 #include "quantize_panel.h"
 #include "quantized_linear_page.h"
 #include "recent_files.h"
+#include "mixed_precision_page.h"
 #include "results_page.h"
 #include "serving_scales_page.h"
 #include "start_page.h"
@@ -81,6 +82,7 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
       scales_(new ServingScalesPage(this)),
       quantized_(new QuantizedLinearPage(this)),
       results_(new ResultsPage(this)),
+      mixed_(new MixedPrecisionPage(this)),
       quantize_(new QuantizePanel(this)),
       export_(new ExportPanel(this)),
       job_(new QuantizeJob(this)),
@@ -109,7 +111,7 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
 MainWindow::~MainWindow() = default;
 
 void MainWindow::createPages() {
-    pages_ = {histogram_, quantized_, channels_, overview_, hessian_, scales_, results_};
+    pages_ = {histogram_, quantized_, channels_, overview_, hessian_, scales_, results_, mixed_};
     for (InspectorPage* page : pages_) {
         tabs_->addTab(page, page->title());
         connect(page, &InspectorPage::errorOccurred, this, &MainWindow::reportError);

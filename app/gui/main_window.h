@@ -34,6 +34,7 @@ class QuantizeJob;
 class QuantizePanel;
 class QuantizedLinearPage;
 class ResultsPage;
+class MixedPrecisionPage;
 class StartPage;
 class SummaryPanel;
 
@@ -75,6 +76,7 @@ public:
     ChannelsPage* channelsPage() const { return channels_; }
     OverviewPage* overviewPage() const { return overview_; }
     ResultsPage* resultsPage() const { return results_; }
+    MixedPrecisionPage* mixedPrecisionPage() const { return mixed_; }
     HessianPage* hessianPage() const { return hessian_; }
     ServingScalesPage* servingScalesPage() const { return scales_; }
     QuantizedLinearPage* quantizedLinearPage() const { return quantized_; }
@@ -152,6 +154,7 @@ private:
     ServingScalesPage* scales_;
     QuantizedLinearPage* quantized_;
     ResultsPage* results_;
+    MixedPrecisionPage* mixed_;
     QuantizePanel* quantize_;
     ExportPanel* export_;
     QuantizeJob* job_;

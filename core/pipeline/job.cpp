@@ -158,6 +158,7 @@ public:
         for (int layer = 0; layer < config_.numLayers; ++layer) processLayer(layer);
         evaluate();
         if (plan_.perLayerKl && !plan_.evaluation.empty()) perLayerKl();
+        if (plan_.perGroupKl && !plan_.evaluation.empty()) perGroupKl();
         // Unpacking every layer of every method takes a while on a large model: it polls too, and a
         // cancel that arrives by the end still wins over the finished result.
         for (auto& s : streams_) unpackKept(s, cancel_);
@@ -239,7 +240,7 @@ private:
         if (baseStatistics_)
             runLayerAll(base_, layer, original, calibration_, cancel_, baseStats.hook(),
                         kvCache_ ? baseStats.keyValueHook() : model::KeyValueHook{});
-        if (plan_.perLayerKl) layerInputs_.push_back(evaluation_);
+        if (plan_.perLayerKl || plan_.perGroupKl) layerInputs_.push_back(evaluation_);
         if (kvCache_) evaluateCacheOnly(layer, original, baseStats);
         runLayerAll(base_, layer, original, evaluation_, cancel_);
         std::size_t lastStream = streams_.size(), lastBaseUser = streams_.size();
@@ -397,6 +398,49 @@ private:
         }
     }
 
+    // KL with only one fused group of layer l quantized (the rest of the layer and the layers after it
+    // original): what a mix that chooses per group changes, measured rather than shared out.
+    void perGroupKl() {
+        const int L = config_.numLayers;
+        for (auto& s : streams_) s.result.perGroupKl.assign(std::size_t(L), std::vector<double>(kFusedGroups.size(), std::nan("")));
+        for (int l = 0; l < L; ++l) {
+            report("per-group KL", l + 1, L, 0.9 + 0.1 * l / L, "layer " + std::to_string(l + 1) + "/" + std::to_string(L));
+            const model::LayerWeights original = weights_->layer(l);
+            for (std::size_t g = 0; g < kFusedGroups.size(); ++g) {
+                std::vector<Hidden> hidden(streams_.size());
+                for (std::size_t m = 0; m < streams_.size(); ++m) {
+                    if (streams_[m].failed()) continue;
+                    hidden[m] = layerInputs_[std::size_t(l)];
+                    runLayerAll(base_, l, withGroupOf(original, streams_[m], l, kFusedGroups[g]), hidden[m], cancel_);
+                }
+                for (int after = l + 1; after < L; ++after)
+                    for (std::size_t m = 0; m < streams_.size(); ++m)
+                        if (!streams_[m].failed()) runLayerAll(base_, after, hidden[m], cancel_);
+                std::vector<const Hidden*> pointers;
+                for (const auto& h : hidden) pointers.push_back(&h);
+                const auto kl = scoreKl({&base_, &evaluation_}, klStreams(pointers), plan_.evaluation, cancel_);
+                for (std::size_t m = 0; m < streams_.size(); ++m)
+                    if (!streams_[m].failed()) streams_[m].result.perGroupKl[std::size_t(l)][g] = kl[m].report().meanKld.value;
+            }
+        }
+    }
+
+    // The original layer with the stream's quantized linears of one group in place (a dense one stays original).
+    static model::LayerWeights withGroupOf(const model::LayerWeights& original, const MethodStream& s, int layer,
+                                           const std::vector<std::string_view>& group) {
+        model::LayerWeights w = original;
+        for (auto module : group) {
+            const auto& kept = s.kept[std::size_t(layer)];
+            const auto it = kept.find(module);
+            if (it == kept.end()) continue;
+            model::Linear& linear = w.linear(module);
+            linear.weight = it->second->effectiveWeight();
+            linear.input = it->second->parts().input;
+            linear.cacheScale = it->second->parts().cacheScale;
+        }
+        return w;
+    }
+
     void scorePerLayer(int layer, const std::vector<Hidden>& hidden) {
         std::vector<const Hidden*> pointers;
         for (const auto& h : hidden) pointers.push_back(&h);
@@ -467,7 +511,7 @@ ResourceEstimate Job::estimate() const {
     shape.calibrationTokens = tokenCount(plan_.calibration);
     shape.evaluationTokens = tokenCount(plan_.evaluation);
     shape.evaluationSequenceLength = plan_.evaluation.empty() ? 0 : int(plan_.evaluation.front().size());
-    shape.perLayerKl = plan_.perLayerKl;
+    shape.perLayerKl = plan_.perLayerKl || plan_.perGroupKl;   // the same inputs kept per layer
     return estimateResources(shape);
 }
 

@@ -46,6 +46,8 @@ std::vector<SensitivityGroup> groupsOf(const JobResult& result, Sensitivity meas
                 }
                 if (measure == Sensitivity::LayerKl)   // the layer's KL, shared by size; never below 0 (rounding)
                     damage = std::max(0.0, r.perLayerKl[std::size_t(l)]) * double(g.params) / double(layerParams);
+                if (measure == Sensitivity::GroupKl)   // measured for the group itself; never below 0 (rounding)
+                    damage = std::max(0.0, r.perGroupKl[std::size_t(l)][std::size_t(&fused - kFusedGroups.data())]);
                 if (!std::isfinite(damage))
                     throw Error(r.method.label() + ": no " + std::string(sensitivityName(measure)) + " for " + moduleName(l, fused.front()));
                 g.bitsPerWeight.push_back(bits / double(g.params));
@@ -62,10 +64,18 @@ std::vector<SensitivityGroup> groupsOf(const JobResult& result, Sensitivity meas
 Sensitivity parseSensitivity(std::string_view name) {
     if (name == "output-error") return Sensitivity::OutputError;
     if (name == "layer-kl") return Sensitivity::LayerKl;
-    throw Error("--sensitivity '" + std::string(name) + "': expected output-error or layer-kl");
+    if (name == "group-kl") return Sensitivity::GroupKl;
+    throw Error("--sensitivity '" + std::string(name) + "': expected output-error, layer-kl or group-kl");
 }
 
-std::string_view sensitivityName(Sensitivity s) { return s == Sensitivity::LayerKl ? "layer-kl" : "output-error"; }
+std::string_view sensitivityName(Sensitivity s) {
+    switch (s) {
+    case Sensitivity::LayerKl: return "layer-kl";
+    case Sensitivity::GroupKl: return "group-kl";
+    case Sensitivity::OutputError: break;
+    }
+    return "output-error";
+}
 
 double SensitivityTable::uniformPredictedKl(std::size_t c) const {
     double damage = 0;
@@ -81,6 +91,8 @@ SensitivityTable sensitivityFromResult(const JobResult& result, Sensitivity meas
         if (!r.error.empty()) throw Error("candidate " + r.method.name + " cannot be applied: " + r.error);
         if (measure == Sensitivity::LayerKl && r.perLayerKl.size() != r.layers.size())
             throw Error("layer-kl sensitivity needs the per-layer KL of every candidate (evaluation text)");
+        if (measure == Sensitivity::GroupKl && r.perGroupKl.size() != r.layers.size())
+            throw Error("group-kl sensitivity needs the per-group KL of every candidate (evaluation text)");
         t.candidates.push_back(r.method);
         t.uniformKl.push_back(r.kl.count > 0 ? r.kl.meanKld.value : std::numeric_limits<double>::quiet_NaN());
         t.uniformBpw.push_back(r.bitsPerWeight);
@@ -147,11 +159,12 @@ SensitivityTable measureSensitivity(JobPlan plan, const std::vector<MethodSpec>&
     if (candidates.empty()) throw Error("no candidate methods to measure");
     if (measure == Sensitivity::OutputError && plan.calibration.empty())
         throw Error("output-error sensitivity needs calibration text");
-    if (measure == Sensitivity::LayerKl && plan.evaluation.empty())
-        throw Error("layer-kl sensitivity needs evaluation text");
+    if (measure != Sensitivity::OutputError && plan.evaluation.empty())
+        throw Error(std::string(sensitivityName(measure)) + " sensitivity needs evaluation text");
     plan.methods = candidates;
     plan.mixed.clear();
     plan.perLayerKl = plan.perLayerKl || measure == Sensitivity::LayerKl;
+    plan.perGroupKl = plan.perGroupKl || measure == Sensitivity::GroupKl;
     JobResult result = Job(std::move(plan)).run(progress, cancel);
     SensitivityTable table = sensitivityFromResult(result, measure);
     if (measured) *measured = std::move(result);

@@ -80,4 +80,20 @@ void RuleMatcher::requireEveryRuleUsed() const {
         if (!c.used) throw Error(c.what + " matches no quantized linear (model.layers.N.self_attn.q_proj, ..., mlp.down_proj)");
 }
 
+std::vector<MethodSpec> measuredMethods(const std::vector<MethodSpec>& candidates, const ModuleRules& rules) {
+    std::vector<MethodSpec> out = candidates;
+    for (const auto& o : rules.overrides) {
+        bool known = false;
+        for (const auto& m : out) known = known || m.name == o.method.name;
+        if (!known) out.push_back(o.method);
+    }
+    return out;
+}
+
+std::vector<std::string> namesOf(const std::vector<MethodSpec>& methods) {
+    std::vector<std::string> names;
+    for (const auto& m : methods) names.push_back(m.name);
+    return names;
+}
+
 }  // namespace qs::pipeline

@@ -2,6 +2,8 @@
 // What every app test needs: one QApplication on the offscreen platform, settings that never touch
 // the user's, waiting for background jobs without blocking the event loop, and the Qt model tester
 // around every item model a test drives.
+#include <algorithm>
+#include <fstream>
 #include <functional>
 #include <memory>
 
@@ -13,6 +15,7 @@
 #include <QStringList>
 #include <QTemporaryDir>
 #include <QThread>
+#include <QTimer>
 #include <gtest/gtest.h>
 
 namespace qs::gui::test {
@@ -86,5 +89,41 @@ inline bool waitUntil(const std::function<bool()>& done, int timeoutMs = 30000) 
     }
     return true;
 }
+
+// Records the longest interval between ticks of a 10 ms timer: how long the GUI thread was held. Time
+// the thread spent ready but waiting for a CPU (other processes on a loaded machine) is not the window's
+// doing and is taken off each interval: the kernel counts it per thread (/proc/thread-self/schedstat,
+// second field, nanoseconds); where that file is missing the wall interval is kept as it is.
+class StallMeter {
+public:
+    StallMeter() {
+        timer_.setInterval(10);
+        timer_.setTimerType(Qt::PreciseTimer);
+        QObject::connect(&timer_, &QTimer::timeout, [this] {
+            const qint64 queued = runQueueDelayNs();
+            const qint64 gap = clock_.nsecsElapsed() - std::max<qint64>(queued - lastQueued_, 0);
+            clock_.restart();
+            lastQueued_ = queued;
+            longest_ = std::max(longest_, gap / 1'000'000);
+        });
+        lastQueued_ = runQueueDelayNs();
+        clock_.start();
+        timer_.start();
+    }
+    void stop() { timer_.stop(); }
+    qint64 longestGapMs() const { return longest_; }
+
+private:
+    static qint64 runQueueDelayNs() {
+        std::ifstream in("/proc/thread-self/schedstat");
+        qint64 onCpu = 0, waiting = 0;
+        return in >> onCpu >> waiting ? waiting : 0;
+    }
+
+    QTimer timer_;
+    QElapsedTimer clock_;
+    qint64 lastQueued_ = 0;
+    qint64 longest_ = 0;
+};
 
 }  // namespace qs::gui::test

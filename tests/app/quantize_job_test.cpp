@@ -38,42 +38,6 @@
 namespace qs::gui::test {
 namespace {
 
-// Records the longest interval between ticks of a 10 ms timer: how long the GUI thread was held. Time
-// the thread spent ready but waiting for a CPU (other processes on a loaded machine) is not the window's
-// doing and is taken off each interval: the kernel counts it per thread (/proc/thread-self/schedstat,
-// second field, nanoseconds); where that file is missing the wall interval is kept as it is.
-class StallMeter {
-public:
-    StallMeter() {
-        timer_.setInterval(10);
-        timer_.setTimerType(Qt::PreciseTimer);
-        QObject::connect(&timer_, &QTimer::timeout, [this] {
-            const qint64 queued = runQueueDelayNs();
-            const qint64 gap = clock_.nsecsElapsed() - std::max<qint64>(queued - lastQueued_, 0);
-            clock_.restart();
-            lastQueued_ = queued;
-            longest_ = std::max(longest_, gap / 1'000'000);
-        });
-        lastQueued_ = runQueueDelayNs();
-        clock_.start();
-        timer_.start();
-    }
-    void stop() { timer_.stop(); }
-    qint64 longestGapMs() const { return longest_; }
-
-private:
-    static qint64 runQueueDelayNs() {
-        std::ifstream in("/proc/thread-self/schedstat");
-        qint64 onCpu = 0, waiting = 0;
-        return in >> onCpu >> waiting ? waiting : 0;
-    }
-
-    QTimer timer_;
-    QElapsedTimer clock_;
-    qint64 lastQueued_ = 0;
-    qint64 longest_ = 0;
-};
-
 void click(PlotView& plot, double x, double y) {
     const QPointF at(plot.xAxis->coordToPixel(x), plot.yAxis->coordToPixel(y));
     QMouseEvent press(QEvent::MouseButtonPress, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::LeftButton, Qt::NoModifier);

@@ -51,7 +51,7 @@ TEST(MixedCli, QuantizeAtABudgetExportsTheAllocationAndReportsIt) {
     EXPECT_NE(r.out.find("ct-mixed"), std::string::npos) << r.out;
     const auto mixed = readJson(out / "quantscope_report.json")["settings"]["mixed_precision"];
     EXPECT_EQ(mixed["target_bpw"], 5.0);
-    EXPECT_EQ(mixed["sensitivity"], "output-error");
+    EXPECT_EQ(mixed["sensitivity"], "group-kl");   // the default
     EXPECT_TRUE(mixed["predicted_kl"].is_number());
     EXPECT_GT(mixed["measured_kl"].get<double>(), 0.0);
     EXPECT_LE(mixed["bits_per_weight"].get<double>(), 5.0);
@@ -93,7 +93,7 @@ TEST(MixedCli, CompareAtABudgetPrintsTheFrontierAndWritesIt) {
     const auto r = runCli(with({"compare", kDemo, "--methods", "rtn4,rtn8", "--target-bpw", "6", "--eval-samples", "4", "--json", json.string()},
                                kSmall));
     ASSERT_EQ(r.exitCode, 0) << r.err;
-    EXPECT_NE(r.out.find("frontier (output-error"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("frontier (group-kl"), std::string::npos) << r.out;
     EXPECT_NE(r.out.find("<- --target-bpw 6"), std::string::npos) << r.out;
     const auto mixed = readJson(json)["mixed_precision"];
     ASSERT_GE(mixed["frontier"].size(), 3u);
@@ -104,6 +104,13 @@ TEST(MixedCli, CompareAtABudgetPrintsTheFrontierAndWritesIt) {
         previous = point["predicted_kl"].get<double>();
     }
     EXPECT_LE(mixed["at_budget"]["bits_per_weight"].get<double>(), 6.0);
+    // The allocation at the budget is quantized: the bits the table predicted are those the linears
+    // store, and swapping rtn4 groups for rtn8 lands its KL between the two uniform methods'.
+    EXPECT_NE(r.out.find("the allocation at --target-bpw 6, quantized"), std::string::npos) << r.out;
+    const auto& at = mixed["at_budget"];
+    EXPECT_NEAR(at["measured_bits_per_weight"].get<double>(), at["bits_per_weight"].get<double>(), 1e-9);
+    EXPECT_LT(at["measured_kl"].get<double>(), mixed["candidates"][0]["measured_kl"].get<double>());
+    EXPECT_GT(at["measured_kl"].get<double>(), mixed["candidates"][1]["measured_kl"].get<double>());
     std::filesystem::remove_all(json);
 }
 

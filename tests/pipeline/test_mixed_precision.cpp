@@ -131,12 +131,14 @@ TEST(MixedPlanner, UnknownCandidatesAndBudgetsBelowTheCheapestAreRefused) {
 }
 
 TEST(MixedPlanner, TheAllocationIsTheBruteForceOptimumAtEveryBudget) {
-    const SensitivityTable t = syntheticTable(2);   // 8 groups, 3^8 assignments
-    const MixedPrecisionPlanner p(t, {}, {"rtn3", "rtn4", "rtn8"});
-    for (double budget : {3.5, 3.9, 4.2, 4.5, 5.0, 6.1, 7.3, 8.5}) {
-        const MixedAllocation a = p.at(budget);
-        EXPECT_LE(a.bitsPerWeight, budget + 1e-12);
-        EXPECT_NEAR(a.predictedKl, bruteForceBest(t, {0, 1, 2}, budget), 1e-12) << budget;
+    for (Sensitivity measure : {Sensitivity::OutputError, Sensitivity::GroupKl}) {   // both choose per fused group
+        const SensitivityTable t = syntheticTable(2, measure);   // 8 groups, 3^8 assignments
+        const MixedPrecisionPlanner p(t, {}, {"rtn3", "rtn4", "rtn8"});
+        for (double budget : {3.5, 3.9, 4.2, 4.5, 5.0, 6.1, 7.3, 8.5}) {
+            const MixedAllocation a = p.at(budget);
+            EXPECT_LE(a.bitsPerWeight, budget + 1e-12);
+            EXPECT_NEAR(a.predictedKl, bruteForceBest(t, {0, 1, 2}, budget), 1e-12) << budget;
+        }
     }
 }
 
@@ -281,6 +283,40 @@ TEST(MixedJob, EachLinearGetsItsOwnMethodAndDenseLinearsStayOut) {
     EXPECT_LT(mixed.kl.meanKld.value, r.methods[0].kl.meanKld.value);
 }
 
+// The Job's per-group KL (the group's quantized linears in the original layer, the original layers
+// after it) against the end-to-end KL of a mix in which only that group is quantized: RTN does not
+// depend on its inputs, so the two runs must compute the same model.
+TEST(MixedJob, PerGroupKlIsTheKlOfAMixWithOnlyThatGroupQuantized) {
+    JobPlan plan = syntheticPlan();
+    plan.methods = parseMethodList("rtn2", 32);
+    plan.perGroupKl = true;
+    const std::vector<std::pair<int, std::size_t>> probes = {{0, 2}, {1, 0}, {1, 3}};
+    for (const auto& [layer, group] : probes) {
+        MixedMethods mix;
+        mix.name = "only " + moduleName(layer, kFusedGroups[group].front());
+        mix.layers.resize(2);
+        for (auto m : kFusedGroups[group]) mix.layers[std::size_t(layer)].emplace(std::string(m), parseMethod("rtn2", 32));
+        plan.mixed.push_back(mix);
+    }
+    const JobResult r = Job(std::move(plan)).run({}, CancelToken{});
+    const auto& uniform = r.methods[0];
+    ASSERT_EQ(uniform.perGroupKl.size(), 2u);
+    double sum = 0;
+    for (std::size_t i = 0; i < probes.size(); ++i) {
+        const double perGroup = uniform.perGroupKl[std::size_t(probes[i].first)][probes[i].second];
+        const double endToEnd = r.methods[i + 1].kl.meanKld.value;
+        EXPECT_GT(perGroup, 0.0);
+        EXPECT_NEAR(perGroup, endToEnd, 1e-6 * endToEnd) << r.methods[i + 1].label();
+    }
+    for (const auto& layer : uniform.perGroupKl)
+        for (double kl : layer) sum += kl;
+    // One group's damage is a part of the whole: each below the uniform KL, and together of its order.
+    for (const auto& layer : uniform.perGroupKl)
+        for (double kl : layer) EXPECT_LT(kl, uniform.kl.meanKld.value);
+    EXPECT_GT(sum, uniform.kl.meanKld.value / 3);
+    EXPECT_LT(sum, uniform.kl.meanKld.value * 3);
+}
+
 TEST(MixedJob, AwqCannotBeMixedPerLinear) {
     JobPlan plan = syntheticPlan();
     MixedMethods mix = everyLinear("rtn4", 2);
@@ -345,7 +381,8 @@ double candidateKl(const SensitivityTable& t, const std::string& name) {
 // The proof: at a budget equal to a uniform method's bpw, the allocation's measured KL is
 // below that method's and not above the best uniform method at or below the budget; and the
 // frontier's predicted KL ranks its allocations as their measured KL does.
-void proveOnDemo(Sensitivity measure, const std::string& budgetMethod, bool strictlyBetter, double minRankCorrelation) {
+void proveOnDemo(Sensitivity measure, const std::string& budgetMethod, bool strictlyBetter, double minRankCorrelation,
+                 int frontierBudgets = 16) {
     const std::vector<std::string> names = {"gptq2", "gptq3", "gptq4", "gptq8", "nvfp4"};
     std::string list;
     for (const auto& n : names) list += (list.empty() ? "" : ",") + n;
@@ -357,7 +394,7 @@ void proveOnDemo(Sensitivity measure, const std::string& budgetMethod, bool stri
     std::size_t budgetIndex = 0;
     while (t.candidates[budgetIndex].name != budgetMethod) ++budgetIndex;
     const double budget = t.uniformBpw[budgetIndex];
-    const auto frontier = planner.frontier(16);
+    const auto frontier = planner.frontier(frontierBudgets);
     JobPlan plan = demoPlan();
     plan.mixed.push_back(planner.methods(planner.at(budget), "at budget"));
     for (std::size_t i = 0; i < frontier.size(); ++i) plan.mixed.push_back(planner.methods(frontier[i], "point " + std::to_string(i)));
@@ -391,32 +428,71 @@ TEST(MixedDemo, OutputErrorAllocationBeatsUniformNvfp4AtItsBpw) { proveOnDemo(Se
 
 TEST(MixedDemo, LayerKlAllocationBeatsUniformNvfp4AtItsBpw) { proveOnDemo(Sensitivity::LayerKl, "nvfp4", true, 0.8); }
 
+// At gptq4's own bits the output-error and layer-kl allocations are gptq4 everywhere (they tie): the
+// group's KL sees that the first layer's attention is worth 8 bits paid for by the second layer's MLP.
+TEST(MixedDemo, GroupKlAllocationBeatsUniformGptq4AtItsBpw) { proveOnDemo(Sensitivity::GroupKl, "gptq4", true, 0.8, 8); }
 
-// A synthetic model whose layer 2 writes six times more into the residual stream: per-layer KL sees
-// that its noise costs more, and the allocation at uniform rtn4's bpw gives it more bits.
-TEST(MixedFragile, LayerKlProtectsTheFragileLayer) {
+
+namespace {
+
+// A 4-layer synthetic model whose `fragile` layers write six times more into the residual stream:
+// the candidates measured under `measure`, the allocation at candidate `budgetIndex`'s own bits, and
+// that allocation quantized and measured.
+struct FragileRun {
+    SensitivityTable table;
+    MixedAllocation allocation;
+    MethodResult mixed;
+};
+
+FragileRun runFragile(const std::vector<int>& fragile, const std::string& candidates, Sensitivity measure, std::size_t budgetIndex) {
     const auto dir = std::filesystem::temp_directory_path() / ("qs_mixed_fragile_" + std::to_string(::getpid()));
     test::SyntheticModel model;
     model.layers = 4;
-    model.fragileLayers = {2};
+    model.fragileLayers = fragile;
     test::writeSyntheticCheckpoint(dir, model);
     JobPlan plan;
     plan.checkpoint = dir;
     plan.calibration = test::syntheticTokens(8, 64, 96, 11);
     plan.evaluation = test::syntheticTokens(8, 64, 96, 12);
-    const std::vector<std::string> names = {"rtn3", "rtn4", "rtn5", "rtn6"};
-    const SensitivityTable t = measureSensitivity(plan, parseMethodList("rtn3,rtn4,rtn5,rtn6", 32), Sensitivity::LayerKl, {}, CancelToken{});
-    const MixedPrecisionPlanner planner(t, {}, names);
-    const MixedAllocation a = planner.at(t.uniformBpw[1]);
-    JobPlan mixed = plan;
-    mixed.mixed = {planner.methods(a, "mix")};
-    const JobResult r = Job(std::move(mixed)).run({}, CancelToken{});
+    FragileRun run;
+    const auto methods = parseMethodList(candidates, 32);
+    run.table = measureSensitivity(plan, methods, measure, {}, CancelToken{});
+    const MixedPrecisionPlanner planner(run.table, {}, namesOf(methods));
+    run.allocation = planner.at(run.table.uniformBpw[budgetIndex]);
+    plan.mixed = {planner.methods(run.allocation, "mix")};
+    run.mixed = Job(std::move(plan)).run({}, CancelToken{}).methods.front();
     std::filesystem::remove_all(dir);
-    const double kl = r.methods.front().kl.meanKld.value;
+    return run;
+}
+
+}  // namespace
+
+// Layer 2 fragile: per-layer KL sees that its noise costs more, and the allocation at uniform rtn4's
+// bpw gives it more bits.
+TEST(MixedFragile, LayerKlProtectsTheFragileLayer) {
+    const FragileRun run = runFragile({2}, "rtn3,rtn4,rtn5,rtn6", Sensitivity::LayerKl, 1);
+    const SensitivityTable& t = run.table;
+    const MixedAllocation& a = run.allocation;
+    const double kl = run.mixed.kl.meanKld.value;
     std::cout << "fragile layer 2 at " << t.uniformBpw[1] << " bpw: " << allocationSummary(t, a) << ", layer 2 gets "
               << t.candidates[std::size_t(a.choice[8])].name << "; mixed KL " << kl << ", rtn4 " << t.uniformKl[1] << ", rtn3 " << t.uniformKl[0]
               << "\n";
     EXPECT_GT(a.choice[8], 1) << "layer 2 gets more than 4 bits";
     EXPECT_LT(kl, t.uniformKl[1]);
     EXPECT_LE(kl, std::min(t.uniformKl[0], t.uniformKl[1]));
+}
+
+// Layers 1 and 3 fragile, with the demo's spread of candidates (2, 3, 4 and 8 bits): at uniform
+// rtn4's bits the group-kl allocation measures below rtn4 and below every uniform method at or under
+// the budget.
+TEST(MixedFragile, GroupKlBeatsUniformRtn4AtItsBpw) {
+    const FragileRun run = runFragile({1, 3}, "rtn2,rtn3,rtn4,rtn8", Sensitivity::GroupKl, 2);
+    const SensitivityTable& t = run.table;
+    const double kl = run.mixed.kl.meanKld.value;
+    std::cout << "fragile layers 1 and 3 at " << t.uniformBpw[2] << " bpw (group-kl): " << allocationSummary(t, run.allocation) << " at "
+              << run.mixed.bitsPerWeight << " bpw; predicted " << run.allocation.predictedKl << ", measured " << kl << "; uniform rtn2 "
+              << t.uniformKl[0] << ", rtn3 " << t.uniformKl[1] << ", rtn4 " << t.uniformKl[2] << "\n";
+    EXPECT_LE(run.mixed.bitsPerWeight, t.uniformBpw[2] + 1e-9);
+    EXPECT_LT(kl, t.uniformKl[2]);
+    EXPECT_LE(kl, std::min({t.uniformKl[0], t.uniformKl[1], t.uniformKl[2]}));
 }

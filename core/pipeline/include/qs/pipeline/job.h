@@ -34,6 +34,7 @@ struct JobPlan {
     TokenSequences calibration;            // may be empty when no method needs it (no output errors then)
     TokenSequences evaluation;             // may be empty: no KL
     bool perLayerKl = false;
+    bool perGroupKl = false;               // also the KL with one fused group (kFusedGroups) of one layer quantized
     bool trueSequential = true;
     std::uint64_t seed = 0;
     DeviceChoice device = DeviceChoice::Auto;   // where GPTQ, the float formats and the trellis run

@@ -46,6 +46,7 @@ struct MethodResult {
     double seconds = 0.0;                  // quantization wall time
     analysis::KlReport kl;                 // against the original on the evaluation text
     std::vector<double> perLayerKl;        // mean KLD with only layer i quantized (empty unless asked)
+    std::vector<std::vector<double>> perGroupKl;   // [layer][kFusedGroups index]: mean KLD with only that group quantized
     std::vector<ModuleLog> modules;
     std::vector<QuantizedLayer> layers;    // the quantized linears, for export and the GUI
     bool mixed = false;                    // a method per linear (JobPlan::mixed): `method` is its most common one, renamed

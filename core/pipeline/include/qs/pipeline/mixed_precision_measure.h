@@ -8,6 +8,12 @@
 //   LayerKl      the KL with only that layer quantized (the Job's per-layer KL: one forward pass of
 //                the remaining layers per layer and candidate), shared among the layer's groups
 //                by parameter count.
+//   GroupKl      the KL with only that fused group quantized (the Job's per-group KL: one forward pass
+//                of the rest of the model per group and candidate, four times layer-kl's passes).
+//                Output error weighs every linear's relative error alike, and layer-kl shares a
+//                layer's KL by size, so neither sees that (on the demo) the first layer's attention
+//                costs more KL per bit than the second layer's MLP: the trades that beat a uniform
+//                method at its own bits per weight are exactly those.
 // Damages add over groups; the sum is turned into predicted KL by one factor fitted (least squares
 // through the origin) to the candidates' measured uniform KL, so the frontier speaks in KL.
 #include <cstdint>
@@ -24,9 +30,9 @@
 
 namespace qs::pipeline {
 
-enum class Sensitivity { OutputError, LayerKl };
+enum class Sensitivity { OutputError, LayerKl, GroupKl };
 
-Sensitivity parseSensitivity(std::string_view name);   // "output-error" | "layer-kl"; throws qs::Error
+Sensitivity parseSensitivity(std::string_view name);   // "output-error" | "layer-kl" | "group-kl"; throws qs::Error
 std::string_view sensitivityName(Sensitivity s);
 
 // One fused group of one decoder layer: what the allocator chooses a method for.
@@ -52,7 +58,7 @@ struct SensitivityTable {
 
 // The table from a finished measurement Job (its methods are the candidates, in order). Throws
 // qs::Error naming the candidate that failed, or the measure's missing input (output errors need
-// calibration, layer KL needs per-layer KL).
+// calibration, layer KL per-layer KL, group KL per-group KL).
 SensitivityTable sensitivityFromResult(const JobResult& result, Sensitivity measure);
 
 // Each candidate's bits per weight per fused group without the measurement pass, for refusing a
@@ -61,7 +67,7 @@ SensitivityTable sensitivityFromResult(const JobResult& result, Sensitivity meas
 // permutation. The result is within 0.01 bit of, or below, what the pass measures. Damage is zero.
 SensitivityTable bitsOnlyTable(const model::ModelConfig& config, const std::vector<MethodSpec>& candidates);
 
-// Runs the measurement Job: `plan` with the candidates as its methods (and per-layer KL for LayerKl).
+// Runs the measurement Job: `plan` with the candidates as its methods (and per-layer or per-group KL).
 SensitivityTable measureSensitivity(JobPlan plan, const std::vector<MethodSpec>& candidates, Sensitivity measure,
                                     const ProgressCallback& progress, const CancelToken& cancel, JobResult* measured = nullptr);
 

@@ -53,6 +53,10 @@ private:
     std::vector<Compiled> compiled_;
 };
 
+// The candidates followed by the overrides' methods not among them: what the measurement pass runs.
+std::vector<MethodSpec> measuredMethods(const std::vector<MethodSpec>& candidates, const ModuleRules& rules);
+std::vector<std::string> namesOf(const std::vector<MethodSpec>& methods);
+
 // A uniform method with the rules applied (no budget): overrides fix, ignore keeps dense, per fused
 // group. Throws qs::Error for a rule that matches nothing or covers part of a fused group.
 struct MixedMethods;
