@@ -27,7 +27,8 @@ class ChannelsPage : public InspectorPage {
 public:
     explicit ChannelsPage(QWidget* parent = nullptr);
 
-    QString title() const override { return tr("Outlier channels"); }
+    QString title() const override { return tr("Outliers"); }
+    QString toolTip() const override { return tr("Outlier channels: the input channels whose weights stand out"); }
     QString key() const override { return QStringLiteral("channels"); }
     void setCheckpoint(CheckpointPtr checkpoint) override;
     void setTensor(const QString& name) override;

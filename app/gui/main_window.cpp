@@ -113,7 +113,7 @@ MainWindow::~MainWindow() = default;
 void MainWindow::createPages() {
     pages_ = {histogram_, quantized_, channels_, overview_, hessian_, scales_, results_, mixed_};
     for (InspectorPage* page : pages_) {
-        tabs_->addTab(page, page->title());
+        tabs_->setTabToolTip(tabs_->addTab(page, page->title()), page->toolTip());
         connect(page, &InspectorPage::errorOccurred, this, &MainWindow::reportError);
         connect(page, &InspectorPage::busyChanged, this, [this] { emit busyChanged(isBusy()); });
     }
@@ -345,7 +345,9 @@ bool MainWindow::openPath(QString path) {
     summary_->setSummary(path, *checkpoint_, format);
     for (InspectorPage* page : pages_) page->setCheckpoint(checkpoint_);
     // Only a quantized checkpoint has the Quantized tab: the six others fill a laptop's tab bar.
+    // A quantized checkpoint's linears get their own tab; the bit budget is for one that can be quantized.
     tabs_->setTabVisible(tabs_->indexOf(quantized_), quantized_->hasQuantizedLinears());
+    tabs_->setTabVisible(tabs_->indexOf(mixed_), !quantized_->hasQuantizedLinears());
     keepTabsInView();
     tree_->setCheckpoint(checkpoint_);
     // Start would fail with "no tensor named ...weight": it is disabled, saying why.

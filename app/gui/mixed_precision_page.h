@@ -44,7 +44,8 @@ public:
     explicit MixedPrecisionPage(QWidget* parent = nullptr);
     ~MixedPrecisionPage() override;
 
-    QString title() const override { return tr("Mixed precision"); }
+    QString title() const override { return tr("Bit budget"); }
+    QString toolTip() const override { return tr("Mixed precision under a bits-per-weight budget: the Pareto frontier and its allocation"); }
     QString key() const override { return QStringLiteral("mixed"); }
     void setCheckpoint(CheckpointPtr checkpoint) override;
     void setTensor(const QString&) override {}

@@ -16,7 +16,8 @@ class ServingScalesPage : public InspectorPage {
 public:
     explicit ServingScalesPage(QWidget* parent = nullptr);
 
-    QString title() const override { return tr("Activation scales"); }
+    QString title() const override { return tr("Activations"); }
+    QString toolTip() const override { return tr("Activation and KV-cache scales stored for the serving engine"); }
     QString key() const override { return QStringLiteral("scales"); }
     void setCheckpoint(CheckpointPtr checkpoint) override;
     void setTensor(const QString&) override {}

@@ -81,8 +81,9 @@ TEST_F(HessianPageTest, CalibratesOnTheDeviceChosenInTheQuantizePanel) {
     device->setCurrentIndex(device->findData(static_cast<int>(pipeline::DeviceChoice::Cpu)));
     EXPECT_EQ(window.hessianPage()->device(), pipeline::DeviceChoice::Cpu);
     ASSERT_NE(shownFor(QStringLiteral("model.layers.0.mlp.up_proj.weight")), nullptr);
-    const QString cpu = QString::fromStdString(pipeline::makeCpuBackend()->description());
-    EXPECT_TRUE(window.hessianPage()->captionText().contains(QStringLiteral("tokens on ") + cpu))
+    // "CPU (N threads)": the team is sized to the cores free when the job starts, which another
+    // process on the machine may change between here and there.
+    EXPECT_TRUE(window.hessianPage()->captionText().contains(QStringLiteral("tokens on CPU")))
         << window.hessianPage()->captionText().toStdString();
 }
 
