@@ -147,8 +147,11 @@ void runCompare(const CompareOptions& o) {
     const pipeline::ModuleRules rules = rulesFrom(o.mixed, o.groupSize);
     const int layers = o.mixed.any() ? layerCount(o.path) : 0;
     if (o.mixed.any()) (void)pipeline::applyRules(candidates.front(), rules, layers, "");   // a bad rule is refused before any work
-    if (o.mixed.targetBpw)
-        refuseUnreachableBudget(*o.mixed.targetBpw, model::ModelConfig::fromCheckpoint(io::Checkpoint::open(o.path)), candidates, rules);
+    if (o.mixed.targetBpw) {
+        const auto config = model::ModelConfig::fromCheckpoint(io::Checkpoint::open(o.path));
+        config.requireDense(o.path, "a mix of methods (--target-bpw)");
+        refuseUnreachableBudget(*o.mixed.targetBpw, config, candidates, rules);
+    }
     settings.methods = o.mixed.targetBpw ? measuredMethods(candidates, rules) : candidates;
     settings.activationCalibration = applyServingOptions(o.serving, settings.methods);
     settings.calibration = {o.calib, o.samples, o.seqLen};

@@ -6,6 +6,8 @@
 #include <random>
 
 #include "qs/error.h"
+#include "qs/io/checkpoint.h"
+#include "qs/model/model_config.h"
 #include "qs/pipeline/layer_quantizer.h"
 #include "qs/pipeline/mixed_methods.h"
 
@@ -157,6 +159,9 @@ SensitivityTable bitsOnlyTable(const model::ModelConfig& config, const std::vect
 SensitivityTable measureSensitivity(JobPlan plan, const std::vector<MethodSpec>& candidates, Sensitivity measure,
                                     const ProgressCallback& progress, const CancelToken& cancel, JobResult* measured) {
     if (candidates.empty()) throw Error("no candidate methods to measure");
+    // The allocator chooses per fused group of a dense layer's seven linears: refused before any work.
+    model::ModelConfig::fromCheckpoint(io::Checkpoint::open(plan.checkpoint))
+        .requireDense(plan.checkpoint.string(), "a mix of methods (the budget's allocation)");
     if (measure == Sensitivity::OutputError && plan.calibration.empty())
         throw Error("output-error sensitivity needs calibration text");
     if (measure != Sensitivity::OutputError && plan.evaluation.empty())

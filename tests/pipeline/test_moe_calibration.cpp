@@ -24,6 +24,7 @@
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/job_report.h"
+#include "qs/pipeline/mixed_precision_measure.h"
 #include "qs/pipeline/resource_estimate.h"
 
 using namespace qs;
@@ -232,6 +233,22 @@ TEST(TinyMoe, CompareMethodsRunEndToEnd) {
     }
 }
 
+// The bit budget's measurement chooses per fused group of a dense layer's seven linears: on a MoE
+// model it is refused before any work, in one line (it used to run, then fail on a missing gate_proj).
+TEST(TinyMoe, TheBitBudgetsMeasurementIsRefusedBeforeAnyWork) {
+    JobPlan plan;
+    plan.checkpoint = fs::path(QS_TEST_DATA_DIR) / "moe" / "qwen3-moe-tiny";
+    plan.evaluation.assign(2, std::vector<model::TokenId>(16, 1));
+    bool progressed = false;
+    try {
+        (void)measureSensitivity(plan, parseMethodList("gptq4,gptq8", 16), Sensitivity::GroupKl,
+                                 [&](const Progress&) { progressed = true; }, CancelToken{});
+        FAIL() << "expected qs::Error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("mixture of experts"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(progressed);
+}
 
 // Each expert exported under its own HF name in the GPTQ, compressed-tensors and FP8 layouts, the
 // router left dense and named in modules_to_not_convert / ignore; each reads back through our reader
