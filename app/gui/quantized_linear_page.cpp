@@ -89,8 +89,9 @@ void drawHistogram(PlotView* plot, const analysis::Histogram& h, const QColor& c
         const auto count = h.counts[static_cast<std::size_t>(b)];
         if (count > 0) bars->addData(0.5 * (h.edges[static_cast<std::size_t>(b)] + h.edges[static_cast<std::size_t>(b) + 1]), double(count));
     }
-    plot->xAxis->setNumberFormat(QStringLiteral("g"));   // "0.016", not "0.0160"
-    plot->xAxis->setNumberPrecision(2);
+    // "0.016", not "0.0160"; three digits so that NVFP4's block scales read "100", not "1e+02"
+    plot->xAxis->setNumberFormat(QStringLiteral("g"));
+    plot->xAxis->setNumberPrecision(3);
     plot->xAxis->setRange(h.edges.front(), h.edges.back());
     plot->yAxis->setRange(0.0, 1.05 * double(*std::max_element(h.counts.begin(), h.counts.end())));
 }
