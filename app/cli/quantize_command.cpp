@@ -5,8 +5,6 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
-#include <tuple>
-#include <utility>
 
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
@@ -218,23 +216,13 @@ void runGptOssQuantize(const QuantizeOptions& o) {
     ProgressBar bar("quantize");
     const auto report = pipeline::exportGptOssMxfp4({o.path, o.out, o.overwrite}, bar.callback(), cancel);
     bar.finish(true);
-    double worst = 0.0;
-    std::string worstTensor;
-    for (const auto& t : report.tensors)
-        if (t.relativeError >= worst) std::tie(worst, worstTensor) = std::pair(t.relativeError, t.tensor);
+    const auto worst = std::max_element(report.tensors.begin(), report.tensors.end(),
+                                        [](const auto& a, const auto& b) { return a.relativeError < b.relativeError; });
     std::cout << "wrote " << report.written.string() << " (gpt-oss MXFP4: " << report.tensors.size() << " expert tensors, "
               << formatCount(report.quantizedWeights) << " weights at 4.25 bits; " << formatBytes(report.bytesBefore) << " -> "
               << formatBytes(report.bytesAfter) << ")\n"
-              << "weight error ||W - Q|| / ||W||: largest " << worst << " (" << worstTensor << ")\n"
+              << "weight error ||W - Q|| / ||W||: largest " << worst->relativeError << " (" << worst->tensor << ")\n"
               << "no KL: measuring it needs a forward pass of gpt_oss, which QuantScope does not run yet\n";
-}
-
-// The largest weight error of a weight-only run, and where.
-std::pair<double, std::string> largestWeightError(const pipeline::WeightOnlyReport& r) {
-    std::pair<double, std::string> worst{0.0, ""};
-    for (const auto& l : r.linears)
-        if (l.weightError >= worst.first) worst = {l.weightError, l.prefix};
-    return worst;
 }
 
 // --weights-only: every linear from its weight alone, for architectures QuantScope does not run.
@@ -256,11 +244,12 @@ void runWeightsOnlyQuantize(const QuantizeOptions& o) {
     const pipeline::ExportRequest request{o.path, o.out, std::string(encoder.name()), o.overwrite, settings};
     const auto report = pipeline::exportWeightsOnly(request, checkpoint, method, o.seed, bar.callback(), cancel);
     bar.finish(true);
-    const auto [worst, where] = largestWeightError(report);
+    const auto worst = std::max_element(report.linears.begin(), report.linears.end(),
+                                        [](const auto& a, const auto& b) { return a.weightError < b.weightError; });
     std::cout << "wrote " << report.written.string() << " (" << encoder.name() << ", " << method.label() << ": "
               << report.linears.size() << " linears at " << report.bitsPerWeight << " bits per weight";
     if (!report.keptDense.empty()) std::cout << "; " << report.keptDense.size() << " routers / tower linears kept dense";
-    std::cout << ")\nweight error ||W - Q|| / ||W||: largest " << worst << " (" << where << ")\n"
+    std::cout << ")\nweight error ||W - Q|| / ||W||: largest " << worst->weightError << " (" << worst->prefix << ")\n"
               << "no KL: quantized without a forward pass\n";
 }
 

@@ -1,6 +1,7 @@
 // Dense linears (F32/F16/BF16/F64 `weight`): decoded as they are, so that callers can treat every
 // linear of a partly quantized checkpoint alike.
 #include "codecs.h"
+#include "qs/io/dtype.h"
 #include "qs/io/tensor_name.h"
 #include "tensor_access.h"
 
@@ -8,14 +9,10 @@ namespace qs::formats::detail {
 
 namespace {
 
-bool isDenseFloat(io::DType t) {
-    return t == io::DType::F32 || t == io::DType::F16 || t == io::DType::BF16 || t == io::DType::F64;
-}
-
 // A rank-2 float weight that is not an embedding table. Names io does not recognise (routers,
 // experts of other architectures) count as linears: every [out, in] matrix can be decoded.
 bool isDenseLinearWeight(const io::CheckpointTensor& t) {
-    if (t.info->shape.size() != 2 || !isDenseFloat(t.info->dtype)) return false;
+    if (t.info->shape.size() != 2 || !io::isDenseFloat(t.info->dtype)) return false;
     return t.naming.role != io::TensorRole::Embedding && t.naming.role != io::TensorRole::Norm;
 }
 

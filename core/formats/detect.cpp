@@ -6,6 +6,7 @@
 
 #include "codecs.h"
 #include "qs/error.h"
+#include "qs/io/dtype.h"
 #include "qs/io/gguf_names.h"
 #include "qs/formats/linear_reader.h"
 #include "quant_config.h"
@@ -287,7 +288,7 @@ void refuseUnclaimedTensors(FormatInfo& info, const io::Checkpoint& ck) {
                                     std::string(formatName(info.format)) + " reader does not read" + because());
         const bool weight = name.ends_with(".weight") && name.size() > 7;
         const auto d = t.info->dtype;
-        const bool denseFloat = d == io::DType::F32 || d == io::DType::F16 || d == io::DType::BF16 || d == io::DType::F64;
+        const bool denseFloat = io::isDenseFloat(d);
         if (weight && !denseFloat && t.info->shape.size() == 2 && t.naming.role != io::TensorRole::Embedding &&
             t.naming.role != io::TensorRole::Norm && !any.contains(std::string_view(name).substr(0, name.size() - 7)))
             return refuse(info, "tensor '" + name + "' (" + std::string(io::dtypeName(t.info->dtype)) + ") is a weight that the " +

@@ -54,6 +54,8 @@ std::string_view dtypeName(DType t) { return entry(t).name; }
 std::size_t dtypeSize(DType t) { return entry(t).size; }
 bool isFloating(DType t) { return entry(t).floating; }
 
+bool isDenseFloat(DType t) { return t == DType::F32 || t == DType::F16 || t == DType::BF16 || t == DType::F64; }
+
 float f16ToF32(std::uint16_t bits) {
     return static_cast<float>(Eigen::half(Eigen::half_impl::raw_uint16_to_half(bits)));
 }

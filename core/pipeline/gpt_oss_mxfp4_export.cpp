@@ -21,8 +21,6 @@ bool isStackedExpert(const io::TensorInfo& t) {
     return t.shape.size() == 3 && std::regex_match(t.name, name);
 }
 
-bool isFloat(io::DType d) { return d == io::DType::BF16 || d == io::DType::F16 || d == io::DType::F32; }
-
 std::string where(const io::Checkpoint& ck, const std::string& tensor) { return ck.root().string() + ": " + tensor; }
 
 // The modules gpt-oss keeps in BF16, as its own config states them.
@@ -84,7 +82,7 @@ bool isDenseGptOss(const io::Checkpoint& checkpoint) {
     const nlohmann::json& c = checkpoint.config();
     if (!c.is_object() || c.value("model_type", "") != "gpt_oss" || c.contains("quantization_config")) return false;
     for (const auto& t : checkpoint.tensors())
-        if (isStackedExpert(*t.info) && isFloat(t.info->dtype)) return true;
+        if (isStackedExpert(*t.info) && io::isDenseFloat(t.info->dtype)) return true;
     return false;
 }
 
@@ -108,8 +106,8 @@ GptOssMxfp4Report exportGptOssMxfp4(const GptOssMxfp4Request& request, const Pro
             result.bytesAfter += view.bytes().size();
             continue;
         }
-        if (!isFloat(view.dtype()))
-            throw Error(where(source, view.name()) + ": dtype " + std::string(io::dtypeName(view.dtype())) + ", expected BF16, F16 or F32");
+        if (!io::isDenseFloat(view.dtype()))
+            throw Error(where(source, view.name()) + ": dtype " + std::string(io::dtypeName(view.dtype())) + ", expected F32, F16, BF16 or F64");
         result.tensors.push_back(writeExperts(source, view, writer, cancel));
         result.quantizedWeights += view.numel();
         result.bytesAfter += static_cast<std::uint64_t>(view.numel() / 2 + view.numel() / kBlock);

@@ -5,14 +5,13 @@
 #include <cmath>
 
 #include "qs/error.h"
+#include "qs/io/dtype.h"
 #include "qs/io/tensor_name.h"
 #include "qs/pipeline/layer_quantizer.h"
 
 namespace qs::pipeline {
 
 namespace {
-
-bool isFloat(io::DType d) { return d == io::DType::BF16 || d == io::DType::F16 || d == io::DType::F32; }
 
 // A MoE router or a shared expert's gate: "mlp.gate", "block_sparse_moe.gate", "mlp.router",
 // "mlp.shared_expert_gate" (a dense MLP's "gate_proj" is a linear like any other).
@@ -102,7 +101,7 @@ private:
     std::uint64_t seed_;
     const CancelToken& cancel_;
     std::vector<std::string> order_;
-    std::map<std::string, Linear> linears_;   // node-based: the placeholders' addresses stay put
+    std::map<std::string, Linear> linears_;   // node-based: the addresses handed to the writer stay valid
 };
 
 }  // namespace
@@ -120,7 +119,7 @@ WeightOnlySelection selectWeightOnlyLinears(const io::Checkpoint& checkpoint) {
     for (const auto& t : checkpoint.tensors()) {
         const auto& n = t.naming;
         if (n.role != io::TensorRole::Linear || n.layer < 0 || n.part != "weight" || t.info->shape.size() != 2 ||
-            !isFloat(t.info->dtype))
+            !io::isDenseFloat(t.info->dtype))
             continue;
         const std::string prefix = t.info->name.substr(0, t.info->name.size() - std::string_view(".weight").size());
         (isRouter(n.module) || isTowerTensor(t.info->name) ? s.keptDense : s.quantized).push_back(prefix);

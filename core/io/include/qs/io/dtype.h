@@ -31,6 +31,8 @@ std::optional<DType> parseDType(std::string_view name);  // the safetensors stri
 std::string_view dtypeName(DType t);
 std::size_t dtypeSize(DType t);                            // bytes per element
 bool isFloating(DType t);
+// F32, F16, BF16 or F64: what a dense checkpoint stores its weights in (FP8 is a quantized format).
+bool isDenseFloat(DType t);
 
 // Scalar conversions (bit patterns in, f32 out and back).
 float f16ToF32(std::uint16_t bits);

@@ -44,8 +44,8 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
 
 // An export that quantizes each linear as the writer reaches it, so that only one linear's codes are
 // held at a time (weight_only_quantize.h). `linears` names every linear by its full prefix
-// ("model.language_model.layers.0.self_attn.q_proj") with a placeholder the writer reads once
-// `produce(prefix)` has filled it; `release(prefix)` may then free its codes (the config and the report
+// ("model.language_model.layers.0.self_attn.q_proj") with the address of the linear the writer reads
+// once `produce(prefix)` has filled it in; `release(prefix)` may then free its codes (the config and the report
 // are made at the end from what remains: the headers, scales and measurements). `report()` gives the
 // start of quantscope_report.json then. `request.format` names the encoder. A linear the encoder
 // refuses stops the export, and nothing is left at the destination.
