@@ -24,6 +24,7 @@
 #include "serving_options.h"
 #include "sigint_cancel.h"
 #include "text_table.h"
+#include "work_dir_options.h"
 
 namespace qs::cli {
 namespace {
@@ -50,6 +51,7 @@ struct CompareOptions {
     bool allowNonFinite = false;
     ServingOptions serving;
     MixedOptions mixed;
+    WorkDirOptions work;
 };
 
 std::string fixed(double v, int digits) {
@@ -170,6 +172,7 @@ void runCompare(const CompareOptions& o) {
     plan.backend = chooseBackend(o.device);   // after the checks of the input, whose errors stay one line
     plan.perGroupKl = perGroupKl;
     const pipeline::JobPlan measuredPlan = o.mixed.targetBpw ? plan : pipeline::JobPlan{};
+    applyWorkDirOptions(o.work, plan);   // the measurement's run only: the frontier's quantization keeps no state
 
     pipeline::Job job(std::move(plan));
     std::unique_ptr<std::ofstream> log;
@@ -190,6 +193,7 @@ void runCompare(const CompareOptions& o) {
         if (!out) throw Error(o.json + ": cannot write the JSON report");
         out << json.dump(2) << '\n';
     }
+    discardWorkDir(o.work);
 }
 
 }  // namespace
@@ -221,6 +225,7 @@ void registerCompare(CLI::App& app) {
     cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
     cmd->add_flag("--allow-nonfinite", options->allowNonFinite, "Use linears whose weights are NaN or Inf instead of refusing them");
     addServingOptions(*cmd, options->serving);
+    addWorkDirOptions(*cmd, options->work);
     addMixedOptions(*cmd, options->mixed);   // --target-bpw: the candidates are --methods
     cmd->callback([options] { runCompare(*options); });
 }

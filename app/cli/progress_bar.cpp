@@ -44,6 +44,11 @@ void ProgressBar::update(const qs::Progress& progress) {
     std::lock_guard lock(mutex_);
     if (finished_) return;
     last_ = progress;
+    if (progress.stage == "resume") {   // where a resumed run picks up: said once, on its own line
+        std::fprintf(stream_, "%s%s: %s\n", terminal_ && drawn_ ? "\r\033[K" : "", label_.c_str(), progress.message.c_str());
+        std::fflush(stream_);
+        return;
+    }
     if (elapsedSeconds() < kQuietSeconds) return;
     if (terminal_) {
         drawInPlace(progress);

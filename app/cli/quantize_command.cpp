@@ -27,6 +27,7 @@
 #include "progress_bar.h"
 #include "serving_options.h"
 #include "sigint_cancel.h"
+#include "work_dir_options.h"
 
 namespace qs::cli {
 namespace {
@@ -56,6 +57,7 @@ struct QuantizeOptions {
     std::string eval;
     int evalSamples = 32;
     bool weightsOnly = false;
+    WorkDirOptions work;
 };
 
 // A GGUF method, --format gguf and a .gguf destination each imply the GGUF file.
@@ -264,7 +266,11 @@ void requireForwardPass(const io::Checkpoint& checkpoint, const pipeline::Method
 }
 
 void runQuantize(const QuantizeOptions& o) {
-    if (pipeline::isDenseGptOss(io::Checkpoint::open(o.path))) return runGptOssQuantize(o);
+    const bool gptOss = pipeline::isDenseGptOss(io::Checkpoint::open(o.path));
+    if (o.work.any() && (gptOss || o.weightsOnly || o.mixed.any()))
+        throw Error("--work-dir and --resume keep the layers of one method quantized with the model's forward pass "
+                    "(not of --weights-only, gpt-oss's MXFP4 round trip or a mix of methods)");
+    if (gptOss) return runGptOssQuantize(o);
     if (o.weightsOnly) return runWeightsOnlyQuantize(o);
     if (o.mixed.any()) return runMixedQuantize(o);
     if (o.method.empty()) throw Error("--method is required (or --target-bpw with --candidates)");
@@ -307,18 +313,21 @@ void runQuantize(const QuantizeOptions& o) {
     qs::CancelToken cancel;
     const SigintCancel sigint(cancel);
     ProgressBar bar("quantize");
+    applyWorkDirOptions(o.work, built.plan);
     pipeline::Job job(std::move(built.plan));
     const pipeline::JobResult result = job.run(bar.callback(), cancel, {}, o.force);
     const auto& methodResult = result.methods.front();
     if (!methodResult.error.empty()) throw Error(method.label() + ": " + methodResult.error);
     if (gguf) {
         const std::string written = writeGgufOutputs(o, checkpoint, methodResult, job.plan(), calibrationPath, bar, cancel);
+        discardWorkDir(o.work);
         bar.finish(true);
         std::cout << "wrote " << written << " (gguf, " << method.label() << ", " << methodResult.bitsPerWeight << " bits per linear weight)\n";
         return;
     }
     const pipeline::ExportRequest request{o.path, o.out, std::string(encoder->name()), o.overwrite, settings};
     const auto written = pipeline::exportCheckpoint(request, methodResult, bar.callback(), cancel);
+    discardWorkDir(o.work);
     bar.finish(true);
     std::cout << "wrote " << written.string() << " (" << encoder->name() << ", " << method.label() << ")\n";
 }
@@ -362,6 +371,7 @@ void registerQuantize(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::IsMember({"all", "routed"}));
     addServingOptions(*cmd, options->serving);
+    addWorkDirOptions(*cmd, options->work);
     addMixedOptions(*cmd, options->mixed);
     cmd->add_option("--candidates", options->candidates, "The methods --target-bpw chooses among (the default export, ct-mixed, holds all of them)")
         ->capture_default_str();

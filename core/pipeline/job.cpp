@@ -10,7 +10,9 @@
 #include "qs/model/checkpoint_weights.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/compact_linear.h"
+#include "qs/pipeline/job_report.h"
 #include "qs/pipeline/model_checkpoint.h"
+#include "qs/pipeline/work_folder.h"
 #include "gguf_method.h"
 #include "hidden_states.h"
 #include "kl_scoring.h"
@@ -150,12 +152,18 @@ public:
                                 "(export the model as an F16/F32 GGUF, or choose a safetensors method)");
         if (config_.isMoe() && !plan_.mixed.empty())
             throw Error(checkpoint_.configSource().string() + ": a mix of methods does not handle MoE experts yet");
+        if (!plan_.workDir.empty())
+            work_.emplace(plan_.resume ? WorkFolder::resume(plan_.workDir, planIdentity(plan_))
+                                       : WorkFolder::start(plan_.workDir, planIdentity(plan_)));
     }
 
     JobResult run() {
         const auto start = Clock::now();
         setUpStreams();
-        for (int layer = 0; layer < config_.numLayers; ++layer) processLayer(layer);
+        for (int layer = restore(); layer < config_.numLayers; ++layer) {
+            processLayer(layer);
+            save(layer);
+        }
         evaluate();
         if (plan_.perLayerKl && !plan_.evaluation.empty()) perLayerKl();
         if (plan_.perGroupKl && !plan_.evaluation.empty()) perGroupKl();
@@ -304,10 +312,7 @@ private:
                 quant::QuantizedLinear served(*linear);
                 linear.reset();
                 setServing(s.result.method, layer, module, stats, served);
-                auto compact = std::make_shared<const CompactLinear>(std::move(served));
-                s.model.overrideLinear(layer, module, model::WeightProvider([compact] { return compact->effectiveWeight(); }));
-                s.model.setServingQuantization(layer, module, compact->parts().input, compact->parts().cacheScale);
-                kept.emplace(module, std::move(compact));
+                kept.emplace(module, install(s, layer, module, std::make_shared<const CompactLinear>(std::move(served))));
             }
         } catch (const Cancelled&) {
             throw;
@@ -330,6 +335,99 @@ private:
         s.kept.push_back(std::move(kept));
         if (s.ownCalibration) runLayerAll(s.model, layer, quantized, s.calibration, cancel_);
         runLayerAll(s.model, layer, quantized, s.evaluation, cancel_);
+    }
+
+    // The stream's model runs `module` of `layer` from the finished linear from now on.
+    static std::shared_ptr<const CompactLinear> install(MethodStream& s, int layer, const std::string& module,
+                                                        std::shared_ptr<const CompactLinear> compact) {
+        s.model.overrideLinear(layer, module, model::WeightProvider([compact] { return compact->effectiveWeight(); }));
+        s.model.setServingQuantization(layer, module, compact->parts().input, compact->parts().cacheScale);
+        return compact;
+    }
+
+    // The hidden states that travel to the next layer, by name (the work folder's snapshot).
+    std::map<std::string, Hidden*> travelling() {
+        std::map<std::string, Hidden*> out{{"calibration", &calibration_}, {"evaluation", &evaluation_}, {"kv_evaluation", &kvEvaluation_}};
+        for (std::size_t m = 0; m < streams_.size(); ++m) {
+            out.emplace("s" + std::to_string(m) + ".calibration", &streams_[m].calibration);
+            out.emplace("s" + std::to_string(m) + ".evaluation", &streams_[m].evaluation);
+        }
+        return out;
+    }
+
+    // Layer `layer` finished: what a resumed run needs of it goes to the work folder.
+    void save(int layer) {
+        if (!work_) return;
+        LayerRecord record;
+        nlohmann::json streams = nlohmann::json::array();
+        for (std::size_t m = 0; m < streams_.size(); ++m) {
+            const MethodStream& s = streams_[m];
+            nlohmann::json logs = nlohmann::json::array();
+            for (const auto& log : s.result.modules)
+                if (log.layer == layer) logs.push_back(toJson(log));
+            const bool kept = s.kept.size() == std::size_t(layer) + 1;
+            if (kept)
+                for (const auto& [module, compact] : s.kept.back()) record.linears.emplace(std::to_string(m) + ":" + module, compact->unpack());
+            streams.push_back({{"error", s.result.error}, {"seconds", s.result.seconds}, {"modules", std::move(logs)}, {"kept", kept}});
+        }
+        record.facts["streams"] = std::move(streams);
+        if (kvCache_) record.facts["cache_scales"] = {cacheScales_[std::size_t(layer)].first, cacheScales_[std::size_t(layer)].second};
+        if (plan_.perLayerKl || plan_.perGroupKl) record.hidden["layer_input"] = layerInputs_[std::size_t(layer)];
+        HiddenSet after;
+        for (const auto& [name, hidden] : travelling()) after.emplace(name, *hidden);
+        work_->saveLayer(layer, record, after);
+    }
+
+    // A resumed run: the finished layers and the hidden states after them from the work folder; the
+    // first layer still to do.
+    int restore() {
+        if (!work_) return 0;
+        const int done = work_->completeLayers();
+        if (done == 0) {
+            if (plan_.resume) report("resume", 0, config_.numLayers, 0.0, "no layer in " + work_->path().string() + " was complete: starting from the first");
+            return 0;
+        }
+        if (done > config_.numLayers) throw Error(work_->path().string() + " holds more layers than the model has");
+        report("resume", done, config_.numLayers, 0.8 * done / config_.numLayers,
+               "resuming after layer " + std::to_string(done) + "/" + std::to_string(config_.numLayers) + " from " +
+                   work_->path().string());
+        for (int layer = 0; layer < done; ++layer) restoreLayer(layer, work_->loadLayer(layer));
+        HiddenSet hidden = work_->loadHidden();
+        for (auto& [name, target] : travelling()) {
+            const auto it = hidden.find(name);
+            if (it == hidden.end()) throw Error(work_->path().string() + ": the hidden states '" + name + "' are missing");
+            *target = std::move(it->second);
+        }
+        return done;
+    }
+
+    void restoreLayer(int layer, LayerRecord record) {
+        const nlohmann::json& streams = record.facts.at("streams");
+        if (streams.size() != streams_.size()) throw Error(work_->path().string() + ": layer " + std::to_string(layer) + " has another number of methods");
+        for (std::size_t m = 0; m < streams_.size(); ++m) {
+            MethodStream& s = streams_[m];
+            const nlohmann::json& facts = streams[m];
+            s.result.error = facts.at("error").get<std::string>();
+            s.result.seconds = facts.at("seconds").get<double>();
+            for (const auto& log : facts.at("modules")) {
+                s.result.modules.push_back(moduleLogFromJson(log));
+                if (log_) log_(s.result.modules.back());
+            }
+            if (!facts.at("kept").get<bool>()) continue;
+            CompactLayer kept;
+            const std::string prefix = std::to_string(m) + ":";
+            for (auto& [key, q] : record.linears)
+                if (key.starts_with(prefix)) {
+                    const std::string module = key.substr(prefix.size());
+                    kept.emplace(module, install(s, layer, module, std::make_shared<const CompactLinear>(std::move(q))));
+                }
+            s.kept.push_back(std::move(kept));
+        }
+        if (kvCache_) {
+            const auto& scales = record.facts.at("cache_scales");
+            cacheScales_.emplace_back(scales.at(0).get<float>(), scales.at(1).get<float>());
+        }
+        if (plan_.perLayerKl || plan_.perGroupKl) layerInputs_.push_back(std::move(record.hidden.at("layer_input")));
     }
 
     QuantizedLayer quantizeMixedLayer(const MixedMethods& mix, int layer, const model::LayerWeights& original,
@@ -466,6 +564,7 @@ private:
     std::vector<std::pair<float, float>> cacheScales_;  // the FP8 KV cache's (k_scale, v_scale) per layer
     Hidden kvEvaluation_;                               // the original model with its KV cache quantized
     std::optional<analysis::KlReport> cacheOnlyKl_;
+    std::optional<WorkFolder> work_;                    // the state after each layer, when the plan keeps one
 };
 
 }  // namespace

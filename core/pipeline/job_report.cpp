@@ -1,6 +1,7 @@
 #include "qs/pipeline/job_report.h"
 
 #include <cmath>
+#include <limits>
 
 namespace qs::pipeline {
 namespace {
@@ -26,6 +27,27 @@ nlohmann::json toJson(const ModuleLog& m) {
             {"samples", m.samples}, {"damp", number(m.damp)}, {"time_s", number(m.seconds)},
             {"bits_per_weight", number(m.bitsPerWeight)}, {"rss_bytes", m.residentBytes},
             {"routed_tokens", m.routedTokens >= 0 ? nlohmann::json(m.routedTokens) : nlohmann::json()}, {"starved", m.starved()}};
+}
+
+ModuleLog moduleLogFromJson(const nlohmann::json& j) {
+    const auto numberAt = [&j](const char* key) {
+        return j.at(key).is_null() ? std::numeric_limits<double>::quiet_NaN() : j.at(key).get<double>();
+    };
+    ModuleLog m;
+    m.method = j.at("method").get<std::string>();
+    m.layer = j.at("layer").get<int>();
+    m.module = j.at("module").get<std::string>();
+    m.inFeatures = j.at("in_features").get<std::int64_t>();
+    m.outFeatures = j.at("out_features").get<std::int64_t>();
+    m.outputError = numberAt("output_error");
+    m.loss = numberAt("loss");
+    m.samples = j.at("samples").get<std::int64_t>();
+    m.damp = numberAt("damp");
+    m.seconds = numberAt("time_s");
+    m.bitsPerWeight = numberAt("bits_per_weight");
+    m.residentBytes = j.at("rss_bytes").get<std::uint64_t>();
+    m.routedTokens = j.at("routed_tokens").is_null() ? -1 : j.at("routed_tokens").get<std::int64_t>();
+    return m;
 }
 
 nlohmann::json toJson(const analysis::KlReport& r) {

@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "qs/pipeline/activation_calibration.h"
 #include "qs/pipeline/backend.h"
 #include "qs/pipeline/calibration_text.h"
@@ -44,7 +46,17 @@ struct JobPlan {
     // MoE: every expert's Hessian from every calibration token (the forward pass still routes as the
     // model does), as GPTQModel and llm-compressor offer; false: from the tokens routed to it only.
     bool moeCalibrateAllExperts = true;
+    // A folder where the state after each finished layer is kept (WorkFolder); empty: none. With
+    // `resume`, the run continues from the last complete layer a killed run left there. The folder is
+    // the caller's to remove (WorkFolder::discard) once the result is delivered (exported, printed).
+    std::filesystem::path workDir;
+    bool resume = false;
 };
+
+// What a work folder records of a plan, to refuse resuming a run with another one: the checkpoint's
+// header fingerprint, every method's parameters, hashes of the token sequences, the seed and the
+// switches that change the result, and whether a GPU computes it.
+nlohmann::json planIdentity(const JobPlan& plan);
 
 using ModuleLogCallback = std::function<void(const ModuleLog&)>;
 

@@ -10,6 +10,8 @@
 namespace qs::pipeline {
 
 nlohmann::json toJson(const ModuleLog& log);
+// The inverse of toJson(ModuleLog) (null reads as NaN; a work folder's logs come back exactly).
+ModuleLog moduleLogFromJson(const nlohmann::json& j);
 nlohmann::json toJson(const analysis::KlReport& report);
 nlohmann::json toJson(const MethodResult& result);
 nlohmann::json toJson(const JobResult& result);

@@ -1,0 +1,25 @@
+#include "work_dir_options.h"
+
+#include "qs/error.h"
+#include "qs/pipeline/work_folder.h"
+
+namespace qs::cli {
+
+void addWorkDirOptions(CLI::App& cmd, WorkDirOptions& options) {
+    cmd.add_option("--work-dir", options.workDir,
+                   "Keep the run's state after each layer in this new folder, so that a killed run can --resume; "
+                   "removed when the run ends");
+    cmd.add_option("--resume", options.resume,
+                   "Continue a killed run from the last complete layer in its --work-dir (same checkpoint and settings)");
+}
+
+void applyWorkDirOptions(const WorkDirOptions& options, pipeline::JobPlan& plan) {
+    if (!options.workDir.empty() && !options.resume.empty() && options.workDir != options.resume)
+        throw Error("--work-dir " + options.workDir + " and --resume " + options.resume + " name different folders");
+    plan.workDir = options.folder();
+    plan.resume = !options.resume.empty();
+}
+
+void discardWorkDir(const WorkDirOptions& options) { pipeline::WorkFolder::discard(options.folder()); }
+
+}  // namespace qs::cli

@@ -1,0 +1,58 @@
+#pragma once
+// WorkFolder: a Job's state on disk after each finished decoder layer (`--work-dir`), so that a run
+// killed at any moment (SIGKILL, power loss, out of memory) continues from its last complete layer
+// (`--resume`) and ends with the same result, bit for bit.
+//
+// Layout: plan.json (what the run is: checkpoint headers, methods, token hashes, seed ...); one folder
+// per finished layer, layer-0003/ (the linears each method quantized, module logs, per-layer facts);
+// and the hidden states after the newest finished layer, hidden-0003/. Each folder is written
+// beside its final name and renamed into place (io::CheckpointWriter), so a folder that exists is
+// complete; the older hidden-states folder is removed only after the newer one is in place.
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "qs/matrix.h"
+#include "qs/quant/quantized_linear.h"
+
+namespace qs::pipeline {
+
+using HiddenSet = std::map<std::string, std::vector<MatrixF>>;   // named streams, one [T, hidden] matrix per sequence
+
+struct LayerRecord {
+    nlohmann::json facts = nlohmann::json::object();          // the Job's own per-layer facts (logs, errors, scales)
+    std::map<std::string, quant::QuantizedLinear> linears;    // keyed as the Job names them ("0:self_attn.q_proj")
+    HiddenSet hidden;                                         // states the Job keeps per layer (per-layer KL inputs)
+};
+
+class WorkFolder {
+public:
+    // A new run's folder: created (with its parents) when absent. Refuses a folder that holds an
+    // interrupted run (pass resume) or anything else (a folder of the user's own is never written into).
+    static WorkFolder start(const std::filesystem::path& dir, const nlohmann::json& plan);
+    // An interrupted run's folder. Refuses a folder without a run, or one whose plan differs from
+    // `plan`, naming the first difference.
+    static WorkFolder resume(const std::filesystem::path& dir, const nlohmann::json& plan);
+
+    const std::filesystem::path& path() const { return dir_; }
+    // Layers 0 .. completeLayers()-1 have their records and the hidden states after the last of them.
+    int completeLayers() const { return complete_; }
+
+    void saveLayer(int layer, const LayerRecord& record, const HiddenSet& hiddenAfter);
+    LayerRecord loadLayer(int layer) const;
+    HiddenSet loadHidden() const;   // after layer completeLayers()-1
+    // The run is finished and its result delivered: the folder goes.
+    void remove();
+    // The same for a folder named by path, when it holds a run (a folder without plan.json is left alone).
+    static void discard(const std::filesystem::path& dir);
+
+private:
+    explicit WorkFolder(std::filesystem::path dir) : dir_(std::move(dir)) {}
+    std::filesystem::path dir_;
+    int complete_ = 0;
+};
+
+}  // namespace qs::pipeline

@@ -1,0 +1,187 @@
+#include "qs/pipeline/work_folder.h"
+
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+
+#include "qs/error.h"
+#include "qs/io/checkpoint_writer.h"
+#include "qs/io/json_file.h"
+#include "qs/io/safetensors_file.h"
+#include "qs/pipeline/quantized_linear_record.h"
+
+namespace qs::pipeline {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kPlanFile = "plan.json";
+constexpr const char* kRecordFile = "record.json";
+
+fs::path numbered(const fs::path& dir, const char* stem, int layer) {
+    char name[32];
+    std::snprintf(name, sizeof name, "%s-%04d", stem, layer);
+    return dir / name;
+}
+
+// "layer-0007" -> 7 for `stem` "layer"; -1 for any other name.
+int numberOf(const fs::path& entry, std::string_view stem) {
+    const std::string name = entry.filename().string();
+    if (name.size() != stem.size() + 5 || !name.starts_with(stem) || name[stem.size()] != '-') return -1;
+    int n = 0;
+    for (char c : name.substr(stem.size() + 1)) {
+        if (c < '0' || c > '9') return -1;
+        n = n * 10 + (c - '0');
+    }
+    return n;
+}
+
+std::string shortened(const nlohmann::json& j) {
+    std::string text = j.dump();
+    return text.size() <= 80 ? text : text.substr(0, 77) + "...";
+}
+
+// The first key whose value differs, as "key: was A, now B"; empty when equal.
+std::string firstDifference(const nlohmann::json& was, const nlohmann::json& now) {
+    for (const auto& [key, value] : now.items())
+        if (!was.contains(key) || was.at(key) != value)
+            return "'" + key + "' was " + (was.contains(key) ? shortened(was.at(key)) : "absent") + ", now " + shortened(value);
+    for (const auto& [key, value] : was.items())
+        if (!now.contains(key)) return "'" + key + "' was " + shortened(value) + ", now absent";
+    return {};
+}
+
+void writeJsonAtomically(const fs::path& path, const nlohmann::json& j) {
+    const fs::path temp = path.string() + ".part";
+    {
+        std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+        out << j.dump(1) << '\n';
+        if (!out.flush()) throw Error(temp.string() + ": cannot write");
+    }
+    fs::rename(temp, path);
+}
+
+void writeTensors(io::CheckpointWriter& writer, const std::string& prefix, const std::vector<MatrixF>& matrices) {
+    for (std::size_t i = 0; i < matrices.size(); ++i) {
+        const MatrixF& m = matrices[i];
+        writer.addTensor(prefix + "." + std::to_string(i), io::DType::F32, {m.rows(), m.cols()},
+                         std::as_bytes(std::span(m.data(), std::size_t(m.size()))));
+    }
+}
+
+std::vector<MatrixF> readTensors(const io::SafetensorsFile& file, const std::string& prefix, std::size_t count) {
+    std::vector<MatrixF> out(count);
+    for (std::size_t i = 0; i < count; ++i) {
+        const io::TensorView view = file.tensor(prefix + "." + std::to_string(i));
+        if (view.dtype() != io::DType::F32 || view.shape().size() != 2)
+            throw Error(file.path().string() + ": tensor '" + view.name() + "' is not a rank-2 F32 matrix");
+        out[i].resize(view.shape()[0], view.shape()[1]);
+        std::memcpy(out[i].data(), view.bytes().data(), view.bytes().size());
+    }
+    return out;
+}
+
+nlohmann::json countsOf(const HiddenSet& hidden) {
+    nlohmann::json counts = nlohmann::json::object();
+    for (const auto& [name, matrices] : hidden) counts[name] = matrices.size();
+    return counts;
+}
+
+// A folder of tensors and a record.json, renamed into place when complete.
+io::CheckpointWriter folderWriter(const fs::path& path) {
+    io::CheckpointWriterOptions options;
+    options.maxShardBytes = UINT64_MAX;   // one file, whatever its size
+    options.overwrite = true;             // a stale folder of a layer being redone
+    return io::CheckpointWriter(path, options);
+}
+
+}  // namespace
+
+WorkFolder WorkFolder::start(const fs::path& dir, const nlohmann::json& plan) {
+    if (fs::exists(dir / kPlanFile))
+        throw Error(dir.string() + " holds an interrupted run: continue it with --resume " + dir.string() + ", or remove the folder");
+    if (fs::exists(dir) && (!fs::is_directory(dir) || !fs::is_empty(dir)))
+        throw Error(dir.string() + " exists and is not an empty folder: a work folder must be new (QuantScope deletes it when the run ends)");
+    fs::create_directories(dir);
+    writeJsonAtomically(dir / kPlanFile, plan);
+    return WorkFolder(dir);
+}
+
+WorkFolder WorkFolder::resume(const fs::path& dir, const nlohmann::json& plan) {
+    if (!fs::exists(dir / kPlanFile)) throw Error(dir.string() + " holds no interrupted run (it has no " + kPlanFile + ")");
+    const nlohmann::json was = io::readJsonFile(dir / kPlanFile);
+    if (const std::string difference = firstDifference(was, plan); !difference.empty())
+        throw Error(dir.string() + " is the work folder of another plan (" + difference +
+                    "): resume with the same checkpoint and settings, or start a new work folder");
+    WorkFolder folder(dir);
+    // The newest hidden states whose layers are all on disk; everything after them is redone.
+    int newest = -1;
+    for (const auto& entry : fs::directory_iterator(dir))
+        if (const int n = numberOf(entry.path(), "hidden"); n > newest) {
+            bool layersComplete = true;
+            for (int l = 0; l <= n && layersComplete; ++l) layersComplete = fs::exists(numbered(dir, "layer", l) / kRecordFile);
+            if (layersComplete) newest = n;
+        }
+    folder.complete_ = newest + 1;
+    for (const auto& entry : fs::directory_iterator(dir)) {
+        const std::string name = entry.path().filename().string();
+        const bool stale = name.starts_with(".tmp-") || name.starts_with(".old-") || numberOf(entry.path(), "layer") > newest ||
+                           (numberOf(entry.path(), "hidden") >= 0 && numberOf(entry.path(), "hidden") != newest);
+        if (stale) fs::remove_all(entry.path());
+    }
+    return folder;
+}
+
+void WorkFolder::saveLayer(int layer, const LayerRecord& record, const HiddenSet& hiddenAfter) {
+    {
+        io::CheckpointWriter writer = folderWriter(numbered(dir_, "layer", layer));
+        nlohmann::json headers = nlohmann::json::object();
+        const TensorSink sink = [&writer](const std::string& name, io::DType dtype, const std::vector<std::int64_t>& shape,
+                                          std::span<const std::byte> bytes) { writer.addTensor(name, dtype, shape, bytes); };
+        for (const auto& [key, q] : record.linears) headers[key] = writeQuantizedLinear(q, key, sink);
+        for (const auto& [name, matrices] : record.hidden) writeTensors(writer, "hidden." + name, matrices);
+        writer.addJsonFile(kRecordFile, {{"facts", record.facts}, {"linears", headers}, {"hidden", countsOf(record.hidden)}});
+        writer.finish();
+    }
+    {
+        io::CheckpointWriter writer = folderWriter(numbered(dir_, "hidden", layer));
+        for (const auto& [name, matrices] : hiddenAfter) writeTensors(writer, name, matrices);
+        writer.addJsonFile(kRecordFile, {{"hidden", countsOf(hiddenAfter)}});
+        writer.finish();
+    }
+    if (layer > 0) fs::remove_all(numbered(dir_, "hidden", layer - 1));
+    complete_ = layer + 1;
+}
+
+LayerRecord WorkFolder::loadLayer(int layer) const {
+    const fs::path folder = numbered(dir_, "layer", layer);
+    const nlohmann::json j = io::readJsonFile(folder / kRecordFile);
+    const io::SafetensorsFile file = io::SafetensorsFile::open(folder / "model.safetensors");
+    LayerRecord record;
+    record.facts = j.at("facts");
+    for (const auto& [key, header] : j.at("linears").items()) record.linears.emplace(key, readQuantizedLinear(header, file, key));
+    for (const auto& [name, count] : j.at("hidden").items())
+        record.hidden.emplace(name, readTensors(file, "hidden." + name, count.get<std::size_t>()));
+    return record;
+}
+
+HiddenSet WorkFolder::loadHidden() const {
+    HiddenSet hidden;
+    if (complete_ == 0) return hidden;
+    const fs::path folder = numbered(dir_, "hidden", complete_ - 1);
+    const nlohmann::json j = io::readJsonFile(folder / kRecordFile);
+    const io::SafetensorsFile file = io::SafetensorsFile::open(folder / "model.safetensors");
+    for (const auto& [name, count] : j.at("hidden").items()) hidden.emplace(name, readTensors(file, name, count.get<std::size_t>()));
+    return hidden;
+}
+
+void WorkFolder::discard(const fs::path& dir) {
+    if (!dir.empty() && fs::exists(dir / kPlanFile)) fs::remove_all(dir);
+}
+
+void WorkFolder::remove() {
+    fs::remove_all(dir_);
+    complete_ = 0;
+}
+
+}  // namespace qs::pipeline

@@ -1,0 +1,309 @@
+// Resuming a Job from its work folder: the finished layers and the hidden states on disk, and a
+// resumed run's result equal to an uninterrupted one's, bit for bit.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string>
+
+#include "qs/error.h"
+#include "qs/io/checkpoint_writer.h"
+#include "qs/pipeline/job.h"
+#include "qs/pipeline/quantized_linear_record.h"
+#include "qs/pipeline/work_folder.h"
+#include "synthetic_checkpoint.h"
+
+using namespace qs;
+using namespace qs::pipeline;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path tempDir(const std::string& name) {
+    auto dir = fs::temp_directory_path() / ("qs_work_" + name + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    return dir;
+}
+
+bool sameBits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
+
+bool sameMatrix(const MatrixF& a, const MatrixF& b) {
+    return a.rows() == b.rows() && a.cols() == b.cols() &&
+           std::memcmp(a.data(), b.data(), sizeof(float) * std::size_t(a.size())) == 0;
+}
+
+// Every field of two linears, bit for bit (NaN measurements included); the time taken only when `timed`.
+void expectSameLinear(const quant::QuantizedLinear& a, const quant::QuantizedLinear& b, const std::string& what, bool timed = true) {
+    SCOPED_TRACE(what);
+    EXPECT_EQ(a.method, b.method);
+    EXPECT_EQ(a.codeKind, b.codeKind);
+    EXPECT_EQ(a.rows, b.rows);
+    EXPECT_EQ(a.cols, b.cols);
+    EXPECT_EQ(a.bits, b.bits);
+    EXPECT_EQ(a.groupSize, b.groupSize);
+    EXPECT_EQ(a.symmetric, b.symmetric);
+    EXPECT_EQ(a.blockRows, b.blockRows);
+    EXPECT_EQ(a.blockCols, b.blockCols);
+    EXPECT_EQ(a.codes, b.codes);
+    EXPECT_TRUE(sameMatrix(a.scales, b.scales));
+    EXPECT_TRUE(sameMatrix(a.zeros, b.zeros));
+    EXPECT_EQ(a.gIdx, b.gIdx);
+    EXPECT_TRUE(sameBits(a.globalScale, b.globalScale));
+    EXPECT_EQ(a.inputScales, b.inputScales);
+    EXPECT_EQ(a.scaleCodes, b.scaleCodes);
+    EXPECT_EQ(a.scaleScales, b.scaleScales);
+    EXPECT_TRUE(sameBits(a.scaleOffset, b.scaleOffset));
+    EXPECT_EQ(a.trellis.L, b.trellis.L);
+    EXPECT_EQ(a.trellis.K, b.trellis.K);
+    EXPECT_EQ(a.trellis.groupSize, b.trellis.groupSize);
+    EXPECT_EQ(a.trellis.rotationSeed, b.trellis.rotationSeed);
+    EXPECT_EQ(a.trellis.starts, b.trellis.starts);
+    EXPECT_EQ(a.input, b.input);
+    EXPECT_TRUE(sameBits(a.cacheScale, b.cacheScale));
+    EXPECT_EQ(a.ggmlType, b.ggmlType);
+    EXPECT_EQ(a.blocks, b.blocks);
+    EXPECT_EQ(a.inputSumSquares, b.inputSumSquares);
+    EXPECT_EQ(a.inputCount, b.inputCount);
+    EXPECT_TRUE(sameBits(a.outputError, b.outputError));
+    EXPECT_TRUE(sameBits(a.gptqLoss, b.gptqLoss));
+    EXPECT_TRUE(sameBits(a.outputMse, b.outputMse));
+    EXPECT_TRUE(sameBits(a.dampPercent, b.dampPercent));
+    if (timed) {
+        EXPECT_TRUE(sameBits(a.seconds, b.seconds));
+    }
+}
+
+// A linear with every field away from its default (values that are not a real method's: the record
+// must not care).
+quant::QuantizedLinear everyFieldSet(unsigned seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> u(-3.0f, 3.0f);
+    quant::QuantizedLinear q;
+    q.method = quant::Method::Trellis;
+    q.codeKind = quant::CodeKind::Trellis;
+    q.rows = 6, q.cols = 10, q.bits = 3, q.groupSize = 5, q.symmetric = true, q.blockRows = 2, q.blockCols = 5;
+    for (int i = 0; i < 60; ++i) q.codes.push_back(std::uint8_t(rng() % 256));
+    q.scales = MatrixF::NullaryExpr(3, 2, [&] { return u(rng); });
+    q.zeros = MatrixF::NullaryExpr(3, 2, [&] { return std::round(u(rng)); });
+    q.gIdx = {1, 0, 1, 0, 1, 1, 0, 0, 1, 0};
+    q.globalScale = 0.1f + u(rng);
+    q.inputScales.assign(10, 0.0f);
+    for (auto& s : q.inputScales) s = u(rng);
+    q.scaleCodes = {1, 2, 255};
+    q.scaleScales = {0.25f, -7.5f};
+    q.scaleOffset = 0.125f;
+    q.trellis = {.L = 12, .K = 3, .groupSize = 5, .rotationSeed = 0xFEDCBA9876543210ull, .starts = {7, 4095, 0, 12}};
+    q.input = {quant::ActivationFormat::Nvfp4, 3.5f};
+    q.cacheScale = 0.0625f;
+    q.ggmlType = io::GgmlType::Q4_K;
+    q.blocks = {9, 8, 7};
+    q.inputSumSquares = {1.5f, 2.5f};
+    q.inputCount = 123456789012;
+    q.outputError = 0.1 / 3.0;   // not a short decimal: the JSON must keep every bit
+    q.gptqLoss = std::nan("");
+    q.outputMse = 1e-300;
+    q.dampPercent = 0.01;
+    q.seconds = 2.0 / 7.0;
+    return q;
+}
+
+// Writes `linears` as WorkFolder does and reads them back.
+std::map<std::string, quant::QuantizedLinear> roundTrip(const fs::path& dir, const std::map<std::string, quant::QuantizedLinear>& linears) {
+    nlohmann::json headers;
+    {
+        io::CheckpointWriter writer(dir);
+        const TensorSink sink = [&writer](const std::string& name, io::DType dtype, const std::vector<std::int64_t>& shape,
+                                          std::span<const std::byte> bytes) { writer.addTensor(name, dtype, shape, bytes); };
+        for (const auto& [key, q] : linears) headers[key] = nlohmann::json::parse(writeQuantizedLinear(q, key, sink).dump());
+        writer.finish();
+    }
+    const io::SafetensorsFile file = io::SafetensorsFile::open(dir / "model.safetensors");
+    std::map<std::string, quant::QuantizedLinear> out;
+    for (const auto& [key, header] : headers.items()) out.emplace(key, readQuantizedLinear(header, file, key));
+    return out;
+}
+
+JobPlan planFor(const fs::path& checkpoint, const std::string& methods) {
+    JobPlan plan;
+    plan.checkpoint = checkpoint;
+    plan.methods = parseMethodList(methods, 32);
+    plan.methods.front().kvCacheFp8 = true;   // the cache's scales per layer, and the cache-only stream
+    plan.calibration = test::syntheticTokens(6, 48, 96, 21);
+    plan.evaluation = test::syntheticTokens(3, 48, 96, 22);
+    plan.perLayerKl = true;
+    plan.perGroupKl = true;
+    return plan;
+}
+
+void expectSameResult(const JobResult& a, const JobResult& b) {
+    ASSERT_EQ(a.methods.size(), b.methods.size());
+    for (std::size_t m = 0; m < a.methods.size(); ++m) {
+        const MethodResult& x = a.methods[m];
+        const MethodResult& y = b.methods[m];
+        SCOPED_TRACE(x.label());
+        ASSERT_TRUE(x.error.empty()) << x.error;
+        EXPECT_EQ(x.error, y.error);
+        EXPECT_TRUE(sameBits(x.kl.meanKld.value, y.kl.meanKld.value)) << x.kl.meanKld.value << " vs " << y.kl.meanKld.value;
+        EXPECT_TRUE(sameBits(x.kl.pplQ.value, y.kl.pplQ.value));
+        EXPECT_EQ(x.kl.count, y.kl.count);
+        ASSERT_EQ(x.perLayerKl.size(), y.perLayerKl.size());
+        for (std::size_t l = 0; l < x.perLayerKl.size(); ++l) EXPECT_TRUE(sameBits(x.perLayerKl[l], y.perLayerKl[l])) << "layer " << l;
+        EXPECT_EQ(x.perGroupKl, y.perGroupKl);
+        EXPECT_TRUE(sameBits(x.bitsPerWeight, y.bitsPerWeight));
+        EXPECT_EQ(x.checkpointBytes, y.checkpointBytes);
+        ASSERT_EQ(x.modules.size(), y.modules.size());
+        for (std::size_t i = 0; i < x.modules.size(); ++i) {
+            EXPECT_EQ(x.modules[i].module, y.modules[i].module);
+            EXPECT_EQ(x.modules[i].layer, y.modules[i].layer);
+            EXPECT_TRUE(sameBits(x.modules[i].outputError, y.modules[i].outputError)) << x.modules[i].module;
+            EXPECT_TRUE(sameBits(x.modules[i].loss, y.modules[i].loss));
+            EXPECT_EQ(x.modules[i].samples, y.modules[i].samples);
+        }
+        ASSERT_EQ(x.layers.size(), y.layers.size());
+        for (std::size_t l = 0; l < x.layers.size(); ++l) {
+            ASSERT_EQ(x.layers[l].size(), y.layers[l].size());
+            for (const auto& [module, q] : x.layers[l]) {
+                ASSERT_TRUE(y.layers[l].contains(module));
+                expectSameLinear(*q, *y.layers[l].at(module), "layer " + std::to_string(l) + " " + module, false);
+            }
+        }
+    }
+    ASSERT_EQ(a.kvCacheOnlyKl.has_value(), b.kvCacheOnlyKl.has_value());
+    if (a.kvCacheOnlyKl) {
+        EXPECT_TRUE(sameBits(a.kvCacheOnlyKl->meanKld.value, b.kvCacheOnlyKl->meanKld.value));
+    }
+}
+
+}  // namespace
+
+TEST(QuantizedLinearRecord, EveryFieldComesBackBitForBit) {
+    const fs::path dir = tempDir("record");
+    std::map<std::string, quant::QuantizedLinear> linears{{"0:self_attn.q_proj", everyFieldSet(1)}, {"1:mlp.experts.3.up_proj", everyFieldSet(2)}};
+    linears.at("1:mlp.experts.3.up_proj").zeros.resize(0, 0);   // absent parts stay absent
+    linears.at("1:mlp.experts.3.up_proj").gIdx.clear();
+    const auto back = roundTrip(dir, linears);
+    ASSERT_EQ(back.size(), 2u);
+    for (const auto& [key, q] : linears) expectSameLinear(q, back.at(key), key);
+    fs::remove_all(dir);
+}
+
+TEST(QuantizedLinearRecord, AMissingPartIsRefusedNamingTheLinear) {
+    const fs::path dir = tempDir("record_missing");
+    quant::QuantizedLinear q = everyFieldSet(3);
+    nlohmann::json header;
+    {
+        io::CheckpointWriter writer(dir);
+        header = writeQuantizedLinear(q, "0:mlp.down_proj", [&writer](const std::string& name, io::DType dtype,
+                                                                      const std::vector<std::int64_t>& shape, std::span<const std::byte> bytes) {
+            if (!name.ends_with(".codes")) writer.addTensor(name, dtype, shape, bytes);
+        });
+        writer.finish();
+    }
+    const io::SafetensorsFile file = io::SafetensorsFile::open(dir / "model.safetensors");
+    try {
+        (void)readQuantizedLinear(header, file, "0:mlp.down_proj");
+        FAIL() << "a linear without its codes was read";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("'0:mlp.down_proj': its codes are missing"), std::string::npos) << e.what();
+    }
+    fs::remove_all(dir);
+}
+
+TEST(WorkFolder, ResumesFromTheNewestLayerWhoseStateIsComplete) {
+    const fs::path dir = tempDir("folder");
+    const nlohmann::json plan = {{"seed", 1}};
+    WorkFolder folder = WorkFolder::start(dir, plan);
+    LayerRecord record;
+    record.facts["note"] = "layer";
+    record.linears.emplace("0:mlp.up_proj", everyFieldSet(4));
+    const HiddenSet hidden{{"evaluation", {MatrixF::Constant(3, 4, 0.5f), MatrixF::Constant(2, 4, -1.0f)}}, {"empty", {}}};
+    folder.saveLayer(0, record, hidden);
+    folder.saveLayer(1, record, hidden);
+    EXPECT_FALSE(fs::exists(dir / "hidden-0000")) << "the older hidden states go once the newer are in place";
+    // A kill while layer 2 was being saved: its record is in place, its hidden states are not; and
+    // a writer's temporary folder is left behind.
+    fs::copy(dir / "layer-0001", dir / "layer-0002", fs::copy_options::recursive);
+    fs::create_directory(dir / ".tmp-hidden-0002-x");
+
+    const WorkFolder resumed = WorkFolder::resume(dir, plan);
+    EXPECT_EQ(resumed.completeLayers(), 2);
+    EXPECT_FALSE(fs::exists(dir / "layer-0002"));
+    EXPECT_FALSE(fs::exists(dir / ".tmp-hidden-0002-x"));
+    const HiddenSet back = resumed.loadHidden();
+    ASSERT_EQ(back.size(), 2u);
+    ASSERT_EQ(back.at("evaluation").size(), 2u);
+    EXPECT_TRUE(sameMatrix(back.at("evaluation")[1], hidden.at("evaluation")[1]));
+    EXPECT_TRUE(back.at("empty").empty());
+    const LayerRecord layer = resumed.loadLayer(1);
+    EXPECT_EQ(layer.facts, record.facts);
+    expectSameLinear(layer.linears.at("0:mlp.up_proj"), record.linears.at("0:mlp.up_proj"), "layer 1");
+    fs::remove_all(dir);
+}
+
+TEST(WorkFolder, RefusesAnotherPlanAFolderInUseAndAFolderWithoutARun) {
+    const fs::path dir = tempDir("refusals");
+    (void)WorkFolder::start(dir, {{"seed", 1}, {"methods", "gptq4"}});
+    const auto message = [](const auto& call) {
+        try {
+            call();
+        } catch (const Error& e) {
+            return std::string(e.what());
+        }
+        return std::string("no error");
+    };
+    EXPECT_NE(message([&] { (void)WorkFolder::resume(dir, {{"seed", 2}, {"methods", "gptq4"}}); }).find("'seed' was 1, now 2"),
+              std::string::npos);
+    EXPECT_NE(message([&] { (void)WorkFolder::start(dir, {{"seed", 1}}); }).find("holds an interrupted run"), std::string::npos);
+    const fs::path other = tempDir("refusals_other");
+    fs::create_directories(other / "mine");
+    EXPECT_NE(message([&] { (void)WorkFolder::start(other, {}); }).find("is not an empty folder"), std::string::npos);
+    EXPECT_NE(message([&] { (void)WorkFolder::resume(other, {}); }).find("holds no interrupted run"), std::string::npos);
+    WorkFolder::discard(other);
+    EXPECT_TRUE(fs::exists(other / "mine")) << "a folder without a run is never deleted";
+    WorkFolder::discard(dir);
+    EXPECT_FALSE(fs::exists(dir));
+    fs::remove_all(other);
+}
+
+// A run cancelled after its second layer (as a kill would leave it, minus the layer in progress),
+// resumed: the same codes, logs and KLs as a run that was never interrupted.
+TEST(WorkFolder, AResumedJobEqualsAnUninterruptedOneBitForBit) {
+    const fs::path checkpoint = tempDir("model");
+    test::SyntheticModel model;
+    model.layers = 4;
+    model.hidden = 256;   // the trellis's groups of 256
+    model.intermediate = 256;
+    model.outlierChannels = {3};
+    test::writeSyntheticCheckpoint(checkpoint, model);
+    const std::string methods = "gptq4-act,awq4,nvfp4,nf4,trellis2,q4_k_m,fp8-w8a8";
+    const JobResult reference = Job(planFor(checkpoint, methods)).run({}, CancelToken{});
+
+    const fs::path work = tempDir("work");
+    JobPlan interrupted = planFor(checkpoint, methods);
+    interrupted.workDir = work;
+    CancelToken cancel;
+    const auto stopAtLayer3 = [&cancel](const Progress& p) {
+        if (p.stage == "calibrate" && p.step == 3) cancel.cancel();
+    };
+    EXPECT_THROW((void)Job(interrupted).run(stopAtLayer3, cancel), Cancelled);
+    ASSERT_TRUE(fs::exists(work / "layer-0001"));
+    EXPECT_FALSE(fs::exists(work / "layer-0003"));
+
+    JobPlan resumed = planFor(checkpoint, methods);
+    resumed.workDir = work;
+    resumed.resume = true;
+    std::vector<std::string> stages;
+    const JobResult result = Job(resumed).run([&stages](const Progress& p) { stages.push_back(p.stage + " " + std::to_string(p.step)); },
+                                             CancelToken{});
+    EXPECT_NE(std::find(stages.begin(), stages.end(), "resume 2"), stages.end());
+    EXPECT_EQ(std::find(stages.begin(), stages.end(), "calibrate 1"), stages.end()) << "layer 1 was not redone";
+    expectSameResult(reference, result);
+
+    JobPlan otherSeed = resumed;
+    otherSeed.seed = 5;
+    EXPECT_THROW((void)Job(otherSeed).run({}, CancelToken{}), Error) << "a changed plan is refused";
+    fs::remove_all(work);
+    fs::remove_all(checkpoint);
+}
