@@ -49,6 +49,7 @@
 #include "qs/message_text.h"
 #include "qs/pipeline/bundled_resources.h"
 #include "qs/pipeline/model_checkpoint.h"
+#include "qs/pipeline/work_folder.h"
 
 namespace qs::gui {
 namespace {
@@ -205,7 +206,22 @@ bool MainWindow::startQuantizeJob() {
         return false;
     }
     moduleLog_->clear();
-    return job_->start(quantize_->settings(), path_.toStdString());
+    const QuantizeSettings settings = quantize_->settings();
+    return job_->start(settings, path_.toStdString(), chooseRunFolder(settings));
+}
+
+// The folder the run keeps its state in; when an earlier run of the same settings was interrupted
+// there, the user chooses between resuming it and starting over.
+RunFolder MainWindow::chooseRunFolder(const QuantizeSettings& settings) {
+    RunFolder folder{runFolderFor(settings, fingerprint_)};
+    const std::optional<int> done = pipeline::WorkFolder::interruptedLayers(folder.path);
+    if (!done) return folder;
+    if (*done > 0)
+        folder.resume = confirm_(tr("Resume the interrupted run?"),
+                                 tr("A run with these settings on this checkpoint stopped after finishing %n layer(s). "
+                                    "Resume it from there? (No starts over.)", nullptr, *done));
+    if (!folder.resume) pipeline::WorkFolder::discard(folder.path);
+    return folder;
 }
 
 void MainWindow::onJobFinished(const std::shared_ptr<const pipeline::JobResult>& result) {
@@ -317,7 +333,8 @@ bool MainWindow::requestOpen(const QString& path) {
 bool MainWindow::confirmDiscard(const QString& action) {
     QString loses;
     if (job_->isRunning())
-        loses = tr("%1 cancels the running quantization; what it has done so far is lost.").arg(action);
+        loses = tr("%1 cancels the running quantization (its finished layers are kept: Start with the same settings "
+                   "offers to resume them).").arg(action);
     else if (results_->result())
         loses = export_->written().isEmpty()
                     ? tr("%1 clears the Results and the Module log, which were not exported.").arg(action)

@@ -13,6 +13,7 @@
 #include "inspector_page.h"
 #include "qs/io/checkpoint_fingerprint.h"
 #include "qs/pipeline/job_result.h"
+#include "run_folder.h"
 
 class QDockWidget;
 class QMenu;
@@ -127,6 +128,7 @@ private:
     void restoreWindowState();
     // Whether the running job and the results may go; asks only when there is something to lose.
     bool confirmDiscard(const QString& action);
+    RunFolder chooseRunFolder(const QuantizeSettings& settings);
     void applyDefaultDockSizes();
     void keepTabsInView();
 

@@ -3,6 +3,7 @@
 #include <QThread>
 
 #include "qs/error.h"
+#include "qs/pipeline/work_folder.h"
 #include "qs/thread_team.h"
 
 namespace qs::gui {
@@ -15,14 +16,14 @@ QuantizeJob::~QuantizeJob() {
     thread_->wait();   // the worker posts to this object; it must be gone first
 }
 
-bool QuantizeJob::start(QuantizeSettings settings, std::filesystem::path checkpoint) {
+bool QuantizeJob::start(QuantizeSettings settings, std::filesystem::path checkpoint, RunFolder folder) {
     if (thread_) return false;
     token_ = qs::CancelToken();
     clock_.start();
-    thread_ = QThread::create([this, settings = std::move(settings), checkpoint = std::move(checkpoint), token = token_,
-                               generation = ++generation_] {
+    thread_ = QThread::create([this, settings = std::move(settings), checkpoint = std::move(checkpoint),
+                               folder = std::move(folder), token = token_, generation = ++generation_] {
         qs::sizeThreadTeamToFreeCores();   // this thread's OpenMP team, as the cores are now
-        run(settings, checkpoint, token, generation);
+        run(settings, checkpoint, folder, token, generation);
     });
     connect(thread_, &QThread::finished, this, &QuantizeJob::onThreadEnded);
     thread_->start();
@@ -37,7 +38,7 @@ void QuantizeJob::cancel() {
 
 // On the worker thread: everything it learns goes to this object's thread as a queued call, which
 // is dropped there when cancel() came first; the end is then reported as cancelled().
-void QuantizeJob::run(const QuantizeSettings& settings, const std::filesystem::path& checkpoint,
+void QuantizeJob::run(const QuantizeSettings& settings, const std::filesystem::path& checkpoint, const RunFolder& folder,
                       const qs::CancelToken& token, quint64 generation) {
     // `last`: the job's end, which becomes cancelled() when the generation has moved on.
     auto post = [this, generation](auto call, bool last = false) {
@@ -50,11 +51,15 @@ void QuantizeJob::run(const QuantizeSettings& settings, const std::filesystem::p
             Qt::QueuedConnection);
     };
     try {
-        pipeline::Job job(buildPlan(settings, checkpoint));
+        pipeline::JobPlan plan = buildPlan(settings, checkpoint);
+        plan.workDir = folder.path;
+        plan.resume = folder.resume;
+        pipeline::Job job(std::move(plan));
         token.throwIfCancelled();
         auto result = std::make_shared<const pipeline::JobResult>(job.run(
             [&](const qs::Progress& p) { post([this, p] { emit progressed(p); }); }, token,
             [&](const pipeline::ModuleLog& row) { post([this, row] { emit moduleLogged(row); }); }));
+        pipeline::WorkFolder::discard(folder.path);   // the result is in memory now
         post([this, result] { emit finished(result); }, true);
     } catch (const Cancelled&) {
         post([this] { emit cancelled(); }, true);

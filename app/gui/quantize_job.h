@@ -18,6 +18,7 @@
 #include "qs/pipeline/job_result.h"
 #include "qs/progress.h"
 #include "quantize_settings.h"
+#include "run_folder.h"
 
 class QThread;
 
@@ -32,8 +33,10 @@ public:
     explicit QuantizeJob(QObject* parent = nullptr);
     ~QuantizeJob() override;   // cancels and waits for the worker
 
-    // False (and nothing starts) while a job is still running.
-    bool start(QuantizeSettings settings, std::filesystem::path checkpoint);
+    // False (and nothing starts) while a job is still running. With a `folder`, the job keeps its
+    // state there after each layer (and resumes the run found there when asked); the folder is
+    // deleted when the job finishes, and kept when it is cancelled or fails, so that it can resume.
+    bool start(QuantizeSettings settings, std::filesystem::path checkpoint, RunFolder folder = {});
     void cancel();
     bool isRunning() const { return thread_ != nullptr; }
     double elapsedSeconds() const { return clock_.isValid() ? clock_.elapsed() / 1000.0 : 0.0; }
@@ -47,8 +50,8 @@ signals:
     void cancelled();
 
 private:
-    void run(const QuantizeSettings& settings, const std::filesystem::path& checkpoint, const qs::CancelToken& token,
-             quint64 generation);
+    void run(const QuantizeSettings& settings, const std::filesystem::path& checkpoint, const RunFolder& folder,
+             const qs::CancelToken& token, quint64 generation);
     void onThreadEnded();
 
     QThread* thread_ = nullptr;

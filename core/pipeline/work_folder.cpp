@@ -95,7 +95,24 @@ io::CheckpointWriter folderWriter(const fs::path& path) {
     return io::CheckpointWriter(path, options);
 }
 
+// The newest layer whose hidden states and every record up to it are on disk; -1 for none.
+int newestCompleteLayer(const fs::path& dir) {
+    int newest = -1;
+    for (const auto& entry : fs::directory_iterator(dir))
+        if (const int n = numberOf(entry.path(), "hidden"); n > newest && fs::exists(entry.path() / kRecordFile)) {
+            bool layersComplete = true;
+            for (int l = 0; l <= n && layersComplete; ++l) layersComplete = fs::exists(numbered(dir, "layer", l) / kRecordFile);
+            if (layersComplete) newest = n;
+        }
+    return newest;
+}
+
 }  // namespace
+
+std::optional<int> WorkFolder::interruptedLayers(const fs::path& dir) {
+    if (!fs::exists(dir / kPlanFile)) return std::nullopt;
+    return newestCompleteLayer(dir) + 1;
+}
 
 WorkFolder WorkFolder::start(const fs::path& dir, const nlohmann::json& plan) {
     if (fs::exists(dir / kPlanFile))
@@ -114,14 +131,7 @@ WorkFolder WorkFolder::resume(const fs::path& dir, const nlohmann::json& plan) {
         throw Error(dir.string() + " is the work folder of another plan (" + difference +
                     "): resume with the same checkpoint and settings, or start a new work folder");
     WorkFolder folder(dir);
-    // The newest hidden states whose layers are all on disk; everything after them is redone.
-    int newest = -1;
-    for (const auto& entry : fs::directory_iterator(dir))
-        if (const int n = numberOf(entry.path(), "hidden"); n > newest) {
-            bool layersComplete = true;
-            for (int l = 0; l <= n && layersComplete; ++l) layersComplete = fs::exists(numbered(dir, "layer", l) / kRecordFile);
-            if (layersComplete) newest = n;
-        }
+    const int newest = newestCompleteLayer(dir);   // everything after it is redone
     folder.complete_ = newest + 1;
     for (const auto& entry : fs::directory_iterator(dir)) {
         const std::string name = entry.path().filename().string();

@@ -7,6 +7,9 @@
 #include <QStatusBar>
 #include <QTemporaryDir>
 
+#include "qs/io/checkpoint.h"
+#include "qs/pipeline/work_folder.h"
+
 #include "checkpoint_file_dialog.h"
 #include "export_panel.h"
 #include "main_window.h"
@@ -15,6 +18,7 @@
 #include "qt_test_support.h"
 #include "recent_files.h"
 #include "results_page.h"
+#include "run_folder.h"
 
 namespace qs::gui::test {
 namespace {
@@ -106,6 +110,55 @@ TEST_F(NothingLostTest, AnExportIntoAMissingFolderSaysWhatItWroteAndOpensForInsp
     EXPECT_TRUE(window.statusBar()->currentMessage().startsWith(QStringLiteral("Opened %1:").arg(destination)))
         << window.statusBar()->currentMessage().toStdString();
     EXPECT_EQ(RecentFiles().paths().value(0), destination);
+}
+
+// A run that died after its first layer (made here by the pipeline itself, stopped where a kill
+// would have left it): Start offers to resume it, and the resumed run's result is the uninterrupted one's.
+TEST_F(NothingLostTest, AnInterruptedRunIsOfferedForResumeAndEndsAsIfNeverInterrupted) {
+    ASSERT_TRUE(window.quantizePanel()->selectMethods({"gptq4", "nvfp4"}));
+    ASSERT_TRUE(window.startQuantizeJob());
+    ASSERT_TRUE(waitForJob());
+    ASSERT_TRUE(window.resultsPage()->result());
+    const auto uninterrupted = window.resultsPage()->result();
+    EXPECT_TRUE(questions.isEmpty()) << "a finished run leaves nothing to resume";
+
+    const QuantizeSettings settings = window.quantizePanel()->settings();
+    const auto folder = runFolderFor(settings, io::fingerprintOf(io::Checkpoint::open(kDemo.toStdString())));
+    const auto interrupt = [&] {
+        pipeline::JobPlan plan = buildPlan(settings, kDemo.toStdString());
+        plan.workDir = folder;
+        CancelToken stop;
+        const auto afterLayer1 = [&stop](const Progress& p) {
+            if (p.stage == "calibrate" && p.step == 2) stop.cancel();
+        };
+        EXPECT_THROW((void)pipeline::Job(std::move(plan)).run(afterLayer1, stop), Cancelled);
+        ASSERT_EQ(pipeline::WorkFolder::interruptedLayers(folder), 1);
+    };
+    interrupt();
+    answer = true;   // resume
+    ASSERT_TRUE(window.startQuantizeJob());
+    ASSERT_TRUE(waitForJob());
+    ASSERT_EQ(questions.size(), 1);
+    EXPECT_TRUE(questions.back().contains(QStringLiteral("stopped after finishing 1 layer"))) << questions.back().toStdString();
+    const auto resumed = window.resultsPage()->result();
+    ASSERT_TRUE(resumed);
+    ASSERT_NE(resumed, uninterrupted);
+    ASSERT_EQ(resumed->methods.size(), 2u);
+    for (std::size_t m = 0; m < 2; ++m) {
+        EXPECT_EQ(resumed->methods[m].kl.meanKld.value, uninterrupted->methods[m].kl.meanKld.value);
+        EXPECT_EQ(resumed->methods[m].layers.size(), 2u);
+        EXPECT_EQ(resumed->methods[m].layers[0].at("mlp.down_proj")->codes, uninterrupted->methods[m].layers[0].at("mlp.down_proj")->codes);
+    }
+    EXPECT_FALSE(std::filesystem::exists(folder)) << "a finished run's folder is deleted";
+
+    interrupt();
+    answer = false;   // start over: the old state goes, and the run still ends as it should
+    ASSERT_TRUE(window.startQuantizeJob());
+    ASSERT_TRUE(waitForJob());
+    ASSERT_EQ(questions.size(), 2);
+    ASSERT_TRUE(window.resultsPage()->result());
+    EXPECT_EQ(window.resultsPage()->result()->methods[0].kl.meanKld.value, uninterrupted->methods[0].kl.meanKld.value);
+    EXPECT_FALSE(std::filesystem::exists(folder));
 }
 
 TEST_F(NothingLostTest, FileOpenAcceptsACheckpointFolder) {

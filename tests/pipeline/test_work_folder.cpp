@@ -227,6 +227,8 @@ TEST(WorkFolder, ResumesFromTheNewestLayerWhoseStateIsComplete) {
     fs::copy(dir / "layer-0001", dir / "layer-0002", fs::copy_options::recursive);
     fs::create_directory(dir / ".tmp-hidden-0002-x");
 
+    EXPECT_EQ(WorkFolder::interruptedLayers(dir), 2);
+    EXPECT_EQ(WorkFolder::interruptedLayers(dir / "layer-0000"), std::nullopt) << "a folder without a run";
     const WorkFolder resumed = WorkFolder::resume(dir, plan);
     EXPECT_EQ(resumed.completeLayers(), 2);
     EXPECT_FALSE(fs::exists(dir / "layer-0002"));

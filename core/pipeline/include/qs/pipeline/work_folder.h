@@ -10,6 +10,7 @@
 // complete; the older hidden-states folder is removed only after the newer one is in place.
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ public:
     void remove();
     // The same for a folder named by path, when it holds a run (a folder without plan.json is left alone).
     static void discard(const std::filesystem::path& dir);
+    // When `dir` holds an interrupted run: how many of its layers are complete (0 when none is); else
+    // nothing. Reads only.
+    static std::optional<int> interruptedLayers(const std::filesystem::path& dir);
 
 private:
     explicit WorkFolder(std::filesystem::path dir) : dir_(std::move(dir)) {}
