@@ -98,8 +98,9 @@ void MixedAllocationMap::paintEvent(QPaintEvent*) {
     for (std::size_t l = 0; l < cells_.size(); l += std::size_t(every))
         p.drawText(QRectF(grid.left() + cw * double(l), grid.bottom() + 2, cw * every, rowHeightText), Qt::AlignLeft | Qt::AlignTop,
                    QString::number(l));
-    // The legend: a swatch and a name per method, then dense.
-    int x = grid.left();
+    // The legend: a swatch and a name per method, then dense; from the left edge, under the labels
+    // too, so that five candidates and dense fit a laptop's narrow column.
+    int x = kMargin;
     const int y = height() - legendHeight + kMargin;
     const auto entry = [&](const QColor& color, const QString& name) {
         p.fillRect(QRect(x, y + (rowHeightText - kSwatch) / 2, kSwatch, kSwatch), color);

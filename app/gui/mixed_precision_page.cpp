@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include <QComboBox>
-#include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -59,18 +58,21 @@ MixedPrecisionPage::MixedPrecisionPage(QWidget* parent)
     rules_->setHorizontalHeaderLabels({tr("Linears (regex)"), tr("Method")});
     rules_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
     rules_->verticalHeader()->hide();
-    rules_->setMaximumHeight(84);
     rules_->setToolTip(tr("Applied before the allocation: the linears whose name (model.layers.N.mlp.down_proj) the regex "
                           "finds get the method, or stay dense when the method is \"dense\""));
     auto* addRule = new QPushButton(tr("Add rule"), this);
     auto* removeRule = new QPushButton(tr("Remove rule"), this);
-    rulesProblem_->setWordWrap(false);
+    addRule->setObjectName(QStringLiteral("addRule"));
+    removeRule->setObjectName(QStringLiteral("removeRule"));
+    measureButton_->setObjectName(QStringLiteral("measure"));
+    quantizeButton_->setObjectName(QStringLiteral("quantizeAllocation"));
+    candidates_->setObjectName(QStringLiteral("candidates"));
+    sensitivity_->setObjectName(QStringLiteral("sensitivity"));
     status_->setWordWrap(true);
     rulesProblem_->setStyleSheet(QStringLiteral("color: #b00020"));
     progress_->setRange(0, 1000);
     progress_->setVisible(false);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    map_->setMaximumHeight(300);   // seven rows: taller only stretches the cells, the plot needs the room
     slider_->setEnabled(false);
     slider_->setToolTip(tr("The budget: moves along the frontier, one allocation per step"));
     quantizeButton_->setEnabled(false);
@@ -109,59 +111,61 @@ MixedPrecisionPage::MixedPrecisionPage(QWidget* parent)
             .arg(QString::fromStdString(pipeline::allocationSummary(*table_, *it)));
     });
 
-    auto* form = new QFormLayout;
-    form->addRow(tr("Candidates"), candidates_);
-    form->addRow(tr("Sensitivity"), sensitivity_);
+    // Two columns, for a laptop's 1366x768 where the tab gets about 570x440 pixels beside the docks:
+    // the inputs, the rules, the run and the budget down a narrow left column; the plot over the
+    // heat map on the right, split to taste. Everything fits without scrolling at that size.
+    sensitivity_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    sensitivity_->setMinimumContentsLength(12);   // the long names elide; the list shows them whole
+    for (int i = 0; i < sensitivity_->count(); ++i) sensitivity_->setItemData(i, sensitivity_->itemText(i), Qt::ToolTipRole);
+    const int ruleRow = rules_->verticalHeader()->defaultSectionSize();
+    rules_->setMinimumHeight(2 * ruleRow + rules_->horizontalHeader()->sizeHint().height() + 2 * rules_->frameWidth());
+    rules_->setMaximumHeight(4 * ruleRow + rules_->horizontalHeader()->sizeHint().height() + 2 * rules_->frameWidth());
+    rulesProblem_->setWordWrap(true);
+    pointLabel_->setWordWrap(true);
     auto* ruleButtons = new QHBoxLayout;
     ruleButtons->addWidget(addRule);
     ruleButtons->addWidget(removeRule);
-    ruleButtons->addWidget(rulesProblem_, 1);
     auto* runRow = new QHBoxLayout;
     runRow->addWidget(measureButton_);
     runRow->addWidget(quantizeButton_);
-    runRow->addWidget(progress_, 1);
     auto* sliderRow = new QHBoxLayout;
     sliderRow->addWidget(new QLabel(tr("Budget"), this));
     sliderRow->addWidget(slider_, 1);
-    // The inputs and the run on the left, the rules on the right: side by side, the page fits a
-    // laptop's height with room for the plot and the map.
     auto* controls = new QWidget(this);
-    auto* top = new QHBoxLayout(controls);
-    top->setContentsMargins(0, 0, 0, 0);
-    auto* left = new QVBoxLayout;
-    left->addLayout(form);
+    auto* left = new QVBoxLayout(controls);
+    left->setContentsMargins(0, 0, 0, 0);
+    left->addWidget(new QLabel(tr("Candidates"), this));
+    left->addWidget(candidates_);
+    left->addWidget(new QLabel(tr("Sensitivity"), this));
+    left->addWidget(sensitivity_);
+    left->addWidget(new QLabel(tr("Rules"), this));
+    left->addWidget(rules_);
+    left->addLayout(ruleButtons);
+    left->addWidget(rulesProblem_);
     left->addLayout(runRow);
+    left->addWidget(progress_);
+    left->addLayout(sliderRow);
+    left->addWidget(pointLabel_);
     left->addWidget(status_);
     left->addStretch(1);
-    auto* right = new QVBoxLayout;
-    right->addWidget(rules_);
-    right->addLayout(ruleButtons);
-    top->addLayout(left, 1);
-    top->addLayout(right, 1);
-    auto* bottom = new QWidget(this);
-    auto* bottomLayout = new QVBoxLayout(bottom);
-    bottomLayout->setContentsMargins(0, 0, 0, 0);
-    bottomLayout->addLayout(sliderRow);
-    bottomLayout->addWidget(pointLabel_);
-    bottomLayout->addWidget(map_, 1);
-    bottomLayout->addStretch(1);   // the room the capped map leaves goes below it, not between the label and the map
-    pointLabel_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
-    auto* splitter = new QSplitter(Qt::Vertical, this);
-    splitter->addWidget(plot_);
-    splitter->addWidget(bottom);
-    splitter->setStretchFactor(0, 3);
-    splitter->setStretchFactor(1, 2);
-    // In a scroll area: on a laptop the tab takes what the window can spare and scrolls the rest,
-    // rather than squeezing the docks around it (the module log keeps its rows).
-    auto* content = new QWidget(this);
-    auto* contentLayout = new QVBoxLayout(content);
-    contentLayout->setContentsMargins(0, 0, 0, 0);
-    contentLayout->addWidget(controls);
-    contentLayout->addWidget(splitter, 1);
+    auto* right = new QSplitter(Qt::Vertical, this);
+    right->addWidget(plot_);
+    right->addWidget(map_);
+    right->setStretchFactor(0, 3);
+    right->setStretchFactor(1, 2);
+    right->setChildrenCollapsible(false);
+    auto* columns = new QSplitter(Qt::Horizontal, this);
+    columns->addWidget(controls);
+    columns->addWidget(right);
+    columns->setStretchFactor(0, 0);
+    columns->setStretchFactor(1, 1);
+    columns->setChildrenCollapsible(false);
+    // In a scroll area only for a window smaller than a laptop's: there the tab scrolls rather than
+    // squeezing the docks around it.
     auto* scroll = new QScrollArea(this);
     scroll->setWidgetResizable(true);
     scroll->setFrameShape(QFrame::NoFrame);
-    scroll->setWidget(content);
+    scroll->setWidget(columns);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(scroll);
