@@ -209,6 +209,7 @@ void MixedPrecisionPage::setCheckpoint(CheckpointPtr checkpoint) {
     frontier_.clear();
     measured_.clear();
     measuredPlan_.reset();
+    allocations_.reset();
     map_->clear();
     slider_->setEnabled(false);
     quantizeButton_->setEnabled(false);
@@ -344,6 +345,7 @@ void MixedPrecisionPage::setTable(pipeline::SensitivityTable table) {
 
 void MixedPrecisionPage::showFrontier() {
     measured_.clear();
+    allocations_.reset();
     {
         const QSignalBlocker block(slider_);
         slider_->setRange(0, int(frontier_.size()) - 1);
@@ -412,24 +414,36 @@ bool MixedPrecisionPage::quantizeAllocation() {
     }
     pipeline::JobPlan plan = *measuredPlan_;
     plan.mixed = {planner_->methods(*a, tr("mixed %1 bpw").arg(a->bitsPerWeight, 0, 'f', 2).toStdString())};
+    plan.perLayerKl = true;   // the Results page plots every method's KL per layer, a mix's too
     const ProgressCallback progress = progressCallback();
     setStatus(tr("Quantizing the allocation at %1 bits per weight…").arg(a->bitsPerWeight, 0, 'f', 3));
     runner_.start(
         [plan, progress](const CancelToken& token) {
-            const pipeline::JobResult r = pipeline::Job(plan).run(progress, token);
-            const pipeline::MethodResult& m = r.methods.front();
+            auto r = std::make_shared<pipeline::JobResult>(pipeline::Job(plan).run(progress, token));
+            const pipeline::MethodResult& m = r->methods.front();
             if (!m.error.empty()) throw Error(m.label() + ": " + m.error);
-            return MeasuredPoint{m.bitsPerWeight, 0.0, m.kl.meanKld.value};
+            return std::shared_ptr<const pipeline::JobResult>(std::move(r));
         },
-        [this, predicted = a->predictedKl](MeasuredPoint p) {
-            p.predictedKl = predicted;
-            measured_.push_back(p);
-            setStatus(tr("Quantized: %1 bits per weight, measured KL %2 against the predicted %3.")
+        [this, predicted = a->predictedKl](std::shared_ptr<const pipeline::JobResult> r) {
+            const pipeline::MethodResult& m = r->methods.front();
+            measured_.push_back({m.bitsPerWeight, predicted, m.kl.meanKld.value});
+            const MeasuredPoint& p = measured_.back();
+            // The allocations of one measurement share its evaluation text: one result, one row each.
+            if (allocations_) {
+                auto all = std::make_shared<pipeline::JobResult>(*allocations_);
+                all->methods.push_back(m);
+                all->seconds += r->seconds;
+                r = std::move(all);
+            }
+            allocations_ = r;
+            setStatus(tr("Quantized: %1 bits per weight, measured KL %2 against the predicted %3; in Results and Export as \"%4\".")
                           .arg(p.bitsPerWeight, 0, 'f', 3)
                           .arg(kl(p.measuredKl))
-                          .arg(kl(p.predictedKl)));
+                          .arg(kl(p.predictedKl))
+                          .arg(QString::fromStdString(m.label())));
             drawPlot();
             emit allocationMeasured();
+            emit allocationsQuantized(allocations_);
         },
         [this](const QString& message) { setStatus(message, true); });
     return true;

@@ -4,7 +4,8 @@
 // measurement pass on a worker (progress, cancel); then the allocator's frontier (predicted KL against
 // bits per weight) beside the candidates' measured uniform points, and a budget slider that moves along
 // the frontier and shows the allocation on the layer heat map. "Quantize allocation" quantizes the
-// slider's allocation and adds its measured KL to the plot beside the predicted one.
+// slider's allocation and adds its measured KL to the plot beside the predicted one; the main window
+// shows it in Results and offers it to Export like a Quantize job's methods.
 #include <memory>
 #include <optional>
 #include <string>
@@ -70,6 +71,9 @@ public:
     std::optional<pipeline::MixedAllocation> currentAllocation() const;
     const pipeline::MixedPrecisionPlanner* planner() const { return planner_.get(); }
     const std::vector<MeasuredPoint>& measuredPoints() const { return measured_; }
+    // Every allocation quantized since the measurement, a method each (label "mixed 4.31 bpw"), as the
+    // Results page and the Export panel take a job's result; null before the first.
+    const std::shared_ptr<const pipeline::JobResult>& allocations() const { return allocations_; }
     QString status() const;
 
     QSlider* budgetSlider() const { return slider_; }
@@ -80,6 +84,8 @@ public:
 signals:
     void measurementFinished();
     void allocationMeasured();
+    // After allocationMeasured: allocations() with the new one last.
+    void allocationsQuantized(const std::shared_ptr<const pipeline::JobResult>& result);
 
 private:
     struct Inputs {
@@ -104,6 +110,7 @@ private:
     std::vector<pipeline::MixedAllocation> frontier_;
     std::optional<pipeline::JobPlan> measuredPlan_;       // the texts the measurement used, for quantizing an allocation
     std::vector<MeasuredPoint> measured_;
+    std::shared_ptr<const pipeline::JobResult> allocations_;
 
     QLineEdit* candidates_;
     QComboBox* sensitivity_;
