@@ -273,6 +273,7 @@ void ExportPanel::startExport() {
     request.source = source_.toStdString();
     request.destination = destination_->text().trimmed().toStdString();
     request.format = formatName().toStdString();
+    if (settings_) request.settings = settings_(*m);
     fraction_->store(0.0);
     progressTimer_.start();
     runner_.start(

@@ -5,10 +5,12 @@
 // it cannot carry the mix), who loads it and the estimated size; refuses a destination in the source folder;
 // reports progress; and offers to open what it wrote.
 #include <atomic>
+#include <functional>
 #include <memory>
 
 #include <QTimer>
 #include <QWidget>
+#include <nlohmann/json.hpp>
 
 #include "job_runner.h"
 #include "qs/io/checkpoint_fingerprint.h"
@@ -40,6 +42,10 @@ public:
     void setDestination(const QString& folder);
     bool selectMethod(const QString& label);        // a method's label, as in the results table
     bool selectFormat(const QString& name);         // an encoder's name ("ct-mixed", "gptq"), among those listed
+    // The settings an export of a method's result records in quantscope_report.json (the Bit budget
+    // tab's allocations record theirs); none by default.
+    using SettingsProvider = std::function<nlohmann::json(const pipeline::MethodResult&)>;
+    void setSettingsProvider(SettingsProvider provider) { settings_ = std::move(provider); }
 
     QString formatName() const;
     QString formatText() const;      // the encoder's description
@@ -71,6 +77,7 @@ private:
     io::CheckpointFingerprint sourceFingerprint_;
     JobResultPtr result_;
     QString written_;
+    SettingsProvider settings_;
     QString refusal_;   // the core's reason the chosen format cannot hold the chosen result
     JobRunner runner_;
     std::shared_ptr<std::atomic<double>> fraction_ = std::make_shared<std::atomic<double>>(0.0);

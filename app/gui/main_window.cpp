@@ -130,6 +130,9 @@ void MainWindow::createPages() {
     connect(overview_, &OverviewPage::tensorActivated, this, &MainWindow::selectTensor);
     connect(results_, &ResultsPage::layerActivated, this, [this](int layer) { selectLayer(layer); });
     connect(results_, &ResultsPage::linearActivated, this, &MainWindow::selectLayer);
+    export_->setSettingsProvider([this](const pipeline::MethodResult& m) {
+        return m.mixed ? mixed_->exportSettings(m.label()) : nlohmann::json::object();
+    });
     // The allocation stays in view on its plot; Results and Export gain it beside.
     connect(mixed_, &MixedPrecisionPage::allocationsQuantized, this, [this](const std::shared_ptr<const pipeline::JobResult>& result) {
         if (showResult(result))

@@ -210,6 +210,7 @@ void MixedPrecisionPage::setCheckpoint(CheckpointPtr checkpoint) {
     measured_.clear();
     measuredPlan_.reset();
     allocations_.reset();
+    exportSettings_.clear();
     map_->clear();
     slider_->setEnabled(false);
     quantizeButton_->setEnabled(false);
@@ -257,7 +258,10 @@ std::optional<MixedPrecisionPage::Inputs> MixedPrecisionPage::validatedInputs(QS
             if (regex.isEmpty() && method.isEmpty()) continue;
             if (regex.isEmpty()) throw Error(tr("rule %1: the regex is empty").arg(r + 1).toStdString());
             if (method.compare(QStringLiteral("dense"), Qt::CaseInsensitive) == 0) in.rules.ignore.push_back(regex.toStdString());
-            else in.rules.overrides.push_back(pipeline::parseOverride((regex + QLatin1Char('=') + method).toStdString(), kGroupSize));
+            else {
+                in.overrides.push_back((regex + QLatin1Char('=') + method).toStdString());
+                in.rules.overrides.push_back(pipeline::parseOverride(in.overrides.back(), kGroupSize));
+            }
         }
         if (checkpoint_) {
             const auto config = model::ModelConfig::fromCheckpoint(*checkpoint_);
@@ -301,6 +305,7 @@ bool MixedPrecisionPage::measure() {
     // seconds, which the GUI thread must not wait for.
     struct Measured {
         pipeline::JobPlan plan;
+        std::string calibrationFile, evaluationFile;
         std::unique_ptr<pipeline::SensitivityTable> table;
         std::unique_ptr<pipeline::MixedPrecisionPlanner> planner;   // reads *table
         std::vector<pipeline::MixedAllocation> frontier;
@@ -309,14 +314,25 @@ bool MixedPrecisionPage::measure() {
     runner_.start(
         [settings, measure, progress, rules = inputs->rules, names = pipeline::namesOf(inputs->candidates)](const CancelToken& token) {
             Measured m;
-            m.plan = pipeline::buildJobPlan(settings).plan;   // reads and tokenizes the texts on the worker
+            pipeline::BuiltPlan built = pipeline::buildJobPlan(settings);   // reads and tokenizes the texts on the worker
+            m.plan = std::move(built.plan);
+            m.calibrationFile = built.calibrationFile.string();
+            m.evaluationFile = built.evaluationFile.string();
             m.table = std::make_unique<pipeline::SensitivityTable>(
                 pipeline::measureSensitivity(m.plan, settings.methods, measure, progress, token));
             m.planner = std::make_unique<pipeline::MixedPrecisionPlanner>(*m.table, rules, names);
             m.frontier = m.planner->frontier(kFrontierBudgets);
             return m;
         },
-        [this](Measured m) {
+        [this, settings, measure, inputs = *inputs](Measured m) {
+            // As quantize --target-bpw records them; each allocation adds its own (quantizeAllocation).
+            measuredSettings_ = {
+                {"group_size", kGroupSize},
+                {"seed", settings.seed},
+                {"calibration", {{"file", m.calibrationFile}, {"samples", settings.calibration.samples}, {"seq_len", settings.calibration.sequenceLength}}},
+                {"evaluation", {{"file", m.evaluationFile}, {"samples", settings.evaluation.samples}, {"seq_len", settings.evaluation.sequenceLength}}},
+                {"mixed_precision", {{"candidates", pipeline::namesOf(inputs.candidates)}, {"overrides", inputs.overrides},
+                                     {"ignore", inputs.rules.ignore}, {"sensitivity", pipeline::sensitivityName(measure)}}}};
             m.plan.methods.clear();
             m.plan.perLayerKl = m.plan.perGroupKl = false;
             measuredPlan_ = std::move(m.plan);
@@ -346,6 +362,7 @@ void MixedPrecisionPage::setTable(pipeline::SensitivityTable table) {
 void MixedPrecisionPage::showFrontier() {
     measured_.clear();
     allocations_.reset();
+    exportSettings_.clear();
     {
         const QSignalBlocker block(slider_);
         slider_->setRange(0, int(frontier_.size()) - 1);
@@ -424,7 +441,7 @@ bool MixedPrecisionPage::quantizeAllocation() {
             if (!m.error.empty()) throw Error(m.label() + ": " + m.error);
             return std::shared_ptr<const pipeline::JobResult>(std::move(r));
         },
-        [this, predicted = a->predictedKl](std::shared_ptr<const pipeline::JobResult> r) {
+        [this, chosen = *a, predicted = a->predictedKl](std::shared_ptr<const pipeline::JobResult> r) {
             const pipeline::MethodResult& m = r->methods.front();
             measured_.push_back({m.bitsPerWeight, predicted, m.kl.meanKld.value});
             const MeasuredPoint& p = measured_.back();
@@ -436,6 +453,15 @@ bool MixedPrecisionPage::quantizeAllocation() {
                 r = std::move(all);
             }
             allocations_ = r;
+            nlohmann::json settings = measuredSettings_;
+            settings["method"] = m.label();
+            auto& record = settings["mixed_precision"];
+            record["bits_per_weight"] = m.bitsPerWeight;
+            record["measured_kl"] = m.kl.meanKld.value;
+            record["target_bpw"] = chosen.targetBpw;
+            record["predicted_kl"] = chosen.predictedKl;
+            record["allocation"] = pipeline::toJson(*table_, chosen);
+            exportSettings_[m.label()] = std::move(settings);
             setStatus(tr("Quantized: %1 bits per weight, measured KL %2 against the predicted %3; in Results and Export as \"%4\".")
                           .arg(p.bitsPerWeight, 0, 'f', 3)
                           .arg(kl(p.measuredKl))
@@ -447,6 +473,11 @@ bool MixedPrecisionPage::quantizeAllocation() {
         },
         [this](const QString& message) { setStatus(message, true); });
     return true;
+}
+
+nlohmann::json MixedPrecisionPage::exportSettings(const std::string& label) const {
+    const auto it = exportSettings_.find(label);
+    return it == exportSettings_.end() ? nlohmann::json::object() : it->second;
 }
 
 QString MixedPrecisionPage::status() const { return status_->text(); }

@@ -5,6 +5,7 @@
 // the rules table refuses what the CLI refuses, in one line.
 #include <algorithm>
 #include <cmath>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -30,6 +31,7 @@
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/mixed_methods.h"
 #include "qs/pipeline/mixed_precision_allocation.h"
+#include "qs/pipeline/mixed_precision_report.h"
 #include "qt_test_support.h"
 #include "results_page.h"
 #include "results_table_model.h"
@@ -231,6 +233,18 @@ TEST_F(MixedPageTest, AQuantizedAllocationReachesResultsAndExportsAsTheCliDoes) 
     ASSERT_EQ(cli.exitCode(), 0) << cli.readAllStandardError().toStdString();
     const std::string difference = firstDifference(scratch.filePath(QStringLiteral("ct-mixed")), cliOut);
     EXPECT_EQ(difference, "");
+    // The report's settings: the same record of the budget, the allocation, the predicted and measured
+    // KL and the texts; only the mix's name may differ (the CLI names it by its target, the tab by what
+    // the allocation spends).
+    const auto settingsOf = [](const QString& folder) {
+        std::ifstream in(QDir(folder).filePath(QStringLiteral("quantscope_report.json")).toStdString());
+        nlohmann::json settings = nlohmann::json::parse(in).at("settings");
+        settings.erase("method");
+        return settings;
+    };
+    const nlohmann::json gui = settingsOf(scratch.filePath(QStringLiteral("ct-mixed"))), fromCli = settingsOf(cliOut);
+    EXPECT_EQ(gui, fromCli) << gui.dump(1) << "\n" << fromCli.dump(1);
+    EXPECT_EQ(gui.at("mixed_precision").at("allocation"), pipeline::toJson(page.planner()->table(), chosen));
 }
 
 TEST_F(MixedPageTest, TheRulesTableRefusesWhatTheCliRefusesInOneLine) {
