@@ -63,7 +63,8 @@ QSize MixedAllocationMap::minimumSizeHint() const {
     const QFontMetrics fm(font());
     return {240, int(kModules) * (fm.height() + 1) + 2 * fm.height() + 4 * kMargin};
 }
-QSize MixedAllocationMap::sizeHint() const { return {640, 220}; }
+// Taller only stretches the cells: the plot above it takes the room a window can spare.
+QSize MixedAllocationMap::sizeHint() const { return {640, minimumSizeHint().height()}; }
 
 void MixedAllocationMap::paintEvent(QPaintEvent*) {
     QPainter p(this);
@@ -78,7 +79,8 @@ void MixedAllocationMap::paintEvent(QPaintEvent*) {
                      height() - legendHeight - rowHeightText - 2 * kMargin);
     p.setPen(palette().text().color());
     if (cells_.empty() || grid.width() <= 0 || grid.height() <= 0) {
-        p.drawText(rect(), Qt::AlignCenter, tr("Measure, then move the budget: the allocation shows here"));
+        p.drawText(rect().adjusted(kMargin, kMargin, -kMargin, -kMargin), Qt::AlignCenter | Qt::TextWordWrap,
+                   tr("Measure, then move the budget: the allocation shows here"));
         return;
     }
     const double cw = double(grid.width()) / double(cells_.size());

@@ -151,8 +151,8 @@ MixedPrecisionPage::MixedPrecisionPage(QWidget* parent)
     auto* right = new QSplitter(Qt::Vertical, this);
     right->addWidget(plot_);
     right->addWidget(map_);
-    right->setStretchFactor(0, 3);
-    right->setStretchFactor(1, 2);
+    right->setStretchFactor(0, 1);   // the map at its working height, the plot the rest
+    right->setStretchFactor(1, 0);
     right->setChildrenCollapsible(false);
     auto* columns = new QSplitter(Qt::Horizontal, this);
     columns->addWidget(controls);
