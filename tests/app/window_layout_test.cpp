@@ -171,6 +171,18 @@ TEST_F(WindowLayoutTest, TheBitBudgetTabIsUsableWholeOnALaptop) {
                                          << map->height() << " pixels";
             EXPECT_GE(map->height(), map->minimumSizeHint().height()) << at;
             EXPECT_EQ(map->layerCount(), measured ? 32 : 0);
+            // Five candidates beside the three of the table: the legend wraps rather than running off the edge.
+            if (measured) {
+                page->allocationMap()->setAllocation(page->planner()->methods(*page->currentAllocation(), "wide"),
+                                                     {"gptq2", "gptq4", "gptq8", "fp8-channel", "nvfp4"});
+                waitUntil([] { return false; }, 100);
+                const std::vector<QRect> legend = map->legendRects();
+                ASSERT_EQ(legend.size(), std::size_t(map->legend().size()) + 1);   // the five, the table's in use, dense
+                EXPECT_GE(legend.size(), 7u);
+                for (const QRect& r : legend) EXPECT_TRUE(map->rect().contains(r)) << at << ": a legend entry is cut";
+                EXPECT_TRUE(shownWhole(map)) << at;
+                EXPECT_GE(map->height(), map->minimumSizeHint().height()) << at;
+            }
             if (const QString png = qEnvironmentVariable("QS_LAYOUT_SCREENSHOT"); !png.isEmpty())
                 window.grab().save(QStringLiteral("%1-%2%3.png").arg(png).arg(size.height()).arg(measured ? "-measured" : ""));
         }
