@@ -441,18 +441,18 @@ bool MixedPrecisionPage::quantizeAllocation() {
             if (!m.error.empty()) throw Error(m.label() + ": " + m.error);
             return std::shared_ptr<const pipeline::JobResult>(std::move(r));
         },
-        [this, chosen = *a, predicted = a->predictedKl](std::shared_ptr<const pipeline::JobResult> r) {
-            const pipeline::MethodResult& m = r->methods.front();
-            measured_.push_back({m.bitsPerWeight, predicted, m.kl.meanKld.value});
-            const MeasuredPoint& p = measured_.back();
+        [this, chosen = *a](std::shared_ptr<const pipeline::JobResult> r) {
             // The allocations of one measurement share its evaluation text: one result, one row each.
             if (allocations_) {
                 auto all = std::make_shared<pipeline::JobResult>(*allocations_);
-                all->methods.push_back(m);
+                all->methods.push_back(r->methods.front());
                 all->seconds += r->seconds;
                 r = std::move(all);
             }
-            allocations_ = r;
+            allocations_ = std::move(r);
+            const pipeline::MethodResult& m = allocations_->methods.back();
+            measured_.push_back({m.bitsPerWeight, chosen.predictedKl, m.kl.meanKld.value});
+            const MeasuredPoint& p = measured_.back();
             nlohmann::json settings = measuredSettings_;
             settings["method"] = m.label();
             auto& record = settings["mixed_precision"];

@@ -245,6 +245,24 @@ TEST_F(MixedPageTest, AQuantizedAllocationReachesResultsAndExportsAsTheCliDoes) 
     const nlohmann::json gui = settingsOf(scratch.filePath(QStringLiteral("ct-mixed"))), fromCli = settingsOf(cliOut);
     EXPECT_EQ(gui, fromCli) << gui.dump(1) << "\n" << fromCli.dump(1);
     EXPECT_EQ(gui.at("mixed_precision").at("allocation"), pipeline::toJson(page.planner()->table(), chosen));
+
+    // A second allocation of the same measurement joins the first: two rows, both exportable.
+    page.budgetSlider()->setValue(page.budgetSlider()->maximum());
+    const pipeline::MixedAllocation richest = *page.currentAllocation();
+    quantized.reset();
+    ASSERT_TRUE(page.quantizeAllocation());
+    ASSERT_TRUE(waitUntil([&] { return quantized != nullptr; }, 120000)) << page.status().toStdString();
+    ASSERT_EQ(quantized->methods.size(), 2u);
+    EXPECT_EQ(window.resultsPage()->result(), quantized);
+    EXPECT_EQ(table.rowCount(), 2);
+    EXPECT_EQ(table.index(0, ResultsTableModel::MethodColumn).data().toString(), label);
+    const QString second = QStringLiteral("mixed %1 bpw").arg(richest.bitsPerWeight, 0, 'f', 2);
+    EXPECT_EQ(table.index(1, ResultsTableModel::MethodColumn).data().toString(), second);
+    EXPECT_EQ(quantized->methods[1].kl.meanKld.value, page.measuredPoints().back().measuredKl);
+    EXPECT_LT(quantized->methods[1].kl.meanKld.value, quantized->methods[0].kl.meanKld.value);   // more bits, less damage
+    EXPECT_TRUE(exporter.selectMethod(label));
+    EXPECT_TRUE(exporter.selectMethod(second));
+    EXPECT_EQ(page.exportSettings(second.toStdString()).at("mixed_precision").at("target_bpw"), richest.targetBpw);
 }
 
 TEST_F(MixedPageTest, TheRulesTableRefusesWhatTheCliRefusesInOneLine) {
