@@ -95,7 +95,10 @@ ExportPanel::ExportPanel(QWidget* parent)
     layout->addStretch(1);
 
     connect(method_, &QComboBox::currentIndexChanged, this, &ExportPanel::fillFormats);
-    connect(format_, &QComboBox::currentIndexChanged, this, &ExportPanel::updateState);
+    connect(format_, &QComboBox::currentIndexChanged, this, [this] {
+        updateRefusal();
+        updateState();
+    });
     connect(destination_, &QLineEdit::textChanged, this, &ExportPanel::updateState);
     connect(export_, &QPushButton::clicked, this, &ExportPanel::startExport);
     connect(open_, &QPushButton::clicked, this, [this] { emit openRequested(written_); });
@@ -124,6 +127,12 @@ void ExportPanel::setDestination(const QString& folder) { destination_->setText(
 bool ExportPanel::selectMethod(const QString& label) {
     const int at = method_->findText(label);
     if (at >= 0) method_->setCurrentIndex(at);
+    return at >= 0;
+}
+
+bool ExportPanel::selectFormat(const QString& name) {
+    const int at = format_->findData(name);
+    if (at >= 0) format_->setCurrentIndex(at);
     return at >= 0;
 }
 
@@ -159,12 +168,21 @@ void ExportPanel::fillFormats() {
         // Its only format; who loads it is in the description below (the combo is too narrow for it).
         format_->addItem(tr("GGUF (default)"), kGgufFormat);
         format_->setItemData(0, tr("GGUF (llama.cpp, Ollama, LM Studio)"), Qt::ToolTipRole);
+    } else if (first && m->mixed) {
+        // A mix of methods: ct-mixed first, as the CLI's quantize --target-bpw writes it; then every
+        // other layout, those that cannot carry this mix saying why when chosen (gptq and gptq_v2
+        // carry a mix of bit widths as `dynamic`).
+        const formats::LinearEncoder& preferred = formats::encoderNamed("ct-mixed");
+        format_->addItem(tr("%1 (default)").arg(QString::fromUtf8(preferred.name())), QString::fromUtf8(preferred.name()));
+        for (const formats::LinearEncoder* e : formats::allEncoders())
+            if (e != &preferred) format_->addItem(QString::fromUtf8(e->name()), QString::fromUtf8(e->name()));
     } else if (first) {
         const formats::LinearEncoder& preferred = formats::defaultEncoderFor(*first);
         format_->addItem(tr("%1 (default)").arg(QString::fromUtf8(preferred.name())), QString::fromUtf8(preferred.name()));
         for (const formats::LinearEncoder* e : formats::allEncoders())
             if (e != &preferred && accepts(*e, *m)) format_->addItem(QString::fromUtf8(e->name()), QString::fromUtf8(e->name()));
     }
+    updateRefusal();
     updateState();
 }
 
@@ -191,6 +209,7 @@ QString ExportPanel::problem() const {
     if (const std::string why = pipeline::sourceMismatch(*method(), sourceFingerprint_); !why.empty())
         return QString::fromStdString(why);
     if (!encoder() && !ggufChosen()) return tr("No format takes this result.");
+    if (!refusal_.isEmpty()) return refusal_;
     const QString folder = destination_->text().trimmed();
     if (folder.isEmpty()) return ggufChosen() ? tr("Choose a destination .gguf file.") : tr("Choose a destination folder.");
     if (ggufChosen() && !folder.endsWith(QStringLiteral(".gguf"))) return tr("A GGUF destination is a file ending in .gguf.");
@@ -215,6 +234,14 @@ QString ExportPanel::note() const {
 }
 
 QString ExportPanel::shownText() const { return problem_->isHidden() ? QString() : problem_->text(); }
+
+// The core's one line on why the chosen layout cannot hold the chosen result (a linear's method, or
+// what the layout's config states once for the whole model); asked once per choice, not per keystroke.
+void ExportPanel::updateRefusal() {
+    const pipeline::MethodResult* m = method();
+    const formats::LinearEncoder* e = encoder();
+    refusal_ = m && e && !ggufChosen() ? QString::fromStdString(pipeline::exportRefusal(*m, *e)) : QString();
+}
 
 void ExportPanel::updateState() {
     destination_->setPlaceholderText(ggufChosen() ? tr("a new .gguf file") : tr("a new folder"));
@@ -246,6 +273,7 @@ void ExportPanel::startExport() {
     request.source = source_.toStdString();
     request.destination = destination_->text().trimmed().toStdString();
     request.format = formatName().toStdString();
+    if (settings_) request.settings = settings_(*m);
     fraction_->store(0.0);
     progressTimer_.start();
     runner_.start(

@@ -1,13 +1,16 @@
 #pragma once
 // The Export panel: one method's result of the last job, written as a checkpoint its consumers
 // load. It shows the layout it will write (the method's default, or any other layout that accepts
-// every linear), who loads it and the estimated size; refuses a destination in the source folder;
+// every linear; for a mix of methods ct-mixed, or any layout, refused with the core's reason when
+// it cannot carry the mix), who loads it and the estimated size; refuses a destination in the source folder;
 // reports progress; and offers to open what it wrote.
 #include <atomic>
+#include <functional>
 #include <memory>
 
 #include <QTimer>
 #include <QWidget>
+#include <nlohmann/json.hpp>
 
 #include "job_runner.h"
 #include "qs/io/checkpoint_fingerprint.h"
@@ -38,6 +41,11 @@ public:
     const JobResultPtr& result() const { return result_; }
     void setDestination(const QString& folder);
     bool selectMethod(const QString& label);        // a method's label, as in the results table
+    bool selectFormat(const QString& name);         // an encoder's name ("ct-mixed", "gptq"), among those listed
+    // The settings an export of a method's result records in quantscope_report.json (the Bit budget
+    // tab's allocations record theirs); none by default.
+    using SettingsProvider = std::function<nlohmann::json(const pipeline::MethodResult&)>;
+    void setSettingsProvider(SettingsProvider provider) { settings_ = std::move(provider); }
 
     QString formatName() const;
     QString formatText() const;      // the encoder's description
@@ -60,6 +68,7 @@ private:
     bool ggufChosen() const;   // the GGUF file of a GGUF method's result
     void fillMethods();
     void fillFormats();
+    void updateRefusal();
     void updateState();
     void chooseDestination();
     void onExported(const QString& folder);
@@ -68,6 +77,8 @@ private:
     io::CheckpointFingerprint sourceFingerprint_;
     JobResultPtr result_;
     QString written_;
+    SettingsProvider settings_;
+    QString refusal_;   // the core's reason the chosen format cannot hold the chosen result
     JobRunner runner_;
     std::shared_ptr<std::atomic<double>> fraction_ = std::make_shared<std::atomic<double>>(0.0);
     QTimer progressTimer_;

@@ -131,6 +131,14 @@ void MainWindow::createPages() {
     connect(overview_, &OverviewPage::tensorActivated, this, &MainWindow::selectTensor);
     connect(results_, &ResultsPage::layerActivated, this, [this](int layer) { selectLayer(layer); });
     connect(results_, &ResultsPage::linearActivated, this, &MainWindow::selectLayer);
+    export_->setSettingsProvider([this](const pipeline::MethodResult& m) {
+        return m.mixed ? mixed_->exportSettings(m.label()) : nlohmann::json::object();
+    });
+    // The allocation stays in view on its plot; Results and Export gain it beside.
+    connect(mixed_, &MixedPrecisionPage::allocationsQuantized, this, [this](const std::shared_ptr<const pipeline::JobResult>& result) {
+        if (showResult(result))
+            statusBar()->showMessage(tr("%1 is in Results, and in Export to write.").arg(QString::fromStdString(result->methods.back().label())), 10000);
+    });
 }
 
 void MainWindow::createDocks() {
@@ -225,17 +233,23 @@ RunFolder MainWindow::chooseRunFolder(const QuantizeSettings& settings) {
 }
 
 void MainWindow::onJobFinished(const std::shared_ptr<const pipeline::JobResult>& result) {
+    if (!showResult(result)) return;
+    showPage(results_->key());
+    statusBar()->showMessage(tr("Quantization finished in %1.").arg(durationText(result->seconds)), 10000);
+}
+
+// A job's result, or the Bit budget tab's quantized allocations, into Results and Export.
+bool MainWindow::showResult(const std::shared_ptr<const pipeline::JobResult>& result) {
     // QuantizeJob drops what a cancelled job delivers; this catches a result of any other origin.
     if (result->source != fingerprint_) {
         statusBar()->showMessage(tr("A finished job's results were dropped: they are of %1, not of the open checkpoint.")
                                      .arg(QString::fromStdString(result->source.describe())),
                                  10000);
-        return;
+        return false;
     }
     results_->setResult(result);
     export_->setResult(result);
-    showPage(results_->key());
-    statusBar()->showMessage(tr("Quantization finished in %1.").arg(durationText(result->seconds)), 10000);
+    return true;
 }
 
 void MainWindow::selectLayer(int layer, const QString& module) {

@@ -117,6 +117,7 @@ private:
     void createPages();
     void connectJob();
     void onJobFinished(const std::shared_ptr<const pipeline::JobResult>& result);
+    bool showResult(const std::shared_ptr<const pipeline::JobResult>& result);   // false: of another checkpoint
     void createMenus();
     void fillRecentMenu();
     void openFileDialog();

@@ -41,7 +41,49 @@ void MixedAllocationMap::setAllocation(const pipeline::MixedMethods& mix, const 
             }
             cells_[l][k] = int(i);
         }
+    fitLegend();
     update();
+}
+
+// The legend's entries (a swatch and a name per method, then dense) from the left edge, wrapped into
+// rows that fit `width`; y from the legend's top.
+std::vector<QRect> MixedAllocationMap::legendLayout(int width) const {
+    const QFontMetrics fm(font());
+    QStringList names = methods_;
+    names << tr("dense");
+    std::vector<QRect> entries;
+    int x = kMargin, y = 0;
+    for (const QString& name : names) {
+        const int w = kSwatch + 4 + fm.horizontalAdvance(name);
+        if (x > kMargin && x + w > width - kMargin) x = kMargin, y += fm.height() + kMargin;
+        entries.emplace_back(x, y, w, fm.height());
+        x += w + 3 * kMargin;
+    }
+    return entries;
+}
+
+int MixedAllocationMap::legendHeight(int width) const {
+    return legendLayout(width).back().bottom() + 1 + 2 * kMargin;
+}
+
+std::vector<QRect> MixedAllocationMap::legendRects() const {
+    std::vector<QRect> entries = legendLayout(width());
+    for (QRect& r : entries) r.translate(0, height() - legendHeight(width()) + kMargin);
+    return entries;
+}
+
+// A legend that wraps into another row asks the layout for the height.
+void MixedAllocationMap::fitLegend() {
+    const int h = legendHeight(width() > 0 ? width() : minimumWidth());
+    if (h != fittedLegendHeight_) {
+        fittedLegendHeight_ = h;
+        updateGeometry();
+    }
+}
+
+void MixedAllocationMap::resizeEvent(QResizeEvent* event) {
+    QWidget::resizeEvent(event);
+    fitLegend();
 }
 
 void MixedAllocationMap::clear() {
@@ -61,9 +103,10 @@ QString MixedAllocationMap::methodAt(int layer, std::string_view module) const {
 // Seven rows of labels that do not overlap, the layer numbers and the legend.
 QSize MixedAllocationMap::minimumSizeHint() const {
     const QFontMetrics fm(font());
-    return {240, int(kModules) * (fm.height() + 1) + 2 * fm.height() + 4 * kMargin};
+    return {240, int(kModules) * (fm.height() + 1) + fm.height() + 2 * kMargin + legendHeight(width() > 0 ? width() : 240)};
 }
-QSize MixedAllocationMap::sizeHint() const { return {640, 220}; }
+// Taller only stretches the cells: the plot above it takes the room a window can spare.
+QSize MixedAllocationMap::sizeHint() const { return {640, minimumSizeHint().height()}; }
 
 void MixedAllocationMap::paintEvent(QPaintEvent*) {
     QPainter p(this);
@@ -73,12 +116,13 @@ void MixedAllocationMap::paintEvent(QPaintEvent*) {
     int labelWidth = 0;
     for (auto module : model::LayerWeights::kLinearModules)
         labelWidth = std::max(labelWidth, fm.horizontalAdvance(QString::fromLatin1(module.data(), qsizetype(module.size()))));
-    const int legendHeight = rowHeightText + 2 * kMargin;
+    const int legend = legendHeight(width());
     const QRect grid(kMargin + labelWidth + kMargin, kMargin, width() - labelWidth - 3 * kMargin,
-                     height() - legendHeight - rowHeightText - 2 * kMargin);
+                     height() - legend - rowHeightText - 2 * kMargin);
     p.setPen(palette().text().color());
     if (cells_.empty() || grid.width() <= 0 || grid.height() <= 0) {
-        p.drawText(rect(), Qt::AlignCenter, tr("Measure, then move the budget: the allocation shows here"));
+        p.drawText(rect().adjusted(kMargin, kMargin, -kMargin, -kMargin), Qt::AlignCenter | Qt::TextWordWrap,
+                   tr("Measure, then move the budget: the allocation shows here"));
         return;
     }
     const double cw = double(grid.width()) / double(cells_.size());
@@ -98,17 +142,14 @@ void MixedAllocationMap::paintEvent(QPaintEvent*) {
     for (std::size_t l = 0; l < cells_.size(); l += std::size_t(every))
         p.drawText(QRectF(grid.left() + cw * double(l), grid.bottom() + 2, cw * every, rowHeightText), Qt::AlignLeft | Qt::AlignTop,
                    QString::number(l));
-    // The legend: a swatch and a name per method, then dense.
-    int x = grid.left();
-    const int y = height() - legendHeight + kMargin;
-    const auto entry = [&](const QColor& color, const QString& name) {
-        p.fillRect(QRect(x, y + (rowHeightText - kSwatch) / 2, kSwatch, kSwatch), color);
-        x += kSwatch + 4;
-        p.drawText(QPoint(x, y + fm.ascent()), name);
-        x += fm.horizontalAdvance(name) + 3 * kMargin;
-    };
-    for (qsizetype i = 0; i < methods_.size(); ++i) entry(seriesColor(int(i)), methods_[i]);
-    entry(denseColor(), tr("dense"));
+    // The legend: a swatch and a name per method, then dense, in as many rows as the width needs.
+    const std::vector<QRect> entries = legendRects();
+    for (std::size_t i = 0; i < entries.size(); ++i) {
+        const QRect& r = entries[i];
+        p.fillRect(QRect(r.left(), r.top() + (rowHeightText - kSwatch) / 2, kSwatch, kSwatch),
+                   qsizetype(i) < methods_.size() ? seriesColor(int(i)) : denseColor());
+        p.drawText(QPoint(r.left() + kSwatch + 4, r.top() + fm.ascent()), qsizetype(i) < methods_.size() ? methods_[qsizetype(i)] : tr("dense"));
+    }
 }
 
 }  // namespace qs::gui

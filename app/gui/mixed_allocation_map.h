@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include <QRect>
 #include <QStringList>
 #include <QWidget>
 
@@ -31,13 +32,22 @@ public:
     QString methodAt(int layer, std::string_view module) const;   // empty: dense (or no allocation)
     const QStringList& legend() const { return methods_; }
 
+    // Where the legend's entries are painted (the methods, then dense), wrapped to the width.
+    std::vector<QRect> legendRects() const;
+
     QSize minimumSizeHint() const override;
     QSize sizeHint() const override;
 
 protected:
     void paintEvent(QPaintEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
+    std::vector<QRect> legendLayout(int width) const;
+    int legendHeight(int width) const;
+    void fitLegend();
+
+    int fittedLegendHeight_ = 0;
     static constexpr std::size_t kModules = model::LayerWeights::kLinearModules.size();
     std::vector<std::array<int, kModules>> cells_;   // per layer and module: index into methods_, -1 dense
     QStringList methods_;

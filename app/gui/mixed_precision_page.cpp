@@ -4,7 +4,6 @@
 #include <cmath>
 
 #include <QComboBox>
-#include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -59,18 +58,21 @@ MixedPrecisionPage::MixedPrecisionPage(QWidget* parent)
     rules_->setHorizontalHeaderLabels({tr("Linears (regex)"), tr("Method")});
     rules_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
     rules_->verticalHeader()->hide();
-    rules_->setMaximumHeight(84);
     rules_->setToolTip(tr("Applied before the allocation: the linears whose name (model.layers.N.mlp.down_proj) the regex "
                           "finds get the method, or stay dense when the method is \"dense\""));
     auto* addRule = new QPushButton(tr("Add rule"), this);
     auto* removeRule = new QPushButton(tr("Remove rule"), this);
-    rulesProblem_->setWordWrap(false);
+    addRule->setObjectName(QStringLiteral("addRule"));
+    removeRule->setObjectName(QStringLiteral("removeRule"));
+    measureButton_->setObjectName(QStringLiteral("measure"));
+    quantizeButton_->setObjectName(QStringLiteral("quantizeAllocation"));
+    candidates_->setObjectName(QStringLiteral("candidates"));
+    sensitivity_->setObjectName(QStringLiteral("sensitivity"));
     status_->setWordWrap(true);
     rulesProblem_->setStyleSheet(QStringLiteral("color: #b00020"));
     progress_->setRange(0, 1000);
     progress_->setVisible(false);
     status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    map_->setMaximumHeight(300);   // seven rows: taller only stretches the cells, the plot needs the room
     slider_->setEnabled(false);
     slider_->setToolTip(tr("The budget: moves along the frontier, one allocation per step"));
     quantizeButton_->setEnabled(false);
@@ -109,59 +111,61 @@ MixedPrecisionPage::MixedPrecisionPage(QWidget* parent)
             .arg(QString::fromStdString(pipeline::allocationSummary(*table_, *it)));
     });
 
-    auto* form = new QFormLayout;
-    form->addRow(tr("Candidates"), candidates_);
-    form->addRow(tr("Sensitivity"), sensitivity_);
+    // Two columns, for a laptop's 1366x768 where the tab gets about 570x440 pixels beside the docks:
+    // the inputs, the rules, the run and the budget down a narrow left column; the plot over the
+    // heat map on the right, split to taste. Everything fits without scrolling at that size.
+    sensitivity_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
+    sensitivity_->setMinimumContentsLength(12);   // the long names elide; the list shows them whole
+    for (int i = 0; i < sensitivity_->count(); ++i) sensitivity_->setItemData(i, sensitivity_->itemText(i), Qt::ToolTipRole);
+    const int ruleRow = rules_->verticalHeader()->defaultSectionSize();
+    rules_->setMinimumHeight(2 * ruleRow + rules_->horizontalHeader()->sizeHint().height() + 2 * rules_->frameWidth());
+    rules_->setMaximumHeight(4 * ruleRow + rules_->horizontalHeader()->sizeHint().height() + 2 * rules_->frameWidth());
+    rulesProblem_->setWordWrap(true);
+    pointLabel_->setWordWrap(true);
     auto* ruleButtons = new QHBoxLayout;
     ruleButtons->addWidget(addRule);
     ruleButtons->addWidget(removeRule);
-    ruleButtons->addWidget(rulesProblem_, 1);
     auto* runRow = new QHBoxLayout;
     runRow->addWidget(measureButton_);
     runRow->addWidget(quantizeButton_);
-    runRow->addWidget(progress_, 1);
     auto* sliderRow = new QHBoxLayout;
     sliderRow->addWidget(new QLabel(tr("Budget"), this));
     sliderRow->addWidget(slider_, 1);
-    // The inputs and the run on the left, the rules on the right: side by side, the page fits a
-    // laptop's height with room for the plot and the map.
     auto* controls = new QWidget(this);
-    auto* top = new QHBoxLayout(controls);
-    top->setContentsMargins(0, 0, 0, 0);
-    auto* left = new QVBoxLayout;
-    left->addLayout(form);
+    auto* left = new QVBoxLayout(controls);
+    left->setContentsMargins(0, 0, 0, 0);
+    left->addWidget(new QLabel(tr("Candidates"), this));
+    left->addWidget(candidates_);
+    left->addWidget(new QLabel(tr("Sensitivity"), this));
+    left->addWidget(sensitivity_);
+    left->addWidget(new QLabel(tr("Rules"), this));
+    left->addWidget(rules_);
+    left->addLayout(ruleButtons);
+    left->addWidget(rulesProblem_);
     left->addLayout(runRow);
+    left->addWidget(progress_);
+    left->addLayout(sliderRow);
+    left->addWidget(pointLabel_);
     left->addWidget(status_);
     left->addStretch(1);
-    auto* right = new QVBoxLayout;
-    right->addWidget(rules_);
-    right->addLayout(ruleButtons);
-    top->addLayout(left, 1);
-    top->addLayout(right, 1);
-    auto* bottom = new QWidget(this);
-    auto* bottomLayout = new QVBoxLayout(bottom);
-    bottomLayout->setContentsMargins(0, 0, 0, 0);
-    bottomLayout->addLayout(sliderRow);
-    bottomLayout->addWidget(pointLabel_);
-    bottomLayout->addWidget(map_, 1);
-    bottomLayout->addStretch(1);   // the room the capped map leaves goes below it, not between the label and the map
-    pointLabel_->setSizePolicy(QSizePolicy::Preferred, QSizePolicy::Fixed);
-    auto* splitter = new QSplitter(Qt::Vertical, this);
-    splitter->addWidget(plot_);
-    splitter->addWidget(bottom);
-    splitter->setStretchFactor(0, 3);
-    splitter->setStretchFactor(1, 2);
-    // In a scroll area: on a laptop the tab takes what the window can spare and scrolls the rest,
-    // rather than squeezing the docks around it (the module log keeps its rows).
-    auto* content = new QWidget(this);
-    auto* contentLayout = new QVBoxLayout(content);
-    contentLayout->setContentsMargins(0, 0, 0, 0);
-    contentLayout->addWidget(controls);
-    contentLayout->addWidget(splitter, 1);
+    auto* right = new QSplitter(Qt::Vertical, this);
+    right->addWidget(plot_);
+    right->addWidget(map_);
+    right->setStretchFactor(0, 1);   // the map at its working height, the plot the rest
+    right->setStretchFactor(1, 0);
+    right->setChildrenCollapsible(false);
+    auto* columns = new QSplitter(Qt::Horizontal, this);
+    columns->addWidget(controls);
+    columns->addWidget(right);
+    columns->setStretchFactor(0, 0);
+    columns->setStretchFactor(1, 1);
+    columns->setChildrenCollapsible(false);
+    // In a scroll area only for a window smaller than a laptop's: there the tab scrolls rather than
+    // squeezing the docks around it.
     auto* scroll = new QScrollArea(this);
     scroll->setWidgetResizable(true);
     scroll->setFrameShape(QFrame::NoFrame);
-    scroll->setWidget(content);
+    scroll->setWidget(columns);
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(0, 0, 0, 0);
     layout->addWidget(scroll);
@@ -205,6 +209,8 @@ void MixedPrecisionPage::setCheckpoint(CheckpointPtr checkpoint) {
     frontier_.clear();
     measured_.clear();
     measuredPlan_.reset();
+    allocations_.reset();
+    exportSettings_.clear();
     map_->clear();
     slider_->setEnabled(false);
     quantizeButton_->setEnabled(false);
@@ -252,7 +258,10 @@ std::optional<MixedPrecisionPage::Inputs> MixedPrecisionPage::validatedInputs(QS
             if (regex.isEmpty() && method.isEmpty()) continue;
             if (regex.isEmpty()) throw Error(tr("rule %1: the regex is empty").arg(r + 1).toStdString());
             if (method.compare(QStringLiteral("dense"), Qt::CaseInsensitive) == 0) in.rules.ignore.push_back(regex.toStdString());
-            else in.rules.overrides.push_back(pipeline::parseOverride((regex + QLatin1Char('=') + method).toStdString(), kGroupSize));
+            else {
+                in.overrides.push_back((regex + QLatin1Char('=') + method).toStdString());
+                in.rules.overrides.push_back(pipeline::parseOverride(in.overrides.back(), kGroupSize));
+            }
         }
         if (checkpoint_) {
             const auto config = model::ModelConfig::fromCheckpoint(*checkpoint_);
@@ -296,6 +305,7 @@ bool MixedPrecisionPage::measure() {
     // seconds, which the GUI thread must not wait for.
     struct Measured {
         pipeline::JobPlan plan;
+        std::string calibrationFile, evaluationFile;
         std::unique_ptr<pipeline::SensitivityTable> table;
         std::unique_ptr<pipeline::MixedPrecisionPlanner> planner;   // reads *table
         std::vector<pipeline::MixedAllocation> frontier;
@@ -304,14 +314,25 @@ bool MixedPrecisionPage::measure() {
     runner_.start(
         [settings, measure, progress, rules = inputs->rules, names = pipeline::namesOf(inputs->candidates)](const CancelToken& token) {
             Measured m;
-            m.plan = pipeline::buildJobPlan(settings).plan;   // reads and tokenizes the texts on the worker
+            pipeline::BuiltPlan built = pipeline::buildJobPlan(settings);   // reads and tokenizes the texts on the worker
+            m.plan = std::move(built.plan);
+            m.calibrationFile = built.calibrationFile.string();
+            m.evaluationFile = built.evaluationFile.string();
             m.table = std::make_unique<pipeline::SensitivityTable>(
                 pipeline::measureSensitivity(m.plan, settings.methods, measure, progress, token));
             m.planner = std::make_unique<pipeline::MixedPrecisionPlanner>(*m.table, rules, names);
             m.frontier = m.planner->frontier(kFrontierBudgets);
             return m;
         },
-        [this](Measured m) {
+        [this, settings, measure, inputs = *inputs](Measured m) {
+            // As quantize --target-bpw records them; each allocation adds its own (quantizeAllocation).
+            measuredSettings_ = {
+                {"group_size", kGroupSize},
+                {"seed", settings.seed},
+                {"calibration", {{"file", m.calibrationFile}, {"samples", settings.calibration.samples}, {"seq_len", settings.calibration.sequenceLength}}},
+                {"evaluation", {{"file", m.evaluationFile}, {"samples", settings.evaluation.samples}, {"seq_len", settings.evaluation.sequenceLength}}},
+                {"mixed_precision", {{"candidates", pipeline::namesOf(inputs.candidates)}, {"overrides", inputs.overrides},
+                                     {"ignore", inputs.rules.ignore}, {"sensitivity", pipeline::sensitivityName(measure)}}}};
             m.plan.methods.clear();
             m.plan.perLayerKl = m.plan.perGroupKl = false;
             measuredPlan_ = std::move(m.plan);
@@ -340,6 +361,8 @@ void MixedPrecisionPage::setTable(pipeline::SensitivityTable table) {
 
 void MixedPrecisionPage::showFrontier() {
     measured_.clear();
+    allocations_.reset();
+    exportSettings_.clear();
     {
         const QSignalBlocker block(slider_);
         slider_->setRange(0, int(frontier_.size()) - 1);
@@ -408,27 +431,53 @@ bool MixedPrecisionPage::quantizeAllocation() {
     }
     pipeline::JobPlan plan = *measuredPlan_;
     plan.mixed = {planner_->methods(*a, tr("mixed %1 bpw").arg(a->bitsPerWeight, 0, 'f', 2).toStdString())};
+    plan.perLayerKl = true;   // the Results page plots every method's KL per layer, a mix's too
     const ProgressCallback progress = progressCallback();
     setStatus(tr("Quantizing the allocation at %1 bits per weight…").arg(a->bitsPerWeight, 0, 'f', 3));
     runner_.start(
         [plan, progress](const CancelToken& token) {
-            const pipeline::JobResult r = pipeline::Job(plan).run(progress, token);
-            const pipeline::MethodResult& m = r.methods.front();
+            auto r = std::make_shared<pipeline::JobResult>(pipeline::Job(plan).run(progress, token));
+            const pipeline::MethodResult& m = r->methods.front();
             if (!m.error.empty()) throw Error(m.label() + ": " + m.error);
-            return MeasuredPoint{m.bitsPerWeight, 0.0, m.kl.meanKld.value};
+            return std::shared_ptr<const pipeline::JobResult>(std::move(r));
         },
-        [this, predicted = a->predictedKl](MeasuredPoint p) {
-            p.predictedKl = predicted;
-            measured_.push_back(p);
-            setStatus(tr("Quantized: %1 bits per weight, measured KL %2 against the predicted %3.")
+        [this, chosen = *a](std::shared_ptr<const pipeline::JobResult> r) {
+            // The allocations of one measurement share its evaluation text: one result, one row each.
+            if (allocations_) {
+                auto all = std::make_shared<pipeline::JobResult>(*allocations_);
+                all->methods.push_back(r->methods.front());
+                all->seconds += r->seconds;
+                r = std::move(all);
+            }
+            allocations_ = std::move(r);
+            const pipeline::MethodResult& m = allocations_->methods.back();
+            measured_.push_back({m.bitsPerWeight, chosen.predictedKl, m.kl.meanKld.value});
+            const MeasuredPoint& p = measured_.back();
+            nlohmann::json settings = measuredSettings_;
+            settings["method"] = m.label();
+            auto& record = settings["mixed_precision"];
+            record["bits_per_weight"] = m.bitsPerWeight;
+            record["measured_kl"] = m.kl.meanKld.value;
+            record["target_bpw"] = chosen.targetBpw;
+            record["predicted_kl"] = chosen.predictedKl;
+            record["allocation"] = pipeline::toJson(*table_, chosen);
+            exportSettings_[m.label()] = std::move(settings);
+            setStatus(tr("Quantized: %1 bits per weight, measured KL %2 against the predicted %3; in Results and Export as \"%4\".")
                           .arg(p.bitsPerWeight, 0, 'f', 3)
                           .arg(kl(p.measuredKl))
-                          .arg(kl(p.predictedKl)));
+                          .arg(kl(p.predictedKl))
+                          .arg(QString::fromStdString(m.label())));
             drawPlot();
             emit allocationMeasured();
+            emit allocationsQuantized(allocations_);
         },
         [this](const QString& message) { setStatus(message, true); });
     return true;
+}
+
+nlohmann::json MixedPrecisionPage::exportSettings(const std::string& label) const {
+    const auto it = exportSettings_.find(label);
+    return it == exportSettings_.end() ? nlohmann::json::object() : it->second;
 }
 
 QString MixedPrecisionPage::status() const { return status_->text(); }

@@ -4,7 +4,9 @@
 // measurement pass on a worker (progress, cancel); then the allocator's frontier (predicted KL against
 // bits per weight) beside the candidates' measured uniform points, and a budget slider that moves along
 // the frontier and shows the allocation on the layer heat map. "Quantize allocation" quantizes the
-// slider's allocation and adds its measured KL to the plot beside the predicted one.
+// slider's allocation and adds its measured KL to the plot beside the predicted one; the main window
+// shows it in Results and offers it to Export like a Quantize job's methods.
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -12,6 +14,7 @@
 
 #include "inspector_page.h"
 #include "job_runner.h"
+#include "qs/pipeline/exporter.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/mixed_precision_allocation.h"
 #include "qs/pipeline/mixed_precision_measure.h"
@@ -70,6 +73,13 @@ public:
     std::optional<pipeline::MixedAllocation> currentAllocation() const;
     const pipeline::MixedPrecisionPlanner* planner() const { return planner_.get(); }
     const std::vector<MeasuredPoint>& measuredPoints() const { return measured_; }
+    // Every allocation quantized since the measurement, a method each (label "mixed 4.31 bpw"), as the
+    // Results page and the Export panel take a job's result; null before the first.
+    const std::shared_ptr<const pipeline::JobResult>& allocations() const { return allocations_; }
+    // What an export of that allocation records as its settings in quantscope_report.json, as
+    // quantize --target-bpw records them (the candidates, rules, sensitivity, budget, allocation, the
+    // predicted and measured KL, the texts); {} for a label that is not one of allocations().
+    nlohmann::json exportSettings(const std::string& label) const;
     QString status() const;
 
     QSlider* budgetSlider() const { return slider_; }
@@ -80,10 +90,13 @@ public:
 signals:
     void measurementFinished();
     void allocationMeasured();
+    // After allocationMeasured: allocations() with the new one last.
+    void allocationsQuantized(const std::shared_ptr<const pipeline::JobResult>& result);
 
 private:
     struct Inputs {
         pipeline::ModuleRules rules;
+        std::vector<std::string> overrides;   // as typed, "REGEX=METHOD", for the report
         std::vector<pipeline::MethodSpec> candidates;
     };
     std::optional<Inputs> validatedInputs(QString& problem) const;
@@ -104,6 +117,9 @@ private:
     std::vector<pipeline::MixedAllocation> frontier_;
     std::optional<pipeline::JobPlan> measuredPlan_;       // the texts the measurement used, for quantizing an allocation
     std::vector<MeasuredPoint> measured_;
+    std::shared_ptr<const pipeline::JobResult> allocations_;
+    nlohmann::json measuredSettings_;                      // the report's settings shared by this measurement's allocations
+    std::map<std::string, nlohmann::json> exportSettings_;   // by allocation label
 
     QLineEdit* candidates_;
     QComboBox* sensitivity_;

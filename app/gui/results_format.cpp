@@ -4,7 +4,7 @@
 
 namespace qs::gui {
 
-QString methodLabel(const pipeline::MethodResult& m) { return QString::fromStdString(m.method.label()); }
+QString methodLabel(const pipeline::MethodResult& m) { return QString::fromStdString(m.label()); }
 
 QString shortLabel(const pipeline::MethodResult& m) { return QString::fromStdString(m.method.name); }
 

@@ -41,8 +41,8 @@ std::string refusalAsWritten(const formats::LinearEncoder& encoder, const std::s
     return encoder.refusal(withRowsDivided(q, rows->second));
 }
 
-// Every refusal, before a byte is written: the first few in full, then how many more.
-void requireEncodable(const formats::LinearEncoder& encoder, const Linears& linears, const AwqFolding& folding) {
+// Every refusal, before a byte is written: the first few in full, then how many more ("" when none).
+std::string refusals(const formats::LinearEncoder& encoder, const Linears& linears, const AwqFolding& folding) {
     std::string problems;
     int count = 0;
     for (const auto& [prefix, q] : linears) {
@@ -51,7 +51,11 @@ void requireEncodable(const formats::LinearEncoder& encoder, const Linears& line
         if (++count <= 3) problems += (problems.empty() ? "" : "; ") + prefix + ": " + why;
     }
     if (count > 3) problems += " (and " + std::to_string(count - 3) + " more)";
-    if (count > 0) throw Error("cannot export as " + std::string(encoder.name()) + ": " + problems);
+    return count > 0 ? "cannot export as " + std::string(encoder.name()) + ": " + problems : "";
+}
+
+void requireEncodable(const formats::LinearEncoder& encoder, const Linears& linears, const AwqFolding& folding) {
+    if (auto why = refusals(encoder, linears, folding); !why.empty()) throw Error(why);
 }
 
 void requireSource(const io::Checkpoint& source, const Linears& linears) {
@@ -237,6 +241,22 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
     const io::Checkpoint source = io::Checkpoint::open(request.source);
     if (auto why = sourceMismatch(result, io::fingerprintOf(source)); !why.empty()) throw Error("cannot export: " + why);
     return writeExport(request, source, encoder, std::move(linears), std::move(folding), toJson(result), progress, cancel);
+}
+
+std::string exportRefusal(const MethodResult& result, const formats::LinearEncoder& encoder) {
+    try {
+        if (!result.error.empty()) return result.label() + " failed, so it cannot be exported: " + result.error;
+        const Linears linears = quantizedLinears(result);
+        if (auto why = refusals(encoder, linears, planAwqFolding(result.layers)); !why.empty()) return why;
+        // What only the whole states: a layout with one group size or one scale granularity for the
+        // model refuses a mix of them when it writes its config.
+        (void)encoder.quantizationConfig(formats::ExportScheme{linears, {}, io::DType::BF16});
+        return {};
+    } catch (const std::exception& e) {
+        const std::string why = e.what();
+        const std::string prefix = "cannot export as " + std::string(encoder.name());
+        return why.starts_with(prefix) ? why : prefix + ": " + why;
+    }
 }
 
 std::filesystem::path exportStreamed(const ExportRequest& request, const io::Checkpoint& source, const StreamedLinears& streamed,

@@ -1,51 +1,46 @@
 // The Mixed precision tab: the budget slider puts the allocator's answer for that budget on the heat
 // map, within 100 ms a step on a 32-layer frontier; the event loop keeps turning (the 50 ms stall
 // test) while a measurement pass runs; a quantized allocation lands on the plot beside its
-// prediction; the rules table refuses what the CLI refuses, in one line.
+// prediction, in Results and in Export, which writes it as the CLI's quantize --target-bpw does;
+// the rules table refuses what the CLI refuses, in one line.
+#include <algorithm>
+#include <cmath>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <QDir>
 #include <QElapsedTimer>
+#include <QProcess>
 #include <QSlider>
 #include <QTableWidget>
+#include <QTemporaryDir>
 #include <QTest>
 
+#include "export_panel.h"
+#include "export_support.h"
+#include "kl_per_layer_plot.h"
+#include "main_window.h"
 #include "mixed_allocation_map.h"
 #include "mixed_precision_page.h"
 #include "plot_view.h"
+#include "qs/formats/linear_encoder.h"
+#include "qs/formats/linear_reader.h"
 #include "qs/io/checkpoint.h"
+#include "qs/pipeline/exporter.h"
 #include "qs/pipeline/mixed_methods.h"
 #include "qs/pipeline/mixed_precision_allocation.h"
+#include "qs/pipeline/mixed_precision_report.h"
 #include "qt_test_support.h"
+#include "results_page.h"
+#include "results_table_model.h"
+#include "sensitivity_tables.h"
 
 namespace qs::gui::test {
 namespace {
 
 class MixedPageTest : public QtAppTest {};
-
-// A 32-layer model's table: rtn3, rtn4 and rtn8 at 3.5, 4.5 and 8.5 bits, each fused group's damage
-// growing with its layer, down_proj ten times as fragile: a frontier with dozens of distinct points.
-pipeline::SensitivityTable deepTable(int layers) {
-    pipeline::SensitivityTable t;
-    t.measure = pipeline::Sensitivity::GroupKl;
-    t.candidates = pipeline::parseMethodList("rtn3,rtn4,rtn8");
-    const std::vector<std::int64_t> params = {3 * 4096 * 4096, 4096 * 4096, 2 * 4096 * 14336, 14336 * 4096};
-    for (int l = 0; l < layers; ++l)
-        for (std::size_t g = 0; g < pipeline::kFusedGroups.size(); ++g) {
-            pipeline::SensitivityGroup s;
-            s.layer = l;
-            for (auto m : pipeline::kFusedGroups[g]) s.modules.emplace_back(m);
-            s.params = params[g];
-            s.bitsPerWeight = {3.5, 4.5, 8.5};
-            const double fragile = (1.0 + 0.1 * l) * (g == 3 ? 10.0 : 1.0) + 0.3 * double(g);
-            s.damage = {fragile * 0.04, fragile * 0.01, fragile * 0.0001};
-            t.groups.push_back(std::move(s));
-        }
-    t.uniformBpw = {3.5, 4.5, 8.5};
-    t.uniformKl = {0.2, 0.05, 0.0005};
-    return t;
-}
 
 std::shared_ptr<const io::Checkpoint> demo() {
     return std::make_shared<const io::Checkpoint>(io::Checkpoint::open(kDemo.toStdString()));
@@ -124,6 +119,150 @@ TEST_F(MixedPageTest, AMeasurementRunsOnTheWorkerAndAQuantizedAllocationLandsOnT
     EXPECT_LT(point.measuredKl, t.uniformKl[0]);
     EXPECT_GT(point.measuredKl, t.uniformKl[1]);
     EXPECT_EQ(page.plot()->graph(2)->dataCount(), 1);
+}
+
+// Every tensor and the quantization config of two exports, compared: "" when identical, else the first difference.
+std::string firstDifference(const QString& a, const QString& b) {
+    const io::Checkpoint x = io::Checkpoint::open(a.toStdString()), y = io::Checkpoint::open(b.toStdString());
+    if (x.quantizationConfig() != y.quantizationConfig())
+        return "quantization_config: " + x.quantizationConfig().dump() + " against " + y.quantizationConfig().dump();
+    if (x.tensors().size() != y.tensors().size()) return std::to_string(x.tensors().size()) + " tensors against " + std::to_string(y.tensors().size());
+    for (std::size_t i = 0; i < x.tensors().size(); ++i) {
+        const auto& tx = x.tensors()[i];
+        const auto& ty = y.tensors()[i];
+        if (tx.info->name != ty.info->name) return tx.info->name + " against " + ty.info->name;
+        const auto bx = x.view(tx).bytes(), by = y.view(ty).bytes();
+        if (!std::equal(bx.begin(), bx.end(), by.begin(), by.end())) return tx.info->name + " differs";
+    }
+    return {};
+}
+
+// Measure, move the budget, quantize the allocation: the mix is a row of Results with its KL per
+// layer, and Export writes it in the layouts that carry a mix (its per-module schemes read back by
+// our reader, its codes those quantized) and refuses the others with the core's one line; the
+// ct-mixed export equals, tensor for tensor, what quantscope-cli quantize --target-bpw writes for the
+// same budget (RTN draws nothing at random, and both measure on the same texts, so the allocation
+// and the codes are the same).
+TEST_F(MixedPageTest, AQuantizedAllocationReachesResultsAndExportsAsTheCliDoes) {
+    MainWindow window(MainWindow::Settings::Ignore);
+    ModelChecker resultsChecker(window.resultsPage()->table());
+    ASSERT_TRUE(window.openPath(kDemo));
+    MixedPrecisionPage& page = *window.mixedPrecisionPage();
+    page.setCandidates(QStringLiteral("rtn4,rtn8"));
+    page.setSensitivity(pipeline::Sensitivity::GroupKl);
+    page.setSampling(4, 64, 4);
+    bool finished = false;
+    std::shared_ptr<const pipeline::JobResult> quantized;
+    QObject::connect(&page, &MixedPrecisionPage::measurementFinished, [&] { finished = true; });
+    QObject::connect(&page, &MixedPrecisionPage::allocationsQuantized, [&](const auto& r) { quantized = r; });
+    ASSERT_TRUE(page.measure());
+    ASSERT_TRUE(waitUntil([&] { return finished; }, 120000)) << page.status().toStdString();
+    ASSERT_GE(page.frontier().size(), 3u);
+    page.budgetSlider()->setValue(int(page.frontier().size()) / 2);
+    const pipeline::MixedAllocation chosen = *page.currentAllocation();
+    const pipeline::MixedMethods allocation = page.planner()->methods(chosen, "expected");
+    ASSERT_TRUE(page.quantizeAllocation());
+    ASSERT_TRUE(waitUntil([&] { return quantized != nullptr; }, 120000)) << page.status().toStdString();
+
+    // Results: the mix's row, under its name, with its measured KL and one KL per layer.
+    ASSERT_EQ(window.resultsPage()->result(), quantized);
+    ASSERT_EQ(quantized->methods.size(), 1u);
+    const pipeline::MethodResult& mix = quantized->methods.front();
+    EXPECT_TRUE(mix.mixed);
+    const QString label = QStringLiteral("mixed %1 bpw").arg(chosen.bitsPerWeight, 0, 'f', 2);
+    EXPECT_EQ(QString::fromStdString(mix.label()), label);
+    const ResultsTableModel& table = *window.resultsPage()->table();
+    ASSERT_EQ(table.rowCount(), 1);
+    EXPECT_EQ(table.index(0, ResultsTableModel::MethodColumn).data().toString(), label);
+    EXPECT_EQ(mix.kl.meanKld.value, page.measuredPoints().back().measuredKl);
+    ASSERT_EQ(mix.perLayerKl.size(), 2u);   // the demo's two layers
+    for (double v : mix.perLayerKl) EXPECT_TRUE(std::isfinite(v) && v > 0.0) << v;
+    EXPECT_EQ(window.resultsPage()->klPerLayer()->lineCount(), 1);
+
+    // Export: ct-mixed first; a layout that holds one method refuses the mix in the core's words.
+    ExportPanel& exporter = *window.exportPanel();
+    ASSERT_EQ(exporter.result(), quantized);
+    ASSERT_TRUE(exporter.selectMethod(label));
+    EXPECT_EQ(exporter.formatName(), QStringLiteral("ct-mixed"));
+    QTemporaryDir scratch;
+    exporter.setDestination(scratch.filePath(QStringLiteral("refused")));
+    for (const char* refused : {"fp8", "bnb-nf4", "ct-nvfp4"}) {
+        ASSERT_TRUE(exporter.selectFormat(QString::fromLatin1(refused))) << refused;
+        const auto* encoder = &formats::encoderNamed(refused);
+        EXPECT_EQ(exporter.problem().toStdString(), pipeline::exportRefusal(mix, *encoder)) << refused;
+        EXPECT_TRUE(exporter.problem().startsWith(QStringLiteral("cannot export as %1: model.layers.").arg(QString::fromLatin1(refused))))
+            << exporter.problem().toStdString();
+        EXPECT_FALSE(exporter.problem().contains(QLatin1Char('\n')));
+    }
+    for (const char* format : {"ct-mixed", "gptq_v2"}) {
+        SCOPED_TRACE(format);
+        ASSERT_TRUE(exporter.selectFormat(QString::fromLatin1(format)));
+        const QString out = scratch.filePath(QString::fromLatin1(format));
+        const QString failure = exportTo(exporter, out);
+        ASSERT_TRUE(failure.isEmpty()) << failure.toStdString();
+        // Read back: each linear's scheme is the allocation's method, its codes those quantized.
+        const io::Checkpoint written = io::Checkpoint::open(out.toStdString());
+        const formats::LinearReader reader(written);
+        EXPECT_FALSE(reader.format().uniformScheme().has_value());   // the mix is a mix on disk too
+        int checked = 0;
+        for (int l = 0; l < 2; ++l)
+            for (auto module : model::LayerWeights::kLinearModules) {
+                const std::string prefix = pipeline::moduleName(l, module);
+                const pipeline::MethodSpec* expected = allocation.methodOf(l, module);
+                ASSERT_NE(expected, nullptr) << prefix;
+                const auto info = std::find_if(reader.format().layers.begin(), reader.format().layers.end(),
+                                               [&](const auto& i) { return i.ref.prefix == prefix; });
+                ASSERT_NE(info, reader.format().layers.end()) << prefix;
+                EXPECT_EQ(info->bits, expected->bits) << prefix;
+                EXPECT_EQ(info->groupSize, expected->groupSize) << prefix;
+                EXPECT_EQ(reader.decode(prefix).parts.codes, mix.layers[std::size_t(l)].at(std::string(module))->codes) << prefix;
+                ++checked;
+            }
+        EXPECT_EQ(checked, 14);
+    }
+
+    // The CLI at the same budget, on the same texts and sampling.
+    const QString cliOut = scratch.filePath(QStringLiteral("cli"));
+    QProcess cli;
+    cli.start(QStringLiteral(QS_CLI_EXE),
+              {QStringLiteral("quantize"), kDemo, QStringLiteral("--target-bpw"), QString::number(chosen.targetBpw, 'g', 17),
+               QStringLiteral("--candidates"), QStringLiteral("rtn4,rtn8"), QStringLiteral("--sensitivity"), QStringLiteral("group-kl"),
+               QStringLiteral("--samples"), QStringLiteral("4"), QStringLiteral("--seq-len"), QStringLiteral("64"),
+               QStringLiteral("--eval-samples"), QStringLiteral("4"), QStringLiteral("--out"), cliOut});
+    ASSERT_TRUE(cli.waitForFinished(180000));
+    ASSERT_EQ(cli.exitCode(), 0) << cli.readAllStandardError().toStdString();
+    const std::string difference = firstDifference(scratch.filePath(QStringLiteral("ct-mixed")), cliOut);
+    EXPECT_EQ(difference, "");
+    // The report's settings: the same record of the budget, the allocation, the predicted and measured
+    // KL and the texts; only the mix's name may differ (the CLI names it by its target, the tab by what
+    // the allocation spends).
+    const auto settingsOf = [](const QString& folder) {
+        std::ifstream in(QDir(folder).filePath(QStringLiteral("quantscope_report.json")).toStdString());
+        nlohmann::json settings = nlohmann::json::parse(in).at("settings");
+        settings.erase("method");
+        return settings;
+    };
+    const nlohmann::json gui = settingsOf(scratch.filePath(QStringLiteral("ct-mixed"))), fromCli = settingsOf(cliOut);
+    EXPECT_EQ(gui, fromCli) << gui.dump(1) << "\n" << fromCli.dump(1);
+    EXPECT_EQ(gui.at("mixed_precision").at("allocation"), pipeline::toJson(page.planner()->table(), chosen));
+
+    // A second allocation of the same measurement joins the first: two rows, both exportable.
+    page.budgetSlider()->setValue(page.budgetSlider()->maximum());
+    const pipeline::MixedAllocation richest = *page.currentAllocation();
+    quantized.reset();
+    ASSERT_TRUE(page.quantizeAllocation());
+    ASSERT_TRUE(waitUntil([&] { return quantized != nullptr; }, 120000)) << page.status().toStdString();
+    ASSERT_EQ(quantized->methods.size(), 2u);
+    EXPECT_EQ(window.resultsPage()->result(), quantized);
+    EXPECT_EQ(table.rowCount(), 2);
+    EXPECT_EQ(table.index(0, ResultsTableModel::MethodColumn).data().toString(), label);
+    const QString second = QStringLiteral("mixed %1 bpw").arg(richest.bitsPerWeight, 0, 'f', 2);
+    EXPECT_EQ(table.index(1, ResultsTableModel::MethodColumn).data().toString(), second);
+    EXPECT_EQ(quantized->methods[1].kl.meanKld.value, page.measuredPoints().back().measuredKl);
+    EXPECT_LT(quantized->methods[1].kl.meanKld.value, quantized->methods[0].kl.meanKld.value);   // more bits, less damage
+    EXPECT_TRUE(exporter.selectMethod(label));
+    EXPECT_TRUE(exporter.selectMethod(second));
+    EXPECT_EQ(page.exportSettings(second.toStdString()).at("mixed_precision").at("target_bpw"), richest.targetBpw);
 }
 
 TEST_F(MixedPageTest, TheRulesTableRefusesWhatTheCliRefusesInOneLine) {

@@ -23,6 +23,7 @@
 #include <QTemporaryDir>
 
 #include "export_panel.h"
+#include "export_support.h"
 #include "job_status_widget.h"
 #include "kl_per_layer_plot.h"
 #include "kl_per_method_plot.h"
@@ -60,18 +61,6 @@ protected:
     bool waitForJob(int timeoutMs = 120000) {
         return waitUntil([this] { return !window.quantizeJob()->isRunning(); }, timeoutMs);
     }
-    // Exports the Export panel's choice to `destination` and waits: why it did not, empty when it did.
-    static QString exportTo(ExportPanel& exporter, const QString& destination) {
-        exporter.setDestination(destination);
-        if (!exporter.problem().isEmpty()) return exporter.problem();
-        QString failure;
-        const auto connection = QObject::connect(&exporter, &ExportPanel::failed, [&](const QString& m) { failure = m; });
-        exporter.startExport();
-        const bool finished = waitUntil([&] { return !exporter.isExporting(); }, 60000);
-        QObject::disconnect(connection);
-        return finished ? failure : QStringLiteral("the export did not finish within a minute");
-    }
-
     MainWindow window{MainWindow::Settings::Ignore};
     ModelChecker logChecker{window.moduleLog()};
     ModelChecker resultsChecker{window.resultsPage()->table()};

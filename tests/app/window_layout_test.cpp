@@ -1,6 +1,10 @@
 // The window on a laptop screen (1366x768) and on a full-HD one: it fits, its docks do not paint over
 // each other and Start stays in view; the checkpoint tree keeps its names readable.
 #include <QCheckBox>
+#include <QComboBox>
+#include <QLineEdit>
+#include <QSlider>
+#include <QTableWidget>
 #include <QDockWidget>
 #include <QHeaderView>
 #include <QPushButton>
@@ -17,12 +21,15 @@
 #include "histogram_page.h"
 #include "kl_per_layer_plot.h"
 #include "main_window.h"
+#include "mixed_allocation_map.h"
+#include "mixed_precision_page.h"
 #include "output_error_plot.h"
 #include "plot_view.h"
 #include "quantize_panel.h"
 #include "quantized_demo.h"
 #include "qt_test_support.h"
 #include "results_page.h"
+#include "sensitivity_tables.h"
 #include "serving_scales_plot.h"
 
 namespace qs::gui::test {
@@ -126,6 +133,58 @@ TEST_F(WindowLayoutTest, EveryTabOfADenseCheckpointIsInViewOnALaptop) {
             if (!bar->isTabVisible(i)) continue;
             EXPECT_LE(bar->tabRect(i).right(), bar->width()) << key.toStdString() << ": tab " << bar->tabText(i).toStdString() << " is cut";
             EXPECT_GE(bar->tabRect(i).left(), 0) << key.toStdString() << ": tab " << bar->tabText(i).toStdString() << " scrolled away";
+        }
+    }
+}
+
+// The Bit budget tab at a laptop's size, before and after a measurement: the rules table's buttons
+// were cut off at the right and the heat map lay below the fold. Every control is shown whole, no
+// button narrower than its text, and the 32-layer heat map and the plot in view at their working
+// sizes. With QS_LAYOUT_SCREENSHOT set, the measured tab is saved there as a PNG, to look at.
+TEST_F(WindowLayoutTest, TheBitBudgetTabIsUsableWholeOnALaptop) {
+    ASSERT_TRUE(window.openPath(kDemo));
+    MixedPrecisionPage* page = window.mixedPrecisionPage();
+    for (const bool measured : {false, true}) {
+        if (measured) page->setTable(deepTable(32));
+        for (const QSize size : {QSize(1366, 720), QSize(1366, 768)}) {
+            showAt(size);
+            ASSERT_TRUE(window.showPage(page->key()));
+            waitUntil([] { return false; }, 100);
+            const std::string at = std::to_string(size.height()) + (measured ? " measured" : " before measuring");
+            for (const char* name : {"candidates", "sensitivity", "addRule", "removeRule", "measure", "quantizeAllocation"}) {
+                const auto* w = page->findChild<QWidget*>(QString::fromLatin1(name));
+                ASSERT_NE(w, nullptr) << name;
+                EXPECT_TRUE(shownWhole(w)) << at << ": " << name << " is cut to " << w->visibleRegion().boundingRect().width() << "x"
+                                           << w->visibleRegion().boundingRect().height() << " of " << w->width() << "x" << w->height();
+                if (const auto* button = qobject_cast<const QPushButton*>(w)) {
+                    EXPECT_GE(button->width(), button->sizeHint().width()) << at << ": " << name << "'s text is cut";
+                }
+            }
+            const QTableWidget* rules = page->rulesTable();
+            EXPECT_TRUE(shownWhole(rules)) << at;
+            EXPECT_GE(rules->viewport()->height(), 2 * rules->verticalHeader()->defaultSectionSize()) << at << ": room for two rules";
+            EXPECT_TRUE(shownWhole(page->budgetSlider())) << at;
+            EXPECT_TRUE(shownWhole(page->plot())) << at;
+            EXPECT_GE(page->plot()->axisRect()->height(), 120) << at << ": the plot's axes (the legend under them takes four rows)";
+            const MixedAllocationMap* map = page->allocationMap();
+            EXPECT_TRUE(shownWhole(map)) << at << ": the heat map is cut to " << map->visibleRegion().boundingRect().height() << " of "
+                                         << map->height() << " pixels";
+            EXPECT_GE(map->height(), map->minimumSizeHint().height()) << at;
+            EXPECT_EQ(map->layerCount(), measured ? 32 : 0);
+            // Five candidates beside the three of the table: the legend wraps rather than running off the edge.
+            if (measured) {
+                page->allocationMap()->setAllocation(page->planner()->methods(*page->currentAllocation(), "wide"),
+                                                     {"gptq2", "gptq4", "gptq8", "fp8-channel", "nvfp4"});
+                waitUntil([] { return false; }, 100);
+                const std::vector<QRect> legend = map->legendRects();
+                ASSERT_EQ(legend.size(), std::size_t(map->legend().size()) + 1);   // the five, the table's in use, dense
+                EXPECT_GE(legend.size(), 7u);
+                for (const QRect& r : legend) EXPECT_TRUE(map->rect().contains(r)) << at << ": a legend entry is cut";
+                EXPECT_TRUE(shownWhole(map)) << at;
+                EXPECT_GE(map->height(), map->minimumSizeHint().height()) << at;
+            }
+            if (const QString png = qEnvironmentVariable("QS_LAYOUT_SCREENSHOT"); !png.isEmpty())
+                window.grab().save(QStringLiteral("%1-%2%3.png").arg(png).arg(size.height()).arg(measured ? "-measured" : ""));
         }
     }
 }

@@ -324,3 +324,22 @@ TEST(Exporter, AMixAFormatCannotExpressIsRefusedNamingTheModule) {
     EXPECT_NE(why.find("model.layers.1.mlp.up_proj"), std::string::npos) << why;
     EXPECT_NE(why.find("gate_up_proj"), std::string::npos) << why;
 }
+
+// pipeline::exportRefusal asks beforehand what exportCheckpoint refuses (the GUI's Export panel offers
+// a mix every layout and says why one cannot hold it): the same line for a linear the layout cannot
+// store and for what only its config states for the whole (a fused pair split in two schemes), and
+// nothing for a mix the layout holds.
+TEST(Exporter, AMixsRefusalIsKnownBeforeExporting) {
+    const auto nvfp4 = mixedDemo("gptq4-sym", "nvfp4");
+    MethodResult split = mixedDemo("gptq4-sym", "gptq8-sym");
+    EXPECT_EQ(exportRefusal(split, formats::encoderNamed("gptq")), "");
+    EXPECT_EQ(exportRefusal(nvfp4, formats::encoderNamed("ct-mixed")), "");
+    split.layers[1].at("mlp.up_proj") = split.layers[0].at("mlp.up_proj");
+    for (const auto& [result, format] : {std::pair<const MethodResult*, const char*>{&nvfp4, "gptq"}, {&split, "gptq"}, {&nvfp4, "fp8"}}) {
+        const std::string thrown = exportRefusal(*result, std::string(format));
+        ASSERT_FALSE(thrown.empty()) << format;
+        const std::string asked = exportRefusal(*result, formats::encoderNamed(format));
+        EXPECT_TRUE(asked == thrown || asked == "cannot export as " + std::string(format) + ": " + thrown) << asked << "\n" << thrown;
+        EXPECT_EQ(asked.find('\n'), std::string::npos);
+    }
+}

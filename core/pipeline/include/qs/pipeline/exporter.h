@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qs/cancel_token.h"
+#include "qs/formats/linear_encoder.h"
 #include "qs/io/checkpoint.h"
 #include "qs/pipeline/job_result.h"
 #include "qs/progress.h"
@@ -41,6 +42,12 @@ struct ExportRequest {
 // or qs::Cancelled.
 std::filesystem::path exportCheckpoint(const ExportRequest& request, const MethodResult& result,
                                        const ProgressCallback& progress, const CancelToken& cancel);
+
+// Why exportCheckpoint would refuse to write `result` with `encoder`, in one line ("cannot export as
+// gptq: model.layers.0.mlp.down_proj: ..."; what the encoder's config cannot state for the whole, such
+// as AWQ's one group size), or "" when it would write it: asked before choosing a format (the GUI's
+// Export panel, for a mix of methods). The source checkpoint is not read.
+std::string exportRefusal(const MethodResult& result, const formats::LinearEncoder& encoder);
 
 // An export that quantizes each linear as the writer reaches it, so that only one linear's codes are
 // held at a time (weight_only_quantize.h). `linears` names every linear by its full prefix

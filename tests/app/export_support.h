@@ -1,0 +1,22 @@
+#pragma once
+// Exporting through the Export panel as a user does, waiting for the worker.
+#include <QString>
+
+#include "export_panel.h"
+#include "qt_test_support.h"
+
+namespace qs::gui::test {
+
+// Exports the Export panel's choice to `destination` and waits: why it did not, empty when it did.
+inline QString exportTo(ExportPanel& exporter, const QString& destination) {
+    exporter.setDestination(destination);
+    if (!exporter.problem().isEmpty()) return exporter.problem();
+    QString failure;
+    const auto connection = QObject::connect(&exporter, &ExportPanel::failed, [&](const QString& m) { failure = m; });
+    exporter.startExport();
+    const bool finished = waitUntil([&] { return !exporter.isExporting(); }, 60000);
+    QObject::disconnect(connection);
+    return finished ? failure : QStringLiteral("the export did not finish within a minute");
+}
+
+}  // namespace qs::gui::test
