@@ -95,16 +95,22 @@ pipeline::MethodSpec methodFrom(const QuantizeOptions& o) {
     return spec;
 }
 
-// The GGUF file of a GGUF method's result (and its imatrix when asked).
-std::string writeGgufOutputs(const QuantizeOptions& o, const io::Checkpoint& checkpoint, const pipeline::MethodResult& result,
-                             const pipeline::JobPlan& plan, const std::string& calibrationFile, ProgressBar& bar,
-                             const CancelToken& cancel) {
+// What a GGUF export takes from the options: overwrite, non-finite weights, a llama2.c tokenizer.
+pipeline::GgufExportOptions ggufOptions(const QuantizeOptions& o, const io::Checkpoint& checkpoint) {
     pipeline::GgufExportOptions options;
     options.overwrite = o.overwrite;
     options.allowNonFinite = o.allowNonFinite;
     if (!o.llama2cTokenizer.empty())
         options.sentencePiece = pipeline::GgufSentencePieceVocabulary{
             model::readLlama2cTokenizer(o.llama2cTokenizer, checkpoint.config().value("vocab_size", 0)), 1, 2, true};
+    return options;
+}
+
+// The GGUF file of a GGUF method's result (and its imatrix when asked).
+std::string writeGgufOutputs(const QuantizeOptions& o, const io::Checkpoint& checkpoint, const pipeline::MethodResult& result,
+                             const pipeline::JobPlan& plan, const std::string& calibrationFile, ProgressBar& bar,
+                             const CancelToken& cancel) {
+    pipeline::GgufExportOptions options = ggufOptions(o, checkpoint);
     const auto written = pipeline::writeGgufResult(checkpoint, result, o.out, options, bar.callback(), cancel);
     std::string what = written.string();
     if (!o.imatrixOut.empty()) {
@@ -140,12 +146,7 @@ void refuseInMix(const pipeline::MethodSpec& m, const std::string& format) {
 // The mix as one GGUF file, the report (quantscope_report.json's content) in its metadata.
 std::filesystem::path writeGgufMix(const QuantizeOptions& o, const io::Checkpoint& checkpoint, const pipeline::MethodResult& mixed,
                                    const nlohmann::json& settings, ProgressBar& bar, const CancelToken& cancel) {
-    pipeline::GgufExportOptions options;
-    options.overwrite = o.overwrite;
-    options.allowNonFinite = o.allowNonFinite;
-    if (!o.llama2cTokenizer.empty())
-        options.sentencePiece = pipeline::GgufSentencePieceVocabulary{
-            model::readLlama2cTokenizer(o.llama2cTokenizer, checkpoint.config().value("vocab_size", 0)), 1, 2, true};
+    pipeline::GgufExportOptions options = ggufOptions(o, checkpoint);
     nlohmann::json report = pipeline::toJson(mixed);   // as exportCheckpoint's quantscope_report.json
     report["format"] = "gguf";
     report["source"] = o.path;
