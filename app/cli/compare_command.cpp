@@ -145,7 +145,9 @@ void reportFrontier(const CompareOptions& o, const pipeline::JobPlan& measured, 
 void runCompare(const CompareOptions& o) {
     pipeline::PlanSettings settings;
     settings.checkpoint = o.path;
-    const auto candidates = pipeline::parseMethodList(o.methods, o.groupSize);
+    // With a budget the methods are candidates per linear: ggml's type names (q4_K) are single types.
+    const auto candidates = o.mixed.targetBpw ? pipeline::parseMixMethodList(o.methods, o.groupSize)
+                                              : pipeline::parseMethodList(o.methods, o.groupSize);
     const pipeline::ModuleRules rules = rulesFrom(o.mixed, o.groupSize);
     const int layers = o.mixed.any() ? layerCount(o.path) : 0;
     if (o.mixed.any()) (void)pipeline::applyRules(candidates.front(), rules, layers, "");   // a bad rule is refused before any work

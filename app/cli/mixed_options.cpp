@@ -30,7 +30,8 @@ void addMixedOptions(CLI::App& cmd, MixedOptions& options) {
         ->capture_default_str()
         ->check(CLI::IsMember({"group-kl", "layer-kl", "output-error"}));
     cmd.add_option("--override", options.overrides,
-                   "REGEX=METHOD: the linears whose name (model.layers.N.mlp.down_proj) the regex finds use METHOD (repeatable)");
+                   "REGEX=METHOD: the linears whose name (model.layers.N.mlp.down_proj) the regex finds use METHOD (repeatable; "
+                   "a ggml type such as q8_0 in a GGUF mix)");
     cmd.add_option("--ignore", options.ignore,
                    "REGEX: keep the linears whose name it finds dense (repeatable); embeddings and lm_head always stay dense");
 }

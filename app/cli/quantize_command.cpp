@@ -16,6 +16,7 @@
 #include "qs/pipeline/gguf_type_mix.h"
 #include "qs/pipeline/gpt_oss_mxfp4_export.h"
 #include "qs/pipeline/job.h"
+#include "qs/pipeline/job_report.h"
 #include "qs/pipeline/plan_builder.h"
 #include "qs/pipeline/weight_only_quantize.h"
 
@@ -94,16 +95,22 @@ pipeline::MethodSpec methodFrom(const QuantizeOptions& o) {
     return spec;
 }
 
-// The GGUF file of a GGUF method's result (and its imatrix when asked).
-std::string writeGgufOutputs(const QuantizeOptions& o, const io::Checkpoint& checkpoint, const pipeline::MethodResult& result,
-                             const pipeline::JobPlan& plan, const std::string& calibrationFile, ProgressBar& bar,
-                             const CancelToken& cancel) {
+// What a GGUF export takes from the options: overwrite, non-finite weights, a llama2.c tokenizer.
+pipeline::GgufExportOptions ggufOptions(const QuantizeOptions& o, const io::Checkpoint& checkpoint) {
     pipeline::GgufExportOptions options;
     options.overwrite = o.overwrite;
     options.allowNonFinite = o.allowNonFinite;
     if (!o.llama2cTokenizer.empty())
         options.sentencePiece = pipeline::GgufSentencePieceVocabulary{
             model::readLlama2cTokenizer(o.llama2cTokenizer, checkpoint.config().value("vocab_size", 0)), 1, 2, true};
+    return options;
+}
+
+// The GGUF file of a GGUF method's result (and its imatrix when asked).
+std::string writeGgufOutputs(const QuantizeOptions& o, const io::Checkpoint& checkpoint, const pipeline::MethodResult& result,
+                             const pipeline::JobPlan& plan, const std::string& calibrationFile, ProgressBar& bar,
+                             const CancelToken& cancel) {
+    pipeline::GgufExportOptions options = ggufOptions(o, checkpoint);
     const auto written = pipeline::writeGgufResult(checkpoint, result, o.out, options, bar.callback(), cancel);
     std::string what = written.string();
     if (!o.imatrixOut.empty()) {
@@ -112,6 +119,40 @@ std::string writeGgufOutputs(const QuantizeOptions& o, const io::Checkpoint& che
         what += " and " + pipeline::writeImatrix(result, o.imatrixOut, info, o.overwrite).string();
     }
     return what;
+}
+
+// --method with --override / --ignore: into a GGUF, ggml's type names ("q4_K") are one type per linear.
+pipeline::MethodSpec mixMethodFrom(const QuantizeOptions& o, bool gguf) {
+    pipeline::MethodSpec method = methodFrom(o);
+    if (gguf && method.ggufFileMix())
+        if (pipeline::MethodSpec single = pipeline::parseMixMethod(o.method, o.groupSize); single.ggmlType) return single;
+    return method;
+}
+
+// A method a mix cannot hold in `format`: one that quantizes a whole layer or its activations; in a
+// GGUF anything but a ggml type, elsewhere a ggml type (only a GGUF stores one).
+void refuseInMix(const pipeline::MethodSpec& m, const std::string& format) {
+    if (m.kind == pipeline::MethodKind::Awq || m.ggufFileMix() || m.activations != quant::ActivationFormat::None)
+        throw Error(m.name + " quantizes a whole layer or its activations, so it cannot be mixed per linear" +
+                    (m.ggufFileMix() ? " (a mix takes ggml types per linear: q3_K, q4_K, q5_K, q6_K, q8_0, ...)" : ""));
+    if (format == "gguf" && !m.ggmlType)
+        throw Error(m.name + " cannot be written into a GGUF file: a mix exported as GGUF takes ggml types per linear "
+                             "(q3_K, q4_K, q5_K, q6_K, q8_0, ...)");
+    if (format != "gguf" && m.ggmlType)
+        throw Error(m.name + " is a ggml type, which only a GGUF file holds: write the mix with --format gguf --out FILE.gguf, "
+                             "not as " + format);
+}
+
+// The mix as one GGUF file, the report (quantscope_report.json's content) in its metadata.
+std::filesystem::path writeGgufMix(const QuantizeOptions& o, const io::Checkpoint& checkpoint, const pipeline::MethodResult& mixed,
+                                   const nlohmann::json& settings, ProgressBar& bar, const CancelToken& cancel) {
+    pipeline::GgufExportOptions options = ggufOptions(o, checkpoint);
+    nlohmann::json report = pipeline::toJson(mixed);   // as exportCheckpoint's quantscope_report.json
+    report["format"] = "gguf";
+    report["source"] = o.path;
+    report["settings"] = settings;
+    options.extraMetadata.set(std::string(pipeline::kGgufReportKey), io::GgufValue::string(report.dump()));
+    return pipeline::writeGgufMixResult(checkpoint, mixed, o.out, options, bar.callback(), cancel);
 }
 
 // What a mixed run measured and chose, for the report; empty without a budget.
@@ -139,23 +180,24 @@ void runMixedQuantize(const QuantizeOptions& o) {
         throw Error("--bits, --act-order and --sym shape one method: with --target-bpw name them in --candidates (gptq4-act-sym)");
     if (!o.mixed.targetBpw && o.method.empty()) throw Error("--method is required (or --target-bpw with --candidates)");
     if (o.serving.kvCache != "none") throw Error("--kv-cache applies to one method, not to a mix of methods");
-    const std::string format = o.format.empty() ? "ct-mixed" : o.format;
-    if (format == "gguf" || std::filesystem::path(o.out).extension() == ".gguf")
-        throw Error("a mix of methods is exported as ct-mixed, gptq or gptq_v2, not as GGUF");
+    const bool gguf = o.format == "gguf" || std::filesystem::path(o.out).extension() == ".gguf";
+    const std::string format = gguf ? "gguf" : o.format.empty() ? "ct-mixed" : o.format;
+    if (gguf && std::filesystem::path(o.out).extension() != ".gguf")
+        throw Error("a mix written as GGUF is one file: --out " + o.out + " must end in .gguf");
     const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
     const int layers = config.numLayers;
     const pipeline::ModuleRules rules = rulesFrom(o.mixed, o.groupSize);
     const std::vector<pipeline::MethodSpec> candidates =
-        o.mixed.targetBpw ? pipeline::parseMethodList(o.candidates, o.groupSize) : std::vector{methodFrom(o)};
+        o.mixed.targetBpw ? pipeline::parseMixMethodList(o.candidates, o.groupSize) : std::vector{mixMethodFrom(o, gguf)};
     (void)pipeline::applyRules(candidates.front(), rules, layers, "");   // a bad rule is refused before any work
     if (o.mixed.targetBpw) refuseUnreachableBudget(*o.mixed.targetBpw, config, candidates, rules);
-    const auto& encoder = pipeline::encoderForMethod(candidates.front(), format);
-    for (const auto& m : measuredMethods(candidates, rules)) {
-        if (const auto why = pipeline::exportRefusal(m, encoder, checkpoint); !why.empty())
-            throw Error("cannot export " + m.name + " as " + std::string(encoder.name()) + ": " + why);
-        if (m.kind == pipeline::MethodKind::Awq || m.gguf() || m.activations != quant::ActivationFormat::None)
-            throw Error(m.name + " quantizes a whole layer or its activations, so it cannot be mixed per linear");
+    for (const auto& m : measuredMethods(candidates, rules)) refuseInMix(m, format);
+    if (!gguf) {
+        const auto& encoder = pipeline::encoderForMethod(candidates.front(), format);
+        for (const auto& m : measuredMethods(candidates, rules))
+            if (const auto why = pipeline::exportRefusal(m, encoder, checkpoint); !why.empty())
+                throw Error("cannot export " + m.name + " as " + std::string(encoder.name()) + ": " + why);
     }
     if (std::filesystem::exists(o.out) && !o.overwrite) throw Error(o.out + " already exists (pass --overwrite to replace it)");
 
@@ -193,8 +235,9 @@ void runMixedQuantize(const QuantizeOptions& o) {
                                {"calibration", {{"file", built.calibrationFile.string()}, {"samples", o.samples}, {"seq_len", o.seqLen}}},
                                {"evaluation", {{"file", built.evaluationFile.string()}, {"samples", o.evalSamples}, {"seq_len", o.seqLen}}},
                                {"mixed_precision", std::move(record)}};
-    const pipeline::ExportRequest request{o.path, o.out, format, o.overwrite, settings};
-    const auto written = pipeline::exportCheckpoint(request, mixed, bar.callback(), cancel);
+    const std::filesystem::path written = gguf ? writeGgufMix(o, checkpoint, mixed, settings, bar, cancel)
+                                               : pipeline::exportCheckpoint({o.path, o.out, format, o.overwrite, settings}, mixed,
+                                                                            bar.callback(), cancel);
     bar.finish(true);
     std::cout << "wrote " << written.string() << " (" << format << ", " << choice.methods.name << ": " << mixed.bitsPerWeight
               << " bits per linear weight, measured KLD " << mixed.kl.meanKld.value;
@@ -373,7 +416,9 @@ void registerQuantize(CLI::App& app) {
     addServingOptions(*cmd, options->serving);
     addWorkDirOptions(*cmd, options->work);
     addMixedOptions(*cmd, options->mixed);
-    cmd->add_option("--candidates", options->candidates, "The methods --target-bpw chooses among (the default export, ct-mixed, holds all of them)")
+    cmd->add_option("--candidates", options->candidates,
+                    "The methods --target-bpw chooses among (the default export, ct-mixed, holds all of them); ggml types "
+                    "(q3_K,q4_K,q5_K,q6_K,q8_0, ...) for one GGUF file (--format gguf)")
         ->capture_default_str();
     cmd->add_option("--eval", options->eval, "With --target-bpw / --override / --ignore: the held-out text the mix's KL is measured on");
     cmd->add_option("--eval-samples", options->evalSamples, "Evaluation sequences of a mix")->capture_default_str()->check(CLI::PositiveNumber);

@@ -25,18 +25,9 @@ GgufTensorChoice choiceOf(const std::string& name, std::vector<std::int64_t> sha
     return c;
 }
 
-// llama.cpp's imatrix entry of a linear: Σx² per input column over the calibration tokens, from
-// H = 2XᵀX/n.
 quant::InputImportance importanceOf(LayerStatistics& statistics, std::string_view module) {
-    quant::InputImportance importance;
-    if (statistics.empty()) return importance;
-    const std::int64_t n = statistics.input(module).hessian->samples();
-    const MatrixF& h = statistics.hessian(module);
-    importance.count = n;
-    importance.sumSquares.resize(static_cast<std::size_t>(h.cols()));
-    for (Eigen::Index c = 0; c < h.cols(); ++c)
-        importance.sumSquares[static_cast<std::size_t>(c)] = static_cast<float>(0.5 * double(h(c, c)) * double(n));
-    return importance;
+    if (statistics.empty()) return {};
+    return ggufImportance(&statistics.hessian(module), statistics.input(module).hessian->samples());
 }
 
 // A matrix held as ggml blocks, decoded where the model reads it.
@@ -81,6 +72,16 @@ private:
 };
 
 }  // namespace
+
+quant::InputImportance ggufImportance(const MatrixF* h, std::int64_t samples) {
+    quant::InputImportance importance;
+    if (h == nullptr || h->size() == 0) return importance;
+    importance.count = samples;
+    importance.sumSquares.resize(static_cast<std::size_t>(h->cols()));
+    for (Eigen::Index c = 0; c < h->cols(); ++c)
+        importance.sumSquares[static_cast<std::size_t>(c)] = static_cast<float>(0.5 * double((*h)(c, c)) * double(samples));
+    return importance;
+}
 
 GgufTypeChooser ggufMethodChooser(const MethodSpec& method, const model::ModelConfig& config, bool withImportance) {
     return ggufMixChooser(ggufFileTypeOf(method.ggufFileType), config, withImportance);

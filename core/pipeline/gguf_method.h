@@ -15,8 +15,13 @@
 #include "qs/pipeline/layer_quantizer.h"
 #include "qs/pipeline/layer_statistics.h"
 #include "qs/pipeline/method_spec.h"
+#include "qs/quant/ggml_linear.h"
 
 namespace qs::pipeline {
+
+// llama.cpp's imatrix entry of a linear: Σx² per input column over the `samples` calibration tokens,
+// from its H = 2XᵀX/samples. Empty (no weighting) without H.
+quant::InputImportance ggufImportance(const MatrixF* h, std::int64_t samples);
 
 // The chooser of `method` (a GGUF method) for this model.
 GgufTypeChooser ggufMethodChooser(const MethodSpec& method, const model::ModelConfig& config, bool withImportance);

@@ -6,14 +6,16 @@
 #include "qs/model/model_config.h"
 #include "qs/pipeline/export_check.h"
 #include "qs/pipeline/gguf_type_mix.h"
+#include "qs/pipeline/mixed_methods.h"
 
 namespace qs::pipeline {
+namespace {
 
-std::filesystem::path writeGgufResult(const io::Checkpoint& source, const MethodResult& result,
-                                      const std::filesystem::path& destination, GgufExportOptions options,
-                                      const ProgressCallback& progress, const CancelToken& cancel) {
-    if (!result.method.gguf()) throw Error(destination.string() + ": " + result.method.label() + " is not a GGUF method");
-    if (!result.error.empty()) throw Error(destination.string() + ": " + result.method.label() + " failed: " + result.error);
+// The checks both results share, then the Job's linears into `options` as they are; returns how many
+// carry importance (the Job had calibration).
+std::uint32_t takeEncodedLinears(const io::Checkpoint& source, const MethodResult& result, const std::filesystem::path& destination,
+                                 GgufExportOptions& options) {
+    if (!result.error.empty()) throw Error(destination.string() + ": " + result.label() + " failed: " + result.error);
     // As exportCheckpoint: the bytes must come from this checkpoint, not another of the same shapes.
     if (auto why = sourceMismatch(result, io::fingerprintOf(source)); !why.empty()) throw Error("cannot export: " + why);
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(source);
@@ -23,13 +25,49 @@ std::filesystem::path writeGgufResult(const io::Checkpoint& source, const Method
     std::uint32_t withImportance = 0;
     for (std::size_t layer = 0; layer < result.layers.size(); ++layer)
         for (const auto& [module, q] : result.layers[layer]) {
-            options.encodedLinears["model.layers." + std::to_string(layer) + "." + module] = q;
+            options.encodedLinears[moduleName(static_cast<int>(layer), module)] = q;
             withImportance += q->inputCount > 0 ? 1 : 0;
         }
-    // The Job chose the linears' types with importance when it had calibration; the same rules then.
-    options.chooser = ggufMethodChooser(result.method, config, withImportance > 0);
-    options.fileType = result.method.ggufFileType;
     if (withImportance > 0) options.extraMetadata.set("quantize.imatrix.entries_count", io::GgufValue::u32(withImportance));
+    return withImportance;
+}
+
+// The method a mix gave `module` of `layer`, as its module log names it.
+std::string methodOfModule(const MethodResult& result, int layer, const std::string& module) {
+    for (const auto& log : result.modules)
+        if (log.layer == layer && log.module == module) return log.method;
+    return result.method.name;
+}
+
+}  // namespace
+
+std::filesystem::path writeGgufResult(const io::Checkpoint& source, const MethodResult& result,
+                                      const std::filesystem::path& destination, GgufExportOptions options,
+                                      const ProgressCallback& progress, const CancelToken& cancel) {
+    if (!result.method.ggufFileMix() || result.mixed)
+        throw Error(destination.string() + ": " + result.label() + " is not a GGUF method (a mix of ggml types: writeGgufMixResult)");
+    const std::uint32_t withImportance = takeEncodedLinears(source, result, destination, options);
+    // The Job chose the linears' types with importance when it had calibration; the same rules then.
+    options.chooser = ggufMethodChooser(result.method, model::ModelConfig::fromCheckpoint(source), withImportance > 0);
+    options.fileType = result.method.ggufFileType;
+    return writeGguf(source, destination, options, progress, cancel);
+}
+
+std::filesystem::path writeGgufMixResult(const io::Checkpoint& source, const MethodResult& result,
+                                         const std::filesystem::path& destination, GgufExportOptions options,
+                                         const ProgressCallback& progress, const CancelToken& cancel) {
+    if (!result.mixed) throw Error(destination.string() + ": " + result.label() + " is not a mix of methods (writeGgufResult)");
+    for (std::size_t layer = 0; layer < result.layers.size(); ++layer)
+        for (const auto& [module, q] : result.layers[layer])
+            if (q->codeKind != quant::CodeKind::GgmlBlocks)
+                throw Error(destination.string() + ": " + moduleName(static_cast<int>(layer), module) + " is " +
+                            methodOfModule(result, static_cast<int>(layer), module) +
+                            ", which a GGUF file cannot hold: a mix written as GGUF takes ggml types (q3_K, q4_K, q5_K, q6_K, q8_0, ...)");
+    (void)takeEncodedLinears(source, result, destination, options);
+    // The linears the mix left dense, token_embd and output: F16, as the F16 file type writes them
+    // (a mix quantizes decoder linears only); vectors F32. general.file_type: the commonest type.
+    options.chooser = uniformGgufType(io::GgmlType::F16);
+    options.fileType.reset();
     return writeGguf(source, destination, options, progress, cancel);
 }
 

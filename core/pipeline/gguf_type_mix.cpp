@@ -107,23 +107,6 @@ T mixType(int f, T type, const GgufTensorChoice& t, Category c, const Model& m, 
     }
 }
 
-// tensor_type_fallback: a smaller block when a row is not whole blocks, else F16.
-T fallback(T type, std::int64_t cols) {
-    const auto fits = [cols](T t) { return cols % io::ggmlTypeTraits(t).blockElements == 0; };
-    if (fits(type)) return type;
-    T smaller = type;
-    switch (type) {
-    case T::IQ4_XS: smaller = T::IQ4_NL; break;
-    case T::Q2_K:
-    case T::Q3_K: smaller = T::Q4_0; break;
-    case T::Q4_K: smaller = T::Q5_0; break;
-    case T::Q5_K: smaller = T::Q5_1; break;
-    case T::Q6_K: smaller = T::Q8_0; break;
-    default: break;
-    }
-    return fits(smaller) ? smaller : T::F16;
-}
-
 Model modelOf(const model::ModelConfig& config) {
     Model m;
     m.layers = config.numLayers;
@@ -184,6 +167,23 @@ const GgufFileType& ggufFileTypeOf(int fileType) {
     throw Error("GGUF file type " + std::to_string(fileType) + " is not one QuantScope writes");
 }
 
+// tensor_type_fallback.
+T ggufFallbackType(T type, std::int64_t cols) {
+    const auto fits = [cols](T t) { return cols % io::ggmlTypeTraits(t).blockElements == 0; };
+    if (fits(type)) return type;
+    T smaller = type;
+    switch (type) {
+    case T::IQ4_XS: smaller = T::IQ4_NL; break;
+    case T::Q2_K:
+    case T::Q3_K: smaller = T::Q4_0; break;
+    case T::Q4_K: smaller = T::Q5_0; break;
+    case T::Q5_K: smaller = T::Q5_1; break;
+    case T::Q6_K: smaller = T::Q8_0; break;
+    default: break;
+    }
+    return fits(smaller) ? smaller : T::F16;
+}
+
 GgufTypeChooser ggufMixChooser(const GgufFileType& fileType, const model::ModelConfig& config, bool withImportance) {
     const Model m = modelOf(config);
     const int f = fileType.fileType;
@@ -192,7 +192,7 @@ GgufTypeChooser ggufMixChooser(const GgufFileType& fileType, const model::ModelC
         if (t.shape.size() < 2) return T::F32;
         if (!quantizable(t)) return T::F32;
         if (io::ggmlTypeTraits(base).isFloat) return base;   // F32, F16, BF16: every matrix as it is
-        return fallback(mixType(f, base, t, categoryOf(t.ggufName), m, withImportance), t.shape.back());
+        return ggufFallbackType(mixType(f, base, t, categoryOf(t.ggufName), m, withImportance), t.shape.back());
     };
 }
 

@@ -210,7 +210,7 @@ private:
             s.result.method = m;
             s.ownCalibration = plan_.trueSequential && m.sequential() && !plan_.calibration.empty();
             if (s.ownCalibration) s.calibration = calibration_;
-            if (m.gguf()) {   // its own token_embd and output, so its evaluation starts from its own embedding
+            if (m.ggufFileMix()) {   // its own token_embd and output, so its evaluation starts from its own embedding
                 s.ggufTypes = ggufMethodChooser(m, config_, !plan_.calibration.empty());
                 s.model = makeModel(ggufEdgeWeights(weights_, checkpoint_, config_, s.ggufTypes));
                 s.evaluation = embedAll(s.model, plan_.evaluation);

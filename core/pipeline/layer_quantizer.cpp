@@ -4,7 +4,9 @@
 #include <cmath>
 #include <vector>
 
+#include "gguf_method.h"
 #include "qs/error.h"
+#include "qs/pipeline/gguf_type_mix.h"
 #include "qs/quant/awq.h"
 #include "qs/quant/fp8.h"
 #include "qs/quant/gptq.h"
@@ -109,7 +111,7 @@ QuantizedLayer quantizeEachLinear(const ModuleMethod& methodOf, const model::Lay
         const MethodSpec* chosen = methodOf(module);
         if (chosen == nullptr) continue;
         const MethodSpec& method = *chosen;
-        if (method.kind == MethodKind::Awq || method.gguf())
+        if (method.kind == MethodKind::Awq || method.ggufFileMix())
             throw Error(method.label() + " quantizes a layer's linears together, not one linear of " + std::string(module));
         const auto start = std::chrono::steady_clock::now();
         const MatrixF& w = weights.linear(module).weight;
@@ -197,7 +199,11 @@ quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& w
         return orCpu(backend).trellis(w, options);
     }
     case MethodKind::Awq: break;
-    case MethodKind::Gguf: throw Error(method.label() + " chooses a type per tensor of the model: the Job quantizes it");
+    case MethodKind::Gguf:
+        if (!method.ggmlType) throw Error(method.label() + " chooses a type per tensor of the model: the Job quantizes it");
+        // One type per linear, weighted by the calibration as the GGUF methods are (gguf_method.h).
+        return quant::quantizeGgml(w, ggufFallbackType(*method.ggmlType, w.cols()),
+                                   ggufImportance(h, static_cast<std::int64_t>(samples)));
     }
     throw Error(method.label() + " quantizes groups of linears: use quantizeLayer");
 }

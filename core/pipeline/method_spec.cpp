@@ -6,6 +6,7 @@
 
 #include "qs/error.h"
 #include "qs/pipeline/gguf_type_mix.h"
+#include "qs/quant/ggml_encode.h"
 
 namespace qs::pipeline {
 namespace {
@@ -76,7 +77,9 @@ std::string MethodSpec::weightLabel() const {
     case MethodKind::Nf4: return "NF4, blocks of 64, double quant";
     case MethodKind::Trellis:
         return "trellis (QTIP-style), L=" + std::to_string(trellisL) + ", K=" + bitsText;
-    case MethodKind::Gguf: return "GGUF " + std::string(ggufFileTypeOf(ggufFileType).name);
+    case MethodKind::Gguf:
+        if (ggmlType) return "ggml " + std::string(io::ggmlTypeTraits(*ggmlType).name) + " per linear";
+        return "GGUF " + std::string(ggufFileTypeOf(ggufFileType).name);
     }
     return name;
 }
@@ -160,17 +163,45 @@ MethodSpec parseMethod(std::string_view name, int groupSize) {
     return spec;
 }
 
-std::vector<MethodSpec> parseMethodList(std::string_view list, int groupSize) {
+MethodSpec parseMixMethod(std::string_view name, int groupSize) {
+    // "mxfp4" and "nvfp4" stay QuantScope's safetensors methods (ggml spells its types the same).
+    const io::GgmlTypeTraits* type = io::ggmlTypeByName(name);
+    if (type == nullptr || type->isFloat || !quant::ggmlEncodes(type->type) || type->type == io::GgmlType::MXFP4 ||
+        type->type == io::GgmlType::NVFP4)
+        return parseMethod(name, groupSize);
+    MethodSpec spec;
+    spec.kind = MethodKind::Gguf;
+    spec.ggmlType = type->type;
+    spec.name = std::string(type->name);   // ggml's spelling, as llama-quantize --tensor-type and the file's tensors
+    spec.bits = static_cast<int>(type->bitsPerWeight());
+    spec.groupSize = type->blockElements;
+    return spec;
+}
+
+namespace {
+
+template <typename Parse>
+std::vector<MethodSpec> parseList(std::string_view list, int groupSize, Parse parse) {
     std::vector<MethodSpec> specs;
     std::size_t start = 0;
     while (start <= list.size()) {
         const std::size_t comma = std::min(list.find(',', start), list.size());
         const std::string_view item = list.substr(start, comma - start);
-        if (!item.empty()) specs.push_back(parseMethod(item, groupSize));
+        if (!item.empty()) specs.push_back(parse(item, groupSize));
         start = comma + 1;
     }
     if (specs.empty()) throw Error("no methods given");
     return specs;
+}
+
+}  // namespace
+
+std::vector<MethodSpec> parseMethodList(std::string_view list, int groupSize) {
+    return parseList(list, groupSize, parseMethod);
+}
+
+std::vector<MethodSpec> parseMixMethodList(std::string_view list, int groupSize) {
+    return parseList(list, groupSize, parseMixMethod);
 }
 
 }  // namespace qs::pipeline

@@ -51,8 +51,9 @@ void MixedMethods::check() const {
     for (std::size_t l = 0; l < layers.size(); ++l)
         for (const auto& [module, m] : layers[l]) {
             const std::string where = moduleName(static_cast<int>(l), module);
-            if (m.kind == MethodKind::Awq || m.gguf())
-                throw Error(where + ": " + m.label() + " chooses for a whole layer and cannot be mixed per linear");
+            if (m.kind == MethodKind::Awq || m.ggufFileMix())
+                throw Error(where + ": " + m.label() + " chooses for a whole layer and cannot be mixed per linear" +
+                            (m.gguf() ? " (a mix takes ggml types per linear: q3_K, q4_K, q5_K, q6_K, q8_0, ...)" : ""));
             if (m.kvCacheFp8 || m.activations != quant::ActivationFormat::None)
                 throw Error(where + ": " + m.label() + " quantizes activations, which a per-linear mix does not calibrate");
         }

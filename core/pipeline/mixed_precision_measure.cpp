@@ -128,7 +128,7 @@ SensitivityTable bitsOnlyTable(const model::ModelConfig& config, const std::vect
             for (Eigen::Index i = 0; i < w.size(); ++i) w.data()[i] = normal(rng);
             MethodSpec proxy = m;
             if (m.kind == MethodKind::Gptq || m.kind == MethodKind::Awq) proxy.kind = MethodKind::Rtn, proxy.actOrder = false;
-            bits[{m.name, module}] = m.gguf() ? 0.0 : quantizeLinear(proxy, w, nullptr, 0.0, 0).bitsPerWeight();
+            bits[{m.name, module}] = m.ggufFileMix() ? 0.0 : quantizeLinear(proxy, w, nullptr, 0.0, 0).bitsPerWeight();
         }
     SensitivityTable t;
     t.candidates = candidates;

@@ -18,7 +18,7 @@ ModuleOverride parseOverride(std::string_view text, int groupSize) {
     const auto eq = text.rfind('=');
     if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size())
         throw Error("--override '" + std::string(text) + "': expected REGEX=METHOD, e.g. 'down_proj=gptq8'");
-    return {std::string(text.substr(0, eq)), parseMethod(text.substr(eq + 1), groupSize)};
+    return {std::string(text.substr(0, eq)), parseMixMethod(text.substr(eq + 1), groupSize)};
 }
 
 RuleMatcher::RuleMatcher(const ModuleRules& rules) : rules_(rules) {

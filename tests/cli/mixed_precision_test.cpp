@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <set>
+#include <tuple>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -14,6 +16,8 @@
 #include "cli_process.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/io/checkpoint.h"
+#include "qs/io/gguf_file.h"
+#include "qs/io/gguf_names.h"
 
 namespace {
 
@@ -130,6 +134,81 @@ TEST(MixedCli, RefusalsAreOneLineAndWriteNothing) {
         const auto r = runCli(with(with({"quantize", kDemo, "--out", out.string()}, args), kSmall));
         EXPECT_EQ(r.exitCode, 2) << expected;
         EXPECT_EQ(lineCount(r.err), 1u) << r.err;   // before any work: no progress line either
+        EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+        EXPECT_FALSE(std::filesystem::exists(out)) << expected;
+    }
+}
+
+// ggml types as candidates: one GGUF whose tensors carry the allocated types, the allocation in its
+// quantscope.report; --override and --ignore reach the file (q8_0, F16).
+TEST(MixedCli, QuantizeGgmlTypesAtABudgetWritesOneGgufWithTheAllocatedTypes) {
+    const std::filesystem::path out = freshPath("budget").string() + ".gguf";
+    const auto r = runCli(with({"quantize", kDemo, "--target-bpw", "4.5", "--candidates", "q3_K,q4_K,q5_K,q6_K", "--format", "gguf",
+                                "--override", "layers\\.0\\.mlp\\.down_proj=q8_0", "--ignore", "layers\\.1\\.self_attn\\.o_proj",
+                                "--eval-samples", "4", "--out", out.string()}, kSmall));
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.out.find("(gguf, mixed 4.50 bpw"), std::string::npos) << r.out;
+    const auto file = qs::io::GgufFile::open(out);
+    const std::string* text = file.metadata().string("quantscope.report");
+    ASSERT_NE(text, nullptr);
+    const auto report = nlohmann::json::parse(*text);
+    EXPECT_EQ(report["format"], "gguf");
+    const auto mixed = report["settings"]["mixed_precision"];
+    EXPECT_EQ(mixed["target_bpw"], 4.5);
+    EXPECT_LE(mixed["bits_per_weight"].get<double>(), 4.5);
+    EXPECT_GT(mixed["measured_kl"].get<double>(), 0.0);
+    const auto& methods = mixed["allocation"]["methods"];
+    ASSERT_EQ(methods.size(), 13u);   // 14 linears, o_proj of layer 1 kept dense
+    std::set<std::string> types;
+    for (const auto& [name, method] : methods.items()) {
+        const auto gguf = qs::io::ggufNameOfHfTensor(name + ".weight");
+        ASSERT_TRUE(gguf.has_value()) << name;
+        const auto* tensor = file.find(*gguf);
+        ASSERT_NE(tensor, nullptr) << *gguf;
+        EXPECT_EQ(std::string(qs::io::ggmlTypeTraits(*tensor->ggmlType).name), method.get<std::string>()) << name;
+        types.insert(method.get<std::string>());
+    }
+    EXPECT_EQ(methods["model.layers.0.mlp.down_proj"], "q8_0");
+    EXPECT_GE(types.size(), 3u) << mixed.dump();   // q8_0 and at least two of the candidates
+    EXPECT_EQ(*file.find("blk.1.attn_output.weight")->ggmlType, qs::io::GgmlType::F16);
+    EXPECT_EQ(*file.find("token_embd.weight")->ggmlType, qs::io::GgmlType::F16);
+    EXPECT_EQ(*file.find("blk.0.attn_norm.weight")->ggmlType, qs::io::GgmlType::F32);
+    std::filesystem::remove_all(out);
+}
+
+TEST(MixedCli, CompareAtABudgetWithGgmlTypesPrintsTheFrontier) {
+    const auto json = freshPath("gguf_frontier.json");
+    const auto r = runCli(with({"compare", kDemo, "--methods", "q4_K,q6_K", "--target-bpw", "5.5", "--eval-samples", "4", "--json", json.string()},
+                               kSmall));
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.out.find("frontier (group-kl"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("<- --target-bpw 5.5"), std::string::npos) << r.out;
+    const auto mixed = readJson(json)["mixed_precision"];
+    ASSERT_GE(mixed["frontier"].size(), 3u);
+    // ggml's own bits per weight: q4_K 144 bytes per 256, q6_K 210 per 256.
+    EXPECT_DOUBLE_EQ(mixed["frontier"].front()["bits_per_weight"].get<double>(), 4.5);
+    EXPECT_DOUBLE_EQ(mixed["frontier"].back()["bits_per_weight"].get<double>(), 6.5625);
+    const auto& at = mixed["at_budget"];
+    EXPECT_LE(at["measured_bits_per_weight"].get<double>(), 5.5);
+    EXPECT_LT(at["measured_kl"].get<double>(), mixed["candidates"][0]["measured_kl"].get<double>());
+    EXPECT_GT(at["measured_kl"].get<double>(), mixed["candidates"][1]["measured_kl"].get<double>());
+    std::filesystem::remove_all(json);
+}
+
+TEST(MixedCli, MixesAFormatCannotHoldAreRefusedNamingTheMethod) {
+    const std::filesystem::path gguf = freshPath("refused").string() + ".gguf", folder = freshPath("refused_folder");
+    const std::vector<std::tuple<std::filesystem::path, std::vector<std::string>, std::string>> cases = {
+        {gguf, {"--target-bpw", "5", "--candidates", "gptq4,q4_K"}, "gptq4 cannot be written into a GGUF file"},
+        {gguf, {"--target-bpw", "7", "--candidates", "q4_K,q8_0", "--override", "down_proj=gptq8"}, "gptq8 cannot be written into a GGUF"},
+        {folder, {"--target-bpw", "5", "--candidates", "q4_K,q8_0"}, "q4_K is a ggml type, which only a GGUF file holds"},
+        {folder, {"--target-bpw", "7", "--candidates", "gptq4,gptq8", "--override", "down_proj=q8_0"}, "q8_0 is a ggml type"},
+        {gguf, {"--target-bpw", "5", "--candidates", "q4_k_m,q8_0"}, "q4_k_m quantizes a whole layer"},
+        {folder, {"--target-bpw", "5", "--candidates", "q4_K,q8_0", "--format", "gguf"}, "must end in .gguf"},
+    };
+    for (const auto& [out, args, expected] : cases) {
+        const auto r = runCli(with(with({"quantize", kDemo, "--out", out.string()}, args), kSmall));
+        EXPECT_EQ(r.exitCode, 2) << expected;
+        EXPECT_EQ(lineCount(r.err), 1u) << r.err;
         EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
         EXPECT_FALSE(std::filesystem::exists(out)) << expected;
     }

@@ -9,7 +9,9 @@
 //    against the original that llama.cpp's distributions give (against our forward pass of the
 //    original) is our eval of the same file plus llama.cpp's own arithmetic on that file (its
 //    activations quantized to Q8 blocks), within 10 %; for Q4_K_M, where the weights dominate, the two
-//    KLs agree within 15 % outright (3.7 % on stories260K, 11.7 % on the demo).
+//    KLs agree within 15 % outright (3.7 % on stories260K, 11.7 % on the demo);
+//  * a budget's mix of ggml types (q3_K..q6_K per linear) written as one GGUF loads the same way, ggml's
+//    parser reads each linear in the allocated type, and llama.cpp's KL is our eval's plus its arithmetic.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -19,6 +21,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 
 #include "interop_test_support.h"
 #include "llama_judge.h"
@@ -36,6 +39,9 @@
 #include "qs/pipeline/gguf_result_export.h"
 #include "qs/pipeline/gguf_type_mix.h"
 #include "qs/pipeline/job.h"
+#include "qs/pipeline/mixed_precision_allocation.h"
+#include "qs/pipeline/mixed_precision_measure.h"
+#include "qs/pipeline/mixed_precision_report.h"
 
 using namespace qs;
 using nlohmann::json;
@@ -273,4 +279,60 @@ TEST_F(GgufMethodsInterop, ExportsLoadWithoutWarningsAndLlamaCppsKlAgreesWithOur
             }
         }
     }
+}
+
+TEST_F(GgufMethodsInterop, AMixOfGgmlTypesLoadsWithTheAllocatedTypesAndLlamaCppsKlAgreesWithOurEval) {
+    const io::Checkpoint original = io::Checkpoint::open(kDemo);
+    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(original);
+    const auto tokenizer = model::Tokenizer::fromFile(kDemo);
+    pipeline::JobPlan plan;
+    plan.checkpoint = kDemo;
+    plan.calibration = pipeline::tokenWindows(tokenizer, pipeline::loadTexts(kDemo / "calibration.txt"), 8, 128, "calibration.txt");
+    plan.evaluation = pipeline::tokenWindows(tokenizer, pipeline::loadTexts(kDemo / "eval.txt"), 8, 128, "eval.txt");
+    const auto candidates = pipeline::parseMixMethodList("q3_K,q4_K,q5_K,q6_K");
+    const auto table = pipeline::measureSensitivity(plan, candidates, pipeline::Sensitivity::GroupKl, {}, CancelToken{});
+    const pipeline::MixedPrecisionPlanner planner(table, {}, pipeline::namesOf(candidates));
+    const pipeline::MixedAllocation allocation = planner.at(4.5);
+    plan.mixed = {planner.methods(allocation, "mixed 4.50 bpw")};
+    const pipeline::MethodResult mixed = pipeline::Job(plan).run({}, CancelToken{}).methods.front();
+    ASSERT_TRUE(mixed.error.empty()) << mixed.error;
+    const fs::path file = pipeline::writeGgufMixResult(original, mixed, dir_ / "demo-mixed.gguf", {}, {}, CancelToken{});
+
+    // ggml's own parser: each linear in the type the allocation gave its group, the rest F16 / F32.
+    const auto types = typesInFile(interop::GgmlBase(), file);
+    std::set<std::string> used;
+    for (std::size_t g = 0; g < table.groups.size(); ++g)
+        for (const auto& module : table.groups[g].modules) {
+            const std::string name = *io::ggufNameOfHfTensor(pipeline::moduleName(table.groups[g].layer, module) + ".weight");
+            const std::string want = table.candidates[std::size_t(allocation.choice[g])].name;
+            EXPECT_EQ(types.at(name), want) << name;
+            used.insert(want);
+        }
+    EXPECT_GE(used.size(), 2u) << pipeline::allocationSummary(table, allocation);
+    EXPECT_EQ(types.at("token_embd.weight"), "f16");
+    EXPECT_EQ(types.at("blk.0.attn_norm.weight"), "f32");
+
+    const pipeline::TokenSequences windows = windowsOf(kDemo, file);
+    const json answer = interop::runLlamaJudge({{"model", file.string()}, {"evaluate", windows}, {"vocabulary", config.vocabSize}, {"threads", 2}});
+    EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{}) << file;
+    model::Transformer reference = model::Transformer::fromCheckpoint(original);
+    model::Transformer decoded = model::Transformer::fromCheckpoint(io::Checkpoint::open(file));
+    double theirs = 0.0, arithmetic = 0.0, positions = 0.0;
+    for (std::size_t i = 0; i < windows.size(); ++i) {
+        const MatrixF logits = reference.forward(windows[i]);
+        const double n = double(logits.rows() - 1);
+        theirs += klAgainstOriginal(answer.at("distributions").at(i), logits) * n;
+        arithmetic += klAgainstOriginal(answer.at("distributions").at(i), decoded.forward(windows[i])) * n;
+        positions += n;
+    }
+    theirs /= positions;
+    arithmetic /= positions;
+    const double ourKl = pipeline::evaluateCheckpoints({kDemo, file, windows}, {}, CancelToken{}).kl.meanKld.value;
+    std::printf("demo mixed %s (%.3f bpw): mean KL vs the original: llama.cpp %.4g, QuantScope eval %.4g; llama.cpp's arithmetic on the "
+                "file %.3g; eval + arithmetic %.4g (%+.1f %%)\n",
+                pipeline::allocationSummary(table, allocation).c_str(), mixed.bitsPerWeight, theirs, ourKl, arithmetic, ourKl + arithmetic,
+                100.0 * (theirs / (ourKl + arithmetic) - 1.0));
+    EXPECT_GT(ourKl, 0.0);
+    EXPECT_LT(arithmetic, 5e-4);   // llama.cpp runs the file as we decode it, up to its Q8 activations
+    EXPECT_NEAR(theirs, ourKl + arithmetic, 0.10 * theirs);
 }

@@ -34,6 +34,10 @@ const GgufFileType& ggufFileTypeOf(int fileType);   // throws qs::Error for one 
 // `fileType`; `withImportance` as llama-quantize --imatrix (a few rules depend on it). Vectors stay F32.
 GgufTypeChooser ggufMixChooser(const GgufFileType& fileType, const model::ModelConfig& config, bool withImportance);
 
+// llama-quantize's fallback for a matrix whose rows (`cols` elements) are not whole blocks of `type`:
+// a smaller block (Q4_K -> Q5_0, Q6_K -> Q8_0, ...), else F16; `type` itself when the rows fit.
+io::GgmlType ggufFallbackType(io::GgmlType type, std::int64_t cols);
+
 // The tensors of a model in the order llama.cpp's loader sorts them (blk.N by N, then by name; the
 // others first), as writeGguf would plan them from the config alone (biases as the config announces).
 std::vector<GgufTensorChoice> ggufTensorPlan(const model::ModelConfig& config);

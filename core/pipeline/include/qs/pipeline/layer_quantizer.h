@@ -35,14 +35,15 @@ QuantizedLayer quantizeLayer(const MethodSpec& method, model::LayerWeights& weig
                              std::uint64_t seed, const CancelToken& cancel, const Backend* backend, LayerRelease release);
 
 // A method per linear (a mixed-precision allocation): `methodOf(module)` names it, or returns null
-// for a linear left dense (absent from the result). AWQ and the GGUF types, which choose for a whole
-// layer, are refused. Nothing is released: the caller's weights and statistics stay as they are.
+// for a linear left dense (absent from the result). AWQ and the GGUF file types, which choose for a
+// whole layer, are refused; a single ggml type (MethodSpec::ggmlType) is one linear's. Nothing is released: the caller's weights and statistics stay as they are.
 using ModuleMethod = std::function<const MethodSpec*(std::string_view module)>;
 QuantizedLayer quantizeLayerModules(const ModuleMethod& methodOf, const model::LayerWeights& weights,
                                     LayerStatistics& statistics, std::uint64_t seed, const CancelToken& cancel,
                                     const Backend* backend = nullptr);
 
-// One linear (RTN, GPTQ, FP8, MXFP4, NVFP4, NF4, trellis); `h` may be null for the methods that need none.
+// One linear (RTN, GPTQ, FP8, MXFP4, NVFP4, NF4, trellis, one ggml type weighted by H's diagonal as the
+// GGUF methods' imatrix); `h` may be null for the methods that need none.
 // `cancel`, when given, is polled inside the long ones (GPTQ between column blocks, the trellis per group).
 quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& weight, const MatrixF* h,
                                       double samples, std::uint64_t seed, const Backend* backend = nullptr,

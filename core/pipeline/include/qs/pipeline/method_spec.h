@@ -15,10 +15,15 @@
 //   trellisK  QTIP-style trellis, K bits per weight (1..4), L = 8 unless given as trellisK-lL
 //   q4_k_m, q6_k, q8_0, f16, ...  llama-quantize's file types (gguf_type_mix.h), any case: a ggml type
 //             per tensor as llama.cpp's mix chooses it, importance-weighted by the calibration when given
+// A mix's candidates and overrides (parseMixMethod) read ggml's own type names as one type per linear:
+//   q3_K, q4_K, q5_K, q6_K, q8_0, q4_0, iq4_xs, ...  every linear in that ggml type (llama-quantize
+//             --tensor-type), importance-weighted as the GGUF methods are; a mix of them is one GGUF file
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "qs/io/ggml_type.h"
 #include "qs/quant/activation_quant.h"
 
 namespace qs::pipeline {
@@ -35,7 +40,8 @@ struct MethodSpec {
     bool sym = false;
     int trellisL = 8;
     Fp8Granularity fp8Scales = Fp8Granularity::Block;   // FP8
-    int ggufFileType = -1;     // GGUF: llama_ftype (15 = Q4_K_M)
+    int ggufFileType = -1;     // GGUF: llama_ftype (15 = Q4_K_M); -1 with ggmlType
+    std::optional<io::GgmlType> ggmlType;   // GGUF, one ggml type per linear (a mix's candidate), no file type
     quant::ActivationFormat activations = quant::ActivationFormat::None;   // W8A8 / W4A4: the inputs too
     bool kvCacheFp8 = false;   // the KV cache in FP8 E4M3 with calibrated k/v scales (--kv-cache fp8)
 
@@ -45,10 +51,16 @@ struct MethodSpec {
     bool sequential() const;                 // GPTQ and AWQ: quantized from a stream of their own (true-sequential)
     bool integerGrid() const;                // RTN, GPTQ, AWQ
     bool gguf() const { return kind == MethodKind::Gguf; }
+    // A GGUF method that chooses for the whole model (a file type's mix), not for one linear.
+    bool ggufFileMix() const { return gguf() && !ggmlType; }
 };
 
 // Throws qs::Error naming the bad entry. `groupSize` applies to the integer methods.
 MethodSpec parseMethod(std::string_view name, int groupSize = 128);
 std::vector<MethodSpec> parseMethodList(std::string_view commaSeparated, int groupSize = 128);
+// As parseMethod, except that ggml's quantized type names ("q4_K", "q8_0", "iq4_xs") name one ggml type
+// per linear (MethodSpec::ggmlType) rather than llama-quantize's file types: --candidates and --override.
+MethodSpec parseMixMethod(std::string_view name, int groupSize = 128);
+std::vector<MethodSpec> parseMixMethodList(std::string_view commaSeparated, int groupSize = 128);
 
 }  // namespace qs::pipeline

@@ -36,7 +36,8 @@ struct MixedMethods {
     bool sequential() const;   // some linear is quantized by GPTQ: the stream calibrates on itself
     // What MethodResult::method holds: the method most linears use, named `name`.
     MethodSpec summary() const;
-    // Throws qs::Error naming the module for a method that cannot be mixed (AWQ, GGUF types, a quantized KV cache).
+    // Throws qs::Error naming the module for a method that cannot be mixed (AWQ, a GGUF file type's mix, a
+    // quantized KV cache); single ggml types (parseMixMethod) mix per linear.
     void check() const;
 };
 

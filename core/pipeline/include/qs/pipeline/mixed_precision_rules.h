@@ -25,7 +25,8 @@ struct ModuleRules {
     bool empty() const { return overrides.empty() && ignore.empty(); }
 };
 
-// "REGEX=METHOD" (the last '=' splits, so a regex may hold one); throws qs::Error naming the text.
+// "REGEX=METHOD" (the last '=' splits, so a regex may hold one), METHOD as parseMixMethod reads it (q8_0:
+// the ggml type); throws qs::Error naming the text.
 ModuleOverride parseOverride(std::string_view text, int groupSize = 128);
 
 // What the rules decide for one linear.
