@@ -167,6 +167,34 @@ TEST_F(Interop, MoeExportsRunInLlamaCppAsTheCheckpointRunsInQuantScope) {
     }
 }
 
+// The tiny random Gemma 3 checkpoints (scripts/make-tiny-gemma3.py), exported as F32 GGUF with llama.cpp's
+// gemma3 architecture: the (1 + w) norms stored as llama.cpp multiplies, the sandwich norms as
+// attn_post_norm / ffn_post_norm, five sliding layers (window 16, RoPE base 10000) and a global one
+// (rope_theta; the VLM's with linear scaling 8). 300 positions reach far past the window. Our forward
+// pass on the Hugging Face checkpoint (the VLM's text tower under model.language_model.) against
+// llama.cpp on the GGUF.
+TEST_F(Interop, Gemma3ExportsRunInLlamaCppAsTheCheckpointRunsInQuantScope) {
+    const auto ids = model::Tokenizer::fromFile(kDemo).encode(readText(kDemo / "eval.txt"));
+    ASSERT_GT(ids.size(), 300u);
+    const std::vector<model::TokenId> tokens(ids.begin(), ids.begin() + 300);
+    for (const char* name : {"gemma3-text-tiny", "gemma3-vlm-tiny"}) {
+        SCOPED_TRACE(name);
+        const fs::path source = fs::path(QS_TEST_DATA_DIR) / "gemma3" / name;
+        const fs::path gguf = exportGguf(source, dir_ / (std::string(name) + ".gguf"), io::GgmlType::F32, false);
+        const json answer = interop::runLlamaJudge({{"model", gguf.string()}, {"evaluate", {tokens}}, {"vocabulary", 320}, {"threads", 2}});
+        EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{});
+        for (const auto& w : answer.at("warnings")) std::printf("llama.cpp warning: %s\n", w.get<std::string>().c_str());
+        model::Transformer transformer = model::Transformer::fromCheckpoint(io::Checkpoint::open(source));
+        ASSERT_EQ(transformer.config().arch.normOffset, 1.0f);
+        const KlFigures k = compareDistributions(answer.at("distributions").at(0), transformer.forward(tokens));
+        std::printf("%s: mean KL(llama.cpp || QuantScope) = %.3g, max %.3g, same top token %zu/%zu\n", name, k.mean, k.max, k.sameTop,
+                    k.positions);
+        EXPECT_EQ(k.positions, 300u);
+        EXPECT_LT(k.mean, 1e-5);
+        EXPECT_GE(k.sameTop, 295u);
+    }
+}
+
 TEST_F(Interop, TheTinyLlamaFileTokenizesAsLlamaCppTokenizesIt) {
     // The llama.cpp test strings, through llama.cpp's own tokenizer of the file and through ours.
     const std::string inputs = readText(fs::path(QS_TEST_DATA_DIR) / "tokenizers" / "llama.cpp-test-vectors" / "ggml-vocab-llama-spm.gguf.inp");
