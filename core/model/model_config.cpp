@@ -326,6 +326,11 @@ bool ModelConfig::usesLocalRope(int layer) const {
 }
 
 ModelConfig ModelConfig::fromCheckpoint(const io::Checkpoint& checkpoint) {
+    // Our GGUF reader maps llama.cpp's names onto Llama's; gemma3's differ (post_attention_norm,
+    // post_ffw_norm, ffn_norm before the MLP) and its norms are stored as 1 + w: refused, not misread.
+    if (checkpoint.gguf() != nullptr && checkpoint.config().value("model_type", "") == "gemma3")
+        fail(checkpoint.root().string(), "GGUF architecture 'gemma3' cannot be read back yet (its norms are stored as 1 + w and "
+                                         "its post-norms have names of their own); evaluate the safetensors checkpoint instead");
     ModelConfig c = fromJson(checkpoint.config(), checkpoint.configSource().string());
     // A Gemma 3 VLM exported by transformers 4.4x keeps the text tower under language_model.model.
     if (c.modelType == "gemma3" && !checkpoint.find(c.arch.tensorPrefix + "embed_tokens.weight") &&
