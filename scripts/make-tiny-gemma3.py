@@ -13,11 +13,8 @@ pattern; the VLM's global layers use linear RoPE scaling (factor 8, as the 4B+ m
 The safetensors writer and the random weights are make-tiny-moe.py's (shared, not copied).
 Pure Python: python3 scripts/make-tiny-gemma3.py [--repo PATH]
 """
-import argparse
 import importlib.util
-import json
 import os
-import shutil
 
 _spec = importlib.util.spec_from_file_location("make_tiny_moe", os.path.join(os.path.dirname(os.path.abspath(__file__)), "make-tiny-moe.py"))
 tiny = importlib.util.module_from_spec(_spec)
@@ -101,19 +98,7 @@ def vlm():
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--repo", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-    args = ap.parse_args()
-    for name, make in (("gemma3-text-tiny", text_model), ("gemma3-vlm-tiny", vlm)):
-        out = os.path.join(args.repo, "tests", "data", "gemma3", name)
-        os.makedirs(out, exist_ok=True)
-        config, weights = make()
-        with open(os.path.join(out, "config.json"), "w") as f:
-            json.dump(config, f, indent=2, sort_keys=True)
-            f.write("\n")
-        tiny.write_safetensors(os.path.join(out, "model.safetensors"), weights.tensors)
-        for t in ("tokenizer.json", "tokenizer_config.json"):
-            shutil.copy(os.path.join(args.repo, "resources", "demo", t), os.path.join(out, t))
+    tiny.write_checkpoints("gemma3", (("gemma3-text-tiny", text_model), ("gemma3-vlm-tiny", vlm)))
 
 
 if __name__ == "__main__":

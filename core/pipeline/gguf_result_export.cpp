@@ -23,7 +23,7 @@ std::filesystem::path writeGgufResult(const io::Checkpoint& source, const Method
     std::uint32_t withImportance = 0;
     for (std::size_t layer = 0; layer < result.layers.size(); ++layer)
         for (const auto& [module, q] : result.layers[layer]) {
-            options.encodedLinears["model.layers." + std::to_string(layer) + "." + module] = q;
+            options.encodedLinears[config.layerPrefix(static_cast<int>(layer)) + module] = q;   // a VLM: its text tower's names
             withImportance += q->inputCount > 0 ? 1 : 0;
         }
     // The Job chose the linears' types with importance when it had calibration; the same rules then.

@@ -21,6 +21,7 @@
 #include "qs/pipeline/decoded_weights.h"
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/gguf_export.h"
+#include "qs/pipeline/gguf_result_export.h"
 #include "qs/io/gguf_file.h"
 #include "qs/pipeline/job.h"
 
@@ -163,6 +164,26 @@ TEST(Gemma3Export, GgufStoresTheNormsAsLlamaCppMultipliesAndIsRefusedOnReadBack)
         ADD_FAILURE() << "a gemma3 GGUF was read";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("GGUF architecture 'gemma3' cannot be read back yet"), std::string::npos) << e.what();
+    }
+    fs::remove(file);
+}
+
+// A GGUF method's result on the VLM is written with the Job's own blocks (the text tower's linears are
+// found under their prefixed names), not re-encoded from the dense weights.
+TEST(Gemma3Export, GgufMethodOfTheVlmWritesTheJobsBlocks) {
+    const MethodResult result = quantize("q8_0");
+    const io::Checkpoint source = io::Checkpoint::open(kVlm);
+    const fs::path file = fs::temp_directory_path() / ("qs_gemma3_vlm_q8_" + std::to_string(::getpid()) + ".gguf");
+    fs::remove(file);
+    writeGgufResult(source, result, file, {}, {}, CancelToken{});
+    const io::Checkpoint gguf = io::Checkpoint::open(file);
+    const io::GgufFile& g = *gguf.gguf();
+    for (const auto& [module, name] : {std::pair<std::string, std::string>{"self_attn.v_proj", "blk.3.attn_v.weight"},
+                                       {"mlp.down_proj", "blk.3.ffn_down.weight"}}) {
+        const quant::QuantizedLinear& q = *result.layers[3].at(module);
+        const auto stored = g.view(*g.find(name)).bytes();
+        ASSERT_EQ(stored.size(), q.blocks.size()) << name;
+        EXPECT_EQ(std::memcmp(stored.data(), q.blocks.data(), stored.size()), 0) << name;
     }
     fs::remove(file);
 }
