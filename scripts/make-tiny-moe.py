@@ -110,12 +110,14 @@ def mixtral():
     return c, w
 
 
-def main():
+def write_checkpoints(folder, makers):
+    """Writes each (name, make) of `makers` as tests/data/<folder>/<name>: config.json, model.safetensors and
+    the demo's tokenizer files. Shared by the tiny-checkpoint scripts (make-tiny-gemma3.py)."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--repo", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     args = ap.parse_args()
-    for name, make in (("qwen3-moe-tiny", qwen3_moe), ("mixtral-tiny", mixtral)):
-        out = os.path.join(args.repo, "tests", "data", "moe", name)
+    for name, make in makers:
+        out = os.path.join(args.repo, "tests", "data", folder, name)
         os.makedirs(out, exist_ok=True)
         config, weights = make()
         with open(os.path.join(out, "config.json"), "w") as f:
@@ -124,6 +126,10 @@ def main():
         write_safetensors(os.path.join(out, "model.safetensors"), weights.tensors)
         for t in ("tokenizer.json", "tokenizer_config.json"):
             shutil.copy(os.path.join(args.repo, "resources", "demo", t), os.path.join(out, t))
+
+
+def main():
+    write_checkpoints("moe", (("qwen3-moe-tiny", qwen3_moe), ("mixtral-tiny", mixtral)))
 
 
 if __name__ == "__main__":

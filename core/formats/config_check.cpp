@@ -79,7 +79,7 @@ void checkLinears(const io::Checkpoint& ck, const FormatInfo& format, const Conf
                   std::vector<std::string>& problems) {
     for (const auto& [prefix, shape] : linearShapes(ck, format)) {
         const auto naming = io::parseTensorName(prefix + ".weight");
-        if (naming.layer < 0) continue;
+        if (naming.layer < 0 || io::isTowerTensor(prefix)) continue;   // a VLM's vision layers have their own sizes
         const auto expected = expectedShape(s, naming.module);
         if (expected && *expected != shape) {
             problems.push_back(where + ": " + keysFor(naming.module) + " imply " + text(*expected) + " for " + prefix +
@@ -105,7 +105,8 @@ void checkEmbedding(const io::Checkpoint& ck, const ConfigSizes& s, const std::s
 
 void checkLayers(const io::Checkpoint& ck, const ConfigSizes& s, const std::string& where, std::vector<std::string>& problems) {
     int maxLayer = -1;
-    for (const auto& t : ck.tensors()) maxLayer = std::max(maxLayer, t.naming.layer);
+    for (const auto& t : ck.tensors())
+        if (!io::isTowerTensor(t.info->name)) maxLayer = std::max(maxLayer, t.naming.layer);
     if (s.layers && maxLayer >= 0 && maxLayer + 1 != *s.layers)
         problems.push_back(where + ": num_hidden_layers " + std::to_string(*s.layers) + ", but the tensors hold " +
                            std::to_string(maxLayer + 1) + " decoder layers (0 to " + std::to_string(maxLayer) + ")");
@@ -117,7 +118,7 @@ void checkModelType(const io::Checkpoint& ck, const ConfigSizes& s, const std::s
     bool anyLayer = false, qkNorm = false, qkvBias = false;
     std::string normName;
     for (const auto& t : ck.tensors()) {
-        if (t.naming.layer < 0) continue;
+        if (t.naming.layer < 0 || io::isTowerTensor(t.info->name)) continue;
         anyLayer = true;
         if (t.naming.module == "self_attn.q_norm" || t.naming.module == "self_attn.k_norm") {
             qkNorm = true;

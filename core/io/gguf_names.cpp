@@ -87,6 +87,8 @@ std::optional<std::string> ggufArchitectureOfModelType(std::string_view modelTyp
     // llama.cpp runs Mixtral as llama with experts (llama.expert_count), Qwen3-MoE as its own arch.
     if (modelType == "mixtral") return "llama";
     if (modelType == "qwen3_moe") return "qwen3moe";
+    // The Gemma 3 VLM's GGUF is its text tower (llama.cpp's converter puts the vision tower in an mmproj file).
+    if (modelType == "gemma3_text" || modelType == "gemma3") return "gemma3";
     return std::nullopt;
 }
 

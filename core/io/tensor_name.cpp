@@ -137,4 +137,10 @@ TensorName parseTensorName(std::string_view fullName) {
     return out;
 }
 
+bool isTowerTensor(std::string_view name) {
+    for (const std::string_view word : {"vision", "visual", "audio", "multi_modal_projector", "mm_projector"})
+        if (name.find(word) != std::string_view::npos) return true;
+    return false;
+}
+
 }  // namespace qs::io

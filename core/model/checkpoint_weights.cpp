@@ -10,10 +10,6 @@
 namespace qs::model {
 namespace {
 
-const std::string kEmbedding = "model.embed_tokens.weight";
-
-std::string layerPrefix(int layer) { return "model.layers." + std::to_string(layer) + "."; }
-
 std::string shapeText(const std::vector<std::int64_t>& shape) {
     std::string s = "[";
     for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
@@ -33,7 +29,7 @@ MatrixF convertRows(const io::TensorView& t, std::int64_t begin, std::int64_t en
 CheckpointWeights::CheckpointWeights(io::Checkpoint checkpoint, ModelConfig config, Options options)
     : checkpoint_(std::move(checkpoint)), config_(std::move(config)), options_(options) {
     // HF ties lm_head to the embedding when configured so, even when a copy of lm_head was saved.
-    lmHeadName_ = config_.tieWordEmbeddings ? kEmbedding : "lm_head.weight";
+    lmHeadName_ = config_.tieWordEmbeddings ? embeddingName() : config_.arch.lmHead;
     validate();
 }
 
@@ -50,12 +46,12 @@ io::TensorView CheckpointWeights::checked(const std::string& name, std::vector<s
 
 void CheckpointWeights::validate() const {
     const std::int64_t h = config_.hiddenSize;
-    checked(kEmbedding, {config_.vocabSize, h});
+    checked(embeddingName(), {config_.vocabSize, h});
     if (options_.lmHead) checked(lmHeadName_, {config_.vocabSize, h});
-    checked("model.norm.weight", {h});
+    checked(config_.arch.tensorPrefix + "norm.weight", {h});
     if (!options_.linears) return;
     for (int i = 0; i < config_.numLayers; ++i) {
-        const std::string p = layerPrefix(i);
+        const std::string p = config_.layerPrefix(i);
         checked(p + "self_attn.q_proj.weight", {config_.qDim(), h});
         checked(p + "self_attn.k_proj.weight", {config_.kvDim(), h});
         checked(p + "self_attn.v_proj.weight", {config_.kvDim(), h});
@@ -75,7 +71,7 @@ void CheckpointWeights::validate() const {
 void CheckpointWeights::validateExperts(int layer) const {
     const MoeConfig& moe = config_.moe;
     const std::int64_t h = config_.hiddenSize, ff = moe.expertIntermediateSize;
-    const std::string p = layerPrefix(layer);
+    const std::string p = config_.layerPrefix(layer);
     const io::TensorView router = checkpoint_.tensor(p + moe.names.router() + ".weight");
     if (router.shape().size() == 2 && router.shape()[1] == h && router.shape()[0] != moe.numExperts)
         throw Error(checkpoint_.root().string() + ": tensor " + p + moe.names.router() + ".weight routes to " +
@@ -104,7 +100,7 @@ void CheckpointWeights::validateExperts(int layer) const {
 }
 
 Linear CheckpointWeights::linear(int layer, const std::string& module, int out, int in, bool bias) const {
-    const std::string base = layerPrefix(layer) + module;
+    const std::string base = config_.layerPrefix(layer) + module;
     Linear l;
     const io::TensorView t = checked(base + ".weight", {out, in});
     l.weight = t.toMatrix();
@@ -123,11 +119,14 @@ VectorF CheckpointWeights::vector(const std::string& name, int size) const {
 LayerWeights CheckpointWeights::layer(int index) const {
     if (index < 0 || index >= config_.numLayers)
         throw Error(checkpoint_.root().string() + ": no decoder layer " + std::to_string(index));
-    const std::string p = layerPrefix(index);
+    const std::string p = config_.layerPrefix(index);
     const int h = config_.hiddenSize, q = config_.qDim(), kv = config_.kvDim(), ff = config_.intermediateSize;
+    const Architecture& arch = config_.arch;
     LayerWeights w;
-    w.inputNorm = vector(p + "input_layernorm.weight", h);
-    w.postAttentionNorm = vector(p + "post_attention_layernorm.weight", h);
+    w.inputNorm = vector(p + arch.inputNorm + ".weight", h);
+    w.postAttentionNorm = vector(p + arch.preMlpNorm + ".weight", h);
+    if (!arch.attentionOutputNorm.empty()) w.attentionOutputNorm = vector(p + arch.attentionOutputNorm + ".weight", h);
+    if (!arch.mlpOutputNorm.empty()) w.mlpOutputNorm = vector(p + arch.mlpOutputNorm + ".weight", h);
     if (config_.qkNorm) {
         w.qNorm = vector(p + "self_attn.q_norm.weight", config_.headDim);
         w.kNorm = vector(p + "self_attn.k_norm.weight", config_.headDim);
@@ -159,7 +158,7 @@ LayerWeights CheckpointWeights::layer(int index) const {
 }
 
 MatrixF CheckpointWeights::embeddingRows(std::span<const TokenId> tokens) const {
-    const io::TensorView t = checkpoint_.tensor(kEmbedding);
+    const io::TensorView t = checkpoint_.tensor(embeddingName());
     MatrixF rows(static_cast<Eigen::Index>(tokens.size()), config_.hiddenSize);
     for (std::size_t i = 0; i < tokens.size(); ++i) {
         if (tokens[i] < 0 || tokens[i] >= config_.vocabSize)
@@ -170,7 +169,9 @@ MatrixF CheckpointWeights::embeddingRows(std::span<const TokenId> tokens) const 
     return rows;
 }
 
-VectorF CheckpointWeights::finalNorm() const { return vector("model.norm.weight", config_.hiddenSize); }
+VectorF CheckpointWeights::finalNorm() const { return vector(config_.arch.tensorPrefix + "norm.weight", config_.hiddenSize); }
+
+std::string CheckpointWeights::embeddingName() const { return config_.arch.tensorPrefix + "embed_tokens.weight"; }
 
 MatrixF CheckpointWeights::lmHead(const MatrixF& normedHidden, const LayerMath& math) const {
     if (!options_.lmHead) throw Error(checkpoint_.root().string() + ": lm_head was not to be read as a dense tensor");

@@ -1,6 +1,8 @@
 #include "qs/model/decoder_layer.h"
 
 #include <array>
+#include <cmath>
+#include <numbers>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -45,15 +47,19 @@ MatrixF attentionBlock(const LayerWeights& w, const MatrixF& normed, const Decod
     MatrixF& q = projected[0];
     MatrixF& k = projected[1];
     MatrixF& v = projected[2];
-    if (w.qNorm.size() > 0) rmsNormHeadsInPlace(q, w.qNorm, cfg.rmsNormEps);
-    if (w.kNorm.size() > 0) rmsNormHeadsInPlace(k, w.kNorm, cfg.rmsNormEps);
+    if (w.qNorm.size() > 0) rmsNormHeadsInPlace(q, w.qNorm, cfg.rmsNormEps, cfg.arch.normOffset);
+    if (w.kNorm.size() > 0) rmsNormHeadsInPlace(k, w.kNorm, cfg.rmsNormEps, cfg.arch.normOffset);
     c.rope.apply(q, cfg.numHeads, c.firstPosition);
     c.rope.apply(k, cfg.numKvHeads, c.firstPosition);
+    // query_pre_attn_scalar replaces head_dim in the score scale: the queries carry the ratio, so that
+    // attention (on any LayerMath) keeps its 1/sqrt(head_dim).
+    if (cfg.queryPreAttnScalar > 0.0 && cfg.queryPreAttnScalar != cfg.headDim)
+        q *= static_cast<float>(std::sqrt(static_cast<double>(cfg.headDim) / cfg.queryPreAttnScalar));
     if (c.keyValueHook && *c.keyValueHook) (*c.keyValueHook)(KeyValues{c.layer, k, v});
     if (w.k.cacheScale > 0.0f) quant::fakeQuantizeFp8(k, w.k.cacheScale);
     if (w.v.cacheScale > 0.0f) quant::fakeQuantizeFp8(v, w.v.cacheScale);
 
-    const AttentionShape shape{cfg.numHeads, cfg.numKvHeads, cfg.headDim, cfg.slidingWindow};
+    const AttentionShape shape{cfg.numHeads, cfg.numKvHeads, cfg.headDim, cfg.windowOf(c.layer)};
     MatrixF context;
     if (c.cache) {
         c.cache->append(c.layer, k, v);
@@ -66,11 +72,22 @@ MatrixF attentionBlock(const LayerWeights& w, const MatrixF& normed, const Decod
     return m.linear(engineInput(context, {&w.o}, quantizedContext), w.o);
 }
 
+// act(x Gᵀ) ⊙ (x Uᵀ): SiLU on the LayerMath (a device fuses it), gelu-tanh on the host after its GEMMs.
+MatrixF gatedProduct(const LayerMath& m, const MatrixF& x, const Linear& gate, const Linear& up, Activation activation) {
+    if (activation == Activation::Silu) return m.gatedProduct(x, gate, up);
+    MatrixF g = m.linear(x, gate);
+    const MatrixF u = m.linear(x, up);
+    // torch's gelu(approximate="tanh"): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x³))), in f32.
+    const float k = static_cast<float>(std::sqrt(2.0 / std::numbers::pi));
+    g.array() = 0.5f * g.array() * (1.0f + (k * (g.array() + 0.044715f * g.array().cube())).tanh()) * u.array();
+    return g;
+}
+
 MatrixF mlpBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c) {
     notify(c, kGateUp, normed);
     const LayerMath& m = math(c);
     MatrixF quantized;
-    const MatrixF product = m.gatedProduct(engineInput(normed, {&w.gate, &w.up}, quantized), w.gate, w.up);
+    const MatrixF product = gatedProduct(m, engineInput(normed, {&w.gate, &w.up}, quantized), w.gate, w.up, c.config.arch.activation);
     notify(c, kDown, product);
     MatrixF quantizedProduct;
     return m.linear(engineInput(product, {&w.down}, quantizedProduct), w.down);
@@ -122,9 +139,15 @@ MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
 
 void runDecoderLayer(const LayerWeights& weights, MatrixF& hidden, const DecoderLayerContext& context) {
     const double eps = context.config.rmsNormEps;
-    hidden += attentionBlock(weights, rmsNorm(hidden, weights.inputNorm, eps), context);
-    const MatrixF normed = rmsNorm(hidden, weights.postAttentionNorm, eps);
-    hidden += weights.isMoe() ? moeBlock(weights, normed, context) : mlpBlock(weights, normed, context);
+    const float offset = context.config.arch.normOffset;
+    MatrixF attended = attentionBlock(weights, rmsNorm(hidden, weights.inputNorm, eps, offset), context);
+    // Gemma's sandwich norms normalise each sub-block's output before it joins the residual stream.
+    if (weights.attentionOutputNorm.size() > 0) rmsNormInPlace(attended, weights.attentionOutputNorm, eps, offset);
+    hidden += attended;
+    const MatrixF normed = rmsNorm(hidden, weights.postAttentionNorm, eps, offset);
+    MatrixF mlp = weights.isMoe() ? moeBlock(weights, normed, context) : mlpBlock(weights, normed, context);
+    if (weights.mlpOutputNorm.size() > 0) rmsNormInPlace(mlp, weights.mlpOutputNorm, eps, offset);
+    hidden += mlp;
 }
 
 }  // namespace qs::model

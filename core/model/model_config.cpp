@@ -1,10 +1,12 @@
 #include "qs/model/model_config.h"
 
+#include <cmath>
 #include <set>
 #include <type_traits>
 
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
+#include "qs/io/dtype.h"
 #include "qs/io/json_value.h"
 
 namespace qs::model {
@@ -76,7 +78,9 @@ void parseAttentionVariant(const nlohmann::json& j, ModelConfig& c, const std::s
     c.mlpBias = optional<bool>(j, "mlp_bias", false, source);
     c.qkNorm = c.modelType == "qwen3" || c.modelType == "qwen3_moe";
 
-    if (c.modelType == "mistral" || c.modelType == "mixtral") {
+    if (c.modelType == "gemma3_text") {
+        return;   // parseGemma3Text: per-layer windows
+    } else if (c.modelType == "mistral" || c.modelType == "mixtral") {
         c.slidingWindow = optional<int>(j, "sliding_window", 0, source);
     } else if (optional<bool>(j, "use_sliding_window", false, source)) {
         // Qwen's per-layer windows (max_window_layers) are not implemented: refuse instead of guessing.
@@ -133,6 +137,104 @@ std::string missingPieces(const std::string& modelType) {
     return "";
 }
 
+// sqrt(hidden_size) as Gemma3TextScaledWordEmbedding applies it: rounded to the embedding's dtype.
+double embeddingScaleIn(io::DType dtype, int hiddenSize) {
+    const float scale = static_cast<float>(std::sqrt(static_cast<double>(hiddenSize)));
+    if (dtype == io::DType::BF16) return io::bf16ToF32(io::f32ToBf16(scale));
+    if (dtype == io::DType::F16) return io::f16ToF32(io::f32ToF16(scale));
+    return scale;
+}
+
+io::DType configDtype(const nlohmann::json& j, const std::string& source) {
+    const std::string name = optional<std::string>(j, "dtype", optional<std::string>(j, "torch_dtype", "float32", source), source);
+    if (name == "bfloat16") return io::DType::BF16;
+    if (name == "float16") return io::DType::F16;
+    return io::DType::F32;
+}
+
+// Gemma 3's layer_types (or the older sliding_window_pattern: every pattern-th layer is global).
+std::vector<bool> gemmaSlidingLayers(const nlohmann::json& j, int numLayers, const std::string& source) {
+    std::vector<bool> sliding;
+    const auto types = j.find("layer_types");
+    if (types != j.end() && !types->is_null()) {
+        if (!types->is_array() || static_cast<int>(types->size()) != numLayers)
+            fail(source, "'layer_types' must list one attention type for each of the " + std::to_string(numLayers) + " layers");
+        for (const auto& t : *types) {
+            const std::string type = t.is_string() ? t.get<std::string>() : t.dump();
+            if (type != "sliding_attention" && type != "full_attention")
+                fail(source, "'layer_types' holds '" + type + "' (only sliding_attention and full_attention)");
+            sliding.push_back(type == "sliding_attention");
+        }
+        return sliding;
+    }
+    const int pattern = optional<int>(j, "sliding_window_pattern", 6, source);
+    if (pattern < 1) fail(source, "'sliding_window_pattern' must be at least 1");
+    for (int i = 0; i < numLayers; ++i) sliding.push_back((i + 1) % pattern != 0);
+    return sliding;
+}
+
+// Gemma 3's RoPE: rope_theta with rope_scaling on the global layers, rope_local_base_freq unscaled on the
+// sliding ones; transformers 5 writes both under rope_parameters, keyed by layer type.
+void parseGemmaRope(const nlohmann::json& j, ModelConfig& c, const std::string& source) {
+    const auto params = j.find("rope_parameters");
+    if (params != j.end() && params->is_object() && params->contains("full_attention")) {
+        const nlohmann::json& full = (*params)["full_attention"];
+        c.ropeTheta = optional<double>(full, "rope_theta", 1'000'000.0, source);
+        c.ropeScaling = parseRopeScaling(full, source);
+        const nlohmann::json local = params->value("sliding_attention", nlohmann::json::object());
+        c.ropeLocalTheta = optional<double>(local, "rope_theta", 10'000.0, source);
+        if (parseRopeScaling(local, source).type != RopeScalingType::None)
+            fail(source, "rope_parameters.sliding_attention: a scaled local RoPE is not supported");
+        return;
+    }
+    c.ropeTheta = optional<double>(j, "rope_theta", 1'000'000.0, source);
+    c.ropeScaling = parseRopeScaling(j.value("rope_scaling", nlohmann::json()), source);
+    c.ropeLocalTheta = optional<double>(j, "rope_local_base_freq", 10'000.0, source);
+}
+
+// Gemma 3's decoder (Gemma3TextConfig's keys and defaults): the (1 + w) norms, sandwich norms, q/k norms,
+// gelu-tanh MLP, scaled embeddings, query_pre_attn_scalar and alternating sliding / global layers.
+void parseGemma3Text(const nlohmann::json& j, ModelConfig& c, const std::string& source) {
+    for (const char* key : {"final_logit_softcapping", "attn_logit_softcapping"}) {
+        const auto it = j.find(key);
+        if (it != j.end() && !it->is_null()) fail(source, std::string("'") + key + "' is " + it->dump() + ": logit soft-capping is not supported");
+    }
+    if (optional<bool>(j, "use_bidirectional_attention", false, source))
+        fail(source, "'use_bidirectional_attention' is true: only causal attention is supported");
+    const std::string act = optional<std::string>(j, "hidden_activation", optional<std::string>(j, "hidden_act", "gelu_pytorch_tanh", source), source);
+    if (act != "gelu_pytorch_tanh") fail(source, "hidden_activation '" + act + "' is not supported (only gelu_pytorch_tanh)");
+    c.arch.activation = Activation::GeluTanh;
+    c.arch.normOffset = 1.0f;
+    c.arch.preMlpNorm = "pre_feedforward_layernorm";
+    c.arch.attentionOutputNorm = "post_attention_layernorm";
+    c.arch.mlpOutputNorm = "post_feedforward_layernorm";
+    c.qkNorm = true;
+    c.headDim = optional<int>(j, "head_dim", 256, source);
+    c.maxPositionEmbeddings = optional<int>(j, "max_position_embeddings", 131072, source);
+    c.tieWordEmbeddings = optional<bool>(j, "tie_word_embeddings", true, source);
+    c.queryPreAttnScalar = optional<double>(j, "query_pre_attn_scalar", 256.0, source);
+    if (!(c.queryPreAttnScalar > 0.0)) fail(source, "'query_pre_attn_scalar' must be positive");
+    c.slidingWindow = optional<int>(j, "sliding_window", 4096, source);
+    c.slidingLayers = gemmaSlidingLayers(j, c.numLayers, source);
+    c.embeddingScale = embeddingScaleIn(configDtype(j, source), c.hiddenSize);
+    parseGemmaRope(j, c, source);
+}
+
+// The Gemma 3 VLM (Gemma3ForConditionalGeneration): its text tower is a gemma3_text decoder described by
+// text_config, its tensors under model.language_model. (current transformers); the vision tower and the
+// projector are copied through. An older export's layout (language_model.model.) is recognised by
+// fromCheckpoint from the tensor names.
+nlohmann::json gemma3TextConfig(const nlohmann::json& j, const std::string& source) {
+    const auto text = j.find("text_config");
+    if (text == j.end() || !text->is_object()) fail(source, "model_type 'gemma3' needs a 'text_config' object");
+    nlohmann::json t = *text;
+    t["model_type"] = "gemma3_text";
+    // The VLM ties its lm_head to the text tower's embedding; the dtype may be given only at the top.
+    for (const char* key : {"tie_word_embeddings", "torch_dtype", "dtype"})
+        if (!t.contains(key) && j.contains(key)) t[key] = j[key];
+    return t;
+}
+
 }  // namespace
 
 bool ModelConfig::isMoeLayer(int layer) const {
@@ -144,15 +246,23 @@ bool ModelConfig::isMoeLayer(int layer) const {
 
 ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& source) {
     if (!j.is_object()) fail(source, "config is not a JSON object");
-    static const std::set<std::string> supported{"llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral"};
+    static const std::set<std::string> supported{"llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "gemma3_text", "gemma3"};
     ModelConfig c;
     c.modelType = optional<std::string>(j, "model_type", "", source);
     if (const auto missing = missingPieces(c.modelType); !missing.empty())
         fail(source, "model_type '" + c.modelType + "' is not supported yet: " + missing);
     if (!supported.contains(c.modelType))
-        fail(source, "model_type '" + c.modelType + "' is not supported (llama, mistral, qwen2, qwen3, qwen3_moe, mixtral)");
+        fail(source, "model_type '" + c.modelType + "' is not supported (llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, gemma3_text, gemma3)");
+    if (c.modelType == "gemma3") {
+        ModelConfig tower = fromJson(gemma3TextConfig(j, source), source + " text_config");
+        tower.modelType = "gemma3";
+        tower.arch.tensorPrefix = "model.language_model.";
+        tower.arch.passThroughPrefixes = {"model.vision_tower.", "model.multi_modal_projector."};
+        return tower;
+    }
+    const bool gemma = c.modelType == "gemma3_text";
     const std::string act = optional<std::string>(j, "hidden_act", "silu", source);
-    if (act != "silu") fail(source, "hidden_act '" + act + "' is not supported (only silu)");
+    if (!gemma && act != "silu") fail(source, "hidden_act '" + act + "' is not supported (only silu)");
 
     c.hiddenSize = requiredInt(j, "hidden_size", source);
     c.intermediateSize = requiredInt(j, "intermediate_size", source);
@@ -173,6 +283,7 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& so
 
     parseAttentionVariant(j, c, source);
     parseMoe(j, c, source);
+    if (gemma) parseGemma3Text(j, c, source);
     c.validate(source);
     return c;
 }
@@ -185,6 +296,9 @@ void ModelConfig::validate(const std::string& source) const {
     if (headDim % 2 != 0) fail(source, "head_dim must be even for rotary embeddings");
     if (!(rmsNormEps > 0.0) || !(ropeTheta > 0.0)) fail(source, "rms_norm_eps and rope_theta must be positive");
     if (slidingWindow < 0) fail(source, "sliding_window must not be negative");
+    if (!slidingLayers.empty() && static_cast<int>(slidingLayers.size()) != numLayers)
+        fail(source, "the per-layer attention types do not cover the " + std::to_string(numLayers) + " layers");
+    if (queryPreAttnScalar < 0.0 || ropeLocalTheta < 0.0) fail(source, "query_pre_attn_scalar and the local RoPE base must not be negative");
     if (moe.numExperts < 0) fail(source, "the number of experts must not be negative");
     if (isMoe()) {
         if (moe.numExpertsPerToken < 1 || moe.numExpertsPerToken > moe.numExperts)
@@ -202,8 +316,34 @@ void ModelConfig::requireDense(const std::string& source, const std::string& wha
                          what + " does not handle experts yet");
 }
 
+int ModelConfig::windowOf(int layer) const {
+    if (slidingLayers.empty()) return slidingWindow;
+    return slidingLayers.at(static_cast<std::size_t>(layer)) ? slidingWindow : 0;
+}
+
+bool ModelConfig::usesLocalRope(int layer) const {
+    return ropeLocalTheta > 0.0 && !slidingLayers.empty() && slidingLayers.at(static_cast<std::size_t>(layer));
+}
+
 ModelConfig ModelConfig::fromCheckpoint(const io::Checkpoint& checkpoint) {
-    return fromJson(checkpoint.config(), checkpoint.configSource().string());
+    // Our GGUF reader maps llama.cpp's names onto Llama's; gemma3's differ (post_attention_norm,
+    // post_ffw_norm, ffn_norm before the MLP) and its norms are stored as 1 + w: refused, not misread.
+    if (checkpoint.gguf() != nullptr && checkpoint.config().value("model_type", "") == "gemma3")
+        fail(checkpoint.root().string(), "GGUF architecture 'gemma3' cannot be read back yet (its norms are stored as 1 + w and "
+                                         "its post-norms have names of their own); evaluate the safetensors checkpoint instead");
+    ModelConfig c = fromJson(checkpoint.config(), checkpoint.configSource().string());
+    // A Gemma 3 VLM exported by transformers 4.4x keeps the text tower under language_model.model.
+    if (c.modelType == "gemma3" && !checkpoint.find(c.arch.tensorPrefix + "embed_tokens.weight") &&
+        checkpoint.find("language_model.model.embed_tokens.weight")) {
+        c.arch.tensorPrefix = "language_model.model.";
+        c.arch.lmHead = "language_model.lm_head.weight";
+        c.arch.passThroughPrefixes = {"vision_tower.", "multi_modal_projector."};
+    }
+    // Gemma scales the embedding in the embedding tensor's own dtype.
+    if (c.embeddingScale != 1.0)
+        if (const io::CheckpointTensor* e = checkpoint.find(c.arch.tensorPrefix + "embed_tokens.weight"))
+            c.embeddingScale = embeddingScaleIn(e->info->dtype, c.hiddenSize);
+    return c;
 }
 
 }  // namespace qs::model

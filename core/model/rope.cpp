@@ -23,15 +23,18 @@ double llama3Scaled(double invFreq, const RopeScaling& s) {
 
 }  // namespace
 
-RotaryEmbedding::RotaryEmbedding(const ModelConfig& config) : headDim_(config.headDim) {
+RotaryEmbedding::RotaryEmbedding(const ModelConfig& config)
+    : RotaryEmbedding(config.headDim, config.ropeTheta, config.ropeScaling) {}
+
+RotaryEmbedding::RotaryEmbedding(int headDim, double theta, const RopeScaling& scaling) : headDim_(headDim) {
     const int half = headDim_ / 2;
     invFreq_.resize(static_cast<std::size_t>(half));
     for (int i = 0; i < half; ++i) {
-        double f = 1.0 / std::pow(config.ropeTheta, 2.0 * i / headDim_);
-        switch (config.ropeScaling.type) {
+        double f = 1.0 / std::pow(theta, 2.0 * i / headDim_);
+        switch (scaling.type) {
             case RopeScalingType::None: break;
-            case RopeScalingType::Linear: f /= config.ropeScaling.factor; break;
-            case RopeScalingType::Llama3: f = llama3Scaled(f, config.ropeScaling); break;
+            case RopeScalingType::Linear: f /= scaling.factor; break;
+            case RopeScalingType::Llama3: f = llama3Scaled(f, scaling); break;
         }
         invFreq_[static_cast<std::size_t>(i)] = f;
     }

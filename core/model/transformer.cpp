@@ -11,6 +11,7 @@ namespace qs::model {
 Transformer::Transformer(ModelConfig config, std::shared_ptr<const WeightSource> weights, Options options)
     : config_(std::move(config)), weights_(std::move(weights)), options_(options), rope_(config_) {
     config_.validate();
+    if (config_.ropeLocalTheta > 0.0) localRope_.emplace(config_.headDim, config_.ropeLocalTheta, RopeScaling{});
     if (!weights_) throw Error("transformer: no weights");
     finalNorm_ = weights_->finalNorm();
     if (finalNorm_.size() != config_.hiddenSize) throw Error("transformer: final norm has the wrong size");
@@ -24,7 +25,17 @@ Transformer Transformer::fromCheckpoint(const io::Checkpoint& checkpoint, Option
 
 MatrixF Transformer::embed(std::span<const TokenId> tokens) const {
     checkLength(static_cast<std::int64_t>(tokens.size()), 0);
-    return weights_->embeddingRows(tokens);
+    return embeddingRows(tokens);
+}
+
+MatrixF Transformer::embeddingRows(std::span<const TokenId> tokens) const {
+    MatrixF rows = weights_->embeddingRows(tokens);
+    if (config_.embeddingScale != 1.0) rows *= static_cast<float>(config_.embeddingScale);
+    return rows;
+}
+
+const RotaryEmbedding& Transformer::ropeOf(int layer) const {
+    return config_.usesLocalRope(layer) && localRope_ ? *localRope_ : rope_;
 }
 
 void Transformer::checkLength(std::int64_t tokens, std::int64_t first) const {
@@ -46,7 +57,7 @@ void Transformer::runLayer(int layer, const LayerWeights& weights, MatrixF& hidd
     if (hidden.cols() != config_.hiddenSize)
         throw Error("transformer: hidden states have " + std::to_string(hidden.cols()) + " columns, the model " +
                     std::to_string(config_.hiddenSize));
-    runDecoderLayer(weights, hidden, DecoderLayerContext{config_, rope_, layer, 0, nullptr, &hook, &keyValueHook, math_.get(), hookSeesAllTokens_});
+    runDecoderLayer(weights, hidden, DecoderLayerContext{config_, ropeOf(layer), layer, 0, nullptr, &hook, &keyValueHook, math_.get(), hookSeesAllTokens_});
 }
 
 void Transformer::runLayerAt(int layer, MatrixF& hidden, int firstPosition, KvCache* cache, const LinearInputHook* hook) {
@@ -54,11 +65,11 @@ void Transformer::runLayerAt(int layer, MatrixF& hidden, int firstPosition, KvCa
         throw Error("transformer: hidden states have " + std::to_string(hidden.cols()) + " columns, the model " +
                     std::to_string(config_.hiddenSize));
     const LayerWeights& w = layerWeights(layer);
-    runDecoderLayer(w, hidden, DecoderLayerContext{config_, rope_, layer, firstPosition, cache, hook, nullptr, math_.get(), hookSeesAllTokens_});
+    runDecoderLayer(w, hidden, DecoderLayerContext{config_, ropeOf(layer), layer, firstPosition, cache, hook, nullptr, math_.get(), hookSeesAllTokens_});
 }
 
 MatrixF Transformer::finalLogits(const MatrixF& hidden) const {
-    return weights_->lmHead(rmsNorm(hidden, finalNorm_, config_.rmsNormEps), layerMath());
+    return weights_->lmHead(rmsNorm(hidden, finalNorm_, config_.rmsNormEps, config_.arch.normOffset), layerMath());
 }
 
 MatrixF Transformer::forward(std::span<const TokenId> tokens) {
@@ -70,7 +81,7 @@ MatrixF Transformer::forward(std::span<const TokenId> tokens) {
 MatrixF Transformer::forward(std::span<const TokenId> tokens, KvCache& cache) {
     const int first = cache.length();
     checkLength(static_cast<std::int64_t>(tokens.size()), first);
-    MatrixF hidden = weights_->embeddingRows(tokens);
+    MatrixF hidden = embeddingRows(tokens);
     for (int i = 0; i < config_.numLayers; ++i) runLayerAt(i, hidden, first, &cache, nullptr);
     return finalLogits(hidden);
 }

@@ -10,20 +10,24 @@ namespace qs::pipeline {
 
 namespace {
 
+enum class Into { InputNorm, PreMlpNorm, Rows };
+
 struct Absorber {
     std::string_view module;   // the linear that reads the scaled input
-    std::string_view into;     // the tensor (norm) or linear (rows) that takes 1/s
-    bool rows;                 // into names a linear whose output rows are divided
+    Into kind;                 // the norm before the attention or the MLP (Architecture's names), or a linear's rows
+    std::string_view rows;     // for Into::Rows: the linear whose output rows are divided
 };
 
+// Only the norms that feed a linear absorb scales: Gemma's output norms (post_attention_layernorm,
+// post_feedforward_layernorm) normalise a sub-block's output and feed the residual stream, not a linear.
 constexpr std::array<Absorber, 7> kAbsorbers{{
-    {"self_attn.q_proj", "input_layernorm.weight", false},
-    {"self_attn.k_proj", "input_layernorm.weight", false},
-    {"self_attn.v_proj", "input_layernorm.weight", false},
-    {"mlp.gate_proj", "post_attention_layernorm.weight", false},
-    {"mlp.up_proj", "post_attention_layernorm.weight", false},
-    {"self_attn.o_proj", "self_attn.v_proj", true},
-    {"mlp.down_proj", "mlp.up_proj", true},
+    {"self_attn.q_proj", Into::InputNorm, ""},
+    {"self_attn.k_proj", Into::InputNorm, ""},
+    {"self_attn.v_proj", Into::InputNorm, ""},
+    {"mlp.gate_proj", Into::PreMlpNorm, ""},
+    {"mlp.up_proj", Into::PreMlpNorm, ""},
+    {"self_attn.o_proj", Into::Rows, "self_attn.v_proj"},
+    {"mlp.down_proj", Into::Rows, "mlp.up_proj"},
 }};
 
 bool allOnes(const std::vector<float>& s) {
@@ -46,22 +50,26 @@ void addDivisor(std::map<std::string, std::vector<float>>& into, const std::stri
 
 }  // namespace
 
-std::string layerPrefix(std::size_t layer) { return "model.layers." + std::to_string(layer) + "."; }
+std::string layerPrefix(std::size_t layer, const model::Architecture& arch) {
+    return arch.tensorPrefix + "layers." + std::to_string(layer) + ".";
+}
 
-AwqFolding planAwqFolding(const std::vector<QuantizedLayer>& layers) {
+AwqFolding planAwqFolding(const std::vector<QuantizedLayer>& layers, const model::Architecture& arch) {
     AwqFolding folding;
+    folding.normOffset = arch.normOffset;
     for (std::size_t i = 0; i < layers.size(); ++i) {
-        const std::string base = layerPrefix(i);
+        const std::string base = layerPrefix(i, arch);
         for (const auto& [module, q] : layers[i]) {
             if (q->inputScales.empty() || allOnes(q->inputScales)) continue;
             const std::string prefix = base + module;
             const Absorber& a = absorberOf(module, prefix);
-            const std::string target = base + std::string(a.into);
-            if (!a.rows) {
-                addDivisor(folding.normDivisors, target, q->inputScales, prefix);
+            if (a.kind != Into::Rows) {
+                const std::string& norm = a.kind == Into::InputNorm ? arch.inputNorm : arch.preMlpNorm;
+                addDivisor(folding.normDivisors, base + norm + ".weight", q->inputScales, prefix);
                 continue;
             }
-            const auto previous = layers[i].find(a.into);
+            const std::string target = base + std::string(a.rows);
+            const auto previous = layers[i].find(std::string(a.rows));
             if (previous == layers[i].end())
                 throw Error(prefix + ": AWQ input scales need " + target + " quantized beside it to absorb them");
             if (previous->second->rows != static_cast<std::int64_t>(q->inputScales.size()))

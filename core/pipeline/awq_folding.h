@@ -2,7 +2,8 @@
 // Where an AWQ result's input scales go on export, as AutoAWQ's apply_scale puts them: a linear that
 // computes x * diag(1/s) through W * diag(s) needs 1/s applied to x by whatever produced x.
 //   q/k/v_proj   -> input_layernorm.weight /= s
-//   gate/up_proj -> post_attention_layernorm.weight /= s
+//   gate/up_proj -> post_attention_layernorm.weight /= s (Gemma: pre_feedforward_layernorm)
+// A norm that scales by (1 + w) (Gemma) absorbs 1/s as w' = (1 + w) / s - 1.
 //   o_proj       -> v_proj's output rows /= s (its scales rows and bias)
 //   down_proj    -> up_proj's output rows /= s
 // Linears with no input scales, or all ones (o_proj under grouped-query attention), need nothing.
@@ -11,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "qs/model/model_config.h"
 #include "qs/pipeline/layer_quantizer.h"
 
 namespace qs::pipeline {
@@ -20,16 +22,18 @@ struct AwqFolding {
     std::map<std::string, std::vector<float>> normDivisors;
     // Linear prefix ("model.layers.0.self_attn.v_proj") -> divisor per output row.
     std::map<std::string, std::vector<float>> rowDivisors;
+    float normOffset = 0.0f;   // the norms scale by (normOffset + w): Architecture::normOffset
 
     bool empty() const { return normDivisors.empty() && rowDivisors.empty(); }
 };
 
-// "model.layers.<i>." for decoder layer i.
-std::string layerPrefix(std::size_t layer);
+// "model.layers.<i>." for decoder layer i (under the architecture's tensor prefix).
+std::string layerPrefix(std::size_t layer, const model::Architecture& arch);
 
 // Throws qs::Error when scales cannot be folded: a module outside the table, linears sharing an
-// input with different scales, or a previous linear whose rows do not match.
-AwqFolding planAwqFolding(const std::vector<QuantizedLayer>& layers);
+// input with different scales, or a previous linear whose rows do not match. The norms are named as
+// `arch` names them.
+AwqFolding planAwqFolding(const std::vector<QuantizedLayer>& layers, const model::Architecture& arch);
 
 // q with row r's scales divided by divisors[r] (integer grids with one scale row per output row).
 quant::QuantizedLinear withRowsDivided(const quant::QuantizedLinear& q, const std::vector<float>& divisors);

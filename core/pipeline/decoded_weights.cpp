@@ -12,8 +12,8 @@ namespace {
 
 const std::string kLmHead = "lm_head";
 
-std::string linearPrefix(int layer, std::string_view module) {
-    return "model.layers." + std::to_string(layer) + "." + std::string(module);
+std::string linearPrefix(const model::ModelConfig& c, int layer, std::string_view module) {
+    return c.layerPrefix(layer) + std::string(module);
 }
 
 bool hasLinear(const formats::LinearReader& reader, const std::string& prefix) {
@@ -51,13 +51,13 @@ DecodedWeights::DecodedWeights(io::Checkpoint checkpoint, model::ModelConfig con
 void DecodedWeights::requireLinears() const {
     for (int layer = 0; layer < config_.numLayers; ++layer)
         for (const auto module : model::LayerWeights::kLinearModules)
-            if (!hasLinear(*reader_, linearPrefix(layer, module)))
-                throw Error(checkpoint_->root().string() + ": no linear layer " + linearPrefix(layer, module) +
+            if (!hasLinear(*reader_, linearPrefix(config_, layer, module)))
+                throw Error(checkpoint_->root().string() + ": no linear layer " + linearPrefix(config_, layer, module) +
                             " that the " + std::string(formats::formatName(format().format)) + " reader can decode");
 }
 
 model::Linear DecodedWeights::decodeLinear(int layer, std::string_view module, std::int64_t out, std::int64_t in) const {
-    const std::string prefix = linearPrefix(layer, module);
+    const std::string prefix = linearPrefix(config_, layer, module);
     formats::DecodedLinear decoded = reader_->decode(prefix);
     if (decoded.weight.rows() != out || decoded.weight.cols() != in)
         throw Error(checkpoint_->root().string() + ": " + prefix + " decodes to [" + std::to_string(decoded.weight.rows()) + ", " +
@@ -80,7 +80,7 @@ model::LayerWeights DecodedWeights::layer(int index) const {
         const auto module = model::LayerWeights::kLinearModules[i];
         weights.linear(module) = decodeLinear(index, module, shapes[i].first, shapes[i].second);
         if (configuredBias(config_, i) && weights.linear(module).bias.size() == 0)
-            throw Error(checkpoint_->root().string() + ": " + linearPrefix(index, module) + " has no bias, which the config announces");
+            throw Error(checkpoint_->root().string() + ": " + linearPrefix(config_, index, module) + " has no bias, which the config announces");
     }
     return weights;
 }

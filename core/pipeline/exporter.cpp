@@ -20,16 +20,26 @@ namespace {
 using Linears = std::vector<std::pair<std::string, const quant::QuantizedLinear*>>;
 
 // The quantized linears by module prefix, in layer order.
-Linears quantizedLinears(const MethodResult& result) {
+Linears quantizedLinears(const MethodResult& result, const model::Architecture& arch) {
     Linears linears;
     for (std::size_t i = 0; i < result.layers.size(); ++i)
-        for (const auto& [module, q] : result.layers[i]) linears.emplace_back(layerPrefix(i) + module, q.get());
+        for (const auto& [module, q] : result.layers[i]) linears.emplace_back(layerPrefix(i, arch) + module, q.get());
     if (linears.empty()) throw Error(result.label() + ": nothing was quantized, so there is nothing to export");
     return linears;
 }
 
 const formats::LinearEncoder& chooseEncoder(const std::string& format, const Linears& linears) {
     return format.empty() ? formats::defaultEncoderFor(*linears.front().second) : formats::encoderNamed(format);
+}
+
+// The layout of the source's decoder (Llama's names when its config is not one the forward pass reads:
+// the result's linears then carry Llama's names as well).
+model::Architecture architectureOf(const io::Checkpoint& source) {
+    try {
+        return model::ModelConfig::fromCheckpoint(source).arch;
+    } catch (const Error&) {
+        return {};
+    }
 }
 
 // The refusal for q as it will be written (with AWQ's 1/s folded into its rows where planned).
@@ -91,13 +101,14 @@ std::string ownerPrefix(const std::string& name, const std::set<std::string>& qu
     return quantized.contains(prefix) ? prefix : "";
 }
 
-// A source tensor divided element-wise (norm weights, biases) and stored back in its own dtype.
-void writeDivided(io::CheckpointWriter& writer, const io::TensorView& t, const std::vector<float>& divisors) {
+// A source tensor divided element-wise (norm weights, biases) and stored back in its own dtype. A norm
+// that scales by (offset + w) becomes (offset + w) / s - offset (Gemma's offset 1).
+void writeDivided(io::CheckpointWriter& writer, const io::TensorView& t, const std::vector<float>& divisors, float offset = 0.0f) {
     auto values = t.toF32();
     if (values.size() != divisors.size())
         throw Error(t.name() + ": " + std::to_string(values.size()) + " values cannot absorb " +
                     std::to_string(divisors.size()) + " AWQ scales");
-    for (std::size_t i = 0; i < values.size(); ++i) values[i] /= divisors[i];
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] = (offset + values[i]) / divisors[i] - offset;
     writer.addTensorF32(t.name(), t.dtype(), t.shape(), values);
 }
 
@@ -150,7 +161,7 @@ public:
             const std::string& name = t.info->name;
             const std::string owner = ownerPrefix(name, quantized_);
             if (owner.empty()) {
-                copy(source_.tensor(name), folding_.normDivisors);
+                copy(source_.tensor(name), folding_.normDivisors, "", folding_.normOffset);
             } else if (name == owner + ".weight") {
                 if (hooks_.produce) hooks_.produce(owner);
                 writeLinear(owner);
@@ -165,9 +176,10 @@ public:
     }
 
 private:
-    void copy(const io::TensorView& t, const std::map<std::string, std::vector<float>>& divisors, const std::string& key = "") {
+    void copy(const io::TensorView& t, const std::map<std::string, std::vector<float>>& divisors, const std::string& key = "",
+              float offset = 0.0f) {
         const auto it = divisors.find(key.empty() ? t.name() : key);
-        if (it != divisors.end()) writeDivided(writer_, t, it->second);
+        if (it != divisors.end()) writeDivided(writer_, t, it->second, offset);
         else writer_.addTensor(t.name(), t.dtype(), t.shape(), t.bytes());
     }
 
@@ -234,11 +246,13 @@ std::filesystem::path writeExport(const ExportRequest& request, const io::Checkp
 std::filesystem::path exportCheckpoint(const ExportRequest& request, const MethodResult& result,
                                        const ProgressCallback& progress, const CancelToken& cancel) {
     if (!result.error.empty()) throw Error(result.label() + " failed, so it cannot be exported: " + result.error);
-    Linears linears = quantizedLinears(result);
-    const formats::LinearEncoder& encoder = chooseEncoder(request.format, linears);
-    AwqFolding folding = planAwqFolding(result.layers);
-    requireEncodable(encoder, linears, folding);
     const io::Checkpoint source = io::Checkpoint::open(request.source);
+    // The architecture names the layers' tensors (a VLM's text tower prefix) and the norms AWQ folds into.
+    const model::Architecture arch = architectureOf(source);
+    Linears linears = quantizedLinears(result, arch);
+    const formats::LinearEncoder& encoder = chooseEncoder(request.format, linears);
+    AwqFolding folding = planAwqFolding(result.layers, arch);
+    requireEncodable(encoder, linears, folding);
     if (auto why = sourceMismatch(result, io::fingerprintOf(source)); !why.empty()) throw Error("cannot export: " + why);
     return writeExport(request, source, encoder, std::move(linears), std::move(folding), toJson(result), progress, cancel);
 }

@@ -37,6 +37,7 @@ struct PlannedTensor {
     std::string linearPrefix;   // the linear whose weight this is, decoded through formats; "" otherwise
     std::vector<std::string> stackedLinears;   // experts stacked into one [E, out, in] tensor, in order
     bool keepF32 = false;       // a MoE router: dense in F32 whatever the chooser says, as llama.cpp's converter keeps it
+    float addend = 0.0f;        // added to every value: Gemma's norms, stored as 1 + w (convert_hf_to_gguf)
     int interleavedHeads = 0;   // llama q/k: reorder rows as llama.cpp's converter does
 };
 
@@ -62,19 +63,25 @@ public:
 
     std::vector<PlannedTensor> plan() {
         const std::int64_t h = config_.hiddenSize, q = config_.qDim(), kv = config_.kvDim(), ff = config_.intermediateSize;
-        add("model.embed_tokens.weight", {config_.vocabSize, h});
+        const model::Architecture& arch = config_.arch;
+        add(arch.tensorPrefix + "embed_tokens.weight", {config_.vocabSize, h});
         for (int layer = 0; layer < config_.numLayers; ++layer) {
-            const std::string p = "model.layers." + std::to_string(layer) + ".";
-            add(p + "input_layernorm.weight", {h});
+            const std::string p = config_.layerPrefix(layer);
+            const std::string blk = "blk." + std::to_string(layer) + ".";
+            norm(p + arch.inputNorm + ".weight", blk + "attn_norm.weight", h);
             linear(p + "self_attn.q_proj", q, h, config_.qkvBias, permuteQk_ ? config_.numHeads : 0);
             linear(p + "self_attn.k_proj", kv, h, config_.qkvBias, permuteQk_ ? config_.numKvHeads : 0);
             linear(p + "self_attn.v_proj", kv, h, config_.qkvBias, 0);
             linear(p + "self_attn.o_proj", h, q, config_.outputBias, 0);
             if (config_.qkNorm) {
-                add(p + "self_attn.q_norm.weight", {config_.headDim});
-                add(p + "self_attn.k_norm.weight", {config_.headDim});
+                norm(p + "self_attn.q_norm.weight", blk + "attn_q_norm.weight", config_.headDim);
+                norm(p + "self_attn.k_norm.weight", blk + "attn_k_norm.weight", config_.headDim);
             }
-            add(p + "post_attention_layernorm.weight", {h});
+            // llama.cpp's names by role: Gemma's post_attention_layernorm is its post_attention_norm (post_ffw_norm after the MLP), and
+            // pre_feedforward_layernorm (the norm before the MLP) its ffn_norm.
+            if (!arch.attentionOutputNorm.empty()) norm(p + arch.attentionOutputNorm + ".weight", blk + "post_attention_norm.weight", h);
+            norm(p + arch.preMlpNorm + ".weight", blk + "ffn_norm.weight", h);
+            if (!arch.mlpOutputNorm.empty()) norm(p + arch.mlpOutputNorm + ".weight", blk + "post_ffw_norm.weight", h);
             if (config_.isMoeLayer(layer)) {
                 experts(layer);
                 continue;
@@ -83,16 +90,29 @@ public:
             linear(p + "mlp.up_proj", ff, h, config_.mlpBias, 0);
             linear(p + "mlp.down_proj", h, ff, config_.mlpBias, 0);
         }
-        add("model.norm.weight", {h});
-        if (!config_.tieWordEmbeddings) add("lm_head.weight", {config_.vocabSize, h}, "lm_head");
+        norm(arch.tensorPrefix + "norm.weight", "output_norm.weight", h);
+        if (!config_.tieWordEmbeddings)
+            add(arch.lmHead, {config_.vocabSize, h}, arch.lmHead.substr(0, arch.lmHead.size() - std::string_view(".weight").size()));
         return std::move(planned_);
     }
 
 private:
+    // A norm of the model: GGUF stores (normOffset + w), what llama.cpp's RMSNorm multiplies by.
+    void norm(const std::string& name, const std::string& ggufName, std::int64_t size) {
+        addAs(name, ggufName, {size}).addend = config_.arch.normOffset;
+    }
+
+    // The GGUF name of a tensor of the text decoder, whatever prefix its tower has.
+    std::string ggufNameOf(const std::string& name) const {
+        if (name == config_.arch.lmHead) return "output.weight";
+        const std::string& prefix = config_.arch.tensorPrefix;
+        return *io::ggufNameOfHfTensor(name.starts_with(prefix) ? "model." + name.substr(prefix.size()) : name);   // every name planned here has one
+    }
+
     void add(const std::string& name, std::vector<std::int64_t> shape, std::string linearPrefix = "", int heads = 0) {
         PlannedTensor t;
         t.choice.name = name;
-        t.choice.ggufName = *io::ggufNameOfHfTensor(name);   // every name planned here has one
+        t.choice.ggufName = ggufNameOf(name);
         t.choice.naming = io::parseTensorName(name);
         t.choice.shape = std::move(shape);
         t.linearPrefix = std::move(linearPrefix);
@@ -105,7 +125,7 @@ private:
     void experts(int layer) {
         const model::MoeConfig& moe = config_.moe;
         const std::int64_t h = config_.hiddenSize, ff = moe.expertIntermediateSize, e = moe.numExperts;
-        const std::string p = "model.layers." + std::to_string(layer) + ".";
+        const std::string p = config_.layerPrefix(layer);
         const std::string blk = "blk." + std::to_string(layer) + ".";
         addAs(p + moe.names.router() + ".weight", blk + "ffn_gate_inp.weight", {e, h}, p + moe.names.router()).keepF32 = true;
         const std::array<std::pair<const std::string*, const char*>, 3> parts{
@@ -227,6 +247,8 @@ std::vector<float> valuesOf(const PlannedTensor& t, const io::Checkpoint& checkp
                         shapeText(view.shape()) + ", the config implies " + shapeText(t.choice.shape));
         values = view.toF32();
     }
+    if (t.addend != 0.0f)
+        for (float& v : values) v += t.addend;
     return t.interleavedHeads > 0 ? interleaveRows(values.data(), values.size(), t.choice.shape[0], t.interleavedHeads) : values;
 }
 
@@ -260,9 +282,29 @@ int commonestMatrixFileType(const std::vector<PlannedTensor>& planned) {
     return best == counts.end() ? 0 : fileTypeOf(best->first);
 }
 
+// llama.cpp's gemma3 (llama_model_loader, LLM_ARCH_GEMMA3) fixes what the config spells: every 6th layer
+// global, the sliding layers' RoPE base 10000, and the score scale 1/sqrt(head_dim) (hidden/heads for
+// its 62-layer 27B). A config that says otherwise would run as another model there.
+void requireGemma3Expressible(const model::ModelConfig& config, const std::string& source) {
+    for (int layer = 0; layer < config.numLayers; ++layer)
+        if (config.windowOf(layer) != ((layer + 1) % 6 != 0 ? config.slidingWindow : 0))
+            throw Error(source + ": layer " + std::to_string(layer) +
+                        "'s attention type breaks the pattern llama.cpp's gemma3 assumes (every 6th layer global)");
+    if (config.ropeLocalTheta != 10000.0)
+        throw Error(source + ": rope_local_base_freq is " + std::to_string(config.ropeLocalTheta) + ", and llama.cpp's gemma3 uses 10000");
+    const double llamaCppScalar = config.numLayers == 62 ? double(config.hiddenSize / config.numHeads) : double(config.headDim);
+    if (config.queryPreAttnScalar != llamaCppScalar)
+        throw Error(source + ": query_pre_attn_scalar is " + std::to_string(config.queryPreAttnScalar) + ", and llama.cpp's gemma3 scales by " +
+                    std::to_string(llamaCppScalar) + "^-1/2 for this model");
+}
+
 // llama.cpp's qwen3moe graph puts experts in every layer and always renormalises the top-k weights:
 // a checkpoint that does otherwise would run as another model there.
 void requireGgufExpressible(const model::ModelConfig& config, const std::string& source) {
+    if (*io::ggufArchitectureOfModelType(config.modelType) == "gemma3") {
+        requireGemma3Expressible(config, source);
+        return;
+    }
     if (config.modelType != "qwen3_moe") return;
     if (!config.moe.normTopkProb)
         throw Error(source + ": norm_topk_prob is false, and llama.cpp's qwen3moe always renormalises the top-k routing weights");

@@ -44,6 +44,9 @@ io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const std::strin
         if (arch != "llama")   // Mixtral's experts are feed_forward_length wide
             m.set(key("expert_feed_forward_length"), GgufValue::u32(u32(c.moe.expertIntermediateSize, "moe_intermediate_size")));
     }
+    // Per-layer windows (Gemma 3): the window of the sliding layers, and their own RoPE base.
+    if (!c.slidingLayers.empty()) m.set(key("attention.sliding_window"), GgufValue::u32(u32(c.slidingWindow, "sliding_window")));
+    if (c.ropeLocalTheta > 0.0) m.set(key("rope.freq_base_swa"), GgufValue::f32(static_cast<float>(c.ropeLocalTheta)));
     if (c.ropeScaling.type == model::RopeScalingType::Linear) {
         m.set(key("rope.scaling.type"), GgufValue::string("linear"));
         m.set(key("rope.scaling.factor"), GgufValue::f32(static_cast<float>(c.ropeScaling.factor)));

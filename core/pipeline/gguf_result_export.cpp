@@ -25,7 +25,7 @@ std::uint32_t takeEncodedLinears(const io::Checkpoint& source, const MethodResul
     std::uint32_t withImportance = 0;
     for (std::size_t layer = 0; layer < result.layers.size(); ++layer)
         for (const auto& [module, q] : result.layers[layer]) {
-            options.encodedLinears[moduleName(static_cast<int>(layer), module)] = q;
+            options.encodedLinears[config.layerPrefix(static_cast<int>(layer)) + module] = q;   // a VLM: its text tower's names
             withImportance += q->inputCount > 0 ? 1 : 0;
         }
     if (withImportance > 0) options.extraMetadata.set("quantize.imatrix.entries_count", io::GgufValue::u32(withImportance));

@@ -44,6 +44,8 @@ model::LayerWeights withoutLinearWeights(const model::LayerWeights& w) {
     model::LayerWeights out;
     out.inputNorm = w.inputNorm;
     out.postAttentionNorm = w.postAttentionNorm;
+    out.attentionOutputNorm = w.attentionOutputNorm;
+    out.mlpOutputNorm = w.mlpOutputNorm;
     out.qNorm = w.qNorm;
     out.kNorm = w.kNorm;
     out.moeNames = w.moeNames;

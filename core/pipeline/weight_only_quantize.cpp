@@ -21,13 +21,6 @@ bool isRouter(std::string_view module) {
     return last == "gate" || last == "router" || last.ends_with("_gate");
 }
 
-// A tensor of a vision or audio tower, or of the projector that feeds the text model.
-bool isTowerTensor(std::string_view name) {
-    for (const std::string_view word : {"vision", "visual", "audio", "multi_modal_projector", "mm_projector"})
-        if (name.find(word) != std::string_view::npos) return true;
-    return false;
-}
-
 std::string where(const io::Checkpoint& ck, const std::string& tensor) { return ck.root().string() + ": " + tensor; }
 
 // Releases what an encoded linear no longer needs: its codes and scales (NVFP4's f32 scales alone are
@@ -122,7 +115,7 @@ WeightOnlySelection selectWeightOnlyLinears(const io::Checkpoint& checkpoint) {
             !io::isDenseFloat(t.info->dtype))
             continue;
         const std::string prefix = t.info->name.substr(0, t.info->name.size() - std::string_view(".weight").size());
-        (isRouter(n.module) || isTowerTensor(t.info->name) ? s.keptDense : s.quantized).push_back(prefix);
+        (isRouter(n.module) || io::isTowerTensor(t.info->name) ? s.keptDense : s.quantized).push_back(prefix);
     }
     return s;
 }

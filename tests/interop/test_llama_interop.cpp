@@ -16,6 +16,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include "interop_test_support.h"
@@ -142,29 +143,49 @@ TEST_F(Interop, StoriesExportsRunInLlamaCppAsInQuantScope) {
     }
 }
 
-// The tiny random MoE checkpoints (scripts/make-tiny-moe.py), exported as F32 GGUF: llama.cpp runs
-// qwen3_moe as its qwen3moe and mixtral as llama with experts. Our forward pass on the Hugging Face
-// checkpoint itself (not on the GGUF read back) against llama.cpp on the GGUF, 300 positions.
-TEST_F(Interop, MoeExportsRunInLlamaCppAsTheCheckpointRunsInQuantScope) {
+namespace {
+
+// A tiny random checkpoint of tests/data/<folder>/<name> exported as F32 GGUF: our forward pass on the
+// Hugging Face checkpoint itself (not on the GGUF read back) against llama.cpp on the GGUF, the first 300
+// tokens of the demo's eval text. `check` looks at the checkpoint's config before the run.
+void expectTinyCheckpointRunsAsInLlamaCpp(const fs::path& dir, const char* folder, const char* name,
+                                          const std::function<bool(const model::ModelConfig&)>& check) {
+    SCOPED_TRACE(name);
     const auto ids = model::Tokenizer::fromFile(kDemo).encode(readText(kDemo / "eval.txt"));
     ASSERT_GT(ids.size(), 300u);
     const std::vector<model::TokenId> tokens(ids.begin(), ids.begin() + 300);
-    for (const char* name : {"qwen3-moe-tiny", "mixtral-tiny"}) {
-        SCOPED_TRACE(name);
-        const fs::path source = fs::path(QS_TEST_DATA_DIR) / "moe" / name;
-        const fs::path gguf = exportGguf(source, dir_ / (std::string(name) + ".gguf"), io::GgmlType::F32, false);
-        const json answer = interop::runLlamaJudge({{"model", gguf.string()}, {"evaluate", {tokens}}, {"vocabulary", 320}, {"threads", 2}});
-        EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{});
-        for (const auto& w : answer.at("warnings")) std::printf("llama.cpp warning: %s\n", w.get<std::string>().c_str());
-        model::Transformer transformer = model::Transformer::fromCheckpoint(io::Checkpoint::open(source));
-        ASSERT_TRUE(transformer.config().isMoe());
-        const KlFigures k = compareDistributions(answer.at("distributions").at(0), transformer.forward(tokens));
-        std::printf("%s: mean KL(llama.cpp || QuantScope) = %.3g, max %.3g, same top token %zu/%zu\n", name, k.mean, k.max, k.sameTop,
-                    k.positions);
-        EXPECT_EQ(k.positions, 300u);
-        EXPECT_LT(k.mean, 1e-5);
-        EXPECT_GE(k.sameTop, 295u);
-    }
+    const fs::path source = fs::path(QS_TEST_DATA_DIR) / folder / name;
+    const fs::path gguf = exportGguf(source, dir / (std::string(name) + ".gguf"), io::GgmlType::F32, false);
+    const json answer = interop::runLlamaJudge({{"model", gguf.string()}, {"evaluate", {tokens}}, {"vocabulary", 320}, {"threads", 2}});
+    EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{});
+    for (const auto& w : answer.at("warnings")) std::printf("llama.cpp warning: %s\n", w.get<std::string>().c_str());
+    model::Transformer transformer = model::Transformer::fromCheckpoint(io::Checkpoint::open(source));
+    ASSERT_TRUE(check(transformer.config()));
+    const KlFigures k = compareDistributions(answer.at("distributions").at(0), transformer.forward(tokens));
+    std::printf("%s: mean KL(llama.cpp || QuantScope) = %.3g, max %.3g, same top token %zu/%zu\n", name, k.mean, k.max, k.sameTop,
+                k.positions);
+    EXPECT_EQ(k.positions, 300u);
+    EXPECT_LT(k.mean, 1e-5);
+    EXPECT_GE(k.sameTop, 295u);
+}
+
+}  // namespace
+
+// The tiny random MoE checkpoints (scripts/make-tiny-moe.py): llama.cpp runs qwen3_moe as its qwen3moe
+// and mixtral as llama with experts.
+TEST_F(Interop, MoeExportsRunInLlamaCppAsTheCheckpointRunsInQuantScope) {
+    for (const char* name : {"qwen3-moe-tiny", "mixtral-tiny"})
+        expectTinyCheckpointRunsAsInLlamaCpp(dir_, "moe", name, [](const model::ModelConfig& c) { return c.isMoe(); });
+}
+
+// The tiny random Gemma 3 checkpoints (scripts/make-tiny-gemma3.py), with llama.cpp's gemma3
+// architecture: the (1 + w) norms stored as llama.cpp multiplies, the output norms as
+// post_attention_norm / post_ffw_norm, five sliding layers (window 16, RoPE base 10000) and a global
+// one (rope_theta; the VLM's with linear scaling 8). 300 positions reach far past the window; the VLM's
+// text tower is read under model.language_model.
+TEST_F(Interop, Gemma3ExportsRunInLlamaCppAsTheCheckpointRunsInQuantScope) {
+    for (const char* name : {"gemma3-text-tiny", "gemma3-vlm-tiny"})
+        expectTinyCheckpointRunsAsInLlamaCpp(dir_, "gemma3", name, [](const model::ModelConfig& c) { return c.arch.normOffset == 1.0f; });
 }
 
 TEST_F(Interop, TheTinyLlamaFileTokenizesAsLlamaCppTokenizesIt) {

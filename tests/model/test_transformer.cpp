@@ -190,6 +190,8 @@ std::shared_ptr<ModelWeights> randomWeights(const ModelConfig& c, unsigned seed,
         LayerWeights lw;
         lw.inputNorm = randomNorm(rng, c.hiddenSize);
         lw.postAttentionNorm = randomNorm(rng, c.hiddenSize);
+        if (!c.arch.attentionOutputNorm.empty()) lw.attentionOutputNorm = randomNorm(rng, c.hiddenSize);
+        if (!c.arch.mlpOutputNorm.empty()) lw.mlpOutputNorm = randomNorm(rng, c.hiddenSize);
         if (c.qkNorm) {
             lw.qNorm = randomNorm(rng, c.headDim);
             lw.kNorm = randomNorm(rng, c.headDim);
@@ -231,12 +233,13 @@ std::shared_ptr<ModelWeights> randomWeights(const ModelConfig& c, unsigned seed,
 
 using Vec = std::vector<double>;
 
-Vec rmsRef(const Vec& x, const VectorF& w, double eps) {
+// offset 1: Gemma's x / rms * (1 + w).
+Vec rmsRef(const Vec& x, const VectorF& w, double eps, double offset = 0.0) {
     double ss = 0;
     for (double v : x) ss += v * v;
     const double inv = 1.0 / std::sqrt(ss / double(x.size()) + eps);
     Vec y(x.size());
-    for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] * inv * w[Eigen::Index(i)];
+    for (std::size_t i = 0; i < x.size(); ++i) y[i] = x[i] * inv * (offset + w[Eigen::Index(i)]);
     return y;
 }
 
@@ -250,48 +253,56 @@ Vec linearRef(const Linear& l, const Vec& x) {
     return y;
 }
 
-// HF rotate_half on one head: element i pairs with i + d/2, angle = pos * theta^(-2i/d).
-void ropeRef(double* head, int d, int pos, double theta) {
+// HF rotate_half on one head: element i pairs with i + d/2, angle = pos * theta^(-2i/d) / linear factor.
+void ropeRef(double* head, int d, int pos, double theta, double linearFactor = 1.0) {
     for (int i = 0; i < d / 2; ++i) {
-        const double a = pos * std::pow(theta, -2.0 * i / d);
+        const double a = pos * std::pow(theta, -2.0 * i / d) / linearFactor;
         const double x1 = head[i], x2 = head[i + d / 2];
         head[i] = x1 * std::cos(a) - x2 * std::sin(a);
         head[i + d / 2] = x2 * std::cos(a) + x1 * std::sin(a);
     }
 }
 
-void headNormRef(Vec& x, int heads, const VectorF& w, double eps) {
+void headNormRef(Vec& x, int heads, const VectorF& w, double eps, double offset) {
     if (w.size() == 0) return;
     const int d = int(w.size());
     for (int h = 0; h < heads; ++h) {
         Vec part(x.begin() + h * d, x.begin() + (h + 1) * d);
-        part = rmsRef(part, w, eps);
+        part = rmsRef(part, w, eps, offset);
         std::copy(part.begin(), part.end(), x.begin() + h * d);
     }
 }
 
-std::vector<Vec> attentionRef(const ModelConfig& c, const LayerWeights& w, const std::vector<Vec>& normed) {
+// Layer `layer`'s attention: its window and RoPE (Gemma's sliding layers: the local base, unscaled; the
+// others rope_theta with the linear factor), scores scaled by query_pre_attn_scalar^-1/2 when set.
+std::vector<Vec> attentionRef(const ModelConfig& c, const LayerWeights& w, const std::vector<Vec>& normed, int layer) {
     const int T = int(normed.size()), d = c.headDim;
+    const bool local = c.ropeLocalTheta > 0 && !c.slidingLayers.empty() && c.slidingLayers[std::size_t(layer)];
+    const double theta = local ? c.ropeLocalTheta : c.ropeTheta;
+    const double factor = !local && c.ropeScaling.type == RopeScalingType::Linear ? c.ropeScaling.factor : 1.0;
+    const int window = c.slidingLayers.empty() ? c.slidingWindow : (c.slidingLayers[std::size_t(layer)] ? c.slidingWindow : 0);
+    const double scoreScale = 1.0 / std::sqrt(c.queryPreAttnScalar > 0 ? c.queryPreAttnScalar : double(d));
+    const double offset = c.arch.normOffset;
     std::vector<Vec> q(static_cast<std::size_t>(T)), k(static_cast<std::size_t>(T)), v(static_cast<std::size_t>(T)), out(static_cast<std::size_t>(T), Vec(std::size_t(c.qDim()), 0.0));
     for (int t = 0; t < T; ++t) {
         q[t] = linearRef(w.q, normed[t]);
         k[t] = linearRef(w.k, normed[t]);
         v[t] = linearRef(w.v, normed[t]);
-        headNormRef(q[t], c.numHeads, w.qNorm, c.rmsNormEps);
-        headNormRef(k[t], c.numKvHeads, w.kNorm, c.rmsNormEps);
-        for (int h = 0; h < c.numHeads; ++h) ropeRef(q[t].data() + h * d, d, t, c.ropeTheta);
-        for (int h = 0; h < c.numKvHeads; ++h) ropeRef(k[t].data() + h * d, d, t, c.ropeTheta);
+        headNormRef(q[t], c.numHeads, w.qNorm, c.rmsNormEps, offset);
+        headNormRef(k[t], c.numKvHeads, w.kNorm, c.rmsNormEps, offset);
+        for (int h = 0; h < c.numHeads; ++h) ropeRef(q[t].data() + h * d, d, t, theta, factor);
+        for (int h = 0; h < c.numKvHeads; ++h) ropeRef(k[t].data() + h * d, d, t, theta, factor);
     }
     for (int h = 0; h < c.numHeads; ++h) {
         const int kvh = h / (c.numHeads / c.numKvHeads);
         for (int i = 0; i < T; ++i) {
-            const int lo = c.slidingWindow > 0 ? std::max(0, i - c.slidingWindow + 1) : 0;   // Mistral's window
+            const int lo = window > 0 ? std::max(0, i - window + 1) : 0;   // Mistral's and Gemma's windows
             Vec s(std::size_t(i + 1), 0.0);
             double mx = -1e300, sum = 0;
             for (int j = lo; j <= i; ++j) {
                 double dot = 0;
                 for (int e = 0; e < d; ++e) dot += q[i][std::size_t(h * d + e)] * k[j][std::size_t(kvh * d + e)];
-                s[std::size_t(j)] = dot / std::sqrt(double(d));
+                s[std::size_t(j)] = dot * scoreScale;
                 mx = std::max(mx, s[std::size_t(j)]);
             }
             for (int j = lo; j <= i; ++j) sum += (s[std::size_t(j)] = std::exp(s[std::size_t(j)] - mx));
@@ -302,10 +313,13 @@ std::vector<Vec> attentionRef(const ModelConfig& c, const LayerWeights& w, const
     return out;
 }
 
-Vec swigluRef(const Linear& gate, const Linear& up, const Linear& down, const Vec& m) {
+// down(act(gate(m)) * up(m)): SiLU, or Gemma's gelu with the tanh approximation.
+Vec swigluRef(const Linear& gate, const Linear& up, const Linear& down, const Vec& m, Activation a = Activation::Silu) {
     const Vec g = linearRef(gate, m), u = linearRef(up, m);
     Vec act(g.size());
-    for (std::size_t i = 0; i < g.size(); ++i) act[i] = g[i] / (1.0 + std::exp(-g[i])) * u[i];
+    const double k = std::sqrt(2.0 / 3.141592653589793);
+    for (std::size_t i = 0; i < g.size(); ++i)
+        act[i] = (a == Activation::Silu ? g[i] / (1.0 + std::exp(-g[i])) : 0.5 * g[i] * (1.0 + std::tanh(k * (g[i] + 0.044715 * g[i] * g[i] * g[i])))) * u[i];
     return linearRef(down, act);
 }
 
@@ -339,24 +353,28 @@ MatrixD forwardRef(const ModelConfig& c, const ModelWeights& w, const std::vecto
     std::vector<Vec> x(static_cast<std::size_t>(T));
     for (int t = 0; t < T; ++t) {
         x[t].resize(std::size_t(c.hiddenSize));
-        for (int i = 0; i < c.hiddenSize; ++i) x[t][std::size_t(i)] = w.embedding(tokens[std::size_t(t)], i);
+        for (int i = 0; i < c.hiddenSize; ++i) x[t][std::size_t(i)] = w.embedding(tokens[std::size_t(t)], i) * c.embeddingScale;
     }
-    for (const LayerWeights& lw : w.layers) {
+    const double offset = c.arch.normOffset;
+    for (std::size_t l = 0; l < w.layers.size(); ++l) {
+        const LayerWeights& lw = w.layers[l];
         std::vector<Vec> normed(static_cast<std::size_t>(T));
-        for (int t = 0; t < T; ++t) normed[t] = rmsRef(x[t], lw.inputNorm, c.rmsNormEps);
-        const std::vector<Vec> ctx = attentionRef(c, lw, normed);
+        for (int t = 0; t < T; ++t) normed[t] = rmsRef(x[t], lw.inputNorm, c.rmsNormEps, offset);
+        const std::vector<Vec> ctx = attentionRef(c, lw, normed, int(l));
         for (int t = 0; t < T; ++t) {
-            const Vec o = linearRef(lw.o, ctx[t]);
+            Vec o = linearRef(lw.o, ctx[t]);
+            if (lw.attentionOutputNorm.size()) o = rmsRef(o, lw.attentionOutputNorm, c.rmsNormEps, offset);   // Gemma's post-norm
             for (int i = 0; i < c.hiddenSize; ++i) x[t][std::size_t(i)] += o[std::size_t(i)];
-            const Vec m = rmsRef(x[t], lw.postAttentionNorm, c.rmsNormEps);
-            const Vec down = lw.isMoe() ? moeRef(c, lw, m) : swigluRef(lw.gate, lw.up, lw.down, m);
+            const Vec m = rmsRef(x[t], lw.postAttentionNorm, c.rmsNormEps, offset);
+            Vec down = lw.isMoe() ? moeRef(c, lw, m) : swigluRef(lw.gate, lw.up, lw.down, m, c.arch.activation);
+            if (lw.mlpOutputNorm.size()) down = rmsRef(down, lw.mlpOutputNorm, c.rmsNormEps, offset);
             for (int i = 0; i < c.hiddenSize; ++i) x[t][std::size_t(i)] += down[std::size_t(i)];
         }
     }
     const MatrixF& head = w.lmHeadWeight.size() ? w.lmHeadWeight : w.embedding;
     MatrixD logits(T, c.vocabSize);
     for (int t = 0; t < T; ++t) {
-        const Vec n = rmsRef(x[t], w.norm, c.rmsNormEps);
+        const Vec n = rmsRef(x[t], w.norm, c.rmsNormEps, offset);
         for (int v = 0; v < c.vocabSize; ++v) {
             double acc = 0;
             for (int i = 0; i < c.hiddenSize; ++i) acc += double(head(v, i)) * n[std::size_t(i)];
@@ -1078,6 +1096,190 @@ TEST(TinyMoeCheckpoints, LoadUnderTheirHfNamesAndMatchTheReference) {
         Transformer model = Transformer::fromCheckpoint(checkpoint);
         EXPECT_LT(maxAbsDiff(model.forward(tokens), forwardRef(c, w, tokens)), 1e-3);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gemma 3: the (1 + w) norms, sandwich norms, gelu-tanh, scaled embeddings, query_pre_attn_scalar,
+// sliding and global layers with their own RoPE, against the brute-force reference above.
+
+nlohmann::json smallGemmaJson() {
+    return {{"model_type", "gemma3_text"}, {"hidden_size", 16}, {"intermediate_size", 24}, {"num_hidden_layers", 3},
+            {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 6}, {"vocab_size", 40},
+            {"max_position_embeddings", 64}, {"rms_norm_eps", 1e-6}, {"hidden_activation", "gelu_pytorch_tanh"},
+            {"query_pre_attn_scalar", 10}, {"sliding_window", 3},
+            {"layer_types", {"sliding_attention", "full_attention", "sliding_attention"}}, {"rope_theta", 1000.0},
+            {"rope_local_base_freq", 100.0}, {"rope_scaling", {{"rope_type", "linear"}, {"factor", 4.0}}},
+            {"final_logit_softcapping", nullptr}, {"attn_logit_softcapping", nullptr}, {"torch_dtype", "float32"}};
+}
+
+TEST(Gemma3Config, DescribesTheGemmaLayerAsData) {
+    const ModelConfig c = ModelConfig::fromJson(smallGemmaJson());
+    EXPECT_EQ(c.arch.normOffset, 1.0f);
+    EXPECT_EQ(c.arch.inputNorm, "input_layernorm");
+    EXPECT_EQ(c.arch.preMlpNorm, "pre_feedforward_layernorm");
+    EXPECT_EQ(c.arch.attentionOutputNorm, "post_attention_layernorm");
+    EXPECT_EQ(c.arch.mlpOutputNorm, "post_feedforward_layernorm");
+    EXPECT_EQ(c.arch.activation, Activation::GeluTanh);
+    EXPECT_EQ(c.arch.tensorPrefix, "model.");
+    EXPECT_TRUE(c.qkNorm);
+    EXPECT_TRUE(c.tieWordEmbeddings);   // Gemma3TextConfig's default
+    EXPECT_DOUBLE_EQ(c.embeddingScale, double(float(std::sqrt(16.0))));
+    EXPECT_DOUBLE_EQ(c.queryPreAttnScalar, 10.0);
+    EXPECT_EQ(c.windowOf(0), 3);
+    EXPECT_EQ(c.windowOf(1), 0);
+    EXPECT_TRUE(c.usesLocalRope(2));
+    EXPECT_FALSE(c.usesLocalRope(1));
+    EXPECT_EQ(c.ropeScaling.type, RopeScalingType::Linear);
+    EXPECT_DOUBLE_EQ(c.ropeLocalTheta, 100.0);
+
+    // sliding_window_pattern (older configs): every 6th layer global.
+    nlohmann::json j = smallGemmaJson();
+    j.erase("layer_types");
+    j["num_hidden_layers"] = 7;
+    j["sliding_window_pattern"] = 6;
+    const ModelConfig p = ModelConfig::fromJson(j);
+    EXPECT_EQ(p.slidingLayers, (std::vector<bool>{true, true, true, true, true, false, true}));
+    // BF16 checkpoints scale by sqrt(hidden) rounded to BF16, as Gemma3TextScaledWordEmbedding does.
+    j["torch_dtype"] = "bfloat16";
+    j["hidden_size"] = 1152;
+    EXPECT_DOUBLE_EQ(ModelConfig::fromJson(j).embeddingScale, 34.0);   // sqrt(1152) = 33.94
+}
+
+TEST(Gemma3Config, VlmTextConfigAndTransformers5RopeParameters) {
+    nlohmann::json text = smallGemmaJson();
+    text.erase("rope_theta");
+    text.erase("rope_local_base_freq");
+    text.erase("rope_scaling");
+    text["rope_parameters"] = {{"full_attention", {{"rope_type", "linear"}, {"factor", 8.0}, {"rope_theta", 1e6}}},
+                               {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}}};
+    const ModelConfig c = ModelConfig::fromJson({{"model_type", "gemma3"}, {"text_config", text}, {"vision_config", {{"hidden_size", 8}}}});
+    EXPECT_EQ(c.modelType, "gemma3");
+    EXPECT_EQ(c.arch.tensorPrefix, "model.language_model.");
+    EXPECT_EQ(c.layerPrefix(2), "model.language_model.layers.2.");
+    EXPECT_EQ(c.arch.passThroughPrefixes, (std::vector<std::string>{"model.vision_tower.", "model.multi_modal_projector."}));
+    EXPECT_DOUBLE_EQ(c.ropeTheta, 1e6);
+    EXPECT_DOUBLE_EQ(c.ropeScaling.factor, 8.0);
+    EXPECT_DOUBLE_EQ(c.ropeLocalTheta, 1e4);
+    EXPECT_EQ(c.arch.normOffset, 1.0f);
+}
+
+std::string configRefusal(const nlohmann::json& j) {
+    try {
+        ModelConfig::fromJson(j);
+    } catch (const Error& e) {
+        return e.what();
+    }
+    return "";
+}
+
+TEST(Gemma3Config, RefusesWhatTheForwardPassDoesNotHonourNamingTheKey) {
+    nlohmann::json j = smallGemmaJson();
+    j["attn_logit_softcapping"] = 50.0;
+    EXPECT_THAT(configRefusal(j), ::testing::HasSubstr("'attn_logit_softcapping' is 50.0"));
+    j = smallGemmaJson();
+    j["final_logit_softcapping"] = 30.0;
+    EXPECT_THAT(configRefusal(j), ::testing::HasSubstr("'final_logit_softcapping'"));
+    j = smallGemmaJson();
+    j["hidden_activation"] = "relu";
+    EXPECT_THAT(configRefusal(j), ::testing::HasSubstr("hidden_activation 'relu'"));
+    j = smallGemmaJson();
+    j["layer_types"] = {"sliding_attention"};
+    EXPECT_THAT(configRefusal(j), ::testing::HasSubstr("'layer_types'"));
+    j = smallGemmaJson();
+    j["rope_scaling"] = {{"rope_type", "yarn"}, {"factor", 4.0}};
+    EXPECT_THAT(configRefusal(j), ::testing::HasSubstr("rope scaling 'yarn'"));
+    EXPECT_THAT(configRefusal({{"model_type", "gemma3"}}), ::testing::HasSubstr("'text_config'"));
+}
+
+TEST(SmallGemma, MatchesBruteForceReferenceAndEveryGemmaFeatureMatters) {
+    const ModelConfig c = ModelConfig::fromJson(smallGemmaJson());
+    auto w = randomWeights(c, 23, /*tied=*/true);
+    std::vector<TokenId> tokens;
+    for (int i = 0; i < 24; ++i) tokens.push_back(TokenId((i * 7 + 3) % 40));   // longer than the window
+    Transformer model(c, w);
+    const MatrixF logits = model.forward(tokens);
+    const MatrixD ref = forwardRef(c, *w, tokens);
+    ASSERT_GT(ref.cwiseAbs().maxCoeff(), 1.0);
+    EXPECT_LT(maxAbsDiff(logits, ref), 2e-4 * ref.cwiseAbs().maxCoeff());
+    // Each of these would be a different model: the reference with the feature changed is far away.
+    const auto farFrom = [&](ModelConfig other) { return maxAbsDiff(logits, forwardRef(other, *w, tokens)); };
+    ModelConfig noScalar = c;
+    noScalar.queryPreAttnScalar = 0.0;   // 1/sqrt(head_dim), as llama.cpp scales
+    EXPECT_GT(farFrom(noScalar), 1e-2);
+    ModelConfig noOffset = c;
+    noOffset.arch.normOffset = 0.0f;
+    EXPECT_GT(farFrom(noOffset), 1e-2);
+    ModelConfig oneRope = c;
+    oneRope.ropeLocalTheta = 0.0;
+    EXPECT_GT(farFrom(oneRope), 1e-2);
+    ModelConfig allSliding = c;
+    allSliding.slidingLayers = {true, true, true};
+    EXPECT_GT(farFrom(allSliding), 1e-2);
+    ModelConfig silu = c;
+    silu.arch.activation = Activation::Silu;
+    EXPECT_GT(farFrom(silu), 1e-2);
+    ModelConfig unscaled = c;
+    unscaled.embeddingScale = 1.0;
+    EXPECT_GT(farFrom(unscaled), 1e-2);
+
+    // The KV cache runs each layer with its own window and RoPE, as the full pass does.
+    KvCache cache(c, 32);
+    const std::span<const TokenId> all(tokens);
+    model.forward(all.first(tokens.size() - 1), cache);
+    EXPECT_LT((model.forward(all.last(1), cache).row(0) - logits.bottomRows(1)).cwiseAbs().maxCoeff(), 1e-4f);
+}
+
+const fs::path kGemmaData = fs::path(QS_TEST_DATA_DIR) / "gemma3";
+
+// Reads the layers of a Gemma checkpoint under its own names into ModelWeights for the reference.
+ModelWeights gemmaWeights(const io::Checkpoint& checkpoint, const ModelConfig& c) {
+    const CheckpointWeights source(checkpoint, c);
+    ModelWeights w;
+    w.embedding = checkpoint.tensor(c.arch.tensorPrefix + "embed_tokens.weight").toMatrix();
+    w.norm = source.finalNorm();
+    for (int l = 0; l < c.numLayers; ++l) w.layers.push_back(source.layer(l));
+    return w;
+}
+
+// The committed tiny checkpoints (scripts/make-tiny-gemma3.py) load under their HF names (the VLM's text
+// tower under model.language_model., and under language_model.model. as transformers 4.4x saved it) and
+// run as the reference runs their weights.
+TEST(TinyGemma3Checkpoints, LoadUnderTheirHfNamesAndMatchTheReference) {
+    const std::vector<TokenId> tokens{72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100, 33, 256, 10, 84, 104, 101, 32, 113};
+    for (const char* name : {"gemma3-text-tiny", "gemma3-vlm-tiny"}) {
+        SCOPED_TRACE(name);
+        const io::Checkpoint checkpoint = io::Checkpoint::open(kGemmaData / name);
+        const ModelConfig c = ModelConfig::fromCheckpoint(checkpoint);
+        const ModelWeights w = gemmaWeights(checkpoint, c);
+        const LayerWeights& l0 = w.layers[0];
+        EXPECT_EQ(l0.attentionOutputNorm, checkpoint.tensor(c.layerPrefix(0) + "post_attention_layernorm.weight").toMatrix().reshaped());
+        EXPECT_EQ(l0.postAttentionNorm, checkpoint.tensor(c.layerPrefix(0) + "pre_feedforward_layernorm.weight").toMatrix().reshaped());
+        EXPECT_EQ(l0.mlpOutputNorm, checkpoint.tensor(c.layerPrefix(0) + "post_feedforward_layernorm.weight").toMatrix().reshaped());
+        Transformer model = Transformer::fromCheckpoint(checkpoint);
+        EXPECT_LT(maxAbsDiff(model.forward(tokens), forwardRef(c, w, tokens)), 1e-3);
+    }
+    // The older VLM layout: the same tensors renamed, the same logits.
+    const io::Checkpoint vlm = io::Checkpoint::open(kGemmaData / "gemma3-vlm-tiny");
+    const fs::path dir = fs::temp_directory_path() / ("qs_gemma3_old_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    {
+        io::CheckpointWriter writer(dir);
+        for (const io::CheckpointTensor& t : vlm.tensors()) {
+            std::string name = t.info->name;
+            for (const auto& [from, to] : {std::pair<std::string, std::string>{"model.language_model.", "language_model.model."},
+                                           {"model.vision_tower.", "vision_tower."},
+                                           {"model.multi_modal_projector.", "multi_modal_projector."}})
+                if (name.starts_with(from)) name = to + name.substr(from.size());
+            const std::vector<float> values = vlm.tensor(t.info->name).toF32();
+            writer.addTensorF32(name, io::DType::F32, t.info->shape, values);
+        }
+        writer.setConfig(vlm.config());
+        writer.finish();
+    }
+    const io::Checkpoint old = io::Checkpoint::open(dir);
+    EXPECT_EQ(ModelConfig::fromCheckpoint(old).arch.tensorPrefix, "language_model.model.");
+    EXPECT_EQ(Transformer::fromCheckpoint(old).forward(tokens), Transformer::fromCheckpoint(vlm).forward(tokens));
+    fs::remove_all(dir);
 }
 
 }  // namespace

@@ -21,4 +21,9 @@ struct TensorName {
 
 TensorName parseTensorName(std::string_view fullName);
 
+// A tensor of a vision or audio tower, or of the projector that feeds the text model (its name says
+// "vision", "visual", "audio", "multi_modal_projector" or "mm_projector"): no part of the text decoder,
+// whose layers its "encoder.layers.N." must not be taken for.
+bool isTowerTensor(std::string_view name);
+
 }  // namespace qs::io

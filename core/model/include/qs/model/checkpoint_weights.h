@@ -34,13 +34,14 @@ private:
     io::TensorView checked(const std::string& name, std::vector<std::int64_t> shape) const;
     Linear linear(int layer, const std::string& module, int out, int in, bool bias) const;
     VectorF vector(const std::string& name, int size) const;
+    std::string embeddingName() const;   // "model.embed_tokens.weight", or under the text tower's prefix
     void validate() const;
     void validateExperts(int layer) const;
 
     io::Checkpoint checkpoint_;
     ModelConfig config_;
     Options options_;
-    std::string lmHeadName_;   // "lm_head.weight" or, when tied, "model.embed_tokens.weight"
+    std::string lmHeadName_;   // Architecture::lmHead or, when tied, the embedding
 };
 
 }  // namespace qs::model

@@ -3,6 +3,9 @@
 //   h = x + o_proj(attention(rope(norm_q(q_proj(n))), rope(norm_k(k_proj(n))), v_proj(n))),  n = rms(x)
 //   y = h + down_proj(silu(gate_proj(m)) * up_proj(m)),                                      m = rms(h)
 // or, in a sparse MoE layer, y = h + Σ_{e in top-k(m)} w_e · expert_e(m) (qs/model/moe_routing.h).
+// The config's Architecture varies it as data: the norms' (1 + w) offset, Gemma's output norms on each
+// sub-block before its residual add, the MLP's activation, per-layer windows and query_pre_attn_scalar
+// (the caller passes the layer's RoPE: Gemma's sliding layers have their own base).
 // The hook sees every distinct input of the layer's linears, which calibration turns into Hessians.
 #include <functional>
 #include <span>

@@ -31,8 +31,11 @@ struct Expert {
 };
 
 struct LayerWeights {
-    VectorF inputNorm;           // input_layernorm
-    VectorF postAttentionNorm;   // post_attention_layernorm
+    VectorF inputNorm;           // input_layernorm (Architecture::inputNorm)
+    VectorF postAttentionNorm;   // the norm before the MLP: post_attention_layernorm (Gemma: pre_feedforward_layernorm)
+    // Gemma's sandwich norms of the attention's and the MLP's outputs (Architecture::attentionOutputNorm,
+    // mlpOutputNorm: HF post_attention_layernorm, post_feedforward_layernorm); empty otherwise.
+    VectorF attentionOutputNorm, mlpOutputNorm;
     VectorF qNorm, kNorm;        // Qwen3 per-head norms of q and k ([headDim]); empty otherwise
     Linear q, k, v, o;           // self_attn.{q,k,v,o}_proj
     Linear gate, up, down;       // mlp.{gate,up,down}_proj; empty in a sparse MoE layer

@@ -1,7 +1,7 @@
 #pragma once
 // ModelConfig: the architecture of a decoder-only transformer as Hugging Face's config.json describes
-// it, for the families QuantScope runs (Llama 1-3, Mistral, Qwen2/2.5, Qwen3, and the mixture-of-experts
-// Qwen3-MoE and Mixtral). Only what the forward
+// it, for the families QuantScope runs (Llama 1-3, Mistral, Qwen2/2.5, Qwen3, the mixture-of-experts
+// Qwen3-MoE and Mixtral, Gemma 3 and the Gemma 3 VLM's text tower). Only what the forward
 // pass needs is kept; anything the forward pass cannot honour is rejected by fromJson() rather than
 // silently ignored, so that a KL measured on a wrong model can never be reported.
 #include <string>
@@ -50,8 +50,32 @@ struct MoeConfig {
     MoeNames names;
 };
 
+enum class Activation { Silu, GeluTanh };   // the gated MLP's activation: SiLU, or gelu_pytorch_tanh (Gemma)
+
+// How an architecture's decoder layer departs from the Llama shape, as data the layer code reads
+// (filled by fromJson from model_type), so that no layer code asks which family it runs.
+struct Architecture {
+    // Where the text decoder's tensors live: "model." ("model.layers.N.", "model.embed_tokens"), or the
+    // text tower of a vision-language model ("model.language_model.", older exports "language_model.model.").
+    std::string tensorPrefix = "model.";
+    // The lm_head when untied: "lm_head.weight" (older VLM exports: "language_model.lm_head.weight").
+    std::string lmHead = "lm_head.weight";
+    // RMSNorm scales by (normOffset + w): 0 for Llama, 1 for Gemma's x·(1 + w). Every norm of the model.
+    float normOffset = 0.0f;
+    // The Hugging Face names of a layer's norms. preMlpNorm runs before the MLP; attentionOutputNorm and
+    // mlpOutputNorm (Gemma's sandwich norms, empty: none) normalise a sub-block's output before the
+    // residual add — they are not foldable into a linear (AWQ folds only into inputNorm / preMlpNorm).
+    std::string inputNorm = "input_layernorm";
+    std::string preMlpNorm = "post_attention_layernorm";
+    std::string attentionOutputNorm;
+    std::string mlpOutputNorm;
+    Activation activation = Activation::Silu;
+    // Checkpoints whose vision tower and projector are copied through untouched (a VLM's): prefixes.
+    std::vector<std::string> passThroughPrefixes;
+};
+
 struct ModelConfig {
-    std::string modelType;          // "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral"
+    std::string modelType;          // "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "gemma3_text", "gemma3"
     int hiddenSize = 0;
     int intermediateSize = 0;
     int numLayers = 0;
@@ -71,6 +95,21 @@ struct ModelConfig {
     int slidingWindow = 0;          // 0 = full causal attention; else key j is seen from i when i - j < window
 
     MoeConfig moe;                  // numExperts == 0 for the dense families
+
+    Architecture arch;              // the layer's shape beyond Llama's (Gemma's norms, activation, prefix)
+    double embeddingScale = 1.0;    // embeddings are multiplied by it (Gemma: sqrt(hidden) in the embedding dtype)
+    double queryPreAttnScalar = 0.0;   // attention scores scale by its -1/2 power; 0: head_dim's (Gemma sets it)
+    // Per-layer attention (Gemma's layer_types): sliding layers see slidingWindow keys and rotate with
+    // ropeLocalTheta (no scaling); the others attend to everything with ropeTheta and ropeScaling.
+    // Empty: every layer uses slidingWindow and the global RoPE (Mistral, Llama).
+    std::vector<bool> slidingLayers;
+    double ropeLocalTheta = 0.0;
+
+    // The window of layer `layer` (0: full causal) and whether it rotates with the local RoPE base.
+    int windowOf(int layer) const;
+    bool usesLocalRope(int layer) const;
+    // "model.layers.3." (or the text tower's prefix): where layer `layer`'s tensors are named.
+    std::string layerPrefix(int layer) const { return arch.tensorPrefix + "layers." + std::to_string(layer) + "."; }
 
     int qDim() const { return numHeads * headDim; }
     bool isMoe() const { return moe.numExperts > 0; }

@@ -11,7 +11,10 @@ namespace qs::model {
 
 class RotaryEmbedding {
 public:
+    // The global RoPE of `config`: rope_theta with its rope_scaling.
     explicit RotaryEmbedding(const ModelConfig& config);
+    // base `theta`, scaled as `scaling` says (Gemma's sliding layers: rope_local_base_freq, unscaled).
+    RotaryEmbedding(int headDim, double theta, const RopeScaling& scaling);
 
     // Rotates every head of x [T, numHeads * headDim] in place; row t sits at position firstPosition + t.
     void apply(MatrixF& x, int numHeads, int firstPosition) const;

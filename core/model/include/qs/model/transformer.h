@@ -85,11 +85,14 @@ private:
     void checkModuleName(int layer, std::string_view module) const;
     void runLayerAt(int layer, MatrixF& hidden, int firstPosition, KvCache* cache, const LinearInputHook* hook);
     LayerWeights load(int layer) const;
+    MatrixF embeddingRows(std::span<const TokenId> tokens) const;   // the source's rows × embeddingScale
+    const RotaryEmbedding& ropeOf(int layer) const;                  // Gemma's sliding layers: the local base
 
     ModelConfig config_;
     std::shared_ptr<const WeightSource> weights_;
     Options options_;
     RotaryEmbedding rope_;
+    std::optional<RotaryEmbedding> localRope_;   // ropeLocalTheta's, when the config has one
     VectorF finalNorm_;
     std::map<std::pair<int, std::string>, WeightProvider, std::less<>> overrides_;
     std::map<std::pair<int, std::string>, std::pair<quant::ActivationQuant, float>, std::less<>> serving_;
