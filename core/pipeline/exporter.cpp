@@ -42,6 +42,15 @@ model::Architecture architectureOf(const io::Checkpoint& source) {
     }
 }
 
+// The same for a checkpoint named by path; Llama's layout when there is none to read.
+model::Architecture architectureAt(const std::filesystem::path& source) {
+    try {
+        return source.empty() ? model::Architecture{} : architectureOf(io::Checkpoint::open(source));
+    } catch (const Error&) {
+        return {};
+    }
+}
+
 // The refusal for q as it will be written (with AWQ's 1/s folded into its rows where planned).
 std::string refusalAsWritten(const formats::LinearEncoder& encoder, const std::string& prefix, const quant::QuantizedLinear& q,
                              const AwqFolding& folding) {
@@ -260,8 +269,10 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
 std::string exportRefusal(const MethodResult& result, const formats::LinearEncoder& encoder) {
     try {
         if (!result.error.empty()) return result.label() + " failed, so it cannot be exported: " + result.error;
-        const Linears linears = quantizedLinears(result);
-        if (auto why = refusals(encoder, linears, planAwqFolding(result.layers)); !why.empty()) return why;
+        // The names and the norms AWQ folds into are the source's architecture's (a VLM's text tower).
+        const model::Architecture arch = architectureAt(result.source.path);
+        const Linears linears = quantizedLinears(result, arch);
+        if (auto why = refusals(encoder, linears, planAwqFolding(result.layers, arch)); !why.empty()) return why;
         // What only the whole states: a layout with one group size or one scale granularity for the
         // model refuses a mix of them when it writes its config.
         (void)encoder.quantizationConfig(formats::ExportScheme{linears, {}, io::DType::BF16});
