@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "qs/error.h"
 
@@ -52,6 +53,21 @@ void getMatrix(const io::SafetensorsFile& file, const std::string& name, MatrixF
     std::memcpy(out.data(), view.bytes().data(), view.bytes().size());
 }
 
+// Every array part of a linear with its tensor suffix and dtype: the one list writing and reading walk.
+template <typename Linear, typename Visit>
+void forEachPart(Linear& q, Visit&& visit) {
+    visit("codes", io::DType::U8, q.codes);
+    visit("scales", io::DType::F32, q.scales);
+    visit("zeros", io::DType::F32, q.zeros);
+    visit("g_idx", io::DType::I32, q.gIdx);
+    visit("input_scales", io::DType::F32, q.inputScales);
+    visit("scale_codes", io::DType::U8, q.scaleCodes);
+    visit("scale_scales", io::DType::F32, q.scaleScales);
+    visit("trellis_starts", io::DType::U32, q.trellis.starts);
+    visit("blocks", io::DType::U8, q.blocks);
+    visit("input_sum_squares", io::DType::F32, q.inputSumSquares);
+}
+
 void require(bool ok, const io::SafetensorsFile& file, const std::string& prefix, const std::string& what) {
     if (!ok) throw Error(file.path().string() + ": linear '" + prefix + "': " + what);
 }
@@ -59,17 +75,10 @@ void require(bool ok, const io::SafetensorsFile& file, const std::string& prefix
 }  // namespace
 
 nlohmann::json writeQuantizedLinear(const quant::QuantizedLinear& q, const std::string& prefix, const TensorSink& sink) {
-    const std::string p = prefix + ".";
-    put(sink, p + "codes", io::DType::U8, q.codes);
-    putMatrix(sink, p + "scales", q.scales);
-    putMatrix(sink, p + "zeros", q.zeros);
-    put(sink, p + "g_idx", io::DType::I32, q.gIdx);
-    put(sink, p + "input_scales", io::DType::F32, q.inputScales);
-    put(sink, p + "scale_codes", io::DType::U8, q.scaleCodes);
-    put(sink, p + "scale_scales", io::DType::F32, q.scaleScales);
-    put(sink, p + "trellis_starts", io::DType::U32, q.trellis.starts);
-    put(sink, p + "blocks", io::DType::U8, q.blocks);
-    put(sink, p + "input_sum_squares", io::DType::F32, q.inputSumSquares);
+    forEachPart(q, [&](const char* part, io::DType dtype, const auto& value) {
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, MatrixF>) putMatrix(sink, prefix + "." + part, value);
+        else put(sink, prefix + "." + part, dtype, value);
+    });
     return {{"method", int(q.method)},
             {"code_kind", int(q.codeKind)},
             {"rows", q.rows},
@@ -125,17 +134,10 @@ quant::QuantizedLinear readQuantizedLinear(const nlohmann::json& h, const io::Sa
     } catch (const nlohmann::json::exception& e) {
         throw Error(file.path().string() + ": linear '" + prefix + "': bad record header: " + e.what());
     }
-    const std::string p = prefix + ".";
-    get(file, p + "codes", io::DType::U8, q.codes);
-    getMatrix(file, p + "scales", q.scales);
-    getMatrix(file, p + "zeros", q.zeros);
-    get(file, p + "g_idx", io::DType::I32, q.gIdx);
-    get(file, p + "input_scales", io::DType::F32, q.inputScales);
-    get(file, p + "scale_codes", io::DType::U8, q.scaleCodes);
-    get(file, p + "scale_scales", io::DType::F32, q.scaleScales);
-    get(file, p + "trellis_starts", io::DType::U32, q.trellis.starts);
-    get(file, p + "blocks", io::DType::U8, q.blocks);
-    get(file, p + "input_sum_squares", io::DType::F32, q.inputSumSquares);
+    forEachPart(q, [&](const char* part, io::DType dtype, auto& value) {
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, MatrixF>) getMatrix(file, prefix + "." + part, value);
+        else get(file, prefix + "." + part, dtype, value);
+    });
     require(q.rows > 0 && q.cols > 0, file, prefix, "empty shape");
     const bool ggml = q.codeKind == quant::CodeKind::GgmlBlocks;
     require(!(ggml ? q.blocks : q.codes).empty(), file, prefix, ggml ? "its ggml blocks are missing" : "its codes are missing");
