@@ -9,6 +9,7 @@
 #include "qs/analysis/layer_overview.h"
 #include "qs/error.h"
 #include "qs/formats/detect.h"
+#include "qs/io/tensor_name.h"
 
 namespace qs::gui {
 namespace {
@@ -16,7 +17,7 @@ namespace {
 constexpr int kRoot = 0;
 
 struct Grouping {
-    std::vector<int> embeddings, norms, lmHead, other;
+    std::vector<int> embeddings, norms, lmHead, towers, other;
     std::map<int, std::map<std::string, std::vector<int>>> layers;   // layer → module → tensors
 };
 
@@ -24,7 +25,9 @@ Grouping groupTensors(const std::vector<io::CheckpointTensor>& tensors) {
     Grouping g;
     for (int i = 0; i < static_cast<int>(tensors.size()); ++i) {
         const io::TensorName& n = tensors[static_cast<std::size_t>(i)].naming;
-        if (n.layer >= 0) {
+        if (io::isTowerTensor(tensors[static_cast<std::size_t>(i)].info->name)) {
+            g.towers.push_back(i);   // a VLM's vision tower has layers of its own: never the decoder's
+        } else if (n.layer >= 0) {
             g.layers[n.layer][n.module].push_back(i);
         } else if (n.role == io::TensorRole::Embedding) {
             g.embeddings.push_back(i);
@@ -121,6 +124,7 @@ void CheckpointTreeModel::build() {
     }
     addGroup(tr("Norms"), g.norms);
     addGroup(tr("LM head"), g.lmHead);
+    addGroup(tr("Vision / audio tower"), g.towers);
     addGroup(tr("Other"), g.other);
     finishNode(kRoot);
     markQuantizedLinears();

@@ -9,6 +9,7 @@
 #include "chunk_loop.h"
 #include "qs/analysis/tensor_stats.h"
 #include "qs/error.h"
+#include "qs/io/tensor_name.h"
 
 namespace qs::analysis {
 namespace {
@@ -18,9 +19,10 @@ struct TailMoments {
     std::uint64_t outliers = 0;
 };
 
+// The decoder's linears: a VLM's vision tower has layers of its own, which are not the decoder's.
 bool isOverviewTensor(const io::CheckpointTensor& t) {
     return t.naming.role == io::TensorRole::Linear && t.naming.layer >= 0 && t.naming.part == "weight" &&
-           t.info->decodesToF32();
+           t.info->decodesToF32() && !io::isTowerTensor(t.info->name);
 }
 
 std::vector<std::string> orderedModules(std::vector<std::string> modules) {

@@ -110,6 +110,21 @@ TEST(LayerOverview, CoversEveryLinearOfStories260K) {
     }
 }
 
+// A vision-language model: the decoder's linears only, each cell the text tower's tensor (the vision
+// tower's layers have q_proj's, fc1's and out_proj's of their own).
+TEST(LayerOverview, LeavesAVisionTowerOut) {
+    const io::Checkpoint checkpoint = io::Checkpoint::open(std::string(QS_TEST_DATA_DIR) + "/gemma3/gemma3-vlm-tiny");
+    const LayerOverview overview = computeLayerOverview(checkpoint, {});
+    EXPECT_EQ(overview.layers, (std::vector<int>{0, 1, 2, 3, 4, 5}));
+    EXPECT_EQ(overview.modules.size(), 7u);
+    for (std::size_t row = 0; row < overview.layers.size(); ++row)
+        for (std::size_t col = 0; col < overview.modules.size(); ++col) {
+            const WeightStats* cell = overview.cell(row, col);
+            ASSERT_NE(cell, nullptr);
+            EXPECT_TRUE(cell->tensor.starts_with("model.language_model.layers.")) << cell->tensor;
+        }
+}
+
 TEST(LayerOverview, CancelThrows) {
     const io::Checkpoint checkpoint = io::Checkpoint::open(kStories);
     LayerOverviewOptions options;

@@ -120,5 +120,27 @@ TEST_F(CheckpointTreeTest, SelectingAModuleSelectsItsWeight) {
     EXPECT_EQ(window.currentTensor(), "model.layers.3.mlp.up_proj.weight");
 }
 
+// A vision-language model's vision tower has layers, q_proj's and norms of its own: they are one
+// group of their own, never mixed into the decoder's layers (whose first linear stays the default).
+class CheckpointTreeVlmTest : public QtAppTest {};
+
+TEST_F(CheckpointTreeVlmTest, TheVisionTowerIsAGroupOfItsOwn) {
+    MainWindow window{MainWindow::Settings::Ignore};
+    ASSERT_TRUE(window.openPath(QStringLiteral(QS_TEST_DATA_DIR "/gemma3/gemma3-vlm-tiny")));
+    const CheckpointTreeModel& model = *window.treePanel()->model();
+    const QStringList top = childLabels(model);
+    ASSERT_TRUE(top.contains(QStringLiteral("Vision / audio tower"))) << top.join(", ").toStdString();
+    const QModelIndex tower = model.index(int(top.indexOf(QStringLiteral("Vision / audio tower"))), 0);
+    const QStringList towerTensors = leafNames(model, tower);
+    EXPECT_EQ(towerTensors.size(), 17);
+    for (const QString& name : towerTensors)
+        EXPECT_TRUE(name.startsWith(QStringLiteral("model.vision_tower.")) || name.startsWith(QStringLiteral("model.multi_modal_projector.")))
+            << name.toStdString();
+    const QModelIndex layer0 = model.index(int(top.indexOf(QStringLiteral("Layer 0"))), 0);
+    for (const QString& name : leafNames(model, layer0))
+        EXPECT_TRUE(name.startsWith(QStringLiteral("model.language_model.layers.0."))) << name.toStdString();
+    EXPECT_EQ(window.currentTensor(), "model.language_model.layers.0.self_attn.q_proj.weight");
+}
+
 }  // namespace
 }  // namespace qs::gui::test
