@@ -45,6 +45,7 @@ void ProgressBar::update(const qs::Progress& progress) {
     if (finished_) return;
     last_ = progress;
     if (progress.stage == "resume") {   // where a resumed run picks up: said once, on its own line
+        resumedFraction_ = std::clamp(progress.fraction, 0.0, 1.0);   // the rate counts from here
         std::fprintf(stream_, "%s%s: %s\n", terminal_ && drawn_ ? "\r\033[K" : "", label_.c_str(), progress.message.c_str());
         std::fflush(stream_);
         return;
@@ -64,7 +65,8 @@ void ProgressBar::drawInPlace(const qs::Progress& progress) {
     drawn_ = true;
     const double elapsed = elapsedSeconds();
     const double fraction = std::clamp(progress.fraction, 0.0, 1.0);
-    const double eta = fraction > 0.0 ? elapsed * (1.0 - fraction) / fraction : 0.0;
+    const double done = fraction - resumedFraction_;   // this process's share of the work
+    const double eta = done > 0.0 ? elapsed * (1.0 - fraction) / done : 0.0;
     // \033[K clears what a longer previous message left at the end of the line.
     std::fprintf(stream_, "\r%s [%s] %5.1f%%  %.1fs, eta %.0fs  %s\033[K", label_.c_str(), bar(fraction).c_str(),
                  fraction * 100.0, elapsed, eta, shortMessage(progress.message).c_str());

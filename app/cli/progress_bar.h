@@ -35,6 +35,7 @@ private:
     std::FILE* stream_;
     bool terminal_;
     Clock::time_point start_;
+    double resumedFraction_ = 0.0;   // what a resumed run had done before this process started
     Clock::time_point lastDraw_;
     qs::Progress last_;
     int lastDecile_ = -1;
