@@ -9,7 +9,8 @@
 # gptq4` on 16 x 512 calibration tokens (one 512-token evaluation sequence, the least compare takes)
 # under /usr/bin/time -v and prints its "Maximum resident set size".
 # Environment: QS_BUILD_DIR (default build-cli, else build), LAYERS, HIDDEN, INTERMEDIATE, HEADS,
-# KV_HEADS, VOCAB, SAMPLES, SEQ_LEN; TIME_LIMIT (seconds): Ctrl-C the run then (it stops at its next
+# KV_HEADS, VOCAB, SAMPLES, SEQ_LEN; WORK_DIR=1: the run keeps its finished layers on disk
+# (--work-dir, a folder beside the checkpoint) instead of in RAM; TIME_LIMIT (seconds): Ctrl-C the run then (it stops at its next
 # cancellation check), and report the peak over the layers it got through; MODULE_LOG=file keeps the
 # per-module log (JSON lines with the process's RSS as each module finished).
 # Besides /usr/bin/time's maximum, /proc/PID/status is sampled every second for the largest RssAnon
@@ -39,7 +40,9 @@ start=$(date +%s)
   --heads "$heads" --kv-heads "$kv_heads" --vocab "$vocab" --dtype bf16 --tokenizer-from "$root/resources/demo"
 echo "written in $(( $(date +%s) - start )) s: $(du -sh "$model" | cut -f1)" >&2
 
-predicted="$("$build/bench-tools/plan_estimate" "$model" gptq4 "$samples" "$seq_len" 1)"
+work_dir=()
+[ -z "${WORK_DIR:-}" ] || work_dir=(--work-dir "$work/run")
+predicted="$("$build/bench-tools/plan_estimate" "$model" gptq4 "$samples" "$seq_len" 1 ${work_dir[1]:+"${work_dir[1]}"})"
 predicted_bytes="$(echo "$predicted" | head -n1)"
 
 echo "running: quantscope-cli compare --methods gptq4 --samples $samples --seq-len $seq_len --eval-samples 1 (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
@@ -49,7 +52,7 @@ start=$(date +%s)
 status=0
 /usr/bin/time -v -o "$work/time.txt" "${limit[@]}" "$build/app/cli/quantscope-cli" compare "$model" --methods gptq4 \
   --calib "$root/resources/demo/calibration.txt" --eval "$root/resources/demo/eval.txt" \
-  --samples "$samples" --seq-len "$seq_len" --eval-samples 1 --force --log "$work/modules.jsonl" \
+  --samples "$samples" --seq-len "$seq_len" --eval-samples 1 --force --log "$work/modules.jsonl" "${work_dir[@]}" \
   > "$work/compare.txt" &
 runner=$!
 # The largest RssAnon and RssFile of quantscope-cli (a child of time, or of timeout under it), and

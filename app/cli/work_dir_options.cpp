@@ -8,6 +8,7 @@ namespace qs::cli {
 void addWorkDirOptions(CLI::App& cmd, WorkDirOptions& options) {
     cmd.add_option("--work-dir", options.workDir,
                    "Keep the run's state after each layer in this new folder, so that a killed run can --resume; "
+                   "the finished layers' codes stay there instead of in memory (a 70B model's would not fit); "
                    "removed when the run ends");
     cmd.add_option("--resume", options.resume,
                    "Continue a killed run from the last complete layer in its --work-dir (same checkpoint and settings)");
@@ -18,6 +19,7 @@ void applyWorkDirOptions(const WorkDirOptions& options, pipeline::JobPlan& plan)
         throw Error("--work-dir " + options.workDir + " and --resume " + options.resume + " name different folders");
     plan.workDir = options.folder();
     plan.resume = !options.resume.empty();
+    plan.resultsOnDisk = !plan.workDir.empty();   // read back by the export, which runs before the folder goes
 }
 
 void discardWorkDir(const WorkDirOptions& options) { pipeline::WorkFolder::discard(options.folder()); }

@@ -31,16 +31,16 @@ constexpr int kProgressPollMs = 100;
 const QString kGgufFormat = QStringLiteral("gguf");
 
 const quant::QuantizedLinear* firstLinear(const pipeline::MethodResult& m) {
-    for (const auto& layer : m.layers)
+    for (const auto& layer : pipeline::linearHeaders(m))
         for (const auto& [name, q] : layer) return q.get();
     return nullptr;
 }
 
 bool accepts(const formats::LinearEncoder& e, const pipeline::MethodResult& m) {
-    for (const auto& layer : m.layers)
-        for (const auto& [name, q] : layer)
+    for (std::size_t i = 0; i < pipeline::layerCount(m); ++i)
+        for (const auto& [name, q] : pipeline::layerAt(m, i))
             if (!e.refusal(*q).empty()) return false;
-    return !m.layers.empty();
+    return pipeline::hasLayers(m);
 }
 
 // Whether `inner` is `outer` or lies inside it (after resolving "..", symlinks of existing parts).

@@ -19,11 +19,13 @@ namespace {
 
 using Linears = std::vector<std::pair<std::string, const quant::QuantizedLinear*>>;
 
-// The quantized linears by module prefix, in layer order.
+// The quantized linears by module prefix, in layer order: complete when the result is in RAM, their
+// headers when it is on disk (MethodResult::stored; the writer reads each layer back as it goes).
 Linears quantizedLinears(const MethodResult& result, const model::Architecture& arch) {
     Linears linears;
-    for (std::size_t i = 0; i < result.layers.size(); ++i)
-        for (const auto& [module, q] : result.layers[i]) linears.emplace_back(layerPrefix(i, arch) + module, q.get());
+    const auto& layers = linearHeaders(result);
+    for (std::size_t i = 0; i < layers.size(); ++i)
+        for (const auto& [module, q] : layers[i]) linears.emplace_back(layerPrefix(i, arch) + module, q.get());
     if (linears.empty()) throw Error(result.label() + ": nothing was quantized, so there is nothing to export");
     return linears;
 }
@@ -61,20 +63,42 @@ std::string refusalAsWritten(const formats::LinearEncoder& encoder, const std::s
 }
 
 // Every refusal, before a byte is written: the first few in full, then how many more ("" when none).
-std::string refusals(const formats::LinearEncoder& encoder, const Linears& linears, const AwqFolding& folding) {
-    std::string problems;
-    int count = 0;
-    for (const auto& [prefix, q] : linears) {
-        const std::string why = refusalAsWritten(encoder, prefix, *q, folding);
-        if (why.empty()) continue;
-        if (++count <= 3) problems += (problems.empty() ? "" : "; ") + prefix + ": " + why;
-    }
-    if (count > 3) problems += " (and " + std::to_string(count - 3) + " more)";
-    return count > 0 ? "cannot export as " + std::string(encoder.name()) + ": " + problems : "";
-}
+class Refusals {
+public:
+    Refusals(const formats::LinearEncoder& encoder, const AwqFolding& folding) : encoder_(encoder), folding_(folding) {}
 
-void requireEncodable(const formats::LinearEncoder& encoder, const Linears& linears, const AwqFolding& folding) {
-    if (auto why = refusals(encoder, linears, folding); !why.empty()) throw Error(why);
+    void check(const std::string& prefix, const quant::QuantizedLinear& q) {
+        const std::string why = refusalAsWritten(encoder_, prefix, q, folding_);
+        if (why.empty()) return;
+        if (++count_ <= 3) problems_ += (problems_.empty() ? "" : "; ") + prefix + ": " + why;
+    }
+
+    std::string text() const {
+        if (count_ == 0) return {};
+        return "cannot export as " + std::string(encoder_.name()) + ": " + problems_ +
+               (count_ > 3 ? " (and " + std::to_string(count_ - 3) + " more)" : "");
+    }
+
+private:
+    const formats::LinearEncoder& encoder_;
+    const AwqFolding& folding_;
+    std::string problems_;
+    int count_ = 0;
+};
+
+// The refusals of every linear of `result`; a result on disk is read back one layer at a time.
+std::string refusals(const formats::LinearEncoder& encoder, const MethodResult& result, const model::Architecture& arch,
+                     const AwqFolding& folding, const CancelToken& cancel = {}) {
+    Refusals found(encoder, folding);
+    if (!result.stored) {
+        for (const auto& [prefix, q] : quantizedLinears(result, arch)) found.check(prefix, *q);
+        return found.text();
+    }
+    for (std::size_t i = 0; i < layerCount(result); ++i) {
+        cancel.throwIfCancelled();
+        for (const auto& [module, q] : layerAt(result, i)) found.check(layerPrefix(i, arch) + module, *q);
+    }
+    return found.text();
 }
 
 void requireSource(const io::Checkpoint& source, const Linears& linears) {
@@ -146,9 +170,11 @@ nlohmann::json exportReport(const ExportRequest& request, nlohmann::json report,
     return report;
 }
 
-// Called for each quantized linear as the writer reaches it (a streamed export), else empty.
+// Called for each quantized linear as the writer reaches it (a streamed export), else empty; or
+// `complete` gives the linear to write in place of the listed one (a result read back from disk).
 struct LinearHooks {
     std::function<void(const std::string&)> produce, release;
+    std::function<std::shared_ptr<const quant::QuantizedLinear>(const std::string&)> complete = {};
 };
 
 class ExportWriter {
@@ -193,7 +219,8 @@ private:
     }
 
     void writeLinear(const std::string& prefix) {
-        const quant::QuantizedLinear& q = *byPrefix_.at(prefix);
+        const auto read = hooks_.complete ? hooks_.complete(prefix) : nullptr;
+        const quant::QuantizedLinear& q = read ? *read : *byPrefix_.at(prefix);
         if (hooks_.produce)   // made just now: not checked with the others before the first byte
             if (const std::string why = refusalAsWritten(encoder_, prefix, q, folding_); !why.empty())
                 throw Error("cannot export as " + std::string(encoder_.name()) + ": " + prefix + ": " + why);
@@ -243,10 +270,10 @@ private:
 // The source holding each linear's weight in its shape, then the writing.
 std::filesystem::path writeExport(const ExportRequest& request, const io::Checkpoint& source, const formats::LinearEncoder& encoder,
                                   Linears linears, AwqFolding folding, nlohmann::json report, const ProgressCallback& progress,
-                                  const CancelToken& cancel) {
+                                  const CancelToken& cancel, LinearHooks hooks = {}) {
     requireSource(source, linears);
     cancel.throwIfCancelled();
-    ExportWriter writer(request, source, encoder, std::move(linears), std::move(folding));
+    ExportWriter writer(request, source, encoder, std::move(linears), std::move(folding), std::move(hooks));
     return writer.write([&report] { return std::move(report); }, progress, cancel);
 }
 
@@ -260,10 +287,15 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
     const model::Architecture arch = architectureOf(source);
     Linears linears = quantizedLinears(result, arch);
     const formats::LinearEncoder& encoder = chooseEncoder(request.format, linears);
-    AwqFolding folding = planAwqFolding(result.layers, arch);
-    requireEncodable(encoder, linears, folding);
+    AwqFolding folding = planAwqFolding(linearHeaders(result), arch);
+    if (auto why = refusals(encoder, result, arch, folding, cancel); !why.empty()) throw Error(why);
     if (auto why = sourceMismatch(result, io::fingerprintOf(source)); !why.empty()) throw Error("cannot export: " + why);
-    return writeExport(request, source, encoder, std::move(linears), std::move(folding), toJson(result), progress, cancel);
+    LinearHooks hooks;
+    if (result.stored)
+        hooks.complete = [reader = std::make_shared<StoredLinearReader>(result.stored, [&arch](std::size_t i) { return layerPrefix(i, arch); })](
+                             const std::string& prefix) { return reader->complete(prefix); };
+    return writeExport(request, source, encoder, std::move(linears), std::move(folding), toJson(result), progress, cancel,
+                       std::move(hooks));
 }
 
 std::string exportRefusal(const MethodResult& result, const formats::LinearEncoder& encoder) {
@@ -272,7 +304,7 @@ std::string exportRefusal(const MethodResult& result, const formats::LinearEncod
         // The names and the norms AWQ folds into are the source's architecture's (a VLM's text tower).
         const model::Architecture arch = architectureAt(result.source.path);
         const Linears linears = quantizedLinears(result, arch);
-        if (auto why = refusals(encoder, linears, planAwqFolding(result.layers, arch)); !why.empty()) return why;
+        if (auto why = refusals(encoder, result, arch, planAwqFolding(linearHeaders(result), arch)); !why.empty()) return why;
         // What only the whole states: a layout with one group size or one scale granularity for the
         // model refuses a mix of them when it writes its config.
         (void)encoder.quantizationConfig(formats::ExportScheme{linears, {}, io::DType::BF16});

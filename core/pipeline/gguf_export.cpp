@@ -381,9 +381,10 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
         cancel.throwIfCancelled();
         const PlannedTensor& t = planned[i];
         const auto encoded = options.encodedLinears.find(t.linearPrefix);
-        const std::vector<std::byte> bytes = encoded != options.encodedLinears.end()
-                                                 ? storedBlocks(*encoded->second, t.interleavedHeads)
-                                                 : encode(t.type, valuesOf(t, checkpoint, reader), t.choice.shape.back());
+        const std::vector<std::byte> bytes =
+            encoded == options.encodedLinears.end() ? encode(t.type, valuesOf(t, checkpoint, reader), t.choice.shape.back())
+            : options.completeLinear               ? storedBlocks(*options.completeLinear(t.linearPrefix), t.interleavedHeads)
+                                                   : storedBlocks(*encoded->second, t.interleavedHeads);
         writer.addTensor(t.choice.ggufName, t.type, t.choice.shape, bytes);
         report(progress, i + 1, planned.size(), t.choice.ggufName);
     }

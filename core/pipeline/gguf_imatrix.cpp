@@ -13,8 +13,9 @@ std::filesystem::path writeImatrix(const MethodResult& result, const std::filesy
                                    const ImatrixInfo& info, bool overwrite) {
     // llama-imatrix stores its entries sorted by name.
     std::map<std::string, const quant::QuantizedLinear*> entries;
-    for (std::size_t layer = 0; layer < result.layers.size(); ++layer)
-        for (const auto& [module, q] : result.layers[layer]) {
+    const auto& layers = linearHeaders(result);   // the importance is in the headers, also of a result on disk
+    for (std::size_t layer = 0; layer < layers.size(); ++layer)
+        for (const auto& [module, q] : layers[layer]) {
             if (q->inputSumSquares.empty() || q->inputCount <= 0) continue;
             const std::string hf = "model.layers." + std::to_string(layer) + "." + module + ".weight";
             entries.emplace(io::ggufNameOfHfTensor(hf).value_or(hf), q.get());

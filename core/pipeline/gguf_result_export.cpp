@@ -19,12 +19,17 @@ std::uint32_t takeEncodedLinears(const io::Checkpoint& source, const MethodResul
     // As exportCheckpoint: the bytes must come from this checkpoint, not another of the same shapes.
     if (auto why = sourceMismatch(result, io::fingerprintOf(source)); !why.empty()) throw Error("cannot export: " + why);
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(source);
-    if (static_cast<int>(result.layers.size()) != config.numLayers)
-        throw Error(destination.string() + ": the result has " + std::to_string(result.layers.size()) + " layers, " +
+    const auto& layers = linearHeaders(result);   // a result on disk: its blocks are read as the writer goes
+    if (static_cast<int>(layers.size()) != config.numLayers)
+        throw Error(destination.string() + ": the result has " + std::to_string(layers.size()) + " layers, " +
                     source.root().string() + " " + std::to_string(config.numLayers));
+    if (result.stored)
+        options.completeLinear = [reader = std::make_shared<StoredLinearReader>(
+                                      result.stored, [&config](std::size_t i) { return config.layerPrefix(static_cast<int>(i)); })](
+                                     const std::string& prefix) { return reader->complete(prefix); };
     std::uint32_t withImportance = 0;
-    for (std::size_t layer = 0; layer < result.layers.size(); ++layer)
-        for (const auto& [module, q] : result.layers[layer]) {
+    for (std::size_t layer = 0; layer < layers.size(); ++layer)
+        for (const auto& [module, q] : layers[layer]) {
             options.encodedLinears[config.layerPrefix(static_cast<int>(layer)) + module] = q;   // a VLM: its text tower's names
             withImportance += q->inputCount > 0 ? 1 : 0;
         }
@@ -57,8 +62,8 @@ std::filesystem::path writeGgufMixResult(const io::Checkpoint& source, const Met
                                          const std::filesystem::path& destination, GgufExportOptions options,
                                          const ProgressCallback& progress, const CancelToken& cancel) {
     if (!result.mixed) throw Error(destination.string() + ": " + result.label() + " is not a mix of methods (writeGgufResult)");
-    for (std::size_t layer = 0; layer < result.layers.size(); ++layer)
-        for (const auto& [module, q] : result.layers[layer])
+    for (std::size_t layer = 0; layer < linearHeaders(result).size(); ++layer)
+        for (const auto& [module, q] : linearHeaders(result)[layer])
             if (q->codeKind != quant::CodeKind::GgmlBlocks)
                 throw Error(destination.string() + ": " + moduleName(static_cast<int>(layer), module) + " is " +
                             methodOfModule(result, static_cast<int>(layer), module) +

@@ -12,6 +12,7 @@
 #include "qs/pipeline/compact_linear.h"
 #include "qs/pipeline/job_report.h"
 #include "qs/pipeline/model_checkpoint.h"
+#include "qs/pipeline/stored_layers.h"
 #include "qs/pipeline/work_folder.h"
 #include "gguf_method.h"
 #include "hidden_states.h"
@@ -36,6 +37,9 @@ struct MethodStream {
     std::vector<CompactLayer> kept;   // the finished layers, codes packed; result.layers at the end
     GgufTypeChooser ggufTypes;        // GGUF methods: the type of each tensor; its model has their token_embd and output
     const MixedMethods* mix = nullptr;  // a method per linear instead of result.method for all
+    // Results on disk (JobPlan::resultsOnDisk): a finished layer's linears without their codes, which
+    // stay in the work folder (its `kept` entry is emptied once it is saved); result.stored at the end.
+    std::vector<QuantizedLayer> headers = {};
     bool failed() const { return !result.error.empty(); }
 };
 
@@ -66,17 +70,19 @@ double quantizeFlopsPerWeight(const MethodSpec& m, const model::ModelConfig& c) 
 }
 
 // Bytes per weight of a finished layer as the Job keeps it (CompactLinear): codes of at most four bits
-// two per byte, else one; f32 scales (and zeros on the integer grids) per group or block.
-double keptBytesPerWeight(const MethodSpec& m) {
-    const double codes = m.bits <= 4 ? 0.5 : 1.0;
+// two per byte, else one; f32 scales (and zeros on the integer grids) per group or block. With
+// results on disk the codes (and a GGUF method's blocks) stay in the work folder.
+double keptBytesPerWeight(const MethodSpec& m, bool resultsOnDisk) {
+    if (resultsOnDisk && m.kind == MethodKind::Gguf) return 0.0;
+    const double codes = resultsOnDisk ? 0.0 : m.bits <= 4 ? 0.5 : 1.0;
     switch (m.kind) {
     case MethodKind::Rtn:
     case MethodKind::Gptq:
     case MethodKind::Awq: return codes + 8.0 / (m.groupSize > 0 ? m.groupSize : 128);
-    case MethodKind::Fp8: return 1.0 + 4.0 / 128;
-    case MethodKind::Mxfp4: return 0.5 + 4.0 / 32;
-    case MethodKind::Nvfp4: return 0.5 + 4.0 / 16;
-    case MethodKind::Nf4: return 0.5 + 5.0 / 64;
+    case MethodKind::Fp8: return (resultsOnDisk ? 0.0 : 1.0) + 4.0 / 128;
+    case MethodKind::Mxfp4: return codes + 4.0 / 32;
+    case MethodKind::Nvfp4: return codes + 4.0 / 16;
+    case MethodKind::Nf4: return codes + 5.0 / 64;
     case MethodKind::Trellis: return codes + 4.0 / 256;
     case MethodKind::Gguf: return 1.1;   // at most Q8_0's 8.5 bits
     }
@@ -93,7 +99,7 @@ std::uint64_t nonLinearBytes(const io::Checkpoint& checkpoint) {
 void summarize(MethodResult& r, std::uint64_t keptBytes) {
     double bits = 0, weights = 0;
     r.linearBytes = 0;
-    for (const auto& layer : r.layers)
+    for (const auto& layer : linearHeaders(r))
         for (const auto& [name, q] : layer) {
             const double n = double(q->rows) * double(q->cols);
             bits += q->bitsPerWeight() * n;
@@ -165,20 +171,24 @@ public:
         for (int layer = restore(); layer < config_.numLayers; ++layer) {
             processLayer(layer);
             save(layer);
+            spill(layer);
         }
         evaluate();
         if (plan_.perLayerKl && !plan_.evaluation.empty()) perLayerKl();
         if (plan_.perGroupKl && !plan_.evaluation.empty()) perGroupKl();
         // Unpacking every layer of every method takes a while on a large model: it polls too, and a
         // cancel that arrives by the end still wins over the finished result.
-        for (auto& s : streams_) unpackKept(s, cancel_);
+        for (std::size_t m = 0; m < streams_.size(); ++m) {
+            if (resultsOnDisk()) storeKept(m);
+            else unpackKept(streams_[m], cancel_);
+        }
         JobResult result;
         result.source = io::fingerprintOf(checkpoint_);
         const std::uint64_t kept = nonLinearBytes(checkpoint_);
         for (auto& s : streams_) {
             cancel_.throwIfCancelled();
             if (!s.failed()) summarize(s.result, kept);
-            else s.result.layers.clear();
+            else s.result.layers.clear(), s.result.stored.reset();
             s.result.source = result.source;
             result.methods.push_back(std::move(s.result));
         }
@@ -347,6 +357,49 @@ private:
         return compact;
     }
 
+    bool resultsOnDisk() const { return work_ && plan_.resultsOnDisk; }
+
+    static std::string linearKey(std::size_t stream, const std::string& module) { return std::to_string(stream) + ":" + module; }
+
+    // Results on disk: layer `layer` is in the work folder now, so each stream keeps only its linears'
+    // headers, and its model reads the layer's weights back from the folder when it runs it again
+    // (per-layer KL).
+    void spill(int layer) {
+        if (!resultsOnDisk()) return;
+        for (std::size_t m = 0; m < streams_.size(); ++m) {
+            MethodStream& s = streams_[m];
+            if (s.kept.size() != std::size_t(layer) + 1) continue;   // failed before this layer
+            QuantizedLayer headers;
+            for (auto& [module, compact] : s.kept.back()) {
+                headers.emplace(module, std::make_shared<const quant::QuantizedLinear>(linearHeader(compact->parts())));
+                s.model.overrideLinear(layer, module,
+                                       model::WeightProvider([dir = work_->path(), layer, key = linearKey(m, module)] {
+                                           return WorkFolder::loadLinear(dir, layer, key).effectiveWeight();
+                                       }));
+            }
+            s.headers.push_back(std::move(headers));
+            CompactLayer().swap(s.kept.back());
+        }
+    }
+
+    // Results on disk: the stream's result names its layers in the work folder.
+    void storeKept(std::size_t m) {
+        MethodStream& s = streams_[m];
+        s.model.clearOverrides();
+        if (!s.failed()) s.result.stored = std::make_shared<const StoredLayers>(work_->path(), linearKey(m, ""), std::move(s.headers));
+        std::vector<CompactLayer>().swap(s.kept);
+    }
+
+    // Stream m's finished layer `layer`: held, or read back from the work folder (results on disk).
+    CompactLayer finishedLayer(std::size_t m, int layer) const {
+        const CompactLayer& held = streams_[m].kept[std::size_t(layer)];
+        if (!held.empty() || !resultsOnDisk()) return held;
+        CompactLayer read;
+        for (auto& [module, q] : WorkFolder::loadLinears(work_->path(), layer, linearKey(m, "")))
+            read.emplace(module, std::make_shared<const CompactLinear>(std::move(q)));
+        return read;
+    }
+
     // The hidden states that travel to the next layer, by name (the work folder's snapshot).
     std::map<std::string, Hidden*> travelling() {
         std::map<std::string, Hidden*> out{{"calibration", &calibration_}, {"evaluation", &evaluation_}, {"kv_evaluation", &kvEvaluation_}};
@@ -393,7 +446,10 @@ private:
         report("resume", done, config_.numLayers, 0.8 * done / config_.numLayers,
                "resuming after layer " + std::to_string(done) + "/" + std::to_string(config_.numLayers) + " from " +
                    work_->path().string());
-        for (int layer = 0; layer < done; ++layer) restoreLayer(layer, work_->loadLayer(layer));
+        for (int layer = 0; layer < done; ++layer) {
+            restoreLayer(layer, work_->loadLayer(layer));
+            spill(layer);
+        }
         HiddenSet hidden = work_->loadHidden();
         for (auto& [name, target] : travelling()) {
             const auto it = hidden.find(name);
@@ -506,12 +562,15 @@ private:
         for (int l = 0; l < L; ++l) {
             report("per-group KL", l + 1, L, 0.9 + 0.1 * l / L, "layer " + std::to_string(l + 1) + "/" + std::to_string(L));
             const model::LayerWeights original = weights_->layer(l);
+            std::vector<CompactLayer> finished(streams_.size());
+            for (std::size_t m = 0; m < streams_.size(); ++m)
+                if (!streams_[m].failed()) finished[m] = finishedLayer(m, l);
             for (std::size_t g = 0; g < kFusedGroups.size(); ++g) {
                 std::vector<Hidden> hidden(streams_.size());
                 for (std::size_t m = 0; m < streams_.size(); ++m) {
                     if (streams_[m].failed()) continue;
                     hidden[m] = layerInputs_[std::size_t(l)];
-                    runLayerAll(base_, l, withGroupOf(original, streams_[m], l, kFusedGroups[g]), hidden[m], cancel_);
+                    runLayerAll(base_, l, withGroupOf(original, finished[m], kFusedGroups[g]), hidden[m], cancel_);
                 }
                 for (int after = l + 1; after < L; ++after)
                     for (std::size_t m = 0; m < streams_.size(); ++m)
@@ -526,11 +585,10 @@ private:
     }
 
     // The original layer with the stream's quantized linears of one group in place (a dense one stays original).
-    static model::LayerWeights withGroupOf(const model::LayerWeights& original, const MethodStream& s, int layer,
+    static model::LayerWeights withGroupOf(const model::LayerWeights& original, const CompactLayer& kept,
                                            const std::vector<std::string_view>& group) {
         model::LayerWeights w = original;
         for (auto module : group) {
-            const auto& kept = s.kept[std::size_t(layer)];
             const auto it = kept.find(module);
             if (it == kept.end()) continue;
             model::Linear& linear = w.linear(module);
@@ -592,10 +650,11 @@ ResourceEstimate Job::estimate() const {
     WorkloadShape shape;
     shape.config = model::ModelConfig::fromCheckpoint(checkpoint);
     shape.methods = int(plan_.methods.size());
+    shape.resultsOnDisk = plan_.resultsOnDisk && !plan_.workDir.empty();
     for (const auto& m : plan_.methods) {
         if (plan_.trueSequential && m.sequential()) ++shape.sequentialMethods;
         shape.quantizeFlopsPerWeight += quantizeFlopsPerWeight(m, shape.config);
-        shape.keptBytesPerWeight += keptBytesPerWeight(m);
+        shape.keptBytesPerWeight += keptBytesPerWeight(m, shape.resultsOnDisk);
     }
     for (const auto& mix : plan_.mixed) {   // a mix costs at most what its heaviest method does
         shape.methods += 1;
@@ -604,7 +663,7 @@ ResourceEstimate Job::estimate() const {
         for (const auto& layer : mix.layers)
             for (const auto& [module, m] : layer) {
                 flops = std::max(flops, quantizeFlopsPerWeight(m, shape.config));
-                kept = std::max(kept, keptBytesPerWeight(m));
+                kept = std::max(kept, keptBytesPerWeight(m, shape.resultsOnDisk));
             }
         shape.quantizeFlopsPerWeight += flops;
         shape.keptBytesPerWeight += kept;
@@ -643,8 +702,8 @@ JobResult Job::run(const ProgressCallback& progress, const CancelToken& cancel, 
                    bool force) {
     const ResourceEstimate e = estimate();
     if (!force && e.availableBytes > 0 && !e.fits())
-        throw Error("this plan does not fit in memory: " + e.describe() +
-                    "; use fewer methods, samples or tokens, or no per-layer KL");
+        throw Error("this plan does not fit in memory: " + e.describe() + "; use fewer methods, samples or tokens, or no per-layer KL" +
+                    (plan_.resultsOnDisk && !plan_.workDir.empty() ? "" : ", or keep the finished layers on disk (quantscope-cli --work-dir)"));
     if (progress) progress({"plan", 0, 0, 0.0, e.describe()});
     if (!plan_.backend) {
         BackendSelection selection = selectBackend(plan_.device);

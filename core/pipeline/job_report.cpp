@@ -72,8 +72,9 @@ namespace {
 // KV-cache scale (layer, module, input format and scale, cache scale).
 nlohmann::json servingScalesJson(const MethodResult& r) {
     nlohmann::json rows = nlohmann::json::array();
-    for (std::size_t layer = 0; layer < r.layers.size(); ++layer)
-        for (const auto& [module, q] : r.layers[layer]) {
+    const auto& layers = linearHeaders(r);
+    for (std::size_t layer = 0; layer < layers.size(); ++layer)
+        for (const auto& [module, q] : layers[layer]) {
             if (!(q->input.scale > 0.0f) && !(q->cacheScale > 0.0f)) continue;
             nlohmann::json row = {{"layer", layer}, {"module", module}};
             if (q->input.scale > 0.0f) row["input_scale"] = q->input.scale;

@@ -23,7 +23,7 @@ const ModuleLog& logOf(const MethodResult& r, int layer, std::string_view module
 // The groups of every layer, with each candidate's bits and damage.
 std::vector<SensitivityGroup> groupsOf(const JobResult& result, Sensitivity measure) {
     const auto& first = result.methods.front();
-    const int layers = static_cast<int>(first.layers.size());
+    const int layers = static_cast<int>(layerCount(first));
     std::vector<SensitivityGroup> groups;
     for (int l = 0; l < layers; ++l) {
         std::int64_t layerParams = 0;
@@ -91,9 +91,9 @@ SensitivityTable sensitivityFromResult(const JobResult& result, Sensitivity meas
     t.measure = measure;
     for (const auto& r : result.methods) {
         if (!r.error.empty()) throw Error("candidate " + r.method.name + " cannot be applied: " + r.error);
-        if (measure == Sensitivity::LayerKl && r.perLayerKl.size() != r.layers.size())
+        if (measure == Sensitivity::LayerKl && r.perLayerKl.size() != layerCount(r))
             throw Error("layer-kl sensitivity needs the per-layer KL of every candidate (evaluation text)");
-        if (measure == Sensitivity::GroupKl && r.perGroupKl.size() != r.layers.size())
+        if (measure == Sensitivity::GroupKl && r.perGroupKl.size() != layerCount(r))
             throw Error("group-kl sensitivity needs the per-group KL of every candidate (evaluation text)");
         t.candidates.push_back(r.method);
         t.uniformKl.push_back(r.kl.count > 0 ? r.kl.meanKld.value : std::numeric_limits<double>::quiet_NaN());

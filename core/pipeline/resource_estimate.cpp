@@ -138,7 +138,8 @@ double machineGemmRate() {
 //    widest input's H twice while GPTQ factors it (H and its factor, then the factor and its
 //    inverse), beside GPTQ's copy of the weight and codes;
 //  - one forward pass's temporaries (a sequence's MLP activations);
-//  - at the end, every method's layers unpacked for the result and the logits of one sequence.
+//  - at the end, every method's layers unpacked for the result (with results on disk: only their
+//    headers, as during the run) and the logits of one sequence.
 std::uint64_t predictedJobBytes(const WorkloadShape& s) {
     const model::ModelConfig& c = s.config;
     const double L = c.numLayers;
@@ -178,7 +179,7 @@ std::uint64_t predictedJobBytes(const WorkloadShape& s) {
     const double pages = double(c.hiddenSize) * mlpWidth(c) * 2.0;
     const double during = kept + working + pages;
     // The end: the layers unpacked (a byte per code) and one sequence's logits and their softmax.
-    const double unpacked = (keptPerWeight + 0.5 * s.methods) * layerParameters(c) * L;
+    const double unpacked = s.resultsOnDisk ? kept : (keptPerWeight + 0.5 * s.methods) * layerParameters(c) * L;
     const double end = unpacked + double(std::max(s.evaluationSequenceLength, 1)) * c.vocabSize * 2.0 * sizeof(float);
     return static_cast<std::uint64_t>(hidden + std::max(during, end));
 }

@@ -107,6 +107,19 @@ int newestCompleteLayer(const fs::path& dir) {
     return newest;
 }
 
+// A finished layer's record.json and tensors, for reading linears back.
+struct StoredRecord {
+    nlohmann::json linears;
+    io::SafetensorsFile file;
+};
+
+StoredRecord openRecord(const fs::path& dir, int layer) {
+    const fs::path folder = numbered(dir, "layer", layer);
+    if (!fs::exists(folder / kRecordFile))
+        throw Error(folder.string() + ": the finished layer is not there (was the work folder removed while its result was in use?)");
+    return {io::readJsonFile(folder / kRecordFile).at("linears"), io::SafetensorsFile::open(folder / "model.safetensors")};
+}
+
 }  // namespace
 
 std::optional<int> WorkFolder::interruptedLayers(const fs::path& dir) {
@@ -174,6 +187,23 @@ LayerRecord WorkFolder::loadLayer(int layer) const {
         record.hidden.emplace(name, readTensors(file, "hidden." + name, count.get<std::size_t>()));
     return record;
 }
+
+std::map<std::string, quant::QuantizedLinear> WorkFolder::loadLinears(const fs::path& dir, int layer, std::string_view keyPrefix) {
+    const StoredRecord record = openRecord(dir, layer);
+    std::map<std::string, quant::QuantizedLinear> linears;
+    for (const auto& [key, header] : record.linears.items())
+        if (key.starts_with(keyPrefix)) linears.emplace(key.substr(keyPrefix.size()), readQuantizedLinear(header, record.file, key));
+    return linears;
+}
+
+quant::QuantizedLinear WorkFolder::loadLinear(const fs::path& dir, int layer, const std::string& key) {
+    const StoredRecord record = openRecord(dir, layer);
+    const auto header = record.linears.find(key);
+    if (header == record.linears.end())
+        throw Error(numbered(dir, "layer", layer).string() + ": no stored linear '" + key + "'");
+    return readQuantizedLinear(*header, record.file, key);
+}
+
 
 HiddenSet WorkFolder::loadHidden() const {
     HiddenSet hidden;

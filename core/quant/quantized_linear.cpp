@@ -205,7 +205,8 @@ double storedBits(const QuantizedLinear& q) {
             const double groups = static_cast<double>(t.starts.size());
             return groups * (t.L + static_cast<double>(t.K) * (t.groupSize - 1) + 16.0);
         }
-        case Method::Ggml: return 8.0 * static_cast<double>(q.blocks.size());   // the blocks hold their scales
+        case Method::Ggml:   // the blocks hold their scales; sized from the header, as they may be on disk (a header alone)
+            return 8.0 * static_cast<double>(q.rows) * static_cast<double>(io::ggmlRowBytes(q.ggmlType, q.cols));
     }
     return 0.0;
 }

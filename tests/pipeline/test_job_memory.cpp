@@ -213,6 +213,28 @@ TEST(ResourceEstimate, FollowsTheJobsDesign) {
     EXPECT_LT(double(predictedJobBytes(rtn)), one - 2 * hDown + 0.5e9);
 }
 
+// Results on disk (a work folder): of a finished layer only its scales and zeros stay in memory
+// (8 bytes per group of 128 for gptq4), so that is all a deeper model adds; in RAM the result holds
+// a byte per code at the end.
+TEST(ResourceEstimate, ResultsOnDiskGrowOnlyByTheScales) {
+    const auto peakOf = [](int layers, bool onDisk) {
+        WorkloadShape s;
+        s.config = decoderShape(4096, 14336, layers, 32, 8, 128, 32000);
+        s.methods = 1;
+        s.sequentialMethods = 1;
+        s.keptBytesPerWeight = (onDisk ? 0.0 : 0.5) + 8.0 / 128;   // as Job::estimate counts gptq4 g128
+        s.resultsOnDisk = onDisk;
+        s.calibrationTokens = 16 * 512;
+        s.evaluationTokens = 512;
+        s.evaluationSequenceLength = 512;
+        return double(predictedJobBytes(s));
+    };
+    const double layerWeights = 2 * 4096.0 * 4096 + 2 * 4096.0 * 1024 + 3 * 4096.0 * 14336;
+    EXPECT_NEAR(peakOf(32, true) - peakOf(8, true), 24 * layerWeights * 8.0 / 128, 1e6);
+    EXPECT_GT(peakOf(32, false), 32 * layerWeights) << "a byte per code at the end";
+    EXPECT_LT(peakOf(32, true), 0.5 * peakOf(32, false));
+}
+
 // The time estimate of one plan is the same at every call, and more calibration or evaluation
 // tokens, more methods or per-layer KL never predict less time (it moved 4.9 s to 49 s between
 // calls, and fell from 4.1 s to 0.6 s when the samples went from 16 to 64).

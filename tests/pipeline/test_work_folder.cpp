@@ -5,11 +5,15 @@
 #include <bit>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <random>
 #include <string>
 
 #include "qs/error.h"
 #include "qs/io/checkpoint_writer.h"
+#include "qs/pipeline/exporter.h"
+#include "qs/pipeline/gguf_result_export.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/quantized_linear_record.h"
 #include "qs/pipeline/work_folder.h"
@@ -161,12 +165,13 @@ void expectSameResult(const JobResult& a, const JobResult& b) {
             EXPECT_TRUE(sameBits(x.modules[i].loss, y.modules[i].loss));
             EXPECT_EQ(x.modules[i].samples, y.modules[i].samples);
         }
-        ASSERT_EQ(x.layers.size(), y.layers.size());
-        for (std::size_t l = 0; l < x.layers.size(); ++l) {
-            ASSERT_EQ(x.layers[l].size(), y.layers[l].size());
-            for (const auto& [module, q] : x.layers[l]) {
-                ASSERT_TRUE(y.layers[l].contains(module));
-                expectSameLinear(*q, *y.layers[l].at(module), "layer " + std::to_string(l) + " " + module, false);
+        ASSERT_EQ(layerCount(x), layerCount(y));   // in RAM or on disk (JobPlan::resultsOnDisk)
+        for (std::size_t l = 0; l < layerCount(x); ++l) {
+            const QuantizedLayer xl = layerAt(x, l), yl = layerAt(y, l);
+            ASSERT_EQ(xl.size(), yl.size());
+            for (const auto& [module, q] : xl) {
+                ASSERT_TRUE(yl.contains(module));
+                expectSameLinear(*q, *yl.at(module), "layer " + std::to_string(l) + " " + module, false);
             }
         }
     }
@@ -308,4 +313,109 @@ TEST(WorkFolder, AResumedJobEqualsAnUninterruptedOneBitForBit) {
     EXPECT_THROW((void)Job(otherSeed).run({}, CancelToken{}), Error) << "a changed plan is refused";
     fs::remove_all(work);
     fs::remove_all(checkpoint);
+}
+
+namespace {
+
+std::string fileBytes(const fs::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+// The bytes of every tensor file and the config an export wrote (not its report, which holds timings).
+void expectSameExport(const fs::path& a, const fs::path& b) {
+    for (const char* file : {"model.safetensors", "config.json"}) {
+        SCOPED_TRACE(file);
+        ASSERT_TRUE(fs::exists(a / file));
+        EXPECT_TRUE(fileBytes(a / file) == fileBytes(b / file));
+    }
+}
+
+}  // namespace
+
+// Results on disk: a run with a work folder keeps each finished layer's codes only there, is killed
+// after its second layer and resumed; its result equals the in-RAM run's bit for bit, holds no code
+// in memory, and exports the same bytes reading the layers back.
+TEST(ResultsOnDisk, AResultOnDiskEqualsTheOneInRamAndExportsTheSameBytes) {
+    const fs::path checkpoint = tempDir("disk_model");
+    test::SyntheticModel model;
+    model.layers = 4;
+    model.hidden = 128;
+    model.intermediate = 256;
+    model.outlierChannels = {3};
+    test::writeSyntheticCheckpoint(checkpoint, model);
+    const std::string methods = "nvfp4,gptq4-act,awq4,q4_k_m";   // the first also quantizes the KV cache (planFor)
+    const JobResult inRam = Job(planFor(checkpoint, methods)).run({}, CancelToken{});
+
+    const fs::path work = tempDir("disk_work");
+    JobPlan plan = planFor(checkpoint, methods);
+    plan.workDir = work;
+    plan.resultsOnDisk = true;
+    CancelToken cancel;
+    const auto stopAtLayer3 = [&cancel](const Progress& p) {
+        if (p.stage == "calibrate" && p.step == 3) cancel.cancel();
+    };
+    EXPECT_THROW((void)Job(plan).run(stopAtLayer3, cancel), Cancelled);
+    plan.resume = true;
+    const JobResult onDisk = Job(plan).run({}, CancelToken{});
+    expectSameResult(inRam, onDisk);
+
+    for (const MethodResult& r : onDisk.methods) {
+        SCOPED_TRACE(r.label());
+        ASSERT_NE(r.stored, nullptr);
+        EXPECT_TRUE(r.layers.empty());
+        ASSERT_EQ(layerCount(r), 4u);
+        for (const auto& layer : linearHeaders(r))
+            for (const auto& [module, q] : layer) {
+                EXPECT_TRUE(q->codes.empty() && q->blocks.empty()) << module << ": the codes stay on disk";
+                EXPECT_GT(q->rows * q->cols, 0);
+            }
+    }
+
+    const fs::path out = tempDir("disk_exports");
+    fs::create_directories(out);
+    for (std::size_t m = 0; m < 3; ++m) {   // each in its default layout: compressed-tensors NVFP4, GPTQ, AWQ (scales folded)
+        SCOPED_TRACE(inRam.methods[m].label());
+        const fs::path a = out / (std::to_string(m) + "_ram"), b = out / (std::to_string(m) + "_disk");
+        (void)exportCheckpoint({checkpoint, a, "", false, nlohmann::json::object()}, inRam.methods[m], {}, CancelToken{});
+        (void)exportCheckpoint({checkpoint, b, "", false, nlohmann::json::object()}, onDisk.methods[m], {}, CancelToken{});
+        expectSameExport(a, b);
+    }
+
+    WorkFolder::discard(work);   // the CLI removes it after the export: the result cannot be read any more
+    try {
+        (void)layerAt(onDisk.methods[0], 0);
+        FAIL() << "a layer was read from a removed work folder";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("the finished layer is not there"), std::string::npos) << e.what();
+    }
+    fs::remove_all(out);
+    fs::remove_all(checkpoint);
+}
+
+// A GGUF method's result on disk (its ggml blocks stay there) writes the same file as in RAM. On the
+// demo, which has the tokenizer a GGUF file needs.
+TEST(ResultsOnDisk, AGgufResultOnDiskWritesTheSameFile) {
+    const fs::path demo = fs::path(QS_RESOURCES_DIR) / "demo";
+    JobPlan plan;
+    plan.checkpoint = demo;
+    plan.methods = parseMethodList("q4_k_m", 32);
+    plan.calibration = test::syntheticTokens(2, 64, 96, 31);   // the imatrix weighting too
+    const JobResult inRam = Job(plan).run({}, CancelToken{});
+    const fs::path work = tempDir("gguf_work");
+    plan.workDir = work;
+    plan.resultsOnDisk = true;
+    const JobResult onDisk = Job(plan).run({}, CancelToken{});
+    ASSERT_NE(onDisk.methods[0].stored, nullptr);
+    EXPECT_TRUE(sameBits(inRam.methods[0].bitsPerWeight, onDisk.methods[0].bitsPerWeight)) << "sized from the headers alone";
+
+    const fs::path out = tempDir("gguf_out");
+    fs::create_directories(out);
+    const io::Checkpoint source = io::Checkpoint::open(demo);
+    const fs::path a = writeGgufResult(source, inRam.methods[0], out / "ram.gguf", {}, {}, CancelToken{});
+    const fs::path b = writeGgufResult(source, onDisk.methods[0], out / "disk.gguf", {}, {}, CancelToken{});
+    EXPECT_GT(fs::file_size(a), 100000u);
+    EXPECT_TRUE(fileBytes(a) == fileBytes(b));
+    WorkFolder::discard(work);
+    fs::remove_all(out);
 }

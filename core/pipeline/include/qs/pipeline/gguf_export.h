@@ -62,6 +62,9 @@ struct GgufExportOptions {
     // prefix ("model.layers.0.mlp.down_proj"): written as they are, in their own type, so that the file
     // holds the bytes the Job measured. The chooser decides the other tensors.
     std::map<std::string, std::shared_ptr<const quant::QuantizedLinear>> encodedLinears;
+    // When set, encodedLinears hold only headers (a result on disk) and this gives each one's blocks
+    // as the writer reaches it, by the same prefix.
+    std::function<std::shared_ptr<const quant::QuantizedLinear>(const std::string& prefix)> completeLinear = {};
     // Extra metadata (the imatrix keys llama-quantize writes, quantize.imatrix.*), after the model's.
     io::GgufMetadata extraMetadata;
 };

@@ -51,6 +51,10 @@ struct JobPlan {
     // the caller's to remove (WorkFolder::discard) once the result is delivered (exported, printed).
     std::filesystem::path workDir;
     bool resume = false;
+    // With a work folder: each finished layer's codes stay only there (MethodResult::stored), so the
+    // result's memory does not grow with depth; the folder must then outlive the result. Without:
+    // the result holds every layer in RAM (the GUI, which removes its run folder once a run is done).
+    bool resultsOnDisk = false;
 };
 
 // What a work folder records of a plan, to refuse resuming a run with another one: the checkpoint's

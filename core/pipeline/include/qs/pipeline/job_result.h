@@ -10,6 +10,7 @@
 #include "qs/io/checkpoint_fingerprint.h"
 #include "qs/pipeline/layer_quantizer.h"
 #include "qs/pipeline/method_spec.h"
+#include "qs/pipeline/stored_layers.h"
 
 namespace qs::pipeline {
 
@@ -48,12 +49,28 @@ struct MethodResult {
     std::vector<double> perLayerKl;        // mean KLD with only layer i quantized (empty unless asked)
     std::vector<std::vector<double>> perGroupKl;   // [layer][kFusedGroups index]: mean KLD with only that group quantized
     std::vector<ModuleLog> modules;
-    std::vector<QuantizedLayer> layers;    // the quantized linears, for export and the GUI
+    // The quantized linears, for export and the GUI: in RAM (`layers`), or in the Job's work folder
+    // (`stored`, JobPlan::resultsOnDisk; `layers` is empty then). Read them through layerCount(),
+    // layerAt() and linearHeaders(), which serve both.
+    std::vector<QuantizedLayer> layers;
+    std::shared_ptr<const StoredLayers> stored;
     bool mixed = false;                    // a method per linear (JobPlan::mixed): `method` is its most common one, renamed
 
     // The method's label, or a mix's name ("mixed 3.50 bpw").
     std::string label() const { return mixed ? method.name : method.label(); }
 };
+
+// How many quantized layers the result has, in RAM or on disk.
+std::size_t layerCount(const MethodResult& result);
+// Layer `layer`'s complete linears: shared with the result when in RAM, read from the work folder
+// when on disk (hold one layer at a time there).
+QuantizedLayer layerAt(const MethodResult& result, std::size_t layer);
+// Every layer's linears with at least their headers and small parts (scales, g_idx, measurements):
+// complete when in RAM; without codes and ggml blocks when on disk. Enough for sizes, bits, configs
+// and reports; not for encoding or decoding weights (layerAt).
+const std::vector<QuantizedLayer>& linearHeaders(const MethodResult& result);
+// Whether the result holds no quantized linear.
+inline bool hasLayers(const MethodResult& result) { return layerCount(result) > 0; }
 
 struct JobResult {
     io::CheckpointFingerprint source;      // the checkpoint the job read; each method carries it too

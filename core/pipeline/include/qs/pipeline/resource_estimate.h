@@ -25,6 +25,9 @@ struct WorkloadShape {
     // The finished layers as the Job keeps them (codes, packed two per byte when they fit in four
     // bits, plus scales), in bytes per weight summed over the methods; 0: 1.1 per method.
     double keptBytesPerWeight = 0.0;
+    // The finished layers' codes are in the work folder (JobPlan::resultsOnDisk): keptBytesPerWeight
+    // counts only what stays in RAM, and nothing is unpacked at the end.
+    bool resultsOnDisk = false;
     std::size_t calibrationTokens = 0;
     std::size_t evaluationTokens = 0;
     int evaluationSequenceLength = 0;

@@ -12,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -44,6 +45,12 @@ public:
 
     void saveLayer(int layer, const LayerRecord& record, const HiddenSet& hiddenAfter);
     LayerRecord loadLayer(int layer) const;
+    // The linears of layer `layer` whose key starts with `keyPrefix` ("0:"), keyed by the rest of the key
+    // ("self_attn.q_proj"): one method's layer, without reading the other methods' or the hidden states.
+    static std::map<std::string, quant::QuantizedLinear> loadLinears(const std::filesystem::path& dir, int layer,
+                                                                     std::string_view keyPrefix);
+    // The one linear stored under `key` ("0:self_attn.q_proj") in layer `layer`'s record.
+    static quant::QuantizedLinear loadLinear(const std::filesystem::path& dir, int layer, const std::string& key);
     HiddenSet loadHidden() const;   // after layer completeLayers()-1
     // The run is finished and its result delivered: the folder goes.
     void remove();
