@@ -6,6 +6,7 @@
 #include <set>
 
 #include "awq_folding.h"
+#include "fused_export.h"
 #include "qs/error.h"
 #include "qs/formats/linear_encoder.h"
 #include "qs/io/checkpoint.h"
@@ -258,12 +259,14 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
     const io::Checkpoint source = io::Checkpoint::open(request.source);
     // The architecture names the layers' tensors (a VLM's text tower prefix) and the norms AWQ folds into.
     const model::Architecture arch = architectureOf(source);
-    Linears linears = quantizedLinears(result, arch);
-    const formats::LinearEncoder& encoder = chooseEncoder(request.format, linears);
+    const Linears parts = quantizedLinears(result, arch);
+    const formats::LinearEncoder& encoder = chooseEncoder(request.format, parts);
     AwqFolding folding = planAwqFolding(result.layers, arch);
-    requireEncodable(encoder, linears, folding);
+    // A checkpoint that fuses q/k/v or gate/up (Phi-3) gets them back fused, as it stored them.
+    const FusedLinears fused = fuseForExport(parts, arch, folding);
+    requireEncodable(encoder, fused.linears, folding);
     if (auto why = sourceMismatch(result, io::fingerprintOf(source)); !why.empty()) throw Error("cannot export: " + why);
-    return writeExport(request, source, encoder, std::move(linears), std::move(folding), toJson(result), progress, cancel);
+    return writeExport(request, source, encoder, fused.linears, std::move(folding), toJson(result), progress, cancel);
 }
 
 std::string exportRefusal(const MethodResult& result, const formats::LinearEncoder& encoder) {
@@ -271,11 +274,12 @@ std::string exportRefusal(const MethodResult& result, const formats::LinearEncod
         if (!result.error.empty()) return result.label() + " failed, so it cannot be exported: " + result.error;
         // The names and the norms AWQ folds into are the source's architecture's (a VLM's text tower).
         const model::Architecture arch = architectureAt(result.source.path);
-        const Linears linears = quantizedLinears(result, arch);
-        if (auto why = refusals(encoder, linears, planAwqFolding(result.layers, arch)); !why.empty()) return why;
+        AwqFolding folding = planAwqFolding(result.layers, arch);
+        const FusedLinears fused = fuseForExport(quantizedLinears(result, arch), arch, folding);
+        if (auto why = refusals(encoder, fused.linears, folding); !why.empty()) return why;
         // What only the whole states: a layout with one group size or one scale granularity for the
         // model refuses a mix of them when it writes its config.
-        (void)encoder.quantizationConfig(formats::ExportScheme{linears, {}, io::DType::BF16});
+        (void)encoder.quantizationConfig(formats::ExportScheme{fused.linears, {}, io::DType::BF16});
         return {};
     } catch (const std::exception& e) {
         const std::string why = e.what();
