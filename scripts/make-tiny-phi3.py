@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
-"""Write the tiny random Phi-3 checkpoints of the tests: tests/data/phi3/phi3-tiny and phi3-longrope-tiny.
+"""Write the tiny random Phi-3 checkpoints of the tests: tests/data/phi3/tiny-random and tiny-random-longrope.
 
 Both are Phi3ForCausalLM (model_type phi3) in Hugging Face's layout: q/k/v fused as
 `self_attn.qkv_proj.weight` [q_dim + 2 * kv_dim, hidden] (q rows, then k, then v) and gate/up fused as
 `mlp.gate_up_proj.weight` [2 * intermediate, hidden] (gate rows, then up: Phi3MLP chunks the output in
 two and multiplies silu(gate) by up). 3 layers, hidden 64, 4 query / 2 KV heads of 16, MLP 96.
 
-phi3-tiny: default RoPE (theta 10000), untied lm_head, sliding_window 2047 (as Phi-3-mini-4k).
-phi3-longrope-tiny: as Phi-4-mini: partial_rotary_factor 0.75 (12 of 16 dimensions rotate), LongRoPE
+tiny-random: default RoPE (theta 10000), untied lm_head, sliding_window 2047 (as Phi-3-mini-4k).
+tiny-random-longrope: as Phi-4-mini: partial_rotary_factor 0.75 (12 of 16 dimensions rotate), LongRoPE
 (short_factor / long_factor of 6 values, original_max_position_embeddings 256, max_position_embeddings
 8192: attention factor sqrt(1 + ln(32) / ln(256))), tied embedding, sliding_window 262144.
 
 The safetensors writer and the random weights are make-tiny-moe.py's (shared, not copied).
+The folder names avoid "phi3" (llama.cpp gives a model named so Phi-3's token attributes: tests/data/phi3/README.md).
 Pure Python: python3 scripts/make-tiny-phi3.py [--repo PATH]
 """
 import importlib.util
@@ -69,7 +70,7 @@ def phi3_longrope():
 
 
 def main():
-    tiny.write_checkpoints("phi3", (("phi3-tiny", phi3), ("phi3-longrope-tiny", phi3_longrope)))
+    tiny.write_checkpoints("phi3", (("tiny-random", phi3), ("tiny-random-longrope", phi3_longrope)))
 
 
 if __name__ == "__main__":

@@ -18,8 +18,8 @@ using namespace qs::model;
 namespace {
 
 namespace fs = std::filesystem;
-const fs::path kPhi3 = fs::path(QS_TEST_DATA_DIR) / "phi3" / "phi3-tiny";
-const fs::path kLongRope = fs::path(QS_TEST_DATA_DIR) / "phi3" / "phi3-longrope-tiny";
+const fs::path kPhi3 = fs::path(QS_TEST_DATA_DIR) / "phi3" / "tiny-random";
+const fs::path kLongRope = fs::path(QS_TEST_DATA_DIR) / "phi3" / "tiny-random-longrope";
 
 std::string refusal(const nlohmann::json& config) {
     try {

@@ -28,7 +28,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-const fs::path kPhi3 = fs::path(QS_TEST_DATA_DIR) / "phi3" / "phi3-tiny";
+const fs::path kPhi3 = fs::path(QS_TEST_DATA_DIR) / "phi3" / "tiny-random";
 const fs::path kCalibration = fs::path(QS_RESOURCES_DIR) / "demo" / "calibration.txt";
 
 TokenSequences tokens(int samples, int length) {
