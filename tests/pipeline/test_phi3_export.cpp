@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 
 #include "qs/error.h"
 #include "qs/formats/linear_reader.h"
@@ -18,7 +19,9 @@
 #include "qs/model/transformer.h"
 #include "qs/pipeline/calibration_text.h"
 #include "qs/pipeline/decoded_weights.h"
+#include "qs/io/gguf_file.h"
 #include "qs/pipeline/exporter.h"
+#include "qs/pipeline/gguf_result_export.h"
 #include "qs/pipeline/job.h"
 
 using namespace qs;
@@ -170,4 +173,34 @@ TEST(Phi3Export, PartsThatCannotShareOneTensorAreRefusedInOneLine) {
         EXPECT_EQ(what.find('\n'), std::string::npos);
     }
     EXPECT_FALSE(fs::exists(dir));
+}
+
+// A GGUF method's result is written with the Job's own blocks, fused as llama.cpp's phi3 reads them:
+// attn_qkv holds q's, k's and v's rows, ffn_up gate's then up's.
+TEST(Phi3Export, GgufMethodWritesTheJobsBlocksFused) {
+    const MethodResult result = quantize("q8_0");
+    const io::Checkpoint source = io::Checkpoint::open(kPhi3);
+    const fs::path file = fs::temp_directory_path() / ("qs_phi3_q8_" + std::to_string(::getpid()) + ".gguf");
+    fs::remove(file);
+    writeGgufResult(source, result, file, {}, {}, CancelToken{});
+    const io::Checkpoint gguf = io::Checkpoint::open(file);
+    const io::GgufFile& g = *gguf.gguf();
+    EXPECT_EQ(*g.metadata().string("general.architecture"), "phi3");
+    for (const auto& [name, parts] : {std::pair<std::string, std::vector<std::string>>{"blk.1.attn_qkv.weight", {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}},
+                                      {"blk.1.ffn_up.weight", {"mlp.gate_proj", "mlp.up_proj"}}}) {
+        SCOPED_TRACE(name);
+        std::vector<std::uint8_t> want;
+        for (const auto& part : parts) {
+            const auto& blocks = result.layers[1].at(part)->blocks;
+            want.insert(want.end(), blocks.begin(), blocks.end());
+        }
+        const auto* t = g.find(name);
+        ASSERT_NE(t, nullptr);
+        const auto stored = g.view(*t).bytes();
+        ASSERT_EQ(stored.size(), want.size());
+        EXPECT_EQ(std::memcmp(stored.data(), want.data(), want.size()), 0);
+    }
+    EXPECT_EQ(g.find("blk.1.attn_q.weight"), nullptr);
+    EXPECT_EQ(g.find("blk.1.ffn_gate.weight"), nullptr);
+    fs::remove(file);
 }
