@@ -420,6 +420,11 @@ ModelConfig ModelConfig::fromCheckpoint(const io::Checkpoint& checkpoint) {
     if (checkpoint.gguf() != nullptr && checkpoint.config().value("model_type", "") == "gemma3")
         fail(checkpoint.root().string(), "GGUF architecture 'gemma3' cannot be read back yet (its norms are stored as 1 + w and "
                                          "its post-norms have names of their own); evaluate the safetensors checkpoint instead");
+    // llama.cpp's phi3 stores gate and up as one ffn_up, which our GGUF names read as up_proj, and keeps
+    // partial rotary and LongRoPE in keys and tensors our GGUF config does not read: refused, not misread.
+    if (checkpoint.gguf() != nullptr && checkpoint.config().value("model_type", "") == "phi3")
+        fail(checkpoint.root().string(), "GGUF architecture 'phi3' cannot be read back yet (its fused ffn_up, partial rotary and "
+                                         "LongRoPE factors are not mapped back); evaluate the safetensors checkpoint instead");
     ModelConfig c = fromJson(checkpoint.config(), checkpoint.configSource().string());
     // A Gemma 3 VLM exported by transformers 4.4x keeps the text tower under language_model.model.
     if (c.modelType == "gemma3" && !checkpoint.find(c.arch.tensorPrefix + "embed_tokens.weight") &&

@@ -21,6 +21,7 @@
 #include "qs/pipeline/decoded_weights.h"
 #include "qs/io/gguf_file.h"
 #include "qs/pipeline/exporter.h"
+#include "qs/pipeline/gguf_export.h"
 #include "qs/pipeline/gguf_result_export.h"
 #include "qs/pipeline/job.h"
 
@@ -220,5 +221,26 @@ TEST(Phi3Export, GgufMixChoosesTheFusedTensorsTypes) {
     const io::Checkpoint gguf = io::Checkpoint::open(file);
     EXPECT_EQ(*gguf.gguf()->find("blk.1.attn_qkv.weight")->ggmlType, io::GgmlType::Q5_1);
     EXPECT_EQ(*gguf.gguf()->find("blk.1.ffn_up.weight")->ggmlType, io::GgmlType::Q5_0);
+    fs::remove(file);
+}
+
+// A phi3 GGUF opens under Hugging Face's names (attn_qkv as qkv_proj, the fused ffn_up as gate_up_proj),
+// and running it is refused in one line rather than read without its partial rotary and LongRoPE.
+TEST(Phi3Export, GgufOpensWithFusedNamesAndIsRefusedForTheForwardPass) {
+    const fs::path file = fs::temp_directory_path() / ("qs_phi3_f32_" + std::to_string(::getpid()) + ".gguf");
+    fs::remove(file);
+    GgufExportOptions options;
+    options.chooser = uniformGgufType(io::GgmlType::F32);
+    writeGguf(io::Checkpoint::open(kPhi3), file, options, {}, CancelToken{});
+    const io::Checkpoint gguf = io::Checkpoint::open(file);
+    EXPECT_NE(gguf.find("model.layers.2.self_attn.qkv_proj.weight"), nullptr);
+    EXPECT_NE(gguf.find("model.layers.2.mlp.gate_up_proj.weight"), nullptr);
+    EXPECT_EQ(gguf.find("model.layers.2.mlp.up_proj.weight"), nullptr);
+    try {
+        (void)model::ModelConfig::fromCheckpoint(gguf);
+        ADD_FAILURE() << "a phi3 GGUF was read";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("GGUF architecture 'phi3' cannot be read back yet"), std::string::npos) << e.what();
+    }
     fs::remove(file);
 }
