@@ -20,6 +20,7 @@
 #include "qs/pipeline/calibration_text.h"
 #include "qs/pipeline/decoded_weights.h"
 #include "qs/io/gguf_file.h"
+#include "qs/pipeline/export_check.h"
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/gguf_export.h"
 #include "qs/pipeline/gguf_result_export.h"
@@ -243,4 +244,13 @@ TEST(Phi3Export, GgufOpensWithFusedNamesAndIsRefusedForTheForwardPass) {
         EXPECT_NE(std::string(e.what()).find("GGUF architecture 'phi3' cannot be read back yet"), std::string::npos) << e.what();
     }
     fs::remove(file);
+}
+
+// Before a run, the export check already names the fused tensor NVFP4 cannot write; GPTQ passes.
+TEST(Phi3Export, TheCheckBeforeARunNamesTheFusedTensorNvfp4CannotWrite) {
+    const io::Checkpoint source = io::Checkpoint::open(kPhi3);
+    const MethodSpec nvfp4 = parseMethod("nvfp4", 16), gptq = parseMethod("gptq4", 16);
+    const std::string why = exportRefusal(nvfp4, encoderForMethod(nvfp4, ""), source);
+    EXPECT_NE(why.find("model.layers.0.mlp.gate_up_proj: the checkpoint stores its parts as one tensor"), std::string::npos) << why;
+    EXPECT_EQ(exportRefusal(gptq, encoderForMethod(gptq, ""), source), "");
 }
