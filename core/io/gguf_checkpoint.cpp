@@ -56,6 +56,11 @@ GgufCheckpoint describeGgufCheckpoint(const GgufFile& file) {
             throw Error(file.path().string() + ": tensor name '" + stored.name + "' is not valid UTF-8");
         TensorInfo t = stored;
         if (const auto hf = hfNameOfGgufTensor(stored.name)) t.name = *hf;
+        // llama.cpp's phi3 keeps Phi-3's fused gate/up as ffn_up: it is Hugging Face's gate_up_proj.
+        if (arch != nullptr && *arch == "phi3") {
+            const std::string up = ".mlp.up_proj.";
+            if (const auto at = t.name.find(up); at != std::string::npos) t.name.replace(at, up.size(), ".mlp.gate_up_proj.");
+        }
         if (permuted) {
             t.ropeInterleavedHeads = interleavedHeads(t, out.config, file);
             if (t.ropeInterleavedHeads != 0) checkInterleaving(t, file, stored.name);

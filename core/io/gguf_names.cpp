@@ -18,8 +18,9 @@ constexpr std::array<Pair, 3> kTopLevel = {{
     {"output", "lm_head"},
 }};
 
-constexpr std::array<Pair, 11> kPerLayer = {{
+constexpr std::array<Pair, 12> kPerLayer = {{
     {"attn_norm", "input_layernorm"},
+    {"attn_qkv", "self_attn.qkv_proj"},   // Phi-3's fused q/k/v (its fused gate/up is ffn_up: gguf_export's planner)
     {"attn_q", "self_attn.q_proj"},
     {"attn_k", "self_attn.k_proj"},
     {"attn_v", "self_attn.v_proj"},
@@ -89,6 +90,7 @@ std::optional<std::string> ggufArchitectureOfModelType(std::string_view modelTyp
     if (modelType == "qwen3_moe") return "qwen3moe";
     // The Gemma 3 VLM's GGUF is its text tower (llama.cpp's converter puts the vision tower in an mmproj file).
     if (modelType == "gemma3_text" || modelType == "gemma3") return "gemma3";
+    if (modelType == "phi3") return "phi3";
     return std::nullopt;
 }
 

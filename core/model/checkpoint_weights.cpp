@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <optional>
 
 #include "qs/error.h"
 #include "qs/finite_weights.h"
@@ -52,16 +53,25 @@ void CheckpointWeights::validate() const {
     if (!options_.linears) return;
     for (int i = 0; i < config_.numLayers; ++i) {
         const std::string p = config_.layerPrefix(i);
-        checked(p + "self_attn.q_proj.weight", {config_.qDim(), h});
-        checked(p + "self_attn.k_proj.weight", {config_.kvDim(), h});
-        checked(p + "self_attn.v_proj.weight", {config_.kvDim(), h});
+        for (const FusedProjection& f : config_.fusedProjections()) {
+            std::int64_t rows = 0;
+            for (const auto& part : f.parts) rows += part.second;
+            checked(p + f.fused + ".weight", {rows, h});
+        }
+        if (config_.arch.fusedQkv.empty()) {
+            checked(p + "self_attn.q_proj.weight", {config_.qDim(), h});
+            checked(p + "self_attn.k_proj.weight", {config_.kvDim(), h});
+            checked(p + "self_attn.v_proj.weight", {config_.kvDim(), h});
+        }
         checked(p + "self_attn.o_proj.weight", {h, config_.qDim()});
         if (config_.isMoeLayer(i)) {
             validateExperts(i);
             continue;
         }
-        checked(p + "mlp.gate_proj.weight", {config_.intermediateSize, h});
-        checked(p + "mlp.up_proj.weight", {config_.intermediateSize, h});
+        if (config_.arch.fusedGateUp.empty()) {
+            checked(p + "mlp.gate_proj.weight", {config_.intermediateSize, h});
+            checked(p + "mlp.up_proj.weight", {config_.intermediateSize, h});
+        }
         checked(p + "mlp.down_proj.weight", {h, config_.intermediateSize});
     }
 }
@@ -99,7 +109,33 @@ void CheckpointWeights::validateExperts(int layer) const {
     }
 }
 
+// A part of a fused projection (Phi-3's q_proj inside qkv_proj): its rows of the fused weight and bias.
+std::optional<Linear> CheckpointWeights::fusedPart(int layer, const std::string& module, int out, int in) const {
+    for (const FusedProjection& f : config_.fusedProjections()) {
+        std::int64_t begin = 0, total = 0;
+        bool found = false;
+        for (const auto& [part, rows] : f.parts) {
+            if (part == module) found = true;
+            if (!found) begin += rows;
+            total += rows;
+        }
+        if (!found) continue;
+        const std::string base = config_.layerPrefix(layer) + f.fused;
+        const io::TensorView t = checked(base + ".weight", {total, in});
+        Linear l;
+        l.weight = convertRows(t, begin, begin + out);
+        requireFiniteWeights(l.weight, checkpoint_.root().string(), base, options_.allowNonFinite);
+        if (checkpoint_.find(base + ".bias")) {
+            const VectorF bias = vector(base + ".bias", static_cast<int>(total));
+            l.bias = bias.segment(begin, out);
+        }
+        return l;
+    }
+    return std::nullopt;
+}
+
 Linear CheckpointWeights::linear(int layer, const std::string& module, int out, int in, bool bias) const {
+    if (auto part = fusedPart(layer, module, out, in)) return std::move(*part);
     const std::string base = config_.layerPrefix(layer) + module;
     Linear l;
     const io::TensorView t = checked(base + ".weight", {out, in});

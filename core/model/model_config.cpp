@@ -59,10 +59,71 @@ RopeScaling parseRopeScaling(const nlohmann::json& j, const std::string& source)
         s.originalMaxPositionEmbeddings = optional<int>(j, "original_max_position_embeddings", 8192, source);
         if (!(s.highFreqFactor > s.lowFreqFactor) || s.originalMaxPositionEmbeddings <= 0)
             fail(source, "rope_scaling llama3 needs high_freq_factor > low_freq_factor and original_max_position_embeddings > 0");
+    } else if (type == "longrope") {
+        s.type = RopeScalingType::LongRope;   // the factor lists and the attention factor: parseLongRope (they need the head)
     } else {
-        fail(source, "rope scaling '" + type + "' is not supported (only linear and llama3)");
+        fail(source, "rope scaling '" + type + "' is not supported (only linear, llama3 and longrope)");
     }
     return s;
+}
+
+std::vector<double> factorList(const nlohmann::json& j, const char* key, std::size_t size, const std::string& source) {
+    const auto it = j.find(key);
+    if (it == j.end() || !it->is_array() || it->size() != size)
+        fail(source, std::string("rope_scaling.") + key + " must list " + std::to_string(size) + " numbers (half the rotary dimensions)");
+    std::vector<double> out;
+    for (const auto& v : *it) {
+        if (!v.is_number() || !(v.get<double>() > 0.0)) fail(source, std::string("rope_scaling.") + key + " holds " + v.dump() + ", not a positive number");
+        out.push_back(v.get<double>());
+    }
+    return out;
+}
+
+// LongRoPE as transformers' _compute_longrope_parameters reads it: the short and long factors (one per
+// rotary frequency) and the attention factor, by default sqrt(1 + ln(f) / ln(original)) with
+// f = max_position_embeddings / original_max_position_embeddings (Phi-3 keeps the original at the top level).
+void parseLongRope(const nlohmann::json& top, const nlohmann::json& scaling, ModelConfig& c, const std::string& source) {
+    RopeScaling& s = c.ropeScaling;
+    const std::size_t half = static_cast<std::size_t>(c.rotaryDims() / 2);
+    s.shortFactor = factorList(scaling, "short_factor", half, source);
+    s.longFactor = factorList(scaling, "long_factor", half, source);
+    double factor = optional<double>(scaling, "factor", 1.0, source);
+    int original = optional<int>(scaling, "original_max_position_embeddings", 0, source);
+    if (top.contains("original_max_position_embeddings")) {
+        original = optional<int>(top, "original_max_position_embeddings", 0, source);
+        if (original > 0) factor = static_cast<double>(c.maxPositionEmbeddings) / original;
+    }
+    if (original <= 0) original = c.maxPositionEmbeddings;
+    s.originalMaxPositionEmbeddings = original;
+    s.factor = factor;
+    const auto given = scaling.find("attention_factor");
+    if (given != scaling.end() && !given->is_null()) {
+        s.attentionFactor = optional<double>(scaling, "attention_factor", 1.0, source);
+        if (!(s.attentionFactor > 0.0)) fail(source, "rope_scaling.attention_factor must be positive");
+    } else {
+        s.attentionFactor = factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(original)));
+    }
+}
+
+// Phi-3 / Phi-4 (Phi3ForCausalLM): Llama's decoder with q/k/v and gate/up stored fused, an optional
+// partial rotary embedding (Phi-4-mini: 0.75 of each head) and LongRoPE; sliding_window as Mistral's.
+void parsePhi3(const nlohmann::json& j, ModelConfig& c, const std::string& source) {
+    c.arch.fusedQkv = "self_attn.qkv_proj";
+    c.arch.fusedGateUp = "mlp.gate_up_proj";
+    c.slidingWindow = optional<int>(j, "sliding_window", 0, source);
+    const auto params = j.find("rope_parameters");
+    const bool hasParams = params != j.end() && params->is_object();
+    // transformers 5 moves partial_rotary_factor into rope_parameters.
+    const double partial = optional<double>(j, "partial_rotary_factor", hasParams ? optional<double>(*params, "partial_rotary_factor", 1.0, source) : 1.0, source);
+    if (!(partial > 0.0 && partial <= 1.0)) fail(source, "partial_rotary_factor must be in (0, 1]");
+    const int dims = static_cast<int>(c.headDim * partial);   // int(head_dim * partial_rotary_factor), as transformers
+    if (dims < 2 || dims % 2 != 0) fail(source, "partial_rotary_factor " + std::to_string(partial) + " leaves an odd or empty rotary part of head_dim " + std::to_string(c.headDim));
+    c.rotaryDim = dims == c.headDim ? 0 : dims;
+    if (c.ropeScaling.type == RopeScalingType::LongRope) {
+        parseLongRope(j, hasParams ? *params : j.at("rope_scaling"), c, source);
+    } else if (c.ropeScaling.type != RopeScalingType::None) {
+        fail(source, "model_type 'phi3' takes default or longrope RoPE only");
+    }
 }
 
 void parseAttentionVariant(const nlohmann::json& j, ModelConfig& c, const std::string& source) {
@@ -80,6 +141,8 @@ void parseAttentionVariant(const nlohmann::json& j, ModelConfig& c, const std::s
 
     if (c.modelType == "gemma3_text") {
         return;   // parseGemma3Text: per-layer windows
+    } else if (c.modelType == "phi3") {
+        return;   // parsePhi3
     } else if (c.modelType == "mistral" || c.modelType == "mixtral") {
         c.slidingWindow = optional<int>(j, "sliding_window", 0, source);
     } else if (optional<bool>(j, "use_sliding_window", false, source)) {
@@ -246,13 +309,13 @@ bool ModelConfig::isMoeLayer(int layer) const {
 
 ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& source) {
     if (!j.is_object()) fail(source, "config is not a JSON object");
-    static const std::set<std::string> supported{"llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "gemma3_text", "gemma3"};
+    static const std::set<std::string> supported{"llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "gemma3_text", "gemma3", "phi3"};
     ModelConfig c;
     c.modelType = optional<std::string>(j, "model_type", "", source);
     if (const auto missing = missingPieces(c.modelType); !missing.empty())
         fail(source, "model_type '" + c.modelType + "' is not supported yet: " + missing);
     if (!supported.contains(c.modelType))
-        fail(source, "model_type '" + c.modelType + "' is not supported (llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, gemma3_text, gemma3)");
+        fail(source, "model_type '" + c.modelType + "' is not supported (llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, gemma3_text, gemma3, phi3)");
     if (c.modelType == "gemma3") {
         ModelConfig tower = fromJson(gemma3TextConfig(j, source), source + " text_config");
         tower.modelType = "gemma3";
@@ -284,6 +347,8 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& so
     parseAttentionVariant(j, c, source);
     parseMoe(j, c, source);
     if (gemma) parseGemma3Text(j, c, source);
+    if (c.modelType == "phi3") parsePhi3(j, c, source);
+    else if (c.ropeScaling.type == RopeScalingType::LongRope) fail(source, "longrope is supported for model_type 'phi3' only");
     c.validate(source);
     return c;
 }
@@ -294,6 +359,10 @@ void ModelConfig::validate(const std::string& source) const {
         fail(source, "sizes must be positive");
     if (numHeads % numKvHeads != 0) fail(source, "num_attention_heads is not a multiple of num_key_value_heads");
     if (headDim % 2 != 0) fail(source, "head_dim must be even for rotary embeddings");
+    if (rotaryDim < 0 || rotaryDim > headDim || rotaryDim % 2 != 0) fail(source, "the rotary part of a head must be even and at most head_dim");
+    if (ropeScaling.type == RopeScalingType::LongRope &&
+        (ropeScaling.shortFactor.size() != std::size_t(rotaryDims() / 2) || ropeScaling.longFactor.size() != std::size_t(rotaryDims() / 2)))
+        fail(source, "longrope needs one short and one long factor per rotary frequency");
     if (!(rmsNormEps > 0.0) || !(ropeTheta > 0.0)) fail(source, "rms_norm_eps and rope_theta must be positive");
     if (slidingWindow < 0) fail(source, "sliding_window must not be negative");
     if (!slidingLayers.empty() && static_cast<int>(slidingLayers.size()) != numLayers)
@@ -316,6 +385,26 @@ void ModelConfig::requireDense(const std::string& source, const std::string& wha
                          what + " does not handle experts yet");
 }
 
+std::vector<std::pair<std::string, std::vector<std::string>>> fusedModules(const Architecture& arch) {
+    std::vector<std::pair<std::string, std::vector<std::string>>> out;
+    if (!arch.fusedQkv.empty()) out.push_back({arch.fusedQkv, {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}});
+    if (!arch.fusedGateUp.empty()) out.push_back({arch.fusedGateUp, {"mlp.gate_proj", "mlp.up_proj"}});
+    return out;
+}
+
+std::vector<FusedProjection> ModelConfig::fusedProjections() const {
+    const auto rowsOf = [this](const std::string& module) {
+        return module == "self_attn.q_proj" ? qDim() : module.starts_with("self_attn.") ? kvDim() : intermediateSize;
+    };
+    std::vector<FusedProjection> out;
+    for (const auto& [fused, parts] : fusedModules(arch)) {
+        FusedProjection f{fused, {}};
+        for (const std::string& part : parts) f.parts.emplace_back(part, rowsOf(part));
+        out.push_back(std::move(f));
+    }
+    return out;
+}
+
 int ModelConfig::windowOf(int layer) const {
     if (slidingLayers.empty()) return slidingWindow;
     return slidingLayers.at(static_cast<std::size_t>(layer)) ? slidingWindow : 0;
@@ -331,6 +420,11 @@ ModelConfig ModelConfig::fromCheckpoint(const io::Checkpoint& checkpoint) {
     if (checkpoint.gguf() != nullptr && checkpoint.config().value("model_type", "") == "gemma3")
         fail(checkpoint.root().string(), "GGUF architecture 'gemma3' cannot be read back yet (its norms are stored as 1 + w and "
                                          "its post-norms have names of their own); evaluate the safetensors checkpoint instead");
+    // llama.cpp's phi3 stores gate and up as one ffn_up, which our GGUF names read as up_proj, and keeps
+    // partial rotary and LongRoPE in keys and tensors our GGUF config does not read: refused, not misread.
+    if (checkpoint.gguf() != nullptr && checkpoint.config().value("model_type", "") == "phi3")
+        fail(checkpoint.root().string(), "GGUF architecture 'phi3' cannot be read back yet (its fused ffn_up, partial rotary and "
+                                         "LongRoPE factors are not mapped back); evaluate the safetensors checkpoint instead");
     ModelConfig c = fromJson(checkpoint.config(), checkpoint.configSource().string());
     // A Gemma 3 VLM exported by transformers 4.4x keeps the text tower under language_model.model.
     if (c.modelType == "gemma3" && !checkpoint.find(c.arch.tensorPrefix + "embed_tokens.weight") &&

@@ -24,41 +24,64 @@ double llama3Scaled(double invFreq, const RopeScaling& s) {
 }  // namespace
 
 RotaryEmbedding::RotaryEmbedding(const ModelConfig& config)
-    : RotaryEmbedding(config.headDim, config.ropeTheta, config.ropeScaling) {}
+    : RotaryEmbedding(config.headDim, config.ropeTheta, config.ropeScaling, config.rotaryDim) {}
 
-RotaryEmbedding::RotaryEmbedding(int headDim, double theta, const RopeScaling& scaling) : headDim_(headDim) {
-    const int half = headDim_ / 2;
+RotaryEmbedding::RotaryEmbedding(int headDim, double theta, const RopeScaling& scaling, int rotaryDim)
+    : headDim_(headDim), rotaryDim_(rotaryDim > 0 ? rotaryDim : headDim) {
+    if (rotaryDim_ % 2 != 0 || rotaryDim_ > headDim_)
+        throw Error("rotary embedding: " + std::to_string(rotaryDim_) + " rotary dimensions do not fit a head of " + std::to_string(headDim_));
+    const int half = rotaryDim_ / 2;
+    const bool longRope = scaling.type == RopeScalingType::LongRope;
+    if (longRope && (scaling.shortFactor.size() != std::size_t(half) || scaling.longFactor.size() != std::size_t(half)))
+        throw Error("rotary embedding: longrope needs " + std::to_string(half) + " short and long factors");
     invFreq_.resize(static_cast<std::size_t>(half));
+    if (longRope) longInvFreq_.resize(static_cast<std::size_t>(half));
     for (int i = 0; i < half; ++i) {
-        double f = 1.0 / std::pow(theta, 2.0 * i / headDim_);
+        const auto at = static_cast<std::size_t>(i);
+        // 1 / theta^(2i / dim) over the rotary part: transformers' arange(0, dim, 2) / dim.
+        double f = 1.0 / std::pow(theta, 2.0 * i / rotaryDim_);
         switch (scaling.type) {
             case RopeScalingType::None: break;
             case RopeScalingType::Linear: f /= scaling.factor; break;
             case RopeScalingType::Llama3: f = llama3Scaled(f, scaling); break;
+            case RopeScalingType::LongRope:
+                longInvFreq_[at] = f / scaling.longFactor[at];
+                f /= scaling.shortFactor[at];
+                break;
         }
-        invFreq_[static_cast<std::size_t>(i)] = f;
+        invFreq_[at] = f;
+    }
+    if (longRope) {
+        longFrom_ = scaling.originalMaxPositionEmbeddings;
+        attentionFactor_ = scaling.attentionFactor;
     }
 }
 
+const std::vector<double>& RotaryEmbedding::inverseFrequencies(int positionsEnd) const {
+    return !longInvFreq_.empty() && positionsEnd > longFrom_ ? longInvFreq_ : invFreq_;
+}
+
 void RotaryEmbedding::apply(MatrixF& x, int numHeads, int firstPosition) const {
-    const int half = headDim_ / 2;
+    const int half = rotaryDim_ / 2;
     if (x.cols() != static_cast<Eigen::Index>(numHeads) * headDim_)
         throw Error("rotary embedding: expected " + std::to_string(numHeads * headDim_) + " columns, got " +
                     std::to_string(x.cols()));
     const Eigen::Index rows = x.rows();
+    const std::vector<double>& invFreq = inverseFrequencies(firstPosition + static_cast<int>(rows));
+    const double scale = attentionFactor_;
 #pragma omp parallel for schedule(static) if (rows * numHeads * headDim_ > 65536)
     for (Eigen::Index t = 0; t < rows; ++t) {
         // The angles are computed in double: at positions of 10^5 an f32 product loses the phase.
         const double pos = static_cast<double>(firstPosition + t);
         std::vector<float> cosv(static_cast<std::size_t>(half)), sinv(static_cast<std::size_t>(half));
         for (int i = 0; i < half; ++i) {
-            const double angle = pos * invFreq_[static_cast<std::size_t>(i)];
-            cosv[static_cast<std::size_t>(i)] = static_cast<float>(std::cos(angle));
-            sinv[static_cast<std::size_t>(i)] = static_cast<float>(std::sin(angle));
+            const double angle = pos * invFreq[static_cast<std::size_t>(i)];
+            cosv[static_cast<std::size_t>(i)] = static_cast<float>(std::cos(angle) * scale);
+            sinv[static_cast<std::size_t>(i)] = static_cast<float>(std::sin(angle) * scale);
         }
         float* row = x.row(t).data();
         for (int h = 0; h < numHeads; ++h) {
-            float* head = row + static_cast<std::ptrdiff_t>(h) * headDim_;
+            float* head = row + static_cast<std::ptrdiff_t>(h) * headDim_;   // elements rotaryDim_.. pass through
             for (int i = 0; i < half; ++i) {
                 const float a = head[i], b = head[i + half];
                 const float c = cosv[static_cast<std::size_t>(i)], s = sinv[static_cast<std::size_t>(i)];

@@ -43,6 +43,13 @@ struct Side {
     }
 };
 
+std::string factorsText(const std::vector<double>& factors) {
+    std::ostringstream out;
+    out << std::setprecision(17);
+    for (double f : factors) out << f << ' ';
+    return out.str();
+}
+
 }  // namespace
 
 void requireSameModelShape(const model::ModelConfig& a, const model::ModelConfig& b, const std::string& aName,
@@ -82,6 +89,10 @@ void requireSameModelShape(const model::ModelConfig& a, const model::ModelConfig
     compare("rope_scaling.high_freq_factor", a.ropeScaling.highFreqFactor, b.ropeScaling.highFreqFactor);
     compare("rope_scaling.original_max_position_embeddings", a.ropeScaling.originalMaxPositionEmbeddings,
             b.ropeScaling.originalMaxPositionEmbeddings);
+    compare("rope_scaling.attention_factor", a.ropeScaling.attentionFactor, b.ropeScaling.attentionFactor);
+    compare("rope_scaling.short_factor", factorsText(a.ropeScaling.shortFactor), factorsText(b.ropeScaling.shortFactor));
+    compare("rope_scaling.long_factor", factorsText(a.ropeScaling.longFactor), factorsText(b.ropeScaling.longFactor));
+    compare("partial_rotary_factor (rotary dimensions)", a.rotaryDims(), b.rotaryDims());
     compare("tie_word_embeddings", a.tieWordEmbeddings, b.tieWordEmbeddings);
     compare("attention_bias (q/k/v)", a.qkvBias, b.qkvBias);
     compare("attention_bias (o_proj)", a.outputBias, b.outputBias);

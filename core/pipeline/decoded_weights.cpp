@@ -50,10 +50,20 @@ DecodedWeights::DecodedWeights(io::Checkpoint checkpoint, model::ModelConfig con
 
 void DecodedWeights::requireLinears() const {
     for (int layer = 0; layer < config_.numLayers; ++layer)
-        for (const auto module : model::LayerWeights::kLinearModules)
-            if (!hasLinear(*reader_, linearPrefix(config_, layer, module)))
-                throw Error(checkpoint_->root().string() + ": no linear layer " + linearPrefix(config_, layer, module) +
+        for (const auto module : model::LayerWeights::kLinearModules) {
+            const std::string stored = fusedOwner(module).empty() ? std::string(module) : fusedOwner(module);
+            if (!hasLinear(*reader_, linearPrefix(config_, layer, stored)))
+                throw Error(checkpoint_->root().string() + ": no linear layer " + linearPrefix(config_, layer, stored) +
                             " that the " + std::string(formats::formatName(format().format)) + " reader can decode");
+        }
+}
+
+// The fused projection the checkpoint stores `module` in (Phi-3's qkv_proj for q_proj), "" when apart.
+std::string DecodedWeights::fusedOwner(std::string_view module) const {
+    for (const auto& f : config_.fusedProjections())
+        for (const auto& part : f.parts)
+            if (part.first == module) return f.fused;
+    return "";
 }
 
 model::Linear DecodedWeights::decodeLinear(int layer, std::string_view module, std::int64_t out, std::int64_t in) const {
@@ -76,9 +86,23 @@ model::Linear DecodedWeights::decodeLinear(int layer, std::string_view module, s
 model::LayerWeights DecodedWeights::layer(int index) const {
     model::LayerWeights weights = dense_->layer(index);   // norms; the linears are left empty
     const auto shapes = linearShapes(config_);
+    // A fused projection decodes once; its parts are its rows in order.
+    for (const auto& f : config_.fusedProjections()) {
+        std::int64_t rows = 0;
+        for (const auto& part : f.parts) rows += part.second;
+        const model::Linear fused = decodeLinear(index, f.fused, rows, config_.hiddenSize);
+        std::int64_t begin = 0;
+        for (const auto& [module, partRows] : f.parts) {
+            model::Linear& l = weights.linear(module);
+            l.weight = fused.weight.middleRows(begin, partRows);
+            if (fused.bias.size() > 0) l.bias = fused.bias.segment(begin, partRows);
+            l.input = fused.input;
+            begin += partRows;
+        }
+    }
     for (std::size_t i = 0; i < shapes.size(); ++i) {
         const auto module = model::LayerWeights::kLinearModules[i];
-        weights.linear(module) = decodeLinear(index, module, shapes[i].first, shapes[i].second);
+        if (fusedOwner(module).empty()) weights.linear(module) = decodeLinear(index, module, shapes[i].first, shapes[i].second);
         if (configuredBias(config_, i) && weights.linear(module).bias.size() == 0)
             throw Error(checkpoint_->root().string() + ": " + linearPrefix(config_, index, module) + " has no bias, which the config announces");
     }

@@ -13,11 +13,16 @@ namespace qs::pipeline {
 
 namespace {
 
+// Phi-3's fused projections: written as one tensor of the fused shape.
+bool isFusedProjection(const io::CheckpointTensor& t) {
+    return t.naming.module == "self_attn.qkv_proj" || t.naming.module == "mlp.gate_up_proj";
+}
+
 bool isDecoderLinear(const io::CheckpointTensor& t) {
     if (t.naming.layer < 0 || t.naming.part != "weight" || t.info->shape.size() != 2) return false;
     for (auto module : model::LayerWeights::kLinearModules)
         if (t.naming.module == module) return true;
-    return false;
+    return isFusedProjection(t);
 }
 
 // A result with the method's layout for a [rows, cols] weight; nullopt when only the real run knows
@@ -71,6 +76,11 @@ std::string exportRefusal(const MethodSpec& method, const formats::LinearEncoder
     std::map<std::pair<std::int64_t, std::int64_t>, std::string> byShape;
     for (const auto& t : checkpoint.tensors()) {
         if (!isDecoderLinear(t)) continue;
+        if (isFusedProjection(t) && (method.kind == MethodKind::Nvfp4 || method.kvCacheFp8)) {
+            const std::string& name = t.info->name;
+            return name.substr(0, name.size() - 7) + ": the checkpoint stores its parts as one tensor, and " + method.label() +
+                   (method.kvCacheFp8 ? " keeps k_proj's and v_proj's KV cache scales apart" : " gives each part its own global scale");
+        }
         const auto key = std::pair{t.info->shape[0], t.info->shape[1]};
         auto it = byShape.find(key);
         if (it == byShape.end()) {

@@ -3,9 +3,11 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "awq_folding.h"
+#include "fused_export.h"
 #include "qs/error.h"
 #include "qs/formats/linear_encoder.h"
 #include "qs/io/checkpoint.h"
@@ -86,14 +88,17 @@ private:
     int count_ = 0;
 };
 
-// The refusals of every linear of `result`; a result on disk is read back one layer at a time.
-std::string refusals(const formats::LinearEncoder& encoder, const MethodResult& result, const model::Architecture& arch,
-                     const AwqFolding& folding, const CancelToken& cancel = {}) {
+// The refusals of `linears` as given (complete).
+std::string refusals(const formats::LinearEncoder& encoder, const Linears& linears, const AwqFolding& folding) {
     Refusals found(encoder, folding);
-    if (!result.stored) {
-        for (const auto& [prefix, q] : quantizedLinears(result, arch)) found.check(prefix, *q);
-        return found.text();
-    }
+    for (const auto& [prefix, q] : linears) found.check(prefix, *q);
+    return found.text();
+}
+
+// The refusals of a result on disk, read back one layer at a time.
+std::string storedRefusals(const formats::LinearEncoder& encoder, const MethodResult& result, const model::Architecture& arch,
+                           const AwqFolding& folding, const CancelToken& cancel = {}) {
+    Refusals found(encoder, folding);
     for (std::size_t i = 0; i < layerCount(result); ++i) {
         cancel.throwIfCancelled();
         for (const auto& [module, q] : layerAt(result, i)) found.check(layerPrefix(i, arch) + module, *q);
@@ -285,17 +290,23 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
     const io::Checkpoint source = io::Checkpoint::open(request.source);
     // The architecture names the layers' tensors (a VLM's text tower prefix) and the norms AWQ folds into.
     const model::Architecture arch = architectureOf(source);
-    Linears linears = quantizedLinears(result, arch);
-    const formats::LinearEncoder& encoder = chooseEncoder(request.format, linears);
-    AwqFolding folding = planAwqFolding(linearHeaders(result), arch);
-    if (auto why = refusals(encoder, result, arch, folding, cancel); !why.empty()) throw Error(why);
-    if (auto why = sourceMismatch(result, io::fingerprintOf(source)); !why.empty()) throw Error("cannot export: " + why);
+    // Fused projections (Phi-3) are stacked from their parts in memory: a result on disk is read in whole then.
+    std::optional<MethodResult> whole;
+    if (result.stored && !model::fusedModules(arch).empty()) whole = resultInRam(result);
+    const MethodResult& r = whole ? *whole : result;
+    const Linears parts = quantizedLinears(r, arch);
+    const formats::LinearEncoder& encoder = chooseEncoder(request.format, parts);
+    AwqFolding folding = planAwqFolding(linearHeaders(r), arch);
+    // A checkpoint that fuses q/k/v or gate/up (Phi-3) gets them back fused, as it stored them.
+    const FusedLinears fused = fuseForExport(parts, arch, folding);
+    const std::string why = r.stored ? storedRefusals(encoder, r, arch, folding, cancel) : refusals(encoder, fused.linears, folding);
+    if (!why.empty()) throw Error(why);
+    if (auto mismatch = sourceMismatch(r, io::fingerprintOf(source)); !mismatch.empty()) throw Error("cannot export: " + mismatch);
     LinearHooks hooks;
-    if (result.stored)
-        hooks.complete = [reader = std::make_shared<StoredLinearReader>(result.stored, [&arch](std::size_t i) { return layerPrefix(i, arch); })](
+    if (r.stored)   // the codes are read back a layer at a time as the writer reaches them
+        hooks.complete = [reader = std::make_shared<StoredLinearReader>(r.stored, [&arch](std::size_t i) { return layerPrefix(i, arch); })](
                              const std::string& prefix) { return reader->complete(prefix); };
-    return writeExport(request, source, encoder, std::move(linears), std::move(folding), toJson(result), progress, cancel,
-                       std::move(hooks));
+    return writeExport(request, source, encoder, fused.linears, std::move(folding), toJson(r), progress, cancel, std::move(hooks));
 }
 
 std::string exportRefusal(const MethodResult& result, const formats::LinearEncoder& encoder) {
@@ -303,11 +314,16 @@ std::string exportRefusal(const MethodResult& result, const formats::LinearEncod
         if (!result.error.empty()) return result.label() + " failed, so it cannot be exported: " + result.error;
         // The names and the norms AWQ folds into are the source's architecture's (a VLM's text tower).
         const model::Architecture arch = architectureAt(result.source.path);
-        const Linears linears = quantizedLinears(result, arch);
-        if (auto why = refusals(encoder, result, arch, planAwqFolding(linearHeaders(result), arch)); !why.empty()) return why;
+        std::optional<MethodResult> whole;
+        if (result.stored && !model::fusedModules(arch).empty()) whole = resultInRam(result);
+        const MethodResult& r = whole ? *whole : result;
+        AwqFolding folding = planAwqFolding(linearHeaders(r), arch);
+        const FusedLinears fused = fuseForExport(quantizedLinears(r, arch), arch, folding);
+        const std::string why = r.stored ? storedRefusals(encoder, r, arch, folding) : refusals(encoder, fused.linears, folding);
+        if (!why.empty()) return why;
         // What only the whole states: a layout with one group size or one scale granularity for the
         // model refuses a mix of them when it writes its config.
-        (void)encoder.quantizationConfig(formats::ExportScheme{linears, {}, io::DType::BF16});
+        (void)encoder.quantizationConfig(formats::ExportScheme{fused.linears, {}, io::DType::BF16});
         return {};
     } catch (const std::exception& e) {
         const std::string why = e.what();

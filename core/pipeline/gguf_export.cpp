@@ -69,9 +69,13 @@ public:
             const std::string p = config_.layerPrefix(layer);
             const std::string blk = "blk." + std::to_string(layer) + ".";
             norm(p + arch.inputNorm + ".weight", blk + "attn_norm.weight", h);
-            linear(p + "self_attn.q_proj", q, h, config_.qkvBias, permuteQk_ ? config_.numHeads : 0);
-            linear(p + "self_attn.k_proj", kv, h, config_.qkvBias, permuteQk_ ? config_.numKvHeads : 0);
-            linear(p + "self_attn.v_proj", kv, h, config_.qkvBias, 0);
+            if (!arch.fusedQkv.empty()) {   // Phi-3: attn_qkv holds q, k, v rows as the checkpoint does
+                linear(p + arch.fusedQkv, q + 2 * kv, h, config_.qkvBias, 0);
+            } else {
+                linear(p + "self_attn.q_proj", q, h, config_.qkvBias, permuteQk_ ? config_.numHeads : 0);
+                linear(p + "self_attn.k_proj", kv, h, config_.qkvBias, permuteQk_ ? config_.numKvHeads : 0);
+                linear(p + "self_attn.v_proj", kv, h, config_.qkvBias, 0);
+            }
             linear(p + "self_attn.o_proj", h, q, config_.outputBias, 0);
             if (config_.qkNorm) {
                 norm(p + "self_attn.q_norm.weight", blk + "attn_q_norm.weight", config_.headDim);
@@ -86,8 +90,13 @@ public:
                 experts(layer);
                 continue;
             }
-            linear(p + "mlp.gate_proj", ff, h, config_.mlpBias, 0);
-            linear(p + "mlp.up_proj", ff, h, config_.mlpBias, 0);
+            if (!arch.fusedGateUp.empty()) {   // Phi-3: llama.cpp's ffn_up holds gate then up (its swiglu splits it)
+                if (config_.mlpBias) throw Error(arch.fusedGateUp + ": a biased fused MLP has no GGUF name here");
+                addAs(p + arch.fusedGateUp + ".weight", blk + "ffn_up.weight", {2 * ff, h}, p + arch.fusedGateUp);
+            } else {
+                linear(p + "mlp.gate_proj", ff, h, config_.mlpBias, 0);
+                linear(p + "mlp.up_proj", ff, h, config_.mlpBias, 0);
+            }
             linear(p + "mlp.down_proj", h, ff, config_.mlpBias, 0);
         }
         norm(arch.tensorPrefix + "norm.weight", "output_norm.weight", h);
@@ -377,6 +386,8 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
     if (const auto factors = llama3RopeFactors(config))
         writer.addTensor("rope_freqs.weight", io::GgmlType::F32, {static_cast<std::int64_t>(factors->size())},
                          std::as_bytes(std::span<const float>(*factors)));
+    for (const auto& [tensor, factors] : longRopeFactors(config))
+        writer.addTensor(tensor, io::GgmlType::F32, {static_cast<std::int64_t>(factors.size())}, std::as_bytes(std::span<const float>(factors)));
     for (std::size_t i = 0; i < planned.size(); ++i) {
         cancel.throwIfCancelled();
         const PlannedTensor& t = planned[i];

@@ -36,7 +36,7 @@ io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const std::strin
     m.set(key("attention.key_length"), GgufValue::u32(u32(c.headDim, "head_dim")));
     m.set(key("attention.value_length"), GgufValue::u32(u32(c.headDim, "head_dim")));
     m.set(key("attention.layer_norm_rms_epsilon"), GgufValue::f32(static_cast<float>(c.rmsNormEps)));
-    m.set(key("rope.dimension_count"), GgufValue::u32(u32(c.headDim, "head_dim")));
+    m.set(key("rope.dimension_count"), GgufValue::u32(u32(c.rotaryDims(), "the rotary dimensions")));
     m.set(key("rope.freq_base"), GgufValue::f32(static_cast<float>(c.ropeTheta)));
     if (c.isMoe()) {   // llama.cpp's LLM_KV_EXPERT_* keys, as its converter writes them
         m.set(key("expert_count"), GgufValue::u32(u32(c.moe.numExperts, "number of experts")));
@@ -46,12 +46,27 @@ io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const std::strin
     }
     // Per-layer windows (Gemma 3): the window of the sliding layers, and their own RoPE base.
     if (!c.slidingLayers.empty()) m.set(key("attention.sliding_window"), GgufValue::u32(u32(c.slidingWindow, "sliding_window")));
+    // Phi-3's window on every layer, as llama.cpp's converter writes it (Mistral's llama arch has no such key).
+    if (arch == "phi3" && c.slidingWindow > 0) m.set(key("attention.sliding_window"), GgufValue::u32(u32(c.slidingWindow, "sliding_window")));
     if (c.ropeLocalTheta > 0.0) m.set(key("rope.freq_base_swa"), GgufValue::f32(static_cast<float>(c.ropeLocalTheta)));
+    if (c.ropeScaling.type == model::RopeScalingType::LongRope) {
+        // As llama.cpp's Phi-3 converter writes LongRoPE: the attention factor and the original context
+        // (beyond it llama.cpp takes rope_factors_long); the factors are tensors (longRopeFactors).
+        m.set(key("rope.scaling.attn_factor"), GgufValue::f32(static_cast<float>(c.ropeScaling.attentionFactor)));
+        m.set(key("rope.scaling.original_context_length"),
+              GgufValue::u32(u32(c.ropeScaling.originalMaxPositionEmbeddings, "original_max_position_embeddings")));
+    }
     if (c.ropeScaling.type == model::RopeScalingType::Linear) {
         m.set(key("rope.scaling.type"), GgufValue::string("linear"));
         m.set(key("rope.scaling.factor"), GgufValue::f32(static_cast<float>(c.ropeScaling.factor)));
     }
     return m;
+}
+
+std::vector<std::pair<std::string, std::vector<float>>> longRopeFactors(const model::ModelConfig& c) {
+    if (c.ropeScaling.type != model::RopeScalingType::LongRope) return {};
+    const auto f32 = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+    return {{"rope_factors_long.weight", f32(c.ropeScaling.longFactor)}, {"rope_factors_short.weight", f32(c.ropeScaling.shortFactor)}};
 }
 
 std::optional<std::vector<float>> llama3RopeFactors(const model::ModelConfig& c) {

@@ -4,6 +4,7 @@
 // set_gguf_parameters and LlamaModel's), and the rope_freqs tensor of Llama-3's rope scaling.
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "qs/io/gguf_value.h"
@@ -20,5 +21,9 @@ io::GgufMetadata ggufModelMetadata(const model::ModelConfig& config, const std::
 // Llama-3's per-frequency rope factors (rope_freqs.weight, head_dim / 2 values) when the config has
 // llama3 rope scaling, else nullopt.
 std::optional<std::vector<float>> llama3RopeFactors(const model::ModelConfig& config);
+
+// LongRoPE's factors as llama.cpp's phi3 reads them: rope_factors_long.weight and rope_factors_short.weight
+// (rotary dimensions / 2 values each); empty without LongRoPE.
+std::vector<std::pair<std::string, std::vector<float>>> longRopeFactors(const model::ModelConfig& config);
 
 }  // namespace qs::pipeline

@@ -7,9 +7,25 @@
 #include "qs/pipeline/export_check.h"
 #include "qs/pipeline/gguf_type_mix.h"
 #include "qs/pipeline/mixed_methods.h"
+#include "qs/quant/concatenate_rows.h"
 
 namespace qs::pipeline {
 namespace {
+
+// Phi-3's GGUF stores q/k/v as attn_qkv and gate/up as ffn_up: their parts' blocks, row after row.
+void fuseEncodedLinears(const model::ModelConfig& config, GgufExportOptions& options) {
+    for (int layer = 0; layer < config.numLayers; ++layer)
+        for (const model::FusedProjection& f : config.fusedProjections()) {
+            const std::string p = config.layerPrefix(layer);
+            std::vector<const quant::QuantizedLinear*> parts;
+            for (const auto& part : f.parts)
+                if (const auto it = options.encodedLinears.find(p + part.first); it != options.encodedLinears.end()) parts.push_back(it->second.get());
+            if (parts.empty()) continue;
+            if (parts.size() != f.parts.size())
+                throw Error(p + f.fused + ": some of its parts are quantized and some not, and the GGUF file stores them as one tensor");
+            options.encodedLinears[p + f.fused] = std::make_shared<const quant::QuantizedLinear>(quant::concatenateRows(parts, p + f.fused));
+        }
+}
 
 // The checks both results share, then the Job's linears into `options` as they are; returns how many
 // carry importance (the Job had calibration).
@@ -19,6 +35,9 @@ std::uint32_t takeEncodedLinears(const io::Checkpoint& source, const MethodResul
     // As exportCheckpoint: the bytes must come from this checkpoint, not another of the same shapes.
     if (auto why = sourceMismatch(result, io::fingerprintOf(source)); !why.empty()) throw Error("cannot export: " + why);
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(source);
+    // Fused projections (Phi-3) are stacked from their parts' blocks: a result on disk is read in whole then.
+    if (result.stored && !config.fusedProjections().empty())
+        return takeEncodedLinears(source, resultInRam(result), destination, options);
     const auto& layers = linearHeaders(result);   // a result on disk: its blocks are read as the writer goes
     if (static_cast<int>(layers.size()) != config.numLayers)
         throw Error(destination.string() + ": the result has " + std::to_string(layers.size()) + " layers, " +
@@ -34,6 +53,7 @@ std::uint32_t takeEncodedLinears(const io::Checkpoint& source, const MethodResul
             withImportance += q->inputCount > 0 ? 1 : 0;
         }
     if (withImportance > 0) options.extraMetadata.set("quantize.imatrix.entries_count", io::GgufValue::u32(withImportance));
+    fuseEncodedLinears(config, options);
     return withImportance;
 }
 

@@ -9,6 +9,7 @@
 
 #include "qs/error.h"
 #include "qs/io/gguf_names.h"
+#include "qs/io/tensor_name.h"
 
 namespace qs::pipeline {
 
@@ -22,13 +23,14 @@ enum FileType : int {
     kQ3_K_L = 13, kQ4_K_S = 14, kQ4_K_M = 15, kQ5_K_S = 16, kQ5_K_M = 17, kQ6_K = 18, kIQ4_NL = 25, kIQ4_XS = 30, kBF16 = 32,
 };
 
-enum class Category { TokenEmbd, Output, AttnQ, AttnK, AttnV, AttnOutput, FfnUp, FfnGate, FfnDown, Other };
+enum class Category { TokenEmbd, Output, AttnQkv, AttnQ, AttnK, AttnV, AttnOutput, FfnUp, FfnGate, FfnDown, Other };
 
 // tensor_get_category: by the GGUF name.
 Category categoryOf(const std::string& gguf) {
     if (gguf == "output.weight") return Category::Output;
     if (gguf == "token_embd.weight") return Category::TokenEmbd;
     const auto has = [&](std::string_view part) { return gguf.find(part) != std::string::npos; };
+    if (has("attn_qkv.weight")) return Category::AttnQkv;
     if (has("attn_v.weight")) return Category::AttnV;
     if (has("attn_k.weight")) return Category::AttnK;
     if (has("attn_q.weight")) return Category::AttnQ;
@@ -94,12 +96,43 @@ T attnOutputType(int f, T type) {
     return type;
 }
 
+// Fused q/k/v (Phi-3's attn_qkv).
+T attnQkvType(int f, T type) {
+    if (f == kQ3_K_M || f == kQ3_K_L) return T::Q4_K;
+    if (f == kQ4_K_M) return T::Q5_K;
+    if (f == kQ5_K_M) return T::Q6_K;
+    return type;
+}
+
+// A part of a projection the GGUF stores fused (Phi-3's q_proj in attn_qkv, gate_proj in ffn_up) is
+// chosen as that tensor is: by its name and its fused shape, so that all parts get one type.
+GgufTensorChoice asStored(const GgufTensorChoice& t, const model::ModelConfig& config) {
+    if (t.naming.layer < 0 || t.shape.size() != 2) return t;
+    for (const model::FusedProjection& f : config.fusedProjections()) {
+        std::int64_t rows = 0;
+        bool part = false;
+        for (const auto& [module, partRows] : f.parts) {
+            rows += partRows;
+            part = part || t.naming.module == module;
+        }
+        if (!part) continue;
+        GgufTensorChoice fused = t;
+        fused.name = config.layerPrefix(t.naming.layer) + f.fused + ".weight";
+        fused.ggufName = "blk." + std::to_string(t.naming.layer) + (f.fused == config.arch.fusedQkv ? ".attn_qkv.weight" : ".ffn_up.weight");
+        fused.naming = io::parseTensorName(fused.name);
+        fused.shape = {rows, t.shape[1]};
+        return fused;
+    }
+    return t;
+}
+
 // llama_tensor_get_type_impl.
 T mixType(int f, T type, const GgufTensorChoice& t, Category c, const Model& m, bool importance) {
     const int layer = std::max(t.naming.layer, 0);
     switch (c) {
     case Category::Output: return outputType(type, t.shape.back());
     case Category::TokenEmbd: return m.tied ? outputType(type, t.shape.back()) : type;
+    case Category::AttnQkv: return attnQkvType(f, type);
     case Category::AttnV: return attnVType(f, type, layer, m);
     case Category::FfnDown: return ffnDownType(f, type, layer, m, importance);
     case Category::AttnOutput: return attnOutputType(f, type);
@@ -188,7 +221,8 @@ GgufTypeChooser ggufMixChooser(const GgufFileType& fileType, const model::ModelC
     const Model m = modelOf(config);
     const int f = fileType.fileType;
     const T base = fileType.baseType;
-    return [m, f, base, withImportance](const GgufTensorChoice& t) {
+    return [m, f, base, withImportance, config](const GgufTensorChoice& part) {
+        const GgufTensorChoice t = asStored(part, config);
         if (t.shape.size() < 2) return T::F32;
         if (!quantizable(t)) return T::F32;
         if (io::ggmlTypeTraits(base).isFloat) return base;   // F32, F16, BF16: every matrix as it is

@@ -188,6 +188,18 @@ TEST_F(Interop, Gemma3ExportsRunInLlamaCppAsTheCheckpointRunsInQuantScope) {
         expectTinyCheckpointRunsAsInLlamaCpp(dir_, "gemma3", name, [](const model::ModelConfig& c) { return c.arch.normOffset == 1.0f; });
 }
 
+// The tiny random Phi-3 checkpoints (scripts/make-tiny-phi3.py) with llama.cpp's phi3: attn_qkv and the
+// fused ffn_up (gate, then up) written as the checkpoint stores them. tiny-random-longrope: partial rotary
+// (12 of 16) and LongRoPE with its original context of 256: 300 positions are beyond it, where both
+// transformers (the call reaches past it) and llama.cpp (its context of 364 does) take the long factors,
+// and both scale cos and sin by the attention factor. The window (2047, 262144) is beyond 300 positions.
+TEST_F(Interop, Phi3ExportsRunInLlamaCppAsTheCheckpointRunsInQuantScope) {
+    expectTinyCheckpointRunsAsInLlamaCpp(dir_, "phi3", "tiny-random", [](const model::ModelConfig& c) { return !c.arch.fusedQkv.empty(); });
+    expectTinyCheckpointRunsAsInLlamaCpp(dir_, "phi3", "tiny-random-longrope", [](const model::ModelConfig& c) {
+        return c.ropeScaling.type == model::RopeScalingType::LongRope && c.rotaryDims() == 12;
+    });
+}
+
 TEST_F(Interop, TheTinyLlamaFileTokenizesAsLlamaCppTokenizesIt) {
     // The llama.cpp test strings, through llama.cpp's own tokenizer of the file and through ours.
     const std::string inputs = readText(fs::path(QS_TEST_DATA_DIR) / "tokenizers" / "llama.cpp-test-vectors" / "ggml-vocab-llama-spm.gguf.inp");

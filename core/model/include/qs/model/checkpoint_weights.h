@@ -4,7 +4,10 @@
 // layer in f32 at a time. The lm_head (or the tied embedding) is multiplied block by block.
 // A quantized checkpoint's non-linear tensors (embedding, norms) are dense too: with
 // Options::linears off, the seven linears of each layer are neither checked nor read, and a caller
-// that decodes them (pipeline::DecodedWeights) fills them in.
+// that decodes them (pipeline::DecodedWeights) fills them in. Fused projections (Phi-3's qkv_proj,
+// gate_up_proj; ModelConfig::fusedProjections) are split into their parts' rows as they are read.
+#include <optional>
+
 #include "qs/io/checkpoint.h"
 #include "qs/model/model_config.h"
 #include "qs/model/weight_source.h"
@@ -33,6 +36,7 @@ public:
 private:
     io::TensorView checked(const std::string& name, std::vector<std::int64_t> shape) const;
     Linear linear(int layer, const std::string& module, int out, int in, bool bias) const;
+    std::optional<Linear> fusedPart(int layer, const std::string& module, int out, int in) const;
     VectorF vector(const std::string& name, int size) const;
     std::string embeddingName() const;   // "model.embed_tokens.weight", or under the text tower's prefix
     void validate() const;

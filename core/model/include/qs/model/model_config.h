@@ -1,10 +1,11 @@
 #pragma once
 // ModelConfig: the architecture of a decoder-only transformer as Hugging Face's config.json describes
 // it, for the families QuantScope runs (Llama 1-3, Mistral, Qwen2/2.5, Qwen3, the mixture-of-experts
-// Qwen3-MoE and Mixtral, Gemma 3 and the Gemma 3 VLM's text tower). Only what the forward
+// Qwen3-MoE and Mixtral, Gemma 3 and the Gemma 3 VLM's text tower, Phi-3 / Phi-4). Only what the forward
 // pass needs is kept; anything the forward pass cannot honour is rejected by fromJson() rather than
 // silently ignored, so that a KL measured on a wrong model can never be reported.
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -15,14 +16,18 @@ class Checkpoint;
 
 namespace qs::model {
 
-enum class RopeScalingType { None, Linear, Llama3 };
+enum class RopeScalingType { None, Linear, Llama3, LongRope };
 
 struct RopeScaling {
     RopeScalingType type = RopeScalingType::None;
     double factor = 1.0;
     double lowFreqFactor = 1.0;                 // llama3 only
     double highFreqFactor = 4.0;                // llama3 only
-    int originalMaxPositionEmbeddings = 8192;   // llama3 only
+    int originalMaxPositionEmbeddings = 8192;   // llama3 and longrope
+    // LongRoPE (Phi-3.5 / Phi-4): inv_freq[i] is divided by shortFactor[i], or by longFactor[i] when a
+    // forward call reaches beyond originalMaxPositionEmbeddings; cos and sin are scaled by attentionFactor.
+    std::vector<double> shortFactor, longFactor;
+    double attentionFactor = 1.0;
 };
 
 // The Hugging Face names of a sparse MoE block, relative to the layer ("mlp.gate.weight",
@@ -50,6 +55,13 @@ struct MoeConfig {
     MoeNames names;
 };
 
+// A projection the checkpoint stores fused: `fused` ("self_attn.qkv_proj") holds the parts' rows one after
+// the other, in the order of `parts` (module, rows): q, k, v; gate, up.
+struct FusedProjection {
+    std::string fused;
+    std::vector<std::pair<std::string, int>> parts;
+};
+
 enum class Activation { Silu, GeluTanh };   // the gated MLP's activation: SiLU, or gelu_pytorch_tanh (Gemma)
 
 // How an architecture's decoder layer departs from the Llama shape, as data the layer code reads
@@ -72,7 +84,16 @@ struct Architecture {
     Activation activation = Activation::Silu;
     // Checkpoints whose vision tower and projector are copied through untouched (a VLM's): prefixes.
     std::vector<std::string> passThroughPrefixes;
+    // Projections the checkpoint stores fused (Phi-3: "self_attn.qkv_proj" = q, k, v rows stacked;
+    // "mlp.gate_up_proj" = gate rows, then up rows). Empty: stored apart. Reading splits them into the
+    // usual linears; every export writes them fused again.
+    std::string fusedQkv;
+    std::string fusedGateUp;
 };
+
+// The projections `arch` stores fused and their parts' modules in row order ({"self_attn.qkv_proj",
+// {q_proj, k_proj, v_proj}}); ModelConfig::fusedProjections adds the rows of each part.
+std::vector<std::pair<std::string, std::vector<std::string>>> fusedModules(const Architecture& arch);
 
 struct ModelConfig {
     std::string modelType;          // "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "gemma3_text", "gemma3"
@@ -87,6 +108,7 @@ struct ModelConfig {
     double rmsNormEps = 1e-6;
     double ropeTheta = 10000.0;
     RopeScaling ropeScaling;
+    int rotaryDim = 0;              // partial_rotary_factor: the first rotaryDim of each head rotate; 0 = all of it
     bool tieWordEmbeddings = false;
     bool qkvBias = false;           // q/k/v projections carry a bias (Qwen2, attention_bias)
     bool outputBias = false;        // o_proj carries a bias (Llama's attention_bias covers it too)
@@ -112,10 +134,14 @@ struct ModelConfig {
     std::string layerPrefix(int layer) const { return arch.tensorPrefix + "layers." + std::to_string(layer) + "."; }
 
     int qDim() const { return numHeads * headDim; }
+    int rotaryDims() const { return rotaryDim > 0 ? rotaryDim : headDim; }
     bool isMoe() const { return moe.numExperts > 0; }
     // Whether decoder layer `layer` holds a sparse MoE block (router + experts) instead of a dense MLP.
     bool isMoeLayer(int layer) const;
     int kvDim() const { return numKvHeads * headDim; }
+
+    // The projections this architecture's checkpoints store fused (none for Llama's layout).
+    std::vector<FusedProjection> fusedProjections() const;
 
     // Throws qs::Error naming `source` when a field is missing, inconsistent or unsupported.
     static ModelConfig fromJson(const nlohmann::json& config, const std::string& source = "config.json");

@@ -1,7 +1,10 @@
 #pragma once
 // Rotary position embedding in Hugging Face's "rotate_half" layout: within each head, element i is
-// paired with element i + headDim/2 (not with its neighbour, as Meta's original layout does; HF
+// paired with element i + rotaryDim/2 (not with its neighbour, as Meta's original layout does; HF
 // exports permute the q/k projection rows so that both layouts give the same attention scores).
+// A partial rotary embedding (Phi-4-mini) rotates the first rotaryDim elements of each head and passes
+// the rest through; LongRoPE (Phi-3.5 / Phi-4) divides each frequency by its short or long factor and
+// scales cos and sin by its attention factor.
 #include <vector>
 
 #include "qs/matrix.h"
@@ -11,20 +14,30 @@ namespace qs::model {
 
 class RotaryEmbedding {
 public:
-    // The global RoPE of `config`: rope_theta with its rope_scaling.
+    // The global RoPE of `config`: rope_theta with its rope_scaling, over config.rotaryDims().
     explicit RotaryEmbedding(const ModelConfig& config);
-    // base `theta`, scaled as `scaling` says (Gemma's sliding layers: rope_local_base_freq, unscaled).
-    RotaryEmbedding(int headDim, double theta, const RopeScaling& scaling);
+    // base `theta`, scaled as `scaling` says (Gemma's sliding layers: rope_local_base_freq, unscaled);
+    // rotaryDim 0: the whole head.
+    RotaryEmbedding(int headDim, double theta, const RopeScaling& scaling, int rotaryDim = 0);
 
     // Rotates every head of x [T, numHeads * headDim] in place; row t sits at position firstPosition + t.
+    // LongRoPE takes the long factors when the call reaches beyond the original context (as transformers'
+    // longrope_frequency_update does per forward call: max position + 1 > original_max_position_embeddings).
     void apply(MatrixF& x, int numHeads, int firstPosition) const;
 
-    // inv_freq of HF's rotary embedding, after linear or llama3 scaling: headDim/2 values.
-    const std::vector<double>& inverseFrequencies() const { return invFreq_; }
+    // inv_freq of HF's rotary embedding after scaling, rotaryDim/2 values, for a call whose last position
+    // is positionsEnd - 1 (only LongRoPE depends on it).
+    const std::vector<double>& inverseFrequencies(int positionsEnd = 0) const;
+    // What cos and sin are multiplied by (LongRoPE's attention factor; 1 otherwise).
+    double attentionFactor() const { return attentionFactor_; }
 
 private:
     int headDim_;
+    int rotaryDim_;
     std::vector<double> invFreq_;
+    std::vector<double> longInvFreq_;   // LongRoPE beyond longFrom_ positions; empty otherwise
+    int longFrom_ = 0;
+    double attentionFactor_ = 1.0;
 };
 
 }  // namespace qs::model

@@ -1,0 +1,256 @@
+// Phi-3 end to end: the Job quantizes the tiny Phi-3 (scripts/make-tiny-phi3.py) as seven linears per
+// layer, and every export writes qkv_proj and gate_up_proj fused as the checkpoint had them. Read back
+// through our reader, the fused tensors hold the Job's parts row after row (FP8 per tensor: requantized
+// to the largest of the parts' scales, as vLLM does when it fuses split shards), and the export runs as
+// the Job's model.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+
+#include "qs/error.h"
+#include "qs/formats/linear_reader.h"
+#include "qs/io/checkpoint.h"
+#include "qs/io/dtype.h"
+#include "qs/model/model_config.h"
+#include "qs/model/tokenizer.h"
+#include "qs/model/transformer.h"
+#include "qs/pipeline/calibration_text.h"
+#include "qs/pipeline/decoded_weights.h"
+#include "qs/io/gguf_file.h"
+#include "qs/pipeline/export_check.h"
+#include "qs/pipeline/exporter.h"
+#include "qs/pipeline/gguf_export.h"
+#include "qs/pipeline/gguf_result_export.h"
+#include "qs/pipeline/job.h"
+
+using namespace qs;
+using namespace qs::pipeline;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kPhi3 = fs::path(QS_TEST_DATA_DIR) / "phi3" / "tiny-random";
+const fs::path kCalibration = fs::path(QS_RESOURCES_DIR) / "demo" / "calibration.txt";
+
+TokenSequences tokens(int samples, int length) {
+    const auto tokenizer = model::Tokenizer::fromFile(kPhi3);
+    return tokenWindows(tokenizer, loadTexts(kCalibration), samples, length, "calibration.txt");
+}
+
+MethodResult quantize(const std::string& method) {
+    JobPlan plan;
+    plan.checkpoint = kPhi3;
+    plan.methods = {parseMethod(method, 16)};
+    plan.calibration = tokens(8, 64);
+    auto result = Job(std::move(plan)).run({}, CancelToken{});
+    if (!result.methods.front().error.empty()) throw std::runtime_error(result.methods.front().error);
+    return std::move(result.methods.front());
+}
+
+model::Transformer jobModel(const MethodResult& result) {
+    auto model = model::Transformer::fromCheckpoint(io::Checkpoint::open(kPhi3));
+    for (std::size_t i = 0; i < result.layers.size(); ++i)
+        for (const auto& [module, q] : result.layers[i])
+            model.overrideLinear(static_cast<int>(i), module, [q] { return q->effectiveWeight(); });
+    return model;
+}
+
+// The Job's parts of one fused projection, stacked.
+MatrixF stackedParts(const QuantizedLayer& layer, const std::vector<std::string>& parts) {
+    std::vector<MatrixF> ws;
+    Eigen::Index rows = 0;
+    for (const auto& p : parts) {
+        ws.push_back(layer.at(p)->dequantize());   // as stored: AWQ's W·diag(s), its 1/s folded into the norm
+        rows += ws.back().rows();
+    }
+    MatrixF out(rows, ws.front().cols());
+    Eigen::Index at = 0;
+    for (const auto& w : ws) {
+        out.middleRows(at, w.rows()) = w;
+        at += w.rows();
+    }
+    return out;
+}
+
+// The nearest E4M3 value (brute force over the 254 finite codes), saturating at ±448.
+float nearestE4m3(float v) {
+    float best = 0.0f;
+    for (int code = 0; code < 256; ++code) {
+        if ((code & 0x7F) == 0x7F) continue;   // NaN
+        const float x = io::e4m3ToF32(static_cast<std::uint8_t>(code));
+        if (std::abs(x - v) < std::abs(best - v)) best = x;
+    }
+    return best;
+}
+
+// vLLM's requantize_with_max_scale for fused FP8 shards: dequantize each part with its own per-tensor
+// scale, quantize with the largest.
+MatrixF requantizedToMaxScale(const QuantizedLayer& layer, const std::vector<std::string>& parts) {
+    float maxScale = 0.0f;
+    for (const auto& p : parts) maxScale = std::max(maxScale, layer.at(p)->scales(0, 0));
+    MatrixF w = stackedParts(layer, parts);
+    for (Eigen::Index i = 0; i < w.size(); ++i) w.data()[i] = nearestE4m3(w.data()[i] / maxScale) * maxScale;
+    return w;
+}
+
+struct Case {
+    const char* method;
+    const char* format;
+    float tolerance;   // of the largest logit
+};
+
+}  // namespace
+
+TEST(Phi3Export, FusedProjectionsAreWrittenFusedAndReadBackAsTheJobsParts) {
+    const io::Checkpoint source = io::Checkpoint::open(kPhi3);
+    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(source);
+    const auto sequence = tokens(1, 48).front();
+    for (const Case& c : {Case{"gptq4", "gptq_v2", 2e-3f}, Case{"awq4", "awq", 2e-3f}, Case{"fp8-tensor", "fp8", 2e-2f},
+                          Case{"rtn4", "gptq_v2", 2e-3f}}) {
+        SCOPED_TRACE(c.method);
+        const MethodResult result = quantize(c.method);
+        ASSERT_EQ(result.layers.front().size(), 7u);   // the Job saw q, k, v, o, gate, up, down
+        const fs::path dir = fs::temp_directory_path() / ("qs_phi3_" + std::string(c.method) + "_" + std::to_string(::getpid()));
+        fs::remove_all(dir);
+        exportCheckpoint({kPhi3, dir, c.format, false, {}}, result, {}, CancelToken{});
+        const io::Checkpoint exported = io::Checkpoint::open(dir);
+        for (const auto& t : exported.tensors()) {
+            EXPECT_EQ(t.info->name.find("q_proj."), std::string::npos) << t.info->name;
+            EXPECT_EQ(t.info->name.find(".gate_proj."), std::string::npos) << t.info->name;
+            EXPECT_EQ(t.info->name.find(".up_proj."), std::string::npos) << t.info->name;
+        }
+        const formats::LinearReader reader(exported);
+        for (int layer = 0; layer < config.numLayers; ++layer)
+            for (const auto& [fused, parts] : model::fusedModules(config.arch)) {
+                SCOPED_TRACE(fused);
+                const MatrixF got = reader.decodeF32(config.layerPrefix(layer) + fused);
+                const MatrixF want = stackedParts(result.layers[std::size_t(layer)], parts);
+                ASSERT_EQ(got.rows(), want.rows());
+                if (std::string(c.method) == "fp8-tensor") {
+                    // One scale for the fused tensor: each part's values requantized to the largest scale.
+                    EXPECT_LE((got - requantizedToMaxScale(result.layers[std::size_t(layer)], parts)).cwiseAbs().maxCoeff(), 0.0f);
+                    EXPECT_EQ(exported.tensor(config.layerPrefix(layer) + fused + ".weight_scale").numel(), 1);
+                } else {
+                    MatrixF expected = want;
+                    // AWQ: down_proj's 1/s is folded into up_proj's rows (the second half of gate_up_proj).
+                    if (std::string(c.method) == "awq4" && fused == "mlp.gate_up_proj") {
+                        const auto& s = result.layers[std::size_t(layer)].at("mlp.down_proj")->inputScales;
+                        ASSERT_EQ(Eigen::Index(s.size()), want.rows() / 2);
+                        for (Eigen::Index r = 0; r < want.rows() / 2; ++r) expected.row(want.rows() / 2 + r) /= s[std::size_t(r)];
+                    }
+                    EXPECT_LT((got - expected).cwiseAbs().maxCoeff(), 2e-3f * expected.cwiseAbs().maxCoeff());   // F16 scales
+                }
+            }
+        // The export computes what the Job measured (our reader splits the fused tensors again); FP8 per
+        // tensor was requantized, checked exactly above.
+        if (std::string(c.method) == "fp8-tensor") {
+            fs::remove_all(dir);
+            continue;
+        }
+        model::Transformer readBack(config, std::make_shared<DecodedWeights>(exported, config));
+        const MatrixF want = jobModel(result).forward(sequence);
+        const MatrixF got = readBack.forward(sequence);
+        EXPECT_LT((got - want).cwiseAbs().maxCoeff(), c.tolerance * want.cwiseAbs().maxCoeff());
+        fs::remove_all(dir);
+    }
+}
+
+// NVFP4 gives each part its own global scale (gate and up differ); vLLM loads one per fused tensor:
+// refused in one line, before anything is written.
+TEST(Phi3Export, PartsThatCannotShareOneTensorAreRefusedInOneLine) {
+    const MethodResult result = quantize("nvfp4");
+    const fs::path dir = fs::temp_directory_path() / ("qs_phi3_nvfp4_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    try {
+        exportCheckpoint({kPhi3, dir, "ct-nvfp4", false, {}}, result, {}, CancelToken{});
+        ADD_FAILURE() << "exported";
+    } catch (const Error& e) {
+        const std::string what = e.what();
+        EXPECT_NE(what.find("cannot write model.layers.0."), std::string::npos) << what;
+        EXPECT_NE(what.find("fused: its parts differ in NVFP4 global scale"), std::string::npos) << what;
+        EXPECT_EQ(what.find('\n'), std::string::npos);
+    }
+    EXPECT_FALSE(fs::exists(dir));
+}
+
+// A GGUF method's result is written with the Job's own blocks, fused as llama.cpp's phi3 reads them:
+// attn_qkv holds q's, k's and v's rows, ffn_up gate's then up's.
+TEST(Phi3Export, GgufMethodWritesTheJobsBlocksFused) {
+    const MethodResult result = quantize("q8_0");
+    const io::Checkpoint source = io::Checkpoint::open(kPhi3);
+    const fs::path file = fs::temp_directory_path() / ("qs_phi3_q8_" + std::to_string(::getpid()) + ".gguf");
+    fs::remove(file);
+    writeGgufResult(source, result, file, {}, {}, CancelToken{});
+    const io::Checkpoint gguf = io::Checkpoint::open(file);
+    const io::GgufFile& g = *gguf.gguf();
+    EXPECT_EQ(*g.metadata().string("general.architecture"), "phi3");
+    for (const auto& [name, parts] : {std::pair<std::string, std::vector<std::string>>{"blk.1.attn_qkv.weight", {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}},
+                                      {"blk.1.ffn_up.weight", {"mlp.gate_proj", "mlp.up_proj"}}}) {
+        SCOPED_TRACE(name);
+        std::vector<std::uint8_t> want;
+        for (const auto& part : parts) {
+            const auto& blocks = result.layers[1].at(part)->blocks;
+            want.insert(want.end(), blocks.begin(), blocks.end());
+        }
+        const auto* t = g.find(name);
+        ASSERT_NE(t, nullptr);
+        const auto stored = g.view(*t).bytes();
+        ASSERT_EQ(stored.size(), want.size());
+        EXPECT_EQ(std::memcmp(stored.data(), want.data(), want.size()), 0);
+    }
+    EXPECT_EQ(g.find("blk.1.attn_q.weight"), nullptr);
+    EXPECT_EQ(g.find("blk.1.ffn_gate.weight"), nullptr);
+    fs::remove(file);
+}
+
+// llama-quantize chooses Phi-3's fused tensors by their own names: attn_qkv one step up in Q4_K_M
+// (Q5_K; on these 64-wide rows its fallback Q5_1), ffn_up as the base type (Q4_K, here Q5_0). The Job
+// gives q, k, v the type of attn_qkv, so the file holds one type per fused tensor.
+TEST(Phi3Export, GgufMixChoosesTheFusedTensorsTypes) {
+    const MethodResult result = quantize("q4_k_m");
+    for (const char* part : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"})
+        EXPECT_EQ(result.layers[1].at(part)->ggmlType, io::GgmlType::Q5_1) << part;
+    for (const char* part : {"mlp.gate_proj", "mlp.up_proj", "self_attn.o_proj"})
+        EXPECT_EQ(result.layers[1].at(part)->ggmlType, io::GgmlType::Q5_0) << part;
+    const fs::path file = fs::temp_directory_path() / ("qs_phi3_q4km_" + std::to_string(::getpid()) + ".gguf");
+    fs::remove(file);
+    writeGgufResult(io::Checkpoint::open(kPhi3), result, file, {}, {}, CancelToken{});
+    const io::Checkpoint gguf = io::Checkpoint::open(file);
+    EXPECT_EQ(*gguf.gguf()->find("blk.1.attn_qkv.weight")->ggmlType, io::GgmlType::Q5_1);
+    EXPECT_EQ(*gguf.gguf()->find("blk.1.ffn_up.weight")->ggmlType, io::GgmlType::Q5_0);
+    fs::remove(file);
+}
+
+// A phi3 GGUF opens under Hugging Face's names (attn_qkv as qkv_proj, the fused ffn_up as gate_up_proj),
+// and running it is refused in one line rather than read without its partial rotary and LongRoPE.
+TEST(Phi3Export, GgufOpensWithFusedNamesAndIsRefusedForTheForwardPass) {
+    const fs::path file = fs::temp_directory_path() / ("qs_phi3_f32_" + std::to_string(::getpid()) + ".gguf");
+    fs::remove(file);
+    GgufExportOptions options;
+    options.chooser = uniformGgufType(io::GgmlType::F32);
+    writeGguf(io::Checkpoint::open(kPhi3), file, options, {}, CancelToken{});
+    const io::Checkpoint gguf = io::Checkpoint::open(file);
+    EXPECT_NE(gguf.find("model.layers.2.self_attn.qkv_proj.weight"), nullptr);
+    EXPECT_NE(gguf.find("model.layers.2.mlp.gate_up_proj.weight"), nullptr);
+    EXPECT_EQ(gguf.find("model.layers.2.mlp.up_proj.weight"), nullptr);
+    try {
+        (void)model::ModelConfig::fromCheckpoint(gguf);
+        ADD_FAILURE() << "a phi3 GGUF was read";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("GGUF architecture 'phi3' cannot be read back yet"), std::string::npos) << e.what();
+    }
+    fs::remove(file);
+}
+
+// Before a run, the export check already names the fused tensor NVFP4 cannot write; GPTQ passes.
+TEST(Phi3Export, TheCheckBeforeARunNamesTheFusedTensorNvfp4CannotWrite) {
+    const io::Checkpoint source = io::Checkpoint::open(kPhi3);
+    const MethodSpec nvfp4 = parseMethod("nvfp4", 16), gptq = parseMethod("gptq4", 16);
+    const std::string why = exportRefusal(nvfp4, encoderForMethod(nvfp4, ""), source);
+    EXPECT_NE(why.find("model.layers.0.mlp.gate_up_proj: the checkpoint stores its parts as one tensor"), std::string::npos) << why;
+    EXPECT_EQ(exportRefusal(gptq, encoderForMethod(gptq, ""), source), "");
+}
