@@ -19,12 +19,15 @@ public:
     // Rotates every head of x [T, numHeads * headDim] in place; row t sits at position firstPosition + t.
     void apply(MatrixF& x, int numHeads, int firstPosition) const;
 
-    // inv_freq of HF's rotary embedding, after linear or llama3 scaling: headDim/2 values.
+    // inv_freq of HF's rotary embedding, after linear, llama3 or yarn scaling: headDim/2 values.
     const std::vector<double>& inverseFrequencies() const { return invFreq_; }
+    // What cos and sin are multiplied by (HF's attention_scaling): YaRN's attention factor, else 1.
+    double attentionScaling() const { return attentionScaling_; }
 
 private:
     int headDim_;
     std::vector<double> invFreq_;
+    double attentionScaling_ = 1.0;
 };
 
 }  // namespace qs::model
