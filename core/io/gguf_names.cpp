@@ -89,6 +89,7 @@ std::optional<std::string> ggufArchitectureOfModelType(std::string_view modelTyp
     if (modelType == "qwen3_moe") return "qwen3moe";
     // The Gemma 3 VLM's GGUF is its text tower (llama.cpp's converter puts the vision tower in an mmproj file).
     if (modelType == "gemma3_text" || modelType == "gemma3") return "gemma3";
+    if (modelType == "gpt_oss") return "gpt-oss";
     return std::nullopt;
 }
 

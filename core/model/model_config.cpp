@@ -331,6 +331,9 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& so
     parseMoe(j, c, source);
     if (gemma) parseGemma3Text(j, c, source);
     if (c.modelType == "gpt_oss") parseGptOss(j, c, source);
+    // YaRN is checked against transformers and llama.cpp for gpt-oss only: elsewhere it is refused, not guessed.
+    if (c.ropeScaling.type == RopeScalingType::Yarn && c.modelType != "gpt_oss")
+        fail(source, "rope scaling 'yarn' is not supported for model_type '" + c.modelType + "' (only for gpt_oss)");
     c.validate(source);
     return c;
 }

@@ -188,6 +188,17 @@ TEST_F(Interop, Gemma3ExportsRunInLlamaCppAsTheCheckpointRunsInQuantScope) {
         expectTinyCheckpointRunsAsInLlamaCpp(dir_, "gemma3", name, [](const model::ModelConfig& c) { return c.arch.normOffset == 1.0f; });
 }
 
+// The tiny random gpt-oss (scripts/make-tiny-gptoss.py) as llama.cpp's gpt-oss runs it: biased attention
+// with per-head sinks, even layers sliding (window 32, crossed many times by 300 positions) and odd ones
+// full, YaRN (truncate true: where llama.cpp's rounding of the correction range is transformers' too),
+// the biased router's softmax over the top 2, and the clamped SwiGLU of the experts, whose interleaved
+// gate_up_proj the export splits into ffn_gate_exps / ffn_up_exps.
+TEST_F(Interop, GptOssExportRunsInLlamaCppAsTheCheckpointRunsInQuantScope) {
+    expectTinyCheckpointRunsAsInLlamaCpp(dir_, "gptoss", "gptoss-tiny", [](const model::ModelConfig& c) {
+        return c.arch.attentionSinks && c.ropeScaling.type == model::RopeScalingType::Yarn && c.moe.stackedExperts;
+    });
+}
+
 TEST_F(Interop, TheTinyLlamaFileTokenizesAsLlamaCppTokenizesIt) {
     // The llama.cpp test strings, through llama.cpp's own tokenizer of the file and through ours.
     const std::string inputs = readText(fs::path(QS_TEST_DATA_DIR) / "tokenizers" / "llama.cpp-test-vectors" / "ggml-vocab-llama-spm.gguf.inp");
