@@ -246,12 +246,12 @@ void runMixedQuantize(const QuantizeOptions& o) {
     std::cout << ")\n";
 }
 
-// gpt-oss, whose stacked experts the calibrated methods do not quantize yet: its experts back to gpt-oss's
-// own MXFP4 layout, without a forward pass, so with the weight error in place of a KL.
+// gpt-oss, whose stacked experts the methods' exporters do not write back yet (compare measures them): its
+// experts back to gpt-oss's own MXFP4 layout, without a forward pass, so with the weight error in place of a KL.
 void runGptOssQuantize(const QuantizeOptions& o) {
     if (o.method != "mxfp4")
-        throw Error(o.path + ": gpt_oss's stacked experts are not quantized by the calibrated methods yet, so only "
-                    "--method mxfp4 applies: its experts in gpt-oss's own layout, not " + o.method);
+        throw Error(o.path + ": gpt_oss's stacked experts are not written back by the other methods yet, so only "
+                    "--method mxfp4 applies (its experts in gpt-oss's own layout); compare measures " + o.method);
     if (!o.format.empty() && o.format != "gpt-oss-mxfp4")
         throw Error("gpt-oss's experts are written in its own MXFP4 layout (--format gpt-oss-mxfp4), not " + o.format);
     if (!o.calib.empty() || o.mixed.any() || o.serving.kvCache != "none" || !o.imatrixOut.empty())

@@ -146,11 +146,6 @@ public:
           weights_(std::make_shared<model::CheckpointWeights>(
               checkpoint_, config_, model::CheckpointWeights::Options{.allowNonFinite = plan.allowNonFinite})),
           base_(makeModel()) {
-        // The forward pass runs gpt-oss, but its experts are slices of stacked tensors that neither the
-        // methods' naming nor the exporters address one by one yet.
-        if (config_.moe.stackedExperts)
-            throw Error(checkpoint_.configSource().string() + ": gpt-oss's experts are stacked tensors (mlp.experts.gate_up_proj), "
-                        "which the calibrated methods do not quantize yet; quantize --method mxfp4 writes gpt-oss's own MXFP4 layout");
         if (config_.isMoe())
             for (const auto& m : plan_.methods)
                 if (m.gguf())
