@@ -22,12 +22,23 @@ import struct
 VOCAB = 320
 
 
+def bf16_bits(value):
+    """The bfloat16 nearest to `value` (round to nearest even), as its 16 bits."""
+    bits = struct.unpack("<I", struct.pack("<f", value))[0]
+    return (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+
+
 def write_safetensors(path, tensors):
-    """tensors: list of (name, shape, flat list of floats), stored F32 little-endian, names sorted."""
+    """tensors: list of (name, shape, flat list of floats[, dtype]), stored little-endian as F32 (default)
+    or BF16, names sorted."""
     header, blobs, offset = {}, [], 0
-    for name, shape, values in sorted(tensors, key=lambda t: t[0]):
-        data = struct.pack("<%df" % len(values), *values)
-        header[name] = {"dtype": "F32", "shape": list(shape), "data_offsets": [offset, offset + len(data)]}
+    for name, shape, values, *rest in sorted(tensors, key=lambda t: t[0]):
+        dtype = rest[0] if rest else "F32"
+        if dtype == "BF16":
+            data = struct.pack("<%dH" % len(values), *[bf16_bits(v) for v in values])
+        else:
+            data = struct.pack("<%df" % len(values), *values)
+        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + len(data)]}
         blobs.append(data)
         offset += len(data)
     header["__metadata__"] = {"format": "pt"}

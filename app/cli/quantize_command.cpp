@@ -246,12 +246,12 @@ void runMixedQuantize(const QuantizeOptions& o) {
     std::cout << ")\n";
 }
 
-// gpt-oss, which QuantScope does not run: its experts back to gpt-oss's own MXFP4 layout, without a
-// forward pass, so with the weight error in place of a KL.
+// gpt-oss, whose stacked experts the methods' exporters do not write back yet (compare measures them): its
+// experts back to gpt-oss's own MXFP4 layout, without a forward pass, so with the weight error in place of a KL.
 void runGptOssQuantize(const QuantizeOptions& o) {
     if (o.method != "mxfp4")
-        throw Error(o.path + ": gpt_oss is quantized without a forward pass (QuantScope does not run it yet), so only "
-                    "--method mxfp4 applies: its experts in gpt-oss's own layout; " + o.method + " needs the model to run");
+        throw Error(o.path + ": gpt_oss's stacked experts are not written back by the other methods yet, so only "
+                    "--method mxfp4 applies (its experts in gpt-oss's own layout); compare measures " + o.method);
     if (!o.format.empty() && o.format != "gpt-oss-mxfp4")
         throw Error("gpt-oss's experts are written in its own MXFP4 layout (--format gpt-oss-mxfp4), not " + o.format);
     if (!o.calib.empty() || o.mixed.any() || o.serving.kvCache != "none" || !o.imatrixOut.empty())
@@ -267,7 +267,7 @@ void runGptOssQuantize(const QuantizeOptions& o) {
               << formatCount(report.quantizedWeights) << " weights at 4.25 bits; " << formatBytes(report.bytesBefore) << " -> "
               << formatBytes(report.bytesAfter) << ")\n"
               << "weight error ||W - Q|| / ||W||: largest " << worst->relativeError << " (" << worst->tensor << ")\n"
-              << "no KL: measuring it needs a forward pass of gpt_oss, which QuantScope does not run yet\n";
+              << "no KL: gpt-oss's MXFP4 round trip is written from the weights alone, without an evaluation run\n";
 }
 
 // --weights-only: every linear from its weight alone, for architectures QuantScope does not run.

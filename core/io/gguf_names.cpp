@@ -91,6 +91,7 @@ std::optional<std::string> ggufArchitectureOfModelType(std::string_view modelTyp
     // The Gemma 3 VLM's GGUF is its text tower (llama.cpp's converter puts the vision tower in an mmproj file).
     if (modelType == "gemma3_text" || modelType == "gemma3") return "gemma3";
     if (modelType == "phi3") return "phi3";
+    if (modelType == "gpt_oss") return "gpt-oss";
     return std::nullopt;
 }
 

@@ -19,16 +19,18 @@ void checkShapes(const Eigen::Ref<const MatrixF>& q, const Eigen::Ref<const Matr
     if (k.rows() < q.rows()) throw Error("attention: fewer keys (" + std::to_string(k.rows()) + ") than queries");
 }
 
-// Softmax of each row of scores over its visible keys [first, last]; invisible keys get weight 0.
-void maskedSoftmax(MatrixF& scores, Eigen::Index offset, int window) {
+// Softmax of each row of scores over its visible keys [first, last]; invisible keys get weight 0. A sink
+// (gpt-oss; null: none) is one more logit in every row: it takes part in the max and the denominator,
+// as transformers concatenates it to the scores, and is dropped after.
+void maskedSoftmax(MatrixF& scores, Eigen::Index offset, int window, const float* sink) {
     for (Eigen::Index i = 0; i < scores.rows(); ++i) {
         const Eigen::Index last = offset + i;
         const Eigen::Index first = window > 0 ? std::max<Eigen::Index>(0, last - window + 1) : 0;
         auto row = scores.row(i);
         auto visible = row.segment(first, last - first + 1);
-        const float maxv = visible.maxCoeff();
+        const float maxv = sink ? std::max(visible.maxCoeff(), *sink) : visible.maxCoeff();
         visible = (visible.array() - maxv).exp();
-        visible /= visible.sum();
+        visible /= visible.sum() + (sink ? std::exp(*sink - maxv) : 0.0f);
         row.head(first).setZero();
         row.tail(row.size() - last - 1).setZero();
     }
@@ -52,7 +54,7 @@ MatrixF causalAttention(const Eigen::Ref<const MatrixF>& q, const Eigen::Ref<con
         MatrixF scores(tq, tk);
         scores.noalias() = q.middleCols(h * d, d) * k.middleCols(kvCol, d).transpose();
         scores *= scale;
-        maskedSoftmax(scores, offset, s.slidingWindow);
+        maskedSoftmax(scores, offset, s.slidingWindow, s.sinks ? s.sinks + h : nullptr);
         out.middleCols(h * d, d).noalias() = scores * v.middleCols(kvCol, d);
     }
     return out;

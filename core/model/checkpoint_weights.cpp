@@ -64,6 +64,7 @@ void CheckpointWeights::validate() const {
             checked(p + "self_attn.v_proj.weight", {config_.kvDim(), h});
         }
         checked(p + "self_attn.o_proj.weight", {h, config_.qDim()});
+        if (config_.arch.attentionSinks) checked(p + "self_attn.sinks", {config_.numHeads});
         if (config_.isMoeLayer(i)) {
             validateExperts(i);
             continue;
@@ -87,6 +88,14 @@ void CheckpointWeights::validateExperts(int layer) const {
         throw Error(checkpoint_.root().string() + ": tensor " + p + moe.names.router() + ".weight routes to " +
                     std::to_string(router.shape()[0]) + " experts, but the config says " + std::to_string(moe.numExperts));
     checked(p + moe.names.router() + ".weight", {moe.numExperts, h});
+    if (moe.stackedExperts) {
+        const std::string x = p + moe.names.block + ".experts.";
+        checked(x + moe.names.gate, {moe.numExperts, h, 2 * ff});
+        checked(x + moe.names.gate + "_bias", {moe.numExperts, 2 * ff});
+        checked(x + moe.names.down, {moe.numExperts, ff, h});
+        checked(x + moe.names.down + "_bias", {moe.numExperts, h});
+        return;
+    }
     for (int e = 0; e < moe.numExperts; ++e) {
         const std::string x = p + moe.names.expert(e);
         if (!checkpoint_.find(x + moe.names.gate + ".weight"))
@@ -134,6 +143,23 @@ std::optional<Linear> CheckpointWeights::fusedPart(int layer, const std::string&
     return std::nullopt;
 }
 
+// Expert `expert` of a stacked tensor "<block>.experts.<module>" [E, in, out] (x @ W, as transformers'
+// GptOssExperts holds it) as a Linear [out, in], with its row of "<module>_bias" [E, out].
+Linear CheckpointWeights::stackedExpert(int layer, const std::string& module, int expert, int out, int in) const {
+    const std::string name = config_.layerPrefix(layer) + config_.moe.names.block + ".experts." + module;
+    const io::TensorView t = checked(name, {config_.moe.numExperts, in, out});
+    MatrixF stored(in, out);
+    const auto size = static_cast<std::size_t>(in) * static_cast<std::size_t>(out);
+    t.decode(static_cast<std::size_t>(expert) * size, size, stored.data());
+    Linear l;
+    l.weight = stored.transpose();
+    requireFiniteWeights(l.weight, checkpoint_.root().string(), name + "[" + std::to_string(expert) + "]", options_.allowNonFinite);
+    const io::TensorView bias = checked(name + "_bias", {config_.moe.numExperts, out});
+    l.bias.resize(out);
+    bias.decode(static_cast<std::size_t>(expert) * static_cast<std::size_t>(out), static_cast<std::size_t>(out), l.bias.data());
+    return l;
+}
+
 Linear CheckpointWeights::linear(int layer, const std::string& module, int out, int in, bool bias) const {
     if (auto part = fusedPart(layer, module, out, in)) return std::move(*part);
     const std::string base = config_.layerPrefix(layer) + module;
@@ -167,6 +193,7 @@ LayerWeights CheckpointWeights::layer(int index) const {
         w.qNorm = vector(p + "self_attn.q_norm.weight", config_.headDim);
         w.kNorm = vector(p + "self_attn.k_norm.weight", config_.headDim);
     }
+    if (config_.arch.attentionSinks) w.sinks = vector(p + "self_attn.sinks", config_.numHeads);
     if (!options_.linears) return w;
     w.q = linear(index, "self_attn.q_proj", q, h, config_.qkvBias);
     w.k = linear(index, "self_attn.k_proj", kv, h, config_.qkvBias);
@@ -181,6 +208,11 @@ LayerWeights CheckpointWeights::layer(int index) const {
         for (int e = 0; e < moe.numExperts; ++e) {
             const std::string x = moe.names.expert(e);
             Expert& expert = w.experts[static_cast<std::size_t>(e)];
+            if (moe.stackedExperts) {   // gpt-oss: gate_up_proj fused (interleaved rows), biased
+                expert.gate = stackedExpert(index, moe.names.gate, e, 2 * eff, h);
+                expert.down = stackedExpert(index, moe.names.down, e, h, eff);
+                continue;
+            }
             expert.gate = linear(index, x + moe.names.gate, eff, h, false);
             expert.up = linear(index, x + moe.names.up, eff, h, false);
             expert.down = linear(index, x + moe.names.down, h, eff, false);

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "qs/model/expert_activation.h"
 #include "qs/model/moe_routing.h"
 #include "qs/model/rms_norm.h"
 
@@ -59,7 +60,8 @@ MatrixF attentionBlock(const LayerWeights& w, const MatrixF& normed, const Decod
     if (w.k.cacheScale > 0.0f) quant::fakeQuantizeFp8(k, w.k.cacheScale);
     if (w.v.cacheScale > 0.0f) quant::fakeQuantizeFp8(v, w.v.cacheScale);
 
-    const AttentionShape shape{cfg.numHeads, cfg.numKvHeads, cfg.headDim, cfg.windowOf(c.layer)};
+    const AttentionShape shape{cfg.numHeads, cfg.numKvHeads, cfg.headDim, cfg.windowOf(c.layer),
+                               w.sinks.size() > 0 ? w.sinks.data() : nullptr};
     MatrixF context;
     if (c.cache) {
         c.cache->append(c.layer, k, v);
@@ -93,6 +95,17 @@ MatrixF mlpBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
     return m.linear(engineInput(product, {&w.down}, quantizedProduct), w.down);
 }
 
+// The input of an expert's gate and up projections as the engine reads it (gpt-oss: one fused linear).
+const MatrixF& expertInput(const MatrixF& x, const Expert& e, MatrixF& storage) {
+    return e.up.weight.size() == 0 ? engineInput(x, {&e.gate}, storage) : engineInput(x, {&e.gate, &e.up}, storage);
+}
+
+// The input of an expert's down projection: the gated product of its gate and up projections.
+MatrixF expertProduct(const LayerMath& m, const MatrixF& x, const Expert& e, const MoeConfig& moe) {
+    if (moe.activation == ExpertActivation::ClampedSwiglu) return clampedSwiglu(m.linear(x, e.gate), moe.swigluLimit, moe.swigluAlpha);
+    return m.gatedProduct(x, e.gate, e.up);
+}
+
 // The sparse MoE block: each expert runs on the rows routed to it, and its output is added to those
 // rows with the routing weight (an expert no token chose is skipped, as transformers skips it). The
 // hook sees each expert's gate/up input and down input: the rows that expert saw, or with
@@ -107,18 +120,20 @@ MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
         const Expert& x = w.experts[e];
         const std::string prefix = w.moeNames.expert(static_cast<int>(e));
         const std::array<std::string, 3> names{prefix + w.moeNames.gate, prefix + w.moeNames.up, prefix + w.moeNames.down};
-        const std::array<std::string_view, 2> gateUp{names[0], names[1]};
+        const std::array<std::string_view, 2> gateUpNames{names[0], names[1]};
+        // gpt-oss's gate_up_proj is one linear: its input is announced under that one name.
+        const std::span<const std::string_view> gateUp(gateUpNames.data(), w.moeNames.fusedGateUp() ? 1 : 2);
         const std::array<std::string_view, 1> down{names[2]};
         const auto routedCount = static_cast<std::int64_t>(rows.size());
         if (c.hookSeesAllTokens && hooked(c)) {
             notify(c, gateUp, normed, routedCount);
             MatrixF quantized;
-            notify(c, down, m.gatedProduct(engineInput(normed, {&x.gate, &x.up}, quantized), x.gate, x.up), routedCount);
+            notify(c, down, expertProduct(m, expertInput(normed, x, quantized), x, moe), routedCount);
         }
         if (rows.empty()) {
             if (!c.hookSeesAllTokens) {   // still reported: calibration must see that this expert got no token
                 notify(c, gateUp, MatrixF(0, normed.cols()), 0);
-                notify(c, down, MatrixF(0, x.gate.weight.rows()), 0);
+                notify(c, down, MatrixF(0, x.down.weight.cols()), 0);
             }
             continue;
         }
@@ -126,7 +141,7 @@ MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
         for (std::size_t i = 0; i < rows.size(); ++i) routed.row(static_cast<Eigen::Index>(i)) = normed.row(rows[i]);
         if (!c.hookSeesAllTokens) notify(c, gateUp, routed, routedCount);
         MatrixF quantized;
-        const MatrixF product = m.gatedProduct(engineInput(routed, {&x.gate, &x.up}, quantized), x.gate, x.up);
+        const MatrixF product = expertProduct(m, expertInput(routed, x, quantized), x, moe);
         if (!c.hookSeesAllTokens) notify(c, down, product, routedCount);
         MatrixF quantizedProduct;
         const MatrixF y = m.linear(engineInput(product, {&x.down}, quantizedProduct), x.down);

@@ -22,7 +22,8 @@ std::vector<std::string> LayerWeights::linearModules() const {
     std::vector<std::string> out(kLinearModules.begin(), kLinearModules.begin() + 4);   // attention
     for (std::size_t e = 0; e < experts.size(); ++e) {
         const std::string prefix = moeNames.expert(static_cast<int>(e));
-        for (const std::string* part : {&moeNames.gate, &moeNames.up, &moeNames.down}) out.push_back(prefix + *part);
+        for (const std::string* part : {&moeNames.gate, &moeNames.up, &moeNames.down})
+            if (!part->empty()) out.push_back(prefix + *part);   // gpt-oss: gate_up_proj fuses gate and up
     }
     return out;
 }
@@ -34,7 +35,7 @@ Linear& LayerWeights::linear(std::string_view module) {
 const Linear& LayerWeights::linear(std::string_view module) const {
     if (isMoe() && module.starts_with(moeNames.block + ".")) {
         const std::string_view rest = module.substr(moeNames.block.size() + 1);
-        if (rest == "gate") return router;
+        if (rest == moeNames.routerName) return router;
         constexpr std::string_view kExperts = "experts.";
         if (rest.starts_with(kExperts)) {
             const std::string_view tail = rest.substr(kExperts.size());
@@ -46,7 +47,7 @@ const Linear& LayerWeights::linear(std::string_view module) const {
                 const Expert& x = experts[e];
                 const std::string_view name = tail.substr(dot + 1);
                 if (name == moeNames.gate) return x.gate;
-                if (name == moeNames.up) return x.up;
+                if (!moeNames.fusedGateUp() && name == moeNames.up) return x.up;
                 if (name == moeNames.down) return x.down;
             }
         }

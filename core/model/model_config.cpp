@@ -40,6 +40,25 @@ T optional(const nlohmann::json& j, const char* key, T fallback, const std::stri
     }
 }
 
+// YaRN as transformers' _compute_yarn_parameters reads it. original_max_position_embeddings defaults to
+// max_position_embeddings, which the caller fills in (fillYarnDefaults) once that is known.
+void parseYarn(const nlohmann::json& j, RopeScaling& s, const std::string& source) {
+    s.type = RopeScalingType::Yarn;
+    for (const char* key : {"mscale", "mscale_all_dim"}) {
+        const auto it = j.find(key);
+        if (it != j.end() && !it->is_null()) fail(source, std::string("rope_scaling yarn '") + key + "' is not supported");
+    }
+    // transformers writes `get("beta_fast") or 32`: a 0 falls back to the default too.
+    const double betaFast = optional<double>(j, "beta_fast", 0.0, source), betaSlow = optional<double>(j, "beta_slow", 0.0, source);
+    s.betaFast = betaFast != 0.0 ? betaFast : 32.0;
+    s.betaSlow = betaSlow != 0.0 ? betaSlow : 1.0;
+    s.truncate = optional<bool>(j, "truncate", true, source);
+    s.originalMaxPositionEmbeddings = optional<int>(j, "original_max_position_embeddings", 0, source);
+    s.attentionFactor = optional<double>(j, "attention_factor", s.factor <= 1.0 ? 1.0 : 0.1 * std::log(s.factor) + 1.0, source);
+    if (!(s.betaFast > 0.0) || !(s.betaSlow > 0.0) || !(s.attentionFactor > 0.0))
+        fail(source, "rope_scaling yarn needs positive beta_fast, beta_slow and attention_factor");
+}
+
 // Newer transformers releases move rope_theta and the scaling into "rope_parameters"; older ones keep
 // "rope_theta" at the top level and the scaling in "rope_scaling".
 RopeScaling parseRopeScaling(const nlohmann::json& j, const std::string& source) {
@@ -61,8 +80,10 @@ RopeScaling parseRopeScaling(const nlohmann::json& j, const std::string& source)
             fail(source, "rope_scaling llama3 needs high_freq_factor > low_freq_factor and original_max_position_embeddings > 0");
     } else if (type == "longrope") {
         s.type = RopeScalingType::LongRope;   // the factor lists and the attention factor: parseLongRope (they need the head)
+    } else if (type == "yarn") {
+        parseYarn(j, s, source);
     } else {
-        fail(source, "rope scaling '" + type + "' is not supported (only linear, llama3 and longrope)");
+        fail(source, "rope scaling '" + type + "' is not supported (only linear, llama3, longrope and yarn)");
     }
     return s;
 }
@@ -165,7 +186,7 @@ std::vector<int> layerList(const nlohmann::json& j, const char* key, int numLaye
     return layers;
 }
 
-// The sparse MoE block of the two MoE families; each spells the same semantics with its own keys and
+// The sparse MoE block of the MoE families; each spells the same semantics with its own keys and
 // tensor names (the differences of an architecture stay here and in MoeNames).
 void parseMoe(const nlohmann::json& j, ModelConfig& c, const std::string& source) {
     MoeConfig& m = c.moe;
@@ -181,6 +202,17 @@ void parseMoe(const nlohmann::json& j, ModelConfig& c, const std::string& source
         m.expertIntermediateSize = c.intermediateSize;
         m.normTopkProb = true;   // MixtralSparseMoeBlock always renormalises the top-k weights
         m.names = MoeNames{"block_sparse_moe", "w1", "w3", "w2"};
+    } else if (c.modelType == "gpt_oss") {
+        // GptOssTopKRouter: top-k of the biased router logits, softmax over those k (the same weights as a
+        // softmax over all experts renormalised over the top k).
+        m.numExperts = requiredInt(j, "num_local_experts", source);
+        m.expertIntermediateSize = c.intermediateSize;
+        m.normTopkProb = true;
+        m.names = MoeNames{"mlp", "gate_up_proj", "", "down_proj", "router"};
+        m.activation = ExpertActivation::ClampedSwiglu;
+        m.swigluLimit = static_cast<float>(optional<double>(j, "swiglu_limit", 7.0, source));
+        if (!(m.swigluLimit > 0.0f)) fail(source, "'swiglu_limit' must be positive");
+        m.stackedExperts = true;
     } else {
         return;
     }
@@ -194,9 +226,6 @@ std::string missingPieces(const std::string& modelType) {
         return "its multi-head latent attention (q_lora_rank, kv_lora_rank, the decoupled RoPE head) and its routing "
                "(sigmoid scores with a correction bias, group-limited top-k, routed_scaling_factor, shared experts, "
                "first_k_dense_replace) are not implemented";
-    if (modelType == "gpt_oss")
-        return "its attention sinks, alternating sliding-window layers, YaRN RoPE, biased router and experts with the "
-               "clamped SwiGLU, and the stacked MXFP4 experts are not implemented";
     return "";
 }
 
@@ -234,6 +263,23 @@ std::vector<bool> gemmaSlidingLayers(const nlohmann::json& j, int numLayers, con
     if (pattern < 1) fail(source, "'sliding_window_pattern' must be at least 1");
     for (int i = 0; i < numLayers; ++i) sliding.push_back((i + 1) % pattern != 0);
     return sliding;
+}
+
+// gpt-oss (GptOssConfig's keys and defaults): biased attention with per-head sinks, alternating sliding /
+// full layers (layer_types), YaRN RoPE, and the biased router and experts of parseMoe.
+void parseGptOss(const nlohmann::json& j, ModelConfig& c, const std::string& source) {
+    c.qkvBias = c.outputBias = optional<bool>(j, "attention_bias", true, source);
+    c.arch.attentionSinks = true;
+    c.headDim = optional<int>(j, "head_dim", 64, source);
+    c.slidingWindow = optional<int>(j, "sliding_window", 128, source);
+    const auto types = j.find("layer_types");
+    if (types != j.end() && !types->is_null()) {
+        c.slidingLayers = gemmaSlidingLayers(j, c.numLayers, source);
+    } else {
+        for (int i = 0; i < c.numLayers; ++i) c.slidingLayers.push_back(i % 2 == 0);   // GptOssConfig's default
+    }
+    if (c.ropeScaling.type == RopeScalingType::Yarn && c.ropeScaling.originalMaxPositionEmbeddings == 0)
+        c.ropeScaling.originalMaxPositionEmbeddings = c.maxPositionEmbeddings;
 }
 
 // Gemma 3's RoPE: rope_theta with rope_scaling on the global layers, rope_local_base_freq unscaled on the
@@ -309,13 +355,13 @@ bool ModelConfig::isMoeLayer(int layer) const {
 
 ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& source) {
     if (!j.is_object()) fail(source, "config is not a JSON object");
-    static const std::set<std::string> supported{"llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "gemma3_text", "gemma3", "phi3"};
+    static const std::set<std::string> supported{"llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "gpt_oss", "gemma3_text", "gemma3", "phi3"};
     ModelConfig c;
     c.modelType = optional<std::string>(j, "model_type", "", source);
     if (const auto missing = missingPieces(c.modelType); !missing.empty())
         fail(source, "model_type '" + c.modelType + "' is not supported yet: " + missing);
     if (!supported.contains(c.modelType))
-        fail(source, "model_type '" + c.modelType + "' is not supported (llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, gemma3_text, gemma3, phi3)");
+        fail(source, "model_type '" + c.modelType + "' is not supported (llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, gpt_oss, gemma3_text, gemma3, phi3)");
     if (c.modelType == "gemma3") {
         ModelConfig tower = fromJson(gemma3TextConfig(j, source), source + " text_config");
         tower.modelType = "gemma3";
@@ -349,6 +395,10 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& so
     if (gemma) parseGemma3Text(j, c, source);
     if (c.modelType == "phi3") parsePhi3(j, c, source);
     else if (c.ropeScaling.type == RopeScalingType::LongRope) fail(source, "longrope is supported for model_type 'phi3' only");
+    if (c.modelType == "gpt_oss") parseGptOss(j, c, source);
+    // YaRN is checked against transformers and llama.cpp for gpt-oss only: elsewhere it is refused, not guessed.
+    if (c.ropeScaling.type == RopeScalingType::Yarn && c.modelType != "gpt_oss")
+        fail(source, "rope scaling 'yarn' is not supported for model_type '" + c.modelType + "' (only for gpt_oss)");
     c.validate(source);
     return c;
 }

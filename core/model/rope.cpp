@@ -1,5 +1,6 @@
 #include "qs/model/rope.h"
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 
@@ -21,6 +22,36 @@ double llama3Scaled(double invFreq, const RopeScaling& s) {
     return (1.0 - smooth) * invFreq / s.factor + smooth * invFreq;
 }
 
+// transformers' find_correction_dim: the dimension whose wavelength turns `rotations` times over the
+// original context.
+double yarnCorrectionDim(double rotations, int headDim, double theta, int originalContext) {
+    return headDim * std::log(originalContext / (rotations * 2.0 * std::numbers::pi)) / (2.0 * std::log(theta));
+}
+
+// transformers' _compute_yarn_parameters: dimensions below `low` keep their frequency (extrapolation),
+// those above `high` are divided by the factor (interpolation), a linear ramp between. With truncate
+// the range is rounded out to whole dimensions (what llama.cpp always does); without, it is not.
+std::vector<double> yarnFrequencies(int headDim, double theta, const RopeScaling& s) {
+    double low = yarnCorrectionDim(s.betaFast, headDim, theta, s.originalMaxPositionEmbeddings);
+    double high = yarnCorrectionDim(s.betaSlow, headDim, theta, s.originalMaxPositionEmbeddings);
+    if (s.truncate) {
+        low = std::floor(low);
+        high = std::ceil(high);
+    }
+    low = std::max(low, 0.0);
+    high = std::min(high, static_cast<double>(headDim - 1));
+    if (low == high) high += 0.001;   // transformers' guard against a zero-width ramp
+    std::vector<double> invFreq(static_cast<std::size_t>(headDim / 2));
+    for (int i = 0; i < headDim / 2; ++i) {
+        const double extrapolated = 1.0 / std::pow(theta, 2.0 * i / headDim);
+        const double interpolated = extrapolated / s.factor;
+        const double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0);
+        const double keep = 1.0 - ramp;   // inv_freq_extrapolation_factor
+        invFreq[static_cast<std::size_t>(i)] = interpolated * (1.0 - keep) + extrapolated * keep;
+    }
+    return invFreq;
+}
+
 }  // namespace
 
 RotaryEmbedding::RotaryEmbedding(const ModelConfig& config)
@@ -34,6 +65,11 @@ RotaryEmbedding::RotaryEmbedding(int headDim, double theta, const RopeScaling& s
     const bool longRope = scaling.type == RopeScalingType::LongRope;
     if (longRope && (scaling.shortFactor.size() != std::size_t(half) || scaling.longFactor.size() != std::size_t(half)))
         throw Error("rotary embedding: longrope needs " + std::to_string(half) + " short and long factors");
+    if (scaling.type == RopeScalingType::Yarn) {
+        invFreq_ = yarnFrequencies(rotaryDim_, theta, scaling);
+        attentionFactor_ = scaling.attentionFactor;
+        return;
+    }
     invFreq_.resize(static_cast<std::size_t>(half));
     if (longRope) longInvFreq_.resize(static_cast<std::size_t>(half));
     for (int i = 0; i < half; ++i) {
@@ -48,6 +84,7 @@ RotaryEmbedding::RotaryEmbedding(int headDim, double theta, const RopeScaling& s
                 longInvFreq_[at] = f / scaling.longFactor[at];
                 f /= scaling.shortFactor[at];
                 break;
+            case RopeScalingType::Yarn: break;   // yarnFrequencies
         }
         invFreq_[at] = f;
     }

@@ -5,8 +5,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <map>
+#include <optional>
 
 #include <nlohmann/json.hpp>
 
@@ -37,6 +39,15 @@ struct PlannedTensor {
     std::string linearPrefix;   // the linear whose weight this is, decoded through formats; "" otherwise
     std::vector<std::string> stackedLinears;   // experts stacked into one [E, out, in] tensor, in order
     bool keepF32 = false;       // a MoE router: dense in F32 whatever the chooser says, as llama.cpp's converter keeps it
+    // gpt-oss's experts, stacked in one tensor "<block>.experts.<module>" (or its MXFP4 blocks): which of
+    // the rows of each expert's [out, in] weight (or its bias) this GGUF tensor holds.
+    struct StackedSlice {
+        std::string module;   // "...mlp.experts.gate_up_proj": the stacked tensor, or the linear the codec decodes
+        int experts = 0;
+        int rowParity = -1;   // 0: even rows (gate), 1: odd rows (up); -1: every row
+        bool bias = false;
+    };
+    std::optional<StackedSlice> stackedSlice;
     float addend = 0.0f;        // added to every value: Gemma's norms, stored as 1 + w (convert_hf_to_gguf)
     int interleavedHeads = 0;   // llama q/k: reorder rows as llama.cpp's converter does
 };
@@ -58,8 +69,8 @@ int fileTypeOf(io::GgmlType t) {
 class Planner {
 public:
     // `checkpoint` (may be null) adds the biases it stores that the config does not announce.
-    Planner(const io::Checkpoint* checkpoint, const model::ModelConfig& config, bool permuteQk)
-        : checkpoint_(checkpoint), config_(config), permuteQk_(permuteQk) {}
+    Planner(const io::Checkpoint* checkpoint, const model::ModelConfig& config, std::string ggufArch)
+        : checkpoint_(checkpoint), config_(config), ggufArch_(std::move(ggufArch)), permuteQk_(io::ggufArchitecturePermutesQk(ggufArch_)) {}
 
     std::vector<PlannedTensor> plan() {
         const std::int64_t h = config_.hiddenSize, q = config_.qDim(), kv = config_.kvDim(), ff = config_.intermediateSize;
@@ -81,10 +92,11 @@ public:
                 norm(p + "self_attn.q_norm.weight", blk + "attn_q_norm.weight", config_.headDim);
                 norm(p + "self_attn.k_norm.weight", blk + "attn_k_norm.weight", config_.headDim);
             }
+            if (arch.attentionSinks) addAs(p + "self_attn.sinks", blk + "attn_sinks.weight", {config_.numHeads});
             // llama.cpp's names by role: Gemma's post_attention_layernorm is its post_attention_norm (post_ffw_norm after the MLP), and
-            // pre_feedforward_layernorm (the norm before the MLP) its ffn_norm.
+            // pre_feedforward_layernorm (the norm before the MLP) its ffn_norm; gpt-oss calls the norm before its MLP post_attention_norm.
             if (!arch.attentionOutputNorm.empty()) norm(p + arch.attentionOutputNorm + ".weight", blk + "post_attention_norm.weight", h);
-            norm(p + arch.preMlpNorm + ".weight", blk + "ffn_norm.weight", h);
+            norm(p + arch.preMlpNorm + ".weight", blk + (ggufArch_ == "gpt-oss" ? "post_attention_norm.weight" : "ffn_norm.weight"), h);
             if (!arch.mlpOutputNorm.empty()) norm(p + arch.mlpOutputNorm + ".weight", blk + "post_ffw_norm.weight", h);
             if (config_.isMoeLayer(layer)) {
                 experts(layer);
@@ -137,6 +149,12 @@ private:
         const std::string p = config_.layerPrefix(layer);
         const std::string blk = "blk." + std::to_string(layer) + ".";
         addAs(p + moe.names.router() + ".weight", blk + "ffn_gate_inp.weight", {e, h}, p + moe.names.router()).keepF32 = true;
+        if (checkpoint_ != nullptr && checkpoint_->find(p + moe.names.router() + ".bias") != nullptr)
+            addAs(p + moe.names.router() + ".bias", blk + "ffn_gate_inp.bias", {e});
+        if (moe.stackedExperts) {
+            stackedExperts(layer);
+            return;
+        }
         const std::array<std::pair<const std::string*, const char*>, 3> parts{
             {{&moe.names.gate, "ffn_gate_exps"}, {&moe.names.up, "ffn_up_exps"}, {&moe.names.down, "ffn_down_exps"}}};
         for (const auto& [module, gguf] : parts) {
@@ -145,6 +163,26 @@ private:
                                      {e, down ? h : ff, down ? ff : h});
             for (int x = 0; x < moe.numExperts; ++x) t.stackedLinears.push_back(p + moe.names.expert(x) + *module);
         }
+    }
+
+    // gpt-oss's stacked experts as llama.cpp's converter splits them: gate_up_proj's interleaved rows into
+    // ffn_gate_exps (even) and ffn_up_exps (odd), each with its bias, and down_proj with its bias.
+    void stackedExperts(int layer) {
+        const model::MoeConfig& moe = config_.moe;
+        const std::int64_t h = config_.hiddenSize, ff = moe.expertIntermediateSize, e = moe.numExperts;
+        const std::string x = config_.layerPrefix(layer) + moe.names.block + ".experts.";
+        const std::string blk = "blk." + std::to_string(layer) + ".";
+        const auto slice = [&](const std::string& module, const char* gguf, std::vector<std::int64_t> shape, int parity, bool bias) {
+            PlannedTensor& t = addAs(x + module + (bias ? "_bias" : "") + (parity == 1 ? "[up]" : parity == 0 ? "[gate]" : ""),
+                                     blk + gguf + (bias ? ".bias" : ".weight"), std::move(shape));
+            t.stackedSlice = PlannedTensor::StackedSlice{x + module, moe.numExperts, parity, bias};
+        };
+        slice(moe.names.gate, "ffn_gate_exps", {e, ff, h}, 0, false);
+        slice(moe.names.gate, "ffn_gate_exps", {e, ff}, 0, true);
+        slice(moe.names.gate, "ffn_up_exps", {e, ff, h}, 1, false);
+        slice(moe.names.gate, "ffn_up_exps", {e, ff}, 1, true);
+        slice(moe.names.down, "ffn_down_exps", {e, h, ff}, -1, false);
+        slice(moe.names.down, "ffn_down_exps", {e, h}, -1, true);
     }
 
     PlannedTensor& addAs(const std::string& name, const std::string& ggufName, std::vector<std::int64_t> shape, std::string linearPrefix = "") {
@@ -166,6 +204,7 @@ private:
 
     const io::Checkpoint* checkpoint_;
     const model::ModelConfig& config_;
+    std::string ggufArch_;
     bool permuteQk_;
     std::vector<PlannedTensor> planned_;
 };
@@ -232,9 +271,61 @@ std::vector<std::byte> encode(io::GgmlType type, const std::vector<float>& value
     return bytes;
 }
 
+// Expert `e` of a stacked slice as [out, in] (or its bias [out]): from the float tensor [E, in, out] that
+// transformers holds, or else decoded from the checkpoint's own format (gpt-oss's MXFP4 blocks).
+model::Linear stackedExpert(const PlannedTensor::StackedSlice& s, int e, const io::Checkpoint& checkpoint,
+                            const formats::LinearReader& reader) {
+    model::Linear l;
+    if (checkpoint.find(s.module) == nullptr) {
+        formats::DecodedLinear d = reader.decode(s.module, e);
+        l.weight = std::move(d.weight);
+        l.bias = Eigen::Map<const VectorF>(d.bias.data(), static_cast<Eigen::Index>(d.bias.size()));
+        return l;
+    }
+    const io::TensorView w = checkpoint.tensor(s.module);
+    const io::TensorView b = checkpoint.tensor(s.module + "_bias");
+    const bool stacked = w.shape().size() == 3 && w.shape()[0] == s.experts;
+    const std::int64_t in = stacked ? w.shape()[1] : 0, out = stacked ? w.shape()[2] : 0;
+    if (!stacked || b.shape() != std::vector<std::int64_t>{s.experts, out})
+        throw Error(checkpoint.root().string() + ": tensor '" + s.module + "' " + shapeText(w.shape()) + " with bias " + shapeText(b.shape()) +
+                    " is not " + std::to_string(s.experts) + " stacked experts [experts, in, out] with [experts, out] biases");
+    MatrixF stored(in, out);
+    w.decode(static_cast<std::size_t>(e * in * out), static_cast<std::size_t>(in * out), stored.data());
+    l.weight = stored.transpose();
+    l.bias.resize(out);
+    b.decode(static_cast<std::size_t>(e * out), static_cast<std::size_t>(out), l.bias.data());
+    return l;
+}
+
+std::vector<float> stackedValues(const PlannedTensor& t, const io::Checkpoint& checkpoint, const formats::LinearReader& reader) {
+    const PlannedTensor::StackedSlice& s = *t.stackedSlice;
+    std::vector<float> values;
+    for (int e = 0; e < s.experts; ++e) {
+        const model::Linear l = stackedExpert(s, e, checkpoint, reader);
+        const std::int64_t rows = t.choice.shape[1];
+        if (l.weight.rows() != (s.rowParity < 0 ? rows : 2 * rows) || (!s.bias && l.weight.cols() != t.choice.shape[2]) ||
+            l.bias.size() != l.weight.rows())
+            throw Error(checkpoint.root().string() + ": expert " + std::to_string(e) + " of " + s.module + " decodes to [" +
+                        std::to_string(l.weight.rows()) + ", " + std::to_string(l.weight.cols()) + "] with " +
+                        std::to_string(l.bias.size()) + " biases, the config implies " + shapeText(t.choice.shape));
+        for (std::int64_t r = 0; r < rows; ++r) {
+            const Eigen::Index source = s.rowParity < 0 ? r : 2 * r + s.rowParity;
+            if (s.bias) {
+                values.push_back(l.bias[source]);
+            } else {
+                const auto row = l.weight.row(source);
+                values.insert(values.end(), row.data(), row.data() + row.size());
+            }
+        }
+    }
+    return values;
+}
+
 std::vector<float> valuesOf(const PlannedTensor& t, const io::Checkpoint& checkpoint, const formats::LinearReader& reader) {
     std::vector<float> values;
-    if (!t.stackedLinears.empty()) {
+    if (t.stackedSlice) {
+        values = stackedValues(t, checkpoint, reader);
+    } else if (!t.stackedLinears.empty()) {
         for (const std::string& prefix : t.stackedLinears) {
             const MatrixF w = reader.decodeF32(prefix);
             if (w.rows() != t.choice.shape[1] || w.cols() != t.choice.shape[2])
@@ -307,11 +398,33 @@ void requireGemma3Expressible(const model::ModelConfig& config, const std::strin
                     std::to_string(llamaCppScalar) + "^-1/2 for this model");
 }
 
+// llama.cpp's gpt-oss (LLM_ARCH_OPENAI_MOE) fixes what the config spells: even layers sliding and odd ones
+// full, the clamped SwiGLU's limit 7, YaRN's betas 32 / 1 and attention factor 0.1 ln(factor) + 1.
+// (It always rounds YaRN's correction range out to whole dimensions, as transformers does only with
+// truncate true; with truncate false, as OpenAI's config says, llama.cpp itself runs gpt-oss that way.)
+void requireGptOssExpressible(const model::ModelConfig& config, const std::string& source) {
+    for (int layer = 0; layer < config.numLayers; ++layer)
+        if (config.windowOf(layer) != (layer % 2 == 0 ? config.slidingWindow : 0))
+            throw Error(source + ": layer " + std::to_string(layer) +
+                        "'s attention type breaks the pattern llama.cpp's gpt-oss assumes (even layers sliding, odd layers full)");
+    if (config.moe.swigluLimit != 7.0f)
+        throw Error(source + ": swiglu_limit is " + std::to_string(config.moe.swigluLimit) + ", and llama.cpp's gpt-oss clamps at 7");
+    const model::RopeScaling& r = config.ropeScaling;
+    if (r.type == model::RopeScalingType::Yarn &&
+        (r.betaFast != 32.0 || r.betaSlow != 1.0 || std::abs(r.attentionFactor - (0.1 * std::log(r.factor) + 1.0)) > 1e-12))
+        throw Error(source + ": rope_scaling yarn with beta_fast " + std::to_string(r.betaFast) + ", beta_slow " + std::to_string(r.betaSlow) +
+                    " or its own attention_factor: llama.cpp's gpt-oss uses 32, 1 and 0.1 ln(factor) + 1");
+}
+
 // llama.cpp's qwen3moe graph puts experts in every layer and always renormalises the top-k weights:
 // a checkpoint that does otherwise would run as another model there.
 void requireGgufExpressible(const model::ModelConfig& config, const std::string& source) {
     if (*io::ggufArchitectureOfModelType(config.modelType) == "gemma3") {
         requireGemma3Expressible(config, source);
+        return;
+    }
+    if (config.modelType == "gpt_oss") {
+        requireGptOssExpressible(config, source);
         return;
     }
     if (config.modelType != "qwen3_moe") return;
@@ -340,7 +453,7 @@ std::vector<GgufTensorChoice> ggufTensorPlan(const model::ModelConfig& config) {
     const auto arch = io::ggufArchitectureOfModelType(config.modelType);
     if (!arch) throw Error("model_type '" + config.modelType + "' has no GGUF architecture here");
     std::vector<GgufTensorChoice> out;
-    for (auto& t : Planner(nullptr, config, io::ggufArchitecturePermutesQk(*arch)).plan()) out.push_back(std::move(t.choice));
+    for (auto& t : Planner(nullptr, config, *arch).plan()) out.push_back(std::move(t.choice));
     // llama_model_loader's weight_name_comparer: by layer (-1 outside the layers), then by name.
     std::stable_sort(out.begin(), out.end(), [](const GgufTensorChoice& a, const GgufTensorChoice& b) {
         const int la = a.naming.layer < 0 ? -1 : a.naming.layer, lb = b.naming.layer < 0 ? -1 : b.naming.layer;
@@ -364,7 +477,7 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
     formats::requireConfigMatchesTensors(checkpoint, reader.format());
     requireFiniteDenseLinears(checkpoint, reader.format(), options.allowNonFinite);
 
-    std::vector<PlannedTensor> planned = Planner(&checkpoint, config, io::ggufArchitecturePermutesQk(*arch)).plan();
+    std::vector<PlannedTensor> planned = Planner(&checkpoint, config, *arch).plan();
     const GgufTypeChooser chooser = options.chooser ? options.chooser : uniformGgufType(io::GgmlType::F16);
     for (auto& t : planned) {
         const auto encoded = options.encodedLinears.find(t.linearPrefix);

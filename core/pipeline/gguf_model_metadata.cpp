@@ -60,6 +60,12 @@ io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const std::strin
         m.set(key("rope.scaling.type"), GgufValue::string("linear"));
         m.set(key("rope.scaling.factor"), GgufValue::f32(static_cast<float>(c.ropeScaling.factor)));
     }
+    if (c.ropeScaling.type == model::RopeScalingType::Yarn) {   // as llama.cpp's converter writes YaRN
+        m.set(key("rope.scaling.type"), GgufValue::string("yarn"));
+        m.set(key("rope.scaling.factor"), GgufValue::f32(static_cast<float>(c.ropeScaling.factor)));
+        m.set(key("rope.scaling.original_context_length"),
+              GgufValue::u32(u32(c.ropeScaling.originalMaxPositionEmbeddings, "original_max_position_embeddings")));
+    }
     return m;
 }
 

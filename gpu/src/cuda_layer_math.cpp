@@ -90,6 +90,8 @@ public:
 
     MatrixF attention(const Eigen::Ref<const MatrixF>& q, const Eigen::Ref<const MatrixF>& k,
                       const Eigen::Ref<const MatrixF>& v, const model::AttentionShape& s) const override {
+        // The kernel has no attention sinks (gpt-oss): those run on the host, O(T² · heads) of a layer's work.
+        if (s.sinks != nullptr) return model::causalAttention(q, k, v, s);
         checkAttention(q, k, v, s);
         std::lock_guard lock(mutex_);
         upload(input_, q, "attention queries");

@@ -29,6 +29,8 @@
 #include "qs/model/tokenizer.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/checkpoint_eval.h"
+#include "qs/pipeline/dense_export.h"
+#include "qs/pipeline/gpt_oss_mxfp4_export.h"
 #include "qs/pipeline/gguf_export.h"
 
 using namespace qs;
@@ -198,6 +200,42 @@ TEST_F(Interop, Phi3ExportsRunInLlamaCppAsTheCheckpointRunsInQuantScope) {
     expectTinyCheckpointRunsAsInLlamaCpp(dir_, "phi3", "tiny-random-longrope", [](const model::ModelConfig& c) {
         return c.ropeScaling.type == model::RopeScalingType::LongRope && c.rotaryDims() == 12;
     });
+}
+
+// The tiny random gpt-oss (scripts/make-tiny-gptoss.py) as llama.cpp's gpt-oss runs it: biased attention
+// with per-head sinks, even layers sliding (window 32, crossed many times by 300 positions) and odd ones
+// full, YaRN (truncate true: where llama.cpp's rounding of the correction range is transformers' too),
+// the biased router's softmax over the top 2, and the clamped SwiGLU of the experts, whose interleaved
+// gate_up_proj the export splits into ffn_gate_exps / ffn_up_exps.
+TEST_F(Interop, GptOssExportRunsInLlamaCppAsTheCheckpointRunsInQuantScope) {
+    expectTinyCheckpointRunsAsInLlamaCpp(dir_, "gptoss", "gptoss-tiny", [](const model::ModelConfig& c) {
+        return c.arch.attentionSinks && c.ropeScaling.type == model::RopeScalingType::Yarn && c.moe.stackedExperts;
+    });
+}
+
+// The tiny gpt-oss quantized back to gpt-oss's own MXFP4 layout (exportGptOssMxfp4): its GGUF is written
+// from the expert blocks themselves (decoded by the MXFP4 codec, split into gate / up), and llama.cpp runs
+// it as our forward pass runs the same checkpoint dequantized (MXFP4 values are exact in F32).
+TEST_F(Interop, GptOssMxfp4ExpertsExportFromTheirBlocksAndRunInLlamaCppAsDequantized) {
+    const fs::path source = fs::path(QS_TEST_DATA_DIR) / "gptoss" / "gptoss-tiny";
+    const fs::path mxfp4 = dir_ / "gptoss-mxfp4", dense = dir_ / "gptoss-mxfp4-dense";
+    (void)pipeline::exportGptOssMxfp4({source, mxfp4}, {}, CancelToken{});
+    ASSERT_NE(io::Checkpoint::open(mxfp4).find("model.layers.0.mlp.experts.gate_up_proj_blocks"), nullptr);
+    (void)pipeline::exportDense({mxfp4, dense, io::DType::F32}, {}, CancelToken{});
+    const fs::path gguf = exportGguf(mxfp4, dir_ / "gptoss-mxfp4.gguf", io::GgmlType::F32, false);
+
+    const auto ids = model::Tokenizer::fromFile(kDemo).encode(readText(kDemo / "eval.txt"));
+    const std::vector<model::TokenId> tokens(ids.begin(), ids.begin() + 300);
+    const json answer = interop::runLlamaJudge({{"model", gguf.string()}, {"evaluate", {tokens}}, {"vocabulary", 320}, {"threads", 2}});
+    EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{});
+    const MatrixF dequantized = model::Transformer::fromCheckpoint(io::Checkpoint::open(dense)).forward(tokens);
+    const KlFigures k = compareDistributions(answer.at("distributions").at(0), dequantized);
+    std::printf("gptoss-tiny MXFP4: mean KL(llama.cpp || QuantScope dequantized) = %.3g, max %.3g, same top token %zu/%zu\n", k.mean,
+                k.max, k.sameTop, k.positions);
+    EXPECT_LT(k.mean, 1e-5);
+    // The MXFP4 round trip did change the model: the original's distributions are measurably elsewhere.
+    const MatrixF original = model::Transformer::fromCheckpoint(io::Checkpoint::open(source)).forward(tokens);
+    EXPECT_GT(compareDistributions(answer.at("distributions").at(0), original).mean, 1e-4);
 }
 
 TEST_F(Interop, TheTinyLlamaFileTokenizesAsLlamaCppTokenizesIt) {

@@ -21,6 +21,7 @@
 #include "qs/formats/linear_reader.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/json_file.h"
+#include "qs/pipeline/export_check.h"
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/job_report.h"
@@ -231,6 +232,35 @@ TEST(TinyMoe, CompareMethodsRunEndToEnd) {
             EXPECT_LT(kl, 1.0) << m.method.name;
         }
     }
+}
+
+// gpt-oss (tests/data/gptoss): the Job quantizes each expert's gate_up_proj and down_proj as linears of
+// their own and measures the KL, but the result is not written back as the stacked tensors gpt-oss's
+// loaders read: the export is refused in one line before anything is written.
+TEST(TinyGptOss, TheJobMeasuresItAndTheExportIsRefusedInOneLine) {
+    const fs::path source = fs::path(QS_TEST_DATA_DIR) / "gptoss" / "gptoss-tiny";
+    JobPlan plan;
+    plan.checkpoint = source;
+    plan.methods = parseMethodList("rtn4", 16);
+    std::mt19937 rng(5);
+    std::uniform_int_distribution<int> token(0, 255);
+    for (auto* text : {&plan.calibration, &plan.evaluation}) {
+        text->assign(2, std::vector<model::TokenId>(48));
+        for (auto& s : *text)
+            for (auto& t : s) t = token(rng);
+    }
+    const JobResult r = Job(std::move(plan)).run({}, CancelToken{});
+    const MethodResult& m = r.methods.at(0);
+    ASSERT_TRUE(m.error.empty()) << m.error;
+    EXPECT_EQ(m.layers.at(3).size(), std::size_t(4 + 2 * 4));
+    EXPECT_EQ(m.layers.at(3).count("mlp.experts.2.gate_up_proj"), 1u);
+    EXPECT_GT(m.kl.meanKld.value, 0.0);
+    const std::string why = exportRefusal(m, encoderForMethod(m.method, ""));
+    EXPECT_NE(why.find("gpt-oss's experts are stacked tensors"), std::string::npos) << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos) << why;
+    const fs::path dir = fs::temp_directory_path() / ("qs_test_gptoss_export_" + std::to_string(::getpid()));
+    EXPECT_THROW(exportCheckpoint({source, dir, "", false, {}}, m, {}, CancelToken{}), Error);
+    EXPECT_FALSE(fs::exists(dir));
 }
 
 // The bit budget's measurement chooses per fused group of a dense layer's seven linears: on a MoE

@@ -12,6 +12,9 @@ struct AttentionShape {
     int numKvHeads = 0;
     int headDim = 0;
     int slidingWindow = 0;   // 0: full causal; else key j is visible from query i when i - j < window
+    // gpt-oss's attention sinks: numHeads logits, one per query head, that join the softmax's denominator
+    // (exp(sink - max) is added to the sum, and no value is read for it). Null: none.
+    const float* sinks = nullptr;
 };
 
 // q [Tq, numHeads*headDim], k and v [Tk, numKvHeads*headDim] with Tk >= Tq: the queries are the last

@@ -25,7 +25,8 @@ struct Linear {
     MatrixF operator()(const MatrixF& x) const;
 };
 
-// One SwiGLU expert of a sparse MoE block: down(silu(gate(x)) * up(x)).
+// One SwiGLU expert of a sparse MoE block: down(silu(gate(x)) * up(x)). gpt-oss: gate holds gate_up_proj
+// ([2I, hidden], rows 2i gate_i and 2i + 1 up_i, with its bias), up is empty, and the activation is clamped.
 struct Expert {
     Linear gate, up, down;
 };
@@ -37,6 +38,7 @@ struct LayerWeights {
     // mlpOutputNorm: HF post_attention_layernorm, post_feedforward_layernorm); empty otherwise.
     VectorF attentionOutputNorm, mlpOutputNorm;
     VectorF qNorm, kNorm;        // Qwen3 per-head norms of q and k ([headDim]); empty otherwise
+    VectorF sinks;               // gpt-oss: self_attn.sinks, one logit per query head; empty otherwise
     Linear q, k, v, o;           // self_attn.{q,k,v,o}_proj
     Linear gate, up, down;       // mlp.{gate,up,down}_proj; empty in a sparse MoE layer
 

@@ -1,7 +1,7 @@
 #pragma once
 // ModelConfig: the architecture of a decoder-only transformer as Hugging Face's config.json describes
 // it, for the families QuantScope runs (Llama 1-3, Mistral, Qwen2/2.5, Qwen3, the mixture-of-experts
-// Qwen3-MoE and Mixtral, Gemma 3 and the Gemma 3 VLM's text tower, Phi-3 / Phi-4). Only what the forward
+// Qwen3-MoE, Mixtral and gpt-oss, Gemma 3 and the Gemma 3 VLM's text tower, Phi-3 / Phi-4). Only what the forward
 // pass needs is kept; anything the forward pass cannot honour is rejected by fromJson() rather than
 // silently ignored, so that a KL measured on a wrong model can never be reported.
 #include <string>
@@ -16,35 +16,47 @@ class Checkpoint;
 
 namespace qs::model {
 
-enum class RopeScalingType { None, Linear, Llama3, LongRope };
+enum class RopeScalingType { None, Linear, Llama3, LongRope, Yarn };
 
 struct RopeScaling {
     RopeScalingType type = RopeScalingType::None;
     double factor = 1.0;
     double lowFreqFactor = 1.0;                 // llama3 only
     double highFreqFactor = 4.0;                // llama3 only
-    int originalMaxPositionEmbeddings = 8192;   // llama3 and longrope
+    int originalMaxPositionEmbeddings = 8192;   // llama3, longrope and yarn
     // LongRoPE (Phi-3.5 / Phi-4): inv_freq[i] is divided by shortFactor[i], or by longFactor[i] when a
     // forward call reaches beyond originalMaxPositionEmbeddings; cos and sin are scaled by attentionFactor.
     std::vector<double> shortFactor, longFactor;
+    // YaRN (transformers' _compute_yarn_parameters): the rotation counts bounding the ramp between the
+    // extrapolated and the interpolated frequencies, whether that range is rounded out to whole
+    // dimensions (truncate), and the factor cos and sin are multiplied by (0.1 ln(factor) + 1 unless given).
+    double betaFast = 32.0;
+    double betaSlow = 1.0;
+    bool truncate = true;
     double attentionFactor = 1.0;
 };
 
 // The Hugging Face names of a sparse MoE block, relative to the layer ("mlp.gate.weight",
 // "mlp.experts.3.up_proj.weight"): each architecture spells them its own way (moeNamesOf()).
 struct MoeNames {
-    std::string block;    // "mlp" (Qwen3-MoE), "block_sparse_moe" (Mixtral)
-    std::string gate;     // the expert's gate projection: "gate_proj", "w1"
-    std::string up;       // "up_proj", "w3"
+    std::string block;    // "mlp" (Qwen3-MoE, gpt-oss), "block_sparse_moe" (Mixtral)
+    std::string gate;     // the expert's gate projection: "gate_proj", "w1"; gpt-oss: "gate_up_proj", gate and up fused
+    std::string up;       // "up_proj", "w3"; empty when gate holds both (gpt-oss: rows 2i gate_i, 2i + 1 up_i)
     std::string down;     // "down_proj", "w2"
+    std::string routerName = "gate";   // "gate"; gpt-oss: "router"
 
-    std::string router() const { return block + ".gate"; }                       // "mlp.gate"
+    std::string router() const { return block + "." + routerName; }             // "mlp.gate"
+    bool fusedGateUp() const { return up.empty(); }
     std::string expert(int e) const { return block + ".experts." + std::to_string(e) + "."; }
 };
 
 // The mixture of experts of Qwen3-MoE / Mixtral: a router picks numExpertsPerToken of numExperts SwiGLU
 // experts per token (softmax over all experts, then top-k, renormalised when normTopkProb), and the
 // block's output is the weighted sum of the chosen experts' outputs. numExperts == 0: a dense model.
+// The experts' activation: SwiGLU, or gpt-oss's clamped one on the interleaved gate_up output:
+// g = min(gate, limit), u = clamp(up, -limit, limit), out = (u + 1) * g * sigmoid(alpha * g).
+enum class ExpertActivation { Swiglu, ClampedSwiglu };
+
 struct MoeConfig {
     int numExperts = 0;
     int numExpertsPerToken = 0;
@@ -53,6 +65,12 @@ struct MoeConfig {
     int sparseStep = 1;               // decoder_sparse_step: layer i is sparse when (i + 1) % step == 0
     std::vector<int> denseLayers;     // mlp_only_layers: dense MLP (intermediate_size) whatever the step
     MoeNames names;
+    ExpertActivation activation = ExpertActivation::Swiglu;
+    float swigluLimit = 7.0f;         // gpt-oss: swiglu_limit
+    float swigluAlpha = 1.702f;       // gpt-oss: fixed in GptOssExperts
+    // gpt-oss: the experts are stored stacked, "mlp.experts.gate_up_proj" [E, hidden, 2I] (+ "_bias" [E, 2I])
+    // and "mlp.experts.down_proj" [E, I, hidden], x @ W; the forward pass still sees one Linear per expert.
+    bool stackedExperts = false;
 };
 
 // A projection the checkpoint stores fused: `fused` ("self_attn.qkv_proj") holds the parts' rows one after
@@ -89,6 +107,8 @@ struct Architecture {
     // usual linears; every export writes them fused again.
     std::string fusedQkv;
     std::string fusedGateUp;
+    // gpt-oss: a learned logit per head ("self_attn.sinks") joins each softmax's denominator, with no value.
+    bool attentionSinks = false;
 };
 
 // The projections `arch` stores fused and their parts' modules in row order ({"self_attn.qkv_proj",

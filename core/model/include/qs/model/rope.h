@@ -25,10 +25,10 @@ public:
     // longrope_frequency_update does per forward call: max position + 1 > original_max_position_embeddings).
     void apply(MatrixF& x, int numHeads, int firstPosition) const;
 
-    // inv_freq of HF's rotary embedding after scaling, rotaryDim/2 values, for a call whose last position
-    // is positionsEnd - 1 (only LongRoPE depends on it).
+    // inv_freq of HF's rotary embedding after linear, llama3, yarn or longrope scaling, rotaryDim/2
+    // values, for a call whose last position is positionsEnd - 1 (only LongRoPE depends on it).
     const std::vector<double>& inverseFrequencies(int positionsEnd = 0) const;
-    // What cos and sin are multiplied by (LongRoPE's attention factor; 1 otherwise).
+    // What cos and sin are multiplied by (HF's attention_scaling): YaRN's or LongRoPE's attention factor, else 1.
     double attentionFactor() const { return attentionFactor_; }
 
 private:
