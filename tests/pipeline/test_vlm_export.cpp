@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <set>
 
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
@@ -22,6 +23,7 @@
 #include "qs/pipeline/decoded_weights.h"
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/gguf_export.h"
+#include "qs/pipeline/gguf_imatrix.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/mixed_methods.h"
 #include "qs/pipeline/mixed_precision_rules.h"
@@ -202,4 +204,24 @@ TEST(VlmMixedPrecision, RulesNameTheTextTowersLinearsByTheirRealNames) {
     EXPECT_TRUE(sameBytes(source.tensor(ignored), exported.tensor(ignored)));
     EXPECT_EQ(exported.find("model.language_model.layers.0.mlp.down_proj.weight"), nullptr);   // quantized
     fs::remove_all(dir);
+}
+
+// A GGUF method on the old Mistral 3 layout: its own token_embd / output read from the checkpoint's names
+// (language_model.lm_head.weight, not lm_head.weight), and the imatrix of its calibration named as
+// llama-imatrix names llama.cpp's tensors (blk.N.attn_q.weight), not by the text tower's prefix.
+TEST(VlmMixedPrecision, GgufMethodAndItsImatrixUseTheTowersNames) {
+    const fs::path path = kVlmData / "mistral3-old-tiny";
+    const MethodResult result = quantize(path, "q8_0");
+    ASSERT_EQ(result.layers.size(), 3u);
+    const fs::path file = scratch("imatrix.gguf");
+    fs::remove(file);
+    writeImatrix(result, file, ImatrixInfo{{"calibration.txt"}, 8, 64}, true);
+    const io::Checkpoint imatrix = io::Checkpoint::open(file);
+    std::set<std::string> names;
+    for (const io::CheckpointTensor& t : imatrix.tensors()) names.insert(t.info->name);
+    EXPECT_EQ(names.size(), 3u * 7u * 2u);
+    for (const char* name : {"blk.0.attn_q.weight.in_sum2", "blk.2.ffn_down.weight.counts", "blk.1.attn_output.weight.in_sum2"})
+        EXPECT_TRUE(names.contains(name)) << name;
+    for (const auto& name : names) EXPECT_TRUE(name.starts_with("blk.")) << name;
+    fs::remove(file);
 }
