@@ -102,7 +102,11 @@ std::shared_ptr<const pipeline::Backend> chooseBackend(const std::string& device
     return std::move(selection.backend);
 }
 
-int layerCount(const std::string& path) { return model::ModelConfig::fromCheckpoint(io::Checkpoint::open(path)).numLayers; }
+// The decoder's layer count and tensor prefix (the names --override / --ignore match).
+std::pair<int, std::string> layersOf(const std::string& path) {
+    const auto config = model::ModelConfig::fromCheckpoint(io::Checkpoint::open(path));
+    return {config.numLayers, config.arch.tensorPrefix};
+}
 
 // Without a budget, the rules turn each method into a mix of its own: that method where the rules leave it.
 std::vector<pipeline::MixedMethods> withRules(const std::vector<pipeline::MethodSpec>& methods, const pipeline::ModuleRules& rules,
@@ -148,8 +152,8 @@ void runCompare(const CompareOptions& o) {
     // With a budget the methods are candidates per linear: ggml's type names (q4_K) are single types.
     const auto candidates = o.mixed.targetBpw ? pipeline::parseMixMethodList(o.methods, o.groupSize)
                                               : pipeline::parseMethodList(o.methods, o.groupSize);
-    const pipeline::ModuleRules rules = rulesFrom(o.mixed, o.groupSize);
-    const int layers = o.mixed.any() ? layerCount(o.path) : 0;
+    const auto [layers, tensorPrefix] = o.mixed.any() ? layersOf(o.path) : std::pair<int, std::string>{0, "model."};
+    const pipeline::ModuleRules rules = rulesFrom(o.mixed, o.groupSize, tensorPrefix);
     if (o.mixed.any()) (void)pipeline::applyRules(candidates.front(), rules, layers, "");   // a bad rule is refused before any work
     if (o.mixed.targetBpw) {
         const auto config = model::ModelConfig::fromCheckpoint(io::Checkpoint::open(o.path));

@@ -36,8 +36,9 @@ void addMixedOptions(CLI::App& cmd, MixedOptions& options) {
                    "REGEX: keep the linears whose name it finds dense (repeatable); embeddings and lm_head always stay dense");
 }
 
-pipeline::ModuleRules rulesFrom(const MixedOptions& options, int groupSize) {
+pipeline::ModuleRules rulesFrom(const MixedOptions& options, int groupSize, const std::string& tensorPrefix) {
     pipeline::ModuleRules rules;
+    rules.tensorPrefix = tensorPrefix;
     for (const auto& o : options.overrides) rules.overrides.push_back(pipeline::parseOverride(o, groupSize));
     rules.ignore = options.ignore;
     return rules;

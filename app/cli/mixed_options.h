@@ -26,7 +26,8 @@ struct MixedOptions {
 
 void addMixedOptions(CLI::App& cmd, MixedOptions& options);
 // Throws qs::Error naming the bad --override.
-pipeline::ModuleRules rulesFrom(const MixedOptions& options, int groupSize);
+// `tensorPrefix`: the checkpoint's decoder prefix (arch.tensorPrefix), which the rules' names carry.
+pipeline::ModuleRules rulesFrom(const MixedOptions& options, int groupSize, const std::string& tensorPrefix);
 using pipeline::measuredMethods;
 using pipeline::namesOf;
 

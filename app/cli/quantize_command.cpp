@@ -187,7 +187,7 @@ void runMixedQuantize(const QuantizeOptions& o) {
     const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
     const int layers = config.numLayers;
-    const pipeline::ModuleRules rules = rulesFrom(o.mixed, o.groupSize);
+    const pipeline::ModuleRules rules = rulesFrom(o.mixed, o.groupSize, config.arch.tensorPrefix);
     const std::vector<pipeline::MethodSpec> candidates =
         o.mixed.targetBpw ? pipeline::parseMixMethodList(o.candidates, o.groupSize) : std::vector{mixMethodFrom(o, gguf)};
     (void)pipeline::applyRules(candidates.front(), rules, layers, "");   // a bad rule is refused before any work

@@ -265,6 +265,7 @@ std::optional<MixedPrecisionPage::Inputs> MixedPrecisionPage::validatedInputs(QS
         }
         if (checkpoint_) {
             const auto config = model::ModelConfig::fromCheckpoint(*checkpoint_);
+            in.rules.tensorPrefix = config.arch.tensorPrefix;   // a VLM's rules name model.language_model.layers.N.
             (void)pipeline::applyRules(in.candidates.front(), in.rules, config.numLayers, "");
         }
         problem.clear();

@@ -79,6 +79,11 @@ std::optional<HfArchitecture> hfArchitectureOfGguf(std::string_view ggufArchitec
     if (ggufArchitecture == "llama") return HfArchitecture{"llama", "LlamaForCausalLM"};
     if (ggufArchitecture == "qwen2") return HfArchitecture{"qwen2", "Qwen2ForCausalLM"};
     if (ggufArchitecture == "qwen3") return HfArchitecture{"qwen3", "Qwen3ForCausalLM"};
+    // A Qwen-VL GGUF holds the text tower only (the vision tower goes to an mmproj file): read back as
+    // its text model, whose RoPE is the multimodal one's for text (rope.dimension_sections only split
+    // the frequencies over positions that are equal for text tokens).
+    if (ggufArchitecture == "qwen2vl") return HfArchitecture{"qwen2", "Qwen2ForCausalLM"};
+    if (ggufArchitecture == "qwen3vl") return HfArchitecture{"qwen3", "Qwen3ForCausalLM"};
     return std::nullopt;
 }
 
@@ -92,6 +97,11 @@ std::optional<std::string> ggufArchitectureOfModelType(std::string_view modelTyp
     if (modelType == "gemma3_text" || modelType == "gemma3") return "gemma3";
     if (modelType == "phi3") return "phi3";
     if (modelType == "gpt_oss") return "gpt-oss";
+    // The Qwen-VL text towers as llama.cpp's convert_hf_to_gguf writes them (Qwen2VLModel, Qwen3VLTextModel:
+    // the text model's tensors with rope.dimension_sections), Mistral 3's as llama (Mistral3Model).
+    if (modelType == "qwen2_5_vl") return "qwen2vl";
+    if (modelType == "qwen3_vl") return "qwen3vl";
+    if (modelType == "mistral3") return "llama";
     return std::nullopt;
 }
 

@@ -65,6 +65,8 @@ RopeScaling parseRopeScaling(const nlohmann::json& j, const std::string& source)
     RopeScaling s;
     if (j.is_null()) return s;
     if (!j.is_object()) fail(source, "rope_scaling is not an object");
+    if (j.contains("mrope_section") || j.contains("mrope_interleaved"))
+        fail(source, "rope_scaling holds a multimodal RoPE (mrope_section), read only for the text towers of qwen2_5_vl and qwen3_vl");
     const std::string type = optional<std::string>(j, "rope_type", optional<std::string>(j, "type", "default", source), source);
     if (type == "default") return s;
     s.factor = optional<double>(j, "factor", 1.0, source);
@@ -226,6 +228,9 @@ std::string missingPieces(const std::string& modelType) {
         return "its multi-head latent attention (q_lora_rank, kv_lora_rank, the decoupled RoPE head) and its routing "
                "(sigmoid scores with a correction bias, group-limited top-k, routed_scaling_factor, shared experts, "
                "first_k_dense_replace) are not implemented";
+    if (modelType == "qwen3_vl_moe")
+        return "its text tower's experts are stored stacked (mlp.experts.gate_up_proj, mlp.experts.down_proj: one tensor for all "
+               "experts), which is not read yet; the dense qwen3_vl is supported";
     return "";
 }
 
@@ -329,19 +334,139 @@ void parseGemma3Text(const nlohmann::json& j, ModelConfig& c, const std::string&
     parseGemmaRope(j, c, source);
 }
 
-// The Gemma 3 VLM (Gemma3ForConditionalGeneration): its text tower is a gemma3_text decoder described by
-// text_config, its tensors under model.language_model. (current transformers); the vision tower and the
-// projector are copied through. An older export's layout (language_model.model.) is recognised by
-// fromCheckpoint from the tensor names.
-nlohmann::json gemma3TextConfig(const nlohmann::json& j, const std::string& source) {
+// Where a VLM's text tower lives, in the layout current transformers writes (>= 4.52: the decoder under
+// model.language_model.) and in the layout of the checkpoints written before it, which are still most of
+// what is published. Names checked against transformers' _checkpoint_conversion_mapping, which maps the
+// old layout onto the new one:
+//   Gemma3 / Mistral3ForConditionalGeneration: ^language_model.model -> model.language_model,
+//     ^vision_tower -> model.vision_tower, ^multi_modal_projector -> model.multi_modal_projector,
+//     ^language_model.lm_head -> lm_head;
+//   Qwen2.5-VL / Qwen3-VL ForConditionalGeneration: ^visual -> model.visual,
+//     ^model(?!.(language_model|visual)) -> model.language_model (lm_head.weight in both).
+struct TowerLayout {
+    std::string tensorPrefix;
+    std::string lmHead;
+    std::vector<std::string> passThroughPrefixes;
+};
+
+// A vision-language model whose text tower is a decoder we run: the text model_type its config is read
+// as, the model_types transformers writes in text_config, and the two tensor layouts.
+struct VlmTower {
+    std::string modelType;
+    std::string textModelType;
+    std::set<std::string> textConfigTypes;   // text_config.model_type values read as textModelType
+    bool textConfigRequired;                 // else the text fields may sit at the top level (Qwen2.5-VL before 4.52)
+    bool multimodalRope;                     // rope_scaling may hold mrope_section / mrope_interleaved
+    TowerLayout current;
+    TowerLayout old;
+};
+
+const std::vector<VlmTower>& vlmTowers() {
+    static const std::vector<VlmTower> towers{
+        {"gemma3", "gemma3_text", {"gemma3_text"}, true, false,
+         {"model.language_model.", "lm_head.weight", {"model.vision_tower.", "model.multi_modal_projector."}},
+         {"language_model.model.", "language_model.lm_head.weight", {"vision_tower.", "multi_modal_projector."}}},
+        {"qwen2_5_vl", "qwen2", {"qwen2_5_vl_text", "qwen2_5_vl"}, false, true,
+         {"model.language_model.", "lm_head.weight", {"model.visual."}},
+         {"model.", "lm_head.weight", {"visual."}}},
+        {"qwen3_vl", "qwen3", {"qwen3_vl_text", "qwen3_vl"}, true, true,
+         {"model.language_model.", "lm_head.weight", {"model.visual."}},
+         {"model.", "lm_head.weight", {"visual."}}},
+        {"mistral3", "mistral", {"mistral"}, true, false,
+         {"model.language_model.", "lm_head.weight", {"model.vision_tower.", "model.multi_modal_projector."}},
+         {"language_model.model.", "language_model.lm_head.weight", {"vision_tower.", "multi_modal_projector."}}},
+    };
+    return towers;
+}
+
+const VlmTower* vlmTowerOf(const std::string& modelType) {
+    for (const VlmTower& t : vlmTowers())
+        if (t.modelType == modelType) return &t;
+    return nullptr;
+}
+
+void applyLayout(const TowerLayout& layout, Architecture& arch) {
+    arch.tensorPrefix = layout.tensorPrefix;
+    arch.lmHead = layout.lmHead;
+    arch.passThroughPrefixes = layout.passThroughPrefixes;
+}
+
+// The text config of a VLM as a config of its text model_type: text_config (or, where the family
+// allowed it, the top level) with the keys a VLM gives only at the top copied in.
+nlohmann::json towerTextConfig(const VlmTower& tower, const nlohmann::json& j, const std::string& source) {
     const auto text = j.find("text_config");
-    if (text == j.end() || !text->is_object()) fail(source, "model_type 'gemma3' needs a 'text_config' object");
-    nlohmann::json t = *text;
-    t["model_type"] = "gemma3_text";
-    // The VLM ties its lm_head to the text tower's embedding; the dtype may be given only at the top.
-    for (const char* key : {"tie_word_embeddings", "torch_dtype", "dtype"})
-        if (!t.contains(key) && j.contains(key)) t[key] = j[key];
+    const bool hasText = text != j.end() && text->is_object();
+    if (!hasText && tower.textConfigRequired) fail(source, "model_type '" + tower.modelType + "' needs a 'text_config' object");
+    nlohmann::json t = hasText ? *text : j;
+    if (hasText) {
+        const std::string type = optional<std::string>(t, "model_type", tower.textModelType, source);
+        if (!tower.textConfigTypes.contains(type) && type != tower.textModelType)
+            fail(source, "text_config.model_type '" + type + "' is not the " + tower.textModelType + " text tower a '" + tower.modelType +
+                             "' model is read as");
+        // The VLM ties its lm_head to the text tower's embedding; the dtype may be given only at the top.
+        for (const char* key : {"tie_word_embeddings", "torch_dtype", "dtype"})
+            if (!t.contains(key) && j.contains(key)) t[key] = j[key];
+    }
+    t["model_type"] = tower.textModelType;
     return t;
+}
+
+std::vector<int> mropeSectionOf(const nlohmann::json& rope, const std::string& source) {
+    const auto it = rope.find("mrope_section");
+    if (it == rope.end() || it->is_null()) return {};
+    if (!it->is_array() || it->size() != 3) fail(source, "rope_scaling.mrope_section must list three sizes (temporal, height, width)");
+    std::vector<int> sections;
+    for (const auto& v : *it) {
+        if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > (1 << 16))
+            fail(source, "rope_scaling.mrope_section holds " + v.dump() + ", not a size");
+        sections.push_back(v.get<int>());
+    }
+    return sections;
+}
+
+// Qwen-VL's multimodal RoPE read and taken out of the text config's rope_scaling / rope_parameters, so
+// that the text model_type reads what is left as the plain RoPE it is for text: HF's multimodal rotary
+// (Qwen2_5_VLRotaryEmbedding + apply_multimodal_rotary_pos_emb, Qwen3-VL's apply_interleaved_mrope)
+// computes the angles of each frequency from one of the temporal / height / width position ids, chosen
+// by mrope_section (in blocks, or interleaved); get_rope_index gives a text token three equal ids (its
+// position), so every frequency sees the same position and the rotation is the 1-D RoPE of rope_theta.
+// Old configs spell the type "mrope", which Qwen2_5_VLConfig itself rewrites to "default".
+void takeMultimodalRope(nlohmann::json& text, ModelConfig& c, const std::string& source) {
+    for (const char* key : {"rope_scaling", "rope_parameters"}) {
+        const auto it = text.find(key);
+        if (it == text.end() || !it->is_object()) continue;
+        nlohmann::json& rope = *it;
+        for (const char* typeKey : {"rope_type", "type"})
+            if (rope.contains(typeKey) && rope[typeKey] == "mrope") rope[typeKey] = "default";
+        if (const auto sections = mropeSectionOf(rope, source); !sections.empty()) c.mropeSection = sections;
+        c.mropeInterleaved = optional<bool>(rope, "mrope_interleaved", c.mropeInterleaved, source);
+        rope.erase("mrope_section");
+        rope.erase("mrope_interleaved");
+    }
+}
+
+ModelConfig towerFromJson(const VlmTower& tower, const nlohmann::json& j, const std::string& source) {
+    nlohmann::json text = towerTextConfig(tower, j, source);
+    const std::string textSource = text.is_object() && j.contains("text_config") ? source + " text_config" : source;
+    ModelConfig mrope;
+    if (tower.multimodalRope) takeMultimodalRope(text, mrope, textSource);
+    ModelConfig c = ModelConfig::fromJson(text, textSource);
+    c.modelType = tower.modelType;
+    applyLayout(tower.current, c.arch);
+    c.mropeSection = mrope.mropeSection;
+    c.mropeInterleaved = mrope.mropeInterleaved;
+    if (!c.mropeSection.empty()) {
+        int sum = 0;
+        for (int s : c.mropeSection) sum += s;
+        if (sum != c.headDim / 2)
+            fail(textSource, "rope_scaling.mrope_section sums to " + std::to_string(sum) + ", not head_dim / 2 = " + std::to_string(c.headDim / 2));
+    }
+    // Qwen3-VL adds vision features into its first decoder layers at the image tokens only (deepstack):
+    // nothing for text; counted for llama.cpp's qwen3vl, whose converter writes it.
+    const nlohmann::json vision = j.value("vision_config", nlohmann::json::object());
+    if (vision.is_object() && vision.contains("deepstack_visual_indexes") && vision["deepstack_visual_indexes"].is_array())
+        c.deepstackLayers = static_cast<int>(vision["deepstack_visual_indexes"].size());
+    return c;
 }
 
 }  // namespace
@@ -355,20 +480,16 @@ bool ModelConfig::isMoeLayer(int layer) const {
 
 ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& source) {
     if (!j.is_object()) fail(source, "config is not a JSON object");
-    static const std::set<std::string> supported{"llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "gpt_oss", "gemma3_text", "gemma3", "phi3"};
+    static const std::set<std::string> supported{"llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "gpt_oss", "gemma3_text", "phi3"};
     ModelConfig c;
     c.modelType = optional<std::string>(j, "model_type", "", source);
     if (const auto missing = missingPieces(c.modelType); !missing.empty())
         fail(source, "model_type '" + c.modelType + "' is not supported yet: " + missing);
+    if (const VlmTower* tower = vlmTowerOf(c.modelType)) return towerFromJson(*tower, j, source);
     if (!supported.contains(c.modelType))
-        fail(source, "model_type '" + c.modelType + "' is not supported (llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, gpt_oss, gemma3_text, gemma3, phi3)");
-    if (c.modelType == "gemma3") {
-        ModelConfig tower = fromJson(gemma3TextConfig(j, source), source + " text_config");
-        tower.modelType = "gemma3";
-        tower.arch.tensorPrefix = "model.language_model.";
-        tower.arch.passThroughPrefixes = {"model.vision_tower.", "model.multi_modal_projector."};
-        return tower;
-    }
+        fail(source, "model_type '" + c.modelType +
+                         "' is not supported (llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, gpt_oss, gemma3_text, phi3; the text towers of gemma3, "
+                         "qwen2_5_vl, qwen3_vl, mistral3)");
     const bool gemma = c.modelType == "gemma3_text";
     const std::string act = optional<std::string>(j, "hidden_act", "silu", source);
     if (!gemma && act != "silu") fail(source, "hidden_act '" + act + "' is not supported (only silu)");
@@ -476,13 +597,10 @@ ModelConfig ModelConfig::fromCheckpoint(const io::Checkpoint& checkpoint) {
         fail(checkpoint.root().string(), "GGUF architecture 'phi3' cannot be read back yet (its fused ffn_up, partial rotary and "
                                          "LongRoPE factors are not mapped back); evaluate the safetensors checkpoint instead");
     ModelConfig c = fromJson(checkpoint.config(), checkpoint.configSource().string());
-    // A Gemma 3 VLM exported by transformers 4.4x keeps the text tower under language_model.model.
-    if (c.modelType == "gemma3" && !checkpoint.find(c.arch.tensorPrefix + "embed_tokens.weight") &&
-        checkpoint.find("language_model.model.embed_tokens.weight")) {
-        c.arch.tensorPrefix = "language_model.model.";
-        c.arch.lmHead = "language_model.lm_head.weight";
-        c.arch.passThroughPrefixes = {"vision_tower.", "multi_modal_projector."};
-    }
+    // A VLM written before transformers 4.52 keeps its text tower in the old layout (TowerLayout).
+    if (const VlmTower* tower = vlmTowerOf(c.modelType))
+        if (!checkpoint.find(c.arch.tensorPrefix + "embed_tokens.weight") && checkpoint.find(tower->old.tensorPrefix + "embed_tokens.weight"))
+            applyLayout(tower->old, c.arch);
     // Gemma scales the embedding in the embedding tensor's own dtype.
     if (c.embeddingScale != 1.0)
         if (const io::CheckpointTensor* e = checkpoint.find(c.arch.tensorPrefix + "embed_tokens.weight"))

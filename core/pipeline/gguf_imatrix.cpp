@@ -17,6 +17,8 @@ std::filesystem::path writeImatrix(const MethodResult& result, const std::filesy
     for (std::size_t layer = 0; layer < layers.size(); ++layer)
         for (const auto& [module, q] : layers[layer]) {
             if (q->inputSumSquares.empty() || q->inputCount <= 0) continue;
+            // llama-imatrix names entries as llama.cpp names the tensors (blk.N.attn_q.weight), whatever the
+            // checkpoint's prefix (a VLM's model.language_model.): reached through Llama's spelling.
             const std::string hf = "model.layers." + std::to_string(layer) + "." + module + ".weight";
             entries.emplace(io::ggufNameOfHfTensor(hf).value_or(hf), q.get());
         }

@@ -16,10 +16,12 @@ namespace qs::pipeline {
 
 namespace {
 
-GgufTensorChoice choiceOf(const std::string& name, std::vector<std::int64_t> shape) {
+// `name` as the checkpoint spells it; llama.cpp's name (which the mix reads) from Llama's spelling of it,
+// `llamaName`, as gguf_export's planner does for a VLM's text tower.
+GgufTensorChoice choiceOf(const std::string& name, const std::string& llamaName, std::vector<std::int64_t> shape) {
     GgufTensorChoice c;
     c.name = name;
-    c.ggufName = io::ggufNameOfHfTensor(name).value_or(name);
+    c.ggufName = io::ggufNameOfHfTensor(llamaName).value_or(name);
     c.naming = io::parseTensorName(name);
     c.shape = std::move(shape);
     return c;
@@ -87,15 +89,16 @@ GgufTypeChooser ggufMethodChooser(const MethodSpec& method, const model::ModelCo
     return ggufMixChooser(ggufFileTypeOf(method.ggufFileType), config, withImportance);
 }
 
-QuantizedLayer quantizeGgufLayer(const GgufTypeChooser& chooser, int layer, model::LayerWeights& weights,
+QuantizedLayer quantizeGgufLayer(const GgufTypeChooser& chooser, const std::string& layerPrefix, int layer, model::LayerWeights& weights,
                                  LayerStatistics& statistics, const CancelToken& cancel, LayerRelease release) {
     QuantizedLayer out;
-    const std::string prefix = "model.layers." + std::to_string(layer) + ".";
+    const std::string llamaPrefix = "model.layers." + std::to_string(layer) + ".";
     for (std::string_view module : model::LayerWeights::kLinearModules) {
         cancel.throwIfCancelled();
         const auto start = std::chrono::steady_clock::now();
         const MatrixF& w = weights.linear(module).weight;
-        const io::GgmlType type = chooser(choiceOf(prefix + std::string(module) + ".weight", {w.rows(), w.cols()}));
+        const std::string tail = std::string(module) + ".weight";
+        const io::GgmlType type = chooser(choiceOf(layerPrefix + tail, llamaPrefix + tail, {w.rows(), w.cols()}));
         auto q = std::make_shared<quant::QuantizedLinear>(quant::quantizeGgml(w, type, importanceOf(statistics, module)));
         if (!statistics.empty()) {
             const auto error = quant::outputErrorFromHessian(w, q->dequantize(), statistics.hessian(module));
@@ -115,15 +118,21 @@ std::shared_ptr<const model::WeightSource> ggufEdgeWeights(std::shared_ptr<const
                                                            const GgufTypeChooser& chooser) {
     const std::int64_t vocab = config.vocabSize, hidden = config.hiddenSize;
     std::optional<quant::QuantizedLinear> embedding, head;
-    const io::GgmlType embeddingType = chooser(choiceOf("model.embed_tokens.weight", {vocab, hidden}));
+    // The checkpoint's own names (a VLM's text tower prefix, an old export's language_model.lm_head), with
+    // llama.cpp's names from Llama's spelling.
+    const std::string& lmHead = config.arch.lmHead;
+    const io::GgmlType embeddingType =
+        chooser(choiceOf(config.arch.tensorPrefix + "embed_tokens.weight", "model.embed_tokens.weight", {vocab, hidden}));
     if (embeddingType != io::GgmlType::F32) {
         std::vector<model::TokenId> all(static_cast<std::size_t>(vocab));
         std::iota(all.begin(), all.end(), 0);
         embedding = quant::quantizeGgml(inner->embeddingRows(all), embeddingType);
     }
     if (!config.tieWordEmbeddings) {
-        const io::GgmlType headType = chooser(choiceOf("lm_head.weight", {vocab, hidden}));
-        if (headType != io::GgmlType::F32) head = quant::quantizeGgml(formats::LinearReader(checkpoint).decodeF32("lm_head"), headType);
+        const io::GgmlType headType = chooser(choiceOf(lmHead, "lm_head.weight", {vocab, hidden}));
+        if (headType != io::GgmlType::F32)
+            head = quant::quantizeGgml(formats::LinearReader(checkpoint).decodeF32(lmHead.substr(0, lmHead.size() - std::string_view(".weight").size())),
+                                       headType);
     }
     if (!embedding && !head) return inner;
     return std::make_shared<EdgeWeights>(std::move(inner), std::move(embedding), std::move(head), config.tieWordEmbeddings);

@@ -26,9 +26,9 @@ quant::InputImportance ggufImportance(const MatrixF* h, std::int64_t samples);
 // The chooser of `method` (a GGUF method) for this model.
 GgufTypeChooser ggufMethodChooser(const MethodSpec& method, const model::ModelConfig& config, bool withImportance);
 
-// The seven linears of `layer`, each in the type `chooser` gives it, with importance from `statistics`
-// when it is not empty; releases as quantizeLayer does.
-QuantizedLayer quantizeGgufLayer(const GgufTypeChooser& chooser, int layer, model::LayerWeights& weights,
+// The seven linears of `layer` (named under `layerPrefix`: ModelConfig::layerPrefix), each in the type
+// `chooser` gives it, with importance from `statistics` when it is not empty; releases as quantizeLayer does.
+QuantizedLayer quantizeGgufLayer(const GgufTypeChooser& chooser, const std::string& layerPrefix, int layer, model::LayerWeights& weights,
                                  LayerStatistics& statistics, const CancelToken& cancel, LayerRelease release);
 
 // `inner` with its embedding and lm_head replaced by their values after encoding to the types

@@ -56,6 +56,14 @@ io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const std::strin
         m.set(key("rope.scaling.original_context_length"),
               GgufValue::u32(u32(c.ropeScaling.originalMaxPositionEmbeddings, "original_max_position_embeddings")));
     }
+    // Qwen-VL's mRoPE sections as llama.cpp's converter writes them: four, the last (unused by Qwen) 0.
+    if (!c.mropeSection.empty()) {
+        io::GgufArray sections{io::GgufValueType::I32, {}};
+        for (std::size_t i = 0; i < 4; ++i)
+            sections.items.push_back(GgufValue::i32(i < c.mropeSection.size() ? c.mropeSection[i] : 0));
+        m.set(key("rope.dimension_sections"), GgufValue::array(std::move(sections)));
+    }
+    if (arch == "qwen3vl") m.set(key("n_deepstack_layers"), GgufValue::u32(u32(c.deepstackLayers, "deepstack layers")));
     if (c.ropeScaling.type == model::RopeScalingType::Linear) {
         m.set(key("rope.scaling.type"), GgufValue::string("linear"));
         m.set(key("rope.scaling.factor"), GgufValue::f32(static_cast<float>(c.ropeScaling.factor)));

@@ -312,7 +312,7 @@ private:
         try {
             if (s.mix) release = {};   // its dense linears still need their weights, its other linears the statistics
             QuantizedLayer q = s.mix ? quantizeMixedLayer(*s.mix, layer, original, stats)
-                               : s.ggufTypes ? quantizeGgufLayer(s.ggufTypes, layer, original, stats, cancel_, release)
+                               : s.ggufTypes ? quantizeGgufLayer(s.ggufTypes, config_.layerPrefix(layer), layer, original, stats, cancel_, release)
                                              : quantizeLayer(s.result.method, original, stats, plan_.seed + std::uint64_t(layer), cancel_,
                                                              plan_.backend.get(), release);
             for (auto& [module, linear] : q) {

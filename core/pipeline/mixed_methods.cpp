@@ -4,8 +4,8 @@
 
 namespace qs::pipeline {
 
-std::string moduleName(int layer, std::string_view module) {
-    return "model.layers." + std::to_string(layer) + "." + std::string(module);
+std::string moduleName(int layer, std::string_view module, std::string_view tensorPrefix) {
+    return std::string(tensorPrefix) + "layers." + std::to_string(layer) + "." + std::string(module);
 }
 
 const MethodSpec* MixedMethods::methodOf(int layer, std::string_view module) const {

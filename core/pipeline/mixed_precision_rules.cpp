@@ -48,12 +48,13 @@ RuleDecision RuleMatcher::decide(const std::string& module) {
 
 RuleDecision RuleMatcher::decideGroup(int layer, const std::vector<std::string>& modules) {
     std::vector<RuleDecision> each;
-    for (const auto& module : modules) each.push_back(decide(moduleName(layer, module)));
+    for (const auto& module : modules) each.push_back(decide(moduleName(layer, module, rules_.tensorPrefix)));
     for (std::size_t i = 1; i < each.size(); ++i) {
         const bool same = each[i].kind == each[0].kind &&
                           (each[i].kind != RuleDecision::Kind::Fixed || each[i].method->name == each[0].method->name);
         if (!same)
-            throw Error(moduleName(layer, modules[i]) + " is ruled differently from " + moduleName(layer, modules[0]) +
+            throw Error(moduleName(layer, modules[i], rules_.tensorPrefix) + " is ruled differently from " +
+                        moduleName(layer, modules[0], rules_.tensorPrefix) +
                         ": vLLM runs them as one fused linear, so a rule must cover all of them alike");
     }
     return each.front();
@@ -77,7 +78,8 @@ MixedMethods applyRules(const MethodSpec& method, const ModuleRules& rules, int 
 
 void RuleMatcher::requireEveryRuleUsed() const {
     for (const auto& c : compiled_)
-        if (!c.used) throw Error(c.what + " matches no quantized linear (model.layers.N.self_attn.q_proj, ..., mlp.down_proj)");
+        if (!c.used)
+            throw Error(c.what + " matches no quantized linear (" + rules_.tensorPrefix + "layers.N.self_attn.q_proj, ..., mlp.down_proj)");
 }
 
 std::vector<MethodSpec> measuredMethods(const std::vector<MethodSpec>& candidates, const ModuleRules& rules) {

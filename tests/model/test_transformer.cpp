@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -1282,3 +1283,198 @@ TEST(TinyGemma3Checkpoints, LoadUnderTheirHfNamesAndMatchTheReference) {
 }
 
 }  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// Vision-language models' text towers: Qwen2.5-VL, Qwen3-VL, Mistral 3 (scripts/make-tiny-vlm.py)
+
+namespace {
+
+// HF's multimodal rotary as transformers computes it, written here from its definition: the angles of
+// frequency i come from one of three position rows (temporal, height, width). Qwen2.5-VL
+// (apply_multimodal_rotary_pos_emb): cos/sin of cat(freqs, freqs) split into chunks of
+// mrope_section * 2, chunk c reading row c % 3. Qwen3-VL (apply_interleaved_mrope): frequency i reads
+// row 1 when i % 3 == 1 and i < 3 * section[1], row 2 when i % 3 == 2 and i < 3 * section[2], else row 0.
+MatrixF multimodalRopeReference(const MatrixF& x, int heads, int headDim, double theta, const std::vector<int>& section, bool interleaved,
+                                const std::array<std::vector<int>, 3>& positions) {
+    const int half = headDim / 2;
+    std::vector<int> rowOfFrequency(static_cast<std::size_t>(half), 0);
+    for (int i = 0; i < half; ++i) {
+        if (interleaved) {
+            for (int row = 1; row <= 2; ++row)
+                if (i % 3 == row && i < 3 * section[static_cast<std::size_t>(row)]) rowOfFrequency[static_cast<std::size_t>(i)] = row;
+        } else {
+            int end = 0;
+            for (int c = 0; c < 3; ++c) {
+                end += section[static_cast<std::size_t>(c)];
+                if (i < end) {
+                    rowOfFrequency[static_cast<std::size_t>(i)] = c;
+                    break;
+                }
+            }
+        }
+    }
+    MatrixF out = x;
+    for (Eigen::Index t = 0; t < x.rows(); ++t)
+        for (int h = 0; h < heads; ++h)
+            for (int j = 0; j < headDim; ++j) {
+                // cat(freqs, freqs): element j and j + half share frequency j mod half (and, in the blocked
+                // layout, the doubled split gives them the same chunk row).
+                const int i = j % half;
+                const double invFreq = 1.0 / std::pow(theta, 2.0 * i / headDim);
+                const double angle = positions[static_cast<std::size_t>(rowOfFrequency[static_cast<std::size_t>(i)])][static_cast<std::size_t>(t)] * invFreq;
+                const double v = x(t, h * headDim + j);
+                const double rotated = j < half ? -double(x(t, h * headDim + j + half)) : double(x(t, h * headDim + j - half));   // rotate_half
+                out(t, h * headDim + j) = static_cast<float>(v * std::cos(angle) + rotated * std::sin(angle));
+            }
+    return out;
+}
+
+nlohmann::json qwenVlJson(const std::string& type, int headDim, const std::vector<int>& section, bool interleaved) {
+    nlohmann::json text = {{"hidden_size", 2 * headDim}, {"intermediate_size", 64}, {"num_hidden_layers", 1}, {"num_attention_heads", 2},
+                           {"num_key_value_heads", 1}, {"head_dim", headDim}, {"vocab_size", 100}, {"rope_theta", 1e6},
+                           {"rope_scaling", {{"rope_type", "default"}, {"mrope_section", section}}}};
+    if (interleaved) text["rope_scaling"]["mrope_interleaved"] = true;
+    return {{"model_type", type}, {"text_config", text}};
+}
+
+}  // namespace
+
+// For a text token get_rope_index gives the three position rows the same id, so HF's multimodal rotary
+// (both layouts, the real models' sections) is the plain RoPE our text tower applies; with rows that
+// differ (an image's height / width ids) the reference departs from it, so the comparison can fail.
+TEST(QwenVlRope, TextPositionsMakeTheMultimodalRotaryPlainRope) {
+    struct Case {
+        const char* type;
+        std::vector<int> section;
+        bool interleaved;
+    };
+    for (const Case& k : {Case{"qwen2_5_vl", {16, 24, 24}, false}, Case{"qwen3_vl", {24, 20, 20}, true},
+                          Case{"qwen2_5_vl", {2, 3, 3}, false}, Case{"qwen3_vl", {2, 3, 3}, true}}) {
+        const int headDim = 2 * (k.section[0] + k.section[1] + k.section[2]);
+        SCOPED_TRACE(std::string(k.type) + " head_dim " + std::to_string(headDim));
+        const ModelConfig c = ModelConfig::fromJson(qwenVlJson(k.type, headDim, k.section, k.interleaved));
+        EXPECT_EQ(c.mropeSection, k.section);
+        EXPECT_EQ(c.mropeInterleaved, k.interleaved);
+        EXPECT_EQ(c.ropeScaling.type, RopeScalingType::None);
+        std::mt19937 rng(7);
+        const int first = 1000, count = 40;
+        const MatrixF x = randomMatrix(rng, count, 2 * headDim, 1.0f);
+        std::array<std::vector<int>, 3> positions;
+        for (auto& row : positions)
+            for (int t = 0; t < count; ++t) row.push_back(first + t);
+        MatrixF ours = x;
+        RotaryEmbedding(c).apply(ours, 2, first);
+        EXPECT_LT(maxAbsDiff(ours, multimodalRopeReference(x, 2, headDim, c.ropeTheta, k.section, k.interleaved, positions).cast<double>()), 1e-4);
+        for (int& p : positions[1]) p += 7;   // an image patch's height id
+        EXPECT_GT(maxAbsDiff(ours, multimodalRopeReference(x, 2, headDim, c.ropeTheta, k.section, k.interleaved, positions).cast<double>()), 1e-2);
+    }
+}
+
+TEST(VlmConfig, ReadsEachTextTowerInBothConfigLayouts) {
+    // Qwen2.5-VL before transformers 4.52: the text fields at the top, rope_scaling type "mrope".
+    nlohmann::json old = qwenVlJson("qwen2_5_vl", 16, {2, 3, 3}, false)["text_config"];
+    old["model_type"] = "qwen2_5_vl";
+    old["rope_scaling"] = {{"type", "mrope"}, {"mrope_section", {2, 3, 3}}};
+    old["vision_config"] = {{"depth", 1}};
+    const ModelConfig o = ModelConfig::fromJson(old);
+    EXPECT_EQ(o.modelType, "qwen2_5_vl");
+    EXPECT_TRUE(o.qkvBias);   // Qwen2's q/k/v biases
+    EXPECT_FALSE(o.outputBias);
+    EXPECT_FALSE(o.qkNorm);
+    EXPECT_EQ(o.arch.tensorPrefix, "model.language_model.");   // fromCheckpoint finds model.layers. (tested below)
+    EXPECT_EQ(o.ropeScaling.type, RopeScalingType::None);
+    EXPECT_DOUBLE_EQ(o.ropeTheta, 1e6);
+
+    // Qwen3-VL under transformers 5's rope_parameters; its deepstack count from the vision config.
+    nlohmann::json q3 = qwenVlJson("qwen3_vl", 16, {2, 3, 3}, true);
+    q3["text_config"]["rope_parameters"] = q3["text_config"]["rope_scaling"];
+    q3["text_config"]["rope_parameters"]["rope_theta"] = 5e6;
+    q3["text_config"].erase("rope_scaling");
+    q3["text_config"]["model_type"] = "qwen3_vl_text";
+    q3["vision_config"] = {{"deepstack_visual_indexes", {8, 16, 24}}};
+    q3["tie_word_embeddings"] = true;
+    const ModelConfig c3 = ModelConfig::fromJson(q3);
+    EXPECT_TRUE(c3.qkNorm);
+    EXPECT_FALSE(c3.qkvBias);
+    EXPECT_TRUE(c3.tieWordEmbeddings);
+    EXPECT_DOUBLE_EQ(c3.ropeTheta, 5e6);
+    EXPECT_EQ(c3.deepstackLayers, 3);
+    EXPECT_TRUE(c3.mropeInterleaved);
+
+    // Mistral 3: text_config of model_type mistral.
+    nlohmann::json m = baseJson("mistral");
+    m["head_dim"] = 16;
+    m["sliding_window"] = nullptr;
+    const ModelConfig c = ModelConfig::fromJson({{"model_type", "mistral3"}, {"text_config", m}, {"vision_config", {{"model_type", "pixtral"}}}});
+    EXPECT_EQ(c.modelType, "mistral3");
+    EXPECT_EQ(c.headDim, 16);
+    EXPECT_EQ(c.slidingWindow, 0);
+    EXPECT_EQ(c.arch.passThroughPrefixes, (std::vector<std::string>{"model.vision_tower.", "model.multi_modal_projector."}));
+}
+
+TEST(VlmConfig, RefusesWhatItDoesNotRunInOneLine) {
+    EXPECT_THAT(configRefusal({{"model_type", "qwen3_vl_moe"}}), ::testing::HasSubstr("experts are stored stacked"));
+    EXPECT_THAT(configRefusal({{"model_type", "mistral3"}}), ::testing::HasSubstr("needs a 'text_config' object"));
+    // mRoPE only where the architecture defines it.
+    nlohmann::json plain = baseJson("qwen2");
+    plain["rope_scaling"] = {{"type", "mrope"}, {"mrope_section", {2, 3, 3}}};
+    EXPECT_THAT(configRefusal(plain), ::testing::HasSubstr("multimodal RoPE"));
+    plain["rope_scaling"] = {{"rope_type", "default"}, {"mrope_section", {2, 3, 3}}};
+    EXPECT_THAT(configRefusal(plain), ::testing::HasSubstr("multimodal RoPE"));
+    EXPECT_THAT(configRefusal(qwenVlJson("qwen2_5_vl", 16, {2, 3, 4}, false)), ::testing::HasSubstr("sums to 9, not head_dim / 2 = 8"));
+    nlohmann::json wrongText = qwenVlJson("qwen2_5_vl", 16, {2, 3, 3}, false);
+    wrongText["text_config"]["model_type"] = "llama";
+    EXPECT_THAT(configRefusal(wrongText), ::testing::HasSubstr("text_config.model_type 'llama'"));
+    nlohmann::json yarn = qwenVlJson("qwen3_vl", 16, {2, 3, 3}, true);
+    yarn["text_config"]["rope_scaling"]["rope_type"] = "yarn";
+    EXPECT_THAT(configRefusal(yarn), ::testing::HasSubstr("rope scaling 'yarn' is not supported"));
+}
+
+namespace {
+
+const fs::path kVlmData = fs::path(QS_TEST_DATA_DIR) / "vlm";
+
+// Reads the text tower of a checkpoint under its own names into ModelWeights for the reference.
+ModelWeights towerWeights(const io::Checkpoint& checkpoint, const ModelConfig& c) {
+    const CheckpointWeights source(checkpoint, c);
+    ModelWeights w;
+    w.embedding = checkpoint.tensor(c.arch.tensorPrefix + "embed_tokens.weight").toMatrix();
+    w.norm = source.finalNorm();
+    if (!c.tieWordEmbeddings) w.lmHeadWeight = checkpoint.tensor(c.arch.lmHead).toMatrix();
+    for (int l = 0; l < c.numLayers; ++l) w.layers.push_back(source.layer(l));
+    return w;
+}
+
+}  // namespace
+
+// The committed tiny VLMs load their text tower under the names of their layout and run as the
+// reference runs those weights; the old layouts hold the same weights as the new and give the same logits.
+TEST(TinyVlmCheckpoints, LoadTheTextTowerInBothLayoutsAndMatchTheReference) {
+    const std::vector<TokenId> tokens{72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100, 33, 256, 10, 84, 104, 101, 32, 113};
+    struct Case {
+        const char* name;
+        const char* prefix;
+        const char* lmHead;
+        const char* twin;   // the same weights in the other layout
+    };
+    for (const Case& k : {Case{"qwen2_5-vl-tiny", "model.language_model.", "lm_head.weight", "qwen2_5-vl-old-tiny"},
+                          Case{"qwen2_5-vl-old-tiny", "model.", "lm_head.weight", nullptr},
+                          Case{"qwen3-vl-tiny", "model.language_model.", "", nullptr},
+                          Case{"mistral3-tiny", "model.language_model.", "lm_head.weight", "mistral3-old-tiny"},
+                          Case{"mistral3-old-tiny", "language_model.model.", "language_model.lm_head.weight", nullptr}}) {
+        SCOPED_TRACE(k.name);
+        const io::Checkpoint checkpoint = io::Checkpoint::open(kVlmData / k.name);
+        const ModelConfig c = ModelConfig::fromCheckpoint(checkpoint);
+        EXPECT_EQ(c.arch.tensorPrefix, k.prefix);
+        if (*k.lmHead) {
+            EXPECT_EQ(c.arch.lmHead, k.lmHead);
+        }
+        EXPECT_EQ(c.tieWordEmbeddings, *k.lmHead == '\0');
+        Transformer model = Transformer::fromCheckpoint(checkpoint);
+        const MatrixF logits = model.forward(tokens);
+        EXPECT_LT(maxAbsDiff(logits, forwardRef(c, towerWeights(checkpoint, c), tokens)), 1e-3);
+        if (k.twin) {
+            EXPECT_EQ(Transformer::fromCheckpoint(io::Checkpoint::open(kVlmData / k.twin)).forward(tokens), logits);
+        }
+    }
+}

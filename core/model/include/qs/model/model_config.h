@@ -1,7 +1,8 @@
 #pragma once
 // ModelConfig: the architecture of a decoder-only transformer as Hugging Face's config.json describes
 // it, for the families QuantScope runs (Llama 1-3, Mistral, Qwen2/2.5, Qwen3, the mixture-of-experts
-// Qwen3-MoE, Mixtral and gpt-oss, Gemma 3 and the Gemma 3 VLM's text tower, Phi-3 / Phi-4). Only what the forward
+// Qwen3-MoE, Mixtral and gpt-oss, Gemma 3, Phi-3 / Phi-4, and the text towers of the Gemma 3, Qwen2.5-VL,
+// Qwen3-VL and Mistral 3 vision-language models). Only what the forward
 // pass needs is kept; anything the forward pass cannot honour is rejected by fromJson() rather than
 // silently ignored, so that a KL measured on a wrong model can never be reported.
 #include <string>
@@ -116,7 +117,9 @@ struct Architecture {
 std::vector<std::pair<std::string, std::vector<std::string>>> fusedModules(const Architecture& arch);
 
 struct ModelConfig {
-    std::string modelType;          // "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "gemma3_text", "gemma3"
+    // "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "gemma3_text"; a VLM keeps its own
+    // ("gemma3", "qwen2_5_vl", "qwen3_vl", "mistral3") while the fields describe its text tower.
+    std::string modelType;
     int hiddenSize = 0;
     int intermediateSize = 0;
     int numLayers = 0;
@@ -146,6 +149,12 @@ struct ModelConfig {
     // Empty: every layer uses slidingWindow and the global RoPE (Mistral, Llama).
     std::vector<bool> slidingLayers;
     double ropeLocalTheta = 0.0;
+    // Qwen-VL's multimodal RoPE (rope_scaling.mrope_section, mrope_interleaved): how the rotary
+    // frequencies split over the temporal / height / width positions. Text tokens have three equal
+    // positions, so the text tower rotates as plain RoPE; kept for the GGUF export (rope sections).
+    std::vector<int> mropeSection;
+    bool mropeInterleaved = false;
+    int deepstackLayers = 0;        // Qwen3-VL: vision layers whose features are added into the first decoder layers (image tokens only)
 
     // The window of layer `layer` (0: full causal) and whether it rotates with the local RoPE base.
     int windowOf(int layer) const;

@@ -24,8 +24,9 @@ inline const std::array<std::vector<std::string_view>, 4> kFusedGroups = {{
     {"mlp.down_proj"},
 }};
 
-// "model.layers.3.self_attn.q_proj": the name exports, rules and reports use.
-std::string moduleName(int layer, std::string_view module);
+// "model.layers.3.self_attn.q_proj": the name exports, rules and reports use; a VLM's text tower passes
+// its prefix (ModelConfig::arch.tensorPrefix, "model.language_model.").
+std::string moduleName(int layer, std::string_view module, std::string_view tensorPrefix = "model.");
 
 struct MixedMethods {
     std::string name;                                                     // "mixed 3.50 bpw"

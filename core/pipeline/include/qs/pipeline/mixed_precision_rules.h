@@ -1,7 +1,7 @@
 #pragma once
 // The user's rules for a mixed-precision allocation, applied before it: `--override REGEX=METHOD`
 // fixes the method of the linears whose name the regex finds (searched anywhere in
-// "model.layers.N.module", as llama.cpp's --tensor-type), `--ignore REGEX` keeps them dense.
+// "model.layers.N.module", the text tower's prefix in place of "model." for a VLM, as llama.cpp's --tensor-type), `--ignore REGEX` keeps them dense.
 // The embeddings and lm_head are always dense (the Job quantizes decoder linears only), so a rule
 // that names only them matches nothing and is refused like any other. The first matching override
 // wins; ignore wins over override.
@@ -21,6 +21,9 @@ struct ModuleOverride {
 struct ModuleRules {
     std::vector<ModuleOverride> overrides;
     std::vector<std::string> ignore;
+    // The decoder's tensor prefix the names are matched with: the model's arch.tensorPrefix, so that a
+    // rule written with a VLM's real names (model.language_model.layers.N.) matches its linears.
+    std::string tensorPrefix = "model.";
 
     bool empty() const { return overrides.empty() && ignore.empty(); }
 };
