@@ -14,13 +14,15 @@ namespace qs::pipeline {
 
 void requireFiniteDenseLinears(const io::Checkpoint& checkpoint, const formats::FormatInfo& format, bool allow) {
     if (allow) return;
-    std::vector<io::TensorView> views;
-    for (const auto& prefix : format.denseLinears) views.push_back(checkpoint.tensor(prefix + ".weight"));
-    // Streamed in chunks on all threads: an lm_head in f32 would be gigabytes.
-    const auto stats = analysis::computeTensorStats(views);
-    for (std::size_t i = 0; i < stats.size(); ++i)
-        requireFiniteCount(stats[i].nanCount + stats[i].infCount, stats[i].count, checkpoint.root().string(), format.denseLinears[i],
-                           false);
+    for (const auto& prefix : format.denseLinears) {
+        const io::TensorView view = checkpoint.tensor(prefix + ".weight");
+        // Streamed in chunks on all threads: an lm_head in f32 would be gigabytes.
+        const auto stats = analysis::computeTensorStats(std::vector<io::TensorView>{view});
+        // The scan read every page of the model: let them go, or the whole checkpoint stays resident
+        // (in RSS) for the rest of the run, as much as the run itself on a deep model.
+        view.releasePages();
+        requireFiniteCount(stats[0].nanCount + stats[0].infCount, stats[0].count, checkpoint.root().string(), prefix, false);
+    }
 }
 
 std::string quantizedSourceRefusal(const io::Checkpoint& checkpoint, const formats::FormatInfo& format) {
