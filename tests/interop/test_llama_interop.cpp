@@ -236,6 +236,8 @@ TEST_F(Interop, GptOssMxfp4ExpertsExportFromTheirBlocksAndRunInLlamaCppAsDequant
     // The MXFP4 round trip did change the model: the original's distributions are measurably elsewhere.
     const MatrixF original = model::Transformer::fromCheckpoint(io::Checkpoint::open(source)).forward(tokens);
     EXPECT_GT(compareDistributions(answer.at("distributions").at(0), original).mean, 1e-4);
+}
+
 // The tiny random VLMs (scripts/make-tiny-vlm.py): their text towers exported as llama.cpp's converter
 // writes them, Qwen2.5-VL as qwen2vl and Qwen3-VL as qwen3vl (the text model's tensors with
 // rope.dimension_sections, which llama.cpp's M-RoPE applies to text tokens whose positions are
