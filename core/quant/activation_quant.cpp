@@ -43,7 +43,10 @@ bool needsCalibratedScale(ActivationFormat format) {
 float activationScaleFor(ActivationFormat format, float amax) {
     switch (format) {
     case ActivationFormat::Fp8Tensor: return fp8ScaleFor(amax);
-    case ActivationFormat::Nvfp4: return std::max(amax, 1e-12f) / (detail::kE4m3Max * detail::kE2m1Max);
+    // The engines store the divisor 448·6 / amax (compressed-tensors' input_global_scale) and use its
+    // reciprocal: the scale is that reciprocal, so the stored divisor gives back exactly this scale (not
+    // every f32 has an f32 whose reciprocal it is: amax / 2688 lost a ulp in the export on some CPUs).
+    case ActivationFormat::Nvfp4: return 1.0f / (detail::kE4m3Max * detail::kE2m1Max / std::max(amax, 1e-12f));
     default: return 0.0f;
     }
 }

@@ -98,8 +98,11 @@ QuantizedLinear quantizeNvfp4Blocks(const MatrixF& w, float fixedTensorScale) {
 #pragma omp parallel for reduction(max : amax) schedule(static) if (rows * cols > (1 << 16))
     for (std::int64_t r = 0; r < rows; ++r)
         amax = std::max(amax, blockAmaxes(w.data() + r * cols, cols, q.scales.data() + r * blocks));
+    // As the engines store it: the divisor 448·6 / amax (weight_global_scale), whose reciprocal is the
+    // scale, so that the stored divisor decodes to exactly this scale (amax / 2688 need not have an f32
+    // whose reciprocal it is).
     const float tensorScale =
-        fixedTensorScale > 0.0f ? fixedTensorScale : std::max(amax, 1e-12f) / (detail::kE4m3Max * detail::kE2m1Max);
+        fixedTensorScale > 0.0f ? fixedTensorScale : 1.0f / (detail::kE4m3Max * detail::kE2m1Max / std::max(amax, 1e-12f));
     q.globalScale = tensorScale;
 #pragma omp parallel for schedule(static) if (rows * cols > (1 << 16))
     for (std::int64_t r = 0; r < rows; ++r)

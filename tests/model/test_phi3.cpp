@@ -96,8 +96,8 @@ TEST(Phi3Config, RefusesWhatItCannotRunInOneLine) {
     c["partial_rotary_factor"] = 0.1;   // int(16 * 0.1) = 1 rotary dimension
     EXPECT_NE(refusal(c).find("partial_rotary_factor"), std::string::npos) << refusal(c);
     c = configOf(kPhi3);
-    c["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}};
-    EXPECT_NE(refusal(c).find("rope scaling 'yarn' is not supported"), std::string::npos) << refusal(c);
+    c["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}};   // YaRN is read (gpt-oss), but not for phi3
+    EXPECT_NE(refusal(c).find("model_type 'phi3' takes default or longrope RoPE only"), std::string::npos) << refusal(c);
     c = configOf(kPhi3);
     c["model_type"] = "llama";
     c["rope_scaling"] = configOf(kLongRope)["rope_scaling"];
