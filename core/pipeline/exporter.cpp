@@ -3,7 +3,6 @@
 #include <cmath>
 #include <functional>
 #include <map>
-#include <optional>
 #include <set>
 
 #include "awq_folding.h"
@@ -95,13 +94,24 @@ std::string refusals(const formats::LinearEncoder& encoder, const Linears& linea
     return found.text();
 }
 
-// The refusals of a result on disk, read back one layer at a time.
+// The refusals of a result on disk, read back one layer at a time and checked as they will be written
+// (fused projections stacked; `planned`: the AWQ folding before fuseForExport consumed the parts' rows).
 std::string storedRefusals(const formats::LinearEncoder& encoder, const MethodResult& result, const model::Architecture& arch,
-                           const AwqFolding& folding, const CancelToken& cancel = {}) {
+                           const AwqFolding& planned, const CancelToken& cancel = {}) {
+    AwqFolding folding;   // the layer's own row divisors: all a refusal looks at
     Refusals found(encoder, folding);
     for (std::size_t i = 0; i < layerCount(result); ++i) {
         cancel.throwIfCancelled();
-        for (const auto& [module, q] : layerAt(result, i)) found.check(layerPrefix(i, arch) + module, *q);
+        const QuantizedLayer layer = layerAt(result, i);
+        Linears linears;
+        folding.rowDivisors.clear();
+        for (const auto& [module, q] : layer) {
+            const std::string prefix = layerPrefix(i, arch) + module;
+            linears.emplace_back(prefix, q.get());
+            if (const auto rows = planned.rowDivisors.find(prefix); rows != planned.rowDivisors.end()) folding.rowDivisors.insert(*rows);
+        }
+        const FusedLinears written = fuseForExport(linears, arch, folding);
+        for (const auto& [prefix, q] : written.linears) found.check(prefix, *q);
     }
     return found.text();
 }
@@ -304,23 +314,23 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
     if (auto why = stackedExpertsRefusal(source); !why.empty()) throw Error("cannot export: " + why);
     // The architecture names the layers' tensors (a VLM's text tower prefix) and the norms AWQ folds into.
     const model::Architecture arch = architectureOf(source);
-    // Fused projections (Phi-3) are stacked from their parts in memory: a result on disk is read in whole then.
-    std::optional<MethodResult> whole;
-    if (result.stored && !model::fusedModules(arch).empty()) whole = resultInRam(result);
-    const MethodResult& r = whole ? *whole : result;
-    const Linears parts = quantizedLinears(r, arch);
+    const Linears parts = quantizedLinears(result, arch);
     const formats::LinearEncoder& encoder = chooseEncoder(request.format, parts);
-    AwqFolding folding = planAwqFolding(linearHeaders(r), arch);
+    AwqFolding folding = planAwqFolding(linearHeaders(result), arch);
+    const AwqFolding planned = folding;   // the parts' row divisors, before fusing consumes them
     // A checkpoint that fuses q/k/v or gate/up (Phi-3) gets them back fused, as it stored them.
     const FusedLinears fused = fuseForExport(parts, arch, folding);
-    const std::string why = r.stored ? storedRefusals(encoder, r, arch, folding, cancel) : refusals(encoder, fused.linears, folding);
+    const std::string why = result.stored ? storedRefusals(encoder, result, arch, planned, cancel) : refusals(encoder, fused.linears, folding);
     if (!why.empty()) throw Error(why);
-    if (auto mismatch = sourceMismatch(r, io::fingerprintOf(source)); !mismatch.empty()) throw Error("cannot export: " + mismatch);
+    if (auto mismatch = sourceMismatch(result, io::fingerprintOf(source)); !mismatch.empty()) throw Error("cannot export: " + mismatch);
     LinearHooks hooks;
-    if (r.stored)   // the codes are read back a layer at a time as the writer reaches them
-        hooks.complete = [reader = std::make_shared<StoredLinearReader>(r.stored, [&arch](std::size_t i) { return layerPrefix(i, arch); })](
+    if (result.stored) {   // the codes are read back a layer at a time as the writer reaches them
+        auto stored = std::make_shared<StoredLinearReader>(result.stored, [&arch](std::size_t i) { return layerPrefix(i, arch); });
+        hooks.complete = [reader = std::make_shared<FusedLinearReader>(arch, planned.rowDivisors,
+                                                                       [stored](const std::string& p) { return stored->complete(p); })](
                              const std::string& prefix) { return reader->complete(prefix); };
-    return writeExport(request, source, encoder, fused.linears, std::move(folding), toJson(r), progress, cancel, std::move(hooks));
+    }
+    return writeExport(request, source, encoder, fused.linears, std::move(folding), toJson(result), progress, cancel, std::move(hooks));
 }
 
 std::string exportRefusal(const MethodResult& result, const formats::LinearEncoder& encoder) {
@@ -329,12 +339,10 @@ std::string exportRefusal(const MethodResult& result, const formats::LinearEncod
         if (auto why = stackedExpertsRefusal(io::Checkpoint::open(result.source.path)); !why.empty()) return why;
         // The names and the norms AWQ folds into are the source's architecture's (a VLM's text tower).
         const model::Architecture arch = architectureAt(result.source.path);
-        std::optional<MethodResult> whole;
-        if (result.stored && !model::fusedModules(arch).empty()) whole = resultInRam(result);
-        const MethodResult& r = whole ? *whole : result;
-        AwqFolding folding = planAwqFolding(linearHeaders(r), arch);
-        const FusedLinears fused = fuseForExport(quantizedLinears(r, arch), arch, folding);
-        const std::string why = r.stored ? storedRefusals(encoder, r, arch, folding) : refusals(encoder, fused.linears, folding);
+        AwqFolding folding = planAwqFolding(linearHeaders(result), arch);
+        const AwqFolding planned = folding;
+        const FusedLinears fused = fuseForExport(quantizedLinears(result, arch), arch, folding);
+        const std::string why = result.stored ? storedRefusals(encoder, result, arch, planned) : refusals(encoder, fused.linears, folding);
         if (!why.empty()) return why;
         // What only the whole states: a layout with one group size or one scale granularity for the
         // model refuses a mix of them when it writes its config.

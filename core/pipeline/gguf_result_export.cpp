@@ -1,5 +1,6 @@
 #include "qs/pipeline/gguf_result_export.h"
 
+#include "fused_export.h"
 #include "gguf_method.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint_fingerprint.h"
@@ -35,17 +36,16 @@ std::uint32_t takeEncodedLinears(const io::Checkpoint& source, const MethodResul
     // As exportCheckpoint: the bytes must come from this checkpoint, not another of the same shapes.
     if (auto why = sourceMismatch(result, io::fingerprintOf(source)); !why.empty()) throw Error("cannot export: " + why);
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(source);
-    // Fused projections (Phi-3) are stacked from their parts' blocks: a result on disk is read in whole then.
-    if (result.stored && !config.fusedProjections().empty())
-        return takeEncodedLinears(source, resultInRam(result), destination, options);
     const auto& layers = linearHeaders(result);   // a result on disk: its blocks are read as the writer goes
     if (static_cast<int>(layers.size()) != config.numLayers)
         throw Error(destination.string() + ": the result has " + std::to_string(layers.size()) + " layers, " +
                     source.root().string() + " " + std::to_string(config.numLayers));
-    if (result.stored)
-        options.completeLinear = [reader = std::make_shared<StoredLinearReader>(
-                                      result.stored, [&config](std::size_t i) { return config.layerPrefix(static_cast<int>(i)); })](
+    if (result.stored) {   // a fused projection (Phi-3) is stacked from its parts' blocks as they are read
+        auto stored = std::make_shared<StoredLinearReader>(result.stored, [&config](std::size_t i) { return config.layerPrefix(static_cast<int>(i)); });
+        options.completeLinear = [reader = std::make_shared<FusedLinearReader>(config.arch, std::map<std::string, std::vector<float>>{},
+                                                                               [stored](const std::string& p) { return stored->complete(p); })](
                                      const std::string& prefix) { return reader->complete(prefix); };
+    }
     std::uint32_t withImportance = 0;
     for (std::size_t layer = 0; layer < layers.size(); ++layer)
         for (const auto& [module, q] : layers[layer]) {

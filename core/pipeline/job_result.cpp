@@ -12,13 +12,4 @@ const std::vector<QuantizedLayer>& linearHeaders(const MethodResult& result) {
     return result.stored ? result.stored->headers() : result.layers;
 }
 
-MethodResult resultInRam(const MethodResult& result) {
-    MethodResult copy = result;
-    if (!copy.stored) return copy;
-    copy.layers.clear();
-    for (std::size_t i = 0; i < result.stored->size(); ++i) copy.layers.push_back(result.stored->load(i));
-    copy.stored.reset();
-    return copy;
-}
-
 }  // namespace qs::pipeline

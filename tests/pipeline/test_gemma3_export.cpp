@@ -24,6 +24,7 @@
 #include "qs/pipeline/gguf_result_export.h"
 #include "qs/io/gguf_file.h"
 #include "qs/pipeline/job.h"
+#include "tiny_checkpoint_job.h"
 
 using namespace qs;
 using namespace qs::pipeline;
@@ -33,36 +34,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kVlm = fs::path(QS_TEST_DATA_DIR) / "gemma3" / "gemma3-vlm-tiny";
-const fs::path kCalibration = fs::path(QS_RESOURCES_DIR) / "demo" / "calibration.txt";
-
-TokenSequences tokens(int samples, int length) {
-    const auto tokenizer = model::Tokenizer::fromFile(kVlm);
-    return tokenWindows(tokenizer, loadTexts(kCalibration), samples, length, "calibration.txt");
-}
-
-MethodResult quantize(const std::string& method) {
-    JobPlan plan;
-    plan.checkpoint = kVlm;
-    plan.methods = {parseMethod(method, 16)};
-    plan.calibration = tokens(8, 64);
-    auto result = Job(std::move(plan)).run({}, CancelToken{});
-    if (!result.methods.front().error.empty()) throw std::runtime_error(result.methods.front().error);
-    return std::move(result.methods.front());
-}
-
-// The Job's model: the original with each quantized linear's effective weight in place.
-model::Transformer jobModel(const MethodResult& result) {
-    auto model = model::Transformer::fromCheckpoint(io::Checkpoint::open(kVlm));
-    for (std::size_t i = 0; i < result.layers.size(); ++i)
-        for (const auto& [module, q] : result.layers[i])
-            model.overrideLinear(static_cast<int>(i), module, [q] { return q->effectiveWeight(); });
-    return model;
-}
-
-bool sameBytes(const io::TensorView& a, const io::TensorView& b) {
-    return a.dtype() == b.dtype() && a.shape() == b.shape() && a.bytes().size() == b.bytes().size() &&
-           std::memcmp(a.bytes().data(), b.bytes().data(), a.bytes().size()) == 0;
-}
 
 std::string dump(const nlohmann::json& j) { return j.dump(); }
 
@@ -77,11 +48,11 @@ struct Case {
 TEST(Gemma3Export, EveryFormatReadsBackAsTheJobsModelAndKeepsTheVisionTower) {
     const io::Checkpoint source = io::Checkpoint::open(kVlm);
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(source);
-    const auto sequence = tokens(1, 48).front();
+    const auto sequence = test::tinyTokens(kVlm, 1, 48).front();
     for (const Case& c : {Case{"gptq4", "gptq_v2", 2e-3f}, Case{"awq4", "awq", 2e-3f}, Case{"fp8", "fp8", 1e-4f},
                           Case{"nvfp4", "ct-nvfp4", 1e-4f}}) {
         SCOPED_TRACE(c.method);
-        const MethodResult result = quantize(c.method);
+        const MethodResult result = test::quantizeTiny(kVlm, c.method);
         const fs::path dir = fs::temp_directory_path() / ("qs_gemma3_" + std::string(c.format) + "_" + std::to_string(::getpid()));
         fs::remove_all(dir);
         exportCheckpoint({kVlm, dir, c.format, false, {}}, result, {}, CancelToken{});
@@ -92,7 +63,7 @@ TEST(Gemma3Export, EveryFormatReadsBackAsTheJobsModelAndKeepsTheVisionTower) {
         for (const io::CheckpointTensor& t : source.tensors()) {
             if (!io::isTowerTensor(t.info->name)) continue;
             ++tower;
-            EXPECT_TRUE(sameBytes(source.tensor(t.info->name), exported.tensor(t.info->name))) << t.info->name;
+            EXPECT_TRUE(test::sameBytes(source.tensor(t.info->name), exported.tensor(t.info->name))) << t.info->name;
         }
         EXPECT_EQ(tower, 17);   // 15 vision tower tensors, 2 of the projector
         const nlohmann::json written = exported.config();
@@ -104,7 +75,7 @@ TEST(Gemma3Export, EveryFormatReadsBackAsTheJobsModelAndKeepsTheVisionTower) {
 
         // The export through our reader computes what the Job measured.
         model::Transformer readBack(config, std::make_shared<DecodedWeights>(exported, config));
-        const MatrixF want = jobModel(result).forward(sequence);
+        const MatrixF want = test::jobModel(kVlm, result).forward(sequence);
         const MatrixF got = readBack.forward(sequence);
         const float scale = want.cwiseAbs().maxCoeff();
         EXPECT_LT((got - want).cwiseAbs().maxCoeff(), c.tolerance * scale);
@@ -123,7 +94,7 @@ TEST(Gemma3Export, EveryFormatReadsBackAsTheJobsModelAndKeepsTheVisionTower) {
             EXPECT_TRUE(scaled);
             // Gemma's output norms take no scale.
             const std::string post = config.layerPrefix(0) + "post_attention_layernorm.weight";
-            EXPECT_TRUE(sameBytes(source.tensor(post), exported.tensor(post)));
+            EXPECT_TRUE(test::sameBytes(source.tensor(post), exported.tensor(post)));
         }
         fs::remove_all(dir);
     }
@@ -171,7 +142,7 @@ TEST(Gemma3Export, GgufStoresTheNormsAsLlamaCppMultipliesAndIsRefusedOnReadBack)
 // A GGUF method's result on the VLM is written with the Job's own blocks (the text tower's linears are
 // found under their prefixed names), not re-encoded from the dense weights.
 TEST(Gemma3Export, GgufMethodOfTheVlmWritesTheJobsBlocks) {
-    const MethodResult result = quantize("q8_0");
+    const MethodResult result = test::quantizeTiny(kVlm, "q8_0");
     const io::Checkpoint source = io::Checkpoint::open(kVlm);
     const fs::path file = fs::temp_directory_path() / ("qs_gemma3_vlm_q8_" + std::to_string(::getpid()) + ".gguf");
     fs::remove(file);

@@ -9,6 +9,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <fstream>
 
 #include "qs/error.h"
 #include "qs/formats/linear_reader.h"
@@ -25,6 +26,8 @@
 #include "qs/pipeline/gguf_export.h"
 #include "qs/pipeline/gguf_result_export.h"
 #include "qs/pipeline/job.h"
+#include "qs/pipeline/work_folder.h"
+#include "tiny_checkpoint_job.h"
 
 using namespace qs;
 using namespace qs::pipeline;
@@ -34,30 +37,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kPhi3 = fs::path(QS_TEST_DATA_DIR) / "phi3" / "tiny-random";
-const fs::path kCalibration = fs::path(QS_RESOURCES_DIR) / "demo" / "calibration.txt";
-
-TokenSequences tokens(int samples, int length) {
-    const auto tokenizer = model::Tokenizer::fromFile(kPhi3);
-    return tokenWindows(tokenizer, loadTexts(kCalibration), samples, length, "calibration.txt");
-}
-
-MethodResult quantize(const std::string& method) {
-    JobPlan plan;
-    plan.checkpoint = kPhi3;
-    plan.methods = {parseMethod(method, 16)};
-    plan.calibration = tokens(8, 64);
-    auto result = Job(std::move(plan)).run({}, CancelToken{});
-    if (!result.methods.front().error.empty()) throw std::runtime_error(result.methods.front().error);
-    return std::move(result.methods.front());
-}
-
-model::Transformer jobModel(const MethodResult& result) {
-    auto model = model::Transformer::fromCheckpoint(io::Checkpoint::open(kPhi3));
-    for (std::size_t i = 0; i < result.layers.size(); ++i)
-        for (const auto& [module, q] : result.layers[i])
-            model.overrideLinear(static_cast<int>(i), module, [q] { return q->effectiveWeight(); });
-    return model;
-}
 
 // The Job's parts of one fused projection, stacked.
 MatrixF stackedParts(const QuantizedLayer& layer, const std::vector<std::string>& parts) {
@@ -108,11 +87,11 @@ struct Case {
 TEST(Phi3Export, FusedProjectionsAreWrittenFusedAndReadBackAsTheJobsParts) {
     const io::Checkpoint source = io::Checkpoint::open(kPhi3);
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(source);
-    const auto sequence = tokens(1, 48).front();
+    const auto sequence = test::tinyTokens(kPhi3, 1, 48).front();
     for (const Case& c : {Case{"gptq4", "gptq_v2", 2e-3f}, Case{"awq4", "awq", 2e-3f}, Case{"fp8-tensor", "fp8", 2e-2f},
                           Case{"rtn4", "gptq_v2", 2e-3f}}) {
         SCOPED_TRACE(c.method);
-        const MethodResult result = quantize(c.method);
+        const MethodResult result = test::quantizeTiny(kPhi3, c.method);
         ASSERT_EQ(result.layers.front().size(), 7u);   // the Job saw q, k, v, o, gate, up, down
         const fs::path dir = fs::temp_directory_path() / ("qs_phi3_" + std::string(c.method) + "_" + std::to_string(::getpid()));
         fs::remove_all(dir);
@@ -152,7 +131,7 @@ TEST(Phi3Export, FusedProjectionsAreWrittenFusedAndReadBackAsTheJobsParts) {
             continue;
         }
         model::Transformer readBack(config, std::make_shared<DecodedWeights>(exported, config));
-        const MatrixF want = jobModel(result).forward(sequence);
+        const MatrixF want = test::jobModel(kPhi3, result).forward(sequence);
         const MatrixF got = readBack.forward(sequence);
         EXPECT_LT((got - want).cwiseAbs().maxCoeff(), c.tolerance * want.cwiseAbs().maxCoeff());
         fs::remove_all(dir);
@@ -162,7 +141,7 @@ TEST(Phi3Export, FusedProjectionsAreWrittenFusedAndReadBackAsTheJobsParts) {
 // NVFP4 gives each part its own global scale (gate and up differ); vLLM loads one per fused tensor:
 // refused in one line, before anything is written.
 TEST(Phi3Export, PartsThatCannotShareOneTensorAreRefusedInOneLine) {
-    const MethodResult result = quantize("nvfp4");
+    const MethodResult result = test::quantizeTiny(kPhi3, "nvfp4");
     const fs::path dir = fs::temp_directory_path() / ("qs_phi3_nvfp4_" + std::to_string(::getpid()));
     fs::remove_all(dir);
     try {
@@ -177,10 +156,48 @@ TEST(Phi3Export, PartsThatCannotShareOneTensorAreRefusedInOneLine) {
     EXPECT_FALSE(fs::exists(dir));
 }
 
+// A result kept on disk (JobPlan::resultsOnDisk) writes the fused tensors from its parts read back a
+// layer at a time, to the same bytes as the result in RAM: GPTQ, AWQ (the parts' row divisors inside
+// the fused tensor), FP8 (per tensor: requantized to the largest scale) and a GGUF method's blocks.
+TEST(Phi3Export, AResultOnDiskWritesTheSameFusedBytesAsInRam) {
+    JobPlan plan;
+    plan.checkpoint = kPhi3;
+    plan.methods = parseMethodList("gptq4,awq4,fp8,q8_0", 16);
+    plan.calibration = test::tinyTokens(kPhi3, 8, 64);
+    const JobResult inRam = Job(plan).run({}, CancelToken{});
+    const fs::path out = fs::temp_directory_path() / ("qs_phi3_disk_" + std::to_string(::getpid()));
+    fs::remove_all(out);
+    plan.workDir = out / "work";
+    plan.resultsOnDisk = true;
+    const JobResult onDisk = Job(plan).run({}, CancelToken{});
+    const auto bytesOf = [](const fs::path& file) {
+        std::ifstream in(file, std::ios::binary);
+        return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    };
+    for (std::size_t m = 0; m < 3; ++m) {
+        SCOPED_TRACE(inRam.methods[m].label());
+        ASSERT_TRUE(inRam.methods[m].error.empty()) << inRam.methods[m].error;
+        ASSERT_NE(onDisk.methods[m].stored, nullptr);
+        const fs::path ram = out / (std::to_string(m) + "_ram"), disk = out / (std::to_string(m) + "_disk");
+        (void)exportCheckpoint({kPhi3, ram, "", false, nlohmann::json::object()}, inRam.methods[m], {}, CancelToken{});
+        (void)exportCheckpoint({kPhi3, disk, "", false, nlohmann::json::object()}, onDisk.methods[m], {}, CancelToken{});
+        const io::Checkpoint exported = io::Checkpoint::open(disk);
+        const std::string qkv = "model.layers.1.self_attn.qkv_proj.";
+        EXPECT_TRUE(exported.find(qkv + "qweight") != nullptr || exported.find(qkv + "weight") != nullptr) << "written fused";
+        for (const char* file : {"model.safetensors", "config.json"}) EXPECT_TRUE(bytesOf(ram / file) == bytesOf(disk / file)) << file;
+    }
+    const io::Checkpoint source = io::Checkpoint::open(kPhi3);
+    const fs::path ram = writeGgufResult(source, inRam.methods[3], out / "ram.gguf", {}, {}, CancelToken{});
+    const fs::path disk = writeGgufResult(source, onDisk.methods[3], out / "disk.gguf", {}, {}, CancelToken{});
+    EXPECT_TRUE(bytesOf(ram) == bytesOf(disk));
+    WorkFolder::discard(plan.workDir);
+    fs::remove_all(out);
+}
+
 // A GGUF method's result is written with the Job's own blocks, fused as llama.cpp's phi3 reads them:
 // attn_qkv holds q's, k's and v's rows, ffn_up gate's then up's.
 TEST(Phi3Export, GgufMethodWritesTheJobsBlocksFused) {
-    const MethodResult result = quantize("q8_0");
+    const MethodResult result = test::quantizeTiny(kPhi3, "q8_0");
     const io::Checkpoint source = io::Checkpoint::open(kPhi3);
     const fs::path file = fs::temp_directory_path() / ("qs_phi3_q8_" + std::to_string(::getpid()) + ".gguf");
     fs::remove(file);
@@ -211,7 +228,7 @@ TEST(Phi3Export, GgufMethodWritesTheJobsBlocksFused) {
 // (Q5_K; on these 64-wide rows its fallback Q5_1), ffn_up as the base type (Q4_K, here Q5_0). The Job
 // gives q, k, v the type of attn_qkv, so the file holds one type per fused tensor.
 TEST(Phi3Export, GgufMixChoosesTheFusedTensorsTypes) {
-    const MethodResult result = quantize("q4_k_m");
+    const MethodResult result = test::quantizeTiny(kPhi3, "q4_k_m");
     for (const char* part : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"})
         EXPECT_EQ(result.layers[1].at(part)->ggmlType, io::GgmlType::Q5_1) << part;
     for (const char* part : {"mlp.gate_proj", "mlp.up_proj", "self_attn.o_proj"})

@@ -25,6 +25,7 @@
 #include "qs/pipeline/gguf_export.h"
 #include "qs/pipeline/gguf_imatrix.h"
 #include "qs/pipeline/job.h"
+#include "tiny_checkpoint_job.h"
 #include "qs/pipeline/mixed_methods.h"
 #include "qs/pipeline/mixed_precision_rules.h"
 
@@ -36,7 +37,6 @@ namespace {
 namespace fs = std::filesystem;
 
 const fs::path kVlmData = fs::path(QS_TEST_DATA_DIR) / "vlm";
-const fs::path kCalibration = fs::path(QS_RESOURCES_DIR) / "demo" / "calibration.txt";
 
 struct Tiny {
     const char* name;
@@ -47,34 +47,6 @@ struct Tiny {
 const Tiny kTiny[] = {{"qwen2_5-vl-tiny", "qwen2vl", 18}, {"qwen2_5-vl-old-tiny", "qwen2vl", 18}, {"qwen3-vl-tiny", "qwen3vl", 25},
                       {"mistral3-tiny", "llama", 15},     {"mistral3-old-tiny", "llama", 15}};
 
-TokenSequences tokens(const fs::path& source, int samples, int length) {
-    const auto tokenizer = model::Tokenizer::fromFile(source);
-    return tokenWindows(tokenizer, loadTexts(kCalibration), samples, length, "calibration.txt");
-}
-
-MethodResult quantize(const fs::path& source, const std::string& method) {
-    JobPlan plan;
-    plan.checkpoint = source;
-    plan.methods = {parseMethod(method, 16)};
-    plan.calibration = tokens(source, 8, 64);
-    auto result = Job(std::move(plan)).run({}, CancelToken{});
-    if (!result.methods.front().error.empty()) throw std::runtime_error(result.methods.front().error);
-    return std::move(result.methods.front());
-}
-
-model::Transformer jobModel(const fs::path& source, const MethodResult& result) {
-    auto model = model::Transformer::fromCheckpoint(io::Checkpoint::open(source));
-    for (std::size_t i = 0; i < result.layers.size(); ++i)
-        for (const auto& [module, q] : result.layers[i])
-            model.overrideLinear(static_cast<int>(i), module, [q] { return q->effectiveWeight(); });
-    return model;
-}
-
-bool sameBytes(const io::TensorView& a, const io::TensorView& b) {
-    return a.dtype() == b.dtype() && a.shape() == b.shape() && a.bytes().size() == b.bytes().size() &&
-           std::memcmp(a.bytes().data(), b.bytes().data(), a.bytes().size()) == 0;
-}
-
 fs::path scratch(const std::string& what) { return fs::temp_directory_path() / ("qs_vlm_" + what + "_" + std::to_string(::getpid())); }
 
 }  // namespace
@@ -84,10 +56,10 @@ TEST(VlmExport, GptqAndFp8ReadBackAsTheJobsModelAndKeepTheVisionTowerByteForByte
         const fs::path path = kVlmData / tiny.name;
         const io::Checkpoint source = io::Checkpoint::open(path);
         const model::ModelConfig config = model::ModelConfig::fromCheckpoint(source);
-        const auto sequence = tokens(path, 1, 48).front();
+        const auto sequence = test::tinyTokens(path, 1, 48).front();
         for (const auto& [method, format, tolerance] : {std::tuple{"gptq4", "gptq_v2", 2e-3f}, std::tuple{"fp8", "fp8", 1e-4f}}) {
             SCOPED_TRACE(std::string(tiny.name) + " " + method);
-            const MethodResult result = quantize(path, method);
+            const MethodResult result = test::quantizeTiny(path, method);
             ASSERT_EQ(result.layers.size(), std::size_t(config.numLayers));
             const fs::path dir = scratch(std::string(tiny.name) + "_" + format);
             fs::remove_all(dir);
@@ -101,7 +73,7 @@ TEST(VlmExport, GptqAndFp8ReadBackAsTheJobsModelAndKeepTheVisionTowerByteForByte
                 EXPECT_EQ(passThrough, io::isTowerTensor(t.info->name)) << t.info->name;
                 if (!passThrough) continue;
                 ++tower;
-                EXPECT_TRUE(sameBytes(source.tensor(t.info->name), exported.tensor(t.info->name))) << t.info->name;
+                EXPECT_TRUE(test::sameBytes(source.tensor(t.info->name), exported.tensor(t.info->name))) << t.info->name;
             }
             EXPECT_EQ(tower, tiny.towerTensors);
             // Every text-tower linear quantized: its dense weight is gone from the export.
@@ -113,7 +85,7 @@ TEST(VlmExport, GptqAndFp8ReadBackAsTheJobsModelAndKeepTheVisionTowerByteForByte
             }
 
             model::Transformer readBack(config, std::make_shared<DecodedWeights>(exported, config));
-            const MatrixF want = jobModel(path, result).forward(sequence);
+            const MatrixF want = test::jobModel(path, result).forward(sequence);
             const MatrixF got = readBack.forward(sequence);
             EXPECT_LT((got - want).cwiseAbs().maxCoeff(), tolerance * want.cwiseAbs().maxCoeff());
             EXPECT_GT((want - model::Transformer::fromCheckpoint(source).forward(sequence)).cwiseAbs().maxCoeff(), 0.0f);   // quantized
@@ -191,7 +163,7 @@ TEST(VlmMixedPrecision, RulesNameTheTextTowersLinearsByTheirRealNames) {
     JobPlan plan;
     plan.checkpoint = path;
     plan.mixed = {applyRules(parseMethod("gptq4", 16), ignoreOnly, config.numLayers, "gptq4 with rules")};
-    plan.calibration = tokens(path, 8, 64);
+    plan.calibration = test::tinyTokens(path, 8, 64);
     const JobResult result = Job(std::move(plan)).run({}, CancelToken{});
     ASSERT_EQ(result.methods.size(), 1u);
     ASSERT_TRUE(result.methods.front().error.empty()) << result.methods.front().error;
@@ -201,7 +173,7 @@ TEST(VlmMixedPrecision, RulesNameTheTextTowersLinearsByTheirRealNames) {
     const io::Checkpoint exported = io::Checkpoint::open(dir);
     const std::string ignored = "model.language_model.layers.1.mlp.down_proj.weight";
     ASSERT_NE(exported.find(ignored), nullptr);
-    EXPECT_TRUE(sameBytes(source.tensor(ignored), exported.tensor(ignored)));
+    EXPECT_TRUE(test::sameBytes(source.tensor(ignored), exported.tensor(ignored)));
     EXPECT_EQ(exported.find("model.language_model.layers.0.mlp.down_proj.weight"), nullptr);   // quantized
     fs::remove_all(dir);
 }
@@ -211,7 +183,7 @@ TEST(VlmMixedPrecision, RulesNameTheTextTowersLinearsByTheirRealNames) {
 // llama-imatrix names llama.cpp's tensors (blk.N.attn_q.weight), not by the text tower's prefix.
 TEST(VlmMixedPrecision, GgufMethodAndItsImatrixUseTheTowersNames) {
     const fs::path path = kVlmData / "mistral3-old-tiny";
-    const MethodResult result = quantize(path, "q8_0");
+    const MethodResult result = test::quantizeTiny(path, "q8_0");
     ASSERT_EQ(result.layers.size(), 3u);
     const fs::path file = scratch("imatrix.gguf");
     fs::remove(file);

@@ -69,9 +69,6 @@ QuantizedLayer layerAt(const MethodResult& result, std::size_t layer);
 // complete when in RAM; without codes and ggml blocks when on disk. Enough for sizes, bits, configs
 // and reports; not for encoding or decoding weights (layerAt).
 const std::vector<QuantizedLayer>& linearHeaders(const MethodResult& result);
-// The result with every layer in RAM: a copy that has read them all when it is on disk (for what
-// needs the whole model's codes at once: fused projections stacked from their parts).
-MethodResult resultInRam(const MethodResult& result);
 // Whether the result holds no quantized linear.
 inline bool hasLayers(const MethodResult& result) { return layerCount(result) > 0; }
 
