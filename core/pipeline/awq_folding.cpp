@@ -48,19 +48,54 @@ void addDivisor(std::map<std::string, std::vector<float>>& into, const std::stri
                     " cannot absorb both");
 }
 
+// The rows of `target` (a module of the same layer, quantized beside the linear `prefix`) absorb q's scales.
+void foldIntoRows(AwqFolding& folding, const QuantizedLayer& layer, const std::string& base, const std::string& target,
+                  const quant::QuantizedLinear& q, const std::string& prefix) {
+    const auto previous = layer.find(target);
+    if (previous == layer.end())
+        throw Error(prefix + ": AWQ input scales need " + base + target + " quantized beside it to absorb them");
+    if (previous->second->rows != static_cast<std::int64_t>(q.inputScales.size()))
+        throw Error(prefix + ": " + std::to_string(q.inputScales.size()) + " AWQ input scales but " + base + target + " has " +
+                    std::to_string(previous->second->rows) + " output rows");
+    addDivisor(folding.rowDivisors, base + target, q.inputScales, prefix);
+}
+
+// A MoE expert's linear ("mlp.experts.3.up_proj"): gate/up read the block's input, which the norm before
+// the block produces and the router reads too; down_proj reads what its own up_proj's rows produce.
+// False when `module` is not an expert's.
+bool foldExpert(AwqFolding& folding, const QuantizedLayer& layer, const std::string& base, const std::string& module,
+                const quant::QuantizedLinear& q, const model::MoeNames& moe, const model::Architecture& arch) {
+    const std::string experts = moe.block + ".experts.";
+    const auto dot = module.rfind('.');
+    if (!module.starts_with(experts) || dot == std::string::npos || dot < experts.size()) return false;
+    const std::string expert = module.substr(0, dot + 1), name = module.substr(dot + 1), prefix = base + module;
+    if (name == moe.down) {
+        if (moe.fusedGateUp())
+            throw Error(prefix + ": AWQ input scales cannot be folded into a fused, clamped gate_up_proj (gpt-oss)");
+        foldIntoRows(folding, layer, base, expert + moe.up, q, prefix);
+    } else if (name == moe.gate || name == moe.up) {
+        addDivisor(folding.normDivisors, base + arch.preMlpNorm + ".weight", q.inputScales, prefix);
+        addDivisor(folding.columnMultipliers, base + moe.router() + ".weight", q.inputScales, prefix);
+    } else {
+        throw Error(prefix + ": AWQ input scales on an expert module whose input has no known producer to fold them into");
+    }
+    return true;
+}
+
 }  // namespace
 
 std::string layerPrefix(std::size_t layer, const model::Architecture& arch) {
     return arch.tensorPrefix + "layers." + std::to_string(layer) + ".";
 }
 
-AwqFolding planAwqFolding(const std::vector<QuantizedLayer>& layers, const model::Architecture& arch) {
+AwqFolding planAwqFolding(const std::vector<QuantizedLayer>& layers, const model::Architecture& arch, const model::MoeNames* moe) {
     AwqFolding folding;
     folding.normOffset = arch.normOffset;
     for (std::size_t i = 0; i < layers.size(); ++i) {
         const std::string base = layerPrefix(i, arch);
         for (const auto& [module, q] : layers[i]) {
             if (q->inputScales.empty() || allOnes(q->inputScales)) continue;
+            if (moe != nullptr && foldExpert(folding, layers[i], base, module, *q, *moe, arch)) continue;
             const std::string prefix = base + module;
             const Absorber& a = absorberOf(module, prefix);
             if (a.kind != Into::Rows) {
@@ -68,14 +103,7 @@ AwqFolding planAwqFolding(const std::vector<QuantizedLayer>& layers, const model
                 addDivisor(folding.normDivisors, base + norm + ".weight", q->inputScales, prefix);
                 continue;
             }
-            const std::string target = base + std::string(a.rows);
-            const auto previous = layers[i].find(std::string(a.rows));
-            if (previous == layers[i].end())
-                throw Error(prefix + ": AWQ input scales need " + target + " quantized beside it to absorb them");
-            if (previous->second->rows != static_cast<std::int64_t>(q->inputScales.size()))
-                throw Error(prefix + ": " + std::to_string(q->inputScales.size()) + " AWQ input scales but " + target + " has " +
-                            std::to_string(previous->second->rows) + " output rows");
-            addDivisor(folding.rowDivisors, target, q->inputScales, prefix);
+            foldIntoRows(folding, layers[i], base, std::string(a.rows), *q, prefix);
         }
     }
     return folding;

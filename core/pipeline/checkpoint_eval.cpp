@@ -33,9 +33,7 @@ struct Side {
     std::unique_ptr<model::Transformer> model;
 
     Side(const std::filesystem::path& path, bool allowNonFinite)
-        : checkpoint(openModelCheckpoint(path, allowNonFinite)), config(model::ModelConfig::fromCheckpoint(checkpoint)) {
-        config.requireDense(checkpoint.configSource().string(), "evaluating a checkpoint");
-    }
+        : checkpoint(openModelCheckpoint(path, allowNonFinite)), config(model::ModelConfig::fromCheckpoint(checkpoint)) {}
 
     void load(bool allowNonFinite) {
         weights = std::make_shared<const DecodedWeights>(checkpoint, config, formats::DecodeOptions{.allowNonFinite = allowNonFinite});

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <array>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "qs/error.h"
 #include "qs/formats/serving_quantization.h"
@@ -37,6 +39,8 @@ bool configuredBias(const model::ModelConfig& c, std::size_t i) {
 DecodedWeights::DecodedWeights(io::Checkpoint checkpoint, model::ModelConfig config, formats::DecodeOptions decode)
     : checkpoint_(std::make_unique<const io::Checkpoint>(std::move(checkpoint))), config_(std::move(config)),
       reader_(std::make_unique<const formats::LinearReader>(*checkpoint_, decode)) {
+    if (config_.moe.stackedExperts)
+        throw Error(checkpoint_->root().string() + ": gpt-oss's stacked experts are not decoded through the format readers yet");
     if (!reader_->format().decodable)
         throw Error(checkpoint_->root().string() + ": cannot decode its " + std::string(formats::formatName(format().format)) +
                     " layers: " + format().whyNot);
@@ -50,12 +54,27 @@ DecodedWeights::DecodedWeights(io::Checkpoint checkpoint, model::ModelConfig con
 
 void DecodedWeights::requireLinears() const {
     for (int layer = 0; layer < config_.numLayers; ++layer)
-        for (const auto module : model::LayerWeights::kLinearModules) {
-            const std::string stored = fusedOwner(module).empty() ? std::string(module) : fusedOwner(module);
-            if (!hasLinear(*reader_, linearPrefix(config_, layer, stored)))
-                throw Error(checkpoint_->root().string() + ": no linear layer " + linearPrefix(config_, layer, stored) +
+        for (const std::string& module : storedLinears(layer))
+            if (!hasLinear(*reader_, linearPrefix(config_, layer, module)))
+                throw Error(checkpoint_->root().string() + ": no linear layer " + linearPrefix(config_, layer, module) +
                             " that the " + std::string(formats::formatName(format().format)) + " reader can decode");
-        }
+}
+
+// The linears decoder layer `layer` stores: the seven (fused ones under their own name) or, in a sparse
+// MoE layer, the attention's four, the router and every expert's gate, up and down.
+std::vector<std::string> DecodedWeights::storedLinears(int layer) const {
+    std::vector<std::string> modules;
+    const auto attention = std::span(model::LayerWeights::kLinearModules).first(config_.isMoeLayer(layer) ? 4 : 7);
+    for (const auto module : attention) {
+        const std::string stored = fusedOwner(module).empty() ? std::string(module) : fusedOwner(module);
+        if (std::ranges::find(modules, stored) == modules.end()) modules.push_back(stored);
+    }
+    if (!config_.isMoeLayer(layer)) return modules;
+    const model::MoeNames& names = config_.moe.names;
+    modules.push_back(names.router());
+    for (int e = 0; e < config_.moe.numExperts; ++e)
+        for (const std::string& part : {names.gate, names.up, names.down}) modules.push_back(names.expert(e) + part);
+    return modules;
 }
 
 // The fused projection the checkpoint stores `module` in (Phi-3's qkv_proj for q_proj), "" when apart.
@@ -83,9 +102,27 @@ model::Linear DecodedWeights::decodeLinear(int layer, std::string_view module, s
     return linear;
 }
 
+// A sparse MoE layer's router and experts, decoded (the router is dense in every export).
+void DecodedWeights::decodeExperts(int index, model::LayerWeights& weights) const {
+    const model::MoeConfig& moe = config_.moe;
+    const std::int64_t h = config_.hiddenSize, width = moe.expertIntermediateSize;
+    weights.moeNames = moe.names;
+    weights.router = decodeLinear(index, moe.names.router(), moe.numExperts, h);
+    weights.experts.resize(static_cast<std::size_t>(moe.numExperts));
+    for (int e = 0; e < moe.numExperts; ++e) {
+        const std::string x = moe.names.expert(e);
+        model::Expert& expert = weights.experts[static_cast<std::size_t>(e)];
+        expert.gate = decodeLinear(index, x + moe.names.gate, width, h);
+        expert.up = decodeLinear(index, x + moe.names.up, width, h);
+        expert.down = decodeLinear(index, x + moe.names.down, h, width);
+    }
+}
+
 model::LayerWeights DecodedWeights::layer(int index) const {
     model::LayerWeights weights = dense_->layer(index);   // norms; the linears are left empty
     const auto shapes = linearShapes(config_);
+    const bool moe = config_.isMoeLayer(index);
+    if (moe) decodeExperts(index, weights);
     // A fused projection decodes once; its parts are its rows in order.
     for (const auto& f : config_.fusedProjections()) {
         std::int64_t rows = 0;
@@ -100,7 +137,7 @@ model::LayerWeights DecodedWeights::layer(int index) const {
             begin += partRows;
         }
     }
-    for (std::size_t i = 0; i < shapes.size(); ++i) {
+    for (std::size_t i = 0; i < (moe ? 4 : shapes.size()); ++i) {
         const auto module = model::LayerWeights::kLinearModules[i];
         if (fusedOwner(module).empty()) weights.linear(module) = decodeLinear(index, module, shapes[i].first, shapes[i].second);
         if (configuredBias(config_, i) && weights.linear(module).bias.size() == 0)

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 
 #include "awq_folding.h"
@@ -36,19 +37,27 @@ const formats::LinearEncoder& chooseEncoder(const std::string& format, const Lin
 }
 
 // The layout of the source's decoder (Llama's names when its config is not one the forward pass reads:
-// the result's linears then carry Llama's names as well).
-model::Architecture architectureOf(const io::Checkpoint& source) {
+// the result's linears then carry Llama's names as well), and a MoE model's names of its experts and
+// routers (where AWQ's shared scales fold).
+struct SourceLayout {
+    model::Architecture arch;
+    std::optional<model::MoeNames> moe;
+    const model::MoeNames* moeNames() const { return moe ? &*moe : nullptr; }
+};
+
+SourceLayout layoutOf(const io::Checkpoint& source) {
     try {
-        return model::ModelConfig::fromCheckpoint(source).arch;
+        const model::ModelConfig config = model::ModelConfig::fromCheckpoint(source);
+        return {config.arch, config.isMoe() ? std::optional(config.moe.names) : std::nullopt};
     } catch (const Error&) {
         return {};
     }
 }
 
 // The same for a checkpoint named by path; Llama's layout when there is none to read.
-model::Architecture architectureAt(const std::filesystem::path& source) {
+SourceLayout layoutAt(const std::filesystem::path& source) {
     try {
-        return source.empty() ? model::Architecture{} : architectureOf(io::Checkpoint::open(source));
+        return source.empty() ? SourceLayout{} : layoutOf(io::Checkpoint::open(source));
     } catch (const Error&) {
         return {};
     }
@@ -160,6 +169,18 @@ void writeDivided(io::CheckpointWriter& writer, const io::TensorView& t, const s
     writer.addTensorF32(t.name(), t.dtype(), t.shape(), values);
 }
 
+// A dense [rows, cols] source tensor with column c multiplied by multipliers[c] (a MoE router taking
+// AWQ's shared input scales), stored back in its own dtype.
+void writeColumnsMultiplied(io::CheckpointWriter& writer, const io::TensorView& t, const std::vector<float>& multipliers) {
+    auto values = t.toF32();
+    const std::size_t cols = multipliers.size();
+    if (t.shape().size() != 2 || static_cast<std::size_t>(t.shape()[1]) != cols)
+        throw Error(t.name() + ": " + std::to_string(cols) + " AWQ input scales, but the tensor has no " + std::to_string(cols) +
+                    " columns to take them");
+    for (std::size_t i = 0; i < values.size(); ++i) values[i] *= multipliers[i % cols];
+    writer.addTensorF32(t.name(), t.dtype(), t.shape(), values);
+}
+
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
 nlohmann::json linearReport(const std::string& prefix, const quant::QuantizedLinear& q) {
@@ -229,7 +250,9 @@ private:
     void copy(const io::TensorView& t, const std::map<std::string, std::vector<float>>& divisors, const std::string& key = "",
               float offset = 0.0f) {
         const auto it = divisors.find(key.empty() ? t.name() : key);
+        const auto columns = key.empty() ? folding_.columnMultipliers.find(t.name()) : folding_.columnMultipliers.end();
         if (it != divisors.end()) writeDivided(writer_, t, it->second, offset);
+        else if (columns != folding_.columnMultipliers.end()) writeColumnsMultiplied(writer_, t, columns->second);
         else writer_.addTensor(t.name(), t.dtype(), t.shape(), t.bytes());
     }
 
@@ -313,10 +336,11 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
     const io::Checkpoint source = io::Checkpoint::open(request.source);
     if (auto why = stackedExpertsRefusal(source); !why.empty()) throw Error("cannot export: " + why);
     // The architecture names the layers' tensors (a VLM's text tower prefix) and the norms AWQ folds into.
-    const model::Architecture arch = architectureOf(source);
+    const SourceLayout layout = layoutOf(source);
+    const model::Architecture& arch = layout.arch;
     const Linears parts = quantizedLinears(result, arch);
     const formats::LinearEncoder& encoder = chooseEncoder(request.format, parts);
-    AwqFolding folding = planAwqFolding(linearHeaders(result), arch);
+    AwqFolding folding = planAwqFolding(linearHeaders(result), arch, layout.moeNames());
     const AwqFolding planned = folding;   // the parts' row divisors, before fusing consumes them
     // A checkpoint that fuses q/k/v or gate/up (Phi-3) gets them back fused, as it stored them.
     const FusedLinears fused = fuseForExport(parts, arch, folding);
@@ -338,8 +362,9 @@ std::string exportRefusal(const MethodResult& result, const formats::LinearEncod
         if (!result.error.empty()) return result.label() + " failed, so it cannot be exported: " + result.error;
         if (auto why = stackedExpertsRefusal(io::Checkpoint::open(result.source.path)); !why.empty()) return why;
         // The names and the norms AWQ folds into are the source's architecture's (a VLM's text tower).
-        const model::Architecture arch = architectureAt(result.source.path);
-        AwqFolding folding = planAwqFolding(linearHeaders(result), arch);
+        const SourceLayout layout = layoutAt(result.source.path);
+        const model::Architecture& arch = layout.arch;
+        AwqFolding folding = planAwqFolding(linearHeaders(result), arch, layout.moeNames());
         const AwqFolding planned = folding;
         const FusedLinears fused = fuseForExport(quantizedLinears(result, arch), arch, folding);
         const std::string why = result.stored ? storedRefusals(encoder, result, arch, planned) : refusals(encoder, fused.linears, folding);

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <set>
 #include <vector>
 
 #include "gguf_method.h"
@@ -38,53 +39,119 @@ const MatrixF& requireHessian(const MethodSpec& method, const MatrixF* h) {
 
 // The linears that read one input, in the order AutoAWQ searches them. o_proj is scaled through
 // v_proj's rows and down_proj through up_proj's, as AutoAWQ does "when shapes allow".
-const std::vector<std::vector<std::string_view>> kAwqGroups = {
-    {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"},
-    {"self_attn.o_proj"},
-    {"mlp.gate_proj", "mlp.up_proj"},
-    {"mlp.down_proj"},
+struct AwqGroup {
+    std::vector<std::string> modules;
+    bool canScale = true;    // false: α = 0 only (RTN), nothing to fold
+    bool experts = false;    // every expert's gate/up: one scale for the MoE block's input
 };
 
-// With grouped-query attention v_proj has fewer rows than o_proj has inputs, so no 1/s can be
-// folded into it: AutoAWQ leaves o_proj unscaled, and so do we (plain RTN on AutoAWQ's grid).
-bool awqCanScale(const std::vector<std::string_view>& group, const model::LayerWeights& weights) {
-    if (group.front() != "self_attn.o_proj") return true;
-    return weights.v.weight.rows() == weights.o.weight.cols();
+// A dense layer's four groups; a sparse MoE layer's experts share one group for their gate/up (the
+// norm before the MoE block absorbs 1/s, the router's columns s), and each expert's down_proj is
+// scaled through its own up_proj's rows. With grouped-query attention v_proj has fewer rows than
+// o_proj has inputs, so no 1/s can be folded into it: AutoAWQ leaves o_proj unscaled, and so do we.
+// gpt-oss fuses gate and up into one projection whose output is clamped: its down_proj stays unscaled.
+std::vector<AwqGroup> awqGroups(const model::LayerWeights& w) {
+    std::vector<AwqGroup> groups{{{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}},
+                                 {{"self_attn.o_proj"}, w.v.weight.rows() == w.o.weight.cols()}};
+    if (!w.isMoe()) {
+        groups.push_back({{"mlp.gate_proj", "mlp.up_proj"}});
+        groups.push_back({{"mlp.down_proj"}});
+        return groups;
+    }
+    const model::MoeNames& names = w.moeNames;
+    AwqGroup gateUp{{}, true, true};
+    std::vector<AwqGroup> downs;
+    for (std::size_t e = 0; e < w.experts.size(); ++e) {
+        const std::string expert = names.expert(static_cast<int>(e));
+        gateUp.modules.push_back(expert + names.gate);
+        if (!names.fusedGateUp()) gateUp.modules.push_back(expert + names.up);
+        downs.push_back({{expert + names.down}, !names.fusedGateUp()});
+    }
+    groups.push_back(std::move(gateUp));
+    groups.insert(groups.end(), downs.begin(), downs.end());
+    return groups;
 }
 
-std::vector<quant::QuantizedLinear> quantizeAwqGroup(const MethodSpec& method, const std::vector<std::string_view>& group,
-                                                     const model::LayerWeights& weights, LayerStatistics& statistics,
-                                                     bool canScale, const Backend* backend) {
-    if (statistics.empty()) throw Error(method.label() + " needs calibration inputs");
+// What AWQ's search reads of one input: mean |x| per channel and H = 2 XᵀX / n, the statistics' own
+// (borrowed: a 14336-wide H is 0.8 GB) or the experts' weighted sum.
+struct AwqInput {
+    VectorF meanAbs;
+    const MatrixF* borrowed = nullptr;
+    MatrixF summed;
+    const MatrixF& h() const { return borrowed != nullptr ? *borrowed : summed; }
+};
+
+// The MoE block's input as the experts saw it: each expert's statistics weighted by its token count
+// (with all-expert calibration every expert saw every token, so this is that one input). With
+// `release`, each expert's H is freed once it is added, so only the sum stays.
+AwqInput expertsInput(const MethodSpec& method, const AwqGroup& group, LayerStatistics& statistics, bool release) {
+    AwqInput sum;
+    double tokens = 0.0;
+    std::set<const InputStatistics*> seen;
+    for (const std::string& module : group.modules) {
+        const InputStatistics& input = statistics.input(module);
+        const auto n = static_cast<double>(input.hessian->samples());
+        if (seen.insert(&input).second && n > 0.0) {
+            const MatrixF& h = statistics.hessian(module);
+            if (tokens == 0.0) {
+                sum.summed = MatrixF::Zero(h.rows(), h.cols());
+                sum.meanAbs = VectorF::Zero(h.cols());
+            }
+            sum.summed += static_cast<float>(n) * h;
+            sum.meanAbs += static_cast<float>(n) * input.hessian->meanAbs();
+            tokens += n;
+        }
+        if (release) statistics.done(module);
+    }
+    if (tokens == 0.0) throw Error(method.label() + ": no calibration token reached the experts of this layer");
+    sum.summed /= static_cast<float>(tokens);
+    sum.meanAbs /= static_cast<float>(tokens);
+    return sum;
+}
+
+// The statistics of a group whose linears read one input.
+AwqInput groupInput(const MethodSpec& method, const AwqGroup& group, LayerStatistics& statistics) {
+    const std::string& module = group.modules.front();
+    const InputStatistics& input = statistics.input(module);
+    // An expert's down_proj that no calibration token reached (routed-only MoE calibration) has no H.
+    if (input.hessian->samples() == 0)
+        throw Error(module + " saw no calibration token (routed-only MoE calibration), so " + method.label() +
+                    " has no statistics for it: calibrate every expert (--moe-calibration all)");
+    return {input.hessian->meanAbs(), &statistics.hessian(module), {}};
+}
+
+std::vector<quant::QuantizedLinear> quantizeAwqGroup(const MethodSpec& method, const AwqGroup& group,
+                                                     const model::LayerWeights& weights, const AwqInput& input,
+                                                     const Backend* backend) {
     std::vector<const MatrixF*> ws;
-    for (auto module : group) ws.push_back(&weights.linear(module).weight);
+    for (const std::string& module : group.modules) ws.push_back(&weights.linear(module).weight);
     quant::AwqOptions options;
     options.bits = method.bits;
     options.groupSize = method.groupSize;
     options.sym = method.sym;
-    if (!canScale) options.grid = 1;   // α = 0 only: RTN
-    const auto& input = statistics.input(group.front());
-    return orCpu(backend).awq(ws, input.hessian->meanAbs(), statistics.hessian(group.front()), options).linears;
+    if (!group.canScale) options.grid = 1;   // α = 0 only: RTN
+    return orCpu(backend).awq(ws, input.meanAbs, input.h(), options).linears;
 }
 
 // `releasable` (the same object as `weights`, or null) loses each group's weights once the group is done.
 QuantizedLayer quantizeAwqLayer(const MethodSpec& method, const model::LayerWeights& weights, model::LayerWeights* releasable,
                                 LayerStatistics& statistics, const CancelToken& cancel, const Backend* backend,
                                 bool releaseStatistics) {
-    std::vector<bool> canScale;   // decided before any weight is freed (o_proj's depends on v_proj's shape)
-    for (const auto& group : kAwqGroups) canScale.push_back(awqCanScale(group, weights));
+    if (statistics.empty()) throw Error(method.label() + " needs calibration inputs");
+    const std::vector<AwqGroup> groups = awqGroups(weights);   // decided before any weight is freed
     QuantizedLayer layer;
-    for (std::size_t g = 0; g < kAwqGroups.size(); ++g) {
-        const auto& group = kAwqGroups[g];
+    for (const AwqGroup& group : groups) {
         cancel.throwIfCancelled();
         const auto start = std::chrono::steady_clock::now();
-        auto linears = quantizeAwqGroup(method, group, weights, statistics, canScale[g], backend);
+        const AwqInput input = group.experts ? expertsInput(method, group, statistics, releaseStatistics)
+                                             : groupInput(method, group, statistics);
+        auto linears = quantizeAwqGroup(method, group, weights, input, backend);
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-        for (std::size_t i = 0; i < group.size(); ++i) {
-            linears[i].seconds = seconds / double(group.size());
-            layer.emplace(std::string(group[i]), std::make_shared<quant::QuantizedLinear>(std::move(linears[i])));
-            if (releaseStatistics) statistics.done(group[i]);
-            if (releasable) releasable->linear(group[i]).weight = MatrixF();
+        for (std::size_t i = 0; i < group.modules.size(); ++i) {
+            linears[i].seconds = seconds / double(group.modules.size());
+            layer.emplace(group.modules[i], std::make_shared<quant::QuantizedLinear>(std::move(linears[i])));
+            if (releaseStatistics) statistics.done(group.modules[i]);
+            if (releasable) releasable->linear(group.modules[i]).weight = MatrixF();
         }
     }
     return layer;
@@ -154,12 +221,6 @@ QuantizedLayer quantizeEachLinear(const ModuleMethod& methodOf, const model::Lay
 QuantizedLayer quantizeLayerReleasing(const MethodSpec& method, const model::LayerWeights& weights,
                                       model::LayerWeights* releasable, LayerStatistics& statistics, std::uint64_t seed,
                                       const CancelToken& cancel, const Backend* backend, bool releaseStatistics) {
-    // AWQ folds 1/s of gate/up's input scale into post_attention_layernorm, which every expert (and the
-    // router) reads: one expert's scale cannot be folded there, and vLLM's MoE kernels read no
-    // per-expert input scale that could hold it.
-    if (method.kind == MethodKind::Awq && weights.isMoe())
-        throw Error(method.label() + " is not applied to MoE layers: its per-channel scales would have to be folded into the "
-                                     "norm that every expert and the router share");
     if (method.kind == MethodKind::Awq)
         return quantizeAwqLayer(method, weights, releasable, statistics, cancel, backend, releaseStatistics);
     return quantizeEachLinear([&method](std::string_view) { return &method; }, weights, releasable, statistics, seed, cancel,

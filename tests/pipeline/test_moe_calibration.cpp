@@ -21,6 +21,9 @@
 #include "qs/formats/linear_reader.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/json_file.h"
+#include "qs/model/model_config.h"
+#include "qs/model/transformer.h"
+#include "qs/pipeline/decoded_weights.h"
 #include "qs/pipeline/export_check.h"
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/job.h"
@@ -201,9 +204,27 @@ TEST_F(MoeCalibration, AllExpertCalibrationGivesTheRareExpertTheOthersErrorAndRo
     }
 }
 
-TEST_F(MoeCalibration, AwqIsRefusedForMoeLayersInOneLine) {
-    const MethodResult r = run(true, "awq4");
-    EXPECT_NE(r.error.find("not applied to MoE layers"), std::string::npos) << r.error;
+// AWQ on a MoE layer: every expert's gate and up share one input scale (the norm before the block
+// absorbs 1/s, the router s), and each expert's down_proj has its own (its up_proj's rows absorb it).
+// Routed-only calibration too: the shared scale weighs each expert's statistics by its tokens.
+TEST_F(MoeCalibration, AwqSharesOneScaleAcrossTheExpertsGateAndUp) {
+    for (const bool allExperts : {true, false}) {
+        SCOPED_TRACE(allExperts ? "all experts" : "routed only");
+        const MethodResult r = run(allExperts, "awq4");
+        ASSERT_TRUE(r.error.empty()) << r.error;
+        const QuantizedLayer& layer = r.layers.at(0);
+        EXPECT_EQ(layer.size(), std::size_t(4 + 3 * kExperts));
+        const std::vector<float> shared = layer.at("block_sparse_moe.experts.0.w1")->inputScales;
+        ASSERT_EQ(shared.size(), std::size_t(kHidden));
+        EXPECT_TRUE(std::any_of(shared.begin(), shared.end(), [](float s) { return s != 1.0f; })) << "the search chose α = 0";
+        for (int e = 0; e < kExperts; ++e) {
+            const std::string x = "block_sparse_moe.experts." + std::to_string(e) + ".";
+            EXPECT_EQ(layer.at(x + "w1")->inputScales, shared) << e;
+            EXPECT_EQ(layer.at(x + "w3")->inputScales, shared) << e;
+            EXPECT_EQ(layer.at(x + "w2")->inputScales.size(), std::size_t(kWidth)) << e;
+        }
+        EXPECT_FALSE(layer.contains("block_sparse_moe.gate"));
+    }
 }
 
 // `compare`'s methods end to end on both tiny checkpoints (KL against the original on held-out text).
@@ -212,7 +233,7 @@ TEST(TinyMoe, CompareMethodsRunEndToEnd) {
         SCOPED_TRACE(name);
         JobPlan plan;
         plan.checkpoint = fs::path(QS_TEST_DATA_DIR) / "moe" / name;
-        plan.methods = parseMethodList("rtn4,gptq4,fp8,nvfp4", 16);
+        plan.methods = parseMethodList("rtn4,gptq4,awq4,fp8,nvfp4", 16);
         std::mt19937 rng(9);
         std::uniform_int_distribution<int> token(0, 255);
         for (auto* text : {&plan.calibration, &plan.evaluation}) {
@@ -221,7 +242,7 @@ TEST(TinyMoe, CompareMethodsRunEndToEnd) {
                 for (auto& t : s) t = token(rng);
         }
         const JobResult r = Job(std::move(plan)).run({}, CancelToken{});
-        ASSERT_EQ(r.methods.size(), 4u);
+        ASSERT_EQ(r.methods.size(), 5u);
         for (const auto& m : r.methods) {
             EXPECT_TRUE(m.error.empty()) << m.method.name << ": " << m.error;
             EXPECT_EQ(m.layers.size(), 2u);
@@ -334,6 +355,57 @@ TEST(TinyMoe, ExportsKeepPerExpertNamesAndTheRouterDenseAndReadBack) {
     }
 }
 
+
+// AWQ and GPTQ exports of both tiny MoE checkpoints run, through our format readers, as the Job's
+// model computes: AWQ's shared scale of the experts' gate/up folded into the norm before the block
+// and multiplied into the router's columns (so the routing does not change), each expert's down_proj
+// scale folded into its up_proj's rows.
+TEST(TinyMoe, AwqAndGptqExportsRunAsTheJobsModel) {
+    for (const char* name : {"qwen3-moe-tiny", "mixtral-tiny"}) {
+        SCOPED_TRACE(name);
+        const fs::path source = fs::path(QS_TEST_DATA_DIR) / "moe" / name;
+        JobPlan plan;
+        plan.checkpoint = source;
+        plan.methods = parseMethodList("awq4,gptq4", 16);
+        std::mt19937 rng(21);
+        std::uniform_int_distribution<int> token(0, 255);
+        plan.calibration.assign(4, std::vector<model::TokenId>(48));
+        for (auto& s : plan.calibration)
+            for (auto& t : s) t = token(rng);
+        const std::vector<model::TokenId> sequence(plan.calibration.front().begin(), plan.calibration.front().begin() + 32);
+        const JobResult r = Job(std::move(plan)).run({}, CancelToken{});
+        const io::Checkpoint original = io::Checkpoint::open(source);
+        const model::ModelConfig config = model::ModelConfig::fromCheckpoint(original);
+        for (const MethodResult& m : r.methods) {
+            SCOPED_TRACE(m.label());
+            ASSERT_TRUE(m.error.empty()) << m.error;
+            const fs::path dir = fs::temp_directory_path() / ("qs_test_moe_run_" + m.method.name + "_" + std::to_string(::getpid()));
+            fs::remove_all(dir);
+            exportCheckpoint({source, dir, "", false, {}}, m, {}, CancelToken{});
+            const io::Checkpoint exported = io::Checkpoint::open(dir);
+
+            auto jobModel = model::Transformer::fromCheckpoint(io::Checkpoint::open(source));
+            for (std::size_t i = 0; i < m.layers.size(); ++i)
+                for (const auto& [module, q] : m.layers[i])
+                    jobModel.overrideLinear(static_cast<int>(i), module, [q] { return q->effectiveWeight(); });
+            model::Transformer readBack(config, std::make_shared<DecodedWeights>(exported, config));
+            const MatrixF want = jobModel.forward(sequence), got = readBack.forward(sequence);
+            EXPECT_LT((got - want).cwiseAbs().maxCoeff(), 2e-3f * want.cwiseAbs().maxCoeff());
+
+            const std::string router = config.layerPrefix(1) + config.moe.names.router() + ".weight";
+            const MatrixF before = original.tensor(router).toMatrix(), after = exported.tensor(router).toMatrix();
+            if (m.method.kind != MethodKind::Awq) {
+                EXPECT_EQ(after, before) << "left as it was";
+            } else {   // router · diag(s), s the experts' shared scale
+                const auto& s = m.layers[1].at(config.moe.names.expert(0) + config.moe.names.gate)->inputScales;
+                const MatrixF expected = before * Eigen::Map<const VectorF>(s.data(), Eigen::Index(s.size())).asDiagonal();
+                EXPECT_LT((after - expected).cwiseAbs().maxCoeff(), 1e-6f * expected.cwiseAbs().maxCoeff());
+                EXPECT_NE(after, before);
+            }
+            fs::remove_all(dir);
+        }
+    }
+}
 
 // The memory estimate counts every expert: the kept layers grow with them, the calibration sums too.
 TEST(TinyMoe, TheMemoryEstimateCountsTheExperts) {

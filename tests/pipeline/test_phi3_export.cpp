@@ -162,7 +162,7 @@ TEST(Phi3Export, PartsThatCannotShareOneTensorAreRefusedInOneLine) {
 TEST(Phi3Export, AResultOnDiskWritesTheSameFusedBytesAsInRam) {
     JobPlan plan;
     plan.checkpoint = kPhi3;
-    plan.methods = parseMethodList("gptq4,awq4,fp8,q8_0", 16);
+    plan.methods = parseMethodList("gptq4,awq4,fp8-tensor,q8_0", 16);
     plan.calibration = test::tinyTokens(kPhi3, 8, 64);
     const JobResult inRam = Job(plan).run({}, CancelToken{});
     const fs::path out = fs::temp_directory_path() / ("qs_phi3_disk_" + std::to_string(::getpid()));

@@ -31,6 +31,8 @@ public:
 private:
     model::Linear decodeLinear(int layer, std::string_view module, std::int64_t out, std::int64_t in) const;
     void requireLinears() const;
+    std::vector<std::string> storedLinears(int layer) const;
+    void decodeExperts(int index, model::LayerWeights& weights) const;
     std::string fusedOwner(std::string_view module) const;
 
     std::unique_ptr<const io::Checkpoint> checkpoint_;   // the reader points into it: a stable address
