@@ -27,6 +27,24 @@ void notify(const DecoderLayerContext& c, std::span<const std::string_view> modu
     if (hooked(c)) (*c.hook)(LinearInput{c.layer, modules, x, routed});
 }
 
+// All-expert calibration: every expert's gate and up read the block's input, shown to the hook once
+// (one Hessian for all of them, not one per expert) with each module's routed tokens.
+void notifyExpertsInput(const DecoderLayerContext& c, const LayerWeights& w, const MatrixF& normed, const ExpertRouting& routing) {
+    std::vector<std::string> names;
+    std::vector<std::int64_t> routed;
+    for (std::size_t e = 0; e < w.experts.size(); ++e) {
+        const std::string prefix = w.moeNames.expert(static_cast<int>(e));
+        const auto tokens = static_cast<std::int64_t>(routing.tokens[e].size());
+        names.push_back(prefix + w.moeNames.gate);
+        routed.push_back(tokens);
+        if (w.moeNames.fusedGateUp()) continue;   // gpt-oss's gate_up_proj is one linear
+        names.push_back(prefix + w.moeNames.up);
+        routed.push_back(tokens);
+    }
+    const std::vector<std::string_view> modules(names.begin(), names.end());
+    (*c.hook)(LinearInput{c.layer, modules, normed, -1, routed});
+}
+
 // The input the engine's GEMM of `linears` reads: x itself, or x quantized (into `storage`) as they ask.
 const MatrixF& engineInput(const MatrixF& x, std::initializer_list<const Linear*> linears, MatrixF& storage) {
     std::vector<quant::ActivationQuant> inputs;
@@ -109,12 +127,14 @@ MatrixF expertProduct(const LayerMath& m, const MatrixF& x, const Expert& e, con
 // The sparse MoE block: each expert runs on the rows routed to it, and its output is added to those
 // rows with the routing weight (an expert no token chose is skipped, as transformers skips it). The
 // hook sees each expert's gate/up input and down input: the rows that expert saw, or with
-// hookSeesAllTokens every row (the expert then runs once more, on all of them, for the hook alone).
+// hookSeesAllTokens every row (the block's input once for every gate/up; each expert then runs once
+// more, on all of them, for its down input).
 MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c) {
     const MoeConfig& moe = c.config.moe;
     const LayerMath& m = math(c);
     const ExpertRouting routing = routeTokens(m.linear(normed, w.router), moe.numExpertsPerToken, moe.normTopkProb);
     MatrixF out = MatrixF::Zero(normed.rows(), normed.cols());
+    if (c.hookSeesAllTokens && hooked(c)) notifyExpertsInput(c, w, normed, routing);
     for (std::size_t e = 0; e < w.experts.size(); ++e) {
         const auto& rows = routing.tokens[e];
         const Expert& x = w.experts[e];
@@ -126,7 +146,6 @@ MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
         const std::array<std::string_view, 1> down{names[2]};
         const auto routedCount = static_cast<std::int64_t>(rows.size());
         if (c.hookSeesAllTokens && hooked(c)) {
-            notify(c, gateUp, normed, routedCount);
             MatrixF quantized;
             notify(c, down, expertProduct(m, expertInput(normed, x, quantized), x, moe), routedCount);
         }

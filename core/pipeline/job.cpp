@@ -317,7 +317,7 @@ private:
                                                              plan_.backend.get(), release);
             for (auto& [module, linear] : q) {
                 const auto samples = stats.empty() ? 0 : stats.input(module).hessian->samples();
-                const auto routed = stats.empty() ? -1 : stats.input(module).routedTokens;
+                const auto routed = stats.empty() ? -1 : stats.routedTokens(module);
                 const MethodSpec& method = s.mix ? *s.mix->methodOf(layer, module) : s.result.method;
                 s.result.modules.push_back(logOf(method, layer, module, *linear, samples, routed));
                 if (log_) log_(s.result.modules.back());
@@ -669,6 +669,7 @@ ResourceEstimate Job::estimate() const {
         shape.keptBytesPerWeight += kept;
     }
     shape.calibrationTokens = tokenCount(plan_.calibration);
+    shape.moeAllExperts = plan_.moeCalibrateAllExperts;
     shape.evaluationTokens = tokenCount(plan_.evaluation);
     shape.evaluationSequenceLength = plan_.evaluation.empty() ? 0 : int(plan_.evaluation.front().size());
     shape.perLayerKl = plan_.perLayerKl || plan_.perGroupKl;   // the same inputs kept per layer

@@ -45,7 +45,10 @@ void LayerStatistics::add(const model::LinearInput& input) {
     } else {
         stats = found->second;
     }
-    if (input.routedTokens >= 0) stats->routedTokens = std::max<std::int64_t>(stats->routedTokens, 0) + input.routedTokens;
+    for (std::size_t i = 0; i < input.modules.size(); ++i) {
+        const std::int64_t routed = input.routedPerModule.empty() ? input.routedTokens : input.routedPerModule[i];
+        if (routed >= 0) routed_[std::string(input.modules[i])] += routed;
+    }
     if (input.x.rows() == 0) return;   // an expert no token was routed to: counted, nothing to accumulate
     stats->hessian->add(input.x);
     stats->maxAbs = stats->maxAbs.cwiseMax(input.x.cwiseAbs().colwise().maxCoeff().transpose());
@@ -57,6 +60,11 @@ const InputStatistics& LayerStatistics::input(std::string_view module) const {
     auto found = inputs_.find(module);
     if (found == inputs_.end()) throw Error("no calibration inputs were recorded for " + std::string(module));
     return *found->second;
+}
+
+std::int64_t LayerStatistics::routedTokens(std::string_view module) const {
+    const auto found = routed_.find(module);
+    return found == routed_.end() ? -1 : found->second;
 }
 
 InputStatistics& LayerStatistics::mutableInput(std::string_view module) {

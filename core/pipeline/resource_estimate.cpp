@@ -37,27 +37,34 @@ double activeParameters(const model::ModelConfig& c) {
     return attentionParameters(c) + double(c.moe.numExpertsPerToken) * 3.0 * h * mlpWidth(c) + double(c.moe.numExperts) * h;
 }
 
-// The widths of a decoder layer's distinct linear inputs: q/k/v, o, gate/up, down (each expert's own).
-std::vector<double> inputWidths(const model::ModelConfig& c) {
+// The widths of a decoder layer's distinct linear inputs: q/k/v, o, gate/up, down (each expert's own
+// down input; with all-expert calibration every expert's gate/up read one input, the block's).
+std::vector<double> inputWidths(const model::ModelConfig& c, bool moeAllExperts) {
     std::vector<double> widths{double(c.hiddenSize), double(c.qDim())};
+    if (moeAllExperts && c.isMoe()) widths.push_back(double(c.hiddenSize));
     for (int e = 0; e < int(experts(c)); ++e) {
-        widths.push_back(double(c.hiddenSize));
+        if (!(moeAllExperts && c.isMoe())) widths.push_back(double(c.hiddenSize));
         widths.push_back(mlpWidth(c));
     }
     return widths;
 }
 
 // The f64 running sums of every input, lower-triangle tiles of 256 only (HessianAccumulator).
-double runningSumBytes(const model::ModelConfig& c) {
+double runningSumBytes(const model::ModelConfig& c, bool moeAllExperts) {
     double bytes = 0;
-    for (double n : inputWidths(c)) bytes += n * (n + 256.0) / 2.0 * sizeof(double);
+    for (double n : inputWidths(c, moeAllExperts)) bytes += n * (n + 256.0) / 2.0 * sizeof(double);
     return bytes;
 }
 
-// Every input accumulates every token (all-expert calibration shows each expert all of them).
-double hessianFlopsPerToken(const model::ModelConfig& c) {
+// Every input accumulates every token (all-expert calibration shows each expert all of them; routed
+// only, a token reaches its top-k experts' inputs).
+double hessianFlopsPerToken(const model::ModelConfig& c, bool moeAllExperts) {
     double flops = 0;
-    for (double n : inputWidths(c)) flops += n * n;
+    for (double n : inputWidths(c, moeAllExperts)) flops += n * n;
+    if (c.isMoe() && !moeAllExperts) {
+        const double h = c.hiddenSize, w = mlpWidth(c);
+        flops -= (experts(c) - double(c.moe.numExpertsPerToken)) * (h * h + w * w);
+    }
     return flops;
 }
 
@@ -152,13 +159,13 @@ std::uint64_t predictedJobBytes(const WorkloadShape& s) {
     const double keptPerWeight = s.keptBytesPerWeight > 0 ? s.keptBytesPerWeight : 1.1 * s.methods;
     const double kept = keptPerWeight * layerParameters(c) * L;
 
-    auto widths = inputWidths(c);
+    auto widths = inputWidths(c, s.moeAllExperts);
     std::sort(widths.begin(), widths.end(), std::greater<>());
     const double widest = widths[0], narrow = widths[1];   // down_proj's, and the next (q/k/v, gate/up)
     const double hWidest = widest * widest * sizeof(float);
     double hessians = 0;
     for (double n : widths) hessians += n * n * sizeof(float);
-    const double sums = runningSumBytes(c);
+    const double sums = runningSumBytes(c, s.moeAllExperts);
     const double baseSet = baseStatistics ? sums + hessians : 0.0;
     const double ownSums = s.sequentialMethods > 0 ? sums : 0.0;
     const double rows = std::max<double>({double(c.qDim()), double(c.hiddenSize), mlpWidth(c)});
@@ -199,7 +206,7 @@ ResourceEstimate estimateResources(const WorkloadShape& s) {
     const double forwardPerToken = 2.0 * activeParameters(c) + 4.0 * double(std::max(s.evaluationSequenceLength, 1)) * c.qDim();
     const double logitsPerToken = 2.0 * double(c.hiddenSize) * c.vocabSize;
     const double calibPasses = s.calibrationTokens > 0 ? base + 2.0 * s.sequentialMethods : 0.0;
-    double flops = double(s.calibrationTokens) * L * (calibPasses * forwardPerToken + calibStreams * hessianFlopsPerToken(c));
+    double flops = double(s.calibrationTokens) * L * (calibPasses * forwardPerToken + calibStreams * hessianFlopsPerToken(c, s.moeAllExperts));
     flops += double(s.evaluationTokens) * (1.0 + s.methods) * (L * forwardPerToken + logitsPerToken);
     if (s.perLayerKl)
         flops += double(s.evaluationTokens) * s.methods * (L * (L + 1) / 2 * forwardPerToken + L * logitsPerToken);

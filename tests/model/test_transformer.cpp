@@ -960,13 +960,23 @@ TEST(SmallMoe, AllExpertHookSeesEveryTokenWhileTheOutputStillRoutes) {
         model.setHookSeesAllExpertTokens(all);
         MatrixF hidden = model.embed(kTokens);
         std::int64_t routed = 0;
-        int hooked = 0;
+        int hooked = 0, blockInputs = 0;
         const LinearInputHook hook = [&](const LinearInput& in) {
+            if (!in.routedPerModule.empty()) {   // all experts: the block's input once, for every gate and up
+                EXPECT_TRUE(all);
+                EXPECT_EQ(in.x.rows(), Eigen::Index(kTokens.size()));
+                EXPECT_EQ(in.modules.size(), std::size_t(2 * c.moe.numExperts));
+                ASSERT_EQ(in.routedPerModule.size(), in.modules.size());
+                for (std::size_t i = 0; i < in.modules.size(); i += 2) routed += in.routedPerModule[i], ++hooked;
+                ++blockInputs;
+                return;
+            }
             if (in.routedTokens < 0) return;   // attention, dense MLP
             EXPECT_EQ(in.x.rows(), all ? Eigen::Index(kTokens.size()) : in.routedTokens);
-            if (in.modules.size() == 2) routed += in.routedTokens, ++hooked;   // gate/up: once per expert
+            if (in.modules.size() == 2) routed += in.routedTokens, ++hooked;   // routed: gate/up once per expert
         };
         for (int i = 0; i < c.numLayers; ++i) model.runLayer(i, hidden, hook);
+        EXPECT_EQ(blockInputs, all ? 1 : 0);
         EXPECT_EQ(hooked, c.moe.numExperts);   // even an expert no token chose is reported
         EXPECT_EQ(routed, std::int64_t(kTokens.size()) * c.moe.numExpertsPerToken);
         EXPECT_LT((model.finalLogits(hidden) - reference).cwiseAbs().maxCoeff(), 1e-5f);

@@ -424,11 +424,21 @@ TEST(TinyMoe, TheMemoryEstimateCountsTheExperts) {
     EXPECT_GT(big - small, 120.0 * 3 * 2048 * 768 * 4);
     shape.calibrationTokens = 4096;
     shape.sequentialMethods = 1;
+    shape.moeAllExperts = false;
     const double calibrating = double(predictedJobBytes(shape));
+    shape.moeAllExperts = true;
+    const double calibratingAll = double(predictedJobBytes(shape));
     j["num_experts"] = 128;
     shape.config = model::ModelConfig::fromJson(j);
-    // Each expert's two inputs hold f64 running sums while the layer is observed: 128 experts' of them.
-    EXPECT_GT(double(predictedJobBytes(shape)) - calibrating, big - small + 0.9 * 120.0 * (2048.0 * 2304 / 2 + 768.0 * 1024 / 2) * 8);
+    // Routed only, each expert's two inputs hold f64 running sums while the layer is observed: 128 experts' of them.
+    shape.moeAllExperts = false;
+    const double routed = double(predictedJobBytes(shape)) - calibrating;
+    EXPECT_GT(routed, big - small + 0.9 * 120.0 * (2048.0 * 2304 / 2 + 768.0 * 1024 / 2) * 8);
+    // All experts on every token: their gate/up read one input, so only the down inputs are per expert.
+    shape.moeAllExperts = true;
+    const double all = double(predictedJobBytes(shape)) - calibratingAll;
+    EXPECT_GT(all, big - small + 0.9 * 120.0 * (768.0 * 1024 / 2) * 8);
+    EXPECT_LT(all, routed - 0.9 * 120.0 * (2048.0 * 2304 / 2) * 8);
 }
 
 }  // namespace

@@ -29,6 +29,10 @@ struct LinearInput {
     // An expert's input: how many of the tokens the router sent to it. x holds those tokens, or every
     // token of the sequence when the hook calibrates all experts (DecoderLayerContext). -1: no expert.
     std::int64_t routedTokens = -1;
+    // When the hook calibrates all experts, their gate/up projections read one input (the block's):
+    // it is shown once, `modules` naming every expert's gate and up, and this gives each module's
+    // routed tokens in the same order (routedTokens is -1 then).
+    std::span<const std::int64_t> routedPerModule = {};
 };
 using LinearInputHook = std::function<void(const LinearInput&)>;
 

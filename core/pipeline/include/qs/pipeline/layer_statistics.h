@@ -28,9 +28,6 @@ struct InputStatistics {
     std::vector<float> tokenMaxAbs;      // max |x| of each token (row) seen: static input scales are calibrated from them
     std::vector<std::string> modules;    // the modules that read this input, in the hook's order
     std::size_t done = 0;                // how many of them are done
-    // An expert's input: the tokens the router sent to it (the Hessian may have seen more: every
-    // token, with all-expert calibration); -1 for the attention and dense MLP inputs.
-    std::int64_t routedTokens = -1;
 };
 
 class LayerStatistics {
@@ -48,6 +45,9 @@ public:
     // The statistics of the input of `module` ("self_attn.k_proj"); throws qs::Error when none was seen.
     // Its sample count, meanAbs() and maxAbs stay after the module is done; its H does not.
     const InputStatistics& input(std::string_view module) const;
+    // An expert's module: the tokens the router sent to it (its Hessian may have seen more: every
+    // token, with all-expert calibration); -1 for the attention and dense MLP modules.
+    std::int64_t routedTokens(std::string_view module) const;
     // H = 2 XᵀX / n of that input (computed once per input, then cached until the input is freed).
     // Throws qs::Error once the input's modules are all done.
     const MatrixF& hessian(std::string_view module);
@@ -71,6 +71,7 @@ private:
     std::map<std::string, std::shared_ptr<InputStatistics>, std::less<>> inputs_;   // by module
     std::map<const InputStatistics*, MatrixF> finalized_;
     std::set<std::string, std::less<>> done_;   // modules done
+    std::map<std::string, std::int64_t, std::less<>> routed_;   // an expert module's routed tokens
     const Backend* backend_;
     std::vector<float> keyTokenMaxAbs_, valueTokenMaxAbs_;
 };

@@ -32,6 +32,9 @@ struct WorkloadShape {
     std::size_t evaluationTokens = 0;
     int evaluationSequenceLength = 0;
     bool perLayerKl = false;
+    // A MoE model calibrates every expert on every token (JobPlan::moeCalibrateAllExperts): one
+    // Hessian for all the experts' gate/up input; else one per expert.
+    bool moeAllExperts = true;
     double quantizeFlopsPerWeight = 0.0; // the methods' own work per weight, summed (trellis, GPTQ dominate)
 };
 
