@@ -11,7 +11,8 @@
 # Environment: QS_BUILD_DIR (default build-cli, else build), LAYERS, HIDDEN, INTERMEDIATE, HEADS,
 # KV_HEADS, VOCAB, SAMPLES, SEQ_LEN; WORK_DIR=1: the run keeps its finished layers on disk
 # (--work-dir, a folder beside the checkpoint) instead of in RAM; MAX_MEMORY=2G (with WORK_DIR=1):
-# --max-memory, the hidden states that do not fit stream from the work folder; METHODS (default gptq4); TIME_LIMIT (seconds): Ctrl-C the run then (it stops at its next
+# --max-memory, the hidden states that do not fit stream from the work folder; METHODS (default gptq4);
+# CALIB_REPEAT=N: the demo's calibration text N times over (it holds 34 x 512 tokens), for more samples; TIME_LIMIT (seconds): Ctrl-C the run then (it stops at its next
 # cancellation check), and report the peak over the layers it got through; MODULE_LOG=file keeps the
 # per-module log (JSON lines with the process's RSS as each module finished).
 # Besides /usr/bin/time's maximum, /proc/PID/status is sampled every second for the largest RssAnon
@@ -34,6 +35,11 @@ cmake --build "$build" --target quantscope-cli make_checkpoint plan_estimate -j 
 work="$(mktemp -d "${TMPDIR:-/tmp}/qs_peak_rss.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 model="$work/model"
+calib="$root/resources/demo/calibration.txt"
+if [ -n "${CALIB_REPEAT:-}" ]; then
+  for _ in $(seq "$CALIB_REPEAT"); do cat "$calib"; done > "$work/calibration.txt"
+  calib="$work/calibration.txt"
+fi
 
 echo "writing a ${layers}-layer, ${hidden}-wide BF16 checkpoint (intermediate ${intermediate}, ${heads} heads, ${kv_heads} KV heads, vocab ${vocab})" >&2
 start=$(date +%s)
@@ -54,7 +60,7 @@ limit=()
 start=$(date +%s)
 status=0
 /usr/bin/time -v -o "$work/time.txt" "${limit[@]}" "$build/app/cli/quantscope-cli" compare "$model" --methods "$methods" \
-  --calib "$root/resources/demo/calibration.txt" --eval "$root/resources/demo/eval.txt" \
+  --calib "$calib" --eval "$root/resources/demo/eval.txt" \
   --samples "$samples" --seq-len "$seq_len" --eval-samples 1 --force --log "$work/modules.jsonl" "${work_dir[@]}" \
   > "$work/compare.txt" &
 runner=$!

@@ -23,6 +23,18 @@ inline fs::path tempDir(const std::string& name) {
     return dir;
 }
 
+// A 4-layer synthetic model, 128 wide, with an outlier channel, in a fresh folder named after `name`.
+inline fs::path fourLayerCheckpoint(const std::string& name) {
+    const fs::path checkpoint = tempDir(name);
+    test::SyntheticModel model;
+    model.layers = 4;
+    model.hidden = 128;
+    model.intermediate = 256;
+    model.outlierChannels = {3};
+    test::writeSyntheticCheckpoint(checkpoint, model);
+    return checkpoint;
+}
+
 inline bool sameBits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
 
 inline bool sameMatrix(const MatrixF& a, const MatrixF& b) {

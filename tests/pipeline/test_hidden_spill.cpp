@@ -43,17 +43,6 @@ std::vector<std::string> namesOf(const std::vector<TravellingStream>& streams) {
     return names;
 }
 
-fs::path tinyModel(const std::string& name) {
-    const fs::path checkpoint = tempDir(name);
-    test::SyntheticModel model;
-    model.layers = 4;
-    model.hidden = 128;
-    model.intermediate = 256;
-    model.outlierChannels = {3};
-    test::writeSyntheticCheckpoint(checkpoint, model);
-    return checkpoint;
-}
-
 // KV cache (the first method), true-sequential GPTQ and AWQ with their own streams, RTN and a GGUF mix
 // on the original's statistics (the GGUF one from its own embedding), per-layer and per-group KL.
 const std::string kMethods = "nvfp4,gptq4-act,awq4,q4_k_m,rtn4";
@@ -122,7 +111,7 @@ TEST(HiddenStream, TheBudgetKeepsStreamsInOrderWhileTheyFit) {
 // logs and KL tables; while a layer runs, its hidden states are being written into the work folder.
 // A budget that fits spills nothing.
 TEST(HiddenSpill, EveryStreamSpilledGivesTheInRamResultBitForBit) {
-    const fs::path checkpoint = tinyModel("spill_model");
+    const fs::path checkpoint = fourLayerCheckpoint("spill_model");
     const JobResult inRam = Job(planFor(checkpoint, kMethods)).run({}, CancelToken{});
 
     const fs::path work = tempDir("spill_work");
@@ -162,7 +151,7 @@ TEST(HiddenSpill, EveryStreamSpilledGivesTheInRamResultBitForBit) {
 // A spilled run killed in its third layer and resumed (spilled again) equals the uninterrupted
 // in-RAM run; the hidden-state folder it resumes from is the spill itself.
 TEST(HiddenSpill, AKilledSpilledRunResumesToTheSameResult) {
-    const fs::path checkpoint = tinyModel("spill_resume_model");
+    const fs::path checkpoint = fourLayerCheckpoint("spill_resume_model");
     const JobResult inRam = Job(planFor(checkpoint, kMethods)).run({}, CancelToken{});
     const fs::path work = tempDir("spill_resume_work");
     JobPlan plan = planFor(checkpoint, kMethods);
@@ -187,7 +176,7 @@ TEST(HiddenSpill, AKilledSpilledRunResumesToTheSameResult) {
 }
 
 TEST(HiddenSpill, TheEstimateCountsOnlyTheStreamsInMemory) {
-    const fs::path checkpoint = tinyModel("spill_estimate_model");
+    const fs::path checkpoint = fourLayerCheckpoint("spill_estimate_model");
     WorkloadShape shape;
     shape.config = model::ModelConfig::fromCheckpoint(io::Checkpoint::open(checkpoint));
     shape.methods = 2;
@@ -203,7 +192,7 @@ TEST(HiddenSpill, TheEstimateCountsOnlyTheStreamsInMemory) {
 }
 
 TEST(HiddenSpill, WithoutAWorkFolderAPlanBeyondTheBudgetIsRefusedInOneLine) {
-    const fs::path checkpoint = tinyModel("spill_refused_model");
+    const fs::path checkpoint = fourLayerCheckpoint("spill_refused_model");
     JobPlan plan = planFor(checkpoint, "rtn4");
     plan.maxMemory = 1;
     const ResourceEstimate e = Job(plan).estimate();

@@ -233,13 +233,7 @@ void expectSameExport(const fs::path& a, const fs::path& b) {
 // after its second layer and resumed; its result equals the in-RAM run's bit for bit, holds no code
 // in memory, and exports the same bytes reading the layers back.
 TEST(ResultsOnDisk, AResultOnDiskEqualsTheOneInRamAndExportsTheSameBytes) {
-    const fs::path checkpoint = tempDir("disk_model");
-    test::SyntheticModel model;
-    model.layers = 4;
-    model.hidden = 128;
-    model.intermediate = 256;
-    model.outlierChannels = {3};
-    test::writeSyntheticCheckpoint(checkpoint, model);
+    const fs::path checkpoint = fourLayerCheckpoint("disk_model");
     const std::string methods = "nvfp4,gptq4-act,awq4,q4_k_m";   // the first also quantizes the KV cache (planFor)
     const JobResult inRam = Job(planFor(checkpoint, methods)).run({}, CancelToken{});
 
