@@ -35,7 +35,10 @@ Hidden randomSequences(unsigned seed) {
 }
 
 // A change whose result depends on every bit of the input and on the sequence's position.
-void scramble(MatrixF& h) { h = (h.array() * 1.37f + h.rows()).sin().matrix() * h.transpose() * h; }
+void scramble(MatrixF& h) {
+    const MatrixF mixed = h * h.transpose() * h;
+    h = (mixed.array() / (1.0f + h.array().abs()) + float(h.rows())).matrix();
+}
 
 std::vector<std::string> namesOf(const std::vector<TravellingStream>& streams) {
     std::vector<std::string> names;
