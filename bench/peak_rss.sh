@@ -10,7 +10,9 @@
 # under /usr/bin/time -v and prints its "Maximum resident set size".
 # Environment: QS_BUILD_DIR (default build-cli, else build), LAYERS, HIDDEN, INTERMEDIATE, HEADS,
 # KV_HEADS, VOCAB, SAMPLES, SEQ_LEN; WORK_DIR=1: the run keeps its finished layers on disk
-# (--work-dir, a folder beside the checkpoint) instead of in RAM; TIME_LIMIT (seconds): Ctrl-C the run then (it stops at its next
+# (--work-dir, a folder beside the checkpoint) instead of in RAM; MAX_MEMORY=2G (with WORK_DIR=1):
+# --max-memory, the hidden states that do not fit stream from the work folder; METHODS (default gptq4);
+# CALIB_REPEAT=N: the demo's calibration text N times over (it holds 34 x 512 tokens), for more samples; TIME_LIMIT (seconds): Ctrl-C the run then (it stops at its next
 # cancellation check), and report the peak over the layers it got through; MODULE_LOG=file keeps the
 # per-module log (JSON lines with the process's RSS as each module finished).
 # Besides /usr/bin/time's maximum, /proc/PID/status is sampled every second for the largest RssAnon
@@ -24,7 +26,7 @@ if [ -z "$build" ]; then
 fi
 layers="${LAYERS:-8}" hidden="${HIDDEN:-4096}" intermediate="${INTERMEDIATE:-14336}"
 heads="${HEADS:-32}" kv_heads="${KV_HEADS:-8}" vocab="${VOCAB:-32000}"
-samples="${SAMPLES:-16}" seq_len="${SEQ_LEN:-512}"
+samples="${SAMPLES:-16}" seq_len="${SEQ_LEN:-512}" methods="${METHODS:-gptq4}"
 target_bytes=$((4 * 1000 * 1000 * 1000))
 
 cmake --build "$build" --target quantscope-cli make_checkpoint plan_estimate -j "${QS_JOBS:-2}" >&2
@@ -33,6 +35,11 @@ cmake --build "$build" --target quantscope-cli make_checkpoint plan_estimate -j 
 work="$(mktemp -d "${TMPDIR:-/tmp}/qs_peak_rss.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 model="$work/model"
+calib="$root/resources/demo/calibration.txt"
+if [ -n "${CALIB_REPEAT:-}" ]; then
+  for _ in $(seq "$CALIB_REPEAT"); do cat "$calib"; done > "$work/calibration.txt"
+  calib="$work/calibration.txt"
+fi
 
 echo "writing a ${layers}-layer, ${hidden}-wide BF16 checkpoint (intermediate ${intermediate}, ${heads} heads, ${kv_heads} KV heads, vocab ${vocab})" >&2
 start=$(date +%s)
@@ -42,16 +49,18 @@ echo "written in $(( $(date +%s) - start )) s: $(du -sh "$model" | cut -f1)" >&2
 
 work_dir=()
 [ -z "${WORK_DIR:-}" ] || work_dir=(--work-dir "$work/run")
-predicted="$("$build/bench-tools/plan_estimate" "$model" gptq4 "$samples" "$seq_len" 1 ${work_dir[1]:+"${work_dir[1]}"})"
+[ -z "${MAX_MEMORY:-}" ] || [ -n "${WORK_DIR:-}" ] || { echo "peak_rss.sh: MAX_MEMORY needs WORK_DIR=1" >&2; exit 2; }
+predicted="$("$build/bench-tools/plan_estimate" "$model" "$methods" "$samples" "$seq_len" 1 ${work_dir[1]:+"${work_dir[1]}"} ${MAX_MEMORY:+"$MAX_MEMORY"})"
+[ -z "${MAX_MEMORY:-}" ] || work_dir+=(--max-memory "$MAX_MEMORY")
 predicted_bytes="$(echo "$predicted" | head -n1)"
 
-echo "running: quantscope-cli compare --methods gptq4 --samples $samples --seq-len $seq_len --eval-samples 1 (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
+echo "running: quantscope-cli compare --methods $methods --samples $samples --seq-len $seq_len --eval-samples 1 (load: $(cut -d' ' -f1-3 /proc/loadavg))" >&2
 limit=()
 [ -z "${TIME_LIMIT:-}" ] || limit=(timeout -s INT --kill-after=120 "$TIME_LIMIT")
 start=$(date +%s)
 status=0
-/usr/bin/time -v -o "$work/time.txt" "${limit[@]}" "$build/app/cli/quantscope-cli" compare "$model" --methods gptq4 \
-  --calib "$root/resources/demo/calibration.txt" --eval "$root/resources/demo/eval.txt" \
+/usr/bin/time -v -o "$work/time.txt" "${limit[@]}" "$build/app/cli/quantscope-cli" compare "$model" --methods "$methods" \
+  --calib "$calib" --eval "$root/resources/demo/eval.txt" \
   --samples "$samples" --seq-len "$seq_len" --eval-samples 1 --force --log "$work/modules.jsonl" "${work_dir[@]}" \
   > "$work/compare.txt" &
 runner=$!

@@ -44,8 +44,9 @@ void ProgressBar::update(const qs::Progress& progress) {
     std::lock_guard lock(mutex_);
     if (finished_) return;
     last_ = progress;
-    if (progress.stage == "resume") {   // where a resumed run picks up: said once, on its own line
-        resumedFraction_ = std::clamp(progress.fraction, 0.0, 1.0);   // the rate counts from here
+    // Where a resumed run picks up, and which hidden states stream from disk: said once, on its own line.
+    if (progress.stage == "resume" || progress.stage == "spill") {
+        if (progress.stage == "resume") resumedFraction_ = std::clamp(progress.fraction, 0.0, 1.0);   // the rate counts from here
         std::fprintf(stream_, "%s%s: %s\n", terminal_ && drawn_ ? "\r\033[K" : "", label_.c_str(), progress.message.c_str());
         std::fflush(stream_);
         return;

@@ -1,6 +1,7 @@
 #include "work_dir_options.h"
 
 #include "qs/error.h"
+#include "qs/pipeline/byte_size.h"
 #include "qs/pipeline/work_folder.h"
 
 namespace qs::cli {
@@ -12,11 +13,23 @@ void addWorkDirOptions(CLI::App& cmd, WorkDirOptions& options) {
                    "removed when the run ends");
     cmd.add_option("--resume", options.resume,
                    "Continue a killed run from the last complete layer in its --work-dir (same checkpoint and settings)");
+    cmd.add_option("--max-memory")
+        ->type_name("SIZE")
+        ->description("The memory the run may use, e.g. 16G or 64GB (K/M/G/T: powers of 1024; KB/MB/GB/TB: of 1000); "
+                      "default: what is available. Hidden states that do not fit stream from the --work-dir")
+        ->each([&options](const std::string& text) {
+            try {
+                options.maxMemory = pipeline::parseByteSize(text);
+            } catch (const Error& e) {
+                throw Error(std::string("--max-memory: ") + e.what());
+            }
+        });
 }
 
 void applyWorkDirOptions(const WorkDirOptions& options, pipeline::JobPlan& plan) {
     if (!options.workDir.empty() && !options.resume.empty() && options.workDir != options.resume)
         throw Error("--work-dir " + options.workDir + " and --resume " + options.resume + " name different folders");
+    plan.maxMemory = options.maxMemory;
     plan.workDir = options.folder();
     plan.resume = !options.resume.empty();
     plan.resultsOnDisk = !plan.workDir.empty();   // read back by the export, which runs before the folder goes

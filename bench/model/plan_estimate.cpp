@@ -1,12 +1,14 @@
-// plan_estimate CHECKPOINT METHODS SAMPLES SEQ_LEN EVAL_SAMPLES [WORK_DIR]
+// plan_estimate CHECKPOINT METHODS SAMPLES SEQ_LEN EVAL_SAMPLES [WORK_DIR [MAX_MEMORY]]
 // Prints the pipeline's own prediction (pipeline::Job::estimate) for `quantscope-cli compare` with the
 // same methods and token counts, so bench/peak_rss.sh can set it beside the measured peak. Token ids
 // do not enter the estimate, only their counts; the group size does not either. With WORK_DIR the
-// results stay on disk (quantscope-cli --work-dir; the folder is not touched here).
+// results stay on disk (quantscope-cli --work-dir; the folder is not touched here); with MAX_MEMORY
+// ("2G", as --max-memory) the hidden states that do not fit spill there.
 #include <cstdlib>
 #include <iostream>
 #include <string>
 
+#include "qs/pipeline/byte_size.h"
 #include "qs/pipeline/job.h"
 
 namespace {
@@ -18,8 +20,8 @@ qs::pipeline::TokenSequences zeros(int samples, int seqLen) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    if (argc != 6 && argc != 7) {
-        std::cerr << "usage: plan_estimate CHECKPOINT METHODS SAMPLES SEQ_LEN EVAL_SAMPLES [WORK_DIR]\n";
+    if (argc < 6 || argc > 8) {
+        std::cerr << "usage: plan_estimate CHECKPOINT METHODS SAMPLES SEQ_LEN EVAL_SAMPLES [WORK_DIR [MAX_MEMORY]]\n";
         return 2;
     }
     try {
@@ -29,7 +31,8 @@ int main(int argc, char** argv) {
         plan.methods = qs::pipeline::parseMethodList(argv[2], 128);
         plan.calibration = zeros(samples, seqLen);
         plan.evaluation = zeros(evalSamples, seqLen);
-        if (argc == 7) plan.workDir = argv[6], plan.resultsOnDisk = true;
+        if (argc >= 7) plan.workDir = argv[6], plan.resultsOnDisk = true;
+        if (argc == 8) plan.maxMemory = qs::pipeline::parseByteSize(argv[7]);
         const qs::pipeline::ResourceEstimate e = qs::pipeline::Job(std::move(plan)).estimate();
         std::cout << e.peakBytes << '\n' << e.describe() << '\n';
         return 0;

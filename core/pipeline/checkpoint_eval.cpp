@@ -159,8 +159,8 @@ CheckpointEvalResult evaluateCheckpoints(const CheckpointEvalPlan& plan, const P
     const auto report = [&](const std::string& stage, int step, int steps, double fraction, const std::string& message) {
         if (progress) progress({stage, step, steps, fraction, message});
     };
-    Hidden originalHidden = embedAll(*original.model, plan.evaluation);
-    Hidden quantizedHidden = embedAll(*quantized.model, plan.evaluation);
+    HiddenStream originalHidden(embedAll(*original.model, plan.evaluation));
+    HiddenStream quantizedHidden(embedAll(*quantized.model, plan.evaluation));
     for (int layer = 0; layer < layers; ++layer) {
         report("evaluate", layer + 1, layers, 0.9 * layer / layers,
                "layer " + std::to_string(layer + 1) + "/" + std::to_string(layers));

@@ -84,7 +84,7 @@ LayerHessianDiagonals hessianDiagonals(const io::Checkpoint& checkpoint, int lay
     if (text.empty()) throw Error("the Hessian of layer " + std::to_string(layer) + " needs calibration text, and none was given");
     model::Transformer model(config, std::make_shared<model::CheckpointWeights>(checkpoint, config));
     model.setLayerMath(backend.layerMath());
-    Hidden hidden = embedAll(model, text);
+    HiddenStream hidden(embedAll(model, text));
     LayerDiagonals diagonals(backend);
     for (int l = 0; l <= layer; ++l) {
         if (progress)

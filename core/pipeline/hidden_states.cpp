@@ -9,32 +9,37 @@ Hidden embedAll(const model::Transformer& model, const TokenSequences& sequences
     return hidden;
 }
 
-void runLayerAll(model::Transformer& model, int layer, Hidden& hidden, const CancelToken& cancel,
-                 const model::LinearInputHook& hook) {
-    const auto resident = model.layerMath().keepResident(model.layerWeights(layer));
-    for (auto& h : hidden) {
-        cancel.throwIfCancelled();
-        model.runLayer(layer, h, hook);
+HiddenStream embedStream(const model::Transformer& model, const TokenSequences& sequences,
+                         const std::optional<std::filesystem::path>& spillFile) {
+    if (!spillFile) return HiddenStream(embedAll(model, sequences));
+    SequenceShape shape{{}, model.config().hiddenSize};
+    for (const auto& s : sequences) shape.rows.push_back(std::int64_t(s.size()));
+    {
+        SequenceFile file = SequenceFile::create(*spillFile, shape);
+        for (std::size_t i = 0; i < sequences.size(); ++i) file.write(i, model.embed(sequences[i]));
     }
+    return HiddenStream::spilled(*spillFile, std::move(shape));
 }
 
-void runLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights, Hidden& hidden,
+void runLayerAll(model::Transformer& model, int layer, HiddenStream& hidden, const CancelToken& cancel,
+                 const model::LinearInputHook& hook) {
+    const auto resident = model.layerMath().keepResident(model.layerWeights(layer));
+    hidden.update([&](MatrixF& h) { model.runLayer(layer, h, hook); }, cancel);
+}
+
+void runLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights, HiddenStream& hidden,
                  const CancelToken& cancel, const model::LinearInputHook& hook, const model::KeyValueHook& keyValueHook) {
     const auto resident = model.layerMath().keepResident(weights);
-    for (auto& h : hidden) {
-        cancel.throwIfCancelled();
-        model.runLayer(layer, weights, h, hook, keyValueHook);
-    }
+    hidden.update([&](MatrixF& h) { model.runLayer(layer, weights, h, hook, keyValueHook); }, cancel);
 }
 
 void observeLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights,
-                     const Hidden& hidden, const CancelToken& cancel, const model::LinearInputHook& hook) {
+                     const HiddenStream& hidden, const CancelToken& cancel, const model::LinearInputHook& hook) {
     const auto resident = model.layerMath().keepResident(weights);
-    for (const auto& h : hidden) {
-        cancel.throwIfCancelled();
+    hidden.observe([&](const MatrixF& h) {
         MatrixF copy = h;
         model.runLayer(layer, weights, copy, hook);
-    }
+    }, cancel);
 }
 
 }  // namespace qs::pipeline

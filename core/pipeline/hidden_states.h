@@ -1,9 +1,12 @@
 #pragma once
 // Hidden states of a set of token sequences travelling through a model one decoder layer at a time:
-// what calibration, the Job's evaluation and checkpoint evaluation all keep between layers.
+// what calibration, the Job's evaluation and checkpoint evaluation all keep between layers
+// (HiddenStream: in memory, or spilled to a work folder a sequence at a time).
+#include <filesystem>
+#include <optional>
 #include <vector>
 
-#include "qs/matrix.h"
+#include "hidden_stream.h"
 #include "qs/model/decoder_layer.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/calibration_text.h"
@@ -11,20 +14,21 @@
 
 namespace qs::pipeline {
 
-using Hidden = std::vector<MatrixF>;   // one [T, hidden] matrix per sequence
-
 Hidden embedAll(const model::Transformer& model, const TokenSequences& sequences);
+// The same as a stream: in memory, or written a sequence at a time to a new file at `spillFile`.
+HiddenStream embedStream(const model::Transformer& model, const TokenSequences& sequences,
+                         const std::optional<std::filesystem::path>& spillFile);
 
 // Runs decoder layer `layer` over every sequence in place, polling `cancel` between sequences.
-void runLayerAll(model::Transformer& model, int layer, Hidden& hidden, const CancelToken& cancel,
+void runLayerAll(model::Transformer& model, int layer, HiddenStream& hidden, const CancelToken& cancel,
                  const model::LinearInputHook& hook = {});
 // The same with weights the caller holds (nothing is loaded or cached by `model`).
-void runLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights, Hidden& hidden,
+void runLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights, HiddenStream& hidden,
                  const CancelToken& cancel, const model::LinearInputHook& hook = {},
                  const model::KeyValueHook& keyValueHook = {});
 // Shows `hook` the layer's linear inputs of every sequence without changing `hidden` (one sequence
 // is copied at a time).
 void observeLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights,
-                     const Hidden& hidden, const CancelToken& cancel, const model::LinearInputHook& hook);
+                     const HiddenStream& hidden, const CancelToken& cancel, const model::LinearInputHook& hook);
 
 }  // namespace qs::pipeline

@@ -2,7 +2,9 @@
 
 #include <chrono>
 #include <cmath>
+#include <filesystem>
 #include <optional>
+#include <set>
 
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
@@ -17,6 +19,7 @@
 #include "gguf_method.h"
 #include "hidden_states.h"
 #include "kl_scoring.h"
+#include "stream_budget.h"
 
 namespace qs::pipeline {
 namespace {
@@ -31,8 +34,8 @@ using CompactLayer = std::map<std::string, std::shared_ptr<const CompactLinear>,
 struct MethodStream {
     MethodResult result;
     model::Transformer model;   // the original weights with this method's quantized linears in place
-    Hidden calibration;         // its own calibration stream (true-sequential GPTQ / AWQ only)
-    Hidden evaluation;
+    HiddenStream calibration;   // its own calibration stream (true-sequential GPTQ / AWQ only)
+    HiddenStream evaluation;
     bool ownCalibration = false;
     std::vector<CompactLayer> kept;   // the finished layers, codes packed; result.layers at the end
     GgufTypeChooser ggufTypes;        // GGUF methods: the type of each tensor; its model has their token_embd and output
@@ -145,8 +148,9 @@ void checkDeviceMemory(const Backend& backend, const DeviceWorkload& workload, b
 
 class Runner {
 public:
-    Runner(const JobPlan& plan, const ProgressCallback& progress, const CancelToken& cancel, const ModuleLogCallback& log)
-        : plan_(plan), progress_(progress), cancel_(cancel), log_(log),
+    Runner(const JobPlan& plan, std::set<std::string> spilled, const ProgressCallback& progress, const CancelToken& cancel,
+           const ModuleLogCallback& log)
+        : plan_(plan), spilled_(std::move(spilled)), progress_(progress), cancel_(cancel), log_(log),
           checkpoint_(openModelCheckpoint(plan.checkpoint, plan.allowNonFinite)),
           config_(model::ModelConfig::fromCheckpoint(checkpoint_)),
           weights_(std::make_shared<model::CheckpointWeights>(
@@ -214,39 +218,68 @@ private:
         if (progress_) progress_({stage, step, steps, fraction, message});
     }
 
+    // The streams' first hidden states, the embeddings; on a resumed run restore() reads them instead.
     void setUpStreams() {
-        calibration_ = embedAll(base_, plan_.calibration);
-        evaluation_ = embedAll(base_, plan_.evaluation);
+        const bool embed = !work_ || work_->completeLayers() == 0;
+        const auto embedded = [&](const model::Transformer& model, const TokenSequences& text, const std::string& name) {
+            return embed ? embedStream(model, text, spillFile(name)) : HiddenStream();
+        };
+        const auto copied = [&](const HiddenStream& from, const std::string& name) {
+            return embed ? from.copy(spillFile(name)) : HiddenStream();
+        };
+        bool baseCalibration = false;   // the original's calibration stream travels (as travellingStreams says)
+        for (const auto& t : travellingStreams(plan_, config_.hiddenSize)) baseCalibration = baseCalibration || t.name == "calibration";
+        if (baseCalibration) calibration_ = embedded(base_, plan_.calibration, "calibration");
+        evaluation_ = embedded(base_, plan_.evaluation, "evaluation");
         for (const auto& m : plan_.methods) {
-            MethodStream s{MethodResult{}, makeModel(), {}, evaluation_, false, {}, {}};
+            const std::string name = "s" + std::to_string(streams_.size());
+            MethodStream s{MethodResult{}, makeModel(), {}, {}, false, {}, {}};
             s.result.method = m;
             s.ownCalibration = plan_.trueSequential && m.sequential() && !plan_.calibration.empty();
-            if (s.ownCalibration) s.calibration = calibration_;
+            if (s.ownCalibration) s.calibration = embedded(base_, plan_.calibration, name + ".calibration");
             if (m.ggufFileMix()) {   // its own token_embd and output, so its evaluation starts from its own embedding
                 s.ggufTypes = ggufMethodChooser(m, config_, !plan_.calibration.empty());
                 s.model = makeModel(ggufEdgeWeights(weights_, checkpoint_, config_, s.ggufTypes));
-                s.evaluation = embedAll(s.model, plan_.evaluation);
+                s.evaluation = embedded(s.model, plan_.evaluation, name + ".evaluation");
+            } else {
+                s.evaluation = copied(evaluation_, name + ".evaluation");
             }
             if (!s.ownCalibration && !plan_.calibration.empty()) baseStatistics_ = true;
             kvCache_ = kvCache_ || m.kvCacheFp8;
             streams_.push_back(std::move(s));
         }
         for (const auto& mix : plan_.mixed) {
-            MethodStream s{MethodResult{}, makeModel(), {}, evaluation_, false, {}, {}, &mix};
+            const std::string name = "s" + std::to_string(streams_.size());
+            MethodStream s{MethodResult{}, makeModel(), {}, copied(evaluation_, name + ".evaluation"), false, {}, {}, &mix};
             s.result.method = mix.summary();
             s.result.mixed = true;
             s.ownCalibration = plan_.trueSequential && mix.sequential() && !plan_.calibration.empty();
-            if (s.ownCalibration) s.calibration = calibration_;
+            if (s.ownCalibration) s.calibration = embedded(base_, plan_.calibration, name + ".calibration");
             else if (!plan_.calibration.empty()) baseStatistics_ = true;
             streams_.push_back(std::move(s));
         }
         // The KV cache's scales come from the original model's calibration stream, shared by every method.
         if (kvCache_) {
             baseStatistics_ = true;
-            kvEvaluation_ = evaluation_;
+            kvEvaluation_ = copied(evaluation_, "kv_evaluation");
         }
-        // When every method calibrates on its own stream, the original's calibration stream is not needed.
-        if (!baseStatistics_) Hidden().swap(calibration_);
+        if (baseStatistics_ != baseCalibration) throw Error("internal: the Job's streams differ from its estimate's");
+    }
+
+    // Where stream `name`'s first hidden states go when it spills (JobPlan::maxMemory): layer 0's
+    // hidden-state folder, which the first layer then rewrites in place.
+    std::optional<std::filesystem::path> spillFile(const std::string& name) const {
+        if (!work_ || !spilled_.contains(name)) return std::nullopt;
+        return work_->hiddenStaging(0) / WorkFolder::hiddenFileName(name);
+    }
+
+    // A spilled stream writes layer `layer`'s results into that layer's hidden-state folder, never over
+    // the previous layer's (what a resumed run reads).
+    void spillInto(int layer) {
+        if (!work_ || spilled_.empty()) return;
+        const std::filesystem::path staging = work_->hiddenStaging(layer);
+        for (auto& [name, stream] : travelling())
+            if (stream->isSpilled()) stream->writeNextTo(staging / WorkFolder::hiddenFileName(name));
     }
 
     // Memory: the layer is converted to f32 once (`original`) and run from there, never cached by a
@@ -255,12 +288,13 @@ private:
     void processLayer(int layer) {
         const int L = config_.numLayers;
         report("calibrate", layer + 1, L, 0.8 * layer / L, "layer " + std::to_string(layer + 1) + "/" + std::to_string(L));
+        spillInto(layer);
         model::LayerWeights original = weights_->layer(layer);
         LayerStatistics baseStats(plan_.backend.get());   // only when a method quantizes from the original stream
         if (baseStatistics_)
             runLayerAll(base_, layer, original, calibration_, cancel_, baseStats.hook(),
                         kvCache_ ? baseStats.keyValueHook() : model::KeyValueHook{});
-        if (plan_.perLayerKl || plan_.perGroupKl) layerInputs_.push_back(evaluation_);
+        if (plan_.perLayerKl || plan_.perGroupKl) layerInputs_.push_back(evaluation_.inMemory());
         if (kvCache_) evaluateCacheOnly(layer, original, baseStats);
         runLayerAll(base_, layer, original, evaluation_, cancel_);
         std::size_t lastStream = streams_.size(), lastBaseUser = streams_.size();
@@ -401,8 +435,8 @@ private:
     }
 
     // The hidden states that travel to the next layer, by name (the work folder's snapshot).
-    std::map<std::string, Hidden*> travelling() {
-        std::map<std::string, Hidden*> out{{"calibration", &calibration_}, {"evaluation", &evaluation_}, {"kv_evaluation", &kvEvaluation_}};
+    std::map<std::string, HiddenStream*> travelling() {
+        std::map<std::string, HiddenStream*> out{{"calibration", &calibration_}, {"evaluation", &evaluation_}, {"kv_evaluation", &kvEvaluation_}};
         for (std::size_t m = 0; m < streams_.size(); ++m) {
             out.emplace("s" + std::to_string(m) + ".calibration", &streams_[m].calibration);
             out.emplace("s" + std::to_string(m) + ".evaluation", &streams_[m].evaluation);
@@ -428,9 +462,15 @@ private:
         record.facts["streams"] = std::move(streams);
         if (kvCache_) record.facts["cache_scales"] = {cacheScales_[std::size_t(layer)].first, cacheScales_[std::size_t(layer)].second};
         if (plan_.perLayerKl || plan_.perGroupKl) record.hidden["layer_input"] = layerInputs_[std::size_t(layer)];
-        HiddenSet after;
-        for (const auto& [name, hidden] : travelling()) after.emplace(name, *hidden);
+        // Each stream's file goes into the layer's hidden-state folder (a spilled stream's is there already).
+        const std::filesystem::path staging = work_->hiddenStaging(layer);
+        HiddenShapes after;
+        for (const auto& [name, hidden] : travelling()) {
+            hidden->saveTo(staging / WorkFolder::hiddenFileName(name));
+            after.emplace(name, hidden->shape());
+        }
         work_->saveLayer(layer, record, after);
+        for (auto& [name, hidden] : travelling()) hidden->movedTo(work_->hiddenFolder() / WorkFolder::hiddenFileName(name));
     }
 
     // A resumed run: the finished layers and the hidden states after them from the work folder; the
@@ -450,11 +490,13 @@ private:
             restoreLayer(layer, work_->loadLayer(layer));
             spill(layer);
         }
-        HiddenSet hidden = work_->loadHidden();
+        // A stream that spills streams from the folder's files as they are; the others are read in.
+        const HiddenShapes shapes = work_->hiddenShapes();
         for (auto& [name, target] : travelling()) {
-            const auto it = hidden.find(name);
-            if (it == hidden.end()) throw Error(work_->path().string() + ": the hidden states '" + name + "' are missing");
-            *target = std::move(it->second);
+            const auto it = shapes.find(name);
+            if (it == shapes.end()) throw Error(work_->path().string() + ": the hidden states '" + name + "' are missing");
+            const std::filesystem::path file = work_->hiddenFolder() / WorkFolder::hiddenFileName(name);
+            *target = spilled_.contains(name) ? HiddenStream::spilled(file, it->second) : HiddenStream(SequenceFile::load(file, it->second));
         }
         return done;
     }
@@ -512,7 +554,7 @@ private:
     // The streams scored against the original at the end of the evaluation text; a failed method
     // is skipped. The quantized streams share the original's final norm and lm_head, except that a
     // GGUF method's whole model has its own output (`ownHeads`).
-    std::vector<KlStream> klStreams(const std::vector<const Hidden*>& hidden, bool ownHeads = false) const {
+    std::vector<KlStream> klStreams(const std::vector<const HiddenStream*>& hidden, bool ownHeads = false) const {
         std::vector<KlStream> out;
         for (std::size_t m = 0; m < streams_.size(); ++m)
             out.push_back({ownHeads && streams_[m].ggufTypes ? &streams_[m].model : &base_, streams_[m].failed() ? nullptr : hidden[m]});
@@ -521,7 +563,7 @@ private:
 
     void evaluate() {
         if (plan_.evaluation.empty()) return;
-        std::vector<const Hidden*> hidden;
+        std::vector<const HiddenStream*> hidden;
         for (const auto& s : streams_) hidden.push_back(&s.evaluation);
         std::vector<KlStream> scored = klStreams(hidden, true);
         if (kvCache_) scored.push_back({&base_, &kvEvaluation_});
@@ -541,10 +583,10 @@ private:
         for (auto& s : streams_) s.result.perLayerKl.assign(std::size_t(L), std::nan(""));
         for (int l = 0; l < L; ++l) {
             report("per-layer KL", l + 1, L, 0.85 + 0.15 * l / L, "layer " + std::to_string(l + 1) + "/" + std::to_string(L));
-            std::vector<Hidden> hidden(streams_.size());
+            std::vector<HiddenStream> hidden(streams_.size());
             for (std::size_t m = 0; m < streams_.size(); ++m) {
                 if (streams_[m].failed()) continue;
-                hidden[m] = layerInputs_[std::size_t(l)];
+                hidden[m] = HiddenStream(layerInputs_[std::size_t(l)]);
                 runLayerAll(streams_[m].model, l, hidden[m], cancel_);
             }
             for (int after = l + 1; after < L; ++after)
@@ -566,16 +608,16 @@ private:
             for (std::size_t m = 0; m < streams_.size(); ++m)
                 if (!streams_[m].failed()) finished[m] = finishedLayer(m, l);
             for (std::size_t g = 0; g < kFusedGroups.size(); ++g) {
-                std::vector<Hidden> hidden(streams_.size());
+                std::vector<HiddenStream> hidden(streams_.size());
                 for (std::size_t m = 0; m < streams_.size(); ++m) {
                     if (streams_[m].failed()) continue;
-                    hidden[m] = layerInputs_[std::size_t(l)];
+                    hidden[m] = HiddenStream(layerInputs_[std::size_t(l)]);
                     runLayerAll(base_, l, withGroupOf(original, finished[m], kFusedGroups[g]), hidden[m], cancel_);
                 }
                 for (int after = l + 1; after < L; ++after)
                     for (std::size_t m = 0; m < streams_.size(); ++m)
                         if (!streams_[m].failed()) runLayerAll(base_, after, hidden[m], cancel_);
-                std::vector<const Hidden*> pointers;
+                std::vector<const HiddenStream*> pointers;
                 for (const auto& h : hidden) pointers.push_back(&h);
                 const auto kl = scoreKl({&base_, &evaluation_}, klStreams(pointers), plan_.evaluation, cancel_);
                 for (std::size_t m = 0; m < streams_.size(); ++m)
@@ -599,8 +641,8 @@ private:
         return w;
     }
 
-    void scorePerLayer(int layer, const std::vector<Hidden>& hidden) {
-        std::vector<const Hidden*> pointers;
+    void scorePerLayer(int layer, const std::vector<HiddenStream>& hidden) {
+        std::vector<const HiddenStream*> pointers;
         for (const auto& h : hidden) pointers.push_back(&h);
         const auto kl = scoreKl({&base_, &evaluation_}, klStreams(pointers), plan_.evaluation, cancel_);
         for (std::size_t m = 0; m < streams_.size(); ++m)
@@ -608,6 +650,7 @@ private:
     }
 
     const JobPlan& plan_;
+    const std::set<std::string> spilled_;   // the travelling streams that live in the work folder (stream_budget.h)
     const ProgressCallback& progress_;
     const CancelToken& cancel_;
     const ModuleLogCallback& log_;
@@ -615,14 +658,14 @@ private:
     model::ModelConfig config_;
     std::shared_ptr<const model::WeightSource> weights_;
     model::Transformer base_;
-    Hidden calibration_;              // the original model's calibration stream (when a method quantizes from it)
+    HiddenStream calibration_;        // the original model's calibration stream (when a method quantizes from it)
     bool baseStatistics_ = false;     // some method quantizes from the original stream's statistics
-    Hidden evaluation_;               // the original model's evaluation stream (final hidden states at the end)
+    HiddenStream evaluation_;         // the original model's evaluation stream (final hidden states at the end)
     std::vector<Hidden> layerInputs_; // the original evaluation hidden states at each layer's input (per-layer KL)
     std::vector<MethodStream> streams_;
     bool kvCache_ = false;                              // some method quantizes the KV cache
     std::vector<std::pair<float, float>> cacheScales_;  // the FP8 KV cache's (k_scale, v_scale) per layer
-    Hidden kvEvaluation_;                               // the original model with its KV cache quantized
+    HiddenStream kvEvaluation_;                         // the original model with its KV cache quantized
     std::optional<analysis::KlReport> cacheOnlyKl_;
     std::optional<WorkFolder> work_;                    // the state after each layer, when the plan keeps one
 };
@@ -673,7 +716,27 @@ ResourceEstimate Job::estimate() const {
     shape.evaluationTokens = tokenCount(plan_.evaluation);
     shape.evaluationSequenceLength = plan_.evaluation.empty() ? 0 : int(plan_.evaluation.front().size());
     shape.perLayerKl = plan_.perLayerKl || plan_.perGroupKl;   // the same inputs kept per layer
-    return estimateResources(shape);
+    ResourceEstimate e = estimateResources(shape);
+    if (plan_.maxMemory > 0 && (e.availableBytes == 0 || plan_.maxMemory < e.availableBytes)) {
+        e.availableBytes = plan_.maxMemory;
+        e.limitedByMaxMemory = true;
+    }
+    const std::vector<TravellingStream> streams = travellingStreams(plan_, shape.config.hiddenSize);
+    e.hiddenBytes = totalBytes(streams);
+    if (plan_.workDir.empty() || e.availableBytes == 0) return e;   // nowhere to spill to, or no limit known
+    // The travelling streams get what the rest of the run leaves of the memory; those that do not fit spill.
+    WorkloadShape withoutStreams = shape;
+    withoutStreams.spilledHiddenBytes = e.hiddenBytes;
+    const std::uint64_t rest = residentBytes() + predictedJobBytes(withoutStreams);
+    const std::set<std::string> spilled = spilledStreams(streams, e.availableBytes > rest ? e.availableBytes - rest : 0);
+    for (const auto& s : streams)
+        if (spilled.contains(s.name)) {
+            e.spilledStreams.push_back(s.name);
+            e.spilledBytes += s.bytes;
+        }
+    shape.spilledHiddenBytes = e.spilledBytes;
+    e.peakBytes = residentBytes() + predictedJobBytes(shape);
+    return e;
 }
 
 DeviceWorkload Job::deviceWorkload() const {
@@ -702,17 +765,26 @@ DeviceWorkload Job::deviceWorkload() const {
 JobResult Job::run(const ProgressCallback& progress, const CancelToken& cancel, const ModuleLogCallback& moduleLog,
                    bool force) {
     const ResourceEstimate e = estimate();
-    if (!force && e.availableBytes > 0 && !e.fits())
-        throw Error("this plan does not fit in memory: " + e.describe() + "; use fewer methods, samples or tokens, or no per-layer KL" +
-                    (plan_.resultsOnDisk && !plan_.workDir.empty() ? "" : ", or keep the finished layers on disk (quantscope-cli --work-dir)"));
+    if (!force && e.availableBytes > 0 && !e.fits()) {
+        std::string offers = "; use fewer methods, samples or tokens, or no per-layer KL";
+        if (plan_.workDir.empty())
+            offers += ", or give a work folder (quantscope-cli --work-dir DIR): the finished layers and the hidden states that do not fit stay there";
+        else if (!plan_.resultsOnDisk)
+            offers += ", or keep the finished layers on disk (quantscope-cli --work-dir)";
+        if (e.limitedByMaxMemory) offers += ", or raise --max-memory";
+        throw Error("this plan does not fit in memory: " + e.describe() + offers);
+    }
     if (progress) progress({"plan", 0, 0, 0.0, e.describe()});
+    if (progress && e.spilledBytes > 0)
+        progress({"spill", 0, 0, 0.0, formatBytes(e.spilledBytes) + " of hidden states (of " + formatBytes(e.hiddenBytes) +
+                                          ") stream from " + plan_.workDir.string() + ": they do not fit in memory beside the rest of the run"});
     if (!plan_.backend) {
         BackendSelection selection = selectBackend(plan_.device);
         if (progress) progress({"plan", 0, 0, 0.0, selection.message});
         plan_.backend = std::move(selection.backend);
     }
     checkDeviceMemory(*plan_.backend, deviceWorkload(), force, progress);
-    Runner runner(plan_, progress, cancel, moduleLog);
+    Runner runner(plan_, {e.spilledStreams.begin(), e.spilledStreams.end()}, progress, cancel, moduleLog);
     return runner.run();
 }
 

@@ -13,7 +13,7 @@ namespace qs::pipeline {
 
 struct KlStream {
     const model::Transformer* head = nullptr;   // whose final norm and lm_head make the logits
-    const Hidden* hidden = nullptr;             // final hidden states per sequence; nullptr: not scored
+    const HiddenStream* hidden = nullptr;       // final hidden states per sequence; nullptr: not scored
 };
 
 // Called before sequence i (0-based) of n is scored.

@@ -83,7 +83,9 @@ std::string formatBytes(std::uint64_t bytes) {
 std::string ResourceEstimate::describe() const {
     std::ostringstream out;
     out << "predicted peak memory " << formatBytes(peakBytes) << " of " << formatBytes(availableBytes)
-        << " available, about " << (seconds < 10 ? std::round(seconds * 10) / 10 : std::round(seconds)) << " s";
+        << (limitedByMaxMemory ? " allowed (--max-memory)" : " available") << ", about "
+        << (seconds < 10 ? std::round(seconds * 10) / 10 : std::round(seconds)) << " s";
+    if (spilledBytes > 0) out << ", " << formatBytes(spilledBytes) << " of hidden states stream from the work folder";
     return out.str();
 }
 
@@ -154,8 +156,8 @@ std::uint64_t predictedJobBytes(const WorkloadShape& s) {
     const bool baseStatistics = s.calibrationTokens > 0 && s.methods > s.sequentialMethods;
     const double calibStreams = s.calibrationTokens > 0 ? (baseStatistics ? 1.0 : 0.0) + s.sequentialMethods : 0.0;
     const double evalStreams = 1.0 + s.methods + (s.perLayerKl ? L : 0.0);
-    const double hidden = (double(s.calibrationTokens) * calibStreams + double(s.evaluationTokens) * evalStreams) *
-                          c.hiddenSize * sizeof(float);
+    const double hidden = std::max(0.0, (double(s.calibrationTokens) * calibStreams + double(s.evaluationTokens) * evalStreams) *
+                                                c.hiddenSize * sizeof(float) - double(s.spilledHiddenBytes));
     const double keptPerWeight = s.keptBytesPerWeight > 0 ? s.keptBytesPerWeight : 1.1 * s.methods;
     const double kept = keptPerWeight * layerParameters(c) * L;
 

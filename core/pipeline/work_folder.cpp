@@ -155,7 +155,13 @@ WorkFolder WorkFolder::resume(const fs::path& dir, const nlohmann::json& plan) {
     return folder;
 }
 
-void WorkFolder::saveLayer(int layer, const LayerRecord& record, const HiddenSet& hiddenAfter) {
+fs::path WorkFolder::hiddenStaging(int layer) const {
+    const fs::path staging = dir_ / (".tmp-" + numbered(dir_, "hidden", layer).filename().string());
+    fs::create_directories(staging);
+    return staging;
+}
+
+void WorkFolder::saveLayer(int layer, const LayerRecord& record, const HiddenShapes& hiddenAfter) {
     {
         io::CheckpointWriter writer = folderWriter(numbered(dir_, "layer", layer));
         nlohmann::json headers = nlohmann::json::object();
@@ -166,14 +172,27 @@ void WorkFolder::saveLayer(int layer, const LayerRecord& record, const HiddenSet
         writer.addJsonFile(kRecordFile, {{"facts", record.facts}, {"linears", headers}, {"hidden", countsOf(record.hidden)}});
         writer.finish();
     }
-    {
-        io::CheckpointWriter writer = folderWriter(numbered(dir_, "hidden", layer));
-        for (const auto& [name, matrices] : hiddenAfter) writeTensors(writer, name, matrices);
-        writer.addJsonFile(kRecordFile, {{"hidden", countsOf(hiddenAfter)}});
-        writer.finish();
+    const fs::path staging = hiddenStaging(layer), folder = numbered(dir_, "hidden", layer);
+    nlohmann::json shapes = nlohmann::json::object();
+    for (const auto& [name, shape] : hiddenAfter) {
+        if (!fs::exists(staging / hiddenFileName(name))) throw Error(staging.string() + ": the hidden states '" + name + "' were not written");
+        shapes[name] = {{"rows", shape.rows}, {"cols", shape.cols}};
     }
+    writeJsonAtomically(staging / kRecordFile, {{"hidden", std::move(shapes)}});
+    fs::remove_all(folder);   // a stale folder of a layer being redone
+    fs::rename(staging, folder);
     if (layer > 0) fs::remove_all(numbered(dir_, "hidden", layer - 1));
     complete_ = layer + 1;
+}
+
+void WorkFolder::saveLayer(int layer, const LayerRecord& record, const HiddenSet& hiddenAfter) {
+    const fs::path staging = hiddenStaging(layer);
+    HiddenShapes shapes;
+    for (const auto& [name, matrices] : hiddenAfter) {
+        SequenceFile::save(staging / hiddenFileName(name), matrices);
+        shapes.emplace(name, shapeOf(matrices));
+    }
+    saveLayer(layer, record, shapes);
 }
 
 LayerRecord WorkFolder::loadLayer(int layer) const {
@@ -205,13 +224,20 @@ quant::QuantizedLinear WorkFolder::loadLinear(const fs::path& dir, int layer, co
 }
 
 
+fs::path WorkFolder::hiddenFolder() const { return numbered(dir_, "hidden", complete_ - 1); }
+
+HiddenShapes WorkFolder::hiddenShapes() const {
+    HiddenShapes shapes;
+    if (complete_ == 0) return shapes;
+    const nlohmann::json j = io::readJsonFile(hiddenFolder() / kRecordFile);
+    for (const auto& [name, shape] : j.at("hidden").items())
+        shapes.emplace(name, SequenceShape{shape.at("rows").get<std::vector<std::int64_t>>(), shape.at("cols").get<std::int64_t>()});
+    return shapes;
+}
+
 HiddenSet WorkFolder::loadHidden() const {
     HiddenSet hidden;
-    if (complete_ == 0) return hidden;
-    const fs::path folder = numbered(dir_, "hidden", complete_ - 1);
-    const nlohmann::json j = io::readJsonFile(folder / kRecordFile);
-    const io::SafetensorsFile file = io::SafetensorsFile::open(folder / "model.safetensors");
-    for (const auto& [name, count] : j.at("hidden").items()) hidden.emplace(name, readTensors(file, name, count.get<std::size_t>()));
+    for (const auto& [name, shape] : hiddenShapes()) hidden.emplace(name, SequenceFile::load(hiddenFolder() / hiddenFileName(name), shape));
     return hidden;
 }
 

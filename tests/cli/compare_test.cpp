@@ -63,4 +63,46 @@ TEST(Compare, UnknownMethodIsAOneLineError) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
 }
 
+// --max-memory below what the hidden states need, with a work folder: they stream from there, and the
+// KL tables are the in-memory run's to the last bit.
+TEST(Compare, HiddenStatesBeyondMaxMemoryStreamFromTheWorkFolder) {
+    const std::string inRam = tempPath("qs_compare_ram_"), spilled = tempPath("qs_compare_spilled_"), work = tempPath("qs_compare_work_");
+    const std::vector<std::string> args{"compare", kDemo, "--methods", "gptq4,rtn4", "--samples", "4", "--seq-len", "64",
+                                        "--eval-samples", "2", "--per-layer"};
+    auto ram = args, spill = args;
+    ram.insert(ram.end(), {"--json", inRam});
+    spill.insert(spill.end(), {"--json", spilled, "--work-dir", work, "--max-memory", "1K", "--force"});
+    ASSERT_EQ(runCli(ram).exitCode, 0);
+    const auto r = runCli(spill);
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    EXPECT_NE(r.err.find("compare: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(" of hidden states (of "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("stream from " + work), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(work)) << "the work folder goes with the run";
+    const auto read = [](const std::string& path) {
+        std::ifstream in(path);
+        return nlohmann::json::parse(in);
+    };
+    const nlohmann::json a = read(inRam), b = read(spilled);
+    ASSERT_EQ(a.at("methods").size(), 2u);
+    for (std::size_t m = 0; m < 2; ++m) {
+        EXPECT_EQ(a["methods"][m].at("kl"), b["methods"][m].at("kl"));
+        EXPECT_EQ(a["methods"][m].at("per_layer_mean_kld"), b["methods"][m].at("per_layer_mean_kld"));
+    }
+    std::filesystem::remove(inRam);
+    std::filesystem::remove(spilled);
+}
+
+TEST(Compare, ABadMaxMemoryIsAOneLineError) {
+    for (const std::string bad : {"16Q", "2.5.1G", "0"}) {
+        SCOPED_TRACE(bad);
+        const auto r = runCli({"compare", kDemo, "--methods", "rtn4", "--samples", "2", "--seq-len", "16", "--eval-samples", "1",
+                               "--max-memory", bad});
+        EXPECT_EQ(r.exitCode, 2);
+        EXPECT_TRUE(r.out.empty());
+        EXPECT_EQ(r.err.rfind("quantscope-cli: error: --max-memory: not a size: '" + bad + "'", 0), 0u) << r.err;
+        EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1);
+    }
+}
+
 }  // namespace

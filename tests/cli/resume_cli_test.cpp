@@ -65,18 +65,22 @@ protected:
     static void TearDownTestSuite() { fs::remove_all(reference_); }
 
     // Kills a --work-dir run once `marker` (relative to the work folder) exists, resumes it, and
-    // compares the export with the uninterrupted run's.
-    static void killAndResume(const std::string& name, const std::string& marker) {
+    // compares the export with the uninterrupted run's; `extra` options go to both runs.
+    static void killAndResume(const std::string& name, const std::string& marker, const std::vector<std::string>& extra = {}) {
         const fs::path out = freshPath(name + "_out");
         const fs::path work = freshPath(name + "_work");
         {
-            CliProcess run(with(quantizeArgs(out), "--work-dir", work));
+            std::vector<std::string> args = with(quantizeArgs(out), "--work-dir", work);
+            args.insert(args.end(), extra.begin(), extra.end());
+            CliProcess run(args);
             ASSERT_TRUE(stopWhenExists(run, work / marker)) << "the run ended before " << marker << " was written";
             EXPECT_FALSE(fs::exists(out)) << "killed before its export was in place";
             ASSERT_EQ(kill(run.pid(), SIGKILL), 0);
             EXPECT_EQ(run.wait().exitCode, 128 + SIGKILL);
         }
-        const auto resumed = runCli(with(quantizeArgs(out), "--resume", work));
+        std::vector<std::string> args = with(quantizeArgs(out), "--resume", work);
+        args.insert(args.end(), extra.begin(), extra.end());
+        const auto resumed = runCli(args);
         ASSERT_EQ(resumed.exitCode, 0) << resumed.err;
         EXPECT_NE(resumed.err.find("resum"), std::string::npos) << resumed.err;
         for (const char* file : {"model.safetensors", "config.json", "quantize_config.json", "tokenizer.json"})
@@ -92,6 +96,12 @@ fs::path Resume::reference_;
 }  // namespace
 
 TEST_F(Resume, KilledInTheMiddleOfItsLayersItResumesToTheSameTensors) { killAndResume("middle", "hidden-0000/record.json"); }
+
+// The calibration stream beyond --max-memory lives in the work folder: killed while the second layer
+// writes it there, the run resumes from the first layer's file.
+TEST_F(Resume, KilledWhileItsSpilledHiddenStatesStreamItResumesToTheSameTensors) {
+    killAndResume("spilled", ".tmp-hidden-0001/s0.calibration.f32", {"--max-memory", "1K", "--force"});
+}
 
 TEST_F(Resume, KilledAfterItsLastLayerItResumesIntoTheExport) { killAndResume("export", "hidden-0001/record.json"); }
 

@@ -55,6 +55,11 @@ struct JobPlan {
     // result's memory does not grow with depth; the folder must then outlive the result. Without:
     // the result holds every layer in RAM (the GUI, which removes its run folder once a run is done).
     bool resultsOnDisk = false;
+    // The memory the run may use (`--max-memory`), in bytes; 0: what is available (MemAvailable).
+    // The travelling hidden states get what the rest of the run leaves of it; with a work folder, the
+    // streams that do not fit live there and stream from disk a sequence at a time (the same result,
+    // bit for bit); without one, a plan that does not fit is refused.
+    std::uint64_t maxMemory = 0;
 };
 
 // What a work folder records of a plan, to refuse resuming a run with another one: the checkpoint's

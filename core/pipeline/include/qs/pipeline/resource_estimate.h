@@ -3,6 +3,7 @@
 // with the numbers instead of dying half-way.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "qs/model/model_config.h"
 
@@ -11,11 +12,19 @@ namespace qs::pipeline {
 struct ResourceEstimate {
     std::uint64_t peakBytes = 0;
     double seconds = 0.0;
-    std::uint64_t availableBytes = 0;    // MemAvailable when estimated
+    std::uint64_t availableBytes = 0;    // MemAvailable when estimated, or the plan's maxMemory when less
+    bool limitedByMaxMemory = false;     // availableBytes is the plan's maxMemory
     double gemmFlopsPerSecond = 0.0;     // the rate the time is predicted from (measured here)
+    // The travelling hidden states: all of them, and those that spill to the work folder (not counted
+    // in peakBytes), by the names the work folder gives them.
+    std::uint64_t hiddenBytes = 0;
+    std::uint64_t spilledBytes = 0;
+    std::vector<std::string> spilledStreams;
 
     bool fits() const { return peakBytes <= availableBytes; }
-    std::string describe() const;        // "peak memory 1.2 GiB of 20.1 GiB available, about 40 s"
+    // "predicted peak memory 1.2 GiB of 20.1 GiB available, about 40 s" (", 3.1 GiB of hidden states
+    // stream from the work folder" when some spill)
+    std::string describe() const;
 };
 
 struct WorkloadShape {
@@ -35,6 +44,8 @@ struct WorkloadShape {
     // A MoE model calibrates every expert on every token (JobPlan::moeCalibrateAllExperts): one
     // Hessian for all the experts' gate/up input; else one per expert.
     bool moeAllExperts = true;
+    // Travelling hidden states that live in the work folder instead of memory (JobPlan::maxMemory).
+    std::uint64_t spilledHiddenBytes = 0;
     double quantizeFlopsPerWeight = 0.0; // the methods' own work per weight, summed (trellis, GPTQ dominate)
 };
 

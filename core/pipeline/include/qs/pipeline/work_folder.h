@@ -5,9 +5,11 @@
 //
 // Layout: plan.json (what the run is: checkpoint headers, methods, token hashes, seed ...); one folder
 // per finished layer, layer-0003/ (the linears each method quantized, module logs, per-layer facts);
-// and the hidden states after the newest finished layer, hidden-0003/. Each folder is written
-// beside its final name and renamed into place (io::CheckpointWriter), so a folder that exists is
-// complete; the older hidden-states folder is removed only after the newer one is in place.
+// and the hidden states after the newest finished layer, hidden-0003/: one SequenceFile per stream
+// (evaluation.f32, s0.calibration.f32 ...) and a record.json of their shapes. Each folder is written
+// beside its final name and renamed into place (io::CheckpointWriter; .tmp-hidden-0003 for the hidden
+// states, where a stream too large for memory is written while the layer runs), so a folder that
+// exists is complete; the older hidden-states folder is removed only after the newer one is in place.
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -18,11 +20,13 @@
 #include <nlohmann/json.hpp>
 
 #include "qs/matrix.h"
+#include "qs/pipeline/sequence_file.h"
 #include "qs/quant/quantized_linear.h"
 
 namespace qs::pipeline {
 
 using HiddenSet = std::map<std::string, std::vector<MatrixF>>;   // named streams, one [T, hidden] matrix per sequence
+using HiddenShapes = std::map<std::string, SequenceShape>;        // named streams' shapes, their sequences in files
 
 struct LayerRecord {
     nlohmann::json facts = nlohmann::json::object();          // the Job's own per-layer facts (logs, errors, scales)
@@ -43,6 +47,14 @@ public:
     // Layers 0 .. completeLayers()-1 have their records and the hidden states after the last of them.
     int completeLayers() const { return complete_; }
 
+    // Where the hidden states after layer `layer` are written before saveLayer puts them in place,
+    // one file per stream named hiddenFileName(stream); created when absent.
+    std::filesystem::path hiddenStaging(int layer) const;
+    static std::string hiddenFileName(const std::string& stream) { return stream + ".f32"; }
+    // Layer `layer` is finished: its record, and the hidden states after it, whose files are in
+    // hiddenStaging(layer) already (`hiddenAfter` names them and their shapes).
+    void saveLayer(int layer, const LayerRecord& record, const HiddenShapes& hiddenAfter);
+    // The same with hidden states in memory, written here.
     void saveLayer(int layer, const LayerRecord& record, const HiddenSet& hiddenAfter);
     LayerRecord loadLayer(int layer) const;
     // The linears of layer `layer` whose key starts with `keyPrefix` ("0:"), keyed by the rest of the key
@@ -51,7 +63,10 @@ public:
                                                                      std::string_view keyPrefix);
     // The one linear stored under `key` ("0:self_attn.q_proj") in layer `layer`'s record.
     static quant::QuantizedLinear loadLinear(const std::filesystem::path& dir, int layer, const std::string& key);
-    HiddenSet loadHidden() const;   // after layer completeLayers()-1
+    // The hidden states after layer completeLayers()-1: their folder, their shapes, or read into memory.
+    std::filesystem::path hiddenFolder() const;
+    HiddenShapes hiddenShapes() const;
+    HiddenSet loadHidden() const;
     // The run is finished and its result delivered: the folder goes.
     void remove();
     // The same for a folder named by path, when it holds a run (a folder without plan.json is left alone).
