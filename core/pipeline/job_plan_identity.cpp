@@ -9,6 +9,10 @@
 namespace qs::pipeline {
 namespace {
 
+// The layout of the folder's records: 2 keeps the hidden states as raw f32 sequence files
+// (HiddenStream). A folder of another layout is refused for resume by name, not by a parse error.
+constexpr int kWorkFolderFormat = 2;
+
 nlohmann::json methodIdentity(const MethodSpec& m) {
     return {m.name, int(m.kind), m.bits, m.groupSize, m.actOrder, m.sym, m.trellisL, int(m.fp8Scales), m.ggufFileType,
             m.ggmlType ? int(*m.ggmlType) : -1, int(m.activations), m.kvCacheFp8};
@@ -44,7 +48,8 @@ nlohmann::json planIdentity(const JobPlan& plan) {
         }
         mixed.push_back({{"name", mix.name}, {"layers", std::move(layers)}});
     }
-    return {{"checkpoint", io::fingerprintOf(io::Checkpoint::open(plan.checkpoint)).describe()},
+    return {{"work_folder_format", kWorkFolderFormat},
+            {"checkpoint", io::fingerprintOf(io::Checkpoint::open(plan.checkpoint)).describe()},
             {"methods", std::move(methods)},
             {"mixed", std::move(mixed)},
             {"calibration", tokensHash(plan.calibration)},
