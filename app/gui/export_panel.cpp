@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <vector>
 
 #include <QAction>
 #include <QComboBox>
@@ -36,11 +37,20 @@ const quant::QuantizedLinear* firstLinear(const pipeline::MethodResult& m) {
     return nullptr;
 }
 
-bool accepts(const formats::LinearEncoder& e, const pipeline::MethodResult& m) {
-    for (std::size_t i = 0; i < pipeline::layerCount(m); ++i)
-        for (const auto& [name, q] : pipeline::layerAt(m, i))
-            if (!e.refusal(*q).empty()) return false;
-    return pipeline::hasLayers(m);
+// Those of `encoders` that take every linear of `m`. Each layer is read once, for all of them (from
+// the work folder when the result is on disk). When a layer cannot be read (its folder was removed),
+// none is offered beside the default: exporting then says why.
+std::vector<const formats::LinearEncoder*> accepting(std::vector<const formats::LinearEncoder*> encoders,
+                                                     const pipeline::MethodResult& m) {
+    if (!pipeline::hasLayers(m)) return {};
+    try {
+        for (std::size_t i = 0; i < pipeline::layerCount(m) && !encoders.empty(); ++i)
+            for (const auto& [name, q] : pipeline::layerAt(m, i))
+                std::erase_if(encoders, [&q](const formats::LinearEncoder* e) { return !e->refusal(*q).empty(); });
+    } catch (const std::exception&) {
+        return {};
+    }
+    return encoders;
 }
 
 // Whether `inner` is `outer` or lies inside it (after resolving "..", symlinks of existing parts).
@@ -179,8 +189,10 @@ void ExportPanel::fillFormats() {
     } else if (first) {
         const formats::LinearEncoder& preferred = formats::defaultEncoderFor(*first);
         format_->addItem(tr("%1 (default)").arg(QString::fromUtf8(preferred.name())), QString::fromUtf8(preferred.name()));
-        for (const formats::LinearEncoder* e : formats::allEncoders())
-            if (e != &preferred && accepts(*e, *m)) format_->addItem(QString::fromUtf8(e->name()), QString::fromUtf8(e->name()));
+        std::vector<const formats::LinearEncoder*> others = formats::allEncoders();
+        std::erase(others, &preferred);
+        for (const formats::LinearEncoder* e : accepting(std::move(others), *m))
+            format_->addItem(QString::fromUtf8(e->name()), QString::fromUtf8(e->name()));
     }
     updateRefusal();
     updateState();

@@ -30,6 +30,7 @@
 #include "hessian_page.h"
 #include "export_panel.h"
 #include "histogram_page.h"
+#include "job_runner.h"
 #include "job_status_widget.h"
 #include "message_box_error_reporter.h"
 #include "module_log_model.h"
@@ -39,6 +40,7 @@
 #include "quantize_panel.h"
 #include "quantized_linear_page.h"
 #include "recent_files.h"
+#include "run_cache.h"
 #include "mixed_precision_page.h"
 #include "results_page.h"
 #include "serving_scales_page.h"
@@ -49,7 +51,6 @@
 #include "qs/message_text.h"
 #include "qs/pipeline/bundled_resources.h"
 #include "qs/pipeline/model_checkpoint.h"
-#include "qs/pipeline/work_folder.h"
 
 namespace qs::gui {
 namespace {
@@ -89,7 +90,8 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
       job_(new QuantizeJob(this)),
       moduleLog_(new ModuleLogModel(this)),
       jobStatus_(new JobStatusWidget(this)),
-      probe_(new DeviceProbe(std::move(probe), this)) {
+      probe_(new DeviceProbe(std::move(probe), this)),
+      cacheCleaner_(new JobRunner(this)) {
     confirm_ = [this](const QString& title, const QString& question) {
         return QMessageBox::question(this, title, question, QMessageBox::Yes | QMessageBox::No, QMessageBox::No) == QMessageBox::Yes;
     };
@@ -107,6 +109,7 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
     connect(probe_, &DeviceProbe::finished, quantize_, &QuantizePanel::showDevices);
     connect(probe_, &DeviceProbe::finished, this, [this] { emit busyChanged(isBusy()); });
     probe_->start();
+    cleanRunCache();
 }
 
 MainWindow::~MainWindow() = default;
@@ -213,23 +216,38 @@ bool MainWindow::startQuantizeJob() {
         reportError(tr("Cannot quantize"), quantize_->refusal());
         return false;
     }
-    moduleLog_->clear();
     const QuantizeSettings settings = quantize_->settings();
-    return job_->start(settings, path_.toStdString(), chooseRunFolder(settings));
+    RunFolder folder;
+    try {
+        folder = chooseRunFolder(settings);
+    } catch (const std::exception& e) {   // the cache folder cannot be written
+        reportError(tr("Cannot quantize"), QString::fromStdString(e.what()));
+        return false;
+    }
+    moduleLog_->clear();
+    return job_->start(settings, path_.toStdString(), std::move(folder));
 }
 
-// The folder the run keeps its state in; when an earlier run of the same settings was interrupted
-// there, the user chooses between resuming it and starting over.
+// The folder the run keeps its state and then its result's codes in: a new one of the run cache, so
+// that a result still shown never shares its folder with the next run; or, when an earlier run of the
+// same settings was interrupted, its folder, if the user chooses to resume it (else it goes now).
 RunFolder MainWindow::chooseRunFolder(const QuantizeSettings& settings) {
-    RunFolder folder{runFolderFor(settings, fingerprint_)};
-    const std::optional<int> done = pipeline::WorkFolder::interruptedLayers(folder.path);
-    if (!done) return folder;
-    if (*done > 0)
-        folder.resume = confirm_(tr("Resume the interrupted run?"),
-                                 tr("A run with these settings on this checkpoint stopped after finishing %n layer(s). "
-                                    "Resume it from there? (No starts over.)", nullptr, *done));
-    if (!folder.resume) pipeline::WorkFolder::discard(folder.path);
-    return folder;
+    const RunCache cache = RunCache::inUserCache();
+    const std::string key = runKey(settings, fingerprint_);
+    if (std::optional<RunCache::Interrupted> interrupted = cache.takeInterrupted(key)) {
+        if (confirm_(tr("Resume the interrupted run?"),
+                     tr("A run with these settings on this checkpoint stopped after finishing %n layer(s). "
+                        "Resume it from there? (No starts over.)", nullptr, interrupted->finishedLayers)))
+            return {interrupted->lease, true};
+        interrupted->lease->removeFolder();
+    }
+    return {cache.startNew(key), false};
+}
+
+// Stale folders of earlier sessions go, on a worker: removing a large result takes a moment.
+void MainWindow::cleanRunCache() {
+    cacheCleaner_->start([cache = RunCache::inUserCache()](const qs::CancelToken&) { return cache.cleanUp(); },
+                         [](const RunCache::Cleaned&) {}, [](const QString&) {});
 }
 
 void MainWindow::onJobFinished(const std::shared_ptr<const pipeline::JobResult>& result) {
@@ -490,7 +508,9 @@ void MainWindow::restoreWindowState() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
-    if (job_->isRunning() && !confirm_(tr("Quit QuantScope?"), tr("A quantization is running; quitting cancels it and loses its results. Quit anyway?"))) {
+    if (job_->isRunning() &&
+        !confirm_(tr("Quit QuantScope?"), tr("A quantization is running; quitting cancels it (its finished layers are kept: Start "
+                                             "with the same settings offers to resume them). Quit anyway?"))) {
         event->ignore();
         return;
     }

@@ -31,6 +31,7 @@ class HistogramPage;
 class JobStatusWidget;
 class ModuleLogModel;
 class OverviewPage;
+class JobRunner;
 class QuantizeJob;
 class QuantizePanel;
 class QuantizedLinearPage;
@@ -130,6 +131,7 @@ private:
     // Whether the running job and the results may go; asks only when there is something to lose.
     bool confirmDiscard(const QString& action);
     RunFolder chooseRunFolder(const QuantizeSettings& settings);
+    void cleanRunCache();
     void applyDefaultDockSizes();
     void keepTabsInView();
 
@@ -164,6 +166,7 @@ private:
     ModuleLogModel* moduleLog_;
     JobStatusWidget* jobStatus_;
     DeviceProbe* probe_;
+    JobRunner* cacheCleaner_;   // the run cache's clean-up at start (RunCache::cleanUp)
     std::vector<InspectorPage*> pages_;
     QMenu* recentMenu_ = nullptr;
     QByteArray defaultLayout_;   // saveState() of the docks as built

@@ -25,6 +25,7 @@
 #include "qs/pipeline/mixed_precision_report.h"
 #include "qs/pipeline/mixed_precision_rules.h"
 #include "qs/pipeline/plan_builder.h"
+#include "run_cache.h"
 #include "series_colors.h"
 
 namespace qs::gui {
@@ -433,14 +434,27 @@ bool MixedPrecisionPage::quantizeAllocation() {
     pipeline::JobPlan plan = *measuredPlan_;
     plan.mixed = {planner_->methods(*a, tr("mixed %1 bpw").arg(a->bitsPerWeight, 0, 'f', 2).toStdString())};
     plan.perLayerKl = true;   // the Results page plots every method's KL per layer, a mix's too
+    // Its codes stay on disk, in a folder of the run cache that lives as long as the result. Nothing
+    // offers to resume an allocation, so the folder is marked finished from the start: it goes with
+    // the lease whether the job ends, fails or is cancelled.
+    std::shared_ptr<RunLease> lease;
+    try {
+        lease = RunCache::inUserCache().startNew("allocation");
+    } catch (const std::exception& e) {
+        setStatus(QString::fromStdString(e.what()), true);
+        return false;
+    }
+    lease->markFinished();
+    plan.workDir = lease->folder();
+    plan.resultsOnDisk = true;
     const ProgressCallback progress = progressCallback();
     setStatus(tr("Quantizing the allocation at %1 bits per weight…").arg(a->bitsPerWeight, 0, 'f', 3));
     runner_.start(
-        [plan, progress](const CancelToken& token) {
-            auto r = std::make_shared<pipeline::JobResult>(pipeline::Job(plan).run(progress, token));
-            const pipeline::MethodResult& m = r->methods.front();
+        [plan, progress, lease](const CancelToken& token) {
+            pipeline::JobResult r = pipeline::Job(plan).run(progress, token);
+            const pipeline::MethodResult& m = r.methods.front();
             if (!m.error.empty()) throw Error(m.label() + ": " + m.error);
-            return std::shared_ptr<const pipeline::JobResult>(std::move(r));
+            return leasedResult(std::move(r), lease);
         },
         [this, chosen = *a](std::shared_ptr<const pipeline::JobResult> r) {
             // The allocations of one measurement share its evaluation text: one result, one row each.

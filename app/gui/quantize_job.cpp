@@ -1,10 +1,12 @@
 #include "quantize_job.h"
 
+#include <utility>
+
 #include <QThread>
 
 #include "qs/error.h"
-#include "qs/pipeline/work_folder.h"
 #include "qs/thread_team.h"
+#include "run_plan.h"
 
 namespace qs::gui {
 
@@ -21,9 +23,9 @@ bool QuantizeJob::start(QuantizeSettings settings, std::filesystem::path checkpo
     token_ = qs::CancelToken();
     clock_.start();
     thread_ = QThread::create([this, settings = std::move(settings), checkpoint = std::move(checkpoint),
-                               folder = std::move(folder), token = token_, generation = ++generation_] {
+                               folder = std::move(folder), token = token_, generation = ++generation_]() mutable {
         qs::sizeThreadTeamToFreeCores();   // this thread's OpenMP team, as the cores are now
-        run(settings, checkpoint, folder, token, generation);
+        run(settings, checkpoint, std::move(folder), token, generation);   // the lease ends with run()
     });
     connect(thread_, &QThread::finished, this, &QuantizeJob::onThreadEnded);
     thread_->start();
@@ -38,7 +40,7 @@ void QuantizeJob::cancel() {
 
 // On the worker thread: everything it learns goes to this object's thread as a queued call, which
 // is dropped there when cancel() came first; the end is then reported as cancelled().
-void QuantizeJob::run(const QuantizeSettings& settings, const std::filesystem::path& checkpoint, const RunFolder& folder,
+void QuantizeJob::run(const QuantizeSettings& settings, const std::filesystem::path& checkpoint, RunFolder folder,
                       const qs::CancelToken& token, quint64 generation) {
     // `last`: the job's end, which becomes cancelled() when the generation has moved on.
     auto post = [this, generation](auto call, bool last = false) {
@@ -51,15 +53,17 @@ void QuantizeJob::run(const QuantizeSettings& settings, const std::filesystem::p
             Qt::QueuedConnection);
     };
     try {
-        pipeline::JobPlan plan = buildPlan(settings, checkpoint);
-        plan.workDir = folder.path;
-        plan.resume = folder.resume;
-        pipeline::Job job(std::move(plan));
+        pipeline::Job job(buildRunPlan(settings, checkpoint, folder));
         token.throwIfCancelled();
-        auto result = std::make_shared<const pipeline::JobResult>(job.run(
-            [&](const qs::Progress& p) { post([this, p] { emit progressed(p); }); }, token,
-            [&](const pipeline::ModuleLog& row) { post([this, row] { emit moduleLogged(row); }); }));
-        pipeline::WorkFolder::discard(folder.path);   // the result is in memory now
+        pipeline::JobResult done = job.run([&](const qs::Progress& p) { post([this, p] { emit progressed(p); }); }, token,
+                                           [&](const pipeline::ModuleLog& row) { post([this, row] { emit moduleLogged(row); }); });
+        std::shared_ptr<const pipeline::JobResult> result;
+        if (folder.lease) {
+            folder.lease->markFinished();   // from here the folder lives as long as the result
+            result = leasedResult(std::move(done), std::exchange(folder.lease, nullptr));
+        } else {
+            result = std::make_shared<const pipeline::JobResult>(std::move(done));
+        }
         post([this, result] { emit finished(result); }, true);
     } catch (const Cancelled&) {
         post([this] { emit cancelled(); }, true);

@@ -34,8 +34,10 @@ public:
     ~QuantizeJob() override;   // cancels and waits for the worker
 
     // False (and nothing starts) while a job is still running. With a `folder`, the job keeps its
-    // state there after each layer (and resumes the run found there when asked); the folder is
-    // deleted when the job finishes, and kept when it is cancelled or fails, so that it can resume.
+    // state there after each layer (and resumes the run found there when asked), and its result's
+    // codes stay there (results on disk): the result holds the folder's lease, so the folder goes
+    // with the last holder of the result. A cancelled or failed job's folder is kept, to resume.
+    // Without one, nothing is kept on disk and the result is in RAM.
     bool start(QuantizeSettings settings, std::filesystem::path checkpoint, RunFolder folder = {});
     void cancel();
     bool isRunning() const { return thread_ != nullptr; }
@@ -50,7 +52,7 @@ signals:
     void cancelled();
 
 private:
-    void run(const QuantizeSettings& settings, const std::filesystem::path& checkpoint, const RunFolder& folder,
+    void run(const QuantizeSettings& settings, const std::filesystem::path& checkpoint, RunFolder folder,
              const qs::CancelToken& token, quint64 generation);
     void onThreadEnded();
 

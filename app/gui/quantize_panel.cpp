@@ -27,6 +27,7 @@
 #include "qs/pipeline/gguf_type_mix.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/method_spec.h"
+#include "run_plan.h"
 #include "spin_box.h"
 
 namespace qs::gui {
@@ -403,11 +404,7 @@ void QuantizePanel::scheduleEstimate() {
 void QuantizePanel::computeEstimate() {
     const QuantizeSettings of = settings();
     estimator_.start(
-        [of, path = checkpoint_.toStdString()](const qs::CancelToken& token) {
-            pipeline::Job job(buildPlan(of, path));
-            token.throwIfCancelled();
-            return job.estimate();
-        },
+        [of, path = checkpoint_.toStdString()](const qs::CancelToken& token) { return estimateRun(of, path, token); },
         [this, of](pipeline::ResourceEstimate e) { showEstimate(e, of); },
         [this, of](const QString& message) { showEstimateError(message, of); });
 }

@@ -1,12 +1,11 @@
 #include "run_folder.h"
 
 #include <QCryptographicHash>
-#include <QStandardPaths>
 #include <QString>
 
 namespace qs::gui {
 
-std::filesystem::path runFolderFor(const QuantizeSettings& s, const io::CheckpointFingerprint& checkpoint) {
+std::string runKey(const QuantizeSettings& s, const io::CheckpointFingerprint& checkpoint) {
     // Everything that changes the result; the work folder itself refuses a run whose plan differs
     // in what this misses (the text files' contents: their tokens are hashed there).
     QString key = QString::fromStdString(checkpoint.describe());
@@ -21,9 +20,7 @@ std::filesystem::path runFolderFor(const QuantizeSettings& s, const io::Checkpoi
                .arg(int(s.perLayerKl))
                .arg(int(s.kvCacheFp8))
                .arg(s.seed);
-    const QByteArray digest = QCryptographicHash::hash(key.toUtf8(), QCryptographicHash::Sha256).toHex().left(20);
-    const QString cache = QStandardPaths::writableLocation(QStandardPaths::CacheLocation);
-    return std::filesystem::path(cache.toStdString()) / "runs" / digest.toStdString();
+    return QCryptographicHash::hash(key.toUtf8(), QCryptographicHash::Sha256).toHex().left(20).toStdString();
 }
 
 }  // namespace qs::gui

@@ -1,21 +1,23 @@
 #pragma once
-// Where a GUI run keeps its state after each finished layer (pipeline::WorkFolder), so that a run
-// that was cancelled, crashed or lost its power can be resumed by starting it again: one folder per
-// checkpoint and settings, in the user's cache folder, deleted when the run finishes.
-#include <filesystem>
-#include <optional>
+// Where a GUI run keeps its state after each finished layer (pipeline::WorkFolder) and then, once it
+// finished, its result's codes (JobPlan::resultsOnDisk): a folder of the run cache (RunCache) in the
+// user's cache folder, held by this process (RunLease) for as long as the run or its result lives.
+#include <memory>
+#include <string>
 
 #include "qs/io/checkpoint_fingerprint.h"
 #include "quantize_settings.h"
+#include "run_lease.h"
 
 namespace qs::gui {
 
 struct RunFolder {
-    std::filesystem::path path;
-    bool resume = false;   // continue the interrupted run found there
+    std::shared_ptr<RunLease> lease;   // none: the job keeps nothing on disk, and its result is in RAM
+    bool resume = false;               // continue the interrupted run found there
 };
 
-// The folder a run of `settings` on the checkpoint uses (not created here).
-std::filesystem::path runFolderFor(const QuantizeSettings& settings, const io::CheckpointFingerprint& checkpoint);
+// What names the runs of `settings` on the checkpoint in the run cache: a digest of everything that
+// changes the result.
+std::string runKey(const QuantizeSettings& settings, const io::CheckpointFingerprint& checkpoint);
 
 }  // namespace qs::gui

@@ -205,7 +205,9 @@ TEST_F(MixedPageTest, AQuantizedAllocationReachesResultsAndExportsAsTheCliDoes) 
         const formats::LinearReader reader(written);
         EXPECT_FALSE(reader.format().uniformScheme().has_value());   // the mix is a mix on disk too
         int checked = 0;
-        for (int l = 0; l < 2; ++l)
+        ASSERT_TRUE(mix.stored) << "the allocation's codes are on disk";
+        for (int l = 0; l < 2; ++l) {
+            const pipeline::QuantizedLayer quantizedLayer = pipeline::layerAt(mix, std::size_t(l));
             for (auto module : model::LayerWeights::kLinearModules) {
                 const std::string prefix = pipeline::moduleName(l, module);
                 const pipeline::MethodSpec* expected = allocation.methodOf(l, module);
@@ -215,9 +217,10 @@ TEST_F(MixedPageTest, AQuantizedAllocationReachesResultsAndExportsAsTheCliDoes) 
                 ASSERT_NE(info, reader.format().layers.end()) << prefix;
                 EXPECT_EQ(info->bits, expected->bits) << prefix;
                 EXPECT_EQ(info->groupSize, expected->groupSize) << prefix;
-                EXPECT_EQ(reader.decode(prefix).parts.codes, mix.layers[std::size_t(l)].at(std::string(module))->codes) << prefix;
+                EXPECT_EQ(reader.decode(prefix).parts.codes, quantizedLayer.at(std::string(module))->codes) << prefix;
                 ++checked;
             }
+        }
         EXPECT_EQ(checked, 14);
     }
 

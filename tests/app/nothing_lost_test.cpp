@@ -18,7 +18,9 @@
 #include "qt_test_support.h"
 #include "recent_files.h"
 #include "results_page.h"
+#include "run_cache.h"
 #include "run_folder.h"
+#include "run_plan.h"
 
 namespace qs::gui::test {
 namespace {
@@ -119,46 +121,64 @@ TEST_F(NothingLostTest, AnInterruptedRunIsOfferedForResumeAndEndsAsIfNeverInterr
     ASSERT_TRUE(window.startQuantizeJob());
     ASSERT_TRUE(waitForJob());
     ASSERT_TRUE(window.resultsPage()->result());
-    const auto uninterrupted = window.resultsPage()->result();
+    auto uninterrupted = window.resultsPage()->result();
     EXPECT_TRUE(questions.isEmpty()) << "a finished run leaves nothing to resume";
 
     const QuantizeSettings settings = window.quantizePanel()->settings();
-    const auto folder = runFolderFor(settings, io::fingerprintOf(io::Checkpoint::open(kDemo.toStdString())));
-    const auto interrupt = [&] {
-        pipeline::JobPlan plan = buildPlan(settings, kDemo.toStdString());
-        plan.workDir = folder;
+    const RunCache cache = RunCache::inUserCache();
+    const std::string key = runKey(settings, io::fingerprintOf(io::Checkpoint::open(kDemo.toStdString())));
+    // The folder of an interrupted run of these settings, as a killed process leaves it (not held).
+    const auto interrupt = [&]() -> std::filesystem::path {
+        std::shared_ptr<RunLease> lease = cache.startNew(key);
+        const std::filesystem::path folder = lease->folder();
+        pipeline::JobPlan plan = buildRunPlan(settings, kDemo.toStdString(), {lease, false});
         CancelToken stop;
         const auto afterLayer1 = [&stop](const Progress& p) {
             if (p.stage == "calibrate" && p.step == 2) stop.cancel();
         };
         EXPECT_THROW((void)pipeline::Job(std::move(plan)).run(afterLayer1, stop), Cancelled);
-        ASSERT_EQ(pipeline::WorkFolder::interruptedLayers(folder), 1);
+        EXPECT_EQ(pipeline::WorkFolder::interruptedLayers(folder), 1);
+        return folder;
     };
-    interrupt();
+    const std::filesystem::path interrupted = interrupt();
     answer = true;   // resume
     ASSERT_TRUE(window.startQuantizeJob());
     ASSERT_TRUE(waitForJob());
     ASSERT_EQ(questions.size(), 1);
     EXPECT_TRUE(questions.back().contains(QStringLiteral("stopped after finishing 1 layer"))) << questions.back().toStdString();
-    const auto resumed = window.resultsPage()->result();
+    auto resumed = window.resultsPage()->result();
     ASSERT_TRUE(resumed);
     ASSERT_NE(resumed, uninterrupted);
     ASSERT_EQ(resumed->methods.size(), 2u);
     for (std::size_t m = 0; m < 2; ++m) {
         EXPECT_EQ(resumed->methods[m].kl.meanKld.value, uninterrupted->methods[m].kl.meanKld.value);
-        EXPECT_EQ(resumed->methods[m].layers.size(), 2u);
-        EXPECT_EQ(resumed->methods[m].layers[0].at("mlp.down_proj")->codes, uninterrupted->methods[m].layers[0].at("mlp.down_proj")->codes);
+        ASSERT_TRUE(resumed->methods[m].stored) << "the GUI's results are on disk";
+        EXPECT_EQ(resumed->methods[m].stored->folder(), interrupted) << "the resumed run's folder serves its result";
+        EXPECT_EQ(pipeline::layerCount(resumed->methods[m]), 2u);
+        EXPECT_EQ(pipeline::layerAt(resumed->methods[m], 0).at("mlp.down_proj")->codes,
+                  pipeline::layerAt(uninterrupted->methods[m], 0).at("mlp.down_proj")->codes);
     }
-    EXPECT_FALSE(std::filesystem::exists(folder)) << "a finished run's folder is deleted";
 
-    interrupt();
+    (void)interrupt();
     answer = false;   // start over: the old state goes, and the run still ends as it should
     ASSERT_TRUE(window.startQuantizeJob());
     ASSERT_TRUE(waitForJob());
     ASSERT_EQ(questions.size(), 2);
     ASSERT_TRUE(window.resultsPage()->result());
     EXPECT_EQ(window.resultsPage()->result()->methods[0].kl.meanKld.value, uninterrupted->methods[0].kl.meanKld.value);
-    EXPECT_FALSE(std::filesystem::exists(folder));
+
+    // The earlier results' folders go with their last holders: only the shown result's is left.
+    const auto runsOfTheseSettings = [&] {
+        int folders = 0;
+        for (const auto& entry : std::filesystem::directory_iterator(cache.root()))
+            folders += entry.is_directory() && entry.path().filename().string().starts_with(key);
+        return folders;
+    };
+    EXPECT_EQ(runsOfTheseSettings(), 3);
+    uninterrupted.reset();
+    resumed.reset();
+    EXPECT_EQ(runsOfTheseSettings(), 1);
+    EXPECT_FALSE(std::filesystem::exists(interrupted));
 }
 
 TEST_F(NothingLostTest, FileOpenAcceptsACheckpointFolder) {
