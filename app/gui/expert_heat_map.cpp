@@ -26,6 +26,8 @@ ExpertHeatMap::ExpertHeatMap(QWidget* parent)
     QCPColorGradient gradient(QCPColorGradient::gpThermal);
     gradient.setNanHandling(QCPColorGradient::nhTransparent);   // dense layers: no experts
     map_->setGradient(gradient);
+    // What shows through a dense layer's row: hatched, never the white of the busiest expert.
+    axisRect()->setBackground(QBrush(QColor(150, 150, 150), Qt::BDiagPattern));
     map_->setInterpolate(false);
     xAxis->grid()->setVisible(false);
     yAxis->grid()->setVisible(false);

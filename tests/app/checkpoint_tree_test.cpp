@@ -4,6 +4,7 @@
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QLineEdit>
 #include <QSet>
 #include <QStringList>
 #include <QTreeView>
@@ -214,8 +215,12 @@ TEST_F(MoeTreeTest, Qwen3MoeExpertsAreOneNodePerLayer) {
 TEST_F(MoeTreeTest, AnExpertTensorIsSelectedByNameEvenWhenFilteredOut) {
     ASSERT_TRUE(window.openPath(kQwen3Moe));
     const QString name = QStringLiteral("model.layers.1.mlp.experts.3.down_proj.weight");
-    ASSERT_TRUE(proxy().setPattern(QStringLiteral("q_proj"), false));   // hides every expert
+    auto* filter = window.treePanel()->findChild<QLineEdit*>();
+    ASSERT_NE(filter, nullptr);
+    filter->setText(QStringLiteral("q_proj"));   // as typed: hides every expert
+    ASSERT_FALSE(proxy().mapFromSource(model().indexOfTensor(name)).isValid());
     window.selectTensor(name);
+    EXPECT_TRUE(filter->text().isEmpty());
     EXPECT_EQ(window.currentTensor(), name);
     const QModelIndex current = window.treePanel()->view()->currentIndex();
     EXPECT_EQ(current.data(CheckpointTreeModel::TensorNameRole).toString(), name);
