@@ -5,6 +5,7 @@
 
 #include <QStringList>
 
+#include "expert_path.h"
 #include "number_format.h"
 #include "qs/analysis/layer_overview.h"
 #include "qs/error.h"
@@ -87,47 +88,111 @@ void CheckpointTreeModel::build() {
     nodes_.assign(1, Node{});
     leafByName_.clear();
     if (!checkpoint_) return;
-    const auto& tensors = checkpoint_->tensors();
-    const Grouping g = groupTensors(tensors);
-
-    auto addLeaf = [&](int parent, int tensor, bool shortLabel) {
-        const io::CheckpointTensor& t = tensors[static_cast<std::size_t>(tensor)];
-        const QString name = QString::fromStdString(t.info->name);
-        const QString part = QString::fromStdString(t.naming.part);
-        const int id = addNode(parent, shortLabel && !part.isEmpty() ? part : name, name);
-        nodes_[static_cast<std::size_t>(id)].tensor = tensor;
-        leafByName_.insert(name, id);
-    };
-    auto addGroup = [&](const QString& label, const std::vector<int>& members) {
+    const Grouping g = groupTensors(checkpoint_->tensors());
+    const auto addGroup = [&](const QString& label, const std::vector<int>& members) {
         if (members.empty()) return;
         const int group = addNode(kRoot, label, label);
-        for (const int t : members) addLeaf(group, t, false);
+        for (const int t : members) addLeaf(group, t, QString());
     };
-
     addGroup(tr("Embeddings"), g.embeddings);
-    for (const auto& [layer, modules] : g.layers) {
-        const int layerNode = addNode(kRoot, tr("Layer %1").arg(layer), QString());
-        for (const std::string& module : modulesInDisplayOrder(modules)) {
-            const std::vector<int>& members = modules.at(module);
-            const io::CheckpointTensor& first = tensors[static_cast<std::size_t>(members.front())];
-            const QString firstName = QString::fromStdString(first.info->name);
-            const QString moduleName = QString::fromStdString(module);
-            const QString modulePath = withoutSuffix(firstName, QString::fromStdString(first.naming.part));
-            auto& layerFilter = nodes_[static_cast<std::size_t>(layerNode)].filterText;
-            if (layerFilter.isEmpty()) layerFilter = withoutSuffix(modulePath, moduleName);
-            const bool flat = module.empty();
-            const int parent = flat ? layerNode : addNode(layerNode, moduleName, modulePath.isEmpty() ? moduleName : modulePath);
-            for (const int t : members) addLeaf(parent, t, !flat);
-        }
-        auto& layerFilter = nodes_[static_cast<std::size_t>(layerNode)].filterText;
-        if (layerFilter.isEmpty()) layerFilter = QStringLiteral("layers.%1").arg(layer);
-    }
+    for (const auto& [layer, modules] : g.layers) addLayer(layer, modules);
     addGroup(tr("Norms"), g.norms);
     addGroup(tr("LM head"), g.lmHead);
     addGroup(tr("Vision / audio tower"), g.towers);
     addGroup(tr("Other"), g.other);
     finishNode(kRoot);
     markQuantizedLinears();
+}
+
+QString CheckpointTreeModel::tensorName(int tensor) const {
+    return QString::fromStdString(checkpoint_->tensors()[static_cast<std::size_t>(tensor)].info->name);
+}
+
+// `label` empty: the tensor's full name.
+void CheckpointTreeModel::addLeaf(int parent, int tensor, const QString& label) {
+    const QString name = tensorName(tensor);
+    const int id = addNode(parent, label.isEmpty() ? name : label, name);
+    nodes_[static_cast<std::size_t>(id)].tensor = tensor;
+    leafByName_.insert(name, id);
+}
+
+// A module node labelled `label`, its parts beneath it ("weight", "qweight", ...); returns its path
+// ("model.layers.3.mlp.down_proj"), or "" when the part cannot be told from the name.
+QString CheckpointTreeModel::addModule(int parent, const QString& label, const std::vector<int>& members) {
+    const io::CheckpointTensor& first = checkpoint_->tensors()[static_cast<std::size_t>(members.front())];
+    const QString modulePath = withoutSuffix(tensorName(members.front()), QString::fromStdString(first.naming.part));
+    const int node = addNode(parent, label, modulePath.isEmpty() ? label : modulePath);
+    for (const int t : members)
+        addLeaf(node, t, QString::fromStdString(checkpoint_->tensors()[static_cast<std::size_t>(t)].naming.part));
+    return modulePath;
+}
+
+// A decoder layer: its modules in display order; a MoE block's experts in one node where the first of
+// them would be (the router and shared experts stay modules of the layer).
+void CheckpointTreeModel::addLayer(int layer, const std::map<std::string, std::vector<int>>& modules) {
+    const int layerNode = addNode(kRoot, tr("Layer %1").arg(layer), QString());
+    QString layerPath;
+    std::set<std::string> containersDone;
+    for (const std::string& module : modulesInDisplayOrder(modules)) {
+        const std::vector<int>& members = modules.at(module);
+        if (module.empty()) {   // parts without a module name: the layer's own leaves
+            for (const int t : members) addLeaf(layerNode, t, QString());
+            continue;
+        }
+        if (const auto expert = parseExpertPath(module)) {
+            if (containersDone.insert(expert->container).second) addExperts(layerNode, expert->container, modules);
+            continue;
+        }
+        const QString moduleName = QString::fromStdString(module);
+        const QString modulePath = addModule(layerNode, moduleName, members);
+        if (layerPath.isEmpty()) layerPath = withoutSuffix(modulePath, moduleName);
+    }
+    nodes_[static_cast<std::size_t>(layerNode)].filterText = layerPath.isEmpty() ? QStringLiteral("layers.%1").arg(layer) : layerPath;
+}
+
+// "experts (128)" with an "expert e" node per expert and its linears beneath; gpt-oss's stacked tensors
+// (every expert in one) are leaves of the experts node itself, "experts (32, stacked)".
+void CheckpointTreeModel::addExperts(int layerNode, const std::string& container,
+                                     const std::map<std::string, std::vector<int>>& modules) {
+    std::map<int, std::map<std::string, std::vector<int>>> perExpert;   // expert → module → tensors
+    std::vector<int> stacked;
+    for (const auto& [module, members] : modules) {
+        const auto path = parseExpertPath(module);
+        if (!path || path->container != container) continue;
+        if (path->expert >= 0)
+            perExpert[path->expert][module] = members;
+        else
+            stacked.insert(stacked.end(), members.begin(), members.end());
+    }
+    std::sort(stacked.begin(), stacked.end());   // the checkpoint's order: a linear beside its bias
+    const QString anyTensor = tensorName(!stacked.empty() ? stacked.front() : perExpert.begin()->second.begin()->second.front());
+    const QString marker = QLatin1Char('.') + QString::fromStdString(container) + QLatin1Char('.');
+    // "model.layers.0.mlp.experts"; a name that fuses its part into the container ("experts_blocks") has no
+    // marker: the container's own name then, and its tensors by their full names.
+    const qsizetype at = anyTensor.indexOf(marker);
+    const QString containerPath = at < 0 ? QString::fromStdString(container) : anyTensor.left(at + marker.size() - 1);
+    const int group = addNode(layerNode, expertsLabel(static_cast<int>(perExpert.size()), stacked), containerPath);
+    for (const auto& [expert, expertModules] : perExpert) {
+        const int expertNode = addNode(group, tr("expert %1").arg(expert), containerPath + QLatin1Char('.') + QString::number(expert));
+        for (const std::string& module : modulesInDisplayOrder(expertModules)) {
+            const std::string linear = parseExpertPath(module)->rest;   // "up_proj"
+            addModule(expertNode, QString::fromStdString(linear.empty() ? module : linear), expertModules.at(module));
+        }
+    }
+    for (const int t : stacked) {
+        const QString name = tensorName(t);
+        addLeaf(group, t, name.startsWith(containerPath + QLatin1Char('.')) ? name.mid(containerPath.size() + 1) : QString());   // "gate_up_proj_bias"
+    }
+}
+
+QString CheckpointTreeModel::expertsLabel(int perExpert, const std::vector<int>& stacked) const {
+    if (stacked.empty()) return tr("experts (%1)").arg(perExpert);
+    std::int64_t count = 0;   // the stacked tensors' first dimension: [experts, ...]
+    for (const int t : stacked) {
+        const auto& shape = checkpoint_->tensors()[static_cast<std::size_t>(t)].info->shape;
+        if (shape.size() >= 2) count = std::max(count, shape.front());
+    }
+    return count > 0 ? tr("experts (%1, stacked)").arg(count) : tr("experts (stacked)");
 }
 
 // A quantized linear is one module node (qweight, scales, qzeros, g_idx beneath it) that reads as the

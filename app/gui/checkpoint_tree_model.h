@@ -1,9 +1,10 @@
 #pragma once
 // CheckpointTreeModel: the checkpoint's tensors as a tree, embeddings / Layer i → module → part /
-// norms / LM head / other. The model keeps only a small node index (integers and labels); every
+// norms / LM head / other; a MoE layer's experts in one "experts (N)" node, expert e → module → part. The model keeps only a small node index (integers and labels); every
 // cell's text is made on demand from the checkpoint's headers, so a checkpoint of a hundred
 // thousand tensors costs no more than its index.
 #include <cstdint>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -62,6 +63,12 @@ private:
     };
 
     void build();
+    QString tensorName(int tensor) const;
+    void addLeaf(int parent, int tensor, const QString& label);
+    QString addModule(int parent, const QString& label, const std::vector<int>& members);
+    void addLayer(int layer, const std::map<std::string, std::vector<int>>& modules);
+    void addExperts(int layerNode, const std::string& container, const std::map<std::string, std::vector<int>>& modules);
+    QString expertsLabel(int perExpert, const std::vector<int>& stacked) const;
     void markQuantizedLinears();
     int addNode(int parent, QString label, QString filterText);
     void finishNode(int node);

@@ -13,6 +13,7 @@
 #include "main_window.h"
 #include "quantize_panel.h"
 #include "quantize_job.h"
+#include "results_page.h"
 #if defined(QS_WITH_CUDA_BACKEND)
 #include "qs/gpu/cuda_backend.h"
 #endif
@@ -52,8 +53,8 @@ Options parseOptions(const QApplication& app) {
                                         QStringLiteral("file"));
     const QCommandLineOption tab(
         QStringLiteral("tab"),
-        QApplication::translate("main", "The tab to show: histogram, quantized, channels, overview, hessian, scales or results; or the Quantize or Export panel "
-                                        "(quantize, export)."),
+        QApplication::translate("main", "The tab to show: histogram, quantized, channels, overview, hessian, scales or results (experts: the "
+                                        "results' tokens per expert of a MoE job); or the Quantize or Export panel (quantize, export)."),
         QStringLiteral("name"));
     const QCommandLineOption quantize(
         QStringLiteral("quantize"),
@@ -119,8 +120,11 @@ int main(int argc, char** argv) {
         window.setErrorReporter(stderrReporter);   // nobody could close a dialog
         window.resize(options.size);
     }
-    if (!options.tab.isEmpty() && !window.showPage(options.tab)) {
-        std::fprintf(stderr, "quantscope: unknown tab '%s' (histogram, quantized, channels, overview, hessian, scales, results, quantize, export)\n",
+    // "experts": the Results page with its tokens-per-expert tab in front once a MoE job's result has one.
+    const bool experts = options.tab == QLatin1String("experts");
+    if (experts) window.resultsPage()->preferExpertTokens(true);
+    if (!options.tab.isEmpty() && !window.showPage(experts ? QStringLiteral("results") : options.tab)) {
+        std::fprintf(stderr, "quantscope: unknown tab '%s' (histogram, quantized, channels, overview, hessian, scales, results, experts, quantize, export)\n",
                      qUtf8Printable(options.tab));
         return 2;
     }

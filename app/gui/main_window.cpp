@@ -29,6 +29,7 @@
 #include "checkpoint_tree_panel.h"
 #include "hessian_page.h"
 #include "export_panel.h"
+#include "forward_pass_support.h"
 #include "histogram_page.h"
 #include "job_runner.h"
 #include "job_status_widget.h"
@@ -399,8 +400,9 @@ bool MainWindow::openPath(QString path) {
     tabs_->setTabVisible(tabs_->indexOf(mixed_), !quantized_->hasQuantizedLinears());
     keepTabsInView();
     tree_->setCheckpoint(checkpoint_);
-    // Start would fail with "no tensor named ...weight": it is disabled, saying why.
-    quantize_->setCheckpoint(path, QString::fromStdString(pipeline::quantizedSourceRefusal(*checkpoint_, format)));
+    // Start would fail with "no tensor named ...weight", or without a forward pass: it is disabled, saying why.
+    quantize_->setCheckpoint(path, QString::fromStdString(pipeline::quantizedSourceRefusal(*checkpoint_, format)),
+                             forwardPassRefusal(*checkpoint_));
     export_->setSource(path, fingerprint_);
     moduleLog_->clear();
     if (settings_ == Settings::Remember) RecentFiles().add(path);

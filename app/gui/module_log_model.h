@@ -1,6 +1,7 @@
 #pragma once
 // The per-module log of a quantization job, GPTQModel's columns: one row per (method, layer,
-// module) as the job reports them, appended while it runs.
+// module) as the job reports them, appended while it runs. A MoE expert's row also says how many
+// tokens the router sent it; a starved expert's row is tinted and says why.
 #include <vector>
 
 #include <QAbstractTableModel>
@@ -15,7 +16,7 @@ class ModuleLogModel : public QAbstractTableModel {
 public:
     enum Column {
         MethodColumn, LayerColumn, ModuleColumn, InColumn, OutColumn, ErrorColumn, LossColumn,
-        SamplesColumn, DampColumn, TimeColumn, BitsColumn, MemoryColumn, ColumnCount
+        SamplesColumn, RoutedColumn, DampColumn, TimeColumn, BitsColumn, MemoryColumn, ColumnCount
     };
 
     using QAbstractTableModel::QAbstractTableModel;
@@ -31,6 +32,7 @@ public:
 
 private:
     QVariant display(const pipeline::ModuleLog& row, int column) const;
+    static QString starvedText(const pipeline::ModuleLog& row);
 
     std::vector<pipeline::ModuleLog> rows_;
 };

@@ -23,6 +23,7 @@
 #include <QStyle>
 #include <QVBoxLayout>
 
+#include "forward_pass_support.h"
 #include "number_format.h"
 #include "qs/pipeline/gguf_type_mix.h"
 #include "qs/pipeline/job.h"
@@ -159,8 +160,14 @@ QuantizePanel::QuantizePanel(QWidget* parent) : QWidget(parent) {
 QWidget* QuantizePanel::createMethods() {
     auto* box = new QGroupBox(tr("Methods"), this);
     auto* grid = new QGridLayout(box);
-    grid->addWidget(new QLabel(tr("bits"), box), 0, 1);
-    grid->addWidget(new QLabel(tr("group"), box), 0, 2);
+    architectureNote_ = new QLabel(box);   // what the model's architecture rules out, and why
+    architectureNote_->setWordWrap(true);
+    architectureNote_->setTextFormat(Qt::RichText);
+    architectureNote_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    architectureNote_->hide();
+    grid->addWidget(architectureNote_, 0, 0, 1, 3);
+    grid->addWidget(new QLabel(tr("bits"), box), 1, 1);
+    grid->addWidget(new QLabel(tr("group"), box), 1, 2);
     // Methods without bits or group to choose go two to a line (the second under "bits"), so the
     // GGUF rows leave the panel as tall as it was and the window fits 900 pixels.
     bool pairOpen = false;
@@ -183,10 +190,10 @@ QWidget* QuantizePanel::createMethods() {
                 if (r.label == spec.label) r.check->setText(lettered(0));
         row.check->setChecked(spec.checked);
         const QString gguf = ggufTooltip(spec.prefix);
-        row.check->setToolTip(!gguf.isEmpty() ? gguf
-                                              : methodTooltip(spec.prefix, spec.suffix,
-                                                              spec.prefix + (spec.bits > 0 ? std::to_string(spec.bits) : std::string()) +
-                                                                  spec.suffix));
+        row.tooltip = !gguf.isEmpty() ? gguf
+                                      : methodTooltip(spec.prefix, spec.suffix,
+                                                      spec.prefix + (spec.bits > 0 ? std::to_string(spec.bits) : std::string()) + spec.suffix);
+        row.check->setToolTip(row.tooltip);
         if (second)
             grid->addWidget(row.check, at, 1, 1, 2);
         else
@@ -312,25 +319,49 @@ QLayout* QuantizePanel::createFooter() {
     return footer;
 }
 
-void QuantizePanel::setCheckpoint(const QString& path, const QString& refusal) {
+void QuantizePanel::setCheckpoint(const QString& path, const QString& refusal, const QString& forwardPassRefusal) {
     checkpoint_ = path;
-    refusal_ = refusal;
+    forwardPassRefusal_ = refusal.isEmpty() ? forwardPassRefusal : QString();   // a quantized source is refused first
+    refusal_ = !refusal.isEmpty() || forwardPassRefusal_.isEmpty() ? refusal : startRefusalWithoutForwardPass(forwardPassRefusal_);
     estimate_.reset();
     estimated_.reset();
     debounce_.stop();
     estimator_.cancel();
+    showArchitectureSupport();
     updateStartButton();
-    if (!refusal_.isEmpty())   // short: the whole reason is Start's tooltip (the footer never scrolls)
+    // Short: the whole reason is Start's tooltip (the footer never scrolls).
+    if (!refusal.isEmpty())
         estimateLabel_->setText(QStringLiteral("<span style='color:#b03030'>%1</span>")
                                     .arg(tr("This checkpoint is already quantized: quantizing needs its original weights "
                                             "(Start's tooltip says more).")));
+    else if (!forwardPassRefusal_.isEmpty())
+        estimateLabel_->setText(QStringLiteral("<span style='color:#b03030'>%1</span>")
+                                    .arg(tr("QuantScope cannot run this model, so no KL: weight-only methods from the "
+                                            "command line only (Start's tooltip says how).")));
     scheduleEstimate();
+}
+
+// Without a forward pass, the rows of methods that read activations (or write GGUF) are off, each
+// saying why; the weight-only rows stay, and the note above them says where they run.
+void QuantizePanel::showArchitectureSupport() {
+    for (MethodRow& row : rows_) {
+        const QString why = forwardPassRefusal_.isEmpty() ? QString() : methodRefusalWithoutForwardPass(row.name());
+        for (QWidget* control : {static_cast<QWidget*>(row.check), static_cast<QWidget*>(row.bits), static_cast<QWidget*>(row.group)})
+            if (control) control->setEnabled(why.isEmpty());
+        row.check->setToolTip(why.isEmpty() ? row.tooltip : tr("Not for this model: %1").arg(why));
+    }
+    architectureNote_->setVisible(!forwardPassRefusal_.isEmpty());
+    architectureNote_->setText(
+        tr("<b>No forward pass for this model</b>: %1. The methods that read its activations are off; the others quantize "
+           "it from its weights alone with <tt>quantscope-cli quantize --weights-only</tt> (no KL; the panel has no "
+           "weights-only run).")
+            .arg(forwardPassRefusal_.toHtmlEscaped()));
 }
 
 QuantizeSettings QuantizePanel::settings() const {
     QuantizeSettings s;
     for (const MethodRow& row : rows_) {
-        if (!row.check->isChecked()) continue;
+        if (!row.check->isChecked() || !row.check->isEnabled()) continue;   // off for this model: kept for the next
         s.methods.push_back({row.name(), row.group ? row.group->currentData().toInt() : 128});
     }
     s.calibrationFile = calibrationFile_->text().trimmed();
@@ -342,6 +373,21 @@ QuantizeSettings QuantizePanel::settings() const {
     s.perLayerKl = perLayerKl_->isChecked();
     s.kvCacheFp8 = kvCacheFp8_->isChecked();
     return s;
+}
+
+const QuantizePanel::MethodRow* QuantizePanel::rowNamed(const std::string& method) const {
+    const auto it = std::find_if(rows_.begin(), rows_.end(), [&](const MethodRow& r) { return r.name() == method; });
+    return it == rows_.end() ? nullptr : &*it;
+}
+
+bool QuantizePanel::methodAvailable(const std::string& method) const {
+    const MethodRow* row = rowNamed(method);
+    return row != nullptr && row->check->isEnabled();
+}
+
+QString QuantizePanel::methodToolTip(const std::string& method) const {
+    const MethodRow* row = rowNamed(method);
+    return row != nullptr ? row->check->toolTip() : QString();
 }
 
 bool QuantizePanel::selectMethods(const std::vector<std::string>& names) {
@@ -387,7 +433,8 @@ void QuantizePanel::setRunning(bool running) {
 }
 
 void QuantizePanel::updateStartButton() {
-    const bool anyMethod = std::any_of(rows_.begin(), rows_.end(), [](const MethodRow& r) { return r.check->isChecked(); });
+    const bool anyMethod =
+        std::any_of(rows_.begin(), rows_.end(), [](const MethodRow& r) { return r.check->isChecked() && r.check->isEnabled(); });
     start_->setEnabled(!running_ && anyMethod && !checkpoint_.isEmpty() && refusal_.isEmpty());
     start_->setToolTip(refusal_.isEmpty() ? tr("Quantize the open checkpoint with the ticked methods, then measure each one's KL "
                                                "divergence from the original on the evaluation text")

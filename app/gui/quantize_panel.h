@@ -34,9 +34,15 @@ public:
     explicit QuantizePanel(QWidget* parent = nullptr);
 
     // Empty path: nothing to quantize. A `refusal` (a quantized checkpoint) disables Start and is
-    // shown in place of the estimate and as Start's tooltip.
-    void setCheckpoint(const QString& path, const QString& refusal = {});
-    const QString& refusal() const { return refusal_; }
+    // shown in place of the estimate and as Start's tooltip. A `forwardPassRefusal` (an architecture
+    // QuantScope does not run: forward_pass_support.h) turns off the methods that need the forward pass,
+    // each saying why, and Start, saying which methods the CLI can still run without one.
+    void setCheckpoint(const QString& path, const QString& refusal = {}, const QString& forwardPassRefusal = {});
+    const QString& refusal() const { return refusal_; }   // Start's reason to be off, of either kind
+    const QString& forwardPassRefusal() const { return forwardPassRefusal_; }
+    // Whether the row of `method` ("gptq4", "rtn4", "q4_k_m") can be ticked, and its tooltip.
+    bool methodAvailable(const std::string& method) const;
+    QString methodToolTip(const std::string& method) const;
     QuantizeSettings settings() const;
 
     // Checks exactly the rows whose method name is listed ("rtn4", "fp8"); false if one is unknown.
@@ -78,6 +84,7 @@ private:
         std::string prefix, suffix;
         std::string label;              // as the method list names it (two rows may share one)
         bool variableBits = false;
+        QString tooltip;                // what the method does (a row turned off says why instead)
         std::string name() const;
     };
 
@@ -92,9 +99,13 @@ private:
     void showEstimate(pipeline::ResourceEstimate estimate, QuantizeSettings of);
     void showEstimateError(const QString& message, QuantizeSettings of);
     void updateStartButton();
+    void showArchitectureSupport();
+    const MethodRow* rowNamed(const std::string& method) const;
 
     QString checkpoint_;
     QString refusal_;
+    QString forwardPassRefusal_;
+    QLabel* architectureNote_ = nullptr;
     std::vector<MethodRow> rows_;
     QLineEdit* calibrationFile_ = nullptr;
     QSpinBox* samples_ = nullptr;

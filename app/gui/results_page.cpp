@@ -4,9 +4,11 @@
 #include <QLabel>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include "expert_heat_map.h"
 #include "kl_per_layer_plot.h"
 #include "kl_per_method_plot.h"
 #include "number_format.h"
@@ -22,7 +24,10 @@ ResultsPage::ResultsPage(QWidget* parent)
       klPerLayer_(new KlPerLayerPlot(this)),
       outputError_(new OutputErrorPlot(this)),
       tableModel_(new ResultsTableModel(this)),
-      tableView_(new QTableView(this)) {
+      tableView_(new QTableView(this)),
+      sections_(new QTabWidget(this)),
+      expertHeatMap_(new ExpertHeatMap(this)),
+      expertStatus_(new QLabel(this)) {
     auto* sorted = new QSortFilterProxyModel(this);
     sorted->setSourceModel(tableModel_);
     sorted->setSortRole(ResultsTableModel::SortRole);
@@ -48,14 +53,27 @@ ResultsPage::ResultsPage(QWidget* parent)
     both->addWidget(tableView_);   // full width: all nine columns readable
     both->setStretchFactor(0, 3);
     both->setStretchFactor(1, 2);
+    // A MoE job's tokens per expert get a tab of their own (the whole page's height for 48 layers × 128
+    // experts); a dense job's page shows no tab bar.
+    expertStatus_->setWordWrap(true);
+    expertTab_ = new QWidget(this);
+    expertTab_->hide();   // until a result has experts: a child outside the tabs would cover the page
+    auto* expertLayout = new QVBoxLayout(expertTab_);
+    expertLayout->setContentsMargins(0, 0, 0, 0);
+    expertLayout->addWidget(expertHeatMap_, 1);
+    expertLayout->addWidget(expertStatus_);
+    sections_->setTabBarAutoHide(true);
+    sections_->setDocumentMode(true);
+    sections_->addTab(both, tr("Methods"));
     auto* layout = new QVBoxLayout(this);
     layout->addWidget(summary_);
-    layout->addWidget(both, 1);
+    layout->addWidget(sections_, 1);
 
     connect(klPerLayer_, &KlPerLayerPlot::layerClicked, this, &ResultsPage::layerActivated);
     connect(outputError_, &OutputErrorPlot::linearClicked, this, &ResultsPage::linearActivated);
+    connect(expertHeatMap_, &ExpertHeatMap::expertClicked, this, &ResultsPage::linearActivated);
     for (PlotView* plot : {static_cast<PlotView*>(klPerMethod_), static_cast<PlotView*>(klPerLayer_),
-                           static_cast<PlotView*>(outputError_)})
+                           static_cast<PlotView*>(outputError_), static_cast<PlotView*>(expertHeatMap_)})
         connect(plot, &PlotView::exportFailed, this, [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
     setResult(nullptr);
 }
@@ -71,7 +89,36 @@ void ResultsPage::setResult(JobResultPtr result) {
     outputError_->setResult(result_);
     tableModel_->setResult(result_);
     klPerLayer_->setVisible(klPerLayer_->hasData());
+    showExpertTokens();
     summary_->setText(summaryText());
+}
+
+void ResultsPage::showExpertTokens() {
+    expertHeatMap_->setResult(result_);
+    const int at = sections_->indexOf(expertTab_);
+    if (!expertHeatMap_->hasData()) {
+        if (at >= 0) sections_->removeTab(at);
+        return;
+    }
+    if (at < 0) sections_->addTab(expertTab_, tr("Tokens per expert"));
+    if (preferExpertTokens_) sections_->setCurrentWidget(expertTab_);
+    const ExpertTokenGrid& grid = expertHeatMap_->grid();
+    QString text = tr("Calibration tokens the router sent each expert, from the module log: %1 to %2 per expert.")
+                       .arg(grid.minTokens())
+                       .arg(grid.maxTokens());
+    text += QLatin1Char(' ') + (grid.starvedCount() == 0
+                                    ? tr("No expert was starved.")
+                                    : tr("%n starved expert(s) outlined: fewer calibration tokens than inputs, so a singular "
+                                         "Hessian and GPTQ working mostly from its damping.", nullptr, grid.starvedCount()));
+    expertStatus_->setText(text + QLatin1Char(' ') + tr("Hover for the counts; click to select the expert."));
+}
+
+bool ResultsPage::showsExpertTokens() const {
+    return sections_->indexOf(expertTab_) >= 0;
+}
+
+bool ResultsPage::expertTokensInFront() const {
+    return showsExpertTokens() && sections_->currentWidget() == expertTab_;
 }
 
 QString ResultsPage::summaryText() const {
@@ -87,6 +134,8 @@ QString ResultsPage::summaryText() const {
         text += tr(" Reference PPL %1 over %2 positions.").arg(m.kl.pplBase.value, 0, 'f', 3).arg(m.kl.count);
         break;
     }
+    if (const int starved = expertHeatMap_->grid().starvedCount(); starved > 0)
+        text += tr(" %n expert(s) starved of calibration tokens (Tokens per expert).", nullptr, starved);
     if (const auto& kv = result_->kvCacheOnlyKl)
         text += tr(" The FP8 KV cache alone (original weights): mean KLD %1, same top token %2 %.")
                     .arg(kv->meanKld.value, 0, 'g', 4)

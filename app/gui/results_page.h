@@ -1,16 +1,19 @@
 #pragma once
 // The Results tab: what the last quantization job measured. KL per method (bars), KL per layer
-// (lines, when measured), output error per linear, and the table; clicking a layer or a linear in
-// a plot asks for it to be selected in the checkpoint tree.
+// (lines, when measured), output error per linear, and the table; for a mixture of experts, a tab
+// with the tokens routed to each expert. Clicking a layer, a linear or an expert in a plot asks for it
+// to be selected in the checkpoint tree.
 #include "inspector_page.h"
 #include "quantize_job.h"
 
 class QLabel;
 class QSplitter;
+class QTabWidget;
 class QTableView;
 
 namespace qs::gui {
 
+class ExpertHeatMap;
 class KlPerLayerPlot;
 class KlPerMethodPlot;
 class OutputErrorPlot;
@@ -35,6 +38,11 @@ public:
     KlPerLayerPlot* klPerLayer() const { return klPerLayer_; }
     OutputErrorPlot* outputError() const { return outputError_; }
     ResultsTableModel* table() const { return tableModel_; }
+    ExpertHeatMap* expertHeatMap() const { return expertHeatMap_; }
+    bool showsExpertTokens() const;   // the "Tokens per expert" tab is there (a result with expert rows)
+    // Brings that tab to the front whenever a result has it (--tab experts; otherwise Methods stays in front).
+    void preferExpertTokens(bool prefer) { preferExpertTokens_ = prefer; }
+    bool expertTokensInFront() const;
 
 signals:
     void layerActivated(int layer);
@@ -42,6 +50,7 @@ signals:
 
 private:
     QString summaryText() const;
+    void showExpertTokens();
 
     JobResultPtr result_;
     QLabel* summary_;
@@ -50,6 +59,11 @@ private:
     OutputErrorPlot* outputError_;
     ResultsTableModel* tableModel_;
     QTableView* tableView_;
+    QTabWidget* sections_;
+    ExpertHeatMap* expertHeatMap_;
+    QLabel* expertStatus_;
+    QWidget* expertTab_ = nullptr;
+    bool preferExpertTokens_ = false;
 };
 
 }  // namespace qs::gui
