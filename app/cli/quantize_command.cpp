@@ -116,7 +116,7 @@ std::string writeGgufOutputs(const QuantizeOptions& o, const io::Checkpoint& che
     if (!o.imatrixOut.empty()) {
         const pipeline::ImatrixInfo info{{calibrationFile}, static_cast<std::uint32_t>(plan.calibration.size()),
                                          static_cast<std::uint32_t>(o.seqLen)};
-        what += " and " + pipeline::writeImatrix(result, o.imatrixOut, info, o.overwrite).string();
+        what += " and " + pipeline::writeImatrix(result, model::ModelConfig::fromCheckpoint(checkpoint), o.imatrixOut, info, o.overwrite).string();
     }
     return what;
 }
@@ -250,8 +250,9 @@ void runMixedQuantize(const QuantizeOptions& o) {
 // experts back to gpt-oss's own MXFP4 layout, without a forward pass, so with the weight error in place of a KL.
 void runGptOssQuantize(const QuantizeOptions& o) {
     if (o.method != "mxfp4")
-        throw Error(o.path + ": gpt_oss's stacked experts are not written back by the other methods yet, so only "
-                    "--method mxfp4 applies (its experts in gpt-oss's own layout); compare measures " + o.method);
+        throw Error(o.path + ": gpt_oss's stacked experts are not written back as safetensors by the other methods yet, so only "
+                    "--method mxfp4 (its experts in gpt-oss's own layout) or a GGUF method (q4_k_m, q8_0, ...) applies; "
+                    "compare measures " + o.method);
     if (!o.format.empty() && o.format != "gpt-oss-mxfp4")
         throw Error("gpt-oss's experts are written in its own MXFP4 layout (--format gpt-oss-mxfp4), not " + o.format);
     if (!o.calib.empty() || o.mixed.any() || o.serving.kvCache != "none" || !o.imatrixOut.empty())
@@ -309,7 +310,8 @@ void requireForwardPass(const io::Checkpoint& checkpoint, const pipeline::Method
 }
 
 void runQuantize(const QuantizeOptions& o) {
-    const bool gptOss = pipeline::isDenseGptOss(io::Checkpoint::open(o.path));
+    // gpt-oss's experts go back to its own MXFP4 layout, or into a GGUF's stacked experts as any MoE's.
+    const bool gptOss = pipeline::isDenseGptOss(io::Checkpoint::open(o.path)) && (o.method.empty() || !methodFrom(o).gguf());
     if (o.work.any() && (gptOss || o.weightsOnly || o.mixed.any()))
         throw Error("--work-dir and --resume keep the layers of one method quantized with the model's forward pass "
                     "(not of --weights-only, gpt-oss's MXFP4 round trip or a mix of methods)");

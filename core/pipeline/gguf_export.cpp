@@ -43,6 +43,8 @@ struct PlannedTensor {
     // the rows of each expert's [out, in] weight (or its bias) this GGUF tensor holds.
     struct StackedSlice {
         std::string module;   // "...mlp.experts.gate_up_proj": the stacked tensor, or the linear the codec decodes
+        std::string expertPrefix;   // "...mlp.experts.": with e and "." + linear, the expert's linear a Job quantized
+        std::string linear;         // "gate_up_proj"
         int experts = 0;
         int rowParity = -1;   // 0: even rows (gate), 1: odd rows (up); -1: every row
         bool bias = false;
@@ -149,7 +151,9 @@ private:
         const std::string p = config_.layerPrefix(layer);
         const std::string blk = "blk." + std::to_string(layer) + ".";
         addAs(p + moe.names.router() + ".weight", blk + "ffn_gate_inp.weight", {e, h}, p + moe.names.router()).keepF32 = true;
-        if (checkpoint_ != nullptr && checkpoint_->find(p + moe.names.router() + ".bias") != nullptr)
+        // gpt-oss's router (GptOssTopKRouter) always has a bias; the others' only when the checkpoint stores one.
+        const bool routerBias = checkpoint_ == nullptr ? moe.stackedExperts : checkpoint_->find(p + moe.names.router() + ".bias") != nullptr;
+        if (routerBias)
             addAs(p + moe.names.router() + ".bias", blk + "ffn_gate_inp.bias", {e});
         if (moe.stackedExperts) {
             stackedExperts(layer);
@@ -175,7 +179,7 @@ private:
         const auto slice = [&](const std::string& module, const char* gguf, std::vector<std::int64_t> shape, int parity, bool bias) {
             PlannedTensor& t = addAs(x + module + (bias ? "_bias" : "") + (parity == 1 ? "[up]" : parity == 0 ? "[gate]" : ""),
                                      blk + gguf + (bias ? ".bias" : ".weight"), std::move(shape));
-            t.stackedSlice = PlannedTensor::StackedSlice{x + module, moe.numExperts, parity, bias};
+            t.stackedSlice = PlannedTensor::StackedSlice{x + module, x, module, moe.numExperts, parity, bias};
         };
         slice(moe.names.gate, "ffn_gate_exps", {e, ff, h}, 0, false);
         slice(moe.names.gate, "ffn_gate_exps", {e, ff}, 0, true);
@@ -254,6 +258,54 @@ std::vector<std::byte> storedBlocks(const quant::QuantizedLinear& q, int heads) 
     const auto* bytes = reinterpret_cast<const std::byte*>(q.blocks.data());
     if (heads > 0) return interleaveRows(bytes, q.blocks.size(), q.rows, heads);
     return {bytes, bytes + q.blocks.size()};
+}
+
+// The experts' linears a Job encoded for a stacked tensor, in expert order (their headers when the result
+// is on disk); empty when the Job left them to the chooser. The rows each expert gives the tensor.
+struct EncodedExperts {
+    std::vector<std::string> prefixes;
+    std::vector<const quant::QuantizedLinear*> linears;
+};
+
+EncodedExperts encodedExperts(const PlannedTensor& t, const GgufExportOptions& options, const fs::path& destination) {
+    std::vector<std::string> prefixes = t.stackedLinears;
+    if (t.stackedSlice && !t.stackedSlice->bias)
+        for (int e = 0; e < t.stackedSlice->experts; ++e)
+            prefixes.push_back(t.stackedSlice->expertPrefix + std::to_string(e) + "." + t.stackedSlice->linear);
+    EncodedExperts out;
+    for (const std::string& prefix : prefixes)
+        if (const auto it = options.encodedLinears.find(prefix); it != options.encodedLinears.end()) out.linears.push_back(it->second.get());
+    if (out.linears.empty()) return out;
+    if (out.linears.size() != prefixes.size())
+        throw Error(destination.string() + ": " + std::to_string(out.linears.size()) + " of the " + std::to_string(prefixes.size()) +
+                    " experts of '" + t.choice.name + "' are quantized, and the GGUF file stores them as one tensor");
+    const std::int64_t rows = t.choice.shape[1] * (t.stackedSlice && t.stackedSlice->rowParity >= 0 ? 2 : 1);
+    for (std::size_t e = 0; e < prefixes.size(); ++e) {
+        const quant::QuantizedLinear& q = *out.linears[e];
+        if (q.codeKind != quant::CodeKind::GgmlBlocks || q.rows != rows || q.cols != t.choice.shape[2] || q.ggmlType != out.linears[0]->ggmlType)
+            throw Error(destination.string() + ": the quantized '" + prefixes[e] + "' is not ggml blocks of shape [" + std::to_string(rows) +
+                        ", " + std::to_string(t.choice.shape[2]) + "] in " + std::string(io::ggmlTypeTraits(out.linears[0]->ggmlType).name) +
+                        ", as the other experts of its stacked tensor " + shapeText(t.choice.shape));
+    }
+    out.prefixes = std::move(prefixes);
+    return out;
+}
+
+// The stacked tensor's bytes: each expert's blocks after the other (of gpt-oss's gate_up_proj, its even or
+// odd rows: a block never spans rows).
+std::vector<std::byte> stackedBlocks(const PlannedTensor& t, const EncodedExperts& experts, const GgufExportOptions& options) {
+    const int parity = t.stackedSlice ? t.stackedSlice->rowParity : -1;
+    std::vector<std::byte> bytes;
+    for (std::size_t e = 0; e < experts.prefixes.size(); ++e) {
+        const auto complete = options.completeLinear ? options.completeLinear(experts.prefixes[e]) : nullptr;
+        const quant::QuantizedLinear& q = complete ? *complete : *experts.linears[e];
+        const auto* blocks = reinterpret_cast<const std::byte*>(q.blocks.data());
+        const std::size_t rowBytes = io::ggmlRowBytes(q.ggmlType, q.cols);
+        for (std::int64_t r = 0; r < q.rows; ++r)
+            if (parity < 0 || r % 2 == parity)
+                bytes.insert(bytes.end(), blocks + static_cast<std::size_t>(r) * rowBytes, blocks + static_cast<std::size_t>(r + 1) * rowBytes);
+    }
+    return bytes;
 }
 
 std::vector<std::byte> encode(io::GgmlType type, const std::vector<float>& values, std::int64_t row) {
@@ -479,9 +531,13 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
 
     std::vector<PlannedTensor> planned = Planner(&checkpoint, config, *arch).plan();
     const GgufTypeChooser chooser = options.chooser ? options.chooser : uniformGgufType(io::GgmlType::F16);
-    for (auto& t : planned) {
+    std::vector<EncodedExperts> experts(planned.size());
+    for (std::size_t i = 0; i < planned.size(); ++i) {
+        PlannedTensor& t = planned[i];
         const auto encoded = options.encodedLinears.find(t.linearPrefix);
-        t.type = encoded != options.encodedLinears.end() ? checkedEncoded(*encoded->second, t, destination).ggmlType
+        experts[i] = encodedExperts(t, options, destination);
+        t.type = !experts[i].linears.empty()                 ? experts[i].linears.front()->ggmlType
+                 : encoded != options.encodedLinears.end() ? checkedEncoded(*encoded->second, t, destination).ggmlType
                  : t.keepF32                              ? io::GgmlType::F32
                                                           : chooser(t.choice);
         checkType(t, destination);
@@ -506,7 +562,8 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
         const PlannedTensor& t = planned[i];
         const auto encoded = options.encodedLinears.find(t.linearPrefix);
         const std::vector<std::byte> bytes =
-            encoded == options.encodedLinears.end() ? encode(t.type, valuesOf(t, checkpoint, reader), t.choice.shape.back())
+            !experts[i].linears.empty()              ? stackedBlocks(t, experts[i], options)
+            : encoded == options.encodedLinears.end() ? encode(t.type, valuesOf(t, checkpoint, reader), t.choice.shape.back())
             : options.completeLinear               ? storedBlocks(*options.completeLinear(t.linearPrefix), t.interleavedHeads)
                                                    : storedBlocks(*encoded->second, t.interleavedHeads);
         writer.addTensor(t.choice.ggufName, t.type, t.choice.shape, bytes);

@@ -5,6 +5,7 @@
 #include <numeric>
 #include <optional>
 
+#include "qs/error.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/io/gguf_names.h"
 #include "qs/io/tensor_name.h"
@@ -29,7 +30,48 @@ GgufTensorChoice choiceOf(const std::string& name, const std::string& llamaName,
 
 quant::InputImportance importanceOf(LayerStatistics& statistics, std::string_view module) {
     if (statistics.empty()) return {};
-    return ggufImportance(&statistics.hessian(module), statistics.input(module).hessian->samples());
+    const std::int64_t samples = statistics.input(module).hessian->samples();
+    if (samples == 0) return {};   // an expert no token reached (routed-only calibration): unweighted, as llama-quantize without an entry
+    return ggufImportance(&statistics.hessian(module), samples);
+}
+
+// The GGUF tensor that holds `module` of a layer: the linear itself, or for an expert's projection the
+// stacked [experts, out, in] tensor of its kind (llama.cpp's ffn_{gate,up,down}_exps), so that every
+// expert of one kind gets the one type the file can store. gpt-oss's gate_up_proj goes into
+// ffn_gate_exps and ffn_up_exps (its even and odd rows): both must get one type.
+GgufTensorChoice storedChoiceOf(const std::string& layerPrefix, int layer, const std::string& module, const model::LayerWeights& weights,
+                                const model::Linear& linear) {
+    const std::string tail = module + ".weight";
+    const std::int64_t rows = linear.weight.rows(), cols = linear.weight.cols();
+    const model::MoeNames& names = weights.moeNames;
+    const std::string experts = names.block + ".experts.";
+    if (!weights.isMoe() || !module.starts_with(experts))
+        return choiceOf(layerPrefix + tail, "model.layers." + std::to_string(layer) + "." + tail, {rows, cols});
+    const std::string part = module.substr(module.rfind('.') + 1);
+    const std::int64_t count = static_cast<std::int64_t>(weights.experts.size());
+    const std::string blk = "blk." + std::to_string(layer) + ".";
+    const auto stacked = [&](const std::string& gguf, std::int64_t stackedRows) {
+        GgufTensorChoice c;
+        c.name = layerPrefix + experts + part + ".weight";
+        c.ggufName = blk + gguf + ".weight";
+        c.naming = io::parseTensorName(c.name);
+        c.shape = {count, stackedRows, cols};
+        return c;
+    };
+    if (part == names.down) return stacked("ffn_down_exps", rows);
+    if (part == names.up) return stacked("ffn_up_exps", rows);
+    if (names.fusedGateUp()) return stacked("ffn_gate_exps", rows / 2);
+    return stacked("ffn_gate_exps", rows);
+}
+
+io::GgmlType storedTypeOf(const GgufTypeChooser& chooser, const GgufTensorChoice& choice, const model::LayerWeights& weights) {
+    const io::GgmlType type = chooser(choice);
+    if (!weights.isMoe() || !weights.moeNames.fusedGateUp() || choice.ggufName.find("ffn_gate_exps") == std::string::npos) return type;
+    GgufTensorChoice up = choice;
+    up.ggufName.replace(up.ggufName.find("ffn_gate_exps"), std::string_view("ffn_gate_exps").size(), "ffn_up_exps");
+    if (chooser(up) != type)
+        throw Error(choice.name + ": llama.cpp's mix gives its gate and up rows different types, and they are one tensor here");
+    return type;
 }
 
 // A matrix held as ggml blocks, decoded where the model reads it.
@@ -92,15 +134,13 @@ GgufTypeChooser ggufMethodChooser(const MethodSpec& method, const model::ModelCo
 QuantizedLayer quantizeGgufLayer(const GgufTypeChooser& chooser, const std::string& layerPrefix, int layer, model::LayerWeights& weights,
                                  LayerStatistics& statistics, const CancelToken& cancel, LayerRelease release) {
     QuantizedLayer out;
-    const std::string llamaPrefix = "model.layers." + std::to_string(layer) + ".";
-    for (std::string_view module : model::LayerWeights::kLinearModules) {
+    for (const std::string& module : weights.linearModules()) {
         cancel.throwIfCancelled();
         const auto start = std::chrono::steady_clock::now();
         const MatrixF& w = weights.linear(module).weight;
-        const std::string tail = std::string(module) + ".weight";
-        const io::GgmlType type = chooser(choiceOf(layerPrefix + tail, llamaPrefix + tail, {w.rows(), w.cols()}));
+        const io::GgmlType type = storedTypeOf(chooser, storedChoiceOf(layerPrefix, layer, module, weights, weights.linear(module)), weights);
         auto q = std::make_shared<quant::QuantizedLinear>(quant::quantizeGgml(w, type, importanceOf(statistics, module)));
-        if (!statistics.empty()) {
+        if (!statistics.empty() && statistics.input(module).hessian->samples() > 0) {
             const auto error = quant::outputErrorFromHessian(w, q->dequantize(), statistics.hessian(module));
             q->outputError = error.relative;
             q->outputMse = error.mse;

@@ -26,8 +26,8 @@ quant::InputImportance ggufImportance(const MatrixF* h, std::int64_t samples);
 // The chooser of `method` (a GGUF method) for this model.
 GgufTypeChooser ggufMethodChooser(const MethodSpec& method, const model::ModelConfig& config, bool withImportance);
 
-// The seven linears of `layer` (named under `layerPrefix`: ModelConfig::layerPrefix), each in the type
-// `chooser` gives it, with importance from `statistics` when it is not empty; releases as quantizeLayer does.
+// The linears of `layer` (named under `layerPrefix`: ModelConfig::layerPrefix), each in the type `chooser`
+// gives the GGUF tensor that stores it (an expert's: its kind's stacked tensor, one type for all experts), with importance from `statistics` when it is not empty; releases as quantizeLayer does.
 QuantizedLayer quantizeGgufLayer(const GgufTypeChooser& chooser, const std::string& layerPrefix, int layer, model::LayerWeights& weights,
                                  LayerStatistics& statistics, const CancelToken& cancel, LayerRelease release);
 

@@ -1,7 +1,10 @@
 // llama.cpp's per-tensor type rules (src/llama-quant.cpp of the llama.cpp release tests/interop pins),
-// restricted to the file types of ggufFileTypes() and to dense models. llama.cpp counts attn_v and
-// ffn_down tensors in its loader's order (by layer, then by name), which for one such tensor per layer
-// is the layer index; the rules below use the layer index directly.
+// restricted to the file types of ggufFileTypes(). llama.cpp counts attn_v-like tensors (attn_v, and
+// Phi-3's fused attn_qkv) and ffn_down tensors in its loader's order (by layer, then by name), which
+// for one such tensor per layer is the layer index; for a model with experts it reads the layer from
+// the name. The rules below use the layer index directly. An expert's projections are one stacked
+// tensor per kind (ffn_{gate,up,down}_exps), chosen like the dense ones, and the router
+// (ffn_gate_inp) is never quantized.
 #include "qs/pipeline/gguf_type_mix.h"
 
 #include <algorithm>
@@ -41,11 +44,12 @@ Category categoryOf(const std::string& gguf) {
     return Category::Other;
 }
 
-// tensor_allows_quantization for the tensors of a dense model: matrices whose name ends in
-// "weight", norms excepted.
+// tensor_allows_quantization for the tensors of the models QuantScope writes: matrices (and stacked
+// experts) whose name ends in "weight", norms and the experts' router excepted.
 bool quantizable(const GgufTensorChoice& t) {
     const std::string& n = t.ggufName;
-    return t.shape.size() >= 2 && n.ends_with("weight") && n.find("_norm.weight") == std::string::npos;
+    return t.shape.size() >= 2 && n.ends_with("weight") && n.find("_norm.weight") == std::string::npos &&
+           n.find("ffn_gate_inp.weight") == std::string::npos;
 }
 
 struct Model {
@@ -53,6 +57,7 @@ struct Model {
     int gqa = 1;          // heads per kv head
     bool is70B = false;   // llama.cpp's LLM_TYPE_70B (llama with GQA, or qwen2, at 80 layers)
     bool tied = false;    // no output.weight: token_embd follows the output's rules
+    int experts = 0;      // hparams.n_expert: 8 (Mixtral-8x7B's count) turns on rules of its own
 };
 
 // The layers where the _M mixes spend more bits: the first and last eighths and every third between.
@@ -73,8 +78,11 @@ T attnVType(int f, T type, int layer, const Model& m) {
     else if ((f == kQ4_K_M || f == kQ5_K_M) && useMoreBits(layer, m.layers)) type = T::Q6_K;
     else if (f == kQ4_K_S && layer < 4) type = T::Q5_K;
     if (m.is70B && (type == T::Q3_K || type == T::Q4_K)) type = T::Q5_K;
+    if (m.experts == 8) type = T::Q8_0;   // "for the 8-expert model, bumping this to Q8_0 trades just ~128MB"
     return type;
 }
+
+T attnKType(T type, const Model& m) { return m.experts == 8 ? T::Q8_0 : type; }
 
 T ffnDownType(int f, T type, int layer, const Model& m, bool importance) {
     const int n = m.layers;
@@ -89,18 +97,14 @@ T ffnDownType(int f, T type, int layer, const Model& m, bool importance) {
     return type;
 }
 
-T attnOutputType(int f, T type) {
+T attnOutputType(int f, T type, const Model& m) {
+    if (m.experts == 8) {
+        const bool moreBits = f == kQ2_K || f == kQ3_K_S || f == kQ3_K_M || f == kIQ4_NL || f == kQ4_K_S || f == kQ4_K_M || f == kIQ4_XS;
+        return moreBits ? T::Q5_K : type;
+    }
     if (f == kQ2_K) return T::Q3_K;
     if (f == kQ3_K_M) return T::Q4_K;
     if (f == kQ3_K_L) return T::Q5_K;
-    return type;
-}
-
-// Fused q/k/v (Phi-3's attn_qkv).
-T attnQkvType(int f, T type) {
-    if (f == kQ3_K_M || f == kQ3_K_L) return T::Q4_K;
-    if (f == kQ4_K_M) return T::Q5_K;
-    if (f == kQ5_K_M) return T::Q6_K;
     return type;
 }
 
@@ -132,10 +136,11 @@ T mixType(int f, T type, const GgufTensorChoice& t, Category c, const Model& m, 
     switch (c) {
     case Category::Output: return outputType(type, t.shape.back());
     case Category::TokenEmbd: return m.tied ? outputType(type, t.shape.back()) : type;
-    case Category::AttnQkv: return attnQkvType(f, type);
+    case Category::AttnQkv:   // category_is_attn_v: Phi-3's fused q/k/v follows attn_v's rules
     case Category::AttnV: return attnVType(f, type, layer, m);
+    case Category::AttnK: return attnKType(type, m);
     case Category::FfnDown: return ffnDownType(f, type, layer, m, importance);
-    case Category::AttnOutput: return attnOutputType(f, type);
+    case Category::AttnOutput: return attnOutputType(f, type, m);
     default: return type;
     }
 }
@@ -148,6 +153,7 @@ Model modelOf(const model::ModelConfig& config) {
     m.is70B = config.numLayers == 80 && arch &&
               ((*arch == "llama" && config.numHeads != config.numKvHeads) || *arch == "qwen2");
     m.tied = config.tieWordEmbeddings;
+    m.experts = config.moe.numExperts;
     return m;
 }
 

@@ -156,12 +156,6 @@ public:
           weights_(std::make_shared<model::CheckpointWeights>(
               checkpoint_, config_, model::CheckpointWeights::Options{.allowNonFinite = plan.allowNonFinite})),
           base_(makeModel()) {
-        if (config_.isMoe())
-            for (const auto& m : plan_.methods)
-                if (m.gguf())
-                    throw Error(checkpoint_.configSource().string() + ": " + m.label() +
-                                " would quantize llama.cpp's stacked experts, which the GGUF methods do not do yet "
-                                "(export the model as an F16/F32 GGUF, or choose a safetensors method)");
         if (config_.isMoe() && !plan_.mixed.empty())
             throw Error(checkpoint_.configSource().string() + ": a mix of methods does not handle MoE experts yet");
         if (!plan_.workDir.empty())

@@ -17,6 +17,7 @@
 #include "cli_process.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/io/checkpoint.h"
+#include "qs/io/gguf_file.h"
 #include "safetensors_builder.h"
 
 namespace {
@@ -110,6 +111,26 @@ TEST(GptOssCli, CompareQuantizesEveryExpertAndMeasuresTheKl) {
     EXPECT_LT(kl["gptq4"], kl["rtn4"]);
 }
 
-// compare's results are not written back as gpt-oss's stacked experts yet: quantize refuses any method
-// but gpt-oss's own MXFP4 in one line (above), and the exporter refuses a result of them (exporter.cpp).
+// A GGUF method on the tiny gpt-oss: the Job quantizes each expert, llama.cpp's layout takes its stacked
+// tensors (gate_up_proj's rows split into ffn_gate_exps and ffn_up_exps), and the imatrix of the
+// calibration has a row per expert. The safetensors methods stay refused in one line (above).
+TEST(GptOssCli, AGgufMethodWritesItsStackedExpertsAndAnImatrix) {
+    TempDir tmp;
+    const std::string tiny = std::string(QS_TEST_DATA_DIR) + "/gptoss/gptoss-tiny";
+    const auto out = tmp.path() / "q8.gguf", imatrix = tmp.path() / "q8.imatrix.gguf";
+    const auto r = runCli({"quantize", tiny, "--method", "q8_0", "--samples", "4", "--seq-len", "64", "--eval-samples", "2", "--out",
+                           out.string(), "--imatrix-out", imatrix.string()});
+    ASSERT_EQ(r.exitCode, 0) << r.err;
+    const auto written = qs::io::Checkpoint::open(out);
+    ASSERT_NE(written.gguf(), nullptr);
+    for (const char* name : {"blk.0.ffn_gate_exps.weight", "blk.0.ffn_up_exps.weight", "blk.3.ffn_down_exps.weight"}) {
+        const qs::io::TensorInfo* info = written.gguf()->find(name);
+        ASSERT_NE(info, nullptr) << name;
+        EXPECT_EQ(*info->ggmlType, qs::io::GgmlType::Q8_0) << name;
+    }
+    const auto im = qs::io::GgufFile::open(imatrix);
+    const qs::io::TensorInfo* sums = im.find("blk.2.ffn_up_exps.weight.in_sum2");
+    ASSERT_NE(sums, nullptr);
+    EXPECT_EQ(sums->shape.front(), 4);   // a row per expert
+}
 }  // namespace

@@ -42,6 +42,7 @@
 #include "qs/pipeline/mixed_precision_allocation.h"
 #include "qs/pipeline/mixed_precision_measure.h"
 #include "qs/pipeline/mixed_precision_report.h"
+#include "eight_expert_mixtral.h"
 
 using namespace qs;
 using nlohmann::json;
@@ -80,6 +81,20 @@ std::map<std::string, std::string> ourTypes(const model::ModelConfig& config, in
 std::map<std::string, std::string> typesInFile(const interop::GgmlBase& ggml, const fs::path& file) {
     std::map<std::string, std::string> out;
     for (const auto& t : ggml.readGguf(file).tensors) out[t.name] = std::string(io::ggmlTypeTraits(io::GgmlType(t.type)).name);
+    return out;
+}
+
+// "name: theirs vs ours" for every tensor the two maps disagree on (one missing on a side: "-").
+std::vector<std::string> typeDifferences(const std::map<std::string, std::string>& theirs, const std::map<std::string, std::string>& ours) {
+    std::set<std::string> names;
+    for (const auto* m : {&theirs, &ours})
+        for (const auto& [name, type] : *m) names.insert(name);
+    std::vector<std::string> out;
+    for (const auto& name : names) {
+        const auto a = theirs.find(name), b = ours.find(name);
+        const std::string x = a == theirs.end() ? "-" : a->second, y = b == ours.end() ? "-" : b->second;
+        if (x != y) out.push_back(name + ": " + x + " vs " + y);
+    }
     return out;
 }
 
@@ -180,11 +195,157 @@ TEST_F(GgufMethodsInterop, LlamaQuantizeGivesLlama8BShapesOurTypes) {
     }
 }
 
+// The tiny checkpoints of every architecture QuantScope writes as GGUF: MoE (stacked experts, the router
+// kept F32), gpt-oss (its gate/up split, biases, sinks), Phi-3 (attn_qkv follows attn_v's rules in
+// llama.cpp's category_is_attn_v) and Gemma 3 (tied embeddings).
+TEST_F(GgufMethodsInterop, LlamaQuantizeGivesTheTinyArchitecturesTensorsOurTypes) {
+    const interop::LlamaQuantizer quantizer;
+    const interop::GgmlBase ggml;
+    const fs::path data = QS_TEST_DATA_DIR;
+    for (const fs::path& source : {data / "moe" / "qwen3-moe-tiny", data / "moe" / "mixtral-tiny", data / "gptoss" / "gptoss-tiny",
+                                   data / "phi3" / "tiny-random", data / "gemma3" / "gemma3-text-tiny"}) {
+        SCOPED_TRACE(source.filename().string());
+        const fs::path f32 = exportF32(source, dir_ / (source.filename().string() + "-f32.gguf"));
+        const model::ModelConfig config = model::ModelConfig::fromCheckpoint(io::Checkpoint::open(source));
+        for (const int fileType : mixFileTypes()) {
+            const fs::path out = dir_ / (source.filename().string() + "-" + std::to_string(fileType) + ".gguf");
+            quantizer.quantize(f32, out, fileType, 2);
+            EXPECT_EQ(typeDifferences(typesInFile(ggml, out), ourTypes(config, fileType, false)), std::vector<std::string>{})
+                << io::ggufFileTypeName(fileType);
+            fs::remove(out);
+        }
+        fs::remove(f32);
+    }
+}
+
+namespace {
+
+// llama-quantize --dry-run on a sparse F32 file of `config`'s shapes (8 G weights and more, stored as a
+// hole) against our mix, for every file type.
+void expectDryRunTypesAreOurs(const model::ModelConfig& c, const std::string& arch, const fs::path& file) {
+    using Key = interop::GgmlBase::SparseKey;
+    const auto u32 = [&](const std::string& key, std::int64_t v) { return Key{arch + "." + key, "", std::uint32_t(v), 0, Key::U32}; };
+    std::vector<Key> keys = {
+        {"general.architecture", arch},
+        u32("block_count", c.numLayers),
+        u32("context_length", c.maxPositionEmbeddings),
+        u32("embedding_length", c.hiddenSize),
+        u32("feed_forward_length", c.intermediateSize),
+        u32("attention.head_count", c.numHeads),
+        u32("attention.head_count_kv", c.numKvHeads),
+        u32("attention.key_length", c.headDim),
+        u32("attention.value_length", c.headDim),
+        {arch + ".attention.layer_norm_rms_epsilon", "", 0, float(c.rmsNormEps), Key::F32},
+        u32("rope.dimension_count", c.headDim),
+        {arch + ".rope.freq_base", "", 0, float(c.ropeTheta), Key::F32},
+        u32("vocab_size", c.vocabSize),
+        u32("expert_count", c.moe.numExperts),
+        u32("expert_used_count", c.moe.numExpertsPerToken),
+        {"general.file_type", "", 0, 0, Key::U32},
+    };
+    if (arch != "llama") keys.push_back(u32("expert_feed_forward_length", c.moe.expertIntermediateSize));
+    std::vector<interop::GgmlBase::SparseTensor> tensors;
+    for (const auto& t : pipeline::ggufTensorPlan(c)) tensors.push_back({t.ggufName, 0, t.shape});
+    interop::GgmlBase().writeSparseGguf(file, keys, tensors);
+    const interop::LlamaQuantizer quantizer;
+    for (const int fileType : mixFileTypes()) {
+        const auto theirs = quantizer.dryRunTypes(file, fileType);
+        EXPECT_EQ(theirs.size(), tensors.size()) << io::ggufFileTypeName(fileType);
+        EXPECT_EQ(theirs, ourTypes(c, fileType, false)) << io::ggufFileTypeName(fileType);
+    }
+    fs::remove(file);
+}
+
+// The config.json of Mixtral-8x7B and of Qwen3-30B-A3B (their Hugging Face repositories), as read.
+model::ModelConfig mixtral8x7B() {
+    return model::ModelConfig::fromJson(json{{"model_type", "mixtral"}, {"architectures", {"MixtralForCausalLM"}}, {"hidden_size", 4096},
+                                             {"intermediate_size", 14336}, {"num_hidden_layers", 32}, {"num_attention_heads", 32},
+                                             {"num_key_value_heads", 8}, {"num_local_experts", 8}, {"num_experts_per_tok", 2},
+                                             {"vocab_size", 32000}, {"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-5},
+                                             {"rope_theta", 1e6}, {"tie_word_embeddings", false}, {"hidden_act", "silu"}},
+                                        "Mixtral-8x7B config.json");
+}
+
+model::ModelConfig qwen3_30B_A3B() {
+    return model::ModelConfig::fromJson(json{{"model_type", "qwen3_moe"}, {"architectures", {"Qwen3MoeForCausalLM"}}, {"hidden_size", 2048},
+                                             {"intermediate_size", 6144}, {"moe_intermediate_size", 768}, {"num_hidden_layers", 48},
+                                             {"num_attention_heads", 32}, {"num_key_value_heads", 4}, {"head_dim", 128},
+                                             {"num_experts", 128}, {"num_experts_per_tok", 8}, {"norm_topk_prob", true},
+                                             {"decoder_sparse_step", 1}, {"mlp_only_layers", json::array()}, {"vocab_size", 151936},
+                                             {"max_position_embeddings", 40960}, {"rms_norm_eps", 1e-6}, {"rope_theta", 1e6},
+                                             {"tie_word_embeddings", false}, {"hidden_act", "silu"}},
+                                        "Qwen3-30B-A3B config.json");
+}
+
+}  // namespace
+
+// Mixtral-8x7B's shapes (llama with 8 experts: attn_k / attn_v Q8_0, attn_output Q5_K) and
+// Qwen3-30B-A3B's (qwen3moe, 128 experts of 768): llama-quantize's dry run gives every tensor our type.
+TEST_F(GgufMethodsInterop, LlamaQuantizeGivesMixtral8x7BAndQwen3MoeShapesOurTypes) {
+    expectDryRunTypesAreOurs(mixtral8x7B(), "llama", dir_ / "mixtral-8x7b-shapes-f32.gguf");
+    expectDryRunTypesAreOurs(qwen3_30B_A3B(), "qwen3moe", dir_ / "qwen3-30b-a3b-shapes-f32.gguf");
+}
+
+// A MoE model quantized by the Job with llama.cpp's Q4_K_M and Q8_0 (every expert of a kind in its stacked
+// tensor's type, the 8-expert rules) loads in llama.cpp without a warning, and the KL llama.cpp's
+// distributions have against the original is the Job's, up to llama.cpp's Q8 activations.
+TEST_F(GgufMethodsInterop, AMoeModelsGgufFromTheJobLoadsInLlamaCppWithTheJobsKl) {
+    const fs::path source = test::writeEightExpertMixtral(dir_ / "mixtral-8e");
+    const io::Checkpoint original = io::Checkpoint::open(source);
+    pipeline::JobPlan plan;
+    plan.checkpoint = source;
+    plan.methods = pipeline::parseMethodList("q4_k_m,q8_0");
+    plan.calibration = test::syntheticTokens(8, 64, 320, 3);
+    plan.evaluation = test::syntheticTokens(6, 64, 320, 4);
+    const pipeline::JobResult result = pipeline::Job(plan).run({}, CancelToken{});
+    model::Transformer reference = model::Transformer::fromCheckpoint(original);
+    std::map<std::string, double> llamaKl;
+    for (const pipeline::MethodResult& r : result.methods) {
+        ASSERT_TRUE(r.error.empty()) << r.error;
+        const fs::path file = pipeline::writeGgufResult(original, r, dir_ / ("mixtral-8e-" + r.method.name + ".gguf"), {}, {}, CancelToken{});
+        const json answer = interop::runLlamaJudge({{"model", file.string()}, {"evaluate", plan.evaluation}, {"vocabulary", 320}, {"threads", 2}});
+        EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{}) << file;
+        for (const auto& w : answer.at("warnings")) std::printf("llama.cpp warning: %s\n", w.get<std::string>().c_str());
+        double theirs = 0.0, positions = 0.0;
+        for (std::size_t i = 0; i < plan.evaluation.size(); ++i) {
+            const MatrixF logits = reference.forward(plan.evaluation[i]);
+            theirs += klAgainstOriginal(answer.at("distributions").at(i), logits) * double(logits.rows() - 1);
+            positions += double(logits.rows() - 1);
+        }
+        theirs /= positions;
+        const double ours = r.kl.meanKld.value;
+        std::printf("8-expert Mixtral %s (%.3f bpw): mean KL vs the original: llama.cpp %.4g, the Job %.4g (%+.1f %%)\n", r.method.name.c_str(),
+                    r.bitsPerWeight, theirs, ours, 100.0 * (theirs / ours - 1.0));
+        EXPECT_GT(ours, 0.0);
+        llamaKl[r.method.name] = theirs;
+        // Q4_K_M's weights dominate what llama.cpp's Q8 activations add (seen: +3.3 %).
+        if (r.method.name == "q4_k_m") {
+            EXPECT_NEAR(theirs, ours, 0.15 * ours);
+        }
+    }
+    // Q8_0's KL is mostly llama.cpp's activation arithmetic (seen: 0.008 against the Job's 0.003), still
+    // an order below Q4_K_M's in llama.cpp's own run.
+    EXPECT_LT(llamaKl.at("q8_0"), 0.1 * llamaKl.at("q4_k_m"));
+
+    // The Job's calibration as an imatrix: llama.cpp's loader reads a row per expert of each stacked
+    // tensor, and llama-quantize quantizes the model's F32 export with it.
+    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(original);
+    const fs::path imatrix = pipeline::writeImatrix(result.methods.front(), config, dir_ / "mixtral-8e.imatrix.gguf", {{"synthetic"}, 8, 64});
+    const auto entries = interop::loadImatrixAsLlamaQuantize(imatrix);
+    ASSERT_TRUE(entries.contains("blk.1.ffn_gate_exps.weight"));
+    EXPECT_EQ(entries.at("blk.1.ffn_gate_exps.weight").size(), 8u * 256u);
+    EXPECT_EQ(entries.size(), 2u * 7u);
+    const fs::path f32 = exportF32(source, dir_ / "mixtral-8e-f32.gguf");
+    interop::LlamaQuantizer().quantize(f32, dir_ / "mixtral-8e-llama-q4_k_m.gguf", 15, 2, &entries);
+    EXPECT_EQ(typeDifferences(typesInFile(interop::GgmlBase(), dir_ / "mixtral-8e-llama-q4_k_m.gguf"), ourTypes(config, 15, true)),
+              std::vector<std::string>{});
+}
+
 TEST_F(GgufMethodsInterop, LlamaQuantizeReadsOurImatrixAndWeighsTheErrorAsWeDo) {
     const auto calibration = pipeline::tokenWindows(model::Tokenizer::fromFile(kDemo), pipeline::loadTexts(kDemo / "calibration.txt"), 8,
                                                     128, "calibration.txt");
     const pipeline::MethodResult ours = runMethod(kDemo, "q4_k_m", calibration);
-    const fs::path imatrix = pipeline::writeImatrix(ours, dir_ / "demo.imatrix.gguf", {{"calibration.txt"}, 8, 128});
+    const fs::path imatrix = pipeline::writeImatrix(ours, model::ModelConfig::fromCheckpoint(io::Checkpoint::open(kDemo)), dir_ / "demo.imatrix.gguf", {{"calibration.txt"}, 8, 128});
     std::vector<std::string> datasets;
     int chunks = 0;
     const auto entries = interop::loadImatrixAsLlamaQuantize(imatrix, &datasets, &chunks);

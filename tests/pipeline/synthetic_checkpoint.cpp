@@ -40,6 +40,12 @@ void writeSyntheticCheckpoint(const std::filesystem::path& dir, const SyntheticM
                              {"num_key_value_heads", m.kvHeads}, {"head_dim", headDim}, {"vocab_size", m.vocab},
                              {"max_position_embeddings", m.maxPositions}, {"rms_norm_eps", 1e-5}, {"rope_theta", 10000.0},
                              {"hidden_act", "silu"}, {"tie_word_embeddings", false}, {"torch_dtype", torchDtype(m.dtype)}};
+    if (m.experts > 0) {
+        config["architectures"] = {"MixtralForCausalLM"};
+        config["model_type"] = "mixtral";
+        config["num_local_experts"] = m.experts;
+        config["num_experts_per_tok"] = m.expertsPerToken;
+    }
     io::CheckpointWriter writer(dir, {.maxShardBytes = 5'000'000'000ULL, .overwrite = true});
     writer.setConfig(config);
     const auto add = [&](const std::string& name, std::vector<std::int64_t> shape, const std::vector<float>& v) {
@@ -61,6 +67,16 @@ void writeSyntheticCheckpoint(const std::filesystem::path& dir, const SyntheticM
         linear(p + "self_attn.k_proj.weight", m.kvHeads * headDim, m.hidden);
         linear(p + "self_attn.v_proj.weight", m.kvHeads * headDim, m.hidden);
         linear(p + "self_attn.o_proj.weight", m.hidden, m.heads * headDim, out);
+        if (m.experts > 0) {
+            linear(p + "block_sparse_moe.gate.weight", m.experts, m.hidden);
+            for (int e = 0; e < m.experts; ++e) {
+                const std::string x = p + "block_sparse_moe.experts." + std::to_string(e) + ".";
+                linear(x + "w1.weight", m.intermediate, m.hidden);
+                linear(x + "w3.weight", m.intermediate, m.hidden);
+                linear(x + "w2.weight", m.hidden, m.intermediate, out);
+            }
+            continue;
+        }
         linear(p + "mlp.gate_proj.weight", m.intermediate, m.hidden);
         linear(p + "mlp.up_proj.weight", m.intermediate, m.hidden);
         linear(p + "mlp.down_proj.weight", m.hidden, m.intermediate, out);

@@ -27,6 +27,10 @@ struct SyntheticModel {
     unsigned seed = 1;
     io::DType dtype = io::DType::F32;   // how every tensor is stored (BF16 for a realistic checkpoint)
     int maxPositions = 512;
+    // experts > 0: a Mixtral (model_type "mixtral"): every layer's MLP is a router block_sparse_moe.gate
+    // and `experts` SwiGLU experts w1 (gate), w3 (up), w2 (down) of `intermediate` width, top expertsPerToken.
+    int experts = 0;
+    int expertsPerToken = 2;
 };
 
 void writeSyntheticCheckpoint(const std::filesystem::path& dir, const SyntheticModel& model);

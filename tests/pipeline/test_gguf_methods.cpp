@@ -61,6 +61,8 @@ std::map<std::string, T> typesOf(const std::string& method, const model::ModelCo
 
 std::string blk(int layer, const std::string& tensor) { return "blk." + std::to_string(layer) + "." + tensor + ".weight"; }
 
+model::ModelConfig demoConfig() { return model::ModelConfig::fromCheckpoint(io::Checkpoint::open(kDemo)); }
+
 TokenSequences demoWindows(const char* file, int samples, int seqLen) {
     return tokenWindows(model::Tokenizer::fromFile(kDemo), loadTexts(kDemo / file), samples, seqLen, file);
 }
@@ -200,7 +202,7 @@ TEST(GgufMethods, DemoJobResultWrittenAsGgufIsTheMeasuredBytesAndEvaluatesToTheS
     }
 
     // The imatrix: per linear, Σx² and the token count the blocks were encoded with.
-    const fs::path imatrix = writeImatrix(q4, dir.path() / "demo.imatrix.gguf", {{"calibration.txt"}, 4, 128});
+    const fs::path imatrix = writeImatrix(q4, demoConfig(), dir.path() / "demo.imatrix.gguf", {{"calibration.txt"}, 4, 128});
     const io::GgufFile im = io::GgufFile::open(imatrix);
     ASSERT_NE(im.metadata().string("general.type"), nullptr);
     EXPECT_EQ(*im.metadata().string("general.type"), "imatrix");
@@ -211,5 +213,5 @@ TEST(GgufMethods, DemoJobResultWrittenAsGgufIsTheMeasuredBytesAndEvaluatesToTheS
     const std::vector<float> values = im.view(*sums).toF32();
     EXPECT_EQ(values, q4.layers[0].at("self_attn.q_proj")->inputSumSquares);
     EXPECT_EQ(im.view(*im.find("blk.0.attn_q.weight.counts")).toF32(), std::vector<float>{512.0f});
-    EXPECT_THAT([&] { writeImatrix(q4, imatrix, {}); }, testing::ThrowsMessage<Error>(HasSubstr("exists")));
+    EXPECT_THAT([&] { writeImatrix(q4, demoConfig(), imatrix, {}); }, testing::ThrowsMessage<Error>(HasSubstr("exists")));
 }

@@ -187,7 +187,7 @@ TEST(VlmMixedPrecision, GgufMethodAndItsImatrixUseTheTowersNames) {
     ASSERT_EQ(result.layers.size(), 3u);
     const fs::path file = scratch("imatrix.gguf");
     fs::remove(file);
-    writeImatrix(result, file, ImatrixInfo{{"calibration.txt"}, 8, 64}, true);
+    writeImatrix(result, model::ModelConfig::fromCheckpoint(io::Checkpoint::open(path)), file, ImatrixInfo{{"calibration.txt"}, 8, 64}, true);
     const io::Checkpoint imatrix = io::Checkpoint::open(file);
     std::set<std::string> names;
     for (const io::CheckpointTensor& t : imatrix.tensors()) names.insert(t.info->name);

@@ -3,8 +3,9 @@
 // each tensor of a model gets, by llama.cpp's own rules (src/llama-quant.cpp, llama_tensor_get_type):
 // the _M/_S/_L mixes give attn_v and ffn_down more bits on some layers, output (and a tied
 // token_embd) Q6_K, attn_output more bits in Q2_K/Q3_K, and a tensor whose rows are not whole blocks
-// falls back to a smaller block (Q4_K -> Q5_0, Q6_K -> Q8_0, ...) or F16. Only the dense
-// architectures QuantScope runs are covered (no experts, no Falcon).
+// falls back to a smaller block (Q4_K -> Q5_0, Q6_K -> Q8_0, ...) or F16. The architectures QuantScope
+// writes are covered, experts included (an 8-expert model's attn_k / attn_v Q8_0, attn_output Q5_K);
+// Falcon's rules are not.
 #include <optional>
 #include <string>
 #include <string_view>
