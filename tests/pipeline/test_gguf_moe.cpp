@@ -178,3 +178,31 @@ TEST(GgufMoe, GptOssGateUpRowsSplitIntoItsGateAndUpTensors) {
         EXPECT_EQ(*gguf.find(blk + "ffn_gate_exps.bias")->ggmlType, T::F32);   // the biases stay as the checkpoint holds them
     }
 }
+
+// A result on disk (its experts' blocks stay in the work folder until the writer reaches them) writes
+// the same file as in RAM: the 8-expert Mixtral's stacked tensors and gpt-oss's split gate/up rows.
+TEST(GgufMoe, AResultOnDiskWritesTheSameFileAsInRam) {
+    TempDir dir;
+    const fs::path mixtral = test::writeEightExpertMixtral(dir.path() / "mixtral-8e");
+    const fs::path gptOss = fs::path(QS_TEST_DATA_DIR) / "gptoss" / "gptoss-tiny";
+    for (const auto& [source, method] : {std::pair{mixtral, "q4_k_m"}, {gptOss, "q8_0"}}) {
+        SCOPED_TRACE(source.filename().string());
+        JobPlan plan;
+        plan.checkpoint = source;
+        plan.methods = parseMethodList(method);
+        plan.calibration = test::syntheticTokens(2, 64, 320, 5);
+        const JobResult inRam = Job(plan).run({}, CancelToken{});
+        plan.workDir = dir.path() / ("work-" + source.filename().string());
+        plan.resultsOnDisk = true;
+        const JobResult onDisk = Job(plan).run({}, CancelToken{});
+        ASSERT_NE(onDisk.methods[0].stored, nullptr);
+        const io::Checkpoint checkpoint = io::Checkpoint::open(source);
+        GgufExportOptions options;
+        options.overwrite = true;
+        const fs::path a = writeGgufResult(checkpoint, inRam.methods[0], dir.path() / "ram.gguf", options, {}, CancelToken{});
+        const fs::path b = writeGgufResult(checkpoint, onDisk.methods[0], dir.path() / "disk.gguf", options, {}, CancelToken{});
+        const io::GgufFile ram = io::GgufFile::open(a), disk = io::GgufFile::open(b);
+        ASSERT_EQ(ram.tensors().size(), disk.tensors().size());
+        for (const io::TensorInfo& t : ram.tensors()) EXPECT_TRUE(bytesOf(ram, t.name) == bytesOf(disk, t.name)) << t.name;
+    }
+}
