@@ -224,20 +224,25 @@ TEST(Phi3Export, GgufMethodWritesTheJobsBlocksFused) {
     fs::remove(file);
 }
 
-// llama-quantize chooses Phi-3's fused tensors by their own names: attn_qkv one step up in Q4_K_M
-// (Q5_K; on these 64-wide rows its fallback Q5_1), ffn_up as the base type (Q4_K, here Q5_0). The Job
-// gives q, k, v the type of attn_qkv, so the file holds one type per fused tensor.
+// llama-quantize chooses Phi-3's fused tensors by their own names: attn_qkv follows attn_v's rules
+// (category_is_attn_v), so in Q4_K_M it is Q6_K on the layers use_more_bits picks (layer 2 of 3; on these
+// 64-wide rows its fallback Q8_0) and Q4_K elsewhere (here Q5_0); ffn_up is the base type (Q4_K, here
+// Q5_0). The Job gives q, k, v the type of attn_qkv, so the file holds one type per fused tensor.
+// (tests/interop checks these types against llama-quantize's own on this checkpoint.)
 TEST(Phi3Export, GgufMixChoosesTheFusedTensorsTypes) {
     const MethodResult result = test::quantizeTiny(kPhi3, "q4_k_m");
-    for (const char* part : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"})
-        EXPECT_EQ(result.layers[1].at(part)->ggmlType, io::GgmlType::Q5_1) << part;
+    for (const char* part : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}) {
+        EXPECT_EQ(result.layers[1].at(part)->ggmlType, io::GgmlType::Q5_0) << part;
+        EXPECT_EQ(result.layers[2].at(part)->ggmlType, io::GgmlType::Q8_0) << part;
+    }
     for (const char* part : {"mlp.gate_proj", "mlp.up_proj", "self_attn.o_proj"})
         EXPECT_EQ(result.layers[1].at(part)->ggmlType, io::GgmlType::Q5_0) << part;
     const fs::path file = fs::temp_directory_path() / ("qs_phi3_q4km_" + std::to_string(::getpid()) + ".gguf");
     fs::remove(file);
     writeGgufResult(io::Checkpoint::open(kPhi3), result, file, {}, {}, CancelToken{});
     const io::Checkpoint gguf = io::Checkpoint::open(file);
-    EXPECT_EQ(*gguf.gguf()->find("blk.1.attn_qkv.weight")->ggmlType, io::GgmlType::Q5_1);
+    EXPECT_EQ(*gguf.gguf()->find("blk.1.attn_qkv.weight")->ggmlType, io::GgmlType::Q5_0);
+    EXPECT_EQ(*gguf.gguf()->find("blk.2.attn_qkv.weight")->ggmlType, io::GgmlType::Q8_0);
     EXPECT_EQ(*gguf.gguf()->find("blk.1.ffn_up.weight")->ggmlType, io::GgmlType::Q5_0);
     fs::remove(file);
 }
