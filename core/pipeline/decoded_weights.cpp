@@ -8,6 +8,7 @@
 
 #include "qs/error.h"
 #include "qs/formats/serving_quantization.h"
+#include "stacked_expert.h"
 
 namespace qs::pipeline {
 namespace {
@@ -39,8 +40,6 @@ bool configuredBias(const model::ModelConfig& c, std::size_t i) {
 DecodedWeights::DecodedWeights(io::Checkpoint checkpoint, model::ModelConfig config, formats::DecodeOptions decode)
     : checkpoint_(std::make_unique<const io::Checkpoint>(std::move(checkpoint))), config_(std::move(config)),
       reader_(std::make_unique<const formats::LinearReader>(*checkpoint_, decode)) {
-    if (config_.moe.stackedExperts)
-        throw Error(checkpoint_->root().string() + ": gpt-oss's stacked experts are not decoded through the format readers yet");
     if (!reader_->format().decodable)
         throw Error(checkpoint_->root().string() + ": cannot decode its " + std::string(formats::formatName(format().format)) +
                     " layers: " + format().whyNot);
@@ -72,6 +71,7 @@ std::vector<std::string> DecodedWeights::storedLinears(int layer) const {
     if (!config_.isMoeLayer(layer)) return modules;
     const model::MoeNames& names = config_.moe.names;
     modules.push_back(names.router());
+    if (config_.moe.stackedExperts) return modules;   // gpt-oss: one tensor per kind, decoded per expert (decodeStackedExpert)
     for (int e = 0; e < config_.moe.numExperts; ++e)
         for (const std::string& part : {names.gate, names.up, names.down}) modules.push_back(names.expert(e) + part);
     return modules;
@@ -102,6 +102,13 @@ model::Linear DecodedWeights::decodeLinear(int layer, std::string_view module, s
     return linear;
 }
 
+void DecodedWeights::requireShape(const model::Linear& l, const std::string& module, int expert, std::int64_t out, std::int64_t in) const {
+    if (l.weight.rows() != out || l.weight.cols() != in || l.bias.size() != out)
+        throw Error(checkpoint_->root().string() + ": expert " + std::to_string(expert) + " of " + module + " decodes to [" +
+                    std::to_string(l.weight.rows()) + ", " + std::to_string(l.weight.cols()) + "] with " + std::to_string(l.bias.size()) +
+                    " biases, the config implies [" + std::to_string(out) + ", " + std::to_string(in) + "]");
+}
+
 // A sparse MoE layer's router and experts, decoded (the router is dense in every export).
 void DecodedWeights::decodeExperts(int index, model::LayerWeights& weights) const {
     const model::MoeConfig& moe = config_.moe;
@@ -109,6 +116,17 @@ void DecodedWeights::decodeExperts(int index, model::LayerWeights& weights) cons
     weights.moeNames = moe.names;
     weights.router = decodeLinear(index, moe.names.router(), moe.numExperts, h);
     weights.experts.resize(static_cast<std::size_t>(moe.numExperts));
+    if (moe.stackedExperts) {   // gpt-oss: gate holds gate_up_proj ([2I, hidden]), up stays empty
+        const std::string x = config_.layerPrefix(index) + moe.names.block + ".experts.";
+        for (int e = 0; e < moe.numExperts; ++e) {
+            model::Expert& expert = weights.experts[static_cast<std::size_t>(e)];
+            expert.gate = decodeStackedExpert(*checkpoint_, *reader_, x + moe.names.gate, moe.numExperts, e);
+            expert.down = decodeStackedExpert(*checkpoint_, *reader_, x + moe.names.down, moe.numExperts, e);
+            requireShape(expert.gate, x + moe.names.gate, e, 2 * width, h);
+            requireShape(expert.down, x + moe.names.down, e, h, width);
+        }
+        return;
+    }
     for (int e = 0; e < moe.numExperts; ++e) {
         const std::string x = moe.names.expert(e);
         model::Expert& expert = weights.experts[static_cast<std::size_t>(e)];

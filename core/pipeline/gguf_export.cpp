@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gguf_model_metadata.h"
+#include "stacked_expert.h"
 #include "qs/error.h"
 #include "qs/formats/config_check.h"
 #include "qs/formats/linear_reader.h"
@@ -323,37 +324,11 @@ std::vector<std::byte> encode(io::GgmlType type, const std::vector<float>& value
     return bytes;
 }
 
-// Expert `e` of a stacked slice as [out, in] (or its bias [out]): from the float tensor [E, in, out] that
-// transformers holds, or else decoded from the checkpoint's own format (gpt-oss's MXFP4 blocks).
-model::Linear stackedExpert(const PlannedTensor::StackedSlice& s, int e, const io::Checkpoint& checkpoint,
-                            const formats::LinearReader& reader) {
-    model::Linear l;
-    if (checkpoint.find(s.module) == nullptr) {
-        formats::DecodedLinear d = reader.decode(s.module, e);
-        l.weight = std::move(d.weight);
-        l.bias = Eigen::Map<const VectorF>(d.bias.data(), static_cast<Eigen::Index>(d.bias.size()));
-        return l;
-    }
-    const io::TensorView w = checkpoint.tensor(s.module);
-    const io::TensorView b = checkpoint.tensor(s.module + "_bias");
-    const bool stacked = w.shape().size() == 3 && w.shape()[0] == s.experts;
-    const std::int64_t in = stacked ? w.shape()[1] : 0, out = stacked ? w.shape()[2] : 0;
-    if (!stacked || b.shape() != std::vector<std::int64_t>{s.experts, out})
-        throw Error(checkpoint.root().string() + ": tensor '" + s.module + "' " + shapeText(w.shape()) + " with bias " + shapeText(b.shape()) +
-                    " is not " + std::to_string(s.experts) + " stacked experts [experts, in, out] with [experts, out] biases");
-    MatrixF stored(in, out);
-    w.decode(static_cast<std::size_t>(e * in * out), static_cast<std::size_t>(in * out), stored.data());
-    l.weight = stored.transpose();
-    l.bias.resize(out);
-    b.decode(static_cast<std::size_t>(e * out), static_cast<std::size_t>(out), l.bias.data());
-    return l;
-}
-
 std::vector<float> stackedValues(const PlannedTensor& t, const io::Checkpoint& checkpoint, const formats::LinearReader& reader) {
     const PlannedTensor::StackedSlice& s = *t.stackedSlice;
     std::vector<float> values;
     for (int e = 0; e < s.experts; ++e) {
-        const model::Linear l = stackedExpert(s, e, checkpoint, reader);
+        const model::Linear l = decodeStackedExpert(checkpoint, reader, s.module, s.experts, e);
         const std::int64_t rows = t.choice.shape[1];
         if (l.weight.rows() != (s.rowParity < 0 ? rows : 2 * rows) || (!s.bias && l.weight.cols() != t.choice.shape[2]) ||
             l.bias.size() != l.weight.rows())

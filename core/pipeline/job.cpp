@@ -7,11 +7,13 @@
 #include <set>
 
 #include "qs/error.h"
+#include "qs/formats/detect.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/checkpoint_fingerprint.h"
 #include "qs/model/checkpoint_weights.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/compact_linear.h"
+#include "qs/pipeline/decoded_weights.h"
 #include "qs/pipeline/job_report.h"
 #include "qs/pipeline/model_checkpoint.h"
 #include "qs/pipeline/stored_layers.h"
@@ -146,6 +148,15 @@ void checkDeviceMemory(const Backend& backend, const DeviceWorkload& workload, b
     if (progress) progress({"plan", 0, 0, 0.0, line});
 }
 
+// The weights the Job quantizes: the checkpoint's own, or gpt-oss's MXFP4 experts (as released) decoded.
+std::shared_ptr<const model::WeightSource> sourceWeights(const io::Checkpoint& checkpoint, const model::ModelConfig& config,
+                                                         bool allowNonFinite) {
+    const formats::FormatInfo format = formats::detect(checkpoint);
+    if (format.format == formats::Format::Mxfp4 && format.variant == "gpt-oss")
+        return std::make_shared<DecodedWeights>(checkpoint, config, formats::DecodeOptions{.allowNonFinite = allowNonFinite});
+    return std::make_shared<model::CheckpointWeights>(checkpoint, config, model::CheckpointWeights::Options{.allowNonFinite = allowNonFinite});
+}
+
 class Runner {
 public:
     Runner(const JobPlan& plan, std::set<std::string> spilled, const ProgressCallback& progress, const CancelToken& cancel,
@@ -153,8 +164,7 @@ public:
         : plan_(plan), spilled_(std::move(spilled)), progress_(progress), cancel_(cancel), log_(log),
           checkpoint_(openModelCheckpoint(plan.checkpoint, plan.allowNonFinite)),
           config_(model::ModelConfig::fromCheckpoint(checkpoint_)),
-          weights_(std::make_shared<model::CheckpointWeights>(
-              checkpoint_, config_, model::CheckpointWeights::Options{.allowNonFinite = plan.allowNonFinite})),
+          weights_(sourceWeights(checkpoint_, config_, plan.allowNonFinite)),
           base_(makeModel()) {
         if (config_.isMoe() && !plan_.mixed.empty())
             throw Error(checkpoint_.configSource().string() + ": a mix of methods does not handle MoE experts yet");

@@ -26,6 +26,8 @@ void requireFiniteDenseLinears(const io::Checkpoint& checkpoint, const formats::
 }
 
 std::string quantizedSourceRefusal(const io::Checkpoint& checkpoint, const formats::FormatInfo& format) {
+    // gpt-oss is released with MXFP4 experts: they are its original weights, decoded to quantize anew.
+    if (format.format == formats::Format::Mxfp4 && format.variant == "gpt-oss") return {};
     std::size_t quantized = 0;
     for (const formats::LayerQuantInfo& layer : format.layers) quantized += layer.scheme != "dense";
     if (quantized == 0) return {};

@@ -29,6 +29,7 @@
 #include "qs/model/tokenizer.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/checkpoint_eval.h"
+#include "qs/pipeline/decoded_weights.h"
 #include "qs/pipeline/dense_export.h"
 #include "qs/pipeline/gpt_oss_mxfp4_export.h"
 #include "qs/pipeline/gguf_export.h"
@@ -233,6 +234,13 @@ TEST_F(Interop, GptOssMxfp4ExpertsExportFromTheirBlocksAndRunInLlamaCppAsDequant
     std::printf("gptoss-tiny MXFP4: mean KL(llama.cpp || QuantScope dequantized) = %.3g, max %.3g, same top token %zu/%zu\n", k.mean,
                 k.max, k.sameTop, k.positions);
     EXPECT_LT(k.mean, 1e-5);
+    // Our forward pass on the MXFP4 checkpoint itself (its experts decoded where the model reads them).
+    const io::Checkpoint released = io::Checkpoint::open(mxfp4);
+    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(released);
+    model::Transformer direct(config, std::make_shared<pipeline::DecodedWeights>(released, config));
+    const KlFigures d = compareDistributions(answer.at("distributions").at(0), direct.forward(tokens));
+    std::printf("gptoss-tiny MXFP4 read directly: mean KL(llama.cpp || QuantScope) = %.3g\n", d.mean);
+    EXPECT_LT(d.mean, 1e-5);
     // The MXFP4 round trip did change the model: the original's distributions are measurably elsewhere.
     const MatrixF original = model::Transformer::fromCheckpoint(io::Checkpoint::open(source)).forward(tokens);
     EXPECT_GT(compareDistributions(answer.at("distributions").at(0), original).mean, 1e-4);

@@ -23,9 +23,12 @@
 #include "qs/io/json_file.h"
 #include "qs/model/model_config.h"
 #include "qs/model/transformer.h"
+#include "qs/pipeline/checkpoint_eval.h"
 #include "qs/pipeline/decoded_weights.h"
+#include "qs/pipeline/dense_export.h"
 #include "qs/pipeline/export_check.h"
 #include "qs/pipeline/exporter.h"
+#include "qs/pipeline/gpt_oss_mxfp4_export.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/job_report.h"
 #include "qs/pipeline/mixed_precision_measure.h"
@@ -282,6 +285,51 @@ TEST(TinyGptOss, TheJobMeasuresItAndTheExportIsRefusedInOneLine) {
     const fs::path dir = fs::temp_directory_path() / ("qs_test_gptoss_export_" + std::to_string(::getpid()));
     EXPECT_THROW(exportCheckpoint({source, dir, "", false, {}}, m, {}, CancelToken{}), Error);
     EXPECT_FALSE(fs::exists(dir));
+}
+
+// gpt-oss as it is released, with MXFP4 experts (here the tiny one brought to that layout): its experts
+// are decoded where the model reads them, so `eval` measures it as its dequantized copy measures, and the
+// Job quantizes it anew (the MXFP4 values are its original weights, not a quantized copy to refuse).
+TEST(TinyGptOss, ItsMxfp4ReleaseRunsDecodedAndQuantizesAnew) {
+    const fs::path source = fs::path(QS_TEST_DATA_DIR) / "gptoss" / "gptoss-tiny";
+    const fs::path dir = fs::temp_directory_path() / ("qs_test_gptoss_mxfp4_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const fs::path mxfp4 = dir / "mxfp4", dense = dir / "dense";
+    (void)exportGptOssMxfp4({source, mxfp4}, {}, CancelToken{});
+    (void)exportDense({mxfp4, dense, io::DType::F32}, {}, CancelToken{});
+    std::mt19937 rng(6);
+    std::uniform_int_distribution<int> token(0, 255);
+    TokenSequences windows(3, std::vector<model::TokenId>(48));
+    for (auto& w : windows)
+        for (auto& t : w) t = token(rng);
+    const double direct = evaluateCheckpoints({source, mxfp4, windows}, {}, CancelToken{}).kl.meanKld.value;
+    const double viaDense = evaluateCheckpoints({source, dense, windows}, {}, CancelToken{}).kl.meanKld.value;
+    EXPECT_GT(direct, 1e-5);   // the MXFP4 round trip changed the model
+    EXPECT_NEAR(direct, viaDense, 1e-6 * viaDense);
+
+    JobPlan plan;
+    plan.checkpoint = mxfp4;
+    plan.methods = parseMethodList("q8_0,gptq4", 16);
+    plan.calibration = windows;
+    plan.evaluation = windows;
+    const JobResult r = Job(std::move(plan)).run({}, CancelToken{});
+    for (const auto& m : r.methods) EXPECT_TRUE(m.error.empty()) << m.method.name << ": " << m.error;
+    EXPECT_EQ(r.methods.at(0).layers.at(3).size(), std::size_t(4 + 2 * 4));
+    for (const auto& m : r.methods) EXPECT_GT(m.kl.meanKld.value, 0.0) << m.method.name;
+    // Q8_0 quantized the decoded MXFP4 values: within half a Q8_0 step of them (a step is at most the
+    // largest |w| / 127), while the original BF16 weights are further away than that (MXFP4's error).
+    const io::Checkpoint released = io::Checkpoint::open(mxfp4);
+    const DecodedWeights decoded(released, model::ModelConfig::fromCheckpoint(released));
+    model::Transformer bf16 = model::Transformer::fromCheckpoint(io::Checkpoint::open(source));
+    const model::LayerWeights& original = bf16.layerWeights(1);
+    const model::LayerWeights layer = decoded.layer(1);
+    const MatrixF& w = layer.experts.at(2).gate.weight;
+    const MatrixF q = r.methods.at(0).layers.at(1).at("mlp.experts.2.gate_up_proj")->dequantize();
+    const float halfStep = 0.5f * w.cwiseAbs().maxCoeff() / 127.0f;
+    EXPECT_LE((q - w).cwiseAbs().maxCoeff(), halfStep * 1.001f);
+    EXPECT_GT((original.experts.at(2).gate.weight - w).cwiseAbs().maxCoeff(), 2.0f * halfStep);
+    fs::remove_all(dir);
 }
 
 // The bit budget's measurement chooses per fused group of a dense layer's seven linears: on a MoE

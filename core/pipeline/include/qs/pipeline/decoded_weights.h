@@ -33,6 +33,8 @@ private:
     void requireLinears() const;
     std::vector<std::string> storedLinears(int layer) const;
     void decodeExperts(int index, model::LayerWeights& weights) const;
+    // A stacked expert (gpt-oss) must decode to [out, in] with `out` biases.
+    void requireShape(const model::Linear& l, const std::string& module, int expert, std::int64_t out, std::int64_t in) const;
     std::string fusedOwner(std::string_view module) const;
 
     std::unique_ptr<const io::Checkpoint> checkpoint_;   // the reader points into it: a stable address

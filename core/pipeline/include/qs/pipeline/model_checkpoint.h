@@ -20,6 +20,7 @@ void requireFiniteDenseLinears(const io::Checkpoint& checkpoint, const formats::
 // Quantizing and the Hessian start from the original weights: a checkpoint whose linears are
 // already quantized is refused with what it holds and what to use instead ("" when it is dense).
 // Quantizing its decoded weights would compound the first rounding's error with a second one.
+// gpt-oss's MXFP4 experts, as it is released, are its original weights: not refused.
 std::string quantizedSourceRefusal(const io::Checkpoint& checkpoint, const formats::FormatInfo& format);
 // Throws qs::Error with quantizedSourceRefusal's message, when there is one.
 void requireDenseSource(const io::Checkpoint& checkpoint, const formats::FormatInfo& format);
