@@ -13,6 +13,7 @@
 #include <QLineEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSignalBlocker>
 #include <QStyle>
 #include <QVBoxLayout>
 
@@ -41,17 +42,27 @@ const quant::QuantizedLinear* firstLinear(const pipeline::MethodResult& m) {
 // the work folder when the result is on disk). When a layer cannot be read (its folder was removed),
 // none is offered beside the default: exporting then says why.
 std::vector<const formats::LinearEncoder*> accepting(std::vector<const formats::LinearEncoder*> encoders,
-                                                     const pipeline::MethodResult& m) {
+                                                     const pipeline::MethodResult& m, const CancelToken& cancel = {}) {
     if (!pipeline::hasLayers(m)) return {};
     try {
-        for (std::size_t i = 0; i < pipeline::layerCount(m) && !encoders.empty(); ++i)
+        for (std::size_t i = 0; i < pipeline::layerCount(m) && !encoders.empty(); ++i) {
+            cancel.throwIfCancelled();
             for (const auto& [name, q] : pipeline::layerAt(m, i))
                 std::erase_if(encoders, [&q](const formats::LinearEncoder* e) { return !e->refusal(*q).empty(); });
+        }
+    } catch (const Cancelled&) {
+        throw;
     } catch (const std::exception&) {
         return {};
     }
     return encoders;
 }
+
+// What the worker finds for a result on disk: the other layouts that take it, and the chosen one's refusal.
+struct StoredChecks {
+    std::vector<const formats::LinearEncoder*> accepted;
+    QString refusal;
+};
 
 // Whether `inner` is `outer` or lies inside it (after resolving "..", symlinks of existing parts).
 bool isWithin(const std::filesystem::path& inner, const std::filesystem::path& outer) {
@@ -191,11 +202,40 @@ void ExportPanel::fillFormats() {
         format_->addItem(tr("%1 (default)").arg(QString::fromUtf8(preferred.name())), QString::fromUtf8(preferred.name()));
         std::vector<const formats::LinearEncoder*> others = formats::allEncoders();
         std::erase(others, &preferred);
+        // A result on disk is read layer by layer from its work folder (gigabytes for a large model):
+        // on the worker, while the panel says it is checking and Export waits.
+        if (m->stored) return checkStoredResult(std::move(others));
         for (const formats::LinearEncoder* e : accepting(std::move(others), *m))
             format_->addItem(QString::fromUtf8(e->name()), QString::fromUtf8(e->name()));
     }
     updateRefusal();
     updateState();
+}
+
+void ExportPanel::checkStoredResult(std::vector<const formats::LinearEncoder*> others) {
+    const formats::LinearEncoder* chosen = encoder();
+    checking_ = true;
+    refusal_.clear();
+    updateState();
+    checks_.start(
+        [result = result_, m = method(), chosen, others = std::move(others)](const CancelToken& token) {
+            StoredChecks c;
+            c.accepted = accepting(others, *m, token);
+            if (chosen) c.refusal = QString::fromStdString(pipeline::exportRefusal(*m, *chosen, token));
+            return c;
+        },
+        [this](StoredChecks c) {
+            const QSignalBlocker blocker(format_);   // the chosen (default) layout stays chosen
+            for (const formats::LinearEncoder* e : c.accepted) format_->addItem(QString::fromUtf8(e->name()), QString::fromUtf8(e->name()));
+            refusal_ = c.refusal;
+            checking_ = false;
+            updateState();
+        },
+        [this](const QString& message) {
+            refusal_ = message;
+            checking_ = false;
+            updateState();
+        });
 }
 
 QString ExportPanel::formatName() const { return format_->currentData().toString(); }
@@ -222,6 +262,12 @@ QString ExportPanel::problem() const {
         return QString::fromStdString(why);
     if (!encoder() && !ggufChosen()) return tr("No format takes this result.");
     if (!refusal_.isEmpty()) return refusal_;
+    // What is wrong with the destination is known at once; the worker's check comes after it.
+    if (const QString why = destinationProblem(); !why.isEmpty() || !checking_) return why;
+    return checkingText();
+}
+
+QString ExportPanel::destinationProblem() const {
     const QString folder = destination_->text().trimmed();
     if (folder.isEmpty()) return ggufChosen() ? tr("Choose a destination .gguf file.") : tr("Choose a destination folder.");
     if (ggufChosen() && !folder.endsWith(QStringLiteral(".gguf"))) return tr("A GGUF destination is a file ending in .gguf.");
@@ -245,6 +291,10 @@ QString ExportPanel::note() const {
     return {};
 }
 
+QString ExportPanel::checkingText() const {
+    return tr("Checking that %1 holds every linear (reading the result's layers from its run folder)…").arg(formatName());
+}
+
 QString ExportPanel::shownText() const { return problem_->isHidden() ? QString() : problem_->text(); }
 
 // The core's one line on why the chosen layout cannot hold the chosen result (a linear's method, or
@@ -252,7 +302,26 @@ QString ExportPanel::shownText() const { return problem_->isHidden() ? QString()
 void ExportPanel::updateRefusal() {
     const pipeline::MethodResult* m = method();
     const formats::LinearEncoder* e = encoder();
-    refusal_ = m && e && !ggufChosen() ? QString::fromStdString(pipeline::exportRefusal(*m, *e)) : QString();
+    refusal_.clear();
+    checks_.cancel();
+    checking_ = false;
+    if (!m || !e || ggufChosen()) return;
+    if (!m->stored) {
+        refusal_ = QString::fromStdString(pipeline::exportRefusal(*m, *e));
+        return;
+    }
+    checking_ = true;   // a result on disk: its layers are read on the worker
+    checks_.start([result = result_, m, e](const CancelToken& token) { return QString::fromStdString(pipeline::exportRefusal(*m, *e, token)); },
+                  [this](const QString& refusal) {
+                      refusal_ = refusal;
+                      checking_ = false;
+                      updateState();
+                  },
+                  [this](const QString& message) {
+                      refusal_ = message;
+                      checking_ = false;
+                      updateState();
+                  });
 }
 
 void ExportPanel::updateState() {
@@ -263,7 +332,8 @@ void ExportPanel::updateState() {
     const QString note = this->note();
     // After an export its destination exists: that is what was written, not a problem in red.
     const bool justWritten = !written_.isEmpty() && samePath(written_, destination_->text().trimmed());
-    problem_->setStyleSheet(justWritten || why.isEmpty() ? QString() : QStringLiteral("color:#b03030"));
+    const bool waiting = checking_ && why == checkingText();   // not a problem: the worker's answer is coming
+    problem_->setStyleSheet(justWritten || why.isEmpty() || waiting ? QString() : QStringLiteral("color:#b03030"));
     problem_->setText(justWritten || why.isEmpty() ? note : why);
     problem_->setVisible(!problem_->text().isEmpty() && !isExporting());
     export_->setEnabled(why.isEmpty() && !isExporting());

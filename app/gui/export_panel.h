@@ -7,6 +7,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <vector>
 
 #include <QTimer>
 #include <QWidget>
@@ -54,6 +55,9 @@ public:
     QString note() const;            // what was just written there, or which folders Export creates
     QString shownText() const;       // what the panel shows under the destination (a problem or a note)
     bool isExporting() const { return runner_.isBusy(); }
+    // A result on disk is checked on a worker (which layouts take it, the chosen one's refusal);
+    // Export waits for it.
+    bool isChecking() const { return checking_; }
     const QString& written() const { return written_; }
     void startExport();
 
@@ -69,6 +73,9 @@ private:
     void fillMethods();
     void fillFormats();
     void updateRefusal();
+    void checkStoredResult(std::vector<const formats::LinearEncoder*> others);
+    QString checkingText() const;
+    QString destinationProblem() const;   // what problem() says of the destination; empty when it is fine
     void updateState();
     void chooseDestination();
     void onExported(const QString& folder);
@@ -79,6 +86,8 @@ private:
     QString written_;
     SettingsProvider settings_;
     QString refusal_;   // the core's reason the chosen format cannot hold the chosen result
+    bool checking_ = false;   // refusal_ (and the layouts offered) are being found on checks_
+    JobRunner checks_;
     JobRunner runner_;
     std::shared_ptr<std::atomic<double>> fraction_ = std::make_shared<std::atomic<double>>(0.0);
     QTimer progressTimer_;

@@ -357,7 +357,7 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
     return writeExport(request, source, encoder, fused.linears, std::move(folding), toJson(result), progress, cancel, std::move(hooks));
 }
 
-std::string exportRefusal(const MethodResult& result, const formats::LinearEncoder& encoder) {
+std::string exportRefusal(const MethodResult& result, const formats::LinearEncoder& encoder, const CancelToken& cancel) {
     try {
         if (!result.error.empty()) return result.label() + " failed, so it cannot be exported: " + result.error;
         if (auto why = stackedExpertsRefusal(io::Checkpoint::open(result.source.path)); !why.empty()) return why;
@@ -367,12 +367,14 @@ std::string exportRefusal(const MethodResult& result, const formats::LinearEncod
         AwqFolding folding = planAwqFolding(linearHeaders(result), arch, layout.moeNames());
         const AwqFolding planned = folding;
         const FusedLinears fused = fuseForExport(quantizedLinears(result, arch), arch, folding);
-        const std::string why = result.stored ? storedRefusals(encoder, result, arch, planned) : refusals(encoder, fused.linears, folding);
+        const std::string why = result.stored ? storedRefusals(encoder, result, arch, planned, cancel) : refusals(encoder, fused.linears, folding);
         if (!why.empty()) return why;
         // What only the whole states: a layout with one group size or one scale granularity for the
         // model refuses a mix of them when it writes its config.
         (void)encoder.quantizationConfig(formats::ExportScheme{fused.linears, {}, io::DType::BF16});
         return {};
+    } catch (const Cancelled&) {
+        throw;
     } catch (const std::exception& e) {
         const std::string why = e.what();
         const std::string prefix = "cannot export as " + std::string(encoder.name());

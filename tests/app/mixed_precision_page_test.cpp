@@ -188,6 +188,7 @@ TEST_F(MixedPageTest, AQuantizedAllocationReachesResultsAndExportsAsTheCliDoes) 
     exporter.setDestination(scratch.filePath(QStringLiteral("refused")));
     for (const char* refused : {"fp8", "bnb-nf4", "ct-nvfp4"}) {
         ASSERT_TRUE(exporter.selectFormat(QString::fromLatin1(refused))) << refused;
+        ASSERT_TRUE(waitUntil([&] { return !exporter.isChecking(); }, 60000));   // a result on disk is checked on a worker
         const auto* encoder = &formats::encoderNamed(refused);
         EXPECT_EQ(exporter.problem().toStdString(), pipeline::exportRefusal(mix, *encoder)) << refused;
         EXPECT_TRUE(exporter.problem().startsWith(QStringLiteral("cannot export as %1: model.layers.").arg(QString::fromLatin1(refused))))

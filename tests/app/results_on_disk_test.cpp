@@ -12,6 +12,7 @@
 #include "export_support.h"
 #include "folder_lock.h"
 #include "main_window.h"
+#include "qs/formats/linear_encoder.h"
 #include "qs/io/checkpoint.h"
 #include "qs/pipeline/job.h"
 #include "quantize_job.h"
@@ -111,6 +112,36 @@ TEST_F(ResultsOnDiskTest, AnExportFromDiskWritesTheBytesOfTheInRamPath) {
     EXPECT_GT(fromDisk.size(), 10000u);
     EXPECT_TRUE(fromDisk == bytesOf(out / "from-ram" / "model.safetensors")) << "the two exports differ";
     EXPECT_EQ(bytesOf(out / "from-disk" / "config.json"), bytesOf(out / "from-ram" / "config.json"));
+}
+
+// A result on disk is read back layer by layer to find the layouts that hold it: on the panel's worker,
+// not the GUI thread (a 70B result's codes are tens of gigabytes). Meanwhile the panel says so and
+// Export waits; then it offers what an in-RAM result of the same run is offered.
+TEST_F(ResultsOnDiskTest, TheExportPanelChecksAResultOnDiskOnItsWorker) {
+    const JobResultPtr onDisk = run({cache.startNew("demo"), false});
+    const JobResultPtr inRam = run({});
+    ASSERT_TRUE(onDisk && onDisk->methods[0].stored && inRam);
+    ExportPanel disk, ram;
+    for (ExportPanel* panel : {&disk, &ram}) panel->setSource(kDemo, io::fingerprintOf(io::Checkpoint::open(kDemo.toStdString())));
+    disk.setResult(onDisk);
+    ram.setResult(inRam);
+    disk.setDestination(QString::fromStdString((out / "disk").string()));
+    ram.setDestination(QString::fromStdString((out / "ram").string()));
+    EXPECT_TRUE(disk.isChecking());
+    EXPECT_TRUE(disk.problem().startsWith(QStringLiteral("Checking that"))) << disk.problem().toStdString();
+    EXPECT_FALSE(ram.isChecking());
+    ASSERT_TRUE(waitUntil([&] { return !disk.isChecking(); }, 60000));
+    EXPECT_TRUE(disk.problem().isEmpty()) << disk.problem().toStdString();
+    int offered = 0;
+    for (const formats::LinearEncoder* e : formats::allEncoders()) {
+        const QString name = QString::fromUtf8(e->name());
+        const bool inRamOffered = ram.selectFormat(name);
+        EXPECT_EQ(disk.selectFormat(name), inRamOffered) << e->name();
+        offered += inRamOffered;
+        ASSERT_TRUE(waitUntil([&] { return !disk.isChecking(); }, 60000));
+        EXPECT_EQ(disk.problem().toStdString(), ram.problem().toStdString()) << e->name();
+    }
+    EXPECT_GE(offered, 2);   // gptq and at least one other layout take 4-bit GPTQ
 }
 
 TEST_F(ResultsOnDiskTest, AFolderRemovedUnderTheResultFailsTheExportWithOneLine) {

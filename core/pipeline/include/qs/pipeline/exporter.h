@@ -46,8 +46,9 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
 // Why exportCheckpoint would refuse to write `result` with `encoder`, in one line ("cannot export as
 // gptq: model.layers.0.mlp.down_proj: ..."; what the encoder's config cannot state for the whole, such
 // as AWQ's one group size), or "" when it would write it: asked before choosing a format (the GUI's
-// Export panel, for a mix of methods). Only the source's config is read (its architecture).
-std::string exportRefusal(const MethodResult& result, const formats::LinearEncoder& encoder);
+// Export panel, for a mix of methods). Only the source's config is read (its architecture), and of a
+// result on disk every layer's codes (a large model's take a while: `cancel` stops it, throwing Cancelled).
+std::string exportRefusal(const MethodResult& result, const formats::LinearEncoder& encoder, const CancelToken& cancel = {});
 
 // An export that quantizes each linear as the writer reaches it, so that only one linear's codes are
 // held at a time (weight_only_quantize.h). `linears` names every linear by its full prefix
