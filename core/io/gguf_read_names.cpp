@@ -2,6 +2,7 @@
 // planner in core/pipeline/gguf_export.cpp and of llama.cpp's convert_hf_to_gguf.py for these models.
 #include "gguf_read_names.h"
 
+#include <algorithm>
 #include <array>
 #include <cctype>
 #include <limits>
@@ -72,6 +73,20 @@ std::string shapeText(const std::vector<std::int64_t>& shape) {
     return s + "]";
 }
 
+// Mixtral GGUF files converted before llama.cpp stacked the experts (early 2024) keep one tensor per
+// expert, blk.N.ffn_{gate,up,down}.E.weight, which llama.cpp still loads.
+std::optional<std::string> legacyExpertName(const GgufExpertNames& e, const LayerTensor& t) {
+    const auto dot = t.module.find('.');
+    if (e.count == 0 || dot == std::string_view::npos) return std::nullopt;
+    const std::string_view expert = t.module.substr(dot + 1);
+    if (expert.empty() || !std::ranges::all_of(expert, [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }))
+        return std::nullopt;
+    const std::string stacked = std::string(t.module.substr(0, dot)) + "_exps";
+    const std::string* module = expertModule(e, stacked);
+    if (module == nullptr) return std::nullopt;
+    return layerName(t.layer, e.block + ".experts." + std::string(expert) + "." + *module, t.part);
+}
+
 }  // namespace
 
 GgufReadNames ggufReadNames(const GgufFile& file) {
@@ -82,6 +97,8 @@ GgufReadNames ggufReadNames(const GgufFile& file) {
     // every layer stacked; gpt-oss's (gate/up interleaved in its checkpoint, with biases) are not read back.
     const bool mixtral = names.arch == "llama", qwen3moe = names.arch == "qwen3moe";
     if (!mixtral && !qwen3moe) return names;
+    if (mixtral) names.experts = {0, "block_sparse_moe", "w1", "w3", "w2"};
+    else names.experts = {0, "mlp", "gate_proj", "up_proj", "down_proj"};
     const std::string key = names.arch + ".expert_count";
     const GgufValue* count = file.metadata().find(key);
     if (count == nullptr) return names;
@@ -89,14 +106,13 @@ GgufReadNames ggufReadNames(const GgufFile& file) {
     if (!n || *n < 0 || *n > std::numeric_limits<int>::max())
         throw Error(file.path().string() + ": metadata '" + key + "' is not a count of experts");
     names.experts.count = static_cast<int>(*n);
-    if (mixtral) names.experts = {names.experts.count, "block_sparse_moe", "w1", "w3", "w2"};
-    else names.experts = {names.experts.count, "mlp", "gate_proj", "up_proj", "down_proj"};
     return names;
 }
 
 std::optional<std::string> hfNameIn(const GgufReadNames& names, std::string_view ggufName) {
     if (const auto t = splitLayerTensor(ggufName)) {
         if (names.experts.count > 0 && t->module == "ffn_gate_inp") return layerName(t->layer, names.experts.block + ".gate", t->part);
+        if (const auto legacy = legacyExpertName(names.experts, *t)) return legacy;
         const auto special = names.arch == "gemma3" ? lookup(kGemma3, t->module)
                              : names.arch == "phi3" ? lookup(kPhi3, t->module)
                                                     : std::nullopt;
@@ -110,9 +126,12 @@ bool isGgufNorm(std::string_view ggufName) { return ggufName.ends_with("norm.wei
 std::optional<std::vector<TensorInfo>> splitStackedExperts(const TensorInfo& stacked, const GgufReadNames& names, const std::string& file) {
     const GgufExpertNames& e = names.experts;
     const auto t = splitLayerTensor(stacked.name);
-    if (e.count == 0 || !t || t->part != "weight") return std::nullopt;
+    if (e.block.empty() || !t || t->part != "weight") return std::nullopt;
     const std::string* module = expertModule(e, t->module);
     if (module == nullptr) return std::nullopt;
+    if (e.count == 0)
+        throw Error(file + ": tensor '" + stacked.name + "' " + shapeText(stacked.shape) + " stacks experts, but " + names.arch +
+                    ".expert_count is missing or 0");
     if (stacked.shape.size() != 3 || stacked.shape[0] != e.count)
         throw Error(file + ": tensor '" + stacked.name + "' " + shapeText(stacked.shape) + " is not the " + std::to_string(e.count) +
                     " stacked experts [experts, out, in] that " + names.arch + ".expert_count says");

@@ -195,6 +195,12 @@ TEST(GgufReadBackExperts, AStackedTensorDisagreeingWithTheExpertCountIsRefused) 
                                                         HasSubstr("_exps.weight' [4, "), HasSubstr("qwen3moe.expert_count"),
                                                         Not(HasSubstr("\n")))));
     }
+    // Stacked tensors in a file whose key says no experts (or lacks it).
+    const fs::path none = rewrittenCopy(
+        file, dir / "none.gguf", [](io::GgufWriter& w) { w.set("qwen3moe.expert_count", io::GgufValue::u32(0)); },
+        [](const io::TensorInfo&) { return true; });
+    EXPECT_THAT([&] { (void)io::Checkpoint::open(none); },
+                testing::ThrowsMessage<Error>(AllOf(HasSubstr("_exps.weight' [4, "), HasSubstr("stacks experts, but qwen3moe.expert_count is missing or 0"))));
     // A missing stacked tensor: the model cannot run, and the error names the expert it lacks.
     const fs::path missing = rewrittenCopy(
         file, dir / "missing.gguf", [](io::GgufWriter&) {}, [](const io::TensorInfo& t) { return t.name != "blk.1.ffn_up_exps.weight"; });
@@ -224,4 +230,32 @@ TEST(GgufReadBackExperts, DenseExportOfAQwen3MoeGgufIsItsHuggingFaceCheckpoint) 
         EXPECT_EQ(dense.tensor(t.info->name).toF32(), original.tensor(t.info->name).toF32()) << t.info->name;
     }
     expectSameConfig(model::ModelConfig::fromCheckpoint(original), model::ModelConfig::fromCheckpoint(dense));
+}
+
+// Mixtral files converted before llama.cpp stacked the experts hold blk.N.ffn_{gate,up,down}.E.weight, one
+// tensor per expert (llama.cpp still loads them): they read back under the same names and run the same.
+TEST(GgufReadBackExperts, MixtralsUnstackedExpertsOfOlderFilesReadBackToo) {
+    TempDir dir;
+    const fs::path source = kData / "moe" / "mixtral-tiny";
+    const io::GgufFile stacked = io::GgufFile::open(writeF32(source, dir / "stacked.gguf"));
+    io::GgufWriter w(dir / "legacy.gguf");
+    for (const auto& [k, v] : stacked.metadata().entries()) w.set(k, v);
+    for (const auto& t : stacked.tensors()) {
+        const auto bytes = stacked.view(t).bytes();
+        const auto at = t.name.find("_exps.weight");
+        if (at == std::string::npos) {
+            w.addTensor(t.name, *t.ggmlType, t.shape, std::vector<std::byte>(bytes.begin(), bytes.end()));
+            continue;
+        }
+        const std::size_t each = bytes.size() / static_cast<std::size_t>(t.shape[0]);
+        for (std::int64_t e = 0; e < t.shape[0]; ++e)
+            w.addTensor(t.name.substr(0, at) + "." + std::to_string(e) + ".weight", *t.ggmlType, {t.shape[1], t.shape[2]},
+                        std::vector<std::byte>(bytes.begin() + e * each, bytes.begin() + (e + 1) * each));
+    }
+    const io::Checkpoint legacy = io::Checkpoint::open(w.finish()), original = io::Checkpoint::open(source);
+    ASSERT_NE(legacy.gguf()->find("blk.1.ffn_gate.3.weight"), nullptr);
+    EXPECT_EQ(legacy.tensor("model.layers.1.block_sparse_moe.experts.3.w1.weight").toF32(),
+              original.tensor("model.layers.1.block_sparse_moe.experts.3.w1.weight").toF32());
+    const auto tokens = someTokens(320);
+    EXPECT_EQ(model::Transformer::fromCheckpoint(legacy).forward(tokens), model::Transformer::fromCheckpoint(original).forward(tokens));
 }
