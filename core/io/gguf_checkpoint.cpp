@@ -68,7 +68,7 @@ GgufCheckpoint describeGgufCheckpoint(const GgufFile& file) {
             t.ropeInterleavedHeads = interleavedHeads(t, out.config, file);
             if (t.ropeInterleavedHeads != 0) checkInterleaving(t, file, stored.name);
         }
-        if (names.normShift != 0.0f && isGgufNorm(stored.name)) out.valueShifts.emplace_back(out.tensors.size(), names.normShift);
+        if (names.normShift != 0.0f && isGgufNorm(stored)) out.valueShifts.emplace_back(out.tensors.size(), names.normShift);
         out.tensors.push_back(std::move(t));
     }
     // The same for the metadata text the config took (general.architecture, rope scaling type):

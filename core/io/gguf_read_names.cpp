@@ -121,7 +121,7 @@ std::optional<std::string> hfNameIn(const GgufReadNames& names, std::string_view
     return hfNameOfGgufTensor(ggufName);
 }
 
-bool isGgufNorm(std::string_view ggufName) { return ggufName.ends_with("norm.weight"); }
+bool isGgufNorm(const TensorInfo& t) { return t.name.ends_with("norm.weight") && t.shape.size() == 1 && t.decodesToF32(); }
 
 std::optional<std::vector<TensorInfo>> splitStackedExperts(const TensorInfo& stacked, const GgufReadNames& names, const std::string& file) {
     const GgufExpertNames& e = names.experts;

@@ -33,8 +33,9 @@ GgufReadNames ggufReadNames(const GgufFile& file);
 // The Hugging Face name of a GGUF tensor that is not a stacked expert tensor, or nullopt.
 std::optional<std::string> hfNameIn(const GgufReadNames& names, std::string_view ggufName);
 
-// Whether `ggufName` is a norm's weight, which normShift applies to.
-bool isGgufNorm(std::string_view ggufName);
+// Whether a GGUF tensor (under its GGUF name) is a norm's weight that normShift applies to: a vector of
+// floats named "*norm.weight", as convert_hf_to_gguf adds 1 to (anything else is left as stored).
+bool isGgufNorm(const TensorInfo& t);
 
 // The experts of a stacked tensor (blk.N.ffn_{gate,up,down}_exps.weight) as one 2-D tensor each, under
 // their Hugging Face names; nullopt when `stacked` is no such tensor or the architecture's experts are

@@ -13,6 +13,7 @@
 #include <numeric>
 
 #include "io_test_util.h"
+#include "same_model_config.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/gguf_file.h"
@@ -56,57 +57,6 @@ fs::path rewrittenCopy(const fs::path& from, const fs::path& to, const std::func
     return w.finish();
 }
 
-// Every field the forward pass reads, as the safetensors checkpoint's config says it.
-void expectSameConfig(const model::ModelConfig& a, const model::ModelConfig& b) {
-    EXPECT_EQ(b.modelType, a.modelType);
-    EXPECT_EQ(b.hiddenSize, a.hiddenSize);
-    EXPECT_EQ(b.intermediateSize, a.intermediateSize);
-    EXPECT_EQ(b.numLayers, a.numLayers);
-    EXPECT_EQ(b.numHeads, a.numHeads);
-    EXPECT_EQ(b.numKvHeads, a.numKvHeads);
-    EXPECT_EQ(b.headDim, a.headDim);
-    EXPECT_EQ(b.vocabSize, a.vocabSize);
-    EXPECT_EQ(b.maxPositionEmbeddings, a.maxPositionEmbeddings);
-    EXPECT_EQ(b.rmsNormEps, a.rmsNormEps);
-    EXPECT_EQ(b.ropeTheta, a.ropeTheta);
-    EXPECT_EQ(b.ropeScaling.type, a.ropeScaling.type);
-    EXPECT_EQ(b.ropeScaling.factor, a.ropeScaling.factor);
-    EXPECT_EQ(b.ropeScaling.shortFactor, a.ropeScaling.shortFactor);
-    EXPECT_EQ(b.ropeScaling.longFactor, a.ropeScaling.longFactor);
-    EXPECT_EQ(b.ropeScaling.attentionFactor, a.ropeScaling.attentionFactor);
-    if (a.ropeScaling.type != model::RopeScalingType::None) {
-        EXPECT_EQ(b.ropeScaling.originalMaxPositionEmbeddings, a.ropeScaling.originalMaxPositionEmbeddings);
-    }
-    EXPECT_EQ(b.rotaryDims(), a.rotaryDims());
-    EXPECT_EQ(b.tieWordEmbeddings, a.tieWordEmbeddings);
-    EXPECT_EQ(b.qkvBias, a.qkvBias);
-    EXPECT_EQ(b.outputBias, a.outputBias);
-    EXPECT_EQ(b.mlpBias, a.mlpBias);
-    EXPECT_EQ(b.qkNorm, a.qkNorm);
-    EXPECT_EQ(b.slidingWindow, a.slidingWindow);
-    EXPECT_EQ(b.slidingLayers, a.slidingLayers);
-    EXPECT_EQ(b.ropeLocalTheta, a.ropeLocalTheta);
-    EXPECT_EQ(b.queryPreAttnScalar, a.queryPreAttnScalar);
-    EXPECT_EQ(b.embeddingScale, a.embeddingScale);
-    EXPECT_EQ(b.arch.normOffset, a.arch.normOffset);
-    EXPECT_EQ(b.arch.preMlpNorm, a.arch.preMlpNorm);
-    EXPECT_EQ(b.arch.attentionOutputNorm, a.arch.attentionOutputNorm);
-    EXPECT_EQ(b.arch.mlpOutputNorm, a.arch.mlpOutputNorm);
-    EXPECT_EQ(b.arch.activation, a.arch.activation);
-    EXPECT_EQ(b.arch.fusedQkv, a.arch.fusedQkv);
-    EXPECT_EQ(b.arch.fusedGateUp, a.arch.fusedGateUp);
-    EXPECT_EQ(b.moe.numExperts, a.moe.numExperts);
-    EXPECT_EQ(b.moe.numExpertsPerToken, a.moe.numExpertsPerToken);
-    EXPECT_EQ(b.moe.expertIntermediateSize, a.moe.expertIntermediateSize);
-    EXPECT_EQ(b.moe.normTopkProb, a.moe.normTopkProb);
-    EXPECT_EQ(b.moe.sparseStep, a.moe.sparseStep);
-    EXPECT_EQ(b.moe.denseLayers, a.moe.denseLayers);
-    EXPECT_EQ(b.moe.names.block, a.moe.names.block);
-    EXPECT_EQ(b.moe.names.gate, a.moe.names.gate);
-    EXPECT_EQ(b.moe.names.up, a.moe.names.up);
-    EXPECT_EQ(b.moe.names.down, a.moe.names.down);
-}
-
 // 64 token ids spread over the vocabulary (the models are random: any ids exercise every weight).
 std::vector<model::TokenId> someTokens(int vocab) {
     std::vector<model::TokenId> tokens;
@@ -130,7 +80,7 @@ TEST_P(GgufReadBack, ConfigAndLogitsAreTheSafetensorsModels) {
     const io::Checkpoint original = io::Checkpoint::open(source), gguf = io::Checkpoint::open(file);
     ASSERT_EQ(*gguf.gguf()->metadata().string("general.architecture"), GetParam().ggufArch);
     const model::ModelConfig a = model::ModelConfig::fromCheckpoint(original), b = model::ModelConfig::fromCheckpoint(gguf);
-    expectSameConfig(a, b);
+    test::expectSameModelConfig(a, b);
 
     // Every tensor the forward pass reads is there under its Hugging Face name, with its values (f32
     // rounding only: gemma3's norms come back as (1 + w) - 1).
@@ -229,7 +179,7 @@ TEST(GgufReadBackExperts, DenseExportOfAQwen3MoeGgufIsItsHuggingFaceCheckpoint) 
         ASSERT_NE(dense.find(t.info->name), nullptr) << t.info->name;
         EXPECT_EQ(dense.tensor(t.info->name).toF32(), original.tensor(t.info->name).toF32()) << t.info->name;
     }
-    expectSameConfig(model::ModelConfig::fromCheckpoint(original), model::ModelConfig::fromCheckpoint(dense));
+    test::expectSameModelConfig(model::ModelConfig::fromCheckpoint(original), model::ModelConfig::fromCheckpoint(dense));
 }
 
 // Mixtral files converted before llama.cpp stacked the experts hold blk.N.ffn_{gate,up,down}.E.weight, one
