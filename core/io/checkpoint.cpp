@@ -4,10 +4,13 @@
 #include "qs/io/checkpoint.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
+#include <optional>
 #include <set>
 
 #include "gguf_checkpoint.h"
+#include "shared_memory.h"
 #include "qs/error.h"
 #include "qs/io/json_file.h"
 #include "qs/io/json_value.h"
@@ -83,6 +86,10 @@ struct Checkpoint::Impl {
     std::vector<SafetensorsFile> shards;
     std::optional<GgufFile> gguf;
     std::vector<TensorInfo> ggufTensors;   // the GGUF's tensors under Hugging Face names
+    // Tensors whose values are read back computed (gemma3's norms, stored as 1 + w): their bytes live in
+    // `computed`, at their TensorInfo's offsets there.
+    std::optional<detail::SharedMemory> computed;
+    std::set<const TensorInfo*> computedTensors;
     json config = json::object();
     json quantConfig = json::object();
     std::string quantFormat = "dense";
@@ -93,6 +100,7 @@ struct Checkpoint::Impl {
 
     void addShardTensors();
     void openGguf(const fs::path& path);
+    void shiftValues(const std::vector<std::pair<std::size_t, float>>& shifts);
     void checkAgainstIndex(const std::map<std::string, std::string>& weightMap, const fs::path& indexPath) const;
     void readConfig();
 };
@@ -116,6 +124,7 @@ void Checkpoint::Impl::openGguf(const fs::path& path) {
     gguf = GgufFile::open(path);
     detail::GgufCheckpoint view = detail::describeGgufCheckpoint(*gguf);
     ggufTensors = std::move(view.tensors);
+    shiftValues(view.valueShifts);
     for (const auto& info : ggufTensors) tensors.push_back(CheckpointTensor{&info, 0, parseTensorName(info.name)});
     std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.info->name < b.info->name; });
     for (std::size_t i = 0; i < tensors.size(); ++i)
@@ -125,6 +134,30 @@ void Checkpoint::Impl::openGguf(const fs::path& path) {
     quantConfig = std::move(view.quantConfig);
     if (quantConfig.contains("quant_method")) quantFormat = quantConfig["quant_method"].get<std::string>();
     hasTokenizer = gguf->metadata().contains("tokenizer.ggml.tokens") || fs::exists(root / "tokenizer.json");
+}
+
+// The listed tensors decoded once, shifted and kept as F32 in `computed`; their TensorInfo now points there.
+void Checkpoint::Impl::shiftValues(const std::vector<std::pair<std::size_t, float>>& shifts) {
+    if (shifts.empty()) return;
+    std::uint64_t total = 0;
+    for (const auto& [index, shift] : shifts) total += static_cast<std::uint64_t>(ggufTensors.at(index).numel()) * sizeof(float);
+    computed.emplace(static_cast<std::size_t>(total));
+    const std::span<std::byte> out = computed->writable();
+    std::uint64_t at = 0;
+    for (const auto& [index, shift] : shifts) {
+        TensorInfo& info = ggufTensors.at(index);
+        std::vector<float> values = gguf->view(info).toF32();
+        for (float& v : values) v += shift;
+        std::memcpy(out.data() + at, values.data(), values.size() * sizeof(float));
+        info.ggmlType = GgmlType::F32;
+        info.dtype = DType::F32;
+        info.ropeInterleavedHeads = 0;   // undone by the decode above
+        info.begin = at;
+        info.end = at + values.size() * sizeof(float);
+        at = info.end;
+        computedTensors.insert(&info);
+    }
+    computed->seal();
 }
 
 void Checkpoint::Impl::checkAgainstIndex(const std::map<std::string, std::string>& weightMap, const fs::path& indexPath) const {
@@ -227,6 +260,7 @@ TensorView Checkpoint::tensor(std::string_view name) const {
 }
 
 TensorView Checkpoint::view(const CheckpointTensor& t) const {
+    if (impl_->computedTensors.contains(t.info)) return TensorView(*t.info, impl_->computed->bytes().subspan(t.info->begin, t.info->byteSize()));
     return impl_->gguf ? impl_->gguf->view(*t.info) : impl_->shards.at(t.shard).view(*t.info);
 }
 

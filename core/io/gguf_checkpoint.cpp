@@ -1,10 +1,13 @@
 // A GGUF file seen as a checkpoint: llama.cpp's tensor names become Hugging Face names, the shapes
-// become row-major, and for the llama architecture the q/k row interleaving of llama.cpp's converter
-// is noted on the tensor so that reading it gives the Hugging Face weight back.
+// become row-major, stacked experts become one tensor per expert (slices of the stacked bytes), for
+// the llama architecture the q/k row interleaving of llama.cpp's converter is noted on the tensor so
+// that reading it gives the Hugging Face weight back, and gemma3's norms (stored as 1 + w) are listed
+// to be read back shifted.
 #include <algorithm>
 #include <limits>
 
 #include "gguf_checkpoint.h"
+#include "gguf_read_names.h"
 #include "qs/error.h"
 #include "qs/io/gguf_names.h"
 #include "qs/io/json_value.h"
@@ -46,26 +49,26 @@ bool isBlockQuantized(const TensorInfo& t) { return ggmlTypeTraits(*t.ggmlType).
 GgufCheckpoint describeGgufCheckpoint(const GgufFile& file) {
     GgufCheckpoint out;
     out.config = hfConfigOfGguf(file);
-    const std::string* arch = file.metadata().string("general.architecture");
-    const bool permuted = arch != nullptr && ggufArchitecturePermutesQk(*arch);
+    const GgufReadNames names = ggufReadNames(file);
+    const bool permuted = ggufArchitecturePermutesQk(names.arch);
     bool quantized = false;
     for (const TensorInfo& stored : file.tensors()) {
         // GGUF strings are bytes; a Hugging Face name is JSON text (a dense export writes it into a
         // safetensors header), so a name that is not UTF-8 is refused here, not at writing.
         if (!isValidUtf8(stored.name))
             throw Error(file.path().string() + ": tensor name '" + stored.name + "' is not valid UTF-8");
-        TensorInfo t = stored;
-        if (const auto hf = hfNameOfGgufTensor(stored.name)) t.name = *hf;
-        // llama.cpp's phi3 keeps Phi-3's fused gate/up as ffn_up: it is Hugging Face's gate_up_proj.
-        if (arch != nullptr && *arch == "phi3") {
-            const std::string up = ".mlp.up_proj.";
-            if (const auto at = t.name.find(up); at != std::string::npos) t.name.replace(at, up.size(), ".mlp.gate_up_proj.");
+        quantized = quantized || isBlockQuantized(stored);
+        if (auto experts = splitStackedExperts(stored, names, file.path().string())) {
+            for (TensorInfo& e : *experts) out.tensors.push_back(std::move(e));
+            continue;
         }
+        TensorInfo t = stored;
+        if (const auto hf = hfNameIn(names, stored.name)) t.name = *hf;
         if (permuted) {
             t.ropeInterleavedHeads = interleavedHeads(t, out.config, file);
             if (t.ropeInterleavedHeads != 0) checkInterleaving(t, file, stored.name);
         }
-        quantized = quantized || isBlockQuantized(t);
+        if (names.normShift != 0.0f && isGgufNorm(stored)) out.valueShifts.emplace_back(out.tensors.size(), names.normShift);
         out.tensors.push_back(std::move(t));
     }
     // The same for the metadata text the config took (general.architecture, rope scaling type):

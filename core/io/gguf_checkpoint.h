@@ -5,6 +5,7 @@
 // other checkpoint.
 #include <filesystem>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -17,6 +18,9 @@ struct GgufCheckpoint {
     std::vector<TensorInfo> tensors;    // same data as file.tensors(), renamed and reshaped
     nlohmann::json config;              // as config.json would say it
     nlohmann::json quantConfig;         // {"quant_method": "gguf", ...} when a tensor is quantized, else {}
+    // Tensors (index into `tensors`) whose every value reads back with this added: gemma3's norms, which
+    // llama.cpp's converter stores as 1 + w (Checkpoint keeps the shifted values, a few per layer, in memory).
+    std::vector<std::pair<std::size_t, float>> valueShifts;
 };
 
 GgufCheckpoint describeGgufCheckpoint(const GgufFile& file);

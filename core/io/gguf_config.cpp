@@ -2,6 +2,7 @@
 // convert_hf_to_gguf.py's set_gguf_parameters) read back into the Hugging Face fields they came from.
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <numbers>
 
 #include "gguf_checkpoint.h"
@@ -89,8 +90,13 @@ const char* torchDtypeOfFileType(std::int64_t fileType) {
     }
 }
 
-void putArchitecture(json& c, const std::string& arch) {
-    if (const auto hf = hfArchitectureOfGguf(arch)) {
+bool hasExperts(const GgufMetadata& m, const std::string& arch) { return m.integer(arch + ".expert_count").value_or(0) > 0; }
+
+void putArchitecture(json& c, const GgufMetadata& m, const std::string& arch) {
+    if (arch == "llama" && hasExperts(m, arch)) {   // llama.cpp's converter writes Mixtral as llama with experts
+        c["model_type"] = "mixtral";
+        c["architectures"] = json::array({"MixtralForCausalLM"});
+    } else if (const auto hf = hfArchitectureOfGguf(arch)) {
         c["model_type"] = hf->modelType;
         c["architectures"] = json::array({hf->architecture});
     } else {
@@ -106,6 +112,76 @@ void putBiases(json& c, const GgufFile& file) {
     c["mlp_bias"] = file.find("blk.0.ffn_up.bias") != nullptr;
 }
 
+// The sparse MoE block's fields (LLM_KV_EXPERT_*): llama.cpp's qwen3moe always renormalises the top-k
+// weights and puts experts in every layer; Mixtral's experts are feed_forward_length wide.
+void putExperts(json& c, const GgufMetadata& m, const std::string& arch) {
+    if (!hasExperts(m, arch)) return;
+    const auto key = [&](const char* suffix) { return arch + "." + suffix; };
+    putInteger(c, "num_experts_per_tok", m.integer(key("expert_used_count")));
+    if (arch == "llama") {
+        putInteger(c, "num_local_experts", m.integer(key("expert_count")));
+    } else if (arch == "qwen3moe") {
+        putInteger(c, "num_experts", m.integer(key("expert_count")));
+        putInteger(c, "moe_intermediate_size", m.integer(key("expert_feed_forward_length")));
+        c["norm_topk_prob"] = true;
+        c["decoder_sparse_step"] = 1;
+        c["mlp_only_layers"] = json::array();
+    }
+}
+
+// Gemma 3 as llama.cpp's gemma3 runs it (llama_model_loader, LLM_ARCH_GEMMA3): every 6th layer global,
+// the sliding layers' RoPE base rope.freq_base_swa (10000 when absent), gelu-tanh, and the score scale
+// 1/sqrt(head_dim) (hidden / heads for the 62-layer 27B), which the export checked the model had.
+void putGemma3(json& c, const GgufMetadata& m) {
+    c.erase("hidden_act");
+    c["hidden_activation"] = "gelu_pytorch_tanh";
+    putInteger(c, "sliding_window", m.integer("gemma3.attention.sliding_window"));
+    const int layers = c.value("num_hidden_layers", 0);
+    json types = json::array();
+    for (int i = 0; i < layers; ++i) types.push_back((i + 1) % 6 != 0 ? "sliding_attention" : "full_attention");
+    c["layer_types"] = types;
+    const GgufValue* local = m.find("gemma3.rope.freq_base_swa");
+    c["rope_local_base_freq"] = local && local->isNumber() ? shortestDecimal(*local) : 10000.0;
+    const int heads = c.value("num_attention_heads", 0), hidden = c.value("hidden_size", 0);
+    if (layers == 62 && heads > 0) c["query_pre_attn_scalar"] = hidden / heads;
+    else if (c.contains("head_dim")) c["query_pre_attn_scalar"] = c["head_dim"];
+}
+
+// The f32 values of a factor tensor as the decimals they were written from.
+json factorList(const GgufFile& file, const TensorInfo& t) {
+    json out = json::array();
+    for (const float f : file.view(t).toF32()) out.push_back(shortestDecimal(GgufValue::f32(f)));
+    return out;
+}
+
+// Phi-3 as llama.cpp's converter writes it: a partial rotary part as rope.dimension_count, the window,
+// and LongRoPE as the factor tensors rope_factors_long / _short with the original context and the
+// attention factor (left to its default, as transformers computes it, when it is that value in f32).
+void putPhi3(json& c, const GgufFile& file) {
+    const GgufMetadata& m = file.metadata();
+    putInteger(c, "sliding_window", m.integer("phi3.attention.sliding_window"));
+    const std::int64_t headDim = c.value("head_dim", std::int64_t{0});
+    if (const auto dims = m.integer("phi3.rope.dimension_count"); dims && headDim > 0 && *dims > 0 && *dims < headDim) {
+        double partial = static_cast<double>(*dims) / static_cast<double>(headDim);
+        // transformers takes int(head_dim * partial_rotary_factor): make sure that gives the count back.
+        while (static_cast<std::int64_t>(static_cast<double>(headDim) * partial) < *dims) partial = std::nextafter(partial, 2.0);
+        c["partial_rotary_factor"] = partial;
+    }
+    const TensorInfo* longFactors = file.find("rope_factors_long.weight");
+    const TensorInfo* shortFactors = file.find("rope_factors_short.weight");
+    if (longFactors == nullptr || shortFactors == nullptr || !longFactors->decodesToF32() || !shortFactors->decodesToF32()) return;
+    json s = {{"type", "longrope"}, {"long_factor", factorList(file, *longFactors)}, {"short_factor", factorList(file, *shortFactors)}};
+    const auto original = m.integer("phi3.rope.scaling.original_context_length");
+    const auto context = c.value("max_position_embeddings", std::int64_t{0});
+    if (original && *original > 0) c["original_max_position_embeddings"] = *original;
+    if (const GgufValue* attn = m.find("phi3.rope.scaling.attn_factor"); attn && attn->isNumber()) {
+        const double factor = original && *original > 0 ? static_cast<double>(context) / static_cast<double>(*original) : 1.0;
+        const double standard = factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(*original)));
+        if (static_cast<float>(standard) != static_cast<float>(*attn->asNumber())) s["attention_factor"] = shortestDecimal(*attn);
+    }
+    c["rope_scaling"] = s;
+}
+
 }  // namespace
 
 json hfConfigOfGguf(const GgufFile& file) {
@@ -113,7 +189,7 @@ json hfConfigOfGguf(const GgufFile& file) {
     json c = json::object();
     const std::string* archValue = m.string("general.architecture");
     const std::string arch = archValue ? *archValue : "";
-    putArchitecture(c, arch);
+    putArchitecture(c, m, arch);
     const auto key = [&](const char* suffix) { return arch + "." + suffix; };
 
     putInteger(c, "hidden_size", m.integer(key("embedding_length")));
@@ -146,6 +222,9 @@ json hfConfigOfGguf(const GgufFile& file) {
     if (const auto fileType = m.integer("general.file_type"))
         if (const char* dtype = torchDtypeOfFileType(*fileType)) c["torch_dtype"] = dtype;
     putBiases(c, file);
+    putExperts(c, m, arch);
+    if (arch == "gemma3") putGemma3(c, m);
+    if (arch == "phi3") putPhi3(c, file);
     return c;
 }
 

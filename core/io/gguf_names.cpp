@@ -79,6 +79,10 @@ std::optional<HfArchitecture> hfArchitectureOfGguf(std::string_view ggufArchitec
     if (ggufArchitecture == "llama") return HfArchitecture{"llama", "LlamaForCausalLM"};
     if (ggufArchitecture == "qwen2") return HfArchitecture{"qwen2", "Qwen2ForCausalLM"};
     if (ggufArchitecture == "qwen3") return HfArchitecture{"qwen3", "Qwen3ForCausalLM"};
+    if (ggufArchitecture == "qwen3moe") return HfArchitecture{"qwen3_moe", "Qwen3MoeForCausalLM"};
+    // llama.cpp's gemma3 is the text tower (Gemma3ForCausalLM), also of the Gemma 3 VLM's GGUF.
+    if (ggufArchitecture == "gemma3") return HfArchitecture{"gemma3_text", "Gemma3ForCausalLM"};
+    if (ggufArchitecture == "phi3") return HfArchitecture{"phi3", "Phi3ForCausalLM"};
     // A Qwen-VL GGUF holds the text tower only (the vision tower goes to an mmproj file): read back as
     // its text model, whose RoPE is the multimodal one's for text (rope.dimension_sections only split
     // the frequencies over positions that are equal for text tokens).

@@ -586,16 +586,11 @@ bool ModelConfig::usesLocalRope(int layer) const {
 }
 
 ModelConfig ModelConfig::fromCheckpoint(const io::Checkpoint& checkpoint) {
-    // Our GGUF reader maps llama.cpp's names onto Llama's; gemma3's differ (post_attention_norm,
-    // post_ffw_norm, ffn_norm before the MLP) and its norms are stored as 1 + w: refused, not misread.
-    if (checkpoint.gguf() != nullptr && checkpoint.config().value("model_type", "") == "gemma3")
-        fail(checkpoint.root().string(), "GGUF architecture 'gemma3' cannot be read back yet (its norms are stored as 1 + w and "
-                                         "its post-norms have names of their own); evaluate the safetensors checkpoint instead");
-    // llama.cpp's phi3 stores gate and up as one ffn_up, which our GGUF names read as up_proj, and keeps
-    // partial rotary and LongRoPE in keys and tensors our GGUF config does not read: refused, not misread.
-    if (checkpoint.gguf() != nullptr && checkpoint.config().value("model_type", "") == "phi3")
-        fail(checkpoint.root().string(), "GGUF architecture 'phi3' cannot be read back yet (its fused ffn_up, partial rotary and "
-                                         "LongRoPE factors are not mapped back); evaluate the safetensors checkpoint instead");
+    // llama.cpp's gpt-oss splits the interleaved gate/up experts into ffn_gate_exps / ffn_up_exps, each
+    // with its stacked biases, and keeps the sinks as attn_sinks: not mapped back, so refused, not misread.
+    if (checkpoint.gguf() != nullptr && checkpoint.config().value("model_type", "") == "gpt-oss")
+        fail(checkpoint.root().string(), "GGUF architecture 'gpt-oss' cannot be read back yet (its experts' gate/up halves and "
+                                         "biases are not re-interleaved into gate_up_proj); evaluate the safetensors checkpoint instead");
     ModelConfig c = fromJson(checkpoint.config(), checkpoint.configSource().string());
     // A VLM written before transformers 4.52 keeps its text tower in the old layout (TowerLayout).
     if (const VlmTower* tower = vlmTowerOf(c.modelType))

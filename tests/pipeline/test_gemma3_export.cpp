@@ -101,9 +101,9 @@ TEST(Gemma3Export, EveryFormatReadsBackAsTheJobsModelAndKeepsTheVisionTower) {
 }
 
 // The GGUF of the text model as llama.cpp's gemma3 reads it (test_llama_interop runs it): norms stored as
-// 1 + w, Gemma's output norms under llama.cpp's names, the window and both RoPE bases. Our reader does
-// not map gemma3 back yet and says so in one line instead of reading it as Llama.
-TEST(Gemma3Export, GgufStoresTheNormsAsLlamaCppMultipliesAndIsRefusedOnReadBack) {
+// 1 + w, Gemma's output norms under llama.cpp's names, the window and both RoPE bases. Our reader maps
+// them back to w under Hugging Face's names (test_gguf_read_back runs the model read back).
+TEST(Gemma3Export, GgufStoresTheNormsAsLlamaCppMultipliesAndReadsThemBackAsW) {
     const fs::path text = fs::path(QS_TEST_DATA_DIR) / "gemma3" / "gemma3-text-tiny";
     const io::Checkpoint source = io::Checkpoint::open(text);
     const fs::path file = fs::temp_directory_path() / ("qs_gemma3_" + std::to_string(::getpid()) + ".gguf");
@@ -118,24 +118,23 @@ TEST(Gemma3Export, GgufStoresTheNormsAsLlamaCppMultipliesAndIsRefusedOnReadBack)
     EXPECT_EQ(g.metadata().number("gemma3.rope.freq_base"), 1e6);
     EXPECT_EQ(g.metadata().number("gemma3.rope.freq_base_swa"), 1e4);
     const auto stored = [&](const std::string& name) { return g.view(*g.find(name)).toF32(); };
-    for (const auto& [gguf, hf] : {std::pair<std::string, std::string>{"blk.2.attn_norm.weight", "model.layers.2.input_layernorm.weight"},
-                                   {"blk.2.post_attention_norm.weight", "model.layers.2.post_attention_layernorm.weight"},
-                                   {"blk.2.ffn_norm.weight", "model.layers.2.pre_feedforward_layernorm.weight"},
-                                   {"blk.2.post_ffw_norm.weight", "model.layers.2.post_feedforward_layernorm.weight"},
-                                   {"blk.2.attn_q_norm.weight", "model.layers.2.self_attn.q_norm.weight"},
-                                   {"output_norm.weight", "model.norm.weight"}}) {
-        SCOPED_TRACE(gguf);
-        const auto w = source.tensor(hf).toF32(), s = stored(gguf);
+    for (const auto& [ggufName, hf] : {std::pair<std::string, std::string>{"blk.2.attn_norm.weight", "model.layers.2.input_layernorm.weight"},
+                                       {"blk.2.post_attention_norm.weight", "model.layers.2.post_attention_layernorm.weight"},
+                                       {"blk.2.ffn_norm.weight", "model.layers.2.pre_feedforward_layernorm.weight"},
+                                       {"blk.2.post_ffw_norm.weight", "model.layers.2.post_feedforward_layernorm.weight"},
+                                       {"blk.2.attn_q_norm.weight", "model.layers.2.self_attn.q_norm.weight"},
+                                       {"output_norm.weight", "model.norm.weight"}}) {
+        SCOPED_TRACE(ggufName);
+        const auto w = source.tensor(hf).toF32(), s = stored(ggufName);
         ASSERT_EQ(w.size(), s.size());
-        for (std::size_t i = 0; i < w.size(); ++i) EXPECT_EQ(s[i], 1.0f + w[i]);
+        const auto read = gguf.tensor(hf).toF32();
+        for (std::size_t i = 0; i < w.size(); ++i) {
+            EXPECT_EQ(s[i], 1.0f + w[i]);
+            EXPECT_EQ(read[i], s[i] - 1.0f);
+        }
     }
     EXPECT_EQ(g.find("output.weight"), nullptr);   // tied: llama.cpp uses token_embd
-    try {
-        model::ModelConfig::fromCheckpoint(gguf);
-        ADD_FAILURE() << "a gemma3 GGUF was read";
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("GGUF architecture 'gemma3' cannot be read back yet"), std::string::npos) << e.what();
-    }
+    EXPECT_EQ(model::ModelConfig::fromCheckpoint(gguf).arch.normOffset, 1.0f);
     fs::remove(file);
 }
 

@@ -15,6 +15,7 @@
 
 #include "gguf_test_reference.h"
 #include "io_test_util.h"
+#include "same_model_config.h"
 #include "qs/error.h"
 #include "qs/formats/config_check.h"
 #include "qs/formats/detect.h"
@@ -98,18 +99,7 @@ TEST(GgufExport, DemoInF32ReadsBackExactlyWithItsConfigAndTokenizer) {
     }
     const model::ModelConfig a = model::ModelConfig::fromCheckpoint(demo), b = model::ModelConfig::fromCheckpoint(gguf);
     EXPECT_EQ(b.modelType, "qwen3");
-    EXPECT_EQ(b.hiddenSize, a.hiddenSize);
-    EXPECT_EQ(b.intermediateSize, a.intermediateSize);
-    EXPECT_EQ(b.numLayers, a.numLayers);
-    EXPECT_EQ(b.numHeads, a.numHeads);
-    EXPECT_EQ(b.numKvHeads, a.numKvHeads);
-    EXPECT_EQ(b.headDim, a.headDim);
-    EXPECT_EQ(b.vocabSize, a.vocabSize);
-    EXPECT_EQ(b.maxPositionEmbeddings, a.maxPositionEmbeddings);
-    EXPECT_EQ(b.rmsNormEps, a.rmsNormEps);
-    EXPECT_EQ(b.ropeTheta, a.ropeTheta);
-    EXPECT_EQ(b.tieWordEmbeddings, a.tieWordEmbeddings);
-    EXPECT_EQ(b.qkNorm, a.qkNorm);
+    test::expectSameModelConfig(a, b);
 
     // The keys llama.cpp's loader reads, with the types it reads them as.
     const io::GgufMetadata& m = gguf.gguf()->metadata();

@@ -11,7 +11,10 @@
 //   blk.N.ffn_norm.weight       <-> model.layers.N.post_attention_layernorm.weight
 //   blk.N.ffn_{gate,up,down}.*  <-> model.layers.N.mlp.{gate,up,down}_proj.*
 // Architectures: GGUF's general.architecture "llama" is Hugging Face's llama and mistral (llama.cpp's
-// converter writes Mistral as llama), "qwen2" and "qwen3" are themselves.
+// converter writes Mistral as llama, and Mixtral as llama with experts), "qwen2" and "qwen3" are
+// themselves, "qwen3moe" is qwen3_moe, "gemma3" gemma3_text and "phi3" phi3. The names that depend on
+// the architecture (Gemma's sandwich norms, Phi-3's fused gate/up, stacked experts) are mapped where a
+// GGUF is opened as a checkpoint (core/io/gguf_read_names.h).
 // The mapping is applied at the edge (Checkpoint::open, the GGUF exporter) so that everything
 // above sees one naming.
 #include <cstdint>
