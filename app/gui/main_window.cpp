@@ -405,7 +405,7 @@ bool MainWindow::openPath(QString path) {
     tree_->setCheckpoint(checkpoint_);
     // Start would fail with "no tensor named ...weight", or without a forward pass: it is disabled, saying why.
     quantize_->setCheckpoint(path, QString::fromStdString(pipeline::quantizedSourceRefusal(*checkpoint_, format)),
-                             forwardPassRefusal(*checkpoint_));
+                             forwardPassRefusal(*checkpoint_), !expertLinears(*checkpoint_).empty());
     export_->setSource(path, fingerprint_);
     moduleLog_->clear();
     if (settings_ == Settings::Remember) RecentFiles().add(path);
