@@ -313,7 +313,8 @@ void OverviewPage::draw() {
         title_->setText(tr("%1 per layer × module").arg(statName));
         status_->setText(tr("%1 layers × %2 modules. Click a cell to select its tensor; hover for all statistics.")
                              .arg(rows)
-                             .arg(columns));
+                             .arg(columns) +
+                         (expertLinears_.empty() ? QString() : tr(" The experts are under Modules, one linear at a time.")));
     }
     resetView();
 }
@@ -390,7 +391,7 @@ QString OverviewPage::toolTipAt(double x, double y) const {
     const analysis::LayerOverview& o = *overview_;
     const analysis::WeightStats* cell = o.cell(row, column);
     const QString where = tr("layer %1 · %2").arg(o.layers[row]).arg(columnName(column));
-    if (!cell) return where + tr("\n(no dense weight)");
+    if (!cell) return where + (showsExperts() ? tr("\n(no such expert in this layer)") : tr("\n(no dense weight)"));
     return tr("%1\nσ = %2\nmax|w| = %3\nexcess kurtosis = %4\nbeyond %5σ: %6 %\n%7")
         .arg(where, valueText(cell->stddev), valueText(cell->maxAbs), valueText(cell->kurtosis))
         .arg(o.outlierSigma)
