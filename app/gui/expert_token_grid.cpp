@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "expert_path.h"
+#include "qs/analysis/layer_overview.h"
 
 namespace qs::gui {
 namespace {
@@ -33,6 +34,9 @@ void merge(std::optional<ExpertTokens>& cell, const pipeline::ModuleLog& row) {
     cell->samples = std::min(cell->samples, row.samples);
     cell->inFeatures = std::max(cell->inFeatures, row.inFeatures);
     cell->starved = cell->starved || row.starved();
+    // What a click selects: the expert's first linear in the block's order (gate before up before down),
+    // whatever order the log has them in (gpt-oss logs down_proj before gate_up_proj).
+    if (analysis::moduleRank(row.module) < analysis::moduleRank(cell->module)) cell->module = row.module;
 }
 
 }  // namespace

@@ -17,7 +17,7 @@ struct ExpertTokens {
     std::int64_t samples = 0;      // the fewest calibration rows of its linears (its Hessians')
     std::int64_t inFeatures = 0;   // the widest input of its linears
     bool starved = false;
-    std::string module;            // its first linear in the log ("mlp.experts.3.gate_proj"): what a click selects
+    std::string module;            // its first linear ("mlp.experts.3.gate_proj", analysis::moduleRank): what a click selects
 };
 
 class ExpertTokenGrid {

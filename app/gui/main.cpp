@@ -11,6 +11,7 @@
 #include <QSize>
 
 #include "main_window.h"
+#include "overview_page.h"
 #include "quantize_panel.h"
 #include "quantize_job.h"
 #include "results_page.h"
@@ -28,6 +29,7 @@ struct Options {
     QString tab;
     bool quantize = false;
     QStringList methods;
+    QString overviewModules;   // the Overview's module list entry ("experts: gate_proj")
     QString original;   // File ▸ Compare with Original… once the checkpoint is open
     QSize size{1400, 900};
     int timeoutMs = 60000;
@@ -75,7 +77,12 @@ Options parseOptions(const QApplication& app) {
         QApplication::translate("main", "The checkpoint the opened one was quantized from (File ▸ Compare with Original…): the "
                                         "Quantized tab shows each linear's rounding error against it."),
         QStringLiteral("folder"));
-    parser.addOptions({screenshot, tab, quantize, methods, original, size, timeout});
+    const QCommandLineOption overviewModules(
+        QStringLiteral("overview-modules"),
+        QApplication::translate("main", "The Overview's modules of a mixture of experts: \"dense linears\" or one expert linear's "
+                                        "layer × expert view, as the list names it (e.g. \"experts: gate_proj\")."),
+        QStringLiteral("entry"));
+    parser.addOptions({screenshot, tab, quantize, methods, original, overviewModules, size, timeout});
     parser.addPositionalArgument(QStringLiteral("checkpoint"),
                                  QApplication::translate("main", "A .safetensors or .gguf file, or a checkpoint folder."),
                                  QStringLiteral("[checkpoint]"));
@@ -87,6 +94,7 @@ Options parseOptions(const QApplication& app) {
     options.quantize = parser.isSet(quantize);
     if (parser.isSet(methods)) options.methods = parser.value(methods).split(QLatin1Char(','), Qt::SkipEmptyParts);
     options.original = parser.value(original);
+    options.overviewModules = parser.value(overviewModules);
     options.size = parseSize(parser.value(size));
     options.timeoutMs = parser.value(timeout).toInt() * 1000;
     if (!parser.positionalArguments().isEmpty()) options.checkpoint = parser.positionalArguments().front();
@@ -138,6 +146,12 @@ int main(int argc, char** argv) {
     }
     window.show();
     if (!options.checkpoint.isEmpty() && !window.openPath(options.checkpoint) && headless) return 2;
+    if (!options.overviewModules.isEmpty() && !window.overviewPage()->setModuleView(options.overviewModules)) {
+        std::fprintf(stderr, "quantscope: the Overview lists no modules '%s' for this checkpoint (%s)\n",
+                     qUtf8Printable(options.overviewModules),
+                     qUtf8Printable(window.overviewPage()->moduleViews().join(QStringLiteral(", "))));
+        if (headless) return 2;
+    }
     if (!options.original.isEmpty() && !window.compareWithOriginal(options.original) && headless) return 2;
     bool jobFailed = false;   // a --quantize run that fails exits with 2, as the CLI does
     QObject::connect(window.quantizeJob(), &qs::gui::QuantizeJob::failed, [&jobFailed] { jobFailed = true; });

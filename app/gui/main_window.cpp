@@ -28,6 +28,7 @@
 #include "checkpoint_tree_model.h"
 #include "checkpoint_tree_panel.h"
 #include "hessian_page.h"
+#include "expert_overview_layout.h"
 #include "export_panel.h"
 #include "forward_pass_support.h"
 #include "histogram_page.h"
@@ -280,6 +281,8 @@ void MainWindow::selectLayer(int layer, const QString& module) {
         selectTensor(QString::fromStdString(t.info->name));
         return;
     }
+    // gpt-oss's experts have no tensors of their own ("mlp.experts.3.gate_up_proj" in the log): the stacked one.
+    if (const auto stacked = expertWeightTensor(*checkpoint_, layer, wanted)) selectTensor(QString::fromStdString(*stacked));
 }
 
 void MainWindow::createMenus() {
@@ -402,7 +405,7 @@ bool MainWindow::openPath(QString path) {
     tree_->setCheckpoint(checkpoint_);
     // Start would fail with "no tensor named ...weight", or without a forward pass: it is disabled, saying why.
     quantize_->setCheckpoint(path, QString::fromStdString(pipeline::quantizedSourceRefusal(*checkpoint_, format)),
-                             forwardPassRefusal(*checkpoint_));
+                             forwardPassRefusal(*checkpoint_), !expertLinears(*checkpoint_).empty());
     export_->setSource(path, fingerprint_);
     moduleLog_->clear();
     if (settings_ == Settings::Remember) RecentFiles().add(path);

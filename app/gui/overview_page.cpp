@@ -3,15 +3,18 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <set>
 
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QProgressBar>
+#include <QSignalBlocker>
 #include <QPushButton>
 #include <QToolButton>
 #include <QVBoxLayout>
 
+#include "expert_overview.h"
 #include "number_format.h"
 #include "plot_view.h"
 
@@ -49,6 +52,8 @@ QCPRange colorScaleRange(double lo, double hi) {
 OverviewPage::OverviewPage(QWidget* parent)
     : InspectorPage(parent),
       statistic_(new QComboBox(this)),
+      moduleLabel_(new QLabel(tr("Modules:"), this)),
+      module_(new QComboBox(this)),
       progress_(new QProgressBar(this)),
       computeButton_(new QPushButton(tr("Compute"), this)),
       status_(new QLabel(this)),
@@ -64,6 +69,12 @@ OverviewPage::OverviewPage(QWidget* parent)
     progress_->setTextVisible(false);
     progress_->setMaximumWidth(220);
     progress_->hide();
+    module_->setObjectName(QStringLiteral("overviewModules"));
+    module_->setToolTip(tr("A mixture of experts: its dense linears (attention, router, shared expert), or one linear of "
+                           "every expert as a layer × expert map"));
+    module_->addItem(tr("dense linears"));
+    moduleLabel_->hide();
+    module_->hide();
     status_->setWordWrap(true);
 
     auto* exportButton = new QToolButton(this);
@@ -73,6 +84,9 @@ OverviewPage::OverviewPage(QWidget* parent)
     auto* controls = new QHBoxLayout;
     controls->addWidget(new QLabel(tr("Statistic:"), this));
     controls->addWidget(statistic_);
+    controls->addSpacing(12);
+    controls->addWidget(moduleLabel_);
+    controls->addWidget(module_);
     controls->addSpacing(12);
     controls->addWidget(progress_);
     controls->addWidget(computeButton_);
@@ -95,6 +109,9 @@ OverviewPage::OverviewPage(QWidget* parent)
     gradient.setNanHandling(QCPColorGradient::nhTransparent);
     map_->setGradient(gradient);
     map_->setInterpolate(false);
+    // What shows through a cell without a weight (a dense layer in a layer × expert view): hatched, never
+    // the white of the largest value.
+    plot_->axisRect()->setBackground(QBrush(QColor(150, 150, 150), Qt::BDiagPattern));
     plot_->xAxis->grid()->setVisible(false);
     plot_->yAxis->grid()->setVisible(false);
     plot_->yAxis->setRangeReversed(true);   // layer 0 on top, as in a table
@@ -105,6 +122,7 @@ OverviewPage::OverviewPage(QWidget* parent)
     plot_->setCsvProvider([this] { return csv(); });
 
     connect(statistic_, &QComboBox::currentIndexChanged, this, &OverviewPage::draw);
+    connect(module_, &QComboBox::currentIndexChanged, this, &OverviewPage::showModuleView);
     connect(computeButton_, &QPushButton::clicked, this, &OverviewPage::toggleComputation);
     connect(plot_, &PlotView::clicked, this, [this](double x, double y) {
         std::size_t row = 0, column = 0;
@@ -121,7 +139,22 @@ OverviewPage::OverviewPage(QWidget* parent)
 void OverviewPage::setCheckpoint(CheckpointPtr checkpoint) {
     checkpoint_ = std::move(checkpoint);
     overview_.reset();
+    computed_.clear();
     runner_.cancel();
+    expertLinears_ = checkpoint_ ? expertLinears(*checkpoint_) : std::vector<ExpertLinear>{};
+    {
+        const QSignalBlocker blocker(module_);
+        module_->clear();
+        module_->addItem(tr("dense linears"));
+        std::set<std::string> containers;
+        for (const ExpertLinear& e : expertLinears_) containers.insert(e.container);
+        for (const ExpertLinear& e : expertLinears_)   // "experts: gate_proj"; the container too where there are several
+            module_->addItem(QStringLiteral("%1: %2")
+                                 .arg(QString::fromStdString(containers.size() > 1 ? e.container : std::string("experts")),
+                                      QString::fromStdString(e.linear)));
+    }
+    moduleLabel_->setVisible(!expertLinears_.empty());
+    module_->setVisible(!expertLinears_.empty());
     draw();
     stale_ = checkpoint_ != nullptr;
     if (stale_ && isVisible()) refresh();
@@ -131,6 +164,43 @@ void OverviewPage::setTensor(const QString& name) {
     tensor_ = name;
     highlightCurrent();
     plot_->replot();
+}
+
+QStringList OverviewPage::moduleViews() const {
+    QStringList views;
+    for (int i = 0; i < module_->count(); ++i) views.append(module_->itemText(i));
+    return views;
+}
+
+QString OverviewPage::moduleView() const {
+    return module_->currentText();
+}
+
+bool OverviewPage::setModuleView(const QString& view) {
+    const int at = module_->findText(view);
+    if (at < 0) return false;
+    module_->setCurrentIndex(at);
+    return true;
+}
+
+bool OverviewPage::showsExperts() const {
+    return module_->currentIndex() > 0 && static_cast<std::size_t>(module_->currentIndex()) <= expertLinears_.size();
+}
+
+// Another entry of the module list: its view if computed before, else computed now (when shown).
+void OverviewPage::showModuleView() {
+    runner_.cancel();
+    const auto it = computed_.find(module_->currentIndex());
+    if (it != computed_.end()) {
+        overview_ = it->second;
+        stale_ = false;
+    } else {
+        overview_.reset();
+        stale_ = checkpoint_ != nullptr;
+    }
+    draw();
+    setRunning(false);
+    if (stale_ && isVisible()) refresh();
 }
 
 analysis::LayerStatistic OverviewPage::statistic() const {
@@ -146,7 +216,8 @@ void OverviewPage::showEvent(QShowEvent* event) {
     if (stale_) refresh();
 }
 
-// The overview reads every linear weight once: computed for the whole checkpoint when first shown.
+// The overview reads every linear weight of the view once: computed for the whole checkpoint when first
+// shown. A MoE checkpoint's dense view leaves the experts out: they have views of their own.
 void OverviewPage::refresh() {
     if (!checkpoint_) return;
     stale_ = false;
@@ -156,13 +227,20 @@ void OverviewPage::refresh() {
             this, [this, fraction = p.fraction, message = QString::fromStdString(p.message)] { showProgress(fraction, message); },
             Qt::QueuedConnection);
     };
+    if (!expertLinears_.empty()) options.skip = isExpertWeight;
+    const int view = module_->currentIndex();
+    std::optional<ExpertLinear> experts;
+    if (showsExperts()) experts = expertLinears_[static_cast<std::size_t>(view - 1)];
     runner_.start(
-        [checkpoint = checkpoint_, options](const qs::CancelToken& token) {
+        [checkpoint = checkpoint_, options, experts](const qs::CancelToken& token) {
             analysis::LayerOverviewOptions o = options;
             o.cancel = token;
+            if (experts) return computeExpertOverview(*checkpoint, expertLayout(*checkpoint, *experts), o);
             return analysis::computeLayerOverview(*checkpoint, o);
         },
-        [this](analysis::LayerOverview overview) {
+        [this, view](analysis::LayerOverview overview) {
+            computed_[view] = overview;
+            if (module_->currentIndex() != view) return;
             overview_ = std::move(overview);
             draw();
         },
@@ -221,21 +299,39 @@ void OverviewPage::draw() {
     scale_->axis()->setLabel(stat == analysis::LayerStatistic::OutlierFraction
                                  ? tr("fraction beyond %1σ").arg(o.outlierSigma)
                                  : statName);
-    title_->setText(tr("%1 per layer × module").arg(statName));
     drawAxes(o);
     highlightCurrent();
-    status_->setText(tr("%1 layers × %2 modules. Click a cell to select its tensor; hover for all statistics.")
-                         .arg(rows)
-                         .arg(columns));
+    if (showsExperts()) {
+        const QString linear = QString::fromStdString(expertLinears_[static_cast<std::size_t>(module_->currentIndex() - 1)].linear);
+        title_->setText(tr("%1 per layer × expert (%2)").arg(statName, linear));
+        status_->setText(tr("%1 layers × %2 experts, %3 of each. Click a cell to select its tensor (stacked experts: the "
+                            "tensor holding them); hover for all statistics.")
+                             .arg(rows)
+                             .arg(columns)
+                             .arg(linear));
+    } else {
+        title_->setText(tr("%1 per layer × module").arg(statName));
+        status_->setText(tr("%1 layers × %2 modules. Click a cell to select its tensor; hover for all statistics.")
+                             .arg(rows)
+                             .arg(columns) +
+                         (expertLinears_.empty() ? QString() : tr(" The experts are under Modules, one linear at a time.")));
+    }
     resetView();
 }
 
 void OverviewPage::drawAxes(const analysis::LayerOverview& o) {
+    PlotView::setLayerTicks(plot_->yAxis);
+    if (showsExperts()) {   // 128 expert names would overlap: numbered like the layers
+        PlotView::setLayerTicks(plot_->xAxis);
+        plot_->xAxis->setTickLabelRotation(0);
+        plot_->xAxis->setLabel(tr("expert"));
+        return;
+    }
+    plot_->xAxis->setLabel(tr("module"));
     auto modules = QSharedPointer<QCPAxisTickerText>::create();
     for (std::size_t c = 0; c < o.modules.size(); ++c) modules->addTick(static_cast<double>(c), shortModuleName(o.modules[c]));
     plot_->xAxis->setTicker(modules);
     plot_->xAxis->setTickLabelRotation(o.modules.size() > 8 ? -35 : 0);
-    PlotView::setLayerTicks(plot_->yAxis);
 }
 
 void OverviewPage::highlightCurrent() {
@@ -250,8 +346,7 @@ void OverviewPage::highlightCurrent() {
             box->topLeft->setCoords(static_cast<double>(c) - 0.5, static_cast<double>(r) - 0.5);
             box->bottomRight->setCoords(static_cast<double>(c) + 0.5, static_cast<double>(r) + 0.5);
             box->setPen(QPen(QColor(40, 220, 255), 2.5));
-            box->setBrush(Qt::NoBrush);
-            return;
+            box->setBrush(Qt::NoBrush);   // stacked experts share their tensor: the layer's every expert
         }
     }
 }
@@ -261,6 +356,13 @@ void OverviewPage::resetView() {
     plot_->xAxis->setRange(-0.5, static_cast<double>(overview_->modules.size()) - 0.5);
     plot_->yAxis->setRange(-0.5, static_cast<double>(overview_->layers.size()) - 0.5);
     plot_->replot();
+}
+
+// A column's module as the module log names it: "self_attn.q_proj", or an expert's "mlp.experts.5.gate_proj".
+QString OverviewPage::columnName(std::size_t column) const {
+    if (!showsExperts()) return QString::fromStdString(overview_->modules[column]);
+    const ExpertLinear& e = expertLinears_[static_cast<std::size_t>(module_->currentIndex() - 1)];
+    return QStringLiteral("%1.%2.%3").arg(QString::fromStdString(e.container)).arg(column).arg(QString::fromStdString(e.linear));
 }
 
 bool OverviewPage::cellAt(double x, double y, std::size_t& row, std::size_t& column) const {
@@ -288,8 +390,8 @@ QString OverviewPage::toolTipAt(double x, double y) const {
     if (!cellAt(x, y, row, column)) return {};
     const analysis::LayerOverview& o = *overview_;
     const analysis::WeightStats* cell = o.cell(row, column);
-    const QString where = tr("layer %1 · %2").arg(o.layers[row]).arg(QString::fromStdString(o.modules[column]));
-    if (!cell) return where + tr("\n(no dense weight)");
+    const QString where = tr("layer %1 · %2").arg(o.layers[row]).arg(columnName(column));
+    if (!cell) return where + (showsExperts() ? tr("\n(no such expert in this layer)") : tr("\n(no dense weight)"));
     return tr("%1\nσ = %2\nmax|w| = %3\nexcess kurtosis = %4\nbeyond %5σ: %6 %\n%7")
         .arg(where, valueText(cell->stddev), valueText(cell->maxAbs), valueText(cell->kurtosis))
         .arg(o.outlierSigma)
@@ -307,7 +409,7 @@ CsvTable OverviewPage::csv() const {
         for (std::size_t c = 0; c < o.modules.size(); ++c) {
             const analysis::WeightStats* cell = o.cell(r, c);
             if (!cell) continue;
-            table.rows.append({QString::number(o.layers[r]), QString::fromStdString(o.modules[c]),
+            table.rows.append({QString::number(o.layers[r]), columnName(c),
                                QString::fromStdString(cell->tensor), QString::number(cell->stddev, 'g', 9),
                                QString::number(cell->maxAbs, 'g', 9), QString::number(cell->kurtosis, 'g', 9),
                                QString::number(cell->outlierFraction, 'g', 9)});

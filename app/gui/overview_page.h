@@ -1,11 +1,17 @@
 #pragma once
 // The layer-overview tab: a heat map of one statistic per decoder layer × linear module, computed
 // once per checkpoint on a worker (with progress and cancel). Clicking a cell selects its tensor;
-// the selected tensor's cell is outlined.
+// the selected tensor's cell is outlined. A mixture-of-experts checkpoint gets a module list beside the
+// statistic: its dense linears (attention, router, shared expert), or one expert linear as a layer ×
+// expert map (hundreds of expert columns side by side would be unreadable); each view is computed
+// when first shown.
+#include <map>
 #include <optional>
+#include <vector>
 
 #include "inspector_page.h"
 #include "job_runner.h"
+#include "expert_overview_layout.h"
 #include "plot_export.h"
 #include "qs/analysis/layer_overview.h"
 
@@ -39,6 +45,11 @@ public:
     bool isBusy() const override;
 
     analysis::LayerStatistic statistic() const;
+    // The module list's entries: "dense linears" first, then "experts: gate_proj", ...; only the first
+    // for a dense checkpoint (the list is then hidden).
+    QStringList moduleViews() const;
+    QString moduleView() const;
+    bool setModuleView(const QString& view);   // false when there is no such entry
     // Selects the tensor of a cell (as a click does): emits tensorActivated when the cell has one.
     void activateCell(std::size_t layerRow, std::size_t moduleColumn);
 
@@ -53,6 +64,9 @@ protected:
 
 private:
     void refresh();
+    void showModuleView();
+    bool showsExperts() const;
+    QString columnName(std::size_t column) const;
     void toggleComputation();
     void showProgress(double fraction, const QString& message);
     void setRunning(bool running);
@@ -67,10 +81,14 @@ private:
     CheckpointPtr checkpoint_;
     QString tensor_;
     bool stale_ = false;
-    std::optional<analysis::LayerOverview> overview_;
+    std::optional<analysis::LayerOverview> overview_;   // the view shown
+    std::vector<ExpertLinear> expertLinears_;            // the module list's expert entries
+    std::map<int, analysis::LayerOverview> computed_;    // by module list index: each view computed once
     JobRunner runner_;
 
     QComboBox* statistic_;
+    QLabel* moduleLabel_;
+    QComboBox* module_;
     QProgressBar* progress_;
     QPushButton* computeButton_;
     QLabel* status_;

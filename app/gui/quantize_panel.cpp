@@ -292,9 +292,19 @@ QWidget* QuantizePanel::createRun() {
                                "--kv-cache-dtype fp8; the Results add the cache's damage alone. GGUF methods keep llama.cpp's "
                                "cache, chosen when it runs."));
     connect(kvCacheFp8_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
+    allExperts_ = new QCheckBox(tr("Calibrate every expert on every token"), box);
+    allExperts_->setObjectName(QStringLiteral("moeCalibrateAllExperts"));
+    allExperts_->setChecked(true);
+    allExperts_->setToolTip(tr("Each expert's Hessian and statistics come from every calibration token, while the forward pass "
+                               "still routes as the model does. Off, an expert sees only the tokens its router sends it: a "
+                               "rarely chosen expert is then quantized from a handful of tokens (starved; the Tokens per "
+                               "expert tab outlines it). On takes longer: every expert's Hessian gathers every token."));
+    allExperts_->hide();
+    connect(allExperts_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
     form->addRow(tr("Device:"), device_);
     form->addRow(perLayerKl_);
     form->addRow(kvCacheFp8_);
+    form->addRow(allExperts_);
     return box;
 }
 
@@ -319,14 +329,18 @@ QLayout* QuantizePanel::createFooter() {
     return footer;
 }
 
-void QuantizePanel::setCheckpoint(const QString& path, const QString& refusal, const QString& forwardPassRefusal) {
+void QuantizePanel::setCheckpoint(const QString& path, const QString& refusal, const QString& forwardPassRefusal,
+                                  bool hasExperts) {
     checkpoint_ = path;
+    hasExperts_ = hasExperts;
+    allExperts_->setVisible(hasExperts);
     forwardPassRefusal_ = refusal.isEmpty() ? forwardPassRefusal : QString();   // a quantized source is refused first
     refusal_ = !refusal.isEmpty() || forwardPassRefusal_.isEmpty() ? refusal : startRefusalWithoutForwardPass(forwardPassRefusal_);
     estimate_.reset();
     estimated_.reset();
     debounce_.stop();
     estimator_.cancel();
+    allExperts_->setEnabled(refusal_.isEmpty());   // nothing to calibrate in a quantized or unrunnable model
     showArchitectureSupport();
     updateStartButton();
     // Short: the whole reason is Start's tooltip (the footer never scrolls).
@@ -372,6 +386,7 @@ QuantizeSettings QuantizePanel::settings() const {
     s.device = static_cast<pipeline::DeviceChoice>(device_->currentData().toInt());
     s.perLayerKl = perLayerKl_->isChecked();
     s.kvCacheFp8 = kvCacheFp8_->isChecked();
+    s.moeCalibrateAllExperts = !hasExperts_ || allExperts_->isChecked();   // a dense model: the default, whatever is saved
     return s;
 }
 

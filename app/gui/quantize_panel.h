@@ -37,7 +37,9 @@ public:
     // shown in place of the estimate and as Start's tooltip. A `forwardPassRefusal` (an architecture
     // QuantScope does not run: forward_pass_support.h) turns off the methods that need the forward pass,
     // each saying why, and Start, saying which methods the CLI can still run without one.
-    void setCheckpoint(const QString& path, const QString& refusal = {}, const QString& forwardPassRefusal = {});
+    // `hasExperts` (a mixture of experts) shows the choice to calibrate every expert on every token.
+    void setCheckpoint(const QString& path, const QString& refusal = {}, const QString& forwardPassRefusal = {},
+                       bool hasExperts = false);
     const QString& refusal() const { return refusal_; }   // Start's reason to be off, of either kind
     const QString& forwardPassRefusal() const { return forwardPassRefusal_; }
     // Whether the row of `method` ("gptq4", "rtn4", "q4_k_m") can be ticked, and its tooltip.
@@ -115,6 +117,8 @@ private:
     QComboBox* device_ = nullptr;
     QCheckBox* perLayerKl_ = nullptr;
     QCheckBox* kvCacheFp8_ = nullptr;
+    QCheckBox* allExperts_ = nullptr;   // shown for a mixture of experts only
+    bool hasExperts_ = false;
     QLabel* estimateLabel_ = nullptr;
     QPushButton* start_ = nullptr;
     QPushButton* cancel_ = nullptr;

@@ -38,6 +38,7 @@ QVariantMap QuantizePanel::state() const {
     state[QStringLiteral("evaluationSamples")] = evaluationSamples_->value();
     state[QStringLiteral("device")] = device_->currentData();
     state[QStringLiteral("perLayerKl")] = perLayerKl_->isChecked();
+    state[QStringLiteral("moeCalibrateAllExperts")] = allExperts_->isChecked();
     return state;
 }
 
@@ -61,6 +62,8 @@ void QuantizePanel::applyState(const QVariantMap& state) {
     if (state.contains(QStringLiteral("evaluationFile"))) evaluationFile_->setText(state.value(QStringLiteral("evaluationFile")).toString());
     number(QStringLiteral("evaluationSamples"), evaluationSamples_);
     if (state.contains(QStringLiteral("perLayerKl"))) perLayerKl_->setChecked(state.value(QStringLiteral("perLayerKl")).toBool());
+    if (state.contains(QStringLiteral("moeCalibrateAllExperts")))
+        allExperts_->setChecked(state.value(QStringLiteral("moeCalibrateAllExperts")).toBool());
     if (state.contains(QStringLiteral("device"))) {
         const int at = device_->findData(state.value(QStringLiteral("device")).toInt());
         // CUDA becomes selectable only when the device probe answers: chosen then (showDevices).

@@ -15,6 +15,7 @@ pipeline::JobPlan buildPlan(const QuantizeSettings& settings, const std::filesys
     plan.calibration = {settings.calibrationFile.toStdString(), settings.samples, settings.sequenceLength};
     plan.evaluation = {settings.evaluationFile.toStdString(), settings.evaluationSamples, settings.sequenceLength};
     plan.perLayerKl = settings.perLayerKl;
+    plan.moeCalibrateAllExperts = settings.moeCalibrateAllExperts;
     plan.seed = settings.seed;
     pipeline::JobPlan built = pipeline::buildJobPlan(plan).plan;
     // Forcing CUDA without a device fails here, with selectBackend's reason, before any work starts.

@@ -26,6 +26,7 @@ struct QuantizeSettings {
     pipeline::DeviceChoice device = pipeline::DeviceChoice::Auto;
     bool perLayerKl = false;
     bool kvCacheFp8 = false;   // every safetensors method with an FP8 KV cache
+    bool moeCalibrateAllExperts = true;   // pipeline::JobPlan::moeCalibrateAllExperts (the CLI's --moe-calibration all)
     std::uint64_t seed = 0;
     bool operator==(const QuantizeSettings&) const = default;   // the Quantize panel's estimate is of these
 };

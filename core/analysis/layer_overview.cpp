@@ -107,7 +107,7 @@ LayerOverview computeLayerOverview(const io::Checkpoint& checkpoint, const Layer
     std::vector<const io::CheckpointTensor*> selected;
     std::vector<std::string> modules;
     for (const io::CheckpointTensor& t : checkpoint.tensors()) {
-        if (!isOverviewTensor(t)) continue;
+        if (!isOverviewTensor(t) || (options.skip && options.skip(t))) continue;
         selected.push_back(&t);
         modules.push_back(t.naming.module);
     }

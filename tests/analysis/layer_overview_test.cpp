@@ -125,6 +125,21 @@ TEST(LayerOverview, LeavesAVisionTowerOut) {
         }
 }
 
+// What the caller skips is neither read nor given a column (the GUI leaves a MoE's experts to a view of
+// their own): the MLP left out, attention as before.
+TEST(LayerOverview, SkipsWhatTheCallerLeavesOut) {
+    const io::Checkpoint checkpoint = io::Checkpoint::open(kStories);
+    LayerOverviewOptions options;
+    int reports = 0;
+    options.progress = [&](const qs::Progress&) { ++reports; };
+    options.skip = [](const io::CheckpointTensor& t) { return t.naming.module.starts_with("mlp."); };
+    const LayerOverview overview = computeLayerOverview(checkpoint, options);
+    EXPECT_EQ(overview.modules,
+              (std::vector<std::string>{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"}));
+    EXPECT_EQ(overview.layers.size(), 5u);
+    EXPECT_EQ(reports, 5 * 4 + 1);   // one per attention tensor, then "done"
+}
+
 TEST(LayerOverview, CancelThrows) {
     const io::Checkpoint checkpoint = io::Checkpoint::open(kStories);
     LayerOverviewOptions options;

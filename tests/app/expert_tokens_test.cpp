@@ -1,6 +1,7 @@
 // The tokens each MoE expert saw, in the window: expert names, the layer × expert heat map and the
 // module log's "tokens routed" column on module log rows written here (one starved expert), and a real
 // job on the tiny Qwen3-MoE whose logged counts the heat map must show unchanged.
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -106,6 +107,21 @@ TEST(ExpertTokenGridTest, OneValuePerExpertNotTheSumOfItsLinears) {
     std::vector<pipeline::ModuleLog> dense = syntheticLog("rtn4");
     std::erase_if(dense, [](const pipeline::ModuleLog& r) { return r.routedTokens >= 0; });
     EXPECT_TRUE(ExpertTokenGrid::fromModuleLogs(dense).empty());
+}
+
+// gpt-oss's log has an expert's down_proj before its gate_up_proj: a click still selects gate_up_proj.
+TEST(ExpertTokenGridTest, AClickSelectsTheExpertsFirstLinearInBlockOrder) {
+    std::vector<pipeline::ModuleLog> rows;
+    for (const char* linear : {"down_proj", "gate_up_proj"}) {
+        pipeline::ModuleLog row;
+        row.layer = 0;
+        row.module = std::string("mlp.experts.1.") + linear;
+        row.routedTokens = 12;
+        rows.push_back(row);
+    }
+    EXPECT_EQ(ExpertTokenGrid::fromModuleLogs(rows).cell(0, 1)->module, "mlp.experts.1.gate_up_proj");
+    std::reverse(rows.begin(), rows.end());
+    EXPECT_EQ(ExpertTokenGrid::fromModuleLogs(rows).cell(0, 1)->module, "mlp.experts.1.gate_up_proj");
 }
 
 // A dense layer (Qwen3-MoE's mlp_only_layers) among MoE layers stays an empty row.

@@ -3,6 +3,7 @@
 // outliers), so that a glance shows which layers and modules have the heavy tails that quantization
 // struggles with. Computed tensor by tensor, streaming, with progress and cancellation.
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -51,6 +52,8 @@ struct LayerOverviewOptions {
     double outlierSigma = 6.0;
     qs::ProgressCallback progress;   // stage "overview", one step per tensor; from the calling thread
     qs::CancelToken cancel;          // polled between and inside tensors; throws qs::Cancelled
+    // Tensors left out (the GUI shows a MoE checkpoint's experts in a layer × expert view of their own).
+    std::function<bool(const io::CheckpointTensor&)> skip;
 };
 
 // Covers the dense floating-point "weight" of every linear module inside a decoder layer.
