@@ -17,6 +17,7 @@
 #include "qs/io/checkpoint.h"
 #include "qs/io/gguf_file.h"
 #include "qs/model/model_config.h"
+#include "qs/pipeline/checkpoint_eval.h"
 #include "qs/pipeline/gguf_imatrix.h"
 #include "qs/pipeline/gguf_result_export.h"
 #include "qs/pipeline/gguf_type_mix.h"
@@ -116,6 +117,11 @@ TEST(GgufMoe, EveryExpertOfAKindIsEncodedInItsStackedTensorsTypeAndWrittenAsOneT
         EXPECT_EQ(gguf.view(*router).toF32(), checkpoint.tensor("model.layers." + std::to_string(layer) + ".block_sparse_moe.gate.weight").toF32());
         EXPECT_TRUE(bytesOf(gguf, blk + "attn_output.weight").size() == l.at("self_attn.o_proj")->blocks.size());
     }
+
+    // The file read back (its stacked experts as per-expert slices) and evaluated as any downloaded GGUF
+    // gives the KL the Job measured.
+    const CheckpointEvalResult e = evaluateCheckpoints({source, file, test::syntheticTokens(2, 64, 320, 4)}, {}, CancelToken{});
+    EXPECT_NEAR(e.kl.meanKld.value, q4.kl.meanKld.value, 1e-6 + 1e-4 * q4.kl.meanKld.value);
 
     // The imatrix as llama-imatrix writes a MoE's: one entry per stacked tensor, a row per expert.
     const fs::path imatrix = writeImatrix(q4, model::ModelConfig::fromCheckpoint(checkpoint), dir.path() / "mixtral-8e.imatrix.gguf",
