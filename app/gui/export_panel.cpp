@@ -227,15 +227,16 @@ void ExportPanel::checkStoredResult(std::vector<const formats::LinearEncoder*> o
         [this](StoredChecks c) {
             const QSignalBlocker blocker(format_);   // the chosen (default) layout stays chosen
             for (const formats::LinearEncoder* e : c.accepted) format_->addItem(QString::fromUtf8(e->name()), QString::fromUtf8(e->name()));
-            refusal_ = c.refusal;
-            checking_ = false;
-            updateState();
+            finishCheck(c.refusal);
         },
-        [this](const QString& message) {
-            refusal_ = message;
-            checking_ = false;
-            updateState();
-        });
+        [this](const QString& message) { finishCheck(message); });
+}
+
+// The worker's answer (or why it could not give one, which then refuses the export too).
+void ExportPanel::finishCheck(const QString& refusal) {
+    refusal_ = refusal;
+    checking_ = false;
+    updateState();
 }
 
 QString ExportPanel::formatName() const { return format_->currentData().toString(); }
@@ -312,16 +313,7 @@ void ExportPanel::updateRefusal() {
     }
     checking_ = true;   // a result on disk: its layers are read on the worker
     checks_.start([result = result_, m, e](const CancelToken& token) { return QString::fromStdString(pipeline::exportRefusal(*m, *e, token)); },
-                  [this](const QString& refusal) {
-                      refusal_ = refusal;
-                      checking_ = false;
-                      updateState();
-                  },
-                  [this](const QString& message) {
-                      refusal_ = message;
-                      checking_ = false;
-                      updateState();
-                  });
+                  [this](const QString& refusal) { finishCheck(refusal); }, [this](const QString& message) { finishCheck(message); });
 }
 
 void ExportPanel::updateState() {

@@ -74,6 +74,7 @@ private:
     void fillFormats();
     void updateRefusal();
     void checkStoredResult(std::vector<const formats::LinearEncoder*> others);
+    void finishCheck(const QString& refusal);
     QString checkingText() const;
     QString destinationProblem() const;   // what problem() says of the destination; empty when it is fine
     void updateState();
