@@ -7,11 +7,16 @@
 
 namespace qs::gui::test {
 
+// Waits for the panel's check of a result on disk (done at once for a result in memory).
+inline bool waitForCheck(const ExportPanel& exporter) {
+    return waitUntil([&] { return !exporter.isChecking(); }, 60000);
+}
+
 // Exports the Export panel's choice to `destination` and waits: why it did not, empty when it did.
 inline QString exportTo(ExportPanel& exporter, const QString& destination) {
     exporter.setDestination(destination);
     // A result on disk is checked on the panel's worker first.
-    if (!waitUntil([&] { return !exporter.isChecking(); }, 60000)) return QStringLiteral("the check did not finish within a minute");
+    if (!waitForCheck(exporter)) return QStringLiteral("the check did not finish within a minute");
     if (!exporter.problem().isEmpty()) return exporter.problem();
     QString failure;
     const auto connection = QObject::connect(&exporter, &ExportPanel::failed, [&](const QString& m) { failure = m; });

@@ -12,6 +12,7 @@
 
 #include "checkpoint_file_dialog.h"
 #include "export_panel.h"
+#include "export_support.h"
 #include "main_window.h"
 #include "quantize_job.h"
 #include "quantize_panel.h"
@@ -93,6 +94,7 @@ TEST_F(NothingLostTest, AnExportIntoAMissingFolderSaysWhatItWroteAndOpensForInsp
     ExportPanel& exporter = *window.exportPanel();
     const QString destination = QDir(scratch.path()).filePath(QStringLiteral("not/yet/demo-rtn4"));
     exporter.setDestination(destination);
+    ASSERT_TRUE(waitForCheck(exporter));   // the result is on disk: checked on the panel's worker
     EXPECT_TRUE(exporter.problem().isEmpty()) << exporter.problem().toStdString();
     EXPECT_TRUE(exporter.shownText().contains(QStringLiteral("does not exist yet: Export creates it"))) << exporter.shownText().toStdString();
     QString failure;
