@@ -186,6 +186,7 @@ public:
             save(layer);
             spill(layer);
         }
+        returnFreedHeapToSystem();   // the logits' blocks come on top of what the layers' work left in the heap
         evaluate();
         if (plan_.perLayerKl && !plan_.evaluation.empty()) perLayerKl();
         if (plan_.perGroupKl && !plan_.evaluation.empty()) perGroupKl();

@@ -9,6 +9,9 @@
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "qs/matrix.h"
 
@@ -111,6 +114,12 @@ std::string ResourceEstimate::belowFixedPart() const {
     if (!limitedByMaxMemory || residentAtStartBytes <= availableBytes) return {};
     return "--max-memory " + formatBytes(availableBytes) + " is below what the process holds before any work: " +
            formatBytes(residentAtStartBytes) + " resident (the program, its libraries and the loaded texts)";
+}
+
+void returnFreedHeapToSystem() {
+#if defined(__GLIBC__)
+    ::malloc_trim(0);
+#endif
 }
 
 std::uint64_t residentHighWaterBytes() {

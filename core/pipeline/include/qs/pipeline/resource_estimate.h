@@ -73,6 +73,9 @@ double machineGemmRate();
 std::uint64_t availableMemoryBytes();
 // The process's current resident set size.
 std::uint64_t residentBytes();
+// Hands the heap's free pages back to the system (glibc keeps what the layers' work freed, up to tens
+// of MB in holes and at the top of the heap, where the next phase's large blocks do not reuse it).
+void returnFreedHeapToSystem();
 // The largest resident set the process has had so far (VmHWM of /proc/self/status), 0 when unknown.
 std::uint64_t residentHighWaterBytes();
 // A short f32 GEMM measured now, in FLOP/s.
