@@ -741,7 +741,7 @@ ResourceEstimate Job::estimate() const {
     // The travelling streams get what the rest of the run leaves of the memory; those that do not fit spill.
     WorkloadShape withoutStreams = shape;
     withoutStreams.spilledHiddenBytes = e.hiddenBytes;
-    const std::uint64_t rest = e.residentAtStartBytes + predictedJobBytes(withoutStreams);
+    const std::uint64_t rest = e.fixedBytes + predictedJobBytes(withoutStreams);
     const std::set<std::string> spilled = spilledStreams(streams, e.availableBytes > rest ? e.availableBytes - rest : 0);
     for (const auto& s : streams)
         if (spilled.contains(s.name)) {
@@ -749,7 +749,7 @@ ResourceEstimate Job::estimate() const {
             e.spilledBytes += s.bytes;
         }
     shape.spilledHiddenBytes = e.spilledBytes;
-    e.peakBytes = std::max(e.residentAtStartBytes + predictedJobBytes(shape), e.limitedByMaxMemory ? e.highWaterBytes : 0);
+    e.peakBytes = std::max(e.fixedBytes + predictedJobBytes(shape), e.limitedByMaxMemory ? e.highWaterBytes : 0);
     return e;
 }
 

@@ -237,8 +237,9 @@ ResourceEstimate estimateResources(const WorkloadShape& s) {
     ResourceEstimate e;
     e.availableBytes = availableMemoryBytes();
     e.residentAtStartBytes = residentBytes();
+    e.fixedBytes = e.residentAtStartBytes + kRunOverheadBytes;
     e.highWaterBytes = residentHighWaterBytes();
-    e.peakBytes = e.residentAtStartBytes + predictedJobBytes(s);
+    e.peakBytes = e.fixedBytes + predictedJobBytes(s);
     e.gemmFlopsPerSecond = machineGemmRate();
 
     const double forwardPerToken = 2.0 * activeParameters(c) + 4.0 * double(std::max(s.evaluationSequenceLength, 1)) * c.qDim();

@@ -14,7 +14,10 @@ struct ResourceEstimate {
     // program, its libraries, what the caller has loaded) plus the job's own peak (predictedJobBytes),
     // and, under --max-memory, at least the high-water mark the process has already reached.
     std::uint64_t peakBytes = 0;
-    std::uint64_t residentAtStartBytes = 0;   // residentBytes() when estimated: the fixed part
+    std::uint64_t residentAtStartBytes = 0;   // residentBytes() when estimated
+    // The fixed part: residentAtStartBytes and what the run adds outside the job's modelled work
+    // (kRunOverheadBytes). peakBytes = fixedBytes + predictedJobBytes (at least highWaterBytes under a limit).
+    std::uint64_t fixedBytes = 0;
     std::uint64_t highWaterBytes = 0;         // the process's peak resident set so far (VmHWM)
     double seconds = 0.0;
     std::uint64_t availableBytes = 0;    // MemAvailable when estimated, or the plan's maxMemory when less
@@ -34,6 +37,12 @@ struct ResourceEstimate {
     // line naming both numbers; else empty.
     std::string belowFixedPart() const;
 };
+
+// What a run adds to the resident set outside the job's modelled work, measured with
+// bench/peak_rss.sh (2 x 512 wide, gptq4 + rtn4, 2026-12-02): the code pages the run touches after
+// the estimate (1.7 MiB: BLAS kernels, the methods' own code) and the heap's partly used pages once
+// malloc_trim has returned the free ones (1.5 to 2.3 MiB); 6 MiB covers both with a margin.
+constexpr std::uint64_t kRunOverheadBytes = 6ull << 20;
 
 struct WorkloadShape {
     model::ModelConfig config;
