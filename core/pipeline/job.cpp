@@ -101,6 +101,15 @@ std::uint64_t nonLinearBytes(const io::Checkpoint& checkpoint) {
     return bytes;
 }
 
+// The bytes of the tensor the logits multiply: lm_head, or the embedding when tied.
+std::uint64_t lmHeadFileBytes(const io::Checkpoint& checkpoint, const model::ModelConfig& config) {
+    const io::TensorRole role = config.tieWordEmbeddings ? io::TensorRole::Embedding : io::TensorRole::LmHead;
+    std::uint64_t bytes = 0;
+    for (const auto& t : checkpoint.tensors())
+        if (t.naming.role == role && t.naming.layer < 0) bytes = std::max<std::uint64_t>(bytes, t.info->byteSize());
+    return bytes;
+}
+
 void summarize(MethodResult& r, std::uint64_t keptBytes) {
     double bits = 0, weights = 0;
     r.linearBytes = 0;
@@ -181,6 +190,7 @@ public:
             save(layer);
             spill(layer);
         }
+        returnFreedHeapToSystem();   // the logits' blocks come on top of what the layers' work left in the heap
         evaluate();
         if (plan_.perLayerKl && !plan_.evaluation.empty()) perLayerKl();
         if (plan_.perGroupKl && !plan_.evaluation.empty()) perGroupKl();
@@ -720,10 +730,14 @@ ResourceEstimate Job::estimate() const {
     shape.evaluationTokens = tokenCount(plan_.evaluation);
     shape.evaluationSequenceLength = plan_.evaluation.empty() ? 0 : int(plan_.evaluation.front().size());
     shape.perLayerKl = plan_.perLayerKl || plan_.perGroupKl;   // the same inputs kept per layer
+    shape.lmHeadFileBytes = lmHeadFileBytes(checkpoint, shape.config);
     ResourceEstimate e = estimateResources(shape);
     if (plan_.maxMemory > 0 && (e.availableBytes == 0 || plan_.maxMemory < e.availableBytes)) {
         e.availableBytes = plan_.maxMemory;
         e.limitedByMaxMemory = true;
+        // --max-memory bounds the process's peak, and what it has already reached counts (the dynamic
+        // loader's relocations of the CUDA libraries peak above the resident set they leave behind).
+        e.peakBytes = std::max(e.peakBytes, e.highWaterBytes);
     }
     const std::vector<TravellingStream> streams = travellingStreams(plan_, shape.config.hiddenSize);
     e.hiddenBytes = totalBytes(streams);
@@ -731,7 +745,7 @@ ResourceEstimate Job::estimate() const {
     // The travelling streams get what the rest of the run leaves of the memory; those that do not fit spill.
     WorkloadShape withoutStreams = shape;
     withoutStreams.spilledHiddenBytes = e.hiddenBytes;
-    const std::uint64_t rest = residentBytes() + predictedJobBytes(withoutStreams);
+    const std::uint64_t rest = e.fixedBytes + predictedJobBytes(withoutStreams);
     const std::set<std::string> spilled = spilledStreams(streams, e.availableBytes > rest ? e.availableBytes - rest : 0);
     for (const auto& s : streams)
         if (spilled.contains(s.name)) {
@@ -739,7 +753,7 @@ ResourceEstimate Job::estimate() const {
             e.spilledBytes += s.bytes;
         }
     shape.spilledHiddenBytes = e.spilledBytes;
-    e.peakBytes = residentBytes() + predictedJobBytes(shape);
+    e.peakBytes = std::max(e.fixedBytes + predictedJobBytes(shape), e.limitedByMaxMemory ? e.highWaterBytes : 0);
     return e;
 }
 
@@ -775,6 +789,7 @@ JobResult Job::run(const ProgressCallback& progress, const CancelToken& cancel, 
             offers += ", or give a work folder (quantscope-cli --work-dir DIR): the finished layers and the hidden states that do not fit stay there";
         else if (!plan_.resultsOnDisk)
             offers += ", or keep the finished layers on disk (quantscope-cli --work-dir)";
+        if (const std::string below = e.belowFixedPart(); !below.empty()) throw Error(below);
         if (e.limitedByMaxMemory) offers += ", or raise --max-memory";
         throw Error("this plan does not fit in memory: " + e.describe() + offers);
     }

@@ -9,6 +9,9 @@
 #include <fstream>
 #include <sstream>
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include "qs/matrix.h"
 
@@ -68,6 +71,14 @@ double hessianFlopsPerToken(const model::ModelConfig& c, bool moeAllExperts) {
     return flops;
 }
 
+// CheckpointWeights::lmHead multiplies the head 8192 vocabulary rows at a time: one block in f32 and
+// its product with the sequence, beside the head's mapped pages (resident until the logits are done).
+double lmHeadWorkingBytes(const WorkloadShape& s) {
+    const double block = std::min(8192.0, double(s.config.vocabSize));
+    const double sequence = std::max(s.evaluationSequenceLength, 1);
+    return block * (double(s.config.hiddenSize) + sequence) * sizeof(float) + double(s.lmHeadFileBytes);
+}
+
 }  // namespace
 
 std::string formatBytes(std::uint64_t bytes) {
@@ -96,6 +107,27 @@ std::uint64_t availableMemoryBytes() {
     std::string unit;
     while (in >> key >> value >> unit)
         if (key == "MemAvailable:") return value * 1024;
+    return 0;
+}
+
+std::string ResourceEstimate::belowFixedPart() const {
+    if (!limitedByMaxMemory || residentAtStartBytes <= availableBytes) return {};
+    return "--max-memory " + formatBytes(availableBytes) + " is below what the process holds before any work: " +
+           formatBytes(residentAtStartBytes) + " resident (the program, its libraries and the loaded texts)";
+}
+
+void returnFreedHeapToSystem() {
+#if defined(__GLIBC__)
+    ::malloc_trim(0);
+#endif
+}
+
+std::uint64_t residentHighWaterBytes() {
+    std::ifstream in("/proc/self/status");
+    std::string key, unit;
+    std::uint64_t value = 0;
+    for (std::string line; std::getline(in, line);)
+        if (std::istringstream(line) >> key >> value >> unit && key == "VmHWM:") return value * 1024;
     return 0;
 }
 
@@ -187,9 +219,11 @@ std::uint64_t predictedJobBytes(const WorkloadShape& s) {
     }
     const double pages = double(c.hiddenSize) * mlpWidth(c) * 2.0;
     const double during = kept + working + pages;
-    // The end: the layers unpacked (a byte per code) and one sequence's logits and their softmax.
+    // The end: the layers unpacked (a byte per code), one sequence's logits of the original and of a
+    // method, and the lm_head's working set while the second is computed.
     const double unpacked = s.resultsOnDisk ? kept : (keptPerWeight + 0.5 * s.methods) * layerParameters(c) * L;
-    const double end = unpacked + double(std::max(s.evaluationSequenceLength, 1)) * c.vocabSize * 2.0 * sizeof(float);
+    const double end = unpacked + double(std::max(s.evaluationSequenceLength, 1)) * c.vocabSize * 2.0 * sizeof(float) +
+                       lmHeadWorkingBytes(s);
     return static_cast<std::uint64_t>(hidden + std::max(during, end));
 }
 
@@ -202,7 +236,10 @@ ResourceEstimate estimateResources(const WorkloadShape& s) {
 
     ResourceEstimate e;
     e.availableBytes = availableMemoryBytes();
-    e.peakBytes = residentBytes() + predictedJobBytes(s);
+    e.residentAtStartBytes = residentBytes();
+    e.fixedBytes = e.residentAtStartBytes + kRunOverheadBytes;
+    e.highWaterBytes = residentHighWaterBytes();
+    e.peakBytes = e.fixedBytes + predictedJobBytes(s);
     e.gemmFlopsPerSecond = machineGemmRate();
 
     const double forwardPerToken = 2.0 * activeParameters(c) + 4.0 * double(std::max(s.evaluationSequenceLength, 1)) * c.qDim();

@@ -197,8 +197,12 @@ TEST(HiddenSpill, TheEstimateCountsOnlyTheStreamsInMemory) {
 TEST(HiddenSpill, WithoutAWorkFolderAPlanBeyondTheBudgetIsRefusedInOneLine) {
     const fs::path checkpoint = fourLayerCheckpoint("spill_refused_model");
     JobPlan plan = planFor(checkpoint, "rtn4");
-    plan.maxMemory = 1;
+    // Above what the process holds (a limit below that is refused as such: test_estimate_fixed_part),
+    // below what the plan needs.
+    const ResourceEstimate free = Job(plan).estimate();
+    plan.maxMemory = free.residentAtStartBytes + (free.peakBytes - free.residentAtStartBytes) / 2;
     const ResourceEstimate e = Job(plan).estimate();
+    ASSERT_TRUE(e.belowFixedPart().empty()) << e.belowFixedPart();
     EXPECT_EQ(e.spilledBytes, 0u) << "nowhere to spill to";
     try {
         (void)Job(plan).run({}, CancelToken{});

@@ -10,7 +10,15 @@
 namespace qs::pipeline {
 
 struct ResourceEstimate {
+    // The process's resident set at its peak: what it holds when estimated (residentBytes(): the
+    // program, its libraries, what the caller has loaded) plus the job's own peak (predictedJobBytes),
+    // and, under --max-memory, at least the high-water mark the process has already reached.
     std::uint64_t peakBytes = 0;
+    std::uint64_t residentAtStartBytes = 0;   // residentBytes() when estimated
+    // The fixed part: residentAtStartBytes and what the run adds outside the job's modelled work
+    // (kRunOverheadBytes). peakBytes = fixedBytes + predictedJobBytes (at least highWaterBytes under a limit).
+    std::uint64_t fixedBytes = 0;
+    std::uint64_t highWaterBytes = 0;         // the process's peak resident set so far (VmHWM)
     double seconds = 0.0;
     std::uint64_t availableBytes = 0;    // MemAvailable when estimated, or the plan's maxMemory when less
     bool limitedByMaxMemory = false;     // availableBytes is the plan's maxMemory
@@ -25,7 +33,17 @@ struct ResourceEstimate {
     // "predicted peak memory 1.2 GiB of 20.1 GiB available, about 40 s" (", 3.1 GiB of hidden states
     // stream from the work folder" when some spill)
     std::string describe() const;
+    // Under --max-memory, when the process already holds more than the limit before any work: one
+    // line naming both numbers; else empty.
+    std::string belowFixedPart() const;
 };
+
+// What a run adds to the resident set outside the job's modelled work, measured with the plan of
+// bench/README.md's "fixed part" table (2 x 512 wide, gptq4 + rtn4, 2026-12-02): the code pages the
+// run touches after the estimate (1.7 MiB in smaps: BLAS kernels, the methods' own code) and the
+// heap's partly used pages once malloc_trim has returned the free ones. The peak exceeded the
+// modelled part by 3.8 to 7.0 MiB over four plans (unlimited, 400M, 560M, 16 samples); 8 MiB covers them.
+constexpr std::uint64_t kRunOverheadBytes = 8ull << 20;
 
 struct WorkloadShape {
     model::ModelConfig config;
@@ -47,6 +65,9 @@ struct WorkloadShape {
     // Travelling hidden states that live in the work folder instead of memory (JobPlan::maxMemory).
     std::uint64_t spilledHiddenBytes = 0;
     double quantizeFlopsPerWeight = 0.0; // the methods' own work per weight, summed (trellis, GPTQ dominate)
+    // The lm_head's bytes in the checkpoint (the tied embedding's when tied): its mapped pages stay
+    // resident while the logits are computed block by block (released after each sequence's logits).
+    std::uint64_t lmHeadFileBytes = 0;
 };
 
 ResourceEstimate estimateResources(const WorkloadShape& shape);
@@ -62,6 +83,11 @@ double machineGemmRate();
 std::uint64_t availableMemoryBytes();
 // The process's current resident set size.
 std::uint64_t residentBytes();
+// Hands the heap's free pages back to the system (glibc keeps what the layers' work freed, up to tens
+// of MB in holes and at the top of the heap, where the next phase's large blocks do not reuse it).
+void returnFreedHeapToSystem();
+// The largest resident set the process has had so far (VmHWM of /proc/self/status), 0 when unknown.
+std::uint64_t residentHighWaterBytes();
 // A short f32 GEMM measured now, in FLOP/s.
 double measureGemmRate();
 
