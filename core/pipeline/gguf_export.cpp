@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <map>
+#include <numeric>
 #include <optional>
 
 #include <nlohmann/json.hpp>
@@ -487,6 +488,24 @@ std::vector<GgufTensorChoice> ggufTensorPlan(const model::ModelConfig& config) {
         return la != lb ? la < lb : a.ggufName < b.ggufName;
     });
     return out;
+}
+
+std::uint64_t ggufNonLinearBytes(const io::Checkpoint& checkpoint, const model::ModelConfig& config, const GgufTypeChooser& chooser) {
+    const auto arch = io::ggufArchitectureOfModelType(config.modelType);
+    if (!arch) throw Error("model_type '" + config.modelType + "' has no GGUF architecture here");
+    const auto bytesOf = [](io::GgmlType type, const std::vector<std::int64_t>& shape) {
+        const std::int64_t rows = std::accumulate(shape.begin(), shape.end() - 1, std::int64_t{1}, std::multiplies<>());
+        return static_cast<std::uint64_t>(rows) * io::ggmlRowBytes(type, shape.back());
+    };
+    std::uint64_t bytes = 0;
+    for (const PlannedTensor& t : Planner(&checkpoint, config, *arch).plan()) {
+        const bool quantizedLinear = !t.stackedLinears.empty() || (t.stackedSlice && !t.stackedSlice->bias) ||
+                                     (!t.linearPrefix.empty() && !t.keepF32 && t.choice.naming.layer >= 0);   // output is not the result's
+        if (!quantizedLinear) bytes += bytesOf(t.keepF32 ? io::GgmlType::F32 : chooser(t.choice), t.choice.shape);
+    }
+    if (const auto factors = llama3RopeFactors(config)) bytes += factors->size() * sizeof(float);
+    for (const auto& [tensor, factors] : longRopeFactors(config)) bytes += factors.size() * sizeof(float);
+    return bytes;
 }
 
 fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination, const GgufExportOptions& options,

@@ -205,7 +205,7 @@ public:
         const std::uint64_t kept = nonLinearBytes(checkpoint_);
         for (auto& s : streams_) {
             cancel_.throwIfCancelled();
-            if (!s.failed()) summarize(s.result, kept);
+            if (!s.failed()) summarize(s.result, s.ggufTypes ? ggufNonLinearBytes(checkpoint_, config_, s.ggufTypes) : kept);
             else s.result.layers.clear(), s.result.stored.reset();
             s.result.source = result.source;
             result.methods.push_back(std::move(s.result));

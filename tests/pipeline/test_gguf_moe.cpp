@@ -212,3 +212,25 @@ TEST(GgufMoe, AResultOnDiskWritesTheSameFileAsInRam) {
         for (const io::TensorInfo& t : ram.tensors()) EXPECT_TRUE(bytesOf(ram, t.name) == bytesOf(disk, t.name)) << t.name;
     }
 }
+
+// The size a GGUF method reports is its file's tensor data: the linears' blocks, and token_embd and
+// output in the types the mix gives them (not the checkpoint's F32 or BF16, which overstated a small
+// model's file twice over), experts and gpt-oss's biases included.
+TEST(GgufMoe, TheReportedSizeIsTheWrittenFilesTensorBytes) {
+    TempDir dir;
+    const fs::path mixtral = test::writeEightExpertMixtral(dir.path() / "mixtral-8e");
+    const fs::path data = QS_TEST_DATA_DIR;
+    for (const auto& [source, method] : {std::pair{mixtral, "q4_k_m"}, {data / "moe" / "qwen3-moe-tiny", "q4_k_m"},
+                                         {data / "gptoss" / "gptoss-tiny", "q8_0"}, {data / "gemma3" / "gemma3-text-tiny", "q6_k"},
+                                         {data / "phi3" / "tiny-random-longrope", "q5_k_m"}}) {
+        SCOPED_TRACE(source.filename().string() + " " + method);
+        const MethodResult m = runGguf(source, method, 320).methods.at(0);
+        ASSERT_TRUE(m.error.empty()) << m.error;
+        const fs::path file = writeGgufResult(io::Checkpoint::open(source), m, dir.path() / (source.filename().string() + ".gguf"), {}, {},
+                                              CancelToken{});
+        const io::GgufFile gguf = io::GgufFile::open(file);
+        std::uint64_t tensorBytes = 0;
+        for (const io::TensorInfo& t : gguf.tensors()) tensorBytes += gguf.view(t).bytes().size();
+        EXPECT_EQ(m.checkpointBytes, tensorBytes);
+    }
+}

@@ -74,6 +74,11 @@ struct GgufExportOptions {
 // layer by layer, each by name.
 std::vector<GgufTensorChoice> ggufTensorPlan(const model::ModelConfig& config);
 
+// The bytes writeGguf writes for `checkpoint` besides the decoder's quantized linears (their blocks
+// are the result's): token_embd and output in the types `chooser` gives them, norms, biases, the
+// routers and RoPE factors in F32.
+std::uint64_t ggufNonLinearBytes(const io::Checkpoint& checkpoint, const model::ModelConfig& config, const GgufTypeChooser& chooser);
+
 // Returns the file written. Throws qs::Error (architecture or tokenizer not storable, a type the
 // chooser picked that cannot hold a tensor, I/O) or qs::Cancelled, leaving nothing behind.
 std::filesystem::path writeGguf(const io::Checkpoint& checkpoint, const std::filesystem::path& destination,
