@@ -76,6 +76,10 @@ OverviewPage::OverviewPage(QWidget* parent)
     moduleLabel_->hide();
     module_->hide();
     status_->setWordWrap(true);
+    // Wide enough for their longest entry when there is room, but never what sets the page's minimum
+    // width: at 1366 px that squeezed the Checkpoint dock once a MoE's Modules combo appeared.
+    statistic_->setMinimumWidth(80);
+    module_->setMinimumWidth(80);
 
     auto* exportButton = new QToolButton(this);
     exportButton->setText(tr("Export"));
