@@ -94,10 +94,28 @@ double keptBytesPerWeight(const MethodSpec& m, bool resultsOnDisk) {
     return 1.1;
 }
 
-std::uint64_t nonLinearBytes(const io::Checkpoint& checkpoint) {
+// Whether `t` is (a part of) gpt-oss's stacked experts: [E, ...] gate_up_proj or down_proj, BF16 or
+// MXFP4 blocks and scales, not their biases.
+bool isStackedExpertWeight(const io::CheckpointTensor& t, const model::MoeConfig& moe) {
+    if (!moe.stackedExperts || t.naming.layer < 0) return false;
+    // "mlp.experts" + "gate_up_proj"; "mlp.experts.gate_up_proj" + "blocks" (the parser's split)
+    const std::string tail = t.naming.module + "." + t.naming.part;
+    for (const std::string& kind : {moe.names.gate, moe.names.down}) {
+        const std::string stacked = moe.names.block + ".experts." + kind;
+        if (tail == stacked || tail == stacked + ".blocks" || tail == stacked + ".scales") return true;
+    }
+    return false;
+}
+
+// The bytes of the tensors the result keeps as stored: all but the decoder's linear weights, whose
+// quantized bytes the result counts; their biases and a MoE's routers stay as stored.
+std::uint64_t nonLinearBytes(const io::Checkpoint& checkpoint, const model::ModelConfig& config) {
     std::uint64_t bytes = 0;
-    for (const auto& t : checkpoint.tensors())
-        if (!(t.naming.role == io::TensorRole::Linear && t.naming.layer >= 0)) bytes += t.info->byteSize();
+    for (const auto& t : checkpoint.tensors()) {
+        const bool router = config.isMoe() && t.naming.module == config.moe.names.router();
+        const bool linear = t.naming.role == io::TensorRole::Linear && t.naming.layer >= 0 && !router && t.naming.part != "bias";
+        if (!linear && !isStackedExpertWeight(t, config.moe)) bytes += t.info->byteSize();
+    }
     return bytes;
 }
 
@@ -202,7 +220,7 @@ public:
         }
         JobResult result;
         result.source = io::fingerprintOf(checkpoint_);
-        const std::uint64_t kept = nonLinearBytes(checkpoint_);
+        const std::uint64_t kept = nonLinearBytes(checkpoint_, config_);
         for (auto& s : streams_) {
             cancel_.throwIfCancelled();
             if (!s.failed()) summarize(s.result, s.ggufTypes ? ggufNonLinearBytes(checkpoint_, config_, s.ggufTypes) : kept);

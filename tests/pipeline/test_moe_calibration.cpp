@@ -244,9 +244,18 @@ TEST(TinyMoe, CompareMethodsRunEndToEnd) {
             for (auto& s : *text)
                 for (auto& t : s) t = token(rng);
         }
+        const io::Checkpoint checkpoint = io::Checkpoint::open(plan.checkpoint);
         const JobResult r = Job(std::move(plan)).run({}, CancelToken{});
         ASSERT_EQ(r.methods.size(), 5u);
+        // What the size counts besides the quantized linears is every other tensor as stored, routers included.
+        std::uint64_t total = 0;
+        for (const auto& t : checkpoint.tensors()) total += t.info->byteSize();
         for (const auto& m : r.methods) {
+            std::uint64_t kept = total;
+            for (std::size_t layer = 0; layer < m.layers.size(); ++layer)
+                for (const auto& [module, q] : m.layers[layer])
+                    kept -= checkpoint.find("model.layers." + std::to_string(layer) + "." + module + ".weight")->info->byteSize();
+            EXPECT_EQ(m.checkpointBytes - m.linearBytes, kept) << m.method.name;
             EXPECT_TRUE(m.error.empty()) << m.method.name << ": " << m.error;
             EXPECT_EQ(m.layers.size(), 2u);
             EXPECT_EQ(m.layers.at(1).size(), std::size_t(4 + 3 * 4)) << m.method.name;
@@ -279,6 +288,14 @@ TEST(TinyGptOss, TheJobMeasuresItAndTheExportIsRefusedInOneLine) {
     EXPECT_EQ(m.layers.at(3).size(), std::size_t(4 + 2 * 4));
     EXPECT_EQ(m.layers.at(3).count("mlp.experts.2.gate_up_proj"), 1u);
     EXPECT_GT(m.kl.meanKld.value, 0.0);
+    // The size counts the stacked experts once, as the result's linears; their biases and the routers are kept.
+    const io::Checkpoint checkpoint = io::Checkpoint::open(source);
+    std::uint64_t kept = 0;
+    for (const auto& t : checkpoint.tensors())
+        if (!t.info->name.ends_with(".mlp.experts.gate_up_proj") && !t.info->name.ends_with(".mlp.experts.down_proj") &&
+            !t.info->name.ends_with("_proj.weight"))
+            kept += t.info->byteSize();
+    EXPECT_EQ(m.checkpointBytes - m.linearBytes, kept);
     const std::string why = exportRefusal(m, encoderForMethod(m.method, ""));
     EXPECT_NE(why.find("gpt-oss's experts are stacked tensors"), std::string::npos) << why;
     EXPECT_EQ(why.find('\n'), std::string::npos) << why;
