@@ -7,12 +7,6 @@
 
 namespace qs::formats::detail {
 
-std::string shapeText(const std::vector<std::int64_t>& shape) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
-
 std::string tensorWhere(const io::Checkpoint& checkpoint, std::string_view name) {
     const auto* t = checkpoint.find(name);
     const auto file = t ? checkpoint.fileOf(*t) : checkpoint.root();

@@ -8,10 +8,11 @@
 #include <vector>
 
 #include "qs/io/checkpoint.h"
+#include "qs/io/shape_text.h"
 
 namespace qs::formats::detail {
 
-std::string shapeText(const std::vector<std::int64_t>& shape);   // "[4096, 512]"
+using io::shapeText;   // "[4096, 512]"
 // "<shard file>: tensor 'name'" (or the checkpoint folder when the tensor is absent).
 std::string tensorWhere(const io::Checkpoint& checkpoint, std::string_view name);
 [[noreturn]] void failTensor(const io::Checkpoint& checkpoint, std::string_view name, const std::string& what);

@@ -13,6 +13,7 @@
 #include "output_file.h"
 #include "writer_guard.h"
 #include "qs/error.h"
+#include "qs/io/shape_text.h"
 
 namespace qs::io {
 
@@ -39,12 +40,6 @@ fs::path absoluteFolder(const fs::path& p) {
     fs::path a = fs::weakly_canonical(fs::absolute(p));
     if (a.filename().empty()) a = a.parent_path();  // "out/" names the folder "out"
     return a;
-}
-
-std::string shapeText(const std::vector<std::int64_t>& shape) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
 }
 
 std::string shardFileName(std::size_t index, std::size_t count) {

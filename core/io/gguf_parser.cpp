@@ -8,6 +8,7 @@
 
 #include "qs/error.h"
 #include "qs/io/gguf_file.h"
+#include "qs/io/shape_text.h"
 
 namespace qs::io {
 
@@ -20,12 +21,6 @@ constexpr int kMaxArrayDepth = 8;                // arrays of arrays; real files
 // info (name length, dims count, type, offset) take: counts above remaining / these are impossible.
 constexpr std::uint64_t kMinEntryBytes = 8 + 4 + 1;
 constexpr std::uint64_t kMinTensorInfoBytes = 8 + 4 + 4 + 8;
-
-std::string shapeText(const std::vector<std::int64_t>& dims) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < dims.size(); ++i) s += (i ? ", " : "") + std::to_string(dims[i]);
-    return s + "]";
-}
 
 // Reads little-endian fields from the file image; every read is bounds-checked and a failure names
 // the file and what was being read.

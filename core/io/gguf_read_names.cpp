@@ -10,6 +10,7 @@
 
 #include "qs/error.h"
 #include "qs/io/gguf_names.h"
+#include "qs/io/shape_text.h"
 
 namespace qs::io::detail {
 
@@ -65,12 +66,6 @@ const std::string* expertModule(const GgufExpertNames& e, std::string_view modul
     if (module == "ffn_up_exps") return &e.up;
     if (module == "ffn_down_exps") return &e.down;
     return nullptr;
-}
-
-std::string shapeText(const std::vector<std::int64_t>& shape) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
 }
 
 // Mixtral GGUF files converted before llama.cpp stacked the experts (early 2024) keep one tensor per

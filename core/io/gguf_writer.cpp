@@ -10,6 +10,7 @@
 #include "writer_guard.h"
 #include "qs/error.h"
 #include "qs/io/gguf_file.h"
+#include "qs/io/shape_text.h"
 
 namespace qs::io {
 
@@ -84,12 +85,6 @@ struct PendingTensor {
     std::vector<std::int64_t> shape;   // row-major
     std::uint64_t offset;
 };
-
-std::string shapeText(const std::vector<std::int64_t>& shape) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
 
 }  // namespace
 

@@ -7,15 +7,12 @@
 #include "qs/error.h"
 #include "qs/finite_weights.h"
 #include "qs/io/dtype.h"
+#include "qs/io/shape_text.h"
 
 namespace qs::model {
 namespace {
 
-std::string shapeText(const std::vector<std::int64_t>& shape) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
+using io::shapeText;
 
 // Converts (or decodes) rows [begin, end) of a rank-2 tensor to f32 without touching the other rows.
 MatrixF convertRows(const io::TensorView& t, std::int64_t begin, std::int64_t end) {

@@ -27,6 +27,7 @@
 #include "qs/model/model_config.h"
 #include "qs/pipeline/model_checkpoint.h"
 #include "qs/quant/ggml_encode.h"
+#include "qs/io/shape_text.h"
 
 namespace qs::pipeline {
 
@@ -215,11 +216,7 @@ private:
     std::vector<PlannedTensor> planned_;
 };
 
-std::string shapeText(const std::vector<std::int64_t>& shape) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
+using io::shapeText;
 
 void checkType(const PlannedTensor& t, const fs::path& destination) {
     const auto& traits = io::ggmlTypeTraits(t.type);

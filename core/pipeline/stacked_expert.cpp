@@ -3,18 +3,9 @@
 #include <vector>
 
 #include "qs/error.h"
+#include "qs/io/shape_text.h"
 
 namespace qs::pipeline {
-
-namespace {
-
-std::string shapeText(const std::vector<std::int64_t>& shape) {
-    std::string s = "[";
-    for (std::size_t i = 0; i < shape.size(); ++i) s += (i ? ", " : "") + std::to_string(shape[i]);
-    return s + "]";
-}
-
-}  // namespace
 
 model::Linear decodeStackedExpert(const io::Checkpoint& checkpoint, const formats::LinearReader& reader, const std::string& module,
                                   int experts, int expert) {
@@ -30,7 +21,7 @@ model::Linear decodeStackedExpert(const io::Checkpoint& checkpoint, const format
     const bool stacked = w.shape().size() == 3 && w.shape()[0] == experts;
     const std::int64_t in = stacked ? w.shape()[1] : 0, out = stacked ? w.shape()[2] : 0;
     if (!stacked || b.shape() != std::vector<std::int64_t>{experts, out})
-        throw Error(checkpoint.root().string() + ": tensor '" + module + "' " + shapeText(w.shape()) + " with bias " + shapeText(b.shape()) +
+        throw Error(checkpoint.root().string() + ": tensor '" + module + "' " + io::shapeText(w.shape()) + " with bias " + io::shapeText(b.shape()) +
                     " is not " + std::to_string(experts) + " stacked experts [experts, in, out] with [experts, out] biases");
     MatrixF stored(in, out);
     w.decode(static_cast<std::size_t>(expert * in * out), static_cast<std::size_t>(in * out), stored.data());
