@@ -14,6 +14,7 @@
 #include "inspect_command.h"
 #include "quantize_command.h"
 #include "qs/error.h"
+#include "qs/huge_pages.h"
 #include "qs/thread_team.h"
 #if defined(QS_WITH_CUDA_BACKEND)
 #include "qs/gpu/cuda_backend.h"
@@ -59,6 +60,7 @@ int run(CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    qs::restartWithHugePages(argv);   // before any work: glibc reads the tunable only at start
     // One OpenMP team (which OpenBLAS shares) of as many threads as there are free cores; a team
     // larger than that waits at every barrier for a thread the scheduler parked. OMP_NUM_THREADS wins.
     qs::sizeThreadTeamToFreeCores();

@@ -12,6 +12,7 @@
 
 #include "main_window.h"
 #include "overview_page.h"
+#include "qs/huge_pages.h"
 #include "quantize_panel.h"
 #include "quantize_job.h"
 #include "results_page.h"
@@ -104,6 +105,7 @@ Options parseOptions(const QApplication& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    qs::restartWithHugePages(argv);   // before any work: glibc reads the tunable only at start
     QApplication app(argc, argv);
 #if defined(QS_WITH_CUDA_BACKEND)
     qs::gpu::registerCudaBackend();   // the Quantize panel's Auto / CUDA can then pick the GPU

@@ -5,11 +5,14 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <limits>
+#include <string>
 #include <thread>
 
 #include <gtest/gtest.h>
 
 #include "cli_process.h"
+#include "qs/huge_pages.h"
 #include "safetensors_builder.h"
 
 namespace {
@@ -45,6 +48,43 @@ TEST(InspectCancel, CtrlCDuringStatsExitsCleanly) {
     EXPECT_EQ(result.exitCode, 130) << result.err;
     EXPECT_EQ(result.out, "");
     EXPECT_NE(result.err.find("quantscope-cli: cancelled\n"), std::string::npos) << result.err;
+}
+
+// The CLI starts itself again with glibc's huge-page tunable where the kernel gives huge pages only on
+// request (qs/huge_pages.h): its large buffers are then on huge pages, which under THP "madvise" only
+// a request gives (AnonHugePages). GLIBC_TUNABLES=glibc.malloc.hugetlb=0 opts out.
+std::uint64_t anonHugeKilobytesWhileInspecting(const std::filesystem::path& checkpoint) {
+    qs::test::CliProcess cli({"inspect", checkpoint.string(), "--stats", "--threads", "1"});
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
+    while (cli.currentErr().find("stats:") == std::string::npos && !cli.finished() && std::chrono::steady_clock::now() < deadline)
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    std::ifstream in("/proc/" + std::to_string(cli.pid()) + "/smaps_rollup");
+    std::uint64_t kilobytes = 0;
+    for (std::string key; in >> key;) {
+        if (key == "AnonHugePages:") {
+            in >> kilobytes;
+            break;
+        }
+        in.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
+    }
+    kill(cli.pid(), SIGINT);
+    cli.wait();
+    return kilobytes;
+}
+
+TEST(HugePages, TheCliRunsOnHugePagesWhereTheKernelGivesThemOnRequest) {
+    if (qs::transparentHugePagesMode() != "madvise") GTEST_SKIP() << "THP mode '" << qs::transparentHugePagesMode() << "': nothing to ask for";
+    qs::test::TempDir dir;
+    const auto path = dir.path() / "big.safetensors";
+    writeSparseBf16(path, std::int64_t{1} << 31);
+    const char* saved = std::getenv("GLIBC_TUNABLES");
+    const std::string before = saved != nullptr ? saved : "";
+    unsetenv("GLIBC_TUNABLES");
+    EXPECT_GT(anonHugeKilobytesWhileInspecting(path), 0u);
+    setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=0", 1);   // the user's opt-out
+    EXPECT_EQ(anonHugeKilobytesWhileInspecting(path), 0u);
+    if (saved != nullptr) setenv("GLIBC_TUNABLES", before.c_str(), 1);
+    else unsetenv("GLIBC_TUNABLES");
 }
 
 }  // namespace
