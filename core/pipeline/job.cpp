@@ -424,6 +424,14 @@ private:
     }
 
     bool resultsOnDisk() const { return work_ && plan_.resultsOnDisk; }
+    // With results on disk the per-layer KL's inputs (the original evaluation states at each layer's
+    // input, one stream per layer) stay in the layers' records too, where save() writes them anyway:
+    // in RAM they would grow with the depth.
+    bool layerInputsOnDisk() const { return resultsOnDisk(); }
+    Hidden layerInput(int layer) const {
+        if (layerInputsOnDisk()) return WorkFolder::loadKeptHidden(work_->path(), layer, "layer_input");
+        return layerInputs_[std::size_t(layer)];
+    }
 
     static std::string linearKey(std::size_t stream, const std::string& module) { return std::to_string(stream) + ":" + module; }
 
@@ -503,6 +511,8 @@ private:
         }
         work_->saveLayer(layer, record, after);
         for (auto& [name, hidden] : travelling()) hidden->movedTo(work_->hiddenFolder() / WorkFolder::hiddenFileName(name));
+        if ((plan_.perLayerKl || plan_.perGroupKl) && layerInputsOnDisk())
+            Hidden().swap(layerInputs_[std::size_t(layer)]);   // read back when scored (layerInput)
     }
 
     // A resumed run: the finished layers and the hidden states after them from the work folder; the
@@ -559,7 +569,8 @@ private:
             const auto& scales = record.facts.at("cache_scales");
             cacheScales_.emplace_back(scales.at(0).get<float>(), scales.at(1).get<float>());
         }
-        if (plan_.perLayerKl || plan_.perGroupKl) layerInputs_.push_back(std::move(record.hidden.at("layer_input")));
+        if (plan_.perLayerKl || plan_.perGroupKl)
+            layerInputs_.push_back(layerInputsOnDisk() ? Hidden{} : std::move(record.hidden.at("layer_input")));
     }
 
     QuantizedLayer quantizeMixedLayer(const MixedMethods& mix, int layer, const model::LayerWeights& original,
@@ -616,9 +627,10 @@ private:
         for (int l = 0; l < L; ++l) {
             report("per-layer KL", l + 1, L, 0.85 + 0.15 * l / L, "layer " + std::to_string(l + 1) + "/" + std::to_string(L));
             std::vector<HiddenStream> hidden(streams_.size());
+            const Hidden input = layerInput(l);
             for (std::size_t m = 0; m < streams_.size(); ++m) {
                 if (streams_[m].failed()) continue;
-                hidden[m] = HiddenStream(layerInputs_[std::size_t(l)]);
+                hidden[m] = HiddenStream(input);
                 runLayerAll(streams_[m].model, l, hidden[m], cancel_);
             }
             for (int after = l + 1; after < L; ++after)
@@ -639,11 +651,12 @@ private:
             std::vector<CompactLayer> finished(streams_.size());
             for (std::size_t m = 0; m < streams_.size(); ++m)
                 if (!streams_[m].failed()) finished[m] = finishedLayer(m, l);
+            const Hidden input = layerInput(l);
             for (std::size_t g = 0; g < kFusedGroups.size(); ++g) {
                 std::vector<HiddenStream> hidden(streams_.size());
                 for (std::size_t m = 0; m < streams_.size(); ++m) {
                     if (streams_[m].failed()) continue;
-                    hidden[m] = HiddenStream(layerInputs_[std::size_t(l)]);
+                    hidden[m] = HiddenStream(input);
                     runLayerAll(base_, l, withGroupOf(original, finished[m], kFusedGroups[g]), hidden[m], cancel_);
                 }
                 for (int after = l + 1; after < L; ++after)
@@ -693,7 +706,7 @@ private:
     HiddenStream calibration_;        // the original model's calibration stream (when a method quantizes from it)
     bool baseStatistics_ = false;     // some method quantizes from the original stream's statistics
     HiddenStream evaluation_;         // the original model's evaluation stream (final hidden states at the end)
-    std::vector<Hidden> layerInputs_; // the original evaluation hidden states at each layer's input (per-layer KL)
+    std::vector<Hidden> layerInputs_; // the original evaluation hidden states at each layer's input (per-layer KL; empty once on disk)
     std::vector<MethodStream> streams_;
     bool kvCache_ = false;                              // some method quantizes the KV cache
     std::vector<std::pair<float, float>> cacheScales_;  // the FP8 KV cache's (k_scale, v_scale) per layer

@@ -187,7 +187,10 @@ std::uint64_t predictedJobBytes(const WorkloadShape& s) {
     const double layerBytes = layerParameters(c) * sizeof(float);
     const bool baseStatistics = s.calibrationTokens > 0 && s.methods > s.sequentialMethods;
     const double calibStreams = s.calibrationTokens > 0 ? (baseStatistics ? 1.0 : 0.0) + s.sequentialMethods : 0.0;
-    const double evalStreams = 1.0 + s.methods + (s.perLayerKl ? L : 0.0);
+    // Per-layer KL keeps the original stream at every layer's input, in RAM or (results on disk) in the
+    // layers' records, from which one layer's is read back at a time beside each method's copy of it.
+    const double layerInputs = !s.perLayerKl ? 0.0 : s.resultsOnDisk ? 1.0 + s.methods : L;
+    const double evalStreams = 1.0 + s.methods + layerInputs;
     const double hidden = std::max(0.0, (double(s.calibrationTokens) * calibStreams + double(s.evaluationTokens) * evalStreams) *
                                                 c.hiddenSize * sizeof(float) - double(s.spilledHiddenBytes));
     const double keptPerWeight = s.keptBytesPerWeight > 0 ? s.keptBytesPerWeight : 1.1 * s.methods;

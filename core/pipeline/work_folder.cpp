@@ -109,7 +109,8 @@ int newestCompleteLayer(const fs::path& dir) {
 
 // A finished layer's record.json and tensors, for reading linears back.
 struct StoredRecord {
-    nlohmann::json linears;
+    nlohmann::json linears;   // their headers by key
+    nlohmann::json hidden;    // the kept hidden states' sequence counts by name
     io::SafetensorsFile file;
 };
 
@@ -117,7 +118,8 @@ StoredRecord openRecord(const fs::path& dir, int layer) {
     const fs::path folder = numbered(dir, "layer", layer);
     if (!fs::exists(folder / kRecordFile))
         throw Error(folder.string() + ": the finished layer is not there (was the work folder removed while its result was in use?)");
-    return {io::readJsonFile(folder / kRecordFile).at("linears"), io::SafetensorsFile::open(folder / "model.safetensors")};
+    nlohmann::json record = io::readJsonFile(folder / kRecordFile);
+    return {std::move(record.at("linears")), std::move(record.at("hidden")), io::SafetensorsFile::open(folder / "model.safetensors")};
 }
 
 }  // namespace
@@ -213,6 +215,13 @@ std::map<std::string, quant::QuantizedLinear> WorkFolder::loadLinears(const fs::
     for (const auto& [key, header] : record.linears.items())
         if (key.starts_with(keyPrefix)) linears.emplace(key.substr(keyPrefix.size()), readQuantizedLinear(header, record.file, key));
     return linears;
+}
+
+std::vector<MatrixF> WorkFolder::loadKeptHidden(const fs::path& dir, int layer, const std::string& name) {
+    const StoredRecord record = openRecord(dir, layer);
+    const auto count = record.hidden.find(name);
+    if (count == record.hidden.end()) throw Error(numbered(dir, "layer", layer).string() + ": no kept hidden states '" + name + "'");
+    return readTensors(record.file, "hidden." + name, count->get<std::size_t>());
 }
 
 quant::QuantizedLinear WorkFolder::loadLinear(const fs::path& dir, int layer, const std::string& key) {

@@ -235,6 +235,27 @@ TEST(ResourceEstimate, ResultsOnDiskGrowOnlyByTheScales) {
     EXPECT_LT(peakOf(32, true), 0.5 * peakOf(32, false));
 }
 
+// Per-layer KL keeps the original evaluation states at every layer's input: in RAM a stream per layer;
+// with results on disk they stay in the layers' records, and one layer's is read back at a time
+// beside each method's copy, so a deeper model adds nothing for them.
+TEST(ResourceEstimate, PerLayerKlInputsOnDiskDoNotGrowWithDepth) {
+    const auto peakOf = [](int layers, bool onDisk, bool perLayerKl) {
+        WorkloadShape s;
+        s.config = decoderShape(4096, 14336, layers, 32, 8, 128, 32000);
+        s.methods = 2;
+        s.keptBytesPerWeight = onDisk ? 2 * 8.0 / 128 : 2 * (0.5 + 8.0 / 128);
+        s.resultsOnDisk = onDisk;
+        s.evaluationTokens = 4 * 2048;
+        s.evaluationSequenceLength = 2048;
+        s.perLayerKl = perLayerKl;
+        return double(predictedJobBytes(s));
+    };
+    const double stream = 4 * 2048 * 4096.0 * sizeof(float);
+    EXPECT_NEAR(peakOf(32, false, true) - peakOf(32, false, false), 32 * stream, 1e3);
+    EXPECT_NEAR(peakOf(32, true, true) - peakOf(32, true, false), 3 * stream, 1e3) << "the input read back and two copies";
+    EXPECT_NEAR(peakOf(80, true, true) - peakOf(80, true, false), 3 * stream, 1e3);
+}
+
 // The time estimate of one plan is the same at every call, and more calibration or evaluation
 // tokens, more methods or per-layer KL never predict less time (it moved 4.9 s to 49 s between
 // calls, and fell from 4.1 s to 0.6 s when the samples went from 16 to 64).

@@ -63,6 +63,8 @@ public:
                                                                      std::string_view keyPrefix);
     // The one linear stored under `key` ("0:self_attn.q_proj") in layer `layer`'s record.
     static quant::QuantizedLinear loadLinear(const std::filesystem::path& dir, int layer, const std::string& key);
+    // The states named `name` that layer `layer`'s record keeps (LayerRecord::hidden), without its linears.
+    static std::vector<MatrixF> loadKeptHidden(const std::filesystem::path& dir, int layer, const std::string& name);
     // The hidden states after layer completeLayers()-1: their folder, their shapes, or read into memory.
     std::filesystem::path hiddenFolder() const;
     HiddenShapes hiddenShapes() const;
