@@ -10,6 +10,7 @@
 #include <iostream>
 #include <string>
 
+#include "qs/huge_pages.h"
 #include "qs/pipeline/backend.h"
 #include "qs/pipeline/byte_size.h"
 #include "qs/pipeline/job.h"
@@ -26,6 +27,7 @@ qs::pipeline::TokenSequences zeros(int samples, int seqLen) {
 }  // namespace
 
 int main(int argc, char** argv) {
+    qs::restartWithHugePages(argv);   // as the CLI does: its estimate then counts the huge pages' rounding
     if (argc < 6 || argc > 8) {
         std::cerr << "usage: plan_estimate CHECKPOINT METHODS SAMPLES SEQ_LEN EVAL_SAMPLES [WORK_DIR [MAX_MEMORY]]\n";
         return 2;

@@ -13,6 +13,7 @@
 #include <malloc.h>
 #endif
 
+#include "qs/huge_pages.h"
 #include "qs/matrix.h"
 
 namespace qs::pipeline {
@@ -240,7 +241,7 @@ ResourceEstimate estimateResources(const WorkloadShape& s) {
     ResourceEstimate e;
     e.availableBytes = availableMemoryBytes();
     e.residentAtStartBytes = residentBytes();
-    e.fixedBytes = e.residentAtStartBytes + kRunOverheadBytes;
+    e.fixedBytes = e.residentAtStartBytes + kRunOverheadBytes + (mallocOnHugePages() ? kHugePageOverheadBytes : 0);
     e.highWaterBytes = residentHighWaterBytes();
     e.peakBytes = e.fixedBytes + predictedJobBytes(s);
     e.gemmFlopsPerSecond = machineGemmRate();

@@ -12,6 +12,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <istream>
 #include <string>
 #include <string_view>
 
@@ -35,6 +36,31 @@ inline std::string tunablesWithHugePages(const char* current, std::string_view t
     const std::string tunables = current != nullptr ? current : "";
     if (tunables.find(kTunable) != std::string::npos) return {};
     return (tunables.empty() ? "" : tunables + ":") + std::string(kTunable) + "=1";
+}
+
+// Whether a [heap] mapping of an smaps text (/proc/PID/smaps) is advised for huge pages (VmFlags "hg").
+// glibc advises what it adds to the heap, so the heap's first pages may be a mapping of their own without it.
+inline bool heapAdvisedHuge(std::istream& smaps) {
+    bool inHeap = false;
+    for (std::string line; std::getline(smaps, line);) {
+        if (line.starts_with("VmFlags:")) {
+            if (inHeap && (line + " ").find(" hg ") != std::string::npos) return true;
+            inHeap = false;
+        } else if (line.ends_with("[heap]")) {
+            inHeap = true;
+        }
+    }
+    return false;
+}
+
+// Whether this process's large allocations land on huge pages: THP "always", or "madvise" with glibc's
+// tunable on, which advises the heap it grows (and every large mapping) for them.
+inline bool mallocOnHugePages() {
+    const std::string mode = transparentHugePagesMode();
+    if (mode == "always") return true;
+    if (mode != "madvise") return false;
+    std::ifstream smaps("/proc/self/smaps");
+    return heapAdvisedHuge(smaps);
 }
 
 // Called first thing in main(): starts this program again with the tunable when it helps (the same

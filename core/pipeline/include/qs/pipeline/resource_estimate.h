@@ -16,7 +16,7 @@ struct ResourceEstimate {
     std::uint64_t peakBytes = 0;
     std::uint64_t residentAtStartBytes = 0;   // residentBytes() when estimated
     // The fixed part: residentAtStartBytes and what the run adds outside the job's modelled work
-    // (kRunOverheadBytes). peakBytes = fixedBytes + predictedJobBytes (at least highWaterBytes under a limit).
+    // (kRunOverheadBytes, and kHugePageOverheadBytes on huge pages). peakBytes = fixedBytes + predictedJobBytes (at least highWaterBytes under a limit).
     std::uint64_t fixedBytes = 0;
     std::uint64_t highWaterBytes = 0;         // the process's peak resident set so far (VmHWM)
     double seconds = 0.0;
@@ -44,6 +44,10 @@ struct ResourceEstimate {
 // heap's partly used pages once malloc_trim has returned the free ones. The peak exceeded the
 // modelled part by 3.8 to 7.0 MiB over four plans (unlimited, 400M, 560M, 16 samples); 8 MiB covers them.
 constexpr std::uint64_t kRunOverheadBytes = 8ull << 20;
+// On huge pages (qs/huge_pages.h: the programs' default where THP is "madvise") each large mapping and
+// the heap's top are resident in 2 MiB steps: the same plan peaked 12.5 MiB higher than on 4 KiB pages
+// under --max-memory 400M, 5.7 MiB under 560M (bench/README.md, 2026-12-03). Added to the fixed part then.
+constexpr std::uint64_t kHugePageOverheadBytes = 16ull << 20;
 
 struct WorkloadShape {
     model::ModelConfig config;
