@@ -30,6 +30,13 @@ else
   [ ${#build_dirs[@]} -gt 0 ] || build_dirs=("$root/build")
 fi
 
+# The programs run on huge pages where the kernel gives them only on request (qs/huge_pages.h), and
+# so do the benches, unless GLIBC_TUNABLES already sets the tunable (glibc.malloc.hugetlb=0: 4 KiB pages).
+if grep -q '\[madvise\]' /sys/kernel/mm/transparent_hugepage/enabled 2>/dev/null &&
+   [[ "${GLIBC_TUNABLES:-}" != *glibc.malloc.hugetlb* ]]; then
+  export GLIBC_TUNABLES="${GLIBC_TUNABLES:+$GLIBC_TUNABLES:}glibc.malloc.hugetlb=1"
+fi
+
 status=0
 for build in "${build_dirs[@]}"; do
   if [ ! -f "$build/CMakeCache.txt" ]; then
