@@ -21,6 +21,12 @@ using namespace qs;
 constexpr int kSequences = 8;
 constexpr int kTokens = 512;
 
+// The Hessians of a layer's four distinct linear inputs, finalized (H = 2XᵀX/n).
+void finalizeHessians(pipeline::LayerStatistics& statistics) {
+    for (const auto module : {"self_attn.q_proj", "self_attn.o_proj", "mlp.gate_proj", "mlp.down_proj"})
+        benchmark::DoNotOptimize(statistics.hessian(module).data());
+}
+
 // The Job's calibration of one layer: every sequence through it, the hook accumulating the Hessians
 // of its four distinct linear inputs, which are then finalized.
 void calibrate(const model::Transformer& transformer, const model::LayerWeights& layer,
@@ -31,9 +37,7 @@ void calibrate(const model::Transformer& transformer, const model::LayerWeights&
         transformer.runLayer(0, layer, h, hook ? statistics.hook() : model::LinearInputHook{});
         benchmark::DoNotOptimize(h.data());
     }
-    if (hook)
-        for (const auto module : {"self_attn.q_proj", "self_attn.o_proj", "mlp.gate_proj", "mlp.down_proj"})
-            benchmark::DoNotOptimize(statistics.hessian(module).data());
+    if (hook) finalizeHessians(statistics);
 }
 
 // Args: hidden size, hook (0/1), threads (0 = all cores).
@@ -82,9 +86,7 @@ void calibrateLayer8B(benchmark::State& state) {
             (s == 0 ? first : later) += cpuSince(c0);
         }
         const std::clock_t c0 = std::clock();
-        if (hook)
-            for (const auto module : {"self_attn.q_proj", "self_attn.o_proj", "mlp.gate_proj", "mlp.down_proj"})
-                benchmark::DoNotOptimize(statistics.hessian(module).data());
+        if (hook) finalizeHessians(statistics);
         finalize += cpuSince(c0);
     }
     const double n = double(state.iterations());

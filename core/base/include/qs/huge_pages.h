@@ -3,8 +3,8 @@
 // allocate is large enough for glibc to map it fresh and unmap it when freed, so each one pays a page
 // fault per 4 KiB on first touch, every time. Where the kernel gives huge pages only on request (THP
 // "madvise", as on this project's machines), glibc asks for them when its `glibc.malloc.hugetlb=1`
-// tunable is set; measured (bench/README.md, "Huge pages"): a 1024-wide forward pass of 1024 tokens
-// 2.1x faster on one thread, and a Llama-3-8B-shaped layer's calibration 1.2-1.3x.
+// tunable is set; measured idle (bench/README.md, 2026-12-03): a 1024-wide forward pass of 1024 tokens
+// 1.4-1.7x faster on one thread, GPTQ of 4096x4096 1.7-2.2x, a Llama-3-8B-shaped layer's calibration 1.1-1.2x.
 // glibc reads its tunables only when a program starts, so the programs (quantscope-cli, quantscope)
 // start themselves again with it, once, before any work. GLIBC_TUNABLES=glibc.malloc.hugetlb=0 in the
 // environment opts out (any setting of the tunable is left as it is).
