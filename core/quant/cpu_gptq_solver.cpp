@@ -15,55 +15,46 @@ namespace qs::quant {
 namespace {
 
 using ColMatrixF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
-constexpr std::int64_t kFactorBlock = 128;  // panel width of the Cholesky and the triangular inverse
-constexpr std::int64_t kTile = 256;         // tile of the trailing lower-triangular updates
-constexpr std::int64_t kRowChunk = 32;      // rows per task of the column loop (its block fits in L1/L2)
-constexpr std::int64_t kCopyTile = 32;      // tile of the transposing copies (both sides of a tile stay in L1)
+constexpr std::int64_t kFactorBlock = 128;    // panel width of the Cholesky and the triangular inverse
+constexpr std::int64_t kTile = 256;           // tile of the trailing lower-triangular updates
+constexpr std::int64_t kRowChunk = 32;        // rows per task of the column loop (its block fits in L1/L2)
+constexpr std::int64_t kFlatChunk = 1 << 20;  // values per task of the whole-matrix copies
 
-// a = J h J on and below the diagonal, zero above it: a(i, j) = h(n-1-i, n-1-j), column-major from
-// row-major. The factorization reads only this triangle. A transposing copy, so tile by tile (h's
-// rows read backwards, a's columns written within the tile) and over the threads: Eigen's reverse()
-// assignment walks one side with stride n and, single-threaded, cost a third of the factorization.
-ColMatrixF reversedLower(const MatrixF& h) {
-    const std::int64_t n = h.rows(), tiles = (n + kCopyTile - 1) / kCopyTile;
-    ColMatrixF a(n, n);
+// The factorization is tiled here rather than left to LAPACK's spotrf and strtri, which OpenBLAS
+// carries and runs 1.2-1.5x faster on one 4096-wide H: each tile is computed by one thread (OpenBLAS
+// runs single-threaded inside our parallel regions), so the bits do not depend on the team's size,
+// which follows the free cores. OpenBLAS's threaded spotrf blocks differently for each team size, and
+// the same settings run twice would give other codes on a busier machine.
+
+// J H J for symmetric H (J reverses the order): element (i, j) comes from (n-1-i, n-1-j), whose flat
+// index in an n x n buffer is n² - 1 minus that of (i, j), in either storage order. So it is the
+// buffer read backwards: a streaming copy, over the threads.
+MatrixF reversed(const MatrixF& h) {
+    const std::int64_t count = h.size();
+    MatrixF a(h.rows(), h.cols());
+    const float* src = h.data();
+    float* dst = a.data();
 #pragma omp parallel for schedule(static)
-    for (std::int64_t tj = 0; tj < tiles; ++tj) {  // a block column of a: n values per column, balanced
-        const std::int64_t j0 = tj * kCopyTile, j1 = std::min(n, j0 + kCopyTile);
-        for (std::int64_t j = j0; j < j1; ++j) std::fill(a.col(j).data(), a.col(j).data() + j, 0.0f);
-        for (std::int64_t i0 = j0; i0 < n; i0 += kCopyTile) {
-            const std::int64_t i1 = std::min(n, i0 + kCopyTile);
-            for (std::int64_t i = i0; i < i1; ++i) {
-                const float* hr = h.data() + (n - 1 - i) * n + (n - 1);  // h(n-1-i, n-1-j) = hr[-j]
-                for (std::int64_t j = j0; j < std::min(j1, i + 1); ++j) a(i, j) = hr[-j];
-            }
-        }
+    for (std::int64_t c0 = 0; c0 < count; c0 += kFlatChunk) {
+        const std::int64_t c1 = std::min(count, c0 + kFlatChunk);
+        for (std::int64_t k = c0; k < c1; ++k) dst[k] = src[count - 1 - k];
     }
     return a;
 }
 
-// u = J x J on and above the diagonal, zero below it: u(i, j) = x(n-1-i, n-1-j), row-major from
-// column-major lower-triangular x; tiled over the threads like reversedLower.
-MatrixF reversedUpper(const ColMatrixF& x) {
-    const std::int64_t n = x.rows(), tiles = (n + kCopyTile - 1) / kCopyTile;
-    MatrixF u(n, n);
+// The buffer read backwards, in place (each task swaps a chunk of the first half with its mirror).
+void reverseInPlace(MatrixF& a) {
+    const std::int64_t count = a.size(), half = count / 2;
+    float* p = a.data();
 #pragma omp parallel for schedule(static)
-    for (std::int64_t ti = 0; ti < tiles; ++ti) {  // a block row of u
-        const std::int64_t i0 = ti * kCopyTile, i1 = std::min(n, i0 + kCopyTile);
-        for (std::int64_t i = i0; i < i1; ++i) std::fill(u.row(i).data(), u.row(i).data() + i, 0.0f);
-        for (std::int64_t j0 = i0; j0 < n; j0 += kCopyTile) {
-            const std::int64_t j1 = std::min(n, j0 + kCopyTile);
-            for (std::int64_t j = j0; j < j1; ++j) {
-                const float* xc = x.data() + (n - 1 - j) * n + (n - 1);  // x(n-1-i, n-1-j) = xc[-i]
-                for (std::int64_t i = i0; i < std::min(i1, j + 1); ++i) u(i, j) = xc[-i];
-            }
-        }
+    for (std::int64_t c0 = 0; c0 < half; c0 += kFlatChunk) {
+        const std::int64_t c1 = std::min(half, c0 + kFlatChunk);
+        for (std::int64_t k = c0; k < c1; ++k) std::swap(p[k], p[count - 1 - k]);
     }
-    return u;
 }
 
 // A22 -= A21 A21ᵀ on the lower triangle only, tile by tile over the threads (half the flops of a GEMM).
-void lowerRankUpdate(ColMatrixF& a, std::int64_t k, std::int64_t b) {
+void lowerRankUpdate(MatrixF& a, std::int64_t k, std::int64_t b) {
     const std::int64_t r0 = k + b, rem = a.rows() - r0;
     const std::int64_t tiles = (rem + kTile - 1) / kTile;
     std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
@@ -78,7 +69,7 @@ void lowerRankUpdate(ColMatrixF& a, std::int64_t k, std::int64_t b) {
 }
 
 // Right-looking blocked Cholesky A = L Lᵀ in place (lower triangle); false if A is not positive definite.
-bool choleskyLower(ColMatrixF& a) {
+bool choleskyLower(MatrixF& a) {
     const std::int64_t n = a.rows();
     for (std::int64_t k = 0; k < n; k += kFactorBlock) {
         const std::int64_t b = std::min(kFactorBlock, n - k);
@@ -100,7 +91,8 @@ bool choleskyLower(ColMatrixF& a) {
 }
 
 // X = L⁻¹ for lower-triangular L, by block columns (independent, so spread over the threads).
-ColMatrixF lowerInverse(const ColMatrixF& l) {
+// Nothing above the diagonal is written.
+MatrixF lowerInverse(const MatrixF& l) {
     const std::int64_t n = l.rows();
     const std::int64_t blocks = (n + kFactorBlock - 1) / kFactorBlock;
     std::vector<ColMatrixF> diagInv(static_cast<std::size_t>(blocks));
@@ -110,7 +102,7 @@ ColMatrixF lowerInverse(const ColMatrixF& l) {
         diagInv[static_cast<std::size_t>(j)] =
             l.block(c, c, b, b).triangularView<Eigen::Lower>().solve(ColMatrixF::Identity(b, b));
     }
-    ColMatrixF x(n, n);  // every block on and below the diagonal is written before it is read; above, unused
+    MatrixF x(n, n);
 #pragma omp parallel for schedule(dynamic, 1)
     for (std::int64_t j = 0; j < blocks; ++j) {
         const std::int64_t c0 = j * kFactorBlock, bj = std::min(kFactorBlock, n - c0);
@@ -124,21 +116,28 @@ ColMatrixF lowerInverse(const ColMatrixF& l) {
     return x;
 }
 
-bool positiveDiagonal(const ColMatrixF& l) {
+bool positiveDiagonal(const MatrixF& l) {
     for (std::int64_t i = 0; i < l.rows(); ++i)
         if (!(l(i, i) > 0.0f) || !std::isfinite(l(i, i))) return false;
     return true;
 }
 
-// a = J H J on entry (J reverses the order); its lower Cholesky factor L in place. False when H is not
-// positive definite.
-bool factorReversed(ColMatrixF& a) { return choleskyLower(a) && positiveDiagonal(a); }
-
-// J L⁻¹ J (upper triangular) from the factor of factorReversed; frees `l` before forming the result.
-MatrixF inverseFactor(ColMatrixF& l) {
-    ColMatrixF x = lowerInverse(l);
-    l = ColMatrixF();
-    return reversedUpper(x);
+// `a` = B = J (H + λI) J on entry; on success the upper Cholesky factor U of (H + λI)⁻¹ = UᵀU.
+//
+// B = L Lᵀ, and H⁻¹ = J B⁻¹ J = (J L⁻ᵀ J)(J L⁻¹ J), so U = J L⁻¹ J, upper triangular:
+// U(i, j) = X(n-1-i, n-1-j) for X = L⁻¹, at flat index n² - 1 minus that of (i, j) in the same
+// row-major storage. U is X's buffer read backwards, once X's unwritten upper triangle (U's lower)
+// is zeroed.
+bool upperCholeskyOfInverseInPlace(MatrixF& a) {
+    if (!choleskyLower(a) || !positiveDiagonal(a)) return false;
+    MatrixF x = lowerInverse(a);
+    a = MatrixF();
+    const std::int64_t n = x.rows();
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) std::fill(x.row(i).data() + i + 1, x.row(i).data() + n, 0.0f);
+    reverseInPlace(x);
+    a = std::move(x);
+    return true;
 }
 
 struct LoopState {
@@ -180,12 +179,19 @@ double blockChunk(LoopState& s, std::int64_t i1, std::int64_t i2, std::int64_t r
             const std::int64_t groupEnd =
                 std::min<std::int64_t>(static_cast<std::int64_t>(g + 1) * s.p.groupCols, cols);
             const std::int64_t inBlock = std::min(groupEnd, i2) - col;
-            for (std::int64_t r = 0; r < nr; ++r) {
-                float lo = wb(r, i), hi = lo;
-                for (std::int64_t c = i; c < i + inBlock; ++c) {
-                    lo = std::min(lo, wb(r, c));
-                    hi = std::max(hi, wb(r, c));
+            float low[kRowChunk], high[kRowChunk];   // the range within the block: columns outer, rows vectorised
+            std::copy_n(wb.col(i).data(), nr, low);
+            std::copy_n(wb.col(i).data(), nr, high);
+            for (std::int64_t c = i + 1; c < i + inBlock; ++c) {
+                const float* v = wb.col(c).data();
+#pragma omp simd
+                for (std::int64_t r = 0; r < nr; ++r) {
+                    low[r] = std::min(low[r], v[r]);
+                    high[r] = std::max(high[r], v[r]);
                 }
+            }
+            for (std::int64_t r = 0; r < nr; ++r) {
+                float lo = low[r], hi = high[r];
                 for (std::int64_t c = i2; c < groupEnd; ++c) {
                     // with this block's pending (lazy) updates applied, as the one-column-at-a-time algorithm has them
                     float v = s.p.w(r0 + r, c);
@@ -221,9 +227,9 @@ double blockChunk(LoopState& s, std::int64_t i1, std::int64_t i2, std::int64_t r
 }  // namespace
 
 bool upperCholeskyOfInverse(const MatrixF& h, MatrixF& u) {
-    ColMatrixF a = reversedLower(h);  // J H J
-    if (!factorReversed(a)) return false;
-    u = inverseFactor(a);  // J L⁻¹ J: upper triangular, H⁻¹ = UᵀU
+    MatrixF a = reversed(h);
+    if (!upperCholeskyOfInverseInPlace(a)) return false;
+    u = std::move(a);
     return true;
 }
 
@@ -231,11 +237,11 @@ void CpuGptqSolver::takeHessian(const GptqProblem&, MatrixF&& h) { h_ = std::mov
 
 // H is kept only to retry with more damping: it is freed as soon as one factorization succeeds.
 bool CpuGptqSolver::factor(double lambda) {
-    ColMatrixF a = reversedLower(h_);  // J (H + λI) J: the diagonal maps onto itself
+    MatrixF a = reversed(h_);  // J (H + λI) J: the diagonal maps onto itself
     a.diagonal().array() += static_cast<float>(lambda);
-    if (!factorReversed(a)) return false;
+    if (!upperCholeskyOfInverseInPlace(a)) return false;
     h_ = MatrixF();
-    u_ = inverseFactor(a);
+    u_ = std::move(a);
     return true;
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <string>
@@ -18,7 +19,7 @@ namespace qs::quant {
 
 namespace {
 
-constexpr std::int64_t kCopyTile = 32;  // rows per task of the codes' transposing copy
+constexpr std::int64_t kCodeTile = 64;  // the codes' transposing copy: tiles of 64 x 64 bytes
 
 // b(r, k) = a(r, perm[k]): the visiting order's columns, rows over the threads.
 MatrixF permutedColumns(const MatrixF& a, const std::vector<int>& perm) {
@@ -91,19 +92,25 @@ double dampedFactor(GptqSolver& solver, double meanDiag, const GptqOptions& o, d
     throw Error("GPTQ: the Hessian is not positive definite even with damping " + std::to_string(dampPercent));
 }
 
-// [cols][rows] in visiting order -> row-major [rows, cols]: a transpose, by blocks of rows over the
-// threads (a block's destination rows stay in cache while every column is visited).
+// [cols][rows] in visiting order -> row-major [rows, cols]: a byte transpose, by square tiles (read as
+// whole source rows, written as whole destination rows) and blocks of rows over the threads. Column by
+// column, the 4 KiB-strided byte stores of a wide layer fall into one L1 set and thrash it.
 std::vector<std::uint8_t> originalOrderCodes(const std::vector<std::uint8_t>& codes, const std::vector<int>& perm,
                                              std::int64_t rows, std::int64_t cols) {
     std::vector<std::uint8_t> out(codes.size());
-    const std::int64_t rowBlocks = (rows + kCopyTile - 1) / kCopyTile;
+    const std::int64_t rowBlocks = (rows + kCodeTile - 1) / kCodeTile;
 #pragma omp parallel for schedule(static)
     for (std::int64_t rb = 0; rb < rowBlocks; ++rb) {
-        const std::int64_t r0 = rb * kCopyTile, r1 = std::min(rows, r0 + kCopyTile);
-        for (std::int64_t k = 0; k < cols; ++k) {
-            const std::int64_t c = perm[static_cast<std::size_t>(k)];
-            const std::uint8_t* src = codes.data() + k * rows;
-            for (std::int64_t r = r0; r < r1; ++r) out[static_cast<std::size_t>(r * cols + c)] = src[r];
+        const std::int64_t r0 = rb * kCodeTile, rn = std::min(kCodeTile, rows - r0);
+        std::uint8_t tile[kCodeTile][kCodeTile];
+        for (std::int64_t k0 = 0; k0 < cols; k0 += kCodeTile) {
+            const std::int64_t kn = std::min(kCodeTile, cols - k0);
+            for (std::int64_t k = 0; k < kn; ++k)
+                std::memcpy(tile[k], codes.data() + (k0 + k) * rows + r0, static_cast<std::size_t>(rn));
+            for (std::int64_t r = 0; r < rn; ++r) {
+                std::uint8_t* dst = out.data() + (r0 + r) * cols;
+                for (std::int64_t k = 0; k < kn; ++k) dst[perm[static_cast<std::size_t>(k0 + k)]] = tile[k][r];
+            }
         }
     }
     return out;

@@ -53,9 +53,10 @@ QuantizedLinear quantizeGptq(const MatrixF& w, MatrixF&& h, const GptqOptions& o
 // backend's device plugs in here. The two overloads above use the CPU's solver.
 QuantizedLinear quantizeGptq(const MatrixF& w, MatrixF&& h, const GptqOptions& options, GptqSolver& solver);
 
-// The upper Cholesky factor U of (H + λI)⁻¹ (H⁻¹ = UᵀU), computed as J·L⁻¹·J with L the lower Cholesky
+// The upper Cholesky factor U of H⁻¹ (H⁻¹ = UᵀU), computed as J·L⁻¹·J with L the lower Cholesky
 // factor of J H J (J reverses the order): one factorization and one triangular inverse instead of three
-// factorizations. Returns false when H + λI is not positive definite. Threaded through blocked GEMMs.
+// factorizations. False when H is not positive definite. Threaded by tiles, each computed by one
+// thread: the bits do not depend on the team's size.
 bool upperCholeskyOfInverse(const MatrixF& h, MatrixF& u);
 
 }  // namespace qs::quant
