@@ -1,5 +1,7 @@
 #include "qs/pipeline/job.h"
 
+#include <omp.h>
+
 #include <chrono>
 #include <cmath>
 #include <filesystem>
@@ -198,7 +200,14 @@ public:
         if (!plan_.workDir.empty())
             work_.emplace(plan_.resume ? WorkFolder::resume(plan_.workDir, planIdentity(plan_))
                                        : WorkFolder::start(plan_.workDir, planIdentity(plan_)));
+        if (work_) keepThreadTeam();
     }
+
+    ~Runner() {
+        if (callerTeam_) omp_set_num_threads(*callerTeam_);
+    }
+    Runner(const Runner&) = delete;
+    Runner& operator=(const Runner&) = delete;
 
     JobResult run() {
         const auto start = Clock::now();
@@ -515,19 +524,35 @@ private:
             Hidden().swap(layerInputs_[std::size_t(layer)]);   // read back when scored (layerInput)
     }
 
+    // A new run records its team's size; a resumed one runs on the team it started on, whatever the
+    // free cores are now (WorkFolder::threadTeam says why), and says so when that differs.
+    void keepThreadTeam() {
+        const int now = omp_get_max_threads();
+        if (!plan_.resume) {
+            work_->recordThreadTeam(now);
+            return;
+        }
+        const std::optional<int> started = work_->threadTeam();
+        if (!started || *started == now) return;
+        callerTeam_ = now;
+        omp_set_num_threads(*started);
+        teamNote_ = ", on the " + std::to_string(*started) + " threads it started on (not " + std::to_string(now) +
+                    "), so that it writes the same bits";
+    }
+
     // A resumed run: the finished layers and the hidden states after them from the work folder; the
     // first layer still to do.
     int restore() {
         if (!work_) return 0;
         const int done = work_->completeLayers();
         if (done == 0) {
-            if (plan_.resume) report("resume", 0, config_.numLayers, 0.0, "no layer in " + work_->path().string() + " was complete: starting from the first");
+            if (plan_.resume) report("resume", 0, config_.numLayers, 0.0, "no layer in " + work_->path().string() + " was complete: starting from the first" + teamNote_);
             return 0;
         }
         if (done > config_.numLayers) throw Error(work_->path().string() + " holds more layers than the model has");
         report("resume", done, config_.numLayers, 0.8 * done / config_.numLayers,
                "resuming after layer " + std::to_string(done) + "/" + std::to_string(config_.numLayers) + " from " +
-                   work_->path().string());
+                   work_->path().string() + teamNote_);
         for (int layer = 0; layer < done; ++layer) {
             restoreLayer(layer, work_->loadLayer(layer));
             spill(layer);
@@ -713,6 +738,8 @@ private:
     HiddenStream kvEvaluation_;                         // the original model with its KV cache quantized
     std::optional<analysis::KlReport> cacheOnlyKl_;
     std::optional<WorkFolder> work_;                    // the state after each layer, when the plan keeps one
+    std::optional<int> callerTeam_;                     // the caller's team size, while a resumed run uses its own
+    std::string teamNote_;                              // said with "resuming after layer ..." when the team differs
 };
 
 }  // namespace

@@ -16,6 +16,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kPlanFile = "plan.json";
+constexpr const char* kTeamFile = "thread_team.json";   // beside the plan, not in it: a changed team is not a changed plan
 constexpr const char* kRecordFile = "record.json";
 
 fs::path numbered(const fs::path& dir, const char* stem, int layer) {
@@ -155,6 +156,15 @@ WorkFolder WorkFolder::resume(const fs::path& dir, const nlohmann::json& plan) {
         if (stale) fs::remove_all(entry.path());
     }
     return folder;
+}
+
+void WorkFolder::recordThreadTeam(int threads) const { writeJsonAtomically(dir_ / kTeamFile, {{"threads", threads}}); }
+
+std::optional<int> WorkFolder::threadTeam() const {
+    if (!fs::exists(dir_ / kTeamFile)) return std::nullopt;
+    const int threads = io::readJsonFile(dir_ / kTeamFile).at("threads").get<int>();
+    if (threads < 1) throw Error((dir_ / kTeamFile).string() + ": a team of " + std::to_string(threads) + " threads");
+    return threads;
 }
 
 fs::path WorkFolder::hiddenStaging(int layer) const {

@@ -2,16 +2,20 @@
 // resumed run's result equal to an uninterrupted one's, bit for bit.
 #include <gtest/gtest.h>
 
+#include <omp.h>
+
 #include <bit>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <set>
 #include <string>
 
 #include "qs/error.h"
 #include "qs/io/checkpoint_writer.h"
+#include "qs/io/json_file.h"
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/gguf_result_export.h"
 #include "qs/pipeline/job.h"
@@ -308,4 +312,47 @@ TEST(ResultsOnDisk, AGgufResultOnDiskWritesTheSameFile) {
     EXPECT_TRUE(fileBytes(a) == fileBytes(b));
     WorkFolder::discard(work);
     fs::remove_all(out);
+}
+
+// The team's size is recorded when a run starts, and a resumed run runs on it again, whatever the
+// free cores are now (OpenBLAS's threaded SGEMM rounds by the team's size with some kernels), and still
+// writes the bits of an uninterrupted run. The caller's team is given back.
+TEST(WorkFolder, AResumedJobRunsOnTheTeamItStartedOn) {
+    const int callerTeam = omp_get_max_threads();
+    const fs::path checkpoint = tempDir("team_model");
+    test::SyntheticModel model;
+    model.layers = 4;
+    model.hidden = 256;
+    model.intermediate = 512;
+    test::writeSyntheticCheckpoint(checkpoint, model);
+    omp_set_num_threads(2);
+    const JobResult reference = Job(planFor(checkpoint, "gptq4")).run({}, CancelToken{});
+
+    const fs::path work = tempDir("team_work");
+    JobPlan plan = planFor(checkpoint, "gptq4");
+    plan.workDir = work;
+    CancelToken cancel;
+    EXPECT_THROW((void)Job(plan).run([&cancel](const Progress& p) { if (p.stage == "calibrate" && p.step == 3) cancel.cancel(); },
+                                     cancel),
+                 Cancelled);
+    EXPECT_EQ(io::readJsonFile(work / "thread_team.json").at("threads"), 2);
+
+    omp_set_num_threads(1);   // the machine is busier now
+    plan.resume = true;
+    std::set<int> teams;
+    std::string resumeMessage;
+    const JobResult resumed = Job(plan).run(
+        [&](const Progress& p) {
+            if (p.stage == "resume") resumeMessage = p.message;
+            if (p.stage == "calibrate") teams.insert(omp_get_max_threads());
+        },
+        CancelToken{});
+    EXPECT_EQ(teams, std::set<int>{2});
+    EXPECT_NE(resumeMessage.find("on the 2 threads it started on (not 1)"), std::string::npos) << resumeMessage;
+    EXPECT_EQ(omp_get_max_threads(), 1) << "the caller's team is given back";
+    expectSameResult(reference, resumed);
+
+    omp_set_num_threads(callerTeam);
+    fs::remove_all(work);
+    fs::remove_all(checkpoint);
 }

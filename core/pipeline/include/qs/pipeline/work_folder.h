@@ -69,6 +69,12 @@ public:
     std::filesystem::path hiddenFolder() const;
     HiddenShapes hiddenShapes() const;
     HiddenSet loadHidden() const;
+    // The size of the OpenMP team the run started on, recorded when it starts and used again when it
+    // resumes: OpenBLAS's threaded SGEMM rounds differently for other team sizes with some of its
+    // kernels (Haswell's: 1 and 2 threads differ), and a resumed run must write the bytes of an
+    // uninterrupted one, whatever the free cores are now. Empty for a folder without the record.
+    void recordThreadTeam(int threads) const;
+    std::optional<int> threadTeam() const;
     // The run is finished and its result delivered: the folder goes.
     void remove();
     // The same for a folder named by path, when it holds a run (a folder without plan.json is left alone).
