@@ -86,7 +86,7 @@ void CheckpointWeights::validateExperts(int layer) const {
                     std::to_string(router.shape()[0]) + " experts, but the config says " + std::to_string(moe.numExperts));
     checked(p + moe.names.router() + ".weight", {moe.numExperts, h});
     if (moe.stackedExperts) {
-        const std::string x = p + moe.names.block + ".experts.";
+        const std::string x = p + moe.names.experts();
         checked(x + moe.names.gate, {moe.numExperts, h, 2 * ff});
         checked(x + moe.names.gate + "_bias", {moe.numExperts, 2 * ff});
         checked(x + moe.names.down, {moe.numExperts, ff, h});
@@ -103,7 +103,7 @@ void CheckpointWeights::validateExperts(int layer) const {
         checked(x + moe.names.up + ".weight", {ff, h});
         checked(x + moe.names.down + ".weight", {h, ff});
     }
-    const std::string experts = p + moe.names.block + ".experts.";
+    const std::string experts = p + moe.names.experts();
     for (const io::CheckpointTensor& t : checkpoint_.tensors()) {
         const std::string& name = t.info->name;
         if (!name.starts_with(experts)) continue;
@@ -143,7 +143,7 @@ std::optional<Linear> CheckpointWeights::fusedPart(int layer, const std::string&
 // Expert `expert` of a stacked tensor "<block>.experts.<module>" [E, in, out] (x @ W, as transformers'
 // GptOssExperts holds it) as a Linear [out, in], with its row of "<module>_bias" [E, out].
 Linear CheckpointWeights::stackedExpert(int layer, const std::string& module, int expert, int out, int in) const {
-    const std::string name = config_.layerPrefix(layer) + config_.moe.names.block + ".experts." + module;
+    const std::string name = config_.layerPrefix(layer) + config_.moe.names.experts() + module;
     const io::TensorView t = checked(name, {config_.moe.numExperts, in, out});
     MatrixF stored(in, out);
     const auto size = static_cast<std::size_t>(in) * static_cast<std::size_t>(out);

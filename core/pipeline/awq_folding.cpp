@@ -65,7 +65,7 @@ void foldIntoRows(AwqFolding& folding, const QuantizedLayer& layer, const std::s
 // False when `module` is not an expert's.
 bool foldExpert(AwqFolding& folding, const QuantizedLayer& layer, const std::string& base, const std::string& module,
                 const quant::QuantizedLinear& q, const model::MoeNames& moe, const model::Architecture& arch) {
-    const std::string experts = moe.block + ".experts.";
+    const std::string experts = moe.experts();
     const auto dot = module.rfind('.');
     if (!module.starts_with(experts) || dot == std::string::npos || dot < experts.size()) return false;
     const std::string expert = module.substr(0, dot + 1), name = module.substr(dot + 1), prefix = base + module;

@@ -117,7 +117,7 @@ void DecodedWeights::decodeExperts(int index, model::LayerWeights& weights) cons
     weights.router = decodeLinear(index, moe.names.router(), moe.numExperts, h);
     weights.experts.resize(static_cast<std::size_t>(moe.numExperts));
     if (moe.stackedExperts) {   // gpt-oss: gate holds gate_up_proj ([2I, hidden]), up stays empty
-        const std::string x = config_.layerPrefix(index) + moe.names.block + ".experts.";
+        const std::string x = config_.layerPrefix(index) + moe.names.experts();
         for (int e = 0; e < moe.numExperts; ++e) {
             model::Expert& expert = weights.experts[static_cast<std::size_t>(e)];
             expert.gate = decodeStackedExpert(*checkpoint_, *reader_, x + moe.names.gate, moe.numExperts, e);

@@ -166,7 +166,7 @@ private:
             {{&moe.names.gate, "ffn_gate_exps"}, {&moe.names.up, "ffn_up_exps"}, {&moe.names.down, "ffn_down_exps"}}};
         for (const auto& [module, gguf] : parts) {
             const bool down = module == &moe.names.down;
-            PlannedTensor& t = addAs(p + moe.names.block + ".experts." + *module + ".weight", blk + gguf + ".weight",
+            PlannedTensor& t = addAs(p + moe.names.experts() + *module + ".weight", blk + gguf + ".weight",
                                      {e, down ? h : ff, down ? ff : h});
             for (int x = 0; x < moe.numExperts; ++x) t.stackedLinears.push_back(p + moe.names.expert(x) + *module);
         }
@@ -177,7 +177,7 @@ private:
     void stackedExperts(int layer) {
         const model::MoeConfig& moe = config_.moe;
         const std::int64_t h = config_.hiddenSize, ff = moe.expertIntermediateSize, e = moe.numExperts;
-        const std::string x = config_.layerPrefix(layer) + moe.names.block + ".experts.";
+        const std::string x = config_.layerPrefix(layer) + moe.names.experts();
         const std::string blk = "blk." + std::to_string(layer) + ".";
         const auto slice = [&](const std::string& module, const char* gguf, std::vector<std::int64_t> shape, int parity, bool bias) {
             PlannedTensor& t = addAs(x + module + (bias ? "_bias" : "") + (parity == 1 ? "[up]" : parity == 0 ? "[gate]" : ""),

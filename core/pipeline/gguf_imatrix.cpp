@@ -51,7 +51,7 @@ std::filesystem::path writeImatrix(const MethodResult& result, const model::Mode
     // llama-imatrix stores its entries sorted by name.
     std::map<std::string, Entry> entries;
     const model::MoeNames& names = config.moe.names;
-    const std::string experts = names.block + ".experts.";
+    const std::string experts = names.experts();
     const auto& layers = linearHeaders(result);   // the importance is in the headers, also of a result on disk
     for (std::size_t layer = 0; layer < layers.size(); ++layer)
         for (const auto& [module, q] : layers[layer]) {

@@ -44,7 +44,7 @@ GgufTensorChoice storedChoiceOf(const std::string& layerPrefix, int layer, const
     const std::string tail = module + ".weight";
     const std::int64_t rows = linear.weight.rows(), cols = linear.weight.cols();
     const model::MoeNames& names = weights.moeNames;
-    const std::string experts = names.block + ".experts.";
+    const std::string experts = names.experts();
     if (!weights.isMoe() || !module.starts_with(experts))
         return choiceOf(layerPrefix + tail, "model.layers." + std::to_string(layer) + "." + tail, {rows, cols});
     const std::string part = module.substr(module.rfind('.') + 1);

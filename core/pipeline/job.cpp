@@ -103,7 +103,7 @@ bool isStackedExpertWeight(const io::CheckpointTensor& t, const model::MoeConfig
     // "mlp.experts" + "gate_up_proj"; "mlp.experts.gate_up_proj" + "blocks" (the parser's split)
     const std::string tail = t.naming.module + "." + t.naming.part;
     for (const std::string& kind : {moe.names.gate, moe.names.down}) {
-        const std::string stacked = moe.names.block + ".experts." + kind;
+        const std::string stacked = moe.names.experts() + kind;
         if (tail == stacked || tail == stacked + ".blocks" || tail == stacked + ".scales") return true;
     }
     return false;

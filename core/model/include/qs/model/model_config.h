@@ -48,7 +48,8 @@ struct MoeNames {
 
     std::string router() const { return block + "." + routerName; }             // "mlp.gate"
     bool fusedGateUp() const { return up.empty(); }
-    std::string expert(int e) const { return block + ".experts." + std::to_string(e) + "."; }
+    std::string experts() const { return block + ".experts."; }                     // "mlp.experts."
+    std::string expert(int e) const { return experts() + std::to_string(e) + "."; }   // "mlp.experts.3."
 };
 
 // The mixture of experts of Qwen3-MoE / Mixtral: a router picks numExpertsPerToken of numExperts SwiGLU
