@@ -86,7 +86,8 @@ TensorRole roleOf(std::string_view leaf, int layer) {
     if (layer < 0 && oneOf(leaf, kLmHeads)) return TensorRole::LmHead;
     if (leaf.find("norm") != std::string_view::npos || leaf.starts_with("ln_") || leaf == "ln_f")
         return TensorRole::Norm;
-    if (leaf.ends_with("_proj") || leaf == "gate" || oneOf(leaf, kLinears)) return TensorRole::Linear;
+    // "gate": the router of Mixtral and Qwen3-MoE; "router": gpt-oss's (GptOssTopKRouter, a biased linear).
+    if (leaf.ends_with("_proj") || leaf == "gate" || leaf == "router" || oneOf(leaf, kLinears)) return TensorRole::Linear;
     return TensorRole::Other;
 }
 

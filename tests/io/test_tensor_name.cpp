@@ -65,6 +65,8 @@ TEST(TensorName, QuantizedParts) {
 TEST(TensorName, MoeRouterExpertsAndAdapters) {
     expectName("model.layers.4.mlp.experts.17.down_proj.weight", 4, "mlp.experts.17.down_proj", "weight", TensorRole::Linear);
     expectName("model.layers.4.mlp.gate.weight", 4, "mlp.gate", "weight", TensorRole::Linear);
+    expectName("model.layers.4.mlp.router.weight", 4, "mlp.router", "weight", TensorRole::Linear);
+    expectName("model.layers.4.mlp.router.bias", 4, "mlp.router", "bias", TensorRole::Linear);
     expectName("model.layers.36.self_attn.q_proj.lora_a", 36, "self_attn.q_proj", "lora_a", TensorRole::Linear);
     expectName("base_model.model.model.layers.1.self_attn.v_proj.lora_B.weight", 1, "self_attn.v_proj", "lora_B.weight",
                TensorRole::Linear);
