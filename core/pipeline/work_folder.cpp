@@ -7,6 +7,7 @@
 #include "qs/error.h"
 #include "qs/io/checkpoint_writer.h"
 #include "qs/io/json_file.h"
+#include "qs/io/json_value.h"
 #include "qs/io/safetensors_file.h"
 #include "qs/pipeline/quantized_linear_record.h"
 
@@ -162,9 +163,11 @@ void WorkFolder::recordThreadTeam(int threads) const { writeJsonAtomically(dir_ 
 
 std::optional<int> WorkFolder::threadTeam() const {
     if (!fs::exists(dir_ / kTeamFile)) return std::nullopt;
-    const int threads = io::readJsonFile(dir_ / kTeamFile).at("threads").get<int>();
-    if (threads < 1) throw Error((dir_ / kTeamFile).string() + ": a team of " + std::to_string(threads) + " threads");
-    return threads;
+    const fs::path file = dir_ / kTeamFile;
+    // A hand-edited file ("threads": "two", 2.5, 0) is a qs::Error that names it, not a JSON exception.
+    const auto threads = io::jsonIntegerField(io::readJsonFile(file), "threads", file.string(), {1, 1 << 16});
+    if (!threads) throw Error(file.string() + ": 'threads' is missing");
+    return static_cast<int>(*threads);
 }
 
 fs::path WorkFolder::hiddenStaging(int layer) const {

@@ -356,3 +356,22 @@ TEST(WorkFolder, AResumedJobRunsOnTheTeamItStartedOn) {
     fs::remove_all(work);
     fs::remove_all(checkpoint);
 }
+
+TEST(WorkFolder, AnEditedThreadTeamIsRefusedNamingTheFile) {
+    const fs::path dir = tempDir("team_edited");
+    const WorkFolder folder = WorkFolder::start(dir, {{"seed", 1}});
+    EXPECT_EQ(folder.threadTeam(), std::nullopt) << "a run that recorded no team";
+    folder.recordThreadTeam(3);
+    EXPECT_EQ(folder.threadTeam(), 3);
+    for (const char* edited : {R"({"threads": "two"})", R"({"threads": 2.5})", R"({"threads": 0})", R"({"team": 2})"}) {
+        std::ofstream(dir / "thread_team.json") << edited;
+        try {
+            (void)folder.threadTeam();
+            ADD_FAILURE() << edited << " was read as a team";
+        } catch (const Error& e) {
+            EXPECT_NE(std::string(e.what()).find("thread_team.json"), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find("threads"), std::string::npos) << e.what();
+        }
+    }
+    fs::remove_all(dir);
+}
