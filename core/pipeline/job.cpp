@@ -455,14 +455,19 @@ private:
             QuantizedLayer headers;
             for (auto& [module, compact] : s.kept.back()) {
                 headers.emplace(module, std::make_shared<const quant::QuantizedLinear>(linearHeader(compact->parts())));
-                s.model.overrideLinear(layer, module,
-                                       model::WeightProvider([dir = work_->path(), layer, key = linearKey(m, module)] {
-                                           return WorkFolder::loadLinear(dir, layer, key).effectiveWeight();
+                s.model.overrideLinear(layer, module, model::WeightProvider([stored = storedLinears(), layer, key = linearKey(m, module)] {
+                                           return stored->load(layer, key).effectiveWeight();
                                        }));
             }
             s.headers.push_back(std::move(headers));
             CompactLayer().swap(s.kept.back());
         }
+    }
+
+    // The one reader every stream's stored linears share, so that a layer's record is opened once.
+    std::shared_ptr<StoredLinearCache> storedLinears() {
+        if (!storedLinears_) storedLinears_ = std::make_shared<StoredLinearCache>(work_->path());
+        return storedLinears_;
     }
 
     // Results on disk: the stream's result names its layers in the work folder.
@@ -738,6 +743,7 @@ private:
     HiddenStream kvEvaluation_;                         // the original model with its KV cache quantized
     std::optional<analysis::KlReport> cacheOnlyKl_;
     std::optional<WorkFolder> work_;                    // the state after each layer, when the plan keeps one
+    std::shared_ptr<StoredLinearCache> storedLinears_;   // results on disk: their linears, read back a layer at a time
     std::optional<int> callerTeam_;                     // the caller's team size, while a resumed run uses its own
     std::string teamNote_;                              // said with "resuming after layer ..." when the team differs
 };

@@ -237,12 +237,40 @@ std::vector<MatrixF> WorkFolder::loadKeptHidden(const fs::path& dir, int layer, 
     return readTensors(record.file, "hidden." + name, count->get<std::size_t>());
 }
 
-quant::QuantizedLinear WorkFolder::loadLinear(const fs::path& dir, int layer, const std::string& key) {
-    const StoredRecord record = openRecord(dir, layer);
+namespace {
+
+quant::QuantizedLinear storedLinear(const StoredRecord& record, const fs::path& dir, int layer, const std::string& key) {
     const auto header = record.linears.find(key);
     if (header == record.linears.end())
         throw Error(numbered(dir, "layer", layer).string() + ": no stored linear '" + key + "'");
     return readQuantizedLinear(*header, record.file, key);
+}
+
+}  // namespace
+
+quant::QuantizedLinear WorkFolder::loadLinear(const fs::path& dir, int layer, const std::string& key) {
+    return storedLinear(openRecord(dir, layer), dir, layer, key);
+}
+
+struct StoredLinearCache::OpenLayer {
+    StoredRecord record;
+};
+
+StoredLinearCache::StoredLinearCache(fs::path dir) : dir_(std::move(dir)) {}
+StoredLinearCache::~StoredLinearCache() = default;
+
+quant::QuantizedLinear StoredLinearCache::load(int layer, const std::string& key) {
+    std::shared_ptr<const OpenLayer> open;
+    {
+        const std::lock_guard lock(mutex_);
+        if (layer_ != layer || !open_) {
+            open_.reset();   // the previous layer's mapping goes before the next one's comes
+            open_ = std::make_shared<const OpenLayer>(OpenLayer{openRecord(dir_, layer)});
+            layer_ = layer;
+        }
+        open = open_;
+    }
+    return storedLinear(open->record, dir_, layer, key);   // read outside the lock: the mapping is read-only
 }
 
 

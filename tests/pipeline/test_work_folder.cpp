@@ -375,3 +375,31 @@ TEST(WorkFolder, AnEditedThreadTeamIsRefusedNamingTheFile) {
     }
     fs::remove_all(dir);
 }
+
+// The cache opens a layer's record once for its many linears; going to another layer and back reads
+// the right one each time, and a key the layer does not hold is refused naming the layer.
+TEST(StoredLinearCache, ReadsEachLayersOwnLinears) {
+    const fs::path dir = tempDir("cache");
+    WorkFolder folder = WorkFolder::start(dir, {{"seed", 1}});
+    for (int layer = 0; layer < 2; ++layer) {
+        LayerRecord record;
+        record.linears.emplace("0:mlp.experts.0.up_proj", everyFieldSet(10 + unsigned(layer)));
+        record.linears.emplace("0:mlp.experts.1.up_proj", everyFieldSet(20 + unsigned(layer)));
+        folder.saveLayer(layer, record, HiddenSet{});
+    }
+    StoredLinearCache cache(dir);
+    for (const int layer : {0, 1, 0}) {
+        for (const char* key : {"0:mlp.experts.0.up_proj", "0:mlp.experts.1.up_proj"}) {
+            SCOPED_TRACE(std::to_string(layer) + " " + key);
+            expectSameLinear(cache.load(layer, key), WorkFolder::loadLinear(dir, layer, key), key);
+        }
+    }
+    expectSameLinear(cache.load(1, "0:mlp.experts.1.up_proj"), everyFieldSet(21), "layer 1, expert 1");
+    try {
+        (void)cache.load(1, "1:self_attn.q_proj");
+        FAIL() << "a linear the layer does not hold was read";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("layer-0001: no stored linear '1:self_attn.q_proj'"), std::string::npos) << e.what();
+    }
+    fs::remove_all(dir);
+}

@@ -12,6 +12,8 @@
 // exists is complete; the older hidden-states folder is removed only after the newer one is in place.
 #include <filesystem>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -87,6 +89,30 @@ private:
     explicit WorkFolder(std::filesystem::path dir) : dir_(std::move(dir)) {}
     std::filesystem::path dir_;
     int complete_ = 0;
+};
+
+// Linears of a work folder's finished layers read back one at a time (a stream's model rerunning a
+// layer for the per-layer KL), with each layer's record opened once for all of them: a MoE layer holds
+// hundreds of linears per method, and opening the record (its JSON and the safetensors header) for
+// each one cost more than the layer's whole work. The last layer asked for stays open; one cache may
+// serve every stream's linears, from any thread.
+class StoredLinearCache {
+public:
+    explicit StoredLinearCache(std::filesystem::path dir);
+    ~StoredLinearCache();
+    StoredLinearCache(const StoredLinearCache&) = delete;
+    StoredLinearCache& operator=(const StoredLinearCache&) = delete;
+
+    // The linear stored under `key` ("0:self_attn.q_proj") in layer `layer`'s record.
+    quant::QuantizedLinear load(int layer, const std::string& key);
+
+    struct OpenLayer;
+
+private:
+    std::filesystem::path dir_;
+    std::mutex mutex_;
+    int layer_ = -1;
+    std::shared_ptr<const OpenLayer> open_;
 };
 
 }  // namespace qs::pipeline
