@@ -195,8 +195,6 @@ public:
           config_(model::ModelConfig::fromCheckpoint(checkpoint_)),
           weights_(sourceWeights(checkpoint_, config_, plan.allowNonFinite)),
           base_(makeModel()) {
-        if (config_.isMoe() && !plan_.mixed.empty())
-            throw Error(checkpoint_.configSource().string() + ": a mix of methods does not handle MoE experts yet");
         if (!plan_.workDir.empty())
             work_.emplace(plan_.resume ? WorkFolder::resume(plan_.workDir, planIdentity(plan_))
                                        : WorkFolder::start(plan_.workDir, planIdentity(plan_)));
@@ -770,6 +768,11 @@ ResourceEstimate Job::estimate() const {
     const io::Checkpoint checkpoint = io::Checkpoint::open(plan_.checkpoint);
     WorkloadShape shape;
     shape.config = model::ModelConfig::fromCheckpoint(checkpoint);
+    if (shape.config.isMoe() && !plan_.mixed.empty())   // before any work, and in the estimate the GUI shows
+        throw Error(checkpoint.configSource().string() +
+                    ": a mix of methods is not offered for a mixture of experts yet: vLLM's compressed-tensors MoE loader "
+                    "gives all of a model's experts one scheme (its 'Linear' target, or one matching down_proj, gate_proj "
+                    "and up_proj), and a mix names each linear; quantize it with one method");
     shape.methods = int(plan_.methods.size());
     shape.resultsOnDisk = plan_.resultsOnDisk && !plan_.workDir.empty();
     for (const auto& m : plan_.methods) {

@@ -32,6 +32,7 @@
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/job_report.h"
 #include "qs/pipeline/mixed_precision_measure.h"
+#include "qs/pipeline/mixed_precision_rules.h"
 #include "qs/pipeline/resource_estimate.h"
 
 using namespace qs;
@@ -362,6 +363,25 @@ TEST(TinyMoe, TheBitBudgetsMeasurementIsRefusedBeforeAnyWork) {
         FAIL() << "expected qs::Error";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("mixture of experts"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(progressed);
+}
+
+// A mix (here an --override rule) on a MoE is refused before any work, saying why.
+TEST(TinyMoe, AMixOfMethodsIsRefusedBeforeAnyWork) {
+    JobPlan plan;
+    plan.checkpoint = fs::path(QS_TEST_DATA_DIR) / "moe" / "qwen3-moe-tiny";
+    plan.evaluation.assign(2, std::vector<model::TokenId>(16, 1));
+    ModuleRules rules;
+    rules.overrides.push_back(parseOverride("self_attn=rtn8", 16));
+    plan.mixed.push_back(applyRules(parseMethod("rtn4", 16), rules, 2, "mixed"));
+    bool progressed = false;
+    try {
+        (void)Job(plan).run([&](const Progress&) { progressed = true; }, CancelToken{});
+        FAIL() << "expected qs::Error";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("config.json: a mix of methods is not offered for a mixture of experts"), std::string::npos)
+            << e.what();
     }
     EXPECT_FALSE(progressed);
 }
