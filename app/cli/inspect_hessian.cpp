@@ -37,16 +37,28 @@ double median(std::vector<double> values) {
     return *middle;
 }
 
+bool hasExperts(const pipeline::LayerHessianDiagonals& h) {
+    return std::any_of(h.modules.begin(), h.modules.end(), [](const auto& m) { return m.second.routedTokens >= 0; });
+}
+
 std::string renderText(const pipeline::LayerHessianDiagonals& h, const std::string& header) {
-    TextTable table({{"linear"}, {"inputs", TextTable::Align::Right}, {"min H_cc", TextTable::Align::Right},
-                     {"median", TextTable::Align::Right}, {"max H_cc", TextTable::Align::Right},
-                     {"max/min", TextTable::Align::Right}, {"act-order first"}});
+    // A MoE layer: each expert's routed tokens too (its diagonal is over every token), blank for the rest.
+    const bool experts = hasExperts(h);
+    std::vector<TextTable::Column> columns{{"linear"}, {"inputs", TextTable::Align::Right}, {"min H_cc", TextTable::Align::Right},
+                                           {"median", TextTable::Align::Right}, {"max H_cc", TextTable::Align::Right},
+                                           {"max/min", TextTable::Align::Right}};
+    if (experts) columns.push_back({"routed", TextTable::Align::Right});
+    columns.push_back({"act-order first"});
+    TextTable table(std::move(columns));
     for (const auto& [module, d] : h.modules) {
         const auto [lo, hi] = std::minmax_element(d.diagonal.begin(), d.diagonal.end());
         std::string first;
         for (int c : firstChannels(d, kFirstChannels)) first += (first.empty() ? "" : " ") + std::to_string(c);
-        table.addRow({module, std::to_string(d.diagonal.size()), formatNumber(*lo), formatNumber(median(d.diagonal)),
-                      formatNumber(*hi), *lo > 0 ? formatNumber(*hi / *lo) : "inf", first});
+        std::vector<std::string> row{module, std::to_string(d.diagonal.size()), formatNumber(*lo), formatNumber(median(d.diagonal)),
+                                     formatNumber(*hi), *lo > 0 ? formatNumber(*hi / *lo) : "inf"};
+        if (experts) row.push_back(d.routedTokens >= 0 ? std::to_string(d.routedTokens) : "");
+        row.push_back(first);
+        table.addRow(std::move(row));
     }
     std::ostringstream out;
     out << header << '\n';
@@ -59,8 +71,10 @@ nlohmann::json renderJson(const pipeline::LayerHessianDiagonals& h, const nlohma
     json["layer"] = h.layer;
     json["samples"] = h.samples;
     nlohmann::json modules = nlohmann::json::object();
-    for (const auto& [module, d] : h.modules)
+    for (const auto& [module, d] : h.modules) {
         modules[module] = {{"diagonal", d.diagonal}, {"act_order", firstChannels(d, d.diagonal.size())}};
+        if (d.routedTokens >= 0) modules[module]["routed_tokens"] = d.routedTokens;
+    }
     json["modules"] = std::move(modules);
     return json;
 }

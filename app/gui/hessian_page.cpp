@@ -11,6 +11,7 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
+#include "expert_path.h"
 #include "number_format.h"
 #include "plot_view.h"
 #include "qs/formats/detect.h"
@@ -116,6 +117,16 @@ void HessianPage::setTensor(const QString& name) {
         return;
     }
     const io::TensorName naming = io::parseTensorName(name.toStdString());
+    if (const auto expert = parseExpertPath(naming.module); naming.layer >= 0 && expert && expert->expert < 0) {
+        layer_ = -1;   // gpt-oss: one tensor for every expert, each with its own Hessian
+        module_.clear();
+        runner_.cancel();
+        showMessage(tr("%1 holds every expert stacked in one tensor, and each expert has its own Hessian: "
+                       "quantscope-cli inspect --hessian %2 lists them (mlp.experts.N.gate_up_proj, mlp.experts.N.down_proj).")
+                        .arg(name)
+                        .arg(naming.layer));
+        return;
+    }
     if (naming.role != io::TensorRole::Linear || naming.layer < 0) {
         layer_ = -1;
         module_.clear();
@@ -154,7 +165,7 @@ void HessianPage::refresh() {
         return;
     }
     if (!checkpoint_ || layer_ < 0) return;
-    if (shown()) {   // another linear of the layer already calibrated
+    if (hessians_ && hessians_->layer.layer == layer_) {   // the layer is calibrated: another of its linears, or its router
         draw();
         return;
     }
@@ -188,7 +199,10 @@ void HessianPage::showMessage(const QString& message) {
 
 void HessianPage::draw() {
     const pipeline::HessianDiagonal* d = shown();
-    if (!d) return;
+    if (!d) {
+        if (hessians_ && hessians_->layer.layer == layer_) showMessage(notCalibratedText());
+        return;
+    }
     plot_->clearGraphs();
     QCPGraph* all = plot_->addGraph();
     all->setName(tr("channels"));
@@ -233,6 +247,13 @@ QString HessianPage::captionText() const {
     const pipeline::HessianDiagonal* d = shown();
     if (!d) return caption_->text();
     const auto [lo, hi] = std::minmax_element(d->diagonal.begin(), d->diagonal.end());
+    // An expert is calibrated on every token, as the Job does by default; how many the router chose says
+    // how much of its work the model really asks of it.
+    const QString routed = d->routedTokens < 0 ? QString()
+                                               : tr(" The router sent this expert %1 of the %2 tokens; its Hessian is over all of them, "
+                                                    "as the default all-expert calibration sees it.")
+                                                     .arg(d->routedTokens)
+                                                     .arg(hessians_->layer.samples);
     return tr("Layer %1 %2: diag(H) of %3 input channels from %4 calibration tokens on %5, %6 … %7 (ratio %8). "
               "Red: the first %9 channels of GPTQ's act-order (largest H_cc first).")
         .arg(layer_)
@@ -242,7 +263,15 @@ QString HessianPage::captionText() const {
         .arg(hessians_->device)
         .arg(valueText(*lo), valueText(*hi))
         .arg(*lo > 0 ? valueText(*hi / *lo) : QStringLiteral("∞"))
-        .arg(kListedChannels);
+        .arg(kListedChannels) + routed;
+}
+
+// The layer is calibrated but the selected linear has no diagonal of its own (a MoE's router).
+QString HessianPage::notCalibratedText() const {
+    const QString last = module_.section(QLatin1Char('.'), -1);
+    if (last == QStringLiteral("gate") || last == QStringLiteral("router"))
+        return tr("Layer %1 %2 is the experts' router, which stays dense: no Hessian is collected for it.").arg(layer_).arg(module_);
+    return tr("Layer %1 %2 is not one of the linears the calibration sees.").arg(layer_).arg(module_);
 }
 
 QString HessianPage::toolTipAt(double x) const {

@@ -38,6 +38,7 @@ public:
     const pipeline::HessianDiagonal* shown() const;
     PlotView* plot() const { return plot_; }
     QString captionText() const;
+    QString notCalibratedText() const;
 
 protected:
     void showEvent(QShowEvent* event) override;

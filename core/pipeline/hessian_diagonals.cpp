@@ -35,7 +35,8 @@ public:
                 diagonal.actOrderRank = actOrderRanks(diagonal.diagonal);
                 it = byInput.emplace(sink.get(), std::move(diagonal)).first;
             }
-            result.modules.emplace(module, it->second);
+            HessianDiagonal& shown = result.modules.emplace(module, it->second).first->second;
+            if (const auto routed = routed_.find(module); routed != routed_.end()) shown.routedTokens = routed->second;
             result.samples = sink->samples();
         }
         return result;
@@ -53,10 +54,21 @@ private:
             for (auto module : input.modules) byModule_.emplace(std::string(module), sink);
         }
         sink->add(input.x);
+        countRouted(input);
+    }
+
+    // An expert's routed tokens, summed over the sequences: one count for all its modules, or one per
+    // module when the experts' gate/up inputs come as one.
+    void countRouted(const model::LinearInput& input) {
+        for (std::size_t i = 0; i < input.modules.size(); ++i) {
+            const std::int64_t routed = i < input.routedPerModule.size() ? input.routedPerModule[i] : input.routedTokens;
+            if (routed >= 0) routed_[std::string(input.modules[i])] += routed;
+        }
     }
 
     const Backend& backend_;
     std::map<std::string, std::shared_ptr<DiagonalSink>, std::less<>> byModule_;
+    std::map<std::string, std::int64_t, std::less<>> routed_;
 };
 
 }  // namespace
@@ -77,13 +89,13 @@ LayerHessianDiagonals hessianDiagonals(const io::Checkpoint& checkpoint, int lay
                                        const CancelToken& cancel) {
     requireDenseSource(checkpoint, formats::detect(checkpoint));   // else "no tensor named ...weight"
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
-    config.requireDense(checkpoint.configSource().string(), "the Hessian view");
     if (layer < 0 || layer >= config.numLayers)
         throw Error(checkpoint.root().string() + ": layer " + std::to_string(layer) + " is not a decoder layer (it has " +
                     std::to_string(config.numLayers) + ", 0 to " + std::to_string(config.numLayers - 1) + ")");
     if (text.empty()) throw Error("the Hessian of layer " + std::to_string(layer) + " needs calibration text, and none was given");
     model::Transformer model(config, std::make_shared<model::CheckpointWeights>(checkpoint, config));
     model.setLayerMath(backend.layerMath());
+    model.setHookSeesAllExpertTokens(true);   // the Job's default MoE calibration (JobPlan::moeCalibrateAllExperts)
     HiddenStream hidden(embedAll(model, text));
     LayerDiagonals diagonals(backend);
     for (int l = 0; l <= layer; ++l) {

@@ -87,5 +87,43 @@ TEST_F(HessianPageTest, CalibratesOnTheDeviceChosenInTheQuantizePanel) {
         << window.hessianPage()->captionText().toStdString();
 }
 
+// A mixture of experts: an expert's linear shows its diagonal (over every token, as the Job's default
+// calibration sees it) and how many tokens the router sent it; the router says it has no Hessian; a
+// gpt-oss tensor that stacks every expert says where the per-expert Hessians are.
+class HessianPageOfAMixtureOfExperts : public QtAppTest {
+protected:
+    MainWindow window{MainWindow::Settings::Ignore};
+};
+
+TEST_F(HessianPageOfAMixtureOfExperts, ShowsEachExpertWithItsRoutedTokensAndSaysWhatHasNone) {
+    window.show();
+    ASSERT_TRUE(window.openPath(QString::fromUtf8(QS_TEST_DATA_DIR) + QStringLiteral("/moe/qwen3-moe-tiny")));
+    window.hessianPage()->setSampling(2, 32);
+    ASSERT_TRUE(window.showPage(QStringLiteral("hessian")));
+    window.selectTensor(QStringLiteral("model.layers.1.mlp.experts.2.down_proj.weight"));
+    ASSERT_TRUE(waitUntil([this] { return !window.isBusy(); }, 60000));
+    const HessianDiagonal* down = window.hessianPage()->shown();
+    ASSERT_NE(down, nullptr) << window.hessianPage()->captionText().toStdString();
+    EXPECT_EQ(down->diagonal.size(), 16u);   // the experts' width
+    EXPECT_GE(down->routedTokens, 0);
+    EXPECT_LE(down->routedTokens, 64);
+    EXPECT_TRUE(window.hessianPage()->captionText().contains(
+        QStringLiteral("The router sent this expert %1 of the 64 tokens").arg(down->routedTokens)))
+        << window.hessianPage()->captionText().toStdString();
+
+    window.selectTensor(QStringLiteral("model.layers.1.mlp.gate.weight"));
+    EXPECT_FALSE(window.isBusy()) << "the layer is calibrated already";
+    EXPECT_EQ(window.hessianPage()->shown(), nullptr);
+    EXPECT_TRUE(window.hessianPage()->captionText().contains(QStringLiteral("router, which stays dense")))
+        << window.hessianPage()->captionText().toStdString();
+
+    ASSERT_TRUE(window.openPath(QString::fromUtf8(QS_TEST_DATA_DIR) + QStringLiteral("/gptoss/gptoss-tiny")));
+    window.selectTensor(QStringLiteral("model.layers.0.mlp.experts.gate_up_proj"));
+    EXPECT_FALSE(window.hessianPage()->isBusy()) << "nothing to calibrate";
+    EXPECT_TRUE(window.hessianPage()->captionText().contains(QStringLiteral("holds every expert stacked in one tensor")))
+        << window.hessianPage()->captionText().toStdString();
+}
+
 }  // namespace
+
 }  // namespace qs::gui::test

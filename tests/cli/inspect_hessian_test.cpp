@@ -72,6 +72,33 @@ TEST(InspectHessian, TextListsEachLinearWithItsRangeAndFirstChannels) {
     }
 }
 
+// A mixture of experts (the tiny Mixtral, 4 experts, top 2): a row per expert linear with its routed
+// tokens, in the text and in the JSON, which pipeline::hessianDiagonals checks against the Job's Hessians.
+TEST(InspectHessian, AMixtureOfExpertsListsEachExpertWithItsRoutedTokens) {
+    const std::string mixtral = std::string(QS_TEST_DATA_DIR) + "/moe/mixtral-tiny";
+    const auto json = runCli({"inspect", mixtral, "--hessian", "1", "--samples", "3", "--seq-len", "32", "--json", "--device", "cpu"});
+    ASSERT_EQ(json.exitCode, 0) << json.err;
+    const auto modules = nlohmann::json::parse(json.out)["modules"];
+    ASSERT_EQ(modules.size(), 4u + 4u * 3u) << modules.dump();
+    std::int64_t routed = 0;
+    for (int e = 0; e < 4; ++e) {
+        const auto& down = modules["block_sparse_moe.experts." + std::to_string(e) + ".w2"];
+        ASSERT_TRUE(down.contains("routed_tokens")) << e;
+        EXPECT_EQ(down["routed_tokens"], modules["block_sparse_moe.experts." + std::to_string(e) + ".w1"]["routed_tokens"]);
+        routed += down["routed_tokens"].get<std::int64_t>();
+    }
+    EXPECT_EQ(routed, 3 * 32 * 2);
+    EXPECT_FALSE(modules["self_attn.q_proj"].contains("routed_tokens"));
+
+    const auto text = runCli({"inspect", mixtral, "--hessian", "1", "--samples", "3", "--seq-len", "32", "--device", "cpu"});
+    ASSERT_EQ(text.exitCode, 0) << text.err;
+    EXPECT_NE(text.out.find("  routed  act-order first"), std::string::npos) << text.out;
+    const auto row = text.out.find("\nblock_sparse_moe.experts.2.w3 ");
+    ASSERT_NE(row, std::string::npos) << text.out;
+    const std::string count = " " + modules["block_sparse_moe.experts.2.w3"]["routed_tokens"].dump() + " ";
+    EXPECT_NE(text.out.substr(row, text.out.find('\n', row + 1) - row).find(count), std::string::npos) << text.out;
+}
+
 TEST(InspectHessian, ALayerThatIsNotThereIsAOneLineError) {
     const auto result = runCli({"inspect", kDemo, "--hessian", "5", "--samples", "2", "--seq-len", "32"});
     EXPECT_EQ(result.exitCode, 2);

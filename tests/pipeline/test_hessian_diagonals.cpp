@@ -122,6 +122,47 @@ TEST(HessianDiagonalsOnABackend, RunTheForwardPassesAndTheSumsThereWithoutAFullH
     EXPECT_EQ(backend.math->live.load(), 0) << "a residency scope outlived its layer";
 }
 
+// A mixture of experts (the bundled tiny Qwen3-MoE, 4 experts, top 2): the diagonals of the full
+// Hessians the Job's default all-expert calibration accumulates (every expert's linears on every token,
+// the layers routing as the model does), with each expert's routed tokens as that calibration counts them.
+TEST(HessianDiagonalsOfAMixtureOfExperts, AreTheAllExpertCalibrationsDiagonalsWithEachExpertsRoutedTokens) {
+    const io::Checkpoint checkpoint = io::Checkpoint::open(std::filesystem::path(QS_TEST_DATA_DIR) / "moe" / "qwen3-moe-tiny");
+    TokenSequences text(4, std::vector<model::TokenId>(48));
+    for (std::size_t s = 0; s < text.size(); ++s)
+        for (std::size_t t = 0; t < text[s].size(); ++t) text[s][t] = model::TokenId((s * 131 + t * 17 + t * t) % 320);
+    const int layer = 1;
+
+    model::Transformer transformer = model::Transformer::fromCheckpoint(checkpoint);
+    transformer.setHookSeesAllExpertTokens(true);
+    LayerStatistics statistics;
+    for (const auto& tokens : text) {
+        MatrixF h = transformer.embed(tokens);
+        for (int l = 0; l <= layer; ++l) transformer.runLayer(l, h, l == layer ? statistics.hook() : model::LinearInputHook());
+    }
+
+    const LayerHessianDiagonals result = hessianDiagonals(checkpoint, layer, text, *makeCpuBackend(), {}, CancelToken{});
+    EXPECT_EQ(result.samples, 4 * 48);
+    ASSERT_EQ(result.modules.size(), 4u + 4u * 3u) << "attention's four and every expert's three; the router is not quantized";
+    std::int64_t routedDown = 0;
+    for (const auto& [module, got] : result.modules) {
+        SCOPED_TRACE(module);
+        const MatrixF& full = statistics.hessian(module);
+        ASSERT_EQ(got.diagonal.size(), std::size_t(full.rows()));
+        for (Eigen::Index c = 0; c < full.rows(); ++c)
+            EXPECT_NEAR(got.diagonal[std::size_t(c)], full(c, c), 2e-6 * std::abs(full(c, c))) << "channel " << c;
+        const bool expert = module.starts_with("mlp.experts.");
+        EXPECT_EQ(got.routedTokens, expert ? statistics.routedTokens(module) : -1);
+        if (expert) {
+            EXPECT_GE(got.routedTokens, 0);
+        }
+        if (module.ends_with("down_proj") && expert) routedDown += got.routedTokens;
+    }
+    EXPECT_EQ(routedDown, 4 * 48 * 2) << "each token goes to its top 2 experts";
+    EXPECT_EQ(result.modules.at("mlp.experts.0.gate_proj").diagonal, result.modules.at("mlp.experts.3.up_proj").diagonal)
+        << "every expert's gate/up read the block's input";
+    EXPECT_NE(result.modules.at("mlp.experts.0.down_proj").diagonal, result.modules.at("mlp.experts.1.down_proj").diagonal);
+}
+
 TEST(HessianDiagonalsErrors, ALayerThatIsNotThereOrACancelStops) {
     const io::Checkpoint checkpoint = io::Checkpoint::open(kDemo);
     const TokenSequences text = demoText(2, 32);

@@ -21,6 +21,9 @@ namespace qs::pipeline {
 struct HessianDiagonal {
     std::vector<double> diagonal;   // H_cc = 2 Σ x_c² / n per input channel
     std::vector<int> actOrderRank;  // per channel: its place in GPTQ's act-order (0 = quantized first)
+    // An expert's linear: the calibration tokens the router sent to that expert (its diagonal is over
+    // every token, as the Job's default all-expert calibration sees it); -1 for the other linears.
+    std::int64_t routedTokens = -1;
 };
 
 struct LayerHessianDiagonals {
@@ -30,6 +33,8 @@ struct LayerHessianDiagonals {
                                                       // linears that read one input share its diagonal
 };
 
+// A mixture of experts is calibrated as the Job calibrates it by default: the layers route as the model
+// does, and every expert's linears see every token (their gate/up share the block's input).
 // Throws qs::Error (not a decoder checkpoint, no such layer, no text) or qs::Cancelled. Progress:
 // stage "calibrate", one step per layer run.
 LayerHessianDiagonals hessianDiagonals(const io::Checkpoint& checkpoint, int layer, const TokenSequences& text,
