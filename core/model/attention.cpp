@@ -9,6 +9,8 @@
 namespace qs::model {
 namespace {
 
+constexpr Eigen::Index kQueryBlock = 64;   // queries per task: a block's scores (64 × keys) stay in L2
+
 void checkShapes(const Eigen::Ref<const MatrixF>& q, const Eigen::Ref<const MatrixF>& k,
                  const Eigen::Ref<const MatrixF>& v, const AttentionShape& s) {
     if (s.numHeads <= 0 || s.numKvHeads <= 0 || s.headDim <= 0 || s.numHeads % s.numKvHeads != 0)
@@ -46,16 +48,27 @@ MatrixF causalAttention(const Eigen::Ref<const MatrixF>& q, const Eigen::Ref<con
     const int group = s.numHeads / s.numKvHeads;
     const float scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
     MatrixF out(tq, q.cols());
-    // One head per thread: Eigen runs its GEMMs single-threaded inside an OpenMP region, so the heads
-    // are the parallelism here, and the result does not depend on the thread count.
+    // One task per head and block of kQueryBlock queries: each block multiplies only the keys its rows
+    // can see (causal: half of the square for a prompt, less with a sliding window), and its scores stay
+    // in cache between the softmax and the product with V. Eigen runs its GEMMs single-threaded inside
+    // an OpenMP region, so the tasks are the parallelism, and the result does not depend on the thread
+    // count. The longest blocks (the last queries) are handed out first.
+    const Eigen::Index blocks = (tq + kQueryBlock - 1) / kQueryBlock;
+    const Eigen::Index tasks = blocks * s.numHeads;
 #pragma omp parallel for schedule(dynamic, 1) if (tq * tk * s.numHeads > 32768)
-    for (int h = 0; h < s.numHeads; ++h) {
+    for (Eigen::Index task = 0; task < tasks; ++task) {
+        const int h = static_cast<int>(task % s.numHeads);
+        const Eigen::Index first = (blocks - 1 - task / s.numHeads) * kQueryBlock;
+        const Eigen::Index rows = std::min(kQueryBlock, tq - first);
+        const Eigen::Index lastKey = offset + first + rows - 1;
+        const Eigen::Index firstKey = s.slidingWindow > 0 ? std::max<Eigen::Index>(0, offset + first - s.slidingWindow + 1) : 0;
+        const Eigen::Index keys = lastKey - firstKey + 1;
         const Eigen::Index kvCol = static_cast<Eigen::Index>(h / group) * d;
-        MatrixF scores(tq, tk);
-        scores.noalias() = q.middleCols(h * d, d) * k.middleCols(kvCol, d).transpose();
+        MatrixF scores(rows, keys);
+        scores.noalias() = q.block(first, h * d, rows, d) * k.block(firstKey, kvCol, keys, d).transpose();
         scores *= scale;
-        maskedSoftmax(scores, offset, s.slidingWindow, s.sinks ? s.sinks + h : nullptr);
-        out.middleCols(h * d, d).noalias() = scores * v.middleCols(kvCol, d);
+        maskedSoftmax(scores, offset + first - firstKey, s.slidingWindow, s.sinks ? s.sinks + h : nullptr);
+        out.block(first, h * d, rows, d).noalias() = scores * v.block(firstKey, kvCol, keys, d);
     }
     return out;
 }
