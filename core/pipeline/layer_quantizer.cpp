@@ -81,10 +81,15 @@ struct AwqInput {
     const MatrixF& h() const { return borrowed != nullptr ? *borrowed : summed; }
 };
 
-// The MoE block's input as the experts saw it: each expert's statistics weighted by its token count
-// (with all-expert calibration every expert saw every token, so this is that one input). With
-// `release`, each expert's H is freed once it is added, so only the sum stays.
+// The MoE block's input as the experts saw it: each expert's statistics weighted by its token count.
+// With all-expert calibration every expert's gate/up read one input, whose statistics are borrowed (a
+// weighted sum of one H would copy it, and round it). Else, with `release`, each expert's H is freed
+// once it is added, so only the sum stays.
 AwqInput expertsInput(const MethodSpec& method, const AwqGroup& group, LayerStatistics& statistics, bool release) {
+    std::set<const InputStatistics*> inputs;
+    for (const std::string& module : group.modules) inputs.insert(&statistics.input(module));
+    if (inputs.size() == 1 && (*inputs.begin())->hessian->samples() > 0)
+        return {(*inputs.begin())->hessian->meanAbs(), &statistics.hessian(group.modules.front()), {}};
     AwqInput sum;
     double tokens = 0.0;
     std::set<const InputStatistics*> seen;
