@@ -259,7 +259,10 @@ private:
     void writeLinear(const std::string& prefix) {
         const auto read = hooks_.complete ? hooks_.complete(prefix) : nullptr;
         const quant::QuantizedLinear& q = read ? *read : *byPrefix_.at(prefix);
-        if (hooks_.produce)   // made just now: not checked with the others before the first byte
+        // Made just now (streamed), or read back from a work folder only now (reading a 70B result twice
+        // to check it first would double the export's reads): not checked before the first byte; a
+        // refusal leaves no destination, as any failure of the writer does.
+        if (hooks_.produce || hooks_.complete)
             if (const std::string why = refusalAsWritten(encoder_, prefix, q, folding_); !why.empty())
                 throw Error("cannot export as " + std::string(encoder_.name()) + ": " + prefix + ": " + why);
         const auto rows = folding_.rowDivisors.find(prefix);
@@ -344,8 +347,9 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
     const AwqFolding planned = folding;   // the parts' row divisors, before fusing consumes them
     // A checkpoint that fuses q/k/v or gate/up (Phi-3) gets them back fused, as it stored them.
     const FusedLinears fused = fuseForExport(parts, arch, folding);
-    const std::string why = result.stored ? storedRefusals(encoder, result, arch, planned, cancel) : refusals(encoder, fused.linears, folding);
-    if (!why.empty()) throw Error(why);
+    // A result on disk is checked as the writer reads each linear back (ExportWriter::writeLinear).
+    if (!result.stored)
+        if (const std::string why = refusals(encoder, fused.linears, folding); !why.empty()) throw Error(why);
     if (auto mismatch = sourceMismatch(result, io::fingerprintOf(source)); !mismatch.empty()) throw Error("cannot export: " + mismatch);
     LinearHooks hooks;
     if (result.stored) {   // the codes are read back a layer at a time as the writer reaches them

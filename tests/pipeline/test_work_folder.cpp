@@ -15,6 +15,7 @@
 
 #include "qs/error.h"
 #include "qs/io/checkpoint_writer.h"
+#include "qs/formats/linear_encoder.h"
 #include "qs/io/json_file.h"
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/gguf_result_export.h"
@@ -284,6 +285,29 @@ TEST(ResultsOnDisk, AResultOnDiskEqualsTheOneInRamAndExportsTheSameBytes) {
         EXPECT_NE(std::string(e.what()).find("the finished layer is not there"), std::string::npos) << e.what();
     }
     fs::remove_all(out);
+    fs::remove_all(checkpoint);
+}
+
+// A result on disk is checked as the export reads each linear back, not in a pass of its own before:
+// a layout that cannot hold it is refused naming the linear, and leaves no destination.
+TEST(ResultsOnDisk, ALayoutThatCannotHoldTheResultIsRefusedAndLeavesNoDestination) {
+    const fs::path checkpoint = fourLayerCheckpoint("refused_model");
+    const fs::path work = tempDir("refused_work");
+    JobPlan plan = planFor(checkpoint, "gptq4-act");
+    plan.workDir = work;
+    plan.resultsOnDisk = true;
+    const JobResult result = Job(plan).run({}, CancelToken{});
+    ASSERT_NE(result.methods[0].stored, nullptr);
+    const fs::path out = tempDir("refused_out");
+    try {
+        (void)exportCheckpoint({checkpoint, out, "awq", false, nlohmann::json::object()}, result.methods[0], {}, CancelToken{});
+        FAIL() << "AWQ's layout took an act-order result";
+    } catch (const Error& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("cannot export as awq: model.layers.0.", 0), 0u) << e.what();
+    }
+    EXPECT_FALSE(fs::exists(out));
+    EXPECT_NE(exportRefusal(result.methods[0], formats::encoderNamed("awq"), CancelToken{}), "") << "the panel's check still reads it";
+    WorkFolder::discard(work);
     fs::remove_all(checkpoint);
 }
 
