@@ -246,13 +246,13 @@ void runMixedQuantize(const QuantizeOptions& o) {
     std::cout << ")\n";
 }
 
-// gpt-oss, whose stacked experts the methods' exporters do not write back yet (compare measures them): its
+// gpt-oss, whose stacked experts load as its own MXFP4 or dense only (compare measures the other methods): its
 // experts back to gpt-oss's own MXFP4 layout, without a forward pass, so with the weight error in place of a KL.
 void runGptOssQuantize(const QuantizeOptions& o) {
     if (o.method != "mxfp4")
-        throw Error(o.path + ": gpt_oss's stacked experts are not written back as safetensors by the other methods yet, so only "
-                    "--method mxfp4 (its experts in gpt-oss's own layout) or a GGUF method (q4_k_m, q8_0, ...) applies; "
-                    "compare measures " + o.method);
+        throw Error(o.path + ": gpt_oss's stacked experts load in vLLM as gpt-oss's own MXFP4 or dense, not as per-expert "
+                    "quantized linears, so only --method mxfp4 (its experts in gpt-oss's own layout) or a GGUF method "
+                    "(q4_k_m, q8_0, ...) applies; compare measures " + o.method);
     if (!o.format.empty() && o.format != "gpt-oss-mxfp4")
         throw Error("gpt-oss's experts are written in its own MXFP4 layout (--format gpt-oss-mxfp4), not " + o.format);
     if (!o.calib.empty() || o.mixed.any() || o.serving.kvCache != "none" || !o.imatrixOut.empty())

@@ -323,12 +323,14 @@ std::filesystem::path writeExport(const ExportRequest& request, const io::Checkp
 namespace {
 
 // gpt-oss's experts are slices of stacked tensors (mlp.experts.gate_up_proj [E, in, out]); the methods
-// quantize them one by one (mlp.experts.3.gate_up_proj), but the encoders write one tensor per linear,
-// under names no loader of gpt-oss reads: refused until they write the stacked layout back.
+// quantize them one by one (mlp.experts.3.gate_up_proj), but the encoders write one tensor per linear.
+// vLLM's gpt_oss loader reads the experts stacked, as gpt-oss's own MXFP4 (quant_method "mxfp4") or as
+// dense w13/w2 tensors, and no per-expert quantized layout: refused, pointing at the two that load.
 std::string stackedExpertsRefusal(const io::Checkpoint& source) {
     if (source.config().value("model_type", "") != "gpt_oss") return {};
-    return source.root().string() + ": gpt-oss's experts are stacked tensors, and the methods' results are not written back "
-                                    "in that layout yet (compare measures them; quantize --method mxfp4 writes gpt-oss's own MXFP4)";
+    return source.root().string() + ": gpt-oss's experts are stacked tensors, which vLLM loads as gpt-oss's own MXFP4 or "
+                                    "dense, not as per-expert quantized linears (compare measures the methods; quantize "
+                                    "--method mxfp4 writes gpt-oss's own MXFP4, a GGUF method a file llama.cpp runs)";
 }
 
 }  // namespace

@@ -269,8 +269,8 @@ TEST(TinyMoe, CompareMethodsRunEndToEnd) {
 }
 
 // gpt-oss (tests/data/gptoss): the Job quantizes each expert's gate_up_proj and down_proj as linears of
-// their own and measures the KL, but the result is not written back as the stacked tensors gpt-oss's
-// loaders read: the export is refused in one line before anything is written.
+// their own and measures the KL, but gpt-oss's loaders read the experts stacked (its MXFP4, or dense),
+// not as per-expert quantized linears: the export is refused in one line before anything is written.
 TEST(TinyGptOss, TheJobMeasuresItAndTheExportIsRefusedInOneLine) {
     const fs::path source = fs::path(QS_TEST_DATA_DIR) / "gptoss" / "gptoss-tiny";
     JobPlan plan;
