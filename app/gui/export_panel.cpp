@@ -139,6 +139,7 @@ void ExportPanel::setSource(const QString& checkpointPath, io::CheckpointFingerp
 void ExportPanel::setResult(JobResultPtr result) {
     runner_.cancel();
     result_ = std::move(result);
+    storedRefusals_.clear();
     written_.clear();
     fillMethods();
 }
@@ -224,9 +225,10 @@ void ExportPanel::checkStoredResult(std::vector<const formats::LinearEncoder*> o
             if (chosen) c.refusal = QString::fromStdString(pipeline::exportRefusal(*m, *chosen, token));
             return c;
         },
-        [this](StoredChecks c) {
+        [this, m = method(), chosen](StoredChecks c) {
             const QSignalBlocker blocker(format_);   // the chosen (default) layout stays chosen
             for (const formats::LinearEncoder* e : c.accepted) format_->addItem(QString::fromUtf8(e->name()), QString::fromUtf8(e->name()));
+            if (chosen) storedRefusals_[{m, chosen}] = c.refusal;
             finishCheck(c.refusal);
         },
         [this](const QString& message) { finishCheck(message); });
@@ -311,9 +313,17 @@ void ExportPanel::updateRefusal() {
         refusal_ = QString::fromStdString(pipeline::exportRefusal(*m, *e));
         return;
     }
+    if (const auto known = storedRefusals_.find({m, e}); known != storedRefusals_.end()) {
+        refusal_ = known->second;   // found before, for this result and layout
+        return;
+    }
     checking_ = true;   // a result on disk: its layers are read on the worker
     checks_.start([result = result_, m, e](const CancelToken& token) { return QString::fromStdString(pipeline::exportRefusal(*m, *e, token)); },
-                  [this](const QString& refusal) { finishCheck(refusal); }, [this](const QString& message) { finishCheck(message); });
+                  [this, m, e](const QString& refusal) {
+                      storedRefusals_[{m, e}] = refusal;
+                      finishCheck(refusal);
+                  },
+                  [this](const QString& message) { finishCheck(message); });
 }
 
 void ExportPanel::updateState() {

@@ -6,6 +6,7 @@
 // reports progress; and offers to open what it wrote.
 #include <atomic>
 #include <functional>
+#include <map>
 #include <memory>
 #include <vector>
 
@@ -88,6 +89,9 @@ private:
     SettingsProvider settings_;
     QString refusal_;   // the core's reason the chosen format cannot hold the chosen result
     bool checking_ = false;   // refusal_ (and the layouts offered) are being found on checks_
+    // A result on disk: each layout's refusal once found, so that choosing it again does not read the
+    // whole result again (tens of gigabytes for a 70B). Cleared with the result.
+    std::map<std::pair<const pipeline::MethodResult*, const formats::LinearEncoder*>, QString> storedRefusals_;
     JobRunner checks_;
     JobRunner runner_;
     std::shared_ptr<std::atomic<double>> fraction_ = std::make_shared<std::atomic<double>>(0.0);

@@ -142,6 +142,12 @@ TEST_F(ResultsOnDiskTest, TheExportPanelChecksAResultOnDiskOnItsWorker) {
         EXPECT_EQ(disk.problem().toStdString(), ram.problem().toStdString()) << e->name();
     }
     EXPECT_GE(offered, 2);   // gptq and at least one other layout take 4-bit GPTQ
+    // A layout chosen again is not read again: its refusal (none, or the reason) is known.
+    for (const formats::LinearEncoder* e : formats::allEncoders()) {
+        if (!disk.selectFormat(QString::fromUtf8(e->name()))) continue;
+        EXPECT_FALSE(disk.isChecking()) << e->name();
+        EXPECT_EQ(disk.problem().toStdString(), ram.problem().toStdString()) << e->name();
+    }
 }
 
 TEST_F(ResultsOnDiskTest, AFolderRemovedUnderTheResultFailsTheExportWithOneLine) {
