@@ -153,8 +153,10 @@ void HessianPage::showEvent(QShowEvent* event) {
     if (stale_) refresh();
 }
 
+bool HessianPage::layerCalibrated() const { return hessians_ && hessians_->layer.layer == layer_; }
+
 const pipeline::HessianDiagonal* HessianPage::shown() const {
-    if (!hessians_ || hessians_->layer.layer != layer_) return nullptr;
+    if (!layerCalibrated()) return nullptr;
     const auto it = hessians_->layer.modules.find(module_.toStdString());
     return it == hessians_->layer.modules.end() ? nullptr : &it->second;
 }
@@ -165,7 +167,7 @@ void HessianPage::refresh() {
         return;
     }
     if (!checkpoint_ || layer_ < 0) return;
-    if (hessians_ && hessians_->layer.layer == layer_) {   // the layer is calibrated: another of its linears, or its router
+    if (layerCalibrated()) {   // another of the layer's linears, or its router
         draw();
         return;
     }
@@ -200,7 +202,7 @@ void HessianPage::showMessage(const QString& message) {
 void HessianPage::draw() {
     const pipeline::HessianDiagonal* d = shown();
     if (!d) {
-        if (hessians_ && hessians_->layer.layer == layer_) showMessage(notCalibratedText());
+        if (layerCalibrated()) showMessage(notCalibratedText());
         return;
     }
     plot_->clearGraphs();

@@ -39,6 +39,7 @@ public:
     PlotView* plot() const { return plot_; }
     QString captionText() const;
     QString notCalibratedText() const;
+    bool layerCalibrated() const;   // the selected linear's layer has its diagonals
 
 protected:
     void showEvent(QShowEvent* event) override;

@@ -237,21 +237,6 @@ std::vector<MatrixF> WorkFolder::loadKeptHidden(const fs::path& dir, int layer, 
     return readTensors(record.file, "hidden." + name, count->get<std::size_t>());
 }
 
-namespace {
-
-quant::QuantizedLinear storedLinear(const StoredRecord& record, const fs::path& dir, int layer, const std::string& key) {
-    const auto header = record.linears.find(key);
-    if (header == record.linears.end())
-        throw Error(numbered(dir, "layer", layer).string() + ": no stored linear '" + key + "'");
-    return readQuantizedLinear(*header, record.file, key);
-}
-
-}  // namespace
-
-quant::QuantizedLinear WorkFolder::loadLinear(const fs::path& dir, int layer, const std::string& key) {
-    return storedLinear(openRecord(dir, layer), dir, layer, key);
-}
-
 struct StoredLinearCache::OpenLayer {
     StoredRecord record;
 };
@@ -270,7 +255,11 @@ quant::QuantizedLinear StoredLinearCache::load(int layer, const std::string& key
         }
         open = open_;
     }
-    return storedLinear(open->record, dir_, layer, key);   // read outside the lock: the mapping is read-only
+    // Read outside the lock: the mapping is read-only.
+    const auto header = open->record.linears.find(key);
+    if (header == open->record.linears.end())
+        throw Error(numbered(dir_, "layer", layer).string() + ": no stored linear '" + key + "'");
+    return readQuantizedLinear(*header, open->record.file, key);
 }
 
 

@@ -415,7 +415,7 @@ TEST(StoredLinearCache, ReadsEachLayersOwnLinears) {
     for (const int layer : {0, 1, 0}) {
         for (const char* key : {"0:mlp.experts.0.up_proj", "0:mlp.experts.1.up_proj"}) {
             SCOPED_TRACE(std::to_string(layer) + " " + key);
-            expectSameLinear(cache.load(layer, key), WorkFolder::loadLinear(dir, layer, key), key);
+            expectSameLinear(cache.load(layer, key), folder.loadLayer(layer).linears.at(key), key);
         }
     }
     expectSameLinear(cache.load(1, "0:mlp.experts.1.up_proj"), everyFieldSet(21), "layer 1, expert 1");

@@ -63,8 +63,6 @@ public:
     // ("self_attn.q_proj"): one method's layer, without reading the other methods' or the hidden states.
     static std::map<std::string, quant::QuantizedLinear> loadLinears(const std::filesystem::path& dir, int layer,
                                                                      std::string_view keyPrefix);
-    // The one linear stored under `key` ("0:self_attn.q_proj") in layer `layer`'s record.
-    static quant::QuantizedLinear loadLinear(const std::filesystem::path& dir, int layer, const std::string& key);
     // The states named `name` that layer `layer`'s record keeps (LayerRecord::hidden), without its linears.
     static std::vector<MatrixF> loadKeptHidden(const std::filesystem::path& dir, int layer, const std::string& name);
     // The hidden states after layer completeLayers()-1: their folder, their shapes, or read into memory.
