@@ -120,6 +120,8 @@ void putExperts(json& c, const GgufMetadata& m, const std::string& arch) {
     putInteger(c, "num_experts_per_tok", m.integer(key("expert_used_count")));
     if (arch == "llama") {
         putInteger(c, "num_local_experts", m.integer(key("expert_count")));
+    } else if (arch == "gpt-oss") {
+        putInteger(c, "num_local_experts", m.integer(key("expert_count")));
     } else if (arch == "qwen3moe") {
         putInteger(c, "num_experts", m.integer(key("expert_count")));
         putInteger(c, "moe_intermediate_size", m.integer(key("expert_feed_forward_length")));
@@ -145,6 +147,24 @@ void putGemma3(json& c, const GgufMetadata& m) {
     const int heads = c.value("num_attention_heads", 0), hidden = c.value("hidden_size", 0);
     if (layers == 62 && heads > 0) c["query_pre_attn_scalar"] = hidden / heads;
     else if (c.contains("head_dim")) c["query_pre_attn_scalar"] = c["head_dim"];
+}
+
+// gpt-oss as llama.cpp's gpt-oss (LLM_ARCH_OPENAI_MOE) runs it: even layers sliding and odd ones full,
+// biased attention, the clamped SwiGLU at 7, and YaRN with betas 32 / 1 whose correction range it always
+// rounds out to whole dimensions (transformers' truncate true).
+void putGptOss(json& c, const GgufFile& file) {
+    putInteger(c, "sliding_window", file.metadata().integer("gpt-oss.attention.sliding_window"));
+    const int layers = c.value("num_hidden_layers", 0);
+    json types = json::array();
+    for (int i = 0; i < layers; ++i) types.push_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
+    c["layer_types"] = types;
+    c["attention_bias"] = file.find("blk.0.attn_q.bias") != nullptr;
+    c["swiglu_limit"] = 7.0;
+    if (c["rope_scaling"].is_object() && c["rope_scaling"].value("rope_type", "") == "yarn") {
+        c["rope_scaling"]["beta_fast"] = 32.0;
+        c["rope_scaling"]["beta_slow"] = 1.0;
+        c["rope_scaling"]["truncate"] = true;
+    }
 }
 
 // The f32 values of a factor tensor as the decimals they were written from.
@@ -225,6 +245,7 @@ json hfConfigOfGguf(const GgufFile& file) {
     putExperts(c, m, arch);
     if (arch == "gemma3") putGemma3(c, m);
     if (arch == "phi3") putPhi3(c, file);
+    if (arch == "gpt-oss") putGptOss(c, file);
     return c;
 }
 

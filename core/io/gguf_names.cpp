@@ -83,6 +83,7 @@ std::optional<HfArchitecture> hfArchitectureOfGguf(std::string_view ggufArchitec
     // llama.cpp's gemma3 is the text tower (Gemma3ForCausalLM), also of the Gemma 3 VLM's GGUF.
     if (ggufArchitecture == "gemma3") return HfArchitecture{"gemma3_text", "Gemma3ForCausalLM"};
     if (ggufArchitecture == "phi3") return HfArchitecture{"phi3", "Phi3ForCausalLM"};
+    if (ggufArchitecture == "gpt-oss") return HfArchitecture{"gpt_oss", "GptOssForCausalLM"};
     // A Qwen-VL GGUF holds the text tower only (the vision tower goes to an mmproj file): read back as
     // its text model, whose RoPE is the multimodal one's for text (rope.dimension_sections only split
     // the frequencies over positions that are equal for text tokens).

@@ -29,6 +29,9 @@ constexpr std::array<Pair, 3> kGemma3 = {{
 // llama.cpp's phi3 keeps Phi-3's fused gate/up (gate rows, then up rows) as ffn_up.
 constexpr std::array<Pair, 1> kPhi3 = {{{"ffn_up", "mlp.gate_up_proj"}}};
 
+// llama.cpp's gpt-oss calls the norm before the MLP post_attention_norm (convert_hf_to_gguf's GptOssModel).
+constexpr std::array<Pair, 1> kGptOss = {{{"post_attention_norm", "post_attention_layernorm"}}};
+
 struct LayerTensor {
     std::string_view layer;    // "7"
     std::string_view module;   // "ffn_gate_exps"
@@ -88,11 +91,14 @@ GgufReadNames ggufReadNames(const GgufFile& file) {
     GgufReadNames names;
     if (const std::string* arch = file.metadata().string("general.architecture")) names.arch = *arch;
     if (names.arch == "gemma3") names.normShift = -1.0f;
-    // llama.cpp runs Mixtral as llama with experts and Qwen3-MoE as qwen3moe, both with the experts of
-    // every layer stacked; gpt-oss's (gate/up interleaved in its checkpoint, with biases) are not read back.
-    const bool mixtral = names.arch == "llama", qwen3moe = names.arch == "qwen3moe";
-    if (!mixtral && !qwen3moe) return names;
+    // llama.cpp runs Mixtral as llama with experts, Qwen3-MoE as qwen3moe and gpt-oss as gpt-oss, all with
+    // the experts of every layer stacked. gpt-oss's checkpoint interleaves gate and up in one gate_up_proj;
+    // its GGUF keeps them apart (ffn_gate_exps, ffn_up_exps, each with its biases), and they come back as
+    // each expert's gate_proj and up_proj (model::ModelConfig::fromCheckpoint reads them so).
+    const bool mixtral = names.arch == "llama", qwen3moe = names.arch == "qwen3moe", gptOss = names.arch == "gpt-oss";
+    if (!mixtral && !qwen3moe && !gptOss) return names;
     if (mixtral) names.experts = {0, "block_sparse_moe", "w1", "w3", "w2"};
+    else if (gptOss) names.experts = {0, "mlp", "gate_proj", "up_proj", "down_proj", "router"};
     else names.experts = {0, "mlp", "gate_proj", "up_proj", "down_proj"};
     const std::string key = names.arch + ".expert_count";
     const GgufValue* count = file.metadata().find(key);
@@ -106,11 +112,16 @@ GgufReadNames ggufReadNames(const GgufFile& file) {
 
 std::optional<std::string> hfNameIn(const GgufReadNames& names, std::string_view ggufName) {
     if (const auto t = splitLayerTensor(ggufName)) {
-        if (names.experts.count > 0 && t->module == "ffn_gate_inp") return layerName(t->layer, names.experts.block + ".gate", t->part);
+        if (names.experts.count > 0 && t->module == "ffn_gate_inp")
+            return layerName(t->layer, names.experts.block + "." + names.experts.router, t->part);
         if (const auto legacy = legacyExpertName(names.experts, *t)) return legacy;
-        const auto special = names.arch == "gemma3" ? lookup(kGemma3, t->module)
-                             : names.arch == "phi3" ? lookup(kPhi3, t->module)
-                                                    : std::nullopt;
+        // gpt-oss's per-head attention sinks are a parameter of self_attn, not a module's weight.
+        if (names.arch == "gpt-oss" && t->module == "attn_sinks" && t->part == "weight")
+            return "model.layers." + std::string(t->layer) + ".self_attn.sinks";
+        const auto special = names.arch == "gemma3"    ? lookup(kGemma3, t->module)
+                             : names.arch == "phi3"    ? lookup(kPhi3, t->module)
+                             : names.arch == "gpt-oss" ? lookup(kGptOss, t->module)
+                                                       : std::nullopt;
         if (special && (t->part == "weight" || t->part == "bias")) return layerName(t->layer, *special, t->part);
     }
     return hfNameOfGgufTensor(ggufName);
@@ -121,22 +132,26 @@ bool isGgufNorm(const TensorInfo& t) { return t.name.ends_with("norm.weight") &&
 std::optional<std::vector<TensorInfo>> splitStackedExperts(const TensorInfo& stacked, const GgufReadNames& names, const std::string& file) {
     const GgufExpertNames& e = names.experts;
     const auto t = splitLayerTensor(stacked.name);
-    if (e.block.empty() || !t || t->part != "weight") return std::nullopt;
+    if (e.block.empty() || !t || (t->part != "weight" && t->part != "bias")) return std::nullopt;
     const std::string* module = expertModule(e, t->module);
     if (module == nullptr) return std::nullopt;
+    const bool bias = t->part == "bias";
     if (e.count == 0)
         throw Error(file + ": tensor '" + stacked.name + "' " + shapeText(stacked.shape) + " stacks experts, but " + names.arch +
                     ".expert_count is missing or 0");
-    if (stacked.shape.size() != 3 || stacked.shape[0] != e.count)
+    if (stacked.shape.size() != (bias ? 2u : 3u) || stacked.shape[0] != e.count)
         throw Error(file + ": tensor '" + stacked.name + "' " + shapeText(stacked.shape) + " is not the " + std::to_string(e.count) +
-                    " stacked experts [experts, out, in] that " + names.arch + ".expert_count says");
-    const std::int64_t rows = stacked.shape[1], cols = stacked.shape[2];
-    const std::uint64_t bytes = static_cast<std::uint64_t>(rows) * ggmlRowBytes(*stacked.ggmlType, cols);
+                    " stacked experts " + (bias ? "[experts, out]" : "[experts, out, in]") + " that " + names.arch + ".expert_count says");
+    // An expert is a run of whole rows (of a bias: one row), so its bytes are a slice of the stacked ones.
+    const std::vector<std::int64_t> shape(stacked.shape.begin() + 1, stacked.shape.end());
+    const std::int64_t rows = bias ? 1 : shape[0];
+    const std::uint64_t bytes = static_cast<std::uint64_t>(rows) * ggmlRowBytes(*stacked.ggmlType, shape.back());
     std::vector<TensorInfo> experts;
     for (int x = 0; x < e.count; ++x) {
         TensorInfo one = stacked;
-        one.name = "model.layers." + std::string(t->layer) + "." + e.block + ".experts." + std::to_string(x) + "." + *module + ".weight";
-        one.shape = {rows, cols};
+        one.name = "model.layers." + std::string(t->layer) + "." + e.block + ".experts." + std::to_string(x) + "." + *module + "." +
+                   std::string(t->part);
+        one.shape = shape;
         one.begin = stacked.begin + static_cast<std::uint64_t>(x) * bytes;
         one.end = one.begin + bytes;
         experts.push_back(std::move(one));

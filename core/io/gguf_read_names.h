@@ -17,8 +17,9 @@ namespace qs::io::detail {
 // A MoE block as the Hugging Face checkpoint names it, relative to its layer.
 struct GgufExpertNames {
     int count = 0;          // <arch>.expert_count; 0: a dense model
-    std::string block;      // "mlp" (qwen3moe), "block_sparse_moe" (llama with experts: Mixtral)
+    std::string block;      // "mlp" (qwen3moe, gpt-oss), "block_sparse_moe" (llama with experts: Mixtral)
     std::string gate, up, down;   // "gate_proj", "up_proj", "down_proj"; Mixtral's "w1", "w3", "w2"
+    std::string router = "gate";  // the router's module in the block: gpt-oss's "router"
 };
 
 struct GgufReadNames {
@@ -37,9 +38,10 @@ std::optional<std::string> hfNameIn(const GgufReadNames& names, std::string_view
 // floats named "*norm.weight", as convert_hf_to_gguf adds 1 to (anything else is left as stored).
 bool isGgufNorm(const TensorInfo& t);
 
-// The experts of a stacked tensor (blk.N.ffn_{gate,up,down}_exps.weight) as one 2-D tensor each, under
-// their Hugging Face names; nullopt when `stacked` is no such tensor or the architecture's experts are
-// not read back. Throws qs::Error naming `file` and the tensor when its shape is not [expert_count, out, in].
+// The experts of a stacked tensor (blk.N.ffn_{gate,up,down}_exps.weight [E, out, in]) as one 2-D tensor
+// each, or of its stacked biases (gpt-oss's blk.N.ffn_*_exps.bias [E, out]) as one vector each, under their
+// Hugging Face names; nullopt when `stacked` is no such tensor or the architecture's experts are not read
+// back. Throws qs::Error naming `file` and the tensor when its shape is not [expert_count, out(, in)].
 std::optional<std::vector<TensorInfo>> splitStackedExperts(const TensorInfo& stacked, const GgufReadNames& names, const std::string& file);
 
 }  // namespace qs::io::detail

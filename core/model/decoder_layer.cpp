@@ -120,7 +120,9 @@ const MatrixF& expertInput(const MatrixF& x, const Expert& e, MatrixF& storage) 
 
 // The input of an expert's down projection: the gated product of its gate and up projections.
 MatrixF expertProduct(const LayerMath& m, const MatrixF& x, const Expert& e, const MoeConfig& moe) {
-    if (moe.activation == ExpertActivation::ClampedSwiglu) return clampedSwiglu(m.linear(x, e.gate), moe.swigluLimit, moe.swigluAlpha);
+    if (moe.activation == ExpertActivation::ClampedSwiglu)   // gpt-oss: gate_up_proj fused, or (read from GGUF) apart
+        return e.up.weight.size() == 0 ? clampedSwiglu(m.linear(x, e.gate), moe.swigluLimit, moe.swigluAlpha)
+                                       : clampedSwiglu(m.linear(x, e.gate), m.linear(x, e.up), moe.swigluLimit, moe.swigluAlpha);
     return m.gatedProduct(x, e.gate, e.up);
 }
 

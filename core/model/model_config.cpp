@@ -586,12 +586,14 @@ bool ModelConfig::usesLocalRope(int layer) const {
 }
 
 ModelConfig ModelConfig::fromCheckpoint(const io::Checkpoint& checkpoint) {
-    // llama.cpp's gpt-oss splits the interleaved gate/up experts into ffn_gate_exps / ffn_up_exps, each
-    // with its stacked biases, and keeps the sinks as attn_sinks: not mapped back, so refused, not misread.
-    if (checkpoint.gguf() != nullptr && checkpoint.config().value("model_type", "") == "gpt-oss")
-        fail(checkpoint.root().string(), "GGUF architecture 'gpt-oss' cannot be read back yet (its experts' gate/up halves and "
-                                         "biases are not re-interleaved into gate_up_proj); evaluate the safetensors checkpoint instead");
     ModelConfig c = fromJson(checkpoint.config(), checkpoint.configSource().string());
+    // llama.cpp's gpt-oss keeps each expert's gate and up apart (ffn_gate_exps, ffn_up_exps, with their
+    // biases), where the checkpoint interleaves them in one stacked gate_up_proj: a GGUF reads back one
+    // gate_proj, up_proj and down_proj per expert (io's GGUF names), and the clamped SwiGLU takes them apart.
+    if (checkpoint.gguf() != nullptr && c.modelType == "gpt_oss") {
+        c.moe.names = MoeNames{"mlp", "gate_proj", "up_proj", "down_proj", "router"};
+        c.moe.stackedExperts = false;
+    }
     // A VLM written before transformers 4.52 keeps its text tower in the old layout (TowerLayout).
     if (const VlmTower* tower = vlmTowerOf(c.modelType))
         if (!checkpoint.find(c.arch.tensorPrefix + "embed_tokens.weight") && checkpoint.find(tower->old.tensorPrefix + "embed_tokens.weight"))

@@ -41,6 +41,7 @@ struct PlannedTensor {
     io::GgmlType type = io::GgmlType::F32;
     std::string linearPrefix;   // the linear whose weight this is, decoded through formats; "" otherwise
     std::vector<std::string> stackedLinears;   // experts stacked into one [E, out, in] tensor, in order
+    std::vector<std::string> stackedBiases;    // their biases (a gpt-oss GGUF read back), stacked into one [E, out]
     bool keepF32 = false;       // a MoE router: dense in F32 whatever the chooser says, as llama.cpp's converter keeps it
     // gpt-oss's experts, stacked in one tensor "<block>.experts.<module>" (or its MXFP4 blocks): which of
     // the rows of each expert's [out, in] weight (or its bias) this GGUF tensor holds.
@@ -169,6 +170,10 @@ private:
             PlannedTensor& t = addAs(p + moe.names.experts() + *module + ".weight", blk + gguf + ".weight",
                                      {e, down ? h : ff, down ? ff : h});
             for (int x = 0; x < moe.numExperts; ++x) t.stackedLinears.push_back(p + moe.names.expert(x) + *module);
+            // Per-expert biases (gpt-oss read back from its GGUF) go back into the stacked bias they came from.
+            if (checkpoint_ == nullptr || checkpoint_->find(p + moe.names.expert(0) + *module + ".bias") == nullptr) continue;
+            PlannedTensor& b = addAs(p + moe.names.experts() + *module + ".bias", blk + gguf + ".bias", {e, down ? h : ff});
+            for (int x = 0; x < moe.numExperts; ++x) b.stackedBiases.push_back(p + moe.names.expert(x) + *module + ".bias");
         }
     }
 
@@ -350,6 +355,15 @@ std::vector<float> valuesOf(const PlannedTensor& t, const io::Checkpoint& checkp
     std::vector<float> values;
     if (t.stackedSlice) {
         values = stackedValues(t, checkpoint, reader);
+    } else if (!t.stackedBiases.empty()) {
+        for (const std::string& name : t.stackedBiases) {
+            const io::TensorView view = checkpoint.tensor(name);
+            if (view.shape() != std::vector<std::int64_t>{t.choice.shape[1]})
+                throw Error(checkpoint.root().string() + ": tensor '" + name + "' has shape " + shapeText(view.shape()) +
+                            ", the config implies [" + std::to_string(t.choice.shape[1]) + "]");
+            const std::vector<float> bias = view.toF32();
+            values.insert(values.end(), bias.begin(), bias.end());
+        }
     } else if (!t.stackedLinears.empty()) {
         for (const std::string& prefix : t.stackedLinears) {
             const MatrixF w = reader.decodeF32(prefix);

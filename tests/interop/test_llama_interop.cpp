@@ -246,6 +246,29 @@ TEST_F(Interop, GptOssMxfp4ExpertsExportFromTheirBlocksAndRunInLlamaCppAsDequant
     EXPECT_GT(compareDistributions(answer.at("distributions").at(0), original).mean, 1e-4);
 }
 
+// A gpt-oss GGUF read back by QuantScope (each expert's gate and up apart, with their biases) runs as
+// llama.cpp runs the same file: in F32, and with the experts in ggml's MXFP4 as ggml-org ships gpt-oss
+// (biases, router and the rest F32). llama.cpp rounds the activations to Q8_0 for its MXFP4 products,
+// which our forward pass does not, hence the wider bound there.
+TEST_F(Interop, GptOssGgufsReadBackRunAsLlamaCppRunsThem) {
+    const fs::path source = fs::path(QS_TEST_DATA_DIR) / "gptoss" / "gptoss-tiny";
+    const std::string text = readText(kDemo / "eval.txt");
+    const auto ids = model::Tokenizer::fromFile(kDemo).encode(text);
+    const std::vector<model::TokenId> tokens(ids.begin(), ids.begin() + 300);
+    const KlFigures f32 = judgeExport(exportGguf(source, dir_ / "gptoss-f32.gguf", io::GgmlType::F32, false), tokens, text.substr(0, 200));
+    EXPECT_LT(f32.mean, 1e-5);
+
+    pipeline::GgufExportOptions options;
+    options.chooser = [](const pipeline::GgufTensorChoice& t) {
+        return t.ggufName.ends_with("_exps.weight") ? io::GgmlType::MXFP4 : io::GgmlType::F32;
+    };
+    const fs::path mxfp4 = pipeline::writeGguf(io::Checkpoint::open(source), dir_ / "gptoss-mxfp4-experts.gguf", options, {}, CancelToken{});
+    ASSERT_EQ(*io::GgufFile::open(mxfp4).find("blk.0.ffn_up_exps.weight")->ggmlType, io::GgmlType::MXFP4);
+    const KlFigures k = judgeExport(mxfp4, tokens, text.substr(0, 200));
+    EXPECT_LT(k.mean, 1e-4);
+    EXPECT_GE(k.sameTop, 290u);
+}
+
 // The tiny random VLMs (scripts/make-tiny-vlm.py): their text towers exported as llama.cpp's converter
 // writes them, Qwen2.5-VL as qwen2vl and Qwen3-VL as qwen3vl (the text model's tensors with
 // rope.dimension_sections, which llama.cpp's M-RoPE applies to text tokens whose positions are

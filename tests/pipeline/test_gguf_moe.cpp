@@ -18,6 +18,8 @@
 #include "qs/io/gguf_file.h"
 #include "qs/model/model_config.h"
 #include "qs/pipeline/checkpoint_eval.h"
+#include "qs/model/transformer.h"
+#include "qs/pipeline/gguf_export.h"
 #include "qs/pipeline/gguf_imatrix.h"
 #include "qs/pipeline/gguf_result_export.h"
 #include "qs/pipeline/gguf_type_mix.h"
@@ -233,4 +235,44 @@ TEST(GgufMoe, TheReportedSizeIsTheWrittenFilesTensorBytes) {
         for (const io::TensorInfo& t : gguf.tensors()) tensorBytes += gguf.view(t).bytes().size();
         EXPECT_EQ(m.checkpointBytes, tensorBytes);
     }
+}
+
+// A gpt-oss GGUF (its experts' gate and up apart, with their biases) quantizes as the checkpoint it came
+// from: each gate_proj / up_proj is the even / odd rows of the checkpoint's gate_up_proj and sees the same
+// input, so RTN, GPTQ and Q8_0 make the same codes and the same KL whichever source the Job read; the
+// Q8_0 result's GGUF is the safetensors result's, tensor for tensor, and reads back through our reader.
+TEST(GgufMoe, AGptOssGgufQuantizesAsItsSafetensorsCheckpointDoes) {
+    TempDir dir;
+    const fs::path source = fs::path(QS_TEST_DATA_DIR) / "gptoss" / "gptoss-tiny";
+    GgufExportOptions f32;
+    f32.chooser = uniformGgufType(T::F32);
+    const fs::path gguf = writeGguf(io::Checkpoint::open(source), dir.path() / "gptoss-f32.gguf", f32, {}, CancelToken{});
+    const JobResult fromGguf = runGguf(gguf, "rtn4,gptq4,q8_0", 320), fromSafetensors = runGguf(source, "rtn4,gptq4,q8_0", 320);
+    for (std::size_t m = 0; m < 3; ++m) {
+        const MethodResult &a = fromGguf.methods.at(m), &b = fromSafetensors.methods.at(m);
+        SCOPED_TRACE(a.label());
+        ASSERT_TRUE(a.error.empty()) << a.error;
+        ASSERT_TRUE(b.error.empty()) << b.error;
+        EXPECT_GT(a.kl.meanKld.value, 0.0);
+        EXPECT_NEAR(a.kl.meanKld.value, b.kl.meanKld.value, 1e-4 * b.kl.meanKld.value);
+        std::printf("[ figures  ] gptoss-tiny %s: mean KLD %.6g from the GGUF, %.6g from safetensors\n", a.label().c_str(),
+                    a.kl.meanKld.value, b.kl.meanKld.value);
+    }
+    const MethodResult& q8 = fromGguf.methods.at(2);
+    ASSERT_NE(q8.layers[0].find("mlp.experts.3.up_proj"), q8.layers[0].end());
+    const fs::path a = writeGgufResult(io::Checkpoint::open(gguf), q8, dir.path() / "from-gguf.gguf", {}, {}, CancelToken{});
+    const fs::path b =
+        writeGgufResult(io::Checkpoint::open(source), fromSafetensors.methods.at(2), dir.path() / "from-safetensors.gguf", {}, {}, CancelToken{});
+    const io::GgufFile x = io::GgufFile::open(a), y = io::GgufFile::open(b);
+    ASSERT_EQ(x.tensors().size(), y.tensors().size());
+    for (const io::TensorInfo& t : y.tensors()) {
+        EXPECT_EQ(*x.find(t.name)->ggmlType, *t.ggmlType) << t.name;
+        EXPECT_TRUE(bytesOf(x, t.name) == bytesOf(y, t.name)) << t.name;
+    }
+    EXPECT_EQ(*x.find("blk.1.ffn_up_exps.weight")->ggmlType, T::Q8_0);
+    EXPECT_EQ(*x.find("blk.1.ffn_up_exps.bias")->ggmlType, T::F32);
+    // And the Q8_0 file reads back as a model that runs.
+    const io::Checkpoint q8File = io::Checkpoint::open(a);
+    const MatrixF logits = model::Transformer::fromCheckpoint(q8File).forward(test::syntheticTokens(1, 32, 320, 9).front());
+    EXPECT_TRUE(logits.allFinite());
 }

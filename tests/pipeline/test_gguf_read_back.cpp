@@ -1,5 +1,6 @@
 // GGUF read-back of the architectures whose tensors llama.cpp's converter renames, reorders or stacks:
-// qwen3moe and Mixtral (llama with experts; stacked [E, out, in] experts and the router), gemma3 (norms
+// qwen3moe and Mixtral (llama with experts; stacked [E, out, in] experts and the router), gpt-oss (its
+// gate/up halves and their biases as separate per-expert projections, sinks, router), gemma3 (norms
 // stored as 1 + w, the sandwich norms under llama.cpp's names, the sliding-window pattern and both RoPE
 // bases), phi3 (fused attn_qkv / ffn_up, partial rotary, LongRoPE factor tensors). Each tiny checkpoint
 // of tests/data is written with writeGguf as F32, opened as a checkpoint, and must come back with the
@@ -64,6 +65,32 @@ std::vector<model::TokenId> someTokens(int vocab) {
     return tokens;
 }
 
+// Both files hold the same tensors, byte for byte.
+void expectSameTensors(const fs::path& first, const fs::path& second) {
+    const io::GgufFile a = io::GgufFile::open(first), b = io::GgufFile::open(second);
+    ASSERT_EQ(b.tensors().size(), a.tensors().size());
+    for (const auto& t : a.tensors()) {
+        const io::TensorInfo* other = b.find(t.name);
+        ASSERT_NE(other, nullptr) << t.name;
+        EXPECT_EQ(other->shape, t.shape) << t.name;
+        const auto x = a.view(t).bytes(), y = b.view(*other).bytes();
+        EXPECT_TRUE(std::equal(x.begin(), x.end(), y.begin(), y.end())) << t.name;
+    }
+}
+
+// The largest logit difference between two models on the same tokens, against the largest logit.
+void expectSameLogits(const io::Checkpoint& original, const io::Checkpoint& gguf, int vocab, const char* what) {
+    const auto tokens = someTokens(vocab);
+    const MatrixF want = model::Transformer::fromCheckpoint(original).forward(tokens);
+    const MatrixF got = model::Transformer::fromCheckpoint(gguf).forward(tokens);
+    ASSERT_EQ(got.rows(), want.rows());
+    ASSERT_EQ(got.cols(), want.cols());
+    const float scale = want.cwiseAbs().maxCoeff();
+    const float diff = (got - want).cwiseAbs().maxCoeff();
+    EXPECT_LE(diff, 1e-5f * scale) << "largest logit " << scale;
+    std::printf("[ figures  ] %s: largest logit difference %.3g (largest logit %.3g)\n", what, diff, scale);
+}
+
 struct Case {
     const char* data;        // under tests/data
     const char* ggufArch;
@@ -92,15 +119,7 @@ TEST_P(GgufReadBack, ConfigAndLogitsAreTheSafetensorsModels) {
         for (std::size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-7f) << t.info->name << "[" << i << "]";
     }
 
-    const auto tokens = someTokens(a.vocabSize);
-    const MatrixF want = model::Transformer::fromCheckpoint(original).forward(tokens);
-    const MatrixF got = model::Transformer::fromCheckpoint(gguf).forward(tokens);
-    ASSERT_EQ(got.rows(), want.rows());
-    ASSERT_EQ(got.cols(), want.cols());
-    const float scale = want.cwiseAbs().maxCoeff();
-    const float diff = (got - want).cwiseAbs().maxCoeff();
-    EXPECT_LE(diff, 1e-5f * scale) << "largest logit " << scale;
-    std::printf("[ figures  ] %s: largest logit difference %.3g (largest logit %.3g)\n", GetParam().data, diff, scale);
+    expectSameLogits(original, gguf, a.vocabSize, GetParam().data);
 }
 
 // The GGUF read back and written again (writeGguf from the GGUF checkpoint) is the same file's tensors
@@ -108,16 +127,7 @@ TEST_P(GgufReadBack, ConfigAndLogitsAreTheSafetensorsModels) {
 TEST_P(GgufReadBack, WritingTheReadBackGgufAgainGivesTheSameTensors) {
     TempDir dir;
     const fs::path first = writeF32(kData / GetParam().data, dir / "first.gguf");
-    const fs::path second = writeF32(first, dir / "second.gguf");
-    const io::GgufFile a = io::GgufFile::open(first), b = io::GgufFile::open(second);
-    ASSERT_EQ(b.tensors().size(), a.tensors().size());
-    for (const auto& t : a.tensors()) {
-        const io::TensorInfo* other = b.find(t.name);
-        ASSERT_NE(other, nullptr) << t.name;
-        EXPECT_EQ(other->shape, t.shape) << t.name;
-        const auto x = a.view(t).bytes(), y = b.view(*other).bytes();
-        EXPECT_TRUE(std::equal(x.begin(), x.end(), y.begin(), y.end())) << t.name;
-    }
+    expectSameTensors(first, writeF32(first, dir / "second.gguf"));
 }
 
 INSTANTIATE_TEST_SUITE_P(Architectures, GgufReadBack,
@@ -176,13 +186,96 @@ TEST(GgufReadBackExperts, AStackedTensorDisagreeingWithTheExpertCountIsRefused) 
                 testing::ThrowsMessage<Error>(HasSubstr("model.layers.1.mlp.experts.0.up_proj")));
 }
 
-// gpt-oss's GGUF experts (gate and up split, with biases) are not mapped back: refused in one line.
-TEST(GgufReadBackExperts, GptOssIsRefusedInOneLine) {
+// gpt-oss's GGUF splits each expert's interleaved gate_up_proj (rows 2i gate_i, 2i + 1 up_i of the
+// transposed [hidden, 2I] slice) into ffn_gate_exps and ffn_up_exps, with their biases; it reads back as
+// each expert's gate_proj, up_proj and down_proj, with the router, the sinks and the norm before the MLP
+// under their Hugging Face names, and runs as the safetensors checkpoint does.
+TEST(GgufReadBackGptOss, ConfigExpertsAndLogitsAreTheSafetensorsModels) {
+    TempDir dir;
+    const fs::path source = kData / "gptoss" / "gptoss-tiny";
+    const io::Checkpoint original = io::Checkpoint::open(source), gguf = io::Checkpoint::open(writeF32(source, dir / "gptoss.gguf"));
+    const model::ModelConfig a = model::ModelConfig::fromCheckpoint(original), b = model::ModelConfig::fromCheckpoint(gguf);
+    EXPECT_EQ(b.modelType, "gpt_oss");
+    EXPECT_FALSE(b.moe.stackedExperts);
+    EXPECT_EQ(b.moe.names.gate, "gate_proj");
+    EXPECT_EQ(b.moe.names.up, "up_proj");
+    EXPECT_EQ(b.moe.names.down, "down_proj");
+    EXPECT_EQ(b.moe.names.router(), "mlp.router");
+    model::ModelConfig expected = a;   // the same model, its experts named apart
+    expected.moe.names = b.moe.names;
+    expected.moe.stackedExperts = false;
+    test::expectSameModelConfig(expected, b);
+
+    // Everything but the stacked experts under its own name and values.
+    for (const auto& t : original.tensors()) {
+        if (t.info->name.find(".mlp.experts.") != std::string::npos) continue;
+        ASSERT_NE(gguf.find(t.info->name), nullptr) << t.info->name;
+        EXPECT_EQ(gguf.tensor(t.info->name).toF32(), original.tensor(t.info->name).toF32()) << t.info->name;
+    }
+    // Each expert's projections are its slice of the stacked ones, gate and up taken apart.
+    const int e = a.moe.numExperts, ff = a.moe.expertIntermediateSize, h = a.hiddenSize;
+    for (int layer = 0; layer < a.numLayers; ++layer) {
+        const std::string p = "model.layers." + std::to_string(layer) + ".mlp.experts.";
+        const auto gateUp = original.tensor(p + "gate_up_proj").toF32(), gateUpBias = original.tensor(p + "gate_up_proj_bias").toF32();
+        const auto down = original.tensor(p + "down_proj").toF32(), downBias = original.tensor(p + "down_proj_bias").toF32();
+        for (int x = 0; x < e; ++x) {
+            const std::string q = p + std::to_string(x) + ".";
+            const auto gate = gguf.tensor(q + "gate_proj.weight").toF32(), up = gguf.tensor(q + "up_proj.weight").toF32();
+            const auto gateBias = gguf.tensor(q + "gate_proj.bias").toF32(), upBias = gguf.tensor(q + "up_proj.bias").toF32();
+            const auto d = gguf.tensor(q + "down_proj.weight").toF32(), dBias = gguf.tensor(q + "down_proj.bias").toF32();
+            ASSERT_EQ(gate.size(), std::size_t(ff * h));
+            ASSERT_EQ(d.size(), std::size_t(h * ff));
+            for (int i = 0; i < ff; ++i) {
+                for (int k = 0; k < h; ++k) {   // gate_up_proj[x][k][2i (+1)], down_proj[x][i][k]
+                    ASSERT_EQ(gate[std::size_t(i * h + k)], gateUp[std::size_t((x * h + k) * 2 * ff + 2 * i)]) << q << i << "," << k;
+                    ASSERT_EQ(up[std::size_t(i * h + k)], gateUp[std::size_t((x * h + k) * 2 * ff + 2 * i + 1)]) << q << i << "," << k;
+                    ASSERT_EQ(d[std::size_t(k * ff + i)], down[std::size_t((x * ff + i) * h + k)]) << q << i << "," << k;
+                }
+                ASSERT_EQ(gateBias[std::size_t(i)], gateUpBias[std::size_t(x * 2 * ff + 2 * i)]);
+                ASSERT_EQ(upBias[std::size_t(i)], gateUpBias[std::size_t(x * 2 * ff + 2 * i + 1)]);
+            }
+            for (int k = 0; k < h; ++k) ASSERT_EQ(dBias[std::size_t(k)], downBias[std::size_t(x * h + k)]);
+        }
+    }
+    expectSameLogits(original, gguf, a.vocabSize, "gptoss-tiny");
+}
+
+// Written again from the GGUF read back, the experts' projections and biases are stacked as they came.
+TEST(GgufReadBackGptOss, WritingTheReadBackGgufAgainGivesTheSameTensors) {
+    TempDir dir;
+    const fs::path first = writeF32(kData / "gptoss" / "gptoss-tiny", dir / "first.gguf");
+    expectSameTensors(first, writeF32(first, dir / "second.gguf"));
+}
+
+// A stacked bias whose expert count disagrees with gpt-oss.expert_count is refused naming it.
+TEST(GgufReadBackGptOss, AStackedBiasDisagreeingWithTheExpertCountIsRefused) {
+    TempDir dir;
+    const fs::path good = writeF32(kData / "gptoss" / "gptoss-tiny", dir / "good.gguf");
+    const io::GgufFile file = io::GgufFile::open(good);
+    io::GgufWriter w(dir / "bad.gguf");
+    for (const auto& [k, v] : file.metadata().entries()) w.set(k, v);
+    for (const auto& t : file.tensors()) {
+        const auto bytes = file.view(t).bytes();
+        std::vector<std::int64_t> shape = t.shape;
+        std::size_t keep = bytes.size();
+        if (t.name == "blk.2.ffn_up_exps.bias") {   // one expert's biases short
+            keep -= bytes.size() / static_cast<std::size_t>(shape[0]);
+            shape[0] -= 1;
+        }
+        w.addTensor(t.name, *t.ggmlType, shape, std::vector<std::byte>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(keep)));
+    }
+    EXPECT_THAT([&] { (void)io::Checkpoint::open(w.finish()); },
+                testing::ThrowsMessage<Error>(AllOf(HasSubstr("blk.2.ffn_up_exps.bias"), HasSubstr("[experts, out]"), Not(HasSubstr("\n")))));
+}
+
+// Its Hugging Face checkpoint stacks and interleaves the experts, which a dense export of the GGUF does
+// not rebuild: refused in one line, before anything is written.
+TEST(GgufReadBackGptOss, ADenseExportIsRefusedInOneLine) {
     TempDir dir;
     const fs::path file = writeF32(kData / "gptoss" / "gptoss-tiny", dir / "gptoss.gguf");
-    const io::Checkpoint gguf = io::Checkpoint::open(file);   // still opens: inspect reads any GGUF
-    EXPECT_THAT([&] { (void)model::ModelConfig::fromCheckpoint(gguf); },
-                testing::ThrowsMessage<Error>(AllOf(HasSubstr("GGUF architecture 'gpt-oss' cannot be read back yet"), Not(HasSubstr("\n")))));
+    EXPECT_THAT([&] { (void)exportDense({file, dir / "dense", io::DType::F32, false}, {}, CancelToken{}); },
+                testing::ThrowsMessage<Error>(AllOf(HasSubstr("gpt-oss"), HasSubstr("stacked"), Not(HasSubstr("\n")))));
+    EXPECT_FALSE(fs::exists(dir / "dense"));
 }
 
 // A dense export of a MoE GGUF is the Hugging Face checkpoint again: per-expert tensors, the router, the config.

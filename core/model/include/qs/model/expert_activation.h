@@ -9,4 +9,7 @@ namespace qs::model {
 // gateUp [T, 2I] -> [T, I], in f32 as torch computes it.
 MatrixF clampedSwiglu(const MatrixF& gateUp, float limit, float alpha);
 
+// The same on gate and up kept apart ([T, I] each), as a gpt-oss GGUF stores them (ffn_gate_exps, ffn_up_exps).
+MatrixF clampedSwiglu(const MatrixF& gate, const MatrixF& up, float limit, float alpha);
+
 }  // namespace qs::model
