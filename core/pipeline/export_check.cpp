@@ -64,6 +64,21 @@ std::string shapeText(std::int64_t rows, std::int64_t cols) {
 
 }  // namespace
 
+// gpt-oss's experts are slices of stacked tensors (mlp.experts.gate_up_proj [E, in, out]); the methods
+// quantize them one by one (mlp.experts.3.gate_up_proj), but the encoders write one tensor per linear.
+// vLLM's gpt_oss loader reads the experts stacked, as gpt-oss's own MXFP4 (quant_method "mxfp4") or as
+// dense w13/w2 tensors, and no per-expert quantized layout: refused, pointing at the two that load.
+std::string gptOssExpertsRefusal(const io::Checkpoint& source) {
+    if (source.config().value("model_type", "") != "gpt_oss") return {};
+    if (source.gguf() != nullptr)
+        return source.root().string() + ": a gpt-oss GGUF's experts read back as separate gate, up and down projections, and vLLM "
+                                        "loads gpt-oss's experts only stacked (gpt-oss's own MXFP4 or dense); a GGUF method "
+                                        "writes a file llama.cpp runs";
+    return source.root().string() + ": gpt-oss's experts are stacked tensors, which vLLM loads as gpt-oss's own MXFP4 or "
+                                    "dense, not as per-expert quantized linears (compare measures the methods; quantize "
+                                    "--method mxfp4 writes gpt-oss's own MXFP4, a GGUF method a file llama.cpp runs)";
+}
+
 const formats::LinearEncoder& encoderForMethod(const MethodSpec& method, const std::string& format) {
     if (method.gguf()) throw Error(method.label() + " is written as a GGUF file (pipeline::writeGgufResult), not as a safetensors checkpoint");
     if (!format.empty()) return formats::encoderNamed(format);
@@ -73,6 +88,7 @@ const formats::LinearEncoder& encoderForMethod(const MethodSpec& method, const s
 }
 
 std::string exportRefusal(const MethodSpec& method, const formats::LinearEncoder& encoder, const io::Checkpoint& checkpoint) {
+    if (auto why = gptOssExpertsRefusal(checkpoint); !why.empty()) return why;
     std::map<std::pair<std::int64_t, std::int64_t>, std::string> byShape;
     for (const auto& t : checkpoint.tensors()) {
         if (!isDecoderLinear(t)) continue;

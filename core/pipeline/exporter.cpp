@@ -320,26 +320,12 @@ std::filesystem::path writeExport(const ExportRequest& request, const io::Checkp
 
 }  // namespace
 
-namespace {
-
-// gpt-oss's experts are slices of stacked tensors (mlp.experts.gate_up_proj [E, in, out]); the methods
-// quantize them one by one (mlp.experts.3.gate_up_proj), but the encoders write one tensor per linear.
-// vLLM's gpt_oss loader reads the experts stacked, as gpt-oss's own MXFP4 (quant_method "mxfp4") or as
-// dense w13/w2 tensors, and no per-expert quantized layout: refused, pointing at the two that load.
-std::string stackedExpertsRefusal(const io::Checkpoint& source) {
-    if (source.config().value("model_type", "") != "gpt_oss") return {};
-    return source.root().string() + ": gpt-oss's experts are stacked tensors, which vLLM loads as gpt-oss's own MXFP4 or "
-                                    "dense, not as per-expert quantized linears (compare measures the methods; quantize "
-                                    "--method mxfp4 writes gpt-oss's own MXFP4, a GGUF method a file llama.cpp runs)";
-}
-
-}  // namespace
 
 std::filesystem::path exportCheckpoint(const ExportRequest& request, const MethodResult& result,
                                        const ProgressCallback& progress, const CancelToken& cancel) {
     if (!result.error.empty()) throw Error(result.label() + " failed, so it cannot be exported: " + result.error);
     const io::Checkpoint source = io::Checkpoint::open(request.source);
-    if (auto why = stackedExpertsRefusal(source); !why.empty()) throw Error("cannot export: " + why);
+    if (auto why = gptOssExpertsRefusal(source); !why.empty()) throw Error("cannot export: " + why);
     // The architecture names the layers' tensors (a VLM's text tower prefix) and the norms AWQ folds into.
     const SourceLayout layout = layoutOf(source);
     const model::Architecture& arch = layout.arch;
@@ -366,7 +352,7 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
 std::string exportRefusal(const MethodResult& result, const formats::LinearEncoder& encoder, const CancelToken& cancel) {
     try {
         if (!result.error.empty()) return result.label() + " failed, so it cannot be exported: " + result.error;
-        if (auto why = stackedExpertsRefusal(io::Checkpoint::open(result.source.path)); !why.empty()) return why;
+        if (auto why = gptOssExpertsRefusal(io::Checkpoint::open(result.source.path)); !why.empty()) return why;
         // The names and the norms AWQ folds into are the source's architecture's (a VLM's text tower).
         const SourceLayout layout = layoutAt(result.source.path);
         const model::Architecture& arch = layout.arch;
@@ -392,7 +378,7 @@ std::filesystem::path exportStreamed(const ExportRequest& request, const io::Che
                                      const std::function<nlohmann::json()>& report, const ProgressCallback& progress,
                                      const CancelToken& cancel) {
     if (streamed.linears.empty()) throw Error(source.root().string() + ": no linear to quantize, so there is nothing to export");
-    if (auto why = stackedExpertsRefusal(source); !why.empty()) throw Error("cannot export: " + why);
+    if (auto why = gptOssExpertsRefusal(source); !why.empty()) throw Error("cannot export: " + why);
     if (source.config().contains("quantization_config"))
         throw Error(source.root().string() + ": the source is already quantized; export from the dense original");
     Linears linears(streamed.linears.begin(), streamed.linears.end());

@@ -17,6 +17,10 @@ namespace qs::pipeline {
 // Throws qs::Error for an unknown name or a method without a writer.
 const formats::LinearEncoder& encoderForMethod(const MethodSpec& method, const std::string& format);
 
+// Why no safetensors layout holds a gpt-oss checkpoint's quantized experts (vLLM loads them stacked, as
+// gpt-oss's own MXFP4 or dense), or "" for any other model. Every export of a result checks it first.
+std::string gptOssExpertsRefusal(const io::Checkpoint& source);
+
 // "model.layers.0.mlp.down_proj [256, 768]: K=768 is not a multiple of group size 512", or "" when
 // every decoder-layer linear fits (methods whose layout cannot be predicted cheaply pass here).
 std::string exportRefusal(const MethodSpec& method, const formats::LinearEncoder& encoder, const io::Checkpoint& checkpoint);
