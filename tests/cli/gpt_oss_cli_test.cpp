@@ -134,16 +134,16 @@ TEST(GptOssCli, AGgufMethodWritesItsStackedExpertsAndAnImatrix) {
     EXPECT_EQ(sums->shape.front(), 4);   // a row per expert
 }
 
-// A gpt-oss GGUF (here the Q8_0 file of the test above) opens with its experts' gate, up and down apart:
+// A gpt-oss GGUF (the tiny checkpoint written as F16) opens with its experts' gate, up and down apart:
 // compare measures the methods on it, a GGUF method writes a GGUF again, and a safetensors method is
 // refused in one line before any work, since vLLM loads gpt-oss's experts only stacked.
 TEST(GptOssCli, AGptOssGgufComparesAndRequantizesToGguf) {
     TempDir tmp;
     const std::string tiny = std::string(QS_TEST_DATA_DIR) + "/gptoss/gptoss-tiny";
-    const auto q8 = tmp.path() / "q8.gguf", json = tmp.path() / "report.json";
-    ASSERT_EQ(runCli({"quantize", tiny, "--method", "q8_0", "--out", q8.string()}).exitCode, 0);
+    const auto f16 = tmp.path() / "f16.gguf", json = tmp.path() / "report.json";
+    ASSERT_EQ(runCli({"quantize", tiny, "--method", "f16", "--out", f16.string()}).exitCode, 0);
 
-    const auto compared = runCli({"compare", q8.string(), "--methods", "rtn4,gptq4,q4_k_m", "--samples", "4", "--seq-len", "64",
+    const auto compared = runCli({"compare", f16.string(), "--methods", "rtn4,gptq4,q4_k_m", "--samples", "4", "--seq-len", "64",
                                   "--eval-samples", "2", "--json", json.string()});
     ASSERT_EQ(compared.exitCode, 0) << compared.err;
     std::ifstream in(json);
@@ -155,7 +155,7 @@ TEST(GptOssCli, AGptOssGgufComparesAndRequantizesToGguf) {
         EXPECT_TRUE(std::isfinite(kl) && kl > 0.0) << m["method"];
     }
 
-    const auto refused = runCli({"quantize", q8.string(), "--method", "gptq4", "--out", (tmp.path() / "gptq").string()});
+    const auto refused = runCli({"quantize", f16.string(), "--method", "gptq4", "--out", (tmp.path() / "gptq").string()});
     EXPECT_NE(refused.exitCode, 0);
     EXPECT_NE(refused.err.find("gpt-oss GGUF"), std::string::npos) << refused.err;
     // The check before the Job words it so; the exporter's, after the work, says "cannot export: ...".
@@ -163,7 +163,7 @@ TEST(GptOssCli, AGptOssGgufComparesAndRequantizesToGguf) {
     EXPECT_FALSE(std::filesystem::exists(tmp.path() / "gptq"));
 
     const auto q4 = tmp.path() / "q4.gguf";
-    const auto requantized = runCli({"quantize", q8.string(), "--method", "q4_k_m", "--out", q4.string()});
+    const auto requantized = runCli({"quantize", f16.string(), "--method", "q4_k_m", "--out", q4.string()});
     ASSERT_EQ(requantized.exitCode, 0) << requantized.err;
     const auto written = qs::io::Checkpoint::open(q4);
     ASSERT_NE(written.gguf(), nullptr);

