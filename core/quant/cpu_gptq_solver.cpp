@@ -53,7 +53,21 @@ void reverseInPlace(MatrixF& a) {
     }
 }
 
+// The strict upper triangle copied onto the strict lower one, by square tiles over the threads.
+void mirrorUpperToLower(MatrixF& a) {
+    const std::int64_t n = a.rows(), tiles = (n + kFactorBlock - 1) / kFactorBlock;
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::int64_t i = 0; i < tiles; ++i)
+        for (std::int64_t j = 0; j <= i; ++j) {
+            const std::int64_t r0 = i * kFactorBlock, c0 = j * kFactorBlock;
+            const std::int64_t nr = std::min(kFactorBlock, n - r0), nc = std::min(kFactorBlock, n - c0);
+            for (std::int64_t r = 0; r < nr; ++r)
+                for (std::int64_t c = 0; c < nc && c0 + c < r0 + r; ++c) a(r0 + r, c0 + c) = a(c0 + c, r0 + r);
+        }
+}
+
 // A22 -= A21 A21ᵀ on the lower triangle only, tile by tile over the threads (half the flops of a GEMM).
+// A diagonal tile's upper part is left as it was: a damping retry rebuilds the matrix from it.
 void lowerRankUpdate(MatrixF& a, std::int64_t k, std::int64_t b) {
     const std::int64_t r0 = k + b, rem = a.rows() - r0;
     const std::int64_t tiles = (rem + kTile - 1) / kTile;
@@ -64,18 +78,26 @@ void lowerRankUpdate(MatrixF& a, std::int64_t k, std::int64_t b) {
     for (std::size_t p = 0; p < pairs.size(); ++p) {
         const std::int64_t ri = r0 + pairs[p].first * kTile, rj = r0 + pairs[p].second * kTile;
         const std::int64_t ni = std::min(kTile, a.rows() - ri), nj = std::min(kTile, a.rows() - rj);
+        if (ri != rj) {
+            a.block(ri, rj, ni, nj).noalias() -= a.block(ri, k, ni, b) * a.block(rj, k, nj, b).transpose();
+            continue;
+        }
+        // A diagonal tile: the same GEMM (the same bits below the diagonal), its strict upper part put back.
+        const ColMatrixF upper = a.block(ri, rj, ni, nj).triangularView<Eigen::StrictlyUpper>();
         a.block(ri, rj, ni, nj).noalias() -= a.block(ri, k, ni, b) * a.block(rj, k, nj, b).transpose();
+        a.block(ri, rj, ni, nj).triangularView<Eigen::StrictlyUpper>() = upper;
     }
 }
 
-// Right-looking blocked Cholesky A = L Lᵀ in place (lower triangle); false if A is not positive definite.
+// Right-looking blocked Cholesky A = L Lᵀ in place (lower triangle; the strict upper one is not
+// written); false if A is not positive definite.
 bool choleskyLower(MatrixF& a) {
     const std::int64_t n = a.rows();
     for (std::int64_t k = 0; k < n; k += kFactorBlock) {
         const std::int64_t b = std::min(kFactorBlock, n - k);
         Eigen::LLT<ColMatrixF> llt(a.block(k, k, b, b));
         if (llt.info() != Eigen::Success) return false;
-        a.block(k, k, b, b) = llt.matrixL();
+        a.block(k, k, b, b).triangularView<Eigen::Lower>() = llt.matrixL();
         const std::int64_t rem = n - k - b;
         if (rem == 0) break;
         const std::int64_t chunks = (rem + kTile - 1) / kTile;
@@ -233,15 +255,25 @@ bool upperCholeskyOfInverse(const MatrixF& h, MatrixF& u) {
     return true;
 }
 
-void CpuGptqSolver::takeHessian(const GptqProblem&, MatrixF&& h) { h_ = std::move(h); }
+void CpuGptqSolver::takeHessian(const GptqProblem&, MatrixF&& h) {
+    h_ = std::move(h);
+    diagonal_ = Eigen::VectorXf();
+}
 
-// H is kept only to retry with more damping: it is freed as soon as one factorization succeeds.
+// J (H + λI) J in H's buffer: the diagonal maps onto itself. A failed attempt left the strict upper
+// triangle as it was, so a retry mirrors it back and damps the saved diagonal again.
 bool CpuGptqSolver::factor(double lambda) {
-    MatrixF a = reversed(h_);  // J (H + λI) J: the diagonal maps onto itself
-    a.diagonal().array() += static_cast<float>(lambda);
-    if (!upperCholeskyOfInverseInPlace(a)) return false;
+    if (diagonal_.size() == 0) {
+        reverseInPlace(h_);
+        diagonal_ = h_.diagonal();
+    } else {
+        mirrorUpperToLower(h_);
+    }
+    h_.diagonal() = diagonal_.array() + static_cast<float>(lambda);
+    if (!upperCholeskyOfInverseInPlace(h_)) return false;
+    u_ = std::move(h_);
     h_ = MatrixF();
-    u_ = std::move(a);
+    diagonal_ = Eigen::VectorXf();
     return true;
 }
 

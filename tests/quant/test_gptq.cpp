@@ -281,6 +281,24 @@ TEST(Gptq, DampingIncreasesUntilCholeskySucceeds) {
     EXPECT_TRUE(q.dequantize().allFinite());
 }
 
+// A dense H that is not positive definite until well damped, its defect at H(0, 0): the factorization
+// (of J H J) fails in its last block, after every trailing update has overwritten the lower triangle.
+// The retries rebuild H from what the factorization left, so the codes are those of one factorization
+// at the damping they end on.
+TEST(Gptq, ARetryAfterALateFailureFactorsTheUndampedHessian) {
+    std::mt19937 gen(5);
+    const MatrixF x = correlatedInputs(1024, 600, gen);
+    MatrixF h = hessian(x);
+    h(0, 0) = -0.05f * h.diagonal().mean();
+    const MatrixF w = randomWeights(16, 600, gen);
+    const QuantizedLinear retried = quantizeGptq(w, h, {.bits = 4, .groupSize = 128});
+    ASSERT_GT(retried.dampPercent, 0.05);
+    const QuantizedLinear once = quantizeGptq(w, h, {.bits = 4, .groupSize = 128, .dampPercent = retried.dampPercent, .dampIncrement = 0});
+    EXPECT_EQ(once.dampPercent, retried.dampPercent);
+    EXPECT_EQ(retried.codes, once.codes);
+    EXPECT_EQ(retried.scales, once.scales);
+}
+
 TEST(Gptq, UpperCholeskyOfInverse) {
     std::mt19937 gen(2);
     const MatrixF x = correlatedInputs(2048, 300, gen);
