@@ -11,7 +11,9 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QMenuBar>
+#include <QGuiApplication>
 #include <QMessageBox>
+#include <QScreen>
 #include <QMimeData>
 #include <QScrollArea>
 #include <QSettings>
@@ -99,7 +101,11 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
     };
     setWindowTitle(tr("QuantScope"));
     setAcceptDrops(true);
-    resize(1400, 900);
+    // A laptop's 1366 x 768 is smaller than the preferred size: never open larger than the screen.
+    if (const QScreen* screen = QGuiApplication::primaryScreen())
+        resize(QSize(1400, 900).boundedTo(screen->availableGeometry().size()));
+    else
+        resize(1400, 900);
     createPages();
     createDocks();
     createJobDocks();

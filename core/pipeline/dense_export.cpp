@@ -129,7 +129,7 @@ std::filesystem::path exportDense(const DenseExportRequest& request, const Progr
     // A gpt-oss GGUF reads back with each expert's gate, up and down apart (model::ModelConfig::fromCheckpoint);
     // transformers and vLLM load gpt-oss's experts only stacked, gate and up interleaved, which is not rebuilt here.
     if (source.gguf() != nullptr && source.config().value("model_type", "") == "gpt_oss")
-        throw Error(source.root().string() + ": a gpt-oss GGUF holds its experts' gate and up projections apart, and gpt-oss's "
+        throw Error(source.gguf()->path().string() + ": a gpt-oss GGUF holds its experts' gate and up projections apart, and gpt-oss's "
                                              "Hugging Face checkpoint needs them stacked and interleaved (gate_up_proj), which a "
                                              "dense export does not rebuild; write a GGUF instead");
     const formats::LinearReader reader(source, formats::DecodeOptions{.allowNonFinite = request.allowNonFinite});

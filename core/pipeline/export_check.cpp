@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "qs/error.h"
+#include "qs/io/gguf_file.h"
 #include "qs/model/layer_weights.h"
 #include "qs/pipeline/layer_quantizer.h"
 #include "qs/quant/rtn.h"
@@ -71,7 +72,7 @@ std::string shapeText(std::int64_t rows, std::int64_t cols) {
 std::string gptOssExpertsRefusal(const io::Checkpoint& source) {
     if (source.config().value("model_type", "") != "gpt_oss") return {};
     if (source.gguf() != nullptr)
-        return source.root().string() + ": a gpt-oss GGUF's experts read back as separate gate, up and down projections, and vLLM "
+        return source.gguf()->path().string() + ": a gpt-oss GGUF's experts read back as separate gate, up and down projections, and vLLM "
                                         "loads gpt-oss's experts only stacked (gpt-oss's own MXFP4 or dense); a GGUF method "
                                         "writes a file llama.cpp runs";
     return source.root().string() + ": gpt-oss's experts are stacked tensors, which vLLM loads as gpt-oss's own MXFP4 or "
