@@ -38,31 +38,17 @@ const quant::QuantizedLinear* firstLinear(const pipeline::MethodResult& m) {
     return nullptr;
 }
 
-// Those of `encoders` that take every linear of `m`. Each layer is read once, for all of them (from
-// the work folder when the result is on disk). When a layer cannot be read (its folder was removed),
-// none is offered beside the default: exporting then says why.
-std::vector<const formats::LinearEncoder*> accepting(std::vector<const formats::LinearEncoder*> encoders,
-                                                     const pipeline::MethodResult& m, const CancelToken& cancel = {}) {
-    if (!pipeline::hasLayers(m)) return {};
-    try {
-        for (std::size_t i = 0; i < pipeline::layerCount(m) && !encoders.empty(); ++i) {
-            cancel.throwIfCancelled();
-            for (const auto& [name, q] : pipeline::layerAt(m, i))
-                std::erase_if(encoders, [&q](const formats::LinearEncoder* e) { return !e->refusal(*q).empty(); });
-        }
-    } catch (const Cancelled&) {
-        throw;
-    } catch (const std::exception&) {
-        return {};
-    }
-    return encoders;
+// Each of `encoders` with its refusal of `m` (empty: it takes the result), from one pass over the result's
+// layers (read from the work folder when the result is on disk). A result without layers is refused by
+// every layout: nothing is offered beside the default, and exporting says why.
+std::vector<std::pair<const formats::LinearEncoder*, QString>> refusalsOf(const std::vector<const formats::LinearEncoder*>& encoders,
+                                                                          const pipeline::MethodResult& m, const CancelToken& cancel = {}) {
+    std::vector<std::pair<const formats::LinearEncoder*, QString>> out;
+    const std::vector<std::string> why = pipeline::hasLayers(m) ? pipeline::exportRefusals(m, encoders, cancel)
+                                                                : std::vector<std::string>(encoders.size(), "the result holds no layer");
+    for (std::size_t i = 0; i < encoders.size(); ++i) out.emplace_back(encoders[i], QString::fromStdString(why[i]));
+    return out;
 }
-
-// What the worker finds for a result on disk: the other layouts that take it, and the chosen one's refusal.
-struct StoredChecks {
-    std::vector<const formats::LinearEncoder*> accepted;
-    QString refusal;
-};
 
 // Whether `inner` is `outer` or lies inside it (after resolving "..", symlinks of existing parts).
 bool isWithin(const std::filesystem::path& inner, const std::filesystem::path& outer) {
@@ -206,32 +192,32 @@ void ExportPanel::fillFormats() {
         // A result on disk is read layer by layer from its work folder (gigabytes for a large model):
         // on the worker, while the panel says it is checking and Export waits.
         if (m->stored) return checkStoredResult(std::move(others));
-        for (const formats::LinearEncoder* e : accepting(std::move(others), *m))
-            format_->addItem(QString::fromUtf8(e->name()), QString::fromUtf8(e->name()));
+        for (const auto& [e, why] : refusalsOf(others, *m))
+            if (why.isEmpty()) format_->addItem(QString::fromUtf8(e->name()), QString::fromUtf8(e->name()));
     }
     updateRefusal();
     updateState();
 }
 
+// Every layout's refusal of a result on disk, from one read of its layers on the worker: the other layouts
+// that take it are offered, the chosen one's answer shown, and all of them kept for when they are chosen.
 void ExportPanel::checkStoredResult(std::vector<const formats::LinearEncoder*> others) {
     const formats::LinearEncoder* chosen = encoder();
     checking_ = true;
     refusal_.clear();
     updateState();
-    checks_.start(
-        [result = result_, m = method(), chosen, others = std::move(others)](const CancelToken& token) {
-            StoredChecks c;
-            c.accepted = accepting(others, *m, token);
-            if (chosen) c.refusal = QString::fromStdString(pipeline::exportRefusal(*m, *chosen, token));
-            return c;
-        },
-        [this, m = method(), chosen](StoredChecks c) {
-            const QSignalBlocker blocker(format_);   // the chosen (default) layout stays chosen
-            for (const formats::LinearEncoder* e : c.accepted) format_->addItem(QString::fromUtf8(e->name()), QString::fromUtf8(e->name()));
-            if (chosen) storedRefusals_[{m, chosen}] = c.refusal;
-            finishCheck(c.refusal);
-        },
-        [this](const QString& message) { finishCheck(message); });
+    std::vector<const formats::LinearEncoder*> all = std::move(others);
+    if (chosen) all.insert(all.begin(), chosen);
+    checks_.start([result = result_, m = method(), all](const CancelToken& token) { return refusalsOf(all, *m, token); },
+                  [this, m = method(), chosen](const std::vector<std::pair<const formats::LinearEncoder*, QString>>& found) {
+                      const QSignalBlocker blocker(format_);   // the chosen (default) layout stays chosen
+                      for (const auto& [e, why] : found) {
+                          storedRefusals_[{m, e}] = why;
+                          if (e != chosen && why.isEmpty()) format_->addItem(QString::fromUtf8(e->name()), QString::fromUtf8(e->name()));
+                      }
+                      finishCheck(chosen ? storedRefusals_[{m, chosen}] : QString());
+                  },
+                  [this](const QString& message) { finishCheck(message); });
 }
 
 // The worker's answer (or why it could not give one, which then refuses the export too).

@@ -103,12 +103,14 @@ std::string refusals(const formats::LinearEncoder& encoder, const Linears& linea
     return found.text();
 }
 
-// The refusals of a result on disk, read back one layer at a time and checked as they will be written
-// (fused projections stacked; `planned`: the AWQ folding before fuseForExport consumed the parts' rows).
-std::string storedRefusals(const formats::LinearEncoder& encoder, const MethodResult& result, const model::Architecture& arch,
-                           const AwqFolding& planned, const CancelToken& cancel = {}) {
+// The refusals of a result on disk for each encoder, read back one layer at a time (once for all of
+// them) and checked as they will be written (fused projections stacked; `planned`: the AWQ folding
+// before fuseForExport consumed the parts' rows).
+std::vector<std::string> storedRefusals(const std::vector<const formats::LinearEncoder*>& encoders, const MethodResult& result,
+                                        const model::Architecture& arch, const AwqFolding& planned, const CancelToken& cancel = {}) {
     AwqFolding folding;   // the layer's own row divisors: all a refusal looks at
-    Refusals found(encoder, folding);
+    std::vector<Refusals> found;
+    for (const formats::LinearEncoder* e : encoders) found.emplace_back(*e, folding);
     for (std::size_t i = 0; i < layerCount(result); ++i) {
         cancel.throwIfCancelled();
         const QuantizedLayer layer = layerAt(result, i);
@@ -120,9 +122,12 @@ std::string storedRefusals(const formats::LinearEncoder& encoder, const MethodRe
             if (const auto rows = planned.rowDivisors.find(prefix); rows != planned.rowDivisors.end()) folding.rowDivisors.insert(*rows);
         }
         const FusedLinears written = fuseForExport(linears, arch, folding);
-        for (const auto& [prefix, q] : written.linears) found.check(prefix, *q);
+        for (Refusals& f : found)
+            for (const auto& [prefix, q] : written.linears) f.check(prefix, *q);
     }
-    return found.text();
+    std::vector<std::string> texts;
+    for (const Refusals& f : found) texts.push_back(f.text());
+    return texts;
 }
 
 void requireSource(const io::Checkpoint& source, const Linears& linears) {
@@ -349,29 +354,53 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
     return writeExport(request, source, encoder, fused.linears, std::move(folding), toJson(result), progress, cancel, std::move(hooks));
 }
 
-std::string exportRefusal(const MethodResult& result, const formats::LinearEncoder& encoder, const CancelToken& cancel) {
+std::vector<std::string> exportRefusals(const MethodResult& result, const std::vector<const formats::LinearEncoder*>& encoders,
+                                        const CancelToken& cancel) {
+    std::vector<std::string> why(encoders.size());
+    // A failure of the check itself (an unreadable work folder) refuses every layout, each in its own words.
+    const auto failed = [&](const std::string& text) {
+        for (std::size_t i = 0; i < encoders.size(); ++i) {
+            const std::string prefix = "cannot export as " + std::string(encoders[i]->name());
+            why[i] = text.starts_with(prefix) ? text : prefix + ": " + text;
+        }
+    };
     try {
-        if (!result.error.empty()) return result.label() + " failed, so it cannot be exported: " + result.error;
-        if (auto why = gptOssExpertsRefusal(io::Checkpoint::open(result.source.path)); !why.empty()) return why;
+        std::string common;
+        if (!result.error.empty()) common = result.label() + " failed, so it cannot be exported: " + result.error;
+        else common = gptOssExpertsRefusal(io::Checkpoint::open(result.source.path));
+        if (!common.empty()) return std::vector<std::string>(encoders.size(), common);
         // The names and the norms AWQ folds into are the source's architecture's (a VLM's text tower).
         const SourceLayout layout = layoutAt(result.source.path);
         const model::Architecture& arch = layout.arch;
         AwqFolding folding = planAwqFolding(linearHeaders(result), arch, layout.moeNames());
         const AwqFolding planned = folding;
         const FusedLinears fused = fuseForExport(quantizedLinears(result, arch), arch, folding);
-        const std::string why = result.stored ? storedRefusals(encoder, result, arch, planned, cancel) : refusals(encoder, fused.linears, folding);
-        if (!why.empty()) return why;
+        if (result.stored) {
+            why = storedRefusals(encoders, result, arch, planned, cancel);
+        } else {
+            for (std::size_t i = 0; i < encoders.size(); ++i) why[i] = refusals(*encoders[i], fused.linears, folding);
+        }
         // What only the whole states: a layout with one group size or one scale granularity for the
         // model refuses a mix of them when it writes its config.
-        (void)encoder.quantizationConfig(formats::ExportScheme{fused.linears, {}, io::DType::BF16});
-        return {};
+        for (std::size_t i = 0; i < encoders.size(); ++i) {
+            if (!why[i].empty()) continue;
+            try {
+                (void)encoders[i]->quantizationConfig(formats::ExportScheme{fused.linears, {}, io::DType::BF16});
+            } catch (const std::exception& e) {
+                const std::string text = e.what(), prefix = "cannot export as " + std::string(encoders[i]->name());
+                why[i] = text.starts_with(prefix) ? text : prefix + ": " + text;
+            }
+        }
     } catch (const Cancelled&) {
         throw;
     } catch (const std::exception& e) {
-        const std::string why = e.what();
-        const std::string prefix = "cannot export as " + std::string(encoder.name());
-        return why.starts_with(prefix) ? why : prefix + ": " + why;
+        failed(e.what());
     }
+    return why;
+}
+
+std::string exportRefusal(const MethodResult& result, const formats::LinearEncoder& encoder, const CancelToken& cancel) {
+    return exportRefusals(result, {&encoder}, cancel).front();
 }
 
 std::filesystem::path exportStreamed(const ExportRequest& request, const io::Checkpoint& source, const StreamedLinears& streamed,

@@ -50,6 +50,11 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
 // result on disk every layer's codes (a large model's take a while: `cancel` stops it, throwing Cancelled).
 std::string exportRefusal(const MethodResult& result, const formats::LinearEncoder& encoder, const CancelToken& cancel = {});
 
+// exportRefusal for each of `encoders`, in their order, from one pass over the result: a result on disk
+// is read once for all of them (the Export panel asks for every layout it could offer).
+std::vector<std::string> exportRefusals(const MethodResult& result, const std::vector<const formats::LinearEncoder*>& encoders,
+                                        const CancelToken& cancel = {});
+
 // An export that quantizes each linear as the writer reaches it, so that only one linear's codes are
 // held at a time (weight_only_quantize.h). `linears` names every linear by its full prefix
 // ("model.language_model.layers.0.self_attn.q_proj") with the address of the linear the writer reads
