@@ -60,7 +60,10 @@ CheckpointFingerprint fingerprintOf(const Checkpoint& checkpoint) {
         }
     }
     hash.add(checkpoint.config().dump());
-    return {canonicalFolder(checkpoint.root()), hash.value()};
+    // A GGUF is its file, not its folder: two GGUF files of one model often share one, and the folder
+    // alone would not open again as the checkpoint the result was made from.
+    const GgufFile* gguf = checkpoint.gguf();
+    return {canonicalFolder(gguf != nullptr ? gguf->path() : checkpoint.root()), hash.value()};
 }
 
 }  // namespace qs::io

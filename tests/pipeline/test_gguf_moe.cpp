@@ -17,7 +17,9 @@
 #include "qs/io/checkpoint.h"
 #include "qs/io/gguf_file.h"
 #include "qs/model/model_config.h"
+#include "qs/formats/linear_encoder.h"
 #include "qs/pipeline/checkpoint_eval.h"
+#include "qs/pipeline/exporter.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/gguf_export.h"
 #include "qs/pipeline/gguf_imatrix.h"
@@ -275,4 +277,20 @@ TEST(GgufMoe, AGptOssGgufQuantizesAsItsSafetensorsCheckpointDoes) {
     const io::Checkpoint q8File = io::Checkpoint::open(a);
     const MatrixF logits = model::Transformer::fromCheckpoint(q8File).forward(test::syntheticTokens(1, 32, 320, 9).front());
     EXPECT_TRUE(logits.allFinite());
+}
+
+// A GGUF result names its file, not its folder: beside another GGUF of the same model, the export's
+// check opens the right one and gives its own answer (here gpt-oss's refusal of a safetensors layout).
+TEST(GgufMoe, AGgufResultNamesItsFileBesideAnotherGguf) {
+    TempDir dir;
+    GgufExportOptions f32;
+    f32.chooser = uniformGgufType(T::F32);
+    const io::Checkpoint source = io::Checkpoint::open(fs::path(QS_TEST_DATA_DIR) / "gptoss" / "gptoss-tiny");
+    const fs::path gguf = writeGguf(source, dir.path() / "gptoss-f32.gguf", f32, {}, CancelToken{});
+    (void)writeGguf(source, dir.path() / "gptoss-f16.gguf", {}, {}, CancelToken{});
+    const MethodResult rtn = runGguf(gguf, "rtn4", 320).methods.at(0);
+    ASSERT_TRUE(rtn.error.empty()) << rtn.error;
+    EXPECT_EQ(rtn.source.path.filename(), "gptoss-f32.gguf");
+    const std::string why = exportRefusal(rtn, formats::encoderNamed("gptq"));
+    EXPECT_NE(why.find("gptoss-f32.gguf: a gpt-oss GGUF"), std::string::npos) << why;
 }

@@ -14,7 +14,7 @@
 namespace qs::io {
 
 struct CheckpointFingerprint {
-    std::filesystem::path path;     // the checkpoint's folder, canonical (symlinks and ".." resolved)
+    std::filesystem::path path;     // the checkpoint's folder (a GGUF: its file), canonical (symlinks and ".." resolved)
     std::uint64_t headerHash = 0;   // the shards' names and header bytes, then config.json as parsed
 
     bool empty() const { return path.empty(); }
