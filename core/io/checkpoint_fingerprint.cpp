@@ -24,10 +24,10 @@ private:
     std::uint64_t hash_ = 0xcbf29ce484222325ull;
 };
 
-std::filesystem::path canonicalFolder(const std::filesystem::path& folder) {
+std::filesystem::path canonicalPath(const std::filesystem::path& path) {
     std::error_code ec;
-    std::filesystem::path canonical = std::filesystem::weakly_canonical(folder, ec);
-    if (ec) canonical = std::filesystem::absolute(folder, ec).lexically_normal();
+    std::filesystem::path canonical = std::filesystem::weakly_canonical(path, ec);
+    if (ec) canonical = std::filesystem::absolute(path, ec).lexically_normal();
     return canonical;
 }
 
@@ -63,7 +63,7 @@ CheckpointFingerprint fingerprintOf(const Checkpoint& checkpoint) {
     // A GGUF is its file, not its folder: two GGUF files of one model often share one, and the folder
     // alone would not open again as the checkpoint the result was made from.
     const GgufFile* gguf = checkpoint.gguf();
-    return {canonicalFolder(gguf != nullptr ? gguf->path() : checkpoint.root()), hash.value()};
+    return {canonicalPath(gguf != nullptr ? gguf->path() : checkpoint.root()), hash.value()};
 }
 
 }  // namespace qs::io

@@ -73,6 +73,12 @@ std::string refusalAsWritten(const formats::LinearEncoder& encoder, const std::s
 }
 
 // Every refusal, before a byte is written: the first few in full, then how many more ("" when none).
+// `why` as the refusal of `encoder`'s layout: "cannot export as <layout>: why", unless it already says so.
+std::string refusedAs(const formats::LinearEncoder& encoder, const std::string& why) {
+    const std::string prefix = "cannot export as " + std::string(encoder.name());
+    return why.starts_with(prefix) ? why : prefix + ": " + why;
+}
+
 class Refusals {
 public:
     Refusals(const formats::LinearEncoder& encoder, const AwqFolding& folding) : encoder_(encoder), folding_(folding) {}
@@ -85,8 +91,7 @@ public:
 
     std::string text() const {
         if (count_ == 0) return {};
-        return "cannot export as " + std::string(encoder_.name()) + ": " + problems_ +
-               (count_ > 3 ? " (and " + std::to_string(count_ - 3) + " more)" : "");
+        return refusedAs(encoder_, problems_ + (count_ > 3 ? " (and " + std::to_string(count_ - 3) + " more)" : ""));
     }
 
 private:
@@ -269,7 +274,7 @@ private:
         // refusal leaves no destination, as any failure of the writer does.
         if (hooks_.produce || hooks_.complete)
             if (const std::string why = refusalAsWritten(encoder_, prefix, q, folding_); !why.empty())
-                throw Error("cannot export as " + std::string(encoder_.name()) + ": " + prefix + ": " + why);
+                throw Error(refusedAs(encoder_, prefix + ": " + why));
         const auto rows = folding_.rowDivisors.find(prefix);
         const auto tensors = rows == folding_.rowDivisors.end() ? encoder_.encode(prefix, q)
                                                                 : encoder_.encode(prefix, withRowsDivided(q, rows->second));
@@ -357,13 +362,6 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
 std::vector<std::string> exportRefusals(const MethodResult& result, const std::vector<const formats::LinearEncoder*>& encoders,
                                         const CancelToken& cancel) {
     std::vector<std::string> why(encoders.size());
-    // A failure of the check itself (an unreadable work folder) refuses every layout, each in its own words.
-    const auto failed = [&](const std::string& text) {
-        for (std::size_t i = 0; i < encoders.size(); ++i) {
-            const std::string prefix = "cannot export as " + std::string(encoders[i]->name());
-            why[i] = text.starts_with(prefix) ? text : prefix + ": " + text;
-        }
-    };
     try {
         std::string common;
         if (!result.error.empty()) common = result.label() + " failed, so it cannot be exported: " + result.error;
@@ -387,14 +385,13 @@ std::vector<std::string> exportRefusals(const MethodResult& result, const std::v
             try {
                 (void)encoders[i]->quantizationConfig(formats::ExportScheme{fused.linears, {}, io::DType::BF16});
             } catch (const std::exception& e) {
-                const std::string text = e.what(), prefix = "cannot export as " + std::string(encoders[i]->name());
-                why[i] = text.starts_with(prefix) ? text : prefix + ": " + text;
+                why[i] = refusedAs(*encoders[i], e.what());
             }
         }
     } catch (const Cancelled&) {
         throw;
-    } catch (const std::exception& e) {
-        failed(e.what());
+    } catch (const std::exception& e) {   // the check itself failed (an unreadable work folder): every layout is refused
+        for (std::size_t i = 0; i < encoders.size(); ++i) why[i] = refusedAs(*encoders[i], e.what());
     }
     return why;
 }
