@@ -31,6 +31,16 @@ std::filesystem::path canonicalPath(const std::filesystem::path& path) {
     return canonical;
 }
 
+// The path that opens this checkpoint again. A GGUF is its file (two GGUF files of one model often
+// share a folder), and so is a lone safetensors file other than model.safetensors: its folder would
+// open model.safetensors instead, or refuse to choose between two files. Otherwise the folder.
+std::filesystem::path reopeningPath(const Checkpoint& checkpoint) {
+    if (const GgufFile* gguf = checkpoint.gguf()) return gguf->path();
+    const auto& shards = checkpoint.shards();
+    if (shards.size() == 1 && shards.front().path().filename() != "model.safetensors") return shards.front().path();
+    return checkpoint.root();
+}
+
 }  // namespace
 
 std::string CheckpointFingerprint::describe() const {
@@ -60,10 +70,7 @@ CheckpointFingerprint fingerprintOf(const Checkpoint& checkpoint) {
         }
     }
     hash.add(checkpoint.config().dump());
-    // A GGUF is its file, not its folder: two GGUF files of one model often share one, and the folder
-    // alone would not open again as the checkpoint the result was made from.
-    const GgufFile* gguf = checkpoint.gguf();
-    return {canonicalPath(gguf != nullptr ? gguf->path() : checkpoint.root()), hash.value()};
+    return {canonicalPath(reopeningPath(checkpoint)), hash.value()};
 }
 
 }  // namespace qs::io

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "io_test_util.h"
+#include "qs/error.h"
 #include "qs/io/checkpoint_fingerprint.h"
 
 using namespace qs::io;
@@ -93,8 +94,25 @@ TEST(CheckpointFingerprint, TwoFilesOfOneFolderDiffer) {
     writeBytes(dir / "a.safetensors", safetensorsImage(kHeader, 16));
     writeBytes(dir / "b.safetensors", safetensorsImage(kHeader, 16));
     const CheckpointFingerprint a = fingerprintAt(dir / "a.safetensors"), b = fingerprintAt(dir / "b.safetensors");
-    EXPECT_EQ(a.path, b.path);
     EXPECT_NE(a, b);
+    // Each names its own file: the folder refuses to choose between them, so it would not open again.
+    EXPECT_EQ(a.path.parent_path(), b.path.parent_path());
+    EXPECT_EQ(a.path.filename(), "a.safetensors");
+    EXPECT_EQ(b.path.filename(), "b.safetensors");
+    EXPECT_THROW(Checkpoint::open(dir.path()), qs::Error);
+    EXPECT_EQ(fingerprintAt(a.path), a);
+    EXPECT_EQ(fingerprintAt(b.path), b);
+}
+
+TEST(CheckpointFingerprint, AFileBesideModelSafetensorsNamesItself) {
+    TempDir dir;
+    writeCheckpoint(dir.path());
+    writeBytes(dir / "other.safetensors", safetensorsImage(kHeader, 16));
+    const CheckpointFingerprint model = fingerprintAt(dir / "model.safetensors"), other = fingerprintAt(dir / "other.safetensors");
+    EXPECT_EQ(model.path, std::filesystem::canonical(dir.path()));   // the folder opens model.safetensors
+    EXPECT_EQ(other.path, std::filesystem::canonical(dir / "other.safetensors"));
+    EXPECT_NE(model, other);
+    EXPECT_EQ(fingerprintAt(other.path), other);
 }
 
 // Two GGUF files of one model in one folder (model-Q4_K_M.gguf beside model-Q8_0.gguf share their

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "qs/error.h"
+#include "qs/formats/linear_encoder.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/checkpoint_fingerprint.h"
 #include "qs/pipeline/exporter.h"
@@ -123,6 +124,30 @@ TEST(ResultSource, GgufExportRefusesACopyOfTheSourceAndWritesNothing) {
 
 // Without calibration or evaluation text nothing polls after the last module but the unpacking of
 // the finished layers and the summary: a cancel arriving then must still stop the job.
+// Two single-file checkpoints in one folder (no model.safetensors, no index): the folder opens as
+// neither, so the result must name its file for the Export panel's check to open its source again.
+TEST(ResultSource, AFileBesideAnotherInOneFolderIsCheckedAndExportedFromItself) {
+    ScratchDir scratch("two_files");
+    const auto folder = scratch.path() / "two";
+    std::filesystem::copy(kDemo, folder, std::filesystem::copy_options::recursive);
+    std::filesystem::rename(folder / "model.safetensors", folder / "a.safetensors");
+    std::filesystem::copy_file(folder / "a.safetensors", folder / "b.safetensors");
+    JobPlan plan;
+    plan.checkpoint = folder / "b.safetensors";
+    plan.methods = {parseMethod("rtn4", 64)};
+    const JobResult result = Job(std::move(plan)).run({}, CancelToken{});
+    ASSERT_EQ(result.methods.size(), 1u);
+    const MethodResult& rtn = result.methods.front();
+    ASSERT_TRUE(rtn.error.empty()) << rtn.error;
+    EXPECT_EQ(rtn.source.path, std::filesystem::canonical(folder / "b.safetensors"));
+    EXPECT_EQ(exportRefusal(rtn, formats::encoderNamed("gptq_v2")), "");
+    const auto out = scratch.path() / "out";
+    // Over the other file of the folder (same tensors, another name) it is refused; over its own it exports.
+    EXPECT_NE(exportError({folder / "a.safetensors", out, "", false, {}}, rtn).find("a.safetensors"), std::string::npos);
+    EXPECT_FALSE(std::filesystem::exists(out));
+    EXPECT_EQ(exportCheckpoint({folder / "b.safetensors", out, "", false, {}}, rtn, {}, CancelToken{}), out);
+}
+
 TEST(ResultSource, ACancelAfterTheLastModuleStillCancels) {
     JobPlan plan;
     plan.checkpoint = kDemo;
