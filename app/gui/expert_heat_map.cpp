@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 
+#include "heat_gradient.h"
 #include "overview_page.h"
 
 namespace qs::gui {
@@ -23,10 +24,8 @@ ExpertHeatMap::ExpertHeatMap(QWidget* parent)
     scale_->setType(QCPAxis::atRight);
     scale_->axis()->setLabel(tr("tokens routed"));
     map_->setColorScale(scale_);
-    QCPColorGradient gradient(QCPColorGradient::gpThermal);
-    gradient.setNanHandling(QCPColorGradient::nhTransparent);   // dense layers: no experts
-    map_->setGradient(gradient);
-    // What shows through a dense layer's row: hatched, never the white of the busiest expert.
+    map_->setGradient(heatGradient());
+    // What shows through a dense layer's row: hatched, never a colour of the scale.
     axisRect()->setBackground(QBrush(QColor(150, 150, 150), Qt::BDiagPattern));
     map_->setInterpolate(false);
     xAxis->grid()->setVisible(false);

@@ -15,6 +15,7 @@
 #include <QVBoxLayout>
 
 #include "expert_overview.h"
+#include "heat_gradient.h"
 #include "number_format.h"
 #include "plot_view.h"
 
@@ -109,12 +110,10 @@ OverviewPage::OverviewPage(QWidget* parent)
     scale_->setMarginGroup(QCP::msTop | QCP::msBottom, margins);
     scale_->setType(QCPAxis::atRight);
     map_->setColorScale(scale_);
-    QCPColorGradient gradient(QCPColorGradient::gpThermal);
-    gradient.setNanHandling(QCPColorGradient::nhTransparent);
-    map_->setGradient(gradient);
+    map_->setGradient(heatGradient());
     map_->setInterpolate(false);
     // What shows through a cell without a weight (a dense layer in a layer × expert view): hatched, never
-    // the white of the largest value.
+    // a colour of the scale.
     plot_->axisRect()->setBackground(QBrush(QColor(150, 150, 150), Qt::BDiagPattern));
     plot_->xAxis->grid()->setVisible(false);
     plot_->yAxis->grid()->setVisible(false);
