@@ -270,8 +270,7 @@ QString HessianPage::captionText() const {
 
 // The layer is calibrated but the selected linear has no diagonal of its own (a MoE's router).
 QString HessianPage::notCalibratedText() const {
-    const QString last = module_.section(QLatin1Char('.'), -1);
-    if (last == QStringLiteral("gate") || last == QStringLiteral("router"))
+    if (io::isRouterModule(module_.toStdString()))
         return tr("Layer %1 %2 is the experts' router, which stays dense: no Hessian is collected for it.").arg(layer_).arg(module_);
     return tr("Layer %1 %2 is not one of the linears the calibration sees.").arg(layer_).arg(module_);
 }

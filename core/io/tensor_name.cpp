@@ -144,4 +144,10 @@ bool isTowerTensor(std::string_view name) {
     return false;
 }
 
+bool isRouterModule(std::string_view module) {
+    const auto dot = module.rfind('.');
+    const std::string_view last = dot == std::string_view::npos ? module : module.substr(dot + 1);
+    return last == "gate" || last == "router" || last.ends_with("_gate");
+}
+
 }  // namespace qs::io

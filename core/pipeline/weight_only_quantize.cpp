@@ -13,14 +13,6 @@ namespace qs::pipeline {
 
 namespace {
 
-// A MoE router or a shared expert's gate: "mlp.gate", "block_sparse_moe.gate", "mlp.router",
-// "mlp.shared_expert_gate" (a dense MLP's "gate_proj" is a linear like any other).
-bool isRouter(std::string_view module) {
-    const auto dot = module.rfind('.');
-    const std::string_view last = dot == std::string_view::npos ? module : module.substr(dot + 1);
-    return last == "gate" || last == "router" || last.ends_with("_gate");
-}
-
 std::string where(const io::Checkpoint& ck, const std::string& tensor) { return ck.root().string() + ": " + tensor; }
 
 // Releases what an encoded linear no longer needs: its codes and scales (NVFP4's f32 scales alone are
@@ -115,7 +107,7 @@ WeightOnlySelection selectWeightOnlyLinears(const io::Checkpoint& checkpoint) {
             !io::isDenseFloat(t.info->dtype))
             continue;
         const std::string prefix = t.info->name.substr(0, t.info->name.size() - std::string_view(".weight").size());
-        (isRouter(n.module) || io::isTowerTensor(t.info->name) ? s.keptDense : s.quantized).push_back(prefix);
+        (io::isRouterModule(n.module) || io::isTowerTensor(t.info->name) ? s.keptDense : s.quantized).push_back(prefix);
     }
     return s;
 }

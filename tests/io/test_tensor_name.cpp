@@ -88,3 +88,11 @@ TEST(TensorName, LayerIndicesOutOfRangeNameNoLayer) {
     expectName("model.layers.-1.mlp.down_proj.weight", -1, "layers.-1.mlp.down_proj", "weight", TensorRole::Linear);
     expectName("model.layers.+3.mlp.down_proj.weight", -1, "layers.+3.mlp.down_proj", "weight", TensorRole::Linear);
 }
+
+TEST(TensorName, RoutersAreTheMoeGatesNotTheMlpGateProj) {
+    for (const char* router : {"mlp.gate", "block_sparse_moe.gate", "mlp.router", "mlp.shared_expert_gate", "gate"})
+        EXPECT_TRUE(isRouterModule(router)) << router;
+    for (const char* linear : {"mlp.gate_proj", "mlp.experts.3.gate_proj", "mlp.experts.gate_up_proj", "self_attn.q_proj",
+                               "mlp.gate.weight_scale", "mlp.routers_norm", ""})
+        EXPECT_FALSE(isRouterModule(linear)) << linear;
+}

@@ -26,4 +26,8 @@ TensorName parseTensorName(std::string_view fullName);
 // whose layers its "encoder.layers.N." must not be taken for.
 bool isTowerTensor(std::string_view name);
 
+// A MoE router or a shared expert's gate, which stays dense: "mlp.gate", "block_sparse_moe.gate",
+// "mlp.router", "mlp.shared_expert_gate" (a dense MLP's "gate_proj" is a linear like any other).
+bool isRouterModule(std::string_view module);
+
 }  // namespace qs::io
