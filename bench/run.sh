@@ -9,7 +9,7 @@
 # otherwise build/, configured here. QS_JOBS sets the build parallelism (default: all cores).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-jobs="${QS_JOBS:-$(nproc)}"
+jobs="${QS_JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}"
 
 cache_value() {   # cache_value BUILD_DIR NAME -> the CMakeCache.txt value, or ""
   sed -n "s/^$2:[A-Z]*=//p" "$1/CMakeCache.txt" | head -n1

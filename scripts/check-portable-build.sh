@@ -7,7 +7,7 @@
 #   scripts/check-portable-build.sh [TARGET...]     TARGET: x86-64-v4, baseline (default: both)
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-jobs="${QS_JOBS:-$(nproc)}"
+jobs="${QS_JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}"
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=(x86-64-v4 baseline)
 core_libs=(qs_io qs_quant qs_analysis qs_model qs_formats qs_pipeline)

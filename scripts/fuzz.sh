@@ -9,7 +9,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${QS_FUZZ_BUILD_DIR:-$root/build-fuzz}"
-jobs="${QS_JOBS:-$(nproc)}"
+jobs="${QS_JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}"
 mode=time
 total=60
 targets=()

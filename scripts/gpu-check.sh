@@ -7,7 +7,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${QS_BUILD_DIR:-$root/build-gpu-check}"
-jobs="${QS_JOBS:-$(nproc)}"
+jobs="${QS_JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}"
 start=$(date +%s)
 step() { echo "== [$(( $(date +%s) - start )) s] $*"; }
 

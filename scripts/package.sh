@@ -6,7 +6,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${QS_PACKAGE_BUILD_DIR:-$root/build-package}"
-jobs="${QS_JOBS:-$(nproc)}"
+jobs="${QS_JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}"
 
 "$root/scripts/setup-deps.sh"
 cmake -S "$root" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DQS_NATIVE=OFF -DQS_WITH_CUDA=OFF \

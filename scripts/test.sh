@@ -4,6 +4,9 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build="${QS_BUILD_DIR:-$root/build}"
+# GNU nproc answers OMP_NUM_THREADS when it is set, and this script sets it to 1 below: count the
+# cores without it, or ctest would run one test at a time.
+jobs="${QS_JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}"
 
 "$root/scripts/setup-deps.sh"
 "$root/scripts/setup-interop.sh"   # llama.cpp, the judge of ctest -L interop
@@ -17,4 +20,4 @@ export QT_QPA_PLATFORM=offscreen
 export OMP_NUM_THREADS="${OMP_NUM_THREADS:-1}"
 export OMP_WAIT_POLICY=PASSIVE
 cd "$build"
-ctest --output-on-failure -j "${QS_JOBS:-$(nproc)}" --timeout 900
+ctest --output-on-failure -j "$jobs" --timeout 900

@@ -16,7 +16,7 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${QS_BUILD_DIR:-$root/build-gpu-check}"
 layers="${LAYERS:-32}" samples="${SAMPLES:-128}" seq_len="${SEQ_LEN:-2048}" device="${DEVICE:-cuda}"
 
-cmake --build "$build" --target quantscope-cli make_checkpoint -j "${QS_JOBS:-$(nproc)}" >/dev/null
+cmake --build "$build" --target quantscope-cli make_checkpoint -j "${QS_JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}" >/dev/null
 work="$(mktemp -d "${TMPDIR:-/tmp}/qs_e2e.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
