@@ -91,10 +91,13 @@ inline const std::array<float, 256>& e4m3Table() {
     return static_cast<std::uint8_t>(sign | index);
 }
 
-#if defined(__AVX2__)
+#if defined(__x86_64__) || defined(__i386__)
+// The AVX2 helpers below are compiled for AVX2 whatever the build's -march, and inline only into
+// kernels that are (qs/cpu_features.h chooses those at run time).
+
 // encodeE2m1 on 8 lanes, as 32-bit codes: the same strict / non-strict midpoint comparisons (ordered:
 // a NaN passes none, as in the scalar code), the same sign bit.
-[[gnu::always_inline]] inline __m256i encodeE2m1x8(__m256 v) {
+[[gnu::always_inline, gnu::target("avx2")]] inline __m256i encodeE2m1x8(__m256 v) {
     const __m256i bits = _mm256_castps_si256(v);
     const __m256i sign = _mm256_and_si256(_mm256_srli_epi32(bits, 28), _mm256_set1_epi32(8));
     const __m256 a = _mm256_castsi256_ps(_mm256_and_si256(bits, _mm256_set1_epi32(0x7FFFFFFF)));
@@ -110,7 +113,7 @@ inline const std::array<float, 256>& e4m3Table() {
 }
 
 // Four vectors of 32-bit codes (each 0..255) -> 32 bytes in lane order.
-[[gnu::always_inline]] inline void storeCodes32(std::uint8_t* out, __m256i c0, __m256i c1, __m256i c2, __m256i c3) {
+[[gnu::always_inline, gnu::target("avx2")]] inline void storeCodes32(std::uint8_t* out, __m256i c0, __m256i c1, __m256i c2, __m256i c3) {
     const __m256i p01 = _mm256_packs_epi32(c0, c1);       // c0[0:4] c1[0:4] | c0[4:8] c1[4:8]
     const __m256i p23 = _mm256_packs_epi32(c2, c3);
     const __m256i bytes = _mm256_packus_epi16(p01, p23);  // c0[0:4] c1[0:4] c2[0:4] c3[0:4] | the upper halves
@@ -119,7 +122,7 @@ inline const std::array<float, 256>& e4m3Table() {
 }
 
 // Largest magnitude of 16 values, like absMaxFixed<16>.
-[[gnu::always_inline]] inline float absMax16(const float* x) {
+[[gnu::always_inline, gnu::target("avx2")]] inline float absMax16(const float* x) {
     const __m256i mask = _mm256_set1_epi32(0x7FFFFFFF);
     const __m256i a = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x)), mask);
     const __m256i b = _mm256_and_si256(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(x + 8)), mask);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fp_codes.h"
+#include "qs/cpu_features.h"
 #include "qs/error.h"
 
 namespace qs::quant {
@@ -174,42 +175,40 @@ inline std::uint8_t nf4Index(float v, const std::array<float, 15>& th) {
     return static_cast<std::uint8_t>(index);
 }
 
-#if defined(__AVX2__)
+#if defined(__x86_64__) || defined(__i386__)
 // nf4Index on 8 lanes, as the same count found by a branch-free binary search: the upper or lower
 // 8 thresholds by the comparison with the middle one, then three steps that pick their threshold
 // with register permutes. Thresholds ascend, so the search and the count agree on every float
-// (a NaN passes no comparison either way).
+// (a NaN passes no comparison either way). Compiled for AVX2 whatever the build's -march, and used
+// only where the CPU runs it (qs/cpu_features.h).
 struct Nf4Search {
     __m256 lower, upper, middle;
-    explicit Nf4Search(const std::array<float, 15>& th)
+    [[gnu::target("avx2")]] explicit Nf4Search(const std::array<float, 15>& th)
         : lower(_mm256_loadu_ps(th.data())),
           upper(_mm256_setr_ps(th[8], th[9], th[10], th[11], th[12], th[13], th[14],
                                std::numeric_limits<float>::infinity())),
           middle(_mm256_set1_ps(th[7])) {}
 
-    [[gnu::always_inline]] __m256i index(__m256 v) const {
+    [[gnu::always_inline, gnu::target("avx2")]] __m256i index(__m256 v) const {
         const __m256 high = _mm256_cmp_ps(v, middle, _CMP_GE_OQ);
-        // Lane j's threshold k of its own half (the permute gathers across lanes, so the halves are
-        // permuted first and blended by each lane's own comparison).
-        const auto threshold = [&](__m256i k) {
-            return _mm256_blendv_ps(_mm256_permutevar8x32_ps(lower, k), _mm256_permutevar8x32_ps(upper, k), high);
-        };
-        const auto passed = [&](__m256i k, int step) {
-            return _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(v, threshold(k), _CMP_GE_OQ)),
-                                    _mm256_set1_epi32(step));
-        };
-        __m256i local = passed(_mm256_set1_epi32(3), 4);
-        local = _mm256_add_epi32(local, passed(_mm256_add_epi32(local, _mm256_set1_epi32(1)), 2));
-        local = _mm256_add_epi32(local, passed(local, 1));
+        __m256i local = passed(v, high, _mm256_set1_epi32(3), 4);
+        local = _mm256_add_epi32(local, passed(v, high, _mm256_add_epi32(local, _mm256_set1_epi32(1)), 2));
+        local = _mm256_add_epi32(local, passed(v, high, local, 1));
         return _mm256_or_si256(_mm256_and_si256(_mm256_castps_si256(high), _mm256_set1_epi32(8)), local);
     }
-};
-#endif
 
-// One block of bs values (a multiple of 32): the codes of x * inverse.
-void encodeNf4Block(const float* x, std::int64_t bs, float inverse, const std::array<float, 15>& thresholds,
-                    std::uint8_t* codes) {
-#if defined(__AVX2__)
+private:
+    // `step` where v reaches threshold k of its own half, else 0. The permute gathers across lanes,
+    // so both halves are permuted and each lane's own comparison with the middle blends them.
+    [[gnu::always_inline, gnu::target("avx2")]] __m256i passed(__m256 v, __m256 high, __m256i k, int step) const {
+        const __m256 threshold =
+            _mm256_blendv_ps(_mm256_permutevar8x32_ps(lower, k), _mm256_permutevar8x32_ps(upper, k), high);
+        return _mm256_and_si256(_mm256_castps_si256(_mm256_cmp_ps(v, threshold, _CMP_GE_OQ)), _mm256_set1_epi32(step));
+    }
+};
+
+[[gnu::target("avx2")]] void encodeNf4BlockAvx2(const float* x, std::int64_t bs, float inverse,
+                                               const std::array<float, 15>& thresholds, std::uint8_t* codes) {
     const Nf4Search search(thresholds);
     const __m256 inv = _mm256_set1_ps(inverse);
     for (std::int64_t i = 0; i < bs; i += 32)
@@ -217,10 +216,20 @@ void encodeNf4Block(const float* x, std::int64_t bs, float inverse, const std::a
                              search.index(_mm256_mul_ps(_mm256_loadu_ps(x + i + 8), inv)),
                              search.index(_mm256_mul_ps(_mm256_loadu_ps(x + i + 16), inv)),
                              search.index(_mm256_mul_ps(_mm256_loadu_ps(x + i + 24), inv)));
-#else
+}
+#endif
+
+// One block of bs values (a multiple of 32): the codes of x * inverse.
+void encodeNf4Block(const float* x, std::int64_t bs, float inverse, const std::array<float, 15>& thresholds,
+                    std::uint8_t* codes) {
+#if defined(__x86_64__) || defined(__i386__)
+    if (cpuRunsAvx2()) {
+        encodeNf4BlockAvx2(x, bs, inverse, thresholds, codes);
+        return;
+    }
+#endif
 #pragma omp simd
     for (std::int64_t i = 0; i < bs; ++i) codes[i] = nf4Index(x[i] * inverse, thresholds);
-#endif
 }
 
 }  // namespace

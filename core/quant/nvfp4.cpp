@@ -8,6 +8,7 @@
 
 #include "fp4_blocks.h"
 #include "fp_codes.h"
+#include "qs/cpu_features.h"
 #include "qs/error.h"
 
 namespace qs::quant {
@@ -32,37 +33,44 @@ void encodeBlock(const float* x, std::int64_t n, float scale, std::uint8_t* code
     }
 }
 
+// Whole blocks' amaxes into scales[0, full): the portable loop, and the same on AVX2.
+void wholeBlockAmaxes(const float* row, std::int64_t full, float* scales) {
+    for (std::int64_t b = 0; b < full; ++b) scales[b] = detail::absMaxFixed<kNvfp4BlockSize>(row + b * kNvfp4BlockSize);
+}
+
+#if defined(__x86_64__) || defined(__i386__)
+[[gnu::target("avx2")]] void wholeBlockAmaxesAvx2(const float* row, std::int64_t full, float* scales) {
+    for (std::int64_t b = 0; b < full; ++b) scales[b] = detail::absMax16(row + b * kNvfp4BlockSize);
+}
+#endif
+
 // Pass 1, row r: every block's amax into `scales` (raw, converted in pass 2); returns the row's amax.
 float blockAmaxes(const float* row, std::int64_t cols, float* scales) {
     constexpr std::int64_t B = kNvfp4BlockSize;
     const std::int64_t full = cols / B;
-    std::uint32_t rowMax = 0;
-    for (std::int64_t b = 0; b < full; ++b) {
-#if defined(__AVX2__)
-        scales[b] = detail::absMax16(row + b * B);
+#if defined(__x86_64__) || defined(__i386__)
+    if (cpuRunsAvx2()) {
+        wholeBlockAmaxesAvx2(row, full, scales);
+    } else {
+        wholeBlockAmaxes(row, full, scales);
+    }
 #else
-        scales[b] = detail::absMaxFixed<B>(row + b * B);
+    wholeBlockAmaxes(row, full, scales);
 #endif
-        rowMax = std::max(rowMax, std::bit_cast<std::uint32_t>(scales[b]));
-    }
-    if (full * B < cols) {
-        scales[full] = detail::absMax(row + full * B, cols - full * B);
-        rowMax = std::max(rowMax, std::bit_cast<std::uint32_t>(scales[full]));
-    }
+    const std::int64_t blocks = (cols + B - 1) / B;
+    if (full < blocks) scales[full] = detail::absMax(row + full * B, cols - full * B);
+    std::uint32_t rowMax = 0;
+    for (std::int64_t b = 0; b < blocks; ++b) rowMax = std::max(rowMax, std::bit_cast<std::uint32_t>(scales[b]));
     return std::bit_cast<float>(rowMax);
 }
 
-// Pass 2, row r: the block amaxes become E4M3 scales (one vectorised pass), then the codes.
-void quantizeRow(const float* row, std::int64_t cols, float tensorScale, float* scales, std::uint8_t* codes) {
-    const auto& e4m3 = detail::e4m3Table();
+#if defined(__x86_64__) || defined(__i386__)
+// The codes of whole blocks two at a time (32 codes, one 256-bit store), up to the last whole pair;
+// a pair with a zero scale goes the portable way. Returns the first block it left.
+[[gnu::target("avx2")]] std::int64_t encodeBlockPairsAvx2(const float* row, std::int64_t full, const float* scales,
+                                                        float tensorScale, std::uint8_t* codes) {
     constexpr std::int64_t B = kNvfp4BlockSize;
-    [[maybe_unused]] const std::int64_t full = cols / B;   // whole blocks (the AVX2 path pairs them)
-    const std::int64_t blocks = (cols + B - 1) / B;
-#pragma omp simd
-    for (std::int64_t b = 0; b < blocks; ++b) scales[b] = blockScale(scales[b], tensorScale, e4m3);
     std::int64_t b = 0;
-#if defined(__AVX2__)
-    // Two blocks (32 codes, one 256-bit store) at a time; a pair with a zero scale goes the scalar way.
     for (; b + 1 < full; b += 2) {
         const float s0 = scales[b] * tensorScale, s1 = scales[b + 1] * tensorScale;
         const float* x = row + b * B;
@@ -77,6 +85,20 @@ void quantizeRow(const float* row, std::int64_t cols, float tensorScale, float* 
                              detail::encodeE2m1x8(_mm256_div_ps(_mm256_loadu_ps(x + 16), v1)),
                              detail::encodeE2m1x8(_mm256_div_ps(_mm256_loadu_ps(x + 24), v1)));
     }
+    return b;
+}
+#endif
+
+// Pass 2, row r: the block amaxes become E4M3 scales (one vectorised pass), then the codes.
+void quantizeRow(const float* row, std::int64_t cols, float tensorScale, float* scales, std::uint8_t* codes) {
+    const auto& e4m3 = detail::e4m3Table();
+    constexpr std::int64_t B = kNvfp4BlockSize;
+    const std::int64_t blocks = (cols + B - 1) / B;
+#pragma omp simd
+    for (std::int64_t b = 0; b < blocks; ++b) scales[b] = blockScale(scales[b], tensorScale, e4m3);
+    std::int64_t b = 0;
+#if defined(__x86_64__) || defined(__i386__)
+    if (cpuRunsAvx2()) b = encodeBlockPairsAvx2(row, cols / B, scales, tensorScale, codes);
 #endif
     for (; b < blocks; ++b)
         encodeBlock<B>(row + b * B, std::min(B, cols - b * B), scales[b] * tensorScale, codes + b * B);
