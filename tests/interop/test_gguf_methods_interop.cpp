@@ -325,9 +325,12 @@ TEST_F(GgufMethodsInterop, AMoeModelsGgufFromTheJobLoadsInLlamaCppWithTheJobsKl)
                     100.0 * (theirs / (ours + arithmetic) - 1.0));
         EXPECT_NEAR(ours, r.kl.meanKld.value, 1e-6 + 1e-4 * ours);   // the file holds what the Job measured
         // llama.cpp runs the file as we decode it, up to its Q8 activations, whose KL adds to the weights'
-        // (seen: 0.0079 and 0.0055 on this model's sharp distributions; eval + arithmetic -3.1 % and -4.8 %).
+        // (seen: 0.0079 and 0.0055 on this model's sharp distributions; eval + arithmetic -3.1 % and -4.8 %
+        // with -march=native on AVX2 and AVX-512). The sum is only first-order, and on this sharp model the
+        // f32 rounding of our forward pass alone moves the arithmetic term by 14 %: 0.0055 -> 0.0063 for q8_0
+        // built for plain x86-64 instead of AVX2, -17 % there, where the weights' own KL is half of it.
         EXPECT_LT(arithmetic, 0.01) << r.method.name;
-        EXPECT_NEAR(theirs, ours + arithmetic, 0.10 * theirs) << r.method.name;
+        EXPECT_NEAR(theirs, ours + arithmetic, 0.25 * theirs) << r.method.name;
     }
 
     // The Job's calibration as an imatrix: llama.cpp's loader reads a row per expert of each stacked
