@@ -16,7 +16,7 @@ std::string pcreMessage(int code) {
 }
 
 // The start of a pattern, for messages: enough to recognise it, never the whole of a huge one.
-std::string quoted(std::string_view pattern) {
+std::string patternStart(std::string_view pattern) {
     constexpr std::size_t kShown = 80;
     return "'" + std::string(pattern.substr(0, kShown)) + (pattern.size() > kShown ? "...'" : "'");
 }
@@ -42,7 +42,7 @@ struct Regex::Compiled {
 Regex::Regex(const std::string& pattern, Syntax syntax, const std::string& sourceName, bool jit)
     : compiled_(std::make_unique<Compiled>()), sourceName_(sourceName) {
     if (pattern.size() > kMaxRegexPatternBytes)
-        throw Error(sourceName + ": pattern " + quoted(pattern) + " is " + std::to_string(pattern.size()) +
+        throw Error(sourceName + ": pattern " + patternStart(pattern) + " is " + std::to_string(pattern.size()) +
                     " bytes long, more than the " + std::to_string(kMaxRegexPatternBytes) + " QuantScope compiles");
     Owned<pcre2_compile_context, pcre2_compile_context_free> context{pcre2_compile_context_create(nullptr)};
     if (context.p == nullptr) throw Error(sourceName + ": out of memory compiling a pattern");
@@ -55,7 +55,7 @@ Regex::Regex(const std::string& pattern, Syntax syntax, const std::string& sourc
     compiled_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), flags, &errorCode,
                                     &errorOffset, context.p);
     if (!compiled_->code)
-        throw Error(sourceName + ": pattern " + quoted(pattern) + " does not compile at offset " + std::to_string(errorOffset) +
+        throw Error(sourceName + ": pattern " + patternStart(pattern) + " does not compile at offset " + std::to_string(errorOffset) +
                     ": " + pcreMessage(errorCode));
     compiled_->limits = pcre2_match_context_create(nullptr);
     if (compiled_->limits == nullptr) throw Error(sourceName + ": out of memory compiling a pattern");
@@ -81,7 +81,7 @@ int matchOnce(const pcre2_code* code, pcre2_match_context* limits, std::string_v
     if (rc >= 0 || rc == PCRE2_ERROR_NOMATCH) return rc;
     const bool limit = rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT ||
                        rc == PCRE2_ERROR_JIT_STACKLIMIT;
-    throw Error(sourceName + ": pattern " + quoted(pattern) + (limit ? " backtracks past QuantScope's limits" : " failed") +
+    throw Error(sourceName + ": pattern " + patternStart(pattern) + (limit ? " backtracks past QuantScope's limits" : " failed") +
                 " matching a text of " + std::to_string(subject.size()) + " bytes (PCRE2: " + pcreMessage(rc) + ")");
 }
 
