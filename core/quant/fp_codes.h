@@ -91,7 +91,7 @@ inline const std::array<float, 256>& e4m3Table() {
     return static_cast<std::uint8_t>(sign | index);
 }
 
-#if defined(__x86_64__) || defined(__i386__)
+#if QS_X86
 // The AVX2 helpers below are compiled for AVX2 whatever the build's -march, and inline only into
 // kernels that are (qs/cpu_features.h chooses those at run time).
 

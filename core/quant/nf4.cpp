@@ -175,7 +175,7 @@ inline std::uint8_t nf4Index(float v, const std::array<float, 15>& th) {
     return static_cast<std::uint8_t>(index);
 }
 
-#if defined(__x86_64__) || defined(__i386__)
+#if QS_X86
 // nf4Index on 8 lanes, as the same count found by a branch-free binary search: the upper or lower
 // 8 thresholds by the comparison with the middle one, then three steps that pick their threshold
 // with register permutes. Thresholds ascend, so the search and the count agree on every float
@@ -222,7 +222,7 @@ private:
 // One block of bs values (a multiple of 32): the codes of x * inverse.
 void encodeNf4Block(const float* x, std::int64_t bs, float inverse, const std::array<float, 15>& thresholds,
                     std::uint8_t* codes) {
-#if defined(__x86_64__) || defined(__i386__)
+#if QS_X86
     if (cpuRunsAvx2()) {
         encodeNf4BlockAvx2(x, bs, inverse, thresholds, codes);
         return;

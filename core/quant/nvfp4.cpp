@@ -33,30 +33,28 @@ void encodeBlock(const float* x, std::int64_t n, float scale, std::uint8_t* code
     }
 }
 
-// Whole blocks' amaxes into scales[0, full): the portable loop, and the same on AVX2.
-void wholeBlockAmaxes(const float* row, std::int64_t full, float* scales) {
-    for (std::int64_t b = 0; b < full; ++b) scales[b] = detail::absMaxFixed<kNvfp4BlockSize>(row + b * kNvfp4BlockSize);
-}
-
-#if defined(__x86_64__) || defined(__i386__)
+#if QS_X86
 [[gnu::target("avx2")]] void wholeBlockAmaxesAvx2(const float* row, std::int64_t full, float* scales) {
     for (std::int64_t b = 0; b < full; ++b) scales[b] = detail::absMax16(row + b * kNvfp4BlockSize);
 }
 #endif
 
+// Whole blocks' amaxes into scales[0, full), on AVX2 where the CPU runs it.
+void wholeBlockAmaxes(const float* row, std::int64_t full, float* scales) {
+#if QS_X86
+    if (cpuRunsAvx2()) {
+        wholeBlockAmaxesAvx2(row, full, scales);
+        return;
+    }
+#endif
+    for (std::int64_t b = 0; b < full; ++b) scales[b] = detail::absMaxFixed<kNvfp4BlockSize>(row + b * kNvfp4BlockSize);
+}
+
 // Pass 1, row r: every block's amax into `scales` (raw, converted in pass 2); returns the row's amax.
 float blockAmaxes(const float* row, std::int64_t cols, float* scales) {
     constexpr std::int64_t B = kNvfp4BlockSize;
     const std::int64_t full = cols / B;
-#if defined(__x86_64__) || defined(__i386__)
-    if (cpuRunsAvx2()) {
-        wholeBlockAmaxesAvx2(row, full, scales);
-    } else {
-        wholeBlockAmaxes(row, full, scales);
-    }
-#else
     wholeBlockAmaxes(row, full, scales);
-#endif
     const std::int64_t blocks = (cols + B - 1) / B;
     if (full < blocks) scales[full] = detail::absMax(row + full * B, cols - full * B);
     std::uint32_t rowMax = 0;
@@ -64,7 +62,7 @@ float blockAmaxes(const float* row, std::int64_t cols, float* scales) {
     return std::bit_cast<float>(rowMax);
 }
 
-#if defined(__x86_64__) || defined(__i386__)
+#if QS_X86
 // The codes of whole blocks two at a time (32 codes, one 256-bit store), up to the last whole pair;
 // a pair with a zero scale goes the portable way. Returns the first block it left.
 [[gnu::target("avx2")]] std::int64_t encodeBlockPairsAvx2(const float* row, std::int64_t full, const float* scales,
@@ -97,7 +95,7 @@ void quantizeRow(const float* row, std::int64_t cols, float tensorScale, float* 
 #pragma omp simd
     for (std::int64_t b = 0; b < blocks; ++b) scales[b] = blockScale(scales[b], tensorScale, e4m3);
     std::int64_t b = 0;
-#if defined(__x86_64__) || defined(__i386__)
+#if QS_X86
     if (cpuRunsAvx2()) b = encodeBlockPairsAvx2(row, cols / B, scales, tensorScale, codes);
 #endif
     for (; b < blocks; ++b)

@@ -13,7 +13,7 @@ namespace {
 TEST(CpuFeatures, Avx2KernelsRunWhereTheCpuHasAvx2UnlessDisabled) {
     const char* disabled = std::getenv("QS_DISABLE_AVX2");
     const bool allowed = disabled == nullptr || std::string_view(disabled).empty() || std::string_view(disabled) == "0";
-#if defined(__x86_64__) || defined(__i386__)
+#if QS_X86
     const bool cpuHasAvx2 = __builtin_cpu_supports("avx2") != 0;
 #else
     const bool cpuHasAvx2 = false;

@@ -7,10 +7,17 @@
 #include <cstdlib>
 #include <string_view>
 
+// 1 where the x86 kernels (and qs/x86_intrinsics.h's headers) exist, else 0.
+#if defined(__x86_64__) || defined(__i386__)
+#define QS_X86 1
+#else
+#define QS_X86 0
+#endif
+
 namespace qs {
 
 inline bool cpuRunsAvx2() {
-#if defined(__x86_64__) || defined(__i386__)
+#if QS_X86
     static const bool runs = [] {
         const char* disabled = std::getenv("QS_DISABLE_AVX2");
         if (disabled != nullptr && !std::string_view(disabled).empty() && std::string_view(disabled) != "0")
