@@ -318,7 +318,8 @@ Fp4Blocks openFp4(const io::Checkpoint& ck, const std::string& p, CtLayout layou
             failTensor(ck, global.name(), "is " + std::to_string(gs) + ", but the global scale divides every block scale: it must be "
                                           "finite and non-zero");
         b.storedScales = scale.toMatrix();
-        b.effectiveScales = b.storedScales / gs;   // the global scale divides (forward_helpers.py)
+        // The global scale divides (forward_helpers.py); decoded as its reciprocal times the block
+        // scale, as every FP4 weight is (fp4_weight.h): the last bit may differ from the division.
         b.globalScale = 1.0f / gs;
         b.method = quant::Method::Nvfp4;
     } else {
@@ -326,7 +327,6 @@ Fp4Blocks openFp4(const io::Checkpoint& ck, const std::string& p, CtLayout layou
         b.storedScales.resize(rows, cols / block);
         const std::uint8_t* e = bytePointer(scale);
         for (Eigen::Index i = 0; i < b.storedScales.size(); ++i) b.storedScales.data()[i] = io::e8m0ToF32(e[i]);
-        b.effectiveScales = b.storedScales;
         b.method = quant::Method::Mxfp4;
     }
     return b;

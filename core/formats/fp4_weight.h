@@ -13,13 +13,15 @@ struct Fp4Blocks {
     std::int64_t rows = 0;
     std::int64_t cols = 0;
     int blockSize = 16;
-    MatrixF effectiveScales;   // [rows, cols / blockSize]: what each block's codes are multiplied by
     MatrixF storedScales;      // [rows, cols / blockSize]: the parts' scales (without the global scale)
-    float globalScale = 1.0f;  // the parts' globalScale: effective = stored * global (up to rounding)
+    float globalScale = 1.0f;  // the parts' globalScale, a multiplier (compressed-tensors' divisor inverted)
     quant::Method method = quant::Method::Nvfp4;
 };
 
-// W[r, c] = e2m1(code) * effectiveScales(r, c / blockSize), computed in that order, as the references do.
+// The codes unpacked into parts, and W = parts.dequantize(): e2m1(code) * (scale * globalScale), the
+// function the Job's own weights come from, so that an export decodes to them bit for bit. The
+// references differ in the last bit only: ModelOpt forms the same product; compressed-tensors divides
+// by its stored divisor, whose exact reciprocal globalScale is (docs/formats/README.md, "One decoder").
 DecodedLinear decodeFp4Blocks(const LinearRef& ref, const Fp4Blocks& blocks);
 
 }  // namespace qs::formats::detail

@@ -109,7 +109,6 @@ public:
         b.storedScales.resize(t.rows, blocksPerRow);
         const std::uint8_t* s = bytePointer(t.scales) + e * t.rows * blocksPerRow;
         for (Eigen::Index i = 0; i < b.storedScales.size(); ++i) b.storedScales.data()[i] = io::e8m0ToF32(s[i]);
-        b.effectiveScales = b.storedScales;
         b.method = quant::Method::Mxfp4;
         auto d = decodeFp4Blocks(ref, b);
         d.bias = expertBias(ck, ref, t);

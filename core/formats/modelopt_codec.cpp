@@ -78,7 +78,6 @@ Fp4Blocks openNvfp4(const io::Checkpoint& ck, const std::string& p, int groupSiz
     b.globalScale = scale2.toF32()[0];
     if (!std::isfinite(b.globalScale))
         failTensor(ck, scale2.name(), "is " + std::to_string(b.globalScale) + ", but the second-level scale must be finite");
-    b.effectiveScales = b.storedScales * b.globalScale;
     b.method = quant::Method::Nvfp4;
     return b;
 }

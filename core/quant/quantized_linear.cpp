@@ -5,6 +5,7 @@
 
 #include "qs/error.h"
 #include "qs/io/dtype.h"
+#include "fp4_blocks.h"         // dequantizeE2m1Blocks()
 #include "qs/quant/nf4.h"       // nf4Table()
 #include "qs/quant/trellis.h"   // trellisDecode()
 
@@ -146,10 +147,11 @@ MatrixF QuantizedLinear::dequantize() const {
             return decodeScaled(*this, [this](std::uint8_t code, std::int64_t sr, int g) {
                 return io::e4m3ToF32(code) * scales(sr, g);
             });
-        case CodeKind::E2M1:
-            return decodeScaled(*this, [this](std::uint8_t code, std::int64_t sr, int g) {
-                return io::e2m1ToF32(code) * scales(sr, g) * globalScale;
-            });
+        case CodeKind::E2M1: {   // the one E2M1 decoder: the Job's weights and every FP4 reader's
+            MatrixF w(rows, cols);
+            detail::dequantizeE2m1Blocks(*this, w.data(), "QuantizedLinear");
+            return w;
+        }
         case CodeKind::Nf4: {
             const std::array<float, 16>& table = nf4Table();
             return decodeScaled(*this, [this, &table](std::uint8_t code, std::int64_t sr, int g) {

@@ -125,7 +125,7 @@ TEST(GgufMoe, EveryExpertOfAKindIsEncodedInItsStackedTensorsTypeAndWrittenAsOneT
     // The file read back (its stacked experts as per-expert slices) and evaluated as any downloaded GGUF
     // gives the KL the Job measured.
     const CheckpointEvalResult e = evaluateCheckpoints({source, file, test::syntheticTokens(2, 64, 320, 4)}, {}, CancelToken{});
-    EXPECT_NEAR(e.kl.meanKld.value, q4.kl.meanKld.value, 1e-6 + 1e-4 * q4.kl.meanKld.value);
+    EXPECT_EQ(e.kl.meanKld.value, q4.kl.meanKld.value);
 
     // The imatrix as llama-imatrix writes a MoE's: one entry per stacked tensor, a row per expert.
     const fs::path imatrix = writeImatrix(q4, model::ModelConfig::fromCheckpoint(checkpoint), dir.path() / "mixtral-8e.imatrix.gguf",
@@ -256,8 +256,13 @@ TEST(GgufMoe, AGptOssGgufQuantizesAsItsSafetensorsCheckpointDoes) {
         ASSERT_TRUE(a.error.empty()) << a.error;
         ASSERT_TRUE(b.error.empty()) << b.error;
         EXPECT_GT(a.kl.meanKld.value, 0.0);
-        EXPECT_NEAR(a.kl.meanKld.value, b.kl.meanKld.value, 1e-4 * b.kl.meanKld.value);
-        std::printf("[ figures  ] gptoss-tiny %s: mean KLD %.6g from the GGUF, %.6g from safetensors\n", a.label().c_str(),
+        // Not bit for bit, and cannot be: the GGUF holds gate and up apart, run as two [I, H] products,
+        // where the checkpoint's gate_up_proj is one [2I, H] product with their rows interleaved, and
+        // OpenBLAS's FMA kernels (Haswell, Cooperlake) sum a column's dot product in another order where
+        // it falls in a product's tail. Measured: equal with the Sandybridge and Nehalem kernels, within
+        // 1e-6 relative with Haswell's and Cooperlake's.
+        EXPECT_NEAR(a.kl.meanKld.value, b.kl.meanKld.value, 1e-5 * b.kl.meanKld.value);
+        std::printf("[ figures  ] gptoss-tiny %s: mean KLD %.9g from the GGUF, %.9g from safetensors\n", a.label().c_str(),
                     a.kl.meanKld.value, b.kl.meanKld.value);
     }
     const MethodResult& q8 = fromGguf.methods.at(2);
