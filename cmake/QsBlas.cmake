@@ -14,13 +14,31 @@
 set(QS_BLAS OpenBLAS CACHE STRING "BLAS under Eigen: OpenBLAS (Debian's libopenblas, OpenMP flavour) or OFF (Eigen's own kernels)")
 set_property(CACHE QS_BLAS PROPERTY STRINGS OpenBLAS OFF)
 
+# Debian installs each flavour in a folder of its own (openblas-openmp/, openblas-pthread/, ...) and
+# points libopenblas.so.0 at one of them through the alternatives system, where the pthread flavour
+# has the higher priority: on any machine that has both (numpy pulls in the pthread one) a program
+# linked against libopenblas.so.0 would load the pthread build, which our thread team must hold to one
+# thread (qs/thread_team.h), halving GPTQ's speed on two cores. So the programs link the OpenMP
+# flavour's folder by path and carry it in their run path, built and installed alike, whatever the
+# alternative says. Elsewhere (no such folder) they link whichever OpenBLAS FindBLAS finds.
+set(QS_OPENBLAS_OPENMP_DIR /usr/lib/${CMAKE_LIBRARY_ARCHITECTURE}/openblas-openmp)
+
 add_library(qs_blas INTERFACE)
 if(QS_BLAS STREQUAL "OpenBLAS")
-  set(BLA_VENDOR OpenBLAS)
-  find_package(BLAS REQUIRED)
-  target_link_libraries(qs_blas INTERFACE BLAS::BLAS)
+  find_library(QS_OPENBLAS_OPENMP_LIBRARY NAMES openblas PATHS ${QS_OPENBLAS_OPENMP_DIR} NO_DEFAULT_PATH)
+  if(QS_OPENBLAS_OPENMP_LIBRARY)
+    target_link_libraries(qs_blas INTERFACE ${QS_OPENBLAS_OPENMP_LIBRARY})
+    # The build tree's run path gets the folder from the link line; the installed programs need it too.
+    list(APPEND CMAKE_INSTALL_RPATH ${QS_OPENBLAS_OPENMP_DIR})
+    set(qs_blas_found ${QS_OPENBLAS_OPENMP_LIBRARY})
+  else()
+    set(BLA_VENDOR OpenBLAS)
+    find_package(BLAS REQUIRED)
+    target_link_libraries(qs_blas INTERFACE BLAS::BLAS)
+    set(qs_blas_found "${BLAS_LIBRARIES}; no ${QS_OPENBLAS_OPENMP_DIR}: the flavour is the system's choice")
+  endif()
   target_compile_definitions(qs_blas INTERFACE EIGEN_USE_BLAS QS_EIGEN_BLAS=1 QS_BLAS_OPENBLAS=1)
-  message(STATUS "QuantScope: Eigen calls OpenBLAS (${BLAS_LIBRARIES})")
+  message(STATUS "QuantScope: Eigen calls OpenBLAS (${qs_blas_found})")
 elseif(QS_BLAS STREQUAL "OFF")
   target_compile_definitions(qs_blas INTERFACE QS_EIGEN_BLAS=0)
   message(STATUS "QuantScope: Eigen uses its own GEMM kernels (QS_BLAS=OFF)")

@@ -8,6 +8,9 @@ packages=(
   libeigen3-dev nlohmann-json3-dev libcli11-dev libpcre2-dev libicu-dev
   # the BLAS under Eigen: OpenBLAS's OpenMP flavour, which shares our OpenMP threads (cmake/QsBlas.cmake)
   libopenblas-openmp-dev
+  # and the pthread flavour, which then takes Debian's libopenblas.so.0 alternative, as on any machine
+  # where numpy pulled it in: tests/quant/test_blas_flavour.cpp shows the programs run OpenMP's anyway
+  libopenblas0-pthread
   libgtest-dev libgmock-dev libbenchmark-dev
   xvfb xauth
   # install and .deb: PNG icons from the SVG, the man page, the validators, dpkg-shlibdeps

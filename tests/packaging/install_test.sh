@@ -56,6 +56,11 @@ check_installed() {
     if readelf -d "$cli" | grep -E 'R(UN)?PATH' | grep -qF "$build"; then
         fail "quantscope-cli keeps a run path into $build"
     fi
+    # They load OpenBLAS's OpenMP flavour whichever one the alternatives select (cmake/QsBlas.cmake).
+    if grep -q '^QS_OPENBLAS_OPENMP_LIBRARY:FILEPATH=/' "$build/CMakeCache.txt"; then
+        ldd "$cli" | grep 'libopenblas' | grep -q 'openblas-openmp/' ||
+            fail "quantscope-cli does not load OpenBLAS's OpenMP flavour: $(ldd "$cli" | grep libopenblas)"
+    fi
 
     local out
     out="$("$cli" --version)"

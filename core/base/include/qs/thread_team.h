@@ -59,9 +59,10 @@ inline int freeCores() { return freeCoresFor(availableCores(), std::max(otherPro
 // Sizes the calling thread's team to freeCores() unless the user chose with OMP_NUM_THREADS; returns
 // its size. OpenMP keeps the setting per thread, so the programs call this on the thread that runs a
 // job, when the job starts (not the library, whose callers may have chosen otherwise).
-// An OpenBLAS built with its own pthread pool (another Debian flavour selected by the alternatives
-// system) would start a pool under each of our threads inside our parallel loops; it is limited to
-// one thread, so only the OpenMP team runs.
+// An OpenBLAS built with its own pthread pool would start a pool under each of our threads inside our
+// parallel loops; it is limited to one thread, so only the OpenMP team runs. The programs link the
+// OpenMP flavour by its folder (cmake/QsBlas.cmake), so this happens only where a build found no such
+// folder, or LD_LIBRARY_PATH puts another flavour first.
 inline int sizeThreadTeamToFreeCores() {
     if (std::getenv("OMP_NUM_THREADS") == nullptr) omp_set_num_threads(freeCores());
 #if defined(QS_BLAS_OPENBLAS)
