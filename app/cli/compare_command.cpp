@@ -20,6 +20,7 @@
 
 #include "human_format.h"
 #include "mixed_options.h"
+#include "checkpoint_warnings.h"
 #include "progress_bar.h"
 #include "serving_options.h"
 #include "sigint_cancel.h"
@@ -147,6 +148,7 @@ void reportFrontier(const CompareOptions& o, const pipeline::JobPlan& measured, 
 }
 
 void runCompare(const CompareOptions& o) {
+    printCheckpointWarnings(o.path);
     pipeline::PlanSettings settings;
     settings.checkpoint = o.path;
     // With a budget the methods are candidates per linear: ggml's type names (q4_K) are single types.

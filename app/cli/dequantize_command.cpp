@@ -3,6 +3,7 @@
 #include <iostream>
 #include <memory>
 
+#include "checkpoint_warnings.h"
 #include "progress_bar.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
@@ -55,6 +56,7 @@ std::filesystem::path writeGgufFile(const DequantizeOptions& o, const ProgressCa
 }
 
 void runDequantize(const DequantizeOptions& o) {
+    printCheckpointWarnings(o.path);
     qs::CancelToken cancel;
     const SigintCancel sigint(cancel);
     ProgressBar bar("dequantize");

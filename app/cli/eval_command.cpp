@@ -13,6 +13,7 @@
 #include "qs/pipeline/job_report.h"
 #include "qs/pipeline/run_text.h"
 
+#include "checkpoint_warnings.h"
 #include "progress_bar.h"
 #include "sigint_cancel.h"
 
@@ -36,6 +37,8 @@ nlohmann::json reportJson(const EvalOptions& o, const pipeline::CheckpointEvalRe
 }
 
 void runEval(const EvalOptions& o) {
+    printCheckpointWarnings(o.original);
+    printCheckpointWarnings(o.quantized);
     const io::Checkpoint original = io::Checkpoint::open(o.original);
     const io::Checkpoint quantized = io::Checkpoint::open(o.quantized);
     // As compare: the original's own eval.txt (the demo ships one), else the bundled text.

@@ -88,6 +88,7 @@ void runInspect(const InspectOptions& options) {
         report.warnings.push_back("the quantized layers cannot be decoded (format " + std::string(formats::formatName(format.format)) +
                                   "): " + format.whyNot);
     for (auto& problem : formats::configDisagreements(checkpoint, format)) report.warnings.push_back(std::move(problem));
+    for (auto& warning : format.warnings) report.warnings.push_back(std::move(warning));
 
     // Rendered completely before anything is written, so that a failure leaves stdout empty. Bytes
     // that are not UTF-8 (a path given on the command line) are replaced rather than failing the dump.

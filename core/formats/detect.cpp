@@ -296,6 +296,57 @@ void refuseUnclaimedTensors(FormatInfo& info, const io::Checkpoint& ck) {
     }
 }
 
+// A dense float weight beside a quantized linear's parts (GPTQ's qweight and a weight, say): a
+// checkpoint stores a linear once, and which of the two a loader would use is not defined.
+void refuseTwoWeights(FormatInfo& info, const io::Checkpoint& ck) {
+    for (const auto& l : info.layers) {
+        const io::CheckpointTensor* weight = ck.find(l.ref.prefix + ".weight");
+        if (weight == nullptr || !io::isDenseFloat(weight->info->dtype) || weight->info->shape.size() != 2) continue;
+        return refuse(info, l.ref.prefix + " has both a dense 'weight' (" + std::string(io::dtypeName(weight->info->dtype)) +
+                                ") and the " + l.codec + " parts of a quantized linear; a checkpoint stores a linear once, and "
+                                "which of the two a loader would use is not defined");
+    }
+}
+
+// A bitsandbytes config against its tensors. 8-bit over 4-bit tensors, or 4-bit over 8-bit ones, is
+// a model transformers cannot load (the shapes differ): refused. A 4-bit type that disagrees with the
+// tensors' quant_state is passed over, since the quant_state decides how transformers decodes each
+// weight: a warning, and the tensors' type.
+void checkBitsandbytesConfig(FormatInfo& info, const io::Checkpoint& ck) {
+    if (info.format != Format::Bitsandbytes || !info.decodable || info.config.empty()) return;
+    FormatInfo byNames;
+    classifyByTensors(byNames, ck);
+    if (byNames.format != Format::Bitsandbytes) return;
+    const bool configInt8 = info.variant == "int8", tensorsInt8 = byNames.variant == "int8";
+    if (configInt8 != tensorsInt8)
+        return refuse(info, info.configSource + " says " + (configInt8 ? "load_in_8bit" : "4-bit '" + info.variant + "'") +
+                                ", but the tensors hold bitsandbytes " +
+                                (tensorsInt8 ? "int8 weights (SCB)" : byNames.variant + " 4-bit codes (quant_state)"));
+    // transformers' own default (fp4) applies when the key is absent; the tensors decide either way.
+    if (configInt8 || info.variant == byNames.variant || !info.config.contains("bnb_4bit_quant_type")) {
+        info.variant = byNames.variant;
+        return;
+    }
+    const bool known = info.variant == "nf4" || info.variant == "fp4";
+    info.warnings.push_back(info.configSource + ": bnb_4bit_quant_type '" + info.variant + "' " +
+                            (known ? "disagrees with the tensors" : "is no bitsandbytes 4-bit type (nf4, fp4)") +
+                            "; their quant_state says '" + byNames.variant + "', which decides, as in transformers");
+    info.variant = byNames.variant;
+}
+
+// Tensors whose names look like a decoder layer's but name none ("model.layers.-1.mlp.down_proj.weight"):
+// a loader leaves them unused, and so does QuantScope. One line for all of them.
+void warnAboutLayerlessNames(FormatInfo& info, const io::Checkpoint& ck) {
+    std::size_t count = 0;
+    const std::string* first = nullptr;
+    for (const auto& t : ck.tensors())
+        if (t.naming.badLayerIndex) ++count, first = first ? first : &t.info->name;
+    if (count == 0) return;
+    info.warnings.push_back("tensor '" + *first + "'" + (count > 1 ? " and " + std::to_string(count - 1) + " more" : "") +
+                            " name no decoder layer (a layer index is 0 to " + std::to_string(io::kMaxLayerIndex - 1) +
+                            "); a loader leaves " + (count > 1 ? "them" : "it") + " unused, and so does QuantScope");
+}
+
 }  // namespace
 
 std::string_view formatName(Format f) {
@@ -348,8 +399,11 @@ FormatInfo detect(const io::Checkpoint& checkpoint) {
         refuse(info, info.configSource + ": " + e.what());
     }
     if (info.decodable) refuseContradictingTensors(info, checkpoint);
+    checkBitsandbytesConfig(info, checkpoint);
     listLayers(info, checkpoint);
     if (info.decodable) refuseUnclaimedTensors(info, checkpoint);
+    if (info.decodable) refuseTwoWeights(info, checkpoint);
+    warnAboutLayerlessNames(info, checkpoint);
     return info;
 }
 

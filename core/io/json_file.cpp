@@ -19,6 +19,10 @@ struct JsonProblem {
 
 nlohmann::json parseJson(std::string_view text, const std::string& source, const JsonLimits& limits) {
     using nlohmann::json;
+    // JSON has no NUL (a string escapes it as \u0000); nlohmann would end the document there and
+    // silently drop whatever follows.
+    if (const auto nul = text.find('\0'); nul != std::string_view::npos)
+        throw Error(source + ": not valid JSON: a NUL byte at byte " + std::to_string(nul));
     std::vector<std::set<std::string>> keysPerObject;
     auto callback = [&](int depth, json::parse_event_t event, json& parsed) {
         if (depth > limits.maxDepth) throw JsonProblem{"nests deeper than " + std::to_string(limits.maxDepth) + " levels"};

@@ -191,7 +191,13 @@ SafetensorsHeader parseSafetensors(std::span<const std::byte> file, std::string_
         problems.file("header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(file.size()) +
                       " bytes)");
 
-    const json j = parseHeaderJson(file.subspan(8, n), displayName);
+    // safetensors pads a header with spaces only; a NUL would end nlohmann's parse there, silently
+    // dropping what follows, where the reference reader (serde_json) refuses the file.
+    const auto headerBytes = file.subspan(8, n);
+    if (const auto nul = std::find(headerBytes.begin(), headerBytes.end(), std::byte{0}); nul != headerBytes.end())
+        problems.file("header holds a NUL byte at byte " + std::to_string(8 + (nul - headerBytes.begin())) +
+                      " of the file; safetensors pads its header with spaces only");
+    const json j = parseHeaderJson(headerBytes, displayName);
     if (!j.is_object()) problems.file("header must be a JSON object, but it is " + jsonKind(j));
 
     SafetensorsHeader header;

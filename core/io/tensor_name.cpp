@@ -68,6 +68,12 @@ std::optional<int> layerIndex(std::string_view s) {
     return v;
 }
 
+// An optional sign and decimal digits: what a layer index looks like, valid or not.
+bool looksNumeric(std::string_view s) {
+    if (!s.empty() && (s.front() == '-' || s.front() == '+')) s.remove_prefix(1);
+    return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
 std::string join(Tokens::const_iterator b, Tokens::const_iterator e) {
     std::string out;
     for (auto it = b; it != e; ++it) {
@@ -126,6 +132,7 @@ TensorName parseTensorName(std::string_view fullName) {
             moduleBegin = std::next(it);
             break;
         }
+        if (looksNumeric(*it)) out.badLayerIndex = true;
     }
     if (out.layer < 0) {
         while (moduleBegin != tokens.cend() && std::next(moduleBegin) != tokens.cend() && oneOf(*moduleBegin, kRoots))

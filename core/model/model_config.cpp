@@ -19,7 +19,17 @@ namespace {
 // Sizes the forward pass allocates with: positive and far below what would overflow an index.
 constexpr io::IntRange kSizeRange{1, 1 << 24};
 
+// transformers keeps a config's values as the JSON has them: a quoted size ("256") reaches nn.Linear
+// or range() as a string and fails there, so it is refused here rather than read as a number (a
+// quantization config's quoted numbers are read: their consumers convert them).
+void refuseQuoted(const nlohmann::json& j, const char* key, const std::string& source) {
+    if (!j.is_object()) return;
+    if (const auto it = j.find(key); it != j.end() && it->is_string())
+        fail(source, std::string("'") + key + "' is " + it->dump() + ", a string; transformers needs an integer there");
+}
+
 int requiredInt(const nlohmann::json& j, const char* key, const std::string& source) {
+    refuseQuoted(j, key, source);
     const auto v = io::jsonIntegerField(j, key, source, kSizeRange);
     if (!v) fail(source, std::string("missing integer field '") + key + "'");
     return static_cast<int>(*v);
@@ -28,6 +38,7 @@ int requiredInt(const nlohmann::json& j, const char* key, const std::string& sou
 template <typename T>
 T optional(const nlohmann::json& j, const char* key, T fallback, const std::string& source) {
     if constexpr (std::is_same_v<T, int>) {
+        refuseQuoted(j, key, source);
         return static_cast<int>(io::jsonIntegerField(j, key, source, {0, 1 << 30}).value_or(fallback));
     } else {
         const auto it = j.find(key);

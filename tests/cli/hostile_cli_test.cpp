@@ -16,6 +16,7 @@
 
 #include "cli_process.h"
 #include "qs/formats/linear_encoder.h"
+#include "qs/io/checkpoint.h"
 #include "qs/io/checkpoint_writer.h"
 #include "qs/io/safetensors_file.h"
 #include "qs/quant/fp8.h"
@@ -264,6 +265,42 @@ TEST(HostileCli, ConfigThatDisagreesWithTheTensorsIsAWarningForInspectAndAnError
         const auto eval = runCli({"eval", kDemo.string(), folder.string(), "--samples", "1", "--seq-len", "16"});
         expectRefusal(eval, key, "describes another model than its tensors");
     }
+}
+
+// transformers keeps a quoted size as a string and fails in nn.Linear: eval refuses it in one line.
+TEST(HostileCli, EvalRefusesAQuotedSizeNamingTheKey) {
+    TempDir dir;
+    const auto folder = demoWith(dir, "hidden_size", std::to_string(readJson(kDemo / "config.json")["hidden_size"].get<int>()));
+    expectRefusal(runCli({"eval", kDemo.string(), folder.string(), "--samples", "1", "--seq-len", "16"}), "hidden_size",
+                  "'hidden_size' is \"");
+}
+
+// Tensors whose names look like a decoder layer's but name none: a loader leaves them unused, so the
+// run goes on (the same model: KL 0) and says so in one warning line; inspect says the same.
+TEST(HostileCli, TensorsThatNameNoLayerAreOneWarningAndTheRunGoesOn) {
+    TempDir dir;
+    const auto folder = dir.path() / "ck";
+    {
+        const qs::io::Checkpoint demo = qs::io::Checkpoint::open(kDemo);
+        qs::io::CheckpointWriter writer(folder);
+        for (const auto& t : demo.tensors()) writer.addTensor(t.info->name, t.info->dtype, t.info->shape, demo.view(t).bytes());
+        const std::vector<float> values(16, 1.0f);
+        writer.addTensorF32("model.layers.-1.mlp.down_proj.weight", qs::io::DType::F32, {4, 4}, values);
+        writer.addTensorF32("model.layers.99999999999.mlp.up_proj.weight", qs::io::DType::F32, {4, 4}, values);
+        writer.setConfig(readJson(kDemo / "config.json"));
+        writer.copyAuxiliaryFiles(kDemo);
+        writer.finish();
+    }
+    const std::string warning = "quantscope-cli: warning: tensor 'model.layers.-1.mlp.down_proj.weight' and 1 more name no decoder layer";
+    const auto json = dir.path() / "eval.json";
+    const auto eval = runCli({"eval", kDemo.string(), folder.string(), "--samples", "1", "--seq-len", "16", "--json", json.string()});
+    ASSERT_EQ(eval.exitCode, 0) << eval.err;
+    EXPECT_NE(eval.err.find(warning), std::string::npos) << eval.err;
+    EXPECT_EQ(eval.err.find("warning", eval.err.find(warning) + warning.size()), std::string::npos) << "one line: " << eval.err;
+    EXPECT_EQ(readJson(json)["kl"]["mean_kld"]["value"].get<double>(), 0.0);
+    const auto inspect = runCli({"inspect", folder.string()});
+    EXPECT_EQ(inspect.exitCode, 0) << inspect.err;
+    EXPECT_NE(inspect.err.find(warning), std::string::npos) << inspect.err;
 }
 
 TEST(HostileCli, EvalRefusesAModelWhoseForwardPassDiffers) {

@@ -389,4 +389,64 @@ TEST(HostileCheckpoint, ConfigPatternsCannotHangOrCrash) {
     EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 20.0);
 }
 
+// --- silent acceptances of the catalogue (issue 39): each gets one line ----------------------------
+
+// A dense weight beside GPTQ's qweight: which one would a loader use? Neither is read.
+TEST(HostileCheckpoint, ADenseWeightBesideQuantizedPartsIsRefused) {
+    auto e = exportOf("gptq", rtn4());
+    e.tensors.push_back({kPrefix + ".weight", io::DType::F16, {32, 128}, std::vector<std::byte>(32 * 128 * 2)});
+    const Written w(e);
+    const FormatInfo info = detect(w.checkpoint());
+    EXPECT_FALSE(info.decodable);
+    EXPECT_THAT(info.whyNot, HasSubstr(kPrefix + " has both a dense 'weight' (F16) and the gptq parts of a quantized linear"));
+}
+
+// A bitsandbytes config over tensors of the other width is a model transformers cannot load.
+TEST(HostileCheckpoint, ABitsandbytesConfigOfTheOtherWidthIsRefused) {
+    auto e = exportOf("bnb-nf4", quant::quantizeNf4(gaussianWeight(8, 128, 5u)));
+    e.quant()["load_in_8bit"] = true;
+    e.quant()["load_in_4bit"] = false;
+    const Written w(e);
+    const FormatInfo info = detect(w.checkpoint());
+    EXPECT_FALSE(info.decodable);
+    EXPECT_THAT(info.whyNot, HasSubstr("quantization_config says load_in_8bit, but the tensors hold bitsandbytes nf4 4-bit codes (quant_state)"));
+}
+
+// A 4-bit type the quant_state overrides: transformers goes on with the quant_state's, and so do we,
+// saying so. The same with a real type that disagrees; silent when the config leaves the key out.
+TEST(HostileCheckpoint, ABitsandbytesTypeTheQuantStateOverridesIsAWarning) {
+    const auto q = quant::quantizeNf4(gaussianWeight(8, 128, 5u));
+    auto e = exportOf("bnb-nf4", q);
+    const MatrixF expected = q.dequantize();
+    for (const char* type : {"int3", "fp4"}) {
+        SCOPED_TRACE(type);
+        e.quant()["bnb_4bit_quant_type"] = type;
+        const Written w(e);
+        const FormatInfo info = detect(w.checkpoint());
+        EXPECT_TRUE(info.decodable) << info.whyNot;
+        EXPECT_EQ(info.variant, "nf4");
+        ASSERT_EQ(info.warnings.size(), 1u);
+        EXPECT_THAT(info.warnings[0], HasSubstr(std::string("bnb_4bit_quant_type '") + type + "' "));
+        EXPECT_THAT(info.warnings[0], HasSubstr("their quant_state says 'nf4', which decides"));
+        EXPECT_EQ(LinearReader(w.checkpoint()).decode(kPrefix).weight, expected);
+    }
+    EXPECT_THAT(detect(Written(e).checkpoint()).warnings.front(), HasSubstr("disagrees with the tensors"));
+    e.quant().erase("bnb_4bit_quant_type");
+    EXPECT_TRUE(detect(Written(e).checkpoint()).warnings.empty());
+}
+
+// Names that look like a decoder layer's but name none: a loader leaves them unused. One line.
+TEST(HostileCheckpoint, TensorsThatNameNoLayerAreAWarning) {
+    auto e = exportOf("gptq", rtn4());
+    for (const char* name : {"model.layers.-1.mlp.down_proj.weight", "model.layers.99999999999.mlp.up_proj.weight"})
+        e.tensors.push_back({name, io::DType::F16, {4, 4}, std::vector<std::byte>(32)});
+    const Written w(e);
+    const FormatInfo info = detect(w.checkpoint());
+    EXPECT_TRUE(info.decodable) << info.whyNot;
+    ASSERT_EQ(info.warnings.size(), 1u);
+    EXPECT_THAT(info.warnings[0], HasSubstr("tensor 'model.layers.-1.mlp.down_proj.weight' and 1 more name no decoder layer"));
+    EXPECT_THAT(info.warnings[0], HasSubstr("a loader leaves them unused"));
+    EXPECT_TRUE(detect(Written(exportOf("gptq", rtn4())).checkpoint()).warnings.empty());
+}
+
 }  // namespace qs::formats::test

@@ -139,6 +139,23 @@ TEST(HostileFiles, OversizedJsonIsRefusedBeforeReading) {
     EXPECT_EQ(readJsonFile(dir / "config.json", JsonLimits{.maxBytes = 4105})["a"].get<std::string>().size(), 4096u);
 }
 
+// safetensors pads a header with spaces; a NUL would end nlohmann's parse, silently dropping the rest
+// (serde_json, the reference reader, refuses the file).
+TEST(HostileFiles, ANulInTheHeaderIsRefusedNamingItsByte) {
+    TempDir dir;
+    writeBytes(dir / "model.safetensors", safetensorsImage(kHeader + std::string(" \0  ", 4), 16));
+    EXPECT_THAT(errorOf([&] { (void)Checkpoint::open(dir.path()); }),
+                HasSubstr("model.safetensors: header holds a NUL byte at byte " + std::to_string(8 + kHeader.size() + 1) +
+                          " of the file; safetensors pads its header with spaces only"));
+    writeBytes(dir / "model.safetensors", safetensorsImage(kHeader + "    ", 16));
+    EXPECT_EQ(Checkpoint::open(dir.path()).tensors().size(), 1u);   // spaces are the padding safetensors allows
+}
+
+TEST(HostileFiles, ANulInAJsonFileIsRefused) {
+    EXPECT_THAT(errorOf([] { (void)parseJson(std::string_view("{\"a\":1}\0{\"b\"", 12), "c.json"); }),
+                HasSubstr("c.json: not valid JSON: a NUL byte at byte 7"));
+}
+
 TEST(HostileFiles, DuplicateKeysAreRefusedWhereAsked) {
     EXPECT_THAT(errorOf([] { (void)parseJson(R"({"a":1,"a":2})", "h", {.rejectDuplicateKeys = true}); }),
                 HasSubstr("h: has the key 'a' twice"));

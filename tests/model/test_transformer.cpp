@@ -755,9 +755,21 @@ TEST(Rope, Llama3AndLinearScalingFollowTransformers) {
 // ---------------------------------------------------------------------------------------------
 // ModelConfig
 
+std::string configRefusal(const nlohmann::json& j);
+
 nlohmann::json baseJson(const std::string& type) {
     return {{"model_type", type}, {"hidden_size", 64}, {"intermediate_size", 128}, {"num_hidden_layers", 2},
             {"num_attention_heads", 8}, {"num_key_value_heads", 2}, {"vocab_size", 100}};
+}
+
+// transformers keeps a quoted size as a string, which fails in nn.Linear: refused, naming the key.
+TEST(ModelConfig, AQuotedSizeIsRefusedNotReadAsANumber) {
+    nlohmann::json j = baseJson("llama");
+    j["hidden_size"] = "64";
+    EXPECT_THAT(configRefusal(j), ::testing::HasSubstr("'hidden_size' is \"64\", a string; transformers needs an integer there"));
+    j = baseJson("llama");
+    j["head_dim"] = "8";
+    EXPECT_THAT(configRefusal(j), ::testing::HasSubstr("'head_dim' is \"8\", a string"));
 }
 
 TEST(ModelConfig, FamiliesSetBiasAndNormFlags) {

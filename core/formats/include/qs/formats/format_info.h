@@ -28,6 +28,10 @@ struct FormatInfo {
     std::string configSource;    // where config came from ("<root>/config.json: quantization_config"), for messages
     std::vector<LayerQuantInfo> layers;        // every quantized linear, in tensor-name order
     std::vector<std::string> denseLinears;     // linears left unquantized (lm_head, routers, ...)
+    // What a loader passes over with a warning and QuantScope reads as that loader does: tensors that
+    // name no decoder layer, a bitsandbytes 4-bit type that disagrees with the tensors' quant_state.
+    // One line each, naming the tensor or key; inspect and the model commands print them.
+    std::vector<std::string> warnings;
 
     // The scheme shared by every quantized layer, or nullopt when layers differ (mixed precision).
     std::optional<LayerQuantInfo> uniformScheme() const;

@@ -1,0 +1,16 @@
+#include "checkpoint_warnings.h"
+
+#include <iostream>
+
+#include "qs/error.h"
+#include "qs/formats/detect.h"
+#include "qs/io/checkpoint.h"
+
+namespace qs::cli {
+
+void printCheckpointWarnings(const std::filesystem::path& checkpoint) {
+    for (const auto& w : formats::detect(io::Checkpoint::open(checkpoint)).warnings)
+        std::cerr << "quantscope-cli: warning: " << sanitizeMessage(w) << '\n';
+}
+
+}  // namespace qs::cli
