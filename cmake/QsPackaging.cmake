@@ -42,7 +42,7 @@ demo checkpoint is included in /usr/share/quantscope.")
 
 if(QS_CUDA_ENABLED)
   # dpkg-shlibdeps finds no Debian package for a toolkit in /usr/local/cuda and stops.
-  message(WARNING "QuantScope: this build has the CUDA backend; its .deb would need CUDA libraries "
+  message(STATUS "QuantScope: this build has the CUDA backend; its .deb would need CUDA libraries "
                   "that no Debian package provides. scripts/package.sh builds with -DQS_WITH_CUDA=OFF.")
 endif()
 
