@@ -146,7 +146,10 @@ TEST(BnbInt8Codec, RowsScaleBySCBOver127) {
     expectWeight(d.weight, n, k, [&](std::int64_t r, std::int64_t c) {
         return static_cast<float>(static_cast<std::int8_t>(q[r * k + c])) * scb[r] / 127.0f;
     }, 0.0f);
-    expectPartsReproduceWeight(d);
+    // The weight follows bitsandbytes (v * SCB / 127); the parts hold SCB / 127 as the row's one scale,
+    // so they may differ in the last bit. QuantScope writes no int8 layout: no Job result has to
+    // evaluate to this reader's weights.
+    expectPartsReproduceWeight(d, 2.5e-7f);
 }
 
 }  // namespace

@@ -26,8 +26,9 @@ inline void expectWeight(const MatrixF& actual, std::int64_t rows, std::int64_t 
         }
 }
 
-// The unpacked parts decode (through QuantizedLinear::dequantize) to the same weight.
-inline void expectPartsReproduceWeight(const DecodedLinear& d, float relTol = 1e-5f) {
+// The unpacked parts decode (through QuantizedLinear::dequantize) to the same weight, bit for bit by
+// default: the Job's weights come from the parts, so an export must read back to exactly them.
+inline void expectPartsReproduceWeight(const DecodedLinear& d, float relTol = 0.0f) {
     ASSERT_TRUE(d.partsExact);
     const MatrixF fromParts = d.parts.dequantize();
     expectWeight(fromParts, d.weight.rows(), d.weight.cols(), [&](std::int64_t r, std::int64_t c) { return d.weight(r, c); }, relTol);
