@@ -342,8 +342,8 @@ void warnAboutLayerlessNames(FormatInfo& info, const io::Checkpoint& ck) {
     for (const auto& t : ck.tensors())
         if (t.naming.badLayerIndex) ++count, first = first ? first : &t.info->name;
     if (count == 0) return;
-    info.warnings.push_back("tensor '" + *first + "'" + (count > 1 ? " and " + std::to_string(count - 1) + " more" : "") +
-                            " name no decoder layer (a layer index is 0 to " + std::to_string(io::kMaxLayerIndex - 1) +
+    info.warnings.push_back("tensor '" + *first + "'" + (count > 1 ? " and " + std::to_string(count - 1) + " more name" : " names") +
+                            " no decoder layer (a layer index is 0 to " + std::to_string(io::kMaxLayerIndex - 1) +
                             "); a loader leaves " + (count > 1 ? "them" : "it") + " unused, and so does QuantScope");
 }
 

@@ -447,6 +447,10 @@ TEST(HostileCheckpoint, TensorsThatNameNoLayerAreAWarning) {
     EXPECT_THAT(info.warnings[0], HasSubstr("tensor 'model.layers.-1.mlp.down_proj.weight' and 1 more name no decoder layer"));
     EXPECT_THAT(info.warnings[0], HasSubstr("a loader leaves them unused"));
     EXPECT_TRUE(detect(Written(exportOf("gptq", rtn4())).checkpoint()).warnings.empty());
+    e.remove("model.layers.99999999999.mlp.up_proj.weight");
+    EXPECT_THAT(detect(Written(e).checkpoint()).warnings.at(0),
+                HasSubstr("tensor 'model.layers.-1.mlp.down_proj.weight' names no decoder layer (a layer index is 0 to 999999); "
+                          "a loader leaves it unused"));
 }
 
 }  // namespace qs::formats::test
