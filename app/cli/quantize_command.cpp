@@ -224,14 +224,9 @@ void runMixedQuantize(const QuantizeOptions& o) {
     const auto& mixed = result.methods.front();
     if (!mixed.error.empty()) throw Error(choice.methods.name + ": " + mixed.error);
 
-    nlohmann::json record = {{"candidates", namesOf(candidates)}, {"overrides", o.mixed.overrides}, {"ignore", o.mixed.ignore},
-                             {"bits_per_weight", mixed.bitsPerWeight}, {"measured_kl", mixed.kl.meanKld.value}};
-    if (o.mixed.targetBpw) {
-        record["target_bpw"] = *o.mixed.targetBpw;
-        record["sensitivity"] = o.mixed.sensitivity;
-        record["predicted_kl"] = choice.allocation["predicted_kl"];
-        record["allocation"] = choice.allocation;
-    }
+    nlohmann::json record = pipeline::mixedPrecisionRecord(
+        {candidates, o.mixed.overrides, o.mixed.ignore, o.mixed.targetBpw ? o.mixed.sensitivity : std::string()});
+    pipeline::recordMixedResult(record, mixed, o.mixed.targetBpw ? choice.allocation : nlohmann::json(nullptr));
     nlohmann::json settings = {{"method", choice.methods.name}, {"group_size", o.groupSize}, {"seed", o.seed},
                                {"calibration", {{"file", built.calibrationFile.string()}, {"samples", o.samples}, {"seq_len", o.seqLen}}},
                                {"evaluation", {{"file", built.evaluationFile.string()}, {"samples", o.evalSamples}, {"seq_len", o.seqLen}}},

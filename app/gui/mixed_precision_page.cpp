@@ -333,8 +333,8 @@ bool MixedPrecisionPage::measure() {
                 {"seed", settings.seed},
                 {"calibration", {{"file", m.calibrationFile}, {"samples", settings.calibration.samples}, {"seq_len", settings.calibration.sequenceLength}}},
                 {"evaluation", {{"file", m.evaluationFile}, {"samples", settings.evaluation.samples}, {"seq_len", settings.evaluation.sequenceLength}}},
-                {"mixed_precision", {{"candidates", pipeline::namesOf(inputs.candidates)}, {"overrides", inputs.overrides},
-                                     {"ignore", inputs.rules.ignore}, {"sensitivity", pipeline::sensitivityName(measure)}}}};
+                {"mixed_precision", pipeline::mixedPrecisionRecord({inputs.candidates, inputs.overrides, inputs.rules.ignore,
+                                                                    std::string(pipeline::sensitivityName(measure))})}};
             m.plan.methods.clear();
             m.plan.perLayerKl = m.plan.perGroupKl = false;
             measuredPlan_ = std::move(m.plan);
@@ -470,12 +470,7 @@ bool MixedPrecisionPage::quantizeAllocation() {
             const MeasuredPoint& p = measured_.back();
             nlohmann::json settings = measuredSettings_;
             settings["method"] = m.label();
-            auto& record = settings["mixed_precision"];
-            record["bits_per_weight"] = m.bitsPerWeight;
-            record["measured_kl"] = m.kl.meanKld.value;
-            record["target_bpw"] = chosen.targetBpw;
-            record["predicted_kl"] = chosen.predictedKl;
-            record["allocation"] = pipeline::toJson(*table_, chosen);
+            pipeline::recordMixedResult(settings["mixed_precision"], m, pipeline::toJson(*table_, chosen));
             exportSettings_[m.label()] = std::move(settings);
             setStatus(tr("Quantized: %1 bits per weight, measured KL %2 against the predicted %3; in Results and Export as \"%4\".")
                           .arg(p.bitsPerWeight, 0, 'f', 3)

@@ -3,6 +3,8 @@
 #include <cmath>
 #include <map>
 
+#include "qs/pipeline/mixed_precision_rules.h"   // namesOf
+
 namespace qs::pipeline {
 namespace {
 
@@ -49,6 +51,21 @@ nlohmann::json frontierJson(const SensitivityTable& table, const std::vector<Mix
             {"kl_per_damage", number(table.klPerDamage)},
             {"candidates", std::move(candidates)},
             {"frontier", std::move(points)}};
+}
+
+nlohmann::json mixedPrecisionRecord(const MixedPrecisionRequest& request) {
+    nlohmann::json record = {{"candidates", namesOf(request.candidates)}, {"overrides", request.overrides}, {"ignore", request.ignore}};
+    if (!request.sensitivity.empty()) record["sensitivity"] = request.sensitivity;
+    return record;
+}
+
+void recordMixedResult(nlohmann::json& record, const MethodResult& mixed, const nlohmann::json& allocation) {
+    record["bits_per_weight"] = mixed.bitsPerWeight;
+    record["measured_kl"] = mixed.kl.meanKld.value;
+    if (allocation.is_null()) return;
+    record["target_bpw"] = allocation.at("target_bpw");
+    record["predicted_kl"] = allocation.at("predicted_kl");
+    record["allocation"] = allocation;
 }
 
 }  // namespace qs::pipeline

@@ -120,6 +120,27 @@ TEST(MixedRules, ARuleOverPartOfAFusedGroupIsRefusedNamingTheModule) {
     EXPECT_NE(why.find("model.layers.1.self_attn.k_proj is ruled differently"), std::string::npos) << why;
 }
 
+// The report's record, one function for the CLI and the GUI: what was asked, then what ran.
+TEST(MixedRecord, SaysWhatWasAskedThenWhatTheMixMeasuredAndItsAllocation) {
+    nlohmann::json rules = mixedPrecisionRecord({parseMethodList("gptq4,gptq8", 128), {"down_proj=gptq8"}, {"lm_head"}, ""});
+    EXPECT_EQ(rules, (nlohmann::json{{"candidates", {"gptq4", "gptq8"}}, {"overrides", {"down_proj=gptq8"}}, {"ignore", {"lm_head"}}}));
+    MethodResult mixed;
+    mixed.bitsPerWeight = 4.75;
+    mixed.kl.meanKld.value = 0.0125;
+    recordMixedResult(rules, mixed, nullptr);
+    EXPECT_EQ(rules.at("bits_per_weight"), 4.75);
+    EXPECT_EQ(rules.at("measured_kl"), 0.0125);
+    EXPECT_FALSE(rules.contains("target_bpw") || rules.contains("allocation") || rules.contains("sensitivity"));
+
+    nlohmann::json budget = mixedPrecisionRecord({parseMethodList("gptq4,gptq8", 128), {}, {}, "group-kl"});
+    const nlohmann::json allocation = {{"target_bpw", 5.0}, {"predicted_kl", 0.01}, {"methods", nlohmann::json::object()}};
+    recordMixedResult(budget, mixed, allocation);
+    EXPECT_EQ(budget.at("sensitivity"), "group-kl");
+    EXPECT_EQ(budget.at("target_bpw"), 5.0);
+    EXPECT_EQ(budget.at("predicted_kl"), 0.01);
+    EXPECT_EQ(budget.at("allocation"), allocation);
+}
+
 TEST(MixedPlanner, UnknownCandidatesAndBudgetsBelowTheCheapestAreRefused) {
     const SensitivityTable t = syntheticTable(2);
     EXPECT_NE(refusal([&] { MixedPrecisionPlanner(t, {}, {"rtn3", "gptq5"}); }).find("'gptq5' was not measured"), std::string::npos);
