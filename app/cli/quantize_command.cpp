@@ -21,6 +21,7 @@
 #include "qs/pipeline/weight_only_quantize.h"
 
 #include "qs/model/model_config.h"
+#include "qs/pipeline/mixed_methods.h"
 #include "qs/pipeline/mixed_precision_report.h"
 
 #include "human_format.h"
@@ -130,18 +131,10 @@ pipeline::MethodSpec mixMethodFrom(const QuantizeOptions& o, bool gguf) {
     return method;
 }
 
-// A method a mix cannot hold in `format`: one that quantizes a whole layer or its activations; in a
-// GGUF anything but a ggml type, elsewhere a ggml type (only a GGUF stores one).
+// A method a mix cannot hold, or not in `format` (pipeline::mixRefusal, mixFormatRefusal).
 void refuseInMix(const pipeline::MethodSpec& m, const std::string& format) {
-    if (m.kind == pipeline::MethodKind::Awq || m.ggufFileMix() || m.activations != quant::ActivationFormat::None)
-        throw Error(m.name + " quantizes a whole layer or its activations, so it cannot be mixed per linear" +
-                    (m.ggufFileMix() ? " (a mix takes ggml types per linear: q3_K, q4_K, q5_K, q6_K, q8_0, ...)" : ""));
-    if (format == "gguf" && !m.ggmlType)
-        throw Error(m.name + " cannot be written into a GGUF file: a mix exported as GGUF takes ggml types per linear "
-                             "(q3_K, q4_K, q5_K, q6_K, q8_0, ...)");
-    if (format != "gguf" && m.ggmlType)
-        throw Error(m.name + " is a ggml type, which only a GGUF file holds: write the mix with --format gguf --out FILE.gguf, "
-                             "not as " + format);
+    for (const std::string& why : {pipeline::mixRefusal(m), pipeline::mixFormatRefusal(m, format)})
+        if (!why.empty()) throw Error(why);
 }
 
 // The mix as one GGUF file, the report (quantscope_report.json's content) in its metadata.

@@ -47,16 +47,30 @@ MethodSpec MixedMethods::summary() const {
     return s;
 }
 
+std::string mixRefusal(const MethodSpec& m) {
+    const std::string named = m.label() + " (" + m.name + ")";   // as the GUI shows it and as the CLI takes it
+    if (m.kind == MethodKind::Awq || m.ggufFileMix())
+        return named + " chooses for a whole layer and cannot be mixed per linear" +
+               (m.gguf() ? " (a mix takes ggml types per linear: q3_K, q4_K, q5_K, q6_K, q8_0, ...)" : "");
+    if (m.kvCacheFp8 || m.activations != quant::ActivationFormat::None)
+        return named + " quantizes activations, which a per-linear mix does not calibrate";
+    return "";
+}
+
+std::string mixFormatRefusal(const MethodSpec& m, const std::string& format) {
+    if (format == "gguf" && !m.ggmlType)
+        return m.name + " cannot be written into a GGUF file: a mix exported as GGUF takes ggml types per linear "
+                        "(q3_K, q4_K, q5_K, q6_K, q8_0, ...)";
+    if (format != "gguf" && m.ggmlType)
+        return m.name + " is a ggml type, which only a GGUF file holds: write the mix with --format gguf --out FILE.gguf, not as " +
+               format;
+    return "";
+}
+
 void MixedMethods::check() const {
     for (std::size_t l = 0; l < layers.size(); ++l)
-        for (const auto& [module, m] : layers[l]) {
-            const std::string where = moduleName(static_cast<int>(l), module);
-            if (m.kind == MethodKind::Awq || m.ggufFileMix())
-                throw Error(where + ": " + m.label() + " chooses for a whole layer and cannot be mixed per linear" +
-                            (m.gguf() ? " (a mix takes ggml types per linear: q3_K, q4_K, q5_K, q6_K, q8_0, ...)" : ""));
-            if (m.kvCacheFp8 || m.activations != quant::ActivationFormat::None)
-                throw Error(where + ": " + m.label() + " quantizes activations, which a per-linear mix does not calibrate");
-        }
+        for (const auto& [module, m] : layers[l])
+            if (const std::string why = mixRefusal(m); !why.empty()) throw Error(moduleName(static_cast<int>(l), module) + ": " + why);
 }
 
 }  // namespace qs::pipeline

@@ -202,7 +202,7 @@ TEST(MixedCli, MixesAFormatCannotHoldAreRefusedNamingTheMethod) {
         {gguf, {"--target-bpw", "7", "--candidates", "q4_K,q8_0", "--override", "down_proj=gptq8"}, "gptq8 cannot be written into a GGUF"},
         {folder, {"--target-bpw", "5", "--candidates", "q4_K,q8_0"}, "q4_K is a ggml type, which only a GGUF file holds"},
         {folder, {"--target-bpw", "7", "--candidates", "gptq4,gptq8", "--override", "down_proj=q8_0"}, "q8_0 is a ggml type"},
-        {gguf, {"--target-bpw", "5", "--candidates", "q4_k_m,q8_0"}, "q4_k_m quantizes a whole layer"},
+        {gguf, {"--target-bpw", "5", "--candidates", "q4_k_m,q8_0"}, "(q4_k_m) chooses for a whole layer"},
         {folder, {"--target-bpw", "5", "--candidates", "q4_K,q8_0", "--format", "gguf"}, "must end in .gguf"},
     };
     for (const auto& [out, args, expected] : cases) {

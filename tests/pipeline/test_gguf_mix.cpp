@@ -236,5 +236,5 @@ TEST(GgufMix, RulesReachTheFileAndMethodsAGgufCannotHoldAreRefusedNamingTheModul
     EXPECT_FALSE(fs::exists(refused));
 
     plan.mixed = {applyRules(parseMixMethod("q4_k_m"), {}, 2, "q4_k_m per linear")};
-    EXPECT_THAT(refusal([&] { (void)Job(plan); }), HasSubstr("model.layers.0.mlp.down_proj: GGUF Q4_K_M chooses for a whole layer"));
+    EXPECT_THAT(refusal([&] { (void)Job(plan); }), HasSubstr("model.layers.0.mlp.down_proj: GGUF Q4_K_M (q4_k_m) chooses for a whole layer"));
 }

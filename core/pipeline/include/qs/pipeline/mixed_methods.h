@@ -28,6 +28,14 @@ inline const std::array<std::vector<std::string_view>, 4> kFusedGroups = {{
 // its prefix (ModelConfig::arch.tensorPrefix, "model.language_model.").
 std::string moduleName(int layer, std::string_view module, std::string_view tensorPrefix = "model.");
 
+// Why `method` cannot take part in a per-linear mix, "" when it can: one that chooses for a whole layer
+// (AWQ, a GGUF file type's mix) or quantizes activations or the KV cache, which a per-linear mix does
+// not calibrate. Single ggml types (parseMixMethod) mix per linear.
+std::string mixRefusal(const MethodSpec& method);
+// Why a mix written as `format` ("gguf", or a safetensors layout) cannot hold `method`, "" when it can:
+// a GGUF file takes ggml types per linear, and only a GGUF file holds a ggml type.
+std::string mixFormatRefusal(const MethodSpec& method, const std::string& format);
+
 struct MixedMethods {
     std::string name;                                                     // "mixed 3.50 bpw"
     std::vector<std::map<std::string, MethodSpec, std::less<>>> layers;   // per decoder layer: module -> method
@@ -37,8 +45,7 @@ struct MixedMethods {
     bool sequential() const;   // some linear is quantized by GPTQ: the stream calibrates on itself
     // What MethodResult::method holds: the method most linears use, named `name`.
     MethodSpec summary() const;
-    // Throws qs::Error naming the module for a method that cannot be mixed (AWQ, a GGUF file type's mix, a
-    // quantized KV cache); single ggml types (parseMixMethod) mix per linear.
+    // Throws qs::Error naming the module for a method that cannot be mixed (mixRefusal).
     void check() const;
 };
 
