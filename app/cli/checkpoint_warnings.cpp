@@ -8,8 +8,8 @@
 
 namespace qs::cli {
 
-void printCheckpointWarnings(const std::filesystem::path& checkpoint) {
-    for (const auto& w : formats::detect(io::Checkpoint::open(checkpoint)).warnings)
+void printCheckpointWarnings(const io::Checkpoint& checkpoint) {
+    for (const auto& w : formats::detect(checkpoint).warnings)
         std::cerr << "quantscope-cli: warning: " << sanitizeMessage(w) << '\n';
 }
 

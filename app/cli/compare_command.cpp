@@ -148,7 +148,7 @@ void reportFrontier(const CompareOptions& o, const pipeline::JobPlan& measured, 
 }
 
 void runCompare(const CompareOptions& o) {
-    printCheckpointWarnings(o.path);
+    printCheckpointWarnings(io::Checkpoint::open(o.path));
     pipeline::PlanSettings settings;
     settings.checkpoint = o.path;
     // With a budget the methods are candidates per linear: ggml's type names (q4_K) are single types.

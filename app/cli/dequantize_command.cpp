@@ -56,7 +56,7 @@ std::filesystem::path writeGgufFile(const DequantizeOptions& o, const ProgressCa
 }
 
 void runDequantize(const DequantizeOptions& o) {
-    printCheckpointWarnings(o.path);
+    printCheckpointWarnings(io::Checkpoint::open(o.path));
     qs::CancelToken cancel;
     const SigintCancel sigint(cancel);
     ProgressBar bar("dequantize");

@@ -37,10 +37,10 @@ nlohmann::json reportJson(const EvalOptions& o, const pipeline::CheckpointEvalRe
 }
 
 void runEval(const EvalOptions& o) {
-    printCheckpointWarnings(o.original);
-    printCheckpointWarnings(o.quantized);
     const io::Checkpoint original = io::Checkpoint::open(o.original);
     const io::Checkpoint quantized = io::Checkpoint::open(o.quantized);
+    printCheckpointWarnings(original);
+    printCheckpointWarnings(quantized);
     // As compare: the original's own eval.txt (the demo ships one), else the bundled text.
     const std::filesystem::path text = pipeline::resolveRunText(pipeline::TextRole::Evaluation, o.eval, original);
     pipeline::CheckpointEvalPlan plan;

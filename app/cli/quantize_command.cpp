@@ -299,7 +299,7 @@ void requireForwardPass(const io::Checkpoint& checkpoint, const pipeline::Method
 }
 
 void runQuantize(const QuantizeOptions& o) {
-    printCheckpointWarnings(o.path);
+    printCheckpointWarnings(io::Checkpoint::open(o.path));
     // gpt-oss's experts go back to its own MXFP4 layout, or into a GGUF's stacked experts as any MoE's.
     const bool gptOss = pipeline::isDenseGptOss(io::Checkpoint::open(o.path)) && (o.method.empty() || !methodFrom(o).gguf());
     if (o.work.any() && (gptOss || o.weightsOnly || o.mixed.any()))

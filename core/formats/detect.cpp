@@ -239,11 +239,9 @@ bool compatible(Format byConfig, Format byNames) {
 
 // A config that names one format over tensors of another is refused, naming its quant_method: the
 // codec it picks would read the tensors as something else, or skip them.
-void refuseContradictingTensors(FormatInfo& info, const io::Checkpoint& ck) {
+void refuseContradictingTensors(FormatInfo& info, const FormatInfo& byNames) {
     const std::string method = jsonString(info.config, "quant_method", "");
     if (method.empty()) return;
-    FormatInfo byNames;
-    classifyByTensors(byNames, ck);
     if (!compatible(info.format, byNames.format))
         refuse(info, info.configSource + " says quant_method '" + method + "', but the tensors are laid out as " +
                          std::string(formatName(byNames.format)) + (byNames.variant.empty() ? "" : " (" + byNames.variant + ")"));
@@ -312,10 +310,8 @@ void refuseTwoWeights(FormatInfo& info, const io::Checkpoint& ck) {
 // a model transformers cannot load (the shapes differ): refused. A 4-bit type that disagrees with the
 // tensors' quant_state is passed over, since the quant_state decides how transformers decodes each
 // weight: a warning, and the tensors' type.
-void checkBitsandbytesConfig(FormatInfo& info, const io::Checkpoint& ck) {
+void checkBitsandbytesConfig(FormatInfo& info, const FormatInfo& byNames) {
     if (info.format != Format::Bitsandbytes || !info.decodable || info.config.empty()) return;
-    FormatInfo byNames;
-    classifyByTensors(byNames, ck);
     if (byNames.format != Format::Bitsandbytes) return;
     const bool configInt8 = info.variant == "int8", tensorsInt8 = byNames.variant == "int8";
     if (configInt8 != tensorsInt8)
@@ -398,8 +394,11 @@ FormatInfo detect(const io::Checkpoint& checkpoint) {
         info.format = Format::Unknown;
         refuse(info, info.configSource + ": " + e.what());
     }
-    if (info.decodable) refuseContradictingTensors(info, checkpoint);
-    checkBitsandbytesConfig(info, checkpoint);
+    // What the tensor names alone say, which a config must not contradict (one scan for both checks).
+    FormatInfo byNames;
+    if (!info.config.empty()) classifyByTensors(byNames, checkpoint);
+    if (info.decodable) refuseContradictingTensors(info, byNames);
+    checkBitsandbytesConfig(info, byNames);
     listLayers(info, checkpoint);
     if (info.decodable) refuseUnclaimedTensors(info, checkpoint);
     if (info.decodable) refuseTwoWeights(info, checkpoint);
