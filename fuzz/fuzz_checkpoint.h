@@ -4,15 +4,14 @@
 // command takes over an opened checkpoint — summary, model config, detect, the config-vs-tensors
 // check, decode of every linear by its codec, the activation / KV-cache scales. Every outcome must be a result or a qs::Error whose
 // message is one sanitised line.
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 
-#include "fuzz_support.h"
+#include <unistd.h>
+
 #include "qs/formats/config_check.h"
 #include "qs/formats/detect.h"
 #include "qs/formats/linear_reader.h"
@@ -20,17 +19,23 @@
 #include "qs/io/checkpoint.h"
 #include "qs/model/model_config.h"
 
+#include "fuzz_support.h"
+
 namespace qs::fuzz {
 
 // A fresh folder (in /dev/shm when there is one), removed when the process exits.
 inline std::filesystem::path scratchFolder(const std::string& prefix) {
     namespace fs = std::filesystem;
     static fs::path made;
-    const fs::path base = fs::is_directory("/dev/shm") && ::access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm") : fs::temp_directory_path();
+    const fs::path base = fs::is_directory("/dev/shm") && ::access("/dev/shm", W_OK) == 0 ? fs::path("/dev/shm")
+                                                                                          : fs::temp_directory_path();
     std::string pattern = (base / (prefix + "_XXXXXX")).string();
     if (::mkdtemp(pattern.data()) == nullptr) std::abort();
     made = pattern;
-    std::atexit([] { std::error_code ec; fs::remove_all(made, ec); });
+    std::atexit([] {
+        std::error_code ec;
+        fs::remove_all(made, ec);
+    });
     return made;
 }
 
@@ -41,8 +46,10 @@ inline void decodeEveryLinear(const io::Checkpoint& ck, const formats::FormatInf
             const auto d = reader.decode(ref);
             check(d.weight.rows() > 0 && d.weight.cols() > 0);
             check(d.bias.empty() || static_cast<std::int64_t>(d.bias.size()) == d.weight.rows());
-            const auto serving = formats::readServingQuantization(ck, info, ref.prefix, d.parts.method == quant::Method::Nvfp4);
-            check(!serving.input.active() || serving.input.format == quant::ActivationFormat::Fp8Token || serving.input.scale > 0.0f);
+            const auto serving =
+                formats::readServingQuantization(ck, info, ref.prefix, d.parts.method == quant::Method::Nvfp4);
+            check(!serving.input.active() || serving.input.format == quant::ActivationFormat::Fp8Token ||
+                  serving.input.scale > 0.0f);
             check(serving.cacheScale >= 0.0f);
         } catch (const Error& e) {
             checkRefusal(e);
@@ -64,7 +71,8 @@ inline void exerciseCheckpoint(const io::Checkpoint& ck) {
     }
     for (const auto& line : formats::configDisagreements(ck, info)) check(!line.empty());
     try {
-        for (const auto& scale : formats::readServingScales(ck)) check(std::isfinite(scale.value) && scale.value > 0.0f);
+        for (const auto& scale : formats::readServingScales(ck))
+            check(std::isfinite(scale.value) && scale.value > 0.0f);
     } catch (const Error& e) {
         checkRefusal(e);
     }

@@ -8,13 +8,13 @@
 // written to a scratch folder (in /dev/shm when there is one). Every outcome must be a result or a
 // qs::Error whose message is one sanitised line: any other exception, a crash, a sanitizer report
 // or a hang is a finding.
-#include <unistd.h>
-
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
+
+#include <unistd.h>
 
 #include "fuzz_checkpoint.h"
 
@@ -47,7 +47,8 @@ void layOut(const std::vector<std::string_view>& s) {
     }
     if (s.size() > 2) {
         std::string file(8, '\0');
-        for (int i = 0; i < 8; ++i) file[static_cast<std::size_t>(i)] = static_cast<char>((s[2].size() >> (8 * i)) & 0xFF);
+        for (int i = 0; i < 8; ++i)
+            file[static_cast<std::size_t>(i)] = static_cast<char>((s[2].size() >> (8 * i)) & 0xFF);
         file.append(s[2]);
         if (s.size() > 3) file.append(s[3]);
         write(dir / "model.safetensors", file);

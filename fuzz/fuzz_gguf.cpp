@@ -10,10 +10,11 @@
 #include <fstream>
 #include <vector>
 
-#include "fuzz_checkpoint.h"
 #include "qs/error.h"
 #include "qs/io/gguf_file.h"
 #include "qs/model/tokenizer.h"
+
+#include "fuzz_checkpoint.h"
 
 namespace {
 
@@ -62,7 +63,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     try {
         checkInvariants(qs::io::parseGguf(file, "fuzz.gguf"), file);
     } catch (const qs::Error& e) {
-        qs::fuzz::checkRefusal(e);   // rejected with a message: the expected outcome for most inputs
+        qs::fuzz::checkRefusal(e);  // rejected with a message: the expected outcome for most inputs
         return 0;
     }
     exerciseAsCheckpoint(file);

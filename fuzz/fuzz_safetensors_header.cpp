@@ -5,8 +5,9 @@
 #include <cstdint>
 #include <vector>
 
-#include "fuzz_support.h"
 #include "qs/io/safetensors_file.h"
+
+#include "fuzz_support.h"
 
 namespace {
 

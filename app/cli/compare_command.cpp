@@ -9,18 +9,17 @@
 #include <nlohmann/json.hpp>
 
 #include "qs/error.h"
+#include "qs/io/checkpoint.h"
+#include "qs/model/model_config.h"
 #include "qs/pipeline/backend.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/job_report.h"
+#include "qs/pipeline/mixed_precision_report.h"
 #include "qs/pipeline/plan_builder.h"
 
-#include "qs/io/checkpoint.h"
-#include "qs/model/model_config.h"
-#include "qs/pipeline/mixed_precision_report.h"
-
+#include "checkpoint_warnings.h"
 #include "human_format.h"
 #include "mixed_options.h"
-#include "checkpoint_warnings.h"
 #include "progress_bar.h"
 #include "serving_options.h"
 #include "sigint_cancel.h"
@@ -63,10 +62,15 @@ std::string fixed(double v, int digits) {
 }
 
 void printTable(const pipeline::JobResult& result, std::ostream& out) {
-    TextTable table({{"format"}, {"bits", TextTable::Align::Right}, {"size", TextTable::Align::Right},
-                     {"mean KLD", TextTable::Align::Right}, {"median", TextTable::Align::Right},
-                     {"99%", TextTable::Align::Right}, {"same top p", TextTable::Align::Right},
-                     {"PPL ratio", TextTable::Align::Right}, {"time", TextTable::Align::Right}});
+    TextTable table({{"format"},
+                     {"bits", TextTable::Align::Right},
+                     {"size", TextTable::Align::Right},
+                     {"mean KLD", TextTable::Align::Right},
+                     {"median", TextTable::Align::Right},
+                     {"99%", TextTable::Align::Right},
+                     {"same top p", TextTable::Align::Right},
+                     {"PPL ratio", TextTable::Align::Right},
+                     {"time", TextTable::Align::Right}});
     for (const auto& m : result.methods) {
         if (!m.error.empty()) {
             table.addRow({m.label(), "-", "-", "failed", "-", "-", "-", "-", "-"});
@@ -77,9 +81,10 @@ void printTable(const pipeline::JobResult& result, std::ostream& out) {
                       fixed(100.0 * m.kl.sameTop.value, 2) + " %", fixed(m.kl.pplRatio.value, 4),
                       fixed(m.seconds, 1) + " s"});
     }
-    if (const auto& kv = result.kvCacheOnlyKl)   // the cache's damage alone, beside the original's 0
+    if (const auto& kv = result.kvCacheOnlyKl)  // the cache's damage alone, beside the original's 0
         table.addRow({"original weights, KV cache FP8", "-", "-", fixed(kv->meanKld.value, 5), fixed(kv->kld.median, 5),
-                      fixed(kv->kld.p99, 5), fixed(100.0 * kv->sameTop.value, 2) + " %", fixed(kv->pplRatio.value, 4), "-"});
+                      fixed(kv->kld.p99, 5), fixed(100.0 * kv->sameTop.value, 2) + " %", fixed(kv->pplRatio.value, 4),
+                      "-"});
     table.print(out);
     if (!result.methods.empty() && result.methods.front().kl.count > 0)
         out << "\nreference: PPL(base) " << fixed(result.methods.front().kl.pplBase.value, 3) << " over "
@@ -110,8 +115,8 @@ std::pair<int, std::string> layersOf(const std::string& path) {
 }
 
 // Without a budget, the rules turn each method into a mix of its own: that method where the rules leave it.
-std::vector<pipeline::MixedMethods> withRules(const std::vector<pipeline::MethodSpec>& methods, const pipeline::ModuleRules& rules,
-                                             int layers) {
+std::vector<pipeline::MixedMethods> withRules(const std::vector<pipeline::MethodSpec>& methods,
+                                              const pipeline::ModuleRules& rules, int layers) {
     std::vector<pipeline::MixedMethods> out;
     for (const auto& m : methods) out.push_back(pipeline::applyRules(m, rules, layers, m.name + " with rules"));
     return out;
@@ -121,9 +126,10 @@ std::vector<pipeline::MixedMethods> withRules(const std::vector<pipeline::Method
 // allocation at the budget is quantized (a second Job on the same texts) and its measured KL printed
 // beside the predicted one and the uniform methods'.
 void reportFrontier(const CompareOptions& o, const pipeline::JobPlan& measured, const pipeline::JobResult& result,
-                    const pipeline::ModuleRules& rules, const std::vector<std::string>& candidates, nlohmann::json& json,
-                    const CancelToken& cancel) {
-    const pipeline::SensitivityTable table = pipeline::sensitivityFromResult(result, pipeline::parseSensitivity(o.mixed.sensitivity));
+                    const pipeline::ModuleRules& rules, const std::vector<std::string>& candidates,
+                    nlohmann::json& json, const CancelToken& cancel) {
+    const pipeline::SensitivityTable table =
+        pipeline::sensitivityFromResult(result, pipeline::parseSensitivity(o.mixed.sensitivity));
     const pipeline::MixedPrecisionPlanner planner(table, rules, candidates);
     const pipeline::MixedAllocation atBudget = planner.at(*o.mixed.targetBpw);
     const auto frontier = planner.frontier();
@@ -156,7 +162,8 @@ void runCompare(const CompareOptions& o) {
                                               : pipeline::parseMethodList(o.methods, o.groupSize);
     const auto [layers, tensorPrefix] = o.mixed.any() ? layersOf(o.path) : std::pair<int, std::string>{0, "model."};
     const pipeline::ModuleRules rules = rulesFrom(o.mixed, o.groupSize, tensorPrefix);
-    if (o.mixed.any()) (void)pipeline::applyRules(candidates.front(), rules, layers, "");   // a bad rule is refused before any work
+    if (o.mixed.any())
+        (void)pipeline::applyRules(candidates.front(), rules, layers, "");  // a bad rule is refused before any work
     if (o.mixed.targetBpw) {
         const auto config = model::ModelConfig::fromCheckpoint(io::Checkpoint::open(o.path));
         config.requireDense(o.path, "a mix of methods (--target-bpw)");
@@ -171,16 +178,16 @@ void runCompare(const CompareOptions& o) {
     settings.trueSequential = !o.noTrueSequential;
     settings.moeCalibrateAllExperts = o.moeCalibration == "all";
     settings.seed = o.seed;
-    settings.allowNonFinite = o.allowNonFinite;   // the plan builder checks the input before any output
+    settings.allowNonFinite = o.allowNonFinite;  // the plan builder checks the input before any output
     pipeline::JobPlan plan = pipeline::buildJobPlan(settings).plan;
     if (!o.mixed.targetBpw && !rules.empty()) {
         plan.mixed = withRules(plan.methods, rules, layers);
         plan.methods.clear();
     }
-    plan.backend = chooseBackend(o.device);   // after the checks of the input, whose errors stay one line
+    plan.backend = chooseBackend(o.device);  // after the checks of the input, whose errors stay one line
     plan.perGroupKl = perGroupKl;
     const pipeline::JobPlan measuredPlan = o.mixed.targetBpw ? plan : pipeline::JobPlan{};
-    applyWorkDirOptions(o.work, plan);   // the measurement's run only: the frontier's quantization keeps no state
+    applyWorkDirOptions(o.work, plan);  // the measurement's run only: the frontier's quantization keeps no state
 
     pipeline::Job job(std::move(plan));
     std::unique_ptr<std::ofstream> log;
@@ -210,15 +217,25 @@ void registerCompare(CLI::App& app) {
     auto options = std::make_shared<CompareOptions>();
     CLI::App* cmd = app.add_subcommand("compare", "Quantize with several methods and compare their KL divergence");
     cmd->add_option("path", options->path, "Checkpoint: .safetensors file or folder")->required();
-    cmd->add_option("--methods", options->methods, "Comma-separated methods; also llama-quantize's GGUF types (q4_k_m, q5_k_m, q6_k, q8_0, ...)")->capture_default_str();
-    cmd->add_option("--group-size", options->groupSize, "Group size of the integer methods (-1: per row)")->capture_default_str();
+    cmd->add_option("--methods", options->methods,
+                    "Comma-separated methods; also llama-quantize's GGUF types (q4_k_m, q5_k_m, q6_k, q8_0, ...)")
+        ->capture_default_str();
+    cmd->add_option("--group-size", options->groupSize, "Group size of the integer methods (-1: per row)")
+        ->capture_default_str();
     cmd->add_option("--calib", options->calib, "Calibration text (UTF-8 file or JSON list of strings)");
     cmd->add_option("--eval", options->eval, "Held-out evaluation text");
-    cmd->add_option("--samples", options->samples, "Calibration sequences")->capture_default_str()->check(CLI::PositiveNumber);
-    cmd->add_option("--seq-len", options->seqLen, "Tokens per sequence")->capture_default_str()->check(CLI::Range(2, 1 << 20));
-    cmd->add_option("--eval-samples", options->evalSamples, "Evaluation sequences")->capture_default_str()->check(CLI::PositiveNumber);
+    cmd->add_option("--samples", options->samples, "Calibration sequences")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--seq-len", options->seqLen, "Tokens per sequence")
+        ->capture_default_str()
+        ->check(CLI::Range(2, 1 << 20));
+    cmd->add_option("--eval-samples", options->evalSamples, "Evaluation sequences")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
     cmd->add_flag("--per-layer", options->perLayer, "Also measure the KL with only one layer quantized, per layer");
-    cmd->add_flag("--no-true-sequential", options->noTrueSequential, "Calibrate GPTQ/AWQ on the original model's activations");
+    cmd->add_flag("--no-true-sequential", options->noTrueSequential,
+                  "Calibrate GPTQ/AWQ on the original model's activations");
     cmd->add_option("--moe-calibration", options->moeCalibration,
                     "MoE models: calibrate every expert on every token (all) or on the tokens routed to it (routed)")
         ->capture_default_str()
@@ -231,10 +248,11 @@ void registerCompare(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
     cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
-    cmd->add_flag("--allow-nonfinite", options->allowNonFinite, "Use linears whose weights are NaN or Inf instead of refusing them");
+    cmd->add_flag("--allow-nonfinite", options->allowNonFinite,
+                  "Use linears whose weights are NaN or Inf instead of refusing them");
     addServingOptions(*cmd, options->serving);
     addWorkDirOptions(*cmd, options->work);
-    addMixedOptions(*cmd, options->mixed);   // --target-bpw: the candidates are --methods
+    addMixedOptions(*cmd, options->mixed);  // --target-bpw: the candidates are --methods
     cmd->callback([options] { runCompare(*options); });
 }
 

@@ -31,9 +31,13 @@ struct EvalOptions {
 };
 
 nlohmann::json reportJson(const EvalOptions& o, const pipeline::CheckpointEvalResult& r) {
-    return {{"original", o.original}, {"quantized", o.quantized}, {"original_format", r.originalFormat},
-            {"quantized_format", r.quantizedFormat}, {"evaluation_tokens", r.evaluationTokens},
-            {"time_s", r.seconds}, {"kl", pipeline::toJson(r.kl)}};
+    return {{"original", o.original},
+            {"quantized", o.quantized},
+            {"original_format", r.originalFormat},
+            {"quantized_format", r.quantizedFormat},
+            {"evaluation_tokens", r.evaluationTokens},
+            {"time_s", r.seconds},
+            {"kl", pipeline::toJson(r.kl)}};
 }
 
 void runEval(const EvalOptions& o) {
@@ -71,14 +75,22 @@ void runEval(const EvalOptions& o) {
 
 void registerEval(CLI::App& app) {
     auto options = std::make_shared<EvalOptions>();
-    CLI::App* cmd = app.add_subcommand("eval", "KL divergence of a quantized checkpoint from its original on held-out text");
+    CLI::App* cmd =
+        app.add_subcommand("eval", "KL divergence of a quantized checkpoint from its original on held-out text");
     cmd->add_option("original", options->original, "The original checkpoint: .safetensors file or folder")->required();
-    cmd->add_option("quantized", options->quantized, "The quantized checkpoint (any readable format, a .gguf file included)")->required();
+    cmd->add_option("quantized", options->quantized,
+                    "The quantized checkpoint (any readable format, a .gguf file included)")
+        ->required();
     cmd->add_option("--eval", options->eval, "Held-out text (UTF-8 file or JSON list of strings)");
-    cmd->add_option("--samples", options->samples, "Evaluation sequences")->capture_default_str()->check(CLI::PositiveNumber);
-    cmd->add_option("--seq-len", options->seqLen, "Tokens per sequence")->capture_default_str()->check(CLI::Range(2, 1 << 20));
+    cmd->add_option("--samples", options->samples, "Evaluation sequences")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--seq-len", options->seqLen, "Tokens per sequence")
+        ->capture_default_str()
+        ->check(CLI::Range(2, 1 << 20));
     cmd->add_option("--json", options->json, "Write the report as JSON to this file");
-    cmd->add_flag("--allow-nonfinite", options->allowNonFinite, "Use linears whose weights are NaN or Inf instead of refusing them");
+    cmd->add_flag("--allow-nonfinite", options->allowNonFinite,
+                  "Use linears whose weights are NaN or Inf instead of refusing them");
     cmd->callback([options] { runEval(*options); });
 }
 

@@ -16,10 +16,14 @@ std::string printf1(const char* format, double value, const char* suffix) {
 }  // namespace
 
 std::string formatCount(std::int64_t count) {
-    struct Unit { double scale; const char* suffix; const char* format; };
+    struct Unit {
+        double scale;
+        const char* suffix;
+        const char* format;
+    };
     // Thousands keep one decimal (292.5K), larger units two (7.62B), as model cards write them.
-    static constexpr std::array<Unit, 4> units{{
-        {1e12, "T", "%.2f%s"}, {1e9, "B", "%.2f%s"}, {1e6, "M", "%.2f%s"}, {1e3, "K", "%.1f%s"}}};
+    static constexpr std::array<Unit, 4> units{
+        {{1e12, "T", "%.2f%s"}, {1e9, "B", "%.2f%s"}, {1e6, "M", "%.2f%s"}, {1e3, "K", "%.1f%s"}}};
     const double value = static_cast<double>(count);
     for (const Unit& unit : units) {
         if (std::fabs(value) >= unit.scale) return printf1(unit.format, value / unit.scale, unit.suffix);

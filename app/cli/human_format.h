@@ -7,10 +7,10 @@
 
 namespace qs::cli {
 
-std::string formatCount(std::int64_t count);             // 999, 292.5K, 124.44M, 7.62B, 1.23T
-std::string formatBytes(std::uint64_t bytes);            // 512 B, 1.00 KiB, 15.23 GiB
-std::string formatGrouped(std::int64_t value);           // 7,615,616,512
+std::string formatCount(std::int64_t count);                      // 999, 292.5K, 124.44M, 7.62B, 1.23T
+std::string formatBytes(std::uint64_t bytes);                     // 512 B, 1.00 KiB, 15.23 GiB
+std::string formatGrouped(std::int64_t value);                    // 7,615,616,512
 std::string formatShape(const std::vector<std::int64_t>& shape);  // [4096, 11008]; [] for a scalar
-std::string formatNumber(double value);                  // %.6g, "nan"/"inf"/"-inf" for non-finite
+std::string formatNumber(double value);                           // %.6g, "nan"/"inf"/"-inf" for non-finite
 
 }  // namespace qs::cli

@@ -11,7 +11,7 @@ namespace qs::cli {
 struct HessianOptions {
     std::string path;
     int layer = 0;
-    std::string calib;       // "": the checkpoint's calibration.txt, else the bundled demo's
+    std::string calib;  // "": the checkpoint's calibration.txt, else the bundled demo's
     int samples = 8;
     int seqLen = 128;
     std::string device = "auto";

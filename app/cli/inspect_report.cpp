@@ -6,9 +6,10 @@
 #include <map>
 #include <sstream>
 
-#include "human_format.h"
 #include "qs/io/gguf_names.h"
 #include "qs/message_text.h"
+
+#include "human_format.h"
 #include "text_table.h"
 
 namespace qs::cli {
@@ -49,8 +50,9 @@ void dtypeLines(std::ostream& out, const io::CheckpointSummary& summary) {
     if (summary.bytesByDtype.empty()) field(out, label, "none");
     for (const auto& [dtype, bytes] : summary.bytesByDtype) {
         const std::string size = formatBytes(bytes);
-        field(out, label, dtype + std::string(nameWidth - dtype.size() + 2 + sizeWidth - size.size(), ' ') + size +
-                              "  " + percent(bytes, total));
+        field(out, label,
+              dtype + std::string(nameWidth - dtype.size() + 2 + sizeWidth - size.size(), ' ') + size + "  " +
+                  percent(bytes, total));
         label.clear();
     }
 }
@@ -70,9 +72,13 @@ void quantizedLines(std::ostream& out, const std::vector<formats::LayerQuantInfo
 }
 
 void layerLines(std::ostream& out, const std::vector<formats::LayerQuantInfo>& linears) {
-    TextTable table({{"linear", TextTable::Align::Left}, {"bits", TextTable::Align::Right},
-                     {"group", TextTable::Align::Right}, {"act-order", TextTable::Align::Left},
-                     {"sym", TextTable::Align::Left}, {"shape", TextTable::Align::Left}, {"scheme", TextTable::Align::Left}});
+    TextTable table({{"linear", TextTable::Align::Left},
+                     {"bits", TextTable::Align::Right},
+                     {"group", TextTable::Align::Right},
+                     {"act-order", TextTable::Align::Left},
+                     {"sym", TextTable::Align::Left},
+                     {"shape", TextTable::Align::Left},
+                     {"scheme", TextTable::Align::Left}});
     for (const auto& l : linears)
         table.addRow({l.ref.label(), std::to_string(l.bits), std::to_string(l.groupSize), l.actOrder ? "yes" : "no",
                       l.symmetric ? "yes" : "no", formatShape({l.rows, l.cols}), l.summary()});
@@ -91,18 +97,23 @@ void ggufLines(std::ostream& out, const GgufInspection& g) {
     std::string format = "GGUF v" + std::to_string(g.version) + " (llama.cpp)";
     if (!g.fileType.empty()) format += ", file type " + g.fileType;
     field(out, "Format", format + ", alignment " + std::to_string(g.alignment));
-    TextTable types({{"type", TextTable::Align::Left}, {"tensors", TextTable::Align::Right}, {"weights", TextTable::Align::Right},
-                     {"size", TextTable::Align::Right}, {"bits/weight", TextTable::Align::Right}});
+    TextTable types({{"type", TextTable::Align::Left},
+                     {"tensors", TextTable::Align::Right},
+                     {"weights", TextTable::Align::Right},
+                     {"size", TextTable::Align::Right},
+                     {"bits/weight", TextTable::Align::Right}});
     std::int64_t elements = 0;
     std::uint64_t bytes = 0;
     for (const auto& t : g.types) {
-        types.addRow({t.type, std::to_string(t.tensors), formatCount(t.elements), formatBytes(t.bytes), twoDecimals(t.bitsPerWeight())});
+        types.addRow({t.type, std::to_string(t.tensors), formatCount(t.elements), formatBytes(t.bytes),
+                      twoDecimals(t.bitsPerWeight())});
         elements += t.elements;
         bytes += t.bytes;
     }
-    field(out, "Tensor types", std::to_string(g.types.size()) + (g.types.size() == 1 ? " type, " : " types, ") +
-                                   twoDecimals(elements > 0 ? 8.0 * static_cast<double>(bytes) / static_cast<double>(elements) : 0.0) +
-                                   " bits/weight overall");
+    field(out, "Tensor types",
+          std::to_string(g.types.size()) + (g.types.size() == 1 ? " type, " : " types, ") +
+              twoDecimals(elements > 0 ? 8.0 * static_cast<double>(bytes) / static_cast<double>(elements) : 0.0) +
+              " bits/weight overall");
     std::ostringstream table;
     types.print(table);
     std::istringstream lines(table.str());
@@ -119,8 +130,10 @@ void ggufLines(std::ostream& out, const GgufInspection& g) {
 // One line per kind of activation / KV-cache scale: how many, their range, and where the largest sits
 // (an outlier layer shows as a maximum far above the rest).
 void servingScaleLines(std::ostream& out, const std::vector<formats::ServingScale>& scales) {
-    const std::pair<const char*, const char*> kinds[] = {
-        {"input_scale", "Input scales"}, {"input_global_scale", "Input globals"}, {"k_scale", "KV k_scale"}, {"v_scale", "KV v_scale"}};
+    const std::pair<const char*, const char*> kinds[] = {{"input_scale", "Input scales"},
+                                                         {"input_global_scale", "Input globals"},
+                                                         {"k_scale", "KV k_scale"},
+                                                         {"v_scale", "KV v_scale"}};
     for (const auto& [kind, label] : kinds) {
         const formats::ServingScale* lo = nullptr;
         const formats::ServingScale* hi = nullptr;
@@ -146,13 +159,16 @@ void summaryLines(std::ostream& out, const InspectReport& report) {
     field(out, "Architecture", architecture);
     field(out, "Layers", orUnknown(s.numLayers));
     field(out, "Hidden size", orUnknown(s.hiddenSize));
-    field(out, "Parameters", formatCount(report.parameters) + " (" + formatGrouped(report.parameters) + ")" +
-                                 (report.parameters == s.parameterCount ? "" : ", " + formatGrouped(s.parameterCount) + " stored elements"));
-    field(out, "Tensors", std::to_string(report.tensorCount) + " in " + std::to_string(report.shardCount) +
-                              (report.shardCount == 1 ? " shard" : " shards"));
+    field(
+        out, "Parameters",
+        formatCount(report.parameters) + " (" + formatGrouped(report.parameters) + ")" +
+            (report.parameters == s.parameterCount ? "" : ", " + formatGrouped(s.parameterCount) + " stored elements"));
+    field(out, "Tensors",
+          std::to_string(report.tensorCount) + " in " + std::to_string(report.shardCount) +
+              (report.shardCount == 1 ? " shard" : " shards"));
     dtypeLines(out, s);
-    field(out, "Size on disk", formatBytes(s.sizeOnDisk) + " (" +
-                                   formatGrouped(static_cast<std::int64_t>(s.sizeOnDisk)) + " bytes)");
+    field(out, "Size on disk",
+          formatBytes(s.sizeOnDisk) + " (" + formatGrouped(static_cast<std::int64_t>(s.sizeOnDisk)) + " bytes)");
     field(out, "Quantization", orUnknown(s.quantizationFormat));
     quantizedLines(out, report.quantizedLinears);
     servingScaleLines(out, report.servingScales);
@@ -169,8 +185,7 @@ TextTable tensorTable(const InspectReport& report, bool withStats) {
     }
     TextTable table(std::move(columns));
     for (const InspectedTensor& t : report.tensors) {
-        std::vector<std::string> row{t.info->name, t.info->typeName(),
-                                     formatShape(t.info->shape),
+        std::vector<std::string> row{t.info->name, t.info->typeName(), formatShape(t.info->shape),
                                      formatGrouped(static_cast<std::int64_t>(t.info->byteSize()))};
         if (withStats) {
             const analysis::TensorStats& st = *t.stats;
@@ -194,8 +209,8 @@ void tensorSection(std::ostream& out, const InspectReport& report) {
 
 nlohmann::json statsJson(const analysis::TensorStats& s) {
     // nlohmann writes NaN as null, which is what a tensor without finite values gets.
-    return {{"count", s.count}, {"finite", s.finiteCount}, {"nan", s.nanCount}, {"inf", s.infCount},
-            {"min", s.min},     {"max", s.max},            {"mean", s.mean},    {"std", s.std}};
+    return {{"count", s.count}, {"finite", s.finiteCount}, {"nan", s.nanCount}, {"inf", s.infCount}, {"min", s.min},
+            {"max", s.max},     {"mean", s.mean},          {"std", s.std}};
 }
 
 nlohmann::json tensorJson(const InspectedTensor& t) {
@@ -209,7 +224,9 @@ nlohmann::json tensorJson(const InspectedTensor& t) {
 }
 
 nlohmann::json metadataValueJson(const io::GgufValue& v) {
-    if (const auto* a = v.asArray()) return {{"type", "array"}, {"element_type", io::ggufValueTypeName(a->elementType)}, {"length", a->items.size()}};
+    if (const auto* a = v.asArray())
+        return {
+            {"type", "array"}, {"element_type", io::ggufValueTypeName(a->elementType)}, {"length", a->items.size()}};
     if (const auto* str = v.asString()) return *str;
     if (const auto b = v.asBool()) return *b;
     if (v.type() == io::GgufValueType::F32 || v.type() == io::GgufValueType::F64) return *v.asNumber();
@@ -224,7 +241,8 @@ GgufInspection inspectGguf(const io::Checkpoint& checkpoint) {
     GgufInspection g;
     g.version = file.header().version;
     g.alignment = file.header().alignment;
-    if (const auto fileType = file.metadata().integer("general.file_type")) g.fileType = io::ggufFileTypeName(*fileType);
+    if (const auto fileType = file.metadata().integer("general.file_type"))
+        g.fileType = io::ggufFileTypeName(*fileType);
     g.metadataJson = nlohmann::json::object();
     for (const auto& [key, value] : file.metadata().entries()) {
         // Keys and values are the file's own text: one line each, escaped, before a table shows them.
@@ -271,9 +289,17 @@ nlohmann::json renderJson(const InspectReport& report) {
                      {"tensor_count", report.tensorCount}};
     nlohmann::json quantized = nlohmann::json::array();
     for (const auto& l : report.quantizedLinears)
-        quantized.push_back({{"linear", l.ref.label()}, {"codec", l.codec}, {"scheme", l.scheme}, {"bits", l.bits},
-                             {"group_size", l.groupSize}, {"act_order", l.actOrder}, {"sym", l.symmetric},
-                             {"rows", l.rows}, {"cols", l.cols}, {"summary", l.summary()}, {"problem", l.problem}});
+        quantized.push_back({{"linear", l.ref.label()},
+                             {"codec", l.codec},
+                             {"scheme", l.scheme},
+                             {"bits", l.bits},
+                             {"group_size", l.groupSize},
+                             {"act_order", l.actOrder},
+                             {"sym", l.symmetric},
+                             {"rows", l.rows},
+                             {"cols", l.cols},
+                             {"summary", l.summary()},
+                             {"problem", l.problem}});
     j["quantized_linears"] = std::move(quantized);
     nlohmann::json serving = nlohmann::json::array();
     for (const auto& s : report.servingScales)
@@ -282,9 +308,15 @@ nlohmann::json renderJson(const InspectReport& report) {
     if (const auto& g = report.gguf) {
         nlohmann::json types = nlohmann::json::object();
         for (const auto& t : g->types)
-            types[t.type] = {{"tensors", t.tensors}, {"weights", t.elements}, {"bytes", t.bytes}, {"bits_per_weight", t.bitsPerWeight()}};
-        j["gguf"] = {{"version", g->version}, {"alignment", g->alignment}, {"file_type", g->fileType},
-                     {"tensor_types", std::move(types)}, {"metadata", g->metadataJson}};
+            types[t.type] = {{"tensors", t.tensors},
+                             {"weights", t.elements},
+                             {"bytes", t.bytes},
+                             {"bits_per_weight", t.bitsPerWeight()}};
+        j["gguf"] = {{"version", g->version},
+                     {"alignment", g->alignment},
+                     {"file_type", g->fileType},
+                     {"tensor_types", std::move(types)},
+                     {"metadata", g->metadataJson}};
     }
     j["warnings"] = report.warnings;
     if (report.listTensors) {

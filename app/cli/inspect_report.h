@@ -18,26 +18,28 @@ namespace qs::cli {
 struct InspectedTensor {
     const io::TensorInfo* info = nullptr;
     std::size_t shard = 0;
-    std::optional<analysis::TensorStats> stats;   // with --stats
+    std::optional<analysis::TensorStats> stats;  // with --stats
 };
 
 // The tensors of one element type: how many, their weights and bytes.
 struct TypeCount {
-    std::string type;            // TensorInfo::typeName(): "q4_K", "f16", ...
+    std::string type;  // TensorInfo::typeName(): "q4_K", "f16", ...
     std::size_t tensors = 0;
     std::int64_t elements = 0;
     std::uint64_t bytes = 0;
-    double bitsPerWeight() const { return elements > 0 ? 8.0 * static_cast<double>(bytes) / static_cast<double>(elements) : 0.0; }
+    double bitsPerWeight() const {
+        return elements > 0 ? 8.0 * static_cast<double>(bytes) / static_cast<double>(elements) : 0.0;
+    }
 };
 
 // What a GGUF file adds: its container header, metadata and ggml types.
 struct GgufInspection {
     std::uint32_t version = 0;
     std::uint32_t alignment = 0;
-    std::string fileType;                                        // llama.cpp's name of general.file_type, "" when absent
-    std::vector<std::pair<std::string, std::string>> metadata;   // key -> value (arrays as "[type x n]")
-    nlohmann::json metadataJson;                                 // scalars as values, arrays as {type, length}
-    std::vector<TypeCount> types;                                // by type name
+    std::string fileType;                                       // llama.cpp's name of general.file_type, "" when absent
+    std::vector<std::pair<std::string, std::string>> metadata;  // key -> value (arrays as "[type x n]")
+    nlohmann::json metadataJson;                                // scalars as values, arrays as {type, length}
+    std::vector<TypeCount> types;                               // by type name
 };
 
 struct InspectReport {
@@ -48,14 +50,14 @@ struct InspectReport {
     std::int64_t parameters = 0;
     std::size_t shardCount = 0;
     std::size_t tensorCount = 0;
-    std::string filter;                  // "" when every tensor is listed
-    bool listTensors = false;            // --tensors, --stats or --filter
+    std::string filter;        // "" when every tensor is listed
+    bool listTensors = false;  // --tensors, --stats or --filter
     std::vector<InspectedTensor> tensors;
-    std::vector<formats::LayerQuantInfo> quantizedLinears;   // every linear stored quantized
-    bool listLayers = false;             // --layers: one line per quantized linear
-    std::optional<GgufInspection> gguf;  // set for a GGUF file
-    std::vector<std::string> warnings;   // what the other commands would refuse (config vs tensors, ...)
-    std::vector<formats::ServingScale> servingScales;   // input_scale, input_global_scale, k_scale, v_scale
+    std::vector<formats::LayerQuantInfo> quantizedLinears;  // every linear stored quantized
+    bool listLayers = false;                                // --layers: one line per quantized linear
+    std::optional<GgufInspection> gguf;                     // set for a GGUF file
+    std::vector<std::string> warnings;                 // what the other commands would refuse (config vs tensors, ...)
+    std::vector<formats::ServingScale> servingScales;  // input_scale, input_global_scale, k_scale, v_scale
 };
 
 // The GGUF part of the report, from the checkpoint's GGUF file and its (renamed) tensors.

@@ -8,14 +8,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include "qs/error.h"
+#include "qs/huge_pages.h"
+#include "qs/thread_team.h"
+
 #include "compare_command.h"
 #include "dequantize_command.h"
 #include "eval_command.h"
 #include "inspect_command.h"
 #include "quantize_command.h"
-#include "qs/error.h"
-#include "qs/huge_pages.h"
-#include "qs/thread_team.h"
 #if defined(QS_WITH_CUDA_BACKEND)
 #include "qs/gpu/cuda_backend.h"
 #endif
@@ -23,7 +24,7 @@
 namespace {
 
 constexpr int kExitError = 2;
-constexpr int kExitCancelled = 130;   // as a shell reports a process ended by SIGINT
+constexpr int kExitCancelled = 130;  // as a shell reports a process ended by SIGINT
 
 // Every message goes through sanitizeMessage (qs::Error's already has): one line, whatever it quotes.
 int reportError(std::string_view message) {
@@ -40,10 +41,10 @@ std::string commandLine(int argc, char** argv) {
 
 int run(CLI::App& app, int argc, char** argv) {
     try {
-        app.parse(argc, argv);   // runs the chosen command's callback
+        app.parse(argc, argv);  // runs the chosen command's callback
         return 0;
     } catch (const CLI::ParseError& e) {
-        return app.exit(e) == 0 ? 0 : kExitError;   // --help and --version exit 0
+        return app.exit(e) == 0 ? 0 : kExitError;  // --help and --version exit 0
     } catch (const qs::Cancelled&) {
         std::cerr << "quantscope-cli: cancelled\n";
         return kExitCancelled;
@@ -60,7 +61,7 @@ int run(CLI::App& app, int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    qs::restartWithHugePages(argv);   // before any work: glibc reads the tunable only at start
+    qs::restartWithHugePages(argv);  // before any work: glibc reads the tunable only at start
     // One OpenMP team (which OpenBLAS shares) of as many threads as there are free cores; a team
     // larger than that waits at every barrier for a thread the scheduler parked. OMP_NUM_THREADS wins.
     qs::sizeThreadTeamToFreeCores();
@@ -68,7 +69,7 @@ int main(int argc, char** argv) {
     app.set_version_flag("--version", "quantscope-cli " QS_VERSION);
     app.require_subcommand(1);
 #if defined(QS_WITH_CUDA_BACKEND)
-    qs::gpu::registerCudaBackend();   // every command's device "auto" may then pick the GPU
+    qs::gpu::registerCudaBackend();  // every command's device "auto" may then pick the GPU
 #endif
     qs::cli::registerInspect(app);
     qs::cli::registerCompare(app);

@@ -17,7 +17,8 @@ namespace qs::cli {
 
 struct MixedOptions {
     std::optional<double> targetBpw;
-    std::string sensitivity = "group-kl";   // the only measure whose allocation beats a uniform method at its own bits (bench/README.md)
+    std::string sensitivity =
+        "group-kl";  // the only measure whose allocation beats a uniform method at its own bits (bench/README.md)
     std::vector<std::string> overrides;
     std::vector<std::string> ignore;
 
@@ -33,8 +34,8 @@ using pipeline::namesOf;
 
 // Refuses (qs::Error, one line) a budget below the cheapest allocation before the measurement pass,
 // from the candidates' bits alone (bitsOnlyTable: within 0.01 bit of the measured ones).
-void refuseUnreachableBudget(double targetBpw, const model::ModelConfig& config, const std::vector<pipeline::MethodSpec>& candidates,
-                             const pipeline::ModuleRules& rules);
+void refuseUnreachableBudget(double targetBpw, const model::ModelConfig& config,
+                             const std::vector<pipeline::MethodSpec>& candidates, const pipeline::ModuleRules& rules);
 
 // The frontier as a table, the allocation at the budget marked.
 void printFrontier(const pipeline::SensitivityTable& table, const std::vector<pipeline::MixedAllocation>& frontier,

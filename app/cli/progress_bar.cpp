@@ -8,14 +8,15 @@
 namespace qs::cli {
 namespace {
 
-constexpr double kQuietSeconds = 1.0;     // operations shorter than this draw nothing
-constexpr double kRedrawSeconds = 0.1;    // terminal redraw rate limit
+constexpr double kQuietSeconds = 1.0;   // operations shorter than this draw nothing
+constexpr double kRedrawSeconds = 0.1;  // terminal redraw rate limit
 constexpr int kBarWidth = 30;
 constexpr std::size_t kMessageWidth = 40;
 
 std::string bar(double fraction) {
     const int filled = static_cast<int>(std::lround(std::clamp(fraction, 0.0, 1.0) * kBarWidth));
-    return std::string(static_cast<std::size_t>(filled), '#') + std::string(static_cast<std::size_t>(kBarWidth - filled), '-');
+    return std::string(static_cast<std::size_t>(filled), '#') +
+           std::string(static_cast<std::size_t>(kBarWidth - filled), '-');
 }
 
 // Long tensor names would wrap the line and break the in-place redraw; keep their tail.
@@ -27,8 +28,11 @@ std::string shortMessage(const std::string& message) {
 }  // namespace
 
 ProgressBar::ProgressBar(std::string label, std::FILE* stream)
-    : label_(std::move(label)), stream_(stream), terminal_(isatty(fileno(stream)) != 0),
-      start_(Clock::now()), lastDraw_(start_) {}
+    : label_(std::move(label)),
+      stream_(stream),
+      terminal_(isatty(fileno(stream)) != 0),
+      start_(Clock::now()),
+      lastDraw_(start_) {}
 
 ProgressBar::~ProgressBar() { finish(false); }
 
@@ -36,9 +40,7 @@ qs::ProgressCallback ProgressBar::callback() {
     return [this](const qs::Progress& progress) { update(progress); };
 }
 
-double ProgressBar::elapsedSeconds() const {
-    return std::chrono::duration<double>(Clock::now() - start_).count();
-}
+double ProgressBar::elapsedSeconds() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
 
 void ProgressBar::update(const qs::Progress& progress) {
     std::lock_guard lock(mutex_);
@@ -46,8 +48,10 @@ void ProgressBar::update(const qs::Progress& progress) {
     last_ = progress;
     // Where a resumed run picks up, and which hidden states stream from disk: said once, on its own line.
     if (progress.stage == "resume" || progress.stage == "spill") {
-        if (progress.stage == "resume") resumedFraction_ = std::clamp(progress.fraction, 0.0, 1.0);   // the rate counts from here
-        std::fprintf(stream_, "%s%s: %s\n", terminal_ && drawn_ ? "\r\033[K" : "", label_.c_str(), progress.message.c_str());
+        if (progress.stage == "resume")
+            resumedFraction_ = std::clamp(progress.fraction, 0.0, 1.0);  // the rate counts from here
+        std::fprintf(stream_, "%s%s: %s\n", terminal_ && drawn_ ? "\r\033[K" : "", label_.c_str(),
+                     progress.message.c_str());
         std::fflush(stream_);
         return;
     }
@@ -66,7 +70,7 @@ void ProgressBar::drawInPlace(const qs::Progress& progress) {
     drawn_ = true;
     const double elapsed = elapsedSeconds();
     const double fraction = std::clamp(progress.fraction, 0.0, 1.0);
-    const double done = fraction - resumedFraction_;   // this process's share of the work
+    const double done = fraction - resumedFraction_;  // this process's share of the work
     const double eta = done > 0.0 ? elapsed * (1.0 - fraction) / done : 0.0;
     // \033[K clears what a longer previous message left at the end of the line.
     std::fprintf(stream_, "\r%s [%s] %5.1f%%  %.1fs, eta %.0fs  %s\033[K", label_.c_str(), bar(fraction).c_str(),

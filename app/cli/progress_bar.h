@@ -20,7 +20,7 @@ public:
     ProgressBar& operator=(const ProgressBar&) = delete;
 
     void update(const qs::Progress& progress);
-    qs::ProgressCallback callback();   // forwards to update(); valid while this bar lives
+    qs::ProgressCallback callback();  // forwards to update(); valid while this bar lives
     // Ends the bar: on a terminal the line is completed (100 % when `completed`) and closed with a
     // newline, so whatever is printed next starts on a fresh line. Called by the destructor.
     void finish(bool completed = true);
@@ -35,7 +35,7 @@ private:
     std::FILE* stream_;
     bool terminal_;
     Clock::time_point start_;
-    double resumedFraction_ = 0.0;   // what a resumed run had done before this process started
+    double resumedFraction_ = 0.0;  // what a resumed run had done before this process started
     Clock::time_point lastDraw_;
     qs::Progress last_;
     int lastDecile_ = -1;

@@ -19,6 +19,7 @@ struct ServingOptions {
 
 void addServingOptions(CLI::App& cmd, ServingOptions& options);
 // Sets every method's KV cache and returns the calibration; throws qs::Error for a bad value.
-pipeline::ActivationCalibration applyServingOptions(const ServingOptions& options, std::vector<pipeline::MethodSpec>& methods);
+pipeline::ActivationCalibration applyServingOptions(const ServingOptions& options,
+                                                    std::vector<pipeline::MethodSpec>& methods);
 
 }  // namespace qs::cli

@@ -21,7 +21,7 @@ SigintCancel::SigintCancel(const qs::CancelToken& token) : token_(token) {
     struct sigaction action {};
     action.sa_handler = onSigint;
     sigemptyset(&action.sa_mask);
-    action.sa_flags = SA_RESETHAND;   // the second Ctrl-C terminates as usual
+    action.sa_flags = SA_RESETHAND;  // the second Ctrl-C terminates as usual
     sigaction(SIGINT, &action, &previous_);
 }
 

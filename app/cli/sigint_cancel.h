@@ -11,7 +11,7 @@ namespace qs::cli {
 class SigintCancel {
 public:
     explicit SigintCancel(const qs::CancelToken& token);
-    ~SigintCancel();   // restores the previous SIGINT action
+    ~SigintCancel();  // restores the previous SIGINT action
     SigintCancel(const SigintCancel&) = delete;
     SigintCancel& operator=(const SigintCancel&) = delete;
 

@@ -16,8 +16,8 @@ public:
     };
 
     explicit TextTable(std::vector<Column> columns);
-    void addRow(std::vector<std::string> cells);   // one cell per column
-    void print(std::ostream& out) const;           // header, rule, rows; two spaces between columns
+    void addRow(std::vector<std::string> cells);  // one cell per column
+    void print(std::ostream& out) const;          // header, rule, rows; two spaces between columns
 
 private:
     void printRow(std::ostream& out, const std::vector<std::string>& cells,

@@ -12,9 +12,9 @@
 namespace qs::cli {
 
 struct WorkDirOptions {
-    std::string workDir;   // a new run keeps its state here
-    std::string resume;    // an interrupted run's folder, continued
-    std::uint64_t maxMemory = 0;   // --max-memory in bytes, read as the command line is (JobPlan::maxMemory)
+    std::string workDir;          // a new run keeps its state here
+    std::string resume;           // an interrupted run's folder, continued
+    std::uint64_t maxMemory = 0;  // --max-memory in bytes, read as the command line is (JobPlan::maxMemory)
 
     bool any() const { return !workDir.empty() || !resume.empty(); }
     const std::string& folder() const { return resume.empty() ? workDir : resume; }

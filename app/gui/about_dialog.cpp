@@ -21,12 +21,9 @@ struct LibraryLicence {
 };
 
 constexpr LibraryLicence kLibraries[] = {
-    {"Qt 6", "LGPL-3.0", "the user interface"},
-    {"QCustomPlot", "GPL-3.0", "every plot"},
-    {"Eigen", "MPL-2.0", "matrices and GEMMs"},
-    {"nlohmann/json", "MIT", "config.json, reports"},
-    {"PCRE2", "BSD-3-Clause", "tokenizer pre-splitting"},
-    {"CLI11", "BSD-3-Clause", "the command line"},
+    {"Qt 6", "LGPL-3.0", "the user interface"},           {"QCustomPlot", "GPL-3.0", "every plot"},
+    {"Eigen", "MPL-2.0", "matrices and GEMMs"},           {"nlohmann/json", "MIT", "config.json, reports"},
+    {"PCRE2", "BSD-3-Clause", "tokenizer pre-splitting"}, {"CLI11", "BSD-3-Clause", "the command line"},
 };
 
 QString readFile(const std::filesystem::path& path) {

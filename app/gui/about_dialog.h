@@ -19,13 +19,13 @@ public:
     // `device`: the probe's answer, or nullopt while it is still probing (then showDevice() follows).
     explicit AboutDialog(std::optional<DeviceReport> device, QWidget* parent = nullptr);
 
-    static QString versionText();    // "QuantScope 0.1.0"
+    static QString versionText();  // "QuantScope 0.1.0"
     // "device: CPU (2 threads) (this build has no CUDA backend …)", or that the GPU is being checked.
     static QString backendText(const std::optional<DeviceReport>& device);
-    static QString licencesHtml();   // bundled models and data, then libraries
+    static QString licencesHtml();  // bundled models and data, then libraries
 
     void showDevice(const DeviceReport& device);
-    QString text() const;            // everything shown, as plain text (tests)
+    QString text() const;  // everything shown, as plain text (tests)
 
 private:
     void fill();

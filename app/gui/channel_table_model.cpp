@@ -15,9 +15,7 @@ int ChannelTableModel::rowCount(const QModelIndex& parent) const {
     return parent.isValid() ? 0 : static_cast<int>(ranks_.size());
 }
 
-int ChannelTableModel::columnCount(const QModelIndex& parent) const {
-    return parent.isValid() ? 0 : ColumnCount;
-}
+int ChannelTableModel::columnCount(const QModelIndex& parent) const { return parent.isValid() ? 0 : ColumnCount; }
 
 QVariant ChannelTableModel::data(const QModelIndex& index, int role) const {
     if (!index.isValid() || index.row() >= static_cast<int>(ranks_.size())) return {};
@@ -29,7 +27,8 @@ QVariant ChannelTableModel::data(const QModelIndex& index, int role) const {
         case RankColumn: return index.row() + 1;
         case ChannelColumn: return qlonglong(r.channel);
         case MaxAbsColumn: return valueText(r.maxAbs);
-        case RatioColumn: return r.ratioToMedian > 0 ? QStringLiteral("%1×").arg(r.ratioToMedian, 0, 'f', 2) : QStringLiteral("–");
+        case RatioColumn:
+            return r.ratioToMedian > 0 ? QStringLiteral("%1×").arg(r.ratioToMedian, 0, 'f', 2) : QStringLiteral("–");
         default: return {};
     }
 }

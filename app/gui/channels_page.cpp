@@ -1,17 +1,17 @@
 #include "channels_page.h"
 
 #include <algorithm>
+#include <cmath>
 #include <span>
 #include <utility>
-#include <cmath>
 
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QScrollBar>
 #include <QSpinBox>
 #include <QSplitter>
-#include <QScrollBar>
 #include <QTableView>
 #include <QToolButton>
 #include <QVBoxLayout>
@@ -93,7 +93,8 @@ ChannelsPage::ChannelsPage(QWidget* parent)
     connect(tableView_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             [this](const QModelIndex& current) { markChannel(current); });
     connect(plot_, &PlotView::resetViewRequested, this, &ChannelsPage::resetView);
-    connect(plot_, &PlotView::exportFailed, this, [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
+    connect(plot_, &PlotView::exportFailed, this,
+            [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
     connect(&runner_, &JobRunner::busyChanged, this, &InspectorPage::busyChanged);
     clearPlot(tr("Open a checkpoint and select a tensor."));
 }
@@ -110,9 +111,7 @@ void ChannelsPage::setTensor(const QString& name) {
     refresh();
 }
 
-void ChannelsPage::setAxis(analysis::ChannelAxis axis) {
-    axis_->setCurrentIndex(axis_->findData(int(axis)));
-}
+void ChannelsPage::setAxis(analysis::ChannelAxis axis) { axis_->setCurrentIndex(axis_->findData(int(axis))); }
 
 analysis::ChannelAxis ChannelsPage::axis() const {
     return static_cast<analysis::ChannelAxis>(axis_->currentData().toInt());
@@ -120,9 +119,7 @@ analysis::ChannelAxis ChannelsPage::axis() const {
 
 void ChannelsPage::setTopK(int k) { topK_->setValue(k); }
 
-bool ChannelsPage::isBusy() const {
-    return runner_.isBusy() || (stale_ && isVisible());
-}
+bool ChannelsPage::isBusy() const { return runner_.isBusy() || (stale_ && isVisible()); }
 
 void ChannelsPage::showEvent(QShowEvent* event) {
     InspectorPage::showEvent(event);
@@ -146,9 +143,10 @@ void ChannelsPage::refresh() {
             // weights' channels, [out, in] as for a dense linear.
             if (auto decoded = decodeCodes(*checkpoint, name)) {
                 const MatrixF& w = decoded->weight;
-                return std::pair{analysis::computeChannelStats(std::span<const float>(w.data(), static_cast<std::size_t>(w.size())),
-                                                               w.rows(), w.cols(), options),
-                                 QString::fromStdString(decoded->scheme)};
+                return std::pair{
+                    analysis::computeChannelStats(std::span<const float>(w.data(), static_cast<std::size_t>(w.size())),
+                                                  w.rows(), w.cols(), options),
+                    QString::fromStdString(decoded->scheme)};
             }
             return std::pair{analysis::computeChannelStats(checkpoint->tensor(name), options), QString()};
         },
@@ -177,9 +175,7 @@ void ChannelsPage::clearPlot(const QString& message) {
     plot_->replot();
 }
 
-const std::vector<float>& ChannelsPage::values() const {
-    return stats_->maxAbs(axis());
-}
+const std::vector<float>& ChannelsPage::values() const { return stats_->maxAbs(axis()); }
 
 void ChannelsPage::draw() {
     if (!stats_) return;
@@ -209,8 +205,9 @@ void ChannelsPage::draw() {
     marker_->setVisible(false);
 
     const QString channelWord = input ? tr("input channel") : tr("output row");
-    title_->setText(decodedAs_.isEmpty() ? tr("max |w| per %1 — %2").arg(channelWord, shownTensor_)
-                                         : tr("max |w| per %1 — %2, decoded (%3)").arg(channelWord, shownTensor_, decodedAs_));
+    title_->setText(decodedAs_.isEmpty()
+                        ? tr("max |w| per %1 — %2").arg(channelWord, shownTensor_)
+                        : tr("max |w| per %1 — %2, decoded (%3)").arg(channelWord, shownTensor_, decodedAs_));
     plot_->xAxis->setLabel(channelWord);
     table_->setRanks(top, input ? tr("input channel") : tr("output row"));
     fitTableWidth();
@@ -262,13 +259,15 @@ void ChannelsPage::fitTableWidth() {
     tableView_->resizeColumnsToContents();
     const int columns = header->length();
     header->setStretchLastSection(true);
-    tableView_->setMinimumWidth(columns + 2 * tableView_->frameWidth() + tableView_->verticalScrollBar()->sizeHint().width());
+    tableView_->setMinimumWidth(columns + 2 * tableView_->frameWidth() +
+                                tableView_->verticalScrollBar()->sizeHint().width());
 }
 
 CsvTable ChannelsPage::csv() const {
     CsvTable table;
-    table.header = {axis() == analysis::ChannelAxis::Input ? QStringLiteral("input_channel") : QStringLiteral("output_row"),
-                    QStringLiteral("max_abs")};
+    table.header = {
+        axis() == analysis::ChannelAxis::Input ? QStringLiteral("input_channel") : QStringLiteral("output_row"),
+        QStringLiteral("max_abs")};
     if (!stats_) return table;
     const std::vector<float>& v = values();
     for (std::size_t i = 0; i < v.size(); ++i) {

@@ -4,10 +4,11 @@
 // that channel on the plot.
 #include <optional>
 
+#include "qs/analysis/channel_stats.h"
+
 #include "inspector_page.h"
 #include "job_runner.h"
 #include "plot_export.h"
-#include "qs/analysis/channel_stats.h"
 
 class QComboBox;
 class QLabel;
@@ -40,7 +41,7 @@ public:
 
     const std::optional<analysis::ChannelStats>& stats() const { return stats_; }
     const QString& shownTensor() const { return shownTensor_; }
-    const QString& decodedAs() const { return decodedAs_; }   // the scheme a quantized linear's codes were decoded from
+    const QString& decodedAs() const { return decodedAs_; }  // the scheme a quantized linear's codes were decoded from
     ChannelTableModel* table() const { return table_; }
     QTableView* tableView() const { return tableView_; }
     PlotView* plot() const { return plot_; }
@@ -52,7 +53,7 @@ private:
     void refresh();
     void clearPlot(const QString& message);
     void draw();
-    void fitTableWidth();   // the table as wide as its columns: it never scrolls sideways
+    void fitTableWidth();  // the table as wide as its columns: it never scrolls sideways
     void resetView();
     void markChannel(const QModelIndex& row);
     const std::vector<float>& values() const;

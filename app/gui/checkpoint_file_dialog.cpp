@@ -16,7 +16,8 @@ CheckpointFileDialog::CheckpointFileDialog(QWidget* parent, const QString& direc
 bool CheckpointFileDialog::isCheckpointFolder(const QString& path) {
     const QDir dir(path);
     return QFileInfo(path).isDir() &&
-           !dir.entryList({QStringLiteral("*.safetensors"), QStringLiteral("*.safetensors.index.json"), QStringLiteral("*.gguf")},
+           !dir.entryList({QStringLiteral("*.safetensors"), QStringLiteral("*.safetensors.index.json"),
+                           QStringLiteral("*.gguf")},
                           QDir::Files)
                 .isEmpty();
 }
@@ -24,7 +25,7 @@ bool CheckpointFileDialog::isCheckpointFolder(const QString& path) {
 void CheckpointFileDialog::accept() {
     const QStringList chosen = selectedFiles();
     if (chosen.size() == 1 && isCheckpointFolder(chosen.front())) {
-        QDialog::accept();   // selectedFiles() keeps naming the folder
+        QDialog::accept();  // selectedFiles() keeps naming the folder
         return;
     }
     QFileDialog::accept();

@@ -5,12 +5,13 @@
 
 #include <QStringList>
 
-#include "expert_path.h"
-#include "number_format.h"
 #include "qs/analysis/layer_overview.h"
 #include "qs/error.h"
 #include "qs/formats/detect.h"
 #include "qs/io/tensor_name.h"
+
+#include "expert_path.h"
+#include "number_format.h"
 
 namespace qs::gui {
 namespace {
@@ -19,7 +20,7 @@ constexpr int kRoot = 0;
 
 struct Grouping {
     std::vector<int> embeddings, norms, lmHead, towers, other;
-    std::map<int, std::map<std::string, std::vector<int>>> layers;   // layer → module → tensors
+    std::map<int, std::map<std::string, std::vector<int>>> layers;  // layer → module → tensors
 };
 
 Grouping groupTensors(const std::vector<io::CheckpointTensor>& tensors) {
@@ -27,7 +28,7 @@ Grouping groupTensors(const std::vector<io::CheckpointTensor>& tensors) {
     for (int i = 0; i < static_cast<int>(tensors.size()); ++i) {
         const io::TensorName& n = tensors[static_cast<std::size_t>(i)].naming;
         if (io::isTowerTensor(tensors[static_cast<std::size_t>(i)].info->name)) {
-            g.towers.push_back(i);   // a VLM's vision tower has layers of its own: never the decoder's
+            g.towers.push_back(i);  // a VLM's vision tower has layers of its own: never the decoder's
         } else if (n.layer >= 0) {
             g.layers[n.layer][n.module].push_back(i);
         } else if (n.role == io::TensorRole::Embedding) {
@@ -47,7 +48,7 @@ std::vector<std::string> modulesInDisplayOrder(const std::map<std::string, std::
     std::vector<std::string> names;
     for (const auto& [name, tensors] : modules) names.push_back(name);
     std::stable_sort(names.begin(), names.end(), [](const std::string& a, const std::string& b) {
-        return analysis::moduleRank(a) < analysis::moduleRank(b);   // the map already sorted by name
+        return analysis::moduleRank(a) < analysis::moduleRank(b);  // the map already sorted by name
     });
     return names;
 }
@@ -60,9 +61,7 @@ QString withoutSuffix(const QString& name, const QString& suffix) {
 
 }  // namespace
 
-CheckpointTreeModel::CheckpointTreeModel(QObject* parent) : QAbstractItemModel(parent) {
-    nodes_.emplace_back();
-}
+CheckpointTreeModel::CheckpointTreeModel(QObject* parent) : QAbstractItemModel(parent) { nodes_.emplace_back(); }
 
 void CheckpointTreeModel::setCheckpoint(CheckpointPtr checkpoint) {
     beginResetModel();
@@ -135,7 +134,7 @@ void CheckpointTreeModel::addLayer(int layer, const std::map<std::string, std::v
     std::set<std::string> containersDone;
     for (const std::string& module : modulesInDisplayOrder(modules)) {
         const std::vector<int>& members = modules.at(module);
-        if (module.empty()) {   // parts without a module name: the layer's own leaves
+        if (module.empty()) {  // parts without a module name: the layer's own leaves
             for (const int t : members) addLeaf(layerNode, t, QString());
             continue;
         }
@@ -147,14 +146,15 @@ void CheckpointTreeModel::addLayer(int layer, const std::map<std::string, std::v
         const QString modulePath = addModule(layerNode, moduleName, members);
         if (layerPath.isEmpty()) layerPath = withoutSuffix(modulePath, moduleName);
     }
-    nodes_[static_cast<std::size_t>(layerNode)].filterText = layerPath.isEmpty() ? QStringLiteral("layers.%1").arg(layer) : layerPath;
+    nodes_[static_cast<std::size_t>(layerNode)].filterText =
+        layerPath.isEmpty() ? QStringLiteral("layers.%1").arg(layer) : layerPath;
 }
 
 // "experts (128)" with an "expert e" node per expert and its linears beneath; gpt-oss's stacked tensors
 // (every expert in one) are leaves of the experts node itself, "experts (32, stacked)".
 void CheckpointTreeModel::addExperts(int layerNode, const std::string& container,
                                      const std::map<std::string, std::vector<int>>& modules) {
-    std::map<int, std::map<std::string, std::vector<int>>> perExpert;   // expert → module → tensors
+    std::map<int, std::map<std::string, std::vector<int>>> perExpert;  // expert → module → tensors
     std::vector<int> stacked;
     for (const auto& [module, members] : modules) {
         const auto path = parseExpertPath(module);
@@ -164,8 +164,9 @@ void CheckpointTreeModel::addExperts(int layerNode, const std::string& container
         else
             stacked.insert(stacked.end(), members.begin(), members.end());
     }
-    std::sort(stacked.begin(), stacked.end());   // the checkpoint's order: a linear beside its bias
-    const QString anyTensor = tensorName(!stacked.empty() ? stacked.front() : perExpert.begin()->second.begin()->second.front());
+    std::sort(stacked.begin(), stacked.end());  // the checkpoint's order: a linear beside its bias
+    const QString anyTensor =
+        tensorName(!stacked.empty() ? stacked.front() : perExpert.begin()->second.begin()->second.front());
     const QString marker = QLatin1Char('.') + QString::fromStdString(container) + QLatin1Char('.');
     // "model.layers.0.mlp.experts"; a name that fuses its part into the container ("experts_blocks") has no
     // marker: the container's own name then, and its tensors by their full names.
@@ -173,21 +174,24 @@ void CheckpointTreeModel::addExperts(int layerNode, const std::string& container
     const QString containerPath = at < 0 ? QString::fromStdString(container) : anyTensor.left(at + marker.size() - 1);
     const int group = addNode(layerNode, expertsLabel(static_cast<int>(perExpert.size()), stacked), containerPath);
     for (const auto& [expert, expertModules] : perExpert) {
-        const int expertNode = addNode(group, tr("expert %1").arg(expert), containerPath + QLatin1Char('.') + QString::number(expert));
+        const int expertNode =
+            addNode(group, tr("expert %1").arg(expert), containerPath + QLatin1Char('.') + QString::number(expert));
         for (const std::string& module : modulesInDisplayOrder(expertModules)) {
-            const std::string linear = parseExpertPath(module)->rest;   // "up_proj"
+            const std::string linear = parseExpertPath(module)->rest;  // "up_proj"
             addModule(expertNode, QString::fromStdString(linear.empty() ? module : linear), expertModules.at(module));
         }
     }
     for (const int t : stacked) {
         const QString name = tensorName(t);
-        addLeaf(group, t, name.startsWith(containerPath + QLatin1Char('.')) ? name.mid(containerPath.size() + 1) : QString());   // "gate_up_proj_bias"
+        addLeaf(group, t,
+                name.startsWith(containerPath + QLatin1Char('.')) ? name.mid(containerPath.size() + 1)
+                                                                  : QString());  // "gate_up_proj_bias"
     }
 }
 
 QString CheckpointTreeModel::expertsLabel(int perExpert, const std::vector<int>& stacked) const {
     if (stacked.empty()) return tr("experts (%1)").arg(perExpert);
-    std::int64_t count = 0;   // the stacked tensors' first dimension: [experts, ...]
+    std::int64_t count = 0;  // the stacked tensors' first dimension: [experts, ...]
     for (const int t : stacked) {
         const auto& shape = checkpoint_->tensors()[static_cast<std::size_t>(t)].info->shape;
         if (shape.size() >= 2) count = std::max(count, shape.front());
@@ -207,14 +211,16 @@ void CheckpointTreeModel::markQuantizedLinears() {
     }
     QHash<QString, const formats::LayerQuantInfo*> byPrefix;
     for (const formats::LayerQuantInfo& l : format.layers)
-        if (l.ref.expert < 0 && l.scheme != "dense" && l.problem.empty()) byPrefix.insert(QString::fromStdString(l.ref.prefix), &l);
+        if (l.ref.expert < 0 && l.scheme != "dense" && l.problem.empty())
+            byPrefix.insert(QString::fromStdString(l.ref.prefix), &l);
     if (byPrefix.isEmpty()) return;
     for (Node& node : nodes_) {
         if (node.tensor >= 0 || node.children.empty()) continue;
         const auto it = byPrefix.find(node.filterText);
         if (it == byPrefix.end()) continue;
         node.scheme = QString::fromStdString((*it)->summary());
-        node.schemeLabel = QString::fromStdString((*it)->scheme == "int" ? "int" + std::to_string((*it)->bits) : (*it)->scheme);
+        node.schemeLabel =
+            QString::fromStdString((*it)->scheme == "int" ? "int" + std::to_string((*it)->bits) : (*it)->scheme);
         node.linearShape = {(*it)->rows, (*it)->cols};
     }
 }
@@ -240,9 +246,7 @@ void CheckpointTreeModel::finishNode(int id) {
     nodes_[static_cast<std::size_t>(id)].types = std::move(types);
 }
 
-int CheckpointTreeModel::tensorCount() const {
-    return static_cast<int>(leafByName_.size());
-}
+int CheckpointTreeModel::tensorCount() const { return static_cast<int>(leafByName_.size()); }
 
 QModelIndex CheckpointTreeModel::indexOfTensor(const QString& name) const {
     const auto it = leafByName_.find(name);
@@ -260,7 +264,7 @@ QString CheckpointTreeModel::representativeTensor(const QModelIndex& index) cons
     const Node* largest = nullptr;
     for (const int child : node.children) {
         const Node& c = nodes_[static_cast<std::size_t>(child)];
-        if (c.tensor < 0) return {};   // a layer or a group of modules stands for no single tensor
+        if (c.tensor < 0) return {};  // a layer or a group of modules stands for no single tensor
         if (c.label == QLatin1String("weight")) return c.filterText;
         if (!largest || c.bytes > largest->bytes) largest = &c;
     }
@@ -301,9 +305,7 @@ int CheckpointTreeModel::rowCount(const QModelIndex& parent) const {
     return static_cast<int>(nodes_[static_cast<std::size_t>(nodeOf(parent))].children.size());
 }
 
-int CheckpointTreeModel::columnCount(const QModelIndex&) const {
-    return ColumnCount;
-}
+int CheckpointTreeModel::columnCount(const QModelIndex&) const { return ColumnCount; }
 
 QString CheckpointTreeModel::storedTypes(const Node& node) {
     QStringList names;
@@ -312,7 +314,8 @@ QString CheckpointTreeModel::storedTypes(const Node& node) {
 }
 
 QVariant CheckpointTreeModel::displayData(const Node& node, int column) const {
-    const io::TensorInfo* info = node.tensor >= 0 ? checkpoint_->tensors()[static_cast<std::size_t>(node.tensor)].info : nullptr;
+    const io::TensorInfo* info =
+        node.tensor >= 0 ? checkpoint_->tensors()[static_cast<std::size_t>(node.tensor)].info : nullptr;
     switch (column) {
         case NameColumn: return node.label;
         case DTypeColumn: return node.scheme.isEmpty() ? storedTypes(node) : node.schemeLabel;
@@ -329,7 +332,7 @@ QVariant CheckpointTreeModel::data(const QModelIndex& index, int role) const {
     const Node& node = nodes_[static_cast<std::size_t>(nodeOf(index))];
     switch (role) {
         case Qt::DisplayRole: return displayData(node, index.column());
-        case Qt::ToolTipRole:   // the DType cell may be elided: its tooltip lists every type
+        case Qt::ToolTipRole:  // the DType cell may be elided: its tooltip lists every type
             if (index.column() != DTypeColumn) return node.filterText;
             if (node.scheme.isEmpty()) return displayData(node, DTypeColumn);
             return tr("Quantized linear: %1, stored as %2").arg(node.scheme, storedTypes(node));
@@ -343,7 +346,8 @@ QVariant CheckpointTreeModel::data(const QModelIndex& index, int role) const {
                 case NameColumn: return node.order;
                 case ShapeColumn:
                     return node.tensor >= 0
-                               ? QVariant(qlonglong(checkpoint_->tensors()[static_cast<std::size_t>(node.tensor)].info->numel()))
+                               ? QVariant(qlonglong(
+                                     checkpoint_->tensors()[static_cast<std::size_t>(node.tensor)].info->numel()))
                                : QVariant(qlonglong(node.children.size()));
                 case SizeColumn: return qulonglong(node.bytes);
                 default: return displayData(node, index.column());

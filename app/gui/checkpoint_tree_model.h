@@ -22,16 +22,16 @@ class CheckpointTreeModel : public QAbstractItemModel {
 public:
     enum Column { NameColumn, DTypeColumn, ShapeColumn, SizeColumn, ColumnCount };
     enum Role {
-        TensorNameRole = Qt::UserRole + 1,   // full tensor name; empty for group nodes
-        FilterTextRole,                      // what the filter matches: the node's full dotted name
-        SortRole,                            // numeric where the text would sort wrongly
-        QuantSchemeRole,                     // a quantized linear's scheme ("int4 g128 asym"); empty for others
+        TensorNameRole = Qt::UserRole + 1,  // full tensor name; empty for group nodes
+        FilterTextRole,                     // what the filter matches: the node's full dotted name
+        SortRole,                           // numeric where the text would sort wrongly
+        QuantSchemeRole,                    // a quantized linear's scheme ("int4 g128 asym"); empty for others
     };
 
     explicit CheckpointTreeModel(QObject* parent = nullptr);
 
     void setCheckpoint(CheckpointPtr checkpoint);
-    int tensorCount() const;                          // leaves
+    int tensorCount() const;  // leaves
     QModelIndex indexOfTensor(const QString& name) const;
     // The tensor a node stands for: a leaf itself, a module its "weight" (else its largest part).
     QString representativeTensor(const QModelIndex& index) const;
@@ -50,15 +50,15 @@ private:
         int parent = -1;
         int row = 0;
         std::vector<int> children;
-        int tensor = -1;              // index into Checkpoint::tensors() for leaves
+        int tensor = -1;  // index into Checkpoint::tensors() for leaves
         QString label;
         QString filterText;
         int order = 0;                // natural position among siblings
         std::uint64_t bytes = 0;      // leaf or subtree
         std::set<std::string> types;  // element types in the subtree (TensorInfo::typeName: "BF16", GGUF's "q4_K")
         // A quantized linear's module node: its scheme and [out, in] (its parts are storage, not the shape).
-        QString scheme;               // "int4 g128 act-order asym": the tooltip's and QuantSchemeRole's
-        QString schemeLabel;          // "int4", "nvfp4", "fp8": the DType column's, as short as "BF16"
+        QString scheme;       // "int4 g128 act-order asym": the tooltip's and QuantSchemeRole's
+        QString schemeLabel;  // "int4", "nvfp4", "fp8": the DType column's, as short as "BF16"
         std::vector<std::int64_t> linearShape;
     };
 
@@ -67,17 +67,18 @@ private:
     void addLeaf(int parent, int tensor, const QString& label);
     QString addModule(int parent, const QString& label, const std::vector<int>& members);
     void addLayer(int layer, const std::map<std::string, std::vector<int>>& modules);
-    void addExperts(int layerNode, const std::string& container, const std::map<std::string, std::vector<int>>& modules);
+    void addExperts(int layerNode, const std::string& container,
+                    const std::map<std::string, std::vector<int>>& modules);
     QString expertsLabel(int perExpert, const std::vector<int>& stacked) const;
     void markQuantizedLinears();
     int addNode(int parent, QString label, QString filterText);
     void finishNode(int node);
     int nodeOf(const QModelIndex& index) const;
     QVariant displayData(const Node& node, int column) const;
-    static QString storedTypes(const Node& node);   // "F16, I32"
+    static QString storedTypes(const Node& node);  // "F16, I32"
 
     CheckpointPtr checkpoint_;
-    std::vector<Node> nodes_;           // nodes_[0] is the invisible root
+    std::vector<Node> nodes_;  // nodes_[0] is the invisible root
     QHash<QString, int> leafByName_;
 };
 

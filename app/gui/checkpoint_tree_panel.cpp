@@ -29,9 +29,9 @@ CheckpointTreePanel::CheckpointTreePanel(QWidget* parent)
     view_->setModel(proxy_);
     view_->setSortingEnabled(true);
     view_->sortByColumn(CheckpointTreeModel::NameColumn, Qt::AscendingOrder);
-    view_->setUniformRowHeights(true);   // lets the view skip measuring rows of huge checkpoints
+    view_->setUniformRowHeights(true);  // lets the view skip measuring rows of huge checkpoints
     view_->setAlternatingRowColors(true);
-    view_->setTextElideMode(Qt::ElideMiddle);   // "self_a…q_proj": the end tells modules apart
+    view_->setTextElideMode(Qt::ElideMiddle);  // "self_a…q_proj": the end tells modules apart
     view_->header()->setStretchLastSection(false);
     view_->header()->setSectionResizeMode(CheckpointTreeModel::NameColumn, QHeaderView::Stretch);
     // A layer of a quantized checkpoint lists four element types ("BF16, F32, F8_E4M3, U8"): sized to
@@ -66,7 +66,7 @@ void CheckpointTreePanel::setCheckpoint(CheckpointPtr checkpoint) {
 
 void CheckpointTreePanel::fitDTypeColumn() {
     view_->resizeColumnToContents(CheckpointTreeModel::DTypeColumn);
-    const int cap = view_->fontMetrics().horizontalAdvance(QStringLiteral("F8_E4M3…")) + 16;   // + the cell margins
+    const int cap = view_->fontMetrics().horizontalAdvance(QStringLiteral("F8_E4M3…")) + 16;  // + the cell margins
     view_->header()->resizeSection(CheckpointTreeModel::DTypeColumn,
                                    std::min(view_->header()->sectionSize(CheckpointTreeModel::DTypeColumn), cap));
 }
@@ -90,9 +90,7 @@ void CheckpointTreePanel::selectTensor(const QString& name) {
     view_->scrollTo(index);
 }
 
-QString CheckpointTreePanel::currentTensor() const {
-    return current_;
-}
+QString CheckpointTreePanel::currentTensor() const { return current_; }
 
 void CheckpointTreePanel::onCurrentChanged(const QModelIndex& current) {
     const QString tensor = model_->representativeTensor(proxy_->mapToSource(current));

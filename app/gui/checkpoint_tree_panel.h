@@ -21,7 +21,7 @@ public:
     explicit CheckpointTreePanel(QWidget* parent = nullptr);
 
     void setCheckpoint(CheckpointPtr checkpoint);
-    void selectTensor(const QString& name);   // clears a filter that hides it
+    void selectTensor(const QString& name);  // clears a filter that hides it
     QString currentTensor() const;
 
     CheckpointTreeModel* model() const { return model_; }

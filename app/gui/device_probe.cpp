@@ -1,8 +1,8 @@
 #include "device_probe.h"
 
-#include "qs/pipeline/resource_estimate.h"
-
 #include <utility>
+
+#include "qs/pipeline/resource_estimate.h"
 
 namespace qs::gui {
 
@@ -31,7 +31,9 @@ void DeviceProbe::start() {
         },
         [this](DeviceReport report) { deliver(std::move(report)); },
         // A probe that throws leaves the CPU: Auto falls back to it whatever went wrong.
-        [this](const QString& message) { deliver({false, {}, tr("device: the CPU (probing the GPU failed: %1)").arg(message)}); });
+        [this](const QString& message) {
+            deliver({false, {}, tr("device: the CPU (probing the GPU failed: %1)").arg(message)});
+        });
 }
 
 void DeviceProbe::deliver(DeviceReport report) {

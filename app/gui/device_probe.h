@@ -10,15 +10,16 @@
 #include <QObject>
 #include <QString>
 
-#include "job_runner.h"
 #include "qs/pipeline/backend.h"
+
+#include "job_runner.h"
 
 namespace qs::gui {
 
 struct DeviceReport {
-    bool cudaUsable = false;   // Auto runs on the GPU, and CUDA can be chosen
-    QString cudaName;          // the device's description ("CUDA: NVIDIA H200, 131.2 GiB free") when usable
-    QString message;           // selectBackend's line: what Auto runs on and, for the CPU, why
+    bool cudaUsable = false;  // Auto runs on the GPU, and CUDA can be chosen
+    QString cudaName;         // the device's description ("CUDA: NVIDIA H200, 131.2 GiB free") when usable
+    QString message;          // selectBackend's line: what Auto runs on and, for the CPU, why
 };
 
 class DeviceProbe : public QObject {
@@ -26,11 +27,11 @@ class DeviceProbe : public QObject {
 
 public:
     using Function = std::function<pipeline::BackendSelection()>;
-    static Function automatic();   // pipeline::selectBackend(DeviceChoice::Auto)
+    static Function automatic();  // pipeline::selectBackend(DeviceChoice::Auto)
 
     explicit DeviceProbe(Function probe = automatic(), QObject* parent = nullptr);
 
-    void start();   // once; the answer comes with finished()
+    void start();  // once; the answer comes with finished()
     bool isDone() const { return report_.has_value(); }
     const std::optional<DeviceReport>& report() const { return report_; }
 

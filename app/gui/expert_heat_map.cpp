@@ -9,7 +9,7 @@
 namespace qs::gui {
 namespace {
 
-const QColor kStarvedOutline(0, 200, 255);   // stands out on every colour of the thermal gradient
+const QColor kStarvedOutline(0, 200, 255);  // stands out on every colour of the thermal gradient
 
 }  // namespace
 
@@ -17,7 +17,7 @@ ExpertHeatMap::ExpertHeatMap(QWidget* parent)
     : PlotView(parent), map_(new QCPColorMap(xAxis, yAxis)), scale_(new QCPColorScale(this)) {
     setTitle(tr("Calibration tokens routed to each expert"));
     setDefaultFileName(QStringLiteral("expert_tokens"));
-    plotLayout()->addElement(1, 1, scale_);   // beside the axes, under the title row
+    plotLayout()->addElement(1, 1, scale_);  // beside the axes, under the title row
     auto* margins = new QCPMarginGroup(this);
     axisRect()->setMarginGroup(QCP::msTop | QCP::msBottom, margins);
     scale_->setMarginGroup(QCP::msTop | QCP::msBottom, margins);
@@ -30,7 +30,7 @@ ExpertHeatMap::ExpertHeatMap(QWidget* parent)
     map_->setInterpolate(false);
     xAxis->grid()->setVisible(false);
     yAxis->grid()->setVisible(false);
-    yAxis->setRangeReversed(true);   // layer 0 on top, as in the Overview
+    yAxis->setRangeReversed(true);  // layer 0 on top, as in the Overview
     xAxis->setLabel(tr("expert (click to select its first linear)"));
     yAxis->setLabel(tr("layer"));
     setLayerTicks(xAxis);
@@ -41,7 +41,8 @@ ExpertHeatMap::ExpertHeatMap(QWidget* parent)
     connect(this, &PlotView::clicked, this, [this](double x, double y) {
         int layer = 0, expert = 0;
         if (!cellAt(x, y, layer, expert)) return;
-        if (const ExpertTokens* cell = grid_.cell(layer, expert)) emit expertClicked(layer, QString::fromStdString(cell->module));
+        if (const ExpertTokens* cell = grid_.cell(layer, expert))
+            emit expertClicked(layer, QString::fromStdString(cell->module));
     });
 }
 
@@ -64,7 +65,8 @@ void ExpertHeatMap::drawGrid() {
     for (int layer = 0; layer < grid_.layers(); ++layer)
         for (int expert = 0; expert < grid_.experts(); ++expert) {
             const ExpertTokens* cell = grid_.cell(layer, expert);
-            data->setCell(expert, layer, cell ? static_cast<double>(cell->routedTokens) : std::numeric_limits<double>::quiet_NaN());
+            data->setCell(expert, layer,
+                          cell ? static_cast<double>(cell->routedTokens) : std::numeric_limits<double>::quiet_NaN());
         }
     map_->setDataRange(colorScaleRange(static_cast<double>(grid_.minTokens()), static_cast<double>(grid_.maxTokens())));
     markStarved();
@@ -95,7 +97,8 @@ void ExpertHeatMap::resetView() {
 }
 
 double ExpertHeatMap::cellValue(int layer, int expert) const {
-    if (layer < 0 || expert < 0 || layer >= grid_.layers() || expert >= grid_.experts()) return std::numeric_limits<double>::quiet_NaN();
+    if (layer < 0 || expert < 0 || layer >= grid_.layers() || expert >= grid_.experts())
+        return std::numeric_limits<double>::quiet_NaN();
     return map_->data()->cell(expert, layer);
 }
 
@@ -124,8 +127,8 @@ QString ExpertHeatMap::toolTipAt(double x, double y) const {
 }
 
 CsvTable ExpertHeatMap::csv() const {
-    CsvTable table{{QStringLiteral("layer"), QStringLiteral("expert"), QStringLiteral("routed_tokens"), QStringLiteral("samples"),
-                    QStringLiteral("in_features"), QStringLiteral("starved")},
+    CsvTable table{{QStringLiteral("layer"), QStringLiteral("expert"), QStringLiteral("routed_tokens"),
+                    QStringLiteral("samples"), QStringLiteral("in_features"), QStringLiteral("starved")},
                    {}};
     for (int layer = 0; layer < grid_.layers(); ++layer)
         for (int expert = 0; expert < grid_.experts(); ++expert)

@@ -12,13 +12,15 @@ namespace qs::gui {
 namespace {
 
 // Statistics of f32 values held in memory, named `name`.
-analysis::WeightStats statsOf(const std::string& name, std::span<const float> values, const analysis::LayerOverviewOptions& options) {
+analysis::WeightStats statsOf(const std::string& name, std::span<const float> values,
+                              const analysis::LayerOverviewOptions& options) {
     io::TensorInfo info;
     info.name = name;
     info.dtype = io::DType::F32;
     info.shape = {static_cast<std::int64_t>(values.size())};
     info.end = values.size_bytes();
-    return analysis::computeWeightStats(io::TensorView(info, std::as_bytes(values)), options.outlierSigma, options.cancel);
+    return analysis::computeWeightStats(io::TensorView(info, std::as_bytes(values)), options.outlierSigma,
+                                        options.cancel);
 }
 
 // Statistics of one expert's weights. They are of the values alone, so the stacked layout's [in, out]
@@ -36,7 +38,8 @@ analysis::WeightStats expertStats(const io::Checkpoint& checkpoint, const Expert
         return statsOf(cell.tensor, values, options);
     }
     const MatrixF weight = reader->decodeF32(cell.linearPrefix, cell.expert);
-    return statsOf(cell.tensor, std::span<const float>(weight.data(), static_cast<std::size_t>(weight.size())), options);
+    return statsOf(cell.tensor, std::span<const float>(weight.data(), static_cast<std::size_t>(weight.size())),
+                   options);
 }
 
 }  // namespace
@@ -56,8 +59,10 @@ analysis::LayerOverview computeExpertOverview(const io::Checkpoint& checkpoint, 
         options.cancel.throwIfCancelled();
         const ExpertCell& cell = layout.cells[static_cast<std::size_t>(i)];
         if (options.progress)
-            options.progress({"overview", i + 1, steps, static_cast<double>(i) / steps,
-                              cell.tensor + (cell.source == ExpertSource::Tensor ? "" : " [expert " + std::to_string(cell.expert) + "]")});
+            options.progress(
+                {"overview", i + 1, steps, static_cast<double>(i) / steps,
+                 cell.tensor +
+                     (cell.source == ExpertSource::Tensor ? "" : " [expert " + std::to_string(cell.expert) + "]")});
         analysis::WeightStats stats = expertStats(checkpoint, cell, reader.get(), options);
         stats.tensor = cell.tensor;
         const auto row = static_cast<std::size_t>(

@@ -2,8 +2,9 @@
 // Computes the Overview's layer × expert view: the weight statistics of one expert linear of every
 // expert (expert_overview_layout.h), one expert at a time (a stacked tensor's slice is read in place;
 // gpt-oss MXFP4 experts are decoded one by one), with progress per expert and cancellation.
-#include "expert_overview_layout.h"
 #include "qs/analysis/layer_overview.h"
+
+#include "expert_overview_layout.h"
 
 namespace qs::gui {
 

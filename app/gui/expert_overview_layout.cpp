@@ -3,9 +3,10 @@
 #include <algorithm>
 #include <map>
 
-#include "expert_path.h"
 #include "qs/analysis/layer_overview.h"
 #include "qs/io/tensor_name.h"
+
+#include "expert_path.h"
 
 namespace qs::gui {
 namespace {
@@ -14,8 +15,8 @@ namespace {
 struct ExpertWeight {
     ExpertLinear linear;
     ExpertSource source = ExpertSource::Tensor;
-    int expert = -1;      // Tensor: the expert's index
-    int stacked = 0;      // StackedSlice / StackedMxfp4: how many experts the tensor holds
+    int expert = -1;  // Tensor: the expert's index
+    int stacked = 0;  // StackedSlice / StackedMxfp4: how many experts the tensor holds
 };
 
 std::optional<ExpertWeight> classify(const io::CheckpointTensor& t) {
@@ -23,13 +24,14 @@ std::optional<ExpertWeight> classify(const io::CheckpointTensor& t) {
     const auto path = parseExpertPath(t.naming.module);
     if (!path) return std::nullopt;
     const auto& shape = t.info->shape;
-    if (path->expert >= 0) {   // "mlp.experts.3.gate_proj" + "weight"
+    if (path->expert >= 0) {  // "mlp.experts.3.gate_proj" + "weight"
         if (t.naming.part != "weight" || shape.size() != 2 || !t.info->decodesToF32()) return std::nullopt;
         return ExpertWeight{{path->container, path->rest}, ExpertSource::Tensor, path->expert, 0};
     }
-    if (path->rest.empty()) {   // "mlp.experts" + "gate_up_proj": [E, in, out] (its bias is "…gate_up_proj" + "bias")
+    if (path->rest.empty()) {  // "mlp.experts" + "gate_up_proj": [E, in, out] (its bias is "…gate_up_proj" + "bias")
         if (shape.size() != 3 || shape[0] <= 0 || !t.info->decodesToF32()) return std::nullopt;
-        return ExpertWeight{{path->container, t.naming.part}, ExpertSource::StackedSlice, -1, static_cast<int>(shape[0])};
+        return ExpertWeight{
+            {path->container, t.naming.part}, ExpertSource::StackedSlice, -1, static_cast<int>(shape[0])};
     }
     // "mlp.experts.gate_up_proj" + "blocks" (from "_blocks" or ".blocks"): MXFP4 [E, out, in/32, 16].
     if (t.naming.part != "blocks" || shape.size() != 4 || shape[0] <= 0) return std::nullopt;
@@ -39,14 +41,12 @@ std::optional<ExpertWeight> classify(const io::CheckpointTensor& t) {
 // "model.layers.0.mlp.experts.gate_up_proj_blocks" → "model.layers.0.mlp.experts.gate_up_proj".
 std::string withoutBlocksSuffix(const std::string& name) {
     constexpr std::string_view kSuffix = "blocks";
-    return name.substr(0, name.size() - kSuffix.size() - 1);   // and the '_' or '.' before it
+    return name.substr(0, name.size() - kSuffix.size() - 1);  // and the '_' or '.' before it
 }
 
 }  // namespace
 
-bool isExpertWeight(const io::CheckpointTensor& tensor) {
-    return classify(tensor).has_value();
-}
+bool isExpertWeight(const io::CheckpointTensor& tensor) { return classify(tensor).has_value(); }
 
 std::vector<ExpertLinear> expertLinears(const io::Checkpoint& checkpoint) {
     std::vector<ExpertLinear> found;
@@ -63,7 +63,7 @@ std::vector<ExpertLinear> expertLinears(const io::Checkpoint& checkpoint) {
 }
 
 ExpertLayout expertLayout(const io::Checkpoint& checkpoint, const ExpertLinear& linear) {
-    std::map<std::pair<int, int>, ExpertCell> cells;   // (layer, expert): sorted as the layout wants them
+    std::map<std::pair<int, int>, ExpertCell> cells;  // (layer, expert): sorted as the layout wants them
     for (const io::CheckpointTensor& t : checkpoint.tensors()) {
         const auto w = classify(t);
         if (!w || w->linear != linear) continue;
@@ -72,7 +72,8 @@ ExpertLayout expertLayout(const io::Checkpoint& checkpoint, const ExpertLinear& 
             cells[{layer, w->expert}] = ExpertCell{layer, w->expert, t.info->name, w->source, {}};
             continue;
         }
-        const std::string prefix = w->source == ExpertSource::StackedMxfp4 ? withoutBlocksSuffix(t.info->name) : std::string();
+        const std::string prefix =
+            w->source == ExpertSource::StackedMxfp4 ? withoutBlocksSuffix(t.info->name) : std::string();
         for (int e = 0; e < w->stacked; ++e) cells[{layer, e}] = ExpertCell{layer, e, t.info->name, w->source, prefix};
     }
     ExpertLayout layout;
@@ -92,7 +93,8 @@ std::optional<std::string> expertWeightTensor(const io::Checkpoint& checkpoint, 
         if (t.naming.layer != layer) continue;
         const auto w = classify(t);
         if (!w || w->linear != wanted) continue;
-        if (w->source == ExpertSource::Tensor ? w->expert == path->expert : path->expert < w->stacked) return t.info->name;
+        if (w->source == ExpertSource::Tensor ? w->expert == path->expert : path->expert < w->stacked)
+            return t.info->name;
     }
     return std::nullopt;
 }

@@ -17,29 +17,30 @@ namespace qs::gui {
 
 // One choice of the Overview's module list: one linear of every expert.
 struct ExpertLinear {
-    std::string container;   // "mlp.experts", "block_sparse_moe.experts"
-    std::string linear;      // "gate_proj", "w1", "gate_up_proj"
+    std::string container;  // "mlp.experts", "block_sparse_moe.experts"
+    std::string linear;     // "gate_proj", "w1", "gate_up_proj"
     bool operator==(const ExpertLinear&) const = default;
 };
 
 enum class ExpertSource {
-    Tensor,         // the expert's own float "weight"
-    StackedSlice,   // expert e's [in, out] slice of a stacked float tensor
-    StackedMxfp4,   // expert e of gpt-oss MXFP4 blocks: decoded by formats::LinearReader
+    Tensor,        // the expert's own float "weight"
+    StackedSlice,  // expert e's [in, out] slice of a stacked float tensor
+    StackedMxfp4,  // expert e of gpt-oss MXFP4 blocks: decoded by formats::LinearReader
 };
 
 struct ExpertCell {
     int layer = -1;
     int expert = -1;
-    std::string tensor;   // the tree's leaf a click selects: the expert's weight, or the stacked tensor holding it
+    std::string tensor;  // the tree's leaf a click selects: the expert's weight, or the stacked tensor holding it
     ExpertSource source = ExpertSource::Tensor;
-    std::string linearPrefix;   // StackedMxfp4: the formats::LinearRef prefix ("model.layers.0.mlp.experts.gate_up_proj")
+    std::string
+        linearPrefix;  // StackedMxfp4: the formats::LinearRef prefix ("model.layers.0.mlp.experts.gate_up_proj")
 };
 
 struct ExpertLayout {
-    std::vector<int> layers;          // ascending: the layers that have this linear's experts
-    int experts = 0;                  // columns 0 .. experts - 1
-    std::vector<ExpertCell> cells;    // by layer, then expert
+    std::vector<int> layers;        // ascending: the layers that have this linear's experts
+    int experts = 0;                // columns 0 .. experts - 1
+    std::vector<ExpertCell> cells;  // by layer, then expert
 };
 
 // Every expert linear of the checkpoint's decoder (a VLM's vision tower left out), in the order the

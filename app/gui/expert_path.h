@@ -12,9 +12,9 @@
 namespace qs::gui {
 
 struct ExpertPath {
-    std::string container;   // "mlp.experts", "block_sparse_moe.experts"
-    int expert = -1;         // the expert's index; -1 when the tensors stack every expert
-    std::string rest;        // after the index (or the container): "up_proj", "w1"; "" for gpt-oss's "mlp.experts"
+    std::string container;  // "mlp.experts", "block_sparse_moe.experts"
+    int expert = -1;        // the expert's index; -1 when the tensors stack every expert
+    std::string rest;       // after the index (or the container): "up_proj", "w1"; "" for gpt-oss's "mlp.experts"
 };
 
 // `module` as io::TensorName and pipeline::ModuleLog name it (relative to the decoder layer).

@@ -3,8 +3,9 @@
 #include <algorithm>
 #include <limits>
 
-#include "expert_path.h"
 #include "qs/analysis/layer_overview.h"
+
+#include "expert_path.h"
 
 namespace qs::gui {
 namespace {
@@ -64,7 +65,8 @@ ExpertTokenGrid ExpertTokenGrid::fromResult(const pipeline::JobResult& result) {
 
 const ExpertTokens* ExpertTokenGrid::cell(int layer, int expert) const {
     if (layer < 0 || expert < 0 || layer >= layers_ || expert >= experts_) return nullptr;
-    const auto& c = cells_[static_cast<std::size_t>(layer) * static_cast<std::size_t>(experts_) + static_cast<std::size_t>(expert)];
+    const auto& c =
+        cells_[static_cast<std::size_t>(layer) * static_cast<std::size_t>(experts_) + static_cast<std::size_t>(expert)];
     return c ? &*c : nullptr;
 }
 

@@ -14,10 +14,10 @@ namespace qs::gui {
 
 struct ExpertTokens {
     std::int64_t routedTokens = 0;
-    std::int64_t samples = 0;      // the fewest calibration rows of its linears (its Hessians')
-    std::int64_t inFeatures = 0;   // the widest input of its linears
+    std::int64_t samples = 0;     // the fewest calibration rows of its linears (its Hessians')
+    std::int64_t inFeatures = 0;  // the widest input of its linears
     bool starved = false;
-    std::string module;            // its first linear ("mlp.experts.3.gate_proj", analysis::moduleRank): what a click selects
+    std::string module;  // its first linear ("mlp.experts.3.gate_proj", analysis::moduleRank): what a click selects
 };
 
 class ExpertTokenGrid {
@@ -27,8 +27,8 @@ public:
     static ExpertTokenGrid fromResult(const pipeline::JobResult& result);
 
     bool empty() const { return experts_ == 0; }
-    int layers() const { return layers_; }     // rows: 0 .. the deepest layer with experts (dense layers stay empty)
-    int experts() const { return experts_; }   // columns: 0 .. the highest expert index
+    int layers() const { return layers_; }    // rows: 0 .. the deepest layer with experts (dense layers stay empty)
+    int experts() const { return experts_; }  // columns: 0 .. the highest expert index
     // Null where the log has no row for that layer and expert (a dense layer).
     const ExpertTokens* cell(int layer, int expert) const;
     int starvedCount() const;
@@ -38,7 +38,7 @@ public:
 private:
     int layers_ = 0;
     int experts_ = 0;
-    std::vector<std::optional<ExpertTokens>> cells_;   // [layer * experts_ + expert]
+    std::vector<std::optional<ExpertTokens>> cells_;  // [layer * experts_ + expert]
 };
 
 }  // namespace qs::gui

@@ -17,12 +17,13 @@
 #include <QStyle>
 #include <QVBoxLayout>
 
-#include "number_format.h"
 #include "qs/formats/linear_encoder.h"
 #include "qs/io/checkpoint.h"
 #include "qs/pipeline/export_check.h"
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/gguf_result_export.h"
+
+#include "number_format.h"
 #include "results_format.h"
 
 namespace qs::gui {
@@ -41,11 +42,13 @@ const quant::QuantizedLinear* firstLinear(const pipeline::MethodResult& m) {
 // Each of `encoders` with its refusal of `m` (empty: it takes the result), from one pass over the result's
 // layers (read from the work folder when the result is on disk). A result without layers is refused by
 // every layout: nothing is offered beside the default, and exporting says why.
-std::vector<std::pair<const formats::LinearEncoder*, QString>> refusalsOf(const std::vector<const formats::LinearEncoder*>& encoders,
-                                                                          const pipeline::MethodResult& m, const CancelToken& cancel = {}) {
+std::vector<std::pair<const formats::LinearEncoder*, QString>> refusalsOf(
+    const std::vector<const formats::LinearEncoder*>& encoders, const pipeline::MethodResult& m,
+    const CancelToken& cancel = {}) {
     std::vector<std::pair<const formats::LinearEncoder*, QString>> out;
-    const std::vector<std::string> why = pipeline::hasLayers(m) ? pipeline::exportRefusals(m, encoders, cancel)
-                                                                : std::vector<std::string>(encoders.size(), "the result holds no layer");
+    const std::vector<std::string> why = pipeline::hasLayers(m)
+                                             ? pipeline::exportRefusals(m, encoders, cancel)
+                                             : std::vector<std::string>(encoders.size(), "the result holds no layer");
     for (std::size_t i = 0; i < encoders.size(); ++i) out.emplace_back(encoders[i], QString::fromStdString(why[i]));
     return out;
 }
@@ -60,7 +63,8 @@ bool isWithin(const std::filesystem::path& inner, const std::filesystem::path& o
 
 bool samePath(const QString& a, const QString& b) {
     std::error_code ec;
-    return std::filesystem::weakly_canonical(a.toStdString(), ec) == std::filesystem::weakly_canonical(b.toStdString(), ec);
+    return std::filesystem::weakly_canonical(a.toStdString(), ec) ==
+           std::filesystem::weakly_canonical(b.toStdString(), ec);
 }
 
 }  // namespace
@@ -146,7 +150,8 @@ bool ExportPanel::selectFormat(const QString& name) {
 
 const pipeline::MethodResult* ExportPanel::method() const {
     const int i = method_->currentData().toInt();
-    if (!result_ || method_->currentIndex() < 0 || i < 0 || i >= static_cast<int>(result_->methods.size())) return nullptr;
+    if (!result_ || method_->currentIndex() < 0 || i < 0 || i >= static_cast<int>(result_->methods.size()))
+        return nullptr;
     return &result_->methods[static_cast<std::size_t>(i)];
 }
 
@@ -162,7 +167,8 @@ void ExportPanel::fillMethods() {
     method_->clear();
     if (result_)
         for (std::size_t i = 0; i < result_->methods.size(); ++i)
-            if (result_->methods[i].error.empty()) method_->addItem(methodLabel(result_->methods[i]), static_cast<int>(i));
+            if (result_->methods[i].error.empty())
+                method_->addItem(methodLabel(result_->methods[i]), static_cast<int>(i));
     fillFormats();
 }
 
@@ -181,12 +187,14 @@ void ExportPanel::fillFormats() {
         // other layout, those that cannot carry this mix saying why when chosen (gptq and gptq_v2
         // carry a mix of bit widths as `dynamic`).
         const formats::LinearEncoder& preferred = formats::encoderNamed("ct-mixed");
-        format_->addItem(tr("%1 (default)").arg(QString::fromUtf8(preferred.name())), QString::fromUtf8(preferred.name()));
+        format_->addItem(tr("%1 (default)").arg(QString::fromUtf8(preferred.name())),
+                         QString::fromUtf8(preferred.name()));
         for (const formats::LinearEncoder* e : formats::allEncoders())
             if (e != &preferred) format_->addItem(QString::fromUtf8(e->name()), QString::fromUtf8(e->name()));
     } else if (first) {
         const formats::LinearEncoder& preferred = formats::defaultEncoderFor(*first);
-        format_->addItem(tr("%1 (default)").arg(QString::fromUtf8(preferred.name())), QString::fromUtf8(preferred.name()));
+        format_->addItem(tr("%1 (default)").arg(QString::fromUtf8(preferred.name())),
+                         QString::fromUtf8(preferred.name()));
         std::vector<const formats::LinearEncoder*> others = formats::allEncoders();
         std::erase(others, &preferred);
         // A result on disk is read layer by layer from its work folder (gigabytes for a large model):
@@ -208,16 +216,18 @@ void ExportPanel::checkStoredResult(std::vector<const formats::LinearEncoder*> o
     updateState();
     std::vector<const formats::LinearEncoder*> all = std::move(others);
     if (chosen) all.insert(all.begin(), chosen);
-    checks_.start([result = result_, m = method(), all](const CancelToken& token) { return refusalsOf(all, *m, token); },
-                  [this, m = method(), chosen](const std::vector<std::pair<const formats::LinearEncoder*, QString>>& found) {
-                      const QSignalBlocker blocker(format_);   // the chosen (default) layout stays chosen
-                      for (const auto& [e, why] : found) {
-                          storedRefusals_[{m, e}] = why;
-                          if (e != chosen && why.isEmpty()) format_->addItem(QString::fromUtf8(e->name()), QString::fromUtf8(e->name()));
-                      }
-                      finishCheck(chosen ? storedRefusals_[{m, chosen}] : QString());
-                  },
-                  [this](const QString& message) { finishCheck(message); });
+    checks_.start(
+        [result = result_, m = method(), all](const CancelToken& token) { return refusalsOf(all, *m, token); },
+        [this, m = method(), chosen](const std::vector<std::pair<const formats::LinearEncoder*, QString>>& found) {
+            const QSignalBlocker blocker(format_);  // the chosen (default) layout stays chosen
+            for (const auto& [e, why] : found) {
+                storedRefusals_[{m, e}] = why;
+                if (e != chosen && why.isEmpty())
+                    format_->addItem(QString::fromUtf8(e->name()), QString::fromUtf8(e->name()));
+            }
+            finishCheck(chosen ? storedRefusals_[{m, chosen}] : QString());
+        },
+        [this](const QString& message) { finishCheck(message); });
 }
 
 // The worker's answer (or why it could not give one, which then refuses the export too).
@@ -233,8 +243,9 @@ bool ExportPanel::ggufChosen() const { return format_->currentData().toString() 
 
 QString ExportPanel::formatText() const {
     if (ggufChosen())
-        return tr("One .gguf file: every linear in the ggml types of the result, token_embd and output as llama-quantize "
-                  "chooses them, the architecture's metadata and the tokenizer. Loaded by llama.cpp, Ollama and LM Studio.");
+        return tr(
+            "One .gguf file: every linear in the ggml types of the result, token_embd and output as llama-quantize "
+            "chooses them, the architecture's metadata and the tokenizer. Loaded by llama.cpp, Ollama and LM Studio.");
     const formats::LinearEncoder* e = encoder();
     return e ? QString::fromUtf8(e->description()) : QString();
 }
@@ -258,14 +269,17 @@ QString ExportPanel::problem() const {
 
 QString ExportPanel::destinationProblem() const {
     const QString folder = destination_->text().trimmed();
-    if (folder.isEmpty()) return ggufChosen() ? tr("Choose a destination .gguf file.") : tr("Choose a destination folder.");
-    if (ggufChosen() && !folder.endsWith(QStringLiteral(".gguf"))) return tr("A GGUF destination is a file ending in .gguf.");
+    if (folder.isEmpty())
+        return ggufChosen() ? tr("Choose a destination .gguf file.") : tr("Choose a destination folder.");
+    if (ggufChosen() && !folder.endsWith(QStringLiteral(".gguf")))
+        return tr("A GGUF destination is a file ending in .gguf.");
     std::filesystem::path sourceFolder = source_.toStdString();
     if (!std::filesystem::is_directory(sourceFolder)) sourceFolder = sourceFolder.parent_path();
     if (isWithin(folder.toStdString(), sourceFolder))
         return tr("The destination is in the source checkpoint's folder; QuantScope never writes there.");
     if (std::filesystem::exists(folder.toStdString()))
-        return ggufChosen() ? tr("%1 exists; choose a new file.").arg(folder) : tr("%1 exists; choose a new folder.").arg(folder);
+        return ggufChosen() ? tr("%1 exists; choose a new file.").arg(folder)
+                            : tr("%1 exists; choose a new folder.").arg(folder);
     return {};
 }
 
@@ -281,7 +295,8 @@ QString ExportPanel::note() const {
 }
 
 QString ExportPanel::checkingText() const {
-    return tr("Checking that %1 holds every linear (reading the result's layers from its run folder)…").arg(formatName());
+    return tr("Checking that %1 holds every linear (reading the result's layers from its run folder)…")
+        .arg(formatName());
 }
 
 QString ExportPanel::shownText() const { return problem_->isHidden() ? QString() : problem_->text(); }
@@ -300,16 +315,19 @@ void ExportPanel::updateRefusal() {
         return;
     }
     if (const auto known = storedRefusals_.find({m, e}); known != storedRefusals_.end()) {
-        refusal_ = known->second;   // found before, for this result and layout
+        refusal_ = known->second;  // found before, for this result and layout
         return;
     }
-    checking_ = true;   // a result on disk: its layers are read on the worker
-    checks_.start([result = result_, m, e](const CancelToken& token) { return QString::fromStdString(pipeline::exportRefusal(*m, *e, token)); },
-                  [this, m, e](const QString& refusal) {
-                      storedRefusals_[{m, e}] = refusal;
-                      finishCheck(refusal);
-                  },
-                  [this](const QString& message) { finishCheck(message); });
+    checking_ = true;  // a result on disk: its layers are read on the worker
+    checks_.start(
+        [result = result_, m, e](const CancelToken& token) {
+            return QString::fromStdString(pipeline::exportRefusal(*m, *e, token));
+        },
+        [this, m, e](const QString& refusal) {
+            storedRefusals_[{m, e}] = refusal;
+            finishCheck(refusal);
+        },
+        [this](const QString& message) { finishCheck(message); });
 }
 
 void ExportPanel::updateState() {
@@ -320,7 +338,7 @@ void ExportPanel::updateState() {
     const QString note = this->note();
     // After an export its destination exists: that is what was written, not a problem in red.
     const bool justWritten = !written_.isEmpty() && samePath(written_, destination_->text().trimmed());
-    const bool waiting = checking_ && why == checkingText();   // not a problem: the worker's answer is coming
+    const bool waiting = checking_ && why == checkingText();  // not a problem: the worker's answer is coming
     problem_->setStyleSheet(justWritten || why.isEmpty() || waiting ? QString() : QStringLiteral("color:#b03030"));
     problem_->setText(justWritten || why.isEmpty() ? note : why);
     problem_->setVisible(!problem_->text().isEmpty() && !isExporting());
@@ -330,9 +348,10 @@ void ExportPanel::updateState() {
 }
 
 void ExportPanel::chooseDestination() {
-    const QString folder = ggufChosen() ? QFileDialog::getSaveFileName(this, tr("Export to a new .gguf file"), destination_->text(),
-                                                                       tr("GGUF (*.gguf)"))
-                                        : QFileDialog::getSaveFileName(this, tr("Export to a new folder"), destination_->text());
+    const QString folder = ggufChosen()
+                               ? QFileDialog::getSaveFileName(this, tr("Export to a new .gguf file"),
+                                                              destination_->text(), tr("GGUF (*.gguf)"))
+                               : QFileDialog::getSaveFileName(this, tr("Export to a new folder"), destination_->text());
     if (!folder.isEmpty()) destination_->setText(folder);
 }
 
@@ -350,10 +369,12 @@ void ExportPanel::startExport() {
         [request, result = result_, m, fraction = fraction_, gguf = ggufChosen()](const qs::CancelToken& token) {
             const auto progress = [fraction](const qs::Progress& p) { fraction->store(p.fraction); };
             // The panel said a missing parent folder would be created; the writers need it to exist.
-            if (const auto parent = request.destination.parent_path(); !parent.empty()) std::filesystem::create_directories(parent);
+            if (const auto parent = request.destination.parent_path(); !parent.empty())
+                std::filesystem::create_directories(parent);
             if (gguf)
-                return QString::fromStdString(
-                    pipeline::writeGgufResult(io::Checkpoint::open(request.source), *m, request.destination, {}, progress, token).string());
+                return QString::fromStdString(pipeline::writeGgufResult(io::Checkpoint::open(request.source), *m,
+                                                                        request.destination, {}, progress, token)
+                                                  .string());
             return QString::fromStdString(pipeline::exportCheckpoint(request, *m, progress, token).string());
         },
         [this](const QString& folder) { onExported(folder); },

@@ -14,8 +14,9 @@
 #include <QWidget>
 #include <nlohmann/json.hpp>
 
-#include "job_runner.h"
 #include "qs/io/checkpoint_fingerprint.h"
+
+#include "job_runner.h"
 #include "quantize_job.h"
 
 class QComboBox;
@@ -42,19 +43,19 @@ public:
     void setResult(JobResultPtr result);
     const JobResultPtr& result() const { return result_; }
     void setDestination(const QString& folder);
-    bool selectMethod(const QString& label);        // a method's label, as in the results table
-    bool selectFormat(const QString& name);         // an encoder's name ("ct-mixed", "gptq"), among those listed
+    bool selectMethod(const QString& label);  // a method's label, as in the results table
+    bool selectFormat(const QString& name);   // an encoder's name ("ct-mixed", "gptq"), among those listed
     // The settings an export of a method's result records in quantscope_report.json (the Bit budget
     // tab's allocations record theirs); none by default.
     using SettingsProvider = std::function<nlohmann::json(const pipeline::MethodResult&)>;
     void setSettingsProvider(SettingsProvider provider) { settings_ = std::move(provider); }
 
     QString formatName() const;
-    QString formatText() const;      // the encoder's description
+    QString formatText() const;  // the encoder's description
     QString sizeText() const;
-    QString problem() const;         // why Export is not possible now; empty when it is
-    QString note() const;            // what was just written there, or which folders Export creates
-    QString shownText() const;       // what the panel shows under the destination (a problem or a note)
+    QString problem() const;    // why Export is not possible now; empty when it is
+    QString note() const;       // what was just written there, or which folders Export creates
+    QString shownText() const;  // what the panel shows under the destination (a problem or a note)
     bool isExporting() const { return runner_.isBusy(); }
     // A result on disk is checked on a worker (which layouts take it, the chosen one's refusal);
     // Export waits for it.
@@ -70,14 +71,14 @@ signals:
 private:
     const pipeline::MethodResult* method() const;
     const formats::LinearEncoder* encoder() const;
-    bool ggufChosen() const;   // the GGUF file of a GGUF method's result
+    bool ggufChosen() const;  // the GGUF file of a GGUF method's result
     void fillMethods();
     void fillFormats();
     void updateRefusal();
     void checkStoredResult(std::vector<const formats::LinearEncoder*> others);
     void finishCheck(const QString& refusal);
     QString checkingText() const;
-    QString destinationProblem() const;   // what problem() says of the destination; empty when it is fine
+    QString destinationProblem() const;  // what problem() says of the destination; empty when it is fine
     void updateState();
     void chooseDestination();
     void onExported(const QString& folder);
@@ -87,8 +88,8 @@ private:
     JobResultPtr result_;
     QString written_;
     SettingsProvider settings_;
-    QString refusal_;   // the core's reason the chosen format cannot hold the chosen result
-    bool checking_ = false;   // refusal_ (and the layouts offered) are being found on checks_
+    QString refusal_;        // the core's reason the chosen format cannot hold the chosen result
+    bool checking_ = false;  // refusal_ (and the layouts offered) are being found on checks_
     // A result on disk: each layout's refusal once found, so that choosing it again does not read the
     // whole result again (tens of gigabytes for a 70B). Cleared with the result.
     std::map<std::pair<const pipeline::MethodResult*, const formats::LinearEncoder*>, QString> storedRefusals_;

@@ -37,10 +37,10 @@ std::optional<FolderLock> FolderLock::acquire(const fs::path& folder) {
         if (fd < 0) throw Error(file.string() + ": cannot create the lock file (" + std::strerror(errno) + ")");
         if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
             ::close(fd);
-            return std::nullopt;   // held (EWOULDBLOCK)
+            return std::nullopt;  // held (EWOULDBLOCK)
         }
         if (stillNamed(fd, file)) return FolderLock(file, fd);
-        ::close(fd);   // released and removed between our open and flock: take the new file
+        ::close(fd);  // released and removed between our open and flock: take the new file
     }
     return std::nullopt;
 }
@@ -61,7 +61,7 @@ FolderLock::~FolderLock() { release(); }
 
 void FolderLock::release() noexcept {
     if (fd_ < 0) return;
-    ::unlink(file_.c_str());   // while still held: see stillNamed
+    ::unlink(file_.c_str());  // while still held: see stillNamed
     ::close(fd_);
     fd_ = -1;
 }

@@ -19,7 +19,7 @@ public:
     FolderLock& operator=(FolderLock&& other) noexcept;
     FolderLock(const FolderLock&) = delete;
     FolderLock& operator=(const FolderLock&) = delete;
-    ~FolderLock();   // releases the lock and removes its file
+    ~FolderLock();  // releases the lock and removes its file
 
 private:
     FolderLock(std::filesystem::path file, int fd) : file_(std::move(file)), fd_(fd) {}

@@ -21,7 +21,7 @@ QString forwardPassRefusal(const io::Checkpoint& checkpoint) {
 QString methodRefusalWithoutForwardPass(const std::string& method) {
     try {
         return QString::fromStdString(pipeline::weightOnlyRefusal(pipeline::parseMethod(method)));
-    } catch (const Error& e) {   // a row the method list cannot name: never offered without a forward pass
+    } catch (const Error& e) {  // a row the method list cannot name: never offered without a forward pass
         return QString::fromStdString(e.what());
     }
 }
@@ -31,7 +31,8 @@ QString startRefusalWithoutForwardPass(const QString& forwardPassRefusal) {
                "QuantizePanel",
                "QuantScope cannot run this model (%1), and the Quantize panel measures every method's KL with it. "
                "The weight-only methods (RTN, FP8, MXFP4, NVFP4, NF4, Trellis) quantize it without a forward pass, "
-               "from the command line only: quantscope-cli quantize CHECKPOINT --weights-only --method rtn4 --out FOLDER")
+               "from the command line only: quantscope-cli quantize CHECKPOINT --weights-only --method rtn4 --out "
+               "FOLDER")
         .arg(forwardPassRefusal);
 }
 

@@ -6,6 +6,6 @@
 
 namespace qs::gui {
 
-QCPColorGradient heatGradient();   // NaN (no value: a dense layer's expert cell) is transparent
+QCPColorGradient heatGradient();  // NaN (no value: a dense layer's expert cell) is transparent
 
 }  // namespace qs::gui

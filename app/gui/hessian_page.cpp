@@ -11,22 +11,23 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
-#include "expert_path.h"
-#include "number_format.h"
-#include "plot_view.h"
 #include "qs/formats/detect.h"
-#include "qs/pipeline/model_checkpoint.h"
 #include "qs/io/tensor_name.h"
 #include "qs/model/tokenizer.h"
 #include "qs/pipeline/calibration_text.h"
+#include "qs/pipeline/model_checkpoint.h"
 #include "qs/pipeline/run_text.h"
+
+#include "expert_path.h"
+#include "number_format.h"
+#include "plot_view.h"
 #include "quantize_settings.h"
 #include "spin_box.h"
 
 namespace qs::gui {
 namespace {
 
-constexpr int kListedChannels = 32;   // the head of the act-order, listed in the table
+constexpr int kListedChannels = 32;  // the head of the act-order, listed in the table
 const QColor kChannelColor(70, 130, 180);
 const QColor kFirstColor(214, 69, 65);
 
@@ -89,7 +90,8 @@ HessianPage::HessianPage(QWidget* parent)
     plot_->setToolTipProvider([this](double x, double) { return toolTipAt(x); });
     plot_->setCsvProvider([this] { return csv(); });
     connect(plot_, &PlotView::resetViewRequested, this, &HessianPage::resetView);
-    connect(plot_, &PlotView::exportFailed, this, [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
+    connect(plot_, &PlotView::exportFailed, this,
+            [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
     for (QSpinBox* spin : {samples_, sequenceLength_})
         connect(spin, &QSpinBox::valueChanged, this, [this] {
             hessians_.reset();
@@ -106,8 +108,10 @@ void HessianPage::setCheckpoint(CheckpointPtr checkpoint) {
     module_.clear();
     runner_.cancel();
     // Calibrating runs the original model: a quantized checkpoint has no original weights to run.
-    refusal_ = checkpoint_ ? QString::fromStdString(pipeline::quantizedSourceRefusal(*checkpoint_, formats::detect(*checkpoint_)))
-                           : QString();
+    refusal_ =
+        checkpoint_
+            ? QString::fromStdString(pipeline::quantizedSourceRefusal(*checkpoint_, formats::detect(*checkpoint_)))
+            : QString();
     showMessage(refusal_.isEmpty() ? tr("Select a linear layer's weight.") : refusal_);
 }
 
@@ -118,13 +122,14 @@ void HessianPage::setTensor(const QString& name) {
     }
     const io::TensorName naming = io::parseTensorName(name.toStdString());
     if (const auto expert = parseExpertPath(naming.module); naming.layer >= 0 && expert && expert->expert < 0) {
-        layer_ = -1;   // gpt-oss: one tensor for every expert, each with its own Hessian
+        layer_ = -1;  // gpt-oss: one tensor for every expert, each with its own Hessian
         module_.clear();
         runner_.cancel();
-        showMessage(tr("%1 holds every expert stacked in one tensor, and each expert has its own Hessian: "
-                       "quantscope-cli inspect --hessian %2 lists them (mlp.experts.N.gate_up_proj, mlp.experts.N.down_proj).")
-                        .arg(name)
-                        .arg(naming.layer));
+        showMessage(
+            tr("%1 holds every expert stacked in one tensor, and each expert has its own Hessian: "
+               "quantscope-cli inspect --hessian %2 lists them (mlp.experts.N.gate_up_proj, mlp.experts.N.down_proj).")
+                .arg(name)
+                .arg(naming.layer));
         return;
     }
     if (naming.role != io::TensorRole::Linear || naming.layer < 0) {
@@ -167,16 +172,17 @@ void HessianPage::refresh() {
         return;
     }
     if (!checkpoint_ || layer_ < 0) return;
-    if (layerCalibrated()) {   // another of the layer's linears, or its router
+    if (layerCalibrated()) {  // another of the layer's linears, or its router
         draw();
         return;
     }
     if (!isVisible()) {
-        stale_ = true;   // a calibration runs only for a tab someone looks at
+        stale_ = true;  // a calibration runs only for a tab someone looks at
         return;
     }
     stale_ = false;
-    showMessage(tr("Calibrating layer %1 on %2 × %3 tokens…").arg(layer_).arg(samples_->value()).arg(sequenceLength_->value()));
+    showMessage(
+        tr("Calibrating layer %1 on %2 × %3 tokens…").arg(layer_).arg(samples_->value()).arg(sequenceLength_->value()));
     const Request request{checkpoint_, layer_, samples_->value(), sequenceLength_->value(), device_};
     runner_.start(
         [request](const qs::CancelToken& token) {
@@ -214,7 +220,7 @@ void HessianPage::draw() {
     first->setLineStyle(QCPGraph::lsNone);
     first->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, QPen(kFirstColor), QBrush(kFirstColor), 6));
     for (std::size_t c = 0; c < d->diagonal.size(); ++c) {
-        const double value = std::max(d->diagonal[c], 1e-12);   // a dead channel (H_cc = 0) at the floor
+        const double value = std::max(d->diagonal[c], 1e-12);  // a dead channel (H_cc = 0) at the floor
         all->addData(static_cast<double>(c), value);
         if (d->actOrderRank[c] < kListedChannels) first->addData(static_cast<double>(c), value);
     }
@@ -251,27 +257,31 @@ QString HessianPage::captionText() const {
     const auto [lo, hi] = std::minmax_element(d->diagonal.begin(), d->diagonal.end());
     // An expert is calibrated on every token, as the Job does by default; how many the router chose says
     // how much of its work the model really asks of it.
-    const QString routed = d->routedTokens < 0 ? QString()
-                                               : tr(" The router sent this expert %1 of the %2 tokens; its Hessian is over all of them, "
-                                                    "as the default all-expert calibration sees it.")
-                                                     .arg(d->routedTokens)
-                                                     .arg(hessians_->layer.samples);
+    const QString routed =
+        d->routedTokens < 0 ? QString()
+                            : tr(" The router sent this expert %1 of the %2 tokens; its Hessian is over all of them, "
+                                 "as the default all-expert calibration sees it.")
+                                  .arg(d->routedTokens)
+                                  .arg(hessians_->layer.samples);
     return tr("Layer %1 %2: diag(H) of %3 input channels from %4 calibration tokens on %5, %6 … %7 (ratio %8). "
               "Red: the first %9 channels of GPTQ's act-order (largest H_cc first).")
-        .arg(layer_)
-        .arg(module_)
-        .arg(d->diagonal.size())
-        .arg(hessians_->layer.samples)
-        .arg(hessians_->device)
-        .arg(valueText(*lo), valueText(*hi))
-        .arg(*lo > 0 ? valueText(*hi / *lo) : QStringLiteral("∞"))
-        .arg(kListedChannels) + routed;
+               .arg(layer_)
+               .arg(module_)
+               .arg(d->diagonal.size())
+               .arg(hessians_->layer.samples)
+               .arg(hessians_->device)
+               .arg(valueText(*lo), valueText(*hi))
+               .arg(*lo > 0 ? valueText(*hi / *lo) : QStringLiteral("∞"))
+               .arg(kListedChannels) +
+           routed;
 }
 
 // The layer is calibrated but the selected linear has no diagonal of its own (a MoE's router).
 QString HessianPage::notCalibratedText() const {
     if (io::isRouterModule(module_.toStdString()))
-        return tr("Layer %1 %2 is the experts' router, which stays dense: no Hessian is collected for it.").arg(layer_).arg(module_);
+        return tr("Layer %1 %2 is the experts' router, which stays dense: no Hessian is collected for it.")
+            .arg(layer_)
+            .arg(module_);
     return tr("Layer %1 %2 is not one of the linears the calibration sees.").arg(layer_).arg(module_);
 }
 
@@ -292,7 +302,8 @@ CsvTable HessianPage::csv() const {
     const pipeline::HessianDiagonal* d = shown();
     if (!d) return table;
     for (std::size_t c = 0; c < d->diagonal.size(); ++c)
-        table.rows.append({QString::number(c), QString::number(d->diagonal[c], 'g', 9), QString::number(d->actOrderRank[c] + 1)});
+        table.rows.append(
+            {QString::number(c), QString::number(d->diagonal[c], 'g', 9), QString::number(d->actOrderRank[c] + 1)});
     return table;
 }
 

@@ -5,11 +5,12 @@
 // Quantize panel) serves all seven linears of a layer.
 #include <optional>
 
+#include "qs/pipeline/backend.h"
+#include "qs/pipeline/hessian_diagonals.h"
+
 #include "inspector_page.h"
 #include "job_runner.h"
 #include "plot_export.h"
-#include "qs/pipeline/backend.h"
-#include "qs/pipeline/hessian_diagonals.h"
 
 class QLabel;
 class QSpinBox;
@@ -32,14 +33,14 @@ public:
     bool isBusy() const override;
 
     void setSampling(int samples, int sequenceLength);
-    void setDevice(pipeline::DeviceChoice device);   // where the next calibration runs
+    void setDevice(pipeline::DeviceChoice device);  // where the next calibration runs
     pipeline::DeviceChoice device() const { return device_; }
     // Null until the selected linear's layer is calibrated.
     const pipeline::HessianDiagonal* shown() const;
     PlotView* plot() const { return plot_; }
     QString captionText() const;
     QString notCalibratedText() const;
-    bool layerCalibrated() const;   // the selected linear's layer has its diagonals
+    bool layerCalibrated() const;  // the selected linear's layer has its diagonals
 
 protected:
     void showEvent(QShowEvent* event) override;
@@ -63,9 +64,9 @@ private:
     CheckpointPtr checkpoint_;
     int layer_ = -1;
     QString module_;
-    QString refusal_;   // why this checkpoint cannot be calibrated (it is quantized); empty when it can
+    QString refusal_;  // why this checkpoint cannot be calibrated (it is quantized); empty when it can
     bool stale_ = false;
-    std::optional<Calibrated> hessians_;   // the last calibrated layer, kept for its other linears
+    std::optional<Calibrated> hessians_;  // the last calibrated layer, kept for its other linears
     pipeline::DeviceChoice device_ = pipeline::DeviceChoice::Auto;
     JobRunner runner_;
 

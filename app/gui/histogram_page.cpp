@@ -46,7 +46,7 @@ HistogramPage::HistogramPage(QWidget* parent)
     log_->setObjectName(QStringLiteral("logCounts"));
     bins_->setRange(4, 4096);
     bins_->setValue(128);
-    bins_->setKeyboardTracking(false);   // one job per entered number, not per keystroke
+    bins_->setKeyboardTracking(false);  // one job per entered number, not per keystroke
     sigma_->setRange(0.5, 20.0);
     sigma_->setSingleStep(0.5);
     sigma_->setDecimals(1);
@@ -82,7 +82,8 @@ HistogramPage::HistogramPage(QWidget* parent)
     connect(sigma_, &QDoubleSpinBox::valueChanged, this, &HistogramPage::refresh);
     connect(log_, &QCheckBox::toggled, this, &HistogramPage::draw);
     connect(plot_, &PlotView::resetViewRequested, this, &HistogramPage::resetView);
-    connect(plot_, &PlotView::exportFailed, this, [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
+    connect(plot_, &PlotView::exportFailed, this,
+            [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
     connect(&runner_, &JobRunner::busyChanged, this, &InspectorPage::busyChanged);
     clearPlot(tr("Open a checkpoint and select a tensor."));
 }
@@ -101,9 +102,7 @@ void HistogramPage::setTensor(const QString& name) {
 
 void HistogramPage::setBins(int bins) { bins_->setValue(bins); }
 
-bool HistogramPage::isBusy() const {
-    return runner_.isBusy() || (stale_ && isVisible());
-}
+bool HistogramPage::isBusy() const { return runner_.isBusy() || (stale_ && isVisible()); }
 
 void HistogramPage::showEvent(QShowEvent* event) {
     InspectorPage::showEvent(event);
@@ -113,7 +112,7 @@ void HistogramPage::showEvent(QShowEvent* event) {
 void HistogramPage::refresh() {
     if (!checkpoint_ || tensor_.isEmpty()) return;
     if (!isVisible()) {
-        stale_ = true;   // computed when the tab is shown, not for every selection made elsewhere
+        stale_ = true;  // computed when the tab is shown, not for every selection made elsewhere
         return;
     }
     stale_ = false;
@@ -137,12 +136,14 @@ void HistogramPage::refresh() {
 // On the worker. A quantized linear's packed codes are shown as the weights they decode to (with
 // the format's own arithmetic, formats::LinearReader); any other tensor as it is stored.
 HistogramPage::Shown HistogramPage::computeShown(const io::Checkpoint& checkpoint, const std::string& name,
-                                                 const analysis::HistogramOptions& options, const qs::CancelToken& token) {
+                                                 const analysis::HistogramOptions& options,
+                                                 const qs::CancelToken& token) {
     if (const auto decoded = decodeCodes(checkpoint, name)) {
         token.throwIfCancelled();
         const MatrixF& w = decoded->weight;
-        return {analysis::computeHistogram(std::span<const float>(w.data(), static_cast<std::size_t>(w.size())), options),
-                QString::fromStdString(decoded->scheme)};
+        return {
+            analysis::computeHistogram(std::span<const float>(w.data(), static_cast<std::size_t>(w.size())), options),
+            QString::fromStdString(decoded->scheme)};
     }
     return {analysis::computeHistogram(checkpoint.tensor(name), options), QString()};
 }
@@ -177,8 +178,8 @@ void HistogramPage::draw() {
     auto* tails = new QCPBars(plot_->xAxis, plot_->yAxis);
     const double low = h.mean - h.tailSigma * h.stddev;
     const double high = h.mean + h.tailSigma * h.stddev;
-    for (const auto& [bars, color, name] : {std::tuple{bulk, kBulkColor, tr("within ±%1σ")},
-                                      std::tuple{tails, kTailColor, tr("beyond ±%1σ")}}) {
+    for (const auto& [bars, color, name] :
+         {std::tuple{bulk, kBulkColor, tr("within ±%1σ")}, std::tuple{tails, kTailColor, tr("beyond ±%1σ")}}) {
         bars->setWidthType(QCPBars::wtPlotCoords);
         bars->setWidth(h.edges[1] - h.edges[0]);
         bars->setPen(Qt::NoPen);
@@ -187,7 +188,7 @@ void HistogramPage::draw() {
     }
     for (int b = 0; b < h.bins(); ++b) {
         const auto count = h.counts[static_cast<std::size_t>(b)];
-        if (count == 0) continue;   // nothing to draw, and log axes cannot show zero
+        if (count == 0) continue;  // nothing to draw, and log axes cannot show zero
         const double centre = 0.5 * (h.edges[static_cast<std::size_t>(b)] + h.edges[static_cast<std::size_t>(b) + 1]);
         // Zero spread (g_idx, one global scale): no value lies beyond ±kσ of the mean; the one bar's
         // centre merely differs from it by half a bin.
@@ -250,11 +251,12 @@ void HistogramPage::resetView() {
     const double high = std::max(h.edges.back(), h.mean + h.tailSigma * h.stddev);
     const double margin = 0.03 * (high - low);
     plot_->xAxis->setRange(low - margin, high + margin);
-    const double peak = static_cast<double>(std::max<std::uint64_t>(1, *std::max_element(h.counts.begin(), h.counts.end())));
+    const double peak =
+        static_cast<double>(std::max<std::uint64_t>(1, *std::max_element(h.counts.begin(), h.counts.end())));
     if (log_->isChecked()) {
         plot_->yAxis->setRange(0.7, peak * 3.0);
     } else {
-        plot_->yAxis->setRange(0.0, peak * 1.12);   // room for the σ labels at the top
+        plot_->yAxis->setRange(0.0, peak * 1.12);  // room for the σ labels at the top
     }
     plot_->replot();
 }
@@ -270,9 +272,10 @@ QString HistogramPage::statsText() const {
                         .arg(shownTensor_.toHtmlEscaped(), QString::fromStdString(t->info->typeName()),
                              shapeText(t->info->shape), locale.toString(qulonglong(h.count)));
         else
-            text += tr("<b>%1</b> · %2 %3 decoded from %4 · %5 weights")
-                        .arg(shownTensor_.toHtmlEscaped(), QString::fromStdString(t->info->typeName()), shapeText(t->info->shape),
-                             decodedAs_.toHtmlEscaped(), locale.toString(qulonglong(h.count)));
+            text +=
+                tr("<b>%1</b> · %2 %3 decoded from %4 · %5 weights")
+                    .arg(shownTensor_.toHtmlEscaped(), QString::fromStdString(t->info->typeName()),
+                         shapeText(t->info->shape), decodedAs_.toHtmlEscaped(), locale.toString(qulonglong(h.count)));
         if (h.nonFinite > 0) text += tr(" (+%1 NaN/Inf left out)").arg(h.nonFinite);
         text += QStringLiteral("<br>");
     }

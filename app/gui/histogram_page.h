@@ -3,12 +3,13 @@
 // beyond ±k·σ shaded and coloured, and the moments underneath.
 #include <optional>
 
-#include "inspector_page.h"
-#include "job_runner.h"
-#include "plot_export.h"
 #include "qs/analysis/histogram.h"
 #include "qs/cancel_token.h"
 #include "qs/io/checkpoint.h"
+
+#include "inspector_page.h"
+#include "job_runner.h"
+#include "plot_export.h"
 
 class QCheckBox;
 class QDoubleSpinBox;
@@ -51,8 +52,8 @@ private:
         analysis::Histogram histogram;
         QString decodedAs;
     };
-    static Shown computeShown(const io::Checkpoint& checkpoint, const std::string& name, const analysis::HistogramOptions& options,
-                              const qs::CancelToken& token);
+    static Shown computeShown(const io::Checkpoint& checkpoint, const std::string& name,
+                              const analysis::HistogramOptions& options, const qs::CancelToken& token);
     void showResult(const QString& tensor, Shown shown);
     void clearPlot(const QString& message);
     void draw();

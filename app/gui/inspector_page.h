@@ -19,9 +19,9 @@ class InspectorPage : public QWidget {
 public:
     using QWidget::QWidget;
 
-    virtual QString title() const = 0;          // short: eight tabs share a laptop's tab bar
-    virtual QString toolTip() const { return title(); }   // what the short title stands for
-    virtual QString key() const = 0;            // the --tab name: "histogram", "channels", "overview", ...
+    virtual QString title() const = 0;                   // short: eight tabs share a laptop's tab bar
+    virtual QString toolTip() const { return title(); }  // what the short title stands for
+    virtual QString key() const = 0;                     // the --tab name: "histogram", "channels", "overview", ...
     virtual void setCheckpoint(CheckpointPtr checkpoint) = 0;
     virtual void setTensor(const QString& name) = 0;
     // True while the page's shown content is not yet computed (the screenshot waits for this).

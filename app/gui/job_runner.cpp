@@ -30,7 +30,7 @@ void JobRunner::launch(Task task, std::function<void(QString)> failed) {
     const quint64 id = ++latest_;
     setBusy(true);
     pool_.start([this, id, token = token_, task = std::move(task), failed = std::move(failed)] {
-        qs::sizeThreadTeamToFreeCores();   // this pool thread's OpenMP team, as the cores are now
+        qs::sizeThreadTeamToFreeCores();  // this pool thread's OpenMP team, as the cores are now
         Delivery delivery;
         try {
             delivery = task(token);
@@ -39,12 +39,13 @@ void JobRunner::launch(Task task, std::function<void(QString)> failed) {
         } catch (const std::exception& e) {
             delivery = [failed, message = QString::fromStdString(e.what())] { failed(message); };
         }
-        QMetaObject::invokeMethod(this, [this, id, delivery] { deliver(id, delivery); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            this, [this, id, delivery] { deliver(id, delivery); }, Qt::QueuedConnection);
     });
 }
 
 void JobRunner::deliver(quint64 id, const Delivery& delivery) {
-    if (id != latest_) return;   // a newer job (or cancel()) superseded this one
+    if (id != latest_) return;  // a newer job (or cancel()) superseded this one
     if (delivery) delivery();
     // After drawing, so that whoever waits for "not busy" (the screenshot) sees the result; unless
     // the delivery itself started a newer job.

@@ -5,8 +5,8 @@
 // is still the latest. The GUI never waits on a job, except the destructor, which cancels first.
 #include <exception>
 #include <functional>
-#include <type_traits>
 #include <memory>
+#include <type_traits>
 #include <utility>
 
 #include <QObject>
@@ -38,7 +38,7 @@ public:
             std::move(failed));
     }
 
-    void cancel();                 // drops the running job's result; busy() turns false at once
+    void cancel();  // drops the running job's result; busy() turns false at once
     bool isBusy() const { return busy_; }
 
 signals:

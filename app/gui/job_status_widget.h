@@ -4,6 +4,7 @@
 #include <QWidget>
 
 #include "qs/progress.h"
+
 #include "remaining_time.h"
 
 class QLabel;

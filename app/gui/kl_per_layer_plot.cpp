@@ -48,7 +48,7 @@ void KlPerLayerPlot::drawResult() {
             const pipeline::MethodResult& m = result_->methods[i];
             if (!measured(m)) continue;
             QCPGraph* graph = addGraph();
-            graph->setName(shortLabel(m));   // the full label is in the tooltip and the table
+            graph->setName(shortLabel(m));  // the full label is in the tooltip and the table
             graph->setPen(QPen(seriesColor(static_cast<int>(i)), 2));
             graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssCircle, 6));
             for (std::size_t layer = 0; layer < m.perLayerKl.size(); ++layer)
@@ -72,7 +72,8 @@ QString KlPerLayerPlot::toolTipAt(double x) const {
     QStringList lines{tr("<b>layer %1</b> only quantized").arg(layer)};
     for (const auto& m : result_->methods)
         if (measured(m) && static_cast<std::size_t>(layer) < m.perLayerKl.size())
-            lines << QStringLiteral("%1: %2").arg(methodLabel(m), klText(m.perLayerKl[static_cast<std::size_t>(layer)]));
+            lines << QStringLiteral("%1: %2").arg(methodLabel(m),
+                                                  klText(m.perLayerKl[static_cast<std::size_t>(layer)]));
     return lines.join(QStringLiteral("<br>"));
 }
 
@@ -89,7 +90,8 @@ CsvTable KlPerLayerPlot::csv() const {
         QStringList row{QString::number(layer)};
         for (const auto* m : shown)
             row << (static_cast<std::size_t>(layer) < m->perLayerKl.size()
-                        ? QString::number(m->perLayerKl[static_cast<std::size_t>(layer)], 'g', 8) : QString());
+                        ? QString::number(m->perLayerKl[static_cast<std::size_t>(layer)], 'g', 8)
+                        : QString());
         table.rows.append(row);
     }
     return table;

@@ -15,13 +15,13 @@ public:
     void setResult(JobResultPtr result);
     bool hasData() const { return layers_ > 0; }
     int lineCount() const { return graphCount(); }
-    int layerAt(double x) const;   // -1 outside the layers
+    int layerAt(double x) const;  // -1 outside the layers
 
 signals:
     void layerClicked(int layer);
 
 private:
-    void drawResult();   // not draw(): QCustomPlot::draw(QCPPainter*) is a virtual of the base
+    void drawResult();  // not draw(): QCustomPlot::draw(QCPPainter*) is a virtual of the base
     void resetView();
     QString toolTipAt(double x) const;
     CsvTable csv() const;

@@ -11,7 +11,7 @@ namespace qs::gui {
 namespace {
 
 constexpr double kBarWidth = 0.6;
-constexpr double kFloor = 1e-9;   // a KL of exactly 0 still gets a (tiny) bar on the log axis
+constexpr double kFloor = 1e-9;  // a KL of exactly 0 still gets a (tiny) bar on the log axis
 
 }  // namespace
 
@@ -21,7 +21,7 @@ KlPerMethodPlot::KlPerMethodPlot(QWidget* parent) : PlotView(parent) {
     setLogValueAxis();
     yAxis->setLabel(tr("mean KLD (nats)"));
     xAxis->setLabel(tr("method, bits per weight"));
-    xAxis->setTickLabelRotation(-35);   // seven methods fit under narrow bars
+    xAxis->setTickLabelRotation(-35);  // seven methods fit under narrow bars
     setToolTipProvider([this](double x, double) { return toolTipAt(x); });
     setCsvProvider([this] { return csv(); });
     connect(this, &PlotView::resetViewRequested, this, &KlPerMethodPlot::resetView);
@@ -48,7 +48,8 @@ void KlPerMethodPlot::drawResult() {
         for (std::size_t i = 0; i < result_->methods.size(); ++i) {
             const pipeline::MethodResult& m = result_->methods[i];
             const double x = static_cast<double>(i);
-            ticker->addTick(x, shortLabel(m) + QStringLiteral(" · ") + (hasKl(m) ? QString::number(m.bitsPerWeight, 'f', 2) : tr("failed")));
+            ticker->addTick(x, shortLabel(m) + QStringLiteral(" · ") +
+                                   (hasKl(m) ? QString::number(m.bitsPerWeight, 'f', 2) : tr("failed")));
             if (!hasKl(m)) continue;
             auto* bars = new QCPBars(xAxis, yAxis);
             bars->setWidth(kBarWidth);
@@ -73,15 +74,18 @@ void KlPerMethodPlot::resetView() {
                 low = std::min(low, std::max(m.kl.meanKld.value, kFloor));
                 high = std::max(high, m.kl.meanKld.value);
             }
-    if (high <= 0.0) yAxis->setRange(1e-5, 1.0);
-    else yAxis->setRange(low / 4.0, high * 4.0);
+    if (high <= 0.0)
+        yAxis->setRange(1e-5, 1.0);
+    else
+        yAxis->setRange(low / 4.0, high * 4.0);
     replot();
 }
 
 QString KlPerMethodPlot::toolTipAt(double x) const {
     if (!result_) return {};
     const long i = std::lround(x);
-    if (i < 0 || i >= static_cast<long>(result_->methods.size()) || std::abs(x - static_cast<double>(i)) > kBarWidth / 2)
+    if (i < 0 || i >= static_cast<long>(result_->methods.size()) ||
+        std::abs(x - static_cast<double>(i)) > kBarWidth / 2)
         return {};
     const pipeline::MethodResult& m = result_->methods[static_cast<std::size_t>(i)];
     if (!m.error.empty()) return tr("%1: failed — %2").arg(methodLabel(m), QString::fromStdString(m.error));
@@ -94,12 +98,14 @@ QString KlPerMethodPlot::toolTipAt(double x) const {
 
 CsvTable KlPerMethodPlot::csv() const {
     CsvTable table{{QStringLiteral("method"), QStringLiteral("bits_per_weight"), QStringLiteral("mean_kld"),
-                    QStringLiteral("mean_kld_stderr")}, {}};
+                    QStringLiteral("mean_kld_stderr")},
+                   {}};
     if (!result_) return table;
     for (const auto& m : result_->methods) {
         if (!hasKl(m)) continue;
         table.rows.append({methodLabel(m), QString::number(m.bitsPerWeight, 'g', 6),
-                           QString::number(m.kl.meanKld.value, 'g', 8), QString::number(m.kl.meanKld.uncertainty, 'g', 8)});
+                           QString::number(m.kl.meanKld.value, 'g', 8),
+                           QString::number(m.kl.meanKld.uncertainty, 'g', 8)});
     }
     return table;
 }

@@ -13,10 +13,10 @@ public:
     explicit KlPerMethodPlot(QWidget* parent = nullptr);
 
     void setResult(JobResultPtr result);
-    int barCount();   // methods drawn (those that ran and were evaluated)
+    int barCount();  // methods drawn (those that ran and were evaluated)
 
 private:
-    void drawResult();   // not draw(): QCustomPlot::draw(QCPPainter*) is a virtual of the base
+    void drawResult();  // not draw(): QCustomPlot::draw(QCPPainter*) is a virtual of the base
     void resetView();
     QString toolTipAt(double x) const;
     CsvTable csv() const;

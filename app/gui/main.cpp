@@ -10,11 +10,12 @@
 #include <QIcon>
 #include <QSize>
 
+#include "qs/huge_pages.h"
+
 #include "main_window.h"
 #include "overview_page.h"
-#include "qs/huge_pages.h"
-#include "quantize_panel.h"
 #include "quantize_job.h"
+#include "quantize_panel.h"
 #include "results_page.h"
 #if defined(QS_WITH_CUDA_BACKEND)
 #include "qs/gpu/cuda_backend.h"
@@ -30,8 +31,8 @@ struct Options {
     QString tab;
     bool quantize = false;
     QStringList methods;
-    QString overviewModules;   // the Overview's module list entry ("experts: gate_proj")
-    QString original;   // File ▸ Compare with Original… once the checkpoint is open
+    QString overviewModules;  // the Overview's module list entry ("experts: gate_proj")
+    QString original;         // File ▸ Compare with Original… once the checkpoint is open
     QSize size{1400, 900};
     int timeoutMs = 60000;
 };
@@ -56,37 +57,47 @@ Options parseOptions(const QApplication& app) {
                                         QStringLiteral("file"));
     const QCommandLineOption tab(
         QStringLiteral("tab"),
-        QApplication::translate("main", "The tab to show: histogram, quantized, channels, overview, hessian, scales or results (experts: the "
-                                        "results' tokens per expert of a MoE job); or the Quantize or Export panel (quantize, export)."),
+        QApplication::translate(
+            "main",
+            "The tab to show: histogram, quantized, channels, overview, hessian, scales or results (experts: the "
+            "results' tokens per expert of a MoE job); or the Quantize or Export panel (quantize, export)."),
         QStringLiteral("name"));
     const QCommandLineOption quantize(
         QStringLiteral("quantize"),
-        QApplication::translate("main", "Start a quantization with the Quantize panel's settings once the checkpoint "
-                                        "is open (with --screenshot, the picture shows its results)."));
-    const QCommandLineOption timeout(QStringLiteral("timeout"),
-                                     QApplication::translate("main", "Screenshot: longest wait for the view, in seconds."),
-                                     QStringLiteral("seconds"), QStringLiteral("60"));
+        QApplication::translate("main",
+                                "Start a quantization with the Quantize panel's settings once the checkpoint "
+                                "is open (with --screenshot, the picture shows its results)."));
+    const QCommandLineOption timeout(
+        QStringLiteral("timeout"),
+        QApplication::translate("main", "Screenshot: longest wait for the view, in seconds."),
+        QStringLiteral("seconds"), QStringLiteral("60"));
     const QCommandLineOption methods(
         QStringLiteral("methods"),
-        QApplication::translate("main", "The methods to tick in the Quantize panel, comma-separated (e.g. gptq4,q4_k_m,nvfp4)."),
+        QApplication::translate(
+            "main", "The methods to tick in the Quantize panel, comma-separated (e.g. gptq4,q4_k_m,nvfp4)."),
         QStringLiteral("list"));
-    const QCommandLineOption size(QStringLiteral("size"),
-                                  QApplication::translate("main", "Screenshot: the window's size, e.g. 1366x768 (a laptop) or 1920x1080."),
-                                  QStringLiteral("WxH"), QStringLiteral("1400x900"));
+    const QCommandLineOption size(
+        QStringLiteral("size"),
+        QApplication::translate("main", "Screenshot: the window's size, e.g. 1366x768 (a laptop) or 1920x1080."),
+        QStringLiteral("WxH"), QStringLiteral("1400x900"));
     const QCommandLineOption original(
         QStringLiteral("original"),
-        QApplication::translate("main", "The checkpoint the opened one was quantized from (File ▸ Compare with Original…): the "
-                                        "Quantized tab shows each linear's rounding error against it."),
+        QApplication::translate("main",
+                                "The checkpoint the opened one was quantized from (File ▸ Compare with Original…): the "
+                                "Quantized tab shows each linear's rounding error against it."),
         QStringLiteral("folder"));
     const QCommandLineOption overviewModules(
         QStringLiteral("overview-modules"),
-        QApplication::translate("main", "The Overview's modules of a mixture of experts: \"dense linears\" or one expert linear's "
-                                        "layer × expert view, as the list names it (e.g. \"experts: gate_proj\")."),
+        QApplication::translate(
+            "main",
+            "The Overview's modules of a mixture of experts: \"dense linears\" or one expert linear's "
+            "layer × expert view, as the list names it (e.g. \"experts: gate_proj\")."),
         QStringLiteral("entry"));
     parser.addOptions({screenshot, tab, quantize, methods, original, overviewModules, size, timeout});
-    parser.addPositionalArgument(QStringLiteral("checkpoint"),
-                                 QApplication::translate("main", "A .safetensors or .gguf file, or a checkpoint folder."),
-                                 QStringLiteral("[checkpoint]"));
+    parser.addPositionalArgument(
+        QStringLiteral("checkpoint"),
+        QApplication::translate("main", "A .safetensors or .gguf file, or a checkpoint folder."),
+        QStringLiteral("[checkpoint]"));
     parser.process(app);
 
     Options options;
@@ -105,10 +116,10 @@ Options parseOptions(const QApplication& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    qs::restartWithHugePages(argv);   // before any work: glibc reads the tunable only at start
+    qs::restartWithHugePages(argv);  // before any work: glibc reads the tunable only at start
     QApplication app(argc, argv);
 #if defined(QS_WITH_CUDA_BACKEND)
-    qs::gpu::registerCudaBackend();   // the Quantize panel's Auto / CUDA can then pick the GPU
+    qs::gpu::registerCudaBackend();  // the Quantize panel's Auto / CUDA can then pick the GPU
 #endif
     QApplication::setOrganizationName(QStringLiteral("QuantScope"));
     QApplication::setApplicationName(QStringLiteral("QuantScope"));
@@ -127,14 +138,16 @@ int main(int argc, char** argv) {
     MainWindow window(headless ? MainWindow::Settings::Ignore : MainWindow::Settings::Remember);
     auto stderrReporter = std::make_shared<qs::gui::StderrErrorReporter>();
     if (headless) {
-        window.setErrorReporter(stderrReporter);   // nobody could close a dialog
+        window.setErrorReporter(stderrReporter);  // nobody could close a dialog
         window.resize(options.size);
     }
     // "experts": the Results page with its tokens-per-expert tab in front once a MoE job's result has one.
     const bool experts = options.tab == QLatin1String("experts");
     if (experts) window.resultsPage()->preferExpertTokens(true);
     if (!options.tab.isEmpty() && !window.showPage(experts ? QStringLiteral("results") : options.tab)) {
-        std::fprintf(stderr, "quantscope: unknown tab '%s' (histogram, quantized, channels, overview, hessian, scales, results, experts, quantize, export)\n",
+        std::fprintf(stderr,
+                     "quantscope: unknown tab '%s' (histogram, quantized, channels, overview, hessian, scales, "
+                     "results, experts, quantize, export)\n",
                      qUtf8Printable(options.tab));
         return 2;
     }
@@ -155,7 +168,7 @@ int main(int argc, char** argv) {
         if (headless) return 2;
     }
     if (!options.original.isEmpty() && !window.compareWithOriginal(options.original) && headless) return 2;
-    bool jobFailed = false;   // a --quantize run that fails exits with 2, as the CLI does
+    bool jobFailed = false;  // a --quantize run that fails exits with 2, as the CLI does
     QObject::connect(window.quantizeJob(), &qs::gui::QuantizeJob::failed, [&jobFailed] { jobFailed = true; });
     if (options.quantize && !window.startQuantizeJob()) {
         std::fprintf(stderr, "quantscope: --quantize needs a checkpoint that opens\n");

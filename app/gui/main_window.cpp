@@ -10,33 +10,39 @@
 #include <QDropEvent>
 #include <QFileDialog>
 #include <QFileInfo>
-#include <QMenuBar>
 #include <QGuiApplication>
+#include <QHeaderView>
+#include <QMenuBar>
 #include <QMessageBox>
-#include <QScreen>
 #include <QMimeData>
+#include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
 #include <QStackedWidget>
 #include <QStatusBar>
-#include <QHeaderView>
 #include <QTabBar>
 #include <QTabWidget>
 #include <QTableView>
+
+#include "qs/formats/detect.h"
+#include "qs/message_text.h"
+#include "qs/pipeline/bundled_resources.h"
+#include "qs/pipeline/model_checkpoint.h"
 
 #include "about_dialog.h"
 #include "channels_page.h"
 #include "checkpoint_file_dialog.h"
 #include "checkpoint_tree_model.h"
 #include "checkpoint_tree_panel.h"
-#include "hessian_page.h"
 #include "expert_overview_layout.h"
 #include "export_panel.h"
 #include "forward_pass_support.h"
+#include "hessian_page.h"
 #include "histogram_page.h"
 #include "job_runner.h"
 #include "job_status_widget.h"
 #include "message_box_error_reporter.h"
+#include "mixed_precision_page.h"
 #include "module_log_model.h"
 #include "number_format.h"
 #include "overview_page.h"
@@ -44,22 +50,16 @@
 #include "quantize_panel.h"
 #include "quantized_linear_page.h"
 #include "recent_files.h"
-#include "run_cache.h"
-#include "mixed_precision_page.h"
 #include "results_page.h"
+#include "run_cache.h"
 #include "serving_scales_page.h"
 #include "start_page.h"
 #include "summary_panel.h"
 
-#include "qs/formats/detect.h"
-#include "qs/message_text.h"
-#include "qs/pipeline/bundled_resources.h"
-#include "qs/pipeline/model_checkpoint.h"
-
 namespace qs::gui {
 namespace {
 
-constexpr int kStateVersion = 3;   // bump when the docks change, so old saved layouts are ignored
+constexpr int kStateVersion = 3;  // bump when the docks change, so old saved layouts are ignored
 
 // A dock's content scrolls instead of setting the window's minimum height: the window must fit a
 // 1366x768 laptop screen.
@@ -97,7 +97,8 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
       probe_(new DeviceProbe(std::move(probe), this)),
       cacheCleaner_(new JobRunner(this)) {
     confirm_ = [this](const QString& title, const QString& question) {
-        return QMessageBox::question(this, title, question, QMessageBox::Yes | QMessageBox::No, QMessageBox::No) == QMessageBox::Yes;
+        return QMessageBox::question(this, title, question, QMessageBox::Yes | QMessageBox::No, QMessageBox::No) ==
+               QMessageBox::Yes;
     };
     setWindowTitle(tr("QuantScope"));
     setAcceptDrops(true);
@@ -111,8 +112,9 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
     createJobDocks();
     connectJob();
     createMenus();
-    statusBar()->showMessage(tr("Open a .safetensors or .gguf file or a checkpoint folder (File ▸ Open, or drop it here)."));
-    defaultLayout_ = saveState(kStateVersion);   // before a saved layout replaces it
+    statusBar()->showMessage(
+        tr("Open a .safetensors or .gguf file or a checkpoint folder (File ▸ Open, or drop it here)."));
+    defaultLayout_ = saveState(kStateVersion);  // before a saved layout replaces it
     if (settings_ == Settings::Remember) restoreWindowState();
     connect(probe_, &DeviceProbe::finished, quantize_, &QuantizePanel::showDevices);
     connect(probe_, &DeviceProbe::finished, this, [this] { emit busyChanged(isBusy()); });
@@ -146,10 +148,13 @@ void MainWindow::createPages() {
         return m.mixed ? mixed_->exportSettings(m.label()) : nlohmann::json::object();
     });
     // The allocation stays in view on its plot; Results and Export gain it beside.
-    connect(mixed_, &MixedPrecisionPage::allocationsQuantized, this, [this](const std::shared_ptr<const pipeline::JobResult>& result) {
-        if (showResult(result))
-            statusBar()->showMessage(tr("%1 is in Results, and in Export to write.").arg(QString::fromStdString(result->methods.back().label())), 10000);
-    });
+    connect(mixed_, &MixedPrecisionPage::allocationsQuantized, this,
+            [this](const std::shared_ptr<const pipeline::JobResult>& result) {
+                if (showResult(result))
+                    statusBar()->showMessage(tr("%1 is in Results, and in Export to write.")
+                                                 .arg(QString::fromStdString(result->methods.back().label())),
+                                             10000);
+            });
 }
 
 void MainWindow::createDocks() {
@@ -196,7 +201,8 @@ void MainWindow::createJobDocks() {
     quantizeDock_->raise();
     connect(export_, &ExportPanel::openRequested, this, &MainWindow::requestOpen);
     connect(export_, &ExportPanel::failed, this, [this](const QString& m) { reportError(tr("Export failed"), m); });
-    connect(export_, &ExportPanel::exported, this, [this](const QString& f) { statusBar()->showMessage(tr("Exported to %1.").arg(f), 10000); });
+    connect(export_, &ExportPanel::exported, this,
+            [this](const QString& f) { statusBar()->showMessage(tr("Exported to %1.").arg(f), 10000); });
     statusBar()->addPermanentWidget(jobStatus_);
 }
 
@@ -215,7 +221,8 @@ void MainWindow::connectJob() {
     connect(job_, &QuantizeJob::moduleLogged, moduleLog_, &ModuleLogModel::append);
     connect(job_, &QuantizeJob::finished, this, &MainWindow::onJobFinished);
     connect(job_, &QuantizeJob::failed, this, [this](const QString& m) { reportError(tr("Quantization failed"), m); });
-    connect(job_, &QuantizeJob::cancelled, this, [this] { statusBar()->showMessage(tr("Quantization cancelled."), 10000); });
+    connect(job_, &QuantizeJob::cancelled, this,
+            [this] { statusBar()->showMessage(tr("Quantization cancelled."), 10000); });
 }
 
 bool MainWindow::startQuantizeJob() {
@@ -228,7 +235,7 @@ bool MainWindow::startQuantizeJob() {
     RunFolder folder;
     try {
         folder = chooseRunFolder(settings);
-    } catch (const std::exception& e) {   // the cache folder cannot be written
+    } catch (const std::exception& e) {  // the cache folder cannot be written
         reportError(tr("Cannot quantize"), QString::fromStdString(e.what()));
         return false;
     }
@@ -245,7 +252,8 @@ RunFolder MainWindow::chooseRunFolder(const QuantizeSettings& settings) {
     if (std::optional<RunCache::Interrupted> interrupted = cache.takeInterrupted(key)) {
         if (confirm_(tr("Resume the interrupted run?"),
                      tr("A run with these settings on this checkpoint stopped after finishing %n layer(s). "
-                        "Resume it from there? (No starts over.)", nullptr, interrupted->finishedLayers)))
+                        "Resume it from there? (No starts over.)",
+                        nullptr, interrupted->finishedLayers)))
             return {interrupted->lease, true};
         interrupted->lease->removeFolder();
     }
@@ -268,9 +276,10 @@ void MainWindow::onJobFinished(const std::shared_ptr<const pipeline::JobResult>&
 bool MainWindow::showResult(const std::shared_ptr<const pipeline::JobResult>& result) {
     // QuantizeJob drops what a cancelled job delivers; this catches a result of any other origin.
     if (result->source != fingerprint_) {
-        statusBar()->showMessage(tr("A finished job's results were dropped: they are of %1, not of the open checkpoint.")
-                                     .arg(QString::fromStdString(result->source.describe())),
-                                 10000);
+        statusBar()->showMessage(
+            tr("A finished job's results were dropped: they are of %1, not of the open checkpoint.")
+                .arg(QString::fromStdString(result->source.describe())),
+            10000);
         return false;
     }
     results_->setResult(result);
@@ -288,7 +297,8 @@ void MainWindow::selectLayer(int layer, const QString& module) {
         return;
     }
     // gpt-oss's experts have no tensors of their own ("mlp.experts.3.gate_up_proj" in the log): the stacked one.
-    if (const auto stacked = expertWeightTensor(*checkpoint_, layer, wanted)) selectTensor(QString::fromStdString(*stacked));
+    if (const auto stacked = expertWeightTensor(*checkpoint_, layer, wanted))
+        selectTensor(QString::fromStdString(*stacked));
 }
 
 void MainWindow::createMenus() {
@@ -331,11 +341,13 @@ void MainWindow::fillRecentMenu() {
 
 void MainWindow::openFileDialog() {
     CheckpointFileDialog dialog(this, QFileInfo(path_).absolutePath());
-    if (dialog.exec() == QDialog::Accepted && !dialog.selectedFiles().isEmpty()) requestOpen(dialog.selectedFiles().front());
+    if (dialog.exec() == QDialog::Accepted && !dialog.selectedFiles().isEmpty())
+        requestOpen(dialog.selectedFiles().front());
 }
 
 void MainWindow::openFolderDialog() {
-    const QString path = QFileDialog::getExistingDirectory(this, tr("Open checkpoint folder"), QFileInfo(path_).absolutePath());
+    const QString path =
+        QFileDialog::getExistingDirectory(this, tr("Open checkpoint folder"), QFileInfo(path_).absolutePath());
     if (!path.isEmpty()) requestOpen(path);
 }
 
@@ -344,25 +356,28 @@ const QString kOriginalFolderKey = QStringLiteral("compare/originalFolder");
 }
 
 void MainWindow::compareWithOriginalDialog() {
-    const QString start = settings_ == Settings::Remember ? QSettings().value(kOriginalFolderKey).toString() : QString();
+    const QString start =
+        settings_ == Settings::Remember ? QSettings().value(kOriginalFolderKey).toString() : QString();
     const QString path = QFileDialog::getExistingDirectory(this, tr("Original checkpoint folder"), start);
     if (!path.isEmpty() && compareWithOriginal(path)) showPage(quantized_->key());
 }
 
 bool MainWindow::compareWithOriginal(const QString& path) {
     if (!checkpoint_) {
-        reportError(tr("Nothing to compare"), tr("Open a quantized checkpoint first, then name the checkpoint it was quantized from."));
+        reportError(tr("Nothing to compare"),
+                    tr("Open a quantized checkpoint first, then name the checkpoint it was quantized from."));
         return false;
     }
-    if (!quantized_->setOriginal(path)) return false;   // the page reported why
-    if (settings_ == Settings::Remember) QSettings().setValue(kOriginalFolderKey, path);   // the dialog's next folder
+    if (!quantized_->setOriginal(path)) return false;                                     // the page reported why
+    if (settings_ == Settings::Remember) QSettings().setValue(kOriginalFolderKey, path);  // the dialog's next folder
     return true;
 }
 
 bool MainWindow::openDemo() {
     const auto demo = pipeline::bundledResource("demo");
     if (!demo) {
-        reportError(tr("Cannot open the demo"), tr("The bundled demo checkpoint (resources/demo) is not installed with this build."));
+        reportError(tr("Cannot open the demo"),
+                    tr("The bundled demo checkpoint (resources/demo) is not installed with this build."));
         return false;
     }
     return requestOpen(QString::fromStdString(demo->string()));
@@ -376,11 +391,13 @@ bool MainWindow::confirmDiscard(const QString& action) {
     QString loses;
     if (job_->isRunning())
         loses = tr("%1 cancels the running quantization (its finished layers are kept: Start with the same settings "
-                   "offers to resume them).").arg(action);
+                   "offers to resume them).")
+                    .arg(action);
     else if (results_->result())
         loses = export_->written().isEmpty()
                     ? tr("%1 clears the Results and the Module log, which were not exported.").arg(action)
-                    : tr("%1 clears the Results and the Module log (one result was exported to %2).").arg(action, export_->written());
+                    : tr("%1 clears the Results and the Module log (one result was exported to %2).")
+                          .arg(action, export_->written());
     if (loses.isEmpty()) return true;
     return confirm_(tr("Discard the results?"), loses + QLatin1Char(' ') + tr("Continue?"));
 }
@@ -391,11 +408,11 @@ bool MainWindow::openPath(QString path) {
     try {
         opened = std::make_shared<const io::Checkpoint>(io::Checkpoint::open(path.toStdString()));
         format = formats::detect(*opened);
-    } catch (const std::exception& e) {   // qs::Error, and filesystem errors of unreadable paths
+    } catch (const std::exception& e) {  // qs::Error, and filesystem errors of unreadable paths
         reportError(tr("Cannot open checkpoint"), QString::fromStdString(e.what()));
         return false;
     }
-    job_->cancel();   // a running job's results belong to the previous checkpoint: they are dropped
+    job_->cancel();  // a running job's results belong to the previous checkpoint: they are dropped
     checkpoint_ = std::move(opened);
     fingerprint_ = io::fingerprintOf(*checkpoint_);
     path_ = path;
@@ -419,25 +436,19 @@ bool MainWindow::openPath(QString path) {
                                  .arg(path)
                                  .arg(checkpoint_->tensors().size())
                                  .arg(humanBytes(checkpoint_->summary().sizeOnDisk)));
-    selectTensor(tree_->model()->defaultTensor());   // a real histogram from the first moment
+    selectTensor(tree_->model()->defaultTensor());  // a real histogram from the first moment
     return true;
 }
 
-void MainWindow::selectTensor(const QString& name) {
-    tree_->selectTensor(name);
-}
+void MainWindow::selectTensor(const QString& name) { tree_->selectTensor(name); }
 
-QString MainWindow::currentTensor() const {
-    return tree_->currentTensor();
-}
+QString MainWindow::currentTensor() const { return tree_->currentTensor(); }
 
 void MainWindow::onTensorSelected(const QString& name) {
     for (InspectorPage* page : pages_) page->setTensor(name);
 }
 
-InspectorPage* MainWindow::currentPage() const {
-    return qobject_cast<InspectorPage*>(tabs_->currentWidget());
-}
+InspectorPage* MainWindow::currentPage() const { return qobject_cast<InspectorPage*>(tabs_->currentWidget()); }
 
 bool MainWindow::showPage(const QString& key) {
     // The Quantize and Export panels are the tabs of the right-hand dock.
@@ -446,7 +457,7 @@ bool MainWindow::showPage(const QString& key) {
         return true;
     }
     for (InspectorPage* page : pages_) {
-        if (page->key().compare(key, Qt::CaseInsensitive) == 0) {   // "--tab Hessian" as the tab reads
+        if (page->key().compare(key, Qt::CaseInsensitive) == 0) {  // "--tab Hessian" as the tab reads
             tabs_->setCurrentWidget(page);
             return true;
         }
@@ -459,9 +470,7 @@ bool MainWindow::isBusy() const {
     return job_->isRunning() || quantize_->isEstimating() || !probe_->isDone() || (page && page->isBusy());
 }
 
-void MainWindow::setErrorReporter(std::shared_ptr<ErrorReporter> reporter) {
-    reporter_ = std::move(reporter);
-}
+void MainWindow::setErrorReporter(std::shared_ptr<ErrorReporter> reporter) { reporter_ = std::move(reporter); }
 
 void MainWindow::reportError(const QString& title, const QString& message) {
     // Every failure the window shows comes through here: one line of valid text, whatever it quotes.
@@ -472,7 +481,7 @@ void MainWindow::reportError(const QString& title, const QString& message) {
 
 void MainWindow::showAbout() {
     AboutDialog about(probe_->report(), this);
-    connect(probe_, &DeviceProbe::finished, &about, &AboutDialog::showDevice);   // opened while still probing
+    connect(probe_, &DeviceProbe::finished, &about, &AboutDialog::showDevice);  // opened while still probing
     about.exec();
 }
 
@@ -520,8 +529,9 @@ void MainWindow::restoreWindowState() {
 
 void MainWindow::closeEvent(QCloseEvent* event) {
     if (job_->isRunning() &&
-        !confirm_(tr("Quit QuantScope?"), tr("A quantization is running; quitting cancels it (its finished layers are kept: Start "
-                                             "with the same settings offers to resume them). Quit anyway?"))) {
+        !confirm_(tr("Quit QuantScope?"),
+                  tr("A quantization is running; quitting cancels it (its finished layers are kept: Start "
+                     "with the same settings offers to resume them). Quit anyway?"))) {
         event->ignore();
         return;
     }

@@ -8,11 +8,12 @@
 
 #include <QMainWindow>
 
+#include "qs/io/checkpoint_fingerprint.h"
+#include "qs/pipeline/job_result.h"
+
 #include "device_probe.h"
 #include "error_reporter.h"
 #include "inspector_page.h"
-#include "qs/io/checkpoint_fingerprint.h"
-#include "qs/pipeline/job_result.h"
 #include "run_folder.h"
 
 class QDockWidget;
@@ -44,7 +45,7 @@ class MainWindow : public QMainWindow {
     Q_OBJECT
 
 public:
-    enum class Settings { Remember, Ignore };   // Ignore: screenshots and tests leave no trace
+    enum class Settings { Remember, Ignore };  // Ignore: screenshots and tests leave no trace
 
     // `probe` finds the device a job's Auto would use, on a worker, once the window is built
     // (tests pass a slow one to see that start-up never waits for it).
@@ -66,8 +67,8 @@ public:
     // Asks the user a yes/no question (a QMessageBox unless replaced: tests answer themselves).
     using Confirmation = std::function<bool(const QString& title, const QString& question)>;
     void setConfirmation(Confirmation confirm) { confirm_ = std::move(confirm); }
-    bool showPage(const QString& key);   // "histogram", ..., "results"; or the dock's "quantize", "export"
-    bool isBusy() const;                 // the visible page is still computing, or a job runs
+    bool showPage(const QString& key);  // "histogram", ..., "results"; or the dock's "quantize", "export"
+    bool isBusy() const;                // the visible page is still computing, or a job runs
     void selectTensor(const QString& name);
     QString currentTensor() const;
     CheckpointPtr checkpoint() const { return checkpoint_; }
@@ -118,7 +119,7 @@ private:
     void createPages();
     void connectJob();
     void onJobFinished(const std::shared_ptr<const pipeline::JobResult>& result);
-    bool showResult(const std::shared_ptr<const pipeline::JobResult>& result);   // false: of another checkpoint
+    bool showResult(const std::shared_ptr<const pipeline::JobResult>& result);  // false: of another checkpoint
     void createMenus();
     void fillRecentMenu();
     void openFileDialog();
@@ -140,7 +141,7 @@ private:
     std::shared_ptr<ErrorReporter> reporter_;
     CheckpointPtr checkpoint_;
     QString path_;
-    io::CheckpointFingerprint fingerprint_;   // of checkpoint_: a job's result must carry the same
+    io::CheckpointFingerprint fingerprint_;  // of checkpoint_: a job's result must carry the same
 
     CheckpointTreePanel* tree_;
     SummaryPanel* summary_;
@@ -166,12 +167,12 @@ private:
     ModuleLogModel* moduleLog_;
     JobStatusWidget* jobStatus_;
     DeviceProbe* probe_;
-    JobRunner* cacheCleaner_;   // the run cache's clean-up at start (RunCache::cleanUp)
+    JobRunner* cacheCleaner_;  // the run cache's clean-up at start (RunCache::cleanUp)
     std::vector<InspectorPage*> pages_;
     QMenu* recentMenu_ = nullptr;
-    QByteArray defaultLayout_;   // saveState() of the docks as built
+    QByteArray defaultLayout_;  // saveState() of the docks as built
     bool shownBefore_ = false;
-    bool stateRestored_ = false;   // a saved dock layout was restored: default sizes would undo it
+    bool stateRestored_ = false;  // a saved dock layout was restored: default sizes would undo it
 };
 
 }  // namespace qs::gui

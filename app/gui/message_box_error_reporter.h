@@ -9,7 +9,7 @@ namespace qs::gui {
 
 class MessageBoxErrorReporter : public ErrorReporter {
 public:
-    static constexpr const char* kDialogObjectName = "quantscopeErrorDialog";   // found by tests
+    static constexpr const char* kDialogObjectName = "quantscopeErrorDialog";  // found by tests
 
     explicit MessageBoxErrorReporter(QWidget* parent) : parent_(parent) {}
     void report(const QString& title, const QString& message) override;

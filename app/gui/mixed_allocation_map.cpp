@@ -62,9 +62,7 @@ std::vector<QRect> MixedAllocationMap::legendLayout(int width) const {
     return entries;
 }
 
-int MixedAllocationMap::legendHeight(int width) const {
-    return legendLayout(width).back().bottom() + 1 + 2 * kMargin;
-}
+int MixedAllocationMap::legendHeight(int width) const { return legendLayout(width).back().bottom() + 1 + 2 * kMargin; }
 
 std::vector<QRect> MixedAllocationMap::legendRects() const {
     std::vector<QRect> entries = legendLayout(width());
@@ -103,7 +101,8 @@ QString MixedAllocationMap::methodAt(int layer, std::string_view module) const {
 // Seven rows of labels that do not overlap, the layer numbers and the legend.
 QSize MixedAllocationMap::minimumSizeHint() const {
     const QFontMetrics fm(font());
-    return {240, int(kModules) * (fm.height() + 1) + fm.height() + 2 * kMargin + legendHeight(width() > 0 ? width() : 240)};
+    return {240,
+            int(kModules) * (fm.height() + 1) + fm.height() + 2 * kMargin + legendHeight(width() > 0 ? width() : 240)};
 }
 // Taller only stretches the cells: the plot above it takes the room a window can spare.
 QSize MixedAllocationMap::sizeHint() const { return {640, minimumSizeHint().height()}; }
@@ -115,7 +114,8 @@ void MixedAllocationMap::paintEvent(QPaintEvent*) {
     const int rowHeightText = fm.height();
     int labelWidth = 0;
     for (auto module : model::LayerWeights::kLinearModules)
-        labelWidth = std::max(labelWidth, fm.horizontalAdvance(QString::fromLatin1(module.data(), qsizetype(module.size()))));
+        labelWidth =
+            std::max(labelWidth, fm.horizontalAdvance(QString::fromLatin1(module.data(), qsizetype(module.size()))));
     const int legend = legendHeight(width());
     const QRect grid(kMargin + labelWidth + kMargin, kMargin, width() - labelWidth - 3 * kMargin,
                      height() - legend - rowHeightText - 2 * kMargin);
@@ -130,7 +130,8 @@ void MixedAllocationMap::paintEvent(QPaintEvent*) {
     for (std::size_t k = 0; k < kModules; ++k) {
         const auto module = model::LayerWeights::kLinearModules[k];
         const QRectF label(kMargin, grid.top() + ch * double(k), labelWidth, ch);
-        p.drawText(label, Qt::AlignRight | Qt::AlignVCenter, QString::fromLatin1(module.data(), qsizetype(module.size())));
+        p.drawText(label, Qt::AlignRight | Qt::AlignVCenter,
+                   QString::fromLatin1(module.data(), qsizetype(module.size())));
         for (std::size_t l = 0; l < cells_.size(); ++l) {
             const int i = cells_[l][k];
             const QRectF cell(grid.left() + cw * double(l), grid.top() + ch * double(k), cw, ch);
@@ -140,15 +141,16 @@ void MixedAllocationMap::paintEvent(QPaintEvent*) {
     // Layer numbers under the grid, as many as fit.
     const int every = std::max(1, int(std::ceil(double(fm.horizontalAdvance(QStringLiteral("00 "))) / cw)));
     for (std::size_t l = 0; l < cells_.size(); l += std::size_t(every))
-        p.drawText(QRectF(grid.left() + cw * double(l), grid.bottom() + 2, cw * every, rowHeightText), Qt::AlignLeft | Qt::AlignTop,
-                   QString::number(l));
+        p.drawText(QRectF(grid.left() + cw * double(l), grid.bottom() + 2, cw * every, rowHeightText),
+                   Qt::AlignLeft | Qt::AlignTop, QString::number(l));
     // The legend: a swatch and a name per method, then dense, in as many rows as the width needs.
     const std::vector<QRect> entries = legendRects();
     for (std::size_t i = 0; i < entries.size(); ++i) {
         const QRect& r = entries[i];
         p.fillRect(QRect(r.left(), r.top() + (rowHeightText - kSwatch) / 2, kSwatch, kSwatch),
                    qsizetype(i) < methods_.size() ? seriesColor(int(i)) : denseColor());
-        p.drawText(QPoint(r.left() + kSwatch + 4, r.top() + fm.ascent()), qsizetype(i) < methods_.size() ? methods_[qsizetype(i)] : tr("dense"));
+        p.drawText(QPoint(r.left() + kSwatch + 4, r.top() + fm.ascent()),
+                   qsizetype(i) < methods_.size() ? methods_[qsizetype(i)] : tr("dense"));
     }
 }
 

@@ -29,7 +29,7 @@ public:
     void clear();
 
     int layerCount() const { return static_cast<int>(cells_.size()); }
-    QString methodAt(int layer, std::string_view module) const;   // empty: dense (or no allocation)
+    QString methodAt(int layer, std::string_view module) const;  // empty: dense (or no allocation)
     const QStringList& legend() const { return methods_; }
 
     // Where the legend's entries are painted (the methods, then dense), wrapped to the width.
@@ -49,7 +49,7 @@ private:
 
     int fittedLegendHeight_ = 0;
     static constexpr std::size_t kModules = model::LayerWeights::kLinearModules.size();
-    std::vector<std::array<int, kModules>> cells_;   // per layer and module: index into methods_, -1 dense
+    std::vector<std::array<int, kModules>> cells_;  // per layer and module: index into methods_, -1 dense
     QStringList methods_;
 };
 

@@ -17,21 +17,22 @@
 #include <QTableWidget>
 #include <QVBoxLayout>
 
-#include "mixed_allocation_map.h"
-#include "number_format.h"
-#include "plot_view.h"
 #include "qs/error.h"
 #include "qs/model/model_config.h"
 #include "qs/pipeline/mixed_precision_report.h"
 #include "qs/pipeline/mixed_precision_rules.h"
 #include "qs/pipeline/plan_builder.h"
+
+#include "mixed_allocation_map.h"
+#include "number_format.h"
+#include "plot_view.h"
 #include "run_cache.h"
 #include "series_colors.h"
 
 namespace qs::gui {
 namespace {
 
-constexpr int kGroupSize = 128;   // the candidates' group size, as the CLI's default
+constexpr int kGroupSize = 128;  // the candidates' group size, as the CLI's default
 constexpr int kFrontierBudgets = 48;
 
 QString kl(double v) { return QString::number(v, 'g', 3); }
@@ -52,15 +53,17 @@ MixedPrecisionPage::MixedPrecisionPage(QWidget* parent)
       slider_(new QSlider(Qt::Horizontal, this)),
       pointLabel_(new QLabel(this)),
       map_(new MixedAllocationMap(this)) {
-    candidates_->setToolTip(tr("The methods the budget chooses among, comma-separated (each measured once on the whole model)"));
+    candidates_->setToolTip(
+        tr("The methods the budget chooses among, comma-separated (each measured once on the whole model)"));
     sensitivity_->addItem(tr("Group KL (one fused group quantized at a time)"), int(pipeline::Sensitivity::GroupKl));
     sensitivity_->addItem(tr("Layer KL (one layer at a time, chosen per layer)"), int(pipeline::Sensitivity::LayerKl));
     sensitivity_->addItem(tr("Output error (no extra passes)"), int(pipeline::Sensitivity::OutputError));
     rules_->setHorizontalHeaderLabels({tr("Linears (regex)"), tr("Method")});
     rules_->horizontalHeader()->setSectionResizeMode(QHeaderView::Stretch);
     rules_->verticalHeader()->hide();
-    rules_->setToolTip(tr("Applied before the allocation: the linears whose name (model.layers.N.mlp.down_proj) the regex "
-                          "finds get the method, or stay dense when the method is \"dense\""));
+    rules_->setToolTip(
+        tr("Applied before the allocation: the linears whose name (model.layers.N.mlp.down_proj) the regex "
+           "finds get the method, or stay dense when the method is \"dense\""));
     auto* addRule = new QPushButton(tr("Add rule"), this);
     auto* removeRule = new QPushButton(tr("Remove rule"), this);
     addRule->setObjectName(QStringLiteral("addRule"));
@@ -116,8 +119,9 @@ MixedPrecisionPage::MixedPrecisionPage(QWidget* parent)
     // the inputs, the rules, the run and the budget down a narrow left column; the plot over the
     // heat map on the right, split to taste. Everything fits without scrolling at that size.
     sensitivity_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    sensitivity_->setMinimumContentsLength(12);   // the long names elide; the list shows them whole
-    for (int i = 0; i < sensitivity_->count(); ++i) sensitivity_->setItemData(i, sensitivity_->itemText(i), Qt::ToolTipRole);
+    sensitivity_->setMinimumContentsLength(12);  // the long names elide; the list shows them whole
+    for (int i = 0; i < sensitivity_->count(); ++i)
+        sensitivity_->setItemData(i, sensitivity_->itemText(i), Qt::ToolTipRole);
     const int ruleRow = rules_->verticalHeader()->defaultSectionSize();
     rules_->setMinimumHeight(2 * ruleRow + rules_->horizontalHeader()->sizeHint().height() + 2 * rules_->frameWidth());
     rules_->setMaximumHeight(4 * ruleRow + rules_->horizontalHeader()->sizeHint().height() + 2 * rules_->frameWidth());
@@ -152,7 +156,7 @@ MixedPrecisionPage::MixedPrecisionPage(QWidget* parent)
     auto* right = new QSplitter(Qt::Vertical, this);
     right->addWidget(plot_);
     right->addWidget(map_);
-    right->setStretchFactor(0, 1);   // the map at its working height, the plot the rest
+    right->setStretchFactor(0, 1);  // the map at its working height, the plot the rest
     right->setStretchFactor(1, 0);
     right->setChildrenCollapsible(false);
     auto* columns = new QSplitter(Qt::Horizontal, this);
@@ -174,7 +178,7 @@ MixedPrecisionPage::MixedPrecisionPage(QWidget* parent)
     connect(addRule, &QPushButton::clicked, this, [this] {
         const int row = rules_->rowCount();
         {
-            const QSignalBlocker block(rules_);   // an empty row is no rule yet
+            const QSignalBlocker block(rules_);  // an empty row is no rule yet
             rules_->insertRow(row);
             rules_->setItem(row, 0, new QTableWidgetItem);
             rules_->setItem(row, 1, new QTableWidgetItem);
@@ -188,8 +192,10 @@ MixedPrecisionPage::MixedPrecisionPage(QWidget* parent)
     connect(rules_, &QTableWidget::itemChanged, this, &MixedPrecisionPage::validateRules);
     connect(candidates_, &QLineEdit::textChanged, this, &MixedPrecisionPage::validateRules);
     connect(measureButton_, &QPushButton::clicked, this, [this] {
-        if (runner_.isBusy()) cancel();
-        else measure();
+        if (runner_.isBusy())
+            cancel();
+        else
+            measure();
     });
     connect(quantizeButton_, &QPushButton::clicked, this, &MixedPrecisionPage::quantizeAllocation);
     connect(slider_, &QSlider::valueChanged, this, &MixedPrecisionPage::showPoint);
@@ -258,7 +264,8 @@ std::optional<MixedPrecisionPage::Inputs> MixedPrecisionPage::validatedInputs(QS
             const QString method = rules_->item(r, 1) ? rules_->item(r, 1)->text().trimmed() : QString();
             if (regex.isEmpty() && method.isEmpty()) continue;
             if (regex.isEmpty()) throw Error(tr("rule %1: the regex is empty").arg(r + 1).toStdString());
-            if (method.compare(QStringLiteral("dense"), Qt::CaseInsensitive) == 0) in.rules.ignore.push_back(regex.toStdString());
+            if (method.compare(QStringLiteral("dense"), Qt::CaseInsensitive) == 0)
+                in.rules.ignore.push_back(regex.toStdString());
             else {
                 in.overrides.push_back((regex + QLatin1Char('=') + method).toStdString());
                 in.rules.overrides.push_back(pipeline::parseOverride(in.overrides.back(), kGroupSize));
@@ -266,7 +273,7 @@ std::optional<MixedPrecisionPage::Inputs> MixedPrecisionPage::validatedInputs(QS
         }
         if (checkpoint_) {
             const auto config = model::ModelConfig::fromCheckpoint(*checkpoint_);
-            in.rules.tensorPrefix = config.arch.tensorPrefix;   // a VLM's rules name model.language_model.layers.N.
+            in.rules.tensorPrefix = config.arch.tensorPrefix;  // a VLM's rules name model.language_model.layers.N.
             (void)pipeline::applyRules(in.candidates.front(), in.rules, config.numLayers, "");
         }
         problem.clear();
@@ -309,14 +316,16 @@ bool MixedPrecisionPage::measure() {
         pipeline::JobPlan plan;
         std::string calibrationFile, evaluationFile;
         std::unique_ptr<pipeline::SensitivityTable> table;
-        std::unique_ptr<pipeline::MixedPrecisionPlanner> planner;   // reads *table
+        std::unique_ptr<pipeline::MixedPrecisionPlanner> planner;  // reads *table
         std::vector<pipeline::MixedAllocation> frontier;
     };
     setStatus(tr("Measuring %1 candidates…").arg(settings.methods.size()));
     runner_.start(
-        [settings, measure, progress, rules = inputs->rules, names = pipeline::namesOf(inputs->candidates)](const CancelToken& token) {
+        [settings, measure, progress, rules = inputs->rules,
+         names = pipeline::namesOf(inputs->candidates)](const CancelToken& token) {
             Measured m;
-            pipeline::BuiltPlan built = pipeline::buildJobPlan(settings);   // reads and tokenizes the texts on the worker
+            pipeline::BuiltPlan built =
+                pipeline::buildJobPlan(settings);  // reads and tokenizes the texts on the worker
             m.plan = std::move(built.plan);
             m.calibrationFile = built.calibrationFile.string();
             m.evaluationFile = built.evaluationFile.string();
@@ -328,13 +337,19 @@ bool MixedPrecisionPage::measure() {
         },
         [this, settings, measure, inputs = *inputs](Measured m) {
             // As quantize --target-bpw records them; each allocation adds its own (quantizeAllocation).
-            measuredSettings_ = {
-                {"group_size", kGroupSize},
-                {"seed", settings.seed},
-                {"calibration", {{"file", m.calibrationFile}, {"samples", settings.calibration.samples}, {"seq_len", settings.calibration.sequenceLength}}},
-                {"evaluation", {{"file", m.evaluationFile}, {"samples", settings.evaluation.samples}, {"seq_len", settings.evaluation.sequenceLength}}},
-                {"mixed_precision", pipeline::mixedPrecisionRecord({inputs.candidates, inputs.overrides, inputs.rules.ignore,
-                                                                    std::string(pipeline::sensitivityName(measure))})}};
+            measuredSettings_ = {{"group_size", kGroupSize},
+                                 {"seed", settings.seed},
+                                 {"calibration",
+                                  {{"file", m.calibrationFile},
+                                   {"samples", settings.calibration.samples},
+                                   {"seq_len", settings.calibration.sequenceLength}}},
+                                 {"evaluation",
+                                  {{"file", m.evaluationFile},
+                                   {"samples", settings.evaluation.samples},
+                                   {"seq_len", settings.evaluation.sequenceLength}}},
+                                 {"mixed_precision", pipeline::mixedPrecisionRecord(
+                                                         {inputs.candidates, inputs.overrides, inputs.rules.ignore,
+                                                          std::string(pipeline::sensitivityName(measure))})}};
             m.plan.methods.clear();
             m.plan.perLayerKl = m.plan.perGroupKl = false;
             measuredPlan_ = std::move(m.plan);
@@ -406,7 +421,8 @@ void MixedPrecisionPage::drawPlot() {
     for (const auto& a : frontier_) fx << a.bitsPerWeight, fy << std::max(a.predictedKl, 1e-12);
     if (table_)
         for (std::size_t c = 0; c < table_->candidates.size(); ++c)
-            if (std::isfinite(table_->uniformKl[c]) && table_->uniformKl[c] > 0) ux << table_->uniformBpw[c], uy << table_->uniformKl[c];
+            if (std::isfinite(table_->uniformKl[c]) && table_->uniformKl[c] > 0)
+                ux << table_->uniformBpw[c], uy << table_->uniformKl[c];
     for (const auto& p : measured_) mx << p.bitsPerWeight, my << std::max(p.measuredKl, 1e-12);
     frontierGraph_->setData(fx, fy, true);
     uniformGraph_->setData(ux, uy);
@@ -433,7 +449,7 @@ bool MixedPrecisionPage::quantizeAllocation() {
     }
     pipeline::JobPlan plan = *measuredPlan_;
     plan.mixed = {planner_->methods(*a, tr("mixed %1 bpw").arg(a->bitsPerWeight, 0, 'f', 2).toStdString())};
-    plan.perLayerKl = true;   // the Results page plots every method's KL per layer, a mix's too
+    plan.perLayerKl = true;  // the Results page plots every method's KL per layer, a mix's too
     // Its codes stay on disk, in a folder of the run cache that lives as long as the result. Nothing
     // offers to resume an allocation, so the folder is marked finished from the start: it goes with
     // the lease whether the job ends, fails or is cancelled.
@@ -472,7 +488,8 @@ bool MixedPrecisionPage::quantizeAllocation() {
             settings["method"] = m.label();
             pipeline::recordMixedResult(settings["mixed_precision"], m, pipeline::toJson(*table_, chosen));
             exportSettings_[m.label()] = std::move(settings);
-            setStatus(tr("Quantized: %1 bits per weight, measured KL %2 against the predicted %3; in Results and Export as \"%4\".")
+            setStatus(tr("Quantized: %1 bits per weight, measured KL %2 against the predicted %3; in Results and "
+                         "Export as \"%4\".")
                           .arg(p.bitsPerWeight, 0, 'f', 3)
                           .arg(kl(p.measuredKl))
                           .arg(kl(p.predictedKl))
@@ -506,14 +523,20 @@ void MixedPrecisionPage::setRunning(bool running) {
 ProgressCallback MixedPrecisionPage::progressCallback() {
     QPointer<MixedPrecisionPage> self(this);
     return [self](const qs::Progress& p) {
-        QMetaObject::invokeMethod(self, [self, p] { if (self) self->showProgress(p); }, Qt::QueuedConnection);
+        QMetaObject::invokeMethod(
+            self,
+            [self, p] {
+                if (self) self->showProgress(p);
+            },
+            Qt::QueuedConnection);
     };
 }
 
 void MixedPrecisionPage::showProgress(const qs::Progress& p) {
     if (!runner_.isBusy()) return;
     progress_->setValue(int(std::clamp(p.fraction, 0.0, 1.0) * 1000));
-    progress_->setFormat(QString::fromStdString(p.message).isEmpty() ? QStringLiteral("%p%") : QString::fromStdString(p.message));
+    progress_->setFormat(QString::fromStdString(p.message).isEmpty() ? QStringLiteral("%p%")
+                                                                     : QString::fromStdString(p.message));
 }
 
 void MixedPrecisionPage::setStatus(const QString& text, bool problem) {

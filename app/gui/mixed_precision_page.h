@@ -12,12 +12,13 @@
 #include <string>
 #include <vector>
 
-#include "inspector_page.h"
-#include "job_runner.h"
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/mixed_precision_allocation.h"
 #include "qs/pipeline/mixed_precision_measure.h"
+
+#include "inspector_page.h"
+#include "job_runner.h"
 
 class QComboBox;
 class QLabel;
@@ -48,18 +49,20 @@ public:
     ~MixedPrecisionPage() override;
 
     QString title() const override { return tr("Bit budget"); }
-    QString toolTip() const override { return tr("Mixed precision under a bits-per-weight budget: the Pareto frontier and its allocation"); }
+    QString toolTip() const override {
+        return tr("Mixed precision under a bits-per-weight budget: the Pareto frontier and its allocation");
+    }
     QString key() const override { return QStringLiteral("mixed"); }
     void setCheckpoint(CheckpointPtr checkpoint) override;
     void setTensor(const QString&) override {}
     bool isBusy() const override;
 
-    void setCandidates(const QString& list);          // "gptq2,gptq4,gptq8"
+    void setCandidates(const QString& list);  // "gptq2,gptq4,gptq8"
     void setSensitivity(pipeline::Sensitivity measure);
     void setSampling(int samples, int sequenceLength, int evaluationSamples);
     // Replaces the rules table: each row a regex and a method ("dense" keeps the linears dense).
     void setRules(const std::vector<std::pair<QString, QString>>& rows);
-    QString rulesProblem() const;   // empty when the rules are valid for the open checkpoint
+    QString rulesProblem() const;  // empty when the rules are valid for the open checkpoint
 
     // Starts the measurement pass; false (the reason in status()) when the inputs are refused.
     bool measure();
@@ -96,7 +99,7 @@ signals:
 private:
     struct Inputs {
         pipeline::ModuleRules rules;
-        std::vector<std::string> overrides;   // as typed, "REGEX=METHOD", for the report
+        std::vector<std::string> overrides;  // as typed, "REGEX=METHOD", for the report
         std::vector<pipeline::MethodSpec> candidates;
     };
     std::optional<Inputs> validatedInputs(QString& problem) const;
@@ -112,14 +115,14 @@ private:
     CheckpointPtr checkpoint_;
     JobRunner runner_;
     int samples_ = 16, sequenceLength_ = 128, evaluationSamples_ = 16;
-    std::unique_ptr<pipeline::SensitivityTable> table_;   // the planner reads it in place
+    std::unique_ptr<pipeline::SensitivityTable> table_;  // the planner reads it in place
     std::unique_ptr<pipeline::MixedPrecisionPlanner> planner_;
     std::vector<pipeline::MixedAllocation> frontier_;
-    std::optional<pipeline::JobPlan> measuredPlan_;       // the texts the measurement used, for quantizing an allocation
+    std::optional<pipeline::JobPlan> measuredPlan_;  // the texts the measurement used, for quantizing an allocation
     std::vector<MeasuredPoint> measured_;
     std::shared_ptr<const pipeline::JobResult> allocations_;
-    nlohmann::json measuredSettings_;                      // the report's settings shared by this measurement's allocations
-    std::map<std::string, nlohmann::json> exportSettings_;   // by allocation label
+    nlohmann::json measuredSettings_;  // the report's settings shared by this measurement's allocations
+    std::map<std::string, nlohmann::json> exportSettings_;  // by allocation label
 
     QLineEdit* candidates_;
     QComboBox* sensitivity_;

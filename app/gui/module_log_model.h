@@ -15,8 +15,20 @@ class ModuleLogModel : public QAbstractTableModel {
 
 public:
     enum Column {
-        MethodColumn, LayerColumn, ModuleColumn, InColumn, OutColumn, ErrorColumn, LossColumn,
-        SamplesColumn, RoutedColumn, DampColumn, TimeColumn, BitsColumn, MemoryColumn, ColumnCount
+        MethodColumn,
+        LayerColumn,
+        ModuleColumn,
+        InColumn,
+        OutColumn,
+        ErrorColumn,
+        LossColumn,
+        SamplesColumn,
+        RoutedColumn,
+        DampColumn,
+        TimeColumn,
+        BitsColumn,
+        MemoryColumn,
+        ColumnCount
     };
 
     using QAbstractTableModel::QAbstractTableModel;

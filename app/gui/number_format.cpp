@@ -26,7 +26,9 @@ QString humanCount(std::int64_t count) {
     for (const auto& [scale, suffix] : kScales) {
         if (std::abs(value) >= scale) {
             const double scaled = value / scale;
-            return QStringLiteral("%1 %2").arg(scaled, 0, 'f', std::abs(scaled) < 10 ? 2 : 1).arg(QLatin1String(suffix));
+            return QStringLiteral("%1 %2")
+                .arg(scaled, 0, 'f', std::abs(scaled) < 10 ? 2 : 1)
+                .arg(QLatin1String(suffix));
         }
     }
     return QString::number(count);
@@ -38,9 +40,7 @@ QString shapeText(const std::vector<std::int64_t>& shape) {
     return QLatin1Char('[') + parts.join(QStringLiteral(", ")) + QLatin1Char(']');
 }
 
-QString valueText(double value) {
-    return QString::number(value, 'g', 6);
-}
+QString valueText(double value) { return QString::number(value, 'g', 6); }
 
 QString durationText(double seconds) {
     if (!std::isfinite(seconds) || seconds < 0) return QStringLiteral("-");

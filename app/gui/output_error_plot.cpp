@@ -63,7 +63,7 @@ void OutputErrorPlot::drawResult() {
 void OutputErrorPlot::drawMethod(const pipeline::MethodResult& m, int index) {
     if (!m.error.empty() || m.modules.empty()) return;
     QCPGraph* graph = addGraph();
-    graph->setName(shortLabel(m));   // the full label is in the tooltip and the table
+    graph->setName(shortLabel(m));  // the full label is in the tooltip and the table
     graph->setPen(QPen(seriesColor(index), 1.5));
     graph->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, 5));
     for (std::size_t i = 0; i < linears_.size(); ++i) {

@@ -24,13 +24,13 @@ public:
 
     void setResult(JobResultPtr result);
     const std::vector<Linear>& linears() const { return linears_; }
-    int linearAt(double x) const;   // index into linears(), -1 outside
+    int linearAt(double x) const;  // index into linears(), -1 outside
 
 signals:
     void linearClicked(int layer, const QString& module);
 
 private:
-    void drawResult();   // not draw(): QCustomPlot::draw(QCPPainter*) is a virtual of the base
+    void drawResult();  // not draw(): QCustomPlot::draw(QCPPainter*) is a virtual of the base
     void drawMethod(const pipeline::MethodResult& m, int index);
     void resetView();
     QString toolTipAt(double x) const;
@@ -38,7 +38,7 @@ private:
     double errorOf(const pipeline::MethodResult& m, const Linear& linear) const;
 
     JobResultPtr result_;
-    std::vector<Linear> linears_;   // every (layer, module) any method logged, sorted
+    std::vector<Linear> linears_;  // every (layer, module) any method logged, sorted
 };
 
 }  // namespace qs::gui

@@ -9,8 +9,8 @@
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QProgressBar>
-#include <QSignalBlocker>
 #include <QPushButton>
+#include <QSignalBlocker>
 #include <QToolButton>
 #include <QVBoxLayout>
 
@@ -24,7 +24,7 @@ namespace {
 
 QString shortModuleName(const std::string& module) {
     const QString name = QString::fromStdString(module);
-    return name.section(QLatin1Char('.'), -1);   // "self_attn.q_proj" → "q_proj"
+    return name.section(QLatin1Char('.'), -1);  // "self_attn.q_proj" → "q_proj"
 }
 
 QCPRange finiteRange(const analysis::LayerOverview& overview, analysis::LayerStatistic statistic) {
@@ -71,8 +71,9 @@ OverviewPage::OverviewPage(QWidget* parent)
     progress_->setMaximumWidth(220);
     progress_->hide();
     module_->setObjectName(QStringLiteral("overviewModules"));
-    module_->setToolTip(tr("A mixture of experts: its dense linears (attention, router, shared expert), or one linear of "
-                           "every expert as a layer × expert map"));
+    module_->setToolTip(
+        tr("A mixture of experts: its dense linears (attention, router, shared expert), or one linear of "
+           "every expert as a layer × expert map"));
     module_->addItem(tr("dense linears"));
     moduleLabel_->hide();
     module_->hide();
@@ -117,7 +118,7 @@ OverviewPage::OverviewPage(QWidget* parent)
     plot_->axisRect()->setBackground(QBrush(QColor(150, 150, 150), Qt::BDiagPattern));
     plot_->xAxis->grid()->setVisible(false);
     plot_->yAxis->grid()->setVisible(false);
-    plot_->yAxis->setRangeReversed(true);   // layer 0 on top, as in a table
+    plot_->yAxis->setRangeReversed(true);  // layer 0 on top, as in a table
     plot_->xAxis->setLabel(tr("module"));
     plot_->yAxis->setLabel(tr("layer"));
     plot_->setDefaultFileName(QStringLiteral("layer_overview"));
@@ -132,7 +133,8 @@ OverviewPage::OverviewPage(QWidget* parent)
         if (cellAt(x, y, row, column)) activateCell(row, column);
     });
     connect(plot_, &PlotView::resetViewRequested, this, &OverviewPage::resetView);
-    connect(plot_, &PlotView::exportFailed, this, [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
+    connect(plot_, &PlotView::exportFailed, this,
+            [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
     connect(&runner_, &JobRunner::busyChanged, this, &InspectorPage::busyChanged);
     connect(&runner_, &JobRunner::busyChanged, this, &OverviewPage::setRunning);
     setRunning(false);
@@ -151,10 +153,10 @@ void OverviewPage::setCheckpoint(CheckpointPtr checkpoint) {
         module_->addItem(tr("dense linears"));
         std::set<std::string> containers;
         for (const ExpertLinear& e : expertLinears_) containers.insert(e.container);
-        for (const ExpertLinear& e : expertLinears_)   // "experts: gate_proj"; the container too where there are several
-            module_->addItem(QStringLiteral("%1: %2")
-                                 .arg(QString::fromStdString(containers.size() > 1 ? e.container : std::string("experts")),
-                                      QString::fromStdString(e.linear)));
+        for (const ExpertLinear& e : expertLinears_)  // "experts: gate_proj"; the container too where there are several
+            module_->addItem(QStringLiteral("%1: %2").arg(
+                QString::fromStdString(containers.size() > 1 ? e.container : std::string("experts")),
+                QString::fromStdString(e.linear)));
     }
     moduleLabel_->setVisible(!expertLinears_.empty());
     module_->setVisible(!expertLinears_.empty());
@@ -175,9 +177,7 @@ QStringList OverviewPage::moduleViews() const {
     return views;
 }
 
-QString OverviewPage::moduleView() const {
-    return module_->currentText();
-}
+QString OverviewPage::moduleView() const { return module_->currentText(); }
 
 bool OverviewPage::setModuleView(const QString& view) {
     const int at = module_->findText(view);
@@ -210,9 +210,7 @@ analysis::LayerStatistic OverviewPage::statistic() const {
     return static_cast<analysis::LayerStatistic>(statistic_->currentData().toInt());
 }
 
-bool OverviewPage::isBusy() const {
-    return runner_.isBusy() || (stale_ && isVisible());
-}
+bool OverviewPage::isBusy() const { return runner_.isBusy() || (stale_ && isVisible()); }
 
 void OverviewPage::showEvent(QShowEvent* event) {
     InspectorPage::showEvent(event);
@@ -227,7 +225,10 @@ void OverviewPage::refresh() {
     analysis::LayerOverviewOptions options;
     options.progress = [this](const qs::Progress& p) {
         QMetaObject::invokeMethod(
-            this, [this, fraction = p.fraction, message = QString::fromStdString(p.message)] { showProgress(fraction, message); },
+            this,
+            [this, fraction = p.fraction, message = QString::fromStdString(p.message)] {
+                showProgress(fraction, message);
+            },
             Qt::QueuedConnection);
     };
     if (!expertLinears_.empty()) options.skip = isExpertWeight;
@@ -263,7 +264,7 @@ void OverviewPage::toggleComputation() {
 }
 
 void OverviewPage::showProgress(double fraction, const QString& message) {
-    if (!runner_.isBusy()) return;   // a late report of a job that has ended
+    if (!runner_.isBusy()) return;  // a late report of a job that has ended
     progress_->setValue(static_cast<int>(fraction * progress_->maximum()));
     status_->setText(tr("Reading %1…").arg(message));
 }
@@ -299,32 +300,34 @@ void OverviewPage::draw() {
     }
     map_->setDataRange(finiteRange(o, stat));
     const QString statName = QString::fromUtf8(analysis::statisticName(stat).data());
-    scale_->axis()->setLabel(stat == analysis::LayerStatistic::OutlierFraction
-                                 ? tr("fraction beyond %1σ").arg(o.outlierSigma)
-                                 : statName);
+    scale_->axis()->setLabel(
+        stat == analysis::LayerStatistic::OutlierFraction ? tr("fraction beyond %1σ").arg(o.outlierSigma) : statName);
     drawAxes(o);
     highlightCurrent();
     if (showsExperts()) {
-        const QString linear = QString::fromStdString(expertLinears_[static_cast<std::size_t>(module_->currentIndex() - 1)].linear);
+        const QString linear =
+            QString::fromStdString(expertLinears_[static_cast<std::size_t>(module_->currentIndex() - 1)].linear);
         title_->setText(tr("%1 per layer × expert (%2)").arg(statName, linear));
-        status_->setText(tr("%1 layers × %2 experts, %3 of each. Click a cell to select its tensor (stacked experts: the "
-                            "tensor holding them); hover for all statistics.")
-                             .arg(rows)
-                             .arg(columns)
-                             .arg(linear));
+        status_->setText(
+            tr("%1 layers × %2 experts, %3 of each. Click a cell to select its tensor (stacked experts: the "
+               "tensor holding them); hover for all statistics.")
+                .arg(rows)
+                .arg(columns)
+                .arg(linear));
     } else {
         title_->setText(tr("%1 per layer × module").arg(statName));
-        status_->setText(tr("%1 layers × %2 modules. Click a cell to select its tensor; hover for all statistics.")
-                             .arg(rows)
-                             .arg(columns) +
-                         (expertLinears_.empty() ? QString() : tr(" The experts are under Modules, one linear at a time.")));
+        status_->setText(
+            tr("%1 layers × %2 modules. Click a cell to select its tensor; hover for all statistics.")
+                .arg(rows)
+                .arg(columns) +
+            (expertLinears_.empty() ? QString() : tr(" The experts are under Modules, one linear at a time.")));
     }
     resetView();
 }
 
 void OverviewPage::drawAxes(const analysis::LayerOverview& o) {
     PlotView::setLayerTicks(plot_->yAxis);
-    if (showsExperts()) {   // 128 expert names would overlap: numbered like the layers
+    if (showsExperts()) {  // 128 expert names would overlap: numbered like the layers
         PlotView::setLayerTicks(plot_->xAxis);
         plot_->xAxis->setTickLabelRotation(0);
         plot_->xAxis->setLabel(tr("expert"));
@@ -332,7 +335,8 @@ void OverviewPage::drawAxes(const analysis::LayerOverview& o) {
     }
     plot_->xAxis->setLabel(tr("module"));
     auto modules = QSharedPointer<QCPAxisTickerText>::create();
-    for (std::size_t c = 0; c < o.modules.size(); ++c) modules->addTick(static_cast<double>(c), shortModuleName(o.modules[c]));
+    for (std::size_t c = 0; c < o.modules.size(); ++c)
+        modules->addTick(static_cast<double>(c), shortModuleName(o.modules[c]));
     plot_->xAxis->setTicker(modules);
     plot_->xAxis->setTickLabelRotation(o.modules.size() > 8 ? -35 : 0);
 }
@@ -349,7 +353,7 @@ void OverviewPage::highlightCurrent() {
             box->topLeft->setCoords(static_cast<double>(c) - 0.5, static_cast<double>(r) - 0.5);
             box->bottomRight->setCoords(static_cast<double>(c) + 0.5, static_cast<double>(r) + 0.5);
             box->setPen(QPen(QColor(40, 220, 255), 2.5));
-            box->setBrush(Qt::NoBrush);   // stacked experts share their tensor: the layer's every expert
+            box->setBrush(Qt::NoBrush);  // stacked experts share their tensor: the layer's every expert
         }
     }
 }
@@ -365,7 +369,10 @@ void OverviewPage::resetView() {
 QString OverviewPage::columnName(std::size_t column) const {
     if (!showsExperts()) return QString::fromStdString(overview_->modules[column]);
     const ExpertLinear& e = expertLinears_[static_cast<std::size_t>(module_->currentIndex() - 1)];
-    return QStringLiteral("%1.%2.%3").arg(QString::fromStdString(e.container)).arg(column).arg(QString::fromStdString(e.linear));
+    return QStringLiteral("%1.%2.%3")
+        .arg(QString::fromStdString(e.container))
+        .arg(column)
+        .arg(QString::fromStdString(e.linear));
 }
 
 bool OverviewPage::cellAt(double x, double y, std::size_t& row, std::size_t& column) const {
@@ -403,8 +410,9 @@ QString OverviewPage::toolTipAt(double x, double y) const {
 
 CsvTable OverviewPage::csv() const {
     CsvTable table;
-    table.header = {QStringLiteral("layer"),     QStringLiteral("module"),          QStringLiteral("tensor"),
-                    QStringLiteral("std"),       QStringLiteral("max_abs"),         QStringLiteral("excess_kurtosis"),
+    table.header = {QStringLiteral("layer"),           QStringLiteral("module"),
+                    QStringLiteral("tensor"),          QStringLiteral("std"),
+                    QStringLiteral("max_abs"),         QStringLiteral("excess_kurtosis"),
                     QStringLiteral("outlier_fraction")};
     if (!overview_) return table;
     const analysis::LayerOverview& o = *overview_;
@@ -412,9 +420,9 @@ CsvTable OverviewPage::csv() const {
         for (std::size_t c = 0; c < o.modules.size(); ++c) {
             const analysis::WeightStats* cell = o.cell(r, c);
             if (!cell) continue;
-            table.rows.append({QString::number(o.layers[r]), columnName(c),
-                               QString::fromStdString(cell->tensor), QString::number(cell->stddev, 'g', 9),
-                               QString::number(cell->maxAbs, 'g', 9), QString::number(cell->kurtosis, 'g', 9),
+            table.rows.append({QString::number(o.layers[r]), columnName(c), QString::fromStdString(cell->tensor),
+                               QString::number(cell->stddev, 'g', 9), QString::number(cell->maxAbs, 'g', 9),
+                               QString::number(cell->kurtosis, 'g', 9),
                                QString::number(cell->outlierFraction, 'g', 9)});
         }
     }

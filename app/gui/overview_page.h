@@ -9,11 +9,12 @@
 #include <optional>
 #include <vector>
 
+#include "qs/analysis/layer_overview.h"
+
+#include "expert_overview_layout.h"
 #include "inspector_page.h"
 #include "job_runner.h"
-#include "expert_overview_layout.h"
 #include "plot_export.h"
-#include "qs/analysis/layer_overview.h"
 
 class QComboBox;
 class QLabel;
@@ -49,7 +50,7 @@ public:
     // for a dense checkpoint (the list is then hidden).
     QStringList moduleViews() const;
     QString moduleView() const;
-    bool setModuleView(const QString& view);   // false when there is no such entry
+    bool setModuleView(const QString& view);  // false when there is no such entry
     // Selects the tensor of a cell (as a click does): emits tensorActivated when the cell has one.
     void activateCell(std::size_t layerRow, std::size_t moduleColumn);
 
@@ -81,9 +82,9 @@ private:
     CheckpointPtr checkpoint_;
     QString tensor_;
     bool stale_ = false;
-    std::optional<analysis::LayerOverview> overview_;   // the view shown
-    std::vector<ExpertLinear> expertLinears_;            // the module list's expert entries
-    std::map<int, analysis::LayerOverview> computed_;    // by module list index: each view computed once
+    std::optional<analysis::LayerOverview> overview_;  // the view shown
+    std::vector<ExpertLinear> expertLinears_;          // the module list's expert entries
+    std::map<int, analysis::LayerOverview> computed_;  // by module list index: each view computed once
     JobRunner runner_;
 
     QComboBox* statistic_;

@@ -34,7 +34,7 @@ QString toCsv(const CsvTable& table) {
 }
 
 QString writeCsv(const QString& path, const CsvTable& table) {
-    QSaveFile file(path);   // all or nothing: a failed export leaves no half-written file
+    QSaveFile file(path);  // all or nothing: a failed export leaves no half-written file
     if (!file.open(QIODevice::WriteOnly | QIODevice::Text)) {
         return QStringLiteral("Cannot write %1: %2").arg(path, file.errorString());
     }
@@ -56,7 +56,7 @@ bool savePdf(QCustomPlot& plot, const QString& path) {
     if (!painter.begin(&writer)) return false;
     painter.setMode(QCPPainter::pmVectorized);
     painter.setMode(QCPPainter::pmNoCaching);
-    painter.setWindow(0, 0, plot.width(), plot.height());   // plot pixels onto the whole page
+    painter.setWindow(0, 0, plot.width(), plot.height());  // plot pixels onto the whole page
     plot.toPainter(&painter, plot.width(), plot.height());
     return painter.end();
 }

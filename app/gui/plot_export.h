@@ -15,12 +15,12 @@ struct CsvTable {
     QList<QStringList> rows;
 };
 
-QString toCsv(const CsvTable& table);    // RFC 4180 quoting, "\n" line ends
+QString toCsv(const CsvTable& table);  // RFC 4180 quoting, "\n" line ends
 // Each returns an empty string on success, else a message naming the file.
 QString writeCsv(const QString& path, const CsvTable& table);
 QString savePlotImage(QCustomPlot& plot, const QString& path, ExportFormat format);
 
-QString exportFormatFilter(ExportFormat format);   // for QFileDialog, e.g. "PNG image (*.png)"
-QString exportFormatSuffix(ExportFormat format);   // "png"
+QString exportFormatFilter(ExportFormat format);  // for QFileDialog, e.g. "PNG image (*.png)"
+QString exportFormatSuffix(ExportFormat format);  // "png"
 
 }  // namespace qs::gui

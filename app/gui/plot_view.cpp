@@ -11,7 +11,7 @@
 namespace qs::gui {
 namespace {
 
-constexpr int kClickSlopPixels = 4;   // a press and release closer than this is a click, not a drag
+constexpr int kClickSlopPixels = 4;  // a press and release closer than this is a click, not a drag
 
 }  // namespace
 
@@ -45,7 +45,7 @@ void PlotView::setLayerTicks(QCPAxis* axis) {
 void PlotView::setLogValueAxis() {
     yAxis->setScaleType(QCPAxis::stLogarithmic);
     yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
-    if (!followsLogRange_) {   // once: toggling the scale back and forth must not pile up connections
+    if (!followsLogRange_) {  // once: toggling the scale back and forth must not pile up connections
         followsLogRange_ = true;
         connect(yAxis, qOverload<const QCPRange&>(&QCPAxis::rangeChanged), this, &PlotView::labelLogRange);
     }
@@ -56,7 +56,7 @@ void PlotView::setLinearValueAxis() {
     yAxis->setScaleType(QCPAxis::stLinear);
     yAxis->setTicker(QSharedPointer<QCPAxisTicker>(new QCPAxisTicker));
     yAxis->setNumberFormat(QStringLiteral("gb"));
-    yAxis->setNumberPrecision(6);   // significant digits at most: ticks are round numbers
+    yAxis->setNumberPrecision(6);  // significant digits at most: ticks are round numbers
 }
 
 // Powers of ten over two decades or more, else plain numbers; never the default "1.000000·10³".
@@ -79,12 +79,13 @@ void PlotView::placeLegendBelow() {
     // As many entries to a row as the plot's width holds without cutting a name.
     connect(this, &QCustomPlot::beforeReplot, this, [this] {
         int widest = 1;
-        for (int i = 0; i < legend->itemCount(); ++i)   // a wrapped grid has empty cells: null items
-            if (const QCPAbstractLegendItem* item = legend->item(i)) widest = std::max(widest, item->minimumOuterSizeHint().width());
+        for (int i = 0; i < legend->itemCount(); ++i)  // a wrapped grid has empty cells: null items
+            if (const QCPAbstractLegendItem* item = legend->item(i))
+                widest = std::max(widest, item->minimumOuterSizeHint().width());
         const int columns = std::max(1, (width() - 24) / (widest + legend->columnSpacing()));
         if (legend->wrap() == columns) return;
         legend->setWrap(columns);
-        legend->setFillOrder(legend->fillOrder(), true);   // re-places the entries already in the grid
+        legend->setFillOrder(legend->fillOrder(), true);  // re-places the entries already in the grid
     });
     legend->setVisible(true);
     legend->setFont(QFont(font().family(), 8));
@@ -101,8 +102,10 @@ void PlotView::fitLogValueAxis(double lowerWhenEmpty) {
         all = found ? QCPRange(std::min(all.lower, r.lower), std::max(all.upper, r.upper)) : r;
         found = true;
     }
-    if (found) yAxis->setRange(all.lower / 3.0, all.upper * 3.0);
-    else yAxis->setRange(lowerWhenEmpty, 1.0);
+    if (found)
+        yAxis->setRange(all.lower / 3.0, all.upper * 3.0);
+    else
+        yAxis->setRange(lowerWhenEmpty, 1.0);
 }
 
 void PlotView::exportTo(ExportFormat format, const QString& path) {
@@ -117,8 +120,8 @@ void PlotView::exportTo(ExportFormat format, const QString& path) {
 
 void PlotView::exportWithDialog(ExportFormat format) {
     const QString suffix = exportFormatSuffix(format);
-    const QString path = QFileDialog::getSaveFileName(this, tr("Export %1").arg(suffix.toUpper()),
-                                                      baseName_ + QLatin1Char('.') + suffix, exportFormatFilter(format));
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Export %1").arg(suffix.toUpper()), baseName_ + QLatin1Char('.') + suffix, exportFormatFilter(format));
     if (!path.isEmpty()) exportTo(format, path);
 }
 
@@ -149,8 +152,6 @@ void PlotView::mouseMoveEvent(QMouseEvent* event) {
     }
 }
 
-void PlotView::contextMenuEvent(QContextMenuEvent* event) {
-    menu_->popup(event->globalPos());
-}
+void PlotView::contextMenuEvent(QContextMenuEvent* event) { menu_->popup(event->globalPos()); }
 
 }  // namespace qs::gui

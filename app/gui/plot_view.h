@@ -16,7 +16,7 @@ class PlotView : public QCustomPlot {
     Q_OBJECT
 
 public:
-    using ToolTipProvider = std::function<QString(double x, double y)>;   // plot coordinates; "" for none
+    using ToolTipProvider = std::function<QString(double x, double y)>;  // plot coordinates; "" for none
     using CsvProvider = std::function<CsvTable()>;
 
     explicit PlotView(QWidget* parent = nullptr);
@@ -37,11 +37,11 @@ public:
     void placeLegendBelow();
     // The actions of the context menu, for a page's toolbar button; owned by this view.
     QMenu* exportMenu() const { return menu_; }
-    void exportTo(ExportFormat format, const QString& path);   // without a dialog (tests, scripts)
+    void exportTo(ExportFormat format, const QString& path);  // without a dialog (tests, scripts)
 
 signals:
-    void clicked(double x, double y);   // a left click that did not drag
-    void resetViewRequested();          // the page knows its natural ranges
+    void clicked(double x, double y);  // a left click that did not drag
+    void resetViewRequested();         // the page knows its natural ranges
     void exportFailed(const QString& message);
 
 protected:

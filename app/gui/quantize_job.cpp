@@ -6,6 +6,7 @@
 
 #include "qs/error.h"
 #include "qs/thread_team.h"
+
 #include "run_plan.h"
 
 namespace qs::gui {
@@ -15,7 +16,7 @@ QuantizeJob::QuantizeJob(QObject* parent) : QObject(parent) {}
 QuantizeJob::~QuantizeJob() {
     if (!thread_) return;
     token_.cancel();
-    thread_->wait();   // the worker posts to this object; it must be gone first
+    thread_->wait();  // the worker posts to this object; it must be gone first
 }
 
 bool QuantizeJob::start(QuantizeSettings settings, std::filesystem::path checkpoint, RunFolder folder) {
@@ -24,8 +25,8 @@ bool QuantizeJob::start(QuantizeSettings settings, std::filesystem::path checkpo
     clock_.start();
     thread_ = QThread::create([this, settings = std::move(settings), checkpoint = std::move(checkpoint),
                                folder = std::move(folder), token = token_, generation = ++generation_]() mutable {
-        qs::sizeThreadTeamToFreeCores();   // this thread's OpenMP team, as the cores are now
-        run(settings, checkpoint, std::move(folder), token, generation);   // the lease ends with run()
+        qs::sizeThreadTeamToFreeCores();  // this thread's OpenMP team, as the cores are now
+        run(settings, checkpoint, std::move(folder), token, generation);  // the lease ends with run()
     });
     connect(thread_, &QThread::finished, this, &QuantizeJob::onThreadEnded);
     thread_->start();
@@ -47,19 +48,22 @@ void QuantizeJob::run(const QuantizeSettings& settings, const std::filesystem::p
         QMetaObject::invokeMethod(
             this,
             [this, generation, last, call = std::move(call)] {
-                if (generation == generation_) call();
-                else if (last) emit cancelled();
+                if (generation == generation_)
+                    call();
+                else if (last)
+                    emit cancelled();
             },
             Qt::QueuedConnection);
     };
     try {
         pipeline::Job job(buildRunPlan(settings, checkpoint, folder));
         token.throwIfCancelled();
-        pipeline::JobResult done = job.run([&](const qs::Progress& p) { post([this, p] { emit progressed(p); }); }, token,
-                                           [&](const pipeline::ModuleLog& row) { post([this, row] { emit moduleLogged(row); }); });
+        pipeline::JobResult done =
+            job.run([&](const qs::Progress& p) { post([this, p] { emit progressed(p); }); }, token,
+                    [&](const pipeline::ModuleLog& row) { post([this, row] { emit moduleLogged(row); }); });
         std::shared_ptr<const pipeline::JobResult> result;
         if (folder.lease) {
-            folder.lease->markFinished();   // from here the folder lives as long as the result
+            folder.lease->markFinished();  // from here the folder lives as long as the result
             result = leasedResult(std::move(done), std::exchange(folder.lease, nullptr));
         } else {
             result = std::make_shared<const pipeline::JobResult>(std::move(done));

@@ -17,6 +17,7 @@
 #include "qs/cancel_token.h"
 #include "qs/pipeline/job_result.h"
 #include "qs/progress.h"
+
 #include "quantize_settings.h"
 #include "run_folder.h"
 
@@ -31,7 +32,7 @@ class QuantizeJob : public QObject {
 
 public:
     explicit QuantizeJob(QObject* parent = nullptr);
-    ~QuantizeJob() override;   // cancels and waits for the worker
+    ~QuantizeJob() override;  // cancels and waits for the worker
 
     // False (and nothing starts) while a job is still running. With a `folder`, the job keeps its
     // state there after each layer (and resumes the run found there when asked), and its result's
@@ -57,7 +58,7 @@ private:
     void onThreadEnded();
 
     QThread* thread_ = nullptr;
-    quint64 generation_ = 0;   // of the running job; cancel() moves on, so its posts are dropped
+    quint64 generation_ = 0;  // of the running job; cancel() moves on, so its posts are dropped
     qs::CancelToken token_;
     QElapsedTimer clock_;
 };

@@ -5,9 +5,9 @@
 #include <map>
 
 #include <QAction>
-#include <QCoreApplication>
 #include <QCheckBox>
 #include <QComboBox>
+#include <QCoreApplication>
 #include <QFileDialog>
 #include <QFormLayout>
 #include <QGridLayout>
@@ -23,11 +23,12 @@
 #include <QStyle>
 #include <QVBoxLayout>
 
-#include "forward_pass_support.h"
-#include "number_format.h"
 #include "qs/pipeline/gguf_type_mix.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/method_spec.h"
+
+#include "forward_pass_support.h"
+#include "number_format.h"
 #include "run_plan.h"
 #include "spin_box.h"
 
@@ -40,13 +41,13 @@ constexpr bool kCudaBackendLinked = true;
 #else
 constexpr bool kCudaBackendLinked = false;
 #endif
-constexpr int kEstimateDelayMs = 250;   // one estimate per burst of edits, not per keystroke
+constexpr int kEstimateDelayMs = 250;  // one estimate per burst of edits, not per keystroke
 
 struct MethodRowSpec {
     const char* label;
     const char* prefix;
     const char* suffix;
-    int bits;          // 0: a fixed format, no bits to choose
+    int bits;  // 0: a fixed format, no bits to choose
     bool grouped;
     bool checked;
 };
@@ -77,8 +78,9 @@ constexpr std::array<MethodRowSpec, 17> kMethodRows{{
 QString ggufTooltip(const char* prefix) {
     const pipeline::GgufFileType* type = pipeline::ggufFileTypeNamed(prefix);
     if (type == nullptr) return {};
-    return QObject::tr("%1 as llama-quantize makes it: %2. Importance-weighted by the calibration text (its imatrix). "
-                       "Exported as a GGUF file for llama.cpp, Ollama and LM Studio.")
+    return QObject::tr(
+               "%1 as llama-quantize makes it: %2. Importance-weighted by the calibration text (its imatrix). "
+               "Exported as a GGUF file for llama.cpp, Ollama and LM Studio.")
         .arg(QString::fromUtf8(type->name.data(), qsizetype(type->name.size())),
              QString::fromUtf8(type->description.data(), qsizetype(type->description.size())));
 }
@@ -87,25 +89,40 @@ QString ggufTooltip(const char* prefix) {
 // label (pipeline::MethodSpec::label), so rows added to the list are never bare.
 QString methodTooltip(const std::string& prefix, const std::string& suffix, const std::string& name) {
     static const std::map<std::string, const char*> kSentences{
-        {"rtn", QT_TRANSLATE_NOOP("QuantizePanel", "Round to nearest: each group's weights on an integer grid, no calibration. The baseline.")},
-        {"gptq", QT_TRANSLATE_NOOP("QuantizePanel", "GPTQ: rounds column by column and corrects the rest with the Hessian of the calibration "
-                                                    "inputs. Loaded by vLLM and transformers.")},
-        {"awq", QT_TRANSLATE_NOOP("QuantizePanel", "AWQ: scales the input channels that carry large activations before rounding to "
-                                                   "protect them. Loaded by vLLM and transformers.")},
-        {"fp8", QT_TRANSLATE_NOOP("QuantizePanel", "FP8 E4M3 weights with one scale per 128x128 block, no calibration.")},
-        {"mxfp4", QT_TRANSLATE_NOOP("QuantizePanel", "MXFP4 (OCP microscaling): FP4 E2M1 values, one power-of-two scale per 32.")},
-        {"nvfp4", QT_TRANSLATE_NOOP("QuantizePanel", "NVFP4: FP4 E2M1 values, an FP8 scale per 16 and a global scale (Blackwell).")},
-        {"fp8-w8a8", QT_TRANSLATE_NOOP("QuantizePanel", "FP8 W8A8: E4M3 weights with one scale per tensor, and every linear's input "
-                                                        "quantized to E4M3 with a static scale calibrated here (vLLM fp8, ModelOpt FP8).")},
-        {"fp8-w8a8-dynamic", QT_TRANSLATE_NOOP("QuantizePanel", "FP8 W8A8 with per-channel weight scales and inputs scaled per token "
-                                                                "at run time (compressed-tensors FP8_DYNAMIC).")},
-        {"nvfp4-w4a4", QT_TRANSLATE_NOOP("QuantizePanel", "NVFP4 W4A4: NVFP4 weights, and inputs quantized to NVFP4 under a global scale "
-                                                          "calibrated here (ModelOpt NVFP4, compressed-tensors NVFP4).")},
-        {"nf4", QT_TRANSLATE_NOOP("QuantizePanel", "NF4 (bitsandbytes, QLoRA): 16 levels at normal quantiles, one scale per 64.")},
-        {"trellis", QT_TRANSLATE_NOOP("QuantizePanel", "Trellis-coded quantization (QTIP / EXL3 style) after a Hadamard rotation: "
-                                                       "1 to 4 bits per weight.")},
+        {"rtn",
+         QT_TRANSLATE_NOOP("QuantizePanel",
+                           "Round to nearest: each group's weights on an integer grid, no calibration. The baseline.")},
+        {"gptq",
+         QT_TRANSLATE_NOOP("QuantizePanel",
+                           "GPTQ: rounds column by column and corrects the rest with the Hessian of the calibration "
+                           "inputs. Loaded by vLLM and transformers.")},
+        {"awq", QT_TRANSLATE_NOOP("QuantizePanel",
+                                  "AWQ: scales the input channels that carry large activations before rounding to "
+                                  "protect them. Loaded by vLLM and transformers.")},
+        {"fp8",
+         QT_TRANSLATE_NOOP("QuantizePanel", "FP8 E4M3 weights with one scale per 128x128 block, no calibration.")},
+        {"mxfp4", QT_TRANSLATE_NOOP("QuantizePanel",
+                                    "MXFP4 (OCP microscaling): FP4 E2M1 values, one power-of-two scale per 32.")},
+        {"nvfp4", QT_TRANSLATE_NOOP("QuantizePanel",
+                                    "NVFP4: FP4 E2M1 values, an FP8 scale per 16 and a global scale (Blackwell).")},
+        {"fp8-w8a8",
+         QT_TRANSLATE_NOOP("QuantizePanel",
+                           "FP8 W8A8: E4M3 weights with one scale per tensor, and every linear's input "
+                           "quantized to E4M3 with a static scale calibrated here (vLLM fp8, ModelOpt FP8).")},
+        {"fp8-w8a8-dynamic", QT_TRANSLATE_NOOP("QuantizePanel",
+                                               "FP8 W8A8 with per-channel weight scales and inputs scaled per token "
+                                               "at run time (compressed-tensors FP8_DYNAMIC).")},
+        {"nvfp4-w4a4",
+         QT_TRANSLATE_NOOP("QuantizePanel",
+                           "NVFP4 W4A4: NVFP4 weights, and inputs quantized to NVFP4 under a global scale "
+                           "calibrated here (ModelOpt NVFP4, compressed-tensors NVFP4).")},
+        {"nf4", QT_TRANSLATE_NOOP("QuantizePanel",
+                                  "NF4 (bitsandbytes, QLoRA): 16 levels at normal quantiles, one scale per 64.")},
+        {"trellis", QT_TRANSLATE_NOOP("QuantizePanel",
+                                      "Trellis-coded quantization (QTIP / EXL3 style) after a Hadamard rotation: "
+                                      "1 to 4 bits per weight.")},
     };
-    auto it = kSentences.find(prefix + suffix);   // a variant's own sentence ("fp8-w8a8"), else its family's
+    auto it = kSentences.find(prefix + suffix);  // a variant's own sentence ("fp8-w8a8"), else its family's
     if (it == kSentences.end()) it = kSentences.find(prefix);
     if (it != kSentences.end()) return QCoreApplication::translate("QuantizePanel", it->second);
     try {
@@ -160,7 +177,7 @@ QuantizePanel::QuantizePanel(QWidget* parent) : QWidget(parent) {
 QWidget* QuantizePanel::createMethods() {
     auto* box = new QGroupBox(tr("Methods"), this);
     auto* grid = new QGridLayout(box);
-    architectureNote_ = new QLabel(box);   // what the model's architecture rules out, and why
+    architectureNote_ = new QLabel(box);  // what the model's architecture rules out, and why
     architectureNote_->setWordWrap(true);
     architectureNote_->setTextFormat(Qt::RichText);
     architectureNote_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -181,7 +198,8 @@ QWidget* QuantizePanel::createMethods() {
         row.suffix = spec.suffix;
         row.variableBits = spec.bits > 0;
         // Rows of one method (two Trellis rows, to compare two widths in one job) are told apart.
-        const auto alike = std::count_if(rows_.begin(), rows_.end(), [&](const MethodRow& r) { return r.label == spec.label; });
+        const auto alike =
+            std::count_if(rows_.begin(), rows_.end(), [&](const MethodRow& r) { return r.label == spec.label; });
         row.label = spec.label;
         const auto lettered = [&](int n) { return QStringLiteral("%1 (%2)").arg(tr(spec.label)).arg(QChar(u'a' + n)); };
         row.check = new QCheckBox(alike == 0 ? tr(spec.label) : lettered(static_cast<int>(alike)), box);
@@ -190,9 +208,11 @@ QWidget* QuantizePanel::createMethods() {
                 if (r.label == spec.label) r.check->setText(lettered(0));
         row.check->setChecked(spec.checked);
         const QString gguf = ggufTooltip(spec.prefix);
-        row.tooltip = !gguf.isEmpty() ? gguf
-                                      : methodTooltip(spec.prefix, spec.suffix,
-                                                      spec.prefix + (spec.bits > 0 ? std::to_string(spec.bits) : std::string()) + spec.suffix);
+        row.tooltip = !gguf.isEmpty()
+                          ? gguf
+                          : methodTooltip(spec.prefix, spec.suffix,
+                                          spec.prefix + (spec.bits > 0 ? std::to_string(spec.bits) : std::string()) +
+                                              spec.suffix);
         row.check->setToolTip(row.tooltip);
         if (second)
             grid->addWidget(row.check, at, 1, 1, 2);
@@ -209,7 +229,8 @@ QWidget* QuantizePanel::createMethods() {
         }
         if (spec.grouped) {
             row.group = groupSizeBox(box);
-            row.group->setToolTip(tr("Input columns that share one scale (and zero point); per row: one for the whole row"));
+            row.group->setToolTip(
+                tr("Input columns that share one scale (and zero point); per row: one for the whole row"));
             grid->addWidget(row.group, at, 2);
             connect(row.group, &QComboBox::currentIndexChanged, this, &QuantizePanel::scheduleEstimate);
         }
@@ -227,8 +248,8 @@ QLineEdit* QuantizePanel::createFileField(const QString& placeholder) {
     browse->setIcon(style()->standardIcon(QStyle::SP_DirOpenIcon));
     edit->addAction(browse, QLineEdit::TrailingPosition);
     connect(browse, &QAction::triggered, this, [this, edit] {
-        const QString file = QFileDialog::getOpenFileName(this, tr("Text file"), edit->text(),
-                                                          tr("Text (*.txt *.json);;All files (*)"));
+        const QString file =
+            QFileDialog::getOpenFileName(this, tr("Text file"), edit->text(), tr("Text (*.txt *.json);;All files (*)"));
         if (!file.isEmpty()) edit->setText(file);
     });
     connect(edit, &QLineEdit::textChanged, this, [this] { scheduleEstimate(); });
@@ -244,8 +265,9 @@ QWidget* QuantizePanel::createTexts() {
     samples_ = makeSpinBox(1, 4096, 16, box);
     sequenceLength_ = makeSpinBox(8, 8192, 128, box);
     evaluationSamples_ = makeSpinBox(1, 4096, 8, box);
-    calibrationFile_->setToolTip(tr("Text the model reads to measure its activations (GPTQ's Hessian, AWQ's scales): a UTF-8 "
-                                    "file or a JSON list of strings. Empty: the text beside the checkpoint, else the demo's."));
+    calibrationFile_->setToolTip(
+        tr("Text the model reads to measure its activations (GPTQ's Hessian, AWQ's scales): a UTF-8 "
+           "file or a JSON list of strings. Empty: the text beside the checkpoint, else the demo's."));
     evaluationFile_->setToolTip(tr("Held-out text on which each method's KL divergence from the original is measured"));
     samples_->setToolTip(tr("Calibration sequences: more give steadier statistics and take longer"));
     sequenceLength_->setToolTip(tr("Tokens per calibration and evaluation sequence"));
@@ -283,22 +305,25 @@ QWidget* QuantizePanel::createRun() {
         emit deviceChosen(settings().device);
     });
     perLayerKl_ = new QCheckBox(tr("Per-layer KL (one layer quantized at a time)"), box);
-    perLayerKl_->setToolTip(tr("Also measure the KL with only one layer quantized at a time, to find the fragile layers "
-                               "(one more evaluation per layer)"));
+    perLayerKl_->setToolTip(
+        tr("Also measure the KL with only one layer quantized at a time, to find the fragile layers "
+           "(one more evaluation per layer)"));
     connect(perLayerKl_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
     kvCacheFp8_ = new QCheckBox(tr("KV cache in FP8 (k/v scales calibrated per layer)"), box);
     kvCacheFp8_->setObjectName(QStringLiteral("kvCacheFp8"));
-    kvCacheFp8_->setToolTip(tr("Measures and exports every safetensors method with an FP8 E4M3 KV cache, as vLLM runs it with "
-                               "--kv-cache-dtype fp8; the Results add the cache's damage alone. GGUF methods keep llama.cpp's "
-                               "cache, chosen when it runs."));
+    kvCacheFp8_->setToolTip(
+        tr("Measures and exports every safetensors method with an FP8 E4M3 KV cache, as vLLM runs it with "
+           "--kv-cache-dtype fp8; the Results add the cache's damage alone. GGUF methods keep llama.cpp's "
+           "cache, chosen when it runs."));
     connect(kvCacheFp8_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
     allExperts_ = new QCheckBox(tr("Calibrate every expert on every token"), box);
     allExperts_->setObjectName(QStringLiteral("moeCalibrateAllExperts"));
     allExperts_->setChecked(true);
-    allExperts_->setToolTip(tr("Each expert's Hessian and statistics come from every calibration token, while the forward pass "
-                               "still routes as the model does. Off, an expert sees only the tokens its router sends it: a "
-                               "rarely chosen expert is then quantized from a handful of tokens (starved; the Tokens per "
-                               "expert tab outlines it). On takes longer: every expert's Hessian gathers every token."));
+    allExperts_->setToolTip(
+        tr("Each expert's Hessian and statistics come from every calibration token, while the forward pass "
+           "still routes as the model does. Off, an expert sees only the tokens its router sends it: a "
+           "rarely chosen expert is then quantized from a handful of tokens (starved; the Tokens per "
+           "expert tab outlines it). On takes longer: every expert's Hessian gathers every token."));
     allExperts_->hide();
     connect(allExperts_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
     form->addRow(tr("Device:"), device_);
@@ -334,20 +359,23 @@ void QuantizePanel::setCheckpoint(const QString& path, const QString& refusal, c
     checkpoint_ = path;
     hasExperts_ = hasExperts;
     allExperts_->setVisible(hasExperts);
-    forwardPassRefusal_ = refusal.isEmpty() ? forwardPassRefusal : QString();   // a quantized source is refused first
-    refusal_ = !refusal.isEmpty() || forwardPassRefusal_.isEmpty() ? refusal : startRefusalWithoutForwardPass(forwardPassRefusal_);
+    forwardPassRefusal_ = refusal.isEmpty() ? forwardPassRefusal : QString();  // a quantized source is refused first
+    refusal_ = !refusal.isEmpty() || forwardPassRefusal_.isEmpty()
+                   ? refusal
+                   : startRefusalWithoutForwardPass(forwardPassRefusal_);
     estimate_.reset();
     estimated_.reset();
     debounce_.stop();
     estimator_.cancel();
-    allExperts_->setEnabled(refusal_.isEmpty());   // nothing to calibrate in a quantized or unrunnable model
+    allExperts_->setEnabled(refusal_.isEmpty());  // nothing to calibrate in a quantized or unrunnable model
     showArchitectureSupport();
     updateStartButton();
     // Short: the whole reason is Start's tooltip (the footer never scrolls).
     if (!refusal.isEmpty())
-        estimateLabel_->setText(QStringLiteral("<span style='color:#b03030'>%1</span>")
-                                    .arg(tr("This checkpoint is already quantized: quantizing needs its original weights "
-                                            "(Start's tooltip says more).")));
+        estimateLabel_->setText(
+            QStringLiteral("<span style='color:#b03030'>%1</span>")
+                .arg(tr("This checkpoint is already quantized: quantizing needs its original weights "
+                        "(Start's tooltip says more).")));
     else if (!forwardPassRefusal_.isEmpty())
         estimateLabel_->setText(QStringLiteral("<span style='color:#b03030'>%1</span>")
                                     .arg(tr("QuantScope cannot run this model, so no KL: weight-only methods from the "
@@ -360,13 +388,15 @@ void QuantizePanel::setCheckpoint(const QString& path, const QString& refusal, c
 void QuantizePanel::showArchitectureSupport() {
     for (MethodRow& row : rows_) {
         const QString why = forwardPassRefusal_.isEmpty() ? QString() : methodRefusalWithoutForwardPass(row.name());
-        for (QWidget* control : {static_cast<QWidget*>(row.check), static_cast<QWidget*>(row.bits), static_cast<QWidget*>(row.group)})
+        for (QWidget* control :
+             {static_cast<QWidget*>(row.check), static_cast<QWidget*>(row.bits), static_cast<QWidget*>(row.group)})
             if (control) control->setEnabled(why.isEmpty());
         row.check->setToolTip(why.isEmpty() ? row.tooltip : tr("Not for this model: %1").arg(why));
     }
     architectureNote_->setVisible(!forwardPassRefusal_.isEmpty());
     architectureNote_->setText(
-        tr("<b>No forward pass for this model</b>: %1. The methods that read its activations are off; the others quantize "
+        tr("<b>No forward pass for this model</b>: %1. The methods that read its activations are off; the others "
+           "quantize "
            "it from its weights alone with <tt>quantscope-cli quantize --weights-only</tt> (no KL; the panel has no "
            "weights-only run).")
             .arg(forwardPassRefusal_.toHtmlEscaped()));
@@ -375,7 +405,7 @@ void QuantizePanel::showArchitectureSupport() {
 QuantizeSettings QuantizePanel::settings() const {
     QuantizeSettings s;
     for (const MethodRow& row : rows_) {
-        if (!row.check->isChecked() || !row.check->isEnabled()) continue;   // off for this model: kept for the next
+        if (!row.check->isChecked() || !row.check->isEnabled()) continue;  // off for this model: kept for the next
         s.methods.push_back({row.name(), row.group ? row.group->currentData().toInt() : 128});
     }
     s.calibrationFile = calibrationFile_->text().trimmed();
@@ -386,7 +416,8 @@ QuantizeSettings QuantizePanel::settings() const {
     s.device = static_cast<pipeline::DeviceChoice>(device_->currentData().toInt());
     s.perLayerKl = perLayerKl_->isChecked();
     s.kvCacheFp8 = kvCacheFp8_->isChecked();
-    s.moeCalibrateAllExperts = !hasExperts_ || allExperts_->isChecked();   // a dense model: the default, whatever is saved
+    s.moeCalibrateAllExperts =
+        !hasExperts_ || allExperts_->isChecked();  // a dense model: the default, whatever is saved
     return s;
 }
 
@@ -432,7 +463,7 @@ void QuantizePanel::showDevices(const DeviceReport& report) {
     cuda->setEnabled(report.cudaUsable);
     cuda->setToolTip(report.message);
     device_->setToolTip(report.message);
-    if (cudaWanted_ && report.cudaUsable) device_->setCurrentIndex(2);   // as the last session left it
+    if (cudaWanted_ && report.cudaUsable) device_->setCurrentIndex(2);  // as the last session left it
     cudaWanted_ = false;
 }
 
@@ -448,12 +479,13 @@ void QuantizePanel::setRunning(bool running) {
 }
 
 void QuantizePanel::updateStartButton() {
-    const bool anyMethod =
-        std::any_of(rows_.begin(), rows_.end(), [](const MethodRow& r) { return r.check->isChecked() && r.check->isEnabled(); });
+    const bool anyMethod = std::any_of(rows_.begin(), rows_.end(),
+                                       [](const MethodRow& r) { return r.check->isChecked() && r.check->isEnabled(); });
     start_->setEnabled(!running_ && anyMethod && !checkpoint_.isEmpty() && refusal_.isEmpty());
-    start_->setToolTip(refusal_.isEmpty() ? tr("Quantize the open checkpoint with the ticked methods, then measure each one's KL "
-                                               "divergence from the original on the evaluation text")
-                                          : refusal_);
+    start_->setToolTip(refusal_.isEmpty()
+                           ? tr("Quantize the open checkpoint with the ticked methods, then measure each one's KL "
+                                "divergence from the original on the evaluation text")
+                           : refusal_);
 }
 
 void QuantizePanel::scheduleEstimate() {

@@ -11,9 +11,10 @@
 #include <QVariantMap>
 #include <QWidget>
 
+#include "qs/pipeline/resource_estimate.h"
+
 #include "device_probe.h"
 #include "job_runner.h"
-#include "qs/pipeline/resource_estimate.h"
 #include "quantize_settings.h"
 
 class QCheckBox;
@@ -40,7 +41,7 @@ public:
     // `hasExperts` (a mixture of experts) shows the choice to calibrate every expert on every token.
     void setCheckpoint(const QString& path, const QString& refusal = {}, const QString& forwardPassRefusal = {},
                        bool hasExperts = false);
-    const QString& refusal() const { return refusal_; }   // Start's reason to be off, of either kind
+    const QString& refusal() const { return refusal_; }  // Start's reason to be off, of either kind
     const QString& forwardPassRefusal() const { return forwardPassRefusal_; }
     // Whether the row of `method` ("gptq4", "rtn4", "q4_k_m") can be ticked, and its tooltip.
     bool methodAvailable(const std::string& method) const;
@@ -76,25 +77,25 @@ public:
 signals:
     void startRequested();
     void cancelRequested();
-    void deviceChosen(qs::pipeline::DeviceChoice device);   // also where the Hessian tab calibrates
+    void deviceChosen(qs::pipeline::DeviceChoice device);  // also where the Hessian tab calibrates
 
 private:
     struct MethodRow {
         QCheckBox* check = nullptr;
-        QSpinBox* bits = nullptr;       // null for the fixed formats
-        QComboBox* group = nullptr;     // null where groups do not apply
+        QSpinBox* bits = nullptr;    // null for the fixed formats
+        QComboBox* group = nullptr;  // null where groups do not apply
         std::string prefix, suffix;
-        std::string label;              // as the method list names it (two rows may share one)
+        std::string label;  // as the method list names it (two rows may share one)
         bool variableBits = false;
-        QString tooltip;                // what the method does (a row turned off says why instead)
+        QString tooltip;  // what the method does (a row turned off says why instead)
         std::string name() const;
     };
 
-    QString rowKey(std::size_t row) const;   // "gptq-act#0": prefix, suffix and which of the rows alike
+    QString rowKey(std::size_t row) const;  // "gptq-act#0": prefix, suffix and which of the rows alike
     QWidget* createMethods();
     QWidget* createTexts();
     QWidget* createRun();
-    QLayout* createFooter();   // the estimate, Start and Cancel: below the scrolling settings
+    QLayout* createFooter();  // the estimate, Start and Cancel: below the scrolling settings
     QLineEdit* createFileField(const QString& placeholder);
     void scheduleEstimate();
     void computeEstimate();
@@ -117,14 +118,14 @@ private:
     QComboBox* device_ = nullptr;
     QCheckBox* perLayerKl_ = nullptr;
     QCheckBox* kvCacheFp8_ = nullptr;
-    QCheckBox* allExperts_ = nullptr;   // shown for a mixture of experts only
+    QCheckBox* allExperts_ = nullptr;  // shown for a mixture of experts only
     bool hasExperts_ = false;
     QLabel* estimateLabel_ = nullptr;
     QPushButton* start_ = nullptr;
     QPushButton* cancel_ = nullptr;
     bool running_ = false;
-    QVariantMap defaults_;           // state() as built
-    bool cudaWanted_ = false;        // restored settings chose CUDA before the probe enabled it
+    QVariantMap defaults_;     // state() as built
+    bool cudaWanted_ = false;  // restored settings chose CUDA before the probe enabled it
 
     QTimer debounce_;
     JobRunner estimator_;

@@ -18,7 +18,7 @@ const QString kGroup = QStringLiteral("quantize");
 
 QString QuantizePanel::rowKey(std::size_t row) const {
     const std::string kind = rows_[row].prefix + rows_[row].suffix;
-    int before = 0;   // two Trellis rows differ only by their default bits: by position among alike rows
+    int before = 0;  // two Trellis rows differ only by their default bits: by position among alike rows
     for (std::size_t r = 0; r < row; ++r) before += rows_[r].prefix + rows_[r].suffix == kind;
     return QStringLiteral("methods/%1#%2").arg(QString::fromStdString(kind)).arg(before);
 }
@@ -45,23 +45,27 @@ QVariantMap QuantizePanel::state() const {
 // Keys that are missing or hold nothing valid leave their control as it is.
 void QuantizePanel::applyState(const QVariantMap& state) {
     const auto number = [&state](const QString& key, QSpinBox* box) {
-        if (state.contains(key)) box->setValue(state.value(key).toInt());   // clamped to the box's range
+        if (state.contains(key)) box->setValue(state.value(key).toInt());  // clamped to the box's range
     };
     for (std::size_t r = 0; r < rows_.size(); ++r) {
         const QString key = rowKey(r);
-        if (state.contains(key + QStringLiteral("/checked"))) rows_[r].check->setChecked(state.value(key + QStringLiteral("/checked")).toBool());
+        if (state.contains(key + QStringLiteral("/checked")))
+            rows_[r].check->setChecked(state.value(key + QStringLiteral("/checked")).toBool());
         if (rows_[r].bits) number(key + QStringLiteral("/bits"), rows_[r].bits);
         if (rows_[r].group && state.contains(key + QStringLiteral("/group"))) {
             const int at = rows_[r].group->findData(state.value(key + QStringLiteral("/group")).toInt());
             if (at >= 0) rows_[r].group->setCurrentIndex(at);
         }
     }
-    if (state.contains(QStringLiteral("calibrationFile"))) calibrationFile_->setText(state.value(QStringLiteral("calibrationFile")).toString());
+    if (state.contains(QStringLiteral("calibrationFile")))
+        calibrationFile_->setText(state.value(QStringLiteral("calibrationFile")).toString());
     number(QStringLiteral("samples"), samples_);
     number(QStringLiteral("sequenceLength"), sequenceLength_);
-    if (state.contains(QStringLiteral("evaluationFile"))) evaluationFile_->setText(state.value(QStringLiteral("evaluationFile")).toString());
+    if (state.contains(QStringLiteral("evaluationFile")))
+        evaluationFile_->setText(state.value(QStringLiteral("evaluationFile")).toString());
     number(QStringLiteral("evaluationSamples"), evaluationSamples_);
-    if (state.contains(QStringLiteral("perLayerKl"))) perLayerKl_->setChecked(state.value(QStringLiteral("perLayerKl")).toBool());
+    if (state.contains(QStringLiteral("perLayerKl")))
+        perLayerKl_->setChecked(state.value(QStringLiteral("perLayerKl")).toBool());
     if (state.contains(QStringLiteral("moeCalibrateAllExperts")))
         allExperts_->setChecked(state.value(QStringLiteral("moeCalibrateAllExperts")).toBool());
     if (state.contains(QStringLiteral("device"))) {

@@ -9,7 +9,7 @@ pipeline::JobPlan buildPlan(const QuantizeSettings& settings, const std::filesys
     plan.checkpoint = checkpointPath;
     for (const MethodChoice& m : settings.methods) {
         pipeline::MethodSpec spec = pipeline::parseMethod(m.name, m.groupSize);
-        spec.kvCacheFp8 = settings.kvCacheFp8 && !spec.gguf();   // llama.cpp picks its cache type when it runs
+        spec.kvCacheFp8 = settings.kvCacheFp8 && !spec.gguf();  // llama.cpp picks its cache type when it runs
         plan.methods.push_back(std::move(spec));
     }
     plan.calibration = {settings.calibrationFile.toStdString(), settings.samples, settings.sequenceLength};

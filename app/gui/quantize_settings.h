@@ -11,24 +11,24 @@
 namespace qs::gui {
 
 struct MethodChoice {
-    std::string name;      // a pipeline::parseMethod name: "gptq4-act", "fp8", "trellis3"
-    int groupSize = 128;   // integer methods only; -1 = one group per row
+    std::string name;     // a pipeline::parseMethod name: "gptq4-act", "fp8", "trellis3"
+    int groupSize = 128;  // integer methods only; -1 = one group per row
     bool operator==(const MethodChoice&) const = default;
 };
 
 struct QuantizeSettings {
     std::vector<MethodChoice> methods;
-    QString calibrationFile;   // empty: the text beside the checkpoint, else the bundled demo text
+    QString calibrationFile;  // empty: the text beside the checkpoint, else the bundled demo text
     int samples = 16;
     int sequenceLength = 128;
-    QString evaluationFile;    // empty: as for calibration
+    QString evaluationFile;  // empty: as for calibration
     int evaluationSamples = 8;
     pipeline::DeviceChoice device = pipeline::DeviceChoice::Auto;
     bool perLayerKl = false;
-    bool kvCacheFp8 = false;   // every safetensors method with an FP8 KV cache
-    bool moeCalibrateAllExperts = true;   // pipeline::JobPlan::moeCalibrateAllExperts (the CLI's --moe-calibration all)
+    bool kvCacheFp8 = false;             // every safetensors method with an FP8 KV cache
+    bool moeCalibrateAllExperts = true;  // pipeline::JobPlan::moeCalibrateAllExperts (the CLI's --moe-calibration all)
     std::uint64_t seed = 0;
-    bool operator==(const QuantizeSettings&) const = default;   // the Quantize panel's estimate is of these
+    bool operator==(const QuantizeSettings&) const = default;  // the Quantize panel's estimate is of these
 };
 
 // Parses the methods and tokenizes both texts (pipeline::buildJobPlan), then selects the device.

@@ -10,12 +10,13 @@ std::optional<formats::LayerQuantInfo> linearOfPart(const formats::FormatInfo& f
     if (dot == std::string::npos) return std::nullopt;
     const std::string_view prefix(tensor.data(), dot);
     for (const formats::LayerQuantInfo& layer : format.layers)
-        if (layer.ref.prefix == prefix && layer.ref.expert < 0 && layer.scheme != "dense" && layer.problem.empty()) return layer;
+        if (layer.ref.prefix == prefix && layer.ref.expert < 0 && layer.scheme != "dense" && layer.problem.empty())
+            return layer;
     return std::nullopt;
 }
 
-std::optional<formats::LayerQuantInfo> linearOfCodes(const io::Checkpoint& checkpoint, const formats::FormatInfo& format,
-                                                     const std::string& tensor) {
+std::optional<formats::LayerQuantInfo> linearOfCodes(const io::Checkpoint& checkpoint,
+                                                     const formats::FormatInfo& format, const std::string& tensor) {
     if (const auto layer = linearOfPart(format, tensor)) {
         const std::string& prefix = layer->ref.prefix;
         // The codes are the biggest of the linear's parts ("prefix.<part>", the bias aside).
@@ -36,7 +37,7 @@ std::optional<formats::LayerQuantInfo> linearOfCodes(const io::Checkpoint& check
 }
 
 std::optional<DecodedCodes> decodeCodes(const io::Checkpoint& checkpoint, const std::string& tensor) {
-    const formats::FormatInfo format = formats::detect(checkpoint);   // configs and headers only
+    const formats::FormatInfo format = formats::detect(checkpoint);  // configs and headers only
     const auto linear = linearOfCodes(checkpoint, format, tensor);
     if (!linear) return std::nullopt;
     return DecodedCodes{formats::LinearReader(checkpoint, format).decodeF32(linear->ref.prefix), linear->summary()};

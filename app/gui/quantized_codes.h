@@ -13,8 +13,8 @@ namespace qs::gui {
 
 // The quantized linear whose largest stored part is `tensor` (its codes); nullopt for scales, zeros,
 // g_idx, dense tensors and experts stacked in one tensor.
-std::optional<formats::LayerQuantInfo> linearOfCodes(const io::Checkpoint& checkpoint, const formats::FormatInfo& format,
-                                                     const std::string& tensor);
+std::optional<formats::LayerQuantInfo> linearOfCodes(const io::Checkpoint& checkpoint,
+                                                     const formats::FormatInfo& format, const std::string& tensor);
 
 // The quantized linear `tensor` is a stored part of (codes, scales, zeros, g_idx, global scale: any
 // "<prefix>.<part>"); nullopt for dense tensors, experts stacked in one tensor and malformed linears.
@@ -23,7 +23,7 @@ std::optional<formats::LayerQuantInfo> linearOfPart(const formats::FormatInfo& f
 // The weights `tensor` decodes to when it is a quantized linear's codes (on a worker: it reads and
 // decodes the whole linear), with the scheme they were decoded from ("int4 g128 asym").
 struct DecodedCodes {
-    MatrixF weight;        // [out, in]
+    MatrixF weight;  // [out, in]
     std::string scheme;
 };
 std::optional<DecodedCodes> decodeCodes(const io::Checkpoint& checkpoint, const std::string& tensor);

@@ -9,13 +9,14 @@
 #include <QLabel>
 #include <QVBoxLayout>
 
-#include "number_format.h"
-#include "plot_view.h"
-#include "quantized_codes.h"
 #include "qs/error.h"
 #include "qs/formats/detect.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/formats/rounding_error.h"
+
+#include "number_format.h"
+#include "plot_view.h"
+#include "quantized_codes.h"
 
 namespace qs::gui {
 namespace {
@@ -27,14 +28,16 @@ std::span<const float> valuesOf(const MatrixF& m) { return {m.data(), static_cas
 
 // What the scales are stored as and how many weights share one: a sentence of the caption.
 QString scaleNote(const formats::LayerQuantInfo& layer, const quant::QuantizedLinear& parts) {
-    const QString block = parts.blockRows > 1 && parts.blockCols < parts.cols
-                              ? QObject::tr("one per %1×%2 block").arg(parts.blockRows).arg(parts.blockCols)
-                          : parts.blockRows >= parts.rows && parts.blockCols >= parts.cols ? QObject::tr("one for the whole tensor")
-                          : parts.blockCols >= parts.cols                               ? QObject::tr("one per output channel")
-                                                                                        : QObject::tr("one per %1 inputs of a row").arg(parts.blockCols);
+    const QString block =
+        parts.blockRows > 1 && parts.blockCols < parts.cols
+            ? QObject::tr("one per %1×%2 block").arg(parts.blockRows).arg(parts.blockCols)
+        : parts.blockRows >= parts.rows && parts.blockCols >= parts.cols ? QObject::tr("one for the whole tensor")
+        : parts.blockCols >= parts.cols                                  ? QObject::tr("one per output channel")
+                                        : QObject::tr("one per %1 inputs of a row").arg(parts.blockCols);
     if (layer.scheme == "nvfp4")
         return QObject::tr("E4M3 block scales, %1; global scale %2 (weight_global_scale stores its inverse, %3).")
-            .arg(block, valueText(parts.globalScale), valueText(parts.globalScale != 0.0f ? 1.0 / parts.globalScale : 0.0));
+            .arg(block, valueText(parts.globalScale),
+                 valueText(parts.globalScale != 0.0f ? 1.0 / parts.globalScale : 0.0));
     if (layer.scheme == "mxfp4") return QObject::tr("E8M0 block scales (powers of two), %1.").arg(block);
     if (layer.scheme == "nf4") return QObject::tr("absmax scales, %1.").arg(block);
     return QObject::tr("Scales %1.").arg(block);
@@ -44,7 +47,7 @@ QString scaleNote(const formats::LayerQuantInfo& layer, const quant::QuantizedLi
 // no quantized linear.
 std::optional<QuantizedLinearPage::Views> computeViews(const io::Checkpoint& checkpoint, const io::Checkpoint* original,
                                                        const std::string& tensor, const qs::CancelToken& token) {
-    const formats::FormatInfo format = formats::detect(checkpoint);   // configs and headers only
+    const formats::FormatInfo format = formats::detect(checkpoint);  // configs and headers only
     const auto layer = linearOfPart(format, tensor);
     if (!layer) return std::nullopt;
     const formats::LinearReader reader(checkpoint, format);
@@ -55,7 +58,8 @@ std::optional<QuantizedLinearPage::Views> computeViews(const io::Checkpoint& che
     QuantizedLinearPage::Views v;
     v.linear = QString::fromStdString(layer->ref.prefix);
     v.scheme = QString::fromStdString(layer->summary());
-    const bool perWeightCodes = parts.codeKind != quant::CodeKind::Trellis && parts.codeKind != quant::CodeKind::GgmlBlocks;
+    const bool perWeightCodes =
+        parts.codeKind != quant::CodeKind::Trellis && parts.codeKind != quant::CodeKind::GgmlBlocks;
     if (decoded.partsExact && perWeightCodes) {
         v.usage = quant::codeUsage(parts);
         v.scales = analysis::computeHistogram(valuesOf(parts.scales));
@@ -68,7 +72,8 @@ std::optional<QuantizedLinearPage::Views> computeViews(const io::Checkpoint& che
     if (layer->actOrder) v.gIdx = parts.gIdx;
     if (original) {
         try {
-            const formats::RoundingError e = formats::roundingError(reader, formats::LinearReader(*original), layer->ref);
+            const formats::RoundingError e =
+                formats::roundingError(reader, formats::LinearReader(*original), layer->ref);
             v.error = analysis::computeHistogram(std::span<const float>(e.difference));
             v.errorRms = e.rms;
             v.originalRms = e.originalRms;
@@ -87,7 +92,9 @@ void drawHistogram(PlotView* plot, const analysis::Histogram& h, const QColor& c
     bars->setBrush(color);
     for (int b = 0; b < h.bins(); ++b) {
         const auto count = h.counts[static_cast<std::size_t>(b)];
-        if (count > 0) bars->addData(0.5 * (h.edges[static_cast<std::size_t>(b)] + h.edges[static_cast<std::size_t>(b) + 1]), double(count));
+        if (count > 0)
+            bars->addData(0.5 * (h.edges[static_cast<std::size_t>(b)] + h.edges[static_cast<std::size_t>(b) + 1]),
+                          double(count));
     }
     // "0.016", not "0.0160"; three digits so that NVFP4's block scales read "100", not "1e+02"
     plot->xAxis->setNumberFormat(QStringLiteral("g"));
@@ -113,8 +120,8 @@ PlotView* makePlot(QWidget* parent, const QString& fileName, const QString& xLab
     plot->setDefaultFileName(fileName);
     plot->xAxis->setLabel(xLabel);
     plot->yAxis->setLabel(yLabel);
-    plot->setMinimumSize(150, 130);   // three abreast in a laptop's centre, the docks beside them
-    plot->xAxis->ticker()->setTickCount(3);   // a third of a laptop's centre: three short labels fit
+    plot->setMinimumSize(150, 130);          // three abreast in a laptop's centre, the docks beside them
+    plot->xAxis->ticker()->setTickCount(3);  // a third of a laptop's centre: three short labels fit
     plot->xAxis->ticker()->setTickStepStrategy(QCPAxisTicker::tssMeetTickCount);
     plot->yAxis->ticker()->setTickCount(4);
     return plot;
@@ -149,7 +156,8 @@ QuantizedLinearPage::QuantizedLinearPage(QWidget* parent)
         return tr("code %1 = %2: %3 weights").arg(l.code).arg(valueText(l.level)).arg(l.count);
     });
     for (PlotView* plot : {codes_, scales_, zeros_, gIdx_, error_})
-        connect(plot, &PlotView::exportFailed, this, [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
+        connect(plot, &PlotView::exportFailed, this,
+                [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
     connect(&runner_, &JobRunner::busyChanged, this, &InspectorPage::busyChanged);
     clear(tr("Open a quantized checkpoint and select one of its linears."));
 }
@@ -159,14 +167,14 @@ void QuantizedLinearPage::setCheckpoint(CheckpointPtr checkpoint) {
     hasQuantizedLinears_ = false;
     if (checkpoint_) {
         try {
-            const formats::FormatInfo format = formats::detect(*checkpoint_);   // configs and headers
+            const formats::FormatInfo format = formats::detect(*checkpoint_);  // configs and headers
             hasQuantizedLinears_ = std::any_of(format.layers.begin(), format.layers.end(),
                                                [](const formats::LayerQuantInfo& l) { return l.scheme != "dense"; });
         } catch (const Error&) {
-            hasQuantizedLinears_ = false;   // the Summary reports an unreadable format
+            hasQuantizedLinears_ = false;  // the Summary reports an unreadable format
         }
     }
-    original_.reset();   // the original of the checkpoint before is not this one's
+    original_.reset();  // the original of the checkpoint before is not this one's
     originalPath_.clear();
     tensor_.clear();
     runner_.cancel();
@@ -208,15 +216,13 @@ void QuantizedLinearPage::refresh() {
     }
     stale_ = false;
     caption_->setText(tr("Decoding the linear of %1…").arg(tensor_));
-    runner_.start(
-        [checkpoint = checkpoint_, original = original_, name = tensor_.toStdString()](const qs::CancelToken& token) {
-            return computeViews(*checkpoint, original.get(), name, token);
-        },
-        [this](std::optional<Views> views) { show(std::move(views)); },
-        [this](const QString& message) {
-            clear(message);
-            emit errorOccurred(tr("Decoding failed"), message);
-        });
+    runner_.start([checkpoint = checkpoint_, original = original_, name = tensor_.toStdString()](
+                      const qs::CancelToken& token) { return computeViews(*checkpoint, original.get(), name, token); },
+                  [this](std::optional<Views> views) { show(std::move(views)); },
+                  [this](const QString& message) {
+                      clear(message);
+                      emit errorOccurred(tr("Decoding failed"), message);
+                  });
 }
 
 void QuantizedLinearPage::clear(const QString& message) {
@@ -231,21 +237,26 @@ void QuantizedLinearPage::clear(const QString& message) {
 
 void QuantizedLinearPage::show(std::optional<Views> views) {
     if (!views) {
-        clear(tr("%1 is not part of a quantized linear: select a quantized module of the tree (its codes, scales, zeros "
-                 "and g_idx beneath it).").arg(tensor_));
+        clear(
+            tr("%1 is not part of a quantized linear: select a quantized module of the tree (its codes, scales, zeros "
+               "and g_idx beneath it).")
+                .arg(tensor_));
         return;
     }
     views_ = std::move(views);
     message_.clear();
     drawCodes();
-    resetPlot(scales_, views_->usage.empty() ? tr("No scales to list") : tr("Scales per group"), !views_->usage.empty());
+    resetPlot(scales_, views_->usage.empty() ? tr("No scales to list") : tr("Scales per group"),
+              !views_->usage.empty());
     if (!views_->usage.empty()) drawHistogram(scales_, views_->scales, kBarColor);
     scales_->replot();
     resetPlot(zeros_, views_->zeros ? tr("Zero points per group") : tr("No zero points"), views_->zeros.has_value());
     if (views_->zeros) drawHistogram(zeros_, *views_->zeros, kBarColor);
     zeros_->replot();
     drawGIdx();
-    resetPlot(error_, views_->error ? tr("Rounding error: RMS %1").arg(valueText(views_->errorRms)) : tr("Rounding error: no original"),
+    resetPlot(error_,
+              views_->error ? tr("Rounding error: RMS %1").arg(valueText(views_->errorRms))
+                            : tr("Rounding error: no original"),
               views_->error.has_value());
     if (views_->error) drawHistogram(error_, *views_->error, kBarColor);
     error_->replot();
@@ -257,7 +268,9 @@ void QuantizedLinearPage::show(std::optional<Views> views) {
 void QuantizedLinearPage::drawCodes() {
     const auto& usage = views_->usage;
     // The reason a format has no codes to count (GGUF blocks, the trellis) is the caption's: too long for a title.
-    resetPlot(codes_, usage.empty() ? tr("No per-weight codes") : tr("Codes used: %1 of %2").arg(quant::codesUsed(usage)).arg(usage.size()),
+    resetPlot(codes_,
+              usage.empty() ? tr("No per-weight codes")
+                            : tr("Codes used: %1 of %2").arg(quant::codesUsed(usage)).arg(usage.size()),
               !usage.empty());
     if (usage.empty()) return codes_->replot();
     auto* bars = new QCPBars(codes_->xAxis, codes_->yAxis);
@@ -272,7 +285,8 @@ void QuantizedLinearPage::drawCodes() {
     for (std::size_t i = 0; i < usage.size(); ++i) {
         bars->addData(double(i), double(usage[i].count));
         most = std::max(most, usage[i].count);
-        if (static_cast<int>(i) % every == 0) ticker->addTick(double(i), QString::number(double(usage[i].level), 'g', 2));
+        if (static_cast<int>(i) % every == 0)
+            ticker->addTick(double(i), QString::number(double(usage[i].level), 'g', 2));
     }
     codes_->xAxis->setTicker(ticker);
     codes_->xAxis->setTickLabelRotation(usage.size() > 16 ? 60 : 0);
@@ -308,8 +322,10 @@ QString QuantizedLinearPage::captionText() const {
     if (!views_) return message_;
     const Views& v = *views_;
     QString text = tr("%1: %2.").arg(v.linear, v.scheme);
-    if (!v.usage.empty()) text += QLatin1Char(' ') + v.scaleNote;
-    else text += QLatin1Char(' ') + v.usageNote;
+    if (!v.usage.empty())
+        text += QLatin1Char(' ') + v.scaleNote;
+    else
+        text += QLatin1Char(' ') + v.usageNote;
     if (v.error)
         text += tr(" Against %1: RMS error %2, %3% of the weights' RMS %4.")
                     .arg(originalPath_, valueText(v.errorRms))
@@ -318,7 +334,8 @@ QString QuantizedLinearPage::captionText() const {
     else if (!v.errorProblem.isEmpty())
         text += tr(" Not compared with the original: %1").arg(v.errorProblem);
     else
-        text += tr(" File ▸ Compare with Original… names the checkpoint it was quantized from, for the rounding error.");
+        text +=
+            tr(" File ▸ Compare with Original… names the checkpoint it was quantized from, for the rounding error.");
     return text;
 }
 

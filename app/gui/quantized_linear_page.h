@@ -9,10 +9,11 @@
 #include <optional>
 #include <vector>
 
-#include "inspector_page.h"
-#include "job_runner.h"
 #include "qs/analysis/histogram.h"
 #include "qs/quant/code_usage.h"
+
+#include "inspector_page.h"
+#include "job_runner.h"
 
 class QLabel;
 
@@ -31,7 +32,7 @@ public:
     void setCheckpoint(CheckpointPtr checkpoint) override;
     void setTensor(const QString& name) override;
     bool isBusy() const override;
-    bool hasQuantizedLinears() const { return hasQuantizedLinears_; }   // of the open checkpoint
+    bool hasQuantizedLinears() const { return hasQuantizedLinears_; }  // of the open checkpoint
 
     // The checkpoint the open one was quantized from: checked from the headers (names and shapes of
     // every quantized linear) and refused with one line through errorOccurred when it does not fit.
@@ -39,10 +40,10 @@ public:
     const QString& originalPath() const { return originalPath_; }
 
     struct Views {
-        QString linear;                            // the module prefix
-        QString scheme;                            // "int4 g128 act-order asym"
-        std::vector<quant::CodeLevel> usage;       // empty when the format stores no code per weight
-        QString usageNote;                         // why usage is empty
+        QString linear;                       // the module prefix
+        QString scheme;                       // "int4 g128 act-order asym"
+        std::vector<quant::CodeLevel> usage;  // empty when the format stores no code per weight
+        QString usageNote;                    // why usage is empty
         analysis::Histogram scales;
         std::optional<analysis::Histogram> zeros;  // integer codes only
         QString scaleNote;                         // the scales' element type, block and global scale
@@ -50,7 +51,7 @@ public:
         std::optional<analysis::Histogram> error;  // decoded − original, with an original
         double errorRms = 0.0;
         double originalRms = 0.0;
-        QString errorProblem;                      // the original's linear could not be compared
+        QString errorProblem;  // the original's linear could not be compared
     };
     const std::optional<Views>& views() const { return views_; }
     QString captionText() const;

@@ -27,8 +27,6 @@ void RecentFiles::add(const QString& path) {
     QSettings().setValue(kKey, list);
 }
 
-void RecentFiles::clear() {
-    QSettings().remove(kKey);
-}
+void RecentFiles::clear() { QSettings().remove(kKey); }
 
 }  // namespace qs::gui

@@ -8,8 +8,8 @@ class RecentFiles {
 public:
     static constexpr int kMaximum = 10;
 
-    QStringList paths() const;       // only those that still exist
-    void add(const QString& path);   // moves an existing entry to the front
+    QStringList paths() const;      // only those that still exist
+    void add(const QString& path);  // moves an existing entry to the front
     void clear();
 };
 

@@ -29,9 +29,9 @@ private:
         double seconds;
     };
     double estimate_;
-    std::optional<Point> first_;   // the first report with work done
-    std::optional<Point> last_;    // the latest report that finished more work
-    int finished_ = 0;             // reports that finished more work since first_
+    std::optional<Point> first_;  // the first report with work done
+    std::optional<Point> last_;   // the latest report that finished more work
+    int finished_ = 0;            // reports that finished more work since first_
 };
 
 }  // namespace qs::gui

@@ -8,9 +8,7 @@ QString methodLabel(const pipeline::MethodResult& m) { return QString::fromStdSt
 
 QString shortLabel(const pipeline::MethodResult& m) { return QString::fromStdString(m.method.name); }
 
-QString bitsLabel(const pipeline::MethodResult& m) {
-    return QStringLiteral("%1 bpw").arg(m.bitsPerWeight, 0, 'f', 2);
-}
+QString bitsLabel(const pipeline::MethodResult& m) { return QStringLiteral("%1 bpw").arg(m.bitsPerWeight, 0, 'f', 2); }
 
 bool hasKl(const pipeline::MethodResult& m) { return m.error.empty() && m.kl.count > 0; }
 

@@ -33,7 +33,7 @@ ResultsPage::ResultsPage(QWidget* parent)
     sorted->setSortRole(ResultsTableModel::SortRole);
     tableView_->setModel(sorted);
     tableView_->setSortingEnabled(true);
-    tableView_->sortByColumn(-1, Qt::AscendingOrder);   // the job's method order until a header is clicked
+    tableView_->sortByColumn(-1, Qt::AscendingOrder);  // the job's method order until a header is clicked
     tableView_->verticalHeader()->hide();
     tableView_->verticalHeader()->setDefaultSectionSize(tableView_->fontMetrics().height() + 6);
     tableView_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
@@ -43,21 +43,21 @@ ResultsPage::ResultsPage(QWidget* parent)
 
     for (PlotView* plot : {static_cast<PlotView*>(klPerMethod_), static_cast<PlotView*>(klPerLayer_),
                            static_cast<PlotView*>(outputError_)})
-        plot->setMinimumWidth(170);   // three side by side in the centre of a 1366-pixel laptop window
+        plot->setMinimumWidth(170);  // three side by side in the centre of a 1366-pixel laptop window
     auto* plots = new QSplitter(Qt::Horizontal, this);
     plots->addWidget(klPerMethod_);
     plots->addWidget(klPerLayer_);
     plots->addWidget(outputError_);
     auto* both = new QSplitter(Qt::Vertical, this);
     both->addWidget(plots);
-    both->addWidget(tableView_);   // full width: all nine columns readable
+    both->addWidget(tableView_);  // full width: all nine columns readable
     both->setStretchFactor(0, 3);
     both->setStretchFactor(1, 2);
     // A MoE job's tokens per expert get a tab of their own (the whole page's height for 48 layers × 128
     // experts); a dense job's page shows no tab bar.
     expertStatus_->setWordWrap(true);
     expertTab_ = new QWidget(this);
-    expertTab_->hide();   // until a result has experts: a child outside the tabs would cover the page
+    expertTab_->hide();  // until a result has experts: a child outside the tabs would cover the page
     auto* expertLayout = new QVBoxLayout(expertTab_);
     expertLayout->setContentsMargins(0, 0, 0, 0);
     expertLayout->addWidget(expertHeatMap_, 1);
@@ -74,13 +74,12 @@ ResultsPage::ResultsPage(QWidget* parent)
     connect(expertHeatMap_, &ExpertHeatMap::expertClicked, this, &ResultsPage::linearActivated);
     for (PlotView* plot : {static_cast<PlotView*>(klPerMethod_), static_cast<PlotView*>(klPerLayer_),
                            static_cast<PlotView*>(outputError_), static_cast<PlotView*>(expertHeatMap_)})
-        connect(plot, &PlotView::exportFailed, this, [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
+        connect(plot, &PlotView::exportFailed, this,
+                [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
     setResult(nullptr);
 }
 
-void ResultsPage::setCheckpoint(CheckpointPtr) {
-    setResult(nullptr);
-}
+void ResultsPage::setCheckpoint(CheckpointPtr) { setResult(nullptr); }
 
 void ResultsPage::setResult(JobResultPtr result) {
     result_ = std::move(result);
@@ -106,16 +105,16 @@ void ResultsPage::showExpertTokens() {
     QString text = tr("Calibration tokens the router sent each expert, from the module log: %1 to %2 per expert.")
                        .arg(grid.minTokens())
                        .arg(grid.maxTokens());
-    text += QLatin1Char(' ') + (grid.starvedCount() == 0
-                                    ? tr("No expert was starved.")
-                                    : tr("%n starved expert(s) outlined: fewer calibration tokens than inputs, so a singular "
-                                         "Hessian and GPTQ working mostly from its damping.", nullptr, grid.starvedCount()));
+    text += QLatin1Char(' ') +
+            (grid.starvedCount() == 0
+                 ? tr("No expert was starved.")
+                 : tr("%n starved expert(s) outlined: fewer calibration tokens than inputs, so a singular "
+                      "Hessian and GPTQ working mostly from its damping.",
+                      nullptr, grid.starvedCount()));
     expertStatus_->setText(text + QLatin1Char(' ') + tr("Hover for the counts; click to select the expert."));
 }
 
-bool ResultsPage::showsExpertTokens() const {
-    return sections_->indexOf(expertTab_) >= 0;
-}
+bool ResultsPage::showsExpertTokens() const { return sections_->indexOf(expertTab_) >= 0; }
 
 bool ResultsPage::expertTokensInFront() const {
     return showsExpertTokens() && sections_->currentWidget() == expertTab_;

@@ -27,7 +27,7 @@ public:
 
     QString title() const override { return tr("Results"); }
     QString key() const override { return QStringLiteral("results"); }
-    void setCheckpoint(CheckpointPtr checkpoint) override;   // results belong to a checkpoint: cleared
+    void setCheckpoint(CheckpointPtr checkpoint) override;  // results belong to a checkpoint: cleared
     void setTensor(const QString&) override {}
     bool isBusy() const override { return false; }
 
@@ -39,7 +39,7 @@ public:
     OutputErrorPlot* outputError() const { return outputError_; }
     ResultsTableModel* table() const { return tableModel_; }
     ExpertHeatMap* expertHeatMap() const { return expertHeatMap_; }
-    bool showsExpertTokens() const;   // the "Tokens per expert" tab is there (a result with expert rows)
+    bool showsExpertTokens() const;  // the "Tokens per expert" tab is there (a result with expert rows)
     // Brings that tab to the front whenever a result has it (--tab experts; otherwise Methods stays in front).
     void preferExpertTokens(bool prefer) { preferExpertTokens_ = prefer; }
     bool expertTokensInFront() const;

@@ -12,10 +12,18 @@ class ResultsTableModel : public QAbstractTableModel {
 
 public:
     enum Column {
-        MethodColumn, BitsColumn, SizeColumn, MeanColumn, MedianColumn, P99Column, SameTopColumn,
-        PplRatioColumn, TimeColumn, ColumnCount
+        MethodColumn,
+        BitsColumn,
+        SizeColumn,
+        MeanColumn,
+        MedianColumn,
+        P99Column,
+        SameTopColumn,
+        PplRatioColumn,
+        TimeColumn,
+        ColumnCount
     };
-    static constexpr int SortRole = Qt::UserRole + 1;   // the number behind a cell
+    static constexpr int SortRole = Qt::UserRole + 1;  // the number behind a cell
 
     using QAbstractTableModel::QAbstractTableModel;
 

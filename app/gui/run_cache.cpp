@@ -22,7 +22,8 @@ constexpr int kMostRunsOfOneKey = 10000;
 bool isRunOf(const std::string& name, const std::string& key) {
     if (name == key) return true;
     if (name.size() <= key.size() + 1 || !name.starts_with(key) || name[key.size()] != '-') return false;
-    return std::all_of(name.begin() + std::ptrdiff_t(key.size()) + 1, name.end(), [](char c) { return c >= '0' && c <= '9'; });
+    return std::all_of(name.begin() + std::ptrdiff_t(key.size()) + 1, name.end(),
+                       [](char c) { return c >= '0' && c <= '9'; });
 }
 
 bool holdsRun(const fs::path& folder) {
@@ -46,7 +47,8 @@ std::uintmax_t bytesUnder(const fs::path& folder) {
 // `path` without the suffix it ends with ("x.lock" -> "x"), or empty when it does not.
 fs::path withoutSuffix(const fs::path& path, const std::string& suffix) {
     const std::string s = path.string();
-    return s.ends_with(suffix) && s.size() > suffix.size() ? fs::path(s.substr(0, s.size() - suffix.size())) : fs::path();
+    return s.ends_with(suffix) && s.size() > suffix.size() ? fs::path(s.substr(0, s.size() - suffix.size()))
+                                                           : fs::path();
 }
 
 }  // namespace
@@ -58,7 +60,7 @@ RunCache RunCache::inUserCache() {
 }
 
 std::optional<RunCache::Interrupted> RunCache::takeInterrupted(const std::string& key) const {
-    std::vector<std::tuple<int, fs::file_time_type, fs::path>> candidates;   // finished layers, last change, folder
+    std::vector<std::tuple<int, fs::file_time_type, fs::path>> candidates;  // finished layers, last change, folder
     std::error_code ec;
     for (fs::directory_iterator it(root_, ec), end; !ec && it != end; it.increment(ec)) {
         const fs::path folder = it->path();
@@ -67,10 +69,10 @@ std::optional<RunCache::Interrupted> RunCache::takeInterrupted(const std::string
         std::error_code timeError;
         if (layers && *layers > 0) candidates.emplace_back(*layers, fs::last_write_time(folder, timeError), folder);
     }
-    std::sort(candidates.begin(), candidates.end(), std::greater<>());   // the most layers, then the newest
+    std::sort(candidates.begin(), candidates.end(), std::greater<>());  // the most layers, then the newest
     for (const auto& [layers, changed, folder] : candidates) {
         std::optional<FolderLock> lock = FolderLock::acquire(folder);
-        if (!lock) continue;   // another process runs it, or shows its result
+        if (!lock) continue;  // another process runs it, or shows its result
         // Looked at again under the lock: the process that held it may have finished it meanwhile.
         if (finished(folder) || pipeline::WorkFolder::interruptedLayers(folder) != layers) continue;
         return Interrupted{std::make_shared<RunLease>(folder, std::move(*lock)), layers};
@@ -84,10 +86,11 @@ std::shared_ptr<RunLease> RunCache::startNew(const std::string& key) const {
         std::error_code ec;
         if (fs::exists(folder, ec) || finished(folder)) continue;
         std::optional<FolderLock> lock = FolderLock::acquire(folder);
-        if (!lock || fs::exists(folder, ec)) continue;   // taken by another process just now
+        if (!lock || fs::exists(folder, ec)) continue;  // taken by another process just now
         return std::make_shared<RunLease>(folder, std::move(*lock));
     }
-    throw Error(root_.string() + ": " + std::to_string(kMostRunsOfOneKey) + " runs of the same settings are kept there; remove the folder");
+    throw Error(root_.string() + ": " + std::to_string(kMostRunsOfOneKey) +
+                " runs of the same settings are kept there; remove the folder");
 }
 
 RunCache::Cleaned RunCache::cleanUp(std::chrono::hours keepInterrupted) const {
@@ -101,15 +104,16 @@ RunCache::Cleaned RunCache::cleanUp(std::chrono::hours keepInterrupted) const {
             for (const char* suffix : {".lock", ".finished"}) {
                 const fs::path folder = withoutSuffix(entry, suffix);
                 if (folder.empty() || fs::exists(folder, ec)) continue;
-                if (std::optional<FolderLock> lock = FolderLock::acquire(folder)) fs::remove(RunLease::finishedMarkerOf(folder), ec);
+                if (std::optional<FolderLock> lock = FolderLock::acquire(folder))
+                    fs::remove(RunLease::finishedMarkerOf(folder), ec);
             }
             if (!fs::is_directory(entry, ec) || !holdsRun(entry)) continue;
             std::optional<FolderLock> lock = FolderLock::acquire(entry);
-            if (!lock) continue;   // in use by a live process
+            if (!lock) continue;  // in use by a live process
             const bool done = finished(entry);
             const std::optional<int> layers = pipeline::WorkFolder::interruptedLayers(entry);
             const auto age = fs::file_time_type::clock::now() - fs::last_write_time(entry);
-            if (!done && layers.value_or(0) > 0 && age <= keepInterrupted) continue;   // kept to resume
+            if (!done && layers.value_or(0) > 0 && age <= keepInterrupted) continue;  // kept to resume
             const std::uintmax_t bytes = bytesUnder(entry);
             pipeline::WorkFolder::discard(entry);
             fs::remove(RunLease::finishedMarkerOf(entry), ec);

@@ -29,7 +29,7 @@ public:
     static constexpr std::chrono::hours kKeepInterrupted{24 * 7};
 
     explicit RunCache(std::filesystem::path root) : root_(std::move(root)) {}
-    static RunCache inUserCache();   // QStandardPaths' CacheLocation / "runs"
+    static RunCache inUserCache();  // QStandardPaths' CacheLocation / "runs"
     const std::filesystem::path& root() const { return root_; }
 
     struct Interrupted {

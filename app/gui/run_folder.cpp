@@ -9,7 +9,8 @@ std::string runKey(const QuantizeSettings& s, const io::CheckpointFingerprint& c
     // Everything that changes the result; the work folder itself refuses a run whose plan differs
     // in what this misses (the text files' contents: their tokens are hashed there).
     QString key = QString::fromStdString(checkpoint.describe());
-    for (const MethodChoice& m : s.methods) key += QStringLiteral("|%1/%2").arg(QString::fromStdString(m.name)).arg(m.groupSize);
+    for (const MethodChoice& m : s.methods)
+        key += QStringLiteral("|%1/%2").arg(QString::fromStdString(m.name)).arg(m.groupSize);
     key += QStringLiteral("|%1|%2|%3|%4|%5|%6|%7|%8|%9")
                .arg(s.calibrationFile)
                .arg(s.samples)

@@ -6,14 +6,15 @@
 #include <string>
 
 #include "qs/io/checkpoint_fingerprint.h"
+
 #include "quantize_settings.h"
 #include "run_lease.h"
 
 namespace qs::gui {
 
 struct RunFolder {
-    std::shared_ptr<RunLease> lease;   // none: the job keeps nothing on disk, and its result is in RAM
-    bool resume = false;               // continue the interrupted run found there
+    std::shared_ptr<RunLease> lease;  // none: the job keeps nothing on disk, and its result is in RAM
+    bool resume = false;              // continue the interrupted run found there
 };
 
 // What names the runs of `settings` on the checkpoint in the run cache: a digest of everything that

@@ -8,7 +8,7 @@ namespace qs::gui {
 namespace fs = std::filesystem;
 
 RunLease::~RunLease() {
-    if (!finished_) return;   // kept for resume; the lock goes with lock_
+    if (!finished_) return;  // kept for resume; the lock goes with lock_
     removeFolder();
     std::error_code ec;
     fs::remove(finishedMarkerOf(folder_), ec);
@@ -20,12 +20,13 @@ void RunLease::markFinished() noexcept {
     finished_ = true;
     // Without the marker (a full disk), a later session sees an interrupted run with every layer done:
     // resuming it gives the result back, and declining removes it; either way nothing is lost.
-    std::ofstream(finishedMarkerOf(folder_)) << "this run finished; its folder serves a result while QuantScope shows it\n";
+    std::ofstream(finishedMarkerOf(folder_))
+        << "this run finished; its folder serves a result while QuantScope shows it\n";
 }
 
 void RunLease::removeFolder() noexcept {
     try {
-        pipeline::WorkFolder::discard(folder_);   // only a folder that holds a run (plan.json)
+        pipeline::WorkFolder::discard(folder_);  // only a folder that holds a run (plan.json)
     } catch (const std::exception&) {
         // Removed under us, or not removable: the next start-up's clean-up tries again.
     }
@@ -45,7 +46,8 @@ std::shared_ptr<const pipeline::JobResult> leasedResult(pipeline::JobResult resu
     for (pipeline::MethodResult& m : result.methods) {
         if (!m.stored) continue;
         auto leased = std::make_shared<const LeasedLayers>(LeasedLayers{std::move(m.stored), lease});
-        m.stored = std::shared_ptr<const pipeline::StoredLayers>(leased, leased->stored.get());   // aliasing: owns `leased`
+        m.stored =
+            std::shared_ptr<const pipeline::StoredLayers>(leased, leased->stored.get());  // aliasing: owns `leased`
     }
     return std::make_shared<const pipeline::JobResult>(std::move(result));
 }

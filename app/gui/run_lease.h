@@ -6,8 +6,9 @@
 #include <filesystem>
 #include <memory>
 
-#include "folder_lock.h"
 #include "qs/pipeline/job_result.h"
+
+#include "folder_lock.h"
 
 namespace qs::gui {
 

@@ -4,7 +4,8 @@
 
 namespace qs::gui {
 
-pipeline::JobPlan buildRunPlan(const QuantizeSettings& settings, const std::filesystem::path& checkpoint, const RunFolder& folder) {
+pipeline::JobPlan buildRunPlan(const QuantizeSettings& settings, const std::filesystem::path& checkpoint,
+                               const RunFolder& folder) {
     pipeline::JobPlan plan = buildPlan(settings, checkpoint);
     if (!folder.lease) return plan;
     plan.workDir = folder.lease->folder();

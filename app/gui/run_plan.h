@@ -7,13 +7,15 @@
 #include "qs/cancel_token.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/resource_estimate.h"
+
 #include "quantize_settings.h"
 #include "run_folder.h"
 
 namespace qs::gui {
 
 // In `folder` (resuming the run there when it says so); without a lease, in RAM and nothing on disk.
-pipeline::JobPlan buildRunPlan(const QuantizeSettings& settings, const std::filesystem::path& checkpoint, const RunFolder& folder);
+pipeline::JobPlan buildRunPlan(const QuantizeSettings& settings, const std::filesystem::path& checkpoint,
+                               const RunFolder& folder);
 
 // The peak memory and time of a run of `settings` in a run folder (results on disk). Opens the
 // checkpoint and tokenizes the texts (a worker's job); checks `token` before the estimate proper.

@@ -11,7 +11,7 @@ namespace qs::gui {
 namespace {
 
 constexpr int kPollMs = 50;
-constexpr int kIdlePollsNeeded = 3;   // idle for a few polls: late queued results and repaints land
+constexpr int kIdlePollsNeeded = 3;  // idle for a few polls: late queued results and repaints land
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <QVBoxLayout>
 
 #include "qs/error.h"
+
 #include "serving_scales_plot.h"
 
 namespace qs::gui {
@@ -39,8 +40,9 @@ QString ServingScalesPage::captionText() const {
     if (!problem_.isEmpty()) return tr("The scales cannot be used: %1").arg(problem_);
     const auto& scales = plot_->scales();
     if (scales.empty())
-        return tr("This checkpoint stores no activation or KV-cache scales: its inputs stay in the model's dtype "
-                  "(weight-only) or are quantized at run time, and its KV cache is not calibrated.");
+        return tr(
+            "This checkpoint stores no activation or KV-cache scales: its inputs stay in the model's dtype "
+            "(weight-only) or are quantized at run time, and its KV cache is not calibrated.");
     std::size_t inputs = 0, cache = 0;
     const formats::ServingScale* largest = nullptr;
     std::vector<float> inputValues;
@@ -53,7 +55,8 @@ QString ServingScalesPage::captionText() const {
     }
     QString text = tr("%1 input scales, %2 KV-cache scales.").arg(inputs).arg(cache);
     if (largest) {
-        std::nth_element(inputValues.begin(), inputValues.begin() + std::ptrdiff_t(inputValues.size() / 2), inputValues.end());
+        std::nth_element(inputValues.begin(), inputValues.begin() + std::ptrdiff_t(inputValues.size() / 2),
+                         inputValues.end());
         const float median = inputValues[inputValues.size() / 2];
         text += tr(" Largest input scale: %1 = %2, %3× the median.")
                     .arg(QString::fromStdString(largest->tensor))

@@ -29,7 +29,7 @@ public:
 private:
     ServingScalesPlot* plot_;
     QLabel* caption_;
-    QString problem_;   // why the scales could not be read (a bad scale names its tensor)
+    QString problem_;  // why the scales could not be read (a bad scale names its tensor)
 };
 
 }  // namespace qs::gui

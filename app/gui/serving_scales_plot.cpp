@@ -14,7 +14,8 @@ QString servingScaleSeries(const formats::ServingScale& scale) {
     const std::string& name = scale.tensor;
     const std::size_t end = name.size() - scale.kind.size() - 1;
     const std::size_t start = name.rfind('.', end - 1);
-    const std::string module = start == std::string::npos ? name.substr(0, end) : name.substr(start + 1, end - start - 1);
+    const std::string module =
+        start == std::string::npos ? name.substr(0, end) : name.substr(start + 1, end - start - 1);
     return QString::fromStdString(module) + QObject::tr(" input");
 }
 
@@ -66,7 +67,8 @@ QString ServingScalesPlot::toolTipAt(double x) const {
     const long layer = std::lround(x);
     QStringList lines;
     for (const auto& s : scales_)
-        if (s.layer == layer) lines << QStringLiteral("%1: %2").arg(servingScaleSeries(s)).arg(static_cast<double>(s.value), 0, 'g', 5);
+        if (s.layer == layer)
+            lines << QStringLiteral("%1: %2").arg(servingScaleSeries(s)).arg(static_cast<double>(s.value), 0, 'g', 5);
     if (lines.isEmpty()) return {};
     lines.prepend(tr("<b>layer %1</b>").arg(layer));
     return lines.join(QStringLiteral("<br>"));
@@ -76,8 +78,8 @@ CsvTable ServingScalesPlot::csv() const {
     CsvTable table;
     table.header = {QStringLiteral("tensor"), QStringLiteral("kind"), QStringLiteral("layer"), QStringLiteral("value")};
     for (const auto& s : scales_)
-        table.rows.push_back({QString::fromStdString(s.tensor), QString::fromStdString(s.kind), QString::number(s.layer),
-                              QString::number(static_cast<double>(s.value), 'g', 9)});
+        table.rows.push_back({QString::fromStdString(s.tensor), QString::fromStdString(s.kind),
+                              QString::number(s.layer), QString::number(static_cast<double>(s.value), 'g', 9)});
     return table;
 }
 

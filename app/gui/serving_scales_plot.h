@@ -4,8 +4,9 @@
 // and one for v_scale. A layer whose inputs are far larger than its neighbours' stands out at a glance.
 #include <vector>
 
-#include "plot_view.h"
 #include "qs/formats/serving_quantization.h"
+
+#include "plot_view.h"
 
 namespace qs::gui {
 

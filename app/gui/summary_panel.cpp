@@ -9,8 +9,9 @@
 #include <QLocale>
 #include <QStringList>
 
-#include "number_format.h"
 #include "qs/formats/parameter_count.h"
+
+#include "number_format.h"
 
 namespace qs::gui {
 namespace {
@@ -23,9 +24,7 @@ QString dtypeBreakdown(const std::map<std::string, std::uint64_t>& bytesByDtype)
     return parts.isEmpty() ? QStringLiteral("–") : parts.join(QStringLiteral(", "));
 }
 
-QString orDash(const std::string& s) {
-    return s.empty() ? QStringLiteral("–") : QString::fromStdString(s);
-}
+QString orDash(const std::string& s) { return s.empty() ? QStringLiteral("–") : QString::fromStdString(s); }
 
 // "gptq_v2: int4 g128 asym × 14 linears"; a mixed checkpoint lists each scheme with its count;
 // lm_head and other linears left dense are counted too.
@@ -40,7 +39,8 @@ QString quantizationText(const formats::FormatInfo& format, const std::string& d
     if (!format.variant.empty() && format.variant != formats::formatName(format.format))
         name += QStringLiteral(" (%1)").arg(QString::fromStdString(format.variant));
     QString text = QStringLiteral("%1: %2").arg(name, parts.join(QStringLiteral(", ")));
-    if (!format.denseLinears.empty()) text += QObject::tr("; %n linear(s) dense", nullptr, static_cast<int>(format.denseLinears.size()));
+    if (!format.denseLinears.empty())
+        text += QObject::tr("; %n linear(s) dense", nullptr, static_cast<int>(format.denseLinears.size()));
     return text;
 }
 
@@ -50,9 +50,9 @@ SummaryPanel::SummaryPanel(QWidget* parent) : QWidget(parent), form_(new QFormLa
     form_->setContentsMargins(8, 6, 8, 6);
     form_->setLabelAlignment(Qt::AlignRight);
     form_->setVerticalSpacing(3);
-    for (const QString& field : {tr("Checkpoint"), tr("Architecture"), tr("Layers"), tr("Hidden size"),
-                                 tr("Parameters"), tr("Tensors"), tr("DTypes"), tr("Size on disk"),
-                                 tr("Quantization"), tr("Tokenizer")}) {
+    for (const QString& field :
+         {tr("Checkpoint"), tr("Architecture"), tr("Layers"), tr("Hidden size"), tr("Parameters"), tr("Tensors"),
+          tr("DTypes"), tr("Size on disk"), tr("Quantization"), tr("Tokenizer")}) {
         addRow(field);
     }
     clear();
@@ -67,12 +67,14 @@ QLabel* SummaryPanel::addRow(const QString& field) {
     return value;
 }
 
-void SummaryPanel::setSummary(const QString& path, const io::Checkpoint& checkpoint, const formats::FormatInfo& format) {
+void SummaryPanel::setSummary(const QString& path, const io::Checkpoint& checkpoint,
+                              const formats::FormatInfo& format) {
     const io::CheckpointSummary& s = checkpoint.summary();
     const QLocale locale;
-    const QString architecture = s.modelType.empty() || s.modelType == s.architecture
-                                     ? orDash(s.architecture)
-                                     : QStringLiteral("%1 (%2)").arg(orDash(s.architecture), QString::fromStdString(s.modelType));
+    const QString architecture =
+        s.modelType.empty() || s.modelType == s.architecture
+            ? orDash(s.architecture)
+            : QStringLiteral("%1 (%2)").arg(orDash(s.architecture), QString::fromStdString(s.modelType));
     const std::int64_t parameters = formats::modelParameterCount(checkpoint, format);
     const QStringList values = {
         QFileInfo(path).fileName(),
@@ -90,7 +92,8 @@ void SummaryPanel::setSummary(const QString& path, const io::Checkpoint& checkpo
     rows_[0].second->setToolTip(path);
     rows_[4].second->setToolTip(parameters == s.parameterCount
                                     ? QString()
-                                    : tr("Stored elements: %1 (packed codes, scales and zeros)").arg(locale.toString(qlonglong(s.parameterCount))));
+                                    : tr("Stored elements: %1 (packed codes, scales and zeros)")
+                                          .arg(locale.toString(qlonglong(s.parameterCount))));
 }
 
 void SummaryPanel::clear() {

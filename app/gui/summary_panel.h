@@ -21,7 +21,7 @@ public:
     // count: the summary's own counts stored elements, eight int4 weights to a GPTQ int32.
     void setSummary(const QString& path, const io::Checkpoint& checkpoint, const formats::FormatInfo& format);
     void clear();
-    QString text(const QString& field) const;   // a field's shown value, for tests
+    QString text(const QString& field) const;  // a field's shown value, for tests
 
 private:
     QLabel* addRow(const QString& field);

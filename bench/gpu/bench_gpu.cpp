@@ -5,24 +5,24 @@
 //   the trellis search at L = 16, K = 2 (weights/s);
 //   AWQ's α search of gate+up (two 14336 x 4096 linears) vs one cuBLAS SGEMM of the stacked D·H;
 //   the forward pass's linear (with its transfers) vs the bare SGEMM, and its attention (TFLOP/s).
-#include <benchmark/benchmark.h>
-
 #include <chrono>
 #include <random>
 #include <string>
 #include <vector>
 
+#include <benchmark/benchmark.h>
 #include <cuda_runtime.h>
 
-#include "cuda_awq.h"
-#include "cuda_context.h"
-#include "cuda_hessian.h"
+#include "qs/error.h"
 #include "qs/gpu/cuda_backend.h"
 #include "qs/gpu/device_buffer.h"
 #include "qs/gpu/device_info.h"
 #include "qs/gpu/format_kernels.h"
-#include "qs/error.h"
 #include "qs/model/layer_math.h"
+
+#include "cuda_awq.h"
+#include "cuda_context.h"
+#include "cuda_hessian.h"
 
 namespace {
 
@@ -32,8 +32,7 @@ bool skipWithoutDevice(benchmark::State& state) {
     const qs::gpu::DeviceInfo info = qs::gpu::queryDevice();
     if (info.present) return false;
     state.SkipWithError(info.whyNot.c_str());
-    for (auto _ : state) {
-    }
+    for (auto _ : state) {}
     return true;
 }
 
@@ -70,7 +69,7 @@ void BM_HessianSinkAdd(benchmark::State& state) {
     const auto backend = qs::gpu::makeCudaBackend(whyNot);
     auto sink = backend->hessian(kFeatures);
     for (auto _ : state) {
-        sink->add(x, 2048);   // with the upload from the host, as calibration does it
+        sink->add(x, 2048);  // with the upload from the host, as calibration does it
         cudaDeviceSynchronize();
     }
     state.counters["gemm_equiv_TFLOPs"] = benchmark::Counter(2.0 * kTokens * kFeatures * kFeatures * 1e-12,
@@ -135,7 +134,7 @@ void BM_DeviceMemcpySameInput(benchmark::State& state) {
         cudaMemcpy(b.data(), a.data(), static_cast<std::size_t>(a.size()) * 4, cudaMemcpyDeviceToDevice);
         cudaDeviceSynchronize();
     }
-    state.SetBytesProcessed(state.iterations() * kFp8Rows * kFp8Cols * 8);   // read + write
+    state.SetBytesProcessed(state.iterations() * kFp8Rows * kFp8Cols * 8);  // read + write
 }
 BENCHMARK(BM_DeviceMemcpySameInput)->Unit(benchmark::kMillisecond)->UseRealTime();
 
@@ -169,7 +168,7 @@ double stackedSgemmSeconds(const qs::gpu::CudaContext& context, std::int64_t m, 
                        dh.data(), n);
         cudaDeviceSynchronize();
     };
-    run();   // warm up
+    run();  // warm up
     const auto start = std::chrono::steady_clock::now();
     run();
     run();
@@ -188,15 +187,14 @@ void BM_AwqSearchGateUp14336x4096(benchmark::State& state) {
     sink->add(randomMatrix(2048, 4096, 10, 1.0f));
     const MatrixF h = sink->finalize();
     const qs::VectorF meanAbs = sink->meanAbs();
-    const qs::quant::AwqOptions o;   // 4 bits, group 128, asymmetric, 20 α
+    const qs::quant::AwqOptions o;  // 4 bits, group 128, asymmetric, 20 α
     const qs::gpu::CudaContext context;
     double sgemm = 0.0, grid = 0.0;
     try {
         sgemm = stackedSgemmSeconds(context, o.grid * 2 * 14336, 4096);
     } catch (const qs::Error& e) {
         state.SkipWithError(e.what());
-        for (auto _ : state) {
-        }
+        for (auto _ : state) {}
         return;
     }
     double call = 0.0;
@@ -231,11 +229,12 @@ void BM_ForwardLinear2048x4096to14336(benchmark::State& state) {
     layer.gate.weight = randomMatrix(out, in, 11, 0.02f);
     const MatrixF x = randomMatrix(tokens, in, 12, 1.0f);
     const qs::gpu::CudaContext context;
-    qs::gpu::DeviceBuffer<float> dx(x.data(), x.size()), dw(layer.gate.weight.data(), layer.gate.weight.size()), dy(tokens * out);
+    qs::gpu::DeviceBuffer<float> dx(x.data(), x.size()), dw(layer.gate.weight.data(), layer.gate.weight.size()),
+        dy(tokens * out);
     const float one = 1.0f, zero = 0.0f;
     const auto bare = [&] {
-        cublasSgemm_64(context.blas(), CUBLAS_OP_T, CUBLAS_OP_N, out, tokens, in, &one, dw.data(), in, dx.data(), in, &zero,
-                       dy.data(), out);
+        cublasSgemm_64(context.blas(), CUBLAS_OP_T, CUBLAS_OP_N, out, tokens, in, &one, dw.data(), in, dx.data(), in,
+                       &zero, dy.data(), out);
         cudaDeviceSynchronize();
     };
     bare();

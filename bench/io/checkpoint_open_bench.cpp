@@ -3,6 +3,7 @@
 #include <benchmark/benchmark.h>
 
 #include "qs/io/checkpoint.h"
+
 #include "synthetic_checkpoint.h"
 
 namespace {

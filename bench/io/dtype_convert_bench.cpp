@@ -16,7 +16,7 @@ namespace {
 
 using qs::io::DType;
 
-constexpr std::size_t kElements = std::size_t{1} << 24;   // 16 Mi elements: far beyond the caches
+constexpr std::size_t kElements = std::size_t{1} << 24;  // 16 Mi elements: far beyond the caches
 
 std::vector<std::byte> randomBytes(std::size_t count) {
     std::mt19937_64 rng(42);
@@ -47,7 +47,7 @@ void convertToF32(benchmark::State& state, DType dtype) {
 
     const int previousThreads = omp_get_max_threads();
     omp_set_num_threads(threads);
-    qs::io::convertToF32(dtype, src.data(), kElements, out.data());   // fault the output pages in
+    qs::io::convertToF32(dtype, src.data(), kElements, out.data());  // fault the output pages in
     double seconds = 0.0;
     for (auto _ : state) {
         const auto start = std::chrono::steady_clock::now();

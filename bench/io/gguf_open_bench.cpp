@@ -3,10 +3,6 @@
 // same time. The header is written for real; the data section is a hole (ftruncate), which opening
 // never touches. `vs_smallest` is each size's open time over the 0.1 GB file's, measured in the
 // same process.
-#include <benchmark/benchmark.h>
-
-#include <unistd.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +10,9 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include "qs/io/checkpoint.h"
 #include "qs/io/gguf_file.h"
@@ -46,7 +45,7 @@ private:
 
 struct Tensor {
     std::string name;
-    std::vector<std::int64_t> dims;   // innermost first
+    std::vector<std::int64_t> dims;  // innermost first
     std::uint32_t type;
     std::uint64_t bytes() const {
         std::uint64_t n = 1;
@@ -60,7 +59,8 @@ std::vector<Tensor> llamaTensors(std::int64_t hidden) {
     std::vector<Tensor> t{{"token_embd.weight", {hidden, kVocab}, kQ8}};
     for (std::int64_t l = 0; l < kLayers; ++l) {
         const std::string p = "blk." + std::to_string(l) + ".";
-        for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_output"}) t.push_back({p + m + ".weight", {hidden, hidden}, kQ8});
+        for (const char* m : {"attn_q", "attn_k", "attn_v", "attn_output"})
+            t.push_back({p + m + ".weight", {hidden, hidden}, kQ8});
         t.push_back({p + "ffn_gate.weight", {hidden, ff}, kQ8});
         t.push_back({p + "ffn_up.weight", {hidden, ff}, kQ8});
         t.push_back({p + "ffn_down.weight", {ff, hidden}, kQ8});
@@ -121,7 +121,7 @@ Synthetic writeSynthetic(const fs::path& path, std::uint64_t target) {
         out << b.text();
         if (!out) throw std::runtime_error("cannot write " + path.string());
     }
-    fs::resize_file(path, headerBytes + offset);   // the data section as a hole
+    fs::resize_file(path, headerBytes + offset);  // the data section as a hole
     return {path, headerBytes + offset, tensors.size()};
 }
 
@@ -133,7 +133,8 @@ public:
     }
     const Synthetic& get(std::uint64_t target) {
         auto it = files_.find(target);
-        if (it == files_.end()) it = files_.emplace(target, writeSynthetic(root_ / (std::to_string(target) + ".gguf"), target)).first;
+        if (it == files_.end())
+            it = files_.emplace(target, writeSynthetic(root_ / (std::to_string(target) + ".gguf"), target)).first;
         return it->second;
     }
     ~Files() {
@@ -142,7 +143,9 @@ public:
     }
 
 private:
-    Files() : root_(fs::temp_directory_path() / ("qs_bench_gguf_" + std::to_string(::getpid()))) { fs::create_directories(root_); }
+    Files() : root_(fs::temp_directory_path() / ("qs_bench_gguf_" + std::to_string(::getpid()))) {
+        fs::create_directories(root_);
+    }
     fs::path root_;
     std::map<std::uint64_t, Synthetic> files_;
 };

@@ -7,16 +7,15 @@
 #include <vector>
 
 #include <fcntl.h>
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 namespace qs::bench {
 namespace {
 
 constexpr std::int64_t kLayers = 32;
 constexpr std::int64_t kVocab = 32000;
-constexpr std::uint64_t kElementBytes = 2;   // BF16
+constexpr std::uint64_t kElementBytes = 2;  // BF16
 
 struct Spec {
     std::string name;
@@ -72,7 +71,8 @@ void writeShard(const std::filesystem::path& path, const std::vector<Spec>& spec
     std::string text = header.dump();
     text.append((8 - text.size() % 8) % 8, ' ');
     std::string prefix(8, '\0');
-    for (int i = 0; i < 8; ++i) prefix[static_cast<std::size_t>(i)] = static_cast<char>((text.size() >> (8 * i)) & 0xFF);
+    for (int i = 0; i < 8; ++i)
+        prefix[static_cast<std::size_t>(i)] = static_cast<char>((text.size() >> (8 * i)) & 0xFF);
     {
         std::ofstream out(path, std::ios::binary);
         out << prefix << text;
@@ -155,7 +155,7 @@ SyntheticCheckpoints::~SyntheticCheckpoints() {
 }
 
 const SyntheticCheckpoint& SyntheticCheckpoints::get(std::uint64_t targetBytes) {
-    constexpr std::uint64_t kShardBytes = 1'000'000'000ULL;   // 1 GB shards
+    constexpr std::uint64_t kShardBytes = 1'000'000'000ULL;  // 1 GB shards
     auto it = checkpoints_.find(targetBytes);
     if (it == checkpoints_.end()) {
         const auto dir = root_ / ("ckpt_" + std::to_string(targetBytes));

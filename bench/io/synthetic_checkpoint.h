@@ -11,7 +11,7 @@ namespace qs::bench {
 
 struct SyntheticCheckpoint {
     std::filesystem::path dir;
-    std::uint64_t dataBytes = 0;   // sum of all tensors' bytes
+    std::uint64_t dataBytes = 0;  // sum of all tensors' bytes
     std::size_t tensors = 0;
     std::size_t shards = 0;
 };

@@ -3,15 +3,15 @@
 // (q/k/v, o, gate/up, down), which are then finalized (H = 2XᵀX/n). `hook=0` runs the layer alone,
 // so the two rows show what the statistics cost on top of the forward pass. Times are CPU seconds of
 // the process (the machine is shared; wall time would measure the other processes).
-#include <benchmark/benchmark.h>
-
-#include <omp.h>
-
 #include <ctime>
 #include <stdexcept>
 
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
 #include "qs/model/transformer.h"
 #include "qs/pipeline/layer_statistics.h"
+
 #include "synthetic_model.h"
 
 namespace {
@@ -52,7 +52,8 @@ void calibrateLayer(benchmark::State& state) {
     std::vector<MatrixF> inputs;
     for (int s = 0; s < kSequences; ++s) inputs.push_back(bench::benchInputs(kTokens, hidden, 30u + unsigned(s)));
     for (auto _ : state) calibrate(transformer, layer, inputs, hook);
-    state.counters["tokens/s"] = benchmark::Counter(double(kSequences) * kTokens, benchmark::Counter::kIsIterationInvariantRate);
+    state.counters["tokens/s"] =
+        benchmark::Counter(double(kSequences) * kTokens, benchmark::Counter::kIsIterationInvariantRate);
     state.counters["threads"] = omp_get_max_threads();
     omp_set_num_threads(previousThreads);
 }
@@ -68,12 +69,14 @@ void calibrateLayer(benchmark::State& state) {
 void calibrateLayer8B(benchmark::State& state) {
     const int sequences = int(state.range(0)), tokens = 2048;
     const bool hook = state.range(1) != 0;
-    if (sequences < 2) throw std::invalid_argument("calibrateLayer8B needs 2 sequences or more: the first pays the one-off costs");
+    if (sequences < 2)
+        throw std::invalid_argument("calibrateLayer8B needs 2 sequences or more: the first pays the one-off costs");
     const model::ModelConfig config = bench::llama3_8bShape(1, 256);
     const model::Transformer transformer(config, bench::randomModel(config));
     const model::LayerWeights layer = bench::randomLayer(config, 1);
     std::vector<MatrixF> inputs;
-    for (int s = 0; s < sequences; ++s) inputs.push_back(bench::benchInputs(tokens, config.hiddenSize, 40u + unsigned(s)));
+    for (int s = 0; s < sequences; ++s)
+        inputs.push_back(bench::benchInputs(tokens, config.hiddenSize, 40u + unsigned(s)));
     const auto cpuSince = [](std::clock_t c0) { return double(std::clock() - c0) / CLOCKS_PER_SEC; };
     double first = 0.0, later = 0.0, finalize = 0.0;
     for (auto _ : state) {
@@ -101,9 +104,19 @@ void calibrateLayer8B(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(calibrateLayer8B)->ArgNames({"sequences", "hook"})->Args({2, 0})->Args({3, 1})->Unit(benchmark::kSecond)->Iterations(1);
+BENCHMARK(calibrateLayer8B)
+    ->ArgNames({"sequences", "hook"})
+    ->Args({2, 0})
+    ->Args({3, 1})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);
 
 BENCHMARK(calibrateLayer)
     ->ArgNames({"hidden", "hook", "threads"})
-    ->Args({1024, 0, 1})->Args({1024, 1, 1})->Args({1024, 0, 0})->Args({1024, 1, 0})->Args({2048, 1, 0})
-    ->Unit(benchmark::kSecond)->Iterations(1);
+    ->Args({1024, 0, 1})
+    ->Args({1024, 1, 1})
+    ->Args({1024, 0, 0})
+    ->Args({1024, 1, 0})
+    ->Args({2048, 1, 0})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1);

@@ -6,17 +6,17 @@
 // Rates are per CPU second (Google Benchmark's default CPU time, and the SGEMM timed the same way),
 // so that the ratio holds on a loaded machine; with several threads, time spent waiting at OpenMP
 // barriers counts too.
-#include <benchmark/benchmark.h>
-
 #include <ctime>
 #include <map>
 #include <numeric>
 #include <tuple>
 #include <vector>
 
+#include <benchmark/benchmark.h>
 #include <omp.h>
 
 #include "qs/model/transformer.h"
+
 #include "synthetic_model.h"
 
 namespace {
@@ -39,7 +39,7 @@ double sgemmGflops(std::int64_t tokens, std::int64_t in, std::int64_t out) {
     if (auto it = cache.find(key); it != cache.end()) return it->second;
     const MatrixF x = bench::benchInputs(tokens, in, 21), w = bench::benchWeights(out, in, 22);
     MatrixF y(tokens, out);
-    y.noalias() = x * w.transpose();   // warm up
+    y.noalias() = x * w.transpose();  // warm up
     double best = 1e30;
     for (int i = 0; i < 5; ++i) {
         const double t0 = cpuSeconds();
@@ -64,13 +64,14 @@ void forward(benchmark::State& state) {
     const model::ModelConfig config = bench::llamaShape(hidden, 2, kVocab);
     model::Transformer transformer(config, bench::randomModel(config), {.keepAllLayers = true});
     const auto ids = tokenIds(tokens);
-    benchmark::DoNotOptimize(transformer.forward(ids).data());   // loads the layers once
+    benchmark::DoNotOptimize(transformer.forward(ids).data());  // loads the layers once
     for (auto _ : state) {
         const MatrixF logits = transformer.forward(ids);
         benchmark::DoNotOptimize(logits.data());
     }
-    const double flops = config.numLayers * (bench::linearFlops(config, tokens) + bench::attentionFlops(config, tokens)) +
-                         2.0 * tokens * double(hidden) * kVocab;
+    const double flops =
+        config.numLayers * (bench::linearFlops(config, tokens) + bench::attentionFlops(config, tokens)) +
+        2.0 * tokens * double(hidden) * kVocab;
     const double sgemm = sgemmGflops(tokens, hidden, config.intermediateSize);
     state.counters["tokens/s"] = benchmark::Counter(double(tokens), benchmark::Counter::kIsIterationInvariantRate);
     state.counters["GFLOP/s"] = benchmark::Counter(flops / 1e9, benchmark::Counter::kIsIterationInvariantRate);
@@ -85,6 +86,12 @@ void forward(benchmark::State& state) {
 
 BENCHMARK(forward)
     ->ArgNames({"T", "hidden", "threads"})
-    ->Args({64, 1024, 1})->Args({256, 1024, 1})->Args({1024, 1024, 1})->Args({256, 2048, 1})
-    ->Args({256, 1024, 0})->Args({1024, 1024, 0})->Args({256, 2048, 0})
-    ->Unit(benchmark::kMillisecond)->MinTime(1.0);
+    ->Args({64, 1024, 1})
+    ->Args({256, 1024, 1})
+    ->Args({1024, 1024, 1})
+    ->Args({256, 2048, 1})
+    ->Args({256, 1024, 0})
+    ->Args({1024, 1024, 0})
+    ->Args({256, 2048, 0})
+    ->Unit(benchmark::kMillisecond)
+    ->MinTime(1.0);

@@ -4,17 +4,17 @@
 // of every linear, the experts one at a time, each input's statistics freed once its last module is
 // done. Counters: CPU seconds of the calibration pass and of the GPTQ per expert (its three linears),
 // the statistics' bytes at their peak, and the process's peak RSS (ru_maxrss) after the run.
-#include <benchmark/benchmark.h>
-
-#include <sys/resource.h>
-
 #include <ctime>
+
+#include <benchmark/benchmark.h>
+#include <sys/resource.h>
 
 #include "qs/cancel_token.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/layer_quantizer.h"
 #include "qs/pipeline/layer_statistics.h"
 #include "qs/pipeline/method_spec.h"
+
 #include "synthetic_model.h"
 
 namespace {
@@ -22,10 +22,18 @@ namespace {
 using namespace qs;
 
 model::ModelConfig qwen3_30bA3bShape() {
-    return model::ModelConfig::fromJson({{"model_type", "qwen3_moe"}, {"hidden_size", 2048}, {"intermediate_size", 6144},
-                                         {"num_hidden_layers", 1}, {"num_attention_heads", 32}, {"num_key_value_heads", 4},
-                                         {"head_dim", 128}, {"vocab_size", 256}, {"moe_intermediate_size", 768},
-                                         {"num_experts", 128}, {"num_experts_per_tok", 8}, {"norm_topk_prob", true}},
+    return model::ModelConfig::fromJson({{"model_type", "qwen3_moe"},
+                                         {"hidden_size", 2048},
+                                         {"intermediate_size", 6144},
+                                         {"num_hidden_layers", 1},
+                                         {"num_attention_heads", 32},
+                                         {"num_key_value_heads", 4},
+                                         {"head_dim", 128},
+                                         {"vocab_size", 256},
+                                         {"moe_intermediate_size", 768},
+                                         {"num_experts", 128},
+                                         {"num_experts_per_tok", 8},
+                                         {"norm_topk_prob", true}},
                                         "Qwen3-30B-A3B shape");
 }
 
@@ -62,7 +70,8 @@ void calibrateAndGptqMoeLayer30BA3B(benchmark::State& state) {
     model::Transformer transformer(config, bench::randomModel(bench::llamaShape(config.hiddenSize, 1, 256)));
     transformer.setHookSeesAllExpertTokens(true);
     std::vector<MatrixF> inputs;
-    for (int s = 0; s < sequences; ++s) inputs.push_back(bench::benchInputs(tokens, config.hiddenSize, 40u + unsigned(s)));
+    for (int s = 0; s < sequences; ++s)
+        inputs.push_back(bench::benchInputs(tokens, config.hiddenSize, 40u + unsigned(s)));
     const pipeline::MethodSpec gptq = pipeline::parseMethod("gptq4", 128);
     double calibration = 0.0, quantization = 0.0, statisticsBytes = 0.0;
     for (auto _ : state) {

@@ -3,15 +3,15 @@
 // folder, one stored linear at a time, and a layer of 128 experts holds 384 linears per method. Args:
 // 0 = results in RAM, 1 = on disk; the time of one whole job (3 methods, per-layer KL) on a small
 // Mixtral-shaped checkpoint, so that the ratio of the two is what reading back costs.
-#include <benchmark/benchmark.h>
-
-#include <unistd.h>
-
 #include <filesystem>
+
+#include <benchmark/benchmark.h>
+#include <unistd.h>
 
 #include "qs/cancel_token.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/method_spec.h"
+
 #include "synthetic_checkpoint.h"
 
 namespace {
@@ -55,4 +55,9 @@ void perLayerKlOfA128ExpertJob(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(perLayerKlOfA128ExpertJob)->ArgNames({"on_disk"})->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond)->Iterations(3);
+BENCHMARK(perLayerKlOfA128ExpertJob)
+    ->ArgNames({"on_disk"})
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3);

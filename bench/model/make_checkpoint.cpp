@@ -9,6 +9,7 @@
 #include <string>
 
 #include "qs/error.h"
+
 #include "synthetic_checkpoint.h"
 
 namespace {
@@ -27,21 +28,31 @@ void copyTokenizer(const std::filesystem::path& from, const std::filesystem::pat
 }
 
 int run(int argc, char** argv) {
-    if (argc < 2 || argv[1][0] == '-') throw qs::Error("usage: make_checkpoint DIR [--layers N] [--hidden H] ... (see the source)");
+    if (argc < 2 || argv[1][0] == '-')
+        throw qs::Error("usage: make_checkpoint DIR [--layers N] [--hidden H] ... (see the source)");
     const std::filesystem::path dir = argv[1];
     qs::test::SyntheticModel model;
     std::filesystem::path tokenizerFrom;
     for (int i = 2; i + 1 < argc; i += 2) {
         const std::string flag = argv[i], value = argv[i + 1];
-        if (flag == "--layers") model.layers = std::stoi(value);
-        else if (flag == "--hidden") model.hidden = std::stoi(value);
-        else if (flag == "--intermediate") model.intermediate = std::stoi(value);
-        else if (flag == "--heads") model.heads = std::stoi(value);
-        else if (flag == "--kv-heads") model.kvHeads = std::stoi(value);
-        else if (flag == "--vocab") model.vocab = std::stoi(value);
-        else if (flag == "--dtype") model.dtype = parseDtype(value);
-        else if (flag == "--tokenizer-from") tokenizerFrom = value;
-        else throw qs::Error("unknown option " + flag);
+        if (flag == "--layers")
+            model.layers = std::stoi(value);
+        else if (flag == "--hidden")
+            model.hidden = std::stoi(value);
+        else if (flag == "--intermediate")
+            model.intermediate = std::stoi(value);
+        else if (flag == "--heads")
+            model.heads = std::stoi(value);
+        else if (flag == "--kv-heads")
+            model.kvHeads = std::stoi(value);
+        else if (flag == "--vocab")
+            model.vocab = std::stoi(value);
+        else if (flag == "--dtype")
+            model.dtype = parseDtype(value);
+        else if (flag == "--tokenizer-from")
+            tokenizerFrom = value;
+        else
+            throw qs::Error("unknown option " + flag);
     }
     model.maxPositions = 4096;
     qs::test::writeSyntheticCheckpoint(dir, model);

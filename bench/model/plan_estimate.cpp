@@ -27,7 +27,7 @@ qs::pipeline::TokenSequences zeros(int samples, int seqLen) {
 }  // namespace
 
 int main(int argc, char** argv) {
-    qs::restartWithHugePages(argv);   // as the CLI does: its estimate then counts the huge pages' rounding
+    qs::restartWithHugePages(argv);  // as the CLI does: its estimate then counts the huge pages' rounding
     if (argc < 6 || argc > 8) {
         std::cerr << "usage: plan_estimate CHECKPOINT METHODS SAMPLES SEQ_LEN EVAL_SAMPLES [WORK_DIR [MAX_MEMORY]]\n";
         return 2;
@@ -36,7 +36,7 @@ int main(int argc, char** argv) {
     qs::gpu::registerCudaBackend();
 #endif
     try {
-        qs::pipeline::selectBackend(qs::pipeline::DeviceChoice::Auto);   // what the CLI has done when it estimates
+        qs::pipeline::selectBackend(qs::pipeline::DeviceChoice::Auto);  // what the CLI has done when it estimates
         const int samples = std::stoi(argv[3]), seqLen = std::stoi(argv[4]), evalSamples = std::stoi(argv[5]);
         qs::pipeline::JobPlan plan;
         plan.checkpoint = argv[1];

@@ -3,9 +3,10 @@
 // and calibration benchmarks: head size 64, four query heads per KV head, an MLP 2.75x the width.
 #include <memory>
 
-#include "../quant/bench_common.h"
 #include "qs/model/model_config.h"
 #include "qs/model/weight_source.h"
+
+#include "../quant/bench_common.h"
 
 namespace qs::bench {
 

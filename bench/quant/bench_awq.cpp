@@ -2,8 +2,9 @@
 // input) on 512 calibration tokens, group 128, 4 bits.
 #include <benchmark/benchmark.h>
 
-#include "bench_common.h"
 #include "qs/quant/awq.h"
+
+#include "bench_common.h"
 
 namespace {
 

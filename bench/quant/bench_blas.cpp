@@ -5,13 +5,13 @@
 // when libblis is installed (loaded privately, so its sgemm_ does not replace OpenBLAS's). All on the
 // OpenMP team's threads (OMP_NUM_THREADS). Rates are GFLOP per CPU second; vs_openblas = Eigen's rate /
 // OpenBLAS's own (target ≥ 0.95).
-#include <benchmark/benchmark.h>
-#include <dlfcn.h>
-#include <omp.h>
-
 #include <algorithm>
 #include <ctime>
 #include <functional>
+
+#include <benchmark/benchmark.h>
+#include <dlfcn.h>
+#include <omp.h>
 
 #include "bench_common.h"
 #include "eigen_native_gemm.h"
@@ -39,7 +39,7 @@ double cpuSeconds(const std::function<void()>& f) {
 // thread the single-core rate; with more, OpenBLAS's threads waiting for work count too.
 std::vector<double> alternatingRates(const std::vector<std::function<void()>>& variants, double flops, int rounds = 7) {
     std::vector<double> best(variants.size(), 1e30);
-    for (const auto& f : variants) f();   // warm-up: threads started, pages touched
+    for (const auto& f : variants) f();  // warm-up: threads started, pages touched
     for (int r = 0; r < rounds; ++r)
         for (std::size_t i = 0; i < variants.size(); ++i) best[i] = std::min(best[i], cpuSeconds(variants[i]));
     std::vector<double> rates;
@@ -49,24 +49,25 @@ std::vector<double> alternatingRates(const std::vector<std::function<void()>>& v
 
 // BLIS's sgemm_, from a privately loaded libblis (null when it is not installed).
 SgemmFn* blisSgemm() {
-    static SgemmFn* fn = [] () -> SgemmFn* {
+    static SgemmFn* fn = []() -> SgemmFn* {
         void* lib = dlopen("libblis.so.4", RTLD_NOW | RTLD_LOCAL);
         if (!lib) return nullptr;
         if (auto* setThreads = reinterpret_cast<void (*)(long)>(dlsym(lib, "bli_thread_set_num_threads")))
-            setThreads(omp_get_max_threads());   // BLIS reads its own setting, not the OpenMP team's
+            setThreads(omp_get_max_threads());  // BLIS reads its own setting, not the OpenMP team's
         return reinterpret_cast<SgemmFn*>(dlsym(lib, "sgemm_"));
     }();
     return fn;
 }
 
 ColMatrix randomMatrix(std::int64_t rows, std::int64_t cols, unsigned seed) {
-    return qs::bench::benchWeights(rows, cols, seed);   // row-major N(0, 0.02²), copied column-major
+    return qs::bench::benchWeights(rows, cols, seed);  // row-major N(0, 0.02²), copied column-major
 }
 
 // args: m, n, k of C[m, n] = A[m, k] B[k, n], column-major; update: 1 for C -= A B (GPTQ's lazy
 // trailing update, BLAS's beta = 1), 0 for C = A B
 void sgemm(benchmark::State& state) {
-    const int m = static_cast<int>(state.range(0)), n = static_cast<int>(state.range(1)), k = static_cast<int>(state.range(2));
+    const int m = static_cast<int>(state.range(0)), n = static_cast<int>(state.range(1)),
+              k = static_cast<int>(state.range(2));
     const bool update = state.range(3) != 0;
     const ColMatrix a = randomMatrix(m, k, 1), b = randomMatrix(k, n, 2);
     ColMatrix c = ColMatrix::Zero(m, n);
@@ -94,7 +95,7 @@ void sgemm(benchmark::State& state) {
     state.counters["openblas_GFLOPs"] = r[1];
     state.counters["vs_openblas"] = r[0] / r[1];
     if (!update) state.counters["eigen_native_GFLOPs"] = r[2];
-    if (blisSgemm()) state.counters["blis_GFLOPs"] = r.back();   // the last variant when present
+    if (blisSgemm()) state.counters["blis_GFLOPs"] = r.back();  // the last variant when present
 }
 
 // H += XᵀX on the lower triangle (n features, k samples): Eigen's rankUpdate, which EIGEN_USE_BLAS
@@ -108,9 +109,10 @@ void syrk(benchmark::State& state) {
         h.selfadjointView<Eigen::Lower>().rankUpdate(x.transpose());
         benchmark::DoNotOptimize(h.data());
     }
-    const std::vector<double> r = alternatingRates(
-        {[&] { h.selfadjointView<Eigen::Lower>().rankUpdate(x.transpose()); }, [&] { h.noalias() = x.transpose() * x; }},
-        2.0 * static_cast<double>(n) * n * k);
+    const std::vector<double> r =
+        alternatingRates({[&] { h.selfadjointView<Eigen::Lower>().rankUpdate(x.transpose()); },
+                          [&] { h.noalias() = x.transpose() * x; }},
+                         2.0 * static_cast<double>(n) * n * k);
     state.counters["threads"] = omp_get_max_threads();
     state.counters["syrk_GFLOPs"] = r[0];
     state.counters["sgemm_GFLOPs"] = r[1];
@@ -131,10 +133,15 @@ void cholesky(benchmark::State& state) {
         benchmark::DoNotOptimize(llt.matrixLLT().data());
     }
     int info = 0;
-    const std::vector<double> r = alternatingRates(
-        {[&] { Eigen::LLT<ColMatrix> llt(spd); benchmark::DoNotOptimize(llt.matrixLLT().data()); },
-         [&] { work = spd; spotrf_("L", &n, work.data(), &n, &info); }},
-        static_cast<double>(n) * n * n / 3.0);
+    const std::vector<double> r = alternatingRates({[&] {
+                                                        Eigen::LLT<ColMatrix> llt(spd);
+                                                        benchmark::DoNotOptimize(llt.matrixLLT().data());
+                                                    },
+                                                    [&] {
+                                                        work = spd;
+                                                        spotrf_("L", &n, work.data(), &n, &info);
+                                                    }},
+                                                   static_cast<double>(n) * n * n / 3.0);
     state.counters["threads"] = omp_get_max_threads();
     state.counters["eigen_llt_GFLOPs"] = r[0];
     state.counters["spotrf_GFLOPs"] = r[1];
@@ -145,7 +152,13 @@ void cholesky(benchmark::State& state) {
 
 // shapes: square; a calibration linear (2048 tokens, 4096 -> 14336); GPTQ's trailing update of a
 // 4096-row layer by one 128-column block
-BENCHMARK(sgemm)->Args({4096, 4096, 4096, 0})->Args({2048, 14336, 4096, 0})->Args({4096, 2048, 128, 1})->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
+BENCHMARK(sgemm)
+    ->Args({4096, 4096, 4096, 0})
+    ->Args({2048, 14336, 4096, 0})
+    ->Args({4096, 2048, 128, 1})
+    ->Unit(benchmark::kMillisecond)
+    ->Iterations(3)
+    ->UseRealTime();
 BENCHMARK(syrk)->Args({4096, 4096})->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 BENCHMARK(cholesky)->Arg(128)->Arg(4096)->Unit(benchmark::kMillisecond)->Iterations(3)->UseRealTime();
 BENCHMARK_MAIN();

@@ -26,7 +26,7 @@ inline MatrixF benchInputs(std::int64_t tokens, std::int64_t features, unsigned 
     for (std::int64_t i = 0; i < z.size(); ++i) z.data()[i] = g(gen);
     MatrixF x = z * mix;
     for (std::int64_t i = 0; i < x.size(); ++i) x.data()[i] += 0.5f * g(gen);
-    for (std::int64_t c = 0; c < features; c += 509) x.col(c) *= 8.0f;   // salient channels
+    for (std::int64_t c = 0; c < features; c += 509) x.col(c) *= 8.0f;  // salient channels
     return x;
 }
 

@@ -1,12 +1,12 @@
 // Encode and decode throughput of the float formats, next to memcpy of the same f32 bytes measured
 // in the same process (the "vs_memcpy" counter is the format's bytes/s over memcpy's).
-#include <benchmark/benchmark.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <random>
 #include <vector>
+
+#include <benchmark/benchmark.h>
 
 #include "qs/quant/fp8.h"
 #include "qs/quant/mxfp4.h"
@@ -18,7 +18,7 @@ namespace {
 using qs::MatrixF;
 using qs::quant::QuantizedLinear;
 
-constexpr std::int64_t kRows = 2048, kCols = 4096;   // 32 MiB of f32: well outside the caches
+constexpr std::int64_t kRows = 2048, kCols = 4096;  // 32 MiB of f32: well outside the caches
 
 const MatrixF& weights() {
     static const MatrixF w = [] {
@@ -63,7 +63,7 @@ void reportRate(benchmark::State& state) {
 }
 
 void BM_Memcpy(benchmark::State& state) {
-    std::vector<float> dst(static_cast<std::size_t>(kRows * kCols), 1.0f);   // pages touched before timing
+    std::vector<float> dst(static_cast<std::size_t>(kRows * kCols), 1.0f);  // pages touched before timing
     for (auto _ : state) {
         std::memcpy(dst.data(), weights().data(), static_cast<std::size_t>(f32Bytes()));
         benchmark::DoNotOptimize(dst.data());
@@ -109,12 +109,24 @@ void nvfp4Decode(const QuantizedLinear& q, float* out) { qs::quant::dequantizeNv
 void nf4Decode(const QuantizedLinear& q, float* out) { qs::quant::dequantizeNf4(q, out); }
 
 BENCHMARK(BM_Encode<fp8Block>)->Name("Fp8Block/encode")->Setup(setUp)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Decode<fp8Block, fp8Decode>)->Name("Fp8Block/decode")->Setup(setUp)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Decode<fp8Block, fp8Decode>)
+    ->Name("Fp8Block/decode")
+    ->Setup(setUp)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_Encode<fp8Channel>)->Name("Fp8Channel/encode")->Setup(setUp)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Encode<mxfp4>)->Name("Mxfp4/encode")->Setup(setUp)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Decode<mxfp4, mxfp4Decode>)->Name("Mxfp4/decode")->Setup(setUp)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Decode<mxfp4, mxfp4Decode>)
+    ->Name("Mxfp4/decode")
+    ->Setup(setUp)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_Encode<nvfp4>)->Name("Nvfp4/encode")->Setup(setUp)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_Decode<nvfp4, nvfp4Decode>)->Name("Nvfp4/decode")->Setup(setUp)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_Decode<nvfp4, nvfp4Decode>)
+    ->Name("Nvfp4/decode")
+    ->Setup(setUp)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 BENCHMARK(BM_Encode<nf4>)->Name("Nf4/encode")->Setup(setUp)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Decode<nf4, nf4Decode>)->Name("Nf4/decode")->Setup(setUp)->Unit(benchmark::kMillisecond)->UseRealTime();
 

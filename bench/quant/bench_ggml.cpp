@@ -4,14 +4,14 @@
 // bytes instead (the bytes a decoder reads), over the same memcpy rate. Rates are per second of the
 // thread's CPU time, memcpy's too: on a shared machine wall time also counts the time the thread
 // waited for a core, which is not the code's.
-#include <benchmark/benchmark.h>
-
 #include <algorithm>
-#include <ctime>
 #include <cstring>
+#include <ctime>
 #include <random>
 #include <string>
 #include <vector>
+
+#include <benchmark/benchmark.h>
 
 #include "qs/io/ggml_type.h"
 #include "qs/quant/ggml_encode.h"
@@ -20,7 +20,7 @@ namespace {
 
 using qs::io::GgmlType;
 
-constexpr std::int64_t kRows = 2048, kCols = 4096;   // 32 MiB of f32: well outside the caches
+constexpr std::int64_t kRows = 2048, kCols = 4096;  // 32 MiB of f32: well outside the caches
 constexpr std::int64_t kCount = kRows * kCols;
 
 const std::vector<float>& weights() {
@@ -79,14 +79,15 @@ void setUp(const benchmark::State&) {
 void reportRate(benchmark::State& state, double blockBytes) {
     const double iterations = static_cast<double>(state.iterations());
     state.SetBytesProcessed(static_cast<std::int64_t>(f32Bytes() * iterations));
-    state.counters["vs_memcpy"] = benchmark::Counter(f32Bytes() * iterations / memcpyBytesPerSecond(), benchmark::Counter::kIsRate);
+    state.counters["vs_memcpy"] =
+        benchmark::Counter(f32Bytes() * iterations / memcpyBytesPerSecond(), benchmark::Counter::kIsRate);
     state.counters["block_bytes_vs_memcpy"] =
         benchmark::Counter(blockBytes * iterations / memcpyBytesPerSecond(), benchmark::Counter::kIsRate);
     state.counters["memcpy_GBps"] = memcpyBytesPerSecond() / 1e9;
 }
 
 void BM_Memcpy(benchmark::State& state) {
-    std::vector<float> dst(static_cast<std::size_t>(kCount), 1.0f);   // pages touched before timing
+    std::vector<float> dst(static_cast<std::size_t>(kCount), 1.0f);  // pages touched before timing
     for (auto _ : state) {
         std::memcpy(dst.data(), weights().data(), static_cast<std::size_t>(f32Bytes()));
         benchmark::DoNotOptimize(dst.data());
@@ -143,16 +144,19 @@ const int kRegistered = [] {
         if (!traits || !traits->decodes || traits->isFloat) continue;
         const std::string name(traits->name);
         benchmark::RegisterBenchmark((name + "/decode").c_str(), BM_Decode, traits->type)
-            ->Setup(setUp)->Unit(benchmark::kMillisecond);
+            ->Setup(setUp)
+            ->Unit(benchmark::kMillisecond);
     }
     for (std::uint32_t t = 0; t < 64; ++t) {
         const qs::io::GgmlTypeTraits* traits = qs::io::ggmlTypeTraits(t);
         if (!traits || traits->isFloat || !qs::quant::ggmlEncodes(traits->type)) continue;
         const std::string name(traits->name);
         benchmark::RegisterBenchmark((name + "/encode").c_str(), BM_Encode, traits->type, false)
-            ->Setup(setUp)->Unit(benchmark::kMillisecond);
+            ->Setup(setUp)
+            ->Unit(benchmark::kMillisecond);
         benchmark::RegisterBenchmark((name + "/encode_importance").c_str(), BM_Encode, traits->type, true)
-            ->Setup(setUp)->Unit(benchmark::kMillisecond);
+            ->Setup(setUp)
+            ->Unit(benchmark::kMillisecond);
     }
     return 0;
 }();

@@ -4,17 +4,17 @@
 // vs_gemm_work on wall time (an idle machine's figure), cpu_vs_gemm_work on the process's CPU time,
 // GPTQ's and the SGEMM's alike, which a shared machine's load does not dilute (with one thread it
 // is the idle ratio; with more, time the threads spend waiting at barriers counts too).
-#include <benchmark/benchmark.h>
-
-#include <omp.h>
-
 #include <algorithm>
 #include <chrono>
 #include <ctime>
 
-#include "bench_common.h"
+#include <benchmark/benchmark.h>
+#include <omp.h>
+
 #include "qs/quant/gptq.h"
 #include "qs/quant/hessian.h"
+
+#include "bench_common.h"
 
 namespace {
 
@@ -25,15 +25,15 @@ double cpuSeconds() {
 }
 
 struct SgemmRate {
-    double wall = 0;   // GFLOP per second
-    double cpu = 0;    // GFLOP per CPU second of the process
+    double wall = 0;  // GFLOP per second
+    double cpu = 0;   // GFLOP per CPU second of the process
 };
 
 // SGEMM of n x n x n, as the bench's products are written (Eigen, which calls OpenBLAS); best of 3.
 SgemmRate sgemmRate(std::int64_t n) {
     const qs::MatrixF a = qs::bench::benchWeights(n, n, 11), b = qs::bench::benchWeights(n, n, 12);
     qs::MatrixF c(n, n);
-    c.noalias() = a * b;   // warm up
+    c.noalias() = a * b;  // warm up
     double wall = 1e30, cpu = 1e30;
     for (int i = 0; i < 3; ++i) {
         const double c0 = cpuSeconds();
@@ -54,7 +54,7 @@ void gptq(benchmark::State& state) {
     const qs::MatrixF w = qs::bench::benchWeights(rows, cols);
     const qs::MatrixF h = qs::quant::hessian(qs::bench::benchInputs(4096, cols));
     const bool actOrder = (state.range(2) & 1) != 0;
-    const bool measure = (state.range(2) & 2) != 0;   // the output error costs one more GEMM, W·H
+    const bool measure = (state.range(2) & 2) != 0;  // the output error costs one more GEMM, W·H
     double loss = 0, cpu = 0;
     for (auto _ : state) {
         const double c0 = cpuSeconds();
@@ -64,12 +64,12 @@ void gptq(benchmark::State& state) {
         benchmark::DoNotOptimize(q.codes.data());
         cpu += cpuSeconds() - c0;
     }
-    const double gemmFlops = static_cast<double>(rows) * cols * cols;   // Σ over blocks of 2 * rows * bs * rest
+    const double gemmFlops = static_cast<double>(rows) * cols * cols;  // Σ over blocks of 2 * rows * bs * rest
     const SgemmRate rate = sgemmRate(4096);
     state.counters["sgemm_GFLOPs"] = rate.wall;
     state.counters["gemm_work_s"] = gemmFlops / rate.wall / 1e9;
-    state.counters["vs_gemm_work"] = benchmark::Counter(gemmFlops / rate.wall / 1e9, benchmark::Counter::kIsIterationInvariantRate |
-                                                                                          benchmark::Counter::kInvert);
+    state.counters["vs_gemm_work"] = benchmark::Counter(
+        gemmFlops / rate.wall / 1e9, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
     state.counters["cpu_s"] = cpu / static_cast<double>(state.iterations());
     state.counters["cpu_gemm_work_s"] = gemmFlops / rate.cpu / 1e9;
     state.counters["cpu_vs_gemm_work"] = cpu / static_cast<double>(state.iterations()) / (gemmFlops / rate.cpu / 1e9);
@@ -81,10 +81,28 @@ void gptq(benchmark::State& state) {
 }  // namespace
 
 // Arguments: rows, cols, flags (bit 0 act-order, bit 1 measure the output error), threads (0: the team).
-BENCHMARK(gptq)->Args({4096, 4096, 0, 0})->Args({4096, 4096, 1, 0})->Args({4096, 4096, 2, 0})->Unit(benchmark::kSecond)->Iterations(2)->UseRealTime();
+BENCHMARK(gptq)
+    ->Args({4096, 4096, 0, 0})
+    ->Args({4096, 4096, 1, 0})
+    ->Args({4096, 4096, 2, 0})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(2)
+    ->UseRealTime();
 BENCHMARK(gptq)->Args({14336, 4096, 0, 0})->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
 // 1 -> 2 threads on the same layer (issue 17: >= 1.8x on an idle machine)
-BENCHMARK(gptq)->Name("gptq_threads")->Args({4096, 4096, 0, 1})->Args({4096, 4096, 0, 2})->Unit(benchmark::kSecond)->Iterations(2)->UseRealTime();
+BENCHMARK(gptq)
+    ->Name("gptq_threads")
+    ->Args({4096, 4096, 0, 1})
+    ->Args({4096, 4096, 0, 2})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(2)
+    ->UseRealTime();
 // The other shapes of a Llama-3-8B layer: k/v (1024 x 4096) and down_proj (4096 x 14336, H 14336 wide)
-BENCHMARK(gptq)->Name("gptq_8b")->Args({1024, 4096, 0, 0})->Args({4096, 14336, 0, 0})->Unit(benchmark::kSecond)->Iterations(1)->UseRealTime();
+BENCHMARK(gptq)
+    ->Name("gptq_8b")
+    ->Args({1024, 4096, 0, 0})
+    ->Args({4096, 14336, 0, 0})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1)
+    ->UseRealTime();
 BENCHMARK_MAIN();

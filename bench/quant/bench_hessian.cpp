@@ -3,14 +3,15 @@
 // hessian_GFLOPs / sgemm_GFLOPs is the efficiency the target (≥ 70%) refers to; the accumulator only
 // computes the lower triangle, so it can exceed 100%. Both are timed in CPU seconds of the process as
 // well (cpu_* counters), which the load of a shared machine does not dilute.
-#include <benchmark/benchmark.h>
-
 #include <algorithm>
 #include <chrono>
 #include <ctime>
 
-#include "bench_common.h"
+#include <benchmark/benchmark.h>
+
 #include "qs/quant/hessian.h"
+
+#include "bench_common.h"
 
 namespace {
 

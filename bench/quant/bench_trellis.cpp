@@ -1,11 +1,10 @@
 // Trellis (QTIP-style) quantization speed in weights per second, Viterbi included, and the error
 // it reaches on Gaussian weights (unit-variance MSE after the rotation, as a counter).
-#include <benchmark/benchmark.h>
-
-#include <omp.h>
-
 #include <ctime>
 #include <random>
+
+#include <benchmark/benchmark.h>
+#include <omp.h>
 
 #include "qs/quant/trellis.h"
 
@@ -30,7 +29,7 @@ void BM_Trellis(benchmark::State& state) {
     options.K = K;
     double mse = 0.0, cpuSeconds = 0.0;
     for (auto _ : state) {
-        const std::clock_t c0 = std::clock();   // CPU time of every thread of the process
+        const std::clock_t c0 = std::clock();  // CPU time of every thread of the process
         const qs::quant::QuantizedLinear q = qs::quant::quantizeTrellis(w, options);
         cpuSeconds += static_cast<double>(std::clock() - c0) / CLOCKS_PER_SEC;
         state.PauseTiming();
@@ -38,8 +37,8 @@ void BM_Trellis(benchmark::State& state) {
         state.ResumeTiming();
     }
     state.SetItemsProcessed(state.iterations() * w.size());
-    state.counters["weights_per_s"] = benchmark::Counter(static_cast<double>(state.iterations() * w.size()),
-                                                         benchmark::Counter::kIsRate);
+    state.counters["weights_per_s"] =
+        benchmark::Counter(static_cast<double>(state.iterations() * w.size()), benchmark::Counter::kIsRate);
     // per core: weights per CPU second, which a shared machine's load does not dilute (each group is
     // one thread's work, so this is the single-core rate whatever the thread count)
     state.counters["weights_per_cpu_s"] = static_cast<double>(state.iterations() * w.size()) / cpuSeconds;
@@ -67,8 +66,8 @@ void BM_TrellisDecode(benchmark::State& state) {
         MatrixF d = qs::quant::trellisDecode(q);
         benchmark::DoNotOptimize(d.data());
     }
-    state.counters["weights_per_s"] = benchmark::Counter(static_cast<double>(state.iterations() * w.size()),
-                                                         benchmark::Counter::kIsRate);
+    state.counters["weights_per_s"] =
+        benchmark::Counter(static_cast<double>(state.iterations() * w.size()), benchmark::Counter::kIsRate);
 }
 BENCHMARK(BM_TrellisDecode)->Arg(8)->Arg(12)->Unit(benchmark::kMillisecond)->UseRealTime();
 

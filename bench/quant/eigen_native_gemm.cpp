@@ -7,7 +7,7 @@
 #include "qs/eigen.h"
 
 extern "C" __attribute__((visibility("default"))) void qsEigenNativeGemm(int m, int n, int k, const float* a,
-                                                                          const float* b, float* c) {
+                                                                         const float* b, float* c) {
     const Eigen::Map<const Eigen::MatrixXf> ma(a, m, k), mb(b, k, n);
     Eigen::Map<Eigen::MatrixXf> mc(c, m, n);
     mc.noalias() = ma * mb;

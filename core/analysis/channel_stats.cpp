@@ -7,8 +7,9 @@
 
 #include <omp.h>
 
-#include "chunk_loop.h"
 #include "qs/error.h"
+
+#include "chunk_loop.h"
 
 namespace qs::analysis {
 namespace {
@@ -16,8 +17,7 @@ namespace {
 std::pair<std::int64_t, std::int64_t> matrixShape(const std::vector<std::int64_t>& shape) {
     if (shape.empty()) return {1, 1};
     if (shape.size() == 1) return {1, shape[0]};
-    const std::int64_t cols =
-        std::accumulate(shape.begin() + 1, shape.end(), std::int64_t{1}, std::multiplies<>());
+    const std::int64_t cols = std::accumulate(shape.begin() + 1, shape.end(), std::int64_t{1}, std::multiplies<>());
     return {shape[0], cols};
 }
 
@@ -39,17 +39,17 @@ void reduceRows(const io::TensorView& tensor, ChannelStats& s, const qs::CancelT
 
     detail::forEachChunk(tensor, rowsPerChunk * cols, cancel,
                          [&](int thread, std::size_t, std::size_t first, std::span<const float> values) {
-        auto& colMax = columnMax[static_cast<std::size_t>(thread)];
-        for (std::size_t offset = 0; offset < values.size(); offset += cols) {
-            float rowMax = 0.0f;
-            for (std::size_t c = 0; c < cols; ++c) {
-                const float a = std::abs(values[offset + c]);
-                if (a > rowMax) rowMax = a;       // NaN compares false: ignored
-                if (a > colMax[c]) colMax[c] = a;
-            }
-            s.outputMaxAbs[(first + offset) / cols] = rowMax;
-        }
-    });
+                             auto& colMax = columnMax[static_cast<std::size_t>(thread)];
+                             for (std::size_t offset = 0; offset < values.size(); offset += cols) {
+                                 float rowMax = 0.0f;
+                                 for (std::size_t c = 0; c < cols; ++c) {
+                                     const float a = std::abs(values[offset + c]);
+                                     if (a > rowMax) rowMax = a;  // NaN compares false: ignored
+                                     if (a > colMax[c]) colMax[c] = a;
+                                 }
+                                 s.outputMaxAbs[(first + offset) / cols] = rowMax;
+                             }
+                         });
     for (const auto& colMax : columnMax) {
         for (std::size_t c = 0; c < cols; ++c) s.inputMaxAbs[c] = std::max(s.inputMaxAbs[c], colMax[c]);
     }
@@ -60,7 +60,8 @@ void reduceRows(const io::TensorView& tensor, ChannelStats& s, const qs::CancelT
 std::vector<ChannelRank> topChannels(std::span<const float> maxAbs, int k) {
     std::vector<std::int64_t> order(maxAbs.size());
     std::iota(order.begin(), order.end(), std::int64_t{0});
-    const auto take = static_cast<std::ptrdiff_t>(std::clamp<std::size_t>(static_cast<std::size_t>(std::max(k, 0)), 0, order.size()));
+    const auto take =
+        static_cast<std::ptrdiff_t>(std::clamp<std::size_t>(static_cast<std::size_t>(std::max(k, 0)), 0, order.size()));
     std::partial_sort(order.begin(), order.begin() + take, order.end(), [&](std::int64_t a, std::int64_t b) {
         const float va = maxAbs[static_cast<std::size_t>(a)];
         const float vb = maxAbs[static_cast<std::size_t>(b)];
@@ -94,7 +95,8 @@ ChannelStats computeChannelStats(const io::TensorView& tensor, const ChannelStat
 
 ChannelStats computeChannelStats(std::span<const float> rowMajor, std::int64_t rows, std::int64_t cols,
                                  const ChannelStatsOptions& options) {
-    if (rows < 0 || cols < 0 || static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols) != rowMajor.size()) {
+    if (rows < 0 || cols < 0 ||
+        static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(cols) != rowMajor.size()) {
         throw Error("channel statistics: " + std::to_string(rowMajor.size()) + " values are not a " +
                     std::to_string(rows) + "x" + std::to_string(cols) + " matrix");
     }

@@ -14,9 +14,9 @@
 
 #include <omp.h>
 
+#include "qs/cancel_token.h"
 #include "qs/io/dtype.h"
 #include "qs/io/tensor.h"
-#include "qs/cancel_token.h"
 
 namespace qs::analysis::detail {
 
@@ -30,8 +30,7 @@ inline std::size_t chunkCount(std::size_t elements, std::size_t chunkElements) {
 // Chunks are spread statically, so chunk c always covers elements [c*chunkElements, ...).
 // `thread` is below omp_get_max_threads(), for per-thread accumulators.
 template <class Fn>
-void forEachChunk(const io::TensorView& tensor, std::size_t chunkElements, const qs::CancelToken& cancel,
-                  Fn&& fn) {
+void forEachChunk(const io::TensorView& tensor, std::size_t chunkElements, const qs::CancelToken& cancel, Fn&& fn) {
     const auto elements = static_cast<std::size_t>(tensor.numel());
     const auto chunks = static_cast<std::int64_t>(chunkCount(elements, chunkElements));
     std::exception_ptr error;

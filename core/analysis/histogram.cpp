@@ -6,9 +6,10 @@
 
 #include <omp.h>
 
-#include "chunk_loop.h"
 #include "qs/analysis/tensor_stats.h"
 #include "qs/error.h"
+
+#include "chunk_loop.h"
 
 namespace qs::analysis {
 namespace {
@@ -44,15 +45,15 @@ void countBins(const io::TensorView& tensor, Histogram& h, const qs::CancelToken
 
     detail::forEachChunk(tensor, detail::kChunkElements, cancel,
                          [&](int thread, std::size_t, std::size_t, std::span<const float> values) {
-        auto& counts = perThread[static_cast<std::size_t>(thread)];
-        TailCounts& tail = tails[static_cast<std::size_t>(thread)];
-        for (const float v : values) {
-            if (!std::isfinite(v)) continue;
-            ++counts[static_cast<std::size_t>(h.binOf(v))];
-            tail.below += v < lowTail;
-            tail.above += v > highTail;
-        }
-    });
+                             auto& counts = perThread[static_cast<std::size_t>(thread)];
+                             TailCounts& tail = tails[static_cast<std::size_t>(thread)];
+                             for (const float v : values) {
+                                 if (!std::isfinite(v)) continue;
+                                 ++counts[static_cast<std::size_t>(h.binOf(v))];
+                                 tail.below += v < lowTail;
+                                 tail.above += v > highTail;
+                             }
+                         });
     for (std::size_t t = 0; t < threads; ++t) {
         for (std::size_t b = 0; b < bins; ++b) h.counts[b] += perThread[t][b];
         h.tailBelow += tails[t].below;
@@ -102,9 +103,7 @@ Histogram computeHistogram(const io::TensorView& tensor, const HistogramOptions&
     return h;
 }
 
-double gaussianTailFraction(double k) {
-    return std::erfc(k / std::sqrt(2.0));
-}
+double gaussianTailFraction(double k) { return std::erfc(k / std::sqrt(2.0)); }
 
 Histogram computeHistogram(std::span<const float> values, const HistogramOptions& options) {
     const detail::F32Tensor tensor(values, {static_cast<std::int64_t>(values.size())});

@@ -11,8 +11,8 @@ namespace qs::analysis {
 namespace {
 
 struct Normalizer {
-    double logZ = 0.0;        // log Σ exp(x_i), computed around the maximum so that it cannot overflow
-    Eigen::Index top = 0;     // first index of the maximum, as llama.cpp picks it
+    double logZ = 0.0;     // log Σ exp(x_i), computed around the maximum so that it cannot overflow
+    Eigen::Index top = 0;  // first index of the maximum, as llama.cpp picks it
 };
 
 Normalizer normalize(const float* x, Eigen::Index n) {
@@ -77,7 +77,8 @@ double klDivergence(std::span<const float> baseLogits, std::span<const float> qu
     if (baseLogits.size() != quantLogits.size() || baseLogits.empty())
         throw Error("KL divergence: logit vectors must be non-empty and of the same size");
     const auto n = static_cast<Eigen::Index>(baseLogits.size());
-    return klOf(baseLogits.data(), quantLogits.data(), n, normalize(baseLogits.data(), n), normalize(quantLogits.data(), n));
+    return klOf(baseLogits.data(), quantLogits.data(), n, normalize(baseLogits.data(), n),
+                normalize(quantLogits.data(), n));
 }
 
 double Distribution::quantile(const std::vector<double>& sorted, double fraction) {
@@ -101,7 +102,7 @@ Distribution Distribution::of(std::vector<double> v) {
     d.p5 = quantile(v, 0.05);
     d.p10 = quantile(v, 0.10);
     d.p25 = quantile(v, 0.25);
-    d.median = quantile(v, 0.5);   // the mean of the two middle values for even n, as llama.cpp's median
+    d.median = quantile(v, 0.5);  // the mean of the two middle values for even n, as llama.cpp's median
     d.p75 = quantile(v, 0.75);
     d.p90 = quantile(v, 0.90);
     d.p95 = quantile(v, 0.95);
@@ -115,23 +116,27 @@ void KlAccumulator::add(const Eigen::Ref<const MatrixF>& base, const Eigen::Ref<
     if (base.rows() != quant.rows() || base.cols() != quant.cols())
         throw Error("KL metrics: base and quantized logits differ in shape");
     if (base.rows() != static_cast<Eigen::Index>(targets.size()))
-        throw Error("KL metrics: " + std::to_string(targets.size()) + " targets for " + std::to_string(base.rows()) + " positions");
+        throw Error("KL metrics: " + std::to_string(targets.size()) + " targets for " + std::to_string(base.rows()) +
+                    " positions");
     if (base.cols() == 0 || (vocab_ >= 0 && base.cols() != vocab_))
-        throw Error("KL metrics: vocabulary of " + std::to_string(base.cols()) + " logits, earlier chunks had " + std::to_string(vocab_));
+        throw Error("KL metrics: vocabulary of " + std::to_string(base.cols()) + " logits, earlier chunks had " +
+                    std::to_string(vocab_));
     for (std::int32_t t : targets)
-        if (t < 0 || t >= base.cols()) throw Error("KL metrics: target token " + std::to_string(t) + " outside the vocabulary");
+        if (t < 0 || t >= base.cols())
+            throw Error("KL metrics: target token " + std::to_string(t) + " outside the vocabulary");
     vocab_ = base.cols();
 
     const Eigen::Index n = base.rows();
     std::vector<Position> positions(static_cast<std::size_t>(n));
 #pragma omp parallel for schedule(static) if (n * base.cols() > 100000)
     for (Eigen::Index i = 0; i < n; ++i)
-        positions[static_cast<std::size_t>(i)] = measure(base.row(i).data(), quant.row(i).data(), vocab_, targets[static_cast<std::size_t>(i)]);
+        positions[static_cast<std::size_t>(i)] =
+            measure(base.row(i).data(), quant.row(i).data(), vocab_, targets[static_cast<std::size_t>(i)]);
 
     // Accumulated in position order, so the report depends neither on the thread count nor on the chunking.
     for (const Position& p : positions) {
         const std::size_t n = kld_.size() + 1;
-        const double nllDelta = p.nll - nll_.mean;   // before the update: the co-moment needs the old mean
+        const double nllDelta = p.nll - nll_.mean;  // before the update: the co-moment needs the old mean
         nll_.add(p.nll, n);
         nllBase_.add(p.nllBase, n);
         nllComoment_ += nllDelta * (p.nllBase - nllBase_.mean);
@@ -162,10 +167,11 @@ KlReport KlAccumulator::report() const {
     r.pplBase = {std::exp(logPplBase.value), std::exp(logPplBase.value) * logPplBase.uncertainty};
     const double denom = logPpl.uncertainty * logPplBase.uncertainty;
     r.lnPplCorrelation = denom > 0 ? cov / denom : std::numeric_limits<double>::quiet_NaN();
-    r.lnPplRatio = {logPpl.value - logPplBase.value, differenceUncertainty(logPpl.uncertainty, logPplBase.uncertainty, cov)};
+    r.lnPplRatio = {logPpl.value - logPplBase.value,
+                    differenceUncertainty(logPpl.uncertainty, logPplBase.uncertainty, cov)};
     r.pplRatio = {std::exp(r.lnPplRatio.value), std::exp(r.lnPplRatio.value) * r.lnPplRatio.uncertainty};
-    r.pplDiff = {r.pplQ.value - r.pplBase.value,
-                 differenceUncertainty(r.pplQ.uncertainty, r.pplBase.uncertainty, r.pplQ.value * r.pplBase.value * cov)};
+    r.pplDiff = {r.pplQ.value - r.pplBase.value, differenceUncertainty(r.pplQ.uncertainty, r.pplBase.uncertainty,
+                                                                       r.pplQ.value * r.pplBase.value * cov)};
 
     r.meanKld = meanAndUncertainty(kldMoments_.mean, kldMoments_.m2, n);
     r.kld = Distribution::of(kld_);
@@ -218,9 +224,9 @@ std::string formatKlReport(const KlReport& r) {
     const Distribution& d = r.deltaP;
     appendf(o, "Mean    Δp: %6.3lf ± %5.3lf %%\n", 100.0 * r.meanDeltaP.value, 100.0 * r.meanDeltaP.uncertainty);
     const std::pair<const char*, double> rows[] = {
-        {"Maximum Δp", d.maximum}, {"99.9%   Δp", d.p99_9}, {"99.0%   Δp", d.p99}, {"95.0%   Δp", d.p95},
+        {"Maximum Δp", d.maximum}, {"99.9%   Δp", d.p99_9}, {"99.0%   Δp", d.p99},    {"95.0%   Δp", d.p95},
         {"90.0%   Δp", d.p90},     {"75.0%   Δp", d.p75},   {"Median  Δp", d.median}, {"25.0%   Δp", d.p25},
-        {"10.0%   Δp", d.p10},     {" 5.0%   Δp", d.p5},    {" 1.0%   Δp", d.p1},  {" 0.1%   Δp", d.p0_1},
+        {"10.0%   Δp", d.p10},     {" 5.0%   Δp", d.p5},    {" 1.0%   Δp", d.p1},     {" 0.1%   Δp", d.p0_1},
         {"Minimum Δp", d.minimum}};
     for (const auto& [label, value] : rows) appendf(o, "%s: %6.3lf%%\n", label, 100.0 * value);
     appendf(o, "RMS Δp    : %6.3lf ± %5.3lf %%\n", 100.0 * r.rmsDeltaP.value, 100.0 * r.rmsDeltaP.uncertainty);

@@ -6,16 +6,17 @@
 #include <map>
 #include <utility>
 
-#include "chunk_loop.h"
 #include "qs/analysis/tensor_stats.h"
 #include "qs/error.h"
 #include "qs/io/tensor_name.h"
+
+#include "chunk_loop.h"
 
 namespace qs::analysis {
 namespace {
 
 struct TailMoments {
-    double m4 = 0.0;              // sum of (w - mean)^4
+    double m4 = 0.0;  // sum of (w - mean)^4
     std::uint64_t outliers = 0;
 };
 
@@ -72,19 +73,20 @@ WeightStats computeWeightStats(const io::TensorView& tensor, double outlierSigma
     if (w.stddev == 0.0) return w;
 
     // Per-chunk partials merged in chunk order: the result does not depend on the thread count.
-    std::vector<TailMoments> partials(detail::chunkCount(static_cast<std::size_t>(tensor.numel()), detail::kChunkElements));
+    std::vector<TailMoments> partials(
+        detail::chunkCount(static_cast<std::size_t>(tensor.numel()), detail::kChunkElements));
     const double limit = outlierSigma * w.stddev;
     detail::forEachChunk(tensor, detail::kChunkElements, cancel,
                          [&](int, std::size_t chunk, std::size_t, std::span<const float> values) {
-        TailMoments& p = partials[chunk];
-        for (const float v : values) {
-            if (!std::isfinite(v)) continue;
-            const double d = static_cast<double>(v) - w.mean;
-            const double d2 = d * d;
-            p.m4 += d2 * d2;
-            p.outliers += std::abs(d) > limit;
-        }
-    });
+                             TailMoments& p = partials[chunk];
+                             for (const float v : values) {
+                                 if (!std::isfinite(v)) continue;
+                                 const double d = static_cast<double>(v) - w.mean;
+                                 const double d2 = d * d;
+                                 p.m4 += d2 * d2;
+                                 p.outliers += std::abs(d) > limit;
+                             }
+                         });
     TailMoments total;
     for (const TailMoments& p : partials) {
         total.m4 += p.m4;
@@ -134,7 +136,8 @@ LayerOverview computeLayerOverview(const io::Checkpoint& checkpoint, const Layer
             computeWeightStats(checkpoint.tensor(t.info->name), options.outlierSigma, options.cancel);
     }
     if (options.progress && !selected.empty()) {
-        options.progress({"overview", static_cast<int>(selected.size()), static_cast<int>(selected.size()), 1.0, "done"});
+        options.progress(
+            {"overview", static_cast<int>(selected.size()), static_cast<int>(selected.size()), 1.0, "done"});
     }
     return overview;
 }
@@ -142,11 +145,28 @@ LayerOverview computeLayerOverview(const io::Checkpoint& checkpoint, const Layer
 int moduleRank(std::string_view module) {
     // Suffixes, so that "self_attn.q_proj", "attention.wq" and "mlp.experts.0.down_proj" all sort sensibly.
     static constexpr std::array<std::pair<std::string_view, int>, 22> kRanks{{
-        {"q_proj", 0}, {"wq", 0}, {"k_proj", 1}, {"wk", 1}, {"v_proj", 2}, {"wv", 2}, {"qkv_proj", 3},
-        {"o_proj", 4}, {"wo", 4}, {"gate_proj", 10}, {"w1", 10}, {"up_proj", 11}, {"w3", 11},
-        {"gate_up_proj", 12}, {"down_proj", 13}, {"w2", 13}, {"input_layernorm", 20},
-        {"post_attention_layernorm", 21}, {"pre_feedforward_layernorm", 22}, {"post_feedforward_layernorm", 23},
-        {"q_norm", 24}, {"k_norm", 25},
+        {"q_proj", 0},
+        {"wq", 0},
+        {"k_proj", 1},
+        {"wk", 1},
+        {"v_proj", 2},
+        {"wv", 2},
+        {"qkv_proj", 3},
+        {"o_proj", 4},
+        {"wo", 4},
+        {"gate_proj", 10},
+        {"w1", 10},
+        {"up_proj", 11},
+        {"w3", 11},
+        {"gate_up_proj", 12},
+        {"down_proj", 13},
+        {"w2", 13},
+        {"input_layernorm", 20},
+        {"post_attention_layernorm", 21},
+        {"pre_feedforward_layernorm", 22},
+        {"post_feedforward_layernorm", 23},
+        {"q_norm", 24},
+        {"k_norm", 25},
     }};
     const std::size_t dot = module.rfind('.');
     const std::string_view last = dot == std::string_view::npos ? module : module.substr(dot + 1);

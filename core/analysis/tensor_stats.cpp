@@ -123,7 +123,7 @@ TensorStats toStats(const Moments& m) {
 
 struct Chunk {
     std::size_t tensor = 0;
-    std::size_t first = 0;   // element offset
+    std::size_t first = 0;  // element offset
     std::size_t count = 0;
 };
 
@@ -139,8 +139,8 @@ ChunkPlan planChunks(const std::vector<io::TensorView>& tensors, std::size_t chu
         const io::TensorView& view = tensors[t];
         const auto numel = static_cast<std::size_t>(view.numel());
         if (view.bytes().size() != view.info().storedSize()) {
-            throw Error("tensor '" + view.name() + "': " + std::to_string(view.bytes().size()) +
-                        " bytes do not hold " + std::to_string(numel) + " elements of " + view.info().typeName());
+            throw Error("tensor '" + view.name() + "': " + std::to_string(view.bytes().size()) + " bytes do not hold " +
+                        std::to_string(numel) + " elements of " + view.info().typeName());
         }
         plan.firstChunk.push_back(plan.chunks.size());
         for (std::size_t first = 0; first < numel; first += chunkElements) {
@@ -209,7 +209,8 @@ std::vector<Moments> reduceChunks(const std::vector<io::TensorView>& tensors, co
                 view.decode(chunk.first, chunk.count, buffer.data());
                 partials[static_cast<std::size_t>(c)] = reduceChunk(buffer.data(), chunk.count);
                 // Bytes in proportion to elements: exact for plain dtypes, close for ggml's blocks.
-                reporter.chunkDone(chunk, view.bytes().size() * chunk.count / std::max<std::size_t>(1, static_cast<std::size_t>(view.numel())));
+                reporter.chunkDone(chunk, view.bytes().size() * chunk.count /
+                                              std::max<std::size_t>(1, static_cast<std::size_t>(view.numel())));
             } catch (...) {
                 std::lock_guard lock(errorMutex);
                 if (!error) error = std::current_exception();

@@ -8,9 +8,10 @@
 #include <array>
 #include <limits>
 
+#include "qs/error.h"
+
 #include "bit_fields.h"
 #include "codecs.h"
-#include "qs/error.h"
 #include "quant_config.h"
 #include "tensor_access.h"
 
@@ -40,14 +41,15 @@ AwqScheme schemeFor(const nlohmann::json& config, const std::string& module) {
 
 struct AwqLayer {
     std::int64_t rows = 0, cols = 0, groupSize = 0, groups = 0;
-    MatrixF scales, zeros;               // [rows, groups]
-    std::vector<std::uint8_t> codes;     // [rows * cols]
+    MatrixF scales, zeros;            // [rows, groups]
+    std::vector<std::uint8_t> codes;  // [rows * cols]
 };
 
 std::int64_t groupSizeFor(const AwqScheme& s, std::int64_t k, const std::string& module) {
     const std::int64_t g = s.groupSize == -1 ? k : s.groupSize;
     if (g <= 0 || k % g != 0)
-        throw Error(module + ": AWQ group size " + std::to_string(s.groupSize) + " does not divide " + std::to_string(k) + " inputs");
+        throw Error(module + ": AWQ group size " + std::to_string(s.groupSize) + " does not divide " +
+                    std::to_string(k) + " inputs");
     return g;
 }
 
@@ -62,10 +64,12 @@ AwqLayer readGemm(const io::Checkpoint& ck, const std::string& p, const AwqSchem
     l.groups = l.cols / l.groupSize;
     const auto qzeros = requireTensor(ck, p + ".qzeros", "AWQ");
     requireDtype(ck, qzeros, {io::DType::I32, io::DType::U32});
-    requireShape(ck, qzeros, {l.groups, l.rows / 8}, "qweight " + shapeText(qweight.shape()) + " in groups of " + std::to_string(l.groupSize));
+    requireShape(ck, qzeros, {l.groups, l.rows / 8},
+                 "qweight " + shapeText(qweight.shape()) + " in groups of " + std::to_string(l.groupSize));
     const auto scales = requireTensor(ck, p + ".scales", "AWQ");
     requireDtype(ck, scales, {io::DType::F16, io::DType::BF16, io::DType::F32});
-    requireShape(ck, scales, {l.groups, l.rows}, "qweight " + shapeText(qweight.shape()) + " in groups of " + std::to_string(l.groupSize));
+    requireShape(ck, scales, {l.groups, l.rows},
+                 "qweight " + shapeText(qweight.shape()) + " in groups of " + std::to_string(l.groupSize));
     if (!unpack) return l;
 
     l.scales = scales.toMatrix().transpose();
@@ -73,13 +77,14 @@ AwqLayer readGemm(const io::Checkpoint& ck, const std::string& p, const AwqSchem
     l.zeros.resize(l.rows, l.groups);
     for (std::int64_t g = 0; g < l.groups; ++g)
         for (std::int64_t n = 0; n < l.rows; ++n)
-            l.zeros(n, g) = static_cast<float>(nibble(zw[static_cast<std::size_t>(g * (l.rows / 8) + n / 8)], kAwqSlotOfColumn[n % 8]));
+            l.zeros(n, g) = static_cast<float>(
+                nibble(zw[static_cast<std::size_t>(g * (l.rows / 8) + n / 8)], kAwqSlotOfColumn[n % 8]));
     const auto qw = readWords(qweight);
     l.codes.resize(static_cast<std::size_t>(l.rows * l.cols));
     for (std::int64_t k = 0; k < l.cols; ++k)
         for (std::int64_t n = 0; n < l.rows; ++n)
-            l.codes[static_cast<std::size_t>(n * l.cols + k)] =
-                static_cast<std::uint8_t>(nibble(qw[static_cast<std::size_t>(k * (l.rows / 8) + n / 8)], kAwqSlotOfColumn[n % 8]));
+            l.codes[static_cast<std::size_t>(n * l.cols + k)] = static_cast<std::uint8_t>(
+                nibble(qw[static_cast<std::size_t>(k * (l.rows / 8) + n / 8)], kAwqSlotOfColumn[n % 8]));
     return l;
 }
 
@@ -96,26 +101,28 @@ AwqLayer readGemv(const io::Checkpoint& ck, const std::string& p, const AwqSchem
     requireDtype(ck, qzeros, {io::DType::I32, io::DType::U32});
     requireRank(ck, qzeros, 2);
     if (qzeros.shape()[0] != l.rows || qzeros.shape()[1] * 8 < l.groups)
-        failTensor(ck, qzeros.name(), "shape " + shapeText(qzeros.shape()) + " cannot hold " + std::to_string(l.groups) +
-                                          " zeros for each of " + std::to_string(l.rows) + " outputs");
+        failTensor(ck, qzeros.name(),
+                   "shape " + shapeText(qzeros.shape()) + " cannot hold " + std::to_string(l.groups) +
+                       " zeros for each of " + std::to_string(l.rows) + " outputs");
     const auto scales = requireTensor(ck, p + ".scales", "AWQ gemv");
     requireDtype(ck, scales, {io::DType::F16, io::DType::BF16, io::DType::F32});
     requireShape(ck, scales, {l.rows, qzeros.shape()[1] * 8}, "eight scales per qzeros word");
     if (!unpack) return l;
 
-    l.scales = scales.toMatrix().leftCols(l.groups);   // the rest is padding
+    l.scales = scales.toMatrix().leftCols(l.groups);  // the rest is padding
     const auto zw = readWords(qzeros);
     const auto zWidth = qzeros.shape()[1];
     l.zeros.resize(l.rows, l.groups);
     for (std::int64_t n = 0; n < l.rows; ++n)
         for (std::int64_t g = 0; g < l.groups; ++g)
-            l.zeros(n, g) = static_cast<float>(nibble(zw[static_cast<std::size_t>(n * zWidth + g / 8)], static_cast<int>(g % 8)));
+            l.zeros(n, g) =
+                static_cast<float>(nibble(zw[static_cast<std::size_t>(n * zWidth + g / 8)], static_cast<int>(g % 8)));
     const auto qw = readWords(qweight);
     l.codes.resize(static_cast<std::size_t>(l.rows * l.cols));
     for (std::int64_t n = 0; n < l.rows; ++n)
         for (std::int64_t k = 0; k < l.cols; ++k)
-            l.codes[static_cast<std::size_t>(n * l.cols + k)] =
-                static_cast<std::uint8_t>(nibble(qw[static_cast<std::size_t>(n * (l.cols / 8) + k / 8)], static_cast<int>(k % 8)));
+            l.codes[static_cast<std::size_t>(n * l.cols + k)] = static_cast<std::uint8_t>(
+                nibble(qw[static_cast<std::size_t>(n * (l.cols / 8) + k / 8)], static_cast<int>(k % 8)));
     return l;
 }
 
@@ -127,7 +134,8 @@ public:
         return refsWithSuffix(checkpoint, ".qweight");
     }
 
-    LayerQuantInfo describe(const io::Checkpoint& ck, const nlohmann::json& config, const LinearRef& ref) const override {
+    LayerQuantInfo describe(const io::Checkpoint& ck, const nlohmann::json& config,
+                            const LinearRef& ref) const override {
         requireUnstacked(ck, ref, name());
         const auto s = schemeFor(config, ref.prefix);
         const auto l = s.gemv ? readGemv(ck, ref.prefix, s, false) : readGemm(ck, ref.prefix, s, false);
@@ -138,7 +146,7 @@ public:
         info.bits = 4;
         info.groupSize = s.groupSize;
         info.granularity = s.groupSize == -1 ? "channel" : "group";
-        info.symmetric = false;   // AutoAWQ always stores zero points
+        info.symmetric = false;  // AutoAWQ always stores zero points
         info.rows = l.rows;
         info.cols = l.cols;
         return info;
@@ -155,7 +163,9 @@ public:
         for (std::int64_t n = 0; n < l.rows; ++n)
             for (std::int64_t k = 0; k < l.cols; ++k) {
                 const auto g = k / l.groupSize;
-                d.weight(n, k) = (static_cast<float>(l.codes[static_cast<std::size_t>(n * l.cols + k)]) - l.zeros(n, g)) * l.scales(n, g);
+                d.weight(n, k) =
+                    (static_cast<float>(l.codes[static_cast<std::size_t>(n * l.cols + k)]) - l.zeros(n, g)) *
+                    l.scales(n, g);
             }
         auto& q = d.parts;
         q = quant::QuantizedLinear::intGrid(quant::Method::Awq, l.rows, l.cols, 4, s.groupSize, false);

@@ -6,9 +6,10 @@
 // linear (AutoAWQ's apply_scale), so this encoder writes dequantize() and ignores inputScales.
 #include <array>
 
+#include "qs/error.h"
+
 #include "encoders.h"
 #include "int_grid_check.h"
-#include "qs/error.h"
 #include "tensor_encoding.h"
 
 namespace qs::formats::detail {
@@ -24,14 +25,16 @@ constexpr std::array<int, 8> kSlotOfColumn = {0, 4, 1, 5, 2, 6, 3, 7};
 template <typename Value>
 void packLine(std::uint32_t* words, std::int64_t n, Value value) {
     for (std::int64_t col = 0; col < n; ++col)
-        words[col / 8] |= (static_cast<std::uint32_t>(value(col)) & 0xFu) << (4 * kSlotOfColumn[static_cast<std::size_t>(col % 8)]);
+        words[col / 8] |= (static_cast<std::uint32_t>(value(col)) & 0xFu)
+                          << (4 * kSlotOfColumn[static_cast<std::size_t>(col % 8)]);
 }
 
 std::vector<std::uint32_t> packCodes(const QuantizedLinear& q) {
     const std::int64_t n = q.rows, k = q.cols;
     std::vector<std::uint32_t> words(static_cast<std::size_t>(k * (n / 8)), 0u);
     for (std::int64_t c = 0; c < k; ++c)
-        packLine(words.data() + c * (n / 8), n, [&](std::int64_t r) { return q.codes[static_cast<std::size_t>(r * k + c)]; });
+        packLine(words.data() + c * (n / 8), n,
+                 [&](std::int64_t r) { return q.codes[static_cast<std::size_t>(r * k + c)]; });
     return words;
 }
 
@@ -39,7 +42,8 @@ std::vector<std::uint32_t> packZeros(const QuantizedLinear& q) {
     const std::int64_t n = q.rows, groups = q.zeros.cols();
     std::vector<std::uint32_t> words(static_cast<std::size_t>(groups * (n / 8)), 0u);
     for (std::int64_t g = 0; g < groups; ++g)
-        packLine(words.data() + g * (n / 8), n, [&](std::int64_t r) { return static_cast<std::uint32_t>(q.zeros(r, g)); });
+        packLine(words.data() + g * (n / 8), n,
+                 [&](std::int64_t r) { return static_cast<std::uint32_t>(q.zeros(r, g)); });
     return words;
 }
 
@@ -66,7 +70,7 @@ public:
     std::vector<EncodedTensor> encode(const std::string& prefix, const QuantizedLinear& q) const override {
         if (auto why = refusal(q); !why.empty()) throw Error(prefix + ": cannot write as awq: " + why);
         const std::int64_t groups = q.scales.cols();
-        const MatrixF scalesT = q.scales.transpose();   // [groups, N]
+        const MatrixF scalesT = q.scales.transpose();  // [groups, N]
         std::vector<EncodedTensor> out;
         out.push_back(wordTensor(prefix + ".qweight", {q.cols, q.rows / 8}, packCodes(q)));
         out.push_back(wordTensor(prefix + ".qzeros", {groups, q.rows / 8}, packZeros(q)));
@@ -80,12 +84,13 @@ public:
         for (const auto& [prefix, q] : scheme.linears)
             if (q->groupSize != groupSize)
                 throw Error("AWQ stores one group size for the whole model, but " + prefix + " uses " +
-                            std::to_string(q->groupSize) + " and " + scheme.linears.front().first + " " + std::to_string(groupSize));
+                            std::to_string(q->groupSize) + " and " + scheme.linears.front().first + " " +
+                            std::to_string(groupSize));
         // vLLM requires bits, group_size and zero_point; AutoAWQ GEMM always stores zeros.
         nlohmann::json notConverted = nlohmann::json(nullptr);
         if (!scheme.denseLinears.empty()) notConverted = scheme.denseLinears;
-        return {{"quant_method", "awq"}, {"bits", 4},           {"group_size", groupSize},
-                {"zero_point", true},    {"version", "gemm"},   {"modules_to_not_convert", notConverted}};
+        return {{"quant_method", "awq"}, {"bits", 4},         {"group_size", groupSize},
+                {"zero_point", true},    {"version", "gemm"}, {"modules_to_not_convert", notConverted}};
     }
 };
 

@@ -12,7 +12,8 @@ inline std::uint32_t bitField(const std::uint32_t* words, std::size_t stride, st
     const std::uint64_t w = bitPos / 32;
     const unsigned shift = static_cast<unsigned>(bitPos % 32);
     std::uint64_t v = words[w * stride] >> shift;
-    if (shift + static_cast<unsigned>(bits) > 32) v |= static_cast<std::uint64_t>(words[(w + 1) * stride]) << (32 - shift);
+    if (shift + static_cast<unsigned>(bits) > 32)
+        v |= static_cast<std::uint64_t>(words[(w + 1) * stride]) << (32 - shift);
     return static_cast<std::uint32_t>(v & ((1u << bits) - 1u));
 }
 

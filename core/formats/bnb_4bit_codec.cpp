@@ -12,10 +12,11 @@
 #include <cmath>
 #include <limits>
 
-#include "codecs.h"
 #include "qs/error.h"
 #include "qs/io/json_file.h"
 #include "qs/io/json_value.h"
+
+#include "codecs.h"
 #include "quant_config.h"
 #include "tensor_access.h"
 
@@ -23,10 +24,22 @@ namespace qs::formats::detail {
 
 namespace {
 
-constexpr std::array<float, 16> kNf4 = {
-    -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f, -0.28444138169288635f,
-    -0.18477343022823334f, -0.09105003625154495f, 0.0f, 0.07958029955625534f, 0.16093020141124725f,
-    0.24611230194568634f, 0.33791524171829224f, 0.44070982933044434f, 0.5626170039176941f, 0.7229568362236023f, 1.0f};
+constexpr std::array<float, 16> kNf4 = {-1.0f,
+                                        -0.6961928009986877f,
+                                        -0.5250730514526367f,
+                                        -0.39491748809814453f,
+                                        -0.28444138169288635f,
+                                        -0.18477343022823334f,
+                                        -0.09105003625154495f,
+                                        0.0f,
+                                        0.07958029955625534f,
+                                        0.16093020141124725f,
+                                        0.24611230194568634f,
+                                        0.33791524171829224f,
+                                        0.44070982933044434f,
+                                        0.5626170039176941f,
+                                        0.7229568362236023f,
+                                        1.0f};
 // bitsandbytes' "fp4" map is [0, .0625, 8, 12, 4, 6, 2, 3, -0, ...] / 12: magnitude codes 2..7 are
 // E2M1 codes 6, 7, 4, 5, 2, 3 scaled by absmax / 6; code 1 (0.0625 / 12) has no E2M1 counterpart.
 constexpr std::array<float, 8> kBnbFp4Times12 = {0.0f, 0.0625f, 8.0f, 12.0f, 4.0f, 6.0f, 2.0f, 3.0f};
@@ -35,7 +48,7 @@ constexpr std::array<std::uint8_t, 8> kBnbFp4ToE2m1 = {0, 0, 6, 7, 4, 5, 2, 3};
 constexpr std::string_view kStatePrefix = ".weight.quant_state.bitsandbytes__";
 
 struct QuantState {
-    std::string type;                // "nf4" | "fp4"
+    std::string type;  // "nf4" | "fp4"
     std::int64_t blockSize = 64;
     std::int64_t rows = 0, cols = 0;
     bool nested = false;
@@ -55,12 +68,13 @@ QuantState readState(const io::Checkpoint& ck, const std::string& p) {
     const auto t = ck.tensor(stateTensorName(ck, p));
     requireDtype(ck, t, {io::DType::U8});
     const std::string where = tensorWhere(ck, t.name());
-    const nlohmann::json j =
-        io::parseJson(std::string_view(reinterpret_cast<const char*>(t.bytes().data()), t.bytes().size()), where + ": quant_state");
+    const nlohmann::json j = io::parseJson(
+        std::string_view(reinterpret_cast<const char*>(t.bytes().data()), t.bytes().size()), where + ": quant_state");
     if (!j.is_object()) failTensor(ck, t.name(), "quant_state is " + io::jsonKind(j) + ", expected a JSON object");
     QuantState s;
     s.type = lowerCase(jsonString(j, "quant_type", "", "quant_state"));
-    if (s.type != "nf4" && s.type != "fp4") failTensor(ck, t.name(), "quant_type '" + s.type + "', expected nf4 or fp4");
+    if (s.type != "nf4" && s.type != "fp4")
+        failTensor(ck, t.name(), "quant_type '" + s.type + "', expected nf4 or fp4");
     constexpr io::IntRange kBlock{1, 1 << 30}, kDim{1, std::numeric_limits<std::int32_t>::max()};
     s.blockSize = io::jsonIntegerField(j, "blocksize", where, kBlock).value_or(64);
     const auto shape = j.find("shape");
@@ -68,20 +82,23 @@ QuantState readState(const io::Checkpoint& ck, const std::string& p) {
         failTensor(ck, t.name(), "has no 2-D 'shape' (a 4-bit linear weight is [out, in])");
     s.rows = io::jsonInteger((*shape)[0], where + ": 'shape'[0]", kDim);
     s.cols = io::jsonInteger((*shape)[1], where + ": 'shape'[1]", kDim);
-    s.nested = j.contains("nested_offset") || j.contains("nested_blocksize") || hasTensor(ck, p + ".weight.nested_absmax");
+    s.nested =
+        j.contains("nested_offset") || j.contains("nested_blocksize") || hasTensor(ck, p + ".weight.nested_absmax");
     if (!s.nested) return s;
     s.nestedBlockSize = io::jsonIntegerField(j, "nested_blocksize", where, kBlock).value_or(256);
     const auto offset = j.find("nested_offset");
     if (offset == j.end() || !offset->is_number() || !std::isfinite(offset->get<double>()))
-        failTensor(ck, t.name(), "quant_state of a double-quantised weight needs a finite 'nested_offset' (the mean added back "
-                                 "to every absmax), but it is " + (offset == j.end() ? std::string("missing") : offset->dump()));
+        failTensor(ck, t.name(),
+                   "quant_state of a double-quantised weight needs a finite 'nested_offset' (the mean added back "
+                   "to every absmax), but it is " +
+                       (offset == j.end() ? std::string("missing") : offset->dump()));
     s.nestedOffset = offset->get<float>();
     return s;
 }
 
 struct Absmax {
-    std::vector<float> values;          // dequantized, one per block
-    std::vector<std::uint8_t> codes;    // double quantisation only
+    std::vector<float> values;        // dequantized, one per block
+    std::vector<std::uint8_t> codes;  // double quantisation only
     std::vector<float> nestedScales;
 };
 
@@ -97,7 +114,8 @@ Absmax readAbsmax(const io::Checkpoint& ck, const std::string& p, const QuantSta
     requireDtype(ck, absmax, {io::DType::U8});
     const auto nestedAbsmax = requireTensor(ck, p + ".weight.nested_absmax", "double quantisation");
     requireDtype(ck, nestedAbsmax, {io::DType::F32, io::DType::F16, io::DType::BF16});
-    requireShape(ck, nestedAbsmax, {ceilDiv(blocks, s.nestedBlockSize)}, "one scale per " + std::to_string(s.nestedBlockSize) + " absmax codes");
+    requireShape(ck, nestedAbsmax, {ceilDiv(blocks, s.nestedBlockSize)},
+                 "one scale per " + std::to_string(s.nestedBlockSize) + " absmax codes");
     const auto nestedMap = requireTensor(ck, p + ".weight.nested_quant_map", "double quantisation");
     requireDtype(ck, nestedMap, {io::DType::F32, io::DType::F16, io::DType::BF16});
     requireShape(ck, nestedMap, {256}, "the 8-bit dynamic map");
@@ -128,7 +146,7 @@ void fillParts(DecodedLinear& d, const QuantState& s, const std::vector<float>& 
     // Method Nf4 for bitsandbytes' whole 4-bit family; FP4 is told apart by its code kind.
     q = nf4 ? quant::QuantizedLinear::nf4(s.rows, s.cols, blockSize)
             : quant::QuantizedLinear::fp4(quant::Method::Nf4, s.rows, s.cols, blockSize);
-    if (s.cols % s.blockSize != 0) {   // blocks straddle rows: no per-row scale grid exists
+    if (s.cols % s.blockSize != 0) {  // blocks straddle rows: no per-row scale grid exists
         d.partsExact = false;
         return;
     }
@@ -181,9 +199,10 @@ public:
         const auto weight = requireTensor(ck, ref.prefix + ".weight", "bitsandbytes 4-bit");
         requireDtype(ck, weight, {io::DType::U8});
         if (weight.numel() != ceilDiv(count, 2))
-            failTensor(ck, weight.name(), "shape " + shapeText(weight.shape()) + " holds " + std::to_string(weight.numel()) +
-                                              " bytes, expected " + std::to_string(ceilDiv(count, 2)) + " for a [" +
-                                              std::to_string(s.rows) + ", " + std::to_string(s.cols) + "] weight");
+            failTensor(ck, weight.name(),
+                       "shape " + shapeText(weight.shape()) + " holds " + std::to_string(weight.numel()) +
+                           " bytes, expected " + std::to_string(ceilDiv(count, 2)) + " for a [" +
+                           std::to_string(s.rows) + ", " + std::to_string(s.cols) + "] weight");
         const auto mapTensor = requireTensor(ck, ref.prefix + ".weight.quant_map", "bitsandbytes 4-bit");
         requireDtype(ck, mapTensor, {io::DType::F32, io::DType::F16, io::DType::BF16});
         requireShape(ck, mapTensor, {16}, "a 16-entry codebook");

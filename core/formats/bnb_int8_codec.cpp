@@ -1,7 +1,8 @@
 // bitsandbytes LLM.int8 (Linear8bitLt), docs/formats/bitsandbytes.md: <p>.weight I8 [N, K] row-major,
 // <p>.SCB F32 [N] (per-row absmax), <p>.weight_format U8 0; W[n, k] = q * SCB[n] / 127.
-#include "codecs.h"
 #include "qs/error.h"
+
+#include "codecs.h"
 #include "tensor_access.h"
 
 namespace qs::formats::detail {

@@ -12,17 +12,18 @@
 #include <cmath>
 #include <string>
 
-#include "encoder_support.h"
-#include "encoders.h"
 #include "qs/quant/nf4.h"
 #include "qs/quant/nibbles.h"
+
+#include "encoder_support.h"
+#include "encoders.h"
 #include "tensor_encoding.h"
 
 namespace qs::formats::detail {
 
 namespace {
 
-constexpr std::int64_t kNestedBlockSize = 256;   // bitsandbytes' blocksize for the absmax codes
+constexpr std::int64_t kNestedBlockSize = 256;  // bitsandbytes' blocksize for the absmax codes
 
 std::int64_t blockCount(const quant::QuantizedLinear& q) { return q.rows * q.cols / q.blockCols; }
 
@@ -34,7 +35,8 @@ std::string shapeProblem(const quant::QuantizedLinear& q) {
     if (q.cols % bs != 0)
         return "in_features " + std::to_string(q.cols) + " is not a multiple of the block size " + std::to_string(bs) +
                ", so bitsandbytes' flat blocks would straddle rows";
-    if (q.codes.size() != static_cast<std::size_t>(q.rows * q.cols) || q.scales.rows() != q.rows || q.scales.cols() != q.cols / bs)
+    if (q.codes.size() != static_cast<std::size_t>(q.rows * q.cols) || q.scales.rows() != q.rows ||
+        q.scales.cols() != q.cols / bs)
         return "its codes and scales do not fit the weight " + shapeOf(q);
     for (const std::uint8_t c : q.codes)
         if (c > 15) return "a code " + std::to_string(c) + " is not a 4-bit NF4 index";
@@ -53,7 +55,8 @@ std::string doubleQuantProblem(const quant::QuantizedLinear& q) {
                std::to_string(nested) + " (256 absmax per nested block)";
     const auto& map = quant::dynamicMap8();
     for (std::int64_t b = 0; b < blocks; ++b) {
-        const float decoded = map[q.scaleCodes[static_cast<std::size_t>(b)]] * q.scaleScales[static_cast<std::size_t>(b / kNestedBlockSize)];
+        const float decoded = map[q.scaleCodes[static_cast<std::size_t>(b)]] *
+                              q.scaleScales[static_cast<std::size_t>(b / kNestedBlockSize)];
         if (decoded + q.scaleOffset != q.scales.data()[b])
             return "absmax code " + std::to_string(b) + " does not decode to its scale (codes and scales disagree)";
     }
@@ -62,8 +65,9 @@ std::string doubleQuantProblem(const quant::QuantizedLinear& q) {
 
 // json.dumps with Python's default separators, in QuantState.as_dict's key order.
 std::string quantStateJson(const quant::QuantizedLinear& q) {
-    std::string s = R"({"quant_type": "nf4", "blocksize": )" + std::to_string(q.blockCols) + R"(, "dtype": "float32", "shape": [)" +
-                    std::to_string(q.rows) + ", " + std::to_string(q.cols) + "]";
+    std::string s = R"({"quant_type": "nf4", "blocksize": )" + std::to_string(q.blockCols) +
+                    R"(, "dtype": "float32", "shape": [)" + std::to_string(q.rows) + ", " + std::to_string(q.cols) +
+                    "]";
     if (!q.scaleCodes.empty())
         s += R"(, "nested_blocksize": 256, "nested_dtype": "float32", "nested_offset": )" +
              nlohmann::json(static_cast<double>(q.scaleOffset)).dump();
@@ -80,7 +84,8 @@ public:
 
     std::string layoutRefusal(const quant::QuantizedLinear& q) const override {
         if (q.method != quant::Method::Nf4 || q.codeKind != quant::CodeKind::Nf4)
-            return "it holds NF4 results, and this linear was quantized with " + std::string(quant::methodName(q.method));
+            return "it holds NF4 results, and this linear was quantized with " +
+                   std::string(quant::methodName(q.method));
         if (std::string why = shapeProblem(q); !why.empty()) return why;
         return q.scaleCodes.empty() ? "" : doubleQuantProblem(q);
     }
@@ -96,20 +101,24 @@ public:
             out.push_back(floatTensor(w + ".absmax", io::DType::F32, {blocks}, q.scales.data()));
         } else {
             out.push_back(byteTensor(w + ".absmax", io::DType::U8, {blocks}, q.scaleCodes));
-            out.push_back(floatTensor(w + ".nested_absmax", io::DType::F32, {static_cast<std::int64_t>(q.scaleScales.size())}, q.scaleScales.data()));
+            out.push_back(floatTensor(w + ".nested_absmax", io::DType::F32,
+                                      {static_cast<std::int64_t>(q.scaleScales.size())}, q.scaleScales.data()));
             out.push_back(floatTensor(w + ".nested_quant_map", io::DType::F32, {256}, quant::dynamicMap8().data()));
         }
         out.push_back(floatTensor(w + ".quant_map", io::DType::F32, {16}, quant::nf4Table().data()));
         const std::string json = quantStateJson(q);
-        const std::vector<std::uint8_t> state(json.begin(), json.end());   // UTF-8 bytes, as pack_dict_to_tensor stores them
-        out.push_back(byteTensor(w + ".quant_state.bitsandbytes__nf4", io::DType::U8, {static_cast<std::int64_t>(state.size())}, state));
+        const std::vector<std::uint8_t> state(json.begin(),
+                                              json.end());  // UTF-8 bytes, as pack_dict_to_tensor stores them
+        out.push_back(byteTensor(w + ".quant_state.bitsandbytes__nf4", io::DType::U8,
+                                 {static_cast<std::int64_t>(state.size())}, state));
         return out;
     }
 
     nlohmann::json quantizationConfig(const ExportScheme& scheme) const override {
         bool doubleQuant = false;
         for (const auto& [prefix, q] : scheme.linears) doubleQuant = doubleQuant || !q->scaleCodes.empty();
-        const nlohmann::json skip = scheme.denseLinears.empty() ? nlohmann::json(nullptr) : nlohmann::json(scheme.denseLinears);
+        const nlohmann::json skip =
+            scheme.denseLinears.empty() ? nlohmann::json(nullptr) : nlohmann::json(scheme.denseLinears);
         return {{"quant_method", "bitsandbytes"},
                 {"_load_in_4bit", true},
                 {"_load_in_8bit", false},

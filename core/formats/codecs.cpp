@@ -1,6 +1,7 @@
 #include "codecs.h"
 
 #include "qs/error.h"
+
 #include "tensor_access.h"
 
 namespace qs::formats::detail {

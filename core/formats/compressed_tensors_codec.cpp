@@ -13,12 +13,13 @@
 #include <cstring>
 #include <limits>
 
+#include "qs/error.h"
+
 #include "bit_fields.h"
 #include "codecs.h"
 #include "fp4_weight.h"
 #include "fp8_weight.h"
 #include "module_match.h"
-#include "qs/error.h"
 #include "quant_config.h"
 #include "tensor_access.h"
 
@@ -31,9 +32,9 @@ struct CtArgs {
     std::string type = "int";
     bool symmetric = true;
     int groupSize = -1;
-    std::string strategy;   // tensor, channel, group, block, tensor_group
+    std::string strategy;  // tensor, channel, group, block, tensor_group
     std::optional<std::pair<int, int>> block;
-    bool actOrder = false;   // actorder "group": a weight_g_idx holds the permutation
+    bool actOrder = false;  // actorder "group": a weight_g_idx holds the permutation
 };
 
 bool targets(const nlohmann::json& scheme, const std::string& module) {
@@ -83,13 +84,16 @@ CtArgs parseArgs(const nlohmann::json& w, const std::string& at) {
     if ((a.strategy == "group" || a.strategy == "tensor_group") && a.groupSize <= 0)
         throw ConfigError(at + ": strategy '" + a.strategy + "' needs a positive 'group_size'");
     if (a.groupSize == -2) a.groupSize = -1;
-    if (const auto it = w.find("block_structure"); it != w.end() && !it->is_null()) a.block = parseBlockStructure(*it, at);
+    if (const auto it = w.find("block_structure"); it != w.end() && !it->is_null())
+        a.block = parseBlockStructure(*it, at);
     if ((a.strategy == "block") != a.block.has_value())
-        throw ConfigError(at + (a.block ? ": 'block_structure' needs strategy 'block'" : ": strategy 'block' needs 'block_structure'"));
+        throw ConfigError(at + (a.block ? ": 'block_structure' needs strategy 'block'"
+                                        : ": strategy 'block' needs 'block_structure'"));
     // ActivationOrdering: true, "group" and its alias "dynamic" store weight_g_idx; "weight" (alias
     // "static") changes only the calibration.
     const auto actorder = w.find("actorder");
-    if (actorder != w.end() && actorder->is_boolean()) a.actOrder = actorder->get<bool>();
+    if (actorder != w.end() && actorder->is_boolean())
+        a.actOrder = actorder->get<bool>();
     else if (const auto order = lowerCase(jsonString(w, "actorder", "", at)); !order.empty()) {
         if (order != "group" && order != "dynamic" && order != "weight" && order != "static")
             throw ConfigError(at + ": 'actorder' is '" + order + "', expected group, weight, dynamic or static");
@@ -122,7 +126,8 @@ CtArgs argsFor(const nlohmann::json& config, const std::string& module) {
         }
     if (!chosen) throw ConfigError("no config group targets " + module);
     const auto w = chosen->find("weights");
-    if (w == chosen->end() || !w->is_object()) throw ConfigError("config group '" + chosenName + "' (for " + module + ") has no 'weights' object");
+    if (w == chosen->end() || !w->is_object())
+        throw ConfigError("config group '" + chosenName + "' (for " + module + ") has no 'weights' object");
     return parseArgs(*w, "config_groups." + chosenName + ".weights");
 }
 
@@ -148,9 +153,10 @@ CtLayout layoutOf(const io::Checkpoint& ck, const std::string& p, const CtArgs& 
     const int bits = layout == CtLayout::Nvfp4 || layout == CtLayout::Mxfp4 ? 4 : 8;
     if (intLayout != (a.type == "int") || (layout != CtLayout::PackInt && a.bits != bits)) {
         const std::string name = p + (hasTensor(ck, p + ".weight_packed") ? ".weight_packed" : ".weight");
-        failTensor(ck, name, "is stored as " + std::string(intLayout ? "integer" : "float") +
-                                 (layout == CtLayout::PackInt ? "" : " " + std::to_string(bits) + "-bit") +
-                                 " codes, but its config group says type '" + a.type + "', num_bits " + std::to_string(a.bits));
+        failTensor(ck, name,
+                   "is stored as " + std::string(intLayout ? "integer" : "float") +
+                       (layout == CtLayout::PackInt ? "" : " " + std::to_string(bits) + "-bit") +
+                       " codes, but its config group says type '" + a.type + "', num_bits " + std::to_string(a.bits));
     }
     return layout;
 }
@@ -161,7 +167,8 @@ CtLayout layoutOf(const io::Checkpoint& ck, const std::string& p, const CtArgs& 
 std::pair<std::int64_t, std::int64_t> weightShape(const io::Checkpoint& ck, const std::string& p, std::int64_t rows,
                                                   std::int64_t colsGuess, std::int64_t maxCols, bool required) {
     if (!hasTensor(ck, p + ".weight_shape")) {
-        if (required) requireTensor(ck, p + ".weight_shape", "compressed-tensors pack-quantized (the packed rows do not say K)");
+        if (required)
+            requireTensor(ck, p + ".weight_shape", "compressed-tensors pack-quantized (the packed rows do not say K)");
         return {rows, colsGuess};
     }
     const auto s = ck.tensor(p + ".weight_shape");
@@ -176,8 +183,9 @@ std::pair<std::int64_t, std::int64_t> weightShape(const io::Checkpoint& ck, cons
         v[0] = v32[0], v[1] = v32[1];
     }
     if (v[0] != rows || v[1] <= 0 || v[1] > maxCols)
-        failTensor(ck, s.name(), "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "] does not fit the packed weight's " +
-                                     std::to_string(rows) + " rows of at most " + std::to_string(maxCols) + " values");
+        failTensor(ck, s.name(),
+                   "[" + std::to_string(v[0]) + ", " + std::to_string(v[1]) + "] does not fit the packed weight's " +
+                       std::to_string(rows) + " rows of at most " + std::to_string(maxCols) + " values");
     return {v[0], v[1]};
 }
 
@@ -195,12 +203,14 @@ struct FieldReader {
     }
 };
 
-FieldReader fieldReaderFor(const io::Checkpoint& ck, const io::TensorView& t, std::int64_t count, std::int64_t stored, int bits) {
+FieldReader fieldReaderFor(const io::Checkpoint& ck, const io::TensorView& t, std::int64_t count, std::int64_t stored,
+                           int bits) {
     const std::int64_t dense = ceilDiv(count * bits, 32), legacy = ceilDiv(count, 32 / bits);
     if (stored == dense) return {bits, true};
     if (stored == legacy) return {bits, false};
-    failTensor(ck, t.name(), "shape " + shapeText(t.shape()) + " cannot hold " + std::to_string(count) + " " +
-                                 std::to_string(bits) + "-bit values per line (expected " + std::to_string(dense) + " words)");
+    failTensor(ck, t.name(),
+               "shape " + shapeText(t.shape()) + " cannot hold " + std::to_string(count) + " " + std::to_string(bits) +
+                   "-bit values per line (expected " + std::to_string(dense) + " words)");
 }
 
 struct PackedInt {
@@ -208,19 +218,23 @@ struct PackedInt {
     FieldReader fields;
     io::TensorView packed;
     ScaleGrid grid;
-    std::vector<std::int32_t> gIdx;   // empty unless weight_g_idx
+    std::vector<std::int32_t> gIdx;  // empty unless weight_g_idx
 };
 
 PackedInt openPackInt(const io::Checkpoint& ck, const std::string& p, const CtArgs& a) {
     const auto packed = requireTensor(ck, p + ".weight_packed", "compressed-tensors pack-quantized");
     requireRank(ck, packed, 2);
-    const auto [rows, cols] = weightShape(ck, p, packed.shape()[0], packed.shape()[1] * 32 / a.bits, packed.shape()[1] * 32, true);
+    const auto [rows, cols] =
+        weightShape(ck, p, packed.shape()[0], packed.shape()[1] * 32 / a.bits, packed.shape()[1] * 32, true);
     PackedInt l{rows, cols, 0, fieldReaderFor(ck, packed, cols, packed.shape()[1], a.bits), packed, {}, {}};
-    l.grid = readScaleGrid(ck, requireTensor(ck, p + ".weight_scale", "compressed-tensors"), rows, cols, scaleHintOf(a));
+    l.grid =
+        readScaleGrid(ck, requireTensor(ck, p + ".weight_scale", "compressed-tensors"), rows, cols, scaleHintOf(a));
     l.groups = l.grid.scales.cols();
     if (a.actOrder != hasTensor(ck, p + ".weight_g_idx")) {
-        if (a.actOrder) requireTensor(ck, p + ".weight_g_idx", "the config's actorder 'group' (the act-order permutation)");
-        failTensor(ck, p + ".weight_g_idx", "is stored, but the config's actorder is not 'group', so readers ignore it");
+        if (a.actOrder)
+            requireTensor(ck, p + ".weight_g_idx", "the config's actorder 'group' (the act-order permutation)");
+        failTensor(ck, p + ".weight_g_idx",
+                   "is stored, but the config's actorder is not 'group', so readers ignore it");
     }
     if (a.actOrder) {
         const auto g = ck.tensor(p + ".weight_g_idx");
@@ -228,7 +242,8 @@ PackedInt openPackInt(const io::Checkpoint& ck, const std::string& p, const CtAr
         requireShape(ck, g, {cols}, "one group index per input");
         for (const float v : g.toF32()) {
             if (v < 0 || v >= static_cast<float>(l.groups))
-                failTensor(ck, g.name(), "group index " + std::to_string(v) + " outside 0.." + std::to_string(l.groups - 1));
+                failTensor(ck, g.name(),
+                           "group index " + std::to_string(v) + " outside 0.." + std::to_string(l.groups - 1));
             l.gIdx.push_back(static_cast<std::int32_t>(v));
         }
     }
@@ -241,8 +256,10 @@ MatrixF readZeroPoints(const io::Checkpoint& ck, const std::string& p, const CtA
     const auto rowsOfGrid = l.grid.scales.rows();
     if (a.symmetric) return MatrixF::Constant(rowsOfGrid, l.groups, offset);
     const auto zp = requireTensor(ck, p + ".weight_zero_point", "an asymmetric compressed-tensors weight");
-    requireDtype(ck, zp, {io::DType::I32, io::DType::I8, io::DType::I64, io::DType::F32, io::DType::F16, io::DType::BF16});
-    if (zp.numel() == rowsOfGrid * l.groups && (zp.dtype() != io::DType::I32 || ceilDiv(rowsOfGrid * a.bits, 32) != zp.shape()[0])) {
+    requireDtype(ck, zp,
+                 {io::DType::I32, io::DType::I8, io::DType::I64, io::DType::F32, io::DType::F16, io::DType::BF16});
+    if (zp.numel() == rowsOfGrid * l.groups &&
+        (zp.dtype() != io::DType::I32 || ceilDiv(rowsOfGrid * a.bits, 32) != zp.shape()[0])) {
         // Unpacked signed zero points (tensor strategy, or writers that do not pack them).
         const auto v = zp.toF32();
         MatrixF z(rowsOfGrid, l.groups);
@@ -251,12 +268,15 @@ MatrixF readZeroPoints(const io::Checkpoint& ck, const std::string& p, const CtA
     }
     requireRank(ck, zp, 2);
     if (zp.shape()[1] != l.groups)
-        failTensor(ck, zp.name(), "shape " + shapeText(zp.shape()) + ", expected " + std::to_string(l.groups) + " columns (one per scale group)");
+        failTensor(ck, zp.name(),
+                   "shape " + shapeText(zp.shape()) + ", expected " + std::to_string(l.groups) +
+                       " columns (one per scale group)");
     const auto reader = fieldReaderFor(ck, zp, rowsOfGrid, zp.shape()[0], a.bits);
     const auto words = readWords(zp);
     MatrixF z(rowsOfGrid, l.groups);
     for (std::int64_t g = 0; g < l.groups; ++g)
-        for (std::int64_t r = 0; r < rowsOfGrid; ++r) z(r, g) = static_cast<float>(reader.at(words.data() + g, static_cast<std::size_t>(l.groups), r));
+        for (std::int64_t r = 0; r < rowsOfGrid; ++r)
+            z(r, g) = static_cast<float>(reader.at(words.data() + g, static_cast<std::size_t>(l.groups), r));
     return z;
 }
 
@@ -295,11 +315,13 @@ Fp4Blocks openFp4(const io::Checkpoint& ck, const std::string& p, CtLayout layou
     const auto packed = requireTensor(ck, p + ".weight_packed", "compressed-tensors FP4");
     requireDtype(ck, packed, {io::DType::U8});
     requireRank(ck, packed, 2);
-    const auto [rows, cols] = weightShape(ck, p, packed.shape()[0], packed.shape()[1] * 2, packed.shape()[1] * 2, false);
+    const auto [rows, cols] =
+        weightShape(ck, p, packed.shape()[0], packed.shape()[1] * 2, packed.shape()[1] * 2, false);
     const int block = layout == CtLayout::Nvfp4 ? 16 : 32;
     requireShape(ck, packed, {rows, ceilDiv(cols, 2)}, "two FP4 codes per byte");
     if (cols % block != 0)
-        failTensor(ck, packed.name(), std::to_string(cols) + " inputs are not a multiple of the block size " + std::to_string(block));
+        failTensor(ck, packed.name(),
+                   std::to_string(cols) + " inputs are not a multiple of the block size " + std::to_string(block));
     const auto scale = requireTensor(ck, p + ".weight_scale", "compressed-tensors FP4");
     requireShape(ck, scale, {rows, cols / block}, "one scale per " + std::to_string(block) + " inputs");
     Fp4Blocks b;
@@ -311,12 +333,15 @@ Fp4Blocks openFp4(const io::Checkpoint& ck, const std::string& p, CtLayout layou
         requireDtype(ck, scale, {io::DType::F8_E4M3});
         const auto global = ck.tensor(p + ".weight_global_scale");
         requireDtype(ck, global, {io::DType::F32, io::DType::F16, io::DType::BF16});
-        if (!isScalar(global)) failTensor(ck, global.name(), "shape " + shapeText(global.shape()) + ", expected one value");
+        if (!isScalar(global))
+            failTensor(ck, global.name(), "shape " + shapeText(global.shape()) + ", expected one value");
         const float gs = global.toF32()[0];
         // A divisor: 0 makes every weight infinite, Inf or NaN makes them all 0 or NaN.
         if (!std::isfinite(gs) || gs == 0.0f)
-            failTensor(ck, global.name(), "is " + std::to_string(gs) + ", but the global scale divides every block scale: it must be "
-                                          "finite and non-zero");
+            failTensor(ck, global.name(),
+                       "is " + std::to_string(gs) +
+                           ", but the global scale divides every block scale: it must be "
+                           "finite and non-zero");
         b.storedScales = scale.toMatrix();
         // The global scale divides (forward_helpers.py); decoded as its reciprocal times the block
         // scale, as every FP4 weight is (fp4_weight.h): the last bit may differ from the division.
@@ -334,7 +359,8 @@ Fp4Blocks openFp4(const io::Checkpoint& ck, const std::string& p, CtLayout layou
 
 // --- float-quantized and int-quantized ------------------------------------------------------------
 
-ScaleGrid openScales(const io::Checkpoint& ck, const std::string& p, const CtArgs& a, std::int64_t rows, std::int64_t cols) {
+ScaleGrid openScales(const io::Checkpoint& ck, const std::string& p, const CtArgs& a, std::int64_t rows,
+                     std::int64_t cols) {
     return readScaleGrid(ck, requireTensor(ck, p + ".weight_scale", "compressed-tensors"), rows, cols, scaleHintOf(a));
 }
 
@@ -347,7 +373,9 @@ DecodedLinear decodeNaiveInt(const io::Checkpoint& ck, const LinearRef& ref, con
     if (!a.symmetric) {
         const auto zp = requireTensor(ck, ref.prefix + ".weight_zero_point", "an asymmetric int-quantized weight");
         if (zp.numel() != zeros.size())
-            failTensor(ck, zp.name(), "shape " + shapeText(zp.shape()) + " does not match the scales' " + std::to_string(zeros.size()) + " values");
+            failTensor(ck, zp.name(),
+                       "shape " + shapeText(zp.shape()) + " does not match the scales' " +
+                           std::to_string(zeros.size()) + " values");
         const auto v = zp.toF32();
         for (Eigen::Index i = 0; i < zeros.size(); ++i) zeros.data()[i] += v[static_cast<std::size_t>(i)];
     }
@@ -363,7 +391,7 @@ DecodedLinear decodeNaiveInt(const io::Checkpoint& ck, const LinearRef& ref, con
     q.codes.resize(static_cast<std::size_t>(rows * cols));
     for (std::int64_t r = 0; r < rows; ++r)
         for (std::int64_t c = 0; c < cols; ++c) {
-            const int code = q8[r * cols + c] + 128;   // unsigned code; zeros carry the same +128
+            const int code = q8[r * cols + c] + 128;  // unsigned code; zeros carry the same +128
             q.codes[static_cast<std::size_t>(r * cols + c)] = static_cast<std::uint8_t>(code);
             const auto gr = r / grid.blockRows, gc = c / grid.blockCols;
             d.weight(r, c) = (static_cast<float>(code) - zeros(gr, gc)) * grid.scales(gr, gc);
@@ -391,7 +419,8 @@ public:
         return refs;
     }
 
-    LayerQuantInfo describe(const io::Checkpoint& ck, const nlohmann::json& config, const LinearRef& ref) const override {
+    LayerQuantInfo describe(const io::Checkpoint& ck, const nlohmann::json& config,
+                            const LinearRef& ref) const override {
         requireUnstacked(ck, ref, name());
         const auto a = argsFor(config, ref.prefix);
         LayerQuantInfo info;
@@ -434,8 +463,7 @@ public:
         requireUnstacked(ck, ref, name());
         const auto a = argsFor(config, ref.prefix);
         switch (const auto layout = layoutOf(ck, ref.prefix, a)) {
-            case CtLayout::PackInt:
-                return decodePackInt(ck, ref, a);
+            case CtLayout::PackInt: return decodePackInt(ck, ref, a);
             case CtLayout::Nvfp4:
             case CtLayout::Mxfp4: {
                 auto d = decodeFp4Blocks(ref, openFp4(ck, ref.prefix, layout));
@@ -447,14 +475,14 @@ public:
                 requireFp8Weight(ck, w);
                 return decodeScaledFp8(ck, ref, w, openScales(ck, ref.prefix, a, w.shape()[0], w.shape()[1]));
             }
-            case CtLayout::NaiveInt:
-                return decodeNaiveInt(ck, ref, a);
+            case CtLayout::NaiveInt: return decodeNaiveInt(ck, ref, a);
         }
         throw Error(ref.prefix + ": unknown compressed-tensors layout");
     }
 
 private:
-    static void fillGrid(LayerQuantInfo& info, const char* scheme, std::int64_t rows, std::int64_t cols, const ScaleGrid& g) {
+    static void fillGrid(LayerQuantInfo& info, const char* scheme, std::int64_t rows, std::int64_t cols,
+                         const ScaleGrid& g) {
         info.scheme = scheme;
         info.rows = rows;
         info.cols = cols;

@@ -31,7 +31,7 @@ nlohmann::json ctScheme(nlohmann::json targets, nlohmann::json weights, const st
 
 // The whole quantization_config; `format` is the one format of every group or "mixed-precision".
 // `kvCacheScheme`: null (the cache keeps the model's dtype) or ctFp8KvCacheScheme().
-nlohmann::json ctQuantizationConfig(nlohmann::json configGroups, const std::string& format, const std::vector<std::string>& ignore,
-                                    nlohmann::json kvCacheScheme = nullptr);
+nlohmann::json ctQuantizationConfig(nlohmann::json configGroups, const std::string& format,
+                                    const std::vector<std::string>& ignore, nlohmann::json kvCacheScheme = nullptr);
 
 }  // namespace qs::formats::detail

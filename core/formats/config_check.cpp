@@ -7,6 +7,7 @@
 #include "qs/error.h"
 #include "qs/io/json_value.h"
 #include "qs/io/tensor_name.h"
+
 #include "tensor_access.h"
 
 namespace qs::formats {
@@ -23,7 +24,8 @@ struct ConfigSizes {
 
 ConfigSizes readSizes(const nlohmann::json& config, const std::string& where, std::vector<std::string>& problems) {
     ConfigSizes s;
-    const nlohmann::json& c = config.contains("text_config") && config["text_config"].is_object() ? config["text_config"] : config;
+    const nlohmann::json& c =
+        config.contains("text_config") && config["text_config"].is_object() ? config["text_config"] : config;
     const auto size = [&](const char* key) -> std::optional<std::int64_t> {
         try {
             // As ModelConfig bounds them: products of two sizes stay far from overflow.
@@ -54,18 +56,22 @@ std::map<std::string, Shape> linearShapes(const io::Checkpoint& ck, const Format
     for (const auto& l : format.layers)
         if (l.problem.empty() && l.ref.expert < 0) shapes[l.ref.prefix] = {l.rows, l.cols};
     for (const auto& prefix : format.denseLinears)
-        if (const auto* t = ck.find(prefix + ".weight"); t != nullptr && t->info->shape.size() == 2) shapes[prefix] = t->info->shape;
+        if (const auto* t = ck.find(prefix + ".weight"); t != nullptr && t->info->shape.size() == 2)
+            shapes[prefix] = t->info->shape;
     return shapes;
 }
 
 // What config.json implies for the linears of a decoder layer (Llama-family names).
 std::optional<Shape> expectedShape(const ConfigSizes& s, const std::string& module) {
     const auto known = [](auto... v) { return (v.has_value() && ...); };
-    if (module == "self_attn.q_proj" && known(s.heads, s.headDim, s.hidden)) return Shape{*s.heads * *s.headDim, *s.hidden};
+    if (module == "self_attn.q_proj" && known(s.heads, s.headDim, s.hidden))
+        return Shape{*s.heads * *s.headDim, *s.hidden};
     if ((module == "self_attn.k_proj" || module == "self_attn.v_proj") && known(s.kvHeads, s.headDim, s.hidden))
         return Shape{*s.kvHeads * *s.headDim, *s.hidden};
-    if (module == "self_attn.o_proj" && known(s.heads, s.headDim, s.hidden)) return Shape{*s.hidden, *s.heads * *s.headDim};
-    if ((module == "mlp.gate_proj" || module == "mlp.up_proj") && known(s.intermediate, s.hidden)) return Shape{*s.intermediate, *s.hidden};
+    if (module == "self_attn.o_proj" && known(s.heads, s.headDim, s.hidden))
+        return Shape{*s.hidden, *s.heads * *s.headDim};
+    if ((module == "mlp.gate_proj" || module == "mlp.up_proj") && known(s.intermediate, s.hidden))
+        return Shape{*s.intermediate, *s.hidden};
     if (module == "mlp.down_proj" && known(s.intermediate, s.hidden)) return Shape{*s.hidden, *s.intermediate};
     return std::nullopt;
 }
@@ -79,31 +85,35 @@ void checkLinears(const io::Checkpoint& ck, const FormatInfo& format, const Conf
                   std::vector<std::string>& problems) {
     for (const auto& [prefix, shape] : linearShapes(ck, format)) {
         const auto naming = io::parseTensorName(prefix + ".weight");
-        if (naming.layer < 0 || io::isTowerTensor(prefix)) continue;   // a VLM's vision layers have their own sizes
+        if (naming.layer < 0 || io::isTowerTensor(prefix)) continue;  // a VLM's vision layers have their own sizes
         const auto expected = expectedShape(s, naming.module);
         if (expected && *expected != shape) {
             problems.push_back(where + ": " + keysFor(naming.module) + " imply " + text(*expected) + " for " + prefix +
                                ", but its weight is " + text(shape));
-            return;   // one line says it; the other layers repeat it
+            return;  // one line says it; the other layers repeat it
         }
     }
 }
 
-void checkEmbedding(const io::Checkpoint& ck, const ConfigSizes& s, const std::string& where, std::vector<std::string>& problems) {
+void checkEmbedding(const io::Checkpoint& ck, const ConfigSizes& s, const std::string& where,
+                    std::vector<std::string>& problems) {
     for (const auto& t : ck.tensors()) {
         if (t.naming.role != io::TensorRole::Embedding || t.naming.module.find("embed_tokens") == std::string::npos ||
             t.info->shape.size() != 2)
             continue;
         const auto& shape = t.info->shape;
         if (s.vocab && shape[0] != *s.vocab)
-            problems.push_back(where + ": vocab_size " + std::to_string(*s.vocab) + ", but " + t.info->name + " is " + text(shape));
+            problems.push_back(where + ": vocab_size " + std::to_string(*s.vocab) + ", but " + t.info->name + " is " +
+                               text(shape));
         if (s.hidden && shape[1] != *s.hidden)
-            problems.push_back(where + ": hidden_size " + std::to_string(*s.hidden) + ", but " + t.info->name + " is " + text(shape));
+            problems.push_back(where + ": hidden_size " + std::to_string(*s.hidden) + ", but " + t.info->name + " is " +
+                               text(shape));
         return;
     }
 }
 
-void checkLayers(const io::Checkpoint& ck, const ConfigSizes& s, const std::string& where, std::vector<std::string>& problems) {
+void checkLayers(const io::Checkpoint& ck, const ConfigSizes& s, const std::string& where,
+                 std::vector<std::string>& problems) {
     int maxLayer = -1;
     for (const auto& t : ck.tensors())
         if (!io::isTowerTensor(t.info->name)) maxLayer = std::max(maxLayer, t.naming.layer);
@@ -114,7 +124,8 @@ void checkLayers(const io::Checkpoint& ck, const ConfigSizes& s, const std::stri
 
 // model_type against the tensors that tell the architectures apart: Qwen3's per-head q/k norms,
 // Qwen2's q/k/v biases.
-void checkModelType(const io::Checkpoint& ck, const ConfigSizes& s, const std::string& where, std::vector<std::string>& problems) {
+void checkModelType(const io::Checkpoint& ck, const ConfigSizes& s, const std::string& where,
+                    std::vector<std::string>& problems) {
     bool anyLayer = false, qkNorm = false, qkvBias = false;
     std::string normName;
     for (const auto& t : ck.tensors()) {
@@ -124,17 +135,19 @@ void checkModelType(const io::Checkpoint& ck, const ConfigSizes& s, const std::s
             qkNorm = true;
             normName = t.info->name;
             if (s.headDim && t.info->shape != Shape{*s.headDim})
-                problems.push_back(where + ": head_dim " + std::to_string(*s.headDim) + ", but " + t.info->name + " is " +
-                                   text(t.info->shape));
+                problems.push_back(where + ": head_dim " + std::to_string(*s.headDim) + ", but " + t.info->name +
+                                   " is " + text(t.info->shape));
         }
         if (t.naming.module == "self_attn.q_proj" && t.naming.part == "bias") qkvBias = true;
     }
     if (!anyLayer || s.modelType.empty()) return;
     const std::string type = "model_type '" + s.modelType + "'";
     if (s.modelType == "qwen3" && !qkNorm)
-        problems.push_back(where + ": " + type + " normalises q and k per head, but the tensors hold no self_attn.q_norm");
+        problems.push_back(where + ": " + type +
+                           " normalises q and k per head, but the tensors hold no self_attn.q_norm");
     if ((s.modelType == "llama" || s.modelType == "mistral" || s.modelType == "qwen2") && qkNorm)
-        problems.push_back(where + ": " + type + " has no q/k norms, but the tensors hold " + normName + " (Qwen3 has them)");
+        problems.push_back(where + ": " + type + " has no q/k norms, but the tensors hold " + normName +
+                           " (Qwen3 has them)");
     if (s.modelType == "qwen2" && !qkvBias)
         problems.push_back(where + ": " + type + " has q/k/v biases, but the tensors hold no self_attn.q_proj.bias");
 }

@@ -5,10 +5,11 @@
 //                   (also the layout of a weight-only per-channel result, which vLLM runs this way)
 //   ct-fp8          the FP8 preset (W8A8 static): `input_scale` F32 [1] per linear, calibrated
 // With an FP8 KV cache: self_attn.k_scale / v_scale and kv_cache_scheme.
+#include "qs/error.h"
+
 #include "compressed_tensors_config.h"
 #include "encoders.h"
 #include "fp8_encoding.h"
-#include "qs/error.h"
 #include "serving_scales.h"
 #include "tensor_encoding.h"
 
@@ -29,27 +30,33 @@ public:
     std::string_view name() const override { return static_ ? "ct-fp8" : "ct-fp8-dynamic"; }
 
     std::string_view description() const override {
-        return static_ ? "compressed-tensors FP8 W8A8 (per-channel or per-tensor E4M3 weights, static per-tensor input scales): vLLM"
-                       : "compressed-tensors FP8_DYNAMIC (per-channel or per-tensor E4M3 weights, dynamic per-token activations): vLLM, transformers";
+        return static_ ? "compressed-tensors FP8 W8A8 (per-channel or per-tensor E4M3 weights, static per-tensor input "
+                         "scales): vLLM"
+                       : "compressed-tensors FP8_DYNAMIC (per-channel or per-tensor E4M3 weights, dynamic per-token "
+                         "activations): vLLM, transformers";
     }
 
     std::string layoutRefusal(const QuantizedLinear& q) const override {
         if (auto p = fp8CodesProblem(q); !p.empty()) return p;
         if (fp8PerChannel(q) || fp8PerTensor(q)) return "";
-        return std::string(name()) + " stores one scale per output channel or per tensor, not " + std::to_string(q.blockRows) +
-               "x" + std::to_string(q.blockCols) + " blocks (use --format fp8 for 128x128 blocks)";
+        return std::string(name()) + " stores one scale per output channel or per tensor, not " +
+               std::to_string(q.blockRows) + "x" + std::to_string(q.blockCols) +
+               " blocks (use --format fp8 for 128x128 blocks)";
     }
 
     bool storesInput(ActivationFormat f) const override {
-        return static_ ? f == ActivationFormat::Fp8Tensor : f == ActivationFormat::None || f == ActivationFormat::Fp8Token;
+        return static_ ? f == ActivationFormat::Fp8Tensor
+                       : f == ActivationFormat::None || f == ActivationFormat::Fp8Token;
     }
     bool storesKvCacheScales() const override { return true; }
 
     std::vector<EncodedTensor> encode(const std::string& prefix, const QuantizedLinear& q) const override {
-        if (auto why = refusal(q); !why.empty()) throw Error(prefix + ": cannot write as " + std::string(name()) + ": " + why);
+        if (auto why = refusal(q); !why.empty())
+            throw Error(prefix + ": cannot write as " + std::string(name()) + ": " + why);
         std::vector<EncodedTensor> out;
         out.push_back(fp8WeightTensor(prefix, q));
-        const std::vector<std::int64_t> shape = fp8PerChannel(q) ? std::vector<std::int64_t>{q.rows, 1} : std::vector<std::int64_t>{1};
+        const std::vector<std::int64_t> shape =
+            fp8PerChannel(q) ? std::vector<std::int64_t>{q.rows, 1} : std::vector<std::int64_t>{1};
         out.push_back(matrixTensor(prefix + ".weight_scale", io::DType::F32, shape, q.scales));
         if (static_) out.push_back(floatTensor(prefix + ".input_scale", io::DType::F32, {1}, &q.input.scale));
         for (auto& t : kvCacheScaleTensors(prefix, q, KvScaleNaming::AttentionModule)) out.push_back(std::move(t));
@@ -62,12 +69,13 @@ public:
         const bool channel = fp8PerChannel(*scheme.linears.front().second);
         for (const auto& [prefix, q] : scheme.linears)
             if (fp8PerChannel(*q) != channel)
-                throw Error(std::string(name()) + " writes one scale granularity for the whole model, but " + prefix + " differs from " +
-                            scheme.linears.front().first);
+                throw Error(std::string(name()) + " writes one scale granularity for the whole model, but " + prefix +
+                            " differs from " + scheme.linears.front().first);
         nlohmann::json group = ctScheme({"Linear"}, ctFp8WeightArgs(channel ? "channel" : "tensor"), "float-quantized",
                                         static_ ? ctStaticTensorActivations() : ctDynamicTokenActivations());
-        nlohmann::json config = ctQuantizationConfig({{"group_0", std::move(group)}}, "float-quantized", scheme.denseLinears,
-                                                     anyKvCacheScale(scheme) ? ctFp8KvCacheScheme() : nlohmann::json(nullptr));
+        nlohmann::json config =
+            ctQuantizationConfig({{"group_0", std::move(group)}}, "float-quantized", scheme.denseLinears,
+                                 anyKvCacheScale(scheme) ? ctFp8KvCacheScheme() : nlohmann::json(nullptr));
         config["version"] = kCtVersion;
         return config;
     }

@@ -40,7 +40,8 @@ nlohmann::json schemeOf(const quant::QuantizedLinear& q) {
     switch (*partOf(q)) {
         case CtPart::PackInt: return ctScheme(nullptr, ctPackQuantizedArgs(q), "pack-quantized");
         case CtPart::Fp8:
-            return ctScheme(nullptr, ctFp8WeightArgs(fp8PerChannel(q) ? "channel" : "tensor"), "float-quantized", ctDynamicTokenActivations());
+            return ctScheme(nullptr, ctFp8WeightArgs(fp8PerChannel(q) ? "channel" : "tensor"), "float-quantized",
+                            ctDynamicTokenActivations());
         case CtPart::Nvfp4: return ctScheme(nullptr, ctNvfp4WeightArgs(), "nvfp4-pack-quantized");
         case CtPart::Mxfp4: return ctScheme(nullptr, ctMxfp4WeightArgs(), "mxfp4-pack-quantized");
     }
@@ -52,13 +53,15 @@ public:
     std::string_view name() const override { return "ct-mixed"; }
 
     std::string_view description() const override {
-        return "compressed-tensors with a scheme per linear (int 2/4/8-bit groups, FP8 per channel, NVFP4, MXFP4) in one config (vLLM, transformers)";
+        return "compressed-tensors with a scheme per linear (int 2/4/8-bit groups, FP8 per channel, NVFP4, MXFP4) in "
+               "one config (vLLM, transformers)";
     }
 
     std::string layoutRefusal(const quant::QuantizedLinear& q) const override {
         const auto part = partOf(q);
         if (!part)
-            return "it holds integer (RTN, GPTQ, AWQ), FP8, NVFP4 and MXFP4 results, and this linear was quantized with " +
+            return "it holds integer (RTN, GPTQ, AWQ), FP8, NVFP4 and MXFP4 results, and this linear was quantized "
+                   "with " +
                    std::string(quant::methodName(q.method));
         switch (*part) {
             case CtPart::PackInt: return ctPackQuantizedProblem(q);
@@ -81,7 +84,7 @@ public:
     }
 
     nlohmann::json quantizationConfig(const ExportScheme& scheme) const override {
-        std::vector<nlohmann::json> groups;   // in the order their first linear appears
+        std::vector<nlohmann::json> groups;  // in the order their first linear appears
         for (const auto& [prefix, q] : scheme.linears) {
             nlohmann::json group = schemeOf(*q);
             auto same = std::find_if(groups.begin(), groups.end(), [&](const nlohmann::json& g) {
@@ -102,7 +105,8 @@ public:
             if (std::find(formats.begin(), formats.end(), format) == formats.end()) formats.push_back(format);
             configGroups["group_" + std::to_string(i)] = std::move(groups[i]);
         }
-        return ctQuantizationConfig(std::move(configGroups), formats.size() == 1 ? formats.front() : "mixed-precision", scheme.denseLinears);
+        return ctQuantizationConfig(std::move(configGroups), formats.size() == 1 ? formats.front() : "mixed-precision",
+                                    scheme.denseLinears);
     }
 };
 

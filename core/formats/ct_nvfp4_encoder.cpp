@@ -38,7 +38,8 @@ public:
         const float divisor = exactReciprocal(q.globalScale);
         std::vector<EncodedTensor> out;
         out.push_back(byteTensor(prefix + ".weight_packed", io::DType::U8, {q.rows, q.cols / 2}, packE2m1Codes(q)));
-        out.push_back(byteTensor(prefix + ".weight_scale", io::DType::F8_E4M3, {q.rows, q.cols / 16}, e4m3ScaleBytes(q)));
+        out.push_back(
+            byteTensor(prefix + ".weight_scale", io::DType::F8_E4M3, {q.rows, q.cols / 16}, e4m3ScaleBytes(q)));
         out.push_back(floatTensor(prefix + ".weight_global_scale", io::DType::F32, {1}, &divisor));
         if (q.input.active()) {
             const float inputDivisor = exactReciprocal(q.input.scale);

@@ -11,7 +11,9 @@ namespace qs::formats::detail {
 
 namespace {
 
-bool isIntMethod(quant::Method m) { return m == quant::Method::Rtn || m == quant::Method::Gptq || m == quant::Method::Awq; }
+bool isIntMethod(quant::Method m) {
+    return m == quant::Method::Rtn || m == quant::Method::Gptq || m == quant::Method::Awq;
+}
 
 float fixedZero(const quant::QuantizedLinear& q) { return static_cast<float>(1 << (q.bits - 1)); }
 
@@ -27,7 +29,8 @@ std::string gridProblem(const quant::QuantizedLinear& q) {
     const float maxCode = static_cast<float>((1 << q.bits) - 1);
     for (Eigen::Index i = 0; i < q.zeros.size(); ++i)
         if (const float z = q.zeros.data()[i]; z != std::nearbyint(z) || z < 0.0f || z > maxCode)
-            return "zero point " + std::to_string(z) + " is not an integer in 0.." + std::to_string(static_cast<int>(maxCode));
+            return "zero point " + std::to_string(z) + " is not an integer in 0.." +
+                   std::to_string(static_cast<int>(maxCode));
     for (Eigen::Index i = 0; i < q.scales.size(); ++i)
         if (!std::isfinite(q.scales.data()[i])) return "a scale is not finite";
     for (const std::uint8_t c : q.codes)
@@ -35,12 +38,14 @@ std::string gridProblem(const quant::QuantizedLinear& q) {
     return "";
 }
 
-std::vector<std::uint32_t> packRows(const std::vector<std::uint8_t>& codes, std::int64_t rows, std::int64_t cols, int bits) {
+std::vector<std::uint32_t> packRows(const std::vector<std::uint8_t>& codes, std::int64_t rows, std::int64_t cols,
+                                    int bits) {
     const std::int64_t stride = wordsFor(cols, bits);
     std::vector<std::uint32_t> words(static_cast<std::size_t>(rows * stride), 0u);
     for (std::int64_t r = 0; r < rows; ++r)
         for (std::int64_t c = 0; c < cols; ++c)
-            setBitField(words.data() + r * stride, 1, static_cast<std::uint64_t>(c * bits), bits, codes[static_cast<std::size_t>(r * cols + c)]);
+            setBitField(words.data() + r * stride, 1, static_cast<std::uint64_t>(c * bits), bits,
+                        codes[static_cast<std::size_t>(r * cols + c)]);
     return words;
 }
 
@@ -59,14 +64,17 @@ std::vector<std::uint32_t> packZeroColumns(const MatrixF& zeros, int bits) {
 
 std::string ctPackQuantizedProblem(const quant::QuantizedLinear& q) {
     if (!isIntMethod(q.method) || q.codeKind != quant::CodeKind::UnsignedInt)
-        return "pack-quantized holds integer grids (RTN, GPTQ, AWQ), and this linear was quantized with " + std::string(quant::methodName(q.method));
+        return "pack-quantized holds integer grids (RTN, GPTQ, AWQ), and this linear was quantized with " +
+               std::string(quant::methodName(q.method));
     if (q.bits != 2 && q.bits != 4 && q.bits != 8)
-        return std::to_string(q.bits) + "-bit codes are packed differently by different compressed-tensors releases; 2, 4 and 8 bits are not";
+        return std::to_string(q.bits) +
+               "-bit codes are packed differently by different compressed-tensors releases; 2, 4 and 8 bits are not";
     if (q.rows <= 0 || q.cols <= 0) return "the weight " + shapeOf(q) + " is empty";
-    if (q.blockRows != 1 || (q.gIdx.empty() && q.blockCols <= 0)) return "its scales are not one per output row and group";
+    if (q.blockRows != 1 || (q.gIdx.empty() && q.blockCols <= 0))
+        return "its scales are not one per output row and group";
     const std::int64_t groups = q.gIdx.empty() ? (q.cols + q.blockCols - 1) / q.blockCols : q.scales.cols();
-    if (q.codes.size() != static_cast<std::size_t>(q.rows * q.cols) || q.scales.rows() != q.rows || q.scales.cols() != groups ||
-        q.zeros.rows() != q.rows || q.zeros.cols() != groups)
+    if (q.codes.size() != static_cast<std::size_t>(q.rows * q.cols) || q.scales.rows() != q.rows ||
+        q.scales.cols() != groups || q.zeros.rows() != q.rows || q.zeros.cols() != groups)
         return "its codes, scales and zeros do not fit the weight " + shapeOf(q);
     for (const std::int32_t g : q.gIdx)
         if (g < 0 || g >= groups) return "act-order group index " + std::to_string(g) + " has no scale";
@@ -75,30 +83,33 @@ std::string ctPackQuantizedProblem(const quant::QuantizedLinear& q) {
 
 std::vector<EncodedTensor> encodeCtPackQuantized(const std::string& prefix, const quant::QuantizedLinear& q) {
     std::vector<EncodedTensor> out;
-    out.push_back(wordTensor(prefix + ".weight_packed", {q.rows, wordsFor(q.cols, q.bits)}, packRows(q.codes, q.rows, q.cols, q.bits)));
+    out.push_back(wordTensor(prefix + ".weight_packed", {q.rows, wordsFor(q.cols, q.bits)},
+                             packRows(q.codes, q.rows, q.cols, q.bits)));
     out.push_back(matrixTensor(prefix + ".weight_scale", io::DType::F32, {q.rows, q.scales.cols()}, q.scales));
     EncodedTensor shape{prefix + ".weight_shape", io::DType::I64, {2}, std::vector<std::byte>(16)};
     const std::int64_t dims[2] = {q.rows, q.cols};
-    std::memcpy(shape.bytes.data(), dims, 16);   // little-endian host, as the readers assume
+    std::memcpy(shape.bytes.data(), dims, 16);  // little-endian host, as the readers assume
     out.push_back(std::move(shape));
     if (!storesSymmetric(q))
-        out.push_back(wordTensor(prefix + ".weight_zero_point", {wordsFor(q.rows, q.bits), q.zeros.cols()}, packZeroColumns(q.zeros, q.bits)));
+        out.push_back(wordTensor(prefix + ".weight_zero_point", {wordsFor(q.rows, q.bits), q.zeros.cols()},
+                                 packZeroColumns(q.zeros, q.bits)));
     if (!q.gIdx.empty() && !perChannel(q)) out.push_back(int32Tensor(prefix + ".weight_g_idx", q.gIdx));
     return out;
 }
 
 nlohmann::json ctPackQuantizedArgs(const quant::QuantizedLinear& q) {
     const bool channel = perChannel(q);
-    return {{"num_bits", q.bits},
-            {"type", "int"},
-            {"symmetric", storesSymmetric(q)},
-            {"group_size", channel ? nlohmann::json(nullptr) : nlohmann::json(q.gIdx.empty() ? q.blockCols : q.groupSize)},
-            {"strategy", channel ? "channel" : "group"},
-            {"dynamic", false},
-            {"actorder", q.gIdx.empty() || channel ? nlohmann::json(nullptr) : nlohmann::json("group")},
-            {"block_structure", nullptr},
-            {"observer", "minmax"},
-            {"observer_kwargs", nlohmann::json::object()}};
+    return {
+        {"num_bits", q.bits},
+        {"type", "int"},
+        {"symmetric", storesSymmetric(q)},
+        {"group_size", channel ? nlohmann::json(nullptr) : nlohmann::json(q.gIdx.empty() ? q.blockCols : q.groupSize)},
+        {"strategy", channel ? "channel" : "group"},
+        {"dynamic", false},
+        {"actorder", q.gIdx.empty() || channel ? nlohmann::json(nullptr) : nlohmann::json("group")},
+        {"block_structure", nullptr},
+        {"observer", "minmax"},
+        {"observer_kwargs", nlohmann::json::object()}};
 }
 
 }  // namespace qs::formats::detail

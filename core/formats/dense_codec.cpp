@@ -1,8 +1,9 @@
 // Dense linears (F32/F16/BF16/F64 `weight`): decoded as they are, so that callers can treat every
 // linear of a partly quantized checkpoint alike.
-#include "codecs.h"
 #include "qs/io/dtype.h"
 #include "qs/io/tensor_name.h"
+
+#include "codecs.h"
 #include "tensor_access.h"
 
 namespace qs::formats::detail {
@@ -24,7 +25,8 @@ public:
         return refsWithSuffix(checkpoint, ".weight", isDenseLinearWeight);
     }
 
-    LayerQuantInfo describe(const io::Checkpoint& checkpoint, const nlohmann::json&, const LinearRef& ref) const override {
+    LayerQuantInfo describe(const io::Checkpoint& checkpoint, const nlohmann::json&,
+                            const LinearRef& ref) const override {
         requireUnstacked(checkpoint, ref, name());
         const auto w = requireTensor(checkpoint, ref.prefix + ".weight", "a dense linear");
         requireRank(checkpoint, w, 2);
@@ -47,7 +49,7 @@ public:
         DecodedLinear d;
         d.ref = ref;
         d.weight = w.toMatrix();
-        d.partsExact = false;   // there are no quantized parts
+        d.partsExact = false;  // there are no quantized parts
         d.parts.rows = d.weight.rows();
         d.parts.cols = d.weight.cols();
         d.bias = readBias(checkpoint, ref, d.weight.rows());

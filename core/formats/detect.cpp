@@ -4,11 +4,12 @@
 
 #include <set>
 
-#include "codecs.h"
 #include "qs/error.h"
+#include "qs/formats/linear_reader.h"
 #include "qs/io/dtype.h"
 #include "qs/io/gguf_names.h"
-#include "qs/formats/linear_reader.h"
+
+#include "codecs.h"
 #include "quant_config.h"
 #include "tensor_access.h"
 
@@ -32,7 +33,8 @@ void classifyGptq(FormatInfo& info) {
     info.variant = lowerCase(jsonString(c, "checkpoint_format", jsonString(c, "format", "gptq")));
     if (jsonBool(c, "is_marlin_format", false)) info.variant = "marlin";
     if (info.variant != "gptq" && info.variant != "gptq_v2")
-        refuse(info, "GPTQ checkpoint_format '" + info.variant + "' (a kernel layout) is not readable; gptq and gptq_v2 are");
+        refuse(info,
+               "GPTQ checkpoint_format '" + info.variant + "' (a kernel layout) is not readable; gptq and gptq_v2 are");
 }
 
 void classifyModelOpt(FormatInfo& info) {
@@ -59,7 +61,8 @@ void classifyByConfig(FormatInfo& info, const std::string& method) {
     if (method == "awq") {
         info.format = Format::Awq;
         info.variant = lowerCase(jsonString(c, "version", "gemm"));
-        if (info.variant != "gemm" && info.variant != "gemv") refuse(info, "AWQ version '" + info.variant + "' is not readable; gemm and gemv are");
+        if (info.variant != "gemm" && info.variant != "gemv")
+            refuse(info, "AWQ version '" + info.variant + "' is not readable; gemm and gemv are");
         return;
     }
     if (method == "fp8") {
@@ -113,7 +116,8 @@ nlohmann::json inferGptqConfig(const io::Checkpoint& ck) {
         const auto* q = ck.find(ref.prefix + ".qweight");
         const auto* g = ck.find(ref.prefix + ".g_idx");
         const auto* s = ck.find(ref.prefix + ".scales");
-        if (!g || !s || q->info->shape.size() != 2 || g->info->shape.size() != 1 || s->info->shape.size() != 2) continue;
+        if (!g || !s || q->info->shape.size() != 2 || g->info->shape.size() != 1 || s->info->shape.size() != 2)
+            continue;
         const auto k = g->info->shape[0], groups = s->info->shape[0];
         if (k <= 0 || q->info->shape[0] * 32 % k != 0 || groups <= 0) continue;
         c["bits"] = q->info->shape[0] * 32 / k;
@@ -129,13 +133,15 @@ void classifyByTensors(FormatInfo& info, const io::Checkpoint& ck) {
             info.config = inferGptqConfig(ck);
             return classifyGptq(info);
         }
-        info.format = Format::Awq;   // AutoAWQ writes no g_idx
+        info.format = Format::Awq;  // AutoAWQ writes no g_idx
         info.variant = "gemm";
         return;
     }
     if (anyTensorContains(ck, ".weight.quant_state.bitsandbytes__") || anyTensorEndsWith(ck, ".SCB")) {
         info.format = Format::Bitsandbytes;
-        info.variant = anyTensorEndsWith(ck, ".SCB") ? "int8" : anyTensorContains(ck, "bitsandbytes__fp4") ? "fp4" : "nf4";
+        info.variant = anyTensorEndsWith(ck, ".SCB")                ? "int8"
+                       : anyTensorContains(ck, "bitsandbytes__fp4") ? "fp4"
+                                                                    : "nf4";
         return;
     }
     if (anyTensorEndsWith(ck, "_blocks") || anyTensorEndsWith(ck, ".blocks")) {
@@ -184,8 +190,9 @@ std::string methodOf(const FormatInfo& info) {
     if (const auto method = lowerCase(jsonString(c, "quant_method", "")); !method.empty()) return method;
     if (jsonBool(c, "load_in_4bit", false) || jsonBool(c, "load_in_8bit", false) || jsonBool(c, "_load_in_8bit", false))
         return "bitsandbytes";
-    throw detail::ConfigError("has no 'quant_method' naming the format; QuantScope does not guess a format over a config "
-                              "that is present");
+    throw detail::ConfigError(
+        "has no 'quant_method' naming the format; QuantScope does not guess a format over a config "
+        "that is present");
 }
 
 void classify(FormatInfo& info, const io::Checkpoint& checkpoint) {
@@ -244,24 +251,53 @@ void refuseContradictingTensors(FormatInfo& info, const FormatInfo& byNames) {
     if (method.empty()) return;
     if (!compatible(info.format, byNames.format))
         refuse(info, info.configSource + " says quant_method '" + method + "', but the tensors are laid out as " +
-                         std::string(formatName(byNames.format)) + (byNames.variant.empty() ? "" : " (" + byNames.variant + ")"));
+                         std::string(formatName(byNames.format)) +
+                         (byNames.variant.empty() ? "" : " (" + byNames.variant + ")"));
 }
 
 // Tensor name endings that only a quantized layout stores for a linear (GPTQ/AWQ, FP8,
 // compressed-tensors, ModelOpt, bitsandbytes, EXL3, QuantScope trellis, gpt-oss MXFP4).
-constexpr std::string_view kQuantizedParts[] = {
-    ".qweight", ".qzeros", ".scales", ".g_idx", ".weight_scale", ".weight_scale_inv", ".weight_scale_2", ".weight_packed",
-    ".weight_global_scale", ".weight_zero_point", ".weight_shape", ".weight_g_idx", ".SCB", ".weight_format",
-    ".weight.absmax", ".weight.quant_map", ".weight.nested_absmax", ".weight.nested_quant_map", ".trellis", ".suh", ".svh",
-    ".su", ".sv", ".mcg", ".mul1", ".trellis_header", ".trellis_starts", ".trellis_scales", ".trellis_codes", "_blocks",
-    "_scales", ".blocks"};
+constexpr std::string_view kQuantizedParts[] = {".qweight",
+                                                ".qzeros",
+                                                ".scales",
+                                                ".g_idx",
+                                                ".weight_scale",
+                                                ".weight_scale_inv",
+                                                ".weight_scale_2",
+                                                ".weight_packed",
+                                                ".weight_global_scale",
+                                                ".weight_zero_point",
+                                                ".weight_shape",
+                                                ".weight_g_idx",
+                                                ".SCB",
+                                                ".weight_format",
+                                                ".weight.absmax",
+                                                ".weight.quant_map",
+                                                ".weight.nested_absmax",
+                                                ".weight.nested_quant_map",
+                                                ".trellis",
+                                                ".suh",
+                                                ".svh",
+                                                ".su",
+                                                ".sv",
+                                                ".mcg",
+                                                ".mul1",
+                                                ".trellis_header",
+                                                ".trellis_starts",
+                                                ".trellis_scales",
+                                                ".trellis_codes",
+                                                "_blocks",
+                                                "_scales",
+                                                ".blocks"};
 constexpr std::string_view kQuantStateInfix = ".weight.quant_state.bitsandbytes__";
 
 // The linear prefix a quantized part belongs to ("" when the name ends in none of them).
 std::string quantizedPartOwner(std::string_view name) {
-    if (const auto at = name.find(kQuantStateInfix); at != std::string_view::npos) return std::string(name.substr(0, at));
+    if (const auto at = name.find(kQuantStateInfix); at != std::string_view::npos)
+        return std::string(name.substr(0, at));
     for (const auto part : kQuantizedParts)
-        if (name.size() > part.size() && name.ends_with(part)) return std::string(name.substr(0, name.size() - part.size()));
+        if (name.size() > part.size() && name.ends_with(part))
+            return std::string(name.substr(0, name.size() - part.size()));
     return "";
 }
 
@@ -289,8 +325,9 @@ void refuseUnclaimedTensors(FormatInfo& info, const io::Checkpoint& ck) {
         const bool denseFloat = io::isDenseFloat(d);
         if (weight && !denseFloat && t.info->shape.size() == 2 && t.naming.role != io::TensorRole::Embedding &&
             t.naming.role != io::TensorRole::Norm && !any.contains(std::string_view(name).substr(0, name.size() - 7)))
-            return refuse(info, "tensor '" + name + "' (" + std::string(io::dtypeName(t.info->dtype)) + ") is a weight that the " +
-                                    std::string(formatName(info.format)) + " reader does not read" + because());
+            return refuse(info, "tensor '" + name + "' (" + std::string(io::dtypeName(t.info->dtype)) +
+                                    ") is a weight that the " + std::string(formatName(info.format)) +
+                                    " reader does not read" + because());
     }
 }
 
@@ -300,8 +337,9 @@ void refuseTwoWeights(FormatInfo& info, const io::Checkpoint& ck) {
     for (const auto& l : info.layers) {
         const io::CheckpointTensor* weight = ck.find(l.ref.prefix + ".weight");
         if (weight == nullptr || !io::isDenseFloat(weight->info->dtype) || weight->info->shape.size() != 2) continue;
-        return refuse(info, l.ref.prefix + " has both a dense 'weight' (" + std::string(io::dtypeName(weight->info->dtype)) +
-                                ") and the " + l.codec + " parts of a quantized linear; a checkpoint stores a linear once, and "
+        return refuse(info, l.ref.prefix + " has both a dense 'weight' (" +
+                                std::string(io::dtypeName(weight->info->dtype)) + ") and the " + l.codec +
+                                " parts of a quantized linear; a checkpoint stores a linear once, and "
                                 "which of the two a loader would use is not defined");
     }
 }
@@ -315,7 +353,8 @@ void checkBitsandbytesConfig(FormatInfo& info, const FormatInfo& byNames) {
     if (byNames.format != Format::Bitsandbytes) return;
     const bool configInt8 = info.variant == "int8", tensorsInt8 = byNames.variant == "int8";
     if (configInt8 != tensorsInt8)
-        return refuse(info, info.configSource + " says " + (configInt8 ? "load_in_8bit" : "4-bit '" + info.variant + "'") +
+        return refuse(info, info.configSource + " says " +
+                                (configInt8 ? "load_in_8bit" : "4-bit '" + info.variant + "'") +
                                 ", but the tensors hold bitsandbytes " +
                                 (tensorsInt8 ? "int8 weights (SCB)" : byNames.variant + " 4-bit codes (quant_state)"));
     // transformers' own default (fp4) applies when the key is absent; the tensors decide either way.
@@ -338,7 +377,8 @@ void warnAboutLayerlessNames(FormatInfo& info, const io::Checkpoint& ck) {
     for (const auto& t : ck.tensors())
         if (t.naming.badLayerIndex) ++count, first = first ? first : &t.info->name;
     if (count == 0) return;
-    info.warnings.push_back("tensor '" + *first + "'" + (count > 1 ? " and " + std::to_string(count - 1) + " more name" : " names") +
+    info.warnings.push_back("tensor '" + *first + "'" +
+                            (count > 1 ? " and " + std::to_string(count - 1) + " more name" : " names") +
                             " no decoder layer (a layer index is 0 to " + std::to_string(io::kMaxLayerIndex - 1) +
                             "); a loader leaves " + (count > 1 ? "them" : "it") + " unused, and so does QuantScope");
 }
@@ -367,7 +407,8 @@ std::optional<LayerQuantInfo> FormatInfo::uniformScheme() const {
     if (layers.empty()) return std::nullopt;
     const auto same = [](const LayerQuantInfo& a, const LayerQuantInfo& b) {
         return a.codec == b.codec && a.scheme == b.scheme && a.bits == b.bits && a.groupSize == b.groupSize &&
-               a.blockRows == b.blockRows && a.granularity == b.granularity && a.actOrder == b.actOrder && a.symmetric == b.symmetric;
+               a.blockRows == b.blockRows && a.granularity == b.granularity && a.actOrder == b.actOrder &&
+               a.symmetric == b.symmetric;
     };
     for (const auto& l : layers)
         if (!same(l, layers.front())) return std::nullopt;
@@ -379,7 +420,8 @@ FormatInfo detect(const io::Checkpoint& checkpoint) {
     if (const io::GgufFile* gguf = checkpoint.gguf()) {
         // A GGUF says what it is by being one; each linear's own ggml type is in its LayerQuantInfo.
         info.format = Format::Gguf;
-        if (const auto fileType = gguf->metadata().integer("general.file_type")) info.variant = io::ggufFileTypeName(*fileType);
+        if (const auto fileType = gguf->metadata().integer("general.file_type"))
+            info.variant = io::ggufFileTypeName(*fileType);
         info.config = checkpoint.quantizationConfig();
         info.configSource = checkpoint.configSource().string();
         listLayers(info, checkpoint);

@@ -18,7 +18,9 @@ std::string torchDTypeName(io::DType dtype) {
         case io::DType::BF16: return "bfloat16";
         case io::DType::F16: return "float16";
         case io::DType::F32: return "float32";
-        default: throw Error("export: the source dtype " + std::string(io::dtypeName(dtype)) + " is not a floating-point weight dtype");
+        default:
+            throw Error("export: the source dtype " + std::string(io::dtypeName(dtype)) +
+                        " is not a floating-point weight dtype");
     }
 }
 

@@ -10,7 +10,7 @@ namespace qs::formats::detail {
 // Throws qs::Error "<prefix>: the <encoder> layout cannot store it: <why>" when encoder.refusal(q) is not empty.
 void requireEncodable(const LinearEncoder& encoder, const std::string& prefix, const quant::QuantizedLinear& q);
 
-std::string shapeOf(const quant::QuantizedLinear& q);   // "[rows, cols]"
+std::string shapeOf(const quant::QuantizedLinear& q);  // "[rows, cols]"
 
 // The dtype as torch names it without "torch." ("bfloat16", "float16", "float32").
 std::string torchDTypeName(io::DType dtype);

@@ -7,10 +7,11 @@
 #include <cstring>
 #include <sstream>
 
-#include "codecs.h"
 #include "qs/error.h"
 #include "qs/formats/exl3.h"
 #include "qs/io/json_file.h"
+
+#include "codecs.h"
 #include "quant_config.h"
 #include "tensor_access.h"
 
@@ -34,7 +35,7 @@ std::string hex(std::uint32_t v) {
 
 std::vector<std::uint16_t> readU16(const io::TensorView& t) {
     std::vector<std::uint16_t> v(static_cast<std::size_t>(t.numel()));
-    std::memcpy(v.data(), t.bytes().data(), std::min(t.bytes().size(), v.size() * 2));   // mmapped data may be unaligned
+    std::memcpy(v.data(), t.bytes().data(), std::min(t.bytes().size(), v.size() * 2));  // mmapped data may be unaligned
     return v;
 }
 
@@ -48,18 +49,22 @@ TrellisShape readTrellisShape(const io::Checkpoint& ck, const io::TensorView& t)
     detail::requireRank(ck, t, 3);
     const auto& s = t.shape();
     if (s[2] < 16 || s[2] > 128 || s[2] % 16 != 0)
-        failTensor(ck, t.name(), "shape " + detail::shapeText(s) + ": the last dimension must be 16 * bits for 1 to 8 bits per weight");
+        failTensor(
+            ck, t.name(),
+            "shape " + detail::shapeText(s) + ": the last dimension must be 16 * bits for 1 to 8 bits per weight");
     const TrellisShape shape{s[0] * 16, s[1] * 16, static_cast<int>(s[2] / 16)};
     if (shape.k <= 0 || shape.n <= 0 || shape.k % 128 != 0 || shape.n % 128 != 0)
-        failTensor(ck, t.name(), "shape " + detail::shapeText(s) + " gives in_features " + std::to_string(shape.k) + " and out_features " +
-                                     std::to_string(shape.n) + "; EXL3 rotates both sides with Hadamard-128, so both must be multiples of 128");
+        failTensor(ck, t.name(),
+                   "shape " + detail::shapeText(s) + " gives in_features " + std::to_string(shape.k) +
+                       " and out_features " + std::to_string(shape.n) +
+                       "; EXL3 rotates both sides with Hadamard-128, so both must be multiples of 128");
     return shape;
 }
 
 // suh [length] as stored, or the packed sign bits: bit i of word w is the sign of element 16 w + i
 // (set = -1), as LinearEXL3.unpack_bf and pack.cu pack_signs_kernel have it.
-std::vector<float> readSigns(const io::Checkpoint& ck, const std::string& p, const std::string& unpacked, const std::string& packed,
-                             std::int64_t length, bool& wasPacked) {
+std::vector<float> readSigns(const io::Checkpoint& ck, const std::string& p, const std::string& unpacked,
+                             const std::string& packed, std::int64_t length, bool& wasPacked) {
     if (hasTensor(ck, p + unpacked)) {
         const auto t = ck.tensor(p + unpacked);
         requireDtype(ck, t, {io::DType::F16, io::DType::BF16, io::DType::F32});
@@ -80,11 +85,13 @@ std::vector<float> readSigns(const io::Checkpoint& ck, const std::string& p, con
 std::uint32_t readMultiplier(const io::Checkpoint& ck, const std::string& name, std::uint32_t expected) {
     const auto t = ck.tensor(name);
     requireDtype(ck, t, {io::DType::I32, io::DType::U32});
-    if (!detail::isScalar(t)) failTensor(ck, name, "shape " + detail::shapeText(t.shape()) + ", expected a single multiplier");
+    if (!detail::isScalar(t))
+        failTensor(ck, name, "shape " + detail::shapeText(t.shape()) + ", expected a single multiplier");
     const std::uint32_t value = detail::readWords(t)[0];
     if (value != expected)
-        failTensor(ck, name, "codebook multiplier " + hex(value) + " is not " + hex(expected) +
-                                 ", the only one exllamav3's kernels decode");
+        failTensor(ck, name,
+                   "codebook multiplier " + hex(value) + " is not " + hex(expected) +
+                       ", the only one exllamav3's kernels decode");
     return value;
 }
 
@@ -98,20 +105,28 @@ Exl3Codebook readCodebook(const io::Checkpoint& ck, const std::string& p) {
 
 // quantization_config.json's tensor_storage[prefix] (conversion/quant_config.py) is derived from the
 // tensors; when it is there and disagrees with them, the checkpoint is inconsistent.
-void checkStorageEntry(const io::Checkpoint& ck, const std::string& p, const nlohmann::json& config, const TrellisShape& shape,
-                       Exl3Codebook codebook) {
+void checkStorageEntry(const io::Checkpoint& ck, const std::string& p, const nlohmann::json& config,
+                       const TrellisShape& shape, Exl3Codebook codebook) {
     const auto storage = config.find("tensor_storage");
     if (storage == config.end() || !storage->is_object()) return;
     const auto entry = storage->find(p);
     if (entry == storage->end() || !entry->is_object()) return;
     const std::string trellis = p + ".trellis";
-    if (const int bits = detail::jsonInt(*entry, "bits_per_weight", shape.bits, {1, 16}, "tensor_storage." + p); bits != shape.bits)
-        failTensor(ck, trellis, "tensor_storage says bits_per_weight " + std::to_string(bits) + ", the shape gives " + std::to_string(shape.bits));
-    const auto named = [&](const char* key) { return entry->contains(key) && (*entry)[key].is_number() && (*entry)[key].get<double>() != 0.0; };
-    const Exl3Codebook listed = named("mcg_multiplier") ? Exl3Codebook::Mcg : named("mul1_multiplier") ? Exl3Codebook::Mul1 : Exl3Codebook::ThreeInst;
+    if (const int bits = detail::jsonInt(*entry, "bits_per_weight", shape.bits, {1, 16}, "tensor_storage." + p);
+        bits != shape.bits)
+        failTensor(ck, trellis,
+                   "tensor_storage says bits_per_weight " + std::to_string(bits) + ", the shape gives " +
+                       std::to_string(shape.bits));
+    const auto named = [&](const char* key) {
+        return entry->contains(key) && (*entry)[key].is_number() && (*entry)[key].get<double>() != 0.0;
+    };
+    const Exl3Codebook listed = named("mcg_multiplier")    ? Exl3Codebook::Mcg
+                                : named("mul1_multiplier") ? Exl3Codebook::Mul1
+                                                           : Exl3Codebook::ThreeInst;
     if (listed != codebook)
-        failTensor(ck, trellis, "tensor_storage names the " + std::string(exl3CodebookName(listed)) + " codebook, the tensors the " +
-                                    std::string(exl3CodebookName(codebook)) + " codebook");
+        failTensor(ck, trellis,
+                   "tensor_storage names the " + std::string(exl3CodebookName(listed)) + " codebook, the tensors the " +
+                       std::string(exl3CodebookName(codebook)) + " codebook");
 }
 
 // Everything but the trellis words: what describe() checks and decode() needs.
@@ -136,10 +151,12 @@ public:
     std::string_view name() const override { return "exl3"; }
 
     std::vector<LinearRef> linears(const io::Checkpoint& ck) const override {
-        return detail::refsWithSuffix(ck, ".trellis", [](const io::CheckpointTensor& t) { return t.info->shape.size() == 3; });
+        return detail::refsWithSuffix(ck, ".trellis",
+                                      [](const io::CheckpointTensor& t) { return t.info->shape.size() == 3; });
     }
 
-    LayerQuantInfo describe(const io::Checkpoint& ck, const nlohmann::json& config, const LinearRef& ref) const override {
+    LayerQuantInfo describe(const io::Checkpoint& ck, const nlohmann::json& config,
+                            const LinearRef& ref) const override {
         detail::requireUnstacked(ck, ref, name());
         const Exl3Linear l = readHeader(ck, ref.prefix, config);
         LayerQuantInfo info;
@@ -147,7 +164,7 @@ public:
         info.codec = "exl3";
         info.scheme = "exl3";
         info.bits = l.bits;
-        info.groupSize = -1;    // no group scales: 16x16 tiles of codebook values, suh/svh per channel
+        info.groupSize = -1;  // no group scales: 16x16 tiles of codebook values, suh/svh per channel
         info.granularity = "channel";
         info.rows = l.outFeatures;
         info.cols = l.inFeatures;
@@ -204,10 +221,11 @@ void addExl3TensorStorage(const io::Checkpoint& ck, nlohmann::json& config) {
     const auto file = io::readJsonFile(path);
     if (!file.is_object()) return;
     if (config.empty() && lowerCase(jsonString(file, "quant_method", "")) == "exl3") {
-        config = file;   // a config.json without quantization_config: the second file has the same keys
+        config = file;  // a config.json without quantization_config: the second file has the same keys
         return;
     }
-    if (!config.contains("tensor_storage") && file.contains("tensor_storage")) config["tensor_storage"] = file["tensor_storage"];
+    if (!config.contains("tensor_storage") && file.contains("tensor_storage"))
+        config["tensor_storage"] = file["tensor_storage"];
 }
 
 }  // namespace detail

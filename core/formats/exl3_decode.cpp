@@ -26,7 +26,8 @@ constexpr std::int64_t kHadamardSize = 128;
 float twoHalves(std::uint32_t x) {
     const std::uint32_t y = (x & 0x8FFF8FFFu) ^ 0x3B603B60u;
     // Both halves have exponents within 3 of each other: their f32 sum is exact; __hadd rounds it once.
-    const float sum = io::f16ToF32(static_cast<std::uint16_t>(y & 0xFFFFu)) + io::f16ToF32(static_cast<std::uint16_t>(y >> 16));
+    const float sum =
+        io::f16ToF32(static_cast<std::uint16_t>(y & 0xFFFFu)) + io::f16ToF32(static_cast<std::uint16_t>(y >> 16));
     return io::f16ToF32(io::f32ToF16(sum));
 }
 
@@ -51,7 +52,8 @@ std::array<std::uint16_t, 256> buildPermutation() {
         const int r0 = (t % 4) * 2, c0 = t / 4;
         const int rows[4] = {r0, r0 + 1, r0 + 8, r0 + 9};
         for (int half = 0; half < 2; ++half)
-            for (int j = 0; j < 4; ++j) perm[t * 8 + half * 4 + j] = static_cast<std::uint16_t>(rows[j] * 16 + c0 + 8 * half);
+            for (int j = 0; j < 4; ++j)
+                perm[t * 8 + half * 4 + j] = static_cast<std::uint16_t>(rows[j] * 16 + c0 + 8 * half);
     }
     return perm;
 }
@@ -84,16 +86,17 @@ void decodeTile(const std::uint16_t* tile, int bits, const std::vector<float>& t
 
 void requireFits(const Exl3Linear& l) {
     const auto k = l.inFeatures, n = l.outFeatures;
-    if (l.bits < 1 || l.bits > 8) throw Error("EXL3: " + std::to_string(l.bits) + " bits per weight (readable: 1 to 8)");
+    if (l.bits < 1 || l.bits > 8)
+        throw Error("EXL3: " + std::to_string(l.bits) + " bits per weight (readable: 1 to 8)");
     if (k <= 0 || n <= 0 || k % kHadamardSize != 0 || n % kHadamardSize != 0)
         throw Error("EXL3: in_features " + std::to_string(k) + " and out_features " + std::to_string(n) +
                     " must be positive multiples of 128 (the Hadamard-128 rotations)");
     if (static_cast<std::int64_t>(l.trellis.size()) != (k / 16) * (n / 16) * 16 * l.bits)
-        throw Error("EXL3: " + std::to_string(l.trellis.size()) + " trellis words do not fit [" + std::to_string(k / 16) +
-                    ", " + std::to_string(n / 16) + ", " + std::to_string(16 * l.bits) + "]");
+        throw Error("EXL3: " + std::to_string(l.trellis.size()) + " trellis words do not fit [" +
+                    std::to_string(k / 16) + ", " + std::to_string(n / 16) + ", " + std::to_string(16 * l.bits) + "]");
     if (static_cast<std::int64_t>(l.suh.size()) != k || static_cast<std::int64_t>(l.svh.size()) != n)
-        throw Error("EXL3: suh has " + std::to_string(l.suh.size()) + " values and svh " + std::to_string(l.svh.size()) +
-                    ", expected " + std::to_string(k) + " and " + std::to_string(n));
+        throw Error("EXL3: suh has " + std::to_string(l.suh.size()) + " values and svh " +
+                    std::to_string(l.svh.size()) + ", expected " + std::to_string(k) + " and " + std::to_string(n));
 }
 
 const std::uint16_t* tileAt(const Exl3Linear& l, std::int64_t tk, std::int64_t tn) {
@@ -139,8 +142,8 @@ float exl3CodebookValue(Exl3Codebook cb, std::uint16_t state) {
 }
 
 const std::vector<float>& exl3CodebookTable(Exl3Codebook cb) {
-    static const std::array<std::vector<float>, 3> tables = {buildTable(Exl3Codebook::ThreeInst), buildTable(Exl3Codebook::Mcg),
-                                                             buildTable(Exl3Codebook::Mul1)};
+    static const std::array<std::vector<float>, 3> tables = {
+        buildTable(Exl3Codebook::ThreeInst), buildTable(Exl3Codebook::Mcg), buildTable(Exl3Codebook::Mul1)};
     return tables[static_cast<std::size_t>(cb)];
 }
 

@@ -2,9 +2,10 @@
 
 #include <cmath>
 
-#include "encoder_support.h"
 #include "qs/io/dtype.h"
 #include "qs/quant/nibbles.h"
+
+#include "encoder_support.h"
 
 namespace qs::formats::detail {
 
@@ -30,7 +31,8 @@ std::string scaleProblem(const quant::QuantizedLinear& q, const Fp4Layout& layou
 std::string fp4Refusal(const quant::QuantizedLinear& q, const Fp4Layout& layout) {
     const std::string method(quant::methodName(layout.method)), block = std::to_string(layout.blockSize);
     if (q.method != layout.method || q.codeKind != quant::CodeKind::E2M1)
-        return "it holds " + method + " results, and this linear was quantized with " + std::string(quant::methodName(q.method));
+        return "it holds " + method + " results, and this linear was quantized with " +
+               std::string(quant::methodName(q.method));
     if (q.rows <= 0 || q.cols <= 0) return "the weight " + shapeOf(q) + " is empty";
     if (q.cols % layout.blockSize != 0)
         return "in_features " + std::to_string(q.cols) + " is not a multiple of the " + method + " block size " + block;
@@ -55,13 +57,15 @@ std::vector<std::uint8_t> packE2m1Codes(const quant::QuantizedLinear& q) {
 
 std::vector<std::uint8_t> e4m3ScaleBytes(const quant::QuantizedLinear& q) {
     std::vector<std::uint8_t> bytes(static_cast<std::size_t>(q.scales.size()));
-    for (Eigen::Index i = 0; i < q.scales.size(); ++i) bytes[static_cast<std::size_t>(i)] = io::f32ToE4m3(q.scales.data()[i]);
+    for (Eigen::Index i = 0; i < q.scales.size(); ++i)
+        bytes[static_cast<std::size_t>(i)] = io::f32ToE4m3(q.scales.data()[i]);
     return bytes;
 }
 
 std::vector<std::uint8_t> e8m0ScaleBytes(const quant::QuantizedLinear& q) {
     std::vector<std::uint8_t> bytes(static_cast<std::size_t>(q.scales.size()));
-    for (Eigen::Index i = 0; i < q.scales.size(); ++i) bytes[static_cast<std::size_t>(i)] = io::f32ToE8m0(q.scales.data()[i]);
+    for (Eigen::Index i = 0; i < q.scales.size(); ++i)
+        bytes[static_cast<std::size_t>(i)] = io::f32ToE8m0(q.scales.data()[i]);
     return bytes;
 }
 

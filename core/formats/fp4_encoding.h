@@ -25,7 +25,7 @@ inline constexpr Fp4Layout kMxfp4Layout{quant::Method::Mxfp4, 32, "E8M0"};
 std::string fp4Refusal(const quant::QuantizedLinear& q, const Fp4Layout& layout);
 
 std::vector<std::uint8_t> packE2m1Codes(const quant::QuantizedLinear& q);   // even element low nibble
-std::vector<std::uint8_t> e4m3ScaleBytes(const quant::QuantizedLinear& q);   // q.scales row-major, exact
-std::vector<std::uint8_t> e8m0ScaleBytes(const quant::QuantizedLinear& q);   // q.scales row-major, exact
+std::vector<std::uint8_t> e4m3ScaleBytes(const quant::QuantizedLinear& q);  // q.scales row-major, exact
+std::vector<std::uint8_t> e8m0ScaleBytes(const quant::QuantizedLinear& q);  // q.scales row-major, exact
 
 }  // namespace qs::formats::detail

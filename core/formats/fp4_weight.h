@@ -9,7 +9,7 @@
 namespace qs::formats::detail {
 
 struct Fp4Blocks {
-    const std::uint8_t* packed = nullptr;   // [rows, cols / 2] bytes
+    const std::uint8_t* packed = nullptr;  // [rows, cols / 2] bytes
     std::int64_t rows = 0;
     std::int64_t cols = 0;
     int blockSize = 16;

@@ -2,9 +2,10 @@
 //   weight_scale_inv F32 (or F8_E8M0 with scale_fmt "ue8m0") [ceil(N/bn), ceil(K/bk)]   (blocks), or
 //   weight_scale F32 [] / [1] (per tensor; input_scale beside it for static activations) or [N] / [N, 1].
 // Both scale names are dequantization multipliers.
+#include "qs/error.h"
+
 #include "codecs.h"
 #include "fp8_weight.h"
-#include "qs/error.h"
 #include "quant_config.h"
 #include "tensor_access.h"
 
@@ -55,7 +56,8 @@ public:
         return refsWithSuffix(checkpoint, ".weight", isFp8Weight);
     }
 
-    LayerQuantInfo describe(const io::Checkpoint& ck, const nlohmann::json& config, const LinearRef& ref) const override {
+    LayerQuantInfo describe(const io::Checkpoint& ck, const nlohmann::json& config,
+                            const LinearRef& ref) const override {
         const auto t = open(ck, config, ref);
         return describeScaledFp8(ref, "fp8", t.weight.shape()[0], t.weight.shape()[1], t.grid);
     }

@@ -10,8 +10,10 @@ std::string fp8CodesProblem(const quant::QuantizedLinear& q) {
     if (q.codeKind != quant::CodeKind::E4M3)
         return std::string(quant::methodName(q.method)) + " results are not FP8 E4M3 codes";
     if (q.codes.size() != static_cast<std::size_t>(q.rows * q.cols) || q.blockRows <= 0 || q.blockCols <= 0 ||
-        q.scales.rows() != (q.rows + q.blockRows - 1) / q.blockRows || q.scales.cols() != (q.cols + q.blockCols - 1) / q.blockCols)
-        return "its codes and scales do not fit a [" + std::to_string(q.rows) + ", " + std::to_string(q.cols) + "] weight";
+        q.scales.rows() != (q.rows + q.blockRows - 1) / q.blockRows ||
+        q.scales.cols() != (q.cols + q.blockCols - 1) / q.blockCols)
+        return "its codes and scales do not fit a [" + std::to_string(q.rows) + ", " + std::to_string(q.cols) +
+               "] weight";
     if (!q.gIdx.empty()) return "FP8 layouts have no g_idx";
     for (Eigen::Index i = 0; i < q.scales.size(); ++i) {
         const float s = q.scales.data()[i];

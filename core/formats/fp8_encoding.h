@@ -10,9 +10,9 @@ namespace qs::formats::detail {
 // "" when q holds E4M3 codes [rows * cols] and finite positive scales, else why not, for the user.
 std::string fp8CodesProblem(const quant::QuantizedLinear& q);
 
-bool fp8PerTensor(const quant::QuantizedLinear& q);    // one scale for the whole matrix
-bool fp8PerChannel(const quant::QuantizedLinear& q);   // one scale per output row
-bool fp8Blocks128(const quant::QuantizedLinear& q);    // 128 x 128 tiles (DeepSeek-V3)
+bool fp8PerTensor(const quant::QuantizedLinear& q);   // one scale for the whole matrix
+bool fp8PerChannel(const quant::QuantizedLinear& q);  // one scale per output row
+bool fp8Blocks128(const quant::QuantizedLinear& q);   // 128 x 128 tiles (DeepSeek-V3)
 
 EncodedTensor fp8WeightTensor(const std::string& prefix, const quant::QuantizedLinear& q);
 

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "qs/formats/linear_codec.h"
+
 #include "scale_grid.h"
 
 namespace qs::formats::detail {

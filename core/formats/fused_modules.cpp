@@ -14,31 +14,33 @@ struct Fused {
 };
 
 constexpr std::array<Fused, 5> kFused = {{{"self_attn.q_proj", "self_attn.qkv_proj"},
-                                           {"self_attn.k_proj", "self_attn.qkv_proj"},
-                                           {"self_attn.v_proj", "self_attn.qkv_proj"},
-                                           {"mlp.gate_proj", "mlp.gate_up_proj"},
-                                           {"mlp.up_proj", "mlp.gate_up_proj"}}};
+                                          {"self_attn.k_proj", "self_attn.qkv_proj"},
+                                          {"self_attn.v_proj", "self_attn.qkv_proj"},
+                                          {"mlp.gate_proj", "mlp.gate_up_proj"},
+                                          {"mlp.up_proj", "mlp.gate_up_proj"}}};
 
 }  // namespace
 
 std::string fusedPrefix(std::string_view prefix) {
     for (const auto& f : kFused)
-        if (prefix.size() > f.shard.size() && prefix.ends_with(f.shard) && prefix[prefix.size() - f.shard.size() - 1] == '.')
+        if (prefix.size() > f.shard.size() && prefix.ends_with(f.shard) &&
+            prefix[prefix.size() - f.shard.size() - 1] == '.')
             return std::string(prefix.substr(0, prefix.size() - f.shard.size())) + std::string(f.fused);
     return "";
 }
 
-void requireFusedShardsAlike(const ExportScheme& scheme, const std::function<std::string(const quant::QuantizedLinear&)>& schemeKey,
+void requireFusedShardsAlike(const ExportScheme& scheme,
+                             const std::function<std::string(const quant::QuantizedLinear&)>& schemeKey,
                              std::string_view format) {
-    std::map<std::string, std::pair<std::string, std::string>> seen;   // fused prefix -> (first shard, its key)
+    std::map<std::string, std::pair<std::string, std::string>> seen;  // fused prefix -> (first shard, its key)
     const std::string dense = "dense";
     auto check = [&](const std::string& prefix, const std::string& key) {
         const std::string fused = fusedPrefix(prefix);
         if (fused.empty()) return;
         const auto [it, first] = seen.emplace(fused, std::make_pair(prefix, key));
         if (!first && it->second.second != key)
-            throw Error(std::string(format) + " cannot hold " + prefix + " (" + key + ") beside " + it->second.first + " (" +
-                        it->second.second + "): vLLM loads them as one linear, " + fused + ", with one scheme");
+            throw Error(std::string(format) + " cannot hold " + prefix + " (" + key + ") beside " + it->second.first +
+                        " (" + it->second.second + "): vLLM loads them as one linear, " + fused + ", with one scheme");
     };
     for (const auto& [prefix, q] : scheme.linears) check(prefix, schemeKey(*q));
     for (const auto& prefix : scheme.denseLinears) check(prefix, dense);

@@ -15,7 +15,8 @@ std::string fusedPrefix(std::string_view prefix);
 
 // Throws qs::Error naming the linear whose `schemeKey` differs from an earlier shard of its fused
 // linear, or that is dense while another shard is quantized.
-void requireFusedShardsAlike(const ExportScheme& scheme, const std::function<std::string(const quant::QuantizedLinear&)>& schemeKey,
+void requireFusedShardsAlike(const ExportScheme& scheme,
+                             const std::function<std::string(const quant::QuantizedLinear&)>& schemeKey,
                              std::string_view format);
 
 // The text matched literally by Python's re (every regex metacharacter escaped).

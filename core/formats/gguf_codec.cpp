@@ -1,9 +1,10 @@
 // GGUF linears: every rank-2 weight of a GGUF checkpoint (Checkpoint maps llama.cpp's names to
 // Hugging Face's), whatever its ggml type; decoding goes through TensorView, i.e. ggmlDecodeRow, and
 // refuses with one line naming the tensor and the type when QuantScope has no decoder for it.
-#include "codecs.h"
 #include "qs/error.h"
 #include "qs/io/tensor_name.h"
+
+#include "codecs.h"
 #include "tensor_access.h"
 
 namespace qs::formats::detail {
@@ -23,7 +24,8 @@ public:
         return refsWithSuffix(checkpoint, ".weight", isGgufLinearWeight);
     }
 
-    LayerQuantInfo describe(const io::Checkpoint& checkpoint, const nlohmann::json&, const LinearRef& ref) const override {
+    LayerQuantInfo describe(const io::Checkpoint& checkpoint, const nlohmann::json&,
+                            const LinearRef& ref) const override {
         const io::TensorView w = weight(checkpoint, ref);
         const io::GgmlTypeTraits& traits = io::ggmlTypeTraits(*w.info().ggmlType);
         LayerQuantInfo info;
@@ -44,12 +46,13 @@ public:
         const io::TensorView w = weight(checkpoint, ref);
         const io::GgmlTypeTraits& traits = io::ggmlTypeTraits(*w.info().ggmlType);
         if (!traits.decodes)
-            failTensor(checkpoint, w.name(), "ggml type " + std::string(traits.name) + " cannot be decoded by QuantScope");
+            failTensor(checkpoint, w.name(),
+                       "ggml type " + std::string(traits.name) + " cannot be decoded by QuantScope");
         DecodedLinear d;
         d.ref = ref;
         d.quantized = traits.blockElements > 1;
         d.weight = w.toMatrix();
-        d.partsExact = false;   // ggml's blocks (super-blocks, sub-scales, grids) are not QuantizedLinear's parts
+        d.partsExact = false;  // ggml's blocks (super-blocks, sub-scales, grids) are not QuantizedLinear's parts
         d.parts.rows = d.weight.rows();
         d.parts.cols = d.weight.cols();
         d.bias = readBias(checkpoint, ref, d.weight.rows());

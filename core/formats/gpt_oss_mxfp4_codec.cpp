@@ -7,9 +7,10 @@
 // gate_up rows interleave gate and up (row 2i gate_i, row 2i+1 up_i); rows are kept as stored.
 #include <algorithm>
 
+#include "qs/error.h"
+
 #include "codecs.h"
 #include "fp4_weight.h"
-#include "qs/error.h"
 #include "tensor_access.h"
 
 namespace qs::formats::detail {
@@ -38,7 +39,8 @@ ExpertTensors open(const io::Checkpoint& ck, const LinearRef& ref) {
     const auto& s = blocks.shape();
     // Rank 4 is stacked by expert; rank 3 is one linear.
     if ((s.size() != 4 && s.size() != 3) || s.back() != 16)
-        failTensor(ck, blocks.name(), "shape " + shapeText(s) + ", expected [experts, out, in/32, 16] or [out, in/32, 16]");
+        failTensor(ck, blocks.name(),
+                   "shape " + shapeText(s) + ", expected [experts, out, in/32, 16] or [out, in/32, 16]");
     const bool stacked = s.size() == 4;
     ExpertTensors t{blocks, requireTensor(ck, ref.prefix + std::string(naming.scales), "gpt-oss MXFP4"),
                     stacked ? s[0] : 1, s[s.size() - 3], s[s.size() - 2] * 32};
@@ -55,7 +57,8 @@ ExpertTensors open(const io::Checkpoint& ck, const LinearRef& ref) {
 std::vector<float> expertBias(const io::Checkpoint& ck, const LinearRef& ref, const ExpertTensors& t) {
     // HF names "<p>_bias"; original checkpoints "mlp1_bias" beside "mlp1_weight.blocks".
     std::string name = ref.prefix + "_bias";
-    if (!hasTensor(ck, name) && ref.prefix.ends_with("_weight")) name = ref.prefix.substr(0, ref.prefix.size() - 7) + "_bias";
+    if (!hasTensor(ck, name) && ref.prefix.ends_with("_weight"))
+        name = ref.prefix.substr(0, ref.prefix.size() - 7) + "_bias";
     if (!hasTensor(ck, name)) return {};
     const auto bias = ck.tensor(name);
     const bool stacked = t.blocks.shape().size() == 4;
@@ -76,7 +79,8 @@ public:
             for (const auto& r : refsWithSuffix(ck, naming.blocks)) {
                 const auto* t = ck.find(r.prefix + std::string(naming.blocks));
                 if (t->info->shape.size() == 4)
-                    for (std::int64_t e = 0; e < t->info->shape[0]; ++e) refs.push_back({r.prefix, static_cast<int>(e)});
+                    for (std::int64_t e = 0; e < t->info->shape[0]; ++e)
+                        refs.push_back({r.prefix, static_cast<int>(e)});
                 else
                     refs.push_back(r);
             }
@@ -102,7 +106,7 @@ public:
         const std::int64_t e = std::max(ref.expert, 0);
         const std::int64_t blocksPerRow = t.cols / 32;
         Fp4Blocks b;
-        b.packed = bytePointer(t.blocks) + e * t.rows * blocksPerRow * 16;   // [N, K/32, 16] is [N, K/2]
+        b.packed = bytePointer(t.blocks) + e * t.rows * blocksPerRow * 16;  // [N, K/32, 16] is [N, K/2]
         b.rows = t.rows;
         b.cols = t.cols;
         b.blockSize = 32;

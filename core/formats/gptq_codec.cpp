@@ -5,10 +5,11 @@
 #include <algorithm>
 #include <limits>
 
+#include "qs/error.h"
+
 #include "bit_fields.h"
 #include "codecs.h"
 #include "module_match.h"
-#include "qs/error.h"
 #include "quant_config.h"
 #include "tensor_access.h"
 
@@ -46,7 +47,8 @@ GptqScheme schemeFor(const nlohmann::json& config, const std::string& module) {
     if (const auto it = config.find("dynamic"); it != config.end() && it->is_object()) {
         for (const auto& [key, value] : it->items()) {
             if (key.starts_with("-:")) continue;
-            const std::string_view pattern = key.starts_with("+:") ? std::string_view(key).substr(2) : std::string_view(key);
+            const std::string_view pattern =
+                key.starts_with("+:") ? std::string_view(key).substr(2) : std::string_view(key);
             if (value.is_object() && regexMatchesStart(pattern, module)) {
                 applyOverrides(value, s, "dynamic['" + key + "']");
                 break;
@@ -55,7 +57,8 @@ GptqScheme schemeFor(const nlohmann::json& config, const std::string& module) {
     }
     if (s.bits != 2 && s.bits != 3 && s.bits != 4 && s.bits != 8)
         throw ConfigError("bits " + std::to_string(s.bits) + " for " + module + " (readable: 2, 3, 4, 8)");
-    if (s.groupSize == 0) throw ConfigError("'group_size' 0 for " + module + " (a positive size, or -1 for one group per row)");
+    if (s.groupSize == 0)
+        throw ConfigError("'group_size' 0 for " + module + " (a positive size, or -1 for one group per row)");
     return s;
 }
 
@@ -71,8 +74,9 @@ GptqTensors openTensors(const io::Checkpoint& ck, const std::string& p, const Gp
     requireRank(ck, qweight, 2);
     const std::int64_t packedRows = qweight.shape()[0], n = qweight.shape()[1];
     if (packedRows * 32 % s.bits != 0 || (s.bits == 3 && packedRows % 3 != 0))
-        failTensor(ck, qweight.name(), "shape " + shapeText(qweight.shape()) + " cannot hold " + std::to_string(s.bits) +
-                                           "-bit values packed along the input dimension");
+        failTensor(ck, qweight.name(),
+                   "shape " + shapeText(qweight.shape()) + " cannot hold " + std::to_string(s.bits) +
+                       "-bit values packed along the input dimension");
     const std::int64_t k = packedRows * 32 / s.bits;
     const std::int64_t g = s.groupSize == -1 ? k : s.groupSize;
     if (g <= 0) failTensor(ck, qweight.name(), "holds no inputs to group");
@@ -85,7 +89,8 @@ GptqTensors openTensors(const io::Checkpoint& ck, const std::string& p, const Gp
     const auto qzeros = requireTensor(ck, p + ".qzeros", "GPTQ");
     requireDtype(ck, qzeros, {io::DType::I32, io::DType::U32});
     if (n * s.bits % 32 != 0)
-        failTensor(ck, qweight.name(), std::to_string(n) + " outputs cannot be packed " + std::to_string(s.bits) + "-bit into qzeros");
+        failTensor(ck, qweight.name(),
+                   std::to_string(n) + " outputs cannot be packed " + std::to_string(s.bits) + "-bit into qzeros");
     requireShape(ck, qzeros, {groups, n * s.bits / 32}, "one packed zero per group and output");
     // desc_act promises the act-order permutation: decoding without it would put columns in the wrong groups.
     if (s.descAct && groups > 1) requireTensor(ck, p + ".g_idx", "the config's desc_act (the act-order permutation)");
@@ -96,17 +101,19 @@ GptqTensors openTensors(const io::Checkpoint& ck, const std::string& p, const Gp
 std::vector<std::int32_t> readGroupIndex(const io::Checkpoint& ck, const std::string& p, const GptqTensors& t) {
     std::vector<std::int32_t> gIdx(static_cast<std::size_t>(t.cols));
     if (!hasTensor(ck, p + ".g_idx")) {
-        for (std::int64_t c = 0; c < t.cols; ++c) gIdx[static_cast<std::size_t>(c)] = static_cast<std::int32_t>(c / t.groupSize);
+        for (std::int64_t c = 0; c < t.cols; ++c)
+            gIdx[static_cast<std::size_t>(c)] = static_cast<std::int32_t>(c / t.groupSize);
         return gIdx;
     }
     const auto g = ck.tensor(p + ".g_idx");
     requireDtype(ck, g, {io::DType::I32, io::DType::I64});
     requireShape(ck, g, {t.cols}, "one group index per input of qweight " + shapeText(t.qweight.shape()));
-    const auto values = g.toF32();   // exact: indices are far below 2^24
+    const auto values = g.toF32();  // exact: indices are far below 2^24
     for (std::size_t c = 0; c < gIdx.size(); ++c) {
         if (values[c] < 0 || values[c] >= static_cast<float>(t.groups))
-            failTensor(ck, g.name(), "input " + std::to_string(c) + " names group " + std::to_string(values[c]) + " of " +
-                                         std::to_string(t.groups));
+            failTensor(ck, g.name(),
+                       "input " + std::to_string(c) + " names group " + std::to_string(values[c]) + " of " +
+                           std::to_string(t.groups));
         gIdx[c] = static_cast<std::int32_t>(values[c]);
     }
     return gIdx;
@@ -137,7 +144,8 @@ public:
         return refsWithSuffix(checkpoint, ".qweight");
     }
 
-    LayerQuantInfo describe(const io::Checkpoint& ck, const nlohmann::json& config, const LinearRef& ref) const override {
+    LayerQuantInfo describe(const io::Checkpoint& ck, const nlohmann::json& config,
+                            const LinearRef& ref) const override {
         requireUnstacked(ck, ref, name());
         const auto s = schemeFor(config, ref.prefix);
         const auto t = openTensors(ck, ref.prefix, s);
@@ -148,7 +156,7 @@ public:
         info.bits = s.bits;
         info.groupSize = s.groupSize;
         info.granularity = s.groupSize == -1 ? "channel" : "group";
-        info.actOrder = s.descAct && s.groupSize != -1;   // one group: g_idx is all zeros, order is moot
+        info.actOrder = s.descAct && s.groupSize != -1;  // one group: g_idx is all zeros, order is moot
         info.symmetric = s.symmetric;
         info.rows = t.rows;
         info.cols = t.cols;
@@ -182,7 +190,8 @@ public:
         q.scales = scales.transpose();
         q.zeros = zeros.transpose();
         bool sequential = true;
-        for (std::int64_t k = 0; k < t.cols; ++k) sequential = sequential && gIdx[static_cast<std::size_t>(k)] == k / t.groupSize;
+        for (std::int64_t k = 0; k < t.cols; ++k)
+            sequential = sequential && gIdx[static_cast<std::size_t>(k)] == k / t.groupSize;
         if (!sequential) q.gIdx = gIdx;
         d.bias = readBias(ck, ref, t.rows);
         return d;

@@ -8,11 +8,12 @@
 #include <cmath>
 #include <map>
 
+#include "qs/error.h"
+
 #include "bit_fields.h"
 #include "encoders.h"
 #include "fused_modules.h"
 #include "int_grid_check.h"
-#include "qs/error.h"
 #include "tensor_encoding.h"
 
 namespace qs::formats::detail {
@@ -32,8 +33,10 @@ std::string shapeProblem(const QuantizedLinear& q) {
     const std::int64_t unit = packUnit(q.bits);
     const std::string packs = std::to_string(q.bits) + "-bit GPTQ packs " + std::to_string(unit) + " values per " +
                               (q.bits == 3 ? "3 words" : "word");
-    if (q.cols % unit != 0) return packs + ": K=" + std::to_string(q.cols) + " is not a multiple of " + std::to_string(unit);
-    if (q.rows % unit != 0) return packs + ": N=" + std::to_string(q.rows) + " is not a multiple of " + std::to_string(unit);
+    if (q.cols % unit != 0)
+        return packs + ": K=" + std::to_string(q.cols) + " is not a multiple of " + std::to_string(unit);
+    if (q.rows % unit != 0)
+        return packs + ": N=" + std::to_string(q.rows) + " is not a multiple of " + std::to_string(unit);
     return "";
 }
 
@@ -43,7 +46,8 @@ std::vector<std::uint32_t> packCodes(const QuantizedLinear& q) {
     for (std::int64_t r = 0; r < n; ++r) {
         const std::uint8_t* codes = q.codes.data() + r * k;
         for (std::int64_t c = 0; c < k; ++c)
-            setBitField(words.data() + r, static_cast<std::size_t>(n), static_cast<std::uint64_t>(c * q.bits), q.bits, codes[c]);
+            setBitField(words.data() + r, static_cast<std::size_t>(n), static_cast<std::uint64_t>(c * q.bits), q.bits,
+                        codes[c]);
     }
     return words;
 }
@@ -75,9 +79,12 @@ struct GptqScheme {
     bool descAct = false;
 
     auto operator<=>(const GptqScheme&) const = default;
-    nlohmann::json json() const { return {{"bits", bits}, {"group_size", groupSize}, {"desc_act", descAct}, {"sym", sym}}; }
+    nlohmann::json json() const {
+        return {{"bits", bits}, {"group_size", groupSize}, {"desc_act", descAct}, {"sym", sym}};
+    }
     std::string text() const {
-        return std::to_string(bits) + "-bit, group " + std::to_string(groupSize) + (sym ? ", sym" : ", asym") + (descAct ? ", act-order" : "");
+        return std::to_string(bits) + "-bit, group " + std::to_string(groupSize) + (sym ? ", sym" : ", asym") +
+               (descAct ? ", act-order" : "");
     }
 };
 
@@ -88,7 +95,7 @@ GptqScheme schemeOf(const QuantizedLinear& q) { return {q.bits, q.groupSize, q.s
 // on the linear and on the fused linear vLLM loads it as (qkv_proj, gate_up_proj), whose shards must agree.
 struct GptqConfig {
     GptqScheme base;
-    double dampPercent = 0.0;   // 0 when not measured
+    double dampPercent = 0.0;  // 0 when not measured
     nlohmann::json dynamic = nlohmann::json::object();
 };
 
@@ -102,7 +109,8 @@ std::string dynamicKey(const std::string& prefix) {
 
 GptqConfig configOf(const ExportScheme& scheme, std::string_view format) {
     if (scheme.linears.empty()) throw Error(std::string(format) + " export without quantized linears");
-    requireFusedShardsAlike(scheme, [](const QuantizedLinear& q) { return schemeOf(q).text(); }, format);
+    requireFusedShardsAlike(
+        scheme, [](const QuantizedLinear& q) { return schemeOf(q).text(); }, format);
     std::map<GptqScheme, double> weights;
     GptqConfig c;
     for (const auto& [prefix, q] : scheme.linears) {
@@ -110,11 +118,14 @@ GptqConfig configOf(const ExportScheme& scheme, std::string_view format) {
         if (std::isfinite(q->dampPercent) && q->dampPercent > 0.0 && q->dampPercent < 1.0)
             c.dampPercent = std::max(c.dampPercent, q->dampPercent);
     }
-    c.base = std::max_element(weights.begin(), weights.end(), [](const auto& a, const auto& b) { return a.second < b.second; })->first;
+    c.base = std::max_element(weights.begin(), weights.end(), [](const auto& a, const auto& b) {
+                 return a.second < b.second;
+             })->first;
     for (const auto& [prefix, q] : scheme.linears)
         if (schemeOf(*q) != c.base) c.dynamic["+:" + dynamicKey(prefix)] = schemeOf(*q).json();
     for (const auto& prefix : scheme.denseLinears)
-        if (prefix.find(".layers.") != std::string::npos) c.dynamic["-:" + dynamicKey(prefix)] = nlohmann::json::object();
+        if (prefix.find(".layers.") != std::string::npos)
+            c.dynamic["-:" + dynamicKey(prefix)] = nlohmann::json::object();
     return c;
 }
 
@@ -138,9 +149,10 @@ public:
     }
 
     std::vector<EncodedTensor> encode(const std::string& prefix, const QuantizedLinear& q) const override {
-        if (auto why = refusal(q); !why.empty()) throw Error(prefix + ": cannot write as " + std::string(name()) + ": " + why);
+        if (auto why = refusal(q); !why.empty())
+            throw Error(prefix + ": cannot write as " + std::string(name()) + ": " + why);
         const std::int64_t groups = q.scales.cols();
-        const MatrixF scalesT = q.scales.transpose();   // [groups, N]
+        const MatrixF scalesT = q.scales.transpose();  // [groups, N]
         std::vector<EncodedTensor> out;
         out.push_back(wordTensor(prefix + ".qweight", {q.cols * q.bits / 32, q.rows}, packCodes(q)));
         out.push_back(wordTensor(prefix + ".qzeros", {groups, q.rows * q.bits / 32}, packZeros(q, v2_)));
@@ -167,7 +179,7 @@ public:
         };
         // transformers requires 0 < damp_percent < 1 when present (docs/formats/gptq.md).
         if (c.dampPercent > 0.0) config["damp_percent"] = c.dampPercent;
-        if (!c.dynamic.empty()) config["dynamic"] = c.dynamic;   // GPTQModel drops an empty one
+        if (!c.dynamic.empty()) config["dynamic"] = c.dynamic;  // GPTQModel drops an empty one
         return config;
     }
 

@@ -21,7 +21,8 @@ std::string zeroProblem(const quant::QuantizedLinear& q) {
     for (Eigen::Index i = 0; i < q.zeros.size(); ++i) {
         const float z = q.zeros.data()[i];
         if (!(z >= 0.0f && z <= maxq) || z != std::nearbyint(z))
-            return "zero point " + std::to_string(z) + " is not an integer in 0.." + std::to_string(static_cast<int>(maxq));
+            return "zero point " + std::to_string(z) + " is not an integer in 0.." +
+                   std::to_string(static_cast<int>(maxq));
     }
     return "";
 }
@@ -46,14 +47,16 @@ std::string intGridProblem(const quant::QuantizedLinear& q) {
     if (q.groupSize != -1 && q.groupSize <= 0) return "group size " + std::to_string(q.groupSize) + " is invalid";
     const std::int64_t g = storedGroupSize(q);
     if (q.gIdx.empty() && q.blockCols != g)
-        return "its scale groups are " + std::to_string(q.blockCols) + " columns wide but its group size says " + std::to_string(g);
+        return "its scale groups are " + std::to_string(q.blockCols) + " columns wide but its group size says " +
+               std::to_string(g);
     const std::int64_t groups = (q.cols + g - 1) / g;
     if (q.codes.size() != static_cast<std::size_t>(q.rows * q.cols) || q.scales.rows() != q.rows ||
         q.scales.cols() != groups || q.zeros.rows() != q.rows || q.zeros.cols() != groups)
         return "its codes, scales and zeros do not fit a [" + std::to_string(q.rows) + ", " + std::to_string(q.cols) +
                "] weight in groups of " + std::to_string(g);
     for (const auto group : q.gIdx)
-        if (group < 0 || group >= groups) return "g_idx names group " + std::to_string(group) + " of " + std::to_string(groups);
+        if (group < 0 || group >= groups)
+            return "g_idx names group " + std::to_string(group) + " of " + std::to_string(groups);
     if (auto p = codeRangeProblem(q); !p.empty()) return p;
     if (auto p = zeroProblem(q); !p.empty()) return p;
     return scaleProblem(q);

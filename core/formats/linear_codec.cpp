@@ -7,8 +7,8 @@ std::string LinearRef::label() const { return expert < 0 ? prefix : prefix + "["
 std::string LayerQuantInfo::summary() const {
     if (!problem.empty()) return "unreadable: " + problem;
     if (scheme == "dense") return "dense " + std::to_string(bits) + "-bit";
-    if (scheme == "exl3") return "exl3 " + std::to_string(bits) + "-bit";   // 16x16 trellis tiles, no scales to list
-    if (codec == "gguf") return "gguf " + scheme;   // the ggml type (q4_K, ...) says it all: blocks, scales, grids
+    if (scheme == "exl3") return "exl3 " + std::to_string(bits) + "-bit";  // 16x16 trellis tiles, no scales to list
+    if (codec == "gguf") return "gguf " + scheme;  // the ggml type (q4_K, ...) says it all: blocks, scales, grids
     std::string s = scheme == "int" ? "int" + std::to_string(bits) : scheme;
     if (granularity == "block")
         s += " block " + std::to_string(blockRows) + "x" + std::to_string(groupSize);

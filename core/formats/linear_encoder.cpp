@@ -1,8 +1,9 @@
 // The registry of encoders: every layout QuantScope writes, by the name users pass to --format.
 #include "qs/formats/linear_encoder.h"
 
-#include "encoders.h"
 #include "qs/error.h"
+
+#include "encoders.h"
 
 namespace qs::formats {
 
@@ -17,18 +18,10 @@ std::string LinearEncoder::refusal(const quant::QuantizedLinear& q) const {
 
 std::vector<const LinearEncoder*> allEncoders() {
     return {
-        &detail::gptqV1Encoder(),
-        &detail::gptqV2Encoder(),
-        &detail::awqGemmEncoder(),
-        &detail::fp8BlockEncoder(),
-        &detail::ctFp8DynamicEncoder(),
-        &detail::ctFp8StaticEncoder(),
-        &detail::modelOptFp8Encoder(),
-        &detail::ctNvfp4Encoder(),
-        &detail::modelOptNvfp4Encoder(),
-        &detail::ctMxfp4Encoder(),
-        &detail::bnbNf4Encoder(),
-        &detail::trellisEncoder(),
+        &detail::gptqV1Encoder(),      &detail::gptqV2Encoder(),       &detail::awqGemmEncoder(),
+        &detail::fp8BlockEncoder(),    &detail::ctFp8DynamicEncoder(), &detail::ctFp8StaticEncoder(),
+        &detail::modelOptFp8Encoder(), &detail::ctNvfp4Encoder(),      &detail::modelOptNvfp4Encoder(),
+        &detail::ctMxfp4Encoder(),     &detail::bnbNf4Encoder(),       &detail::trellisEncoder(),
         &detail::ctMixedEncoder(),
     };
 }
@@ -50,23 +43,23 @@ namespace {
 const LinearEncoder& fp8EncoderFor(const quant::QuantizedLinear& q) {
     const bool perChannel = q.blockRows == 1 && q.rows > 1;
     if (!perChannel) return detail::fp8BlockEncoder();
-    return q.input.format == quant::ActivationFormat::Fp8Tensor ? detail::ctFp8StaticEncoder() : detail::ctFp8DynamicEncoder();
+    return q.input.format == quant::ActivationFormat::Fp8Tensor ? detail::ctFp8StaticEncoder()
+                                                                : detail::ctFp8DynamicEncoder();
 }
 
 }  // namespace
 
 const LinearEncoder& defaultEncoderFor(const quant::QuantizedLinear& q) {
     switch (q.method) {
-    case quant::Method::Rtn:
-    case quant::Method::Gptq:
-        return q.symmetric ? detail::gptqV1Encoder() : detail::gptqV2Encoder();
-    case quant::Method::Awq: return detail::awqGemmEncoder();
-    case quant::Method::Fp8: return fp8EncoderFor(q);
-    case quant::Method::Nvfp4: return detail::ctNvfp4Encoder();
-    case quant::Method::Mxfp4: return detail::ctMxfp4Encoder();
-    case quant::Method::Nf4: return detail::bnbNf4Encoder();
-    case quant::Method::Trellis: return detail::trellisEncoder();
-    case quant::Method::Ggml: break;   // a GGUF file (pipeline::writeGguf), not a safetensors layout
+        case quant::Method::Rtn:
+        case quant::Method::Gptq: return q.symmetric ? detail::gptqV1Encoder() : detail::gptqV2Encoder();
+        case quant::Method::Awq: return detail::awqGemmEncoder();
+        case quant::Method::Fp8: return fp8EncoderFor(q);
+        case quant::Method::Nvfp4: return detail::ctNvfp4Encoder();
+        case quant::Method::Mxfp4: return detail::ctMxfp4Encoder();
+        case quant::Method::Nf4: return detail::bnbNf4Encoder();
+        case quant::Method::Trellis: return detail::trellisEncoder();
+        case quant::Method::Ggml: break;  // a GGUF file (pipeline::writeGguf), not a safetensors layout
     }
     throw Error("no writer for method " + std::string(quant::methodName(q.method)));
 }

@@ -6,10 +6,11 @@
 #include <set>
 #include <string>
 
-#include "codecs.h"
 #include "qs/error.h"
 #include "qs/finite_weights.h"
 #include "qs/formats/detect.h"
+
+#include "codecs.h"
 #include "quant_config.h"
 
 namespace qs::formats {
@@ -67,12 +68,13 @@ LinearReader::LinearReader(const io::Checkpoint& checkpoint, FormatInfo info, De
     // A codec that cannot read the format's quantized layers would claim nothing sensible.
     const auto codecs = info_.decodable ? codecsFor(info_.format) : codecsFor(Format::Dense);
     std::vector<std::pair<LinearRef, const LinearCodec*>> found;
-    std::set<std::pair<std::string, int>> claimed;   // the first codec to list a linear owns it
+    std::set<std::pair<std::string, int>> claimed;  // the first codec to list a linear owns it
     for (const auto* codec : codecs)
         for (auto& ref : codec->linears(checkpoint))
             if (claimed.emplace(ref.prefix, ref.expert).second) found.emplace_back(std::move(ref), codec);
     std::sort(found.begin(), found.end(), [](const auto& a, const auto& b) {
-        return a.first.prefix == b.first.prefix ? a.first.expert < b.first.expert : naturalLess(a.first.prefix, b.first.prefix);
+        return a.first.prefix == b.first.prefix ? a.first.expert < b.first.expert
+                                                : naturalLess(a.first.prefix, b.first.prefix);
     });
     for (auto& [ref, codec] : found) {
         refs_.push_back(std::move(ref));
@@ -97,11 +99,12 @@ DecodedLinear LinearReader::decode(const LinearRef& ref) const {
         detail::rethrowWithSource(e, info_.configSource);
     }
     // Named by its file when the checkpoint is one GGUF file, by its folder otherwise.
-    const std::string where = (checkpoint_->gguf() != nullptr ? checkpoint_->configSource() : checkpoint_->root()).string();
+    const std::string where =
+        (checkpoint_->gguf() != nullptr ? checkpoint_->configSource() : checkpoint_->root()).string();
     // A linear without inputs or outputs (a [0, n] tensor, which GGUF and safetensors both allow) is no layer.
     if (decoded.weight.rows() == 0 || decoded.weight.cols() == 0)
-        throw Error(where + ": " + ref.label() + ": the weight is empty ([" +
-                    std::to_string(decoded.weight.rows()) + ", " + std::to_string(decoded.weight.cols()) + "])");
+        throw Error(where + ": " + ref.label() + ": the weight is empty ([" + std::to_string(decoded.weight.rows()) +
+                    ", " + std::to_string(decoded.weight.cols()) + "])");
     requireFiniteWeights(decoded.weight, where, ref.label(), options_.allowNonFinite);
     return decoded;
 }

@@ -7,10 +7,11 @@
 #include <cctype>
 #include <cmath>
 
+#include "qs/error.h"
+
 #include "codecs.h"
 #include "fp4_weight.h"
 #include "fp8_weight.h"
-#include "qs/error.h"
 #include "quant_config.h"
 #include "tensor_access.h"
 
@@ -19,7 +20,7 @@ namespace qs::formats::detail {
 namespace {
 
 struct ModelOptScheme {
-    std::string algo;     // upper case: NVFP4, FP8, FP8_PER_CHANNEL_PER_TOKEN, FP8_PB_WO, ...
+    std::string algo;  // upper case: NVFP4, FP8, FP8_PER_CHANNEL_PER_TOKEN, FP8_PB_WO, ...
     int groupSize = 16;
 };
 
@@ -62,10 +63,12 @@ Fp4Blocks openNvfp4(const io::Checkpoint& ck, const std::string& p, int groupSiz
     requireRank(ck, w, 2);
     const std::int64_t rows = w.shape()[0], cols = w.shape()[1] * 2;
     if (groupSize <= 0 || cols % groupSize != 0)
-        failTensor(ck, w.name(), std::to_string(cols) + " inputs are not a multiple of the group size " + std::to_string(groupSize));
+        failTensor(ck, w.name(),
+                   std::to_string(cols) + " inputs are not a multiple of the group size " + std::to_string(groupSize));
     const auto scale = requireTensor(ck, p + ".weight_scale", "ModelOpt NVFP4");
     requireDtype(ck, scale, {io::DType::F8_E4M3});
-    requireShape(ck, scale, {rows, cols / groupSize}, "one scale per " + std::to_string(groupSize) + " inputs of weight " + shapeText(w.shape()));
+    requireShape(ck, scale, {rows, cols / groupSize},
+                 "one scale per " + std::to_string(groupSize) + " inputs of weight " + shapeText(w.shape()));
     const auto scale2 = requireTensor(ck, p + ".weight_scale_2", "ModelOpt NVFP4");
     requireDtype(ck, scale2, {io::DType::F32, io::DType::F16, io::DType::BF16});
     if (!isScalar(scale2)) failTensor(ck, scale2.name(), "shape " + shapeText(scale2.shape()) + ", expected one value");
@@ -77,12 +80,14 @@ Fp4Blocks openNvfp4(const io::Checkpoint& ck, const std::string& p, int groupSiz
     b.storedScales = scale.toMatrix();
     b.globalScale = scale2.toF32()[0];
     if (!std::isfinite(b.globalScale))
-        failTensor(ck, scale2.name(), "is " + std::to_string(b.globalScale) + ", but the second-level scale must be finite");
+        failTensor(ck, scale2.name(),
+                   "is " + std::to_string(b.globalScale) + ", but the second-level scale must be finite");
     b.method = quant::Method::Nvfp4;
     return b;
 }
 
-ScaleGrid openFp8Scales(const io::Checkpoint& ck, const std::string& p, const ModelOptScheme& s, const io::TensorView& w) {
+ScaleGrid openFp8Scales(const io::Checkpoint& ck, const std::string& p, const ModelOptScheme& s,
+                        const io::TensorView& w) {
     ScaleHint hint;
     if (s.algo == "FP8_PB_WO") hint.block = std::pair{128, 128};
     return readScaleGrid(ck, requireTensor(ck, p + ".weight_scale", "ModelOpt FP8"), w.shape()[0], w.shape()[1], hint);
@@ -105,7 +110,8 @@ public:
         });
     }
 
-    LayerQuantInfo describe(const io::Checkpoint& ck, const nlohmann::json& config, const LinearRef& ref) const override {
+    LayerQuantInfo describe(const io::Checkpoint& ck, const nlohmann::json& config,
+                            const LinearRef& ref) const override {
         requireUnstacked(ck, ref, name());
         const auto s = schemeFor(config, ref.prefix);
         requireReadable(ref.prefix, s);

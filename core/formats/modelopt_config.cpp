@@ -9,7 +9,8 @@ nlohmann::json producer() { return {{"name", "quantscope"}}; }
 
 nlohmann::json modelOptQuantizationConfig(const ModelOptScheme& s, const ExportScheme& scheme) {
     nlohmann::json config = {
-        {"config_groups", {{"group_0", {{"weights", s.weights}, {"input_activations", s.inputActivations}, {"targets", {"Linear"}}}}}},
+        {"config_groups",
+         {{"group_0", {{"weights", s.weights}, {"input_activations", s.inputActivations}, {"targets", {"Linear"}}}}}},
         {"ignore", scheme.denseLinears},
         {"quant_algo", s.quantAlgo},
         {"producer", producer()},
@@ -20,9 +21,10 @@ nlohmann::json modelOptQuantizationConfig(const ModelOptScheme& s, const ExportS
 }
 
 nlohmann::json modelOptHfQuantConfig(const ModelOptScheme& s, const ExportScheme& scheme) {
-    nlohmann::json quantization = {{"quant_algo", s.quantAlgo},
-                                   {"kv_cache_quant_algo", s.kvCacheFp8 ? nlohmann::json("FP8") : nlohmann::json(nullptr)},
-                                   {"exclude_modules", scheme.denseLinears}};
+    nlohmann::json quantization = {
+        {"quant_algo", s.quantAlgo},
+        {"kv_cache_quant_algo", s.kvCacheFp8 ? nlohmann::json("FP8") : nlohmann::json(nullptr)},
+        {"exclude_modules", scheme.denseLinears}};
     if (s.groupSize) quantization["group_size"] = *s.groupSize;
     return {{"producer", producer()}, {"quantization", quantization}};
 }

@@ -13,11 +13,11 @@
 namespace qs::formats::detail {
 
 struct ModelOptScheme {
-    std::string quantAlgo;             // "FP8", "NVFP4", "W4A16_NVFP4"
-    nlohmann::json weights;            // {"dynamic": false, "num_bits": ..., "type": "float"[, "group_size": ...]}
-    nlohmann::json inputActivations;   // the same for the inputs, or null (weight-only)
-    std::optional<int> groupSize;      // hf_quant_config's group_size (NVFP4: 16)
-    bool kvCacheFp8 = false;           // kv_cache_quant_algo "FP8", kv_cache_scheme
+    std::string quantAlgo;            // "FP8", "NVFP4", "W4A16_NVFP4"
+    nlohmann::json weights;           // {"dynamic": false, "num_bits": ..., "type": "float"[, "group_size": ...]}
+    nlohmann::json inputActivations;  // the same for the inputs, or null (weight-only)
+    std::optional<int> groupSize;     // hf_quant_config's group_size (NVFP4: 16)
+    bool kvCacheFp8 = false;          // kv_cache_quant_algo "FP8", kv_cache_scheme
 };
 
 nlohmann::json modelOptQuantizationConfig(const ModelOptScheme& s, const ExportScheme& scheme);

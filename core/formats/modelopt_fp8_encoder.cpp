@@ -22,7 +22,8 @@ public:
     std::string_view name() const override { return "modelopt-fp8"; }
 
     std::string_view description() const override {
-        return "NVIDIA ModelOpt FP8 (W8A8): E4M3 weights and inputs, per-tensor weight_scale and static input_scale (vLLM modelopt)";
+        return "NVIDIA ModelOpt FP8 (W8A8): E4M3 weights and inputs, per-tensor weight_scale and static input_scale "
+               "(vLLM modelopt)";
     }
 
     std::string layoutRefusal(const QuantizedLinear& q) const override {

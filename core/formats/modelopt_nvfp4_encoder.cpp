@@ -43,7 +43,8 @@ public:
         requireEncodable(*this, prefix, q);
         std::vector<EncodedTensor> out;
         out.push_back(byteTensor(prefix + ".weight", io::DType::U8, {q.rows, q.cols / 2}, packE2m1Codes(q)));
-        out.push_back(byteTensor(prefix + ".weight_scale", io::DType::F8_E4M3, {q.rows, q.cols / 16}, e4m3ScaleBytes(q)));
+        out.push_back(
+            byteTensor(prefix + ".weight_scale", io::DType::F8_E4M3, {q.rows, q.cols / 16}, e4m3ScaleBytes(q)));
         out.push_back(floatTensor(prefix + ".weight_scale_2", io::DType::F32, {}, &q.globalScale));
         if (q.input.active()) out.push_back(floatTensor(prefix + ".input_scale", io::DType::F32, {}, &q.input.scale));
         for (auto& t : kvCacheScaleTensors(prefix, q, KvScaleNaming::Projection)) out.push_back(std::move(t));

@@ -4,6 +4,7 @@
 
 #include "qs/error.h"
 #include "qs/io/regex.h"
+
 #include "quant_config.h"
 
 namespace qs::formats::detail {
@@ -11,11 +12,12 @@ namespace qs::formats::detail {
 bool regexMatchesStart(std::string_view pattern, std::string_view name) {
     try {
         // Compiled per call: a config holds a handful of patterns and the bounds make each cheap.
-        return io::Regex(std::string(pattern), io::Regex::Syntax::Pattern, "module pattern", false).matchesAtStart(name);
+        return io::Regex(std::string(pattern), io::Regex::Syntax::Pattern, "module pattern", false)
+            .matchesAtStart(name);
     } catch (const Cancelled&) {
         throw;
     } catch (const Error& e) {
-        throw ConfigError(e.what());   // LinearReader names the config file
+        throw ConfigError(e.what());  // LinearReader names the config file
     }
 }
 
@@ -63,7 +65,7 @@ bool wildcardMatches(std::string_view p, std::string_view s) {
                 if (bracketMatches(p, pi, s[si], matched, next)) {
                     if (matched) pi = next, ++si, advanced = true;
                 } else if (s[si] == '[') {
-                    ++pi, ++si, advanced = true;   // an unterminated '[' is literal, as in fnmatch
+                    ++pi, ++si, advanced = true;  // an unterminated '[' is literal, as in fnmatch
                 }
             } else if (p[pi] == s[si]) {
                 ++pi, ++si;

@@ -19,8 +19,8 @@ bool isBias(std::string_view name) { return name.ends_with("bias"); }
 }  // namespace
 
 std::int64_t modelParameterCount(const io::Checkpoint& checkpoint, const FormatInfo& format) {
-    std::set<std::string, std::less<>> linears;   // "prefix": parts are "prefix.<part>"
-    std::set<std::string, std::less<>> stacked;   // experts in one tensor: parts are "prefix_<part>"
+    std::set<std::string, std::less<>> linears;  // "prefix": parts are "prefix.<part>"
+    std::set<std::string, std::less<>> stacked;  // experts in one tensor: parts are "prefix_<part>"
     std::int64_t count = 0;
     for (const LayerQuantInfo& layer : format.layers) {
         (layer.ref.expert >= 0 ? stacked : linears).insert(layer.ref.prefix);
@@ -28,7 +28,8 @@ std::int64_t modelParameterCount(const io::Checkpoint& checkpoint, const FormatI
     }
     for (const io::CheckpointTensor& t : checkpoint.tensors()) {
         const std::string_view name = t.info->name;
-        const bool part = !isBias(name) && (linears.contains(ownerBefore(name, '.')) || stacked.contains(ownerBefore(name, '_')));
+        const bool part =
+            !isBias(name) && (linears.contains(ownerBefore(name, '.')) || stacked.contains(ownerBefore(name, '_')));
         if (!part) count += t.info->numel();
     }
     return count;

@@ -44,10 +44,11 @@ QuantConfig loadQuantConfig(const io::Checkpoint& checkpoint) {
     const auto& inConfig = checkpoint.quantizationConfig();
     if (auto q = normalise(inConfig); !q.empty()) {
         const bool own = checkpoint.config().contains("quantization_config");
-        return {std::move(q), own ? (root / "config.json").string() + ": quantization_config" : (root / "hf_quant_config.json").string()};
+        return {std::move(q), own ? (root / "config.json").string() + ": quantization_config"
+                                  : (root / "hf_quant_config.json").string()};
     }
     if (auto q = readSideFile(root / "quantize_config.json"); !q.empty()) {
-        if (!q.contains("quant_method")) q["quant_method"] = "gptq";   // AutoGPTQ's own file names no method
+        if (!q.contains("quant_method")) q["quant_method"] = "gptq";  // AutoGPTQ's own file names no method
         return {std::move(q), (root / "quantize_config.json").string()};
     }
     if (auto q = normalise(readSideFile(root / "hf_quant_config.json")); !q.empty())

@@ -15,8 +15,8 @@
 namespace qs::formats::detail {
 
 struct QuantConfig {
-    nlohmann::json config;   // {} when the checkpoint has none
-    std::string source;      // "<root>/config.json: quantization_config", ...; "" when there is none
+    nlohmann::json config;  // {} when the checkpoint has none
+    std::string source;     // "<root>/config.json: quantization_config", ...; "" when there is none
 };
 
 QuantConfig loadQuantConfig(const io::Checkpoint& checkpoint);
@@ -37,7 +37,8 @@ public:
 // write booleans as 0/1 or "true" now and then; those are accepted.
 int jsonInt(const nlohmann::json& j, std::string_view key, int fallback, io::IntRange range, std::string_view at = "");
 bool jsonBool(const nlohmann::json& j, std::string_view key, bool fallback, std::string_view at = "");
-std::string jsonString(const nlohmann::json& j, std::string_view key, std::string fallback = "", std::string_view at = "");
+std::string jsonString(const nlohmann::json& j, std::string_view key, std::string fallback = "",
+                       std::string_view at = "");
 std::string lowerCase(std::string s);
 
 }  // namespace qs::formats::detail

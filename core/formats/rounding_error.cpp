@@ -18,7 +18,8 @@ std::string shapeText(const Shape& s) { return std::to_string(s.first) + " x " +
 
 // The [out, in] of linear `prefix` in `checkpoint` from its headers: a quantized linear's as detect()
 // states it, a dense one's "<prefix>.weight"; nullopt when it has neither.
-std::optional<Shape> linearShape(const FormatInfo& format, const io::Checkpoint& checkpoint, const std::string& prefix) {
+std::optional<Shape> linearShape(const FormatInfo& format, const io::Checkpoint& checkpoint,
+                                 const std::string& prefix) {
     for (const LayerQuantInfo& l : format.layers)
         if (l.ref.prefix == prefix && l.ref.expert < 0 && l.scheme != "dense") return Shape{l.rows, l.cols};
     const io::CheckpointTensor* weight = checkpoint.find(prefix + ".weight");
@@ -28,7 +29,8 @@ std::optional<Shape> linearShape(const FormatInfo& format, const io::Checkpoint&
 
 }  // namespace
 
-void checkOriginal(const FormatInfo& quantized, const io::Checkpoint& quantizedCheckpoint, const io::Checkpoint& original) {
+void checkOriginal(const FormatInfo& quantized, const io::Checkpoint& quantizedCheckpoint,
+                   const io::Checkpoint& original) {
     const FormatInfo originalFormat = detect(original);
     const std::string here = quantizedCheckpoint.root().string();
     const std::string there = original.root().string();
@@ -38,7 +40,8 @@ void checkOriginal(const FormatInfo& quantized, const io::Checkpoint& quantizedC
         const auto shape = linearShape(originalFormat, original, l.ref.prefix);
         if (!shape) throw Error(there + " has no linear " + l.ref.prefix + " (quantized in " + here + ")");
         if (*shape != Shape{l.rows, l.cols})
-            throw Error(l.ref.prefix + " is " + shapeText({l.rows, l.cols}) + " in " + here + " but " + shapeText(*shape) + " in " + there);
+            throw Error(l.ref.prefix + " is " + shapeText({l.rows, l.cols}) + " in " + here + " but " +
+                        shapeText(*shape) + " in " + there);
         ++compared;
     }
     if (compared == 0) throw Error(here + " has no quantized linear to compare with " + there);
@@ -48,8 +51,8 @@ RoundingError roundingError(const LinearReader& quantized, const LinearReader& o
     const MatrixF q = quantized.decode(ref).weight;
     const MatrixF o = original.decode(ref).weight;
     if (q.rows() != o.rows() || q.cols() != o.cols())
-        throw Error(ref.label() + " is " + shapeText({q.rows(), q.cols()}) + " quantized but " + shapeText({o.rows(), o.cols()}) +
-                    " in the original");
+        throw Error(ref.label() + " is " + shapeText({q.rows(), q.cols()}) + " quantized but " +
+                    shapeText({o.rows(), o.cols()}) + " in the original");
     RoundingError e;
     e.rows = q.rows();
     e.cols = q.cols();

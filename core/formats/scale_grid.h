@@ -14,15 +14,15 @@
 namespace qs::formats::detail {
 
 struct ScaleGrid {
-    MatrixF scales;            // [ceil(rows / blockRows), ceil(cols / blockCols)]
+    MatrixF scales;  // [ceil(rows / blockRows), ceil(cols / blockCols)]
     int blockRows = 1;
     int blockCols = 1;
-    std::string granularity;   // "tensor", "channel", "group", "block"
+    std::string granularity;  // "tensor", "channel", "group", "block"
 };
 
 struct ScaleHint {
-    std::optional<std::pair<int, int>> block;   // [bn, bk] from weight_block_size / block_structure
-    int groupSize = -1;                         // > 0 for group scales
+    std::optional<std::pair<int, int>> block;  // [bn, bk] from weight_block_size / block_structure
+    int groupSize = -1;                        // > 0 for group scales
 };
 
 // Throws qs::Error naming the scale tensor when its shape fits none of the layouts.

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "qs/error.h"
+
 #include "tensor_access.h"
 
 namespace qs::formats {
@@ -15,7 +16,8 @@ constexpr std::string_view kKinds[] = {"input_scale", "input_global_scale", "k_s
 // The kind of a scale tensor's name ("...k_proj.input_scale" -> "input_scale"), or "" for other tensors.
 std::string_view kindOf(std::string_view name) {
     for (std::string_view kind : kKinds)
-        if (name.size() > kind.size() && name.ends_with(kind) && name[name.size() - kind.size() - 1] == '.') return kind;
+        if (name.size() > kind.size() && name.ends_with(kind) && name[name.size() - kind.size() - 1] == '.')
+            return kind;
     return {};
 }
 
@@ -26,8 +28,9 @@ float checkedScale(const io::Checkpoint& checkpoint, std::string_view name) {
         detail::failTensor(checkpoint, name, "shape " + detail::shapeText(t.shape()) + ", expected one value");
     const float value = t.toF32()[0];
     if (!std::isfinite(value) || !(value > 0.0f))
-        detail::failTensor(checkpoint, name, "is " + std::to_string(value) +
-                                                 ", but a quantization scale must be finite and positive (the engine divides by it)");
+        detail::failTensor(checkpoint, name,
+                           "is " + std::to_string(value) +
+                               ", but a quantization scale must be finite and positive (the engine divides by it)");
     return value;
 }
 
@@ -47,7 +50,8 @@ bool dynamicTokenInputs(const nlohmann::json& config) {
         if (!group.is_object()) return false;
         const auto inputs = group.find("input_activations");
         if (inputs == group.end() || !inputs->is_object()) return false;
-        if (inputs->value("strategy", std::string()) != "token" || inputs->value("dynamic", nlohmann::json(false)) != true ||
+        if (inputs->value("strategy", std::string()) != "token" ||
+            inputs->value("dynamic", nlohmann::json(false)) != true ||
             inputs->value("type", std::string()) != "float" || inputs->value("num_bits", nlohmann::json(0)) != 8)
             return false;
     }
@@ -73,7 +77,7 @@ ServingQuantization readServingQuantization(const io::Checkpoint& checkpoint, co
     const std::string prefix(prefixView);
     ServingQuantization serving;
     if (const float s = firstScale(checkpoint, {prefix + ".input_global_scale"}); s > 0.0f) {
-        serving.input = {quant::ActivationFormat::Nvfp4, 1.0f / s};   // compressed-tensors stores the divisor
+        serving.input = {quant::ActivationFormat::Nvfp4, 1.0f / s};  // compressed-tensors stores the divisor
     } else if (const float s2 = firstScale(checkpoint, {prefix + ".input_scale"}); s2 > 0.0f) {
         serving.input = {nvfp4Weights ? quant::ActivationFormat::Nvfp4 : quant::ActivationFormat::Fp8Tensor, s2};
     } else if (format.format == Format::CompressedTensors && dynamicTokenInputs(format.config)) {

@@ -20,7 +20,8 @@ enum class KvScaleNaming { AttentionModule, Projection };
 
 // The k_scale (k_proj) or v_scale (v_proj) tensor of `q`, none when it has no cache scale. Throws
 // qs::Error for a cache scale on another module.
-std::vector<EncodedTensor> kvCacheScaleTensors(const std::string& prefix, const quant::QuantizedLinear& q, KvScaleNaming naming);
+std::vector<EncodedTensor> kvCacheScaleTensors(const std::string& prefix, const quant::QuantizedLinear& q,
+                                               KvScaleNaming naming);
 bool anyKvCacheScale(const ExportScheme& scheme);
 
 // The input quantization every linear of the export shares (a config states one); throws qs::Error

@@ -35,15 +35,17 @@ void requireDtype(const io::Checkpoint& checkpoint, const io::TensorView& t, std
 
 void requireRank(const io::Checkpoint& checkpoint, const io::TensorView& t, std::size_t rank) {
     if (t.shape().size() != rank)
-        failTensor(checkpoint, t.name(), "shape " + shapeText(t.shape()) + " has rank " +
-                                              std::to_string(t.shape().size()) + ", expected rank " + std::to_string(rank));
+        failTensor(checkpoint, t.name(),
+                   "shape " + shapeText(t.shape()) + " has rank " + std::to_string(t.shape().size()) +
+                       ", expected rank " + std::to_string(rank));
 }
 
 void requireShape(const io::Checkpoint& checkpoint, const io::TensorView& t, const std::vector<std::int64_t>& expected,
                   std::string_view because) {
     if (t.shape() != expected)
-        failTensor(checkpoint, t.name(), "shape " + shapeText(t.shape()) + ", expected " + shapeText(expected) + " (" +
-                                              std::string(because) + ")");
+        failTensor(
+            checkpoint, t.name(),
+            "shape " + shapeText(t.shape()) + ", expected " + shapeText(expected) + " (" + std::string(because) + ")");
 }
 
 bool isScalar(const io::TensorView& t) {

@@ -12,7 +12,7 @@
 
 namespace qs::formats::detail {
 
-using io::shapeText;   // "[4096, 512]"
+using io::shapeText;  // "[4096, 512]"
 // "<shard file>: tensor 'name'" (or the checkpoint folder when the tensor is absent).
 std::string tensorWhere(const io::Checkpoint& checkpoint, std::string_view name);
 [[noreturn]] void failTensor(const io::Checkpoint& checkpoint, std::string_view name, const std::string& what);
@@ -26,8 +26,8 @@ void requireShape(const io::Checkpoint& checkpoint, const io::TensorView& t, con
 // A single value stored as [] or [1] (or [1, 1]).
 bool isScalar(const io::TensorView& t);
 
-std::vector<std::uint32_t> readWords(const io::TensorView& t);   // I32/U32 bit patterns
-const std::uint8_t* bytePointer(const io::TensorView& t);        // U8/I8/F8 element bytes
+std::vector<std::uint32_t> readWords(const io::TensorView& t);  // I32/U32 bit patterns
+const std::uint8_t* bytePointer(const io::TensorView& t);       // U8/I8/F8 element bytes
 
 std::int64_t ceilDiv(std::int64_t a, std::int64_t b);
 

@@ -28,7 +28,7 @@ EncodedTensor emptyTensor(std::string name, io::DType dtype, std::vector<std::in
 EncodedTensor wordTensor(std::string name, std::vector<std::int64_t> shape, const std::vector<std::uint32_t>& words) {
     auto t = emptyTensor(std::move(name), io::DType::I32, std::move(shape));
     if (t.bytes.size() != words.size() * 4) throw Error(t.name + ": packed words do not fill the tensor's shape");
-    std::memcpy(t.bytes.data(), words.data(), t.bytes.size());   // little-endian host, as the readers assume
+    std::memcpy(t.bytes.data(), words.data(), t.bytes.size());  // little-endian host, as the readers assume
     return t;
 }
 
@@ -46,7 +46,8 @@ EncodedTensor matrixTensor(std::string name, io::DType dtype, std::vector<std::i
 EncodedTensor byteTensor(std::string name, io::DType dtype, std::vector<std::int64_t> shape,
                          const std::vector<std::uint8_t>& bytes) {
     auto t = emptyTensor(std::move(name), dtype, std::move(shape));
-    if (t.bytes.size() != bytes.size()) throw Error(t.name + ": " + std::to_string(bytes.size()) + " bytes for its shape");
+    if (t.bytes.size() != bytes.size())
+        throw Error(t.name + ": " + std::to_string(bytes.size()) + " bytes for its shape");
     std::memcpy(t.bytes.data(), bytes.data(), bytes.size());
     return t;
 }

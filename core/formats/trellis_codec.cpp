@@ -4,9 +4,10 @@
 // group's states through quant::trellisDecode, so it is exactly QuantizedLinear::dequantize().
 #include <cstring>
 
-#include "codecs.h"
 #include "qs/error.h"
 #include "qs/quant/trellis.h"
+
+#include "codecs.h"
 #include "tensor_access.h"
 #include "trellis_layout.h"
 
@@ -33,7 +34,9 @@ void readStarts(const io::Checkpoint& ck, const std::string& p, const TrellisHea
     q.trellis.starts.resize(static_cast<std::size_t>(t.numel()));
     for (std::size_t i = 0; i < q.trellis.starts.size(); ++i) {
         const std::uint32_t s = bytes[2 * i] | (static_cast<std::uint32_t>(bytes[2 * i + 1]) << 8);
-        if (s >> h.stateBits != 0) failTensor(ck, t.name(), "start state " + std::to_string(s) + " has more than " + std::to_string(h.stateBits) + " bits");
+        if (s >> h.stateBits != 0)
+            failTensor(ck, t.name(),
+                       "start state " + std::to_string(s) + " has more than " + std::to_string(h.stateBits) + " bits");
         q.trellis.starts[i] = s;
     }
 }

@@ -23,11 +23,13 @@ TrellisHeader TrellisHeader::fromValues(std::span<const std::int64_t, kTrellisHe
 
 std::string TrellisHeader::problem() const {
     if (stateBits < 1 || stateBits > quant::kTrellisMaxL || bits < 1 || bits > quant::kTrellisMaxK || bits >= stateBits)
-        return "state bits " + std::to_string(stateBits) + " and bits " + std::to_string(bits) + " are not 1 <= bits <= 4, bits < state bits <= 16";
+        return "state bits " + std::to_string(stateBits) + " and bits " + std::to_string(bits) +
+               " are not 1 <= bits <= 4, bits < state bits <= 16";
     if (groupSize < 2 || (groupSize & (groupSize - 1)) != 0)
         return "group size " + std::to_string(groupSize) + " is not a power of two >= 2";
     if (rows <= 0 || cols <= 0 || cols % groupSize != 0)
-        return "the weight [" + std::to_string(rows) + ", " + std::to_string(cols) + "] is empty or not whole groups of " + std::to_string(groupSize);
+        return "the weight [" + std::to_string(rows) + ", " + std::to_string(cols) +
+               "] is empty or not whole groups of " + std::to_string(groupSize);
     return "";
 }
 

@@ -27,12 +27,12 @@ inline constexpr int kTrellisHeaderSize = 6;
 struct TrellisHeader {
     std::int64_t rows = 0;
     std::int64_t cols = 0;
-    int stateBits = 0;   // L
-    int bits = 0;        // K
-    int groupSize = 0;   // G
+    int stateBits = 0;  // L
+    int bits = 0;       // K
+    int groupSize = 0;  // G
     std::uint64_t rotationSeed = 0;
 
-    std::vector<std::int64_t> values() const;   // the I64 [6] tensor
+    std::vector<std::int64_t> values() const;  // the I64 [6] tensor
     static TrellisHeader fromValues(std::span<const std::int64_t, kTrellisHeaderSize> v);
     // "" when L, K, G and the shape fit what the decoder replays; else why not.
     std::string problem() const;

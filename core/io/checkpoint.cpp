@@ -9,12 +9,13 @@
 #include <optional>
 #include <set>
 
-#include "gguf_checkpoint.h"
-#include "shared_memory.h"
 #include "qs/error.h"
 #include "qs/io/json_file.h"
 #include "qs/io/json_value.h"
 #include "qs/message_text.h"
+
+#include "gguf_checkpoint.h"
+#include "shared_memory.h"
 
 namespace qs::io {
 
@@ -37,7 +38,8 @@ std::map<std::string, std::string> readWeightMap(const fs::path& indexPath) {
         if (!file.is_string()) fail("weight_map entry of tensor '" + tensor + "' must be a file name");
         const auto& name = file.get_ref<const std::string&>();
         if (name.empty() || name.find('/') != std::string::npos || name == "." || name == "..")
-            fail("weight_map maps tensor '" + tensor + "' to '" + name + "', which is not a file in the checkpoint's folder");
+            fail("weight_map maps tensor '" + tensor + "' to '" + name +
+                 "', which is not a file in the checkpoint's folder");
         out.emplace(tensor, name);
     }
     // An index of nothing beside shards that hold tensors is not a checkpoint of nothing.
@@ -54,7 +56,8 @@ fs::path singleFileOf(const fs::path& dir) {
     if (found.size() == 1) return found.front();
     if (found.empty()) {
         if (const auto gguf = detail::singleGgufIn(dir)) return *gguf;
-        throw Error(dir.string() + ": no .safetensors or .gguf file (expected model.safetensors, a .gguf file or " + std::string(kIndexName) + ")");
+        throw Error(dir.string() + ": no .safetensors or .gguf file (expected model.safetensors, a .gguf file or " +
+                    std::string(kIndexName) + ")");
     }
     throw Error(dir.string() + ": holds " + std::to_string(found.size()) + " .safetensors files but no " + kIndexName +
                 " saying how they form one checkpoint");
@@ -85,7 +88,7 @@ struct Checkpoint::Impl {
     fs::path root;
     std::vector<SafetensorsFile> shards;
     std::optional<GgufFile> gguf;
-    std::vector<TensorInfo> ggufTensors;   // the GGUF's tensors under Hugging Face names
+    std::vector<TensorInfo> ggufTensors;  // the GGUF's tensors under Hugging Face names
     // Tensors whose values are read back computed (gemma3's norms, stored as 1 + w): their bytes live in
     // `computed`, at their TensorInfo's offsets there.
     std::optional<detail::SharedMemory> computed;
@@ -112,7 +115,8 @@ void Checkpoint::Impl::addShardTensors() {
             const auto [it, inserted] = shardOf.emplace(info.name, s);
             if (!inserted)
                 throw Error(root.string() + ": tensor '" + info.name + "' is in two shards, " +
-                            shards[it->second].path().filename().string() + " and " + shards[s].path().filename().string());
+                            shards[it->second].path().filename().string() + " and " +
+                            shards[s].path().filename().string());
             tensors.push_back(CheckpointTensor{&info, s, parseTensorName(info.name)});
         }
     }
@@ -129,7 +133,8 @@ void Checkpoint::Impl::openGguf(const fs::path& path) {
     std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.info->name < b.info->name; });
     for (std::size_t i = 0; i < tensors.size(); ++i)
         if (!byName.emplace(tensors[i].info->name, i).second)
-            throw Error(path.string() + ": two tensors are both named '" + tensors[i].info->name + "' once llama.cpp's names are mapped");
+            throw Error(path.string() + ": two tensors are both named '" + tensors[i].info->name +
+                        "' once llama.cpp's names are mapped");
     config = std::move(view.config);
     quantConfig = std::move(view.quantConfig);
     if (quantConfig.contains("quant_method")) quantFormat = quantConfig["quant_method"].get<std::string>();
@@ -140,7 +145,8 @@ void Checkpoint::Impl::openGguf(const fs::path& path) {
 void Checkpoint::Impl::shiftValues(const std::vector<std::pair<std::size_t, float>>& shifts) {
     if (shifts.empty()) return;
     std::uint64_t total = 0;
-    for (const auto& [index, shift] : shifts) total += static_cast<std::uint64_t>(ggufTensors.at(index).numel()) * sizeof(float);
+    for (const auto& [index, shift] : shifts)
+        total += static_cast<std::uint64_t>(ggufTensors.at(index).numel()) * sizeof(float);
     computed.emplace(static_cast<std::size_t>(total));
     const std::span<std::byte> out = computed->writable();
     std::uint64_t at = 0;
@@ -151,7 +157,7 @@ void Checkpoint::Impl::shiftValues(const std::vector<std::pair<std::size_t, floa
         std::memcpy(out.data() + at, values.data(), values.size() * sizeof(float));
         info.ggmlType = GgmlType::F32;
         info.dtype = DType::F32;
-        info.ropeInterleavedHeads = 0;   // undone by the decode above
+        info.ropeInterleavedHeads = 0;  // undone by the decode above
         info.begin = at;
         info.end = at + values.size() * sizeof(float);
         at = info.end;
@@ -160,19 +166,21 @@ void Checkpoint::Impl::shiftValues(const std::vector<std::pair<std::size_t, floa
     computed->seal();
 }
 
-void Checkpoint::Impl::checkAgainstIndex(const std::map<std::string, std::string>& weightMap, const fs::path& indexPath) const {
+void Checkpoint::Impl::checkAgainstIndex(const std::map<std::string, std::string>& weightMap,
+                                         const fs::path& indexPath) const {
     for (const auto& [name, file] : weightMap) {
         const auto it = byName.find(name);
         if (it == byName.end())
             throw Error(indexPath.string() + ": maps tensor '" + name + "' to " + file + ", which does not hold it");
         const std::string actual = shards[tensors[it->second].shard].path().filename().string();
         if (actual != file)
-            throw Error(indexPath.string() + ": maps tensor '" + name + "' to " + file + ", which does not hold it (it is in " +
-                        actual + ")");
+            throw Error(indexPath.string() + ": maps tensor '" + name + "' to " + file +
+                        ", which does not hold it (it is in " + actual + ")");
     }
     for (const auto& t : tensors) {
         if (!weightMap.contains(t.info->name))
-            throw Error(shards[t.shard].path().string() + ": tensor '" + t.info->name + "' is not listed in " + kIndexName);
+            throw Error(shards[t.shard].path().string() + ": tensor '" + t.info->name + "' is not listed in " +
+                        kIndexName);
     }
 }
 
@@ -190,10 +198,12 @@ void Checkpoint::Impl::readConfig() {
     } else if (fs::exists(root / "hf_quant_config.json")) {
         // ModelOpt exports name their algorithm (FP8, NVFP4, ...) in a side file.
         quantConfig = readJsonFile(root / "hf_quant_config.json");
-        const std::string algo = quantConfig.is_object() ? stringField(quantConfig.value("quantization", json::object()), "quant_algo") : "";
+        const std::string algo =
+            quantConfig.is_object() ? stringField(quantConfig.value("quantization", json::object()), "quant_algo") : "";
         quantFormat = algo.empty() ? "modelopt" : algo;
     }
-    hasTokenizer = fs::exists(root / "tokenizer.json") || fs::exists(root / "tokenizer.model") || fs::exists(root / "vocab.json");
+    hasTokenizer =
+        fs::exists(root / "tokenizer.json") || fs::exists(root / "tokenizer.model") || fs::exists(root / "vocab.json");
     hasGenerationConfig = fs::exists(root / "generation_config.json");
 }
 
@@ -213,25 +223,32 @@ Checkpoint Checkpoint::open(const fs::path& path) {
             std::set<std::string> files;
             for (const auto& [tensor, file] : weightMap) {
                 if (files.insert(file).second && !fs::is_regular_file(path / file))
-                    throw Error(indexPath.string() + ": names shard " + file + " (for tensor '" + tensor + "'), which does not exist");
+                    throw Error(indexPath.string() + ": names shard " + file + " (for tensor '" + tensor +
+                                "'), which does not exist");
             }
             for (const auto& file : files) impl->shards.push_back(SafetensorsFile::open(path / file));
         } else {
             const fs::path file = singleFileOf(path);
-            if (isGgufFile(file)) impl->openGguf(file);
-            else impl->shards.push_back(SafetensorsFile::open(file));
+            if (isGgufFile(file))
+                impl->openGguf(file);
+            else
+                impl->shards.push_back(SafetensorsFile::open(file));
         }
     } else {
         impl->root = path.has_parent_path() ? path.parent_path() : fs::path(".");
-        if (isGgufFile(path)) impl->openGguf(path);
-        else impl->shards.push_back(SafetensorsFile::open(path));
+        if (isGgufFile(path))
+            impl->openGguf(path);
+        else
+            impl->shards.push_back(SafetensorsFile::open(path));
     }
     if (!impl->gguf) impl->addShardTensors();
     // A header of {} is valid safetensors (and a GGUF of metadata only is a valid GGUF), but a
     // checkpoint of no tensors can only be an accident, and every command would "succeed" on it
     // (dequantize wrote an empty model).
     if (impl->tensors.empty()) {
-        const fs::path file = impl->gguf ? impl->gguf->path() : impl->shards.size() == 1 ? impl->shards.front().path() : path;
+        const fs::path file = impl->gguf                 ? impl->gguf->path()
+                              : impl->shards.size() == 1 ? impl->shards.front().path()
+                                                         : path;
         throw Error(file.string() + ": holds no tensors");
     }
     if (impl->gguf) return Checkpoint(std::move(impl));
@@ -260,7 +277,8 @@ TensorView Checkpoint::tensor(std::string_view name) const {
 }
 
 TensorView Checkpoint::view(const CheckpointTensor& t) const {
-    if (impl_->computedTensors.contains(t.info)) return TensorView(*t.info, impl_->computed->bytes().subspan(t.info->begin, t.info->byteSize()));
+    if (impl_->computedTensors.contains(t.info))
+        return TensorView(*t.info, impl_->computed->bytes().subspan(t.info->begin, t.info->byteSize()));
     return impl_->gguf ? impl_->gguf->view(*t.info) : impl_->shards.at(t.shard).view(*t.info);
 }
 

@@ -65,7 +65,8 @@ CheckpointFingerprint fingerprintOf(const Checkpoint& checkpoint) {
         for (const TensorInfo& t : gguf->tensors()) {
             hash.add(std::string_view("\0", 1));
             hash.add(t.name);
-            hash.add(" " + std::to_string(t.ggmlType ? static_cast<int>(*t.ggmlType) : -1) + " " + std::to_string(t.begin));
+            hash.add(" " + std::to_string(t.ggmlType ? static_cast<int>(*t.ggmlType) : -1) + " " +
+                     std::to_string(t.begin));
             for (const std::int64_t d : t.shape) hash.add(" " + std::to_string(d));
         }
     }

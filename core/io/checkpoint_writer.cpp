@@ -10,10 +10,11 @@
 #include <set>
 #include <string>
 
-#include "output_file.h"
-#include "writer_guard.h"
 #include "qs/error.h"
 #include "qs/io/shape_text.h"
+
+#include "output_file.h"
+#include "writer_guard.h"
 
 namespace qs::io {
 
@@ -26,10 +27,21 @@ namespace {
 constexpr std::size_t kPrettyConfigBytes = 256 * 1024;
 
 // Files that travel with a model but that the writer does not produce itself.
-constexpr const char* kAuxiliaryFiles[] = {
-    "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model", "vocab.json",
-    "merges.txt", "vocab.txt", "added_tokens.json", "generation_config.json", "chat_template.jinja",
-    "chat_template.json", "LICENSE", "LICENSE.txt", "LICENSE.md", "NOTICE"};
+constexpr const char* kAuxiliaryFiles[] = {"tokenizer.json",
+                                           "tokenizer_config.json",
+                                           "special_tokens_map.json",
+                                           "tokenizer.model",
+                                           "vocab.json",
+                                           "merges.txt",
+                                           "vocab.txt",
+                                           "added_tokens.json",
+                                           "generation_config.json",
+                                           "chat_template.jinja",
+                                           "chat_template.json",
+                                           "LICENSE",
+                                           "LICENSE.txt",
+                                           "LICENSE.md",
+                                           "NOTICE"};
 
 bool isInside(const fs::path& child, const fs::path& parent) {
     const auto [p, c] = std::mismatch(parent.begin(), parent.end(), child.begin(), child.end());
@@ -87,7 +99,8 @@ struct CheckpointWriter::Impl {
     // Runs one public operation; any exception leaves nothing behind and disables the writer.
     template <typename Body>
     auto guarded(Body&& body) {
-        return guard.run(std::forward<Body>(body), [this](const std::string& what) { fail(what); }, [this] { discard(); });
+        return guard.run(
+            std::forward<Body>(body), [this](const std::string& what) { fail(what); }, [this] { discard(); });
     }
 
     fs::path shardPartPath(std::size_t index) const { return tempDir / ("shard-" + std::to_string(index) + ".part"); }
@@ -99,7 +112,8 @@ struct CheckpointWriter::Impl {
     void replaceDestination();
 };
 
-std::uint64_t CheckpointWriter::Impl::checkTensor(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape) const {
+std::uint64_t CheckpointWriter::Impl::checkTensor(const std::string& name, DType dtype,
+                                                  const std::vector<std::int64_t>& shape) const {
     if (name.empty() || name == "__metadata__") fail("'" + name + "' cannot be a tensor name");
     if (names.contains(name)) fail("tensor '" + name + "' added twice");
     std::uint64_t bytes = dtypeSize(dtype);
@@ -117,7 +131,8 @@ void CheckpointWriter::Impl::beginTensor(const std::string& name, DType dtype, c
     if (shard && !shard->tensors.empty() && shard->data->size() + bytes > options.maxShardBytes) closeShard();
     if (!shard) {
         shard.emplace();
-        shard->data = std::make_unique<detail::OutputFile>(tempDir / ("shard-" + std::to_string(closedShards.size()) + ".data"));
+        shard->data =
+            std::make_unique<detail::OutputFile>(tempDir / ("shard-" + std::to_string(closedShards.size()) + ".data"));
     }
     const std::uint64_t begin = shard->data->size();
     shard->tensors.push_back(PendingTensor{name, dtype, shape, begin, begin + bytes});
@@ -191,7 +206,8 @@ void CheckpointWriter::Impl::replaceDestination() {
     fs::remove_all(old, ec);
 }
 
-CheckpointWriter::CheckpointWriter(fs::path destination, CheckpointWriterOptions options, std::optional<fs::path> source)
+CheckpointWriter::CheckpointWriter(fs::path destination, CheckpointWriterOptions options,
+                                   std::optional<fs::path> source)
     : impl_(std::make_unique<Impl>()) {
     auto& w = *impl_;
     w.destination = absoluteFolder(destination);
@@ -203,7 +219,8 @@ CheckpointWriter::CheckpointWriter(fs::path destination, CheckpointWriterOptions
         if (ec) w.fail("source checkpoint " + source->string() + " does not exist");
         if (!fs::is_directory(src)) src = src.parent_path();
         if (isInside(w.destination, src))
-            w.fail("is inside (or is) the source checkpoint " + src.string() + "; write the output elsewhere so that the source is never modified");
+            w.fail("is inside (or is) the source checkpoint " + src.string() +
+                   "; write the output elsewhere so that the source is never modified");
         if (isInside(src, w.destination))
             w.fail("contains the source checkpoint " + src.string() + "; replacing it would delete the source");
     }
@@ -211,10 +228,11 @@ CheckpointWriter::CheckpointWriter(fs::path destination, CheckpointWriterOptions
         if (!w.options.overwrite) w.fail("already exists (choose another destination or allow overwriting)");
         if (!fs::is_directory(w.destination)) w.fail("exists and is not a folder");
     }
-    if (!fs::is_directory(w.destination.parent_path())) w.fail("its parent folder " + w.destination.parent_path().string() + " does not exist");
+    if (!fs::is_directory(w.destination.parent_path()))
+        w.fail("its parent folder " + w.destination.parent_path().string() + " does not exist");
     w.tempDir = detail::makeSiblingDir(w.destination, ".tmp-");
-    fs::permissions(w.tempDir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec | fs::perms::others_read |
-                                   fs::perms::others_exec);
+    fs::permissions(w.tempDir, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
+                                   fs::perms::others_read | fs::perms::others_exec);
 }
 
 CheckpointWriter::~CheckpointWriter() = default;
@@ -224,8 +242,8 @@ void CheckpointWriter::addTensor(const std::string& name, DType dtype, const std
     impl_->guarded([&] {
         const std::uint64_t need = impl_->checkTensor(name, dtype, shape);
         if (bytes.size() != need)
-            impl_->fail("tensor '" + name + "': " + std::to_string(bytes.size()) + " bytes given but " + std::string(dtypeName(dtype)) +
-                        " " + shapeText(shape) + " needs " + std::to_string(need));
+            impl_->fail("tensor '" + name + "': " + std::to_string(bytes.size()) + " bytes given but " +
+                        std::string(dtypeName(dtype)) + " " + shapeText(shape) + " needs " + std::to_string(need));
         impl_->beginTensor(name, dtype, shape, need);
         impl_->shard->data->write(bytes);
     });
@@ -236,8 +254,8 @@ void CheckpointWriter::addTensorF32(const std::string& name, DType dtype, const 
     impl_->guarded([&] {
         const std::uint64_t need = impl_->checkTensor(name, dtype, shape);
         if (values.size() * dtypeSize(dtype) != need)
-            impl_->fail("tensor '" + name + "': " + std::to_string(values.size()) + " values given but shape " + shapeText(shape) +
-                        " holds " + std::to_string(need / dtypeSize(dtype)));
+            impl_->fail("tensor '" + name + "': " + std::to_string(values.size()) + " values given but shape " +
+                        shapeText(shape) + " holds " + std::to_string(need / dtypeSize(dtype)));
         impl_->beginTensor(name, dtype, shape, need);
         // Converted in slices so that the writer holds only a slice of encoded bytes at a time.
         constexpr std::size_t kSlice = std::size_t{1} << 20;
@@ -283,7 +301,8 @@ fs::path CheckpointWriter::finish() {
         if (w.shard || w.closedShards.empty()) w.closeShard();  // an empty checkpoint still gets its (empty) file
         const std::size_t count = w.closedShards.size();
         for (std::size_t s = 0; s < count; ++s)
-            fs::rename(w.shardPartPath(s), w.tempDir / (count == 1 ? std::string("model.safetensors") : shardFileName(s, count)));
+            fs::rename(w.shardPartPath(s),
+                       w.tempDir / (count == 1 ? std::string("model.safetensors") : shardFileName(s, count)));
         if (count > 1) w.writeIndex();
         if (w.config) {
             const fs::path path = w.tempDir / "config.json";

@@ -63,7 +63,8 @@ inline float halfBitsToF32(std::uint16_t h) {
 // 8 too small (bias 7 vs 15); subnormals line up the same way. 0x7F/0xFF are NaN.
 inline float e4m3BitsToF32(std::uint8_t c) {
     const std::uint32_t magnitude = c & 0x7Fu;
-    const std::uint32_t value = std::bit_cast<std::uint32_t>(halfBitsToF32(static_cast<std::uint16_t>(magnitude << 7)) * 256.0f);
+    const std::uint32_t value =
+        std::bit_cast<std::uint32_t>(halfBitsToF32(static_cast<std::uint16_t>(magnitude << 7)) * 256.0f);
     const std::uint32_t isNan = 0u - static_cast<std::uint32_t>(magnitude == 0x7Fu);
     return std::bit_cast<float>(((std::uint32_t{c} & 0x80u) << 24) | (value & ~isNan) | (0x7FC00000u & isNan));
 }
@@ -119,64 +120,60 @@ void encodeFromF32(const float* in, std::size_t count, std::byte* out, Encode en
 
 void convertToF32(DType src, const std::byte* data, std::size_t count, float* out) {
     switch (src) {
-    case DType::F32:
-        std::memcpy(out, data, count * sizeof(float));
-        return;
-    case DType::F16:
-        forChunks(count, [&](std::size_t b, std::size_t e) {
-            for (std::size_t i = b; i < e; ++i) out[i] = halfBitsToF32(load<std::uint16_t>(data + 2 * i));
-        });
-        return;
-    case DType::BF16:
-        forChunks(count, [&](std::size_t b, std::size_t e) {
-            for (std::size_t i = b; i < e; ++i)
-                out[i] = std::bit_cast<float>(std::uint32_t{load<std::uint16_t>(data + 2 * i)} << 16);
-        });
-        return;
-    case DType::F8_E4M3: byteFloatToF32<e4m3BitsToF32>(data, count, out); return;
-    case DType::F8_E5M2: byteFloatToF32<e5m2BitsToF32>(data, count, out); return;
-    case DType::F8_E8M0: byteFloatToF32<e8m0BitsToF32>(data, count, out); return;
-    case DType::F64: numericToF32<double>(data, count, out); return;
-    case DType::I64: numericToF32<std::int64_t>(data, count, out); return;
-    case DType::I32: numericToF32<std::int32_t>(data, count, out); return;
-    case DType::I16: numericToF32<std::int16_t>(data, count, out); return;
-    case DType::I8: numericToF32<std::int8_t>(data, count, out); return;
-    case DType::U64: numericToF32<std::uint64_t>(data, count, out); return;
-    case DType::U32: numericToF32<std::uint32_t>(data, count, out); return;
-    case DType::U16: numericToF32<std::uint16_t>(data, count, out); return;
-    case DType::U8: numericToF32<std::uint8_t>(data, count, out); return;
-    case DType::BOOL:
-        forChunks(count, [&](std::size_t b, std::size_t e) {
-            for (std::size_t i = b; i < e; ++i) out[i] = data[i] != std::byte{0} ? 1.0f : 0.0f;
-        });
-        return;
+        case DType::F32: std::memcpy(out, data, count * sizeof(float)); return;
+        case DType::F16:
+            forChunks(count, [&](std::size_t b, std::size_t e) {
+                for (std::size_t i = b; i < e; ++i) out[i] = halfBitsToF32(load<std::uint16_t>(data + 2 * i));
+            });
+            return;
+        case DType::BF16:
+            forChunks(count, [&](std::size_t b, std::size_t e) {
+                for (std::size_t i = b; i < e; ++i)
+                    out[i] = std::bit_cast<float>(std::uint32_t{load<std::uint16_t>(data + 2 * i)} << 16);
+            });
+            return;
+        case DType::F8_E4M3: byteFloatToF32<e4m3BitsToF32>(data, count, out); return;
+        case DType::F8_E5M2: byteFloatToF32<e5m2BitsToF32>(data, count, out); return;
+        case DType::F8_E8M0: byteFloatToF32<e8m0BitsToF32>(data, count, out); return;
+        case DType::F64: numericToF32<double>(data, count, out); return;
+        case DType::I64: numericToF32<std::int64_t>(data, count, out); return;
+        case DType::I32: numericToF32<std::int32_t>(data, count, out); return;
+        case DType::I16: numericToF32<std::int16_t>(data, count, out); return;
+        case DType::I8: numericToF32<std::int8_t>(data, count, out); return;
+        case DType::U64: numericToF32<std::uint64_t>(data, count, out); return;
+        case DType::U32: numericToF32<std::uint32_t>(data, count, out); return;
+        case DType::U16: numericToF32<std::uint16_t>(data, count, out); return;
+        case DType::U8: numericToF32<std::uint8_t>(data, count, out); return;
+        case DType::BOOL:
+            forChunks(count, [&](std::size_t b, std::size_t e) {
+                for (std::size_t i = b; i < e; ++i) out[i] = data[i] != std::byte{0} ? 1.0f : 0.0f;
+            });
+            return;
     }
 }
 
 void convertFromF32(DType dst, const float* in, std::size_t count, std::byte* out) {
     switch (dst) {
-    case DType::F32: std::memcpy(out, in, count * sizeof(float)); return;
-    case DType::F16: encodeFromF32<std::uint16_t>(in, count, out, f32ToF16); return;
-    case DType::BF16: encodeFromF32<std::uint16_t>(in, count, out, f32ToBf16); return;
-    case DType::F8_E4M3: encodeFromF32<std::uint8_t>(in, count, out, f32ToE4m3); return;
-    case DType::F8_E5M2: encodeFromF32<std::uint8_t>(in, count, out, f32ToE5m2); return;
-    case DType::F8_E8M0: encodeFromF32<std::uint8_t>(in, count, out, f32ToE8m0); return;
-    case DType::F64:
-        encodeFromF32<double>(in, count, out, [](float v) { return static_cast<double>(v); });
-        return;
-    case DType::I64: encodeFromF32<std::int64_t>(in, count, out, f32ToInteger<std::int64_t>); return;
-    case DType::I32: encodeFromF32<std::int32_t>(in, count, out, f32ToInteger<std::int32_t>); return;
-    case DType::I16: encodeFromF32<std::int16_t>(in, count, out, f32ToInteger<std::int16_t>); return;
-    case DType::I8: encodeFromF32<std::int8_t>(in, count, out, f32ToInteger<std::int8_t>); return;
-    case DType::U64: encodeFromF32<std::uint64_t>(in, count, out, f32ToInteger<std::uint64_t>); return;
-    case DType::U32: encodeFromF32<std::uint32_t>(in, count, out, f32ToInteger<std::uint32_t>); return;
-    case DType::U16: encodeFromF32<std::uint16_t>(in, count, out, f32ToInteger<std::uint16_t>); return;
-    case DType::U8: encodeFromF32<std::uint8_t>(in, count, out, f32ToInteger<std::uint8_t>); return;
-    case DType::BOOL:
-        // BOOL follows the integer rule (NaN -> 0); any other non-zero value is true.
-        encodeFromF32<std::uint8_t>(in, count, out,
-                                    [](float v) { return static_cast<std::uint8_t>(v != 0.0f && !std::isnan(v)); });
-        return;
+        case DType::F32: std::memcpy(out, in, count * sizeof(float)); return;
+        case DType::F16: encodeFromF32<std::uint16_t>(in, count, out, f32ToF16); return;
+        case DType::BF16: encodeFromF32<std::uint16_t>(in, count, out, f32ToBf16); return;
+        case DType::F8_E4M3: encodeFromF32<std::uint8_t>(in, count, out, f32ToE4m3); return;
+        case DType::F8_E5M2: encodeFromF32<std::uint8_t>(in, count, out, f32ToE5m2); return;
+        case DType::F8_E8M0: encodeFromF32<std::uint8_t>(in, count, out, f32ToE8m0); return;
+        case DType::F64: encodeFromF32<double>(in, count, out, [](float v) { return static_cast<double>(v); }); return;
+        case DType::I64: encodeFromF32<std::int64_t>(in, count, out, f32ToInteger<std::int64_t>); return;
+        case DType::I32: encodeFromF32<std::int32_t>(in, count, out, f32ToInteger<std::int32_t>); return;
+        case DType::I16: encodeFromF32<std::int16_t>(in, count, out, f32ToInteger<std::int16_t>); return;
+        case DType::I8: encodeFromF32<std::int8_t>(in, count, out, f32ToInteger<std::int8_t>); return;
+        case DType::U64: encodeFromF32<std::uint64_t>(in, count, out, f32ToInteger<std::uint64_t>); return;
+        case DType::U32: encodeFromF32<std::uint32_t>(in, count, out, f32ToInteger<std::uint32_t>); return;
+        case DType::U16: encodeFromF32<std::uint16_t>(in, count, out, f32ToInteger<std::uint16_t>); return;
+        case DType::U8: encodeFromF32<std::uint8_t>(in, count, out, f32ToInteger<std::uint8_t>); return;
+        case DType::BOOL:
+            // BOOL follows the integer rule (NaN -> 0); any other non-zero value is true.
+            encodeFromF32<std::uint8_t>(in, count, out,
+                                        [](float v) { return static_cast<std::uint8_t>(v != 0.0f && !std::isnan(v)); });
+            return;
     }
 }
 

@@ -2,8 +2,9 @@
 // IQ4_XS (kIq4nlValues, a non-uniform grid fitted to weights) and MXFP4 / NVFP4 (E2M1 floats, stored
 // doubled in kFp4TwiceValues, with scales that carry the 1/2). Weight j of a 32-weight group is the low
 // nibble, weight j + 16 the high nibble of byte j (for NVFP4's 16-weight groups: j and j + 8).
-#include "ggml_decoders.h"
 #include "qs/io/ggml_blocks.h"
+
+#include "ggml_decoders.h"
 
 namespace qs::io::ggml {
 namespace {
@@ -11,7 +12,7 @@ namespace {
 // 16 bytes of codes -> 32 weights: level[code] * scale.
 template <typename Level>
 inline void nibbles32(const std::uint8_t* qs, const Level* levels, float scale, float* out) {
-    #pragma omp simd
+#pragma omp simd
     for (int j = 0; j < 16; ++j) {
         out[j] = scale * static_cast<float>(levels[qs[j] & 0xF]);
         out[j + 16] = scale * static_cast<float>(levels[qs[j] >> 4]);
@@ -22,7 +23,8 @@ inline void nibbles32(const std::uint8_t* qs, const Level* levels, float scale, 
 
 // IQ4_NL (18 bytes): d (F16), qs[16]; w = d * kIq4nlValues[q].
 void decodeIq4Nl(const std::uint8_t* src, float* dst, std::int64_t n) {
-    for (std::int64_t b = 0; b < n / 32; ++b, src += 18, dst += 32) nibbles32(src + 2, kIq4nlValues, readHalf(src), dst);
+    for (std::int64_t b = 0; b < n / 32; ++b, src += 18, dst += 32)
+        nibbles32(src + 2, kIq4nlValues, readHalf(src), dst);
 }
 
 // IQ4_XS (136 bytes): d (F16), scales_h (u16: 2 bits per group), scales_l[4] (a nibble per group),
@@ -53,7 +55,7 @@ void decodeNvfp4(const std::uint8_t* src, float* dst, std::int64_t n) {
         for (int s = 0; s < 4; ++s, dst += 16) {
             const float d = ue4m3HalfToFloat(src[s]);
             const std::uint8_t* qs = src + 4 + 8 * s;
-            #pragma omp simd
+#pragma omp simd
             for (int j = 0; j < 8; ++j) {
                 dst[j] = static_cast<float>(kFp4TwiceValues[qs[j] & 0xF]) * d;
                 dst[j + 8] = static_cast<float>(kFp4TwiceValues[qs[j] >> 4]) * d;

@@ -5,10 +5,11 @@
 #include <array>
 #include <bit>
 
+#include "qs/io/ggml_blocks.h"
+
 #include "ggml_decoders.h"
 #include "ggml_iq_grid_data.h"
 #include "ggml_sign_table.h"
-#include "qs/io/ggml_blocks.h"
 
 namespace qs::io::ggml {
 namespace {
@@ -52,7 +53,7 @@ constexpr float kIq1Delta = 0.125f;
 // 8 (or 4) weights: (scale * level) * sign, the sign -1 where `signs` has the weight's bit.
 inline void signedGroup(const float* levels, int count, float scale, std::uint8_t signs, float* out) {
     const float* sign = kSignTable[signs].data();
-    #pragma omp simd
+#pragma omp simd
     for (int j = 0; j < count; ++j) out[j] = (scale * levels[j]) * sign[j];
 }
 
@@ -157,7 +158,7 @@ void decodeIq3S(const std::uint8_t* src, float* dst, std::int64_t n) {
 namespace {
 // 8 weights of IQ1_S / IQ1_M: scale * (level + delta), level in {-1, 0, 1}.
 inline void shiftedGroup(const float* levels, float scale, float delta, float* out) {
-    #pragma omp simd
+#pragma omp simd
     for (int j = 0; j < 8; ++j) out[j] = scale * (levels[j] + delta);
 }
 }  // namespace
@@ -188,8 +189,8 @@ void decodeIq1M(const std::uint8_t* src, float* dst, std::int64_t n) {
     for (std::int64_t b = 0; b < n / kQk; ++b, src += 56) {
         std::uint16_t sc[4];
         for (int k = 0; k < 4; ++k) sc[k] = readU16(src + 48 + 2 * k);
-        const auto dBits = static_cast<std::uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) | ((sc[2] >> 4) & 0x0F00) |
-                                                      (sc[3] & 0xF000));
+        const auto dBits = static_cast<std::uint16_t>((sc[0] >> 12) | ((sc[1] >> 8) & 0x00F0) |
+                                                      ((sc[2] >> 4) & 0x0F00) | (sc[3] & 0xF000));
         const float d = halfToFloat(dBits);
         for (int g = 0; g < 8; ++g) {
             const int shift = 6 * (g % 2);

@@ -2,8 +2,9 @@
 // small integer scale (and min) that multiplies the super-block's F16 scale d (and dmin).
 // docs/formats/gguf-types.md has the byte layouts; the comment of each decoder says which bits hold a
 // weight's code. Weights are written in order, each product rounded on its own (no FMA), as ggml's C.
-#include "ggml_decoders.h"
 #include "qs/io/ggml_blocks.h"
+
+#include "ggml_decoders.h"
 
 namespace qs::io::ggml {
 namespace {
@@ -27,7 +28,7 @@ void decodeQ2_K(const std::uint8_t* src, float* dst, std::int64_t n) {
                     const float dl = d * static_cast<float>(sc & 0xF);
                     const float ml = dmin * static_cast<float>(sc >> 4);
                     const std::uint8_t* q = qs + 16 * half;
-                    #pragma omp simd
+#pragma omp simd
                     for (int l = 0; l < 16; ++l) dst[l] = dl * static_cast<float>((q[l] >> (2 * s)) & 3) - ml;
                 }
             }
@@ -49,13 +50,13 @@ void decodeQ3_K(const std::uint8_t* src, float* dst, std::int64_t n) {
             const std::uint8_t* qs = src + 32 + 32 * h;
             for (int s = 0; s < 4; ++s, dst += 32) {
                 const int bit = 4 * h + s;
-                int q[32];   // the 32 codes first (integer work), then two scales: both loops vectorise
+                int q[32];  // the 32 codes first (integer work), then two scales: both loops vectorise
                 for (int l = 0; l < 32; ++l) q[l] = ((qs[l] >> (2 * s)) & 3) - 4 + 4 * ((hmask[l] >> bit) & 1);
                 const float dl0 = d * static_cast<float>(scales[8 * h + 2 * s]);
                 const float dl1 = d * static_cast<float>(scales[8 * h + 2 * s + 1]);
-                #pragma omp simd
+#pragma omp simd
                 for (int l = 0; l < 16; ++l) dst[l] = dl0 * static_cast<float>(q[l]);
-                #pragma omp simd
+#pragma omp simd
                 for (int l = 16; l < 32; ++l) dst[l] = dl1 * static_cast<float>(q[l]);
             }
         }

@@ -4,9 +4,10 @@
 //   Q4_0: (q - 8) * d        Q4_1: q * d + m        Q5_0: (q - 16) * d        Q5_1: q * d + m
 // Q1_0 (128 weights, one bit each: +d or -d) and Q2_0 (64 weights, 2 bits: (q - 1) * d) follow the
 // same pattern. Products are rounded before sums, as ggml's C does (no FMA: see CMakeLists).
+#include "qs/io/ggml_blocks.h"
+
 #include "ggml_decoders.h"
 #include "ggml_sign_table.h"
-#include "qs/io/ggml_blocks.h"
 
 namespace qs::io::ggml {
 namespace {
@@ -19,7 +20,7 @@ void decodeQ4_0(const std::uint8_t* src, float* dst, std::int64_t n) {
     for (std::int64_t b = 0; b < n / kBlock; ++b, src += bytes, dst += kBlock) {
         const float d = readHalf(src);
         const std::uint8_t* qs = src + 2;
-        #pragma omp simd
+#pragma omp simd
         for (int j = 0; j < kHalf; ++j) {
             dst[j] = static_cast<float>((qs[j] & 0xF) - 8) * d;
             dst[j + kHalf] = static_cast<float>((qs[j] >> 4) - 8) * d;
@@ -33,7 +34,7 @@ void decodeQ4_1(const std::uint8_t* src, float* dst, std::int64_t n) {
         const float d = readHalf(src);
         const float m = readHalf(src + 2);
         const std::uint8_t* qs = src + 4;
-        #pragma omp simd
+#pragma omp simd
         for (int j = 0; j < kHalf; ++j) {
             dst[j] = static_cast<float>(qs[j] & 0xF) * d + m;
             dst[j + kHalf] = static_cast<float>(qs[j] >> 4) * d + m;
@@ -58,7 +59,7 @@ void decodeQ5_0(const std::uint8_t* src, float* dst, std::int64_t n) {
     for (std::int64_t b = 0; b < n / kBlock; ++b, src += bytes, dst += kBlock) {
         const float d = readHalf(src);
         fiveBitCodes(src + 2, src + 6, codes);
-        #pragma omp simd
+#pragma omp simd
         for (int j = 0; j < kBlock; ++j) dst[j] = static_cast<float>(codes[j] - 16) * d;
     }
 }
@@ -70,7 +71,7 @@ void decodeQ5_1(const std::uint8_t* src, float* dst, std::int64_t n) {
         const float d = readHalf(src);
         const float m = readHalf(src + 2);
         fiveBitCodes(src + 4, src + 8, codes);
-        #pragma omp simd
+#pragma omp simd
         for (int j = 0; j < kBlock; ++j) dst[j] = static_cast<float>(codes[j]) * d + m;
     }
 }
@@ -79,10 +80,11 @@ void decodeQ1_0(const std::uint8_t* src, float* dst, std::int64_t n) {
     constexpr int block = 128;
     constexpr int bytes = 2 + block / 8;
     for (std::int64_t b = 0; b < n / block; ++b, src += bytes, dst += block) {
-        const float minusD = -readHalf(src);   // a set bit is +d: -d times the table's -1
+        const float minusD = -readHalf(src);  // a set bit is +d: -d times the table's -1
         for (int byte = 0; byte < block / 8; ++byte)
-            #pragma omp simd
-            for (int j = 0; j < 8; ++j) dst[8 * byte + j] = minusD * kSignTable[src[2 + byte]][static_cast<std::size_t>(j)];
+#pragma omp simd
+            for (int j = 0; j < 8; ++j)
+                dst[8 * byte + j] = minusD * kSignTable[src[2 + byte]][static_cast<std::size_t>(j)];
     }
 }
 
@@ -92,8 +94,9 @@ void decodeQ2_0(const std::uint8_t* src, float* dst, std::int64_t n) {
     for (std::int64_t b = 0; b < n / block; ++b, src += bytes, dst += block) {
         const float d = readHalf(src);
         for (int byte = 0; byte < block / 4; ++byte)
-            #pragma omp simd
-            for (int k = 0; k < 4; ++k) dst[4 * byte + k] = static_cast<float>(((src[2 + byte] >> (2 * k)) & 3) - 1) * d;
+#pragma omp simd
+            for (int k = 0; k < 4; ++k)
+                dst[4 * byte + k] = static_cast<float>(((src[2 + byte] >> (2 * k)) & 3) - 1) * d;
     }
 }
 

@@ -1,8 +1,9 @@
 // F32, F16 and BF16 rows of a GGUF tensor: little-endian numbers, converted as every other dtype is.
 #include <cstring>
 
-#include "ggml_decoders.h"
 #include "qs/io/dtype.h"
+
+#include "ggml_decoders.h"
 
 namespace qs::io::ggml {
 

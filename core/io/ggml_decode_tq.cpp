@@ -5,22 +5,23 @@
 // the top base-3 digit of byte * 3^n, i.e. ((uint8)(byte * 3^n) * 3) >> 8. qs[0..31] hold weights
 // 0..159 (trit n of byte m is weight 32n + m), qs[32..47] weights 160..239 (16n + m), and qh[0..3]
 // the last 16 with four trits each (weight 240 + 4n + m is trit n of qh[m]).
-#include "ggml_decoders.h"
 #include "qs/io/ggml_blocks.h"
+
+#include "ggml_decoders.h"
 
 namespace qs::io::ggml {
 namespace {
 
 inline int trit(std::uint8_t byte, int n) {
     static constexpr std::uint8_t kPow3[5] = {1, 3, 9, 27, 81};
-    const auto shifted = static_cast<std::uint8_t>(byte * kPow3[n]);   // drops the digits above n
+    const auto shifted = static_cast<std::uint8_t>(byte * kPow3[n]);  // drops the digits above n
     return ((shifted * 3) >> 8) - 1;
 }
 
 // `count` bytes of 5 (or 4) trits each, weight n*count + m from trit n of byte m.
 inline float* trits(const std::uint8_t* bytes, int count, int digits, float d, float* dst) {
     for (int n = 0; n < digits; ++n)
-        #pragma omp simd
+#pragma omp simd
         for (int m = 0; m < count; ++m) *dst++ = static_cast<float>(trit(bytes[m], n)) * d;
     return dst;
 }
@@ -43,9 +44,8 @@ void decodeTq2_0(const std::uint8_t* src, float* dst, std::int64_t n) {
         const float d = readHalf(src + 64);
         for (int h = 0; h < 2; ++h)
             for (int k = 0; k < 4; ++k)
-                #pragma omp simd
-                for (int m = 0; m < 32; ++m)
-                    *dst++ = static_cast<float>(((src[32 * h + m] >> (2 * k)) & 3) - 1) * d;
+#pragma omp simd
+                for (int m = 0; m < 32; ++m) *dst++ = static_cast<float>(((src[32 * h + m] >> (2 * k)) & 3) - 1) * d;
     }
 }
 

@@ -20,6 +20,8 @@
 //   NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM,
 //   DAMAGES OR OTHER LIABILITY, WHETHER IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT
 //   OF OR IN CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
+// The tables keep the rows as they were written; clang-format leaves them alone.
+// clang-format off
 #include <cstdint>
 
 namespace qs::io::ggml::grids {
@@ -436,3 +438,4 @@ inline constexpr std::uint16_t kIq1s[2048] = {
 };
 
 }  // namespace qs::io::ggml::grids
+// clang-format on

@@ -7,8 +7,9 @@
 #include <string>
 #include <vector>
 
-#include "ggml_decoders.h"
 #include "qs/error.h"
+
+#include "ggml_decoders.h"
 
 namespace qs::io {
 namespace {
@@ -18,7 +19,7 @@ struct Entry {
     ggml::DecodeRow decode;
 };
 
-constexpr int kQk = 256;   // QK_K: the super-block of the K-quants and the IQ types
+constexpr int kQk = 256;  // QK_K: the super-block of the K-quants and the IQ types
 
 Entry entry(GgmlType type, std::string_view name, int elements, int bytes, bool isFloat = false,
             ggml::DecodeRow decode = nullptr) {
@@ -82,7 +83,8 @@ const Entry& require(GgmlType type) {
 
 std::string lowercase(std::string_view s) {
     std::string out(s);
-    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    std::transform(out.begin(), out.end(), out.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
     return out;
 }
 
@@ -113,7 +115,7 @@ std::size_t ggmlRowBytes(GgmlType type, std::int64_t n) {
 void ggmlDecodeRow(GgmlType type, const std::uint8_t* src, float* dst, std::int64_t n) {
     const Entry& e = require(type);
     if (!e.decode) throw Error("ggml type " + std::string(e.traits.name) + " cannot be decoded by QuantScope");
-    ggmlRowBytes(type, n);   // checks whole blocks
+    ggmlRowBytes(type, n);  // checks whole blocks
     e.decode(src, dst, n);
 }
 

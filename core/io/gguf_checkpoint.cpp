@@ -3,15 +3,17 @@
 // the llama architecture the q/k row interleaving of llama.cpp's converter is noted on the tensor so
 // that reading it gives the Hugging Face weight back, and gemma3's norms (stored as 1 + w) are listed
 // to be read back shifted.
+#include "gguf_checkpoint.h"
+
 #include <algorithm>
 #include <limits>
 
-#include "gguf_checkpoint.h"
-#include "gguf_read_names.h"
 #include "qs/error.h"
 #include "qs/io/gguf_names.h"
 #include "qs/io/json_value.h"
 #include "qs/message_text.h"
+
+#include "gguf_read_names.h"
 
 namespace qs::io::detail {
 
@@ -22,7 +24,9 @@ using nlohmann::json;
 // Head counts of the synthesized config through the checked accessor: a count past int's range in
 // the metadata is refused, naming the file, rather than truncated.
 int configInt(const json& config, const char* key, const GgufFile& file) {
-    return static_cast<int>(io::jsonIntegerField(config, key, file.path().string(), {0, std::numeric_limits<std::int32_t>::max()}).value_or(0));
+    return static_cast<int>(
+        io::jsonIntegerField(config, key, file.path().string(), {0, std::numeric_limits<std::int32_t>::max()})
+            .value_or(0));
 }
 
 // The heads whose rows llama.cpp interleaved in this (renamed) tensor, or 0.
@@ -38,8 +42,8 @@ void checkInterleaving(const TensorInfo& t, const GgufFile& file, const std::str
     const int heads = t.ropeInterleavedHeads;
     const std::int64_t rows = t.shape.empty() ? 0 : t.shape.front();
     if (t.shape.empty() || t.shape.size() > 2 || heads <= 0 || rows % (2 * static_cast<std::int64_t>(heads)) != 0)
-        throw Error(file.path().string() + ": tensor '" + ggufName + "': " + std::to_string(rows) +
-                    " rows cannot be " + std::to_string(heads) + " heads of rotary pairs, as the llama architecture stores q and k");
+        throw Error(file.path().string() + ": tensor '" + ggufName + "': " + std::to_string(rows) + " rows cannot be " +
+                    std::to_string(heads) + " heads of rotary pairs, as the llama architecture stores q and k");
 }
 
 bool isBlockQuantized(const TensorInfo& t) { return ggmlTypeTraits(*t.ggmlType).blockElements > 1; }
@@ -68,7 +72,8 @@ GgufCheckpoint describeGgufCheckpoint(const GgufFile& file) {
             t.ropeInterleavedHeads = interleavedHeads(t, out.config, file);
             if (t.ropeInterleavedHeads != 0) checkInterleaving(t, file, stored.name);
         }
-        if (names.normShift != 0.0f && isGgufNorm(stored)) out.valueShifts.emplace_back(out.tensors.size(), names.normShift);
+        if (names.normShift != 0.0f && isGgufNorm(stored))
+            out.valueShifts.emplace_back(out.tensors.size(), names.normShift);
         out.tensors.push_back(std::move(t));
     }
     // The same for the metadata text the config took (general.architecture, rope scaling type):
@@ -76,12 +81,14 @@ GgufCheckpoint describeGgufCheckpoint(const GgufFile& file) {
     try {
         (void)out.config.dump();
     } catch (const json::exception&) {
-        throw Error(file.path().string() + ": metadata text the config is made of (general.architecture, ...) is not valid UTF-8");
+        throw Error(file.path().string() +
+                    ": metadata text the config is made of (general.architecture, ...) is not valid UTF-8");
     }
     out.quantConfig = json::object();
     if (quantized) {
         out.quantConfig["quant_method"] = "gguf";
-        if (const auto fileType = file.metadata().integer("general.file_type")) out.quantConfig["file_type"] = *fileType;
+        if (const auto fileType = file.metadata().integer("general.file_type"))
+            out.quantConfig["file_type"] = *fileType;
     }
     return out;
 }

@@ -15,9 +15,9 @@
 namespace qs::io::detail {
 
 struct GgufCheckpoint {
-    std::vector<TensorInfo> tensors;    // same data as file.tensors(), renamed and reshaped
-    nlohmann::json config;              // as config.json would say it
-    nlohmann::json quantConfig;         // {"quant_method": "gguf", ...} when a tensor is quantized, else {}
+    std::vector<TensorInfo> tensors;  // same data as file.tensors(), renamed and reshaped
+    nlohmann::json config;            // as config.json would say it
+    nlohmann::json quantConfig;       // {"quant_method": "gguf", ...} when a tensor is quantized, else {}
     // Tensors (index into `tensors`) whose every value reads back with this added: gemma3's norms, which
     // llama.cpp's converter stores as 1 + w (Checkpoint keeps the shifted values, a few per layer, in memory).
     std::vector<std::pair<std::size_t, float>> valueShifts;

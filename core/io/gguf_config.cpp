@@ -5,8 +5,9 @@
 #include <limits>
 #include <numbers>
 
-#include "gguf_checkpoint.h"
 #include "qs/io/gguf_names.h"
+
+#include "gguf_checkpoint.h"
 
 namespace qs::io::detail {
 
@@ -65,7 +66,10 @@ json llama3RopeScaling(const std::vector<float>& factors, double theta, std::int
         }
         if (std::abs(expected - factors[i]) > 1e-4 * std::max(1.0, expected)) return unknown;
     }
-    return {{"rope_type", "llama3"}, {"factor", factor}, {"low_freq_factor", low}, {"high_freq_factor", high},
+    return {{"rope_type", "llama3"},
+            {"factor", factor},
+            {"low_freq_factor", low},
+            {"high_freq_factor", high},
             {"original_max_position_embeddings", static_cast<int>(context)}};
 }
 
@@ -83,24 +87,26 @@ json ropeScaling(const GgufFile& file, const std::string& arch, double theta, st
 
 const char* torchDtypeOfFileType(std::int64_t fileType) {
     switch (fileType) {
-    case 0: return "float32";
-    case 1: return "float16";
-    case 32: return "bfloat16";
-    default: return nullptr;
+        case 0: return "float32";
+        case 1: return "float16";
+        case 32: return "bfloat16";
+        default: return nullptr;
     }
 }
 
-bool hasExperts(const GgufMetadata& m, const std::string& arch) { return m.integer(arch + ".expert_count").value_or(0) > 0; }
+bool hasExperts(const GgufMetadata& m, const std::string& arch) {
+    return m.integer(arch + ".expert_count").value_or(0) > 0;
+}
 
 void putArchitecture(json& c, const GgufMetadata& m, const std::string& arch) {
-    if (arch == "llama" && hasExperts(m, arch)) {   // llama.cpp's converter writes Mixtral as llama with experts
+    if (arch == "llama" && hasExperts(m, arch)) {  // llama.cpp's converter writes Mixtral as llama with experts
         c["model_type"] = "mixtral";
         c["architectures"] = json::array({"MixtralForCausalLM"});
     } else if (const auto hf = hfArchitectureOfGguf(arch)) {
         c["model_type"] = hf->modelType;
         c["architectures"] = json::array({hf->architecture});
     } else {
-        c["model_type"] = arch;   // not one QuantScope runs: the model loader names it and refuses
+        c["model_type"] = arch;  // not one QuantScope runs: the model loader names it and refuses
     }
 }
 
@@ -145,8 +151,10 @@ void putGemma3(json& c, const GgufMetadata& m) {
     const GgufValue* local = m.find("gemma3.rope.freq_base_swa");
     c["rope_local_base_freq"] = local && local->isNumber() ? shortestDecimal(*local) : 10000.0;
     const int heads = c.value("num_attention_heads", 0), hidden = c.value("hidden_size", 0);
-    if (layers == 62 && heads > 0) c["query_pre_attn_scalar"] = hidden / heads;
-    else if (c.contains("head_dim")) c["query_pre_attn_scalar"] = c["head_dim"];
+    if (layers == 62 && heads > 0)
+        c["query_pre_attn_scalar"] = hidden / heads;
+    else if (c.contains("head_dim"))
+        c["query_pre_attn_scalar"] = c["head_dim"];
 }
 
 // gpt-oss as llama.cpp's gpt-oss (LLM_ARCH_OPENAI_MOE) runs it: even layers sliding and odd ones full,
@@ -184,20 +192,28 @@ void putPhi3(json& c, const GgufFile& file) {
     if (const auto dims = m.integer("phi3.rope.dimension_count"); dims && headDim > 0 && *dims > 0 && *dims < headDim) {
         double partial = static_cast<double>(*dims) / static_cast<double>(headDim);
         // transformers takes int(head_dim * partial_rotary_factor): make sure that gives the count back.
-        while (static_cast<std::int64_t>(static_cast<double>(headDim) * partial) < *dims) partial = std::nextafter(partial, 2.0);
+        while (static_cast<std::int64_t>(static_cast<double>(headDim) * partial) < *dims)
+            partial = std::nextafter(partial, 2.0);
         c["partial_rotary_factor"] = partial;
     }
     const TensorInfo* longFactors = file.find("rope_factors_long.weight");
     const TensorInfo* shortFactors = file.find("rope_factors_short.weight");
-    if (longFactors == nullptr || shortFactors == nullptr || !longFactors->decodesToF32() || !shortFactors->decodesToF32()) return;
-    json s = {{"type", "longrope"}, {"long_factor", factorList(file, *longFactors)}, {"short_factor", factorList(file, *shortFactors)}};
+    if (longFactors == nullptr || shortFactors == nullptr || !longFactors->decodesToF32() ||
+        !shortFactors->decodesToF32())
+        return;
+    json s = {{"type", "longrope"},
+              {"long_factor", factorList(file, *longFactors)},
+              {"short_factor", factorList(file, *shortFactors)}};
     const auto original = m.integer("phi3.rope.scaling.original_context_length");
     const auto context = c.value("max_position_embeddings", std::int64_t{0});
     if (original && *original > 0) c["original_max_position_embeddings"] = *original;
     if (const GgufValue* attn = m.find("phi3.rope.scaling.attn_factor"); attn && attn->isNumber()) {
-        const double factor = original && *original > 0 ? static_cast<double>(context) / static_cast<double>(*original) : 1.0;
-        const double standard = factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(*original)));
-        if (static_cast<float>(standard) != static_cast<float>(*attn->asNumber())) s["attention_factor"] = shortestDecimal(*attn);
+        const double factor =
+            original && *original > 0 ? static_cast<double>(context) / static_cast<double>(*original) : 1.0;
+        const double standard =
+            factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(*original)));
+        if (static_cast<float>(standard) != static_cast<float>(*attn->asNumber()))
+            s["attention_factor"] = shortestDecimal(*attn);
     }
     c["rope_scaling"] = s;
 }
@@ -220,8 +236,10 @@ json hfConfigOfGguf(const GgufFile& file) {
     putInteger(c, "num_key_value_heads", uniformInteger(m, key("attention.head_count_kv")).value_or(heads.value_or(0)));
     if (!heads) c.erase("num_key_value_heads");
     std::int64_t headDim = 0;
-    if (const auto k = m.integer(key("attention.key_length"))) headDim = *k;
-    else if (heads && *heads > 0 && c.contains("hidden_size")) headDim = c["hidden_size"].get<std::int64_t>() / *heads;
+    if (const auto k = m.integer(key("attention.key_length")))
+        headDim = *k;
+    else if (heads && *heads > 0 && c.contains("hidden_size"))
+        headDim = c["hidden_size"].get<std::int64_t>() / *heads;
     if (headDim > 0) c["head_dim"] = headDim;
     putInteger(c, "max_position_embeddings", m.integer(key("context_length")));
     if (const GgufValue* eps = m.find(key("attention.layer_norm_rms_epsilon")); eps && eps->isNumber())

@@ -5,9 +5,10 @@
 
 #include <unistd.h>
 
-#include "mapped_file.h"
 #include "qs/error.h"
 #include "qs/io/regular_file.h"
+
+#include "mapped_file.h"
 
 namespace qs::io {
 
@@ -32,7 +33,7 @@ struct GgufFile::Impl {
     detail::MappedFile map;
     GgufHeader header;
     std::map<std::string, std::size_t, std::less<>> byName;
-    std::span<const std::byte> data;   // the tensor data section
+    std::span<const std::byte> data;  // the tensor data section
 };
 
 GgufFile GgufFile::open(const std::filesystem::path& path) { return GgufFile(std::make_shared<const Impl>(path)); }

@@ -10,7 +10,7 @@ namespace qs::io {
 
 namespace {
 
-using Pair = std::pair<std::string_view, std::string_view>;   // {GGUF, Hugging Face}
+using Pair = std::pair<std::string_view, std::string_view>;  // {GGUF, Hugging Face}
 
 constexpr std::array<Pair, 3> kTopLevel = {{
     {"token_embd", "model.embed_tokens"},
@@ -20,7 +20,7 @@ constexpr std::array<Pair, 3> kTopLevel = {{
 
 constexpr std::array<Pair, 12> kPerLayer = {{
     {"attn_norm", "input_layernorm"},
-    {"attn_qkv", "self_attn.qkv_proj"},   // Phi-3's fused q/k/v (its fused gate/up is ffn_up: gguf_export's planner)
+    {"attn_qkv", "self_attn.qkv_proj"},  // Phi-3's fused q/k/v (its fused gate/up is ffn_up: gguf_export's planner)
     {"attn_q", "self_attn.q_proj"},
     {"attn_k", "self_attn.k_proj"},
     {"attn_v", "self_attn.v_proj"},
@@ -69,7 +69,8 @@ std::optional<std::string> translate(std::string_view name, bool toHf) {
     if (!layer) return std::nullopt;
     for (const auto& p : kPerLayer)
         if (layer->second == from(p))
-            return std::string(layerTo) + std::string(layer->first) + "." + std::string(to(p)) + "." + std::string(part);
+            return std::string(layerTo) + std::string(layer->first) + "." + std::string(to(p)) + "." +
+                   std::string(part);
     return std::nullopt;
 }
 
@@ -113,11 +114,13 @@ std::optional<std::string> ggufArchitectureOfModelType(std::string_view modelTyp
 std::string ggufFileTypeName(std::int64_t fileType) {
     // llama.h's enum llama_ftype; the gaps are types llama.cpp has removed.
     static constexpr std::array<std::string_view, 42> kNames = {
-        "F32", "F16", "Q4_0", "Q4_1", "", "", "", "Q8_0", "Q5_0", "Q5_1", "Q2_K", "Q3_K_S", "Q3_K_M", "Q3_K_L",
-        "Q4_K_S", "Q4_K_M", "Q5_K_S", "Q5_K_M", "Q6_K", "IQ2_XXS", "IQ2_XS", "Q2_K_S", "IQ3_XS", "IQ3_XXS", "IQ1_S",
-        "IQ4_NL", "IQ3_S", "IQ3_M", "IQ2_S", "IQ2_M", "IQ4_XS", "IQ1_M", "BF16", "", "", "", "TQ1_0", "TQ2_0",
-        "MXFP4_MOE", "NVFP4", "Q1_0", "Q2_0"};
-    if (fileType >= 0 && fileType < static_cast<std::int64_t>(kNames.size()) && !kNames[static_cast<std::size_t>(fileType)].empty())
+        "F32",   "F16",     "Q4_0",      "Q4_1",   "",       "",        "",       "Q8_0",   "Q5_0",
+        "Q5_1",  "Q2_K",    "Q3_K_S",    "Q3_K_M", "Q3_K_L", "Q4_K_S",  "Q4_K_M", "Q5_K_S", "Q5_K_M",
+        "Q6_K",  "IQ2_XXS", "IQ2_XS",    "Q2_K_S", "IQ3_XS", "IQ3_XXS", "IQ1_S",  "IQ4_NL", "IQ3_S",
+        "IQ3_M", "IQ2_S",   "IQ2_M",     "IQ4_XS", "IQ1_M",  "BF16",    "",       "",       "",
+        "TQ1_0", "TQ2_0",   "MXFP4_MOE", "NVFP4",  "Q1_0",   "Q2_0"};
+    if (fileType >= 0 && fileType < static_cast<std::int64_t>(kNames.size()) &&
+        !kNames[static_cast<std::size_t>(fileType)].empty())
         return std::string(kNames[static_cast<std::size_t>(fileType)]);
     return "type " + std::to_string(fileType);
 }

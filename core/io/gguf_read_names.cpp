@@ -16,7 +16,7 @@ namespace qs::io::detail {
 
 namespace {
 
-using Pair = std::pair<std::string_view, std::string_view>;   // {GGUF module, Hugging Face module}
+using Pair = std::pair<std::string_view, std::string_view>;  // {GGUF module, Hugging Face module}
 
 // Gemma 3's norms by role: llama.cpp's ffn_norm is the norm before the MLP, and the sandwich norms after
 // attention and after the MLP have their own names (convert_hf_to_gguf's Gemma3Model).
@@ -33,9 +33,9 @@ constexpr std::array<Pair, 1> kPhi3 = {{{"ffn_up", "mlp.gate_up_proj"}}};
 constexpr std::array<Pair, 1> kGptOss = {{{"post_attention_norm", "post_attention_layernorm"}}};
 
 struct LayerTensor {
-    std::string_view layer;    // "7"
-    std::string_view module;   // "ffn_gate_exps"
-    std::string_view part;     // "weight"
+    std::string_view layer;   // "7"
+    std::string_view module;  // "ffn_gate_exps"
+    std::string_view part;    // "weight"
 };
 
 // "blk.<digits>.<module>.<part>" split into its pieces.
@@ -77,7 +77,8 @@ std::optional<std::string> legacyExpertName(const GgufExpertNames& e, const Laye
     const auto dot = t.module.find('.');
     if (e.count == 0 || dot == std::string_view::npos) return std::nullopt;
     const std::string_view expert = t.module.substr(dot + 1);
-    if (expert.empty() || !std::ranges::all_of(expert, [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }))
+    if (expert.empty() ||
+        !std::ranges::all_of(expert, [](char c) { return std::isdigit(static_cast<unsigned char>(c)) != 0; }))
         return std::nullopt;
     const std::string stacked = std::string(t.module.substr(0, dot)) + "_exps";
     const std::string* module = expertModule(e, stacked);
@@ -97,9 +98,12 @@ GgufReadNames ggufReadNames(const GgufFile& file) {
     // each expert's gate_proj and up_proj (model::ModelConfig::fromCheckpoint reads them so).
     const bool mixtral = names.arch == "llama", qwen3moe = names.arch == "qwen3moe", gptOss = names.arch == "gpt-oss";
     if (!mixtral && !qwen3moe && !gptOss) return names;
-    if (mixtral) names.experts = {0, "block_sparse_moe", "w1", "w3", "w2"};
-    else if (gptOss) names.experts = {0, "mlp", "gate_proj", "up_proj", "down_proj", "router"};
-    else names.experts = {0, "mlp", "gate_proj", "up_proj", "down_proj"};
+    if (mixtral)
+        names.experts = {0, "block_sparse_moe", "w1", "w3", "w2"};
+    else if (gptOss)
+        names.experts = {0, "mlp", "gate_proj", "up_proj", "down_proj", "router"};
+    else
+        names.experts = {0, "mlp", "gate_proj", "up_proj", "down_proj"};
     const std::string key = names.arch + ".expert_count";
     const GgufValue* count = file.metadata().find(key);
     if (count == nullptr) return names;
@@ -127,9 +131,12 @@ std::optional<std::string> hfNameIn(const GgufReadNames& names, std::string_view
     return hfNameOfGgufTensor(ggufName);
 }
 
-bool isGgufNorm(const TensorInfo& t) { return t.name.ends_with("norm.weight") && t.shape.size() == 1 && t.decodesToF32(); }
+bool isGgufNorm(const TensorInfo& t) {
+    return t.name.ends_with("norm.weight") && t.shape.size() == 1 && t.decodesToF32();
+}
 
-std::optional<std::vector<TensorInfo>> splitStackedExperts(const TensorInfo& stacked, const GgufReadNames& names, const std::string& file) {
+std::optional<std::vector<TensorInfo>> splitStackedExperts(const TensorInfo& stacked, const GgufReadNames& names,
+                                                           const std::string& file) {
     const GgufExpertNames& e = names.experts;
     const auto t = splitLayerTensor(stacked.name);
     if (e.block.empty() || !t || (t->part != "weight" && t->part != "bias")) return std::nullopt;
@@ -137,11 +144,12 @@ std::optional<std::vector<TensorInfo>> splitStackedExperts(const TensorInfo& sta
     if (module == nullptr) return std::nullopt;
     const bool bias = t->part == "bias";
     if (e.count == 0)
-        throw Error(file + ": tensor '" + stacked.name + "' " + shapeText(stacked.shape) + " stacks experts, but " + names.arch +
-                    ".expert_count is missing or 0");
+        throw Error(file + ": tensor '" + stacked.name + "' " + shapeText(stacked.shape) + " stacks experts, but " +
+                    names.arch + ".expert_count is missing or 0");
     if (stacked.shape.size() != (bias ? 2u : 3u) || stacked.shape[0] != e.count)
-        throw Error(file + ": tensor '" + stacked.name + "' " + shapeText(stacked.shape) + " is not the " + std::to_string(e.count) +
-                    " stacked experts " + (bias ? "[experts, out]" : "[experts, out, in]") + " that " + names.arch + ".expert_count says");
+        throw Error(file + ": tensor '" + stacked.name + "' " + shapeText(stacked.shape) + " is not the " +
+                    std::to_string(e.count) + " stacked experts " + (bias ? "[experts, out]" : "[experts, out, in]") +
+                    " that " + names.arch + ".expert_count says");
     // An expert is a run of whole rows (of a bias: one row), so its bytes are a slice of the stacked ones.
     const std::vector<std::int64_t> shape(stacked.shape.begin() + 1, stacked.shape.end());
     const std::int64_t rows = bias ? 1 : shape[0];
@@ -149,8 +157,8 @@ std::optional<std::vector<TensorInfo>> splitStackedExperts(const TensorInfo& sta
     std::vector<TensorInfo> experts;
     for (int x = 0; x < e.count; ++x) {
         TensorInfo one = stacked;
-        one.name = "model.layers." + std::string(t->layer) + "." + e.block + ".experts." + std::to_string(x) + "." + *module + "." +
-                   std::string(t->part);
+        one.name = "model.layers." + std::string(t->layer) + "." + e.block + ".experts." + std::to_string(x) + "." +
+                   *module + "." + std::string(t->part);
         one.shape = shape;
         one.begin = stacked.begin + static_cast<std::uint64_t>(x) * bytes;
         one.end = one.begin + bytes;

@@ -16,16 +16,16 @@ namespace qs::io::detail {
 
 // A MoE block as the Hugging Face checkpoint names it, relative to its layer.
 struct GgufExpertNames {
-    int count = 0;          // <arch>.expert_count; 0: a dense model
-    std::string block;      // "mlp" (qwen3moe, gpt-oss), "block_sparse_moe" (llama with experts: Mixtral)
+    int count = 0;                // <arch>.expert_count; 0: a dense model
+    std::string block;            // "mlp" (qwen3moe, gpt-oss), "block_sparse_moe" (llama with experts: Mixtral)
     std::string gate, up, down;   // "gate_proj", "up_proj", "down_proj"; Mixtral's "w1", "w3", "w2"
     std::string router = "gate";  // the router's module in the block: gpt-oss's "router"
 };
 
 struct GgufReadNames {
-    std::string arch;              // general.architecture
-    GgufExpertNames experts;       // count 0 unless the architecture's experts are read back
-    float normShift = 0.0f;        // added to every norm read: -1 for gemma3, whose converter stores 1 + w
+    std::string arch;         // general.architecture
+    GgufExpertNames experts;  // count 0 unless the architecture's experts are read back
+    float normShift = 0.0f;   // added to every norm read: -1 for gemma3, whose converter stores 1 + w
 };
 
 // What `file`'s architecture needs; throws qs::Error naming the file when its expert count is not a count.
@@ -42,6 +42,7 @@ bool isGgufNorm(const TensorInfo& t);
 // each, or of its stacked biases (gpt-oss's blk.N.ffn_*_exps.bias [E, out]) as one vector each, under their
 // Hugging Face names; nullopt when `stacked` is no such tensor or the architecture's experts are not read
 // back. Throws qs::Error naming `file` and the tensor when its shape is not [expert_count, out(, in)].
-std::optional<std::vector<TensorInfo>> splitStackedExperts(const TensorInfo& stacked, const GgufReadNames& names, const std::string& file);
+std::optional<std::vector<TensorInfo>> splitStackedExperts(const TensorInfo& stacked, const GgufReadNames& names,
+                                                           const std::string& file);
 
 }  // namespace qs::io::detail

@@ -8,38 +8,38 @@ namespace qs::io {
 
 std::string ggufValueTypeName(GgufValueType type) {
     switch (type) {
-    case GgufValueType::U8: return "u8";
-    case GgufValueType::I8: return "i8";
-    case GgufValueType::U16: return "u16";
-    case GgufValueType::I16: return "i16";
-    case GgufValueType::U32: return "u32";
-    case GgufValueType::I32: return "i32";
-    case GgufValueType::F32: return "f32";
-    case GgufValueType::Bool: return "bool";
-    case GgufValueType::String: return "string";
-    case GgufValueType::Array: return "array";
-    case GgufValueType::U64: return "u64";
-    case GgufValueType::I64: return "i64";
-    case GgufValueType::F64: return "f64";
+        case GgufValueType::U8: return "u8";
+        case GgufValueType::I8: return "i8";
+        case GgufValueType::U16: return "u16";
+        case GgufValueType::I16: return "i16";
+        case GgufValueType::U32: return "u32";
+        case GgufValueType::I32: return "i32";
+        case GgufValueType::F32: return "f32";
+        case GgufValueType::Bool: return "bool";
+        case GgufValueType::String: return "string";
+        case GgufValueType::Array: return "array";
+        case GgufValueType::U64: return "u64";
+        case GgufValueType::I64: return "i64";
+        case GgufValueType::F64: return "f64";
     }
     return "type " + std::to_string(static_cast<std::uint32_t>(type));
 }
 
 std::size_t ggufValueTypeSize(GgufValueType type) {
     switch (type) {
-    case GgufValueType::U8:
-    case GgufValueType::I8:
-    case GgufValueType::Bool: return 1;
-    case GgufValueType::U16:
-    case GgufValueType::I16: return 2;
-    case GgufValueType::U32:
-    case GgufValueType::I32:
-    case GgufValueType::F32: return 4;
-    case GgufValueType::U64:
-    case GgufValueType::I64:
-    case GgufValueType::F64: return 8;
-    case GgufValueType::String:
-    case GgufValueType::Array: return 0;
+        case GgufValueType::U8:
+        case GgufValueType::I8:
+        case GgufValueType::Bool: return 1;
+        case GgufValueType::U16:
+        case GgufValueType::I16: return 2;
+        case GgufValueType::U32:
+        case GgufValueType::I32:
+        case GgufValueType::F32: return 4;
+        case GgufValueType::U64:
+        case GgufValueType::I64:
+        case GgufValueType::F64: return 8;
+        case GgufValueType::String:
+        case GgufValueType::Array: return 0;
     }
     return 0;
 }

@@ -6,11 +6,12 @@
 #include <cstring>
 #include <set>
 
-#include "output_file.h"
-#include "writer_guard.h"
 #include "qs/error.h"
 #include "qs/io/gguf_file.h"
 #include "qs/io/shape_text.h"
+
+#include "output_file.h"
+#include "writer_guard.h"
 
 namespace qs::io {
 
@@ -33,7 +34,9 @@ public:
         put<std::uint64_t>(s.size());
         for (const char ch : s) out_.push_back(static_cast<std::byte>(ch));
     }
-    void pad(std::uint64_t alignment) { out_.resize((out_.size() + alignment - 1) / alignment * alignment, std::byte{0}); }
+    void pad(std::uint64_t alignment) {
+        out_.resize((out_.size() + alignment - 1) / alignment * alignment, std::byte{0});
+    }
     const std::vector<std::byte>& data() const { return out_; }
 
 private:
@@ -51,19 +54,19 @@ void putArray(Bytes& b, const GgufArray& a) {
 void putValue(Bytes& b, const GgufValue& v) {
     using T = GgufValueType;
     switch (v.type()) {
-    case T::U8: b.put(static_cast<std::uint8_t>(*v.asInteger())); return;
-    case T::I8: b.put(static_cast<std::int8_t>(*v.asInteger())); return;
-    case T::U16: b.put(static_cast<std::uint16_t>(*v.asInteger())); return;
-    case T::I16: b.put(static_cast<std::int16_t>(*v.asInteger())); return;
-    case T::U32: b.put(static_cast<std::uint32_t>(*v.asInteger())); return;
-    case T::I32: b.put(static_cast<std::int32_t>(*v.asInteger())); return;
-    case T::I64: b.put(static_cast<std::int64_t>(*v.asInteger())); return;
-    case T::U64: b.put(*v.asUnsigned()); return;
-    case T::F32: b.put(static_cast<float>(*v.asNumber())); return;
-    case T::F64: b.put(*v.asNumber()); return;
-    case T::Bool: b.put(static_cast<std::uint8_t>(*v.asBool() ? 1 : 0)); return;
-    case T::String: b.putString(*v.asString()); return;
-    case T::Array: putArray(b, *v.asArray()); return;
+        case T::U8: b.put(static_cast<std::uint8_t>(*v.asInteger())); return;
+        case T::I8: b.put(static_cast<std::int8_t>(*v.asInteger())); return;
+        case T::U16: b.put(static_cast<std::uint16_t>(*v.asInteger())); return;
+        case T::I16: b.put(static_cast<std::int16_t>(*v.asInteger())); return;
+        case T::U32: b.put(static_cast<std::uint32_t>(*v.asInteger())); return;
+        case T::I32: b.put(static_cast<std::int32_t>(*v.asInteger())); return;
+        case T::I64: b.put(static_cast<std::int64_t>(*v.asInteger())); return;
+        case T::U64: b.put(*v.asUnsigned()); return;
+        case T::F32: b.put(static_cast<float>(*v.asNumber())); return;
+        case T::F64: b.put(*v.asNumber()); return;
+        case T::Bool: b.put(static_cast<std::uint8_t>(*v.asBool() ? 1 : 0)); return;
+        case T::String: b.putString(*v.asString()); return;
+        case T::Array: putArray(b, *v.asArray()); return;
     }
 }
 
@@ -73,8 +76,8 @@ void checkValue(const GgufValue& v, const std::string& key, const fs::path& dest
     if (a == nullptr) return;
     for (const auto& item : a->items) {
         if (item.type() != a->elementType)
-            throw Error(destination.string() + ": metadata '" + key + "' is an array of " + ggufValueTypeName(a->elementType) +
-                        " holding a " + ggufValueTypeName(item.type()));
+            throw Error(destination.string() + ": metadata '" + key + "' is an array of " +
+                        ggufValueTypeName(a->elementType) + " holding a " + ggufValueTypeName(item.type()));
         checkValue(item, key, destination);
     }
 }
@@ -82,7 +85,7 @@ void checkValue(const GgufValue& v, const std::string& key, const fs::path& dest
 struct PendingTensor {
     std::string name;
     GgmlType type;
-    std::vector<std::int64_t> shape;   // row-major
+    std::vector<std::int64_t> shape;  // row-major
     std::uint64_t offset;
 };
 
@@ -110,27 +113,32 @@ struct GgufWriter::Impl {
 
     template <typename Body>
     auto guarded(Body&& body) {
-        return guard.run(std::forward<Body>(body), [this](const std::string& what) { fail(what); }, [this] { discard(); });
+        return guard.run(
+            std::forward<Body>(body), [this](const std::string& what) { fail(what); }, [this] { discard(); });
     }
 
     std::uint64_t checkTensor(const std::string& name, GgmlType type, const std::vector<std::int64_t>& shape) const;
     std::vector<std::byte> header() const;
 };
 
-std::uint64_t GgufWriter::Impl::checkTensor(const std::string& name, GgmlType type, const std::vector<std::int64_t>& shape) const {
+std::uint64_t GgufWriter::Impl::checkTensor(const std::string& name, GgmlType type,
+                                            const std::vector<std::int64_t>& shape) const {
     if (name.empty() || name.size() > kGgufMaxTensorName)
         fail("tensor name '" + name + "' must be 1 to " + std::to_string(kGgufMaxTensorName) + " bytes long");
     if (names.contains(name)) fail("tensor '" + name + "' added twice");
     if (shape.size() > static_cast<std::size_t>(kGgufMaxDims))
-        fail("tensor '" + name + "': shape " + shapeText(shape) + " has more than " + std::to_string(kGgufMaxDims) + " dimensions");
+        fail("tensor '" + name + "': shape " + shapeText(shape) + " has more than " + std::to_string(kGgufMaxDims) +
+             " dimensions");
     std::int64_t elements = 1;
     for (const auto d : shape)
-        if (d < 0 || __builtin_mul_overflow(elements, d, &elements)) fail("tensor '" + name + "': shape " + shapeText(shape) + " is invalid");
+        if (d < 0 || __builtin_mul_overflow(elements, d, &elements))
+            fail("tensor '" + name + "': shape " + shapeText(shape) + " is invalid");
     const std::int64_t row = shape.empty() ? 1 : shape.back();
     const auto& traits = ggmlTypeTraits(type);
     if (row % traits.blockElements != 0)
-        fail("tensor '" + name + "': " + std::string(traits.name) + " stores rows in blocks of " + std::to_string(traits.blockElements) +
-             " but shape " + shapeText(shape) + " has rows of " + std::to_string(row));
+        fail("tensor '" + name + "': " + std::string(traits.name) + " stores rows in blocks of " +
+             std::to_string(traits.blockElements) + " but shape " + shapeText(shape) + " has rows of " +
+             std::to_string(row));
     return row == 0 ? 0 : static_cast<std::uint64_t>(elements / row) * ggmlRowBytes(type, row);
 }
 
@@ -150,7 +158,7 @@ std::vector<std::byte> GgufWriter::Impl::header() const {
     for (const auto& t : tensors) {
         b.putString(t.name);
         b.put<std::uint32_t>(static_cast<std::uint32_t>(t.shape.size()));
-        for (auto d = t.shape.rbegin(); d != t.shape.rend(); ++d) b.put<std::int64_t>(*d);   // innermost first
+        for (auto d = t.shape.rbegin(); d != t.shape.rend(); ++d) b.put<std::int64_t>(*d);  // innermost first
         b.put<std::uint32_t>(static_cast<std::uint32_t>(t.type));
         b.put<std::uint64_t>(t.offset);
     }
@@ -165,7 +173,8 @@ GgufWriter::GgufWriter(fs::path destination, GgufWriterOptions options) : impl_(
     const auto a = options.alignment;
     if (a == 0 || (a & (a - 1)) != 0) w.fail("alignment " + std::to_string(a) + " is not a power of two");
     if (fs::is_directory(w.destination)) w.fail("is a folder; a GGUF destination is a file");
-    if (fs::exists(w.destination) && !options.overwrite) w.fail("already exists (choose another destination or allow overwriting)");
+    if (fs::exists(w.destination) && !options.overwrite)
+        w.fail("already exists (choose another destination or allow overwriting)");
     if (!fs::is_directory(w.destination.parent_path()))
         w.fail("its folder " + w.destination.parent_path().string() + " does not exist");
     w.tempDir = detail::makeSiblingDir(w.destination, ".tmp-");
@@ -213,8 +222,9 @@ fs::path GgufWriter::finish() {
             out.append(w.data->path());
             out.close();
         }
-        fs::permissions(part, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
-        fs::rename(part, w.destination);   // atomic, replacing an existing file when overwrite was allowed
+        fs::permissions(
+            part, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read | fs::perms::others_read);
+        fs::rename(part, w.destination);  // atomic, replacing an existing file when overwrite was allowed
         w.guard.markFinished();
         w.discard();
         return w.destination;

@@ -25,7 +25,8 @@ nlohmann::json parseJson(std::string_view text, const std::string& source, const
         throw Error(source + ": not valid JSON: a NUL byte at byte " + std::to_string(nul));
     std::vector<std::set<std::string>> keysPerObject;
     auto callback = [&](int depth, json::parse_event_t event, json& parsed) {
-        if (depth > limits.maxDepth) throw JsonProblem{"nests deeper than " + std::to_string(limits.maxDepth) + " levels"};
+        if (depth > limits.maxDepth)
+            throw JsonProblem{"nests deeper than " + std::to_string(limits.maxDepth) + " levels"};
         if (!limits.rejectDuplicateKeys) return true;
         if (event == json::parse_event_t::object_start) {
             keysPerObject.emplace_back();
@@ -41,7 +42,7 @@ nlohmann::json parseJson(std::string_view text, const std::string& source, const
         return json::parse(text.begin(), text.end(), callback);
     } catch (const JsonProblem& p) {
         throw Error(source + ": " + p.message);
-    } catch (const json::exception& e) {   // parse_error, and out_of_range for numbers past double
+    } catch (const json::exception& e) {  // parse_error, and out_of_range for numbers past double
         throw Error(source + ": not valid JSON: " + jsonErrorText(e));
     }
 }

@@ -20,15 +20,15 @@ namespace {
 std::string jsonKind(const nlohmann::json& j) {
     using nlohmann::json;
     switch (j.type()) {
-    case json::value_t::null: return "null";
-    case json::value_t::object: return "an object";
-    case json::value_t::array: return "an array";
-    case json::value_t::string: return "a string";
-    case json::value_t::boolean: return "a boolean";
-    case json::value_t::number_integer:
-    case json::value_t::number_unsigned: return "an integer";
-    case json::value_t::number_float: return "a floating-point number";
-    default: return "an unexpected value";
+        case json::value_t::null: return "null";
+        case json::value_t::object: return "an object";
+        case json::value_t::array: return "an array";
+        case json::value_t::string: return "a string";
+        case json::value_t::boolean: return "a boolean";
+        case json::value_t::number_integer:
+        case json::value_t::number_unsigned: return "an integer";
+        case json::value_t::number_float: return "a floating-point number";
+        default: return "an unexpected value";
     }
 }
 
@@ -36,7 +36,7 @@ std::int64_t jsonInteger(const nlohmann::json& value, const std::string& where, 
     if (value.is_number_unsigned()) {
         const auto v = value.get<std::uint64_t>();
         if (v > static_cast<std::uint64_t>(range.max)) refuse(value, where, range);
-        const auto s = static_cast<std::int64_t>(v);   // max < 2^63, and v <= max
+        const auto s = static_cast<std::int64_t>(v);  // max < 2^63, and v <= max
         if (s < range.min) refuse(value, where, range);
         return s;
     }
@@ -46,7 +46,8 @@ std::int64_t jsonInteger(const nlohmann::json& value, const std::string& where, 
     } else if (value.is_number_float()) {
         const double d = value.get<double>();
         // Whole and within int64: 2^63 itself is not, so compare against it exclusively.
-        if (!(std::trunc(d) == d && d >= -9.2233720368547758e18 && d < 9.2233720368547758e18)) refuse(value, where, range);
+        if (!(std::trunc(d) == d && d >= -9.2233720368547758e18 && d < 9.2233720368547758e18))
+            refuse(value, where, range);
         v = static_cast<std::int64_t>(d);
     } else if (value.is_string()) {
         const auto& s = value.get_ref<const std::string&>();
@@ -59,8 +60,8 @@ std::int64_t jsonInteger(const nlohmann::json& value, const std::string& where, 
     return v;
 }
 
-std::optional<std::int64_t> jsonIntegerField(const nlohmann::json& object, std::string_view key, const std::string& where,
-                                             IntRange range) {
+std::optional<std::int64_t> jsonIntegerField(const nlohmann::json& object, std::string_view key,
+                                             const std::string& where, IntRange range) {
     if (!object.is_object()) return std::nullopt;
     const auto it = object.find(key);
     if (it == object.end() || it->is_null()) return std::nullopt;

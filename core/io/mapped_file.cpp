@@ -1,10 +1,10 @@
 #include "mapped_file.h"
 
-#include <sys/mman.h>
-
 #include <cerrno>
 #include <cstring>
 #include <string>
+
+#include <sys/mman.h>
 
 #include "qs/error.h"
 #include "qs/io/regular_file.h"
@@ -12,7 +12,7 @@
 namespace qs::io::detail {
 
 MappedFile::MappedFile(const std::filesystem::path& path) {
-    const RegularFile file(path);   // refuses FIFOs and devices before opening them; closed on return
+    const RegularFile file(path);  // refuses FIFOs and devices before opening them; closed on return
     size_ = static_cast<std::size_t>(file.size());
     if (size_ == 0) return;  // mmap refuses empty files; the parser reports it as truncated
 

@@ -9,8 +9,8 @@ namespace qs::io::detail {
 struct MiniFloatFormat {
     int mantissaBits;
     int bias;
-    int maxExponentField;   // biased exponent of the largest finite value
-    int maxMantissaAtMax;   // mantissa field of the largest finite value
+    int maxExponentField;  // biased exponent of the largest finite value
+    int maxMantissaAtMax;  // mantissa field of the largest finite value
 };
 
 // Sign-magnitude code of |v| (finite, non-NaN) with the sign bit at position `signBit`.
@@ -23,9 +23,9 @@ inline std::uint8_t encodeMiniFloat(float v, const MiniFloatFormat& f, int signB
     if (a == 0.0f) return sign;
     if (std::isinf(a)) return static_cast<std::uint8_t>(sign | maxCode);
 
-    const int minExponent = 1 - f.bias;   // exponent of the smallest normal value
-    int e = std::ilogb(a);                // exact, also for f32 subnormals
-    if (e < minExponent) e = minExponent; // subnormal range: fixed quantum
+    const int minExponent = 1 - f.bias;    // exponent of the smallest normal value
+    int e = std::ilogb(a);                 // exact, also for f32 subnormals
+    if (e < minExponent) e = minExponent;  // subnormal range: fixed quantum
     if (e > f.maxExponentField - f.bias) return static_cast<std::uint8_t>(sign | maxCode);
 
     // a / quantum is exact (scaling by a power of two inside f32's range); rint rounds to nearest
@@ -33,11 +33,11 @@ inline std::uint8_t encodeMiniFloat(float v, const MiniFloatFormat& f, int signB
     const float q = std::rint(std::ldexp(a, f.mantissaBits - e));
     auto mant = static_cast<int>(q);
     int field = e + f.bias;
-    if (mant == 0) return sign;                        // rounded down to zero
+    if (mant == 0) return sign;  // rounded down to zero
     if (mant < (1 << f.mantissaBits)) {
-        field = 0;                                     // subnormal (only possible at minExponent)
+        field = 0;  // subnormal (only possible at minExponent)
     } else if (mant == (2 << f.mantissaBits)) {
-        mant >>= 1;                                    // rounding carried into the next binade
+        mant >>= 1;  // rounding carried into the next binade
         ++field;
     }
     int code = (field << f.mantissaBits) | (mant & ((1 << f.mantissaBits) - 1));

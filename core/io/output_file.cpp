@@ -1,14 +1,14 @@
 #include "output_file.h"
 
-#include <fcntl.h>
-#include <stdlib.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <cerrno>
 #include <cstring>
 #include <string>
 #include <vector>
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "qs/error.h"
 
@@ -60,7 +60,8 @@ void OutputFile::append(const std::filesystem::path& source) {
             continue;
         }
         if (errno == EINTR) continue;
-        if (errno != ENOSYS && errno != EXDEV && errno != EINVAL && errno != EOPNOTSUPP) fail(path_, "cannot copy data into", errno);
+        if (errno != ENOSYS && errno != EXDEV && errno != EINVAL && errno != EOPNOTSUPP)
+            fail(path_, "cannot copy data into", errno);
         break;
     }
     std::vector<std::byte> buffer(std::size_t{8} << 20);

@@ -32,7 +32,7 @@ struct Owned {
 struct Regex::Compiled {
     pcre2_code* code = nullptr;
     pcre2_match_context* limits = nullptr;
-    std::string pattern;   // for messages
+    std::string pattern;  // for messages
     ~Compiled() {
         pcre2_match_context_free(limits);
         pcre2_code_free(code);
@@ -55,8 +55,8 @@ Regex::Regex(const std::string& pattern, Syntax syntax, const std::string& sourc
     compiled_->code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), flags, &errorCode,
                                     &errorOffset, context.p);
     if (!compiled_->code)
-        throw Error(sourceName + ": pattern " + patternStart(pattern) + " does not compile at offset " + std::to_string(errorOffset) +
-                    ": " + pcreMessage(errorCode));
+        throw Error(sourceName + ": pattern " + patternStart(pattern) + " does not compile at offset " +
+                    std::to_string(errorOffset) + ": " + pcreMessage(errorCode));
     compiled_->limits = pcre2_match_context_create(nullptr);
     if (compiled_->limits == nullptr) throw Error(sourceName + ": out of memory compiling a pattern");
     pcre2_set_match_limit(compiled_->limits, kRegexMatchLimit);
@@ -75,14 +75,16 @@ Regex::~Regex() = default;
 namespace {
 
 // pcre2_match's result: > 0 matched, 0 ... PCRE2_ERROR_NOMATCH not matched, a limit or another error thrown.
-int matchOnce(const pcre2_code* code, pcre2_match_context* limits, std::string_view subject, std::size_t offset, uint32_t options,
-              pcre2_match_data* data, const std::string& sourceName, const std::string& pattern) {
-    const int rc = pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), offset, options, data, limits);
+int matchOnce(const pcre2_code* code, pcre2_match_context* limits, std::string_view subject, std::size_t offset,
+              uint32_t options, pcre2_match_data* data, const std::string& sourceName, const std::string& pattern) {
+    const int rc =
+        pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(subject.data()), subject.size(), offset, options, data, limits);
     if (rc >= 0 || rc == PCRE2_ERROR_NOMATCH) return rc;
     const bool limit = rc == PCRE2_ERROR_MATCHLIMIT || rc == PCRE2_ERROR_DEPTHLIMIT || rc == PCRE2_ERROR_HEAPLIMIT ||
                        rc == PCRE2_ERROR_JIT_STACKLIMIT;
-    throw Error(sourceName + ": pattern " + patternStart(pattern) + (limit ? " backtracks past QuantScope's limits" : " failed") +
-                " matching a text of " + std::to_string(subject.size()) + " bytes (PCRE2: " + pcreMessage(rc) + ")");
+    throw Error(sourceName + ": pattern " + patternStart(pattern) +
+                (limit ? " backtracks past QuantScope's limits" : " failed") + " matching a text of " +
+                std::to_string(subject.size()) + " bytes (PCRE2: " + pcreMessage(rc) + ")");
 }
 
 }  // namespace
@@ -94,8 +96,8 @@ std::vector<Span> Regex::findAll(std::string_view text) const {
         pcre2_match_data_create_from_pattern(compiled_->code, nullptr), &pcre2_match_data_free);
     std::size_t offset = 0;
     while (offset <= text.size()) {
-        const int rc = matchOnce(compiled_->code, compiled_->limits, text, offset, PCRE2_NO_UTF_CHECK, data.get(), sourceName_,
-                                 compiled_->pattern);
+        const int rc = matchOnce(compiled_->code, compiled_->limits, text, offset, PCRE2_NO_UTF_CHECK, data.get(),
+                                 sourceName_, compiled_->pattern);
         if (rc == PCRE2_ERROR_NOMATCH) break;
         const PCRE2_SIZE* ovector = pcre2_get_ovector_pointer(data.get());
         const Span span{ovector[0], ovector[1]};

@@ -1,11 +1,11 @@
 #include "qs/io/regular_file.h"
 
+#include <cerrno>
+#include <cstring>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 
 #include "qs/error.h"
 
@@ -48,7 +48,7 @@ RegularFile::RegularFile(const std::filesystem::path& path) {
         fail(path, "cannot stat", err);
     }
     try {
-        requireRegular(path, st);   // replaced between stat and open
+        requireRegular(path, st);  // replaced between stat and open
     } catch (...) {
         ::close(fd_);
         throw;
@@ -63,8 +63,8 @@ RegularFile::~RegularFile() {
 std::string readRegularFile(const std::filesystem::path& path, std::uint64_t maxBytes, const std::string& what) {
     const RegularFile file(path);
     if (file.size() > maxBytes)
-        throw Error(path.string() + ": is " + std::to_string(file.size()) + " bytes, more than the " + std::to_string(maxBytes) +
-                    " bytes QuantScope reads as " + what);
+        throw Error(path.string() + ": is " + std::to_string(file.size()) + " bytes, more than the " +
+                    std::to_string(maxBytes) + " bytes QuantScope reads as " + what);
     std::string text(static_cast<std::size_t>(file.size()), '\0');
     std::size_t done = 0;
     // A file that grows while it is read is cut at the size it had: the limit holds regardless.

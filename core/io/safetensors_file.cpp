@@ -9,11 +9,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mapped_file.h"
-#include "qs/io/gguf_file.h"
 #include "qs/error.h"
+#include "qs/io/gguf_file.h"
 #include "qs/io/json_file.h"
 #include "qs/io/json_value.h"
+
+#include "mapped_file.h"
 
 namespace qs::io {
 
@@ -69,9 +70,11 @@ std::map<std::string, std::string> parseMetadata(const json& j, const Problems& 
     return out;
 }
 
-std::uint64_t unsignedValue(const json& j, const std::string& tensor, const std::string& field, const Problems& problems) {
+std::uint64_t unsignedValue(const json& j, const std::string& tensor, const std::string& field,
+                            const Problems& problems) {
     if (!j.is_number_unsigned())
-        problems.tensor(tensor, field + " must hold non-negative integers, but holds " + jsonKind(j) + " (" + j.dump() + ")");
+        problems.tensor(tensor,
+                        field + " must hold non-negative integers, but holds " + jsonKind(j) + " (" + j.dump() + ")");
     return j.get<std::uint64_t>();
 }
 
@@ -109,7 +112,8 @@ void parseEntryOffsets(const json& entry, TensorInfo& info, const Problems& prob
     const auto it = entry.find("data_offsets");
     if (it == entry.end()) problems.tensor(info.name, "has no \"data_offsets\"");
     if (!it->is_array() || it->size() != 2)
-        problems.tensor(info.name, "\"data_offsets\" must be an array of two integers [begin, end], but it is " + it->dump());
+        problems.tensor(info.name,
+                        "\"data_offsets\" must be an array of two integers [begin, end], but it is " + it->dump());
     info.begin = unsignedValue((*it)[0], info.name, "\"data_offsets\"", problems);
     info.end = unsignedValue((*it)[1], info.name, "\"data_offsets\"", problems);
 }
@@ -145,17 +149,19 @@ void validateLayout(const std::vector<TensorInfo>& tensors, const Problems& prob
         if (t.end < t.begin) problems.tensor(t.name, offsetsText(t.begin, t.end) + " end before they begin");
         if (t.begin != expectedBegin) {
             if (previous == nullptr)
-                problems.tensor(t.name, offsetsText(t.begin, t.end) + " do not start at 0: the first tensor's data must begin at byte 0");
+                problems.tensor(t.name, offsetsText(t.begin, t.end) +
+                                            " do not start at 0: the first tensor's data must begin at byte 0");
             if (t.begin > expectedBegin)
-                problems.tensor(t.name, offsetsText(t.begin, t.end) + " leave a hole of " + std::to_string(t.begin - expectedBegin) +
-                                            " bytes after tensor '" + previous->name + "', which ends at " + std::to_string(expectedBegin));
-            problems.tensor(t.name, offsetsText(t.begin, t.end) + " overlap tensor '" + previous->name + "', which ends at " +
-                                        std::to_string(expectedBegin));
+                problems.tensor(t.name, offsetsText(t.begin, t.end) + " leave a hole of " +
+                                            std::to_string(t.begin - expectedBegin) + " bytes after tensor '" +
+                                            previous->name + "', which ends at " + std::to_string(expectedBegin));
+            problems.tensor(t.name, offsetsText(t.begin, t.end) + " overlap tensor '" + previous->name +
+                                        "', which ends at " + std::to_string(expectedBegin));
         }
         const std::uint64_t need = static_cast<std::uint64_t>(t.numel()) * dtypeSize(t.dtype);
         if (t.byteSize() != need)
-            problems.tensor(t.name, offsetsText(t.begin, t.end) + " hold " + std::to_string(t.byteSize()) + " bytes but " +
-                                        shapeText(t) + " needs " + std::to_string(need));
+            problems.tensor(t.name, offsetsText(t.begin, t.end) + " hold " + std::to_string(t.byteSize()) +
+                                        " bytes but " + shapeText(t) + " needs " + std::to_string(need));
         expectedBegin = t.end;
         previous = &t;
     }
@@ -166,12 +172,14 @@ void validateFileLength(const SafetensorsHeader& h, std::uint64_t fileSize, cons
     const std::uint64_t used = h.dataLength();
     if (used > buffer) {
         const auto& last = h.tensors.back();
-        problems.tensor(last.name, offsetsText(last.begin, last.end) + " run past the end of the file: the data buffer holds only " +
+        problems.tensor(last.name, offsetsText(last.begin, last.end) +
+                                       " run past the end of the file: the data buffer holds only " +
                                        std::to_string(buffer) + " bytes");
     }
     if (used < buffer)
-        problems.file("has " + std::to_string(buffer - used) + " trailing bytes after the last tensor's data (the tensors use " +
-                      std::to_string(used) + " of the " + std::to_string(buffer) + " data bytes)");
+        problems.file("has " + std::to_string(buffer - used) +
+                      " trailing bytes after the last tensor's data (the tensors use " + std::to_string(used) +
+                      " of the " + std::to_string(buffer) + " data bytes)");
 }
 
 }  // namespace
@@ -180,16 +188,18 @@ SafetensorsHeader parseSafetensors(std::span<const std::byte> file, std::string_
     const Problems problems(displayName);
     // GGUF's magic read as a safetensors header length would be an absurd 14 GB: name the format instead.
     if (hasGgufMagic(file))
-        problems.file("is a GGUF file (llama.cpp's format), not safetensors; open it as a checkpoint, which reads GGUF");
+        problems.file(
+            "is a GGUF file (llama.cpp's format), not safetensors; open it as a checkpoint, which reads GGUF");
     if (file.size() < 8)
         problems.file("file is " + std::to_string(file.size()) + " bytes, too short to hold the 8-byte header length");
     std::uint64_t n = 0;
     for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<std::uint8_t>(file[static_cast<std::size_t>(i)]);
     if (n > kMaxHeaderSize)
-        problems.file("header length " + std::to_string(n) + " exceeds the limit of " + std::to_string(kMaxHeaderSize) + " bytes");
+        problems.file("header length " + std::to_string(n) + " exceeds the limit of " + std::to_string(kMaxHeaderSize) +
+                      " bytes");
     if (n > file.size() - 8)
-        problems.file("header length " + std::to_string(n) + " runs past the end of the file (" + std::to_string(file.size()) +
-                      " bytes)");
+        problems.file("header length " + std::to_string(n) + " runs past the end of the file (" +
+                      std::to_string(file.size()) + " bytes)");
 
     // safetensors pads a header with spaces only; a NUL would end nlohmann's parse there, silently
     // dropping what follows, where the reference reader (serde_json) refuses the file.
@@ -217,8 +227,7 @@ SafetensorsHeader parseSafetensors(std::span<const std::byte> file, std::string_
 }
 
 struct SafetensorsFile::Impl {
-    explicit Impl(const std::filesystem::path& p)
-        : path(p), map(p), header(parseSafetensors(map.bytes(), p.string())) {
+    explicit Impl(const std::filesystem::path& p) : path(p), map(p), header(parseSafetensors(map.bytes(), p.string())) {
         for (std::size_t i = 0; i < header.tensors.size(); ++i) byName.emplace(header.tensors[i].name, i);
         data = map.bytes().subspan(8 + header.headerLength);
     }
@@ -236,7 +245,9 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
 const std::filesystem::path& SafetensorsFile::path() const { return impl_->path; }
 std::uint64_t SafetensorsFile::fileSize() const { return impl_->map.size(); }
 const SafetensorsHeader& SafetensorsFile::header() const { return impl_->header; }
-std::span<const std::byte> SafetensorsFile::headerBytes() const { return impl_->map.bytes().first(8 + impl_->header.headerLength); }
+std::span<const std::byte> SafetensorsFile::headerBytes() const {
+    return impl_->map.bytes().first(8 + impl_->header.headerLength);
+}
 
 const TensorInfo* SafetensorsFile::find(std::string_view name) const {
     const auto it = impl_->byName.find(name);

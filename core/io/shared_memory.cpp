@@ -1,10 +1,10 @@
 #include "shared_memory.h"
 
-#include <sys/mman.h>
-
 #include <cerrno>
 #include <cstring>
 #include <string>
+
+#include <sys/mman.h>
 
 #include "qs/error.h"
 
@@ -13,7 +13,8 @@ namespace qs::io::detail {
 SharedMemory::SharedMemory(std::size_t size) : size_(size) {
     if (size_ == 0) return;
     void* p = ::mmap(nullptr, size_, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED) throw Error("cannot map " + std::to_string(size_) + " bytes of memory (" + std::strerror(errno) + ")");
+    if (p == MAP_FAILED)
+        throw Error("cannot map " + std::to_string(size_) + " bytes of memory (" + std::strerror(errno) + ")");
     data_ = static_cast<std::byte*>(p);
 }
 
@@ -27,7 +28,7 @@ std::span<std::byte> SharedMemory::writable() {
 }
 
 void SharedMemory::seal() {
-    if (data_ != nullptr && !sealed_) ::mprotect(data_, size_, PROT_READ);   // protection only: failure changes no value
+    if (data_ != nullptr && !sealed_) ::mprotect(data_, size_, PROT_READ);  // protection only: failure changes no value
     sealed_ = true;
 }
 

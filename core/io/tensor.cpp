@@ -2,13 +2,13 @@
 // safetensors dtypes, decoded a row at a time through ggmlDecodeRow for GGUF tensors.
 #include "qs/io/tensor.h"
 
-#include <sys/mman.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <string>
+
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "qs/error.h"
 
@@ -68,18 +68,19 @@ void decodeGgml(const TensorView& t, std::size_t first, std::size_t count, float
     const auto n = static_cast<std::size_t>(rowLength(info));
     if (count == 0 || n == 0) return;
     if (n % static_cast<std::size_t>(ggmlTypeTraits(*info.ggmlType).blockElements) != 0)
-        throw Error(describe(t) + ": its elements are interleaved for llama.cpp, which a block type cannot be read back from");
+        throw Error(describe(t) +
+                    ": its elements are interleaved for llama.cpp, which a block type cannot be read back from");
     std::size_t done = 0;
     std::vector<float> row;
     while (done < count) {
         const std::size_t at = first + done, r = at / n, offset = at % n;
-        if (offset == 0 && count - done >= n) {   // whole rows straight into the output
+        if (offset == 0 && count - done >= n) {  // whole rows straight into the output
             const std::size_t whole = (count - done) / n;
             decodeGgmlRows(t, static_cast<std::int64_t>(r), static_cast<std::int64_t>(r + whole), out + done);
             done += whole * n;
             continue;
         }
-        row.resize(n);   // a partial row at either end of the range
+        row.resize(n);  // a partial row at either end of the range
         decodeGgmlRows(t, static_cast<std::int64_t>(r), static_cast<std::int64_t>(r + 1), row.data());
         const std::size_t take = std::min(n - offset, count - done);
         std::memcpy(out + done, row.data() + offset, take * sizeof(float));
@@ -139,7 +140,8 @@ void TensorView::releasePages() const {
     static const std::uintptr_t page = static_cast<std::uintptr_t>(sysconf(_SC_PAGESIZE));
     const auto begin = reinterpret_cast<std::uintptr_t>(bytes_.data());
     const std::uintptr_t first = (begin + page - 1) / page * page, last = (begin + bytes_.size()) / page * page;
-    if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);   // advice only: failure changes nothing
+    if (last > first)
+        ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);  // advice only: failure changes nothing
 }
 
 }  // namespace qs::io

@@ -39,23 +39,62 @@ bool oneOf(std::string_view s, const std::array<std::string_view, N>& set) {
 // Containers of the decoder layers, the token before the layer index.
 constexpr std::array<std::string_view, 6> kLayerContainers{"layers", "h", "blocks", "layer", "block", "decoder_layers"};
 // Prefixes that wrap a whole model and say nothing about a tensor's place.
-constexpr std::array<std::string_view, 8> kRoots{"model", "transformer", "language_model", "gpt_neox", "decoder",
-                                                 "base_model", "backbone", "text_model"};
+constexpr std::array<std::string_view, 8> kRoots{"model",   "transformer", "language_model", "gpt_neox",
+                                                 "decoder", "base_model",  "backbone",       "text_model"};
 // Tokens that begin a module's stored part (dense, GPTQ/AWQ, FP8, compressed-tensors, ModelOpt,
 // bitsandbytes, LoRA).
-constexpr std::array<std::string_view, 29> kPartStarts{
-    "weight", "bias", "qweight", "qzeros", "scales", "g_idx", "weight_scale", "weight_scale_inv", "weight_packed",
-    "weight_global_scale", "weight_zero_point", "weight_shape", "weight_g_idx", "input_scale", "input_global_scale",
-    "output_scale", "k_scale", "v_scale", "SCB", "weight_format", "absmax", "quant_map", "quant_state", "zeros",
-    "lora_a", "lora_b", "lora_A", "lora_B", "trellis"};
+constexpr std::array<std::string_view, 29> kPartStarts{"weight",
+                                                       "bias",
+                                                       "qweight",
+                                                       "qzeros",
+                                                       "scales",
+                                                       "g_idx",
+                                                       "weight_scale",
+                                                       "weight_scale_inv",
+                                                       "weight_packed",
+                                                       "weight_global_scale",
+                                                       "weight_zero_point",
+                                                       "weight_shape",
+                                                       "weight_g_idx",
+                                                       "input_scale",
+                                                       "input_global_scale",
+                                                       "output_scale",
+                                                       "k_scale",
+                                                       "v_scale",
+                                                       "SCB",
+                                                       "weight_format",
+                                                       "absmax",
+                                                       "quant_map",
+                                                       "quant_state",
+                                                       "zeros",
+                                                       "lora_a",
+                                                       "lora_b",
+                                                       "lora_A",
+                                                       "lora_B",
+                                                       "trellis"};
 // gpt-oss style suffixes that fuse the part into the last token.
 constexpr std::array<std::string_view, 4> kFusedSuffixes{"_blocks", "_scales", "_bias", "_zeros"};
 
-constexpr std::array<std::string_view, 9> kEmbeddings{"embed_tokens", "wte", "wpe", "word_embeddings", "embed_positions",
-                                                      "tok_embeddings", "position_embeddings", "embeddings", "embed_in"};
+constexpr std::array<std::string_view, 9> kEmbeddings{
+    "embed_tokens",        "wte",        "wpe",     "word_embeddings", "embed_positions", "tok_embeddings",
+    "position_embeddings", "embeddings", "embed_in"};
 constexpr std::array<std::string_view, 3> kLmHeads{"lm_head", "embed_out", "output"};
-constexpr std::array<std::string_view, 16> kLinears{"c_attn", "c_proj", "c_fc", "dense", "query_key_value", "dense_h_to_4h",
-                                                    "dense_4h_to_h", "fc1", "fc2", "wq", "wk", "wv", "wo", "w1", "w2", "w3"};
+constexpr std::array<std::string_view, 16> kLinears{"c_attn",
+                                                    "c_proj",
+                                                    "c_fc",
+                                                    "dense",
+                                                    "query_key_value",
+                                                    "dense_h_to_4h",
+                                                    "dense_4h_to_h",
+                                                    "fc1",
+                                                    "fc2",
+                                                    "wq",
+                                                    "wk",
+                                                    "wv",
+                                                    "wo",
+                                                    "w1",
+                                                    "w2",
+                                                    "w3"};
 
 // Plain decimal digits below kMaxLayerIndex: "-1", "+3" and "99999999999" name no decoder layer
 // (the token then is an ordinary name part), so layer counts derived from names stay small.
@@ -93,7 +132,8 @@ TensorRole roleOf(std::string_view leaf, int layer) {
     if (leaf.find("norm") != std::string_view::npos || leaf.starts_with("ln_") || leaf == "ln_f")
         return TensorRole::Norm;
     // "gate": the router of Mixtral and Qwen3-MoE; "router": gpt-oss's (GptOssTopKRouter, a biased linear).
-    if (leaf.ends_with("_proj") || leaf == "gate" || leaf == "router" || oneOf(leaf, kLinears)) return TensorRole::Linear;
+    if (leaf.ends_with("_proj") || leaf == "gate" || leaf == "router" || oneOf(leaf, kLinears))
+        return TensorRole::Linear;
     return TensorRole::Other;
 }
 

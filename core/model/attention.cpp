@@ -9,7 +9,7 @@
 namespace qs::model {
 namespace {
 
-constexpr Eigen::Index kQueryBlock = 64;   // queries per task: a block's scores (64 × keys) stay in L2
+constexpr Eigen::Index kQueryBlock = 64;  // queries per task: a block's scores (64 × keys) stay in L2
 
 void checkShapes(const Eigen::Ref<const MatrixF>& q, const Eigen::Ref<const MatrixF>& k,
                  const Eigen::Ref<const MatrixF>& v, const AttentionShape& s) {
@@ -61,7 +61,8 @@ MatrixF causalAttention(const Eigen::Ref<const MatrixF>& q, const Eigen::Ref<con
         const Eigen::Index first = (blocks - 1 - task / s.numHeads) * kQueryBlock;
         const Eigen::Index rows = std::min(kQueryBlock, tq - first);
         const Eigen::Index lastKey = offset + first + rows - 1;
-        const Eigen::Index firstKey = s.slidingWindow > 0 ? std::max<Eigen::Index>(0, offset + first - s.slidingWindow + 1) : 0;
+        const Eigen::Index firstKey =
+            s.slidingWindow > 0 ? std::max<Eigen::Index>(0, offset + first - s.slidingWindow + 1) : 0;
         const Eigen::Index keys = lastKey - firstKey + 1;
         const Eigen::Index kvCol = static_cast<Eigen::Index>(h / group) * d;
         MatrixF scores(rows, keys);

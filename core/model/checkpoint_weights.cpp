@@ -37,8 +37,8 @@ io::TensorView CheckpointWeights::checked(const std::string& name, std::vector<s
         throw Error(checkpoint_.root().string() + ": tensor " + name + " has dtype " + t.info().typeName() +
                     "; a dense float checkpoint is needed (decode quantized layers through formats first)");
     if (t.shape() != shape)
-        throw Error(checkpoint_.root().string() + ": tensor " + name + " has shape " + shapeText(t.shape()) + ", the config implies " +
-                    shapeText(shape));
+        throw Error(checkpoint_.root().string() + ": tensor " + name + " has shape " + shapeText(t.shape()) +
+                    ", the config implies " + shapeText(shape));
     return t;
 }
 
@@ -83,7 +83,8 @@ void CheckpointWeights::validateExperts(int layer) const {
     const io::TensorView router = checkpoint_.tensor(p + moe.names.router() + ".weight");
     if (router.shape().size() == 2 && router.shape()[1] == h && router.shape()[0] != moe.numExperts)
         throw Error(checkpoint_.root().string() + ": tensor " + p + moe.names.router() + ".weight routes to " +
-                    std::to_string(router.shape()[0]) + " experts, but the config says " + std::to_string(moe.numExperts));
+                    std::to_string(router.shape()[0]) + " experts, but the config says " +
+                    std::to_string(moe.numExperts));
     checked(p + moe.names.router() + ".weight", {moe.numExperts, h});
     if (moe.stackedExperts) {
         const std::string x = p + moe.names.experts();
@@ -96,9 +97,9 @@ void CheckpointWeights::validateExperts(int layer) const {
     for (int e = 0; e < moe.numExperts; ++e) {
         const std::string x = p + moe.names.expert(e);
         if (!checkpoint_.find(x + moe.names.gate + ".weight"))
-            throw Error(checkpoint_.root().string() + ": expert " + std::to_string(e) + " of layer " + std::to_string(layer) +
-                        " is missing (no tensor " + x + moe.names.gate + ".weight; the config has " + std::to_string(moe.numExperts) +
-                        " experts)");
+            throw Error(checkpoint_.root().string() + ": expert " + std::to_string(e) + " of layer " +
+                        std::to_string(layer) + " is missing (no tensor " + x + moe.names.gate +
+                        ".weight; the config has " + std::to_string(moe.numExperts) + " experts)");
         checked(x + moe.names.gate + ".weight", {ff, h});
         checked(x + moe.names.up + ".weight", {ff, h});
         checked(x + moe.names.down + ".weight", {h, ff});
@@ -110,8 +111,8 @@ void CheckpointWeights::validateExperts(int layer) const {
         const std::string index = name.substr(experts.size(), name.find('.', experts.size()) - experts.size());
         if (index.empty() || index.find_first_not_of("0123456789") != std::string::npos || index.size() > 6 ||
             std::stoi(index) >= moe.numExperts)
-            throw Error(checkpoint_.root().string() + ": tensor " + name + " is beyond the " + std::to_string(moe.numExperts) +
-                        " experts the config describes");
+            throw Error(checkpoint_.root().string() + ": tensor " + name + " is beyond the " +
+                        std::to_string(moe.numExperts) + " experts the config describes");
     }
 }
 
@@ -150,10 +151,12 @@ Linear CheckpointWeights::stackedExpert(int layer, const std::string& module, in
     t.decode(static_cast<std::size_t>(expert) * size, size, stored.data());
     Linear l;
     l.weight = stored.transpose();
-    requireFiniteWeights(l.weight, checkpoint_.root().string(), name + "[" + std::to_string(expert) + "]", options_.allowNonFinite);
+    requireFiniteWeights(l.weight, checkpoint_.root().string(), name + "[" + std::to_string(expert) + "]",
+                         options_.allowNonFinite);
     const io::TensorView bias = checked(name + "_bias", {config_.moe.numExperts, out});
     l.bias.resize(out);
-    bias.decode(static_cast<std::size_t>(expert) * static_cast<std::size_t>(out), static_cast<std::size_t>(out), l.bias.data());
+    bias.decode(static_cast<std::size_t>(expert) * static_cast<std::size_t>(out), static_cast<std::size_t>(out),
+                l.bias.data());
     return l;
 }
 
@@ -164,7 +167,7 @@ Linear CheckpointWeights::linear(int layer, const std::string& module, int out, 
     const io::TensorView t = checked(base + ".weight", {out, in});
     l.weight = t.toMatrix();
     requireFiniteWeights(l.weight, checkpoint_.root().string(), base, options_.allowNonFinite);
-    t.releasePages();   // the f32 copy is what is used now: the mapped pages need not stay resident
+    t.releasePages();  // the f32 copy is what is used now: the mapped pages need not stay resident
     // A bias the config does not announce is still honoured: HF loads every parameter it finds.
     if (bias || checkpoint_.find(base + ".bias")) l.bias = vector(base + ".bias", out);
     return l;
@@ -205,7 +208,7 @@ LayerWeights CheckpointWeights::layer(int index) const {
         for (int e = 0; e < moe.numExperts; ++e) {
             const std::string x = moe.names.expert(e);
             Expert& expert = w.experts[static_cast<std::size_t>(e)];
-            if (moe.stackedExperts) {   // gpt-oss: gate_up_proj fused (interleaved rows), biased
+            if (moe.stackedExperts) {  // gpt-oss: gate_up_proj fused (interleaved rows), biased
                 expert.gate = stackedExpert(index, moe.names.gate, e, 2 * eff, h);
                 expert.down = stackedExpert(index, moe.names.down, e, h, eff);
                 continue;
@@ -227,14 +230,16 @@ MatrixF CheckpointWeights::embeddingRows(std::span<const TokenId> tokens) const 
     MatrixF rows(static_cast<Eigen::Index>(tokens.size()), config_.hiddenSize);
     for (std::size_t i = 0; i < tokens.size(); ++i) {
         if (tokens[i] < 0 || tokens[i] >= config_.vocabSize)
-            throw Error(checkpoint_.root().string() + ": token id " + std::to_string(tokens[i]) + " is outside the vocabulary of " +
-                        std::to_string(config_.vocabSize));
+            throw Error(checkpoint_.root().string() + ": token id " + std::to_string(tokens[i]) +
+                        " is outside the vocabulary of " + std::to_string(config_.vocabSize));
         rows.row(static_cast<Eigen::Index>(i)) = convertRows(t, tokens[i], tokens[i] + 1);
     }
     return rows;
 }
 
-VectorF CheckpointWeights::finalNorm() const { return vector(config_.arch.tensorPrefix + "norm.weight", config_.hiddenSize); }
+VectorF CheckpointWeights::finalNorm() const {
+    return vector(config_.arch.tensorPrefix + "norm.weight", config_.hiddenSize);
+}
 
 std::string CheckpointWeights::embeddingName() const { return config_.arch.tensorPrefix + "embed_tokens.weight"; }
 

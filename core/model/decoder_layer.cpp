@@ -2,8 +2,8 @@
 
 #include <array>
 #include <cmath>
-#include <numbers>
 #include <initializer_list>
+#include <numbers>
 #include <string>
 #include <vector>
 
@@ -23,13 +23,15 @@ const LayerMath& math(const DecoderLayerContext& c) { return c.math ? *c.math : 
 
 bool hooked(const DecoderLayerContext& c) { return c.hook && *c.hook; }
 
-void notify(const DecoderLayerContext& c, std::span<const std::string_view> modules, const MatrixF& x, std::int64_t routed = -1) {
+void notify(const DecoderLayerContext& c, std::span<const std::string_view> modules, const MatrixF& x,
+            std::int64_t routed = -1) {
     if (hooked(c)) (*c.hook)(LinearInput{c.layer, modules, x, routed});
 }
 
 // All-expert calibration: every expert's gate and up read the block's input, shown to the hook once
 // (one Hessian for all of them, not one per expert) with each module's routed tokens.
-void notifyExpertsInput(const DecoderLayerContext& c, const LayerWeights& w, const MatrixF& normed, const ExpertRouting& routing) {
+void notifyExpertsInput(const DecoderLayerContext& c, const LayerWeights& w, const MatrixF& normed,
+                        const ExpertRouting& routing) {
     std::vector<std::string> names;
     std::vector<std::int64_t> routed;
     for (std::size_t e = 0; e < w.experts.size(); ++e) {
@@ -37,7 +39,7 @@ void notifyExpertsInput(const DecoderLayerContext& c, const LayerWeights& w, con
         const auto tokens = static_cast<std::int64_t>(routing.tokens[e].size());
         names.push_back(prefix + w.moeNames.gate);
         routed.push_back(tokens);
-        if (w.moeNames.fusedGateUp()) continue;   // gpt-oss's gate_up_proj is one linear
+        if (w.moeNames.fusedGateUp()) continue;  // gpt-oss's gate_up_proj is one linear
         names.push_back(prefix + w.moeNames.up);
         routed.push_back(tokens);
     }
@@ -93,7 +95,8 @@ MatrixF attentionBlock(const LayerWeights& w, const MatrixF& normed, const Decod
 }
 
 // act(x Gᵀ) ⊙ (x Uᵀ): SiLU on the LayerMath (a device fuses it), gelu-tanh on the host after its GEMMs.
-MatrixF gatedProduct(const LayerMath& m, const MatrixF& x, const Linear& gate, const Linear& up, Activation activation) {
+MatrixF gatedProduct(const LayerMath& m, const MatrixF& x, const Linear& gate, const Linear& up,
+                     Activation activation) {
     if (activation == Activation::Silu) return m.gatedProduct(x, gate, up);
     MatrixF g = m.linear(x, gate);
     const MatrixF u = m.linear(x, up);
@@ -107,7 +110,8 @@ MatrixF mlpBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
     notify(c, kGateUp, normed);
     const LayerMath& m = math(c);
     MatrixF quantized;
-    const MatrixF product = gatedProduct(m, engineInput(normed, {&w.gate, &w.up}, quantized), w.gate, w.up, c.config.arch.activation);
+    const MatrixF product =
+        gatedProduct(m, engineInput(normed, {&w.gate, &w.up}, quantized), w.gate, w.up, c.config.arch.activation);
     notify(c, kDown, product);
     MatrixF quantizedProduct;
     return m.linear(engineInput(product, {&w.down}, quantizedProduct), w.down);
@@ -120,9 +124,10 @@ const MatrixF& expertInput(const MatrixF& x, const Expert& e, MatrixF& storage) 
 
 // The input of an expert's down projection: the gated product of its gate and up projections.
 MatrixF expertProduct(const LayerMath& m, const MatrixF& x, const Expert& e, const MoeConfig& moe) {
-    if (moe.activation == ExpertActivation::ClampedSwiglu)   // gpt-oss: gate_up_proj fused, or (read from GGUF) apart
-        return e.up.weight.size() == 0 ? clampedSwiglu(m.linear(x, e.gate), moe.swigluLimit, moe.swigluAlpha)
-                                       : clampedSwiglu(m.linear(x, e.gate), m.linear(x, e.up), moe.swigluLimit, moe.swigluAlpha);
+    if (moe.activation == ExpertActivation::ClampedSwiglu)  // gpt-oss: gate_up_proj fused, or (read from GGUF) apart
+        return e.up.weight.size() == 0
+                   ? clampedSwiglu(m.linear(x, e.gate), moe.swigluLimit, moe.swigluAlpha)
+                   : clampedSwiglu(m.linear(x, e.gate), m.linear(x, e.up), moe.swigluLimit, moe.swigluAlpha);
     return m.gatedProduct(x, e.gate, e.up);
 }
 
@@ -141,7 +146,8 @@ MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
         const auto& rows = routing.tokens[e];
         const Expert& x = w.experts[e];
         const std::string prefix = w.moeNames.expert(static_cast<int>(e));
-        const std::array<std::string, 3> names{prefix + w.moeNames.gate, prefix + w.moeNames.up, prefix + w.moeNames.down};
+        const std::array<std::string, 3> names{prefix + w.moeNames.gate, prefix + w.moeNames.up,
+                                               prefix + w.moeNames.down};
         const std::array<std::string_view, 2> gateUpNames{names[0], names[1]};
         // gpt-oss's gate_up_proj is one linear: its input is announced under that one name.
         const std::span<const std::string_view> gateUp(gateUpNames.data(), w.moeNames.fusedGateUp() ? 1 : 2);
@@ -152,7 +158,7 @@ MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
             notify(c, down, expertProduct(m, expertInput(normed, x, quantized), x, moe), routedCount);
         }
         if (rows.empty()) {
-            if (!c.hookSeesAllTokens) {   // still reported: calibration must see that this expert got no token
+            if (!c.hookSeesAllTokens) {  // still reported: calibration must see that this expert got no token
                 notify(c, gateUp, MatrixF(0, normed.cols()), 0);
                 notify(c, down, MatrixF(0, x.down.weight.cols()), 0);
             }
@@ -166,7 +172,8 @@ MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
         if (!c.hookSeesAllTokens) notify(c, down, product, routedCount);
         MatrixF quantizedProduct;
         const MatrixF y = m.linear(engineInput(product, {&x.down}, quantizedProduct), x.down);
-        for (std::size_t i = 0; i < rows.size(); ++i) out.row(rows[i]) += routing.weights[e][i] * y.row(static_cast<Eigen::Index>(i));
+        for (std::size_t i = 0; i < rows.size(); ++i)
+            out.row(rows[i]) += routing.weights[e][i] * y.row(static_cast<Eigen::Index>(i));
     }
     return out;
 }

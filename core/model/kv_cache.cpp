@@ -8,7 +8,8 @@ namespace qs::model {
 
 KvCache::KvCache(const ModelConfig& config, int capacity) : capacity_(capacity) {
     if (capacity <= 0 || capacity > config.maxPositionEmbeddings)
-        throw Error("kv cache: capacity " + std::to_string(capacity) + " outside 1.." + std::to_string(config.maxPositionEmbeddings));
+        throw Error("kv cache: capacity " + std::to_string(capacity) + " outside 1.." +
+                    std::to_string(config.maxPositionEmbeddings));
     layers_.resize(static_cast<std::size_t>(config.numLayers));
     for (Layer& l : layers_) {
         l.k.resize(capacity, config.kvDim());

@@ -19,11 +19,11 @@ MatrixF Linear::operator()(const MatrixF& x) const {
 
 std::vector<std::string> LayerWeights::linearModules() const {
     if (!isMoe()) return {kLinearModules.begin(), kLinearModules.end()};
-    std::vector<std::string> out(kLinearModules.begin(), kLinearModules.begin() + 4);   // attention
+    std::vector<std::string> out(kLinearModules.begin(), kLinearModules.begin() + 4);  // attention
     for (std::size_t e = 0; e < experts.size(); ++e) {
         const std::string prefix = moeNames.expert(static_cast<int>(e));
         for (const std::string* part : {&moeNames.gate, &moeNames.up, &moeNames.down})
-            if (!part->empty()) out.push_back(prefix + *part);   // gpt-oss: gate_up_proj fuses gate and up
+            if (!part->empty()) out.push_back(prefix + *part);  // gpt-oss: gate_up_proj fuses gate and up
     }
     return out;
 }
@@ -43,7 +43,8 @@ const Linear& LayerWeights::linear(std::string_view module) const {
             std::size_t e = 0;
             const auto digits = tail.substr(0, dot);
             const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), e);
-            if (dot != std::string_view::npos && ec == std::errc() && end == digits.data() + digits.size() && e < experts.size()) {
+            if (dot != std::string_view::npos && ec == std::errc() && end == digits.data() + digits.size() &&
+                e < experts.size()) {
                 const Expert& x = experts[e];
                 const std::string_view name = tail.substr(dot + 1);
                 if (name == moeNames.gate) return x.gate;

@@ -12,9 +12,7 @@
 namespace qs::model {
 namespace {
 
-[[noreturn]] void fail(const std::string& source, const std::string& what) {
-    throw Error(source + ": " + what);
-}
+[[noreturn]] void fail(const std::string& source, const std::string& what) { throw Error(source + ": " + what); }
 
 // Sizes the forward pass allocates with: positive and far below what would overflow an index.
 constexpr io::IntRange kSizeRange{1, 1 << 24};
@@ -46,7 +44,8 @@ T optional(const nlohmann::json& j, const char* key, T fallback, const std::stri
         try {
             return it->get<T>();
         } catch (const nlohmann::json::exception&) {
-            fail(source, std::string("'") + key + "' is " + it->dump() + ", " + io::jsonKind(*it) + " of the wrong type");
+            fail(source,
+                 std::string("'") + key + "' is " + it->dump() + ", " + io::jsonKind(*it) + " of the wrong type");
         }
     }
 }
@@ -57,15 +56,18 @@ void parseYarn(const nlohmann::json& j, RopeScaling& s, const std::string& sourc
     s.type = RopeScalingType::Yarn;
     for (const char* key : {"mscale", "mscale_all_dim"}) {
         const auto it = j.find(key);
-        if (it != j.end() && !it->is_null()) fail(source, std::string("rope_scaling yarn '") + key + "' is not supported");
+        if (it != j.end() && !it->is_null())
+            fail(source, std::string("rope_scaling yarn '") + key + "' is not supported");
     }
     // transformers writes `get("beta_fast") or 32`: a 0 falls back to the default too.
-    const double betaFast = optional<double>(j, "beta_fast", 0.0, source), betaSlow = optional<double>(j, "beta_slow", 0.0, source);
+    const double betaFast = optional<double>(j, "beta_fast", 0.0, source),
+                 betaSlow = optional<double>(j, "beta_slow", 0.0, source);
     s.betaFast = betaFast != 0.0 ? betaFast : 32.0;
     s.betaSlow = betaSlow != 0.0 ? betaSlow : 1.0;
     s.truncate = optional<bool>(j, "truncate", true, source);
     s.originalMaxPositionEmbeddings = optional<int>(j, "original_max_position_embeddings", 0, source);
-    s.attentionFactor = optional<double>(j, "attention_factor", s.factor <= 1.0 ? 1.0 : 0.1 * std::log(s.factor) + 1.0, source);
+    s.attentionFactor =
+        optional<double>(j, "attention_factor", s.factor <= 1.0 ? 1.0 : 0.1 * std::log(s.factor) + 1.0, source);
     if (!(s.betaFast > 0.0) || !(s.betaSlow > 0.0) || !(s.attentionFactor > 0.0))
         fail(source, "rope_scaling yarn needs positive beta_fast, beta_slow and attention_factor");
 }
@@ -77,8 +79,11 @@ RopeScaling parseRopeScaling(const nlohmann::json& j, const std::string& source)
     if (j.is_null()) return s;
     if (!j.is_object()) fail(source, "rope_scaling is not an object");
     if (j.contains("mrope_section") || j.contains("mrope_interleaved"))
-        fail(source, "rope_scaling holds a multimodal RoPE (mrope_section), read only for the text towers of qwen2_5_vl and qwen3_vl");
-    const std::string type = optional<std::string>(j, "rope_type", optional<std::string>(j, "type", "default", source), source);
+        fail(source,
+             "rope_scaling holds a multimodal RoPE (mrope_section), read only for the text towers of qwen2_5_vl and "
+             "qwen3_vl");
+    const std::string type =
+        optional<std::string>(j, "rope_type", optional<std::string>(j, "type", "default", source), source);
     if (type == "default") return s;
     s.factor = optional<double>(j, "factor", 1.0, source);
     if (!(s.factor > 0.0)) fail(source, "rope_scaling.factor must be positive");
@@ -90,9 +95,12 @@ RopeScaling parseRopeScaling(const nlohmann::json& j, const std::string& source)
         s.highFreqFactor = optional<double>(j, "high_freq_factor", 4.0, source);
         s.originalMaxPositionEmbeddings = optional<int>(j, "original_max_position_embeddings", 8192, source);
         if (!(s.highFreqFactor > s.lowFreqFactor) || s.originalMaxPositionEmbeddings <= 0)
-            fail(source, "rope_scaling llama3 needs high_freq_factor > low_freq_factor and original_max_position_embeddings > 0");
+            fail(source,
+                 "rope_scaling llama3 needs high_freq_factor > low_freq_factor and original_max_position_embeddings > "
+                 "0");
     } else if (type == "longrope") {
-        s.type = RopeScalingType::LongRope;   // the factor lists and the attention factor: parseLongRope (they need the head)
+        s.type =
+            RopeScalingType::LongRope;  // the factor lists and the attention factor: parseLongRope (they need the head)
     } else if (type == "yarn") {
         parseYarn(j, s, source);
     } else {
@@ -104,10 +112,12 @@ RopeScaling parseRopeScaling(const nlohmann::json& j, const std::string& source)
 std::vector<double> factorList(const nlohmann::json& j, const char* key, std::size_t size, const std::string& source) {
     const auto it = j.find(key);
     if (it == j.end() || !it->is_array() || it->size() != size)
-        fail(source, std::string("rope_scaling.") + key + " must list " + std::to_string(size) + " numbers (half the rotary dimensions)");
+        fail(source, std::string("rope_scaling.") + key + " must list " + std::to_string(size) +
+                         " numbers (half the rotary dimensions)");
     std::vector<double> out;
     for (const auto& v : *it) {
-        if (!v.is_number() || !(v.get<double>() > 0.0)) fail(source, std::string("rope_scaling.") + key + " holds " + v.dump() + ", not a positive number");
+        if (!v.is_number() || !(v.get<double>() > 0.0))
+            fail(source, std::string("rope_scaling.") + key + " holds " + v.dump() + ", not a positive number");
         out.push_back(v.get<double>());
     }
     return out;
@@ -116,7 +126,8 @@ std::vector<double> factorList(const nlohmann::json& j, const char* key, std::si
 // LongRoPE as transformers' _compute_longrope_parameters reads it: the short and long factors (one per
 // rotary frequency) and the attention factor, by default sqrt(1 + ln(f) / ln(original)) with
 // f = max_position_embeddings / original_max_position_embeddings (Phi-3 keeps the original at the top level).
-void parseLongRope(const nlohmann::json& top, const nlohmann::json& scaling, ModelConfig& c, const std::string& source) {
+void parseLongRope(const nlohmann::json& top, const nlohmann::json& scaling, ModelConfig& c,
+                   const std::string& source) {
     RopeScaling& s = c.ropeScaling;
     const std::size_t half = static_cast<std::size_t>(c.rotaryDims() / 2);
     s.shortFactor = factorList(scaling, "short_factor", half, source);
@@ -135,7 +146,8 @@ void parseLongRope(const nlohmann::json& top, const nlohmann::json& scaling, Mod
         s.attentionFactor = optional<double>(scaling, "attention_factor", 1.0, source);
         if (!(s.attentionFactor > 0.0)) fail(source, "rope_scaling.attention_factor must be positive");
     } else {
-        s.attentionFactor = factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(original)));
+        s.attentionFactor =
+            factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(static_cast<double>(original)));
     }
 }
 
@@ -148,10 +160,14 @@ void parsePhi3(const nlohmann::json& j, ModelConfig& c, const std::string& sourc
     const auto params = j.find("rope_parameters");
     const bool hasParams = params != j.end() && params->is_object();
     // transformers 5 moves partial_rotary_factor into rope_parameters.
-    const double partial = optional<double>(j, "partial_rotary_factor", hasParams ? optional<double>(*params, "partial_rotary_factor", 1.0, source) : 1.0, source);
+    const double partial =
+        optional<double>(j, "partial_rotary_factor",
+                         hasParams ? optional<double>(*params, "partial_rotary_factor", 1.0, source) : 1.0, source);
     if (!(partial > 0.0 && partial <= 1.0)) fail(source, "partial_rotary_factor must be in (0, 1]");
-    const int dims = static_cast<int>(c.headDim * partial);   // int(head_dim * partial_rotary_factor), as transformers
-    if (dims < 2 || dims % 2 != 0) fail(source, "partial_rotary_factor " + std::to_string(partial) + " leaves an odd or empty rotary part of head_dim " + std::to_string(c.headDim));
+    const int dims = static_cast<int>(c.headDim * partial);  // int(head_dim * partial_rotary_factor), as transformers
+    if (dims < 2 || dims % 2 != 0)
+        fail(source, "partial_rotary_factor " + std::to_string(partial) +
+                         " leaves an odd or empty rotary part of head_dim " + std::to_string(c.headDim));
     c.rotaryDim = dims == c.headDim ? 0 : dims;
     if (c.ropeScaling.type == RopeScalingType::LongRope) {
         parseLongRope(j, hasParams ? *params : j.at("rope_scaling"), c, source);
@@ -174,9 +190,9 @@ void parseAttentionVariant(const nlohmann::json& j, ModelConfig& c, const std::s
     c.qkNorm = c.modelType == "qwen3" || c.modelType == "qwen3_moe";
 
     if (c.modelType == "gemma3_text") {
-        return;   // parseGemma3Text: per-layer windows
+        return;  // parseGemma3Text: per-layer windows
     } else if (c.modelType == "phi3") {
-        return;   // parsePhi3
+        return;  // parsePhi3
     } else if (c.modelType == "mistral" || c.modelType == "mixtral") {
         c.slidingWindow = optional<int>(j, "sliding_window", 0, source);
     } else if (optional<bool>(j, "use_sliding_window", false, source)) {
@@ -188,12 +204,13 @@ void parseAttentionVariant(const nlohmann::json& j, ModelConfig& c, const std::s
 std::vector<int> layerList(const nlohmann::json& j, const char* key, int numLayers, const std::string& source) {
     const auto it = j.find(key);
     if (it == j.end() || it->is_null()) return {};
-    if (!it->is_array()) fail(source, std::string("'") + key + "' is " + io::jsonKind(*it) + ", not a list of layer indices");
+    if (!it->is_array())
+        fail(source, std::string("'") + key + "' is " + io::jsonKind(*it) + ", not a list of layer indices");
     std::vector<int> layers;
     for (const auto& v : *it) {
         if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() >= numLayers)
-            fail(source, std::string("'") + key + "' holds " + v.dump() + ", not a layer index below num_hidden_layers " +
-                             std::to_string(numLayers));
+            fail(source, std::string("'") + key + "' holds " + v.dump() +
+                             ", not a layer index below num_hidden_layers " + std::to_string(numLayers));
         layers.push_back(v.get<int>());
     }
     return layers;
@@ -206,14 +223,14 @@ void parseMoe(const nlohmann::json& j, ModelConfig& c, const std::string& source
     if (c.modelType == "qwen3_moe") {
         m.numExperts = requiredInt(j, "num_experts", source);
         m.expertIntermediateSize = requiredInt(j, "moe_intermediate_size", source);
-        m.normTopkProb = optional<bool>(j, "norm_topk_prob", false, source);   // Qwen3MoeConfig's default
+        m.normTopkProb = optional<bool>(j, "norm_topk_prob", false, source);  // Qwen3MoeConfig's default
         m.sparseStep = optional<int>(j, "decoder_sparse_step", 1, source);
         m.denseLayers = layerList(j, "mlp_only_layers", c.numLayers, source);
         m.names = MoeNames{"mlp", "gate_proj", "up_proj", "down_proj"};
     } else if (c.modelType == "mixtral") {
         m.numExperts = requiredInt(j, "num_local_experts", source);
         m.expertIntermediateSize = c.intermediateSize;
-        m.normTopkProb = true;   // MixtralSparseMoeBlock always renormalises the top-k weights
+        m.normTopkProb = true;  // MixtralSparseMoeBlock always renormalises the top-k weights
         m.names = MoeNames{"block_sparse_moe", "w1", "w3", "w2"};
     } else if (c.modelType == "gpt_oss") {
         // GptOssTopKRouter: top-k of the biased router logits, softmax over those k (the same weights as a
@@ -240,7 +257,8 @@ std::string missingPieces(const std::string& modelType) {
                "(sigmoid scores with a correction bias, group-limited top-k, routed_scaling_factor, shared experts, "
                "first_k_dense_replace) are not implemented";
     if (modelType == "qwen3_vl_moe")
-        return "its text tower's experts are stored stacked (mlp.experts.gate_up_proj, mlp.experts.down_proj: one tensor for all "
+        return "its text tower's experts are stored stacked (mlp.experts.gate_up_proj, mlp.experts.down_proj: one "
+               "tensor for all "
                "experts), which is not read yet; the dense qwen3_vl is supported";
     return "";
 }
@@ -254,7 +272,8 @@ double embeddingScaleIn(io::DType dtype, int hiddenSize) {
 }
 
 io::DType configDtype(const nlohmann::json& j, const std::string& source) {
-    const std::string name = optional<std::string>(j, "dtype", optional<std::string>(j, "torch_dtype", "float32", source), source);
+    const std::string name =
+        optional<std::string>(j, "dtype", optional<std::string>(j, "torch_dtype", "float32", source), source);
     if (name == "bfloat16") return io::DType::BF16;
     if (name == "float16") return io::DType::F16;
     return io::DType::F32;
@@ -266,7 +285,8 @@ std::vector<bool> gemmaSlidingLayers(const nlohmann::json& j, int numLayers, con
     const auto types = j.find("layer_types");
     if (types != j.end() && !types->is_null()) {
         if (!types->is_array() || static_cast<int>(types->size()) != numLayers)
-            fail(source, "'layer_types' must list one attention type for each of the " + std::to_string(numLayers) + " layers");
+            fail(source,
+                 "'layer_types' must list one attention type for each of the " + std::to_string(numLayers) + " layers");
         for (const auto& t : *types) {
             const std::string type = t.is_string() ? t.get<std::string>() : t.dump();
             if (type != "sliding_attention" && type != "full_attention")
@@ -292,7 +312,7 @@ void parseGptOss(const nlohmann::json& j, ModelConfig& c, const std::string& sou
     if (types != j.end() && !types->is_null()) {
         c.slidingLayers = gemmaSlidingLayers(j, c.numLayers, source);
     } else {
-        for (int i = 0; i < c.numLayers; ++i) c.slidingLayers.push_back(i % 2 == 0);   // GptOssConfig's default
+        for (int i = 0; i < c.numLayers; ++i) c.slidingLayers.push_back(i % 2 == 0);  // GptOssConfig's default
     }
     if (c.ropeScaling.type == RopeScalingType::Yarn && c.ropeScaling.originalMaxPositionEmbeddings == 0)
         c.ropeScaling.originalMaxPositionEmbeddings = c.maxPositionEmbeddings;
@@ -322,12 +342,15 @@ void parseGemmaRope(const nlohmann::json& j, ModelConfig& c, const std::string& 
 void parseGemma3Text(const nlohmann::json& j, ModelConfig& c, const std::string& source) {
     for (const char* key : {"final_logit_softcapping", "attn_logit_softcapping"}) {
         const auto it = j.find(key);
-        if (it != j.end() && !it->is_null()) fail(source, std::string("'") + key + "' is " + it->dump() + ": logit soft-capping is not supported");
+        if (it != j.end() && !it->is_null())
+            fail(source, std::string("'") + key + "' is " + it->dump() + ": logit soft-capping is not supported");
     }
     if (optional<bool>(j, "use_bidirectional_attention", false, source))
         fail(source, "'use_bidirectional_attention' is true: only causal attention is supported");
-    const std::string act = optional<std::string>(j, "hidden_activation", optional<std::string>(j, "hidden_act", "gelu_pytorch_tanh", source), source);
-    if (act != "gelu_pytorch_tanh") fail(source, "hidden_activation '" + act + "' is not supported (only gelu_pytorch_tanh)");
+    const std::string act = optional<std::string>(
+        j, "hidden_activation", optional<std::string>(j, "hidden_act", "gelu_pytorch_tanh", source), source);
+    if (act != "gelu_pytorch_tanh")
+        fail(source, "hidden_activation '" + act + "' is not supported (only gelu_pytorch_tanh)");
     c.arch.activation = Activation::GeluTanh;
     c.arch.normOffset = 1.0f;
     c.arch.preMlpNorm = "pre_feedforward_layernorm";
@@ -365,25 +388,41 @@ struct TowerLayout {
 struct VlmTower {
     std::string modelType;
     std::string textModelType;
-    std::set<std::string> textConfigTypes;   // text_config.model_type values read as textModelType
-    bool textConfigRequired;                 // else the text fields may sit at the top level (Qwen2.5-VL before 4.52)
-    bool multimodalRope;                     // rope_scaling may hold mrope_section / mrope_interleaved
+    std::set<std::string> textConfigTypes;  // text_config.model_type values read as textModelType
+    bool textConfigRequired;                // else the text fields may sit at the top level (Qwen2.5-VL before 4.52)
+    bool multimodalRope;                    // rope_scaling may hold mrope_section / mrope_interleaved
     TowerLayout current;
     TowerLayout old;
 };
 
 const std::vector<VlmTower>& vlmTowers() {
     static const std::vector<VlmTower> towers{
-        {"gemma3", "gemma3_text", {"gemma3_text"}, true, false,
+        {"gemma3",
+         "gemma3_text",
+         {"gemma3_text"},
+         true,
+         false,
          {"model.language_model.", "lm_head.weight", {"model.vision_tower.", "model.multi_modal_projector."}},
          {"language_model.model.", "language_model.lm_head.weight", {"vision_tower.", "multi_modal_projector."}}},
-        {"qwen2_5_vl", "qwen2", {"qwen2_5_vl_text", "qwen2_5_vl"}, false, true,
+        {"qwen2_5_vl",
+         "qwen2",
+         {"qwen2_5_vl_text", "qwen2_5_vl"},
+         false,
+         true,
          {"model.language_model.", "lm_head.weight", {"model.visual."}},
          {"model.", "lm_head.weight", {"visual."}}},
-        {"qwen3_vl", "qwen3", {"qwen3_vl_text", "qwen3_vl"}, true, true,
+        {"qwen3_vl",
+         "qwen3",
+         {"qwen3_vl_text", "qwen3_vl"},
+         true,
+         true,
          {"model.language_model.", "lm_head.weight", {"model.visual."}},
          {"model.", "lm_head.weight", {"visual."}}},
-        {"mistral3", "mistral", {"mistral"}, true, false,
+        {"mistral3",
+         "mistral",
+         {"mistral"},
+         true,
+         false,
          {"model.language_model.", "lm_head.weight", {"model.vision_tower.", "model.multi_modal_projector."}},
          {"language_model.model.", "language_model.lm_head.weight", {"vision_tower.", "multi_modal_projector."}}},
     };
@@ -407,13 +446,14 @@ void applyLayout(const TowerLayout& layout, Architecture& arch) {
 nlohmann::json towerTextConfig(const VlmTower& tower, const nlohmann::json& j, const std::string& source) {
     const auto text = j.find("text_config");
     const bool hasText = text != j.end() && text->is_object();
-    if (!hasText && tower.textConfigRequired) fail(source, "model_type '" + tower.modelType + "' needs a 'text_config' object");
+    if (!hasText && tower.textConfigRequired)
+        fail(source, "model_type '" + tower.modelType + "' needs a 'text_config' object");
     nlohmann::json t = hasText ? *text : j;
     if (hasText) {
         const std::string type = optional<std::string>(t, "model_type", tower.textModelType, source);
         if (!tower.textConfigTypes.contains(type) && type != tower.textModelType)
-            fail(source, "text_config.model_type '" + type + "' is not the " + tower.textModelType + " text tower a '" + tower.modelType +
-                             "' model is read as");
+            fail(source, "text_config.model_type '" + type + "' is not the " + tower.textModelType + " text tower a '" +
+                             tower.modelType + "' model is read as");
         // The VLM ties its lm_head to the text tower's embedding; the dtype may be given only at the top.
         for (const char* key : {"tie_word_embeddings", "torch_dtype", "dtype"})
             if (!t.contains(key) && j.contains(key)) t[key] = j[key];
@@ -425,7 +465,8 @@ nlohmann::json towerTextConfig(const VlmTower& tower, const nlohmann::json& j, c
 std::vector<int> mropeSectionOf(const nlohmann::json& rope, const std::string& source) {
     const auto it = rope.find("mrope_section");
     if (it == rope.end() || it->is_null()) return {};
-    if (!it->is_array() || it->size() != 3) fail(source, "rope_scaling.mrope_section must list three sizes (temporal, height, width)");
+    if (!it->is_array() || it->size() != 3)
+        fail(source, "rope_scaling.mrope_section must list three sizes (temporal, height, width)");
     std::vector<int> sections;
     for (const auto& v : *it) {
         if (!v.is_number_integer() || v.get<std::int64_t>() < 0 || v.get<std::int64_t>() > (1 << 16))
@@ -470,12 +511,14 @@ ModelConfig towerFromJson(const VlmTower& tower, const nlohmann::json& j, const 
         int sum = 0;
         for (int s : c.mropeSection) sum += s;
         if (sum != c.headDim / 2)
-            fail(textSource, "rope_scaling.mrope_section sums to " + std::to_string(sum) + ", not head_dim / 2 = " + std::to_string(c.headDim / 2));
+            fail(textSource, "rope_scaling.mrope_section sums to " + std::to_string(sum) +
+                                 ", not head_dim / 2 = " + std::to_string(c.headDim / 2));
     }
     // Qwen3-VL adds vision features into its first decoder layers at the image tokens only (deepstack):
     // nothing for text; counted for llama.cpp's qwen3vl, whose converter writes it.
     const nlohmann::json vision = j.value("vision_config", nlohmann::json::object());
-    if (vision.is_object() && vision.contains("deepstack_visual_indexes") && vision["deepstack_visual_indexes"].is_array())
+    if (vision.is_object() && vision.contains("deepstack_visual_indexes") &&
+        vision["deepstack_visual_indexes"].is_array())
         c.deepstackLayers = static_cast<int>(vision["deepstack_visual_indexes"].size());
     return c;
 }
@@ -491,7 +534,8 @@ bool ModelConfig::isMoeLayer(int layer) const {
 
 ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& source) {
     if (!j.is_object()) fail(source, "config is not a JSON object");
-    static const std::set<std::string> supported{"llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "gpt_oss", "gemma3_text", "phi3"};
+    static const std::set<std::string> supported{"llama",   "mistral", "qwen2",       "qwen3", "qwen3_moe",
+                                                 "mixtral", "gpt_oss", "gemma3_text", "phi3"};
     ModelConfig c;
     c.modelType = optional<std::string>(j, "model_type", "", source);
     if (const auto missing = missingPieces(c.modelType); !missing.empty())
@@ -499,7 +543,8 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& so
     if (const VlmTower* tower = vlmTowerOf(c.modelType)) return towerFromJson(*tower, j, source);
     if (!supported.contains(c.modelType))
         fail(source, "model_type '" + c.modelType +
-                         "' is not supported (llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, gpt_oss, gemma3_text, phi3; the text towers of gemma3, "
+                         "' is not supported (llama, mistral, qwen2, qwen3, qwen3_moe, mixtral, gpt_oss, gemma3_text, "
+                         "phi3; the text towers of gemma3, "
                          "qwen2_5_vl, qwen3_vl, mistral3)");
     const bool gemma = c.modelType == "gemma3_text";
     const std::string act = optional<std::string>(j, "hidden_act", "silu", source);
@@ -518,15 +563,18 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& so
 
     const auto params = j.find("rope_parameters");
     const bool hasParams = params != j.end() && params->is_object();
-    c.ropeTheta = hasParams ? optional<double>(*params, "rope_theta", optional<double>(j, "rope_theta", 10000.0, source), source)
-                            : optional<double>(j, "rope_theta", 10000.0, source);
+    c.ropeTheta =
+        hasParams ? optional<double>(*params, "rope_theta", optional<double>(j, "rope_theta", 10000.0, source), source)
+                  : optional<double>(j, "rope_theta", 10000.0, source);
     c.ropeScaling = parseRopeScaling(hasParams ? *params : j.value("rope_scaling", nlohmann::json()), source);
 
     parseAttentionVariant(j, c, source);
     parseMoe(j, c, source);
     if (gemma) parseGemma3Text(j, c, source);
-    if (c.modelType == "phi3") parsePhi3(j, c, source);
-    else if (c.ropeScaling.type == RopeScalingType::LongRope) fail(source, "longrope is supported for model_type 'phi3' only");
+    if (c.modelType == "phi3")
+        parsePhi3(j, c, source);
+    else if (c.ropeScaling.type == RopeScalingType::LongRope)
+        fail(source, "longrope is supported for model_type 'phi3' only");
     if (c.modelType == "gpt_oss") parseGptOss(j, c, source);
     // YaRN is checked against transformers and llama.cpp for gpt-oss only: elsewhere it is refused, not guessed.
     if (c.ropeScaling.type == RopeScalingType::Yarn && c.modelType != "gpt_oss")
@@ -541,20 +589,23 @@ void ModelConfig::validate(const std::string& source) const {
         fail(source, "sizes must be positive");
     if (numHeads % numKvHeads != 0) fail(source, "num_attention_heads is not a multiple of num_key_value_heads");
     if (headDim % 2 != 0) fail(source, "head_dim must be even for rotary embeddings");
-    if (rotaryDim < 0 || rotaryDim > headDim || rotaryDim % 2 != 0) fail(source, "the rotary part of a head must be even and at most head_dim");
+    if (rotaryDim < 0 || rotaryDim > headDim || rotaryDim % 2 != 0)
+        fail(source, "the rotary part of a head must be even and at most head_dim");
     if (ropeScaling.type == RopeScalingType::LongRope &&
-        (ropeScaling.shortFactor.size() != std::size_t(rotaryDims() / 2) || ropeScaling.longFactor.size() != std::size_t(rotaryDims() / 2)))
+        (ropeScaling.shortFactor.size() != std::size_t(rotaryDims() / 2) ||
+         ropeScaling.longFactor.size() != std::size_t(rotaryDims() / 2)))
         fail(source, "longrope needs one short and one long factor per rotary frequency");
     if (!(rmsNormEps > 0.0) || !(ropeTheta > 0.0)) fail(source, "rms_norm_eps and rope_theta must be positive");
     if (slidingWindow < 0) fail(source, "sliding_window must not be negative");
     if (!slidingLayers.empty() && static_cast<int>(slidingLayers.size()) != numLayers)
         fail(source, "the per-layer attention types do not cover the " + std::to_string(numLayers) + " layers");
-    if (queryPreAttnScalar < 0.0 || ropeLocalTheta < 0.0) fail(source, "query_pre_attn_scalar and the local RoPE base must not be negative");
+    if (queryPreAttnScalar < 0.0 || ropeLocalTheta < 0.0)
+        fail(source, "query_pre_attn_scalar and the local RoPE base must not be negative");
     if (moe.numExperts < 0) fail(source, "the number of experts must not be negative");
     if (isMoe()) {
         if (moe.numExpertsPerToken < 1 || moe.numExpertsPerToken > moe.numExperts)
-            fail(source, "num_experts_per_tok " + std::to_string(moe.numExpertsPerToken) + " must be between 1 and the " +
-                             std::to_string(moe.numExperts) + " experts");
+            fail(source, "num_experts_per_tok " + std::to_string(moe.numExpertsPerToken) +
+                             " must be between 1 and the " + std::to_string(moe.numExperts) + " experts");
         if (moe.expertIntermediateSize <= 0) fail(source, "the experts' intermediate size must be positive");
         if (moe.sparseStep < 1) fail(source, "decoder_sparse_step must be at least 1");
         if (moe.names.block.empty()) fail(source, "model_type '" + modelType + "' has no MoE tensor names");
@@ -563,13 +614,14 @@ void ModelConfig::validate(const std::string& source) const {
 
 void ModelConfig::requireDense(const std::string& source, const std::string& what) const {
     if (isMoe())
-        fail(source, "model_type '" + modelType + "' is a mixture of experts (" + std::to_string(moe.numExperts) + " experts), and " +
-                         what + " does not handle experts yet");
+        fail(source, "model_type '" + modelType + "' is a mixture of experts (" + std::to_string(moe.numExperts) +
+                         " experts), and " + what + " does not handle experts yet");
 }
 
 std::vector<std::pair<std::string, std::vector<std::string>>> fusedModules(const Architecture& arch) {
     std::vector<std::pair<std::string, std::vector<std::string>>> out;
-    if (!arch.fusedQkv.empty()) out.push_back({arch.fusedQkv, {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}});
+    if (!arch.fusedQkv.empty())
+        out.push_back({arch.fusedQkv, {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}});
     if (!arch.fusedGateUp.empty()) out.push_back({arch.fusedGateUp, {"mlp.gate_proj", "mlp.up_proj"}});
     return out;
 }
@@ -607,7 +659,8 @@ ModelConfig ModelConfig::fromCheckpoint(const io::Checkpoint& checkpoint) {
     }
     // A VLM written before transformers 4.52 keeps its text tower in the old layout (TowerLayout).
     if (const VlmTower* tower = vlmTowerOf(c.modelType))
-        if (!checkpoint.find(c.arch.tensorPrefix + "embed_tokens.weight") && checkpoint.find(tower->old.tensorPrefix + "embed_tokens.weight"))
+        if (!checkpoint.find(c.arch.tensorPrefix + "embed_tokens.weight") &&
+            checkpoint.find(tower->old.tensorPrefix + "embed_tokens.weight"))
             applyLayout(tower->old, c.arch);
     // Gemma scales the embedding in the embedding tensor's own dtype.
     if (c.embeddingScale != 1.0)

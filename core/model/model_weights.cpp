@@ -24,7 +24,8 @@ MatrixF ModelWeights::embeddingRows(std::span<const TokenId> tokens) const {
 
 MatrixF ModelWeights::lmHead(const MatrixF& normedHidden, const LayerMath& math) const {
     const MatrixF& w = lmHeadWeight.size() > 0 ? lmHeadWeight : embedding;
-    if (normedHidden.cols() != w.cols()) throw Error("model weights: lm_head expects " + std::to_string(w.cols()) + " features");
+    if (normedHidden.cols() != w.cols())
+        throw Error("model weights: lm_head expects " + std::to_string(w.cols()) + " features");
     return math.product(normedHidden, w);
 }
 

@@ -23,7 +23,8 @@ ExpertRouting routeTokens(const MatrixF& logits, int topK, bool normTopkProb) {
         // far below what could reorder experts that are not tied anyway.
         const double top = logits.row(t).maxCoeff();
         double sum = 0.0;
-        for (Eigen::Index e = 0; e < experts; ++e) sum += p[static_cast<std::size_t>(e)] = std::exp(double(logits(t, e)) - top);
+        for (Eigen::Index e = 0; e < experts; ++e)
+            sum += p[static_cast<std::size_t>(e)] = std::exp(double(logits(t, e)) - top);
         std::iota(order.begin(), order.end(), 0);
         std::partial_sort(order.begin(), order.begin() + topK, order.end(), [&](int a, int b) {
             return p[static_cast<std::size_t>(a)] > p[static_cast<std::size_t>(b)] ||

@@ -20,7 +20,7 @@ void normalizeSpan(float* v, const float* w, Eigen::Index n, double eps, float o
 }  // namespace
 
 void rmsNormInPlace(MatrixF& x, const VectorF& weight, double eps, float offset) {
-    rmsNormHeadsInPlace(x, weight, eps, offset);   // one "head" spanning the row
+    rmsNormHeadsInPlace(x, weight, eps, offset);  // one "head" spanning the row
 }
 
 MatrixF rmsNorm(const MatrixF& x, const VectorF& weight, double eps, float offset) {
@@ -32,7 +32,8 @@ MatrixF rmsNorm(const MatrixF& x, const VectorF& weight, double eps, float offse
 void rmsNormHeadsInPlace(MatrixF& x, const VectorF& weight, double eps, float offset) {
     const Eigen::Index n = weight.size();
     if (n == 0 || x.cols() % n != 0)
-        throw Error("rms norm: " + std::to_string(x.cols()) + " columns do not split into blocks of " + std::to_string(n));
+        throw Error("rms norm: " + std::to_string(x.cols()) + " columns do not split into blocks of " +
+                    std::to_string(n));
     const Eigen::Index blocks = x.cols() / n;
     const Eigen::Index rows = x.rows();
 #pragma omp parallel for schedule(static) if (rows * x.cols() > 65536)

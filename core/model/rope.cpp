@@ -40,13 +40,13 @@ std::vector<double> yarnFrequencies(int headDim, double theta, const RopeScaling
     }
     low = std::max(low, 0.0);
     high = std::min(high, static_cast<double>(headDim - 1));
-    if (low == high) high += 0.001;   // transformers' guard against a zero-width ramp
+    if (low == high) high += 0.001;  // transformers' guard against a zero-width ramp
     std::vector<double> invFreq(static_cast<std::size_t>(headDim / 2));
     for (int i = 0; i < headDim / 2; ++i) {
         const double extrapolated = 1.0 / std::pow(theta, 2.0 * i / headDim);
         const double interpolated = extrapolated / s.factor;
         const double ramp = std::clamp((i - low) / (high - low), 0.0, 1.0);
-        const double keep = 1.0 - ramp;   // inv_freq_extrapolation_factor
+        const double keep = 1.0 - ramp;  // inv_freq_extrapolation_factor
         invFreq[static_cast<std::size_t>(i)] = interpolated * (1.0 - keep) + extrapolated * keep;
     }
     return invFreq;
@@ -60,7 +60,8 @@ RotaryEmbedding::RotaryEmbedding(const ModelConfig& config)
 RotaryEmbedding::RotaryEmbedding(int headDim, double theta, const RopeScaling& scaling, int rotaryDim)
     : headDim_(headDim), rotaryDim_(rotaryDim > 0 ? rotaryDim : headDim) {
     if (rotaryDim_ % 2 != 0 || rotaryDim_ > headDim_)
-        throw Error("rotary embedding: " + std::to_string(rotaryDim_) + " rotary dimensions do not fit a head of " + std::to_string(headDim_));
+        throw Error("rotary embedding: " + std::to_string(rotaryDim_) + " rotary dimensions do not fit a head of " +
+                    std::to_string(headDim_));
     const int half = rotaryDim_ / 2;
     const bool longRope = scaling.type == RopeScalingType::LongRope;
     if (longRope && (scaling.shortFactor.size() != std::size_t(half) || scaling.longFactor.size() != std::size_t(half)))
@@ -84,7 +85,7 @@ RotaryEmbedding::RotaryEmbedding(int headDim, double theta, const RopeScaling& s
                 longInvFreq_[at] = f / scaling.longFactor[at];
                 f /= scaling.shortFactor[at];
                 break;
-            case RopeScalingType::Yarn: break;   // yarnFrequencies
+            case RopeScalingType::Yarn: break;  // yarnFrequencies
         }
         invFreq_[at] = f;
     }
@@ -118,7 +119,7 @@ void RotaryEmbedding::apply(MatrixF& x, int numHeads, int firstPosition) const {
         }
         float* row = x.row(t).data();
         for (int h = 0; h < numHeads; ++h) {
-            float* head = row + static_cast<std::ptrdiff_t>(h) * headDim_;   // elements rotaryDim_.. pass through
+            float* head = row + static_cast<std::ptrdiff_t>(h) * headDim_;  // elements rotaryDim_.. pass through
             for (int i = 0; i < half; ++i) {
                 const float a = head[i], b = head[i + half];
                 const float c = cosv[static_cast<std::size_t>(i)], s = sinv[static_cast<std::size_t>(i)];

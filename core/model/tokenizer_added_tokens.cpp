@@ -5,25 +5,21 @@
 namespace qs::model {
 namespace {
 
-bool isSpace(char c)
-{
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
-}
+bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'; }
 
 // Letters, digits, '_' and any non-ASCII byte (most of which belong to letters) count as word characters.
-bool isWordByte(char c)
-{
+bool isWordByte(char c) {
     const auto u = static_cast<unsigned char>(c);
     return u >= 0x80 || (u >= '0' && u <= '9') || (u >= 'A' && u <= 'Z') || (u >= 'a' && u <= 'z') || u == '_';
 }
 
 }  // namespace
 
-void AddedTokens::add(AddedToken token)
-{
+void AddedTokens::add(AddedToken token) {
     if (token.content.empty()) return;
     // A later entry for the same content replaces the earlier one.
-    const auto same = std::find_if(tokens_.begin(), tokens_.end(), [&](const AddedToken& t) { return t.content == token.content; });
+    const auto same =
+        std::find_if(tokens_.begin(), tokens_.end(), [&](const AddedToken& t) { return t.content == token.content; });
     if (same != tokens_.end()) {
         indexById_.erase(same->id);
         indexById_[token.id] = static_cast<std::size_t>(same - tokens_.begin());
@@ -34,13 +30,13 @@ void AddedTokens::add(AddedToken token)
     indexById_[token.id] = tokens_.size();
     tokens_.push_back(std::move(token));
     bucket.push_back(tokens_.size() - 1);
-    std::stable_sort(bucket.begin(), bucket.end(),
-                     [&](std::size_t a, std::size_t b) { return tokens_[a].content.size() > tokens_[b].content.size(); });
+    std::stable_sort(bucket.begin(), bucket.end(), [&](std::size_t a, std::size_t b) {
+        return tokens_[a].content.size() > tokens_[b].content.size();
+    });
 }
 
 std::optional<AddedTokens::Match> AddedTokens::findAt(std::string_view text, std::size_t pos, bool normalizedPass,
-                                                      bool parseSpecial) const
-{
+                                                      bool parseSpecial) const {
     for (const std::size_t index : byFirstByte_[static_cast<unsigned char>(text[pos])]) {
         const AddedToken& t = tokens_[index];
         if (t.normalized != normalizedPass || (t.special && !parseSpecial)) continue;
@@ -53,8 +49,7 @@ std::optional<AddedTokens::Match> AddedTokens::findAt(std::string_view text, std
     return std::nullopt;
 }
 
-std::vector<TextSegment> AddedTokens::split(std::string_view text, bool normalizedPass, bool parseSpecial) const
-{
+std::vector<TextSegment> AddedTokens::split(std::string_view text, bool normalizedPass, bool parseSpecial) const {
     std::vector<TextSegment> segments;
     std::size_t plainStart = 0;
     const auto flushPlain = [&](std::size_t end) {
@@ -84,20 +79,18 @@ std::vector<TextSegment> AddedTokens::split(std::string_view text, bool normaliz
     return segments;
 }
 
-const AddedToken* AddedTokens::byId(TokenId id) const
-{
+const AddedToken* AddedTokens::byId(TokenId id) const {
     const auto it = indexById_.find(id);
     return it == indexById_.end() ? nullptr : &tokens_[it->second];
 }
 
-const AddedToken* AddedTokens::byContent(std::string_view content) const
-{
-    const auto it = std::find_if(tokens_.begin(), tokens_.end(), [&](const AddedToken& t) { return t.content == content; });
+const AddedToken* AddedTokens::byContent(std::string_view content) const {
+    const auto it =
+        std::find_if(tokens_.begin(), tokens_.end(), [&](const AddedToken& t) { return t.content == content; });
     return it == tokens_.end() ? nullptr : &*it;
 }
 
-TokenId AddedTokens::maxId() const
-{
+TokenId AddedTokens::maxId() const {
     TokenId maxId = -1;
     for (const AddedToken& t : tokens_) maxId = std::max(maxId, t.id);
     return maxId;

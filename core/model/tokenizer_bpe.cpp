@@ -1,10 +1,11 @@
 #include "tokenizer_bpe.h"
 
-#include "tokenizer_utf8.h"
-#include "qs/error.h"
-
 #include <cstdio>
 #include <queue>
+
+#include "qs/error.h"
+
+#include "tokenizer_utf8.h"
 
 namespace qs::model {
 namespace {
@@ -16,8 +17,7 @@ constexpr std::size_t kCacheCapacity = 1 << 17;
 }  // namespace
 
 BpeModel::BpeModel(Vocabulary vocab, const MergeList& merges, BpeOptions options, const std::string& sourceName)
-    : vocab_(std::move(vocab)), options_(std::move(options))
-{
+    : vocab_(std::move(vocab)), options_(std::move(options)) {
     TokenId maxId = -1;
     for (const auto& [text, id] : vocab_) {
         if (id < 0) throw Error(sourceName + ": negative token id for '" + text + "'");
@@ -29,7 +29,8 @@ BpeModel::BpeModel(Vocabulary vocab, const MergeList& merges, BpeOptions options
     merges_.reserve(merges.size());
     const auto lookup = [&](const std::string& token) {
         const auto it = vocab_.find(token);
-        if (it == vocab_.end()) throw Error(sourceName + ": merge refers to '" + token + "', which is not in the vocabulary");
+        if (it == vocab_.end())
+            throw Error(sourceName + ": merge refers to '" + token + "', which is not in the vocabulary");
         return it->second;
     };
     for (std::size_t rank = 0; rank < merges.size(); ++rank) {
@@ -41,7 +42,8 @@ BpeModel::BpeModel(Vocabulary vocab, const MergeList& merges, BpeOptions options
 
     if (options_.unkToken) {
         const auto it = vocab_.find(*options_.unkToken);
-        if (it == vocab_.end()) throw Error(sourceName + ": unk_token '" + *options_.unkToken + "' is not in the vocabulary");
+        if (it == vocab_.end())
+            throw Error(sourceName + ": unk_token '" + *options_.unkToken + "' is not in the vocabulary");
         unkId_ = it->second;
     }
     for (int b = 0; b < 256; ++b) {
@@ -53,13 +55,14 @@ BpeModel::BpeModel(Vocabulary vocab, const MergeList& merges, BpeOptions options
 }
 
 BpeModel::BpeModel(BpeModel&& other) noexcept
-    : vocab_(std::move(other.vocab_)), tokens_(std::move(other.tokens_)), merges_(std::move(other.merges_)),
-      options_(std::move(other.options_)), unkId_(other.unkId_), byteIds_(other.byteIds_)
-{
-}
+    : vocab_(std::move(other.vocab_)),
+      tokens_(std::move(other.tokens_)),
+      merges_(std::move(other.merges_)),
+      options_(std::move(other.options_)),
+      unkId_(other.unkId_),
+      byteIds_(other.byteIds_) {}
 
-void BpeModel::initialSymbols(std::string_view word, std::vector<TokenId>& symbols) const
-{
+void BpeModel::initialSymbols(std::string_view word, std::vector<TokenId>& symbols) const {
     bool previousUnknown = false;
     std::size_t pos = 0;
     while (pos < word.size()) {
@@ -84,8 +87,7 @@ void BpeModel::initialSymbols(std::string_view word, std::vector<TokenId>& symbo
     }
 }
 
-void BpeModel::applyMerges(std::vector<TokenId>& symbols) const
-{
+void BpeModel::applyMerges(std::vector<TokenId>& symbols) const {
     const int n = static_cast<int>(symbols.size());
     if (n < 2) return;
     // Doubly linked list over the symbols; a merged-away symbol gets id -1.
@@ -129,8 +131,7 @@ void BpeModel::applyMerges(std::vector<TokenId>& symbols) const
     std::erase(symbols, -1);
 }
 
-void BpeModel::encodeWord(std::string_view word, std::vector<TokenId>& out) const
-{
+void BpeModel::encodeWord(std::string_view word, std::vector<TokenId>& out) const {
     if (options_.ignoreMerges) {
         if (const auto it = vocab_.find(word); it != vocab_.end()) {
             out.push_back(it->second);

@@ -2,8 +2,6 @@
 // The BPE model: turns one pre-tokenized word into ids by starting from its characters and applying
 // the lowest-ranked merge present until none applies, as Hugging Face's tokenizers crate does.
 // Results are cached per word: natural text repeats its words, so most words are looked up once.
-#include "qs/model/tokenizer.h"
-
 #include <array>
 #include <cstdint>
 #include <mutex>
@@ -14,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "qs/model/tokenizer.h"
+
 namespace qs::model {
 
 // Hash for unordered maps keyed by std::string that are searched with std::string_view.
@@ -22,13 +22,13 @@ struct StringHash {
     std::size_t operator()(std::string_view s) const noexcept { return std::hash<std::string_view>{}(s); }
 };
 using Vocabulary = std::unordered_map<std::string, TokenId, StringHash, std::equal_to<>>;
-using MergeList = std::vector<std::pair<std::string, std::string>>;   // in rank order
+using MergeList = std::vector<std::pair<std::string, std::string>>;  // in rank order
 
 struct BpeOptions {
-    std::optional<std::string> unkToken;   // the id for characters outside the vocabulary
-    bool byteFallback = false;             // use <0xNN> tokens before falling back to unk
-    bool fuseUnk = false;                  // consecutive unknown characters become one unk
-    bool ignoreMerges = false;             // a word that is itself in the vocabulary is one token (Llama-3)
+    std::optional<std::string> unkToken;  // the id for characters outside the vocabulary
+    bool byteFallback = false;            // use <0xNN> tokens before falling back to unk
+    bool fuseUnk = false;                 // consecutive unknown characters become one unk
+    bool ignoreMerges = false;            // a word that is itself in the vocabulary is one token (Llama-3)
 };
 
 class BpeModel {
@@ -49,8 +49,7 @@ private:
         std::int32_t rank;
         TokenId result;
     };
-    static std::uint64_t pairKey(TokenId left, TokenId right)
-    {
+    static std::uint64_t pairKey(TokenId left, TokenId right) {
         return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(left)) << 32) | static_cast<std::uint32_t>(right);
     }
     void initialSymbols(std::string_view word, std::vector<TokenId>& symbols) const;
@@ -61,7 +60,7 @@ private:
     std::unordered_map<std::uint64_t, Merge> merges_;
     BpeOptions options_;
     std::optional<TokenId> unkId_;
-    std::array<TokenId, 256> byteIds_{};   // id of "<0xNN>", or -1
+    std::array<TokenId, 256> byteIds_{};  // id of "<0xNN>", or -1
 
     mutable std::mutex cacheMutex_;
     mutable std::unordered_map<std::string, std::vector<TokenId>, StringHash, std::equal_to<>> cache_;

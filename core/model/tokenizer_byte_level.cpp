@@ -1,8 +1,8 @@
 #include "tokenizer_byte_level.h"
 
-#include "tokenizer_utf8.h"
-
 #include <array>
+
+#include "tokenizer_utf8.h"
 
 namespace qs::model::byte_level {
 namespace {
@@ -11,10 +11,9 @@ namespace {
 // other 68 bytes take the code points 256, 257, ... in byte order.
 struct Alphabet {
     std::array<std::string, 256> byteToChar;
-    std::array<int, 512> charToByte{};   // indexed by code point; every alphabet code point is < 324
+    std::array<int, 512> charToByte{};  // indexed by code point; every alphabet code point is < 324
 
-    Alphabet()
-    {
+    Alphabet() {
         charToByte.fill(-1);
         char32_t extra = 256;
         for (int b = 0; b < 256; ++b) {
@@ -26,16 +25,14 @@ struct Alphabet {
     }
 };
 
-const Alphabet& alphabet()
-{
+const Alphabet& alphabet() {
     static const Alphabet instance;
     return instance;
 }
 
 }  // namespace
 
-std::string encode(std::string_view bytes)
-{
+std::string encode(std::string_view bytes) {
     const Alphabet& a = alphabet();
     std::string out;
     out.reserve(bytes.size() * 2);
@@ -43,8 +40,7 @@ std::string encode(std::string_view bytes)
     return out;
 }
 
-bool decode(std::string_view text, std::string& out)
-{
+bool decode(std::string_view text, std::string& out) {
     const Alphabet& a = alphabet();
     const std::size_t start = out.size();
     std::size_t pos = 0;

@@ -1,18 +1,18 @@
 #include "tokenizer_decoder.h"
 
-#include "tokenizer_byte_level.h"
+#include <nlohmann/json.hpp>
+
 #include "qs/error.h"
 #include "qs/io/json_value.h"
 
-#include <nlohmann/json.hpp>
+#include "tokenizer_byte_level.h"
 
 namespace qs::model {
 namespace {
 
-const std::string kMetaspace = "\xE2\x96\x81";   // U+2581 "▁"
+const std::string kMetaspace = "\xE2\x96\x81";  // U+2581 "▁"
 
-void replaceInPlace(std::string& text, const std::string& pattern, const std::string& content)
-{
+void replaceInPlace(std::string& text, const std::string& pattern, const std::string& content) {
     if (pattern.empty()) return;
     std::size_t at = text.find(pattern);
     while (at != std::string::npos) {
@@ -22,8 +22,7 @@ void replaceInPlace(std::string& text, const std::string& pattern, const std::st
 }
 
 // "<0x41>" -> 0x41; -1 for any other token.
-int byteToken(const std::string& token)
-{
+int byteToken(const std::string& token) {
     if (token.size() != 6 || !token.starts_with("<0x") || token[5] != '>') return -1;
     int value = 0;
     for (std::size_t i = 3; i < 5; ++i) {
@@ -37,15 +36,13 @@ int byteToken(const std::string& token)
 
 }  // namespace
 
-Decoder Decoder::fromJson(const nlohmann::json& spec, const std::string& sourceName)
-{
+Decoder Decoder::fromJson(const nlohmann::json& spec, const std::string& sourceName) {
     Decoder decoder;
     if (!spec.is_null()) decoder.addJson(spec, sourceName);
     return decoder;
 }
 
-Decoder Decoder::sentencePiece()
-{
+Decoder Decoder::sentencePiece() {
     Decoder decoder;
     decoder.steps_.push_back({Kind::Replace, kMetaspace, " "});
     decoder.steps_.push_back({Kind::ByteFallback, {}, {}});
@@ -54,15 +51,13 @@ Decoder Decoder::sentencePiece()
     return decoder;
 }
 
-Decoder Decoder::byteLevel()
-{
+Decoder Decoder::byteLevel() {
     Decoder decoder;
     decoder.steps_.push_back({Kind::ByteLevel, {}, {}});
     return decoder;
 }
 
-void Decoder::addJson(const nlohmann::json& spec, const std::string& sourceName)
-{
+void Decoder::addJson(const nlohmann::json& spec, const std::string& sourceName) {
     const std::string type = spec.value("type", "");
     if (type == "Sequence") {
         for (const auto& inner : spec.at("decoders")) addJson(inner, sourceName);
@@ -72,14 +67,16 @@ void Decoder::addJson(const nlohmann::json& spec, const std::string& sourceName)
         const auto& pattern = spec.at("pattern");
         if (!pattern.contains("String"))
             throw Error(sourceName + ": decoder Replace with a regex pattern is not supported");
-        steps_.push_back({Kind::Replace, pattern.at("String").get<std::string>(), spec.at("content").get<std::string>()});
+        steps_.push_back(
+            {Kind::Replace, pattern.at("String").get<std::string>(), spec.at("content").get<std::string>()});
     } else if (type == "ByteFallback") {
         steps_.push_back({Kind::ByteFallback, {}, {}});
     } else if (type == "Fuse") {
         steps_.push_back({Kind::Fuse, {}, {}});
     } else if (type == "Strip") {
         const auto count = [&](const char* key) {
-            return static_cast<std::size_t>(io::jsonIntegerField(spec, key, sourceName + ": decoder Strip", {0, 1 << 20}).value_or(0));
+            return static_cast<std::size_t>(
+                io::jsonIntegerField(spec, key, sourceName + ": decoder Strip", {0, 1 << 20}).value_or(0));
         };
         steps_.push_back({Kind::Strip, spec.at("content").get<std::string>(), {}, count("start"), count("stop")});
     } else if (type == "Metaspace") {
@@ -92,56 +89,56 @@ void Decoder::addJson(const nlohmann::json& spec, const std::string& sourceName)
     }
 }
 
-void Decoder::apply(const Step& step, std::vector<std::string>& tokens)
-{
+void Decoder::apply(const Step& step, std::vector<std::string>& tokens) {
     switch (step.kind) {
-    case Kind::ByteLevel:
-        for (std::string& token : tokens) {
-            std::string bytes;
-            // Tokens outside the alphabet (some added tokens) stay as written.
-            if (byte_level::decode(token, bytes)) token = std::move(bytes);
+        case Kind::ByteLevel:
+            for (std::string& token : tokens) {
+                std::string bytes;
+                // Tokens outside the alphabet (some added tokens) stay as written.
+                if (byte_level::decode(token, bytes)) token = std::move(bytes);
+            }
+            break;
+        case Kind::Replace:
+            for (std::string& token : tokens) replaceInPlace(token, step.pattern, step.content);
+            break;
+        case Kind::ByteFallback:
+            // The raw byte is kept even when it is part of a character split over several tokens, so
+            // that concatenated pieces rebuild the text (Hugging Face would show U+FFFD per piece).
+            for (std::string& token : tokens)
+                if (const int byte = byteToken(token); byte >= 0) token.assign(1, static_cast<char>(byte));
+            break;
+        case Kind::Fuse: {
+            std::string all;
+            for (const std::string& token : tokens) all += token;
+            tokens.assign(1, std::move(all));
+            break;
         }
-        break;
-    case Kind::Replace:
-        for (std::string& token : tokens) replaceInPlace(token, step.pattern, step.content);
-        break;
-    case Kind::ByteFallback:
-        // The raw byte is kept even when it is part of a character split over several tokens, so
-        // that concatenated pieces rebuild the text (Hugging Face would show U+FFFD per piece).
-        for (std::string& token : tokens)
-            if (const int byte = byteToken(token); byte >= 0) token.assign(1, static_cast<char>(byte));
-        break;
-    case Kind::Fuse: {
-        std::string all;
-        for (const std::string& token : tokens) all += token;
-        tokens.assign(1, std::move(all));
-        break;
-    }
-    case Kind::Strip:
-        for (std::string& token : tokens) {
-            std::size_t begin = 0;
-            for (std::size_t k = 0; k < step.start && token.compare(begin, step.pattern.size(), step.pattern) == 0; ++k)
-                begin += step.pattern.size();
-            std::size_t end = token.size();
-            for (std::size_t k = 0; k < step.stop && end >= begin + step.pattern.size() &&
-                                    token.compare(end - step.pattern.size(), step.pattern.size(), step.pattern) == 0;
-                 ++k)
-                end -= step.pattern.size();
-            token = token.substr(begin, end - begin);
-        }
-        break;
-    case Kind::Metaspace:
-        for (std::size_t i = 0; i < tokens.size(); ++i) {
-            replaceInPlace(tokens[i], step.pattern, " ");
-            // Only the space the pre-tokenizer prepended goes, so decode(encode(" x")) keeps its space.
-            if (i == 0 && step.stripFirstSpace && tokens[i].starts_with(' ')) tokens[i].erase(0, 1);
-        }
-        break;
+        case Kind::Strip:
+            for (std::string& token : tokens) {
+                std::size_t begin = 0;
+                for (std::size_t k = 0; k < step.start && token.compare(begin, step.pattern.size(), step.pattern) == 0;
+                     ++k)
+                    begin += step.pattern.size();
+                std::size_t end = token.size();
+                for (std::size_t k = 0;
+                     k < step.stop && end >= begin + step.pattern.size() &&
+                     token.compare(end - step.pattern.size(), step.pattern.size(), step.pattern) == 0;
+                     ++k)
+                    end -= step.pattern.size();
+                token = token.substr(begin, end - begin);
+            }
+            break;
+        case Kind::Metaspace:
+            for (std::size_t i = 0; i < tokens.size(); ++i) {
+                replaceInPlace(tokens[i], step.pattern, " ");
+                // Only the space the pre-tokenizer prepended goes, so decode(encode(" x")) keeps its space.
+                if (i == 0 && step.stripFirstSpace && tokens[i].starts_with(' ')) tokens[i].erase(0, 1);
+            }
+            break;
     }
 }
 
-std::string Decoder::decode(std::vector<std::string> tokens) const
-{
+std::string Decoder::decode(std::vector<std::string> tokens) const {
     for (const Step& step : steps_) apply(step, tokens);
     std::string text;
     for (const std::string& token : tokens) text += token;

@@ -17,21 +17,28 @@ constexpr const char* kLlama3Split =
 
 // Split by `regex`, then map bytes to the GPT-2 alphabet (as Qwen2 and Llama-3 files do).
 json splitThenByteLevel(const char* regex) {
-    return {{"type", "Sequence"},
-            {"pretokenizers",
-             json::array({{{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}},
-                          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}})}};
+    return {
+        {"type", "Sequence"},
+        {"pretokenizers",
+         json::array(
+             {{{"type", "Split"}, {"pattern", {{"Regex", regex}}}, {"behavior", "Isolated"}, {"invert", false}},
+              {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", false}, {"use_regex", false}}})}};
 }
 
 struct Entry {
     GgufPreTokenizer pre;
-    std::initializer_list<std::string_view> aliases;   // other names llama.cpp maps to the same split
+    std::initializer_list<std::string_view> aliases;  // other names llama.cpp maps to the same split
 };
 
 const std::array<Entry, 3>& table() {
     static const std::array<Entry, 3> entries = {{
-        {{"gpt-2", {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}}, nullptr, false, false},
-         {"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0", "mellum", "modern-bert"}},
+        {{"gpt-2",
+          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", true}},
+          nullptr,
+          false,
+          false},
+         {"gpt-2", "phi-2", "jina-es", "jina-de", "gigachat", "jina-v2-es", "jina-v2-de", "a.x-4.0", "mellum",
+          "modern-bert"}},
         {{"qwen2", splitThenByteLevel(kQwen2Split), {{"type", "NFC"}}, false, false},
          {"qwen2", "deepseek-r1-qwen", "kormo", "f2llmv2"}},
         {{"llama-bpe", splitThenByteLevel(kLlama3Split), nullptr, true, true},

@@ -1,24 +1,25 @@
 // Tokenizer::fromGpt2Files: OpenAI's original GPT-2 vocabulary files.
-#include "qs/model/tokenizer.h"
-
-#include "tokenizer_impl.h"
-#include "qs/error.h"
-#include "qs/io/json_file.h"
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
-#include <sstream>
+#include "qs/error.h"
+#include "qs/io/json_file.h"
+#include "qs/model/tokenizer.h"
+
+#include "tokenizer_impl.h"
 
 namespace qs::model {
 namespace {
 
-Vocabulary readEncoder(const std::filesystem::path& path)
-{
+Vocabulary readEncoder(const std::filesystem::path& path) {
     try {
-        const nlohmann::json encoder = io::parseJson(readTokenizerFile(path), path.string(), {.maxBytes = io::kMaxTokenizerJsonBytes});
+        const nlohmann::json encoder =
+            io::parseJson(readTokenizerFile(path), path.string(), {.maxBytes = io::kMaxTokenizerJsonBytes});
         Vocabulary vocab;
         vocab.reserve(encoder.size());
-        for (const auto& [token, id] : encoder.items()) vocab.emplace(token, jsonTokenId(id, path.string() + ": '" + token + "'"));
+        for (const auto& [token, id] : encoder.items())
+            vocab.emplace(token, jsonTokenId(id, path.string() + ": '" + token + "'"));
         return vocab;
     } catch (const nlohmann::json::exception& e) {
         throw Error(path.string() + ": invalid encoder.json: " + io::jsonErrorText(e));
@@ -26,8 +27,7 @@ Vocabulary readEncoder(const std::filesystem::path& path)
 }
 
 // vocab.bpe: a "#version: 0.2" line, then one merge "a b" per line in rank order.
-MergeList readMerges(const std::filesystem::path& path)
-{
+MergeList readMerges(const std::filesystem::path& path) {
     std::istringstream in(readTokenizerFile(path));
     MergeList merges;
     std::string line;
@@ -46,15 +46,16 @@ MergeList readMerges(const std::filesystem::path& path)
 
 }  // namespace
 
-Tokenizer Tokenizer::fromGpt2Files(const std::filesystem::path& encoderJson, const std::filesystem::path& vocabBpe)
-{
+Tokenizer Tokenizer::fromGpt2Files(const std::filesystem::path& encoderJson, const std::filesystem::path& vocabBpe) {
     const std::string sourceName = vocabBpe.string();
-    auto impl = std::make_unique<Impl>(sourceName, BpeModel(readEncoder(encoderJson), readMerges(vocabBpe), {}, sourceName));
+    auto impl =
+        std::make_unique<Impl>(sourceName, BpeModel(readEncoder(encoderJson), readMerges(vocabBpe), {}, sourceName));
     impl->preTokenizer.addByteLevel(false, true, sourceName);
     impl->decoder = Decoder::byteLevel();
     // GPT-2's only special token; Hugging Face's conversion declares it as an added token that is
     // both BOS and EOS, and GPT-2 does not add it on its own.
-    if (const auto it = impl->model.vocabulary().find(std::string_view("<|endoftext|>")); it != impl->model.vocabulary().end()) {
+    if (const auto it = impl->model.vocabulary().find(std::string_view("<|endoftext|>"));
+        it != impl->model.vocabulary().end()) {
         impl->added.add({"<|endoftext|>", it->second, true});
         impl->bos = impl->eos = it->second;
     }

@@ -1,22 +1,23 @@
 #pragma once
 // The parts of a Tokenizer, in the order text flows through them. Each loader (tokenizer.json,
 // GPT-2 files, SentencePiece vocabulary) fills one of these.
+#include <optional>
+#include <string>
+
 #include "qs/model/tokenizer.h"
+
 #include "tokenizer_added_tokens.h"
 #include "tokenizer_bpe.h"
 #include "tokenizer_decoder.h"
 #include "tokenizer_normalizer.h"
 #include "tokenizer_pre_tokenizer.h"
 
-#include <optional>
-#include <string>
-
 namespace qs::model {
 
 struct Tokenizer::Impl {
     Impl(std::string source, BpeModel bpe) : sourceName(std::move(source)), model(std::move(bpe)) {}
 
-    std::string sourceName;   // for error messages
+    std::string sourceName;  // for error messages
     AddedTokens added;
     Normalizer normalizer;
     PreTokenizer preTokenizer;

@@ -1,26 +1,24 @@
 // Tokenizer::fromFile / fromJson: Hugging Face tokenizer.json (+ tokenizer_config.json).
+#include <nlohmann/json.hpp>
+
+#include "qs/error.h"
+#include "qs/io/json_file.h"
 #include "qs/model/tokenizer.h"
 
 #include "tokenizer_impl.h"
-#include "qs/error.h"
-#include "qs/io/json_file.h"
-
-#include <nlohmann/json.hpp>
 
 namespace qs::model {
 namespace {
 
 using nlohmann::json;
 
-const json& member(const json& object, const char* key)
-{
+const json& member(const json& object, const char* key) {
     static const json null;
     const auto it = object.find(key);
     return it == object.end() ? null : *it;
 }
 
-MergeList parseMerges(const json& merges, const std::string& sourceName)
-{
+MergeList parseMerges(const json& merges, const std::string& sourceName) {
     MergeList list;
     list.reserve(merges.size());
     for (const json& merge : merges) {
@@ -38,8 +36,7 @@ MergeList parseMerges(const json& merges, const std::string& sourceName)
     return list;
 }
 
-BpeModel parseModel(const json& model, const std::string& sourceName)
-{
+BpeModel parseModel(const json& model, const std::string& sourceName) {
     const std::string type = model.value("type", "BPE");
     if (type != "BPE") throw Error(sourceName + ": tokenizer model '" + type + "' is not supported (only BPE)");
     for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
@@ -50,7 +47,8 @@ BpeModel parseModel(const json& model, const std::string& sourceName)
     Vocabulary vocab;
     const json& entries = model.at("vocab");
     vocab.reserve(entries.size());
-    for (const auto& [token, id] : entries.items()) vocab.emplace(token, jsonTokenId(id, sourceName + ": model.vocab['" + token + "']"));
+    for (const auto& [token, id] : entries.items())
+        vocab.emplace(token, jsonTokenId(id, sourceName + ": model.vocab['" + token + "']"));
 
     BpeOptions options;
     if (const json& unk = member(model, "unk_token"); unk.is_string()) options.unkToken = unk.get<std::string>();
@@ -61,23 +59,25 @@ BpeModel parseModel(const json& model, const std::string& sourceName)
     return BpeModel(std::move(vocab), parseMerges(model.at("merges"), sourceName), std::move(options), sourceName);
 }
 
-void addAddedTokens(Tokenizer::Impl& impl, const json& tokens)
-{
+void addAddedTokens(Tokenizer::Impl& impl, const json& tokens) {
     if (!tokens.is_array()) return;
     for (const json& t : tokens) {
-        impl.added.add({t.at("content").get<std::string>(), jsonTokenId(t.at("id"), impl.sourceName + ": added_tokens id"), t.value("special", false),
+        impl.added.add({t.at("content").get<std::string>(),
+                        jsonTokenId(t.at("id"), impl.sourceName + ": added_tokens id"), t.value("special", false),
                         t.value("lstrip", false), t.value("rstrip", false), t.value("single_word", false),
                         t.value("normalized", false)});
     }
 }
 
 // bos_token / eos_token of tokenizer_config.json: a string, {"content": ...}, or null.
-std::optional<TokenId> configToken(const json& value, const Tokenizer::Impl& impl, const std::string& sourceName)
-{
+std::optional<TokenId> configToken(const json& value, const Tokenizer::Impl& impl, const std::string& sourceName) {
     std::string content;
-    if (value.is_string()) content = value.get<std::string>();
-    else if (value.is_object() && value.contains("content")) content = value.at("content").get<std::string>();
-    else return std::nullopt;
+    if (value.is_string())
+        content = value.get<std::string>();
+    else if (value.is_object() && value.contains("content"))
+        content = value.at("content").get<std::string>();
+    else
+        return std::nullopt;
     if (const AddedToken* added = impl.added.byContent(content)) return added->id;
     const auto& vocab = impl.model.vocabulary();
     if (const auto it = vocab.find(content); it != vocab.end()) return it->second;
@@ -86,8 +86,7 @@ std::optional<TokenId> configToken(const json& value, const Tokenizer::Impl& imp
 
 // A TemplateProcessing post-processor whose single-sequence template starts with a special token
 // (Llama: "<s> $A") means BOS is added by default; it also tells BOS when the config does not.
-void applyPostProcessor(Tokenizer::Impl& impl, const json& post)
-{
+void applyPostProcessor(Tokenizer::Impl& impl, const json& post) {
     if (!post.is_object()) return;
     if (post.value("type", "") == "Sequence") {
         for (const json& inner : member(post, "processors")) applyPostProcessor(impl, inner);
@@ -103,8 +102,7 @@ void applyPostProcessor(Tokenizer::Impl& impl, const json& post)
     if (!impl.bos) impl.bos = jsonTokenId(ids[0], impl.sourceName + ": post_processor special token id");
 }
 
-void applyConfig(Tokenizer::Impl& impl, std::string_view configJson, const std::string& sourceName)
-{
+void applyConfig(Tokenizer::Impl& impl, std::string_view configJson, const std::string& sourceName) {
     if (configJson.empty()) return;
     const json config = io::parseJson(configJson, sourceName + " (tokenizer_config.json)");
     if (config.contains("bos_token")) impl.bos = configToken(config.at("bos_token"), impl, sourceName);
@@ -115,8 +113,7 @@ void applyConfig(Tokenizer::Impl& impl, std::string_view configJson, const std::
 }  // namespace
 
 Tokenizer Tokenizer::fromJson(std::string_view tokenizerJson, std::string_view tokenizerConfigJson,
-                              const std::string& sourceName)
-{
+                              const std::string& sourceName) {
     try {
         const json root = io::parseJson(tokenizerJson, sourceName, {.maxBytes = io::kMaxTokenizerJsonBytes});
         auto impl = std::make_unique<Impl>(sourceName, parseModel(root.at("model"), sourceName));
@@ -133,8 +130,7 @@ Tokenizer Tokenizer::fromJson(std::string_view tokenizerJson, std::string_view t
     }
 }
 
-Tokenizer Tokenizer::fromFile(const std::filesystem::path& path)
-{
+Tokenizer Tokenizer::fromFile(const std::filesystem::path& path) {
     const std::filesystem::path file = std::filesystem::is_directory(path) ? path / "tokenizer.json" : path;
     const std::filesystem::path config = file.parent_path() / "tokenizer_config.json";
     const std::string configText = std::filesystem::exists(config) ? readTokenizerFile(config) : std::string();

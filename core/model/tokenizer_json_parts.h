@@ -1,11 +1,11 @@
 #pragma once
 // Private to qs_model: parts of a tokenizer.json that the builders from GGUF metadata and from
 // SentencePiece vocabularies write alike.
-#include "qs/model/tokenizer.h"
+#include <string>
 
 #include <nlohmann/json.hpp>
 
-#include <string>
+#include "qs/model/tokenizer.h"
 
 namespace qs::model {
 

@@ -1,13 +1,12 @@
 // readLlama2cTokenizer: llama2.c's tokenizer.bin as a SentencePiece vocabulary, typed as llama.cpp's
 // convert-llama2c-to-ggml types it.
-#include "qs/model/gguf_tokenizer.h"
-
-#include "qs/error.h"
-#include "qs/io/regular_file.h"
-
 #include <cstdio>
 #include <cstring>
 #include <sstream>
+
+#include "qs/error.h"
+#include "qs/io/regular_file.h"
+#include "qs/model/gguf_tokenizer.h"
 
 namespace qs::model {
 
@@ -23,7 +22,7 @@ std::vector<SentencePiece> readLlama2cTokenizer(const std::filesystem::path& pat
         if (!in.read(reinterpret_cast<char*>(b), 4)) fail("truncated");
         return static_cast<std::uint32_t>(b[0] | b[1] << 8 | b[2] << 16 | static_cast<std::uint32_t>(b[3]) << 24);
     };
-    readInt();   // the longest token's length, which nothing needs
+    readInt();  // the longest token's length, which nothing needs
     std::vector<SentencePiece> pieces;
     for (int id = 0; id < vocabSize; ++id) {
         const std::uint32_t scoreBits = readInt();
@@ -36,11 +35,15 @@ std::vector<SentencePiece> readLlama2cTokenizer(const std::filesystem::path& pat
         PieceType type = PieceType::Normal;
         unsigned byte = 0;
         char rest = 0;
-        if (id == 0) text = "<unk>", type = PieceType::Unknown;
-        else if (id == 1) text = "<s>", type = PieceType::Control;
-        else if (id == 2) text = "</s>", type = PieceType::Control;
-        else if (text.size() == 6 && std::sscanf(text.c_str(), "<0x%2X>%c", &byte, &rest) == 1) type = PieceType::Byte;
-        std::string escaped;   // llama2.c keeps spaces; SentencePiece writes them as "▁"
+        if (id == 0)
+            text = "<unk>", type = PieceType::Unknown;
+        else if (id == 1)
+            text = "<s>", type = PieceType::Control;
+        else if (id == 2)
+            text = "</s>", type = PieceType::Control;
+        else if (text.size() == 6 && std::sscanf(text.c_str(), "<0x%2X>%c", &byte, &rest) == 1)
+            type = PieceType::Byte;
+        std::string escaped;  // llama2.c keeps spaces; SentencePiece writes them as "▁"
         for (const char ch : text) escaped += ch == ' ' ? std::string("\xE2\x96\x81") : std::string(1, ch);
         pieces.push_back({escaped, score, type});
     }

@@ -1,8 +1,8 @@
 #include "tokenizer_normalizer.h"
 
-#include "qs/error.h"
-
 #include <nlohmann/json.hpp>
+
+#include "qs/error.h"
 
 #ifdef QS_HAVE_ICU
 #include <unicode/normalizer2.h>
@@ -12,8 +12,7 @@
 namespace qs::model {
 namespace {
 
-bool isAscii(std::string_view text)
-{
+bool isAscii(std::string_view text) {
     for (const char c : text)
         if (static_cast<unsigned char>(c) >= 0x80) return false;
     return true;
@@ -22,21 +21,20 @@ bool isAscii(std::string_view text)
 // Unicode normalization forms through ICU. ASCII text is its own normal form in all four, which
 // covers most calibration text without a round trip through UTF-16. Without ICU the text is kept
 // as it is; that differs from Hugging Face only for text that is not already in the normal form.
-std::string unicodeNormalize(std::string_view text, int form)
-{
+std::string unicodeNormalize(std::string_view text, int form) {
     if (isAscii(text)) return std::string(text);
 #ifdef QS_HAVE_ICU
     UErrorCode status = U_ZERO_ERROR;
     const icu::Normalizer2* normalizer = nullptr;
     switch (form) {
-    case 0: normalizer = icu::Normalizer2::getNFCInstance(status); break;
-    case 1: normalizer = icu::Normalizer2::getNFDInstance(status); break;
-    case 2: normalizer = icu::Normalizer2::getNFKCInstance(status); break;
-    default: normalizer = icu::Normalizer2::getNFKDInstance(status); break;
+        case 0: normalizer = icu::Normalizer2::getNFCInstance(status); break;
+        case 1: normalizer = icu::Normalizer2::getNFDInstance(status); break;
+        case 2: normalizer = icu::Normalizer2::getNFKCInstance(status); break;
+        default: normalizer = icu::Normalizer2::getNFKDInstance(status); break;
     }
     if (U_FAILURE(status)) throw Error("tokenizer: ICU normalizer unavailable");
-    const icu::UnicodeString source = icu::UnicodeString::fromUTF8(
-        icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
+    const icu::UnicodeString source =
+        icu::UnicodeString::fromUTF8(icu::StringPiece(text.data(), static_cast<int32_t>(text.size())));
     if (normalizer->isNormalized(source, status) && U_SUCCESS(status)) return std::string(text);
     status = U_ZERO_ERROR;
     const icu::UnicodeString normalized = normalizer->normalize(source, status);
@@ -52,8 +50,7 @@ std::string unicodeNormalize(std::string_view text, int form)
 
 }  // namespace
 
-std::string replaceAll(std::string_view text, const Regex& regex, std::string_view content)
-{
+std::string replaceAll(std::string_view text, const Regex& regex, std::string_view content) {
     std::string out;
     out.reserve(text.size());
     std::size_t last = 0;
@@ -66,25 +63,19 @@ std::string replaceAll(std::string_view text, const Regex& regex, std::string_vi
     return out;
 }
 
-Normalizer Normalizer::fromJson(const nlohmann::json& spec, const std::string& sourceName)
-{
+Normalizer Normalizer::fromJson(const nlohmann::json& spec, const std::string& sourceName) {
     Normalizer normalizer;
     if (!spec.is_null()) normalizer.addJson(spec, sourceName);
     return normalizer;
 }
 
-void Normalizer::addPrepend(std::string text)
-{
-    steps_.push_back({Kind::Prepend, std::move(text), std::nullopt});
-}
+void Normalizer::addPrepend(std::string text) { steps_.push_back({Kind::Prepend, std::move(text), std::nullopt}); }
 
-void Normalizer::addReplace(const std::string& literal, std::string content, const std::string& sourceName)
-{
+void Normalizer::addReplace(const std::string& literal, std::string content, const std::string& sourceName) {
     steps_.push_back({Kind::Replace, std::move(content), Regex(literal, Regex::Syntax::Literal, sourceName)});
 }
 
-void Normalizer::addJson(const nlohmann::json& spec, const std::string& sourceName)
-{
+void Normalizer::addJson(const nlohmann::json& spec, const std::string& sourceName) {
     const std::string type = spec.value("type", "");
     if (type == "Sequence") {
         for (const auto& inner : spec.at("normalizers")) addJson(inner, sourceName);
@@ -101,7 +92,8 @@ void Normalizer::addJson(const nlohmann::json& spec, const std::string& sourceNa
     } else if (type == "Replace") {
         const auto& pattern = spec.at("pattern");
         const bool literal = pattern.contains("String");
-        const std::string text = literal ? pattern.at("String").get<std::string>() : pattern.at("Regex").get<std::string>();
+        const std::string text =
+            literal ? pattern.at("String").get<std::string>() : pattern.at("Regex").get<std::string>();
         steps_.push_back({Kind::Replace, spec.at("content").get<std::string>(),
                           Regex(text, literal ? Regex::Syntax::Literal : Regex::Syntax::Pattern, sourceName)});
     } else {
@@ -109,20 +101,19 @@ void Normalizer::addJson(const nlohmann::json& spec, const std::string& sourceNa
     }
 }
 
-std::string Normalizer::apply(std::string_view text) const
-{
+std::string Normalizer::apply(std::string_view text) const {
     std::string current(text);
     for (const Step& step : steps_) {
         switch (step.kind) {
-        case Kind::Nfc: current = unicodeNormalize(current, 0); break;
-        case Kind::Nfd: current = unicodeNormalize(current, 1); break;
-        case Kind::Nfkc: current = unicodeNormalize(current, 2); break;
-        case Kind::Nfkd: current = unicodeNormalize(current, 3); break;
-        case Kind::Prepend:
-            // Hugging Face leaves empty text empty, so "" never becomes a lone "▁".
-            if (!current.empty()) current.insert(0, step.text);
-            break;
-        case Kind::Replace: current = replaceAll(current, *step.regex, step.text); break;
+            case Kind::Nfc: current = unicodeNormalize(current, 0); break;
+            case Kind::Nfd: current = unicodeNormalize(current, 1); break;
+            case Kind::Nfkc: current = unicodeNormalize(current, 2); break;
+            case Kind::Nfkd: current = unicodeNormalize(current, 3); break;
+            case Kind::Prepend:
+                // Hugging Face leaves empty text empty, so "" never becomes a lone "▁".
+                if (!current.empty()) current.insert(0, step.text);
+                break;
+            case Kind::Replace: current = replaceAll(current, *step.regex, step.text); break;
         }
     }
     return current;

@@ -2,14 +2,14 @@
 // The "normalizer" of tokenizer.json: text rewrites applied to each stretch of input between added
 // tokens before it is split into words (Unicode NFC for Qwen; Prepend "▁" + Replace " " -> "▁"
 // for Llama-2 files converted from SentencePiece).
-#include "qs/io/regex.h"
-
-#include <nlohmann/json_fwd.hpp>
-
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "qs/io/regex.h"
 
 namespace qs::model {
 
@@ -18,7 +18,7 @@ using io::Span;
 
 class Normalizer {
 public:
-    Normalizer() = default;   // the identity
+    Normalizer() = default;  // the identity
     // `spec` is the "normalizer" value (possibly null); throws qs::Error for kinds not supported.
     static Normalizer fromJson(const nlohmann::json& spec, const std::string& sourceName);
 

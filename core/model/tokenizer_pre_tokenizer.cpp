@@ -1,16 +1,16 @@
 #include "tokenizer_pre_tokenizer.h"
 
-#include "tokenizer_byte_level.h"
-#include "tokenizer_normalizer.h"
+#include <nlohmann/json.hpp>
+
 #include "qs/error.h"
 
-#include <nlohmann/json.hpp>
+#include "tokenizer_byte_level.h"
+#include "tokenizer_normalizer.h"
 
 namespace qs::model {
 namespace {
 
-SplitBehavior parseBehavior(const std::string& name, const std::string& sourceName)
-{
+SplitBehavior parseBehavior(const std::string& name, const std::string& sourceName) {
     if (name == "Removed") return SplitBehavior::Removed;
     if (name == "Isolated") return SplitBehavior::Isolated;
     if (name == "MergedWithPrevious") return SplitBehavior::MergedWithPrevious;
@@ -19,8 +19,7 @@ SplitBehavior parseBehavior(const std::string& name, const std::string& sourceNa
     throw Error(sourceName + ": split behavior '" + name + "' is not supported");
 }
 
-PrependScheme parsePrependScheme(const nlohmann::json& spec)
-{
+PrependScheme parsePrependScheme(const nlohmann::json& spec) {
     // Older files only have add_prefix_space (true meant "always").
     if (spec.contains("prepend_scheme")) {
         const std::string scheme = spec.at("prepend_scheme").get<std::string>();
@@ -38,8 +37,7 @@ struct Piece {
 
 // Cuts `text` into alternating stretches of delimiters (regex matches, or the gaps when inverted)
 // and content, covering every byte.
-std::vector<Piece> cutAtMatches(std::string_view text, const Regex& regex, bool invert)
-{
+std::vector<Piece> cutAtMatches(std::string_view text, const Regex& regex, bool invert) {
     std::vector<Piece> pieces;
     std::size_t last = 0;
     for (const Span& m : regex.findAll(text)) {
@@ -52,30 +50,35 @@ std::vector<Piece> cutAtMatches(std::string_view text, const Regex& regex, bool 
 }
 
 // Hugging Face's SplitDelimiterBehavior applied to the pieces of one word.
-std::vector<Span> combine(const std::vector<Piece>& pieces, SplitBehavior behavior)
-{
+std::vector<Span> combine(const std::vector<Piece>& pieces, SplitBehavior behavior) {
     std::vector<Span> out;
-    bool glueNext = false;   // MergedWithNext: the previous delimiter waits for the next piece
+    bool glueNext = false;  // MergedWithNext: the previous delimiter waits for the next piece
     for (const Piece& p : pieces) {
         switch (behavior) {
-        case SplitBehavior::Removed:
-            if (!p.delimiter) out.push_back(p.span);
-            break;
-        case SplitBehavior::Isolated: out.push_back(p.span); break;
-        case SplitBehavior::MergedWithPrevious:
-            if (p.delimiter && !out.empty()) out.back().end = p.span.end;
-            else out.push_back(p.span);
-            break;
-        case SplitBehavior::MergedWithNext:
-            if (glueNext) out.back().end = p.span.end;
-            else out.push_back(p.span);
-            glueNext = p.delimiter;
-            break;
-        case SplitBehavior::Contiguous:
-            if (p.delimiter && glueNext) out.back().end = p.span.end;
-            else out.push_back(p.span);
-            glueNext = p.delimiter;
-            break;
+            case SplitBehavior::Removed:
+                if (!p.delimiter) out.push_back(p.span);
+                break;
+            case SplitBehavior::Isolated: out.push_back(p.span); break;
+            case SplitBehavior::MergedWithPrevious:
+                if (p.delimiter && !out.empty())
+                    out.back().end = p.span.end;
+                else
+                    out.push_back(p.span);
+                break;
+            case SplitBehavior::MergedWithNext:
+                if (glueNext)
+                    out.back().end = p.span.end;
+                else
+                    out.push_back(p.span);
+                glueNext = p.delimiter;
+                break;
+            case SplitBehavior::Contiguous:
+                if (p.delimiter && glueNext)
+                    out.back().end = p.span.end;
+                else
+                    out.push_back(p.span);
+                glueNext = p.delimiter;
+                break;
         }
     }
     return out;
@@ -83,15 +86,13 @@ std::vector<Span> combine(const std::vector<Piece>& pieces, SplitBehavior behavi
 
 }  // namespace
 
-PreTokenizer PreTokenizer::fromJson(const nlohmann::json& spec, const std::string& sourceName)
-{
+PreTokenizer PreTokenizer::fromJson(const nlohmann::json& spec, const std::string& sourceName) {
     PreTokenizer preTokenizer;
     if (!spec.is_null()) preTokenizer.addJson(spec, sourceName);
     return preTokenizer;
 }
 
-void PreTokenizer::addSplit(Regex regex, SplitBehavior behavior, bool invert)
-{
+void PreTokenizer::addSplit(Regex regex, SplitBehavior behavior, bool invert) {
     Step step;
     step.regex = std::move(regex);
     step.behavior = behavior;
@@ -99,8 +100,7 @@ void PreTokenizer::addSplit(Regex regex, SplitBehavior behavior, bool invert)
     steps_.push_back(std::move(step));
 }
 
-void PreTokenizer::addByteLevel(bool addPrefixSpace, bool useRegex, const std::string& sourceName)
-{
+void PreTokenizer::addByteLevel(bool addPrefixSpace, bool useRegex, const std::string& sourceName) {
     Step step;
     step.kind = Kind::ByteLevel;
     if (useRegex) step.regex.emplace(kGpt2SplitPattern, Regex::Syntax::Pattern, sourceName);
@@ -108,15 +108,15 @@ void PreTokenizer::addByteLevel(bool addPrefixSpace, bool useRegex, const std::s
     steps_.push_back(std::move(step));
 }
 
-void PreTokenizer::addJson(const nlohmann::json& spec, const std::string& sourceName)
-{
+void PreTokenizer::addJson(const nlohmann::json& spec, const std::string& sourceName) {
     const std::string type = spec.value("type", "");
     if (type == "Sequence") {
         for (const auto& inner : spec.at("pretokenizers")) addJson(inner, sourceName);
     } else if (type == "Split") {
         const auto& pattern = spec.at("pattern");
         const bool literal = pattern.contains("String");
-        const std::string text = literal ? pattern.at("String").get<std::string>() : pattern.at("Regex").get<std::string>();
+        const std::string text =
+            literal ? pattern.at("String").get<std::string>() : pattern.at("Regex").get<std::string>();
         addSplit(Regex(text, literal ? Regex::Syntax::Literal : Regex::Syntax::Pattern, sourceName),
                  parseBehavior(spec.at("behavior").get<std::string>(), sourceName), spec.value("invert", false));
     } else if (type == "ByteLevel") {
@@ -140,8 +140,7 @@ void PreTokenizer::addJson(const nlohmann::json& spec, const std::string& source
     }
 }
 
-void PreTokenizer::applySplit(const Step& step, std::vector<std::string>& words)
-{
+void PreTokenizer::applySplit(const Step& step, std::vector<std::string>& words) {
     std::vector<std::string> out;
     out.reserve(words.size());
     for (const std::string& word : words) {
@@ -151,8 +150,7 @@ void PreTokenizer::applySplit(const Step& step, std::vector<std::string>& words)
     words = std::move(out);
 }
 
-void PreTokenizer::applyByteLevel(const Step& step, std::vector<std::string>& words)
-{
+void PreTokenizer::applyByteLevel(const Step& step, std::vector<std::string>& words) {
     if (step.addPrefixSpace)
         for (std::string& word : words)
             if (!word.starts_with(' ')) word.insert(0, 1, ' ');
@@ -160,8 +158,7 @@ void PreTokenizer::applyByteLevel(const Step& step, std::vector<std::string>& wo
     for (std::string& word : words) word = byte_level::encode(word);
 }
 
-void PreTokenizer::applyMetaspace(const Step& step, std::vector<std::string>& words, bool atInputStart)
-{
+void PreTokenizer::applyMetaspace(const Step& step, std::vector<std::string>& words, bool atInputStart) {
     static const Regex space(" ", Regex::Syntax::Literal, "metaspace");
     std::vector<std::string> out;
     for (std::size_t i = 0; i < words.size(); ++i) {
@@ -186,14 +183,13 @@ void PreTokenizer::applyMetaspace(const Step& step, std::vector<std::string>& wo
     words = std::move(out);
 }
 
-std::vector<std::string> PreTokenizer::split(std::string_view text, bool atInputStart) const
-{
+std::vector<std::string> PreTokenizer::split(std::string_view text, bool atInputStart) const {
     std::vector<std::string> words{std::string(text)};
     for (const Step& step : steps_) {
         switch (step.kind) {
-        case Kind::Split: applySplit(step, words); break;
-        case Kind::ByteLevel: applyByteLevel(step, words); break;
-        case Kind::Metaspace: applyMetaspace(step, words, atInputStart); break;
+            case Kind::Split: applySplit(step, words); break;
+            case Kind::ByteLevel: applyByteLevel(step, words); break;
+            case Kind::Metaspace: applyMetaspace(step, words, atInputStart); break;
         }
     }
     return words;

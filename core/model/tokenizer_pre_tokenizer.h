@@ -2,14 +2,14 @@
 // The "pre_tokenizer" of tokenizer.json: cuts normalized text into words that BPE then encodes one
 // by one (and that the word cache keys on). Byte-level tokenizers split with a regex and map bytes
 // to the GPT-2 alphabet; Metaspace tokenizers turn spaces into "▁".
-#include "qs/io/regex.h"
-
-#include <nlohmann/json_fwd.hpp>
-
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "qs/io/regex.h"
 
 namespace qs::model {
 
@@ -25,7 +25,7 @@ enum class PrependScheme { Always, First, Never };
 
 class PreTokenizer {
 public:
-    PreTokenizer() = default;   // the whole text is one word
+    PreTokenizer() = default;  // the whole text is one word
     // `spec` is the "pre_tokenizer" value (possibly null); throws qs::Error for kinds not supported.
     static PreTokenizer fromJson(const nlohmann::json& spec, const std::string& sourceName);
 
@@ -45,7 +45,7 @@ private:
         bool addPrefixSpace = false;                       // ByteLevel
         std::string replacement;                           // Metaspace
         PrependScheme prependScheme = PrependScheme::Always;
-        bool splitOnReplacement = true;                    // Metaspace
+        bool splitOnReplacement = true;  // Metaspace
     };
     void addJson(const nlohmann::json& spec, const std::string& sourceName);
     static void applySplit(const Step& step, std::vector<std::string>& words);

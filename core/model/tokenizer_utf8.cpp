@@ -2,8 +2,7 @@
 
 namespace qs::model::utf8 {
 
-std::optional<std::size_t> firstInvalidByte(std::string_view text)
-{
+std::optional<std::size_t> firstInvalidByte(std::string_view text) {
     const auto* s = reinterpret_cast<const unsigned char*>(text.data());
     const std::size_t n = text.size();
     std::size_t i = 0;
@@ -40,8 +39,7 @@ std::optional<std::size_t> firstInvalidByte(std::string_view text)
     return std::nullopt;
 }
 
-std::size_t charLength(unsigned char lead)
-{
+std::size_t charLength(unsigned char lead) {
     if (lead < 0x80) return 1;
     if ((lead & 0xE0) == 0xC0) return 2;
     if ((lead & 0xF0) == 0xE0) return 3;
@@ -49,8 +47,7 @@ std::size_t charLength(unsigned char lead)
     return 1;
 }
 
-void append(std::string& out, char32_t cp)
-{
+void append(std::string& out, char32_t cp) {
     if (cp < 0x80) {
         out.push_back(static_cast<char>(cp));
     } else if (cp < 0x800) {
@@ -68,8 +65,7 @@ void append(std::string& out, char32_t cp)
     }
 }
 
-char32_t next(std::string_view text, std::size_t& pos)
-{
+char32_t next(std::string_view text, std::size_t& pos) {
     const auto lead = static_cast<unsigned char>(text[pos]);
     const std::size_t len = charLength(lead);
     if (len == 1 || pos + len > text.size()) {

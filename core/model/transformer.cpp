@@ -57,15 +57,20 @@ void Transformer::runLayer(int layer, const LayerWeights& weights, MatrixF& hidd
     if (hidden.cols() != config_.hiddenSize)
         throw Error("transformer: hidden states have " + std::to_string(hidden.cols()) + " columns, the model " +
                     std::to_string(config_.hiddenSize));
-    runDecoderLayer(weights, hidden, DecoderLayerContext{config_, ropeOf(layer), layer, 0, nullptr, &hook, &keyValueHook, math_.get(), hookSeesAllTokens_});
+    runDecoderLayer(weights, hidden,
+                    DecoderLayerContext{config_, ropeOf(layer), layer, 0, nullptr, &hook, &keyValueHook, math_.get(),
+                                        hookSeesAllTokens_});
 }
 
-void Transformer::runLayerAt(int layer, MatrixF& hidden, int firstPosition, KvCache* cache, const LinearInputHook* hook) {
+void Transformer::runLayerAt(int layer, MatrixF& hidden, int firstPosition, KvCache* cache,
+                             const LinearInputHook* hook) {
     if (hidden.cols() != config_.hiddenSize)
         throw Error("transformer: hidden states have " + std::to_string(hidden.cols()) + " columns, the model " +
                     std::to_string(config_.hiddenSize));
     const LayerWeights& w = layerWeights(layer);
-    runDecoderLayer(w, hidden, DecoderLayerContext{config_, ropeOf(layer), layer, firstPosition, cache, hook, nullptr, math_.get(), hookSeesAllTokens_});
+    runDecoderLayer(w, hidden,
+                    DecoderLayerContext{config_, ropeOf(layer), layer, firstPosition, cache, hook, nullptr, math_.get(),
+                                        hookSeesAllTokens_});
 }
 
 MatrixF Transformer::finalLogits(const MatrixF& hidden) const {
@@ -89,7 +94,7 @@ MatrixF Transformer::forward(std::span<const TokenId> tokens, KvCache& cache) {
 const LayerWeights& Transformer::layerWeights(int layer) {
     if (layer < 0 || layer >= config_.numLayers) throw Error("transformer: no decoder layer " + std::to_string(layer));
     if (const auto it = cache_.find(layer); it != cache_.end()) return it->second;
-    if (!options_.keepAllLayers) cache_.clear();   // drop the previous layer before converting the next
+    if (!options_.keepAllLayers) cache_.clear();  // drop the previous layer before converting the next
     return cache_.emplace(layer, load(layer)).first->second;
 }
 
@@ -115,12 +120,13 @@ LayerWeights Transformer::load(int layer) const {
 
 void Transformer::overrideLinear(int layer, std::string_view module, WeightProvider weight) {
     if (layer < 0 || layer >= config_.numLayers) throw Error("transformer: no decoder layer " + std::to_string(layer));
-    checkModuleName(layer, module);   // rejects unknown module names now rather than at the next run
+    checkModuleName(layer, module);  // rejects unknown module names now rather than at the next run
     overrides_[{layer, std::string(module)}] = std::move(weight);
     cache_.erase(layer);
 }
 
-void Transformer::setServingQuantization(int layer, std::string_view module, quant::ActivationQuant input, float cacheScale) {
+void Transformer::setServingQuantization(int layer, std::string_view module, quant::ActivationQuant input,
+                                         float cacheScale) {
     if (layer < 0 || layer >= config_.numLayers) throw Error("transformer: no decoder layer " + std::to_string(layer));
     checkModuleName(layer, module);
     serving_[{layer, std::string(module)}] = {input, cacheScale};
@@ -128,7 +134,7 @@ void Transformer::setServingQuantization(int layer, std::string_view module, qua
 }
 
 void Transformer::checkModuleName(int layer, std::string_view module) const {
-    LayerWeights shape;   // names only: a sparse layer's router and experts, else the seven linears
+    LayerWeights shape;  // names only: a sparse layer's router and experts, else the seven linears
     if (config_.isMoeLayer(layer)) {
         shape.moeNames = config_.moe.names;
         shape.experts.resize(static_cast<std::size_t>(config_.moe.numExperts));

@@ -21,7 +21,8 @@ std::string ActivationCalibration::label() const {
 ActivationCalibration parseActivationCalibration(std::string_view text) {
     if (text == "max") return {};
     const auto bad = [&] {
-        return Error("activation calibration '" + std::string(text) + "': use max or a percentile such as p99.9 (0 < p <= 100)");
+        return Error("activation calibration '" + std::string(text) +
+                     "': use max or a percentile such as p99.9 (0 < p <= 100)");
     };
     if (text.size() < 2 || text.front() != 'p') throw bad();
     double p = 0;
@@ -39,7 +40,8 @@ float calibratedAmax(std::span<const float> tokenMaxAbs, double percentile) {
     std::vector<float> sorted(tokenMaxAbs.begin(), tokenMaxAbs.end());
     const auto n = static_cast<double>(sorted.size());
     // The relative slack keeps p * n / 100 that is whole in decimal whole in binary (99.9 % of 1000 is 999).
-    const auto rank = static_cast<std::size_t>(std::clamp(std::ceil(percentile / 100.0 * n * (1.0 - 1e-12)), 1.0, n)) - 1;
+    const auto rank =
+        static_cast<std::size_t>(std::clamp(std::ceil(percentile / 100.0 * n * (1.0 - 1e-12)), 1.0, n)) - 1;
     std::ranges::nth_element(sorted, sorted.begin() + static_cast<std::ptrdiff_t>(rank));
     return sorted[rank];
 }

@@ -13,9 +13,9 @@ namespace {
 enum class Into { InputNorm, PreMlpNorm, Rows };
 
 struct Absorber {
-    std::string_view module;   // the linear that reads the scaled input
-    Into kind;                 // the norm before the attention or the MLP (Architecture's names), or a linear's rows
-    std::string_view rows;     // for Into::Rows: the linear whose output rows are divided
+    std::string_view module;  // the linear that reads the scaled input
+    Into kind;                // the norm before the attention or the MLP (Architecture's names), or a linear's rows
+    std::string_view rows;    // for Into::Rows: the linear whose output rows are divided
 };
 
 // Only the norms that feed a linear absorb scales: Gemma's output norms (post_attention_layernorm,
@@ -44,8 +44,8 @@ void addDivisor(std::map<std::string, std::vector<float>>& into, const std::stri
                 const std::string& prefix) {
     const auto [it, inserted] = into.emplace(key, s);
     if (!inserted && it->second != s)
-        throw Error(prefix + ": its AWQ input scales differ from those of the linears reading the same input, so " + key +
-                    " cannot absorb both");
+        throw Error(prefix + ": its AWQ input scales differ from those of the linears reading the same input, so " +
+                    key + " cannot absorb both");
 }
 
 // The rows of `target` (a module of the same layer, quantized beside the linear `prefix`) absorb q's scales.
@@ -55,8 +55,8 @@ void foldIntoRows(AwqFolding& folding, const QuantizedLayer& layer, const std::s
     if (previous == layer.end())
         throw Error(prefix + ": AWQ input scales need " + base + target + " quantized beside it to absorb them");
     if (previous->second->rows != static_cast<std::int64_t>(q.inputScales.size()))
-        throw Error(prefix + ": " + std::to_string(q.inputScales.size()) + " AWQ input scales but " + base + target + " has " +
-                    std::to_string(previous->second->rows) + " output rows");
+        throw Error(prefix + ": " + std::to_string(q.inputScales.size()) + " AWQ input scales but " + base + target +
+                    " has " + std::to_string(previous->second->rows) + " output rows");
     addDivisor(folding.rowDivisors, base + target, q.inputScales, prefix);
 }
 
@@ -77,7 +77,8 @@ bool foldExpert(AwqFolding& folding, const QuantizedLayer& layer, const std::str
         addDivisor(folding.normDivisors, base + arch.preMlpNorm + ".weight", q.inputScales, prefix);
         addDivisor(folding.columnMultipliers, base + moe.router() + ".weight", q.inputScales, prefix);
     } else {
-        throw Error(prefix + ": AWQ input scales on an expert module whose input has no known producer to fold them into");
+        throw Error(prefix +
+                    ": AWQ input scales on an expert module whose input has no known producer to fold them into");
     }
     return true;
 }
@@ -88,7 +89,8 @@ std::string layerPrefix(std::size_t layer, const model::Architecture& arch) {
     return arch.tensorPrefix + "layers." + std::to_string(layer) + ".";
 }
 
-AwqFolding planAwqFolding(const std::vector<QuantizedLayer>& layers, const model::Architecture& arch, const model::MoeNames* moe) {
+AwqFolding planAwqFolding(const std::vector<QuantizedLayer>& layers, const model::Architecture& arch,
+                          const model::MoeNames* moe) {
     AwqFolding folding;
     folding.normOffset = arch.normOffset;
     for (std::size_t i = 0; i < layers.size(); ++i) {

@@ -27,7 +27,7 @@ struct AwqFolding {
     std::map<std::string, std::vector<float>> rowDivisors;
     // Dense source tensor ("model.layers.0.mlp.gate.weight", a MoE router) -> multiplier per input column.
     std::map<std::string, std::vector<float>> columnMultipliers;
-    float normOffset = 0.0f;   // the norms scale by (normOffset + w): Architecture::normOffset
+    float normOffset = 0.0f;  // the norms scale by (normOffset + w): Architecture::normOffset
 
     bool empty() const { return normDivisors.empty() && rowDivisors.empty() && columnMultipliers.empty(); }
 };

@@ -21,7 +21,7 @@ struct Registry {
     CudaBackendFactory cuda;
     // Reached once per registration: building a device backend and checking it against the CPU takes
     // a fraction of a second, and the GUI asks at start-up and again for every job.
-    std::mutex checking;   // guards verdict; held while a verdict is reached
+    std::mutex checking;  // guards verdict; held while a verdict is reached
     std::optional<Verdict> verdict;
 };
 
@@ -81,9 +81,9 @@ DeviceChoice parseDeviceChoice(std::string_view text) {
 
 std::string_view deviceChoiceName(DeviceChoice choice) {
     switch (choice) {
-    case DeviceChoice::Auto: return "auto";
-    case DeviceChoice::Cpu: return "cpu";
-    case DeviceChoice::Cuda: return "cuda";
+        case DeviceChoice::Auto: return "auto";
+        case DeviceChoice::Cpu: return "cpu";
+        case DeviceChoice::Cuda: return "cuda";
     }
     return "auto";
 }

@@ -84,7 +84,8 @@ std::string checkDiagonal(const Backend& device, const Backend& cpu, const Matri
         sink->add(x.topRows(200));
         sink->add(x.bottomRows(x.rows() - 200));
     }
-    if (d->samples() != c->samples()) return "the Hessian diagonal counted " + std::to_string(d->samples()) + " samples";
+    if (d->samples() != c->samples())
+        return "the Hessian diagonal counted " + std::to_string(d->samples()) + " samples";
     return d->finalize() == c->finalize() ? std::string() : "the Hessian diagonal differs";
 }
 
@@ -97,7 +98,8 @@ std::string checkGptq(const Backend& device, const Backend& cpu, const MatrixF& 
     const double agreement = codeAgreement(d, c);
     if (!(agreement >= 0.999)) return "GPTQ codes agree on only " + std::to_string(100.0 * agreement) + " %";
     if (d.gIdx != c.gIdx) return "GPTQ act-order groups differ";
-    if (!(std::abs(d.gptqLoss - c.gptqLoss) <= 0.01 * std::abs(c.gptqLoss))) return "GPTQ loss differs by more than 1 %";
+    if (!(std::abs(d.gptqLoss - c.gptqLoss) <= 0.01 * std::abs(c.gptqLoss)))
+        return "GPTQ loss differs by more than 1 %";
     return {};
 }
 
@@ -138,8 +140,10 @@ std::string checkAwq(const Backend& device, const Backend& cpu, const MatrixF& x
             if (!(std::abs(d.gridError[i] - c.gridError[i]) <= 1e-4 * std::abs(c.gridError[i])))
                 return what + " grid error differs at α = " + std::to_string(double(i) / double(c.gridError.size())) +
                        " by more than 1e-4 (relative)";
-        if (d.alpha != c.alpha) return what + " chose α = " + std::to_string(d.alpha) + ", the CPU " + std::to_string(c.alpha);
-        if (d.linears.size() != c.linears.size()) return what + " returned " + std::to_string(d.linears.size()) + " linears";
+        if (d.alpha != c.alpha)
+            return what + " chose α = " + std::to_string(d.alpha) + ", the CPU " + std::to_string(c.alpha);
+        if (d.linears.size() != c.linears.size())
+            return what + " returned " + std::to_string(d.linears.size()) + " linears";
         for (std::size_t i = 0; i < c.linears.size(); ++i)
             if (std::string why = exactMismatch(what.c_str(), d.linears[i], c.linears[i]); !why.empty()) return why;
     }
@@ -149,7 +153,7 @@ std::string checkAwq(const Backend& device, const Backend& cpu, const MatrixF& x
 // The forward pass's linears and attention in another summation order: within 1e-5 (relative).
 std::string checkLayerMath(const Backend& device, const MatrixF& x, const MatrixF& w) {
     const std::shared_ptr<const model::LayerMath> math = device.layerMath();
-    if (!math) return {};   // its forward passes run on the CPU
+    if (!math) return {};  // its forward passes run on the CPU
     const model::LayerMath& cpu = model::cpuLayerMath();
     model::Linear linear;
     linear.weight = w;
@@ -158,12 +162,15 @@ std::string checkLayerMath(const Backend& device, const MatrixF& x, const Matrix
     model::Linear up;
     up.weight = seededNormal(w.rows(), w.cols(), 0.02f, 43);
     if (why.empty())
-        why = floatMismatch("the MLP's SiLU product", math->gatedProduct(x, linear, up), cpu.gatedProduct(x, linear, up));
+        why =
+            floatMismatch("the MLP's SiLU product", math->gatedProduct(x, linear, up), cpu.gatedProduct(x, linear, up));
     // 4 query heads on 2 KV heads of 32 dimensions, 300 positions (more than one 128-key step), a window.
-    const MatrixF q = x.topRows(300).leftCols(128), k = x.bottomRows(300).leftCols(64), v = x.bottomRows(300).rightCols(64);
+    const MatrixF q = x.topRows(300).leftCols(128), k = x.bottomRows(300).leftCols(64),
+                  v = x.bottomRows(300).rightCols(64);
     for (const int window : {0, 100}) {
         const model::AttentionShape shape{4, 2, 32, window};
-        if (why.empty()) why = floatMismatch("attention", math->attention(q, k, v, shape), cpu.attention(q, k, v, shape));
+        if (why.empty())
+            why = floatMismatch("attention", math->attention(q, k, v, shape), cpu.attention(q, k, v, shape));
     }
     return why;
 }

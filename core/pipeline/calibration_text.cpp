@@ -18,7 +18,8 @@ std::vector<std::string> loadTexts(const std::filesystem::path& path) {
     if (!list.is_array()) throw Error(path.string() + ": expected a JSON list of strings");
     std::vector<std::string> texts;
     for (const auto& item : list) {
-        if (!item.is_string()) throw Error(path.string() + ": expected a JSON list of strings, found a " + item.type_name());
+        if (!item.is_string())
+            throw Error(path.string() + ": expected a JSON list of strings, found a " + item.type_name());
         texts.push_back(item.get<std::string>());
     }
     return texts;
@@ -32,7 +33,8 @@ TokenSequences tokenWindows(const model::Tokenizer& tokenizer, const std::vector
         const auto ids = tokenizer.encode(text);
         tokens.insert(tokens.end(), ids.begin(), ids.end());
     }
-    const std::size_t windows = std::min<std::size_t>(static_cast<std::size_t>(samples), tokens.size() / static_cast<std::size_t>(seqLen));
+    const std::size_t windows =
+        std::min<std::size_t>(static_cast<std::size_t>(samples), tokens.size() / static_cast<std::size_t>(seqLen));
     if (windows == 0)
         throw Error(sourceName + ": " + std::to_string(tokens.size()) + " tokens, fewer than one sequence of " +
                     std::to_string(seqLen));

@@ -1,20 +1,21 @@
 #include "qs/pipeline/checkpoint_eval.h"
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <iomanip>
 #include <memory>
 #include <optional>
 #include <sstream>
 #include <type_traits>
 
-#include "hidden_states.h"
-#include "kl_scoring.h"
 #include "qs/error.h"
 #include "qs/model/tokenizer.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/decoded_weights.h"
 #include "qs/pipeline/model_checkpoint.h"
+
+#include "hidden_states.h"
+#include "kl_scoring.h"
 
 namespace qs::pipeline {
 namespace {
@@ -33,10 +34,12 @@ struct Side {
     std::unique_ptr<model::Transformer> model;
 
     Side(const std::filesystem::path& path, bool allowNonFinite)
-        : checkpoint(openModelCheckpoint(path, allowNonFinite)), config(model::ModelConfig::fromCheckpoint(checkpoint)) {}
+        : checkpoint(openModelCheckpoint(path, allowNonFinite)),
+          config(model::ModelConfig::fromCheckpoint(checkpoint)) {}
 
     void load(bool allowNonFinite) {
-        weights = std::make_shared<const DecodedWeights>(checkpoint, config, formats::DecodeOptions{.allowNonFinite = allowNonFinite});
+        weights = std::make_shared<const DecodedWeights>(checkpoint, config,
+                                                         formats::DecodeOptions{.allowNonFinite = allowNonFinite});
         model = std::make_unique<model::Transformer>(config, weights);
     }
 };
@@ -88,7 +91,8 @@ void requireSameModelShape(const model::ModelConfig& a, const model::ModelConfig
     compare("rope_scaling.original_max_position_embeddings", a.ropeScaling.originalMaxPositionEmbeddings,
             b.ropeScaling.originalMaxPositionEmbeddings);
     compare("rope_scaling.attention_factor", a.ropeScaling.attentionFactor, b.ropeScaling.attentionFactor);
-    compare("rope_scaling.short_factor", factorsText(a.ropeScaling.shortFactor), factorsText(b.ropeScaling.shortFactor));
+    compare("rope_scaling.short_factor", factorsText(a.ropeScaling.shortFactor),
+            factorsText(b.ropeScaling.shortFactor));
     compare("rope_scaling.long_factor", factorsText(a.ropeScaling.longFactor), factorsText(b.ropeScaling.longFactor));
     compare("partial_rotary_factor (rotary dimensions)", a.rotaryDims(), b.rotaryDims());
     compare("tie_word_embeddings", a.tieWordEmbeddings, b.tieWordEmbeddings);
@@ -137,8 +141,9 @@ TokenSequences sharedTokenWindows(const io::Checkpoint& original, const io::Chec
     if (!hasOwnTokenizer(quantized)) return windows;
     const model::Tokenizer own = model::Tokenizer::forCheckpoint(quantized);
     if (const model::TokenId id = firstDifferentToken(tokenizer, own); id >= 0)
-        throw Error(original.root().string() + " and " + quantized.root().string() + " have different tokenizers (token " +
-                    std::to_string(id) + " is '" + tokenText(tokenizer, id).value_or("") + "' vs '" + tokenText(own, id).value_or("") + "')");
+        throw Error(original.root().string() + " and " + quantized.root().string() +
+                    " have different tokenizers (token " + std::to_string(id) + " is '" +
+                    tokenText(tokenizer, id).value_or("") + "' vs '" + tokenText(own, id).value_or("") + "')");
     if (tokenWindows(own, texts, samples, seqLen, sourceName) != windows)
         throw Error(original.root().string() + " and " + quantized.root().string() + " tokenize " + sourceName +
                     " differently; KL needs one vocabulary");
@@ -156,7 +161,8 @@ CheckpointEvalResult evaluateCheckpoints(const CheckpointEvalPlan& plan, const P
     quantized.load(plan.allowNonFinite);
 
     const int layers = original.config.numLayers;
-    const auto report = [&](const std::string& stage, int step, int steps, double fraction, const std::string& message) {
+    const auto report = [&](const std::string& stage, int step, int steps, double fraction,
+                            const std::string& message) {
         if (progress) progress({stage, step, steps, fraction, message});
     };
     HiddenStream originalHidden(embedAll(*original.model, plan.evaluation));
@@ -167,10 +173,11 @@ CheckpointEvalResult evaluateCheckpoints(const CheckpointEvalPlan& plan, const P
         runLayerAll(*original.model, layer, originalHidden, cancel);
         runLayerAll(*quantized.model, layer, quantizedHidden, cancel);
     }
-    const auto kl = scoreKl({original.model.get(), &originalHidden}, {{quantized.model.get(), &quantizedHidden}},
-                            plan.evaluation, cancel, [&](std::size_t i, std::size_t n) {
-                                report("score", int(i) + 1, int(n), 0.9 + 0.1 * double(i) / double(n), "KL against the original");
-                            });
+    const auto kl =
+        scoreKl({original.model.get(), &originalHidden}, {{quantized.model.get(), &quantizedHidden}}, plan.evaluation,
+                cancel, [&](std::size_t i, std::size_t n) {
+                    report("score", int(i) + 1, int(n), 0.9 + 0.1 * double(i) / double(n), "KL against the original");
+                });
 
     CheckpointEvalResult result;
     result.kl = kl.front().report();

@@ -35,8 +35,6 @@ quant::QuantizedLinear CompactLinear::unpack() const {
 
 MatrixF CompactLinear::effectiveWeight() const { return unpack().effectiveWeight(); }
 
-std::uint64_t CompactLinear::heldBytes() const {
-    return packed_ ? nibbles_.size() : parts_.codes.size();
-}
+std::uint64_t CompactLinear::heldBytes() const { return packed_ ? nibbles_.size() : parts_.codes.size(); }
 
 }  // namespace qs::pipeline

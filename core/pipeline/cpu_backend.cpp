@@ -1,8 +1,8 @@
 // The CPU backend: each operation is the core/quant function of the same name, on the OpenMP threads.
-#include <omp.h>
-
 #include <string>
 #include <utility>
+
+#include <omp.h>
 
 #include "qs/error.h"
 #include "qs/pipeline/backend.h"

@@ -8,6 +8,7 @@
 
 #include "qs/error.h"
 #include "qs/formats/serving_quantization.h"
+
 #include "stacked_expert.h"
 
 namespace qs::pipeline {
@@ -20,7 +21,8 @@ std::string linearPrefix(const model::ModelConfig& c, int layer, std::string_vie
 }
 
 bool hasLinear(const formats::LinearReader& reader, const std::string& prefix) {
-    return std::ranges::any_of(reader.linears(), [&](const formats::LinearRef& r) { return r.prefix == prefix && r.expert < 0; });
+    return std::ranges::any_of(reader.linears(),
+                               [&](const formats::LinearRef& r) { return r.prefix == prefix && r.expert < 0; });
 }
 
 // The out / in features of each of LayerWeights::kLinearModules, in that order.
@@ -38,16 +40,17 @@ bool configuredBias(const model::ModelConfig& c, std::size_t i) {
 }  // namespace
 
 DecodedWeights::DecodedWeights(io::Checkpoint checkpoint, model::ModelConfig config, formats::DecodeOptions decode)
-    : checkpoint_(std::make_unique<const io::Checkpoint>(std::move(checkpoint))), config_(std::move(config)),
+    : checkpoint_(std::make_unique<const io::Checkpoint>(std::move(checkpoint))),
+      config_(std::move(config)),
       reader_(std::make_unique<const formats::LinearReader>(*checkpoint_, decode)) {
     if (!reader_->format().decodable)
-        throw Error(checkpoint_->root().string() + ": cannot decode its " + std::string(formats::formatName(format().format)) +
-                    " layers: " + format().whyNot);
+        throw Error(checkpoint_->root().string() + ": cannot decode its " +
+                    std::string(formats::formatName(format().format)) + " layers: " + format().whyNot);
     // A tied lm_head is the embedding, which stays dense in every format read here.
     quantizedLmHead_ = !config_.tieWordEmbeddings && hasLinear(*reader_, kLmHead) &&
                        reader_->codecOf(formats::LinearRef{kLmHead, -1}).name() != "dense";
-    dense_ = std::make_unique<const model::CheckpointWeights>(*checkpoint_, config_,
-                                                             model::CheckpointWeights::Options{.linears = false, .lmHead = !quantizedLmHead_});
+    dense_ = std::make_unique<const model::CheckpointWeights>(
+        *checkpoint_, config_, model::CheckpointWeights::Options{.linears = false, .lmHead = !quantizedLmHead_});
     requireLinears();
 }
 
@@ -71,7 +74,8 @@ std::vector<std::string> DecodedWeights::storedLinears(int layer) const {
     if (!config_.isMoeLayer(layer)) return modules;
     const model::MoeNames& names = config_.moe.names;
     modules.push_back(names.router());
-    if (config_.moe.stackedExperts) return modules;   // gpt-oss: one tensor per kind, decoded per expert (decodeStackedExpert)
+    if (config_.moe.stackedExperts)
+        return modules;  // gpt-oss: one tensor per kind, decoded per expert (decodeStackedExpert)
     for (int e = 0; e < config_.moe.numExperts; ++e)
         for (const std::string& part : {names.gate, names.up, names.down}) modules.push_back(names.expert(e) + part);
     return modules;
@@ -85,28 +89,33 @@ std::string DecodedWeights::fusedOwner(std::string_view module) const {
     return "";
 }
 
-model::Linear DecodedWeights::decodeLinear(int layer, std::string_view module, std::int64_t out, std::int64_t in) const {
+model::Linear DecodedWeights::decodeLinear(int layer, std::string_view module, std::int64_t out,
+                                           std::int64_t in) const {
     const std::string prefix = linearPrefix(config_, layer, module);
     formats::DecodedLinear decoded = reader_->decode(prefix);
     if (decoded.weight.rows() != out || decoded.weight.cols() != in)
-        throw Error(checkpoint_->root().string() + ": " + prefix + " decodes to [" + std::to_string(decoded.weight.rows()) + ", " +
-                    std::to_string(decoded.weight.cols()) + "], the config implies [" + std::to_string(out) + ", " +
-                    std::to_string(in) + "]");
+        throw Error(checkpoint_->root().string() + ": " + prefix + " decodes to [" +
+                    std::to_string(decoded.weight.rows()) + ", " + std::to_string(decoded.weight.cols()) +
+                    "], the config implies [" + std::to_string(out) + ", " + std::to_string(in) + "]");
     model::Linear linear;
     const bool nvfp4 = decoded.quantized && decoded.parts.method == quant::Method::Nvfp4;
-    const formats::ServingQuantization serving = formats::readServingQuantization(*checkpoint_, format(), prefix, nvfp4);
+    const formats::ServingQuantization serving =
+        formats::readServingQuantization(*checkpoint_, format(), prefix, nvfp4);
     linear.input = serving.input;
     linear.cacheScale = serving.cacheScale;
     linear.weight = std::move(decoded.weight);
-    if (!decoded.bias.empty()) linear.bias = Eigen::Map<const VectorF>(decoded.bias.data(), Eigen::Index(decoded.bias.size()));
+    if (!decoded.bias.empty())
+        linear.bias = Eigen::Map<const VectorF>(decoded.bias.data(), Eigen::Index(decoded.bias.size()));
     return linear;
 }
 
-void DecodedWeights::requireShape(const model::Linear& l, const std::string& module, int expert, std::int64_t out, std::int64_t in) const {
+void DecodedWeights::requireShape(const model::Linear& l, const std::string& module, int expert, std::int64_t out,
+                                  std::int64_t in) const {
     if (l.weight.rows() != out || l.weight.cols() != in || l.bias.size() != out)
-        throw Error(checkpoint_->root().string() + ": expert " + std::to_string(expert) + " of " + module + " decodes to [" +
-                    std::to_string(l.weight.rows()) + ", " + std::to_string(l.weight.cols()) + "] with " + std::to_string(l.bias.size()) +
-                    " biases, the config implies [" + std::to_string(out) + ", " + std::to_string(in) + "]");
+        throw Error(checkpoint_->root().string() + ": expert " + std::to_string(expert) + " of " + module +
+                    " decodes to [" + std::to_string(l.weight.rows()) + ", " + std::to_string(l.weight.cols()) +
+                    "] with " + std::to_string(l.bias.size()) + " biases, the config implies [" + std::to_string(out) +
+                    ", " + std::to_string(in) + "]");
 }
 
 // A sparse MoE layer's router and experts, decoded (the router is dense in every export).
@@ -116,7 +125,7 @@ void DecodedWeights::decodeExperts(int index, model::LayerWeights& weights) cons
     weights.moeNames = moe.names;
     weights.router = decodeLinear(index, moe.names.router(), moe.numExperts, h);
     weights.experts.resize(static_cast<std::size_t>(moe.numExperts));
-    if (moe.stackedExperts) {   // gpt-oss: gate holds gate_up_proj ([2I, hidden]), up stays empty
+    if (moe.stackedExperts) {  // gpt-oss: gate holds gate_up_proj ([2I, hidden]), up stays empty
         const std::string x = config_.layerPrefix(index) + moe.names.experts();
         for (int e = 0; e < moe.numExperts; ++e) {
             model::Expert& expert = weights.experts[static_cast<std::size_t>(e)];
@@ -137,7 +146,7 @@ void DecodedWeights::decodeExperts(int index, model::LayerWeights& weights) cons
 }
 
 model::LayerWeights DecodedWeights::layer(int index) const {
-    model::LayerWeights weights = dense_->layer(index);   // norms; the linears are left empty
+    model::LayerWeights weights = dense_->layer(index);  // norms; the linears are left empty
     const auto shapes = linearShapes(config_);
     const bool moe = config_.isMoeLayer(index);
     if (moe) decodeExperts(index, weights);
@@ -157,9 +166,11 @@ model::LayerWeights DecodedWeights::layer(int index) const {
     }
     for (std::size_t i = 0; i < (moe ? 4 : shapes.size()); ++i) {
         const auto module = model::LayerWeights::kLinearModules[i];
-        if (fusedOwner(module).empty()) weights.linear(module) = decodeLinear(index, module, shapes[i].first, shapes[i].second);
+        if (fusedOwner(module).empty())
+            weights.linear(module) = decodeLinear(index, module, shapes[i].first, shapes[i].second);
         if (configuredBias(config_, i) && weights.linear(module).bias.size() == 0)
-            throw Error(checkpoint_->root().string() + ": " + linearPrefix(config_, index, module) + " has no bias, which the config announces");
+            throw Error(checkpoint_->root().string() + ": " + linearPrefix(config_, index, module) +
+                        " has no bias, which the config announces");
     }
     return weights;
 }
@@ -170,8 +181,8 @@ MatrixF DecodedWeights::lmHead(const MatrixF& normedHidden, const model::LayerMa
         MatrixF w = reader_->decodeF32(kLmHead);
         if (w.rows() != config_.vocabSize || w.cols() != config_.hiddenSize)
             throw Error(checkpoint_->root().string() + ": lm_head decodes to [" + std::to_string(w.rows()) + ", " +
-                        std::to_string(w.cols()) + "], the config implies [" + std::to_string(config_.vocabSize) + ", " +
-                        std::to_string(config_.hiddenSize) + "]");
+                        std::to_string(w.cols()) + "], the config implies [" + std::to_string(config_.vocabSize) +
+                        ", " + std::to_string(config_.hiddenSize) + "]");
         lmHeadWeight_ = std::move(w);
     });
     return math.product(normedHidden, lmHeadWeight_);

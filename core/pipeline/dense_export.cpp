@@ -6,9 +6,9 @@
 #include <set>
 
 #include "qs/error.h"
-#include "qs/formats/serving_quantization.h"
 #include "qs/formats/config_check.h"
 #include "qs/formats/linear_reader.h"
+#include "qs/formats/serving_quantization.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/checkpoint_writer.h"
 #include "qs/io/gguf_names.h"
@@ -21,10 +21,10 @@ namespace {
 
 std::string torchDtype(io::DType dtype) {
     switch (dtype) {
-    case io::DType::BF16: return "bfloat16";
-    case io::DType::F16: return "float16";
-    case io::DType::F32: return "float32";
-    default: throw Error("dense export writes bf16, f16 or f32, not " + std::string(io::dtypeName(dtype)));
+        case io::DType::BF16: return "bfloat16";
+        case io::DType::F16: return "float16";
+        case io::DType::F32: return "float32";
+        default: throw Error("dense export writes bf16, f16 or f32, not " + std::string(io::dtypeName(dtype)));
     }
 }
 
@@ -32,7 +32,7 @@ std::string torchDtype(io::DType dtype) {
 // expert tensors (gpt-oss: "model.layers.L.mlp.experts.gate_up_proj" with E experts).
 struct QuantizedPrefixes {
     std::set<std::string> linears;
-    std::map<std::string, int> stacked;   // prefix -> experts
+    std::map<std::string, int> stacked;  // prefix -> experts
 };
 
 QuantizedPrefixes quantizedPrefixes(const formats::LinearReader& reader, const io::Checkpoint& checkpoint) {
@@ -67,8 +67,8 @@ std::string ownerOf(const std::string& name, const QuantizedPrefixes& prefixes) 
 
 // Stacked experts as transformers' GptOssExperts holds them in BF16: "<prefix>" [E, in, out], each
 // expert the transpose of its decoded [out, in] weight (x @ W, not W x).
-void addStackedExperts(io::CheckpointWriter& writer, const formats::LinearReader& reader, const std::string& prefix, int experts,
-                       io::DType dtype, const CancelToken& cancel) {
+void addStackedExperts(io::CheckpointWriter& writer, const formats::LinearReader& reader, const std::string& prefix,
+                       int experts, io::DType dtype, const CancelToken& cancel) {
     std::vector<float> stacked;
     std::int64_t in = 0, out = 0;
     for (int e = 0; e < experts; ++e) {
@@ -77,7 +77,8 @@ void addStackedExperts(io::CheckpointWriter& writer, const formats::LinearReader
         out = w.rows();
         in = w.cols();
         if (stacked.empty()) stacked.resize(static_cast<std::size_t>(experts) * static_cast<std::size_t>(in * out));
-        Eigen::Map<MatrixF>(stacked.data() + static_cast<std::size_t>(e) * static_cast<std::size_t>(in * out), in, out) = w.transpose();
+        Eigen::Map<MatrixF>(stacked.data() + static_cast<std::size_t>(e) * static_cast<std::size_t>(in * out), in,
+                            out) = w.transpose();
     }
     writer.addTensorF32(prefix, dtype, {experts, in, out}, stacked);
 }
@@ -89,8 +90,10 @@ void addStackedExperts(io::CheckpointWriter& writer, const formats::LinearReader
 void addGgufTensor(io::CheckpointWriter& writer, const io::TensorView& view, io::DType dtype) {
     if (!io::ggufNameOfHfTensor(view.name())) return;
     const io::GgmlType type = *view.info().ggmlType;
-    const io::DType stored = type == io::GgmlType::F32 ? io::DType::F32 : type == io::GgmlType::F16 ? io::DType::F16
-                           : type == io::GgmlType::BF16 ? io::DType::BF16 : dtype;
+    const io::DType stored = type == io::GgmlType::F32    ? io::DType::F32
+                             : type == io::GgmlType::F16  ? io::DType::F16
+                             : type == io::GgmlType::BF16 ? io::DType::BF16
+                                                          : dtype;
     const std::vector<float> values = view.toF32();
     writer.addTensorF32(view.name(), stored, view.shape(), values);
 }
@@ -129,9 +132,10 @@ std::filesystem::path exportDense(const DenseExportRequest& request, const Progr
     // A gpt-oss GGUF reads back with each expert's gate, up and down apart (model::ModelConfig::fromCheckpoint);
     // transformers and vLLM load gpt-oss's experts only stacked, gate and up interleaved, which is not rebuilt here.
     if (source.gguf() != nullptr && source.config().value("model_type", "") == "gpt_oss")
-        throw Error(source.gguf()->path().string() + ": a gpt-oss GGUF holds its experts' gate and up projections apart, and gpt-oss's "
-                                             "Hugging Face checkpoint needs them stacked and interleaved (gate_up_proj), which a "
-                                             "dense export does not rebuild; write a GGUF instead");
+        throw Error(source.gguf()->path().string() +
+                    ": a gpt-oss GGUF holds its experts' gate and up projections apart, and gpt-oss's "
+                    "Hugging Face checkpoint needs them stacked and interleaved (gate_up_proj), which a "
+                    "dense export does not rebuild; write a GGUF instead");
     const formats::LinearReader reader(source, formats::DecodeOptions{.allowNonFinite = request.allowNonFinite});
     if (!reader.format().decodable)
         throw Error(source.root().string() + ": " + std::string(formats::formatName(reader.format().format)) +
@@ -143,7 +147,8 @@ std::filesystem::path exportDense(const DenseExportRequest& request, const Progr
     // Dense linears are copied, not decoded; they are still weights of the exported model.
     requireFiniteDenseLinears(source, reader.format(), request.allowNonFinite);
 
-    io::CheckpointWriter writer(request.destination, io::CheckpointWriterOptions{.overwrite = request.overwrite}, protectedSource(source, request));
+    io::CheckpointWriter writer(request.destination, io::CheckpointWriterOptions{.overwrite = request.overwrite},
+                                protectedSource(source, request));
     std::set<std::string> written;
     for (const auto& t : source.tensors()) {
         cancel.throwIfCancelled();
@@ -163,7 +168,8 @@ std::filesystem::path exportDense(const DenseExportRequest& request, const Progr
             }
         } else if (written.insert(owner).second) {
             const MatrixF w = reader.decodeF32(owner);
-            writer.addTensorF32(owner + ".weight", request.dtype, {w.rows(), w.cols()}, {w.data(), static_cast<std::size_t>(w.size())});
+            writer.addTensorF32(owner + ".weight", request.dtype, {w.rows(), w.cols()},
+                                {w.data(), static_cast<std::size_t>(w.size())});
             report(progress, written.size(), prefixes.linears.size() + prefixes.stacked.size(), owner);
         }
     }
@@ -173,7 +179,8 @@ std::filesystem::path exportDense(const DenseExportRequest& request, const Progr
     writer.setConfig(std::move(config));
     if (const io::GgufFile* gguf = source.gguf()) {
         // The GGUF carries its own tokenizer; files that happen to lie beside it are not the model's.
-        const model::TokenizerJsonFiles tokenizer = model::tokenizerJsonFromGguf(gguf->metadata(), gguf->path().string());
+        const model::TokenizerJsonFiles tokenizer =
+            model::tokenizerJsonFromGguf(gguf->metadata(), gguf->path().string());
         writer.addJsonFile("tokenizer.json", tokenizer.tokenizer);
         writer.addJsonFile("tokenizer_config.json", tokenizer.config);
     } else {

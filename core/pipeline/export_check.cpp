@@ -31,22 +31,22 @@ bool isDecoderLinear(const io::CheckpointTensor& t) {
 std::optional<quant::QuantizedLinear> weightStandIn(const MethodSpec& method, std::int64_t rows, std::int64_t cols) {
     const MatrixF zeros = MatrixF::Zero(rows, cols);
     switch (method.kind) {
-    case MethodKind::Trellis:
-    case MethodKind::Gguf: return std::nullopt;
-    case MethodKind::Gptq:
-    case MethodKind::Awq: {
-        // Same grid as RTN; GPTQ with act-order also stores a g_idx.
-        quant::RtnOptions options;
-        options.bits = method.bits;
-        options.groupSize = method.groupSize;
-        options.sym = method.sym;
-        quant::QuantizedLinear q = quant::quantizeRtn(zeros, options);
-        q.method = method.kind == MethodKind::Gptq ? quant::Method::Gptq : quant::Method::Awq;
-        if (method.actOrder && method.kind == MethodKind::Gptq)
-            for (std::int64_t c = 0; c < cols; ++c) q.gIdx.push_back(static_cast<std::int32_t>(c / q.blockCols));
-        return q;
-    }
-    default: return quantizeLinear(method, zeros, nullptr, 0.0, 0);
+        case MethodKind::Trellis:
+        case MethodKind::Gguf: return std::nullopt;
+        case MethodKind::Gptq:
+        case MethodKind::Awq: {
+            // Same grid as RTN; GPTQ with act-order also stores a g_idx.
+            quant::RtnOptions options;
+            options.bits = method.bits;
+            options.groupSize = method.groupSize;
+            options.sym = method.sym;
+            quant::QuantizedLinear q = quant::quantizeRtn(zeros, options);
+            q.method = method.kind == MethodKind::Gptq ? quant::Method::Gptq : quant::Method::Awq;
+            if (method.actOrder && method.kind == MethodKind::Gptq)
+                for (std::int64_t c = 0; c < cols; ++c) q.gIdx.push_back(static_cast<std::int32_t>(c / q.blockCols));
+            return q;
+        }
+        default: return quantizeLinear(method, zeros, nullptr, 0.0, 0);
     }
 }
 
@@ -72,31 +72,38 @@ std::string shapeText(std::int64_t rows, std::int64_t cols) {
 std::string gptOssExpertsRefusal(const io::Checkpoint& source) {
     if (source.config().value("model_type", "") != "gpt_oss") return {};
     if (source.gguf() != nullptr)
-        return source.gguf()->path().string() + ": a gpt-oss GGUF's experts read back as separate gate, up and down projections, and vLLM "
-                                        "loads gpt-oss's experts only stacked (gpt-oss's own MXFP4 or dense); a GGUF method "
-                                        "writes a file llama.cpp runs";
-    return source.root().string() + ": gpt-oss's experts are stacked tensors, which vLLM loads as gpt-oss's own MXFP4 or "
-                                    "dense, not as per-expert quantized linears (compare measures the methods; quantize "
-                                    "--method mxfp4 writes gpt-oss's own MXFP4, a GGUF method a file llama.cpp runs)";
+        return source.gguf()->path().string() +
+               ": a gpt-oss GGUF's experts read back as separate gate, up and down projections, and vLLM "
+               "loads gpt-oss's experts only stacked (gpt-oss's own MXFP4 or dense); a GGUF method "
+               "writes a file llama.cpp runs";
+    return source.root().string() +
+           ": gpt-oss's experts are stacked tensors, which vLLM loads as gpt-oss's own MXFP4 or "
+           "dense, not as per-expert quantized linears (compare measures the methods; quantize "
+           "--method mxfp4 writes gpt-oss's own MXFP4, a GGUF method a file llama.cpp runs)";
 }
 
 const formats::LinearEncoder& encoderForMethod(const MethodSpec& method, const std::string& format) {
-    if (method.gguf()) throw Error(method.label() + " is written as a GGUF file (pipeline::writeGgufResult), not as a safetensors checkpoint");
+    if (method.gguf())
+        throw Error(method.label() +
+                    " is written as a GGUF file (pipeline::writeGgufResult), not as a safetensors checkpoint");
     if (!format.empty()) return formats::encoderNamed(format);
     if (const auto q = standIn(method, 128, 128)) return formats::defaultEncoderFor(*q);
     // The trellis has no stand-in (its layout comes from the search), but its encoder follows from the method.
     return formats::defaultEncoderFor(quant::QuantizedLinear::trellisCodes(0, 0, method.trellisL, method.bits, 0, 0));
 }
 
-std::string exportRefusal(const MethodSpec& method, const formats::LinearEncoder& encoder, const io::Checkpoint& checkpoint) {
+std::string exportRefusal(const MethodSpec& method, const formats::LinearEncoder& encoder,
+                          const io::Checkpoint& checkpoint) {
     if (auto why = gptOssExpertsRefusal(checkpoint); !why.empty()) return why;
     std::map<std::pair<std::int64_t, std::int64_t>, std::string> byShape;
     for (const auto& t : checkpoint.tensors()) {
         if (!isDecoderLinear(t)) continue;
         if (isFusedProjection(t) && (method.kind == MethodKind::Nvfp4 || method.kvCacheFp8)) {
             const std::string& name = t.info->name;
-            return name.substr(0, name.size() - 7) + ": the checkpoint stores its parts as one tensor, and " + method.label() +
-                   (method.kvCacheFp8 ? " keeps k_proj's and v_proj's KV cache scales apart" : " gives each part its own global scale");
+            return name.substr(0, name.size() - 7) + ": the checkpoint stores its parts as one tensor, and " +
+                   method.label() +
+                   (method.kvCacheFp8 ? " keeps k_proj's and v_proj's KV cache scales apart"
+                                      : " gives each part its own global scale");
         }
         const auto key = std::pair{t.info->shape[0], t.info->shape[1]};
         auto it = byShape.find(key);
@@ -114,11 +121,13 @@ std::string exportRefusal(const MethodSpec& method, const formats::LinearEncoder
 
 std::string sourceMismatch(const MethodResult& result, const io::CheckpointFingerprint& source) {
     if (result.source.empty())
-        return result.label() + ": the result does not say which checkpoint it was quantized from, so it "
-               "cannot be written over " + source.describe();
+        return result.label() +
+               ": the result does not say which checkpoint it was quantized from, so it "
+               "cannot be written over " +
+               source.describe();
     if (result.source == source) return "";
-    return result.label() + " was quantized from " + result.source.describe() + ", not from " +
-           source.describe() + "; export it from the checkpoint it was made from";
+    return result.label() + " was quantized from " + result.source.describe() + ", not from " + source.describe() +
+           "; export it from the checkpoint it was made from";
 }
 
 }  // namespace qs::pipeline

@@ -6,14 +6,15 @@
 #include <optional>
 #include <set>
 
-#include "awq_folding.h"
-#include "fused_export.h"
 #include "qs/error.h"
 #include "qs/formats/linear_encoder.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/checkpoint_writer.h"
 #include "qs/pipeline/export_check.h"
 #include "qs/pipeline/job_report.h"
+
+#include "awq_folding.h"
+#include "fused_export.h"
 
 namespace qs::pipeline {
 
@@ -64,8 +65,8 @@ SourceLayout layoutAt(const std::filesystem::path& source) {
 }
 
 // The refusal for q as it will be written (with AWQ's 1/s folded into its rows where planned).
-std::string refusalAsWritten(const formats::LinearEncoder& encoder, const std::string& prefix, const quant::QuantizedLinear& q,
-                             const AwqFolding& folding) {
+std::string refusalAsWritten(const formats::LinearEncoder& encoder, const std::string& prefix,
+                             const quant::QuantizedLinear& q, const AwqFolding& folding) {
     const auto rows = folding.rowDivisors.find(prefix);
     if (rows == folding.rowDivisors.end()) return encoder.refusal(q);
     if (auto why = encoder.refusal(q); !why.empty()) return why;
@@ -111,9 +112,10 @@ std::string refusals(const formats::LinearEncoder& encoder, const Linears& linea
 // The refusals of a result on disk for each encoder, read back one layer at a time (once for all of
 // them) and checked as they will be written (fused projections stacked; `planned`: the AWQ folding
 // before fuseForExport consumed the parts' rows).
-std::vector<std::string> storedRefusals(const std::vector<const formats::LinearEncoder*>& encoders, const MethodResult& result,
-                                        const model::Architecture& arch, const AwqFolding& planned, const CancelToken& cancel = {}) {
-    AwqFolding folding;   // the layer's own row divisors: all a refusal looks at
+std::vector<std::string> storedRefusals(const std::vector<const formats::LinearEncoder*>& encoders,
+                                        const MethodResult& result, const model::Architecture& arch,
+                                        const AwqFolding& planned, const CancelToken& cancel = {}) {
+    AwqFolding folding;  // the layer's own row divisors: all a refusal looks at
     std::vector<Refusals> found;
     for (const formats::LinearEncoder* e : encoders) found.emplace_back(*e, folding);
     for (std::size_t i = 0; i < layerCount(result); ++i) {
@@ -124,7 +126,8 @@ std::vector<std::string> storedRefusals(const std::vector<const formats::LinearE
         for (const auto& [module, q] : layer) {
             const std::string prefix = layerPrefix(i, arch) + module;
             linears.emplace_back(prefix, q.get());
-            if (const auto rows = planned.rowDivisors.find(prefix); rows != planned.rowDivisors.end()) folding.rowDivisors.insert(*rows);
+            if (const auto rows = planned.rowDivisors.find(prefix); rows != planned.rowDivisors.end())
+                folding.rowDivisors.insert(*rows);
         }
         const FusedLinears written = fuseForExport(linears, arch, folding);
         for (Refusals& f : found)
@@ -140,10 +143,12 @@ void requireSource(const io::Checkpoint& source, const Linears& linears) {
         throw Error(source.root().string() + ": the source is already quantized; export from the dense original");
     for (const auto& [prefix, q] : linears) {
         const auto* t = source.find(prefix + ".weight");
-        if (t == nullptr) throw Error(source.root().string() + ": no tensor " + prefix + ".weight for the quantized linear");
+        if (t == nullptr)
+            throw Error(source.root().string() + ": no tensor " + prefix + ".weight for the quantized linear");
         if (t->info->shape != std::vector<std::int64_t>{q->rows, q->cols})
-            throw Error(source.root().string() + ": " + prefix + ".weight does not have the quantized linear's shape [" +
-                        std::to_string(q->rows) + ", " + std::to_string(q->cols) + "]");
+            throw Error(source.root().string() + ": " + prefix +
+                        ".weight does not have the quantized linear's shape [" + std::to_string(q->rows) + ", " +
+                        std::to_string(q->cols) + "]");
     }
 }
 
@@ -170,7 +175,8 @@ std::string ownerPrefix(const std::string& name, const std::set<std::string>& qu
 
 // A source tensor divided element-wise (norm weights, biases) and stored back in its own dtype. A norm
 // that scales by (offset + w) becomes (offset + w) / s - offset (Gemma's offset 1).
-void writeDivided(io::CheckpointWriter& writer, const io::TensorView& t, const std::vector<float>& divisors, float offset = 0.0f) {
+void writeDivided(io::CheckpointWriter& writer, const io::TensorView& t, const std::vector<float>& divisors,
+                  float offset = 0.0f) {
     auto values = t.toF32();
     if (values.size() != divisors.size())
         throw Error(t.name() + ": " + std::to_string(values.size()) + " values cannot absorb " +
@@ -181,12 +187,13 @@ void writeDivided(io::CheckpointWriter& writer, const io::TensorView& t, const s
 
 // A dense [rows, cols] source tensor with column c multiplied by multipliers[c] (a MoE router taking
 // AWQ's shared input scales), stored back in its own dtype.
-void writeColumnsMultiplied(io::CheckpointWriter& writer, const io::TensorView& t, const std::vector<float>& multipliers) {
+void writeColumnsMultiplied(io::CheckpointWriter& writer, const io::TensorView& t,
+                            const std::vector<float>& multipliers) {
     auto values = t.toF32();
     const std::size_t cols = multipliers.size();
     if (t.shape().size() != 2 || static_cast<std::size_t>(t.shape()[1]) != cols)
-        throw Error(t.name() + ": " + std::to_string(cols) + " AWQ input scales, but the tensor has no " + std::to_string(cols) +
-                    " columns to take them");
+        throw Error(t.name() + ": " + std::to_string(cols) + " AWQ input scales, but the tensor has no " +
+                    std::to_string(cols) + " columns to take them");
     for (std::size_t i = 0; i < values.size(); ++i) values[i] *= multipliers[i % cols];
     writer.addTensorF32(t.name(), t.dtype(), t.shape(), values);
 }
@@ -227,7 +234,11 @@ class ExportWriter {
 public:
     ExportWriter(const ExportRequest& request, const io::Checkpoint& source, const formats::LinearEncoder& encoder,
                  Linears linears, AwqFolding folding, LinearHooks hooks = {})
-        : request_(request), source_(source), encoder_(encoder), linears_(std::move(linears)), folding_(std::move(folding)),
+        : request_(request),
+          source_(source),
+          encoder_(encoder),
+          linears_(std::move(linears)),
+          folding_(std::move(folding)),
           hooks_(std::move(hooks)),
           writer_(request.destination, io::CheckpointWriterOptions{.overwrite = request.overwrite}, source.root()) {
         for (const auto& [prefix, q] : linears_) byPrefix_.emplace(prefix, q);
@@ -250,20 +261,23 @@ public:
                 report(progress, ++done, owner);
             } else if (t.naming.part == "bias") {
                 copy(source_.tensor(name), folding_.rowDivisors, owner);
-            }   // other parts of a quantized linear's source (none in a dense checkpoint) are replaced
+            }  // other parts of a quantized linear's source (none in a dense checkpoint) are replaced
         }
         finishFiles(reportStart());
         return writer_.finish();
     }
 
 private:
-    void copy(const io::TensorView& t, const std::map<std::string, std::vector<float>>& divisors, const std::string& key = "",
-              float offset = 0.0f) {
+    void copy(const io::TensorView& t, const std::map<std::string, std::vector<float>>& divisors,
+              const std::string& key = "", float offset = 0.0f) {
         const auto it = divisors.find(key.empty() ? t.name() : key);
         const auto columns = key.empty() ? folding_.columnMultipliers.find(t.name()) : folding_.columnMultipliers.end();
-        if (it != divisors.end()) writeDivided(writer_, t, it->second, offset);
-        else if (columns != folding_.columnMultipliers.end()) writeColumnsMultiplied(writer_, t, columns->second);
-        else writer_.addTensor(t.name(), t.dtype(), t.shape(), t.bytes());
+        if (it != divisors.end())
+            writeDivided(writer_, t, it->second, offset);
+        else if (columns != folding_.columnMultipliers.end())
+            writeColumnsMultiplied(writer_, t, columns->second);
+        else
+            writer_.addTensor(t.name(), t.dtype(), t.shape(), t.bytes());
     }
 
     void writeLinear(const std::string& prefix) {
@@ -276,10 +290,11 @@ private:
             if (const std::string why = refusalAsWritten(encoder_, prefix, q, folding_); !why.empty())
                 throw Error(refusedAs(encoder_, prefix + ": " + why));
         const auto rows = folding_.rowDivisors.find(prefix);
-        const auto tensors = rows == folding_.rowDivisors.end() ? encoder_.encode(prefix, q)
-                                                                : encoder_.encode(prefix, withRowsDivided(q, rows->second));
+        const auto tensors = rows == folding_.rowDivisors.end()
+                                 ? encoder_.encode(prefix, q)
+                                 : encoder_.encode(prefix, withRowsDivided(q, rows->second));
         for (const auto& e : tensors) writer_.addTensor(e.name, e.dtype, e.shape, e.bytes);
-        linearReports_.push_back(linearReport(prefix, q));   // now: a streamed linear loses its parts once written
+        linearReports_.push_back(linearReport(prefix, q));  // now: a streamed linear loses its parts once written
     }
 
     void report(const ProgressCallback& progress, std::size_t done, const std::string& prefix) const {
@@ -297,12 +312,14 @@ private:
         formats::ExportScheme scheme;
         scheme.linears = linears_;
         scheme.denseLinears = denseLinears(source_, quantized_);
-        if (const auto* first = source_.find(linears_.front().first + ".weight")) scheme.sourceDType = first->info->dtype;
+        if (const auto* first = source_.find(linears_.front().first + ".weight"))
+            scheme.sourceDType = first->info->dtype;
         nlohmann::json config = source_.config().is_object() ? source_.config() : nlohmann::json::object();
         config["quantization_config"] = encoder_.quantizationConfig(scheme);
         writer_.setConfig(std::move(config));
         for (const auto& [file, content] : encoder_.extraFiles(scheme)) writer_.addJsonFile(file, content);
-        writer_.addJsonFile("quantscope_report.json", exportReport(request_, std::move(reportStart), encoder_.name(), linearReports_));
+        writer_.addJsonFile("quantscope_report.json",
+                            exportReport(request_, std::move(reportStart), encoder_.name(), linearReports_));
         writer_.copyAuxiliaryFiles(source_.root());
     }
 
@@ -313,15 +330,16 @@ private:
     AwqFolding folding_;
     LinearHooks hooks_;
     io::CheckpointWriter writer_;
-    nlohmann::json linearReports_ = nlohmann::json::array();   // in the order written
+    nlohmann::json linearReports_ = nlohmann::json::array();  // in the order written
     std::map<std::string, const quant::QuantizedLinear*> byPrefix_;
     std::set<std::string> quantized_;
 };
 
 // The source holding each linear's weight in its shape, then the writing.
-std::filesystem::path writeExport(const ExportRequest& request, const io::Checkpoint& source, const formats::LinearEncoder& encoder,
-                                  Linears linears, AwqFolding folding, nlohmann::json report, const ProgressCallback& progress,
-                                  const CancelToken& cancel, LinearHooks hooks = {}) {
+std::filesystem::path writeExport(const ExportRequest& request, const io::Checkpoint& source,
+                                  const formats::LinearEncoder& encoder, Linears linears, AwqFolding folding,
+                                  nlohmann::json report, const ProgressCallback& progress, const CancelToken& cancel,
+                                  LinearHooks hooks = {}) {
     requireSource(source, linears);
     cancel.throwIfCancelled();
     ExportWriter writer(request, source, encoder, std::move(linears), std::move(folding), std::move(hooks));
@@ -329,7 +347,6 @@ std::filesystem::path writeExport(const ExportRequest& request, const io::Checkp
 }
 
 }  // namespace
-
 
 std::filesystem::path exportCheckpoint(const ExportRequest& request, const MethodResult& result,
                                        const ProgressCallback& progress, const CancelToken& cancel) {
@@ -342,30 +359,37 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
     const Linears parts = quantizedLinears(result, arch);
     const formats::LinearEncoder& encoder = chooseEncoder(request.format, parts);
     AwqFolding folding = planAwqFolding(linearHeaders(result), arch, layout.moeNames());
-    const AwqFolding planned = folding;   // the parts' row divisors, before fusing consumes them
+    const AwqFolding planned = folding;  // the parts' row divisors, before fusing consumes them
     // A checkpoint that fuses q/k/v or gate/up (Phi-3) gets them back fused, as it stored them.
     const FusedLinears fused = fuseForExport(parts, arch, folding);
     // A result on disk is checked as the writer reads each linear back (ExportWriter::writeLinear).
     if (!result.stored)
         if (const std::string why = refusals(encoder, fused.linears, folding); !why.empty()) throw Error(why);
-    if (auto mismatch = sourceMismatch(result, io::fingerprintOf(source)); !mismatch.empty()) throw Error("cannot export: " + mismatch);
+    if (auto mismatch = sourceMismatch(result, io::fingerprintOf(source)); !mismatch.empty())
+        throw Error("cannot export: " + mismatch);
     LinearHooks hooks;
-    if (result.stored) {   // the codes are read back a layer at a time as the writer reaches them
-        auto stored = std::make_shared<StoredLinearReader>(result.stored, [&arch](std::size_t i) { return layerPrefix(i, arch); });
-        hooks.complete = [reader = std::make_shared<FusedLinearReader>(arch, planned.rowDivisors,
-                                                                       [stored](const std::string& p) { return stored->complete(p); })](
-                             const std::string& prefix) { return reader->complete(prefix); };
+    if (result.stored) {  // the codes are read back a layer at a time as the writer reaches them
+        auto stored = std::make_shared<StoredLinearReader>(result.stored,
+                                                           [&arch](std::size_t i) { return layerPrefix(i, arch); });
+        hooks.complete =
+            [reader = std::make_shared<FusedLinearReader>(arch, planned.rowDivisors, [stored](const std::string& p) {
+                 return stored->complete(p);
+             })](const std::string& prefix) { return reader->complete(prefix); };
     }
-    return writeExport(request, source, encoder, fused.linears, std::move(folding), toJson(result), progress, cancel, std::move(hooks));
+    return writeExport(request, source, encoder, fused.linears, std::move(folding), toJson(result), progress, cancel,
+                       std::move(hooks));
 }
 
-std::vector<std::string> exportRefusals(const MethodResult& result, const std::vector<const formats::LinearEncoder*>& encoders,
+std::vector<std::string> exportRefusals(const MethodResult& result,
+                                        const std::vector<const formats::LinearEncoder*>& encoders,
                                         const CancelToken& cancel) {
     std::vector<std::string> why(encoders.size());
     try {
         std::string common;
-        if (!result.error.empty()) common = result.label() + " failed, so it cannot be exported: " + result.error;
-        else common = gptOssExpertsRefusal(io::Checkpoint::open(result.source.path));
+        if (!result.error.empty())
+            common = result.label() + " failed, so it cannot be exported: " + result.error;
+        else
+            common = gptOssExpertsRefusal(io::Checkpoint::open(result.source.path));
         if (!common.empty()) return std::vector<std::string>(encoders.size(), common);
         // The names and the norms AWQ folds into are the source's architecture's (a VLM's text tower).
         const SourceLayout layout = layoutAt(result.source.path);
@@ -390,26 +414,29 @@ std::vector<std::string> exportRefusals(const MethodResult& result, const std::v
         }
     } catch (const Cancelled&) {
         throw;
-    } catch (const std::exception& e) {   // the check itself failed (an unreadable work folder): every layout is refused
+    } catch (const std::exception& e) {  // the check itself failed (an unreadable work folder): every layout is refused
         for (std::size_t i = 0; i < encoders.size(); ++i) why[i] = refusedAs(*encoders[i], e.what());
     }
     return why;
 }
 
-std::string exportRefusal(const MethodResult& result, const formats::LinearEncoder& encoder, const CancelToken& cancel) {
+std::string exportRefusal(const MethodResult& result, const formats::LinearEncoder& encoder,
+                          const CancelToken& cancel) {
     return exportRefusals(result, {&encoder}, cancel).front();
 }
 
-std::filesystem::path exportStreamed(const ExportRequest& request, const io::Checkpoint& source, const StreamedLinears& streamed,
-                                     const std::function<nlohmann::json()>& report, const ProgressCallback& progress,
-                                     const CancelToken& cancel) {
-    if (streamed.linears.empty()) throw Error(source.root().string() + ": no linear to quantize, so there is nothing to export");
+std::filesystem::path exportStreamed(const ExportRequest& request, const io::Checkpoint& source,
+                                     const StreamedLinears& streamed, const std::function<nlohmann::json()>& report,
+                                     const ProgressCallback& progress, const CancelToken& cancel) {
+    if (streamed.linears.empty())
+        throw Error(source.root().string() + ": no linear to quantize, so there is nothing to export");
     if (auto why = gptOssExpertsRefusal(source); !why.empty()) throw Error("cannot export: " + why);
     if (source.config().contains("quantization_config"))
         throw Error(source.root().string() + ": the source is already quantized; export from the dense original");
     Linears linears(streamed.linears.begin(), streamed.linears.end());
     const formats::LinearEncoder& encoder = formats::encoderNamed(request.format);
-    ExportWriter writer(request, source, encoder, std::move(linears), AwqFolding{}, {streamed.produce, streamed.release});
+    ExportWriter writer(request, source, encoder, std::move(linears), AwqFolding{},
+                        {streamed.produce, streamed.release});
     return writer.write(report, progress, cancel);
 }
 

@@ -9,12 +9,13 @@
 namespace qs::pipeline {
 namespace {
 
-using Group = std::pair<std::string, std::vector<std::string>>;   // fused module, its parts' modules
+using Group = std::pair<std::string, std::vector<std::string>>;  // fused module, its parts' modules
 
 // The layer prefix of `prefix` when it ends in ".<module>" ("model.layers.3." for
 // "model.layers.3.self_attn.q_proj" and "self_attn.q_proj"); empty when it does not.
 std::string layerOf(const std::string& prefix, const std::string& module) {
-    if (prefix.size() <= module.size() || !prefix.ends_with(module) || prefix[prefix.size() - module.size() - 1] != '.') return {};
+    if (prefix.size() <= module.size() || !prefix.ends_with(module) || prefix[prefix.size() - module.size() - 1] != '.')
+        return {};
     return prefix.substr(0, prefix.size() - module.size());
 }
 
@@ -65,26 +66,30 @@ FusedLinears fuseForExport(const std::vector<std::pair<std::string, const quant:
         const auto part = [&](const std::string& name) -> const quant::QuantizedLinear& {
             const auto it = byPrefix.find(name);
             if (it == byPrefix.end())
-                throw Error("cannot export " + prefix + " quantized beside " + name + " left dense: the checkpoint stores them as one tensor, " + fused);
+                throw Error("cannot export " + prefix + " quantized beside " + name +
+                            " left dense: the checkpoint stores them as one tensor, " + fused);
             return *it->second;
         };
-        out.owned.push_back(std::make_unique<const quant::QuantizedLinear>(fuseParts(layer, *group, part, folding.rowDivisors)));
+        out.owned.push_back(
+            std::make_unique<const quant::QuantizedLinear>(fuseParts(layer, *group, part, folding.rowDivisors)));
         out.linears.emplace_back(fused, out.owned.back().get());
         for (const std::string& module : group->second) folding.rowDivisors.erase(layer + module);
     }
     return out;
 }
 
-FusedLinearReader::FusedLinearReader(const model::Architecture& arch, std::map<std::string, std::vector<float>> rowDivisors,
-                                     PartReader part)
+FusedLinearReader::FusedLinearReader(const model::Architecture& arch,
+                                     std::map<std::string, std::vector<float>> rowDivisors, PartReader part)
     : groups_(model::fusedModules(arch)), rowDivisors_(std::move(rowDivisors)), part_(std::move(part)) {}
 
 std::shared_ptr<const quant::QuantizedLinear> FusedLinearReader::complete(const std::string& prefix) const {
     for (const Group& group : groups_) {
         const std::string layer = layerOf(prefix, group.first);
         if (layer.empty()) continue;
-        std::vector<std::shared_ptr<const quant::QuantizedLinear>> held;   // alive while they are stacked
-        const auto part = [&](const std::string& name) -> const quant::QuantizedLinear& { return *held.emplace_back(part_(name)); };
+        std::vector<std::shared_ptr<const quant::QuantizedLinear>> held;  // alive while they are stacked
+        const auto part = [&](const std::string& name) -> const quant::QuantizedLinear& {
+            return *held.emplace_back(part_(name));
+        };
         return std::make_shared<const quant::QuantizedLinear>(fuseParts(layer, group, part, rowDivisors_));
     }
     return part_(prefix);

@@ -11,16 +11,17 @@
 #include <utility>
 #include <vector>
 
-#include "awq_folding.h"
 #include "qs/model/model_config.h"
 #include "qs/quant/quantized_linear.h"
+
+#include "awq_folding.h"
 
 namespace qs::pipeline {
 
 struct FusedLinears {
     // The linears as written, in the order given: each fused projection in place of its first part.
     std::vector<std::pair<std::string, const quant::QuantizedLinear*>> linears;
-    std::vector<std::unique_ptr<const quant::QuantizedLinear>> owned;   // the fused ones
+    std::vector<std::unique_ptr<const quant::QuantizedLinear>> owned;  // the fused ones
 };
 
 // `linears` by prefix ("model.layers.0.self_attn.q_proj"), `layerPrefixes` the decoder layers' prefixes.
@@ -35,7 +36,8 @@ FusedLinears fuseForExport(const std::vector<std::pair<std::string, const quant:
 class FusedLinearReader {
 public:
     using PartReader = std::function<std::shared_ptr<const quant::QuantizedLinear>(const std::string&)>;
-    FusedLinearReader(const model::Architecture& arch, std::map<std::string, std::vector<float>> rowDivisors, PartReader part);
+    FusedLinearReader(const model::Architecture& arch, std::map<std::string, std::vector<float>> rowDivisors,
+                      PartReader part);
 
     std::shared_ptr<const quant::QuantizedLinear> complete(const std::string& prefix) const;
 

@@ -13,21 +13,22 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gguf_model_metadata.h"
-#include "stacked_expert.h"
 #include "qs/error.h"
 #include "qs/formats/config_check.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/io/gguf_names.h"
 #include "qs/io/gguf_writer.h"
 #include "qs/io/json_file.h"
+#include "qs/io/shape_text.h"
 #include "qs/io/tensor_name.h"
 #include "qs/model/gguf_tokenizer.h"
 #include "qs/model/layer_weights.h"
 #include "qs/model/model_config.h"
 #include "qs/pipeline/model_checkpoint.h"
 #include "qs/quant/ggml_encode.h"
-#include "qs/io/shape_text.h"
+
+#include "gguf_model_metadata.h"
+#include "stacked_expert.h"
 
 namespace qs::pipeline {
 
@@ -39,35 +40,38 @@ using nlohmann::json;
 struct PlannedTensor {
     GgufTensorChoice choice;
     io::GgmlType type = io::GgmlType::F32;
-    std::string linearPrefix;   // the linear whose weight this is, decoded through formats; "" otherwise
-    std::vector<std::string> stackedLinears;   // experts stacked into one [E, out, in] tensor, in order
-    std::vector<std::string> stackedBiases;    // their biases (a gpt-oss GGUF read back), stacked into one [E, out]
-    bool keepF32 = false;       // a MoE router: dense in F32 whatever the chooser says, as llama.cpp's converter keeps it
+    std::string linearPrefix;                 // the linear whose weight this is, decoded through formats; "" otherwise
+    std::vector<std::string> stackedLinears;  // experts stacked into one [E, out, in] tensor, in order
+    std::vector<std::string> stackedBiases;   // their biases (a gpt-oss GGUF read back), stacked into one [E, out]
+    bool keepF32 = false;  // a MoE router: dense in F32 whatever the chooser says, as llama.cpp's converter keeps it
     // gpt-oss's experts, stacked in one tensor "<block>.experts.<module>" (or its MXFP4 blocks): which of
     // the rows of each expert's [out, in] weight (or its bias) this GGUF tensor holds.
     struct StackedSlice {
-        std::string module;   // "...mlp.experts.gate_up_proj": the stacked tensor, or the linear the codec decodes
-        std::string expertPrefix;   // "...mlp.experts.": with e and "." + linear, the expert's linear a Job quantized
-        std::string linear;         // "gate_up_proj"
+        std::string module;        // "...mlp.experts.gate_up_proj": the stacked tensor, or the linear the codec decodes
+        std::string expertPrefix;  // "...mlp.experts.": with e and "." + linear, the expert's linear a Job quantized
+        std::string linear;        // "gate_up_proj"
         int experts = 0;
-        int rowParity = -1;   // 0: even rows (gate), 1: odd rows (up); -1: every row
+        int rowParity = -1;  // 0: even rows (gate), 1: odd rows (up); -1: every row
         bool bias = false;
     };
     std::optional<StackedSlice> stackedSlice;
-    float addend = 0.0f;        // added to every value: Gemma's norms, stored as 1 + w (convert_hf_to_gguf)
-    int interleavedHeads = 0;   // llama q/k: reorder rows as llama.cpp's converter does
+    float addend = 0.0f;       // added to every value: Gemma's norms, stored as 1 + w (convert_hf_to_gguf)
+    int interleavedHeads = 0;  // llama q/k: reorder rows as llama.cpp's converter does
 };
 
-bool storesPlainly(io::GgmlType t) { return t == io::GgmlType::F32 || t == io::GgmlType::F16 || t == io::GgmlType::BF16; }
+bool storesPlainly(io::GgmlType t) {
+    return t == io::GgmlType::F32 || t == io::GgmlType::F16 || t == io::GgmlType::BF16;
+}
 
 // llama.h's llama_ftype of a whole-file type (the K types as their _M mix).
 int fileTypeOf(io::GgmlType t) {
     using T = io::GgmlType;
     static const std::map<T, int> kTypes = {
-        {T::F32, 0}, {T::F16, 1}, {T::Q4_0, 2}, {T::Q4_1, 3}, {T::Q8_0, 7}, {T::Q5_0, 8}, {T::Q5_1, 9}, {T::Q2_K, 10},
-        {T::Q3_K, 12}, {T::Q4_K, 15}, {T::Q5_K, 17}, {T::Q6_K, 18}, {T::IQ2_XXS, 19}, {T::IQ2_XS, 20}, {T::IQ3_XXS, 23},
-        {T::IQ1_S, 24}, {T::IQ4_NL, 25}, {T::IQ3_S, 26}, {T::IQ2_S, 28}, {T::IQ4_XS, 30}, {T::IQ1_M, 31}, {T::BF16, 32},
-        {T::TQ1_0, 36}, {T::TQ2_0, 37}, {T::MXFP4, 38}};
+        {T::F32, 0},    {T::F16, 1},     {T::Q4_0, 2},     {T::Q4_1, 3},    {T::Q8_0, 7},
+        {T::Q5_0, 8},   {T::Q5_1, 9},    {T::Q2_K, 10},    {T::Q3_K, 12},   {T::Q4_K, 15},
+        {T::Q5_K, 17},  {T::Q6_K, 18},   {T::IQ2_XXS, 19}, {T::IQ2_XS, 20}, {T::IQ3_XXS, 23},
+        {T::IQ1_S, 24}, {T::IQ4_NL, 25}, {T::IQ3_S, 26},   {T::IQ2_S, 28},  {T::IQ4_XS, 30},
+        {T::IQ1_M, 31}, {T::BF16, 32},   {T::TQ1_0, 36},   {T::TQ2_0, 37},  {T::MXFP4, 38}};
     const auto it = kTypes.find(t);
     return it == kTypes.end() ? 1 : it->second;
 }
@@ -76,17 +80,21 @@ class Planner {
 public:
     // `checkpoint` (may be null) adds the biases it stores that the config does not announce.
     Planner(const io::Checkpoint* checkpoint, const model::ModelConfig& config, std::string ggufArch)
-        : checkpoint_(checkpoint), config_(config), ggufArch_(std::move(ggufArch)), permuteQk_(io::ggufArchitecturePermutesQk(ggufArch_)) {}
+        : checkpoint_(checkpoint),
+          config_(config),
+          ggufArch_(std::move(ggufArch)),
+          permuteQk_(io::ggufArchitecturePermutesQk(ggufArch_)) {}
 
     std::vector<PlannedTensor> plan() {
-        const std::int64_t h = config_.hiddenSize, q = config_.qDim(), kv = config_.kvDim(), ff = config_.intermediateSize;
+        const std::int64_t h = config_.hiddenSize, q = config_.qDim(), kv = config_.kvDim(),
+                           ff = config_.intermediateSize;
         const model::Architecture& arch = config_.arch;
         add(arch.tensorPrefix + "embed_tokens.weight", {config_.vocabSize, h});
         for (int layer = 0; layer < config_.numLayers; ++layer) {
             const std::string p = config_.layerPrefix(layer);
             const std::string blk = "blk." + std::to_string(layer) + ".";
             norm(p + arch.inputNorm + ".weight", blk + "attn_norm.weight", h);
-            if (!arch.fusedQkv.empty()) {   // Phi-3: attn_qkv holds q, k, v rows as the checkpoint does
+            if (!arch.fusedQkv.empty()) {  // Phi-3: attn_qkv holds q, k, v rows as the checkpoint does
                 linear(p + arch.fusedQkv, q + 2 * kv, h, config_.qkvBias, 0);
             } else {
                 linear(p + "self_attn.q_proj", q, h, config_.qkvBias, permuteQk_ ? config_.numHeads : 0);
@@ -101,14 +109,16 @@ public:
             if (arch.attentionSinks) addAs(p + "self_attn.sinks", blk + "attn_sinks.weight", {config_.numHeads});
             // llama.cpp's names by role: Gemma's post_attention_layernorm is its post_attention_norm (post_ffw_norm after the MLP), and
             // pre_feedforward_layernorm (the norm before the MLP) its ffn_norm; gpt-oss calls the norm before its MLP post_attention_norm.
-            if (!arch.attentionOutputNorm.empty()) norm(p + arch.attentionOutputNorm + ".weight", blk + "post_attention_norm.weight", h);
-            norm(p + arch.preMlpNorm + ".weight", blk + (ggufArch_ == "gpt-oss" ? "post_attention_norm.weight" : "ffn_norm.weight"), h);
+            if (!arch.attentionOutputNorm.empty())
+                norm(p + arch.attentionOutputNorm + ".weight", blk + "post_attention_norm.weight", h);
+            norm(p + arch.preMlpNorm + ".weight",
+                 blk + (ggufArch_ == "gpt-oss" ? "post_attention_norm.weight" : "ffn_norm.weight"), h);
             if (!arch.mlpOutputNorm.empty()) norm(p + arch.mlpOutputNorm + ".weight", blk + "post_ffw_norm.weight", h);
             if (config_.isMoeLayer(layer)) {
                 experts(layer);
                 continue;
             }
-            if (!arch.fusedGateUp.empty()) {   // Phi-3: llama.cpp's ffn_up holds gate then up (its swiglu splits it)
+            if (!arch.fusedGateUp.empty()) {  // Phi-3: llama.cpp's ffn_up holds gate then up (its swiglu splits it)
                 if (config_.mlpBias) throw Error(arch.fusedGateUp + ": a biased fused MLP has no GGUF name here");
                 addAs(p + arch.fusedGateUp + ".weight", blk + "ffn_up.weight", {2 * ff, h}, p + arch.fusedGateUp);
             } else {
@@ -119,7 +129,8 @@ public:
         }
         norm(arch.tensorPrefix + "norm.weight", "output_norm.weight", h);
         if (!config_.tieWordEmbeddings)
-            add(arch.lmHead, {config_.vocabSize, h}, arch.lmHead.substr(0, arch.lmHead.size() - std::string_view(".weight").size()));
+            add(arch.lmHead, {config_.vocabSize, h},
+                arch.lmHead.substr(0, arch.lmHead.size() - std::string_view(".weight").size()));
         return std::move(planned_);
     }
 
@@ -133,7 +144,8 @@ private:
     std::string ggufNameOf(const std::string& name) const {
         if (name == config_.arch.lmHead) return "output.weight";
         const std::string& prefix = config_.arch.tensorPrefix;
-        return *io::ggufNameOfHfTensor(name.starts_with(prefix) ? "model." + name.substr(prefix.size()) : name);   // every name planned here has one
+        return *io::ggufNameOfHfTensor(name.starts_with(prefix) ? "model." + name.substr(prefix.size())
+                                                                : name);  // every name planned here has one
     }
 
     void add(const std::string& name, std::vector<std::int64_t> shape, std::string linearPrefix = "", int heads = 0) {
@@ -154,11 +166,12 @@ private:
         const std::int64_t h = config_.hiddenSize, ff = moe.expertIntermediateSize, e = moe.numExperts;
         const std::string p = config_.layerPrefix(layer);
         const std::string blk = "blk." + std::to_string(layer) + ".";
-        addAs(p + moe.names.router() + ".weight", blk + "ffn_gate_inp.weight", {e, h}, p + moe.names.router()).keepF32 = true;
+        addAs(p + moe.names.router() + ".weight", blk + "ffn_gate_inp.weight", {e, h}, p + moe.names.router()).keepF32 =
+            true;
         // gpt-oss's router (GptOssTopKRouter) always has a bias; the others' only when the checkpoint stores one.
-        const bool routerBias = checkpoint_ == nullptr ? moe.stackedExperts : checkpoint_->find(p + moe.names.router() + ".bias") != nullptr;
-        if (routerBias)
-            addAs(p + moe.names.router() + ".bias", blk + "ffn_gate_inp.bias", {e});
+        const bool routerBias = checkpoint_ == nullptr ? moe.stackedExperts
+                                                       : checkpoint_->find(p + moe.names.router() + ".bias") != nullptr;
+        if (routerBias) addAs(p + moe.names.router() + ".bias", blk + "ffn_gate_inp.bias", {e});
         if (moe.stackedExperts) {
             stackedExperts(layer);
             return;
@@ -171,9 +184,12 @@ private:
                                      {e, down ? h : ff, down ? ff : h});
             for (int x = 0; x < moe.numExperts; ++x) t.stackedLinears.push_back(p + moe.names.expert(x) + *module);
             // Per-expert biases (gpt-oss read back from its GGUF) go back into the stacked bias they came from.
-            if (checkpoint_ == nullptr || checkpoint_->find(p + moe.names.expert(0) + *module + ".bias") == nullptr) continue;
-            PlannedTensor& b = addAs(p + moe.names.experts() + *module + ".bias", blk + gguf + ".bias", {e, down ? h : ff});
-            for (int x = 0; x < moe.numExperts; ++x) b.stackedBiases.push_back(p + moe.names.expert(x) + *module + ".bias");
+            if (checkpoint_ == nullptr || checkpoint_->find(p + moe.names.expert(0) + *module + ".bias") == nullptr)
+                continue;
+            PlannedTensor& b =
+                addAs(p + moe.names.experts() + *module + ".bias", blk + gguf + ".bias", {e, down ? h : ff});
+            for (int x = 0; x < moe.numExperts; ++x)
+                b.stackedBiases.push_back(p + moe.names.expert(x) + *module + ".bias");
         }
     }
 
@@ -184,8 +200,12 @@ private:
         const std::int64_t h = config_.hiddenSize, ff = moe.expertIntermediateSize, e = moe.numExperts;
         const std::string x = config_.layerPrefix(layer) + moe.names.experts();
         const std::string blk = "blk." + std::to_string(layer) + ".";
-        const auto slice = [&](const std::string& module, const char* gguf, std::vector<std::int64_t> shape, int parity, bool bias) {
-            PlannedTensor& t = addAs(x + module + (bias ? "_bias" : "") + (parity == 1 ? "[up]" : parity == 0 ? "[gate]" : ""),
+        const auto slice = [&](const std::string& module, const char* gguf, std::vector<std::int64_t> shape, int parity,
+                               bool bias) {
+            PlannedTensor& t = addAs(x + module + (bias ? "_bias" : "") +
+                                         (parity == 1   ? "[up]"
+                                          : parity == 0 ? "[gate]"
+                                                        : ""),
                                      blk + gguf + (bias ? ".bias" : ".weight"), std::move(shape));
             t.stackedSlice = PlannedTensor::StackedSlice{x + module, x, module, moe.numExperts, parity, bias};
         };
@@ -197,7 +217,8 @@ private:
         slice(moe.names.down, "ffn_down_exps", {e, h}, -1, true);
     }
 
-    PlannedTensor& addAs(const std::string& name, const std::string& ggufName, std::vector<std::int64_t> shape, std::string linearPrefix = "") {
+    PlannedTensor& addAs(const std::string& name, const std::string& ggufName, std::vector<std::int64_t> shape,
+                         std::string linearPrefix = "") {
         PlannedTensor t;
         t.choice.name = name;
         t.choice.ggufName = ggufName;
@@ -211,7 +232,8 @@ private:
     // The weight, and the bias when the config announces one or the checkpoint stores it.
     void linear(const std::string& prefix, std::int64_t out, std::int64_t in, bool bias, int heads) {
         add(prefix + ".weight", {out, in}, prefix, heads);
-        if (bias || (checkpoint_ != nullptr && checkpoint_->find(prefix + ".bias") != nullptr)) add(prefix + ".bias", {out}, "", heads);
+        if (bias || (checkpoint_ != nullptr && checkpoint_->find(prefix + ".bias") != nullptr))
+            add(prefix + ".bias", {out}, "", heads);
     }
 
     const io::Checkpoint* checkpoint_;
@@ -227,12 +249,13 @@ void checkType(const PlannedTensor& t, const fs::path& destination) {
     const auto& traits = io::ggmlTypeTraits(t.type);
     const std::int64_t row = t.choice.shape.back();
     std::string why;
-    if (!storesPlainly(t.type) && !quant::ggmlEncodes(t.type)) why = "QuantScope cannot encode it";
+    if (!storesPlainly(t.type) && !quant::ggmlEncodes(t.type))
+        why = "QuantScope cannot encode it";
     else if (row % traits.blockElements != 0)
         why = "its rows of " + std::to_string(row) + " are not whole blocks of " + std::to_string(traits.blockElements);
     if (!why.empty())
-        throw Error(destination.string() + ": tensor '" + t.choice.name + "' " + shapeText(t.choice.shape) + " cannot be stored as " +
-                    std::string(traits.name) + ": " + why);
+        throw Error(destination.string() + ": tensor '" + t.choice.name + "' " + shapeText(t.choice.shape) +
+                    " cannot be stored as " + std::string(traits.name) + ": " + why);
 }
 
 // Row r of llama.cpp's order holds row h*d + a*d/2 + j of Hugging Face's, r = h*d + 2j + a. Rows
@@ -245,15 +268,18 @@ std::vector<Element> interleaveRows(const Element* values, std::size_t size, std
     for (std::int64_t r = 0; r < rows; ++r) {
         const std::int64_t head = r / headRows, within = r % headRows;
         const std::int64_t source = head * headRows + (within % 2) * half + within / 2;
-        std::copy_n(values + static_cast<std::size_t>(source) * rowSize, rowSize, out.begin() + static_cast<std::ptrdiff_t>(r * rowSize));
+        std::copy_n(values + static_cast<std::size_t>(source) * rowSize, rowSize,
+                    out.begin() + static_cast<std::ptrdiff_t>(r * rowSize));
     }
     return out;
 }
 
 // An encoded linear must be blocks of the planned tensor's shape.
-const quant::QuantizedLinear& checkedEncoded(const quant::QuantizedLinear& q, const PlannedTensor& t, const fs::path& destination) {
+const quant::QuantizedLinear& checkedEncoded(const quant::QuantizedLinear& q, const PlannedTensor& t,
+                                             const fs::path& destination) {
     if (q.codeKind != quant::CodeKind::GgmlBlocks || q.rows != t.choice.shape[0] || q.cols != t.choice.shape[1])
-        throw Error(destination.string() + ": the quantized '" + t.linearPrefix + "' is not ggml blocks of shape " + shapeText(t.choice.shape));
+        throw Error(destination.string() + ": the quantized '" + t.linearPrefix + "' is not ggml blocks of shape " +
+                    shapeText(t.choice.shape));
     return q;
 }
 
@@ -278,17 +304,21 @@ EncodedExperts encodedExperts(const PlannedTensor& t, const GgufExportOptions& o
             prefixes.push_back(t.stackedSlice->expertPrefix + std::to_string(e) + "." + t.stackedSlice->linear);
     EncodedExperts out;
     for (const std::string& prefix : prefixes)
-        if (const auto it = options.encodedLinears.find(prefix); it != options.encodedLinears.end()) out.linears.push_back(it->second.get());
+        if (const auto it = options.encodedLinears.find(prefix); it != options.encodedLinears.end())
+            out.linears.push_back(it->second.get());
     if (out.linears.empty()) return out;
     if (out.linears.size() != prefixes.size())
-        throw Error(destination.string() + ": " + std::to_string(out.linears.size()) + " of the " + std::to_string(prefixes.size()) +
-                    " experts of '" + t.choice.name + "' are quantized, and the GGUF file stores them as one tensor");
+        throw Error(destination.string() + ": " + std::to_string(out.linears.size()) + " of the " +
+                    std::to_string(prefixes.size()) + " experts of '" + t.choice.name +
+                    "' are quantized, and the GGUF file stores them as one tensor");
     const std::int64_t rows = t.choice.shape[1] * (t.stackedSlice && t.stackedSlice->rowParity >= 0 ? 2 : 1);
     for (std::size_t e = 0; e < prefixes.size(); ++e) {
         const quant::QuantizedLinear& q = *out.linears[e];
-        if (q.codeKind != quant::CodeKind::GgmlBlocks || q.rows != rows || q.cols != t.choice.shape[2] || q.ggmlType != out.linears[0]->ggmlType)
-            throw Error(destination.string() + ": the quantized '" + prefixes[e] + "' is not ggml blocks of shape [" + std::to_string(rows) +
-                        ", " + std::to_string(t.choice.shape[2]) + "] in " + std::string(io::ggmlTypeTraits(out.linears[0]->ggmlType).name) +
+        if (q.codeKind != quant::CodeKind::GgmlBlocks || q.rows != rows || q.cols != t.choice.shape[2] ||
+            q.ggmlType != out.linears[0]->ggmlType)
+            throw Error(destination.string() + ": the quantized '" + prefixes[e] + "' is not ggml blocks of shape [" +
+                        std::to_string(rows) + ", " + std::to_string(t.choice.shape[2]) + "] in " +
+                        std::string(io::ggmlTypeTraits(out.linears[0]->ggmlType).name) +
                         ", as the other experts of its stacked tensor " + shapeText(t.choice.shape));
     }
     out.prefixes = std::move(prefixes);
@@ -297,7 +327,8 @@ EncodedExperts encodedExperts(const PlannedTensor& t, const GgufExportOptions& o
 
 // The stacked tensor's bytes: each expert's blocks after the other (of gpt-oss's gate_up_proj, its even or
 // odd rows: a block never spans rows).
-std::vector<std::byte> stackedBlocks(const PlannedTensor& t, const EncodedExperts& experts, const GgufExportOptions& options) {
+std::vector<std::byte> stackedBlocks(const PlannedTensor& t, const EncodedExperts& experts,
+                                     const GgufExportOptions& options) {
     const int parity = t.stackedSlice ? t.stackedSlice->rowParity : -1;
     std::vector<std::byte> bytes;
     for (std::size_t e = 0; e < experts.prefixes.size(); ++e) {
@@ -307,7 +338,8 @@ std::vector<std::byte> stackedBlocks(const PlannedTensor& t, const EncodedExpert
         const std::size_t rowBytes = io::ggmlRowBytes(q.ggmlType, q.cols);
         for (std::int64_t r = 0; r < q.rows; ++r)
             if (parity < 0 || r % 2 == parity)
-                bytes.insert(bytes.end(), blocks + static_cast<std::size_t>(r) * rowBytes, blocks + static_cast<std::size_t>(r + 1) * rowBytes);
+                bytes.insert(bytes.end(), blocks + static_cast<std::size_t>(r) * rowBytes,
+                             blocks + static_cast<std::size_t>(r + 1) * rowBytes);
     }
     return bytes;
 }
@@ -315,29 +347,36 @@ std::vector<std::byte> stackedBlocks(const PlannedTensor& t, const EncodedExpert
 std::vector<std::byte> encode(io::GgmlType type, const std::vector<float>& values, std::int64_t row) {
     const std::size_t rows = row == 0 ? 0 : values.size() / static_cast<std::size_t>(row);
     std::vector<std::byte> bytes(rows * io::ggmlRowBytes(type, row));
-    if (type == io::GgmlType::F32) std::memcpy(bytes.data(), values.data(), bytes.size());
-    else if (type == io::GgmlType::F16) io::convertFromF32(io::DType::F16, values.data(), values.size(), bytes.data());
-    else if (type == io::GgmlType::BF16) io::convertFromF32(io::DType::BF16, values.data(), values.size(), bytes.data());
+    if (type == io::GgmlType::F32)
+        std::memcpy(bytes.data(), values.data(), bytes.size());
+    else if (type == io::GgmlType::F16)
+        io::convertFromF32(io::DType::F16, values.data(), values.size(), bytes.data());
+    else if (type == io::GgmlType::BF16)
+        io::convertFromF32(io::DType::BF16, values.data(), values.size(), bytes.data());
     else {
         const std::size_t rowBytes = io::ggmlRowBytes(type, row);
 #pragma omp parallel for schedule(static)
         for (std::int64_t r = 0; r < static_cast<std::int64_t>(rows); ++r)
-            quant::ggmlEncodeRow(type, values.data() + r * row, reinterpret_cast<std::uint8_t*>(bytes.data()) + static_cast<std::size_t>(r) * rowBytes, row);
+            quant::ggmlEncodeRow(type, values.data() + r * row,
+                                 reinterpret_cast<std::uint8_t*>(bytes.data()) + static_cast<std::size_t>(r) * rowBytes,
+                                 row);
     }
     return bytes;
 }
 
-std::vector<float> stackedValues(const PlannedTensor& t, const io::Checkpoint& checkpoint, const formats::LinearReader& reader) {
+std::vector<float> stackedValues(const PlannedTensor& t, const io::Checkpoint& checkpoint,
+                                 const formats::LinearReader& reader) {
     const PlannedTensor::StackedSlice& s = *t.stackedSlice;
     std::vector<float> values;
     for (int e = 0; e < s.experts; ++e) {
         const model::Linear l = decodeStackedExpert(checkpoint, reader, s.module, s.experts, e);
         const std::int64_t rows = t.choice.shape[1];
-        if (l.weight.rows() != (s.rowParity < 0 ? rows : 2 * rows) || (!s.bias && l.weight.cols() != t.choice.shape[2]) ||
-            l.bias.size() != l.weight.rows())
-            throw Error(checkpoint.root().string() + ": expert " + std::to_string(e) + " of " + s.module + " decodes to [" +
-                        std::to_string(l.weight.rows()) + ", " + std::to_string(l.weight.cols()) + "] with " +
-                        std::to_string(l.bias.size()) + " biases, the config implies " + shapeText(t.choice.shape));
+        if (l.weight.rows() != (s.rowParity < 0 ? rows : 2 * rows) ||
+            (!s.bias && l.weight.cols() != t.choice.shape[2]) || l.bias.size() != l.weight.rows())
+            throw Error(checkpoint.root().string() + ": expert " + std::to_string(e) + " of " + s.module +
+                        " decodes to [" + std::to_string(l.weight.rows()) + ", " + std::to_string(l.weight.cols()) +
+                        "] with " + std::to_string(l.bias.size()) + " biases, the config implies " +
+                        shapeText(t.choice.shape));
         for (std::int64_t r = 0; r < rows; ++r) {
             const Eigen::Index source = s.rowParity < 0 ? r : 2 * r + s.rowParity;
             if (s.bias) {
@@ -351,7 +390,8 @@ std::vector<float> stackedValues(const PlannedTensor& t, const io::Checkpoint& c
     return values;
 }
 
-std::vector<float> valuesOf(const PlannedTensor& t, const io::Checkpoint& checkpoint, const formats::LinearReader& reader) {
+std::vector<float> valuesOf(const PlannedTensor& t, const io::Checkpoint& checkpoint,
+                            const formats::LinearReader& reader) {
     std::vector<float> values;
     if (t.stackedSlice) {
         values = stackedValues(t, checkpoint, reader);
@@ -359,8 +399,9 @@ std::vector<float> valuesOf(const PlannedTensor& t, const io::Checkpoint& checkp
         for (const std::string& name : t.stackedBiases) {
             const io::TensorView view = checkpoint.tensor(name);
             if (view.shape() != std::vector<std::int64_t>{t.choice.shape[1]})
-                throw Error(checkpoint.root().string() + ": tensor '" + name + "' has shape " + shapeText(view.shape()) +
-                            ", the config implies [" + std::to_string(t.choice.shape[1]) + "]");
+                throw Error(checkpoint.root().string() + ": tensor '" + name + "' has shape " +
+                            shapeText(view.shape()) + ", the config implies [" + std::to_string(t.choice.shape[1]) +
+                            "]");
             const std::vector<float> bias = view.toF32();
             values.insert(values.end(), bias.begin(), bias.end());
         }
@@ -368,46 +409,55 @@ std::vector<float> valuesOf(const PlannedTensor& t, const io::Checkpoint& checkp
         for (const std::string& prefix : t.stackedLinears) {
             const MatrixF w = reader.decodeF32(prefix);
             if (w.rows() != t.choice.shape[1] || w.cols() != t.choice.shape[2])
-                throw Error(checkpoint.root().string() + ": " + prefix + " decodes to [" + std::to_string(w.rows()) + ", " +
-                            std::to_string(w.cols()) + "], the config implies [" + std::to_string(t.choice.shape[1]) + ", " +
-                            std::to_string(t.choice.shape[2]) + "]");
+                throw Error(checkpoint.root().string() + ": " + prefix + " decodes to [" + std::to_string(w.rows()) +
+                            ", " + std::to_string(w.cols()) + "], the config implies [" +
+                            std::to_string(t.choice.shape[1]) + ", " + std::to_string(t.choice.shape[2]) + "]");
             values.insert(values.end(), w.data(), w.data() + w.size());
         }
     } else if (!t.linearPrefix.empty()) {
         const MatrixF w = reader.decodeF32(t.linearPrefix);
         if (w.rows() != t.choice.shape[0] || w.cols() != t.choice.shape[1])
-            throw Error(checkpoint.root().string() + ": " + t.linearPrefix + " decodes to [" + std::to_string(w.rows()) + ", " +
-                        std::to_string(w.cols()) + "], the config implies " + shapeText(t.choice.shape));
+            throw Error(checkpoint.root().string() + ": " + t.linearPrefix + " decodes to [" +
+                        std::to_string(w.rows()) + ", " + std::to_string(w.cols()) + "], the config implies " +
+                        shapeText(t.choice.shape));
         values.assign(w.data(), w.data() + w.size());
     } else {
         const io::TensorView view = checkpoint.tensor(t.choice.name);
         if (view.shape() != t.choice.shape)
-            throw Error(checkpoint.fileOf(*checkpoint.find(t.choice.name)).string() + ": tensor '" + t.choice.name + "' has shape " +
-                        shapeText(view.shape()) + ", the config implies " + shapeText(t.choice.shape));
+            throw Error(checkpoint.fileOf(*checkpoint.find(t.choice.name)).string() + ": tensor '" + t.choice.name +
+                        "' has shape " + shapeText(view.shape()) + ", the config implies " + shapeText(t.choice.shape));
         values = view.toF32();
     }
     if (t.addend != 0.0f)
         for (float& v : values) v += t.addend;
-    return t.interleavedHeads > 0 ? interleaveRows(values.data(), values.size(), t.choice.shape[0], t.interleavedHeads) : values;
+    return t.interleavedHeads > 0 ? interleaveRows(values.data(), values.size(), t.choice.shape[0], t.interleavedHeads)
+                                  : values;
 }
 
 // Through the one bounded reader (regular files only, size and depth limits, errors naming the file).
-json readJson(const fs::path& path, std::uint64_t maxBytes) { return io::readJsonFile(path, io::JsonLimits{.maxBytes = maxBytes}); }
+json readJson(const fs::path& path, std::uint64_t maxBytes) {
+    return io::readJsonFile(path, io::JsonLimits{.maxBytes = maxBytes});
+}
 
-io::GgufMetadata tokenizerMetadata(const io::Checkpoint& checkpoint, const GgufExportOptions& options, std::int64_t vocabSize) {
-    if (const auto& sp = options.sentencePiece) return model::ggufTokenizerFromSentencePiece(sp->pieces, sp->bos, sp->eos, sp->addBos);
-    const fs::path tokenizerJson = checkpoint.root() / "tokenizer.json", configJson = checkpoint.root() / "tokenizer_config.json";
+io::GgufMetadata tokenizerMetadata(const io::Checkpoint& checkpoint, const GgufExportOptions& options,
+                                   std::int64_t vocabSize) {
+    if (const auto& sp = options.sentencePiece)
+        return model::ggufTokenizerFromSentencePiece(sp->pieces, sp->bos, sp->eos, sp->addBos);
+    const fs::path tokenizerJson = checkpoint.root() / "tokenizer.json",
+                   configJson = checkpoint.root() / "tokenizer_config.json";
     if (fs::exists(tokenizerJson))
-        return model::ggufTokenizerFromJson(readJson(tokenizerJson, io::kMaxTokenizerJsonBytes),
-                                            fs::exists(configJson) ? readJson(configJson, io::kMaxConfigJsonBytes) : json(), vocabSize,
-                                            tokenizerJson.string());
+        return model::ggufTokenizerFromJson(
+            readJson(tokenizerJson, io::kMaxTokenizerJsonBytes),
+            fs::exists(configJson) ? readJson(configJson, io::kMaxConfigJsonBytes) : json(), vocabSize,
+            tokenizerJson.string());
     io::GgufMetadata m;
     if (const io::GgufFile* gguf = checkpoint.gguf())
         for (const auto& [key, value] : gguf->metadata().entries())
             if (key.starts_with("tokenizer.")) m.set(key, value);
     if (m.size() == 0)
-        throw Error(checkpoint.root().string() + ": has no tokenizer.json, and llama.cpp needs the tokenizer inside the GGUF "
-                                                 "(pass a SentencePiece vocabulary for a llama2.c model)");
+        throw Error(checkpoint.root().string() +
+                    ": has no tokenizer.json, and llama.cpp needs the tokenizer inside the GGUF "
+                    "(pass a SentencePiece vocabulary for a llama2.c model)");
     return m;
 }
 
@@ -430,11 +480,13 @@ void requireGemma3Expressible(const model::ModelConfig& config, const std::strin
             throw Error(source + ": layer " + std::to_string(layer) +
                         "'s attention type breaks the pattern llama.cpp's gemma3 assumes (every 6th layer global)");
     if (config.ropeLocalTheta != 10000.0)
-        throw Error(source + ": rope_local_base_freq is " + std::to_string(config.ropeLocalTheta) + ", and llama.cpp's gemma3 uses 10000");
-    const double llamaCppScalar = config.numLayers == 62 ? double(config.hiddenSize / config.numHeads) : double(config.headDim);
+        throw Error(source + ": rope_local_base_freq is " + std::to_string(config.ropeLocalTheta) +
+                    ", and llama.cpp's gemma3 uses 10000");
+    const double llamaCppScalar =
+        config.numLayers == 62 ? double(config.hiddenSize / config.numHeads) : double(config.headDim);
     if (config.queryPreAttnScalar != llamaCppScalar)
-        throw Error(source + ": query_pre_attn_scalar is " + std::to_string(config.queryPreAttnScalar) + ", and llama.cpp's gemma3 scales by " +
-                    std::to_string(llamaCppScalar) + "^-1/2 for this model");
+        throw Error(source + ": query_pre_attn_scalar is " + std::to_string(config.queryPreAttnScalar) +
+                    ", and llama.cpp's gemma3 scales by " + std::to_string(llamaCppScalar) + "^-1/2 for this model");
 }
 
 // llama.cpp's gpt-oss (LLM_ARCH_OPENAI_MOE) fixes what the config spells: even layers sliding and odd ones
@@ -445,13 +497,17 @@ void requireGptOssExpressible(const model::ModelConfig& config, const std::strin
     for (int layer = 0; layer < config.numLayers; ++layer)
         if (config.windowOf(layer) != (layer % 2 == 0 ? config.slidingWindow : 0))
             throw Error(source + ": layer " + std::to_string(layer) +
-                        "'s attention type breaks the pattern llama.cpp's gpt-oss assumes (even layers sliding, odd layers full)");
+                        "'s attention type breaks the pattern llama.cpp's gpt-oss assumes (even layers sliding, odd "
+                        "layers full)");
     if (config.moe.swigluLimit != 7.0f)
-        throw Error(source + ": swiglu_limit is " + std::to_string(config.moe.swigluLimit) + ", and llama.cpp's gpt-oss clamps at 7");
+        throw Error(source + ": swiglu_limit is " + std::to_string(config.moe.swigluLimit) +
+                    ", and llama.cpp's gpt-oss clamps at 7");
     const model::RopeScaling& r = config.ropeScaling;
     if (r.type == model::RopeScalingType::Yarn &&
-        (r.betaFast != 32.0 || r.betaSlow != 1.0 || std::abs(r.attentionFactor - (0.1 * std::log(r.factor) + 1.0)) > 1e-12))
-        throw Error(source + ": rope_scaling yarn with beta_fast " + std::to_string(r.betaFast) + ", beta_slow " + std::to_string(r.betaSlow) +
+        (r.betaFast != 32.0 || r.betaSlow != 1.0 ||
+         std::abs(r.attentionFactor - (0.1 * std::log(r.factor) + 1.0)) > 1e-12))
+        throw Error(source + ": rope_scaling yarn with beta_fast " + std::to_string(r.betaFast) + ", beta_slow " +
+                    std::to_string(r.betaSlow) +
                     " or its own attention_factor: llama.cpp's gpt-oss uses 32, 1 and 0.1 ln(factor) + 1");
 }
 
@@ -468,15 +524,20 @@ void requireGgufExpressible(const model::ModelConfig& config, const std::string&
     }
     if (config.modelType != "qwen3_moe") return;
     if (!config.moe.normTopkProb)
-        throw Error(source + ": norm_topk_prob is false, and llama.cpp's qwen3moe always renormalises the top-k routing weights");
+        throw Error(
+            source +
+            ": norm_topk_prob is false, and llama.cpp's qwen3moe always renormalises the top-k routing weights");
     for (int layer = 0; layer < config.numLayers; ++layer)
         if (!config.isMoeLayer(layer))
             throw Error(source + ": layer " + std::to_string(layer) +
-                        " is a dense MLP (mlp_only_layers / decoder_sparse_step), and llama.cpp's qwen3moe expects experts in every layer");
+                        " is a dense MLP (mlp_only_layers / decoder_sparse_step), and llama.cpp's qwen3moe expects "
+                        "experts in every layer");
 }
 
 void report(const ProgressCallback& progress, std::size_t done, std::size_t total, const std::string& name) {
-    if (progress) progress({"export", static_cast<int>(done), static_cast<int>(total), total ? double(done) / double(total) : 1.0, name});
+    if (progress)
+        progress({"export", static_cast<int>(done), static_cast<int>(total), total ? double(done) / double(total) : 1.0,
+                  name});
 }
 
 }  // namespace
@@ -501,7 +562,8 @@ std::vector<GgufTensorChoice> ggufTensorPlan(const model::ModelConfig& config) {
     return out;
 }
 
-std::uint64_t ggufNonLinearBytes(const io::Checkpoint& checkpoint, const model::ModelConfig& config, const GgufTypeChooser& chooser) {
+std::uint64_t ggufNonLinearBytes(const io::Checkpoint& checkpoint, const model::ModelConfig& config,
+                                 const GgufTypeChooser& chooser) {
     const auto arch = io::ggufArchitectureOfModelType(config.modelType);
     if (!arch) throw Error("model_type '" + config.modelType + "' has no GGUF architecture here");
     const auto bytesOf = [](io::GgmlType type, const std::vector<std::int64_t>& shape) {
@@ -510,8 +572,9 @@ std::uint64_t ggufNonLinearBytes(const io::Checkpoint& checkpoint, const model::
     };
     std::uint64_t bytes = 0;
     for (const PlannedTensor& t : Planner(&checkpoint, config, *arch).plan()) {
-        const bool quantizedLinear = !t.stackedLinears.empty() || (t.stackedSlice && !t.stackedSlice->bias) ||
-                                     (!t.linearPrefix.empty() && !t.keepF32 && t.choice.naming.layer >= 0);   // output is not the result's
+        const bool quantizedLinear =
+            !t.stackedLinears.empty() || (t.stackedSlice && !t.stackedSlice->bias) ||
+            (!t.linearPrefix.empty() && !t.keepF32 && t.choice.naming.layer >= 0);  // output is not the result's
         if (!quantizedLinear) bytes += bytesOf(t.keepF32 ? io::GgmlType::F32 : chooser(t.choice), t.choice.shape);
     }
     if (const auto factors = llama3RopeFactors(config)) bytes += factors->size() * sizeof(float);
@@ -523,7 +586,9 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
                    const ProgressCallback& progress, const CancelToken& cancel) {
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
     const auto arch = io::ggufArchitectureOfModelType(config.modelType);
-    if (!arch) throw Error(checkpoint.configSource().string() + ": model_type '" + config.modelType + "' has no GGUF architecture here");
+    if (!arch)
+        throw Error(checkpoint.configSource().string() + ": model_type '" + config.modelType +
+                    "' has no GGUF architecture here");
     requireGgufExpressible(config, checkpoint.configSource().string());
     const formats::LinearReader reader(checkpoint, formats::DecodeOptions{.allowNonFinite = options.allowNonFinite});
     if (!reader.format().decodable)
@@ -541,15 +606,17 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
         PlannedTensor& t = planned[i];
         const auto encoded = options.encodedLinears.find(t.linearPrefix);
         experts[i] = encodedExperts(t, options, destination);
-        t.type = !experts[i].linears.empty()                 ? experts[i].linears.front()->ggmlType
+        t.type = !experts[i].linears.empty()               ? experts[i].linears.front()->ggmlType
                  : encoded != options.encodedLinears.end() ? checkedEncoded(*encoded->second, t, destination).ggmlType
-                 : t.keepF32                              ? io::GgmlType::F32
-                                                          : chooser(t.choice);
+                 : t.keepF32                               ? io::GgmlType::F32
+                                                           : chooser(t.choice);
         checkType(t, destination);
     }
     const io::GgufMetadata tokenizer = tokenizerMetadata(checkpoint, options, config.vocabSize);
-    const std::string name = options.name.empty() ? fs::absolute(checkpoint.root()).lexically_normal().filename().string() : options.name;
-    io::GgufMetadata metadata = ggufModelMetadata(config, *arch, name, options.fileType.value_or(commonestMatrixFileType(planned)));
+    const std::string name =
+        options.name.empty() ? fs::absolute(checkpoint.root()).lexically_normal().filename().string() : options.name;
+    io::GgufMetadata metadata =
+        ggufModelMetadata(config, *arch, name, options.fileType.value_or(commonestMatrixFileType(planned)));
     const bool quantized = std::ranges::any_of(planned, [](const PlannedTensor& t) { return !storesPlainly(t.type); });
     if (quantized) metadata.set("general.quantization_version", io::GgufValue::u32(2));
 
@@ -561,16 +628,18 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
         writer.addTensor("rope_freqs.weight", io::GgmlType::F32, {static_cast<std::int64_t>(factors->size())},
                          std::as_bytes(std::span<const float>(*factors)));
     for (const auto& [tensor, factors] : longRopeFactors(config))
-        writer.addTensor(tensor, io::GgmlType::F32, {static_cast<std::int64_t>(factors.size())}, std::as_bytes(std::span<const float>(factors)));
+        writer.addTensor(tensor, io::GgmlType::F32, {static_cast<std::int64_t>(factors.size())},
+                         std::as_bytes(std::span<const float>(factors)));
     for (std::size_t i = 0; i < planned.size(); ++i) {
         cancel.throwIfCancelled();
         const PlannedTensor& t = planned[i];
         const auto encoded = options.encodedLinears.find(t.linearPrefix);
         const std::vector<std::byte> bytes =
-            !experts[i].linears.empty()              ? stackedBlocks(t, experts[i], options)
-            : encoded == options.encodedLinears.end() ? encode(t.type, valuesOf(t, checkpoint, reader), t.choice.shape.back())
-            : options.completeLinear               ? storedBlocks(*options.completeLinear(t.linearPrefix), t.interleavedHeads)
-                                                   : storedBlocks(*encoded->second, t.interleavedHeads);
+            !experts[i].linears.empty() ? stackedBlocks(t, experts[i], options)
+            : encoded == options.encodedLinears.end()
+                ? encode(t.type, valuesOf(t, checkpoint, reader), t.choice.shape.back())
+            : options.completeLinear ? storedBlocks(*options.completeLinear(t.linearPrefix), t.interleavedHeads)
+                                     : storedBlocks(*encoded->second, t.interleavedHeads);
         writer.addTensor(t.choice.ggufName, t.type, t.choice.shape, bytes);
         report(progress, i + 1, planned.size(), t.choice.ggufName);
     }

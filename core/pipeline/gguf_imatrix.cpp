@@ -30,7 +30,8 @@ void addTo(Entry& entry, int index, int matrices, const quant::QuantizedLinear& 
     }
     if (q.cols != entry.cols) throw Error(name + ": its experts read inputs of different widths");
     if (q.inputSumSquares.empty() || q.inputCount <= 0) return;
-    std::copy(q.inputSumSquares.begin(), q.inputSumSquares.end(), entry.sums.begin() + static_cast<std::ptrdiff_t>(index * q.cols));
+    std::copy(q.inputSumSquares.begin(), q.inputSumSquares.end(),
+              entry.sums.begin() + static_cast<std::ptrdiff_t>(index * q.cols));
     entry.counts[static_cast<std::size_t>(index)] = static_cast<float>(q.inputCount);
 }
 
@@ -46,19 +47,20 @@ std::vector<std::string> stackedNames(const model::MoeNames& names, const std::s
 
 }  // namespace
 
-std::filesystem::path writeImatrix(const MethodResult& result, const model::ModelConfig& config, const std::filesystem::path& destination,
-                                   const ImatrixInfo& info, bool overwrite) {
+std::filesystem::path writeImatrix(const MethodResult& result, const model::ModelConfig& config,
+                                   const std::filesystem::path& destination, const ImatrixInfo& info, bool overwrite) {
     // llama-imatrix stores its entries sorted by name.
     std::map<std::string, Entry> entries;
     const model::MoeNames& names = config.moe.names;
     const std::string experts = names.experts();
-    const auto& layers = linearHeaders(result);   // the importance is in the headers, also of a result on disk
+    const auto& layers = linearHeaders(result);  // the importance is in the headers, also of a result on disk
     for (std::size_t layer = 0; layer < layers.size(); ++layer)
         for (const auto& [module, q] : layers[layer]) {
             if (config.isMoe() && module.starts_with(experts)) {
                 const std::string rest = module.substr(experts.size());
                 const int expert = std::stoi(rest.substr(0, rest.find('.')));
-                for (const std::string& name : stackedNames(names, rest.substr(rest.find('.') + 1), static_cast<int>(layer)))
+                for (const std::string& name :
+                     stackedNames(names, rest.substr(rest.find('.') + 1), static_cast<int>(layer)))
                     addTo(entries[name], expert, config.moe.numExperts, *q, name);
                 continue;
             }
@@ -68,10 +70,12 @@ std::filesystem::path writeImatrix(const MethodResult& result, const model::Mode
             const std::string hf = "model.layers." + std::to_string(layer) + "." + module + ".weight";
             addTo(entries[io::ggufNameOfHfTensor(hf).value_or(hf)], 0, 1, *q, hf);
         }
-    std::erase_if(entries, [](const auto& e) { return std::ranges::all_of(e.second.counts, [](float c) { return c == 0.0f; }); });
+    std::erase_if(
+        entries, [](const auto& e) { return std::ranges::all_of(e.second.counts, [](float c) { return c == 0.0f; }); });
     if (entries.empty())
         throw Error(destination.string() + ": " + result.method.label() +
-                    " holds no calibration statistics to write as an imatrix (a GGUF method quantized with calibration text has them)");
+                    " holds no calibration statistics to write as an imatrix (a GGUF method quantized with calibration "
+                    "text has them)");
     io::GgufWriter writer(destination, io::GgufWriterOptions{.overwrite = overwrite});
     writer.set("general.type", io::GgufValue::string("imatrix"));
     writer.set("imatrix.datasets", io::GgufValue::strings(info.datasets));
@@ -79,8 +83,10 @@ std::filesystem::path writeImatrix(const MethodResult& result, const model::Mode
     writer.set("imatrix.chunk_size", io::GgufValue::u32(info.chunkSize));
     for (const auto& [name, e] : entries) {
         const auto matrices = static_cast<std::int64_t>(e.counts.size());
-        writer.addTensor(name + ".in_sum2", io::GgmlType::F32, {matrices, e.cols}, std::as_bytes(std::span<const float>(e.sums)));
-        writer.addTensor(name + ".counts", io::GgmlType::F32, {matrices, 1}, std::as_bytes(std::span<const float>(e.counts)));
+        writer.addTensor(name + ".in_sum2", io::GgmlType::F32, {matrices, e.cols},
+                         std::as_bytes(std::span<const float>(e.sums)));
+        writer.addTensor(name + ".counts", io::GgmlType::F32, {matrices, 1},
+                         std::as_bytes(std::span<const float>(e.counts)));
     }
     return writer.finish();
 }

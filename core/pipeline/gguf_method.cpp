@@ -31,7 +31,8 @@ GgufTensorChoice choiceOf(const std::string& name, const std::string& llamaName,
 quant::InputImportance importanceOf(LayerStatistics& statistics, std::string_view module) {
     if (statistics.empty()) return {};
     const std::int64_t samples = statistics.input(module).hessian->samples();
-    if (samples == 0) return {};   // an expert no token reached (routed-only calibration): unweighted, as llama-quantize without an entry
+    if (samples == 0)
+        return {};  // an expert no token reached (routed-only calibration): unweighted, as llama-quantize without an entry
     return ggufImportance(&statistics.hessian(module), samples);
 }
 
@@ -39,8 +40,8 @@ quant::InputImportance importanceOf(LayerStatistics& statistics, std::string_vie
 // stacked [experts, out, in] tensor of its kind (llama.cpp's ffn_{gate,up,down}_exps), so that every
 // expert of one kind gets the one type the file can store. gpt-oss's gate_up_proj goes into
 // ffn_gate_exps and ffn_up_exps (its even and odd rows): both must get one type.
-GgufTensorChoice storedChoiceOf(const std::string& layerPrefix, int layer, const std::string& module, const model::LayerWeights& weights,
-                                const model::Linear& linear) {
+GgufTensorChoice storedChoiceOf(const std::string& layerPrefix, int layer, const std::string& module,
+                                const model::LayerWeights& weights, const model::Linear& linear) {
     const std::string tail = module + ".weight";
     const std::int64_t rows = linear.weight.rows(), cols = linear.weight.cols();
     const model::MoeNames& names = weights.moeNames;
@@ -64,13 +65,17 @@ GgufTensorChoice storedChoiceOf(const std::string& layerPrefix, int layer, const
     return stacked("ffn_gate_exps", rows);
 }
 
-io::GgmlType storedTypeOf(const GgufTypeChooser& chooser, const GgufTensorChoice& choice, const model::LayerWeights& weights) {
+io::GgmlType storedTypeOf(const GgufTypeChooser& chooser, const GgufTensorChoice& choice,
+                          const model::LayerWeights& weights) {
     const io::GgmlType type = chooser(choice);
-    if (!weights.isMoe() || !weights.moeNames.fusedGateUp() || choice.ggufName.find("ffn_gate_exps") == std::string::npos) return type;
+    if (!weights.isMoe() || !weights.moeNames.fusedGateUp() ||
+        choice.ggufName.find("ffn_gate_exps") == std::string::npos)
+        return type;
     GgufTensorChoice up = choice;
     up.ggufName.replace(up.ggufName.find("ffn_gate_exps"), std::string_view("ffn_gate_exps").size(), "ffn_up_exps");
     if (chooser(up) != type)
-        throw Error(choice.name + ": llama.cpp's mix gives its gate and up rows different types, and they are one tensor here");
+        throw Error(choice.name +
+                    ": llama.cpp's mix gives its gate and up rows different types, and they are one tensor here");
     return type;
 }
 
@@ -89,15 +94,17 @@ public:
         const std::size_t rowBytes = io::ggmlRowBytes(embedding_->ggmlType, embedding_->cols);
         MatrixF rows(static_cast<Eigen::Index>(tokens.size()), embedding_->cols);
         for (std::size_t i = 0; i < tokens.size(); ++i) {
-            if (tokens[i] < 0 || tokens[i] >= embedding_->rows) return inner_->embeddingRows(tokens);   // its error
-            io::ggmlDecodeRow(embedding_->ggmlType, embedding_->blocks.data() + static_cast<std::size_t>(tokens[i]) * rowBytes,
+            if (tokens[i] < 0 || tokens[i] >= embedding_->rows) return inner_->embeddingRows(tokens);  // its error
+            io::ggmlDecodeRow(embedding_->ggmlType,
+                              embedding_->blocks.data() + static_cast<std::size_t>(tokens[i]) * rowBytes,
                               rows.row(static_cast<Eigen::Index>(i)).data(), embedding_->cols);
         }
         return rows;
     }
 
     MatrixF lmHead(const MatrixF& normedHidden, const model::LayerMath& math) const override {
-        const quant::QuantizedLinear* head = tied_ ? (embedding_ ? &*embedding_ : nullptr) : (head_ ? &*head_ : nullptr);
+        const quant::QuantizedLinear* head =
+            tied_ ? (embedding_ ? &*embedding_ : nullptr) : (head_ ? &*head_ : nullptr);
         if (head == nullptr) return inner_->lmHead(normedHidden, math);
         return normedHidden * decoded(*head).transpose();
     }
@@ -123,7 +130,8 @@ quant::InputImportance ggufImportance(const MatrixF* h, std::int64_t samples) {
     importance.count = samples;
     importance.sumSquares.resize(static_cast<std::size_t>(h->cols()));
     for (Eigen::Index c = 0; c < h->cols(); ++c)
-        importance.sumSquares[static_cast<std::size_t>(c)] = static_cast<float>(0.5 * double((*h)(c, c)) * double(samples));
+        importance.sumSquares[static_cast<std::size_t>(c)] =
+            static_cast<float>(0.5 * double((*h)(c, c)) * double(samples));
     return importance;
 }
 
@@ -131,15 +139,18 @@ GgufTypeChooser ggufMethodChooser(const MethodSpec& method, const model::ModelCo
     return ggufMixChooser(ggufFileTypeOf(method.ggufFileType), config, withImportance);
 }
 
-QuantizedLayer quantizeGgufLayer(const GgufTypeChooser& chooser, const std::string& layerPrefix, int layer, model::LayerWeights& weights,
-                                 LayerStatistics& statistics, const CancelToken& cancel, LayerRelease release) {
+QuantizedLayer quantizeGgufLayer(const GgufTypeChooser& chooser, const std::string& layerPrefix, int layer,
+                                 model::LayerWeights& weights, LayerStatistics& statistics, const CancelToken& cancel,
+                                 LayerRelease release) {
     QuantizedLayer out;
     for (const std::string& module : weights.linearModules()) {
         cancel.throwIfCancelled();
         const auto start = std::chrono::steady_clock::now();
         const MatrixF& w = weights.linear(module).weight;
-        const io::GgmlType type = storedTypeOf(chooser, storedChoiceOf(layerPrefix, layer, module, weights, weights.linear(module)), weights);
-        auto q = std::make_shared<quant::QuantizedLinear>(quant::quantizeGgml(w, type, importanceOf(statistics, module)));
+        const io::GgmlType type =
+            storedTypeOf(chooser, storedChoiceOf(layerPrefix, layer, module, weights, weights.linear(module)), weights);
+        auto q =
+            std::make_shared<quant::QuantizedLinear>(quant::quantizeGgml(w, type, importanceOf(statistics, module)));
         if (!statistics.empty() && statistics.input(module).hessian->samples() > 0) {
             const auto error = quant::outputErrorFromHessian(w, q->dequantize(), statistics.hessian(module));
             q->outputError = error.relative;
@@ -154,15 +165,16 @@ QuantizedLayer quantizeGgufLayer(const GgufTypeChooser& chooser, const std::stri
 }
 
 std::shared_ptr<const model::WeightSource> ggufEdgeWeights(std::shared_ptr<const model::WeightSource> inner,
-                                                           const io::Checkpoint& checkpoint, const model::ModelConfig& config,
+                                                           const io::Checkpoint& checkpoint,
+                                                           const model::ModelConfig& config,
                                                            const GgufTypeChooser& chooser) {
     const std::int64_t vocab = config.vocabSize, hidden = config.hiddenSize;
     std::optional<quant::QuantizedLinear> embedding, head;
     // The checkpoint's own names (a VLM's text tower prefix, an old export's language_model.lm_head), with
     // llama.cpp's names from Llama's spelling.
     const std::string& lmHead = config.arch.lmHead;
-    const io::GgmlType embeddingType =
-        chooser(choiceOf(config.arch.tensorPrefix + "embed_tokens.weight", "model.embed_tokens.weight", {vocab, hidden}));
+    const io::GgmlType embeddingType = chooser(
+        choiceOf(config.arch.tensorPrefix + "embed_tokens.weight", "model.embed_tokens.weight", {vocab, hidden}));
     if (embeddingType != io::GgmlType::F32) {
         std::vector<model::TokenId> all(static_cast<std::size_t>(vocab));
         std::iota(all.begin(), all.end(), 0);
@@ -171,11 +183,14 @@ std::shared_ptr<const model::WeightSource> ggufEdgeWeights(std::shared_ptr<const
     if (!config.tieWordEmbeddings) {
         const io::GgmlType headType = chooser(choiceOf(lmHead, "lm_head.weight", {vocab, hidden}));
         if (headType != io::GgmlType::F32)
-            head = quant::quantizeGgml(formats::LinearReader(checkpoint).decodeF32(lmHead.substr(0, lmHead.size() - std::string_view(".weight").size())),
-                                       headType);
+            head = quant::quantizeGgml(
+                formats::LinearReader(checkpoint)
+                    .decodeF32(lmHead.substr(0, lmHead.size() - std::string_view(".weight").size())),
+                headType);
     }
     if (!embedding && !head) return inner;
-    return std::make_shared<EdgeWeights>(std::move(inner), std::move(embedding), std::move(head), config.tieWordEmbeddings);
+    return std::make_shared<EdgeWeights>(std::move(inner), std::move(embedding), std::move(head),
+                                         config.tieWordEmbeddings);
 }
 
 }  // namespace qs::pipeline

@@ -28,14 +28,16 @@ GgufTypeChooser ggufMethodChooser(const MethodSpec& method, const model::ModelCo
 
 // The linears of `layer` (named under `layerPrefix`: ModelConfig::layerPrefix), each in the type `chooser`
 // gives the GGUF tensor that stores it (an expert's: its kind's stacked tensor, one type for all experts), with importance from `statistics` when it is not empty; releases as quantizeLayer does.
-QuantizedLayer quantizeGgufLayer(const GgufTypeChooser& chooser, const std::string& layerPrefix, int layer, model::LayerWeights& weights,
-                                 LayerStatistics& statistics, const CancelToken& cancel, LayerRelease release);
+QuantizedLayer quantizeGgufLayer(const GgufTypeChooser& chooser, const std::string& layerPrefix, int layer,
+                                 model::LayerWeights& weights, LayerStatistics& statistics, const CancelToken& cancel,
+                                 LayerRelease release);
 
 // `inner` with its embedding and lm_head replaced by their values after encoding to the types
 // `chooser` gives token_embd and output (the embedding serves as both when tied); `inner` itself when
 // both stay F32.
 std::shared_ptr<const model::WeightSource> ggufEdgeWeights(std::shared_ptr<const model::WeightSource> inner,
-                                                           const io::Checkpoint& checkpoint, const model::ModelConfig& config,
+                                                           const io::Checkpoint& checkpoint,
+                                                           const model::ModelConfig& config,
                                                            const GgufTypeChooser& chooser);
 
 }  // namespace qs::pipeline

@@ -19,7 +19,8 @@ std::uint32_t u32(int v, const char* what) {
 
 }  // namespace
 
-io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const std::string& arch, const std::string& name, int fileType) {
+io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const std::string& arch, const std::string& name,
+                                   int fileType) {
     io::GgufMetadata m;
     m.set("general.architecture", GgufValue::string(arch));
     m.set("general.type", GgufValue::string("model"));
@@ -38,16 +39,19 @@ io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const std::strin
     m.set(key("attention.layer_norm_rms_epsilon"), GgufValue::f32(static_cast<float>(c.rmsNormEps)));
     m.set(key("rope.dimension_count"), GgufValue::u32(u32(c.rotaryDims(), "the rotary dimensions")));
     m.set(key("rope.freq_base"), GgufValue::f32(static_cast<float>(c.ropeTheta)));
-    if (c.isMoe()) {   // llama.cpp's LLM_KV_EXPERT_* keys, as its converter writes them
+    if (c.isMoe()) {  // llama.cpp's LLM_KV_EXPERT_* keys, as its converter writes them
         m.set(key("expert_count"), GgufValue::u32(u32(c.moe.numExperts, "number of experts")));
         m.set(key("expert_used_count"), GgufValue::u32(u32(c.moe.numExpertsPerToken, "num_experts_per_tok")));
-        if (arch != "llama")   // Mixtral's experts are feed_forward_length wide
-            m.set(key("expert_feed_forward_length"), GgufValue::u32(u32(c.moe.expertIntermediateSize, "moe_intermediate_size")));
+        if (arch != "llama")  // Mixtral's experts are feed_forward_length wide
+            m.set(key("expert_feed_forward_length"),
+                  GgufValue::u32(u32(c.moe.expertIntermediateSize, "moe_intermediate_size")));
     }
     // Per-layer windows (Gemma 3): the window of the sliding layers, and their own RoPE base.
-    if (!c.slidingLayers.empty()) m.set(key("attention.sliding_window"), GgufValue::u32(u32(c.slidingWindow, "sliding_window")));
+    if (!c.slidingLayers.empty())
+        m.set(key("attention.sliding_window"), GgufValue::u32(u32(c.slidingWindow, "sliding_window")));
     // Phi-3's window on every layer, as llama.cpp's converter writes it (Mistral's llama arch has no such key).
-    if (arch == "phi3" && c.slidingWindow > 0) m.set(key("attention.sliding_window"), GgufValue::u32(u32(c.slidingWindow, "sliding_window")));
+    if (arch == "phi3" && c.slidingWindow > 0)
+        m.set(key("attention.sliding_window"), GgufValue::u32(u32(c.slidingWindow, "sliding_window")));
     if (c.ropeLocalTheta > 0.0) m.set(key("rope.freq_base_swa"), GgufValue::f32(static_cast<float>(c.ropeLocalTheta)));
     if (c.ropeScaling.type == model::RopeScalingType::LongRope) {
         // As llama.cpp's Phi-3 converter writes LongRoPE: the attention factor and the original context
@@ -68,7 +72,7 @@ io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const std::strin
         m.set(key("rope.scaling.type"), GgufValue::string("linear"));
         m.set(key("rope.scaling.factor"), GgufValue::f32(static_cast<float>(c.ropeScaling.factor)));
     }
-    if (c.ropeScaling.type == model::RopeScalingType::Yarn) {   // as llama.cpp's converter writes YaRN
+    if (c.ropeScaling.type == model::RopeScalingType::Yarn) {  // as llama.cpp's converter writes YaRN
         m.set(key("rope.scaling.type"), GgufValue::string("yarn"));
         m.set(key("rope.scaling.factor"), GgufValue::f32(static_cast<float>(c.ropeScaling.factor)));
         m.set(key("rope.scaling.original_context_length"),
@@ -80,7 +84,8 @@ io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const std::strin
 std::vector<std::pair<std::string, std::vector<float>>> longRopeFactors(const model::ModelConfig& c) {
     if (c.ropeScaling.type != model::RopeScalingType::LongRope) return {};
     const auto f32 = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
-    return {{"rope_factors_long.weight", f32(c.ropeScaling.longFactor)}, {"rope_factors_short.weight", f32(c.ropeScaling.shortFactor)}};
+    return {{"rope_factors_long.weight", f32(c.ropeScaling.longFactor)},
+            {"rope_factors_short.weight", f32(c.ropeScaling.shortFactor)}};
 }
 
 std::optional<std::vector<float>> llama3RopeFactors(const model::ModelConfig& c) {
@@ -91,14 +96,16 @@ std::optional<std::vector<float>> llama3RopeFactors(const model::ModelConfig& c)
     std::vector<float> factors;
     for (int i = 0; i < c.headDim; i += 2) {
         // The converter computes the frequency in f32 (torch.arange / dim, base ** ...).
-        const float freq = 1.0f / std::pow(static_cast<float>(c.ropeTheta), static_cast<float>(i) / static_cast<float>(c.headDim));
+        const float freq =
+            1.0f / std::pow(static_cast<float>(c.ropeTheta), static_cast<float>(i) / static_cast<float>(c.headDim));
         const double wavelen = 2.0 * std::numbers::pi / freq;
         if (wavelen < highWavelen) {
             factors.push_back(1.0f);
         } else if (wavelen > lowWavelen) {
             factors.push_back(static_cast<float>(s.factor));
         } else {
-            const double smooth = (s.originalMaxPositionEmbeddings / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
+            const double smooth =
+                (s.originalMaxPositionEmbeddings / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
             factors.push_back(static_cast<float>(1.0 / ((1.0 - smooth) / s.factor + smooth)));
         }
     }

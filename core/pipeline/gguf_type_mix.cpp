@@ -22,8 +22,25 @@ using T = io::GgmlType;
 
 // llama.h's llama_ftype values.
 enum FileType : int {
-    kF32 = 0, kF16 = 1, kQ4_0 = 2, kQ4_1 = 3, kQ8_0 = 7, kQ5_0 = 8, kQ5_1 = 9, kQ2_K = 10, kQ3_K_S = 11, kQ3_K_M = 12,
-    kQ3_K_L = 13, kQ4_K_S = 14, kQ4_K_M = 15, kQ5_K_S = 16, kQ5_K_M = 17, kQ6_K = 18, kIQ4_NL = 25, kIQ4_XS = 30, kBF16 = 32,
+    kF32 = 0,
+    kF16 = 1,
+    kQ4_0 = 2,
+    kQ4_1 = 3,
+    kQ8_0 = 7,
+    kQ5_0 = 8,
+    kQ5_1 = 9,
+    kQ2_K = 10,
+    kQ3_K_S = 11,
+    kQ3_K_M = 12,
+    kQ3_K_L = 13,
+    kQ4_K_S = 14,
+    kQ4_K_M = 15,
+    kQ5_K_S = 16,
+    kQ5_K_M = 17,
+    kQ6_K = 18,
+    kIQ4_NL = 25,
+    kIQ4_XS = 30,
+    kBF16 = 32,
 };
 
 enum class Category { TokenEmbd, Output, AttnQkv, AttnQ, AttnK, AttnV, AttnOutput, FfnUp, FfnGate, FfnDown, Other };
@@ -54,10 +71,10 @@ bool quantizable(const GgufTensorChoice& t) {
 
 struct Model {
     int layers = 0;
-    int gqa = 1;          // heads per kv head
-    bool is70B = false;   // llama.cpp's LLM_TYPE_70B (llama with GQA, or qwen2, at 80 layers)
-    bool tied = false;    // no output.weight: token_embd follows the output's rules
-    int experts = 0;      // hparams.n_expert: 8 (Mixtral-8x7B's count) turns on rules of its own
+    int gqa = 1;         // heads per kv head
+    bool is70B = false;  // llama.cpp's LLM_TYPE_70B (llama with GQA, or qwen2, at 80 layers)
+    bool tied = false;   // no output.weight: token_embd follows the output's rules
+    int experts = 0;     // hparams.n_expert: 8 (Mixtral-8x7B's count) turns on rules of its own
 };
 
 // The layers where the _M mixes spend more bits: the first and last eighths and every third between.
@@ -71,14 +88,20 @@ T outputType(T type, std::int64_t cols) {
 }
 
 T attnVType(int f, T type, int layer, const Model& m) {
-    if (f == kQ2_K) type = m.gqa >= 4 ? T::Q4_K : T::Q3_K;
-    else if (f == kQ3_K_M) type = layer < 2 ? T::Q5_K : T::Q4_K;
-    else if (f == kQ3_K_L) type = T::Q5_K;
-    else if ((f == kIQ4_NL || f == kIQ4_XS) && m.gqa >= 4) type = T::Q5_K;
-    else if ((f == kQ4_K_M || f == kQ5_K_M) && useMoreBits(layer, m.layers)) type = T::Q6_K;
-    else if (f == kQ4_K_S && layer < 4) type = T::Q5_K;
+    if (f == kQ2_K)
+        type = m.gqa >= 4 ? T::Q4_K : T::Q3_K;
+    else if (f == kQ3_K_M)
+        type = layer < 2 ? T::Q5_K : T::Q4_K;
+    else if (f == kQ3_K_L)
+        type = T::Q5_K;
+    else if ((f == kIQ4_NL || f == kIQ4_XS) && m.gqa >= 4)
+        type = T::Q5_K;
+    else if ((f == kQ4_K_M || f == kQ5_K_M) && useMoreBits(layer, m.layers))
+        type = T::Q6_K;
+    else if (f == kQ4_K_S && layer < 4)
+        type = T::Q5_K;
     if (m.is70B && (type == T::Q3_K || type == T::Q4_K)) type = T::Q5_K;
-    if (m.experts == 8) type = T::Q8_0;   // "for the 8-expert model, bumping this to Q8_0 trades just ~128MB"
+    if (m.experts == 8) type = T::Q8_0;  // "for the 8-expert model, bumping this to Q8_0 trades just ~128MB"
     return type;
 }
 
@@ -99,7 +122,8 @@ T ffnDownType(int f, T type, int layer, const Model& m, bool importance) {
 
 T attnOutputType(int f, T type, const Model& m) {
     if (m.experts == 8) {
-        const bool moreBits = f == kQ2_K || f == kQ3_K_S || f == kQ3_K_M || f == kIQ4_NL || f == kQ4_K_S || f == kQ4_K_M || f == kIQ4_XS;
+        const bool moreBits =
+            f == kQ2_K || f == kQ3_K_S || f == kQ3_K_M || f == kIQ4_NL || f == kQ4_K_S || f == kQ4_K_M || f == kIQ4_XS;
         return moreBits ? T::Q5_K : type;
     }
     if (f == kQ2_K) return T::Q3_K;
@@ -122,7 +146,8 @@ GgufTensorChoice asStored(const GgufTensorChoice& t, const model::ModelConfig& c
         if (!part) continue;
         GgufTensorChoice fused = t;
         fused.name = config.layerPrefix(t.naming.layer) + f.fused + ".weight";
-        fused.ggufName = "blk." + std::to_string(t.naming.layer) + (f.fused == config.arch.fusedQkv ? ".attn_qkv.weight" : ".ffn_up.weight");
+        fused.ggufName = "blk." + std::to_string(t.naming.layer) +
+                         (f.fused == config.arch.fusedQkv ? ".attn_qkv.weight" : ".ffn_up.weight");
         fused.naming = io::parseTensorName(fused.name);
         fused.shape = {rows, t.shape[1]};
         return fused;
@@ -134,14 +159,14 @@ GgufTensorChoice asStored(const GgufTensorChoice& t, const model::ModelConfig& c
 T mixType(int f, T type, const GgufTensorChoice& t, Category c, const Model& m, bool importance) {
     const int layer = std::max(t.naming.layer, 0);
     switch (c) {
-    case Category::Output: return outputType(type, t.shape.back());
-    case Category::TokenEmbd: return m.tied ? outputType(type, t.shape.back()) : type;
-    case Category::AttnQkv:   // category_is_attn_v: Phi-3's fused q/k/v follows attn_v's rules
-    case Category::AttnV: return attnVType(f, type, layer, m);
-    case Category::AttnK: return attnKType(type, m);
-    case Category::FfnDown: return ffnDownType(f, type, layer, m, importance);
-    case Category::AttnOutput: return attnOutputType(f, type, m);
-    default: return type;
+        case Category::Output: return outputType(type, t.shape.back());
+        case Category::TokenEmbd: return m.tied ? outputType(type, t.shape.back()) : type;
+        case Category::AttnQkv:  // category_is_attn_v: Phi-3's fused q/k/v follows attn_v's rules
+        case Category::AttnV: return attnVType(f, type, layer, m);
+        case Category::AttnK: return attnKType(type, m);
+        case Category::FfnDown: return ffnDownType(f, type, layer, m, importance);
+        case Category::AttnOutput: return attnOutputType(f, type, m);
+        default: return type;
     }
 }
 
@@ -178,7 +203,8 @@ const std::vector<GgufFileType>& ggufFileTypes() {
         {"IQ4_NL", kIQ4_NL, T::IQ4_NL, "4.5 bpw non-linear grid per 32"},
         {"IQ4_XS", kIQ4_XS, T::IQ4_XS, "4.25 bpw non-linear grid, 6-bit sub-block scales per 256"},
         {"Q4_K_S", kQ4_K_S, T::Q4_K, "Q4_K (4.5 bpw) with the first attn_v and ffn_down Q5_K"},
-        {"Q4_K_M", kQ4_K_M, T::Q4_K, "Q4_K with half of attn_v and ffn_down Q6_K, output Q6_K (llama.cpp's usual choice)"},
+        {"Q4_K_M", kQ4_K_M, T::Q4_K,
+         "Q4_K with half of attn_v and ffn_down Q6_K, output Q6_K (llama.cpp's usual choice)"},
         {"Q5_K_S", kQ5_K_S, T::Q5_K, "Q5_K (5.5 bpw) everywhere, output Q6_K"},
         {"Q5_K_M", kQ5_K_M, T::Q5_K, "Q5_K with half of attn_v and ffn_down Q6_K"},
         {"Q6_K", kQ6_K, T::Q6_K, "6.5625 bpw everywhere"},
@@ -212,13 +238,13 @@ T ggufFallbackType(T type, std::int64_t cols) {
     if (fits(type)) return type;
     T smaller = type;
     switch (type) {
-    case T::IQ4_XS: smaller = T::IQ4_NL; break;
-    case T::Q2_K:
-    case T::Q3_K: smaller = T::Q4_0; break;
-    case T::Q4_K: smaller = T::Q5_0; break;
-    case T::Q5_K: smaller = T::Q5_1; break;
-    case T::Q6_K: smaller = T::Q8_0; break;
-    default: break;
+        case T::IQ4_XS: smaller = T::IQ4_NL; break;
+        case T::Q2_K:
+        case T::Q3_K: smaller = T::Q4_0; break;
+        case T::Q4_K: smaller = T::Q5_0; break;
+        case T::Q5_K: smaller = T::Q5_1; break;
+        case T::Q6_K: smaller = T::Q8_0; break;
+        default: break;
     }
     return fits(smaller) ? smaller : T::F16;
 }
@@ -231,7 +257,7 @@ GgufTypeChooser ggufMixChooser(const GgufFileType& fileType, const model::ModelC
         const GgufTensorChoice t = asStored(part, config);
         if (t.shape.size() < 2) return T::F32;
         if (!quantizable(t)) return T::F32;
-        if (io::ggmlTypeTraits(base).isFloat) return base;   // F32, F16, BF16: every matrix as it is
+        if (io::ggmlTypeTraits(base).isFloat) return base;  // F32, F16, BF16: every matrix as it is
         return ggufFallbackType(mixType(f, base, t, categoryOf(t.ggufName), m, withImportance), t.shape.back());
     };
 }

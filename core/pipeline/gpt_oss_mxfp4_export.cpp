@@ -57,23 +57,28 @@ GptOssTensorError writeExperts(const io::Checkpoint& ck, const io::TensorView& v
                                const CancelToken& cancel) {
     const std::int64_t experts = view.shape()[0], in = view.shape()[1], out = view.shape()[2];
     if (in % kBlock != 0)
-        throw Error(where(ck, view.name()) + ": " + std::to_string(in) + " inputs per expert are not whole MXFP4 blocks of " +
-                    std::to_string(kBlock));
+        throw Error(where(ck, view.name()) + ": " + std::to_string(in) +
+                    " inputs per expert are not whole MXFP4 blocks of " + std::to_string(kBlock));
     ExpertTensors t;
     for (std::int64_t e = 0; e < experts; ++e) {
         cancel.throwIfCancelled();
         quantizeExpert(ck, view, e, t);
     }
-    writer.addTensor(view.name() + "_blocks", io::DType::U8, {experts, out, in / kBlock, 16}, std::as_bytes(std::span(t.blocks)));
-    writer.addTensor(view.name() + "_scales", io::DType::U8, {experts, out, in / kBlock}, std::as_bytes(std::span(t.scales)));
+    writer.addTensor(view.name() + "_blocks", io::DType::U8, {experts, out, in / kBlock, 16},
+                     std::as_bytes(std::span(t.blocks)));
+    writer.addTensor(view.name() + "_scales", io::DType::U8, {experts, out, in / kBlock},
+                     std::as_bytes(std::span(t.scales)));
     view.releasePages();
     return {view.name(), experts, t.weightSquares > 0 ? std::sqrt(t.errorSquares / t.weightSquares) : 0.0};
 }
 
 void report(const ProgressCallback& progress, int done, int total, const std::string& tensor) {
     if (!progress) return;
-    progress(Progress{.stage = "quantize", .step = done, .steps = total,
-                      .fraction = total == 0 ? 1.0 : static_cast<double>(done) / total, .message = tensor});
+    progress(Progress{.stage = "quantize",
+                      .step = done,
+                      .steps = total,
+                      .fraction = total == 0 ? 1.0 : static_cast<double>(done) / total,
+                      .message = tensor});
 }
 
 }  // namespace
@@ -90,12 +95,15 @@ GptOssMxfp4Report exportGptOssMxfp4(const GptOssMxfp4Request& request, const Pro
                                     const CancelToken& cancel) {
     const io::Checkpoint source = io::Checkpoint::open(request.source);
     if (source.gguf() != nullptr || !isDenseGptOss(source))
-        throw Error(source.root().string() + ": not a gpt-oss checkpoint with BF16/F16/F32 experts "
-                    "(model_type gpt_oss, model.layers.N.mlp.experts.gate_up_proj [experts, in, out], no quantization_config)");
+        throw Error(
+            source.root().string() +
+            ": not a gpt-oss checkpoint with BF16/F16/F32 experts "
+            "(model_type gpt_oss, model.layers.N.mlp.experts.gate_up_proj [experts, in, out], no quantization_config)");
     int total = 0;
     for (const auto& t : source.tensors()) total += isStackedExpert(*t.info) ? 1 : 0;
 
-    io::CheckpointWriter writer(request.destination, io::CheckpointWriterOptions{.overwrite = request.overwrite}, source.root());
+    io::CheckpointWriter writer(request.destination, io::CheckpointWriterOptions{.overwrite = request.overwrite},
+                                source.root());
     GptOssMxfp4Report result;
     for (const auto& t : source.tensors()) {
         cancel.throwIfCancelled();
@@ -107,7 +115,8 @@ GptOssMxfp4Report exportGptOssMxfp4(const GptOssMxfp4Request& request, const Pro
             continue;
         }
         if (!io::isDenseFloat(view.dtype()))
-            throw Error(where(source, view.name()) + ": dtype " + std::string(io::dtypeName(view.dtype())) + ", expected F32, F16, BF16 or F64");
+            throw Error(where(source, view.name()) + ": dtype " + std::string(io::dtypeName(view.dtype())) +
+                        ", expected F32, F16, BF16 or F64");
         result.tensors.push_back(writeExperts(source, view, writer, cancel));
         result.quantizedWeights += view.numel();
         result.bytesAfter += static_cast<std::uint64_t>(view.numel() / 2 + view.numel() / kBlock);

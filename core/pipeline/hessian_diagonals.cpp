@@ -4,12 +4,13 @@
 #include <memory>
 #include <numeric>
 
-#include "hidden_states.h"
 #include "qs/error.h"
 #include "qs/formats/detect.h"
 #include "qs/model/checkpoint_weights.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/model_checkpoint.h"
+
+#include "hidden_states.h"
 
 namespace qs::pipeline {
 namespace {
@@ -61,7 +62,8 @@ private:
     // module when the experts' gate/up inputs come as one.
     void countRouted(const model::LinearInput& input) {
         for (std::size_t i = 0; i < input.modules.size(); ++i) {
-            const std::int64_t routed = i < input.routedPerModule.size() ? input.routedPerModule[i] : input.routedTokens;
+            const std::int64_t routed =
+                i < input.routedPerModule.size() ? input.routedPerModule[i] : input.routedTokens;
             if (routed >= 0) routed_[std::string(input.modules[i])] += routed;
         }
     }
@@ -87,15 +89,17 @@ std::vector<int> actOrderRanks(const std::vector<double>& diagonal) {
 LayerHessianDiagonals hessianDiagonals(const io::Checkpoint& checkpoint, int layer, const TokenSequences& text,
                                        const Backend& backend, const ProgressCallback& progress,
                                        const CancelToken& cancel) {
-    requireDenseSource(checkpoint, formats::detect(checkpoint));   // else "no tensor named ...weight"
+    requireDenseSource(checkpoint, formats::detect(checkpoint));  // else "no tensor named ...weight"
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
     if (layer < 0 || layer >= config.numLayers)
-        throw Error(checkpoint.root().string() + ": layer " + std::to_string(layer) + " is not a decoder layer (it has " +
-                    std::to_string(config.numLayers) + ", 0 to " + std::to_string(config.numLayers - 1) + ")");
-    if (text.empty()) throw Error("the Hessian of layer " + std::to_string(layer) + " needs calibration text, and none was given");
+        throw Error(checkpoint.root().string() + ": layer " + std::to_string(layer) +
+                    " is not a decoder layer (it has " + std::to_string(config.numLayers) + ", 0 to " +
+                    std::to_string(config.numLayers - 1) + ")");
+    if (text.empty())
+        throw Error("the Hessian of layer " + std::to_string(layer) + " needs calibration text, and none was given");
     model::Transformer model(config, std::make_shared<model::CheckpointWeights>(checkpoint, config));
     model.setLayerMath(backend.layerMath());
-    model.setHookSeesAllExpertTokens(true);   // the Job's default MoE calibration (JobPlan::moeCalibrateAllExperts)
+    model.setHookSeesAllExpertTokens(true);  // the Job's default MoE calibration (JobPlan::moeCalibrateAllExperts)
     HiddenStream hidden(embedAll(model, text));
     LayerDiagonals diagonals(backend);
     for (int l = 0; l <= layer; ++l) {

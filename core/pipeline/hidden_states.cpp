@@ -28,7 +28,8 @@ void runLayerAll(model::Transformer& model, int layer, HiddenStream& hidden, con
 }
 
 void runLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights, HiddenStream& hidden,
-                 const CancelToken& cancel, const model::LinearInputHook& hook, const model::KeyValueHook& keyValueHook) {
+                 const CancelToken& cancel, const model::LinearInputHook& hook,
+                 const model::KeyValueHook& keyValueHook) {
     const auto resident = model.layerMath().keepResident(weights);
     hidden.update([&](MatrixF& h) { model.runLayer(layer, weights, h, hook, keyValueHook); }, cancel);
 }
@@ -36,10 +37,12 @@ void runLayerAll(const model::Transformer& model, int layer, const model::LayerW
 void observeLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights,
                      const HiddenStream& hidden, const CancelToken& cancel, const model::LinearInputHook& hook) {
     const auto resident = model.layerMath().keepResident(weights);
-    hidden.observe([&](const MatrixF& h) {
-        MatrixF copy = h;
-        model.runLayer(layer, weights, copy, hook);
-    }, cancel);
+    hidden.observe(
+        [&](const MatrixF& h) {
+            MatrixF copy = h;
+            model.runLayer(layer, weights, copy, hook);
+        },
+        cancel);
 }
 
 }  // namespace qs::pipeline

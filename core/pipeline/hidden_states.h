@@ -6,11 +6,12 @@
 #include <optional>
 #include <vector>
 
-#include "hidden_stream.h"
+#include "qs/cancel_token.h"
 #include "qs/model/decoder_layer.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/calibration_text.h"
-#include "qs/cancel_token.h"
+
+#include "hidden_stream.h"
 
 namespace qs::pipeline {
 

@@ -20,7 +20,8 @@ void HiddenStream::update(const std::function<void(MatrixF&)>& change, const Can
         return;
     }
     const bool inPlace = !next_ || (fs::exists(*next_) && fs::equivalent(*next_, file_->path()));
-    SequenceFile target = inPlace ? SequenceFile::open(file_->path(), file_->shape(), true) : SequenceFile::create(*next_, file_->shape());
+    SequenceFile target = inPlace ? SequenceFile::open(file_->path(), file_->shape(), true)
+                                  : SequenceFile::create(*next_, file_->shape());
     MatrixF h;
     for (std::size_t i = 0; i < size(); ++i) {
         cancel.throwIfCancelled();

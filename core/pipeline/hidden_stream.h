@@ -20,11 +20,11 @@
 
 namespace qs::pipeline {
 
-using Hidden = std::vector<MatrixF>;   // one [T, hidden] matrix per sequence, in memory
+using Hidden = std::vector<MatrixF>;  // one [T, hidden] matrix per sequence, in memory
 
 class HiddenStream {
 public:
-    HiddenStream() = default;                                  // no sequences
+    HiddenStream() = default;  // no sequences
     explicit HiddenStream(Hidden resident) : resident_(std::move(resident)) {}
     // The sequences of the file at `file` (of `shape`), which the stream reads from now on.
     static HiddenStream spilled(const std::filesystem::path& file, SequenceShape shape);
@@ -46,7 +46,7 @@ public:
 
     // A copy with the same bits: in memory, or spilled to a new file at `spillFile`.
     HiddenStream copy(const std::optional<std::filesystem::path>& spillFile) const;
-    Hidden inMemory() const;   // every sequence, copied into memory
+    Hidden inMemory() const;  // every sequence, copied into memory
     // The stream's sequences at `file` (where a work folder keeps them): a stream in memory writes
     // them; a spilled one links its current file there (a copy where links fail) unless it is there.
     void saveTo(const std::filesystem::path& file) const;

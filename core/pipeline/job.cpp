@@ -1,12 +1,12 @@
 #include "qs/pipeline/job.h"
 
-#include <omp.h>
-
 #include <chrono>
 #include <cmath>
 #include <filesystem>
 #include <optional>
 #include <set>
+
+#include <omp.h>
 
 #include "qs/error.h"
 #include "qs/formats/detect.h"
@@ -20,6 +20,7 @@
 #include "qs/pipeline/model_checkpoint.h"
 #include "qs/pipeline/stored_layers.h"
 #include "qs/pipeline/work_folder.h"
+
 #include "gguf_method.h"
 #include "hidden_states.h"
 #include "kl_scoring.h"
@@ -37,12 +38,12 @@ using CompactLayer = std::map<std::string, std::shared_ptr<const CompactLinear>,
 // One method's quantized model, run side by side with the original.
 struct MethodStream {
     MethodResult result;
-    model::Transformer model;   // the original weights with this method's quantized linears in place
-    HiddenStream calibration;   // its own calibration stream (true-sequential GPTQ / AWQ only)
+    model::Transformer model;  // the original weights with this method's quantized linears in place
+    HiddenStream calibration;  // its own calibration stream (true-sequential GPTQ / AWQ only)
     HiddenStream evaluation;
     bool ownCalibration = false;
-    std::vector<CompactLayer> kept;   // the finished layers, codes packed; result.layers at the end
-    GgufTypeChooser ggufTypes;        // GGUF methods: the type of each tensor; its model has their token_embd and output
+    std::vector<CompactLayer> kept;  // the finished layers, codes packed; result.layers at the end
+    GgufTypeChooser ggufTypes;       // GGUF methods: the type of each tensor; its model has their token_embd and output
     const MixedMethods* mix = nullptr;  // a method per linear instead of result.method for all
     // Results on disk (JobPlan::resultsOnDisk): a finished layer's linears without their codes, which
     // stay in the work folder (its `kept` entry is emptied once it is saved); result.stored at the end.
@@ -60,7 +61,7 @@ model::LayerWeights withoutLinearWeights(const model::LayerWeights& w) {
     out.qNorm = w.qNorm;
     out.kNorm = w.kNorm;
     out.moeNames = w.moeNames;
-    out.router = w.router;   // the router is never quantized
+    out.router = w.router;  // the router is never quantized
     out.experts.resize(w.experts.size());
     for (const auto& module : w.linearModules()) out.linear(module).bias = w.linear(module).bias;
     return out;
@@ -69,10 +70,10 @@ model::LayerWeights withoutLinearWeights(const model::LayerWeights& w) {
 // Work per weight of each method, for the time estimate (GPTQ's column loop, the trellis search).
 double quantizeFlopsPerWeight(const MethodSpec& m, const model::ModelConfig& c) {
     switch (m.kind) {
-    case MethodKind::Gptq: return 4.0 * std::max(c.hiddenSize, c.intermediateSize);
-    case MethodKind::Awq: return 40.0 * c.hiddenSize;
-    case MethodKind::Trellis: return 3.0 * std::pow(2.0, m.trellisL + m.bits);
-    default: return 20.0;
+        case MethodKind::Gptq: return 4.0 * std::max(c.hiddenSize, c.intermediateSize);
+        case MethodKind::Awq: return 40.0 * c.hiddenSize;
+        case MethodKind::Trellis: return 3.0 * std::pow(2.0, m.trellisL + m.bits);
+        default: return 20.0;
     }
 }
 
@@ -83,15 +84,15 @@ double keptBytesPerWeight(const MethodSpec& m, bool resultsOnDisk) {
     if (resultsOnDisk && m.kind == MethodKind::Gguf) return 0.0;
     const double codes = resultsOnDisk ? 0.0 : m.bits <= 4 ? 0.5 : 1.0;
     switch (m.kind) {
-    case MethodKind::Rtn:
-    case MethodKind::Gptq:
-    case MethodKind::Awq: return codes + 8.0 / (m.groupSize > 0 ? m.groupSize : 128);
-    case MethodKind::Fp8: return (resultsOnDisk ? 0.0 : 1.0) + 4.0 / 128;
-    case MethodKind::Mxfp4: return codes + 4.0 / 32;
-    case MethodKind::Nvfp4: return codes + 4.0 / 16;
-    case MethodKind::Nf4: return codes + 5.0 / 64;
-    case MethodKind::Trellis: return codes + 4.0 / 256;
-    case MethodKind::Gguf: return 1.1;   // at most Q8_0's 8.5 bits
+        case MethodKind::Rtn:
+        case MethodKind::Gptq:
+        case MethodKind::Awq: return codes + 8.0 / (m.groupSize > 0 ? m.groupSize : 128);
+        case MethodKind::Fp8: return (resultsOnDisk ? 0.0 : 1.0) + 4.0 / 128;
+        case MethodKind::Mxfp4: return codes + 4.0 / 32;
+        case MethodKind::Nvfp4: return codes + 4.0 / 16;
+        case MethodKind::Nf4: return codes + 5.0 / 64;
+        case MethodKind::Trellis: return codes + 4.0 / 256;
+        case MethodKind::Gguf: return 1.1;  // at most Q8_0's 8.5 bits
     }
     return 1.1;
 }
@@ -115,7 +116,8 @@ std::uint64_t nonLinearBytes(const io::Checkpoint& checkpoint, const model::Mode
     std::uint64_t bytes = 0;
     for (const auto& t : checkpoint.tensors()) {
         const bool router = config.isMoe() && t.naming.module == config.moe.names.router();
-        const bool linear = t.naming.role == io::TensorRole::Linear && t.naming.layer >= 0 && !router && t.naming.part != "bias";
+        const bool linear =
+            t.naming.role == io::TensorRole::Linear && t.naming.layer >= 0 && !router && t.naming.part != "bias";
         if (!linear && !isStackedExpertWeight(t, config.moe)) bytes += t.info->byteSize();
     }
     return bytes;
@@ -178,19 +180,25 @@ void checkDeviceMemory(const Backend& backend, const DeviceWorkload& workload, b
 }
 
 // The weights the Job quantizes: the checkpoint's own, or gpt-oss's MXFP4 experts (as released) decoded.
-std::shared_ptr<const model::WeightSource> sourceWeights(const io::Checkpoint& checkpoint, const model::ModelConfig& config,
-                                                         bool allowNonFinite) {
+std::shared_ptr<const model::WeightSource> sourceWeights(const io::Checkpoint& checkpoint,
+                                                         const model::ModelConfig& config, bool allowNonFinite) {
     const formats::FormatInfo format = formats::detect(checkpoint);
     if (format.format == formats::Format::Mxfp4 && format.variant == "gpt-oss")
-        return std::make_shared<DecodedWeights>(checkpoint, config, formats::DecodeOptions{.allowNonFinite = allowNonFinite});
-    return std::make_shared<model::CheckpointWeights>(checkpoint, config, model::CheckpointWeights::Options{.allowNonFinite = allowNonFinite});
+        return std::make_shared<DecodedWeights>(checkpoint, config,
+                                                formats::DecodeOptions{.allowNonFinite = allowNonFinite});
+    return std::make_shared<model::CheckpointWeights>(
+        checkpoint, config, model::CheckpointWeights::Options{.allowNonFinite = allowNonFinite});
 }
 
 class Runner {
 public:
-    Runner(const JobPlan& plan, std::set<std::string> spilled, const ProgressCallback& progress, const CancelToken& cancel,
-           const ModuleLogCallback& log)
-        : plan_(plan), spilled_(std::move(spilled)), progress_(progress), cancel_(cancel), log_(log),
+    Runner(const JobPlan& plan, std::set<std::string> spilled, const ProgressCallback& progress,
+           const CancelToken& cancel, const ModuleLogCallback& log)
+        : plan_(plan),
+          spilled_(std::move(spilled)),
+          progress_(progress),
+          cancel_(cancel),
+          log_(log),
           checkpoint_(openModelCheckpoint(plan.checkpoint, plan.allowNonFinite)),
           config_(model::ModelConfig::fromCheckpoint(checkpoint_)),
           weights_(sourceWeights(checkpoint_, config_, plan.allowNonFinite)),
@@ -215,23 +223,27 @@ public:
             save(layer);
             spill(layer);
         }
-        returnFreedHeapToSystem();   // the logits' blocks come on top of what the layers' work left in the heap
+        returnFreedHeapToSystem();  // the logits' blocks come on top of what the layers' work left in the heap
         evaluate();
         if (plan_.perLayerKl && !plan_.evaluation.empty()) perLayerKl();
         if (plan_.perGroupKl && !plan_.evaluation.empty()) perGroupKl();
         // Unpacking every layer of every method takes a while on a large model: it polls too, and a
         // cancel that arrives by the end still wins over the finished result.
         for (std::size_t m = 0; m < streams_.size(); ++m) {
-            if (resultsOnDisk()) storeKept(m);
-            else unpackKept(streams_[m], cancel_);
+            if (resultsOnDisk())
+                storeKept(m);
+            else
+                unpackKept(streams_[m], cancel_);
         }
         JobResult result;
         result.source = io::fingerprintOf(checkpoint_);
         const std::uint64_t kept = nonLinearBytes(checkpoint_, config_);
         for (auto& s : streams_) {
             cancel_.throwIfCancelled();
-            if (!s.failed()) summarize(s.result, s.ggufTypes ? ggufNonLinearBytes(checkpoint_, config_, s.ggufTypes) : kept);
-            else s.result.layers.clear(), s.result.stored.reset();
+            if (!s.failed())
+                summarize(s.result, s.ggufTypes ? ggufNonLinearBytes(checkpoint_, config_, s.ggufTypes) : kept);
+            else
+                s.result.layers.clear(), s.result.stored.reset();
             s.result.source = result.source;
             result.methods.push_back(std::move(s.result));
         }
@@ -260,14 +272,16 @@ private:
     // The streams' first hidden states, the embeddings; on a resumed run restore() reads them instead.
     void setUpStreams() {
         const bool embed = !work_ || work_->completeLayers() == 0;
-        const auto embedded = [&](const model::Transformer& model, const TokenSequences& text, const std::string& name) {
+        const auto embedded = [&](const model::Transformer& model, const TokenSequences& text,
+                                  const std::string& name) {
             return embed ? embedStream(model, text, spillFile(name)) : HiddenStream();
         };
         const auto copied = [&](const HiddenStream& from, const std::string& name) {
             return embed ? from.copy(spillFile(name)) : HiddenStream();
         };
-        bool baseCalibration = false;   // the original's calibration stream travels (as travellingStreams says)
-        for (const auto& t : travellingStreams(plan_, config_.hiddenSize)) baseCalibration = baseCalibration || t.name == "calibration";
+        bool baseCalibration = false;  // the original's calibration stream travels (as travellingStreams says)
+        for (const auto& t : travellingStreams(plan_, config_.hiddenSize))
+            baseCalibration = baseCalibration || t.name == "calibration";
         if (baseCalibration) calibration_ = embedded(base_, plan_.calibration, "calibration");
         evaluation_ = embedded(base_, plan_.evaluation, "evaluation");
         for (const auto& m : plan_.methods) {
@@ -276,7 +290,7 @@ private:
             s.result.method = m;
             s.ownCalibration = plan_.trueSequential && m.sequential() && !plan_.calibration.empty();
             if (s.ownCalibration) s.calibration = embedded(base_, plan_.calibration, name + ".calibration");
-            if (m.ggufFileMix()) {   // its own token_embd and output, so its evaluation starts from its own embedding
+            if (m.ggufFileMix()) {  // its own token_embd and output, so its evaluation starts from its own embedding
                 s.ggufTypes = ggufMethodChooser(m, config_, !plan_.calibration.empty());
                 s.model = makeModel(ggufEdgeWeights(weights_, checkpoint_, config_, s.ggufTypes));
                 s.evaluation = embedded(s.model, plan_.evaluation, name + ".evaluation");
@@ -289,12 +303,15 @@ private:
         }
         for (const auto& mix : plan_.mixed) {
             const std::string name = "s" + std::to_string(streams_.size());
-            MethodStream s{MethodResult{}, makeModel(), {}, copied(evaluation_, name + ".evaluation"), false, {}, {}, &mix};
+            MethodStream s{MethodResult{}, makeModel(), {}, copied(evaluation_, name + ".evaluation"),
+                           false,          {},          {}, &mix};
             s.result.method = mix.summary();
             s.result.mixed = true;
             s.ownCalibration = plan_.trueSequential && mix.sequential() && !plan_.calibration.empty();
-            if (s.ownCalibration) s.calibration = embedded(base_, plan_.calibration, name + ".calibration");
-            else if (!plan_.calibration.empty()) baseStatistics_ = true;
+            if (s.ownCalibration)
+                s.calibration = embedded(base_, plan_.calibration, name + ".calibration");
+            else if (!plan_.calibration.empty())
+                baseStatistics_ = true;
             streams_.push_back(std::move(s));
         }
         // The KV cache's scales come from the original model's calibration stream, shared by every method.
@@ -326,10 +343,11 @@ private:
     // it quantizes (LayerRelease); a stream's quantized layer is decoded once for its forward passes.
     void processLayer(int layer) {
         const int L = config_.numLayers;
-        report("calibrate", layer + 1, L, 0.8 * layer / L, "layer " + std::to_string(layer + 1) + "/" + std::to_string(L));
+        report("calibrate", layer + 1, L, 0.8 * layer / L,
+               "layer " + std::to_string(layer + 1) + "/" + std::to_string(L));
         spillInto(layer);
         model::LayerWeights original = weights_->layer(layer);
-        LayerStatistics baseStats(plan_.backend.get());   // only when a method quantizes from the original stream
+        LayerStatistics baseStats(plan_.backend.get());  // only when a method quantizes from the original stream
         if (baseStatistics_)
             runLayerAll(base_, layer, original, calibration_, cancel_, baseStats.hook(),
                         kvCache_ ? baseStats.keyValueHook() : model::KeyValueHook{});
@@ -374,7 +392,7 @@ private:
     void quantizeStream(MethodStream& s, int layer, model::LayerWeights& original, LayerStatistics& baseStats,
                         LayerRelease release) {
         std::optional<LayerStatistics> own;
-        if (s.ownCalibration) {   // the layer's inputs in this stream; the stream itself advances after quantization
+        if (s.ownCalibration) {  // the layer's inputs in this stream; the stream itself advances after quantization
             own.emplace(plan_.backend.get());
             observeLayerAll(s.model, layer, original, s.calibration, cancel_, own->hook());
             release.statistics = true;
@@ -383,11 +401,13 @@ private:
         const auto start = Clock::now();
         CompactLayer kept;
         try {
-            if (s.mix) release = {};   // its dense linears still need their weights, its other linears the statistics
+            if (s.mix) release = {};  // its dense linears still need their weights, its other linears the statistics
             QuantizedLayer q = s.mix ? quantizeMixedLayer(*s.mix, layer, original, stats)
-                               : s.ggufTypes ? quantizeGgufLayer(s.ggufTypes, config_.layerPrefix(layer), layer, original, stats, cancel_, release)
-                                             : quantizeLayer(s.result.method, original, stats, plan_.seed + std::uint64_t(layer), cancel_,
-                                                             plan_.backend.get(), release);
+                               : s.ggufTypes
+                                   ? quantizeGgufLayer(s.ggufTypes, config_.layerPrefix(layer), layer, original, stats,
+                                                       cancel_, release)
+                                   : quantizeLayer(s.result.method, original, stats, plan_.seed + std::uint64_t(layer),
+                                                   cancel_, plan_.backend.get(), release);
             for (auto& [module, linear] : q) {
                 const auto samples = stats.empty() ? 0 : stats.input(module).hessian->samples();
                 const auto routed = stats.empty() ? -1 : stats.routedTokens(module);
@@ -397,7 +417,8 @@ private:
                 quant::QuantizedLinear served(*linear);
                 linear.reset();
                 setServing(s.result.method, layer, module, stats, served);
-                kept.emplace(module, install(s, layer, module, std::make_shared<const CompactLinear>(std::move(served))));
+                kept.emplace(module,
+                             install(s, layer, module, std::make_shared<const CompactLinear>(std::move(served))));
             }
         } catch (const Cancelled&) {
             throw;
@@ -408,7 +429,7 @@ private:
         s.result.seconds += secondsSince(start);
         // The stream's layer as its Transformer would load it (the same effective weights), built once here.
         model::LayerWeights quantized = release.weights ? std::move(original) : withoutLinearWeights(original);
-        if (!release.weights)   // a mix's dense linears keep their original weights
+        if (!release.weights)  // a mix's dense linears keep their original weights
             for (const auto& module : original.linearModules())
                 if (!kept.contains(module)) quantized.linear(module).weight = original.linear(module).weight;
         for (const auto& [module, compact] : kept) {
@@ -440,7 +461,9 @@ private:
         return layerInputs_[std::size_t(layer)];
     }
 
-    static std::string linearKey(std::size_t stream, const std::string& module) { return std::to_string(stream) + ":" + module; }
+    static std::string linearKey(std::size_t stream, const std::string& module) {
+        return std::to_string(stream) + ":" + module;
+    }
 
     // Results on disk: layer `layer` is in the work folder now, so each stream keeps only its linears'
     // headers, and its model reads the layer's weights back from the folder when it runs it again
@@ -449,13 +472,14 @@ private:
         if (!resultsOnDisk()) return;
         for (std::size_t m = 0; m < streams_.size(); ++m) {
             MethodStream& s = streams_[m];
-            if (s.kept.size() != std::size_t(layer) + 1) continue;   // failed before this layer
+            if (s.kept.size() != std::size_t(layer) + 1) continue;  // failed before this layer
             QuantizedLayer headers;
             for (auto& [module, compact] : s.kept.back()) {
                 headers.emplace(module, std::make_shared<const quant::QuantizedLinear>(linearHeader(compact->parts())));
-                s.model.overrideLinear(layer, module, model::WeightProvider([stored = storedLinears(), layer, key = linearKey(m, module)] {
-                                           return stored->load(layer, key).effectiveWeight();
-                                       }));
+                s.model.overrideLinear(
+                    layer, module, model::WeightProvider([stored = storedLinears(), layer, key = linearKey(m, module)] {
+                        return stored->load(layer, key).effectiveWeight();
+                    }));
             }
             s.headers.push_back(std::move(headers));
             CompactLayer().swap(s.kept.back());
@@ -472,7 +496,9 @@ private:
     void storeKept(std::size_t m) {
         MethodStream& s = streams_[m];
         s.model.clearOverrides();
-        if (!s.failed()) s.result.stored = std::make_shared<const StoredLayers>(work_->path(), linearKey(m, ""), std::move(s.headers));
+        if (!s.failed())
+            s.result.stored =
+                std::make_shared<const StoredLayers>(work_->path(), linearKey(m, ""), std::move(s.headers));
         std::vector<CompactLayer>().swap(s.kept);
     }
 
@@ -488,7 +514,8 @@ private:
 
     // The hidden states that travel to the next layer, by name (the work folder's snapshot).
     std::map<std::string, HiddenStream*> travelling() {
-        std::map<std::string, HiddenStream*> out{{"calibration", &calibration_}, {"evaluation", &evaluation_}, {"kv_evaluation", &kvEvaluation_}};
+        std::map<std::string, HiddenStream*> out{
+            {"calibration", &calibration_}, {"evaluation", &evaluation_}, {"kv_evaluation", &kvEvaluation_}};
         for (std::size_t m = 0; m < streams_.size(); ++m) {
             out.emplace("s" + std::to_string(m) + ".calibration", &streams_[m].calibration);
             out.emplace("s" + std::to_string(m) + ".evaluation", &streams_[m].evaluation);
@@ -508,11 +535,17 @@ private:
                 if (log.layer == layer) logs.push_back(toJson(log));
             const bool kept = s.kept.size() == std::size_t(layer) + 1;
             if (kept)
-                for (const auto& [module, compact] : s.kept.back()) record.linears.emplace(std::to_string(m) + ":" + module, compact->unpack());
-            streams.push_back({{"error", s.result.error}, {"seconds", s.result.seconds}, {"modules", std::move(logs)}, {"kept", kept}});
+                for (const auto& [module, compact] : s.kept.back())
+                    record.linears.emplace(std::to_string(m) + ":" + module, compact->unpack());
+            streams.push_back({{"error", s.result.error},
+                               {"seconds", s.result.seconds},
+                               {"modules", std::move(logs)},
+                               {"kept", kept}});
         }
         record.facts["streams"] = std::move(streams);
-        if (kvCache_) record.facts["cache_scales"] = {cacheScales_[std::size_t(layer)].first, cacheScales_[std::size_t(layer)].second};
+        if (kvCache_)
+            record.facts["cache_scales"] = {cacheScales_[std::size_t(layer)].first,
+                                            cacheScales_[std::size_t(layer)].second};
         if (plan_.perLayerKl || plan_.perGroupKl) record.hidden["layer_input"] = layerInputs_[std::size_t(layer)];
         // Each stream's file goes into the layer's hidden-state folder (a spilled stream's is there already).
         const std::filesystem::path staging = work_->hiddenStaging(layer);
@@ -522,9 +555,10 @@ private:
             after.emplace(name, hidden->shape());
         }
         work_->saveLayer(layer, record, after);
-        for (auto& [name, hidden] : travelling()) hidden->movedTo(work_->hiddenFolder() / WorkFolder::hiddenFileName(name));
+        for (auto& [name, hidden] : travelling())
+            hidden->movedTo(work_->hiddenFolder() / WorkFolder::hiddenFileName(name));
         if ((plan_.perLayerKl || plan_.perGroupKl) && layerInputsOnDisk())
-            Hidden().swap(layerInputs_[std::size_t(layer)]);   // read back when scored (layerInput)
+            Hidden().swap(layerInputs_[std::size_t(layer)]);  // read back when scored (layerInput)
     }
 
     // A new run records its team's size; a resumed one runs on the team it started on, whatever the
@@ -549,7 +583,9 @@ private:
         if (!work_) return 0;
         const int done = work_->completeLayers();
         if (done == 0) {
-            if (plan_.resume) report("resume", 0, config_.numLayers, 0.0, "no layer in " + work_->path().string() + " was complete: starting from the first" + teamNote_);
+            if (plan_.resume)
+                report("resume", 0, config_.numLayers, 0.0,
+                       "no layer in " + work_->path().string() + " was complete: starting from the first" + teamNote_);
             return 0;
         }
         if (done > config_.numLayers) throw Error(work_->path().string() + " holds more layers than the model has");
@@ -564,16 +600,19 @@ private:
         const HiddenShapes shapes = work_->hiddenShapes();
         for (auto& [name, target] : travelling()) {
             const auto it = shapes.find(name);
-            if (it == shapes.end()) throw Error(work_->path().string() + ": the hidden states '" + name + "' are missing");
+            if (it == shapes.end())
+                throw Error(work_->path().string() + ": the hidden states '" + name + "' are missing");
             const std::filesystem::path file = work_->hiddenFolder() / WorkFolder::hiddenFileName(name);
-            *target = spilled_.contains(name) ? HiddenStream::spilled(file, it->second) : HiddenStream(SequenceFile::load(file, it->second));
+            *target = spilled_.contains(name) ? HiddenStream::spilled(file, it->second)
+                                              : HiddenStream(SequenceFile::load(file, it->second));
         }
         return done;
     }
 
     void restoreLayer(int layer, LayerRecord record) {
         const nlohmann::json& streams = record.facts.at("streams");
-        if (streams.size() != streams_.size()) throw Error(work_->path().string() + ": layer " + std::to_string(layer) + " has another number of methods");
+        if (streams.size() != streams_.size())
+            throw Error(work_->path().string() + ": layer " + std::to_string(layer) + " has another number of methods");
         for (std::size_t m = 0; m < streams_.size(); ++m) {
             MethodStream& s = streams_[m];
             const nlohmann::json& facts = streams[m];
@@ -589,7 +628,8 @@ private:
             for (auto& [key, q] : record.linears)
                 if (key.starts_with(prefix)) {
                     const std::string module = key.substr(prefix.size());
-                    kept.emplace(module, install(s, layer, module, std::make_shared<const CompactLinear>(std::move(q))));
+                    kept.emplace(module,
+                                 install(s, layer, module, std::make_shared<const CompactLinear>(std::move(q))));
                 }
             s.kept.push_back(std::move(kept));
         }
@@ -603,13 +643,13 @@ private:
 
     QuantizedLayer quantizeMixedLayer(const MixedMethods& mix, int layer, const model::LayerWeights& original,
                                       LayerStatistics& stats) const {
-        return quantizeLayerModules([&mix, layer](std::string_view module) { return mix.methodOf(layer, module); }, original,
-                                    stats, plan_.seed + std::uint64_t(layer), cancel_, plan_.backend.get());
+        return quantizeLayerModules([&mix, layer](std::string_view module) { return mix.methodOf(layer, module); },
+                                    original, stats, plan_.seed + std::uint64_t(layer), cancel_, plan_.backend.get());
     }
 
     // The kept layers back as QuantizedLinears (each freed from the compact store as it is unpacked).
     static void unpackKept(MethodStream& s, const CancelToken& cancel) {
-        s.model.clearOverrides();   // the overrides share the compact layers
+        s.model.clearOverrides();  // the overrides share the compact layers
         for (auto& layer : s.kept) {
             cancel.throwIfCancelled();
             QuantizedLayer q;
@@ -628,7 +668,8 @@ private:
     std::vector<KlStream> klStreams(const std::vector<const HiddenStream*>& hidden, bool ownHeads = false) const {
         std::vector<KlStream> out;
         for (std::size_t m = 0; m < streams_.size(); ++m)
-            out.push_back({ownHeads && streams_[m].ggufTypes ? &streams_[m].model : &base_, streams_[m].failed() ? nullptr : hidden[m]});
+            out.push_back({ownHeads && streams_[m].ggufTypes ? &streams_[m].model : &base_,
+                           streams_[m].failed() ? nullptr : hidden[m]});
         return out;
     }
 
@@ -638,11 +679,10 @@ private:
         for (const auto& s : streams_) hidden.push_back(&s.evaluation);
         std::vector<KlStream> scored = klStreams(hidden, true);
         if (kvCache_) scored.push_back({&base_, &kvEvaluation_});
-        const auto kl = scoreKl({&base_, &evaluation_}, scored, plan_.evaluation, cancel_,
-                                [&](std::size_t i, std::size_t n) {
-                                    report("evaluate", int(i) + 1, int(n), 0.8 + 0.05 * double(i) / double(n),
-                                           "KL against the original");
-                                });
+        const auto kl =
+            scoreKl({&base_, &evaluation_}, scored, plan_.evaluation, cancel_, [&](std::size_t i, std::size_t n) {
+                report("evaluate", int(i) + 1, int(n), 0.8 + 0.05 * double(i) / double(n), "KL against the original");
+            });
         for (std::size_t m = 0; m < streams_.size(); ++m)
             if (!streams_[m].failed()) streams_[m].result.kl = kl[m].report();
         if (kvCache_) cacheOnlyKl_ = kl.back().report();
@@ -653,7 +693,8 @@ private:
         const int L = config_.numLayers;
         for (auto& s : streams_) s.result.perLayerKl.assign(std::size_t(L), std::nan(""));
         for (int l = 0; l < L; ++l) {
-            report("per-layer KL", l + 1, L, 0.85 + 0.15 * l / L, "layer " + std::to_string(l + 1) + "/" + std::to_string(L));
+            report("per-layer KL", l + 1, L, 0.85 + 0.15 * l / L,
+                   "layer " + std::to_string(l + 1) + "/" + std::to_string(L));
             std::vector<HiddenStream> hidden(streams_.size());
             const Hidden input = layerInput(l);
             for (std::size_t m = 0; m < streams_.size(); ++m) {
@@ -672,9 +713,11 @@ private:
     // original): what a mix that chooses per group changes, measured rather than shared out.
     void perGroupKl() {
         const int L = config_.numLayers;
-        for (auto& s : streams_) s.result.perGroupKl.assign(std::size_t(L), std::vector<double>(kFusedGroups.size(), std::nan("")));
+        for (auto& s : streams_)
+            s.result.perGroupKl.assign(std::size_t(L), std::vector<double>(kFusedGroups.size(), std::nan("")));
         for (int l = 0; l < L; ++l) {
-            report("per-group KL", l + 1, L, 0.9 + 0.1 * l / L, "layer " + std::to_string(l + 1) + "/" + std::to_string(L));
+            report("per-group KL", l + 1, L, 0.9 + 0.1 * l / L,
+                   "layer " + std::to_string(l + 1) + "/" + std::to_string(L));
             const model::LayerWeights original = weights_->layer(l);
             std::vector<CompactLayer> finished(streams_.size());
             for (std::size_t m = 0; m < streams_.size(); ++m)
@@ -694,7 +737,8 @@ private:
                 for (const auto& h : hidden) pointers.push_back(&h);
                 const auto kl = scoreKl({&base_, &evaluation_}, klStreams(pointers), plan_.evaluation, cancel_);
                 for (std::size_t m = 0; m < streams_.size(); ++m)
-                    if (!streams_[m].failed()) streams_[m].result.perGroupKl[std::size_t(l)][g] = kl[m].report().meanKld.value;
+                    if (!streams_[m].failed())
+                        streams_[m].result.perGroupKl[std::size_t(l)][g] = kl[m].report().meanKld.value;
             }
         }
     }
@@ -723,7 +767,7 @@ private:
     }
 
     const JobPlan& plan_;
-    const std::set<std::string> spilled_;   // the travelling streams that live in the work folder (stream_budget.h)
+    const std::set<std::string> spilled_;  // the travelling streams that live in the work folder (stream_budget.h)
     const ProgressCallback& progress_;
     const CancelToken& cancel_;
     const ModuleLogCallback& log_;
@@ -731,17 +775,18 @@ private:
     model::ModelConfig config_;
     std::shared_ptr<const model::WeightSource> weights_;
     model::Transformer base_;
-    HiddenStream calibration_;        // the original model's calibration stream (when a method quantizes from it)
-    bool baseStatistics_ = false;     // some method quantizes from the original stream's statistics
-    HiddenStream evaluation_;         // the original model's evaluation stream (final hidden states at the end)
-    std::vector<Hidden> layerInputs_; // the original evaluation hidden states at each layer's input (per-layer KL; empty once on disk)
+    HiddenStream calibration_;     // the original model's calibration stream (when a method quantizes from it)
+    bool baseStatistics_ = false;  // some method quantizes from the original stream's statistics
+    HiddenStream evaluation_;      // the original model's evaluation stream (final hidden states at the end)
+    std::vector<Hidden>
+        layerInputs_;  // the original evaluation hidden states at each layer's input (per-layer KL; empty once on disk)
     std::vector<MethodStream> streams_;
     bool kvCache_ = false;                              // some method quantizes the KV cache
     std::vector<std::pair<float, float>> cacheScales_;  // the FP8 KV cache's (k_scale, v_scale) per layer
     HiddenStream kvEvaluation_;                         // the original model with its KV cache quantized
     std::optional<analysis::KlReport> cacheOnlyKl_;
     std::optional<WorkFolder> work_;                    // the state after each layer, when the plan keeps one
-    std::shared_ptr<StoredLinearCache> storedLinears_;   // results on disk: their linears, read back a layer at a time
+    std::shared_ptr<StoredLinearCache> storedLinears_;  // results on disk: their linears, read back a layer at a time
     std::optional<int> callerTeam_;                     // the caller's team size, while a resumed run uses its own
     std::string teamNote_;                              // said with "resuming after layer ..." when the team differs
 };
@@ -768,11 +813,12 @@ ResourceEstimate Job::estimate() const {
     const io::Checkpoint checkpoint = io::Checkpoint::open(plan_.checkpoint);
     WorkloadShape shape;
     shape.config = model::ModelConfig::fromCheckpoint(checkpoint);
-    if (shape.config.isMoe() && !plan_.mixed.empty())   // before any work, and in the estimate the GUI shows
-        throw Error(checkpoint.configSource().string() +
-                    ": a mix of methods is not offered for a mixture of experts yet: vLLM's compressed-tensors MoE loader "
-                    "gives all of a model's experts one scheme (its 'Linear' target, or one matching down_proj, gate_proj "
-                    "and up_proj), and a mix names each linear; quantize it with one method");
+    if (shape.config.isMoe() && !plan_.mixed.empty())  // before any work, and in the estimate the GUI shows
+        throw Error(
+            checkpoint.configSource().string() +
+            ": a mix of methods is not offered for a mixture of experts yet: vLLM's compressed-tensors MoE loader "
+            "gives all of a model's experts one scheme (its 'Linear' target, or one matching down_proj, gate_proj "
+            "and up_proj), and a mix names each linear; quantize it with one method");
     shape.methods = int(plan_.methods.size());
     shape.resultsOnDisk = plan_.resultsOnDisk && !plan_.workDir.empty();
     for (const auto& m : plan_.methods) {
@@ -780,7 +826,7 @@ ResourceEstimate Job::estimate() const {
         shape.quantizeFlopsPerWeight += quantizeFlopsPerWeight(m, shape.config);
         shape.keptBytesPerWeight += keptBytesPerWeight(m, shape.resultsOnDisk);
     }
-    for (const auto& mix : plan_.mixed) {   // a mix costs at most what its heaviest method does
+    for (const auto& mix : plan_.mixed) {  // a mix costs at most what its heaviest method does
         shape.methods += 1;
         if (plan_.trueSequential && mix.sequential()) ++shape.sequentialMethods;
         double flops = 0, kept = 0;
@@ -796,7 +842,7 @@ ResourceEstimate Job::estimate() const {
     shape.moeAllExperts = plan_.moeCalibrateAllExperts;
     shape.evaluationTokens = tokenCount(plan_.evaluation);
     shape.evaluationSequenceLength = plan_.evaluation.empty() ? 0 : int(plan_.evaluation.front().size());
-    shape.perLayerKl = plan_.perLayerKl || plan_.perGroupKl;   // the same inputs kept per layer
+    shape.perLayerKl = plan_.perLayerKl || plan_.perGroupKl;  // the same inputs kept per layer
     shape.lmHeadFileBytes = lmHeadFileBytes(checkpoint, shape.config);
     ResourceEstimate e = estimateResources(shape);
     if (plan_.maxMemory > 0 && (e.availableBytes == 0 || plan_.maxMemory < e.availableBytes)) {
@@ -808,12 +854,13 @@ ResourceEstimate Job::estimate() const {
     }
     const std::vector<TravellingStream> streams = travellingStreams(plan_, shape.config.hiddenSize);
     e.hiddenBytes = totalBytes(streams);
-    if (plan_.workDir.empty() || e.availableBytes == 0) return e;   // nowhere to spill to, or no limit known
+    if (plan_.workDir.empty() || e.availableBytes == 0) return e;  // nowhere to spill to, or no limit known
     // The travelling streams get what the rest of the run leaves of the memory; those that do not fit spill.
     WorkloadShape withoutStreams = shape;
     withoutStreams.spilledHiddenBytes = e.hiddenBytes;
     const std::uint64_t rest = e.fixedBytes + predictedJobBytes(withoutStreams);
-    const std::set<std::string> spilled = spilledStreams(streams, e.availableBytes > rest ? e.availableBytes - rest : 0);
+    const std::set<std::string> spilled =
+        spilledStreams(streams, e.availableBytes > rest ? e.availableBytes - rest : 0);
     for (const auto& s : streams)
         if (spilled.contains(s.name)) {
             e.spilledStreams.push_back(s.name);
@@ -829,7 +876,8 @@ DeviceWorkload Job::deviceWorkload() const {
     DeviceWorkload w;
     w.config = model::ModelConfig::fromCheckpoint(checkpoint);
     for (const TokenSequences* sequences : {&plan_.calibration, &plan_.evaluation})
-        for (const auto& s : *sequences) w.sequenceLength = std::max<std::int64_t>(w.sequenceLength, std::int64_t(s.size()));
+        for (const auto& s : *sequences)
+            w.sequenceLength = std::max<std::int64_t>(w.sequenceLength, std::int64_t(s.size()));
     w.groupSize = 0;
     const auto account = [&](const MethodSpec& m) {
         w.statistics = w.statistics || (m.needsCalibration() && !plan_.calibration.empty());
@@ -840,7 +888,7 @@ DeviceWorkload Job::deviceWorkload() const {
             w.groupSize = m.groupSize;
     };
     for (const auto& m : plan_.methods) account(m);
-    for (const auto& mix : plan_.mixed)   // each linear's method, as the mix quantizes it
+    for (const auto& mix : plan_.mixed)  // each linear's method, as the mix quantizes it
         for (const auto& layer : mix.layers)
             for (const auto& [module, m] : layer) account(m);
     if (w.groupSize == 0) w.groupSize = -1;
@@ -853,7 +901,9 @@ JobResult Job::run(const ProgressCallback& progress, const CancelToken& cancel, 
     if (!force && e.availableBytes > 0 && !e.fits()) {
         std::string offers = "; use fewer methods, samples or tokens, or no per-layer KL";
         if (plan_.workDir.empty())
-            offers += ", or give a work folder (quantscope-cli --work-dir DIR): the finished layers and the hidden states that do not fit stay there";
+            offers +=
+                ", or give a work folder (quantscope-cli --work-dir DIR): the finished layers and the hidden states "
+                "that do not fit stay there";
         else if (!plan_.resultsOnDisk)
             offers += ", or keep the finished layers on disk (quantscope-cli --work-dir)";
         if (const std::string below = e.belowFixedPart(); !below.empty()) throw Error(below);
@@ -862,8 +912,10 @@ JobResult Job::run(const ProgressCallback& progress, const CancelToken& cancel, 
     }
     if (progress) progress({"plan", 0, 0, 0.0, e.describe()});
     if (progress && e.spilledBytes > 0)
-        progress({"spill", 0, 0, 0.0, formatBytes(e.spilledBytes) + " of hidden states (of " + formatBytes(e.hiddenBytes) +
-                                          ") stream from " + plan_.workDir.string() + ": they do not fit in memory beside the rest of the run"});
+        progress({"spill", 0, 0, 0.0,
+                  formatBytes(e.spilledBytes) + " of hidden states (of " + formatBytes(e.hiddenBytes) +
+                      ") stream from " + plan_.workDir.string() +
+                      ": they do not fit in memory beside the rest of the run"});
     if (!plan_.backend) {
         BackendSelection selection = selectBackend(plan_.device);
         if (progress) progress({"plan", 0, 0, 0.0, selection.message});

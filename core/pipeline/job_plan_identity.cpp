@@ -14,8 +14,18 @@ namespace {
 constexpr int kWorkFolderFormat = 2;
 
 nlohmann::json methodIdentity(const MethodSpec& m) {
-    return {m.name, int(m.kind), m.bits, m.groupSize, m.actOrder, m.sym, m.trellisL, int(m.fp8Scales), m.ggufFileType,
-            m.ggmlType ? int(*m.ggmlType) : -1, int(m.activations), m.kvCacheFp8};
+    return {m.name,
+            int(m.kind),
+            m.bits,
+            m.groupSize,
+            m.actOrder,
+            m.sym,
+            m.trellisL,
+            int(m.fp8Scales),
+            m.ggufFileType,
+            m.ggmlType ? int(*m.ggmlType) : -1,
+            int(m.activations),
+            m.kvCacheFp8};
 }
 
 // FNV-1a over the token ids, with each sequence's length: equal hashes for equal texts and windows.

@@ -14,19 +14,28 @@ nlohmann::json toJson(const analysis::ValueWithUncertainty& v) {
 }
 
 nlohmann::json toJson(const analysis::Distribution& d) {
-    return {{"min", number(d.minimum)}, {"0.1%", number(d.p0_1)}, {"1%", number(d.p1)}, {"5%", number(d.p5)},
-            {"10%", number(d.p10)}, {"median", number(d.median)}, {"90%", number(d.p90)}, {"95%", number(d.p95)},
-            {"99%", number(d.p99)}, {"99.9%", number(d.p99_9)}, {"max", number(d.maximum)}};
+    return {{"min", number(d.minimum)}, {"0.1%", number(d.p0_1)},     {"1%", number(d.p1)},      {"5%", number(d.p5)},
+            {"10%", number(d.p10)},     {"median", number(d.median)}, {"90%", number(d.p90)},    {"95%", number(d.p95)},
+            {"99%", number(d.p99)},     {"99.9%", number(d.p99_9)},   {"max", number(d.maximum)}};
 }
 
 }  // namespace
 
 nlohmann::json toJson(const ModuleLog& m) {
-    return {{"method", m.method}, {"layer", m.layer}, {"module", m.module}, {"in_features", m.inFeatures},
-            {"out_features", m.outFeatures}, {"output_error", number(m.outputError)}, {"loss", number(m.loss)},
-            {"samples", m.samples}, {"damp", number(m.damp)}, {"time_s", number(m.seconds)},
-            {"bits_per_weight", number(m.bitsPerWeight)}, {"rss_bytes", m.residentBytes},
-            {"routed_tokens", m.routedTokens >= 0 ? nlohmann::json(m.routedTokens) : nlohmann::json()}, {"starved", m.starved()}};
+    return {{"method", m.method},
+            {"layer", m.layer},
+            {"module", m.module},
+            {"in_features", m.inFeatures},
+            {"out_features", m.outFeatures},
+            {"output_error", number(m.outputError)},
+            {"loss", number(m.loss)},
+            {"samples", m.samples},
+            {"damp", number(m.damp)},
+            {"time_s", number(m.seconds)},
+            {"bits_per_weight", number(m.bitsPerWeight)},
+            {"rss_bytes", m.residentBytes},
+            {"routed_tokens", m.routedTokens >= 0 ? nlohmann::json(m.routedTokens) : nlohmann::json()},
+            {"starved", m.starved()}};
 }
 
 ModuleLog moduleLogFromJson(const nlohmann::json& j) {
@@ -114,8 +123,10 @@ nlohmann::json toJson(const MethodResult& r) {
 nlohmann::json toJson(const JobResult& r) {
     nlohmann::json methods = nlohmann::json::array();
     for (const auto& m : r.methods) methods.push_back(toJson(m));
-    nlohmann::json out = {{"calibration_tokens", r.calibrationTokens}, {"evaluation_tokens", r.evaluationTokens},
-                          {"time_s", number(r.seconds)}, {"methods", methods}};
+    nlohmann::json out = {{"calibration_tokens", r.calibrationTokens},
+                          {"evaluation_tokens", r.evaluationTokens},
+                          {"time_s", number(r.seconds)},
+                          {"methods", methods}};
     if (r.kvCacheOnlyKl) out["kv_cache_fp8_only_kl"] = toJson(*r.kvCacheOnlyKl);
     return out;
 }

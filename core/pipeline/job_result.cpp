@@ -2,7 +2,9 @@
 
 namespace qs::pipeline {
 
-std::size_t layerCount(const MethodResult& result) { return result.stored ? result.stored->size() : result.layers.size(); }
+std::size_t layerCount(const MethodResult& result) {
+    return result.stored ? result.stored->size() : result.layers.size();
+}
 
 QuantizedLayer layerAt(const MethodResult& result, std::size_t layer) {
     return result.stored ? result.stored->load(layer) : result.layers.at(layer);

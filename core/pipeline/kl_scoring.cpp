@@ -9,9 +9,10 @@ namespace qs::pipeline {
 std::vector<analysis::KlAccumulator> scoreKl(const KlStream& original, const std::vector<KlStream>& streams,
                                              const TokenSequences& sequences, const CancelToken& cancel,
                                              const ScoringProgress& progress) {
-    if (original.hidden->size() != sequences.size()) throw Error("KL scoring: hidden states and token sequences differ in count");
+    if (original.hidden->size() != sequences.size())
+        throw Error("KL scoring: hidden states and token sequences differ in count");
     std::vector<analysis::KlAccumulator> kl(streams.size());
-    MatrixF buffer;   // a spilled stream's sequence, read from its file
+    MatrixF buffer;  // a spilled stream's sequence, read from its file
     for (std::size_t i = 0; i < sequences.size(); ++i) {
         cancel.throwIfCancelled();
         if (progress) progress(i, sequences.size());

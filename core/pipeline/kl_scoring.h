@@ -5,15 +5,16 @@
 #include <functional>
 #include <vector>
 
-#include "hidden_states.h"
 #include "qs/analysis/kl_metrics.h"
 #include "qs/model/transformer.h"
+
+#include "hidden_states.h"
 
 namespace qs::pipeline {
 
 struct KlStream {
-    const model::Transformer* head = nullptr;   // whose final norm and lm_head make the logits
-    const HiddenStream* hidden = nullptr;       // final hidden states per sequence; nullptr: not scored
+    const model::Transformer* head = nullptr;  // whose final norm and lm_head make the logits
+    const HiddenStream* hidden = nullptr;      // final hidden states per sequence; nullptr: not scored
 };
 
 // Called before sequence i (0-based) of n is scored.

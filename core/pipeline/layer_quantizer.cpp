@@ -5,7 +5,6 @@
 #include <set>
 #include <vector>
 
-#include "gguf_method.h"
 #include "qs/error.h"
 #include "qs/pipeline/gguf_type_mix.h"
 #include "qs/quant/awq.h"
@@ -17,6 +16,8 @@
 #include "qs/quant/output_error.h"
 #include "qs/quant/rtn.h"
 #include "qs/quant/trellis.h"
+
+#include "gguf_method.h"
 
 namespace qs::pipeline {
 namespace {
@@ -41,8 +42,8 @@ const MatrixF& requireHessian(const MethodSpec& method, const MatrixF* h) {
 // v_proj's rows and down_proj through up_proj's, as AutoAWQ does "when shapes allow".
 struct AwqGroup {
     std::vector<std::string> modules;
-    bool canScale = true;    // false: α = 0 only (RTN), nothing to fold
-    bool experts = false;    // every expert's gate/up: one scale for the MoE block's input
+    bool canScale = true;  // false: α = 0 only (RTN), nothing to fold
+    bool experts = false;  // every expert's gate/up: one scale for the MoE block's input
 };
 
 // A dense layer's four groups; a sparse MoE layer's experts share one group for their gate/up (the
@@ -134,16 +135,16 @@ std::vector<quant::QuantizedLinear> quantizeAwqGroup(const MethodSpec& method, c
     options.bits = method.bits;
     options.groupSize = method.groupSize;
     options.sym = method.sym;
-    if (!group.canScale) options.grid = 1;   // α = 0 only: RTN
+    if (!group.canScale) options.grid = 1;  // α = 0 only: RTN
     return orCpu(backend).awq(ws, input.meanAbs, input.h(), options).linears;
 }
 
 // `releasable` (the same object as `weights`, or null) loses each group's weights once the group is done.
-QuantizedLayer quantizeAwqLayer(const MethodSpec& method, const model::LayerWeights& weights, model::LayerWeights* releasable,
-                                LayerStatistics& statistics, const CancelToken& cancel, const Backend* backend,
-                                bool releaseStatistics) {
+QuantizedLayer quantizeAwqLayer(const MethodSpec& method, const model::LayerWeights& weights,
+                                model::LayerWeights* releasable, LayerStatistics& statistics, const CancelToken& cancel,
+                                const Backend* backend, bool releaseStatistics) {
     if (statistics.empty()) throw Error(method.label() + " needs calibration inputs");
-    const std::vector<AwqGroup> groups = awqGroups(weights);   // decided before any weight is freed
+    const std::vector<AwqGroup> groups = awqGroups(weights);  // decided before any weight is freed
     QuantizedLayer layer;
     for (const AwqGroup& group : groups) {
         cancel.throwIfCancelled();
@@ -184,10 +185,12 @@ QuantizedLayer quantizeEachLinear(const ModuleMethod& methodOf, const model::Lay
         if (chosen == nullptr) continue;
         const MethodSpec& method = *chosen;
         if (method.kind == MethodKind::Awq || method.ggufFileMix())
-            throw Error(method.label() + " quantizes a layer's linears together, not one linear of " + std::string(module));
+            throw Error(method.label() + " quantizes a layer's linears together, not one linear of " +
+                        std::string(module));
         const auto start = std::chrono::steady_clock::now();
         const MatrixF& w = weights.linear(module).weight;
-        const double samples = statistics.empty() ? 0.0 : static_cast<double>(statistics.input(module).hessian->samples());
+        const double samples =
+            statistics.empty() ? 0.0 : static_cast<double>(statistics.input(module).hessian->samples());
         // An expert that no calibration token reached (routed-only MoE calibration) has no H at all.
         const bool starved = !statistics.empty() && samples == 0.0;
         if (starved && method.kind == MethodKind::Gptq)
@@ -228,8 +231,8 @@ QuantizedLayer quantizeLayerReleasing(const MethodSpec& method, const model::Lay
                                       const CancelToken& cancel, const Backend* backend, bool releaseStatistics) {
     if (method.kind == MethodKind::Awq)
         return quantizeAwqLayer(method, weights, releasable, statistics, cancel, backend, releaseStatistics);
-    return quantizeEachLinear([&method](std::string_view) { return &method; }, weights, releasable, statistics, seed, cancel,
-                              backend, releaseStatistics);
+    return quantizeEachLinear([&method](std::string_view) { return &method; }, weights, releasable, statistics, seed,
+                              cancel, backend, releaseStatistics);
 }
 
 }  // namespace
@@ -243,33 +246,35 @@ QuantizedLayer quantizeLayerModules(const ModuleMethod& methodOf, const model::L
 quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& w, const MatrixF* h, double samples,
                                       std::uint64_t seed, const Backend* backend, const CancelToken* cancel) {
     switch (method.kind) {
-    case MethodKind::Rtn: {
-        quant::RtnOptions options;
-        options.bits = method.bits;
-        options.groupSize = method.groupSize;
-        options.sym = method.sym;
-        options.rule = quant::GridRule::AutoAwq;
-        return quant::quantizeRtn(w, options);
-    }
-    case MethodKind::Gptq: return orCpu(backend).gptq(w, requireHessian(method, h), gptqOptions(method, samples, cancel));
-    case MethodKind::Fp8: return orCpu(backend).fp8(w, fp8Scaling(method.fp8Scales), 128);
-    case MethodKind::Mxfp4: return orCpu(backend).mxfp4(w);
-    case MethodKind::Nvfp4: return orCpu(backend).nvfp4(w);
-    case MethodKind::Nf4: return orCpu(backend).nf4(w, {});
-    case MethodKind::Trellis: {
-        quant::TrellisOptions options;
-        options.L = method.trellisL;
-        options.K = method.bits;
-        options.seed = seed;
-        options.cancel = cancel;
-        return orCpu(backend).trellis(w, options);
-    }
-    case MethodKind::Awq: break;
-    case MethodKind::Gguf:
-        if (!method.ggmlType) throw Error(method.label() + " chooses a type per tensor of the model: the Job quantizes it");
-        // One type per linear, weighted by the calibration as the GGUF methods are (gguf_method.h).
-        return quant::quantizeGgml(w, ggufFallbackType(*method.ggmlType, w.cols()),
-                                   ggufImportance(h, static_cast<std::int64_t>(samples)));
+        case MethodKind::Rtn: {
+            quant::RtnOptions options;
+            options.bits = method.bits;
+            options.groupSize = method.groupSize;
+            options.sym = method.sym;
+            options.rule = quant::GridRule::AutoAwq;
+            return quant::quantizeRtn(w, options);
+        }
+        case MethodKind::Gptq:
+            return orCpu(backend).gptq(w, requireHessian(method, h), gptqOptions(method, samples, cancel));
+        case MethodKind::Fp8: return orCpu(backend).fp8(w, fp8Scaling(method.fp8Scales), 128);
+        case MethodKind::Mxfp4: return orCpu(backend).mxfp4(w);
+        case MethodKind::Nvfp4: return orCpu(backend).nvfp4(w);
+        case MethodKind::Nf4: return orCpu(backend).nf4(w, {});
+        case MethodKind::Trellis: {
+            quant::TrellisOptions options;
+            options.L = method.trellisL;
+            options.K = method.bits;
+            options.seed = seed;
+            options.cancel = cancel;
+            return orCpu(backend).trellis(w, options);
+        }
+        case MethodKind::Awq: break;
+        case MethodKind::Gguf:
+            if (!method.ggmlType)
+                throw Error(method.label() + " chooses a type per tensor of the model: the Job quantizes it");
+            // One type per linear, weighted by the calibration as the GGUF methods are (gguf_method.h).
+            return quant::quantizeGgml(w, ggufFallbackType(*method.ggmlType, w.cols()),
+                                       ggufImportance(h, static_cast<std::int64_t>(samples)));
     }
     throw Error(method.label() + " quantizes groups of linears: use quantizeLayer");
 }
@@ -280,9 +285,10 @@ QuantizedLayer quantizeLayer(const MethodSpec& method, const model::LayerWeights
 }
 
 QuantizedLayer quantizeLayer(const MethodSpec& method, model::LayerWeights& weights, LayerStatistics& statistics,
-                             std::uint64_t seed, const CancelToken& cancel, const Backend* backend, LayerRelease release) {
-    return quantizeLayerReleasing(method, weights, release.weights ? &weights : nullptr, statistics, seed, cancel, backend,
-                                  release.statistics);
+                             std::uint64_t seed, const CancelToken& cancel, const Backend* backend,
+                             LayerRelease release) {
+    return quantizeLayerReleasing(method, weights, release.weights ? &weights : nullptr, statistics, seed, cancel,
+                                  backend, release.statistics);
 }
 
 }  // namespace qs::pipeline

@@ -49,7 +49,7 @@ void LayerStatistics::add(const model::LinearInput& input) {
         const std::int64_t routed = input.routedPerModule.empty() ? input.routedTokens : input.routedPerModule[i];
         if (routed >= 0) routed_[std::string(input.modules[i])] += routed;
     }
-    if (input.x.rows() == 0) return;   // an expert no token was routed to: counted, nothing to accumulate
+    if (input.x.rows() == 0) return;  // an expert no token was routed to: counted, nothing to accumulate
     stats->hessian->add(input.x);
     stats->maxAbs = stats->maxAbs.cwiseMax(input.x.cwiseAbs().colwise().maxCoeff().transpose());
     appendRowMaxAbs(input.x, stats->tokenMaxAbs);

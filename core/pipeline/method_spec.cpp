@@ -19,10 +19,11 @@ std::optional<int> parseInt(std::string_view s) {
 }
 
 [[noreturn]] void badMethod(std::string_view name, std::string_view why) {
-    throw Error("unknown method '" + std::string(name) + "': " + std::string(why) +
-                " (known: rtnB, gptqB, gptqB-act, awqB, fp8, fp8-channel, fp8-tensor, fp8-w8a8, fp8-w8a8-dynamic, mxfp4, "
-                "nvfp4, nvfp4-w4a4, nf4, trellisK[-lL], "
-                "and llama-quantize's q4_k_m, q5_k_m, q6_k, q8_0, q4_0, f16, ...)");
+    throw Error(
+        "unknown method '" + std::string(name) + "': " + std::string(why) +
+        " (known: rtnB, gptqB, gptqB-act, awqB, fp8, fp8-channel, fp8-tensor, fp8-w8a8, fp8-w8a8-dynamic, mxfp4, "
+        "nvfp4, nvfp4-w4a4, nf4, trellisK[-lL], "
+        "and llama-quantize's q4_k_m, q5_k_m, q6_k, q8_0, q4_0, f16, ...)");
 }
 
 // "gptq4-act" -> prefix "gptq", number 4, suffix "act".
@@ -62,24 +63,24 @@ std::string MethodSpec::weightLabel() const {
     const std::string group = groupSize < 0 ? "per-row" : "g" + std::to_string(groupSize);
     const std::string bitsText = std::to_string(bits);
     switch (kind) {
-    case MethodKind::Rtn: return "RTN int" + bitsText + ", " + group;
-    case MethodKind::Gptq:
-        return "GPTQ int" + bitsText + ", " + group + (actOrder ? ", act-order" : "") + (sym ? ", sym" : "");
-    case MethodKind::Awq: return "AWQ int" + bitsText + ", " + group;
-    case MethodKind::Fp8:
-        if (activations == quant::ActivationFormat::Fp8Tensor) return "FP8 W8A8, per-tensor weights, static inputs";
-        if (activations == quant::ActivationFormat::Fp8Token) return "FP8 W8A8, per-channel weights, per-token inputs";
-        if (fp8Scales == Fp8Granularity::Channel) return "FP8 E4M3, per-channel scales";
-        if (fp8Scales == Fp8Granularity::Tensor) return "FP8 E4M3, per-tensor scale";
-        return "FP8 E4M3, 128x128 blocks";
-    case MethodKind::Mxfp4: return "MXFP4";
-    case MethodKind::Nvfp4: return activations == quant::ActivationFormat::Nvfp4 ? "NVFP4 W4A4" : "NVFP4";
-    case MethodKind::Nf4: return "NF4, blocks of 64, double quant";
-    case MethodKind::Trellis:
-        return "trellis (QTIP-style), L=" + std::to_string(trellisL) + ", K=" + bitsText;
-    case MethodKind::Gguf:
-        if (ggmlType) return "ggml " + std::string(io::ggmlTypeTraits(*ggmlType).name) + " per linear";
-        return "GGUF " + std::string(ggufFileTypeOf(ggufFileType).name);
+        case MethodKind::Rtn: return "RTN int" + bitsText + ", " + group;
+        case MethodKind::Gptq:
+            return "GPTQ int" + bitsText + ", " + group + (actOrder ? ", act-order" : "") + (sym ? ", sym" : "");
+        case MethodKind::Awq: return "AWQ int" + bitsText + ", " + group;
+        case MethodKind::Fp8:
+            if (activations == quant::ActivationFormat::Fp8Tensor) return "FP8 W8A8, per-tensor weights, static inputs";
+            if (activations == quant::ActivationFormat::Fp8Token)
+                return "FP8 W8A8, per-channel weights, per-token inputs";
+            if (fp8Scales == Fp8Granularity::Channel) return "FP8 E4M3, per-channel scales";
+            if (fp8Scales == Fp8Granularity::Tensor) return "FP8 E4M3, per-tensor scale";
+            return "FP8 E4M3, 128x128 blocks";
+        case MethodKind::Mxfp4: return "MXFP4";
+        case MethodKind::Nvfp4: return activations == quant::ActivationFormat::Nvfp4 ? "NVFP4 W4A4" : "NVFP4";
+        case MethodKind::Nf4: return "NF4, blocks of 64, double quant";
+        case MethodKind::Trellis: return "trellis (QTIP-style), L=" + std::to_string(trellisL) + ", K=" + bitsText;
+        case MethodKind::Gguf:
+            if (ggmlType) return "ggml " + std::string(io::ggmlTypeTraits(*ggmlType).name) + " per linear";
+            return "GGUF " + std::string(ggufFileTypeOf(ggufFileType).name);
     }
     return name;
 }
@@ -95,7 +96,8 @@ bool MethodSpec::integerGrid() const {
 }
 
 MethodSpec parseMethod(std::string_view name, int groupSize) {
-    if (groupSize != -1 && groupSize <= 0) throw Error("group size must be positive or -1, got " + std::to_string(groupSize));
+    if (groupSize != -1 && groupSize <= 0)
+        throw Error("group size must be positive or -1, got " + std::to_string(groupSize));
     MethodSpec spec;
     spec.groupSize = groupSize;
     if (const GgufFileType* gguf = ggufFileTypeNamed(name)) {
@@ -108,7 +110,9 @@ MethodSpec parseMethod(std::string_view name, int groupSize) {
         return spec;
     }
     const Parts parts = split(name);
-    const auto noSuffix = [&] { if (!parts.suffix.empty()) badMethod(name, "unexpected suffix"); };
+    const auto noSuffix = [&] {
+        if (!parts.suffix.empty()) badMethod(name, "unexpected suffix");
+    };
     if (parts.prefix == "rtn") {
         spec.kind = MethodKind::Rtn;
         spec.bits = requireBits(name, parts, 2, 8);
@@ -119,9 +123,12 @@ MethodSpec parseMethod(std::string_view name, int groupSize) {
         for (std::string_view rest = parts.suffix; !rest.empty();) {
             const std::size_t dash = std::min(rest.find('-'), rest.size());
             const std::string_view flag = rest.substr(0, dash);
-            if (flag == "act") spec.actOrder = true;
-            else if (flag == "sym") spec.sym = true;
-            else badMethod(name, "unknown GPTQ option '" + std::string(flag) + "' (act, sym)");
+            if (flag == "act")
+                spec.actOrder = true;
+            else if (flag == "sym")
+                spec.sym = true;
+            else
+                badMethod(name, "unknown GPTQ option '" + std::string(flag) + "' (act, sym)");
             rest = rest.substr(std::min(dash + 1, rest.size()));
         }
     } else if (parts.prefix == "awq") {
@@ -130,8 +137,10 @@ MethodSpec parseMethod(std::string_view name, int groupSize) {
         noSuffix();
     } else if (parts.prefix == "fp" && parts.number == 8) {
         spec.kind = MethodKind::Fp8, spec.bits = 8;
-        if (parts.suffix == "channel") spec.fp8Scales = Fp8Granularity::Channel;
-        else if (parts.suffix == "tensor") spec.fp8Scales = Fp8Granularity::Tensor;
+        if (parts.suffix == "channel")
+            spec.fp8Scales = Fp8Granularity::Channel;
+        else if (parts.suffix == "tensor")
+            spec.fp8Scales = Fp8Granularity::Tensor;
         else if (parts.suffix == "w8a8")
             spec.fp8Scales = Fp8Granularity::Tensor, spec.activations = quant::ActivationFormat::Fp8Tensor;
         else if (parts.suffix == "w8a8-dynamic")
@@ -143,8 +152,10 @@ MethodSpec parseMethod(std::string_view name, int groupSize) {
         noSuffix();
     } else if (parts.prefix == "nvfp" && parts.number == 4) {
         spec.kind = MethodKind::Nvfp4;
-        if (parts.suffix == "w4a4") spec.activations = quant::ActivationFormat::Nvfp4;
-        else noSuffix();
+        if (parts.suffix == "w4a4")
+            spec.activations = quant::ActivationFormat::Nvfp4;
+        else
+            noSuffix();
     } else if (parts.prefix == "nf" && parts.number == 4) {
         spec.kind = MethodKind::Nf4;
         noSuffix();
@@ -152,7 +163,8 @@ MethodSpec parseMethod(std::string_view name, int groupSize) {
         spec.kind = MethodKind::Trellis;
         spec.bits = requireBits(name, parts, 1, 4);
         if (!parts.suffix.empty()) {
-            const auto l = parts.suffix.size() > 1 && parts.suffix[0] == 'l' ? parseInt(parts.suffix.substr(1)) : std::nullopt;
+            const auto l =
+                parts.suffix.size() > 1 && parts.suffix[0] == 'l' ? parseInt(parts.suffix.substr(1)) : std::nullopt;
             if (!l || *l <= spec.bits || *l > 16) badMethod(name, "trellis state bits must be K < L <= 16");
             spec.trellisL = *l;
         }
@@ -172,7 +184,7 @@ MethodSpec parseMixMethod(std::string_view name, int groupSize) {
     MethodSpec spec;
     spec.kind = MethodKind::Gguf;
     spec.ggmlType = type->type;
-    spec.name = std::string(type->name);   // ggml's spelling, as llama-quantize --tensor-type and the file's tensors
+    spec.name = std::string(type->name);  // ggml's spelling, as llama-quantize --tensor-type and the file's tensors
     spec.bits = static_cast<int>(type->bitsPerWeight());
     spec.groupSize = type->blockElements;
     return spec;

@@ -48,7 +48,7 @@ MethodSpec MixedMethods::summary() const {
 }
 
 std::string mixRefusal(const MethodSpec& m) {
-    const std::string named = m.label() + " (" + m.name + ")";   // as the GUI shows it and as the CLI takes it
+    const std::string named = m.label() + " (" + m.name + ")";  // as the GUI shows it and as the CLI takes it
     if (m.kind == MethodKind::Awq || m.ggufFileMix())
         return named + " chooses for a whole layer and cannot be mixed per linear" +
                (m.gguf() ? " (a mix takes ggml types per linear: q3_K, q4_K, q5_K, q6_K, q8_0, ...)" : "");
@@ -59,10 +59,13 @@ std::string mixRefusal(const MethodSpec& m) {
 
 std::string mixFormatRefusal(const MethodSpec& m, const std::string& format) {
     if (format == "gguf" && !m.ggmlType)
-        return m.name + " cannot be written into a GGUF file: a mix exported as GGUF takes ggml types per linear "
-                        "(q3_K, q4_K, q5_K, q6_K, q8_0, ...)";
+        return m.name +
+               " cannot be written into a GGUF file: a mix exported as GGUF takes ggml types per linear "
+               "(q3_K, q4_K, q5_K, q6_K, q8_0, ...)";
     if (format != "gguf" && m.ggmlType)
-        return m.name + " is a ggml type, which only a GGUF file holds: write the mix with --format gguf --out FILE.gguf, not as " +
+        return m.name +
+               " is a ggml type, which only a GGUF file holds: write the mix with --format gguf --out FILE.gguf, not "
+               "as " +
                format;
     return "";
 }
@@ -70,7 +73,8 @@ std::string mixFormatRefusal(const MethodSpec& m, const std::string& format) {
 void MixedMethods::check() const {
     for (std::size_t l = 0; l < layers.size(); ++l)
         for (const auto& [module, m] : layers[l])
-            if (const std::string why = mixRefusal(m); !why.empty()) throw Error(moduleName(static_cast<int>(l), module) + ": " + why);
+            if (const std::string why = mixRefusal(m); !why.empty())
+                throw Error(moduleName(static_cast<int>(l), module) + ": " + why);
 }
 
 }  // namespace qs::pipeline

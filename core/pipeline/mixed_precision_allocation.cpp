@@ -10,7 +10,7 @@
 namespace qs::pipeline {
 namespace {
 
-constexpr std::int64_t kMaxStates = 20'000'000;   // DP states per allocation: a frontier of 48 stays well under a second
+constexpr std::int64_t kMaxStates = 20'000'000;  // DP states per allocation: a frontier of 48 stays well under a second
 
 int candidateIndex(const SensitivityTable& t, const std::string& name, const std::string& what) {
     for (std::size_t c = 0; c < t.candidates.size(); ++c)
@@ -26,7 +26,7 @@ quant::AllocationOption optionOf(const SensitivityTable& t, const std::vector<st
         params += double(group.params);
         damage += group.damage[std::size_t(c)];
     }
-    return {bits / params, damage / params, t.candidates[std::size_t(c)].name};   // error per weight: Σ p·e = Σ damage
+    return {bits / params, damage / params, t.candidates[std::size_t(c)].name};  // error per weight: Σ p·e = Σ damage
 }
 
 }  // namespace
@@ -60,12 +60,15 @@ MixedPrecisionPlanner::MixedPrecisionPlanner(const SensitivityTable& table, cons
     std::vector<int> cheapestChoice, richestChoice;
     for (std::size_t u = 0; u < unitGroups_.size(); ++u) {
         quant::AllocationLayer unit;
-        unit.name = moduleName(table.groups[unitGroups_[u].front()].layer, table.groups[unitGroups_[u].front()].modules.front());
+        unit.name = moduleName(table.groups[unitGroups_[u].front()].layer,
+                               table.groups[unitGroups_[u].front()].modules.front());
         for (std::size_t g : unitGroups_[u]) unit.params += table.groups[g].params;
         for (int c : unitCandidates_[u]) unit.options.push_back(optionOf(table, unitGroups_[u], c));
         units_.push_back(std::move(unit));
         const auto& opts = units_.back().options;
-        const auto byBits = [](const quant::AllocationOption& a, const quant::AllocationOption& b) { return a.bitsPerWeight < b.bitsPerWeight; };
+        const auto byBits = [](const quant::AllocationOption& a, const quant::AllocationOption& b) {
+            return a.bitsPerWeight < b.bitsPerWeight;
+        };
         cheapestChoice.push_back(int(std::min_element(opts.begin(), opts.end(), byBits) - opts.begin()));
         richestChoice.push_back(int(std::max_element(opts.begin(), opts.end(), byBits) - opts.begin()));
     }
@@ -94,7 +97,9 @@ MixedAllocation MixedPrecisionPlanner::at(double targetBpw) const {
     // The cheapest allocation's bpw is a sum of products: allow it its own rounding.
     if (!(targetBpw >= cheapest_ - 1e-9 * std::max(1.0, cheapest_))) {
         char text[160];
-        std::snprintf(text, sizeof text, "--target-bpw %.4g is below the cheapest allocation (%.4f bits per weight, every linear at its cheapest candidate)",
+        std::snprintf(text, sizeof text,
+                      "--target-bpw %.4g is below the cheapest allocation (%.4f bits per weight, every linear at its "
+                      "cheapest candidate)",
                       targetBpw, cheapest_);
         throw Error(text);
     }

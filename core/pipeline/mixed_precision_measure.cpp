@@ -46,12 +46,13 @@ std::vector<SensitivityGroup> groupsOf(const JobResult& result, Sensitivity meas
                     bits += log.bitsPerWeight * double(log.inFeatures * log.outFeatures);
                     damage += log.outputError * log.outputError;
                 }
-                if (measure == Sensitivity::LayerKl)   // the layer's KL, shared by size; never below 0 (rounding)
+                if (measure == Sensitivity::LayerKl)  // the layer's KL, shared by size; never below 0 (rounding)
                     damage = std::max(0.0, r.perLayerKl[std::size_t(l)]) * double(g.params) / double(layerParams);
-                if (measure == Sensitivity::GroupKl)   // measured for the group itself; never below 0 (rounding)
+                if (measure == Sensitivity::GroupKl)  // measured for the group itself; never below 0 (rounding)
                     damage = std::max(0.0, r.perGroupKl[std::size_t(l)][std::size_t(&fused - kFusedGroups.data())]);
                 if (!std::isfinite(damage))
-                    throw Error(r.method.label() + ": no " + std::string(sensitivityName(measure)) + " for " + moduleName(l, fused.front()));
+                    throw Error(r.method.label() + ": no " + std::string(sensitivityName(measure)) + " for " +
+                                moduleName(l, fused.front()));
                 g.bitsPerWeight.push_back(bits / double(g.params));
                 g.damage.push_back(damage);
             }
@@ -72,9 +73,9 @@ Sensitivity parseSensitivity(std::string_view name) {
 
 std::string_view sensitivityName(Sensitivity s) {
     switch (s) {
-    case Sensitivity::LayerKl: return "layer-kl";
-    case Sensitivity::GroupKl: return "group-kl";
-    case Sensitivity::OutputError: break;
+        case Sensitivity::LayerKl: return "layer-kl";
+        case Sensitivity::GroupKl: return "group-kl";
+        case Sensitivity::OutputError: break;
     }
     return "output-error";
 }
@@ -115,19 +116,23 @@ SensitivityTable sensitivityFromResult(const JobResult& result, Sensitivity meas
 
 SensitivityTable bitsOnlyTable(const model::ModelConfig& config, const std::vector<MethodSpec>& candidates) {
     const std::map<std::string_view, std::pair<int, int>> shapes = {
-        {"self_attn.q_proj", {config.qDim(), config.hiddenSize}},   {"self_attn.k_proj", {config.kvDim(), config.hiddenSize}},
-        {"self_attn.v_proj", {config.kvDim(), config.hiddenSize}},  {"self_attn.o_proj", {config.hiddenSize, config.qDim()}},
-        {"mlp.gate_proj", {config.intermediateSize, config.hiddenSize}}, {"mlp.up_proj", {config.intermediateSize, config.hiddenSize}},
+        {"self_attn.q_proj", {config.qDim(), config.hiddenSize}},
+        {"self_attn.k_proj", {config.kvDim(), config.hiddenSize}},
+        {"self_attn.v_proj", {config.kvDim(), config.hiddenSize}},
+        {"self_attn.o_proj", {config.hiddenSize, config.qDim()}},
+        {"mlp.gate_proj", {config.intermediateSize, config.hiddenSize}},
+        {"mlp.up_proj", {config.intermediateSize, config.hiddenSize}},
         {"mlp.down_proj", {config.hiddenSize, config.intermediateSize}}};
     std::mt19937 rng(1);
     std::normal_distribution<float> normal(0.0f, 0.02f);
-    std::map<std::pair<std::string, std::string_view>, double> bits;   // (candidate, module) -> bpw
+    std::map<std::pair<std::string, std::string_view>, double> bits;  // (candidate, module) -> bpw
     for (const auto& m : candidates)
         for (const auto& [module, shape] : shapes) {
             MatrixF w(std::min(shape.first, 256), shape.second);
             for (Eigen::Index i = 0; i < w.size(); ++i) w.data()[i] = normal(rng);
             MethodSpec proxy = m;
-            if (m.kind == MethodKind::Gptq || m.kind == MethodKind::Awq) proxy.kind = MethodKind::Rtn, proxy.actOrder = false;
+            if (m.kind == MethodKind::Gptq || m.kind == MethodKind::Awq)
+                proxy.kind = MethodKind::Rtn, proxy.actOrder = false;
             bits[{m.name, module}] = m.ggufFileMix() ? 0.0 : quantizeLinear(proxy, w, nullptr, 0.0, 0).bitsPerWeight();
         }
     SensitivityTable t;
@@ -143,7 +148,8 @@ SensitivityTable bitsOnlyTable(const model::ModelConfig& config, const std::vect
             }
             for (const auto& m : candidates) {
                 total = 0;
-                for (auto module : fused) total += bits.at({m.name, module}) * double(shapes.at(module).first) * shapes.at(module).second;
+                for (auto module : fused)
+                    total += bits.at({m.name, module}) * double(shapes.at(module).first) * shapes.at(module).second;
                 g.bitsPerWeight.push_back(total / double(g.params));
                 g.damage.push_back(0.0);
             }

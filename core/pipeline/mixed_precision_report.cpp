@@ -3,7 +3,7 @@
 #include <cmath>
 #include <map>
 
-#include "qs/pipeline/mixed_precision_rules.h"   // namesOf
+#include "qs/pipeline/mixed_precision_rules.h"  // namesOf
 
 namespace qs::pipeline {
 namespace {
@@ -18,7 +18,8 @@ std::string allocationSummary(const SensitivityTable& table, const MixedAllocati
     for (int c : allocation.choice) (c < 0 ? dense : counts[std::size_t(c)]) += 1;
     std::string out;
     for (std::size_t c = 0; c < counts.size(); ++c)
-        if (counts[c] > 0) out += (out.empty() ? "" : ", ") + table.candidates[c].name + " ×" + std::to_string(counts[c]);
+        if (counts[c] > 0)
+            out += (out.empty() ? "" : ", ") + table.candidates[c].name + " ×" + std::to_string(counts[c]);
     if (dense > 0) out += (out.empty() ? "" : ", ") + std::string("dense ×") + std::to_string(dense);
     return out;
 }
@@ -28,8 +29,10 @@ nlohmann::json toJson(const SensitivityTable& table, const MixedAllocation& allo
     for (std::size_t g = 0; g < table.groups.size(); ++g)
         for (const auto& module : table.groups[g].modules) {
             const std::string name = moduleName(table.groups[g].layer, module);
-            if (allocation.choice[g] < 0) dense.push_back(name);
-            else methods[name] = table.candidates[std::size_t(allocation.choice[g])].name;
+            if (allocation.choice[g] < 0)
+                dense.push_back(name);
+            else
+                methods[name] = table.candidates[std::size_t(allocation.choice[g])].name;
         }
     return {{"target_bpw", number(allocation.targetBpw)},
             {"bits_per_weight", number(allocation.bitsPerWeight)},
@@ -54,7 +57,8 @@ nlohmann::json frontierJson(const SensitivityTable& table, const std::vector<Mix
 }
 
 nlohmann::json mixedPrecisionRecord(const MixedPrecisionRequest& request) {
-    nlohmann::json record = {{"candidates", namesOf(request.candidates)}, {"overrides", request.overrides}, {"ignore", request.ignore}};
+    nlohmann::json record = {
+        {"candidates", namesOf(request.candidates)}, {"overrides", request.overrides}, {"ignore", request.ignore}};
     if (!request.sensitivity.empty()) record["sensitivity"] = request.sensitivity;
     return record;
 }

@@ -10,7 +10,7 @@ namespace qs::pipeline {
 
 struct RuleMatcher::Compiled {
     io::Regex regex;
-    std::string what;   // "--override 'REGEX=METHOD'" for the refusal
+    std::string what;  // "--override 'REGEX=METHOD'" for the refusal
     bool used = false;
 };
 
@@ -23,7 +23,8 @@ ModuleOverride parseOverride(std::string_view text, int groupSize) {
 
 RuleMatcher::RuleMatcher(const ModuleRules& rules) : rules_(rules) {
     for (const auto& o : rules.ignore)
-        compiled_.push_back({io::Regex(o, io::Regex::Syntax::Pattern, "--ignore '" + o + "'", false), "--ignore '" + o + "'"});
+        compiled_.push_back(
+            {io::Regex(o, io::Regex::Syntax::Pattern, "--ignore '" + o + "'", false), "--ignore '" + o + "'"});
     for (const auto& o : rules.overrides) {
         const std::string what = "--override '" + o.pattern + "=" + o.method.name + "'";
         compiled_.push_back({io::Regex(o.pattern, io::Regex::Syntax::Pattern, what, false), what});
@@ -38,10 +39,12 @@ RuleDecision RuleMatcher::decide(const std::string& module) {
     const std::size_t ignores = rules_.ignore.size();
     for (std::size_t i = 0; i < compiled_.size(); ++i) {
         if (compiled_[i].regex.findAll(module).empty()) continue;
-        compiled_[i].used = true;   // every matching rule counts as used, even when an earlier one wins
+        compiled_[i].used = true;  // every matching rule counts as used, even when an earlier one wins
         if (d.kind != RuleDecision::Kind::Free) continue;
-        if (i < ignores) d.kind = RuleDecision::Kind::Dense;
-        else d = {RuleDecision::Kind::Fixed, &rules_.overrides[i - ignores].method};
+        if (i < ignores)
+            d.kind = RuleDecision::Kind::Dense;
+        else
+            d = {RuleDecision::Kind::Fixed, &rules_.overrides[i - ignores].method};
     }
     return d;
 }
@@ -70,7 +73,8 @@ MixedMethods applyRules(const MethodSpec& method, const ModuleRules& rules, int 
             const std::vector<std::string> modules(fused.begin(), fused.end());
             const RuleDecision d = matcher.decideGroup(l, modules);
             if (d.kind == RuleDecision::Kind::Dense) continue;
-            for (const auto& m : modules) mix.layers[std::size_t(l)].emplace(m, d.kind == RuleDecision::Kind::Fixed ? *d.method : method);
+            for (const auto& m : modules)
+                mix.layers[std::size_t(l)].emplace(m, d.kind == RuleDecision::Kind::Fixed ? *d.method : method);
         }
     matcher.requireEveryRuleUsed();
     return mix;
@@ -79,7 +83,8 @@ MixedMethods applyRules(const MethodSpec& method, const ModuleRules& rules, int 
 void RuleMatcher::requireEveryRuleUsed() const {
     for (const auto& c : compiled_)
         if (!c.used)
-            throw Error(c.what + " matches no quantized linear (" + rules_.tensorPrefix + "layers.N.self_attn.q_proj, ..., mlp.down_proj)");
+            throw Error(c.what + " matches no quantized linear (" + rules_.tensorPrefix +
+                        "layers.N.self_attn.q_proj, ..., mlp.down_proj)");
 }
 
 std::vector<MethodSpec> measuredMethods(const std::vector<MethodSpec>& candidates, const ModuleRules& rules) {

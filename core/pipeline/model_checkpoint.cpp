@@ -21,7 +21,8 @@ void requireFiniteDenseLinears(const io::Checkpoint& checkpoint, const formats::
         // The scan read every page of the model: let them go, or the whole checkpoint stays resident
         // (in RSS) for the rest of the run, as much as the run itself on a deep model.
         view.releasePages();
-        requireFiniteCount(stats[0].nanCount + stats[0].infCount, stats[0].count, checkpoint.root().string(), prefix, false);
+        requireFiniteCount(stats[0].nanCount + stats[0].infCount, stats[0].count, checkpoint.root().string(), prefix,
+                           false);
     }
 }
 
@@ -33,10 +34,11 @@ std::string quantizedSourceRefusal(const io::Checkpoint& checkpoint, const forma
     if (quantized == 0) return {};
     const auto scheme = format.uniformScheme();
     const std::string holds = std::string(formats::formatName(format.format)) + ", " +
-                              (scheme ? scheme->summary() : std::string("mixed schemes")) + ", " + std::to_string(quantized) +
-                              " quantized linears";
+                              (scheme ? scheme->summary() : std::string("mixed schemes")) + ", " +
+                              std::to_string(quantized) + " quantized linears";
     return checkpoint.root().string() + " is already quantized (" + holds +
-           "): this needs the original weights, and quantizing a quantized model compounds its error; open the checkpoint "
+           "): this needs the original weights, and quantizing a quantized model compounds its error; open the "
+           "checkpoint "
            "it was made from, or write this one back as a dense checkpoint first (quantscope-cli dequantize)";
 }
 
@@ -49,7 +51,7 @@ io::Checkpoint openModelCheckpoint(const std::filesystem::path& path, bool allow
     const formats::FormatInfo format = formats::detect(checkpoint);
     formats::requireConfigMatchesTensors(checkpoint, format);
     requireFiniteDenseLinears(checkpoint, format, allowNonFinite);
-    formats::readServingScales(checkpoint);   // a zero, negative, NaN or misshapen activation / KV scale is refused here
+    formats::readServingScales(checkpoint);  // a zero, negative, NaN or misshapen activation / KV scale is refused here
     return checkpoint;
 }
 

@@ -16,8 +16,8 @@ namespace qs::pipeline {
 BuiltPlan buildJobPlan(const PlanSettings& settings) {
     if (settings.methods.empty()) throw Error("choose at least one method");
     const io::Checkpoint checkpoint = openModelCheckpoint(settings.checkpoint, settings.allowNonFinite);
-    requireDenseSource(checkpoint, formats::detect(checkpoint));   // before any text is read: one clear line
-    std::optional<model::Tokenizer> tokenizer;  // loaded for the first text read
+    requireDenseSource(checkpoint, formats::detect(checkpoint));  // before any text is read: one clear line
+    std::optional<model::Tokenizer> tokenizer;                    // loaded for the first text read
     BuiltPlan built;
     auto read = [&](TextRole role, const TextChoice& choice, std::filesystem::path& file) -> TokenSequences {
         if (choice.samples <= 0) return {};

@@ -12,7 +12,9 @@ namespace {
 
 // JSON has no NaN: an unmeasured value is null.
 nlohmann::json number(double v) { return std::isnan(v) ? nlohmann::json(nullptr) : nlohmann::json(v); }
-double numberFrom(const nlohmann::json& j) { return j.is_null() ? std::numeric_limits<double>::quiet_NaN() : j.get<double>(); }
+double numberFrom(const nlohmann::json& j) {
+    return j.is_null() ? std::numeric_limits<double>::quiet_NaN() : j.get<double>();
+}
 
 template <typename T>
 std::span<const std::byte> bytesOf(const std::vector<T>& v) {
@@ -26,8 +28,7 @@ void put(const TensorSink& sink, const std::string& name, io::DType dtype, const
 
 void putMatrix(const TensorSink& sink, const std::string& name, const MatrixF& m) {
     if (m.size() == 0) return;
-    sink(name, io::DType::F32, {m.rows(), m.cols()},
-         std::as_bytes(std::span(m.data(), std::size_t(m.size()))));
+    sink(name, io::DType::F32, {m.rows(), m.cols()}, std::as_bytes(std::span(m.data(), std::size_t(m.size()))));
 }
 
 // The part `name` of `file` copied into `out` (absent: left empty), checked for dtype and size.
@@ -37,8 +38,8 @@ void get(const io::SafetensorsFile& file, const std::string& name, io::DType dty
     if (!info) return;
     const io::TensorView view = file.view(*info);
     if (view.dtype() != dtype || view.bytes().size() % sizeof(T) != 0)
-        throw Error(file.path().string() + ": tensor '" + name + "' has dtype " + std::string(io::dtypeName(view.dtype())) +
-                    ", expected " + std::string(io::dtypeName(dtype)));
+        throw Error(file.path().string() + ": tensor '" + name + "' has dtype " +
+                    std::string(io::dtypeName(view.dtype())) + ", expected " + std::string(io::dtypeName(dtype)));
     out.resize(view.bytes().size() / sizeof(T));
     std::memcpy(out.data(), view.bytes().data(), view.bytes().size());
 }
@@ -74,10 +75,13 @@ void require(bool ok, const io::SafetensorsFile& file, const std::string& prefix
 
 }  // namespace
 
-nlohmann::json writeQuantizedLinear(const quant::QuantizedLinear& q, const std::string& prefix, const TensorSink& sink) {
+nlohmann::json writeQuantizedLinear(const quant::QuantizedLinear& q, const std::string& prefix,
+                                    const TensorSink& sink) {
     forEachPart(q, [&](const char* part, io::DType dtype, const auto& value) {
-        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, MatrixF>) putMatrix(sink, prefix + "." + part, value);
-        else put(sink, prefix + "." + part, dtype, value);
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, MatrixF>)
+            putMatrix(sink, prefix + "." + part, value);
+        else
+            put(sink, prefix + "." + part, dtype, value);
     });
     return {{"method", int(q.method)},
             {"code_kind", int(q.codeKind)},
@@ -102,7 +106,8 @@ nlohmann::json writeQuantizedLinear(const quant::QuantizedLinear& q, const std::
             {"seconds", q.seconds}};
 }
 
-quant::QuantizedLinear readQuantizedLinear(const nlohmann::json& h, const io::SafetensorsFile& file, const std::string& prefix) {
+quant::QuantizedLinear readQuantizedLinear(const nlohmann::json& h, const io::SafetensorsFile& file,
+                                           const std::string& prefix) {
     quant::QuantizedLinear q;
     try {
         q.method = quant::Method(h.at("method").get<int>());
@@ -135,12 +140,15 @@ quant::QuantizedLinear readQuantizedLinear(const nlohmann::json& h, const io::Sa
         throw Error(file.path().string() + ": linear '" + prefix + "': bad record header: " + e.what());
     }
     forEachPart(q, [&](const char* part, io::DType dtype, auto& value) {
-        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, MatrixF>) getMatrix(file, prefix + "." + part, value);
-        else get(file, prefix + "." + part, dtype, value);
+        if constexpr (std::is_same_v<std::remove_cvref_t<decltype(value)>, MatrixF>)
+            getMatrix(file, prefix + "." + part, value);
+        else
+            get(file, prefix + "." + part, dtype, value);
     });
     require(q.rows > 0 && q.cols > 0, file, prefix, "empty shape");
     const bool ggml = q.codeKind == quant::CodeKind::GgmlBlocks;
-    require(!(ggml ? q.blocks : q.codes).empty(), file, prefix, ggml ? "its ggml blocks are missing" : "its codes are missing");
+    require(!(ggml ? q.blocks : q.codes).empty(), file, prefix,
+            ggml ? "its ggml blocks are missing" : "its codes are missing");
     return q;
 }
 

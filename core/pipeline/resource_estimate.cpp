@@ -2,12 +2,13 @@
 
 #include <algorithm>
 #include <array>
-#include <vector>
 #include <chrono>
-#include <functional>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <sstream>
+#include <vector>
+
 #include <unistd.h>
 #if defined(__GLIBC__)
 #include <malloc.h>
@@ -38,7 +39,8 @@ double layerParameters(const model::ModelConfig& c) {
 double activeParameters(const model::ModelConfig& c) {
     if (!c.isMoe()) return layerParameters(c);
     const double h = c.hiddenSize;
-    return attentionParameters(c) + double(c.moe.numExpertsPerToken) * 3.0 * h * mlpWidth(c) + double(c.moe.numExperts) * h;
+    return attentionParameters(c) + double(c.moe.numExpertsPerToken) * 3.0 * h * mlpWidth(c) +
+           double(c.moe.numExperts) * h;
 }
 
 // The widths of a decoder layer's distinct linear inputs: q/k/v, o, gate/up, down (each expert's own
@@ -113,8 +115,9 @@ std::uint64_t availableMemoryBytes() {
 
 std::string ResourceEstimate::belowFixedPart() const {
     if (!limitedByMaxMemory || residentAtStartBytes <= availableBytes) return {};
-    return "--max-memory " + formatBytes(availableBytes) + " is below what the process holds before any work: " +
-           formatBytes(residentAtStartBytes) + " resident (the program, its libraries and the loaded texts)";
+    return "--max-memory " + formatBytes(availableBytes) +
+           " is below what the process holds before any work: " + formatBytes(residentAtStartBytes) +
+           " resident (the program, its libraries and the loaded texts)";
 }
 
 void returnFreedHeapToSystem() {
@@ -143,7 +146,7 @@ double measureGemmRate() {
     const int n = 384;
     const MatrixF a = MatrixF::Random(n, n), b = MatrixF::Random(n, n);
     MatrixF c(n, n);
-    c.noalias() = a * b;   // warm up the threads
+    c.noalias() = a * b;  // warm up the threads
     const auto start = std::chrono::steady_clock::now();
     const int repeats = 4;
     for (int i = 0; i < repeats; ++i) c.noalias() = a * b;
@@ -192,14 +195,16 @@ std::uint64_t predictedJobBytes(const WorkloadShape& s) {
     // layers' records, from which one layer's is read back at a time beside each method's copy of it.
     const double layerInputs = !s.perLayerKl ? 0.0 : s.resultsOnDisk ? 1.0 + s.methods : L;
     const double evalStreams = 1.0 + s.methods + layerInputs;
-    const double hidden = std::max(0.0, (double(s.calibrationTokens) * calibStreams + double(s.evaluationTokens) * evalStreams) *
-                                                c.hiddenSize * sizeof(float) - double(s.spilledHiddenBytes));
+    const double hidden =
+        std::max(0.0, (double(s.calibrationTokens) * calibStreams + double(s.evaluationTokens) * evalStreams) *
+                              c.hiddenSize * sizeof(float) -
+                          double(s.spilledHiddenBytes));
     const double keptPerWeight = s.keptBytesPerWeight > 0 ? s.keptBytesPerWeight : 1.1 * s.methods;
     const double kept = keptPerWeight * layerParameters(c) * L;
 
     auto widths = inputWidths(c, s.moeAllExperts);
     std::sort(widths.begin(), widths.end(), std::greater<>());
-    const double widest = widths[0], narrow = widths[1];   // down_proj's, and the next (q/k/v, gate/up)
+    const double widest = widths[0], narrow = widths[1];  // down_proj's, and the next (q/k/v, gate/up)
     const double hWidest = widest * widest * sizeof(float);
     double hessians = 0;
     for (double n : widths) hessians += n * n * sizeof(float);
@@ -212,14 +217,15 @@ std::uint64_t predictedJobBytes(const WorkloadShape& s) {
     const double gptqNarrow = 3.0 * narrow * narrow * sizeof(float) + rows * narrow * (sizeof(float) + 2.0);
     const double gptqWidest = 2.0 * hWidest + widest * c.hiddenSize * (sizeof(float) + 2.0);
     const bool downWidest = mlpWidth(c) >= std::max(c.hiddenSize, c.qDim());
-    const double weightsAtWidest = (s.methods == 1 && downWidest) ? double(c.hiddenSize) * mlpWidth(c) * sizeof(float)
-                                                                    : layerBytes;
-    const double activations = double(std::max(s.evaluationSequenceLength, 1)) * (mlpWidth(c) * 3.0 + c.hiddenSize * 6.0) * sizeof(float);
-    double working = layerBytes * (s.methods > 1 ? 2.0 : 1.0) + baseSet + activations;   // the quantized layer's passes
+    const double weightsAtWidest =
+        (s.methods == 1 && downWidest) ? double(c.hiddenSize) * mlpWidth(c) * sizeof(float) : layerBytes;
+    const double activations =
+        double(std::max(s.evaluationSequenceLength, 1)) * (mlpWidth(c) * 3.0 + c.hiddenSize * 6.0) * sizeof(float);
+    double working = layerBytes * (s.methods > 1 ? 2.0 : 1.0) + baseSet + activations;  // the quantized layer's passes
     if (s.calibrationTokens > 0) {
-        working = std::max(working, layerBytes + baseSet + ownSums + activations);   // hook passes
-        working = std::max(working, layerBytes + baseSet + ownSums + gptqNarrow);    // q/k/v, o, gate/up
-        working = std::max(working, weightsAtWidest + baseSet + gptqWidest);         // down_proj
+        working = std::max(working, layerBytes + baseSet + ownSums + activations);  // hook passes
+        working = std::max(working, layerBytes + baseSet + ownSums + gptqNarrow);   // q/k/v, o, gate/up
+        working = std::max(working, weightsAtWidest + baseSet + gptqWidest);        // down_proj
     }
     const double pages = double(c.hiddenSize) * mlpWidth(c) * 2.0;
     const double during = kept + working + pages;
@@ -246,10 +252,12 @@ ResourceEstimate estimateResources(const WorkloadShape& s) {
     e.peakBytes = e.fixedBytes + predictedJobBytes(s);
     e.gemmFlopsPerSecond = machineGemmRate();
 
-    const double forwardPerToken = 2.0 * activeParameters(c) + 4.0 * double(std::max(s.evaluationSequenceLength, 1)) * c.qDim();
+    const double forwardPerToken =
+        2.0 * activeParameters(c) + 4.0 * double(std::max(s.evaluationSequenceLength, 1)) * c.qDim();
     const double logitsPerToken = 2.0 * double(c.hiddenSize) * c.vocabSize;
     const double calibPasses = s.calibrationTokens > 0 ? base + 2.0 * s.sequentialMethods : 0.0;
-    double flops = double(s.calibrationTokens) * L * (calibPasses * forwardPerToken + calibStreams * hessianFlopsPerToken(c, s.moeAllExperts));
+    double flops = double(s.calibrationTokens) * L *
+                   (calibPasses * forwardPerToken + calibStreams * hessianFlopsPerToken(c, s.moeAllExperts));
     flops += double(s.evaluationTokens) * (1.0 + s.methods) * (L * forwardPerToken + logitsPerToken);
     if (s.perLayerKl)
         flops += double(s.evaluationTokens) * s.methods * (L * (L + 1) / 2 * forwardPerToken + L * logitsPerToken);

@@ -2,10 +2,11 @@
 
 #include <cerrno>
 #include <cstring>
-#include <fcntl.h>
 #include <numeric>
-#include <unistd.h>
 #include <utility>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include "qs/error.h"
 
@@ -14,14 +15,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string failure(const fs::path& path, const char* what) { return path.string() + ": cannot " + what + " (" + std::strerror(errno) + ")"; }
+std::string failure(const fs::path& path, const char* what) {
+    return path.string() + ": cannot " + what + " (" + std::strerror(errno) + ")";
+}
 
 // pread / pwrite until every byte is through (both may move fewer bytes than asked).
 void readFully(int fd, const fs::path& path, char* data, std::uint64_t bytes, std::uint64_t offset) {
     while (bytes > 0) {
         const ssize_t n = ::pread(fd, data, bytes, off_t(offset));
         if (n < 0 && errno == EINTR) continue;
-        if (n <= 0) throw Error(n == 0 ? path.string() + ": the file ends early (was it truncated?)" : failure(path, "read"));
+        if (n <= 0)
+            throw Error(n == 0 ? path.string() + ": the file ends early (was it truncated?)" : failure(path, "read"));
         data += n, bytes -= std::uint64_t(n), offset += std::uint64_t(n);
     }
 }
@@ -40,8 +44,9 @@ void writeFully(int fd, const fs::path& path, const char* data, std::uint64_t by
 std::uint64_t SequenceShape::bytes() const { return offset(rows.size()); }
 
 std::uint64_t SequenceShape::offset(std::size_t i) const {
-    const std::uint64_t before = std::accumulate(rows.begin(), rows.begin() + std::ptrdiff_t(i), std::uint64_t{0},
-                                                 [](std::uint64_t sum, std::int64_t r) { return sum + std::uint64_t(r); });
+    const std::uint64_t before =
+        std::accumulate(rows.begin(), rows.begin() + std::ptrdiff_t(i), std::uint64_t{0},
+                        [](std::uint64_t sum, std::int64_t r) { return sum + std::uint64_t(r); });
     return before * std::uint64_t(cols) * sizeof(float);
 }
 

@@ -7,8 +7,8 @@
 
 namespace qs::pipeline {
 
-model::Linear decodeStackedExpert(const io::Checkpoint& checkpoint, const formats::LinearReader& reader, const std::string& module,
-                                  int experts, int expert) {
+model::Linear decodeStackedExpert(const io::Checkpoint& checkpoint, const formats::LinearReader& reader,
+                                  const std::string& module, int experts, int expert) {
     model::Linear l;
     if (checkpoint.find(module) == nullptr) {
         formats::DecodedLinear d = reader.decode(module, expert);
@@ -21,8 +21,9 @@ model::Linear decodeStackedExpert(const io::Checkpoint& checkpoint, const format
     const bool stacked = w.shape().size() == 3 && w.shape()[0] == experts;
     const std::int64_t in = stacked ? w.shape()[1] : 0, out = stacked ? w.shape()[2] : 0;
     if (!stacked || b.shape() != std::vector<std::int64_t>{experts, out})
-        throw Error(checkpoint.root().string() + ": tensor '" + module + "' " + io::shapeText(w.shape()) + " with bias " + io::shapeText(b.shape()) +
-                    " is not " + std::to_string(experts) + " stacked experts [experts, in, out] with [experts, out] biases");
+        throw Error(checkpoint.root().string() + ": tensor '" + module + "' " + io::shapeText(w.shape()) +
+                    " with bias " + io::shapeText(b.shape()) + " is not " + std::to_string(experts) +
+                    " stacked experts [experts, in, out] with [experts, out] biases");
     MatrixF stored(in, out);
     w.decode(static_cast<std::size_t>(expert * in * out), static_cast<std::size_t>(in * out), stored.data());
     l.weight = stored.transpose();

@@ -12,7 +12,7 @@
 namespace qs::pipeline {
 
 // Throws qs::Error naming the tensor when it is not `experts` stacked experts [E, in, out] with [E, out] biases.
-model::Linear decodeStackedExpert(const io::Checkpoint& checkpoint, const formats::LinearReader& reader, const std::string& module,
-                                  int experts, int expert);
+model::Linear decodeStackedExpert(const io::Checkpoint& checkpoint, const formats::LinearReader& reader,
+                                  const std::string& module, int experts, int expert);
 
 }  // namespace qs::pipeline

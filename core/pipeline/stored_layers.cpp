@@ -32,7 +32,8 @@ StoredLinearReader::StoredLinearReader(std::shared_ptr<const StoredLayers> store
                                        const std::function<std::string(std::size_t)>& layerPrefix)
     : stored_(std::move(stored)) {
     for (std::size_t i = 0; i < stored_->size(); ++i)
-        for (const auto& [module, q] : stored_->headers()[i]) where_.emplace(layerPrefix(i) + module, std::make_pair(i, module));
+        for (const auto& [module, q] : stored_->headers()[i])
+            where_.emplace(layerPrefix(i) + module, std::make_pair(i, module));
 }
 
 std::shared_ptr<const quant::QuantizedLinear> StoredLinearReader::complete(const std::string& name) {
@@ -40,7 +41,7 @@ std::shared_ptr<const quant::QuantizedLinear> StoredLinearReader::complete(const
     if (it == where_.end()) throw Error(stored_->folder().string() + ": no stored linear " + name);
     const auto& [layer, module] = it->second;
     if (held_.empty() || heldIndex_ != layer) {
-        held_.clear();   // one layer at a time
+        held_.clear();  // one layer at a time
         held_ = stored_->load(layer);
         heldIndex_ = layer;
     }

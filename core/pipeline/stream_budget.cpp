@@ -6,10 +6,11 @@ namespace qs::pipeline {
 
 std::vector<TravellingStream> travellingStreams(const JobPlan& plan, int hiddenSize) {
     const std::uint64_t perToken = std::uint64_t(hiddenSize) * sizeof(float);
-    const std::uint64_t calibration = tokenCount(plan.calibration) * perToken, evaluation = tokenCount(plan.evaluation) * perToken;
+    const std::uint64_t calibration = tokenCount(plan.calibration) * perToken,
+                        evaluation = tokenCount(plan.evaluation) * perToken;
     const bool calibrating = !plan.calibration.empty();
     bool kvCache = false, baseStatistics = false;
-    std::vector<bool> own;   // per method, then per mix: a calibration stream of its own
+    std::vector<bool> own;  // per method, then per mix: a calibration stream of its own
     for (const auto& m : plan.methods) {
         own.push_back(plan.trueSequential && m.sequential() && calibrating);
         kvCache = kvCache || m.kvCacheFp8;
@@ -32,8 +33,10 @@ std::vector<TravellingStream> travellingStreams(const JobPlan& plan, int hiddenS
 std::set<std::string> spilledStreams(const std::vector<TravellingStream>& streams, std::uint64_t budget) {
     std::set<std::string> spilled;
     for (const auto& s : streams) {
-        if (s.bytes <= budget) budget -= s.bytes;
-        else spilled.insert(s.name);
+        if (s.bytes <= budget)
+            budget -= s.bytes;
+        else
+            spilled.insert(s.name);
     }
     return spilled;
 }

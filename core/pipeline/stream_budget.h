@@ -11,8 +11,8 @@
 namespace qs::pipeline {
 
 struct TravellingStream {
-    std::string name;          // as the work folder names it: "calibration", "s0.evaluation", ...
-    std::uint64_t bytes = 0;   // every sequence's f32 hidden states
+    std::string name;         // as the work folder names it: "calibration", "s0.evaluation", ...
+    std::uint64_t bytes = 0;  // every sequence's f32 hidden states
 };
 
 // The streams a Job of `plan` carries from layer to layer, in the Job's order: the original model's

@@ -1,8 +1,8 @@
 #include "qs/pipeline/weight_only_quantize.h"
 
 #include <chrono>
-#include <map>
 #include <cmath>
+#include <map>
 
 #include "qs/error.h"
 #include "qs/io/dtype.h"
@@ -29,8 +29,8 @@ void releaseParts(quant::QuantizedLinear& q) {
 // once written; what remains (headers, scales) describes the export's config.
 class WeightOnlyStream {
 public:
-    WeightOnlyStream(const io::Checkpoint& checkpoint, const MethodSpec& method, std::uint64_t seed, const CancelToken& cancel,
-                     const std::vector<std::string>& prefixes)
+    WeightOnlyStream(const io::Checkpoint& checkpoint, const MethodSpec& method, std::uint64_t seed,
+                     const CancelToken& cancel, const std::vector<std::string>& prefixes)
         : checkpoint_(checkpoint), method_(method), seed_(seed), cancel_(cancel), order_(prefixes) {
         for (const auto& prefix : prefixes) linears_.emplace(prefix, Linear{});
     }
@@ -43,7 +43,7 @@ public:
         return s;
     }
 
-    std::vector<WeightOnlyLinearReport> reports() const {   // in the checkpoint's order
+    std::vector<WeightOnlyLinearReport> reports() const {  // in the checkpoint's order
         std::vector<WeightOnlyLinearReport> out;
         for (const auto& prefix : order_) {
             const Linear& linear = linears_.at(prefix);
@@ -66,7 +66,7 @@ private:
     struct Linear {
         quant::QuantizedLinear q;
         double weightError = 0.0;
-        double bitsPerWeight = 0.0;   // measured before its parts are released
+        double bitsPerWeight = 0.0;  // measured before its parts are released
     };
 
     void produce(const std::string& prefix) {
@@ -86,15 +86,18 @@ private:
     std::uint64_t seed_;
     const CancelToken& cancel_;
     std::vector<std::string> order_;
-    std::map<std::string, Linear> linears_;   // node-based: the addresses handed to the writer stay valid
+    std::map<std::string, Linear> linears_;  // node-based: the addresses handed to the writer stay valid
 };
 
 }  // namespace
 
 std::string weightOnlyRefusal(const MethodSpec& m) {
-    if (m.gguf()) return m.name + " writes a GGUF file, which needs the architecture's llama.cpp keys: not without a forward pass";
+    if (m.gguf())
+        return m.name +
+               " writes a GGUF file, which needs the architecture's llama.cpp keys: not without a forward pass";
     if (m.needsCalibration() || m.kvCacheFp8 || m.activations != quant::ActivationFormat::None)
-        return m.label() + " reads the model's activations, which needs a forward pass; without one only the weight-only "
+        return m.label() +
+               " reads the model's activations, which needs a forward pass; without one only the weight-only "
                "methods apply (rtn, fp8, fp8-channel, fp8-tensor, mxfp4, nvfp4, nf4, trellis)";
     return "";
 }
@@ -120,7 +123,8 @@ WeightOnlyReport exportWeightsOnly(const ExportRequest& request, const io::Check
     const auto start = std::chrono::steady_clock::now();
     WeightOnlySelection selection = selectWeightOnlyLinears(source);
     if (selection.quantized.empty())
-        throw Error(source.root().string() + ": no linear weight inside the decoder layers (<...>.layers.N.<module>.weight, "
+        throw Error(source.root().string() +
+                    ": no linear weight inside the decoder layers (<...>.layers.N.<module>.weight, "
                     "2-D, BF16/F16/F32) to quantize");
     WeightOnlyStream stream(source, method, seed, cancel, selection.quantized);
     WeightOnlyReport r;

@@ -17,7 +17,8 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr const char* kPlanFile = "plan.json";
-constexpr const char* kTeamFile = "thread_team.json";   // beside the plan, not in it: a changed team is not a changed plan
+constexpr const char* kTeamFile =
+    "thread_team.json";  // beside the plan, not in it: a changed team is not a changed plan
 constexpr const char* kRecordFile = "record.json";
 
 fs::path numbered(const fs::path& dir, const char* stem, int layer) {
@@ -47,7 +48,8 @@ std::string shortened(const nlohmann::json& j) {
 std::string firstDifference(const nlohmann::json& was, const nlohmann::json& now) {
     for (const auto& [key, value] : now.items())
         if (!was.contains(key) || was.at(key) != value)
-            return "'" + key + "' was " + (was.contains(key) ? shortened(was.at(key)) : "absent") + ", now " + shortened(value);
+            return "'" + key + "' was " + (was.contains(key) ? shortened(was.at(key)) : "absent") + ", now " +
+                   shortened(value);
     for (const auto& [key, value] : was.items())
         if (!now.contains(key)) return "'" + key + "' was " + shortened(value) + ", now absent";
     return {};
@@ -92,8 +94,8 @@ nlohmann::json countsOf(const HiddenSet& hidden) {
 // A folder of tensors and a record.json, renamed into place when complete.
 io::CheckpointWriter folderWriter(const fs::path& path) {
     io::CheckpointWriterOptions options;
-    options.maxShardBytes = UINT64_MAX;   // one file, whatever its size
-    options.overwrite = true;             // a stale folder of a layer being redone
+    options.maxShardBytes = UINT64_MAX;  // one file, whatever its size
+    options.overwrite = true;            // a stale folder of a layer being redone
     return io::CheckpointWriter(path, options);
 }
 
@@ -103,7 +105,8 @@ int newestCompleteLayer(const fs::path& dir) {
     for (const auto& entry : fs::directory_iterator(dir))
         if (const int n = numberOf(entry.path(), "hidden"); n > newest && fs::exists(entry.path() / kRecordFile)) {
             bool layersComplete = true;
-            for (int l = 0; l <= n && layersComplete; ++l) layersComplete = fs::exists(numbered(dir, "layer", l) / kRecordFile);
+            for (int l = 0; l <= n && layersComplete; ++l)
+                layersComplete = fs::exists(numbered(dir, "layer", l) / kRecordFile);
             if (layersComplete) newest = n;
         }
     return newest;
@@ -111,17 +114,19 @@ int newestCompleteLayer(const fs::path& dir) {
 
 // A finished layer's record.json and tensors, for reading linears back.
 struct StoredRecord {
-    nlohmann::json linears;   // their headers by key
-    nlohmann::json hidden;    // the kept hidden states' sequence counts by name
+    nlohmann::json linears;  // their headers by key
+    nlohmann::json hidden;   // the kept hidden states' sequence counts by name
     io::SafetensorsFile file;
 };
 
 StoredRecord openRecord(const fs::path& dir, int layer) {
     const fs::path folder = numbered(dir, "layer", layer);
     if (!fs::exists(folder / kRecordFile))
-        throw Error(folder.string() + ": the finished layer is not there (was the work folder removed while its result was in use?)");
+        throw Error(folder.string() +
+                    ": the finished layer is not there (was the work folder removed while its result was in use?)");
     nlohmann::json record = io::readJsonFile(folder / kRecordFile);
-    return {std::move(record.at("linears")), std::move(record.at("hidden")), io::SafetensorsFile::open(folder / "model.safetensors")};
+    return {std::move(record.at("linears")), std::move(record.at("hidden")),
+            io::SafetensorsFile::open(folder / "model.safetensors")};
 }
 
 }  // namespace
@@ -133,26 +138,31 @@ std::optional<int> WorkFolder::interruptedLayers(const fs::path& dir) {
 
 WorkFolder WorkFolder::start(const fs::path& dir, const nlohmann::json& plan) {
     if (fs::exists(dir / kPlanFile))
-        throw Error(dir.string() + " holds an interrupted run: continue it with --resume " + dir.string() + ", or remove the folder");
+        throw Error(dir.string() + " holds an interrupted run: continue it with --resume " + dir.string() +
+                    ", or remove the folder");
     if (fs::exists(dir) && (!fs::is_directory(dir) || !fs::is_empty(dir)))
-        throw Error(dir.string() + " exists and is not an empty folder: a work folder must be new (QuantScope deletes it when the run ends)");
+        throw Error(
+            dir.string() +
+            " exists and is not an empty folder: a work folder must be new (QuantScope deletes it when the run ends)");
     fs::create_directories(dir);
     writeJsonAtomically(dir / kPlanFile, plan);
     return WorkFolder(dir);
 }
 
 WorkFolder WorkFolder::resume(const fs::path& dir, const nlohmann::json& plan) {
-    if (!fs::exists(dir / kPlanFile)) throw Error(dir.string() + " holds no interrupted run (it has no " + kPlanFile + ")");
+    if (!fs::exists(dir / kPlanFile))
+        throw Error(dir.string() + " holds no interrupted run (it has no " + kPlanFile + ")");
     const nlohmann::json was = io::readJsonFile(dir / kPlanFile);
     if (const std::string difference = firstDifference(was, plan); !difference.empty())
         throw Error(dir.string() + " is the work folder of another plan (" + difference +
                     "): resume with the same checkpoint and settings, or start a new work folder");
     WorkFolder folder(dir);
-    const int newest = newestCompleteLayer(dir);   // everything after it is redone
+    const int newest = newestCompleteLayer(dir);  // everything after it is redone
     folder.complete_ = newest + 1;
     for (const auto& entry : fs::directory_iterator(dir)) {
         const std::string name = entry.path().filename().string();
-        const bool stale = name.starts_with(".tmp-") || name.starts_with(".old-") || numberOf(entry.path(), "layer") > newest ||
+        const bool stale = name.starts_with(".tmp-") || name.starts_with(".old-") ||
+                           numberOf(entry.path(), "layer") > newest ||
                            (numberOf(entry.path(), "hidden") >= 0 && numberOf(entry.path(), "hidden") != newest);
         if (stale) fs::remove_all(entry.path());
     }
@@ -180,21 +190,25 @@ void WorkFolder::saveLayer(int layer, const LayerRecord& record, const HiddenSha
     {
         io::CheckpointWriter writer = folderWriter(numbered(dir_, "layer", layer));
         nlohmann::json headers = nlohmann::json::object();
-        const TensorSink sink = [&writer](const std::string& name, io::DType dtype, const std::vector<std::int64_t>& shape,
-                                          std::span<const std::byte> bytes) { writer.addTensor(name, dtype, shape, bytes); };
+        const TensorSink sink = [&writer](const std::string& name, io::DType dtype,
+                                          const std::vector<std::int64_t>& shape, std::span<const std::byte> bytes) {
+            writer.addTensor(name, dtype, shape, bytes);
+        };
         for (const auto& [key, q] : record.linears) headers[key] = writeQuantizedLinear(q, key, sink);
         for (const auto& [name, matrices] : record.hidden) writeTensors(writer, "hidden." + name, matrices);
-        writer.addJsonFile(kRecordFile, {{"facts", record.facts}, {"linears", headers}, {"hidden", countsOf(record.hidden)}});
+        writer.addJsonFile(kRecordFile,
+                           {{"facts", record.facts}, {"linears", headers}, {"hidden", countsOf(record.hidden)}});
         writer.finish();
     }
     const fs::path staging = hiddenStaging(layer), folder = numbered(dir_, "hidden", layer);
     nlohmann::json shapes = nlohmann::json::object();
     for (const auto& [name, shape] : hiddenAfter) {
-        if (!fs::exists(staging / hiddenFileName(name))) throw Error(staging.string() + ": the hidden states '" + name + "' were not written");
+        if (!fs::exists(staging / hiddenFileName(name)))
+            throw Error(staging.string() + ": the hidden states '" + name + "' were not written");
         shapes[name] = {{"rows", shape.rows}, {"cols", shape.cols}};
     }
     writeJsonAtomically(staging / kRecordFile, {{"hidden", std::move(shapes)}});
-    fs::remove_all(folder);   // a stale folder of a layer being redone
+    fs::remove_all(folder);  // a stale folder of a layer being redone
     fs::rename(staging, folder);
     if (layer > 0) fs::remove_all(numbered(dir_, "hidden", layer - 1));
     complete_ = layer + 1;
@@ -216,24 +230,28 @@ LayerRecord WorkFolder::loadLayer(int layer) const {
     const io::SafetensorsFile file = io::SafetensorsFile::open(folder / "model.safetensors");
     LayerRecord record;
     record.facts = j.at("facts");
-    for (const auto& [key, header] : j.at("linears").items()) record.linears.emplace(key, readQuantizedLinear(header, file, key));
+    for (const auto& [key, header] : j.at("linears").items())
+        record.linears.emplace(key, readQuantizedLinear(header, file, key));
     for (const auto& [name, count] : j.at("hidden").items())
         record.hidden.emplace(name, readTensors(file, "hidden." + name, count.get<std::size_t>()));
     return record;
 }
 
-std::map<std::string, quant::QuantizedLinear> WorkFolder::loadLinears(const fs::path& dir, int layer, std::string_view keyPrefix) {
+std::map<std::string, quant::QuantizedLinear> WorkFolder::loadLinears(const fs::path& dir, int layer,
+                                                                      std::string_view keyPrefix) {
     const StoredRecord record = openRecord(dir, layer);
     std::map<std::string, quant::QuantizedLinear> linears;
     for (const auto& [key, header] : record.linears.items())
-        if (key.starts_with(keyPrefix)) linears.emplace(key.substr(keyPrefix.size()), readQuantizedLinear(header, record.file, key));
+        if (key.starts_with(keyPrefix))
+            linears.emplace(key.substr(keyPrefix.size()), readQuantizedLinear(header, record.file, key));
     return linears;
 }
 
 std::vector<MatrixF> WorkFolder::loadKeptHidden(const fs::path& dir, int layer, const std::string& name) {
     const StoredRecord record = openRecord(dir, layer);
     const auto count = record.hidden.find(name);
-    if (count == record.hidden.end()) throw Error(numbered(dir, "layer", layer).string() + ": no kept hidden states '" + name + "'");
+    if (count == record.hidden.end())
+        throw Error(numbered(dir, "layer", layer).string() + ": no kept hidden states '" + name + "'");
     return readTensors(record.file, "hidden." + name, count->get<std::size_t>());
 }
 
@@ -249,7 +267,7 @@ quant::QuantizedLinear StoredLinearCache::load(int layer, const std::string& key
     {
         const std::lock_guard lock(mutex_);
         if (layer_ != layer || !open_) {
-            open_.reset();   // the previous layer's mapping goes before the next one's comes
+            open_.reset();  // the previous layer's mapping goes before the next one's comes
             open_ = std::make_shared<const OpenLayer>(OpenLayer{openRecord(dir_, layer)});
             layer_ = layer;
         }
@@ -262,7 +280,6 @@ quant::QuantizedLinear StoredLinearCache::load(int layer, const std::string& key
     return readQuantizedLinear(*header, open->record.file, key);
 }
 
-
 fs::path WorkFolder::hiddenFolder() const { return numbered(dir_, "hidden", complete_ - 1); }
 
 HiddenShapes WorkFolder::hiddenShapes() const {
@@ -270,13 +287,15 @@ HiddenShapes WorkFolder::hiddenShapes() const {
     if (complete_ == 0) return shapes;
     const nlohmann::json j = io::readJsonFile(hiddenFolder() / kRecordFile);
     for (const auto& [name, shape] : j.at("hidden").items())
-        shapes.emplace(name, SequenceShape{shape.at("rows").get<std::vector<std::int64_t>>(), shape.at("cols").get<std::int64_t>()});
+        shapes.emplace(name, SequenceShape{shape.at("rows").get<std::vector<std::int64_t>>(),
+                                           shape.at("cols").get<std::int64_t>()});
     return shapes;
 }
 
 HiddenSet WorkFolder::loadHidden() const {
     HiddenSet hidden;
-    for (const auto& [name, shape] : hiddenShapes()) hidden.emplace(name, SequenceFile::load(hiddenFolder() / hiddenFileName(name), shape));
+    for (const auto& [name, shape] : hiddenShapes())
+        hidden.emplace(name, SequenceFile::load(hiddenFolder() / hiddenFileName(name), shape));
     return hidden;
 }
 

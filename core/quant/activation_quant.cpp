@@ -2,10 +2,11 @@
 
 #include <algorithm>
 
-#include "fp_codes.h"
 #include "qs/error.h"
 #include "qs/quant/fp8.h"
 #include "qs/quant/nvfp4.h"
+
+#include "fp_codes.h"
 
 namespace qs::quant {
 namespace {
@@ -28,10 +29,10 @@ void fakeQuantizeRowsFp8(MatrixF& x, ScaleOf scaleOf) {
 
 std::string_view activationFormatName(ActivationFormat format) {
     switch (format) {
-    case ActivationFormat::None: return "none";
-    case ActivationFormat::Fp8Tensor: return "fp8-static";
-    case ActivationFormat::Fp8Token: return "fp8-token";
-    case ActivationFormat::Nvfp4: return "nvfp4";
+        case ActivationFormat::None: return "none";
+        case ActivationFormat::Fp8Tensor: return "fp8-static";
+        case ActivationFormat::Fp8Token: return "fp8-token";
+        case ActivationFormat::Nvfp4: return "nvfp4";
     }
     return "none";
 }
@@ -42,12 +43,12 @@ bool needsCalibratedScale(ActivationFormat format) {
 
 float activationScaleFor(ActivationFormat format, float amax) {
     switch (format) {
-    case ActivationFormat::Fp8Tensor: return fp8ScaleFor(amax);
-    // The engines store the divisor 448·6 / amax (compressed-tensors' input_global_scale) and use its
-    // reciprocal: the scale is that reciprocal, so the stored divisor gives back exactly this scale (not
-    // every f32 has an f32 whose reciprocal it is: amax / 2688 lost a ulp in the export on some CPUs).
-    case ActivationFormat::Nvfp4: return 1.0f / (detail::kE4m3Max * detail::kE2m1Max / std::max(amax, 1e-12f));
-    default: return 0.0f;
+        case ActivationFormat::Fp8Tensor: return fp8ScaleFor(amax);
+        // The engines store the divisor 448·6 / amax (compressed-tensors' input_global_scale) and use its
+        // reciprocal: the scale is that reciprocal, so the stored divisor gives back exactly this scale (not
+        // every f32 has an f32 whose reciprocal it is: amax / 2688 lost a ulp in the export on some CPUs).
+        case ActivationFormat::Nvfp4: return 1.0f / (detail::kE4m3Max * detail::kE2m1Max / std::max(amax, 1e-12f));
+        default: return 0.0f;
     }
 }
 
@@ -71,17 +72,17 @@ void fakeQuantizeFp8(MatrixF& x, float scale) {
 
 void fakeQuantize(MatrixF& x, const ActivationQuant& quant) {
     switch (quant.format) {
-    case ActivationFormat::None: return;
-    case ActivationFormat::Fp8Tensor: fakeQuantizeFp8(x, quant.scale); return;
-    case ActivationFormat::Fp8Token: {
-        const std::int64_t cols = x.cols();
-        fakeQuantizeRowsFp8(x, [cols](const float* row) { return fp8ScaleFor(detail::absMax(row, cols)); });
-        return;
-    }
-    case ActivationFormat::Nvfp4:
-        if (!(quant.scale > 0.0f)) throw Error("NVFP4 activation quantization needs a positive global scale");
-        x = dequantizeNvfp4(quantizeNvfp4(x, quant.scale));
-        return;
+        case ActivationFormat::None: return;
+        case ActivationFormat::Fp8Tensor: fakeQuantizeFp8(x, quant.scale); return;
+        case ActivationFormat::Fp8Token: {
+            const std::int64_t cols = x.cols();
+            fakeQuantizeRowsFp8(x, [cols](const float* row) { return fp8ScaleFor(detail::absMax(row, cols)); });
+            return;
+        }
+        case ActivationFormat::Nvfp4:
+            if (!(quant.scale > 0.0f)) throw Error("NVFP4 activation quantization needs a positive global scale");
+            x = dequantizeNvfp4(quantizeNvfp4(x, quant.scale));
+            return;
     }
 }
 

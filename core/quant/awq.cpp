@@ -19,9 +19,9 @@ namespace {
 struct Calibration {
     const Eigen::Ref<const MatrixF>* x = nullptr;
     const MatrixF* h = nullptr;
-    const QuadraticForm* quadratic = nullptr;   // hessianQuadratic with this H, elsewhere
+    const QuadraticForm* quadratic = nullptr;  // hessianQuadratic with this H, elsewhere
 
-    double mse(const MatrixF& d) const {   // mean over tokens and outputs of (d x)²
+    double mse(const MatrixF& d) const {  // mean over tokens and outputs of (d x)²
         if (x) {
             const MatrixF e = (*x) * d.transpose();
             return e.cast<double>().squaredNorm() / static_cast<double>(e.size());
@@ -52,7 +52,7 @@ MatrixF scaledError(const MatrixF& w, const std::vector<float>& s, const AwqOpti
     QuantizedLinear q = quantizeRtn(scaleColumns(w, s), ro, hScaled);
     q.method = Method::Awq;
     q.inputScales = s;
-    q.outputError = q.outputMse = std::numeric_limits<double>::quiet_NaN();   // those were of W·s; set below
+    q.outputError = q.outputMse = std::numeric_limits<double>::quiet_NaN();  // those were of W·s; set below
     MatrixF d = q.effectiveWeight() - w;
     if (keep) *keep = std::move(q);
     return d;
@@ -91,7 +91,8 @@ AwqResult finish(const std::vector<const MatrixF*>& weights, const VectorF& mean
                  const MatrixF* h, std::vector<double> gridError, const AwqOptions& o,
                  std::chrono::steady_clock::time_point start) {
     if (gridError.size() != static_cast<std::size_t>(o.grid))
-        throw Error("AWQ: " + std::to_string(gridError.size()) + " grid errors for a grid of " + std::to_string(o.grid));
+        throw Error("AWQ: " + std::to_string(gridError.size()) + " grid errors for a grid of " +
+                    std::to_string(o.grid));
     AwqResult best;
     best.alpha = bestAlpha(gridError);
     best.gridError = std::move(gridError);
@@ -143,7 +144,8 @@ Calibration statsCalibration(const VectorF& meanAbs, const MatrixF& h) {
 std::vector<float> awqScales(const VectorF& meanAbs, double alpha) {
     std::vector<float> s(static_cast<std::size_t>(meanAbs.size()));
     const float a = static_cast<float>(alpha);
-    for (std::size_t c = 0; c < s.size(); ++c) s[c] = std::pow(std::max(meanAbs[static_cast<Eigen::Index>(c)], 1e-4f), a);
+    for (std::size_t c = 0; c < s.size(); ++c)
+        s[c] = std::pow(std::max(meanAbs[static_cast<Eigen::Index>(c)], 1e-4f), a);
     const auto [lo, hi] = std::minmax_element(s.begin(), s.end());
     const float norm = std::sqrt(*hi * *lo);
     for (float& v : s) v /= norm;
@@ -166,7 +168,7 @@ AwqResult quantizeAwq(const std::vector<const MatrixF*>& weights, const Eigen::R
 }
 
 AwqResult quantizeAwqFromStats(const std::vector<const MatrixF*>& weights, const VectorF& meanAbs, const MatrixF& h,
-                      const AwqOptions& o) {
+                               const AwqOptions& o) {
     return search(weights, meanAbs, statsCalibration(meanAbs, h), &h, o);
 }
 

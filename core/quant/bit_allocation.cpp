@@ -32,7 +32,8 @@ std::vector<std::vector<int>> byBpw(const std::vector<AllocationLayer>& layers) 
         std::vector<int> o(l.options.size());
         std::iota(o.begin(), o.end(), 0);
         std::stable_sort(o.begin(), o.end(), [&l](int a, int b) {
-            const AllocationOption &x = l.options[static_cast<std::size_t>(a)], &y = l.options[static_cast<std::size_t>(b)];
+            const AllocationOption &x = l.options[static_cast<std::size_t>(a)],
+                                   &y = l.options[static_cast<std::size_t>(b)];
             return x.bitsPerWeight < y.bitsPerWeight || (x.bitsPerWeight == y.bitsPerWeight && x.error < y.error);
         });
         order.push_back(std::move(o));
@@ -64,7 +65,10 @@ double lagrangianBound(const std::vector<AllocationLayer>& layers, double budget
     double lo = 0.0;
     for (int it = 0; it < 200; ++it) {
         const double m1 = lo + (hi - lo) / 3, m2 = hi - (hi - lo) / 3;
-        if (dual(m1) < dual(m2)) lo = m1; else hi = m2;
+        if (dual(m1) < dual(m2))
+            lo = m1;
+        else
+            hi = m2;
     }
     return std::max(dual(0.0), dual(0.5 * (lo + hi)));
 }
@@ -91,11 +95,12 @@ Allocation allocateGreedy(const std::vector<AllocationLayer>& layers, double tar
     checkLayers(layers);
     const auto order = byBpw(layers);
     const double total = totalParams(layers);
-    std::vector<std::size_t> pos(layers.size(), 0);   // position in `order`
+    std::vector<std::size_t> pos(layers.size(), 0);  // position in `order`
     auto current = [&](std::size_t i) -> const AllocationOption& { return option(layers, i, order[i][pos[i]]); };
     while (true) {
         double bits = 0;
-        for (std::size_t i = 0; i < layers.size(); ++i) bits += static_cast<double>(layers[i].params) * current(i).bitsPerWeight;
+        for (std::size_t i = 0; i < layers.size(); ++i)
+            bits += static_cast<double>(layers[i].params) * current(i).bitsPerWeight;
         std::ptrdiff_t best = -1;
         double bestGain = 0;
         for (std::size_t i = 0; i < layers.size(); ++i) {
@@ -139,7 +144,7 @@ Allocation allocateExact(const std::vector<AllocationLayer>& layers, double targ
         }
     }
     const double budget = (budgetBits - minSum) * kQuantum;
-    if (budget < -1e-6 * std::max(1.0, std::fabs(budgetBits * kQuantum))) {   // even the cheapest options do not fit
+    if (budget < -1e-6 * std::max(1.0, std::fabs(budgetBits * kQuantum))) {  // even the cheapest options do not fit
         std::vector<int> cheapest(n);
         for (std::size_t i = 0; i < n; ++i) cheapest[i] = byBpw(layers)[i][0];
         Allocation a = evaluateAllocation(layers, cheapest);
@@ -155,8 +160,9 @@ Allocation allocateExact(const std::vector<AllocationLayer>& layers, double targ
     }
     double unitD = static_cast<double>(unit);
     std::int64_t capacity = static_cast<std::int64_t>(std::floor(std::max(budget, 0.0) / unitD + 1e-9));
-    const std::int64_t maxCapacity = std::max<std::int64_t>(maxStates / static_cast<std::int64_t>(std::max<std::size_t>(n, 1)), 1);
-    if (!exact || capacity > maxCapacity) {   // coarser grid, costs rounded up: still within budget
+    const std::int64_t maxCapacity =
+        std::max<std::int64_t>(maxStates / static_cast<std::int64_t>(std::max<std::size_t>(n, 1)), 1);
+    if (!exact || capacity > maxCapacity) {  // coarser grid, costs rounded up: still within budget
         exact = false;
         capacity = std::min(capacity, maxCapacity);
         unitD = std::max(budget, 1.0) / static_cast<double>(std::max<std::int64_t>(capacity, 1));
@@ -164,7 +170,8 @@ Allocation allocateExact(const std::vector<AllocationLayer>& layers, double targ
     std::vector<std::vector<std::int64_t>> units(n);
     for (std::size_t i = 0; i < n; ++i)
         for (double k : cost[i])
-            units[i].push_back(exact ? std::llround(k / unitD) : static_cast<std::int64_t>(std::ceil(k / unitD - 1e-9)));
+            units[i].push_back(exact ? std::llround(k / unitD)
+                                     : static_cast<std::int64_t>(std::ceil(k / unitD - 1e-9)));
 
     const std::size_t width = static_cast<std::size_t>(capacity) + 1;
     const double inf = std::numeric_limits<double>::infinity();

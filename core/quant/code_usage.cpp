@@ -47,10 +47,13 @@ std::vector<CodeLevel> codeUsage(const QuantizedLinear& q) {
     usage.reserve(static_cast<std::size_t>(n));
     std::uint64_t outside = 0;
     for (int c = 0; c < 256; ++c) {
-        if (c < n) usage.push_back({c, levelOf(q, c), counts[static_cast<std::size_t>(c)]});
-        else outside += counts[static_cast<std::size_t>(c)];
+        if (c < n)
+            usage.push_back({c, levelOf(q, c), counts[static_cast<std::size_t>(c)]});
+        else
+            outside += counts[static_cast<std::size_t>(c)];
     }
-    if (outside > 0) throw Error("code usage: " + std::to_string(outside) + " codes exceed " + std::to_string(q.bits) + " bits");
+    if (outside > 0)
+        throw Error("code usage: " + std::to_string(outside) + " codes exceed " + std::to_string(q.bits) + " bits");
     // Increasing level, NaN last, -0 before +0 (E2M1 code 8, E4M3 0x80): a stable order for the bars.
     std::stable_sort(usage.begin(), usage.end(), [](const CodeLevel& a, const CodeLevel& b) {
         if (std::isnan(a.level) || std::isnan(b.level)) return !std::isnan(a.level) && std::isnan(b.level);

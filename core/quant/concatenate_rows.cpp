@@ -21,14 +21,15 @@ void requireAlike(const QuantizedLinear& first, const QuantizedLinear& q, const 
     const auto differs = [&](const char* what) { refuse(fusedName, std::string("its parts differ in ") + what); };
     if (q.method != first.method || q.codeKind != first.codeKind) differs("method");
     if (q.cols != first.cols) differs("input features");
-    if (q.bits != first.bits || q.groupSize != first.groupSize || q.symmetric != first.symmetric || q.blockCols != first.blockCols)
+    if (q.bits != first.bits || q.groupSize != first.groupSize || q.symmetric != first.symmetric ||
+        q.blockCols != first.blockCols)
         differs("bits, group size or symmetry");
     if (q.gIdx != first.gIdx) differs("act-order group indices (g_idx)");
     if (q.inputScales != first.inputScales) differs("AWQ input scales");
     if (!(q.input == first.input)) differs("activation quantization");
     if (q.ggmlType != first.ggmlType) differs("ggml type");
-    if (q.trellis.L != first.trellis.L || q.trellis.K != first.trellis.K || q.trellis.groupSize != first.trellis.groupSize ||
-        q.trellis.rotationSeed != first.trellis.rotationSeed)
+    if (q.trellis.L != first.trellis.L || q.trellis.K != first.trellis.K ||
+        q.trellis.groupSize != first.trellis.groupSize || q.trellis.rotationSeed != first.trellis.rotationSeed)
         differs("trellis parameters");
     if (q.globalScale != first.globalScale) differs("NVFP4 global scale (vLLM loads one per fused tensor)");
     if (!q.scaleCodes.empty()) refuse(fusedName, "NF4 double quantization stores its scales per tensor");

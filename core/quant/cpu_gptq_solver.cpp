@@ -201,7 +201,7 @@ double blockChunk(LoopState& s, std::int64_t i1, std::int64_t i2, std::int64_t r
             const std::int64_t groupEnd =
                 std::min<std::int64_t>(static_cast<std::int64_t>(g + 1) * s.p.groupCols, cols);
             const std::int64_t inBlock = std::min(groupEnd, i2) - col;
-            float low[kRowChunk], high[kRowChunk];   // the range within the block: columns outer, rows vectorised
+            float low[kRowChunk], high[kRowChunk];  // the range within the block: columns outer, rows vectorised
             std::copy_n(wb.col(i).data(), nr, low);
             std::copy_n(wb.col(i).data(), nr, high);
             for (std::int64_t c = i + 1; c < i + inBlock; ++c) {

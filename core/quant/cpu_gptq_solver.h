@@ -17,8 +17,8 @@ private:
     // triangle, so a damping retry rebuilds it from the strict upper one and the saved diagonal: no copy
     // of H (for a 14336-wide down_proj, 822 MB) is kept beside it.
     MatrixF h_;
-    Eigen::VectorXf diagonal_;   // J H J's diagonal, undamped; empty until the first factor()
-    MatrixF u_;  // the upper Cholesky factor of (H + λI)⁻¹
+    Eigen::VectorXf diagonal_;  // J H J's diagonal, undamped; empty until the first factor()
+    MatrixF u_;                 // the upper Cholesky factor of (H + λI)⁻¹
 };
 
 }  // namespace qs::quant

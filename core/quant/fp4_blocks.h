@@ -5,10 +5,11 @@
 #include <cstdint>
 #include <string>
 
-#include "fp_codes.h"
 #include "qs/error.h"
 #include "qs/matrix.h"
 #include "qs/quant/quantized_linear.h"
+
+#include "fp_codes.h"
 
 namespace qs::quant::detail {
 

@@ -5,8 +5,9 @@
 #include <string>
 #include <vector>
 
-#include "fp_codes.h"
 #include "qs/error.h"
+
+#include "fp_codes.h"
 
 namespace qs::quant {
 namespace {
@@ -23,7 +24,8 @@ void quantizeBand(const MatrixF& w, std::int64_t r0, std::int64_t r1, std::int64
             float& m = amax[static_cast<std::size_t>(bc)];
             m = std::max(m, detail::absMax(w.data() + r * cols + c0, c1 - c0));
         }
-    for (std::int64_t bc = 0; bc < blockCols; ++bc) q.scales(band, bc) = fp8ScaleFor(amax[static_cast<std::size_t>(bc)]);
+    for (std::int64_t bc = 0; bc < blockCols; ++bc)
+        q.scales(band, bc) = fp8ScaleFor(amax[static_cast<std::size_t>(bc)]);
     for (std::int64_t r = r0; r < r1; ++r)
         for (std::int64_t bc = 0; bc < blockCols; ++bc) {
             const std::int64_t c0 = bc * width, c1 = std::min(cols, c0 + width);
@@ -71,7 +73,8 @@ QuantizedLinear quantizeFp8(const MatrixF& w, Fp8Scaling scaling, int block) {
         const float scale = fp8ScaleFor(amax);
         q.scales(0, 0) = scale;
 #pragma omp parallel for schedule(static)
-        for (std::int64_t r = 0; r < rows; ++r) encodeE4m3Scaled(w.data() + r * cols, cols, scale, q.codes.data() + r * cols);
+        for (std::int64_t r = 0; r < rows; ++r)
+            encodeE4m3Scaled(w.data() + r * cols, cols, scale, q.codes.data() + r * cols);
         return q;
     }
 #pragma omp parallel for schedule(static)

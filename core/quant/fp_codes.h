@@ -23,7 +23,7 @@ inline constexpr float kE2m1Max = 6.0f;
 [[gnu::always_inline]] inline std::uint8_t encodeE4m3(float v) {
     const std::uint32_t bits = std::bit_cast<std::uint32_t>(v);
     const std::uint32_t sign = (bits >> 24) & 0x80u;
-    const std::uint32_t mag = std::min(bits & 0x7FFFFFFFu, 0x43E00000u);   // 0x43E00000 = 448
+    const std::uint32_t mag = std::min(bits & 0x7FFFFFFFu, 0x43E00000u);  // 0x43E00000 = 448
     // Normal range (|v| >= 2^-6): round the f32 mantissa to 3 bits at bit 20 (ties to even), then
     // re-bias the exponent from 127 to 7. A carry out of the mantissa bumps the exponent, as it should.
     const std::uint32_t rounded = mag + 0x7FFFFu + ((mag >> 20) & 1u);
@@ -33,7 +33,7 @@ inline constexpr float kE2m1Max = 6.0f;
     const std::uint32_t significand = (mag & 0x7FFFFFu) | 0x800000u;
     const std::uint32_t shift = std::min(141u - (mag >> 23), 31u);
     const std::uint32_t sub = (significand + (1u << (shift - 1)) - 1u + ((significand >> shift) & 1u)) >> shift;
-    const std::uint32_t code = mag < 0x3C800000u ? sub : normal;   // 0x3C800000 = 2^-6
+    const std::uint32_t code = mag < 0x3C800000u ? sub : normal;  // 0x3C800000 = 2^-6
     return static_cast<std::uint8_t>(sign | code);
 }
 
@@ -61,8 +61,8 @@ constexpr float decodeE4m3(std::uint8_t code) {
     const int exponent = (code >> 3) & 0xF;
     const int mantissa = code & 0x7;
     if (exponent == 15 && mantissa == 7) return std::numeric_limits<float>::quiet_NaN();
-    float magnitude = exponent == 0 ? static_cast<float>(mantissa) / 512.0f
-                                    : (1.0f + static_cast<float>(mantissa) / 8.0f);
+    float magnitude =
+        exponent == 0 ? static_cast<float>(mantissa) / 512.0f : (1.0f + static_cast<float>(mantissa) / 8.0f);
     for (int e = 7; e < exponent; ++e) magnitude *= 2.0f;
     for (int e = exponent; e < 7 && exponent != 0; ++e) magnitude *= 0.5f;
     return (code & 0x80) ? -magnitude : magnitude;
@@ -113,8 +113,9 @@ inline const std::array<float, 256>& e4m3Table() {
 }
 
 // Four vectors of 32-bit codes (each 0..255) -> 32 bytes in lane order.
-[[gnu::always_inline, gnu::target("avx2")]] inline void storeCodes32(std::uint8_t* out, __m256i c0, __m256i c1, __m256i c2, __m256i c3) {
-    const __m256i p01 = _mm256_packs_epi32(c0, c1);       // c0[0:4] c1[0:4] | c0[4:8] c1[4:8]
+[[gnu::always_inline, gnu::target("avx2")]] inline void storeCodes32(std::uint8_t* out, __m256i c0, __m256i c1,
+                                                                     __m256i c2, __m256i c3) {
+    const __m256i p01 = _mm256_packs_epi32(c0, c1);  // c0[0:4] c1[0:4] | c0[4:8] c1[4:8]
     const __m256i p23 = _mm256_packs_epi32(c2, c3);
     const __m256i bytes = _mm256_packus_epi16(p01, p23);  // c0[0:4] c1[0:4] c2[0:4] c3[0:4] | the upper halves
     const __m256i order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);

@@ -27,7 +27,7 @@ inline int nearestInt(float v) {
 inline void groupWeights(const float* importance, int n, float* w) {
     float sum = 0.0f;
     if (importance) {
-        for (int i = 0; i < n; ++i) {   // NaN, negative and infinite weights count as 0
+        for (int i = 0; i < n; ++i) {  // NaN, negative and infinite weights count as 0
             const float v = importance[i];
             w[i] = (v > 0.0f) & (v <= std::numeric_limits<float>::max()) ? v : 0.0f;
         }
@@ -74,8 +74,8 @@ inline constexpr TrialGrid kFineGrid{-0.9f, 0.05f, 36, 3};
 inline constexpr TrialGrid kCoarseGrid{-0.9f, 0.3f, 6, 3};
 
 struct AsymmetricFit {
-    float scale = 0.0f;   // x ~ scale * l + min, l in [0, nmax]
-    float min = 0.0f;     // <= 0
+    float scale = 0.0f;  // x ~ scale * l + min, l in [0, nmax]
+    float min = 0.0f;    // <= 0
 };
 
 // Groups fitAsymmetric handles at once, one per SIMD lane.
@@ -107,7 +107,7 @@ inline void fitAsymmetric(const float* x, const float* w, int groups, int n, int
         sumW[k] = sumX[k] = 0;
     }
     for (int i = 0; i < n; ++i)
-        #pragma omp simd
+#pragma omp simd
         for (int k = 0; k < kBatch; ++k) {
             lo[k] = xt[i][k] < lo[k] ? xt[i][k] : lo[k];
             hi[k] = xt[i][k] > hi[k] ? xt[i][k] : hi[k];
@@ -125,7 +125,7 @@ inline void fitAsymmetric(const float* x, const float* w, int groups, int n, int
         float a[kChains][kBatch] = {}, b[kChains][kBatch] = {}, c[kChains][kBatch] = {};
         for (int i0 = 0; i0 < n; i0 += kChains)
             for (int u = 0; u < kChains; ++u)
-                #pragma omp simd
+#pragma omp simd
                 for (int k = 0; k < kBatch; ++k) {
                     const float xv = xt[i0 + u][k];
                     const float l = clampTo(roundHalfEven(iscale[k] * (xv - origin[k])), 0.0f, fmax);
@@ -134,7 +134,7 @@ inline void fitAsymmetric(const float* x, const float* w, int groups, int n, int
                     b[u][k] += wl * l;
                     c[u][k] += wl * xv;
                 }
-        #pragma omp simd
+#pragma omp simd
         for (int k = 0; k < kBatch; ++k) {
             sl[k] = (a[0][k] + a[1][k]) + (a[2][k] + a[3][k]);
             sl2[k] = (b[0][k] + b[1][k]) + (b[2][k] + b[3][k]);
@@ -145,10 +145,10 @@ inline void fitAsymmetric(const float* x, const float* w, int groups, int n, int
     // The plain range fit first, as ggml starts: scale range / nmax, min lo, its G written out.
     float bestIscale[kBatch], bestOrigin[kBatch], bestScale[kBatch];
     double bestNum[kBatch], bestDen[kBatch], bestSl[kBatch], bestSl2[kBatch], bestSxl[kBatch];
-    double bestPlain[kBatch], bestClamped[kBatch];   // flags, 0 or 1 (doubles: one vector type in the loop)
+    double bestPlain[kBatch], bestClamped[kBatch];  // flags, 0 or 1 (doubles: one vector type in the loop)
     for (int k = 0; k < kBatch; ++k) {
         lo[k] = lo[k] < 0.0f ? lo[k] : 0.0f;
-        const float range = hi[k] > lo[k] ? hi[k] - lo[k] : 1.0f;   // flat groups are finished below
+        const float range = hi[k] > lo[k] ? hi[k] - lo[k] : 1.0f;  // flat groups are finished below
         origin[k] = bestOrigin[k] = lo[k];
         iscale[k] = bestIscale[k] = fmax / range;
         bestScale[k] = range / fmax;
@@ -164,26 +164,27 @@ inline void fitAsymmetric(const float* x, const float* w, int groups, int n, int
     }
     // 1 / (max - origin) and 1 / best scale, updated only where a fit improves.
     float invRange[kBatch], refined[kBatch];
-    #pragma omp simd
+#pragma omp simd
     for (int k = 0; k < kBatch; ++k) {
         invRange[k] = 1.0f / (hi[k] > origin[k] ? hi[k] - origin[k] : 1.0f);
         refined[k] = bestIscale[k];
     }
     for (int step = 0; step <= grid.count + grid.refinements; ++step) {
         const float numerator = grid.first + grid.step * static_cast<float>(step) + fmax;
-        #pragma omp simd
+#pragma omp simd
         for (int k = 0; k < kBatch; ++k) iscale[k] = step <= grid.count ? numerator * invRange[k] : refined[k];
         pass();
-        // The least-squares fit of each rounding, branch-free so that it vectorises too. With the min
-        // free: G = (W sxl^2 - 2 X sl sxl + sl2 X^2) / det, det = W sl2 - sl^2; when that min would be
-        // positive it is held at 0: G = sxl^2 / sl2.
-        #pragma omp simd
+// The least-squares fit of each rounding, branch-free so that it vectorises too. With the min
+// free: G = (W sxl^2 - 2 X sl sxl + sl2 X^2) / det, det = W sl2 - sl^2; when that min would be
+// positive it is held at 0: G = sxl^2 / sl2.
+#pragma omp simd
         for (int k = 0; k < kBatch; ++k) {
             const double dl = sl[k], dl2 = sl2[k], dxl = sxl[k];
             const double det = sumW[k] * dl2 - dl * dl;
-            const double minNum = dl2 * sumX[k] - dl * dxl;   // min * det
+            const double minNum = dl2 * sumX[k] - dl * dxl;  // min * det
             const bool clamped = minNum > 0;
-            const double num = clamped ? dxl * dxl : sumW[k] * dxl * dxl - 2 * sumX[k] * dl * dxl + dl2 * sumX[k] * sumX[k];
+            const double num =
+                clamped ? dxl * dxl : sumW[k] * dxl * dxl - 2 * sumX[k] * dl * dxl + dl2 * sumX[k] * sumX[k];
             const double den = clamped ? dl2 : det;
             const bool better = (det > 0) & (den > 0) & (num * bestDen[k] > bestNum[k] * den);
             // The new min is where the next trials round from; the scale seeds the refinements.
@@ -220,13 +221,14 @@ inline void fitAsymmetric(const float* x, const float* w, int groups, int n, int
             m = (bestSl2[k] * sumX[k] - bestSl[k] * bestSxl[k]) / det;
         }
         fits[k] = flat ? AsymmetricFit{0.0f, lo[k]} : AsymmetricFit{static_cast<float>(s), static_cast<float>(m)};
-        if (flat) bestIscale[k] = 0.0f;   // every code 0
+        if (flat) bestIscale[k] = 0.0f;  // every code 0
     }
-    std::int32_t lt[kMaxGroup][kBatch];   // int32, not uint8: float -> int32 converts in vectors
+    std::int32_t lt[kMaxGroup][kBatch];  // int32, not uint8: float -> int32 converts in vectors
     for (int i = 0; i < n; ++i)
-        #pragma omp simd
+#pragma omp simd
         for (int k = 0; k < kBatch; ++k)
-            lt[i][k] = static_cast<std::int32_t>(clampTo(roundHalfEven(bestIscale[k] * (xt[i][k] - bestOrigin[k])), 0.0f, fmax));
+            lt[i][k] = static_cast<std::int32_t>(
+                clampTo(roundHalfEven(bestIscale[k] * (xt[i][k] - bestOrigin[k])), 0.0f, fmax));
     for (int k = 0; k < groups; ++k)
         for (int i = 0; i < n; ++i) L[k * n + i] = static_cast<std::uint8_t>(lt[i][k]);
 }
@@ -248,10 +250,10 @@ inline void fitSymmetric(const float* x, const float* w, int groups, int n, int 
         }
     float amax[kBatch] = {}, max[kBatch] = {};
     for (int i = 0; i < n; ++i)
-        #pragma omp simd
+#pragma omp simd
         for (int k = 0; k < kBatch; ++k) {
             const float a = std::fabs(xt[i][k]);
-            const bool larger = a > amax[k];   // the first of equal magnitudes, as ggml
+            const bool larger = a > amax[k];  // the first of equal magnitudes, as ggml
             amax[k] = larger ? a : amax[k];
             max[k] = larger ? xt[i][k] : max[k];
         }
@@ -262,7 +264,7 @@ inline void fitSymmetric(const float* x, const float* w, int groups, int n, int 
         float a[kChains][kBatch] = {}, b[kChains][kBatch] = {};
         for (int i0 = 0; i0 < n; i0 += kChains)
             for (int u = 0; u < kChains; ++u)
-                #pragma omp simd
+#pragma omp simd
                 for (int k = 0; k < kBatch; ++k) {
                     const float xv = xt[i0 + u][k];
                     const float l = clampTo(roundHalfEven(iscale[k] * xv), lo, hi);
@@ -270,7 +272,7 @@ inline void fitSymmetric(const float* x, const float* w, int groups, int n, int 
                     a[u][k] += wl * xv;
                     b[u][k] += wl * l;
                 }
-        #pragma omp simd
+#pragma omp simd
         for (int k = 0; k < kBatch; ++k) {
             sxl[k] = (a[0][k] + a[1][k]) + (a[2][k] + a[3][k]);
             sl2[k] = (b[0][k] + b[1][k]) + (b[2][k] + b[3][k]);
@@ -291,7 +293,7 @@ inline void fitSymmetric(const float* x, const float* w, int groups, int n, int 
         for (int k = 0; k < kBatch; ++k)
             iscale[k] = step <= steps ? numerator / (amax[k] >= 1e-15f ? max[k] : 1.0f) : refined[k];
         pass();
-        #pragma omp simd
+#pragma omp simd
         for (int k = 0; k < kBatch; ++k) {
             // better: sxl^2 / sl2 > bestSxl^2 / bestSl2, both denominators positive
             const bool better = (sl2[k] > 0.0f) & (sxl[k] * sxl[k] * bestSl2[k] > bestSxl[k] * bestSxl[k] * sl2[k]);
@@ -306,10 +308,10 @@ inline void fitSymmetric(const float* x, const float* w, int groups, int n, int 
     for (int k = 0; k < groups; ++k) {
         const bool flat = amax[k] < 1e-15f;
         scales[k] = flat ? 0.0f : bestSxl[k] / bestSl2[k];
-        if (flat) bestIscale[k] = 0.0f;   // every code nmax, i.e. l = 0
+        if (flat) bestIscale[k] = 0.0f;  // every code nmax, i.e. l = 0
     }
     for (int i = 0; i < n; ++i)
-        #pragma omp simd
+#pragma omp simd
         for (int k = 0; k < kBatch; ++k)
             lt[i][k] = static_cast<std::int32_t>(clampTo(roundHalfEven(bestIscale[k] * xt[i][k]), lo, hi)) + nmax;
     for (int k = 0; k < groups; ++k)

@@ -6,8 +6,9 @@
 #include <bit>
 #include <cmath>
 
-#include "ggml_encoders.h"
 #include "qs/io/ggml_blocks.h"
+
+#include "ggml_encoders.h"
 
 namespace qs::quant::ggml {
 namespace {
@@ -61,7 +62,8 @@ void encodeMxfp4(const float* src, std::uint8_t* dst, std::int64_t n, const floa
     for (std::int64_t b = 0; b < n / 32; ++b, src += 32, dst += 17) {
         const float amax = absMax(src, 32);
         // As ggml: the float exponent converted to an integer, of which the byte is kept.
-        const auto e = amax > 0.0f ? static_cast<std::uint8_t>(static_cast<int>(std::floor(std::log2(amax)) - 2.0f + 127.0f)) : 0;
+        const auto e =
+            amax > 0.0f ? static_cast<std::uint8_t>(static_cast<int>(std::floor(std::log2(amax)) - 2.0f + 127.0f)) : 0;
         const float scale = io::ggml::e8m0HalfToFloat(e);
         dst[0] = e;
         for (int j = 0; j < 16; ++j)
@@ -77,7 +79,8 @@ void encodeNvfp4(const float* src, std::uint8_t* dst, std::int64_t n, const floa
             const float scale = io::ggml::ue4m3HalfToFloat(ue);
             dst[s] = ue;
             for (int j = 0; j < 8; ++j)
-                dst[4 + 8 * s + j] = static_cast<std::uint8_t>(nearestFp4(src[j], scale) | (nearestFp4(src[j + 8], scale) << 4));
+                dst[4 + 8 * s + j] =
+                    static_cast<std::uint8_t>(nearestFp4(src[j], scale) | (nearestFp4(src[j + 8], scale) << 4));
         }
     }
 }

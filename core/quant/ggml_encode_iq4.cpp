@@ -8,17 +8,18 @@
 #include <algorithm>
 #include <cmath>
 
-#include "ggml_block_search.h"
-#include "ggml_encoders.h"
 #include "qs/io/dtype.h"
 #include "qs/io/ggml_blocks.h"
+
+#include "ggml_block_search.h"
+#include "ggml_encoders.h"
 
 namespace qs::quant::ggml {
 namespace {
 
 using io::ggml::kIq4nlValues;
 constexpr int kGroup = 32;
-constexpr int kTrials = 7;   // trial scales (values[0] + t) / max for t in -7..7
+constexpr int kTrials = 7;  // trial scales (values[0] + t) / max for t in -7..7
 
 // Index of the level nearest to v (the upper one on ties): the number of midpoints at or below v.
 struct Iq4Levels {
@@ -52,7 +53,7 @@ float fitGroup(const float* x, const float* w, std::uint8_t* L) {
     auto trial = [&](float id, float& sumqx, float& sumq2) {
         float a[kLanes] = {}, b[kLanes] = {};
         for (int i0 = 0; i0 < kGroup; i0 += kLanes)
-            #pragma omp simd
+#pragma omp simd
             for (int k = 0; k < kLanes; ++k) {
                 const float q = kLevels.value[kLevels.nearest(id * x[i0 + k])];
                 const float wq = w[i0 + k] * q;
@@ -62,7 +63,7 @@ float fitGroup(const float* x, const float* w, std::uint8_t* L) {
         sumqx = sumLanes(a), sumq2 = sumLanes(b);
     };
     float sumqx, sumq2;
-    float bestId = -kLevels.value[0] / max;   // the largest magnitude lands near the top level
+    float bestId = -kLevels.value[0] / max;  // the largest magnitude lands near the top level
     trial(bestId, sumqx, sumq2);
     float d = sumq2 > 0 ? sumqx / sumq2 : 0.0f;
     float best = d * sumqx;
@@ -116,9 +117,12 @@ void encodeIq4Xs(const float* src, std::uint8_t* dst, std::int64_t n, const floa
         for (int g = 0; g < kGroups; ++g) {
             const float dl = d * static_cast<float>(ls[g] - 32);
             const float idl = dl != 0.0f ? 1.0f / dl : 0.0f;
-            for (int j = g * kGroup; j < (g + 1) * kGroup; ++j) L[j] = static_cast<std::uint8_t>(kLevels.nearest(idl * src[j]));
-            if (g % 2 == 0) dst[4 + g / 2] = static_cast<std::uint8_t>(ls[g] & 0xF);
-            else dst[4 + g / 2] = static_cast<std::uint8_t>(dst[4 + g / 2] | ((ls[g] & 0xF) << 4));
+            for (int j = g * kGroup; j < (g + 1) * kGroup; ++j)
+                L[j] = static_cast<std::uint8_t>(kLevels.nearest(idl * src[j]));
+            if (g % 2 == 0)
+                dst[4 + g / 2] = static_cast<std::uint8_t>(ls[g] & 0xF);
+            else
+                dst[4 + g / 2] = static_cast<std::uint8_t>(dst[4 + g / 2] | ((ls[g] & 0xF) << 4));
             scalesHigh = static_cast<std::uint16_t>(scalesHigh | ((ls[g] >> 4) << (2 * g)));
             packGroup(L + g * kGroup, dst + 8 + 16 * g);
         }

@@ -11,10 +11,11 @@
 #include <cmath>
 #include <cstring>
 
-#include "ggml_block_search.h"
-#include "ggml_encoders.h"
 #include "qs/io/dtype.h"
 #include "qs/io/ggml_blocks.h"
+
+#include "ggml_block_search.h"
+#include "ggml_encoders.h"
 
 namespace qs::quant::ggml {
 namespace {
@@ -39,9 +40,10 @@ void packTwoBits(const std::uint8_t* L, std::uint8_t* qs) {
 // l = round((x + ml) / dl) in [0, nmax] for the `size` weights of one sub-block (dl != 0).
 void requantizeSubBlock(const float* x, int size, float dl, float ml, int nmax, std::uint8_t* L) {
     const float id = 1.0f / dl;
-    std::int32_t codes[32];   // int32 first: float -> int32 converts in vectors
-    #pragma omp simd
-    for (int i = 0; i < size; ++i) codes[i] = static_cast<std::int32_t>(clampTo(roundHalfEven((x[i] + ml) * id), 0.0f, static_cast<float>(nmax)));
+    std::int32_t codes[32];  // int32 first: float -> int32 converts in vectors
+#pragma omp simd
+    for (int i = 0; i < size; ++i)
+        codes[i] = static_cast<std::int32_t>(clampTo(roundHalfEven((x[i] + ml) * id), 0.0f, static_cast<float>(nmax)));
     for (int i = 0; i < size; ++i) L[i] = static_cast<std::uint8_t>(codes[i]);
 }
 
@@ -50,7 +52,7 @@ void requantizeAsymmetric(const float* x, int size, float d, const std::uint8_t*
                           int nmax, std::uint8_t* L) {
     for (int j = 0; j < kQk / size; ++j) {
         const float dl = d * static_cast<float>(ls[j]);
-        if (dl == 0.0f) continue;   // every code decodes to -m: keep the fitted ones
+        if (dl == 0.0f) continue;  // every code decodes to -m: keep the fitted ones
         const float ml = dmin * static_cast<float>(lm[j]);
         requantizeSubBlock(x + size * j, size, dl, ml, nmax, L + size * j);
     }
@@ -68,8 +70,8 @@ void splitFits(const AsymmetricFit* fits, const float* w, int count, int size, f
 }
 
 // Steps 1 and 2 for Q4_K / Q5_K: 8 sub-blocks of 32 with 6-bit scales and mins.
-void fitScaleMinK4(const float* x, const float* w, int nmax, const TrialGrid& grid, std::uint8_t* block, std::uint8_t* L, float& d, float& dmin,
-                   std::uint8_t* ls, std::uint8_t* lm) {
+void fitScaleMinK4(const float* x, const float* w, int nmax, const TrialGrid& grid, std::uint8_t* block,
+                   std::uint8_t* L, float& d, float& dmin, std::uint8_t* ls, std::uint8_t* lm) {
     float scales[8], mins[8], sw[8];
     AsymmetricFit fits[8];
     fitAsymmetric(x, w, 8, 32, nmax, grid, L, fits);
@@ -99,9 +101,9 @@ void refineScaleMinK4(const float* x, const float* w, int nmax, float d, float d
                       std::uint8_t* L, std::uint8_t* packed) {
     bool moved = false;
     for (int j = 0; j < 8; ++j) {
-        float acc[6][kLanes] = {};   // sum w, wx, wx^2, wl, wl^2, wxl in fixed lanes
+        float acc[6][kLanes] = {};  // sum w, wx, wx^2, wl, wl^2, wxl in fixed lanes
         for (int i0 = 32 * j; i0 < 32 * (j + 1); i0 += kLanes)
-            #pragma omp simd
+#pragma omp simd
             for (int k = 0; k < kLanes; ++k) {
                 const float wi = w[i0 + k], xi = x[i0 + k], li = L[i0 + k];
                 acc[0][k] += wi;
@@ -194,7 +196,7 @@ void encodeQ3_K(const float* src, std::uint8_t* dst, std::int64_t n, const float
             for (int i = 16 * j; i < 16 * (j + 1); ++i)
                 L[i] = static_cast<std::uint8_t>(std::clamp(nearestInt(src[i] * id), -4, 3) + 4);
         }
-        std::memset(dst, 0, 32);   // hmask: the third bit of weight i is bit i / 32 of byte i % 32
+        std::memset(dst, 0, 32);  // hmask: the third bit of weight i is bit i / 32 of byte i % 32
         for (int i = 0; i < kQk; ++i)
             if (L[i] > 3) {
                 dst[i % 32] = static_cast<std::uint8_t>(dst[i % 32] | (1 << (i / 32)));
@@ -244,7 +246,7 @@ void encodeQ6_K(const float* src, std::uint8_t* dst, std::int64_t n, const float
         fitSymmetricSubBlocks(src, w, 32, L, scales, sw);
         std::memset(dst, 0, bytes);
         const float dScale = fitSymmetric(scales, sw, 16, 128, 9, ls);
-        if (dScale == 0.0f) continue;   // an all-zero super-block: zero scales and d
+        if (dScale == 0.0f) continue;  // an all-zero super-block: zero scales and d
         auto* sc = reinterpret_cast<std::int8_t*>(dst + 192);
         for (int j = 0; j < 16; ++j) sc[j] = static_cast<std::int8_t>(ls[j] - 128);
         const float d = roundTripHalf(dst + 208, dScale);
@@ -260,8 +262,8 @@ void encodeQ6_K(const float* src, std::uint8_t* dst, std::int64_t n, const float
                 const std::uint8_t* q = L + 128 * h + l;
                 dst[64 * h + l] = static_cast<std::uint8_t>((q[0] & 0xF) | ((q[64] & 0xF) << 4));
                 dst[64 * h + 32 + l] = static_cast<std::uint8_t>((q[32] & 0xF) | ((q[96] & 0xF) << 4));
-                dst[128 + 32 * h + l] = static_cast<std::uint8_t>((q[0] >> 4) | ((q[32] >> 4) << 2) | ((q[64] >> 4) << 4) |
-                                                                  ((q[96] >> 4) << 6));
+                dst[128 + 32 * h + l] = static_cast<std::uint8_t>((q[0] >> 4) | ((q[32] >> 4) << 2) |
+                                                                  ((q[64] >> 4) << 4) | ((q[96] >> 4) << 6));
             }
     }
 }

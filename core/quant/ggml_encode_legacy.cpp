@@ -7,10 +7,11 @@
 #include <cfloat>
 #include <cmath>
 
-#include "ggml_block_search.h"
-#include "ggml_encoders.h"
 #include "qs/io/dtype.h"
 #include "qs/io/ggml_blocks.h"
+
+#include "ggml_block_search.h"
+#include "ggml_encoders.h"
 
 namespace qs::quant::ggml {
 namespace {
@@ -22,7 +23,8 @@ void writeHalf(std::uint8_t* p, float v) { io::ggml::writeU16(p, io::f32ToF16(v)
 
 // Codes 0..15 (or the low nibbles of 0..31): weight j in the low, weight j + 16 in the high nibble.
 void packNibbles(const int* codes, std::uint8_t* qs) {
-    for (int j = 0; j < kHalf; ++j) qs[j] = static_cast<std::uint8_t>((codes[j] & 0xF) | ((codes[j + kHalf] & 0xF) << 4));
+    for (int j = 0; j < kHalf; ++j)
+        qs[j] = static_cast<std::uint8_t>((codes[j] & 0xF) | ((codes[j + kHalf] & 0xF) << 4));
 }
 void packFifthBits(const int* codes, std::uint8_t* qh) {
     std::uint32_t bits = 0;
@@ -46,7 +48,8 @@ void referenceSymmetric(const float* x, int levels, float& d, int* codes) {
     d = signedAbsMax(x) / static_cast<float>(-levels);
     const float id = d != 0.0f ? 1.0f / d : 0.0f;
     const float offset = static_cast<float>(levels) + 0.5f;
-    for (int j = 0; j < kBlock; ++j) codes[j] = std::min(2 * levels - 1, static_cast<int>(static_cast<std::int8_t>(x[j] * id + offset)));
+    for (int j = 0; j < kBlock; ++j)
+        codes[j] = std::min(2 * levels - 1, static_cast<int>(static_cast<std::int8_t>(x[j] * id + offset)));
 }
 
 // Offset reference: m = min, d = (max - min) / top, code = trunc((x - min) / d + 0.5).
@@ -67,7 +70,8 @@ void referenceOffset(const float* x, int top, bool clampTop, float& d, float& m,
 
 // Importance-weighted fits: the codes and scale (and offset) of least importance-weighted error.
 // Up to kBatch blocks at once (the batched search's lanes).
-void weightedSymmetric(const float* x, const float* importance, int blocks, int levels, float* d, int (*codes)[kBlock]) {
+void weightedSymmetric(const float* x, const float* importance, int blocks, int levels, float* d,
+                       int (*codes)[kBlock]) {
     float w[kBatch * kBlock];
     std::uint8_t L[kBatch * kBlock];
     for (int b = 0; b < blocks; ++b) groupWeights(importance + b * kBlock, kBlock, w + b * kBlock);
@@ -98,7 +102,8 @@ void encodeSymmetricBlocks(const float* src, std::uint8_t* dst, std::int64_t n, 
 }
 
 // Up to kBatch blocks at once (the batched search's lanes).
-void weightedOffset(const float* x, const float* importance, int blocks, int top, float* d, float* m, int (*codes)[kBlock]) {
+void weightedOffset(const float* x, const float* importance, int blocks, int top, float* d, float* m,
+                    int (*codes)[kBlock]) {
     float w[kBatch * kBlock];
     std::uint8_t L[kBatch * kBlock];
     AsymmetricFit fits[kBatch];
@@ -113,8 +118,8 @@ void weightedOffset(const float* x, const float* importance, int blocks, int top
 
 // Q4_1 / Q5_1 blocks of `bytes`, codes written by pack.
 template <typename Pack>
-void encodeOffsetBlocks(const float* src, std::uint8_t* dst, std::int64_t n, const float* importance, int top, bool clampTop,
-                        int bytes, Pack pack) {
+void encodeOffsetBlocks(const float* src, std::uint8_t* dst, std::int64_t n, const float* importance, int top,
+                        bool clampTop, int bytes, Pack pack) {
     float d[kBatch], m[kBatch];
     int codes[kBatch][kBlock];
     for (std::int64_t b0 = 0; b0 < n / kBlock; b0 += kBatch) {
@@ -122,7 +127,8 @@ void encodeOffsetBlocks(const float* src, std::uint8_t* dst, std::int64_t n, con
         if (importance) {
             weightedOffset(src + b0 * kBlock, importance + b0 * kBlock, blocks, top, d, m, codes);
         } else {
-            for (int b = 0; b < blocks; ++b) referenceOffset(src + (b0 + b) * kBlock, top, clampTop, d[b], m[b], codes[b]);
+            for (int b = 0; b < blocks; ++b)
+                referenceOffset(src + (b0 + b) * kBlock, top, clampTop, d[b], m[b], codes[b]);
         }
         for (int b = 0; b < blocks; ++b) {
             std::uint8_t* block = dst + (b0 + b) * bytes;
@@ -136,11 +142,13 @@ void encodeOffsetBlocks(const float* src, std::uint8_t* dst, std::int64_t n, con
 }  // namespace
 
 void encodeQ4_0(const float* src, std::uint8_t* dst, std::int64_t n, const float* importance) {
-    encodeSymmetricBlocks(src, dst, n, importance, 8, 2 + kHalf, [](const int* codes, std::uint8_t* p) { packNibbles(codes, p); });
+    encodeSymmetricBlocks(src, dst, n, importance, 8, 2 + kHalf,
+                          [](const int* codes, std::uint8_t* p) { packNibbles(codes, p); });
 }
 
 void encodeQ4_1(const float* src, std::uint8_t* dst, std::int64_t n, const float* importance) {
-    encodeOffsetBlocks(src, dst, n, importance, 15, true, 4 + kHalf, [](const int* codes, std::uint8_t* p) { packNibbles(codes, p); });
+    encodeOffsetBlocks(src, dst, n, importance, 15, true, 4 + kHalf,
+                       [](const int* codes, std::uint8_t* p) { packNibbles(codes, p); });
 }
 
 void encodeQ5_0(const float* src, std::uint8_t* dst, std::int64_t n, const float* importance) {

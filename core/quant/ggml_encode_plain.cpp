@@ -2,8 +2,9 @@
 // GGML_FP32_TO_FP16 / GGML_FP32_TO_BF16 do. Importance weights cannot change a plain number.
 #include <cstring>
 
-#include "ggml_encoders.h"
 #include "qs/io/dtype.h"
+
+#include "ggml_encoders.h"
 
 namespace qs::quant::ggml {
 

@@ -2,8 +2,9 @@
 // from zero, as roundf), as ggml's reference quantizer. Importance weights do not change Q8_0 in ggml.
 #include <cmath>
 
-#include "ggml_encoders.h"
 #include "qs/io/dtype.h"
+
+#include "ggml_encoders.h"
 
 namespace qs::quant::ggml {
 namespace {

@@ -11,8 +11,9 @@ QuantizedLinear quantizeGgml(const MatrixF& w, io::GgmlType type, const InputImp
     const auto& traits = io::ggmlTypeTraits(type);
     if (!ggmlEncodes(type)) throw Error("ggml type " + std::string(traits.name) + " cannot be encoded by QuantScope");
     if (w.cols() % traits.blockElements != 0)
-        throw Error("a [" + std::to_string(w.rows()) + ", " + std::to_string(w.cols()) + "] weight is not whole blocks of " +
-                    std::string(traits.name) + " (" + std::to_string(traits.blockElements) + " per row block)");
+        throw Error("a [" + std::to_string(w.rows()) + ", " + std::to_string(w.cols()) +
+                    "] weight is not whole blocks of " + std::string(traits.name) + " (" +
+                    std::to_string(traits.blockElements) + " per row block)");
     if (!importance.sumSquares.empty() && importance.sumSquares.size() != static_cast<std::size_t>(w.cols()))
         throw Error("importance has " + std::to_string(importance.sumSquares.size()) + " columns for a weight of " +
                     std::to_string(w.cols()));

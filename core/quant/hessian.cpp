@@ -21,12 +21,12 @@ Eigen::MatrixXf gramLower(const Eigen::Ref<const MatrixF>& x) {
     const std::int64_t f = x.cols();
     Eigen::MatrixXf g(f, f);
     const std::int64_t tiles = (f + kTile - 1) / kTile;
-    std::vector<std::pair<std::int64_t, std::int64_t>> pairs;   // (row tile, col tile), row >= col
+    std::vector<std::pair<std::int64_t, std::int64_t>> pairs;  // (row tile, col tile), row >= col
     for (std::int64_t i = 0; i < tiles; ++i)
         for (std::int64_t j = 0; j <= i; ++j) pairs.emplace_back(i, j);
-    // Each tile is one single-threaded GEMM (Eigen's product, which calls OpenBLAS; its OpenMP build
-    // runs on the calling thread inside a parallel region), so the result does not depend on which
-    // thread computed it: deterministic for any thread count.
+            // Each tile is one single-threaded GEMM (Eigen's product, which calls OpenBLAS; its OpenMP build
+            // runs on the calling thread inside a parallel region), so the result does not depend on which
+            // thread computed it: deterministic for any thread count.
 #pragma omp parallel for schedule(dynamic, 1)
     for (std::size_t p = 0; p < pairs.size(); ++p) {
         const auto [ti, tj] = pairs[p];
@@ -51,7 +51,8 @@ HessianAccumulator::HessianAccumulator(std::int64_t features) : features_(featur
         for (std::int64_t j = 0; j <= i; ++j) {
             tiles_.emplace_back(i, j);
             offsets_.push_back(size);
-            size += static_cast<std::size_t>(std::min(kTile, features - i * kTile) * std::min(kTile, features - j * kTile));
+            size +=
+                static_cast<std::size_t>(std::min(kTile, features - i * kTile) * std::min(kTile, features - j * kTile));
         }
     sum_.assign(size, 0.0);
     absSum_ = VectorD::Zero(features);
@@ -67,8 +68,7 @@ void HessianAccumulator::add(const Eigen::Ref<const MatrixF>& x, std::int64_t ch
         throw Error("HessianAccumulator: input has " + std::to_string(x.cols()) + " features, expected " +
                     std::to_string(features_));
     chunkRows = std::max<std::int64_t>(chunkRows, 1);
-    for (std::int64_t r = 0; r < x.rows(); r += chunkRows)
-        addChunk(x.middleRows(r, std::min(chunkRows, x.rows() - r)));
+    for (std::int64_t r = 0; r < x.rows(); r += chunkRows) addChunk(x.middleRows(r, std::min(chunkRows, x.rows() - r)));
 }
 
 void HessianAccumulator::addChunk(const Eigen::Ref<const MatrixF>& x) {
@@ -111,7 +111,7 @@ MatrixF HessianAccumulator::finalize() const {
         const std::int64_t nr = std::min(kTile, f - r0), nc = std::min(kTile, f - c0);
         const Eigen::Map<const Eigen::MatrixXd> s(sum_.data() + offsets_[p], nr, nc);
         Eigen::MatrixXf tile = (k * s).cast<float>();
-        if (ti == tj) tile = Eigen::MatrixXf(tile.selfadjointView<Eigen::Lower>());   // its upper part was never summed
+        if (ti == tj) tile = Eigen::MatrixXf(tile.selfadjointView<Eigen::Lower>());  // its upper part was never summed
         h.block(r0, c0, nr, nc) = tile;
         if (ti != tj) h.block(c0, r0, nc, nr) = tile.transpose();
     }

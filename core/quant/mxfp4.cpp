@@ -13,7 +13,7 @@ namespace {
 // floor(log2(amax)) - 2, read from the float's exponent field: exact, where a floating-point log2
 // can round up to the next integer just below a power of two, and far cheaper than libm per block.
 int sharedExponent(float amax) {
-    const float floored = std::max(amax, 0x1p-126f);   // a normal float: the field is the exponent
+    const float floored = std::max(amax, 0x1p-126f);  // a normal float: the field is the exponent
     const int exponent = static_cast<int>((std::bit_cast<std::uint32_t>(floored) >> 23) & 0xFFu) - 127;
     return std::clamp(exponent - 2, -127, 127);
 }
@@ -29,7 +29,7 @@ template <int N>
 float encodeBlock(const float* x, std::int64_t n, std::uint8_t* codes) {
     const int e = sharedExponent(n == N ? detail::absMaxFixed<N>(x) : detail::absMax(x, n));
     const float inverse = powerOfTwo(-e);
-    if (n == N) {   // a full block: fixed trip count, unrolled
+    if (n == N) {  // a full block: fixed trip count, unrolled
 #pragma omp simd
         for (int c = 0; c < N; ++c) codes[c] = detail::encodeE2m1(x[c] * inverse);
     } else {

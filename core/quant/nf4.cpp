@@ -2,14 +2,15 @@
 
 #include <algorithm>
 #include <bit>
-#include <limits>
 #include <cmath>
+#include <limits>
 #include <string>
 #include <vector>
 
-#include "fp_codes.h"
 #include "qs/cpu_features.h"
 #include "qs/error.h"
+
+#include "fp_codes.h"
 
 namespace qs::quant {
 namespace {
@@ -64,7 +65,7 @@ struct DoubleQuant {
     std::vector<std::uint8_t> codes;
     std::vector<float> scales;
     float offset = 0.0f;
-    std::vector<float> decoded;   // what the absmax values decode to
+    std::vector<float> decoded;  // what the absmax values decode to
 };
 
 // bitsandbytes quantize_blockwise(absmax - mean(absmax), blocksize=nested) with the dynamic map.
@@ -91,8 +92,9 @@ DoubleQuant doubleQuantize(const std::vector<float>& absmax, int nested) {
         for (std::size_t i = b0; i < b1; ++i) {
             const float centred = absmax[i] - dq.offset;
             // An all-equal block has amax 0: any code decodes to the offset; take the map's zero.
-            const std::uint8_t code = amax > 0.0f ? dynamic8Index(std::clamp(centred * inverse, -1.0f, 1.0f), thresholds)
-                                                  : static_cast<std::uint8_t>(127);
+            const std::uint8_t code = amax > 0.0f
+                                          ? dynamic8Index(std::clamp(centred * inverse, -1.0f, 1.0f), thresholds)
+                                          : static_cast<std::uint8_t>(127);
             dq.codes[i] = code;
             dq.decoded[i] = map[code] * amax + dq.offset;
         }
@@ -106,18 +108,29 @@ void checkShape(const MatrixF& w, const Nf4Options& o) {
         throw Error("quantizeNf4: blocksize must be a power of two in 32..4096, got " + std::to_string(o.blockSize));
     if (o.nestedBlockSize <= 0) throw Error("quantizeNf4: nested block size must be positive");
     if (w.cols() % o.blockSize != 0)
-        throw Error("quantizeNf4: " + std::to_string(w.cols()) + " input features are not a multiple of the block size " +
-                    std::to_string(o.blockSize));
+        throw Error("quantizeNf4: " + std::to_string(w.cols()) +
+                    " input features are not a multiple of the block size " + std::to_string(o.blockSize));
 }
 
 }  // namespace
 
 const std::array<float, 16>& nf4Table() {
-    static const std::array<float, 16> table = {
-        -1.0f, -0.6961928009986877f, -0.5250730514526367f, -0.39491748809814453f, -0.28444138169288635f,
-        -0.18477343022823334f, -0.09105003625154495f, 0.0f, 0.07958029955625534f, 0.16093020141124725f,
-        0.24611230194568634f, 0.33791524171829224f, 0.44070982933044434f, 0.5626170039176941f,
-        0.7229568362236023f, 1.0f};
+    static const std::array<float, 16> table = {-1.0f,
+                                                -0.6961928009986877f,
+                                                -0.5250730514526367f,
+                                                -0.39491748809814453f,
+                                                -0.28444138169288635f,
+                                                -0.18477343022823334f,
+                                                -0.09105003625154495f,
+                                                0.0f,
+                                                0.07958029955625534f,
+                                                0.16093020141124725f,
+                                                0.24611230194568634f,
+                                                0.33791524171829224f,
+                                                0.44070982933044434f,
+                                                0.5626170039176941f,
+                                                0.7229568362236023f,
+                                                1.0f};
     return table;
 }
 
@@ -146,8 +159,8 @@ std::array<float, N - 1> decisionThresholds(const std::array<float, N>& t) {
     std::array<float, N - 1> thresholds{};
     for (std::size_t j = 0; j + 1 < N; ++j) {
         const auto upperIsNearer = [&](float v) { return std::fabs(v - t[j + 1]) < std::fabs(v - t[j]); };
-        std::int32_t lo = orderedKey(t[j]);        // not nearer: v = t[j]
-        std::int32_t hi = orderedKey(t[j + 1]);    // nearer: v = t[j+1]
+        std::int32_t lo = orderedKey(t[j]);      // not nearer: v = t[j]
+        std::int32_t hi = orderedKey(t[j + 1]);  // nearer: v = t[j+1]
         while (hi - lo > 1) {
             const std::int32_t mid = lo + (hi - lo) / 2;
             (upperIsNearer(fromOrderedKey(mid)) ? hi : lo) = mid;
@@ -208,7 +221,7 @@ private:
 };
 
 [[gnu::target("avx2")]] void encodeNf4BlockAvx2(const float* x, std::int64_t bs, float inverse,
-                                               const std::array<float, 15>& thresholds, std::uint8_t* codes) {
+                                                const std::array<float, 15>& thresholds, std::uint8_t* codes) {
     const Nf4Search search(thresholds);
     const __m256 inv = _mm256_set1_ps(inverse);
     for (std::int64_t i = 0; i < bs; i += 32)
@@ -262,7 +275,7 @@ QuantizedLinear quantizeNf4(const MatrixF& w, const Nf4Options& options) {
         if (amax > 0.0f) {
             encodeNf4Block(x, bs, inverse, thresholds, codes);
         } else {
-            std::fill(codes, codes + bs, std::uint8_t{7});   // the table's 0
+            std::fill(codes, codes + bs, std::uint8_t{7});  // the table's 0
         }
     }
     if (options.doubleQuant) {

@@ -13,7 +13,8 @@ std::vector<std::uint8_t> packNibbles(std::span<const std::uint8_t> codes, Nibbl
     const unsigned oddShift = 4 - evenShift;
 #pragma omp simd
     for (std::size_t j = 0; j < pairs; ++j)
-        packed[j] = static_cast<std::uint8_t>(((codes[2 * j] & 0xF) << evenShift) | ((codes[2 * j + 1] & 0xF) << oddShift));
+        packed[j] =
+            static_cast<std::uint8_t>(((codes[2 * j] & 0xF) << evenShift) | ((codes[2 * j + 1] & 0xF) << oddShift));
     if (codes.size() % 2) packed[pairs] = static_cast<std::uint8_t>((codes[2 * pairs] & 0xF) << evenShift);
     return packed;
 }

@@ -3,13 +3,14 @@
 #include <algorithm>
 #include <array>
 #include <bit>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
+
+#include "qs/cpu_features.h"
+#include "qs/error.h"
 
 #include "fp4_blocks.h"
 #include "fp_codes.h"
-#include "qs/cpu_features.h"
-#include "qs/error.h"
 
 namespace qs::quant {
 namespace {
@@ -25,7 +26,7 @@ template <int N>
 void encodeBlock(const float* x, std::int64_t n, float scale, std::uint8_t* codes) {
     if (!(scale > 0.0f)) {
         std::fill(codes, codes + n, std::uint8_t{0});
-    } else if (n == N) {   // a full block: fixed trip count, unrolled
+    } else if (n == N) {  // a full block: fixed trip count, unrolled
 #pragma omp simd
         for (int c = 0; c < N; ++c) codes[c] = detail::encodeE2m1(x[c] / scale);
     } else {
@@ -66,7 +67,7 @@ float blockAmaxes(const float* row, std::int64_t cols, float* scales) {
 // The codes of whole blocks two at a time (32 codes, one 256-bit store), up to the last whole pair;
 // a pair with a zero scale goes the portable way. Returns the first block it left.
 [[gnu::target("avx2")]] std::int64_t encodeBlockPairsAvx2(const float* row, std::int64_t full, const float* scales,
-                                                        float tensorScale, std::uint8_t* codes) {
+                                                          float tensorScale, std::uint8_t* codes) {
     constexpr std::int64_t B = kNvfp4BlockSize;
     std::int64_t b = 0;
     for (; b + 1 < full; b += 2) {
@@ -121,8 +122,9 @@ QuantizedLinear quantizeNvfp4Blocks(const MatrixF& w, float fixedTensorScale) {
     // As the engines store it: the divisor 448·6 / amax (weight_global_scale), whose reciprocal is the
     // scale, so that the stored divisor decodes to exactly this scale (amax / 2688 need not have an f32
     // whose reciprocal it is).
-    const float tensorScale =
-        fixedTensorScale > 0.0f ? fixedTensorScale : 1.0f / (detail::kE4m3Max * detail::kE2m1Max / std::max(amax, 1e-12f));
+    const float tensorScale = fixedTensorScale > 0.0f
+                                  ? fixedTensorScale
+                                  : 1.0f / (detail::kE4m3Max * detail::kE2m1Max / std::max(amax, 1e-12f));
     q.globalScale = tensorScale;
 #pragma omp parallel for schedule(static) if (rows * cols > (1 << 16))
     for (std::int64_t r = 0; r < rows; ++r)

@@ -17,7 +17,7 @@ void checkShapes(const MatrixF& w, const MatrixF& q, std::int64_t inFeatures, co
 }  // namespace
 
 Eigen::VectorXd hessianQuadraticRows(const Eigen::Ref<const MatrixF>& d, const Eigen::Ref<const MatrixF>& h) {
-    const MatrixF dh = d * h;   // threaded GEMM; products summed per row in f64 below
+    const MatrixF dh = d * h;  // threaded GEMM; products summed per row in f64 below
     Eigen::VectorXd out(d.rows());
 #pragma omp parallel for schedule(static)
     for (Eigen::Index r = 0; r < d.rows(); ++r)
@@ -41,7 +41,7 @@ OutputError outputErrorFromHessian(const MatrixF& w, const MatrixF& q, const Mat
 OutputError outputErrorFromInputs(const MatrixF& w, const MatrixF& q, const Eigen::Ref<const MatrixF>& x) {
     checkShapes(w, q, x.cols(), "X");
     const MatrixF d = w - q;
-    const MatrixF e = x * d.transpose();   // [n, rows]
+    const MatrixF e = x * d.transpose();  // [n, rows]
     const MatrixF y = x * w.transpose();
     const double err = e.cast<double>().squaredNorm();
     const double ref = y.cast<double>().squaredNorm();

@@ -5,9 +5,10 @@
 
 #include "qs/error.h"
 #include "qs/io/dtype.h"
-#include "fp4_blocks.h"         // dequantizeE2m1Blocks()
-#include "qs/quant/nf4.h"       // nf4Table()
-#include "qs/quant/trellis.h"   // trellisDecode()
+#include "qs/quant/nf4.h"      // nf4Table()
+#include "qs/quant/trellis.h"  // trellisDecode()
+
+#include "fp4_blocks.h"  // dequantizeE2m1Blocks()
 
 namespace qs::quant {
 
@@ -27,16 +28,19 @@ MatrixF decodeScaled(const QuantizedLinear& q, Decode decode) {
 }
 
 MatrixF ggmlDecode(const QuantizedLinear& q) {
-    if (!io::ggmlTypeTraits(q.ggmlType).decodes)   // checked here: the loop below must not throw
-        throw Error("QuantizedLinear: ggml type " + std::string(io::ggmlTypeTraits(q.ggmlType).name) + " is not decoded by QuantScope");
+    if (!io::ggmlTypeTraits(q.ggmlType).decodes)  // checked here: the loop below must not throw
+        throw Error("QuantizedLinear: ggml type " + std::string(io::ggmlTypeTraits(q.ggmlType).name) +
+                    " is not decoded by QuantScope");
     const std::size_t rowBytes = q.rows > 0 ? io::ggmlRowBytes(q.ggmlType, q.cols) : 0;
     if (q.rows < 0 || q.blocks.size() != rowBytes * static_cast<std::size_t>(q.rows))
-        throw Error("QuantizedLinear: " + std::to_string(q.blocks.size()) + " bytes of " + std::string(io::ggmlTypeTraits(q.ggmlType).name) +
-                    " for a [" + std::to_string(q.rows) + ", " + std::to_string(q.cols) + "] weight");
+        throw Error("QuantizedLinear: " + std::to_string(q.blocks.size()) + " bytes of " +
+                    std::string(io::ggmlTypeTraits(q.ggmlType).name) + " for a [" + std::to_string(q.rows) + ", " +
+                    std::to_string(q.cols) + "] weight");
     MatrixF w(q.rows, q.cols);
 #pragma omp parallel for schedule(static)
     for (std::int64_t r = 0; r < q.rows; ++r)
-        io::ggmlDecodeRow(q.ggmlType, q.blocks.data() + static_cast<std::size_t>(r) * rowBytes, w.data() + r * q.cols, q.cols);
+        io::ggmlDecodeRow(q.ggmlType, q.blocks.data() + static_cast<std::size_t>(r) * rowBytes, w.data() + r * q.cols,
+                          q.cols);
     return w;
 }
 
@@ -49,10 +53,12 @@ void checkParts(const QuantizedLinear& q) {
         throw Error("QuantizedLinear: g_idx has " + std::to_string(q.gIdx.size()) + " entries for " +
                     std::to_string(q.cols) + " columns");
     const std::int64_t scaleRows = (q.rows + q.blockRows - 1) / q.blockRows;
-    if (q.rows > 0 && q.scales.rows() != scaleRows) throw Error("QuantizedLinear: scales have the wrong number of rows");
+    if (q.rows > 0 && q.scales.rows() != scaleRows)
+        throw Error("QuantizedLinear: scales have the wrong number of rows");
     for (std::int64_t c = 0; c < q.cols; ++c) {
         const int g = q.groupOf(c);
-        if (g < 0 || g >= q.scales.cols()) throw Error("QuantizedLinear: column " + std::to_string(c) + " has no scale");
+        if (g < 0 || g >= q.scales.cols())
+            throw Error("QuantizedLinear: column " + std::to_string(c) + " has no scale");
     }
     if (q.codeKind == CodeKind::UnsignedInt && (q.zeros.rows() != q.scales.rows() || q.zeros.cols() != q.scales.cols()))
         throw Error("QuantizedLinear: zeros and scales differ in shape");
@@ -147,7 +153,7 @@ MatrixF QuantizedLinear::dequantize() const {
             return decodeScaled(*this, [this](std::uint8_t code, std::int64_t sr, int g) {
                 return io::e4m3ToF32(code) * scales(sr, g);
             });
-        case CodeKind::E2M1: {   // the one E2M1 decoder: the Job's weights and every FP4 reader's
+        case CodeKind::E2M1: {  // the one E2M1 decoder: the Job's weights and every FP4 reader's
             MatrixF w(rows, cols);
             detail::dequantizeE2m1Blocks(*this, w.data(), "QuantizedLinear");
             return w;
@@ -172,7 +178,7 @@ MatrixF QuantizedLinear::effectiveWeight() const {
                     std::to_string(cols) + " columns");
     const Eigen::Map<const Eigen::RowVectorXf> s(inputScales.data(), cols);
 #pragma omp parallel for schedule(static)
-    for (std::int64_t r = 0; r < rows; ++r) w.row(r).array() /= s.array();   // row-major: contiguous rows
+    for (std::int64_t r = 0; r < rows; ++r) w.row(r).array() /= s.array();  // row-major: contiguous rows
     return w;
 }
 
@@ -193,11 +199,11 @@ double storedBits(const QuantizedLinear& q) {
             const double gIdxBits = q.gIdx.empty() ? 0.0 : 32.0 * static_cast<double>(q.cols);
             return weights * q.bits + scaleCount * (16.0 + zeroBits) + gIdxBits;
         }
-        case Method::Fp8: return weights * 8.0 + scaleCount * 32.0;    // f32 scale per block / channel / tensor
-        case Method::Mxfp4: return weights * 4.0 + scaleCount * 8.0;   // E8M0 per 32
-        case Method::Nvfp4: return weights * 4.0 + scaleCount * 8.0 + 32.0;   // E4M3 per 16, f32 per tensor
+        case Method::Fp8: return weights * 8.0 + scaleCount * 32.0;          // f32 scale per block / channel / tensor
+        case Method::Mxfp4: return weights * 4.0 + scaleCount * 8.0;         // E8M0 per 32
+        case Method::Nvfp4: return weights * 4.0 + scaleCount * 8.0 + 32.0;  // E4M3 per 16, f32 per tensor
         case Method::Nf4:
-            if (q.scaleCodes.empty()) return weights * 4.0 + scaleCount * 32.0;   // f32 absmax per 64
+            if (q.scaleCodes.empty()) return weights * 4.0 + scaleCount * 32.0;  // f32 absmax per 64
             // double quantization: 8-bit absmax codes, one f32 scale per 256 of them
             return weights * 4.0 + static_cast<double>(q.scaleCodes.size()) * 8.0 +
                    static_cast<double>(q.scaleScales.size()) * 32.0;
@@ -207,7 +213,8 @@ double storedBits(const QuantizedLinear& q) {
             const double groups = static_cast<double>(t.starts.size());
             return groups * (t.L + static_cast<double>(t.K) * (t.groupSize - 1) + 16.0);
         }
-        case Method::Ggml:   // the blocks hold their scales; sized from the header, as they may be on disk (a header alone)
+        case Method::
+            Ggml:  // the blocks hold their scales; sized from the header, as they may be on disk (a header alone)
             return 8.0 * static_cast<double>(q.rows) * static_cast<double>(io::ggmlRowBytes(q.ggmlType, q.cols));
     }
     return 0.0;
@@ -220,8 +227,6 @@ double QuantizedLinear::bitsPerWeight() const {
     return weights > 0 ? storedBits(*this) / weights : 0.0;
 }
 
-std::uint64_t QuantizedLinear::bytes() const {
-    return static_cast<std::uint64_t>((storedBits(*this) + 7.0) / 8.0);
-}
+std::uint64_t QuantizedLinear::bytes() const { return static_cast<std::uint64_t>((storedBits(*this) + 7.0) / 8.0); }
 
 }  // namespace qs::quant

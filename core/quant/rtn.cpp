@@ -113,7 +113,7 @@ QuantizedLinear quantizeRtn(const MatrixF& w, const RtnOptions& o, const MatrixF
     q.allocateParts();
     const int groups = groupCount(o.groupSize, w.cols());
 
-    ColMatrixF clip;   // best |w| bound per [row, group], column-major so a group's rows are contiguous
+    ColMatrixF clip;  // best |w| bound per [row, group], column-major so a group's rows are contiguous
     if (o.clipSearch) {
         clip.resize(w.rows(), groups);
         const std::int64_t tiles = (w.rows() + kClipRowTile - 1) / kClipRowTile;

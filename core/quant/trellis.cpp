@@ -1,5 +1,4 @@
 #include "qs/quant/trellis.h"
-#include "qs/quant/trellis_group.h"
 
 #include <algorithm>
 #include <atomic>
@@ -9,6 +8,8 @@
 #include "qs/error.h"
 #include "qs/io/dtype.h"
 #include "qs/quant/hadamard.h"
+#include "qs/quant/trellis_group.h"
+
 #include "viterbi.h"
 
 namespace qs::quant {
@@ -49,8 +50,8 @@ void checkTrellisOptions(const MatrixF& w, const TrellisOptions& o) {
     if (o.groupSize < 2 || (o.groupSize & (o.groupSize - 1)) != 0)
         throw Error("quantizeTrellis: the group size must be a power of two >= 2, got " + std::to_string(o.groupSize));
     if (w.cols() % o.groupSize != 0)
-        throw Error("quantizeTrellis: " + std::to_string(w.cols()) + " input features are not a multiple of the group size " +
-                    std::to_string(o.groupSize));
+        throw Error("quantizeTrellis: " + std::to_string(w.cols()) +
+                    " input features are not a multiple of the group size " + std::to_string(o.groupSize));
 }
 
 float trellisGroupScale(const float* x, int n) {
@@ -91,7 +92,8 @@ QuantizedLinear quantizeTrellis(const MatrixF& w, const TrellisOptions& options)
             q.scales(r, g % perRow) = scale;
             q.trellis.starts[static_cast<std::size_t>(g)] = states[0];
             std::uint8_t* codes = q.codes.data() + r * w.cols() + c0;
-            for (int t = 0; t < n; ++t) codes[t] = static_cast<std::uint8_t>(states[static_cast<std::size_t>(t)] & mask);
+            for (int t = 0; t < n; ++t)
+                codes[t] = static_cast<std::uint8_t>(states[static_cast<std::size_t>(t)] & mask);
             ticker.tick();
         }
     }

@@ -1,9 +1,8 @@
-#include "qs/quant/trellis.h"
-
 #include <cmath>
 #include <string>
 
 #include "qs/error.h"
+#include "qs/quant/trellis.h"
 
 namespace qs::quant {
 
@@ -34,9 +33,7 @@ TrellisCodebook::TrellisCodebook(int L) : L_(L) {
     if (!(std_ > 0.0)) std_ = 1.0;
 }
 
-float TrellisCodebook::value(std::uint32_t state) const {
-    return static_cast<float>((rawValue(state) - mean_) / std_);
-}
+float TrellisCodebook::value(std::uint32_t state) const { return static_cast<float>((rawValue(state) - mean_) / std_); }
 
 std::vector<float> TrellisCodebook::table() const {
     std::vector<float> t(std::size_t{1} << L_);

@@ -67,15 +67,15 @@ ViterbiEncoder::ViterbiEncoder(const std::vector<float>& table, int L, int K, in
 
 float ViterbiEncoder::encode(const float* x, int T, std::uint32_t* states) {
     if (T < 1 || T > maxLength_)
-        throw Error("ViterbiEncoder: sequence length " + std::to_string(T) + " outside 1.." + std::to_string(maxLength_));
+        throw Error("ViterbiEncoder: sequence length " + std::to_string(T) + " outside 1.." +
+                    std::to_string(maxLength_));
     switch (K_) {
-    case 1: return run<1>(x, T, states);
-    case 2: return run<2>(x, T, states);
-    case 3: return run<3>(x, T, states);
-    default: return run<4>(x, T, states);
+        case 1: return run<1>(x, T, states);
+        case 2: return run<2>(x, T, states);
+        case 3: return run<3>(x, T, states);
+        default: return run<4>(x, T, states);
     }
 }
-
 
 // The per-class loops of the header's description, for fewer than 16 classes.
 template <int K>
@@ -91,7 +91,7 @@ void ViterbiEncoder::stepScalar(float xt, std::uint8_t* back) {
         const float* row = cost + j * H;
         const auto jj = static_cast<std::uint8_t>(j);
         for (std::size_t h = 0; h < H; ++h) {
-            const bool less = row[h] < best[h];   // strict: the first minimum wins, as in torch.min
+            const bool less = row[h] < best[h];  // strict: the first minimum wins, as in torch.min
             best[h] = less ? row[h] : best[h];
             back[h] = less ? jj : back[h];
         }
@@ -122,7 +122,7 @@ void ViterbiEncoder::stepVector(float xt, std::uint8_t* back) {
         Ints from = Ints{};
         for (int j = 1; j < successorCount; ++j) {
             load(row, cost + static_cast<std::size_t>(j) * H + h0);
-            const Ints less = row < m;   // strict: the first minimum wins, as in torch.min
+            const Ints less = row < m;  // strict: the first minimum wins, as in torch.min
             m = less ? row : m;
             from = less ? Ints{} + j : from;
         }
@@ -142,7 +142,7 @@ float ViterbiEncoder::run(const float* x, int T, std::uint32_t* states) {
     const float x0 = x[0];
     for (std::size_t s = 0; s < S; ++s) {
         const float d = x0 - value[s];
-        cost_[s] = d * d;   // any start state
+        cost_[s] = d * d;  // any start state
     }
     for (int t = 1; t < T; ++t) {
         std::uint8_t* back = back_.data() + static_cast<std::size_t>(t) * H;
@@ -152,7 +152,7 @@ float ViterbiEncoder::run(const float* x, int T, std::uint32_t* states) {
             stepScalar<K>(x[t], back);
     }
     const float* cost = cost_.data();
-    const std::size_t last = static_cast<std::size_t>(std::min_element(cost, cost + S) - cost);   // first minimum
+    const std::size_t last = static_cast<std::size_t>(std::min_element(cost, cost + S) - cost);  // first minimum
     states[T - 1] = static_cast<std::uint32_t>(last);
     for (int t = T - 1; t > 0; --t) {
         const std::uint32_t h = states[t] >> K;

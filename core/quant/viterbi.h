@@ -38,8 +38,8 @@ private:
     int L_;
     int K_;
     int maxLength_;
-    std::vector<float> cost_;   // the costs of the states after the last step
-    std::vector<float> next_;   // the vector step's output, swapped with cost_
+    std::vector<float> cost_;  // the costs of the states after the last step
+    std::vector<float> next_;  // the vector step's output, swapped with cost_
     std::vector<float> best_;
     std::vector<std::uint8_t> back_;
 };

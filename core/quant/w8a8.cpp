@@ -4,8 +4,9 @@
 #include <cmath>
 #include <string>
 
-#include "fp_codes.h"
 #include "qs/error.h"
+
+#include "fp_codes.h"
 
 namespace qs::quant {
 namespace {

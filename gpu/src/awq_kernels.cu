@@ -1,10 +1,9 @@
 // The AWQ search's fake quantization, one warp per (candidate, row, group): the group's range by a
 // warp reduction (min and max do not depend on the order), then rtn.cpp gridParams (AutoAWQ rule)
 // and rtn.h quantizeCode per element. Products are rounded alone (--fmad=false), as on the CPU.
-#include "awq_kernels.h"
-
 #include <cmath>
 
+#include "awq_kernels.h"
 #include "cuda_check.h"
 #include "format_codes.cuh"
 #include "int_grid.cuh"
@@ -17,7 +16,6 @@ using codes::stdMax;
 using codes::stdMin;
 
 constexpr unsigned kFullWarp = 0xFFFFFFFFu;
-
 
 __device__ void warpRange(float& lo, float& hi) {
     for (int offset = 16; offset > 0; offset /= 2) {
@@ -52,7 +50,7 @@ __global__ void awqFakeQuantKernel(AwqFakeQuantArgs a) {
             hi = stdMax(hi, v);
         }
         warpRange(lo, hi);
-        const grid::Grid p = grid::gridParams(lo, hi, a.bits, a.sym, false);   // the AutoAwq rule
+        const grid::Grid p = grid::gridParams(lo, hi, a.bits, a.sym, false);  // the AutoAwq rule
         float* d = a.d + kr * a.cols + c0;
         for (std::int64_t c = lane; c < count; c += 32) {
             const float code = grid::quantizeCode(w[c] * s[c], p, maxq);
@@ -64,7 +62,8 @@ __global__ void awqFakeQuantKernel(AwqFakeQuantArgs a) {
 __global__ void halfRowDotsKernel(const float* dh, const float* d, std::int64_t rows, std::int64_t cols, double* out) {
     const int lane = static_cast<int>(threadIdx.x % 32);
     const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * blockDim.x / 32;
-    for (std::int64_t r = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32; r < rows; r += warps) {
+    for (std::int64_t r = (blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x) / 32; r < rows;
+         r += warps) {
         double sum = 0.0;
         for (std::int64_t c = lane; c < cols; c += 32)
             sum += static_cast<double>(dh[r * cols + c]) * static_cast<double>(d[r * cols + c]);

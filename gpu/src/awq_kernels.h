@@ -9,7 +9,7 @@ namespace qs::gpu::kernels {
 // groupCols columns (a last partial group allowed). d is [candidates * rows, cols] row-major.
 struct AwqFakeQuantArgs {
     const float* w;
-    const float* s;        // [candidates, cols]
+    const float* s;  // [candidates, cols]
     float* d;
     std::int64_t candidates;
     std::int64_t rows;

@@ -5,16 +5,17 @@
 #include <memory>
 #include <string>
 
-#include "awq_kernels.h"
-#include "cuda_check.h"
 #include "qs/error.h"
 #include "qs/gpu/device_buffer.h"
 #include "qs/gpu/device_info.h"
 
+#include "awq_kernels.h"
+#include "cuda_check.h"
+
 namespace qs::gpu {
 namespace {
 
-constexpr std::int64_t kHeadroom = std::int64_t{64} << 20;   // cuBLAS's workspace and the allocator's rounding
+constexpr std::int64_t kHeadroom = std::int64_t{64} << 20;  // cuBLAS's workspace and the allocator's rounding
 
 std::int64_t stackedRows(const std::vector<const MatrixF*>& weights) {
     std::int64_t rows = 0;
@@ -30,9 +31,8 @@ std::int64_t bytesPerCandidate(std::int64_t rows, std::int64_t cols) { return ro
 std::int64_t candidatesPerPass(std::int64_t rows, std::int64_t cols, int grid) {
     const std::int64_t fixed = rows * cols * 4 + cols * cols * 4 + kHeadroom;
     const std::int64_t each = bytesPerCandidate(rows, cols);
-    requireDeviceMemory(awqMinimumDeviceBytes(rows, cols),
-                        "the AWQ search of " + std::to_string(rows) + " x " + std::to_string(cols) +
-                            " weights (one α at a time)");
+    requireDeviceMemory(awqMinimumDeviceBytes(rows, cols), "the AWQ search of " + std::to_string(rows) + " x " +
+                                                               std::to_string(cols) + " weights (one α at a time)");
     std::size_t freeBytes = 0, totalBytes = 0;
     QS_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
     return std::clamp<std::int64_t>((static_cast<std::int64_t>(freeBytes) - fixed) / each, 1, grid);
@@ -101,7 +101,8 @@ double candidateError(const std::vector<const MatrixF*>& weights, const double* 
 // hessianQuadratic(d, H) with H kept on the device across calls: the finish's output errors.
 class DeviceQuadratic {
 public:
-    DeviceQuadratic(const CudaContext& context, const MatrixF& h) : context_(context), h_(h.data(), h.size()), n_(h.cols()) {}
+    DeviceQuadratic(const CudaContext& context, const MatrixF& h)
+        : context_(context), h_(h.data(), h.size()), n_(h.cols()) {}
 
     double operator()(const MatrixF& d) {
         const std::int64_t rows = d.rows();
@@ -116,7 +117,8 @@ public:
         }
         d_.upload(d.data(), d.size());
         double sum = 0.0;
-        for (double e : halfQuadraticRows(context_, h_.data(), d_.data(), rows, n_, dh_.data(), rowErrors_.data())) sum += e;
+        for (double e : halfQuadraticRows(context_, h_.data(), d_.data(), rows, n_, dh_.data(), rowErrors_.data()))
+            sum += e;
         return sum;
     }
 
@@ -146,7 +148,8 @@ bool awqRunsOnDevice(const std::vector<const MatrixF*>& weights, const VectorF& 
 std::vector<double> cudaAwqGridErrors(const CudaContext& context, const std::vector<const MatrixF*>& weights,
                                       const VectorF& meanAbs, const MatrixF& h, const quant::AwqOptions& o,
                                       int maxPerPass) {
-    if (!awqRunsOnDevice(weights, meanAbs, h, o)) throw Error("AWQ: these options or shapes are not searched on the device");
+    if (!awqRunsOnDevice(weights, meanAbs, h, o))
+        throw Error("AWQ: these options or shapes are not searched on the device");
     const std::int64_t rows = stackedRows(weights);
     const int fit = static_cast<int>(candidatesPerPass(rows, meanAbs.size(), o.grid));
     const int batch = maxPerPass > 0 ? std::min(fit, maxPerPass) : fit;
@@ -166,11 +169,12 @@ quant::AwqResult cudaAwq(const CudaContext& context, const std::vector<const Mat
     if (!awqRunsOnDevice(weights, meanAbs, h, o)) return quant::quantizeAwqFromStats(weights, meanAbs, h, o);
     const auto start = std::chrono::steady_clock::now();
     std::vector<double> gridError = cudaAwqGridErrors(context, weights, meanAbs, h, o);
-    auto quadratic = std::make_shared<DeviceQuadratic>(context, h);   // after the grid's workspace is freed
+    auto quadratic = std::make_shared<DeviceQuadratic>(context, h);  // after the grid's workspace is freed
     quant::AwqResult result = quant::awqFromGridErrors(weights, meanAbs, h, std::move(gridError), o,
                                                        [quadratic](const MatrixF& d) { return (*quadratic)(d); });
     result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    for (quant::QuantizedLinear& q : result.linears) q.seconds = result.seconds / static_cast<double>(result.linears.size());
+    for (quant::QuantizedLinear& q : result.linears)
+        q.seconds = result.seconds / static_cast<double>(result.linears.size());
     return result;
 }
 

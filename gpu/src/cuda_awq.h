@@ -5,8 +5,9 @@
 // only where the grid's errors do (SGEMM order, about 1e-6 relative).
 #include <vector>
 
-#include "cuda_context.h"
 #include "qs/quant/awq.h"
+
+#include "cuda_context.h"
 
 namespace qs::gpu {
 

@@ -15,7 +15,7 @@ namespace {
 
 void checkCuda(cudaError_t status, const char* call, const char* file, int line) {
     if (status == cudaSuccess) return;
-    cudaGetLastError();   // clear a non-sticky error so that later calls report their own
+    cudaGetLastError();  // clear a non-sticky error so that later calls report their own
     fail(call, std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status), file, line);
 }
 

@@ -44,14 +44,16 @@ std::int32_t orderedKey(float f) {
     const auto i = std::bit_cast<std::int32_t>(f);
     return i >= 0 ? i : std::numeric_limits<std::int32_t>::min() - i;
 }
-float fromOrderedKey(std::int32_t k) { return std::bit_cast<float>(k >= 0 ? k : std::numeric_limits<std::int32_t>::min() - k); }
+float fromOrderedKey(std::int32_t k) {
+    return std::bit_cast<float>(k >= 0 ? k : std::numeric_limits<std::int32_t>::min() - k);
+}
 
 std::array<float, 15> findNf4Thresholds() {
     const auto& t = quant::nf4Table();
     std::array<float, 15> thresholds{};
     for (int j = 0; j < 15; ++j) {
-        std::int32_t lo = orderedKey(t[static_cast<std::size_t>(j)]);        // nearest is level j or below
-        std::int32_t hi = orderedKey(t[static_cast<std::size_t>(j) + 1]);    // nearest is above level j
+        std::int32_t lo = orderedKey(t[static_cast<std::size_t>(j)]);      // nearest is level j or below
+        std::int32_t hi = orderedKey(t[static_cast<std::size_t>(j) + 1]);  // nearest is above level j
         while (hi - lo > 1) {
             const std::int32_t mid = lo + (hi - lo) / 2;
             (quant::nearestNf4(fromOrderedKey(mid)) > j ? hi : lo) = mid;
@@ -108,7 +110,7 @@ quant::QuantizedLinear cudaMxfp4(const MatrixF& w) {
 quant::QuantizedLinear cudaNvfp4(const MatrixF& w) {
     quant::QuantizedLinear q =
         allocated(quant::QuantizedLinear::fp4(quant::Method::Nvfp4, w.rows(), w.cols(), quant::kNvfp4BlockSize));
-    if (w.size() == 0) return quant::quantizeNvfp4(w);   // the CPU's tensor scale of an empty matrix
+    if (w.size() == 0) return quant::quantizeNvfp4(w);  // the CPU's tensor scale of an empty matrix
     EncodeBuffers buffers(w, q.scales.size(), "NVFP4 encoding");
     DeviceBuffer<std::uint32_t> amax(1);
     DeviceBuffer<float> tensorScale(1);

@@ -18,7 +18,7 @@
 namespace qs::gpu {
 namespace {
 
-constexpr std::int64_t kBlocksPerCancelPoll = 4;   // 512 columns: milliseconds on any device
+constexpr std::int64_t kBlocksPerCancelPoll = 4;  // 512 columns: milliseconds on any device
 
 // The device half of quant::quantizeGptq: H and U live on the device (cuSOLVER factors J H J as
 // upperCholeskyOfInverse does), the block's column loop is a kernel and the lazy update one SGEMM.
@@ -133,8 +133,8 @@ bool upperCholeskyOfInverseOnDevice(const CudaContext& context, const float* h, 
     QS_CUSOLVER(cusolverDnXpotrf_bufferSize(context.solver(), params, CUBLAS_FILL_MODE_LOWER, n, CUDA_R_32F, work, n,
                                             CUDA_R_32F, &deviceBytes, &hostBytes));
     std::size_t trtriDevice = 0, trtriHost = 0;
-    QS_CUSOLVER(cusolverDnXtrtri_bufferSize(context.solver(), CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, n, CUDA_R_32F,
-                                            work, n, &trtriDevice, &trtriHost));
+    QS_CUSOLVER(cusolverDnXtrtri_bufferSize(context.solver(), CUBLAS_FILL_MODE_LOWER, CUBLAS_DIAG_NON_UNIT, n,
+                                            CUDA_R_32F, work, n, &trtriDevice, &trtriHost));
     RawDeviceBuffer deviceWork(std::max(std::max(deviceBytes, trtriDevice), std::size_t{1}));
     std::vector<char> hostWork(std::max(std::max(hostBytes, trtriHost), std::size_t{1}));
     DeviceBuffer<int> info(1);

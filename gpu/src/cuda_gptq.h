@@ -3,8 +3,9 @@
 // result, error measure) with a device GptqSolver plugged in — the Cholesky factor of the damped
 // inverse with cuSOLVER (potrf + trtri of J H J, as upperCholeskyOfInverse), the block's column loop
 // as a kernel, the lazy update as one SGEMM.
-#include "cuda_context.h"
 #include "qs/quant/gptq.h"
+
+#include "cuda_context.h"
 
 namespace qs::gpu {
 

@@ -4,11 +4,12 @@
 #include <string>
 #include <vector>
 
-#include "cuda_check.h"
-#include "hessian_kernels.h"
 #include "qs/error.h"
 #include "qs/gpu/device_buffer.h"
 #include "qs/gpu/device_info.h"
+
+#include "cuda_check.h"
+#include "hessian_kernels.h"
 #include "stream_lane.h"
 
 namespace qs::gpu {
@@ -30,9 +31,9 @@ namespace {
 struct ChunkSlot {
     PinnedBuffer host;
     DeviceBuffer<float> device;
-    std::int64_t capacity = 0;   // floats
-    CudaEvent uploaded;          // on the copy stream: device holds the chunk
-    CudaEvent consumed;          // on the compute stream: the chunk's SYRK and sums are done
+    std::int64_t capacity = 0;  // floats
+    CudaEvent uploaded;         // on the copy stream: device holds the chunk
+    CudaEvent consumed;         // on the compute stream: the chunk's SYRK and sums are done
     bool inFlight = false;
 };
 
@@ -47,7 +48,8 @@ class CudaHessianSink final : public pipeline::HessianSink {
 public:
     CudaHessianSink(CudaContextPtr context, std::int64_t features) : context_(std::move(context)), features_(features) {
         if (features <= 0) throw Error("HessianAccumulator: features must be positive");
-        requireDeviceMemory(features * features * 12 + features * 8, "the Hessian of " + std::to_string(features) + " inputs");
+        requireDeviceMemory(features * features * 12 + features * 8,
+                            "the Hessian of " + std::to_string(features) + " inputs");
         sum_ = DeviceBuffer<double>(features * features);
         sum_.fillZero();
         absSum_ = DeviceBuffer<double>(features);
@@ -61,7 +63,8 @@ public:
             throw Error("HessianAccumulator: input has " + std::to_string(x.cols()) + " features, expected " +
                         std::to_string(features_));
         chunkRows = std::max<std::int64_t>(chunkRows, 1);
-        for (std::int64_t r = 0; r < x.rows(); r += chunkRows) addChunk(x.middleRows(r, std::min(chunkRows, x.rows() - r)));
+        for (std::int64_t r = 0; r < x.rows(); r += chunkRows)
+            addChunk(x.middleRows(r, std::min(chunkRows, x.rows() - r)));
     }
 
     std::int64_t samples() const override { return samples_; }
@@ -70,13 +73,14 @@ public:
         if (released_) throw Error("HessianAccumulator: finalize() after release()");
         if (samples_ == 0) throw Error("HessianAccumulator: no samples were added");
         finish();
-        Eigen::MatrixXd sum(features_, features_);   // column-major, like the device copy
+        Eigen::MatrixXd sum(features_, features_);  // column-major, like the device copy
         sum_.download(sum.data(), sum.size());
         const double k = 2.0 / static_cast<double>(samples_);
         MatrixF h(features_, features_);
 #pragma omp parallel for schedule(static)
         for (std::int64_t r = 0; r < features_; ++r)
-            for (std::int64_t c = 0; c < features_; ++c) h(r, c) = static_cast<float>(k * (r >= c ? sum(r, c) : sum(c, r)));
+            for (std::int64_t c = 0; c < features_; ++c)
+                h(r, c) = static_cast<float>(k * (r >= c ? sum(r, c) : sum(c, r)));
         return h;
     }
 
@@ -109,7 +113,7 @@ public:
     }
 
     bool released() const override { return released_; }
-    std::uint64_t hostBytes() const override {   // the sums are on the device; the host holds the pinned chunks
+    std::uint64_t hostBytes() const override {  // the sums are on the device; the host holds the pinned chunks
         return static_cast<std::uint64_t>(slots_[0].capacity + slots_[1].capacity) * sizeof(float);
     }
 
@@ -121,7 +125,7 @@ private:
         const StreamLane& lane = context_->lane();
         ChunkSlot& slot = slots_[next_];
         next_ ^= 1;
-        if (slot.inFlight) slot.consumed.synchronize();   // its pinned and device memory are free again
+        if (slot.inFlight) slot.consumed.synchronize();  // its pinned and device memory are free again
         if (slot.capacity < n * f) grow(slot, n * f);
         packRows(x, static_cast<float*>(slot.host.data()));
         QS_CUDA(cudaMemcpyAsync(slot.device.data(), slot.host.data(), static_cast<std::size_t>(n * f) * sizeof(float),

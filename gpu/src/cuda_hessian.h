@@ -3,8 +3,9 @@
 // f64 sum as HessianAccumulator adds its chunks; mean |x| per channel in f64 in the CPU's order.
 #include <memory>
 
-#include "cuda_context.h"
 #include "qs/pipeline/backend.h"
+
+#include "cuda_context.h"
 
 namespace qs::gpu {
 

@@ -6,20 +6,22 @@
 #include <string>
 #include <vector>
 
-#include "cuda_check.h"
-#include "forward_kernels.h"
 #include "qs/error.h"
 #include "qs/gpu/device_buffer.h"
 #include "qs/gpu/device_info.h"
+
+#include "cuda_check.h"
+#include "forward_kernels.h"
 
 namespace qs::gpu {
 namespace {
 
 // y [T, out] row-major = x [T, in] Wᵀ: column-major this is Yᵀ = W Xᵀ with W read transposed.
-void gemmXWt(const CudaContext& context, const float* x, const float* w, float* y, std::int64_t tokens,
-             std::int64_t in, std::int64_t out) {
+void gemmXWt(const CudaContext& context, const float* x, const float* w, float* y, std::int64_t tokens, std::int64_t in,
+             std::int64_t out) {
     const float one = 1.0f, zero = 0.0f;
-    QS_CUBLAS(cublasSgemm_64(context.blas(), CUBLAS_OP_T, CUBLAS_OP_N, out, tokens, in, &one, w, in, x, in, &zero, y, out));
+    QS_CUBLAS(
+        cublasSgemm_64(context.blas(), CUBLAS_OP_T, CUBLAS_OP_N, out, tokens, in, &one, w, in, x, in, &zero, y, out));
 }
 
 // A buffer that only grows, so that a layer's calls reuse one allocation.
@@ -45,7 +47,7 @@ void upload(DeviceBuffer<float>& buffer, const Matrix& m, const char* what) {
 }
 
 struct DeviceLinear {
-    const float* hostWeight = nullptr;   // the key: the host matrix this is a copy of
+    const float* hostWeight = nullptr;  // the key: the host matrix this is a copy of
     std::int64_t rows = 0, cols = 0;
     DeviceBuffer<float> weight;
     DeviceBuffer<float> bias;
@@ -115,7 +117,7 @@ public:
         auto kept = std::make_shared<std::vector<DeviceLinear>>();
         for (auto module : model::LayerWeights::kLinearModules) {
             const model::Linear& l = weights.linear(module);
-            if (l.weight.size() == 0) continue;   // released by the job
+            if (l.weight.size() == 0) continue;  // released by the job
             DeviceLinear d{l.weight.data(), l.weight.rows(), l.weight.cols(), {}, {}};
             d.weight = DeviceBuffer<float>(l.weight.data(), l.weight.size());
             if (l.bias.size() > 0) d.bias = DeviceBuffer<float>(l.bias.data(), l.bias.size());
@@ -133,7 +135,8 @@ public:
 
 private:
     // x (already in input_) times l's weight, plus its bias, into `into`; returns the device result.
-    float* project(std::int64_t tokens, std::int64_t features, const model::Linear& l, DeviceBuffer<float>& into) const {
+    float* project(std::int64_t tokens, std::int64_t features, const model::Linear& l,
+                   DeviceBuffer<float>& into) const {
         return project(tokens, features, l.weight, l.bias, into);
     }
 

@@ -2,8 +2,9 @@
 // The forward pass's GEMMs (cuBLAS SGEMM, f32 without TF32, as the CPU) and attention on the device.
 #include <memory>
 
-#include "cuda_context.h"
 #include "qs/model/layer_math.h"
+
+#include "cuda_context.h"
 
 namespace qs::gpu {
 

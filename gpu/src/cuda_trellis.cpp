@@ -9,15 +9,17 @@
 #include "qs/gpu/device_info.h"
 #include "qs/quant/hadamard.h"
 #include "qs/quant/trellis_group.h"
+
 #include "trellis_kernels.h"
 
 namespace qs::gpu {
 namespace {
 
-constexpr std::int64_t kMaxWorkspaceBytes = std::int64_t{2} << 30;   // groups in flight share at most 2 GiB
+constexpr std::int64_t kMaxWorkspaceBytes = std::int64_t{2} << 30;  // groups in flight share at most 2 GiB
 
 // Every group rotated and divided by its scale, row-major [groups, n]; scales [groups].
-void normaliseGroups(const MatrixF& w, const quant::TrellisOptions& o, std::vector<float>& xs, std::vector<float>& scales) {
+void normaliseGroups(const MatrixF& w, const quant::TrellisOptions& o, std::vector<float>& xs,
+                     std::vector<float>& scales) {
     const int n = o.groupSize;
     const std::int64_t perRow = w.cols() / n, groups = w.rows() * perRow;
     const quant::RandomHadamard rotation(static_cast<std::size_t>(n), o.seed);
@@ -51,8 +53,9 @@ quant::QuantizedLinear cudaTrellis(const MatrixF& w, const quant::TrellisOptions
 
     const std::int64_t perGroup = kernels::viterbiBytesPerGroup(o.L, o.K, n);
     const std::int64_t batch = std::clamp<std::int64_t>(kMaxWorkspaceBytes / perGroup, 1, groups);
-    requireDeviceMemory(batch * (perGroup + n * 8) + (std::int64_t{4} << o.L),
-                        "the trellis search (L = " + std::to_string(o.L) + ", " + std::to_string(batch) + " groups at a time)");
+    requireDeviceMemory(
+        batch * (perGroup + n * 8) + (std::int64_t{4} << o.L),
+        "the trellis search (L = " + std::to_string(o.L) + ", " + std::to_string(batch) + " groups at a time)");
     const std::vector<float> table = quant::TrellisCodebook(o.L).table();
     const DeviceBuffer<float> deviceTable(table.data(), static_cast<std::int64_t>(table.size()));
     DeviceBuffer<float> deviceXs(batch * n);
@@ -64,7 +67,8 @@ quant::QuantizedLinear cudaTrellis(const MatrixF& w, const quant::TrellisOptions
         if (o.cancel && o.cancel->cancelled()) throw Cancelled();
         const std::int64_t count = std::min(batch, groups - g0);
         deviceXs.upload(xs.data() + g0 * n, count * n);
-        kernels::viterbiGroups(deviceXs.data(), count, n, deviceTable.data(), o.L, o.K, workspace.data(), deviceStates.data());
+        kernels::viterbiGroups(deviceXs.data(), count, n, deviceTable.data(), o.L, o.K, workspace.data(),
+                               deviceStates.data());
         deviceStates.download(states.data(), count * n);
         for (std::int64_t k = 0; k < count; ++k) {
             const std::int64_t g = g0 + k, r = g / perRow, c0 = (g % perRow) * n;

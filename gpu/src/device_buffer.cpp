@@ -9,7 +9,7 @@ RawDeviceBuffer::RawDeviceBuffer(std::size_t bytes) : bytes_(bytes) {
 }
 
 RawDeviceBuffer::~RawDeviceBuffer() {
-    if (ptr_) cudaFree(ptr_);   // a destructor must not throw; a failed free leaves nothing to do
+    if (ptr_) cudaFree(ptr_);  // a destructor must not throw; a failed free leaves nothing to do
 }
 
 RawDeviceBuffer& RawDeviceBuffer::operator=(RawDeviceBuffer&& other) noexcept {

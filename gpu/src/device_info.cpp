@@ -4,8 +4,9 @@
 
 #include <cuda_runtime.h>
 
-#include "cuda_check.h"
 #include "qs/error.h"
+
+#include "cuda_check.h"
 
 namespace qs::gpu {
 namespace {
@@ -55,7 +56,8 @@ void requireDeviceMemory(std::int64_t bytes, const std::string& what) {
     QS_CUDA(cudaMemGetInfo(&freeBytes, &totalBytes));
     if (bytes > static_cast<std::int64_t>(freeBytes))
         throw Error(what + " needs " + gib(bytes) + " of device memory; the device has " +
-                    gib(static_cast<std::int64_t>(freeBytes)) + " free of " + gib(static_cast<std::int64_t>(totalBytes)));
+                    gib(static_cast<std::int64_t>(freeBytes)) + " free of " +
+                    gib(static_cast<std::int64_t>(totalBytes)));
 }
 
 }  // namespace qs::gpu

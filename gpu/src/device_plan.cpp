@@ -11,10 +11,11 @@
 #include <algorithm>
 #include <initializer_list>
 
-#include "cuda_awq.h"
-#include "cuda_gptq.h"
 #include "qs/quant/gptq.h"
 #include "qs/quant/rtn.h"
+
+#include "cuda_awq.h"
+#include "cuda_gptq.h"
 
 namespace qs::gpu {
 namespace {

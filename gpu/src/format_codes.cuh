@@ -32,7 +32,8 @@ __device__ __forceinline__ float decodeE4m3(std::uint8_t code) {
     const int exponent = (code >> 3) & 0xF;
     const int mantissa = code & 0x7;
     if (exponent == 15 && mantissa == 7) return __uint_as_float(0x7FC00000u);
-    float magnitude = exponent == 0 ? static_cast<float>(mantissa) / 512.0f : (1.0f + static_cast<float>(mantissa) / 8.0f);
+    float magnitude =
+        exponent == 0 ? static_cast<float>(mantissa) / 512.0f : (1.0f + static_cast<float>(mantissa) / 8.0f);
     for (int e = 7; e < exponent; ++e) magnitude *= 2.0f;
     for (int e = exponent; e < 7 && exponent != 0; ++e) magnitude *= 0.5f;
     return (code & 0x80) ? -magnitude : magnitude;

@@ -48,7 +48,7 @@ void tileAbsMax(const float* w, std::int64_t rows, std::int64_t cols, std::int64
     const std::int64_t splitRows = std::clamp<std::int64_t>(perTile / (kThreads * 8), 1, 1024);
     const unsigned splits = static_cast<unsigned>(std::min(splitRows, std::min(tileRows, rows)));
     tileAbsMaxKernel<<<dim3(static_cast<unsigned>(tiles), splits), kThreads>>>(w, rows, cols, tileRows, tileCols,
-                                                                             tilesPerRow, amaxBits);
+                                                                               tilesPerRow, amaxBits);
     QS_CUDA_LAUNCHED("tileAbsMaxKernel");
 }
 
@@ -69,7 +69,7 @@ __global__ void fp8EncodeKernel(const float* w, std::int64_t rows, std::int64_t 
     const std::int64_t tileCol = c / blockCols;
     for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
         const float scale = scales[(r / blockRows) * tilesPerRow + tileCol];
-        out[r * cols + c] = codes::encodeE4m3(w[r * cols + c] / scale);   // x / scale, not x * (1 / scale), as the CPU
+        out[r * cols + c] = codes::encodeE4m3(w[r * cols + c] / scale);  // x / scale, not x * (1 / scale), as the CPU
     }
 }
 
@@ -141,7 +141,7 @@ __global__ void e2m1DecodeKernel(const std::uint8_t* in, const float* scales, fl
     if (c >= cols) return;
     const std::int64_t perRow = (cols + blockCols - 1) / blockCols, block = c / blockCols;
     for (std::int64_t r = blockIdx.y; r < rows; r += gridDim.y) {
-        const float scale = scales[r * perRow + block] * globalScale;   // the product first, as the CPU
+        const float scale = scales[r * perRow + block] * globalScale;  // the product first, as the CPU
         out[r * cols + c] = codes::decodeE2m1(in[r * cols + c]) * scale;
     }
 }
@@ -160,7 +160,7 @@ __global__ void nf4EncodeKernel(const float* w, std::int64_t count, std::int64_t
         absmax[b] = amax;
         const float inverse = 1.0f / amax;
         for (std::int64_t i = 0; i < blockSize; ++i) {
-            std::uint32_t index = 7;   // the table's 0, for an all-zero block
+            std::uint32_t index = 7;  // the table's 0, for an all-zero block
             if (amax > 0.0f) {
                 const float v = x[i] * inverse;
                 index = 0;
@@ -171,8 +171,8 @@ __global__ void nf4EncodeKernel(const float* w, std::int64_t count, std::int64_t
     }
 }
 
-__global__ void nf4DecodeKernel(const std::uint8_t* in, const float* scales, std::int64_t count,
-                                std::int64_t blockSize, Nf4Levels table, float* out) {
+__global__ void nf4DecodeKernel(const std::uint8_t* in, const float* scales, std::int64_t count, std::int64_t blockSize,
+                                Nf4Levels table, float* out) {
     for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < count;
          i += static_cast<std::int64_t>(gridDim.x) * blockDim.x)
         out[i] = table.v[in[i] & 0xF] * scales[i / blockSize];

@@ -1,10 +1,9 @@
-#include "forward_kernels.h"
-
 #include <cmath>
 
 #include <cub/block/block_reduce.cuh>
 
 #include "cuda_check.h"
+#include "forward_kernels.h"
 #include "launch.h"
 
 namespace qs::gpu::kernels {
@@ -23,7 +22,7 @@ __global__ void siluTimesKernel(float* g, const float* u, std::int64_t n) {
         g[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
-constexpr int kAttentionThreads = 128;                       // also the keys scored per step
+constexpr int kAttentionThreads = 128;  // also the keys scored per step
 constexpr int kWarps = kAttentionThreads / 32;
 constexpr int kDimsPerThread = kMaxHeadDim / kAttentionThreads;
 using BlockReduce = cub::BlockReduce<float, kAttentionThreads>;
@@ -68,7 +67,8 @@ __global__ void __launch_bounds__(kAttentionThreads)
     const float* kHead = k + static_cast<std::int64_t>(kvHead) * d;
     const float* vHead = v + static_cast<std::int64_t>(kvHead) * d;
 
-    for (int e = threadIdx.x; e < d; e += kAttentionThreads) query[e] = q[i * qStride + static_cast<std::int64_t>(h) * d + e];
+    for (int e = threadIdx.x; e < d; e += kAttentionThreads)
+        query[e] = q[i * qStride + static_cast<std::int64_t>(h) * d + e];
     __syncthreads();
 
     const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(kAttentionThreads)
         const float newMax = fmaxf(runningMax, blockAll(score, MaxOp{}, temp, reduced));
         const float p = score == -INFINITY ? 0.0f : expf(score - newMax);
         weights[threadIdx.x] = p;
-        const float stepSum = blockAll(p, SumOp{}, temp, reduced);   // also orders the write of weights
+        const float stepSum = blockAll(p, SumOp{}, temp, reduced);  // also orders the write of weights
         const float rescale = runningMax == -INFINITY ? 0.0f : expf(runningMax - newMax);
         runningSum = runningSum * rescale + stepSum;
         runningMax = newMax;
@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(kAttentionThreads)
             for (int s = 0; s < count; ++s) sum += weights[s] * vHead[(j0 + s) * kvStride + e];
             acc[r] = acc[r] * rescale + sum;
         }
-        __syncthreads();   // weights are rewritten by the next step
+        __syncthreads();  // weights are rewritten by the next step
     }
     for (int r = 0; r < kDimsPerThread; ++r) {
         const int e = threadIdx.x + r * kAttentionThreads;

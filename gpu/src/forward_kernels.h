@@ -12,12 +12,12 @@ void addBiasRows(float* y, const float* bias, std::int64_t rows, std::int64_t co
 void siluTimes(float* g, const float* u, std::int64_t count);
 
 struct AttentionDims {
-    std::int64_t queries = 0;   // Tq: the last Tq of the Tk key positions
-    std::int64_t keys = 0;      // Tk
+    std::int64_t queries = 0;  // Tq: the last Tq of the Tk key positions
+    std::int64_t keys = 0;     // Tk
     int numHeads = 0;
     int numKvHeads = 0;
-    int headDim = 0;            // at most kMaxHeadDim
-    int slidingWindow = 0;      // 0: full causal
+    int headDim = 0;        // at most kMaxHeadDim
+    int slidingWindow = 0;  // 0: full causal
 };
 inline constexpr int kMaxHeadDim = 512;
 

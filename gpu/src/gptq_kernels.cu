@@ -1,10 +1,9 @@
 // The GPTQ column loop of one block, one thread per row: gptq.cpp blockChunk line by line (the grid
 // rules of rtn.cpp gridParams and rtn.h quantizeCode as device functions). Products are rounded
 // before the sums (--fmad=false), as on the CPU.
-#include "gptq_kernels.h"
-
 #include "cuda_check.h"
 #include "format_codes.cuh"
+#include "gptq_kernels.h"
 #include "int_grid.cuh"
 #include "launch.h"
 
@@ -36,7 +35,7 @@ __global__ void gptqBlockKernel(GptqBlockArgs a) {
             const int sg = a.perm[col] / a.groupCols;
             grid = {a.staticScales[r * a.groups + sg], a.staticZeros[r * a.groups + sg]};
         } else if (g != currentGroup && col % a.groupCols != 0) {
-            currentGroup = g;   // a group that began in an earlier block
+            currentGroup = g;  // a group that began in an earlier block
             grid = {a.scales[r * a.groups + g], a.zeros[r * a.groups + g]};
         } else if (g != currentGroup) {
             currentGroup = g;
@@ -48,7 +47,7 @@ __global__ void gptqBlockKernel(GptqBlockArgs a) {
                 hi = stdMax(hi, wb[c]);
             }
             for (std::int64_t c = a.i2; c < groupEnd; ++c) {
-                float v = wRow[c];   // with this block's pending (lazy) updates applied
+                float v = wRow[c];  // with this block's pending (lazy) updates applied
                 for (std::int64_t k = 0; k < i; ++k) v -= a.err[k * a.rows + r] * a.u[(a.i1 + k) * cols + c];
                 lo = stdMin(lo, v);
                 hi = stdMax(hi, v);

@@ -1,6 +1,5 @@
-#include "hessian_kernels.h"
-
 #include "cuda_check.h"
+#include "hessian_kernels.h"
 #include "launch.h"
 
 namespace qs::gpu::kernels {

@@ -13,6 +13,7 @@ void addLowerToSum(const float* chunk, std::int64_t f, double* sum, cudaStream_t
 void addAbsColumns(const float* x, std::int64_t n, std::int64_t f, double* absSum, cudaStream_t stream = nullptr);
 // squareSum[j] += x[t, j]² for t = 0 .. n-1 in order, in f64 (x row-major [n, f]): the Hessian's
 // diagonal alone. A float squared is exact in f64, so the sums are the CPU's bit for bit.
-void addSquaredColumns(const float* x, std::int64_t n, std::int64_t f, double* squareSum, cudaStream_t stream = nullptr);
+void addSquaredColumns(const float* x, std::int64_t n, std::int64_t f, double* squareSum,
+                       cudaStream_t stream = nullptr);
 
 }  // namespace qs::gpu::kernels

@@ -6,7 +6,7 @@ namespace qs::gpu {
 
 CudaEvent::CudaEvent() { QS_CUDA(cudaEventCreateWithFlags(&event_, cudaEventDisableTiming)); }
 CudaEvent::~CudaEvent() {
-    if (event_) cudaEventDestroy(event_);   // a destructor must not throw
+    if (event_) cudaEventDestroy(event_);  // a destructor must not throw
 }
 void CudaEvent::record(cudaStream_t stream) { QS_CUDA(cudaEventRecord(event_, stream)); }
 void CudaEvent::synchronize() const { QS_CUDA(cudaEventSynchronize(event_)); }
@@ -32,7 +32,7 @@ StreamLane::StreamLane() {
         QS_CUDA(cudaStreamCreate(&compute_));
         QS_CUBLAS(cublasCreate(&blas_));
         QS_CUBLAS(cublasSetStream(blas_, compute_));
-        QS_CUBLAS(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));   // no TF32, as the backend's own handle
+        QS_CUBLAS(cublasSetMathMode(blas_, CUBLAS_DEFAULT_MATH));  // no TF32, as the backend's own handle
     } catch (...) {
         if (blas_) cublasDestroy(blas_);
         if (compute_) cudaStreamDestroy(compute_);

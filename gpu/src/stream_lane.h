@@ -20,7 +20,7 @@ public:
     CudaEvent(const CudaEvent&) = delete;
 
     void record(cudaStream_t stream);
-    void synchronize() const;   // the host waits for the work recorded before it
+    void synchronize() const;  // the host waits for the work recorded before it
     cudaEvent_t get() const { return event_; }
 
 private:
@@ -55,8 +55,8 @@ public:
 
     cudaStream_t copy() const { return copy_; }
     cudaStream_t compute() const { return compute_; }
-    cublasHandle_t blas() const { return blas_; }   // runs on compute()
-    void synchronize() const;                       // both streams
+    cublasHandle_t blas() const { return blas_; }  // runs on compute()
+    void synchronize() const;                      // both streams
 
 private:
     cudaStream_t copy_ = nullptr;

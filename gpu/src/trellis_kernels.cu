@@ -1,9 +1,8 @@
 // Viterbi over the bitshift trellis, one block per group: viterbi.cpp ViterbiEncoder::run step by
 // step. At each step, every class h takes the first minimum over its 2^K predecessor rows
 // (cost[j * H + h], strict <), then every state s = (h << K) | b gets best[h] + (x - v[s])².
-#include "trellis_kernels.h"
-
 #include "cuda_check.h"
+#include "trellis_kernels.h"
 
 namespace qs::gpu::kernels {
 namespace {
@@ -41,7 +40,7 @@ __global__ void viterbiKernel(const float* xs, int T, const float* table, int L,
     const float x0 = x[0];
     for (std::uint32_t s = threadIdx.x; s < S; s += blockDim.x) {
         const float d = x0 - table[s];
-        cost[s] = d * d;   // any start state
+        cost[s] = d * d;  // any start state
     }
     __syncthreads();
     for (int t = 1; t < T; ++t) {
@@ -51,7 +50,7 @@ __global__ void viterbiKernel(const float* xs, int T, const float* table, int L,
             std::uint8_t arg = 0;
             for (std::uint32_t j = 1; j < successors; ++j) {
                 const float v = cost[j * H + h];
-                if (v < m) {   // strict: the first minimum wins, as in torch.min
+                if (v < m) {  // strict: the first minimum wins, as in torch.min
                     m = v;
                     arg = static_cast<std::uint8_t>(j);
                 }
@@ -63,7 +62,7 @@ __global__ void viterbiKernel(const float* xs, int T, const float* table, int L,
         const float xt = x[t];
         for (std::uint32_t s = threadIdx.x; s < S; s += blockDim.x) {
             const float d = xt - table[s];
-            cost[s] = best[s >> K] + d * d;   // --fmad=false: the product is rounded first, as on the CPU
+            cost[s] = best[s >> K] + d * d;  // --fmad=false: the product is rounded first, as on the CPU
         }
         __syncthreads();
     }
@@ -88,7 +87,7 @@ __global__ void viterbiKernel(const float* xs, int T, const float* table, int L,
 
 std::int64_t viterbiBytesPerGroup(int L, int K, int T) {
     const std::int64_t bytes = backBytes(L, K, T) + costBytes(L, K);
-    return (bytes + 255) / 256 * 256;   // keep each group's costs aligned
+    return (bytes + 255) / 256 * 256;  // keep each group's costs aligned
 }
 
 void viterbiGroups(const float* xs, std::int64_t groups, int T, const float* table, int L, int K, void* workspace,

@@ -1,11 +1,11 @@
 #include "qs/analysis/channel_stats.h"
 
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "qs/error.h"
 
@@ -33,13 +33,14 @@ Matrix randomMatrixWithOutliers(std::int64_t rows, std::int64_t cols) {
 std::vector<ChannelRank> bruteForceTop(const std::vector<float>& maxAbs, int k) {
     std::vector<ChannelRank> all;
     for (std::size_t i = 0; i < maxAbs.size(); ++i) all.push_back({static_cast<std::int64_t>(i), maxAbs[i], 0.0f});
-    std::stable_sort(all.begin(), all.end(), [](const ChannelRank& a, const ChannelRank& b) { return a.maxAbs > b.maxAbs; });
+    std::stable_sort(all.begin(), all.end(),
+                     [](const ChannelRank& a, const ChannelRank& b) { return a.maxAbs > b.maxAbs; });
     all.resize(std::min<std::size_t>(all.size(), static_cast<std::size_t>(k)));
     return all;
 }
 
 TEST(ChannelStats, MaximaAndTopKMatchBruteForce) {
-    const Matrix m = randomMatrixWithOutliers(300, 517);   // 126 rows per chunk: three chunks
+    const Matrix m = randomMatrixWithOutliers(300, 517);  // 126 rows per chunk: three chunks
     ChannelStatsOptions options;
     options.topK = 10;
     const ChannelStats s = computeChannelStats(m.values, m.rows, m.cols, options);
@@ -49,15 +50,17 @@ TEST(ChannelStats, MaximaAndTopKMatchBruteForce) {
     std::vector<float> inputMax(517, 0.0f), outputMax(300, 0.0f);
     for (std::int64_t r = 0; r < m.rows; ++r) {
         for (std::int64_t c = 0; c < m.cols; ++c) {
-            inputMax[static_cast<std::size_t>(c)] = std::max(inputMax[static_cast<std::size_t>(c)], std::abs(m.at(r, c)));
-            outputMax[static_cast<std::size_t>(r)] = std::max(outputMax[static_cast<std::size_t>(r)], std::abs(m.at(r, c)));
+            inputMax[static_cast<std::size_t>(c)] =
+                std::max(inputMax[static_cast<std::size_t>(c)], std::abs(m.at(r, c)));
+            outputMax[static_cast<std::size_t>(r)] =
+                std::max(outputMax[static_cast<std::size_t>(r)], std::abs(m.at(r, c)));
         }
     }
     EXPECT_EQ(s.inputMaxAbs, inputMax);
     EXPECT_EQ(s.outputMaxAbs, outputMax);
 
-    for (const auto& [got, want] : {std::pair{s.topInputs, bruteForceTop(inputMax, 10)},
-                                    std::pair{s.topOutputs, bruteForceTop(outputMax, 10)}}) {
+    for (const auto& [got, want] :
+         {std::pair{s.topInputs, bruteForceTop(inputMax, 10)}, std::pair{s.topOutputs, bruteForceTop(outputMax, 10)}}) {
         ASSERT_EQ(got.size(), want.size());
         for (std::size_t i = 0; i < got.size(); ++i) {
             EXPECT_EQ(got[i].channel, want[i].channel) << "rank " << i;
@@ -82,7 +85,7 @@ TEST(ChannelStats, TopChannelsBreaksTiesByIndexAndClampsK) {
     EXPECT_EQ(top[0].channel, 1);
     EXPECT_EQ(top[1].channel, 2);
     EXPECT_EQ(top[2].channel, 3);
-    EXPECT_FLOAT_EQ(top[0].ratioToMedian, 3.0f / 3.0f);   // upper median of {1,2,3,3} is 3
+    EXPECT_FLOAT_EQ(top[0].ratioToMedian, 3.0f / 3.0f);  // upper median of {1,2,3,3} is 3
     EXPECT_EQ(topChannels(v, 10).size(), 4u);
     EXPECT_TRUE(topChannels(v, 0).empty());
 }

@@ -1,12 +1,12 @@
 #include "qs/analysis/histogram.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstddef>
 #include <limits>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "qs/error.h"
 #include "qs/io/dtype.h"
@@ -19,7 +19,7 @@ std::vector<float> gaussianWithOutliers(std::size_t n, unsigned seed) {
     std::normal_distribution<float> normal(0.25f, 0.02f);
     std::vector<float> v(n);
     for (float& x : v) x = normal(rng);
-    v[n / 3] = 0.9f;    // far tails on both sides, so the range is wide and the tails non-empty
+    v[n / 3] = 0.9f;  // far tails on both sides, so the range is wide and the tails non-empty
     v[n / 2] = -0.7f;
     return v;
 }
@@ -67,7 +67,7 @@ BruteMoments bruteForceMoments(const std::vector<float>& values) {
 }
 
 TEST(Histogram, CountsMatchBruteForceAcrossChunks) {
-    const std::vector<float> values = gaussianWithOutliers(200'003, 7);   // several 64 Ki chunks
+    const std::vector<float> values = gaussianWithOutliers(200'003, 7);  // several 64 Ki chunks
     HistogramOptions options;
     options.bins = 97;
     options.tailSigma = 2.5;
@@ -91,7 +91,7 @@ TEST(Histogram, CountsMatchBruteForceAcrossChunks) {
     }
     EXPECT_EQ(h.tailBelow, below);
     EXPECT_EQ(h.tailAbove, above);
-    EXPECT_GT(below, 100u);   // a Gaussian has ~0.6 % beyond 2.5σ on each side
+    EXPECT_GT(below, 100u);  // a Gaussian has ~0.6 % beyond 2.5σ on each side
     EXPECT_NEAR(h.tailFraction(), static_cast<double>(below + above) / values.size(), 1e-15);
 }
 
@@ -107,7 +107,7 @@ TEST(Histogram, LeavesOutNonFiniteValues) {
     EXPECT_EQ(h.nonFinite, 3u);
     EXPECT_EQ(h.min, 1.0);
     EXPECT_EQ(h.max, 4.0);
-    EXPECT_EQ(h.counts, (std::vector<std::uint64_t>{1, 1, 2}));   // [1,2) [2,3) [3,4]
+    EXPECT_EQ(h.counts, (std::vector<std::uint64_t>{1, 1, 2}));  // [1,2) [2,3) [3,4]
 }
 
 TEST(Histogram, ConstantValuesGetAUnitWideRange) {

@@ -1,10 +1,10 @@
 #include "qs/analysis/layer_overview.h"
 
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
@@ -25,9 +25,9 @@ io::TensorView f32View(io::TensorInfo& info, const std::vector<float>& values) {
 TEST(WeightStats, MatchesBruteForceMoments) {
     std::mt19937 rng(1);
     std::normal_distribution<float> normal(0.0f, 1.0f);
-    std::vector<float> values(100'000);   // two chunks
+    std::vector<float> values(100'000);  // two chunks
     for (float& v : values) v = normal(rng);
-    for (int i = 0; i < 7; ++i) values[static_cast<std::size_t>(i) * 9000] = 30.0f;   // heavy tail
+    for (int i = 0; i < 7; ++i) values[static_cast<std::size_t>(i) * 9000] = 30.0f;  // heavy tail
 
     io::TensorInfo info;
     const WeightStats w = computeWeightStats(f32View(info, values), 6.0);
@@ -51,7 +51,7 @@ TEST(WeightStats, MatchesBruteForceMoments) {
     EXPECT_NEAR(w.stddev, sigma, 1e-9);
     EXPECT_EQ(w.maxAbs, 30.0);
     EXPECT_NEAR(w.kurtosis, m4 / n / (sigma * sigma * sigma * sigma) - 3.0, 1e-6);
-    EXPECT_GT(w.kurtosis, 1.0);   // the planted tail makes it far from Gaussian
+    EXPECT_GT(w.kurtosis, 1.0);  // the planted tail makes it far from Gaussian
     EXPECT_EQ(outliers, 7);
     EXPECT_DOUBLE_EQ(w.outlierFraction, 7.0 / n);
     EXPECT_EQ(w.value(LayerStatistic::MaxAbs), 30.0);
@@ -70,7 +70,7 @@ TEST(WeightStats, ConstantTensorHasNoTail) {
 
 TEST(ModuleRank, AttentionBeforeMlpBeforeNorms) {
     const char* const ordered[] = {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
-                                   "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj", "input_layernorm"};
+                                   "mlp.gate_proj",    "mlp.up_proj",      "mlp.down_proj",    "input_layernorm"};
     for (std::size_t i = 0; i + 1 < std::size(ordered); ++i) {
         EXPECT_LT(moduleRank(ordered[i]), moduleRank(ordered[i + 1])) << ordered[i];
     }
@@ -85,10 +85,10 @@ TEST(LayerOverview, CoversEveryLinearOfStories260K) {
     const LayerOverview overview = computeLayerOverview(checkpoint, options);
 
     EXPECT_EQ(overview.layers, (std::vector<int>{0, 1, 2, 3, 4}));
-    EXPECT_EQ(overview.modules, (std::vector<std::string>{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
-                                                          "self_attn.o_proj", "mlp.gate_proj", "mlp.up_proj",
-                                                          "mlp.down_proj"}));
-    ASSERT_EQ(reports.size(), 36u);   // one per tensor, then "done"
+    EXPECT_EQ(overview.modules,
+              (std::vector<std::string>{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                                        "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"}));
+    ASSERT_EQ(reports.size(), 36u);  // one per tensor, then "done"
     EXPECT_EQ(reports.front().steps, 35);
     EXPECT_EQ(reports.back().fraction, 1.0);
 
@@ -134,10 +134,10 @@ TEST(LayerOverview, SkipsWhatTheCallerLeavesOut) {
     options.progress = [&](const qs::Progress&) { ++reports; };
     options.skip = [](const io::CheckpointTensor& t) { return t.naming.module.starts_with("mlp."); };
     const LayerOverview overview = computeLayerOverview(checkpoint, options);
-    EXPECT_EQ(overview.modules,
-              (std::vector<std::string>{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"}));
+    EXPECT_EQ(overview.modules, (std::vector<std::string>{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj",
+                                                          "self_attn.o_proj"}));
     EXPECT_EQ(overview.layers.size(), 5u);
-    EXPECT_EQ(reports, 5 * 4 + 1);   // one per attention tensor, then "done"
+    EXPECT_EQ(reports, 5 * 4 + 1);  // one per attention tensor, then "done"
 }
 
 TEST(LayerOverview, CancelThrows) {

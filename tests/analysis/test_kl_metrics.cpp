@@ -24,7 +24,8 @@ MatrixF randomLogits(std::mt19937& rng, int rows, int vocab, float scale) {
 std::vector<long double> softmaxRef(const MatrixF& m, Eigen::Index row) {
     std::vector<long double> p(static_cast<std::size_t>(m.cols()));
     long double sum = 0;
-    for (Eigen::Index i = 0; i < m.cols(); ++i) sum += (p[std::size_t(i)] = std::exp(static_cast<long double>(m(row, i))));
+    for (Eigen::Index i = 0; i < m.cols(); ++i)
+        sum += (p[std::size_t(i)] = std::exp(static_cast<long double>(m(row, i))));
     for (auto& v : p) v /= sum;
     return p;
 }
@@ -85,7 +86,7 @@ TEST(KlAccumulator, UniformLogitsHavePerplexityEqualToTheVocabulary) {
 
 TEST(Distribution, QuantilesInterpolateBetweenOrderStatistics) {
     std::vector<double> v;
-    for (int i = 100; i >= 0; --i) v.push_back(i);   // 0..100, unsorted
+    for (int i = 100; i >= 0; --i) v.push_back(i);  // 0..100, unsorted
     const Distribution d = Distribution::of(v);
     EXPECT_DOUBLE_EQ(d.minimum, 0.0);
     EXPECT_DOUBLE_EQ(d.maximum, 100.0);
@@ -105,7 +106,7 @@ TEST(KlAccumulator, PercentilesOfKnownPerPositionValues) {
     MatrixF base = MatrixF::Zero(n, 2), quant = MatrixF::Zero(n, 2);
     std::vector<double> expected;
     for (int i = 0; i < n; ++i) {
-        const double a = 0.02 * (i - 100);   // -2 .. 2, KL symmetric in a
+        const double a = 0.02 * (i - 100);  // -2 .. 2, KL symmetric in a
         quant(i, 0) = float(a);
         const double s = 1.0 / (1.0 + std::exp(-double(quant(i, 0))));
         expected.push_back(-std::log(2.0) - 0.5 * std::log(s * (1 - s)));
@@ -145,7 +146,8 @@ TEST(KlAccumulator, UncertaintiesAndCorrelationMatchBruteForce) {
     int same = 0;
     for (int i = 0; i < n; ++i) {
         const auto p = softmaxRef(base, i), q = softmaxRef(quant, i);
-        for (int v = 0; v < vocab; ++v) kl[std::size_t(i)] += p[std::size_t(v)] * std::log(p[std::size_t(v)] / q[std::size_t(v)]);
+        for (int v = 0; v < vocab; ++v)
+            kl[std::size_t(i)] += p[std::size_t(v)] * std::log(p[std::size_t(v)] / q[std::size_t(v)]);
         const std::size_t t = std::size_t(targets[std::size_t(i)]);
         nll[std::size_t(i)] = -std::log(q[t]);
         nllBase[std::size_t(i)] = -std::log(p[t]);
@@ -155,7 +157,11 @@ TEST(KlAccumulator, UncertaintiesAndCorrelationMatchBruteForce) {
         quant.row(i).maxCoeff(&qi);
         same += bi == qi;
     }
-    auto mean = [&](const std::vector<long double>& x) { long double s = 0; for (auto v : x) s += v; return s / n; };
+    auto mean = [&](const std::vector<long double>& x) {
+        long double s = 0;
+        for (auto v : x) s += v;
+        return s / n;
+    };
     auto stderrOf = [&](const std::vector<long double>& x) {
         const long double m = mean(x);
         long double ss = 0;
@@ -178,14 +184,14 @@ TEST(KlAccumulator, UncertaintiesAndCorrelationMatchBruteForce) {
     std::vector<long double> diff(n);
     for (int i = 0; i < n; ++i) diff[std::size_t(i)] = nll[std::size_t(i)] - nllBase[std::size_t(i)];
     EXPECT_NEAR(r.lnPplRatio.value, double(mean(diff)), 1e-10);
-    EXPECT_NEAR(r.lnPplRatio.uncertainty, double(stderrOf(diff)), 1e-9);   // var(a - b) = var a + var b - 2 cov
+    EXPECT_NEAR(r.lnPplRatio.uncertainty, double(stderrOf(diff)), 1e-9);  // var(a - b) = var a + var b - 2 cov
     EXPECT_NEAR(r.meanDeltaP.value, double(mean(dp)), 1e-7);
     EXPECT_NEAR(r.meanDeltaP.uncertainty, double(stderrOf(dp)), 1e-7);
     std::vector<long double> dp2(n);
     for (int i = 0; i < n; ++i) dp2[std::size_t(i)] = dp[std::size_t(i)] * dp[std::size_t(i)];
     EXPECT_NEAR(r.rmsDeltaP.value, double(std::sqrt(mean(dp2))), 1e-7);
     EXPECT_NEAR(r.sameTop.value, double(same) / n, 1e-12);
-    EXPECT_LT(same, n);   // the perturbation moves some argmaxes: the check is not vacuous
+    EXPECT_LT(same, n);  // the perturbation moves some argmaxes: the check is not vacuous
     EXPECT_NEAR(r.sameTop.uncertainty, std::sqrt(r.sameTop.value * (1 - r.sameTop.value) / (n - 1)), 1e-12);
 }
 
@@ -214,14 +220,14 @@ TEST(KlAccumulator, RejectsMismatchedInput) {
     EXPECT_THROW(acc.add(a, a, bad), Error);
     EXPECT_THROW(acc.add(a, a, std::span<const std::int32_t>(ok).first(2)), Error);
     acc.add(a, a, ok);
-    EXPECT_THROW(acc.add(b, b, ok), Error);   // another vocabulary than the first chunk
+    EXPECT_THROW(acc.add(b, b, ok), Error);  // another vocabulary than the first chunk
     EXPECT_EQ(acc.count(), 3u);
 }
 
 TEST(KlReport, FormatsLikeLlamaCpp) {
     const MatrixF uniform = MatrixF::Constant(30, 50, 0.0f);
     MatrixF quant = uniform;
-    quant.col(7).setConstant(std::log(2.0f));   // target 7 doubles its weight: p = 2/51
+    quant.col(7).setConstant(std::log(2.0f));  // target 7 doubles its weight: p = 2/51
     std::vector<std::int32_t> targets(30, 7);
     KlAccumulator acc;
     acc.add(uniform, quant, targets);
@@ -238,7 +244,7 @@ TEST(KlReport, FormatsLikeLlamaCpp) {
     EXPECT_NE(text.find("99.9%   KLD:"), std::string::npos);
     EXPECT_NE(text.find(" 0.1%   KLD:"), std::string::npos);
     EXPECT_NE(text.find("====== Token probability statistics ======\n"), std::string::npos);
-    EXPECT_NE(text.find("Mean    Δp:  1.922 ± 0.000 %\n"), std::string::npos) << text;   // 2/51 - 1/50
+    EXPECT_NE(text.find("Mean    Δp:  1.922 ± 0.000 %\n"), std::string::npos) << text;  // 2/51 - 1/50
     EXPECT_NE(text.find("75.0%   Δp:  1.922%\n"), std::string::npos) << text;
     EXPECT_NE(text.find("RMS Δp    :  1.922 ± 0.000 %\n"), std::string::npos) << text;
     // All base logits tie, so the base argmax is token 0 while the quantized one is token 7.

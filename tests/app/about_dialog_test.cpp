@@ -1,9 +1,10 @@
 // Help ▸ About: version, backend and the licences of what ships.
+#include "about_dialog.h"
+
 #include <QRegularExpression>
 
 #include "qs/eigen.h"
 
-#include "about_dialog.h"
 #include "qt_test_support.h"
 
 namespace qs::gui::test {
@@ -35,7 +36,8 @@ TEST_F(AboutDialogTest, ShowsTheDeviceWhenTheProbeAnswers) {
     AboutDialog about(std::nullopt);
     EXPECT_TRUE(about.text().contains(QStringLiteral("checking the GPU"))) << about.text().toStdString();
     about.showDevice({false, {}, QStringLiteral("device: CPU (3 threads) (no CUDA device)")});
-    EXPECT_TRUE(about.text().contains(QStringLiteral("device: CPU (3 threads) (no CUDA device)"))) << about.text().toStdString();
+    EXPECT_TRUE(about.text().contains(QStringLiteral("device: CPU (3 threads) (no CUDA device)")))
+        << about.text().toStdString();
     EXPECT_FALSE(about.text().contains(QStringLiteral("checking the GPU")));
 }
 

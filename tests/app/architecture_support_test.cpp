@@ -16,8 +16,8 @@
 #include "error_reporter.h"
 #include "forward_pass_support.h"
 #include "main_window.h"
-#include "quantize_panel.h"
 #include "qt_test_support.h"
+#include "quantize_panel.h"
 
 namespace qs::gui::test {
 namespace {
@@ -40,7 +40,9 @@ QString storiesAs(const QTemporaryDir& dir, const QString& modelType) {
 
 class Recorder : public ErrorReporter {
 public:
-    void report(const QString& title, const QString& message) override { reports << title + QStringLiteral(": ") + message; }
+    void report(const QString& title, const QString& message) override {
+        reports << title + QStringLiteral(": ") + message;
+    }
     QStringList reports;
 };
 
@@ -76,20 +78,22 @@ TEST_F(ArchitectureSupportTest, WithoutAForwardPassOnlyTheWeightOnlyMethodsStay)
     EXPECT_TRUE(panel().startButton()->toolTip().contains(panel().forwardPassRefusal()));
     auto recorder = std::make_shared<Recorder>();
     window.setErrorReporter(recorder);
-    EXPECT_FALSE(window.startQuantizeJob());   // as the menu or a script would: refused with the same reason
+    EXPECT_FALSE(window.startQuantizeJob());  // as the menu or a script would: refused with the same reason
     ASSERT_EQ(recorder->reports.size(), 1);
-    EXPECT_TRUE(recorder->reports.front().contains(QStringLiteral("--weights-only"))) << recorder->reports.front().toStdString();
-    EXPECT_FALSE(panel().isEstimating());   // an estimate would only fail: none is made
+    EXPECT_TRUE(recorder->reports.front().contains(QStringLiteral("--weights-only")))
+        << recorder->reports.front().toStdString();
+    EXPECT_FALSE(panel().isEstimating());  // an estimate would only fail: none is made
 }
 
 TEST_F(ArchitectureSupportTest, ASupportedModelPutsEveryMethodBackWithTheTicksKept) {
     ASSERT_TRUE(window.openPath(storiesAs(dir, QStringLiteral("mamba2"))));
     ASSERT_TRUE(panel().selectMethods({"rtn4", "gptq4"}));
-    EXPECT_EQ(panel().settings().methods.size(), 1u);   // GPTQ's tick is kept, but off for this model
+    EXPECT_EQ(panel().settings().methods.size(), 1u);  // GPTQ's tick is kept, but off for this model
     ASSERT_TRUE(window.openPath(kStories));
     EXPECT_TRUE(panel().forwardPassRefusal().isEmpty());
     EXPECT_TRUE(panel().refusal().isEmpty());
-    for (const char* method : {"gptq4", "awq4", "q4_k_m", "fp8-w8a8", "rtn4"}) EXPECT_TRUE(panel().methodAvailable(method)) << method;
+    for (const char* method : {"gptq4", "awq4", "q4_k_m", "fp8-w8a8", "rtn4"})
+        EXPECT_TRUE(panel().methodAvailable(method)) << method;
     EXPECT_FALSE(panel().methodToolTip("gptq4").startsWith(QStringLiteral("Not for this model")));
     ASSERT_EQ(panel().settings().methods.size(), 2u);
     EXPECT_EQ(panel().settings().methods[1].name, "gptq4");

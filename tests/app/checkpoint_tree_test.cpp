@@ -64,22 +64,25 @@ TEST_F(CheckpointTreeTest, HoldsEveryTensorExactlyOnce) {
 }
 
 TEST_F(CheckpointTreeTest, GroupsLayersModulesEmbeddingsAndNorms) {
-    EXPECT_EQ(childLabels(model()), (QStringList{"Embeddings", "Layer 0", "Layer 1", "Layer 2", "Layer 3", "Layer 4", "Norms"}));
+    EXPECT_EQ(childLabels(model()),
+              (QStringList{"Embeddings", "Layer 0", "Layer 1", "Layer 2", "Layer 3", "Layer 4", "Norms"}));
     const QModelIndex layer0 = model().index(1, 0);
-    EXPECT_EQ(childLabels(model(), layer0),
-              (QStringList{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
-                           "mlp.up_proj", "mlp.down_proj", "input_layernorm", "post_attention_layernorm"}));
+    EXPECT_EQ(
+        childLabels(model(), layer0),
+        (QStringList{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate_proj",
+                     "mlp.up_proj", "mlp.down_proj", "input_layernorm", "post_attention_layernorm"}));
     const QModelIndex downProj = model().index(6, 0, layer0);
     EXPECT_EQ(model().index(0, CheckpointTreeModel::ShapeColumn, downProj).data().toString(), "[64, 172]");
     EXPECT_EQ(model().index(0, CheckpointTreeModel::DTypeColumn, downProj).data().toString(), "F32");
-    EXPECT_EQ(model().index(0, CheckpointTreeModel::SizeColumn, downProj).data(CheckpointTreeModel::SortRole).toULongLong(),
-              64u * 172u * 4u);
+    EXPECT_EQ(
+        model().index(0, CheckpointTreeModel::SizeColumn, downProj).data(CheckpointTreeModel::SortRole).toULongLong(),
+        64u * 172u * 4u);
     EXPECT_EQ(childLabels(model(), model().index(0, 0)), QStringList{"model.embed_tokens.weight"});
     EXPECT_EQ(childLabels(model(), model().index(6, 0)), QStringList{"model.norm.weight"});
 }
 
 TEST_F(CheckpointTreeTest, SubstringAndRegexFilters) {
-    ASSERT_TRUE(proxy().setPattern(QStringLiteral("Q_PROJ"), false));   // case-insensitive
+    ASSERT_TRUE(proxy().setPattern(QStringLiteral("Q_PROJ"), false));  // case-insensitive
     QStringList leaves = leafNames(proxy());
     EXPECT_EQ(leaves.size(), 5);
     for (const QString& name : leaves) EXPECT_TRUE(name.contains(QStringLiteral("q_proj"))) << name.toStdString();
@@ -92,7 +95,7 @@ TEST_F(CheckpointTreeTest, SubstringAndRegexFilters) {
     EXPECT_EQ(leafNames(proxy()).size(), 9);
 
     EXPECT_FALSE(proxy().setPattern(QStringLiteral("(unclosed"), true));
-    EXPECT_EQ(leafNames(proxy()).size(), 9);   // an invalid pattern leaves the filter as it was
+    EXPECT_EQ(leafNames(proxy()).size(), 9);  // an invalid pattern leaves the filter as it was
 
     ASSERT_TRUE(proxy().setPattern(QString(), false));
     EXPECT_EQ(leafNames(proxy()).size(), 47);
@@ -102,7 +105,8 @@ TEST_F(CheckpointTreeTest, SortsBySizeNumerically) {
     proxy().sort(CheckpointTreeModel::SizeColumn, Qt::DescendingOrder);
     qulonglong previous = ~0ull;
     for (int row = 0; row < proxy().rowCount(); ++row) {
-        const qulonglong bytes = proxy().index(row, CheckpointTreeModel::SizeColumn).data(CheckpointTreeModel::SortRole).toULongLong();
+        const qulonglong bytes =
+            proxy().index(row, CheckpointTreeModel::SizeColumn).data(CheckpointTreeModel::SortRole).toULongLong();
         EXPECT_LE(bytes, previous) << "row " << row;
         previous = bytes;
     }
@@ -112,7 +116,8 @@ TEST_F(CheckpointTreeTest, SortsBySizeNumerically) {
 TEST_F(CheckpointTreeTest, SelectsTheFirstLinearAndShowsTheSummary) {
     EXPECT_EQ(window.currentTensor(), "model.layers.0.self_attn.q_proj.weight");
     EXPECT_EQ(window.summaryPanel()->text(QStringLiteral("Layers")), "5");
-    EXPECT_TRUE(window.summaryPanel()->text(QStringLiteral("Architecture")).contains(QStringLiteral("LlamaForCausalLM")));
+    EXPECT_TRUE(
+        window.summaryPanel()->text(QStringLiteral("Architecture")).contains(QStringLiteral("LlamaForCausalLM")));
     EXPECT_EQ(window.summaryPanel()->text(QStringLiteral("Tensors")), "47");
 }
 
@@ -139,7 +144,8 @@ TEST_F(CheckpointTreeVlmTest, TheVisionTowerIsAGroupOfItsOwn) {
     const QStringList towerTensors = leafNames(model, tower);
     EXPECT_EQ(towerTensors.size(), 17);
     for (const QString& name : towerTensors)
-        EXPECT_TRUE(name.startsWith(QStringLiteral("model.vision_tower.")) || name.startsWith(QStringLiteral("model.multi_modal_projector.")))
+        EXPECT_TRUE(name.startsWith(QStringLiteral("model.vision_tower.")) ||
+                    name.startsWith(QStringLiteral("model.multi_modal_projector.")))
             << name.toStdString();
     const QModelIndex layer0 = model.index(int(top.indexOf(QStringLiteral("Layer 0"))), 0);
     for (const QString& name : leafNames(model, layer0))
@@ -188,21 +194,25 @@ TEST_F(MoeTreeTest, Qwen3MoeExpertsAreOneNodePerLayer) {
         const QModelIndex layerNode = childLabelled(model(), {}, QStringLiteral("Layer %1").arg(layer));
         ASSERT_TRUE(layerNode.isValid()) << layer;
         const QStringList modules = childLabels(model(), layerNode);
-        EXPECT_EQ(modules,
-                  (QStringList{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", groupLabel,
-                               "input_layernorm", "post_attention_layernorm", "self_attn.q_norm", "self_attn.k_norm", "mlp.gate"}))
+        EXPECT_EQ(modules, (QStringList{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
+                                        groupLabel, "input_layernorm", "post_attention_layernorm", "self_attn.q_norm",
+                                        "self_attn.k_norm", "mlp.gate"}))
             << modules.join(", ").toStdString();
         const QModelIndex group = childLabelled(model(), layerNode, groupLabel);
         ASSERT_TRUE(group.isValid());
         EXPECT_EQ(model().rowCount(group), experts);
-        EXPECT_EQ(group.data(CheckpointTreeModel::FilterTextRole).toString(), QStringLiteral("model.layers.%1.mlp.experts").arg(layer));
+        EXPECT_EQ(group.data(CheckpointTreeModel::FilterTextRole).toString(),
+                  QStringLiteral("model.layers.%1.mlp.experts").arg(layer));
         for (int e = 0; e < experts; ++e) {
             const QModelIndex expert = model().index(e, 0, group);
             EXPECT_EQ(expert.data().toString(), QStringLiteral("expert %1").arg(e));
             EXPECT_EQ(childLabels(model(), expert), (QStringList{"gate_proj", "up_proj", "down_proj"}));
             QStringList expected;
             for (const char* linear : {"gate_proj", "up_proj", "down_proj"})
-                expected << QStringLiteral("model.layers.%1.mlp.experts.%2.%3.weight").arg(layer).arg(e).arg(QLatin1String(linear));
+                expected << QStringLiteral("model.layers.%1.mlp.experts.%2.%3.weight")
+                                .arg(layer)
+                                .arg(e)
+                                .arg(QLatin1String(linear));
             EXPECT_EQ(leafNames(model(), expert), expected);
         }
     }
@@ -217,7 +227,7 @@ TEST_F(MoeTreeTest, AnExpertTensorIsSelectedByNameEvenWhenFilteredOut) {
     const QString name = QStringLiteral("model.layers.1.mlp.experts.3.down_proj.weight");
     auto* filter = window.treePanel()->findChild<QLineEdit*>();
     ASSERT_NE(filter, nullptr);
-    filter->setText(QStringLiteral("q_proj"));   // as typed: hides every expert
+    filter->setText(QStringLiteral("q_proj"));  // as typed: hides every expert
     ASSERT_FALSE(proxy().mapFromSource(model().indexOfTensor(name)).isValid());
     window.selectTensor(name);
     EXPECT_TRUE(filter->text().isEmpty());
@@ -239,7 +249,8 @@ TEST_F(MoeTreeTest, AnExpertTensorIsSelectedByNameEvenWhenFilteredOut) {
 TEST_F(MoeTreeTest, TheFilterFindsExpertTensorsAndWholeExperts) {
     ASSERT_TRUE(window.openPath(kQwen3Moe));
     ASSERT_TRUE(proxy().setPattern(QStringLiteral("experts.2.up_proj"), false));
-    EXPECT_EQ(leafNames(proxy()), (QStringList{"model.layers.0.mlp.experts.2.up_proj.weight", "model.layers.1.mlp.experts.2.up_proj.weight"}));
+    EXPECT_EQ(leafNames(proxy()), (QStringList{"model.layers.0.mlp.experts.2.up_proj.weight",
+                                               "model.layers.1.mlp.experts.2.up_proj.weight"}));
     // A matching expert keeps its linears; the experts node of a layer keeps every expert.
     ASSERT_TRUE(proxy().setPattern(QStringLiteral(R"(layers\.1\.mlp\.experts\.0$)"), true));
     EXPECT_EQ(leafNames(proxy()).size(), 3);
@@ -259,8 +270,9 @@ TEST_F(MoeTreeTest, MixtralExpertsAreGroupedUnderTheSparseBlock) {
     ASSERT_TRUE(group.isValid()) << childLabels(model(), layer0).join(", ").toStdString();
     EXPECT_EQ(model().rowCount(group), experts);
     EXPECT_EQ(childLabels(model(), model().index(experts - 1, 0, group)), (QStringList{"w1", "w3", "w2"}));
-    EXPECT_EQ(leafNames(model(), model().index(0, 0, group)).front(), QStringLiteral("model.layers.0.block_sparse_moe.experts.0.w1.weight"));
-    EXPECT_TRUE(childLabelled(model(), layer0, QStringLiteral("block_sparse_moe.gate")).isValid());   // the router stays
+    EXPECT_EQ(leafNames(model(), model().index(0, 0, group)).front(),
+              QStringLiteral("model.layers.0.block_sparse_moe.experts.0.w1.weight"));
+    EXPECT_TRUE(childLabelled(model(), layer0, QStringLiteral("block_sparse_moe.gate")).isValid());  // the router stays
 }
 
 // gpt-oss stacks every expert in one tensor: the experts node holds those tensors, counted by their
@@ -271,7 +283,8 @@ TEST_F(MoeTreeTest, GptOssStackedExpertsAreOneNodeCountedByTheirFirstDimension) 
     const QModelIndex layer0 = childLabelled(model(), {}, QStringLiteral("Layer 0"));
     const QModelIndex group = childLabelled(model(), layer0, QStringLiteral("experts (%1, stacked)").arg(experts));
     ASSERT_TRUE(group.isValid()) << childLabels(model(), layer0).join(", ").toStdString();
-    EXPECT_EQ(childLabels(model(), group), (QStringList{"down_proj", "down_proj_bias", "gate_up_proj", "gate_up_proj_bias"}));
+    EXPECT_EQ(childLabels(model(), group),
+              (QStringList{"down_proj", "down_proj_bias", "gate_up_proj", "gate_up_proj_bias"}));
     EXPECT_EQ(leafNames(model(), group).front(), QStringLiteral("model.layers.0.mlp.experts.down_proj"));
     EXPECT_TRUE(childLabelled(model(), layer0, QStringLiteral("mlp.router")).isValid());
     window.selectTensor(QStringLiteral("model.layers.2.mlp.experts.gate_up_proj"));

@@ -7,10 +7,11 @@
 #include <QTemporaryDir>
 #include <QTimer>
 
-#include "main_window.h"
-#include "message_box_error_reporter.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
+
+#include "main_window.h"
+#include "message_box_error_reporter.h"
 #include "qt_test_support.h"
 
 namespace qs::gui::test {
@@ -88,7 +89,9 @@ TEST_F(ErrorDialogTest, DefaultReporterShowsAMessageBoxWithTheCoreText) {
         ++attempts;
         for (QWidget* w : QApplication::topLevelWidgets()) {
             auto* box = qobject_cast<QMessageBox*>(w);
-            if (!box || box->objectName() != QLatin1String(MessageBoxErrorReporter::kDialogObjectName) || !box->isVisible()) continue;
+            if (!box || box->objectName() != QLatin1String(MessageBoxErrorReporter::kDialogObjectName) ||
+                !box->isVisible())
+                continue;
             shown = box->text();
             box->accept();
             finder.stop();

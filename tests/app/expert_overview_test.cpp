@@ -3,6 +3,8 @@
 // their MXFP4 export), statistics checked against a brute-force computation over each expert's values
 // read here, and clicks that select the right tensor in the window (the Overview's cells and the Results'
 // tokens-per-expert heat map on gpt-oss).
+#include "expert_overview.h"
+
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -14,18 +16,18 @@
 #include <QMouseEvent>
 #include <QTemporaryDir>
 
+#include "qs/formats/linear_reader.h"
+#include "qs/pipeline/gpt_oss_mxfp4_export.h"
+
 #include "expert_heat_map.h"
-#include "expert_overview.h"
 #include "expert_overview_layout.h"
 #include "main_window.h"
 #include "overview_page.h"
 #include "plot_view.h"
-#include "qs/formats/linear_reader.h"
-#include "qs/pipeline/gpt_oss_mxfp4_export.h"
+#include "qt_test_support.h"
 #include "quantize_job.h"
 #include "quantize_panel.h"
 #include "results_page.h"
-#include "qt_test_support.h"
 
 namespace qs::gui::test {
 namespace {
@@ -34,9 +36,7 @@ const QString kQwen3Moe = QStringLiteral(QS_TEST_DATA_DIR "/moe/qwen3-moe-tiny")
 const QString kMixtral = QStringLiteral(QS_TEST_DATA_DIR "/moe/mixtral-tiny");
 const QString kGptOss = QStringLiteral(QS_TEST_DATA_DIR "/gptoss/gptoss-tiny");
 
-io::Checkpoint open(const QString& folder) {
-    return io::Checkpoint::open(folder.toStdString());
-}
+io::Checkpoint open(const QString& folder) { return io::Checkpoint::open(folder.toStdString()); }
 
 int configInt(const QString& folder, const char* key) {
     QFile file(folder + QStringLiteral("/config.json"));
@@ -99,7 +99,8 @@ TEST(ExpertOverviewLayoutTest, Qwen3MoeCellsAreTheExpertsOwnWeights) {
     const int layers = configInt(kQwen3Moe, "num_hidden_layers");
     const int experts = configInt(kQwen3Moe, "num_experts");
     const std::vector<ExpertLinear> linears = expertLinears(checkpoint);
-    EXPECT_EQ(linearNames(linears), (std::vector<std::string>{"mlp.experts:gate_proj", "mlp.experts:up_proj", "mlp.experts:down_proj"}));
+    EXPECT_EQ(linearNames(linears),
+              (std::vector<std::string>{"mlp.experts:gate_proj", "mlp.experts:up_proj", "mlp.experts:down_proj"}));
     for (const ExpertLinear& linear : linears) {
         const ExpertLayout layout = expertLayout(checkpoint, linear);
         ASSERT_EQ(layout.layers.size(), static_cast<std::size_t>(layers));
@@ -111,7 +112,8 @@ TEST(ExpertOverviewLayoutTest, Qwen3MoeCellsAreTheExpertsOwnWeights) {
                 EXPECT_EQ(cell.layer, l);
                 EXPECT_EQ(cell.expert, e);
                 EXPECT_EQ(cell.source, ExpertSource::Tensor);
-                EXPECT_EQ(cell.tensor, layerName(l, "mlp.experts." + std::to_string(e) + "." + linear.linear + ".weight"));
+                EXPECT_EQ(cell.tensor,
+                          layerName(l, "mlp.experts." + std::to_string(e) + "." + linear.linear + ".weight"));
             }
     }
     // The router and attention are not experts.
@@ -126,11 +128,13 @@ TEST(ExpertOverviewLayoutTest, Qwen3MoeCellsAreTheExpertsOwnWeights) {
 TEST(ExpertOverviewLayoutTest, MixtralExpertsAreW1W3W2OfTheSparseBlock) {
     const io::Checkpoint checkpoint = open(kMixtral);
     EXPECT_EQ(linearNames(expertLinears(checkpoint)),
-              (std::vector<std::string>{"block_sparse_moe.experts:w1", "block_sparse_moe.experts:w3", "block_sparse_moe.experts:w2"}));
+              (std::vector<std::string>{"block_sparse_moe.experts:w1", "block_sparse_moe.experts:w3",
+                                        "block_sparse_moe.experts:w2"}));
     const ExpertLayout layout = expertLayout(checkpoint, {"block_sparse_moe.experts", "w2"});
     EXPECT_EQ(layout.experts, configInt(kMixtral, "num_local_experts"));
     EXPECT_EQ(layout.cells.back().tensor,
-              layerName(layout.layers.back(), "block_sparse_moe.experts." + std::to_string(layout.experts - 1) + ".w2.weight"));
+              layerName(layout.layers.back(),
+                        "block_sparse_moe.experts." + std::to_string(layout.experts - 1) + ".w2.weight"));
 }
 
 TEST(ExpertOverviewLayoutTest, ADenseCheckpointHasNoExperts) {
@@ -160,7 +164,8 @@ TEST(ExpertOverviewLayoutTest, GptOssCellsAreSlicesOfTheStackedTensors) {
         for (int l = 0; l < layers; ++l)
             for (int e = 0; e < experts; ++e) {
                 const std::string tensor = layerName(l, "mlp.experts." + linear.linear);
-                const analysis::WeightStats* cell = overview.cell(static_cast<std::size_t>(l), static_cast<std::size_t>(e));
+                const analysis::WeightStats* cell =
+                    overview.cell(static_cast<std::size_t>(l), static_cast<std::size_t>(e));
                 expectStats(cell, stackedSlice(checkpoint, tensor, e), tensor + "[" + std::to_string(e) + "]");
                 if (cell) {
                     EXPECT_EQ(cell->tensor, tensor);
@@ -169,7 +174,8 @@ TEST(ExpertOverviewLayoutTest, GptOssCellsAreSlicesOfTheStackedTensors) {
     }
     // The biases beside them are not weights; the module log's per-expert names find the stacked tensor.
     EXPECT_FALSE(isExpertWeight(*checkpoint.find("model.layers.0.mlp.experts.gate_up_proj_bias")));
-    EXPECT_EQ(expertWeightTensor(checkpoint, 2, "mlp.experts.3.gate_up_proj"), layerName(2, "mlp.experts.gate_up_proj"));
+    EXPECT_EQ(expertWeightTensor(checkpoint, 2, "mlp.experts.3.gate_up_proj"),
+              layerName(2, "mlp.experts.gate_up_proj"));
     EXPECT_EQ(expertWeightTensor(checkpoint, 0, "mlp.experts.1.down_proj"), layerName(0, "mlp.experts.down_proj"));
     EXPECT_EQ(expertWeightTensor(checkpoint, 0, "mlp.experts." + std::to_string(experts) + ".down_proj"), std::nullopt);
 }
@@ -180,7 +186,8 @@ TEST(ExpertOverviewLayoutTest, Qwen3MoeStatisticsAreEachExpertsOwn) {
     const analysis::LayerOverview overview = computeExpertOverview(checkpoint, layout);
     for (std::size_t r = 0; r < overview.layers.size(); ++r)
         for (std::size_t e = 0; e < overview.modules.size(); ++e) {
-            const std::string tensor = layerName(overview.layers[r], "mlp.experts." + std::to_string(e) + ".down_proj.weight");
+            const std::string tensor =
+                layerName(overview.layers[r], "mlp.experts." + std::to_string(e) + ".down_proj.weight");
             expectStats(overview.cell(r, e), checkpoint.tensor(tensor).toF32(), tensor);
         }
 }
@@ -189,10 +196,12 @@ TEST(ExpertOverviewLayoutTest, Qwen3MoeStatisticsAreEachExpertsOwn) {
 // click selects is the blocks.
 TEST(ExpertOverviewLayoutTest, GptOssMxfp4ExpertsAreDecodedOneByOne) {
     QTemporaryDir tmp;
-    const auto report = pipeline::exportGptOssMxfp4({kGptOss.toStdString(), (tmp.path() + QStringLiteral("/mxfp4")).toStdString()}, {}, {});
+    const auto report = pipeline::exportGptOssMxfp4(
+        {kGptOss.toStdString(), (tmp.path() + QStringLiteral("/mxfp4")).toStdString()}, {}, {});
     const io::Checkpoint mxfp4 = io::Checkpoint::open(report.written);
     const io::Checkpoint bf16 = open(kGptOss);
-    ASSERT_EQ(linearNames(expertLinears(mxfp4)), (std::vector<std::string>{"mlp.experts:gate_up_proj", "mlp.experts:down_proj"}));
+    ASSERT_EQ(linearNames(expertLinears(mxfp4)),
+              (std::vector<std::string>{"mlp.experts:gate_up_proj", "mlp.experts:down_proj"}));
     const ExpertLayout layout = expertLayout(mxfp4, {"mlp.experts", "down_proj"});
     const int experts = configInt(kGptOss, "num_local_experts");
     ASSERT_EQ(layout.experts, experts);
@@ -205,7 +214,8 @@ TEST(ExpertOverviewLayoutTest, GptOssMxfp4ExpertsAreDecodedOneByOne) {
         EXPECT_EQ(cell.tensor, stacked + "_blocks");
         const MatrixF decoded = reader.decodeF32(stacked, cell.expert);
         const std::vector<float> values(decoded.data(), decoded.data() + decoded.size());
-        const analysis::WeightStats* stats = overview.cell(static_cast<std::size_t>(cell.layer), static_cast<std::size_t>(cell.expert));
+        const analysis::WeightStats* stats =
+            overview.cell(static_cast<std::size_t>(cell.layer), static_cast<std::size_t>(cell.expert));
         expectStats(stats, values, cell.tensor + "[" + std::to_string(cell.expert) + "]");
         // MXFP4 keeps the expert's spread (4 bits, a shared exponent per 32): near the BF16 expert's σ.
         const double bf16Sigma = bruteMoments(stackedSlice(bf16, stacked, cell.expert)).stddev;
@@ -217,13 +227,17 @@ TEST(ExpertOverviewLayoutTest, GptOssMxfp4ExpertsAreDecodedOneByOne) {
 
 class ExpertOverviewPageTest : public QtAppTest {
 protected:
-    bool waitForIdle() { return waitUntil([this] { return !window.isBusy(); }); }
+    bool waitForIdle() {
+        return waitUntil([this] { return !window.isBusy(); });
+    }
 
     // A real click at a cell's centre, through the plot's mouse handling.
     static void click(PlotView& plot, double x, double y) {
         const QPointF at(plot.xAxis->coordToPixel(x), plot.yAxis->coordToPixel(y));
-        QMouseEvent press(QEvent::MouseButtonPress, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::LeftButton, Qt::NoModifier);
-        QMouseEvent release(QEvent::MouseButtonRelease, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::NoButton, Qt::NoModifier);
+        QMouseEvent press(QEvent::MouseButtonPress, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::LeftButton,
+                          Qt::NoModifier);
+        QMouseEvent release(QEvent::MouseButtonRelease, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::NoButton,
+                            Qt::NoModifier);
         QCoreApplication::sendEvent(&plot, &press);
         QCoreApplication::sendEvent(&plot, &release);
     }
@@ -237,12 +251,13 @@ TEST_F(ExpertOverviewPageTest, Qwen3MoeOffersTheDenseLinearsAndEachExpertLinear)
     ASSERT_TRUE(window.showPage(QStringLiteral("overview")));
     ASSERT_TRUE(waitForIdle());
     OverviewPage& page = *window.overviewPage();
-    EXPECT_EQ(page.moduleViews(), (QStringList{QStringLiteral("dense linears"), QStringLiteral("experts: gate_proj"),
-                                               QStringLiteral("experts: up_proj"), QStringLiteral("experts: down_proj")}));
+    EXPECT_EQ(page.moduleViews(),
+              (QStringList{QStringLiteral("dense linears"), QStringLiteral("experts: gate_proj"),
+                           QStringLiteral("experts: up_proj"), QStringLiteral("experts: down_proj")}));
     // The dense view: attention and the router, no expert.
     ASSERT_TRUE(page.overview().has_value());
-    EXPECT_EQ(page.overview()->modules,
-              (std::vector<std::string>{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj", "mlp.gate"}));
+    EXPECT_EQ(page.overview()->modules, (std::vector<std::string>{"self_attn.q_proj", "self_attn.k_proj",
+                                                                  "self_attn.v_proj", "self_attn.o_proj", "mlp.gate"}));
 
     ASSERT_TRUE(page.setModuleView(QStringLiteral("experts: down_proj")));
     ASSERT_TRUE(waitForIdle());
@@ -250,10 +265,11 @@ TEST_F(ExpertOverviewPageTest, Qwen3MoeOffersTheDenseLinearsAndEachExpertLinear)
     const int experts = configInt(kQwen3Moe, "num_experts");
     EXPECT_EQ(page.overview()->modules.size(), static_cast<std::size_t>(experts));
     EXPECT_EQ(page.overview()->layers.size(), static_cast<std::size_t>(configInt(kQwen3Moe, "num_hidden_layers")));
-    click(*page.plot(), 2.0, 1.0);   // expert 2 of layer 1
+    click(*page.plot(), 2.0, 1.0);  // expert 2 of layer 1
     EXPECT_EQ(window.currentTensor(), "model.layers.1.mlp.experts.2.down_proj.weight");
     page.activateCell(0, static_cast<std::size_t>(experts - 1));
-    EXPECT_EQ(window.currentTensor(), QString::fromStdString(layerName(0, "mlp.experts." + std::to_string(experts - 1) + ".down_proj.weight")));
+    EXPECT_EQ(window.currentTensor(),
+              QString::fromStdString(layerName(0, "mlp.experts." + std::to_string(experts - 1) + ".down_proj.weight")));
     EXPECT_FALSE(page.setModuleView(QStringLiteral("experts: gate_up_proj")));
 
     // Back to the dense view: computed once, shown again at once.
@@ -266,7 +282,7 @@ TEST_F(ExpertOverviewPageTest, Qwen3MoeOffersTheDenseLinearsAndEachExpertLinear)
 TEST_F(ExpertOverviewPageTest, ADenseCheckpointShowsItsModulesAsBefore) {
     window.show();
     ASSERT_TRUE(window.openPath(kQwen3Moe));
-    ASSERT_TRUE(window.openPath(kStories));   // after a MoE checkpoint: its experts' entries are gone
+    ASSERT_TRUE(window.openPath(kStories));  // after a MoE checkpoint: its experts' entries are gone
     ASSERT_TRUE(window.showPage(QStringLiteral("overview")));
     ASSERT_TRUE(waitForIdle());
     OverviewPage& page = *window.overviewPage();
@@ -308,7 +324,7 @@ TEST_F(ExpertOverviewPageTest, AGptOssTokensPerExpertClickSelectsTheStackedTenso
     const ExpertTokens* cell = map.grid().cell(1, 3);
     ASSERT_NE(cell, nullptr);
     EXPECT_EQ(cell->module, "mlp.experts.3.gate_up_proj");
-    QCoreApplication::processEvents();   // laid out: the click's pixels are the cell's
+    QCoreApplication::processEvents();  // laid out: the click's pixels are the cell's
     click(map, 3.0, 1.0);
     EXPECT_EQ(window.currentTensor(), "model.layers.1.mlp.experts.gate_up_proj");
 }

@@ -15,10 +15,10 @@
 #include "expert_token_grid.h"
 #include "main_window.h"
 #include "module_log_model.h"
+#include "qt_test_support.h"
 #include "quantize_job.h"
 #include "quantize_panel.h"
 #include "results_page.h"
-#include "qt_test_support.h"
 
 namespace qs::gui::test {
 namespace {
@@ -50,10 +50,11 @@ TEST(ExpertPathTest, NamesTheExpertOfEveryLayoutAndNothingElse) {
     ASSERT_TRUE(stackedBias);
     EXPECT_EQ(stackedBias->expert, -1);
     EXPECT_EQ(stackedBias->rest, "gate_up_proj");
-    for (const char* notAnExpert : {"mlp.gate", "mlp.router", "mlp.shared_expert.up_proj", "mlp.shared_experts.down_proj",
-                                    "mlp.shared_expert_gate", "self_attn.q_proj", "mlp.num_experts", ""})
+    for (const char* notAnExpert :
+         {"mlp.gate", "mlp.router", "mlp.shared_expert.up_proj", "mlp.shared_experts.down_proj",
+          "mlp.shared_expert_gate", "self_attn.q_proj", "mlp.num_experts", ""})
         EXPECT_FALSE(parseExpertPath(notAnExpert)) << notAnExpert;
-    EXPECT_EQ(parseExpertPath("mlp.experts.-1.w1")->expert, -1);   // not an index: a name
+    EXPECT_EQ(parseExpertPath("mlp.experts.-1.w1")->expert, -1);  // not an index: a name
 }
 
 // Module log rows as a job writes them: attention rows (no routing), then each expert's gate, up and
@@ -76,7 +77,7 @@ std::vector<pipeline::ModuleLog> syntheticLog(const std::string& method) {
                 row.module = "mlp.experts." + std::to_string(e) + "." + linear;
                 row.inFeatures = std::string(linear) == "down_proj" ? 16 : 32;
                 row.routedTokens = layer == 1 && e == 2 ? 5 : 40 + 10 * layer + e;
-                row.samples = row.routedTokens;   // routed-only calibration
+                row.samples = row.routedTokens;  // routed-only calibration
                 rows.push_back(row);
             }
     }
@@ -159,7 +160,7 @@ TEST_F(ExpertHeatMapTest, DrawsEveryCellAndOutlinesTheStarvedExpert) {
     EXPECT_TRUE(healthy.contains(QStringLiteral("layer 0 · expert 3"))) << healthy.toStdString();
     EXPECT_TRUE(healthy.contains(QStringLiteral("43 token(s)"))) << healthy.toStdString();
     EXPECT_FALSE(healthy.contains(QStringLiteral("starved")));
-    EXPECT_TRUE(map.toolTipAt(4.6, 0.0).isEmpty());   // right of the last expert
+    EXPECT_TRUE(map.toolTipAt(4.6, 0.0).isEmpty());  // right of the last expert
 
     // A result without experts clears the map and its marks.
     map.setResult(std::make_shared<pipeline::JobResult>());
@@ -175,7 +176,7 @@ TEST_F(ExpertHeatMapTest, TheResultsPageHasATokensPerExpertTabOnlyForExperts) {
     moe->methods.push_back(m);
     page.setResult(moe);
     EXPECT_TRUE(page.showsExpertTokens());
-    EXPECT_FALSE(page.expertTokensInFront());   // Methods stays in front unless asked
+    EXPECT_FALSE(page.expertTokensInFront());  // Methods stays in front unless asked
     EXPECT_EQ(page.expertHeatMap()->starvedMarks(), 1);
     auto dense = std::make_shared<pipeline::JobResult>();
     std::erase_if(m.modules, [](const pipeline::ModuleLog& r) { return r.routedTokens >= 0; });
@@ -192,7 +193,9 @@ TEST_F(ExpertHeatMapTest, TheModuleLogSaysTokensRoutedAndMarksStarvedRows) {
     ModelChecker checker(&log);
     for (const auto& row : syntheticLog("gptq4")) log.append(row);
     EXPECT_EQ(log.headerData(ModuleLogModel::RoutedColumn, Qt::Horizontal).toString(), QStringLiteral("tokens routed"));
-    const auto cell = [&](int row, int role = Qt::DisplayRole) { return log.index(row, ModuleLogModel::RoutedColumn).data(role); };
+    const auto cell = [&](int row, int role = Qt::DisplayRole) {
+        return log.index(row, ModuleLogModel::RoutedColumn).data(role);
+    };
     int starvedRows = 0;
     for (int r = 0; r < log.rowCount(); ++r) {
         const pipeline::ModuleLog& row = log.rows()[static_cast<std::size_t>(r)];
@@ -214,7 +217,7 @@ TEST_F(ExpertHeatMapTest, TheModuleLogSaysTokensRoutedAndMarksStarvedRows) {
         }
         EXPECT_FALSE(log.index(r, ModuleLogModel::ModuleColumn).data(Qt::BackgroundRole).isValid()) << row.module;
     }
-    EXPECT_EQ(starvedRows, 3);   // gate and up (32 inputs) and down (16): 5 tokens starve all three
+    EXPECT_EQ(starvedRows, 3);  // gate and up (32 inputs) and down (16): 5 tokens starve all three
 }
 
 // A real job on the tiny Qwen3-MoE: the log shows each expert's routed tokens, and the heat map shows
@@ -235,7 +238,7 @@ TEST_F(MoeJobTest, TheHeatMapShowsTheRoutedTokensTheJobLogged) {
     ASSERT_TRUE(waitUntil([&] { return !window.quantizeJob()->isRunning(); }, 120000));
     ASSERT_TRUE(failure.isEmpty()) << failure.toStdString();
 
-    std::map<std::pair<int, int>, std::int64_t> logged;   // (layer, expert) → routed tokens, from the log's text
+    std::map<std::pair<int, int>, std::int64_t> logged;  // (layer, expert) → routed tokens, from the log's text
     const ModuleLogModel& log = *window.moduleLog();
     for (int r = 0; r < log.rowCount(); ++r) {
         const QString module = log.index(r, ModuleLogModel::ModuleColumn).data().toString();
@@ -258,7 +261,8 @@ TEST_F(MoeJobTest, TheHeatMapShowsTheRoutedTokensTheJobLogged) {
     ASSERT_EQ(map.grid().experts(), experts);
     std::int64_t routedPerLayer = 0;
     for (const auto& [where, tokens] : logged) {
-        EXPECT_EQ(map.cellValue(where.first, where.second), static_cast<double>(tokens)) << where.first << "," << where.second;
+        EXPECT_EQ(map.cellValue(where.first, where.second), static_cast<double>(tokens))
+            << where.first << "," << where.second;
         if (where.first == 0) routedPerLayer += tokens;
     }
     // The router picks num_experts_per_tok experts for every calibration token.

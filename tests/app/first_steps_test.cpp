@@ -12,8 +12,8 @@
 #include <QSet>
 
 #include "main_window.h"
-#include "quantize_panel.h"
 #include "qt_test_support.h"
+#include "quantize_panel.h"
 #include "start_page.h"
 
 namespace qs::gui::test {
@@ -30,12 +30,12 @@ TEST_F(FirstStepsTest, EveryQuantizePanelControlExplainsItself) {
     for (QWidget* w : panel.findChildren<QWidget*>()) {
         const bool control = qobject_cast<QAbstractButton*>(w) || qobject_cast<QAbstractSpinBox*>(w) ||
                              qobject_cast<QComboBox*>(w) || qobject_cast<QLineEdit*>(w);
-        if (!control || qobject_cast<QLineEdit*>(w->parentWidget())) continue;   // a spin box's or line edit's own parts
+        if (!control || qobject_cast<QLineEdit*>(w->parentWidget())) continue;  // a spin box's or line edit's own parts
         if (qobject_cast<QAbstractSpinBox*>(w->parentWidget()) || qobject_cast<QComboBox*>(w->parentWidget())) continue;
         ++controls;
         const auto* button = qobject_cast<QAbstractButton*>(w);
-        EXPECT_FALSE(w->toolTip().isEmpty()) << w->metaObject()->className() << " " << (button ? button->text().toStdString() : "")
-                                             << " has no tooltip";
+        EXPECT_FALSE(w->toolTip().isEmpty())
+            << w->metaObject()->className() << " " << (button ? button->text().toStdString() : "") << " has no tooltip";
     }
     EXPECT_GT(controls, 30);
 

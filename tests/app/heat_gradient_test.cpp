@@ -1,15 +1,15 @@
 // The heat maps' colour scale: the largest value must not be drawn in the white of an empty page (it
 // was: gpThermal ends in white, and gpt-oss's layer-1 router looked like a missing cell), and the
 // colours must still brighten monotonically, so that a brighter cell always means a larger value.
-#include <gtest/gtest.h>
-
 #include "heat_gradient.h"
+
+#include <gtest/gtest.h>
 
 namespace {
 
 double luminance(const QColor& c) { return 0.2126 * c.redF() + 0.7152 * c.greenF() + 0.0722 * c.blueF(); }
 
-QColor colourAt(QCPColorGradient gradient, double value) {   // color() is not const: it caches a table
+QColor colourAt(QCPColorGradient gradient, double value) {  // color() is not const: it caches a table
     return QColor::fromRgb(gradient.color(value, QCPRange(0.0, 1.0)));
 }
 
@@ -29,7 +29,7 @@ TEST(HeatGradient, BrighterMeansLarger) {
         EXPECT_GE(l, previous - 1e-3) << "at " << i / 100.0;
         previous = l;
     }
-    EXPECT_LT(luminance(colourAt(gradient, 0.0)), 0.1);   // the smallest is dark
+    EXPECT_LT(luminance(colourAt(gradient, 0.0)), 0.1);  // the smallest is dark
 }
 
 TEST(HeatGradient, NoValueIsTransparent) {

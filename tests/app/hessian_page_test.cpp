@@ -1,12 +1,13 @@
 // The Hessian tab on the demo Qwen3: a short calibration of the selected linear's layer, diag(H)
 // per input channel and GPTQ's act-order, on the device chosen in the Quantize panel (the numbers
 // themselves are tested against the full Hessian in tests/pipeline/test_hessian_diagonals.cpp).
+#include "hessian_page.h"
+
 #include <algorithm>
 #include <numeric>
 
 #include <QComboBox>
 
-#include "hessian_page.h"
 #include "main_window.h"
 #include "plot_view.h"
 #include "qt_test_support.h"
@@ -38,15 +39,17 @@ protected:
 TEST_F(HessianPageTest, DiagonalPerInputChannelWithTheActOrderRank) {
     const HessianDiagonal* down = shownFor(QStringLiteral("model.layers.1.mlp.down_proj.weight"));
     ASSERT_NE(down, nullptr) << window.hessianPage()->captionText().toStdString();
-    ASSERT_EQ(down->diagonal.size(), 768u);   // down_proj reads the intermediate activations
+    ASSERT_EQ(down->diagonal.size(), 768u);  // down_proj reads the intermediate activations
     EXPECT_TRUE(std::all_of(down->diagonal.begin(), down->diagonal.end(), [](double v) { return v >= 0.0; }));
     EXPECT_GT(*std::max_element(down->diagonal.begin(), down->diagonal.end()), 0.0);
     // The ranks are a permutation that orders the channels by descending H_cc.
     std::vector<int> byRank(down->diagonal.size(), -1);
-    for (std::size_t c = 0; c < down->actOrderRank.size(); ++c) byRank[static_cast<std::size_t>(down->actOrderRank[c])] = static_cast<int>(c);
+    for (std::size_t c = 0; c < down->actOrderRank.size(); ++c)
+        byRank[static_cast<std::size_t>(down->actOrderRank[c])] = static_cast<int>(c);
     ASSERT_TRUE(std::none_of(byRank.begin(), byRank.end(), [](int c) { return c < 0; }));
     for (std::size_t r = 1; r < byRank.size(); ++r)
-        EXPECT_GE(down->diagonal[static_cast<std::size_t>(byRank[r - 1])], down->diagonal[static_cast<std::size_t>(byRank[r])]);
+        EXPECT_GE(down->diagonal[static_cast<std::size_t>(byRank[r - 1])],
+                  down->diagonal[static_cast<std::size_t>(byRank[r])]);
     EXPECT_EQ(window.hessianPage()->plot()->graph(0)->dataCount(), 768);
 }
 
@@ -104,7 +107,7 @@ TEST_F(HessianPageOfAMixtureOfExperts, ShowsEachExpertWithItsRoutedTokensAndSays
     ASSERT_TRUE(waitUntil([this] { return !window.isBusy(); }, 60000));
     const HessianDiagonal* down = window.hessianPage()->shown();
     ASSERT_NE(down, nullptr) << window.hessianPage()->captionText().toStdString();
-    EXPECT_EQ(down->diagonal.size(), 16u);   // the experts' width
+    EXPECT_EQ(down->diagonal.size(), 16u);  // the experts' width
     EXPECT_GE(down->routedTokens, 0);
     EXPECT_LE(down->routedTokens, 64);
     EXPECT_TRUE(window.hessianPage()->captionText().contains(
@@ -120,7 +123,8 @@ TEST_F(HessianPageOfAMixtureOfExperts, ShowsEachExpertWithItsRoutedTokensAndSays
     ASSERT_TRUE(window.openPath(QString::fromUtf8(QS_TEST_DATA_DIR) + QStringLiteral("/gptoss/gptoss-tiny")));
     window.selectTensor(QStringLiteral("model.layers.0.mlp.experts.gate_up_proj"));
     EXPECT_FALSE(window.hessianPage()->isBusy()) << "nothing to calibrate";
-    EXPECT_TRUE(window.hessianPage()->captionText().contains(QStringLiteral("holds every expert stacked in one tensor")))
+    EXPECT_TRUE(
+        window.hessianPage()->captionText().contains(QStringLiteral("holds every expert stacked in one tensor")))
         << window.hessianPage()->captionText().toStdString();
 }
 

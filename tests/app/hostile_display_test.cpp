@@ -11,11 +11,12 @@
 #include <QStatusBar>
 #include <QTemporaryDir>
 
+#include "qs/io/checkpoint_writer.h"
+
 #include "error_reporter.h"
 #include "export_panel.h"
 #include "histogram_page.h"
 #include "main_window.h"
-#include "qs/io/checkpoint_writer.h"
 #include "qt_test_support.h"
 
 namespace qs::gui::test {
@@ -45,7 +46,7 @@ TEST_F(HostileDisplayTest, NonFiniteValuesOfATensorAreCountedAndShown) {
         writer.addTensorF32("model.layers.0.mlp.down_proj.weight", io::DType::F32, {64, 32}, values);
         writer.finish();
     }
-    window.show();   // pages compute only while visible
+    window.show();  // pages compute only while visible
     ASSERT_TRUE(window.openPath(QString::fromStdString(path.string())));
     window.selectTensor(QStringLiteral("model.layers.0.mlp.down_proj.weight"));
     ASSERT_TRUE(waitUntil([this] { return !window.isBusy(); }));

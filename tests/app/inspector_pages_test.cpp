@@ -6,13 +6,14 @@
 #include <QMouseEvent>
 #include <QTreeView>
 
+#include "qs/analysis/histogram.h"
+
 #include "channel_table_model.h"
 #include "channels_page.h"
 #include "histogram_page.h"
 #include "main_window.h"
 #include "overview_page.h"
 #include "plot_view.h"
-#include "qs/analysis/histogram.h"
 #include "qt_test_support.h"
 
 namespace qs::gui::test {
@@ -21,13 +22,17 @@ namespace {
 class InspectorPagesTest : public QtAppTest {
 protected:
     void SetUp() override {
-        window.show();   // pages compute only while visible
+        window.show();  // pages compute only while visible
         ASSERT_TRUE(window.openPath(kStories));
     }
 
-    bool waitForIdle() { return waitUntil([this] { return !window.isBusy(); }); }
+    bool waitForIdle() {
+        return waitUntil([this] { return !window.isBusy(); });
+    }
 
-    std::vector<float> values(const QString& tensor) { return window.checkpoint()->tensor(tensor.toStdString()).toF32(); }
+    std::vector<float> values(const QString& tensor) {
+        return window.checkpoint()->tensor(tensor.toStdString()).toF32();
+    }
 
     MainWindow window{MainWindow::Settings::Ignore};
     ModelChecker channelChecker{window.channelsPage()->table()};
@@ -70,7 +75,7 @@ TEST_F(InspectorPagesTest, NewerSelectionWinsOverAnOlderJob) {
 
 TEST_F(InspectorPagesTest, ChannelTopKMatchesBruteForce) {
     ASSERT_TRUE(window.showPage(QStringLiteral("channels")));
-    const QString gate = QStringLiteral("model.layers.1.mlp.gate_proj.weight");   // [172, 64]
+    const QString gate = QStringLiteral("model.layers.1.mlp.gate_proj.weight");  // [172, 64]
     window.selectTensor(gate);
     ChannelsPage& page = *window.channelsPage();
     page.setTopK(8);
@@ -89,7 +94,8 @@ TEST_F(InspectorPagesTest, ChannelTopKMatchesBruteForce) {
     auto bruteTop = [](const std::vector<float>& m) {
         std::vector<std::int64_t> order(m.size());
         std::iota(order.begin(), order.end(), 0);
-        std::stable_sort(order.begin(), order.end(), [&](auto a, auto b) { return m[std::size_t(a)] > m[std::size_t(b)]; });
+        std::stable_sort(order.begin(), order.end(),
+                         [&](auto a, auto b) { return m[std::size_t(a)] > m[std::size_t(b)]; });
         order.resize(8);
         return order;
     };
@@ -121,8 +127,10 @@ TEST_F(InspectorPagesTest, OverviewCellClickSelectsItsTensor) {
     // A real click on the cell of layer 1, module 0 (q_proj), through the plot's mouse handling.
     PlotView& plot = *page.plot();
     const QPointF at(plot.xAxis->coordToPixel(0.0), plot.yAxis->coordToPixel(1.0));
-    QMouseEvent press(QEvent::MouseButtonPress, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::LeftButton, Qt::NoModifier);
-    QMouseEvent release(QEvent::MouseButtonRelease, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::NoButton, Qt::NoModifier);
+    QMouseEvent press(QEvent::MouseButtonPress, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::LeftButton,
+                      Qt::NoModifier);
+    QMouseEvent release(QEvent::MouseButtonRelease, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::NoButton,
+                        Qt::NoModifier);
     QCoreApplication::sendEvent(&plot, &press);
     QCoreApplication::sendEvent(&plot, &release);
     EXPECT_EQ(window.currentTensor(), "model.layers.1.self_attn.q_proj.weight");

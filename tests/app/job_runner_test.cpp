@@ -1,9 +1,11 @@
+#include "job_runner.h"
+
 #include <atomic>
 #include <chrono>
 #include <thread>
 
-#include "job_runner.h"
 #include "qs/error.h"
+
 #include "qt_test_support.h"
 
 namespace qs::gui::test {
@@ -18,7 +20,8 @@ TEST_F(JobRunnerTest, ANewerJobCancelsTheOlderAndOnlyItsResultArrives) {
     int secondResult = 0;
     runner.start(
         [&](const qs::CancelToken& token) {
-            for (int i = 0; i < 5000 && !token.cancelled(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+            for (int i = 0; i < 5000 && !token.cancelled(); ++i)
+                std::this_thread::sleep_for(std::chrono::milliseconds(1));
             firstSawCancel = token.cancelled();
             token.throwIfCancelled();
             return 1;

@@ -3,6 +3,8 @@
 // test) while a measurement pass runs; a quantized allocation lands on the plot beside its
 // prediction, in Results and in Export, which writes it as the CLI's quantize --target-bpw does;
 // the rules table refuses what the CLI refuses, in one line.
+#include "mixed_precision_page.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -18,13 +20,6 @@
 #include <QTemporaryDir>
 #include <QTest>
 
-#include "export_panel.h"
-#include "export_support.h"
-#include "kl_per_layer_plot.h"
-#include "main_window.h"
-#include "mixed_allocation_map.h"
-#include "mixed_precision_page.h"
-#include "plot_view.h"
 #include "qs/formats/linear_encoder.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/io/checkpoint.h"
@@ -32,6 +27,13 @@
 #include "qs/pipeline/mixed_methods.h"
 #include "qs/pipeline/mixed_precision_allocation.h"
 #include "qs/pipeline/mixed_precision_report.h"
+
+#include "export_panel.h"
+#include "export_support.h"
+#include "kl_per_layer_plot.h"
+#include "main_window.h"
+#include "mixed_allocation_map.h"
+#include "plot_view.h"
 #include "qt_test_support.h"
 #include "results_page.h"
 #include "results_table_model.h"
@@ -61,12 +63,12 @@ TEST_F(MixedPageTest, TheSliderPutsTheAllocatorsAnswerOnTheHeatMapWithin100Ms) {
     ASSERT_TRUE(QTest::qWaitForWindowExposed(&page));
     qint64 slowest = 0;
     for (int i = 0; i < int(frontier.size()); ++i) {
-        const int step = (i * 7) % int(frontier.size());   // jumps back and forth, as a drag does
+        const int step = (i * 7) % int(frontier.size());  // jumps back and forth, as a drag does
         QElapsedTimer clock;
         clock.start();
         page.budgetSlider()->setValue(step);
         page.allocationMap()->repaint();
-        QCoreApplication::processEvents();   // the plot's queued replot
+        QCoreApplication::processEvents();  // the plot's queued replot
         slowest = std::max(slowest, clock.elapsed());
         const pipeline::MixedMethods expected = reference.methods(frontier[std::size_t(step)], "reference");
         ASSERT_EQ(page.allocationMap()->layerCount(), 32);
@@ -92,7 +94,7 @@ TEST_F(MixedPageTest, AMeasurementRunsOnTheWorkerAndAQuantizedAllocationLandsOnT
     bool finished = false, measured = false;
     QObject::connect(&page, &MixedPrecisionPage::measurementFinished, [&] { finished = true; });
     QObject::connect(&page, &MixedPrecisionPage::allocationMeasured, [&] { measured = true; });
-    ASSERT_TRUE(QTest::qWaitForWindowExposed(&page));   // the first paint is the window's own work
+    ASSERT_TRUE(QTest::qWaitForWindowExposed(&page));  // the first paint is the window's own work
     StallMeter meter;
     ASSERT_TRUE(page.measure());
     EXPECT_TRUE(page.isBusy());
@@ -103,7 +105,7 @@ TEST_F(MixedPageTest, AMeasurementRunsOnTheWorkerAndAQuantizedAllocationLandsOnT
     ASSERT_NE(page.planner(), nullptr);
     const pipeline::SensitivityTable& t = page.planner()->table();
     ASSERT_EQ(t.candidates.size(), 2u);
-    EXPECT_EQ(page.plot()->graph(1)->dataCount(), 2);   // the uniform methods' measured points
+    EXPECT_EQ(page.plot()->graph(1)->dataCount(), 2);  // the uniform methods' measured points
     ASSERT_GE(page.frontier().size(), 3u);
     EXPECT_EQ(page.plot()->graph(0)->dataCount(), int(page.frontier().size()));
 
@@ -114,7 +116,7 @@ TEST_F(MixedPageTest, AMeasurementRunsOnTheWorkerAndAQuantizedAllocationLandsOnT
     ASSERT_TRUE(waitUntil([&] { return measured; }, 120000)) << page.status().toStdString();
     ASSERT_EQ(page.measuredPoints().size(), 1u);
     const auto& point = page.measuredPoints().front();
-    EXPECT_NEAR(point.bitsPerWeight, chosen.bitsPerWeight, 1e-9);   // the bits the table predicted are those stored
+    EXPECT_NEAR(point.bitsPerWeight, chosen.bitsPerWeight, 1e-9);  // the bits the table predicted are those stored
     EXPECT_EQ(point.predictedKl, chosen.predictedKl);
     EXPECT_LT(point.measuredKl, t.uniformKl[0]);
     EXPECT_GT(point.measuredKl, t.uniformKl[1]);
@@ -126,7 +128,8 @@ std::string firstDifference(const QString& a, const QString& b) {
     const io::Checkpoint x = io::Checkpoint::open(a.toStdString()), y = io::Checkpoint::open(b.toStdString());
     if (x.quantizationConfig() != y.quantizationConfig())
         return "quantization_config: " + x.quantizationConfig().dump() + " against " + y.quantizationConfig().dump();
-    if (x.tensors().size() != y.tensors().size()) return std::to_string(x.tensors().size()) + " tensors against " + std::to_string(y.tensors().size());
+    if (x.tensors().size() != y.tensors().size())
+        return std::to_string(x.tensors().size()) + " tensors against " + std::to_string(y.tensors().size());
     for (std::size_t i = 0; i < x.tensors().size(); ++i) {
         const auto& tx = x.tensors()[i];
         const auto& ty = y.tensors()[i];
@@ -175,7 +178,7 @@ TEST_F(MixedPageTest, AQuantizedAllocationReachesResultsAndExportsAsTheCliDoes) 
     ASSERT_EQ(table.rowCount(), 1);
     EXPECT_EQ(table.index(0, ResultsTableModel::MethodColumn).data().toString(), label);
     EXPECT_EQ(mix.kl.meanKld.value, page.measuredPoints().back().measuredKl);
-    ASSERT_EQ(mix.perLayerKl.size(), 2u);   // the demo's two layers
+    ASSERT_EQ(mix.perLayerKl.size(), 2u);  // the demo's two layers
     for (double v : mix.perLayerKl) EXPECT_TRUE(std::isfinite(v) && v > 0.0) << v;
     EXPECT_EQ(window.resultsPage()->klPerLayer()->lineCount(), 1);
 
@@ -188,10 +191,12 @@ TEST_F(MixedPageTest, AQuantizedAllocationReachesResultsAndExportsAsTheCliDoes) 
     exporter.setDestination(scratch.filePath(QStringLiteral("refused")));
     for (const char* refused : {"fp8", "bnb-nf4", "ct-nvfp4"}) {
         ASSERT_TRUE(exporter.selectFormat(QString::fromLatin1(refused))) << refused;
-        ASSERT_TRUE(waitUntil([&] { return !exporter.isChecking(); }, 60000));   // a result on disk is checked on a worker
+        ASSERT_TRUE(
+            waitUntil([&] { return !exporter.isChecking(); }, 60000));  // a result on disk is checked on a worker
         const auto* encoder = &formats::encoderNamed(refused);
         EXPECT_EQ(exporter.problem().toStdString(), pipeline::exportRefusal(mix, *encoder)) << refused;
-        EXPECT_TRUE(exporter.problem().startsWith(QStringLiteral("cannot export as %1: model.layers.").arg(QString::fromLatin1(refused))))
+        EXPECT_TRUE(exporter.problem().startsWith(
+            QStringLiteral("cannot export as %1: model.layers.").arg(QString::fromLatin1(refused))))
             << exporter.problem().toStdString();
         EXPECT_FALSE(exporter.problem().contains(QLatin1Char('\n')));
     }
@@ -204,7 +209,7 @@ TEST_F(MixedPageTest, AQuantizedAllocationReachesResultsAndExportsAsTheCliDoes) 
         // Read back: each linear's scheme is the allocation's method, its codes those quantized.
         const io::Checkpoint written = io::Checkpoint::open(out.toStdString());
         const formats::LinearReader reader(written);
-        EXPECT_FALSE(reader.format().uniformScheme().has_value());   // the mix is a mix on disk too
+        EXPECT_FALSE(reader.format().uniformScheme().has_value());  // the mix is a mix on disk too
         int checked = 0;
         ASSERT_TRUE(mix.stored) << "the allocation's codes are on disk";
         for (int l = 0; l < 2; ++l) {
@@ -228,11 +233,12 @@ TEST_F(MixedPageTest, AQuantizedAllocationReachesResultsAndExportsAsTheCliDoes) 
     // The CLI at the same budget, on the same texts and sampling.
     const QString cliOut = scratch.filePath(QStringLiteral("cli"));
     QProcess cli;
-    cli.start(QStringLiteral(QS_CLI_EXE),
-              {QStringLiteral("quantize"), kDemo, QStringLiteral("--target-bpw"), QString::number(chosen.targetBpw, 'g', 17),
-               QStringLiteral("--candidates"), QStringLiteral("rtn4,rtn8"), QStringLiteral("--sensitivity"), QStringLiteral("group-kl"),
-               QStringLiteral("--samples"), QStringLiteral("4"), QStringLiteral("--seq-len"), QStringLiteral("64"),
-               QStringLiteral("--eval-samples"), QStringLiteral("4"), QStringLiteral("--out"), cliOut});
+    cli.start(
+        QStringLiteral(QS_CLI_EXE),
+        {QStringLiteral("quantize"), kDemo, QStringLiteral("--target-bpw"), QString::number(chosen.targetBpw, 'g', 17),
+         QStringLiteral("--candidates"), QStringLiteral("rtn4,rtn8"), QStringLiteral("--sensitivity"),
+         QStringLiteral("group-kl"), QStringLiteral("--samples"), QStringLiteral("4"), QStringLiteral("--seq-len"),
+         QStringLiteral("64"), QStringLiteral("--eval-samples"), QStringLiteral("4"), QStringLiteral("--out"), cliOut});
     ASSERT_TRUE(cli.waitForFinished(180000));
     ASSERT_EQ(cli.exitCode(), 0) << cli.readAllStandardError().toStdString();
     const std::string difference = firstDifference(scratch.filePath(QStringLiteral("ct-mixed")), cliOut);
@@ -263,7 +269,8 @@ TEST_F(MixedPageTest, AQuantizedAllocationReachesResultsAndExportsAsTheCliDoes) 
     const QString second = QStringLiteral("mixed %1 bpw").arg(richest.bitsPerWeight, 0, 'f', 2);
     EXPECT_EQ(table.index(1, ResultsTableModel::MethodColumn).data().toString(), second);
     EXPECT_EQ(quantized->methods[1].kl.meanKld.value, page.measuredPoints().back().measuredKl);
-    EXPECT_LT(quantized->methods[1].kl.meanKld.value, quantized->methods[0].kl.meanKld.value);   // more bits, less damage
+    EXPECT_LT(quantized->methods[1].kl.meanKld.value,
+              quantized->methods[0].kl.meanKld.value);  // more bits, less damage
     EXPECT_TRUE(exporter.selectMethod(label));
     EXPECT_TRUE(exporter.selectMethod(second));
     EXPECT_EQ(page.exportSettings(second.toStdString()).at("mixed_precision").at("target_bpw"), richest.targetBpw);
@@ -273,10 +280,12 @@ TEST_F(MixedPageTest, TheRulesTableRefusesWhatTheCliRefusesInOneLine) {
     MixedPrecisionPage page;
     page.setCheckpoint(demo());
     page.setCandidates(QStringLiteral("gptq4,gptq8"));
-    page.setRules({{QStringLiteral("layers\\.1\\.mlp\\.down_proj"), QStringLiteral("gptq8")}, {QStringLiteral("o_proj"), QStringLiteral("dense")}});
+    page.setRules({{QStringLiteral("layers\\.1\\.mlp\\.down_proj"), QStringLiteral("gptq8")},
+                   {QStringLiteral("o_proj"), QStringLiteral("dense")}});
     EXPECT_EQ(page.rulesProblem(), QString());
     const std::vector<std::pair<std::vector<std::pair<QString, QString>>, QString>> cases = {
-        {{{QStringLiteral("lm_head"), QStringLiteral("dense")}}, QStringLiteral("'lm_head' matches no quantized linear")},
+        {{{QStringLiteral("lm_head"), QStringLiteral("dense")}},
+         QStringLiteral("'lm_head' matches no quantized linear")},
         {{{QStringLiteral("down_proj"), QStringLiteral("gptq9")}}, QStringLiteral("gptq9")},
         {{{QStringLiteral("k_proj"), QStringLiteral("gptq8")}}, QStringLiteral("model.layers.0.self_attn.k_proj")},
         {{{QStringLiteral("down_proj("), QStringLiteral("gptq8")}}, QStringLiteral("down_proj(")},
@@ -285,7 +294,7 @@ TEST_F(MixedPageTest, TheRulesTableRefusesWhatTheCliRefusesInOneLine) {
         page.setRules(rows);
         EXPECT_TRUE(page.rulesProblem().contains(expected)) << page.rulesProblem().toStdString();
         EXPECT_FALSE(page.rulesProblem().contains('\n'));
-        EXPECT_FALSE(page.measure());   // refused before any work
+        EXPECT_FALSE(page.measure());  // refused before any work
         EXPECT_FALSE(page.isBusy());
         EXPECT_EQ(page.status(), page.rulesProblem());
     }

@@ -8,11 +8,11 @@
 
 #include "main_window.h"
 #include "module_log_model.h"
+#include "qt_test_support.h"
 #include "quantize_job.h"
 #include "quantize_panel.h"
 #include "quantize_settings.h"
 #include "results_page.h"
-#include "qt_test_support.h"
 
 namespace qs::gui::test {
 namespace {
@@ -23,7 +23,9 @@ class MoeCalibrationChoiceTest : public QtAppTest {
 protected:
     void SetUp() override { window.show(); }
 
-    QCheckBox* allExperts() const { return window.quantizePanel()->findChild<QCheckBox*>(QStringLiteral("moeCalibrateAllExperts")); }
+    QCheckBox* allExperts() const {
+        return window.quantizePanel()->findChild<QCheckBox*>(QStringLiteral("moeCalibrateAllExperts"));
+    }
 
     // Runs gptq4 on the tiny Qwen3-MoE with the panel as it is; the result's expert rows.
     std::vector<pipeline::ModuleLog> runExperts() {
@@ -31,7 +33,8 @@ protected:
         EXPECT_TRUE(panel.selectMethods({"gptq4"}));
         panel.setSampling(4, 32, 2);
         QString failure;
-        const auto connection = QObject::connect(window.quantizeJob(), &QuantizeJob::failed, [&](const QString& m) { failure = m; });
+        const auto connection =
+            QObject::connect(window.quantizeJob(), &QuantizeJob::failed, [&](const QString& m) { failure = m; });
         EXPECT_TRUE(window.startQuantizeJob());
         EXPECT_TRUE(waitUntil([&] { return !window.quantizeJob()->isRunning(); }, 120000));
         QObject::disconnect(connection);
@@ -58,10 +61,10 @@ TEST_F(MoeCalibrationChoiceTest, ShownForExpertsOnlyAndOnByDefault) {
     EXPECT_TRUE(panel.settings().moeCalibrateAllExperts);
 
     allExperts()->setChecked(false);
-    ASSERT_TRUE(window.openPath(kStories));   // a dense model: hidden, and its plan is the default
+    ASSERT_TRUE(window.openPath(kStories));  // a dense model: hidden, and its plan is the default
     EXPECT_FALSE(allExperts()->isVisibleTo(&panel));
     EXPECT_TRUE(panel.settings().moeCalibrateAllExperts);
-    ASSERT_TRUE(window.openPath(kQwen3Moe));   // the choice made for experts is still there
+    ASSERT_TRUE(window.openPath(kQwen3Moe));  // the choice made for experts is still there
     EXPECT_TRUE(allExperts()->isVisibleTo(&panel));
     EXPECT_FALSE(panel.settings().moeCalibrateAllExperts);
 }
@@ -100,7 +103,8 @@ TEST_F(MoeCalibrationChoiceTest, TheJobCalibratesAsChosen) {
     allExperts()->setChecked(false);
     const std::vector<pipeline::ModuleLog> routed = runExperts();
     ASSERT_FALSE(routed.empty());
-    for (const pipeline::ModuleLog& row : routed) EXPECT_EQ(row.samples, row.routedTokens) << row.layer << " " << row.module;
+    for (const pipeline::ModuleLog& row : routed)
+        EXPECT_EQ(row.samples, row.routedTokens) << row.layer << " " << row.module;
 
     allExperts()->setChecked(true);
     const std::vector<pipeline::ModuleLog> all = runExperts();
@@ -111,7 +115,7 @@ TEST_F(MoeCalibrationChoiceTest, TheJobCalibratesAsChosen) {
         EXPECT_EQ(row.samples, tokens) << row.layer << " " << row.module;
         fewerRouted += row.routedTokens < tokens;
     }
-    EXPECT_GT(fewerRouted, 0);   // the router chose 2 of 4 experts per token: most saw fewer
+    EXPECT_GT(fewerRouted, 0);  // the router chose 2 of 4 experts per token: most saw fewer
 }
 
 }  // namespace

@@ -14,9 +14,9 @@
 #include "export_panel.h"
 #include "export_support.h"
 #include "main_window.h"
+#include "qt_test_support.h"
 #include "quantize_job.h"
 #include "quantize_panel.h"
-#include "qt_test_support.h"
 #include "recent_files.h"
 #include "results_page.h"
 #include "run_cache.h"
@@ -47,7 +47,7 @@ protected:
         return nullptr;
     }
 
-    MainWindow window{MainWindow::Settings::Remember};   // Open Recent is kept (in the tests' own settings folder)
+    MainWindow window{MainWindow::Settings::Remember};  // Open Recent is kept (in the tests' own settings folder)
     QStringList questions;
     bool answer = false;
     QTemporaryDir scratch;
@@ -60,7 +60,7 @@ TEST_F(NothingLostTest, OpeningAnotherCheckpointAsksWhileAJobRunsOrResultsAreSho
     ASSERT_TRUE(window.openPath(kDemo));
 
     ASSERT_TRUE(window.startQuantizeJob());
-    EXPECT_FALSE(window.requestOpen(kStories));   // "no": the job goes on
+    EXPECT_FALSE(window.requestOpen(kStories));  // "no": the job goes on
     ASSERT_EQ(questions.size(), 1);
     EXPECT_TRUE(questions.back().contains(QStringLiteral("cancels the running quantization")));
     EXPECT_TRUE(window.quantizeJob()->isRunning() || window.resultsPage()->result());
@@ -94,9 +94,10 @@ TEST_F(NothingLostTest, AnExportIntoAMissingFolderSaysWhatItWroteAndOpensForInsp
     ExportPanel& exporter = *window.exportPanel();
     const QString destination = QDir(scratch.path()).filePath(QStringLiteral("not/yet/demo-rtn4"));
     exporter.setDestination(destination);
-    ASSERT_TRUE(waitForCheck(exporter));   // the result is on disk: checked on the panel's worker
+    ASSERT_TRUE(waitForCheck(exporter));  // the result is on disk: checked on the panel's worker
     EXPECT_TRUE(exporter.problem().isEmpty()) << exporter.problem().toStdString();
-    EXPECT_TRUE(exporter.shownText().contains(QStringLiteral("does not exist yet: Export creates it"))) << exporter.shownText().toStdString();
+    EXPECT_TRUE(exporter.shownText().contains(QStringLiteral("does not exist yet: Export creates it")))
+        << exporter.shownText().toStdString();
     QString failure;
     QObject::connect(&exporter, &ExportPanel::failed, [&](const QString& m) { failure = m; });
     exporter.startExport();
@@ -143,11 +144,12 @@ TEST_F(NothingLostTest, AnInterruptedRunIsOfferedForResumeAndEndsAsIfNeverInterr
         return folder;
     };
     const std::filesystem::path interrupted = interrupt();
-    answer = true;   // resume
+    answer = true;  // resume
     ASSERT_TRUE(window.startQuantizeJob());
     ASSERT_TRUE(waitForJob());
     ASSERT_EQ(questions.size(), 1);
-    EXPECT_TRUE(questions.back().contains(QStringLiteral("stopped after finishing 1 layer"))) << questions.back().toStdString();
+    EXPECT_TRUE(questions.back().contains(QStringLiteral("stopped after finishing 1 layer")))
+        << questions.back().toStdString();
     auto resumed = window.resultsPage()->result();
     ASSERT_TRUE(resumed);
     ASSERT_NE(resumed, uninterrupted);
@@ -162,7 +164,7 @@ TEST_F(NothingLostTest, AnInterruptedRunIsOfferedForResumeAndEndsAsIfNeverInterr
     }
 
     (void)interrupt();
-    answer = false;   // start over: the old state goes, and the run still ends as it should
+    answer = false;  // start over: the old state goes, and the run still ends as it should
     ASSERT_TRUE(window.startQuantizeJob());
     ASSERT_TRUE(waitForJob());
     ASSERT_EQ(questions.size(), 2);

@@ -1,3 +1,5 @@
+#include "plot_export.h"
+
 #include <memory>
 #include <vector>
 
@@ -8,7 +10,6 @@
 #include "error_reporter.h"
 #include "histogram_page.h"
 #include "main_window.h"
-#include "plot_export.h"
 #include "plot_view.h"
 #include "qt_test_support.h"
 
@@ -37,9 +38,9 @@ TEST_F(PlotExportTest, LogAxisLabelsArePlainNumbersWithinTwoDecades) {
     PlotView plot;
     plot.setLogValueAxis();
     EXPECT_EQ(plot.yAxis->scaleType(), QCPAxis::stLogarithmic);
-    plot.yAxis->setRange(1.0, 7.0);   // a Hessian diagonal: "3", not "3·10⁰"
+    plot.yAxis->setRange(1.0, 7.0);  // a Hessian diagonal: "3", not "3·10⁰"
     EXPECT_EQ(plot.yAxis->numberFormat(), QStringLiteral("g"));
-    plot.yAxis->setRange(1e-5, 1e-1);   // KL over methods: powers of ten
+    plot.yAxis->setRange(1e-5, 1e-1);  // KL over methods: powers of ten
     EXPECT_EQ(plot.yAxis->numberFormat(), QStringLiteral("eb"));
     EXPECT_EQ(plot.yAxis->numberPrecision(), 0);
     plot.yAxis->setRange(0.02, 1.5);
@@ -69,7 +70,7 @@ TEST_F(PlotExportTest, HistogramExportsPngPdfAndCsv) {
     QFile csv(dir.filePath(QStringLiteral("h.csv")));
     ASSERT_TRUE(csv.open(QIODevice::ReadOnly));
     const QStringList lines = QString::fromUtf8(csv.readAll()).split(QLatin1Char('\n'), Qt::SkipEmptyParts);
-    ASSERT_EQ(lines.size(), 129);   // header + 128 bins
+    ASSERT_EQ(lines.size(), 129);  // header + 128 bins
     EXPECT_EQ(lines[0], "bin,lower,upper,count");
     qulonglong total = 0;
     for (int i = 1; i < lines.size(); ++i) total += lines[i].section(QLatin1Char(','), 3, 3).toULongLong();

@@ -2,6 +2,8 @@
 // What every app test needs: one QApplication on the offscreen platform, settings that never touch
 // the user's, waiting for background jobs without blocking the event loop, and the Qt model tester
 // around every item model a test drives.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <fstream>
 #include <functional>
@@ -16,12 +18,11 @@
 #include <QTemporaryDir>
 #include <QThread>
 #include <QTimer>
-#include <gtest/gtest.h>
 
 namespace qs::gui::test {
 
 inline const QString kStories = QStringLiteral(QS_RESOURCES_DIR "/models/stories260K");
-inline const QString kDemo = QStringLiteral(QS_RESOURCES_DIR "/demo");   // the Qwen3 demo with its texts
+inline const QString kDemo = QStringLiteral(QS_RESOURCES_DIR "/demo");  // the Qwen3 demo with its texts
 
 class QtAppTest : public ::testing::Test {
 protected:
@@ -50,7 +51,8 @@ class ModelChecker {
 public:
     explicit ModelChecker(QAbstractItemModel* model) {
         if (instances()++ == 0) previous() = qInstallMessageHandler(&ModelChecker::record);
-        tester_ = std::make_unique<QAbstractItemModelTester>(model, QAbstractItemModelTester::FailureReportingMode::Warning);
+        tester_ =
+            std::make_unique<QAbstractItemModelTester>(model, QAbstractItemModelTester::FailureReportingMode::Warning);
     }
     ~ModelChecker() {
         tester_.reset();

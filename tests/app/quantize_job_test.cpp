@@ -1,5 +1,7 @@
 // The quantization half of the window on the bundled demo Qwen3: the panel's estimate, a small job
 // through the worker QThread into the results views, cancellation and the event loop's latency.
+#include "quantize_job.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -12,15 +14,14 @@
 
 #include <QCheckBox>
 #include <QComboBox>
+#include <QDir>
 #include <QElapsedTimer>
 #include <QLineEdit>
 #include <QMouseEvent>
 #include <QSpinBox>
 #include <QStandardItemModel>
-#include <QTimer>
-
-#include <QDir>
 #include <QTemporaryDir>
+#include <QTimer>
 
 #include "export_panel.h"
 #include "export_support.h"
@@ -30,19 +31,20 @@
 #include "main_window.h"
 #include "module_log_model.h"
 #include "output_error_plot.h"
-#include "quantize_job.h"
+#include "qt_test_support.h"
 #include "quantize_panel.h"
 #include "results_page.h"
 #include "results_table_model.h"
-#include "qt_test_support.h"
 
 namespace qs::gui::test {
 namespace {
 
 void click(PlotView& plot, double x, double y) {
     const QPointF at(plot.xAxis->coordToPixel(x), plot.yAxis->coordToPixel(y));
-    QMouseEvent press(QEvent::MouseButtonPress, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::LeftButton, Qt::NoModifier);
-    QMouseEvent release(QEvent::MouseButtonRelease, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::NoButton, Qt::NoModifier);
+    QMouseEvent press(QEvent::MouseButtonPress, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::LeftButton,
+                      Qt::NoModifier);
+    QMouseEvent release(QEvent::MouseButtonRelease, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::NoButton,
+                        Qt::NoModifier);
     QCoreApplication::sendEvent(&plot, &press);
     QCoreApplication::sendEvent(&plot, &release);
 }
@@ -100,7 +102,8 @@ TEST_F(QuantizeJobTest, ThePanelsEstimateIsStableAndGrowsWithTheSamples) {
     const auto secondsFor = [this](int samples) {
         panel().setSampling(samples, 128, 8);
         const bool settled = waitUntil([this] {
-            return !panel().isEstimating() && panel().estimatedSettings() == panel().settings() && panel().estimate().has_value();
+            return !panel().isEstimating() && panel().estimatedSettings() == panel().settings() &&
+                   panel().estimate().has_value();
         });
         EXPECT_TRUE(settled) << samples << " samples";
         return settled ? panel().estimate()->seconds : -1.0;
@@ -144,7 +147,7 @@ TEST_F(QuantizeJobTest, EverySettingReEstimates) {
         const auto* items = qobject_cast<const QStandardItemModel*>(box->model());
         int next = box->currentIndex();
         do next = (next + 1) % box->count();
-        while (items && !items->item(next)->isEnabled());   // CUDA without a device cannot be chosen
+        while (items && !items->item(next)->isEnabled());  // CUDA without a device cannot be chosen
         ASSERT_NE(next, box->currentIndex());
         box->setCurrentIndex(next);
         expectReEstimated(box);
@@ -152,13 +155,13 @@ TEST_F(QuantizeJobTest, EverySettingReEstimates) {
     const QString texts[] = {kDemo + QStringLiteral("/calibration.txt"), kDemo + QStringLiteral("/eval.txt")};
     QList<QLineEdit*> edits = panel().findChildren<QLineEdit*>();
     edits.removeIf([](QLineEdit* e) { return qobject_cast<QAbstractSpinBox*>(e->parentWidget()) != nullptr; });
-    ASSERT_EQ(edits.size(), 2);   // the calibration and evaluation files (not the spin boxes' own editors)
+    ASSERT_EQ(edits.size(), 2);  // the calibration and evaluation files (not the spin boxes' own editors)
     for (int i = 0; i < 2; ++i) {
         edits[i]->setText(texts[i]);
         expectReEstimated(edits[i]);
     }
     for (QCheckBox* check : panel().findChildren<QCheckBox*>()) {
-        check->toggle();   // one method off at a time, then back: the plan keeps its other methods
+        check->toggle();  // one method off at a time, then back: the plan keeps its other methods
         expectReEstimated(check);
         check->toggle();
         expectReEstimated(check);
@@ -205,14 +208,15 @@ TEST_F(QuantizeJobTest, ASmallJobDrawsOneKlBarPerMethodAndItsLayers) {
     EXPECT_EQ(window.moduleLog()->rowCount(), 2 * 2 * 7);
     EXPECT_EQ(page.outputError()->linears().size(), 14u);
     // The status bar said which layer of how many, and the time left.
-    EXPECT_TRUE(std::any_of(statusTexts.begin(), statusTexts.end(),
-                            [](const QString& t) { return t.contains(QStringLiteral("layer 2/2")) && t.contains(QStringLiteral("ETA")); }))
-        << statusTexts.join(QStringLiteral("\n")).toStdString();
+    EXPECT_TRUE(std::any_of(statusTexts.begin(), statusTexts.end(), [](const QString& t) {
+        return t.contains(QStringLiteral("layer 2/2")) && t.contains(QStringLiteral("ETA"));
+    })) << statusTexts.join(QStringLiteral("\n")).toStdString();
     EXPECT_FALSE(window.jobStatus()->isVisible());
 
     // A click on layer 1 of the per-layer plot selects a linear of layer 1 in the tree.
     click(*page.klPerLayer(), 1.0, rtn.perLayerKl[1]);
-    EXPECT_TRUE(window.currentTensor().startsWith(QStringLiteral("model.layers.1."))) << window.currentTensor().toStdString();
+    EXPECT_TRUE(window.currentTensor().startsWith(QStringLiteral("model.layers.1.")))
+        << window.currentTensor().toStdString();
     // A point of the output-error plot selects that very linear.
     const auto& linears = page.outputError()->linears();
     const auto downProj = std::find_if(linears.begin(), linears.end(),
@@ -251,14 +255,15 @@ TEST_F(QuantizeJobTest, AGgufMethodStandsBesideGptqAndExportsAsAGgufFile) {
     const auto& q4km = result->methods[1];
     EXPECT_EQ(q4km.method.label(), "GGUF Q4_K_M");
     EXPECT_GT(q4km.kl.meanKld.value, 0.0);
-    EXPECT_GT(q4km.bitsPerWeight, 4.5);   // Q4_K with attn_v and ffn_down in Q6_K
+    EXPECT_GT(q4km.bitsPerWeight, 4.5);  // Q4_K with attn_v and ffn_down in Q6_K
     EXPECT_EQ(window.resultsPage()->klPerMethod()->barCount(), 2);
     EXPECT_EQ(window.resultsPage()->table()->rowCount(), 2);
 
     ExportPanel& exporter = *window.exportPanel();
     ASSERT_TRUE(exporter.selectMethod(QStringLiteral("GGUF Q4_K_M")));
     EXPECT_EQ(exporter.formatName(), QStringLiteral("gguf"));
-    EXPECT_TRUE(exporter.formatText().contains(QStringLiteral("llama.cpp, Ollama and LM Studio"))) << exporter.formatText().toStdString();
+    EXPECT_TRUE(exporter.formatText().contains(QStringLiteral("llama.cpp, Ollama and LM Studio")))
+        << exporter.formatText().toStdString();
     QTemporaryDir scratch;
     exporter.setDestination(scratch.filePath(QStringLiteral("demo-q4")));
     EXPECT_TRUE(exporter.problem().contains(QStringLiteral(".gguf"))) << exporter.problem().toStdString();
@@ -280,7 +285,7 @@ TEST_F(QuantizeJobTest, CancelMidJobStopsWithinASecond) {
     int modules = 0;
     QObject::connect(window.quantizeJob(), &QuantizeJob::moduleLogged, [&](const pipeline::ModuleLog&) { ++modules; });
     ASSERT_TRUE(window.startQuantizeJob());
-    ASSERT_TRUE(waitUntil([&] { return modules > 0; }, 60000));   // well inside the quantize stage
+    ASSERT_TRUE(waitUntil([&] { return modules > 0; }, 60000));  // well inside the quantize stage
 
     QElapsedTimer clock;
     clock.start();
@@ -351,7 +356,7 @@ TEST_F(StaleJobTest, TheExportPanelRefusesAResultOfAnotherCheckpoint) {
     ASSERT_TRUE(window.startQuantizeJob());
     ASSERT_TRUE(waitForJob());
     ASSERT_TRUE(result);
-    EXPECT_EQ(window.exportPanel()->result(), result);   // the open checkpoint's own result goes through
+    EXPECT_EQ(window.exportPanel()->result(), result);  // the open checkpoint's own result goes through
 
     ExportPanel panel;
     panel.setSource(copy, io::fingerprintOf(io::Checkpoint::open(copy.toStdString())));
@@ -359,7 +364,8 @@ TEST_F(StaleJobTest, TheExportPanelRefusesAResultOfAnotherCheckpoint) {
     const QString out = scratch.filePath(QStringLiteral("out"));
     panel.setDestination(out);
     EXPECT_TRUE(panel.problem().contains(QStringLiteral("was quantized from"))) << panel.problem().toStdString();
-    EXPECT_TRUE(panel.problem().contains(QString::fromStdString(std::filesystem::canonical(copy.toStdString()).string())));
+    EXPECT_TRUE(
+        panel.problem().contains(QString::fromStdString(std::filesystem::canonical(copy.toStdString()).string())));
     panel.startExport();
     EXPECT_FALSE(panel.isExporting());
     EXPECT_FALSE(QFile::exists(out));
@@ -406,7 +412,7 @@ TEST_F(StartUpTest, TheEventLoopNeverStallsOver50MsWhileTheDeviceIsProbed) {
     clock.start();
     MainWindow window(MainWindow::Settings::Ignore, slowProbe);
     RecordProperty("construction_ms", static_cast<int>(clock.restart()));
-    EXPECT_FALSE(window.deviceProbe()->isDone());   // the constructor did not wait for it
+    EXPECT_FALSE(window.deviceProbe()->isDone());  // the constructor did not wait for it
     window.show();
     ASSERT_TRUE(window.openPath(kDemo));
     RecordProperty("show_and_open_ms", static_cast<int>(clock.elapsed()));
@@ -428,7 +434,7 @@ TEST_F(StartUpTest, TheEventLoopNeverStallsOver50MsWhileTheDeviceIsProbed) {
     ASSERT_TRUE(waitUntil([&] { return window.deviceProbe()->isDone() && !window.isBusy(); }));
     meter.stop();
     EXPECT_EQ(window.deviceProbe()->report()->message, QStringLiteral("device: the slow probe's answer"));
-    EXPECT_FALSE(window.quantizePanel()->cudaSelectable());   // the answer was the CPU
+    EXPECT_FALSE(window.quantizePanel()->cudaSelectable());  // the answer was the CPU
     EXPECT_LT(meter.longestGapMs(), 50);
 }
 

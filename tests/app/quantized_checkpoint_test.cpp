@@ -5,8 +5,11 @@
 
 #include <QLocale>
 #include <QPushButton>
-
 #include <qcustomplot.h>
+
+#include "qs/analysis/channel_stats.h"
+#include "qs/analysis/histogram.h"
+#include "qs/io/checkpoint.h"
 
 #include "channels_page.h"
 #include "checkpoint_tree_model.h"
@@ -17,12 +20,9 @@
 #include "main_window.h"
 #include "overview_page.h"
 #include "plot_view.h"
+#include "qt_test_support.h"
 #include "quantize_panel.h"
 #include "quantized_demo.h"
-#include "qs/analysis/channel_stats.h"
-#include "qs/analysis/histogram.h"
-#include "qs/io/checkpoint.h"
-#include "qt_test_support.h"
 #include "summary_panel.h"
 
 namespace qs::gui::test {
@@ -64,12 +64,14 @@ TEST_F(QuantizedCheckpointTest, TheSummaryGivesTheSchemeAndTheModelsParameterCou
     ASSERT_EQ(dense, 1656320);
     for (const QString& method : {QStringLiteral("gptq4"), QStringLiteral("nvfp4"), QStringLiteral("fp8")}) {
         ASSERT_TRUE(open(method)) << method.toStdString();
-        EXPECT_TRUE(window.summaryPanel()->text(QStringLiteral("Parameters")).contains(QLocale().toString(qlonglong(dense))))
+        EXPECT_TRUE(
+            window.summaryPanel()->text(QStringLiteral("Parameters")).contains(QLocale().toString(qlonglong(dense))))
             << method.toStdString() << ": " << window.summaryPanel()->text(QStringLiteral("Parameters")).toStdString();
     }
     ASSERT_TRUE(open(QStringLiteral("gptq4")));
     // 2 layers x 7 linears, all int4 in groups of 128 with zero points, no act-order.
-    EXPECT_EQ(window.summaryPanel()->text(QStringLiteral("Quantization")), QStringLiteral("gptq (gptq_v2): int4 g128 asym × 14"));
+    EXPECT_EQ(window.summaryPanel()->text(QStringLiteral("Quantization")),
+              QStringLiteral("gptq (gptq_v2): int4 g128 asym × 14"));
 }
 
 TEST_F(QuantizedCheckpointTest, TheFirstSelectionIsTheFirstLinearsPackedWeight) {
@@ -85,9 +87,11 @@ TEST_F(QuantizedCheckpointTest, StartAndTheHessianAreRefusedSayingWhy) {
     ASSERT_TRUE(open(QStringLiteral("gptq4")));
     QuantizePanel& panel = *window.quantizePanel();
     EXPECT_FALSE(panel.startButton()->isEnabled());
-    EXPECT_TRUE(panel.startButton()->toolTip().contains(QStringLiteral("already quantized"))) << panel.startButton()->toolTip().toStdString();
+    EXPECT_TRUE(panel.startButton()->toolTip().contains(QStringLiteral("already quantized")))
+        << panel.startButton()->toolTip().toStdString();
     EXPECT_TRUE(panel.startButton()->toolTip().contains(QStringLiteral("compounds its error")));
-    EXPECT_TRUE(panel.estimateText().contains(QStringLiteral("already quantized"))) << panel.estimateText().toStdString();
+    EXPECT_TRUE(panel.estimateText().contains(QStringLiteral("already quantized")))
+        << panel.estimateText().toStdString();
     EXPECT_FALSE(window.startQuantizeJob());
     ASSERT_EQ(reporter->messages.size(), 1);
     EXPECT_TRUE(reporter->messages.front().contains(QStringLiteral("int4 g128 asym, 14 quantized linears")))
@@ -110,7 +114,8 @@ TEST_F(QuantizedCheckpointTest, ATensorOfOneValueDrawsNoOutlierTail) {
     ASSERT_TRUE(open(QStringLiteral("nvfp4")));
     window.selectTensor(QStringLiteral("model.layers.0.self_attn.q_proj.weight_global_scale"));
     ASSERT_TRUE(waitUntil([this] {
-        return window.histogramPage()->shownTensor().endsWith(QStringLiteral("weight_global_scale")) && !window.histogramPage()->isBusy();
+        return window.histogramPage()->shownTensor().endsWith(QStringLiteral("weight_global_scale")) &&
+               !window.histogramPage()->isBusy();
     }));
     ASSERT_TRUE(window.histogramPage()->histogram().has_value());
     EXPECT_EQ(window.histogramPage()->histogram()->stddev, 0.0);
@@ -118,7 +123,8 @@ TEST_F(QuantizedCheckpointTest, ATensorOfOneValueDrawsNoOutlierTail) {
     // A spread-out tensor still has its tails.
     window.selectTensor(QStringLiteral("model.embed_tokens.weight"));
     ASSERT_TRUE(waitUntil([this] {
-        return window.histogramPage()->shownTensor() == QStringLiteral("model.embed_tokens.weight") && !window.histogramPage()->isBusy();
+        return window.histogramPage()->shownTensor() == QStringLiteral("model.embed_tokens.weight") &&
+               !window.histogramPage()->isBusy();
     }));
     EXPECT_GT(tailBars(), 0);
 }
@@ -128,15 +134,17 @@ TEST_F(QuantizedCheckpointTest, ATensorOfOneValueDrawsNoOutlierTail) {
 // histogrammed from its own tensor), rounded to 16 levels per group.
 TEST_F(QuantizedCheckpointTest, ThePackedCodesAreShownAsTheDecodedWeights) {
     const io::Checkpoint demo = io::Checkpoint::open(kDemo.toStdString());
-    const analysis::Histogram original = analysis::computeHistogram(demo.tensor("model.layers.0.self_attn.q_proj.weight"));
+    const analysis::Histogram original =
+        analysis::computeHistogram(demo.tensor("model.layers.0.self_attn.q_proj.weight"));
     for (const QString& method : {QStringLiteral("gptq4"), QStringLiteral("nvfp4")}) {
         ASSERT_TRUE(open(method));
         const HistogramPage& page = *window.histogramPage();
         ASSERT_TRUE(waitUntil([&] { return page.histogram().has_value() && !page.isBusy(); }));
-        EXPECT_TRUE(page.shownTensor().endsWith(method == QStringLiteral("gptq4") ? QStringLiteral("qweight") : QStringLiteral("weight_packed")));
+        EXPECT_TRUE(page.shownTensor().endsWith(method == QStringLiteral("gptq4") ? QStringLiteral("qweight")
+                                                                                  : QStringLiteral("weight_packed")));
         EXPECT_FALSE(page.decodedAs().isEmpty());
         const analysis::Histogram& h = *page.histogram();
-        EXPECT_EQ(h.count, original.count) << method.toStdString();   // 256 x 256 weights, not 32 x 256 words
+        EXPECT_EQ(h.count, original.count) << method.toStdString();  // 256 x 256 weights, not 32 x 256 words
         EXPECT_NEAR(h.stddev, original.stddev, 0.1 * original.stddev) << method.toStdString();
         EXPECT_NEAR(h.max, original.max, 0.25 * original.max) << method.toStdString();
         EXPECT_NEAR(h.min, original.min, 0.25 * std::abs(original.min)) << method.toStdString();
@@ -145,7 +153,8 @@ TEST_F(QuantizedCheckpointTest, ThePackedCodesAreShownAsTheDecodedWeights) {
     // Its scales are still shown as stored.
     window.selectTensor(QStringLiteral("model.layers.0.self_attn.q_proj.weight_scale"));
     ASSERT_TRUE(waitUntil([this] {
-        return window.histogramPage()->shownTensor().endsWith(QStringLiteral("weight_scale")) && !window.histogramPage()->isBusy();
+        return window.histogramPage()->shownTensor().endsWith(QStringLiteral("weight_scale")) &&
+               !window.histogramPage()->isBusy();
     }));
     EXPECT_TRUE(window.histogramPage()->decodedAs().isEmpty());
 }
@@ -154,7 +163,8 @@ TEST_F(QuantizedCheckpointTest, ThePackedCodesAreShownAsTheDecodedWeights) {
 // inputs, each output channel's largest |w| near the original's (4-bit rounding moves it little).
 TEST_F(QuantizedCheckpointTest, OutlierChannelsOfPackedCodesAreTheDecodedLinears) {
     const io::Checkpoint demo = io::Checkpoint::open(kDemo.toStdString());
-    const analysis::ChannelStats original = analysis::computeChannelStats(demo.tensor("model.layers.0.self_attn.q_proj.weight"));
+    const analysis::ChannelStats original =
+        analysis::computeChannelStats(demo.tensor("model.layers.0.self_attn.q_proj.weight"));
     ASSERT_TRUE(open(QStringLiteral("gptq4")));
     window.showPage(QStringLiteral("channels"));
     const ChannelsPage& page = *window.channelsPage();
@@ -165,11 +175,12 @@ TEST_F(QuantizedCheckpointTest, OutlierChannelsOfPackedCodesAreTheDecodedLinears
     ASSERT_EQ(s.rows, original.rows);
     ASSERT_EQ(s.cols, original.cols);
     for (std::size_t r = 0; r < s.outputMaxAbs.size(); ++r)
-        ASSERT_NEAR(s.outputMaxAbs[r], original.outputMaxAbs[r], 0.25f * original.outputMaxAbs[r]) << "output channel " << r;
+        ASSERT_NEAR(s.outputMaxAbs[r], original.outputMaxAbs[r], 0.25f * original.outputMaxAbs[r])
+            << "output channel " << r;
 }
 
 TEST_F(QuantizedCheckpointTest, TheColourScaleOfOneValueIsReadable) {
-    EXPECT_EQ(colorScaleRange(0.0, 0.0), QCPRange(0.0, 1.0));   // no outliers anywhere: not ±4e-13
+    EXPECT_EQ(colorScaleRange(0.0, 0.0), QCPRange(0.0, 1.0));  // no outliers anywhere: not ±4e-13
     EXPECT_EQ(colorScaleRange(2.0, 2.0), QCPRange(1.0, 3.0));
     EXPECT_EQ(colorScaleRange(-0.5, 3.0), QCPRange(-0.5, 3.0));
 }

@@ -14,14 +14,14 @@ namespace qs::gui::test {
 // The demo quantized with `method` ("gptq4", "nvfp4", "fp8"); empty (with a test failure) when the
 // CLI could not make it.
 inline QString quantizedDemo(const QString& method) {
-    static QTemporaryDir root;   // removed at exit
+    static QTemporaryDir root;  // removed at exit
     static std::map<QString, QString> made;
     if (const auto it = made.find(method); it != made.end()) return it->second;
     const QString out = QDir(root.path()).filePath(method);
     QProcess cli;
-    cli.start(QStringLiteral(QS_CLI_EXE), {QStringLiteral("quantize"), kDemo, QStringLiteral("--method"), method,
-                                          QStringLiteral("--samples"), QStringLiteral("8"), QStringLiteral("--seq-len"),
-                                          QStringLiteral("64"), QStringLiteral("--out"), out});
+    cli.start(QStringLiteral(QS_CLI_EXE),
+              {QStringLiteral("quantize"), kDemo, QStringLiteral("--method"), method, QStringLiteral("--samples"),
+               QStringLiteral("8"), QStringLiteral("--seq-len"), QStringLiteral("64"), QStringLiteral("--out"), out});
     if (!cli.waitForFinished(180000) || cli.exitStatus() != QProcess::NormalExit || cli.exitCode() != 0) {
         ADD_FAILURE() << "quantscope-cli quantize --method " << method.toStdString() << ": "
                       << cli.readAllStandardError().toStdString();

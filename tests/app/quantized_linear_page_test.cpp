@@ -2,6 +2,8 @@
 // NVFP4 and FP8 exports of the demo made by quantscope-cli: the code counts against a count of the
 // stored bits made here, the g_idx plot against the stored g_idx, the rounding error's RMS against a
 // GPTQ decode written here from the published layout (FORMATS.md 2.2-2.5) and the dense demo.
+#include "quantized_linear_page.h"
+
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -10,15 +12,15 @@
 #include <QTabWidget>
 #include <qcustomplot.h>
 
+#include "qs/io/checkpoint.h"
+
 #include "checkpoint_tree_model.h"
 #include "checkpoint_tree_panel.h"
 #include "error_reporter.h"
 #include "main_window.h"
 #include "plot_view.h"
-#include "quantized_demo.h"
-#include "quantized_linear_page.h"
-#include "qs/io/checkpoint.h"
 #include "qt_test_support.h"
+#include "quantized_demo.h"
 
 namespace qs::gui::test {
 namespace {
@@ -90,15 +92,18 @@ TEST_F(QuantizedLinearPageTest, AQuantizedLinearIsOneNodeWithItsPartsBeneath) {
         EXPECT_EQ(node.data().toString(), QStringLiteral("self_attn.q_proj"));
         std::set<QString> children;
         for (int r = 0; r < model.rowCount(node); ++r) children.insert(model.index(r, 0, node).data().toString());
-        for (const QString& p : parts.first) EXPECT_TRUE(children.count(p)) << method.toStdString() << ": no " << p.toStdString();
-        EXPECT_LE(children.size(), parts.first.size() + 1) << method.toStdString();   // + NVFP4's input_global_scale at most
+        for (const QString& p : parts.first)
+            EXPECT_TRUE(children.count(p)) << method.toStdString() << ": no " << p.toStdString();
+        EXPECT_LE(children.size(), parts.first.size() + 1)
+            << method.toStdString();  // + NVFP4's input_global_scale at most
         // The DType column says the scheme as briefly as "BF16"; the tooltip and the role say it all.
         const QString scheme = node.data(CheckpointTreeModel::QuantSchemeRole).toString();
         EXPECT_TRUE(scheme.startsWith(parts.second)) << method.toStdString() << ": " << scheme.toStdString();
         const QModelIndex dtype = node.siblingAtColumn(CheckpointTreeModel::DTypeColumn);
         EXPECT_EQ(dtype.data().toString(), parts.second.section(QLatin1Char(' '), 0, 0));
         EXPECT_TRUE(dtype.data(Qt::ToolTipRole).toString().contains(scheme));
-        EXPECT_EQ(node.siblingAtColumn(CheckpointTreeModel::ShapeColumn).data().toString(), QStringLiteral("[256, 256]"));
+        EXPECT_EQ(node.siblingAtColumn(CheckpointTreeModel::ShapeColumn).data().toString(),
+                  QStringLiteral("[256, 256]"));
         // Selecting the node selects the linear's codes: every view is of the linear.
         EXPECT_FALSE(model.representativeTensor(node).isEmpty());
     }
@@ -111,7 +116,7 @@ TEST_F(QuantizedLinearPageTest, AQuantizedLinearIsOneNodeWithItsPartsBeneath) {
 
 // qweight [in/8, out] int32: bits 4j..4j+3 of word (r, n) hold the code of input 8r + j, output n.
 TEST_F(QuantizedLinearPageTest, GptqCodeCountsAndGIdxAreTheStoredOnes) {
-    const auto* v = openAndShow(QStringLiteral("gptq4-act"), "scales");   // any part shows the linear
+    const auto* v = openAndShow(QStringLiteral("gptq4-act"), "scales");  // any part shows the linear
     ASSERT_NE(v, nullptr);
     EXPECT_EQ(v->linear.toStdString(), kQProj);
     const io::Checkpoint ck = io::Checkpoint::open(path.toStdString());
@@ -132,9 +137,9 @@ TEST_F(QuantizedLinearPageTest, GptqCodeCountsAndGIdxAreTheStoredOnes) {
         ASSERT_EQ(point->value, double(gIdx[c])) << "column " << c;
         permuted = permuted || gIdx[c] != static_cast<std::int32_t>(c / 128);
     }
-    EXPECT_TRUE(permuted);   // act-order: not the staircase c / 128
+    EXPECT_TRUE(permuted);  // act-order: not the staircase c / 128
     EXPECT_TRUE(v->zeros.has_value());
-    EXPECT_EQ(v->scales.count, 2u * 256u);   // two groups of 128 inputs per output
+    EXPECT_EQ(v->scales.count, 2u * 256u);  // two groups of 128 inputs per output
 }
 
 // weight_packed [out, in/2] bytes, the even input in the low nibble; FP8 weight one E4M3 byte each.
@@ -144,7 +149,8 @@ TEST_F(QuantizedLinearPageTest, FloatCodeCountsAreTheStoredNibblesAndBytes) {
     {
         const io::Checkpoint ck = io::Checkpoint::open(path.toStdString());
         std::map<int, std::uint64_t> counted;
-        for (const std::uint8_t b : bytesOf(ck.tensor(kQProj + ".weight_packed"))) ++counted[b & 0xF], ++counted[b >> 4];
+        for (const std::uint8_t b : bytesOf(ck.tensor(kQProj + ".weight_packed")))
+            ++counted[b & 0xF], ++counted[b >> 4];
         ASSERT_EQ(v->usage.size(), 16u);
         for (int code = 0; code < 16; ++code) EXPECT_EQ(shownCounts(*v)[code], counted[code]) << "nibble " << code;
         EXPECT_EQ(v->usage.front().level, -6.0f);
@@ -177,10 +183,12 @@ TEST_F(QuantizedLinearPageTest, TheRoundingErrorRmsIsDecodedMinusOriginal) {
     const std::vector<std::int32_t> qweight = int32s(ck.tensor(kQProj + ".qweight"));
     const std::vector<std::int32_t> qzeros = int32s(ck.tensor(kQProj + ".qzeros"));
     const std::vector<std::int32_t> gIdx = int32s(ck.tensor(kQProj + ".g_idx"));
-    const std::vector<float> scales = ck.tensor(kQProj + ".scales").toF32();   // [groups, out] F16
-    const std::vector<float> original = demo.tensor(kQProj + ".weight").toF32();   // [out, in] BF16
+    const std::vector<float> scales = ck.tensor(kQProj + ".scales").toF32();      // [groups, out] F16
+    const std::vector<float> original = demo.tensor(kQProj + ".weight").toF32();  // [out, in] BF16
     const int in = 256, out = 256;
-    auto field = [](std::int32_t word, int j) { return static_cast<int>((static_cast<std::uint32_t>(word) >> (4 * j)) & 0xFu); };
+    auto field = [](std::int32_t word, int j) {
+        return static_cast<int>((static_cast<std::uint32_t>(word) >> (4 * j)) & 0xFu);
+    };
     double sum = 0.0;
     for (int i = 0; i < in; ++i) {
         const int g = gIdx[static_cast<std::size_t>(i)];
@@ -201,7 +209,7 @@ TEST_F(QuantizedLinearPageTest, TheRoundingErrorRmsIsDecodedMinusOriginal) {
 
 TEST_F(QuantizedLinearPageTest, AnOriginalOfOtherNamesOrShapesIsRefusedInOneLine) {
     ASSERT_NE(openAndShow(QStringLiteral("gptq4-act"), "qweight"), nullptr);
-    EXPECT_FALSE(window.compareWithOriginal(kStories));   // another model: 64-wide linears
+    EXPECT_FALSE(window.compareWithOriginal(kStories));  // another model: 64-wide linears
     ASSERT_EQ(reporter->messages.size(), 1);
     EXPECT_FALSE(reporter->messages.front().contains(QLatin1Char('\n'))) << reporter->messages.front().toStdString();
     EXPECT_TRUE(window.quantizedLinearPage()->originalPath().isEmpty());
@@ -213,7 +221,8 @@ TEST_F(QuantizedLinearPageTest, ADenseTensorSaysItIsNoQuantizedLinear) {
     window.selectTensor(QStringLiteral("model.embed_tokens.weight"));
     QuantizedLinearPage& page = *window.quantizedLinearPage();
     ASSERT_TRUE(waitUntil([&] { return !page.isBusy() && !page.views().has_value(); }));
-    EXPECT_TRUE(page.captionText().contains(QStringLiteral("not part of a quantized linear"))) << page.captionText().toStdString();
+    EXPECT_TRUE(page.captionText().contains(QStringLiteral("not part of a quantized linear")))
+        << page.captionText().toStdString();
 }
 
 // The tab is there for quantized checkpoints only: a dense one keeps the six tabs a laptop fits.

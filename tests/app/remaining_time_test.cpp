@@ -1,13 +1,14 @@
 // The ETA from the rate of finished work, on fake progress streams with a fake clock: a job that
 // spends its first seconds opening and embedding, then finishes modules at a steady rate. The time
 // left it states is compared with the stream's true remaining time.
-#include <cmath>
-#include <vector>
+#include "remaining_time.h"
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <vector>
+
 #include "job_progress_text.h"
-#include "remaining_time.h"
 
 namespace qs::gui::test {
 namespace {
@@ -31,14 +32,15 @@ std::vector<Report> steadyJob(double startup, int modules, double perModule) {
 }
 
 TEST(RemainingTime, ConvergesToTheRateOfFinishedWorkFromAWrongEstimate) {
-    for (const double estimate : {46.0, 184.0}) {   // the plan's estimate 2x too low, 2x too high (92 s)
+    for (const double estimate : {46.0, 184.0}) {  // the plan's estimate 2x too low, 2x too high (92 s)
         RemainingTime eta(estimate);
-        const auto stream = steadyJob(12.0, 40, 2.0);   // 92 s in all
+        const auto stream = steadyJob(12.0, 40, 2.0);  // 92 s in all
         for (std::size_t i = 0; i < stream.size(); ++i) {
             const double left = eta.update(stream[i].fraction, stream[i].seconds);
-            ASSERT_GE(left, 0.0) << "report " << i;   // the estimate speaks before any work is done
+            ASSERT_GE(left, 0.0) << "report " << i;  // the estimate speaks before any work is done
             const double tolerance = i >= 30 ? 0.08 : i >= 20 ? 0.12 : i >= 10 ? 0.25 : 1.5;
-            EXPECT_NEAR(left, stream[i].trueLeft, tolerance * stream[i].trueLeft + 1e-9) << "estimate " << estimate << ", report " << i;
+            EXPECT_NEAR(left, stream[i].trueLeft, tolerance * stream[i].trueLeft + 1e-9)
+                << "estimate " << estimate << ", report " << i;
         }
         // The measured rate is the modules' own: 2 s per 0.98 / 40 of the job, the 12 s of start-up aside.
         ASSERT_TRUE(eta.measuredSecondsPerJob().has_value());
@@ -62,8 +64,8 @@ TEST(RemainingTime, NeverRisesWhenTheWorkIsSteady) {
 TEST(RemainingTime, CountsDownBetweenReportsAndWaitsWithoutAnything) {
     RemainingTime none;
     EXPECT_LT(none.update(0.0, 1.0), 0.0);
-    EXPECT_LT(none.update(0.1, 5.0), 0.0);   // one point: no rate yet
-    EXPECT_NEAR(none.update(0.2, 9.0), 0.8 * 40.0, 1e-9);   // 4 s per tenth
+    EXPECT_LT(none.update(0.1, 5.0), 0.0);                 // one point: no rate yet
+    EXPECT_NEAR(none.update(0.2, 9.0), 0.8 * 40.0, 1e-9);  // 4 s per tenth
     // Reports that finish nothing (a message) do not stall the count: 3 s later, 3 s less.
     EXPECT_NEAR(none.update(0.2, 12.0), 0.8 * 40.0 - 3.0, 1e-9);
     EXPECT_EQ(none.update(1.0, 45.0), 0.0);
@@ -75,7 +77,8 @@ TEST(RemainingTime, TheStatusLineSaysIt) {
     p.step = 3;
     p.steps = 28;
     p.fraction = 0.42;
-    EXPECT_TRUE(progressText(p, 80.0).endsWith(QStringLiteral("ETA 1 min 20 s"))) << progressText(p, 80.0).toStdString();
+    EXPECT_TRUE(progressText(p, 80.0).endsWith(QStringLiteral("ETA 1 min 20 s")))
+        << progressText(p, 80.0).toStdString();
     EXPECT_TRUE(progressText(p, -1.0).endsWith(QStringLiteral("ETA …")));
 }
 

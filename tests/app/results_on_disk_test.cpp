@@ -8,16 +8,17 @@
 
 #include <QTemporaryDir>
 
+#include "qs/formats/linear_encoder.h"
+#include "qs/io/checkpoint.h"
+#include "qs/pipeline/job.h"
+
 #include "export_panel.h"
 #include "export_support.h"
 #include "folder_lock.h"
 #include "main_window.h"
-#include "qs/formats/linear_encoder.h"
-#include "qs/io/checkpoint.h"
-#include "qs/pipeline/job.h"
+#include "qt_test_support.h"
 #include "quantize_job.h"
 #include "quantize_panel.h"
-#include "qt_test_support.h"
 #include "results_page.h"
 #include "run_cache.h"
 #include "run_plan.h"
@@ -86,7 +87,7 @@ TEST_F(ResultsOnDiskTest, AJobsCodesStayOnDiskExactlyAsLongAsItsResultIsHeld) {
     EXPECT_EQ(cache.cleanUp().folders, 0);
     EXPECT_FALSE(cache.takeInterrupted("demo")) << "a finished run was offered for resume";
 
-    pipeline::MethodResult copy = result->methods[0];   // as a view or an export keeps it
+    pipeline::MethodResult copy = result->methods[0];  // as a view or an export keeps it
     result.reset();
     EXPECT_TRUE(fs::exists(folder / "layer-0001"));
     EXPECT_EQ(pipeline::layerAt(copy, 0).size(), 7u);
@@ -122,7 +123,8 @@ TEST_F(ResultsOnDiskTest, TheExportPanelChecksAResultOnDiskOnItsWorker) {
     const JobResultPtr inRam = run({});
     ASSERT_TRUE(onDisk && onDisk->methods[0].stored && inRam);
     ExportPanel disk, ram;
-    for (ExportPanel* panel : {&disk, &ram}) panel->setSource(kDemo, io::fingerprintOf(io::Checkpoint::open(kDemo.toStdString())));
+    for (ExportPanel* panel : {&disk, &ram})
+        panel->setSource(kDemo, io::fingerprintOf(io::Checkpoint::open(kDemo.toStdString())));
     disk.setResult(onDisk);
     ram.setResult(inRam);
     disk.setDestination(QString::fromStdString((out / "disk").string()));
@@ -141,7 +143,7 @@ TEST_F(ResultsOnDiskTest, TheExportPanelChecksAResultOnDiskOnItsWorker) {
         ASSERT_TRUE(waitUntil([&] { return !disk.isChecking(); }, 60000));
         EXPECT_EQ(disk.problem().toStdString(), ram.problem().toStdString()) << e->name();
     }
-    EXPECT_GE(offered, 2);   // gptq and at least one other layout take 4-bit GPTQ
+    EXPECT_GE(offered, 2);  // gptq and at least one other layout take 4-bit GPTQ
     // A layout chosen again is not read again: its refusal (none, or the reason) is known.
     for (const formats::LinearEncoder* e : formats::allEncoders()) {
         if (!disk.selectFormat(QString::fromUtf8(e->name()))) continue;
@@ -153,7 +155,7 @@ TEST_F(ResultsOnDiskTest, TheExportPanelChecksAResultOnDiskOnItsWorker) {
 TEST_F(ResultsOnDiskTest, AFolderRemovedUnderTheResultFailsTheExportWithOneLine) {
     const JobResultPtr result = run({cache.startNew("demo"), false});
     ASSERT_TRUE(result && result->methods[0].stored);
-    fs::remove_all(result->methods[0].stored->folder());   // the user emptied the cache
+    fs::remove_all(result->methods[0].stored->folder());  // the user emptied the cache
     const QString failure = exportThroughPanel(result, out / "export");
     EXPECT_TRUE(failure.contains(QStringLiteral("the finished layer is not there"))) << failure.toStdString();
     EXPECT_FALSE(failure.contains(QLatin1Char('\n')));
@@ -203,7 +205,8 @@ TEST_F(ResultsOnDiskWindowTest, TwoRunsOfTheSameSettingsWhileTheFirstResultIsSho
     ASSERT_TRUE(second && second->methods[0].stored);
     const fs::path secondFolder = second->methods[0].stored->folder();
     EXPECT_NE(firstFolder, secondFolder);
-    EXPECT_TRUE(questions.isEmpty()) << "a finished run was offered for resume: " << questions.join(QLatin1Char('\n')).toStdString();
+    EXPECT_TRUE(questions.isEmpty()) << "a finished run was offered for resume: "
+                                     << questions.join(QLatin1Char('\n')).toStdString();
     EXPECT_EQ(window.exportPanel()->result(), second);
 
     // The first result still reads its own codes (the window shows the second).
@@ -222,7 +225,7 @@ TEST_F(ResultsOnDiskWindowTest, TwoRunsOfTheSameSettingsWhileTheFirstResultIsSho
     EXPECT_FALSE(fs::exists(firstFolder)) << "nothing holds the first result, yet its folder stayed";
     second.reset();
     EXPECT_TRUE(fs::exists(secondFolder)) << "the shown result lost its codes";
-    ASSERT_TRUE(window.openPath(kStories));   // closes the demo and its result
+    ASSERT_TRUE(window.openPath(kStories));  // closes the demo and its result
     EXPECT_FALSE(fs::exists(secondFolder));
 }
 

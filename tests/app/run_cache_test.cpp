@@ -2,6 +2,8 @@
 // this process and by another one (util-linux flock(1), standing for a second QuantScope): what
 // cleanUp removes and keeps, which interrupted run takeInterrupted offers, and that startNew never
 // hands out a folder that is in use or kept.
+#include "run_cache.h"
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -10,10 +12,10 @@
 #include <QProcess>
 #include <QTemporaryDir>
 
-#include "folder_lock.h"
 #include "qs/pipeline/work_folder.h"
+
+#include "folder_lock.h"
 #include "qt_test_support.h"
-#include "run_cache.h"
 
 namespace qs::gui::test {
 namespace {
@@ -36,7 +38,9 @@ protected:
     static void makeOld(const fs::path& path) {
         fs::last_write_time(path, fs::file_time_type::clock::now() - std::chrono::hours(24 * 8));
     }
-    static void markFinished(const fs::path& folder) { std::ofstream(RunLease::finishedMarkerOf(folder)) << "finished\n"; }
+    static void markFinished(const fs::path& folder) {
+        std::ofstream(RunLease::finishedMarkerOf(folder)) << "finished\n";
+    }
     static std::shared_ptr<RunLease> hold(const fs::path& folder) {
         std::optional<FolderLock> lock = FolderLock::acquire(folder);
         return lock ? std::make_shared<RunLease>(folder, std::move(*lock)) : nullptr;
@@ -46,8 +50,8 @@ protected:
         auto process = std::make_unique<QProcess>();
         // -o: only flock itself holds the lock, so that killing it releases it.
         process->start(QStringLiteral("flock"), {QStringLiteral("-o"), QStringLiteral("-n"),
-                                                 QString::fromStdString(FolderLock::fileOf(folder).string()), QStringLiteral("-c"),
-                                                 QStringLiteral("echo held; read line")});
+                                                 QString::fromStdString(FolderLock::fileOf(folder).string()),
+                                                 QStringLiteral("-c"), QStringLiteral("echo held; read line")});
         if (!process->waitForReadyRead(10000)) return nullptr;
         return process;
     }
@@ -93,12 +97,12 @@ TEST_F(RunCacheTest, CleanUpRemovesWhatTheRuleSaysAndNothingElse) {
     makeOld(runningElsewhere);
     const auto other = holdElsewhere(runningElsewhere);
     ASSERT_TRUE(other);
-    const fs::path notARun = root / "k5-1";   // no plan.json: the user's own, whatever its name or age
+    const fs::path notARun = root / "k5-1";  // no plan.json: the user's own, whatever its name or age
     fs::create_directories(notARun / "layer-0000");
     std::ofstream(notARun / "notes.txt") << "mine\n";
     makeOld(notARun);
-    std::ofstream(root / "k6-1.lock") << "";       // a dead process's lock of a folder that went
-    std::ofstream(root / "k6-2.finished") << "";   // a marker whose folder went
+    std::ofstream(root / "k6-1.lock") << "";      // a dead process's lock of a folder that went
+    std::ofstream(root / "k6-2.finished") << "";  // a marker whose folder went
 
     std::uintmax_t removable = 0;
     for (const fs::path& folder : {finishedFree, interruptedOld, stoppedBeforeALayer})
@@ -112,17 +116,18 @@ TEST_F(RunCacheTest, CleanUpRemovesWhatTheRuleSaysAndNothingElse) {
     EXPECT_FALSE(fs::exists(interruptedOld));
     EXPECT_FALSE(fs::exists(stoppedBeforeALayer));
     EXPECT_TRUE(fs::exists(finishedShown / "plan.json")) << "a result on screen lost its codes";
-    EXPECT_TRUE(fs::exists(interruptedRecent / "layer-0000")) << "an interrupted run of this week was not kept for resume";
+    EXPECT_TRUE(fs::exists(interruptedRecent / "layer-0000"))
+        << "an interrupted run of this week was not kept for resume";
     EXPECT_EQ(pipeline::WorkFolder::interruptedLayers(runningElsewhere), 1) << "another process's folder was touched";
     EXPECT_TRUE(fs::exists(notARun / "notes.txt"));
     EXPECT_FALSE(fs::exists(root / "k6-1.lock"));
     EXPECT_FALSE(fs::exists(root / "k6-2.finished"));
     EXPECT_FALSE(fs::exists(FolderLock::fileOf(interruptedRecent))) << "the clean-up left its own lock file";
 
-    kill(*other);   // that process died: its folder is an old interrupted run now
+    kill(*other);  // that process died: its folder is an old interrupted run now
     EXPECT_EQ(cache.cleanUp().folders, 1);
     EXPECT_FALSE(fs::exists(runningElsewhere));
-    shown.reset();   // the result was closed without removing its folder (the process was killed)
+    shown.reset();  // the result was closed without removing its folder (the process was killed)
     EXPECT_EQ(cache.cleanUp().folders, 1);
     EXPECT_FALSE(fs::exists(finishedShown));
     EXPECT_EQ(cache.cleanUp().folders, 0);
@@ -132,10 +137,10 @@ TEST_F(RunCacheTest, CleanUpRemovesWhatTheRuleSaysAndNothingElse) {
 TEST_F(RunCacheTest, TakeInterruptedOffersTheFurthestRunOfItsKeyThatNobodyHolds) {
     makeRun("key-1", 1);
     const fs::path furthest = makeRun("key-2", 2);
-    markFinished(makeRun("key-3", 2));   // a finished run's folder serves a result: never resumed
+    markFinished(makeRun("key-3", 2));  // a finished run's folder serves a result: never resumed
     makeRun("key-4", 0);
     makeRun("other-1", 3);
-    makeRun("key-x", 3);   // not a run folder's name of "key"
+    makeRun("key-x", 3);  // not a run folder's name of "key"
 
     std::shared_ptr<RunLease> held = hold(furthest);
     std::optional<RunCache::Interrupted> offered = cache.takeInterrupted("key");
@@ -150,18 +155,18 @@ TEST_F(RunCacheTest, TakeInterruptedOffersTheFurthestRunOfItsKeyThatNobodyHolds)
     EXPECT_EQ(offered->finishedLayers, 2);
     EXPECT_FALSE(cache.takeInterrupted("nothing"));
 
-    offered->lease->removeFolder();   // declined
+    offered->lease->removeFolder();  // declined
     EXPECT_FALSE(fs::exists(furthest));
 }
 
 TEST_F(RunCacheTest, StartNewNeverHandsOutAFolderInUseOrKept) {
-    makeRun("key-1", 1);                                         // kept for resume
-    std::shared_ptr<RunLease> starting = hold(root / "key-2");   // a run about to create its folder
+    makeRun("key-1", 1);                                        // kept for resume
+    std::shared_ptr<RunLease> starting = hold(root / "key-2");  // a run about to create its folder
     ASSERT_TRUE(starting);
     std::shared_ptr<RunLease> first = cache.startNew("key");
     EXPECT_EQ(first->folder(), root / "key-3");
     EXPECT_FALSE(fs::exists(first->folder())) << "the job creates it";
-    EXPECT_EQ(cache.startNew("key")->folder(), root / "key-4");   // and lets it go at once
+    EXPECT_EQ(cache.startNew("key")->folder(), root / "key-4");  // and lets it go at once
     EXPECT_EQ(cache.startNew("key")->folder(), root / "key-4");
     first.reset();
     starting.reset();

@@ -40,7 +40,7 @@ int pixelsNear(const QImage& image, const QColor& colour) {
     return count;
 }
 
-int barPixels(const QImage& image) { return pixelsNear(image, QColor(70, 130, 180)); }   // the histogram's bars
+int barPixels(const QImage& image) { return pixelsNear(image, QColor(70, 130, 180)); }  // the histogram's bars
 
 class ScreenshotTest : public QtAppTest {
 protected:
@@ -58,9 +58,10 @@ TEST_F(ScreenshotTest, WritesTheWindowWithAHistogram) {
 }
 
 TEST_F(ScreenshotTest, OtherTabsRenderToo) {
-    for (const QString& tab : {QStringLiteral("channels"), QStringLiteral("Overview")}) {   // any case, as the tab reads
+    for (const QString& tab : {QStringLiteral("channels"), QStringLiteral("Overview")}) {  // any case, as the tab reads
         const QString png = dir.filePath(tab + QStringLiteral(".png"));
-        const ProcessResult run = runQuantscope({QStringLiteral("--screenshot"), png, QStringLiteral("--tab"), tab, kStories});
+        const ProcessResult run =
+            runQuantscope({QStringLiteral("--screenshot"), png, QStringLiteral("--tab"), tab, kStories});
         ASSERT_EQ(run.exitCode, 0) << tab.toStdString() << ": " << run.stderrText.toStdString();
         EXPECT_EQ(QImage(png).size(), QSize(1400, 900)) << tab.toStdString();
     }
@@ -68,8 +69,8 @@ TEST_F(ScreenshotTest, OtherTabsRenderToo) {
 
 TEST_F(ScreenshotTest, QuantizeShowsTheJobsResults) {
     const QString png = dir.filePath(QStringLiteral("results.png"));
-    const ProcessResult run =
-        runQuantscope({QStringLiteral("--screenshot"), png, QStringLiteral("--quantize"), QStringLiteral(QS_RESOURCES_DIR "/demo")});
+    const ProcessResult run = runQuantscope(
+        {QStringLiteral("--screenshot"), png, QStringLiteral("--quantize"), QStringLiteral(QS_RESOURCES_DIR "/demo")});
     ASSERT_EQ(run.exitCode, 0) << run.stderrText.toStdString();
     const QImage image(png);
     ASSERT_FALSE(image.isNull());
@@ -80,15 +81,16 @@ TEST_F(ScreenshotTest, QuantizeShowsTheJobsResults) {
 
 TEST_F(ScreenshotTest, AQuantizationThatFailsExitsWithTwo) {
     // stories260K comes without a tokenizer.json: its calibration text cannot be tokenized.
-    const ProcessResult run = runQuantscope(
-        {QStringLiteral("--screenshot"), dir.filePath(QStringLiteral("f.png")), QStringLiteral("--quantize"), kStories});
+    const ProcessResult run = runQuantscope({QStringLiteral("--screenshot"), dir.filePath(QStringLiteral("f.png")),
+                                             QStringLiteral("--quantize"), kStories});
     EXPECT_EQ(run.exitCode, 2);
     EXPECT_TRUE(run.stderrText.contains(QStringLiteral("tokenizer"))) << run.stderrText.toStdString();
 }
 
 TEST_F(ScreenshotTest, ABadCheckpointExitsWithTheCoreMessage) {
     const QString png = dir.filePath(QStringLiteral("bad.png"));
-    const ProcessResult run = runQuantscope({QStringLiteral("--screenshot"), png, dir.filePath(QStringLiteral("nothing-here"))});
+    const ProcessResult run =
+        runQuantscope({QStringLiteral("--screenshot"), png, dir.filePath(QStringLiteral("nothing-here"))});
     EXPECT_EQ(run.exitCode, 2);
     EXPECT_TRUE(run.stderrText.contains(QStringLiteral("nothing-here"))) << run.stderrText.toStdString();
     EXPECT_FALSE(QFile::exists(png));
@@ -114,7 +116,7 @@ TEST_F(ScreenshotTest, GgufMethodsRunFromTheCommandLineAndTheExportPanelShows) {
 
 TEST_F(ScreenshotTest, UnknownTabIsAnError) {
     const ProcessResult run = runQuantscope({QStringLiteral("--screenshot"), dir.filePath(QStringLiteral("x.png")),
-                                   QStringLiteral("--tab"), QStringLiteral("nope"), kStories});
+                                             QStringLiteral("--tab"), QStringLiteral("nope"), kStories});
     EXPECT_EQ(run.exitCode, 2);
 }
 

@@ -8,9 +8,9 @@
 
 #include "error_reporter.h"
 #include "main_window.h"
+#include "qt_test_support.h"
 #include "quantize_panel.h"
 #include "quantized_demo.h"
-#include "qt_test_support.h"
 
 namespace qs::gui::test {
 namespace {
@@ -72,7 +72,8 @@ TEST_F(SettingsTest, AWindowThatIgnoresSettingsNeitherReadsNorWritesThem) {
     const QStringList saved = QSettings().allKeys();
     EXPECT_TRUE(saved.contains(QStringLiteral("quantize/samples"))) << saved.join(QLatin1Char(' ')).toStdString();
     MainWindow screenshot(MainWindow::Settings::Ignore);
-    EXPECT_EQ(screenshot.quantizePanel()->settings(), MainWindow(MainWindow::Settings::Ignore).quantizePanel()->settings());
+    EXPECT_EQ(screenshot.quantizePanel()->settings(),
+              MainWindow(MainWindow::Settings::Ignore).quantizePanel()->settings());
     EXPECT_NE(screenshot.quantizePanel()->settings().samples, 48);
     screenshot.quantizePanel()->setSampling(7, 64, 3);
     screenshot.close();

@@ -2,17 +2,17 @@
 // each other and Start stays in view; the checkpoint tree keeps its names readable.
 #include <QCheckBox>
 #include <QComboBox>
-#include <QLineEdit>
-#include <QSlider>
-#include <QTableWidget>
 #include <QDockWidget>
 #include <QHeaderView>
+#include <QLineEdit>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QScrollBar>
+#include <QSlider>
 #include <QTabBar>
 #include <QTabWidget>
-#include <QScrollArea>
 #include <QTableView>
+#include <QTableWidget>
 #include <QTreeView>
 
 #include "channels_page.h"
@@ -25,9 +25,9 @@
 #include "mixed_precision_page.h"
 #include "output_error_plot.h"
 #include "plot_view.h"
+#include "qt_test_support.h"
 #include "quantize_panel.h"
 #include "quantized_demo.h"
-#include "qt_test_support.h"
 #include "results_page.h"
 #include "sensitivity_tables.h"
 #include "serving_scales_plot.h"
@@ -55,7 +55,7 @@ bool shownWhole(const QWidget* widget) {
 TEST_F(WindowLayoutTest, TheMinimumSizeFitsALaptopScreen) {
     const QSize minimum = window.minimumSizeHint().expandedTo(window.minimumSize());
     EXPECT_LE(minimum.width(), 1366);
-    EXPECT_LE(minimum.height(), 768 - 48);   // a taskbar and the title bar take some of the 768
+    EXPECT_LE(minimum.height(), 768 - 48);  // a taskbar and the title bar take some of the 768
     showAt({1366, 768 - 48});
     EXPECT_EQ(window.size(), QSize(1366, 768 - 48));
 }
@@ -66,7 +66,8 @@ TEST_F(WindowLayoutTest, StartIsInViewAtLaptopAndFullHdSizes) {
         showAt(size);
         const QPushButton* start = window.quantizePanel()->startButton();
         EXPECT_TRUE(shownWhole(start)) << size.width() << "x" << size.height() << ": Start is clipped to "
-                                       << start->visibleRegion().boundingRect().height() << " of " << start->height() << " pixels";
+                                       << start->visibleRegion().boundingRect().height() << " of " << start->height()
+                                       << " pixels";
         EXPECT_TRUE(start->isEnabled());
     }
 }
@@ -76,7 +77,8 @@ TEST_F(WindowLayoutTest, TheModuleLogShowsSeveralRowsOnALaptop) {
     const auto* log = window.findChild<QTableView*>(QStringLiteral("moduleLogView"));
     ASSERT_NE(log, nullptr);
     const int rowHeight = log->verticalHeader()->defaultSectionSize();
-    EXPECT_GE(log->viewport()->height(), 5 * rowHeight) << "the log shows " << log->viewport()->height() / rowHeight << " rows";
+    EXPECT_GE(log->viewport()->height(), 5 * rowHeight)
+        << "the log shows " << log->viewport()->height() / rowHeight << " rows";
 }
 
 // A layer of an NVFP4 checkpoint holds four element types; the DType column listing them all took
@@ -95,7 +97,8 @@ TEST_F(WindowLayoutTest, TheTreeKeepsNamesReadableForQuantizedCheckpoints) {
     EXPECT_GE(name, dtype);
     // The elided DType cell still tells every type, in its tooltip.
     const QModelIndex layer0 = window.treePanel()->model()->index(1, CheckpointTreeModel::DTypeColumn);
-    EXPECT_EQ(layer0.data(Qt::ToolTipRole).toString().count(QLatin1Char(',')), 3) << layer0.data(Qt::ToolTipRole).toString().toStdString();
+    EXPECT_EQ(layer0.data(Qt::ToolTipRole).toString().count(QLatin1Char(',')), 3)
+        << layer0.data(Qt::ToolTipRole).toString().toStdString();
 }
 
 // The Outlier channels table scrolled sideways at 1366 pixels and hid its "× median" column.
@@ -104,14 +107,16 @@ TEST_F(WindowLayoutTest, TheChannelsTableShowsEveryColumnOnALaptop) {
     for (const QSize size : {QSize(1366, 720), QSize(1920, 1080)}) {
         showAt(size);
         window.showPage(QStringLiteral("channels"));
-        ASSERT_TRUE(waitUntil([this] { return window.channelsPage()->stats().has_value() && !window.channelsPage()->isBusy(); }));
+        ASSERT_TRUE(waitUntil(
+            [this] { return window.channelsPage()->stats().has_value() && !window.channelsPage()->isBusy(); }));
         waitUntil([] { return false; }, 100);
         const QTableView* table = window.channelsPage()->tableView();
         ASSERT_GT(table->model()->rowCount(), 0);
         EXPECT_EQ(table->horizontalScrollBar()->maximum(), 0) << size.width() << ": the table scrolls sideways";
         int columns = 0;
         for (int c = 0; c < table->model()->columnCount(); ++c) {
-            EXPECT_GE(table->columnWidth(c), table->horizontalHeader()->sectionSizeHint(c)) << size.width() << ": column " << c << " is cut";
+            EXPECT_GE(table->columnWidth(c), table->horizontalHeader()->sectionSizeHint(c))
+                << size.width() << ": column " << c << " is cut";
             columns += table->columnWidth(c);
         }
         EXPECT_LE(columns, table->viewport()->width()) << size.width();
@@ -131,8 +136,10 @@ TEST_F(WindowLayoutTest, EveryTabOfADenseCheckpointIsInViewOnALaptop) {
         const QTabBar* bar = tabs->tabBar();
         for (int i = 0; i < bar->count(); ++i) {
             if (!bar->isTabVisible(i)) continue;
-            EXPECT_LE(bar->tabRect(i).right(), bar->width()) << key.toStdString() << ": tab " << bar->tabText(i).toStdString() << " is cut";
-            EXPECT_GE(bar->tabRect(i).left(), 0) << key.toStdString() << ": tab " << bar->tabText(i).toStdString() << " scrolled away";
+            EXPECT_LE(bar->tabRect(i).right(), bar->width())
+                << key.toStdString() << ": tab " << bar->tabText(i).toStdString() << " is cut";
+            EXPECT_GE(bar->tabRect(i).left(), 0)
+                << key.toStdString() << ": tab " << bar->tabText(i).toStdString() << " scrolled away";
         }
     }
 }
@@ -151,24 +158,29 @@ TEST_F(WindowLayoutTest, TheBitBudgetTabIsUsableWholeOnALaptop) {
             ASSERT_TRUE(window.showPage(page->key()));
             waitUntil([] { return false; }, 100);
             const std::string at = std::to_string(size.height()) + (measured ? " measured" : " before measuring");
-            for (const char* name : {"candidates", "sensitivity", "addRule", "removeRule", "measure", "quantizeAllocation"}) {
+            for (const char* name :
+                 {"candidates", "sensitivity", "addRule", "removeRule", "measure", "quantizeAllocation"}) {
                 const auto* w = page->findChild<QWidget*>(QString::fromLatin1(name));
                 ASSERT_NE(w, nullptr) << name;
-                EXPECT_TRUE(shownWhole(w)) << at << ": " << name << " is cut to " << w->visibleRegion().boundingRect().width() << "x"
-                                           << w->visibleRegion().boundingRect().height() << " of " << w->width() << "x" << w->height();
+                EXPECT_TRUE(shownWhole(w))
+                    << at << ": " << name << " is cut to " << w->visibleRegion().boundingRect().width() << "x"
+                    << w->visibleRegion().boundingRect().height() << " of " << w->width() << "x" << w->height();
                 if (const auto* button = qobject_cast<const QPushButton*>(w)) {
                     EXPECT_GE(button->width(), button->sizeHint().width()) << at << ": " << name << "'s text is cut";
                 }
             }
             const QTableWidget* rules = page->rulesTable();
             EXPECT_TRUE(shownWhole(rules)) << at;
-            EXPECT_GE(rules->viewport()->height(), 2 * rules->verticalHeader()->defaultSectionSize()) << at << ": room for two rules";
+            EXPECT_GE(rules->viewport()->height(), 2 * rules->verticalHeader()->defaultSectionSize())
+                << at << ": room for two rules";
             EXPECT_TRUE(shownWhole(page->budgetSlider())) << at;
             EXPECT_TRUE(shownWhole(page->plot())) << at;
-            EXPECT_GE(page->plot()->axisRect()->height(), 120) << at << ": the plot's axes (the legend under them takes four rows)";
+            EXPECT_GE(page->plot()->axisRect()->height(), 120)
+                << at << ": the plot's axes (the legend under them takes four rows)";
             const MixedAllocationMap* map = page->allocationMap();
-            EXPECT_TRUE(shownWhole(map)) << at << ": the heat map is cut to " << map->visibleRegion().boundingRect().height() << " of "
-                                         << map->height() << " pixels";
+            EXPECT_TRUE(shownWhole(map)) << at << ": the heat map is cut to "
+                                         << map->visibleRegion().boundingRect().height() << " of " << map->height()
+                                         << " pixels";
             EXPECT_GE(map->height(), map->minimumSizeHint().height()) << at;
             EXPECT_EQ(map->layerCount(), measured ? 32 : 0);
             // Five candidates beside the three of the table: the legend wraps rather than running off the edge.
@@ -177,14 +189,15 @@ TEST_F(WindowLayoutTest, TheBitBudgetTabIsUsableWholeOnALaptop) {
                                                      {"gptq2", "gptq4", "gptq8", "fp8-channel", "nvfp4"});
                 waitUntil([] { return false; }, 100);
                 const std::vector<QRect> legend = map->legendRects();
-                ASSERT_EQ(legend.size(), std::size_t(map->legend().size()) + 1);   // the five, the table's in use, dense
+                ASSERT_EQ(legend.size(), std::size_t(map->legend().size()) + 1);  // the five, the table's in use, dense
                 EXPECT_GE(legend.size(), 7u);
                 for (const QRect& r : legend) EXPECT_TRUE(map->rect().contains(r)) << at << ": a legend entry is cut";
                 EXPECT_TRUE(shownWhole(map)) << at;
                 EXPECT_GE(map->height(), map->minimumSizeHint().height()) << at;
             }
             if (const QString png = qEnvironmentVariable("QS_LAYOUT_SCREENSHOT"); !png.isEmpty())
-                window.grab().save(QStringLiteral("%1-%2%3.png").arg(png).arg(size.height()).arg(measured ? "-measured" : ""));
+                window.grab().save(
+                    QStringLiteral("%1-%2%3.png").arg(png).arg(size.height()).arg(measured ? "-measured" : ""));
         }
     }
 }
@@ -200,7 +213,7 @@ TEST_F(WindowLayoutTest, LegendsOfTheResultsPlotsLeaveTheDataUncovered) {
     window.showPage(QStringLiteral("results"));
     for (PlotView* plot : {static_cast<PlotView*>(window.resultsPage()->outputError()),
                            static_cast<PlotView*>(window.resultsPage()->klPerLayer())}) {
-        plot->resize(300, 260);   // the narrowest a 1366-pixel window gives them
+        plot->resize(300, 260);  // the narrowest a 1366-pixel window gives them
         plot->addGraph()->setName(QStringLiteral("gptq4"));
         plot->addGraph()->setName(QStringLiteral("nvfp4"));
         EXPECT_TRUE(legendBesideTheData(*plot)) << plot->metaObject()->className();
@@ -215,16 +228,18 @@ TEST_F(WindowLayoutTest, LegendNamesAreNeverCut) {
         plot->resize(300, 260);
         plot->show();
         waitUntil([] { return false; }, 100);
-        ASSERT_EQ(plot->viewport().width(), plot->width());   // laid out at its real size
-        ASSERT_LE(plot->width(), 330);                         // its minimum width, or 300
-        for (const char* name : {"gptq4-act", "fp8-w8a8", "nvfp4-w4a4", "q4_k_m"}) plot->addGraph()->setName(QString::fromLatin1(name));
+        ASSERT_EQ(plot->viewport().width(), plot->width());  // laid out at its real size
+        ASSERT_LE(plot->width(), 330);                       // its minimum width, or 300
+        for (const char* name : {"gptq4-act", "fp8-w8a8", "nvfp4-w4a4", "q4_k_m"})
+            plot->addGraph()->setName(QString::fromLatin1(name));
         plot->replot();
         int entries = 0;
         for (int i = 0; i < plot->legend->itemCount(); ++i) {
             const QCPAbstractLegendItem* item = plot->legend->item(i);
-            if (!item) continue;   // an empty cell of the last row
+            if (!item) continue;  // an empty cell of the last row
             ++entries;
-            EXPECT_GE(item->outerRect().width(), item->minimumOuterSizeHint().width()) << plot->metaObject()->className() << " " << i;
+            EXPECT_GE(item->outerRect().width(), item->minimumOuterSizeHint().width())
+                << plot->metaObject()->className() << " " << i;
         }
         EXPECT_EQ(entries, 4);
     }

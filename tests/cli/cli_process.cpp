@@ -2,11 +2,11 @@
 
 #include <chrono>
 #include <csignal>
-#include <thread>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include <fcntl.h>
 #include <sys/wait.h>

@@ -9,7 +9,7 @@
 namespace qs::test {
 
 struct CliResult {
-    int exitCode = -1;     // 128 + signal when the process was killed by a signal
+    int exitCode = -1;  // 128 + signal when the process was killed by a signal
     std::string out;
     std::string err;
 };
@@ -31,8 +31,8 @@ public:
     CliProcess& operator=(const CliProcess&) = delete;
 
     pid_t pid() const { return pid_; }
-    std::string currentErr() const;     // what it has written to stderr so far
-    bool finished();                    // has it exited (without blocking)?
+    std::string currentErr() const;  // what it has written to stderr so far
+    bool finished();                 // has it exited (without blocking)?
     CliResult wait();
 
 private:

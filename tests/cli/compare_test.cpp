@@ -1,12 +1,13 @@
 // `compare` on the bundled demo: the table, the JSON report and the per-module log agree, and bad
 // method names are one-line errors.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
 
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "cli_process.h"
@@ -38,8 +39,9 @@ TEST(Compare, PrintsTableJsonAndModuleLog) {
     const auto& rtn = report["methods"][0];
     EXPECT_EQ(rtn["method"], "rtn4");
     EXPECT_EQ(rtn["kl"]["positions"], 4 * 63);
-    EXPECT_GT(rtn["kl"]["mean_kld"]["value"].get<double>(), report["methods"][1]["kl"]["mean_kld"]["value"].get<double>());
-    EXPECT_EQ(rtn["modules"].size(), 14u);   // 2 layers x 7 linears
+    EXPECT_GT(rtn["kl"]["mean_kld"]["value"].get<double>(),
+              report["methods"][1]["kl"]["mean_kld"]["value"].get<double>());
+    EXPECT_EQ(rtn["modules"].size(), 14u);  // 2 layers x 7 linears
 
     std::ifstream logIn(log);
     std::string line;
@@ -50,7 +52,7 @@ TEST(Compare, PrintsTableJsonAndModuleLog) {
         EXPECT_EQ(entry["in_features"].get<int>() > 0, true);
         ++lines;
     }
-    EXPECT_EQ(lines, 28);   // both methods
+    EXPECT_EQ(lines, 28);  // both methods
     std::filesystem::remove(json);
     std::filesystem::remove(log);
 }
@@ -66,9 +68,10 @@ TEST(Compare, UnknownMethodIsAOneLineError) {
 // --max-memory below what the hidden states need, with a work folder: they stream from there, and the
 // KL tables are the in-memory run's to the last bit.
 TEST(Compare, HiddenStatesBeyondMaxMemoryStreamFromTheWorkFolder) {
-    const std::string inRam = tempPath("qs_compare_ram_"), spilled = tempPath("qs_compare_spilled_"), work = tempPath("qs_compare_work_");
-    const std::vector<std::string> args{"compare", kDemo, "--methods", "gptq4,rtn4", "--samples", "4", "--seq-len", "64",
-                                        "--eval-samples", "2", "--per-layer"};
+    const std::string inRam = tempPath("qs_compare_ram_"), spilled = tempPath("qs_compare_spilled_"),
+                      work = tempPath("qs_compare_work_");
+    const std::vector<std::string> args{"compare",   kDemo, "--methods",      "gptq4,rtn4", "--samples",  "4",
+                                        "--seq-len", "64",  "--eval-samples", "2",          "--per-layer"};
     auto ram = args, spill = args;
     ram.insert(ram.end(), {"--json", inRam});
     spill.insert(spill.end(), {"--json", spilled, "--work-dir", work, "--max-memory", "1K", "--force"});
@@ -96,8 +99,8 @@ TEST(Compare, HiddenStatesBeyondMaxMemoryStreamFromTheWorkFolder) {
 TEST(Compare, ABadMaxMemoryIsAOneLineError) {
     for (const std::string bad : {"16Q", "2.5.1G", "0"}) {
         SCOPED_TRACE(bad);
-        const auto r = runCli({"compare", kDemo, "--methods", "rtn4", "--samples", "2", "--seq-len", "16", "--eval-samples", "1",
-                               "--max-memory", bad});
+        const auto r = runCli({"compare", kDemo, "--methods", "rtn4", "--samples", "2", "--seq-len", "16",
+                               "--eval-samples", "1", "--max-memory", bad});
         EXPECT_EQ(r.exitCode, 2);
         EXPECT_TRUE(r.out.empty());
         EXPECT_EQ(r.err.rfind("quantscope-cli: error: --max-memory: not a size: '" + bad + "'", 0), 0u) << r.err;

@@ -1,11 +1,12 @@
 // `eval ORIGINAL QUANTIZED`: the demo against itself scores exactly zero, and a pair of different
 // models is a one-line error with exit code 2.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <string>
 
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "cli_process.h"
@@ -45,7 +46,7 @@ TEST(Eval, DemoAgainstItselfIsExactlyZero) {
 
 TEST(Eval, DifferentModelsAreAOneLineError) {
     const std::filesystem::path other = tempPath("qs_eval_other_");
-    qs::test::writeSyntheticCheckpoint(other, {});   // 64 wide, 96 tokens: not the demo's shape
+    qs::test::writeSyntheticCheckpoint(other, {});  // 64 wide, 96 tokens: not the demo's shape
     const auto r = runCli({"eval", kDemo, other.string(), "--samples", "2", "--seq-len", "64"});
     EXPECT_EQ(r.exitCode, 2);
     EXPECT_TRUE(r.out.empty()) << r.out;

@@ -5,22 +5,22 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
-#include "cli_process.h"
-#include "gguf_test_bytes.h"
-#include "io_test_util.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/gguf_file.h"
 #include "qs/model/tokenizer.h"
 #include "qs/pipeline/calibration_text.h"
+
+#include "cli_process.h"
+#include "gguf_test_bytes.h"
+#include "io_test_util.h"
 
 namespace {
 
@@ -70,8 +70,9 @@ TEST(CliGguf, InspectSummarisesContainerTypesAndMetadata) {
     EXPECT_EQ(report["gguf"]["metadata"]["llama.block_count"], 1);
     EXPECT_EQ(report["gguf"]["metadata"]["general.architecture"], "llama");
     EXPECT_EQ(report["gguf"]["metadata"]["tokenizer.ggml.tokens"]["length"], 32000);
-    EXPECT_EQ(report["dtypes"]["f16"]["bytes"].get<std::uint64_t>() + report["dtypes"]["f32"]["bytes"].get<std::uint64_t>(),
-              1750560u - 724416u);
+    EXPECT_EQ(
+        report["dtypes"]["f16"]["bytes"].get<std::uint64_t>() + report["dtypes"]["f32"]["bytes"].get<std::uint64_t>(),
+        1750560u - 724416u);
 }
 
 TEST(CliGguf, TensorsAndStatsAreTheDecodedHuggingFaceTensors) {
@@ -83,7 +84,8 @@ TEST(CliGguf, TensorsAndStatsAreTheDecodedHuggingFaceTensors) {
     EXPECT_EQ(t["name"], "model.layers.0.self_attn.q_proj.weight");
     EXPECT_EQ(t["dtype"], "f16");
     EXPECT_EQ(t["shape"], json::array({8, 8}));
-    const std::vector<float> values = qs::io::Checkpoint::open(kTinyLlama).tensor("model.layers.0.self_attn.q_proj.weight").toF32();
+    const std::vector<float> values =
+        qs::io::Checkpoint::open(kTinyLlama).tensor("model.layers.0.self_attn.q_proj.weight").toF32();
     double sum = 0.0;
     float lo = values[0], hi = values[0];
     for (const float v : values) sum += v, lo = std::min(lo, v), hi = std::max(hi, v);
@@ -101,13 +103,15 @@ TEST(CliGguf, DequantizeToSafetensorsGivesAHuggingFaceCheckpoint) {
     const auto hf = qs::io::Checkpoint::open(dir / "hf");
     ASSERT_EQ(hf.gguf(), nullptr);
     EXPECT_EQ(hf.tensors().size(), 12u);
-    for (const auto& t : source.tensors()) EXPECT_EQ(hf.tensor(t.info->name).toF32(), source.tensor(t.info->name).toF32()) << t.info->name;
-    EXPECT_EQ(hf.tensor("model.embed_tokens.weight").dtype(), qs::io::DType::F16);   // kept in its own float type
+    for (const auto& t : source.tensors())
+        EXPECT_EQ(hf.tensor(t.info->name).toF32(), source.tensor(t.info->name).toF32()) << t.info->name;
+    EXPECT_EQ(hf.tensor("model.embed_tokens.weight").dtype(), qs::io::DType::F16);  // kept in its own float type
     EXPECT_EQ(hf.config()["architectures"][0], "LlamaForCausalLM");
     EXPECT_EQ(hf.config()["num_key_value_heads"], 2);
     EXPECT_TRUE(fs::exists(dir / "hf" / "tokenizer_config.json"));
     const std::string text = "Hello world, this is QuantScope reading llama.cpp's files.";
-    EXPECT_EQ(qs::model::Tokenizer::fromFile(dir / "hf").encode(text), qs::model::Tokenizer::forCheckpoint(source).encode(text));
+    EXPECT_EQ(qs::model::Tokenizer::fromFile(dir / "hf").encode(text),
+              qs::model::Tokenizer::forCheckpoint(source).encode(text));
 }
 
 TEST(CliGguf, DequantizeToGgufThenEvalAgainstTheOriginal) {
@@ -134,7 +138,8 @@ namespace {
 
 // Σx² per input column of layer 0's attention input over `windows`, computed here from the
 // checkpoint's own tensors: RMSNorm(embedding) * input_layernorm, as the model's first linears see it.
-std::vector<double> layer0AttentionInputSquares(const qs::io::Checkpoint& demo, const qs::pipeline::TokenSequences& windows) {
+std::vector<double> layer0AttentionInputSquares(const qs::io::Checkpoint& demo,
+                                                const qs::pipeline::TokenSequences& windows) {
     const std::vector<float> embedding = demo.tensor("model.embed_tokens.weight").toF32();
     const std::vector<float> norm = demo.tensor("model.layers.0.input_layernorm.weight").toF32();
     const double eps = demo.config()["rms_norm_eps"].get<double>();
@@ -162,12 +167,13 @@ TEST(CliGguf, QuantizeToQ4KMWritesWhatCompareMeasuredAndTheImatrix) {
     TempDir dir;
     const fs::path gguf = dir / "demo-Q4_K_M.gguf", imatrix = dir / "demo.imatrix.gguf";
     const fs::path compareJson = dir / "compare.json", evalJson = dir / "eval.json";
-    const auto c = runCli({"compare", kDemo.string(), "--methods", "q4_k_m", "--samples", "8", "--seq-len", "128", "--eval-samples",
-                           "4", "--json", compareJson.string()});
+    const auto c = runCli({"compare", kDemo.string(), "--methods", "q4_k_m", "--samples", "8", "--seq-len", "128",
+                           "--eval-samples", "4", "--json", compareJson.string()});
     ASSERT_EQ(c.exitCode, 0) << c.err;
     EXPECT_THAT(c.out, HasSubstr("GGUF Q4_K_M"));
-    const auto q = runCli({"quantize", kDemo.string(), "--method", "q4_k_m", "--calib", (kDemo / "calibration.txt").string(),
-                           "--samples", "8", "--seq-len", "128", "--imatrix-out", imatrix.string(), "--out", gguf.string()});
+    const auto q =
+        runCli({"quantize", kDemo.string(), "--method", "q4_k_m", "--calib", (kDemo / "calibration.txt").string(),
+                "--samples", "8", "--seq-len", "128", "--imatrix-out", imatrix.string(), "--out", gguf.string()});
     ASSERT_EQ(q.exitCode, 0) << q.err;
     EXPECT_THAT(q.out, HasSubstr("wrote " + gguf.string() + " and " + imatrix.string()));
 
@@ -183,7 +189,8 @@ TEST(CliGguf, QuantizeToQ4KMWritesWhatCompareMeasuredAndTheImatrix) {
     EXPECT_EQ(*file.find("blk.1.attn_q.weight")->ggmlType, T::Q4_K);
     EXPECT_EQ(*file.find("token_embd.weight")->ggmlType, T::Q6_K);
 
-    const auto e = runCli({"eval", kDemo.string(), gguf.string(), "--samples", "4", "--seq-len", "128", "--json", evalJson.string()});
+    const auto e = runCli(
+        {"eval", kDemo.string(), gguf.string(), "--samples", "4", "--seq-len", "128", "--json", evalJson.string()});
     ASSERT_EQ(e.exitCode, 0) << e.err;
     const json compared = json::parse(std::ifstream(compareJson)), evaluated = json::parse(std::ifstream(evalJson));
     const double measured = compared["methods"][0]["kl"]["mean_kld"]["value"].get<double>();
@@ -199,13 +206,14 @@ TEST(CliGguf, QuantizeToQ4KMWritesWhatCompareMeasuredAndTheImatrix) {
     EXPECT_EQ(im.tensors().size(), 2u * 7u * 2u);
     EXPECT_EQ(im.tensor("blk.1.ffn_down.weight.counts").toF32(), std::vector<float>{1024.0f});
     const qs::io::Checkpoint demo = qs::io::Checkpoint::open(kDemo);
-    const auto windows = qs::pipeline::tokenWindows(qs::model::Tokenizer::forCheckpoint(demo),
-                                                    qs::pipeline::loadTexts(kDemo / "calibration.txt"), 8, 128, "calibration.txt");
+    const auto windows =
+        qs::pipeline::tokenWindows(qs::model::Tokenizer::forCheckpoint(demo),
+                                   qs::pipeline::loadTexts(kDemo / "calibration.txt"), 8, 128, "calibration.txt");
     const std::vector<double> expected = layer0AttentionInputSquares(demo, windows);
     const std::vector<float> sums = im.tensor("blk.0.attn_q.weight.in_sum2").toF32();
     ASSERT_EQ(sums.size(), expected.size());
     for (std::size_t i = 0; i < sums.size(); ++i) EXPECT_NEAR(sums[i], expected[i], 1e-3 * expected[i]) << i;
-    EXPECT_EQ(im.tensor("blk.0.attn_k.weight.in_sum2").toF32(), sums);   // q, k and v read the same input
+    EXPECT_EQ(im.tensor("blk.0.attn_k.weight.in_sum2").toF32(), sums);  // q, k and v read the same input
 }
 
 // A GGUF method writes one .gguf file and nothing else; the other methods write no GGUF.
@@ -216,12 +224,14 @@ TEST(CliGguf, QuantizeRefusesWhatAGgufMethodDoesNotWrite) {
                        "a GGUF file is written by llama.cpp's methods");
     expectOneLineError(runCli({"quantize", demo, "--method", "q4_k_m", "--out", (dir / "demo-q4").string()}), "demo-q4",
                        "must end in .gguf");
-    expectOneLineError(runCli({"quantize", demo, "--method", "q6_k", "--format", "gptq_v2", "--out", (dir / "x.gguf").string()}),
-                       "q6_k", "writes a GGUF file, not --format gptq_v2");
+    expectOneLineError(
+        runCli({"quantize", demo, "--method", "q6_k", "--format", "gptq_v2", "--out", (dir / "x.gguf").string()}),
+        "q6_k", "writes a GGUF file, not --format gptq_v2");
     expectOneLineError(runCli({"quantize", demo, "--method", "fp8", "--imatrix-out", (dir / "i.gguf").string(), "--out",
                                (dir / "fp8").string()}),
                        "--imatrix-out", "apply to the GGUF methods only");
-    expectOneLineError(runCli({"quantize", demo, "--method", "q5_k_x", "--out", (dir / "x.gguf").string()}), "q5_k_x", "unknown method");
+    expectOneLineError(runCli({"quantize", demo, "--method", "q5_k_x", "--out", (dir / "x.gguf").string()}), "q5_k_x",
+                       "unknown method");
     EXPECT_TRUE(fs::is_empty(dir.path())) << "a refused quantize wrote something";
 }
 
@@ -240,10 +250,13 @@ TEST(CliGguf, BrokenFilesAreOneLineNamingTheFile) {
     }
     cases.push_back({"not a multiple of the alignment 32",
                      GgufBytes().header(1, 0).tensor("t", {4}, 0, 16).padTo(32).fill(64).bytes()});
-    cases.push_back({"has unknown ggml type 77", GgufBytes().header(1, 0).tensor("t", {4}, 77, 0).padTo(32).fill(32).bytes()});
+    cases.push_back(
+        {"has unknown ggml type 77", GgufBytes().header(1, 0).tensor("t", {4}, 77, 0).padTo(32).fill(32).bytes()});
     cases.push_back({"the tensor count is 72057594037927936", GgufBytes().header(1ull << 56, 0).bytes()});
     cases.push_back({"claims 4294967296 bytes", GgufBytes().header(0, 1).str("k").u32(8).u64(1ull << 32).bytes()});
-    cases.push_back({"overlaps tensor", GgufBytes().header(2, 0).tensor("a", {16}, 0, 0).tensor("b", {8}, 0, 32).padTo(32).fill(64).bytes()});
+    cases.push_back(
+        {"overlaps tensor",
+         GgufBytes().header(2, 0).tensor("a", {16}, 0, 0).tensor("b", {8}, 0, 32).padTo(32).fill(64).bytes()});
     for (const auto& [what, bytes] : cases) {
         const fs::path file = dir / "broken.gguf";
         writeBytes(file, bytes);

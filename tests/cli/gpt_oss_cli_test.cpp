@@ -2,6 +2,8 @@
 // mxfp4` writes gpt-oss's own MXFP4 layout without a forward pass (and says there is no KL), `inspect`
 // reads it, `dequantize` brings it back to BF16 with the same tensor names, and the methods that need
 // the model to run are refused in one line. The arithmetic is tested in tests/pipeline/test_gpt_oss_mxfp4.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -11,13 +13,13 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli_process.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/gguf_file.h"
+
+#include "cli_process.h"
 #include "safetensors_builder.h"
 
 namespace {
@@ -29,7 +31,8 @@ constexpr int kExperts = 2, kHidden = 64, kWidth = 32;
 // BF16 bit patterns of small random values: sign, exponent 2^-8 .. 2^-5, random mantissa.
 std::vector<std::byte> randomBf16(std::mt19937& rng, std::size_t count) {
     std::vector<std::uint16_t> bits(count);
-    for (auto& b : bits) b = static_cast<std::uint16_t>(((rng() & 1u) << 15) | ((119u + rng() % 4u) << 7) | (rng() & 0x7Fu));
+    for (auto& b : bits)
+        b = static_cast<std::uint16_t>(((rng() & 1u) << 15) | ((119u + rng() % 4u) << 7) | (rng() & 0x7Fu));
     return u16Bytes(bits);
 }
 
@@ -43,15 +46,17 @@ void writeBf16GptOss(const std::filesystem::path& dir) {
     const std::string p = "model.layers.0.";
     std::filesystem::create_directories(dir);
     writeFile(dir / "model.safetensors",
-              safetensorsImage({t("model.embed_tokens.weight", {16, kHidden}), t(p + "self_attn.q_proj.weight", {kHidden, kHidden}),
-                                t(p + "mlp.router.weight", {kExperts, kHidden}), t(p + "mlp.router.bias", {kExperts}),
-                                t(p + "mlp.experts.gate_up_proj", {kExperts, kHidden, 2 * kWidth}),
-                                t(p + "mlp.experts.gate_up_proj_bias", {kExperts, 2 * kWidth}),
-                                t(p + "mlp.experts.down_proj", {kExperts, kWidth, kHidden}),
-                                t(p + "mlp.experts.down_proj_bias", {kExperts, kHidden}), t("model.norm.weight", {kHidden})}));
-    std::ofstream(dir / "config.json") << nlohmann::json{{"model_type", "gpt_oss"}, {"hidden_size", kHidden},
-                                                         {"intermediate_size", kWidth}, {"num_hidden_layers", 1},
-                                                         {"num_local_experts", kExperts}, {"vocab_size", 16}}.dump();
+              safetensorsImage(
+                  {t("model.embed_tokens.weight", {16, kHidden}), t(p + "self_attn.q_proj.weight", {kHidden, kHidden}),
+                   t(p + "mlp.router.weight", {kExperts, kHidden}), t(p + "mlp.router.bias", {kExperts}),
+                   t(p + "mlp.experts.gate_up_proj", {kExperts, kHidden, 2 * kWidth}),
+                   t(p + "mlp.experts.gate_up_proj_bias", {kExperts, 2 * kWidth}),
+                   t(p + "mlp.experts.down_proj", {kExperts, kWidth, kHidden}),
+                   t(p + "mlp.experts.down_proj_bias", {kExperts, kHidden}), t("model.norm.weight", {kHidden})}));
+    std::ofstream(dir / "config.json") << nlohmann::json{{"model_type", "gpt_oss"},       {"hidden_size", kHidden},
+                                                         {"intermediate_size", kWidth},   {"num_hidden_layers", 1},
+                                                         {"num_local_experts", kExperts}, {"vocab_size", 16}}
+                                              .dump();
 }
 
 std::set<std::string> namesOf(const qs::io::Checkpoint& ck) {
@@ -83,7 +88,8 @@ TEST(GptOssCli, Mxfp4WithoutAForwardPassAndBackToBf16) {
     ASSERT_EQ(d.exitCode, 0) << d.err;
     EXPECT_EQ(namesOf(qs::io::Checkpoint::open(back)), namesOf(qs::io::Checkpoint::open(source)));
 
-    const auto refused = runCli({"quantize", source.string(), "--method", "gptq4", "--out", (tmp.path() / "x").string()});
+    const auto refused =
+        runCli({"quantize", source.string(), "--method", "gptq4", "--out", (tmp.path() / "x").string()});
     EXPECT_EQ(refused.exitCode, 2);
     EXPECT_NE(refused.err.find("only --method mxfp4"), std::string::npos) << refused.err;
     EXPECT_FALSE(std::filesystem::exists(tmp.path() / "x"));
@@ -94,16 +100,18 @@ TEST(GptOssCli, Mxfp4WithoutAForwardPassAndBackToBf16) {
 // GPTQ must cost far less KL than 4-bit RTN, or the quantized experts were not what ran.
 TEST(GptOssCli, CompareQuantizesEveryExpertAndMeasuresTheKl) {
     TempDir tmp;
-    const std::string tiny = std::string(QS_TEST_DATA_DIR) + "/gptoss/gptoss-tiny", json = (tmp.path() / "report.json").string();
-    const auto r = runCli({"compare", tiny, "--methods", "rtn4,gptq4,fp8,nvfp4,gptq8", "--samples", "4", "--seq-len", "128",
-                           "--eval-samples", "4", "--json", json});
+    const std::string tiny = std::string(QS_TEST_DATA_DIR) + "/gptoss/gptoss-tiny",
+                      json = (tmp.path() / "report.json").string();
+    const auto r = runCli({"compare", tiny, "--methods", "rtn4,gptq4,fp8,nvfp4,gptq8", "--samples", "4", "--seq-len",
+                           "128", "--eval-samples", "4", "--json", json});
     ASSERT_EQ(r.exitCode, 0) << r.err;
     std::ifstream in(json);
     const nlohmann::json report = nlohmann::json::parse(in);
     ASSERT_EQ(report["methods"].size(), 5u);
     std::map<std::string, double> kl;
     for (const auto& m : report["methods"]) {
-        EXPECT_EQ(m["modules"].size(), 4u * (4u + 4u * 2u)) << m["method"];   // 4 layers: q, k, v, o and 4 experts x (gate_up, down)
+        EXPECT_EQ(m["modules"].size(), 4u * (4u + 4u * 2u))
+            << m["method"];  // 4 layers: q, k, v, o and 4 experts x (gate_up, down)
         kl[m["method"].get<std::string>()] = m["kl"]["mean_kld"]["value"].get<double>();
     }
     for (const auto& [method, value] : kl) EXPECT_TRUE(std::isfinite(value) && value > 0.0) << method;
@@ -118,8 +126,8 @@ TEST(GptOssCli, AGgufMethodWritesItsStackedExpertsAndAnImatrix) {
     TempDir tmp;
     const std::string tiny = std::string(QS_TEST_DATA_DIR) + "/gptoss/gptoss-tiny";
     const auto out = tmp.path() / "q8.gguf", imatrix = tmp.path() / "q8.imatrix.gguf";
-    const auto r = runCli({"quantize", tiny, "--method", "q8_0", "--samples", "4", "--seq-len", "64", "--eval-samples", "2", "--out",
-                           out.string(), "--imatrix-out", imatrix.string()});
+    const auto r = runCli({"quantize", tiny, "--method", "q8_0", "--samples", "4", "--seq-len", "64", "--eval-samples",
+                           "2", "--out", out.string(), "--imatrix-out", imatrix.string()});
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto written = qs::io::Checkpoint::open(out);
     ASSERT_NE(written.gguf(), nullptr);
@@ -131,7 +139,7 @@ TEST(GptOssCli, AGgufMethodWritesItsStackedExpertsAndAnImatrix) {
     const auto im = qs::io::GgufFile::open(imatrix);
     const qs::io::TensorInfo* sums = im.find("blk.2.ffn_up_exps.weight.in_sum2");
     ASSERT_NE(sums, nullptr);
-    EXPECT_EQ(sums->shape.front(), 4);   // a row per expert
+    EXPECT_EQ(sums->shape.front(), 4);  // a row per expert
 }
 
 // A gpt-oss GGUF (the tiny checkpoint written as F16) opens with its experts' gate, up and down apart:
@@ -143,19 +151,21 @@ TEST(GptOssCli, AGptOssGgufComparesAndRequantizesToGguf) {
     const auto f16 = tmp.path() / "f16.gguf", json = tmp.path() / "report.json";
     ASSERT_EQ(runCli({"quantize", tiny, "--method", "f16", "--out", f16.string()}).exitCode, 0);
 
-    const auto compared = runCli({"compare", f16.string(), "--methods", "rtn4,gptq4,q4_k_m", "--samples", "4", "--seq-len", "64",
-                                  "--eval-samples", "2", "--json", json.string()});
+    const auto compared = runCli({"compare", f16.string(), "--methods", "rtn4,gptq4,q4_k_m", "--samples", "4",
+                                  "--seq-len", "64", "--eval-samples", "2", "--json", json.string()});
     ASSERT_EQ(compared.exitCode, 0) << compared.err;
     std::ifstream in(json);
     const nlohmann::json report = nlohmann::json::parse(in);
     ASSERT_EQ(report["methods"].size(), 3u);
     for (const auto& m : report["methods"]) {
-        EXPECT_EQ(m["modules"].size(), 4u * (4u + 4u * 3u)) << m["method"];   // q, k, v, o and 4 experts x (gate, up, down)
+        EXPECT_EQ(m["modules"].size(), 4u * (4u + 4u * 3u))
+            << m["method"];  // q, k, v, o and 4 experts x (gate, up, down)
         const double kl = m["kl"]["mean_kld"]["value"].get<double>();
         EXPECT_TRUE(std::isfinite(kl) && kl > 0.0) << m["method"];
     }
 
-    const auto refused = runCli({"quantize", f16.string(), "--method", "gptq4", "--out", (tmp.path() / "gptq").string()});
+    const auto refused =
+        runCli({"quantize", f16.string(), "--method", "gptq4", "--out", (tmp.path() / "gptq").string()});
     EXPECT_NE(refused.exitCode, 0);
     EXPECT_NE(refused.err.find("gpt-oss GGUF"), std::string::npos) << refused.err;
     // The check before the Job words it so; the exporter's, after the work, says "cannot export: ...".

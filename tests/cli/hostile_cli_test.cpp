@@ -2,7 +2,7 @@
 // stderr that names the file, nothing on stdout and nothing written; nothing hangs (FIFOs), nothing
 // crashes (deep nesting), nothing a file says can forge a second line, and `inspect --json` stays
 // valid JSON whatever bytes a message quotes.
-#include <sys/stat.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
@@ -11,15 +11,16 @@
 #include <fstream>
 #include <string>
 
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
 
-#include "cli_process.h"
 #include "qs/formats/linear_encoder.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/checkpoint_writer.h"
 #include "qs/io/safetensors_file.h"
 #include "qs/quant/fp8.h"
+
+#include "cli_process.h"
 #include "safetensors_builder.h"
 
 namespace {
@@ -52,7 +53,8 @@ std::vector<std::byte> bytesOf(const std::string& text) {
 std::vector<std::byte> rawImage(std::string header, std::size_t data) {
     while (header.size() % 8 != 0) header += ' ';
     std::vector<std::byte> out(8);
-    for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<std::byte>((header.size() >> (8 * i)) & 0xFF);
+    for (int i = 0; i < 8; ++i)
+        out[static_cast<std::size_t>(i)] = static_cast<std::byte>((header.size() >> (8 * i)) & 0xFF);
     const auto h = bytesOf(header);
     out.insert(out.end(), h.begin(), h.end());
     out.resize(out.size() + data, std::byte{0});
@@ -94,7 +96,9 @@ void writeFp8Export(const std::filesystem::path& dir, const std::function<void(q
         mutate(t);
         writer.addTensor(t.name, t.dtype, t.shape, t.bytes);
     }
-    writer.setConfig({{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"quantization_config", encoder.quantizationConfig(scheme)}});
+    writer.setConfig({{"architectures", {"LlamaForCausalLM"}},
+                      {"model_type", "llama"},
+                      {"quantization_config", encoder.quantizationConfig(scheme)}});
     writer.finish();
 }
 
@@ -103,14 +107,16 @@ void writeFp8Export(const std::filesystem::path& dir, const std::function<void(q
 // --- hangs ---------------------------------------------------------------------------------------
 
 TEST(HostileCli, NamedPipesAreRefusedNotWaitedOn) {
-    for (const std::string file : {"config.json", "model.safetensors", "quantize_config.json", "tokenizer.json", "eval.txt"}) {
+    for (const std::string file :
+         {"config.json", "model.safetensors", "quantize_config.json", "tokenizer.json", "eval.txt"}) {
         TempDir dir;
         const auto folder = dir.path() / "ck";
         copyDemo(folder);
         std::filesystem::remove(folder / file);
         ASSERT_EQ(::mkfifo((folder / file).c_str(), 0600), 0);
         std::vector<std::string> args = {"inspect", folder.string()};
-        if (file == "tokenizer.json") args = {"eval", kDemo.string(), folder.string(), "--samples", "1", "--seq-len", "16"};
+        if (file == "tokenizer.json")
+            args = {"eval", kDemo.string(), folder.string(), "--samples", "1", "--seq-len", "16"};
         if (file == "eval.txt") args = {"eval", folder.string(), kDemo.string(), "--samples", "1", "--seq-len", "16"};
         const auto r = runCliWithin(args, 60);
         ASSERT_FALSE(r.timedOut) << file << " blocked the CLI";
@@ -135,10 +141,12 @@ TEST(HostileCli, DeeplyNestedConfigIsOneLineAndWritesNothing) {
     TempDir dir;
     const auto folder = dir.path() / "ck";
     copyDemo(folder);
-    writeText(folder / "config.json", R"({"model_type":"qwen3","extra":)" + std::string(100'000, '[') + std::string(100'000, ']') + "}");
+    writeText(folder / "config.json",
+              R"({"model_type":"qwen3","extra":)" + std::string(100'000, '[') + std::string(100'000, ']') + "}");
     expectRefusal(runCli({"inspect", folder.string()}), "inspect", "nests deeper than 64 levels");
     const auto out = dir.path() / "dense";
-    expectRefusal(runCli({"dequantize", folder.string(), "--out", out.string()}), "dequantize", "nests deeper than 64 levels");
+    expectRefusal(runCli({"dequantize", folder.string(), "--out", out.string()}), "dequantize",
+                  "nests deeper than 64 levels");
     EXPECT_FALSE(std::filesystem::exists(out));
 }
 
@@ -170,16 +178,17 @@ TEST(HostileCli, HugeNamesAndPatternsGiveShortMessages) {
 
 TEST(HostileCli, JsonReportStaysValidWhateverAMessageQuotes) {
     TempDir dir;
-    const auto folder = dir.path() / "ck\xff\xfe";   // a path that is not UTF-8
+    const auto folder = dir.path() / "ck\xff\xfe";  // a path that is not UTF-8
     writeFp8Export(folder, [](qs::formats::EncodedTensor&) {});
     auto config = readJson(folder / "config.json");
-    config["quantization_config"]["weight_block_size"] = {0, 128};   // every layer unreadable
+    config["quantization_config"]["weight_block_size"] = {0, 128};  // every layer unreadable
     writeJson(folder / "config.json", config);
     const auto r = runCli({"inspect", folder.string(), "--json", "--layers"});
     ASSERT_EQ(r.exitCode, 0) << r.err;
-    const auto report = nlohmann::json::parse(r.out);   // throws when not valid UTF-8 JSON
+    const auto report = nlohmann::json::parse(r.out);  // throws when not valid UTF-8 JSON
     ASSERT_EQ(report["quantized_linears"].size(), 1u);
-    EXPECT_NE(report["quantized_linears"][0]["problem"].get<std::string>().find("'weight_block_size'[0] is 0"), std::string::npos);
+    EXPECT_NE(report["quantized_linears"][0]["problem"].get<std::string>().find("'weight_block_size'[0] is 0"),
+              std::string::npos);
 }
 
 // --- silently wrong ------------------------------------------------------------------------------
@@ -190,11 +199,12 @@ TEST(HostileCli, NonFiniteWeightsAreRefusedUnlessAllowed) {
     writeFp8Export(source, [](qs::formats::EncodedTensor& t) {
         if (!t.name.ends_with("weight_scale_inv")) return;
         const float nan = std::nanf("");
-        std::memcpy(t.bytes.data() + 4, &nan, 4);   // one of the four 128x128 block scales
+        std::memcpy(t.bytes.data() + 4, &nan, 4);  // one of the four 128x128 block scales
     });
     const auto out = dir.path() / "dense";
     const auto r = runCli({"dequantize", source.string(), "--out", out.string()});
-    expectRefusal(r, "NaN scale", "linear 'model.layers.0.mlp.down_proj' decodes to 16384 non-finite weights (NaN or Inf) of 65536");
+    expectRefusal(r, "NaN scale",
+                  "linear 'model.layers.0.mlp.down_proj' decodes to 16384 non-finite weights (NaN or Inf) of 65536");
     EXPECT_FALSE(std::filesystem::exists(out));
     const auto allowed = runCli({"dequantize", source.string(), "--out", out.string(), "--allow-nonfinite"});
     EXPECT_EQ(allowed.exitCode, 0) << allowed.err;
@@ -204,7 +214,8 @@ TEST(HostileCli, NonFiniteWeightsAreRefusedUnlessAllowed) {
     const auto stats = runCli({"inspect", source.string(), "--stats", "--json"});
     ASSERT_EQ(stats.exitCode, 0) << stats.err;
     for (const auto& t : nlohmann::json::parse(stats.out)["tensors"])
-        EXPECT_EQ(t["stats"]["nan"].get<int>(), t["name"].get<std::string>().ends_with("weight_scale_inv") ? 1 : 0) << t["name"];
+        EXPECT_EQ(t["stats"]["nan"].get<int>(), t["name"].get<std::string>().ends_with("weight_scale_inv") ? 1 : 0)
+            << t["name"];
 }
 
 TEST(HostileCli, DenseLinearsWithNaNAreRefusedByEveryCommandThatUsesThem) {
@@ -218,20 +229,22 @@ TEST(HostileCli, DenseLinearsWithNaNAreRefusedByEveryCommandThatUsesThem) {
         const auto* info = shard.find(linear + ".weight");
         ASSERT_NE(info, nullptr);
         ASSERT_EQ(info->dtype, qs::io::DType::BF16);
-        offset = 8 + shard.header().headerLength + info->begin + 2 * 7;   // element 7
+        offset = 8 + shard.header().headerLength + info->begin + 2 * 7;  // element 7
     }
     {
         std::fstream file(folder / "model.safetensors", std::ios::in | std::ios::out | std::ios::binary);
         file.seekp(static_cast<std::streamoff>(offset));
-        const char nan[2] = {'\xC0', '\x7F'};   // BF16 quiet NaN, little-endian
+        const char nan[2] = {'\xC0', '\x7F'};  // BF16 quiet NaN, little-endian
         file.write(nan, 2);
     }
     const std::string expected = "linear '" + linear + "' decodes to 1 non-finite weights (NaN or Inf)";
     const auto out = dir.path() / "dense";
     expectRefusal(runCli({"dequantize", folder.string(), "--out", out.string()}), "dequantize", expected);
     EXPECT_FALSE(std::filesystem::exists(out));
-    expectRefusal(runCli({"eval", kDemo.string(), folder.string(), "--samples", "1", "--seq-len", "16"}), "eval", expected);
-    expectRefusal(runCli({"compare", folder.string(), "--methods", "rtn4", "--samples", "1", "--seq-len", "16", "--eval-samples", "1"}),
+    expectRefusal(runCli({"eval", kDemo.string(), folder.string(), "--samples", "1", "--seq-len", "16"}), "eval",
+                  expected);
+    expectRefusal(runCli({"compare", folder.string(), "--methods", "rtn4", "--samples", "1", "--seq-len", "16",
+                          "--eval-samples", "1"}),
                   "compare", expected);
     EXPECT_EQ(runCli({"dequantize", folder.string(), "--out", out.string(), "--allow-nonfinite"}).exitCode, 0);
 }
@@ -242,7 +255,8 @@ TEST(HostileCli, EmptyCheckpointsAreRefused) {
     qs::test::writeFile(empty, rawImage("{}", 0));
     expectRefusal(runCli({"inspect", empty.string()}), "header {}", "empty.safetensors: holds no tensors");
     const auto out = dir.path() / "dense";
-    expectRefusal(runCli({"dequantize", empty.string(), "--out", out.string()}), "header {} dequantized", "holds no tensors");
+    expectRefusal(runCli({"dequantize", empty.string(), "--out", out.string()}), "header {} dequantized",
+                  "holds no tensors");
     EXPECT_FALSE(std::filesystem::exists(out));
 
     const auto folder = dir.path() / "indexed";
@@ -253,8 +267,8 @@ TEST(HostileCli, EmptyCheckpointsAreRefused) {
 
 TEST(HostileCli, ConfigThatDisagreesWithTheTensorsIsAWarningForInspectAndAnErrorToRun) {
     const std::pair<const char*, nlohmann::json> changes[] = {
-        {"hidden_size", 512}, {"num_hidden_layers", 3}, {"num_attention_heads", 8}, {"vocab_size", 400}, {"head_dim", 32},
-        {"model_type", "llama"}, {"intermediate_size", 1024}};
+        {"hidden_size", 512}, {"num_hidden_layers", 3}, {"num_attention_heads", 8}, {"vocab_size", 400},
+        {"head_dim", 32},     {"model_type", "llama"},  {"intermediate_size", 1024}};
     for (const auto& [key, value] : changes) {
         TempDir dir;
         const auto folder = demoWith(dir, key, value);
@@ -270,7 +284,8 @@ TEST(HostileCli, ConfigThatDisagreesWithTheTensorsIsAWarningForInspectAndAnError
 // transformers keeps a quoted size as a string and fails in nn.Linear: eval refuses it in one line.
 TEST(HostileCli, EvalRefusesAQuotedSizeNamingTheKey) {
     TempDir dir;
-    const auto folder = demoWith(dir, "hidden_size", std::to_string(readJson(kDemo / "config.json")["hidden_size"].get<int>()));
+    const auto folder =
+        demoWith(dir, "hidden_size", std::to_string(readJson(kDemo / "config.json")["hidden_size"].get<int>()));
     expectRefusal(runCli({"eval", kDemo.string(), folder.string(), "--samples", "1", "--seq-len", "16"}), "hidden_size",
                   "'hidden_size' is \"");
 }
@@ -283,7 +298,8 @@ TEST(HostileCli, TensorsThatNameNoLayerAreOneWarningAndTheRunGoesOn) {
     {
         const qs::io::Checkpoint demo = qs::io::Checkpoint::open(kDemo);
         qs::io::CheckpointWriter writer(folder);
-        for (const auto& t : demo.tensors()) writer.addTensor(t.info->name, t.info->dtype, t.info->shape, demo.view(t).bytes());
+        for (const auto& t : demo.tensors())
+            writer.addTensor(t.info->name, t.info->dtype, t.info->shape, demo.view(t).bytes());
         const std::vector<float> values(16, 1.0f);
         writer.addTensorF32("model.layers.-1.mlp.down_proj.weight", qs::io::DType::F32, {4, 4}, values);
         writer.addTensorF32("model.layers.99999999999.mlp.up_proj.weight", qs::io::DType::F32, {4, 4}, values);
@@ -291,12 +307,15 @@ TEST(HostileCli, TensorsThatNameNoLayerAreOneWarningAndTheRunGoesOn) {
         writer.copyAuxiliaryFiles(kDemo);
         writer.finish();
     }
-    const std::string warning = "quantscope-cli: warning: tensor 'model.layers.-1.mlp.down_proj.weight' and 1 more name no decoder layer";
+    const std::string warning =
+        "quantscope-cli: warning: tensor 'model.layers.-1.mlp.down_proj.weight' and 1 more name no decoder layer";
     const auto json = dir.path() / "eval.json";
-    const auto eval = runCli({"eval", kDemo.string(), folder.string(), "--samples", "1", "--seq-len", "16", "--json", json.string()});
+    const auto eval =
+        runCli({"eval", kDemo.string(), folder.string(), "--samples", "1", "--seq-len", "16", "--json", json.string()});
     ASSERT_EQ(eval.exitCode, 0) << eval.err;
     EXPECT_NE(eval.err.find(warning), std::string::npos) << eval.err;
-    EXPECT_EQ(eval.err.find("warning", eval.err.find(warning) + warning.size()), std::string::npos) << "one line: " << eval.err;
+    EXPECT_EQ(eval.err.find("warning", eval.err.find(warning) + warning.size()), std::string::npos)
+        << "one line: " << eval.err;
     EXPECT_EQ(readJson(json)["kl"]["mean_kld"]["value"].get<double>(), 0.0);
     const auto inspect = runCli({"inspect", folder.string()});
     EXPECT_EQ(inspect.exitCode, 0) << inspect.err;
@@ -305,7 +324,9 @@ TEST(HostileCli, TensorsThatNameNoLayerAreOneWarningAndTheRunGoesOn) {
 
 TEST(HostileCli, EvalRefusesAModelWhoseForwardPassDiffers) {
     const std::pair<const char*, nlohmann::json> changes[] = {
-        {"rope_theta", 1000000.0}, {"rms_norm_eps", 1e-5}, {"rope_scaling", {{"rope_type", "linear"}, {"factor", 2.0}}}};
+        {"rope_theta", 1000000.0},
+        {"rms_norm_eps", 1e-5},
+        {"rope_scaling", {{"rope_type", "linear"}, {"factor", 2.0}}}};
     for (const auto& [key, value] : changes) {
         TempDir dir;
         const auto folder = demoWith(dir, key, value);

@@ -1,6 +1,8 @@
 // Ctrl-C during `inspect --stats` cancels the computation: exit code 130, "cancelled" on stderr,
 // nothing on stdout. The checkpoint is a 4 GiB sparse file, so it costs no disk space, and one
 // thread makes the statistics take several seconds.
+#include <gtest/gtest.h>
+
 #include <chrono>
 #include <csignal>
 #include <filesystem>
@@ -9,10 +11,9 @@
 #include <string>
 #include <thread>
 
-#include <gtest/gtest.h>
+#include "qs/huge_pages.h"
 
 #include "cli_process.h"
-#include "qs/huge_pages.h"
 #include "safetensors_builder.h"
 
 namespace {
@@ -23,7 +24,8 @@ void writeSparseBf16(const std::filesystem::path& path, std::int64_t elements) {
                          R"(],"data_offsets":[0,)" + std::to_string(2 * elements) + "]}}";
     header.append((8 - header.size() % 8) % 8, ' ');
     std::vector<std::byte> bytes(8);
-    for (int i = 0; i < 8; ++i) bytes[static_cast<std::size_t>(i)] = static_cast<std::byte>((header.size() >> (8 * i)) & 0xFF);
+    for (int i = 0; i < 8; ++i)
+        bytes[static_cast<std::size_t>(i)] = static_cast<std::byte>((header.size() >> (8 * i)) & 0xFF);
     for (char c : header) bytes.push_back(static_cast<std::byte>(c));
     qs::test::writeFile(path, bytes);
     std::filesystem::resize_file(path, bytes.size() + static_cast<std::uint64_t>(2 * elements));
@@ -56,7 +58,8 @@ TEST(InspectCancel, CtrlCDuringStatsExitsCleanly) {
 std::uint64_t anonHugeKilobytesWhileInspecting(const std::filesystem::path& checkpoint) {
     qs::test::CliProcess cli({"inspect", checkpoint.string(), "--stats", "--threads", "1"});
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
-    while (cli.currentErr().find("stats:") == std::string::npos && !cli.finished() && std::chrono::steady_clock::now() < deadline)
+    while (cli.currentErr().find("stats:") == std::string::npos && !cli.finished() &&
+           std::chrono::steady_clock::now() < deadline)
         std::this_thread::sleep_for(std::chrono::milliseconds(20));
     std::ifstream in("/proc/" + std::to_string(cli.pid()) + "/smaps_rollup");
     std::uint64_t kilobytes = 0;
@@ -73,7 +76,8 @@ std::uint64_t anonHugeKilobytesWhileInspecting(const std::filesystem::path& chec
 }
 
 TEST(HugePages, TheCliRunsOnHugePagesWhereTheKernelGivesThemOnRequest) {
-    if (qs::transparentHugePagesMode() != "madvise") GTEST_SKIP() << "THP mode '" << qs::transparentHugePagesMode() << "': nothing to ask for";
+    if (qs::transparentHugePagesMode() != "madvise")
+        GTEST_SKIP() << "THP mode '" << qs::transparentHugePagesMode() << "': nothing to ask for";
     qs::test::TempDir dir;
     const auto path = dir.path() / "big.safetensors";
     writeSparseBf16(path, std::int64_t{1} << 31);
@@ -81,10 +85,12 @@ TEST(HugePages, TheCliRunsOnHugePagesWhereTheKernelGivesThemOnRequest) {
     const std::string before = saved != nullptr ? saved : "";
     unsetenv("GLIBC_TUNABLES");
     EXPECT_GT(anonHugeKilobytesWhileInspecting(path), 0u);
-    setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=0", 1);   // the user's opt-out
+    setenv("GLIBC_TUNABLES", "glibc.malloc.hugetlb=0", 1);  // the user's opt-out
     EXPECT_EQ(anonHugeKilobytesWhileInspecting(path), 0u);
-    if (saved != nullptr) setenv("GLIBC_TUNABLES", before.c_str(), 1);
-    else unsetenv("GLIBC_TUNABLES");
+    if (saved != nullptr)
+        setenv("GLIBC_TUNABLES", before.c_str(), 1);
+    else
+        unsetenv("GLIBC_TUNABLES");
 }
 
 }  // namespace

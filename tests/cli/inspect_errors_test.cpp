@@ -1,8 +1,8 @@
 // Bad input: every failure is exit code 2, exactly one line on stderr starting with
 // "quantscope-cli: error:", and nothing on stdout.
-#include <string>
-
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "cli_process.h"
 #include "safetensors_builder.h"
@@ -44,7 +44,7 @@ struct Malformed {
 
 std::vector<Malformed> malformedFiles() {
     auto truncated = validImage();
-    truncated.resize(truncated.size() - 4);   // the data of "w" ends past the end of the file
+    truncated.resize(truncated.size() - 4);  // the data of "w" ends past the end of the file
     const std::string header = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
     return {
         {"empty", {}},
@@ -54,9 +54,9 @@ std::vector<Malformed> malformedFiles() {
         {"header length overflows", withLength(~0ULL, header)},
         {"not JSON", withLength(8, "not json")},
         {"JSON but not an object", withLength(8, "[1,2,3] ")},
-        {"unknown dtype", withLength(header.size() + 1, R"({"w":{"dtype":"F33","shape":[2],"data_offsets":[0,8]}} )") },
+        {"unknown dtype", withLength(header.size() + 1, R"({"w":{"dtype":"F33","shape":[2],"data_offsets":[0,8]}} )")},
         {"shape and offsets disagree",
-         withLength(header.size(), R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})") },
+         withLength(header.size(), R"({"w":{"dtype":"F32","shape":[3],"data_offsets":[0,8]}})")},
     };
 }
 

@@ -2,16 +2,18 @@
 // diagonal pipeline::hessianDiagonals gives for the same calibration windows (that function is
 // checked against the full Hessian's diagonal in tests/pipeline), the act-order by descending H_cc,
 // and the settings it ran with; the text report lists every linear; bad layers are one-line errors.
+#include <gtest/gtest.h>
+
 #include <algorithm>
 #include <string>
 
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cli_process.h"
 #include "qs/io/checkpoint.h"
 #include "qs/model/tokenizer.h"
 #include "qs/pipeline/hessian_diagonals.h"
+
+#include "cli_process.h"
 
 namespace {
 
@@ -22,14 +24,15 @@ const std::string kDemo = std::string(QS_RESOURCES_DIR) + "/demo";
 qs::pipeline::LayerHessianDiagonals expected(int layer, int samples, int seqLen) {
     const auto checkpoint = qs::io::Checkpoint::open(kDemo);
     const auto tokenizer = qs::model::Tokenizer::fromFile(kDemo);
-    const auto text = qs::pipeline::tokenWindows(tokenizer, qs::pipeline::loadTexts(kDemo + "/calibration.txt"), samples,
-                                                 seqLen, "calibration.txt");
-    return qs::pipeline::hessianDiagonals(checkpoint, layer, text, *qs::pipeline::makeCpuBackend(), {}, qs::CancelToken{});
+    const auto text = qs::pipeline::tokenWindows(tokenizer, qs::pipeline::loadTexts(kDemo + "/calibration.txt"),
+                                                 samples, seqLen, "calibration.txt");
+    return qs::pipeline::hessianDiagonals(checkpoint, layer, text, *qs::pipeline::makeCpuBackend(), {},
+                                          qs::CancelToken{});
 }
 
 TEST(InspectHessian, JsonHasEveryChannelOfEveryLinearOfTheLayer) {
-    const auto result = runCli({"inspect", kDemo, "--hessian", "1", "--samples", "4", "--seq-len", "64", "--json",
-                                "--device", "cpu"});
+    const auto result =
+        runCli({"inspect", kDemo, "--hessian", "1", "--samples", "4", "--seq-len", "64", "--json", "--device", "cpu"});
     ASSERT_EQ(result.exitCode, 0) << result.err;
     EXPECT_NE(result.err.find("device: CPU"), std::string::npos) << result.err;
     const auto json = nlohmann::json::parse(result.out);
@@ -46,7 +49,8 @@ TEST(InspectHessian, JsonHasEveryChannelOfEveryLinearOfTheLayer) {
         const auto order = got["act_order"].get<std::vector<int>>();
         ASSERT_EQ(order.size(), d.diagonal.size()) << module;
         for (std::size_t r = 1; r < order.size(); ++r)
-            EXPECT_GE(d.diagonal[static_cast<std::size_t>(order[r - 1])], d.diagonal[static_cast<std::size_t>(order[r])]);
+            EXPECT_GE(d.diagonal[static_cast<std::size_t>(order[r - 1])],
+                      d.diagonal[static_cast<std::size_t>(order[r])]);
     }
     EXPECT_EQ(json["modules"]["mlp.down_proj"]["diagonal"].size(), 768u);
 }
@@ -58,7 +62,8 @@ TEST(InspectHessian, TextListsEachLinearWithItsRangeAndFirstChannels) {
         << result.out;
     const auto reference = expected(0, 2, 32);
     for (const auto& [module, d] : reference.modules) {
-        const auto first = static_cast<int>(std::max_element(d.diagonal.begin(), d.diagonal.end()) - d.diagonal.begin());
+        const auto first =
+            static_cast<int>(std::max_element(d.diagonal.begin(), d.diagonal.end()) - d.diagonal.begin());
         const std::string width = std::to_string(d.diagonal.size());
         const auto line = result.out.find("\n" + module + " ");
         ASSERT_NE(line, std::string::npos) << module << "\n" << result.out;
@@ -76,7 +81,8 @@ TEST(InspectHessian, TextListsEachLinearWithItsRangeAndFirstChannels) {
 // tokens, in the text and in the JSON, which pipeline::hessianDiagonals checks against the Job's Hessians.
 TEST(InspectHessian, AMixtureOfExpertsListsEachExpertWithItsRoutedTokens) {
     const std::string mixtral = std::string(QS_TEST_DATA_DIR) + "/moe/mixtral-tiny";
-    const auto json = runCli({"inspect", mixtral, "--hessian", "1", "--samples", "3", "--seq-len", "32", "--json", "--device", "cpu"});
+    const auto json = runCli(
+        {"inspect", mixtral, "--hessian", "1", "--samples", "3", "--seq-len", "32", "--json", "--device", "cpu"});
     ASSERT_EQ(json.exitCode, 0) << json.err;
     const auto modules = nlohmann::json::parse(json.out)["modules"];
     ASSERT_EQ(modules.size(), 4u + 4u * 3u) << modules.dump();
@@ -84,13 +90,15 @@ TEST(InspectHessian, AMixtureOfExpertsListsEachExpertWithItsRoutedTokens) {
     for (int e = 0; e < 4; ++e) {
         const auto& down = modules["block_sparse_moe.experts." + std::to_string(e) + ".w2"];
         ASSERT_TRUE(down.contains("routed_tokens")) << e;
-        EXPECT_EQ(down["routed_tokens"], modules["block_sparse_moe.experts." + std::to_string(e) + ".w1"]["routed_tokens"]);
+        EXPECT_EQ(down["routed_tokens"],
+                  modules["block_sparse_moe.experts." + std::to_string(e) + ".w1"]["routed_tokens"]);
         routed += down["routed_tokens"].get<std::int64_t>();
     }
     EXPECT_EQ(routed, 3 * 32 * 2);
     EXPECT_FALSE(modules["self_attn.q_proj"].contains("routed_tokens"));
 
-    const auto text = runCli({"inspect", mixtral, "--hessian", "1", "--samples", "3", "--seq-len", "32", "--device", "cpu"});
+    const auto text =
+        runCli({"inspect", mixtral, "--hessian", "1", "--samples", "3", "--seq-len", "32", "--device", "cpu"});
     ASSERT_EQ(text.exitCode, 0) << text.err;
     EXPECT_NE(text.out.find("  routed  act-order first"), std::string::npos) << text.out;
     const auto row = text.out.find("\nblock_sparse_moe.experts.2.w3 ");

@@ -1,11 +1,12 @@
 // `inspect` on a GPTQ checkpoint written byte by byte here: it names the format and, per quantized
 // linear, the bits, group size, act-order and symmetry.
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <fstream>
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "cli_process.h"
@@ -18,7 +19,8 @@ using namespace qs::test;
 std::vector<std::byte> i32Bytes(const std::vector<std::int32_t>& values) {
     std::vector<std::byte> out(values.size() * 4);
     for (std::size_t i = 0; i < values.size(); ++i)
-        for (int b = 0; b < 4; ++b) out[i * 4 + std::size_t(b)] = std::byte((std::uint32_t(values[i]) >> (8 * b)) & 0xFF);
+        for (int b = 0; b < 4; ++b)
+            out[i * 4 + std::size_t(b)] = std::byte((std::uint32_t(values[i]) >> (8 * b)) & 0xFF);
     return out;
 }
 
@@ -30,15 +32,23 @@ void writeGptqCheckpoint(const std::filesystem::path& dir) {
     const std::string p = "model.layers.0.self_attn.q_proj.";
     const std::vector<RawTensor> tensors = {
         {p + "qweight", "I32", {k / 8, n}, i32Bytes(std::vector<std::int32_t>(std::size_t(k / 8 * n), 0x12345678))},
-        {p + "qzeros", "I32", {groups, n / 8}, i32Bytes(std::vector<std::int32_t>(std::size_t(groups * n / 8), 0x77777777))},
+        {p + "qzeros",
+         "I32",
+         {groups, n / 8},
+         i32Bytes(std::vector<std::int32_t>(std::size_t(groups * n / 8), 0x77777777))},
         {p + "scales", "F16", {groups, n}, u16Bytes(std::vector<std::uint16_t>(std::size_t(groups * n), 0x3C00))},
         {p + "g_idx", "I32", {k}, i32Bytes(gIdx)},
     };
     writeFile(dir / "model.safetensors", safetensorsImage(tensors));
-    const nlohmann::json config = {
-        {"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"},
-        {"quantization_config", {{"quant_method", "gptq"}, {"bits", 4}, {"group_size", 32}, {"desc_act", true},
-                                 {"sym", true}, {"checkpoint_format", "gptq"}}}};
+    const nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
+                                   {"model_type", "llama"},
+                                   {"quantization_config",
+                                    {{"quant_method", "gptq"},
+                                     {"bits", 4},
+                                     {"group_size", 32},
+                                     {"desc_act", true},
+                                     {"sym", true},
+                                     {"checkpoint_format", "gptq"}}}};
     std::ofstream(dir / "config.json") << config.dump();
 }
 

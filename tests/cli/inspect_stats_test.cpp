@@ -1,5 +1,7 @@
 // `inspect --stats`: min/max/mean/std and NaN/Inf counts per tensor, checked against values
 // known in closed form and against references computed here from the raw bytes.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
 #include <fstream>
@@ -7,7 +9,6 @@
 #include <regex>
 #include <string>
 
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "cli_process.h"
@@ -20,7 +21,7 @@ using qs::test::runCli;
 
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 constexpr float kInf = std::numeric_limits<float>::infinity();
-constexpr std::size_t kLargeCount = 300001;   // several 65536-element chunks, the last one partial
+constexpr std::size_t kLargeCount = 300001;  // several 65536-element chunks, the last one partial
 
 float largeValue(std::size_t i) { return static_cast<float>(i % 1000) * 0.25f - 50.0f; }
 
@@ -87,7 +88,7 @@ TEST_F(InspectStats, ExactValuesWithNaNAndInf) {
     EXPECT_EQ(a.at("min").get<double>(), 1.0);
     EXPECT_EQ(a.at("max").get<double>(), 4.0);
     EXPECT_EQ(a.at("mean").get<double>(), 2.5);
-    EXPECT_EQ(a.at("std").get<double>(), std::sqrt(1.25));   // population std of 1, 2, 3, 4
+    EXPECT_EQ(a.at("std").get<double>(), std::sqrt(1.25));  // population std of 1, 2, 3, 4
 
     const auto b = statsOf(report, "b.bf16");
     EXPECT_EQ(b.at("finite"), 4);
@@ -96,7 +97,7 @@ TEST_F(InspectStats, ExactValuesWithNaNAndInf) {
     EXPECT_EQ(b.at("min").get<double>(), -2.0);
     EXPECT_EQ(b.at("max").get<double>(), 8.0);
     EXPECT_EQ(b.at("mean").get<double>(), 1.75);
-    EXPECT_EQ(b.at("std").get<double>(), 3.75);   // deviations -3.75, -1.25, -1.25, 6.25
+    EXPECT_EQ(b.at("std").get<double>(), 3.75);  // deviations -3.75, -1.25, -1.25, 6.25
 
     const auto d = statsOf(report, "d.nan");
     EXPECT_EQ(d.at("nan"), 3);

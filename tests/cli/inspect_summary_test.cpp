@@ -1,5 +1,7 @@
 // `inspect` on the bundled stories260K checkpoint: the summary, its JSON form and the tensor list
 // agree with what the safetensors header says, read here independently of qs::io.
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <fstream>
@@ -8,7 +10,6 @@
 #include <sstream>
 #include <string>
 
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "cli_process.h"
@@ -35,11 +36,12 @@ std::map<std::string, HeaderTensor> readHeader() {
     std::string text(length, '\0');
     in.read(text.data(), static_cast<std::streamsize>(length));
     std::map<std::string, HeaderTensor> tensors;
-    const nlohmann::json header = nlohmann::json::parse(text);   // must outlive the loop over items()
+    const nlohmann::json header = nlohmann::json::parse(text);  // must outlive the loop over items()
     for (const auto& [name, entry] : header.items()) {
         if (name == "__metadata__") continue;
         const auto offsets = entry.at("data_offsets").get<std::vector<std::uint64_t>>();
-        tensors[name] = {entry.at("dtype"), entry.at("shape").get<std::vector<std::int64_t>>(), offsets[1] - offsets[0]};
+        tensors[name] = {entry.at("dtype"), entry.at("shape").get<std::vector<std::int64_t>>(),
+                         offsets[1] - offsets[0]};
     }
     return tensors;
 }
@@ -61,7 +63,7 @@ bool hasLine(const std::string& text, const std::string& pattern) {
 TEST(InspectSummary, PrintsArchitectureLayersHiddenSizeAndParameters) {
     const auto header = readHeader();
     const std::int64_t parameters = parameterCount(header);
-    ASSERT_EQ(parameters, 260032);   // the model's name says ~260K; guards the independent count itself
+    ASSERT_EQ(parameters, 260032);  // the model's name says ~260K; guards the independent count itself
 
     const auto result = runCli({"inspect", kModelDir});
     ASSERT_EQ(result.exitCode, 0) << result.err;
@@ -136,9 +138,9 @@ TEST(InspectSummary, FilterKeepsOnlyMatchingTensors) {
     std::vector<std::string> names;
     for (const auto& t : j.at("tensors")) names.push_back(t.at("name"));
     const std::vector<std::string> expected{
-        "model.layers.3.mlp.down_proj.weight",     "model.layers.3.mlp.gate_proj.weight",
-        "model.layers.3.mlp.up_proj.weight",       "model.layers.3.self_attn.k_proj.weight",
-        "model.layers.3.self_attn.o_proj.weight",  "model.layers.3.self_attn.q_proj.weight",
+        "model.layers.3.mlp.down_proj.weight",    "model.layers.3.mlp.gate_proj.weight",
+        "model.layers.3.mlp.up_proj.weight",      "model.layers.3.self_attn.k_proj.weight",
+        "model.layers.3.self_attn.o_proj.weight", "model.layers.3.self_attn.q_proj.weight",
         "model.layers.3.self_attn.v_proj.weight"};
     EXPECT_EQ(names, expected);
     EXPECT_EQ(j.at("tensor_count"), 47) << "the summary still describes the whole checkpoint";

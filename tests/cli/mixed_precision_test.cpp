@@ -1,23 +1,24 @@
 // quantize / compare with a bits-per-weight budget and per-module rules on the bundled demo: the
 // allocation reaches the export and the report, the export reads back with the methods the report
 // names, and every refusal is one line that writes nothing.
-#include <unistd.h>
+#include <gtest/gtest.h>
 
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
-#include <tuple>
 #include <string>
+#include <tuple>
 
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
-#include "cli_process.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/gguf_file.h"
 #include "qs/io/gguf_names.h"
+
+#include "cli_process.h"
 
 namespace {
 
@@ -44,18 +45,18 @@ std::vector<std::string> with(std::vector<std::string> args, const std::vector<s
 
 std::size_t lineCount(const std::string& s) { return static_cast<std::size_t>(std::count(s.begin(), s.end(), '\n')); }
 
-
 }  // namespace
 
 TEST(MixedCli, QuantizeAtABudgetExportsTheAllocationAndReportsIt) {
     const auto out = freshPath("budget");
-    const auto r = runCli(with({"quantize", kDemo, "--target-bpw", "5", "--candidates", "gptq4-sym,gptq8-sym", "--eval-samples", "4",
-                                "--out", out.string()}, kSmall));
+    const auto r = runCli(with({"quantize", kDemo, "--target-bpw", "5", "--candidates", "gptq4-sym,gptq8-sym",
+                                "--eval-samples", "4", "--out", out.string()},
+                               kSmall));
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_NE(r.out.find("ct-mixed"), std::string::npos) << r.out;
     const auto mixed = readJson(out / "quantscope_report.json")["settings"]["mixed_precision"];
     EXPECT_EQ(mixed["target_bpw"], 5.0);
-    EXPECT_EQ(mixed["sensitivity"], "group-kl");   // the default
+    EXPECT_EQ(mixed["sensitivity"], "group-kl");  // the default
     EXPECT_TRUE(mixed["predicted_kl"].is_number());
     EXPECT_GT(mixed["measured_kl"].get<double>(), 0.0);
     EXPECT_LE(mixed["bits_per_weight"].get<double>(), 5.0);
@@ -69,16 +70,17 @@ TEST(MixedCli, QuantizeAtABudgetExportsTheAllocationAndReportsIt) {
         EXPECT_EQ(bits, method == "gptq8-sym" ? 8 : 4) << name;
         eight += bits == 8;
     }
-    EXPECT_GT(eight, 0);    // 5 bits buy some 8-bit groups
+    EXPECT_GT(eight, 0);  // 5 bits buy some 8-bit groups
     EXPECT_LT(eight, 14);
     std::filesystem::remove_all(out);
 }
 
 TEST(MixedCli, RulesWithoutABudgetExportGptqWithDynamic) {
     const auto out = freshPath("rules");
-    const auto r = runCli(with({"quantize", kDemo, "--method", "gptq4-sym", "--override", "layers\\.1\\.mlp\\.down_proj=gptq8-sym",
-                                "--ignore", "layers\\.0\\.self_attn\\.o_proj", "--format", "gptq", "--eval-samples", "4", "--out", out.string()},
-                               kSmall));
+    const auto r = runCli(with(
+        {"quantize", kDemo, "--method", "gptq4-sym", "--override", "layers\\.1\\.mlp\\.down_proj=gptq8-sym", "--ignore",
+         "layers\\.0\\.self_attn\\.o_proj", "--format", "gptq", "--eval-samples", "4", "--out", out.string()},
+        kSmall));
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto config = readJson(out / "config.json")["quantization_config"];
     EXPECT_EQ(config["bits"], 4);
@@ -94,7 +96,8 @@ TEST(MixedCli, RulesWithoutABudgetExportGptqWithDynamic) {
 
 TEST(MixedCli, CompareAtABudgetPrintsTheFrontierAndWritesIt) {
     const auto json = freshPath("frontier.json");
-    const auto r = runCli(with({"compare", kDemo, "--methods", "rtn4,rtn8", "--target-bpw", "6", "--eval-samples", "4", "--json", json.string()},
+    const auto r = runCli(with({"compare", kDemo, "--methods", "rtn4,rtn8", "--target-bpw", "6", "--eval-samples", "4",
+                                "--json", json.string()},
                                kSmall));
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_NE(r.out.find("frontier (group-kl"), std::string::npos) << r.out;
@@ -103,7 +106,7 @@ TEST(MixedCli, CompareAtABudgetPrintsTheFrontierAndWritesIt) {
     ASSERT_GE(mixed["frontier"].size(), 3u);
     EXPECT_EQ(mixed["candidates"].size(), 2u);
     double previous = 1e9;
-    for (const auto& point : mixed["frontier"]) {   // the frontier's predicted KL falls as the bits grow
+    for (const auto& point : mixed["frontier"]) {  // the frontier's predicted KL falls as the bits grow
         EXPECT_LE(point["predicted_kl"].get<double>(), previous);
         previous = point["predicted_kl"].get<double>();
     }
@@ -123,8 +126,10 @@ TEST(MixedCli, RefusalsAreOneLineAndWriteNothing) {
     const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
         {{"--target-bpw", "3", "--candidates", "gptq4-sym,gptq8-sym"}, "below the cheapest allocation"},
         {{"--target-bpw", "5", "--candidates", "gptq4,gptq9"}, "gptq9"},
-        {{"--target-bpw", "5", "--candidates", "gptq4,gptq8", "--ignore", "lm_head"}, "--ignore 'lm_head' matches no quantized linear"},
-        {{"--target-bpw", "5", "--candidates", "gptq4,gptq8", "--override", "k_proj=gptq8"}, "vLLM runs them as one fused linear"},
+        {{"--target-bpw", "5", "--candidates", "gptq4,gptq8", "--ignore", "lm_head"},
+         "--ignore 'lm_head' matches no quantized linear"},
+        {{"--target-bpw", "5", "--candidates", "gptq4,gptq8", "--override", "k_proj=gptq8"},
+         "vLLM runs them as one fused linear"},
         {{"--method", "gptq4", "--ignore", "nothing_like_this"}, "matches no quantized linear"},
         {{"--target-bpw", "5", "--candidates", "gptq3,gptq4"}, "cannot export gptq3 as ct-mixed"},
         {{"--target-bpw", "5", "--candidates", "awq4,gptq4", "--format", "gptq_v2"}, "cannot be mixed per linear"},
@@ -133,7 +138,7 @@ TEST(MixedCli, RefusalsAreOneLineAndWriteNothing) {
     for (const auto& [args, expected] : cases) {
         const auto r = runCli(with(with({"quantize", kDemo, "--out", out.string()}, args), kSmall));
         EXPECT_EQ(r.exitCode, 2) << expected;
-        EXPECT_EQ(lineCount(r.err), 1u) << r.err;   // before any work: no progress line either
+        EXPECT_EQ(lineCount(r.err), 1u) << r.err;  // before any work: no progress line either
         EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
         EXPECT_FALSE(std::filesystem::exists(out)) << expected;
     }
@@ -143,9 +148,10 @@ TEST(MixedCli, RefusalsAreOneLineAndWriteNothing) {
 // quantscope.report; --override and --ignore reach the file (q8_0, F16).
 TEST(MixedCli, QuantizeGgmlTypesAtABudgetWritesOneGgufWithTheAllocatedTypes) {
     const std::filesystem::path out = freshPath("budget").string() + ".gguf";
-    const auto r = runCli(with({"quantize", kDemo, "--target-bpw", "4.5", "--candidates", "q3_K,q4_K,q5_K,q6_K", "--format", "gguf",
-                                "--override", "layers\\.0\\.mlp\\.down_proj=q8_0", "--ignore", "layers\\.1\\.self_attn\\.o_proj",
-                                "--eval-samples", "4", "--out", out.string()}, kSmall));
+    const auto r = runCli(with({"quantize", kDemo, "--target-bpw", "4.5", "--candidates", "q3_K,q4_K,q5_K,q6_K",
+                                "--format", "gguf", "--override", "layers\\.0\\.mlp\\.down_proj=q8_0", "--ignore",
+                                "layers\\.1\\.self_attn\\.o_proj", "--eval-samples", "4", "--out", out.string()},
+                               kSmall));
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_NE(r.out.find("(gguf, mixed 4.50 bpw"), std::string::npos) << r.out;
     const auto file = qs::io::GgufFile::open(out);
@@ -158,7 +164,7 @@ TEST(MixedCli, QuantizeGgmlTypesAtABudgetWritesOneGgufWithTheAllocatedTypes) {
     EXPECT_LE(mixed["bits_per_weight"].get<double>(), 4.5);
     EXPECT_GT(mixed["measured_kl"].get<double>(), 0.0);
     const auto& methods = mixed["allocation"]["methods"];
-    ASSERT_EQ(methods.size(), 13u);   // 14 linears, o_proj of layer 1 kept dense
+    ASSERT_EQ(methods.size(), 13u);  // 14 linears, o_proj of layer 1 kept dense
     std::set<std::string> types;
     for (const auto& [name, method] : methods.items()) {
         const auto gguf = qs::io::ggufNameOfHfTensor(name + ".weight");
@@ -169,7 +175,7 @@ TEST(MixedCli, QuantizeGgmlTypesAtABudgetWritesOneGgufWithTheAllocatedTypes) {
         types.insert(method.get<std::string>());
     }
     EXPECT_EQ(methods["model.layers.0.mlp.down_proj"], "q8_0");
-    EXPECT_GE(types.size(), 3u) << mixed.dump();   // q8_0 and at least two of the candidates
+    EXPECT_GE(types.size(), 3u) << mixed.dump();  // q8_0 and at least two of the candidates
     EXPECT_EQ(*file.find("blk.1.attn_output.weight")->ggmlType, qs::io::GgmlType::F16);
     EXPECT_EQ(*file.find("token_embd.weight")->ggmlType, qs::io::GgmlType::F16);
     EXPECT_EQ(*file.find("blk.0.attn_norm.weight")->ggmlType, qs::io::GgmlType::F32);
@@ -178,7 +184,8 @@ TEST(MixedCli, QuantizeGgmlTypesAtABudgetWritesOneGgufWithTheAllocatedTypes) {
 
 TEST(MixedCli, CompareAtABudgetWithGgmlTypesPrintsTheFrontier) {
     const auto json = freshPath("gguf_frontier.json");
-    const auto r = runCli(with({"compare", kDemo, "--methods", "q4_K,q6_K", "--target-bpw", "5.5", "--eval-samples", "4", "--json", json.string()},
+    const auto r = runCli(with({"compare", kDemo, "--methods", "q4_K,q6_K", "--target-bpw", "5.5", "--eval-samples",
+                                "4", "--json", json.string()},
                                kSmall));
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_NE(r.out.find("frontier (group-kl"), std::string::npos) << r.out;
@@ -199,9 +206,15 @@ TEST(MixedCli, MixesAFormatCannotHoldAreRefusedNamingTheMethod) {
     const std::filesystem::path gguf = freshPath("refused").string() + ".gguf", folder = freshPath("refused_folder");
     const std::vector<std::tuple<std::filesystem::path, std::vector<std::string>, std::string>> cases = {
         {gguf, {"--target-bpw", "5", "--candidates", "gptq4,q4_K"}, "gptq4 cannot be written into a GGUF file"},
-        {gguf, {"--target-bpw", "7", "--candidates", "q4_K,q8_0", "--override", "down_proj=gptq8"}, "gptq8 cannot be written into a GGUF"},
-        {folder, {"--target-bpw", "5", "--candidates", "q4_K,q8_0"}, "q4_K is a ggml type, which only a GGUF file holds"},
-        {folder, {"--target-bpw", "7", "--candidates", "gptq4,gptq8", "--override", "down_proj=q8_0"}, "q8_0 is a ggml type"},
+        {gguf,
+         {"--target-bpw", "7", "--candidates", "q4_K,q8_0", "--override", "down_proj=gptq8"},
+         "gptq8 cannot be written into a GGUF"},
+        {folder,
+         {"--target-bpw", "5", "--candidates", "q4_K,q8_0"},
+         "q4_K is a ggml type, which only a GGUF file holds"},
+        {folder,
+         {"--target-bpw", "7", "--candidates", "gptq4,gptq8", "--override", "down_proj=q8_0"},
+         "q8_0 is a ggml type"},
         {gguf, {"--target-bpw", "5", "--candidates", "q4_k_m,q8_0"}, "(q4_k_m) chooses for a whole layer"},
         {folder, {"--target-bpw", "5", "--candidates", "q4_K,q8_0", "--format", "gguf"}, "must end in .gguf"},
     };

@@ -1,6 +1,6 @@
 // `quantize` and `dequantize` on the bundled demo: exit codes, the files written, a refused shape
 // that writes nothing, and a dequantized export equal to what the readers decode from the quantized one.
-#include <unistd.h>
+#include <gtest/gtest.h>
 
 #include <cstring>
 #include <filesystem>
@@ -8,12 +8,13 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
-#include "cli_process.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/io/checkpoint.h"
+
+#include "cli_process.h"
 
 namespace {
 
@@ -36,11 +37,12 @@ std::size_t lineCount(const std::string& s) { return static_cast<std::size_t>(st
 
 TEST(Quantize, GptqOnTheDemoWritesALoadableCheckpoint) {
     const auto out = freshPath("gptq");
-    const auto r = runCli({"quantize", kDemo, "--method", "gptq", "--bits", "4", "--sym", "--act-order", "--group-size", "64",
-                           "--samples", "4", "--seq-len", "64", "--out", out.string()});
+    const auto r = runCli({"quantize", kDemo, "--method", "gptq", "--bits", "4", "--sym", "--act-order", "--group-size",
+                           "64", "--samples", "4", "--seq-len", "64", "--out", out.string()});
     ASSERT_EQ(r.exitCode, 0) << r.err;
     EXPECT_NE(r.out.find("gptq"), std::string::npos) << r.out;
-    for (const char* file : {"model.safetensors", "config.json", "quantize_config.json", "tokenizer.json", "quantscope_report.json"})
+    for (const char* file :
+         {"model.safetensors", "config.json", "quantize_config.json", "tokenizer.json", "quantscope_report.json"})
         EXPECT_TRUE(std::filesystem::exists(out / file)) << file;
     const auto config = readJson(out / "config.json")["quantization_config"];
     EXPECT_EQ(config["quant_method"], "gptq");
@@ -58,20 +60,22 @@ TEST(Quantize, GptqOnTheDemoWritesALoadableCheckpoint) {
 
 TEST(Quantize, RefusedShapeIsOneLineAndWritesNothing) {
     const auto out = freshPath("refused");
-    const auto r = runCli({"quantize", kDemo, "--method", "gptq", "--bits", "4", "--group-size", "96", "--out", out.string()});
+    const auto r =
+        runCli({"quantize", kDemo, "--method", "gptq", "--bits", "4", "--group-size", "96", "--out", out.string()});
     EXPECT_EQ(r.exitCode, 2);
     EXPECT_EQ(lineCount(r.err), 1u) << r.err;
     EXPECT_NE(r.err.find("K=256 is not a multiple of group size 96"), std::string::npos) << r.err;
     EXPECT_FALSE(std::filesystem::exists(out));
 
-    const auto awq = runCli({"quantize", kDemo, "--method", "rtn", "--format", "awq", "--group-size", "-1", "--out", out.string()});
+    const auto awq =
+        runCli({"quantize", kDemo, "--method", "rtn", "--format", "awq", "--group-size", "-1", "--out", out.string()});
     EXPECT_EQ(awq.exitCode, 2);
     EXPECT_NE(awq.err.find("AWQ needs a group size"), std::string::npos) << awq.err;
     EXPECT_FALSE(std::filesystem::exists(out));
 
     const auto unknown = runCli({"quantize", kDemo, "--method", "rtn", "--format", "exl2", "--out", out.string()});
     EXPECT_EQ(unknown.exitCode, 2);
-    EXPECT_NE(unknown.err.find("gptq_v2"), std::string::npos) << unknown.err;   // the known names are listed
+    EXPECT_NE(unknown.err.find("gptq_v2"), std::string::npos) << unknown.err;  // the known names are listed
     EXPECT_FALSE(std::filesystem::exists(out));
 }
 
@@ -79,7 +83,10 @@ TEST(Quantize, RefusedShapeIsOneLineAndWritesNothing) {
 // failed with "no tensor named '...q_proj.weight'". Each now says what it holds, in one line.
 TEST(Quantize, AQuantizedCheckpointIsRefusedInOneLineThatSaysWhy) {
     const auto quantized = freshPath("already_gptq");
-    ASSERT_EQ(runCli({"quantize", kDemo, "--method", "gptq4", "--samples", "4", "--seq-len", "32", "--out", quantized.string()}).exitCode, 0);
+    ASSERT_EQ(runCli({"quantize", kDemo, "--method", "gptq4", "--samples", "4", "--seq-len", "32", "--out",
+                      quantized.string()})
+                  .exitCode,
+              0);
     const auto out = freshPath("requantized");
     for (const std::vector<std::string>& args :
          {std::vector<std::string>{"quantize", quantized.string(), "--method", "rtn4", "--out", out.string()},
@@ -88,7 +95,8 @@ TEST(Quantize, AQuantizedCheckpointIsRefusedInOneLineThatSaysWhy) {
         const auto r = runCli(args);
         EXPECT_EQ(r.exitCode, 2) << args[0];
         EXPECT_EQ(lineCount(r.err), 1u) << r.err;
-        EXPECT_NE(r.err.find("is already quantized (gptq, int4 g128 asym, 14 quantized linears)"), std::string::npos) << r.err;
+        EXPECT_NE(r.err.find("is already quantized (gptq, int4 g128 asym, 14 quantized linears)"), std::string::npos)
+            << r.err;
         EXPECT_EQ(r.err.find("no tensor named"), std::string::npos) << r.err;
     }
     EXPECT_FALSE(std::filesystem::exists(out));
@@ -110,7 +118,10 @@ TEST(Quantize, ExistingDestinationNeedsOverwrite) {
 TEST(Dequantize, RoundTripOfAQuantizedExportEqualsTheDecodedWeights) {
     const auto quantized = freshPath("rt_q");
     const auto dense = freshPath("rt_dense");
-    ASSERT_EQ(runCli({"quantize", kDemo, "--method", "rtn", "--bits", "4", "--group-size", "64", "--out", quantized.string()}).exitCode, 0);
+    ASSERT_EQ(
+        runCli({"quantize", kDemo, "--method", "rtn", "--bits", "4", "--group-size", "64", "--out", quantized.string()})
+            .exitCode,
+        0);
     const auto r = runCli({"dequantize", quantized.string(), "--out", dense.string(), "--dtype", "f32"});
     ASSERT_EQ(r.exitCode, 0) << r.err;
 
@@ -150,8 +161,8 @@ TEST(Dequantize, BadDtypeAndUnreadableSourceAreErrors) {
 
 TEST(Quantize, W8A8WithAnFp8CacheIsInspectedAndEvaluatedAsServed) {
     const auto out = freshPath("w8a8");
-    const auto r = runCli({"quantize", kDemo, "--method", "fp8-w8a8", "--kv-cache", "fp8", "--samples", "4", "--seq-len", "64",
-                           "--format", "modelopt-fp8", "--out", out.string()});
+    const auto r = runCli({"quantize", kDemo, "--method", "fp8-w8a8", "--kv-cache", "fp8", "--samples", "4",
+                           "--seq-len", "64", "--format", "modelopt-fp8", "--out", out.string()});
     ASSERT_EQ(r.exitCode, 0) << r.err;
     const auto hf = readJson(out / "hf_quant_config.json");
     EXPECT_EQ(hf["quantization"]["quant_algo"], "FP8");
@@ -160,10 +171,10 @@ TEST(Quantize, W8A8WithAnFp8CacheIsInspectedAndEvaluatedAsServed) {
 
     const auto inspect = runCli({"inspect", out.string()});
     ASSERT_EQ(inspect.exitCode, 0) << inspect.err;
-    EXPECT_NE(inspect.out.find("Input scales"), std::string::npos) << inspect.out;   // 14 linears
+    EXPECT_NE(inspect.out.find("Input scales"), std::string::npos) << inspect.out;  // 14 linears
     EXPECT_NE(inspect.out.find("KV k_scale"), std::string::npos) << inspect.out;
     const auto json = nlohmann::json::parse(runCli({"inspect", out.string(), "--json"}).out);
-    EXPECT_EQ(json["serving_scales"].size(), 14u + 2u + 2u);   // 7 linears x 2 layers, k and v per layer
+    EXPECT_EQ(json["serving_scales"].size(), 14u + 2u + 2u);  // 7 linears x 2 layers, k and v per layer
     std::filesystem::remove_all(out);
 }
 
@@ -172,14 +183,16 @@ TEST(Quantize, ServingOptionsThatMakeNoSenseAreOneLine) {
     const auto kv = runCli({"quantize", kDemo, "--method", "fp8", "--kv-cache", "int4", "--out", out.string()});
     EXPECT_EQ(kv.exitCode, 2);
     EXPECT_EQ(lineCount(kv.err), 1u) << kv.err;
-    const auto cal = runCli({"quantize", kDemo, "--method", "fp8-w8a8", "--act-calibration", "p0", "--out", out.string()});
+    const auto cal =
+        runCli({"quantize", kDemo, "--method", "fp8-w8a8", "--act-calibration", "p0", "--out", out.string()});
     EXPECT_EQ(cal.exitCode, 2);
     EXPECT_NE(cal.err.find("p99.9"), std::string::npos) << cal.err;
     // GPTQ's layout cannot state an FP8 KV cache: refused before any work, naming a linear.
     const auto gptq = runCli({"quantize", kDemo, "--method", "gptq4", "--kv-cache", "fp8", "--out", out.string()});
     EXPECT_EQ(gptq.exitCode, 2);
     EXPECT_NE(gptq.err.find("KV-cache scale"), std::string::npos) << gptq.err;
-    const auto gguf = runCli({"quantize", kDemo, "--method", "q8_0", "--kv-cache", "fp8", "--out", (out.string() + ".gguf")});
+    const auto gguf =
+        runCli({"quantize", kDemo, "--method", "q8_0", "--kv-cache", "fp8", "--out", (out.string() + ".gguf")});
     EXPECT_EQ(gguf.exitCode, 2);
     EXPECT_NE(gguf.err.find("--cache-type-k"), std::string::npos) << gguf.err;
     EXPECT_FALSE(std::filesystem::exists(out));

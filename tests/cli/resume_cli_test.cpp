@@ -1,7 +1,6 @@
 // --work-dir / --resume: a quantize run killed from outside (SIGKILL) in the middle of its layers or
 // after its last layer, resumed, writes the same tensors as a run that was never interrupted.
-#include <signal.h>
-#include <unistd.h>
+#include <gtest/gtest.h>
 
 #include <chrono>
 #include <filesystem>
@@ -11,7 +10,8 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include "cli_process.h"
 
@@ -66,7 +66,8 @@ protected:
 
     // Kills a --work-dir run once `marker` (relative to the work folder) exists, resumes it, and
     // compares the export with the uninterrupted run's; `extra` options go to both runs.
-    static void killAndResume(const std::string& name, const std::string& marker, const std::vector<std::string>& extra = {}) {
+    static void killAndResume(const std::string& name, const std::string& marker,
+                              const std::vector<std::string>& extra = {}) {
         const fs::path out = freshPath(name + "_out");
         const fs::path work = freshPath(name + "_work");
         {
@@ -84,7 +85,8 @@ protected:
         ASSERT_EQ(resumed.exitCode, 0) << resumed.err;
         EXPECT_NE(resumed.err.find("resum"), std::string::npos) << resumed.err;
         for (const char* file : {"model.safetensors", "config.json", "quantize_config.json", "tokenizer.json"})
-            EXPECT_TRUE(bytesOf(out / file) == bytesOf(reference_ / file)) << file << " differs from the uninterrupted run's";
+            EXPECT_TRUE(bytesOf(out / file) == bytesOf(reference_ / file))
+                << file << " differs from the uninterrupted run's";
         EXPECT_FALSE(fs::exists(work)) << "the work folder is removed once the export is in place";
         fs::remove_all(out);
     }
@@ -95,7 +97,9 @@ fs::path Resume::reference_;
 
 }  // namespace
 
-TEST_F(Resume, KilledInTheMiddleOfItsLayersItResumesToTheSameTensors) { killAndResume("middle", "hidden-0000/record.json"); }
+TEST_F(Resume, KilledInTheMiddleOfItsLayersItResumesToTheSameTensors) {
+    killAndResume("middle", "hidden-0000/record.json");
+}
 
 // The calibration stream beyond --max-memory lives in the work folder: killed while the second layer
 // writes it there, the run resumes from the first layer's file.
@@ -129,7 +133,8 @@ TEST_F(Resume, AChangedPlanOrAFolderInUseIsRefusedInOneLine) {
     weightsOnly.push_back("--weights-only");
     const auto notKept = runCli(weightsOnly);
     EXPECT_EQ(notKept.exitCode, 2);
-    EXPECT_NE(notKept.err.find("--work-dir and --resume keep the layers of one method"), std::string::npos) << notKept.err;
+    EXPECT_NE(notKept.err.find("--work-dir and --resume keep the layers of one method"), std::string::npos)
+        << notKept.err;
     EXPECT_FALSE(fs::exists(out));
     fs::remove_all(work);
 }

@@ -11,13 +11,13 @@ namespace qs::test {
 
 struct RawTensor {
     std::string name;
-    std::string dtype;                 // safetensors spelling: "F32", "BF16", ...
+    std::string dtype;  // safetensors spelling: "F32", "BF16", ...
     std::vector<std::int64_t> shape;
     std::vector<std::byte> data;
 };
 
 std::vector<std::byte> f32Bytes(const std::vector<float>& values);
-std::vector<std::byte> u16Bytes(const std::vector<std::uint16_t>& bits);   // BF16/F16 bit patterns
+std::vector<std::byte> u16Bytes(const std::vector<std::uint16_t>& bits);  // BF16/F16 bit patterns
 
 // The file image: 8-byte little-endian header length, JSON header (space-padded to 8 bytes), data.
 std::vector<std::byte> safetensorsImage(const std::vector<RawTensor>& tensors);

@@ -1,13 +1,14 @@
 // qs::analysis::computeTensorStats through the core API: chunking, merging, progress and
 // cancellation (the CLI tests cover the same numbers end to end).
+#include "qs/analysis/tensor_stats.h"
+
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <cstring>
 #include <limits>
 #include <vector>
 
-#include <gtest/gtest.h>
-
-#include "qs/analysis/tensor_stats.h"
 #include "qs/error.h"
 
 namespace {
@@ -57,7 +58,8 @@ TEST(TensorStats, ChunkSizeOnlyChangesRounding) {
 
 TEST(TensorStats, ManyTensorsKeepTheirOrderAndAreIndependentOfThreads) {
     std::vector<OwnedTensor> owned;
-    for (int i = 0; i < 20; ++i) owned.emplace_back("t" + std::to_string(i), ramp(static_cast<std::size_t>(100 + 37 * i)));
+    for (int i = 0; i < 20; ++i)
+        owned.emplace_back("t" + std::to_string(i), ramp(static_cast<std::size_t>(100 + 37 * i)));
     owned.emplace_back("empty", std::vector<float>{});
     std::vector<qs::io::TensorView> views;
     for (const auto& t : owned) views.push_back(t.view());
@@ -72,7 +74,7 @@ TEST(TensorStats, ManyTensorsKeepTheirOrderAndAreIndependentOfThreads) {
     ASSERT_EQ(a.size(), views.size());
     for (std::size_t i = 0; i < a.size(); ++i) {
         EXPECT_EQ(a[i].count, views[i].numel());
-        if (a[i].count == 0) continue;   // NaN statistics, checked below
+        if (a[i].count == 0) continue;  // NaN statistics, checked below
         EXPECT_EQ(a[i].mean, b[i].mean) << "bitwise identical for any thread count";
         EXPECT_EQ(a[i].std, b[i].std);
         if (i + 1 < a.size()) {

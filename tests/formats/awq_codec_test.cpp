@@ -3,22 +3,23 @@
 
 #include <random>
 
-#include "expect_weight.h"
-#include "fixture.h"
 #include "qs/error.h"
 #include "qs/formats/linear_reader.h"
+
+#include "expect_weight.h"
+#include "fixture.h"
 
 namespace qs::formats::test {
 namespace {
 
 const std::string kPrefix = "model.layers.1.mlp.up_proj";
-constexpr int kAwqOrder[8] = {0, 2, 4, 6, 1, 3, 5, 7};   // slot i holds logical column 8c + kAwqOrder[i]
+constexpr int kAwqOrder[8] = {0, 2, 4, 6, 1, 3, 5, 7};  // slot i holds logical column 8c + kAwqOrder[i]
 
 struct AwqLayer {
     int k = 64, n = 32, groupSize = 32;
-    std::vector<std::vector<int>> q;     // [K][N]
-    std::vector<std::vector<int>> z;     // [groups][N]
-    std::vector<std::vector<float>> s;   // [groups][N]
+    std::vector<std::vector<int>> q;    // [K][N]
+    std::vector<std::vector<int>> z;    // [groups][N]
+    std::vector<std::vector<float>> s;  // [groups][N]
     int groups() const { return k / groupSize; }
 };
 
@@ -58,29 +59,33 @@ void addGemm(Fixture& f, const AwqLayer& l) {
 }
 
 void expectDecodes(const AwqLayer& l, const DecodedLinear& d) {
-    expectWeight(d.weight, l.n, l.k, [&](std::int64_t r, std::int64_t c) {
-        const auto g = c / l.groupSize;
-        return static_cast<float>(l.q[c][r] - l.z[g][r]) * l.s[g][r];
-    }, 0.0f);
+    expectWeight(
+        d.weight, l.n, l.k,
+        [&](std::int64_t r, std::int64_t c) {
+            const auto g = c / l.groupSize;
+            return static_cast<float>(l.q[c][r] - l.z[g][r]) * l.s[g][r];
+        },
+        0.0f);
     EXPECT_EQ(d.parts.method, quant::Method::Awq);
     EXPECT_EQ(d.parts.blockCols, l.groupSize);
     expectPartsReproduceWeight(d);
 }
 
 TEST(AwqCodec, LogicalColumnOneLivesInBits16To19) {
-    ASSERT_EQ(packAwqWord([](int j) { return j == 1 ? 0xF : 0; }), 0x000F0000u);   // the test's packing is awq.md's
+    ASSERT_EQ(packAwqWord([](int j) { return j == 1 ? 0xF : 0; }), 0x000F0000u);  // the test's packing is awq.md's
     AwqLayer l = makeLayer(1u, 32, 8, 32);
     for (auto& row : l.q) std::fill(row.begin(), row.end(), 0);
-    l.q[0][1] = 9;   // only output 1 of input 0 is non-zero
+    l.q[0][1] = 9;  // only output 1 of input 0 is non-zero
     Fixture f("awq_pin");
     addGemm(f, l);
-    f.setQuantizationConfig({{"quant_method", "awq"}, {"bits", 4}, {"group_size", 32}, {"zero_point", true}, {"version", "gemm"}});
+    f.setQuantizationConfig(
+        {{"quant_method", "awq"}, {"bits", 4}, {"group_size", 32}, {"zero_point", true}, {"version", "gemm"}});
     const auto ck = f.open();
     std::uint32_t word0;
     std::memcpy(&word0, ck.tensor(kPrefix + ".qweight").bytes().data(), 4);
     ASSERT_EQ(word0, 0x00090000u);
     const auto d = LinearReader(ck).decode(kPrefix);
-    EXPECT_EQ(d.parts.codes[1 * 32 + 0], 9);   // output 1, input 0
+    EXPECT_EQ(d.parts.codes[1 * 32 + 0], 9);  // output 1, input 0
     EXPECT_EQ(d.parts.codes[2 * 32 + 0], 0);
     expectDecodes(l, d);
 }
@@ -89,7 +94,11 @@ TEST(AwqCodec, GemmDecodesEveryElement) {
     const auto l = makeLayer(21u, 128, 64, 64);
     Fixture f("awq_gemm");
     addGemm(f, l);
-    f.setQuantizationConfig({{"quant_method", "awq"}, {"bits", 4}, {"group_size", 64}, {"zero_point", true}, {"version", "gemm"},
+    f.setQuantizationConfig({{"quant_method", "awq"},
+                             {"bits", 4},
+                             {"group_size", 64},
+                             {"zero_point", true},
+                             {"version", "gemm"},
                              {"modules_to_not_convert", nullptr}});
     const auto ck = f.open();
     const LinearReader reader(ck);
@@ -101,7 +110,7 @@ TEST(AwqCodec, GemmDecodesEveryElement) {
 }
 
 TEST(AwqCodec, GemvDecodesEveryElement) {
-    const auto l = makeLayer(22u, 256, 16, 64);   // 4 groups -> zeros width ceil(4/8) = 1, scales width 8 (padding)
+    const auto l = makeLayer(22u, 256, 16, 64);  // 4 groups -> zeros width ceil(4/8) = 1, scales width 8 (padding)
     Fixture f("awq_gemv");
     std::vector<std::uint32_t> qweight, qzeros;
     for (int n = 0; n < l.n; ++n)
@@ -120,7 +129,8 @@ TEST(AwqCodec, GemvDecodesEveryElement) {
     f.addWords(kPrefix + ".qweight", {l.n, l.k / 8}, qweight);
     f.addWords(kPrefix + ".qzeros", {l.n, 1}, qzeros);
     f.addF16(kPrefix + ".scales", {l.n, 8}, scales);
-    f.setQuantizationConfig({{"quant_method", "awq"}, {"bits", 4}, {"group_size", 64}, {"zero_point", true}, {"version", "gemv"}});
+    f.setQuantizationConfig(
+        {{"quant_method", "awq"}, {"bits", 4}, {"group_size", 64}, {"zero_point", true}, {"version", "gemv"}});
     const auto ck = f.open();
     const LinearReader reader(ck);
     EXPECT_EQ(reader.format().variant, "gemv");
@@ -131,7 +141,8 @@ TEST(AwqCodec, ZerosOfTheWrongShapeAreAnErrorNamingThem) {
     const auto l = makeLayer(23u);
     Fixture f("awq_bad");
     addGemm(f, l);
-    f.setQuantizationConfig({{"quant_method", "awq"}, {"bits", 4}, {"group_size", 16}, {"zero_point", true}, {"version", "gemm"}});
+    f.setQuantizationConfig(
+        {{"quant_method", "awq"}, {"bits", 4}, {"group_size", 16}, {"zero_point", true}, {"version", "gemm"}});
     const auto ck = f.open();
     try {
         (void)LinearReader(ck).decode(kPrefix);

@@ -6,11 +6,12 @@
 #include <cstring>
 #include <random>
 
-#include "encoder_roundtrip.h"
 #include "qs/error.h"
 #include "qs/formats/detect.h"
 #include "qs/quant/fp8.h"
 #include "qs/quant/rtn.h"
+
+#include "encoder_roundtrip.h"
 
 namespace qs::formats::test {
 namespace {
@@ -43,7 +44,8 @@ struct ReadBack {
 ReadBack roundTrip(const std::string& name, const LinearEncoder& encoder, const quant::QuantizedLinear& q) {
     const auto dir = writeEncoded(freshPath(name), encoder, {{kPrefix, q}});
     const auto checkpoint = io::Checkpoint::open(dir);
-    ReadBack r{LinearReader(checkpoint).decode(kPrefix), readJson(dir / "config.json")["quantization_config"], detect(checkpoint)};
+    ReadBack r{LinearReader(checkpoint).decode(kPrefix), readJson(dir / "config.json")["quantization_config"],
+               detect(checkpoint)};
     std::filesystem::remove_all(dir);
     return r;
 }
@@ -61,18 +63,19 @@ TEST(AwqEncoder, ReadsBackAsDequantize) {
 
 TEST(AwqEncoder, LogicalColumnOneSitsInBits16To19) {
     auto q = awqLike(8, 32, 32);
-    for (std::int64_t n = 0; n < 8; ++n) q.codes[static_cast<std::size_t>(n * 32)] = static_cast<std::uint8_t>(n + 1);   // input 0
+    for (std::int64_t n = 0; n < 8; ++n)
+        q.codes[static_cast<std::size_t>(n * 32)] = static_cast<std::uint8_t>(n + 1);  // input 0
     for (std::int64_t n = 0; n < 8; ++n) q.zeros(n, 0) = static_cast<float>(8 + n % 4);
     const auto tensors = encoderNamed("awq").encode(kPrefix, q);
     ASSERT_EQ(tensors[0].name, kPrefix + ".qweight");
     EXPECT_EQ(tensors[0].shape, (std::vector<std::int64_t>{32, 1}));
-    std::uint32_t word = 0;   // qweight[0, 0]: outputs 0..7 of input 0 in slots holding columns 0,2,4,6,1,3,5,7
+    std::uint32_t word = 0;  // qweight[0, 0]: outputs 0..7 of input 0 in slots holding columns 0,2,4,6,1,3,5,7
     std::memcpy(&word, tensors[0].bytes.data(), 4);
-    EXPECT_EQ((word >> 16) & 0xFu, 2u);   // logical column 1 (code 2)
+    EXPECT_EQ((word >> 16) & 0xFu, 2u);  // logical column 1 (code 2)
     EXPECT_EQ(word, 0x86427531u);
     ASSERT_EQ(tensors[1].name, kPrefix + ".qzeros");
     std::memcpy(&word, tensors[1].bytes.data(), 4);
-    EXPECT_EQ(word, 0xB9B9A8A8u);   // zeros 8,9,10,11,8,9,10,11 in AWQ order, raw (no -1)
+    EXPECT_EQ(word, 0xB9B9A8A8u);  // zeros 8,9,10,11,8,9,10,11 in AWQ order, raw (no -1)
 }
 
 TEST(AwqEncoder, ConfigHoldsWhatVllmRequires) {
@@ -101,7 +104,7 @@ TEST(AwqEncoder, RefusesWhatGemmCannotHold) {
 }
 
 TEST(Fp8Encoder, BlocksReadBackAsDequantize) {
-    const auto q = quant::quantizeFp8(randomMatrix(200, 300, 4), quant::Fp8Scaling::Block, 128);   // ragged edge tiles
+    const auto q = quant::quantizeFp8(randomMatrix(200, 300, 4), quant::Fp8Scaling::Block, 128);  // ragged edge tiles
     const auto r = roundTrip("fp8_blocks", encoderNamed("fp8"), q);
     EXPECT_EQ(bitDifferences(r.linear.weight, q.dequantize()), 0);
     EXPECT_EQ(r.linear.parts.codes, q.codes);
@@ -121,13 +124,13 @@ TEST(Fp8Encoder, PerTensorReadsBackAsDequantize) {
 
 TEST(Fp8Encoder, WeightScaleInvMultiplies) {
     auto q = quant::quantizeFp8(MatrixF::Constant(128, 128, 0.5f), quant::Fp8Scaling::Block, 128);
-    q.scales(0, 0) = 4.0f;                       // codes hold 448 (0x7E); stored value 448 * 4
+    q.scales(0, 0) = 4.0f;  // codes hold 448 (0x7E); stored value 448 * 4
     const auto tensors = encoderNamed("fp8").encode(kPrefix, q);
     ASSERT_EQ(tensors[1].name, kPrefix + ".weight_scale_inv");
     EXPECT_EQ(tensors[1].dtype, io::DType::F32);
     float stored = 0.0f;
     std::memcpy(&stored, tensors[1].bytes.data(), 4);
-    EXPECT_EQ(stored, 4.0f);                     // the multiplier itself, not 1/4
+    EXPECT_EQ(stored, 4.0f);  // the multiplier itself, not 1/4
     const auto r = roundTrip("fp8_mult", encoderNamed("fp8"), q);
     EXPECT_EQ(r.linear.weight(0, 0), 448.0f * 4.0f);
 }
@@ -170,8 +173,9 @@ TEST(CtFp8Encoder, PerTensorReadsBackAndBlocksAreRefused) {
     const auto r = roundTrip("ct_fp8_tensor", encoderNamed("ct-fp8-dynamic"), q);
     EXPECT_EQ(bitDifferences(r.linear.weight, q.dequantize()), 0);
     EXPECT_EQ(r.config["config_groups"]["group_0"]["weights"]["strategy"], "tensor");
-    EXPECT_NE(encoderNamed("ct-fp8-dynamic").refusal(quant::quantizeFp8(randomMatrix(256, 256, 9))).find("--format fp8"),
-              std::string::npos);
+    EXPECT_NE(
+        encoderNamed("ct-fp8-dynamic").refusal(quant::quantizeFp8(randomMatrix(256, 256, 9))).find("--format fp8"),
+        std::string::npos);
 }
 
 TEST(EncoderRegistry, NamesEveryEncoderAndListsThemOnAnUnknownName) {

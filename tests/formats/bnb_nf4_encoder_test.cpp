@@ -2,12 +2,13 @@
 // bitsandbytes 4-bit codec.
 #include <gtest/gtest.h>
 
-#include "encoded_checkpoint.h"
-#include "encoder_test_weights.h"
 #include "qs/error.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/quant/nf4.h"
 #include "qs/quant/nvfp4.h"
+
+#include "encoded_checkpoint.h"
+#include "encoder_test_weights.h"
 
 namespace qs::formats::test {
 namespace {
@@ -39,7 +40,7 @@ TEST(BnbNf4Encoder, DoubleQuantizedReadsBackAsDequantizeBitForBit) {
     EXPECT_EQ(d.parts.scaleScales, q.scaleScales);
     EXPECT_EQ(d.parts.scaleOffset, q.scaleOffset);
     EXPECT_EQ(ck.tensor(kPrefix + ".weight.absmax").dtype, io::DType::U8);
-    EXPECT_EQ(ck.tensor(kPrefix + ".weight.nested_absmax").shape, (std::vector<std::int64_t>{1}));   // 96 blocks
+    EXPECT_EQ(ck.tensor(kPrefix + ".weight.nested_absmax").shape, (std::vector<std::int64_t>{1}));  // 96 blocks
     EXPECT_EQ(ck.tensor(kPrefix + ".weight.nested_quant_map").shape, (std::vector<std::int64_t>{256}));
 }
 
@@ -60,7 +61,7 @@ TEST(BnbNf4Encoder, FirstElementInTheHighNibbleOfAFlatColumn) {
     auto q = quant::quantizeNf4(gaussianWeight(2, 64, 33u));
     q.codes[0] = 0x1;
     q.codes[1] = 0xE;
-    q.codes[64] = 0x9;   // row 1 continues the flat stream: byte 32
+    q.codes[64] = 0x9;  // row 1 continues the flat stream: byte 32
     q.codes[65] = 0x4;
     const EncodedExport ck("bnb_bits", encoder(), {{kPrefix, &q}});
     const auto& w = ck.tensor(kPrefix + ".weight");
@@ -103,12 +104,14 @@ TEST(BnbNf4Encoder, RefusesBlocksThatStraddleRowsAndCodesThatDisagreeWithScales)
     auto straddling = quant::quantizeNf4(gaussianWeight(4, 128, 35u));
     straddling.cols = 96;
     straddling.codes.resize(4 * 96);
-    EXPECT_NE(encoder().refusal(straddling).find("in_features 96 is not a multiple of the block size 64"), std::string::npos)
+    EXPECT_NE(encoder().refusal(straddling).find("in_features 96 is not a multiple of the block size 64"),
+              std::string::npos)
         << encoder().refusal(straddling);
     EXPECT_THROW(encoder().encode(kPrefix, straddling), Error);
     auto tampered = quant::quantizeNf4(gaussianWeight(4, 128, 36u));
     tampered.scaleCodes[3] ^= 1;
-    EXPECT_NE(encoder().refusal(tampered).find("does not decode to its scale"), std::string::npos) << encoder().refusal(tampered);
+    EXPECT_NE(encoder().refusal(tampered).find("does not decode to its scale"), std::string::npos)
+        << encoder().refusal(tampered);
     const auto nv = quant::quantizeNvfp4(gaussianWeight(4, 64, 37u));
     EXPECT_NE(encoder().refusal(nv).find("quantized with nvfp4"), std::string::npos) << encoder().refusal(nv);
 }

@@ -6,10 +6,11 @@
 #include <cmath>
 #include <random>
 
-#include "expect_weight.h"
-#include "fixture.h"
 #include "qs/error.h"
 #include "qs/formats/linear_reader.h"
+
+#include "expect_weight.h"
+#include "fixture.h"
 
 namespace qs::formats::test {
 namespace {
@@ -17,18 +18,21 @@ namespace {
 const std::string kPrefix = "model.layers.2.self_attn.o_proj";
 
 nlohmann::json ctConfig(const std::string& format, nlohmann::json weights) {
-    return {{"quant_method", "compressed-tensors"}, {"format", format}, {"quantization_status", "compressed"},
-            {"config_groups", {{"group_0", {{"targets", {"Linear"}}, {"weights", std::move(weights)}, {"input_activations", nullptr}}}}},
+    return {{"quant_method", "compressed-tensors"},
+            {"format", format},
+            {"quantization_status", "compressed"},
+            {"config_groups",
+             {{"group_0", {{"targets", {"Linear"}}, {"weights", std::move(weights)}, {"input_activations", nullptr}}}}},
             {"ignore", {"lm_head"}}};
 }
 
 struct IntLayer {
-    int n = 16, k = 64, bits = 4, groupSize = 16;   // groupSize -1: per channel
+    int n = 16, k = 64, bits = 4, groupSize = 16;  // groupSize -1: per channel
     bool sym = true;
-    std::vector<std::vector<int>> q;     // [N][K] signed
-    std::vector<std::vector<int>> zp;    // [N][groups] signed
-    std::vector<std::vector<float>> s;   // [N][groups]
-    std::vector<int> gIdx;               // empty: k / G
+    std::vector<std::vector<int>> q;    // [N][K] signed
+    std::vector<std::vector<int>> zp;   // [N][groups] signed
+    std::vector<std::vector<float>> s;  // [N][groups]
+    std::vector<int> gIdx;              // empty: k / G
     int groups() const { return groupSize == -1 ? 1 : (k + groupSize - 1) / groupSize; }
     int groupOf(int c) const { return gIdx.empty() ? (groupSize == -1 ? 0 : c / groupSize) : gIdx[c]; }
 };
@@ -45,7 +49,7 @@ IntLayer makeInt(int bits, int groupSize, bool sym, unsigned seed, int n = 16, i
     for (int r = 0; r < n; ++r)
         for (int g = 0; g < l.groups(); ++g) {
             if (!sym) l.zp[r][g] = lo + static_cast<int>(rng() % span);
-            l.s[r][g] = static_cast<float>(1 + rng() % 100) / 1024.0f;   // exact in bf16
+            l.s[r][g] = static_cast<float>(1 + rng() % 100) / 1024.0f;  // exact in bf16
         }
     return l;
 }
@@ -85,7 +89,8 @@ void addInt(Fixture& f, const IntLayer& l, bool legacy = false) {
     for (const auto& row : l.s) scales.insert(scales.end(), row.begin(), row.end());
     f.addBF16(kPrefix + ".weight_scale", {l.n, l.groups()}, scales);
     f.addI64(kPrefix + ".weight_shape", {2}, {l.n, l.k});
-    if (!l.gIdx.empty()) f.addI32(kPrefix + ".weight_g_idx", {l.k}, std::vector<std::int32_t>(l.gIdx.begin(), l.gIdx.end()));
+    if (!l.gIdx.empty())
+        f.addI32(kPrefix + ".weight_g_idx", {l.k}, std::vector<std::int32_t>(l.gIdx.begin(), l.gIdx.end()));
     if (l.sym) return;
     // Zero points packed along N (dim 0): column g's values down the rows form the stream.
     std::vector<std::vector<std::uint32_t>> columns;
@@ -102,17 +107,23 @@ void addInt(Fixture& f, const IntLayer& l, bool legacy = false) {
 }
 
 nlohmann::json intArgs(const IntLayer& l) {
-    nlohmann::json w = {{"num_bits", l.bits}, {"type", "int"}, {"symmetric", l.sym},
-                        {"strategy", l.groupSize == -1 ? "channel" : "group"}, {"group_size", l.groupSize == -1 ? nlohmann::json(nullptr) : nlohmann::json(l.groupSize)}};
+    nlohmann::json w = {{"num_bits", l.bits},
+                        {"type", "int"},
+                        {"symmetric", l.sym},
+                        {"strategy", l.groupSize == -1 ? "channel" : "group"},
+                        {"group_size", l.groupSize == -1 ? nlohmann::json(nullptr) : nlohmann::json(l.groupSize)}};
     if (!l.gIdx.empty()) w["actorder"] = "group";
     return w;
 }
 
 void expectInt(const IntLayer& l, const DecodedLinear& d) {
-    expectWeight(d.weight, l.n, l.k, [&](std::int64_t r, std::int64_t c) {
-        const int g = l.groupOf(static_cast<int>(c));
-        return static_cast<float>(l.q[r][c] - l.zp[r][g]) * l.s[r][g];
-    }, 0.0f);
+    expectWeight(
+        d.weight, l.n, l.k,
+        [&](std::int64_t r, std::int64_t c) {
+            const int g = l.groupOf(static_cast<int>(c));
+            return static_cast<float>(l.q[r][c] - l.zp[r][g]) * l.s[r][g];
+        },
+        0.0f);
     expectPartsReproduceWeight(d);
 }
 
@@ -137,9 +148,7 @@ TEST(CompressedTensorsCodec, PackedInt4SymmetricGroupsSubtractTheOffsetEight) {
     runInt("ct_w4_sym", makeInt(4, 16, true, 41u));
 }
 
-TEST(CompressedTensorsCodec, PackedInt8PerChannel) {
-    runInt("ct_w8_channel", makeInt(8, -1, true, 42u));
-}
+TEST(CompressedTensorsCodec, PackedInt8PerChannel) { runInt("ct_w8_channel", makeInt(8, -1, true, 42u)); }
 
 TEST(CompressedTensorsCodec, PackedInt4AsymmetricZeroPointsPackedAlongRows) {
     runInt("ct_w4_asym", makeInt(4, 32, false, 43u, 24, 64));
@@ -173,28 +182,35 @@ TEST(CompressedTensorsCodec, Nvfp4GlobalScaleDivides) {
     std::vector<std::uint8_t> codes(n * k), scaleCodes(n * k / 16);
     for (auto& c : codes) c = static_cast<std::uint8_t>(rng() % 16);
     for (auto& s : scaleCodes) s = e4m3Code(static_cast<float>(1 + rng() % 16) * 0.25f);
-    codes[0] = 0x1;   // element 0: +0.5 ...
-    codes[1] = 0xE;   // element 1: -4   -> byte 0 = 0xE1
+    codes[0] = 0x1;  // element 0: +0.5 ...
+    codes[1] = 0xE;  // element 1: -4   -> byte 0 = 0xE1
     const float global = 448.0f * 6.0f / 3.5f;
     Fixture f("ct_nvfp4");
     f.add(kPrefix + ".weight_packed", "U8", {n, k / 2}, packFp4(codes));
     f.add(kPrefix + ".weight_scale", "F8_E4M3", {n, k / 16}, scaleCodes);
     f.addF32(kPrefix + ".weight_global_scale", {1}, {global});
     f.addI64(kPrefix + ".weight_shape", {2}, {n, k});
-    f.setQuantizationConfig(ctConfig("nvfp4-pack-quantized", {{"num_bits", 4}, {"type", "float"}, {"symmetric", true},
-                                                             {"strategy", "tensor_group"}, {"group_size", 16}}));
+    f.setQuantizationConfig(ctConfig(
+        "nvfp4-pack-quantized",
+        {{"num_bits", 4}, {"type", "float"}, {"symmetric", true}, {"strategy", "tensor_group"}, {"group_size", 16}}));
     const auto ck = f.open();
     ASSERT_EQ(std::to_integer<int>(ck.tensor(kPrefix + ".weight_packed").bytes()[0]), 0xE1);
     const LinearReader reader(ck);
     const auto d = reader.decode(kPrefix);
     // Decoded as every FP4 weight is, e2m1 * (scale * (1 / divisor)) (fp4_weight.h); compressed-tensors'
     // own division differs in the last bit at most.
-    expectWeight(d.weight, n, k, [&](std::int64_t r, std::int64_t c) {
-        return e2m1Value(codes[r * k + c]) * (e4m3Value(scaleCodes[r * (k / 16) + c / 16]) * (1.0f / global));
-    }, 0.0f);
-    expectWeight(d.weight, n, k, [&](std::int64_t r, std::int64_t c) {
-        return e2m1Value(codes[r * k + c]) * (e4m3Value(scaleCodes[r * (k / 16) + c / 16]) / global);
-    }, 2.5e-7f);
+    expectWeight(
+        d.weight, n, k,
+        [&](std::int64_t r, std::int64_t c) {
+            return e2m1Value(codes[r * k + c]) * (e4m3Value(scaleCodes[r * (k / 16) + c / 16]) * (1.0f / global));
+        },
+        0.0f);
+    expectWeight(
+        d.weight, n, k,
+        [&](std::int64_t r, std::int64_t c) {
+            return e2m1Value(codes[r * k + c]) * (e4m3Value(scaleCodes[r * (k / 16) + c / 16]) / global);
+        },
+        2.5e-7f);
     EXPECT_FLOAT_EQ(d.weight(0, 1), -4.0f * e4m3Value(scaleCodes[0]) / global);
     EXPECT_EQ(d.parts.method, quant::Method::Nvfp4);
     EXPECT_FLOAT_EQ(d.parts.globalScale, 1.0f / global);
@@ -211,12 +227,16 @@ TEST(CompressedTensorsCodec, Mxfp4ScalesAreE8m0WithBias127) {
     Fixture f("ct_mxfp4");
     f.add(kPrefix + ".weight_packed", "U8", {n, k / 2}, packFp4(codes));
     f.add(kPrefix + ".weight_scale", "U8", {n, k / 32}, exps);
-    f.setQuantizationConfig(ctConfig("mxfp4-pack-quantized", {{"num_bits", 4}, {"type", "float"}, {"strategy", "group"}, {"group_size", 32}}));
+    f.setQuantizationConfig(ctConfig("mxfp4-pack-quantized",
+                                     {{"num_bits", 4}, {"type", "float"}, {"strategy", "group"}, {"group_size", 32}}));
     const auto ck = f.open();
     const auto d = LinearReader(ck).decode(kPrefix);
-    expectWeight(d.weight, n, k, [&](std::int64_t r, std::int64_t c) {
-        return e2m1Value(codes[r * k + c]) * std::ldexp(1.0f, exps[r * 2 + c / 32] - 127);
-    }, 0.0f);
+    expectWeight(
+        d.weight, n, k,
+        [&](std::int64_t r, std::int64_t c) {
+            return e2m1Value(codes[r * k + c]) * std::ldexp(1.0f, exps[r * 2 + c / 32] - 127);
+        },
+        0.0f);
     EXPECT_EQ(d.parts.method, quant::Method::Mxfp4);
     expectPartsReproduceWeight(d);
 }
@@ -225,7 +245,9 @@ TEST(CompressedTensorsCodec, FloatQuantizedFp8PerChannelAndPerBlock) {
     const int n = 130, k = 256;
     std::mt19937 rng(49);
     std::vector<std::uint8_t> codes(n * k);
-    for (auto& c : codes) do c = static_cast<std::uint8_t>(rng() & 0xFF); while ((c & 0x7F) == 0x7F);
+    for (auto& c : codes) do
+            c = static_cast<std::uint8_t>(rng() & 0xFF);
+        while ((c & 0x7F) == 0x7F);
     std::vector<float> channel(n), block(2 * 2);
     for (auto& s : channel) s = static_cast<float>(1 + rng() % 64) / 4096.0f;
     for (auto& s : block) s = static_cast<float>(1 + rng() % 64) / 4096.0f;
@@ -236,19 +258,24 @@ TEST(CompressedTensorsCodec, FloatQuantizedFp8PerChannelAndPerBlock) {
     f.add(other + ".weight", "F8_E4M3", {n, k}, codes);
     f.addBF16(other + ".weight_scale", {2, 2}, block);
     auto config = ctConfig("float-quantized", {{"num_bits", 8}, {"type", "float"}, {"strategy", "channel"}});
-    config["config_groups"]["group_1"] = {{"targets", {"re:.*mlp\\.up_proj$"}},
-                                          {"weights", {{"num_bits", 8}, {"type", "float"}, {"strategy", "block"}, {"block_structure", {128, 128}}}}};
+    config["config_groups"]["group_1"] = {
+        {"targets", {"re:.*mlp\\.up_proj$"}},
+        {"weights", {{"num_bits", 8}, {"type", "float"}, {"strategy", "block"}, {"block_structure", {128, 128}}}}};
     config["config_groups"]["group_0"]["targets"] = {"re:.*self_attn.*"};
     f.setQuantizationConfig(config);
     const auto ck = f.open();
     const LinearReader reader(ck);
     const auto d = reader.decode(kPrefix);
-    expectWeight(d.weight, n, k, [&](std::int64_t r, std::int64_t c) { return e4m3Value(codes[r * k + c]) * channel[r]; }, 0.0f);
+    expectWeight(
+        d.weight, n, k, [&](std::int64_t r, std::int64_t c) { return e4m3Value(codes[r * k + c]) * channel[r]; }, 0.0f);
     const auto b = reader.decode(other);
-    expectWeight(b.weight, n, k, [&](std::int64_t r, std::int64_t c) { return e4m3Value(codes[r * k + c]) * block[(r / 128) * 2 + c / 128]; }, 0.0f);
+    expectWeight(
+        b.weight, n, k,
+        [&](std::int64_t r, std::int64_t c) { return e4m3Value(codes[r * k + c]) * block[(r / 128) * 2 + c / 128]; },
+        0.0f);
     expectPartsReproduceWeight(b);
     ASSERT_EQ(reader.format().layers.size(), 2u);
-    EXPECT_EQ(reader.format().layers[0].granularity, "block");     // mlp.up_proj sorts first
+    EXPECT_EQ(reader.format().layers[0].granularity, "block");  // mlp.up_proj sorts first
     EXPECT_EQ(reader.format().layers[1].granularity, "channel");
 }
 
@@ -257,7 +284,7 @@ TEST(CompressedTensorsCodec, ScalesOfTheWrongShapeAreAnErrorNamingThem) {
     Fixture f("ct_bad");
     addInt(f, l);
     auto args = intArgs(l);
-    args["group_size"] = 32;   // scales hold 4 groups per row; group 32 needs 2
+    args["group_size"] = 32;  // scales hold 4 groups per row; group 32 needs 2
     f.setQuantizationConfig(ctConfig("pack-quantized", args));
     const auto ck = f.open();
     try {

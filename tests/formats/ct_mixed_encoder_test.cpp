@@ -4,8 +4,6 @@
 
 #include <cstring>
 
-#include "encoded_checkpoint.h"
-#include "encoder_test_weights.h"
 #include "qs/error.h"
 #include "qs/formats/detect.h"
 #include "qs/formats/linear_reader.h"
@@ -14,6 +12,9 @@
 #include "qs/quant/nf4.h"
 #include "qs/quant/nvfp4.h"
 #include "qs/quant/rtn.h"
+
+#include "encoded_checkpoint.h"
+#include "encoder_test_weights.h"
 
 namespace qs::formats::test {
 namespace {
@@ -56,9 +57,9 @@ struct Mixed {
     quant::QuantizedLinear int4SymToo = rtn(4, 32, true, 47u);
 
     std::vector<std::pair<std::string, const quant::QuantizedLinear*>> linears() const {
-        return {{kLayer + "self_attn.q_proj", &int4Sym},   {kLayer + "self_attn.k_proj", &int8Channel},
-                {kLayer + "self_attn.v_proj", &actOrder},  {kLayer + "self_attn.o_proj", &fp8},
-                {kLayer + "mlp.gate_proj", &nvfp4},        {kLayer + "mlp.up_proj", &int4SymToo}};
+        return {{kLayer + "self_attn.q_proj", &int4Sym},  {kLayer + "self_attn.k_proj", &int8Channel},
+                {kLayer + "self_attn.v_proj", &actOrder}, {kLayer + "self_attn.o_proj", &fp8},
+                {kLayer + "mlp.gate_proj", &nvfp4},       {kLayer + "mlp.up_proj", &int4SymToo}};
     }
 };
 
@@ -89,7 +90,8 @@ TEST(CtMixedEncoder, ConfigGroupsTargetModuleNamesAndShareIdenticalSchemes) {
     EXPECT_EQ(c.at("ignore"), nlohmann::json({"lm_head"}));
     const auto& groups = c.at("config_groups");
     ASSERT_EQ(groups.size(), 5u);
-    EXPECT_EQ(groups.at("group_0").at("targets"), nlohmann::json({kLayer + "self_attn.q_proj", kLayer + "mlp.up_proj"}));
+    EXPECT_EQ(groups.at("group_0").at("targets"),
+              nlohmann::json({kLayer + "self_attn.q_proj", kLayer + "mlp.up_proj"}));
     EXPECT_EQ(groups.at("group_0").at("format"), "pack-quantized");
     EXPECT_EQ(groups.at("group_0").at("weights").at("symmetric"), true);
     EXPECT_EQ(groups.at("group_0").at("weights").at("group_size"), 32);
@@ -112,17 +114,17 @@ TEST(CtMixedEncoder, PackQuantizedFieldsZeroPointsAndShape) {
     const std::string q = kLayer + "self_attn.q_proj", k = kLayer + "self_attn.k_proj";
     const auto& packed = ck.tensor(q + ".weight_packed");
     EXPECT_EQ(packed.dtype, io::DType::I32);
-    EXPECT_EQ(packed.shape, (std::vector<std::int64_t>{16, 16}));   // 128 4-bit fields per row
-    EXPECT_EQ(words(packed)[0] & 0xF000'00FFu, 0x9000'00C3u);        // element 0 in the lowest bits
+    EXPECT_EQ(packed.shape, (std::vector<std::int64_t>{16, 16}));  // 128 4-bit fields per row
+    EXPECT_EQ(words(packed)[0] & 0xF000'00FFu, 0x9000'00C3u);      // element 0 in the lowest bits
     const auto& shape = ck.tensor(q + ".weight_shape");
     std::int64_t dims[2];
     std::memcpy(dims, shape.bytes.data(), 16);
     EXPECT_EQ(dims[0], 16);
     EXPECT_EQ(dims[1], 128);
     EXPECT_EQ(ck.tensor(q + ".weight_scale").shape, (std::vector<std::int64_t>{16, 4}));
-    for (const auto& t : ck.tensors()) EXPECT_NE(t.name, q + ".weight_zero_point");   // symmetric: the zero is 8
+    for (const auto& t : ck.tensors()) EXPECT_NE(t.name, q + ".weight_zero_point");  // symmetric: the zero is 8
     const auto& zp = ck.tensor(k + ".weight_zero_point");
-    EXPECT_EQ(zp.shape, (std::vector<std::int64_t>{4, 1}));   // 16 rows of 8-bit fields packed along N
+    EXPECT_EQ(zp.shape, (std::vector<std::int64_t>{4, 1}));  // 16 rows of 8-bit fields packed along N
     EXPECT_EQ(words(zp)[0] & 0xFFu, static_cast<std::uint32_t>(m.int8Channel.zeros(0, 0)));
     EXPECT_EQ((words(zp)[0] >> 8) & 0xFFu, static_cast<std::uint32_t>(m.int8Channel.zeros(1, 0)));
     EXPECT_EQ(ck.tensor(k + ".weight_scale").shape, (std::vector<std::int64_t>{16, 1}));
@@ -140,7 +142,8 @@ TEST(CtMixedEncoder, RefusesWhatCompressedTensorsCannotHold) {
     const auto nf4 = quant::quantizeNf4(gaussianWeight(4, 64, 49u));
     EXPECT_NE(encoder().refusal(nf4).find("quantized with nf4"), std::string::npos) << encoder().refusal(nf4);
     const auto threeBit = rtn(3, 32, true, 50u);
-    EXPECT_NE(encoder().refusal(threeBit).find("3-bit codes are packed differently"), std::string::npos) << encoder().refusal(threeBit);
+    EXPECT_NE(encoder().refusal(threeBit).find("3-bit codes are packed differently"), std::string::npos)
+        << encoder().refusal(threeBit);
     EXPECT_THROW(encoder().encode(kLayer + "mlp.down_proj", threeBit), Error);
     const auto narrowNvfp4 = quant::quantizeNvfp4(gaussianWeight(4, 40, 51u));
     EXPECT_NE(encoder().refusal(narrowNvfp4).find("not a multiple of the nvfp4 block size 16"), std::string::npos);

@@ -3,12 +3,13 @@
 
 #include <cmath>
 
-#include "encoded_checkpoint.h"
-#include "encoder_test_weights.h"
 #include "qs/error.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/quant/mxfp4.h"
 #include "qs/quant/nvfp4.h"
+
+#include "encoded_checkpoint.h"
+#include "encoder_test_weights.h"
 
 namespace qs::formats::test {
 namespace {
@@ -33,14 +34,14 @@ TEST(CtMxfp4Encoder, E8m0ScalesWithBias127AndEvenElementInTheLowNibble) {
     auto q = quant::quantizeMxfp4(gaussianWeight(2, 64, 22u));
     q.scales(0, 0) = std::ldexp(1.0f, -3);
     q.scales(1, 1) = 4.0f;
-    q.codes[0] = 0x2;   // 1
-    q.codes[1] = 0xF;   // -6
+    q.codes[0] = 0x2;  // 1
+    q.codes[1] = 0xF;  // -6
     const EncodedExport ck("ct_mxfp4_bits", encoder(), {{kPrefix, &q}});
     const auto& scale = ck.tensor(kPrefix + ".weight_scale");
     EXPECT_EQ(scale.dtype, io::DType::U8);
     EXPECT_EQ(scale.shape, (std::vector<std::int64_t>{2, 2}));
-    EXPECT_EQ(std::to_integer<int>(scale.bytes[0]), 124);   // 127 - 3
-    EXPECT_EQ(std::to_integer<int>(scale.bytes[3]), 129);   // 127 + 2
+    EXPECT_EQ(std::to_integer<int>(scale.bytes[0]), 124);  // 127 - 3
+    EXPECT_EQ(std::to_integer<int>(scale.bytes[3]), 129);  // 127 + 2
     const auto& packed = ck.tensor(kPrefix + ".weight_packed");
     EXPECT_EQ(packed.shape, (std::vector<std::int64_t>{2, 32}));
     EXPECT_EQ(std::to_integer<int>(packed.bytes[0]), 0xF2);
@@ -66,7 +67,8 @@ TEST(CtMxfp4Encoder, ConfigIsTheGroup32FloatScheme) {
 
 TEST(CtMxfp4Encoder, RefusesWidthsOutsideWholeBlocksAndNvfp4) {
     const auto q = quant::quantizeMxfp4(gaussianWeight(4, 48, 24u));
-    EXPECT_NE(encoder().refusal(q).find("in_features 48 is not a multiple of the mxfp4 block size 32"), std::string::npos)
+    EXPECT_NE(encoder().refusal(q).find("in_features 48 is not a multiple of the mxfp4 block size 32"),
+              std::string::npos)
         << encoder().refusal(q);
     EXPECT_THROW(encoder().encode(kPrefix, q), Error);
     const auto nv = quant::quantizeNvfp4(gaussianWeight(4, 64, 25u));

@@ -3,13 +3,14 @@
 
 #include <cmath>
 
-#include "encoded_checkpoint.h"
-#include "encoder_test_weights.h"
-#include "fixture.h"
 #include "qs/error.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/quant/mxfp4.h"
 #include "qs/quant/nvfp4.h"
+
+#include "encoded_checkpoint.h"
+#include "encoder_test_weights.h"
+#include "fixture.h"
 
 namespace qs::formats::test {
 namespace {
@@ -42,7 +43,7 @@ TEST(CtNvfp4Encoder, GlobalScaleIsStoredAsTheDivisor) {
     const auto& stored = ck.tensor(kPrefix + ".weight_global_scale");
     EXPECT_EQ(stored.shape, (std::vector<std::int64_t>{1}));
     const float divisor = storedF32(stored).at(0);
-    EXPECT_GT(divisor, 1000.0f);   // 2688 / amax for weights of ~0.02: a divisor, not the small multiplier
+    EXPECT_GT(divisor, 1000.0f);  // 2688 / amax for weights of ~0.02: a divisor, not the small multiplier
     EXPECT_EQ(1.0f / divisor, q.globalScale);
     // The reader decodes as the Job does (one function), so the export evaluates to the Job's KL.
     const auto d = LinearReader(ck.checkpoint()).decode(kPrefix);
@@ -59,8 +60,8 @@ TEST(CtNvfp4Encoder, GlobalScaleIsStoredAsTheDivisor) {
 
 TEST(CtNvfp4Encoder, EvenElementInTheLowNibbleAndE4m3Scales) {
     quant::QuantizedLinear q = quant::quantizeNvfp4(powerOfTwoGlobalWeight(2, 32, 3u));
-    q.codes[0] = 0x3;   // element 0: 1.5
-    q.codes[1] = 0xA;   // element 1: -1
+    q.codes[0] = 0x3;  // element 0: 1.5
+    q.codes[1] = 0xA;  // element 1: -1
     q.scales(0, 0) = 0.5f;
     const EncodedExport ck("ct_nvfp4_bits", encoder(), {{kPrefix, &q}});
     const auto& packed = ck.tensor(kPrefix + ".weight_packed");
@@ -70,7 +71,7 @@ TEST(CtNvfp4Encoder, EvenElementInTheLowNibbleAndE4m3Scales) {
     const auto& scale = ck.tensor(kPrefix + ".weight_scale");
     EXPECT_EQ(scale.dtype, io::DType::F8_E4M3);
     EXPECT_EQ(scale.shape, (std::vector<std::int64_t>{2, 2}));
-    EXPECT_EQ(std::to_integer<int>(scale.bytes[0]), 0x30);   // 0.5 = 2^(6 - 7)
+    EXPECT_EQ(std::to_integer<int>(scale.bytes[0]), 0x30);  // 0.5 = 2^(6 - 7)
     const auto d = LinearReader(ck.checkpoint()).decode(kPrefix);
     EXPECT_EQ(d.weight(0, 0), 1.5f * 0.5f * q.globalScale);
     EXPECT_EQ(d.weight(0, 1), -1.0f * 0.5f * q.globalScale);
@@ -98,7 +99,8 @@ TEST(CtNvfp4Encoder, ConfigIsTheWeightOnlyNvfp4SchemeVllmLoads) {
 
 TEST(CtNvfp4Encoder, RefusesWidthsOutsideWholeBlocksAndOtherMethods) {
     const auto q = quant::quantizeNvfp4(gaussianWeight(4, 40, 5u));
-    EXPECT_NE(encoder().refusal(q).find("in_features 40 is not a multiple of the nvfp4 block size 16"), std::string::npos)
+    EXPECT_NE(encoder().refusal(q).find("in_features 40 is not a multiple of the nvfp4 block size 16"),
+              std::string::npos)
         << encoder().refusal(q);
     EXPECT_THROW(encoder().encode(kPrefix, q), Error);
     try {
@@ -110,7 +112,8 @@ TEST(CtNvfp4Encoder, RefusesWidthsOutsideWholeBlocksAndOtherMethods) {
     EXPECT_NE(encoder().refusal(mx).find("quantized with mxfp4"), std::string::npos) << encoder().refusal(mx);
     auto offGrid = quant::quantizeNvfp4(gaussianWeight(4, 32, 7u));
     offGrid.scales(1, 1) = 0.3f;
-    EXPECT_NE(encoder().refusal(offGrid).find("not a non-negative E4M3 number"), std::string::npos) << encoder().refusal(offGrid);
+    EXPECT_NE(encoder().refusal(offGrid).find("not a non-negative E4M3 number"), std::string::npos)
+        << encoder().refusal(offGrid);
     EXPECT_EQ(encoder().refusal(quant::quantizeNvfp4(gaussianWeight(4, 48, 8u))), "");
 }
 

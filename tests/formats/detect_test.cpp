@@ -1,10 +1,12 @@
 // Detection on the bundled dense checkpoint, on EXL3, and the dense path of LinearReader.
+#include "qs/formats/detect.h"
+
 #include <gtest/gtest.h>
 
-#include "fixture.h"
 #include "qs/error.h"
-#include "qs/formats/detect.h"
 #include "qs/formats/linear_reader.h"
+
+#include "fixture.h"
 
 namespace qs::formats::test {
 namespace {

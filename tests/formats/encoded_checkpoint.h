@@ -2,13 +2,13 @@
 // Exports for the 4-bit and trellis encoder tests: what an encoder makes of some linears is written with
 // io::CheckpointWriter (tensors, config.json with its quantization_config, its extra files), as the
 // exporter does, then opened again for the readers.
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <filesystem>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "qs/formats/linear_encoder.h"
 #include "qs/io/checkpoint.h"
@@ -19,8 +19,8 @@ class EncodedExport {
 public:
     // Encodes every linear; `dense` linears get a small BF16 weight and go into the scheme's denseLinears.
     EncodedExport(const std::string& name, const LinearEncoder& encoder,
-                      const std::vector<std::pair<std::string, const quant::QuantizedLinear*>>& linears,
-                      std::vector<std::string> dense = {"lm_head"});
+                  const std::vector<std::pair<std::string, const quant::QuantizedLinear*>>& linears,
+                  std::vector<std::string> dense = {"lm_head"});
     ~EncodedExport();
     EncodedExport(const EncodedExport&) = delete;
     EncodedExport& operator=(const EncodedExport&) = delete;

@@ -1,9 +1,9 @@
 #include "encoder_roundtrip.h"
 
-#include <unistd.h>
-
 #include <cstring>
 #include <fstream>
+
+#include <unistd.h>
 
 #include "qs/io/checkpoint_writer.h"
 
@@ -30,7 +30,8 @@ std::filesystem::path writeEncoded(const std::filesystem::path& dir, const Linea
 }
 
 quant::QuantizedLinear withF16Scales(quant::QuantizedLinear q) {
-    for (Eigen::Index i = 0; i < q.scales.size(); ++i) q.scales.data()[i] = io::f16ToF32(io::f32ToF16(q.scales.data()[i]));
+    for (Eigen::Index i = 0; i < q.scales.size(); ++i)
+        q.scales.data()[i] = io::f16ToF32(io::f32ToF16(q.scales.data()[i]));
     return q;
 }
 

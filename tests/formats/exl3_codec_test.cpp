@@ -7,12 +7,13 @@
 #include <cstring>
 #include <random>
 
-#include "exl3_reference.h"
-#include "fixture.h"
 #include "qs/error.h"
 #include "qs/formats/detect.h"
 #include "qs/formats/exl3.h"
 #include "qs/formats/linear_reader.h"
+
+#include "exl3_reference.h"
+#include "fixture.h"
 
 namespace qs::formats::test {
 namespace {
@@ -22,7 +23,9 @@ using exl3ref::Codebook;
 const std::string kPrefix = "model.layers.0.self_attn.q_proj";
 
 Exl3Codebook ours(Codebook cb) {
-    return cb == Codebook::Mcg ? Exl3Codebook::Mcg : cb == Codebook::Mul1 ? Exl3Codebook::Mul1 : Exl3Codebook::ThreeInst;
+    return cb == Codebook::Mcg    ? Exl3Codebook::Mcg
+           : cb == Codebook::Mul1 ? Exl3Codebook::Mul1
+                                  : Exl3Codebook::ThreeInst;
 }
 
 std::vector<std::uint8_t> u16Bytes(const std::vector<std::uint16_t>& v) {
@@ -38,7 +41,7 @@ std::vector<std::uint8_t> u16Bytes(const std::vector<std::uint16_t>& v) {
 struct Stored {
     exl3ref::Layer layer;
     bool packed = false;
-    std::vector<std::uint16_t> suWords, svWords;   // f16 bits [k], [n]; or packed sign words [k/16], [n/16]
+    std::vector<std::uint16_t> suWords, svWords;  // f16 bits [k], [n]; or packed sign words [k/16], [n/16]
 };
 
 std::vector<std::uint16_t> randomWords(std::mt19937& rng, std::size_t count) {
@@ -57,8 +60,9 @@ std::vector<std::uint16_t> randomScales(std::mt19937& rng, int count) {
 std::vector<double> expand(const std::vector<std::uint16_t>& words, bool packed, int count) {
     std::vector<double> v(static_cast<std::size_t>(count));
     for (int i = 0; i < count; ++i)
-        v[static_cast<std::size_t>(i)] = packed ? (((words[static_cast<std::size_t>(i / 16)] >> (i % 16)) & 1) ? -1.0 : 1.0)
-                                                : exl3ref::halfValue(words[static_cast<std::size_t>(i)]);
+        v[static_cast<std::size_t>(i)] =
+            packed ? (((words[static_cast<std::size_t>(i / 16)] >> (i % 16)) & 1) ? -1.0 : 1.0)
+                   : exl3ref::halfValue(words[static_cast<std::size_t>(i)]);
     return v;
 }
 
@@ -94,13 +98,17 @@ void addLayer(Fixture& f, const std::string& p, const Stored& s) {
 }
 
 nlohmann::json exl3Config(double bits = 4.0) {
-    return {{"quant_method", "exl3"}, {"version", "0.0.5"}, {"bits", bits}, {"head_bits", 6},
-            {"calibration", {{"rows", 100}, {"cols", 2048}}}, {"out_scales", "auto"}};
+    return {{"quant_method", "exl3"},
+            {"version", "0.0.5"},
+            {"bits", bits},
+            {"head_bits", 6},
+            {"calibration", {{"rows", 100}, {"cols", 2048}}},
+            {"out_scales", "auto"}};
 }
 
 // max |a - e| / (|e| + rms(e)): relative where the weight is large, against the layer's scale near zero.
 double worstRelativeError(const MatrixF& decodedOutIn, const exl3ref::Layer& l) {
-    const auto expected = exl3ref::weight(l);   // [k, n]
+    const auto expected = exl3ref::weight(l);  // [k, n]
     double sq = 0.0;
     for (const double e : expected) sq += e * e;
     const double rms = std::sqrt(sq / static_cast<double>(expected.size()));
@@ -196,7 +204,7 @@ TEST(Exl3Trellis, TailBitingStartIsTheStateTheTileEndsIn) {
     EXPECT_EQ(t.states[1], 320);
     EXPECT_EQ(t.states[2], 2560);
     EXPECT_EQ(t.states[3], 20480);
-    EXPECT_EQ(t.states[4], 32768);   // 5 << 15 keeps only the low bit of 0b101
+    EXPECT_EQ(t.states[4], 32768);  // 5 << 15 keeps only the low bit of 0b101
     EXPECT_EQ(t.states[5], 0);
     EXPECT_EQ(t.states[254], 0);
     EXPECT_EQ(t.states[255], 5);
@@ -207,7 +215,8 @@ TEST(Exl3Trellis, TailBitingStartIsTheStateTheTileEndsIn) {
         const auto r = exl3TileStates(words.data(), bits);
         EXPECT_EQ(r.start, r.states[255]) << bits << " bits";
         for (int s = 0; s < 256; ++s)
-            ASSERT_EQ(r.states[static_cast<std::size_t>(s)], exl3ref::state(words.data(), bits, s)) << bits << " bits, position " << s;
+            ASSERT_EQ(r.states[static_cast<std::size_t>(s)], exl3ref::state(words.data(), bits, s))
+                << bits << " bits, position " << s;
     }
 }
 
@@ -216,10 +225,12 @@ TEST(Exl3Hadamard, SylvesterMatrixIsOrthogonalAndTheDecodeUndoesIt) {
     for (int i = 0; i < 128; ++i)
         for (int j = 0; j < 128; ++j) {
             double dot = 0.0;
-            for (int m = 0; m < 128; ++m) dot += h[static_cast<std::size_t>(i * 128 + m)] * h[static_cast<std::size_t>(j * 128 + m)];
+            for (int m = 0; m < 128; ++m)
+                dot += h[static_cast<std::size_t>(i * 128 + m)] * h[static_cast<std::size_t>(j * 128 + m)];
             ASSERT_NEAR(dot, i == j ? 1.0 : 0.0, 1e-12) << i << ", " << j;
             // Sylvester's H[i][j] is (-1)^popcount(i & j) / sqrt(128).
-            ASSERT_EQ(h[static_cast<std::size_t>(i * 128 + j)] > 0, __builtin_popcount(static_cast<unsigned>(i & j)) % 2 == 0);
+            ASSERT_EQ(h[static_cast<std::size_t>(i * 128 + j)] > 0,
+                      __builtin_popcount(static_cast<unsigned>(i & j)) % 2 == 0);
         }
     // With unit sign vectors the decode is H W_hat H: orthogonal, so it keeps the Frobenius norm, and
     // applying H on both sides again gives W_hat back.
@@ -231,8 +242,8 @@ TEST(Exl3Hadamard, SylvesterMatrixIsOrthogonalAndTheDecodeUndoesIt) {
     l.trellis = randomWords(rng, static_cast<std::size_t>(16 * 8 * 16 * 3));
     l.suh.assign(256, 1.0f);
     l.svh.assign(128, 1.0f);
-    const MatrixF inner = exl3InnerWeight(l);     // [k, n]
-    const MatrixF w = exl3Dequantize(l);          // [n, k]
+    const MatrixF inner = exl3InnerWeight(l);  // [k, n]
+    const MatrixF w = exl3Dequantize(l);       // [n, k]
     // The norms in double: an f32 sum of 32768 squares is off by about 1e-6 itself, by an amount that
     // changes with the vector width the build gives Eigen (SSE2 on plain x86-64 missed 1e-6).
     EXPECT_NEAR(w.cast<double>().norm() / inner.cast<double>().norm(), 1.0, 1e-6);
@@ -241,14 +252,16 @@ TEST(Exl3Hadamard, SylvesterMatrixIsOrthogonalAndTheDecodeUndoesIt) {
     for (int r = 0; r < 256; ++r)
         for (int c = 0; c < 128; ++c) {
             double sum = 0.0;
-            for (int i = 0; i < 128; ++i) sum += h[static_cast<std::size_t>((r % 128) * 128 + i)] * static_cast<double>(w(c, r / 128 * 128 + i));
+            for (int i = 0; i < 128; ++i)
+                sum += h[static_cast<std::size_t>((r % 128) * 128 + i)] * static_cast<double>(w(c, r / 128 * 128 + i));
             b[static_cast<std::size_t>(r * 128 + c)] = sum;
         }
     double worst = 0.0;
     for (int r = 0; r < 256; ++r)
         for (int c = 0; c < 128; ++c) {
             double sum = 0.0;
-            for (int j = 0; j < 128; ++j) sum += b[static_cast<std::size_t>(r * 128 + j)] * h[static_cast<std::size_t>(j * 128 + c)];
+            for (int j = 0; j < 128; ++j)
+                sum += b[static_cast<std::size_t>(r * 128 + j)] * h[static_cast<std::size_t>(j * 128 + c)];
             worst = std::max(worst, std::abs(sum - static_cast<double>(inner(r, c))));
         }
     EXPECT_LT(worst, 2e-6);
@@ -262,8 +275,8 @@ TEST(Exl3Codec, MatchesTheBruteForceReference) {
     for (const Codebook cb : {Codebook::ThreeInst, Codebook::Mcg, Codebook::Mul1})
         for (int bits = 1; bits <= 8; ++bits, ++index) {
             const auto [k, n] = shapes[index % 4];
-            SCOPED_TRACE(std::string(exl3CodebookName(ours(cb))) + " " + std::to_string(bits) + " bits, K " + std::to_string(k) +
-                         " N " + std::to_string(n));
+            SCOPED_TRACE(std::string(exl3CodebookName(ours(cb))) + " " + std::to_string(bits) + " bits, K " +
+                         std::to_string(k) + " N " + std::to_string(n));
             const Stored s = randomLayer(k, n, bits, cb, 100u + static_cast<unsigned>(index));
             Fixture f("exl3_ref_" + std::to_string(index));
             addLayer(f, kPrefix, s);
@@ -286,7 +299,8 @@ TEST(Exl3Codec, MatchesTheBruteForceReference) {
             for (int r = 0; r < k && mismatches < 3; ++r)
                 for (int c = 0; c < n && mismatches < 3; ++c)
                     if (static_cast<double>(inner(r, c)) != expected[static_cast<std::size_t>(r) * n + c]) {
-                        ADD_FAILURE() << "inner (" << r << ", " << c << "): " << inner(r, c) << " vs " << expected[static_cast<std::size_t>(r) * n + c];
+                        ADD_FAILURE() << "inner (" << r << ", " << c << "): " << inner(r, c) << " vs "
+                                      << expected[static_cast<std::size_t>(r) * n + c];
                         ++mismatches;
                     }
         }
@@ -315,11 +329,16 @@ TEST(Exl3Codec, CheckpointWithQuantizedHeadBiasAndTensorStorage) {
     f.addF16(kPrefix + ".bias", {256}, bias);
     f.addBF16("model.embed_tokens.weight", {4, 128}, std::vector<float>(512, 0.5f));
     f.setQuantizationConfig(exl3Config(4.25));
-    const nlohmann::json qEntry = {{"stored_tensors", {{kPrefix + ".trellis", {{"shape", {8, 16, 64}}, {"torch_dtype", "int16"}}}}},
-                                   {"quant_format", "exl3"}, {"bits_per_weight", 4}, {"mcg_multiplier", kExl3McgMultiplier}};
+    const nlohmann::json qEntry = {
+        {"stored_tensors", {{kPrefix + ".trellis", {{"shape", {8, 16, 64}}, {"torch_dtype", "int16"}}}}},
+        {"quant_format", "exl3"},
+        {"bits_per_weight", 4},
+        {"mcg_multiplier", kExl3McgMultiplier}};
     const nlohmann::json headEntry = {{"quant_format", "exl3"}, {"bits_per_weight", 6}};
     auto full = exl3Config(4.25);
-    full["tensor_storage"] = {{kPrefix, qEntry}, {"lm_head", headEntry}, {"model.embed_tokens", {{"stored_tensors", nlohmann::json::object()}}}};
+    full["tensor_storage"] = {{kPrefix, qEntry},
+                              {"lm_head", headEntry},
+                              {"model.embed_tokens", {{"stored_tensors", nlohmann::json::object()}}}};
     f.addJsonFile("quantization_config.json", full);
     const auto ck = f.open();
 
@@ -339,7 +358,7 @@ TEST(Exl3Codec, CheckpointWithQuantizedHeadBiasAndTensorStorage) {
     EXPECT_EQ(info.layers[1].cols, 128);
     EXPECT_EQ(info.layers[1].summary(), "exl3 4-bit");
     EXPECT_TRUE(info.layers[1].problem.empty()) << info.layers[1].problem;
-    EXPECT_FALSE(info.uniformScheme().has_value());   // 4 and 6 bits
+    EXPECT_FALSE(info.uniformScheme().has_value());  // 4 and 6 bits
 
     const auto d = reader.decode(kPrefix);
     EXPECT_LT(worstRelativeError(d.weight, q.layer), 1e-6);
@@ -391,7 +410,7 @@ void expectRefused(Fixture& f, const std::string& tensor, const std::string& why
 
 TEST(Exl3Codec, RefusesWhatItCannotRead) {
     {
-        Fixture f("exl3_k64");   // K = 64: not a multiple of 128
+        Fixture f("exl3_k64");  // K = 64: not a multiple of 128
         f.add(kPrefix + ".trellis", "I16", {4, 8, 64}, std::vector<std::uint8_t>(4 * 8 * 64 * 2, 0));
         f.addF16(kPrefix + ".suh", {64}, std::vector<float>(64, 1.0f));
         f.addF16(kPrefix + ".svh", {128}, std::vector<float>(128, 1.0f));
@@ -399,7 +418,7 @@ TEST(Exl3Codec, RefusesWhatItCannotRead) {
         expectRefused(f, kPrefix + ".trellis", "multiples of 128");
     }
     {
-        Fixture f("exl3_bits");   // 16 * bits must be 16..128
+        Fixture f("exl3_bits");  // 16 * bits must be 16..128
         f.add(kPrefix + ".trellis", "I16", {8, 8, 40}, std::vector<std::uint8_t>(8 * 8 * 40 * 2, 0));
         f.setQuantizationConfig(exl3Config());
         expectRefused(f, kPrefix + ".trellis", "16 * bits");

@@ -17,9 +17,9 @@ double halfValue(std::uint16_t bits) {
 double roundToHalf(double v) {
     if (v == 0.0) return 0.0;
     int e = 0;
-    std::frexp(v, &e);                               // |v| in [2^(e-1), 2^e)
+    std::frexp(v, &e);  // |v| in [2^(e-1), 2^e)
     const double quantum = std::ldexp(1.0, std::max(e - 1, -14) - 10);
-    return std::nearbyint(v / quantum) * quantum;    // default rounding mode: to nearest, ties to even
+    return std::nearbyint(v / quantum) * quantum;  // default rounding mode: to nearest, ties to even
 }
 
 double codebook(Codebook cb, std::uint16_t s) {
@@ -35,7 +35,8 @@ double codebook(Codebook cb, std::uint16_t s) {
     const std::uint64_t raw = cb == Codebook::ThreeInst ? x64 * 89226354ull + 64248484ull : x64 * 0xCBAC1FEDull;
     const std::uint32_t x = static_cast<std::uint32_t>(raw & 0xFFFFFFFFull);
     const std::uint32_t y = (x & 0x8FFF8FFFu) ^ 0x3B603B60u;
-    return roundToHalf(halfValue(static_cast<std::uint16_t>(y & 0xFFFF)) + halfValue(static_cast<std::uint16_t>(y >> 16)));
+    return roundToHalf(halfValue(static_cast<std::uint16_t>(y & 0xFFFF)) +
+                       halfValue(static_cast<std::uint16_t>(y >> 16)));
 }
 
 int streamBit(const std::uint16_t* tile, int bits, long index) {
@@ -88,7 +89,8 @@ std::vector<double> inner(const Layer& l) {
             const std::uint16_t* tile = l.trellis.data() + static_cast<std::size_t>((tk * tilesN + tn) * words);
             for (int s = 0; s < 256; ++s) {
                 const int p = tilePosition(s);
-                w[static_cast<std::size_t>((tk * 16 + p / 16) * l.n + tn * 16 + p % 16)] = codebook(l.cb, state(tile, l.bits, s));
+                w[static_cast<std::size_t>((tk * 16 + p / 16) * l.n + tn * 16 + p % 16)] =
+                    codebook(l.cb, state(tile, l.bits, s));
             }
         }
     return w;
@@ -97,7 +99,9 @@ std::vector<double> inner(const Layer& l) {
 std::vector<double> weight(const Layer& l) {
     const auto h = hadamard(128);
     const auto w = inner(l);
-    const auto at = [&](const std::vector<double>& m, int r, int c) { return m[static_cast<std::size_t>(r) * l.n + c]; };
+    const auto at = [&](const std::vector<double>& m, int r, int c) {
+        return m[static_cast<std::size_t>(r) * l.n + c];
+    };
     std::vector<double> a(w.size()), b(w.size());
     // a = diag(suh) * blockdiag(H) * W_hat
     for (int r = 0; r < l.k; ++r)

@@ -11,8 +11,8 @@ namespace qs::formats::test::exl3ref {
 
 enum class Codebook { ThreeInst, Mcg, Mul1 };
 
-double halfValue(std::uint16_t bits);   // IEEE binary16, by sign, exponent and mantissa
-double roundToHalf(double v);           // nearest binary16 value, ties to even (normal range)
+double halfValue(std::uint16_t bits);  // IEEE binary16, by sign, exponent and mantissa
+double roundToHalf(double v);          // nearest binary16 value, ties to even (normal range)
 
 double codebook(Codebook cb, std::uint16_t state);
 
@@ -30,11 +30,11 @@ std::vector<double> hadamard(int n);
 struct Layer {
     int k = 0, n = 0, bits = 0;
     Codebook cb = Codebook::ThreeInst;
-    std::vector<std::uint16_t> trellis;   // [k/16, n/16, 16*bits] as stored
+    std::vector<std::uint16_t> trellis;  // [k/16, n/16, 16*bits] as stored
     std::vector<double> suh, svh;
 };
 
-std::vector<double> inner(const Layer& l);    // W_hat [k, n]
-std::vector<double> weight(const Layer& l);   // diag(suh) H W_hat H diag(svh), [k, n]
+std::vector<double> inner(const Layer& l);   // W_hat [k, n]
+std::vector<double> weight(const Layer& l);  // diag(suh) H W_hat H diag(svh), [k, n]
 
 }  // namespace qs::formats::test::exl3ref

@@ -1,9 +1,9 @@
 #pragma once
 // Element-by-element comparisons of decoded weights with brute-force expectations.
+#include <gtest/gtest.h>
+
 #include <cmath>
 #include <functional>
-
-#include <gtest/gtest.h>
 
 #include "qs/formats/linear_codec.h"
 
@@ -31,7 +31,9 @@ inline void expectWeight(const MatrixF& actual, std::int64_t rows, std::int64_t 
 inline void expectPartsReproduceWeight(const DecodedLinear& d, float relTol = 0.0f) {
     ASSERT_TRUE(d.partsExact);
     const MatrixF fromParts = d.parts.dequantize();
-    expectWeight(fromParts, d.weight.rows(), d.weight.cols(), [&](std::int64_t r, std::int64_t c) { return d.weight(r, c); }, relTol);
+    expectWeight(
+        fromParts, d.weight.rows(), d.weight.cols(), [&](std::int64_t r, std::int64_t c) { return d.weight(r, c); },
+        relTol);
 }
 
 }  // namespace qs::formats::test

@@ -4,6 +4,7 @@
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
+
 #include <unistd.h>
 
 #include "qs/io/dtype.h"
@@ -38,11 +39,13 @@ Fixture::~Fixture() {
     std::filesystem::remove_all(dir_, ec);
 }
 
-void Fixture::add(const std::string& name, const std::string& dtype, std::vector<std::int64_t> shape, std::vector<std::uint8_t> bytes) {
+void Fixture::add(const std::string& name, const std::string& dtype, std::vector<std::int64_t> shape,
+                  std::vector<std::uint8_t> bytes) {
     tensors_.push_back({name, dtype, std::move(shape), std::move(bytes)});
 }
 
-void Fixture::addWords(const std::string& name, std::vector<std::int64_t> shape, const std::vector<std::uint32_t>& words) {
+void Fixture::addWords(const std::string& name, std::vector<std::int64_t> shape,
+                       const std::vector<std::uint32_t>& words) {
     add(name, "I32", std::move(shape), asBytes(words));
 }
 
@@ -70,17 +73,21 @@ void Fixture::addBF16(const std::string& name, std::vector<std::int64_t> shape, 
     add(name, "BF16", std::move(shape), asBytes(h));
 }
 
-void Fixture::addI64(const std::string& name, std::vector<std::int64_t> shape, const std::vector<std::int64_t>& values) {
+void Fixture::addI64(const std::string& name, std::vector<std::int64_t> shape,
+                     const std::vector<std::int64_t>& values) {
     add(name, "I64", std::move(shape), asBytes(values));
 }
 
-void Fixture::addI32(const std::string& name, std::vector<std::int64_t> shape, const std::vector<std::int32_t>& values) {
+void Fixture::addI32(const std::string& name, std::vector<std::int64_t> shape,
+                     const std::vector<std::int32_t>& values) {
     add(name, "I32", std::move(shape), asBytes(values));
 }
 
 void Fixture::setQuantizationConfig(nlohmann::json q) { config_["quantization_config"] = std::move(q); }
 
-void Fixture::addJsonFile(const std::string& fileName, nlohmann::json content) { files_.emplace_back(fileName, std::move(content)); }
+void Fixture::addJsonFile(const std::string& fileName, nlohmann::json content) {
+    files_.emplace_back(fileName, std::move(content));
+}
 
 io::Checkpoint Fixture::open() {
     // safetensors: u64 header length, JSON header padded with spaces to 8 bytes, contiguous data.
@@ -96,7 +103,8 @@ io::Checkpoint Fixture::open() {
     const std::uint64_t n = text.size();
     out.write(reinterpret_cast<const char*>(&n), 8);
     out.write(text.data(), static_cast<std::streamsize>(text.size()));
-    for (const auto& t : tensors_) out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
+    for (const auto& t : tensors_)
+        out.write(reinterpret_cast<const char*>(t.bytes.data()), static_cast<std::streamsize>(t.bytes.size()));
     out.close();
     writeJson(dir_ / "config.json", config_);
     for (const auto& [name, content] : files_) writeJson(dir_ / name, content);
@@ -120,7 +128,8 @@ float e8m0Value(std::uint8_t bits) { return bits == 0xFF ? std::nanf("") : std::
 
 std::uint8_t e4m3Code(float v) {
     for (int b = 0; b < 256; ++b)
-        if (e4m3Value(static_cast<std::uint8_t>(b)) == v && !(v == 0.0f && b == 0x80)) return static_cast<std::uint8_t>(b);
+        if (e4m3Value(static_cast<std::uint8_t>(b)) == v && !(v == 0.0f && b == 0x80))
+            return static_cast<std::uint8_t>(b);
     throw std::logic_error("test value is not an E4M3 number");
 }
 

@@ -15,23 +15,27 @@ namespace qs::formats::test {
 
 class Fixture {
 public:
-    explicit Fixture(const std::string& name);   // a fresh folder under the temp directory
+    explicit Fixture(const std::string& name);  // a fresh folder under the temp directory
     ~Fixture();
     Fixture(const Fixture&) = delete;
     Fixture& operator=(const Fixture&) = delete;
 
-    void add(const std::string& name, const std::string& dtype, std::vector<std::int64_t> shape, std::vector<std::uint8_t> bytes);
-    void addWords(const std::string& name, std::vector<std::int64_t> shape, const std::vector<std::uint32_t>& words);  // I32
+    void add(const std::string& name, const std::string& dtype, std::vector<std::int64_t> shape,
+             std::vector<std::uint8_t> bytes);
+    void addWords(const std::string& name, std::vector<std::int64_t> shape,
+                  const std::vector<std::uint32_t>& words);  // I32
     void addF32(const std::string& name, std::vector<std::int64_t> shape, const std::vector<float>& values);
-    void addF16(const std::string& name, std::vector<std::int64_t> shape, const std::vector<float>& values);   // values must be exact in f16
-    void addBF16(const std::string& name, std::vector<std::int64_t> shape, const std::vector<float>& values);  // values must be exact in bf16
+    void addF16(const std::string& name, std::vector<std::int64_t> shape,
+                const std::vector<float>& values);  // values must be exact in f16
+    void addBF16(const std::string& name, std::vector<std::int64_t> shape,
+                 const std::vector<float>& values);  // values must be exact in bf16
     void addI64(const std::string& name, std::vector<std::int64_t> shape, const std::vector<std::int64_t>& values);
     void addI32(const std::string& name, std::vector<std::int64_t> shape, const std::vector<std::int32_t>& values);
 
-    void setQuantizationConfig(nlohmann::json q);          // config.json["quantization_config"]
+    void setQuantizationConfig(nlohmann::json q);  // config.json["quantization_config"]
     void addJsonFile(const std::string& fileName, nlohmann::json content);
 
-    io::Checkpoint open();   // writes everything, then io::Checkpoint::open(folder)
+    io::Checkpoint open();  // writes everything, then io::Checkpoint::open(folder)
     const std::filesystem::path& dir() const { return dir_; }
 
 private:
@@ -50,6 +54,6 @@ private:
 float e4m3Value(std::uint8_t bits);
 float e2m1Value(std::uint8_t nibble);
 float e8m0Value(std::uint8_t bits);
-std::uint8_t e4m3Code(float v);   // exact inverse for values that are E4M3 numbers (test inputs)
+std::uint8_t e4m3Code(float v);  // exact inverse for values that are E4M3 numbers (test inputs)
 
 }  // namespace qs::formats::test

@@ -4,11 +4,12 @@
 
 #include <random>
 
-#include "expect_weight.h"
-#include "fixture.h"
 #include "qs/error.h"
 #include "qs/formats/detect.h"
 #include "qs/formats/linear_reader.h"
+
+#include "expect_weight.h"
+#include "fixture.h"
 
 namespace qs::formats::test {
 namespace {
@@ -20,28 +21,32 @@ std::vector<std::uint8_t> randomE4m3(std::size_t count, unsigned seed) {
     std::vector<std::uint8_t> codes(count);
     for (auto& c : codes) {
         do c = static_cast<std::uint8_t>(rng() & 0xFF);
-        while ((c & 0x7F) == 0x7F);   // no NaN
+        while ((c & 0x7F) == 0x7F);  // no NaN
     }
     return codes;
 }
 
 TEST(Fp8Codec, BlocksOf128MultiplyByWeightScaleInvAndCropAtTheEdges) {
-    const int n = 160, k = 200;   // 2 x 2 blocks, the last ones partial
+    const int n = 160, k = 200;  // 2 x 2 blocks, the last ones partial
     const auto codes = randomE4m3(n * k, 31u);
     const std::vector<float> scales = {0.5f, 0.003f, 2.25f, 1.0f / 448.0f};
     Fixture f("fp8_block");
     f.add(kPrefix + ".weight", "F8_E4M3", {n, k}, codes);
     f.addF32(kPrefix + ".weight_scale_inv", {2, 2}, scales);
     f.addBF16("model.layers.0.mlp.down_proj.weight", {4, 2}, {1, 2, 3, 4, 5, 6, 7, 8});
-    f.setQuantizationConfig({{"quant_method", "fp8"}, {"activation_scheme", "dynamic"}, {"fmt", "e4m3"}, {"weight_block_size", {128, 128}}});
+    f.setQuantizationConfig({{"quant_method", "fp8"},
+                             {"activation_scheme", "dynamic"},
+                             {"fmt", "e4m3"},
+                             {"weight_block_size", {128, 128}}});
     const auto ck = f.open();
     const LinearReader reader(ck);
     EXPECT_EQ(reader.format().format, Format::Fp8);
     EXPECT_EQ(reader.format().variant, "block");
     const auto d = reader.decode(kPrefix);
-    expectWeight(d.weight, n, k, [&](std::int64_t r, std::int64_t c) {
-        return e4m3Value(codes[r * k + c]) * scales[(r / 128) * 2 + c / 128];
-    }, 0.0f);
+    expectWeight(
+        d.weight, n, k,
+        [&](std::int64_t r, std::int64_t c) { return e4m3Value(codes[r * k + c]) * scales[(r / 128) * 2 + c / 128]; },
+        0.0f);
     EXPECT_EQ(d.parts.codeKind, quant::CodeKind::E4M3);
     EXPECT_EQ(d.parts.blockRows, 128);
     EXPECT_EQ(d.parts.blockCols, 128);
@@ -56,16 +61,20 @@ TEST(Fp8Codec, BlocksOf128MultiplyByWeightScaleInvAndCropAtTheEdges) {
 TEST(Fp8Codec, Ue8m0ScalesArePowersOfTwoWithBias127) {
     const int n = 128, k = 256;
     const auto codes = randomE4m3(n * k, 32u);
-    const std::vector<std::uint8_t> exps = {127, 120};   // 1 and 2^-7
+    const std::vector<std::uint8_t> exps = {127, 120};  // 1 and 2^-7
     Fixture f("fp8_ue8m0");
     f.add(kPrefix + ".weight", "F8_E4M3", {n, k}, codes);
     f.add(kPrefix + ".weight_scale_inv", "F8_E8M0", {1, 2}, exps);
-    f.setQuantizationConfig({{"quant_method", "fp8"}, {"activation_scheme", "dynamic"}, {"weight_block_size", {128, 128}}, {"scale_fmt", "ue8m0"}});
+    f.setQuantizationConfig({{"quant_method", "fp8"},
+                             {"activation_scheme", "dynamic"},
+                             {"weight_block_size", {128, 128}},
+                             {"scale_fmt", "ue8m0"}});
     const auto ck = f.open();
     const auto d = LinearReader(ck).decode(kPrefix);
-    expectWeight(d.weight, n, k, [&](std::int64_t r, std::int64_t c) {
-        return e4m3Value(codes[r * k + c]) * (c < 128 ? 1.0f : 1.0f / 128.0f);
-    }, 0.0f);
+    expectWeight(
+        d.weight, n, k,
+        [&](std::int64_t r, std::int64_t c) { return e4m3Value(codes[r * k + c]) * (c < 128 ? 1.0f : 1.0f / 128.0f); },
+        0.0f);
 }
 
 TEST(Fp8Codec, PerTensorWeightScaleWithStaticInputScale) {
@@ -80,7 +89,8 @@ TEST(Fp8Codec, PerTensorWeightScaleWithStaticInputScale) {
     const LinearReader reader(ck);
     EXPECT_EQ(reader.format().variant, "tensor");
     const auto d = reader.decode(kPrefix);
-    expectWeight(d.weight, n, k, [&](std::int64_t r, std::int64_t c) { return e4m3Value(codes[r * k + c]) * 0.0125f; }, 0.0f);
+    expectWeight(
+        d.weight, n, k, [&](std::int64_t r, std::int64_t c) { return e4m3Value(codes[r * k + c]) * 0.0125f; }, 0.0f);
     EXPECT_EQ(d.parts.blockRows, n);
     EXPECT_EQ(d.parts.blockCols, k);
     EXPECT_EQ(reader.format().layers.at(0).granularity, "tensor");
@@ -98,7 +108,8 @@ TEST(Fp8Codec, PerChannelWeightScale) {
     f.setQuantizationConfig({{"quant_method", "fp8"}, {"activation_scheme", "dynamic"}});
     const auto ck = f.open();
     const auto d = LinearReader(ck).decode(kPrefix);
-    expectWeight(d.weight, n, k, [&](std::int64_t r, std::int64_t c) { return e4m3Value(codes[r * k + c]) * scales[r]; }, 0.0f);
+    expectWeight(
+        d.weight, n, k, [&](std::int64_t r, std::int64_t c) { return e4m3Value(codes[r * k + c]) * scales[r]; }, 0.0f);
     EXPECT_EQ(d.parts.blockCols, k);
 }
 
@@ -106,9 +117,10 @@ TEST(Fp8Codec, BlockScalesOfTheWrongShapeAreAnErrorNamingThem) {
     Fixture f("fp8_bad");
     f.add(kPrefix + ".weight", "F8_E4M3", {256, 256}, randomE4m3(256 * 256, 35u));
     f.addF32(kPrefix + ".weight_scale_inv", {2, 3}, {1, 1, 1, 1, 1, 1});
-    f.setQuantizationConfig({{"quant_method", "fp8"}, {"activation_scheme", "dynamic"}, {"weight_block_size", {128, 128}}});
+    f.setQuantizationConfig(
+        {{"quant_method", "fp8"}, {"activation_scheme", "dynamic"}, {"weight_block_size", {128, 128}}});
     const auto ck = f.open();
-    const auto info = detect(ck);   // detection lists the layer and says what is wrong with it
+    const auto info = detect(ck);  // detection lists the layer and says what is wrong with it
     ASSERT_EQ(info.layers.size(), 1u);
     EXPECT_NE(info.layers[0].problem.find(kPrefix + ".weight_scale_inv"), std::string::npos) << info.layers[0].problem;
     try {

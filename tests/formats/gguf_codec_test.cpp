@@ -5,10 +5,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstring>
 #include <random>
+
+#include <unistd.h>
 
 #include "qs/error.h"
 #include "qs/formats/detect.h"
@@ -26,7 +26,8 @@ const fs::path kTinyLlama = fs::path(QS_TEST_DATA_DIR) / "gguf" / "llama-2-tiny-
 
 class TempGguf {
 public:
-    explicit TempGguf(const std::string& name) : path_(fs::temp_directory_path() / ("qs_formats_" + name + "_" + std::to_string(::getpid()) + ".gguf")) {
+    explicit TempGguf(const std::string& name)
+        : path_(fs::temp_directory_path() / ("qs_formats_" + name + "_" + std::to_string(::getpid()) + ".gguf")) {
         fs::remove(path_);
     }
     ~TempGguf() { fs::remove(path_); }
@@ -36,7 +37,7 @@ private:
     fs::path path_;
 };
 
-constexpr std::int64_t kRows = 3, kCols = 256;   // 256: whole blocks of every ggml type
+constexpr std::int64_t kRows = 3, kCols = 256;  // 256: whole blocks of every ggml type
 
 // Random bytes for a [kRows, kCols] tensor of `type`: any bit pattern is a valid block to decode.
 std::vector<std::byte> randomRows(io::GgmlType type, unsigned seed) {
@@ -73,7 +74,7 @@ TEST(GgufFormat, TheTinyLlamaFileIsGgufWithDenseLinears) {
     EXPECT_EQ(formatName(info.format), "gguf");
     EXPECT_EQ(info.variant, "F16");
     EXPECT_TRUE(info.decodable);
-    ASSERT_EQ(info.layers.size(), 8u);   // 7 linears and the untied lm_head ("output.weight")
+    ASSERT_EQ(info.layers.size(), 8u);  // 7 linears and the untied lm_head ("output.weight")
     for (const auto& l : info.layers) {
         EXPECT_EQ(l.codec, "gguf");
         EXPECT_EQ(l.summary(), "dense 16-bit") << l.ref.prefix;
@@ -93,7 +94,9 @@ TEST(GgufFormat, Q8LinearsAreDescribedByTheirGgmlType) {
     std::vector<std::byte> bytes(static_cast<std::size_t>(kRows) * io::ggmlRowBytes(io::GgmlType::Q8_0, kCols));
     for (std::int64_t r = 0; r < kRows; ++r)
         quant::ggmlEncodeRow(io::GgmlType::Q8_0, values.data() + r * kCols,
-                             reinterpret_cast<std::uint8_t*>(bytes.data()) + static_cast<std::size_t>(r) * io::ggmlRowBytes(io::GgmlType::Q8_0, kCols), kCols);
+                             reinterpret_cast<std::uint8_t*>(bytes.data()) +
+                                 static_cast<std::size_t>(r) * io::ggmlRowBytes(io::GgmlType::Q8_0, kCols),
+                             kCols);
     writeModel(file.path(), io::GgmlType::Q8_0, bytes);
     const auto ck = io::Checkpoint::open(file.path());
     const FormatInfo info = detect(ck);
@@ -113,12 +116,13 @@ TEST(GgufFormat, Q8LinearsAreDescribedByTheirGgmlType) {
     EXPECT_TRUE(d.quantized);
     EXPECT_FALSE(d.partsExact);
     for (std::int64_t r = 0; r < kRows; ++r)
-        for (std::int64_t c = 0; c < kCols; ++c) EXPECT_NEAR(d.weight(r, c), values[static_cast<std::size_t>(r * kCols + c)], 0.02f);
+        for (std::int64_t c = 0; c < kCols; ++c)
+            EXPECT_NEAR(d.weight(r, c), values[static_cast<std::size_t>(r * kCols + c)], 0.02f);
 }
 
 TEST(GgufFormat, EveryTypeThatDecodesDecodesItsStoredRowsAsGgml) {
     const auto types = typesWhere(true);
-    ASSERT_GE(types.size(), 4u);   // f32, f16, bf16, q8_0 at least
+    ASSERT_GE(types.size(), 4u);  // f32, f16, bf16, q8_0 at least
     for (const io::GgmlType type : types) {
         const std::string name(io::ggmlTypeTraits(type).name);
         TempGguf file("decodes_" + name);
@@ -126,33 +130,38 @@ TEST(GgufFormat, EveryTypeThatDecodesDecodesItsStoredRowsAsGgml) {
         writeModel(file.path(), type, bytes);
         const auto ck = io::Checkpoint::open(file.path());
         // Random blocks hold NaN and Inf scales: decoded as they are, not refused (issue 21's default).
-        const MatrixF w = LinearReader(ck, DecodeOptions{.allowNonFinite = true}).decodeF32("model.layers.0.mlp.up_proj");
+        const MatrixF w =
+            LinearReader(ck, DecodeOptions{.allowNonFinite = true}).decodeF32("model.layers.0.mlp.up_proj");
         std::vector<float> expected(static_cast<std::size_t>(kCols));
         const std::size_t rowBytes = io::ggmlRowBytes(type, kCols);
         for (std::int64_t r = 0; r < kRows; ++r) {
-            io::ggmlDecodeRow(type, reinterpret_cast<const std::uint8_t*>(bytes.data()) + static_cast<std::size_t>(r) * rowBytes, expected.data(), kCols);
+            io::ggmlDecodeRow(
+                type, reinterpret_cast<const std::uint8_t*>(bytes.data()) + static_cast<std::size_t>(r) * rowBytes,
+                expected.data(), kCols);
             // Bit for bit: random blocks hold NaN and Inf scales, which == would not match.
-            EXPECT_EQ(std::memcmp(w.row(r).data(), expected.data(), expected.size() * sizeof(float)), 0) << name << " row " << r;
+            EXPECT_EQ(std::memcmp(w.row(r).data(), expected.data(), expected.size() * sizeof(float)), 0)
+                << name << " row " << r;
         }
     }
 }
 
 TEST(GgufFormat, ATypeWithoutADecoderIsRefusedNamingTensorAndType) {
     const auto types = typesWhere(false);
-    ASSERT_FALSE(types.empty());   // the integer types never decode to weights
+    ASSERT_FALSE(types.empty());  // the integer types never decode to weights
     const io::GgmlType type = types.front();
     const std::string name(io::ggmlTypeTraits(type).name);
     TempGguf file("refused");
     writeModel(file.path(), type, randomRows(type, 9));
     const auto ck = io::Checkpoint::open(file.path());
-    const FormatInfo info = detect(ck);   // inspecting still works
+    const FormatInfo info = detect(ck);  // inspecting still works
     EXPECT_EQ(info.layers[1].problem, "ggml type " + name + " cannot be decoded by QuantScope");
     try {
         (void)LinearReader(ck).decode("model.layers.0.mlp.up_proj");
         ADD_FAILURE() << "decoding " << name << " did not throw";
     } catch (const Error& e) {
         const std::string what = e.what();
-        EXPECT_THAT(what, HasSubstr(file.path().string() + ": tensor 'model.layers.0.mlp.up_proj.weight': ggml type " + name));
+        EXPECT_THAT(
+            what, HasSubstr(file.path().string() + ": tensor 'model.layers.0.mlp.up_proj.weight': ggml type " + name));
         EXPECT_EQ(what.find('\n'), std::string::npos);
     }
 }

@@ -5,11 +5,12 @@
 #include <numeric>
 #include <random>
 
-#include "expect_weight.h"
-#include "fixture.h"
 #include "qs/error.h"
 #include "qs/formats/detect.h"
 #include "qs/formats/linear_reader.h"
+
+#include "expect_weight.h"
+#include "fixture.h"
 
 namespace qs::formats::test {
 namespace {
@@ -19,10 +20,10 @@ const std::string kPrefix = "model.layers.0.self_attn.q_proj";
 struct GptqLayer {
     int bits = 4, groupSize = 32, k = 64, n = 32;
     bool descAct = false, sym = true, v2 = false;
-    std::vector<std::vector<int>> q;       // [K][N]
-    std::vector<std::vector<int>> z;       // [groups][N]
-    std::vector<std::vector<float>> s;     // [groups][N]
-    std::vector<int> gIdx;                 // [K]
+    std::vector<std::vector<int>> q;    // [K][N]
+    std::vector<std::vector<int>> z;    // [groups][N]
+    std::vector<std::vector<float>> s;  // [groups][N]
+    std::vector<int> gIdx;              // [K]
     int groups() const { return (k + g() - 1) / g(); }
     int g() const { return groupSize == -1 ? k : groupSize; }
 };
@@ -38,14 +39,14 @@ GptqLayer makeLayer(int bits, int groupSize, bool descAct, bool sym, bool v2, un
     l.s.assign(l.groups(), std::vector<float>(n));
     for (int g = 0; g < l.groups(); ++g)
         for (int c = 0; c < n; ++c) {
-            l.z[g][c] = sym ? (maxq + 1) / 2 : static_cast<int>(1 + rng() % maxq);   // 1..maxq: v1-safe
-            l.s[g][c] = static_cast<float>(1 + rng() % 64) / 256.0f;                 // exact in f16
+            l.z[g][c] = sym ? (maxq + 1) / 2 : static_cast<int>(1 + rng() % maxq);  // 1..maxq: v1-safe
+            l.s[g][c] = static_cast<float>(1 + rng() % 64) / 256.0f;                // exact in f16
         }
     std::vector<int> perm(k);
     std::iota(perm.begin(), perm.end(), 0);
     if (descAct) std::shuffle(perm.begin(), perm.end(), rng);
     l.gIdx.resize(k);
-    for (int i = 0; i < k; ++i) l.gIdx[perm[i]] = i / l.g();   // invperm[k] // G
+    for (int i = 0; i < k; ++i) l.gIdx[perm[i]] = i / l.g();  // invperm[k] // G
     return l;
 }
 
@@ -102,16 +103,19 @@ void addLayer(Fixture& f, const GptqLayer& l, const std::string& prefix = kPrefi
 }
 
 nlohmann::json configOf(const GptqLayer& l) {
-    return {{"quant_method", "gptq"}, {"bits", l.bits}, {"group_size", l.groupSize}, {"desc_act", l.descAct},
-            {"sym", l.sym}, {"checkpoint_format", l.v2 ? "gptq_v2" : "gptq"}};
+    return {{"quant_method", "gptq"}, {"bits", l.bits}, {"group_size", l.groupSize},
+            {"desc_act", l.descAct},  {"sym", l.sym},   {"checkpoint_format", l.v2 ? "gptq_v2" : "gptq"}};
 }
 
 void expectDecodes(const GptqLayer& l, const DecodedLinear& d) {
     ASSERT_TRUE(d.quantized);
-    expectWeight(d.weight, l.n, l.k, [&](std::int64_t r, std::int64_t c) {
-        const int g = l.gIdx[c];
-        return l.s[g][r] * static_cast<float>(l.q[c][r] - l.z[g][r]);
-    }, 0.0f);
+    expectWeight(
+        d.weight, l.n, l.k,
+        [&](std::int64_t r, std::int64_t c) {
+            const int g = l.gIdx[c];
+            return l.s[g][r] * static_cast<float>(l.q[c][r] - l.z[g][r]);
+        },
+        0.0f);
     for (int c = 0; c < l.n; ++c)
         for (int k = 0; k < l.k; ++k) ASSERT_EQ(d.parts.codes[c * l.k + k], l.q[k][c]);
     for (int c = 0; c < l.n; ++c)
@@ -171,7 +175,7 @@ TEST(GptqCodec, SymmetricV1FourBitZerosAreTheWord0x77777777) {
     const auto zeros = ck.tensor(kPrefix + ".qzeros");
     std::uint32_t first;
     std::memcpy(&first, zeros.bytes().data(), 4);
-    ASSERT_EQ(first, 0x77777777u);   // the test's own packing follows docs/formats/gptq.md
+    ASSERT_EQ(first, 0x77777777u);  // the test's own packing follows docs/formats/gptq.md
     const auto d = LinearReader(ck).decode(kPrefix);
     EXPECT_EQ(d.parts.zeros(0, 0), 8.0f);
     EXPECT_EQ(d.parts.zeros(l.n - 1, 1), 8.0f);
@@ -236,7 +240,7 @@ TEST(GptqCodec, ScalesThatDoNotFitQweightAreAnErrorNamingTheTensor) {
     Fixture f("gptq_bad");
     addLayer(f, l);
     auto config = configOf(l);
-    config["group_size"] = 16;   // qweight holds 64 inputs -> 4 groups, but scales has 2 rows
+    config["group_size"] = 16;  // qweight holds 64 inputs -> 4 groups, but scales has 2 rows
     f.setQuantizationConfig(config);
     const auto ck = f.open();
     try {

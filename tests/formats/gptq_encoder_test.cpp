@@ -6,12 +6,13 @@
 #include <cstring>
 #include <random>
 
-#include "encoder_roundtrip.h"
 #include "qs/error.h"
 #include "qs/formats/detect.h"
 #include "qs/quant/fp8.h"
 #include "qs/quant/gptq.h"
 #include "qs/quant/rtn.h"
+
+#include "encoder_roundtrip.h"
 
 namespace qs::formats::test {
 namespace {
@@ -68,19 +69,21 @@ TEST_P(GptqEncoderRoundTrip, ReadsBackAsDequantize) {
     const auto& encoder = encoderNamed(sym ? "gptq" : "gptq_v2");
     ASSERT_EQ(encoder.refusal(q), "");
     expectExact(roundTrip("gptq_rt", encoder, q), q);
-    if (sym) expectExact(roundTrip("gptq_rt_v2", encoderNamed("gptq_v2"), q), q);   // v2 holds symmetric grids too
+    if (sym) expectExact(roundTrip("gptq_rt_v2", encoderNamed("gptq_v2"), q), q);  // v2 holds symmetric grids too
 }
 
 INSTANTIATE_TEST_SUITE_P(BitsGroupsSymmetry, GptqEncoderRoundTrip,
-                         ::testing::Values(Case{4, 128, true}, Case{4, 128, false}, Case{4, 32, true}, Case{4, 64, false},
-                                           Case{4, -1, true}, Case{8, 128, true}, Case{8, -1, false}, Case{8, 32, true},
-                                           Case{2, 64, false}, Case{2, 32, true}, Case{3, 128, true}, Case{3, 32, false}));
+                         ::testing::Values(Case{4, 128, true}, Case{4, 128, false}, Case{4, 32, true},
+                                           Case{4, 64, false}, Case{4, -1, true}, Case{8, 128, true},
+                                           Case{8, -1, false}, Case{8, 32, true}, Case{2, 64, false}, Case{2, 32, true},
+                                           Case{3, 128, true}, Case{3, 32, false}));
 
 TEST(GptqEncoder, ActOrderWritesGroupIndexAndReadsBack) {
     const MatrixF w = randomMatrix(64, 256, 7);
     const MatrixF x = randomMatrix(512, 256, 8);
     MatrixF h = 2.0f * x.transpose() * x / 512.0f;
-    for (Eigen::Index c = 0; c < h.cols(); ++c) h(c, c) *= 1.0f + static_cast<float>(c % 13);   // distinct diagonal: a real permutation
+    for (Eigen::Index c = 0; c < h.cols(); ++c)
+        h(c, c) *= 1.0f + static_cast<float>(c % 13);  // distinct diagonal: a real permutation
     quant::GptqOptions o;
     o.bits = 4;
     o.groupSize = 32;
@@ -109,7 +112,7 @@ TEST(GptqEncoder, V1Symmetric4BitZerosAreAllSevens) {
     const auto dir = writeEncoded(freshPath("gptq_sevens"), encoderNamed("gptq"), {{kPrefix, q}});
     const auto checkpoint = io::Checkpoint::open(dir);
     const auto words = storedWords(checkpoint, kPrefix + ".qzeros");
-    ASSERT_EQ(words.size(), 2u * 8u);   // [256/128 groups, 64*4/32]
+    ASSERT_EQ(words.size(), 2u * 8u);  // [256/128 groups, 64*4/32]
     for (auto w : words) EXPECT_EQ(w, 0x77777777u);
     EXPECT_EQ(checkpoint.tensor(kPrefix + ".qzeros").dtype(), io::DType::I32);
     EXPECT_EQ(checkpoint.tensor(kPrefix + ".scales").dtype(), io::DType::F16);
@@ -125,11 +128,12 @@ TEST(GptqEncoder, V2StoresZerosAsTheyAre) {
 
 TEST(GptqEncoder, PacksTheLowestInputInTheLowestBits) {
     auto q = rtn(8, 64, 4, 32, true);
-    for (std::int64_t c = 0; c < 64; ++c) q.codes[static_cast<std::size_t>(c)] = static_cast<std::uint8_t>(c % 16);   // row 0
+    for (std::int64_t c = 0; c < 64; ++c)
+        q.codes[static_cast<std::size_t>(c)] = static_cast<std::uint8_t>(c % 16);  // row 0
     const auto tensors = encoderNamed("gptq").encode(kPrefix, q);
     ASSERT_EQ(tensors[0].name, kPrefix + ".qweight");
     EXPECT_EQ(tensors[0].shape, (std::vector<std::int64_t>{8, 8}));
-    std::uint32_t word0 = 0;   // qweight[0, 0]: inputs 0..7 of output 0
+    std::uint32_t word0 = 0;  // qweight[0, 0]: inputs 0..7 of output 0
     std::memcpy(&word0, tensors[0].bytes.data(), 4);
     EXPECT_EQ(word0, 0x76543210u);
 }
@@ -138,7 +142,7 @@ TEST(GptqEncoder, ScalesAreStoredInF16AndNothingElseChanges) {
     const auto q = rtn(64, 256, 4, 128, false, 3);
     const auto d = roundTrip("gptq_f16", encoderNamed("gptq_v2"), q);
     EXPECT_EQ(bitDifferences(d.weight, withF16Scales(q).dequantize()), 0);
-    EXPECT_GT(bitDifferences(d.weight, q.dequantize()), 0);   // the f32 scales were not all f16 numbers
+    EXPECT_GT(bitDifferences(d.weight, q.dequantize()), 0);  // the f32 scales were not all f16 numbers
 }
 
 TEST(GptqEncoder, ConfigHoldsWhatTransformersAndVllmRequire) {
@@ -156,7 +160,8 @@ TEST(GptqEncoder, ConfigHoldsWhatTransformersAndVllmRequire) {
     EXPECT_EQ(info.format, Format::Gptq);
     EXPECT_EQ(info.variant, "gptq");
     std::filesystem::remove_all(dir);
-    EXPECT_EQ(encoderNamed("gptq_v2").quantizationConfig({{{kPrefix, &q}}, {}, io::DType::BF16})["checkpoint_format"], "gptq_v2");
+    EXPECT_EQ(encoderNamed("gptq_v2").quantizationConfig({{{kPrefix, &q}}, {}, io::DType::BF16})["checkpoint_format"],
+              "gptq_v2");
 }
 
 TEST(GptqEncoder, RefusesWhatTheLayoutCannotHold) {
@@ -175,17 +180,24 @@ TEST(GptqEncoder, RefusesWhatTheLayoutCannotHold) {
 // Mixed schemes: the one most weights use is the model's, the others GPTQModel `dynamic` overrides
 // (FORMATS.md: regex keys, "+:" positive, "-:" skipped), keyed on vLLM's fused name too.
 TEST(GptqEncoder, MixedSchemesBecomeDynamicOverrides) {
-    const auto small4 = rtn(64, 256, 4, 128, true), big8 = rtn(256, 256, 8, 128, true), small8 = rtn(64, 256, 8, 64, true);
+    const auto small4 = rtn(64, 256, 4, 128, true), big8 = rtn(256, 256, 8, 128, true),
+               small8 = rtn(64, 256, 8, 64, true);
     const std::string l0 = "model.layers.0.";
-    const auto config = encoderNamed("gptq").quantizationConfig(
-        {{{l0 + "self_attn.o_proj", &small4}, {l0 + "mlp.down_proj", &big8}, {l0 + "mlp.gate_proj", &small8}, {l0 + "mlp.up_proj", &small8}},
-         {l0 + "self_attn.q_proj", "lm_head"}, io::DType::BF16});
-    EXPECT_EQ(config.at("bits"), 8);   // 256·256 weights at 8 bits, group 128, against 2·64·256 at group 64
+    const auto config = encoderNamed("gptq").quantizationConfig({{{l0 + "self_attn.o_proj", &small4},
+                                                                  {l0 + "mlp.down_proj", &big8},
+                                                                  {l0 + "mlp.gate_proj", &small8},
+                                                                  {l0 + "mlp.up_proj", &small8}},
+                                                                 {l0 + "self_attn.q_proj", "lm_head"},
+                                                                 io::DType::BF16});
+    EXPECT_EQ(config.at("bits"), 8);  // 256·256 weights at 8 bits, group 128, against 2·64·256 at group 64
     EXPECT_EQ(config.at("group_size"), 128);
     const nlohmann::json dynamic = {
-        {"+:^model\\.layers\\.0\\.self_attn\\.o_proj$", {{"bits", 4}, {"group_size", 128}, {"desc_act", false}, {"sym", true}}},
-        {"+:^model\\.layers\\.0\\.mlp\\.(gate_proj|gate_up_proj)$", {{"bits", 8}, {"group_size", 64}, {"desc_act", false}, {"sym", true}}},
-        {"+:^model\\.layers\\.0\\.mlp\\.(up_proj|gate_up_proj)$", {{"bits", 8}, {"group_size", 64}, {"desc_act", false}, {"sym", true}}},
+        {"+:^model\\.layers\\.0\\.self_attn\\.o_proj$",
+         {{"bits", 4}, {"group_size", 128}, {"desc_act", false}, {"sym", true}}},
+        {"+:^model\\.layers\\.0\\.mlp\\.(gate_proj|gate_up_proj)$",
+         {{"bits", 8}, {"group_size", 64}, {"desc_act", false}, {"sym", true}}},
+        {"+:^model\\.layers\\.0\\.mlp\\.(up_proj|gate_up_proj)$",
+         {{"bits", 8}, {"group_size", 64}, {"desc_act", false}, {"sym", true}}},
         {"-:^model\\.layers\\.0\\.self_attn\\.(q_proj|qkv_proj)$", nlohmann::json::object()}};
     EXPECT_EQ(config.at("dynamic"), dynamic) << config.dump(1);
     // One scheme: no `dynamic` at all (GPTQModel drops an empty one).
@@ -196,14 +208,18 @@ TEST(GptqEncoder, ShardsOfAFusedLinearMustAgree) {
     const auto four = rtn(64, 256, 4, 128, true), eight = rtn(64, 256, 8, 128, true);
     const std::string l1 = "model.layers.1.";
     try {
-        encoderNamed("gptq").quantizationConfig({{{l1 + "mlp.gate_proj", &four}, {l1 + "mlp.up_proj", &eight}}, {}, io::DType::BF16});
+        encoderNamed("gptq").quantizationConfig(
+            {{{l1 + "mlp.gate_proj", &four}, {l1 + "mlp.up_proj", &eight}}, {}, io::DType::BF16});
         ADD_FAILURE() << "a split gate_up_proj was accepted";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("model.layers.1.mlp.up_proj (8-bit, group 128, sym) beside model.layers.1.mlp.gate_proj"),
-                  std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find(
+                      "model.layers.1.mlp.up_proj (8-bit, group 128, sym) beside model.layers.1.mlp.gate_proj"),
+                  std::string::npos)
+            << e.what();
     }
     // A dense shard beside a quantized one is refused too.
-    EXPECT_THROW(encoderNamed("gptq").quantizationConfig({{{l1 + "self_attn.q_proj", &four}}, {l1 + "self_attn.k_proj"}, io::DType::BF16}),
+    EXPECT_THROW(encoderNamed("gptq").quantizationConfig(
+                     {{{l1 + "self_attn.q_proj", &four}}, {l1 + "self_attn.k_proj"}, io::DType::BF16}),
                  Error);
 }
 

@@ -4,15 +4,15 @@
 // fit, block sizes of zero, tensors a config promises but the checkpoint lacks, tensors no codec
 // reads, swapped dtypes, configs without a usable quant_method, non-finite weights, and patterns
 // that would backtrack forever.
-#include <chrono>
-#include <cmath>
-#include <cstring>
-#include <unistd.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "encoder_test_weights.h"
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include <unistd.h>
+
 #include "qs/error.h"
 #include "qs/formats/detect.h"
 #include "qs/formats/linear_encoder.h"
@@ -25,6 +25,8 @@
 #include "qs/quant/nf4.h"
 #include "qs/quant/nvfp4.h"
 #include "qs/quant/rtn.h"
+
+#include "encoder_test_weights.h"
 
 namespace qs::formats::test {
 namespace {
@@ -55,23 +57,30 @@ struct Export {
     }
 };
 
-Export exportOf(std::string_view encoderName, const std::vector<std::pair<std::string, const quant::QuantizedLinear*>>& linears) {
+Export exportOf(std::string_view encoderName,
+                const std::vector<std::pair<std::string, const quant::QuantizedLinear*>>& linears) {
     const auto& encoder = encoderNamed(encoderName);
     ExportScheme scheme;
     scheme.linears = linears;
     Export e;
     for (const auto& [prefix, q] : linears)
         for (auto& t : encoder.encode(prefix, *q)) e.tensors.push_back(std::move(t));
-    e.config = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"}, {"quantization_config", encoder.quantizationConfig(scheme)}};
+    e.config = {{"architectures", {"LlamaForCausalLM"}},
+                {"model_type", "llama"},
+                {"quantization_config", encoder.quantizationConfig(scheme)}};
     e.files = encoder.extraFiles(scheme);
     return e;
 }
 
-Export exportOf(std::string_view encoderName, const quant::QuantizedLinear& q) { return exportOf(encoderName, {{kPrefix, &q}}); }
+Export exportOf(std::string_view encoderName, const quant::QuantizedLinear& q) {
+    return exportOf(encoderName, {{kPrefix, &q}});
+}
 
 class Written {
 public:
-    explicit Written(const Export& e) : dir_(std::filesystem::temp_directory_path() / ("qs_hostile_" + std::to_string(::getpid()) + "_" + std::to_string(next()))) {
+    explicit Written(const Export& e)
+        : dir_(std::filesystem::temp_directory_path() /
+               ("qs_hostile_" + std::to_string(::getpid()) + "_" + std::to_string(next()))) {
         std::filesystem::remove_all(dir_);
         io::CheckpointWriter writer(dir_);
         for (const auto& t : e.tensors) writer.addTensor(t.name, t.dtype, t.shape, t.bytes);
@@ -114,7 +123,8 @@ quant::QuantizedLinear rtn4(bool sym = true, int groupSize = 64) {
 quant::QuantizedLinear gptqActOrder() {
     const MatrixF w = gaussianWeight(32, 128, 9u);
     MatrixF x = gaussianWeight(256, 128, 10u, 1.0f);
-    for (Eigen::Index c = 0; c < x.cols(); ++c) x.col(c) *= 1.0f + 0.05f * static_cast<float>(c % 17);   // a column order to find
+    for (Eigen::Index c = 0; c < x.cols(); ++c)
+        x.col(c) *= 1.0f + 0.05f * static_cast<float>(c % 17);  // a column order to find
     const MatrixF h = 2.0f * x.transpose() * x / 256.0f;
     return quant::quantizeGptq(w, h, {.bits = 4, .groupSize = 32, .actOrder = true});
 }
@@ -131,7 +141,8 @@ TEST(HostileCheckpoint, IntegersAreRangeCheckedAndIntegral) {
         auto e = exportOf("gptq", q);
         e.quant()[key] = value;
         const std::string error = decodeError(e);
-        EXPECT_THAT(error, HasSubstr("config.json: quantization_config: '" + std::string(key) + "' is " + value.dump())) << value;
+        EXPECT_THAT(error, HasSubstr("config.json: quantization_config: '" + std::string(key) + "' is " + value.dump()))
+            << value;
     }
     // Integral floats are integers.
     auto e = exportOf("gptq", q);
@@ -143,19 +154,23 @@ TEST(HostileCheckpoint, Fp8BlockSizeIsRangeChecked) {
     auto e = exportOf("fp8", quant::quantizeFp8(gaussianWeight(256, 256, 3u)));
     ASSERT_TRUE(e.quant().contains("weight_block_size"));
     e.quant()["weight_block_size"] = {4294967424ull, 128};
-    EXPECT_THAT(decodeError(e), HasSubstr("'weight_block_size'[0] is 4294967424, expected an integer from 1 to 1048576"));
+    EXPECT_THAT(decodeError(e),
+                HasSubstr("'weight_block_size'[0] is 4294967424, expected an integer from 1 to 1048576"));
     e.quant()["weight_block_size"] = {0, 128};
     EXPECT_THAT(decodeError(e), HasSubstr("'weight_block_size'[0] is 0"));
 }
 
 TEST(HostileCheckpoint, BnbBlocksizeIsRangeChecked) {
-    auto e = exportOf("bnb-nf4", quant::quantizeNf4(gaussianWeight(8, 128, 5u), {.blockSize = 64, .doubleQuant = false}));
+    auto e =
+        exportOf("bnb-nf4", quant::quantizeNf4(gaussianWeight(8, 128, 5u), {.blockSize = 64, .doubleQuant = false}));
     const std::string stateName = kPrefix + ".weight.quant_state.bitsandbytes__nf4";
     auto& state = e.tensor(stateName);
-    nlohmann::json j = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(state.bytes.data()), state.bytes.size()));
+    nlohmann::json j =
+        nlohmann::json::parse(std::string(reinterpret_cast<const char*>(state.bytes.data()), state.bytes.size()));
     j["blocksize"] = (1ull << 32) + 64;
     const std::string text = j.dump();
-    state.bytes.assign(reinterpret_cast<const std::byte*>(text.data()), reinterpret_cast<const std::byte*>(text.data() + text.size()));
+    state.bytes.assign(reinterpret_cast<const std::byte*>(text.data()),
+                       reinterpret_cast<const std::byte*>(text.data() + text.size()));
     state.shape = {static_cast<std::int64_t>(text.size())};
     EXPECT_THAT(decodeError(e), HasSubstr("quant_state.bitsandbytes__nf4': 'blocksize' is 4294967360"));
 }
@@ -164,7 +179,8 @@ TEST(HostileCheckpoint, BnbBlocksizeIsRangeChecked) {
 
 TEST(HostileCheckpoint, ZeroBlockStructureIsRefusedNotDividedBy) {
     for (const nlohmann::json& block : {nlohmann::json{0, 0}, nlohmann::json{0, 128}, nlohmann::json{128, 0}}) {
-        auto e = exportOf("ct-fp8-dynamic", quant::quantizeFp8(gaussianWeight(64, 128, 4u), quant::Fp8Scaling::PerChannel));
+        auto e =
+            exportOf("ct-fp8-dynamic", quant::quantizeFp8(gaussianWeight(64, 128, 4u), quant::Fp8Scaling::PerChannel));
         auto& weights = e.quant()["config_groups"]["group_0"]["weights"];
         weights["strategy"] = "block";
         weights["block_structure"] = block;
@@ -182,7 +198,8 @@ TEST(HostileCheckpoint, ZeroBlockStructureIsRefusedNotDividedBy) {
 TEST(HostileCheckpoint, BlockStrategyNeedsBlockStructureInEveryLayout) {
     // One scale hint for every layout: compressed-tensors' QuantizationArgs refuses strategy "block"
     // without block_structure, so the FP8 path no longer assumes 128x128 where pack-quantized refused.
-    auto fp8 = exportOf("ct-fp8-dynamic", quant::quantizeFp8(gaussianWeight(64, 128, 4u), quant::Fp8Scaling::PerChannel));
+    auto fp8 =
+        exportOf("ct-fp8-dynamic", quant::quantizeFp8(gaussianWeight(64, 128, 4u), quant::Fp8Scaling::PerChannel));
     fp8.quant()["config_groups"]["group_0"]["weights"]["strategy"] = "block";
     const auto intQ = rtn4(true, 32);
     auto packed = exportOf("ct-mixed", intQ);
@@ -217,11 +234,13 @@ TEST(HostileCheckpoint, NestedOffsetIsNotGuessed) {
     auto e = exportOf("bnb-nf4", quant::quantizeNf4(gaussianWeight(24, 256, 31u)));
     const std::string stateName = kPrefix + ".weight.quant_state.bitsandbytes__nf4";
     auto& state = e.tensor(stateName);
-    nlohmann::json j = nlohmann::json::parse(std::string(reinterpret_cast<const char*>(state.bytes.data()), state.bytes.size()));
+    nlohmann::json j =
+        nlohmann::json::parse(std::string(reinterpret_cast<const char*>(state.bytes.data()), state.bytes.size()));
     ASSERT_TRUE(j.contains("nested_offset"));
     j.erase("nested_offset");
     const std::string text = j.dump();
-    state.bytes.assign(reinterpret_cast<const std::byte*>(text.data()), reinterpret_cast<const std::byte*>(text.data() + text.size()));
+    state.bytes.assign(reinterpret_cast<const std::byte*>(text.data()),
+                       reinterpret_cast<const std::byte*>(text.data() + text.size()));
     state.shape = {static_cast<std::int64_t>(text.size())};
     EXPECT_THAT(decodeError(e), HasSubstr("needs a finite 'nested_offset'"));
 }
@@ -235,15 +254,18 @@ TEST(HostileCheckpoint, LinearWithoutItsMainTensorIsRefused) {
         const Written w(gptq);
         const auto info = detect(w.checkpoint());
         EXPECT_FALSE(info.decodable);
-        EXPECT_THAT(info.whyNot, HasSubstr("tensor '" + kPrefix + ".g_idx' is part of a quantized linear that the gptq reader does not read"));
-        EXPECT_THROW((void)LinearReader(w.checkpoint()).decode(other), Error);   // nothing of a half-read checkpoint is decoded
+        EXPECT_THAT(info.whyNot, HasSubstr("tensor '" + kPrefix +
+                                           ".g_idx' is part of a quantized linear that the gptq reader does not read"));
+        EXPECT_THROW((void)LinearReader(w.checkpoint()).decode(other),
+                     Error);  // nothing of a half-read checkpoint is decoded
     }
     auto bnb = exportOf("bnb-nf4", quant::quantizeNf4(gaussianWeight(8, 128, 5u)));
     bnb.remove(kPrefix + ".weight.quant_state.bitsandbytes__nf4");
     const Written w(bnb);
     const auto info = detect(w.checkpoint());
     EXPECT_FALSE(info.decodable);
-    EXPECT_THAT(info.whyNot, HasSubstr("tensor '" + kPrefix + ".weight' (U8) is a weight that the bitsandbytes reader does not read"));
+    EXPECT_THAT(info.whyNot, HasSubstr("tensor '" + kPrefix +
+                                       ".weight' (U8) is a weight that the bitsandbytes reader does not read"));
 }
 
 TEST(HostileCheckpoint, NumBitsThatContradictThePackedTensorsAreRefused) {
@@ -255,10 +277,11 @@ TEST(HostileCheckpoint, NumBitsThatContradictThePackedTensorsAreRefused) {
 // --- swapped dtypes ---------------------------------------------------------------------------------
 
 TEST(HostileCheckpoint, DtypeSwapsAreRefused) {
-    auto scaleAsInt = exportOf("ct-fp8-dynamic", quant::quantizeFp8(gaussianWeight(64, 128, 4u), quant::Fp8Scaling::PerChannel));
+    auto scaleAsInt =
+        exportOf("ct-fp8-dynamic", quant::quantizeFp8(gaussianWeight(64, 128, 4u), quant::Fp8Scaling::PerChannel));
     auto& scale = scaleAsInt.tensor(kPrefix + ".weight_scale");
     ASSERT_EQ(scale.dtype, io::DType::F32);
-    scale.dtype = io::DType::I32;   // the same bytes, reinterpreted
+    scale.dtype = io::DType::I32;  // the same bytes, reinterpreted
     EXPECT_THAT(decodeError(scaleAsInt), HasSubstr("weight_scale': dtype I32, expected F32 or F16 or BF16"));
 
     // The same bytes read as another dtype of the same width, under scales and lookup tables.
@@ -268,9 +291,11 @@ TEST(HostileCheckpoint, DtypeSwapsAreRefused) {
     auto map = exportOf("bnb-nf4", quant::quantizeNf4(gaussianWeight(16, 128, 3u)));
     map.tensor(kPrefix + ".weight.quant_map").dtype = io::DType::U32;
     EXPECT_THAT(decodeError(map), HasSubstr("weight.quant_map': dtype U32, expected F32 or F16 or BF16"));
-    auto fp8AsInt = exportOf("ct-fp8-dynamic", quant::quantizeFp8(gaussianWeight(64, 128, 4u), quant::Fp8Scaling::PerChannel));
+    auto fp8AsInt =
+        exportOf("ct-fp8-dynamic", quant::quantizeFp8(gaussianWeight(64, 128, 4u), quant::Fp8Scaling::PerChannel));
     fp8AsInt.tensor(kPrefix + ".weight").dtype = io::DType::I8;
-    EXPECT_THAT(decodeError(fp8AsInt), HasSubstr("is stored as integer 8-bit codes, but its config group says type 'float', num_bits 8"));
+    EXPECT_THAT(decodeError(fp8AsInt),
+                HasSubstr("is stored as integer 8-bit codes, but its config group says type 'float', num_bits 8"));
 
     for (const io::DType swapped : {io::DType::F8_E5M2, io::DType::U8}) {
         auto e = exportOf("fp8", quant::quantizeFp8(gaussianWeight(256, 256, 3u)));
@@ -279,25 +304,28 @@ TEST(HostileCheckpoint, DtypeSwapsAreRefused) {
         const auto info = detect(w.checkpoint());
         EXPECT_FALSE(info.decodable) << io::dtypeName(swapped);
         EXPECT_THAT(info.whyNot, HasSubstr("tensor '" + kPrefix + ".weight' (" + std::string(io::dtypeName(swapped)) +
-                                           ") is a weight that the fp8 reader does not read")) << io::dtypeName(swapped);
+                                           ") is a weight that the fp8 reader does not read"))
+            << io::dtypeName(swapped);
     }
 }
 
 // --- configs without a usable quant_method ----------------------------------------------------------
 
 TEST(HostileCheckpoint, AConfigThatIsPresentIsNeverGuessedOver) {
-    const auto q = rtn4(false);   // asymmetric: read as v1 symmetric, every zero point is off by one
+    const auto q = rtn4(false);  // asymmetric: read as v1 symmetric, every zero point is off by one
     auto reference = exportOf("gptq_v2", q);
     ASSERT_EQ(reference.quant().at("checkpoint_format"), "gptq_v2");
     EXPECT_EQ(decodeError(reference), "(decoded)");
     for (const nlohmann::json& method : {nlohmann::json(), nlohmann::json(""), nlohmann::json(42)}) {
         auto e = reference;
-        if (method.is_null()) e.quant().erase("quant_method");
-        else e.quant()["quant_method"] = method;
+        if (method.is_null())
+            e.quant().erase("quant_method");
+        else
+            e.quant()["quant_method"] = method;
         const Written w(e);
         const auto info = detect(w.checkpoint());
         EXPECT_FALSE(info.decodable) << method;
-        EXPECT_TRUE(info.layers.empty()) << method;   // nothing described as "sym"
+        EXPECT_TRUE(info.layers.empty()) << method;  // nothing described as "sym"
         EXPECT_THAT(info.whyNot, HasSubstr("config.json: quantization_config")) << method;
         EXPECT_THAT(info.whyNot, HasSubstr("'quant_method'")) << method;
         EXPECT_THROW((void)LinearReader(w.checkpoint()).decode(kPrefix), Error) << method;
@@ -311,7 +339,9 @@ TEST(HostileCheckpoint, AQuantMethodOfAnotherFormatOverGptqTensorsIsRefused) {
         const Written w(e);
         const auto info = detect(w.checkpoint());
         EXPECT_FALSE(info.decodable) << method;
-        EXPECT_THAT(info.whyNot, HasSubstr("config.json: quantization_config says quant_method '" + std::string(method) + "'")) << method;
+        EXPECT_THAT(info.whyNot,
+                    HasSubstr("config.json: quantization_config says quant_method '" + std::string(method) + "'"))
+            << method;
         EXPECT_TRUE(info.layers.empty()) << method;
     }
 }
@@ -328,8 +358,16 @@ TEST(HostileCheckpoint, NonFiniteWeightsAreRefusedUnlessAllowed) {
     const std::string scaleInv = kPrefix + ".weight_scale_inv";
     const std::vector<Case> cases = {
         {"one NaN block scale", [&](Export& e) { e.setValue<float>(scaleInv, 1, std::nanf("")); }, 128 * 128},
-        {"every scale Inf", [&](Export& e) { for (std::size_t i = 0; i < 4; ++i) e.setValue<float>(scaleInv, i, INFINITY); }, 0},
-        {"3e38 scales", [&](Export& e) { for (std::size_t i = 0; i < 4; ++i) e.setValue<float>(scaleInv, i, 3e38f); }, 0},
+        {"every scale Inf",
+         [&](Export& e) {
+             for (std::size_t i = 0; i < 4; ++i) e.setValue<float>(scaleInv, i, INFINITY);
+         },
+         0},
+        {"3e38 scales",
+         [&](Export& e) {
+             for (std::size_t i = 0; i < 4; ++i) e.setValue<float>(scaleInv, i, 3e38f);
+         },
+         0},
         {"an E4M3 NaN code", [&](Export& e) { e.setValue<std::uint8_t>(kPrefix + ".weight", 5, 0x7F); }, 1},
     };
     for (const auto& c : cases) {
@@ -347,13 +385,13 @@ TEST(HostileCheckpoint, NonFiniteWeightsAreRefusedUnlessAllowed) {
 
 TEST(HostileCheckpoint, NonFiniteFloatFormatScalesAreRefused) {
     auto mx = exportOf("ct-mxfp4", quant::quantizeMxfp4(gaussianWeight(16, 64, 6u)));
-    mx.setValue<std::uint8_t>(kPrefix + ".weight_scale", 0, 0xFF);   // E8M0 NaN
+    mx.setValue<std::uint8_t>(kPrefix + ".weight_scale", 0, 0xFF);  // E8M0 NaN
     EXPECT_THAT(decodeError(mx), HasSubstr("decodes to 32 non-finite weights"));
 
     for (const float global : {0.0f, INFINITY, std::nanf("")}) {
         auto nv = exportOf("ct-nvfp4", quant::quantizeNvfp4(powerOfTwoGlobalWeight(16, 64, 8u)));
         nv.setValue<float>(kPrefix + ".weight_global_scale", 0, global);
-        EXPECT_THAT(decodeError(nv), HasSubstr("weight_global_scale': is " )) << global;
+        EXPECT_THAT(decodeError(nv), HasSubstr("weight_global_scale': is ")) << global;
     }
 }
 
@@ -378,7 +416,8 @@ TEST(HostileCheckpoint, ConfigPatternsCannotHangOrCrash) {
     EXPECT_THAT(error, HasSubstr("config.json: quantization_config: module pattern: pattern '((((("));
     EXPECT_LE(error.size(), kMaxMessageBytes);
 
-    auto ct = exportOf("ct-fp8-dynamic", quant::quantizeFp8(gaussianWeight(64, 128, 4u), quant::Fp8Scaling::PerChannel));
+    auto ct =
+        exportOf("ct-fp8-dynamic", quant::quantizeFp8(gaussianWeight(64, 128, 4u), quant::Fp8Scaling::PerChannel));
     auto groups = ct.quant()["config_groups"];
     groups["group_1"] = groups["group_0"];
     groups["group_0"]["targets"] = {"re:(.|.)*X"};
@@ -398,7 +437,8 @@ TEST(HostileCheckpoint, ADenseWeightBesideQuantizedPartsIsRefused) {
     const Written w(e);
     const FormatInfo info = detect(w.checkpoint());
     EXPECT_FALSE(info.decodable);
-    EXPECT_THAT(info.whyNot, HasSubstr(kPrefix + " has both a dense 'weight' (F16) and the gptq parts of a quantized linear"));
+    EXPECT_THAT(info.whyNot,
+                HasSubstr(kPrefix + " has both a dense 'weight' (F16) and the gptq parts of a quantized linear"));
 }
 
 // A bitsandbytes config over tensors of the other width is a model transformers cannot load.
@@ -409,7 +449,10 @@ TEST(HostileCheckpoint, ABitsandbytesConfigOfTheOtherWidthIsRefused) {
     const Written w(e);
     const FormatInfo info = detect(w.checkpoint());
     EXPECT_FALSE(info.decodable);
-    EXPECT_THAT(info.whyNot, HasSubstr("quantization_config says load_in_8bit, but the tensors hold bitsandbytes nf4 4-bit codes (quant_state)"));
+    EXPECT_THAT(
+        info.whyNot,
+        HasSubstr(
+            "quantization_config says load_in_8bit, but the tensors hold bitsandbytes nf4 4-bit codes (quant_state)"));
 }
 
 // A 4-bit type the quant_state overrides: transformers goes on with the quant_state's, and so do we,
@@ -444,13 +487,16 @@ TEST(HostileCheckpoint, TensorsThatNameNoLayerAreAWarning) {
     const FormatInfo info = detect(w.checkpoint());
     EXPECT_TRUE(info.decodable) << info.whyNot;
     ASSERT_EQ(info.warnings.size(), 1u);
-    EXPECT_THAT(info.warnings[0], HasSubstr("tensor 'model.layers.-1.mlp.down_proj.weight' and 1 more name no decoder layer"));
+    EXPECT_THAT(info.warnings[0],
+                HasSubstr("tensor 'model.layers.-1.mlp.down_proj.weight' and 1 more name no decoder layer"));
     EXPECT_THAT(info.warnings[0], HasSubstr("a loader leaves them unused"));
     EXPECT_TRUE(detect(Written(exportOf("gptq", rtn4())).checkpoint()).warnings.empty());
     e.remove("model.layers.99999999999.mlp.up_proj.weight");
-    EXPECT_THAT(detect(Written(e).checkpoint()).warnings.at(0),
-                HasSubstr("tensor 'model.layers.-1.mlp.down_proj.weight' names no decoder layer (a layer index is 0 to 999999); "
-                          "a loader leaves it unused"));
+    EXPECT_THAT(
+        detect(Written(e).checkpoint()).warnings.at(0),
+        HasSubstr(
+            "tensor 'model.layers.-1.mlp.down_proj.weight' names no decoder layer (a layer index is 0 to 999999); "
+            "a loader leaves it unused"));
 }
 
 }  // namespace qs::formats::test

@@ -4,10 +4,11 @@
 
 #include <random>
 
-#include "expect_weight.h"
-#include "fixture.h"
 #include "qs/formats/detect.h"
 #include "qs/formats/linear_reader.h"
+
+#include "expect_weight.h"
+#include "fixture.h"
 
 namespace qs::formats::test {
 namespace {
@@ -33,7 +34,8 @@ Nvfp4Layer makeNvfp4(unsigned seed) {
 
 void addNvfp4(Fixture& f, const Nvfp4Layer& l) {
     std::vector<std::uint8_t> packed(l.codes.size() / 2);
-    for (std::size_t i = 0; i < packed.size(); ++i) packed[i] = static_cast<std::uint8_t>(l.codes[2 * i] | (l.codes[2 * i + 1] << 4));
+    for (std::size_t i = 0; i < packed.size(); ++i)
+        packed[i] = static_cast<std::uint8_t>(l.codes[2 * i] | (l.codes[2 * i + 1] << 4));
     f.add(kPrefix + ".weight", "U8", {l.n, l.k / 2}, packed);
     f.add(kPrefix + ".weight_scale", "F8_E4M3", {l.n, l.k / 16}, l.scaleCodes);
     f.addF32(kPrefix + ".weight_scale_2", {}, {l.scale2});
@@ -42,9 +44,12 @@ void addNvfp4(Fixture& f, const Nvfp4Layer& l) {
 }
 
 void expectNvfp4(const Nvfp4Layer& l, const DecodedLinear& d) {
-    expectWeight(d.weight, l.n, l.k, [&](std::int64_t r, std::int64_t c) {
-        return e2m1Value(l.codes[r * l.k + c]) * (e4m3Value(l.scaleCodes[r * (l.k / 16) + c / 16]) * l.scale2);
-    }, 0.0f);
+    expectWeight(
+        d.weight, l.n, l.k,
+        [&](std::int64_t r, std::int64_t c) {
+            return e2m1Value(l.codes[r * l.k + c]) * (e4m3Value(l.scaleCodes[r * (l.k / 16) + c / 16]) * l.scale2);
+        },
+        0.0f);
     EXPECT_EQ(d.parts.method, quant::Method::Nvfp4);
     EXPECT_EQ(d.parts.globalScale, l.scale2);
     EXPECT_EQ(d.parts.codes[1], l.codes[1]);
@@ -56,8 +61,11 @@ TEST(ModelOptCodec, Nvfp4FromHfQuantConfigJson) {
     Fixture f("modelopt_hfq");
     addNvfp4(f, l);
     f.addJsonFile("hf_quant_config.json", {{"producer", {{"name", "modelopt"}, {"version", "0.37.0"}}},
-                                           {"quantization", {{"quant_algo", "NVFP4"}, {"kv_cache_quant_algo", nullptr},
-                                                             {"group_size", 16}, {"exclude_modules", {"lm_head"}}}}});
+                                           {"quantization",
+                                            {{"quant_algo", "NVFP4"},
+                                             {"kv_cache_quant_algo", nullptr},
+                                             {"group_size", 16},
+                                             {"exclude_modules", {"lm_head"}}}}});
     const auto ck = f.open();
     const LinearReader reader(ck);
     EXPECT_EQ(reader.format().format, Format::ModelOpt);
@@ -73,8 +81,11 @@ TEST(ModelOptCodec, Nvfp4FromConfigJsonQuantizationConfig) {
     Fixture f("modelopt_cfg");
     addNvfp4(f, l);
     nlohmann::json args = {{"dynamic", false}, {"num_bits", 4}, {"type", "float"}, {"group_size", 16}};
-    f.setQuantizationConfig({{"config_groups", {{"group_0", {{"input_activations", args}, {"weights", args}, {"targets", {"Linear"}}}}}},
-                             {"ignore", {"lm_head"}}, {"quant_algo", "NVFP4"}, {"quant_method", "modelopt"}});
+    f.setQuantizationConfig(
+        {{"config_groups", {{"group_0", {{"input_activations", args}, {"weights", args}, {"targets", {"Linear"}}}}}},
+         {"ignore", {"lm_head"}},
+         {"quant_algo", "NVFP4"},
+         {"quant_method", "modelopt"}});
     const auto ck = f.open();
     expectNvfp4(l, LinearReader(ck).decode(kPrefix));
 }
@@ -83,26 +94,32 @@ TEST(ModelOptCodec, Fp8PerTensorScaleMultiplies) {
     const int n = 8, k = 16;
     std::mt19937 rng(63);
     std::vector<std::uint8_t> codes(n * k);
-    for (auto& c : codes) do c = static_cast<std::uint8_t>(rng() & 0xFF); while ((c & 0x7F) == 0x7F);
+    for (auto& c : codes) do
+            c = static_cast<std::uint8_t>(rng() & 0xFF);
+        while ((c & 0x7F) == 0x7F);
     Fixture f("modelopt_fp8");
     f.add(kPrefix + ".weight", "F8_E4M3", {n, k}, codes);
     f.addF32(kPrefix + ".weight_scale", {}, {0.02f});
     f.addF32(kPrefix + ".input_scale", {}, {0.1f});
-    f.addJsonFile("hf_quant_config.json", {{"producer", {{"name", "modelopt"}}}, {"quantization", {{"quant_algo", "FP8"}}}});
+    f.addJsonFile("hf_quant_config.json",
+                  {{"producer", {{"name", "modelopt"}}}, {"quantization", {{"quant_algo", "FP8"}}}});
     const auto ck = f.open();
     const LinearReader reader(ck);
     EXPECT_EQ(reader.format().variant, "FP8");
     const auto d = reader.decode(kPrefix);
-    expectWeight(d.weight, n, k, [&](std::int64_t r, std::int64_t c) { return e4m3Value(codes[r * k + c]) * 0.02f; }, 0.0f);
+    expectWeight(
+        d.weight, n, k, [&](std::int64_t r, std::int64_t c) { return e4m3Value(codes[r * k + c]) * 0.02f; }, 0.0f);
 }
 
 TEST(ModelOptCodec, MixedPrecisionNamesEachLayersAlgorithm) {
     const auto l = makeNvfp4(64u);
     Fixture f("modelopt_mixed");
     addNvfp4(f, l);
-    f.addJsonFile("hf_quant_config.json", {{"producer", {{"name", "modelopt"}}},
-                                           {"quantization", {{"quant_algo", "MIXED_PRECISION"},
-                                                             {"quantized_layers", {{kPrefix, {{"quant_algo", "NVFP4"}, {"group_size", 16}}}}}}}});
+    f.addJsonFile("hf_quant_config.json",
+                  {{"producer", {{"name", "modelopt"}}},
+                   {"quantization",
+                    {{"quant_algo", "MIXED_PRECISION"},
+                     {"quantized_layers", {{kPrefix, {{"quant_algo", "NVFP4"}, {"group_size", 16}}}}}}}});
     const auto ck = f.open();
     expectNvfp4(l, LinearReader(ck).decode(kPrefix));
 }

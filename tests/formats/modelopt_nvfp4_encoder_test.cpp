@@ -4,11 +4,12 @@
 
 #include <filesystem>
 
-#include "encoded_checkpoint.h"
-#include "encoder_test_weights.h"
 #include "qs/error.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/quant/nvfp4.h"
+
+#include "encoded_checkpoint.h"
+#include "encoder_test_weights.h"
 
 namespace qs::formats::test {
 namespace {
@@ -34,7 +35,7 @@ TEST(ModelOptNvfp4Encoder, WeightScale2MultipliesAndPartsComeBackExactly) {
     const auto& scale2 = ck.tensor(kPrefix + ".weight_scale_2");
     EXPECT_TRUE(scale2.shape.empty());
     EXPECT_EQ(storedF32(scale2).at(0), q.globalScale);
-    EXPECT_LT(q.globalScale, 1e-3f);   // amax / 2688: the multiplier, not compressed-tensors' divisor
+    EXPECT_LT(q.globalScale, 1e-3f);  // amax / 2688: the multiplier, not compressed-tensors' divisor
     const auto d = LinearReader(ck.checkpoint()).decode(kPrefix);
     EXPECT_EQ(d.parts.codes, q.codes);
     expectBitIdentical(d.parts.scales, q.scales);
@@ -44,8 +45,8 @@ TEST(ModelOptNvfp4Encoder, WeightScale2MultipliesAndPartsComeBackExactly) {
 
 TEST(ModelOptNvfp4Encoder, EvenElementInTheLowNibble) {
     auto q = quant::quantizeNvfp4(powerOfTwoGlobalWeight(2, 16, 13u));
-    q.codes[14] = 0x7;   // 6
-    q.codes[15] = 0x1;   // 0.5
+    q.codes[14] = 0x7;  // 6
+    q.codes[15] = 0x1;  // 0.5
     const EncodedExport ck("modelopt_bits", encoder(), {{kPrefix, &q}});
     const auto& w = ck.tensor(kPrefix + ".weight");
     EXPECT_EQ(w.dtype, io::DType::U8);
@@ -80,7 +81,8 @@ TEST(ModelOptNvfp4Encoder, BothConfigFormsNameTheAlgorithmGroupAndExclusions) {
 
 TEST(ModelOptNvfp4Encoder, RefusesWidthsOutsideWholeBlocks) {
     const auto q = quant::quantizeNvfp4(gaussianWeight(4, 24, 15u));
-    EXPECT_NE(encoder().refusal(q).find("in_features 24 is not a multiple of the nvfp4 block size 16"), std::string::npos)
+    EXPECT_NE(encoder().refusal(q).find("in_features 24 is not a multiple of the nvfp4 block size 16"),
+              std::string::npos)
         << encoder().refusal(q);
     EXPECT_THROW(encoder().encode(kPrefix, q), Error);
     auto noGlobal = quant::quantizeNvfp4(gaussianWeight(4, 32, 16u));

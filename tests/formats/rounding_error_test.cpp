@@ -1,15 +1,17 @@
 // The rounding error against an original checkpoint: decoded − original per element, its RMS, and the
 // one-line refusal of an original whose names or shapes differ. The expected values are computed here
 // from the stored FP8 bytes with the fixture's own E4M3 decoder.
+#include "qs/formats/rounding_error.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 
-#include "fixture.h"
 #include "qs/error.h"
 #include "qs/formats/detect.h"
-#include "qs/formats/rounding_error.h"
+
+#include "fixture.h"
 
 namespace qs::formats::test {
 namespace {
@@ -69,20 +71,20 @@ TEST(RoundingError, IsDecodedMinusOriginalWithItsRms) {
     double sum = 0.0, originalSum = 0.0;
     for (std::size_t i = 0; i < p.original.size(); ++i) {
         const double expected = double(e4m3Value(p.codes[i])) * p.scale - p.original[i];
-        ASSERT_NEAR(e.difference[i], expected, 2e-8) << "element " << i;   // f32 rounding of |w| < 0.1
+        ASSERT_NEAR(e.difference[i], expected, 2e-8) << "element " << i;  // f32 rounding of |w| < 0.1
         sum += expected * expected;
         originalSum += double(p.original[i]) * p.original[i];
     }
     EXPECT_NEAR(e.rms, std::sqrt(sum / double(p.original.size())), 1e-6 * e.rms);
     EXPECT_NEAR(e.originalRms, std::sqrt(originalSum / double(p.original.size())), 1e-12);
     EXPECT_GT(e.rms, 0.0);
-    EXPECT_LT(e.rms, 0.1 * e.originalRms);   // 3 mantissa bits: a few percent
+    EXPECT_LT(e.rms, 0.1 * e.originalRms);  // 3 mantissa bits: a few percent
 }
 
 TEST(RoundingError, AnOriginalOfAnotherShapeOrWithoutTheLinearIsRefusedInOneLine) {
     Pair p;
     const io::Checkpoint q = p.quantized();
-    p.originalFixture.addF32(kPrefix + ".weight", {kCols, kRows}, p.original);   // transposed
+    p.originalFixture.addF32(kPrefix + ".weight", {kCols, kRows}, p.original);  // transposed
     const io::Checkpoint o = p.originalFixture.open();
     const FormatInfo format = detect(q);
     try {

@@ -4,13 +4,14 @@
 
 #include <cstring>
 
-#include "encoded_checkpoint.h"
-#include "encoder_test_weights.h"
 #include "qs/error.h"
 #include "qs/formats/detect.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/quant/nf4.h"
 #include "qs/quant/trellis.h"
+
+#include "encoded_checkpoint.h"
+#include "encoder_test_weights.h"
 
 namespace qs::formats::test {
 namespace {
@@ -19,7 +20,8 @@ const std::string kPrefix = "model.layers.3.mlp.up_proj";
 
 const LinearEncoder& encoder() { return encoderNamed("quantscope-trellis"); }
 
-quant::QuantizedLinear trellis(std::int64_t rows, std::int64_t cols, int L, int K, int groupSize, std::uint64_t seed, unsigned weightSeed) {
+quant::QuantizedLinear trellis(std::int64_t rows, std::int64_t cols, int L, int K, int groupSize, std::uint64_t seed,
+                               unsigned weightSeed) {
     quant::TrellisOptions o;
     o.L = L;
     o.K = K;
@@ -59,7 +61,8 @@ TEST_P(TrellisEncoderRoundTrip, ReadsBackAsDequantizeBitForBit) {
 }
 
 INSTANTIATE_TEST_SUITE_P(StateBitsBitsGroups, TrellisEncoderRoundTrip,
-                         ::testing::Values(Setting{8, 2, 64}, Setting{6, 3, 32}, Setting{9, 4, 16}, Setting{5, 1, 128}, Setting{16, 3, 8}));
+                         ::testing::Values(Setting{8, 2, 64}, Setting{6, 3, 32}, Setting{9, 4, 16}, Setting{5, 1, 128},
+                                           Setting{16, 3, 8}));
 
 TEST(TrellisEncoder, HeaderStartsScalesAndPackedSymbolsAreAsDocumented) {
     auto q = trellis(2, 32, 6, 3, 16, 77u, 5u);
@@ -74,27 +77,29 @@ TEST(TrellisEncoder, HeaderStartsScalesAndPackedSymbolsAreAsDocumented) {
     const auto& starts = ck.tensor(kPrefix + ".trellis_starts");
     EXPECT_EQ(starts.dtype, io::DType::U16);
     EXPECT_EQ(starts.shape, (std::vector<std::int64_t>{2, 2}));
-    EXPECT_EQ(std::to_integer<std::uint32_t>(starts.bytes[2]) | (std::to_integer<std::uint32_t>(starts.bytes[3]) << 8), q.trellis.starts[1]);
+    EXPECT_EQ(std::to_integer<std::uint32_t>(starts.bytes[2]) | (std::to_integer<std::uint32_t>(starts.bytes[3]) << 8),
+              q.trellis.starts[1]);
     EXPECT_EQ(ck.tensor(kPrefix + ".trellis_scales").dtype, io::DType::F16);
     const auto& codes = ck.tensor(kPrefix + ".trellis_codes");
     EXPECT_EQ(codes.dtype, io::DType::U8);
     EXPECT_EQ(codes.shape, (std::vector<std::int64_t>{2, 12}));   // 2 groups * 15 symbols * 3 bits = 90 bits
     EXPECT_EQ(std::to_integer<int>(codes.bytes[0]), 0b11010101);  // c1 c0 b2 b1 b0 a2 a1 a0 = 1 1 0 1 0 1 0 1
-    EXPECT_EQ(std::to_integer<int>(codes.bytes[1]) & 1, 1);        // c2
+    EXPECT_EQ(std::to_integer<int>(codes.bytes[1]) & 1, 1);       // c2
     expectBitIdentical(LinearReader(ck.checkpoint()).decode(kPrefix).weight, q.dequantize());
 }
 
 TEST(TrellisEncoder, ConfigNamesTheMethodAndItsSharedSettings) {
     const auto a = trellis(2, 64, 8, 2, 32, 5u, 1u);
     const auto b = trellis(2, 64, 8, 2, 32, 6u, 2u);
-    const EncodedExport ck("trellis_cfg", encoder(), {{"model.layers.0.mlp.up_proj", &a}, {"model.layers.0.mlp.down_proj", &b}});
+    const EncodedExport ck("trellis_cfg", encoder(),
+                           {{"model.layers.0.mlp.up_proj", &a}, {"model.layers.0.mlp.down_proj", &b}});
     const auto& c = ck.quantizationConfig();
     EXPECT_EQ(c.at("quant_method"), "quantscope-trellis");
     EXPECT_EQ(c.at("format_version"), 1);
     EXPECT_EQ(c.at("bits"), 2);
     EXPECT_EQ(c.at("state_bits"), 8);
     EXPECT_EQ(c.at("group_size"), 32);
-    EXPECT_TRUE(c.at("rotation_seed").is_null());   // the two linears were rotated with different seeds
+    EXPECT_TRUE(c.at("rotation_seed").is_null());  // the two linears were rotated with different seeds
     EXPECT_EQ(c.at("rotation"), "hadamard-random-signs");
     EXPECT_EQ(c.at("modules_to_not_convert"), nlohmann::json({"lm_head"}));
     const LinearReader reader(ck.checkpoint());
@@ -107,8 +112,9 @@ TEST(TrellisEncoder, RefusesOtherMethodsAndPartsTheLayoutCannotHold) {
     const auto nf4 = quant::quantizeNf4(gaussianWeight(2, 64, 9u));
     EXPECT_NE(encoder().refusal(nf4).find("quantized with nf4"), std::string::npos) << encoder().refusal(nf4);
     auto wideScale = trellis(2, 32, 6, 2, 16, 1u, 10u);
-    wideScale.scales(1, 0) = 0.1f;   // not an f16 number
-    EXPECT_NE(encoder().refusal(wideScale).find("not an f16 number"), std::string::npos) << encoder().refusal(wideScale);
+    wideScale.scales(1, 0) = 0.1f;  // not an f16 number
+    EXPECT_NE(encoder().refusal(wideScale).find("not an f16 number"), std::string::npos)
+        << encoder().refusal(wideScale);
     EXPECT_THROW(encoder().encode(kPrefix, wideScale), Error);
     auto bigStart = trellis(2, 32, 6, 2, 16, 1u, 11u);
     bigStart.trellis.starts[0] = 64;

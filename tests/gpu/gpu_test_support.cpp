@@ -29,10 +29,10 @@ MatrixF awkwardWeights(std::int64_t rows, std::int64_t cols, std::uint32_t seed)
     MatrixF w = gaussian(rows, cols, seed, 0.02f);
     std::mt19937 rng(seed + 1);
     std::uniform_int_distribution<std::int64_t> pick(0, w.size() - 1);
-    for (int i = 0; i < 40; ++i) w.data()[pick(rng)] *= 300.0f;                // outliers
-    if (cols >= 64) w.block(0, 0, 1, 64).setZero();                               // an all-zero block
+    for (int i = 0; i < 40; ++i) w.data()[pick(rng)] *= 300.0f;  // outliers
+    if (cols >= 64) w.block(0, 0, 1, 64).setZero();              // an all-zero block
     const float ties[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, -0.25f, -2.5f, 6.0f, -0.0f, 1e-30f, 448.0f};
-    for (std::int64_t r = 1; r < rows; r += 3)                                    // values on the grids' midpoints
+    for (std::int64_t r = 1; r < rows; r += 3)  // values on the grids' midpoints
         for (std::int64_t c = 0; c < std::min<std::int64_t>(cols, 13); ++c) w(r, c) = ties[c];
     return w;
 }

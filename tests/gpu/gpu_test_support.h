@@ -1,10 +1,10 @@
 #pragma once
 // Shared by the GPU parity tests: the two backends, and inputs that exercise the edge cases.
+#include <gtest/gtest.h>
+
 #include <cstdint>
 #include <memory>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "qs/matrix.h"
 #include "qs/pipeline/backend.h"

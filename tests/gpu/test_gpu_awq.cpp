@@ -5,10 +5,11 @@
 
 #include <cmath>
 
-#include "cuda_awq.h"
-#include "gpu_test_support.h"
 #include "qs/error.h"
 #include "qs/quant/hessian.h"
+
+#include "cuda_awq.h"
+#include "gpu_test_support.h"
 
 namespace qs::gpu::test {
 namespace {
@@ -40,7 +41,8 @@ protected:
 
     void expectGridNear(const std::vector<double>& gpu, const std::vector<double>& cpu) const {
         ASSERT_EQ(gpu.size(), cpu.size());
-        for (std::size_t i = 0; i < cpu.size(); ++i) EXPECT_NEAR(gpu[i], cpu[i], 1e-4 * std::abs(cpu[i])) << "step " << i;
+        for (std::size_t i = 0; i < cpu.size(); ++i)
+            EXPECT_NEAR(gpu[i], cpu[i], 1e-4 * std::abs(cpu[i])) << "step " << i;
     }
 
     MatrixF h_;

@@ -19,7 +19,7 @@ TEST(GpuDevice, QueryAnswersWithOrWithoutADevice) {
     EXPECT_FALSE(info.name.empty());
     EXPECT_GT(info.totalBytes, 0);
     EXPECT_LE(info.freeBytes, info.totalBytes);
-    EXPECT_GE(info.major, 8);   // the architectures qs_gpu is built for
+    EXPECT_GE(info.major, 8);  // the architectures qs_gpu is built for
     EXPECT_EQ(describeDevice(info).rfind("CUDA: " + info.name + ", ", 0), 0u);
 }
 

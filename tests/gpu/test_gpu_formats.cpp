@@ -1,13 +1,14 @@
 // The format encoders and decoders on the device against the CPU backend: bit for bit.
+#include <gtest/gtest.h>
+
 #include <bit>
 #include <cmath>
 
-#include <gtest/gtest.h>
-
-#include "gpu_test_support.h"
 #include "qs/error.h"
 #include "qs/quant/fp8.h"
 #include "qs/quant/nf4.h"
+
+#include "gpu_test_support.h"
 
 namespace qs::gpu::test {
 namespace {
@@ -34,7 +35,7 @@ void expectSameParts(const quant::QuantizedLinear& gpu, const quant::QuantizedLi
 class GpuFormats : public GpuParity {};
 
 TEST_F(GpuFormats, Fp8BlockMatchesTheCpu) {
-    const MatrixF w = awkwardWeights(300, 520, 1);   // edge tiles in both directions
+    const MatrixF w = awkwardWeights(300, 520, 1);  // edge tiles in both directions
     const auto gpu = cuda().fp8(w, quant::Fp8Scaling::Block, 128);
     const auto cpu = this->cpu().fp8(w, quant::Fp8Scaling::Block, 128);
     expectSameParts(gpu, cpu);
@@ -61,11 +62,12 @@ TEST_F(GpuFormats, Fp8CodesCoverEveryValueOfTheGrid) {
         w(2, c) = std::ldexp(static_cast<float>(c % 16) + 0.5f, -(c / 16) - 6);
     }
     w(0, 0) = 448.0f;
-    expectSameParts(cuda().fp8(w, quant::Fp8Scaling::PerChannel, 128), cpu().fp8(w, quant::Fp8Scaling::PerChannel, 128));
+    expectSameParts(cuda().fp8(w, quant::Fp8Scaling::PerChannel, 128),
+                    cpu().fp8(w, quant::Fp8Scaling::PerChannel, 128));
 }
 
 TEST_F(GpuFormats, Mxfp4MatchesTheCpu) {
-    const MatrixF w = awkwardWeights(129, 200, 3);   // a last short block of 8
+    const MatrixF w = awkwardWeights(129, 200, 3);  // a last short block of 8
     const auto gpu = cuda().mxfp4(w);
     const auto cpu = this->cpu().mxfp4(w);
     expectSameParts(gpu, cpu);

@@ -2,9 +2,10 @@
 // and the output error within 1%, for every grid rule the CPU implements.
 #include <gtest/gtest.h>
 
-#include "gpu_test_support.h"
 #include "qs/error.h"
 #include "qs/quant/hessian.h"
+
+#include "gpu_test_support.h"
 
 namespace qs::gpu::test {
 namespace {
@@ -36,7 +37,7 @@ std::vector<Case> cases() {
     o.staticGroups = true;
     all.push_back({"act-order static groups", o});
     o = {};
-    o.groupSize = 96;   // groups straddle the 128-column blocks
+    o.groupSize = 96;  // groups straddle the 128-column blocks
     o.bits = 3;
     all.push_back({"3-bit g96", o});
     o = {};

@@ -2,8 +2,9 @@
 // diagonal alone (a column sum of squares) bit for bit.
 #include <gtest/gtest.h>
 
-#include "gpu_test_support.h"
 #include "qs/error.h"
+
+#include "gpu_test_support.h"
 
 namespace qs::gpu::test {
 namespace {
@@ -16,8 +17,8 @@ double relativeDifference(const MatrixF& a, const MatrixF& b) {
 
 TEST_F(GpuHessian, MatchesTheCpuOverSeveralChunks) {
     MatrixF x = gaussian(5000, 384, 11);
-    x.col(7) *= 40.0f;          // an outlier channel
-    x.col(9).setZero();         // a dead one
+    x.col(7) *= 40.0f;   // an outlier channel
+    x.col(9).setZero();  // a dead one
     auto gpu = cuda().hessian(384);
     auto cpu = this->cpu().hessian(384);
     gpu->add(x.topRows(3000), 1024);
@@ -58,7 +59,7 @@ TEST_F(GpuHessian, TakesColumnBlocksOfALargerMatrix) {
     const MatrixF wide = gaussian(700, 300, 12);
     auto gpu = cuda().hessian(200);
     auto cpu = this->cpu().hessian(200);
-    gpu->add(wide.leftCols(200));   // a strided view: outer stride 300
+    gpu->add(wide.leftCols(200));  // a strided view: outer stride 300
     cpu->add(wide.leftCols(200));
     EXPECT_LT(relativeDifference(gpu->finalize(), cpu->finalize()), 1e-5);
 }
@@ -82,7 +83,7 @@ TEST_F(GpuHessian, DiagonalMatchesTheCpuBitForBitAndTheFullHessiansDiagonal) {
     auto full = this->cpu().hessian(384);
     full->add(x, 1024);
     EXPECT_LT((dg - full->finalize().diagonal().cast<double>()).norm() / dg.norm(), 1e-6);
-    auto strided = cuda().hessianDiagonal(300);   // a column block of a wider matrix
+    auto strided = cuda().hessianDiagonal(300);  // a column block of a wider matrix
     auto reference = this->cpu().hessianDiagonal(300);
     strided->add(wide.leftCols(300));
     reference->add(wide.leftCols(300));

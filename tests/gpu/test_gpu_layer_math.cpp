@@ -5,9 +5,10 @@
 #include <array>
 #include <vector>
 
-#include "gpu_test_support.h"
 #include "qs/error.h"
 #include "qs/model/layer_math.h"
+
+#include "gpu_test_support.h"
 
 namespace qs::gpu::test {
 namespace {
@@ -51,7 +52,7 @@ TEST_F(GpuLayerMath, SharedInputLinearsTheGatedProductAndPlainProductsMatchTheCp
     for (std::size_t i = 0; i < 2; ++i) EXPECT_LT(relativeDifference(got[i], want[i]), 1e-5) << i;
     const model::Linear gate = randomLinear(320, 256, false, 16), up = randomLinear(320, 256, false, 17);
     EXPECT_LT(relativeDifference(device().gatedProduct(x, gate, up), host().gatedProduct(x, gate, up)), 1e-5);
-    EXPECT_LT(relativeDifference(device().product(x, up.weight), host().product(x, up.weight)), 1e-5);   // lm_head's
+    EXPECT_LT(relativeDifference(device().product(x, up.weight), host().product(x, up.weight)), 1e-5);  // lm_head's
 }
 
 TEST_F(GpuLayerMath, ResidentWeightsGiveTheSameResultAndAreDroppedWithTheirScope) {
@@ -82,12 +83,12 @@ struct AttentionCase {
 
 TEST_F(GpuLayerMath, AttentionMatchesTheCpu) {
     const std::vector<AttentionCase> cases = {
-        {4, 4, 64, 0, 300, 300},     // multi-head, more keys than one 128-key step
-        {8, 2, 128, 0, 200, 200},    // grouped-query, Llama's head size
-        {4, 1, 6, 0, 40, 40},        // multi-query, a head narrower than a warp
-        {4, 2, 96, 50, 260, 260},    // sliding window
-        {4, 2, 64, 0, 3, 131},       // a KV cache: the queries are the last 3 of 131 positions
-        {2, 2, 256, 0, 20, 20},      // wide heads: two dimensions per thread
+        {4, 4, 64, 0, 300, 300},   // multi-head, more keys than one 128-key step
+        {8, 2, 128, 0, 200, 200},  // grouped-query, Llama's head size
+        {4, 1, 6, 0, 40, 40},      // multi-query, a head narrower than a warp
+        {4, 2, 96, 50, 260, 260},  // sliding window
+        {4, 2, 64, 0, 3, 131},     // a KV cache: the queries are the last 3 of 131 positions
+        {2, 2, 256, 0, 20, 20},    // wide heads: two dimensions per thread
     };
     std::uint32_t seed = 20;
     for (const AttentionCase& c : cases) {
@@ -103,8 +104,8 @@ TEST_F(GpuLayerMath, AttentionMatchesTheCpu) {
 
 TEST_F(GpuLayerMath, AttentionRejectsWhatTheCpuRejects) {
     const MatrixF q = gaussian(4, 12, 1), k = gaussian(3, 12, 2);
-    EXPECT_THROW(device().attention(q, k, k, {2, 2, 6, 0}), Error);   // fewer keys than queries
-    EXPECT_THROW(device().attention(q, q, q, {3, 2, 4, 0}), Error);   // heads not a multiple of kv heads
+    EXPECT_THROW(device().attention(q, k, k, {2, 2, 6, 0}), Error);  // fewer keys than queries
+    EXPECT_THROW(device().attention(q, q, q, {3, 2, 4, 0}), Error);  // heads not a multiple of kv heads
 }
 
 }  // namespace

@@ -2,9 +2,10 @@
 // states), for L in shared memory (<= 12) and in the global workspace (13 .. 16).
 #include <gtest/gtest.h>
 
-#include "gpu_test_support.h"
 #include "qs/error.h"
 #include "qs/quant/trellis.h"
+
+#include "gpu_test_support.h"
 
 namespace qs::gpu::test {
 namespace {

@@ -1,10 +1,10 @@
 // dlopen of ggml's base library and look-up of its quantization functions by name.
 #include "ggml_reference.h"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 #include <filesystem>
+
+#include <dlfcn.h>
 
 namespace qs::interop {
 namespace {
@@ -62,7 +62,7 @@ bool GgmlReference::quantize(io::GgmlType type, const float* src, std::uint8_t* 
     auto fn = reinterpret_cast<Quantize>(symbol("quantize_" + typeName(type)));
     auto init = reinterpret_cast<QuantizeInit>(symbol("ggml_quantize_init"));
     if (!fn || !init) return false;
-    init(static_cast<std::uint32_t>(type));   // builds the IQ grids' search tables; a no-op for the rest
+    init(static_cast<std::uint32_t>(type));  // builds the IQ grids' search tables; a no-op for the rest
     fn(src, dst, nrows, nPerRow, importance);
     return true;
 }

@@ -12,7 +12,7 @@ namespace qs::interop {
 enum class RowKind { Normal, HeavyTailed, AllZero, Tiny, Huge, SingleOutlier, Extremes };
 
 inline const std::vector<RowKind>& allRowKinds() {
-    static const std::vector<RowKind> kinds = {RowKind::Normal, RowKind::HeavyTailed, RowKind::AllZero, RowKind::Tiny,
+    static const std::vector<RowKind> kinds = {RowKind::Normal, RowKind::HeavyTailed,   RowKind::AllZero, RowKind::Tiny,
                                                RowKind::Huge,   RowKind::SingleOutlier, RowKind::Extremes};
     return kinds;
 }
@@ -42,12 +42,11 @@ inline std::vector<float> makeRow(RowKind kind, std::int64_t n, std::uint32_t se
         case RowKind::HeavyTailed:
             for (float& v : x) v = 0.02f * student(rng);
             break;
-        case RowKind::AllZero:
-            break;
-        case RowKind::Tiny:   // scales fall into F16's subnormal range
+        case RowKind::AllZero: break;
+        case RowKind::Tiny:  // scales fall into F16's subnormal range
             for (float& v : x) v = 3e-7f * normal(rng);
             break;
-        case RowKind::Huge:   // scales near the top of F16's range
+        case RowKind::Huge:  // scales near the top of F16's range
             for (float& v : x) v = 2e3f * normal(rng);
             break;
         case RowKind::SingleOutlier: {
@@ -55,7 +54,7 @@ inline std::vector<float> makeRow(RowKind kind, std::int64_t n, std::uint32_t se
             x[std::uniform_int_distribution<std::size_t>(0, x.size() - 1)(rng)] = 3.0f;
             break;
         }
-        case RowKind::Extremes: {   // every element one of -A, -a, 0, a, A
+        case RowKind::Extremes: {  // every element one of -A, -a, 0, a, A
             const float levels[5] = {-1000.0f, -1e-3f, 0.0f, 1e-3f, 1000.0f};
             std::uniform_int_distribution<int> pick(0, 4);
             for (float& v : x) v = levels[pick(rng)];

@@ -1,11 +1,11 @@
 #include "llama_judge.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+
+#include <unistd.h>
 
 #include "llama_libraries.h"
 
@@ -26,15 +26,19 @@ std::string shellQuoted(const std::filesystem::path& p) { return "'" + p.string(
 
 nlohmann::json runLlamaJudge(const nlohmann::json& request) {
     static int calls = 0;
-    const auto base = std::filesystem::temp_directory_path() / ("qs_llama_judge_" + std::to_string(::getpid()) + "_" + std::to_string(calls++));
-    const auto requestFile = base.string() + ".request.json", answerFile = base.string() + ".answer.json", errorFile = base.string() + ".stderr";
+    const auto base = std::filesystem::temp_directory_path() /
+                      ("qs_llama_judge_" + std::to_string(::getpid()) + "_" + std::to_string(calls++));
+    const auto requestFile = base.string() + ".request.json", answerFile = base.string() + ".answer.json",
+               errorFile = base.string() + ".stderr";
     std::ofstream(requestFile) << request.dump();
-    const std::string command = "cd " + shellQuoted(interopDir()) + " && node llama_judge.mjs " + shellQuoted(requestFile) + " > " + shellQuoted(answerFile) +
-                                " 2> " + shellQuoted(errorFile);
+    const std::string command = "cd " + shellQuoted(interopDir()) + " && node llama_judge.mjs " +
+                                shellQuoted(requestFile) + " > " + shellQuoted(answerFile) + " 2> " +
+                                shellQuoted(errorFile);
     const int status = std::system(command.c_str());
     const std::string answer = readAll(answerFile), errors = readAll(errorFile);
     for (const auto& f : {requestFile, answerFile, errorFile}) std::filesystem::remove(f);
-    if (status != 0) throw std::runtime_error("llama_judge.mjs failed (status " + std::to_string(status) + "): " + errors);
+    if (status != 0)
+        throw std::runtime_error("llama_judge.mjs failed (status " + std::to_string(status) + "): " + errors);
     try {
         return nlohmann::json::parse(answer);
     } catch (const nlohmann::json::exception& e) {

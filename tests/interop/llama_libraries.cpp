@@ -2,11 +2,11 @@
 // llama.h, ggml.h and gguf.h of the llama.cpp release the package ships (see package.json).
 #include "llama_libraries.h"
 
-#include <dlfcn.h>
-
 #include <cstring>
 #include <regex>
 #include <stdexcept>
+
+#include <dlfcn.h>
 
 namespace qs::interop {
 
@@ -35,7 +35,7 @@ struct QuantizeParamsBuffer {
     std::int32_t outputTensorType;
     std::int32_t tokenEmbeddingType;
     bool allowRequantize, quantizeOutputTensor, onlyCopy, pure, keepSplit, dryRun;
-    const void* imatrix;   // const llama_model_imatrix_data*, terminated by a null name
+    const void* imatrix;  // const llama_model_imatrix_data*, terminated by a null name
     const void* kvOverrides;
     const void* ttOverrides;
     const std::int32_t* pruneLayers;
@@ -115,7 +115,8 @@ bool GgmlBase::hasToFloat(int type) const {
 
 void GgmlBase::toFloat(int type, const void* src, float* dst, std::int64_t n) const {
     const auto traits = symbol<const GgmlTypeTraits* (*)(int)>(handle_, "ggml_get_type_traits")(type);
-    if (traits == nullptr || traits->toFloat == nullptr) throw std::runtime_error("ggml has no to_float for type " + std::to_string(type));
+    if (traits == nullptr || traits->toFloat == nullptr)
+        throw std::runtime_error("ggml has no to_float for type " + std::to_string(type));
     traits->toFloat(src, dst, n);
 }
 
@@ -138,7 +139,8 @@ GgmlGgufView GgmlBase::readGguf(const std::filesystem::path& path) const {
         GgmlGgufView::Tensor t;
         t.name = symbol<const char* (*)(const void*, std::int64_t)>(handle_, "gguf_get_tensor_name")(ctx, i);
         t.type = symbol<int (*)(const void*, std::int64_t)>(handle_, "gguf_get_tensor_type")(ctx, i);
-        const std::int64_t* ne = symbol<const std::int64_t* (*)(const void*, std::int64_t)>(handle_, "gguf_get_tensor_ne")(ctx, i);
+        const std::int64_t* ne =
+            symbol<const std::int64_t* (*)(const void*, std::int64_t)>(handle_, "gguf_get_tensor_ne")(ctx, i);
         std::memcpy(t.ne, ne, sizeof t.ne);
         t.offset = symbol<std::size_t (*)(const void*, std::int64_t)>(handle_, "gguf_get_tensor_offset")(ctx, i);
         t.size = symbol<std::size_t (*)(const void*, std::int64_t)>(handle_, "gguf_get_tensor_size")(ctx, i);
@@ -150,32 +152,41 @@ GgmlGgufView GgmlBase::readGguf(const std::filesystem::path& path) const {
 
 void GgmlBase::writeSparseGguf(const std::filesystem::path& path, const std::vector<SparseKey>& keys,
                                const std::vector<SparseTensor>& tensors) const {
-    void* ctx = symbol<void* (*)(GgmlInitParams)>(handle_, "ggml_init")(GgmlInitParams{tensors.size() * 1024 + 4096, nullptr, true});
+    void* ctx = symbol<void* (*)(GgmlInitParams)>(
+        handle_, "ggml_init")(GgmlInitParams{tensors.size() * 1024 + 4096, nullptr, true});
     void* gguf = symbol<void* (*)()>(handle_, "gguf_init_empty")();
     for (const SparseKey& k : keys) {
-        if (k.kind == SparseKey::Text) symbol<void (*)(void*, const char*, const char*)>(handle_, "gguf_set_val_str")(gguf, k.key.c_str(), k.text.c_str());
-        else if (k.kind == SparseKey::U32) symbol<void (*)(void*, const char*, std::uint32_t)>(handle_, "gguf_set_val_u32")(gguf, k.key.c_str(), k.u32);
-        else symbol<void (*)(void*, const char*, float)>(handle_, "gguf_set_val_f32")(gguf, k.key.c_str(), k.f32);
+        if (k.kind == SparseKey::Text)
+            symbol<void (*)(void*, const char*, const char*)>(handle_, "gguf_set_val_str")(gguf, k.key.c_str(),
+                                                                                           k.text.c_str());
+        else if (k.kind == SparseKey::U32)
+            symbol<void (*)(void*, const char*, std::uint32_t)>(handle_, "gguf_set_val_u32")(gguf, k.key.c_str(),
+                                                                                             k.u32);
+        else
+            symbol<void (*)(void*, const char*, float)>(handle_, "gguf_set_val_f32")(gguf, k.key.c_str(), k.f32);
     }
     const auto new1d = symbol<void* (*)(void*, int, std::int64_t)>(handle_, "ggml_new_tensor_1d");
     const auto new2d = symbol<void* (*)(void*, int, std::int64_t, std::int64_t)>(handle_, "ggml_new_tensor_2d");
     const auto setName = symbol<void* (*)(void*, const char*)>(handle_, "ggml_set_name");
     const auto add = symbol<void (*)(void*, const void*)>(handle_, "gguf_add_tensor");
     for (const SparseTensor& t : tensors) {
-        void* tensor = t.shape.size() == 1 ? new1d(ctx, t.type, t.shape[0]) : new2d(ctx, t.type, t.shape[1], t.shape[0]);
+        void* tensor =
+            t.shape.size() == 1 ? new1d(ctx, t.type, t.shape[0]) : new2d(ctx, t.type, t.shape[1], t.shape[0]);
         setName(tensor, t.name.c_str());
         add(gguf, tensor);
     }
-    const bool written = symbol<bool (*)(const void*, const char*, bool)>(handle_, "gguf_write_to_file")(gguf, path.c_str(), true);
+    const bool written =
+        symbol<bool (*)(const void*, const char*, bool)>(handle_, "gguf_write_to_file")(gguf, path.c_str(), true);
     const std::size_t meta = symbol<std::size_t (*)(const void*)>(handle_, "gguf_get_meta_size")(gguf);
     const std::int64_t last = static_cast<std::int64_t>(tensors.size()) - 1;
-    const std::size_t end = last < 0 ? 0
-                                     : symbol<std::size_t (*)(const void*, std::int64_t)>(handle_, "gguf_get_tensor_offset")(gguf, last) +
-                                           symbol<std::size_t (*)(const void*, std::int64_t)>(handle_, "gguf_get_tensor_size")(gguf, last);
+    const std::size_t end =
+        last < 0 ? 0
+                 : symbol<std::size_t (*)(const void*, std::int64_t)>(handle_, "gguf_get_tensor_offset")(gguf, last) +
+                       symbol<std::size_t (*)(const void*, std::int64_t)>(handle_, "gguf_get_tensor_size")(gguf, last);
     symbol<void (*)(void*)>(handle_, "gguf_free")(gguf);
     symbol<void (*)(void*)>(handle_, "ggml_free")(ctx);
     if (!written) throw std::runtime_error("ggml could not write " + path.string());
-    std::filesystem::resize_file(path, meta + (end + 31) / 32 * 32);   // the data: a hole
+    std::filesystem::resize_file(path, meta + (end + 31) / 32 * 32);  // the data: a hole
 }
 
 LlamaQuantizer::LlamaQuantizer() : handle_(openLibrary("libllama.v0.4.0.so")) {
@@ -186,8 +197,8 @@ LlamaQuantizer::LlamaQuantizer() : handle_(openLibrary("libllama.v0.4.0.so")) {
 
 LlamaQuantizer::~LlamaQuantizer() { ::dlclose(handle_); }
 
-void LlamaQuantizer::quantize(const std::filesystem::path& in, const std::filesystem::path& out, int fileType, int threads,
-                              const std::map<std::string, std::vector<float>>* imatrix) const {
+void LlamaQuantizer::quantize(const std::filesystem::path& in, const std::filesystem::path& out, int fileType,
+                              int threads, const std::map<std::string, std::vector<float>>* imatrix) const {
     QuantizeParamsBuffer params = symbol<QuantizeParamsBuffer (*)()>(handle_, "llama_model_quantize_default_params")();
     params.nthread = threads;
     params.ftype = fileType;
@@ -197,9 +208,11 @@ void LlamaQuantizer::quantize(const std::filesystem::path& in, const std::filesy
         entries.push_back({nullptr, nullptr, 0});
         params.imatrix = entries.data();
     }
-    const auto run = symbol<std::uint32_t (*)(const char*, const char*, const QuantizeParamsBuffer*)>(handle_, "llama_model_quantize");
+    const auto run = symbol<std::uint32_t (*)(const char*, const char*, const QuantizeParamsBuffer*)>(
+        handle_, "llama_model_quantize");
     if (run(in.c_str(), out.c_str(), &params) != 0)
-        throw std::runtime_error("llama_model_quantize failed on " + in.string() + " (ftype " + std::to_string(fileType) + ")");
+        throw std::runtime_error("llama_model_quantize failed on " + in.string() + " (ftype " +
+                                 std::to_string(fileType) + ")");
 }
 
 std::map<std::string, std::string> LlamaQuantizer::dryRunTypes(const std::filesystem::path& in, int fileType) const {
@@ -210,21 +223,23 @@ std::map<std::string, std::string> LlamaQuantizer::dryRunTypes(const std::filesy
     std::string log;
     const auto setLog = symbol<void (*)(void (*)(int, const char*, void*), void*)>(handle_, "llama_log_set");
     setLog(collect, &log);
-    const auto run = symbol<std::uint32_t (*)(const char*, const char*, const QuantizeParamsBuffer*)>(handle_, "llama_model_quantize");
+    const auto run = symbol<std::uint32_t (*)(const char*, const char*, const QuantizeParamsBuffer*)>(
+        handle_, "llama_model_quantize");
     const std::uint32_t status = run(in.c_str(), "", &params);
     setLog(quiet, nullptr);
     if (status != 0) throw std::runtime_error("llama_model_quantize --dry-run failed on " + in.string() + ": " + log);
     // Per tensor: "[   3/ 291]  NAME - [ne...], type =    f32, size = A MiB -> B MiB (q4_K)", or
     // "size = A MiB" alone when the type stays.
-    static const std::regex line(R"(\[\s*\d+/\s*\d+\]\s+(\S+)\s+- \[[^\]]*\], type =\s*(\S+), size =[^\n(]*(?:\((\w+)\))?)");
+    static const std::regex line(
+        R"(\[\s*\d+/\s*\d+\]\s+(\S+)\s+- \[[^\]]*\], type =\s*(\S+), size =[^\n(]*(?:\((\w+)\))?)");
     std::map<std::string, std::string> types;
     for (std::sregex_iterator it(log.begin(), log.end(), line), end; it != end; ++it)
         types[(*it)[1]] = (*it)[3].matched ? std::string((*it)[3]) : std::string((*it)[2]);
     return types;
 }
 
-std::map<std::string, std::vector<float>> loadImatrixAsLlamaQuantize(const std::filesystem::path& path, std::vector<std::string>* datasets,
-                                                                     int* chunks) {
+std::map<std::string, std::vector<float>> loadImatrixAsLlamaQuantize(const std::filesystem::path& path,
+                                                                     std::vector<std::string>* datasets, int* chunks) {
     void* common = openLibrary("libllama-common.so");
     const auto load = symbol<bool (*)(const std::string&, CommonImatrix&)>(
         common, "_Z19common_imatrix_loadRKNSt7__cxx1112basic_stringIcSt11char_traitsIcESaIcEEER14common_imatrix");
@@ -232,7 +247,8 @@ std::map<std::string, std::vector<float>> loadImatrixAsLlamaQuantize(const std::
     const bool ok = load(path.string(), loaded);
     ::dlclose(common);
     if (!ok) throw std::runtime_error("llama.cpp cannot load the imatrix " + path.string());
-    if (!loaded.isLegacy && !loaded.hasMetadata) throw std::runtime_error("llama.cpp: missing imatrix metadata in " + path.string());
+    if (!loaded.isLegacy && !loaded.hasMetadata)
+        throw std::runtime_error("llama.cpp: missing imatrix metadata in " + path.string());
     // tools/quantize load_imatrix: the GGUF format's sums divided by their counts.
     std::map<std::string, std::vector<float>> out;
     for (const auto& [name, entry] : loaded.entries) {

@@ -36,7 +36,7 @@ struct GgmlGgufView {
 
 class GgmlBase {
 public:
-    GgmlBase();   // throws std::runtime_error when the library or a symbol is missing
+    GgmlBase();  // throws std::runtime_error when the library or a symbol is missing
     ~GgmlBase();
     GgmlBase(const GgmlBase&) = delete;
     GgmlBase& operator=(const GgmlBase&) = delete;
@@ -57,7 +57,7 @@ public:
     };
     struct SparseKey {
         std::string key;
-        std::string text;                  // the value of a Text key
+        std::string text;  // the value of a Text key
         std::uint32_t u32 = 0;
         float f32 = 0;
         enum Kind { Text, U32, F32 } kind = Text;
@@ -71,7 +71,7 @@ private:
 
 class LlamaQuantizer {
 public:
-    LlamaQuantizer();   // throws std::runtime_error when the library or a symbol is missing
+    LlamaQuantizer();  // throws std::runtime_error when the library or a symbol is missing
     ~LlamaQuantizer();
     LlamaQuantizer(const LlamaQuantizer&) = delete;
     LlamaQuantizer& operator=(const LlamaQuantizer&) = delete;

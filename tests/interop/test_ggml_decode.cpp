@@ -7,9 +7,10 @@
 #include <random>
 #include <vector>
 
+#include "qs/io/ggml_type.h"
+
 #include "ggml_reference.h"
 #include "ggml_test_rows.h"
-#include "qs/io/ggml_type.h"
 
 namespace qs::interop {
 namespace {
@@ -84,14 +85,15 @@ TEST_P(GgmlDecode, QuantizedRowsDecodeAsGgml) {
     const GgmlReference& ggml = GgmlReference::get();
     constexpr std::int64_t kN = 1024;
     const std::vector<float> importance = makeImportance(kN, 99);
-    const bool iq = traits.name.substr(0, 3) == "iq1" || traits.name.substr(0, 3) == "iq2" ||
-                    traits.name.substr(0, 3) == "iq3";
+    const bool iq =
+        traits.name.substr(0, 3) == "iq1" || traits.name.substr(0, 3) == "iq2" || traits.name.substr(0, 3) == "iq3";
     for (RowKind kind : allRowKinds()) {
         // ggml's IQ1-IQ3 quantizers search their grids slowly: one row of each shape is enough there.
         for (std::uint32_t seed = 0; seed < (iq ? 1u : 4u); ++seed) {
             const std::vector<float> x = makeRow(kind, kN, 1000 * seed + static_cast<std::uint32_t>(kind));
             std::vector<std::uint8_t> q(io::ggmlRowBytes(type, kN));
-            ASSERT_TRUE(ggml.quantize(type, x.data(), q.data(), 1, kN, iq ? importance.data() : nullptr)) << traits.name;
+            ASSERT_TRUE(ggml.quantize(type, x.data(), q.data(), 1, kN, iq ? importance.data() : nullptr))
+                << traits.name;
             std::vector<float> ours(kN), theirs(kN);
             io::ggmlDecodeRow(type, q.data(), ours.data(), kN);
             ggml.dequantizeRow(type, q.data(), theirs.data(), kN);
@@ -110,7 +112,7 @@ TEST(GgmlDecodeCoverage, EveryQuantizedTypeOfGgmlDecodes) {
     for (std::uint32_t t = 0; t < 64; ++t) {
         const io::GgmlTypeTraits* traits = io::ggmlTypeTraits(t);
         if (!traits || traits->isFloat) continue;
-        const bool integer = traits->name[0] == 'i' && traits->name.size() <= 3;   // i8 .. i64
+        const bool integer = traits->name[0] == 'i' && traits->name.size() <= 3;  // i8 .. i64
         const bool dotProductOnly = traits->type == GgmlType::Q8_1 || traits->type == GgmlType::Q8_K;
         if (integer || dotProductOnly) {
             EXPECT_FALSE(traits->decodes) << traits->name;

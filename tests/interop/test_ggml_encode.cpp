@@ -8,10 +8,11 @@
 #include <cstdio>
 #include <vector>
 
-#include "ggml_reference.h"
-#include "ggml_test_rows.h"
 #include "qs/io/ggml_type.h"
 #include "qs/quant/ggml_encode.h"
+
+#include "ggml_reference.h"
+#include "ggml_test_rows.h"
 
 namespace qs::interop {
 namespace {
@@ -64,7 +65,8 @@ std::vector<float> weightMatrix(std::int64_t rows, std::int64_t cols) {
     for (std::int64_t r = 0; r < rows; ++r) {
         const std::vector<float> row = makeRow(kinds[r % 3], cols, static_cast<std::uint32_t>(5000 + r));
         const float spread = 0.5f + static_cast<float>(r % 7) * 0.25f;
-        for (std::int64_t c = 0; c < cols; ++c) w[static_cast<std::size_t>(r * cols + c)] = spread * row[static_cast<std::size_t>(c)];
+        for (std::int64_t c = 0; c < cols; ++c)
+            w[static_cast<std::size_t>(r * cols + c)] = spread * row[static_cast<std::size_t>(c)];
     }
     return w;
 }

@@ -14,8 +14,6 @@
 //    parser reads each linear in the allocated type, and llama.cpp's KL is our eval's plus its arithmetic.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -23,9 +21,8 @@
 #include <map>
 #include <set>
 
-#include "interop_test_support.h"
-#include "llama_judge.h"
-#include "llama_libraries.h"
+#include <unistd.h>
+
 #include "qs/io/checkpoint.h"
 #include "qs/io/gguf_file.h"
 #include "qs/io/gguf_names.h"
@@ -42,7 +39,11 @@
 #include "qs/pipeline/mixed_precision_allocation.h"
 #include "qs/pipeline/mixed_precision_measure.h"
 #include "qs/pipeline/mixed_precision_report.h"
+
 #include "eight_expert_mixtral.h"
+#include "interop_test_support.h"
+#include "llama_judge.h"
+#include "llama_libraries.h"
 
 using namespace qs;
 using nlohmann::json;
@@ -60,7 +61,8 @@ bool isStories(const fs::path& source) { return source == kStories; }
 pipeline::GgufExportOptions exportOptions(const fs::path& source) {
     pipeline::GgufExportOptions options;
     if (isStories(source))
-        options.sentencePiece = pipeline::GgufSentencePieceVocabulary{model::readLlama2cTokenizer(kStoriesTokenizer, 512), 1, 2, true};
+        options.sentencePiece =
+            pipeline::GgufSentencePieceVocabulary{model::readLlama2cTokenizer(kStoriesTokenizer, 512), 1, 2, true};
     return options;
 }
 
@@ -74,18 +76,21 @@ fs::path exportF32(const fs::path& source, const fs::path& destination) {
 std::map<std::string, std::string> ourTypes(const model::ModelConfig& config, int fileType, bool importance) {
     const auto chooser = pipeline::ggufMixChooser(pipeline::ggufFileTypeOf(fileType), config, importance);
     std::map<std::string, std::string> out;
-    for (const auto& t : pipeline::ggufTensorPlan(config)) out[t.ggufName] = std::string(io::ggmlTypeTraits(chooser(t)).name);
+    for (const auto& t : pipeline::ggufTensorPlan(config))
+        out[t.ggufName] = std::string(io::ggmlTypeTraits(chooser(t)).name);
     return out;
 }
 
 std::map<std::string, std::string> typesInFile(const interop::GgmlBase& ggml, const fs::path& file) {
     std::map<std::string, std::string> out;
-    for (const auto& t : ggml.readGguf(file).tensors) out[t.name] = std::string(io::ggmlTypeTraits(io::GgmlType(t.type)).name);
+    for (const auto& t : ggml.readGguf(file).tensors)
+        out[t.name] = std::string(io::ggmlTypeTraits(io::GgmlType(t.type)).name);
     return out;
 }
 
 // "name: theirs vs ours" for every tensor the two maps disagree on (one missing on a side: "-").
-std::vector<std::string> typeDifferences(const std::map<std::string, std::string>& theirs, const std::map<std::string, std::string>& ours) {
+std::vector<std::string> typeDifferences(const std::map<std::string, std::string>& theirs,
+                                         const std::map<std::string, std::string>& ours) {
     std::set<std::string> names;
     for (const auto* m : {&theirs, &ours})
         for (const auto& [name, type] : *m) names.insert(name);
@@ -105,7 +110,8 @@ std::vector<int> mixFileTypes() {
     return out;
 }
 
-pipeline::MethodResult runMethod(const fs::path& source, const std::string& method, const pipeline::TokenSequences& calibration) {
+pipeline::MethodResult runMethod(const fs::path& source, const std::string& method,
+                                 const pipeline::TokenSequences& calibration) {
     pipeline::JobPlan plan;
     plan.checkpoint = source;
     plan.methods = {pipeline::parseMethod(method)};
@@ -137,13 +143,15 @@ double klAgainstOriginal(const json& theirs, const MatrixF& originalLogits) {
 
 pipeline::TokenSequences windowsOf(const fs::path& source, const fs::path& file) {
     if (isStories(source)) {
-        const auto tokenizer = model::Tokenizer::fromSentencePiece(model::readLlama2cTokenizer(kStoriesTokenizer, 512), 1, 2, "tok512.bin");
+        const auto tokenizer = model::Tokenizer::fromSentencePiece(model::readLlama2cTokenizer(kStoriesTokenizer, 512),
+                                                                   1, 2, "tok512.bin");
         const auto ids = tokenizer.encode(interop::kStoryOpening, {.addBos = true});
         const std::size_t half = ids.size() / 2;
-        return {std::vector<model::TokenId>(ids.begin(), ids.begin() + long(half)), std::vector<model::TokenId>(ids.begin() + long(half), ids.end())};
+        return {std::vector<model::TokenId>(ids.begin(), ids.begin() + long(half)),
+                std::vector<model::TokenId>(ids.begin() + long(half), ids.end())};
     }
-    return pipeline::sharedTokenWindows(io::Checkpoint::open(source), io::Checkpoint::open(file), pipeline::loadTexts(kDemo / "eval.txt"), 4,
-                                        128, "eval.txt");
+    return pipeline::sharedTokenWindows(io::Checkpoint::open(source), io::Checkpoint::open(file),
+                                        pipeline::loadTexts(kDemo / "eval.txt"), 4, 128, "eval.txt");
 }
 
 }  // namespace
@@ -157,7 +165,8 @@ TEST_F(GgufMethodsInterop, LlamaQuantizeGivesTheSmallModelsTensorsOurTypes) {
         for (const int fileType : mixFileTypes()) {
             const fs::path out = dir_ / (source.filename().string() + "-" + std::to_string(fileType) + ".gguf");
             quantizer.quantize(f32, out, fileType, 2);
-            EXPECT_EQ(typesInFile(ggml, out), ourTypes(config, fileType, false)) << source << " " << io::ggufFileTypeName(fileType);
+            EXPECT_EQ(typesInFile(ggml, out), ourTypes(config, fileType, false))
+                << source << " " << io::ggufFileTypeName(fileType);
             fs::remove(out);
         }
     }
@@ -165,7 +174,8 @@ TEST_F(GgufMethodsInterop, LlamaQuantizeGivesTheSmallModelsTensorsOurTypes) {
 
 TEST_F(GgufMethodsInterop, LlamaQuantizeGivesLlama8BShapesOurTypes) {
     model::ModelConfig c;
-    c.modelType = "llama", c.hiddenSize = 4096, c.intermediateSize = 14336, c.numLayers = 32, c.numHeads = 32, c.numKvHeads = 8;
+    c.modelType = "llama", c.hiddenSize = 4096, c.intermediateSize = 14336, c.numLayers = 32, c.numHeads = 32,
+    c.numKvHeads = 8;
     c.headDim = 128, c.vocabSize = 128256, c.maxPositionEmbeddings = 8192, c.rmsNormEps = 1e-5, c.ropeTheta = 500000.0;
     using Key = interop::GgmlBase::SparseKey;
     const std::vector<Key> keys = {
@@ -186,7 +196,7 @@ TEST_F(GgufMethodsInterop, LlamaQuantizeGivesLlama8BShapesOurTypes) {
     for (const auto& t : pipeline::ggufTensorPlan(c)) tensors.push_back({t.ggufName, 0, t.shape});
     const fs::path file = dir_ / "llama-8b-shapes-f32.gguf";
     interop::GgmlBase().writeSparseGguf(file, keys, tensors);
-    EXPECT_GT(fs::file_size(file), 30'000'000'000u);   // 8.0 G weights in f32, stored as a hole
+    EXPECT_GT(fs::file_size(file), 30'000'000'000u);  // 8.0 G weights in f32, stored as a hole
     const interop::LlamaQuantizer quantizer;
     for (const int fileType : mixFileTypes()) {
         const auto theirs = quantizer.dryRunTypes(file, fileType);
@@ -202,15 +212,17 @@ TEST_F(GgufMethodsInterop, LlamaQuantizeGivesTheTinyArchitecturesTensorsOurTypes
     const interop::LlamaQuantizer quantizer;
     const interop::GgmlBase ggml;
     const fs::path data = QS_TEST_DATA_DIR;
-    for (const fs::path& source : {data / "moe" / "qwen3-moe-tiny", data / "moe" / "mixtral-tiny", data / "gptoss" / "gptoss-tiny",
-                                   data / "phi3" / "tiny-random", data / "gemma3" / "gemma3-text-tiny"}) {
+    for (const fs::path& source :
+         {data / "moe" / "qwen3-moe-tiny", data / "moe" / "mixtral-tiny", data / "gptoss" / "gptoss-tiny",
+          data / "phi3" / "tiny-random", data / "gemma3" / "gemma3-text-tiny"}) {
         SCOPED_TRACE(source.filename().string());
         const fs::path f32 = exportF32(source, dir_ / (source.filename().string() + "-f32.gguf"));
         const model::ModelConfig config = model::ModelConfig::fromCheckpoint(io::Checkpoint::open(source));
         for (const int fileType : mixFileTypes()) {
             const fs::path out = dir_ / (source.filename().string() + "-" + std::to_string(fileType) + ".gguf");
             quantizer.quantize(f32, out, fileType, 2);
-            EXPECT_EQ(typeDifferences(typesInFile(ggml, out), ourTypes(config, fileType, false)), std::vector<std::string>{})
+            EXPECT_EQ(typeDifferences(typesInFile(ggml, out), ourTypes(config, fileType, false)),
+                      std::vector<std::string>{})
                 << io::ggufFileTypeName(fileType);
             fs::remove(out);
         }
@@ -224,7 +236,9 @@ namespace {
 // hole) against our mix, for every file type.
 void expectDryRunTypesAreOurs(const model::ModelConfig& c, const std::string& arch, const fs::path& file) {
     using Key = interop::GgmlBase::SparseKey;
-    const auto u32 = [&](const std::string& key, std::int64_t v) { return Key{arch + "." + key, "", std::uint32_t(v), 0, Key::U32}; };
+    const auto u32 = [&](const std::string& key, std::int64_t v) {
+        return Key{arch + "." + key, "", std::uint32_t(v), 0, Key::U32};
+    };
     std::vector<Key> keys = {
         {"general.architecture", arch},
         u32("block_count", c.numLayers),
@@ -258,22 +272,45 @@ void expectDryRunTypesAreOurs(const model::ModelConfig& c, const std::string& ar
 
 // The config.json of Mixtral-8x7B and of Qwen3-30B-A3B (their Hugging Face repositories), as read.
 model::ModelConfig mixtral8x7B() {
-    return model::ModelConfig::fromJson(json{{"model_type", "mixtral"}, {"architectures", {"MixtralForCausalLM"}}, {"hidden_size", 4096},
-                                             {"intermediate_size", 14336}, {"num_hidden_layers", 32}, {"num_attention_heads", 32},
-                                             {"num_key_value_heads", 8}, {"num_local_experts", 8}, {"num_experts_per_tok", 2},
-                                             {"vocab_size", 32000}, {"max_position_embeddings", 32768}, {"rms_norm_eps", 1e-5},
-                                             {"rope_theta", 1e6}, {"tie_word_embeddings", false}, {"hidden_act", "silu"}},
+    return model::ModelConfig::fromJson(json{{"model_type", "mixtral"},
+                                             {"architectures", {"MixtralForCausalLM"}},
+                                             {"hidden_size", 4096},
+                                             {"intermediate_size", 14336},
+                                             {"num_hidden_layers", 32},
+                                             {"num_attention_heads", 32},
+                                             {"num_key_value_heads", 8},
+                                             {"num_local_experts", 8},
+                                             {"num_experts_per_tok", 2},
+                                             {"vocab_size", 32000},
+                                             {"max_position_embeddings", 32768},
+                                             {"rms_norm_eps", 1e-5},
+                                             {"rope_theta", 1e6},
+                                             {"tie_word_embeddings", false},
+                                             {"hidden_act", "silu"}},
                                         "Mixtral-8x7B config.json");
 }
 
 model::ModelConfig qwen3_30B_A3B() {
-    return model::ModelConfig::fromJson(json{{"model_type", "qwen3_moe"}, {"architectures", {"Qwen3MoeForCausalLM"}}, {"hidden_size", 2048},
-                                             {"intermediate_size", 6144}, {"moe_intermediate_size", 768}, {"num_hidden_layers", 48},
-                                             {"num_attention_heads", 32}, {"num_key_value_heads", 4}, {"head_dim", 128},
-                                             {"num_experts", 128}, {"num_experts_per_tok", 8}, {"norm_topk_prob", true},
-                                             {"decoder_sparse_step", 1}, {"mlp_only_layers", json::array()}, {"vocab_size", 151936},
-                                             {"max_position_embeddings", 40960}, {"rms_norm_eps", 1e-6}, {"rope_theta", 1e6},
-                                             {"tie_word_embeddings", false}, {"hidden_act", "silu"}},
+    return model::ModelConfig::fromJson(json{{"model_type", "qwen3_moe"},
+                                             {"architectures", {"Qwen3MoeForCausalLM"}},
+                                             {"hidden_size", 2048},
+                                             {"intermediate_size", 6144},
+                                             {"moe_intermediate_size", 768},
+                                             {"num_hidden_layers", 48},
+                                             {"num_attention_heads", 32},
+                                             {"num_key_value_heads", 4},
+                                             {"head_dim", 128},
+                                             {"num_experts", 128},
+                                             {"num_experts_per_tok", 8},
+                                             {"norm_topk_prob", true},
+                                             {"decoder_sparse_step", 1},
+                                             {"mlp_only_layers", json::array()},
+                                             {"vocab_size", 151936},
+                                             {"max_position_embeddings", 40960},
+                                             {"rms_norm_eps", 1e-6},
+                                             {"rope_theta", 1e6},
+                                             {"tie_word_embeddings", false},
+                                             {"hidden_act", "silu"}},
                                         "Qwen3-30B-A3B config.json");
 }
 
@@ -301,10 +338,13 @@ TEST_F(GgufMethodsInterop, AMoeModelsGgufFromTheJobLoadsInLlamaCppWithTheJobsKl)
     model::Transformer reference = model::Transformer::fromCheckpoint(original);
     for (const pipeline::MethodResult& r : result.methods) {
         ASSERT_TRUE(r.error.empty()) << r.error;
-        const fs::path file = pipeline::writeGgufResult(original, r, dir_ / ("mixtral-8e-" + r.method.name + ".gguf"), {}, {}, CancelToken{});
-        const json answer = interop::runLlamaJudge({{"model", file.string()}, {"evaluate", plan.evaluation}, {"vocabulary", 320}, {"threads", 2}});
+        const fs::path file = pipeline::writeGgufResult(original, r, dir_ / ("mixtral-8e-" + r.method.name + ".gguf"),
+                                                        {}, {}, CancelToken{});
+        const json answer = interop::runLlamaJudge(
+            {{"model", file.string()}, {"evaluate", plan.evaluation}, {"vocabulary", 320}, {"threads", 2}});
         EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{}) << file;
-        for (const auto& w : answer.at("warnings")) std::printf("llama.cpp warning: %s\n", w.get<std::string>().c_str());
+        for (const auto& w : answer.at("warnings"))
+            std::printf("llama.cpp warning: %s\n", w.get<std::string>().c_str());
         // llama.cpp's KL against the original, and its own arithmetic on this very file: its distributions
         // against our forward pass of the file read back (the stacked experts as per-expert slices).
         model::Transformer decoded = model::Transformer::fromCheckpoint(io::Checkpoint::open(file));
@@ -318,12 +358,15 @@ TEST_F(GgufMethodsInterop, AMoeModelsGgufFromTheJobLoadsInLlamaCppWithTheJobsKl)
         }
         theirs /= positions;
         arithmetic /= positions;
-        const double ours = pipeline::evaluateCheckpoints({source, file, plan.evaluation}, {}, CancelToken{}).kl.meanKld.value;
-        std::printf("8-expert Mixtral %s (%.3f bpw): mean KL vs the original: llama.cpp %.4g, the Job %.4g, QuantScope eval of the file "
-                    "%.4g; llama.cpp's arithmetic on the file %.3g; eval + arithmetic %.4g (%+.1f %%)\n",
-                    r.method.name.c_str(), r.bitsPerWeight, theirs, r.kl.meanKld.value, ours, arithmetic, ours + arithmetic,
-                    100.0 * (theirs / (ours + arithmetic) - 1.0));
-        EXPECT_EQ(ours, r.kl.meanKld.value);   // the file holds what the Job measured
+        const double ours =
+            pipeline::evaluateCheckpoints({source, file, plan.evaluation}, {}, CancelToken{}).kl.meanKld.value;
+        std::printf(
+            "8-expert Mixtral %s (%.3f bpw): mean KL vs the original: llama.cpp %.4g, the Job %.4g, QuantScope eval of "
+            "the file "
+            "%.4g; llama.cpp's arithmetic on the file %.3g; eval + arithmetic %.4g (%+.1f %%)\n",
+            r.method.name.c_str(), r.bitsPerWeight, theirs, r.kl.meanKld.value, ours, arithmetic, ours + arithmetic,
+            100.0 * (theirs / (ours + arithmetic) - 1.0));
+        EXPECT_EQ(ours, r.kl.meanKld.value);  // the file holds what the Job measured
         // llama.cpp runs the file as we decode it, up to its Q8 activations, whose KL adds to the weights'
         // (seen: 0.0079 and 0.0055 on this model's sharp distributions; eval + arithmetic -3.1 % and -4.8 %
         // with -march=native on AVX2 and AVX-512). The sum is only first-order, and on this sharp model the
@@ -336,26 +379,30 @@ TEST_F(GgufMethodsInterop, AMoeModelsGgufFromTheJobLoadsInLlamaCppWithTheJobsKl)
     // The Job's calibration as an imatrix: llama.cpp's loader reads a row per expert of each stacked
     // tensor, and llama-quantize quantizes the model's F32 export with it.
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(original);
-    const fs::path imatrix = pipeline::writeImatrix(result.methods.front(), config, dir_ / "mixtral-8e.imatrix.gguf", {{"synthetic"}, 8, 64});
+    const fs::path imatrix = pipeline::writeImatrix(result.methods.front(), config, dir_ / "mixtral-8e.imatrix.gguf",
+                                                    {{"synthetic"}, 8, 64});
     const auto entries = interop::loadImatrixAsLlamaQuantize(imatrix);
     ASSERT_TRUE(entries.contains("blk.1.ffn_gate_exps.weight"));
     EXPECT_EQ(entries.at("blk.1.ffn_gate_exps.weight").size(), 8u * 256u);
     EXPECT_EQ(entries.size(), 2u * 7u);
     const fs::path f32 = exportF32(source, dir_ / "mixtral-8e-f32.gguf");
     interop::LlamaQuantizer().quantize(f32, dir_ / "mixtral-8e-llama-q4_k_m.gguf", 15, 2, &entries);
-    EXPECT_EQ(typeDifferences(typesInFile(interop::GgmlBase(), dir_ / "mixtral-8e-llama-q4_k_m.gguf"), ourTypes(config, 15, true)),
+    EXPECT_EQ(typeDifferences(typesInFile(interop::GgmlBase(), dir_ / "mixtral-8e-llama-q4_k_m.gguf"),
+                              ourTypes(config, 15, true)),
               std::vector<std::string>{});
 }
 
 TEST_F(GgufMethodsInterop, LlamaQuantizeReadsOurImatrixAndWeighsTheErrorAsWeDo) {
-    const auto calibration = pipeline::tokenWindows(model::Tokenizer::fromFile(kDemo), pipeline::loadTexts(kDemo / "calibration.txt"), 8,
-                                                    128, "calibration.txt");
+    const auto calibration = pipeline::tokenWindows(
+        model::Tokenizer::fromFile(kDemo), pipeline::loadTexts(kDemo / "calibration.txt"), 8, 128, "calibration.txt");
     const pipeline::MethodResult ours = runMethod(kDemo, "q4_k_m", calibration);
-    const fs::path imatrix = pipeline::writeImatrix(ours, model::ModelConfig::fromCheckpoint(io::Checkpoint::open(kDemo)), dir_ / "demo.imatrix.gguf", {{"calibration.txt"}, 8, 128});
+    const fs::path imatrix =
+        pipeline::writeImatrix(ours, model::ModelConfig::fromCheckpoint(io::Checkpoint::open(kDemo)),
+                               dir_ / "demo.imatrix.gguf", {{"calibration.txt"}, 8, 128});
     std::vector<std::string> datasets;
     int chunks = 0;
     const auto entries = interop::loadImatrixAsLlamaQuantize(imatrix, &datasets, &chunks);
-    EXPECT_EQ(entries.size(), 14u);   // 7 linears x 2 layers
+    EXPECT_EQ(entries.size(), 14u);  // 7 linears x 2 layers
     EXPECT_EQ(datasets, std::vector<std::string>{"calibration.txt"});
     EXPECT_EQ(chunks, 8);
     ASSERT_EQ(entries.count("blk.1.ffn_down.weight"), 1u);
@@ -366,20 +413,22 @@ TEST_F(GgufMethodsInterop, LlamaQuantizeReadsOurImatrixAndWeighsTheErrorAsWeDo) 
     const fs::path withImatrix = dir_ / "llama-q4_k_m-imatrix.gguf", without = dir_ / "llama-q4_k_m.gguf";
     quantizer.quantize(f32, withImatrix, 15, 2, &entries);
     quantizer.quantize(f32, without, 15, 2);
-    const fs::path mine = pipeline::writeGgufResult(io::Checkpoint::open(kDemo), ours, dir_ / "ours-q4_k_m.gguf", {}, {}, CancelToken{});
-    const io::GgufFile original = io::GgufFile::open(f32), theirs = io::GgufFile::open(withImatrix), plain = io::GgufFile::open(without),
-                       ourFile = io::GgufFile::open(mine);
+    const fs::path mine =
+        pipeline::writeGgufResult(io::Checkpoint::open(kDemo), ours, dir_ / "ours-q4_k_m.gguf", {}, {}, CancelToken{});
+    const io::GgufFile original = io::GgufFile::open(f32), theirs = io::GgufFile::open(withImatrix),
+                       plain = io::GgufFile::open(without), ourFile = io::GgufFile::open(mine);
     // Per linear, the error weighted by the importance llama.cpp read from our file (the diagonal
     // of the output error on the calibration): llama-quantize with our imatrix, without it, and ours.
     double theirsError = 0, plainError = 0, ourError = 0;
     int changed = 0;
     for (const auto& [name, importance] : entries) {
-        const std::vector<float> w = original.tensor(name).toF32(), a = theirs.tensor(name).toF32(), p = plain.tensor(name).toF32(),
-                                 o = ourFile.tensor(name).toF32();
+        const std::vector<float> w = original.tensor(name).toF32(), a = theirs.tensor(name).toF32(),
+                                 p = plain.tensor(name).toF32(), o = ourFile.tensor(name).toF32();
         ASSERT_EQ(w.size() % importance.size(), 0u) << name;
         const auto weighted = [&](const std::vector<float>& q) {
             double e = 0;
-            for (std::size_t i = 0; i < w.size(); ++i) e += importance[i % importance.size()] * double(w[i] - q[i]) * double(w[i] - q[i]);
+            for (std::size_t i = 0; i < w.size(); ++i)
+                e += importance[i % importance.size()] * double(w[i] - q[i]) * double(w[i] - q[i]);
             return e;
         };
         theirsError += weighted(a), plainError += weighted(p), ourError += weighted(o);
@@ -387,11 +436,13 @@ TEST_F(GgufMethodsInterop, LlamaQuantizeReadsOurImatrixAndWeighsTheErrorAsWeDo) 
         // The imatrix's type rules are llama.cpp's (Q4_K_M has none that depend on it): same types.
         EXPECT_EQ(*theirs.find(name)->ggmlType, *ourFile.find(name)->ggmlType) << name;
     }
-    std::printf("demo Q4_K_M, importance-weighted squared error of the linears: llama-quantize %.6g, with our imatrix %.6g, "
-                "QuantScope %.6g\n", plainError, theirsError, ourError);
-    EXPECT_EQ(changed, 14);                  // every linear moved
-    EXPECT_LT(theirsError, plainError);      // towards what our calibration weighs
-    EXPECT_LE(ourError, 1.02 * theirsError);   // and ours is as good as llama.cpp's with the same importance
+    std::printf(
+        "demo Q4_K_M, importance-weighted squared error of the linears: llama-quantize %.6g, with our imatrix %.6g, "
+        "QuantScope %.6g\n",
+        plainError, theirsError, ourError);
+    EXPECT_EQ(changed, 14);                   // every linear moved
+    EXPECT_LT(theirsError, plainError);       // towards what our calibration weighs
+    EXPECT_LE(ourError, 1.02 * theirsError);  // and ours is as good as llama.cpp's with the same importance
     // The tensors the imatrix has no entry for are written alike (the vectors in F32, bit for bit).
     for (const io::TensorInfo& t : theirs.tensors())
         if (*t.ggmlType == io::GgmlType::F32) {
@@ -408,12 +459,15 @@ TEST_F(GgufMethodsInterop, ExportsLoadWithoutWarningsAndLlamaCppsKlAgreesWithOur
         model::Transformer reference = model::Transformer::fromCheckpoint(original);
         for (const std::string method : {"q8_0", "q4_k_m", "q6_k"}) {
             const pipeline::MethodResult result = runMethod(source, method, {});
-            const fs::path file = pipeline::writeGgufResult(original, result, dir_ / (source.filename().string() + "-" + method + ".gguf"),
-                                                            exportOptions(source), {}, CancelToken{});
+            const fs::path file = pipeline::writeGgufResult(
+                original, result, dir_ / (source.filename().string() + "-" + method + ".gguf"), exportOptions(source),
+                {}, CancelToken{});
             const pipeline::TokenSequences windows = windowsOf(source, file);
-            const json answer = interop::runLlamaJudge({{"model", file.string()}, {"evaluate", windows}, {"vocabulary", config.vocabSize}, {"threads", 2}});
+            const json answer = interop::runLlamaJudge(
+                {{"model", file.string()}, {"evaluate", windows}, {"vocabulary", config.vocabSize}, {"threads", 2}});
             EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{}) << file;
-            for (const auto& w : answer.at("warnings")) std::printf("llama.cpp warning: %s\n", w.get<std::string>().c_str());
+            for (const auto& w : answer.at("warnings"))
+                std::printf("llama.cpp warning: %s\n", w.get<std::string>().c_str());
             // llama.cpp's KL against the original, and its own arithmetic on this very file: its
             // distributions against our forward pass of the same (decoded) weights.
             model::Transformer decoded = model::Transformer::fromCheckpoint(io::Checkpoint::open(file));
@@ -430,10 +484,13 @@ TEST_F(GgufMethodsInterop, ExportsLoadWithoutWarningsAndLlamaCppsKlAgreesWithOur
             arithmetic /= double(positions);
             const auto ours = pipeline::evaluateCheckpoints({source, file, windows}, {}, CancelToken{});
             const double ourKl = ours.kl.meanKld.value;
-            std::printf("%s %s (%.3f bpw): mean KL vs the original: llama.cpp %.4g, QuantScope eval %.4g (%+.1f %%); llama.cpp's "
-                        "arithmetic on the file %.3g; eval + arithmetic %.4g (%+.1f %%)\n",
-                        source.filename().c_str(), method.c_str(), result.bitsPerWeight, theirs, ourKl, 100.0 * (theirs / ourKl - 1.0),
-                        arithmetic, ourKl + arithmetic, 100.0 * (theirs / (ourKl + arithmetic) - 1.0));
+            std::printf(
+                "%s %s (%.3f bpw): mean KL vs the original: llama.cpp %.4g, QuantScope eval %.4g (%+.1f %%); "
+                "llama.cpp's "
+                "arithmetic on the file %.3g; eval + arithmetic %.4g (%+.1f %%)\n",
+                source.filename().c_str(), method.c_str(), result.bitsPerWeight, theirs, ourKl,
+                100.0 * (theirs / ourKl - 1.0), arithmetic, ourKl + arithmetic,
+                100.0 * (theirs / (ourKl + arithmetic) - 1.0));
             EXPECT_GT(ourKl, 0.0);
             // llama.cpp's CPU kernels quantize the activations for quantized weights (Q8_0 / Q8_K
             // blocks): on these small models that adds as much KL as Q8_0's weights do. Its KL is our
@@ -454,23 +511,27 @@ TEST_F(GgufMethodsInterop, AMixOfGgmlTypesLoadsWithTheAllocatedTypesAndLlamaCpps
     const auto tokenizer = model::Tokenizer::fromFile(kDemo);
     pipeline::JobPlan plan;
     plan.checkpoint = kDemo;
-    plan.calibration = pipeline::tokenWindows(tokenizer, pipeline::loadTexts(kDemo / "calibration.txt"), 8, 128, "calibration.txt");
+    plan.calibration =
+        pipeline::tokenWindows(tokenizer, pipeline::loadTexts(kDemo / "calibration.txt"), 8, 128, "calibration.txt");
     plan.evaluation = pipeline::tokenWindows(tokenizer, pipeline::loadTexts(kDemo / "eval.txt"), 8, 128, "eval.txt");
     const auto candidates = pipeline::parseMixMethodList("q3_K,q4_K,q5_K,q6_K");
-    const auto table = pipeline::measureSensitivity(plan, candidates, pipeline::Sensitivity::GroupKl, {}, CancelToken{});
+    const auto table =
+        pipeline::measureSensitivity(plan, candidates, pipeline::Sensitivity::GroupKl, {}, CancelToken{});
     const pipeline::MixedPrecisionPlanner planner(table, {}, pipeline::namesOf(candidates));
     const pipeline::MixedAllocation allocation = planner.at(4.5);
     plan.mixed = {planner.methods(allocation, "mixed 4.50 bpw")};
     const pipeline::MethodResult mixed = pipeline::Job(plan).run({}, CancelToken{}).methods.front();
     ASSERT_TRUE(mixed.error.empty()) << mixed.error;
-    const fs::path file = pipeline::writeGgufMixResult(original, mixed, dir_ / "demo-mixed.gguf", {}, {}, CancelToken{});
+    const fs::path file =
+        pipeline::writeGgufMixResult(original, mixed, dir_ / "demo-mixed.gguf", {}, {}, CancelToken{});
 
     // ggml's own parser: each linear in the type the allocation gave its group, the rest F16 / F32.
     const auto types = typesInFile(interop::GgmlBase(), file);
     std::set<std::string> used;
     for (std::size_t g = 0; g < table.groups.size(); ++g)
         for (const auto& module : table.groups[g].modules) {
-            const std::string name = *io::ggufNameOfHfTensor(pipeline::moduleName(table.groups[g].layer, module) + ".weight");
+            const std::string name =
+                *io::ggufNameOfHfTensor(pipeline::moduleName(table.groups[g].layer, module) + ".weight");
             const std::string want = table.candidates[std::size_t(allocation.choice[g])].name;
             EXPECT_EQ(types.at(name), want) << name;
             used.insert(want);
@@ -480,7 +541,8 @@ TEST_F(GgufMethodsInterop, AMixOfGgmlTypesLoadsWithTheAllocatedTypesAndLlamaCpps
     EXPECT_EQ(types.at("blk.0.attn_norm.weight"), "f32");
 
     const pipeline::TokenSequences windows = windowsOf(kDemo, file);
-    const json answer = interop::runLlamaJudge({{"model", file.string()}, {"evaluate", windows}, {"vocabulary", config.vocabSize}, {"threads", 2}});
+    const json answer = interop::runLlamaJudge(
+        {{"model", file.string()}, {"evaluate", windows}, {"vocabulary", config.vocabSize}, {"threads", 2}});
     EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{}) << file;
     model::Transformer reference = model::Transformer::fromCheckpoint(original);
     model::Transformer decoded = model::Transformer::fromCheckpoint(io::Checkpoint::open(file));
@@ -495,11 +557,13 @@ TEST_F(GgufMethodsInterop, AMixOfGgmlTypesLoadsWithTheAllocatedTypesAndLlamaCpps
     theirs /= positions;
     arithmetic /= positions;
     const double ourKl = pipeline::evaluateCheckpoints({kDemo, file, windows}, {}, CancelToken{}).kl.meanKld.value;
-    std::printf("demo mixed %s (%.3f bpw): mean KL vs the original: llama.cpp %.4g, QuantScope eval %.4g; llama.cpp's arithmetic on the "
-                "file %.3g; eval + arithmetic %.4g (%+.1f %%)\n",
-                pipeline::allocationSummary(table, allocation).c_str(), mixed.bitsPerWeight, theirs, ourKl, arithmetic, ourKl + arithmetic,
-                100.0 * (theirs / (ourKl + arithmetic) - 1.0));
+    std::printf(
+        "demo mixed %s (%.3f bpw): mean KL vs the original: llama.cpp %.4g, QuantScope eval %.4g; llama.cpp's "
+        "arithmetic on the "
+        "file %.3g; eval + arithmetic %.4g (%+.1f %%)\n",
+        pipeline::allocationSummary(table, allocation).c_str(), mixed.bitsPerWeight, theirs, ourKl, arithmetic,
+        ourKl + arithmetic, 100.0 * (theirs / (ourKl + arithmetic) - 1.0));
     EXPECT_GT(ourKl, 0.0);
-    EXPECT_LT(arithmetic, 5e-4);   // llama.cpp runs the file as we decode it, up to its Q8 activations
+    EXPECT_LT(arithmetic, 5e-4);  // llama.cpp runs the file as we decode it, up to its Q8 activations
     EXPECT_NEAR(theirs, ourKl + arithmetic, 0.10 * theirs);
 }

@@ -9,8 +9,6 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -19,9 +17,8 @@
 #include <functional>
 #include <map>
 
-#include "interop_test_support.h"
-#include "llama_judge.h"
-#include "llama_libraries.h"
+#include <unistd.h>
+
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/gguf_file.h"
@@ -31,8 +28,12 @@
 #include "qs/pipeline/checkpoint_eval.h"
 #include "qs/pipeline/decoded_weights.h"
 #include "qs/pipeline/dense_export.h"
-#include "qs/pipeline/gpt_oss_mxfp4_export.h"
 #include "qs/pipeline/gguf_export.h"
+#include "qs/pipeline/gpt_oss_mxfp4_export.h"
+
+#include "interop_test_support.h"
+#include "llama_judge.h"
+#include "llama_libraries.h"
 
 using namespace qs;
 using nlohmann::json;
@@ -55,7 +56,8 @@ fs::path exportGguf(const fs::path& source, const fs::path& destination, io::Ggm
     pipeline::GgufExportOptions options;
     options.chooser = pipeline::uniformGgufType(type);
     if (llama2cVocabulary)
-        options.sentencePiece = pipeline::GgufSentencePieceVocabulary{model::readLlama2cTokenizer(kStoriesTokenizer, 512), 1, 2, true};
+        options.sentencePiece =
+            pipeline::GgufSentencePieceVocabulary{model::readLlama2cTokenizer(kStoriesTokenizer, 512), 1, 2, true};
     return pipeline::writeGguf(io::Checkpoint::open(source), destination, options, {}, CancelToken{});
 }
 
@@ -95,8 +97,11 @@ KlFigures compareDistributions(const json& theirs, const MatrixF& ourLogits) {
 KlFigures judgeExport(const fs::path& gguf, const std::vector<model::TokenId>& tokens, const std::string& text) {
     const io::Checkpoint checkpoint = io::Checkpoint::open(gguf);
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
-    const json answer = interop::runLlamaJudge({{"model", gguf.string()}, {"tokenize", {text}}, {"evaluate", {tokens}},
-                                                {"vocabulary", config.vocabSize}, {"threads", 2}});
+    const json answer = interop::runLlamaJudge({{"model", gguf.string()},
+                                                {"tokenize", {text}},
+                                                {"evaluate", {tokens}},
+                                                {"vocabulary", config.vocabSize},
+                                                {"threads", 2}});
     EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{}) << gguf;
     for (const auto& w : answer.at("warnings")) std::printf("llama.cpp warning: %s\n", w.get<std::string>().c_str());
     // llama.cpp tokenizes the text as our tokenizer from the same file does.
@@ -106,8 +111,8 @@ KlFigures judgeExport(const fs::path& gguf, const std::vector<model::TokenId>& t
     model::Transformer transformer = model::Transformer::fromCheckpoint(checkpoint);
     const MatrixF logits = transformer.forward(tokens);
     const KlFigures k = compareDistributions(answer.at("distributions").at(0), logits);
-    std::printf("%s: mean KL(llama.cpp || QuantScope) = %.3g, max %.3g, same top token %zu/%zu\n", gguf.filename().c_str(), k.mean,
-                k.max, k.sameTop, k.positions);
+    std::printf("%s: mean KL(llama.cpp || QuantScope) = %.3g, max %.3g, same top token %zu/%zu\n",
+                gguf.filename().c_str(), k.mean, k.max, k.sameTop, k.positions);
     return k;
 }
 
@@ -117,7 +122,8 @@ std::vector<model::TokenId> demoTokens() {
 }
 
 std::vector<model::TokenId> storyTokens() {
-    const auto tokenizer = model::Tokenizer::fromSentencePiece(model::readLlama2cTokenizer(kStoriesTokenizer, 512), 1, 2, "tok512.bin");
+    const auto tokenizer =
+        model::Tokenizer::fromSentencePiece(model::readLlama2cTokenizer(kStoriesTokenizer, 512), 1, 2, "tok512.bin");
     return tokenizer.encode(interop::kStory, {.addBos = true});
 }
 
@@ -127,7 +133,8 @@ TEST_F(Interop, DemoExportsRunInLlamaCppAsInQuantScope) {
     const std::vector<model::TokenId> tokens = demoTokens();
     const std::string text = readText(kDemo / "eval.txt").substr(0, 600);
     for (const auto type : {io::GgmlType::F32, io::GgmlType::F16}) {
-        const fs::path file = exportGguf(kDemo, dir_ / ("demo-" + std::string(io::ggmlTypeTraits(type).name) + ".gguf"), type, false);
+        const fs::path file =
+            exportGguf(kDemo, dir_ / ("demo-" + std::string(io::ggmlTypeTraits(type).name) + ".gguf"), type, false);
         const KlFigures k = judgeExport(file, tokens, text);
         EXPECT_EQ(k.positions, 256u);
         EXPECT_LT(k.mean, 1e-5) << io::ggmlTypeTraits(type).name;
@@ -139,7 +146,8 @@ TEST_F(Interop, StoriesExportsRunInLlamaCppAsInQuantScope) {
     const std::vector<model::TokenId> tokens = storyTokens();
     ASSERT_GT(tokens.size(), 250u);
     for (const auto type : {io::GgmlType::F32, io::GgmlType::F16}) {
-        const fs::path file = exportGguf(kStories, dir_ / ("stories-" + std::string(io::ggmlTypeTraits(type).name) + ".gguf"), type, true);
+        const fs::path file = exportGguf(
+            kStories, dir_ / ("stories-" + std::string(io::ggmlTypeTraits(type).name) + ".gguf"), type, true);
         const KlFigures k = judgeExport(file, tokens, interop::kStory);
         EXPECT_EQ(k.positions, tokens.size());
         EXPECT_LT(k.mean, 1e-5) << io::ggmlTypeTraits(type).name;
@@ -159,14 +167,15 @@ void expectTinyCheckpointRunsAsInLlamaCpp(const fs::path& dir, const char* folde
     const std::vector<model::TokenId> tokens(ids.begin(), ids.begin() + 300);
     const fs::path source = fs::path(QS_TEST_DATA_DIR) / folder / name;
     const fs::path gguf = exportGguf(source, dir / (std::string(name) + ".gguf"), io::GgmlType::F32, false);
-    const json answer = interop::runLlamaJudge({{"model", gguf.string()}, {"evaluate", {tokens}}, {"vocabulary", 320}, {"threads", 2}});
+    const json answer =
+        interop::runLlamaJudge({{"model", gguf.string()}, {"evaluate", {tokens}}, {"vocabulary", 320}, {"threads", 2}});
     EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{});
     for (const auto& w : answer.at("warnings")) std::printf("llama.cpp warning: %s\n", w.get<std::string>().c_str());
     model::Transformer transformer = model::Transformer::fromCheckpoint(io::Checkpoint::open(source));
     ASSERT_TRUE(check(transformer.config()));
     const KlFigures k = compareDistributions(answer.at("distributions").at(0), transformer.forward(tokens));
-    std::printf("%s: mean KL(llama.cpp || QuantScope) = %.3g, max %.3g, same top token %zu/%zu\n", name, k.mean, k.max, k.sameTop,
-                k.positions);
+    std::printf("%s: mean KL(llama.cpp || QuantScope) = %.3g, max %.3g, same top token %zu/%zu\n", name, k.mean, k.max,
+                k.sameTop, k.positions);
     EXPECT_EQ(k.positions, 300u);
     EXPECT_LT(k.mean, 1e-5);
     EXPECT_GE(k.sameTop, 295u);
@@ -188,7 +197,8 @@ TEST_F(Interop, MoeExportsRunInLlamaCppAsTheCheckpointRunsInQuantScope) {
 // text tower is read under model.language_model.
 TEST_F(Interop, Gemma3ExportsRunInLlamaCppAsTheCheckpointRunsInQuantScope) {
     for (const char* name : {"gemma3-text-tiny", "gemma3-vlm-tiny"})
-        expectTinyCheckpointRunsAsInLlamaCpp(dir_, "gemma3", name, [](const model::ModelConfig& c) { return c.arch.normOffset == 1.0f; });
+        expectTinyCheckpointRunsAsInLlamaCpp(dir_, "gemma3", name,
+                                             [](const model::ModelConfig& c) { return c.arch.normOffset == 1.0f; });
 }
 
 // The tiny random Phi-3 checkpoints (scripts/make-tiny-phi3.py) with llama.cpp's phi3: attn_qkv and the
@@ -197,7 +207,8 @@ TEST_F(Interop, Gemma3ExportsRunInLlamaCppAsTheCheckpointRunsInQuantScope) {
 // transformers (the call reaches past it) and llama.cpp (its context of 364 does) take the long factors,
 // and both scale cos and sin by the attention factor. The window (2047, 262144) is beyond 300 positions.
 TEST_F(Interop, Phi3ExportsRunInLlamaCppAsTheCheckpointRunsInQuantScope) {
-    expectTinyCheckpointRunsAsInLlamaCpp(dir_, "phi3", "tiny-random", [](const model::ModelConfig& c) { return !c.arch.fusedQkv.empty(); });
+    expectTinyCheckpointRunsAsInLlamaCpp(dir_, "phi3", "tiny-random",
+                                         [](const model::ModelConfig& c) { return !c.arch.fusedQkv.empty(); });
     expectTinyCheckpointRunsAsInLlamaCpp(dir_, "phi3", "tiny-random-longrope", [](const model::ModelConfig& c) {
         return c.ropeScaling.type == model::RopeScalingType::LongRope && c.rotaryDims() == 12;
     });
@@ -227,12 +238,14 @@ TEST_F(Interop, GptOssMxfp4ExpertsExportFromTheirBlocksAndRunInLlamaCppAsDequant
 
     const auto ids = model::Tokenizer::fromFile(kDemo).encode(readText(kDemo / "eval.txt"));
     const std::vector<model::TokenId> tokens(ids.begin(), ids.begin() + 300);
-    const json answer = interop::runLlamaJudge({{"model", gguf.string()}, {"evaluate", {tokens}}, {"vocabulary", 320}, {"threads", 2}});
+    const json answer =
+        interop::runLlamaJudge({{"model", gguf.string()}, {"evaluate", {tokens}}, {"vocabulary", 320}, {"threads", 2}});
     EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{});
     const MatrixF dequantized = model::Transformer::fromCheckpoint(io::Checkpoint::open(dense)).forward(tokens);
     const KlFigures k = compareDistributions(answer.at("distributions").at(0), dequantized);
-    std::printf("gptoss-tiny MXFP4: mean KL(llama.cpp || QuantScope dequantized) = %.3g, max %.3g, same top token %zu/%zu\n", k.mean,
-                k.max, k.sameTop, k.positions);
+    std::printf(
+        "gptoss-tiny MXFP4: mean KL(llama.cpp || QuantScope dequantized) = %.3g, max %.3g, same top token %zu/%zu\n",
+        k.mean, k.max, k.sameTop, k.positions);
     EXPECT_LT(k.mean, 1e-5);
     // Our forward pass on the MXFP4 checkpoint itself (its experts decoded where the model reads them).
     const io::Checkpoint released = io::Checkpoint::open(mxfp4);
@@ -257,24 +270,30 @@ TEST_F(Interop, GptOssGgufsReadBackRunAsLlamaCppRunsThem) {
     const std::string text = readText(kDemo / "eval.txt");
     const auto ids = model::Tokenizer::fromFile(kDemo).encode(text);
     const std::vector<model::TokenId> tokens(ids.begin(), ids.begin() + 300);
-    const KlFigures f32 = judgeExport(exportGguf(source, dir_ / "gptoss-f32.gguf", io::GgmlType::F32, false), tokens, text.substr(0, 200));
+    const KlFigures f32 = judgeExport(exportGguf(source, dir_ / "gptoss-f32.gguf", io::GgmlType::F32, false), tokens,
+                                      text.substr(0, 200));
     EXPECT_LT(f32.mean, 1e-5);
 
     pipeline::GgufExportOptions options;
     options.chooser = [](const pipeline::GgufTensorChoice& t) {
         return t.ggufName.ends_with("_exps.weight") ? io::GgmlType::MXFP4 : io::GgmlType::F32;
     };
-    const fs::path mxfp4 = pipeline::writeGguf(io::Checkpoint::open(source), dir_ / "gptoss-mxfp4-experts.gguf", options, {}, CancelToken{});
+    const fs::path mxfp4 = pipeline::writeGguf(io::Checkpoint::open(source), dir_ / "gptoss-mxfp4-experts.gguf",
+                                               options, {}, CancelToken{});
     ASSERT_EQ(*io::GgufFile::open(mxfp4).find("blk.0.ffn_up_exps.weight")->ggmlType, io::GgmlType::MXFP4);
-    const json answer = interop::runLlamaJudge({{"model", mxfp4.string()}, {"evaluate", {tokens}}, {"vocabulary", 320}, {"threads", 2}});
-    const KlFigures read = compareDistributions(answer.at("distributions").at(0),
-                                                model::Transformer::fromCheckpoint(io::Checkpoint::open(mxfp4)).forward(tokens));
-    const KlFigures original = compareDistributions(answer.at("distributions").at(0),
-                                                    model::Transformer::fromCheckpoint(io::Checkpoint::open(source)).forward(tokens));
-    std::printf("gptoss MXFP4 experts: mean KL(llama.cpp || QuantScope on the file) = %.3g (same top %zu/%zu), "
-                "|| the F32 original = %.3g (same top %zu)\n",
-                read.mean, read.sameTop, read.positions, original.mean, original.sameTop);
-    EXPECT_LT(read.mean * 20.0, original.mean);   // measured: 0.0095 against 1.48
+    const json answer = interop::runLlamaJudge(
+        {{"model", mxfp4.string()}, {"evaluate", {tokens}}, {"vocabulary", 320}, {"threads", 2}});
+    const KlFigures read =
+        compareDistributions(answer.at("distributions").at(0),
+                             model::Transformer::fromCheckpoint(io::Checkpoint::open(mxfp4)).forward(tokens));
+    const KlFigures original =
+        compareDistributions(answer.at("distributions").at(0),
+                             model::Transformer::fromCheckpoint(io::Checkpoint::open(source)).forward(tokens));
+    std::printf(
+        "gptoss MXFP4 experts: mean KL(llama.cpp || QuantScope on the file) = %.3g (same top %zu/%zu), "
+        "|| the F32 original = %.3g (same top %zu)\n",
+        read.mean, read.sameTop, read.positions, original.mean, original.sameTop);
+    EXPECT_LT(read.mean * 20.0, original.mean);  // measured: 0.0095 against 1.48
     EXPECT_GT(read.sameTop, original.sameTop);
 }
 
@@ -284,14 +303,17 @@ TEST_F(Interop, GptOssGgufsReadBackRunAsLlamaCppRunsThem) {
 // equal, and Qwen3-VL's deepstack count), Mistral 3 as llama; both tensor layouts of each.
 TEST_F(Interop, VlmTextTowersRunInLlamaCppAsTheCheckpointRunsInQuantScope) {
     for (const char* name : {"qwen2_5-vl-tiny", "qwen2_5-vl-old-tiny", "qwen3-vl-tiny"})
-        expectTinyCheckpointRunsAsInLlamaCpp(dir_, "vlm", name, [](const model::ModelConfig& c) { return c.mropeSection.size() == 3; });
+        expectTinyCheckpointRunsAsInLlamaCpp(dir_, "vlm", name,
+                                             [](const model::ModelConfig& c) { return c.mropeSection.size() == 3; });
     for (const char* name : {"mistral3-tiny", "mistral3-old-tiny"})
-        expectTinyCheckpointRunsAsInLlamaCpp(dir_, "vlm", name, [](const model::ModelConfig& c) { return c.modelType == "mistral3"; });
+        expectTinyCheckpointRunsAsInLlamaCpp(dir_, "vlm", name,
+                                             [](const model::ModelConfig& c) { return c.modelType == "mistral3"; });
 }
 
 TEST_F(Interop, TheTinyLlamaFileTokenizesAsLlamaCppTokenizesIt) {
     // The llama.cpp test strings, through llama.cpp's own tokenizer of the file and through ours.
-    const std::string inputs = readText(fs::path(QS_TEST_DATA_DIR) / "tokenizers" / "llama.cpp-test-vectors" / "ggml-vocab-llama-spm.gguf.inp");
+    const std::string inputs = readText(fs::path(QS_TEST_DATA_DIR) / "tokenizers" / "llama.cpp-test-vectors" /
+                                        "ggml-vocab-llama-spm.gguf.inp");
     std::vector<std::string> texts;
     const std::string separator = "\n__ggml_vocab_test__\n";
     for (std::size_t at = 0; at <= inputs.size();) {
@@ -301,14 +323,17 @@ TEST_F(Interop, TheTinyLlamaFileTokenizesAsLlamaCppTokenizesIt) {
         at = next + separator.size();
     }
     texts.push_back(interop::kStory);
-    const json answer = interop::runLlamaJudge({{"model", kTinyLlama.string()}, {"tokenize", texts}, {"vocabulary", 32000}});
+    const json answer =
+        interop::runLlamaJudge({{"model", kTinyLlama.string()}, {"tokenize", texts}, {"vocabulary", 32000}});
     const model::Tokenizer ours = model::Tokenizer::forCheckpoint(io::Checkpoint::open(kTinyLlama));
     std::size_t same = 0;
     for (std::size_t i = 0; i < texts.size(); ++i) {
         const auto theirs = answer.at("tokens").at(i).get<std::vector<model::TokenId>>();
-        if (theirs == ours.encode(texts[i])) ++same;
-        else ADD_FAILURE() << "text " << i << " '" << texts[i] << "': llama.cpp " << ::testing::PrintToString(theirs) << ", ours "
-                           << ::testing::PrintToString(ours.encode(texts[i]));
+        if (theirs == ours.encode(texts[i]))
+            ++same;
+        else
+            ADD_FAILURE() << "text " << i << " '" << texts[i] << "': llama.cpp " << ::testing::PrintToString(theirs)
+                          << ", ours " << ::testing::PrintToString(ours.encode(texts[i]));
     }
     std::printf("llama-2-tiny-random.gguf: %zu/%zu texts tokenized as llama.cpp does\n", same, texts.size());
 }
@@ -330,7 +355,8 @@ TEST_F(Interop, LlamaCppsQuantizedFilesDecodeAsGgmlDecodesThem) {
             const std::string typeName(traits.name);
             if (!traits.decodes) {
                 // Not decoded yet by QuantScope: refused with one line naming the type, never guessed.
-                EXPECT_THAT([&] { (void)gguf.view(t).toF32(); }, testing::ThrowsMessage<Error>(testing::HasSubstr("ggml type " + typeName)));
+                EXPECT_THAT([&] { (void)gguf.view(t).toF32(); },
+                            testing::ThrowsMessage<Error>(testing::HasSubstr("ggml type " + typeName)));
                 ++refused[typeName];
                 continue;
             }
@@ -340,30 +366,37 @@ TEST_F(Interop, LlamaCppsQuantizedFilesDecodeAsGgmlDecodesThem) {
             std::vector<float> theirs(ours.size());
             const auto* bytes = reinterpret_cast<const std::uint8_t*>(gguf.view(t).bytes().data());
             if (type == io::GgmlType::F32) {
-                std::memcpy(theirs.data(), bytes, ours.size() * sizeof(float));   // ggml reads f32 as it is stored
+                std::memcpy(theirs.data(), bytes, ours.size() * sizeof(float));  // ggml reads f32 as it is stored
             } else {
                 for (std::size_t r = 0; r * static_cast<std::size_t>(n) < ours.size(); ++r)
-                    ggml.toFloat(static_cast<int>(type), bytes + r * rowBytes, theirs.data() + r * static_cast<std::size_t>(n), n);
+                    ggml.toFloat(static_cast<int>(type), bytes + r * rowBytes,
+                                 theirs.data() + r * static_cast<std::size_t>(n), n);
             }
-            EXPECT_EQ(std::memcmp(ours.data(), theirs.data(), ours.size() * sizeof(float)), 0) << name << " " << t.name << " " << typeName;
+            EXPECT_EQ(std::memcmp(ours.data(), theirs.data(), ours.size() * sizeof(float)), 0)
+                << name << " " << t.name << " " << typeName;
             ++compared[typeName];
         }
         std::string summary;
         for (const auto& [type, count] : compared) summary += " " + type + " x" + std::to_string(count);
-        for (const auto& [type, count] : refused) summary += " (" + type + " x" + std::to_string(count) + " not decoded yet)";
+        for (const auto& [type, count] : refused)
+            summary += " (" + type + " x" + std::to_string(count) + " not decoded yet)";
         std::printf("llama.cpp %s: compared with ggml:%s\n", name.c_str(), summary.c_str());
         // Every type llama.cpp chose for these files is one QuantScope decodes, and each file's main
         // type is compared on the linears at least (14 in the demo).
         EXPECT_TRUE(refused.empty()) << name;
-        const std::map<std::string, std::string> mainType = {{"Q8_0", "q8_0"}, {"Q4_K_M", "q4_K"}, {"Q6_K", "q6_K"}, {"IQ4_XS", "iq4_xs"}};
+        const std::map<std::string, std::string> mainType = {
+            {"Q8_0", "q8_0"}, {"Q4_K_M", "q4_K"}, {"Q6_K", "q6_K"}, {"IQ4_XS", "iq4_xs"}};
         EXPECT_GE(compared[mainType.at(name)], name == "Q8_0" ? 14 : 1) << name;
     }
     // And the whole path: our evaluation of llama.cpp's Q8_0 file against the original demo.
     const fs::path q8 = dir_ / "demo-Q8_0.gguf";
     const io::Checkpoint demo = io::Checkpoint::open(kDemo), quantized = io::Checkpoint::open(q8);
-    pipeline::CheckpointEvalPlan plan{kDemo, q8, pipeline::sharedTokenWindows(demo, quantized, pipeline::loadTexts(kDemo / "eval.txt"), 4, 128, "eval.txt")};
+    pipeline::CheckpointEvalPlan plan{
+        kDemo, q8,
+        pipeline::sharedTokenWindows(demo, quantized, pipeline::loadTexts(kDemo / "eval.txt"), 4, 128, "eval.txt")};
     const pipeline::CheckpointEvalResult r = pipeline::evaluateCheckpoints(plan, {}, CancelToken{});
-    std::printf("mean KL of llama.cpp's Q8_0 demo against the original: %.3g (top-1 agreement %.4f)\n", r.kl.meanKld.value, r.kl.sameTop.value);
+    std::printf("mean KL of llama.cpp's Q8_0 demo against the original: %.3g (top-1 agreement %.4f)\n",
+                r.kl.meanKld.value, r.kl.sameTop.value);
     EXPECT_GT(r.kl.meanKld.value, 0.0);
     EXPECT_LT(r.kl.meanKld.value, 1e-3);
     EXPECT_EQ(r.quantizedFormat, "gguf (Q8_0)");
@@ -372,7 +405,8 @@ TEST_F(Interop, LlamaCppsQuantizedFilesDecodeAsGgmlDecodesThem) {
 TEST_F(Interop, GgmlParsesOurFilesAsOurReaderDoes) {
     const interop::GgmlBase ggml;
     const std::vector<fs::path> files = {exportGguf(kDemo, dir_ / "demo.gguf", io::GgmlType::F32, false),
-                                         exportGguf(kStories, dir_ / "stories-q8.gguf", io::GgmlType::Q8_0, true), kTinyLlama};
+                                         exportGguf(kStories, dir_ / "stories-q8.gguf", io::GgmlType::Q8_0, true),
+                                         kTinyLlama};
     for (const fs::path& path : files) {
         const io::GgufFile ours = io::GgufFile::open(path);
         const interop::GgmlGgufView theirs = ggml.readGguf(path);
@@ -382,7 +416,8 @@ TEST_F(Interop, GgmlParsesOurFilesAsOurReaderDoes) {
         ASSERT_EQ(theirs.keys.size(), ours.metadata().size()) << path;
         for (std::size_t i = 0; i < theirs.keys.size(); ++i) {
             EXPECT_EQ(theirs.keys[i], ours.metadata().entries()[i].first) << path;
-            EXPECT_EQ(theirs.keyTypes[i], static_cast<int>(ours.metadata().entries()[i].second.type())) << theirs.keys[i];
+            EXPECT_EQ(theirs.keyTypes[i], static_cast<int>(ours.metadata().entries()[i].second.type()))
+                << theirs.keys[i];
         }
         ASSERT_EQ(theirs.tensors.size(), ours.tensors().size()) << path;
         for (std::size_t i = 0; i < theirs.tensors.size(); ++i) {

@@ -17,7 +17,7 @@ public:
     template <typename T>
     GgufBytes& put(T value) {
         unsigned char b[sizeof(T)];
-        std::memcpy(b, &value, sizeof(T));   // the test machines are little-endian, as GGUF is
+        std::memcpy(b, &value, sizeof(T));  // the test machines are little-endian, as GGUF is
         for (const unsigned char c : b) bytes_.push_back(static_cast<std::byte>(c));
         return *this;
     }
@@ -33,7 +33,8 @@ public:
     GgufBytes& kvU32(const std::string& key, std::uint32_t v) { return str(key).u32(4).u32(v); }
     GgufBytes& kvString(const std::string& key, const std::string& v) { return str(key).u32(8).str(v); }
     // One tensor info: name, dims innermost first, ggml type, offset in the data section.
-    GgufBytes& tensor(const std::string& name, const std::vector<std::int64_t>& dims, std::uint32_t type, std::uint64_t offset) {
+    GgufBytes& tensor(const std::string& name, const std::vector<std::int64_t>& dims, std::uint32_t type,
+                      std::uint64_t offset) {
         str(name).u32(static_cast<std::uint32_t>(dims.size()));
         for (const auto d : dims) i64(d);
         return u32(type).u64(offset);

@@ -35,9 +35,11 @@ private:
 };
 
 // 8-byte little-endian length, the header text as given, then `dataBytes` bytes (0, 1, 2, ...).
-inline std::vector<std::byte> safetensorsImage(const std::string& header, std::size_t dataBytes, std::uint64_t lengthField) {
+inline std::vector<std::byte> safetensorsImage(const std::string& header, std::size_t dataBytes,
+                                               std::uint64_t lengthField) {
     std::vector<std::byte> out(8);
-    for (int i = 0; i < 8; ++i) out[static_cast<std::size_t>(i)] = static_cast<std::byte>((lengthField >> (8 * i)) & 0xFF);
+    for (int i = 0; i < 8; ++i)
+        out[static_cast<std::size_t>(i)] = static_cast<std::byte>((lengthField >> (8 * i)) & 0xFF);
     for (const char c : header) out.push_back(static_cast<std::byte>(c));
     for (std::size_t i = 0; i < dataBytes; ++i) out.push_back(static_cast<std::byte>(i & 0xFF));
     return out;

@@ -3,9 +3,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "io_test_util.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
+
+#include "io_test_util.h"
 
 using namespace qs::io;
 using qs::io::test::safetensorsImage;
@@ -45,7 +46,8 @@ std::string openError(const std::filesystem::path& p) {
 TEST(Checkpoint, OpensShardedFolder) {
     TempDir dir;
     writeSharded(dir, kIndex);
-    writeText(dir / "config.json", R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":2,"num_hidden_layers":1})");
+    writeText(dir / "config.json",
+              R"({"architectures":["LlamaForCausalLM"],"model_type":"llama","hidden_size":2,"num_hidden_layers":1})");
     writeText(dir / "tokenizer.json", "{}");
     const auto ckpt = Checkpoint::open(dir.path());
     ASSERT_EQ(ckpt.shards().size(), 2u);
@@ -76,7 +78,8 @@ TEST(Checkpoint, IndexNamingMissingShardIsAnError) {
     TempDir dir;
     writeSharded(dir, kIndex);
     std::filesystem::remove(dir / "model-00002-of-00002.safetensors");
-    EXPECT_THAT(openError(dir.path()), HasSubstr("model.safetensors.index.json: names shard model-00002-of-00002.safetensors"));
+    EXPECT_THAT(openError(dir.path()),
+                HasSubstr("model.safetensors.index.json: names shard model-00002-of-00002.safetensors"));
     EXPECT_THAT(openError(dir.path()), HasSubstr("which does not exist"));
 }
 
@@ -86,8 +89,8 @@ TEST(Checkpoint, IndexMappingTensorToShardWithoutItIsAnError) {
     const std::string wrong = R"("lm_head.weight":"model-00002)";
     index.replace(index.find(wrong), wrong.size(), R"("lm_head.weight":"model-00001)");
     writeSharded(dir, index);
-    EXPECT_THAT(openError(dir.path()),
-                HasSubstr("maps tensor 'lm_head.weight' to model-00001-of-00002.safetensors, which does not hold it (it is in model-00002"));
+    EXPECT_THAT(openError(dir.path()), HasSubstr("maps tensor 'lm_head.weight' to model-00001-of-00002.safetensors, "
+                                                 "which does not hold it (it is in model-00002"));
 }
 
 TEST(Checkpoint, IndexNamingAbsentTensorIsAnError) {
@@ -95,7 +98,8 @@ TEST(Checkpoint, IndexNamingAbsentTensorIsAnError) {
     std::string index = kIndex;
     index.insert(index.find("\"lm_head.weight\""), R"("ghost.weight":"model-00001-of-00002.safetensors",)");
     writeSharded(dir, index);
-    EXPECT_THAT(openError(dir.path()), HasSubstr("maps tensor 'ghost.weight' to model-00001-of-00002.safetensors, which does not hold it"));
+    EXPECT_THAT(openError(dir.path()),
+                HasSubstr("maps tensor 'ghost.weight' to model-00001-of-00002.safetensors, which does not hold it"));
 }
 
 TEST(Checkpoint, ShardTensorMissingFromIndexIsAnError) {
@@ -104,7 +108,10 @@ TEST(Checkpoint, ShardTensorMissingFromIndexIsAnError) {
     index.replace(index.find(R"(,"lm_head.weight":"model-00002-of-00002.safetensors")"),
                   std::string(R"(,"lm_head.weight":"model-00002-of-00002.safetensors")").size(), "");
     writeSharded(dir, index);
-    EXPECT_THAT(openError(dir.path()), HasSubstr("model-00002-of-00002.safetensors: tensor 'lm_head.weight' is not listed in model.safetensors.index.json"));
+    EXPECT_THAT(
+        openError(dir.path()),
+        HasSubstr(
+            "model-00002-of-00002.safetensors: tensor 'lm_head.weight' is not listed in model.safetensors.index.json"));
 }
 
 TEST(Checkpoint, SameTensorInTwoShardsIsAnError) {
@@ -112,8 +119,11 @@ TEST(Checkpoint, SameTensorInTwoShardsIsAnError) {
     writeSharded(dir, kIndex);
     writeBytes(dir / "model-00001-of-00002.safetensors",
                safetensorsImage(R"({"model.embed_tokens.weight":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]},)"
-                                R"("lm_head.weight":{"dtype":"U8","shape":[4],"data_offsets":[16,20]}})", 20));
-    EXPECT_THAT(openError(dir.path()), HasSubstr("tensor 'lm_head.weight' is in two shards, model-00001-of-00002.safetensors and model-00002-of-00002.safetensors"));
+                                R"("lm_head.weight":{"dtype":"U8","shape":[4],"data_offsets":[16,20]}})",
+                                20));
+    EXPECT_THAT(openError(dir.path()),
+                HasSubstr("tensor 'lm_head.weight' is in two shards, model-00001-of-00002.safetensors and "
+                          "model-00002-of-00002.safetensors"));
 }
 
 TEST(Checkpoint, MalformedIndexAndShardAreErrors) {
@@ -157,7 +167,8 @@ TEST(Checkpoint, QuantizationFormatFromConfigOrModelOpt) {
     EXPECT_EQ(ckpt.summary().quantizationFormat, "gptq");
     EXPECT_EQ(ckpt.quantizationConfig()["bits"], 4);
     writeText(dir / "config.json", R"({"model_type":"llama"})");
-    writeText(dir / "hf_quant_config.json", R"({"producer":{"name":"modelopt"},"quantization":{"quant_algo":"NVFP4","group_size":16}})");
+    writeText(dir / "hf_quant_config.json",
+              R"({"producer":{"name":"modelopt"},"quantization":{"quant_algo":"NVFP4","group_size":16}})");
     ckpt = Checkpoint::open(dir.path());
     EXPECT_EQ(ckpt.summary().quantizationFormat, "NVFP4");
     EXPECT_EQ(ckpt.quantizationConfig()["quantization"]["group_size"], 16);

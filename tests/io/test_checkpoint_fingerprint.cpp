@@ -8,9 +8,10 @@
 #include <iterator>
 #include <vector>
 
-#include "io_test_util.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint_fingerprint.h"
+
+#include "io_test_util.h"
 
 using namespace qs::io;
 using qs::io::test::safetensorsImage;
@@ -20,7 +21,8 @@ using qs::io::test::writeText;
 
 namespace {
 
-const std::string kHeader = R"({"model.layers.0.mlp.down_proj.weight":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})";
+const std::string kHeader =
+    R"({"model.layers.0.mlp.down_proj.weight":{"dtype":"F32","shape":[2,2],"data_offsets":[0,16]}})";
 const std::string kConfig = R"({"model_type":"llama","hidden_size":2})";
 
 void writeCheckpoint(const std::filesystem::path& dir, const std::string& header = kHeader,
@@ -51,7 +53,7 @@ TEST(CheckpointFingerprint, OneCheckpointHowEverItsPathIsSpelled) {
     EXPECT_NE(direct.headerHash, 0u);
     EXPECT_EQ(fingerprintAt(dir / "base" / ".." / "base"), direct);
     EXPECT_EQ(fingerprintAt(dir / "link"), direct);
-    EXPECT_EQ(fingerprintAt(dir / "base" / "model.safetensors"), direct);   // the file or its folder
+    EXPECT_EQ(fingerprintAt(dir / "base" / "model.safetensors"), direct);  // the file or its folder
     EXPECT_NE(direct.describe().find((dir / "base").filename().string() + " (headers "), std::string::npos)
         << direct.describe();
 }
@@ -59,7 +61,7 @@ TEST(CheckpointFingerprint, OneCheckpointHowEverItsPathIsSpelled) {
 TEST(CheckpointFingerprint, ACopyElsewhereHasTheSameHashAndAnotherPath) {
     TempDir dir;
     writeCheckpoint(dir / "base");
-    writeCheckpoint(dir / "finetune");   // same headers and config, other weights in real life
+    writeCheckpoint(dir / "finetune");  // same headers and config, other weights in real life
     const CheckpointFingerprint base = fingerprintAt(dir / "base"), finetune = fingerprintAt(dir / "finetune");
     EXPECT_EQ(base.headerHash, finetune.headerHash);
     EXPECT_NE(base, finetune);
@@ -108,8 +110,9 @@ TEST(CheckpointFingerprint, AFileBesideModelSafetensorsNamesItself) {
     TempDir dir;
     writeCheckpoint(dir.path());
     writeBytes(dir / "other.safetensors", safetensorsImage(kHeader, 16));
-    const CheckpointFingerprint model = fingerprintAt(dir / "model.safetensors"), other = fingerprintAt(dir / "other.safetensors");
-    EXPECT_EQ(model.path, std::filesystem::canonical(dir.path()));   // the folder opens model.safetensors
+    const CheckpointFingerprint model = fingerprintAt(dir / "model.safetensors"),
+                                other = fingerprintAt(dir / "other.safetensors");
+    EXPECT_EQ(model.path, std::filesystem::canonical(dir.path()));  // the folder opens model.safetensors
     EXPECT_EQ(other.path, std::filesystem::canonical(dir / "other.safetensors"));
     EXPECT_NE(model, other);
     EXPECT_EQ(fingerprintAt(other.path), other);
@@ -134,8 +137,9 @@ TEST(CheckpointFingerprint, TwoGgufFilesOfOneFolderDiffer) {
     EXPECT_EQ(fingerprintAt(other / "a.gguf").headerHash, a.headerHash);
     // Another file under the same name (here: longer by 32 bytes) does not.
     std::vector<char> bytes((std::istreambuf_iterator<char>(std::ifstream(tiny, std::ios::binary).rdbuf())), {});
-    bytes.insert(bytes.end(), 32, '\0');   // a longer file: its size is part of the identity
-    std::ofstream(other / "a.gguf", std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    bytes.insert(bytes.end(), 32, '\0');  // a longer file: its size is part of the identity
+    std::ofstream(other / "a.gguf", std::ios::binary | std::ios::trunc)
+        .write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     EXPECT_NE(fingerprintAt(other / "a.gguf").headerHash, a.headerHash);
 }
 

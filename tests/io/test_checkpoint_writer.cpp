@@ -7,10 +7,11 @@
 #include <fstream>
 #include <numeric>
 
-#include "io_test_util.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/checkpoint_writer.h"
+
+#include "io_test_util.h"
 
 using namespace qs::io;
 using qs::io::test::TempDir;
@@ -19,9 +20,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const DType kAllDTypes[] = {DType::F64, DType::F32, DType::F16, DType::BF16, DType::F8_E4M3, DType::F8_E5M2,
-                            DType::F8_E8M0, DType::I64, DType::I32, DType::I16, DType::I8, DType::U64,
-                            DType::U32, DType::U16, DType::U8, DType::BOOL};
+const DType kAllDTypes[] = {DType::F64,     DType::F32, DType::F16, DType::BF16, DType::F8_E4M3, DType::F8_E5M2,
+                            DType::F8_E8M0, DType::I64, DType::I32, DType::I16,  DType::I8,      DType::U64,
+                            DType::U32,     DType::U16, DType::U8,  DType::BOOL};
 
 // Deterministic bytes that differ per tensor, so a mix-up between tensors would show.
 std::vector<std::byte> patternBytes(std::size_t n, unsigned seed) {
@@ -155,8 +156,7 @@ TEST(CheckpointWriter, ExceptionBetweenCallsLeavesNothingBehind) {
         EXPECT_EQ(folderEntries(dir.path()).size(), 1u);  // the temporary folder, hidden
         EXPECT_EQ(folderEntries(dir.path())[0].string().rfind(".out.tmp-", 0), 0u);
         throw std::runtime_error("caller gave up");
-    } catch (const std::runtime_error&) {
-    }
+    } catch (const std::runtime_error&) {}
     EXPECT_TRUE(folderEntries(dir.path()).empty());
 }
 
@@ -170,13 +170,17 @@ TEST(CheckpointWriter, RejectsBadTensors) {
     }
     {
         CheckpointWriter w(dir / "out");
-        EXPECT_THAT([&] { w.addTensor("n", DType::U8, {-1}, {}); }, testing::ThrowsMessage<qs::Error>(HasSubstr("negative dimension")));
+        EXPECT_THAT([&] { w.addTensor("n", DType::U8, {-1}, {}); },
+                    testing::ThrowsMessage<qs::Error>(HasSubstr("negative dimension")));
     }
     {
         CheckpointWriter w(dir / "out");
         const std::vector<float> values(3);
-        EXPECT_THAT([&] { w.addTensorF32("f", DType::F16, {2, 2}, values); },
-                    testing::ThrowsMessage<qs::Error>(HasSubstr("tensor 'f': 3 values given but shape [2, 2] holds 4")));
+        EXPECT_THAT(
+            [&] {
+                w.addTensorF32("f", DType::F16, {2, 2}, values);
+            },
+            testing::ThrowsMessage<qs::Error>(HasSubstr("tensor 'f': 3 values given but shape [2, 2] holds 4")));
     }
     EXPECT_TRUE(folderEntries(dir.path()).empty());
 }
@@ -193,8 +197,10 @@ TEST(CheckpointWriter, RefusesDestinationInsideOrEqualToSource) {
                 testing::ThrowsMessage<qs::Error>(HasSubstr("is inside (or is) the source checkpoint")));
     EXPECT_THAT([&] { CheckpointWriter w(dir.path(), {.overwrite = true}, dir / "src"); },
                 testing::ThrowsMessage<qs::Error>(HasSubstr("contains the source checkpoint")));
-    EXPECT_THAT([&] { CheckpointWriter w(dir / "src"); }, testing::ThrowsMessage<qs::Error>(HasSubstr("already exists")));
-    EXPECT_THAT([&] { CheckpointWriter w(dir / "no" / "such" / "out"); }, testing::ThrowsMessage<qs::Error>(HasSubstr("does not exist")));
+    EXPECT_THAT([&] { CheckpointWriter w(dir / "src"); },
+                testing::ThrowsMessage<qs::Error>(HasSubstr("already exists")));
+    EXPECT_THAT([&] { CheckpointWriter w(dir / "no" / "such" / "out"); },
+                testing::ThrowsMessage<qs::Error>(HasSubstr("does not exist")));
     EXPECT_EQ(folderEntries(dir.path()), (std::vector<fs::path>{"src"}));
     EXPECT_EQ(folderEntries(dir / "src"), (std::vector<fs::path>{"model.safetensors"}));
 }
@@ -219,7 +225,8 @@ TEST(CheckpointWriter, CopiesAuxiliaryFilesAndJsonFiles) {
     {
         CheckpointWriter w(dir / "copy", {}, source);
         const auto src = Checkpoint::open(source);
-        for (const auto& t : src.tensors()) w.addTensor(t.info->name, t.info->dtype, t.info->shape, src.tensor(t.info->name).bytes());
+        for (const auto& t : src.tensors())
+            w.addTensor(t.info->name, t.info->dtype, t.info->shape, src.tensor(t.info->name).bytes());
         w.setConfig(src.config());
         w.copyAuxiliaryFiles(source);
         w.addJsonFile("quantize_config.json", {{"bits", 4}});
@@ -249,7 +256,8 @@ TEST(CheckpointWriter, EmptyCheckpointIsAValidFile) {
     EXPECT_TRUE(SafetensorsFile::open(dir / "empty" / "model.safetensors").tensors().empty());
     EXPECT_TRUE(fs::exists(dir / "empty"));  // a finished writer's destructor keeps the result
     // A valid file, but a checkpoint of no tensors can only be an accident: opening one is refused.
-    EXPECT_THAT([&] { (void)Checkpoint::open(dir / "empty"); }, testing::ThrowsMessage<qs::Error>(HasSubstr("holds no tensors")));
+    EXPECT_THAT([&] { (void)Checkpoint::open(dir / "empty"); },
+                testing::ThrowsMessage<qs::Error>(HasSubstr("holds no tensors")));
 }
 
 namespace {
@@ -269,7 +277,7 @@ std::uint64_t rssFileBytes() {
 // linears), and reads the same bytes when it is touched again.
 TEST(CheckpointWriter, ReleasedTensorPagesLeaveTheResidentSet) {
     TempDir dir;
-    const std::size_t bytes = 32u << 20;   // 32 MiB of BF16
+    const std::size_t bytes = 32u << 20;  // 32 MiB of BF16
     const std::vector<std::byte> pattern = patternBytes(bytes, 5);
     {
         CheckpointWriter w(dir / "big");
@@ -278,13 +286,13 @@ TEST(CheckpointWriter, ReleasedTensorPagesLeaveTheResidentSet) {
     }
     const Checkpoint checkpoint = Checkpoint::open(dir / "big");
     const TensorView t = checkpoint.tensor("w");
-    const qs::MatrixF first = t.toMatrix();   // touches every page
+    const qs::MatrixF first = t.toMatrix();  // touches every page
     const std::uint64_t touched = rssFileBytes();
     t.releasePages();
     const std::uint64_t released = rssFileBytes();
     EXPECT_GT(touched, released + bytes * 9 / 10) << touched << " -> " << released;
     EXPECT_TRUE(sameBytes(t.bytes(), pattern));
-    const qs::MatrixF again = t.toMatrix();   // bit for bit (the pattern holds NaNs, so not by ==)
+    const qs::MatrixF again = t.toMatrix();  // bit for bit (the pattern holds NaNs, so not by ==)
     EXPECT_EQ(std::memcmp(again.data(), first.data(), sizeof(float) * std::size_t(first.size())), 0);
 }
 

@@ -25,8 +25,10 @@ double e4m3Definition(int c) {
 double e5m2Definition(int c) {
     const int s = c >> 7, e = (c >> 2) & 31, m = c & 3;
     double mag;
-    if (e == 31) mag = m == 0 ? std::numeric_limits<double>::infinity() : std::nan("");
-    else mag = e == 0 ? std::ldexp(m / 4.0, -14) : std::ldexp(1.0 + m / 4.0, e - 15);
+    if (e == 31)
+        mag = m == 0 ? std::numeric_limits<double>::infinity() : std::nan("");
+    else
+        mag = e == 0 ? std::ldexp(m / 4.0, -14) : std::ldexp(1.0 + m / 4.0, e - 15);
     return s ? -mag : mag;
 }
 
@@ -35,8 +37,10 @@ double e8m0Definition(int c) { return c == 255 ? std::nan("") : std::ldexp(1.0, 
 double f16Definition(int c) {
     const int s = c >> 15, e = (c >> 10) & 31, m = c & 1023;
     double mag;
-    if (e == 31) mag = m == 0 ? std::numeric_limits<double>::infinity() : std::nan("");
-    else mag = e == 0 ? std::ldexp(m / 1024.0, -14) : std::ldexp(1.0 + m / 1024.0, e - 15);
+    if (e == 31)
+        mag = m == 0 ? std::numeric_limits<double>::infinity() : std::nan("");
+    else
+        mag = e == 0 ? std::ldexp(m / 1024.0, -14) : std::ldexp(1.0 + m / 1024.0, e - 15);
     return s ? -mag : mag;
 }
 
@@ -117,17 +121,17 @@ TEST(DType, E8m0AllCodesMatchDefinition) {
 }
 
 TEST(DType, E4m3RoundsToNearestEvenAndSaturates) {
-    EXPECT_EQ(f32ToE4m3(1.0625f), 0x38);              // tie between 1.0 (even) and 1.125
+    EXPECT_EQ(f32ToE4m3(1.0625f), 0x38);  // tie between 1.0 (even) and 1.125
     EXPECT_EQ(f32ToE4m3(std::nextafter(1.0625f, 2.0f)), 0x39);
-    EXPECT_EQ(f32ToE4m3(1.1875f), 0x3A);              // tie between 1.125 and 1.25 (even)
+    EXPECT_EQ(f32ToE4m3(1.1875f), 0x3A);  // tie between 1.125 and 1.25 (even)
     EXPECT_EQ(f32ToE4m3(-1.1875f), 0xBA);
-    EXPECT_EQ(f32ToE4m3(0x1p-10f), 0x00);             // half the smallest subnormal: tie to zero
+    EXPECT_EQ(f32ToE4m3(0x1p-10f), 0x00);  // half the smallest subnormal: tie to zero
     EXPECT_EQ(f32ToE4m3(std::nextafter(0x1p-10f, 1.0f)), 0x01);
-    EXPECT_EQ(f32ToE4m3(3 * 0x1p-10f), 0x02);         // tie between subnormals 1 and 2 (even)
-    EXPECT_EQ(f32ToE4m3(0.015625f - 0x1p-10f), 0x08); // rounds up out of the subnormals into 2^-6
+    EXPECT_EQ(f32ToE4m3(3 * 0x1p-10f), 0x02);          // tie between subnormals 1 and 2 (even)
+    EXPECT_EQ(f32ToE4m3(0.015625f - 0x1p-10f), 0x08);  // rounds up out of the subnormals into 2^-6
     EXPECT_EQ(f32ToE4m3(1e-30f), 0x00);
     EXPECT_EQ(f32ToE4m3(-0.0f), 0x80);
-    EXPECT_EQ(f32ToE4m3(464.0f), 0x7E);               // tie with 480 (not representable): saturates
+    EXPECT_EQ(f32ToE4m3(464.0f), 0x7E);  // tie with 480 (not representable): saturates
     EXPECT_EQ(f32ToE4m3(1e6f), 0x7E);
     EXPECT_EQ(f32ToE4m3(-1e6f), 0xFE);
     EXPECT_EQ(f32ToE4m3(std::numeric_limits<float>::infinity()), 0x7E);
@@ -137,11 +141,11 @@ TEST(DType, E4m3RoundsToNearestEvenAndSaturates) {
 }
 
 TEST(DType, E5m2RoundsToNearestEvenAndSaturates) {
-    EXPECT_EQ(f32ToE5m2(1.125f), 0x3C);   // tie between 1.0 (even) and 1.25
-    EXPECT_EQ(f32ToE5m2(1.375f), 0x3E);   // tie between 1.25 and 1.5 (even)
-    EXPECT_EQ(f32ToE5m2(0x1p-17f), 0x00); // half the smallest subnormal
+    EXPECT_EQ(f32ToE5m2(1.125f), 0x3C);    // tie between 1.0 (even) and 1.25
+    EXPECT_EQ(f32ToE5m2(1.375f), 0x3E);    // tie between 1.25 and 1.5 (even)
+    EXPECT_EQ(f32ToE5m2(0x1p-17f), 0x00);  // half the smallest subnormal
     EXPECT_EQ(f32ToE5m2(3 * 0x1p-17f), 0x02);
-    EXPECT_EQ(f32ToE5m2(61440.0f), 0x7B); // would round to Inf in IEEE; saturates
+    EXPECT_EQ(f32ToE5m2(61440.0f), 0x7B);  // would round to Inf in IEEE; saturates
     EXPECT_EQ(f32ToE5m2(-1e9f), 0xFB);
     EXPECT_EQ(f32ToE5m2(std::numeric_limits<float>::infinity()), 0x7C);
     EXPECT_EQ(f32ToE5m2(-std::numeric_limits<float>::infinity()), 0xFC);
@@ -151,16 +155,16 @@ TEST(DType, E5m2RoundsToNearestEvenAndSaturates) {
 
 TEST(DType, E8m0RoundsInLogDomain) {
     EXPECT_EQ(f32ToE8m0(1.0f), 127);
-    EXPECT_EQ(f32ToE8m0(1.41f), 127);     // log2 = 0.496
-    EXPECT_EQ(f32ToE8m0(1.415f), 128);    // log2 = 0.501
-    EXPECT_EQ(f32ToE8m0(0.75f), 127);     // log2 = -0.415 -> 2^0
-    EXPECT_EQ(f32ToE8m0(0.7f), 126);      // log2 = -0.515 -> 2^-1
+    EXPECT_EQ(f32ToE8m0(1.41f), 127);   // log2 = 0.496
+    EXPECT_EQ(f32ToE8m0(1.415f), 128);  // log2 = 0.501
+    EXPECT_EQ(f32ToE8m0(0.75f), 127);   // log2 = -0.415 -> 2^0
+    EXPECT_EQ(f32ToE8m0(0.7f), 126);    // log2 = -0.515 -> 2^-1
     EXPECT_EQ(f32ToE8m0(0.0f), 0);
     EXPECT_EQ(f32ToE8m0(0x1p-127f), 0);
     EXPECT_EQ(f32ToE8m0(0x1p-130f), 0);
     EXPECT_EQ(f32ToE8m0(0x1p-126f), 1);
     EXPECT_EQ(f32ToE8m0(0x1p127f), 254);
-    EXPECT_EQ(f32ToE8m0(3e38f), 254);     // log2 = 127.8: saturates at 2^127
+    EXPECT_EQ(f32ToE8m0(3e38f), 254);  // log2 = 127.8: saturates at 2^127
     EXPECT_EQ(f32ToE8m0(-1.0f), 255);
     EXPECT_EQ(f32ToE8m0(std::numeric_limits<float>::quiet_NaN()), 255);
     EXPECT_EQ(f32ToE8m0(std::numeric_limits<float>::infinity()), 255);
@@ -173,11 +177,11 @@ TEST(DType, E2m1ValuesAndRounding) {
         EXPECT_EQ(e2m1ToF32(static_cast<std::uint8_t>(c)), expected) << c;
         EXPECT_EQ(f32ToE2m1(expected), (c == 8 ? 8 : c)) << c;
     }
-    EXPECT_EQ(f32ToE2m1(0.25f), 0);   // tie between 0 (even) and 0.5
-    EXPECT_EQ(f32ToE2m1(0.75f), 2);   // tie between 0.5 and 1.0 (even)
-    EXPECT_EQ(f32ToE2m1(2.5f), 4);    // tie between 2 (even) and 3
-    EXPECT_EQ(f32ToE2m1(5.0f), 6);    // tie between 4 (even) and 6
-    EXPECT_EQ(f32ToE2m1(7.0f), 7);    // saturates at 6
+    EXPECT_EQ(f32ToE2m1(0.25f), 0);  // tie between 0 (even) and 0.5
+    EXPECT_EQ(f32ToE2m1(0.75f), 2);  // tie between 0.5 and 1.0 (even)
+    EXPECT_EQ(f32ToE2m1(2.5f), 4);   // tie between 2 (even) and 3
+    EXPECT_EQ(f32ToE2m1(5.0f), 6);   // tie between 4 (even) and 6
+    EXPECT_EQ(f32ToE2m1(7.0f), 7);   // saturates at 6
     EXPECT_EQ(f32ToE2m1(-100.0f), 15);
 }
 
@@ -197,12 +201,12 @@ TEST(DType, F16AllCodesMatchDefinition) {
 }
 
 TEST(DType, F16RoundsToNearestEven) {
-    EXPECT_EQ(f32ToF16(1.0f + 0x1p-11f), 0x3C00);       // tie: even
-    EXPECT_EQ(f32ToF16(1.0f + 3 * 0x1p-11f), 0x3C02);   // tie: even
+    EXPECT_EQ(f32ToF16(1.0f + 0x1p-11f), 0x3C00);      // tie: even
+    EXPECT_EQ(f32ToF16(1.0f + 3 * 0x1p-11f), 0x3C02);  // tie: even
     EXPECT_EQ(f32ToF16(65519.0f), 0x7BFF);
-    EXPECT_EQ(f32ToF16(65520.0f), 0x7C00);              // tie with 65536: IEEE overflow to Inf
+    EXPECT_EQ(f32ToF16(65520.0f), 0x7C00);  // tie with 65536: IEEE overflow to Inf
     EXPECT_EQ(f32ToF16(-1e10f), 0xFC00);
-    EXPECT_EQ(f32ToF16(0x1p-25f), 0x0000);              // tie between 0 and the smallest subnormal
+    EXPECT_EQ(f32ToF16(0x1p-25f), 0x0000);  // tie between 0 and the smallest subnormal
     EXPECT_EQ(f32ToF16(3 * 0x1p-25f), 0x0002);
     EXPECT_TRUE(std::isnan(f16ToF32(f32ToF16(std::numeric_limits<float>::quiet_NaN()))));
 }
@@ -215,8 +219,8 @@ TEST(DType, Bf16ExactAndRoundsToNearestEven) {
             EXPECT_EQ(f32ToBf16(v), c);
         }
     }
-    EXPECT_EQ(f32ToBf16(1.0f + 0x1p-8f), 0x3F80);       // tie: even
-    EXPECT_EQ(f32ToBf16(1.0f + 3 * 0x1p-8f), 0x3F82);   // tie: even
+    EXPECT_EQ(f32ToBf16(1.0f + 0x1p-8f), 0x3F80);      // tie: even
+    EXPECT_EQ(f32ToBf16(1.0f + 3 * 0x1p-8f), 0x3F82);  // tie: even
     EXPECT_EQ(f32ToBf16(std::nextafter(1.0f + 0x1p-8f, 2.0f)), 0x3F81);
     EXPECT_EQ(f32ToBf16(std::numeric_limits<float>::max()), 0x7F80);  // past the last midpoint: Inf
     EXPECT_EQ(f32ToBf16(std::bit_cast<float>(0x00008000u)), 0x0000);  // f32 subnormal tie: even
@@ -227,7 +231,8 @@ TEST(DType, Bf16ExactAndRoundsToNearestEven) {
 }
 
 TEST(DType, IntegersRoundHalfEvenAndClamp) {
-    const std::vector<float> in{2.5f, 3.5f, -2.5f, 200.0f, -200.0f, std::numeric_limits<float>::quiet_NaN(), 255.5f, -1.0f};
+    const std::vector<float> in{2.5f,   3.5f, -2.5f, 200.0f, -200.0f, std::numeric_limits<float>::quiet_NaN(),
+                                255.5f, -1.0f};
     std::vector<std::int8_t> i8(in.size());
     convertFromF32(DType::I8, in.data(), in.size(), reinterpret_cast<std::byte*>(i8.data()));
     EXPECT_EQ(i8, (std::vector<std::int8_t>{2, 4, -2, 127, -128, 0, 127, -1}));
@@ -244,7 +249,8 @@ TEST(DType, IntegersRoundHalfEvenAndClamp) {
     EXPECT_EQ(i64, (std::vector<std::int64_t>{3000000000LL, -3000000000LL, INT64_MAX, INT64_MIN, INT64_MAX}));
     std::vector<std::uint64_t> u64(big.size());
     convertFromF32(DType::U64, big.data(), big.size(), reinterpret_cast<std::byte*>(u64.data()));
-    EXPECT_EQ(u64, (std::vector<std::uint64_t>{3000000000ULL, 0, 9999999980506447872ULL, 0, UINT64_MAX}));  // 1e19f is not 1e19
+    EXPECT_EQ(u64, (std::vector<std::uint64_t>{3000000000ULL, 0, 9999999980506447872ULL, 0,
+                                               UINT64_MAX}));  // 1e19f is not 1e19
 }
 
 TEST(DType, IntegersAndBoolToF32) {
@@ -284,11 +290,11 @@ TEST(DType, LargeSpansMatchScalarConversions) {
         for (std::size_t i = 0; i < n; i += 997) {
             float expected = 0;
             switch (t) {
-            case DType::F16: expected = f16ToF32(f32ToF16(values[i])); break;
-            case DType::BF16: expected = bf16ToF32(f32ToBf16(values[i])); break;
-            case DType::F8_E4M3: expected = e4m3ToF32(f32ToE4m3(values[i])); break;
-            case DType::F8_E5M2: expected = e5m2ToF32(f32ToE5m2(values[i])); break;
-            default: expected = e8m0ToF32(f32ToE8m0(values[i])); break;
+                case DType::F16: expected = f16ToF32(f32ToF16(values[i])); break;
+                case DType::BF16: expected = bf16ToF32(f32ToBf16(values[i])); break;
+                case DType::F8_E4M3: expected = e4m3ToF32(f32ToE4m3(values[i])); break;
+                case DType::F8_E5M2: expected = e5m2ToF32(f32ToE5m2(values[i])); break;
+                default: expected = e8m0ToF32(f32ToE8m0(values[i])); break;
             }
             if (std::isnan(expected)) {
                 EXPECT_TRUE(std::isnan(decoded[i]));

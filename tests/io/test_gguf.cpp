@@ -7,14 +7,15 @@
 #include <fstream>
 #include <random>
 
-#include "gguf_test_bytes.h"
-#include "io_test_util.h"
 #include "qs/error.h"
 #include "qs/io/dtype.h"
 #include "qs/io/gguf_file.h"
 #include "qs/io/gguf_names.h"
 #include "qs/io/gguf_writer.h"
 #include "qs/io/safetensors_file.h"
+
+#include "gguf_test_bytes.h"
+#include "io_test_util.h"
 
 using namespace qs::io;
 using qs::io::test::GgufBytes;
@@ -85,13 +86,13 @@ TEST(GgufReader, ReadsTheTinyLlamaFileAsItsSourceNoteDescribesIt) {
 
     const TensorInfo* embed = file.find("token_embd.weight");
     ASSERT_NE(embed, nullptr);
-    EXPECT_EQ(embed->shape, (std::vector<std::int64_t>{32000, 8}));   // GGUF's [8, 32000], innermost first
+    EXPECT_EQ(embed->shape, (std::vector<std::int64_t>{32000, 8}));  // GGUF's [8, 32000], innermost first
     EXPECT_EQ(embed->ggmlType, GgmlType::F16);
     EXPECT_EQ(embed->dtype, DType::F16);
     EXPECT_EQ(file.find("output_norm.weight")->ggmlType, GgmlType::F32);
     std::uint64_t lastEnd = 0;
     for (const auto& t : h.tensors) lastEnd = std::max(lastEnd, t.end);
-    EXPECT_EQ(h.dataOffset + lastEnd, file.fileSize());   // the last tensor ends the file
+    EXPECT_EQ(h.dataOffset + lastEnd, file.fileSize());  // the last tensor ends the file
 }
 
 TEST(GgufReader, TensorViewsDecodeTheBytesAtTheirOffsets) {
@@ -102,7 +103,7 @@ TEST(GgufReader, TensorViewsDecodeTheBytesAtTheirOffsets) {
         ASSERT_EQ(values.size(), static_cast<std::size_t>(info.numel())) << info.name;
         const std::byte* at = raw.data() + file.header().dataOffset + info.begin;
         std::vector<float> expected(values.size());
-        convertToF32(info.dtype, at, expected.size(), expected.data());   // F16 or F32: plain numbers in the file
+        convertToF32(info.dtype, at, expected.size(), expected.data());  // F16 or F32: plain numbers in the file
         EXPECT_EQ(values, expected) << info.name;
     }
 }
@@ -136,7 +137,7 @@ TEST(GgufReader, ReadsEveryMetadataTypeAndNestedArrays) {
     b.str("i64").u32(11).i64(-9000000000000000000ll);
     b.str("f64").u32(12).put(-2.25);
     b.str("strings").u32(9).u32(8).u64(2).str("a").str("");
-    b.str("nested").u32(9).u32(9).u64(2);   // an array of two arrays
+    b.str("nested").u32(9).u32(9).u64(2);  // an array of two arrays
     b.u32(5).u64(2).put<std::int32_t>(-1).put<std::int32_t>(7);
     b.u32(8).u64(1).str("x");
     const GgufHeader h = parseGguf(b.bytes(), "types.gguf");
@@ -151,7 +152,7 @@ TEST(GgufReader, ReadsEveryMetadataTypeAndNestedArrays) {
     EXPECT_EQ(m.boolean("bool"), true);
     EXPECT_EQ(*m.string("string"), "h\xC3\xA9llo");
     EXPECT_EQ(m.find("u64")->asUnsigned(), 18000000000000000000ull);
-    EXPECT_EQ(m.integer("u64"), std::nullopt);   // does not fit an int64
+    EXPECT_EQ(m.integer("u64"), std::nullopt);  // does not fit an int64
     EXPECT_EQ(m.integer("i64"), -9000000000000000000ll);
     EXPECT_EQ(m.number("f64"), -2.25);
     EXPECT_EQ(m.find("f64")->type(), GgufValueType::F64);
@@ -163,16 +164,16 @@ TEST(GgufReader, ReadsEveryMetadataTypeAndNestedArrays) {
     EXPECT_EQ(nested->elementType, GgufValueType::Array);
     EXPECT_EQ(nested->items[0].asArray()->items[1].asInteger(), 7);
     EXPECT_EQ(*nested->items[1].asArray()->items[0].asString(), "x");
-    EXPECT_EQ(m.entries()[0].first, "u8");   // file order is kept
+    EXPECT_EQ(m.entries()[0].first, "u8");  // file order is kept
     EXPECT_TRUE(h.tensors.empty());
 }
 
 TEST(GgufReader, ReadsVersionTwoAndACustomAlignment) {
     GgufBytes b;
     b.header(2, 1, 2).kvU32("general.alignment", 64);
-    b.tensor("a", {4}, 0, 0).tensor("b", {32}, 8, 64).padTo(64);   // F32 [4], Q8_0 [32] at 64
+    b.tensor("a", {4}, 0, 0).tensor("b", {32}, 8, 64).padTo(64);  // F32 [4], Q8_0 [32] at 64
     b.put(1.0f).put(2.0f).put(3.0f).put(4.0f).padTo(64);
-    b.put<std::uint16_t>(0x3C00);   // Q8_0 block: d = 1.0 (f16), then 32 int8 codes
+    b.put<std::uint16_t>(0x3C00);  // Q8_0 block: d = 1.0 (f16), then 32 int8 codes
     for (int i = 0; i < 32; ++i) b.put<std::int8_t>(static_cast<std::int8_t>(i - 16));
     const GgufHeader h = parseGguf(b.bytes(), "v2.gguf");
     EXPECT_EQ(h.version, 2u);
@@ -213,9 +214,11 @@ TEST(GgufReader, NamesWhatIsWrong) {
     expectError(GgufBytes().header(1ull << 60, 0), "the tensor count is 1152921504606846976");
     expectError(GgufBytes().header(0, 1ull << 40), "the metadata count is 1099511627776");
     expectError(GgufBytes().header(0, 1).u64(1ull << 50).fill(8), "metadata key 0 claims 1125899906842624 bytes");
-    expectError(GgufBytes().header(0, 1).str("k").u32(8).u64(1ull << 40), "metadata key 'k' claims 1099511627776 bytes");
+    expectError(GgufBytes().header(0, 1).str("k").u32(8).u64(1ull << 40),
+                "metadata key 'k' claims 1099511627776 bytes");
     expectError(GgufBytes().header(0, 1).str("k").u32(13).u32(0), "metadata key 'k' has unknown value type 13");
-    expectError(GgufBytes().header(0, 1).str("k").u32(9).u32(4).u64(1ull << 61), "element count is 2305843009213693952");
+    expectError(GgufBytes().header(0, 1).str("k").u32(9).u32(4).u64(1ull << 61),
+                "element count is 2305843009213693952");
     expectError(GgufBytes().header(0, 1).str("k").u32(9).u32(42).u64(0), "unknown array element type 42");
     expectError(GgufBytes().header(0, 2).kvU32("k", 1).kvU32("k", 2), "metadata key 'k' appears twice");
     expectError(GgufBytes().header(0, 1).str("").u32(4).u32(0), "metadata key 0 is empty");
@@ -227,25 +230,35 @@ TEST(GgufReader, NamesWhatIsWrong) {
     deep.u32(4).u64(0);
     expectError(deep, "arrays nest deeper than 8 levels");
 
-    expectError(GgufBytes().header(1, 0).tensor("t", {2}, 99, 0).padTo(32).fill(32), "tensor 't' has unknown ggml type 99");
-    expectError(GgufBytes().header(1, 0).tensor("t", {2}, 4, 0).padTo(32).fill(32), "tensor 't' has unknown ggml type 4");   // removed Q4_2
+    expectError(GgufBytes().header(1, 0).tensor("t", {2}, 99, 0).padTo(32).fill(32),
+                "tensor 't' has unknown ggml type 99");
+    expectError(GgufBytes().header(1, 0).tensor("t", {2}, 4, 0).padTo(32).fill(32),
+                "tensor 't' has unknown ggml type 4");  // removed Q4_2
     expectError(GgufBytes().header(1, 0).tensor("t", {1, 1, 1, 1, 1}, 0, 0), "5 dimensions; GGUF allows at most 4");
     expectError(GgufBytes().header(1, 0).tensor("t", {-3}, 0, 0), "negative dimension -3");
     expectError(GgufBytes().header(1, 0).tensor("t", {1ll << 40, 1ll << 40}, 0, 0), "product does not fit in 63 bits");
     // Found by the fuzzer: a zero dimension hid the overflow of the others, which the row-major
     // element count (the dimensions in the other order) then hit.
-    expectError(GgufBytes().header(1, 0).tensor("t", {0, 1ll << 40, 1ll << 40}, 0, 0), "product does not fit in 63 bits");
-    expectError(GgufBytes().header(1, 0).tensor("t", {1ll << 40, 1ll << 22}, 0, 0), "needs more bytes than fit in 64 bits");
-    expectError(GgufBytes().header(1, 0).tensor("t", {48}, 8, 0).padTo(32).fill(64), "rows of 48 elements, not a multiple of the type's block of 32");
-    expectError(GgufBytes().header(1, 0).tensor("t", {2}, 0, 8).padTo(32).fill(64), "data offset 8 is not a multiple of the alignment 32");
+    expectError(GgufBytes().header(1, 0).tensor("t", {0, 1ll << 40, 1ll << 40}, 0, 0),
+                "product does not fit in 63 bits");
+    expectError(GgufBytes().header(1, 0).tensor("t", {1ll << 40, 1ll << 22}, 0, 0),
+                "needs more bytes than fit in 64 bits");
+    expectError(GgufBytes().header(1, 0).tensor("t", {48}, 8, 0).padTo(32).fill(64),
+                "rows of 48 elements, not a multiple of the type's block of 32");
+    expectError(GgufBytes().header(1, 0).tensor("t", {2}, 0, 8).padTo(32).fill(64),
+                "data offset 8 is not a multiple of the alignment 32");
     expectError(GgufBytes().header(1, 0).tensor("t", {16}, 0, 0).padTo(32).fill(32), "runs past the end of the file");
-    expectError(GgufBytes().header(1, 0).tensor("t", {2}, 0, 1ull << 62).padTo(32).fill(32), "runs past the end of the file");
+    expectError(GgufBytes().header(1, 0).tensor("t", {2}, 0, 1ull << 62).padTo(32).fill(32),
+                "runs past the end of the file");
     expectError(GgufBytes().header(2, 0).tensor("a", {16}, 0, 0).tensor("b", {4}, 0, 32).padTo(32).fill(64),
                 "tensor 'b': data [32, 48) overlaps tensor 'a', which ends at 64");
-    expectError(GgufBytes().header(2, 0).tensor("a", {4}, 0, 0).tensor("a", {4}, 0, 32).padTo(32).fill(64), "tensor 'a' appears twice");
+    expectError(GgufBytes().header(2, 0).tensor("a", {4}, 0, 0).tensor("a", {4}, 0, 32).padTo(32).fill(64),
+                "tensor 'a' appears twice");
     expectError(GgufBytes().header(1, 0).tensor("", {4}, 0, 0), "tensor info 0 has an empty name");
-    expectError(GgufBytes().header(1, 0).tensor(std::string(64, 'n'), {4}, 0, 0), "claims 64 bytes, more than the 63 allowed");
-    expectError(GgufBytes().header(1, 0).tensor("t", {4}, 0, 0), "truncated: the tensor data section should start at offset 64");
+    expectError(GgufBytes().header(1, 0).tensor(std::string(64, 'n'), {4}, 0, 0),
+                "claims 64 bytes, more than the 63 allowed");
+    expectError(GgufBytes().header(1, 0).tensor("t", {4}, 0, 0),
+                "truncated: the tensor data section should start at offset 64");
 }
 
 TEST(GgufReader, OpenNamesTheFile) {
@@ -254,9 +267,11 @@ TEST(GgufReader, OpenNamesTheFile) {
     std::vector<std::byte> bytes = b.bytes();
     bytes.resize(40);
     writeBytes(dir / "cut.gguf", bytes);
-    EXPECT_THAT([&] { (void)GgufFile::open(dir / "cut.gguf"); },
-                testing::ThrowsMessage<qs::Error>(HasSubstr((dir / "cut.gguf").string() + ": the metadata count is 2")));
-    EXPECT_THAT([&] { (void)GgufFile::open(dir / "missing.gguf"); }, testing::ThrowsMessage<qs::Error>(HasSubstr("missing.gguf")));
+    EXPECT_THAT(
+        [&] { (void)GgufFile::open(dir / "cut.gguf"); },
+        testing::ThrowsMessage<qs::Error>(HasSubstr((dir / "cut.gguf").string() + ": the metadata count is 2")));
+    EXPECT_THAT([&] { (void)GgufFile::open(dir / "missing.gguf"); },
+                testing::ThrowsMessage<qs::Error>(HasSubstr("missing.gguf")));
 }
 
 TEST(GgufReader, RandomBytesNeverCrash) {
@@ -276,7 +291,7 @@ TEST(GgufReader, RandomBytesNeverCrash) {
         }
     }
     EXPECT_GT(refused, 0);
-    EXPECT_GT(parsed, 0);   // flips inside the tensor data leave a valid file
+    EXPECT_GT(parsed, 0);  // flips inside the tensor data leave a valid file
 }
 
 TEST(SafetensorsFile, AGgufFileIsNamedAsGguf) {
@@ -288,7 +303,8 @@ TEST(SafetensorsFile, AGgufFileIsNamedAsGguf) {
         }
         return std::string("(no error)");
     }();
-    EXPECT_THAT(error, AllOf(HasSubstr("llama-2-tiny-random.gguf"), HasSubstr("is a GGUF file"), testing::Not(HasSubstr("header length"))));
+    EXPECT_THAT(error, AllOf(HasSubstr("llama-2-tiny-random.gguf"), HasSubstr("is a GGUF file"),
+                             testing::Not(HasSubstr("header length"))));
 }
 
 // ---- The writer ----
@@ -305,7 +321,7 @@ TEST(GgufWriter, WritesWhatTheReaderReadsBackAligned) {
     w.set("scores", GgufValue::f32s({0.5f, -1.0f}));
     GgufArray nested{GgufValueType::Array, {GgufValue::i32s({1, 2}), GgufValue::strings({"a"})}};
     w.set("nested", GgufValue::array(nested));
-    w.set("general.architecture", GgufValue::string("qwen3"));   // replaced in place, not appended
+    w.set("general.architecture", GgufValue::string("qwen3"));  // replaced in place, not appended
     const std::vector<float> a = {1, 2, 3, 4, 5, 6};
     w.addTensor("a", GgmlType::F32, {2, 3}, std::as_bytes(std::span(a)));
     std::vector<std::uint16_t> h(40);
@@ -326,14 +342,14 @@ TEST(GgufWriter, WritesWhatTheReaderReadsBackAligned) {
     EXPECT_EQ(m.boolean("flag"), true);
     EXPECT_EQ(m.array("scores")->items[1].asNumber(), -1.0);
     EXPECT_EQ(*m.array("nested")->items[1].asArray()->items[0].asString(), "a");
-    EXPECT_FALSE(m.contains("general.alignment"));   // the default is not written
+    EXPECT_FALSE(m.contains("general.alignment"));  // the default is not written
     ASSERT_EQ(file.tensors().size(), 3u);
     EXPECT_EQ(file.tensor("a").toF32(), a);
     EXPECT_EQ(file.tensor("a").shape(), (std::vector<std::int64_t>{2, 3}));
     EXPECT_EQ(file.tensor("h").toF32()[39], 39.0f);
-    EXPECT_EQ(file.find("h")->begin, 32u);   // 24 bytes of "a", padded to 32
-    EXPECT_EQ(file.find("q")->begin, 128u);  // 80 bytes of "h", padded to 128
-    EXPECT_EQ(file.fileSize(), file.header().dataOffset + 128 + 96);   // the last tensor is padded too
+    EXPECT_EQ(file.find("h")->begin, 32u);                            // 24 bytes of "a", padded to 32
+    EXPECT_EQ(file.find("q")->begin, 128u);                           // 80 bytes of "h", padded to 128
+    EXPECT_EQ(file.fileSize(), file.header().dataOffset + 128 + 96);  // the last tensor is padded too
     EXPECT_EQ(file.header().dataOffset % 32, 0u);
 }
 
@@ -355,16 +371,16 @@ TEST(GgufWriter, HonoursAnAlignmentAndLeavesNothingBehindOnError) {
         const std::vector<float> v(3, 1.0f);
         EXPECT_THAT([&] { w.addTensor("q", GgmlType::Q8_0, {3}, std::as_bytes(std::span(v))); },
                     testing::ThrowsMessage<qs::Error>(HasSubstr("q8_0 stores rows in blocks of 32")));
-        EXPECT_THROW(w.finish(), qs::Error);   // spent after a failure
+        EXPECT_THROW(w.finish(), qs::Error);  // spent after a failure
     }
     {
         GgufWriter w(dir / "dropped.gguf");
         w.set("k", GgufValue::u32(1));
-    }   // destroyed unfinished
+    }  // destroyed unfinished
     std::vector<std::string> left;
     for (const auto& e : std::filesystem::directory_iterator(dir.path())) left.push_back(e.path().filename().string());
     EXPECT_EQ(left, std::vector<std::string>{"a64.gguf"});
-    EXPECT_THROW(GgufWriter(dir / "a64.gguf"), qs::Error);   // exists, no overwrite
+    EXPECT_THROW(GgufWriter(dir / "a64.gguf"), qs::Error);  // exists, no overwrite
     EXPECT_THROW(GgufWriter(dir / "no-such-folder" / "x.gguf"), qs::Error);
     GgufWriter names(dir / "n.gguf");
     const std::vector<float> v(1, 0.0f);
@@ -396,7 +412,8 @@ TEST(GgufNames, MapsLlamaCppNamesToHuggingFaceAndBack) {
         EXPECT_EQ(hfNameOfGgufTensor(gguf), hf);
         EXPECT_EQ(ggufNameOfHfTensor(hf), gguf);
     }
-    for (const char* unknown : {"rope_freqs.weight", "blk.x.attn_q.weight", "blk.1.attn_q.scale", "blk.1.ffn_gate_exps.weight", "output"})
+    for (const char* unknown :
+         {"rope_freqs.weight", "blk.x.attn_q.weight", "blk.1.attn_q.scale", "blk.1.ffn_gate_exps.weight", "output"})
         EXPECT_EQ(hfNameOfGgufTensor(unknown), std::nullopt) << unknown;
     EXPECT_EQ(ggufNameOfHfTensor("model.layers.0.self_attn.rotary_emb.inv_freq"), std::nullopt);
     EXPECT_EQ(ggufArchitectureOfModelType("mistral"), "llama");

@@ -8,12 +8,13 @@
 #include <numbers>
 #include <random>
 
-#include "gguf_test_reference.h"
-#include "io_test_util.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/gguf_writer.h"
 #include "qs/quant/ggml_encode.h"
+
+#include "gguf_test_reference.h"
+#include "io_test_util.h"
 
 using namespace qs::io;
 using qs::io::test::converterPermute;
@@ -34,7 +35,8 @@ std::vector<float> randomValues(std::size_t n, unsigned seed) {
     return v;
 }
 
-void addF32(GgufWriter& w, const std::string& name, const std::vector<std::int64_t>& shape, const std::vector<float>& values) {
+void addF32(GgufWriter& w, const std::string& name, const std::vector<std::int64_t>& shape,
+            const std::vector<float>& values) {
     w.addTensor(name, GgmlType::F32, shape, std::as_bytes(std::span(values)));
 }
 
@@ -49,7 +51,7 @@ std::vector<std::byte> q8(const std::vector<float>& values, std::int64_t cols) {
 
 struct TinyModel {
     static constexpr std::int64_t hidden = 64, heads = 4, kvHeads = 2, headDim = 16, vocab = 32;
-    std::vector<float> q = randomValues(hidden * hidden, 1);   // Hugging Face order
+    std::vector<float> q = randomValues(hidden * hidden, 1);  // Hugging Face order
     std::vector<float> k = randomValues(kvHeads * headDim * hidden, 2);
     std::vector<float> qBias = randomValues(hidden, 3);
     std::vector<float> embed = randomValues(vocab * hidden, 4);
@@ -74,10 +76,14 @@ void writeTinyLlama(const std::filesystem::path& path, const TinyModel& m, const
     const bool permute = arch == "llama";
     addF32(w, "token_embd.weight", {TinyModel::vocab, TinyModel::hidden}, m.embed);
     const auto q = permute ? converterPermute(m.q, TinyModel::hidden, TinyModel::hidden, TinyModel::heads) : m.q;
-    w.addTensor("blk.0.attn_q.weight", GgmlType::Q8_0, {TinyModel::hidden, TinyModel::hidden}, q8(q, TinyModel::hidden));
-    addF32(w, "blk.0.attn_q.bias", {TinyModel::hidden}, permute ? converterPermute(m.qBias, TinyModel::hidden, 1, TinyModel::heads) : m.qBias);
+    w.addTensor("blk.0.attn_q.weight", GgmlType::Q8_0, {TinyModel::hidden, TinyModel::hidden},
+                q8(q, TinyModel::hidden));
+    addF32(w, "blk.0.attn_q.bias", {TinyModel::hidden},
+           permute ? converterPermute(m.qBias, TinyModel::hidden, 1, TinyModel::heads) : m.qBias);
     addF32(w, "blk.0.attn_k.weight", {TinyModel::kvHeads * TinyModel::headDim, TinyModel::hidden},
-           permute ? converterPermute(m.k, TinyModel::kvHeads * TinyModel::headDim, TinyModel::hidden, TinyModel::kvHeads) : m.k);
+           permute
+               ? converterPermute(m.k, TinyModel::kvHeads * TinyModel::headDim, TinyModel::hidden, TinyModel::kvHeads)
+               : m.k);
     if (ropeFreqs) addF32(w, "rope_freqs.weight", {static_cast<std::int64_t>(ropeFreqs->size())}, *ropeFreqs);
     w.finish();
 }
@@ -99,12 +105,14 @@ TEST(GgufCheckpoint, OpensTheTinyLlamaFileUnderHuggingFaceNames) {
     ASSERT_NE(ck.gguf(), nullptr);
     EXPECT_TRUE(ck.shards().empty());
     EXPECT_EQ(ck.tensors().size(), 12u);
-    for (const char* name : {"model.embed_tokens.weight", "lm_head.weight", "model.norm.weight", "model.layers.0.input_layernorm.weight",
-                             "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.o_proj.weight",
-                             "model.layers.0.post_attention_layernorm.weight", "model.layers.0.mlp.down_proj.weight"})
+    for (const char* name :
+         {"model.embed_tokens.weight", "lm_head.weight", "model.norm.weight", "model.layers.0.input_layernorm.weight",
+          "model.layers.0.self_attn.q_proj.weight", "model.layers.0.self_attn.o_proj.weight",
+          "model.layers.0.post_attention_layernorm.weight", "model.layers.0.mlp.down_proj.weight"})
         EXPECT_NE(ck.find(name), nullptr) << name;
     EXPECT_EQ(ck.tensor("model.embed_tokens.weight").shape(), (std::vector<std::int64_t>{32000, 8}));
-    EXPECT_EQ(ck.tensor("model.layers.0.mlp.down_proj.weight").shape(), (std::vector<std::int64_t>{8, 32}));   // [out, in]
+    EXPECT_EQ(ck.tensor("model.layers.0.mlp.down_proj.weight").shape(),
+              (std::vector<std::int64_t>{8, 32}));  // [out, in]
     const CheckpointTensor* q = ck.find("model.layers.0.self_attn.q_proj.weight");
     EXPECT_EQ(q->naming.layer, 0);
     EXPECT_EQ(q->naming.module, "self_attn.q_proj");
@@ -121,7 +129,7 @@ TEST(GgufCheckpoint, OpensTheTinyLlamaFileUnderHuggingFaceNames) {
     EXPECT_EQ(c["num_key_value_heads"], 2);
     EXPECT_EQ(c["head_dim"], 4);
     EXPECT_EQ(c["vocab_size"], 32000);
-    EXPECT_EQ(c["rms_norm_eps"], 1e-05);   // the f32 in the file, read back as the decimal it was written from
+    EXPECT_EQ(c["rms_norm_eps"], 1e-05);  // the f32 in the file, read back as the decimal it was written from
     EXPECT_EQ(c["tie_word_embeddings"], false);
     EXPECT_EQ(c["bos_token_id"], 1);
     EXPECT_EQ(c["eos_token_id"], 2);
@@ -176,14 +184,15 @@ TEST(GgufCheckpoint, DecodesQ8AndPermutedTensorsToTheHuggingFaceWeights) {
         const std::size_t first = rng() % all.size(), count = rng() % (all.size() - first + 1);
         std::vector<float> part(count);
         q.decode(first, count, part.data());
-        EXPECT_TRUE(std::equal(part.begin(), part.end(), all.begin() + static_cast<std::ptrdiff_t>(first))) << first << "+" << count;
+        EXPECT_TRUE(std::equal(part.begin(), part.end(), all.begin() + static_cast<std::ptrdiff_t>(first)))
+            << first << "+" << count;
     }
     std::vector<float> one(2);
     EXPECT_THROW(q.decode(all.size() - 1, 2, one.data()), qs::Error);
 
     const auto& c = ck.config();
     EXPECT_EQ(c["rope_theta"], 500000.0);
-    EXPECT_EQ(c["tie_word_embeddings"], true);   // no output.weight
+    EXPECT_EQ(c["tie_word_embeddings"], true);  // no output.weight
     EXPECT_EQ(c["attention_bias"], true);
     EXPECT_EQ(c["max_position_embeddings"], 512);
     EXPECT_TRUE(c["rope_scaling"].is_null());
@@ -204,8 +213,10 @@ TEST(GgufCheckpoint, Llama3RopeFactorsBecomeTheirConfig) {
     std::vector<float> factors;
     for (int i = 0; i < 16; i += 2) {
         const double freq = 1.0 / std::pow(500000.0, i / 16.0), wavelen = 2 * std::numbers::pi / freq;
-        if (wavelen < 8192.0 / 4) factors.push_back(1.0f);
-        else if (wavelen > 8192.0) factors.push_back(8.0f);
+        if (wavelen < 8192.0 / 4)
+            factors.push_back(1.0f);
+        else if (wavelen > 8192.0)
+            factors.push_back(8.0f);
         else {
             const double smooth = (8192.0 / wavelen - 1.0) / 3.0;
             factors.push_back(static_cast<float>(1.0 / ((1 - smooth) / 8.0 + smooth)));
@@ -220,7 +231,7 @@ TEST(GgufCheckpoint, Llama3RopeFactorsBecomeTheirConfig) {
     EXPECT_EQ(scaling["factor"], 8.0);
     EXPECT_EQ(scaling["original_max_position_embeddings"], 8192);
 
-    factors[3] = 2.5f;   // not what any llama3 parameters give: named, so that the model loader refuses it
+    factors[3] = 2.5f;  // not what any llama3 parameters give: named, so that the model loader refuses it
     writeTinyLlama(dir / "odd.gguf", TinyModel{}, "llama", &factors);
     EXPECT_EQ(Checkpoint::open(dir / "odd.gguf").config()["rope_scaling"]["rope_type"], "gguf_rope_freqs");
 }
@@ -231,7 +242,8 @@ TEST(GgufCheckpoint, FoldersHoldingOneGgufOpenAndOthersAreRefused) {
     writeText(dir / "README.md", "not a model");
     EXPECT_NE(Checkpoint::open(dir.path()).gguf(), nullptr);
     std::filesystem::copy_file(kTinyLlama, dir / "other.gguf");
-    EXPECT_THAT([&] { (void)Checkpoint::open(dir.path()); }, testing::ThrowsMessage<qs::Error>(HasSubstr("holds 2 .gguf files")));
+    EXPECT_THAT([&] { (void)Checkpoint::open(dir.path()); },
+                testing::ThrowsMessage<qs::Error>(HasSubstr("holds 2 .gguf files")));
     // The magic decides, not the name: a GGUF called .safetensors opens as GGUF.
     TempDir other;
     std::filesystem::copy_file(kTinyLlama, other / "weights.safetensors");
@@ -252,7 +264,7 @@ TEST(GgufCheckpoint, ArchitecturesItDoesNotRunStillOpen) {
     const Checkpoint ck = Checkpoint::open(dir / "gpt2.gguf");
     EXPECT_EQ(ck.config()["model_type"], "gpt2");
     EXPECT_FALSE(ck.config().contains("architectures"));
-    EXPECT_NE(ck.find("position_embd.weight"), nullptr);   // no Hugging Face name: kept as llama.cpp names it
+    EXPECT_NE(ck.find("position_embd.weight"), nullptr);  // no Hugging Face name: kept as llama.cpp names it
     EXPECT_EQ(ck.find("model.embed_tokens.weight")->info->ropeInterleavedHeads, 0);
 }
 
@@ -281,7 +293,8 @@ TEST(GgufCheckpoint, AHeadCountPastIntIsRefusedNotTruncated) {
     }
     // Read as an int, 2^32 + 4 heads were 4, and q's rows were put back in order as 4 heads.
     EXPECT_THAT([&] { (void)Checkpoint::open(dir / "heads.gguf"); },
-                testing::ThrowsMessage<qs::Error>(AllOf(HasSubstr("heads.gguf"), HasSubstr("num_attention_heads"), HasSubstr("4294967300"))));
+                testing::ThrowsMessage<qs::Error>(
+                    AllOf(HasSubstr("heads.gguf"), HasSubstr("num_attention_heads"), HasSubstr("4294967300"))));
 }
 
 TEST(GgufCheckpoint, AGgufOfMetadataOnlyIsNotACheckpoint) {
@@ -307,7 +320,8 @@ TEST(GgufCheckpoint, TextThatIsNotUtf8IsRefusedAtOpening) {
         w.finish();
     }
     EXPECT_THAT([&] { (void)Checkpoint::open(dir / "name.gguf"); },
-                testing::ThrowsMessage<qs::Error>(AllOf(HasSubstr("name.gguf: tensor name 'blk.0.\\xff.weight'"), HasSubstr("not valid UTF-8"))));
+                testing::ThrowsMessage<qs::Error>(
+                    AllOf(HasSubstr("name.gguf: tensor name 'blk.0.\\xff.weight'"), HasSubstr("not valid UTF-8"))));
     {
         GgufWriter w(dir / "arch.gguf");
         w.set("general.architecture", GgufValue::string("lla\xc3"));

@@ -2,21 +2,22 @@
 // devices (which blocked forever), JSON nested 100,000 deep (which overflowed the stack), files
 // larger than any real config (read until memory ran out), and the one integer accessor that
 // range-checks what JSON says (4294967300 was read as 4).
-#include <sys/stat.h>
-#include <unistd.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include <chrono>
 #include <future>
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
-#include "io_test_util.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/json_file.h"
 #include "qs/io/json_value.h"
 #include "qs/io/regular_file.h"
+
+#include "io_test_util.h"
 
 using namespace qs::io;
 using qs::io::test::safetensorsImage;
@@ -45,7 +46,7 @@ std::string errorWithin(F&& f, std::chrono::seconds limit = std::chrono::seconds
     auto result = std::async(std::launch::async, [&] { return errorOf(f); });
     if (result.wait_for(limit) != std::future_status::ready) {
         ADD_FAILURE() << "did not return within " << limit.count() << " s";
-        std::_Exit(1);   // the blocked thread cannot be joined
+        std::_Exit(1);  // the blocked thread cannot be joined
     }
     return result.get();
 }
@@ -74,7 +75,8 @@ TEST(HostileFiles, FifoNamedAsACheckpointFileIsRefusedWithoutBlocking) {
     // wait on a pipe either.
     TempDir dir;
     ASSERT_EQ(::mkfifo((dir / "model.gguf").c_str(), 0600), 0);
-    EXPECT_THAT(errorWithin([&] { (void)Checkpoint::open(dir / "model.gguf"); }), HasSubstr("model.gguf: is a named pipe"));
+    EXPECT_THAT(errorWithin([&] { (void)Checkpoint::open(dir / "model.gguf"); }),
+                HasSubstr("model.gguf: is a named pipe"));
 }
 
 TEST(HostileFiles, FifoIndexAndTokenizerAreRefused) {
@@ -118,7 +120,8 @@ TEST(HostileFiles, DeepNestingIsRefusedNotOverflowed) {
             for (int i = 0; i < 100'000; ++i) text += R"({"a":)";
             text += "1" + std::string(100'000, '}');
         }
-        EXPECT_THAT(errorOf([&] { (void)parseJson(text, "config.json"); }), HasSubstr("config.json: nests deeper than 64 levels"));
+        EXPECT_THAT(errorOf([&] { (void)parseJson(text, "config.json"); }),
+                    HasSubstr("config.json: nests deeper than 64 levels"));
     }
     // Exactly at the limit parses: a real config nests 6 levels.
     EXPECT_NO_THROW((void)parseJson(nested(kMaxJsonDepth, '[', ']'), "x"));
@@ -127,8 +130,10 @@ TEST(HostileFiles, DeepNestingIsRefusedNotOverflowed) {
 TEST(HostileFiles, DeepNestingInsideConfigFailsTheOpen) {
     TempDir dir;
     writeBytes(dir / "model.safetensors", safetensorsImage(kHeader, 16));
-    writeText(dir / "config.json", R"({"model_type":"llama","quantization_config":{"bits":)" + nested(100'000, '[', ']') + "}}");
-    EXPECT_THAT(errorOf([&] { (void)Checkpoint::open(dir.path()); }), HasSubstr("config.json: nests deeper than 64 levels"));
+    writeText(dir / "config.json",
+              R"({"model_type":"llama","quantization_config":{"bits":)" + nested(100'000, '[', ']') + "}}");
+    EXPECT_THAT(errorOf([&] { (void)Checkpoint::open(dir.path()); }),
+                HasSubstr("config.json: nests deeper than 64 levels"));
 }
 
 TEST(HostileFiles, OversizedJsonIsRefusedBeforeReading) {
@@ -144,11 +149,12 @@ TEST(HostileFiles, OversizedJsonIsRefusedBeforeReading) {
 TEST(HostileFiles, ANulInTheHeaderIsRefusedNamingItsByte) {
     TempDir dir;
     writeBytes(dir / "model.safetensors", safetensorsImage(kHeader + std::string(" \0  ", 4), 16));
-    EXPECT_THAT(errorOf([&] { (void)Checkpoint::open(dir.path()); }),
-                HasSubstr("model.safetensors: header holds a NUL byte at byte " + std::to_string(8 + kHeader.size() + 1) +
-                          " of the file; safetensors pads its header with spaces only"));
+    EXPECT_THAT(
+        errorOf([&] { (void)Checkpoint::open(dir.path()); }),
+        HasSubstr("model.safetensors: header holds a NUL byte at byte " + std::to_string(8 + kHeader.size() + 1) +
+                  " of the file; safetensors pads its header with spaces only"));
     writeBytes(dir / "model.safetensors", safetensorsImage(kHeader + "    ", 16));
-    EXPECT_EQ(Checkpoint::open(dir.path()).tensors().size(), 1u);   // spaces are the padding safetensors allows
+    EXPECT_EQ(Checkpoint::open(dir.path()).tensors().size(), 1u);  // spaces are the padding safetensors allows
 }
 
 TEST(HostileFiles, ANulInAJsonFileIsRefused) {
@@ -159,14 +165,15 @@ TEST(HostileFiles, ANulInAJsonFileIsRefused) {
 TEST(HostileFiles, DuplicateKeysAreRefusedWhereAsked) {
     EXPECT_THAT(errorOf([] { (void)parseJson(R"({"a":1,"a":2})", "h", {.rejectDuplicateKeys = true}); }),
                 HasSubstr("h: has the key 'a' twice"));
-    EXPECT_EQ(parseJson(R"({"a":1,"a":2})", "h")["a"], 2);   // Python's json keeps the last, as nlohmann does
+    EXPECT_EQ(parseJson(R"({"a":1,"a":2})", "h")["a"], 2);  // Python's json keeps the last, as nlohmann does
 }
 
 TEST(JsonInteger, RefusesWhatDoesNotFit) {
     const auto error = [](const char* text, IntRange range = {}) {
         return errorOf([&] { (void)jsonInteger(nlohmann::json::parse(text), "config.json: 'bits'", range); });
     };
-    EXPECT_THAT(error("4294967300"), HasSubstr("config.json: 'bits' is 4294967300, expected an integer from -2147483648 to 2147483647"));
+    EXPECT_THAT(error("4294967300"),
+                HasSubstr("config.json: 'bits' is 4294967300, expected an integer from -2147483648 to 2147483647"));
     EXPECT_THAT(error("4294967360", {1, 1 << 20}), HasSubstr("is 4294967360, expected an integer from 1 to 1048576"));
     EXPECT_THAT(error("18446744073709551615"), HasSubstr("is 18446744073709551615"));
     EXPECT_THAT(error("4.5"), HasSubstr("is 4.5, expected an integer"));
@@ -184,7 +191,8 @@ TEST(JsonInteger, ReadsWhatProducersWrite) {
     EXPECT_EQ(value("-1"), -1);
     EXPECT_EQ(value("4.0"), 4);
     EXPECT_EQ(value("\"64\""), 64);
-    EXPECT_EQ(jsonInteger(nlohmann::json::parse("9007199254740993"), "k", {0, std::int64_t{1} << 60}), 9007199254740993);
+    EXPECT_EQ(jsonInteger(nlohmann::json::parse("9007199254740993"), "k", {0, std::int64_t{1} << 60}),
+              9007199254740993);
     const auto object = nlohmann::json::parse(R"({"a":3,"n":null})");
     EXPECT_EQ(jsonIntegerField(object, "a", "f"), 3);
     EXPECT_EQ(jsonIntegerField(object, "n", "f"), std::nullopt);

@@ -10,18 +10,22 @@ using qs::sanitizeMessage;
 using testing::HasSubstr;
 
 TEST(MessageText, ControlCharactersAreEscaped) {
-    EXPECT_EQ(sanitizeMessage("tensor 'a\nquantscope-cli: error: forged'"), "tensor 'a\\nquantscope-cli: error: forged'");
+    EXPECT_EQ(sanitizeMessage("tensor 'a\nquantscope-cli: error: forged'"),
+              "tensor 'a\\nquantscope-cli: error: forged'");
     EXPECT_EQ(sanitizeMessage("a\rb\tc\x1b[2Jd\x7f"), "a\\rb\\tc\\x1b[2Jd\\x7f");
     EXPECT_EQ(sanitizeMessage(std::string("nul\0here", 8)), "nul\\x00here");
     // C1 controls and the Unicode line separators break lines in some terminals and viewers.
-    EXPECT_EQ(sanitizeMessage("a\xC2\x85" "b\xE2\x80\xA8" "c"), "a\\u0085b\\u2028c");
+    EXPECT_EQ(sanitizeMessage("a\xC2\x85"
+                              "b\xE2\x80\xA8"
+                              "c"),
+              "a\\u0085b\\u2028c");
 }
 
 TEST(MessageText, InvalidUtf8IsEscapedAndValidUtf8Kept) {
     EXPECT_EQ(sanitizeMessage("d\xFFtype"), "d\\xfftype");
-    EXPECT_EQ(sanitizeMessage("\xC3"), "\\xc3");                  // truncated sequence
-    EXPECT_EQ(sanitizeMessage("\xC0\xAF"), "\\xc0\\xaf");          // overlong '/'
-    EXPECT_EQ(sanitizeMessage("\xED\xA0\x80"), "\\xed\\xa0\\x80"); // a surrogate
+    EXPECT_EQ(sanitizeMessage("\xC3"), "\\xc3");                    // truncated sequence
+    EXPECT_EQ(sanitizeMessage("\xC0\xAF"), "\\xc0\\xaf");           // overlong '/'
+    EXPECT_EQ(sanitizeMessage("\xED\xA0\x80"), "\\xed\\xa0\\x80");  // a surrogate
     EXPECT_EQ(sanitizeMessage("w\xC3\xB6rld \xF0\x9F\x98\x80"), "w\xC3\xB6rld \xF0\x9F\x98\x80");
 }
 
@@ -33,7 +37,8 @@ TEST(MessageText, LongTextKeepsHeadAndTailWithinTheLimit) {
     EXPECT_THAT(out, HasSubstr("\xE2\x80\xA6"));
     EXPECT_TRUE(out.ends_with("aaa' does not compile"));
     // Multi-byte characters are never cut in half.
-    const std::string wide = sanitizeMessage(std::string(3000, 'x') + std::string(1000, '\0') + "\xC3\xB6\xC3\xB6\xC3\xB6");
+    const std::string wide =
+        sanitizeMessage(std::string(3000, 'x') + std::string(1000, '\0') + "\xC3\xB6\xC3\xB6\xC3\xB6");
     EXPECT_LE(wide.size(), qs::kMaxMessageBytes);
     EXPECT_EQ(sanitizeMessage(wide), wide);
 }

@@ -6,9 +6,10 @@
 #include <cmath>
 #include <cstring>
 
-#include "io_test_util.h"
 #include "qs/error.h"
 #include "qs/io/safetensors_file.h"
+
+#include "io_test_util.h"
 
 using namespace qs::io;
 using qs::io::test::safetensorsImage;
@@ -44,15 +45,16 @@ TEST(Safetensors, ParsesValidHeaderSortedByOffset) {
     EXPECT_EQ(h.tensors[0].dtype, DType::BF16);
     EXPECT_EQ(h.tensors[0].shape, (std::vector<std::int64_t>{2, 2}));
     EXPECT_EQ(h.tensors[1].name, "a");
-    EXPECT_EQ(h.tensors[1].numel(), 1);   // rank-0 scalar
-    EXPECT_EQ(h.tensors[2].numel(), 0);   // empty tensor
+    EXPECT_EQ(h.tensors[1].numel(), 1);  // rank-0 scalar
+    EXPECT_EQ(h.tensors[2].numel(), 0);  // empty tensor
     EXPECT_EQ(h.metadata.at("format"), "pt");
     EXPECT_EQ(h.headerLength, header.size());
     EXPECT_EQ(h.dataLength(), 16u);
 }
 
 TEST(Safetensors, AcceptsJsonWhitespaceAroundHeaderAndNullMetadata) {
-    const std::string header = " \t\n{\"__metadata__\":null,\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}\r\n   ";
+    const std::string header =
+        " \t\n{\"__metadata__\":null,\"a\":{\"dtype\":\"U8\",\"shape\":[1],\"data_offsets\":[0,1]}}\r\n   ";
     const auto h = parseSafetensors(safetensorsImage(header, 1), "ws.safetensors");
     EXPECT_EQ(h.tensors.size(), 1u);
     EXPECT_TRUE(h.metadata.empty());
@@ -71,11 +73,13 @@ TEST(Safetensors, RejectsTruncatedFile) {
 }
 
 TEST(Safetensors, RejectsHeaderLengthPastEnd) {
-    EXPECT_THAT(parseError(safetensorsImage("{}", 0, 50)), HasSubstr("header length 50 runs past the end of the file (10 bytes)"));
+    EXPECT_THAT(parseError(safetensorsImage("{}", 0, 50)),
+                HasSubstr("header length 50 runs past the end of the file (10 bytes)"));
 }
 
 TEST(Safetensors, RejectsHeaderLengthOverLimit) {
-    EXPECT_THAT(parseError(safetensorsImage("{}", 0, 100'000'001)), HasSubstr("header length 100000001 exceeds the limit of 100000000"));
+    EXPECT_THAT(parseError(safetensorsImage("{}", 0, 100'000'001)),
+                HasSubstr("header length 100000001 exceeds the limit of 100000000"));
     EXPECT_THAT(parseError(safetensorsImage("{}", 0, ~std::uint64_t{0})), HasSubstr("exceeds the limit"));
 }
 
@@ -96,12 +100,16 @@ TEST(Safetensors, RejectsJsonThatIsNotAnObject) {
 TEST(Safetensors, RejectsMetadataWithNonStringValue) {
     EXPECT_THAT(parseError(R"({"__metadata__":{"format":"pt","n":3}})", 0),
                 HasSubstr("__metadata__ value of 'n' must be a string, but it is an integer"));
-    EXPECT_THAT(parseError(R"({"__metadata__":[1]})", 0), HasSubstr("__metadata__ must be an object of strings, but it is an array"));
+    EXPECT_THAT(parseError(R"({"__metadata__":[1]})", 0),
+                HasSubstr("__metadata__ must be an object of strings, but it is an array"));
 }
 
 TEST(Safetensors, RejectsDuplicateKeys) {
-    EXPECT_THAT(parseError(R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})", 1),
-                HasSubstr("header: has the key 'a' twice"));
+    EXPECT_THAT(
+        parseError(
+            R"({"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]},"a":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})",
+            1),
+        HasSubstr("header: has the key 'a' twice"));
 }
 
 TEST(Safetensors, RejectsDeepNesting) {
@@ -110,18 +118,22 @@ TEST(Safetensors, RejectsDeepNesting) {
 }
 
 TEST(Safetensors, RejectsUnknownAndUnsupportedDtype) {
-    EXPECT_THAT(parseError(R"({"w":{"dtype":"F17","shape":[1],"data_offsets":[0,4]}})", 4), HasSubstr("tensor 'w': unknown dtype 'F17'"));
+    EXPECT_THAT(parseError(R"({"w":{"dtype":"F17","shape":[1],"data_offsets":[0,4]}})", 4),
+                HasSubstr("tensor 'w': unknown dtype 'F17'"));
     EXPECT_THAT(parseError(R"({"w":{"dtype":"C64","shape":[1],"data_offsets":[0,8]}})", 8),
                 HasSubstr("tensor 'w': dtype 'C64' is valid safetensors but not supported"));
-    EXPECT_THAT(parseError(R"({"w":{"dtype":7,"shape":[1],"data_offsets":[0,8]}})", 8), HasSubstr("\"dtype\" must be a string"));
+    EXPECT_THAT(parseError(R"({"w":{"dtype":7,"shape":[1],"data_offsets":[0,8]}})", 8),
+                HasSubstr("\"dtype\" must be a string"));
 }
 
 TEST(Safetensors, RejectsMalformedEntries) {
     EXPECT_THAT(parseError(R"({"w":[1]})", 0), HasSubstr("tensor 'w': entry must be an object"));
-    EXPECT_THAT(parseError(R"({"w":{"dtype":"U8","data_offsets":[0,1]}})", 1), HasSubstr("tensor 'w': has no \"shape\""));
+    EXPECT_THAT(parseError(R"({"w":{"dtype":"U8","data_offsets":[0,1]}})", 1),
+                HasSubstr("tensor 'w': has no \"shape\""));
     EXPECT_THAT(parseError(R"({"w":{"dtype":"U8","shape":[-1],"data_offsets":[0,1]}})", 1),
                 HasSubstr("\"shape\" must hold non-negative integers, but holds an integer (-1)"));
-    EXPECT_THAT(parseError(R"({"w":{"dtype":"U8","shape":[1.0],"data_offsets":[0,1]}})", 1), HasSubstr("floating-point"));
+    EXPECT_THAT(parseError(R"({"w":{"dtype":"U8","shape":[1.0],"data_offsets":[0,1]}})", 1),
+                HasSubstr("floating-point"));
     EXPECT_THAT(parseError(R"({"w":{"dtype":"U8","shape":[1],"data_offsets":[0]}})", 1),
                 HasSubstr("\"data_offsets\" must be an array of two integers"));
     EXPECT_THAT(parseError(R"({"w":{"dtype":"U8","shape":[1]}})", 1), HasSubstr("has no \"data_offsets\""));
@@ -142,27 +154,40 @@ TEST(Safetensors, RejectsOffsetsNotStartingAtZero) {
 }
 
 TEST(Safetensors, RejectsOverlappingOffsets) {
-    EXPECT_THAT(parseError(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})", 8),
-                HasSubstr("tensor 'b': data_offsets [4, 8] overlap tensor 'a', which ends at 8"));
+    EXPECT_THAT(
+        parseError(
+            R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+            8),
+        HasSubstr("tensor 'b': data_offsets [4, 8] overlap tensor 'a', which ends at 8"));
 }
 
 TEST(Safetensors, RejectsHoles) {
-    EXPECT_THAT(parseError(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})", 12),
-                HasSubstr("tensor 'b': data_offsets [8, 12] leave a hole of 4 bytes after tensor 'a'"));
+    EXPECT_THAT(
+        parseError(
+            R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+            12),
+        HasSubstr("tensor 'b': data_offsets [8, 12] leave a hole of 4 bytes after tensor 'a'"));
 }
 
 TEST(Safetensors, RejectsReversedOffsets) {
-    EXPECT_THAT(parseError(R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]},"b":{"dtype":"U8","shape":[0],"data_offsets":[4,0]}})", 0),
-                HasSubstr("tensor 'b': data_offsets [4, 0] end before they begin"));
+    EXPECT_THAT(
+        parseError(
+            R"({"a":{"dtype":"U8","shape":[0],"data_offsets":[0,0]},"b":{"dtype":"U8","shape":[0],"data_offsets":[4,0]}})",
+            0),
+        HasSubstr("tensor 'b': data_offsets [4, 0] end before they begin"));
 }
 
 TEST(Safetensors, RejectsSizeMismatch) {
-    EXPECT_THAT(parseError(R"({"a.weight":{"dtype":"F32","shape":[3],"data_offsets":[0,10]}})", 10),
-                HasSubstr("bad.safetensors: tensor 'a.weight': data_offsets [0, 10] hold 10 bytes but F32 [3] needs 12"));
+    EXPECT_THAT(
+        parseError(R"({"a.weight":{"dtype":"F32","shape":[3],"data_offsets":[0,10]}})", 10),
+        HasSubstr("bad.safetensors: tensor 'a.weight': data_offsets [0, 10] hold 10 bytes but F32 [3] needs 12"));
 }
 
 TEST(Safetensors, RejectsOffsetsPastEnd) {
-    EXPECT_THAT(parseError(kTwo, 10), HasSubstr("tensor 'b': data_offsets [8, 11] run past the end of the file: the data buffer holds only 10 bytes"));
+    EXPECT_THAT(
+        parseError(kTwo, 10),
+        HasSubstr(
+            "tensor 'b': data_offsets [8, 11] run past the end of the file: the data buffer holds only 10 bytes"));
 }
 
 TEST(Safetensors, RejectsTrailingBytes) {
@@ -179,13 +204,14 @@ TEST(Safetensors, OpensFileZeroCopy) {
     EXPECT_EQ(f.find("c"), nullptr);
     const auto b = f.tensor("b");
     ASSERT_EQ(b.bytes().size(), 3u);
-    EXPECT_EQ(b.bytes()[0], std::byte{8});   // the data bytes are 0, 1, 2, ... from the buffer start
+    EXPECT_EQ(b.bytes()[0], std::byte{8});  // the data bytes are 0, 1, 2, ... from the buffer start
     EXPECT_EQ(b.toF32(), (std::vector<float>{8, 9, 10}));
     const auto a = f.tensor("a");
     float first;
     std::memcpy(&first, a.bytes().data(), 4);
     EXPECT_EQ(a.toF32()[0], first);
-    EXPECT_THAT([&] { (void)f.tensor("missing"); }, testing::ThrowsMessage<qs::Error>(HasSubstr("no tensor named 'missing'")));
+    EXPECT_THAT([&] { (void)f.tensor("missing"); },
+                testing::ThrowsMessage<qs::Error>(HasSubstr("no tensor named 'missing'")));
 }
 
 TEST(Safetensors, OpenReportsMissingFileAndNamesIt) {
@@ -195,12 +221,14 @@ TEST(Safetensors, OpenReportsMissingFileAndNamesIt) {
     qs::io::test::writeBytes(dir / "empty.safetensors", {});
     EXPECT_THAT([&] { (void)SafetensorsFile::open(dir / "empty.safetensors"); },
                 testing::ThrowsMessage<qs::Error>(HasSubstr("empty.safetensors: file is 0 bytes")));
-    EXPECT_THAT([&] { (void)SafetensorsFile::open(dir.path()); }, testing::ThrowsMessage<qs::Error>(HasSubstr("not a regular file")));
+    EXPECT_THAT([&] { (void)SafetensorsFile::open(dir.path()); },
+                testing::ThrowsMessage<qs::Error>(HasSubstr("not a regular file")));
 }
 
 TEST(Safetensors, TensorViewMatrix) {
     qs::io::test::TempDir dir;
-    const std::string header = R"({"m":{"dtype":"U8","shape":[2,3],"data_offsets":[0,6]},"r":{"dtype":"U8","shape":[2,1,1],"data_offsets":[6,8]}})";
+    const std::string header =
+        R"({"m":{"dtype":"U8","shape":[2,3],"data_offsets":[0,6]},"r":{"dtype":"U8","shape":[2,1,1],"data_offsets":[6,8]}})";
     qs::io::test::writeBytes(dir / "m.safetensors", safetensorsImage(header, 8));
     const auto f = SafetensorsFile::open(dir / "m.safetensors");
     const qs::MatrixF m = f.tensor("m").toMatrix();
@@ -208,12 +236,14 @@ TEST(Safetensors, TensorViewMatrix) {
     ASSERT_EQ(m.cols(), 3);
     EXPECT_EQ(m(1, 0), 3.0f);
     EXPECT_EQ(m(1, 2), 5.0f);
-    EXPECT_THAT([&] { (void)f.tensor("r").toMatrix(); }, testing::ThrowsMessage<qs::Error>(HasSubstr("tensor 'r' (U8 [2, 1, 1]): a matrix needs rank 1 or 2")));
+    EXPECT_THAT([&] { (void)f.tensor("r").toMatrix(); },
+                testing::ThrowsMessage<qs::Error>(HasSubstr("tensor 'r' (U8 [2, 1, 1]): a matrix needs rank 1 or 2")));
 }
 
 // MLX writes "__metadata__": null and offsets out of key order.
 TEST(Safetensors, OpensRealMlxAdapter) {
-    const auto f = SafetensorsFile::open(std::string(QS_TEST_DATA_DIR) + "/io/mlx-lora-adapter-minicpm/adapters.safetensors");
+    const auto f =
+        SafetensorsFile::open(std::string(QS_TEST_DATA_DIR) + "/io/mlx-lora-adapter-minicpm/adapters.safetensors");
     EXPECT_EQ(f.fileSize(), 1181371u);
     EXPECT_EQ(f.header().headerLength, 1715u);
     EXPECT_EQ(f.header().dataLength(), 1179648u);

@@ -21,7 +21,8 @@ TEST(TensorName, LlamaMistralQwen) {
     expectName("model.layers.7.mlp.down_proj.weight", 7, "mlp.down_proj", "weight", TensorRole::Linear);
     expectName("model.layers.12.self_attn.o_proj.bias", 12, "self_attn.o_proj", "bias", TensorRole::Linear);
     expectName("model.layers.0.input_layernorm.weight", 0, "input_layernorm", "weight", TensorRole::Norm);
-    expectName("model.layers.3.post_attention_layernorm.weight", 3, "post_attention_layernorm", "weight", TensorRole::Norm);
+    expectName("model.layers.3.post_attention_layernorm.weight", 3, "post_attention_layernorm", "weight",
+               TensorRole::Norm);
     expectName("model.layers.5.self_attn.q_norm.weight", 5, "self_attn.q_norm", "weight", TensorRole::Norm);  // Qwen3
     expectName("model.embed_tokens.weight", -1, "embed_tokens", "weight", TensorRole::Embedding);
     expectName("model.norm.weight", -1, "norm", "weight", TensorRole::Norm);
@@ -29,7 +30,8 @@ TEST(TensorName, LlamaMistralQwen) {
 }
 
 TEST(TensorName, GemmaAndMultimodalPrefixes) {
-    expectName("model.layers.2.pre_feedforward_layernorm.weight", 2, "pre_feedforward_layernorm", "weight", TensorRole::Norm);
+    expectName("model.layers.2.pre_feedforward_layernorm.weight", 2, "pre_feedforward_layernorm", "weight",
+               TensorRole::Norm);
     expectName("model.language_model.layers.4.mlp.gate_proj.weight", 4, "mlp.gate_proj", "weight", TensorRole::Linear);
     expectName("model.language_model.embed_tokens.weight", -1, "embed_tokens", "weight", TensorRole::Embedding);
 }
@@ -52,18 +54,22 @@ TEST(TensorName, QuantizedParts) {
     expectName("model.layers.9.mlp.up_proj.weight_scale_inv", 9, "mlp.up_proj", "weight_scale_inv", TensorRole::Linear);
     expectName("model.layers.9.mlp.up_proj.weight_scale", 9, "mlp.up_proj", "weight_scale", TensorRole::Linear);
     expectName("model.layers.9.mlp.up_proj.weight_packed", 9, "mlp.up_proj", "weight_packed", TensorRole::Linear);
-    expectName("model.layers.9.mlp.up_proj.weight_global_scale", 9, "mlp.up_proj", "weight_global_scale", TensorRole::Linear);
+    expectName("model.layers.9.mlp.up_proj.weight_global_scale", 9, "mlp.up_proj", "weight_global_scale",
+               TensorRole::Linear);
     expectName("model.layers.9.mlp.up_proj.input_scale", 9, "mlp.up_proj", "input_scale", TensorRole::Linear);
     expectName("model.layers.1.mlp.down_proj.weight.absmax", 1, "mlp.down_proj", "weight.absmax", TensorRole::Linear);
-    expectName("model.layers.1.mlp.down_proj.weight.quant_map", 1, "mlp.down_proj", "weight.quant_map", TensorRole::Linear);
+    expectName("model.layers.1.mlp.down_proj.weight.quant_map", 1, "mlp.down_proj", "weight.quant_map",
+               TensorRole::Linear);
     expectName("model.layers.1.mlp.down_proj.weight.quant_state.bitsandbytes__nf4", 1, "mlp.down_proj",
                "weight.quant_state.bitsandbytes__nf4", TensorRole::Linear);
-    expectName("model.layers.2.mlp.experts.gate_up_proj_blocks", 2, "mlp.experts.gate_up_proj", "blocks", TensorRole::Linear);
+    expectName("model.layers.2.mlp.experts.gate_up_proj_blocks", 2, "mlp.experts.gate_up_proj", "blocks",
+               TensorRole::Linear);
     expectName("model.layers.2.mlp.experts.down_proj_scales", 2, "mlp.experts.down_proj", "scales", TensorRole::Linear);
 }
 
 TEST(TensorName, MoeRouterExpertsAndAdapters) {
-    expectName("model.layers.4.mlp.experts.17.down_proj.weight", 4, "mlp.experts.17.down_proj", "weight", TensorRole::Linear);
+    expectName("model.layers.4.mlp.experts.17.down_proj.weight", 4, "mlp.experts.17.down_proj", "weight",
+               TensorRole::Linear);
     expectName("model.layers.4.mlp.gate.weight", 4, "mlp.gate", "weight", TensorRole::Linear);
     expectName("model.layers.4.mlp.router.weight", 4, "mlp.router", "weight", TensorRole::Linear);
     expectName("model.layers.4.mlp.router.bias", 4, "mlp.router", "bias", TensorRole::Linear);
@@ -82,9 +88,10 @@ TEST(TensorName, LayerIndicesOutOfRangeNameNoLayer) {
     // A layer index is plain digits below kMaxLayerIndex; anything else is an ordinary name part, so
     // that a hostile name cannot make the layer count 2^31 (or overflow maxLayer + 1).
     expectName("model.layers.999999.mlp.down_proj.weight", 999999, "mlp.down_proj", "weight", TensorRole::Linear);
-    expectName("model.layers.1000000.mlp.down_proj.weight", -1, "layers.1000000.mlp.down_proj", "weight", TensorRole::Linear);
-    expectName("model.layers.99999999999999999999.mlp.down_proj.weight", -1, "layers.99999999999999999999.mlp.down_proj",
-               "weight", TensorRole::Linear);
+    expectName("model.layers.1000000.mlp.down_proj.weight", -1, "layers.1000000.mlp.down_proj", "weight",
+               TensorRole::Linear);
+    expectName("model.layers.99999999999999999999.mlp.down_proj.weight", -1,
+               "layers.99999999999999999999.mlp.down_proj", "weight", TensorRole::Linear);
     expectName("model.layers.-1.mlp.down_proj.weight", -1, "layers.-1.mlp.down_proj", "weight", TensorRole::Linear);
     expectName("model.layers.+3.mlp.down_proj.weight", -1, "layers.+3.mlp.down_proj", "weight", TensorRole::Linear);
 }
@@ -92,7 +99,7 @@ TEST(TensorName, LayerIndicesOutOfRangeNameNoLayer) {
 TEST(TensorName, RoutersAreTheMoeGatesNotTheMlpGateProj) {
     for (const char* router : {"mlp.gate", "block_sparse_moe.gate", "mlp.router", "mlp.shared_expert_gate", "gate"})
         EXPECT_TRUE(isRouterModule(router)) << router;
-    for (const char* linear : {"mlp.gate_proj", "mlp.experts.3.gate_proj", "mlp.experts.gate_up_proj", "self_attn.q_proj",
-                               "mlp.gate.weight_scale", "mlp.routers_norm", ""})
+    for (const char* linear : {"mlp.gate_proj", "mlp.experts.3.gate_proj", "mlp.experts.gate_up_proj",
+                               "self_attn.q_proj", "mlp.gate.weight_scale", "mlp.routers_norm", ""})
         EXPECT_FALSE(isRouterModule(linear)) << linear;
 }

@@ -84,16 +84,16 @@ TEST(DemoModel, TokenizerEncodesTextToItsUtf8Bytes) {
     EXPECT_FALSE(tok.addsBosByDefault());
     // GPT-2's byte-to-unicode alphabet: printable ASCII stands for itself, space is Ġ, newline Ċ.
     EXPECT_EQ(tok.idToToken('a'), "a");
-    EXPECT_EQ(tok.idToToken(' '), "\xC4\xA0");    // U+0120 Ġ
-    EXPECT_EQ(tok.idToToken('\n'), "\xC4\x8A");   // U+010A Ċ
-    EXPECT_EQ(tok.idToToken(0), "\xC4\x80");      // U+0100 Ā
+    EXPECT_EQ(tok.idToToken(' '), "\xC4\xA0");   // U+0120 Ġ
+    EXPECT_EQ(tok.idToToken('\n'), "\xC4\x8A");  // U+010A Ċ
+    EXPECT_EQ(tok.idToToken(0), "\xC4\x80");     // U+0100 Ā
 
     const std::vector<std::string> texts = {
         readText(kDemoDir / "calibration.txt"),
         readText(kDemoDir / "eval.txt"),
         "  leading spaces, 'quotes' it's  \t\ttabs\r\nCRLF 12345 \n\n",
-        "na\xC3\xAFve caf\xC3\xA9 \xE2\x80\x94 \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xF0\x9F\x99\x82",   // naïve café — 日本語 🙂
-        std::string(kWithNul, sizeof kWithNul - 1),   // the NUL inside counts, the terminator does not
+        "na\xC3\xAFve caf\xC3\xA9 \xE2\x80\x94 \xE6\x97\xA5\xE6\x9C\xAC\xE8\xAA\x9E \xF0\x9F\x99\x82",  // naïve café — 日本語 🙂
+        std::string(kWithNul, sizeof kWithNul - 1),  // the NUL inside counts, the terminator does not
     };
     for (const std::string& text : texts) {
         ASSERT_FALSE(text.empty());
@@ -138,8 +138,8 @@ TEST(DemoModel, CheckpointIsAHuggingFaceQwen3InBf16) {
     for (int l = 0; l < 2; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
         for (const char* m : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
-                              "self_attn.q_norm", "self_attn.k_norm", "input_layernorm",
-                              "post_attention_layernorm", "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
+                              "self_attn.q_norm", "self_attn.k_norm", "input_layernorm", "post_attention_layernorm",
+                              "mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
             expected.insert(p + m + ".weight");
     }
     std::set<std::string> names;
@@ -188,7 +188,7 @@ TEST(DemoModel, LogitsMatchTheTrainingScriptsReference) {
     const float maxDiff = (logits - refLogits).cwiseAbs().maxCoeff();
     const float scale = refLogits.cwiseAbs().maxCoeff();
     std::cout << "demo logits: max |ours - reference| = " << maxDiff << " (largest |logit| " << scale << ")\n";
-    EXPECT_GT(scale, 5.0f);   // a trained model, not an all-zero file
+    EXPECT_GT(scale, 5.0f);  // a trained model, not an all-zero file
     EXPECT_LT(maxDiff, kLogitTolerance);
 
     const std::vector<int> refArgmax = meta.at("argmax").get<std::vector<int>>();

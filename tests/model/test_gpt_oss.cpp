@@ -35,8 +35,8 @@ MatrixF randomMatrix(Eigen::Index rows, Eigen::Index cols, std::mt19937& rng, fl
 
 // transformers' eager attention with sinks, in double: the sink is one more column of the scores (the
 // mask leaves it visible), the softmax runs over all columns, and the sink's column is dropped.
-MatrixF attentionWithSinksReference(const MatrixF& q, const MatrixF& k, const MatrixF& v, int heads, int kvHeads, int d, int window,
-                                    const std::vector<float>& sinks) {
+MatrixF attentionWithSinksReference(const MatrixF& q, const MatrixF& k, const MatrixF& v, int heads, int kvHeads, int d,
+                                    int window, const std::vector<float>& sinks) {
     const Eigen::Index tq = q.rows(), tk = k.rows(), offset = tk - tq;
     MatrixF out = MatrixF::Zero(tq, q.cols());
     for (int h = 0; h < heads; ++h) {
@@ -73,7 +73,8 @@ TEST(GptOssAttention, SinksJoinTheSoftmaxDenominatorAsTransformersConcatenatesTh
     // Sinks from far below to far above the scores: a large sink takes most of the weight.
     const std::vector<float> sinks{-3.0f, 0.0f, 1.5f, 6.0f};
     for (const auto& [tq, tk, window] : {std::tuple{12, 12, 0}, std::tuple{12, 12, 5}, std::tuple{4, 15, 6}}) {
-        SCOPED_TRACE("queries " + std::to_string(tq) + " keys " + std::to_string(tk) + " window " + std::to_string(window));
+        SCOPED_TRACE("queries " + std::to_string(tq) + " keys " + std::to_string(tk) + " window " +
+                     std::to_string(window));
         const MatrixF q = randomMatrix(tq, heads * d, rng, 1.5f), k = randomMatrix(tk, kvHeads * d, rng, 1.5f),
                       v = randomMatrix(tk, kvHeads * d, rng, 1.0f);
         const AttentionShape shape{heads, kvHeads, d, window, sinks.data()};
@@ -88,7 +89,7 @@ TEST(GptOssAttention, SinksJoinTheSoftmaxDenominatorAsTransformersConcatenatesTh
 
 TEST(GptOssExperts, ClampedSwigluIsTransformersGptOssExperts) {
     std::mt19937 rng(11);
-    const MatrixF gateUp = randomMatrix(9, 2 * 16, rng, 6.0f);   // sd 6: many values beyond the limit 7
+    const MatrixF gateUp = randomMatrix(9, 2 * 16, rng, 6.0f);  // sd 6: many values beyond the limit 7
     const float limit = 7.0f, alpha = 1.702f;
     const MatrixF ours = clampedSwiglu(gateUp, limit, alpha);
     ASSERT_EQ(ours.rows(), 9);
@@ -106,7 +107,7 @@ TEST(GptOssExperts, ClampedSwigluIsTransformersGptOssExperts) {
             const double expected = (up + 1.0) * glu;
             EXPECT_NEAR(ours(t, i), expected, 1e-5 * std::max(1.0, std::abs(expected))) << t << "," << i;
         }
-    EXPECT_GT(clampedGates, 5);   // the clamps were exercised, on both halves
+    EXPECT_GT(clampedGates, 5);  // the clamps were exercised, on both halves
     EXPECT_GT(clampedUps, 5);
     EXPECT_THROW(clampedSwiglu(MatrixF::Zero(2, 3), limit, alpha), Error);
 }
@@ -114,8 +115,8 @@ TEST(GptOssExperts, ClampedSwigluIsTransformersGptOssExperts) {
 namespace {
 
 // transformers' _compute_yarn_parameters, in double.
-std::vector<double> yarnReference(int dim, double base, double factor, double betaFast, double betaSlow, int originalContext,
-                                  bool truncate) {
+std::vector<double> yarnReference(int dim, double base, double factor, double betaFast, double betaSlow,
+                                  int originalContext, bool truncate) {
     const auto correctionDim = [&](double rotations) {
         return dim * std::log(originalContext / (rotations * 2.0 * std::numbers::pi)) / (2.0 * std::log(base));
     };
@@ -149,7 +150,8 @@ TEST(GptOssRope, YarnFollowsTransformersWithAndWithoutTruncate) {
         const RotaryEmbedding rope(64, 150000.0, s);
         const auto expected = yarnReference(64, 150000.0, 32.0, 32.0, 1.0, 4096, truncate);
         ASSERT_EQ(rope.inverseFrequencies().size(), expected.size());
-        for (std::size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(rope.inverseFrequencies()[i], expected[i], 1e-12 * expected[i]) << i;
+        for (std::size_t i = 0; i < expected.size(); ++i)
+            EXPECT_NEAR(rope.inverseFrequencies()[i], expected[i], 1e-12 * expected[i]) << i;
         EXPECT_DOUBLE_EQ(rope.attentionFactor(), 0.1 * std::log(32.0) + 1.0);
         byTruncate.push_back(rope.inverseFrequencies());
     }
@@ -177,7 +179,7 @@ TEST(GptOssConfig, TheTinyCheckpointReadsAsGptOss) {
     EXPECT_EQ(c.windowOf(1), 0);
     EXPECT_EQ(c.windowOf(2), 32);
     EXPECT_EQ(c.windowOf(3), 0);
-    EXPECT_FALSE(c.usesLocalRope(0));   // one RoPE for every layer
+    EXPECT_FALSE(c.usesLocalRope(0));  // one RoPE for every layer
     EXPECT_EQ(c.ropeScaling.type, RopeScalingType::Yarn);
     EXPECT_EQ(c.ropeScaling.originalMaxPositionEmbeddings, 4096);
     EXPECT_TRUE(c.ropeScaling.truncate);
@@ -225,8 +227,8 @@ TEST(GptOssConfig, UnsupportedYarnVariantsAreRefusedNamingThem) {
     }
     j["rope_scaling"].erase("mscale");
     const ModelConfig c = ModelConfig::fromJson(j);
-    EXPECT_EQ(c.ropeScaling.originalMaxPositionEmbeddings, 8192);   // defaults to max_position_embeddings
-    EXPECT_TRUE(c.slidingLayers.at(0));                              // GptOssConfig's default layer_types
+    EXPECT_EQ(c.ropeScaling.originalMaxPositionEmbeddings, 8192);  // defaults to max_position_embeddings
+    EXPECT_TRUE(c.slidingLayers.at(0));                            // GptOssConfig's default layer_types
     EXPECT_FALSE(c.slidingLayers.at(1));
     EXPECT_EQ(c.slidingWindow, 128);
 }

@@ -47,7 +47,8 @@ HfLongRope hfLongRope(const nlohmann::json& c, int seqLen) {
     const double attention = factor <= 1.0 ? 1.0 : std::sqrt(1.0 + std::log(factor) / std::log(double(original)));
     const auto ext = (seqLen > original ? s.at("long_factor") : s.at("short_factor")).get<std::vector<double>>();
     HfLongRope r{{}, attention};
-    for (int i = 0; i < dim / 2; ++i) r.invFreq.push_back(1.0 / (ext[std::size_t(i)] * std::pow(base, double(2 * i) / dim)));
+    for (int i = 0; i < dim / 2; ++i)
+        r.invFreq.push_back(1.0 / (ext[std::size_t(i)] * std::pow(base, double(2 * i) / dim)));
     return r;
 }
 
@@ -57,8 +58,9 @@ std::vector<float> hfRotate(const std::vector<float>& head, const HfLongRope& ro
     const std::size_t half = rope.invFreq.size();
     std::vector<float> out = head;
     for (std::size_t i = 0; i < 2 * half; ++i) {
-        const double freq = rope.invFreq[i % half];   // emb = cat(freqs, freqs)
-        const double c = std::cos(position * freq) * rope.attentionFactor, s = std::sin(position * freq) * rope.attentionFactor;
+        const double freq = rope.invFreq[i % half];  // emb = cat(freqs, freqs)
+        const double c = std::cos(position * freq) * rope.attentionFactor,
+                     s = std::sin(position * freq) * rope.attentionFactor;
         const double rotated = i < half ? -head[i + half] : head[i - half];
         out[i] = static_cast<float>(head[i] * c + rotated * s);
     }
@@ -93,11 +95,12 @@ TEST(Phi3Config, RefusesWhatItCannotRunInOneLine) {
     c["rope_scaling"]["short_factor"] = {1.0, 2.0};
     EXPECT_NE(refusal(c).find("short_factor must list 6 numbers"), std::string::npos) << refusal(c);
     c = configOf(kLongRope);
-    c["partial_rotary_factor"] = 0.1;   // int(16 * 0.1) = 1 rotary dimension
+    c["partial_rotary_factor"] = 0.1;  // int(16 * 0.1) = 1 rotary dimension
     EXPECT_NE(refusal(c).find("partial_rotary_factor"), std::string::npos) << refusal(c);
     c = configOf(kPhi3);
-    c["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}};   // YaRN is read (gpt-oss), but not for phi3
-    EXPECT_NE(refusal(c).find("model_type 'phi3' takes default or longrope RoPE only"), std::string::npos) << refusal(c);
+    c["rope_scaling"] = {{"type", "yarn"}, {"factor", 4.0}};  // YaRN is read (gpt-oss), but not for phi3
+    EXPECT_NE(refusal(c).find("model_type 'phi3' takes default or longrope RoPE only"), std::string::npos)
+        << refusal(c);
     c = configOf(kPhi3);
     c["model_type"] = "llama";
     c["rope_scaling"] = configOf(kLongRope)["rope_scaling"];
@@ -136,7 +139,8 @@ TEST(Phi3Rope, LongRopeAndPartialRotaryMatchTransformersFormulas) {
         for (std::size_t i = 0; i < ours.size(); ++i) EXPECT_NEAR(ours[i], hf.invFreq[i], 1e-15 * hf.invFreq[i]);
         MatrixF x(length, heads * headDim);
         for (Eigen::Index r = 0; r < x.rows(); ++r)
-            for (Eigen::Index c = 0; c < x.cols(); ++c) x(r, c) = static_cast<float>(std::sin(0.37 * double(r) + 1.3 * double(c)));
+            for (Eigen::Index c = 0; c < x.cols(); ++c)
+                x(r, c) = static_cast<float>(std::sin(0.37 * double(r) + 1.3 * double(c)));
         MatrixF rotated = x;
         rope.apply(rotated, heads, 0);
         double worst = 0.0;
@@ -144,8 +148,10 @@ TEST(Phi3Rope, LongRopeAndPartialRotaryMatchTransformersFormulas) {
             for (int h = 0; h < heads; ++h) {
                 std::vector<float> head(x.row(t).data() + h * headDim, x.row(t).data() + (h + 1) * headDim);
                 const std::vector<float> want = hfRotate(head, hf, t);
-                for (int i = 0; i < headDim; ++i) worst = std::max(worst, double(std::abs(rotated(t, h * headDim + i) - want[std::size_t(i)])));
-                for (int i = config.rotaryDims(); i < headDim; ++i) EXPECT_EQ(rotated(t, h * headDim + i), head[std::size_t(i)]);
+                for (int i = 0; i < headDim; ++i)
+                    worst = std::max(worst, double(std::abs(rotated(t, h * headDim + i) - want[std::size_t(i)])));
+                for (int i = config.rotaryDims(); i < headDim; ++i)
+                    EXPECT_EQ(rotated(t, h * headDim + i), head[std::size_t(i)]);
             }
         EXPECT_LT(worst, 2e-6);
     }

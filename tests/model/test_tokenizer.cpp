@@ -1,18 +1,10 @@
 // Tokenizer tests against the real Qwen3 and GPT-2 vocabularies: ids produced by their own
 // implementations (reference_ids.jsonl) and llama.cpp's test vectors (made with HF transformers).
-#include "qs/error.h"
-#include "qs/io/gguf_file.h"
-#include "qs/io/gguf_writer.h"
-#include "qs/model/gguf_tokenizer.h"
-#include "qs/model/tokenizer.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 
 #include <cstdio>
 #include <cstring>
-#include <unistd.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -21,6 +13,15 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+#include <unistd.h>
+
+#include "qs/error.h"
+#include "qs/io/gguf_file.h"
+#include "qs/io/gguf_writer.h"
+#include "qs/model/gguf_tokenizer.h"
+#include "qs/model/tokenizer.h"
+
 namespace qs::model {
 namespace {
 
@@ -28,10 +29,9 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 const fs::path kTokenizers = fs::path(QS_TEST_DATA_DIR) / "tokenizers";
-const std::string kMarkForTests = "\xE2\x96\x81";   // "▁"
+const std::string kMarkForTests = "\xE2\x96\x81";  // "▁"
 
-std::string readFile(const fs::path& path)
-{
+std::string readFile(const fs::path& path) {
     std::ifstream in(path, std::ios::binary);
     EXPECT_TRUE(in) << path;
     std::ostringstream buffer;
@@ -47,8 +47,7 @@ struct Case {
 
 // reference_ids.jsonl: {"text": ..., "ids": [...]} or {"text_file": "../../text/x.txt", "ids": [...]};
 // the text files live in tokenizers/text/.
-std::vector<Case> referenceCases(const fs::path& jsonl)
-{
+std::vector<Case> referenceCases(const fs::path& jsonl) {
     std::vector<Case> cases;
     std::istringstream lines(readFile(jsonl));
     std::string line;
@@ -72,8 +71,7 @@ std::vector<Case> referenceCases(const fs::path& jsonl)
 
 // llama.cpp's ggml-vocab-*.gguf.inp/.out: inputs separated by "\n__ggml_vocab_test__\n" (the file
 // ends with that separator, leaving an empty last piece), one line of space-separated ids per input.
-std::vector<Case> llamaCppCases(const std::string& vocab)
-{
+std::vector<Case> llamaCppCases(const std::string& vocab) {
     const fs::path dir = kTokenizers / "llama.cpp-test-vectors";
     const std::string inputs = readFile(dir / ("ggml-vocab-" + vocab + ".gguf.inp"));
     std::vector<std::string> texts;
@@ -100,32 +98,30 @@ std::vector<Case> llamaCppCases(const std::string& vocab)
 }
 
 // Compares every case and reports how many matched, so one wrong merge does not hide others.
-void expectAllMatch(const Tokenizer& tokenizer, const std::vector<Case>& cases, const std::string& what)
-{
+void expectAllMatch(const Tokenizer& tokenizer, const std::vector<Case>& cases, const std::string& what) {
     std::size_t matched = 0;
     for (const Case& c : cases) {
         const std::vector<TokenId> ids = tokenizer.encode(c.text);
-        if (ids == c.ids) ++matched;
-        else ADD_FAILURE() << what << " " << c.name << ": " << ::testing::PrintToString(ids) << " != expected "
-                           << ::testing::PrintToString(c.ids);
+        if (ids == c.ids)
+            ++matched;
+        else
+            ADD_FAILURE() << what << " " << c.name << ": " << ::testing::PrintToString(ids) << " != expected "
+                          << ::testing::PrintToString(c.ids);
     }
     std::cout << what << ": " << matched << "/" << cases.size() << " cases match\n";
     EXPECT_EQ(matched, cases.size());
 }
 
-void expectRoundTrips(const Tokenizer& tokenizer, const std::vector<Case>& cases)
-{
+void expectRoundTrips(const Tokenizer& tokenizer, const std::vector<Case>& cases) {
     for (const Case& c : cases) EXPECT_EQ(tokenizer.decode(tokenizer.encode(c.text)), c.text) << c.name;
 }
 
-const Tokenizer& qwen3()
-{
+const Tokenizer& qwen3() {
     static const Tokenizer tokenizer = Tokenizer::fromFile(kTokenizers / "qwen3" / "tokenizer.json");
     return tokenizer;
 }
 
-const Tokenizer& gpt2()
-{
+const Tokenizer& gpt2() {
     static const Tokenizer tokenizer =
         Tokenizer::fromGpt2Files(kTokenizers / "gpt2" / "encoder.json", kTokenizers / "gpt2" / "vocab.bpe");
     return tokenizer;
@@ -133,29 +129,25 @@ const Tokenizer& gpt2()
 
 // ---- Qwen3 (tokenizer.json, merges stored as pairs) ----
 
-TEST(TokenizerQwen3, MatchesReferenceIdsIncludingWholeVerdict)
-{
+TEST(TokenizerQwen3, MatchesReferenceIdsIncludingWholeVerdict) {
     const auto cases = referenceCases(kTokenizers / "qwen3" / "reference_ids.jsonl");
     ASSERT_EQ(cases.size(), 9u);
     ASSERT_EQ(cases.back().ids.size(), 4943u);
     expectAllMatch(qwen3(), cases, "qwen3 reference_ids.jsonl");
 }
 
-TEST(TokenizerQwen3, MatchesLlamaCppQwen2Vectors)
-{
+TEST(TokenizerQwen3, MatchesLlamaCppQwen2Vectors) {
     const auto cases = llamaCppCases("qwen2");
     ASSERT_EQ(cases.size(), 46u);
     expectAllMatch(qwen3(), cases, "ggml-vocab-qwen2");
 }
 
-TEST(TokenizerQwen3, DecodeInvertsEncode)
-{
+TEST(TokenizerQwen3, DecodeInvertsEncode) {
     expectRoundTrips(qwen3(), referenceCases(kTokenizers / "qwen3" / "reference_ids.jsonl"));
     expectRoundTrips(qwen3(), llamaCppCases("qwen2"));
 }
 
-TEST(TokenizerQwen3, VocabularyAndSpecialTokensFromConfig)
-{
+TEST(TokenizerQwen3, VocabularyAndSpecialTokensFromConfig) {
     const Tokenizer& t = qwen3();
     EXPECT_EQ(t.vocabSize(), 151669u);
     EXPECT_EQ(t.bosId(), std::nullopt);
@@ -165,16 +157,15 @@ TEST(TokenizerQwen3, VocabularyAndSpecialTokensFromConfig)
     EXPECT_EQ(t.tokenToId("Hello"), std::optional<TokenId>(9707));
     EXPECT_EQ(t.tokenToId("no such token"), std::nullopt);
     EXPECT_EQ(t.idToToken(11), ",");
-    EXPECT_EQ(t.idToToken(220), "\xC4\xA0");   // "Ġ", the byte-level space
+    EXPECT_EQ(t.idToToken(220), "\xC4\xA0");  // "Ġ", the byte-level space
     EXPECT_EQ(t.idToToken(151644), "<|im_start|>");
     EXPECT_TRUE(t.isSpecial(151644));
-    EXPECT_FALSE(t.isSpecial(151667));   // <think> is an added token but not a special one
+    EXPECT_FALSE(t.isSpecial(151667));  // <think> is an added token but not a special one
     EXPECT_FALSE(t.isSpecial(9707));
     EXPECT_THROW((void)t.idToToken(151669), Error);
 }
 
-TEST(TokenizerQwen3, SpecialTokensCanBeReadAsPlainText)
-{
+TEST(TokenizerQwen3, SpecialTokensCanBeReadAsPlainText) {
     const Tokenizer& t = qwen3();
     const std::string text = "<|im_start|>user";
     EXPECT_EQ(t.encode(text), (std::vector<TokenId>{151644, 872}));
@@ -184,8 +175,7 @@ TEST(TokenizerQwen3, SpecialTokensCanBeReadAsPlainText)
     EXPECT_EQ(t.decode(plain), text);
 }
 
-TEST(TokenizerQwen3, SkipsSpecialTokensWhenDecodingOnRequest)
-{
+TEST(TokenizerQwen3, SkipsSpecialTokensWhenDecodingOnRequest) {
     const Tokenizer& t = qwen3();
     const std::vector<TokenId> ids = t.encode("<|im_start|>user\nhi<|im_end|>", {.addEos = true});
     EXPECT_EQ(ids.back(), 151645);
@@ -194,8 +184,7 @@ TEST(TokenizerQwen3, SkipsSpecialTokensWhenDecodingOnRequest)
     EXPECT_THROW((void)t.encode("hi", {.addBos = true}), Error);
 }
 
-TEST(TokenizerQwen3, SplitMultiByteCharacterDecodesToItsBytes)
-{
+TEST(TokenizerQwen3, SplitMultiByteCharacterDecodesToItsBytes) {
     // " ﷽" (U+FDFD, 3 bytes) is three byte-level tokens in Qwen3 (the end of a reference line);
     // each decodes to its bytes and the pieces concatenate back to the text.
     const Tokenizer& t = qwen3();
@@ -208,8 +197,7 @@ TEST(TokenizerQwen3, SplitMultiByteCharacterDecodesToItsBytes)
     EXPECT_EQ(t.decode(std::vector<TokenId>{32495}), " \xEF");
 }
 
-TEST(TokenizerQwen3, RejectsInvalidUtf8)
-{
+TEST(TokenizerQwen3, RejectsInvalidUtf8) {
     try {
         (void)qwen3().encode("ok \xC3(");
         FAIL() << "no exception";
@@ -221,8 +209,7 @@ TEST(TokenizerQwen3, RejectsInvalidUtf8)
 
 // ---- GPT-2 (encoder.json + vocab.bpe) ----
 
-TEST(TokenizerGpt2, MatchesReferenceIdsIncludingWholeVerdict)
-{
+TEST(TokenizerGpt2, MatchesReferenceIdsIncludingWholeVerdict) {
     const auto cases = referenceCases(kTokenizers / "gpt2" / "reference_ids.jsonl");
     ASSERT_EQ(cases.size(), 9u);
     ASSERT_EQ(cases.back().ids.size(), 5145u);
@@ -230,19 +217,14 @@ TEST(TokenizerGpt2, MatchesReferenceIdsIncludingWholeVerdict)
     expectAllMatch(gpt2(), cases, "gpt2 reference_ids.jsonl");
 }
 
-TEST(TokenizerGpt2, MatchesLlamaCppGpt2Vectors)
-{
-    expectAllMatch(gpt2(), llamaCppCases("gpt-2"), "ggml-vocab-gpt-2");
-}
+TEST(TokenizerGpt2, MatchesLlamaCppGpt2Vectors) { expectAllMatch(gpt2(), llamaCppCases("gpt-2"), "ggml-vocab-gpt-2"); }
 
-TEST(TokenizerGpt2, DecodeInvertsEncode)
-{
+TEST(TokenizerGpt2, DecodeInvertsEncode) {
     expectRoundTrips(gpt2(), referenceCases(kTokenizers / "gpt2" / "reference_ids.jsonl"));
     expectRoundTrips(gpt2(), llamaCppCases("gpt-2"));
 }
 
-TEST(TokenizerGpt2, EndOfTextIsSpecial)
-{
+TEST(TokenizerGpt2, EndOfTextIsSpecial) {
     const Tokenizer& t = gpt2();
     EXPECT_EQ(t.vocabSize(), 50257u);
     EXPECT_EQ(t.eosId(), std::optional<TokenId>(50256));
@@ -252,8 +234,7 @@ TEST(TokenizerGpt2, EndOfTextIsSpecial)
     EXPECT_EQ(t.decode(plain), "<|endoftext|>");
 }
 
-TEST(TokenizerGpt2, MissingFileIsAnErrorNamingIt)
-{
+TEST(TokenizerGpt2, MissingFileIsAnErrorNamingIt) {
     try {
         (void)Tokenizer::fromGpt2Files(kTokenizers / "gpt2" / "encoder.json", kTokenizers / "gpt2" / "missing.bpe");
         FAIL() << "no exception";
@@ -262,22 +243,20 @@ TEST(TokenizerGpt2, MissingFileIsAnErrorNamingIt)
     }
 }
 
-
 // ---- Llama-2 (SentencePiece vocabulary with scores, read from a GGUF file) ----
 
 const fs::path kLlama2Gguf = fs::path(QS_TEST_DATA_DIR) / "gguf" / "llama-2-tiny-random.gguf";
 
 // The tokenizer llama.cpp would build from the file: tokenizer.ggml.model "llama" with its 32,000
 // pieces, scores and types, BOS 1, EOS 2.
-const Tokenizer& llama2()
-{
-    static const Tokenizer tokenizer = Tokenizer::fromGguf(qs::io::GgufFile::open(kLlama2Gguf).metadata(), kLlama2Gguf.string());
+const Tokenizer& llama2() {
+    static const Tokenizer tokenizer =
+        Tokenizer::fromGguf(qs::io::GgufFile::open(kLlama2Gguf).metadata(), kLlama2Gguf.string());
     return tokenizer;
 }
 
 // The same vocabulary handed over as pieces (the API llama2.c-style vocabularies use).
-std::vector<SentencePiece> llama2Pieces()
-{
+std::vector<SentencePiece> llama2Pieces() {
     const auto file = qs::io::GgufFile::open(kLlama2Gguf);
     const auto* texts = file.metadata().array("tokenizer.ggml.tokens");
     const auto* scores = file.metadata().array("tokenizer.ggml.scores");
@@ -289,19 +268,16 @@ std::vector<SentencePiece> llama2Pieces()
     return pieces;
 }
 
-TEST(TokenizerLlama2, MatchesLlamaCppLlamaSpmVectors)
-{
+TEST(TokenizerLlama2, MatchesLlamaCppLlamaSpmVectors) {
     expectAllMatch(llama2(), llamaCppCases("llama-spm"), "ggml-vocab-llama-spm");
 }
 
-TEST(TokenizerLlama2, DecodeInvertsEncode)
-{
+TEST(TokenizerLlama2, DecodeInvertsEncode) {
     expectRoundTrips(llama2(), llamaCppCases("llama-spm"));
     expectRoundTrips(llama2(), referenceCases(kTokenizers / "qwen3" / "reference_ids.jsonl"));
 }
 
-TEST(TokenizerLlama2, BosAndByteFallback)
-{
+TEST(TokenizerLlama2, BosAndByteFallback) {
     const Tokenizer& t = llama2();
     EXPECT_EQ(t.vocabSize(), 32000u);
     EXPECT_EQ(t.bosId(), std::optional<TokenId>(1));
@@ -315,8 +291,7 @@ TEST(TokenizerLlama2, BosAndByteFallback)
     EXPECT_EQ(t.decode(std::vector<TokenId>{1, 15043}, {.skipSpecial = true}), "Hello");
 }
 
-TEST(TokenizerLlama2, PiecesGiveTheSameTokenizerAsTheGgufMetadata)
-{
+TEST(TokenizerLlama2, PiecesGiveTheSameTokenizerAsTheGgufMetadata) {
     const Tokenizer fromPieces = Tokenizer::fromSentencePiece(llama2Pieces(), 1, 2, "pieces");
     expectAllMatch(fromPieces, llamaCppCases("llama-spm"), "ggml-vocab-llama-spm (pieces)");
 }
@@ -324,8 +299,7 @@ TEST(TokenizerLlama2, PiecesGiveTheSameTokenizerAsTheGgufMetadata)
 // ---- Tokenizers stored as GGUF metadata and read back ----
 
 // Writes the metadata as a GGUF file (no tensors) and builds the tokenizer from what is read back.
-Tokenizer throughGguf(const qs::io::GgufMetadata& metadata, const fs::path& path)
-{
+Tokenizer throughGguf(const qs::io::GgufMetadata& metadata, const fs::path& path) {
     {
         qs::io::GgufWriter writer(path, {.overwrite = true});
         for (const auto& [key, value] : metadata.entries()) writer.set(key, value);
@@ -336,23 +310,23 @@ Tokenizer throughGguf(const qs::io::GgufMetadata& metadata, const fs::path& path
 
 json readJson(const fs::path& path) { return json::parse(readFile(path)); }
 
-TEST(TokenizerGguf, Qwen3StoredAsGpt2ModelTokenizesAsItsTokenizerJson)
-{
+TEST(TokenizerGguf, Qwen3StoredAsGpt2ModelTokenizesAsItsTokenizerJson) {
     const fs::path dir = kTokenizers / "qwen3";
-    const auto metadata = ggufTokenizerFromJson(readJson(dir / "tokenizer.json"), readJson(dir / "tokenizer_config.json"), 151936,
-                                                "qwen3");
+    const auto metadata = ggufTokenizerFromJson(readJson(dir / "tokenizer.json"),
+                                                readJson(dir / "tokenizer_config.json"), 151936, "qwen3");
     EXPECT_EQ(*metadata.string("tokenizer.ggml.model"), "gpt2");
     EXPECT_EQ(*metadata.string("tokenizer.ggml.pre"), "qwen2");
     const auto& tokens = metadata.array("tokenizer.ggml.tokens")->items;
     const auto& types = metadata.array("tokenizer.ggml.token_type")->items;
-    ASSERT_EQ(tokens.size(), 151936u);   // the embedding's rows: padded as llama.cpp's converter pads
+    ASSERT_EQ(tokens.size(), 151936u);  // the embedding's rows: padded as llama.cpp's converter pads
     EXPECT_EQ(*tokens[151643].asString(), "<|endoftext|>");
-    EXPECT_EQ(*types[151643].asInteger(), 3);                      // control
+    EXPECT_EQ(*types[151643].asInteger(), 3);  // control
     EXPECT_EQ(*tokens[151935].asString(), "[PAD151935]");
-    EXPECT_EQ(*types[151935].asInteger(), 5);                      // unused
-    EXPECT_EQ(*types[0].asInteger(), 1);                           // normal
+    EXPECT_EQ(*types[151935].asInteger(), 5);  // unused
+    EXPECT_EQ(*types[0].asInteger(), 1);       // normal
     EXPECT_EQ(metadata.array("tokenizer.ggml.merges")->items.size(), 151387u);
-    EXPECT_EQ(*metadata.integer("tokenizer.ggml.eos_token_id"), 151645);   // tokenizer_config.json's eos_token <|im_end|>
+    EXPECT_EQ(*metadata.integer("tokenizer.ggml.eos_token_id"),
+              151645);  // tokenizer_config.json's eos_token <|im_end|>
     EXPECT_EQ(metadata.boolean("tokenizer.ggml.add_bos_token"), false);
 
     const fs::path file = fs::temp_directory_path() / ("qs-tokenizer-qwen3-" + std::to_string(::getpid()) + ".gguf");
@@ -365,8 +339,7 @@ TEST(TokenizerGguf, Qwen3StoredAsGpt2ModelTokenizesAsItsTokenizerJson)
     EXPECT_TRUE(t.isSpecial(151644));
 }
 
-TEST(TokenizerGguf, SentencePieceVocabularyWrittenAndReadBack)
-{
+TEST(TokenizerGguf, SentencePieceVocabularyWrittenAndReadBack) {
     const auto metadata = ggufTokenizerFromSentencePiece(llama2Pieces(), 1, 2, true);
     EXPECT_EQ(*metadata.string("tokenizer.ggml.model"), "llama");
     EXPECT_EQ(*metadata.integer("tokenizer.ggml.unknown_token_id"), 0);
@@ -377,28 +350,28 @@ TEST(TokenizerGguf, SentencePieceVocabularyWrittenAndReadBack)
     EXPECT_TRUE(t.addsBosByDefault());
 }
 
-TEST(TokenizerGguf, RefusesTokenizersItCannotRunNamingTheFileAndKey)
-{
+TEST(TokenizerGguf, RefusesTokenizersItCannotRunNamingTheFileAndKey) {
     qs::io::GgufMetadata m;
     m.set("tokenizer.ggml.model", qs::io::GgufValue::string("bert"));
     m.set("tokenizer.ggml.tokens", qs::io::GgufValue::strings({"a", "b"}));
     EXPECT_THAT([&] { (void)Tokenizer::fromGguf(m, "x.gguf"); },
-                ::testing::ThrowsMessage<Error>(::testing::AllOf(::testing::HasSubstr("x.gguf"), ::testing::HasSubstr("'bert'"))));
+                ::testing::ThrowsMessage<Error>(
+                    ::testing::AllOf(::testing::HasSubstr("x.gguf"), ::testing::HasSubstr("'bert'"))));
     m.set("tokenizer.ggml.model", qs::io::GgufValue::string("gpt2"));
     m.set("tokenizer.ggml.pre", qs::io::GgufValue::string("deepseek-llm"));
     EXPECT_THAT([&] { (void)Tokenizer::fromGguf(m, "x.gguf"); },
                 ::testing::ThrowsMessage<Error>(::testing::HasSubstr("'deepseek-llm'")));
     m.set("tokenizer.ggml.pre", qs::io::GgufValue::string("gpt-2"));
     m.set("tokenizer.ggml.merges", qs::io::GgufValue::f32s({1.0f}));
-    EXPECT_THAT([&] { (void)Tokenizer::fromGguf(m, "x.gguf"); },
-                ::testing::ThrowsMessage<Error>(::testing::HasSubstr("tokenizer.ggml.merges must be an array of strings")));
+    EXPECT_THAT(
+        [&] { (void)Tokenizer::fromGguf(m, "x.gguf"); },
+        ::testing::ThrowsMessage<Error>(::testing::HasSubstr("tokenizer.ggml.merges must be an array of strings")));
     qs::io::GgufMetadata none;
     EXPECT_THAT([&] { (void)Tokenizer::fromGguf(none, "x.gguf"); },
                 ::testing::ThrowsMessage<Error>(::testing::HasSubstr("has no tokenizer")));
 }
 
-TEST(TokenizerGguf, Llama2cTokenizerBinBecomesTypedPieces)
-{
+TEST(TokenizerGguf, Llama2cTokenizerBinBecomesTypedPieces) {
     const auto pieces = readLlama2cTokenizer(fs::path(QS_TEST_DATA_DIR) / "stories260K" / "tok512.bin", 512);
     ASSERT_EQ(pieces.size(), 512u);
     EXPECT_EQ(pieces[0].text, "<unk>");
@@ -407,7 +380,7 @@ TEST(TokenizerGguf, Llama2cTokenizerBinBecomesTypedPieces)
     EXPECT_EQ(pieces[2].type, PieceType::Control);
     EXPECT_EQ(pieces[3].text, "<0x00>");
     EXPECT_EQ(pieces[3].type, PieceType::Byte);
-    EXPECT_EQ(pieces[259].text, kMarkForTests + "t");   // llama2.c's " t" with its space as "▁"
+    EXPECT_EQ(pieces[259].text, kMarkForTests + "t");  // llama2.c's " t" with its space as "▁"
     EXPECT_EQ(pieces[260].score, -1.0f);
     const Tokenizer t = Tokenizer::fromSentencePiece(pieces, 1, 2, "tok512.bin");
     EXPECT_EQ(t.decode(t.encode("Once upon a time")), "Once upon a time");
@@ -415,19 +388,18 @@ TEST(TokenizerGguf, Llama2cTokenizerBinBecomesTypedPieces)
 
 // ---- Small hand-made tokenizer.json files: Metaspace, byte fallback, merge formats ----
 
-const std::string kMark = "\xE2\x96\x81";   // "▁"
+const std::string kMark = "\xE2\x96\x81";  // "▁"
 
 // A Llama-2-like vocabulary: <unk> <s> </s>, the 256 byte pieces, then pieces spelling "hello".
-json sentencePieceLikeJson(bool mergesAsPairs)
-{
+json sentencePieceLikeJson(bool mergesAsPairs) {
     json vocab = {{"<unk>", 0}, {"<s>", 1}, {"</s>", 2}};
     for (int b = 0; b < 256; ++b) {
         char name[8];
         std::snprintf(name, sizeof name, "<0x%02X>", b);
         vocab[name] = 3 + b;
     }
-    const std::vector<std::string> pieces = {kMark, "h", "e", "l", "o", kMark + "h", "ll", kMark + "he", kMark + "hell",
-                                             kMark + "hello"};
+    const std::vector<std::string> pieces = {
+        kMark, "h", "e", "l", "o", kMark + "h", "ll", kMark + "he", kMark + "hell", kMark + "hello"};
     for (std::size_t i = 0; i < pieces.size(); ++i) vocab[pieces[i]] = static_cast<int>(259 + i);
     const std::vector<std::pair<std::string, std::string>> merges = {
         {kMark, "h"}, {"l", "l"}, {kMark + "h", "e"}, {kMark + "he", "ll"}, {kMark + "hell", "o"}};
@@ -435,8 +407,15 @@ json sentencePieceLikeJson(bool mergesAsPairs)
     for (const auto& [a, b] : merges) mergeList.push_back(mergesAsPairs ? json::array({a, b}) : json(a + " " + b));
     json addedTokens = json::array();
     for (int id = 0; id < 3; ++id)
-        addedTokens.push_back({{"id", id}, {"content", id == 0 ? "<unk>" : id == 1 ? "<s>" : "</s>"}, {"special", true},
-                               {"normalized", false}, {"lstrip", false}, {"rstrip", false}, {"single_word", false}});
+        addedTokens.push_back({{"id", id},
+                               {"content", id == 0   ? "<unk>"
+                                           : id == 1 ? "<s>"
+                                                     : "</s>"},
+                               {"special", true},
+                               {"normalized", false},
+                               {"lstrip", false},
+                               {"rstrip", false},
+                               {"single_word", false}});
     return {
         {"added_tokens", addedTokens},
         {"normalizer",
@@ -447,7 +426,8 @@ json sentencePieceLikeJson(bool mergesAsPairs)
         {"pre_tokenizer", nullptr},
         {"post_processor",
          {{"type", "TemplateProcessing"},
-          {"single", {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
+          {"single",
+           {{{"SpecialToken", {{"id", "<s>"}, {"type_id", 0}}}}, {{"Sequence", {{"id", "A"}, {"type_id", 0}}}}}},
           {"special_tokens", {{"<s>", {{"id", "<s>"}, {"ids", {1}}, {"tokens", {"<s>"}}}}}}}},
         {"decoder",
          {{"type", "Sequence"},
@@ -457,13 +437,16 @@ json sentencePieceLikeJson(bool mergesAsPairs)
             {{"type", "Fuse"}},
             {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}}},
         {"model",
-         {{"type", "BPE"}, {"unk_token", "<unk>"}, {"byte_fallback", true}, {"fuse_unk", true}, {"vocab", vocab},
+         {{"type", "BPE"},
+          {"unk_token", "<unk>"},
+          {"byte_fallback", true},
+          {"fuse_unk", true},
+          {"vocab", vocab},
           {"merges", mergeList}}},
     };
 }
 
-TEST(TokenizerJson, SentencePieceStyleNormalizerAndByteFallback)
-{
+TEST(TokenizerJson, SentencePieceStyleNormalizerAndByteFallback) {
     for (const bool pairs : {false, true}) {
         const Tokenizer t = Tokenizer::fromJson(sentencePieceLikeJson(pairs).dump(), "", "spm-like.json");
         EXPECT_EQ(t.encode("hello"), (std::vector<TokenId>{268})) << pairs;
@@ -478,11 +461,11 @@ TEST(TokenizerJson, SentencePieceStyleNormalizerAndByteFallback)
     }
 }
 
-TEST(TokenizerJson, MetaspacePreTokenizerPrependsOnlyAtInputStartWhenFirst)
-{
+TEST(TokenizerJson, MetaspacePreTokenizerPrependsOnlyAtInputStartWhenFirst) {
     json spec = sentencePieceLikeJson(true);
     spec["normalizer"] = nullptr;
-    spec["pre_tokenizer"] = {{"type", "Metaspace"}, {"replacement", kMark}, {"prepend_scheme", "first"}, {"split", false}};
+    spec["pre_tokenizer"] = {
+        {"type", "Metaspace"}, {"replacement", kMark}, {"prepend_scheme", "first"}, {"split", false}};
     spec["decoder"] = {{"type", "Metaspace"}, {"replacement", kMark}, {"prepend_scheme", "first"}};
     const Tokenizer t = Tokenizer::fromJson(spec.dump(), "", "metaspace.json");
     EXPECT_EQ(t.encode("hello hello"), (std::vector<TokenId>{268, 268}));
@@ -491,12 +474,16 @@ TEST(TokenizerJson, MetaspacePreTokenizerPrependsOnlyAtInputStartWhenFirst)
     EXPECT_EQ(t.decode(t.encode("hello hello")), "hello hello");
 }
 
-TEST(TokenizerJson, AddedTokenStripsWhitespaceWhenAsked)
-{
+TEST(TokenizerJson, AddedTokenStripsWhitespaceWhenAsked) {
     json spec = sentencePieceLikeJson(false);
     spec["model"]["vocab"]["<x>"] = 300;
-    spec["added_tokens"].push_back({{"id", 300}, {"content", "<x>"}, {"special", false}, {"normalized", false},
-                                    {"lstrip", false}, {"rstrip", false}, {"single_word", false}});
+    spec["added_tokens"].push_back({{"id", 300},
+                                    {"content", "<x>"},
+                                    {"special", false},
+                                    {"normalized", false},
+                                    {"lstrip", false},
+                                    {"rstrip", false},
+                                    {"single_word", false}});
     const Tokenizer plain = Tokenizer::fromJson(spec.dump(), "", "added.json");
     // "hello " -> "▁hello▁", then <x>, then " hello" -> "▁▁hello".
     EXPECT_EQ(plain.encode("hello <x> hello"), (std::vector<TokenId>{268, 259, 300, 259, 268}));
@@ -507,8 +494,7 @@ TEST(TokenizerJson, AddedTokenStripsWhitespaceWhenAsked)
     EXPECT_FALSE(stripping.isSpecial(300));
 }
 
-TEST(TokenizerJson, EncodesFromSeveralThreadsAtOnce)
-{
+TEST(TokenizerJson, EncodesFromSeveralThreadsAtOnce) {
     const Tokenizer& t = gpt2();
     const std::string text = readFile(kTokenizers / "text" / "the-verdict.txt");
     const std::vector<TokenId> expected = referenceCases(kTokenizers / "gpt2" / "reference_ids.jsonl").back().ids;
@@ -520,15 +506,15 @@ TEST(TokenizerJson, EncodesFromSeveralThreadsAtOnce)
 }
 
 #ifdef QS_TOKENIZER_NFC
-TEST(TokenizerQwen3, NormalizesToNfcAsDeclared)
-{
+TEST(TokenizerQwen3, NormalizesToNfcAsDeclared) {
     // "e" + U+0301 COMBINING ACUTE ACCENT is "é" (U+00E9) after NFC.
-    EXPECT_EQ(qwen3().encode("caf" "e\xCC\x81"), qwen3().encode("caf\xC3\xA9"));
+    EXPECT_EQ(qwen3().encode("caf"
+                             "e\xCC\x81"),
+              qwen3().encode("caf\xC3\xA9"));
 }
 #endif
 
-TEST(TokenizerJson, ConfigGivesBosAndEos)
-{
+TEST(TokenizerJson, ConfigGivesBosAndEos) {
     const std::string config = R"({"bos_token": {"content": "<s>"}, "eos_token": "</s>", "add_bos_token": false})";
     const Tokenizer t = Tokenizer::fromJson(sentencePieceLikeJson(false).dump(), config, "spm-like.json");
     EXPECT_EQ(t.bosId(), std::optional<TokenId>(1));
@@ -537,8 +523,7 @@ TEST(TokenizerJson, ConfigGivesBosAndEos)
     EXPECT_EQ(t.encode("hello", {.addBos = true, .addEos = true}), (std::vector<TokenId>{1, 268, 2}));
 }
 
-TEST(TokenizerJson, BadFilesAreErrorsNamingTheFile)
-{
+TEST(TokenizerJson, BadFilesAreErrorsNamingTheFile) {
     json spec = sentencePieceLikeJson(false);
     spec["model"]["merges"].push_back("x y");
     EXPECT_THROW((void)Tokenizer::fromJson(spec.dump(), "", "bad.json"), Error);

@@ -17,21 +17,20 @@
 #include <string>
 #include <vector>
 
-#include <unistd.h>
-
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/checkpoint_writer.h"
 #include "qs/io/dtype.h"
+#include "qs/model/checkpoint_weights.h"
 #include "qs/model/greedy_decoder.h"
 #include "qs/model/kv_cache.h"
 #include "qs/model/layer_math.h"
 #include "qs/model/model_config.h"
 #include "qs/model/rope.h"
 #include "qs/model/transformer.h"
-#include "qs/model/checkpoint_weights.h"
 #include "qs/quant/rtn.h"
 
 namespace fs = std::filesystem;
@@ -80,7 +79,8 @@ std::string decodeLikeRunC(const std::vector<std::string>& vocab, const std::vec
         std::string piece = vocab[static_cast<std::size_t>(id)];
         if (prev == 1 && !piece.empty() && piece[0] == ' ') piece.erase(0, 1);
         unsigned byte = 0;
-        if (piece.size() == 6 && std::sscanf(piece.c_str(), "<0x%02X>", &byte) == 1) piece = std::string(1, static_cast<char>(byte));
+        if (piece.size() == 6 && std::sscanf(piece.c_str(), "<0x%02X>", &byte) == 1)
+            piece = std::string(1, static_cast<char>(byte));
         text += piece;
         prev = id;
     }
@@ -99,7 +99,8 @@ TEST(Stories260K, LogitsOfTheFirstFourPositionsMatchLlama2c) {
     for (int t = 0; t < 4; ++t) {
         const std::vector<float> expected = ref["logits_first4"][t].get<std::vector<float>>();
         ASSERT_EQ(expected.size(), 512u);
-        for (int v = 0; v < 512; ++v) maxDiff = std::max(maxDiff, std::abs(double(logits(t, v)) - expected[std::size_t(v)]));
+        for (int v = 0; v < 512; ++v)
+            maxDiff = std::max(maxDiff, std::abs(double(logits(t, v)) - expected[std::size_t(v)]));
     }
     RecordProperty("max_abs_logit_diff", std::to_string(maxDiff));
     std::printf("stories260K: max |logit - llama2.c| over 4 x 512 = %.3g\n", maxDiff);
@@ -118,7 +119,7 @@ TEST(Stories260K, GreedyTextOf256StepsEqualsRunC) {
     Transformer model = Transformer::fromCheckpoint(io::Checkpoint::open(kStoriesDir), {.keepAllLayers = true});
     const std::vector<TokenId> bos{1};
     std::vector<TokenId> ids = greedyDecode(model, bos, 256, /*stopToken=*/1);
-    if (!ids.empty() && ids.back() == 1) ids.pop_back();   // run.c stops at BOS without printing it
+    if (!ids.empty() && ids.back() == 1) ids.pop_back();  // run.c stops at BOS without printing it
     const std::string text = decodeLikeRunC(readLlama2cVocab(kStoriesData / "tok512.bin", 512), ids);
     EXPECT_EQ(text + "\n", readText(kStoriesData / "reference_greedy_256steps_run.c.txt"));
 }
@@ -159,11 +160,11 @@ ModelConfig smallConfig() {
     c.numLayers = 2;
     c.numHeads = 4;
     c.numKvHeads = 2;
-    c.headDim = 6;   // qDim 24 != hidden 16: o_proj is [16, 24]
+    c.headDim = 6;  // qDim 24 != hidden 16: o_proj is [16, 24]
     c.vocabSize = 40;
     c.maxPositionEmbeddings = 64;
     c.rmsNormEps = 1e-6;
-    c.ropeTheta = 100.0;   // a small theta makes every frequency turn visibly over a few positions
+    c.ropeTheta = 100.0;  // a small theta makes every frequency turn visibly over a few positions
     c.qkvBias = true;
     c.qkNorm = true;
     return c;
@@ -281,10 +282,12 @@ std::vector<Vec> attentionRef(const ModelConfig& c, const LayerWeights& w, const
     const bool local = c.ropeLocalTheta > 0 && !c.slidingLayers.empty() && c.slidingLayers[std::size_t(layer)];
     const double theta = local ? c.ropeLocalTheta : c.ropeTheta;
     const double factor = !local && c.ropeScaling.type == RopeScalingType::Linear ? c.ropeScaling.factor : 1.0;
-    const int window = c.slidingLayers.empty() ? c.slidingWindow : (c.slidingLayers[std::size_t(layer)] ? c.slidingWindow : 0);
+    const int window =
+        c.slidingLayers.empty() ? c.slidingWindow : (c.slidingLayers[std::size_t(layer)] ? c.slidingWindow : 0);
     const double scoreScale = 1.0 / std::sqrt(c.queryPreAttnScalar > 0 ? c.queryPreAttnScalar : double(d));
     const double offset = c.arch.normOffset;
-    std::vector<Vec> q(static_cast<std::size_t>(T)), k(static_cast<std::size_t>(T)), v(static_cast<std::size_t>(T)), out(static_cast<std::size_t>(T), Vec(std::size_t(c.qDim()), 0.0));
+    std::vector<Vec> q(static_cast<std::size_t>(T)), k(static_cast<std::size_t>(T)), v(static_cast<std::size_t>(T)),
+        out(static_cast<std::size_t>(T), Vec(std::size_t(c.qDim()), 0.0));
     for (int t = 0; t < T; ++t) {
         q[t] = linearRef(w.q, normed[t]);
         k[t] = linearRef(w.k, normed[t]);
@@ -297,7 +300,7 @@ std::vector<Vec> attentionRef(const ModelConfig& c, const LayerWeights& w, const
     for (int h = 0; h < c.numHeads; ++h) {
         const int kvh = h / (c.numHeads / c.numKvHeads);
         for (int i = 0; i < T; ++i) {
-            const int lo = window > 0 ? std::max(0, i - window + 1) : 0;   // Mistral's and Gemma's windows
+            const int lo = window > 0 ? std::max(0, i - window + 1) : 0;  // Mistral's and Gemma's windows
             Vec s(std::size_t(i + 1), 0.0);
             double mx = -1e300, sum = 0;
             for (int j = lo; j <= i; ++j) {
@@ -308,7 +311,8 @@ std::vector<Vec> attentionRef(const ModelConfig& c, const LayerWeights& w, const
             }
             for (int j = lo; j <= i; ++j) sum += (s[std::size_t(j)] = std::exp(s[std::size_t(j)] - mx));
             for (int j = lo; j <= i; ++j)
-                for (int e = 0; e < d; ++e) out[i][std::size_t(h * d + e)] += s[std::size_t(j)] / sum * v[j][std::size_t(kvh * d + e)];
+                for (int e = 0; e < d; ++e)
+                    out[i][std::size_t(h * d + e)] += s[std::size_t(j)] / sum * v[j][std::size_t(kvh * d + e)];
         }
     }
     return out;
@@ -320,7 +324,9 @@ Vec swigluRef(const Linear& gate, const Linear& up, const Linear& down, const Ve
     Vec act(g.size());
     const double k = std::sqrt(2.0 / 3.141592653589793);
     for (std::size_t i = 0; i < g.size(); ++i)
-        act[i] = (a == Activation::Silu ? g[i] / (1.0 + std::exp(-g[i])) : 0.5 * g[i] * (1.0 + std::tanh(k * (g[i] + 0.044715 * g[i] * g[i] * g[i])))) * u[i];
+        act[i] = (a == Activation::Silu ? g[i] / (1.0 + std::exp(-g[i]))
+                                        : 0.5 * g[i] * (1.0 + std::tanh(k * (g[i] + 0.044715 * g[i] * g[i] * g[i])))) *
+                 u[i];
     return linearRef(down, act);
 }
 
@@ -354,7 +360,8 @@ MatrixD forwardRef(const ModelConfig& c, const ModelWeights& w, const std::vecto
     std::vector<Vec> x(static_cast<std::size_t>(T));
     for (int t = 0; t < T; ++t) {
         x[t].resize(std::size_t(c.hiddenSize));
-        for (int i = 0; i < c.hiddenSize; ++i) x[t][std::size_t(i)] = w.embedding(tokens[std::size_t(t)], i) * c.embeddingScale;
+        for (int i = 0; i < c.hiddenSize; ++i)
+            x[t][std::size_t(i)] = w.embedding(tokens[std::size_t(t)], i) * c.embeddingScale;
     }
     const double offset = c.arch.normOffset;
     for (std::size_t l = 0; l < w.layers.size(); ++l) {
@@ -364,7 +371,8 @@ MatrixD forwardRef(const ModelConfig& c, const ModelWeights& w, const std::vecto
         const std::vector<Vec> ctx = attentionRef(c, lw, normed, int(l));
         for (int t = 0; t < T; ++t) {
             Vec o = linearRef(lw.o, ctx[t]);
-            if (lw.attentionOutputNorm.size()) o = rmsRef(o, lw.attentionOutputNorm, c.rmsNormEps, offset);   // Gemma's post-norm
+            if (lw.attentionOutputNorm.size())
+                o = rmsRef(o, lw.attentionOutputNorm, c.rmsNormEps, offset);  // Gemma's post-norm
             for (int i = 0; i < c.hiddenSize; ++i) x[t][std::size_t(i)] += o[std::size_t(i)];
             const Vec m = rmsRef(x[t], lw.postAttentionNorm, c.rmsNormEps, offset);
             Vec down = lw.isMoe() ? moeRef(c, lw, m) : swigluRef(lw.gate, lw.up, lw.down, m, c.arch.activation);
@@ -387,9 +395,7 @@ MatrixD forwardRef(const ModelConfig& c, const ModelWeights& w, const std::vecto
 
 const std::vector<TokenId> kTokens{3, 17, 5, 39, 0, 22, 22, 8, 31, 12, 1};
 
-double maxAbsDiff(const MatrixF& a, const MatrixD& b) {
-    return (a.cast<double>() - b).cwiseAbs().maxCoeff();
-}
+double maxAbsDiff(const MatrixF& a, const MatrixD& b) { return (a.cast<double>() - b).cwiseAbs().maxCoeff(); }
 
 TEST(SmallTransformer, MatchesBruteForceDoubleReference) {
     const ModelConfig c = smallConfig();
@@ -397,7 +403,7 @@ TEST(SmallTransformer, MatchesBruteForceDoubleReference) {
     Transformer model(c, w);
     const MatrixF logits = model.forward(kTokens);
     const MatrixD ref = forwardRef(c, *w, kTokens);
-    ASSERT_GT(ref.cwiseAbs().maxCoeff(), 1.0);   // the check is not vacuous
+    ASSERT_GT(ref.cwiseAbs().maxCoeff(), 1.0);  // the check is not vacuous
     EXPECT_LT(maxAbsDiff(logits, ref), 2e-4 * ref.cwiseAbs().maxCoeff());
 }
 
@@ -424,7 +430,7 @@ TEST(SmallTransformer, SlidingWindowLimitsAttentionInFullAndCachedRuns) {
     EXPECT_LT(maxAbsDiff(full, ref), 2e-4 * ref.cwiseAbs().maxCoeff());
     ModelConfig unlimited = c;
     unlimited.slidingWindow = 0;
-    EXPECT_GT(maxAbsDiff(full, forwardRef(unlimited, *w, kTokens)), 1e-2);   // the window matters here
+    EXPECT_GT(maxAbsDiff(full, forwardRef(unlimited, *w, kTokens)), 1e-2);  // the window matters here
     KvCache cache(c, 32);
     const std::span<const TokenId> all(kTokens);
     model.forward(all.first(kTokens.size() - 1), cache);
@@ -460,11 +466,14 @@ TEST(SmallTransformer, LayerByLayerEqualsForwardAndHookSeesEachLinearInputOnce) 
     };
     for (int i = 0; i < c.numLayers; ++i) model.runLayer(i, hidden, hook);
     EXPECT_LT((model.finalLogits(hidden) - model.forward(kTokens)).cwiseAbs().maxCoeff(), 1e-6f);
-    const std::vector<std::string> expected{
-        "0:self_attn.q_proj,self_attn.k_proj,self_attn.v_proj,16", "0:self_attn.o_proj,24",
-        "0:mlp.gate_proj,mlp.up_proj,16", "0:mlp.down_proj,24",
-        "1:self_attn.q_proj,self_attn.k_proj,self_attn.v_proj,16", "1:self_attn.o_proj,24",
-        "1:mlp.gate_proj,mlp.up_proj,16", "1:mlp.down_proj,24"};
+    const std::vector<std::string> expected{"0:self_attn.q_proj,self_attn.k_proj,self_attn.v_proj,16",
+                                            "0:self_attn.o_proj,24",
+                                            "0:mlp.gate_proj,mlp.up_proj,16",
+                                            "0:mlp.down_proj,24",
+                                            "1:self_attn.q_proj,self_attn.k_proj,self_attn.v_proj,16",
+                                            "1:self_attn.o_proj,24",
+                                            "1:mlp.gate_proj,mlp.up_proj,16",
+                                            "1:mlp.down_proj,24"};
     EXPECT_EQ(seen, expected);
     // The q/k/v input of layer 0 is the normalized embedding.
     for (std::size_t t = 0; t < kTokens.size(); ++t) {
@@ -543,7 +552,7 @@ TEST(SmallTransformer, EveryGemmAndAttentionRunsOnTheModelsLayerMath) {
     const MatrixF reference = model.forward(kTokens);
     auto math = std::make_shared<RecordingMath>();
     model.setLayerMath(math);
-    EXPECT_EQ(model.forward(kTokens), reference);   // the CPU's arithmetic, reached through the interface
+    EXPECT_EQ(model.forward(kTokens), reference);  // the CPU's arithmetic, reached through the interface
     EXPECT_EQ(math->linears, 7 * c.numLayers);
     EXPECT_EQ(math->attentions, c.numLayers);
     EXPECT_EQ(math->products, 1) << "lm_head";
@@ -554,7 +563,7 @@ TEST(SmallTransformer, EveryGemmAndAttentionRunsOnTheModelsLayerMath) {
     model.forward(all.subspan(4, 1), cache);
     EXPECT_EQ(math->attentions, 3 * c.numLayers);
 
-    math->perturbRows = c.intermediateSize;   // gate, up and (24 = 4 heads x 6) q
+    math->perturbRows = c.intermediateSize;  // gate, up and (24 = 4 heads x 6) q
     EXPECT_GT((model.forward(kTokens) - reference).cwiseAbs().maxCoeff(), 1e-3f);
     model.setLayerMath(nullptr);
     EXPECT_EQ(model.forward(kTokens), reference);
@@ -592,7 +601,8 @@ TEST(SmallTransformer, QuantizedLinearOverrideRunsItsEffectiveWeight) {
     auto w = randomWeights(c, 9, true);
     Transformer model(c, w);
     const MatrixF original = model.forward(kTokens);
-    auto q = std::make_shared<quant::QuantizedLinear>(quant::quantizeRtn(w->layers[0].gate.weight, {.bits = 3, .groupSize = -1}));
+    auto q = std::make_shared<quant::QuantizedLinear>(
+        quant::quantizeRtn(w->layers[0].gate.weight, {.bits = 3, .groupSize = -1}));
     model.overrideLinear(0, "mlp.gate_proj", [q] { return q->effectiveWeight(); });
     const MatrixF quantized = model.forward(kTokens);
     EXPECT_GT((quantized - original).cwiseAbs().maxCoeff(), 1e-3f);
@@ -606,8 +616,12 @@ TEST(SmallTransformer, QuantizedLinearOverrideRunsItsEffectiveWeight) {
 
 float bf16Round(float v) { return io::bf16ToF32(io::f32ToBf16(v)); }
 
-void roundToBf16(MatrixF& m) { m = m.unaryExpr([](float v) { return bf16Round(v); }).eval(); }
-void roundToBf16(VectorF& v) { v = v.unaryExpr([](float x) { return bf16Round(x); }).eval(); }
+void roundToBf16(MatrixF& m) {
+    m = m.unaryExpr([](float v) { return bf16Round(v); }).eval();
+}
+void roundToBf16(VectorF& v) {
+    v = v.unaryExpr([](float x) { return bf16Round(x); }).eval();
+}
 
 void addTensor(io::CheckpointWriter& writer, const std::string& name, const MatrixF& m) {
     std::vector<std::int64_t> shape{m.rows(), m.cols()};
@@ -633,12 +647,21 @@ fs::path writeCheckpoint(const ModelConfig& c, ModelWeights& w, const fs::path& 
             if (lin.bias.size()) addTensor(writer, p + std::string(module) + ".bias", lin.bias);
         }
     }
-    writer.setConfig({{"architectures", {"Qwen3ForCausalLM"}}, {"model_type", "qwen3"}, {"hidden_size", c.hiddenSize},
-                      {"intermediate_size", c.intermediateSize}, {"num_hidden_layers", c.numLayers},
-                      {"num_attention_heads", c.numHeads}, {"num_key_value_heads", c.numKvHeads}, {"head_dim", c.headDim},
-                      {"vocab_size", c.vocabSize}, {"max_position_embeddings", c.maxPositionEmbeddings},
-                      {"rms_norm_eps", c.rmsNormEps}, {"rope_theta", c.ropeTheta}, {"attention_bias", true},
-                      {"tie_word_embeddings", w.lmHeadWeight.size() == 0}, {"torch_dtype", "bfloat16"}});
+    writer.setConfig({{"architectures", {"Qwen3ForCausalLM"}},
+                      {"model_type", "qwen3"},
+                      {"hidden_size", c.hiddenSize},
+                      {"intermediate_size", c.intermediateSize},
+                      {"num_hidden_layers", c.numLayers},
+                      {"num_attention_heads", c.numHeads},
+                      {"num_key_value_heads", c.numKvHeads},
+                      {"head_dim", c.headDim},
+                      {"vocab_size", c.vocabSize},
+                      {"max_position_embeddings", c.maxPositionEmbeddings},
+                      {"rms_norm_eps", c.rmsNormEps},
+                      {"rope_theta", c.ropeTheta},
+                      {"attention_bias", true},
+                      {"tie_word_embeddings", w.lmHeadWeight.size() == 0},
+                      {"torch_dtype", "bfloat16"}});
     return writer.finish();
 }
 
@@ -657,12 +680,13 @@ void roundAll(ModelWeights& w) {
 
 TEST(CheckpointWeights, Bf16CheckpointRunsLikeTheSameWeightsInMemory) {
     ModelConfig c = smallConfig();
-    c.outputBias = true;   // qwen3 with attention_bias: q, k, v and o carry biases
+    c.outputBias = true;  // qwen3 with attention_bias: q, k, v and o carry biases
     for (bool tied : {true, false}) {
         SCOPED_TRACE(tied ? "tied" : "untied");
         auto w = randomWeights(c, 21, tied);
         roundAll(*w);
-        const fs::path dir = fs::temp_directory_path() / ("qs_test_transformer_" + std::to_string(::getpid()) + (tied ? "_tied" : "_untied"));
+        const fs::path dir = fs::temp_directory_path() /
+                             ("qs_test_transformer_" + std::to_string(::getpid()) + (tied ? "_tied" : "_untied"));
         fs::remove_all(dir);
         writeCheckpoint(c, *w, dir);
         Transformer fromDisk = Transformer::fromCheckpoint(io::Checkpoint::open(dir));
@@ -719,7 +743,7 @@ TEST(Rope, PairsElementIWithIPlusHalfHeadDim) {
     c.ropeTheta = 10000.0;
     const RotaryEmbedding rope(c);
     MatrixF x(1, 4);
-    x << 1, 0, 0, 0;   // only element 0 set: rotation moves it into element 2 (= 0 + d/2)
+    x << 1, 0, 0, 0;  // only element 0 set: rotation moves it into element 2 (= 0 + d/2)
     rope.apply(x, 1, 1);
     EXPECT_NEAR(x(0, 0), std::cos(1.0), 1e-6);
     EXPECT_NEAR(x(0, 2), std::sin(1.0), 1e-6);
@@ -728,19 +752,28 @@ TEST(Rope, PairsElementIWithIPlusHalfHeadDim) {
 }
 
 TEST(Rope, Llama3AndLinearScalingFollowTransformers) {
-    nlohmann::json j = {{"model_type", "llama"}, {"hidden_size", 4096}, {"intermediate_size", 14336},
-                        {"num_hidden_layers", 1}, {"num_attention_heads", 32}, {"num_key_value_heads", 8},
-                        {"vocab_size", 128256}, {"rope_theta", 500000.0},
-                        {"rope_scaling", {{"rope_type", "llama3"}, {"factor", 8.0}, {"low_freq_factor", 1.0},
-                                          {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}}}};
+    nlohmann::json j = {{"model_type", "llama"},
+                        {"hidden_size", 4096},
+                        {"intermediate_size", 14336},
+                        {"num_hidden_layers", 1},
+                        {"num_attention_heads", 32},
+                        {"num_key_value_heads", 8},
+                        {"vocab_size", 128256},
+                        {"rope_theta", 500000.0},
+                        {"rope_scaling",
+                         {{"rope_type", "llama3"},
+                          {"factor", 8.0},
+                          {"low_freq_factor", 1.0},
+                          {"high_freq_factor", 4.0},
+                          {"original_max_position_embeddings", 8192}}}};
     const ModelConfig c = ModelConfig::fromJson(j);
     const RotaryEmbedding rope(c);
     const auto& f = rope.inverseFrequencies();
     ASSERT_EQ(f.size(), 64u);
     auto base = [](int i) { return std::pow(500000.0, -2.0 * i / 128.0); };
-    EXPECT_DOUBLE_EQ(f[0], base(0));              // wavelength 2π < 8192/4: unchanged
-    EXPECT_DOUBLE_EQ(f[63], base(63) / 8.0);      // wavelength > 8192: divided by the factor
-    const double wavelen = 2 * M_PI / base(30);   // 2948: between 2048 and 8192, interpolated
+    EXPECT_DOUBLE_EQ(f[0], base(0));             // wavelength 2π < 8192/4: unchanged
+    EXPECT_DOUBLE_EQ(f[63], base(63) / 8.0);     // wavelength > 8192: divided by the factor
+    const double wavelen = 2 * M_PI / base(30);  // 2948: between 2048 and 8192, interpolated
     const double smooth = (8192.0 / wavelen - 1.0) / 3.0;
     EXPECT_NEAR(f[30], (1 - smooth) * base(30) / 8.0 + smooth * base(30), 1e-15);
     EXPECT_LT(f[30], base(30));
@@ -758,15 +791,17 @@ TEST(Rope, Llama3AndLinearScalingFollowTransformers) {
 std::string configRefusal(const nlohmann::json& j);
 
 nlohmann::json baseJson(const std::string& type) {
-    return {{"model_type", type}, {"hidden_size", 64}, {"intermediate_size", 128}, {"num_hidden_layers", 2},
-            {"num_attention_heads", 8}, {"num_key_value_heads", 2}, {"vocab_size", 100}};
+    return {{"model_type", type},     {"hidden_size", 64},        {"intermediate_size", 128},
+            {"num_hidden_layers", 2}, {"num_attention_heads", 8}, {"num_key_value_heads", 2},
+            {"vocab_size", 100}};
 }
 
 // transformers keeps a quoted size as a string, which fails in nn.Linear: refused, naming the key.
 TEST(ModelConfig, AQuotedSizeIsRefusedNotReadAsANumber) {
     nlohmann::json j = baseJson("llama");
     j["hidden_size"] = "64";
-    EXPECT_THAT(configRefusal(j), ::testing::HasSubstr("'hidden_size' is \"64\", a string; transformers needs an integer there"));
+    EXPECT_THAT(configRefusal(j),
+                ::testing::HasSubstr("'hidden_size' is \"64\", a string; transformers needs an integer there"));
     j = baseJson("llama");
     j["head_dim"] = "8";
     EXPECT_THAT(configRefusal(j), ::testing::HasSubstr("'head_dim' is \"8\", a string"));
@@ -824,7 +859,6 @@ TEST(ModelConfig, RejectsWhatTheForwardPassCannotHonour) {
     EXPECT_THROW(ModelConfig::fromJson(window), Error);
 }
 
-
 // ---------------------------------------------------------------------------------------------
 // Mixture of experts (Qwen3-MoE, Mixtral)
 
@@ -854,7 +888,8 @@ ModelConfig smallMoeConfig(const std::string& type, bool normTopkProb) {
     c.moe.expertIntermediateSize = 12;
     c.moe.normTopkProb = normTopkProb;
     c.moe.denseLayers = {0};
-    c.moe.names = type == "mixtral" ? MoeNames{"block_sparse_moe", "w1", "w3", "w2"} : MoeNames{"mlp", "gate_proj", "up_proj", "down_proj"};
+    c.moe.names = type == "mixtral" ? MoeNames{"block_sparse_moe", "w1", "w3", "w2"}
+                                    : MoeNames{"mlp", "gate_proj", "up_proj", "down_proj"};
     return c;
 }
 
@@ -869,17 +904,17 @@ TEST(ModelConfig, MoeFamiliesReadTheirExpertKeys) {
     EXPECT_EQ(qwen.moe.numExpertsPerToken, 2);
     EXPECT_EQ(qwen.moe.expertIntermediateSize, 20);
     EXPECT_TRUE(qwen.moe.normTopkProb);
-    EXPECT_FALSE(qwen.isMoeLayer(0));   // dense by mlp_only_layers (and by the step)
-    EXPECT_TRUE(qwen.isMoeLayer(1));    // (1 + 1) % 2 == 0
+    EXPECT_FALSE(qwen.isMoeLayer(0));  // dense by mlp_only_layers (and by the step)
+    EXPECT_TRUE(qwen.isMoeLayer(1));   // (1 + 1) % 2 == 0
     EXPECT_EQ(qwen.moe.names.router(), "mlp.gate");
     EXPECT_EQ(qwen.moe.names.expert(3) + qwen.moe.names.up, "mlp.experts.3.up_proj");
-    EXPECT_FALSE(ModelConfig::fromJson(qwen3MoeJson()).moe.normTopkProb);   // Qwen3MoeConfig's default
+    EXPECT_FALSE(ModelConfig::fromJson(qwen3MoeJson()).moe.normTopkProb);  // Qwen3MoeConfig's default
 
     const ModelConfig mixtral = ModelConfig::fromJson(mixtralJson());
     EXPECT_TRUE(mixtral.isMoeLayer(0) && mixtral.isMoeLayer(1));
     EXPECT_FALSE(mixtral.qkNorm);
     EXPECT_TRUE(mixtral.moe.normTopkProb);
-    EXPECT_EQ(mixtral.moe.expertIntermediateSize, 128);   // Mixtral's experts are intermediate_size wide
+    EXPECT_EQ(mixtral.moe.expertIntermediateSize, 128);  // Mixtral's experts are intermediate_size wide
     EXPECT_EQ(mixtral.moe.names.expert(0) + mixtral.moe.names.down, "block_sparse_moe.experts.0.w2");
     EXPECT_FALSE(ModelConfig::fromJson(baseJson("qwen3")).isMoe());
 }
@@ -918,7 +953,8 @@ TEST(ModelConfig, DeepSeekV3IsRefusedSayingWhatIsMissing) {
 }
 
 TEST(SmallMoe, MatchesBruteForceReferenceForBothFamilies) {
-    for (const auto& [type, norm] : {std::pair{"qwen3_moe", false}, std::pair{"qwen3_moe", true}, std::pair{"mixtral", true}}) {
+    for (const auto& [type, norm] :
+         {std::pair{"qwen3_moe", false}, std::pair{"qwen3_moe", true}, std::pair{"mixtral", true}}) {
         SCOPED_TRACE(std::string(type) + (norm ? " normalised" : " raw"));
         const ModelConfig c = smallMoeConfig(type, norm);
         auto w = randomWeights(c, 31, false);
@@ -943,7 +979,7 @@ TEST(SmallMoe, HookSeesEachExpertsRoutedRowsAndTheCachedRunAgrees) {
         rows[std::to_string(in.layer) + ":" + names] += in.x.rows();
     };
     for (int i = 0; i < c.numLayers; ++i) model.runLayer(i, hidden, hook);
-    EXPECT_EQ(rows["0:mlp.gate_proj,mlp.up_proj,"], Eigen::Index(kTokens.size()));   // layer 0 is dense
+    EXPECT_EQ(rows["0:mlp.gate_proj,mlp.up_proj,"], Eigen::Index(kTokens.size()));  // layer 0 is dense
     Eigen::Index routed = 0;
     int experts = 0;
     for (int e = 0; e < c.moe.numExperts; ++e) {
@@ -954,11 +990,12 @@ TEST(SmallMoe, HookSeesEachExpertsRoutedRowsAndTheCachedRunAgrees) {
         experts += n > 0;
     }
     EXPECT_EQ(routed, Eigen::Index(kTokens.size()) * c.moe.numExpertsPerToken);
-    EXPECT_GE(experts, 3);   // a random router spreads 11 tokens over more than two experts
+    EXPECT_GE(experts, 3);  // a random router spreads 11 tokens over more than two experts
 
     KvCache cache(c, 32);
     MatrixF stepped(Eigen::Index(kTokens.size()), c.vocabSize);
-    for (std::size_t t = 0; t < kTokens.size(); ++t) stepped.row(Eigen::Index(t)) = model.forward(std::span(&kTokens[t], 1), cache);
+    for (std::size_t t = 0; t < kTokens.size(); ++t)
+        stepped.row(Eigen::Index(t)) = model.forward(std::span(&kTokens[t], 1), cache);
     EXPECT_LT((stepped - model.finalLogits(hidden)).cwiseAbs().maxCoeff(), 1e-4f);
 }
 
@@ -974,7 +1011,7 @@ TEST(SmallMoe, AllExpertHookSeesEveryTokenWhileTheOutputStillRoutes) {
         std::int64_t routed = 0;
         int hooked = 0, blockInputs = 0;
         const LinearInputHook hook = [&](const LinearInput& in) {
-            if (!in.routedPerModule.empty()) {   // all experts: the block's input once, for every gate and up
+            if (!in.routedPerModule.empty()) {  // all experts: the block's input once, for every gate and up
                 EXPECT_TRUE(all);
                 EXPECT_EQ(in.x.rows(), Eigen::Index(kTokens.size()));
                 EXPECT_EQ(in.modules.size(), std::size_t(2 * c.moe.numExperts));
@@ -983,13 +1020,13 @@ TEST(SmallMoe, AllExpertHookSeesEveryTokenWhileTheOutputStillRoutes) {
                 ++blockInputs;
                 return;
             }
-            if (in.routedTokens < 0) return;   // attention, dense MLP
+            if (in.routedTokens < 0) return;  // attention, dense MLP
             EXPECT_EQ(in.x.rows(), all ? Eigen::Index(kTokens.size()) : in.routedTokens);
-            if (in.modules.size() == 2) routed += in.routedTokens, ++hooked;   // routed: gate/up once per expert
+            if (in.modules.size() == 2) routed += in.routedTokens, ++hooked;  // routed: gate/up once per expert
         };
         for (int i = 0; i < c.numLayers; ++i) model.runLayer(i, hidden, hook);
         EXPECT_EQ(blockInputs, all ? 1 : 0);
-        EXPECT_EQ(hooked, c.moe.numExperts);   // even an expert no token chose is reported
+        EXPECT_EQ(hooked, c.moe.numExperts);  // even an expert no token chose is reported
         EXPECT_EQ(routed, std::int64_t(kTokens.size()) * c.moe.numExpertsPerToken);
         EXPECT_LT((model.finalLogits(hidden) - reference).cwiseAbs().maxCoeff(), 1e-5f);
     }
@@ -1024,7 +1061,8 @@ void writeMoeCheckpoint(const ModelConfig& c, const ModelWeights& w, const fs::p
         for (std::string_view m : {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj"})
             addTensor(writer, p + std::string(m) + ".weight", lw.linear(m).weight);
         if (!lw.isMoe()) {
-            for (std::string_view m : {"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"}) addTensor(writer, p + std::string(m) + ".weight", lw.linear(m).weight);
+            for (std::string_view m : {"mlp.gate_proj", "mlp.up_proj", "mlp.down_proj"})
+                addTensor(writer, p + std::string(m) + ".weight", lw.linear(m).weight);
             continue;
         }
         const MoeNames& n = c.moe.names;
@@ -1036,17 +1074,26 @@ void writeMoeCheckpoint(const ModelConfig& c, const ModelWeights& w, const fs::p
             addTensor(writer, p + n.expert(e) + n.up + ".weight", x.up.weight);
             addTensor(writer, p + n.expert(e) + n.down + ".weight", x.down.weight);
         }
-        if (extraExpert >= 0) addTensor(writer, p + n.expert(extraExpert) + n.gate + ".weight", lw.experts[0].gate.weight);
+        if (extraExpert >= 0)
+            addTensor(writer, p + n.expert(extraExpert) + n.gate + ".weight", lw.experts[0].gate.weight);
     }
     writer.setConfig(config);
     writer.finish();
 }
 
 nlohmann::json jsonOf(const ModelConfig& c) {
-    nlohmann::json j{{"model_type", c.modelType}, {"hidden_size", c.hiddenSize}, {"intermediate_size", c.intermediateSize},
-                     {"num_hidden_layers", c.numLayers}, {"num_attention_heads", c.numHeads}, {"num_key_value_heads", c.numKvHeads},
-                     {"head_dim", c.headDim}, {"vocab_size", c.vocabSize}, {"max_position_embeddings", c.maxPositionEmbeddings},
-                     {"rms_norm_eps", c.rmsNormEps}, {"rope_theta", c.ropeTheta}, {"num_experts_per_tok", c.moe.numExpertsPerToken}};
+    nlohmann::json j{{"model_type", c.modelType},
+                     {"hidden_size", c.hiddenSize},
+                     {"intermediate_size", c.intermediateSize},
+                     {"num_hidden_layers", c.numLayers},
+                     {"num_attention_heads", c.numHeads},
+                     {"num_key_value_heads", c.numKvHeads},
+                     {"head_dim", c.headDim},
+                     {"vocab_size", c.vocabSize},
+                     {"max_position_embeddings", c.maxPositionEmbeddings},
+                     {"rms_norm_eps", c.rmsNormEps},
+                     {"rope_theta", c.ropeTheta},
+                     {"num_experts_per_tok", c.moe.numExpertsPerToken}};
     if (c.modelType == "mixtral") {
         j["num_local_experts"] = c.moe.numExperts;
     } else {
@@ -1085,13 +1132,15 @@ TEST(CheckpointWeights, MoeCheckpointRunsLikeTheSameWeightsAndBrokenOnesAreRefus
     more["num_experts"] = 6;
     fs::remove_all(dir);
     writeMoeCheckpoint(c, *w, dir, more);
-    EXPECT_THAT(refusalOf(dir), ::testing::HasSubstr("model.layers.1.mlp.gate.weight routes to 5 experts, but the config says 6"));
+    EXPECT_THAT(refusalOf(dir),
+                ::testing::HasSubstr("model.layers.1.mlp.gate.weight routes to 5 experts, but the config says 6"));
     fs::remove_all(dir);
     writeMoeCheckpoint(c, *w, dir, jsonOf(c), /*skipExpert=*/3);
     EXPECT_THAT(refusalOf(dir), ::testing::HasSubstr("expert 3 of layer 1 is missing"));
     fs::remove_all(dir);
     writeMoeCheckpoint(c, *w, dir, jsonOf(c), -1, /*extraExpert=*/7);
-    EXPECT_THAT(refusalOf(dir), ::testing::HasSubstr("model.layers.1.mlp.experts.7.gate_proj.weight is beyond the 5 experts"));
+    EXPECT_THAT(refusalOf(dir),
+                ::testing::HasSubstr("model.layers.1.mlp.experts.7.gate_proj.weight is beyond the 5 experts"));
     fs::remove_all(dir);
 }
 
@@ -1113,7 +1162,9 @@ TEST(TinyMoeCheckpoints, LoadUnderTheirHfNamesAndMatchTheReference) {
         w.norm = source.finalNorm();
         for (int l = 0; l < c.numLayers; ++l) w.layers.push_back(source.layer(l));
         ASSERT_EQ(w.layers[1].experts.size(), 4u);
-        EXPECT_EQ(w.layers[1].experts[2].down.weight, checkpoint.tensor("model.layers.1." + c.moe.names.expert(2) + c.moe.names.down + ".weight").toMatrix());
+        EXPECT_EQ(
+            w.layers[1].experts[2].down.weight,
+            checkpoint.tensor("model.layers.1." + c.moe.names.expert(2) + c.moe.names.down + ".weight").toMatrix());
         const std::vector<TokenId> tokens{72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100, 33, 256, 10, 84};
         Transformer model = Transformer::fromCheckpoint(checkpoint);
         EXPECT_LT(maxAbsDiff(model.forward(tokens), forwardRef(c, w, tokens)), 1e-3);
@@ -1125,13 +1176,26 @@ TEST(TinyMoeCheckpoints, LoadUnderTheirHfNamesAndMatchTheReference) {
 // sliding and global layers with their own RoPE, against the brute-force reference above.
 
 nlohmann::json smallGemmaJson() {
-    return {{"model_type", "gemma3_text"}, {"hidden_size", 16}, {"intermediate_size", 24}, {"num_hidden_layers", 3},
-            {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"head_dim", 6}, {"vocab_size", 40},
-            {"max_position_embeddings", 64}, {"rms_norm_eps", 1e-6}, {"hidden_activation", "gelu_pytorch_tanh"},
-            {"query_pre_attn_scalar", 10}, {"sliding_window", 3},
-            {"layer_types", {"sliding_attention", "full_attention", "sliding_attention"}}, {"rope_theta", 1000.0},
-            {"rope_local_base_freq", 100.0}, {"rope_scaling", {{"rope_type", "linear"}, {"factor", 4.0}}},
-            {"final_logit_softcapping", nullptr}, {"attn_logit_softcapping", nullptr}, {"torch_dtype", "float32"}};
+    return {{"model_type", "gemma3_text"},
+            {"hidden_size", 16},
+            {"intermediate_size", 24},
+            {"num_hidden_layers", 3},
+            {"num_attention_heads", 4},
+            {"num_key_value_heads", 2},
+            {"head_dim", 6},
+            {"vocab_size", 40},
+            {"max_position_embeddings", 64},
+            {"rms_norm_eps", 1e-6},
+            {"hidden_activation", "gelu_pytorch_tanh"},
+            {"query_pre_attn_scalar", 10},
+            {"sliding_window", 3},
+            {"layer_types", {"sliding_attention", "full_attention", "sliding_attention"}},
+            {"rope_theta", 1000.0},
+            {"rope_local_base_freq", 100.0},
+            {"rope_scaling", {{"rope_type", "linear"}, {"factor", 4.0}}},
+            {"final_logit_softcapping", nullptr},
+            {"attn_logit_softcapping", nullptr},
+            {"torch_dtype", "float32"}};
 }
 
 TEST(Gemma3Config, DescribesTheGemmaLayerAsData) {
@@ -1144,7 +1208,7 @@ TEST(Gemma3Config, DescribesTheGemmaLayerAsData) {
     EXPECT_EQ(c.arch.activation, Activation::GeluTanh);
     EXPECT_EQ(c.arch.tensorPrefix, "model.");
     EXPECT_TRUE(c.qkNorm);
-    EXPECT_TRUE(c.tieWordEmbeddings);   // Gemma3TextConfig's default
+    EXPECT_TRUE(c.tieWordEmbeddings);  // Gemma3TextConfig's default
     EXPECT_DOUBLE_EQ(c.embeddingScale, double(float(std::sqrt(16.0))));
     EXPECT_DOUBLE_EQ(c.queryPreAttnScalar, 10.0);
     EXPECT_EQ(c.windowOf(0), 3);
@@ -1164,7 +1228,7 @@ TEST(Gemma3Config, DescribesTheGemmaLayerAsData) {
     // BF16 checkpoints scale by sqrt(hidden) rounded to BF16, as Gemma3TextScaledWordEmbedding does.
     j["torch_dtype"] = "bfloat16";
     j["hidden_size"] = 1152;
-    EXPECT_DOUBLE_EQ(ModelConfig::fromJson(j).embeddingScale, 34.0);   // sqrt(1152) = 33.94
+    EXPECT_DOUBLE_EQ(ModelConfig::fromJson(j).embeddingScale, 34.0);  // sqrt(1152) = 33.94
 }
 
 TEST(Gemma3Config, VlmTextConfigAndTransformers5RopeParameters) {
@@ -1174,11 +1238,13 @@ TEST(Gemma3Config, VlmTextConfigAndTransformers5RopeParameters) {
     text.erase("rope_scaling");
     text["rope_parameters"] = {{"full_attention", {{"rope_type", "linear"}, {"factor", 8.0}, {"rope_theta", 1e6}}},
                                {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 1e4}}}};
-    const ModelConfig c = ModelConfig::fromJson({{"model_type", "gemma3"}, {"text_config", text}, {"vision_config", {{"hidden_size", 8}}}});
+    const ModelConfig c = ModelConfig::fromJson(
+        {{"model_type", "gemma3"}, {"text_config", text}, {"vision_config", {{"hidden_size", 8}}}});
     EXPECT_EQ(c.modelType, "gemma3");
     EXPECT_EQ(c.arch.tensorPrefix, "model.language_model.");
     EXPECT_EQ(c.layerPrefix(2), "model.language_model.layers.2.");
-    EXPECT_EQ(c.arch.passThroughPrefixes, (std::vector<std::string>{"model.vision_tower.", "model.multi_modal_projector."}));
+    EXPECT_EQ(c.arch.passThroughPrefixes,
+              (std::vector<std::string>{"model.vision_tower.", "model.multi_modal_projector."}));
     EXPECT_DOUBLE_EQ(c.ropeTheta, 1e6);
     EXPECT_DOUBLE_EQ(c.ropeScaling.factor, 8.0);
     EXPECT_DOUBLE_EQ(c.ropeLocalTheta, 1e4);
@@ -1217,7 +1283,7 @@ TEST(SmallGemma, MatchesBruteForceReferenceAndEveryGemmaFeatureMatters) {
     const ModelConfig c = ModelConfig::fromJson(smallGemmaJson());
     auto w = randomWeights(c, 23, /*tied=*/true);
     std::vector<TokenId> tokens;
-    for (int i = 0; i < 24; ++i) tokens.push_back(TokenId((i * 7 + 3) % 40));   // longer than the window
+    for (int i = 0; i < 24; ++i) tokens.push_back(TokenId((i * 7 + 3) % 40));  // longer than the window
     Transformer model(c, w);
     const MatrixF logits = model.forward(tokens);
     const MatrixD ref = forwardRef(c, *w, tokens);
@@ -1226,7 +1292,7 @@ TEST(SmallGemma, MatchesBruteForceReferenceAndEveryGemmaFeatureMatters) {
     // Each of these would be a different model: the reference with the feature changed is far away.
     const auto farFrom = [&](ModelConfig other) { return maxAbsDiff(logits, forwardRef(other, *w, tokens)); };
     ModelConfig noScalar = c;
-    noScalar.queryPreAttnScalar = 0.0;   // 1/sqrt(head_dim), as llama.cpp scales
+    noScalar.queryPreAttnScalar = 0.0;  // 1/sqrt(head_dim), as llama.cpp scales
     EXPECT_GT(farFrom(noScalar), 1e-2);
     ModelConfig noOffset = c;
     noOffset.arch.normOffset = 0.0f;
@@ -1267,16 +1333,20 @@ ModelWeights gemmaWeights(const io::Checkpoint& checkpoint, const ModelConfig& c
 // tower under model.language_model., and under language_model.model. as transformers 4.4x saved it) and
 // run as the reference runs their weights.
 TEST(TinyGemma3Checkpoints, LoadUnderTheirHfNamesAndMatchTheReference) {
-    const std::vector<TokenId> tokens{72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100, 33, 256, 10, 84, 104, 101, 32, 113};
+    const std::vector<TokenId> tokens{72,  101, 108, 108, 111, 44, 32,  119, 111, 114,
+                                      108, 100, 33,  256, 10,  84, 104, 101, 32,  113};
     for (const char* name : {"gemma3-text-tiny", "gemma3-vlm-tiny"}) {
         SCOPED_TRACE(name);
         const io::Checkpoint checkpoint = io::Checkpoint::open(kGemmaData / name);
         const ModelConfig c = ModelConfig::fromCheckpoint(checkpoint);
         const ModelWeights w = gemmaWeights(checkpoint, c);
         const LayerWeights& l0 = w.layers[0];
-        EXPECT_EQ(l0.attentionOutputNorm, checkpoint.tensor(c.layerPrefix(0) + "post_attention_layernorm.weight").toMatrix().reshaped());
-        EXPECT_EQ(l0.postAttentionNorm, checkpoint.tensor(c.layerPrefix(0) + "pre_feedforward_layernorm.weight").toMatrix().reshaped());
-        EXPECT_EQ(l0.mlpOutputNorm, checkpoint.tensor(c.layerPrefix(0) + "post_feedforward_layernorm.weight").toMatrix().reshaped());
+        EXPECT_EQ(l0.attentionOutputNorm,
+                  checkpoint.tensor(c.layerPrefix(0) + "post_attention_layernorm.weight").toMatrix().reshaped());
+        EXPECT_EQ(l0.postAttentionNorm,
+                  checkpoint.tensor(c.layerPrefix(0) + "pre_feedforward_layernorm.weight").toMatrix().reshaped());
+        EXPECT_EQ(l0.mlpOutputNorm,
+                  checkpoint.tensor(c.layerPrefix(0) + "post_feedforward_layernorm.weight").toMatrix().reshaped());
         Transformer model = Transformer::fromCheckpoint(checkpoint);
         EXPECT_LT(maxAbsDiff(model.forward(tokens), forwardRef(c, w, tokens)), 1e-3);
     }
@@ -1288,9 +1358,10 @@ TEST(TinyGemma3Checkpoints, LoadUnderTheirHfNamesAndMatchTheReference) {
         io::CheckpointWriter writer(dir);
         for (const io::CheckpointTensor& t : vlm.tensors()) {
             std::string name = t.info->name;
-            for (const auto& [from, to] : {std::pair<std::string, std::string>{"model.language_model.", "language_model.model."},
-                                           {"model.vision_tower.", "vision_tower."},
-                                           {"model.multi_modal_projector.", "multi_modal_projector."}})
+            for (const auto& [from, to] :
+                 {std::pair<std::string, std::string>{"model.language_model.", "language_model.model."},
+                  {"model.vision_tower.", "vision_tower."},
+                  {"model.multi_modal_projector.", "multi_modal_projector."}})
                 if (name.starts_with(from)) name = to + name.substr(from.size());
             const std::vector<float> values = vlm.tensor(t.info->name).toF32();
             writer.addTensorF32(name, io::DType::F32, t.info->shape, values);
@@ -1316,14 +1387,15 @@ namespace {
 // (apply_multimodal_rotary_pos_emb): cos/sin of cat(freqs, freqs) split into chunks of
 // mrope_section * 2, chunk c reading row c % 3. Qwen3-VL (apply_interleaved_mrope): frequency i reads
 // row 1 when i % 3 == 1 and i < 3 * section[1], row 2 when i % 3 == 2 and i < 3 * section[2], else row 0.
-MatrixF multimodalRopeReference(const MatrixF& x, int heads, int headDim, double theta, const std::vector<int>& section, bool interleaved,
-                                const std::array<std::vector<int>, 3>& positions) {
+MatrixF multimodalRopeReference(const MatrixF& x, int heads, int headDim, double theta, const std::vector<int>& section,
+                                bool interleaved, const std::array<std::vector<int>, 3>& positions) {
     const int half = headDim / 2;
     std::vector<int> rowOfFrequency(static_cast<std::size_t>(half), 0);
     for (int i = 0; i < half; ++i) {
         if (interleaved) {
             for (int row = 1; row <= 2; ++row)
-                if (i % 3 == row && i < 3 * section[static_cast<std::size_t>(row)]) rowOfFrequency[static_cast<std::size_t>(i)] = row;
+                if (i % 3 == row && i < 3 * section[static_cast<std::size_t>(row)])
+                    rowOfFrequency[static_cast<std::size_t>(i)] = row;
         } else {
             int end = 0;
             for (int c = 0; c < 3; ++c) {
@@ -1343,17 +1415,26 @@ MatrixF multimodalRopeReference(const MatrixF& x, int heads, int headDim, double
                 // layout, the doubled split gives them the same chunk row).
                 const int i = j % half;
                 const double invFreq = 1.0 / std::pow(theta, 2.0 * i / headDim);
-                const double angle = positions[static_cast<std::size_t>(rowOfFrequency[static_cast<std::size_t>(i)])][static_cast<std::size_t>(t)] * invFreq;
+                const double angle = positions[static_cast<std::size_t>(rowOfFrequency[static_cast<std::size_t>(i)])]
+                                              [static_cast<std::size_t>(t)] *
+                                     invFreq;
                 const double v = x(t, h * headDim + j);
-                const double rotated = j < half ? -double(x(t, h * headDim + j + half)) : double(x(t, h * headDim + j - half));   // rotate_half
+                const double rotated = j < half ? -double(x(t, h * headDim + j + half))
+                                                : double(x(t, h * headDim + j - half));  // rotate_half
                 out(t, h * headDim + j) = static_cast<float>(v * std::cos(angle) + rotated * std::sin(angle));
             }
     return out;
 }
 
 nlohmann::json qwenVlJson(const std::string& type, int headDim, const std::vector<int>& section, bool interleaved) {
-    nlohmann::json text = {{"hidden_size", 2 * headDim}, {"intermediate_size", 64}, {"num_hidden_layers", 1}, {"num_attention_heads", 2},
-                           {"num_key_value_heads", 1}, {"head_dim", headDim}, {"vocab_size", 100}, {"rope_theta", 1e6},
+    nlohmann::json text = {{"hidden_size", 2 * headDim},
+                           {"intermediate_size", 64},
+                           {"num_hidden_layers", 1},
+                           {"num_attention_heads", 2},
+                           {"num_key_value_heads", 1},
+                           {"head_dim", headDim},
+                           {"vocab_size", 100},
+                           {"rope_theta", 1e6},
                            {"rope_scaling", {{"rope_type", "default"}, {"mrope_section", section}}}};
     if (interleaved) text["rope_scaling"]["mrope_interleaved"] = true;
     return {{"model_type", type}, {"text_config", text}};
@@ -1386,9 +1467,15 @@ TEST(QwenVlRope, TextPositionsMakeTheMultimodalRotaryPlainRope) {
             for (int t = 0; t < count; ++t) row.push_back(first + t);
         MatrixF ours = x;
         RotaryEmbedding(c).apply(ours, 2, first);
-        EXPECT_LT(maxAbsDiff(ours, multimodalRopeReference(x, 2, headDim, c.ropeTheta, k.section, k.interleaved, positions).cast<double>()), 1e-4);
-        for (int& p : positions[1]) p += 7;   // an image patch's height id
-        EXPECT_GT(maxAbsDiff(ours, multimodalRopeReference(x, 2, headDim, c.ropeTheta, k.section, k.interleaved, positions).cast<double>()), 1e-2);
+        EXPECT_LT(
+            maxAbsDiff(ours, multimodalRopeReference(x, 2, headDim, c.ropeTheta, k.section, k.interleaved, positions)
+                                 .cast<double>()),
+            1e-4);
+        for (int& p : positions[1]) p += 7;  // an image patch's height id
+        EXPECT_GT(
+            maxAbsDiff(ours, multimodalRopeReference(x, 2, headDim, c.ropeTheta, k.section, k.interleaved, positions)
+                                 .cast<double>()),
+            1e-2);
     }
 }
 
@@ -1400,10 +1487,10 @@ TEST(VlmConfig, ReadsEachTextTowerInBothConfigLayouts) {
     old["vision_config"] = {{"depth", 1}};
     const ModelConfig o = ModelConfig::fromJson(old);
     EXPECT_EQ(o.modelType, "qwen2_5_vl");
-    EXPECT_TRUE(o.qkvBias);   // Qwen2's q/k/v biases
+    EXPECT_TRUE(o.qkvBias);  // Qwen2's q/k/v biases
     EXPECT_FALSE(o.outputBias);
     EXPECT_FALSE(o.qkNorm);
-    EXPECT_EQ(o.arch.tensorPrefix, "model.language_model.");   // fromCheckpoint finds model.layers. (tested below)
+    EXPECT_EQ(o.arch.tensorPrefix, "model.language_model.");  // fromCheckpoint finds model.layers. (tested below)
     EXPECT_EQ(o.ropeScaling.type, RopeScalingType::None);
     EXPECT_DOUBLE_EQ(o.ropeTheta, 1e6);
 
@@ -1427,11 +1514,13 @@ TEST(VlmConfig, ReadsEachTextTowerInBothConfigLayouts) {
     nlohmann::json m = baseJson("mistral");
     m["head_dim"] = 16;
     m["sliding_window"] = nullptr;
-    const ModelConfig c = ModelConfig::fromJson({{"model_type", "mistral3"}, {"text_config", m}, {"vision_config", {{"model_type", "pixtral"}}}});
+    const ModelConfig c = ModelConfig::fromJson(
+        {{"model_type", "mistral3"}, {"text_config", m}, {"vision_config", {{"model_type", "pixtral"}}}});
     EXPECT_EQ(c.modelType, "mistral3");
     EXPECT_EQ(c.headDim, 16);
     EXPECT_EQ(c.slidingWindow, 0);
-    EXPECT_EQ(c.arch.passThroughPrefixes, (std::vector<std::string>{"model.vision_tower.", "model.multi_modal_projector."}));
+    EXPECT_EQ(c.arch.passThroughPrefixes,
+              (std::vector<std::string>{"model.vision_tower.", "model.multi_modal_projector."}));
 }
 
 TEST(VlmConfig, RefusesWhatItDoesNotRunInOneLine) {
@@ -1443,7 +1532,8 @@ TEST(VlmConfig, RefusesWhatItDoesNotRunInOneLine) {
     EXPECT_THAT(configRefusal(plain), ::testing::HasSubstr("multimodal RoPE"));
     plain["rope_scaling"] = {{"rope_type", "default"}, {"mrope_section", {2, 3, 3}}};
     EXPECT_THAT(configRefusal(plain), ::testing::HasSubstr("multimodal RoPE"));
-    EXPECT_THAT(configRefusal(qwenVlJson("qwen2_5_vl", 16, {2, 3, 4}, false)), ::testing::HasSubstr("sums to 9, not head_dim / 2 = 8"));
+    EXPECT_THAT(configRefusal(qwenVlJson("qwen2_5_vl", 16, {2, 3, 4}, false)),
+                ::testing::HasSubstr("sums to 9, not head_dim / 2 = 8"));
     nlohmann::json wrongText = qwenVlJson("qwen2_5_vl", 16, {2, 3, 3}, false);
     wrongText["text_config"]["model_type"] = "llama";
     EXPECT_THAT(configRefusal(wrongText), ::testing::HasSubstr("text_config.model_type 'llama'"));
@@ -1472,18 +1562,20 @@ ModelWeights towerWeights(const io::Checkpoint& checkpoint, const ModelConfig& c
 // The committed tiny VLMs load their text tower under the names of their layout and run as the
 // reference runs those weights; the old layouts hold the same weights as the new and give the same logits.
 TEST(TinyVlmCheckpoints, LoadTheTextTowerInBothLayoutsAndMatchTheReference) {
-    const std::vector<TokenId> tokens{72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100, 33, 256, 10, 84, 104, 101, 32, 113};
+    const std::vector<TokenId> tokens{72,  101, 108, 108, 111, 44, 32,  119, 111, 114,
+                                      108, 100, 33,  256, 10,  84, 104, 101, 32,  113};
     struct Case {
         const char* name;
         const char* prefix;
         const char* lmHead;
-        const char* twin;   // the same weights in the other layout
+        const char* twin;  // the same weights in the other layout
     };
-    for (const Case& k : {Case{"qwen2_5-vl-tiny", "model.language_model.", "lm_head.weight", "qwen2_5-vl-old-tiny"},
-                          Case{"qwen2_5-vl-old-tiny", "model.", "lm_head.weight", nullptr},
-                          Case{"qwen3-vl-tiny", "model.language_model.", "", nullptr},
-                          Case{"mistral3-tiny", "model.language_model.", "lm_head.weight", "mistral3-old-tiny"},
-                          Case{"mistral3-old-tiny", "language_model.model.", "language_model.lm_head.weight", nullptr}}) {
+    for (const Case& k :
+         {Case{"qwen2_5-vl-tiny", "model.language_model.", "lm_head.weight", "qwen2_5-vl-old-tiny"},
+          Case{"qwen2_5-vl-old-tiny", "model.", "lm_head.weight", nullptr},
+          Case{"qwen3-vl-tiny", "model.language_model.", "", nullptr},
+          Case{"mistral3-tiny", "model.language_model.", "lm_head.weight", "mistral3-old-tiny"},
+          Case{"mistral3-old-tiny", "language_model.model.", "language_model.lm_head.weight", nullptr}}) {
         SCOPED_TRACE(k.name);
         const io::Checkpoint checkpoint = io::Checkpoint::open(kVlmData / k.name);
         const ModelConfig c = ModelConfig::fromCheckpoint(checkpoint);

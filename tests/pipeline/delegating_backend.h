@@ -10,12 +10,15 @@ namespace qs::test {
 
 class DelegatingBackend : public pipeline::Backend {
 public:
-    explicit DelegatingBackend(std::shared_ptr<pipeline::Backend> inner = pipeline::makeCpuBackend()) : inner_(std::move(inner)) {}
+    explicit DelegatingBackend(std::shared_ptr<pipeline::Backend> inner = pipeline::makeCpuBackend())
+        : inner_(std::move(inner)) {}
 
     std::string description() const override { return inner_->description(); }
     bool isCuda() const override { return inner_->isCuda(); }
     std::int64_t freeMemoryBytes() const override { return inner_->freeMemoryBytes(); }
-    std::unique_ptr<pipeline::HessianSink> hessian(std::int64_t features) const override { return inner_->hessian(features); }
+    std::unique_ptr<pipeline::HessianSink> hessian(std::int64_t features) const override {
+        return inner_->hessian(features);
+    }
     std::unique_ptr<pipeline::DiagonalSink> hessianDiagonal(std::int64_t features) const override {
         return inner_->hessianDiagonal(features);
     }
@@ -30,7 +33,9 @@ public:
     }
     quant::QuantizedLinear mxfp4(const MatrixF& w) const override { return inner_->mxfp4(w); }
     quant::QuantizedLinear nvfp4(const MatrixF& w) const override { return inner_->nvfp4(w); }
-    quant::QuantizedLinear nf4(const MatrixF& w, const quant::Nf4Options& o) const override { return inner_->nf4(w, o); }
+    quant::QuantizedLinear nf4(const MatrixF& w, const quant::Nf4Options& o) const override {
+        return inner_->nf4(w, o);
+    }
     quant::QuantizedLinear trellis(const MatrixF& w, const quant::TrellisOptions& o) const override {
         return inner_->trellis(w, o);
     }

@@ -13,7 +13,8 @@ inline std::filesystem::path writeEightExpertMixtral(const std::filesystem::path
     m.hidden = 256, m.intermediate = 256, m.heads = 4, m.kvHeads = 2, m.vocab = 320, m.experts = 8, m.seed = 31;
     writeSyntheticCheckpoint(dir, m);
     const std::filesystem::path tiny = std::filesystem::path(QS_TEST_DATA_DIR) / "moe" / "mixtral-tiny";
-    for (const char* file : {"tokenizer.json", "tokenizer_config.json"}) std::filesystem::copy_file(tiny / file, dir / file);
+    for (const char* file : {"tokenizer.json", "tokenizer_config.json"})
+        std::filesystem::copy_file(tiny / file, dir / file);
     return dir;
 }
 

@@ -7,9 +7,11 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+
 #include <unistd.h>
 
 #include "qs/pipeline/job.h"
+
 #include "synthetic_checkpoint.h"
 
 namespace qs::test {
@@ -43,7 +45,8 @@ inline bool sameMatrix(const MatrixF& a, const MatrixF& b) {
 }
 
 // Every field of two linears, bit for bit (NaN measurements included); the time taken only when `timed`.
-inline void expectSameLinear(const quant::QuantizedLinear& a, const quant::QuantizedLinear& b, const std::string& what, bool timed = true) {
+inline void expectSameLinear(const quant::QuantizedLinear& a, const quant::QuantizedLinear& b, const std::string& what,
+                             bool timed = true) {
     SCOPED_TRACE(what);
     EXPECT_EQ(a.method, b.method);
     EXPECT_EQ(a.codeKind, b.codeKind);
@@ -87,7 +90,7 @@ inline JobPlan planFor(const fs::path& checkpoint, const std::string& methods) {
     JobPlan plan;
     plan.checkpoint = checkpoint;
     plan.methods = parseMethodList(methods, 32);
-    plan.methods.front().kvCacheFp8 = true;   // the cache's scales per layer, and the cache-only stream
+    plan.methods.front().kvCacheFp8 = true;  // the cache's scales per layer, and the cache-only stream
     plan.calibration = test::syntheticTokens(6, 48, 96, 21);
     plan.evaluation = test::syntheticTokens(3, 48, 96, 22);
     plan.perLayerKl = true;
@@ -103,11 +106,13 @@ inline void expectSameResult(const JobResult& a, const JobResult& b) {
         SCOPED_TRACE(x.label());
         ASSERT_TRUE(x.error.empty()) << x.error;
         EXPECT_EQ(x.error, y.error);
-        EXPECT_TRUE(sameBits(x.kl.meanKld.value, y.kl.meanKld.value)) << x.kl.meanKld.value << " vs " << y.kl.meanKld.value;
+        EXPECT_TRUE(sameBits(x.kl.meanKld.value, y.kl.meanKld.value))
+            << x.kl.meanKld.value << " vs " << y.kl.meanKld.value;
         EXPECT_TRUE(sameBits(x.kl.pplQ.value, y.kl.pplQ.value));
         EXPECT_EQ(x.kl.count, y.kl.count);
         ASSERT_EQ(x.perLayerKl.size(), y.perLayerKl.size());
-        for (std::size_t l = 0; l < x.perLayerKl.size(); ++l) EXPECT_TRUE(sameBits(x.perLayerKl[l], y.perLayerKl[l])) << "layer " << l;
+        for (std::size_t l = 0; l < x.perLayerKl.size(); ++l)
+            EXPECT_TRUE(sameBits(x.perLayerKl[l], y.perLayerKl[l])) << "layer " << l;
         EXPECT_EQ(x.perGroupKl, y.perGroupKl);
         EXPECT_TRUE(sameBits(x.bitsPerWeight, y.bitsPerWeight));
         EXPECT_EQ(x.checkpointBytes, y.checkpointBytes);
@@ -119,7 +124,7 @@ inline void expectSameResult(const JobResult& a, const JobResult& b) {
             EXPECT_TRUE(sameBits(x.modules[i].loss, y.modules[i].loss));
             EXPECT_EQ(x.modules[i].samples, y.modules[i].samples);
         }
-        ASSERT_EQ(layerCount(x), layerCount(y));   // in RAM or on disk (JobPlan::resultsOnDisk)
+        ASSERT_EQ(layerCount(x), layerCount(y));  // in RAM or on disk (JobPlan::resultsOnDisk)
         for (std::size_t l = 0; l < layerCount(x); ++l) {
             const QuantizedLayer xl = layerAt(x, l), yl = layerAt(y, l);
             ASSERT_EQ(xl.size(), yl.size());

@@ -34,12 +34,21 @@ const char* torchDtype(io::DType dtype) {
 void writeSyntheticCheckpoint(const std::filesystem::path& dir, const SyntheticModel& m) {
     std::mt19937 rng(m.seed);
     const int headDim = m.hidden / m.heads;
-    nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}}, {"model_type", "llama"},
-                             {"hidden_size", m.hidden}, {"intermediate_size", m.intermediate},
-                             {"num_hidden_layers", m.layers}, {"num_attention_heads", m.heads},
-                             {"num_key_value_heads", m.kvHeads}, {"head_dim", headDim}, {"vocab_size", m.vocab},
-                             {"max_position_embeddings", m.maxPositions}, {"rms_norm_eps", 1e-5}, {"rope_theta", 10000.0},
-                             {"hidden_act", "silu"}, {"tie_word_embeddings", false}, {"torch_dtype", torchDtype(m.dtype)}};
+    nlohmann::json config = {{"architectures", {"LlamaForCausalLM"}},
+                             {"model_type", "llama"},
+                             {"hidden_size", m.hidden},
+                             {"intermediate_size", m.intermediate},
+                             {"num_hidden_layers", m.layers},
+                             {"num_attention_heads", m.heads},
+                             {"num_key_value_heads", m.kvHeads},
+                             {"head_dim", headDim},
+                             {"vocab_size", m.vocab},
+                             {"max_position_embeddings", m.maxPositions},
+                             {"rms_norm_eps", 1e-5},
+                             {"rope_theta", 10000.0},
+                             {"hidden_act", "silu"},
+                             {"tie_word_embeddings", false},
+                             {"torch_dtype", torchDtype(m.dtype)}};
     if (m.experts > 0) {
         config["architectures"] = {"MixtralForCausalLM"};
         config["model_type"] = "mixtral";
@@ -56,7 +65,8 @@ void writeSyntheticCheckpoint(const std::filesystem::path& dir, const SyntheticM
         for (float& x : w) x *= scale;
         add(name, {out, in}, w);
     };
-    add("model.embed_tokens.weight", {m.vocab, m.hidden}, normal(std::size_t(m.vocab) * std::size_t(m.hidden), 1.0f, rng));
+    add("model.embed_tokens.weight", {m.vocab, m.hidden},
+        normal(std::size_t(m.vocab) * std::size_t(m.hidden), 1.0f, rng));
     for (int l = 0; l < m.layers; ++l) {
         const std::string p = "model.layers." + std::to_string(l) + ".";
         const bool fragile = std::find(m.fragileLayers.begin(), m.fragileLayers.end(), l) != m.fragileLayers.end();
@@ -83,7 +93,8 @@ void writeSyntheticCheckpoint(const std::filesystem::path& dir, const SyntheticM
     }
     add("model.norm.weight", {m.hidden}, std::vector<float>(std::size_t(m.hidden), 1.0f));
     // A large lm_head makes the next-token distributions sharp enough for KL to separate methods.
-    std::vector<float> head = normal(std::size_t(m.vocab) * std::size_t(m.hidden), 3.0f / std::sqrt(float(m.hidden)), rng);
+    std::vector<float> head =
+        normal(std::size_t(m.vocab) * std::size_t(m.hidden), 3.0f / std::sqrt(float(m.hidden)), rng);
     add("lm_head.weight", {m.vocab, m.hidden}, head);
     writer.finish();
 }
@@ -94,7 +105,8 @@ std::vector<std::vector<model::TokenId>> syntheticTokens(int count, int length, 
     std::vector<std::vector<model::TokenId>> out(static_cast<std::size_t>(count));
     for (auto& s : out) {
         s.resize(std::size_t(length));
-        for (int t = 0; t < length; ++t) s[std::size_t(t)] = (t >= 4 && t % 3 == 0) ? s[std::size_t(t - 4)] : token(rng);
+        for (int t = 0; t < length; ++t)
+            s[std::size_t(t)] = (t >= 4 && t % 3 == 0) ? s[std::size_t(t - 4)] : token(rng);
     }
     return out;
 }

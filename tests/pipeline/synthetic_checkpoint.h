@@ -17,7 +17,7 @@ struct SyntheticModel {
     int heads = 4;
     int kvHeads = 2;
     int vocab = 96;
-    std::vector<int> outlierChannels;   // hidden channels scaled by outlierScale in every RMSNorm
+    std::vector<int> outlierChannels;  // hidden channels scaled by outlierScale in every RMSNorm
     float outlierScale = 8.0f;
     // Layers whose o_proj and down_proj write fragileScale times more into the residual stream, so
     // their quantization noise weighs more in the output than other layers' (a relative output error
@@ -25,7 +25,7 @@ struct SyntheticModel {
     std::vector<int> fragileLayers;
     float fragileScale = 6.0f;
     unsigned seed = 1;
-    io::DType dtype = io::DType::F32;   // how every tensor is stored (BF16 for a realistic checkpoint)
+    io::DType dtype = io::DType::F32;  // how every tensor is stored (BF16 for a realistic checkpoint)
     int maxPositions = 512;
     // experts > 0: a Mixtral (model_type "mixtral"): every layer's MLP is a router block_sparse_moe.gate
     // and `experts` SwiGLU experts w1 (gate), w3 (up), w2 (down) of `intermediate` width, top expertsPerToken.

@@ -1,7 +1,6 @@
 // Backend selection (no CUDA needed: a stand-in factory plays the device) and the CPU backend's
 // operations, which must be exactly the core/quant functions they name.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <array>
 #include <cmath>
@@ -10,6 +9,8 @@
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include <omp.h>
 
 #include "qs/error.h"
 #include "qs/pipeline/backend.h"
@@ -80,7 +81,7 @@ TEST_F(BackendSelectionTest, AutoPrefersTheDeviceAndCpuIgnoresIt) {
     int calls = 0;
     registerCudaBackendFactory([&calls](std::string&) {
         ++calls;
-        return makeCpuBackend();   // stands in for a device backend
+        return makeCpuBackend();  // stands in for a device backend
     });
     const BackendSelection automatic = selectBackend(DeviceChoice::Auto);
     EXPECT_EQ(calls, 1);
@@ -283,7 +284,8 @@ TEST(CpuBackendTest, DescribesItsThreads) {
     const auto cpu = makeCpuBackend();
     EXPECT_EQ(cpu->description().rfind("CPU (", 0), 0u);
     const int threads = omp_get_max_threads();
-    EXPECT_NE(cpu->description().find(std::to_string(threads) + (threads == 1 ? " thread)" : " threads)")), std::string::npos)
+    EXPECT_NE(cpu->description().find(std::to_string(threads) + (threads == 1 ? " thread)" : " threads)")),
+              std::string::npos)
         << cpu->description();
     EXPECT_GT(cpu->freeMemoryBytes(), 0);
 }
@@ -375,15 +377,15 @@ TEST(AwqFromGridErrorsTest, OutputErrorsComeFromTheGivenQuadraticForm) {
     const quant::AwqResult cpu = quant::quantizeAwqFromStats(weights, acc.meanAbs(), h, o);
     int calls = 0;
     // A device's form: here the CPU's, doubled, so that its use shows in the result.
-    const quant::AwqResult viaForm = quant::awqFromGridErrors(weights, acc.meanAbs(), h, cpu.gridError, o,
-                                                              [&](const MatrixF& d) {
-                                                                  ++calls;
-                                                                  return 2.0 * quant::hessianQuadratic(d, h);
-                                                              });
+    const quant::AwqResult viaForm =
+        quant::awqFromGridErrors(weights, acc.meanAbs(), h, cpu.gridError, o, [&](const MatrixF& d) {
+            ++calls;
+            return 2.0 * quant::hessianQuadratic(d, h);
+        });
     EXPECT_EQ(calls, 2) << "the error and its reference, once per weight";
     EXPECT_EQ(viaForm.linears[0].codes, cpu.linears[0].codes);
     EXPECT_DOUBLE_EQ(viaForm.linears[0].outputMse, 2.0 * cpu.linears[0].outputMse);
-    EXPECT_DOUBLE_EQ(viaForm.linears[0].outputError, cpu.linears[0].outputError);   // a ratio: the factor cancels
+    EXPECT_DOUBLE_EQ(viaForm.linears[0].outputError, cpu.linears[0].outputError);  // a ratio: the factor cancels
 }
 
 constexpr std::array<std::string_view, 3> kQkv{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};

@@ -13,6 +13,7 @@
 #include "qs/pipeline/checkpoint_eval.h"
 #include "qs/pipeline/decoded_weights.h"
 #include "qs/pipeline/job.h"
+
 #include "synthetic_checkpoint.h"
 
 using namespace qs;
@@ -73,7 +74,8 @@ TEST(DecodedWeights, DenseLayersMatchCheckpointWeights) {
 TEST(CheckpointEval, DemoAgainstItselfIsExactlyZero) {
     CheckpointEvalPlan plan{kDemo, kDemo, demoEvaluation(4, 128)};
     int reports = 0;
-    const CheckpointEvalResult r = evaluateCheckpoints(plan, [&](const Progress&) { ++reports; }, CancelToken{});
+    const CheckpointEvalResult r = evaluateCheckpoints(
+        plan, [&](const Progress&) { ++reports; }, CancelToken{});
     EXPECT_EQ(r.kl.count, 4u * 127u);
     EXPECT_EQ(r.kl.meanKld.value, 0.0);
     EXPECT_EQ(r.kl.kld.maximum, 0.0);
@@ -81,10 +83,10 @@ TEST(CheckpointEval, DemoAgainstItselfIsExactlyZero) {
     EXPECT_EQ(r.kl.pplRatio.value, 1.0);
     EXPECT_EQ(r.kl.sameTop.value, 1.0);
     EXPECT_EQ(r.kl.rmsDeltaP.value, 0.0);
-    EXPECT_GT(r.kl.pplBase.value, 1.0);   // the model was scored, not skipped
+    EXPECT_GT(r.kl.pplBase.value, 1.0);  // the model was scored, not skipped
     EXPECT_EQ(r.originalFormat, "dense");
     EXPECT_EQ(r.evaluationTokens, 4u * 128u);
-    EXPECT_GE(reports, 2 + 4);            // every layer and every scored sequence
+    EXPECT_GE(reports, 2 + 4);  // every layer and every scored sequence
 }
 
 TEST(CheckpointEval, EffectiveWeightsGiveTheJobsKl) {
@@ -110,7 +112,7 @@ TEST(CheckpointEval, EffectiveWeightsGiveTheJobsKl) {
         EXPECT_EQ(r.kl.sameTop.value, method.kl.sameTop.value);
         std::filesystem::remove_all(effective);
     }
-    EXPECT_GT(job.methods[1].kl.meanKld.value, job.methods[0].kl.meanKld.value);   // 2 bits hurt more
+    EXPECT_GT(job.methods[1].kl.meanKld.value, job.methods[0].kl.meanKld.value);  // 2 bits hurt more
     std::filesystem::remove_all(dir);
 }
 
@@ -128,7 +130,7 @@ TEST(CheckpointEval, DifferentModelsAreRefusedWithTheirDifferences) {
         const std::string what = e.what();
         EXPECT_NE(what.find("hidden_size 64 vs 32"), std::string::npos) << what;
         EXPECT_NE(what.find("vocab_size 96 vs 80"), std::string::npos) << what;
-        EXPECT_EQ(what.find("num_hidden_layers"), std::string::npos) << what;   // the same in both
+        EXPECT_EQ(what.find("num_hidden_layers"), std::string::npos) << what;  // the same in both
     }
     std::filesystem::remove_all(a);
     std::filesystem::remove_all(b);

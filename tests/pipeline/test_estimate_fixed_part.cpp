@@ -9,12 +9,13 @@
 #include <string>
 #include <vector>
 
-#include "job_comparison.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/model/model_config.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/resource_estimate.h"
+
+#include "job_comparison.h"
 
 using namespace qs;
 using namespace qs::pipeline;
@@ -44,7 +45,7 @@ WorkloadShape logitsBoundShape() {
 TEST(EstimateFixedPart, TheLmHeadsPagesCountWhileTheLogitsAreComputed) {
     WorkloadShape shape = logitsBoundShape();
     const std::uint64_t without = predictedJobBytes(shape);
-    shape.lmHeadFileBytes = 100000ull * 256 * 2;   // a BF16 head
+    shape.lmHeadFileBytes = 100000ull * 256 * 2;  // a BF16 head
     EXPECT_EQ(predictedJobBytes(shape) - without, shape.lmHeadFileBytes);
     // Brute force: two sequences' logits, one 8192-row block of the head in f32 and its product, the pages.
     const double seq = 512, vocab = 100000, h = 256;
@@ -72,13 +73,14 @@ TEST(EstimateFixedPart, UnderALimitThePeakIsAtLeastTheHighWaterMarkReached) {
         std::vector<char> touched(96u << 20);
         std::memset(touched.data(), 1, touched.size());
         ASSERT_EQ(touched[touched.size() / 2], 1);
-    }   // freed: malloc returns a block this large to the system
+    }  // freed: malloc returns a block this large to the system
     const std::uint64_t highWater = residentHighWaterBytes();
     JobPlan plan = planFor(checkpoint, "rtn4");
     const ResourceEstimate free = Job(plan).estimate();
     ASSERT_LT(free.peakBytes, highWater) << "the job's own peak is below the buffer's high-water mark";
     ASSERT_GT(free.availableBytes / 2, highWater);
-    plan.maxMemory = free.availableBytes / 2;   // a limit above everything here, below what is available however that moves
+    plan.maxMemory =
+        free.availableBytes / 2;  // a limit above everything here, below what is available however that moves
     const ResourceEstimate limited = Job(plan).estimate();
     EXPECT_TRUE(limited.limitedByMaxMemory);
     EXPECT_GE(limited.peakBytes, highWater);
@@ -90,23 +92,25 @@ TEST(EstimateFixedPart, ALimitBelowWhatTheProcessHoldsIsRefusedInOneLineNamingBo
     const fs::path checkpoint = fourLayerCheckpoint("below_fixed_model");
     const fs::path work = tempDir("below_fixed_work");
     JobPlan plan = planFor(checkpoint, "rtn4");
-    plan.workDir = work;   // spilling every stream would not help: the program alone is over the limit
+    plan.workDir = work;  // spilling every stream would not help: the program alone is over the limit
     plan.maxMemory = 1u << 20;
     const ResourceEstimate e = Job(plan).estimate();
     EXPECT_FALSE(e.fits());
-    EXPECT_EQ(e.belowFixedPart().rfind("--max-memory 1.00 MiB is below what the process holds before any work: ", 0), 0u)
+    EXPECT_EQ(e.belowFixedPart().rfind("--max-memory 1.00 MiB is below what the process holds before any work: ", 0),
+              0u)
         << e.belowFixedPart();
     try {
         (void)Job(plan).run({}, CancelToken{});
         FAIL() << "a plan below the fixed part ran";
     } catch (const Error& error) {
         const std::string message = error.what();
-        EXPECT_EQ(message.rfind("--max-memory 1.00 MiB is below what the process holds before any work: ", 0), 0u) << message;
+        EXPECT_EQ(message.rfind("--max-memory 1.00 MiB is below what the process holds before any work: ", 0), 0u)
+            << message;
         EXPECT_NE(message.find(" MiB resident"), std::string::npos) << message;
         EXPECT_EQ(message.find('\n'), std::string::npos);
     }
     EXPECT_FALSE(fs::exists(work)) << "refused before any work";
-    plan.maxMemory = 0;   // without a limit the same plan runs
+    plan.maxMemory = 0;  // without a limit the same plan runs
     EXPECT_TRUE(Job(plan).estimate().belowFixedPart().empty());
     fs::remove_all(checkpoint);
 }

@@ -6,9 +6,9 @@
 // shapes, its code kind) is skipped; the pairs that cannot agree (Expect below) say why.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <filesystem>
+
+#include <unistd.h>
 
 #include "qs/error.h"
 #include "qs/formats/linear_encoder.h"
@@ -46,7 +46,8 @@ enum class Expect {
 
 Expect expectationOf(const MethodResult& r, const std::string& format) {
     const bool intLayout = format == "gptq" || format == "gptq_v2" || format == "awq";
-    if (r.method.kind == MethodKind::Awq || ((r.method.kind == MethodKind::Rtn || r.method.kind == MethodKind::Gptq) && intLayout))
+    if (r.method.kind == MethodKind::Awq ||
+        ((r.method.kind == MethodKind::Rtn || r.method.kind == MethodKind::Gptq) && intLayout))
         return Expect::RoundedScales;
     if (r.method.kind == MethodKind::Fp8 && r.method.activations == quant::ActivationFormat::None &&
         (format == "ct-fp8-dynamic" || format == "ct-mixed"))
@@ -96,12 +97,12 @@ TEST(ExportKlIdentity, EveryLayoutEvaluatesToTheJobsKlBitForBit) {
                     break;
                 case Expect::AddedInputQuantization: EXPECT_GT(exported, 1.5 * job); break;
             }
-            std::printf("[ figures  ] %-10s as %-15s mean KLD: Job %.6g, export %.6g\n", r.method.name.c_str(), format.c_str(), job,
-                        exported);
+            std::printf("[ figures  ] %-10s as %-15s mean KLD: Job %.6g, export %.6g\n", r.method.name.c_str(),
+                        format.c_str(), job, exported);
             std::filesystem::remove_all(dir);
         }
     }
     std::filesystem::remove_all(root);
     std::printf("[ figures  ] %d method/layout pairs evaluated to the Job's KL bit for bit\n", checked);
-    EXPECT_GE(checked, 11);   // FP8, MXFP4, NVFP4 (two layouts), NF4, trellis and compressed-tensors' mixed layout
+    EXPECT_GE(checked, 11);  // FP8, MXFP4, NVFP4 (two layouts), NF4, trellis and compressed-tensors' mixed layout
 }

@@ -4,10 +4,10 @@
 // (scales folded into the norms and v/up rows) computes the same logits as the in-memory model.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstring>
 #include <fstream>
+
+#include <unistd.h>
 
 #include "qs/error.h"
 #include "qs/formats/detect.h"
@@ -55,12 +55,14 @@ nlohmann::json readJson(const std::filesystem::path& file) {
 }
 
 MatrixF withF16Scales(quant::QuantizedLinear q) {
-    for (Eigen::Index i = 0; i < q.scales.size(); ++i) q.scales.data()[i] = io::f16ToF32(io::f32ToF16(q.scales.data()[i]));
+    for (Eigen::Index i = 0; i < q.scales.size(); ++i)
+        q.scales.data()[i] = io::f16ToF32(io::f32ToF16(q.scales.data()[i]));
     return q.dequantize();
 }
 
 bool sameBits(const MatrixF& a, const MatrixF& b) {
-    return a.rows() == b.rows() && a.cols() == b.cols() && std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
+    return a.rows() == b.rows() && a.cols() == b.cols() &&
+           std::memcmp(a.data(), b.data(), sizeof(float) * a.size()) == 0;
 }
 
 std::string prefixOf(std::size_t layer, const std::string& module) {
@@ -81,7 +83,8 @@ void expectExported(const std::filesystem::path& dir, const MethodResult& result
         if (t.naming.role == io::TensorRole::Linear) continue;
         const auto a = source.tensor(t.info->name), b = exported.tensor(t.info->name);
         EXPECT_EQ(a.dtype(), b.dtype()) << t.info->name;
-        EXPECT_TRUE(a.bytes().size() == b.bytes().size() && std::memcmp(a.bytes().data(), b.bytes().data(), a.bytes().size()) == 0)
+        EXPECT_TRUE(a.bytes().size() == b.bytes().size() &&
+                    std::memcmp(a.bytes().data(), b.bytes().data(), a.bytes().size()) == 0)
             << t.info->name;
         ++copied;
     }
@@ -93,12 +96,14 @@ TEST(Exporter, Gptq4OnTheDemoReadsBackAsTheJobsWeights) {
     const auto dir = freshPath("gptq4");
     std::vector<Progress> reports;
     ExportRequest request{kDemo, dir, "", false, {{"calibration", "demo"}}};
-    EXPECT_EQ(exportCheckpoint(request, result, [&](const Progress& p) { reports.push_back(p); }, CancelToken{}), dir);
+    EXPECT_EQ(exportCheckpoint(
+                  request, result, [&](const Progress& p) { reports.push_back(p); }, CancelToken{}),
+              dir);
     expectExported(dir, result, [](const quant::QuantizedLinear& q) { return withF16Scales(q); });
 
     const auto config = readJson(dir / "config.json");
     EXPECT_EQ(config["quantization_config"]["quant_method"], "gptq");
-    EXPECT_EQ(config["quantization_config"]["checkpoint_format"], "gptq");   // symmetric: v1, the default
+    EXPECT_EQ(config["quantization_config"]["checkpoint_format"], "gptq");  // symmetric: v1, the default
     EXPECT_EQ(config["quantization_config"]["group_size"], 64);
     EXPECT_EQ(config["torch_dtype"], "bfloat16");
     EXPECT_EQ(config["architectures"][0], "Qwen3ForCausalLM");
@@ -142,7 +147,7 @@ TEST(Exporter, PerChannelFp8GoesToCompressedTensors) {
 }
 
 TEST(Exporter, RefusedExportWritesNothing) {
-    const auto result = quantizeDemo("rtn4", false);   // asymmetric: v1 refuses it
+    const auto result = quantizeDemo("rtn4", false);  // asymmetric: v1 refuses it
     const auto dir = freshPath("refused");
     try {
         exportCheckpoint({kDemo, dir, "gptq", false, {}}, result, {}, CancelToken{});
@@ -179,7 +184,8 @@ model::ModelWeights exportedWeights(const io::Checkpoint& ck, const model::Model
         l.postAttentionNorm = vec(p + "post_attention_layernorm.weight");
         l.qNorm = vec(p + "self_attn.q_norm.weight");
         l.kNorm = vec(p + "self_attn.k_norm.weight");
-        for (auto module : model::LayerWeights::kLinearModules) l.linear(module).weight = reader.decodeF32(p + std::string(module));
+        for (auto module : model::LayerWeights::kLinearModules)
+            l.linear(module).weight = reader.decodeF32(p + std::string(module));
         w.layers.push_back(std::move(l));
     }
     return w;
@@ -187,7 +193,7 @@ model::ModelWeights exportedWeights(const io::Checkpoint& ck, const model::Model
 
 TEST(Exporter, AwqFoldedExportGivesTheInMemoryLogits) {
     const auto result = quantizeDemo("awq4", true);
-    bool scaled = false;   // the search must have chosen scales somewhere, or the test shows nothing
+    bool scaled = false;  // the search must have chosen scales somewhere, or the test shows nothing
     for (const auto& layer : result.layers)
         for (const auto& [module, q] : layer)
             for (float s : q->inputScales) scaled = scaled || s != 1.0f;
@@ -240,7 +246,8 @@ MethodResult mixedDemo(const std::string& base, const std::string& other) {
     mix.name = "mixed";
     mix.layers.resize(2);
     for (int l = 0; l < 2; ++l)
-        for (auto module : model::LayerWeights::kLinearModules) mix.layers[std::size_t(l)].emplace(module, parseMethod(base, 64));
+        for (auto module : model::LayerWeights::kLinearModules)
+            mix.layers[std::size_t(l)].emplace(module, parseMethod(base, 64));
     mix.layers[1].at("mlp.gate_proj") = mix.layers[1].at("mlp.up_proj") = parseMethod(other, 64);
     mix.layers[0].erase("mlp.down_proj");
     JobPlan plan;
@@ -278,10 +285,11 @@ TEST(Exporter, AMixOfGptqBitsIsGptqWithDynamicOverrides) {
     expectExported(dir, result, [](const quant::QuantizedLinear& q) { return withF16Scales(q); });
     const auto config = readJson(dir / "config.json")["quantization_config"];
     EXPECT_EQ(config["bits"], 4);
-    const nlohmann::json expected = {
-        {"+:^model\\.layers\\.1\\.mlp\\.(gate_proj|gate_up_proj)$", {{"bits", 8}, {"group_size", 64}, {"desc_act", false}, {"sym", true}}},
-        {"+:^model\\.layers\\.1\\.mlp\\.(up_proj|gate_up_proj)$", {{"bits", 8}, {"group_size", 64}, {"desc_act", false}, {"sym", true}}},
-        {"-:^model\\.layers\\.0\\.mlp\\.down_proj$", nlohmann::json::object()}};
+    const nlohmann::json expected = {{"+:^model\\.layers\\.1\\.mlp\\.(gate_proj|gate_up_proj)$",
+                                      {{"bits", 8}, {"group_size", 64}, {"desc_act", false}, {"sym", true}}},
+                                     {"+:^model\\.layers\\.1\\.mlp\\.(up_proj|gate_up_proj)$",
+                                      {{"bits", 8}, {"group_size", 64}, {"desc_act", false}, {"sym", true}}},
+                                     {"-:^model\\.layers\\.0\\.mlp\\.down_proj$", nlohmann::json::object()}};
     EXPECT_EQ(config["dynamic"], expected) << config.dump(1);
     EXPECT_EQ(readJson(dir / "quantize_config.json")["dynamic"], expected);
     const auto exported = io::Checkpoint::open(dir);
@@ -308,18 +316,21 @@ TEST(Exporter, AMixReadsBackFromCtMixedBitForBit) {
     EXPECT_FALSE(reader.decode("model.layers.0.mlp.down_proj").quantized);
     const auto config = readJson(dir / "config.json")["quantization_config"];
     EXPECT_EQ(config["format"], "mixed-precision");
-    EXPECT_EQ(config["config_groups"]["group_1"]["targets"], nlohmann::json({"model.layers.1.mlp.gate_proj", "model.layers.1.mlp.up_proj"}));
-    EXPECT_NE(config["ignore"].dump().find("model.layers.0.mlp.down_proj"), std::string::npos) << config["ignore"].dump();
+    EXPECT_EQ(config["config_groups"]["group_1"]["targets"],
+              nlohmann::json({"model.layers.1.mlp.gate_proj", "model.layers.1.mlp.up_proj"}));
+    EXPECT_NE(config["ignore"].dump().find("model.layers.0.mlp.down_proj"), std::string::npos)
+        << config["ignore"].dump();
     std::filesystem::remove_all(dir);
 }
 
 TEST(Exporter, AMixAFormatCannotExpressIsRefusedNamingTheModule) {
     // GPTQ holds integer grids only.
     const auto nvfp4 = mixedDemo("gptq4-sym", "nvfp4");
-    EXPECT_NE(exportRefusal(nvfp4, "gptq").find("model.layers.1.mlp.gate_proj"), std::string::npos) << exportRefusal(nvfp4, "gptq");
+    EXPECT_NE(exportRefusal(nvfp4, "gptq").find("model.layers.1.mlp.gate_proj"), std::string::npos)
+        << exportRefusal(nvfp4, "gptq");
     // Shards of one fused linear quantized differently: `dynamic` keyed for vLLM's gate_up_proj cannot say it.
     MethodResult split = mixedDemo("gptq4-sym", "gptq8-sym");
-    split.layers[1].at("mlp.up_proj") = split.layers[0].at("mlp.up_proj");   // 4-bit beside an 8-bit gate_proj
+    split.layers[1].at("mlp.up_proj") = split.layers[0].at("mlp.up_proj");  // 4-bit beside an 8-bit gate_proj
     const std::string why = exportRefusal(split, "gptq");
     EXPECT_NE(why.find("model.layers.1.mlp.up_proj"), std::string::npos) << why;
     EXPECT_NE(why.find("gate_up_proj"), std::string::npos) << why;
@@ -335,11 +346,14 @@ TEST(Exporter, AMixsRefusalIsKnownBeforeExporting) {
     EXPECT_EQ(exportRefusal(split, formats::encoderNamed("gptq")), "");
     EXPECT_EQ(exportRefusal(nvfp4, formats::encoderNamed("ct-mixed")), "");
     split.layers[1].at("mlp.up_proj") = split.layers[0].at("mlp.up_proj");
-    for (const auto& [result, format] : {std::pair<const MethodResult*, const char*>{&nvfp4, "gptq"}, {&split, "gptq"}, {&nvfp4, "fp8"}}) {
+    for (const auto& [result, format] :
+         {std::pair<const MethodResult*, const char*>{&nvfp4, "gptq"}, {&split, "gptq"}, {&nvfp4, "fp8"}}) {
         const std::string thrown = exportRefusal(*result, std::string(format));
         ASSERT_FALSE(thrown.empty()) << format;
         const std::string asked = exportRefusal(*result, formats::encoderNamed(format));
-        EXPECT_TRUE(asked == thrown || asked == "cannot export as " + std::string(format) + ": " + thrown) << asked << "\n" << thrown;
+        EXPECT_TRUE(asked == thrown || asked == "cannot export as " + std::string(format) + ": " + thrown)
+            << asked << "\n"
+            << thrown;
         EXPECT_EQ(asked.find('\n'), std::string::npos);
     }
 }

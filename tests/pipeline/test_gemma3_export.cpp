@@ -5,14 +5,15 @@
 // config.json keeps text_config with quantization_config at the top, where vLLM's gemma3_mm reads it.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstring>
 #include <fstream>
+
+#include <unistd.h>
 
 #include "qs/error.h"
 #include "qs/formats/detect.h"
 #include "qs/io/checkpoint.h"
+#include "qs/io/gguf_file.h"
 #include "qs/io/tensor_name.h"
 #include "qs/model/model_config.h"
 #include "qs/model/tokenizer.h"
@@ -22,8 +23,8 @@
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/gguf_export.h"
 #include "qs/pipeline/gguf_result_export.h"
-#include "qs/io/gguf_file.h"
 #include "qs/pipeline/job.h"
+
 #include "tiny_checkpoint_job.h"
 
 using namespace qs;
@@ -40,7 +41,7 @@ std::string dump(const nlohmann::json& j) { return j.dump(); }
 struct Case {
     const char* method;
     const char* format;
-    float tolerance;   // of the largest logit: F16 scales (GPTQ, AWQ) and AWQ's norms folded in F32
+    float tolerance;  // of the largest logit: F16 scales (GPTQ, AWQ) and AWQ's norms folded in F32
 };
 
 }  // namespace
@@ -53,7 +54,8 @@ TEST(Gemma3Export, EveryFormatReadsBackAsTheJobsModelAndKeepsTheVisionTower) {
                           Case{"nvfp4", "ct-nvfp4", 1e-4f}}) {
         SCOPED_TRACE(c.method);
         const MethodResult result = test::quantizeTiny(kVlm, c.method);
-        const fs::path dir = fs::temp_directory_path() / ("qs_gemma3_" + std::string(c.format) + "_" + std::to_string(::getpid()));
+        const fs::path dir =
+            fs::temp_directory_path() / ("qs_gemma3_" + std::string(c.format) + "_" + std::to_string(::getpid()));
         fs::remove_all(dir);
         exportCheckpoint({kVlm, dir, c.format, false, {}}, result, {}, CancelToken{});
         const io::Checkpoint exported = io::Checkpoint::open(dir);
@@ -65,11 +67,12 @@ TEST(Gemma3Export, EveryFormatReadsBackAsTheJobsModelAndKeepsTheVisionTower) {
             ++tower;
             EXPECT_TRUE(test::sameBytes(source.tensor(t.info->name), exported.tensor(t.info->name))) << t.info->name;
         }
-        EXPECT_EQ(tower, 17);   // 15 vision tower tensors, 2 of the projector
+        EXPECT_EQ(tower, 17);  // 15 vision tower tensors, 2 of the projector
         const nlohmann::json written = exported.config();
         EXPECT_EQ(written.at("model_type"), "gemma3");
         EXPECT_EQ(written.at("text_config"), source.config().at("text_config"));
-        EXPECT_NE(dump(written.at("quantization_config")).find("vision_tower"), std::string::npos);   // GPTQ's as a regex
+        EXPECT_NE(dump(written.at("quantization_config")).find("vision_tower"),
+                  std::string::npos);  // GPTQ's as a regex
         // No text-tower linear is left out of the quantized set.
         EXPECT_EQ(dump(written.at("quantization_config")).find("language_model"), std::string::npos);
 
@@ -118,12 +121,13 @@ TEST(Gemma3Export, GgufStoresTheNormsAsLlamaCppMultipliesAndReadsThemBackAsW) {
     EXPECT_EQ(g.metadata().number("gemma3.rope.freq_base"), 1e6);
     EXPECT_EQ(g.metadata().number("gemma3.rope.freq_base_swa"), 1e4);
     const auto stored = [&](const std::string& name) { return g.view(*g.find(name)).toF32(); };
-    for (const auto& [ggufName, hf] : {std::pair<std::string, std::string>{"blk.2.attn_norm.weight", "model.layers.2.input_layernorm.weight"},
-                                       {"blk.2.post_attention_norm.weight", "model.layers.2.post_attention_layernorm.weight"},
-                                       {"blk.2.ffn_norm.weight", "model.layers.2.pre_feedforward_layernorm.weight"},
-                                       {"blk.2.post_ffw_norm.weight", "model.layers.2.post_feedforward_layernorm.weight"},
-                                       {"blk.2.attn_q_norm.weight", "model.layers.2.self_attn.q_norm.weight"},
-                                       {"output_norm.weight", "model.norm.weight"}}) {
+    for (const auto& [ggufName, hf] :
+         {std::pair<std::string, std::string>{"blk.2.attn_norm.weight", "model.layers.2.input_layernorm.weight"},
+          {"blk.2.post_attention_norm.weight", "model.layers.2.post_attention_layernorm.weight"},
+          {"blk.2.ffn_norm.weight", "model.layers.2.pre_feedforward_layernorm.weight"},
+          {"blk.2.post_ffw_norm.weight", "model.layers.2.post_feedforward_layernorm.weight"},
+          {"blk.2.attn_q_norm.weight", "model.layers.2.self_attn.q_norm.weight"},
+          {"output_norm.weight", "model.norm.weight"}}) {
         SCOPED_TRACE(ggufName);
         const auto w = source.tensor(hf).toF32(), s = stored(ggufName);
         ASSERT_EQ(w.size(), s.size());
@@ -133,7 +137,7 @@ TEST(Gemma3Export, GgufStoresTheNormsAsLlamaCppMultipliesAndReadsThemBackAsW) {
             EXPECT_EQ(read[i], s[i] - 1.0f);
         }
     }
-    EXPECT_EQ(g.find("output.weight"), nullptr);   // tied: llama.cpp uses token_embd
+    EXPECT_EQ(g.find("output.weight"), nullptr);  // tied: llama.cpp uses token_embd
     EXPECT_EQ(model::ModelConfig::fromCheckpoint(gguf).arch.normOffset, 1.0f);
     fs::remove(file);
 }

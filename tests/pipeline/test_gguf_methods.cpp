@@ -12,7 +12,6 @@
 #include <filesystem>
 #include <map>
 
-#include "io_test_util.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/gguf_file.h"
@@ -25,6 +24,8 @@
 #include "qs/pipeline/job.h"
 #include "qs/quant/ggml_encode.h"
 #include "qs/quant/ggml_linear.h"
+
+#include "io_test_util.h"
 
 using namespace qs;
 using namespace qs::pipeline;
@@ -59,7 +60,9 @@ std::map<std::string, T> typesOf(const std::string& method, const model::ModelCo
     return out;
 }
 
-std::string blk(int layer, const std::string& tensor) { return "blk." + std::to_string(layer) + "." + tensor + ".weight"; }
+std::string blk(int layer, const std::string& tensor) {
+    return "blk." + std::to_string(layer) + "." + tensor + ".weight";
+}
 
 model::ModelConfig demoConfig() { return model::ModelConfig::fromCheckpoint(io::Checkpoint::open(kDemo)); }
 
@@ -75,7 +78,7 @@ TEST(GgufMethods, NamesAreLlamaQuantizesWithItsAliases) {
     EXPECT_EQ(q.ggufFileType, 15);
     EXPECT_EQ(q.name, "q4_k_m");
     EXPECT_EQ(q.label(), "GGUF Q4_K_M");
-    EXPECT_EQ(parseMethod("q4_k").ggufFileType, 15);   // llama-quantize: "alias for Q4_K_M"
+    EXPECT_EQ(parseMethod("q4_k").ggufFileType, 15);  // llama-quantize: "alias for Q4_K_M"
     EXPECT_EQ(parseMethod("q5_k").ggufFileType, 17);
     EXPECT_EQ(parseMethod("q6_k").ggufFileType, 18);
     EXPECT_EQ(parseMethod("q8_0").ggufFileType, 7);
@@ -96,13 +99,14 @@ TEST(GgufMethods, Q4KMOnLlama8BShapesGivesHalfOfAttnVAndFfnDownQ6K) {
         const bool more = i < 4 || i >= 28 || (i - 4) % 3 == 2;
         EXPECT_EQ(types.at(blk(i, "attn_v")), more ? T::Q6_K : T::Q4_K) << i;
         EXPECT_EQ(types.at(blk(i, "ffn_down")), more ? T::Q6_K : T::Q4_K) << i;
-        for (const char* other : {"attn_q", "attn_k", "attn_output", "ffn_gate", "ffn_up"}) EXPECT_EQ(types.at(blk(i, other)), T::Q4_K);
+        for (const char* other : {"attn_q", "attn_k", "attn_output", "ffn_gate", "ffn_up"})
+            EXPECT_EQ(types.at(blk(i, other)), T::Q4_K);
         EXPECT_EQ(types.at("blk." + std::to_string(i) + ".attn_norm.weight"), T::F32);
         q6 += more;
     }
     EXPECT_EQ(q6, 16);
     EXPECT_EQ(types.at("output.weight"), T::Q6_K);
-    EXPECT_EQ(types.at("token_embd.weight"), T::Q4_K);   // untied: the base type
+    EXPECT_EQ(types.at("token_embd.weight"), T::Q4_K);  // untied: the base type
     EXPECT_EQ(types.at("output_norm.weight"), T::F32);
 }
 
@@ -110,12 +114,12 @@ TEST(GgufMethods, OtherMixesAndTheFallbacksOfRowsThatAreNotWholeBlocks) {
     const auto q3 = typesOf("q3_k_m", llama8B());
     EXPECT_EQ(q3.at(blk(0, "attn_v")), T::Q5_K);
     EXPECT_EQ(q3.at(blk(2, "attn_v")), T::Q4_K);
-    EXPECT_EQ(q3.at(blk(1, "ffn_down")), T::Q5_K);   // i < 32/16
+    EXPECT_EQ(q3.at(blk(1, "ffn_down")), T::Q5_K);  // i < 32/16
     EXPECT_EQ(q3.at(blk(2, "ffn_down")), T::Q4_K);
     EXPECT_EQ(q3.at(blk(5, "attn_output")), T::Q4_K);
     EXPECT_EQ(q3.at(blk(5, "attn_q")), T::Q3_K);
     const auto q2 = typesOf("q2_k", llama8B());
-    EXPECT_EQ(q2.at(blk(0, "attn_v")), T::Q4_K);      // n_gqa = 4
+    EXPECT_EQ(q2.at(blk(0, "attn_v")), T::Q4_K);  // n_gqa = 4
     EXPECT_EQ(q2.at(blk(0, "ffn_down")), T::Q3_K);
     EXPECT_EQ(q2.at(blk(0, "ffn_up")), T::Q2_K);
     // Q4_0 with an imatrix keeps the first eighth of ffn_down in Q4_1, as llama.cpp does.
@@ -128,7 +132,7 @@ TEST(GgufMethods, OtherMixesAndTheFallbacksOfRowsThatAreNotWholeBlocks) {
     const auto s = typesOf("q4_k_m", small);
     EXPECT_EQ(s.at(blk(0, "ffn_down")), T::F16);
     EXPECT_EQ(s.at(blk(1, "attn_q")), T::Q5_0);
-    EXPECT_EQ(s.at("token_embd.weight"), T::Q8_0);   // tied: the output's rule, 64 % 256 != 0
+    EXPECT_EQ(s.at("token_embd.weight"), T::Q8_0);  // tied: the output's rule, 64 % 256 != 0
     EXPECT_EQ(s.count("output.weight"), 0u);
     EXPECT_EQ(typesOf("q8_0", small).at(blk(0, "ffn_down")), T::F16);
 }
@@ -136,10 +140,11 @@ TEST(GgufMethods, OtherMixesAndTheFallbacksOfRowsThatAreNotWholeBlocks) {
 TEST(GgufMethods, AGgmlLinearHoldsTheBlocksAndDecodesThem) {
     MatrixF w(3, 256);
     for (Eigen::Index r = 0; r < w.rows(); ++r)
-        for (Eigen::Index c = 0; c < w.cols(); ++c) w(r, c) = std::sin(0.37f * float(r * 256 + c)) * (1.0f + float(c % 7));
+        for (Eigen::Index c = 0; c < w.cols(); ++c)
+            w(r, c) = std::sin(0.37f * float(r * 256 + c)) * (1.0f + float(c % 7));
     const quant::QuantizedLinear q = quant::quantizeGgml(w, T::Q4_K);
     EXPECT_EQ(q.codeKind, quant::CodeKind::GgmlBlocks);
-    EXPECT_EQ(q.blocks.size(), 3u * 144u);   // one 144-byte Q4_K block per row
+    EXPECT_EQ(q.blocks.size(), 3u * 144u);  // one 144-byte Q4_K block per row
     EXPECT_DOUBLE_EQ(q.bitsPerWeight(), 4.5);
     std::vector<std::uint8_t> direct(q.blocks.size());
     quant::ggmlEncodeRows(T::Q4_K, w.data(), direct.data(), 3, 256);
@@ -156,7 +161,8 @@ TEST(GgufMethods, AGgmlLinearHoldsTheBlocksAndDecodesThem) {
     const quant::QuantizedLinear weighted = quant::quantizeGgml(w, T::Q4_K, importance);
     EXPECT_NE(weighted.blocks, q.blocks);
     EXPECT_EQ(weighted.inputSumSquares, importance.sumSquares);
-    EXPECT_THAT([&] { quant::quantizeGgml(MatrixF::Zero(2, 100), T::Q4_K); }, testing::ThrowsMessage<Error>(HasSubstr("whole blocks")));
+    EXPECT_THAT([&] { quant::quantizeGgml(MatrixF::Zero(2, 100), T::Q4_K); },
+                testing::ThrowsMessage<Error>(HasSubstr("whole blocks")));
 }
 
 TEST(GgufMethods, DemoJobResultWrittenAsGgufIsTheMeasuredBytesAndEvaluatesToTheSameKl) {
@@ -182,11 +188,12 @@ TEST(GgufMethods, DemoJobResultWrittenAsGgufIsTheMeasuredBytesAndEvaluatesToTheS
     // Bits over the linears, weighted by size: per layer q, o 256x256, k, v 128x256, gate, up, down 256x768.
     const double all = 2.0 * (2 * 65536 + 2 * 32768 + 3 * 196608), q6 = 32768.0 + 196608.0;
     EXPECT_NEAR(q4.bitsPerWeight, (4.5 * (all - q6) + 6.5625 * q6) / all, 1e-9);
-    EXPECT_GT(q4.kl.meanKld.value, result.methods[1].kl.meanKld.value);   // Q8_0 is closer
+    EXPECT_GT(q4.kl.meanKld.value, result.methods[1].kl.meanKld.value);  // Q8_0 is closer
     EXPECT_GT(result.methods[1].kl.meanKld.value, 0.0);
 
     for (const MethodResult& r : result.methods) {
-        const fs::path file = writeGgufResult(io::Checkpoint::open(kDemo), r, dir.path() / (r.method.name + ".gguf"), {}, {}, CancelToken{});
+        const fs::path file = writeGgufResult(io::Checkpoint::open(kDemo), r, dir.path() / (r.method.name + ".gguf"),
+                                              {}, {}, CancelToken{});
         const io::GgufFile gguf = io::GgufFile::open(file);
         EXPECT_EQ(gguf.metadata().integer("general.file_type"), r.method.ggufFileType);
         const auto* down = gguf.find("blk.1.ffn_down.weight");
@@ -202,7 +209,8 @@ TEST(GgufMethods, DemoJobResultWrittenAsGgufIsTheMeasuredBytesAndEvaluatesToTheS
     }
 
     // The imatrix: per linear, Σx² and the token count the blocks were encoded with.
-    const fs::path imatrix = writeImatrix(q4, demoConfig(), dir.path() / "demo.imatrix.gguf", {{"calibration.txt"}, 4, 128});
+    const fs::path imatrix =
+        writeImatrix(q4, demoConfig(), dir.path() / "demo.imatrix.gguf", {{"calibration.txt"}, 4, 128});
     const io::GgufFile im = io::GgufFile::open(imatrix);
     ASSERT_NE(im.metadata().string("general.type"), nullptr);
     EXPECT_EQ(*im.metadata().string("general.type"), "imatrix");
@@ -213,5 +221,6 @@ TEST(GgufMethods, DemoJobResultWrittenAsGgufIsTheMeasuredBytesAndEvaluatesToTheS
     const std::vector<float> values = im.view(*sums).toF32();
     EXPECT_EQ(values, q4.layers[0].at("self_attn.q_proj")->inputSumSquares);
     EXPECT_EQ(im.view(*im.find("blk.0.attn_q.weight.counts")).toF32(), std::vector<float>{512.0f});
-    EXPECT_THAT([&] { writeImatrix(q4, demoConfig(), imatrix, {}); }, testing::ThrowsMessage<Error>(HasSubstr("exists")));
+    EXPECT_THAT([&] { writeImatrix(q4, demoConfig(), imatrix, {}); },
+                testing::ThrowsMessage<Error>(HasSubstr("exists")));
 }

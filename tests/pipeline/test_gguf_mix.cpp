@@ -3,8 +3,8 @@
 // the proof on the demo (at q4_K's bits the group-kl allocation measures no worse than uniform q4_K),
 // and the file: every linear in its allocated type, decoding to the Job's values bit for bit; rules
 // (q8_0 override, dense ignore) reach it; a method a GGUF cannot hold is refused naming the module.
-#include <gtest/gtest.h>
 #include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include <cstring>
 #include <filesystem>
@@ -12,7 +12,6 @@
 #include <random>
 #include <string>
 
-#include "io_test_util.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/gguf_file.h"
@@ -27,6 +26,8 @@
 #include "qs/pipeline/mixed_precision_measure.h"
 #include "qs/pipeline/mixed_precision_report.h"
 #include "qs/pipeline/mixed_precision_rules.h"
+
+#include "io_test_util.h"
 
 using namespace qs;
 using namespace qs::pipeline;
@@ -98,7 +99,7 @@ TEST(GgufMix, GgmlTypeNamesAreSingleTypesInAMixAndFileTypesAsAMethod) {
     const MethodSpec q4 = parseMixMethod("Q4_K");
     ASSERT_TRUE(q4.ggmlType.has_value());
     EXPECT_EQ(*q4.ggmlType, T::Q4_K);
-    EXPECT_EQ(q4.name, "q4_K");   // ggml's spelling, whatever the case typed
+    EXPECT_EQ(q4.name, "q4_K");  // ggml's spelling, whatever the case typed
     EXPECT_TRUE(q4.gguf());
     EXPECT_FALSE(q4.ggufFileMix());
     EXPECT_FALSE(q4.needsCalibration());
@@ -111,7 +112,7 @@ TEST(GgufMix, GgmlTypeNamesAreSingleTypesInAMixAndFileTypesAsAMethod) {
     EXPECT_EQ(parseMixMethod("nvfp4").kind, MethodKind::Nvfp4);
     EXPECT_EQ(parseMixMethod("mxfp4").kind, MethodKind::Mxfp4);
     EXPECT_EQ(parseMixMethod("gptq4").kind, MethodKind::Gptq);
-    EXPECT_TRUE(parseMixMethod("f16").ggufFileMix());   // the F16 file type, which a mix refuses like q4_k_m
+    EXPECT_TRUE(parseMixMethod("f16").ggufFileMix());  // the F16 file type, which a mix refuses like q4_k_m
     const auto list = parseMixMethodList("q3_K,q4_K,gptq8");
     ASSERT_EQ(list.size(), 3u);
     EXPECT_EQ(*list[0].ggmlType, T::Q3_K);
@@ -122,7 +123,8 @@ TEST(GgufMix, GgmlTypeNamesAreSingleTypesInAMixAndFileTypesAsAMethod) {
 TEST(GgufMix, BitsPerWeightAreGgmlsOwnWithLlamaQuantizesFallback) {
     const MatrixF w = randomWeight(4, 512, 1);
     const std::vector<std::pair<std::string, double>> expected = {
-        {"q3_K", 110.0 * 8 / 256}, {"q4_K", 4.5}, {"q5_K", 5.5}, {"q6_K", 6.5625}, {"q8_0", 8.5}, {"iq4_xs", 4.25}, {"q4_0", 4.5}};
+        {"q3_K", 110.0 * 8 / 256}, {"q4_K", 4.5}, {"q5_K", 5.5}, {"q6_K", 6.5625}, {"q8_0", 8.5},
+        {"iq4_xs", 4.25},          {"q4_0", 4.5}};
     for (const auto& [name, bits] : expected) {
         const quant::QuantizedLinear q = quantizeLinear(parseMixMethod(name), w, nullptr, 0.0, 0);
         EXPECT_EQ(q.codeKind, quant::CodeKind::GgmlBlocks) << name;
@@ -149,14 +151,15 @@ TEST(GgufMix, ASingleTypeIsImportanceWeightedAsTheGgufMethodsAre) {
         for (const auto& [module, theirs] : r.methods[0].layers[l]) {
             const auto& mine = *r.methods[1].layers[l].at(module);
             EXPECT_EQ(mine.ggmlType, T::Q4_K) << module;
-            EXPECT_GT(mine.inputCount, 0) << module;   // the importance went in
-            if (theirs->ggmlType != T::Q4_K) continue;   // q4_k_m's attn_v / ffn_down in Q6_K
+            EXPECT_GT(mine.inputCount, 0) << module;    // the importance went in
+            if (theirs->ggmlType != T::Q4_K) continue;  // q4_k_m's attn_v / ffn_down in Q6_K
             EXPECT_EQ(mine.blocks, theirs->blocks) << l << " " << module;
             ++compared;
         }
     EXPECT_GE(compared, 10);
     const quant::QuantizedLinear& first = *r.methods[1].layers[0].at("self_attn.q_proj");
-    const quant::QuantizedLinear plain = quantizeLinear(parseMixMethod("q4_K"), demoLayer(0).linear("self_attn.q_proj").weight, nullptr, 0.0, 0);
+    const quant::QuantizedLinear plain =
+        quantizeLinear(parseMixMethod("q4_K"), demoLayer(0).linear("self_attn.q_proj").weight, nullptr, 0.0, 0);
     EXPECT_NE(first.blocks, plain.blocks);
 }
 
@@ -175,27 +178,31 @@ TEST(GgufMix, AtQ4KsBitsTheAllocationMeasuresNoWorseAndItsGgufHoldsTheAllocatedT
     const MethodResult mixed = Job(plan).run({}, CancelToken{}).methods.front();
     ASSERT_TRUE(mixed.error.empty()) << mixed.error;
     const double kl = mixed.kl.meanKld.value;
-    std::cout << "demo at q4_K's 4.5 bpw (group-kl): " << allocationSummary(table, allocation) << " at " << mixed.bitsPerWeight
-              << " bpw; predicted " << allocation.predictedKl << ", measured " << kl << "; uniform q3_K " << table.uniformKl[0] << ", q4_K "
-              << table.uniformKl[1] << ", q5_K " << table.uniformKl[2] << ", q6_K " << table.uniformKl[3] << "\n";
+    std::cout << "demo at q4_K's 4.5 bpw (group-kl): " << allocationSummary(table, allocation) << " at "
+              << mixed.bitsPerWeight << " bpw; predicted " << allocation.predictedKl << ", measured " << kl
+              << "; uniform q3_K " << table.uniformKl[0] << ", q4_K " << table.uniformKl[1] << ", q5_K "
+              << table.uniformKl[2] << ", q6_K " << table.uniformKl[3] << "\n";
     EXPECT_LE(mixed.bitsPerWeight, 4.5 + 1e-9);
     EXPECT_LE(kl, table.uniformKl[1]);
     EXPECT_LE(kl, std::min(table.uniformKl[0], table.uniformKl[1]));
 
     const TempDir dir;
-    const fs::path file = writeGgufMixResult(io::Checkpoint::open(kDemo), mixed, dir.path() / "mix.gguf", {}, {}, CancelToken{});
+    const fs::path file =
+        writeGgufMixResult(io::Checkpoint::open(kDemo), mixed, dir.path() / "mix.gguf", {}, {}, CancelToken{});
     const io::GgufFile gguf = io::GgufFile::open(file);
     int linears = 0;
     for (std::size_t g = 0; g < table.groups.size(); ++g)
         for (const auto& module : table.groups[g].modules) {
             const int layer = table.groups[g].layer;
             const Stored s = stored(gguf, layer, module);
-            EXPECT_EQ(s.type, *table.candidates[std::size_t(allocation.choice[g])].ggmlType) << moduleName(layer, module);
-            EXPECT_TRUE(sameBits(s.values, decoded(*mixed.layers[std::size_t(layer)].at(module)))) << moduleName(layer, module);
+            EXPECT_EQ(s.type, *table.candidates[std::size_t(allocation.choice[g])].ggmlType)
+                << moduleName(layer, module);
+            EXPECT_TRUE(sameBits(s.values, decoded(*mixed.layers[std::size_t(layer)].at(module))))
+                << moduleName(layer, module);
             ++linears;
         }
     EXPECT_EQ(linears, 14);
-    EXPECT_EQ(*gguf.find("token_embd.weight")->ggmlType, T::F16);   // tied: token_embd serves as output
+    EXPECT_EQ(*gguf.find("token_embd.weight")->ggmlType, T::F16);  // tied: token_embd serves as output
     EXPECT_EQ(*gguf.find("blk.0.attn_norm.weight")->ggmlType, T::F32);
     EXPECT_EQ(*gguf.find("blk.1.attn_k_norm.weight")->ggmlType, T::F32);
     EXPECT_EQ(*gguf.metadata().find("quantize.imatrix.entries_count")->asUnsigned(), 14u);
@@ -214,7 +221,8 @@ TEST(GgufMix, RulesReachTheFileAndMethodsAGgufCannotHoldAreRefusedNamingTheModul
     ASSERT_TRUE(mixed.error.empty()) << mixed.error;
     const TempDir dir;
     const io::Checkpoint demo = io::Checkpoint::open(kDemo);
-    const io::GgufFile gguf = io::GgufFile::open(writeGgufMixResult(demo, mixed, dir.path() / "rules.gguf", {}, {}, CancelToken{}));
+    const io::GgufFile gguf =
+        io::GgufFile::open(writeGgufMixResult(demo, mixed, dir.path() / "rules.gguf", {}, {}, CancelToken{}));
     for (const auto module : model::LayerWeights::kLinearModules) {
         EXPECT_EQ(stored(gguf, 0, std::string(module)).type, T::Q8_0) << module;
         EXPECT_EQ(stored(gguf, 1, std::string(module)).type, module == "mlp.down_proj" ? T::F16 : T::Q4_K) << module;
@@ -222,7 +230,8 @@ TEST(GgufMix, RulesReachTheFileAndMethodsAGgufCannotHoldAreRefusedNamingTheModul
     // The ignored linear holds the checkpoint's weight rounded to half precision (Eigen's rounding).
     const MatrixF original = demoLayer(1).linear("mlp.down_proj").weight;
     std::vector<float> half(std::size_t(original.size()));
-    for (Eigen::Index i = 0; i < original.size(); ++i) half[std::size_t(i)] = static_cast<float>(Eigen::half(original.data()[i]));
+    for (Eigen::Index i = 0; i < original.size(); ++i)
+        half[std::size_t(i)] = static_cast<float>(Eigen::half(original.data()[i]));
     EXPECT_TRUE(sameBits(stored(gguf, 1, "mlp.down_proj").values, half));
 
     ModuleRules withRtn;
@@ -236,5 +245,6 @@ TEST(GgufMix, RulesReachTheFileAndMethodsAGgufCannotHoldAreRefusedNamingTheModul
     EXPECT_FALSE(fs::exists(refused));
 
     plan.mixed = {applyRules(parseMixMethod("q4_k_m"), {}, 2, "q4_k_m per linear")};
-    EXPECT_THAT(refusal([&] { (void)Job(plan); }), HasSubstr("model.layers.0.mlp.down_proj: GGUF Q4_K_M (q4_k_m) chooses for a whole layer"));
+    EXPECT_THAT(refusal([&] { (void)Job(plan); }),
+                HasSubstr("model.layers.0.mlp.down_proj: GGUF Q4_K_M (q4_k_m) chooses for a whole layer"));
 }

@@ -13,8 +13,6 @@
 #include <functional>
 #include <numeric>
 
-#include "io_test_util.h"
-#include "same_model_config.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/gguf_file.h"
@@ -23,6 +21,9 @@
 #include "qs/model/transformer.h"
 #include "qs/pipeline/dense_export.h"
 #include "qs/pipeline/gguf_export.h"
+
+#include "io_test_util.h"
+#include "same_model_config.h"
 
 using namespace qs;
 using namespace qs::pipeline;
@@ -92,7 +93,7 @@ void expectSameLogits(const io::Checkpoint& original, const io::Checkpoint& gguf
 }
 
 struct Case {
-    const char* data;        // under tests/data
+    const char* data;  // under tests/data
     const char* ggufArch;
 };
 
@@ -106,7 +107,8 @@ TEST_P(GgufReadBack, ConfigAndLogitsAreTheSafetensorsModels) {
     const fs::path file = writeF32(source, dir / "model.gguf");
     const io::Checkpoint original = io::Checkpoint::open(source), gguf = io::Checkpoint::open(file);
     ASSERT_EQ(*gguf.gguf()->metadata().string("general.architecture"), GetParam().ggufArch);
-    const model::ModelConfig a = model::ModelConfig::fromCheckpoint(original), b = model::ModelConfig::fromCheckpoint(gguf);
+    const model::ModelConfig a = model::ModelConfig::fromCheckpoint(original),
+                             b = model::ModelConfig::fromCheckpoint(gguf);
     test::expectSameModelConfig(a, b);
 
     // Every tensor the forward pass reads is there under its Hugging Face name, with its values (f32
@@ -116,7 +118,8 @@ TEST_P(GgufReadBack, ConfigAndLogitsAreTheSafetensorsModels) {
         ASSERT_NE(read, nullptr) << t.info->name;
         EXPECT_EQ(read->info->shape, t.info->shape) << t.info->name;
         const auto want = original.tensor(t.info->name).toF32(), got = gguf.tensor(t.info->name).toF32();
-        for (std::size_t i = 0; i < want.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-7f) << t.info->name << "[" << i << "]";
+        for (std::size_t i = 0; i < want.size(); ++i)
+            ASSERT_NEAR(got[i], want[i], 1e-7f) << t.info->name << "[" << i << "]";
     }
 
     expectSameLogits(original, gguf, a.vocabSize, GetParam().data);
@@ -148,7 +151,8 @@ TEST(GgufReadBackExperts, EachExpertIsASliceOfTheStackedBytes) {
     const io::TensorView stacked = gguf.gguf()->tensor("blk.1.ffn_down_exps.weight");
     ASSERT_EQ(stacked.shape(), (std::vector<std::int64_t>{4, 32, 32}));
     for (int e = 0; e < 4; ++e) {
-        const io::TensorView w2 = gguf.tensor("model.layers.1.block_sparse_moe.experts." + std::to_string(e) + ".w2.weight");
+        const io::TensorView w2 =
+            gguf.tensor("model.layers.1.block_sparse_moe.experts." + std::to_string(e) + ".w2.weight");
         EXPECT_EQ(w2.bytes().data(), stacked.bytes().data() + e * 32 * 32 * sizeof(float));
         EXPECT_EQ(w2.bytes().size(), 32 * 32 * sizeof(float));
     }
@@ -165,22 +169,26 @@ TEST(GgufReadBackExperts, AStackedTensorDisagreeingWithTheExpertCountIsRefused) 
     const fs::path file = writeF32(kData / "moe" / "qwen3-moe-tiny", dir / "moe.gguf");
     for (const std::uint32_t count : {3u, 5u}) {
         const fs::path broken = rewrittenCopy(
-            file, dir / ("count" + std::to_string(count) + ".gguf"), [&](io::GgufWriter& w) { w.set("qwen3moe.expert_count", io::GgufValue::u32(count)); },
+            file, dir / ("count" + std::to_string(count) + ".gguf"),
+            [&](io::GgufWriter& w) { w.set("qwen3moe.expert_count", io::GgufValue::u32(count)); },
             [](const io::TensorInfo&) { return true; });
         EXPECT_THAT([&] { (void)io::Checkpoint::open(broken); },
-                    testing::ThrowsMessage<Error>(AllOf(HasSubstr("count" + std::to_string(count) + ".gguf"), HasSubstr("blk.0."),
-                                                        HasSubstr("_exps.weight' [4, "), HasSubstr("qwen3moe.expert_count"),
-                                                        Not(HasSubstr("\n")))));
+                    testing::ThrowsMessage<Error>(AllOf(HasSubstr("count" + std::to_string(count) + ".gguf"),
+                                                        HasSubstr("blk.0."), HasSubstr("_exps.weight' [4, "),
+                                                        HasSubstr("qwen3moe.expert_count"), Not(HasSubstr("\n")))));
     }
     // Stacked tensors in a file whose key says no experts (or lacks it).
     const fs::path none = rewrittenCopy(
         file, dir / "none.gguf", [](io::GgufWriter& w) { w.set("qwen3moe.expert_count", io::GgufValue::u32(0)); },
         [](const io::TensorInfo&) { return true; });
-    EXPECT_THAT([&] { (void)io::Checkpoint::open(none); },
-                testing::ThrowsMessage<Error>(AllOf(HasSubstr("_exps.weight' [4, "), HasSubstr("stacks experts, but qwen3moe.expert_count is missing or 0"))));
+    EXPECT_THAT(
+        [&] { (void)io::Checkpoint::open(none); },
+        testing::ThrowsMessage<Error>(AllOf(HasSubstr("_exps.weight' [4, "),
+                                            HasSubstr("stacks experts, but qwen3moe.expert_count is missing or 0"))));
     // A missing stacked tensor: the model cannot run, and the error names the expert it lacks.
     const fs::path missing = rewrittenCopy(
-        file, dir / "missing.gguf", [](io::GgufWriter&) {}, [](const io::TensorInfo& t) { return t.name != "blk.1.ffn_up_exps.weight"; });
+        file, dir / "missing.gguf", [](io::GgufWriter&) {},
+        [](const io::TensorInfo& t) { return t.name != "blk.1.ffn_up_exps.weight"; });
     const io::Checkpoint gguf = io::Checkpoint::open(missing);
     EXPECT_THAT([&] { (void)model::Transformer::fromCheckpoint(gguf).forward(someTokens(320)); },
                 testing::ThrowsMessage<Error>(HasSubstr("model.layers.1.mlp.experts.0.up_proj")));
@@ -193,15 +201,17 @@ TEST(GgufReadBackExperts, AStackedTensorDisagreeingWithTheExpertCountIsRefused) 
 TEST(GgufReadBackGptOss, ConfigExpertsAndLogitsAreTheSafetensorsModels) {
     TempDir dir;
     const fs::path source = kData / "gptoss" / "gptoss-tiny";
-    const io::Checkpoint original = io::Checkpoint::open(source), gguf = io::Checkpoint::open(writeF32(source, dir / "gptoss.gguf"));
-    const model::ModelConfig a = model::ModelConfig::fromCheckpoint(original), b = model::ModelConfig::fromCheckpoint(gguf);
+    const io::Checkpoint original = io::Checkpoint::open(source),
+                         gguf = io::Checkpoint::open(writeF32(source, dir / "gptoss.gguf"));
+    const model::ModelConfig a = model::ModelConfig::fromCheckpoint(original),
+                             b = model::ModelConfig::fromCheckpoint(gguf);
     EXPECT_EQ(b.modelType, "gpt_oss");
     EXPECT_FALSE(b.moe.stackedExperts);
     EXPECT_EQ(b.moe.names.gate, "gate_proj");
     EXPECT_EQ(b.moe.names.up, "up_proj");
     EXPECT_EQ(b.moe.names.down, "down_proj");
     EXPECT_EQ(b.moe.names.router(), "mlp.router");
-    model::ModelConfig expected = a;   // the same model, its experts named apart
+    model::ModelConfig expected = a;  // the same model, its experts named apart
     expected.moe.names = b.moe.names;
     expected.moe.stackedExperts = false;
     test::expectSameModelConfig(expected, b);
@@ -216,20 +226,28 @@ TEST(GgufReadBackGptOss, ConfigExpertsAndLogitsAreTheSafetensorsModels) {
     const int e = a.moe.numExperts, ff = a.moe.expertIntermediateSize, h = a.hiddenSize;
     for (int layer = 0; layer < a.numLayers; ++layer) {
         const std::string p = "model.layers." + std::to_string(layer) + ".mlp.experts.";
-        const auto gateUp = original.tensor(p + "gate_up_proj").toF32(), gateUpBias = original.tensor(p + "gate_up_proj_bias").toF32();
-        const auto down = original.tensor(p + "down_proj").toF32(), downBias = original.tensor(p + "down_proj_bias").toF32();
+        const auto gateUp = original.tensor(p + "gate_up_proj").toF32(),
+                   gateUpBias = original.tensor(p + "gate_up_proj_bias").toF32();
+        const auto down = original.tensor(p + "down_proj").toF32(),
+                   downBias = original.tensor(p + "down_proj_bias").toF32();
         for (int x = 0; x < e; ++x) {
             const std::string q = p + std::to_string(x) + ".";
-            const auto gate = gguf.tensor(q + "gate_proj.weight").toF32(), up = gguf.tensor(q + "up_proj.weight").toF32();
-            const auto gateBias = gguf.tensor(q + "gate_proj.bias").toF32(), upBias = gguf.tensor(q + "up_proj.bias").toF32();
-            const auto d = gguf.tensor(q + "down_proj.weight").toF32(), dBias = gguf.tensor(q + "down_proj.bias").toF32();
+            const auto gate = gguf.tensor(q + "gate_proj.weight").toF32(),
+                       up = gguf.tensor(q + "up_proj.weight").toF32();
+            const auto gateBias = gguf.tensor(q + "gate_proj.bias").toF32(),
+                       upBias = gguf.tensor(q + "up_proj.bias").toF32();
+            const auto d = gguf.tensor(q + "down_proj.weight").toF32(),
+                       dBias = gguf.tensor(q + "down_proj.bias").toF32();
             ASSERT_EQ(gate.size(), std::size_t(ff * h));
             ASSERT_EQ(d.size(), std::size_t(h * ff));
             for (int i = 0; i < ff; ++i) {
-                for (int k = 0; k < h; ++k) {   // gate_up_proj[x][k][2i (+1)], down_proj[x][i][k]
-                    ASSERT_EQ(gate[std::size_t(i * h + k)], gateUp[std::size_t((x * h + k) * 2 * ff + 2 * i)]) << q << i << "," << k;
-                    ASSERT_EQ(up[std::size_t(i * h + k)], gateUp[std::size_t((x * h + k) * 2 * ff + 2 * i + 1)]) << q << i << "," << k;
-                    ASSERT_EQ(d[std::size_t(k * ff + i)], down[std::size_t((x * ff + i) * h + k)]) << q << i << "," << k;
+                for (int k = 0; k < h; ++k) {  // gate_up_proj[x][k][2i (+1)], down_proj[x][i][k]
+                    ASSERT_EQ(gate[std::size_t(i * h + k)], gateUp[std::size_t((x * h + k) * 2 * ff + 2 * i)])
+                        << q << i << "," << k;
+                    ASSERT_EQ(up[std::size_t(i * h + k)], gateUp[std::size_t((x * h + k) * 2 * ff + 2 * i + 1)])
+                        << q << i << "," << k;
+                    ASSERT_EQ(d[std::size_t(k * ff + i)], down[std::size_t((x * ff + i) * h + k)])
+                        << q << i << "," << k;
                 }
                 ASSERT_EQ(gateBias[std::size_t(i)], gateUpBias[std::size_t(x * 2 * ff + 2 * i)]);
                 ASSERT_EQ(upBias[std::size_t(i)], gateUpBias[std::size_t(x * 2 * ff + 2 * i + 1)]);
@@ -258,14 +276,16 @@ TEST(GgufReadBackGptOss, AStackedBiasDisagreeingWithTheExpertCountIsRefused) {
         const auto bytes = file.view(t).bytes();
         std::vector<std::int64_t> shape = t.shape;
         std::size_t keep = bytes.size();
-        if (t.name == "blk.2.ffn_up_exps.bias") {   // one expert's biases short
+        if (t.name == "blk.2.ffn_up_exps.bias") {  // one expert's biases short
             keep -= bytes.size() / static_cast<std::size_t>(shape[0]);
             shape[0] -= 1;
         }
-        w.addTensor(t.name, *t.ggmlType, shape, std::vector<std::byte>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(keep)));
+        w.addTensor(t.name, *t.ggmlType, shape,
+                    std::vector<std::byte>(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(keep)));
     }
     EXPECT_THAT([&] { (void)io::Checkpoint::open(w.finish()); },
-                testing::ThrowsMessage<Error>(AllOf(HasSubstr("blk.2.ffn_up_exps.bias"), HasSubstr("[experts, out]"), Not(HasSubstr("\n")))));
+                testing::ThrowsMessage<Error>(
+                    AllOf(HasSubstr("blk.2.ffn_up_exps.bias"), HasSubstr("[experts, out]"), Not(HasSubstr("\n")))));
 }
 
 // Its Hugging Face checkpoint stacks and interleaves the experts, which a dense export of the GGUF does
@@ -273,8 +293,11 @@ TEST(GgufReadBackGptOss, AStackedBiasDisagreeingWithTheExpertCountIsRefused) {
 TEST(GgufReadBackGptOss, ADenseExportIsRefusedInOneLine) {
     TempDir dir;
     const fs::path file = writeF32(kData / "gptoss" / "gptoss-tiny", dir / "gptoss.gguf");
-    EXPECT_THAT([&] { (void)exportDense({file, dir / "dense", io::DType::F32, false}, {}, CancelToken{}); },
-                testing::ThrowsMessage<Error>(AllOf(HasSubstr("gpt-oss"), HasSubstr("stacked"), Not(HasSubstr("\n")))));
+    EXPECT_THAT(
+        [&] {
+            (void)exportDense({file, dir / "dense", io::DType::F32, false}, {}, CancelToken{});
+        },
+        testing::ThrowsMessage<Error>(AllOf(HasSubstr("gpt-oss"), HasSubstr("stacked"), Not(HasSubstr("\n")))));
     EXPECT_FALSE(fs::exists(dir / "dense"));
 }
 
@@ -289,7 +312,8 @@ TEST(GgufReadBackExperts, DenseExportOfAQwen3MoeGgufIsItsHuggingFaceCheckpoint) 
         ASSERT_NE(dense.find(t.info->name), nullptr) << t.info->name;
         EXPECT_EQ(dense.tensor(t.info->name).toF32(), original.tensor(t.info->name).toF32()) << t.info->name;
     }
-    test::expectSameModelConfig(model::ModelConfig::fromCheckpoint(original), model::ModelConfig::fromCheckpoint(dense));
+    test::expectSameModelConfig(model::ModelConfig::fromCheckpoint(original),
+                                model::ModelConfig::fromCheckpoint(dense));
 }
 
 // Mixtral files converted before llama.cpp stacked the experts hold blk.N.ffn_{gate,up,down}.E.weight, one
@@ -309,7 +333,8 @@ TEST(GgufReadBackExperts, MixtralsUnstackedExpertsOfOlderFilesReadBackToo) {
         }
         const std::size_t each = bytes.size() / static_cast<std::size_t>(t.shape[0]);
         for (std::int64_t e = 0; e < t.shape[0]; ++e)
-            w.addTensor(t.name.substr(0, at) + "." + std::to_string(e) + ".weight", *t.ggmlType, {t.shape[1], t.shape[2]},
+            w.addTensor(t.name.substr(0, at) + "." + std::to_string(e) + ".weight", *t.ggmlType,
+                        {t.shape[1], t.shape[2]},
                         std::vector<std::byte>(bytes.begin() + e * each, bytes.begin() + (e + 1) * each));
     }
     const io::Checkpoint legacy = io::Checkpoint::open(w.finish()), original = io::Checkpoint::open(source);
@@ -317,5 +342,6 @@ TEST(GgufReadBackExperts, MixtralsUnstackedExpertsOfOlderFilesReadBackToo) {
     EXPECT_EQ(legacy.tensor("model.layers.1.block_sparse_moe.experts.3.w1.weight").toF32(),
               original.tensor("model.layers.1.block_sparse_moe.experts.3.w1.weight").toF32());
     const auto tokens = someTokens(320);
-    EXPECT_EQ(model::Transformer::fromCheckpoint(legacy).forward(tokens), model::Transformer::fromCheckpoint(original).forward(tokens));
+    EXPECT_EQ(model::Transformer::fromCheckpoint(legacy).forward(tokens),
+              model::Transformer::fromCheckpoint(original).forward(tokens));
 }

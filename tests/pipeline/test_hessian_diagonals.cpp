@@ -7,14 +7,15 @@
 #include <cmath>
 #include <sstream>
 
-#include "counting_math.h"
-#include "delegating_backend.h"
 #include "qs/error.h"
 #include "qs/model/layer_weights.h"
 #include "qs/model/tokenizer.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/hessian_diagonals.h"
 #include "qs/pipeline/layer_statistics.h"
+
+#include "counting_math.h"
+#include "delegating_backend.h"
 
 using namespace qs;
 using namespace qs::pipeline;
@@ -51,9 +52,7 @@ std::map<std::string, std::vector<double>> fullHessianDiagonals(const io::Checkp
 // A backend that counts its diagonal sinks and the forward passes' linears, and has no full Hessian.
 class DiagonalOnlyBackend final : public test::DelegatingBackend {
 public:
-    std::unique_ptr<HessianSink> hessian(std::int64_t) const override {
-        throw Error("a full Hessian was asked for");
-    }
+    std::unique_ptr<HessianSink> hessian(std::int64_t) const override { throw Error("a full Hessian was asked for"); }
     std::unique_ptr<DiagonalSink> hessianDiagonal(std::int64_t features) const override {
         widths.push_back(features);
         return DelegatingBackend::hessianDiagonal(features);
@@ -126,7 +125,8 @@ TEST(HessianDiagonalsOnABackend, RunTheForwardPassesAndTheSumsThereWithoutAFullH
 // Hessians the Job's default all-expert calibration accumulates (every expert's linears on every token,
 // the layers routing as the model does), with each expert's routed tokens as that calibration counts them.
 TEST(HessianDiagonalsOfAMixtureOfExperts, AreTheAllExpertCalibrationsDiagonalsWithEachExpertsRoutedTokens) {
-    const io::Checkpoint checkpoint = io::Checkpoint::open(std::filesystem::path(QS_TEST_DATA_DIR) / "moe" / "qwen3-moe-tiny");
+    const io::Checkpoint checkpoint =
+        io::Checkpoint::open(std::filesystem::path(QS_TEST_DATA_DIR) / "moe" / "qwen3-moe-tiny");
     TokenSequences text(4, std::vector<model::TokenId>(48));
     for (std::size_t s = 0; s < text.size(); ++s)
         for (std::size_t t = 0; t < text[s].size(); ++t) text[s][t] = model::TokenId((s * 131 + t * 17 + t * t) % 320);
@@ -137,12 +137,15 @@ TEST(HessianDiagonalsOfAMixtureOfExperts, AreTheAllExpertCalibrationsDiagonalsWi
     LayerStatistics statistics;
     for (const auto& tokens : text) {
         MatrixF h = transformer.embed(tokens);
-        for (int l = 0; l <= layer; ++l) transformer.runLayer(l, h, l == layer ? statistics.hook() : model::LinearInputHook());
+        for (int l = 0; l <= layer; ++l)
+            transformer.runLayer(l, h, l == layer ? statistics.hook() : model::LinearInputHook());
     }
 
-    const LayerHessianDiagonals result = hessianDiagonals(checkpoint, layer, text, *makeCpuBackend(), {}, CancelToken{});
+    const LayerHessianDiagonals result =
+        hessianDiagonals(checkpoint, layer, text, *makeCpuBackend(), {}, CancelToken{});
     EXPECT_EQ(result.samples, 4 * 48);
-    ASSERT_EQ(result.modules.size(), 4u + 4u * 3u) << "attention's four and every expert's three; the router is not quantized";
+    ASSERT_EQ(result.modules.size(), 4u + 4u * 3u)
+        << "attention's four and every expert's three; the router is not quantized";
     std::int64_t routedDown = 0;
     for (const auto& [module, got] : result.modules) {
         SCOPED_TRACE(module);
@@ -158,9 +161,11 @@ TEST(HessianDiagonalsOfAMixtureOfExperts, AreTheAllExpertCalibrationsDiagonalsWi
         if (module.ends_with("down_proj") && expert) routedDown += got.routedTokens;
     }
     EXPECT_EQ(routedDown, 4 * 48 * 2) << "each token goes to its top 2 experts";
-    EXPECT_EQ(result.modules.at("mlp.experts.0.gate_proj").diagonal, result.modules.at("mlp.experts.3.up_proj").diagonal)
+    EXPECT_EQ(result.modules.at("mlp.experts.0.gate_proj").diagonal,
+              result.modules.at("mlp.experts.3.up_proj").diagonal)
         << "every expert's gate/up read the block's input";
-    EXPECT_NE(result.modules.at("mlp.experts.0.down_proj").diagonal, result.modules.at("mlp.experts.1.down_proj").diagonal);
+    EXPECT_NE(result.modules.at("mlp.experts.0.down_proj").diagonal,
+              result.modules.at("mlp.experts.1.down_proj").diagonal);
 }
 
 TEST(HessianDiagonalsErrors, ALayerThatIsNotThereOrACancelStops) {
@@ -171,7 +176,8 @@ TEST(HessianDiagonalsErrors, ALayerThatIsNotThereOrACancelStops) {
         hessianDiagonals(checkpoint, 2, text, *cpu, {}, CancelToken{});
         FAIL() << "layer 2 of a 2-layer model";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("layer 2 is not a decoder layer (it has 2, 0 to 1)"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("layer 2 is not a decoder layer (it has 2, 0 to 1)"), std::string::npos)
+            << e.what();
     }
     EXPECT_THROW(hessianDiagonals(checkpoint, 0, {}, *cpu, {}, CancelToken{}), Error);
     CancelToken cancel;

@@ -8,14 +8,15 @@
 #include <random>
 #include <string>
 
-#include "hidden_stream.h"
-#include "job_comparison.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/model/model_config.h"
 #include "qs/pipeline/byte_size.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/work_folder.h"
+
+#include "hidden_stream.h"
+#include "job_comparison.h"
 #include "stream_budget.h"
 #include "synthetic_checkpoint.h"
 
@@ -63,7 +64,7 @@ TEST(HiddenStream, ASpilledStreamRunsToTheSameBitsAndNeverChangesACompleteFile) 
     EXPECT_EQ(fs::file_size(dir / "layer0.f32"), spilled.bytes());
 
     inRam.update(scramble, CancelToken{});
-    spilled.update(scramble, CancelToken{});   // no target named: in place
+    spilled.update(scramble, CancelToken{});  // no target named: in place
     spilled.writeNextTo(dir / "layer1.f32");
     inRam.update(scramble, CancelToken{});
     spilled.update(scramble, CancelToken{});
@@ -81,14 +82,16 @@ TEST(HiddenStream, ASpilledStreamRunsToTheSameBitsAndNeverChangesACompleteFile) 
         EXPECT_TRUE(sameMatrix(spilled.sequence(i, buffer), inRam.sequence(i, buffer))) << "sequence " << i;
         EXPECT_TRUE(sameMatrix(once[i], expectedOnce[i])) << "the first layer's file is as it was: " << i;
     }
-    spilled.saveTo(dir / "saved.f32");   // a link (or a copy) of its file, not a rewrite
+    spilled.saveTo(dir / "saved.f32");  // a link (or a copy) of its file, not a rewrite
     EXPECT_EQ(fs::file_size(dir / "saved.f32"), spilled.bytes());
-    EXPECT_TRUE(sameMatrix(HiddenStream::spilled(dir / "saved.f32", spilled.shape()).inMemory()[2], inRam.inMemory()[2]));
+    EXPECT_TRUE(
+        sameMatrix(HiddenStream::spilled(dir / "saved.f32", spilled.shape()).inMemory()[2], inRam.inMemory()[2]));
 
     CancelToken cancel;
     cancel.cancel();
     EXPECT_THROW(spilled.update(scramble, cancel), Cancelled);
-    EXPECT_THROW((void)HiddenStream::spilled(dir / "layer0.f32", SequenceShape{{5, 1}, 7}), Error) << "a file of another size";
+    EXPECT_THROW((void)HiddenStream::spilled(dir / "layer0.f32", SequenceShape{{5, 1}, 7}), Error)
+        << "a file of another size";
     fs::remove_all(dir);
 }
 
@@ -103,10 +106,12 @@ TEST(HiddenStream, TheBudgetKeepsStreamsInOrderWhileTheyFit) {
     JobPlan plan = planFor("unused", kMethods);
     EXPECT_EQ(namesOf(travellingStreams(plan, 128)),
               (std::vector<std::string>{"calibration", "evaluation", "kv_evaluation", "s0.evaluation", "s1.calibration",
-                                        "s1.evaluation", "s2.calibration", "s2.evaluation", "s3.evaluation", "s4.evaluation"}));
+                                        "s1.evaluation", "s2.calibration", "s2.evaluation", "s3.evaluation",
+                                        "s4.evaluation"}));
     EXPECT_EQ(travellingStreams(plan, 128)[0].bytes, 6u * 48u * 128u * 4u);
     plan.methods = parseMethodList("gptq4", 32);
-    EXPECT_EQ(namesOf(travellingStreams(plan, 128)), (std::vector<std::string>{"evaluation", "s0.calibration", "s0.evaluation"}))
+    EXPECT_EQ(namesOf(travellingStreams(plan, 128)),
+              (std::vector<std::string>{"evaluation", "s0.calibration", "s0.evaluation"}))
         << "GPTQ alone calibrates on its own stream";
 }
 
@@ -127,7 +132,7 @@ TEST(HiddenSpill, EveryStreamSpilledGivesTheInRamResultBitForBit) {
     EXPECT_TRUE(e.limitedByMaxMemory);
     EXPECT_NE(e.describe().find("of hidden states stream from the work folder"), std::string::npos) << e.describe();
     bool streaming = false;
-    const auto watch = [&](const Progress& p) {   // layer 3's quantization: its hidden states are in the folder already
+    const auto watch = [&](const Progress& p) {  // layer 3's quantization: its hidden states are in the folder already
         if (p.stage == "quantize" && p.step == 3)
             streaming = streaming || (fs::exists(work / ".tmp-hidden-0002" / "calibration.f32") &&
                                       fs::exists(work / ".tmp-hidden-0002" / "kv_evaluation.f32"));
@@ -137,14 +142,17 @@ TEST(HiddenSpill, EveryStreamSpilledGivesTheInRamResultBitForBit) {
     expectSameResult(inRam, spilled);
     WorkFolder::discard(work);
 
-    plan.maxMemory = 0;   // what is available: a few MB of hidden states fit
+    plan.maxMemory = 0;  // what is available: a few MB of hidden states fit
     const ResourceEstimate fits = Job(plan).estimate();
     EXPECT_TRUE(fits.spilledStreams.empty());
     EXPECT_EQ(fits.spilledBytes, 0u);
     bool spilledAny = false;
-    const JobResult resident = Job(plan).run([&](const Progress& p) {
-        if (p.stage == "quantize" && p.step == 3) spilledAny = spilledAny || fs::exists(work / ".tmp-hidden-0002" / "evaluation.f32");
-    }, CancelToken{});
+    const JobResult resident = Job(plan).run(
+        [&](const Progress& p) {
+            if (p.stage == "quantize" && p.step == 3)
+                spilledAny = spilledAny || fs::exists(work / ".tmp-hidden-0002" / "evaluation.f32");
+        },
+        CancelToken{});
     EXPECT_FALSE(spilledAny);
     expectSameResult(inRam, resident);
     WorkFolder::discard(work);
@@ -163,15 +171,16 @@ TEST(HiddenSpill, AKilledSpilledRunResumesToTheSameResult) {
     plan.maxMemory = 1;
     CancelToken cancel;
     const auto stopInLayer3 = [&cancel](const Progress& p) {
-        if (p.stage == "quantize" && p.step == 3) cancel.cancel();   // half of layer 3's streams are written
+        if (p.stage == "quantize" && p.step == 3) cancel.cancel();  // half of layer 3's streams are written
     };
     EXPECT_THROW((void)Job(plan).run(stopInLayer3, cancel, {}, true), Cancelled);
     ASSERT_TRUE(fs::exists(work / "hidden-0001" / "s1.calibration.f32"));
-    ASSERT_TRUE(fs::exists(work / ".tmp-hidden-0002" / "evaluation.f32")) << "the kill came while layer 3 was streaming";
+    ASSERT_TRUE(fs::exists(work / ".tmp-hidden-0002" / "evaluation.f32"))
+        << "the kill came while layer 3 was streaming";
     plan.resume = true;
     std::vector<std::string> stages;
-    const JobResult resumed = Job(plan).run([&](const Progress& p) { stages.push_back(p.stage + " " + std::to_string(p.step)); },
-                                            CancelToken{}, {}, true);
+    const JobResult resumed = Job(plan).run(
+        [&](const Progress& p) { stages.push_back(p.stage + " " + std::to_string(p.step)); }, CancelToken{}, {}, true);
     EXPECT_NE(std::find(stages.begin(), stages.end(), "resume 2"), stages.end());
     expectSameResult(inRam, resumed);
     WorkFolder::discard(work);

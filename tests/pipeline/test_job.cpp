@@ -11,6 +11,7 @@
 #include "qs/error.h"
 #include "qs/model/tokenizer.h"
 #include "qs/pipeline/job.h"
+
 #include "counting_math.h"
 #include "delegating_backend.h"
 #include "synthetic_checkpoint.h"

@@ -75,19 +75,19 @@ TEST(LayerStatistics, InputsAreFreedWhenTheirModulesAreDone) {
     std::mt19937 gen(1);
     LayerStatistics stats = layerStatistics(gen);
     const std::size_t all = stats.bytes();
-    const MatrixF qkv = stats.hessian("self_attn.q_proj");   // cached now
+    const MatrixF qkv = stats.hessian("self_attn.q_proj");  // cached now
     EXPECT_EQ(stats.bytes(), all + std::size_t(48 * 48) * sizeof(float));
     EXPECT_FALSE(stats.lastOfInput("self_attn.k_proj"));
     stats.done("self_attn.q_proj");
-    stats.done("self_attn.q_proj");   // idempotent
+    stats.done("self_attn.q_proj");  // idempotent
     EXPECT_FALSE(stats.lastOfInput("self_attn.k_proj"));
     stats.done("self_attn.k_proj");
     EXPECT_TRUE(stats.lastOfInput("self_attn.v_proj"));
-    EXPECT_THROW(stats.takeHessian("mlp.gate_proj"), Error);   // up_proj still reads it
+    EXPECT_THROW(stats.takeHessian("mlp.gate_proj"), Error);  // up_proj still reads it
     const MatrixF taken = stats.takeHessian("self_attn.v_proj");
     EXPECT_EQ(taken, qkv);
     EXPECT_THROW(stats.hessian("self_attn.q_proj"), Error);
-    EXPECT_EQ(stats.input("self_attn.q_proj").hessian->samples(), 140);   // the count and mean |x| stay
+    EXPECT_EQ(stats.input("self_attn.q_proj").hessian->samples(), 140);  // the count and mean |x| stay
     EXPECT_EQ(stats.input("self_attn.v_proj").hessian->meanAbs().size(), 48);
     // The sums of q/k/v are gone; the other three inputs' remain.
     const std::size_t qkvSums = [] {
@@ -113,7 +113,8 @@ TEST(LayerRelease, QuantizeLayerGivesTheSameResults) {
         const model::LayerWeights weights = layerWeights(gen);
         model::LayerWeights consumed = layerWeights(genKept);
         const QuantizedLayer a = quantizeLayer(method, weights, kept, 7, CancelToken{});
-        const QuantizedLayer b = quantizeLayer(method, consumed, freed, 7, CancelToken{}, nullptr, LayerRelease{true, true});
+        const QuantizedLayer b =
+            quantizeLayer(method, consumed, freed, 7, CancelToken{}, nullptr, LayerRelease{true, true});
         ASSERT_EQ(a.size(), 7u) << name;
         ASSERT_EQ(b.size(), 7u) << name;
         for (const auto& [module, qa] : a) {
@@ -127,9 +128,9 @@ TEST(LayerRelease, QuantizeLayerGivesTheSameResults) {
             EXPECT_EQ(consumed.linear(module).weight.size(), 0) << name << " " << module;
         }
         EXPECT_TRUE(std::isfinite(a.at("mlp.down_proj")->outputError)) << name;
-        EXPECT_EQ(consumed.v.bias, weights.v.bias);   // biases and norms stay
+        EXPECT_EQ(consumed.v.bias, weights.v.bias);  // biases and norms stay
         EXPECT_EQ(consumed.postAttentionNorm, weights.postAttentionNorm);
-        EXPECT_EQ(freed.bytes(), std::size_t(48 + 32 + 48 + 80) * sizeof(double)) << name;   // each input's Σ|x|
+        EXPECT_EQ(freed.bytes(), std::size_t(48 + 32 + 48 + 80) * sizeof(double)) << name;  // each input's Σ|x|
         EXPECT_GT(kept.bytes(), freed.bytes());
     }
 }
@@ -137,7 +138,7 @@ TEST(LayerRelease, QuantizeLayerGivesTheSameResults) {
 TEST(CompactLinear, FourBitCodesArePackedAndComeBackBitForBit) {
     std::mt19937 gen(3);
     const MatrixF x = inputs(200, 45, gen);
-    const MatrixF w = randomMatrix(7, 45, gen, 0.02f);   // 315 codes: an odd count
+    const MatrixF w = randomMatrix(7, 45, gen, 0.02f);  // 315 codes: an odd count
     const quant::QuantizedLinear q = quant::quantizeGptq(w, quant::hessian(x), {.bits = 4, .groupSize = 15});
     const CompactLinear c(q);
     EXPECT_TRUE(c.packed());
@@ -151,7 +152,7 @@ TEST(CompactLinear, FourBitCodesArePackedAndComeBackBitForBit) {
     EXPECT_EQ(back.outputError, q.outputError);
     EXPECT_EQ(c.effectiveWeight(), q.effectiveWeight());
 
-    quant::QuantizedLinear wide = q;   // a code above 15 (8-bit grids, FP8) is kept a byte per code
+    quant::QuantizedLinear wide = q;  // a code above 15 (8-bit grids, FP8) is kept a byte per code
     wide.bits = 8;
     wide.codes[100] = 200;
     const CompactLinear kept(wide);
@@ -161,7 +162,8 @@ TEST(CompactLinear, FourBitCodesArePackedAndComeBackBitForBit) {
 }
 
 // A decoder shape for the estimate's tests.
-static model::ModelConfig decoderShape(int hidden, int intermediate, int layers, int heads, int kvHeads, int headDim, int vocab) {
+static model::ModelConfig decoderShape(int hidden, int intermediate, int layers, int heads, int kvHeads, int headDim,
+                                       int vocab) {
     model::ModelConfig c;
     c.hiddenSize = hidden;
     c.intermediateSize = intermediate;
@@ -189,7 +191,7 @@ TEST(ResourceEstimate, FollowsTheJobsDesign) {
     const double params = 8 * (2 * 4096.0 * 4096 + 2 * 4096.0 * 1024 + 3 * 4096.0 * 14336);
     const double hDown = 14336.0 * 14336 * sizeof(float);
     const double one = double(predictedJobBytes(gptq));
-    EXPECT_GT(one, 2 * hDown + 0.5 * params + 8192.0 * 4096 * sizeof(float));   // H and its factor, packed codes, hidden
+    EXPECT_GT(one, 2 * hDown + 0.5 * params + 8192.0 * 4096 * sizeof(float));  // H and its factor, packed codes, hidden
     EXPECT_LT(one, 4e9);
 
     // A method quantizing from the original stream brings that stream: its hidden states, every
@@ -222,7 +224,7 @@ TEST(ResourceEstimate, ResultsOnDiskGrowOnlyByTheScales) {
         s.config = decoderShape(4096, 14336, layers, 32, 8, 128, 32000);
         s.methods = 1;
         s.sequentialMethods = 1;
-        s.keptBytesPerWeight = (onDisk ? 0.0 : 0.5) + 8.0 / 128;   // as Job::estimate counts gptq4 g128
+        s.keptBytesPerWeight = (onDisk ? 0.0 : 0.5) + 8.0 / 128;  // as Job::estimate counts gptq4 g128
         s.resultsOnDisk = onDisk;
         s.calibrationTokens = 16 * 512;
         s.evaluationTokens = 512;
@@ -252,7 +254,8 @@ TEST(ResourceEstimate, PerLayerKlInputsOnDiskDoNotGrowWithDepth) {
     };
     const double stream = 4 * 2048 * 4096.0 * sizeof(float);
     EXPECT_NEAR(peakOf(32, false, true) - peakOf(32, false, false), 32 * stream, 1e3);
-    EXPECT_NEAR(peakOf(32, true, true) - peakOf(32, true, false), 3 * stream, 1e3) << "the input read back and two copies";
+    EXPECT_NEAR(peakOf(32, true, true) - peakOf(32, true, false), 3 * stream, 1e3)
+        << "the input read back and two copies";
     EXPECT_NEAR(peakOf(80, true, true) - peakOf(80, true, false), 3 * stream, 1e3);
 }
 

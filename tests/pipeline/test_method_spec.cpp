@@ -40,7 +40,7 @@ TEST(MethodSpec, OptionSuffixes) {
 }
 
 TEST(MethodSpec, RejectsUnknownNames) {
-    EXPECT_THROW(parseMethod("gptq"), qs::Error);      // bits missing
+    EXPECT_THROW(parseMethod("gptq"), qs::Error);  // bits missing
     EXPECT_THROW(parseMethod("rtn9"), qs::Error);
     EXPECT_THROW(parseMethod("fp16"), qs::Error);
     EXPECT_THROW(parseMethod("gptq4-fast"), qs::Error);

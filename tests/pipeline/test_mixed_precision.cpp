@@ -5,15 +5,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <iostream>
-#include <filesystem>
 #include <limits>
 #include <string>
 #include <vector>
 
-#include "qs/error.h"
 #include "qs/analysis/rank_correlation.h"
+#include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/model/model_config.h"
 #include "qs/model/tokenizer.h"
@@ -23,6 +23,7 @@
 #include "qs/pipeline/mixed_precision_measure.h"
 #include "qs/pipeline/mixed_precision_report.h"
 #include "qs/pipeline/mixed_precision_rules.h"
+
 #include "synthetic_checkpoint.h"
 
 using namespace qs;
@@ -95,9 +96,9 @@ TEST(MixedRules, OverridesAndIgnoreDecidePerModule) {
     RuleMatcher m(rules);
     const auto down0 = m.decide("model.layers.0.mlp.down_proj");
     EXPECT_EQ(down0.kind, RuleDecision::Kind::Fixed);
-    EXPECT_EQ(down0.method->name, "gptq8");   // the first override that matches wins
+    EXPECT_EQ(down0.method->name, "gptq8");  // the first override that matches wins
     EXPECT_EQ(m.decide("model.layers.0.self_attn.q_proj").method->name, "fp8");
-    EXPECT_EQ(m.decide("model.layers.1.mlp.down_proj").kind, RuleDecision::Kind::Dense);   // ignore wins
+    EXPECT_EQ(m.decide("model.layers.1.mlp.down_proj").kind, RuleDecision::Kind::Dense);  // ignore wins
     EXPECT_EQ(m.decide("model.layers.1.self_attn.q_proj").kind, RuleDecision::Kind::Free);
     EXPECT_NO_THROW(m.requireEveryRuleUsed());
     EXPECT_NE(refusal([] { parseOverride("down_proj"); }).find("REGEX=METHOD"), std::string::npos);
@@ -122,8 +123,11 @@ TEST(MixedRules, ARuleOverPartOfAFusedGroupIsRefusedNamingTheModule) {
 
 // The report's record, one function for the CLI and the GUI: what was asked, then what ran.
 TEST(MixedRecord, SaysWhatWasAskedThenWhatTheMixMeasuredAndItsAllocation) {
-    nlohmann::json rules = mixedPrecisionRecord({parseMethodList("gptq4,gptq8", 128), {"down_proj=gptq8"}, {"lm_head"}, ""});
-    EXPECT_EQ(rules, (nlohmann::json{{"candidates", {"gptq4", "gptq8"}}, {"overrides", {"down_proj=gptq8"}}, {"ignore", {"lm_head"}}}));
+    nlohmann::json rules =
+        mixedPrecisionRecord({parseMethodList("gptq4,gptq8", 128), {"down_proj=gptq8"}, {"lm_head"}, ""});
+    EXPECT_EQ(rules,
+              (nlohmann::json{
+                  {"candidates", {"gptq4", "gptq8"}}, {"overrides", {"down_proj=gptq8"}}, {"ignore", {"lm_head"}}}));
     MethodResult mixed;
     mixed.bitsPerWeight = 4.75;
     mixed.kl.meanKld.value = 0.0125;
@@ -133,7 +137,8 @@ TEST(MixedRecord, SaysWhatWasAskedThenWhatTheMixMeasuredAndItsAllocation) {
     EXPECT_FALSE(rules.contains("target_bpw") || rules.contains("allocation") || rules.contains("sensitivity"));
 
     nlohmann::json budget = mixedPrecisionRecord({parseMethodList("gptq4,gptq8", 128), {}, {}, "group-kl"});
-    const nlohmann::json allocation = {{"target_bpw", 5.0}, {"predicted_kl", 0.01}, {"methods", nlohmann::json::object()}};
+    const nlohmann::json allocation = {
+        {"target_bpw", 5.0}, {"predicted_kl", 0.01}, {"methods", nlohmann::json::object()}};
     recordMixedResult(budget, mixed, allocation);
     EXPECT_EQ(budget.at("sensitivity"), "group-kl");
     EXPECT_EQ(budget.at("target_bpw"), 5.0);
@@ -143,7 +148,10 @@ TEST(MixedRecord, SaysWhatWasAskedThenWhatTheMixMeasuredAndItsAllocation) {
 
 TEST(MixedPlanner, UnknownCandidatesAndBudgetsBelowTheCheapestAreRefused) {
     const SensitivityTable t = syntheticTable(2);
-    EXPECT_NE(refusal([&] { MixedPrecisionPlanner(t, {}, {"rtn3", "gptq5"}); }).find("'gptq5' was not measured"), std::string::npos);
+    EXPECT_NE(refusal([&] {
+                  MixedPrecisionPlanner(t, {}, {"rtn3", "gptq5"});
+              }).find("'gptq5' was not measured"),
+              std::string::npos);
     const MixedPrecisionPlanner p(t, {}, {"rtn4", "rtn8"});
     EXPECT_DOUBLE_EQ(p.cheapestBpw(), 4.5);
     EXPECT_DOUBLE_EQ(p.richestBpw(), 8.5);
@@ -152,8 +160,8 @@ TEST(MixedPlanner, UnknownCandidatesAndBudgetsBelowTheCheapestAreRefused) {
 }
 
 TEST(MixedPlanner, TheAllocationIsTheBruteForceOptimumAtEveryBudget) {
-    for (Sensitivity measure : {Sensitivity::OutputError, Sensitivity::GroupKl}) {   // both choose per fused group
-        const SensitivityTable t = syntheticTable(2, measure);   // 8 groups, 3^8 assignments
+    for (Sensitivity measure : {Sensitivity::OutputError, Sensitivity::GroupKl}) {  // both choose per fused group
+        const SensitivityTable t = syntheticTable(2, measure);                      // 8 groups, 3^8 assignments
         const MixedPrecisionPlanner p(t, {}, {"rtn3", "rtn4", "rtn8"});
         for (double budget : {3.5, 3.9, 4.2, 4.5, 5.0, 6.1, 7.3, 8.5}) {
             const MixedAllocation a = p.at(budget);
@@ -193,9 +201,12 @@ TEST(MixedPlanner, RulesFixOrDropGroupsBeforeTheAllocation) {
     const MixedAllocation a = p.at(5.0);
     for (std::size_t g = 0; g < t.groups.size(); ++g) {
         const auto& group = t.groups[g];
-        if (group.modules.front() == "mlp.down_proj") EXPECT_EQ(a.choice[g], 2);   // rtn8, though not a candidate
-        else if (group.layer == 0 && group.modules.front() == "self_attn.o_proj") EXPECT_EQ(a.choice[g], -1);
-        else EXPECT_TRUE(a.choice[g] == 0 || a.choice[g] == 1);
+        if (group.modules.front() == "mlp.down_proj")
+            EXPECT_EQ(a.choice[g], 2);  // rtn8, though not a candidate
+        else if (group.layer == 0 && group.modules.front() == "self_attn.o_proj")
+            EXPECT_EQ(a.choice[g], -1);
+        else
+            EXPECT_TRUE(a.choice[g] == 0 || a.choice[g] == 1);
     }
     const MixedMethods mix = p.methods(a, "mix");
     EXPECT_EQ(mix.methodOf(0, "self_attn.o_proj"), nullptr);
@@ -287,7 +298,7 @@ TEST(MixedJob, EachLinearGetsItsOwnMethodAndDenseLinearsStayOut) {
     JobPlan plan = syntheticPlan();
     plan.methods = parseMethodList("rtn2", 32);
     MixedMethods mix = everyLinear("rtn2", 2);
-    mix.layers[0].erase("mlp.down_proj");                     // dense
+    mix.layers[0].erase("mlp.down_proj");  // dense
     for (auto m : kFusedGroups[0]) mix.layers[1].at(std::string(m)) = parseMethod("gptq8", 32);
     plan.mixed = {mix};
     const JobResult r = Job(std::move(plan)).run({}, CancelToken{});
@@ -298,7 +309,9 @@ TEST(MixedJob, EachLinearGetsItsOwnMethodAndDenseLinearsStayOut) {
     EXPECT_EQ(mixed.layers[1].at("self_attn.k_proj")->bits, 8);
     EXPECT_EQ(mixed.layers[1].at("self_attn.o_proj")->bits, 2);
     for (const auto& log : mixed.modules)
-        EXPECT_EQ(log.method, log.layer == 1 && log.module.starts_with("self_attn.") && log.module != "self_attn.o_proj" ? "gptq8" : "rtn2")
+        EXPECT_EQ(log.method, log.layer == 1 && log.module.starts_with("self_attn.") && log.module != "self_attn.o_proj"
+                                  ? "gptq8"
+                                  : "rtn2")
             << log.module;
     // Fewer and gentler quantized linears than uniform 2-bit: less damage.
     EXPECT_LT(mixed.kl.meanKld.value, r.methods[0].kl.meanKld.value);
@@ -316,7 +329,8 @@ TEST(MixedJob, PerGroupKlIsTheKlOfAMixWithOnlyThatGroupQuantized) {
         MixedMethods mix;
         mix.name = "only " + moduleName(layer, kFusedGroups[group].front());
         mix.layers.resize(2);
-        for (auto m : kFusedGroups[group]) mix.layers[std::size_t(layer)].emplace(std::string(m), parseMethod("rtn2", 32));
+        for (auto m : kFusedGroups[group])
+            mix.layers[std::size_t(layer)].emplace(std::string(m), parseMethod("rtn2", 32));
         plan.mixed.push_back(mix);
     }
     const JobResult r = Job(std::move(plan)).run({}, CancelToken{});
@@ -349,8 +363,8 @@ TEST(MixedJob, AwqCannotBeMixedPerLinear) {
 
 TEST(MixedMeasure, TheTableHoldsEachCandidatesBitsAndOutputErrors) {
     JobResult measured;
-    const SensitivityTable t = measureSensitivity(syntheticPlan(), parseMethodList("rtn2,rtn4,rtn8", 32), Sensitivity::OutputError, {},
-                                                  CancelToken{}, &measured);
+    const SensitivityTable t = measureSensitivity(syntheticPlan(), parseMethodList("rtn2,rtn4,rtn8", 32),
+                                                  Sensitivity::OutputError, {}, CancelToken{}, &measured);
     ASSERT_EQ(t.groups.size(), 8u);
     for (std::size_t c = 0; c < 3; ++c) {
         // Σ params·bpw over the groups is the uniform result's bits over the linears.
@@ -362,18 +376,20 @@ TEST(MixedMeasure, TheTableHoldsEachCandidatesBitsAndOutputErrors) {
     for (const auto& g : t.groups) {
         EXPECT_GT(g.damage[0], g.damage[1]);
         EXPECT_GT(g.damage[1], g.damage[2]);
-        double sum = 0;   // the group's damage is Σ relative output error² of its linears
+        double sum = 0;  // the group's damage is Σ relative output error² of its linears
         for (const auto& log : measured.methods[1].modules)
             if (log.layer == g.layer && std::find(g.modules.begin(), g.modules.end(), log.module) != g.modules.end())
                 sum += log.outputError * log.outputError;
         EXPECT_NEAR(g.damage[1], sum, 1e-12 * sum);
     }
     // The bits alone, without the pass (what refuses a budget before any work): the same to 0.01 bit.
-    const SensitivityTable bits = bitsOnlyTable(model::ModelConfig::fromCheckpoint(io::Checkpoint::open(syntheticDir())),
-                                                parseMethodList("rtn2,rtn4,rtn8", 32));
+    const SensitivityTable bits =
+        bitsOnlyTable(model::ModelConfig::fromCheckpoint(io::Checkpoint::open(syntheticDir())),
+                      parseMethodList("rtn2,rtn4,rtn8", 32));
     ASSERT_EQ(bits.groups.size(), t.groups.size());
     for (std::size_t g = 0; g < t.groups.size(); ++g)
-        for (std::size_t c = 0; c < 3; ++c) EXPECT_NEAR(bits.groups[g].bitsPerWeight[c], t.groups[g].bitsPerWeight[c], 0.01) << g;
+        for (std::size_t c = 0; c < 3; ++c)
+            EXPECT_NEAR(bits.groups[g].bitsPerWeight[c], t.groups[g].bitsPerWeight[c], 0.01) << g;
     // The fitted factor puts the uniform predictions near the measured KL (within a factor of 3 here).
     for (std::size_t c = 0; c < 2; ++c) {
         EXPECT_GT(t.uniformPredictedKl(c), t.uniformKl[c] / 3) << c;
@@ -409,24 +425,28 @@ void proveOnDemo(Sensitivity measure, const std::string& budgetMethod, bool stri
     for (const auto& n : names) list += (list.empty() ? "" : ",") + n;
     const SensitivityTable t = measureSensitivity(demoPlan(), parseMethodList(list, 64), measure, {}, CancelToken{});
     const MixedPrecisionPlanner planner(t, {}, names);
-    const SensitivityTable bits = bitsOnlyTable(model::ModelConfig::fromCheckpoint(io::Checkpoint::open(demoPlan().checkpoint)), t.candidates);
-    for (std::size_t g = 0; g < t.groups.size(); ++g)   // GPTQ as RTN on its grid, NVFP4 from random weights: the measured bits
-        for (std::size_t c = 0; c < names.size(); ++c) EXPECT_NEAR(bits.groups[g].bitsPerWeight[c], t.groups[g].bitsPerWeight[c], 0.01) << g;
+    const SensitivityTable bits =
+        bitsOnlyTable(model::ModelConfig::fromCheckpoint(io::Checkpoint::open(demoPlan().checkpoint)), t.candidates);
+    for (std::size_t g = 0; g < t.groups.size();
+         ++g)  // GPTQ as RTN on its grid, NVFP4 from random weights: the measured bits
+        for (std::size_t c = 0; c < names.size(); ++c)
+            EXPECT_NEAR(bits.groups[g].bitsPerWeight[c], t.groups[g].bitsPerWeight[c], 0.01) << g;
     std::size_t budgetIndex = 0;
     while (t.candidates[budgetIndex].name != budgetMethod) ++budgetIndex;
     const double budget = t.uniformBpw[budgetIndex];
     const auto frontier = planner.frontier(frontierBudgets);
     JobPlan plan = demoPlan();
     plan.mixed.push_back(planner.methods(planner.at(budget), "at budget"));
-    for (std::size_t i = 0; i < frontier.size(); ++i) plan.mixed.push_back(planner.methods(frontier[i], "point " + std::to_string(i)));
+    for (std::size_t i = 0; i < frontier.size(); ++i)
+        plan.mixed.push_back(planner.methods(frontier[i], "point " + std::to_string(i)));
     const JobResult r = Job(std::move(plan)).run({}, CancelToken{});
     const double mixed = r.methods.front().kl.meanKld.value;
     double bestUniform = std::numeric_limits<double>::infinity();
     for (std::size_t c = 0; c < t.candidates.size(); ++c)
         if (t.uniformBpw[c] <= budget + 1e-12) bestUniform = std::min(bestUniform, t.uniformKl[c]);
-    std::cout << sensitivityName(measure) << " at " << budget << " bpw (" << budgetMethod << "): mixed KL " << mixed << " ("
-              << r.methods.front().bitsPerWeight << " bpw), " << budgetMethod << " " << candidateKl(t, budgetMethod)
-              << ", best uniform at or below " << bestUniform << "\n";
+    std::cout << sensitivityName(measure) << " at " << budget << " bpw (" << budgetMethod << "): mixed KL " << mixed
+              << " (" << r.methods.front().bitsPerWeight << " bpw), " << budgetMethod << " "
+              << candidateKl(t, budgetMethod) << ", best uniform at or below " << bestUniform << "\n";
     EXPECT_LE(r.methods.front().bitsPerWeight, budget + 1e-9);
     if (strictlyBetter) {
         EXPECT_LT(mixed, candidateKl(t, budgetMethod));
@@ -436,7 +456,8 @@ void proveOnDemo(Sensitivity measure, const std::string& budgetMethod, bool stri
     for (std::size_t i = 0; i < frontier.size(); ++i) {
         predicted.push_back(frontier[i].predictedKl);
         measured.push_back(r.methods[i + 1].kl.meanKld.value);
-        std::cout << "  " << frontier[i].bitsPerWeight << " bpw: predicted " << predicted.back() << ", measured " << measured.back() << "\n";
+        std::cout << "  " << frontier[i].bitsPerWeight << " bpw: predicted " << predicted.back() << ", measured "
+                  << measured.back() << "\n";
     }
     const double rho = analysis::spearmanCorrelation(predicted, measured);
     std::cout << "  Spearman over " << frontier.size() << " frontier points: " << rho << "\n";
@@ -445,14 +466,17 @@ void proveOnDemo(Sensitivity measure, const std::string& budgetMethod, bool stri
 
 }  // namespace
 
-TEST(MixedDemo, OutputErrorAllocationBeatsUniformNvfp4AtItsBpw) { proveOnDemo(Sensitivity::OutputError, "nvfp4", true, 0.8); }
+TEST(MixedDemo, OutputErrorAllocationBeatsUniformNvfp4AtItsBpw) {
+    proveOnDemo(Sensitivity::OutputError, "nvfp4", true, 0.8);
+}
 
 TEST(MixedDemo, LayerKlAllocationBeatsUniformNvfp4AtItsBpw) { proveOnDemo(Sensitivity::LayerKl, "nvfp4", true, 0.8); }
 
 // At gptq4's own bits the output-error and layer-kl allocations are gptq4 everywhere (they tie): the
 // group's KL sees that the first layer's attention is worth 8 bits paid for by the second layer's MLP.
-TEST(MixedDemo, GroupKlAllocationBeatsUniformGptq4AtItsBpw) { proveOnDemo(Sensitivity::GroupKl, "gptq4", true, 0.8, 8); }
-
+TEST(MixedDemo, GroupKlAllocationBeatsUniformGptq4AtItsBpw) {
+    proveOnDemo(Sensitivity::GroupKl, "gptq4", true, 0.8, 8);
+}
 
 namespace {
 
@@ -465,7 +489,8 @@ struct FragileRun {
     MethodResult mixed;
 };
 
-FragileRun runFragile(const std::vector<int>& fragile, const std::string& candidates, Sensitivity measure, std::size_t budgetIndex) {
+FragileRun runFragile(const std::vector<int>& fragile, const std::string& candidates, Sensitivity measure,
+                      std::size_t budgetIndex) {
     const auto dir = std::filesystem::temp_directory_path() / ("qs_mixed_fragile_" + std::to_string(::getpid()));
     test::SyntheticModel model;
     model.layers = 4;
@@ -496,8 +521,8 @@ TEST(MixedFragile, LayerKlProtectsTheFragileLayer) {
     const MixedAllocation& a = run.allocation;
     const double kl = run.mixed.kl.meanKld.value;
     std::cout << "fragile layer 2 at " << t.uniformBpw[1] << " bpw: " << allocationSummary(t, a) << ", layer 2 gets "
-              << t.candidates[std::size_t(a.choice[8])].name << "; mixed KL " << kl << ", rtn4 " << t.uniformKl[1] << ", rtn3 " << t.uniformKl[0]
-              << "\n";
+              << t.candidates[std::size_t(a.choice[8])].name << "; mixed KL " << kl << ", rtn4 " << t.uniformKl[1]
+              << ", rtn3 " << t.uniformKl[0] << "\n";
     EXPECT_GT(a.choice[8], 1) << "layer 2 gets more than 4 bits";
     EXPECT_LT(kl, t.uniformKl[1]);
     EXPECT_LE(kl, std::min(t.uniformKl[0], t.uniformKl[1]));
@@ -510,8 +535,9 @@ TEST(MixedFragile, GroupKlBeatsUniformRtn4AtItsBpw) {
     const FragileRun run = runFragile({1, 3}, "rtn2,rtn3,rtn4,rtn8", Sensitivity::GroupKl, 2);
     const SensitivityTable& t = run.table;
     const double kl = run.mixed.kl.meanKld.value;
-    std::cout << "fragile layers 1 and 3 at " << t.uniformBpw[2] << " bpw (group-kl): " << allocationSummary(t, run.allocation) << " at "
-              << run.mixed.bitsPerWeight << " bpw; predicted " << run.allocation.predictedKl << ", measured " << kl << "; uniform rtn2 "
+    std::cout << "fragile layers 1 and 3 at " << t.uniformBpw[2]
+              << " bpw (group-kl): " << allocationSummary(t, run.allocation) << " at " << run.mixed.bitsPerWeight
+              << " bpw; predicted " << run.allocation.predictedKl << ", measured " << kl << "; uniform rtn2 "
               << t.uniformKl[0] << ", rtn3 " << t.uniformKl[1] << ", rtn4 " << t.uniformKl[2] << "\n";
     EXPECT_LE(run.mixed.bitsPerWeight, t.uniformBpw[2] + 1e-9);
     EXPECT_LT(kl, t.uniformKl[2]);

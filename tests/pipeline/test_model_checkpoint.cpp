@@ -1,13 +1,14 @@
 // config.json against its tensors (formats::configDisagreements, pipeline::openModelCheckpoint), and
 // the forward-pass fields eval compares (requireSameModelShape): a config edited while the tensors
 // stay is named key by key, and nothing that runs a model accepts it.
-#include <filesystem>
-#include <fstream>
-#include <unistd.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "qs/error.h"
 #include "qs/formats/config_check.h"
@@ -15,6 +16,7 @@
 #include "qs/model/model_config.h"
 #include "qs/pipeline/checkpoint_eval.h"
 #include "qs/pipeline/model_checkpoint.h"
+
 #include "synthetic_checkpoint.h"
 
 namespace {
@@ -23,7 +25,9 @@ using testing::HasSubstr;
 
 class Synthetic {
 public:
-    Synthetic() : dir_(std::filesystem::temp_directory_path() / ("qs_model_checkpoint_" + std::to_string(::getpid()) + "_" + std::to_string(++count_))) {
+    Synthetic()
+        : dir_(std::filesystem::temp_directory_path() /
+               ("qs_model_checkpoint_" + std::to_string(::getpid()) + "_" + std::to_string(++count_))) {
         std::filesystem::remove_all(dir_);
         qs::test::writeSyntheticCheckpoint(dir_, {});
     }
@@ -72,7 +76,8 @@ TEST(ModelCheckpoint, EachEditedSizeIsNamed) {
         {"num_key_value_heads", 4, "imply [64, 64] for model.layers.0.self_attn.k_proj, but its weight is [32, 64]"},
         {"head_dim", 8, "imply [16, 64] for model.layers.0.self_attn.k_proj"},
         {"intermediate_size", 96, "imply [64, 96] for model.layers.0.mlp.down_proj, but its weight is [64, 128]"},
-        {"model_type", "qwen3", "model_type 'qwen3' normalises q and k per head, but the tensors hold no self_attn.q_norm"},
+        {"model_type", "qwen3",
+         "model_type 'qwen3' normalises q and k per head, but the tensors hold no self_attn.q_norm"},
         {"model_type", "qwen2", "model_type 'qwen2' has q/k/v biases, but the tensors hold no self_attn.q_proj.bias"},
     };
     for (const auto& [key, value, expected] : cases) {
@@ -95,8 +100,9 @@ TEST(ModelCheckpoint, ABadSizeInTheConfigIsADisagreementNotACrash) {
 }
 
 TEST(ModelCheckpoint, EvalComparesEveryForwardPassField) {
-    nlohmann::json base = {{"model_type", "llama"}, {"hidden_size", 64}, {"intermediate_size", 128}, {"num_hidden_layers", 2},
-                           {"num_attention_heads", 4}, {"num_key_value_heads", 2}, {"vocab_size", 96}};
+    nlohmann::json base = {{"model_type", "llama"},  {"hidden_size", 64},        {"intermediate_size", 128},
+                           {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"num_key_value_heads", 2},
+                           {"vocab_size", 96}};
     const auto a = qs::model::ModelConfig::fromJson(base);
     EXPECT_NO_THROW(qs::pipeline::requireSameModelShape(a, a, "a", "b"));
     const std::vector<std::tuple<const char*, nlohmann::json, std::string>> cases = {

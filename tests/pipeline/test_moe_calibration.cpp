@@ -3,8 +3,6 @@
 // one expert is almost never chosen. Plus the methods of `compare` end to end on the tiny checkpoints.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
@@ -14,12 +12,13 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <unistd.h>
 
 #include "qs/cancel_token.h"
 #include "qs/error.h"
-#include "qs/io/checkpoint_writer.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/io/checkpoint.h"
+#include "qs/io/checkpoint_writer.h"
 #include "qs/io/json_file.h"
 #include "qs/model/model_config.h"
 #include "qs/model/transformer.h"
@@ -86,10 +85,20 @@ fs::path writeSkewedMixtral(const fs::path& dir) {
         add(w, x + "w3.weight", gaussian(rng, kWidth, kHidden, 0.3f));
         add(w, x + "w2.weight", gaussian(rng, kHidden, kWidth, 0.3f));
     }
-    w.setConfig({{"architectures", {"MixtralForCausalLM"}}, {"model_type", "mixtral"}, {"hidden_size", kHidden},
-                 {"intermediate_size", kWidth}, {"num_hidden_layers", 1}, {"num_attention_heads", 4}, {"num_key_value_heads", 2},
-                 {"vocab_size", kVocab}, {"max_position_embeddings", 256}, {"rms_norm_eps", 1e-6}, {"rope_theta", 10000.0},
-                 {"num_local_experts", kExperts}, {"num_experts_per_tok", 2}, {"tie_word_embeddings", false}});
+    w.setConfig({{"architectures", {"MixtralForCausalLM"}},
+                 {"model_type", "mixtral"},
+                 {"hidden_size", kHidden},
+                 {"intermediate_size", kWidth},
+                 {"num_hidden_layers", 1},
+                 {"num_attention_heads", 4},
+                 {"num_key_value_heads", 2},
+                 {"vocab_size", kVocab},
+                 {"max_position_embeddings", 256},
+                 {"rms_norm_eps", 1e-6},
+                 {"rope_theta", 10000.0},
+                 {"num_local_experts", kExperts},
+                 {"num_experts_per_tok", 2},
+                 {"tie_word_embeddings", false}});
     w.finish();
     return dir;
 }
@@ -107,7 +116,7 @@ TokenSequences skewedText() {
 }
 
 struct ExpertLogs {
-    std::map<int, std::map<std::string, ModuleLog>> byExpert;   // expert -> "w1"/"w2"/"w3" -> log
+    std::map<int, std::map<std::string, ModuleLog>> byExpert;  // expert -> "w1"/"w2"/"w3" -> log
     std::vector<std::string> modules;
 };
 
@@ -153,7 +162,7 @@ TEST_F(MoeCalibration, EveryExpertIsQuantizedAndTheRouterIsNot) {
     EXPECT_EQ(logs.byExpert.size(), std::size_t(kExperts));
     EXPECT_EQ(std::count(logs.modules.begin(), logs.modules.end(), "block_sparse_moe.gate"), 0);
     ASSERT_EQ(r.layers.size(), 1u);
-    EXPECT_EQ(r.layers[0].size(), std::size_t(4 + 3 * kExperts));   // q, k, v, o and every expert's three
+    EXPECT_EQ(r.layers[0].size(), std::size_t(4 + 3 * kExperts));  // q, k, v, o and every expert's three
     EXPECT_FALSE(r.layers[0].contains("block_sparse_moe.gate"));
     EXPECT_TRUE(r.layers[0].contains("block_sparse_moe.experts.5.w2"));
 }
@@ -186,8 +195,8 @@ TEST_F(MoeCalibration, AllExpertCalibrationGivesTheRareExpertTheOthersErrorAndRo
             if (e != kStarvedExpert) others += log.outputError / (kExperts - 1);
         }
         const double rareError = a.byExpert.at(kStarvedExpert).at(module).outputError;
-        std::printf("%s: all-expert calibration, output error of the rare expert %.4g, mean of the others %.4g\n", module,
-                    rareError, others);
+        std::printf("%s: all-expert calibration, output error of the rare expert %.4g, mean of the others %.4g\n",
+                    module, rareError, others);
         EXPECT_GT(rareError, 0.0);
         EXPECT_LT(rareError, 1.5 * others);
         // Routed only: the rare expert's H comes from its one or two tokens, fewer than its inputs.
@@ -203,7 +212,7 @@ TEST_F(MoeCalibration, AllExpertCalibrationGivesTheRareExpertTheOthersErrorAndRo
     }
     for (const auto& log : all.modules) {
         if (log.module == "self_attn.q_proj") {
-            EXPECT_TRUE(toJson(log).at("routed_tokens").is_null());   // no expert
+            EXPECT_TRUE(toJson(log).at("routed_tokens").is_null());  // no expert
         }
     }
 }
@@ -220,7 +229,8 @@ TEST_F(MoeCalibration, AwqSharesOneScaleAcrossTheExpertsGateAndUp) {
         EXPECT_EQ(layer.size(), std::size_t(4 + 3 * kExperts));
         const std::vector<float> shared = layer.at("block_sparse_moe.experts.0.w1")->inputScales;
         ASSERT_EQ(shared.size(), std::size_t(kHidden));
-        EXPECT_TRUE(std::any_of(shared.begin(), shared.end(), [](float s) { return s != 1.0f; })) << "the search chose α = 0";
+        EXPECT_TRUE(std::any_of(shared.begin(), shared.end(), [](float s) { return s != 1.0f; }))
+            << "the search chose α = 0";
         for (int e = 0; e < kExperts; ++e) {
             const std::string x = "block_sparse_moe.experts." + std::to_string(e) + ".";
             EXPECT_EQ(layer.at(x + "w1")->inputScales, shared) << e;
@@ -255,7 +265,8 @@ TEST(TinyMoe, CompareMethodsRunEndToEnd) {
             std::uint64_t kept = total;
             for (std::size_t layer = 0; layer < m.layers.size(); ++layer)
                 for (const auto& [module, q] : m.layers[layer])
-                    kept -= checkpoint.find("model.layers." + std::to_string(layer) + "." + module + ".weight")->info->byteSize();
+                    kept -= checkpoint.find("model.layers." + std::to_string(layer) + "." + module + ".weight")
+                                ->info->byteSize();
             EXPECT_EQ(m.checkpointBytes - m.linearBytes, kept) << m.method.name;
             EXPECT_TRUE(m.error.empty()) << m.method.name << ": " << m.error;
             EXPECT_EQ(m.layers.size(), 2u);
@@ -323,7 +334,7 @@ TEST(TinyGptOss, ItsMxfp4ReleaseRunsDecodedAndQuantizesAnew) {
         for (auto& t : w) t = token(rng);
     const double direct = evaluateCheckpoints({source, mxfp4, windows}, {}, CancelToken{}).kl.meanKld.value;
     const double viaDense = evaluateCheckpoints({source, dense, windows}, {}, CancelToken{}).kl.meanKld.value;
-    EXPECT_GT(direct, 1e-5);   // the MXFP4 round trip changed the model
+    EXPECT_GT(direct, 1e-5);  // the MXFP4 round trip changed the model
     EXPECT_EQ(direct, viaDense);
 
     JobPlan plan;
@@ -358,8 +369,9 @@ TEST(TinyMoe, TheBitBudgetsMeasurementIsRefusedBeforeAnyWork) {
     plan.evaluation.assign(2, std::vector<model::TokenId>(16, 1));
     bool progressed = false;
     try {
-        (void)measureSensitivity(plan, parseMethodList("gptq4,gptq8", 16), Sensitivity::GroupKl,
-                                 [&](const Progress&) { progressed = true; }, CancelToken{});
+        (void)measureSensitivity(
+            plan, parseMethodList("gptq4,gptq8", 16), Sensitivity::GroupKl, [&](const Progress&) { progressed = true; },
+            CancelToken{});
         FAIL() << "expected qs::Error";
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("mixture of experts"), std::string::npos) << e.what();
@@ -380,7 +392,8 @@ TEST(TinyMoe, AMixOfMethodsIsRefusedBeforeAnyWork) {
         (void)Job(plan).run([&](const Progress&) { progressed = true; }, CancelToken{});
         FAIL() << "expected qs::Error";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("config.json: a mix of methods is not offered for a mixture of experts"), std::string::npos)
+        EXPECT_NE(std::string(e.what()).find("config.json: a mix of methods is not offered for a mixture of experts"),
+                  std::string::npos)
             << e.what();
     }
     EXPECT_FALSE(progressed);
@@ -393,7 +406,7 @@ TEST(TinyMoe, ExportsKeepPerExpertNamesAndTheRouterDenseAndReadBack) {
     const fs::path source = fs::path(QS_TEST_DATA_DIR) / "moe" / "qwen3-moe-tiny";
     JobPlan plan;
     plan.checkpoint = source;
-    plan.methods = parseMethodList("gptq4-sym,fp8,nvfp4,fp8-channel", 16);   // symmetric: GPTQ v1's own layout
+    plan.methods = parseMethodList("gptq4-sym,fp8,nvfp4,fp8-channel", 16);  // symmetric: GPTQ v1's own layout
     std::mt19937 rng(3);
     std::uniform_int_distribution<int> token(0, 255);
     plan.calibration.assign(4, std::vector<model::TokenId>(48));
@@ -401,12 +414,17 @@ TEST(TinyMoe, ExportsKeepPerExpertNamesAndTheRouterDenseAndReadBack) {
         for (auto& t : s) t = token(rng);
     const JobResult r = Job(std::move(plan)).run({}, CancelToken{});
     const std::vector<std::pair<std::size_t, std::string>> exports{
-        {0, "gptq"}, {0, "ct-mixed"}, {1, "fp8"}, {2, "ct-nvfp4"}, {3, ""}};   // "": fp8-channel's own, compressed-tensors FP8
+        {0, "gptq"},
+        {0, "ct-mixed"},
+        {1, "fp8"},
+        {2, "ct-nvfp4"},
+        {3, ""}};  // "": fp8-channel's own, compressed-tensors FP8
     for (const auto& [index, format] : exports) {
         SCOPED_TRACE(format);
         const MethodResult& m = r.methods.at(index);
         ASSERT_TRUE(m.error.empty()) << m.error;
-        const fs::path dir = fs::temp_directory_path() / ("qs_test_moe_export_" + std::to_string(index) + format + "_" + std::to_string(::getpid()));
+        const fs::path dir = fs::temp_directory_path() / ("qs_test_moe_export_" + std::to_string(index) + format + "_" +
+                                                          std::to_string(::getpid()));
         fs::remove_all(dir);
         exportCheckpoint({source, dir, format, false, {}}, m, {}, CancelToken{});
         const io::Checkpoint exported = io::Checkpoint::open(dir);
@@ -429,17 +447,19 @@ TEST(TinyMoe, ExportsKeepPerExpertNamesAndTheRouterDenseAndReadBack) {
         const nlohmann::json config = io::readJsonFile(dir / "config.json", {}).at("quantization_config");
         for (const std::string layer : {"0", "1"}) {
             const std::string router = "model.layers." + layer + ".mlp.gate";
-            if (format == "gptq") {   // GPTQModel's dynamic: "-:" excludes a module from quantization
-                EXPECT_TRUE(config.at("dynamic").contains("-:^model\\.layers\\." + layer + "\\.mlp\\.gate$")) << config.dump();
+            if (format == "gptq") {  // GPTQModel's dynamic: "-:" excludes a module from quantization
+                EXPECT_TRUE(config.at("dynamic").contains("-:^model\\.layers\\." + layer + "\\.mlp\\.gate$"))
+                    << config.dump();
                 continue;
             }
-            const nlohmann::json dense = config.contains("ignore") ? config.at("ignore") : config.at("modules_to_not_convert");
-            EXPECT_NE(std::find(dense.begin(), dense.end(), router), dense.end()) << router << " not in " << dense.dump();
+            const nlohmann::json dense =
+                config.contains("ignore") ? config.at("ignore") : config.at("modules_to_not_convert");
+            EXPECT_NE(std::find(dense.begin(), dense.end(), router), dense.end())
+                << router << " not in " << dense.dump();
         }
         fs::remove_all(dir);
     }
 }
-
 
 // AWQ and GPTQ exports of both tiny MoE checkpoints run, through our format readers, as the Job's
 // model computes: AWQ's shared scale of the experts' gate/up folded into the norm before the block
@@ -457,14 +477,16 @@ TEST(TinyMoe, AwqAndGptqExportsRunAsTheJobsModel) {
         plan.calibration.assign(4, std::vector<model::TokenId>(48));
         for (auto& s : plan.calibration)
             for (auto& t : s) t = token(rng);
-        const std::vector<model::TokenId> sequence(plan.calibration.front().begin(), plan.calibration.front().begin() + 32);
+        const std::vector<model::TokenId> sequence(plan.calibration.front().begin(),
+                                                   plan.calibration.front().begin() + 32);
         const JobResult r = Job(std::move(plan)).run({}, CancelToken{});
         const io::Checkpoint original = io::Checkpoint::open(source);
         const model::ModelConfig config = model::ModelConfig::fromCheckpoint(original);
         for (const MethodResult& m : r.methods) {
             SCOPED_TRACE(m.label());
             ASSERT_TRUE(m.error.empty()) << m.error;
-            const fs::path dir = fs::temp_directory_path() / ("qs_test_moe_run_" + m.method.name + "_" + std::to_string(::getpid()));
+            const fs::path dir =
+                fs::temp_directory_path() / ("qs_test_moe_run_" + m.method.name + "_" + std::to_string(::getpid()));
             fs::remove_all(dir);
             exportCheckpoint({source, dir, "", false, {}}, m, {}, CancelToken{});
             const io::Checkpoint exported = io::Checkpoint::open(dir);
@@ -481,9 +503,10 @@ TEST(TinyMoe, AwqAndGptqExportsRunAsTheJobsModel) {
             const MatrixF before = original.tensor(router).toMatrix(), after = exported.tensor(router).toMatrix();
             if (m.method.kind != MethodKind::Awq) {
                 EXPECT_EQ(after, before) << "left as it was";
-            } else {   // router · diag(s), s the experts' shared scale
+            } else {  // router · diag(s), s the experts' shared scale
                 const auto& s = m.layers[1].at(config.moe.names.expert(0) + config.moe.names.gate)->inputScales;
-                const MatrixF expected = before * Eigen::Map<const VectorF>(s.data(), Eigen::Index(s.size())).asDiagonal();
+                const MatrixF expected =
+                    before * Eigen::Map<const VectorF>(s.data(), Eigen::Index(s.size())).asDiagonal();
                 EXPECT_LT((after - expected).cwiseAbs().maxCoeff(), 1e-6f * expected.cwiseAbs().maxCoeff());
                 EXPECT_NE(after, before);
             }
@@ -494,9 +517,10 @@ TEST(TinyMoe, AwqAndGptqExportsRunAsTheJobsModel) {
 
 // The memory estimate counts every expert: the kept layers grow with them, the calibration sums too.
 TEST(TinyMoe, TheMemoryEstimateCountsTheExperts) {
-    nlohmann::json j{{"model_type", "qwen3_moe"}, {"hidden_size", 2048}, {"intermediate_size", 6144}, {"num_hidden_layers", 4},
-                     {"num_attention_heads", 32}, {"num_key_value_heads", 4}, {"head_dim", 128}, {"vocab_size", 1000},
-                     {"moe_intermediate_size", 768}, {"num_experts", 128}, {"num_experts_per_tok", 8}};
+    nlohmann::json j{{"model_type", "qwen3_moe"}, {"hidden_size", 2048},       {"intermediate_size", 6144},
+                     {"num_hidden_layers", 4},    {"num_attention_heads", 32}, {"num_key_value_heads", 4},
+                     {"head_dim", 128},           {"vocab_size", 1000},        {"moe_intermediate_size", 768},
+                     {"num_experts", 128},        {"num_experts_per_tok", 8}};
     WorkloadShape shape;
     shape.config = model::ModelConfig::fromJson(j);
     shape.methods = 1;

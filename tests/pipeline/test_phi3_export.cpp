@@ -5,28 +5,29 @@
 // the Job's model.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstdio>
 #include <cstring>
 #include <fstream>
+
+#include <unistd.h>
 
 #include "qs/error.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/dtype.h"
+#include "qs/io/gguf_file.h"
 #include "qs/model/model_config.h"
 #include "qs/model/tokenizer.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/calibration_text.h"
 #include "qs/pipeline/decoded_weights.h"
-#include "qs/io/gguf_file.h"
 #include "qs/pipeline/export_check.h"
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/gguf_export.h"
 #include "qs/pipeline/gguf_result_export.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/work_folder.h"
+
 #include "tiny_checkpoint_job.h"
 
 using namespace qs;
@@ -43,7 +44,7 @@ MatrixF stackedParts(const QuantizedLayer& layer, const std::vector<std::string>
     std::vector<MatrixF> ws;
     Eigen::Index rows = 0;
     for (const auto& p : parts) {
-        ws.push_back(layer.at(p)->dequantize());   // as stored: AWQ's W·diag(s), its 1/s folded into the norm
+        ws.push_back(layer.at(p)->dequantize());  // as stored: AWQ's W·diag(s), its 1/s folded into the norm
         rows += ws.back().rows();
     }
     MatrixF out(rows, ws.front().cols());
@@ -59,7 +60,7 @@ MatrixF stackedParts(const QuantizedLayer& layer, const std::vector<std::string>
 float nearestE4m3(float v) {
     float best = 0.0f;
     for (int code = 0; code < 256; ++code) {
-        if ((code & 0x7F) == 0x7F) continue;   // NaN
+        if ((code & 0x7F) == 0x7F) continue;  // NaN
         const float x = io::e4m3ToF32(static_cast<std::uint8_t>(code));
         if (std::abs(x - v) < std::abs(best - v)) best = x;
     }
@@ -79,7 +80,7 @@ MatrixF requantizedToMaxScale(const QuantizedLayer& layer, const std::vector<std
 struct Case {
     const char* method;
     const char* format;
-    float tolerance;   // of the largest logit
+    float tolerance;  // of the largest logit
 };
 
 }  // namespace
@@ -92,8 +93,9 @@ TEST(Phi3Export, FusedProjectionsAreWrittenFusedAndReadBackAsTheJobsParts) {
                           Case{"rtn4", "gptq_v2", 2e-3f}}) {
         SCOPED_TRACE(c.method);
         const MethodResult result = test::quantizeTiny(kPhi3, c.method);
-        ASSERT_EQ(result.layers.front().size(), 7u);   // the Job saw q, k, v, o, gate, up, down
-        const fs::path dir = fs::temp_directory_path() / ("qs_phi3_" + std::string(c.method) + "_" + std::to_string(::getpid()));
+        ASSERT_EQ(result.layers.front().size(), 7u);  // the Job saw q, k, v, o, gate, up, down
+        const fs::path dir =
+            fs::temp_directory_path() / ("qs_phi3_" + std::string(c.method) + "_" + std::to_string(::getpid()));
         fs::remove_all(dir);
         exportCheckpoint({kPhi3, dir, c.format, false, {}}, result, {}, CancelToken{});
         const io::Checkpoint exported = io::Checkpoint::open(dir);
@@ -111,7 +113,9 @@ TEST(Phi3Export, FusedProjectionsAreWrittenFusedAndReadBackAsTheJobsParts) {
                 ASSERT_EQ(got.rows(), want.rows());
                 if (std::string(c.method) == "fp8-tensor") {
                     // One scale for the fused tensor: each part's values requantized to the largest scale.
-                    EXPECT_LE((got - requantizedToMaxScale(result.layers[std::size_t(layer)], parts)).cwiseAbs().maxCoeff(), 0.0f);
+                    EXPECT_LE(
+                        (got - requantizedToMaxScale(result.layers[std::size_t(layer)], parts)).cwiseAbs().maxCoeff(),
+                        0.0f);
                     EXPECT_EQ(exported.tensor(config.layerPrefix(layer) + fused + ".weight_scale").numel(), 1);
                 } else {
                     MatrixF expected = want;
@@ -119,9 +123,11 @@ TEST(Phi3Export, FusedProjectionsAreWrittenFusedAndReadBackAsTheJobsParts) {
                     if (std::string(c.method) == "awq4" && fused == "mlp.gate_up_proj") {
                         const auto& s = result.layers[std::size_t(layer)].at("mlp.down_proj")->inputScales;
                         ASSERT_EQ(Eigen::Index(s.size()), want.rows() / 2);
-                        for (Eigen::Index r = 0; r < want.rows() / 2; ++r) expected.row(want.rows() / 2 + r) /= s[std::size_t(r)];
+                        for (Eigen::Index r = 0; r < want.rows() / 2; ++r)
+                            expected.row(want.rows() / 2 + r) /= s[std::size_t(r)];
                     }
-                    EXPECT_LT((got - expected).cwiseAbs().maxCoeff(), 2e-3f * expected.cwiseAbs().maxCoeff());   // F16 scales
+                    EXPECT_LT((got - expected).cwiseAbs().maxCoeff(),
+                              2e-3f * expected.cwiseAbs().maxCoeff());  // F16 scales
                 }
             }
         // The export computes what the Job measured (our reader splits the fused tensors again); FP8 per
@@ -180,11 +186,14 @@ TEST(Phi3Export, AResultOnDiskWritesTheSameFusedBytesAsInRam) {
         ASSERT_NE(onDisk.methods[m].stored, nullptr);
         const fs::path ram = out / (std::to_string(m) + "_ram"), disk = out / (std::to_string(m) + "_disk");
         (void)exportCheckpoint({kPhi3, ram, "", false, nlohmann::json::object()}, inRam.methods[m], {}, CancelToken{});
-        (void)exportCheckpoint({kPhi3, disk, "", false, nlohmann::json::object()}, onDisk.methods[m], {}, CancelToken{});
+        (void)exportCheckpoint({kPhi3, disk, "", false, nlohmann::json::object()}, onDisk.methods[m], {},
+                               CancelToken{});
         const io::Checkpoint exported = io::Checkpoint::open(disk);
         const std::string qkv = "model.layers.1.self_attn.qkv_proj.";
-        EXPECT_TRUE(exported.find(qkv + "qweight") != nullptr || exported.find(qkv + "weight") != nullptr) << "written fused";
-        for (const char* file : {"model.safetensors", "config.json"}) EXPECT_TRUE(bytesOf(ram / file) == bytesOf(disk / file)) << file;
+        EXPECT_TRUE(exported.find(qkv + "qweight") != nullptr || exported.find(qkv + "weight") != nullptr)
+            << "written fused";
+        for (const char* file : {"model.safetensors", "config.json"})
+            EXPECT_TRUE(bytesOf(ram / file) == bytesOf(disk / file)) << file;
     }
     const io::Checkpoint source = io::Checkpoint::open(kPhi3);
     const fs::path ram = writeGgufResult(source, inRam.methods[3], out / "ram.gguf", {}, {}, CancelToken{});
@@ -205,8 +214,10 @@ TEST(Phi3Export, GgufMethodWritesTheJobsBlocksFused) {
     const io::Checkpoint gguf = io::Checkpoint::open(file);
     const io::GgufFile& g = *gguf.gguf();
     EXPECT_EQ(*g.metadata().string("general.architecture"), "phi3");
-    for (const auto& [name, parts] : {std::pair<std::string, std::vector<std::string>>{"blk.1.attn_qkv.weight", {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}},
-                                      {"blk.1.ffn_up.weight", {"mlp.gate_proj", "mlp.up_proj"}}}) {
+    for (const auto& [name, parts] :
+         {std::pair<std::string, std::vector<std::string>>{
+              "blk.1.attn_qkv.weight", {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}},
+          {"blk.1.ffn_up.weight", {"mlp.gate_proj", "mlp.up_proj"}}}) {
         SCOPED_TRACE(name);
         std::vector<std::uint8_t> want;
         for (const auto& part : parts) {
@@ -270,6 +281,8 @@ TEST(Phi3Export, TheCheckBeforeARunNamesTheFusedTensorNvfp4CannotWrite) {
     const io::Checkpoint source = io::Checkpoint::open(kPhi3);
     const MethodSpec nvfp4 = parseMethod("nvfp4", 16), gptq = parseMethod("gptq4", 16);
     const std::string why = exportRefusal(nvfp4, encoderForMethod(nvfp4, ""), source);
-    EXPECT_NE(why.find("model.layers.0.mlp.gate_up_proj: the checkpoint stores its parts as one tensor"), std::string::npos) << why;
+    EXPECT_NE(why.find("model.layers.0.mlp.gate_up_proj: the checkpoint stores its parts as one tensor"),
+              std::string::npos)
+        << why;
     EXPECT_EQ(exportRefusal(gptq, encoderForMethod(gptq, ""), source), "");
 }

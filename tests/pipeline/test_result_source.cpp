@@ -4,9 +4,9 @@
 // naming both, and nothing is written. A cancel that arrives after the last module still cancels.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <fstream>
+
+#include <unistd.h>
 
 #include "qs/error.h"
 #include "qs/formats/linear_encoder.h"
@@ -70,11 +70,15 @@ TEST(ResultSource, ExportRefusesACopyOfTheSourceAndWritesNothing) {
     const auto out = scratch.path() / "out";
     const std::string why = exportError({copy, out, "", false, {}}, result.methods.front());
     EXPECT_EQ(why.find('\n'), std::string::npos) << why;
-    EXPECT_NE(why.find("was quantized from " + std::filesystem::canonical(kDemo).string() + " (headers "), std::string::npos) << why;
-    EXPECT_NE(why.find("not from " + std::filesystem::canonical(copy).string() + " (headers "), std::string::npos) << why;
+    EXPECT_NE(why.find("was quantized from " + std::filesystem::canonical(kDemo).string() + " (headers "),
+              std::string::npos)
+        << why;
+    EXPECT_NE(why.find("not from " + std::filesystem::canonical(copy).string() + " (headers "), std::string::npos)
+        << why;
     EXPECT_FALSE(std::filesystem::exists(out));
     // Over the checkpoint it came from, by another spelling of its path, it exports.
-    EXPECT_EQ(exportCheckpoint({kDemo / ".." / "demo", out, "", false, {}}, result.methods.front(), {}, CancelToken{}), out);
+    EXPECT_EQ(exportCheckpoint({kDemo / ".." / "demo", out, "", false, {}}, result.methods.front(), {}, CancelToken{}),
+              out);
 }
 
 TEST(ResultSource, ExportRefusesTheSourceRewrittenWithAnotherConfig) {
@@ -116,7 +120,8 @@ TEST(ResultSource, GgufExportRefusesACopyOfTheSourceAndWritesNothing) {
     } catch (const Error& e) {
         why = e.what();
     }
-    EXPECT_NE(why.find("not from " + std::filesystem::canonical(copy).string() + " (headers "), std::string::npos) << why;
+    EXPECT_NE(why.find("not from " + std::filesystem::canonical(copy).string() + " (headers "), std::string::npos)
+        << why;
     EXPECT_FALSE(std::filesystem::exists(out));
     EXPECT_EQ(writeGgufResult(io::Checkpoint::open(kDemo), result.methods.front(), out, {}, {}, CancelToken{}), out);
     EXPECT_TRUE(std::filesystem::exists(out));
@@ -143,7 +148,8 @@ TEST(ResultSource, AFileBesideAnotherInOneFolderIsCheckedAndExportedFromItself) 
     EXPECT_EQ(exportRefusal(rtn, formats::encoderNamed("gptq_v2")), "");
     const auto out = scratch.path() / "out";
     // Over the other file of the folder (same tensors, another name) it is refused; over its own it exports.
-    EXPECT_NE(exportError({folder / "a.safetensors", out, "", false, {}}, rtn).find("a.safetensors"), std::string::npos);
+    EXPECT_NE(exportError({folder / "a.safetensors", out, "", false, {}}, rtn).find("a.safetensors"),
+              std::string::npos);
     EXPECT_FALSE(std::filesystem::exists(out));
     EXPECT_EQ(exportCheckpoint({folder / "b.safetensors", out, "", false, {}}, rtn, {}, CancelToken{}), out);
 }
@@ -155,7 +161,7 @@ TEST(ResultSource, ACancelAfterTheLastModuleStillCancels) {
     CancelToken cancel;
     int modules = 0;
     const auto onModule = [&](const ModuleLog&) {
-        if (++modules == 2 * 7) cancel.cancel();   // the demo's last linear
+        if (++modules == 2 * 7) cancel.cancel();  // the demo's last linear
     };
     EXPECT_THROW(Job(std::move(plan)).run({}, cancel, onModule), Cancelled);
     EXPECT_EQ(modules, 2 * 7);

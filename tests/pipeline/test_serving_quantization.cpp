@@ -5,11 +5,11 @@
 // to the KL the job measured; bad scales in a checkpoint are refused with one line naming the tensor.
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cmath>
 #include <cstring>
 #include <fstream>
+
+#include <unistd.h>
 
 #include "qs/error.h"
 #include "qs/formats/detect.h"
@@ -109,7 +109,7 @@ TEST(ServingQuantization, CalibratedScalesAreTheInputsMaxima) {
     EXPECT_FLOAT_EQ(linearOf(nvfp4, 0, "self_attn.q_proj").input.scale, m.input / (448.0f * 6.0f));
     EXPECT_FLOAT_EQ(linearOf(fp8, 0, "self_attn.k_proj").cacheScale, m.keys / 448.0f);
     EXPECT_FLOAT_EQ(linearOf(fp8, 0, "self_attn.v_proj").cacheScale, m.values / 448.0f);
-    EXPECT_EQ(linearOf(fp8, 0, "self_attn.q_proj").cacheScale, 0.0f);   // only k and v are cached
+    EXPECT_EQ(linearOf(fp8, 0, "self_attn.q_proj").cacheScale, 0.0f);  // only k and v are cached
     EXPECT_EQ(linearOf(nvfp4, 1, "self_attn.k_proj").cacheScale, linearOf(fp8, 1, "self_attn.k_proj").cacheScale);
 }
 
@@ -125,9 +125,9 @@ TEST(ServingQuantization, APercentileClipsBelowTheMaximum) {
 TEST(ServingQuantization, QuantizedInputsAndCacheCostKlOnTopOfTheWeights) {
     const JobResult r = runDemo("fp8-tensor,fp8-w8a8,fp8-channel,fp8-w8a8-dynamic,nvfp4,nvfp4-w4a4", true);
     const auto kl = [&](std::size_t i) { return r.methods[i].kl.meanKld.value; };
-    EXPECT_GT(kl(1), kl(0));   // W8A8 static vs W8A16, the same per-tensor weights
-    EXPECT_GT(kl(3), kl(2));   // W8A8 per token vs W8A16, per-channel weights
-    EXPECT_GT(kl(5), kl(4));   // W4A4 vs W4A16
+    EXPECT_GT(kl(1), kl(0));  // W8A8 static vs W8A16, the same per-tensor weights
+    EXPECT_GT(kl(3), kl(2));  // W8A8 per token vs W8A16, per-channel weights
+    EXPECT_GT(kl(5), kl(4));  // W4A4 vs W4A16
     ASSERT_TRUE(r.kvCacheOnlyKl.has_value());
     EXPECT_GT(r.kvCacheOnlyKl->meanKld.value, 0.0);
     EXPECT_LT(r.kvCacheOnlyKl->meanKld.value, kl(5));
@@ -142,8 +142,9 @@ TEST(ServingQuantization, ExportsCarryTheScalesAndEvaluateToTheJobsKl) {
         const MethodResult* result;
         const char* format;
     };
-    for (const Case& c : {Case{&fp8.methods[0], "fp8"}, Case{&fp8.methods[0], "ct-fp8"}, Case{&fp8.methods[0], "modelopt-fp8"},
-                          Case{&nvfp4.methods[0], "ct-nvfp4"}, Case{&nvfp4.methods[0], "modelopt-nvfp4"}}) {
+    for (const Case& c :
+         {Case{&fp8.methods[0], "fp8"}, Case{&fp8.methods[0], "ct-fp8"}, Case{&fp8.methods[0], "modelopt-fp8"},
+          Case{&nvfp4.methods[0], "ct-nvfp4"}, Case{&nvfp4.methods[0], "modelopt-nvfp4"}}) {
         SCOPED_TRACE(c.format);
         const auto dir = freshPath(c.format);
         exportCheckpoint({kDemo, dir, c.format, false, {}}, *c.result, {}, CancelToken{});
@@ -152,7 +153,8 @@ TEST(ServingQuantization, ExportsCarryTheScalesAndEvaluateToTheJobsKl) {
         for (std::size_t layer = 0; layer < c.result->layers.size(); ++layer)
             for (const auto& [module, q] : c.result->layers[layer]) {
                 const std::string prefix = "model.layers." + std::to_string(layer) + "." + module;
-                const auto serving = formats::readServingQuantization(exported, info, prefix, q->method == quant::Method::Nvfp4);
+                const auto serving =
+                    formats::readServingQuantization(exported, info, prefix, q->method == quant::Method::Nvfp4);
                 EXPECT_EQ(serving.input, q->input) << prefix;
                 EXPECT_EQ(serving.cacheScale, q->cacheScale) << prefix;
             }
@@ -178,7 +180,7 @@ TEST(ServingQuantization, ConfigsSayWhatTheConsumersRead) {
         EXPECT_EQ(q["activation_scheme"], "static");
         const io::Checkpoint c = io::Checkpoint::open(dir);
         EXPECT_NE(c.find("model.layers.0.self_attn.q_proj.input_scale"), nullptr);
-        EXPECT_NE(c.find("model.layers.0.self_attn.k_scale"), nullptr);   // vLLM: self_attn.attn.k_scale
+        EXPECT_NE(c.find("model.layers.0.self_attn.k_scale"), nullptr);  // vLLM: self_attn.attn.k_scale
         EXPECT_NE(c.find("model.layers.1.self_attn.v_scale"), nullptr);
         std::filesystem::remove_all(dir);
     }
@@ -202,7 +204,7 @@ TEST(ServingQuantization, ConfigsSayWhatTheConsumersRead) {
         EXPECT_EQ(q["kv_cache_scheme"]["num_bits"], 8);
         const io::Checkpoint c = io::Checkpoint::open(dir);
         EXPECT_NE(c.find("model.layers.0.mlp.down_proj.input_scale"), nullptr);
-        EXPECT_NE(c.find("model.layers.0.self_attn.k_proj.k_scale"), nullptr);   // ModelOpt's name
+        EXPECT_NE(c.find("model.layers.0.self_attn.k_proj.k_scale"), nullptr);  // ModelOpt's name
         std::filesystem::remove_all(dir);
     }
     {
@@ -218,7 +220,8 @@ TEST(ServingQuantization, ConfigsSayWhatTheConsumersRead) {
 
 TEST(ServingQuantization, LayoutsThatCannotStateItAreRefused) {
     const JobResult r = runDemo("fp8-w8a8,nvfp4", true);
-    for (const auto& [method, format] : {std::pair{0, "ct-fp8-dynamic"}, std::pair{1, "ct-mixed"}, std::pair{0, "ct-mixed"}}) {
+    for (const auto& [method, format] :
+         {std::pair{0, "ct-fp8-dynamic"}, std::pair{1, "ct-mixed"}, std::pair{0, "ct-mixed"}}) {
         const auto dir = freshPath(std::string("refused_") + format);
         try {
             exportCheckpoint({kDemo, dir, format, false, {}}, r.methods[std::size_t(method)], {}, CancelToken{});
@@ -265,9 +268,9 @@ TEST(ServingQuantization, BadScalesInACheckpointAreRefusedNamingTheTensor) {
 
 TEST(ServingQuantization, PercentilesAreNearestRankOfTheTokenMaxima) {
     std::vector<float> maxima;
-    for (int i = 1; i <= 1000; ++i) maxima.push_back(static_cast<float>(1001 - i));   // 1000 .. 1, unsorted order
+    for (int i = 1; i <= 1000; ++i) maxima.push_back(static_cast<float>(1001 - i));  // 1000 .. 1, unsorted order
     EXPECT_EQ(calibratedAmax(maxima, 100.0), 1000.0f);
-    EXPECT_EQ(calibratedAmax(maxima, 99.9), 999.0f);   // the smallest value with 99.9 % at or below it
+    EXPECT_EQ(calibratedAmax(maxima, 99.9), 999.0f);  // the smallest value with 99.9 % at or below it
     EXPECT_EQ(calibratedAmax(maxima, 50.0), 500.0f);
     EXPECT_EQ(calibratedAmax(maxima, 0.01), 1.0f);
     EXPECT_EQ(calibratedAmax({}, 99.0), 0.0f);
@@ -275,5 +278,6 @@ TEST(ServingQuantization, PercentilesAreNearestRankOfTheTokenMaxima) {
     EXPECT_THROW(calibratedAmax(std::vector<float>{1.0f, NAN}, 100.0), Error);
     EXPECT_EQ(parseActivationCalibration("p99.9").percentile, 99.9);
     EXPECT_EQ(parseActivationCalibration("max").label(), "max");
-    for (const char* bad : {"p0", "p101", "99", "pmax", "p", ""}) EXPECT_THROW(parseActivationCalibration(bad), Error) << bad;
+    for (const char* bad : {"p0", "p101", "99", "pmax", "p", ""})
+        EXPECT_THROW(parseActivationCalibration(bad), Error) << bad;
 }

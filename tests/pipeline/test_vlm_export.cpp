@@ -7,10 +7,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <unistd.h>
-
 #include <cstring>
 #include <set>
+
+#include <unistd.h>
 
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
@@ -25,9 +25,10 @@
 #include "qs/pipeline/gguf_export.h"
 #include "qs/pipeline/gguf_imatrix.h"
 #include "qs/pipeline/job.h"
-#include "tiny_checkpoint_job.h"
 #include "qs/pipeline/mixed_methods.h"
 #include "qs/pipeline/mixed_precision_rules.h"
+
+#include "tiny_checkpoint_job.h"
 
 using namespace qs;
 using namespace qs::pipeline;
@@ -41,13 +42,18 @@ const fs::path kVlmData = fs::path(QS_TEST_DATA_DIR) / "vlm";
 struct Tiny {
     const char* name;
     const char* ggufArch;
-    int towerTensors;   // vision tower + projector tensors the script writes
+    int towerTensors;  // vision tower + projector tensors the script writes
 };
 
-const Tiny kTiny[] = {{"qwen2_5-vl-tiny", "qwen2vl", 18}, {"qwen2_5-vl-old-tiny", "qwen2vl", 18}, {"qwen3-vl-tiny", "qwen3vl", 25},
-                      {"mistral3-tiny", "llama", 15},     {"mistral3-old-tiny", "llama", 15}};
+const Tiny kTiny[] = {{"qwen2_5-vl-tiny", "qwen2vl", 18},
+                      {"qwen2_5-vl-old-tiny", "qwen2vl", 18},
+                      {"qwen3-vl-tiny", "qwen3vl", 25},
+                      {"mistral3-tiny", "llama", 15},
+                      {"mistral3-old-tiny", "llama", 15}};
 
-fs::path scratch(const std::string& what) { return fs::temp_directory_path() / ("qs_vlm_" + what + "_" + std::to_string(::getpid())); }
+fs::path scratch(const std::string& what) {
+    return fs::temp_directory_path() / ("qs_vlm_" + what + "_" + std::to_string(::getpid()));
+}
 
 }  // namespace
 
@@ -57,7 +63,8 @@ TEST(VlmExport, GptqAndFp8ReadBackAsTheJobsModelAndKeepTheVisionTowerByteForByte
         const io::Checkpoint source = io::Checkpoint::open(path);
         const model::ModelConfig config = model::ModelConfig::fromCheckpoint(source);
         const auto sequence = test::tinyTokens(path, 1, 48).front();
-        for (const auto& [method, format, tolerance] : {std::tuple{"gptq4", "gptq_v2", 2e-3f}, std::tuple{"fp8", "fp8", 1e-4f}}) {
+        for (const auto& [method, format, tolerance] :
+             {std::tuple{"gptq4", "gptq_v2", 2e-3f}, std::tuple{"fp8", "fp8", 1e-4f}}) {
             SCOPED_TRACE(std::string(tiny.name) + " " + method);
             const MethodResult result = test::quantizeTiny(path, method);
             ASSERT_EQ(result.layers.size(), std::size_t(config.numLayers));
@@ -69,15 +76,18 @@ TEST(VlmExport, GptqAndFp8ReadBackAsTheJobsModelAndKeepTheVisionTowerByteForByte
             int tower = 0;
             for (const io::CheckpointTensor& t : source.tensors()) {
                 bool passThrough = false;
-                for (const auto& prefix : config.arch.passThroughPrefixes) passThrough = passThrough || t.info->name.starts_with(prefix);
+                for (const auto& prefix : config.arch.passThroughPrefixes)
+                    passThrough = passThrough || t.info->name.starts_with(prefix);
                 EXPECT_EQ(passThrough, io::isTowerTensor(t.info->name)) << t.info->name;
                 if (!passThrough) continue;
                 ++tower;
-                EXPECT_TRUE(test::sameBytes(source.tensor(t.info->name), exported.tensor(t.info->name))) << t.info->name;
+                EXPECT_TRUE(test::sameBytes(source.tensor(t.info->name), exported.tensor(t.info->name)))
+                    << t.info->name;
             }
             EXPECT_EQ(tower, tiny.towerTensors);
             // Every text-tower linear quantized: its dense weight is gone from the export.
-            EXPECT_EQ(exported.find(config.layerPrefix(1) + "mlp.down_proj.weight") == nullptr, std::string(method) == "gptq4");
+            EXPECT_EQ(exported.find(config.layerPrefix(1) + "mlp.down_proj.weight") == nullptr,
+                      std::string(method) == "gptq4");
             const nlohmann::json written = exported.config();
             EXPECT_EQ(written.at("model_type"), source.config().at("model_type"));
             if (source.config().contains("text_config")) {
@@ -88,7 +98,8 @@ TEST(VlmExport, GptqAndFp8ReadBackAsTheJobsModelAndKeepTheVisionTowerByteForByte
             const MatrixF want = test::jobModel(path, result).forward(sequence);
             const MatrixF got = readBack.forward(sequence);
             EXPECT_LT((got - want).cwiseAbs().maxCoeff(), tolerance * want.cwiseAbs().maxCoeff());
-            EXPECT_GT((want - model::Transformer::fromCheckpoint(source).forward(sequence)).cwiseAbs().maxCoeff(), 0.0f);   // quantized
+            EXPECT_GT((want - model::Transformer::fromCheckpoint(source).forward(sequence)).cwiseAbs().maxCoeff(),
+                      0.0f);  // quantized
             fs::remove_all(dir);
         }
     }
@@ -118,12 +129,14 @@ TEST(VlmExport, GgufIsLlamaCppsTextArchitectureAndReadsBackAsTheCheckpointRuns) 
             std::vector<std::int64_t> values;
             ASSERT_NE(sections->asArray(), nullptr);
             for (const auto& v : sections->asArray()->items) values.push_back(v.asInteger().value_or(-1));
-            EXPECT_EQ(values, arch == "qwen2vl" ? (std::vector<std::int64_t>{1, 1, 2, 0}) : (std::vector<std::int64_t>{2, 3, 3, 0}));
+            EXPECT_EQ(values, arch == "qwen2vl" ? (std::vector<std::int64_t>{1, 1, 2, 0})
+                                                : (std::vector<std::int64_t>{2, 3, 3, 0}));
         }
         if (arch == "qwen3vl") {
             EXPECT_EQ(m.integer("qwen3vl.n_deepstack_layers"), 1);
         }
-        for (const io::CheckpointTensor& t : gguf.tensors()) EXPECT_FALSE(io::isTowerTensor(t.info->name)) << t.info->name;
+        for (const io::CheckpointTensor& t : gguf.tensors())
+            EXPECT_FALSE(io::isTowerTensor(t.info->name)) << t.info->name;
         const std::vector<model::TokenId> sequence{72, 101, 108, 108, 111, 44, 32, 119, 111, 114, 108, 100};
         const MatrixF want = model::Transformer::fromCheckpoint(source).forward(sequence);
         const MatrixF got = model::Transformer::fromCheckpoint(gguf).forward(sequence);
@@ -174,7 +187,7 @@ TEST(VlmMixedPrecision, RulesNameTheTextTowersLinearsByTheirRealNames) {
     const std::string ignored = "model.language_model.layers.1.mlp.down_proj.weight";
     ASSERT_NE(exported.find(ignored), nullptr);
     EXPECT_TRUE(test::sameBytes(source.tensor(ignored), exported.tensor(ignored)));
-    EXPECT_EQ(exported.find("model.language_model.layers.0.mlp.down_proj.weight"), nullptr);   // quantized
+    EXPECT_EQ(exported.find("model.language_model.layers.0.mlp.down_proj.weight"), nullptr);  // quantized
     fs::remove_all(dir);
 }
 
@@ -187,12 +200,14 @@ TEST(VlmMixedPrecision, GgufMethodAndItsImatrixUseTheTowersNames) {
     ASSERT_EQ(result.layers.size(), 3u);
     const fs::path file = scratch("imatrix.gguf");
     fs::remove(file);
-    writeImatrix(result, model::ModelConfig::fromCheckpoint(io::Checkpoint::open(path)), file, ImatrixInfo{{"calibration.txt"}, 8, 64}, true);
+    writeImatrix(result, model::ModelConfig::fromCheckpoint(io::Checkpoint::open(path)), file,
+                 ImatrixInfo{{"calibration.txt"}, 8, 64}, true);
     const io::Checkpoint imatrix = io::Checkpoint::open(file);
     std::set<std::string> names;
     for (const io::CheckpointTensor& t : imatrix.tensors()) names.insert(t.info->name);
     EXPECT_EQ(names.size(), 3u * 7u * 2u);
-    for (const char* name : {"blk.0.attn_q.weight.in_sum2", "blk.2.ffn_down.weight.counts", "blk.1.attn_output.weight.in_sum2"})
+    for (const char* name :
+         {"blk.0.attn_q.weight.in_sum2", "blk.2.ffn_down.weight.counts", "blk.1.attn_output.weight.in_sum2"})
         EXPECT_TRUE(names.contains(name)) << name;
     for (const auto& name : names) EXPECT_TRUE(name.starts_with("blk.")) << name;
     fs::remove(file);

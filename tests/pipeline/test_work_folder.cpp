@@ -2,8 +2,6 @@
 // resumed run's result equal to an uninterrupted one's, bit for bit.
 #include <gtest/gtest.h>
 
-#include <omp.h>
-
 #include <bit>
 #include <cstring>
 #include <filesystem>
@@ -13,15 +11,18 @@
 #include <set>
 #include <string>
 
+#include <omp.h>
+
 #include "qs/error.h"
-#include "qs/io/checkpoint_writer.h"
 #include "qs/formats/linear_encoder.h"
+#include "qs/io/checkpoint_writer.h"
 #include "qs/io/json_file.h"
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/gguf_result_export.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/quantized_linear_record.h"
 #include "qs/pipeline/work_folder.h"
+
 #include "job_comparison.h"
 #include "synthetic_checkpoint.h"
 
@@ -58,7 +59,7 @@ quant::QuantizedLinear everyFieldSet(unsigned seed) {
     q.blocks = {9, 8, 7};
     q.inputSumSquares = {1.5f, 2.5f};
     q.inputCount = 123456789012;
-    q.outputError = 0.1 / 3.0;   // not a short decimal: the JSON must keep every bit
+    q.outputError = 0.1 / 3.0;  // not a short decimal: the JSON must keep every bit
     q.gptqLoss = std::nan("");
     q.outputMse = 1e-300;
     q.dampPercent = 0.01;
@@ -67,13 +68,17 @@ quant::QuantizedLinear everyFieldSet(unsigned seed) {
 }
 
 // Writes `linears` as WorkFolder does and reads them back.
-std::map<std::string, quant::QuantizedLinear> roundTrip(const fs::path& dir, const std::map<std::string, quant::QuantizedLinear>& linears) {
+std::map<std::string, quant::QuantizedLinear> roundTrip(const fs::path& dir,
+                                                        const std::map<std::string, quant::QuantizedLinear>& linears) {
     nlohmann::json headers;
     {
         io::CheckpointWriter writer(dir);
-        const TensorSink sink = [&writer](const std::string& name, io::DType dtype, const std::vector<std::int64_t>& shape,
-                                          std::span<const std::byte> bytes) { writer.addTensor(name, dtype, shape, bytes); };
-        for (const auto& [key, q] : linears) headers[key] = nlohmann::json::parse(writeQuantizedLinear(q, key, sink).dump());
+        const TensorSink sink = [&writer](const std::string& name, io::DType dtype,
+                                          const std::vector<std::int64_t>& shape, std::span<const std::byte> bytes) {
+            writer.addTensor(name, dtype, shape, bytes);
+        };
+        for (const auto& [key, q] : linears)
+            headers[key] = nlohmann::json::parse(writeQuantizedLinear(q, key, sink).dump());
         writer.finish();
     }
     const io::SafetensorsFile file = io::SafetensorsFile::open(dir / "model.safetensors");
@@ -86,8 +91,9 @@ std::map<std::string, quant::QuantizedLinear> roundTrip(const fs::path& dir, con
 
 TEST(QuantizedLinearRecord, EveryFieldComesBackBitForBit) {
     const fs::path dir = tempDir("record");
-    std::map<std::string, quant::QuantizedLinear> linears{{"0:self_attn.q_proj", everyFieldSet(1)}, {"1:mlp.experts.3.up_proj", everyFieldSet(2)}};
-    linears.at("1:mlp.experts.3.up_proj").zeros.resize(0, 0);   // absent parts stay absent
+    std::map<std::string, quant::QuantizedLinear> linears{{"0:self_attn.q_proj", everyFieldSet(1)},
+                                                          {"1:mlp.experts.3.up_proj", everyFieldSet(2)}};
+    linears.at("1:mlp.experts.3.up_proj").zeros.resize(0, 0);  // absent parts stay absent
     linears.at("1:mlp.experts.3.up_proj").gIdx.clear();
     const auto back = roundTrip(dir, linears);
     ASSERT_EQ(back.size(), 2u);
@@ -101,10 +107,12 @@ TEST(QuantizedLinearRecord, AMissingPartIsRefusedNamingTheLinear) {
     nlohmann::json header;
     {
         io::CheckpointWriter writer(dir);
-        header = writeQuantizedLinear(q, "0:mlp.down_proj", [&writer](const std::string& name, io::DType dtype,
-                                                                      const std::vector<std::int64_t>& shape, std::span<const std::byte> bytes) {
-            if (!name.ends_with(".codes")) writer.addTensor(name, dtype, shape, bytes);
-        });
+        header =
+            writeQuantizedLinear(q, "0:mlp.down_proj",
+                                 [&writer](const std::string& name, io::DType dtype,
+                                           const std::vector<std::int64_t>& shape, std::span<const std::byte> bytes) {
+                                     if (!name.ends_with(".codes")) writer.addTensor(name, dtype, shape, bytes);
+                                 });
         writer.finish();
     }
     const io::SafetensorsFile file = io::SafetensorsFile::open(dir / "model.safetensors");
@@ -112,7 +120,8 @@ TEST(QuantizedLinearRecord, AMissingPartIsRefusedNamingTheLinear) {
         (void)readQuantizedLinear(header, file, "0:mlp.down_proj");
         FAIL() << "a linear without its codes was read";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("'0:mlp.down_proj': its codes are missing"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("'0:mlp.down_proj': its codes are missing"), std::string::npos)
+            << e.what();
     }
     fs::remove_all(dir);
 }
@@ -124,7 +133,8 @@ TEST(WorkFolder, ResumesFromTheNewestLayerWhoseStateIsComplete) {
     LayerRecord record;
     record.facts["note"] = "layer";
     record.linears.emplace("0:mlp.up_proj", everyFieldSet(4));
-    const HiddenSet hidden{{"evaluation", {MatrixF::Constant(3, 4, 0.5f), MatrixF::Constant(2, 4, -1.0f)}}, {"empty", {}}};
+    const HiddenSet hidden{{"evaluation", {MatrixF::Constant(3, 4, 0.5f), MatrixF::Constant(2, 4, -1.0f)}},
+                           {"empty", {}}};
     folder.saveLayer(0, record, hidden);
     folder.saveLayer(1, record, hidden);
     EXPECT_FALSE(fs::exists(dir / "hidden-0000")) << "the older hidden states go once the newer are in place";
@@ -161,13 +171,19 @@ TEST(WorkFolder, RefusesAnotherPlanAFolderInUseAndAFolderWithoutARun) {
         }
         return std::string("no error");
     };
-    EXPECT_NE(message([&] { (void)WorkFolder::resume(dir, {{"seed", 2}, {"methods", "gptq4"}}); }).find("'seed' was 1, now 2"),
+    EXPECT_NE(message([&] {
+                  (void)WorkFolder::resume(dir, {{"seed", 2}, {"methods", "gptq4"}});
+              }).find("'seed' was 1, now 2"),
               std::string::npos);
-    EXPECT_NE(message([&] { (void)WorkFolder::start(dir, {{"seed", 1}}); }).find("holds an interrupted run"), std::string::npos);
+    EXPECT_NE(message([&] {
+                  (void)WorkFolder::start(dir, {{"seed", 1}});
+              }).find("holds an interrupted run"),
+              std::string::npos);
     const fs::path other = tempDir("refusals_other");
     fs::create_directories(other / "mine");
     EXPECT_NE(message([&] { (void)WorkFolder::start(other, {}); }).find("is not an empty folder"), std::string::npos);
-    EXPECT_NE(message([&] { (void)WorkFolder::resume(other, {}); }).find("holds no interrupted run"), std::string::npos);
+    EXPECT_NE(message([&] { (void)WorkFolder::resume(other, {}); }).find("holds no interrupted run"),
+              std::string::npos);
     WorkFolder::discard(other);
     EXPECT_TRUE(fs::exists(other / "mine")) << "a folder without a run is never deleted";
     WorkFolder::discard(dir);
@@ -181,7 +197,7 @@ TEST(WorkFolder, AResumedJobEqualsAnUninterruptedOneBitForBit) {
     const fs::path checkpoint = tempDir("model");
     test::SyntheticModel model;
     model.layers = 4;
-    model.hidden = 256;   // the trellis's groups of 256
+    model.hidden = 256;  // the trellis's groups of 256
     model.intermediate = 256;
     model.outlierChannels = {3};
     test::writeSyntheticCheckpoint(checkpoint, model);
@@ -203,8 +219,8 @@ TEST(WorkFolder, AResumedJobEqualsAnUninterruptedOneBitForBit) {
     resumed.workDir = work;
     resumed.resume = true;
     std::vector<std::string> stages;
-    const JobResult result = Job(resumed).run([&stages](const Progress& p) { stages.push_back(p.stage + " " + std::to_string(p.step)); },
-                                             CancelToken{});
+    const JobResult result = Job(resumed).run(
+        [&stages](const Progress& p) { stages.push_back(p.stage + " " + std::to_string(p.step)); }, CancelToken{});
     EXPECT_NE(std::find(stages.begin(), stages.end(), "resume 2"), stages.end());
     EXPECT_EQ(std::find(stages.begin(), stages.end(), "calibrate 1"), stages.end()) << "layer 1 was not redone";
     expectSameResult(reference, result);
@@ -239,7 +255,7 @@ void expectSameExport(const fs::path& a, const fs::path& b) {
 // in memory, and exports the same bytes reading the layers back.
 TEST(ResultsOnDisk, AResultOnDiskEqualsTheOneInRamAndExportsTheSameBytes) {
     const fs::path checkpoint = fourLayerCheckpoint("disk_model");
-    const std::string methods = "nvfp4,gptq4-act,awq4,q4_k_m";   // the first also quantizes the KV cache (planFor)
+    const std::string methods = "nvfp4,gptq4-act,awq4,q4_k_m";  // the first also quantizes the KV cache (planFor)
     const JobResult inRam = Job(planFor(checkpoint, methods)).run({}, CancelToken{});
 
     const fs::path work = tempDir("disk_work");
@@ -269,15 +285,18 @@ TEST(ResultsOnDisk, AResultOnDiskEqualsTheOneInRamAndExportsTheSameBytes) {
 
     const fs::path out = tempDir("disk_exports");
     fs::create_directories(out);
-    for (std::size_t m = 0; m < 3; ++m) {   // each in its default layout: compressed-tensors NVFP4, GPTQ, AWQ (scales folded)
+    for (std::size_t m = 0; m < 3;
+         ++m) {  // each in its default layout: compressed-tensors NVFP4, GPTQ, AWQ (scales folded)
         SCOPED_TRACE(inRam.methods[m].label());
         const fs::path a = out / (std::to_string(m) + "_ram"), b = out / (std::to_string(m) + "_disk");
-        (void)exportCheckpoint({checkpoint, a, "", false, nlohmann::json::object()}, inRam.methods[m], {}, CancelToken{});
-        (void)exportCheckpoint({checkpoint, b, "", false, nlohmann::json::object()}, onDisk.methods[m], {}, CancelToken{});
+        (void)exportCheckpoint({checkpoint, a, "", false, nlohmann::json::object()}, inRam.methods[m], {},
+                               CancelToken{});
+        (void)exportCheckpoint({checkpoint, b, "", false, nlohmann::json::object()}, onDisk.methods[m], {},
+                               CancelToken{});
         expectSameExport(a, b);
     }
 
-    WorkFolder::discard(work);   // the CLI removes it after the export: the result cannot be read any more
+    WorkFolder::discard(work);  // the CLI removes it after the export: the result cannot be read any more
     try {
         (void)layerAt(onDisk.methods[0], 0);
         FAIL() << "a layer was read from a removed work folder";
@@ -300,13 +319,15 @@ TEST(ResultsOnDisk, ALayoutThatCannotHoldTheResultIsRefusedAndLeavesNoDestinatio
     ASSERT_NE(result.methods[0].stored, nullptr);
     const fs::path out = tempDir("refused_out");
     try {
-        (void)exportCheckpoint({checkpoint, out, "awq", false, nlohmann::json::object()}, result.methods[0], {}, CancelToken{});
+        (void)exportCheckpoint({checkpoint, out, "awq", false, nlohmann::json::object()}, result.methods[0], {},
+                               CancelToken{});
         FAIL() << "AWQ's layout took an act-order result";
     } catch (const Error& e) {
         EXPECT_EQ(std::string(e.what()).rfind("cannot export as awq: model.layers.0.", 0), 0u) << e.what();
     }
     EXPECT_FALSE(fs::exists(out));
-    EXPECT_NE(exportRefusal(result.methods[0], formats::encoderNamed("awq"), CancelToken{}), "") << "the panel's check still reads it";
+    EXPECT_NE(exportRefusal(result.methods[0], formats::encoderNamed("awq"), CancelToken{}), "")
+        << "the panel's check still reads it";
     WorkFolder::discard(work);
     fs::remove_all(checkpoint);
 }
@@ -318,14 +339,15 @@ TEST(ResultsOnDisk, AGgufResultOnDiskWritesTheSameFile) {
     JobPlan plan;
     plan.checkpoint = demo;
     plan.methods = parseMethodList("q4_k_m", 32);
-    plan.calibration = test::syntheticTokens(2, 64, 96, 31);   // the imatrix weighting too
+    plan.calibration = test::syntheticTokens(2, 64, 96, 31);  // the imatrix weighting too
     const JobResult inRam = Job(plan).run({}, CancelToken{});
     const fs::path work = tempDir("gguf_work");
     plan.workDir = work;
     plan.resultsOnDisk = true;
     const JobResult onDisk = Job(plan).run({}, CancelToken{});
     ASSERT_NE(onDisk.methods[0].stored, nullptr);
-    EXPECT_TRUE(sameBits(inRam.methods[0].bitsPerWeight, onDisk.methods[0].bitsPerWeight)) << "sized from the headers alone";
+    EXPECT_TRUE(sameBits(inRam.methods[0].bitsPerWeight, onDisk.methods[0].bitsPerWeight))
+        << "sized from the headers alone";
 
     const fs::path out = tempDir("gguf_out");
     fs::create_directories(out);
@@ -356,12 +378,15 @@ TEST(WorkFolder, AResumedJobRunsOnTheTeamItStartedOn) {
     JobPlan plan = planFor(checkpoint, "gptq4");
     plan.workDir = work;
     CancelToken cancel;
-    EXPECT_THROW((void)Job(plan).run([&cancel](const Progress& p) { if (p.stage == "calibrate" && p.step == 3) cancel.cancel(); },
-                                     cancel),
+    EXPECT_THROW((void)Job(plan).run(
+                     [&cancel](const Progress& p) {
+                         if (p.stage == "calibrate" && p.step == 3) cancel.cancel();
+                     },
+                     cancel),
                  Cancelled);
     EXPECT_EQ(io::readJsonFile(work / "thread_team.json").at("threads"), 2);
 
-    omp_set_num_threads(1);   // the machine is busier now
+    omp_set_num_threads(1);  // the machine is busier now
     plan.resume = true;
     std::set<int> teams;
     std::string resumeMessage;
@@ -423,7 +448,8 @@ TEST(StoredLinearCache, ReadsEachLayersOwnLinears) {
         (void)cache.load(1, "1:self_attn.q_proj");
         FAIL() << "a linear the layer does not hold was read";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("layer-0001: no stored linear '1:self_attn.q_proj'"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("layer-0001: no stored linear '1:self_attn.q_proj'"), std::string::npos)
+            << e.what();
     }
     fs::remove_all(dir);
 }

@@ -29,7 +29,7 @@ const std::vector<float>& e4m3Values() {
     static const std::vector<float> values = [] {
         std::vector<float> v;
         for (int code = 0; code < 0x7F; ++code) v.push_back(io::e4m3ToF32(static_cast<std::uint8_t>(code)));
-        return v;   // ascending: the positive finite codes in order
+        return v;  // ascending: the positive finite codes in order
     }();
     return values;
 }
@@ -38,10 +38,10 @@ const std::vector<float> kE2m1{0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
 
 MatrixF randomActivations(int rows, int cols, unsigned seed) {
     std::mt19937 rng(seed);
-    std::student_t_distribution<float> heavy(3.0f);   // activations have heavy tails
+    std::student_t_distribution<float> heavy(3.0f);  // activations have heavy tails
     MatrixF x(rows, cols);
     for (Eigen::Index i = 0; i < x.size(); ++i) x.data()[i] = heavy(rng);
-    x(rows / 2, cols / 3) = 40.0f;   // one outlier channel value
+    x(rows / 2, cols / 3) = 40.0f;  // one outlier channel value
     return x;
 }
 
@@ -49,13 +49,13 @@ float fp8Reference(float x, float scale) { return nearestOf(e4m3Values(), x / sc
 
 TEST(ActivationQuant, StaticFp8IsE4m3OfXOverTheScale) {
     MatrixF x = randomActivations(37, 96, 1);
-    const float scale = activationScaleFor(ActivationFormat::Fp8Tensor, 20.0f);   // the outlier (40) saturates
+    const float scale = activationScaleFor(ActivationFormat::Fp8Tensor, 20.0f);  // the outlier (40) saturates
     EXPECT_EQ(scale, 20.0f / 448.0f);
     const MatrixF original = x;
     fakeQuantize(x, {ActivationFormat::Fp8Tensor, scale});
     for (Eigen::Index i = 0; i < x.size(); ++i)
         ASSERT_EQ(x.data()[i], fp8Reference(original.data()[i], scale)) << original.data()[i];
-    EXPECT_EQ(x(37 / 2, 96 / 3), 448.0f * scale);   // saturated, not wrapped
+    EXPECT_EQ(x(37 / 2, 96 / 3), 448.0f * scale);  // saturated, not wrapped
 }
 
 TEST(ActivationQuant, PerTokenFp8ScalesEachRowByItsOwnMaximum) {
@@ -64,13 +64,14 @@ TEST(ActivationQuant, PerTokenFp8ScalesEachRowByItsOwnMaximum) {
     fakeQuantize(x, {ActivationFormat::Fp8Token, 0.0f});
     for (Eigen::Index r = 0; r < x.rows(); ++r) {
         const float scale = original.row(r).cwiseAbs().maxCoeff() / 448.0f;
-        for (Eigen::Index c = 0; c < x.cols(); ++c) ASSERT_EQ(x(r, c), fp8Reference(original(r, c), scale)) << r << "," << c;
+        for (Eigen::Index c = 0; c < x.cols(); ++c)
+            ASSERT_EQ(x(r, c), fp8Reference(original(r, c), scale)) << r << "," << c;
     }
 }
 
 TEST(ActivationQuant, Nvfp4BlocksOf16UnderTheCalibratedGlobalScale) {
     MatrixF x = randomActivations(11, 80, 3);
-    const float global = activationScaleFor(ActivationFormat::Nvfp4, 12.0f);   // the outlier block saturates
+    const float global = activationScaleFor(ActivationFormat::Nvfp4, 12.0f);  // the outlier block saturates
     EXPECT_EQ(global, 12.0f / (448.0f * 6.0f));
     const MatrixF original = x;
     fakeQuantize(x, {ActivationFormat::Nvfp4, global});
@@ -84,7 +85,7 @@ TEST(ActivationQuant, Nvfp4BlocksOf16UnderTheCalibratedGlobalScale) {
                 ASSERT_FLOAT_EQ(x(r, c), expected) << r << "," << c;
             }
         }
-    EXPECT_FLOAT_EQ(x(11 / 2, 80 / 3), 6.0f * 448.0f * global);   // the block scale stopped at 448
+    EXPECT_FLOAT_EQ(x(11 / 2, 80 / 3), 6.0f * 448.0f * global);  // the block scale stopped at 448
 }
 
 TEST(ActivationQuant, KvCacheFp8AndNoneLeaveWhatTheyShould) {
@@ -99,8 +100,8 @@ TEST(ActivationQuant, KvCacheFp8AndNoneLeaveWhatTheyShould) {
 }
 
 TEST(ActivationQuant, FusedInputsTakeTheLargestScaleOfOneFormat) {
-    const std::vector<ActivationQuant> qkv{{ActivationFormat::Fp8Tensor, 0.5f}, {ActivationFormat::Fp8Tensor, 2.0f},
-                                           {ActivationFormat::Fp8Tensor, 1.0f}};
+    const std::vector<ActivationQuant> qkv{
+        {ActivationFormat::Fp8Tensor, 0.5f}, {ActivationFormat::Fp8Tensor, 2.0f}, {ActivationFormat::Fp8Tensor, 1.0f}};
     EXPECT_EQ(fusedInput(qkv), (ActivationQuant{ActivationFormat::Fp8Tensor, 2.0f}));
     EXPECT_FALSE(fusedInput(std::vector<ActivationQuant>{{}, {}}).active());
     const std::vector<ActivationQuant> mixed{{ActivationFormat::Fp8Tensor, 0.5f}, {}};

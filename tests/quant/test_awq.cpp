@@ -7,20 +7,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include "java_random.h"
 #include "qs/io/safetensors_file.h"
 #include "qs/quant/awq.h"
 #include "qs/quant/hessian.h"
 #include "qs/quant/output_error.h"
 #include "qs/quant/rtn.h"
 
+#include "java_random.h"
 #include "quant_test_data.h"
 
 using namespace qs;
 using namespace qs::quant;
 
 namespace {
-
 
 // Lesson example 4's inputs: independent N(0, 1) channels, the first `salient` eight times larger;
 // example 5's: a shared component plus 0.5 noise (correlated), the same salient channels.
@@ -43,7 +42,9 @@ MatrixF lessonWeights(test::JavaRandom& rnd, int rows, int n) {
     return w;
 }
 
-VectorF meanAbs(const MatrixF& x) { return (x.cwiseAbs().cast<double>().colwise().sum() / x.rows()).transpose().cast<float>(); }
+VectorF meanAbs(const MatrixF& x) {
+    return (x.cwiseAbs().cast<double>().colwise().sum() / x.rows()).transpose().cast<float>();
+}
 
 // The lesson's grid: symmetric, one absmax scale per row, levels -(qmax+1) .. qmax.
 constexpr AwqOptions lessonGrid(int bits, int grid) {
@@ -68,23 +69,27 @@ TEST(Awq, MatchesSeedSearch) {
     EXPECT_DOUBLE_EQ(r.alpha, qs::quant::testing::seedFigure("awq_alpha"));
     EXPECT_FLOAT_EQ(static_cast<float>(r.alpha), file.tensor("awq_g128.alpha").toMatrix()(0, 0));
     const MatrixF s = file.tensor("awq_g128.scales").toMatrix();
-    for (std::int64_t c = 0; c < 512; ++c) ASSERT_NEAR(r.scales[static_cast<std::size_t>(c)], s(0, c), 1e-5f * s(0, c)) << c;
+    for (std::int64_t c = 0; c < 512; ++c)
+        ASSERT_NEAR(r.scales[static_cast<std::size_t>(c)], s(0, c), 1e-5f * s(0, c)) << c;
     const double mse = outputErrorFromInputs(w, r.linears[0].effectiveWeight(), x).mse;
-    EXPECT_NEAR(mse, qs::quant::testing::seedFigure("awq_g128_output_mse"), 0.01 * qs::quant::testing::seedFigure("awq_g128_output_mse"));
+    EXPECT_NEAR(mse, qs::quant::testing::seedFigure("awq_g128_output_mse"),
+                0.01 * qs::quant::testing::seedFigure("awq_g128_output_mse"));
     EXPECT_NEAR(r.linears[0].outputMse, mse, 1e-4 * mse);
     EXPECT_LT(mse, 0.7 * qs::quant::testing::seedFigure("rtn_g128_output_mse"));
-    std::printf("seed awq: alpha %.2f, mse %.6g (seed %.6g)\n", r.alpha, mse, qs::quant::testing::seedFigure("awq_g128_output_mse"));
+    std::printf("seed awq: alpha %.2f, mse %.6g (seed %.6g)\n", r.alpha, mse,
+                qs::quant::testing::seedFigure("awq_g128_output_mse"));
     // From the accumulator's statistics alone: the same choice.
     HessianAccumulator acc(512);
     acc.add(x, 300);
-    const AwqResult fromStats = quantizeAwqFromStats({&w}, acc.meanAbs(), acc.finalize(), {.bits = 4, .groupSize = 128});
+    const AwqResult fromStats =
+        quantizeAwqFromStats({&w}, acc.meanAbs(), acc.finalize(), {.bits = 4, .groupSize = 128});
     EXPECT_DOUBLE_EQ(fromStats.alpha, r.alpha);
 }
 
 TEST(Awq, AlphaZeroIsRtnBitForBit) {
     const auto file = qs::quant::testing::seedReference();
     const MatrixF w = file.tensor("W").toMatrix(), x = file.tensor("X").toMatrix();
-    const AwqResult r = quantizeAwq({&w}, x, {.bits = 4, .groupSize = 128, .grid = 1});   // α = 0 only
+    const AwqResult r = quantizeAwq({&w}, x, {.bits = 4, .groupSize = 128, .grid = 1});  // α = 0 only
     ASSERT_EQ(r.alpha, 0.0);
     for (float v : r.scales) ASSERT_EQ(v, 1.0f);
     const QuantizedLinear rtn = quantizeRtn(w, {.bits = 4, .groupSize = 128});
@@ -92,7 +97,8 @@ TEST(Awq, AlphaZeroIsRtnBitForBit) {
     EXPECT_EQ(r.linears[0].scales, rtn.scales);
     EXPECT_EQ(r.linears[0].zeros, rtn.zeros);
     EXPECT_EQ(r.linears[0].effectiveWeight(), rtn.dequantize());
-    EXPECT_NEAR(r.gridError[0], qs::quant::testing::seedFigure("rtn_g128_output_mse"), 1e-4 * qs::quant::testing::seedFigure("rtn_g128_output_mse"));
+    EXPECT_NEAR(r.gridError[0], qs::quant::testing::seedFigure("rtn_g128_output_mse"),
+                1e-4 * qs::quant::testing::seedFigure("rtn_g128_output_mse"));
 }
 
 // Lesson example 4: 2 of 32 channels 8x larger; α = 0.2 cut the test error by 39% (5.149e-04 ->
@@ -103,11 +109,13 @@ TEST(Awq, LessonExample4) {
     const MatrixF w = lessonWeights(rnd, 32, 32);
     const VectorF mean = meanAbs(calib);
     const double printed[] = {5.149e-04, 3.132e-04, 3.349e-04, 5.585e-04, 1.179e-03, 2.489e-03};
-    for (int a = 0; a <= 5; ++a) EXPECT_NEAR(testMseAt(w, mean, 0.2 * a, 4, test), printed[a], 1e-3 * printed[a]) << 0.2 * a;
+    for (int a = 0; a <= 5; ++a)
+        EXPECT_NEAR(testMseAt(w, mean, 0.2 * a, 4, test), printed[a], 1e-3 * printed[a]) << 0.2 * a;
     const AwqResult r = quantizeAwq({&w}, calib, lessonGrid(4, 20));
     const double rtn = testMseAt(w, mean, 0.0, 4, test);
     const double awq = outputErrorFromInputs(w, r.linears[0].effectiveWeight(), test).mse;
-    std::printf("example 4: alpha %.2f, test mse %.3e vs RTN %.3e (-%.0f%%)\n", r.alpha, awq, rtn, 100 * (1 - awq / rtn));
+    std::printf("example 4: alpha %.2f, test mse %.3e vs RTN %.3e (-%.0f%%)\n", r.alpha, awq, rtn,
+                100 * (1 - awq / rtn));
     EXPECT_GT(r.alpha, 0.0);
     EXPECT_LT(awq, 0.7 * rtn);
 }
@@ -118,7 +126,10 @@ TEST(Awq, LessonExample5) {
     test::JavaRandom rnd(5);
     const MatrixF calib = lessonInputs(rnd, 512, 16, true), test = lessonInputs(rnd, 512, 16, true);
     const MatrixF w = lessonWeights(rnd, 16, 16);
-    struct Case { int bits; double alpha, mse; };
+    struct Case {
+        int bits;
+        double alpha, mse;
+    };
     for (const Case c : {Case{4, 0.4, 1.702e-04}, Case{3, 0.2, 1.404e-03}}) {
         const AwqResult r = quantizeAwq({&w}, calib, lessonGrid(c.bits, 10));
         EXPECT_NEAR(r.alpha, c.alpha, 1e-12) << c.bits;

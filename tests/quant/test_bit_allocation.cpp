@@ -13,12 +13,13 @@ namespace {
 // Example 7: the 7 matrices of a 7B-class block, error = sensitivity * 4^-bits per weight.
 std::vector<AllocationLayer> lessonBlock() {
     const char* names[] = {"attn_q", "attn_k", "attn_v", "attn_o", "ffn_gate", "ffn_up", "ffn_down"};
-    const std::int64_t params[] = {16, 4, 4, 16, 56, 56, 56};   // millions
+    const std::int64_t params[] = {16, 4, 4, 16, 56, 56, 56};  // millions
     const double sens[] = {1.0, 1.0, 8.0, 2.0, 0.5, 0.5, 6.0};
     std::vector<AllocationLayer> layers;
     for (int i = 0; i < 7; ++i) {
         AllocationLayer l{names[i], params[i] * 1'000'000, {}};
-        for (double b : {2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0}) l.options.push_back({b, sens[i] * std::pow(4.0, -b), ""});
+        for (double b : {2.0, 2.5, 3.0, 3.5, 4.0, 5.0, 6.0, 8.0})
+            l.options.push_back({b, sens[i] * std::pow(4.0, -b), ""});
         layers.push_back(l);
     }
     return layers;
@@ -32,7 +33,8 @@ double bruteForceBest(const std::vector<AllocationLayer>& layers, double target)
     while (true) {
         double bits = 0, err = 0;
         for (std::size_t i = 0; i < layers.size(); ++i) {
-            bits += static_cast<double>(layers[i].params) * layers[i].options[static_cast<std::size_t>(c[i])].bitsPerWeight;
+            bits +=
+                static_cast<double>(layers[i].params) * layers[i].options[static_cast<std::size_t>(c[i])].bitsPerWeight;
             err += static_cast<double>(layers[i].params) * layers[i].options[static_cast<std::size_t>(c[i])].error;
         }
         if (bits / total <= target + 1e-12) best = std::min(best, err / total);
@@ -50,10 +52,11 @@ TEST(BitAllocation, GreedyReproducesLessonExample7) {
     const Allocation g = allocateGreedy(layers, 4.0);
     const double expectBits[] = {4.0, 5.0, 6.0, 5.0, 3.5, 3.0, 5.0};
     for (std::size_t i = 0; i < 7; ++i)
-        EXPECT_EQ(layers[i].options[static_cast<std::size_t>(g.choice[i])].bitsPerWeight, expectBits[i]) << layers[i].name;
+        EXPECT_EQ(layers[i].options[static_cast<std::size_t>(g.choice[i])].bitsPerWeight, expectBits[i])
+            << layers[i].name;
     EXPECT_NEAR(g.averageBpw, 4.000, 5e-4);
     EXPECT_NEAR(g.error, 0.0052, 5e-5);
-    const Allocation uniform = evaluateAllocation(layers, std::vector<int>(7, 4));   // 4 bits everywhere
+    const Allocation uniform = evaluateAllocation(layers, std::vector<int>(7, 4));  // 4 bits everywhere
     EXPECT_NEAR(uniform.error, 0.0089, 5e-5);
     const Allocation e = allocateExact(layers, 4.0);
     EXPECT_TRUE(e.exact);
@@ -76,7 +79,7 @@ TEST(BitAllocation, ExactSolverIsOptimalOnRandomInstances) {
             l.params = paramsDist(gen) * 4096;
             const double sens = u(gen);
             for (int k = 0; k < 4; ++k) {
-                const double bpw = eighths(gen) / 8.0;                    // 2 .. 8 bits on a 1/8 grid
+                const double bpw = eighths(gen) / 8.0;  // 2 .. 8 bits on a 1/8 grid
                 l.options.push_back({bpw, sens * std::pow(3.0 + u(gen) * 0.2, -bpw), ""});
             }
         }
@@ -84,7 +87,7 @@ TEST(BitAllocation, ExactSolverIsOptimalOnRandomInstances) {
         const double best = bruteForceBest(layers, target);
         const Allocation e = allocateExact(layers, target);
         const Allocation g = allocateGreedy(layers, target);
-        if (std::isinf(best)) continue;   // nothing fits
+        if (std::isinf(best)) continue;  // nothing fits
         ASSERT_TRUE(e.exact);
         EXPECT_NEAR(e.error, best, 1e-12 * best) << trial;
         EXPECT_LE(e.averageBpw, target + 1e-12);
@@ -98,7 +101,8 @@ TEST(BitAllocation, ExactSolverIsOptimalOnRandomInstances) {
 TEST(BitAllocation, InexactCostsStayWithinBudget) {
     std::vector<AllocationLayer> layers = lessonBlock();
     for (auto& l : layers)
-        for (std::size_t k = 1; k < l.options.size(); ++k) l.options[k].bitsPerWeight += 1.0 / 3.0;   // off the binary grid
+        for (std::size_t k = 1; k < l.options.size(); ++k)
+            l.options[k].bitsPerWeight += 1.0 / 3.0;  // off the binary grid
     const Allocation e = allocateExact(layers, 4.0 + 1.0 / 3.0, 2'000'000);
     EXPECT_FALSE(e.exact);
     EXPECT_LE(e.averageBpw, 4.0 + 1.0 / 3.0 + 1e-12);

@@ -15,7 +15,8 @@ namespace {
 std::string mappedOpenBlas() {
     std::ifstream maps("/proc/self/maps");
     for (std::string line; std::getline(maps, line);)
-        if (const auto at = line.find('/'); at != std::string::npos && line.find("libopenblas", at) != std::string::npos)
+        if (const auto at = line.find('/');
+            at != std::string::npos && line.find("libopenblas", at) != std::string::npos)
             return line.substr(at);
     return "";
 }

@@ -41,7 +41,7 @@ TEST(CodeUsage, IntegerCodesAreCountedPerLevel) {
     }
     EXPECT_EQ(total, 12u * 40u);
     EXPECT_EQ(codesUsed(usage), static_cast<int>(expected.size()));
-    EXPECT_LT(codesUsed(usage), 16);   // products of 0..6 and 0..2 miss 7, 9, 11, 13, 14, 15
+    EXPECT_LT(codesUsed(usage), 16);  // products of 0..6 and 0..2 miss 7, 9, 11, 13, 14, 15
 }
 
 TEST(CodeUsage, E2m1CodesAreOrderedByTheirValue) {
@@ -65,8 +65,8 @@ TEST(CodeUsage, E4m3HasAllBytesWithNanLast) {
     QuantizedLinear q = QuantizedLinear::fp8(2, 128, 1, 128, -1);
     q.allocateParts();
     q.codes = randomCodes(q.codes.size(), 256, 5u);
-    q.codes[0] = 0x7E;   // 448
-    q.codes[1] = 0xFE;   // -448
+    q.codes[0] = 0x7E;  // 448
+    q.codes[1] = 0xFE;  // -448
     const auto usage = codeUsage(q);
     ASSERT_EQ(usage.size(), 256u);
     EXPECT_EQ(usage.front().level, -448.0f);
@@ -80,7 +80,7 @@ TEST(CodeUsage, E4m3HasAllBytesWithNanLast) {
 TEST(CodeUsage, RefusesLayersWithoutOneCodePerWeight) {
     QuantizedLinear q = QuantizedLinear::intGrid(Method::Rtn, 2, 8, 3, -1, true);
     q.allocateParts();
-    q.codes[3] = 8;   // beyond 3 bits
+    q.codes[3] = 8;  // beyond 3 bits
     EXPECT_THROW(codeUsage(q), Error);
     q.codes.pop_back();
     EXPECT_THROW(codeUsage(q), Error);

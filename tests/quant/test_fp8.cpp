@@ -8,6 +8,7 @@
 #include "qs/io/dtype.h"
 #include "qs/quant/fp8.h"
 #include "qs/quant/w8a8.h"
+
 #include "java_random.h"
 #include "quant_test_data.h"
 
@@ -26,9 +27,9 @@ std::uint8_t encodeOne(float v) {
 
 TEST(Fp8, EncoderMatchesIoOnEveryCodeAndEveryTie) {
     for (int c = 0; c < 256; ++c) {
-        if ((c & 0x7F) == 0x7F) continue;   // NaN
+        if ((c & 0x7F) == 0x7F) continue;  // NaN
         const float v = io::e4m3ToF32(static_cast<std::uint8_t>(c));
-        EXPECT_EQ(encodeOne(v), c) << "code " << c;   // round trip of every representable value
+        EXPECT_EQ(encodeOne(v), c) << "code " << c;  // round trip of every representable value
         if ((c & 0x7F) < 0x7E) {
             // The midpoint to the next code up is a tie: both encoders must pick the even code.
             const float next = io::e4m3ToF32(static_cast<std::uint8_t>(c + 1));
@@ -41,7 +42,7 @@ TEST(Fp8, EncoderMatchesIoOnEveryCodeAndEveryTie) {
 
 TEST(Fp8, EncoderSaturatesAt448) {
     EXPECT_EQ(encodeOne(448.0f), 0x7E);
-    EXPECT_EQ(encodeOne(460.0f), 0x7E);    // would round to 480 with more exponent range
+    EXPECT_EQ(encodeOne(460.0f), 0x7E);  // would round to 480 with more exponent range
     EXPECT_EQ(encodeOne(1e30f), 0x7E);
     EXPECT_EQ(encodeOne(-1e30f), 0xFE);
     EXPECT_EQ(encodeOne(0x1p-10f), 0x00);   // half the smallest subnormal 2^-9: tie to even (zero)
@@ -75,13 +76,14 @@ TEST(Fp8, BlockScalesAreBitExactWithTheSeed) {
     // weight_scale_inv multiplies: the dequantized weight is within half an E4M3 step of W.
     const MatrixF back = dequantizeFp8(q);
     for (std::int64_t i = 0; i < w.size(); ++i)
-        ASSERT_LE(std::fabs(back.data()[i] - w.data()[i]), std::fabs(w.data()[i]) / 16.0f + q.scales.maxCoeff() / 512.0f);
+        ASSERT_LE(std::fabs(back.data()[i] - w.data()[i]),
+                  std::fabs(w.data()[i]) / 16.0f + q.scales.maxCoeff() / 512.0f);
 }
 
 TEST(Fp8, GranularitiesHaveTheirScaleShapes) {
     const MatrixF w = gaussianMatrix(300, 200, 3, 0.02f);
     const QuantizedLinear block = quantizeFp8(w, Fp8Scaling::Block);
-    EXPECT_EQ(block.scales.rows(), 3);   // 300 rows: two full tiles and an edge tile
+    EXPECT_EQ(block.scales.rows(), 3);  // 300 rows: two full tiles and an edge tile
     EXPECT_EQ(block.scales.cols(), 2);
     EXPECT_FLOAT_EQ(block.scales(2, 1), w.block(256, 128, 44, 72).cwiseAbs().maxCoeff() / 448.0f);
     const QuantizedLinear channel = quantizeFp8(w, Fp8Scaling::PerChannel);
@@ -109,7 +111,8 @@ MatrixF seedW8a8(const MatrixF& x, const QuantizedLinear& wq) {
         MatrixF as(x.rows(), 128), ws(wq.rows, 128);
         for (std::int64_t t = 0; t < x.rows(); ++t)
             for (int k = 0; k < 128; ++k)
-                as(t, k) = io::e4m3ToF32(a.codes[static_cast<std::size_t>(t * x.cols() + kb * 128 + k)]) * a.scales(t, kb);
+                as(t, k) =
+                    io::e4m3ToF32(a.codes[static_cast<std::size_t>(t * x.cols() + kb * 128 + k)]) * a.scales(t, kb);
         for (std::int64_t o = 0; o < wq.rows; ++o)
             for (int k = 0; k < 128; ++k)
                 ws(o, k) = io::e4m3ToF32(wq.codes[static_cast<std::size_t>(o * wq.cols + kb * 128 + k)]) *

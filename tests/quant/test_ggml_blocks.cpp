@@ -3,7 +3,6 @@
 // computed here. Then the encoders' own guarantees: values on a type's grid come back exactly, the
 // error stays within half a step, and types without an encoder are refused by name.
 #include <gtest/gtest.h>
-#include <omp.h>
 
 #include <cmath>
 #include <cstdint>
@@ -11,6 +10,8 @@
 #include <random>
 #include <string>
 #include <vector>
+
+#include <omp.h>
 
 #include "qs/error.h"
 #include "qs/io/dtype.h"
@@ -78,7 +79,9 @@ TEST(GgmlBlocks, LegacyTypes) {
             high |= static_cast<std::uint32_t>(code[j] >> 4) << j;
         }
         for (int k = 0; k < 4; ++k) b[static_cast<std::size_t>(head + k)] = static_cast<std::uint8_t>(high >> (8 * k));
-        for (int j = 0; j < 16; ++j) b[static_cast<std::size_t>(head + 4 + j)] = static_cast<std::uint8_t>((code[j] & 15) | ((code[j + 16] & 15) << 4));
+        for (int j = 0; j < 16; ++j)
+            b[static_cast<std::size_t>(head + 4 + j)] =
+                static_cast<std::uint8_t>((code[j] & 15) | ((code[j + 16] & 15) << 4));
         for (int j = 0; j < 32; ++j) want[j] = offset ? code[j] * 0.125f + 2.0f : (code[j] - 16) * 0.125f;
         expectValues(decode(offset ? GgmlType::Q5_1 : GgmlType::Q5_0, b), want, offset ? "q5_1" : "q5_0");
     }
@@ -94,7 +97,8 @@ TEST(GgmlBlocks, Q2KAndQ3K) {
     // Q2_K: scales[16] (scale | min << 4), qs[64], d, dmin; w = d*scale*q - dmin*min, sub-block i / 16.
     std::vector<std::uint8_t> b(84, 0);
     std::vector<float> want(256);
-    for (int s = 0; s < 16; ++s) b[static_cast<std::size_t>(s)] = static_cast<std::uint8_t>((s % 16) | (((s * 5) % 16) << 4));
+    for (int s = 0; s < 16; ++s)
+        b[static_cast<std::size_t>(s)] = static_cast<std::uint8_t>((s % 16) | (((s * 5) % 16) << 4));
     putHalf(b, 80, 0.5f);
     putHalf(b, 82, 0.25f);
     for (int i = 0; i < 256; ++i) {
@@ -110,14 +114,14 @@ TEST(GgmlBlocks, Q2KAndQ3K) {
     b.assign(110, 0);
     int scale[16];
     for (int j = 0; j < 16; ++j) {
-        scale[j] = j * 4 - 32 + (j % 3);   // -32 .. 30
+        scale[j] = j * 4 - 32 + (j % 3);  // -32 .. 30
         const int l = scale[j] + 32;
         b[96 + static_cast<std::size_t>(j % 8)] |= static_cast<std::uint8_t>((l & 15) << (j < 8 ? 0 : 4));
         b[104 + static_cast<std::size_t>(j % 4)] |= static_cast<std::uint8_t>((l >> 4) << (2 * (j / 4)));
     }
     putHalf(b, 108, 0.25f);
     for (int i = 0; i < 256; ++i) {
-        const int q = (i * 5) % 8 - 4;   // -4 .. 3
+        const int q = (i * 5) % 8 - 4;  // -4 .. 3
         const int stored = q + 4;
         putTwoBitCode(b, 32, i, stored & 3);
         if (stored & 4) b[static_cast<std::size_t>(i % 32)] |= static_cast<std::uint8_t>(1 << (i / 32));
@@ -156,7 +160,8 @@ TEST(GgmlBlocks, Q4KQ5KQ6K) {
             const int code = five ? (i * 11) % 32 : (i * 7) % 16;
             const int g = i / 64, half = (i % 64) / 32, l = i % 32;
             b[qs + static_cast<std::size_t>(32 * g + l)] |= static_cast<std::uint8_t>((code & 15) << (4 * half));
-            if (five && (code & 16)) b[16 + static_cast<std::size_t>(l)] |= static_cast<std::uint8_t>(1 << (2 * g + half));
+            if (five && (code & 16))
+                b[16 + static_cast<std::size_t>(l)] |= static_cast<std::uint8_t>(1 << (2 * g + half));
             want[i] = 0.125f * sc[i / 32] * code - 0.0625f * mn[i / 32];
         }
         expectValues(decode(five ? GgmlType::Q5_K : GgmlType::Q4_K, b), want, five ? "q5_K" : "q4_K");
@@ -172,7 +177,8 @@ TEST(GgmlBlocks, Q4KQ5KQ6K) {
     for (int i = 0; i < 256; ++i) {
         const int code = (i * 13 + 5) % 64;
         const int h = i / 128, k = (i % 128) / 32, l = i % 32;
-        b[static_cast<std::size_t>(64 * h + 32 * (k % 2) + l)] |= static_cast<std::uint8_t>((code & 15) << (k < 2 ? 0 : 4));
+        b[static_cast<std::size_t>(64 * h + 32 * (k % 2) + l)] |=
+            static_cast<std::uint8_t>((code & 15) << (k < 2 ? 0 : 4));
         b[128 + static_cast<std::size_t>(32 * h + l)] |= static_cast<std::uint8_t>((code >> 4) << (2 * k));
         want[i] = 0.03125f * scales[i / 16] * (code - 32);
     }
@@ -228,7 +234,7 @@ TEST(GgmlBlocks, NonLinearAndFp4) {
 
     // NVFP4: four UE4M3 scales (one per 16 weights), then 8 bytes per 16 weights (j and j + 8).
     b.assign(36, 0);
-    const std::uint8_t ue[4] = {0x38, 0x3C, 0x01, 0x48};   // 1.0, 1.5, 2^-9, 4.0
+    const std::uint8_t ue[4] = {0x38, 0x3C, 0x01, 0x48};  // 1.0, 1.5, 2^-9, 4.0
     const float ueValue[4] = {1.0f, 1.5f, 0x1p-9f, 4.0f};
     want.resize(64);
     for (int s = 0; s < 4; ++s) {
@@ -303,12 +309,13 @@ TEST(GgmlBlocks, CodebookTypes) {
     for (int g = 0; g < 8; ++g) {
         const int s = g * 2 % 16;
         std::uint32_t word = static_cast<std::uint32_t>(s) << 28;
-        const std::uint32_t signs7[4] = {0u, 1u, 0x7Fu, 0x2Au};   // 0x01: one minus -> bit 7 added
+        const std::uint32_t signs7[4] = {0u, 1u, 0x7Fu, 0x2Au};  // 0x01: one minus -> bit 7 added
         for (int l = 0; l < 4; ++l) {
             b[2 + static_cast<std::size_t>(8 * g + l)] = l % 2 ? 200 : 1;
             word |= signs7[l] << (7 * l);
         }
-        for (int k = 0; k < 4; ++k) b[2 + static_cast<std::size_t>(8 * g + 4 + k)] = static_cast<std::uint8_t>(word >> (8 * k));
+        for (int k = 0; k < 4; ++k)
+            b[2 + static_cast<std::size_t>(8 * g + 4 + k)] = static_cast<std::uint8_t>(word >> (8 * k));
         for (int l = 0; l < 4; ++l) {
             int bits = static_cast<int>(signs7[l]);
             if (__builtin_popcount(static_cast<unsigned>(bits)) % 2) bits |= 0x80;
@@ -328,12 +335,13 @@ TEST(GgmlBlocks, CodebookTypes) {
     for (int g = 0; g < 8; ++g) {
         const int nibble = (g * 3) % 16;
         b[106 + static_cast<std::size_t>(g / 2)] |= static_cast<std::uint8_t>(nibble << (4 * (g % 2)));
-        for (int k = 0; k < 8; ++k) {   // 8 groups of 4: alternately entry 9 and entry 511 (= 256 + 255)
+        for (int k = 0; k < 8; ++k) {  // 8 groups of 4: alternately entry 9 and entry 511 (= 256 + 255)
             const bool big = k % 2 == 1;
             b[2 + static_cast<std::size_t>(8 * g + k)] = big ? 255 : 9;
             if (big) b[66 + static_cast<std::size_t>(g)] |= static_cast<std::uint8_t>(1 << k);
         }
-        for (int l = 0; l < 4; ++l) b[74 + static_cast<std::size_t>(4 * g + l)] = static_cast<std::uint8_t>(0x5A ^ (g + l));
+        for (int l = 0; l < 4; ++l)
+            b[74 + static_cast<std::size_t>(4 * g + l)] = static_cast<std::uint8_t>(0x5A ^ (g + l));
         for (int i = 0; i < 32; ++i) {
             const int k = i / 4, l = i / 8;
             const int level = (k % 2 ? e511 : e9)[static_cast<std::size_t>(i % 4)];
@@ -363,7 +371,8 @@ TEST(GgmlBlocks, CodebookTypes) {
         const float delta = negative ? -0.125f : 0.125f;
         for (int l = 0; l < 4; ++l) {
             const std::vector<int>& level = entries[l] == 0 ? z : entries[l] == 2047 ? top : mid;
-            for (int j = 0; j < 8; ++j) want[32 * g + 8 * l + j] = 0.25f * (2 * s + 1) * (level[static_cast<std::size_t>(j)] + delta);
+            for (int j = 0; j < 8; ++j)
+                want[32 * g + 8 * l + j] = 0.25f * (2 * s + 1) * (level[static_cast<std::size_t>(j)] + delta);
         }
     }
     expectValues(decode(GgmlType::IQ1_S, b), want, "iq1_s");
@@ -373,7 +382,7 @@ TEST(GgmlEncoders, ValuesOnTheGridComeBackExactly) {
     // Q4_0: weights k * d with k in -8..7 and -8 * d present: d = max / -8 is d itself.
     std::vector<float> x(64);
     for (int j = 0; j < 64; ++j) x[j] = static_cast<float>(j % 16 - 8) * 0.5f;
-    for (const GgmlType type : {GgmlType::Q4_0, GgmlType::Q5_0}) {   // d = max / -8 (Q5_0: / -16) lands on 0.5 (0.25)
+    for (const GgmlType type : {GgmlType::Q4_0, GgmlType::Q5_0}) {  // d = max / -8 (Q5_0: / -16) lands on 0.5 (0.25)
         std::vector<std::uint8_t> q(qs::io::ggmlRowBytes(type, 64));
         qs::quant::ggmlEncodeRow(type, x.data(), q.data(), 64);
         std::vector<float> back(64);
@@ -381,7 +390,8 @@ TEST(GgmlEncoders, ValuesOnTheGridComeBackExactly) {
         for (int j = 0; j < 64; ++j) EXPECT_FLOAT_EQ(back[j], x[j]) << qs::io::ggmlTypeTraits(type).name << " " << j;
     }
     // MXFP4: E2M1 values times a power of two whose block maximum is 6 * 2^k.
-    for (int j = 0; j < 64; ++j) x[j] = (j % 2 ? -1.0f : 1.0f) * std::vector<float>{0, 0.5f, 1, 1.5f, 2, 3, 4, 6}[j % 8] * 0.25f;
+    for (int j = 0; j < 64; ++j)
+        x[j] = (j % 2 ? -1.0f : 1.0f) * std::vector<float>{0, 0.5f, 1, 1.5f, 2, 3, 4, 6}[j % 8] * 0.25f;
     std::vector<std::uint8_t> q(qs::io::ggmlRowBytes(GgmlType::MXFP4, 64));
     qs::quant::ggmlEncodeRow(GgmlType::MXFP4, x.data(), q.data(), 64);
     std::vector<float> back(64);
@@ -398,10 +408,12 @@ TEST(GgmlEncoders, ErrorWithinTheFormatsResolution) {
     std::vector<float> x(kN), importance(kN);
     for (float& v : x) v = normal(rng);
     for (float& v : importance) v = 0.1f + std::fabs(normal(rng));
-    const struct { GgmlType type; double maxRms; } cases[] = {
-        {GgmlType::Q2_K, 0.45}, {GgmlType::Q3_K, 0.22}, {GgmlType::Q4_K, 0.11}, {GgmlType::Q5_K, 0.055},
-        {GgmlType::Q6_K, 0.03}, {GgmlType::IQ4_NL, 0.12}, {GgmlType::IQ4_XS, 0.13}, {GgmlType::Q4_1, 0.12},
-        {GgmlType::Q5_1, 0.06}};
+    const struct {
+        GgmlType type;
+        double maxRms;
+    } cases[] = {{GgmlType::Q2_K, 0.45},   {GgmlType::Q3_K, 0.22}, {GgmlType::Q4_K, 0.11},
+                 {GgmlType::Q5_K, 0.055},  {GgmlType::Q6_K, 0.03}, {GgmlType::IQ4_NL, 0.12},
+                 {GgmlType::IQ4_XS, 0.13}, {GgmlType::Q4_1, 0.12}, {GgmlType::Q5_1, 0.06}};
     for (const auto& c : cases) {
         for (const float* imp : {static_cast<const float*>(nullptr), static_cast<const float*>(importance.data())}) {
             std::vector<std::uint8_t> q(qs::io::ggmlRowBytes(c.type, kN));
@@ -410,8 +422,8 @@ TEST(GgmlEncoders, ErrorWithinTheFormatsResolution) {
             qs::io::ggmlDecodeRow(c.type, q.data(), back.data(), kN);
             double se = 0;
             for (int j = 0; j < kN; ++j) se += (back[j] - x[j]) * (back[j] - x[j]);
-            EXPECT_LT(std::sqrt(se / kN), c.maxRms) << qs::io::ggmlTypeTraits(c.type).name << (imp ? " with" : " without")
-                                                    << " importance";
+            EXPECT_LT(std::sqrt(se / kN), c.maxRms)
+                << qs::io::ggmlTypeTraits(c.type).name << (imp ? " with" : " without") << " importance";
         }
     }
 }
@@ -425,7 +437,8 @@ TEST(GgmlEncoders, TypesWithoutEncoderAreRefusedByName) {
             qs::quant::ggmlEncodeRow(type, x.data(), q.data(), 256);
             ADD_FAILURE() << "encoded";
         } catch (const std::exception& e) {
-            EXPECT_NE(std::string(e.what()).find(std::string(qs::io::ggmlTypeTraits(type).name)), std::string::npos) << e.what();
+            EXPECT_NE(std::string(e.what()).find(std::string(qs::io::ggmlTypeTraits(type).name)), std::string::npos)
+                << e.what();
         }
     }
 }
@@ -492,7 +505,7 @@ TEST(GgmlEncoders, RowsEncodeAsSingleRowsOnAnyThreadCount) {
     }
     omp_set_num_threads(threadsBefore);
     std::vector<std::uint8_t> q(64);
-    EXPECT_THROW(qs::quant::ggmlEncodeRows(GgmlType::Q4_K, x.data(), q.data(), 1, 100), qs::Error);   // not whole blocks
+    EXPECT_THROW(qs::quant::ggmlEncodeRows(GgmlType::Q4_K, x.data(), q.data(), 1, 100), qs::Error);  // not whole blocks
 }
 
 }  // namespace

@@ -25,7 +25,6 @@ using namespace qs::quant;
 
 namespace {
 
-
 // Correlated inputs as in the lesson: a shared component plus 0.5 noise; `salient` channels scaled.
 MatrixF correlatedInputs(std::int64_t tokens, std::int64_t n, std::mt19937& gen, int salient = 0, float factor = 8.0f) {
     std::normal_distribution<float> g(0.0f, 1.0f);
@@ -46,7 +45,8 @@ MatrixF randomWeights(std::int64_t rows, std::int64_t cols, std::mt19937& gen) {
 
 double agreement(const std::vector<std::uint8_t>& codes, const MatrixF& reference) {
     std::int64_t same = 0;
-    for (std::int64_t i = 0; i < reference.size(); ++i) same += codes[static_cast<std::size_t>(i)] == static_cast<std::uint8_t>(reference.data()[i]);
+    for (std::int64_t i = 0; i < reference.size(); ++i)
+        same += codes[static_cast<std::size_t>(i)] == static_cast<std::uint8_t>(reference.data()[i]);
     return static_cast<double>(same) / static_cast<double>(reference.size());
 }
 
@@ -104,9 +104,10 @@ TEST(Gptq, MatchesSeedReference) {
     const OutputError e = outputErrorFromInputs(f.w, q.dequantize(), f.x);
     const double seedMse = qs::quant::testing::seedFigure("gptq_g128_output_mse");
     EXPECT_NEAR(e.mse, seedMse, 0.01 * seedMse);
-    EXPECT_NEAR(q.outputMse, e.mse, 1e-3 * e.mse);   // from the loss identity, without X
+    EXPECT_NEAR(q.outputMse, e.mse, 1e-3 * e.mse);  // from the loss identity, without X
     EXPECT_NEAR(q.outputError, e.relative, 1e-3 * e.relative);
-    EXPECT_NEAR(q.gptqLoss, e.mse * f.w.rows() + 0.5 * 0.01 * f.h.diagonal().mean() * (f.w - q.dequantize()).squaredNorm(),
+    EXPECT_NEAR(q.gptqLoss,
+                e.mse * f.w.rows() + 0.5 * 0.01 * f.h.diagonal().mean() * (f.w - q.dequantize()).squaredNorm(),
                 1e-3 * q.gptqLoss);
     std::printf("seed gptq_g128: codes %.4f%% identical, mse %.6g (seed %.6g), loss %.6g\n", 100 * same, e.mse, seedMse,
                 q.gptqLoss);
@@ -136,12 +137,16 @@ TEST(Gptq, EqualsBruteForceObqInDouble) {
     // AutoGPTQ's symmetric grid puts the group minimum exactly on a rounding tie (-(maxq+1)/2 + 0.5),
     // which f32 and f64 corrected weights may break differently; the 3-bit symmetric case therefore
     // uses AutoAWQ's symmetric grid.
-    struct Case { int bits, group, block; bool sym; GridRule rule; };
+    struct Case {
+        int bits, group, block;
+        bool sym;
+        GridRule rule;
+    };
     for (const Case c : {Case{4, 16, 32, false, GridRule::AutoGptq}, Case{3, 16, 16, true, GridRule::AutoAwq},
                          Case{2, 48, 8, false, GridRule::AutoGptq}, Case{8, 16, 128, true, GridRule::AutoGptq},
                          Case{4, 12, 8, false, GridRule::AutoAwq}}) {
-        const QuantizedLinear q =
-            quantizeGptq(w, h, {.bits = c.bits, .groupSize = c.group, .sym = c.sym, .blockSize = c.block, .rule = c.rule});
+        const QuantizedLinear q = quantizeGptq(
+            w, h, {.bits = c.bits, .groupSize = c.group, .sym = c.sym, .blockSize = c.block, .rule = c.rule});
         const auto ref = bruteForceGptq(w, h, c.bits, c.group, c.sym, c.rule, 0.01);
         std::int64_t diff = 0;
         for (std::size_t i = 0; i < ref.size(); ++i) diff += ref[i] != q.codes[i];
@@ -156,7 +161,8 @@ TEST(Gptq, BeatsRtnOnHeldOutInputs) {
     const MatrixF h = hessian(calib);
     for (int bits : {3, 4}) {
         const QuantizedLinear g = quantizeGptq(w, h, {.bits = bits, .groupSize = 128, .sym = false});
-        const QuantizedLinear r = quantizeRtn(w, {.bits = bits, .groupSize = 128, .sym = false, .rule = GridRule::AutoGptq});
+        const QuantizedLinear r =
+            quantizeRtn(w, {.bits = bits, .groupSize = 128, .sym = false, .rule = GridRule::AutoGptq});
         const double eg = outputErrorFromInputs(w, g.dequantize(), test).mse;
         const double er = outputErrorFromInputs(w, r.dequantize(), test).mse;
         EXPECT_LT(eg, 0.8 * er) << bits << " bits";
@@ -172,7 +178,8 @@ MatrixF lessonInputs(test::JavaRandom& rnd, int tokens, int n, int salient) {
     MatrixF x(tokens, n);
     for (int t = 0; t < tokens; ++t) {
         const double shared = rnd.nextGaussian();
-        for (int j = 0; j < n; ++j) x(t, j) = static_cast<float>((shared + 0.5 * rnd.nextGaussian()) * (j < salient ? 8 : 1));
+        for (int j = 0; j < n; ++j)
+            x(t, j) = static_cast<float>((shared + 0.5 * rnd.nextGaussian()) * (j < salient ? 8 : 1));
     }
     return x;
 }
@@ -186,14 +193,15 @@ MatrixF lessonWeights(test::JavaRandom& rnd, int rows, int n) {
 
 // The lesson's grid: symmetric, scale = absmax / qmax, levels -(qmax + 1) .. qmax, one per row
 // (AutoAWQ's symmetric rule); its GPTQ has no damping.
-void expectLessonNumbers(const MatrixF& w, const MatrixF& h, const MatrixF& test, int bits, double rtnMse, double gptqMse) {
+void expectLessonNumbers(const MatrixF& w, const MatrixF& h, const MatrixF& test, int bits, double rtnMse,
+                         double gptqMse) {
     const QuantizedLinear r = quantizeRtn(w, {.bits = bits, .groupSize = -1, .sym = true, .rule = GridRule::AutoAwq});
-    const QuantizedLinear g = quantizeGptq(w, h, {.bits = bits, .groupSize = -1, .dampPercent = 0.0, .sym = true,
-                                                   .rule = GridRule::AutoAwq});
+    const QuantizedLinear g =
+        quantizeGptq(w, h, {.bits = bits, .groupSize = -1, .dampPercent = 0.0, .sym = true, .rule = GridRule::AutoAwq});
     const double er = outputErrorFromInputs(w, r.dequantize(), test).mse;
     const double eg = outputErrorFromInputs(w, g.dequantize(), test).mse;
     std::printf("%d-bit: RTN %.3e (lesson %.3e), GPTQ %.3e (lesson %.3e)\n", bits, er, rtnMse, eg, gptqMse);
-    EXPECT_NEAR(er, rtnMse, 0.001 * rtnMse);   // the lesson prints 4 digits
+    EXPECT_NEAR(er, rtnMse, 0.001 * rtnMse);  // the lesson prints 4 digits
     EXPECT_NEAR(eg, gptqMse, 0.001 * gptqMse);
 }
 
@@ -229,7 +237,8 @@ TEST(Gptq, ActOrderIsGptqOnPermutedColumns) {
     std::vector<int> perm(96);
     std::iota(perm.begin(), perm.end(), 0);
     std::stable_sort(perm.begin(), perm.end(), [&h](int a, int b) { return h(a, a) > h(b, b); });
-    for (int k = 0; k < 96; ++k) EXPECT_EQ(act.gIdx[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])], k / 32);
+    for (int k = 0; k < 96; ++k)
+        EXPECT_EQ(act.gIdx[static_cast<std::size_t>(perm[static_cast<std::size_t>(k)])], k / 32);
     const MatrixF wp = w(Eigen::all, perm);
     const MatrixF hp = h(perm, perm);
     const QuantizedLinear plain = quantizeGptq(wp, hp, {.bits = 4, .groupSize = 32, .sym = false});
@@ -244,8 +253,9 @@ TEST(Gptq, StaticGroupsUseTheOriginalRanges) {
     const MatrixF x = correlatedInputs(512, 64, gen, 3);
     const MatrixF h = hessian(x);
     const MatrixF w = randomWeights(8, 64, gen);
-    const QuantizedLinear q = quantizeGptq(w, h, {.bits = 4, .groupSize = 16, .actOrder = true, .staticGroups = true, .sym = false});
-    EXPECT_TRUE(q.gIdx.empty());   // g_idx = k / groupSize: the plain layout
+    const QuantizedLinear q =
+        quantizeGptq(w, h, {.bits = 4, .groupSize = 16, .actOrder = true, .staticGroups = true, .sym = false});
+    EXPECT_TRUE(q.gIdx.empty());  // g_idx = k / groupSize: the plain layout
     const QuantizedLinear r = quantizeRtn(w, {.bits = 4, .groupSize = 16, .sym = false, .rule = GridRule::AutoGptq});
     EXPECT_EQ(q.scales, r.scales);
     EXPECT_EQ(q.zeros, r.zeros);
@@ -273,11 +283,11 @@ TEST(Gptq, DeadColumnsBecomeZero) {
 
 TEST(Gptq, DampingIncreasesUntilCholeskySucceeds) {
     MatrixF h = MatrixF::Identity(8, 8);
-    h(0, 0) = -0.03f;   // not positive definite until λ > 0.03: 0.01 mean(diag) is too little
+    h(0, 0) = -0.03f;  // not positive definite until λ > 0.03: 0.01 mean(diag) is too little
     MatrixF w = MatrixF::Constant(2, 8, 0.1f);
     w(1, 3) = -0.2f;
     const QuantizedLinear q = quantizeGptq(w, h, {.bits = 4, .groupSize = -1});
-    EXPECT_NEAR(q.dampPercent, 0.035, 1e-9);   // 0.01 + 10 * 0.0025 is the first step above 0.0344
+    EXPECT_NEAR(q.dampPercent, 0.035, 1e-9);  // 0.01 + 10 * 0.0025 is the first step above 0.0344
     EXPECT_TRUE(q.dequantize().allFinite());
 }
 
@@ -293,7 +303,8 @@ TEST(Gptq, ARetryAfterALateFailureFactorsTheUndampedHessian) {
     const MatrixF w = randomWeights(16, 600, gen);
     const QuantizedLinear retried = quantizeGptq(w, h, {.bits = 4, .groupSize = 128});
     ASSERT_GT(retried.dampPercent, 0.05);
-    const QuantizedLinear once = quantizeGptq(w, h, {.bits = 4, .groupSize = 128, .dampPercent = retried.dampPercent, .dampIncrement = 0});
+    const QuantizedLinear once =
+        quantizeGptq(w, h, {.bits = 4, .groupSize = 128, .dampPercent = retried.dampPercent, .dampIncrement = 0});
     EXPECT_EQ(once.dampPercent, retried.dampPercent);
     EXPECT_EQ(retried.codes, once.codes);
     EXPECT_EQ(retried.scales, once.scales);
@@ -319,7 +330,7 @@ TEST(Gptq, CancelStopsTheLoop) {
     const MatrixF w = randomWeights(4, 96, gen);
     const qs::CancelToken cancel;
     GptqOptions o{.bits = 4, .groupSize = 32, .sym = false, .blockSize = 32, .cancel = &cancel};
-    const QuantizedLinear q = quantizeGptq(w, h, o);   // a token never set changes nothing
+    const QuantizedLinear q = quantizeGptq(w, h, o);  // a token never set changes nothing
     o.cancel = nullptr;
     EXPECT_EQ(q.dequantize(), quantizeGptq(w, h, o).dequantize());
     cancel.cancel();
@@ -343,9 +354,10 @@ TEST(Gptq, ConsumingHGivesTheSameResult) {
         const MatrixF* h;
         GptqOptions o;
     };
-    for (const Case& c : {Case{&w, &h, {.bits = 4, .groupSize = 16}}, Case{&w, &h, {.bits = 3, .groupSize = 32, .actOrder = true}},
-                          Case{&w, &h, {.bits = 4, .groupSize = 8, .actOrder = true, .staticGroups = true}},
-                          Case{&w8, &indefinite, {.bits = 4, .groupSize = -1}}}) {
+    for (const Case& c :
+         {Case{&w, &h, {.bits = 4, .groupSize = 16}}, Case{&w, &h, {.bits = 3, .groupSize = 32, .actOrder = true}},
+          Case{&w, &h, {.bits = 4, .groupSize = 8, .actOrder = true, .staticGroups = true}},
+          Case{&w8, &indefinite, {.bits = 4, .groupSize = -1}}}) {
         const QuantizedLinear a = quantizeGptq(*c.w, *c.h, c.o);
         MatrixF owned = *c.h;
         const QuantizedLinear b = quantizeGptq(*c.w, std::move(owned), c.o);

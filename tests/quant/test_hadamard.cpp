@@ -3,6 +3,7 @@
 
 #include "qs/error.h"
 #include "qs/quant/hadamard.h"
+
 #include "quant_test_data.h"
 
 namespace qs::quant {
@@ -51,7 +52,7 @@ TEST(Hadamard, SignsAreSeededAndMixed) {
     EXPECT_NE(a.signs(), c.signs());
     int negative = 0;
     for (float s : a.signs()) negative += s < 0;
-    EXPECT_GT(negative, 96);   // ~128 of 256 (binomial sd 8)
+    EXPECT_GT(negative, 96);  // ~128 of 256 (binomial sd 8)
     EXPECT_LT(negative, 160);
 }
 
@@ -60,7 +61,9 @@ TEST(Hadamard, SpreadsAnOutlier) {
     // ratio falls to that of a Gaussian sample.
     MatrixF x = testing::gaussianMatrix(1, 64, 3, 0.02f);
     x(0, 10) = 0.3f;
-    const auto peakToRms = [](const MatrixF& v) { return v.cwiseAbs().maxCoeff() / std::sqrt(v.squaredNorm() / v.size()); };
+    const auto peakToRms = [](const MatrixF& v) {
+        return v.cwiseAbs().maxCoeff() / std::sqrt(v.squaredNorm() / v.size());
+    };
     EXPECT_GT(peakToRms(x), 6.0f);
     RandomHadamard(64, 0).rotate(x.data());
     EXPECT_LT(peakToRms(x), 3.0f);

@@ -27,7 +27,7 @@ MatrixF randomInputs(std::int64_t n, std::int64_t f, unsigned seed) {
 }  // namespace
 
 TEST(Hessian, MatchesDoublePrecisionForAnyChunking) {
-    const MatrixF x = randomInputs(1500, 300, 1);   // 300 features: two 256-tiles, one partial
+    const MatrixF x = randomInputs(1500, 300, 1);  // 300 features: two 256-tiles, one partial
     const MatrixD xd = x.cast<double>();
     const MatrixD ref = 2.0 * xd.transpose() * xd / 1500.0;
     for (std::int64_t chunk : {1500, 512, 97}) {
@@ -78,7 +78,7 @@ TEST(Hessian, GramLowerIsXtX) {
 // The tiled accumulator adds each chunk's f32 tiles (gramLower's products) into f64 at once: the
 // same sums as gramLower's whole chunk added afterwards, bit for bit, for any chunking.
 TEST(Hessian, TiledSumsEqualGramLowerChunksBitForBit) {
-    const MatrixF x = randomInputs(900, 600, 5);   // three tiles, the last 88 wide
+    const MatrixF x = randomInputs(900, 600, 5);  // three tiles, the last 88 wide
     for (std::int64_t chunk : {900, 256, 333}) {
         HessianAccumulator acc(600);
         acc.add(x, chunk);
@@ -113,7 +113,7 @@ TEST(Hessian, ReleaseFreesTheSums) {
     const MatrixF released = acc.release();
     EXPECT_TRUE(acc.released());
     EXPECT_EQ(h, released);
-    EXPECT_EQ(acc.bytes(), std::uint64_t(n) * sizeof(double));   // only Σ|x| is left
+    EXPECT_EQ(acc.bytes(), std::uint64_t(n) * sizeof(double));  // only Σ|x| is left
     EXPECT_EQ(acc.samples(), 300);
     EXPECT_EQ(acc.meanAbs(), meanAbs);
     EXPECT_THROW(acc.add(x), Error);

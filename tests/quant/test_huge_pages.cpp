@@ -12,15 +12,16 @@ namespace {
 TEST(HugePages, OnlyWhereTheKernelGivesThemOnRequest) {
     EXPECT_EQ(tunablesWithHugePages(nullptr, "madvise"), "glibc.malloc.hugetlb=1");
     EXPECT_EQ(tunablesWithHugePages("", "madvise"), "glibc.malloc.hugetlb=1");
-    EXPECT_EQ(tunablesWithHugePages(nullptr, "always"), "");   // large mappings get them unasked
+    EXPECT_EQ(tunablesWithHugePages(nullptr, "always"), "");  // large mappings get them unasked
     EXPECT_EQ(tunablesWithHugePages(nullptr, "never"), "");
-    EXPECT_EQ(tunablesWithHugePages(nullptr, ""), "");         // no THP in this kernel
+    EXPECT_EQ(tunablesWithHugePages(nullptr, ""), "");  // no THP in this kernel
 }
 
 TEST(HugePages, OtherTunablesAreKeptAndASettingOfThisOneWins) {
-    EXPECT_EQ(tunablesWithHugePages("glibc.malloc.arena_max=2", "madvise"), "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1");
-    EXPECT_EQ(tunablesWithHugePages("glibc.malloc.hugetlb=0", "madvise"), "");      // the user's opt-out
-    EXPECT_EQ(tunablesWithHugePages("glibc.malloc.hugetlb=1", "madvise"), "");      // already restarted
+    EXPECT_EQ(tunablesWithHugePages("glibc.malloc.arena_max=2", "madvise"),
+              "glibc.malloc.arena_max=2:glibc.malloc.hugetlb=1");
+    EXPECT_EQ(tunablesWithHugePages("glibc.malloc.hugetlb=0", "madvise"), "");  // the user's opt-out
+    EXPECT_EQ(tunablesWithHugePages("glibc.malloc.hugetlb=1", "madvise"), "");  // already restarted
 }
 
 TEST(HugePages, TheModeIsOneOfTheKernels) {
@@ -35,7 +36,8 @@ TEST(HugePages, TheHeapsFlagsSayWhetherMallocAskedForHugePages) {
         return heapAdvisedHuge(in);
     };
     const std::string other = "7f0000000000-7f0000021000 rw-p 00000000 00:00 0\nVmFlags: rd wr mr mw me ac hg\n";
-    const std::string heap = "55d000000000-55d000400000 rw-p 00000000 00:00 0                          [heap]\nSize:  4096 kB\n";
+    const std::string heap =
+        "55d000000000-55d000400000 rw-p 00000000 00:00 0                          [heap]\nSize:  4096 kB\n";
     EXPECT_TRUE(advised(heap + "VmFlags: rd wr mr mw me ac hg\n"));
     EXPECT_TRUE(advised(heap + "VmFlags: rd wr hg mr\n"));
     EXPECT_FALSE(advised(heap + "VmFlags: rd wr mr mw me ac\n"));

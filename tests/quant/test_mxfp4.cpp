@@ -8,6 +8,7 @@
 #include "qs/io/dtype.h"
 #include "qs/quant/mxfp4.h"
 #include "qs/quant/nibbles.h"
+
 #include "java_random.h"
 #include "quant_test_data.h"
 
@@ -24,7 +25,8 @@ std::vector<std::uint8_t> e2m1Codes(const std::vector<float>& values) {
     for (std::size_t i = 0; i < values.size(); i += 31) {
         MatrixF row = MatrixF::Zero(1, 32);
         row(0, 0) = 7.5f;
-        for (std::size_t j = 0; j < 31 && i + j < values.size(); ++j) row(0, static_cast<Eigen::Index>(j + 1)) = values[i + j];
+        for (std::size_t j = 0; j < 31 && i + j < values.size(); ++j)
+            row(0, static_cast<Eigen::Index>(j + 1)) = values[i + j];
         const QuantizedLinear q = quantizeMxfp4(row);
         EXPECT_EQ(q.scales(0, 0), 1.0f);
         for (std::size_t j = 0; j < 31 && i + j < values.size(); ++j) codes.push_back(q.codes[j + 1]);
@@ -81,7 +83,8 @@ TEST(Mxfp4, BitExactWithTheSeed) {
             const float amax = w.block(r, b * 32, 1, 32).cwiseAbs().maxCoeff();
             EXPECT_GE(amax / q.scales(r, b), 4.0f);
             EXPECT_LT(amax / q.scales(r, b), 8.0f);
-            EXPECT_LE((back.block(r, b * 32, 1, 32) - w.block(r, b * 32, 1, 32)).cwiseAbs().maxCoeff(), 2.0f * q.scales(r, b));   // saturation at 6 of up to 8
+            EXPECT_LE((back.block(r, b * 32, 1, 32) - w.block(r, b * 32, 1, 32)).cwiseAbs().maxCoeff(),
+                      2.0f * q.scales(r, b));  // saturation at 6 of up to 8
         }
 }
 
@@ -93,8 +96,9 @@ TEST(Mxfp4, RoundTripOfRepresentableValues) {
     for (std::int64_t r = 0; r < 8; ++r)
         for (std::int64_t b = 0; b < 2; ++b) {
             const float scale = std::ldexp(1.0f, exponent(rng));
-            for (std::int64_t j = 0; j < 32; ++j) w(r, b * 32 + j) = io::e2m1ToF32(static_cast<std::uint8_t>(code(rng))) * scale;
-            w(r, b * 32) = 6.0f * scale;   // pins the block's exponent
+            for (std::int64_t j = 0; j < 32; ++j)
+                w(r, b * 32 + j) = io::e2m1ToF32(static_cast<std::uint8_t>(code(rng))) * scale;
+            w(r, b * 32) = 6.0f * scale;  // pins the block's exponent
         }
     const MatrixF back = dequantizeMxfp4(quantizeMxfp4(w));
     EXPECT_EQ((back - w).cwiseAbs().maxCoeff(), 0.0f);
@@ -112,12 +116,12 @@ TEST(Mxfp4, GaussianRmseOfTheLesson) {
 }
 
 TEST(Mxfp4, ZeroBlocksAndShortRows) {
-    MatrixF w = MatrixF::Zero(2, 40);   // 40 = one block of 32 and one of 8
+    MatrixF w = MatrixF::Zero(2, 40);  // 40 = one block of 32 and one of 8
     w(1, 35) = 3.0f;
     const QuantizedLinear q = quantizeMxfp4(w);
     EXPECT_EQ(q.scales.cols(), 2);
-    EXPECT_EQ(mxfp4ScaleBytes(q)[0], 0);      // amax 0 -> 2^-126 floor -> exponent clamped to -127
-    EXPECT_EQ(q.scales(1, 1), 0.5f);          // floor(log2 3) - 2 = -1
+    EXPECT_EQ(mxfp4ScaleBytes(q)[0], 0);  // amax 0 -> 2^-126 floor -> exponent clamped to -127
+    EXPECT_EQ(q.scales(1, 1), 0.5f);      // floor(log2 3) - 2 = -1
     EXPECT_EQ(dequantizeMxfp4(q), w);
 }
 

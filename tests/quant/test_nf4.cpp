@@ -8,6 +8,7 @@
 #include "qs/error.h"
 #include "qs/quant/nf4.h"
 #include "qs/quant/nibbles.h"
+
 #include "quant_test_data.h"
 
 namespace qs::quant {
@@ -24,10 +25,22 @@ double normalPpf(double p) {
 }
 
 TEST(Nf4, TableIsBitsandbytesConstants) {
-    const double bnb[16] = {-1.0, -0.6961928009986877, -0.5250730514526367, -0.39491748809814453,
-                            -0.28444138169288635, -0.18477343022823334, -0.09105003625154495, 0.0,
-                            0.07958029955625534, 0.16093020141124725, 0.24611230194568634, 0.33791524171829224,
-                            0.44070982933044434, 0.5626170039176941, 0.7229568362236023, 1.0};
+    const double bnb[16] = {-1.0,
+                            -0.6961928009986877,
+                            -0.5250730514526367,
+                            -0.39491748809814453,
+                            -0.28444138169288635,
+                            -0.18477343022823334,
+                            -0.09105003625154495,
+                            0.0,
+                            0.07958029955625534,
+                            0.16093020141124725,
+                            0.24611230194568634,
+                            0.33791524171829224,
+                            0.44070982933044434,
+                            0.5626170039176941,
+                            0.7229568362236023,
+                            1.0};
     for (int i = 0; i < 16; ++i) EXPECT_NEAR(nf4Table()[static_cast<std::size_t>(i)], bnb[i], 1e-7) << i;
 }
 
@@ -46,8 +59,8 @@ TEST(Nf4, TableIsTheNormalQuantileConstruction) {
 TEST(Nf4, NearestLevelWithTiesToTheLowerOne) {
     const auto& t = nf4Table();
     for (int i = 0; i < 16; ++i) EXPECT_EQ(nearestNf4(t[static_cast<std::size_t>(i)]), i);
-    EXPECT_EQ(nearestNf4(t[8] / 2.0f), 7);    // exactly halfway between 0 and 0.0796: the lower (argmin's first)
-    EXPECT_EQ(nearestNf4(t[6] / 2.0f), 6);    // halfway between -0.0911 and 0
+    EXPECT_EQ(nearestNf4(t[8] / 2.0f), 7);  // exactly halfway between 0 and 0.0796: the lower (argmin's first)
+    EXPECT_EQ(nearestNf4(t[6] / 2.0f), 6);  // halfway between -0.0911 and 0
     EXPECT_EQ(nearestNf4(0.9f), 15);
     EXPECT_EQ(nearestNf4(-0.2f), 5);
 }
@@ -59,7 +72,8 @@ TEST(Nf4, NearestIsBitsandbytesArgminOnEveryFloatNearADecision) {
     const auto argmin = [&](float v) {
         int best = 0;
         for (int i = 1; i < 16; ++i)
-            if (std::fabs(v - t[static_cast<std::size_t>(i)]) < std::fabs(v - t[static_cast<std::size_t>(best)])) best = i;
+            if (std::fabs(v - t[static_cast<std::size_t>(i)]) < std::fabs(v - t[static_cast<std::size_t>(best)]))
+                best = i;
         return best;
     };
     for (int j = 0; j < 15; ++j) {
@@ -113,7 +127,8 @@ TEST(Nf4, NearestDynamicLevelIsArgminOnEveryFloatNearADecision) {
     const auto argmin = [&](float v) {
         int best = 0;
         for (int i = 1; i < 256; ++i)
-            if (std::fabs(v - m[static_cast<std::size_t>(i)]) < std::fabs(v - m[static_cast<std::size_t>(best)])) best = i;
+            if (std::fabs(v - m[static_cast<std::size_t>(i)]) < std::fabs(v - m[static_cast<std::size_t>(best)]))
+                best = i;
         return best;
     };
     for (int j = 0; j < 255; ++j) {
@@ -135,11 +150,11 @@ TEST(Nf4, DynamicMapIsCreateDynamicMapSigned) {
     EXPECT_TRUE(std::is_sorted(m.begin(), m.end()));
     EXPECT_EQ(m[127], 0.0f);
     EXPECT_EQ(m[255], 1.0f);
-    EXPECT_FLOAT_EQ(m[128], 0.55e-6f);           // decade 1e-6: the midpoint of [0.1, 1]
+    EXPECT_FLOAT_EQ(m[128], 0.55e-6f);  // decade 1e-6: the midpoint of [0.1, 1]
     EXPECT_FLOAT_EQ(m[126], -0.55e-6f);
-    EXPECT_FLOAT_EQ(m[254], 0.99296875f);        // decade 1: last midpoint of 65 points on [0.1, 1]
+    EXPECT_FLOAT_EQ(m[254], 0.99296875f);  // decade 1: last midpoint of 65 points on [0.1, 1]
     EXPECT_FLOAT_EQ(m[0], -0.99296875f);
-    EXPECT_EQ(std::adjacent_find(m.begin(), m.end()), m.end());   // 256 distinct levels
+    EXPECT_EQ(std::adjacent_find(m.begin(), m.end()), m.end());  // 256 distinct levels
 }
 
 TEST(Nf4, GaussianRmseOfTheLessonAgainstInt4) {
@@ -165,7 +180,7 @@ TEST(Nf4, GaussianRmseOfTheLessonAgainstInt4) {
 }
 
 TEST(Nf4, DoubleQuantizationStoresWhatTheScalesDecodeFrom) {
-    const MatrixF w = testing::gaussianMatrix(64, 512, 9, 0.02f);   // 512 blocks: two nested blocks of 256
+    const MatrixF w = testing::gaussianMatrix(64, 512, 9, 0.02f);  // 512 blocks: two nested blocks of 256
     const QuantizedLinear q = quantizeNf4(w);
     ASSERT_EQ(q.scaleCodes.size(), 512u);
     ASSERT_EQ(q.scaleScales.size(), 2u);
@@ -174,7 +189,8 @@ TEST(Nf4, DoubleQuantizationStoresWhatTheScalesDecodeFrom) {
     mean /= 512;
     EXPECT_NEAR(q.scaleOffset, mean, 1e-7);
     for (std::int64_t b = 0; b < 512; ++b) {
-        const float decoded = dynamicMap8()[q.scaleCodes[static_cast<std::size_t>(b)]] * q.scaleScales[static_cast<std::size_t>(b / 256)] +
+        const float decoded = dynamicMap8()[q.scaleCodes[static_cast<std::size_t>(b)]] *
+                                  q.scaleScales[static_cast<std::size_t>(b / 256)] +
                               q.scaleOffset;
         EXPECT_EQ(q.scales(b / 8, b % 8), decoded);
         const double absmax = w.block(b / 8, (b % 8) * 64, 1, 64).cwiseAbs().maxCoeff();

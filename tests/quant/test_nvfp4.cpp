@@ -7,6 +7,7 @@
 #include "qs/io/dtype.h"
 #include "qs/quant/nibbles.h"
 #include "qs/quant/nvfp4.h"
+
 #include "quant_test_data.h"
 
 namespace qs::quant {
@@ -93,7 +94,7 @@ TEST(Nvfp4, EveryCodeIsTheReferenceRoundingOfValueOverScale) {
     for (std::int64_t r = 0; r < w.rows(); ++r)
         for (std::int64_t b = 0; b < 3; ++b) {
             const std::int64_t c0 = b * 16, n = std::min<std::int64_t>(16, 40 - c0);
-            std::int64_t keep = c0;   // the block's amax stays in place
+            std::int64_t keep = c0;  // the block's amax stays in place
             for (std::int64_t c = c0; c < c0 + n; ++c)
                 if (std::fabs(w(r, c)) > std::fabs(w(r, keep))) keep = c;
             const float s = q.scales(r, b) * q.globalScale;

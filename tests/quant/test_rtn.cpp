@@ -19,7 +19,6 @@ using namespace qs::quant;
 
 namespace {
 
-
 MatrixF randomMatrix(std::int64_t rows, std::int64_t cols, unsigned seed, float sd = 0.02f) {
     std::mt19937 gen(seed);
     std::normal_distribution<float> n(0.0f, sd);
@@ -44,7 +43,8 @@ TEST(Rtn, MatchesSeedAutoAwqQuantizerBitForBit) {
     std::int64_t codeMismatch = 0;
     for (std::int64_t r = 0; r < w.rows(); ++r)
         for (std::int64_t c = 0; c < w.cols(); ++c)
-            codeMismatch += q.codes[static_cast<std::size_t>(r * w.cols() + c)] != static_cast<std::uint8_t>(codes(r, c));
+            codeMismatch +=
+                q.codes[static_cast<std::size_t>(r * w.cols() + c)] != static_cast<std::uint8_t>(codes(r, c));
     EXPECT_EQ(codeMismatch, 0);
     for (std::int64_t r = 0; r < 128; ++r)
         for (std::int64_t g = 0; g < 4; ++g) {
@@ -53,7 +53,8 @@ TEST(Rtn, MatchesSeedAutoAwqQuantizerBitForBit) {
         }
     // The reference figure (docs/reference-algorithms.md): mean over tokens and outputs of (X Qᵀ - X Wᵀ)².
     const OutputError e = outputErrorFromInputs(w, q.dequantize(), x);
-    EXPECT_NEAR(e.mse, qs::quant::testing::seedFigure("rtn_g128_output_mse"), 1e-4 * qs::quant::testing::seedFigure("rtn_g128_output_mse"));
+    EXPECT_NEAR(e.mse, qs::quant::testing::seedFigure("rtn_g128_output_mse"),
+                1e-4 * qs::quant::testing::seedFigure("rtn_g128_output_mse"));
     // ... and the same number from H alone.
     const MatrixF h = file.tensor("H").toMatrix();
     const QuantizedLinear qh = quantizeRtn(w, {.bits = 4, .groupSize = 128}, &h);
@@ -64,7 +65,7 @@ TEST(Rtn, MatchesSeedAutoAwqQuantizerBitForBit) {
 TEST(Rtn, PartialLastGroupUsesOnlyItsColumns) {
     const MatrixF w = randomMatrix(5, 200, 3);
     const QuantizedLinear q = quantizeRtn(w, {.bits = 4, .groupSize = 64});
-    ASSERT_EQ(q.scales.cols(), 4);   // 64 + 64 + 64 + 8
+    ASSERT_EQ(q.scales.cols(), 4);  // 64 + 64 + 64 + 8
     for (std::int64_t r = 0; r < 5; ++r) {
         const auto last = w.row(r).segment(192, 8);
         EXPECT_FLOAT_EQ(q.scales(r, 3), (last.maxCoeff() - last.minCoeff()) / 15.0f);
@@ -86,7 +87,7 @@ TEST(Rtn, SymmetricAndPerRowGrids) {
             EXPECT_EQ(q.zeros(r, 0), half);
             EXPECT_FLOAT_EQ(q.scales(r, 0), w.row(r).cwiseAbs().maxCoeff() / (half - 1.0f));
         }
-        EXPECT_NEAR(q.bitsPerWeight(), bits + 16.0 / 96.0, 1e-12);   // no zero stored for symmetric
+        EXPECT_NEAR(q.bitsPerWeight(), bits + 16.0 / 96.0, 1e-12);  // no zero stored for symmetric
     }
 }
 
@@ -94,9 +95,9 @@ TEST(Rtn, AutoGptqRuleWidensTheRangeToZero) {
     EXPECT_FLOAT_EQ(gridParams(0.1f, 0.5f, 4, false, GridRule::AutoGptq).scale, 0.5f / 15.0f);
     EXPECT_EQ(gridParams(0.1f, 0.5f, 4, false, GridRule::AutoGptq).zero, 0.0f);
     EXPECT_EQ(gridParams(-0.6f, -0.3f, 4, false, GridRule::AutoGptq).zero, 15.0f);
-    const GridParams zeroRange = gridParams(0.0f, 0.0f, 4, false, GridRule::AutoGptq);   // [-1, 1]
+    const GridParams zeroRange = gridParams(0.0f, 0.0f, 4, false, GridRule::AutoGptq);  // [-1, 1]
     EXPECT_FLOAT_EQ(zeroRange.scale, 2.0f / 15.0f);
-    EXPECT_EQ(zeroRange.zero, 7.0f);   // 1 / f32(2/15) = 7.4999996 in f32, as in torch
+    EXPECT_EQ(zeroRange.zero, 7.0f);  // 1 / f32(2/15) = 7.4999996 in f32, as in torch
     const GridParams sym = gridParams(-0.2f, 0.6f, 4, true, GridRule::AutoGptq);
     EXPECT_FLOAT_EQ(sym.scale, 1.2f / 15.0f);
     EXPECT_EQ(sym.zero, 8.0f);

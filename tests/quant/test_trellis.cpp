@@ -7,6 +7,7 @@
 #include "qs/error.h"
 #include "qs/quant/hadamard.h"
 #include "qs/quant/trellis.h"
+
 #include "quant_test_data.h"
 
 namespace qs::quant {
@@ -25,7 +26,7 @@ TEST(TrellisCodebook, OneMadIsNormalisedAndComputedFromTheState) {
         mean /= static_cast<double>(table.size());
         for (float v : table) squares += (v - mean) * (v - mean);
         EXPECT_NEAR(mean, 0.0, 1e-6) << L;
-        EXPECT_NEAR(squares / static_cast<double>(table.size() - 1), 1.0, 1e-5) << L;   // unbiased, as torch.std
+        EXPECT_NEAR(squares / static_cast<double>(table.size() - 1), 1.0, 1e-5) << L;  // unbiased, as torch.std
         for (std::uint32_t s = 0; s < table.size(); s += 97) EXPECT_EQ(codebook.value(s), table[s]);
     }
 }
@@ -62,7 +63,9 @@ TEST(Trellis, ViterbiIsOptimalAgainstBruteForce) {
                 for (int t = 0; t < T - 1; ++t) symbols.push_back(static_cast<std::uint8_t>((bits >> t) & 1));
                 const std::vector<float> values = trellisReplay(codebook, K, start, symbols);
                 double e = 0.0;
-                for (int t = 0; t < T; ++t) e += (x(0, t) - values[static_cast<std::size_t>(t)]) * (x(0, t) - values[static_cast<std::size_t>(t)]);
+                for (int t = 0; t < T; ++t)
+                    e += (x(0, t) - values[static_cast<std::size_t>(t)]) *
+                         (x(0, t) - values[static_cast<std::size_t>(t)]);
                 best = std::min(best, e);
             }
         const TrellisPath path = viterbiEncode({x.data(), static_cast<std::size_t>(T)}, L, K);
@@ -116,7 +119,9 @@ TrellisPath textbookViterbi(const std::vector<float>& x, int L, int K) {
 TEST(Trellis, VectorisedStepMatchesTheTextbookViterbiBitForBit) {
     // Gaussian data, and data drawn from the codebook's own values: the codebook holds only ~1000
     // distinct values, so the second kind is full of exactly tied paths and tests the tie order.
-    struct Case { int L, K, T; };
+    struct Case {
+        int L, K, T;
+    };
     for (const Case c : {Case{4, 1, 40}, Case{5, 1, 40}, Case{6, 2, 40}, Case{9, 3, 64}, Case{12, 1, 128},
                          Case{12, 2, 128}, Case{12, 4, 128}, Case{16, 2, 24}, Case{16, 3, 24}, Case{16, 4, 24}}) {
         const std::vector<float> table = TrellisCodebook(c.L).table();
@@ -163,7 +168,7 @@ TEST(Trellis, GaussianErrorBeatsLloydMax) {
 
 TEST(Trellis, MatrixQuantizerDecodesToItsOwnReconstruction) {
     MatrixF w = testing::gaussianMatrix(6, 512, 77, 0.02f);
-    w(2, 37) = 0.4f;   // an outlier, spread by the rotation
+    w(2, 37) = 0.4f;  // an outlier, spread by the rotation
     const TrellisOptions options{.L = 8, .K = 2, .groupSize = 256, .seed = 5};
     const QuantizedLinear q = quantizeTrellis(w, options);
     EXPECT_EQ(q.trellis.starts.size(), 12u);
@@ -180,7 +185,7 @@ TEST(Trellis, MatrixQuantizerDecodesToItsOwnReconstruction) {
             MatrixF x = w.block(r, g * 256, 1, 256);
             rotation.rotate(x.data());
             const float scale = q.scales(r, g);
-            EXPECT_NEAR(scale, std::sqrt(x.squaredNorm() / 256), 1e-3 * scale);   // f16-rounded RMS
+            EXPECT_NEAR(scale, std::sqrt(x.squaredNorm() / 256), 1e-3 * scale);  // f16-rounded RMS
             x /= scale;
             const TrellisPath path = viterbiEncode({x.data(), 256}, 8, 2);
             EXPECT_EQ(path.start, q.trellis.starts[static_cast<std::size_t>(r * 2 + g)]);
@@ -191,7 +196,7 @@ TEST(Trellis, MatrixQuantizerDecodesToItsOwnReconstruction) {
             errorSquares += (y - w.block(r, g * 256, 1, 256)).squaredNorm();
             weightSquares += w.block(r, g * 256, 1, 256).squaredNorm();
         }
-    EXPECT_LT(errorSquares / weightSquares, 0.12);   // ~2-bit Gaussian error after incoherence
+    EXPECT_LT(errorSquares / weightSquares, 0.12);  // ~2-bit Gaussian error after incoherence
 }
 
 TEST(Trellis, CancelAndBadOptions) {

@@ -12,7 +12,9 @@ public:
     CancelToken() : flag_(std::make_shared<std::atomic<bool>>(false)) {}
     void cancel() const { flag_->store(true, std::memory_order_relaxed); }
     bool cancelled() const { return flag_->load(std::memory_order_relaxed); }
-    void throwIfCancelled() const { if (cancelled()) throw Cancelled(); }
+    void throwIfCancelled() const {
+        if (cancelled()) throw Cancelled();
+    }
 
 private:
     std::shared_ptr<std::atomic<bool>> flag_;

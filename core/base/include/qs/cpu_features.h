@@ -22,7 +22,7 @@ inline bool cpuRunsAvx2() {
         const char* disabled = std::getenv("QS_DISABLE_AVX2");
         if (disabled != nullptr && !std::string_view(disabled).empty() && std::string_view(disabled) != "0")
             return false;
-        return __builtin_cpu_supports("avx2") != 0;   // libgcc also checks that the OS saves the YMM state
+        return __builtin_cpu_supports("avx2") != 0;  // libgcc also checks that the OS saves the YMM state
     }();
     return runs;
 #else

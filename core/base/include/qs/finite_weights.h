@@ -22,14 +22,16 @@ inline std::int64_t countNonFinite(const MatrixF& m) {
 
 // Throws qs::Error "<where>: linear '<name>' decodes to N non-finite weights (NaN or Inf) of M ..."
 // when `nonFinite` > 0, unless `allow`.
-inline void requireFiniteCount(std::int64_t nonFinite, std::int64_t total, const std::string& where, const std::string& linear,
-                               bool allow) {
+inline void requireFiniteCount(std::int64_t nonFinite, std::int64_t total, const std::string& where,
+                               const std::string& linear, bool allow) {
     if (allow || nonFinite == 0) return;
-    throw Error(where + ": linear '" + linear + "' decodes to " + std::to_string(nonFinite) + " non-finite weights (NaN or Inf) of " +
-                std::to_string(total) + "; --allow-nonfinite uses them anyway");
+    throw Error(where + ": linear '" + linear + "' decodes to " + std::to_string(nonFinite) +
+                " non-finite weights (NaN or Inf) of " + std::to_string(total) +
+                "; --allow-nonfinite uses them anyway");
 }
 
-inline void requireFiniteWeights(const MatrixF& weights, const std::string& where, const std::string& linear, bool allow) {
+inline void requireFiniteWeights(const MatrixF& weights, const std::string& where, const std::string& linear,
+                                 bool allow) {
     if (!allow) requireFiniteCount(countNonFinite(weights), weights.size(), where, linear, allow);
 }
 

@@ -8,13 +8,13 @@
 // glibc reads its tunables only when a program starts, so the programs (quantscope-cli, quantscope)
 // start themselves again with it, once, before any work. GLIBC_TUNABLES=glibc.malloc.hugetlb=0 in the
 // environment opts out (any setting of the tunable is left as it is).
-#include <unistd.h>
-
 #include <cstdlib>
 #include <fstream>
 #include <istream>
 #include <string>
 #include <string_view>
+
+#include <unistd.h>
 
 namespace qs {
 
@@ -72,8 +72,10 @@ inline void restartWithHugePages(char** argv) {
     if (tunables.empty() || setenv("GLIBC_TUNABLES", tunables.c_str(), 1) != 0) return;
     execv("/proc/self/exe", argv);
     // Still here: exec failed (no /proc, say). Leave the environment as it was for our children.
-    if (current != nullptr) setenv("GLIBC_TUNABLES", before.c_str(), 1);
-    else unsetenv("GLIBC_TUNABLES");
+    if (current != nullptr)
+        setenv("GLIBC_TUNABLES", before.c_str(), 1);
+    else
+        unsetenv("GLIBC_TUNABLES");
 }
 
 }  // namespace qs

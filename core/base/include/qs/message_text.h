@@ -39,10 +39,14 @@ inline std::size_t utf8Length(std::string_view text, std::size_t i, std::uint32_
         codePoint = b0;
         return 1;
     }
-    if ((b0 & 0xE0) == 0xC0) n = 2, min = 0x80, codePoint = b0 & 0x1Fu;
-    else if ((b0 & 0xF0) == 0xE0) n = 3, min = 0x800, codePoint = b0 & 0x0Fu;
-    else if ((b0 & 0xF8) == 0xF0) n = 4, min = 0x10000, codePoint = b0 & 0x07u;
-    else return 0;
+    if ((b0 & 0xE0) == 0xC0)
+        n = 2, min = 0x80, codePoint = b0 & 0x1Fu;
+    else if ((b0 & 0xF0) == 0xE0)
+        n = 3, min = 0x800, codePoint = b0 & 0x0Fu;
+    else if ((b0 & 0xF8) == 0xF0)
+        n = 4, min = 0x10000, codePoint = b0 & 0x07u;
+    else
+        return 0;
     if (i + n > text.size()) return 0;
     for (std::size_t k = 1; k < n; ++k) {
         if ((byte(i + k) & 0xC0) != 0x80) return 0;
@@ -88,19 +92,25 @@ inline std::string sanitizeMessage(std::string_view text, std::size_t maxBytes =
             ++i;
             continue;
         }
-        if (cp == '\n') out += "\\n";
-        else if (cp == '\r') out += "\\r";
-        else if (cp == '\t') out += "\\t";
-        else if (cp < 0x20 || cp == 0x7F) appendHex(out, "\\x", cp, 2);
-        else if ((cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029) appendHex(out, "\\u", cp, 4);
-        else out.append(text.substr(i, n));
+        if (cp == '\n')
+            out += "\\n";
+        else if (cp == '\r')
+            out += "\\r";
+        else if (cp == '\t')
+            out += "\\t";
+        else if (cp < 0x20 || cp == 0x7F)
+            appendHex(out, "\\x", cp, 2);
+        else if ((cp >= 0x80 && cp <= 0x9F) || cp == 0x2028 || cp == 0x2029)
+            appendHex(out, "\\u", cp, 4);
+        else
+            out.append(text.substr(i, n));
         i += n;
         // Far past the limit only the tail still matters: skip to the last 2 * maxBytes input bytes.
         if (out.size() > 2 * maxBytes && text.size() - i > 2 * maxBytes)
             i = characterBoundary(text, text.size() - 2 * maxBytes, true);
     }
     if (out.size() <= maxBytes) return out;
-    static constexpr std::string_view kEllipsis = " \xE2\x80\xA6 ";   // " … "
+    static constexpr std::string_view kEllipsis = " \xE2\x80\xA6 ";  // " … "
     const std::size_t headBytes = (maxBytes - kEllipsis.size()) * 2 / 3;
     const std::size_t tailBytes = maxBytes - kEllipsis.size() - headBytes;
     const std::size_t headEnd = characterBoundary(out, headBytes, false);

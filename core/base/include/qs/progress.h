@@ -7,10 +7,10 @@
 namespace qs {
 
 struct Progress {
-    std::string stage;       // e.g. "calibrate", "quantize", "evaluate", "export", "stats"
-    int step = 0;            // e.g. layer i (1-based)
-    int steps = 0;           // e.g. N layers; 0 when unknown
-    double fraction = 0.0;   // overall 0..1
+    std::string stage;      // e.g. "calibrate", "quantize", "evaluate", "export", "stats"
+    int step = 0;           // e.g. layer i (1-based)
+    int steps = 0;          // e.g. N layers; 0 when unknown
+    double fraction = 0.0;  // overall 0..1
     std::string message;
 };
 

@@ -4,9 +4,6 @@
 // On a shared machine a team with more threads than free cores is slower than a smaller one: every
 // parallel loop ends at a barrier that waits for the thread the scheduler has parked (measured here: 2
 // threads ran 2x slower than 1 while another process held one of the 2 cores).
-#include <omp.h>
-#include <sched.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -14,8 +11,11 @@
 #include <fstream>
 #include <thread>
 
+#include <omp.h>
+#include <sched.h>
+
 #if defined(QS_BLAS_OPENBLAS)
-extern "C" int openblas_get_parallel(void);           // 0 sequential, 1 pthreads, 2 OpenMP
+extern "C" int openblas_get_parallel(void);  // 0 sequential, 1 pthreads, 2 OpenMP
 extern "C" void openblas_set_num_threads(int threads);
 #endif
 

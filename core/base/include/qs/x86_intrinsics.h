@@ -5,7 +5,7 @@
 // built for a CPU with AVX-512 (-march=native there, or -march=x86-64-v4): a known false positive in
 // the compiler's header, not in our code. The warning is silenced for the span of these headers only,
 // where their locations fall, so it stays an error everywhere in our own code on every x86-64 CPU.
-#include "qs/cpu_features.h"   // QS_X86
+#include "qs/cpu_features.h"  // QS_X86
 
 #if QS_X86
 #if defined(__GNUC__) && !defined(__clang__)

@@ -12,7 +12,8 @@ public:
     RawDeviceBuffer() = default;
     explicit RawDeviceBuffer(std::size_t bytes);
     ~RawDeviceBuffer();
-    RawDeviceBuffer(RawDeviceBuffer&& other) noexcept : ptr_(std::exchange(other.ptr_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+    RawDeviceBuffer(RawDeviceBuffer&& other) noexcept
+        : ptr_(std::exchange(other.ptr_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
     RawDeviceBuffer& operator=(RawDeviceBuffer&& other) noexcept;
     RawDeviceBuffer(const RawDeviceBuffer&) = delete;
     RawDeviceBuffer& operator=(const RawDeviceBuffer&) = delete;

@@ -7,11 +7,11 @@ namespace qs::gpu {
 
 struct DeviceInfo {
     bool present = false;
-    std::string whyNot;   // when !present: which call said so, and its message
+    std::string whyNot;  // when !present: which call said so, and its message
     std::string name;
     std::int64_t freeBytes = 0;
     std::int64_t totalBytes = 0;
-    int major = 0;   // compute capability
+    int major = 0;  // compute capability
     int minor = 0;
 };
 

@@ -22,8 +22,8 @@ void mxfp4Encode(const float* w, std::int64_t rows, std::int64_t cols, float* sc
 void nvfp4Encode(const float* w, std::int64_t rows, std::int64_t cols, std::uint32_t* amaxBits, float* tensorScale,
                  float* scales, std::uint8_t* codes);
 // E2M1 blocks of 1 x blockCols: out = e2m1(code) * (scale * globalScale).
-void e2m1Decode(const std::uint8_t* codes, const float* scales, float globalScale, std::int64_t rows,
-                std::int64_t cols, std::int64_t blockCols, float* out);
+void e2m1Decode(const std::uint8_t* codes, const float* scales, float globalScale, std::int64_t rows, std::int64_t cols,
+                std::int64_t blockCols, float* out);
 
 // NF4 codes of the flat blocks of `blockSize` values and each block's absmax [rows * cols / blockSize].
 // thresholds[j]: the smallest value whose nearest level is above level j (the CPU's argmin decision).

@@ -6,8 +6,8 @@
 #include <span>
 #include <vector>
 
-#include "qs/io/tensor.h"
 #include "qs/cancel_token.h"
+#include "qs/io/tensor.h"
 
 namespace qs::analysis {
 
@@ -17,24 +17,28 @@ enum class ChannelAxis { Input, Output };
 struct ChannelRank {
     std::int64_t channel = 0;
     float maxAbs = 0.0f;
-    float ratioToMedian = 0.0f;   // maxAbs / median over all channels of the axis; 0 when the median is 0
+    float ratioToMedian = 0.0f;  // maxAbs / median over all channels of the axis; 0 when the median is 0
 };
 
 struct ChannelStats {
-    std::int64_t rows = 0;              // output features
-    std::int64_t cols = 0;              // input features
-    std::vector<float> inputMaxAbs;     // cols: max over rows of |w[r][c]|
-    std::vector<float> outputMaxAbs;    // rows: max over columns of |w[r][c]|
+    std::int64_t rows = 0;                // output features
+    std::int64_t cols = 0;                // input features
+    std::vector<float> inputMaxAbs;       // cols: max over rows of |w[r][c]|
+    std::vector<float> outputMaxAbs;      // rows: max over columns of |w[r][c]|
     std::vector<ChannelRank> topInputs;   // the k largest inputMaxAbs, descending, ties by lower index
     std::vector<ChannelRank> topOutputs;  // the same for outputMaxAbs
 
-    const std::vector<float>& maxAbs(ChannelAxis axis) const { return axis == ChannelAxis::Input ? inputMaxAbs : outputMaxAbs; }
-    const std::vector<ChannelRank>& top(ChannelAxis axis) const { return axis == ChannelAxis::Input ? topInputs : topOutputs; }
+    const std::vector<float>& maxAbs(ChannelAxis axis) const {
+        return axis == ChannelAxis::Input ? inputMaxAbs : outputMaxAbs;
+    }
+    const std::vector<ChannelRank>& top(ChannelAxis axis) const {
+        return axis == ChannelAxis::Input ? topInputs : topOutputs;
+    }
 };
 
 struct ChannelStatsOptions {
     int topK = 16;
-    qs::CancelToken cancel;   // polled between chunks of rows; throws qs::Cancelled
+    qs::CancelToken cancel;  // polled between chunks of rows; throws qs::Cancelled
 };
 
 // Rank 2 is [rows, cols]; rank 1 is one row; higher ranks are [shape[0], product of the rest]. NaN

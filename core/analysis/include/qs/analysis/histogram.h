@@ -6,34 +6,34 @@
 #include <span>
 #include <vector>
 
-#include "qs/io/tensor.h"
 #include "qs/cancel_token.h"
+#include "qs/io/tensor.h"
 
 namespace qs::analysis {
 
 struct HistogramOptions {
-    int bins = 128;                   // at least 1
-    double tailSigma = 3.0;           // k: values further than k·σ from the mean are tails
-    qs::CancelToken cancel;     // polled between chunks; throws qs::Cancelled
+    int bins = 128;          // at least 1
+    double tailSigma = 3.0;  // k: values further than k·σ from the mean are tails
+    qs::CancelToken cancel;  // polled between chunks; throws qs::Cancelled
 };
 
 struct Histogram {
     std::vector<double> edges;          // bins + 1, edges[0] = min, edges[bins] = max
     std::vector<std::uint64_t> counts;  // bins; bin i holds [edges[i], edges[i+1]), the last also max
     double mean = 0.0;
-    double stddev = 0.0;                // population standard deviation of the finite values
+    double stddev = 0.0;  // population standard deviation of the finite values
     double min = 0.0;
     double max = 0.0;
-    std::uint64_t count = 0;            // finite values, the sum of counts
-    std::uint64_t nonFinite = 0;        // NaN and +-Inf, left out of everything above
+    std::uint64_t count = 0;      // finite values, the sum of counts
+    std::uint64_t nonFinite = 0;  // NaN and +-Inf, left out of everything above
     double tailSigma = 3.0;
-    std::uint64_t tailBelow = 0;        // values < mean - k·σ
-    std::uint64_t tailAbove = 0;        // values > mean + k·σ
+    std::uint64_t tailBelow = 0;  // values < mean - k·σ
+    std::uint64_t tailAbove = 0;  // values > mean + k·σ
 
     int bins() const { return static_cast<int>(counts.size()); }
     // The bin holding x, consistent with `edges`; -1 when x is outside [edges.front(), edges.back()].
     int binOf(double x) const;
-    double tailFraction() const;        // (tailBelow + tailAbove) / count, 0 when empty
+    double tailFraction() const;  // (tailBelow + tailAbove) / count, 0 when empty
 };
 
 // When all finite values are equal (or there is none), the bins span a unit-wide range around them.

@@ -15,7 +15,6 @@
 #include <vector>
 
 #include "qs/eigen.h"
-
 #include "qs/matrix.h"
 
 namespace qs::analysis {
@@ -25,7 +24,7 @@ double klDivergence(std::span<const float> baseLogits, std::span<const float> qu
 
 struct ValueWithUncertainty {
     double value = 0.0;
-    double uncertainty = 0.0;   // one standard error; 0 with 10 positions or fewer, as llama.cpp
+    double uncertainty = 0.0;  // one standard error; 0 with 10 positions or fewer, as llama.cpp
 };
 
 // Quantiles of per-position values, interpolated linearly between order statistics as llama.cpp does.
@@ -33,21 +32,21 @@ struct Distribution {
     double minimum = 0.0, p0_1 = 0.0, p1 = 0.0, p5 = 0.0, p10 = 0.0, p25 = 0.0, median = 0.0;
     double p75 = 0.0, p90 = 0.0, p95 = 0.0, p99 = 0.0, p99_9 = 0.0, maximum = 0.0;
 
-    static Distribution of(std::vector<double> values);   // all zero when empty
+    static Distribution of(std::vector<double> values);  // all zero when empty
     // The value at `fraction` (0..1) of sorted values: (1-w)·v[i] + w·v[i+1] with fraction·(n-1) = i + w.
     static double quantile(const std::vector<double>& sorted, double fraction);
 };
 
 struct KlReport {
-    std::size_t count = 0;                   // positions compared
+    std::size_t count = 0;  // positions compared
 
     // Perplexity statistics (over the target tokens).
-    ValueWithUncertainty pplQ;               // exp(mean NLL of the quantized model)
+    ValueWithUncertainty pplQ;  // exp(mean NLL of the quantized model)
     ValueWithUncertainty pplBase;
-    double lnPplCorrelation = 0.0;           // Pearson correlation of per-token NLLs, -1..1 (NaN if undefined)
-    ValueWithUncertainty lnPplRatio;         // mean ln(PPL(Q)/PPL(base))
+    double lnPplCorrelation = 0.0;    // Pearson correlation of per-token NLLs, -1..1 (NaN if undefined)
+    ValueWithUncertainty lnPplRatio;  // mean ln(PPL(Q)/PPL(base))
     ValueWithUncertainty pplRatio;
-    ValueWithUncertainty pplDiff;            // PPL(Q) - PPL(base)
+    ValueWithUncertainty pplDiff;  // PPL(Q) - PPL(base)
 
     // KL divergence statistics (nats).
     ValueWithUncertainty meanKld;
@@ -57,7 +56,7 @@ struct KlReport {
     ValueWithUncertainty meanDeltaP;
     Distribution deltaP;
     ValueWithUncertainty rmsDeltaP;
-    ValueWithUncertainty sameTop;            // fraction of positions whose argmax agrees
+    ValueWithUncertainty sameTop;  // fraction of positions whose argmax agrees
 };
 
 // llama.cpp's three sections ("====== Perplexity statistics ======" ...), line for line.
@@ -72,7 +71,7 @@ public:
              std::span<const std::int32_t> targets);
 
     std::size_t count() const { return kld_.size(); }
-    const std::vector<double>& klValues() const { return kld_; }       // per position, in order of add()
+    const std::vector<double>& klValues() const { return kld_; }  // per position, in order of add()
     KlReport report() const;
 
 private:
@@ -80,10 +79,10 @@ private:
     // digit of a small variance around a large mean (ln PPL ≈ 10 with a spread of 1e-6).
     struct Moments {
         double mean = 0.0, m2 = 0.0;
-        void add(double x, std::size_t n);   // n: count including x
+        void add(double x, std::size_t n);  // n: count including x
     };
     Moments nll_, nllBase_, kldMoments_, deltaPMoments_, deltaP2Moments_;
-    double nllComoment_ = 0.0;               // Σ (nll - mean)(nllBase - meanBase)
+    double nllComoment_ = 0.0;  // Σ (nll - mean)(nllBase - meanBase)
     std::size_t sameTop_ = 0;
     std::vector<double> kld_;
     std::vector<double> deltaP_;

@@ -9,9 +9,9 @@
 #include <string_view>
 #include <vector>
 
+#include "qs/cancel_token.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/tensor.h"
-#include "qs/cancel_token.h"
 #include "qs/progress.h"
 
 namespace qs::analysis {
@@ -21,16 +21,16 @@ enum class LayerStatistic { StdDev, MaxAbs, Kurtosis, OutlierFraction };
 inline constexpr LayerStatistic kLayerStatistics[] = {LayerStatistic::StdDev, LayerStatistic::MaxAbs,
                                                       LayerStatistic::Kurtosis, LayerStatistic::OutlierFraction};
 
-std::string_view statisticName(LayerStatistic statistic);   // e.g. "max|w|", for labels and CSV headers
+std::string_view statisticName(LayerStatistic statistic);  // e.g. "max|w|", for labels and CSV headers
 
 struct WeightStats {
-    std::string tensor;             // full tensor name
-    std::int64_t count = 0;         // finite elements
+    std::string tensor;      // full tensor name
+    std::int64_t count = 0;  // finite elements
     double mean = 0.0;
-    double stddev = 0.0;            // population
+    double stddev = 0.0;  // population
     double maxAbs = 0.0;
-    double kurtosis = 0.0;          // excess kurtosis m4/σ⁴ - 3: 0 for a Gaussian, large for heavy tails
-    double outlierFraction = 0.0;   // fraction of values with |w - mean| > outlierSigma·σ
+    double kurtosis = 0.0;         // excess kurtosis m4/σ⁴ - 3: 0 for a Gaussian, large for heavy tails
+    double outlierFraction = 0.0;  // fraction of values with |w - mean| > outlierSigma·σ
     double value(LayerStatistic statistic) const;
 };
 
@@ -39,9 +39,9 @@ WeightStats computeWeightStats(const io::TensorView& tensor, double outlierSigma
                                const qs::CancelToken& cancel = {});
 
 struct LayerOverview {
-    std::vector<int> layers;                       // ascending decoder layer indices
-    std::vector<std::string> modules;              // columns, in moduleRank order
-    std::vector<std::optional<WeightStats>> cells; // layers.size() × modules.size(), row-major by layer
+    std::vector<int> layers;                        // ascending decoder layer indices
+    std::vector<std::string> modules;               // columns, in moduleRank order
+    std::vector<std::optional<WeightStats>> cells;  // layers.size() × modules.size(), row-major by layer
     double outlierSigma = 6.0;
 
     const WeightStats* cell(std::size_t layerRow, std::size_t moduleColumn) const;
@@ -50,8 +50,8 @@ struct LayerOverview {
 
 struct LayerOverviewOptions {
     double outlierSigma = 6.0;
-    qs::ProgressCallback progress;   // stage "overview", one step per tensor; from the calling thread
-    qs::CancelToken cancel;          // polled between and inside tensors; throws qs::Cancelled
+    qs::ProgressCallback progress;  // stage "overview", one step per tensor; from the calling thread
+    qs::CancelToken cancel;         // polled between and inside tensors; throws qs::Cancelled
     // Tensors left out (the GUI shows a MoE checkpoint's experts in a layer × expert view of their own).
     std::function<bool(const io::CheckpointTensor&)> skip;
 };

@@ -7,8 +7,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "qs/io/tensor.h"
 #include "qs/cancel_token.h"
+#include "qs/io/tensor.h"
 #include "qs/progress.h"
 
 namespace qs::analysis {
@@ -16,21 +16,21 @@ namespace qs::analysis {
 // Moments of the finite values of one tensor. NaN and +-Inf are counted, not included; when a
 // tensor has no finite value, min/max/mean/std are NaN.
 struct TensorStats {
-    std::int64_t count = 0;        // all elements
+    std::int64_t count = 0;  // all elements
     std::int64_t finiteCount = 0;
     std::int64_t nanCount = 0;
-    std::int64_t infCount = 0;     // +Inf and -Inf
+    std::int64_t infCount = 0;  // +Inf and -Inf
     double min = 0.0;
     double max = 0.0;
     double mean = 0.0;
-    double std = 0.0;              // population standard deviation (divides by finiteCount, as numpy)
+    double std = 0.0;  // population standard deviation (divides by finiteCount, as numpy)
 };
 
 struct TensorStatsOptions {
-    int threads = 0;                          // 0: all cores (OpenMP default)
-    std::size_t chunkElements = 1u << 16;     // elements converted and reduced at once per thread
-    qs::ProgressCallback progress;      // stage "stats"; may be called from worker threads
-    qs::CancelToken cancel;             // polled between chunks; throws qs::Cancelled
+    int threads = 0;                       // 0: all cores (OpenMP default)
+    std::size_t chunkElements = 1u << 16;  // elements converted and reduced at once per thread
+    qs::ProgressCallback progress;         // stage "stats"; may be called from worker threads
+    qs::CancelToken cancel;                // polled between chunks; throws qs::Cancelled
 };
 
 // Statistics of one tensor (any dtype convertToF32 supports).

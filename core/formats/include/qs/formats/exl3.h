@@ -27,10 +27,10 @@ namespace qs::formats {
 
 // The procedural codebooks; a `mcg` or `mul1` tensor beside `trellis` selects the last two.
 enum class Exl3Codebook { ThreeInst, Mcg, Mul1 };
-std::string_view exl3CodebookName(Exl3Codebook cb);   // "3inst", "mcg", "mul1"
+std::string_view exl3CodebookName(Exl3Codebook cb);  // "3inst", "mcg", "mul1"
 
-inline constexpr std::uint32_t kExl3McgMultiplier = 0xCBAC1FEDu;    // the value of a `mcg` tensor
-inline constexpr std::uint32_t kExl3Mul1Multiplier = 0x83DCD12Du;   // the value of a `mul1` tensor
+inline constexpr std::uint32_t kExl3McgMultiplier = 0xCBAC1FEDu;   // the value of a `mcg` tensor
+inline constexpr std::uint32_t kExl3Mul1Multiplier = 0x83DCD12Du;  // the value of a `mul1` tensor
 
 // The f16 value (returned as f32) that the CUDA kernels compute for a 16-bit state: the sum of two
 // f16 halves (3inst, mcg) or an f16 fused multiply-add (mul1), rounded to f16 once.
@@ -50,14 +50,14 @@ Exl3TileStates exl3TileStates(const std::uint16_t* tile, int bits);
 
 // One EXL3 linear as stored, with the sign/scale vectors expanded to f32.
 struct Exl3Linear {
-    std::int64_t inFeatures = 0;              // K
-    std::int64_t outFeatures = 0;             // N
-    int bits = 0;                             // 1..8 bits per weight
+    std::int64_t inFeatures = 0;   // K
+    std::int64_t outFeatures = 0;  // N
+    int bits = 0;                  // 1..8 bits per weight
     Exl3Codebook codebook = Exl3Codebook::ThreeInst;
-    bool packedSigns = false;                 // suh/svh came from the older packed `su`/`sv` sign bits
-    std::vector<std::uint16_t> trellis;       // [K/16, N/16, 16*bits] as stored
-    std::vector<float> suh;                   // [K] input sign x scale
-    std::vector<float> svh;                   // [N] output sign x scale
+    bool packedSigns = false;            // suh/svh came from the older packed `su`/`sv` sign bits
+    std::vector<std::uint16_t> trellis;  // [K/16, N/16, 16*bits] as stored
+    std::vector<float> suh;              // [K] input sign x scale
+    std::vector<float> svh;              // [N] output sign x scale
 };
 
 // Reads the linear "<prefix>.trellis" with its suh/svh (or su/sv), mcg/mul1; `quantConfig` is the

@@ -12,9 +12,23 @@
 
 namespace qs::formats {
 
-enum class Format { Dense, Gptq, Awq, Fp8, CompressedTensors, ModelOpt, Mxfp4, Bitsandbytes, Exl3, QuantscopeTrellis, Gguf, Unknown };
+enum class Format {
+    Dense,
+    Gptq,
+    Awq,
+    Fp8,
+    CompressedTensors,
+    ModelOpt,
+    Mxfp4,
+    Bitsandbytes,
+    Exl3,
+    QuantscopeTrellis,
+    Gguf,
+    Unknown
+};
 
-std::string_view formatName(Format f);   // "dense", "gptq", "awq", "fp8", "compressed-tensors", ..., "quantscope-trellis", "gguf"
+std::string_view formatName(
+    Format f);  // "dense", "gptq", "awq", "fp8", "compressed-tensors", ..., "quantscope-trellis", "gguf"
 
 struct FormatInfo {
     Format format = Format::Dense;
@@ -22,12 +36,12 @@ struct FormatInfo {
     // compressed-tensors its `format`; ModelOpt its quant_algo; bitsandbytes "nf4" | "fp4" | "int8";
     // GGUF llama.cpp's name of general.file_type ("Q4_K_M", "F16", ...; "" when absent).
     std::string variant;
-    bool decodable = true;       // false for Marlin/BitBLAS GPTQ and unknown methods
-    std::string whyNot;          // the reason when !decodable
-    nlohmann::json config;       // normalised quantization config; {} for dense or name-inferred formats
-    std::string configSource;    // where config came from ("<root>/config.json: quantization_config"), for messages
-    std::vector<LayerQuantInfo> layers;        // every quantized linear, in tensor-name order
-    std::vector<std::string> denseLinears;     // linears left unquantized (lm_head, routers, ...)
+    bool decodable = true;     // false for Marlin/BitBLAS GPTQ and unknown methods
+    std::string whyNot;        // the reason when !decodable
+    nlohmann::json config;     // normalised quantization config; {} for dense or name-inferred formats
+    std::string configSource;  // where config came from ("<root>/config.json: quantization_config"), for messages
+    std::vector<LayerQuantInfo> layers;     // every quantized linear, in tensor-name order
+    std::vector<std::string> denseLinears;  // linears left unquantized (lm_head, routers, ...)
     // What a loader passes over with a warning and QuantScope reads as that loader does: tensors that
     // name no decoder layer, a bitsandbytes 4-bit type that disagrees with the tensors' quant_state.
     // One line each, naming the tensor or key; inspect and the model commands print them.

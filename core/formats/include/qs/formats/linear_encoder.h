@@ -32,7 +32,7 @@ struct ExportScheme {
     std::vector<std::pair<std::string, const quant::QuantizedLinear*>> linears;
     // Linears kept in the source dtype (lm_head, and any the user excluded), by prefix.
     std::vector<std::string> denseLinears;
-    io::DType sourceDType = io::DType::BF16;   // the dtype of everything left unquantized
+    io::DType sourceDType = io::DType::BF16;  // the dtype of everything left unquantized
 };
 
 class LinearEncoder {

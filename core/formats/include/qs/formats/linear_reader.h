@@ -29,24 +29,25 @@ public:
     LinearReader(io::Checkpoint&& checkpoint, FormatInfo info, DecodeOptions options = {}) = delete;
 
     const FormatInfo& format() const { return info_; }
-    const std::vector<LinearRef>& linears() const { return refs_; }   // quantized and dense, by name
+    const std::vector<LinearRef>& linears() const { return refs_; }  // quantized and dense, by name
 
     // Throws qs::Error when `ref` is not a linear of the checkpoint, its tensors are malformed, or
     // (unless DecodeOptions::allowNonFinite) some of its weights decode to NaN or Inf.
     DecodedLinear decode(const LinearRef& ref) const;
-    DecodedLinear decode(std::string_view prefix, int expert = -1) const { return decode(LinearRef{std::string(prefix), expert}); }
+    DecodedLinear decode(std::string_view prefix, int expert = -1) const {
+        return decode(LinearRef{std::string(prefix), expert});
+    }
     MatrixF decodeF32(std::string_view prefix, int expert = -1) const { return decode(prefix, expert).weight; }
 
     // The codec that stores `ref`; throws qs::Error when `ref` is not a linear of the checkpoint.
     const LinearCodec& codecOf(const LinearRef& ref) const;
 
 private:
-
     const io::Checkpoint* checkpoint_;
     FormatInfo info_;
     DecodeOptions options_;
     std::vector<LinearRef> refs_;
-    std::vector<const LinearCodec*> owners_;   // parallel to refs_
+    std::vector<const LinearCodec*> owners_;  // parallel to refs_
 };
 
 }  // namespace qs::formats

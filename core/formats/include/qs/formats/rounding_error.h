@@ -14,14 +14,15 @@ namespace qs::formats {
 
 // Throws qs::Error (naming both folders and the first linear that does not fit) unless every quantized
 // linear of `quantized` has a linear of the same name and [out, in] shape in `original`.
-void checkOriginal(const FormatInfo& quantized, const io::Checkpoint& quantizedCheckpoint, const io::Checkpoint& original);
+void checkOriginal(const FormatInfo& quantized, const io::Checkpoint& quantizedCheckpoint,
+                   const io::Checkpoint& original);
 
 struct RoundingError {
     std::int64_t rows = 0;
     std::int64_t cols = 0;
-    std::vector<float> difference;   // decoded − original, row-major [rows, cols]
-    double rms = 0.0;                // sqrt(mean(difference²))
-    double originalRms = 0.0;        // sqrt(mean(original²)): the scale the error is read against
+    std::vector<float> difference;  // decoded − original, row-major [rows, cols]
+    double rms = 0.0;               // sqrt(mean(difference²))
+    double originalRms = 0.0;       // sqrt(mean(original²)): the scale the error is read against
 };
 
 // Decodes `ref` from both readers (throws qs::Error when either lacks it or the shapes differ).

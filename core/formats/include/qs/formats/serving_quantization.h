@@ -16,15 +16,15 @@
 namespace qs::formats {
 
 struct ServingQuantization {
-    quant::ActivationQuant input;   // of the linear's input
-    float cacheScale = 0.0f;        // k_proj: k_scale, v_proj: v_scale; 0: the cache is not quantized
+    quant::ActivationQuant input;  // of the linear's input
+    float cacheScale = 0.0f;       // k_proj: k_scale, v_proj: v_scale; 0: the cache is not quantized
 };
 
 // One stored scale, for inspect and the GUI's plot.
 struct ServingScale {
-    std::string tensor;   // its full name
-    std::string kind;     // "input_scale", "input_global_scale", "k_scale", "v_scale"
-    int layer = -1;       // the decoder layer, -1 when the name has none
+    std::string tensor;  // its full name
+    std::string kind;    // "input_scale", "input_global_scale", "k_scale", "v_scale"
+    int layer = -1;      // the decoder layer, -1 when the name has none
     float value = 0.0f;
 };
 

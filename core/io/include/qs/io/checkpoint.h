@@ -24,18 +24,18 @@ namespace qs::io {
 
 struct CheckpointTensor {
     const TensorInfo* info = nullptr;
-    std::size_t shard = 0;           // index into Checkpoint::shards() (0 for a GGUF checkpoint)
+    std::size_t shard = 0;  // index into Checkpoint::shards() (0 for a GGUF checkpoint)
     TensorName naming;
 };
 
 struct CheckpointSummary {
-    std::string architecture;        // config.json architectures[0] or model_type, "" when unknown
+    std::string architecture;  // config.json architectures[0] or model_type, "" when unknown
     std::string modelType;
-    int numLayers = 0;               // from config, else from tensor names
+    int numLayers = 0;  // from config, else from tensor names
     int hiddenSize = 0;
-    std::int64_t parameterCount = 0; // elements of all tensors (packed formats count stored elements)
-    std::map<std::string, std::uint64_t> bytesByDtype;   // by TensorInfo::typeName()
-    std::uint64_t sizeOnDisk = 0;    // all shard files
+    std::int64_t parameterCount = 0;  // elements of all tensors (packed formats count stored elements)
+    std::map<std::string, std::uint64_t> bytesByDtype;  // by TensorInfo::typeName()
+    std::uint64_t sizeOnDisk = 0;                       // all shard files
     // "dense", else quantization_config.quant_method ("gguf" for a GGUF with block-quantized tensors) ("gptq", "awq", "fp8", "compressed-tensors",
     // "bitsandbytes", ...; "unknown" when it has none), else for a ModelOpt export the quant_algo of
     // hf_quant_config.json ("FP8", "NVFP4", ...; "modelopt" when it has none).
@@ -48,17 +48,17 @@ class Checkpoint {
 public:
     static Checkpoint open(const std::filesystem::path& path);
 
-    const std::filesystem::path& root() const;          // the folder (or the file's folder)
-    const std::vector<SafetensorsFile>& shards() const;  // empty for a GGUF checkpoint
-    const GgufFile* gguf() const;                         // the GGUF file, nullptr for safetensors
-    const nlohmann::json& config() const;                // {} when there is no config.json
-    const nlohmann::json& quantizationConfig() const;    // quantization_config or hf_quant_config.json, {} if none
-    std::filesystem::path configSource() const;          // config.json, or the GGUF file it is synthesized from
-    const std::vector<CheckpointTensor>& tensors() const; // sorted by name
+    const std::filesystem::path& root() const;             // the folder (or the file's folder)
+    const std::vector<SafetensorsFile>& shards() const;    // empty for a GGUF checkpoint
+    const GgufFile* gguf() const;                          // the GGUF file, nullptr for safetensors
+    const nlohmann::json& config() const;                  // {} when there is no config.json
+    const nlohmann::json& quantizationConfig() const;      // quantization_config or hf_quant_config.json, {} if none
+    std::filesystem::path configSource() const;            // config.json, or the GGUF file it is synthesized from
+    const std::vector<CheckpointTensor>& tensors() const;  // sorted by name
     const CheckpointTensor* find(std::string_view name) const;
-    TensorView tensor(std::string_view name) const;      // throws qs::Error when absent
+    TensorView tensor(std::string_view name) const;  // throws qs::Error when absent
     TensorView view(const CheckpointTensor& tensor) const;
-    const std::filesystem::path& fileOf(const CheckpointTensor& tensor) const;   // its shard or GGUF file
+    const std::filesystem::path& fileOf(const CheckpointTensor& tensor) const;  // its shard or GGUF file
     CheckpointSummary summary() const;
 
 private:

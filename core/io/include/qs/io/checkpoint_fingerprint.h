@@ -14,11 +14,11 @@
 namespace qs::io {
 
 struct CheckpointFingerprint {
-    std::filesystem::path path;     // the checkpoint's folder (a GGUF: its file), canonical (symlinks and ".." resolved)
-    std::uint64_t headerHash = 0;   // the shards' names and header bytes, then config.json as parsed
+    std::filesystem::path path;    // the checkpoint's folder (a GGUF: its file), canonical (symlinks and ".." resolved)
+    std::uint64_t headerHash = 0;  // the shards' names and header bytes, then config.json as parsed
 
     bool empty() const { return path.empty(); }
-    std::string describe() const;   // "/models/base (headers 3f2a09c1d4e5b6a7)", for messages
+    std::string describe() const;  // "/models/base (headers 3f2a09c1d4e5b6a7)", for messages
     bool operator==(const CheckpointFingerprint&) const = default;
 };
 

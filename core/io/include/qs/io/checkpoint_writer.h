@@ -24,7 +24,7 @@ namespace qs::io {
 
 struct CheckpointWriterOptions {
     std::uint64_t maxShardBytes = 5'000'000'000ULL;
-    bool overwrite = false;   // replace an existing destination (only after a successful finish)
+    bool overwrite = false;  // replace an existing destination (only after a successful finish)
 };
 
 class CheckpointWriter {
@@ -39,14 +39,14 @@ public:
     void addTensor(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape,
                    std::span<const std::byte> bytes);
     void addTensorF32(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape,
-                      std::span<const float> values);   // converted with convertFromF32
-    void setConfig(nlohmann::json config);                // written as config.json
+                      std::span<const float> values);  // converted with convertFromF32
+    void setConfig(nlohmann::json config);             // written as config.json
     void addJsonFile(const std::string& fileName, const nlohmann::json& content);
     // Copies tokenizer.json, tokenizer_config.json, special_tokens_map.json, tokenizer.model,
     // vocab/merges files, added_tokens.json, chat templates, generation_config.json and LICENSE/NOTICE
     // from `sourceDir` (or a file's folder) when present. Never config.json: see setConfig.
     void copyAuxiliaryFiles(const std::filesystem::path& sourceDir);
-    std::filesystem::path finish();                       // returns the final destination
+    std::filesystem::path finish();  // returns the final destination
 
 private:
     struct Impl;

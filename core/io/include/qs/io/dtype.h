@@ -23,13 +23,27 @@
 namespace qs::io {
 
 enum class DType : std::uint8_t {
-    F64, F32, F16, BF16, F8_E4M3, F8_E5M2, F8_E8M0,
-    I64, I32, I16, I8, U64, U32, U16, U8, BOOL,
+    F64,
+    F32,
+    F16,
+    BF16,
+    F8_E4M3,
+    F8_E5M2,
+    F8_E8M0,
+    I64,
+    I32,
+    I16,
+    I8,
+    U64,
+    U32,
+    U16,
+    U8,
+    BOOL,
 };
 
 std::optional<DType> parseDType(std::string_view name);  // the safetensors string, e.g. "BF16"
 std::string_view dtypeName(DType t);
-std::size_t dtypeSize(DType t);                            // bytes per element
+std::size_t dtypeSize(DType t);  // bytes per element
 bool isFloating(DType t);
 // F32, F16, BF16 or F64: what a dense checkpoint stores its weights in (FP8 is a quantized format).
 bool isDenseFloat(DType t);
@@ -45,8 +59,8 @@ float e5m2ToF32(std::uint8_t bits);
 std::uint8_t f32ToE5m2(float v);
 float e8m0ToF32(std::uint8_t bits);
 std::uint8_t f32ToE8m0(float v);
-float e2m1ToF32(std::uint8_t nibble);   // low 4 bits used
-std::uint8_t f32ToE2m1(float v);        // 4-bit code, RNE, saturating at +-6
+float e2m1ToF32(std::uint8_t nibble);  // low 4 bits used
+std::uint8_t f32ToE2m1(float v);       // 4-bit code, RNE, saturating at +-6
 
 // Bulk conversions of `count` elements; `src`/`dst` are raw little-endian element bytes.
 // Large spans are split across threads (OpenMP).

@@ -11,12 +11,9 @@ namespace qs::io::ggml {
 // Elements of a K-quant or IQ super-block (ggml's QK_K).
 inline constexpr int kSuperBlock = 256;
 
-inline std::uint16_t readU16(const std::uint8_t* p) {
-    return static_cast<std::uint16_t>(p[0] | (p[1] << 8));
-}
+inline std::uint16_t readU16(const std::uint8_t* p) { return static_cast<std::uint16_t>(p[0] | (p[1] << 8)); }
 inline std::uint32_t readU32(const std::uint8_t* p) {
-    return std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) |
-           (std::uint32_t{p[3]} << 24);
+    return std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24);
 }
 inline void writeU16(std::uint8_t* p, std::uint16_t v) {
     p[0] = static_cast<std::uint8_t>(v & 0xFF);
@@ -32,12 +29,12 @@ inline float halfToFloat(std::uint16_t h) {
     const std::uint32_t sign = std::uint32_t{h & 0x8000u} << 16;
     const std::uint32_t exponent = (h >> 10) & 0x1Fu;
     const std::uint32_t mantissa = h & 0x3FFu;
-    if (exponent == 0) {   // zero or subnormal: mantissa * 2^-24, exact in float
+    if (exponent == 0) {  // zero or subnormal: mantissa * 2^-24, exact in float
         const float v = static_cast<float>(mantissa) * 0x1p-24f;
         return sign ? -v : v;
     }
-    const std::uint32_t bits = exponent == 0x1F ? 0x7F800000u | (mantissa << 13)
-                                                : ((exponent + 112u) << 23) | (mantissa << 13);
+    const std::uint32_t bits =
+        exponent == 0x1F ? 0x7F800000u | (mantissa << 13) : ((exponent + 112u) << 23) | (mantissa << 13);
     return std::bit_cast<float>(sign | bits);
 }
 inline float readHalf(const std::uint8_t* p) { return halfToFloat(readU16(p)); }
@@ -63,8 +60,9 @@ inline float ue4m3HalfToFloat(std::uint8_t x) {
     const int exponent = (x >> 3) & 0xF;
     const int mantissa = x & 0x7;
     // Both forms are exact: a 4-bit significand times a power of two.
-    const float v = exponent == 0 ? static_cast<float>(mantissa) * 0x1p-9f
-                                  : static_cast<float>(8 + mantissa) * std::bit_cast<float>(std::uint32_t(exponent + 117) << 23);
+    const float v = exponent == 0
+                        ? static_cast<float>(mantissa) * 0x1p-9f
+                        : static_cast<float>(8 + mantissa) * std::bit_cast<float>(std::uint32_t(exponent + 117) << 23);
     return v * 0.5f;
 }
 
@@ -97,7 +95,7 @@ inline void unpackScalesQ3K(const std::uint8_t q[12], int scales[16]) {
         scales[j] = (low | (high << 4)) - 32;
     }
 }
-inline void packScalesQ3K(const int scales[16], std::uint8_t q[12]) {   // scales in -32..31
+inline void packScalesQ3K(const int scales[16], std::uint8_t q[12]) {  // scales in -32..31
     for (int i = 0; i < 12; ++i) q[i] = 0;
     for (int j = 0; j < 16; ++j) {
         const int l = scales[j] + 32;

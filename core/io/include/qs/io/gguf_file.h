@@ -15,9 +15,9 @@
 
 namespace qs::io {
 
-inline constexpr std::uint32_t kGgufDefaultAlignment = 32;   // when general.alignment is absent
-inline constexpr std::size_t kGgufMaxTensorName = 63;        // ggml's GGML_MAX_NAME less its NUL
-inline constexpr int kGgufMaxDims = 4;                        // GGML_MAX_DIMS
+inline constexpr std::uint32_t kGgufDefaultAlignment = 32;  // when general.alignment is absent
+inline constexpr std::size_t kGgufMaxTensorName = 63;       // ggml's GGML_MAX_NAME less its NUL
+inline constexpr int kGgufMaxDims = 4;                      // GGML_MAX_DIMS
 
 struct GgufHeader {
     std::uint32_t version = 3;
@@ -26,7 +26,7 @@ struct GgufHeader {
     // In file order. Each has its GGUF name, `ggmlType` set, the row-major shape (GGUF lists the
     // dimensions innermost first; they are reversed here) and begin/end relative to dataOffset.
     std::vector<TensorInfo> tensors;
-    std::uint64_t dataOffset = 0;    // where the (aligned) tensor data section starts in the file
+    std::uint64_t dataOffset = 0;  // where the (aligned) tensor data section starts in the file
 };
 
 // True when `bytes` begin with the GGUF magic.
@@ -50,8 +50,8 @@ public:
     const GgufMetadata& metadata() const { return header().metadata; }
     const std::vector<TensorInfo>& tensors() const { return header().tensors; }
 
-    const TensorInfo* find(std::string_view name) const;   // by GGUF name; nullptr when absent
-    TensorView tensor(std::string_view name) const;        // throws qs::Error when absent
+    const TensorInfo* find(std::string_view name) const;  // by GGUF name; nullptr when absent
+    TensorView tensor(std::string_view name) const;       // throws qs::Error when absent
     // A view on the data of `info`, which may be a copy of one of tensors() under another name or
     // shape (the Checkpoint's Hugging Face naming): begin/end must lie inside the data section.
     TensorView view(const TensorInfo& info) const;

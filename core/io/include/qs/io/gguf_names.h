@@ -25,8 +25,8 @@
 namespace qs::io {
 
 struct HfArchitecture {
-    std::string modelType;       // config.json model_type
-    std::string architecture;    // config.json architectures[0]
+    std::string modelType;     // config.json model_type
+    std::string architecture;  // config.json architectures[0]
 };
 
 // The Hugging Face architecture a GGUF general.architecture stands for, or nullopt when QuantScope

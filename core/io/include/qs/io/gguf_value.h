@@ -14,8 +14,19 @@ namespace qs::io {
 
 // Numbered as GGUF stores them (gguf_type in ggml's gguf.h).
 enum class GgufValueType : std::uint32_t {
-    U8 = 0, I8 = 1, U16 = 2, I16 = 3, U32 = 4, I32 = 5, F32 = 6, Bool = 7, String = 8, Array = 9,
-    U64 = 10, I64 = 11, F64 = 12,
+    U8 = 0,
+    I8 = 1,
+    U16 = 2,
+    I16 = 3,
+    U32 = 4,
+    I32 = 5,
+    F32 = 6,
+    Bool = 7,
+    String = 8,
+    Array = 9,
+    U64 = 10,
+    I64 = 11,
+    F64 = 12,
 };
 
 // "u32", "string", "array", ...; "type N" for a number that is no type.
@@ -32,7 +43,7 @@ struct GgufArray {
 
 class GgufValue {
 public:
-    GgufValue() = default;   // the u8 value 0
+    GgufValue() = default;  // the u8 value 0
     // The integer types keep their exact value; F32 values are stored widened to double.
     static GgufValue unsignedInteger(GgufValueType type, std::uint64_t v) { return GgufValue(type, v); }
     static GgufValue signedInteger(GgufValueType type, std::int64_t v) { return GgufValue(type, v); }
@@ -49,13 +60,13 @@ public:
     static GgufValue i32s(const std::vector<std::int32_t>& v);
 
     GgufValueType type() const { return type_; }
-    bool isInteger() const;   // U8..I64
-    bool isNumber() const;    // an integer or F32/F64
+    bool isInteger() const;  // U8..I64
+    bool isNumber() const;   // an integer or F32/F64
     bool isString() const { return type_ == GgufValueType::String; }
 
     // Checked reads: nullopt when the value is not of that kind (or an integer does not fit).
     std::optional<std::int64_t> asInteger() const;
-    std::optional<std::uint64_t> asUnsigned() const;   // a non-negative integer
+    std::optional<std::uint64_t> asUnsigned() const;  // a non-negative integer
     std::optional<double> asNumber() const;
     std::optional<bool> asBool() const;
     const std::string* asString() const;
@@ -69,7 +80,7 @@ private:
     GgufValue(GgufValueType type, Storage value) : type_(type), value_(std::move(value)) {}
 
     GgufValueType type_ = GgufValueType::U8;
-    Storage value_ = std::uint64_t{0};   // a default value is the u8 0
+    Storage value_ = std::uint64_t{0};  // a default value is the u8 0
 };
 
 // Key -> value in file order (GGUF keys are unique).

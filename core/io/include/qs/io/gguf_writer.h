@@ -17,8 +17,8 @@
 namespace qs::io {
 
 struct GgufWriterOptions {
-    std::uint32_t alignment = 32;   // a power of two; written as general.alignment when not 32
-    bool overwrite = false;         // replace an existing destination file (only after a successful finish)
+    std::uint32_t alignment = 32;  // a power of two; written as general.alignment when not 32
+    bool overwrite = false;        // replace an existing destination file (only after a successful finish)
 };
 
 class GgufWriter {
@@ -38,7 +38,7 @@ public:
     // that type and shape (ggmlRowBytes per row of the last dimension).
     void addTensor(const std::string& name, GgmlType type, const std::vector<std::int64_t>& shape,
                    std::span<const std::byte> bytes);
-    std::filesystem::path finish();   // returns the destination
+    std::filesystem::path finish();  // returns the destination
 
 private:
     struct Impl;

@@ -24,7 +24,7 @@ inline constexpr int kMaxJsonDepth = 64;
 struct JsonLimits {
     std::uint64_t maxBytes = kMaxConfigJsonBytes;
     int maxDepth = kMaxJsonDepth;
-    bool rejectDuplicateKeys = false;   // nlohmann keeps the last of two equal keys without a word
+    bool rejectDuplicateKeys = false;  // nlohmann keeps the last of two equal keys without a word
 };
 
 // Parses `text`; errors read "<source>: not valid JSON: ...", "<source>: nests deeper than N

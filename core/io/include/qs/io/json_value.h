@@ -24,8 +24,8 @@ std::int64_t jsonInteger(const nlohmann::json& value, const std::string& where, 
 
 // object[key] when present and not null, else nullopt; an `object` that is not an object has no keys.
 // Messages read "<where>: 'key' is ..."; `where` names the file and, when nested, the object's path.
-std::optional<std::int64_t> jsonIntegerField(const nlohmann::json& object, std::string_view key, const std::string& where,
-                                             IntRange range = {});
+std::optional<std::int64_t> jsonIntegerField(const nlohmann::json& object, std::string_view key,
+                                             const std::string& where, IntRange range = {});
 
 // "a string", "an integer", ... for messages.
 std::string jsonKind(const nlohmann::json& value);

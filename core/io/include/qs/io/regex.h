@@ -22,7 +22,7 @@ namespace qs::io {
 
 inline constexpr std::size_t kMaxRegexPatternBytes = 8192;
 inline constexpr std::uint32_t kMaxRegexNesting = 64;
-inline constexpr std::uint32_t kRegexMatchLimit = 1'000'000;   // backtracking steps per match attempt
+inline constexpr std::uint32_t kRegexMatchLimit = 1'000'000;  // backtracking steps per match attempt
 inline constexpr std::uint32_t kRegexDepthLimit = 10'000;
 inline constexpr std::uint32_t kRegexHeapLimitKiB = 64 * 1024;
 

@@ -19,7 +19,7 @@ public:
     RegularFile& operator=(const RegularFile&) = delete;
 
     int fd() const { return fd_; }
-    std::uint64_t size() const { return size_; }   // at the time of opening
+    std::uint64_t size() const { return size_; }  // at the time of opening
 
 private:
     int fd_ = -1;

@@ -14,9 +14,9 @@
 namespace qs::io {
 
 struct SafetensorsHeader {
-    std::vector<TensorInfo> tensors;                 // sorted by data offset
-    std::map<std::string, std::string> metadata;     // __metadata__ (absent or null -> empty)
-    std::uint64_t headerLength = 0;                  // N, the JSON's byte length
+    std::vector<TensorInfo> tensors;              // sorted by data offset
+    std::map<std::string, std::string> metadata;  // __metadata__ (absent or null -> empty)
+    std::uint64_t headerLength = 0;               // N, the JSON's byte length
     std::uint64_t dataLength() const { return tensors.empty() ? 0 : tensors.back().end; }
 };
 
@@ -36,8 +36,8 @@ public:
     const std::vector<TensorInfo>& tensors() const { return header().tensors; }
     const std::map<std::string, std::string>& metadata() const { return header().metadata; }
 
-    const TensorInfo* find(std::string_view name) const;   // nullptr when absent
-    TensorView tensor(std::string_view name) const;        // throws qs::Error when absent
+    const TensorInfo* find(std::string_view name) const;  // nullptr when absent
+    TensorView tensor(std::string_view name) const;       // throws qs::Error when absent
     TensorView view(const TensorInfo& info) const;
 
 private:

@@ -29,11 +29,11 @@ struct TensorInfo {
     // Reading the tensor undoes it; 0 = the rows are stored in order.
     int ropeInterleavedHeads = 0;
 
-    std::int64_t numel() const;          // 1 for a rank-0 scalar
+    std::int64_t numel() const;  // 1 for a rank-0 scalar
     std::uint64_t byteSize() const { return end - begin; }
-    std::uint64_t storedSize() const;    // the bytes numel() elements of this type occupy
-    std::string typeName() const;        // "BF16" (safetensors), ggml's "q4_K" / "f16" (GGUF)
-    bool decodesToF32() const;           // a floating-point dtype, or a ggml type ggmlDecodeRow reads
+    std::uint64_t storedSize() const;  // the bytes numel() elements of this type occupy
+    std::string typeName() const;      // "BF16" (safetensors), ggml's "q4_K" / "f16" (GGUF)
+    bool decodesToF32() const;         // a floating-point dtype, or a ggml type ggmlDecodeRow reads
 };
 
 // A view on a tensor's bytes inside a memory-mapped file. Valid while its SafetensorsFile (or the
@@ -49,7 +49,7 @@ public:
     std::int64_t numel() const { return info_->numel(); }
     std::span<const std::byte> bytes() const { return bytes_; }
 
-    std::vector<float> toF32() const;           // every element, converted exactly
+    std::vector<float> toF32() const;  // every element, converted exactly
     // Elements [first, first + count) in row-major order of shape() to f32: converted for safetensors
     // dtypes, decoded through ggmlDecodeRow (and the row order undone) for GGUF tensors. Throws
     // qs::Error when the range runs past the tensor or the type does not decode.

@@ -13,9 +13,9 @@ inline constexpr int kMaxLayerIndex = 1'000'000;
 enum class TensorRole { Embedding, Norm, Linear, LmHead, Other };
 
 struct TensorName {
-    int layer = -1;          // decoder layer index (0 .. kMaxLayerIndex - 1), -1 outside the layers
-    std::string module;      // e.g. "self_attn.q_proj", "input_layernorm", "embed_tokens", "lm_head"
-    std::string part;        // e.g. "weight", "bias", "qweight", "scales", "weight_scale_inv"
+    int layer = -1;      // decoder layer index (0 .. kMaxLayerIndex - 1), -1 outside the layers
+    std::string module;  // e.g. "self_attn.q_proj", "input_layernorm", "embed_tokens", "lm_head"
+    std::string part;    // e.g. "weight", "bias", "qweight", "scales", "weight_scale_inv"
     TensorRole role = TensorRole::Other;
     // The token after a layer container ("layers") is a signed or too large number ("-1", "+3",
     // "99999999999"): the name looks like a decoder layer's but names none, so a loader leaves it unused.

@@ -2,7 +2,6 @@
 // Causal scaled-dot-product attention with grouped-query heads (GQA), f32, over a whole sequence at
 // once. Query head h reads key/value head h / (numHeads / numKvHeads), as HF's repeat_kv does.
 #include "qs/eigen.h"
-
 #include "qs/matrix.h"
 
 namespace qs::model {
@@ -11,7 +10,7 @@ struct AttentionShape {
     int numHeads = 0;
     int numKvHeads = 0;
     int headDim = 0;
-    int slidingWindow = 0;   // 0: full causal; else key j is visible from query i when i - j < window
+    int slidingWindow = 0;  // 0: full causal; else key j is visible from query i when i - j < window
     // gpt-oss's attention sinks: numHeads logits, one per query head, that join the softmax's denominator
     // (exp(sink - max) is added to the sum, and no value is read for it). Null: none.
     const float* sinks = nullptr;

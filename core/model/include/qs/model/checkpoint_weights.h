@@ -15,9 +15,9 @@
 namespace qs::model {
 
 struct CheckpointWeightsOptions {
-    bool linears = true;   // read the decoder layers' linears (else layer() leaves them empty)
-    bool lmHead = true;    // read lm_head (else lmHead() throws: the caller multiplies it)
-    bool allowNonFinite = false;   // else layer() refuses a linear with NaN or Inf weights
+    bool linears = true;          // read the decoder layers' linears (else layer() leaves them empty)
+    bool lmHead = true;           // read lm_head (else lmHead() throws: the caller multiplies it)
+    bool allowNonFinite = false;  // else layer() refuses a linear with NaN or Inf weights
 };
 
 class CheckpointWeights final : public WeightSource {
@@ -39,14 +39,14 @@ private:
     std::optional<Linear> fusedPart(int layer, const std::string& module, int out, int in) const;
     Linear stackedExpert(int layer, const std::string& module, int expert, int out, int in) const;
     VectorF vector(const std::string& name, int size) const;
-    std::string embeddingName() const;   // "model.embed_tokens.weight", or under the text tower's prefix
+    std::string embeddingName() const;  // "model.embed_tokens.weight", or under the text tower's prefix
     void validate() const;
     void validateExperts(int layer) const;
 
     io::Checkpoint checkpoint_;
     ModelConfig config_;
     Options options_;
-    std::string lmHeadName_;   // Architecture::lmHead or, when tied, the embedding
+    std::string lmHeadName_;  // Architecture::lmHead or, when tied, the embedding
 };
 
 }  // namespace qs::model

@@ -24,8 +24,8 @@ namespace qs::model {
 // hook is called once for each group, so calibration accumulates one XᵀX per group, not per module.
 struct LinearInput {
     int layer = 0;
-    std::span<const std::string_view> modules;   // e.g. {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}
-    const MatrixF& x;                            // [T, in_features], rows in sequence order
+    std::span<const std::string_view> modules;  // e.g. {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}
+    const MatrixF& x;                           // [T, in_features], rows in sequence order
     // An expert's input: how many of the tokens the router sent to it. x holds those tokens, or every
     // token of the sequence when the hook calibrates all experts (DecoderLayerContext). -1: no expert.
     std::int64_t routedTokens = -1;
@@ -40,20 +40,20 @@ using LinearInputHook = std::function<void(const LinearInput&)>;
 // what calibrates the FP8 cache's k_scale and v_scale.
 struct KeyValues {
     int layer = 0;
-    const MatrixF& keys;     // [T, kvDim]
-    const MatrixF& values;   // [T, kvDim]
+    const MatrixF& keys;    // [T, kvDim]
+    const MatrixF& values;  // [T, kvDim]
 };
 using KeyValueHook = std::function<void(const KeyValues&)>;
 
 struct DecoderLayerContext {
     const ModelConfig& config;
     const RotaryEmbedding& rope;
-    int layer = 0;                 // index, for the hook and the KV cache
-    int firstPosition = 0;         // position of hidden's first row
-    KvCache* cache = nullptr;      // when set, keys/values are appended and attention spans the cache
+    int layer = 0;             // index, for the hook and the KV cache
+    int firstPosition = 0;     // position of hidden's first row
+    KvCache* cache = nullptr;  // when set, keys/values are appended and attention spans the cache
     const LinearInputHook* hook = nullptr;
     const KeyValueHook* keyValueHook = nullptr;
-    const LayerMath* math = nullptr;   // where the GEMMs and attention run; null: cpuLayerMath()
+    const LayerMath* math = nullptr;  // where the GEMMs and attention run; null: cpuLayerMath()
     // MoE calibration: show the hook every expert's input on every token (the layer's output still
     // routes as the model does), so that rarely chosen experts get Hessians from all the text.
     bool hookSeesAllTokens = false;

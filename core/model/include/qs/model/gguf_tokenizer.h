@@ -18,8 +18,8 @@
 namespace qs::model {
 
 struct TokenizerJsonFiles {
-    nlohmann::json tokenizer;   // tokenizer.json
-    nlohmann::json config;      // tokenizer_config.json
+    nlohmann::json tokenizer;  // tokenizer.json
+    nlohmann::json config;     // tokenizer_config.json
 };
 
 // The pre-tokenizer names of tokenizer.ggml.pre that QuantScope reads and writes, with the split

@@ -14,6 +14,7 @@ TokenId argmax(const Eigen::Ref<const VectorF>& logits);
 // Runs `prompt` (non-empty) and then `steps` tokens, each the argmax of the previous position's logits,
 // through a KV cache. Returns the generated tokens only (not the prompt). Stops early after `stopToken`
 // when it is >= 0 (the stop token is included).
-std::vector<TokenId> greedyDecode(Transformer& model, std::span<const TokenId> prompt, int steps, TokenId stopToken = -1);
+std::vector<TokenId> greedyDecode(Transformer& model, std::span<const TokenId> prompt, int steps,
+                                  TokenId stopToken = -1);
 
 }  // namespace qs::model

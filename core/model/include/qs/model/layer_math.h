@@ -9,7 +9,6 @@
 #include <vector>
 
 #include "qs/eigen.h"
-
 #include "qs/matrix.h"
 #include "qs/model/attention.h"
 #include "qs/model/layer_weights.h"
@@ -20,7 +19,7 @@ class LayerMath {
 public:
     virtual ~LayerMath() = default;
 
-    virtual std::string_view name() const = 0;   // "CPU", "CUDA"
+    virtual std::string_view name() const = 0;  // "CPU", "CUDA"
     // y = x Wᵀ + b for x [T, in]: what Linear::operator() computes.
     virtual MatrixF linear(const MatrixF& x, const Linear& linear) const = 0;
     // x Wᵀ for a weight that is no Linear of a layer (a block of lm_head).

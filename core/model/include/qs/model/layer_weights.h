@@ -14,8 +14,8 @@
 namespace qs::model {
 
 struct Linear {
-    MatrixF weight;   // [out_features, in_features]
-    VectorF bias;     // [out_features] or empty
+    MatrixF weight;  // [out_features, in_features]
+    VectorF bias;    // [out_features] or empty
     // What a serving engine quantizes around it (quant::QuantizedLinear's fields of the same names):
     // its input, and for k_proj / v_proj the FP8 KV cache scale of its rotated output (0: none).
     quant::ActivationQuant input;
@@ -32,21 +32,21 @@ struct Expert {
 };
 
 struct LayerWeights {
-    VectorF inputNorm;           // input_layernorm (Architecture::inputNorm)
-    VectorF postAttentionNorm;   // the norm before the MLP: post_attention_layernorm (Gemma: pre_feedforward_layernorm)
+    VectorF inputNorm;          // input_layernorm (Architecture::inputNorm)
+    VectorF postAttentionNorm;  // the norm before the MLP: post_attention_layernorm (Gemma: pre_feedforward_layernorm)
     // Gemma's sandwich norms of the attention's and the MLP's outputs (Architecture::attentionOutputNorm,
     // mlpOutputNorm: HF post_attention_layernorm, post_feedforward_layernorm); empty otherwise.
     VectorF attentionOutputNorm, mlpOutputNorm;
-    VectorF qNorm, kNorm;        // Qwen3 per-head norms of q and k ([headDim]); empty otherwise
-    VectorF sinks;               // gpt-oss: self_attn.sinks, one logit per query head; empty otherwise
-    Linear q, k, v, o;           // self_attn.{q,k,v,o}_proj
-    Linear gate, up, down;       // mlp.{gate,up,down}_proj; empty in a sparse MoE layer
+    VectorF qNorm, kNorm;   // Qwen3 per-head norms of q and k ([headDim]); empty otherwise
+    VectorF sinks;          // gpt-oss: self_attn.sinks, one logit per query head; empty otherwise
+    Linear q, k, v, o;      // self_attn.{q,k,v,o}_proj
+    Linear gate, up, down;  // mlp.{gate,up,down}_proj; empty in a sparse MoE layer
 
     // A sparse MoE layer (experts non-empty) replaces gate/up/down by a router [numExperts, hidden]
     // (never quantized) and the experts, named by moeNames ("mlp.experts.3.up_proj", ...).
     Linear router;
     std::vector<Expert> experts;
-    MoeNames moeNames;                         // the architecture's names of the router and experts
+    MoeNames moeNames;  // the architecture's names of the router and experts
 
     bool isMoe() const { return !experts.empty(); }
     // The linears a method quantizes, in the order calibration sees them: kLinearModules for a dense

@@ -22,9 +22,9 @@ enum class RopeScalingType { None, Linear, Llama3, LongRope, Yarn };
 struct RopeScaling {
     RopeScalingType type = RopeScalingType::None;
     double factor = 1.0;
-    double lowFreqFactor = 1.0;                 // llama3 only
-    double highFreqFactor = 4.0;                // llama3 only
-    int originalMaxPositionEmbeddings = 8192;   // llama3, longrope and yarn
+    double lowFreqFactor = 1.0;                // llama3 only
+    double highFreqFactor = 4.0;               // llama3 only
+    int originalMaxPositionEmbeddings = 8192;  // llama3, longrope and yarn
     // LongRoPE (Phi-3.5 / Phi-4): inv_freq[i] is divided by shortFactor[i], or by longFactor[i] when a
     // forward call reaches beyond originalMaxPositionEmbeddings; cos and sin are scaled by attentionFactor.
     std::vector<double> shortFactor, longFactor;
@@ -40,16 +40,16 @@ struct RopeScaling {
 // The Hugging Face names of a sparse MoE block, relative to the layer ("mlp.gate.weight",
 // "mlp.experts.3.up_proj.weight"): each architecture spells them its own way (moeNamesOf()).
 struct MoeNames {
-    std::string block;    // "mlp" (Qwen3-MoE, gpt-oss), "block_sparse_moe" (Mixtral)
-    std::string gate;     // the expert's gate projection: "gate_proj", "w1"; gpt-oss: "gate_up_proj", gate and up fused
-    std::string up;       // "up_proj", "w3"; empty when gate holds both (gpt-oss: rows 2i gate_i, 2i + 1 up_i)
-    std::string down;     // "down_proj", "w2"
-    std::string routerName = "gate";   // "gate"; gpt-oss: "router"
+    std::string block;  // "mlp" (Qwen3-MoE, gpt-oss), "block_sparse_moe" (Mixtral)
+    std::string gate;   // the expert's gate projection: "gate_proj", "w1"; gpt-oss: "gate_up_proj", gate and up fused
+    std::string up;     // "up_proj", "w3"; empty when gate holds both (gpt-oss: rows 2i gate_i, 2i + 1 up_i)
+    std::string down;   // "down_proj", "w2"
+    std::string routerName = "gate";  // "gate"; gpt-oss: "router"
 
-    std::string router() const { return block + "." + routerName; }             // "mlp.gate"
+    std::string router() const { return block + "." + routerName; }  // "mlp.gate"
     bool fusedGateUp() const { return up.empty(); }
-    std::string experts() const { return block + ".experts."; }                     // "mlp.experts."
-    std::string expert(int e) const { return experts() + std::to_string(e) + "."; }   // "mlp.experts.3."
+    std::string experts() const { return block + ".experts."; }                      // "mlp.experts."
+    std::string expert(int e) const { return experts() + std::to_string(e) + "."; }  // "mlp.experts.3."
 };
 
 // The mixture of experts of Qwen3-MoE / Mixtral: a router picks numExpertsPerToken of numExperts SwiGLU
@@ -62,14 +62,14 @@ enum class ExpertActivation { Swiglu, ClampedSwiglu };
 struct MoeConfig {
     int numExperts = 0;
     int numExpertsPerToken = 0;
-    int expertIntermediateSize = 0;   // moe_intermediate_size (Qwen3-MoE); intermediate_size (Mixtral)
-    bool normTopkProb = true;         // Mixtral always renormalises; Qwen3-MoE as norm_topk_prob says
-    int sparseStep = 1;               // decoder_sparse_step: layer i is sparse when (i + 1) % step == 0
-    std::vector<int> denseLayers;     // mlp_only_layers: dense MLP (intermediate_size) whatever the step
+    int expertIntermediateSize = 0;  // moe_intermediate_size (Qwen3-MoE); intermediate_size (Mixtral)
+    bool normTopkProb = true;        // Mixtral always renormalises; Qwen3-MoE as norm_topk_prob says
+    int sparseStep = 1;              // decoder_sparse_step: layer i is sparse when (i + 1) % step == 0
+    std::vector<int> denseLayers;    // mlp_only_layers: dense MLP (intermediate_size) whatever the step
     MoeNames names;
     ExpertActivation activation = ExpertActivation::Swiglu;
-    float swigluLimit = 7.0f;         // gpt-oss: swiglu_limit
-    float swigluAlpha = 1.702f;       // gpt-oss: fixed in GptOssExperts
+    float swigluLimit = 7.0f;    // gpt-oss: swiglu_limit
+    float swigluAlpha = 1.702f;  // gpt-oss: fixed in GptOssExperts
     // gpt-oss: the experts are stored stacked, "mlp.experts.gate_up_proj" [E, hidden, 2I] (+ "_bias" [E, 2I])
     // and "mlp.experts.down_proj" [E, I, hidden], x @ W; the forward pass still sees one Linear per expert.
     bool stackedExperts = false;
@@ -82,7 +82,7 @@ struct FusedProjection {
     std::vector<std::pair<std::string, int>> parts;
 };
 
-enum class Activation { Silu, GeluTanh };   // the gated MLP's activation: SiLU, or gelu_pytorch_tanh (Gemma)
+enum class Activation { Silu, GeluTanh };  // the gated MLP's activation: SiLU, or gelu_pytorch_tanh (Gemma)
 
 // How an architecture's decoder layer departs from the Llama shape, as data the layer code reads
 // (filled by fromJson from model_type), so that no layer code asks which family it runs.
@@ -125,26 +125,26 @@ struct ModelConfig {
     int intermediateSize = 0;
     int numLayers = 0;
     int numHeads = 0;
-    int numKvHeads = 0;             // GQA: numHeads is a multiple of it
-    int headDim = 0;                // hidden_size / num_attention_heads unless config says head_dim
+    int numKvHeads = 0;  // GQA: numHeads is a multiple of it
+    int headDim = 0;     // hidden_size / num_attention_heads unless config says head_dim
     int vocabSize = 0;
     int maxPositionEmbeddings = 0;
     double rmsNormEps = 1e-6;
     double ropeTheta = 10000.0;
     RopeScaling ropeScaling;
-    int rotaryDim = 0;              // partial_rotary_factor: the first rotaryDim of each head rotate; 0 = all of it
+    int rotaryDim = 0;  // partial_rotary_factor: the first rotaryDim of each head rotate; 0 = all of it
     bool tieWordEmbeddings = false;
-    bool qkvBias = false;           // q/k/v projections carry a bias (Qwen2, attention_bias)
-    bool outputBias = false;        // o_proj carries a bias (Llama's attention_bias covers it too)
+    bool qkvBias = false;     // q/k/v projections carry a bias (Qwen2, attention_bias)
+    bool outputBias = false;  // o_proj carries a bias (Llama's attention_bias covers it too)
     bool mlpBias = false;
-    bool qkNorm = false;            // per-head RMSNorm of q and k before RoPE (Qwen3)
-    int slidingWindow = 0;          // 0 = full causal attention; else key j is seen from i when i - j < window
+    bool qkNorm = false;    // per-head RMSNorm of q and k before RoPE (Qwen3)
+    int slidingWindow = 0;  // 0 = full causal attention; else key j is seen from i when i - j < window
 
-    MoeConfig moe;                  // numExperts == 0 for the dense families
+    MoeConfig moe;  // numExperts == 0 for the dense families
 
-    Architecture arch;              // the layer's shape beyond Llama's (Gemma's norms, activation, prefix)
-    double embeddingScale = 1.0;    // embeddings are multiplied by it (Gemma: sqrt(hidden) in the embedding dtype)
-    double queryPreAttnScalar = 0.0;   // attention scores scale by its -1/2 power; 0: head_dim's (Gemma sets it)
+    Architecture arch;                // the layer's shape beyond Llama's (Gemma's norms, activation, prefix)
+    double embeddingScale = 1.0;      // embeddings are multiplied by it (Gemma: sqrt(hidden) in the embedding dtype)
+    double queryPreAttnScalar = 0.0;  // attention scores scale by its -1/2 power; 0: head_dim's (Gemma sets it)
     // Per-layer attention (Gemma's layer_types): sliding layers see slidingWindow keys and rotate with
     // ropeLocalTheta (no scaling); the others attend to everything with ropeTheta and ropeScaling.
     // Empty: every layer uses slidingWindow and the global RoPE (Mistral, Llama).
@@ -155,7 +155,8 @@ struct ModelConfig {
     // positions, so the text tower rotates as plain RoPE; kept for the GGUF export (rope sections).
     std::vector<int> mropeSection;
     bool mropeInterleaved = false;
-    int deepstackLayers = 0;        // Qwen3-VL: vision layers whose features are added into the first decoder layers (image tokens only)
+    int deepstackLayers =
+        0;  // Qwen3-VL: vision layers whose features are added into the first decoder layers (image tokens only)
 
     // The window of layer `layer` (0: full causal) and whether it rotates with the local RoPE base.
     int windowOf(int layer) const;

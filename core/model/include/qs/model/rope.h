@@ -35,7 +35,7 @@ private:
     int headDim_;
     int rotaryDim_;
     std::vector<double> invFreq_;
-    std::vector<double> longInvFreq_;   // LongRoPE beyond longFrom_ positions; empty otherwise
+    std::vector<double> longInvFreq_;  // LongRoPE beyond longFrom_ positions; empty otherwise
     int longFrom_ = 0;
     double attentionFactor_ = 1.0;
 };

@@ -27,13 +27,13 @@ namespace qs::model {
 using TokenId = std::int32_t;
 
 struct EncodeOptions {
-    bool addBos = false;        // prepend bosId(); an error when the tokenizer has none
-    bool addEos = false;        // append eosId(); an error when the tokenizer has none
-    bool parseSpecial = true;   // false: special added tokens in the text are tokenized as plain text
+    bool addBos = false;       // prepend bosId(); an error when the tokenizer has none
+    bool addEos = false;       // append eosId(); an error when the tokenizer has none
+    bool parseSpecial = true;  // false: special added tokens in the text are tokenized as plain text
 };
 
 struct DecodeOptions {
-    bool skipSpecial = false;   // drop special added tokens (BOS, <|im_end|>, ...) from the text
+    bool skipSpecial = false;  // drop special added tokens (BOS, <|im_end|>, ...) from the text
 };
 
 // The kinds of a SentencePiece piece, numbered as GGUF's tokenizer.ggml.token_type and
@@ -41,7 +41,7 @@ struct DecodeOptions {
 enum class PieceType : std::int32_t { Normal = 1, Unknown = 2, Control = 3, UserDefined = 4, Unused = 5, Byte = 6 };
 
 struct SentencePiece {
-    std::string text;   // with U+2581 (▁) standing for a space, as in the .model file
+    std::string text;  // with U+2581 (▁) standing for a space, as in the .model file
     float score = 0.0f;
     PieceType type = PieceType::Normal;
 };
@@ -55,8 +55,7 @@ public:
     static Tokenizer fromJson(std::string_view tokenizerJson, std::string_view tokenizerConfigJson,
                               const std::string& sourceName);
     // OpenAI GPT-2 format: encoder.json (token -> id) and vocab.bpe (merges, "#version" line first).
-    static Tokenizer fromGpt2Files(const std::filesystem::path& encoderJson,
-                                   const std::filesystem::path& vocabBpe);
+    static Tokenizer fromGpt2Files(const std::filesystem::path& encoderJson, const std::filesystem::path& vocabBpe);
     // A SentencePiece BPE vocabulary (Llama-1/2 style): pieces in id order with their scores.
     // Merges are derived from the scores as Hugging Face's converter does; a space prefix is added
     // and byte pieces <0xNN> stand in for characters the vocabulary lacks.
@@ -89,7 +88,7 @@ public:
 
     std::optional<TokenId> bosId() const;
     std::optional<TokenId> eosId() const;
-    bool addsBosByDefault() const;   // tokenizer_config.json's add_bos_token (or the SentencePiece default)
+    bool addsBosByDefault() const;  // tokenizer_config.json's add_bos_token (or the SentencePiece default)
 
     struct Impl;
 

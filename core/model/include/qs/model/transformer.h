@@ -34,7 +34,7 @@ namespace qs::model {
 using WeightProvider = std::function<MatrixF()>;
 
 struct TransformerOptions {
-    bool keepAllLayers = false;   // cache every layer's f32 weights (small models, generation)
+    bool keepAllLayers = false;  // cache every layer's f32 weights (small models, generation)
 };
 
 class Transformer {
@@ -48,17 +48,17 @@ public:
     const ModelConfig& config() const { return config_; }
 
     // --- layer by layer -------------------------------------------------------------------------
-    MatrixF embed(std::span<const TokenId> tokens) const;                  // [T, hidden]
+    MatrixF embed(std::span<const TokenId> tokens) const;  // [T, hidden]
     // Runs decoder layer `layer` over hidden [T, hidden] in place; row t is at position t.
     void runLayer(int layer, MatrixF& hidden, const LinearInputHook& hook = {});
     // The same with weights the caller holds (e.g. a layer whose linears are being quantized one by
     // one); nothing is loaded or cached.
     void runLayer(int layer, const LayerWeights& weights, MatrixF& hidden, const LinearInputHook& hook = {},
                   const KeyValueHook& keyValueHook = {}) const;
-    MatrixF finalLogits(const MatrixF& hidden) const;                      // final norm + lm_head: [T, vocab]
+    MatrixF finalLogits(const MatrixF& hidden) const;  // final norm + lm_head: [T, vocab]
 
     // --- whole model ----------------------------------------------------------------------------
-    MatrixF forward(std::span<const TokenId> tokens);                      // [T, vocab]
+    MatrixF forward(std::span<const TokenId> tokens);  // [T, vocab]
     // Runs `tokens` after the positions already in `cache` (and appends theirs): [T, vocab].
     MatrixF forward(std::span<const TokenId> tokens, KvCache& cache);
 
@@ -78,27 +78,27 @@ public:
     // What the serving engine quantizes around linear `module` of `layer` (its input, its KV-cache scale:
     // Linear::input, Linear::cacheScale), set on the weights whenever the layer is loaded.
     void setServingQuantization(int layer, std::string_view module, quant::ActivationQuant input, float cacheScale);
-    void clearOverrides();   // the weights and the serving quantization
+    void clearOverrides();  // the weights and the serving quantization
 
 private:
     void checkLength(std::int64_t tokens, std::int64_t first) const;
     void checkModuleName(int layer, std::string_view module) const;
     void runLayerAt(int layer, MatrixF& hidden, int firstPosition, KvCache* cache, const LinearInputHook* hook);
     LayerWeights load(int layer) const;
-    MatrixF embeddingRows(std::span<const TokenId> tokens) const;   // the source's rows × embeddingScale
-    const RotaryEmbedding& ropeOf(int layer) const;                  // Gemma's sliding layers: the local base
+    MatrixF embeddingRows(std::span<const TokenId> tokens) const;  // the source's rows × embeddingScale
+    const RotaryEmbedding& ropeOf(int layer) const;                // Gemma's sliding layers: the local base
 
     ModelConfig config_;
     std::shared_ptr<const WeightSource> weights_;
     Options options_;
     RotaryEmbedding rope_;
-    std::optional<RotaryEmbedding> localRope_;   // ropeLocalTheta's, when the config has one
+    std::optional<RotaryEmbedding> localRope_;  // ropeLocalTheta's, when the config has one
     VectorF finalNorm_;
     std::map<std::pair<int, std::string>, WeightProvider, std::less<>> overrides_;
     std::map<std::pair<int, std::string>, std::pair<quant::ActivationQuant, float>, std::less<>> serving_;
     std::shared_ptr<const LayerMath> math_;
     bool hookSeesAllTokens_ = false;
-    std::map<int, LayerWeights> cache_;   // one layer, or all with keepAllLayers
+    std::map<int, LayerWeights> cache_;  // one layer, or all with keepAllLayers
 };
 
 }  // namespace qs::model

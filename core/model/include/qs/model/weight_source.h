@@ -12,7 +12,7 @@
 
 namespace qs::model {
 
-using TokenId = std::int32_t;   // the same alias as in qs/model/tokenizer.h
+using TokenId = std::int32_t;  // the same alias as in qs/model/tokenizer.h
 
 class WeightSource {
 public:
@@ -30,10 +30,10 @@ public:
 
 // Every weight in memory. With tied embeddings leave lmHeadWeight empty: the embedding is used.
 struct ModelWeights final : WeightSource {
-    MatrixF embedding;        // [vocab, hidden]
+    MatrixF embedding;  // [vocab, hidden]
     std::vector<LayerWeights> layers;
-    VectorF norm;             // [hidden]
-    MatrixF lmHeadWeight;     // [vocab, hidden], empty when tied
+    VectorF norm;          // [hidden]
+    MatrixF lmHeadWeight;  // [vocab, hidden], empty when tied
 
     LayerWeights layer(int index) const override;
     MatrixF embeddingRows(std::span<const TokenId> tokens) const override;

@@ -15,9 +15,9 @@
 namespace qs::pipeline {
 
 struct ActivationCalibration {
-    double percentile = 100.0;   // of the per-token max |x|; 100 = the maximum
+    double percentile = 100.0;  // of the per-token max |x|; 100 = the maximum
 
-    std::string label() const;   // "max", "p99.9"
+    std::string label() const;  // "max", "p99.9"
 };
 
 // Parses "max" or "pNN[.N]" (0 < NN <= 100); throws qs::Error otherwise.

@@ -12,7 +12,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-
 #include <vector>
 
 #include "qs/matrix.h"
@@ -39,14 +38,14 @@ public:
     virtual ~HessianSink() = default;
     virtual void add(const Eigen::Ref<const MatrixF>& x, std::int64_t chunkRows = 2048) = 0;
     virtual std::int64_t samples() const = 0;
-    virtual MatrixF finalize() const = 0;   // 2 XᵀX / n, full symmetric
-    virtual VectorF meanAbs() const = 0;    // mean |x| per input channel
+    virtual MatrixF finalize() const = 0;  // 2 XᵀX / n, full symmetric
+    virtual VectorF meanAbs() const = 0;   // mean |x| per input channel
     // finalize(), then frees the running sums: the sample count and meanAbs() stay; add() and
     // finalize() throw afterwards. For a caller that needs H only once (the Job).
     virtual MatrixF release() = 0;
-    virtual void discard() = 0;             // frees the sums without computing H
+    virtual void discard() = 0;  // frees the sums without computing H
     virtual bool released() const = 0;
-    virtual std::uint64_t hostBytes() const = 0;   // host memory held (a device's: its pinned chunk buffers)
+    virtual std::uint64_t hostBytes() const = 0;  // host memory held (a device's: its pinned chunk buffers)
 };
 
 // Streams a linear's inputs into the diagonal of H = 2 XᵀX / n alone: H_cc = 2 Σ x_c² / n per input
@@ -55,17 +54,17 @@ public:
 class DiagonalSink {
 public:
     virtual ~DiagonalSink() = default;
-    virtual void add(const Eigen::Ref<const MatrixF>& x) = 0;   // x [tokens, features]
-    virtual std::int64_t samples() const = 0;                   // rows added so far
-    virtual VectorD finalize() const = 0;                       // 2 Σ x_c² / n; throws without samples
+    virtual void add(const Eigen::Ref<const MatrixF>& x) = 0;  // x [tokens, features]
+    virtual std::int64_t samples() const = 0;                  // rows added so far
+    virtual VectorD finalize() const = 0;                      // 2 Σ x_c² / n; throws without samples
 };
 
 // What a job asks of a device at one time, for Backend::peakDeviceBytes: one decoder layer's
 // forward passes and statistics, and the quantization of its largest linears.
 struct DeviceWorkload {
     model::ModelConfig config;
-    std::int64_t sequenceLength = 0;   // the longest calibration or evaluation sequence, in tokens
-    bool statistics = false;           // Hessians are accumulated (a method calibrates)
+    std::int64_t sequenceLength = 0;  // the longest calibration or evaluation sequence, in tokens
+    bool statistics = false;          // Hessians are accumulated (a method calibrates)
     bool gptq = false;
     bool awq = false;
     int groupSize = 128;
@@ -86,10 +85,12 @@ public:
 
     virtual std::unique_ptr<HessianSink> hessian(std::int64_t features) const = 0;
     virtual std::unique_ptr<DiagonalSink> hessianDiagonal(std::int64_t features) const = 0;
-    virtual quant::QuantizedLinear gptq(const MatrixF& w, const MatrixF& h, const quant::GptqOptions& options) const = 0;
+    virtual quant::QuantizedLinear gptq(const MatrixF& w, const MatrixF& h,
+                                        const quant::GptqOptions& options) const = 0;
     // The same result from an H the caller gives up, so that the backend may work in its memory (the
     // CPU makes no copy of it and frees it once factored). The default calls gptq().
-    virtual quant::QuantizedLinear gptqConsuming(const MatrixF& w, MatrixF&& h, const quant::GptqOptions& options) const {
+    virtual quant::QuantizedLinear gptqConsuming(const MatrixF& w, MatrixF&& h,
+                                                 const quant::GptqOptions& options) const {
         return gptq(w, h, options);
     }
     virtual quant::QuantizedLinear fp8(const MatrixF& w, quant::Fp8Scaling scaling, int block) const = 0;
@@ -120,7 +121,7 @@ bool cudaBackendRegistered();
 
 struct BackendSelection {
     std::shared_ptr<Backend> backend;
-    std::string message;   // one line: what was chosen and, when the CPU stands in for Auto, why
+    std::string message;  // one line: what was chosen and, when the CPU stands in for Auto, why
 };
 
 // Auto: CUDA when built, a device is present and it passes backendSelfCheck() against the CPU;

@@ -17,8 +17,8 @@ std::vector<std::string> loadTexts(const std::filesystem::path& path);
 
 // The texts' tokens (each text tokenized on its own, joined in order) cut into windows.
 // Throws qs::Error when there are not even seqLen tokens.
-TokenSequences tokenWindows(const model::Tokenizer& tokenizer, const std::vector<std::string>& texts,
-                            int samples, int seqLen, const std::string& sourceName);
+TokenSequences tokenWindows(const model::Tokenizer& tokenizer, const std::vector<std::string>& texts, int samples,
+                            int seqLen, const std::string& sourceName);
 
 std::size_t tokenCount(const TokenSequences& sequences);
 

@@ -9,10 +9,10 @@
 #include <vector>
 
 #include "qs/analysis/kl_metrics.h"
+#include "qs/cancel_token.h"
 #include "qs/io/checkpoint.h"
 #include "qs/model/model_config.h"
 #include "qs/pipeline/calibration_text.h"
-#include "qs/cancel_token.h"
 #include "qs/progress.h"
 
 namespace qs::pipeline {
@@ -20,13 +20,13 @@ namespace qs::pipeline {
 struct CheckpointEvalPlan {
     std::filesystem::path original;
     std::filesystem::path quantized;
-    TokenSequences evaluation;   // token ids of the original's tokenizer (see sharedTokenWindows)
-    bool allowNonFinite = false; // else a linear (of either side) that decodes to NaN or Inf is refused
+    TokenSequences evaluation;    // token ids of the original's tokenizer (see sharedTokenWindows)
+    bool allowNonFinite = false;  // else a linear (of either side) that decodes to NaN or Inf is refused
 };
 
 struct CheckpointEvalResult {
     analysis::KlReport kl;
-    std::string originalFormat;    // "dense", "gptq (gptq)", "fp8 (block)", ...
+    std::string originalFormat;  // "dense", "gptq (gptq)", "fp8 (block)", ...
     std::string quantizedFormat;
     std::size_t evaluationTokens = 0;
     double seconds = 0.0;

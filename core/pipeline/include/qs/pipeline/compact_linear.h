@@ -22,11 +22,11 @@ public:
     // The parts other than the codes (rows, cols, scales, measurements...); its codes are empty when packed.
     const quant::QuantizedLinear& parts() const { return parts_; }
     bool packed() const { return packed_; }
-    std::uint64_t heldBytes() const;   // the codes as held here
+    std::uint64_t heldBytes() const;  // the codes as held here
 
 private:
     quant::QuantizedLinear parts_;
-    std::vector<std::uint8_t> nibbles_;   // two codes per byte when packed_
+    std::vector<std::uint8_t> nibbles_;  // two codes per byte when packed_
     std::size_t codeCount_ = 0;
     bool packed_ = false;
 };

@@ -22,7 +22,9 @@ public:
     DecodedWeights(io::Checkpoint checkpoint, model::ModelConfig config, formats::DecodeOptions decode = {});
 
     model::LayerWeights layer(int index) const override;
-    MatrixF embeddingRows(std::span<const model::TokenId> tokens) const override { return dense_->embeddingRows(tokens); }
+    MatrixF embeddingRows(std::span<const model::TokenId> tokens) const override {
+        return dense_->embeddingRows(tokens);
+    }
     VectorF finalNorm() const override { return dense_->finalNorm(); }
     MatrixF lmHead(const MatrixF& normedHidden, const model::LayerMath& math) const override;
 
@@ -34,16 +36,17 @@ private:
     std::vector<std::string> storedLinears(int layer) const;
     void decodeExperts(int index, model::LayerWeights& weights) const;
     // A stacked expert (gpt-oss) must decode to [out, in] with `out` biases.
-    void requireShape(const model::Linear& l, const std::string& module, int expert, std::int64_t out, std::int64_t in) const;
+    void requireShape(const model::Linear& l, const std::string& module, int expert, std::int64_t out,
+                      std::int64_t in) const;
     std::string fusedOwner(std::string_view module) const;
 
-    std::unique_ptr<const io::Checkpoint> checkpoint_;   // the reader points into it: a stable address
+    std::unique_ptr<const io::Checkpoint> checkpoint_;  // the reader points into it: a stable address
     model::ModelConfig config_;
     std::unique_ptr<const formats::LinearReader> reader_;
     bool quantizedLmHead_ = false;
     std::unique_ptr<const model::CheckpointWeights> dense_;
     mutable std::once_flag lmHeadOnce_;
-    mutable MatrixF lmHeadWeight_;                       // the decoded quantized lm_head
+    mutable MatrixF lmHeadWeight_;  // the decoded quantized lm_head
 };
 
 }  // namespace qs::pipeline

@@ -10,18 +10,18 @@
 // io::CheckpointWriter.
 #include <filesystem>
 
-#include "qs/io/dtype.h"
 #include "qs/cancel_token.h"
+#include "qs/io/dtype.h"
 #include "qs/progress.h"
 
 namespace qs::pipeline {
 
 struct DenseExportRequest {
     std::filesystem::path source;
-    std::filesystem::path destination;   // must not exist unless overwrite
-    io::DType dtype = io::DType::BF16;   // BF16, F16 or F32
+    std::filesystem::path destination;  // must not exist unless overwrite
+    io::DType dtype = io::DType::BF16;  // BF16, F16 or F32
     bool overwrite = false;
-    bool allowNonFinite = false;         // else a linear that decodes to NaN or Inf is refused
+    bool allowNonFinite = false;  // else a linear that decodes to NaN or Inf is refused
 };
 
 // Returns the folder written. Throws qs::Error (unreadable format, experts in OpenAI's original naming,

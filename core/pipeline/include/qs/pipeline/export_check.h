@@ -23,7 +23,8 @@ std::string gptOssExpertsRefusal(const io::Checkpoint& source);
 
 // "model.layers.0.mlp.down_proj [256, 768]: K=768 is not a multiple of group size 512", or "" when
 // every decoder-layer linear fits (methods whose layout cannot be predicted cheaply pass here).
-std::string exportRefusal(const MethodSpec& method, const formats::LinearEncoder& encoder, const io::Checkpoint& checkpoint);
+std::string exportRefusal(const MethodSpec& method, const formats::LinearEncoder& encoder,
+                          const io::Checkpoint& checkpoint);
 
 // "" when `result` was quantized from the checkpoint `source` is the fingerprint of, else one line
 // naming both: a result written over another checkpoint of the same shapes (a base model and its

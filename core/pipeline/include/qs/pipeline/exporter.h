@@ -31,11 +31,11 @@
 namespace qs::pipeline {
 
 struct ExportRequest {
-    std::filesystem::path source;        // the original (dense) checkpoint the result was made from
-    std::filesystem::path destination;   // a folder; must not exist unless overwrite
-    std::string format;                  // an encoder name (formats::allEncoders); "" = the method's default
+    std::filesystem::path source;       // the original (dense) checkpoint the result was made from
+    std::filesystem::path destination;  // a folder; must not exist unless overwrite
+    std::string format;                 // an encoder name (formats::allEncoders); "" = the method's default
     bool overwrite = false;
-    nlohmann::json settings = nlohmann::json::object();   // calibration / evaluation settings for the report
+    nlohmann::json settings = nlohmann::json::object();  // calibration / evaluation settings for the report
 };
 
 // Returns the folder written. Throws qs::Error (refused shape, unknown format, another source, I/O)
@@ -48,11 +48,13 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
 // as AWQ's one group size), or "" when it would write it: asked before choosing a format (the GUI's
 // Export panel, for a mix of methods). Only the source's config is read (its architecture), and of a
 // result on disk every layer's codes (a large model's take a while: `cancel` stops it, throwing Cancelled).
-std::string exportRefusal(const MethodResult& result, const formats::LinearEncoder& encoder, const CancelToken& cancel = {});
+std::string exportRefusal(const MethodResult& result, const formats::LinearEncoder& encoder,
+                          const CancelToken& cancel = {});
 
 // exportRefusal for each of `encoders`, in their order, from one pass over the result: a result on disk
 // is read once for all of them (the Export panel asks for every layout it could offer).
-std::vector<std::string> exportRefusals(const MethodResult& result, const std::vector<const formats::LinearEncoder*>& encoders,
+std::vector<std::string> exportRefusals(const MethodResult& result,
+                                        const std::vector<const formats::LinearEncoder*>& encoders,
                                         const CancelToken& cancel = {});
 
 // An export that quantizes each linear as the writer reaches it, so that only one linear's codes are
@@ -67,8 +69,8 @@ struct StreamedLinears {
     std::function<void(const std::string& prefix)> produce;
     std::function<void(const std::string& prefix)> release;
 };
-std::filesystem::path exportStreamed(const ExportRequest& request, const io::Checkpoint& source, const StreamedLinears& streamed,
-                                     const std::function<nlohmann::json()>& report, const ProgressCallback& progress,
-                                     const CancelToken& cancel);
+std::filesystem::path exportStreamed(const ExportRequest& request, const io::Checkpoint& source,
+                                     const StreamedLinears& streamed, const std::function<nlohmann::json()>& report,
+                                     const ProgressCallback& progress, const CancelToken& cancel);
 
 }  // namespace qs::pipeline

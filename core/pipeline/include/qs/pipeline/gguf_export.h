@@ -27,10 +27,10 @@ namespace qs::pipeline {
 
 // What the chooser is asked about: one tensor as it will be written.
 struct GgufTensorChoice {
-    std::string name;                   // the Hugging Face name ("model.layers.0.mlp.down_proj.weight")
-    std::string ggufName;               // llama.cpp's name ("blk.0.ffn_down.weight")
-    io::TensorName naming;              // layer, module, role
-    std::vector<std::int64_t> shape;    // row-major [out, in]; rank 1 for norms and biases
+    std::string name;                 // the Hugging Face name ("model.layers.0.mlp.down_proj.weight")
+    std::string ggufName;             // llama.cpp's name ("blk.0.ffn_down.weight")
+    io::TensorName naming;            // layer, module, role
+    std::vector<std::int64_t> shape;  // row-major [out, in]; rank 1 for norms and biases
 };
 
 // The ggml type a tensor is stored in. It must hold the tensor's rows (whole blocks of the last
@@ -52,12 +52,12 @@ struct GgufSentencePieceVocabulary {
 };
 
 struct GgufExportOptions {
-    GgufTypeChooser chooser;                                  // null: uniformGgufType(F16)
-    std::optional<GgufSentencePieceVocabulary> sentencePiece; // else tokenizer.json, else a GGUF source's own
-    std::optional<int> fileType;                              // general.file_type; else from the matrices' commonest type
-    std::string name;                                         // general.name; else the source folder's name
+    GgufTypeChooser chooser;                                   // null: uniformGgufType(F16)
+    std::optional<GgufSentencePieceVocabulary> sentencePiece;  // else tokenizer.json, else a GGUF source's own
+    std::optional<int> fileType;  // general.file_type; else from the matrices' commonest type
+    std::string name;             // general.name; else the source folder's name
     bool overwrite = false;
-    bool allowNonFinite = false;                              // else a linear that decodes to NaN or Inf is refused
+    bool allowNonFinite = false;  // else a linear that decodes to NaN or Inf is refused
     // Linears already encoded (CodeKind::GgmlBlocks, a GGUF method's Job result) by Hugging Face
     // prefix ("model.layers.0.mlp.down_proj"): written as they are, in their own type, so that the file
     // holds the bytes the Job measured. The chooser decides the other tensors.
@@ -77,7 +77,8 @@ std::vector<GgufTensorChoice> ggufTensorPlan(const model::ModelConfig& config);
 // The bytes writeGguf writes for `checkpoint` besides the decoder's quantized linears (their blocks
 // are the result's): token_embd and output in the types `chooser` gives them, norms, biases, the
 // routers and RoPE factors in F32.
-std::uint64_t ggufNonLinearBytes(const io::Checkpoint& checkpoint, const model::ModelConfig& config, const GgufTypeChooser& chooser);
+std::uint64_t ggufNonLinearBytes(const io::Checkpoint& checkpoint, const model::ModelConfig& config,
+                                 const GgufTypeChooser& chooser);
 
 // Returns the file written. Throws qs::Error (architecture or tokenizer not storable, a type the
 // chooser picked that cannot hold a tensor, I/O) or qs::Cancelled, leaving nothing behind.

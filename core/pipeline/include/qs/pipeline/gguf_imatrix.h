@@ -17,15 +17,16 @@
 namespace qs::pipeline {
 
 struct ImatrixInfo {
-    std::vector<std::string> datasets;   // the calibration files
-    std::uint32_t chunkCount = 0;        // calibration sequences
-    std::uint32_t chunkSize = 0;         // tokens per sequence
+    std::vector<std::string> datasets;  // the calibration files
+    std::uint32_t chunkCount = 0;       // calibration sequences
+    std::uint32_t chunkSize = 0;        // tokens per sequence
 };
 
 // `config`: the model the result was quantized from (its experts' names). Throws qs::Error when the
 // result's linears carry no importance (not a GGUF method, or no calibration), when `destination`
 // exists and !overwrite, and for I/O; leaves nothing behind then.
-std::filesystem::path writeImatrix(const MethodResult& result, const model::ModelConfig& config, const std::filesystem::path& destination,
-                                   const ImatrixInfo& info, bool overwrite = false);
+std::filesystem::path writeImatrix(const MethodResult& result, const model::ModelConfig& config,
+                                   const std::filesystem::path& destination, const ImatrixInfo& info,
+                                   bool overwrite = false);
 
 }  // namespace qs::pipeline

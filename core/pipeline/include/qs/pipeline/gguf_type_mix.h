@@ -18,10 +18,10 @@
 namespace qs::pipeline {
 
 struct GgufFileType {
-    std::string_view name;          // llama-quantize's spelling: "Q4_K_M"
-    int fileType;                   // llama_ftype, written as general.file_type
-    io::GgmlType baseType;          // the type of the tensors no rule singles out
-    std::string_view description;   // one line for tooltips and --help
+    std::string_view name;         // llama-quantize's spelling: "Q4_K_M"
+    int fileType;                  // llama_ftype, written as general.file_type
+    io::GgmlType baseType;         // the type of the tensors no rule singles out
+    std::string_view description;  // one line for tooltips and --help
 };
 
 // The file types QuantScope writes, in llama-quantize's order of its list.
@@ -29,7 +29,7 @@ const std::vector<GgufFileType>& ggufFileTypes();
 // By llama-quantize's name, case-insensitively, with its aliases (Q4_K = Q4_K_M, Q5_K = Q5_K_M,
 // Q3_K = Q3_K_M); nullptr for another name.
 const GgufFileType* ggufFileTypeNamed(std::string_view name);
-const GgufFileType& ggufFileTypeOf(int fileType);   // throws qs::Error for one not in the list
+const GgufFileType& ggufFileTypeOf(int fileType);  // throws qs::Error for one not in the list
 
 // The chooser that gives each tensor of `config`'s model the type llama-quantize gives it for
 // `fileType`; `withImportance` as llama-quantize --imatrix (a few rules depend on it). Vectors stay F32.

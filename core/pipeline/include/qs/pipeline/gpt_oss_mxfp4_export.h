@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "qs/io/checkpoint.h"
 #include "qs/cancel_token.h"
+#include "qs/io/checkpoint.h"
 #include "qs/progress.h"
 
 namespace qs::pipeline {
@@ -23,7 +23,7 @@ bool isDenseGptOss(const io::Checkpoint& checkpoint);
 
 struct GptOssMxfp4Request {
     std::filesystem::path source;
-    std::filesystem::path destination;   // must not exist unless overwrite
+    std::filesystem::path destination;  // must not exist unless overwrite
     bool overwrite = false;
 };
 
@@ -37,8 +37,8 @@ struct GptOssTensorError {
 struct GptOssMxfp4Report {
     std::filesystem::path written;
     std::vector<GptOssTensorError> tensors;
-    std::int64_t quantizedWeights = 0;   // elements of the expert tensors, now 4.25 bits each
-    std::uint64_t bytesBefore = 0;       // of every tensor
+    std::int64_t quantizedWeights = 0;  // elements of the expert tensors, now 4.25 bits each
+    std::uint64_t bytesBefore = 0;      // of every tensor
     std::uint64_t bytesAfter = 0;
 };
 

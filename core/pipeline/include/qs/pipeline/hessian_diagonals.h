@@ -28,9 +28,9 @@ struct HessianDiagonal {
 
 struct LayerHessianDiagonals {
     int layer = 0;
-    std::int64_t samples = 0;                         // calibration rows (tokens) seen
-    std::map<std::string, HessianDiagonal> modules;   // every linear of the layer ("self_attn.q_proj");
-                                                      // linears that read one input share its diagonal
+    std::int64_t samples = 0;                        // calibration rows (tokens) seen
+    std::map<std::string, HessianDiagonal> modules;  // every linear of the layer ("self_attn.q_proj");
+                                                     // linears that read one input share its diagonal
 };
 
 // A mixture of experts is calibrated as the Job calibrates it by default: the layers route as the model

@@ -17,31 +17,31 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qs/cancel_token.h"
 #include "qs/pipeline/activation_calibration.h"
 #include "qs/pipeline/backend.h"
 #include "qs/pipeline/calibration_text.h"
-#include "qs/cancel_token.h"
 #include "qs/pipeline/job_result.h"
 #include "qs/pipeline/method_spec.h"
 #include "qs/pipeline/mixed_methods.h"
-#include "qs/progress.h"
 #include "qs/pipeline/resource_estimate.h"
+#include "qs/progress.h"
 
 namespace qs::pipeline {
 
 struct JobPlan {
     std::filesystem::path checkpoint;
     std::vector<MethodSpec> methods;
-    std::vector<MixedMethods> mixed;       // a method per linear each; their results follow the methods'
-    TokenSequences calibration;            // may be empty when no method needs it (no output errors then)
-    TokenSequences evaluation;             // may be empty: no KL
+    std::vector<MixedMethods> mixed;  // a method per linear each; their results follow the methods'
+    TokenSequences calibration;       // may be empty when no method needs it (no output errors then)
+    TokenSequences evaluation;        // may be empty: no KL
     bool perLayerKl = false;
-    bool perGroupKl = false;               // also the KL with one fused group (kFusedGroups) of one layer quantized
+    bool perGroupKl = false;  // also the KL with one fused group (kFusedGroups) of one layer quantized
     bool trueSequential = true;
     std::uint64_t seed = 0;
-    DeviceChoice device = DeviceChoice::Auto;   // where GPTQ, the float formats and the trellis run
-    std::shared_ptr<const Backend> backend;     // when set, used as is (the CLI selects and reports it)
-    bool allowNonFinite = false;                // else a source linear with NaN or Inf weights is refused
+    DeviceChoice device = DeviceChoice::Auto;     // where GPTQ, the float formats and the trellis run
+    std::shared_ptr<const Backend> backend;       // when set, used as is (the CLI selects and reports it)
+    bool allowNonFinite = false;                  // else a source linear with NaN or Inf weights is refused
     ActivationCalibration activationCalibration;  // static input scales and KV-cache scales: max or a percentile
     // MoE: every expert's Hessian from every calibration token (the forward pass still routes as the
     // model does), as GPTQModel and llm-compressor offer; false: from the tokens routed to it only.
@@ -80,8 +80,8 @@ public:
     // memory (unless `force`), qs::Cancelled when
     // cancelled. A method that cannot be applied to this model's shapes is reported in its
     // MethodResult::error and the others go on.
-    JobResult run(const ProgressCallback& progress, const CancelToken& cancel,
-                  const ModuleLogCallback& moduleLog = {}, bool force = false);
+    JobResult run(const ProgressCallback& progress, const CancelToken& cancel, const ModuleLogCallback& moduleLog = {},
+                  bool force = false);
 
     const JobPlan& plan() const { return plan_; }
 

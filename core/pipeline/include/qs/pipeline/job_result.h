@@ -21,13 +21,13 @@ struct ModuleLog {
     std::string module;
     std::int64_t inFeatures = 0;
     std::int64_t outFeatures = 0;
-    double outputError = 0.0;   // relative, on the calibration inputs (NaN without calibration)
-    double loss = 0.0;          // GPTQ's logged loss (NaN for other methods)
-    std::int64_t samples = 0;   // calibration rows (tokens)
-    double damp = 0.0;          // GPTQ damping used (NaN for other methods)
+    double outputError = 0.0;  // relative, on the calibration inputs (NaN without calibration)
+    double loss = 0.0;         // GPTQ's logged loss (NaN for other methods)
+    std::int64_t samples = 0;  // calibration rows (tokens)
+    double damp = 0.0;         // GPTQ damping used (NaN for other methods)
     double seconds = 0.0;
     double bitsPerWeight = 0.0;
-    std::uint64_t residentBytes = 0;   // process RSS when the module finished
+    std::uint64_t residentBytes = 0;  // process RSS when the module finished
     // A MoE expert: the calibration tokens the router sent to it (samples may count more: every token,
     // with all-expert calibration); -1 for the other linears.
     std::int64_t routedTokens = -1;
@@ -39,22 +39,23 @@ struct ModuleLog {
 
 struct MethodResult {
     MethodSpec method;
-    io::CheckpointFingerprint source;      // the checkpoint it was quantized from (the exporter checks it)
-    std::string error;                     // non-empty when the method could not be applied (e.g. a shape)
-    double bitsPerWeight = 0.0;            // over the quantized linears, weighted by their size
-    std::uint64_t linearBytes = 0;         // storage of the quantized linears
-    std::uint64_t checkpointBytes = 0;     // plus everything kept in the source dtype
-    double seconds = 0.0;                  // quantization wall time
-    analysis::KlReport kl;                 // against the original on the evaluation text
-    std::vector<double> perLayerKl;        // mean KLD with only layer i quantized (empty unless asked)
-    std::vector<std::vector<double>> perGroupKl;   // [layer][kFusedGroups index]: mean KLD with only that group quantized
+    io::CheckpointFingerprint source;   // the checkpoint it was quantized from (the exporter checks it)
+    std::string error;                  // non-empty when the method could not be applied (e.g. a shape)
+    double bitsPerWeight = 0.0;         // over the quantized linears, weighted by their size
+    std::uint64_t linearBytes = 0;      // storage of the quantized linears
+    std::uint64_t checkpointBytes = 0;  // plus everything kept in the source dtype
+    double seconds = 0.0;               // quantization wall time
+    analysis::KlReport kl;              // against the original on the evaluation text
+    std::vector<double> perLayerKl;     // mean KLD with only layer i quantized (empty unless asked)
+    std::vector<std::vector<double>>
+        perGroupKl;  // [layer][kFusedGroups index]: mean KLD with only that group quantized
     std::vector<ModuleLog> modules;
     // The quantized linears, for export and the GUI: in RAM (`layers`), or in the Job's work folder
     // (`stored`, JobPlan::resultsOnDisk; `layers` is empty then). Read them through layerCount(),
     // layerAt() and linearHeaders(), which serve both.
     std::vector<QuantizedLayer> layers;
     std::shared_ptr<const StoredLayers> stored;
-    bool mixed = false;                    // a method per linear (JobPlan::mixed): `method` is its most common one, renamed
+    bool mixed = false;  // a method per linear (JobPlan::mixed): `method` is its most common one, renamed
 
     // The method's label, or a mix's name ("mixed 3.50 bpw").
     std::string label() const { return mixed ? method.name : method.label(); }
@@ -73,7 +74,7 @@ const std::vector<QuantizedLayer>& linearHeaders(const MethodResult& result);
 inline bool hasLayers(const MethodResult& result) { return layerCount(result) > 0; }
 
 struct JobResult {
-    io::CheckpointFingerprint source;      // the checkpoint the job read; each method carries it too
+    io::CheckpointFingerprint source;  // the checkpoint the job read; each method carries it too
     std::vector<MethodResult> methods;
     // The FP8 KV cache's damage alone: the original weights with the cache quantized (when a method asks for it).
     std::optional<analysis::KlReport> kvCacheOnlyKl;

@@ -7,9 +7,9 @@
 #include <string>
 #include <string_view>
 
+#include "qs/cancel_token.h"
 #include "qs/model/layer_weights.h"
 #include "qs/pipeline/backend.h"
-#include "qs/cancel_token.h"
 #include "qs/pipeline/layer_statistics.h"
 #include "qs/pipeline/method_spec.h"
 #include "qs/quant/quantized_linear.h"
@@ -27,12 +27,13 @@ QuantizedLayer quantizeLayer(const MethodSpec& method, const model::LayerWeights
 // What quantizeLayer may free as it goes, for the last user of a layer's weights and statistics:
 // a 4096-wide layer is 0.9 GB of f32 weights and 1 GB of running sums, its down_proj's H 0.8 GB.
 struct LayerRelease {
-    bool statistics = false;   // LayerStatistics::done() after each module; GPTQ takes each input's last H
-    bool weights = false;      // each linear's f32 weight once quantized (its bias and the norms stay)
+    bool statistics = false;  // LayerStatistics::done() after each module; GPTQ takes each input's last H
+    bool weights = false;     // each linear's f32 weight once quantized (its bias and the norms stay)
 };
 // The same results, bit for bit, freeing what `release` allows.
 QuantizedLayer quantizeLayer(const MethodSpec& method, model::LayerWeights& weights, LayerStatistics& statistics,
-                             std::uint64_t seed, const CancelToken& cancel, const Backend* backend, LayerRelease release);
+                             std::uint64_t seed, const CancelToken& cancel, const Backend* backend,
+                             LayerRelease release);
 
 // A method per linear (a mixed-precision allocation): `methodOf(module)` names it, or returns null
 // for a linear left dense (absent from the result). AWQ and the GGUF file types, which choose for a
@@ -45,8 +46,8 @@ QuantizedLayer quantizeLayerModules(const ModuleMethod& methodOf, const model::L
 // One linear (RTN, GPTQ, FP8, MXFP4, NVFP4, NF4, trellis, one ggml type weighted by H's diagonal as the
 // GGUF methods' imatrix); `h` may be null for the methods that need none.
 // `cancel`, when given, is polled inside the long ones (GPTQ between column blocks, the trellis per group).
-quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& weight, const MatrixF* h,
-                                      double samples, std::uint64_t seed, const Backend* backend = nullptr,
+quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& weight, const MatrixF* h, double samples,
+                                      std::uint64_t seed, const Backend* backend = nullptr,
                                       const CancelToken* cancel = nullptr);
 
 }  // namespace qs::pipeline

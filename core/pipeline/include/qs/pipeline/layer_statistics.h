@@ -23,11 +23,11 @@ namespace qs::pipeline {
 struct InputStatistics {
     InputStatistics(std::int64_t features, const Backend& backend)
         : hessian(backend.hessian(features)), maxAbs(VectorF::Zero(features)) {}
-    std::unique_ptr<HessianSink> hessian;   // on the backend's device; released() once every module is done
-    VectorF maxAbs;   // max |x| per input channel
-    std::vector<float> tokenMaxAbs;      // max |x| of each token (row) seen: static input scales are calibrated from them
-    std::vector<std::string> modules;    // the modules that read this input, in the hook's order
-    std::size_t done = 0;                // how many of them are done
+    std::unique_ptr<HessianSink> hessian;  // on the backend's device; released() once every module is done
+    VectorF maxAbs;                        // max |x| per input channel
+    std::vector<float> tokenMaxAbs;    // max |x| of each token (row) seen: static input scales are calibrated from them
+    std::vector<std::string> modules;  // the modules that read this input, in the hook's order
+    std::size_t done = 0;              // how many of them are done
 };
 
 class LayerStatistics {
@@ -52,7 +52,7 @@ public:
     // Throws qs::Error once the input's modules are all done.
     const MatrixF& hessian(std::string_view module);
     bool empty() const { return inputs_.empty(); }
-    std::size_t bytes() const;   // memory held by the accumulators and the cached H
+    std::size_t bytes() const;  // memory held by the accumulators and the cached H
 
     // Marks `module` as quantized; when it was the last module of its input, frees that input's
     // running sums and cached H. Idempotent.
@@ -68,10 +68,10 @@ private:
     InputStatistics& mutableInput(std::string_view module);
     bool isDone(std::string_view module) const { return done_.find(module) != done_.end(); }
 
-    std::map<std::string, std::shared_ptr<InputStatistics>, std::less<>> inputs_;   // by module
+    std::map<std::string, std::shared_ptr<InputStatistics>, std::less<>> inputs_;  // by module
     std::map<const InputStatistics*, MatrixF> finalized_;
-    std::set<std::string, std::less<>> done_;   // modules done
-    std::map<std::string, std::int64_t, std::less<>> routed_;   // an expert module's routed tokens
+    std::set<std::string, std::less<>> done_;                  // modules done
+    std::map<std::string, std::int64_t, std::less<>> routed_;  // an expert module's routed tokens
     const Backend* backend_;
     std::vector<float> keyTokenMaxAbs_, valueTokenMaxAbs_;
 };

@@ -33,23 +33,23 @@ enum class Fp8Granularity { Block, Channel, Tensor };
 
 struct MethodSpec {
     MethodKind kind = MethodKind::Rtn;
-    std::string name;          // the short name it was parsed from, normalised ("gptq4-act")
-    int bits = 4;              // code bits (trellis: K)
-    int groupSize = 128;       // integer methods: -1 = one group per row
-    bool actOrder = false;     // GPTQ
+    std::string name;       // the short name it was parsed from, normalised ("gptq4-act")
+    int bits = 4;           // code bits (trellis: K)
+    int groupSize = 128;    // integer methods: -1 = one group per row
+    bool actOrder = false;  // GPTQ
     bool sym = false;
     int trellisL = 8;
-    Fp8Granularity fp8Scales = Fp8Granularity::Block;   // FP8
-    int ggufFileType = -1;     // GGUF: llama_ftype (15 = Q4_K_M); -1 with ggmlType
-    std::optional<io::GgmlType> ggmlType;   // GGUF, one ggml type per linear (a mix's candidate), no file type
-    quant::ActivationFormat activations = quant::ActivationFormat::None;   // W8A8 / W4A4: the inputs too
-    bool kvCacheFp8 = false;   // the KV cache in FP8 E4M3 with calibrated k/v scales (--kv-cache fp8)
+    Fp8Granularity fp8Scales = Fp8Granularity::Block;  // FP8
+    int ggufFileType = -1;                             // GGUF: llama_ftype (15 = Q4_K_M); -1 with ggmlType
+    std::optional<io::GgmlType> ggmlType;  // GGUF, one ggml type per linear (a mix's candidate), no file type
+    quant::ActivationFormat activations = quant::ActivationFormat::None;  // W8A8 / W4A4: the inputs too
+    bool kvCacheFp8 = false;  // the KV cache in FP8 E4M3 with calibrated k/v scales (--kv-cache fp8)
 
-    std::string label() const;               // "GPTQ int4, g64, act-order" (the reference KL table's wording)
-    std::string weightLabel() const;         // the same without the KV cache's part
-    bool needsCalibration() const;           // GPTQ, AWQ and static input scales read the layer inputs
-    bool sequential() const;                 // GPTQ and AWQ: quantized from a stream of their own (true-sequential)
-    bool integerGrid() const;                // RTN, GPTQ, AWQ
+    std::string label() const;        // "GPTQ int4, g64, act-order" (the reference KL table's wording)
+    std::string weightLabel() const;  // the same without the KV cache's part
+    bool needsCalibration() const;    // GPTQ, AWQ and static input scales read the layer inputs
+    bool sequential() const;          // GPTQ and AWQ: quantized from a stream of their own (true-sequential)
+    bool integerGrid() const;         // RTN, GPTQ, AWQ
     bool gguf() const { return kind == MethodKind::Gguf; }
     // A GGUF method that chooses for the whole model (a file type's mix), not for one linear.
     bool ggufFileMix() const { return gguf() && !ggmlType; }

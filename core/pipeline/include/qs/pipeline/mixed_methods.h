@@ -37,12 +37,12 @@ std::string mixRefusal(const MethodSpec& method);
 std::string mixFormatRefusal(const MethodSpec& method, const std::string& format);
 
 struct MixedMethods {
-    std::string name;                                                     // "mixed 3.50 bpw"
-    std::vector<std::map<std::string, MethodSpec, std::less<>>> layers;   // per decoder layer: module -> method
+    std::string name;                                                    // "mixed 3.50 bpw"
+    std::vector<std::map<std::string, MethodSpec, std::less<>>> layers;  // per decoder layer: module -> method
 
-    const MethodSpec* methodOf(int layer, std::string_view module) const;   // null: dense
+    const MethodSpec* methodOf(int layer, std::string_view module) const;  // null: dense
     bool needsCalibration() const;
-    bool sequential() const;   // some linear is quantized by GPTQ: the stream calibrates on itself
+    bool sequential() const;  // some linear is quantized by GPTQ: the stream calibrates on itself
     // What MethodResult::method holds: the method most linears use, named `name`.
     MethodSpec summary() const;
     // Throws qs::Error naming the module for a method that cannot be mixed (mixRefusal).

@@ -21,16 +21,17 @@ namespace qs::pipeline {
 
 struct MixedAllocation {
     double targetBpw = 0.0;
-    double bitsPerWeight = 0.0;       // what the allocation spends (≤ target)
+    double bitsPerWeight = 0.0;  // what the allocation spends (≤ target)
     double predictedKl = 0.0;
-    std::vector<int> choice;          // per table group: the candidate's index, -1 for a dense group
+    std::vector<int> choice;  // per table group: the candidate's index, -1 for a dense group
 };
 
 class MixedPrecisionPlanner {
 public:
     // `table` must outlive the planner (it is read, not copied). Throws qs::Error: an allowed name that is not a measured candidate, a rule that matches no
     // linear, a rule that covers part of a fused group (naming the module), a rule's method not measured.
-    MixedPrecisionPlanner(const SensitivityTable& table, const ModuleRules& rules, const std::vector<std::string>& allowed);
+    MixedPrecisionPlanner(const SensitivityTable& table, const ModuleRules& rules,
+                          const std::vector<std::string>& allowed);
 
     double cheapestBpw() const { return cheapest_; }
     double richestBpw() const { return richest_; }
@@ -48,10 +49,10 @@ private:
     MixedAllocation fromChoice(double target, const quant::Allocation& a) const;
 
     const SensitivityTable& table_;
-    std::vector<int> allowed_;                 // candidate indices offered to free units
+    std::vector<int> allowed_;  // candidate indices offered to free units
     std::vector<quant::AllocationLayer> units_;
-    std::vector<std::vector<std::size_t>> unitGroups_;   // per unit: its table groups
-    std::vector<std::vector<int>> unitCandidates_;       // per unit: the candidate of each option
+    std::vector<std::vector<std::size_t>> unitGroups_;  // per unit: its table groups
+    std::vector<std::vector<int>> unitCandidates_;      // per unit: the candidate of each option
     std::size_t groupCount_ = 0;
     double cheapest_ = 0.0, richest_ = 0.0;
 };

@@ -32,25 +32,25 @@ namespace qs::pipeline {
 
 enum class Sensitivity { OutputError, LayerKl, GroupKl };
 
-Sensitivity parseSensitivity(std::string_view name);   // "output-error" | "layer-kl" | "group-kl"; throws qs::Error
+Sensitivity parseSensitivity(std::string_view name);  // "output-error" | "layer-kl" | "group-kl"; throws qs::Error
 std::string_view sensitivityName(Sensitivity s);
 
 // One fused group of one decoder layer: what the allocator chooses a method for.
 struct SensitivityGroup {
     int layer = 0;
-    std::vector<std::string> modules;     // "self_attn.q_proj", ...
+    std::vector<std::string> modules;  // "self_attn.q_proj", ...
     std::int64_t params = 0;
-    std::vector<double> bitsPerWeight;    // per candidate, weighted by the linears' sizes
-    std::vector<double> damage;           // per candidate (see above)
+    std::vector<double> bitsPerWeight;  // per candidate, weighted by the linears' sizes
+    std::vector<double> damage;         // per candidate (see above)
 };
 
 struct SensitivityTable {
     Sensitivity measure = Sensitivity::OutputError;
     std::vector<MethodSpec> candidates;
     std::vector<SensitivityGroup> groups;
-    std::vector<double> uniformKl;        // each candidate's measured mean KLD (NaN without evaluation)
-    std::vector<double> uniformBpw;       // each candidate's bits per weight over the quantized linears
-    double klPerDamage = 1.0;             // predicted KL = klPerDamage · Σ damage
+    std::vector<double> uniformKl;   // each candidate's measured mean KLD (NaN without evaluation)
+    std::vector<double> uniformBpw;  // each candidate's bits per weight over the quantized linears
+    double klPerDamage = 1.0;        // predicted KL = klPerDamage · Σ damage
 
     // Σ damage of the uniform choice of candidate c, times klPerDamage.
     double uniformPredictedKl(std::size_t c) const;
@@ -69,6 +69,7 @@ SensitivityTable bitsOnlyTable(const model::ModelConfig& config, const std::vect
 
 // Runs the measurement Job: `plan` with the candidates as its methods (and per-layer or per-group KL).
 SensitivityTable measureSensitivity(JobPlan plan, const std::vector<MethodSpec>& candidates, Sensitivity measure,
-                                    const ProgressCallback& progress, const CancelToken& cancel, JobResult* measured = nullptr);
+                                    const ProgressCallback& progress, const CancelToken& cancel,
+                                    JobResult* measured = nullptr);
 
 }  // namespace qs::pipeline

@@ -25,9 +25,9 @@ nlohmann::json frontierJson(const SensitivityTable& table, const std::vector<Mix
 // What a mix of methods was asked for, as its report records it.
 struct MixedPrecisionRequest {
     std::vector<MethodSpec> candidates;
-    std::vector<std::string> overrides;   // as typed, "REGEX=METHOD"
-    std::vector<std::string> ignore;      // as typed
-    std::string sensitivity;              // the budget's damage measure; "" for rules without a budget
+    std::vector<std::string> overrides;  // as typed, "REGEX=METHOD"
+    std::vector<std::string> ignore;     // as typed
+    std::string sensitivity;             // the budget's damage measure; "" for rules without a budget
 };
 
 // quantscope_report.json's "mixed_precision" record, the same from the CLI's quantize and the GUI's

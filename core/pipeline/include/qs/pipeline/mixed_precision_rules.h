@@ -35,7 +35,7 @@ ModuleOverride parseOverride(std::string_view text, int groupSize = 128);
 // What the rules decide for one linear.
 struct RuleDecision {
     enum class Kind { Free, Fixed, Dense } kind = Kind::Free;
-    const MethodSpec* method = nullptr;   // Fixed: the override's method
+    const MethodSpec* method = nullptr;  // Fixed: the override's method
 };
 
 // Compiles the rules once; throws qs::Error for a regex that does not compile.
@@ -44,7 +44,7 @@ public:
     explicit RuleMatcher(const ModuleRules& rules);
     ~RuleMatcher();
     RuleMatcher(RuleMatcher&&) noexcept;
-    RuleDecision decide(const std::string& module);   // records which rules matched
+    RuleDecision decide(const std::string& module);  // records which rules matched
     // One decision for the linears `modules` of `layer` (a fused group: mixed_methods.h); throws
     // qs::Error naming the module that the rules treat differently from the first.
     RuleDecision decideGroup(int layer, const std::vector<std::string>& modules);

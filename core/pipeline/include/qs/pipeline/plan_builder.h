@@ -25,10 +25,10 @@ struct PlanSettings {
     TextChoice evaluation;
     bool perLayerKl = false;
     bool trueSequential = true;
-    bool moeCalibrateAllExperts = true;   // JobPlan::moeCalibrateAllExperts
+    bool moeCalibrateAllExperts = true;  // JobPlan::moeCalibrateAllExperts
     std::uint64_t seed = 0;
     bool allowNonFinite = false;  // else a linear with NaN or Inf weights is refused (openModelCheckpoint)
-    ActivationCalibration activationCalibration;   // static input and KV-cache scales: max or a percentile
+    ActivationCalibration activationCalibration;  // static input and KV-cache scales: max or a percentile
 };
 
 struct BuiltPlan {

@@ -14,15 +14,15 @@ struct ResourceEstimate {
     // program, its libraries, what the caller has loaded) plus the job's own peak (predictedJobBytes),
     // and, under --max-memory, at least the high-water mark the process has already reached.
     std::uint64_t peakBytes = 0;
-    std::uint64_t residentAtStartBytes = 0;   // residentBytes() when estimated
+    std::uint64_t residentAtStartBytes = 0;  // residentBytes() when estimated
     // The fixed part: residentAtStartBytes and what the run adds outside the job's modelled work
     // (kRunOverheadBytes, and kHugePageOverheadBytes on huge pages). peakBytes = fixedBytes + predictedJobBytes (at least highWaterBytes under a limit).
     std::uint64_t fixedBytes = 0;
-    std::uint64_t highWaterBytes = 0;         // the process's peak resident set so far (VmHWM)
+    std::uint64_t highWaterBytes = 0;  // the process's peak resident set so far (VmHWM)
     double seconds = 0.0;
-    std::uint64_t availableBytes = 0;    // MemAvailable when estimated, or the plan's maxMemory when less
-    bool limitedByMaxMemory = false;     // availableBytes is the plan's maxMemory
-    double gemmFlopsPerSecond = 0.0;     // the rate the time is predicted from (measured here)
+    std::uint64_t availableBytes = 0;  // MemAvailable when estimated, or the plan's maxMemory when less
+    bool limitedByMaxMemory = false;   // availableBytes is the plan's maxMemory
+    double gemmFlopsPerSecond = 0.0;   // the rate the time is predicted from (measured here)
     // The travelling hidden states: all of them, and those that spill to the work folder (not counted
     // in peakBytes), by the names the work folder gives them.
     std::uint64_t hiddenBytes = 0;
@@ -51,8 +51,8 @@ constexpr std::uint64_t kHugePageOverheadBytes = 16ull << 20;
 
 struct WorkloadShape {
     model::ModelConfig config;
-    int methods = 0;                     // methods to quantize
-    int sequentialMethods = 0;           // of those, with their own calibration stream (GPTQ, AWQ)
+    int methods = 0;            // methods to quantize
+    int sequentialMethods = 0;  // of those, with their own calibration stream (GPTQ, AWQ)
     // The finished layers as the Job keeps them (codes, packed two per byte when they fit in four
     // bits, plus scales), in bytes per weight summed over the methods; 0: 1.1 per method.
     double keptBytesPerWeight = 0.0;
@@ -68,7 +68,7 @@ struct WorkloadShape {
     bool moeAllExperts = true;
     // Travelling hidden states that live in the work folder instead of memory (JobPlan::maxMemory).
     std::uint64_t spilledHiddenBytes = 0;
-    double quantizeFlopsPerWeight = 0.0; // the methods' own work per weight, summed (trellis, GPTQ dominate)
+    double quantizeFlopsPerWeight = 0.0;  // the methods' own work per weight, summed (trellis, GPTQ dominate)
     // The lm_head's bytes in the checkpoint (the tied embedding's when tied): its mapped pages stay
     // resident while the logits are computed block by block (released after each sequence's logits).
     std::uint64_t lmHeadFileBytes = 0;
@@ -95,6 +95,6 @@ std::uint64_t residentHighWaterBytes();
 // A short f32 GEMM measured now, in FLOP/s.
 double measureGemmRate();
 
-std::string formatBytes(std::uint64_t bytes);   // "1.23 GiB"
+std::string formatBytes(std::uint64_t bytes);  // "1.23 GiB"
 
 }  // namespace qs::pipeline

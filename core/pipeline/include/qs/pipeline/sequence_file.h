@@ -17,9 +17,11 @@ struct SequenceShape {
     std::int64_t cols = 0;
 
     std::size_t size() const { return rows.size(); }
-    std::uint64_t bytes() const;                     // of every sequence
-    std::uint64_t offset(std::size_t i) const;       // where sequence i starts in the file
-    std::uint64_t sequenceBytes(std::size_t i) const { return std::uint64_t(rows[i]) * std::uint64_t(cols) * sizeof(float); }
+    std::uint64_t bytes() const;                // of every sequence
+    std::uint64_t offset(std::size_t i) const;  // where sequence i starts in the file
+    std::uint64_t sequenceBytes(std::size_t i) const {
+        return std::uint64_t(rows[i]) * std::uint64_t(cols) * sizeof(float);
+    }
 };
 
 SequenceShape shapeOf(const std::vector<MatrixF>& sequences);
@@ -49,7 +51,8 @@ public:
     static std::vector<MatrixF> load(const std::filesystem::path& path, const SequenceShape& shape);
 
 private:
-    SequenceFile(std::filesystem::path path, SequenceShape shape, int fd) : path_(std::move(path)), shape_(std::move(shape)), fd_(fd) {}
+    SequenceFile(std::filesystem::path path, SequenceShape shape, int fd)
+        : path_(std::move(path)), shape_(std::move(shape)), fd_(fd) {}
     std::filesystem::path path_;
     SequenceShape shape_;
     int fd_ = -1;

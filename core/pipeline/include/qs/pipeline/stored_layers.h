@@ -44,13 +44,14 @@ private:
 class StoredLinearReader {
 public:
     // `layerPrefix(i)` names layer i's tensors ("model.layers.3.", a VLM's text tower prefix).
-    StoredLinearReader(std::shared_ptr<const StoredLayers> stored, const std::function<std::string(std::size_t)>& layerPrefix);
+    StoredLinearReader(std::shared_ptr<const StoredLayers> stored,
+                       const std::function<std::string(std::size_t)>& layerPrefix);
 
     std::shared_ptr<const quant::QuantizedLinear> complete(const std::string& name);
 
 private:
     std::shared_ptr<const StoredLayers> stored_;
-    std::map<std::string, std::pair<std::size_t, std::string>> where_;   // name -> (layer, module)
+    std::map<std::string, std::pair<std::size_t, std::string>> where_;  // name -> (layer, module)
     std::size_t heldIndex_ = 0;
     QuantizedLayer held_;
 };

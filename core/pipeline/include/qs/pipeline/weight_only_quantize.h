@@ -36,15 +36,15 @@ WeightOnlySelection selectWeightOnlyLinears(const io::Checkpoint& checkpoint);
 
 struct WeightOnlyLinearReport {
     std::string prefix;
-    double weightError = 0.0;   // ||W - Q|| / ||W|| (0 for a zero weight)
+    double weightError = 0.0;  // ||W - Q|| / ||W|| (0 for a zero weight)
     double bitsPerWeight = 0.0;
 };
 
 struct WeightOnlyReport {
     std::filesystem::path written;
-    std::vector<WeightOnlyLinearReport> linears;   // in the checkpoint's tensor order
-    std::vector<std::string> keptDense;            // the linears left dense on purpose (routers, towers)
-    double bitsPerWeight = 0.0;                    // over the quantized linears, weighted by their size
+    std::vector<WeightOnlyLinearReport> linears;  // in the checkpoint's tensor order
+    std::vector<std::string> keptDense;           // the linears left dense on purpose (routers, towers)
+    double bitsPerWeight = 0.0;                   // over the quantized linears, weighted by their size
     double seconds = 0.0;
 };
 

@@ -27,13 +27,13 @@
 
 namespace qs::pipeline {
 
-using HiddenSet = std::map<std::string, std::vector<MatrixF>>;   // named streams, one [T, hidden] matrix per sequence
-using HiddenShapes = std::map<std::string, SequenceShape>;        // named streams' shapes, their sequences in files
+using HiddenSet = std::map<std::string, std::vector<MatrixF>>;  // named streams, one [T, hidden] matrix per sequence
+using HiddenShapes = std::map<std::string, SequenceShape>;      // named streams' shapes, their sequences in files
 
 struct LayerRecord {
-    nlohmann::json facts = nlohmann::json::object();          // the Job's own per-layer facts (logs, errors, scales)
-    std::map<std::string, quant::QuantizedLinear> linears;    // keyed as the Job names them ("0:self_attn.q_proj")
-    HiddenSet hidden;                                         // states the Job keeps per layer (per-layer KL inputs)
+    nlohmann::json facts = nlohmann::json::object();        // the Job's own per-layer facts (logs, errors, scales)
+    std::map<std::string, quant::QuantizedLinear> linears;  // keyed as the Job names them ("0:self_attn.q_proj")
+    HiddenSet hidden;                                       // states the Job keeps per layer (per-layer KL inputs)
 };
 
 class WorkFolder {

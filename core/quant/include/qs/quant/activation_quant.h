@@ -20,7 +20,7 @@ enum class ActivationFormat { None, Fp8Tensor, Fp8Token, Nvfp4 };
 
 struct ActivationQuant {
     ActivationFormat format = ActivationFormat::None;
-    float scale = 0.0f;   // Fp8Tensor: input_scale; Nvfp4: the global scale g; unused otherwise
+    float scale = 0.0f;  // Fp8Tensor: input_scale; Nvfp4: the global scale g; unused otherwise
 
     bool active() const { return format != ActivationFormat::None; }
     bool operator==(const ActivationQuant&) const = default;

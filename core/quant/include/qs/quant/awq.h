@@ -20,28 +20,28 @@ namespace qs::quant {
 struct AwqOptions {
     int bits = 4;
     int groupSize = 128;
-    bool sym = false;                   // AutoAWQ's zero_point = true
+    bool sym = false;  // AutoAWQ's zero_point = true
     GridRule rule = GridRule::AutoAwq;
-    int grid = 20;                      // α = i / grid, i = 0 .. grid - 1
-    bool clipSearch = false;            // AutoAWQ's auto_clip on the scaled weights, inputs X / s
+    int grid = 20;            // α = i / grid, i = 0 .. grid - 1
+    bool clipSearch = false;  // AutoAWQ's auto_clip on the scaled weights, inputs X / s
 };
 
 struct AwqResult {
     double alpha = 0.0;
-    std::vector<float> scales;               // s per input channel
-    std::vector<QuantizedLinear> linears;    // per weight: codes of W·diag(s), inputScales = s, outputMse/Error measured
-    std::vector<double> gridError;           // the search objective at each α (Σ over linears of the output mse)
+    std::vector<float> scales;             // s per input channel
+    std::vector<QuantizedLinear> linears;  // per weight: codes of W·diag(s), inputScales = s, outputMse/Error measured
+    std::vector<double> gridError;         // the search objective at each α (Σ over linears of the output mse)
     double seconds = 0.0;
 };
 
 // weights: the linears reading x [tokens, in]; each [out_i, in].
 AwqResult quantizeAwq(const std::vector<const MatrixF*>& weights, const Eigen::Ref<const MatrixF>& x,
-                                const AwqOptions& options = {});
+                      const AwqOptions& options = {});
 
 // The same search from calibration statistics alone: mean|x| per channel and H = 2 XᵀX / n
 // (what HessianAccumulator keeps), so layer-by-layer calibration need not keep X.
 AwqResult quantizeAwqFromStats(const std::vector<const MatrixF*>& weights, const VectorF& meanAbs, const MatrixF& h,
-                                const AwqOptions& options = {});
+                               const AwqOptions& options = {});
 
 // hessianQuadratic(d, H) = Σ over the rows of ½ d H dᵀ, computed elsewhere (a device holding H).
 using QuadraticForm = std::function<double(const MatrixF& d)>;

@@ -18,8 +18,8 @@ namespace qs::quant {
 
 struct AllocationOption {
     double bitsPerWeight = 0.0;
-    double error = 0.0;        // per weight; the total weighs it by the linear's parameter count
-    std::string label;         // e.g. "gptq 4-bit g128"
+    double error = 0.0;  // per weight; the total weighs it by the linear's parameter count
+    std::string label;   // e.g. "gptq 4-bit g128"
 };
 
 struct AllocationLayer {
@@ -29,11 +29,11 @@ struct AllocationLayer {
 };
 
 struct Allocation {
-    std::vector<int> choice;        // index into each layer's options
-    double averageBpw = 0.0;        // Σ params·bpw / Σ params
-    double error = 0.0;             // Σ params·error / Σ params
-    double lowerBound = 0.0;        // allocateExact: the Lagrangian bound (no allocation can beat it)
-    bool exact = false;             // allocateExact: true when the DP's unit represented every cost exactly
+    std::vector<int> choice;  // index into each layer's options
+    double averageBpw = 0.0;  // Σ params·bpw / Σ params
+    double error = 0.0;       // Σ params·error / Σ params
+    double lowerBound = 0.0;  // allocateExact: the Lagrangian bound (no allocation can beat it)
+    bool exact = false;       // allocateExact: true when the DP's unit represented every cost exactly
 };
 
 Allocation allocateGreedy(const std::vector<AllocationLayer>& layers, double targetBpw);

@@ -10,10 +10,10 @@
 namespace qs::quant {
 
 struct CodeLevel {
-    int code = 0;               // the stored code: 0 .. 2^bits - 1 (E4M3: the byte, E2M1: the nibble)
-    float level = 0.0f;         // what it decodes to before scaling: the integer itself (UnsignedInt),
-                                // e2m1(code), e4m3(code), nf4Table()[code]; NaN for E4M3's NaN codes
-    std::uint64_t count = 0;    // weights stored as this code
+    int code = 0;             // the stored code: 0 .. 2^bits - 1 (E4M3: the byte, E2M1: the nibble)
+    float level = 0.0f;       // what it decodes to before scaling: the integer itself (UnsignedInt),
+                              // e2m1(code), e4m3(code), nf4Table()[code]; NaN for E4M3's NaN codes
+    std::uint64_t count = 0;  // weights stored as this code
 };
 
 // Every code of the layer's code kind, in increasing `level` (NaN codes last; -0 before +0), counted

@@ -28,17 +28,17 @@
 namespace qs::quant {
 
 struct GptqOptions {
-    int bits = 4;                       // 2, 3, 4, 8 (any 2..8 works)
-    int groupSize = 128;                // -1: one group per row
+    int bits = 4;         // 2, 3, 4, 8 (any 2..8 works)
+    int groupSize = 128;  // -1: one group per row
     double dampPercent = 0.01;
-    double dampIncrement = 0.0025;      // added to dampPercent after each failed Cholesky, up to 1
+    double dampIncrement = 0.0025;  // added to dampPercent after each failed Cholesky, up to 1
     bool actOrder = false;
     bool staticGroups = false;
     bool sym = true;
     int blockSize = 128;
     GridRule rule = GridRule::AutoGptq;
-    double samples = 0;                 // GPTQModel's nsamples for the loss; 0 = report the plain sum
-    bool measureError = true;           // outputError / outputMse (one extra GEMM W·H for ||W X||)
+    double samples = 0;        // GPTQModel's nsamples for the loss; 0 = report the plain sum
+    bool measureError = true;  // outputError / outputMse (one extra GEMM W·H for ||W X||)
     // Polled between blocks of 128 columns (a large layer takes seconds): qs::Cancelled when set.
     const qs::CancelToken* cancel = nullptr;
 };

@@ -21,15 +21,15 @@ public:
     // Adds the rows of `x` [tokens, features]. Large inputs are split in chunks of `chunkRows`.
     void add(const Eigen::Ref<const MatrixF>& x, std::int64_t chunkRows = 2048);
 
-    std::int64_t samples() const { return samples_; }   // rows added so far
-    MatrixF finalize() const;                            // 2 XᵀX / n, full symmetric [features, features]
+    std::int64_t samples() const { return samples_; }  // rows added so far
+    MatrixF finalize() const;                          // 2 XᵀX / n, full symmetric [features, features]
     // finalize(), then frees the running sums: what is left is the sample count and meanAbs();
     // add() and finalize() throw afterwards. For a caller that needs H only once (the Job).
     MatrixF release();
-    void discard();                                      // frees the sums without computing H (as release())
+    void discard();  // frees the sums without computing H (as release())
     bool released() const { return released_; }
-    VectorF meanAbs() const;                             // mean |x| per input channel
-    std::uint64_t bytes() const;                         // memory held by the running sums
+    VectorF meanAbs() const;      // mean |x| per input channel
+    std::uint64_t bytes() const;  // memory held by the running sums
 
 private:
     void addChunk(const Eigen::Ref<const MatrixF>& x);
@@ -43,7 +43,7 @@ private:
     std::vector<std::pair<std::int64_t, std::int64_t>> tiles_;
     std::vector<std::size_t> offsets_;
     std::vector<double> sum_;
-    VectorD absSum_;        // Σ |x| per channel
+    VectorD absSum_;  // Σ |x| per channel
 };
 
 // XᵀX of one chunk in f32, lower triangle only (the upper is left unspecified): the blocked,

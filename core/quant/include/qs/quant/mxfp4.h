@@ -18,7 +18,7 @@ inline constexpr int kMxfp4BlockSize = 32;
 // E2M1 nibble per weight. A row whose length is not a multiple of 32 ends in a shorter block.
 QuantizedLinear quantizeMxfp4(const MatrixF& w);
 MatrixF dequantizeMxfp4(const QuantizedLinear& q);
-void dequantizeMxfp4(const QuantizedLinear& q, float* out);   // into rows * cols floats, no allocation
+void dequantizeMxfp4(const QuantizedLinear& q, float* out);  // into rows * cols floats, no allocation
 
 // The E8M0 bytes (e + 127) of q's scales, row-major like q.scales: the `*_scales` tensor.
 std::vector<std::uint8_t> mxfp4ScaleBytes(const QuantizedLinear& q);

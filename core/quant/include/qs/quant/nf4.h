@@ -22,9 +22,9 @@ const std::array<float, 16>& nf4Table();
 const std::array<float, 256>& dynamicMap8();
 
 struct Nf4Options {
-    int blockSize = 64;          // bnb_4bit blocksize (a power of two, 32 .. 4096)
-    bool doubleQuant = true;     // bnb_4bit_use_double_quant
-    int nestedBlockSize = 256;   // absmax values per 8-bit block
+    int blockSize = 64;         // bnb_4bit blocksize (a power of two, 32 .. 4096)
+    bool doubleQuant = true;    // bnb_4bit_use_double_quant
+    int nestedBlockSize = 256;  // absmax values per 8-bit block
 };
 
 // Method Nf4, CodeKind Nf4, codes = NF4 indices [rows * cols], blockRows 1, blockCols = blockSize,
@@ -35,10 +35,10 @@ struct Nf4Options {
 // the rows' blocks; other shapes throw qs::Error.
 QuantizedLinear quantizeNf4(const MatrixF& w, const Nf4Options& options = {});
 MatrixF dequantizeNf4(const QuantizedLinear& q);
-void dequantizeNf4(const QuantizedLinear& q, float* out);   // into rows * cols floats, no allocation
+void dequantizeNf4(const QuantizedLinear& q, float* out);  // into rows * cols floats, no allocation
 
 // The index of the entry of the ascending table nearest to v, the first one on ties (torch.argmin).
-std::uint8_t nearestNf4(float v);        // of nf4Table()
-std::uint8_t nearestDynamic8(float v);   // of dynamicMap8(): the double quantization of absmax
+std::uint8_t nearestNf4(float v);       // of nf4Table()
+std::uint8_t nearestDynamic8(float v);  // of dynamicMap8(): the double quantization of absmax
 
 }  // namespace qs::quant

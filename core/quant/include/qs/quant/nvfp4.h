@@ -19,6 +19,6 @@ QuantizedLinear quantizeNvfp4(const MatrixF& w);
 // The same under a given tensor scale (a calibrated activation range): block scales beyond 448 saturate.
 QuantizedLinear quantizeNvfp4(const MatrixF& w, float tensorScale);
 MatrixF dequantizeNvfp4(const QuantizedLinear& q);
-void dequantizeNvfp4(const QuantizedLinear& q, float* out);   // into rows * cols floats, no allocation
+void dequantizeNvfp4(const QuantizedLinear& q, float* out);  // into rows * cols floats, no allocation
 
 }  // namespace qs::quant

@@ -44,26 +44,26 @@ struct TrellisParts {
     int L = 0;
     int K = 0;
     int groupSize = 256;
-    std::uint64_t rotationSeed = 0;      // seeded random signs of the Hadamard rotation
-    std::vector<std::uint32_t> starts;   // one per group, row-major over [rows, cols / groupSize]
+    std::uint64_t rotationSeed = 0;     // seeded random signs of the Hadamard rotation
+    std::vector<std::uint32_t> starts;  // one per group, row-major over [rows, cols / groupSize]
 };
 
 struct QuantizedLinear {
     Method method = Method::Rtn;
     CodeKind codeKind = CodeKind::UnsignedInt;
-    std::int64_t rows = 0;   // out_features
-    std::int64_t cols = 0;   // in_features
-    int bits = 4;            // bits per code
-    int groupSize = -1;      // as configs say it: -1 = one group per row (int methods)
+    std::int64_t rows = 0;  // out_features
+    std::int64_t cols = 0;  // in_features
+    int bits = 4;           // bits per code
+    int groupSize = -1;     // as configs say it: -1 = one group per row (int methods)
     bool symmetric = false;
 
     int blockRows = 1;
     int blockCols = 0;
-    std::vector<std::uint8_t> codes;     // rows * cols, row-major; trellis: the K-bit symbols
-    MatrixF scales;                      // [ceil(rows / blockRows), number of groups]
-    MatrixF zeros;                       // integer-valued, same shape as scales; empty unless UnsignedInt
-    std::vector<std::int32_t> gIdx;      // [cols]: act-order group of each input column; empty = c / blockCols
-    float globalScale = 1.0f;            // NVFP4's per-tensor FP32 scale
+    std::vector<std::uint8_t> codes;  // rows * cols, row-major; trellis: the K-bit symbols
+    MatrixF scales;                   // [ceil(rows / blockRows), number of groups]
+    MatrixF zeros;                    // integer-valued, same shape as scales; empty unless UnsignedInt
+    std::vector<std::int32_t> gIdx;   // [cols]: act-order group of each input column; empty = c / blockCols
+    float globalScale = 1.0f;         // NVFP4's per-tensor FP32 scale
 
     // AWQ: the layer computes x * diag(1/s) through W * diag(s); the effective weight is
     // dequantize() with column c divided by inputScales[c]. Empty = none.
@@ -93,10 +93,10 @@ struct QuantizedLinear {
     std::int64_t inputCount = 0;
 
     // Measurements (NaN when not measured).
-    double outputError = std::numeric_limits<double>::quiet_NaN();   // relative ||(W - Q) X|| / ||W X||
-    double gptqLoss = std::numeric_limits<double>::quiet_NaN();      // GPTQModel's logged loss
-    double outputMse = std::numeric_limits<double>::quiet_NaN();     // mean over tokens and outputs of ((W - Q) x)^2
-    double dampPercent = std::numeric_limits<double>::quiet_NaN();   // GPTQ: damping used (after auto-increase)
+    double outputError = std::numeric_limits<double>::quiet_NaN();  // relative ||(W - Q) X|| / ||W X||
+    double gptqLoss = std::numeric_limits<double>::quiet_NaN();     // GPTQModel's logged loss
+    double outputMse = std::numeric_limits<double>::quiet_NaN();    // mean over tokens and outputs of ((W - Q) x)^2
+    double dampPercent = std::numeric_limits<double>::quiet_NaN();  // GPTQ: damping used (after auto-increase)
     double seconds = 0.0;
 
     // Named constructors: the header of each kind of result (method, code kind, shape, bits, group size,
@@ -128,10 +128,11 @@ struct QuantizedLinear {
     int groupOf(std::int64_t col) const {
         return gIdx.empty() ? static_cast<int>(col / blockCols) : gIdx[static_cast<std::size_t>(col)];
     }
-    MatrixF dequantize() const;             // the f32 weight the parts decode to [rows, cols] (AWQ: of W * diag(s))
-    MatrixF effectiveWeight() const;        // dequantize() with column c divided by inputScales[c] (= dequantize() without them)
-    double bitsPerWeight() const;           // codes + scales + zeros (+ trellis start states)
-    std::uint64_t bytes() const;            // storage of the exported layer
+    MatrixF dequantize() const;  // the f32 weight the parts decode to [rows, cols] (AWQ: of W * diag(s))
+    MatrixF effectiveWeight()
+        const;                     // dequantize() with column c divided by inputScales[c] (= dequantize() without them)
+    double bitsPerWeight() const;  // codes + scales + zeros (+ trellis start states)
+    std::uint64_t bytes() const;   // storage of the exported layer
 };
 
 }  // namespace qs::quant

@@ -40,8 +40,8 @@ inline float quantizeCode(float w, GridParams p, float maxq) {
 inline float dequantizeCode(float code, GridParams p) { return (code - p.zero) * p.scale; }
 
 struct RtnOptions {
-    int bits = 4;                      // 2 .. 8
-    int groupSize = 128;               // 32, 64, 128, ... or -1 for one group per row; a last partial group is allowed
+    int bits = 4;         // 2 .. 8
+    int groupSize = 128;  // 32, 64, 128, ... or -1 for one group per row; a last partial group is allowed
     bool sym = false;
     GridRule rule = GridRule::AutoAwq;
     // AutoAWQ's auto_clip: per row and group, shrink the range to max|w| * (1 - i / clipGrid) for
@@ -62,7 +62,7 @@ void quantizeGroupRtn(const Eigen::Ref<const MatrixF>& w, std::int64_t c0, std::
                       GridRule rule, const float* clip, std::uint8_t* codes, MatrixF& scales, MatrixF& zeros,
                       std::int64_t group);
 
-void checkIntOptions(int bits, int groupSize, std::int64_t cols);   // throws qs::Error on a bad setting
+void checkIntOptions(int bits, int groupSize, std::int64_t cols);  // throws qs::Error on a bad setting
 int groupCount(int groupSize, std::int64_t cols);                  // ceil(cols / groupSize); 1 for -1
 
 }  // namespace qs::quant

@@ -13,8 +13,8 @@
 #include <span>
 #include <vector>
 
-#include "qs/matrix.h"
 #include "qs/cancel_token.h"
+#include "qs/matrix.h"
 #include "qs/progress.h"
 #include "qs/quant/quantized_linear.h"
 
@@ -27,7 +27,7 @@ inline constexpr int kTrellisMaxK = 4;
 // (what a decoder does: no table); table() holds all 2^L values for the encoder.
 class TrellisCodebook {
 public:
-    explicit TrellisCodebook(int L);   // 1 <= L <= 16, else qs::Error
+    explicit TrellisCodebook(int L);  // 1 <= L <= 16, else qs::Error
 
     int L() const { return L_; }
     float value(std::uint32_t state) const;
@@ -46,8 +46,8 @@ private:
 // value of every state on the path.
 struct TrellisPath {
     std::uint32_t start = 0;
-    std::vector<std::uint8_t> symbols;   // x.size() - 1
-    std::vector<float> recon;            // x.size()
+    std::vector<std::uint8_t> symbols;  // x.size() - 1
+    std::vector<float> recon;           // x.size()
     double squaredError = 0.0;
 };
 
@@ -61,10 +61,10 @@ std::vector<float> trellisReplay(const TrellisCodebook& codebook, int K, std::ui
                                  std::span<const std::uint8_t> symbols);
 
 struct TrellisOptions {
-    int L = 8;                   // state bits, 1..16
-    int K = 2;                   // bits per weight, 1..4, K < L
-    int groupSize = 256;         // a power of two dividing the input features
-    std::uint64_t seed = 0;      // random signs of the Hadamard rotation
+    int L = 8;               // state bits, 1..16
+    int K = 2;               // bits per weight, 1..4, K < L
+    int groupSize = 256;     // a power of two dividing the input features
+    std::uint64_t seed = 0;  // random signs of the Hadamard rotation
     const qs::CancelToken* cancel = nullptr;
     qs::ProgressCallback progress = {};
 };

@@ -19,8 +19,8 @@ struct Fp8Activations {
     std::int64_t tokens = 0;
     std::int64_t channels = 0;
     int group = 128;
-    std::vector<std::uint8_t> codes;   // row-major [tokens, channels]
-    MatrixF scales;                    // [tokens, ceil(channels / group)]
+    std::vector<std::uint8_t> codes;  // row-major [tokens, channels]
+    MatrixF scales;                   // [tokens, ceil(channels / group)]
     MatrixF dequantize() const;
 };
 
@@ -40,7 +40,6 @@ struct W8A8Error {
     double w8a8Mse = 0.0;
 };
 
-W8A8Error measureW8A8(const MatrixF& x, const MatrixF& w, Fp8Scaling scaling = Fp8Scaling::Block,
-                      int group = 128);
+W8A8Error measureW8A8(const MatrixF& x, const MatrixF& w, Fp8Scaling scaling = Fp8Scaling::Block, int group = 128);
 
 }  // namespace qs::quant
