@@ -13,6 +13,8 @@ packages=(
   libopenblas0-pthread
   libgtest-dev libgmock-dev libbenchmark-dev
   xvfb xauth
+  # scripts/check-format.sh, run by scripts/test.sh: the layout .clang-format describes
+  clang-format-14
   # install and .deb: PNG icons from the SVG, the man page, the validators, dpkg-shlibdeps
   librsvg2-bin help2man desktop-file-utils appstream dpkg-dev file
 )

@@ -18,6 +18,8 @@ build="${QS_BUILD_DIR:-$root/build}"
 jobs="${QS_JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}"
 
 "$root/scripts/setup-deps.sh"
+# The layout first: seconds, and a misformatted file fails before twenty minutes of build.
+"$root/scripts/check-format.sh"
 "$root/scripts/setup-interop.sh"   # llama.cpp, the judge of ctest -L interop
 "$root/scripts/build.sh" -DQS_WARNINGS_AS_ERRORS=ON -DQS_NATIVE=OFF
 # The core as run.sh builds it, which the test build does not compile (before ctest, whose summary
