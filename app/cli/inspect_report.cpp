@@ -7,6 +7,7 @@
 #include <sstream>
 
 #include "qs/io/gguf_names.h"
+#include "qs/io/llama_ftype.h"
 #include "qs/message_text.h"
 
 #include "human_format.h"
@@ -241,8 +242,7 @@ GgufInspection inspectGguf(const io::Checkpoint& checkpoint) {
     GgufInspection g;
     g.version = file.header().version;
     g.alignment = file.header().alignment;
-    if (const auto fileType = file.metadata().integer("general.file_type"))
-        g.fileType = io::ggufFileTypeName(*fileType);
+    if (const auto fileType = file.metadata().integer("general.file_type")) g.fileType = io::llamaFtypeName(*fileType);
     g.metadataJson = nlohmann::json::object();
     for (const auto& [key, value] : file.metadata().entries()) {
         // Keys and values are the file's own text: one line each, escaped, before a table shows them.

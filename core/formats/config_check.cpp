@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 
+#include "qs/architectures/registry.h"
 #include "qs/error.h"
 #include "qs/io/json_value.h"
 #include "qs/io/tensor_name.h"
@@ -141,14 +142,16 @@ void checkModelType(const io::Checkpoint& ck, const ConfigSizes& s, const std::s
         if (t.naming.module == "self_attn.q_proj" && t.naming.part == "bias") qkvBias = true;
     }
     if (!anyLayer || s.modelType.empty()) return;
+    const architectures::Family* family = architectures::familyOf(s.modelType);
+    if (family == nullptr) return;
     const std::string type = "model_type '" + s.modelType + "'";
-    if (s.modelType == "qwen3" && !qkNorm)
+    if (family->tensorsHoldQkNorm == true && !qkNorm)
         problems.push_back(where + ": " + type +
                            " normalises q and k per head, but the tensors hold no self_attn.q_norm");
-    if ((s.modelType == "llama" || s.modelType == "mistral" || s.modelType == "qwen2") && qkNorm)
+    if (family->tensorsHoldQkNorm == false && qkNorm)
         problems.push_back(where + ": " + type + " has no q/k norms, but the tensors hold " + normName +
                            " (Qwen3 has them)");
-    if (s.modelType == "qwen2" && !qkvBias)
+    if (family->tensorsHoldQkvBias && !qkvBias)
         problems.push_back(where + ": " + type + " has q/k/v biases, but the tensors hold no self_attn.q_proj.bias");
 }
 

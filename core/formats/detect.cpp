@@ -8,6 +8,7 @@
 #include "qs/formats/linear_reader.h"
 #include "qs/io/dtype.h"
 #include "qs/io/gguf_names.h"
+#include "qs/io/llama_ftype.h"
 
 #include "codecs.h"
 #include "quant_config.h"
@@ -421,7 +422,7 @@ FormatInfo detect(const io::Checkpoint& checkpoint) {
         // A GGUF says what it is by being one; each linear's own ggml type is in its LayerQuantInfo.
         info.format = Format::Gguf;
         if (const auto fileType = gguf->metadata().integer("general.file_type"))
-            info.variant = io::ggufFileTypeName(*fileType);
+            info.variant = io::llamaFtypeName(*fileType);
         info.config = checkpoint.quantizationConfig();
         info.configSource = checkpoint.configSource().string();
         listLayers(info, checkpoint);

@@ -5,7 +5,7 @@
 #include <limits>
 #include <numbers>
 
-#include "qs/io/gguf_names.h"
+#include "qs/architectures/registry.h"
 
 #include "gguf_checkpoint.h"
 
@@ -98,58 +98,65 @@ bool hasExperts(const GgufMetadata& m, const std::string& arch) {
     return m.integer(arch + ".expert_count").value_or(0) > 0;
 }
 
-void putArchitecture(json& c, const GgufMetadata& m, const std::string& arch) {
-    if (arch == "llama" && hasExperts(m, arch)) {  // llama.cpp's converter writes Mixtral as llama with experts
-        c["model_type"] = "mixtral";
-        c["architectures"] = json::array({"MixtralForCausalLM"});
-    } else if (const auto hf = hfArchitectureOfGguf(arch)) {
-        c["model_type"] = hf->modelType;
-        c["architectures"] = json::array({hf->architecture});
-    } else {
+void putArchitecture(json& c, const architectures::Family* family, const std::string& arch) {
+    if (family == nullptr) {
         c["model_type"] = arch;  // not one QuantScope runs: the model loader names it and refuses
+        return;
     }
+    c["model_type"] = family->modelType;
+    c["architectures"] = json::array({family->hfClass});
 }
 
-void putBiases(json& c, const GgufFile& file) {
-    // Hugging Face's Llama has one attention_bias flag for q/k/v/o and one mlp_bias; Qwen2's biases
-    // are implied by its model_type.
-    if (c.value("model_type", "") != "llama") return;
+// Hugging Face's Llama has one attention_bias flag for q/k/v/o and one mlp_bias (Qwen2's biases are
+// implied by its model_type): read from the first layer's tensors.
+void putBiases(json& c, const GgufFile& file, const architectures::Family& family) {
+    if (!family.ggufMetadata.biasFlagsFromTensors) return;
     c["attention_bias"] = file.find("blk.0.attn_q.bias") != nullptr;
     c["mlp_bias"] = file.find("blk.0.ffn_up.bias") != nullptr;
 }
 
-// The sparse MoE block's fields (LLM_KV_EXPERT_*): llama.cpp's qwen3moe always renormalises the top-k
-// weights and puts experts in every layer; Mixtral's experts are feed_forward_length wide.
-void putExperts(json& c, const GgufMetadata& m, const std::string& arch) {
-    if (!hasExperts(m, arch)) return;
+// The sparse MoE block's fields (LLM_KV_EXPERT_*) under the family's config keys: llama.cpp always
+// renormalises the top-k weights and puts experts in every layer.
+void putExperts(json& c, const GgufMetadata& m, const std::string& arch, const architectures::Family& family) {
+    if (!hasExperts(m, arch) || !family.moe) return;
+    const architectures::MoeSpec& moe = *family.moe;
     const auto key = [&](const char* suffix) { return arch + "." + suffix; };
     putInteger(c, "num_experts_per_tok", m.integer(key("expert_used_count")));
-    if (arch == "llama") {
-        putInteger(c, "num_local_experts", m.integer(key("expert_count")));
-    } else if (arch == "gpt-oss") {
-        putInteger(c, "num_local_experts", m.integer(key("expert_count")));
-    } else if (arch == "qwen3moe") {
-        putInteger(c, "num_experts", m.integer(key("expert_count")));
-        putInteger(c, "moe_intermediate_size", m.integer(key("expert_feed_forward_length")));
-        c["norm_topk_prob"] = true;
+    putInteger(c, std::string(moe.numExpertsKey).c_str(), m.integer(key("expert_count")));
+    if (!moe.expertSizeKey.empty())
+        putInteger(c, std::string(moe.expertSizeKey).c_str(), m.integer(key("expert_feed_forward_length")));
+    if (moe.normTopkDefault) c["norm_topk_prob"] = true;
+    if (moe.sparseLayers) {
         c["decoder_sparse_step"] = 1;
         c["mlp_only_layers"] = json::array();
     }
 }
 
-// Gemma 3 as llama.cpp's gemma3 runs it (llama_model_loader, LLM_ARCH_GEMMA3): every 6th layer global,
-// the sliding layers' RoPE base rope.freq_base_swa (10000 when absent), gelu-tanh, and the score scale
-// 1/sqrt(head_dim) (hidden / heads for the 62-layer 27B), which the export checked the model had.
-void putGemma3(json& c, const GgufMetadata& m) {
-    c.erase("hidden_act");
-    c["hidden_activation"] = "gelu_pytorch_tanh";
-    putInteger(c, "sliding_window", m.integer("gemma3.attention.sliding_window"));
+// The windows as llama.cpp's graph fixes them (GgufFixed): every n-th layer global (gemma3), or even
+// layers sliding and odd ones full (gpt-oss); the window itself from <arch>.attention.sliding_window.
+void putWindows(json& c, const GgufMetadata& m, const std::string& arch, const architectures::Family& family) {
+    if (family.slidingWindow == architectures::SlidingWindow::Refused) return;
+    putInteger(c, "sliding_window", m.integer(arch + ".attention.sliding_window"));
+    const architectures::GgufFixed& fixed = family.ggufFixed;
+    if (fixed.globalEvery == 0 && !fixed.evenLayersSliding) return;
     const int layers = c.value("num_hidden_layers", 0);
     json types = json::array();
-    for (int i = 0; i < layers; ++i) types.push_back((i + 1) % 6 != 0 ? "sliding_attention" : "full_attention");
+    for (int i = 0; i < layers; ++i) {
+        const bool sliding = fixed.globalEvery > 0 ? (i + 1) % fixed.globalEvery != 0 : i % 2 == 0;
+        types.push_back(sliding ? "sliding_attention" : "full_attention");
+    }
     c["layer_types"] = types;
-    const GgufValue* local = m.find("gemma3.rope.freq_base_swa");
-    c["rope_local_base_freq"] = local && local->isNumber() ? shortestDecimal(*local) : 10000.0;
+}
+
+// Gemma 3 as llama.cpp's gemma3 runs it (llama_model_loader, LLM_ARCH_GEMMA3): the sliding layers' RoPE
+// base rope.freq_base_swa (10000 when absent), gelu-tanh, and the score scale 1/sqrt(head_dim)
+// (hidden / heads for the 62-layer 27B), which the export checked the model had.
+void putGemma3(json& c, const GgufMetadata& m, const std::string& arch, const architectures::Family& family) {
+    c.erase("hidden_act");
+    c["hidden_activation"] = "gelu_pytorch_tanh";
+    const GgufValue* local = m.find(arch + ".rope.freq_base_swa");
+    c["rope_local_base_freq"] = local && local->isNumber() ? shortestDecimal(*local) : family.ggufFixed.localRopeBase;
+    const int layers = c.value("num_hidden_layers", 0);
     const int heads = c.value("num_attention_heads", 0), hidden = c.value("hidden_size", 0);
     if (layers == 62 && heads > 0)
         c["query_pre_attn_scalar"] = hidden / heads;
@@ -157,18 +164,14 @@ void putGemma3(json& c, const GgufMetadata& m) {
         c["query_pre_attn_scalar"] = c["head_dim"];
 }
 
-// gpt-oss as llama.cpp's gpt-oss (LLM_ARCH_OPENAI_MOE) runs it: even layers sliding and odd ones full,
-// biased attention, the clamped SwiGLU at 7, and YaRN with betas 32 / 1 whose correction range it always
-// rounds out to whole dimensions (transformers' truncate true).
-void putGptOss(json& c, const GgufFile& file) {
-    putInteger(c, "sliding_window", file.metadata().integer("gpt-oss.attention.sliding_window"));
-    const int layers = c.value("num_hidden_layers", 0);
-    json types = json::array();
-    for (int i = 0; i < layers; ++i) types.push_back(i % 2 == 0 ? "sliding_attention" : "full_attention");
-    c["layer_types"] = types;
+// gpt-oss as llama.cpp's gpt-oss (LLM_ARCH_OPENAI_MOE) runs it: biased attention, the clamped SwiGLU at
+// 7, and YaRN with betas 32 / 1 whose correction range it always rounds out to whole dimensions
+// (transformers' truncate true).
+void putGptOss(json& c, const GgufFile& file, const architectures::Family& family) {
     c["attention_bias"] = file.find("blk.0.attn_q.bias") != nullptr;
-    c["swiglu_limit"] = 7.0;
-    if (c["rope_scaling"].is_object() && c["rope_scaling"].value("rope_type", "") == "yarn") {
+    c["swiglu_limit"] = family.ggufFixed.swigluLimit;
+    if (family.ggufFixed.yarnBetas && c["rope_scaling"].is_object() &&
+        c["rope_scaling"].value("rope_type", "") == "yarn") {
         c["rope_scaling"]["beta_fast"] = 32.0;
         c["rope_scaling"]["beta_slow"] = 1.0;
         c["rope_scaling"]["truncate"] = true;
@@ -185,11 +188,11 @@ json factorList(const GgufFile& file, const TensorInfo& t) {
 // Phi-3 as llama.cpp's converter writes it: a partial rotary part as rope.dimension_count, the window,
 // and LongRoPE as the factor tensors rope_factors_long / _short with the original context and the
 // attention factor (left to its default, as transformers computes it, when it is that value in f32).
-void putPhi3(json& c, const GgufFile& file) {
+void putPhi3(json& c, const GgufFile& file, const std::string& arch) {
     const GgufMetadata& m = file.metadata();
-    putInteger(c, "sliding_window", m.integer("phi3.attention.sliding_window"));
     const std::int64_t headDim = c.value("head_dim", std::int64_t{0});
-    if (const auto dims = m.integer("phi3.rope.dimension_count"); dims && headDim > 0 && *dims > 0 && *dims < headDim) {
+    if (const auto dims = m.integer(arch + ".rope.dimension_count");
+        dims && headDim > 0 && *dims > 0 && *dims < headDim) {
         double partial = static_cast<double>(*dims) / static_cast<double>(headDim);
         // transformers takes int(head_dim * partial_rotary_factor): make sure that gives the count back.
         while (static_cast<std::int64_t>(static_cast<double>(headDim) * partial) < *dims)
@@ -204,10 +207,10 @@ void putPhi3(json& c, const GgufFile& file) {
     json s = {{"type", "longrope"},
               {"long_factor", factorList(file, *longFactors)},
               {"short_factor", factorList(file, *shortFactors)}};
-    const auto original = m.integer("phi3.rope.scaling.original_context_length");
+    const auto original = m.integer(arch + ".rope.scaling.original_context_length");
     const auto context = c.value("max_position_embeddings", std::int64_t{0});
     if (original && *original > 0) c["original_max_position_embeddings"] = *original;
-    if (const GgufValue* attn = m.find("phi3.rope.scaling.attn_factor"); attn && attn->isNumber()) {
+    if (const GgufValue* attn = m.find(arch + ".rope.scaling.attn_factor"); attn && attn->isNumber()) {
         const double factor =
             original && *original > 0 ? static_cast<double>(context) / static_cast<double>(*original) : 1.0;
         const double standard =
@@ -225,7 +228,8 @@ json hfConfigOfGguf(const GgufFile& file) {
     json c = json::object();
     const std::string* archValue = m.string("general.architecture");
     const std::string arch = archValue ? *archValue : "";
-    putArchitecture(c, m, arch);
+    const architectures::Family* family = architectures::familyOfGguf(arch, hasExperts(m, arch));
+    putArchitecture(c, family, arch);
     const auto key = [&](const char* suffix) { return arch + "." + suffix; };
 
     putInteger(c, "hidden_size", m.integer(key("embedding_length")));
@@ -259,11 +263,16 @@ json hfConfigOfGguf(const GgufFile& file) {
     putInteger(c, "eos_token_id", m.integer("tokenizer.ggml.eos_token_id"));
     if (const auto fileType = m.integer("general.file_type"))
         if (const char* dtype = torchDtypeOfFileType(*fileType)) c["torch_dtype"] = dtype;
-    putBiases(c, file);
-    putExperts(c, m, arch);
-    if (arch == "gemma3") putGemma3(c, m);
-    if (arch == "phi3") putPhi3(c, file);
-    if (arch == "gpt-oss") putGptOss(c, file);
+    if (family == nullptr) return c;
+    putBiases(c, file, *family);
+    putExperts(c, m, arch, *family);
+    putWindows(c, m, arch, *family);
+    switch (family->extra) {
+        case architectures::ConfigExtra::Gemma3: putGemma3(c, m, arch, *family); break;
+        case architectures::ConfigExtra::Phi3: putPhi3(c, file, arch); break;
+        case architectures::ConfigExtra::GptOss: putGptOss(c, file, *family); break;
+        case architectures::ConfigExtra::None: break;
+    }
     return c;
 }
 

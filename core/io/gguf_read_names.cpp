@@ -8,29 +8,14 @@
 #include <limits>
 #include <utility>
 
+#include "qs/architectures/gguf_tensor_names.h"
+#include "qs/architectures/registry.h"
 #include "qs/error.h"
-#include "qs/io/gguf_names.h"
 #include "qs/io/shape_text.h"
 
 namespace qs::io::detail {
 
 namespace {
-
-using Pair = std::pair<std::string_view, std::string_view>;  // {GGUF module, Hugging Face module}
-
-// Gemma 3's norms by role: llama.cpp's ffn_norm is the norm before the MLP, and the sandwich norms after
-// attention and after the MLP have their own names (convert_hf_to_gguf's Gemma3Model).
-constexpr std::array<Pair, 3> kGemma3 = {{
-    {"post_attention_norm", "post_attention_layernorm"},
-    {"ffn_norm", "pre_feedforward_layernorm"},
-    {"post_ffw_norm", "post_feedforward_layernorm"},
-}};
-
-// llama.cpp's phi3 keeps Phi-3's fused gate/up (gate rows, then up rows) as ffn_up.
-constexpr std::array<Pair, 1> kPhi3 = {{{"ffn_up", "mlp.gate_up_proj"}}};
-
-// llama.cpp's gpt-oss calls the norm before the MLP post_attention_norm (convert_hf_to_gguf's GptOssModel).
-constexpr std::array<Pair, 1> kGptOss = {{{"post_attention_norm", "post_attention_layernorm"}}};
 
 struct LayerTensor {
     std::string_view layer;   // "7"
@@ -52,22 +37,15 @@ std::optional<LayerTensor> splitLayerTensor(std::string_view name) {
     return LayerTensor{name.substr(0, digits), rest.substr(0, dot), rest.substr(dot + 1)};
 }
 
-template <std::size_t N>
-std::optional<std::string_view> lookup(const std::array<Pair, N>& table, std::string_view module) {
-    for (const auto& [gguf, hf] : table)
-        if (gguf == module) return hf;
-    return std::nullopt;
-}
-
 std::string layerName(std::string_view layer, std::string_view module, std::string_view part) {
     return "model.layers." + std::string(layer) + "." + std::string(module) + "." + std::string(part);
 }
 
 // The expert projection a stacked tensor holds, as the architecture names it.
 const std::string* expertModule(const GgufExpertNames& e, std::string_view module) {
-    if (module == "ffn_gate_exps") return &e.gate;
-    if (module == "ffn_up_exps") return &e.up;
-    if (module == "ffn_down_exps") return &e.down;
+    if (module == architectures::kGgufExpertsGate) return &e.gate;
+    if (module == architectures::kGgufExpertsUp) return &e.up;
+    if (module == architectures::kGgufExpertsDown) return &e.down;
     return nullptr;
 }
 
@@ -91,44 +69,38 @@ std::optional<std::string> legacyExpertName(const GgufExpertNames& e, const Laye
 GgufReadNames ggufReadNames(const GgufFile& file) {
     GgufReadNames names;
     if (const std::string* arch = file.metadata().string("general.architecture")) names.arch = *arch;
-    if (names.arch == "gemma3") names.normShift = -1.0f;
-    // llama.cpp runs Mixtral as llama with experts, Qwen3-MoE as qwen3moe and gpt-oss as gpt-oss, all with
-    // the experts of every layer stacked. gpt-oss's checkpoint interleaves gate and up in one gate_up_proj;
-    // its GGUF keeps them apart (ffn_gate_exps, ffn_up_exps, each with its biases), and they come back as
-    // each expert's gate_proj and up_proj (model::ModelConfig::fromCheckpoint reads them so).
-    const bool mixtral = names.arch == "llama", qwen3moe = names.arch == "qwen3moe", gptOss = names.arch == "gpt-oss";
-    if (!mixtral && !qwen3moe && !gptOss) return names;
-    if (mixtral)
-        names.experts = {0, "block_sparse_moe", "w1", "w3", "w2"};
-    else if (gptOss)
-        names.experts = {0, "mlp", "gate_proj", "up_proj", "down_proj", "router"};
-    else
-        names.experts = {0, "mlp", "gate_proj", "up_proj", "down_proj"};
     const std::string key = names.arch + ".expert_count";
     const GgufValue* count = file.metadata().find(key);
-    if (count == nullptr) return names;
-    const auto n = count->asInteger();
-    if (!n || *n < 0 || *n > std::numeric_limits<int>::max())
-        throw Error(file.path().string() + ": metadata '" + key + "' is not a count of experts");
-    names.experts.count = static_cast<int>(*n);
+    std::optional<std::int64_t> n;
+    if (count != nullptr) {
+        n = count->asInteger();
+        if (!n || *n < 0 || *n > std::numeric_limits<int>::max())
+            throw Error(file.path().string() + ": metadata '" + key + "' is not a count of experts");
+    }
+    // llama.cpp runs Mixtral as llama with experts: the expert count chooses the family.
+    names.family = architectures::familyOfGguf(names.arch, n.value_or(0) > 0);
+    if (names.family == nullptr) return names;
+    if (names.family->ggufNormPlusOne) names.normShift = -1.0f;
+    // The experts of every layer are stacked; they come back under the names the family's GGUF reads
+    // back with (gpt-oss's gate and up apart: model::ModelConfig::fromCheckpoint reads them so).
+    // A stacked tensor without an expert count is refused naming the count (splitStackedExperts): a llama
+    // GGUF then takes the names of the family it would be with experts (Mixtral).
+    const architectures::Family* withExperts =
+        names.family->moe ? names.family : architectures::familyOfGguf(names.arch, /*hasExperts=*/true);
+    if (withExperts == nullptr || !withExperts->moe) return names;
+    const architectures::ExpertNames& e = withExperts->moe->ggufNames;
+    names.experts = {0, e.block, e.gate, e.up, e.down, e.router};
+    names.experts.count = static_cast<int>(n.value_or(0));
     return names;
 }
 
 std::optional<std::string> hfNameIn(const GgufReadNames& names, std::string_view ggufName) {
     if (const auto t = splitLayerTensor(ggufName)) {
-        if (names.experts.count > 0 && t->module == "ffn_gate_inp")
+        if (names.experts.count > 0 && t->module == architectures::kGgufRouter)
             return layerName(t->layer, names.experts.block + "." + names.experts.router, t->part);
         if (const auto legacy = legacyExpertName(names.experts, *t)) return legacy;
-        // gpt-oss's per-head attention sinks are a parameter of self_attn, not a module's weight.
-        if (names.arch == "gpt-oss" && t->module == "attn_sinks" && t->part == "weight")
-            return "model.layers." + std::string(t->layer) + ".self_attn.sinks";
-        const auto special = names.arch == "gemma3"    ? lookup(kGemma3, t->module)
-                             : names.arch == "phi3"    ? lookup(kPhi3, t->module)
-                             : names.arch == "gpt-oss" ? lookup(kGptOss, t->module)
-                                                       : std::nullopt;
-        if (special && (t->part == "weight" || t->part == "bias")) return layerName(t->layer, *special, t->part);
     }
-    return hfNameOfGgufTensor(ggufName);
+    return architectures::hfTensorName(names.family, ggufName);
 }
 
 bool isGgufNorm(const TensorInfo& t) {

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "qs/architectures/family.h"
 #include "qs/io/gguf_file.h"
 
 namespace qs::io::detail {
@@ -23,9 +24,10 @@ struct GgufExpertNames {
 };
 
 struct GgufReadNames {
-    std::string arch;         // general.architecture
-    GgufExpertNames experts;  // count 0 unless the architecture's experts are read back
-    float normShift = 0.0f;   // added to every norm read: -1 for gemma3, whose converter stores 1 + w
+    std::string arch;                               // general.architecture
+    const architectures::Family* family = nullptr;  // the family it reads back as; nullptr: none we run
+    GgufExpertNames experts;                        // count 0 unless the architecture's experts are read back
+    float normShift = 0.0f;  // added to every norm read: -1 for gemma3, whose converter stores 1 + w
 };
 
 // What `file`'s architecture needs; throws qs::Error naming the file when its expert count is not a count.

@@ -5,6 +5,7 @@
 #include <optional>
 #include <set>
 
+#include "qs/architectures/registry.h"
 #include "qs/error.h"
 #include "qs/formats/config_check.h"
 #include "qs/formats/linear_reader.h"
@@ -131,7 +132,7 @@ std::filesystem::path exportDense(const DenseExportRequest& request, const Progr
     const io::Checkpoint source = io::Checkpoint::open(request.source);
     // A gpt-oss GGUF reads back with each expert's gate, up and down apart (model::ModelConfig::fromCheckpoint);
     // transformers and vLLM load gpt-oss's experts only stacked, gate and up interleaved, which is not rebuilt here.
-    if (source.gguf() != nullptr && source.config().value("model_type", "") == "gpt_oss")
+    if (source.gguf() != nullptr && architectures::stacksExperts(source.config().value("model_type", "")))
         throw Error(source.gguf()->path().string() +
                     ": a gpt-oss GGUF holds its experts' gate and up projections apart, and gpt-oss's "
                     "Hugging Face checkpoint needs them stacked and interleaved (gate_up_proj), which a "

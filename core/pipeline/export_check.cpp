@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "qs/architectures/registry.h"
 #include "qs/error.h"
 #include "qs/io/gguf_file.h"
 #include "qs/model/layer_weights.h"
@@ -70,7 +71,7 @@ std::string shapeText(std::int64_t rows, std::int64_t cols) {
 // vLLM's gpt_oss loader reads the experts stacked, as gpt-oss's own MXFP4 (quant_method "mxfp4") or as
 // dense w13/w2 tensors, and no per-expert quantized layout: refused, pointing at the two that load.
 std::string gptOssExpertsRefusal(const io::Checkpoint& source) {
-    if (source.config().value("model_type", "") != "gpt_oss") return {};
+    if (!architectures::stacksExperts(source.config().value("model_type", ""))) return {};
     if (source.gguf() != nullptr)
         return source.gguf()->path().string() +
                ": a gpt-oss GGUF's experts read back as separate gate, up and down projections, and vLLM "

@@ -13,12 +13,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "qs/architectures/gguf_tensor_names.h"
+#include "qs/architectures/registry.h"
 #include "qs/error.h"
 #include "qs/formats/config_check.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/io/gguf_names.h"
 #include "qs/io/gguf_writer.h"
 #include "qs/io/json_file.h"
+#include "qs/io/llama_ftype.h"
 #include "qs/io/shape_text.h"
 #include "qs/io/tensor_name.h"
 #include "qs/model/gguf_tokenizer.h"
@@ -27,6 +30,7 @@
 #include "qs/pipeline/model_checkpoint.h"
 #include "qs/quant/ggml_encode.h"
 
+#include "gguf_expressible.h"
 #include "gguf_model_metadata.h"
 #include "stacked_expert.h"
 
@@ -63,27 +67,14 @@ bool storesPlainly(io::GgmlType t) {
     return t == io::GgmlType::F32 || t == io::GgmlType::F16 || t == io::GgmlType::BF16;
 }
 
-// llama.h's llama_ftype of a whole-file type (the K types as their _M mix).
-int fileTypeOf(io::GgmlType t) {
-    using T = io::GgmlType;
-    static const std::map<T, int> kTypes = {
-        {T::F32, 0},    {T::F16, 1},     {T::Q4_0, 2},     {T::Q4_1, 3},    {T::Q8_0, 7},
-        {T::Q5_0, 8},   {T::Q5_1, 9},    {T::Q2_K, 10},    {T::Q3_K, 12},   {T::Q4_K, 15},
-        {T::Q5_K, 17},  {T::Q6_K, 18},   {T::IQ2_XXS, 19}, {T::IQ2_XS, 20}, {T::IQ3_XXS, 23},
-        {T::IQ1_S, 24}, {T::IQ4_NL, 25}, {T::IQ3_S, 26},   {T::IQ2_S, 28},  {T::IQ4_XS, 30},
-        {T::IQ1_M, 31}, {T::BF16, 32},   {T::TQ1_0, 36},   {T::TQ2_0, 37},  {T::MXFP4, 38}};
-    const auto it = kTypes.find(t);
-    return it == kTypes.end() ? 1 : it->second;
-}
-
 class Planner {
 public:
     // `checkpoint` (may be null) adds the biases it stores that the config does not announce.
-    Planner(const io::Checkpoint* checkpoint, const model::ModelConfig& config, std::string ggufArch)
+    Planner(const io::Checkpoint* checkpoint, const model::ModelConfig& config, const architectures::Family& family)
         : checkpoint_(checkpoint),
           config_(config),
-          ggufArch_(std::move(ggufArch)),
-          permuteQk_(io::ggufArchitecturePermutesQk(ggufArch_)) {}
+          names_(architectures::textFamilyOf(family)),
+          permuteQk_(family.ggufPermutesQk) {}
 
     std::vector<PlannedTensor> plan() {
         const std::int64_t h = config_.hiddenSize, q = config_.qDim(), kv = config_.kvDim(),
@@ -92,8 +83,7 @@ public:
         add(arch.tensorPrefix + "embed_tokens.weight", {config_.vocabSize, h});
         for (int layer = 0; layer < config_.numLayers; ++layer) {
             const std::string p = config_.layerPrefix(layer);
-            const std::string blk = "blk." + std::to_string(layer) + ".";
-            norm(p + arch.inputNorm + ".weight", blk + "attn_norm.weight", h);
+            norm(p + arch.inputNorm + ".weight", h);
             if (!arch.fusedQkv.empty()) {  // Phi-3: attn_qkv holds q, k, v rows as the checkpoint does
                 linear(p + arch.fusedQkv, q + 2 * kv, h, config_.qkvBias, 0);
             } else {
@@ -103,31 +93,30 @@ public:
             }
             linear(p + "self_attn.o_proj", h, q, config_.outputBias, 0);
             if (config_.qkNorm) {
-                norm(p + "self_attn.q_norm.weight", blk + "attn_q_norm.weight", config_.headDim);
-                norm(p + "self_attn.k_norm.weight", blk + "attn_k_norm.weight", config_.headDim);
+                norm(p + "self_attn.q_norm.weight", config_.headDim);
+                norm(p + "self_attn.k_norm.weight", config_.headDim);
             }
-            if (arch.attentionSinks) addAs(p + "self_attn.sinks", blk + "attn_sinks.weight", {config_.numHeads});
-            // llama.cpp's names by role: Gemma's post_attention_layernorm is its post_attention_norm (post_ffw_norm after the MLP), and
-            // pre_feedforward_layernorm (the norm before the MLP) its ffn_norm; gpt-oss calls the norm before its MLP post_attention_norm.
-            if (!arch.attentionOutputNorm.empty())
-                norm(p + arch.attentionOutputNorm + ".weight", blk + "post_attention_norm.weight", h);
-            norm(p + arch.preMlpNorm + ".weight",
-                 blk + (ggufArch_ == "gpt-oss" ? "post_attention_norm.weight" : "ffn_norm.weight"), h);
-            if (!arch.mlpOutputNorm.empty()) norm(p + arch.mlpOutputNorm + ".weight", blk + "post_ffw_norm.weight", h);
+            if (arch.attentionSinks)
+                addAs(p + "self_attn.sinks", ggufNameOf(p + "self_attn.sinks"), {config_.numHeads});
+            // llama.cpp names the norms by role, each family as its table says (Family::ggufNames).
+            if (!arch.attentionOutputNorm.empty()) norm(p + arch.attentionOutputNorm + ".weight", h);
+            norm(p + arch.preMlpNorm + ".weight", h);
+            if (!arch.mlpOutputNorm.empty()) norm(p + arch.mlpOutputNorm + ".weight", h);
             if (config_.isMoeLayer(layer)) {
                 experts(layer);
                 continue;
             }
             if (!arch.fusedGateUp.empty()) {  // Phi-3: llama.cpp's ffn_up holds gate then up (its swiglu splits it)
                 if (config_.mlpBias) throw Error(arch.fusedGateUp + ": a biased fused MLP has no GGUF name here");
-                addAs(p + arch.fusedGateUp + ".weight", blk + "ffn_up.weight", {2 * ff, h}, p + arch.fusedGateUp);
+                addAs(p + arch.fusedGateUp + ".weight", ggufNameOf(p + arch.fusedGateUp + ".weight"), {2 * ff, h},
+                      p + arch.fusedGateUp);
             } else {
                 linear(p + "mlp.gate_proj", ff, h, config_.mlpBias, 0);
                 linear(p + "mlp.up_proj", ff, h, config_.mlpBias, 0);
             }
             linear(p + "mlp.down_proj", h, ff, config_.mlpBias, 0);
         }
-        norm(arch.tensorPrefix + "norm.weight", "output_norm.weight", h);
+        norm(arch.tensorPrefix + "norm.weight", h);
         if (!config_.tieWordEmbeddings)
             add(arch.lmHead, {config_.vocabSize, h},
                 arch.lmHead.substr(0, arch.lmHead.size() - std::string_view(".weight").size()));
@@ -136,16 +125,18 @@ public:
 
 private:
     // A norm of the model: GGUF stores (normOffset + w), what llama.cpp's RMSNorm multiplies by.
-    void norm(const std::string& name, const std::string& ggufName, std::int64_t size) {
-        addAs(name, ggufName, {size}).addend = config_.arch.normOffset;
+    void norm(const std::string& name, std::int64_t size) {
+        addAs(name, ggufNameOf(name), {size}).addend = config_.arch.normOffset;
     }
 
     // The GGUF name of a tensor of the text decoder, whatever prefix its tower has.
     std::string ggufNameOf(const std::string& name) const {
         if (name == config_.arch.lmHead) return "output.weight";
         const std::string& prefix = config_.arch.tensorPrefix;
-        return *io::ggufNameOfHfTensor(name.starts_with(prefix) ? "model." + name.substr(prefix.size())
-                                                                : name);  // every name planned here has one
+        const auto gguf = architectures::ggufTensorName(
+            &names_, name.starts_with(prefix) ? "model." + name.substr(prefix.size()) : name);
+        if (!gguf) throw Error("'" + name + "' has no GGUF name for llama.cpp's " + std::string(names_.ggufArch));
+        return *gguf;
     }
 
     void add(const std::string& name, std::vector<std::int64_t> shape, std::string linearPrefix = "", int heads = 0) {
@@ -166,18 +157,20 @@ private:
         const std::int64_t h = config_.hiddenSize, ff = moe.expertIntermediateSize, e = moe.numExperts;
         const std::string p = config_.layerPrefix(layer);
         const std::string blk = "blk." + std::to_string(layer) + ".";
-        addAs(p + moe.names.router() + ".weight", blk + "ffn_gate_inp.weight", {e, h}, p + moe.names.router()).keepF32 =
-            true;
+        const std::string router = blk + std::string(architectures::kGgufRouter);
+        addAs(p + moe.names.router() + ".weight", router + ".weight", {e, h}, p + moe.names.router()).keepF32 = true;
         // gpt-oss's router (GptOssTopKRouter) always has a bias; the others' only when the checkpoint stores one.
         const bool routerBias = checkpoint_ == nullptr ? moe.stackedExperts
                                                        : checkpoint_->find(p + moe.names.router() + ".bias") != nullptr;
-        if (routerBias) addAs(p + moe.names.router() + ".bias", blk + "ffn_gate_inp.bias", {e});
+        if (routerBias) addAs(p + moe.names.router() + ".bias", router + ".bias", {e});
         if (moe.stackedExperts) {
             stackedExperts(layer);
             return;
         }
-        const std::array<std::pair<const std::string*, const char*>, 3> parts{
-            {{&moe.names.gate, "ffn_gate_exps"}, {&moe.names.up, "ffn_up_exps"}, {&moe.names.down, "ffn_down_exps"}}};
+        const std::array<std::pair<const std::string*, std::string>, 3> parts{
+            {{&moe.names.gate, std::string(architectures::kGgufExpertsGate)},
+             {&moe.names.up, std::string(architectures::kGgufExpertsUp)},
+             {&moe.names.down, std::string(architectures::kGgufExpertsDown)}}};
         for (const auto& [module, gguf] : parts) {
             const bool down = module == &moe.names.down;
             PlannedTensor& t = addAs(p + moe.names.experts() + *module + ".weight", blk + gguf + ".weight",
@@ -200,21 +193,22 @@ private:
         const std::int64_t h = config_.hiddenSize, ff = moe.expertIntermediateSize, e = moe.numExperts;
         const std::string x = config_.layerPrefix(layer) + moe.names.experts();
         const std::string blk = "blk." + std::to_string(layer) + ".";
-        const auto slice = [&](const std::string& module, const char* gguf, std::vector<std::int64_t> shape, int parity,
-                               bool bias) {
+        const auto slice = [&](const std::string& module, std::string_view gguf, std::vector<std::int64_t> shape,
+                               int parity, bool bias) {
             PlannedTensor& t = addAs(x + module + (bias ? "_bias" : "") +
                                          (parity == 1   ? "[up]"
                                           : parity == 0 ? "[gate]"
                                                         : ""),
-                                     blk + gguf + (bias ? ".bias" : ".weight"), std::move(shape));
+                                     blk + std::string(gguf) + (bias ? ".bias" : ".weight"), std::move(shape));
             t.stackedSlice = PlannedTensor::StackedSlice{x + module, x, module, moe.numExperts, parity, bias};
         };
-        slice(moe.names.gate, "ffn_gate_exps", {e, ff, h}, 0, false);
-        slice(moe.names.gate, "ffn_gate_exps", {e, ff}, 0, true);
-        slice(moe.names.gate, "ffn_up_exps", {e, ff, h}, 1, false);
-        slice(moe.names.gate, "ffn_up_exps", {e, ff}, 1, true);
-        slice(moe.names.down, "ffn_down_exps", {e, h, ff}, -1, false);
-        slice(moe.names.down, "ffn_down_exps", {e, h}, -1, true);
+        using architectures::kGgufExpertsDown, architectures::kGgufExpertsGate, architectures::kGgufExpertsUp;
+        slice(moe.names.gate, kGgufExpertsGate, {e, ff, h}, 0, false);
+        slice(moe.names.gate, kGgufExpertsGate, {e, ff}, 0, true);
+        slice(moe.names.gate, kGgufExpertsUp, {e, ff, h}, 1, false);
+        slice(moe.names.gate, kGgufExpertsUp, {e, ff}, 1, true);
+        slice(moe.names.down, kGgufExpertsDown, {e, h, ff}, -1, false);
+        slice(moe.names.down, kGgufExpertsDown, {e, h}, -1, true);
     }
 
     PlannedTensor& addAs(const std::string& name, const std::string& ggufName, std::vector<std::int64_t> shape,
@@ -238,7 +232,7 @@ private:
 
     const io::Checkpoint* checkpoint_;
     const model::ModelConfig& config_;
-    std::string ggufArch_;
+    const architectures::Family& names_;  // whose GGUF names the tensors take: a VLM's text family
     bool permuteQk_;
     std::vector<PlannedTensor> planned_;
 };
@@ -468,70 +462,15 @@ int commonestMatrixFileType(const std::vector<PlannedTensor>& planned) {
     auto best = counts.begin();
     for (auto it = counts.begin(); it != counts.end(); ++it)
         if (it->second > best->second) best = it;
-    return best == counts.end() ? 0 : fileTypeOf(best->first);
+    return best == counts.end() ? 0 : io::llamaFtypeOfUniform(best->first);
 }
 
-// llama.cpp's gemma3 (llama_model_loader, LLM_ARCH_GEMMA3) fixes what the config spells: every 6th layer
-// global, the sliding layers' RoPE base 10000, and the score scale 1/sqrt(head_dim) (hidden/heads for
-// its 62-layer 27B). A config that says otherwise would run as another model there.
-void requireGemma3Expressible(const model::ModelConfig& config, const std::string& source) {
-    for (int layer = 0; layer < config.numLayers; ++layer)
-        if (config.windowOf(layer) != ((layer + 1) % 6 != 0 ? config.slidingWindow : 0))
-            throw Error(source + ": layer " + std::to_string(layer) +
-                        "'s attention type breaks the pattern llama.cpp's gemma3 assumes (every 6th layer global)");
-    if (config.ropeLocalTheta != 10000.0)
-        throw Error(source + ": rope_local_base_freq is " + std::to_string(config.ropeLocalTheta) +
-                    ", and llama.cpp's gemma3 uses 10000");
-    const double llamaCppScalar =
-        config.numLayers == 62 ? double(config.hiddenSize / config.numHeads) : double(config.headDim);
-    if (config.queryPreAttnScalar != llamaCppScalar)
-        throw Error(source + ": query_pre_attn_scalar is " + std::to_string(config.queryPreAttnScalar) +
-                    ", and llama.cpp's gemma3 scales by " + std::to_string(llamaCppScalar) + "^-1/2 for this model");
-}
-
-// llama.cpp's gpt-oss (LLM_ARCH_OPENAI_MOE) fixes what the config spells: even layers sliding and odd ones
-// full, the clamped SwiGLU's limit 7, YaRN's betas 32 / 1 and attention factor 0.1 ln(factor) + 1.
-// (It always rounds YaRN's correction range out to whole dimensions, as transformers does only with
-// truncate true; with truncate false, as OpenAI's config says, llama.cpp itself runs gpt-oss that way.)
-void requireGptOssExpressible(const model::ModelConfig& config, const std::string& source) {
-    for (int layer = 0; layer < config.numLayers; ++layer)
-        if (config.windowOf(layer) != (layer % 2 == 0 ? config.slidingWindow : 0))
-            throw Error(source + ": layer " + std::to_string(layer) +
-                        "'s attention type breaks the pattern llama.cpp's gpt-oss assumes (even layers sliding, odd "
-                        "layers full)");
-    if (config.moe.swigluLimit != 7.0f)
-        throw Error(source + ": swiglu_limit is " + std::to_string(config.moe.swigluLimit) +
-                    ", and llama.cpp's gpt-oss clamps at 7");
-    const model::RopeScaling& r = config.ropeScaling;
-    if (r.type == model::RopeScalingType::Yarn &&
-        (r.betaFast != 32.0 || r.betaSlow != 1.0 ||
-         std::abs(r.attentionFactor - (0.1 * std::log(r.factor) + 1.0)) > 1e-12))
-        throw Error(source + ": rope_scaling yarn with beta_fast " + std::to_string(r.betaFast) + ", beta_slow " +
-                    std::to_string(r.betaSlow) +
-                    " or its own attention_factor: llama.cpp's gpt-oss uses 32, 1 and 0.1 ln(factor) + 1");
-}
-
-// llama.cpp's qwen3moe graph puts experts in every layer and always renormalises the top-k weights:
-// a checkpoint that does otherwise would run as another model there.
-void requireGgufExpressible(const model::ModelConfig& config, const std::string& source) {
-    if (*io::ggufArchitectureOfModelType(config.modelType) == "gemma3") {
-        requireGemma3Expressible(config, source);
-        return;
-    }
-    if (config.modelType == "gpt_oss") {
-        requireGptOssExpressible(config, source);
-        return;
-    }
-    if (config.modelType != "qwen3_moe") return;
-    if (!config.moe.normTopkProb)
-        throw Error(
-            source +
-            ": norm_topk_prob is false, and llama.cpp's qwen3moe always renormalises the top-k routing weights");
-    for (int layer = 0; layer < config.numLayers; ++layer)
-        if (!config.isMoeLayer(layer))
-            throw Error(source + ": layer " + std::to_string(layer) +
-                        " is a dense MLP (mlp_only_layers / decoder_sparse_step), and llama.cpp's qwen3moe expects "
-                        "experts in every layer");
+// The family of the config, which must have a GGUF architecture.
+const architectures::Family& ggufFamilyOf(const model::ModelConfig& config, const std::string& source) {
+    const architectures::Family* family = architectures::familyOf(config.modelType);
+    if (family == nullptr || family->ggufArch.empty())
+        throw Error(source + "model_type '" + config.modelType + "' has no GGUF architecture here");
+    return *family;
 }
 
 void report(const ProgressCallback& progress, std::size_t done, std::size_t total, const std::string& name) {
@@ -550,10 +489,8 @@ GgufTypeChooser uniformGgufType(io::GgmlType type) {
 }
 
 std::vector<GgufTensorChoice> ggufTensorPlan(const model::ModelConfig& config) {
-    const auto arch = io::ggufArchitectureOfModelType(config.modelType);
-    if (!arch) throw Error("model_type '" + config.modelType + "' has no GGUF architecture here");
     std::vector<GgufTensorChoice> out;
-    for (auto& t : Planner(nullptr, config, *arch).plan()) out.push_back(std::move(t.choice));
+    for (auto& t : Planner(nullptr, config, ggufFamilyOf(config, "")).plan()) out.push_back(std::move(t.choice));
     // llama_model_loader's weight_name_comparer: by layer (-1 outside the layers), then by name.
     std::stable_sort(out.begin(), out.end(), [](const GgufTensorChoice& a, const GgufTensorChoice& b) {
         const int la = a.naming.layer < 0 ? -1 : a.naming.layer, lb = b.naming.layer < 0 ? -1 : b.naming.layer;
@@ -564,14 +501,13 @@ std::vector<GgufTensorChoice> ggufTensorPlan(const model::ModelConfig& config) {
 
 std::uint64_t ggufNonLinearBytes(const io::Checkpoint& checkpoint, const model::ModelConfig& config,
                                  const GgufTypeChooser& chooser) {
-    const auto arch = io::ggufArchitectureOfModelType(config.modelType);
-    if (!arch) throw Error("model_type '" + config.modelType + "' has no GGUF architecture here");
+    const architectures::Family& family = ggufFamilyOf(config, "");
     const auto bytesOf = [](io::GgmlType type, const std::vector<std::int64_t>& shape) {
         const std::int64_t rows = std::accumulate(shape.begin(), shape.end() - 1, std::int64_t{1}, std::multiplies<>());
         return static_cast<std::uint64_t>(rows) * io::ggmlRowBytes(type, shape.back());
     };
     std::uint64_t bytes = 0;
-    for (const PlannedTensor& t : Planner(&checkpoint, config, *arch).plan()) {
+    for (const PlannedTensor& t : Planner(&checkpoint, config, family).plan()) {
         const bool quantizedLinear =
             !t.stackedLinears.empty() || (t.stackedSlice && !t.stackedSlice->bias) ||
             (!t.linearPrefix.empty() && !t.keepF32 && t.choice.naming.layer >= 0);  // output is not the result's
@@ -585,11 +521,8 @@ std::uint64_t ggufNonLinearBytes(const io::Checkpoint& checkpoint, const model::
 fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination, const GgufExportOptions& options,
                    const ProgressCallback& progress, const CancelToken& cancel) {
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
-    const auto arch = io::ggufArchitectureOfModelType(config.modelType);
-    if (!arch)
-        throw Error(checkpoint.configSource().string() + ": model_type '" + config.modelType +
-                    "' has no GGUF architecture here");
-    requireGgufExpressible(config, checkpoint.configSource().string());
+    const architectures::Family& family = ggufFamilyOf(config, checkpoint.configSource().string() + ": ");
+    requireGgufExpressible(family, config, checkpoint.configSource().string());
     const formats::LinearReader reader(checkpoint, formats::DecodeOptions{.allowNonFinite = options.allowNonFinite});
     if (!reader.format().decodable)
         throw Error(checkpoint.root().string() + ": its " + std::string(formats::formatName(reader.format().format)) +
@@ -599,7 +532,7 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
     formats::requireConfigMatchesTensors(checkpoint, reader.format());
     requireFiniteDenseLinears(checkpoint, reader.format(), options.allowNonFinite);
 
-    std::vector<PlannedTensor> planned = Planner(&checkpoint, config, *arch).plan();
+    std::vector<PlannedTensor> planned = Planner(&checkpoint, config, family).plan();
     const GgufTypeChooser chooser = options.chooser ? options.chooser : uniformGgufType(io::GgmlType::F16);
     std::vector<EncodedExperts> experts(planned.size());
     for (std::size_t i = 0; i < planned.size(); ++i) {
@@ -616,7 +549,7 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
     const std::string name =
         options.name.empty() ? fs::absolute(checkpoint.root()).lexically_normal().filename().string() : options.name;
     io::GgufMetadata metadata =
-        ggufModelMetadata(config, *arch, name, options.fileType.value_or(commonestMatrixFileType(planned)));
+        ggufModelMetadata(config, family, name, options.fileType.value_or(commonestMatrixFileType(planned)));
     const bool quantized = std::ranges::any_of(planned, [](const PlannedTensor& t) { return !storesPlainly(t.type); });
     if (quantized) metadata.set("general.quantization_version", io::GgufValue::u32(2));
 

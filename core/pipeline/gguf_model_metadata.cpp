@@ -19,8 +19,9 @@ std::uint32_t u32(int v, const char* what) {
 
 }  // namespace
 
-io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const std::string& arch, const std::string& name,
-                                   int fileType) {
+io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const architectures::Family& family,
+                                   const std::string& name, int fileType) {
+    const std::string arch(family.ggufArch);
     io::GgufMetadata m;
     m.set("general.architecture", GgufValue::string(arch));
     m.set("general.type", GgufValue::string("model"));
@@ -42,15 +43,15 @@ io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const std::strin
     if (c.isMoe()) {  // llama.cpp's LLM_KV_EXPERT_* keys, as its converter writes them
         m.set(key("expert_count"), GgufValue::u32(u32(c.moe.numExperts, "number of experts")));
         m.set(key("expert_used_count"), GgufValue::u32(u32(c.moe.numExpertsPerToken, "num_experts_per_tok")));
-        if (arch != "llama")  // Mixtral's experts are feed_forward_length wide
+        if (family.ggufMetadata.expertWidthKey)  // else feed_forward_length wide (llama's Mixtral)
             m.set(key("expert_feed_forward_length"),
                   GgufValue::u32(u32(c.moe.expertIntermediateSize, "moe_intermediate_size")));
     }
     // Per-layer windows (Gemma 3): the window of the sliding layers, and their own RoPE base.
     if (!c.slidingLayers.empty())
         m.set(key("attention.sliding_window"), GgufValue::u32(u32(c.slidingWindow, "sliding_window")));
-    // Phi-3's window on every layer, as llama.cpp's converter writes it (Mistral's llama arch has no such key).
-    if (arch == "phi3" && c.slidingWindow > 0)
+    // A window on every layer, where llama.cpp's converter writes it (phi3; Mistral's llama arch has no such key).
+    if (family.ggufMetadata.windowOnEveryLayerKey && c.slidingWindow > 0)
         m.set(key("attention.sliding_window"), GgufValue::u32(u32(c.slidingWindow, "sliding_window")));
     if (c.ropeLocalTheta > 0.0) m.set(key("rope.freq_base_swa"), GgufValue::f32(static_cast<float>(c.ropeLocalTheta)));
     if (c.ropeScaling.type == model::RopeScalingType::LongRope) {
@@ -67,7 +68,8 @@ io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const std::strin
             sections.items.push_back(GgufValue::i32(i < c.mropeSection.size() ? c.mropeSection[i] : 0));
         m.set(key("rope.dimension_sections"), GgufValue::array(std::move(sections)));
     }
-    if (arch == "qwen3vl") m.set(key("n_deepstack_layers"), GgufValue::u32(u32(c.deepstackLayers, "deepstack layers")));
+    if (family.ggufMetadata.deepstackKey)
+        m.set(key("n_deepstack_layers"), GgufValue::u32(u32(c.deepstackLayers, "deepstack layers")));
     if (c.ropeScaling.type == model::RopeScalingType::Linear) {
         m.set(key("rope.scaling.type"), GgufValue::string("linear"));
         m.set(key("rope.scaling.factor"), GgufValue::f32(static_cast<float>(c.ropeScaling.factor)));

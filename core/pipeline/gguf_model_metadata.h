@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "qs/architectures/family.h"
 #include "qs/io/gguf_value.h"
 #include "qs/model/model_config.h"
 
@@ -15,7 +16,8 @@ namespace qs::pipeline {
 // Keys: general.architecture/type/name/file_type, {arch}.context_length, embedding_length,
 // block_count, feed_forward_length, vocab_size, attention.head_count(_kv), key/value_length,
 // layer_norm_rms_epsilon, rope.dimension_count, rope.freq_base and a linear rope scaling.
-io::GgufMetadata ggufModelMetadata(const model::ModelConfig& config, const std::string& architecture,
+// The family says which keys its architecture adds (Family::ggufMetadata).
+io::GgufMetadata ggufModelMetadata(const model::ModelConfig& config, const architectures::Family& family,
                                    const std::string& name, int fileType);
 
 // Llama-3's per-frequency rope factors (rope_freqs.weight, head_dim / 2 values) when the config has

@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <cctype>
 
+#include "qs/architectures/registry.h"
 #include "qs/error.h"
 #include "qs/io/gguf_names.h"
+#include "qs/io/llama_ftype.h"
 #include "qs/io/tensor_name.h"
 
 namespace qs::pipeline {
@@ -20,28 +22,26 @@ namespace {
 
 using T = io::GgmlType;
 
-// llama.h's llama_ftype values.
-enum FileType : int {
-    kF32 = 0,
-    kF16 = 1,
-    kQ4_0 = 2,
-    kQ4_1 = 3,
-    kQ8_0 = 7,
-    kQ5_0 = 8,
-    kQ5_1 = 9,
-    kQ2_K = 10,
-    kQ3_K_S = 11,
-    kQ3_K_M = 12,
-    kQ3_K_L = 13,
-    kQ4_K_S = 14,
-    kQ4_K_M = 15,
-    kQ5_K_S = 16,
-    kQ5_K_M = 17,
-    kQ6_K = 18,
-    kIQ4_NL = 25,
-    kIQ4_XS = 30,
-    kBF16 = 32,
-};
+// llama.h's llama_ftype values (qs/io/llama_ftype.h).
+constexpr int kF32 = io::llamaFtype("F32");
+constexpr int kF16 = io::llamaFtype("F16");
+constexpr int kQ4_0 = io::llamaFtype("Q4_0");
+constexpr int kQ4_1 = io::llamaFtype("Q4_1");
+constexpr int kQ8_0 = io::llamaFtype("Q8_0");
+constexpr int kQ5_0 = io::llamaFtype("Q5_0");
+constexpr int kQ5_1 = io::llamaFtype("Q5_1");
+constexpr int kQ2_K = io::llamaFtype("Q2_K");
+constexpr int kQ3_K_S = io::llamaFtype("Q3_K_S");
+constexpr int kQ3_K_M = io::llamaFtype("Q3_K_M");
+constexpr int kQ3_K_L = io::llamaFtype("Q3_K_L");
+constexpr int kQ4_K_S = io::llamaFtype("Q4_K_S");
+constexpr int kQ4_K_M = io::llamaFtype("Q4_K_M");
+constexpr int kQ5_K_S = io::llamaFtype("Q5_K_S");
+constexpr int kQ5_K_M = io::llamaFtype("Q5_K_M");
+constexpr int kQ6_K = io::llamaFtype("Q6_K");
+constexpr int kIQ4_NL = io::llamaFtype("IQ4_NL");
+constexpr int kIQ4_XS = io::llamaFtype("IQ4_XS");
+constexpr int kBF16 = io::llamaFtype("BF16");
 
 enum class Category { TokenEmbd, Output, AttnQkv, AttnQ, AttnK, AttnV, AttnOutput, FfnUp, FfnGate, FfnDown, Other };
 
@@ -174,9 +174,12 @@ Model modelOf(const model::ModelConfig& config) {
     Model m;
     m.layers = config.numLayers;
     m.gqa = config.numKvHeads > 0 ? config.numHeads / config.numKvHeads : 1;
-    const auto arch = io::ggufArchitectureOfModelType(config.modelType);
-    m.is70B = config.numLayers == 80 && arch &&
-              ((*arch == "llama" && config.numHeads != config.numKvHeads) || *arch == "qwen2");
+    // llama_model_type's 70B, whose K-quant mixes differ (Family::ggufSeventyBAt80Layers).
+    const architectures::Family* family = architectures::familyOf(config.modelType);
+    using Seventy = architectures::Family::Seventy;
+    const Seventy seventy = family != nullptr ? family->ggufSeventyBAt80Layers : Seventy::Never;
+    m.is70B = config.numLayers == 80 &&
+              (seventy == Seventy::Always || (seventy == Seventy::WithGqa && config.numHeads != config.numKvHeads));
     m.tied = config.tieWordEmbeddings;
     m.experts = config.moe.numExperts;
     return m;

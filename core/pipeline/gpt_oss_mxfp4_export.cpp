@@ -3,6 +3,7 @@
 #include <cmath>
 #include <regex>
 
+#include "qs/architectures/registry.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint_writer.h"
 #include "qs/io/dtype.h"
@@ -85,7 +86,8 @@ void report(const ProgressCallback& progress, int done, int total, const std::st
 
 bool isDenseGptOss(const io::Checkpoint& checkpoint) {
     const nlohmann::json& c = checkpoint.config();
-    if (!c.is_object() || c.value("model_type", "") != "gpt_oss" || c.contains("quantization_config")) return false;
+    if (!c.is_object() || !architectures::stacksExperts(c.value("model_type", "")) || c.contains("quantization_config"))
+        return false;
     for (const auto& t : checkpoint.tensors())
         if (isStackedExpert(*t.info) && io::isDenseFloat(t.info->dtype)) return true;
     return false;

@@ -26,6 +26,7 @@
 #include "qs/io/checkpoint.h"
 #include "qs/io/gguf_file.h"
 #include "qs/io/gguf_names.h"
+#include "qs/io/llama_ftype.h"
 #include "qs/model/gguf_tokenizer.h"
 #include "qs/model/tokenizer.h"
 #include "qs/model/transformer.h"
@@ -166,7 +167,7 @@ TEST_F(GgufMethodsInterop, LlamaQuantizeGivesTheSmallModelsTensorsOurTypes) {
             const fs::path out = dir_ / (source.filename().string() + "-" + std::to_string(fileType) + ".gguf");
             quantizer.quantize(f32, out, fileType, 2);
             EXPECT_EQ(typesInFile(ggml, out), ourTypes(config, fileType, false))
-                << source << " " << io::ggufFileTypeName(fileType);
+                << source << " " << io::llamaFtypeName(fileType);
             fs::remove(out);
         }
     }
@@ -200,8 +201,8 @@ TEST_F(GgufMethodsInterop, LlamaQuantizeGivesLlama8BShapesOurTypes) {
     const interop::LlamaQuantizer quantizer;
     for (const int fileType : mixFileTypes()) {
         const auto theirs = quantizer.dryRunTypes(file, fileType);
-        EXPECT_EQ(theirs.size(), tensors.size()) << io::ggufFileTypeName(fileType);
-        EXPECT_EQ(theirs, ourTypes(c, fileType, false)) << io::ggufFileTypeName(fileType);
+        EXPECT_EQ(theirs.size(), tensors.size()) << io::llamaFtypeName(fileType);
+        EXPECT_EQ(theirs, ourTypes(c, fileType, false)) << io::llamaFtypeName(fileType);
     }
 }
 
@@ -223,7 +224,7 @@ TEST_F(GgufMethodsInterop, LlamaQuantizeGivesTheTinyArchitecturesTensorsOurTypes
             quantizer.quantize(f32, out, fileType, 2);
             EXPECT_EQ(typeDifferences(typesInFile(ggml, out), ourTypes(config, fileType, false)),
                       std::vector<std::string>{})
-                << io::ggufFileTypeName(fileType);
+                << io::llamaFtypeName(fileType);
             fs::remove(out);
         }
         fs::remove(f32);
@@ -264,8 +265,8 @@ void expectDryRunTypesAreOurs(const model::ModelConfig& c, const std::string& ar
     const interop::LlamaQuantizer quantizer;
     for (const int fileType : mixFileTypes()) {
         const auto theirs = quantizer.dryRunTypes(file, fileType);
-        EXPECT_EQ(theirs.size(), tensors.size()) << io::ggufFileTypeName(fileType);
-        EXPECT_EQ(theirs, ourTypes(c, fileType, false)) << io::ggufFileTypeName(fileType);
+        EXPECT_EQ(theirs.size(), tensors.size()) << io::llamaFtypeName(fileType);
+        EXPECT_EQ(theirs, ourTypes(c, fileType, false)) << io::llamaFtypeName(fileType);
     }
     fs::remove(file);
 }

@@ -12,6 +12,7 @@
 #include "qs/io/gguf_file.h"
 #include "qs/io/gguf_names.h"
 #include "qs/io/gguf_writer.h"
+#include "qs/io/llama_ftype.h"
 #include "qs/io/safetensors_file.h"
 
 #include "gguf_test_bytes.h"
@@ -418,6 +419,6 @@ TEST(GgufNames, MapsLlamaCppNamesToHuggingFaceAndBack) {
     EXPECT_EQ(ggufNameOfHfTensor("model.layers.0.self_attn.rotary_emb.inv_freq"), std::nullopt);
     EXPECT_EQ(ggufArchitectureOfModelType("mistral"), "llama");
     EXPECT_EQ(hfArchitectureOfGguf("qwen3")->architecture, "Qwen3ForCausalLM");
-    EXPECT_EQ(ggufFileTypeName(15), "Q4_K_M");
-    EXPECT_EQ(ggufFileTypeName(5), "type 5");
+    EXPECT_EQ(llamaFtypeName(15), "Q4_K_M");
+    EXPECT_EQ(llamaFtypeName(5), "type 5");
 }

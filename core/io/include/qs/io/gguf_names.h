@@ -1,23 +1,10 @@
 #pragma once
-// llama.cpp's tensor names (gguf-py's TENSOR_NAMES) and the Hugging Face names QuantScope uses
-// everywhere else, for the decoder-only architectures it runs (llama, mistral, qwen2, qwen3):
-//   token_embd.weight           <-> model.embed_tokens.weight
-//   output_norm.weight          <-> model.norm.weight
-//   output.weight               <-> lm_head.weight
-//   blk.N.attn_norm.weight      <-> model.layers.N.input_layernorm.weight
-//   blk.N.attn_{q,k,v}.*        <-> model.layers.N.self_attn.{q,k,v}_proj.*
-//   blk.N.attn_output.*         <-> model.layers.N.self_attn.o_proj.*
-//   blk.N.attn_{q,k}_norm.weight<-> model.layers.N.self_attn.{q,k}_norm.weight
-//   blk.N.ffn_norm.weight       <-> model.layers.N.post_attention_layernorm.weight
-//   blk.N.ffn_{gate,up,down}.*  <-> model.layers.N.mlp.{gate,up,down}_proj.*
-// Architectures: GGUF's general.architecture "llama" is Hugging Face's llama and mistral (llama.cpp's
-// converter writes Mistral as llama, and Mixtral as llama with experts), "qwen2" and "qwen3" are
-// themselves, "qwen3moe" is qwen3_moe, "gemma3" gemma3_text and "phi3" phi3. The names that depend on
-// the architecture (Gemma's sandwich norms, Phi-3's fused gate/up, stacked experts) are mapped where a
-// GGUF is opened as a checkpoint (core/io/gguf_read_names.h).
-// The mapping is applied at the edge (Checkpoint::open, the GGUF exporter) so that everything
-// above sees one naming.
-#include <cstdint>
+// The GGUF edge's names: which Hugging Face family a GGUF general.architecture is, and back, and the
+// tensor names of both worlds (the tables live with the families: qs/architectures/gguf_tensor_names.h,
+// which the GGUF writer uses with the same overrides). Architectures: GGUF's "llama" is Hugging Face's
+// llama and mistral (llama.cpp's converter writes Mistral as llama, and Mixtral as llama with experts).
+// The mapping is applied at the edge (Checkpoint::open, the GGUF exporter) so that everything above
+// sees one naming.
 #include <optional>
 #include <string>
 #include <string_view>
@@ -37,10 +24,6 @@ std::optional<std::string> ggufArchitectureOfModelType(std::string_view modelTyp
 // Whether llama.cpp's converter interleaves the q/k rows of this GGUF architecture for its rotary
 // kernel (llama's "normal" rope); the others use the Hugging Face order ("neox" rope).
 bool ggufArchitecturePermutesQk(std::string_view ggufArchitecture);
-
-// llama.cpp's name of a general.file_type (llama_ftype): "F32", "F16", "Q8_0", "Q4_K_M", ...; "type N"
-// for numbers it does not know.
-std::string ggufFileTypeName(std::int64_t fileType);
 
 // The Hugging Face name of a GGUF tensor name, or nullopt when it has none (e.g. rope_freqs.weight).
 std::optional<std::string> hfNameOfGgufTensor(std::string_view ggufName);

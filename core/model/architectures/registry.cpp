@@ -1,0 +1,55 @@
+#include "qs/architectures/registry.h"
+
+#include "families.h"
+
+namespace qs::architectures {
+
+const std::vector<const Family*>& families() {
+    using namespace detail;
+    static const std::vector<const Family*> all{
+        &llama(), &mistral(),   &qwen2(),    &qwen3(),   &qwen3Moe(), &mixtral(),    &gptOss(),     &gemma3Text(),
+        &phi3(),  &gemma3Vlm(), &qwen25Vl(), &qwen3Vl(), &mistral3(), &deepseekV3(), &qwen3VlMoe(),
+    };
+    return all;
+}
+
+const Family* familyOf(std::string_view modelType) {
+    for (const Family* f : families())
+        if (f->modelType == modelType) return f;
+    return nullptr;
+}
+
+const Family& textFamilyOf(const Family& family) {
+    if (!family.vision) return family;
+    const Family* text = familyOf(family.vision->textModelType);
+    return text != nullptr ? *text : family;
+}
+
+const Family* familyOfGguf(std::string_view ggufArch, bool hasExperts) {
+    for (const Family* f : families()) {
+        if (f->ggufArch != ggufArch || !f->notYet.empty()) continue;
+        const bool reads = f->ggufReadBack == GgufReadBack::Always ||
+                           (f->ggufReadBack == GgufReadBack::Dense && !hasExperts) ||
+                           (f->ggufReadBack == GgufReadBack::WithExperts && hasExperts);
+        // A VLM's GGUF holds its text tower only (the vision tower goes to an mmproj file).
+        if (reads) return &textFamilyOf(*f);
+    }
+    return nullptr;
+}
+
+bool stacksExperts(std::string_view modelType) {
+    const Family* f = familyOf(modelType);
+    return f != nullptr && f->moe && f->moe->stacked;
+}
+
+std::string supportedModelTypes() {
+    std::string text, towers;
+    for (const Family* f : families()) {
+        if (!f->notYet.empty()) continue;
+        std::string& list = f->vision ? towers : text;
+        list += (list.empty() ? "" : ", ") + std::string(f->modelType);
+    }
+    return text + "; the text towers of " + towers;
+}
+
+}  // namespace qs::architectures

@@ -1,0 +1,76 @@
+// What llama.cpp's graph fixes for an architecture, checked against a config (gguf_expressible.h).
+#include "gguf_expressible.h"
+
+#include <cmath>
+#include <functional>
+
+#include "qs/architectures/registry.h"
+#include "qs/error.h"
+
+namespace qs::pipeline {
+
+namespace {
+
+// A layer pattern llama.cpp's graph fixes (GgufFixed): a config whose windows break it would run as another
+// model there.
+void requireLayerPattern(const model::ModelConfig& config, const std::function<bool(int)>& sliding,
+                         const std::string& pattern, const std::string& arch, const std::string& source) {
+    for (int layer = 0; layer < config.numLayers; ++layer)
+        if (config.windowOf(layer) != (sliding(layer) ? config.slidingWindow : 0))
+            throw Error(source + ": layer " + std::to_string(layer) +
+                        "'s attention type breaks the pattern llama.cpp's " + arch + " assumes (" + pattern + ")");
+}
+
+}  // namespace
+
+// What llama.cpp's graph for the family fixes (Family::ggufFixed) and the config spells otherwise: the
+// windows' pattern, the local RoPE base, the score scale, the clamped SwiGLU's limit, YaRN's betas and
+// attention factor, experts in every layer with renormalised top-k weights. Such a config would run as
+// another model there. (llama.cpp's gpt-oss always rounds YaRN's correction range out to whole dimensions,
+// as transformers does only with truncate true; with truncate false, as OpenAI's config says, llama.cpp
+// itself runs gpt-oss that way.)
+void requireGgufExpressible(const architectures::Family& family, const model::ModelConfig& config,
+                            const std::string& source) {
+    // A VLM's GGUF is its text tower, which llama.cpp runs as the text family's graph.
+    const architectures::GgufFixed& fixed = architectures::textFamilyOf(family).ggufFixed;
+    const std::string arch(family.ggufArch);
+    if (fixed.globalEvery > 0)
+        requireLayerPattern(
+            config, [&](int layer) { return (layer + 1) % fixed.globalEvery != 0; },
+            "every " + std::to_string(fixed.globalEvery) + "th layer global", arch, source);
+    if (fixed.evenLayersSliding)
+        requireLayerPattern(
+            config, [](int layer) { return layer % 2 == 0; }, "even layers sliding, odd layers full", arch, source);
+    if (fixed.localRopeBase > 0.0 && config.ropeLocalTheta != fixed.localRopeBase)
+        throw Error(source + ": rope_local_base_freq is " + std::to_string(config.ropeLocalTheta) +
+                    ", and llama.cpp's " + arch + " uses " + std::to_string(static_cast<int>(fixed.localRopeBase)));
+    if (fixed.gemmaQueryScale) {
+        const double llamaCppScalar =
+            config.numLayers == 62 ? double(config.hiddenSize / config.numHeads) : double(config.headDim);
+        if (config.queryPreAttnScalar != llamaCppScalar)
+            throw Error(source + ": query_pre_attn_scalar is " + std::to_string(config.queryPreAttnScalar) +
+                        ", and llama.cpp's " + arch + " scales by " + std::to_string(llamaCppScalar) +
+                        "^-1/2 for this model");
+    }
+    if (fixed.swigluLimit > 0.0f && config.moe.swigluLimit != fixed.swigluLimit)
+        throw Error(source + ": swiglu_limit is " + std::to_string(config.moe.swigluLimit) + ", and llama.cpp's " +
+                    arch + " clamps at " + std::to_string(static_cast<int>(fixed.swigluLimit)));
+    const model::RopeScaling& r = config.ropeScaling;
+    if (fixed.yarnBetas && r.type == model::RopeScalingType::Yarn &&
+        (r.betaFast != 32.0 || r.betaSlow != 1.0 ||
+         std::abs(r.attentionFactor - (0.1 * std::log(r.factor) + 1.0)) > 1e-12))
+        throw Error(source + ": rope_scaling yarn with beta_fast " + std::to_string(r.betaFast) + ", beta_slow " +
+                    std::to_string(r.betaSlow) + " or its own attention_factor: llama.cpp's " + arch +
+                    " uses 32, 1 and 0.1 ln(factor) + 1");
+    if (!fixed.expertsEveryLayerRenormalised) return;
+    if (!config.moe.normTopkProb)
+        throw Error(source + ": norm_topk_prob is false, and llama.cpp's " + arch +
+                    " always renormalises the top-k routing weights");
+    for (int layer = 0; layer < config.numLayers; ++layer)
+        if (!config.isMoeLayer(layer))
+            throw Error(source + ": layer " + std::to_string(layer) +
+                        " is a dense MLP (mlp_only_layers / decoder_sparse_step), and llama.cpp's " + arch +
+                        " expects experts in every layer");
+}
+
+}  // namespace qs::pipeline
