@@ -2,13 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <iomanip>
 #include <memory>
 #include <optional>
-#include <sstream>
-#include <type_traits>
 
 #include "qs/error.h"
+#include "qs/model/model_config_fields.h"
 #include "qs/model/tokenizer.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/decoded_weights.h"
@@ -44,63 +42,15 @@ struct Side {
     }
 };
 
-std::string factorsText(const std::vector<double>& factors) {
-    std::ostringstream out;
-    out << std::setprecision(17);
-    for (double f : factors) out << f << ' ';
-    return out.str();
-}
-
 }  // namespace
 
 void requireSameModelShape(const model::ModelConfig& a, const model::ModelConfig& b, const std::string& aName,
                            const std::string& bName) {
-    std::string differences;
-    const auto differ = [&](const char* field, const std::string& x, const std::string& y) {
-        if (x == y) return;
-        differences += (differences.empty() ? "" : ", ") + std::string(field) + " " + x + " vs " + y;
-    };
-    const auto compare = [&](const char* field, auto x, auto y) {
-        if constexpr (std::is_same_v<decltype(x), std::string>) {
-            differ(field, "'" + x + "'", "'" + y + "'");
-        } else if constexpr (std::is_same_v<decltype(x), double>) {
-            std::ostringstream a, b;
-            a << std::setprecision(17) << x;
-            b << std::setprecision(17) << y;
-            differ(field, a.str(), b.str());
-        } else {
-            differ(field, std::to_string(x), std::to_string(y));
-        }
-    };
     // Everything the forward pass reads: two configs that agree on the sizes but not on these run
     // two different models (a KL between them measures the difference, not the quantization).
-    compare("model_type", a.modelType, b.modelType);
-    compare("num_hidden_layers", a.numLayers, b.numLayers);
-    compare("hidden_size", a.hiddenSize, b.hiddenSize);
-    compare("intermediate_size", a.intermediateSize, b.intermediateSize);
-    compare("num_attention_heads", a.numHeads, b.numHeads);
-    compare("num_key_value_heads", a.numKvHeads, b.numKvHeads);
-    compare("head_dim", a.headDim, b.headDim);
-    compare("vocab_size", a.vocabSize, b.vocabSize);
-    compare("rms_norm_eps", a.rmsNormEps, b.rmsNormEps);
-    compare("rope_theta", a.ropeTheta, b.ropeTheta);
-    compare("rope_scaling.type", static_cast<int>(a.ropeScaling.type), static_cast<int>(b.ropeScaling.type));
-    compare("rope_scaling.factor", a.ropeScaling.factor, b.ropeScaling.factor);
-    compare("rope_scaling.low_freq_factor", a.ropeScaling.lowFreqFactor, b.ropeScaling.lowFreqFactor);
-    compare("rope_scaling.high_freq_factor", a.ropeScaling.highFreqFactor, b.ropeScaling.highFreqFactor);
-    compare("rope_scaling.original_max_position_embeddings", a.ropeScaling.originalMaxPositionEmbeddings,
-            b.ropeScaling.originalMaxPositionEmbeddings);
-    compare("rope_scaling.attention_factor", a.ropeScaling.attentionFactor, b.ropeScaling.attentionFactor);
-    compare("rope_scaling.short_factor", factorsText(a.ropeScaling.shortFactor),
-            factorsText(b.ropeScaling.shortFactor));
-    compare("rope_scaling.long_factor", factorsText(a.ropeScaling.longFactor), factorsText(b.ropeScaling.longFactor));
-    compare("partial_rotary_factor (rotary dimensions)", a.rotaryDims(), b.rotaryDims());
-    compare("tie_word_embeddings", a.tieWordEmbeddings, b.tieWordEmbeddings);
-    compare("attention_bias (q/k/v)", a.qkvBias, b.qkvBias);
-    compare("attention_bias (o_proj)", a.outputBias, b.outputBias);
-    compare("mlp_bias", a.mlpBias, b.mlpBias);
-    compare("q/k norm", a.qkNorm, b.qkNorm);
-    compare("sliding_window", a.slidingWindow, b.slidingWindow);
+    std::string differences;
+    for (const std::string& d : model::forwardPassDifferences(a, b))
+        differences += (differences.empty() ? "" : ", ") + d;
     if (!differences.empty())
         throw Error(aName + " and " + bName + " are not two versions of one model (" + differences +
                     "); KL can only compare a model with its own quantization");

@@ -5,12 +5,14 @@
 
 #include <set>
 #include <string>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
 #include "qs/architectures/gguf_tensor_names.h"
 #include "qs/architectures/registry.h"
 #include "qs/model/model_config.h"
+#include "qs/model/model_config_fields.h"
 #include "qs/pipeline/gguf_export.h"
 
 namespace {
@@ -145,3 +147,29 @@ TEST(Architectures, AFamilysOverridesWinOverTheSharedTable) {
 
 }  // namespace
 
+namespace {
+
+// eval refuses two configs that run different models: the MoE and Gemma fields count as the sizes do.
+TEST(ModelConfigFields, TheMoeAndPerLayerFieldsTellTwoModelsApart) {
+    using qs::model::ModelConfig;
+    const ModelConfig moe = ModelConfig::fromJson(configOf(*qs::architectures::familyOf("qwen3_moe")));
+    EXPECT_TRUE(qs::model::forwardPassDifferences(moe, moe).empty());
+    ModelConfig fewerExperts = moe;
+    fewerExperts.moe.numExpertsPerToken = 1;
+    ModelConfig denseFirst = moe;
+    denseFirst.moe.denseLayers = {0};
+    const ModelConfig gemma = ModelConfig::fromJson(configOf(*qs::architectures::familyOf("gemma3_text")));
+    ModelConfig allGlobal = gemma;
+    allGlobal.slidingLayers.assign(allGlobal.slidingLayers.size(), false);
+    ModelConfig noOffset = gemma;
+    noOffset.arch.normOffset = 0.0f;
+    for (const auto& [a, b, field] :
+         {std::tuple{moe, fewerExperts, "num_experts_per_tok"}, std::tuple{moe, denseFirst, "mlp_only_layers"},
+          std::tuple{gemma, allGlobal, "layer_types"}, std::tuple{gemma, noOffset, "norm offset"}}) {
+        const auto differences = qs::model::forwardPassDifferences(a, b);
+        ASSERT_EQ(differences.size(), 1u) << field;
+        EXPECT_TRUE(differences[0].starts_with(field)) << differences[0];
+    }
+}
+
+}  // namespace

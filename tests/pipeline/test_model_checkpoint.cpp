@@ -109,9 +109,9 @@ TEST(ModelCheckpoint, EvalComparesEveryForwardPassField) {
         {"model_type", "mistral", "model_type 'llama' vs 'mistral'"},
         {"rope_theta", 500000.0, "rope_theta 10000 vs 500000"},
         {"rms_norm_eps", 1e-5, "rms_norm_eps 9.9999999999999995e-07 vs 1.0000000000000001e-05"},
-        {"tie_word_embeddings", true, "tie_word_embeddings 0 vs 1"},
+        {"tie_word_embeddings", true, "tie_word_embeddings false vs true"},
         {"head_dim", 32, "head_dim 16 vs 32"},
-        {"attention_bias", true, "attention_bias (q/k/v) 0 vs 1"},
+        {"attention_bias", true, "attention_bias (q/k/v) false vs true"},
         {"rope_scaling", {{"rope_type", "linear"}, {"factor", 4.0}}, "rope_scaling.factor 1 vs 4"},
     };
     for (const auto& [key, value, expected] : cases) {

@@ -1,0 +1,91 @@
+#include "qs/model/model_config_fields.h"
+
+#include <iomanip>
+#include <sstream>
+#include <type_traits>
+
+namespace qs::model {
+
+namespace {
+
+template <typename T>
+std::string text(const T& value) {
+    std::ostringstream out;
+    out << std::setprecision(17);
+    if constexpr (std::is_same_v<T, std::string>) {
+        out << "'" << value << "'";
+    } else if constexpr (std::is_same_v<T, bool>) {
+        out << (value ? "true" : "false");
+    } else if constexpr (std::is_enum_v<T>) {
+        out << static_cast<int>(value);
+    } else if constexpr (requires { value.begin(); }) {
+        out << "[";
+        for (auto it = value.begin(); it != value.end(); ++it)
+            out << (it == value.begin() ? "" : " ") << text(static_cast<std::decay_t<decltype(*it)>>(*it));
+        out << "]";
+    } else {
+        out << value;
+    }
+    return out.str();
+}
+
+}  // namespace
+
+std::vector<ConfigField> forwardPassFields(const ModelConfig& c) {
+    const RopeScaling& r = c.ropeScaling;
+    const MoeConfig& m = c.moe;
+    std::vector<ConfigField> f{
+        {"model_type", text(c.modelType)},
+        {"num_hidden_layers", text(c.numLayers)},
+        {"hidden_size", text(c.hiddenSize)},
+        {"intermediate_size", text(c.intermediateSize)},
+        {"num_attention_heads", text(c.numHeads)},
+        {"num_key_value_heads", text(c.numKvHeads)},
+        {"head_dim", text(c.headDim)},
+        {"vocab_size", text(c.vocabSize)},
+        {"rms_norm_eps", text(c.rmsNormEps)},
+        {"rope_theta", text(c.ropeTheta)},
+        {"rope_scaling.type", text(r.type)},
+        {"rope_scaling.factor", text(r.factor)},
+        {"rope_scaling.low_freq_factor", text(r.lowFreqFactor)},
+        {"rope_scaling.high_freq_factor", text(r.highFreqFactor)},
+        {"rope_scaling.original_max_position_embeddings", text(r.originalMaxPositionEmbeddings)},
+        {"rope_scaling.attention_factor", text(r.attentionFactor)},
+        {"rope_scaling.short_factor", text(r.shortFactor)},
+        {"rope_scaling.long_factor", text(r.longFactor)},
+        {"partial_rotary_factor (rotary dimensions)", text(c.rotaryDims())},
+        {"tie_word_embeddings", text(c.tieWordEmbeddings)},
+        {"attention_bias (q/k/v)", text(c.qkvBias)},
+        {"attention_bias (o_proj)", text(c.outputBias)},
+        {"mlp_bias", text(c.mlpBias)},
+        {"q/k norm", text(c.qkNorm)},
+        {"sliding_window", text(c.slidingWindow)},
+        {"layer_types (sliding layers)", text(c.slidingLayers)},
+        {"rope_local_base_freq", text(c.ropeLocalTheta)},
+        {"query_pre_attn_scalar", text(c.queryPreAttnScalar)},
+        {"embedding scale", text(c.embeddingScale)},
+        {"norm offset (1 + w)", text(c.arch.normOffset)},
+        {"hidden_activation", text(c.arch.activation)},
+        {"attention sinks", text(c.arch.attentionSinks)},
+        {"sandwich norms", text(!c.arch.attentionOutputNorm.empty()) + " " + text(!c.arch.mlpOutputNorm.empty())},
+        {"experts", text(m.numExperts)},
+        {"num_experts_per_tok", text(m.numExpertsPerToken)},
+        {"moe_intermediate_size", text(m.expertIntermediateSize)},
+        {"norm_topk_prob", text(m.normTopkProb)},
+        {"decoder_sparse_step", text(m.sparseStep)},
+        {"mlp_only_layers", text(m.denseLayers)},
+        {"experts' activation", text(m.activation)},
+        {"swiglu_limit", text(m.swigluLimit)},
+    };
+    return f;
+}
+
+std::vector<std::string> forwardPassDifferences(const ModelConfig& a, const ModelConfig& b) {
+    const std::vector<ConfigField> fa = forwardPassFields(a), fb = forwardPassFields(b);
+    std::vector<std::string> out;
+    for (std::size_t i = 0; i < fa.size(); ++i)
+        if (fa[i].value != fb[i].value) out.push_back(fa[i].name + " " + fa[i].value + " vs " + fb[i].value);
+    return out;
+}
+
+}  // namespace qs::model
