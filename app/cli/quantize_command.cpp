@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
@@ -21,6 +22,7 @@
 #include "qs/pipeline/mixed_methods.h"
 #include "qs/pipeline/mixed_precision_report.h"
 #include "qs/pipeline/plan_builder.h"
+#include "qs/pipeline/quantize_route.h"
 #include "qs/pipeline/weight_only_quantize.h"
 
 #include "checkpoint_warnings.h"
@@ -61,21 +63,6 @@ struct QuantizeOptions {
     bool weightsOnly = false;
     WorkDirOptions work;
 };
-
-// A GGUF method, --format gguf and a .gguf destination each imply the GGUF file.
-bool writesGguf(const QuantizeOptions& o, const pipeline::MethodSpec& method) {
-    const bool asked = o.format == "gguf" || std::filesystem::path(o.out).extension() == ".gguf";
-    if (asked && !method.gguf())
-        throw Error(
-            "a GGUF file is written by llama.cpp's methods (--method q4_k_m, q5_k_m, q6_k, q8_0, ...), not by " +
-            method.name);
-    if (method.gguf() && !o.format.empty() && o.format != "gguf")
-        throw Error("--method " + method.name + " writes a GGUF file, not --format " + o.format);
-    // One file, not a folder: a destination without the extension is more likely a folder meant.
-    if (method.gguf() && std::filesystem::path(o.out).extension() != ".gguf")
-        throw Error("--method " + method.name + " writes one GGUF file: --out " + o.out + " must end in .gguf");
-    return method.gguf();
-}
 
 bool hasDigit(const std::string& s) {
     return std::any_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
@@ -260,14 +247,6 @@ void runMixedQuantize(const QuantizeOptions& o) {
 // gpt-oss, whose stacked experts load as its own MXFP4 or dense only (compare measures the other methods): its
 // experts back to gpt-oss's own MXFP4 layout, without a forward pass, so with the weight error in place of a KL.
 void runGptOssQuantize(const QuantizeOptions& o) {
-    if (o.method != "mxfp4")
-        throw Error(o.path +
-                    ": gpt_oss's stacked experts load in vLLM as gpt-oss's own MXFP4 or dense, not as per-expert "
-                    "quantized linears, so only --method mxfp4 (its experts in gpt-oss's own layout) or a GGUF method "
-                    "(q4_k_m, q8_0, ...) applies; compare measures " +
-                    o.method);
-    if (!o.format.empty() && o.format != "gpt-oss-mxfp4")
-        throw Error("gpt-oss's experts are written in its own MXFP4 layout (--format gpt-oss-mxfp4), not " + o.format);
     if (!o.calib.empty() || o.mixed.any() || o.serving.kvCache != "none" || !o.imatrixOut.empty())
         throw Error(
             "gpt-oss MXFP4 takes no calibration, mix, KV cache or imatrix: it quantizes the experts' weights alone");
@@ -328,10 +307,12 @@ void requireForwardPass(const io::Checkpoint& checkpoint, const pipeline::Method
 }
 
 void runQuantize(const QuantizeOptions& o) {
-    printCheckpointWarnings(io::Checkpoint::open(o.path));
-    // gpt-oss's experts go back to its own MXFP4 layout, or into a GGUF's stacked experts as any MoE's.
-    const bool gptOss =
-        pipeline::isDenseGptOss(io::Checkpoint::open(o.path)) && (o.method.empty() || !methodFrom(o).gguf());
+    const io::Checkpoint source = io::Checkpoint::open(o.path);
+    printCheckpointWarnings(source);
+    const std::optional<pipeline::MethodSpec> asked =
+        o.method.empty() ? std::nullopt : std::optional<pipeline::MethodSpec>(methodFrom(o));
+    const pipeline::QuantizeRoute route = pipeline::quantizeRoute(source, asked ? &*asked : nullptr, o.format, o.out);
+    const bool gptOss = route == pipeline::QuantizeRoute::StackedExpertsMxfp4;
     if (o.work.any() && (gptOss || o.weightsOnly || o.mixed.any()))
         throw Error(
             "--work-dir and --resume keep the layers of one method quantized with the model's forward pass "
@@ -345,7 +326,7 @@ void runQuantize(const QuantizeOptions& o) {
     const pipeline::MethodSpec method = methods.front();
     const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
     requireForwardPass(checkpoint, method);
-    const bool gguf = writesGguf(o, method);
+    const bool gguf = route == pipeline::QuantizeRoute::GgufFile;
     if (!gguf && (!o.imatrixOut.empty() || !o.llama2cTokenizer.empty()))
         throw Error("--imatrix-out and --llama2c-tokenizer apply to the GGUF methods only");
     const formats::LinearEncoder* encoder = gguf ? nullptr : &pipeline::encoderForMethod(method, o.format);
