@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "qs/architectures/registry.h"
 #include "qs/error.h"
 
 namespace qs::model::detail {
@@ -54,10 +55,14 @@ RopeScaling parseRopeScaling(const nlohmann::json& j, const std::string& source)
     RopeScaling s;
     if (j.is_null()) return s;
     if (!j.is_object()) fail(source, "rope_scaling is not an object");
-    if (j.contains("mrope_section") || j.contains("mrope_interleaved"))
+    if (j.contains("mrope_section") || j.contains("mrope_interleaved")) {
+        std::string towers;
+        for (const architectures::Family* f : architectures::families())
+            if (f->vision && f->vision->multimodalRope)
+                towers += (towers.empty() ? "" : ", ") + std::string(f->modelType);
         fail(source,
-             "rope_scaling holds a multimodal RoPE (mrope_section), read only for the text towers of qwen2_5_vl and "
-             "qwen3_vl");
+             "rope_scaling holds a multimodal RoPE (mrope_section), read only for the text towers of " + towers);
+    }
     const std::string type =
         optional<std::string>(j, "rope_type", optional<std::string>(j, "type", "default", source), source);
     if (type == "default") return s;
