@@ -5,6 +5,18 @@
 
 namespace qs::architectures::detail {
 
+// The tower layout of Gemma 3's and Mistral 3's vision-language checkpoints (a vision_tower and a
+// multi_modal_projector beside the text model): ^language_model.model -> model.language_model,
+// ^vision_tower -> model.vision_tower, ^multi_modal_projector -> model.multi_modal_projector,
+// ^language_model.lm_head -> lm_head (transformers' _checkpoint_conversion_mapping).
+inline VisionLanguage visionTowerAndProjector(std::string_view textModelType) {
+    return VisionLanguage{
+        .textModelType = textModelType,
+        .textConfigTypes = {std::string(textModelType)},
+        .current = {"model.language_model.", "lm_head.weight", {"model.vision_tower.", "model.multi_modal_projector."}},
+        .old = {"language_model.model.", "language_model.lm_head.weight", {"vision_tower.", "multi_modal_projector."}}};
+}
+
 const Family& llama();
 const Family& mistral();
 const Family& qwen2();
