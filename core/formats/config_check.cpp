@@ -4,6 +4,7 @@
 #include <map>
 #include <optional>
 
+#include "qs/architectures/module_names.h"
 #include "qs/architectures/registry.h"
 #include "qs/error.h"
 #include "qs/io/json_value.h"
@@ -12,6 +13,8 @@
 #include "tensor_access.h"
 
 namespace qs::formats {
+
+namespace modules = architectures::modules;
 
 namespace {
 
@@ -65,20 +68,21 @@ std::map<std::string, Shape> linearShapes(const io::Checkpoint& ck, const Format
 // What config.json implies for the linears of a decoder layer (Llama-family names).
 std::optional<Shape> expectedShape(const ConfigSizes& s, const std::string& module) {
     const auto known = [](auto... v) { return (v.has_value() && ...); };
-    if (module == "self_attn.q_proj" && known(s.heads, s.headDim, s.hidden))
+    if (module == modules::kQProj && known(s.heads, s.headDim, s.hidden))
         return Shape{*s.heads * *s.headDim, *s.hidden};
-    if ((module == "self_attn.k_proj" || module == "self_attn.v_proj") && known(s.kvHeads, s.headDim, s.hidden))
+    if ((module == modules::kKProj || module == modules::kVProj) && known(s.kvHeads, s.headDim, s.hidden))
         return Shape{*s.kvHeads * *s.headDim, *s.hidden};
-    if (module == "self_attn.o_proj" && known(s.heads, s.headDim, s.hidden))
+    if (module == modules::kOProj && known(s.heads, s.headDim, s.hidden))
         return Shape{*s.hidden, *s.heads * *s.headDim};
-    if ((module == "mlp.gate_proj" || module == "mlp.up_proj") && known(s.intermediate, s.hidden))
+    if ((module == modules::kGateProj || module == modules::kUpProj) && known(s.intermediate, s.hidden))
         return Shape{*s.intermediate, *s.hidden};
-    if (module == "mlp.down_proj" && known(s.intermediate, s.hidden)) return Shape{*s.hidden, *s.intermediate};
+    if (module == modules::kDownProj && known(s.intermediate, s.hidden)) return Shape{*s.hidden, *s.intermediate};
     return std::nullopt;
 }
 
 std::string keysFor(const std::string& module) {
-    if (module.starts_with("self_attn.")) return "hidden_size, num_attention_heads, num_key_value_heads, head_dim";
+    if (module.starts_with(modules::kAttention))
+        return "hidden_size, num_attention_heads, num_key_value_heads, head_dim";
     return "hidden_size, intermediate_size";
 }
 
@@ -132,14 +136,14 @@ void checkModelType(const io::Checkpoint& ck, const ConfigSizes& s, const std::s
     for (const auto& t : ck.tensors()) {
         if (t.naming.layer < 0 || io::isTowerTensor(t.info->name)) continue;
         anyLayer = true;
-        if (t.naming.module == "self_attn.q_norm" || t.naming.module == "self_attn.k_norm") {
+        if (t.naming.module == modules::kQNorm || t.naming.module == modules::kKNorm) {
             qkNorm = true;
             normName = t.info->name;
             if (s.headDim && t.info->shape != Shape{*s.headDim})
                 problems.push_back(where + ": head_dim " + std::to_string(*s.headDim) + ", but " + t.info->name +
                                    " is " + text(t.info->shape));
         }
-        if (t.naming.module == "self_attn.q_proj" && t.naming.part == "bias") qkvBias = true;
+        if (t.naming.module == modules::kQProj && t.naming.part == "bias") qkvBias = true;
     }
     if (!anyLayer || s.modelType.empty()) return;
     const architectures::Family* family = architectures::familyOf(s.modelType);

@@ -3,9 +3,12 @@
 #include <array>
 #include <map>
 
+#include "qs/architectures/module_names.h"
 #include "qs/error.h"
 
 namespace qs::formats::detail {
+
+namespace modules = architectures::modules;
 namespace {
 
 struct Fused {
@@ -13,11 +16,11 @@ struct Fused {
     std::string_view fused;
 };
 
-constexpr std::array<Fused, 5> kFused = {{{"self_attn.q_proj", "self_attn.qkv_proj"},
-                                          {"self_attn.k_proj", "self_attn.qkv_proj"},
-                                          {"self_attn.v_proj", "self_attn.qkv_proj"},
-                                          {"mlp.gate_proj", "mlp.gate_up_proj"},
-                                          {"mlp.up_proj", "mlp.gate_up_proj"}}};
+constexpr std::array<Fused, 5> kFused = {{{modules::kQProj, modules::kQkvProj},
+                                          {modules::kKProj, modules::kQkvProj},
+                                          {modules::kVProj, modules::kQkvProj},
+                                          {modules::kGateProj, modules::kGateUpProj},
+                                          {modules::kUpProj, modules::kGateUpProj}}};
 
 }  // namespace
 

@@ -4,12 +4,15 @@
 #include <cstdint>
 #include <optional>
 
+#include "qs/architectures/module_names.h"
 #include "qs/error.h"
 #include "qs/finite_weights.h"
 #include "qs/io/dtype.h"
 #include "qs/io/shape_text.h"
 
 namespace qs::model {
+
+namespace modules = architectures::modules;
 namespace {
 
 using io::shapeText;
@@ -56,21 +59,21 @@ void CheckpointWeights::validate() const {
             checked(p + f.fused + ".weight", {rows, h});
         }
         if (config_.arch.fusedQkv.empty()) {
-            checked(p + "self_attn.q_proj.weight", {config_.qDim(), h});
-            checked(p + "self_attn.k_proj.weight", {config_.kvDim(), h});
-            checked(p + "self_attn.v_proj.weight", {config_.kvDim(), h});
+            checked(p + modules::kQProj + ".weight", {config_.qDim(), h});
+            checked(p + modules::kKProj + ".weight", {config_.kvDim(), h});
+            checked(p + modules::kVProj + ".weight", {config_.kvDim(), h});
         }
-        checked(p + "self_attn.o_proj.weight", {h, config_.qDim()});
-        if (config_.arch.attentionSinks) checked(p + "self_attn.sinks", {config_.numHeads});
+        checked(p + modules::kOProj + ".weight", {h, config_.qDim()});
+        if (config_.arch.attentionSinks) checked(p + modules::kSinks, {config_.numHeads});
         if (config_.isMoeLayer(i)) {
             validateExperts(i);
             continue;
         }
         if (config_.arch.fusedGateUp.empty()) {
-            checked(p + "mlp.gate_proj.weight", {config_.intermediateSize, h});
-            checked(p + "mlp.up_proj.weight", {config_.intermediateSize, h});
+            checked(p + modules::kGateProj + ".weight", {config_.intermediateSize, h});
+            checked(p + modules::kUpProj + ".weight", {config_.intermediateSize, h});
         }
-        checked(p + "mlp.down_proj.weight", {h, config_.intermediateSize});
+        checked(p + modules::kDownProj + ".weight", {h, config_.intermediateSize});
     }
 }
 
@@ -190,15 +193,15 @@ LayerWeights CheckpointWeights::layer(int index) const {
     if (!arch.attentionOutputNorm.empty()) w.attentionOutputNorm = vector(p + arch.attentionOutputNorm + ".weight", h);
     if (!arch.mlpOutputNorm.empty()) w.mlpOutputNorm = vector(p + arch.mlpOutputNorm + ".weight", h);
     if (config_.qkNorm) {
-        w.qNorm = vector(p + "self_attn.q_norm.weight", config_.headDim);
-        w.kNorm = vector(p + "self_attn.k_norm.weight", config_.headDim);
+        w.qNorm = vector(p + modules::kQNorm + ".weight", config_.headDim);
+        w.kNorm = vector(p + modules::kKNorm + ".weight", config_.headDim);
     }
-    if (config_.arch.attentionSinks) w.sinks = vector(p + "self_attn.sinks", config_.numHeads);
+    if (config_.arch.attentionSinks) w.sinks = vector(p + modules::kSinks, config_.numHeads);
     if (!options_.linears) return w;
-    w.q = linear(index, "self_attn.q_proj", q, h, config_.qkvBias);
-    w.k = linear(index, "self_attn.k_proj", kv, h, config_.qkvBias);
-    w.v = linear(index, "self_attn.v_proj", kv, h, config_.qkvBias);
-    w.o = linear(index, "self_attn.o_proj", h, q, config_.outputBias);
+    w.q = linear(index, modules::kQProj, q, h, config_.qkvBias);
+    w.k = linear(index, modules::kKProj, kv, h, config_.qkvBias);
+    w.v = linear(index, modules::kVProj, kv, h, config_.qkvBias);
+    w.o = linear(index, modules::kOProj, h, q, config_.outputBias);
     if (config_.isMoeLayer(index)) {
         const MoeConfig& moe = config_.moe;
         const int eff = moe.expertIntermediateSize;
@@ -219,9 +222,9 @@ LayerWeights CheckpointWeights::layer(int index) const {
         }
         return w;
     }
-    w.gate = linear(index, "mlp.gate_proj", ff, h, config_.mlpBias);
-    w.up = linear(index, "mlp.up_proj", ff, h, config_.mlpBias);
-    w.down = linear(index, "mlp.down_proj", h, ff, config_.mlpBias);
+    w.gate = linear(index, modules::kGateProj, ff, h, config_.mlpBias);
+    w.up = linear(index, modules::kUpProj, ff, h, config_.mlpBias);
+    w.down = linear(index, modules::kDownProj, h, ff, config_.mlpBias);
     return w;
 }
 

@@ -7,17 +7,20 @@
 #include <string>
 #include <vector>
 
+#include "qs/architectures/module_names.h"
 #include "qs/model/expert_activation.h"
 #include "qs/model/moe_routing.h"
 #include "qs/model/rms_norm.h"
 
 namespace qs::model {
+
+namespace modules = architectures::modules;
 namespace {
 
-constexpr std::array<std::string_view, 3> kQkv{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"};
-constexpr std::array<std::string_view, 1> kO{"self_attn.o_proj"};
-constexpr std::array<std::string_view, 2> kGateUp{"mlp.gate_proj", "mlp.up_proj"};
-constexpr std::array<std::string_view, 1> kDown{"mlp.down_proj"};
+constexpr std::array<std::string_view, 3> kQkv{modules::kQProj, modules::kKProj, modules::kVProj};
+constexpr std::array<std::string_view, 1> kO{modules::kOProj};
+constexpr std::array<std::string_view, 2> kGateUp{modules::kGateProj, modules::kUpProj};
+constexpr std::array<std::string_view, 1> kDown{modules::kDownProj};
 
 const LayerMath& math(const DecoderLayerContext& c) { return c.math ? *c.math : cpuLayerMath(); }
 

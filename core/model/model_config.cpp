@@ -4,6 +4,7 @@
 #include <set>
 #include <type_traits>
 
+#include "qs/architectures/module_names.h"
 #include "qs/architectures/registry.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
@@ -13,6 +14,8 @@
 #include "config_json.h"
 
 namespace qs::model {
+
+namespace modules = architectures::modules;
 namespace {
 
 using detail::fail;
@@ -290,15 +293,16 @@ void ModelConfig::requireDense(const std::string& source, const std::string& wha
 
 std::vector<std::pair<std::string, std::vector<std::string>>> fusedModules(const Architecture& arch) {
     std::vector<std::pair<std::string, std::vector<std::string>>> out;
-    if (!arch.fusedQkv.empty())
-        out.push_back({arch.fusedQkv, {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}});
-    if (!arch.fusedGateUp.empty()) out.push_back({arch.fusedGateUp, {"mlp.gate_proj", "mlp.up_proj"}});
+    if (!arch.fusedQkv.empty()) out.push_back({arch.fusedQkv, {modules::kQProj, modules::kKProj, modules::kVProj}});
+    if (!arch.fusedGateUp.empty()) out.push_back({arch.fusedGateUp, {modules::kGateProj, modules::kUpProj}});
     return out;
 }
 
 std::vector<FusedProjection> ModelConfig::fusedProjections() const {
     const auto rowsOf = [this](const std::string& module) {
-        return module == "self_attn.q_proj" ? qDim() : module.starts_with("self_attn.") ? kvDim() : intermediateSize;
+        return module == modules::kQProj                 ? qDim()
+               : module.starts_with(modules::kAttention) ? kvDim()
+                                                         : intermediateSize;
     };
     std::vector<FusedProjection> out;
     for (const auto& [fused, parts] : fusedModules(arch)) {

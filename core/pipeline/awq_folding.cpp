@@ -4,9 +4,12 @@
 #include <array>
 #include <string_view>
 
+#include "qs/architectures/module_names.h"
 #include "qs/error.h"
 
 namespace qs::pipeline {
+
+namespace modules = architectures::modules;
 
 namespace {
 
@@ -21,13 +24,13 @@ struct Absorber {
 // Only the norms that feed a linear absorb scales: Gemma's output norms (post_attention_layernorm,
 // post_feedforward_layernorm) normalise a sub-block's output and feed the residual stream, not a linear.
 constexpr std::array<Absorber, 7> kAbsorbers{{
-    {"self_attn.q_proj", Into::InputNorm, ""},
-    {"self_attn.k_proj", Into::InputNorm, ""},
-    {"self_attn.v_proj", Into::InputNorm, ""},
-    {"mlp.gate_proj", Into::PreMlpNorm, ""},
-    {"mlp.up_proj", Into::PreMlpNorm, ""},
-    {"self_attn.o_proj", Into::Rows, "self_attn.v_proj"},
-    {"mlp.down_proj", Into::Rows, "mlp.up_proj"},
+    {modules::kQProj, Into::InputNorm, ""},
+    {modules::kKProj, Into::InputNorm, ""},
+    {modules::kVProj, Into::InputNorm, ""},
+    {modules::kGateProj, Into::PreMlpNorm, ""},
+    {modules::kUpProj, Into::PreMlpNorm, ""},
+    {modules::kOProj, Into::Rows, modules::kVProj},
+    {modules::kDownProj, Into::Rows, modules::kUpProj},
 }};
 
 bool allOnes(const std::vector<float>& s) {

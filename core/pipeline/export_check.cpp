@@ -4,6 +4,7 @@
 #include <optional>
 #include <utility>
 
+#include "qs/architectures/module_names.h"
 #include "qs/architectures/registry.h"
 #include "qs/error.h"
 #include "qs/io/gguf_file.h"
@@ -13,11 +14,13 @@
 
 namespace qs::pipeline {
 
+namespace modules = architectures::modules;
+
 namespace {
 
 // Phi-3's fused projections: written as one tensor of the fused shape.
 bool isFusedProjection(const io::CheckpointTensor& t) {
-    return t.naming.module == "self_attn.qkv_proj" || t.naming.module == "mlp.gate_up_proj";
+    return t.naming.module == modules::kQkvProj || t.naming.module == modules::kGateUpProj;
 }
 
 bool isDecoderLinear(const io::CheckpointTensor& t) {

@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qs/architectures/gguf_tensor_names.h"
+#include "qs/architectures/module_names.h"
 #include "qs/architectures/registry.h"
 #include "qs/error.h"
 #include "qs/formats/config_check.h"
@@ -35,6 +36,8 @@
 #include "stacked_expert.h"
 
 namespace qs::pipeline {
+
+namespace modules = architectures::modules;
 
 namespace {
 
@@ -87,17 +90,16 @@ public:
             if (!arch.fusedQkv.empty()) {  // Phi-3: attn_qkv holds q, k, v rows as the checkpoint does
                 linear(p + arch.fusedQkv, q + 2 * kv, h, config_.qkvBias, 0);
             } else {
-                linear(p + "self_attn.q_proj", q, h, config_.qkvBias, permuteQk_ ? config_.numHeads : 0);
-                linear(p + "self_attn.k_proj", kv, h, config_.qkvBias, permuteQk_ ? config_.numKvHeads : 0);
-                linear(p + "self_attn.v_proj", kv, h, config_.qkvBias, 0);
+                linear(p + modules::kQProj, q, h, config_.qkvBias, permuteQk_ ? config_.numHeads : 0);
+                linear(p + modules::kKProj, kv, h, config_.qkvBias, permuteQk_ ? config_.numKvHeads : 0);
+                linear(p + modules::kVProj, kv, h, config_.qkvBias, 0);
             }
-            linear(p + "self_attn.o_proj", h, q, config_.outputBias, 0);
+            linear(p + modules::kOProj, h, q, config_.outputBias, 0);
             if (config_.qkNorm) {
-                norm(p + "self_attn.q_norm.weight", config_.headDim);
-                norm(p + "self_attn.k_norm.weight", config_.headDim);
+                norm(p + modules::kQNorm + ".weight", config_.headDim);
+                norm(p + modules::kKNorm + ".weight", config_.headDim);
             }
-            if (arch.attentionSinks)
-                addAs(p + "self_attn.sinks", ggufNameOf(p + "self_attn.sinks"), {config_.numHeads});
+            if (arch.attentionSinks) addAs(p + modules::kSinks, ggufNameOf(p + modules::kSinks), {config_.numHeads});
             // llama.cpp names the norms by role, each family as its table says (Family::ggufNames).
             if (!arch.attentionOutputNorm.empty()) norm(p + arch.attentionOutputNorm + ".weight", h);
             norm(p + arch.preMlpNorm + ".weight", h);
@@ -111,10 +113,10 @@ public:
                 addAs(p + arch.fusedGateUp + ".weight", ggufNameOf(p + arch.fusedGateUp + ".weight"), {2 * ff, h},
                       p + arch.fusedGateUp);
             } else {
-                linear(p + "mlp.gate_proj", ff, h, config_.mlpBias, 0);
-                linear(p + "mlp.up_proj", ff, h, config_.mlpBias, 0);
+                linear(p + modules::kGateProj, ff, h, config_.mlpBias, 0);
+                linear(p + modules::kUpProj, ff, h, config_.mlpBias, 0);
             }
-            linear(p + "mlp.down_proj", h, ff, config_.mlpBias, 0);
+            linear(p + modules::kDownProj, h, ff, config_.mlpBias, 0);
         }
         norm(arch.tensorPrefix + "norm.weight", h);
         if (!config_.tieWordEmbeddings)

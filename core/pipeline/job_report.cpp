@@ -4,6 +4,8 @@
 #include <limits>
 
 namespace qs::pipeline {
+
+namespace modules = architectures::modules;
 namespace {
 
 // JSON has no NaN: unmeasured values are written as null.
@@ -87,7 +89,7 @@ nlohmann::json servingScalesJson(const MethodResult& r) {
             if (!(q->input.scale > 0.0f) && !(q->cacheScale > 0.0f)) continue;
             nlohmann::json row = {{"layer", layer}, {"module", module}};
             if (q->input.scale > 0.0f) row["input_scale"] = q->input.scale;
-            if (q->cacheScale > 0.0f) row[module == "self_attn.k_proj" ? "k_scale" : "v_scale"] = q->cacheScale;
+            if (q->cacheScale > 0.0f) row[module == modules::kKProj ? "k_scale" : "v_scale"] = q->cacheScale;
             rows.push_back(std::move(row));
         }
     return rows;

@@ -5,6 +5,7 @@
 #include <set>
 #include <vector>
 
+#include "qs/architectures/module_names.h"
 #include "qs/error.h"
 #include "qs/pipeline/gguf_type_mix.h"
 #include "qs/quant/awq.h"
@@ -20,6 +21,8 @@
 #include "gguf_method.h"
 
 namespace qs::pipeline {
+
+namespace modules = architectures::modules;
 namespace {
 
 const Backend& orCpu(const Backend* backend) {
@@ -52,11 +55,11 @@ struct AwqGroup {
 // o_proj has inputs, so no 1/s can be folded into it: AutoAWQ leaves o_proj unscaled, and so do we.
 // gpt-oss fuses gate and up into one projection whose output is clamped: its down_proj stays unscaled.
 std::vector<AwqGroup> awqGroups(const model::LayerWeights& w) {
-    std::vector<AwqGroup> groups{{{"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"}},
-                                 {{"self_attn.o_proj"}, w.v.weight.rows() == w.o.weight.cols()}};
+    std::vector<AwqGroup> groups{{{modules::kQProj, modules::kKProj, modules::kVProj}},
+                                 {{modules::kOProj}, w.v.weight.rows() == w.o.weight.cols()}};
     if (!w.isMoe()) {
-        groups.push_back({{"mlp.gate_proj", "mlp.up_proj"}});
-        groups.push_back({{"mlp.down_proj"}});
+        groups.push_back({{modules::kGateProj, modules::kUpProj}});
+        groups.push_back({{modules::kDownProj}});
         return groups;
     }
     const model::MoeNames& names = w.moeNames;

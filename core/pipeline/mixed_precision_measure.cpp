@@ -5,6 +5,7 @@
 #include <map>
 #include <random>
 
+#include "qs/architectures/module_names.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/model/model_config.h"
@@ -12,6 +13,8 @@
 #include "qs/pipeline/mixed_methods.h"
 
 namespace qs::pipeline {
+
+namespace modules = architectures::modules;
 namespace {
 
 const ModuleLog& logOf(const MethodResult& r, int layer, std::string_view module) {
@@ -116,13 +119,13 @@ SensitivityTable sensitivityFromResult(const JobResult& result, Sensitivity meas
 
 SensitivityTable bitsOnlyTable(const model::ModelConfig& config, const std::vector<MethodSpec>& candidates) {
     const std::map<std::string_view, std::pair<int, int>> shapes = {
-        {"self_attn.q_proj", {config.qDim(), config.hiddenSize}},
-        {"self_attn.k_proj", {config.kvDim(), config.hiddenSize}},
-        {"self_attn.v_proj", {config.kvDim(), config.hiddenSize}},
-        {"self_attn.o_proj", {config.hiddenSize, config.qDim()}},
-        {"mlp.gate_proj", {config.intermediateSize, config.hiddenSize}},
-        {"mlp.up_proj", {config.intermediateSize, config.hiddenSize}},
-        {"mlp.down_proj", {config.hiddenSize, config.intermediateSize}}};
+        {modules::kQProj, {config.qDim(), config.hiddenSize}},
+        {modules::kKProj, {config.kvDim(), config.hiddenSize}},
+        {modules::kVProj, {config.kvDim(), config.hiddenSize}},
+        {modules::kOProj, {config.hiddenSize, config.qDim()}},
+        {modules::kGateProj, {config.intermediateSize, config.hiddenSize}},
+        {modules::kUpProj, {config.intermediateSize, config.hiddenSize}},
+        {modules::kDownProj, {config.hiddenSize, config.intermediateSize}}};
     std::mt19937 rng(1);
     std::normal_distribution<float> normal(0.0f, 0.02f);
     std::map<std::pair<std::string, std::string_view>, double> bits;  // (candidate, module) -> bpw

@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "qs/architectures/module_names.h"
 #include "qs/matrix.h"
 #include "qs/model/model_config.h"
 #include "qs/quant/activation_quant.h"
@@ -55,8 +56,9 @@ struct LayerWeights {
 
     // The seven linear modules, named as in HF checkpoints ("self_attn.q_proj", ..., "mlp.down_proj").
     static constexpr std::array<std::string_view, 7> kLinearModules{
-        "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.o_proj",
-        "mlp.gate_proj",    "mlp.up_proj",      "mlp.down_proj"};
+        architectures::modules::kQProj,   architectures::modules::kKProj,    architectures::modules::kVProj,
+        architectures::modules::kOProj,   architectures::modules::kGateProj, architectures::modules::kUpProj,
+        architectures::modules::kDownProj};
 
     // The linear called `module` (one of kLinearModules, or of a MoE layer "<block>.gate" and
     // "<block>.experts.<e>.<gate|up|down>"); throws qs::Error for any other name.

@@ -12,16 +12,17 @@
 #include <string_view>
 #include <vector>
 
+#include "qs/architectures/module_names.h"
 #include "qs/pipeline/method_spec.h"
 
 namespace qs::pipeline {
 
 // The linears of a decoder layer that one serving kernel runs together (they read the same input).
 inline const std::array<std::vector<std::string_view>, 4> kFusedGroups = {{
-    {"self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj"},
-    {"self_attn.o_proj"},
-    {"mlp.gate_proj", "mlp.up_proj"},
-    {"mlp.down_proj"},
+    {architectures::modules::kQProj, architectures::modules::kKProj, architectures::modules::kVProj},
+    {architectures::modules::kOProj},
+    {architectures::modules::kGateProj, architectures::modules::kUpProj},
+    {architectures::modules::kDownProj},
 }};
 
 // "model.layers.3.self_attn.q_proj": the name exports, rules and reports use; a VLM's text tower passes

@@ -1,0 +1,29 @@
+#pragma once
+// The Hugging Face names of a decoder layer's modules, relative to the layer ("model.layers.N."), as every
+// family that stores them apart spells them (Llama's layout); the families' differences are data
+// (Family: fused projections, norm roles, MoE names). One place for what twenty files spelled.
+#include <array>
+
+namespace qs::architectures::modules {
+
+inline constexpr const char* kAttention = "self_attn.";  // the attention block's prefix
+inline constexpr const char* kQProj = "self_attn.q_proj";
+inline constexpr const char* kKProj = "self_attn.k_proj";
+inline constexpr const char* kVProj = "self_attn.v_proj";
+inline constexpr const char* kOProj = "self_attn.o_proj";
+inline constexpr const char* kQNorm = "self_attn.q_norm";
+inline constexpr const char* kKNorm = "self_attn.k_norm";
+inline constexpr const char* kSinks = "self_attn.sinks";       // gpt-oss: a parameter, not a module's weight
+inline constexpr const char* kQkvProj = "self_attn.qkv_proj";  // q, k, v fused (Phi-3)
+inline constexpr const char* kGateProj = "mlp.gate_proj";
+inline constexpr const char* kUpProj = "mlp.up_proj";
+inline constexpr const char* kDownProj = "mlp.down_proj";
+inline constexpr const char* kGateUpProj = "mlp.gate_up_proj";  // gate, up fused (Phi-3)
+inline constexpr const char* kInputNorm = "input_layernorm";
+inline constexpr const char* kPostAttentionNorm = "post_attention_layernorm";
+
+// The seven linears of a dense layer, in the order the forward pass runs them.
+inline constexpr std::array<const char*, 7> kDenseLinears{kQProj,    kKProj,  kVProj,   kOProj,
+                                                          kGateProj, kUpProj, kDownProj};
+
+}  // namespace qs::architectures::modules
