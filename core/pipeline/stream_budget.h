@@ -1,6 +1,6 @@
 #pragma once
 // Which of a Job's travelling hidden-state streams stay in memory and which spill to the work folder
-// (JobPlan::maxMemory): the estimate and the Job's Runner decide it with the same list and rule.
+// (JobPlan::maxMemory): the estimate and the Job's run (JobRun) decide it with the same list and rule.
 #include <cstdint>
 #include <set>
 #include <string>

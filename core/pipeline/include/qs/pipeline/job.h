@@ -52,8 +52,9 @@ struct JobPlan {
     std::filesystem::path workDir;
     bool resume = false;
     // With a work folder: each finished layer's codes stay only there (MethodResult::stored), so the
-    // result's memory does not grow with depth; the folder must then outlive the result. Without:
-    // the result holds every layer in RAM (the GUI, which removes its run folder once a run is done).
+    // result's memory does not grow with depth; the folder must then outlive the result (the CLI's
+    // --work-dir, and the GUI's run folder, which it holds for as long as the result lives). Without:
+    // the result holds every layer in RAM.
     bool resultsOnDisk = false;
     // The memory the run may use (`--max-memory`), in bytes; 0: what is available (MemAvailable).
     // The travelling hidden states get what the rest of the run leaves of it; with a work folder, the

@@ -1,0 +1,201 @@
+#include "job_layer_loop.h"
+
+#include <optional>
+
+#include "qs/error.h"
+#include "qs/pipeline/activation_calibration.h"
+#include "qs/pipeline/layer_statistics.h"
+#include "qs/pipeline/resource_estimate.h"
+
+#include "gguf_method.h"
+#include "hidden_states.h"
+#include "job_save_resume.h"
+
+namespace qs::pipeline {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A layer's norms and biases without its linears' weights (filled in by the caller).
+model::LayerWeights withoutLinearWeights(const model::LayerWeights& w) {
+    model::LayerWeights out;
+    out.inputNorm = w.inputNorm;
+    out.postAttentionNorm = w.postAttentionNorm;
+    out.attentionOutputNorm = w.attentionOutputNorm;
+    out.mlpOutputNorm = w.mlpOutputNorm;
+    out.qNorm = w.qNorm;
+    out.kNorm = w.kNorm;
+    out.moeNames = w.moeNames;
+    out.router = w.router;  // the router is never quantized
+    out.experts.resize(w.experts.size());
+    for (const auto& module : w.linearModules()) out.linear(module).bias = w.linear(module).bias;
+    return out;
+}
+
+ModuleLog logOf(const MethodSpec& m, int layer, const std::string& module, const quant::QuantizedLinear& q,
+                std::int64_t samples, std::int64_t routedTokens) {
+    ModuleLog log;
+    log.method = m.name;
+    log.layer = layer;
+    log.module = module;
+    log.inFeatures = q.cols;
+    log.outFeatures = q.rows;
+    log.outputError = q.outputError;
+    log.loss = q.gptqLoss;
+    log.samples = samples;
+    log.damp = q.dampPercent;
+    log.seconds = q.seconds;
+    log.bitsPerWeight = q.bitsPerWeight();
+    log.residentBytes = residentBytes();
+    log.routedTokens = routedTokens;
+    return log;
+}
+
+// Which streams free what the layer's quantization no longer needs as they quantize (LayerRelease).
+struct LastUsers {
+    std::size_t ofWeights;     // the last stream that has not failed frees the original linears
+    std::size_t ofStatistics;  // the last that quantizes from the original stream frees its statistics
+    LayerRelease releaseFor(std::size_t stream) const {
+        return LayerRelease{stream == ofStatistics, stream == ofWeights};
+    }
+};
+
+// Chosen before the layer's first stream quantizes, so a stream that fails on this layer changes nothing.
+LastUsers lastUsersOf(const std::vector<MethodStream>& streams) {
+    std::size_t lastStream = streams.size(), lastBaseUser = streams.size();
+    for (std::size_t m = 0; m < streams.size(); ++m) {
+        if (streams[m].failed()) continue;
+        lastStream = m;
+        if (!streams[m].ownCalibration) lastBaseUser = m;
+    }
+    return LastUsers{lastStream, lastBaseUser};
+}
+
+// The layer's FP8 KV-cache scales, and the original layer run with its cache quantized (the cache's damage alone).
+void evaluateCacheOnly(JobRun& run, int layer, model::LayerWeights& original, const LayerStatistics& baseStats) {
+    const float k = calibratedCacheScale(baseStats.keyTokenMaxAbs(), run.plan.activationCalibration);
+    const float v = calibratedCacheScale(baseStats.valueTokenMaxAbs(), run.plan.activationCalibration);
+    run.cacheScales.emplace_back(k, v);
+    original.k.cacheScale = k, original.v.cacheScale = v;
+    runLayerAll(run.base, layer, original, run.kvEvaluation, run.cancel);
+    original.k.cacheScale = 0.0f, original.v.cacheScale = 0.0f;
+}
+
+// What the engine quantizes around `module` besides its weight: its input (calibrated on `stats`),
+// the KV cache (k_proj, v_proj).
+void setServing(const JobRun& run, const MethodSpec& m, int layer, const std::string& module, LayerStatistics& stats,
+                quant::QuantizedLinear& q) {
+    if (m.activations != quant::ActivationFormat::None)
+        q.input = calibratedInput(m.activations, stats.input(module), run.plan.activationCalibration);
+    if (m.kvCacheFp8 && module == "self_attn.k_proj") q.cacheScale = run.cacheScales[std::size_t(layer)].first;
+    if (m.kvCacheFp8 && module == "self_attn.v_proj") q.cacheScale = run.cacheScales[std::size_t(layer)].second;
+}
+
+QuantizedLayer quantizeMixedLayer(const JobRun& run, const MixedMethods& mix, int layer,
+                                  const model::LayerWeights& original, LayerStatistics& stats) {
+    return quantizeLayerModules([&mix, layer](std::string_view module) { return mix.methodOf(layer, module); },
+                                original, stats, run.plan.seed + std::uint64_t(layer), run.cancel,
+                                run.plan.backend.get());
+}
+
+// The stream's method (or mix, or GGUF type mix) applied to the layer's linears.
+QuantizedLayer quantizeWithMethod(const JobRun& run, const MethodStream& s, int layer, model::LayerWeights& original,
+                                  LayerStatistics& stats, LayerRelease release) {
+    if (s.mix) return quantizeMixedLayer(run, *s.mix, layer, original, stats);
+    if (s.ggufTypes)
+        return quantizeGgufLayer(s.ggufTypes, run.config.layerPrefix(layer), layer, original, stats, run.cancel,
+                                 release);
+    return quantizeLayer(s.result.method, original, stats, run.plan.seed + std::uint64_t(layer), run.cancel,
+                         run.plan.backend.get(), release);
+}
+
+// Each quantized linear logged, set up as the engine serves it and installed in the stream's model;
+// the finished layer as the stream keeps it.
+CompactLayer keepQuantized(JobRun& run, MethodStream& s, int layer, QuantizedLayer& q, LayerStatistics& stats) {
+    CompactLayer kept;
+    for (auto& [module, linear] : q) {
+        const auto samples = stats.empty() ? 0 : stats.input(module).hessian->samples();
+        const auto routed = stats.empty() ? -1 : stats.routedTokens(module);
+        const MethodSpec& method = s.mix ? *s.mix->methodOf(layer, module) : s.result.method;
+        s.result.modules.push_back(logOf(method, layer, module, *linear, samples, routed));
+        if (run.moduleLog) run.moduleLog(s.result.modules.back());
+        quant::QuantizedLinear served(*linear);
+        linear.reset();
+        setServing(run, s.result.method, layer, module, stats, served);
+        kept.emplace(module, s.install(layer, module, std::make_shared<const CompactLinear>(std::move(served))));
+    }
+    return kept;
+}
+
+// The stream's layer as its Transformer would load it (the same effective weights), built once here.
+model::LayerWeights quantizedWeights(model::LayerWeights& original, const CompactLayer& kept, bool weightsReleased) {
+    model::LayerWeights quantized = weightsReleased ? std::move(original) : withoutLinearWeights(original);
+    if (!weightsReleased)  // a mix's dense linears keep their original weights
+        for (const auto& module : original.linearModules())
+            if (!kept.contains(module)) quantized.linear(module).weight = original.linear(module).weight;
+    for (const auto& [module, compact] : kept) {
+        model::Linear& linear = quantized.linear(module);
+        linear.weight = compact->effectiveWeight();
+        linear.input = compact->parts().input;
+        linear.cacheScale = compact->parts().cacheScale;
+    }
+    return quantized;
+}
+
+void quantizeStream(JobRun& run, MethodStream& s, int layer, model::LayerWeights& original, LayerStatistics& baseStats,
+                    LayerRelease release) {
+    std::optional<LayerStatistics> own;
+    if (s.ownCalibration) {  // the layer's inputs in this stream; the stream itself advances after quantization
+        own.emplace(run.plan.backend.get());
+        observeLayerAll(s.model, layer, original, s.calibration, run.cancel, own->hook());
+        release.statistics = true;
+    }
+    LayerStatistics& stats = own ? *own : baseStats;
+    const auto start = Clock::now();
+    CompactLayer kept;
+    try {
+        if (s.mix) release = {};  // its dense linears still need their weights, its other linears the statistics
+        QuantizedLayer q = quantizeWithMethod(run, s, layer, original, stats, release);
+        kept = keepQuantized(run, s, layer, q, stats);
+    } catch (const Cancelled&) {
+        throw;
+    } catch (const Error& e) {
+        s.result.error = e.what();
+        return;
+    }
+    s.result.seconds += secondsSince(start);
+    model::LayerWeights quantized = quantizedWeights(original, kept, release.weights);
+    s.kept.push_back(std::move(kept));
+    if (s.ownCalibration) runLayerAll(s.model, layer, quantized, s.calibration, run.cancel);
+    runLayerAll(s.model, layer, quantized, s.evaluation, run.cancel);
+}
+
+}  // namespace
+
+// Memory: the layer is converted to f32 once (`original`) and run from there, never cached by a
+// Transformer. The last stream that needs them frees the original linears and the statistics as
+// it quantizes (LayerRelease); a stream's quantized layer is decoded once for its forward passes.
+void calibrateAndQuantizeLayer(JobRun& run, int layer) {
+    const int L = run.config.numLayers;
+    run.report("calibrate", layer + 1, L, 0.8 * layer / L,
+               "layer " + std::to_string(layer + 1) + "/" + std::to_string(L));
+    spillInto(run, layer);
+    model::LayerWeights original = run.weights->layer(layer);
+    LayerStatistics baseStats(run.plan.backend.get());  // only when a method quantizes from the original stream
+    if (run.baseStatistics)
+        runLayerAll(run.base, layer, original, run.calibration, run.cancel, baseStats.hook(),
+                    run.kvCache ? baseStats.keyValueHook() : model::KeyValueHook{});
+    if (run.keepsLayerInputs()) run.layerInputs.push_back(run.evaluation.inMemory());
+    if (run.kvCache) evaluateCacheOnly(run, layer, original, baseStats);
+    runLayerAll(run.base, layer, original, run.evaluation, run.cancel);
+    const LastUsers last = lastUsersOf(run.streams);
+    for (std::size_t m = 0; m < run.streams.size(); ++m) {
+        auto& s = run.streams[m];
+        if (s.failed()) continue;
+        run.report("quantize", layer + 1, L, 0.8 * (layer + double(m) / run.streams.size()) / L,
+                   s.result.method.label() + ", layer " + std::to_string(layer + 1) + "/" + std::to_string(L));
+        quantizeStream(run, s, layer, original, baseStats, last.releaseFor(m));
+    }
+}
+
+}  // namespace qs::pipeline
