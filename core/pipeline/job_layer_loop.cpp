@@ -2,6 +2,7 @@
 
 #include <optional>
 
+#include "qs/architectures/module_names.h"
 #include "qs/error.h"
 #include "qs/pipeline/activation_calibration.h"
 #include "qs/pipeline/layer_statistics.h"
@@ -12,6 +13,8 @@
 #include "job_save_resume.h"
 
 namespace qs::pipeline {
+
+namespace modules = architectures::modules;
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -87,8 +90,8 @@ void setServing(const JobRun& run, const MethodSpec& m, int layer, const std::st
                 quant::QuantizedLinear& q) {
     if (m.activations != quant::ActivationFormat::None)
         q.input = calibratedInput(m.activations, stats.input(module), run.plan.activationCalibration);
-    if (m.kvCacheFp8 && module == "self_attn.k_proj") q.cacheScale = run.cacheScales[std::size_t(layer)].first;
-    if (m.kvCacheFp8 && module == "self_attn.v_proj") q.cacheScale = run.cacheScales[std::size_t(layer)].second;
+    if (m.kvCacheFp8 && module == modules::kKProj) q.cacheScale = run.cacheScales[std::size_t(layer)].first;
+    if (m.kvCacheFp8 && module == modules::kVProj) q.cacheScale = run.cacheScales[std::size_t(layer)].second;
 }
 
 QuantizedLayer quantizeMixedLayer(const JobRun& run, const MixedMethods& mix, int layer,
