@@ -1,5 +1,5 @@
 // Help ▸ About: version, backend and the licences of what ships.
-#include "about_dialog.h"
+#include "window/about_dialog.h"
 
 #include <QRegularExpression>
 

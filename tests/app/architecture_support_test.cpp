@@ -13,11 +13,11 @@
 #include <QPushButton>
 #include <QTemporaryDir>
 
-#include "error_reporter.h"
-#include "forward_pass_support.h"
-#include "main_window.h"
+#include "panels/forward_pass_support.h"
+#include "panels/quantize_panel.h"
 #include "qt_test_support.h"
-#include "quantize_panel.h"
+#include "window/error_reporter.h"
+#include "window/main_window.h"
 
 namespace qs::gui::test {
 namespace {

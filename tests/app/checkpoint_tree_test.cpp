@@ -9,12 +9,12 @@
 #include <QStringList>
 #include <QTreeView>
 
-#include "checkpoint_filter_model.h"
-#include "checkpoint_tree_model.h"
-#include "checkpoint_tree_panel.h"
-#include "main_window.h"
+#include "models/checkpoint_filter_model.h"
+#include "models/checkpoint_tree_model.h"
+#include "panels/checkpoint_tree_panel.h"
+#include "panels/summary_panel.h"
 #include "qt_test_support.h"
-#include "summary_panel.h"
+#include "window/main_window.h"
 
 namespace qs::gui::test {
 namespace {

@@ -10,9 +10,9 @@
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 
-#include "main_window.h"
-#include "message_box_error_reporter.h"
 #include "qt_test_support.h"
+#include "window/main_window.h"
+#include "window/message_box_error_reporter.h"
 
 namespace qs::gui::test {
 namespace {

@@ -3,7 +3,7 @@
 // their MXFP4 export), statistics checked against a brute-force computation over each expert's values
 // read here, and clicks that select the right tensor in the window (the Overview's cells and the Results'
 // tokens-per-expert heat map on gpt-oss).
-#include "expert_overview.h"
+#include "experts/expert_overview.h"
 
 #include <algorithm>
 #include <cmath>
@@ -19,15 +19,15 @@
 #include "qs/formats/linear_reader.h"
 #include "qs/pipeline/gpt_oss_mxfp4_export.h"
 
-#include "expert_heat_map.h"
-#include "expert_overview_layout.h"
-#include "main_window.h"
-#include "overview_page.h"
-#include "plot_view.h"
+#include "experts/expert_overview_layout.h"
+#include "jobs/quantize_job.h"
+#include "pages/overview_page.h"
+#include "pages/results_page.h"
+#include "panels/quantize_panel.h"
+#include "plots/expert_heat_map.h"
+#include "plots/plot_view.h"
 #include "qt_test_support.h"
-#include "quantize_job.h"
-#include "quantize_panel.h"
-#include "results_page.h"
+#include "window/main_window.h"
 
 namespace qs::gui::test {
 namespace {

@@ -10,15 +10,15 @@
 #include <QJsonObject>
 #include <QRegularExpression>
 
-#include "expert_heat_map.h"
-#include "expert_path.h"
-#include "expert_token_grid.h"
-#include "main_window.h"
-#include "module_log_model.h"
+#include "experts/expert_path.h"
+#include "experts/expert_token_grid.h"
+#include "jobs/quantize_job.h"
+#include "models/module_log_model.h"
+#include "pages/results_page.h"
+#include "panels/quantize_panel.h"
+#include "plots/expert_heat_map.h"
 #include "qt_test_support.h"
-#include "quantize_job.h"
-#include "quantize_panel.h"
-#include "results_page.h"
+#include "window/main_window.h"
 
 namespace qs::gui::test {
 namespace {

@@ -11,10 +11,10 @@
 #include <QPushButton>
 #include <QSet>
 
-#include "main_window.h"
+#include "panels/quantize_panel.h"
 #include "qt_test_support.h"
-#include "quantize_panel.h"
-#include "start_page.h"
+#include "window/main_window.h"
+#include "window/start_page.h"
 
 namespace qs::gui::test {
 namespace {

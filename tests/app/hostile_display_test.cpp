@@ -13,11 +13,11 @@
 
 #include "qs/io/checkpoint_writer.h"
 
-#include "error_reporter.h"
-#include "export_panel.h"
-#include "histogram_page.h"
-#include "main_window.h"
+#include "pages/histogram_page.h"
+#include "panels/export_panel.h"
 #include "qt_test_support.h"
+#include "window/error_reporter.h"
+#include "window/main_window.h"
 
 namespace qs::gui::test {
 namespace {

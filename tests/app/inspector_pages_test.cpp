@@ -8,13 +8,13 @@
 
 #include "qs/analysis/histogram.h"
 
-#include "channel_table_model.h"
-#include "channels_page.h"
-#include "histogram_page.h"
-#include "main_window.h"
-#include "overview_page.h"
-#include "plot_view.h"
+#include "models/channel_table_model.h"
+#include "pages/channels_page.h"
+#include "pages/histogram_page.h"
+#include "pages/overview_page.h"
+#include "plots/plot_view.h"
 #include "qt_test_support.h"
+#include "window/main_window.h"
 
 namespace qs::gui::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "job_runner.h"
+#include "jobs/job_runner.h"
 
 #include <atomic>
 #include <chrono>

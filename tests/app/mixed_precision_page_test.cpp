@@ -3,7 +3,7 @@
 // test) while a measurement pass runs; a quantized allocation lands on the plot beside its
 // prediction, in Results and in Export, which writes it as the CLI's quantize --target-bpw does;
 // the rules table refuses what the CLI refuses, in one line.
-#include "mixed_precision_page.h"
+#include "pages/mixed_precision_page.h"
 
 #include <algorithm>
 #include <cmath>
@@ -28,16 +28,16 @@
 #include "qs/pipeline/mixed_precision_allocation.h"
 #include "qs/pipeline/mixed_precision_report.h"
 
-#include "export_panel.h"
 #include "export_support.h"
-#include "kl_per_layer_plot.h"
-#include "main_window.h"
-#include "mixed_allocation_map.h"
-#include "plot_view.h"
+#include "models/results_table_model.h"
+#include "pages/results_page.h"
+#include "panels/export_panel.h"
+#include "plots/kl_per_layer_plot.h"
+#include "plots/mixed_allocation_map.h"
+#include "plots/plot_view.h"
 #include "qt_test_support.h"
-#include "results_page.h"
-#include "results_table_model.h"
 #include "sensitivity_tables.h"
+#include "window/main_window.h"
 
 namespace qs::gui::test {
 namespace {

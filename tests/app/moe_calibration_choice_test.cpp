@@ -6,13 +6,13 @@
 #include <QSettings>
 #include <QTemporaryDir>
 
-#include "main_window.h"
-#include "module_log_model.h"
+#include "jobs/quantize_job.h"
+#include "jobs/quantize_settings.h"
+#include "models/module_log_model.h"
+#include "pages/results_page.h"
+#include "panels/quantize_panel.h"
 #include "qt_test_support.h"
-#include "quantize_job.h"
-#include "quantize_panel.h"
-#include "quantize_settings.h"
-#include "results_page.h"
+#include "window/main_window.h"
 
 namespace qs::gui::test {
 namespace {

@@ -10,18 +10,18 @@
 #include "qs/io/checkpoint.h"
 #include "qs/pipeline/work_folder.h"
 
-#include "checkpoint_file_dialog.h"
-#include "export_panel.h"
 #include "export_support.h"
-#include "main_window.h"
+#include "jobs/quantize_job.h"
+#include "jobs/run_cache.h"
+#include "jobs/run_folder.h"
+#include "jobs/run_plan.h"
+#include "pages/results_page.h"
+#include "panels/export_panel.h"
+#include "panels/quantize_panel.h"
 #include "qt_test_support.h"
-#include "quantize_job.h"
-#include "quantize_panel.h"
-#include "recent_files.h"
-#include "results_page.h"
-#include "run_cache.h"
-#include "run_folder.h"
-#include "run_plan.h"
+#include "window/checkpoint_file_dialog.h"
+#include "window/main_window.h"
+#include "window/recent_files.h"
 
 namespace qs::gui::test {
 namespace {

@@ -1,4 +1,4 @@
-#include "plot_export.h"
+#include "plots/plot_export.h"
 
 #include <memory>
 #include <vector>
@@ -7,11 +7,11 @@
 #include <QImage>
 #include <QTemporaryDir>
 
-#include "error_reporter.h"
-#include "histogram_page.h"
-#include "main_window.h"
-#include "plot_view.h"
+#include "pages/histogram_page.h"
+#include "plots/plot_view.h"
 #include "qt_test_support.h"
+#include "window/error_reporter.h"
+#include "window/main_window.h"
 
 namespace qs::gui::test {
 namespace {

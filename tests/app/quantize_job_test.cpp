@@ -1,6 +1,6 @@
 // The quantization half of the window on the bundled demo Qwen3: the panel's estimate, a small job
 // through the worker QThread into the results views, cancellation and the event loop's latency.
-#include "quantize_job.h"
+#include "jobs/quantize_job.h"
 
 #include <algorithm>
 #include <atomic>
@@ -23,18 +23,18 @@
 #include <QTemporaryDir>
 #include <QTimer>
 
-#include "export_panel.h"
 #include "export_support.h"
-#include "job_status_widget.h"
-#include "kl_per_layer_plot.h"
-#include "kl_per_method_plot.h"
-#include "main_window.h"
-#include "module_log_model.h"
-#include "output_error_plot.h"
+#include "models/module_log_model.h"
+#include "models/results_table_model.h"
+#include "pages/results_page.h"
+#include "panels/export_panel.h"
+#include "panels/job_status_widget.h"
+#include "panels/quantize_panel.h"
+#include "plots/kl_per_layer_plot.h"
+#include "plots/kl_per_method_plot.h"
+#include "plots/output_error_plot.h"
 #include "qt_test_support.h"
-#include "quantize_panel.h"
-#include "results_page.h"
-#include "results_table_model.h"
+#include "window/main_window.h"
 
 namespace qs::gui::test {
 namespace {

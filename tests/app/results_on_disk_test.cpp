@@ -12,16 +12,16 @@
 #include "qs/io/checkpoint.h"
 #include "qs/pipeline/job.h"
 
-#include "export_panel.h"
 #include "export_support.h"
-#include "folder_lock.h"
-#include "main_window.h"
+#include "jobs/folder_lock.h"
+#include "jobs/quantize_job.h"
+#include "jobs/run_cache.h"
+#include "jobs/run_plan.h"
+#include "pages/results_page.h"
+#include "panels/export_panel.h"
+#include "panels/quantize_panel.h"
 #include "qt_test_support.h"
-#include "quantize_job.h"
-#include "quantize_panel.h"
-#include "results_page.h"
-#include "run_cache.h"
-#include "run_plan.h"
+#include "window/main_window.h"
 
 namespace qs::gui::test {
 namespace {

@@ -12,11 +12,11 @@
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/job.h"
 
-#include "main_window.h"
+#include "pages/serving_scales_page.h"
+#include "panels/quantize_panel.h"
+#include "plots/serving_scales_plot.h"
 #include "qt_test_support.h"
-#include "quantize_panel.h"
-#include "serving_scales_page.h"
-#include "serving_scales_plot.h"
+#include "window/main_window.h"
 
 namespace qs::gui::test {
 namespace {

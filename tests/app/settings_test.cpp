@@ -6,11 +6,11 @@
 #include <QSettings>
 #include <QSpinBox>
 
-#include "error_reporter.h"
-#include "main_window.h"
+#include "panels/quantize_panel.h"
 #include "qt_test_support.h"
-#include "quantize_panel.h"
 #include "quantized_demo.h"
+#include "window/error_reporter.h"
+#include "window/main_window.h"
 
 namespace qs::gui::test {
 namespace {

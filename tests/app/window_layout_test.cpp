@@ -15,22 +15,22 @@
 #include <QTableWidget>
 #include <QTreeView>
 
-#include "channels_page.h"
-#include "checkpoint_tree_model.h"
-#include "checkpoint_tree_panel.h"
-#include "histogram_page.h"
-#include "kl_per_layer_plot.h"
-#include "main_window.h"
-#include "mixed_allocation_map.h"
-#include "mixed_precision_page.h"
-#include "output_error_plot.h"
-#include "plot_view.h"
+#include "models/checkpoint_tree_model.h"
+#include "pages/channels_page.h"
+#include "pages/histogram_page.h"
+#include "pages/mixed_precision_page.h"
+#include "pages/results_page.h"
+#include "panels/checkpoint_tree_panel.h"
+#include "panels/quantize_panel.h"
+#include "plots/kl_per_layer_plot.h"
+#include "plots/mixed_allocation_map.h"
+#include "plots/output_error_plot.h"
+#include "plots/plot_view.h"
+#include "plots/serving_scales_plot.h"
 #include "qt_test_support.h"
-#include "quantize_panel.h"
 #include "quantized_demo.h"
-#include "results_page.h"
 #include "sensitivity_tables.h"
-#include "serving_scales_plot.h"
+#include "window/main_window.h"
 
 namespace qs::gui::test {
 namespace {
