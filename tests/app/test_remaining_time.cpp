@@ -1,14 +1,13 @@
 // The ETA from the rate of finished work, on fake progress streams with a fake clock: a job that
 // spends its first seconds opening and embedding, then finishes modules at a steady rate. The time
 // left it states is compared with the stream's true remaining time.
-#include "jobs/remaining_time.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <vector>
 
 #include "jobs/job_progress_text.h"
+#include "jobs/remaining_time.h"
 
 namespace qs::gui::test {
 namespace {

@@ -1,5 +1,3 @@
-#include "qs/analysis/histogram.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -8,6 +6,7 @@
 #include <random>
 #include <vector>
 
+#include "qs/analysis/histogram.h"
 #include "qs/error.h"
 #include "qs/io/dtype.h"
 

@@ -1,5 +1,3 @@
-#include "plots/plot_export.h"
-
 #include <memory>
 #include <vector>
 
@@ -8,6 +6,7 @@
 #include <QTemporaryDir>
 
 #include "pages/histogram_page.h"
+#include "plots/plot_export.h"
 #include "plots/plot_view.h"
 #include "qt_test_support.h"
 #include "window/error_reporter.h"

@@ -3,8 +3,6 @@
 // test) while a measurement pass runs; a quantized allocation lands on the plot beside its
 // prediction, in Results and in Export, which writes it as the CLI's quantize --target-bpw does;
 // the rules table refuses what the CLI refuses, in one line.
-#include "pages/mixed_precision_page.h"
-
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -30,6 +28,7 @@
 
 #include "export_support.h"
 #include "models/results_table_model.h"
+#include "pages/mixed_precision_page.h"
 #include "pages/results_page.h"
 #include "panels/export_panel.h"
 #include "plots/kl_per_layer_plot.h"

@@ -1,9 +1,8 @@
 // Detection on the bundled dense checkpoint, on EXL3, and the dense path of LinearReader.
-#include "qs/formats/detect.h"
-
 #include <gtest/gtest.h>
 
 #include "qs/error.h"
+#include "qs/formats/detect.h"
 #include "qs/formats/linear_reader.h"
 
 #include "fixture.h"

@@ -1,5 +1,3 @@
-#include "qs/analysis/channel_stats.h"
-
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -7,6 +5,7 @@
 #include <random>
 #include <vector>
 
+#include "qs/analysis/channel_stats.h"
 #include "qs/error.h"
 
 namespace qs::analysis {

@@ -1,11 +1,10 @@
-#include "jobs/job_runner.h"
-
 #include <atomic>
 #include <chrono>
 #include <thread>
 
 #include "qs/error.h"
 
+#include "jobs/job_runner.h"
 #include "qt_test_support.h"
 
 namespace qs::gui::test {

@@ -2,8 +2,6 @@
 // NVFP4 and FP8 exports of the demo made by quantscope-cli: the code counts against a count of the
 // stored bits made here, the g_idx plot against the stored g_idx, the rounding error's RMS against a
 // GPTQ decode written here from the published layout (FORMATS.md 2.2-2.5) and the dense demo.
-#include "pages/quantized_linear_page.h"
-
 #include <cmath>
 #include <cstring>
 #include <map>
@@ -15,6 +13,7 @@
 #include "qs/io/checkpoint.h"
 
 #include "models/checkpoint_tree_model.h"
+#include "pages/quantized_linear_page.h"
 #include "panels/checkpoint_tree_panel.h"
 #include "plots/plot_view.h"
 #include "qt_test_support.h"

@@ -1,9 +1,9 @@
 // The heat maps' colour scale: the largest value must not be drawn in the white of an empty page (it
 // was: gpThermal ends in white, and gpt-oss's layer-1 router looked like a missing cell), and the
 // colours must still brighten monotonically, so that a brighter cell always means a larger value.
-#include "plots/heat_gradient.h"
-
 #include <gtest/gtest.h>
+
+#include "plots/heat_gradient.h"
 
 namespace {
 

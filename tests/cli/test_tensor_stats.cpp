@@ -1,7 +1,5 @@
 // qs::analysis::computeTensorStats through the core API: chunking, merging, progress and
 // cancellation (the CLI tests cover the same numbers end to end).
-#include "qs/analysis/tensor_stats.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "qs/analysis/tensor_stats.h"
 #include "qs/error.h"
 
 namespace {

@@ -1,11 +1,10 @@
 // Help ▸ About: version, backend and the licences of what ships.
-#include "window/about_dialog.h"
-
 #include <QRegularExpression>
 
 #include "qs/eigen.h"
 
 #include "qt_test_support.h"
+#include "window/about_dialog.h"
 
 namespace qs::gui::test {
 namespace {

@@ -1,13 +1,12 @@
 // The Hessian tab on the demo Qwen3: a short calibration of the selected linear's layer, diag(H)
 // per input channel and GPTQ's act-order, on the device chosen in the Quantize panel (the numbers
 // themselves are tested against the full Hessian in tests/pipeline/test_hessian_diagonals.cpp).
-#include "pages/hessian_page.h"
-
 #include <algorithm>
 #include <numeric>
 
 #include <QComboBox>
 
+#include "pages/hessian_page.h"
 #include "panels/quantize_panel.h"
 #include "plots/plot_view.h"
 #include "qt_test_support.h"

@@ -3,8 +3,6 @@
 // their MXFP4 export), statistics checked against a brute-force computation over each expert's values
 // read here, and clicks that select the right tensor in the window (the Overview's cells and the Results'
 // tokens-per-expert heat map on gpt-oss).
-#include "experts/expert_overview.h"
-
 #include <algorithm>
 #include <cmath>
 #include <string>
@@ -19,6 +17,7 @@
 #include "qs/formats/linear_reader.h"
 #include "qs/pipeline/gpt_oss_mxfp4_export.h"
 
+#include "experts/expert_overview.h"
 #include "experts/expert_overview_layout.h"
 #include "jobs/quantize_job.h"
 #include "pages/overview_page.h"

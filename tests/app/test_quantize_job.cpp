@@ -1,7 +1,5 @@
 // The quantization half of the window on the bundled demo Qwen3: the panel's estimate, a small job
 // through the worker QThread into the results views, cancellation and the event loop's latency.
-#include "jobs/quantize_job.h"
-
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -24,6 +22,7 @@
 #include <QTimer>
 
 #include "export_support.h"
+#include "jobs/quantize_job.h"
 #include "models/module_log_model.h"
 #include "models/results_table_model.h"
 #include "pages/results_page.h"

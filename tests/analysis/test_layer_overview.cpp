@@ -1,11 +1,10 @@
-#include "qs/analysis/layer_overview.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
 #include <vector>
 
+#include "qs/analysis/layer_overview.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 

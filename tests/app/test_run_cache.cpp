@@ -2,8 +2,6 @@
 // this process and by another one (util-linux flock(1), standing for a second QuantScope): what
 // cleanUp removes and keeps, which interrupted run takeInterrupted offers, and that startNew never
 // hands out a folder that is in use or kept.
-#include "jobs/run_cache.h"
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -15,6 +13,7 @@
 #include "qs/pipeline/work_folder.h"
 
 #include "jobs/folder_lock.h"
+#include "jobs/run_cache.h"
 #include "qt_test_support.h"
 
 namespace qs::gui::test {

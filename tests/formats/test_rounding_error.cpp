@@ -1,8 +1,6 @@
 // The rounding error against an original checkpoint: decoded − original per element, its RMS, and the
 // one-line refusal of an original whose names or shapes differ. The expected values are computed here
 // from the stored FP8 bytes with the fixture's own E4M3 decoder.
-#include "qs/formats/rounding_error.h"
-
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -10,6 +8,7 @@
 
 #include "qs/error.h"
 #include "qs/formats/detect.h"
+#include "qs/formats/rounding_error.h"
 
 #include "fixture.h"
 
