@@ -12,16 +12,16 @@
 
 #include "qs/huge_pages.h"
 
-#include "main_window.h"
-#include "overview_page.h"
-#include "quantize_job.h"
-#include "quantize_panel.h"
-#include "results_page.h"
+#include "jobs/quantize_job.h"
+#include "pages/overview_page.h"
+#include "pages/results_page.h"
+#include "panels/quantize_panel.h"
+#include "window/main_window.h"
 #if defined(QS_WITH_CUDA_BACKEND)
 #include "qs/gpu/cuda_backend.h"
 #endif
-#include "screenshot_taker.h"
-#include "stderr_error_reporter.h"
+#include "window/screenshot_taker.h"
+#include "window/stderr_error_reporter.h"
 
 namespace {
 

@@ -2,7 +2,7 @@
 // Exporting through the Export panel as a user does, waiting for the worker.
 #include <QString>
 
-#include "export_panel.h"
+#include "panels/export_panel.h"
 #include "qt_test_support.h"
 
 namespace qs::gui::test {

@@ -304,7 +304,7 @@ TEST(Exporter, AMixReadsBackFromCtMixedBitForBit) {
     const auto result = mixedDemo("gptq4-sym", "nvfp4");
     const auto dir = freshPath("ct_mixed_mix");
     exportCheckpoint({kDemo, dir, "ct-mixed", false, {}}, result, {}, CancelToken{});
-    // Bit for bit in the parts (NVFP4's weight is decoded with the consumers' divisor, ct_nvfp4_encoder_test).
+    // Bit for bit in the parts (NVFP4's weight is decoded with the consumers' divisor, test_ct_nvfp4_encoder).
     const auto exported = io::Checkpoint::open(dir);
     const formats::LinearReader reader(exported);
     for (std::size_t i = 0; i < result.layers.size(); ++i)

@@ -1,0 +1,145 @@
+#include "pages/results_page.h"
+
+#include <QHeaderView>
+#include <QLabel>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include "models/results_table_model.h"
+#include "plots/expert_heat_map.h"
+#include "plots/kl_per_layer_plot.h"
+#include "plots/kl_per_method_plot.h"
+#include "plots/output_error_plot.h"
+#include "text/number_format.h"
+
+namespace qs::gui {
+
+ResultsPage::ResultsPage(QWidget* parent)
+    : InspectorPage(parent),
+      summary_(new QLabel(this)),
+      klPerMethod_(new KlPerMethodPlot(this)),
+      klPerLayer_(new KlPerLayerPlot(this)),
+      outputError_(new OutputErrorPlot(this)),
+      tableModel_(new ResultsTableModel(this)),
+      tableView_(new QTableView(this)),
+      sections_(new QTabWidget(this)),
+      expertHeatMap_(new ExpertHeatMap(this)),
+      expertStatus_(new QLabel(this)) {
+    auto* sorted = new QSortFilterProxyModel(this);
+    sorted->setSourceModel(tableModel_);
+    sorted->setSortRole(ResultsTableModel::SortRole);
+    tableView_->setModel(sorted);
+    tableView_->setSortingEnabled(true);
+    tableView_->sortByColumn(-1, Qt::AscendingOrder);  // the job's method order until a header is clicked
+    tableView_->verticalHeader()->hide();
+    tableView_->verticalHeader()->setDefaultSectionSize(tableView_->fontMetrics().height() + 6);
+    tableView_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    tableView_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    summary_->setWordWrap(true);
+    summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+
+    for (PlotView* plot : {static_cast<PlotView*>(klPerMethod_), static_cast<PlotView*>(klPerLayer_),
+                           static_cast<PlotView*>(outputError_)})
+        plot->setMinimumWidth(170);  // three side by side in the centre of a 1366-pixel laptop window
+    auto* plots = new QSplitter(Qt::Horizontal, this);
+    plots->addWidget(klPerMethod_);
+    plots->addWidget(klPerLayer_);
+    plots->addWidget(outputError_);
+    auto* both = new QSplitter(Qt::Vertical, this);
+    both->addWidget(plots);
+    both->addWidget(tableView_);  // full width: all nine columns readable
+    both->setStretchFactor(0, 3);
+    both->setStretchFactor(1, 2);
+    // A MoE job's tokens per expert get a tab of their own (the whole page's height for 48 layers × 128
+    // experts); a dense job's page shows no tab bar.
+    expertStatus_->setWordWrap(true);
+    expertTab_ = new QWidget(this);
+    expertTab_->hide();  // until a result has experts: a child outside the tabs would cover the page
+    auto* expertLayout = new QVBoxLayout(expertTab_);
+    expertLayout->setContentsMargins(0, 0, 0, 0);
+    expertLayout->addWidget(expertHeatMap_, 1);
+    expertLayout->addWidget(expertStatus_);
+    sections_->setTabBarAutoHide(true);
+    sections_->setDocumentMode(true);
+    sections_->addTab(both, tr("Methods"));
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(summary_);
+    layout->addWidget(sections_, 1);
+
+    connect(klPerLayer_, &KlPerLayerPlot::layerClicked, this, &ResultsPage::layerActivated);
+    connect(outputError_, &OutputErrorPlot::linearClicked, this, &ResultsPage::linearActivated);
+    connect(expertHeatMap_, &ExpertHeatMap::expertClicked, this, &ResultsPage::linearActivated);
+    for (PlotView* plot : {static_cast<PlotView*>(klPerMethod_), static_cast<PlotView*>(klPerLayer_),
+                           static_cast<PlotView*>(outputError_), static_cast<PlotView*>(expertHeatMap_)})
+        connect(plot, &PlotView::exportFailed, this,
+                [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
+    setResult(nullptr);
+}
+
+void ResultsPage::setCheckpoint(CheckpointPtr) { setResult(nullptr); }
+
+void ResultsPage::setResult(JobResultPtr result) {
+    result_ = std::move(result);
+    klPerMethod_->setResult(result_);
+    klPerLayer_->setResult(result_);
+    outputError_->setResult(result_);
+    tableModel_->setResult(result_);
+    klPerLayer_->setVisible(klPerLayer_->hasData());
+    showExpertTokens();
+    summary_->setText(summaryText());
+}
+
+void ResultsPage::showExpertTokens() {
+    expertHeatMap_->setResult(result_);
+    const int at = sections_->indexOf(expertTab_);
+    if (!expertHeatMap_->hasData()) {
+        if (at >= 0) sections_->removeTab(at);
+        return;
+    }
+    if (at < 0) sections_->addTab(expertTab_, tr("Tokens per expert"));
+    if (preferExpertTokens_) sections_->setCurrentWidget(expertTab_);
+    const ExpertTokenGrid& grid = expertHeatMap_->grid();
+    QString text = tr("Calibration tokens the router sent each expert, from the module log: %1 to %2 per expert.")
+                       .arg(grid.minTokens())
+                       .arg(grid.maxTokens());
+    text += QLatin1Char(' ') +
+            (grid.starvedCount() == 0
+                 ? tr("No expert was starved.")
+                 : tr("%n starved expert(s) outlined: fewer calibration tokens than inputs, so a singular "
+                      "Hessian and GPTQ working mostly from its damping.",
+                      nullptr, grid.starvedCount()));
+    expertStatus_->setText(text + QLatin1Char(' ') + tr("Hover for the counts; click to select the expert."));
+}
+
+bool ResultsPage::showsExpertTokens() const { return sections_->indexOf(expertTab_) >= 0; }
+
+bool ResultsPage::expertTokensInFront() const {
+    return showsExpertTokens() && sections_->currentWidget() == expertTab_;
+}
+
+QString ResultsPage::summaryText() const {
+    if (!result_) return tr("No results yet: choose methods in the Quantize panel and press Start.");
+    QString text = tr("%n method(s); calibration %1 tokens, evaluation %2 tokens; total %3.", nullptr,
+                      static_cast<int>(result_->methods.size()))
+                       .arg(result_->calibrationTokens)
+                       .arg(result_->evaluationTokens)
+                       .arg(durationText(result_->seconds));
+    for (const pipeline::MethodResult& m : result_->methods) {
+        if (m.kl.count == 0) continue;
+        // Every method is scored on the same positions against the same original.
+        text += tr(" Reference PPL %1 over %2 positions.").arg(m.kl.pplBase.value, 0, 'f', 3).arg(m.kl.count);
+        break;
+    }
+    if (const int starved = expertHeatMap_->grid().starvedCount(); starved > 0)
+        text += tr(" %n expert(s) starved of calibration tokens (Tokens per expert).", nullptr, starved);
+    if (const auto& kv = result_->kvCacheOnlyKl)
+        text += tr(" The FP8 KV cache alone (original weights): mean KLD %1, same top token %2 %.")
+                    .arg(kv->meanKld.value, 0, 'g', 4)
+                    .arg(100.0 * kv->sameTop.value, 0, 'f', 2);
+    return text;
+}
+
+}  // namespace qs::gui

@@ -1,0 +1,561 @@
+#include "window/main_window.h"
+
+#include <algorithm>
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDockWidget>
+#include <QDragEnterEvent>
+#include <QDropEvent>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QGuiApplication>
+#include <QHeaderView>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QMimeData>
+#include <QScreen>
+#include <QScrollArea>
+#include <QSettings>
+#include <QStackedWidget>
+#include <QStatusBar>
+#include <QTabBar>
+#include <QTabWidget>
+#include <QTableView>
+
+#include "qs/formats/detect.h"
+#include "qs/message_text.h"
+#include "qs/pipeline/bundled_resources.h"
+#include "qs/pipeline/model_checkpoint.h"
+
+#include "experts/expert_overview_layout.h"
+#include "jobs/job_runner.h"
+#include "jobs/quantize_job.h"
+#include "jobs/run_cache.h"
+#include "models/checkpoint_tree_model.h"
+#include "models/module_log_model.h"
+#include "pages/channels_page.h"
+#include "pages/hessian_page.h"
+#include "pages/histogram_page.h"
+#include "pages/mixed_precision_page.h"
+#include "pages/overview_page.h"
+#include "pages/quantized_linear_page.h"
+#include "pages/results_page.h"
+#include "pages/serving_scales_page.h"
+#include "panels/checkpoint_tree_panel.h"
+#include "panels/export_panel.h"
+#include "panels/forward_pass_support.h"
+#include "panels/job_status_widget.h"
+#include "panels/quantize_panel.h"
+#include "panels/summary_panel.h"
+#include "text/number_format.h"
+#include "window/about_dialog.h"
+#include "window/checkpoint_file_dialog.h"
+#include "window/message_box_error_reporter.h"
+#include "window/recent_files.h"
+#include "window/start_page.h"
+
+namespace qs::gui {
+namespace {
+
+constexpr int kStateVersion = 3;  // bump when the docks change, so old saved layouts are ignored
+
+// A dock's content scrolls instead of setting the window's minimum height: the window must fit a
+// 1366x768 laptop screen.
+QScrollArea* scrolling(QWidget* content, QWidget* parent) {
+    auto* scroll = new QScrollArea(parent);
+    scroll->setWidget(content);
+    scroll->setWidgetResizable(true);
+    scroll->setFrameShape(QFrame::NoFrame);
+    return scroll;
+}
+
+}  // namespace
+
+MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* parent)
+    : QMainWindow(parent),
+      settings_(settings),
+      reporter_(std::make_shared<MessageBoxErrorReporter>(this)),
+      tree_(new CheckpointTreePanel(this)),
+      summary_(new SummaryPanel(this)),
+      tabs_(new QTabWidget(this)),
+      start_(new StartPage(this)),
+      histogram_(new HistogramPage(this)),
+      channels_(new ChannelsPage(this)),
+      overview_(new OverviewPage(this)),
+      hessian_(new HessianPage(this)),
+      scales_(new ServingScalesPage(this)),
+      quantized_(new QuantizedLinearPage(this)),
+      results_(new ResultsPage(this)),
+      mixed_(new MixedPrecisionPage(this)),
+      quantize_(new QuantizePanel(this)),
+      export_(new ExportPanel(this)),
+      job_(new QuantizeJob(this)),
+      moduleLog_(new ModuleLogModel(this)),
+      jobStatus_(new JobStatusWidget(this)),
+      probe_(new DeviceProbe(std::move(probe), this)),
+      cacheCleaner_(new JobRunner(this)) {
+    confirm_ = [this](const QString& title, const QString& question) {
+        return QMessageBox::question(this, title, question, QMessageBox::Yes | QMessageBox::No, QMessageBox::No) ==
+               QMessageBox::Yes;
+    };
+    setWindowTitle(tr("QuantScope"));
+    setAcceptDrops(true);
+    // A laptop's 1366 x 768 is smaller than the preferred size: never open larger than the screen.
+    if (const QScreen* screen = QGuiApplication::primaryScreen())
+        resize(QSize(1400, 900).boundedTo(screen->availableGeometry().size()));
+    else
+        resize(1400, 900);
+    createPages();
+    createDocks();
+    createJobDocks();
+    connectJob();
+    createMenus();
+    statusBar()->showMessage(
+        tr("Open a .safetensors or .gguf file or a checkpoint folder (File ▸ Open, or drop it here)."));
+    defaultLayout_ = saveState(kStateVersion);  // before a saved layout replaces it
+    if (settings_ == Settings::Remember) restoreWindowState();
+    connect(probe_, &DeviceProbe::finished, quantize_, &QuantizePanel::showDevices);
+    connect(probe_, &DeviceProbe::finished, this, [this] { emit busyChanged(isBusy()); });
+    probe_->start();
+    cleanRunCache();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::createPages() {
+    pages_ = {histogram_, quantized_, channels_, overview_, hessian_, scales_, results_, mixed_};
+    for (InspectorPage* page : pages_) {
+        tabs_->setTabToolTip(tabs_->addTab(page, page->title()), page->toolTip());
+        connect(page, &InspectorPage::errorOccurred, this, &MainWindow::reportError);
+        connect(page, &InspectorPage::busyChanged, this, [this] { emit busyChanged(isBusy()); });
+    }
+    tabs_->setDocumentMode(true);
+    keepTabsInView();
+    // The tabs once a checkpoint is open; before, the start page (how to open one, and the demo).
+    centre_ = new QStackedWidget(this);
+    centre_->addWidget(start_);
+    centre_->addWidget(tabs_);
+    setCentralWidget(centre_);
+    connect(start_, &StartPage::openFileRequested, this, &MainWindow::openFileDialog);
+    connect(start_, &StartPage::openFolderRequested, this, &MainWindow::openFolderDialog);
+    connect(start_, &StartPage::openDemoRequested, this, &MainWindow::openDemo);
+    connect(overview_, &OverviewPage::tensorActivated, this, &MainWindow::selectTensor);
+    connect(results_, &ResultsPage::layerActivated, this, [this](int layer) { selectLayer(layer); });
+    connect(results_, &ResultsPage::linearActivated, this, &MainWindow::selectLayer);
+    export_->setSettingsProvider([this](const pipeline::MethodResult& m) {
+        return m.mixed ? mixed_->exportSettings(m.label()) : nlohmann::json::object();
+    });
+    // The allocation stays in view on its plot; Results and Export gain it beside.
+    connect(mixed_, &MixedPrecisionPage::allocationsQuantized, this,
+            [this](const std::shared_ptr<const pipeline::JobResult>& result) {
+                if (showResult(result))
+                    statusBar()->showMessage(tr("%1 is in Results, and in Export to write.")
+                                                 .arg(QString::fromStdString(result->methods.back().label())),
+                                             10000);
+            });
+}
+
+void MainWindow::createDocks() {
+    summaryDock_ = new QDockWidget(tr("Summary"), this);
+    summaryDock_->setObjectName(QStringLiteral("summaryDock"));
+    summaryDock_->setWidget(scrolling(summary_, this));
+    treeDock_ = new QDockWidget(tr("Checkpoint"), this);
+    treeDock_->setObjectName(QStringLiteral("treeDock"));
+    treeDock_->setWidget(tree_);
+    addDockWidget(Qt::LeftDockWidgetArea, summaryDock_);
+    addDockWidget(Qt::LeftDockWidgetArea, treeDock_);
+    connect(tree_, &CheckpointTreePanel::tensorSelected, this, &MainWindow::onTensorSelected);
+}
+
+void MainWindow::createJobDocks() {
+    quantizeDock_ = new QDockWidget(tr("Quantize"), this);
+    quantizeDock_->setObjectName(QStringLiteral("quantizeDock"));
+    quantizeDock_->setWidget(quantize_);
+    addDockWidget(Qt::RightDockWidgetArea, quantizeDock_);
+    auto* logView = new QTableView(this);
+    logView->setObjectName(QStringLiteral("moduleLogView"));
+    logView->setModel(moduleLog_);
+    logView->verticalHeader()->hide();
+    logView->verticalHeader()->setDefaultSectionSize(logView->fontMetrics().height() + 6);
+    logView->setWordWrap(false);
+    // Columns sized once, from the first rows: resizing to contents on every row is quadratic.
+    connect(moduleLog_, &QAbstractItemModel::rowsInserted, logView, [logView](const QModelIndex&, int first) {
+        if (first == 0) logView->resizeColumnsToContents();
+    });
+    // ... and once more when the job ends: later rows have longer module names than the first.
+    connect(job_, &QuantizeJob::runningChanged, logView, [logView](bool running) {
+        if (!running) logView->resizeColumnsToContents();
+    });
+    logDock_ = new QDockWidget(tr("Module log"), this);
+    logDock_->setObjectName(QStringLiteral("moduleLogDock"));
+    logDock_->setWidget(logView);
+    addDockWidget(Qt::BottomDockWidgetArea, logDock_);
+    connect(moduleLog_, &QAbstractItemModel::rowsInserted, logView, &QTableView::scrollToBottom);
+    exportDock_ = new QDockWidget(tr("Export"), this);
+    exportDock_->setObjectName(QStringLiteral("exportDock"));
+    exportDock_->setWidget(scrolling(export_, this));
+    addDockWidget(Qt::RightDockWidgetArea, exportDock_);
+    tabifyDockWidget(quantizeDock_, exportDock_);
+    quantizeDock_->raise();
+    connect(export_, &ExportPanel::openRequested, this, &MainWindow::requestOpen);
+    connect(export_, &ExportPanel::failed, this, [this](const QString& m) { reportError(tr("Export failed"), m); });
+    connect(export_, &ExportPanel::exported, this,
+            [this](const QString& f) { statusBar()->showMessage(tr("Exported to %1.").arg(f), 10000); });
+    statusBar()->addPermanentWidget(jobStatus_);
+}
+
+void MainWindow::connectJob() {
+    connect(quantize_, &QuantizePanel::startRequested, this, &MainWindow::startQuantizeJob);
+    connect(quantize_, &QuantizePanel::deviceChosen, hessian_, &HessianPage::setDevice);
+    connect(quantize_, &QuantizePanel::cancelRequested, job_, &QuantizeJob::cancel);
+    connect(jobStatus_, &JobStatusWidget::cancelRequested, job_, &QuantizeJob::cancel);
+    connect(job_, &QuantizeJob::runningChanged, this, [this](bool running) {
+        quantize_->setRunning(running);
+        jobStatus_->setRunning(running, quantize_->estimate() ? quantize_->estimate()->seconds : 0.0);
+        emit busyChanged(isBusy());
+    });
+    connect(job_, &QuantizeJob::progressed, this,
+            [this](const qs::Progress& p) { jobStatus_->showProgress(p, job_->elapsedSeconds()); });
+    connect(job_, &QuantizeJob::moduleLogged, moduleLog_, &ModuleLogModel::append);
+    connect(job_, &QuantizeJob::finished, this, &MainWindow::onJobFinished);
+    connect(job_, &QuantizeJob::failed, this, [this](const QString& m) { reportError(tr("Quantization failed"), m); });
+    connect(job_, &QuantizeJob::cancelled, this,
+            [this] { statusBar()->showMessage(tr("Quantization cancelled."), 10000); });
+}
+
+bool MainWindow::startQuantizeJob() {
+    if (!checkpoint_ || job_->isRunning()) return false;
+    if (!quantize_->refusal().isEmpty()) {
+        reportError(tr("Cannot quantize"), quantize_->refusal());
+        return false;
+    }
+    const QuantizeSettings settings = quantize_->settings();
+    RunFolder folder;
+    try {
+        folder = chooseRunFolder(settings);
+    } catch (const std::exception& e) {  // the cache folder cannot be written
+        reportError(tr("Cannot quantize"), QString::fromStdString(e.what()));
+        return false;
+    }
+    moduleLog_->clear();
+    return job_->start(settings, path_.toStdString(), std::move(folder));
+}
+
+// The folder the run keeps its state and then its result's codes in: a new one of the run cache, so
+// that a result still shown never shares its folder with the next run; or, when an earlier run of the
+// same settings was interrupted, its folder, if the user chooses to resume it (else it goes now).
+RunFolder MainWindow::chooseRunFolder(const QuantizeSettings& settings) {
+    const RunCache cache = RunCache::inUserCache();
+    const std::string key = runKey(settings, fingerprint_);
+    if (std::optional<RunCache::Interrupted> interrupted = cache.takeInterrupted(key)) {
+        if (confirm_(tr("Resume the interrupted run?"),
+                     tr("A run with these settings on this checkpoint stopped after finishing %n layer(s). "
+                        "Resume it from there? (No starts over.)",
+                        nullptr, interrupted->finishedLayers)))
+            return {interrupted->lease, true};
+        interrupted->lease->removeFolder();
+    }
+    return {cache.startNew(key), false};
+}
+
+// Stale folders of earlier sessions go, on a worker: removing a large result takes a moment.
+void MainWindow::cleanRunCache() {
+    cacheCleaner_->start([cache = RunCache::inUserCache()](const qs::CancelToken&) { return cache.cleanUp(); },
+                         [](const RunCache::Cleaned&) {}, [](const QString&) {});
+}
+
+void MainWindow::onJobFinished(const std::shared_ptr<const pipeline::JobResult>& result) {
+    if (!showResult(result)) return;
+    showPage(results_->key());
+    statusBar()->showMessage(tr("Quantization finished in %1.").arg(durationText(result->seconds)), 10000);
+}
+
+// A job's result, or the Bit budget tab's quantized allocations, into Results and Export.
+bool MainWindow::showResult(const std::shared_ptr<const pipeline::JobResult>& result) {
+    // QuantizeJob drops what a cancelled job delivers; this catches a result of any other origin.
+    if (result->source != fingerprint_) {
+        statusBar()->showMessage(
+            tr("A finished job's results were dropped: they are of %1, not of the open checkpoint.")
+                .arg(QString::fromStdString(result->source.describe())),
+            10000);
+        return false;
+    }
+    results_->setResult(result);
+    export_->setResult(result);
+    return true;
+}
+
+void MainWindow::selectLayer(int layer, const QString& module) {
+    if (!checkpoint_) return;
+    const std::string wanted = module.toStdString();
+    for (const io::CheckpointTensor& t : checkpoint_->tensors()) {
+        if (t.naming.layer != layer || t.naming.role != io::TensorRole::Linear) continue;
+        if (!wanted.empty() && t.naming.module != wanted) continue;
+        selectTensor(QString::fromStdString(t.info->name));
+        return;
+    }
+    // gpt-oss's experts have no tensors of their own ("mlp.experts.3.gate_up_proj" in the log): the stacked one.
+    if (const auto stacked = expertWeightTensor(*checkpoint_, layer, wanted))
+        selectTensor(QString::fromStdString(*stacked));
+}
+
+void MainWindow::createMenus() {
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("&Open File…"), QKeySequence::Open, this, &MainWindow::openFileDialog);
+    file->addAction(tr("Open &Folder…"), QKeySequence(tr("Ctrl+Shift+O")), this, &MainWindow::openFolderDialog);
+    file->addAction(tr("&Compare with Original…"), this, &MainWindow::compareWithOriginalDialog)
+        ->setToolTip(tr("Name the checkpoint this one was quantized from: the Quantized tab then shows each "
+                        "linear's rounding error"));
+    recentMenu_ = file->addMenu(tr("Open &Recent"));
+    connect(recentMenu_, &QMenu::aboutToShow, this, &MainWindow::fillRecentMenu);
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+    QMenu* view = menuBar()->addMenu(tr("&View"));
+    view->addAction(summaryDock_->toggleViewAction());
+    view->addAction(treeDock_->toggleViewAction());
+    view->addAction(quantizeDock_->toggleViewAction());
+    view->addAction(logDock_->toggleViewAction());
+    view->addAction(exportDock_->toggleViewAction());
+    view->addSeparator();
+    view->addAction(tr("Restore &Defaults"), this, &MainWindow::restoreDefaults)
+        ->setToolTip(tr("The docks where they were at first, and the Quantize panel's first settings"));
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("Open the &Demo"), this, &MainWindow::openDemo);
+    help->addAction(tr("&About QuantScope"), this, &MainWindow::showAbout);
+}
+
+void MainWindow::fillRecentMenu() {
+    recentMenu_->clear();
+    const QStringList paths = RecentFiles().paths();
+    for (const QString& path : paths) {
+        recentMenu_->addAction(path, this, [this, path] { requestOpen(path); });
+    }
+    if (paths.isEmpty()) recentMenu_->addAction(tr("(none)"))->setEnabled(false);
+    recentMenu_->addSeparator();
+    recentMenu_->addAction(tr("Clear list"), this, [] { RecentFiles().clear(); });
+}
+
+void MainWindow::openFileDialog() {
+    CheckpointFileDialog dialog(this, QFileInfo(path_).absolutePath());
+    if (dialog.exec() == QDialog::Accepted && !dialog.selectedFiles().isEmpty())
+        requestOpen(dialog.selectedFiles().front());
+}
+
+void MainWindow::openFolderDialog() {
+    const QString path =
+        QFileDialog::getExistingDirectory(this, tr("Open checkpoint folder"), QFileInfo(path_).absolutePath());
+    if (!path.isEmpty()) requestOpen(path);
+}
+
+namespace {
+const QString kOriginalFolderKey = QStringLiteral("compare/originalFolder");
+}
+
+void MainWindow::compareWithOriginalDialog() {
+    const QString start =
+        settings_ == Settings::Remember ? QSettings().value(kOriginalFolderKey).toString() : QString();
+    const QString path = QFileDialog::getExistingDirectory(this, tr("Original checkpoint folder"), start);
+    if (!path.isEmpty() && compareWithOriginal(path)) showPage(quantized_->key());
+}
+
+bool MainWindow::compareWithOriginal(const QString& path) {
+    if (!checkpoint_) {
+        reportError(tr("Nothing to compare"),
+                    tr("Open a quantized checkpoint first, then name the checkpoint it was quantized from."));
+        return false;
+    }
+    if (!quantized_->setOriginal(path)) return false;                                     // the page reported why
+    if (settings_ == Settings::Remember) QSettings().setValue(kOriginalFolderKey, path);  // the dialog's next folder
+    return true;
+}
+
+bool MainWindow::openDemo() {
+    const auto demo = pipeline::bundledResource("demo");
+    if (!demo) {
+        reportError(tr("Cannot open the demo"),
+                    tr("The bundled demo checkpoint (resources/demo) is not installed with this build."));
+        return false;
+    }
+    return requestOpen(QString::fromStdString(demo->string()));
+}
+
+bool MainWindow::requestOpen(const QString& path) {
+    return confirmDiscard(tr("Opening %1").arg(QFileInfo(path).fileName())) && openPath(path);
+}
+
+bool MainWindow::confirmDiscard(const QString& action) {
+    QString loses;
+    if (job_->isRunning())
+        loses = tr("%1 cancels the running quantization (its finished layers are kept: Start with the same settings "
+                   "offers to resume them).")
+                    .arg(action);
+    else if (results_->result())
+        loses = export_->written().isEmpty()
+                    ? tr("%1 clears the Results and the Module log, which were not exported.").arg(action)
+                    : tr("%1 clears the Results and the Module log (one result was exported to %2).")
+                          .arg(action, export_->written());
+    if (loses.isEmpty()) return true;
+    return confirm_(tr("Discard the results?"), loses + QLatin1Char(' ') + tr("Continue?"));
+}
+
+bool MainWindow::openPath(QString path) {
+    CheckpointPtr opened;
+    formats::FormatInfo format;
+    try {
+        opened = std::make_shared<const io::Checkpoint>(io::Checkpoint::open(path.toStdString()));
+        format = formats::detect(*opened);
+    } catch (const std::exception& e) {  // qs::Error, and filesystem errors of unreadable paths
+        reportError(tr("Cannot open checkpoint"), QString::fromStdString(e.what()));
+        return false;
+    }
+    job_->cancel();  // a running job's results belong to the previous checkpoint: they are dropped
+    checkpoint_ = std::move(opened);
+    fingerprint_ = io::fingerprintOf(*checkpoint_);
+    path_ = path;
+    setWindowTitle(tr("%1 — QuantScope").arg(QFileInfo(path).fileName()));
+    centre_->setCurrentWidget(tabs_);
+    summary_->setSummary(path, *checkpoint_, format);
+    for (InspectorPage* page : pages_) page->setCheckpoint(checkpoint_);
+    // Only a quantized checkpoint has the Quantized tab: the six others fill a laptop's tab bar.
+    // A quantized checkpoint's linears get their own tab; the bit budget is for one that can be quantized.
+    tabs_->setTabVisible(tabs_->indexOf(quantized_), quantized_->hasQuantizedLinears());
+    tabs_->setTabVisible(tabs_->indexOf(mixed_), !quantized_->hasQuantizedLinears());
+    keepTabsInView();
+    tree_->setCheckpoint(checkpoint_);
+    // Start would fail with "no tensor named ...weight", or without a forward pass: it is disabled, saying why.
+    quantize_->setCheckpoint(path, QString::fromStdString(pipeline::quantizedSourceRefusal(*checkpoint_, format)),
+                             forwardPassRefusal(*checkpoint_), !expertLinears(*checkpoint_).empty());
+    export_->setSource(path, fingerprint_);
+    moduleLog_->clear();
+    if (settings_ == Settings::Remember) RecentFiles().add(path);
+    statusBar()->showMessage(tr("Opened %1: %2 tensors, %3 on disk")
+                                 .arg(path)
+                                 .arg(checkpoint_->tensors().size())
+                                 .arg(humanBytes(checkpoint_->summary().sizeOnDisk)));
+    selectTensor(tree_->model()->defaultTensor());  // a real histogram from the first moment
+    return true;
+}
+
+void MainWindow::selectTensor(const QString& name) { tree_->selectTensor(name); }
+
+QString MainWindow::currentTensor() const { return tree_->currentTensor(); }
+
+void MainWindow::onTensorSelected(const QString& name) {
+    for (InspectorPage* page : pages_) page->setTensor(name);
+}
+
+InspectorPage* MainWindow::currentPage() const { return qobject_cast<InspectorPage*>(tabs_->currentWidget()); }
+
+bool MainWindow::showPage(const QString& key) {
+    // The Quantize and Export panels are the tabs of the right-hand dock.
+    if (key == QLatin1String("quantize") || key == QLatin1String("export")) {
+        (key == QLatin1String("export") ? exportDock_ : quantizeDock_)->raise();
+        return true;
+    }
+    for (InspectorPage* page : pages_) {
+        if (page->key().compare(key, Qt::CaseInsensitive) == 0) {  // "--tab Hessian" as the tab reads
+            tabs_->setCurrentWidget(page);
+            return true;
+        }
+    }
+    return false;
+}
+
+bool MainWindow::isBusy() const {
+    const InspectorPage* page = currentPage();
+    return job_->isRunning() || quantize_->isEstimating() || !probe_->isDone() || (page && page->isBusy());
+}
+
+void MainWindow::setErrorReporter(std::shared_ptr<ErrorReporter> reporter) { reporter_ = std::move(reporter); }
+
+void MainWindow::reportError(const QString& title, const QString& message) {
+    // Every failure the window shows comes through here: one line of valid text, whatever it quotes.
+    const QString text = QString::fromStdString(sanitizeMessage(message.toStdString()));
+    statusBar()->showMessage(text, 10000);
+    if (reporter_) reporter_->report(title, text);
+}
+
+void MainWindow::showAbout() {
+    AboutDialog about(probe_->report(), this);
+    connect(probe_, &DeviceProbe::finished, &about, &AboutDialog::showDevice);  // opened while still probing
+    about.exec();
+}
+
+// The centre is never narrower than its tab bar, so that at 1366 pixels no tab hides behind a scroll
+// arrow (Results did, beside the default docks); the docks give way. Up to the six tabs of a dense
+// checkpoint (550 pixels): the 565 the default docks leave at 1366 cannot take a quantized one's
+// seventh, which scrolls (its Results are empty: a quantized checkpoint is not quantized again).
+void MainWindow::keepTabsInView() {
+    constexpr int kWidestTabBar = 560;
+    // On the bar, not the tab widget: its minimum stays the larger of the bar's and the pages'.
+    tabs_->tabBar()->setMinimumWidth(std::min(tabs_->tabBar()->sizeHint().width(), kWidestTabBar));
+}
+
+// Dock sizes are only honoured once the window has its size, so they are set at the first show,
+// in proportion to the window: a fixed 460-pixel left dock left a laptop's centre 600 pixels wide.
+void MainWindow::applyDefaultDockSizes() {
+    const int width = this->width();
+    const int height = this->height();
+    resizeDocks({summaryDock_}, {std::clamp(width * 30 / 100, 320, 460)}, Qt::Horizontal);
+    resizeDocks({quantizeDock_}, {std::clamp(width * 22 / 100, 300, 420)}, Qt::Horizontal);
+    resizeDocks({summaryDock_, treeDock_}, {height * 30 / 100, height * 70 / 100}, Qt::Vertical);
+    resizeDocks({logDock_}, {std::max(height * 22 / 100, 160)}, Qt::Vertical);
+}
+
+void MainWindow::restoreDefaults() {
+    restoreState(defaultLayout_, kStateVersion);
+    applyDefaultDockSizes();
+    quantize_->restoreDefaults();
+}
+
+void MainWindow::showEvent(QShowEvent* event) {
+    QMainWindow::showEvent(event);
+    if (shownBefore_) return;
+    shownBefore_ = true;
+    if (!stateRestored_) applyDefaultDockSizes();
+}
+
+void MainWindow::restoreWindowState() {
+    QSettings settings;
+    restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
+    stateRestored_ = restoreState(settings.value(QStringLiteral("window/state")).toByteArray(), kStateVersion);
+    quantize_->restoreSettings(settings);
+    tabs_->setCurrentIndex(settings.value(QStringLiteral("window/tab"), 0).toInt());
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+    if (job_->isRunning() &&
+        !confirm_(tr("Quit QuantScope?"),
+                  tr("A quantization is running; quitting cancels it (its finished layers are kept: Start "
+                     "with the same settings offers to resume them). Quit anyway?"))) {
+        event->ignore();
+        return;
+    }
+    job_->cancel();
+    if (settings_ == Settings::Remember) {
+        QSettings settings;
+        settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+        settings.setValue(QStringLiteral("window/state"), saveState(kStateVersion));
+        settings.setValue(QStringLiteral("window/tab"), tabs_->currentIndex());
+        quantize_->saveSettings(settings);
+    }
+    event->accept();
+}
+
+void MainWindow::dragEnterEvent(QDragEnterEvent* event) {
+    const QList<QUrl> urls = event->mimeData()->urls();
+    if (!urls.isEmpty() && urls.front().isLocalFile()) event->acceptProposedAction();
+}
+
+void MainWindow::dropEvent(QDropEvent* event) {
+    const QList<QUrl> urls = event->mimeData()->urls();
+    if (urls.isEmpty() || !urls.front().isLocalFile()) return;
+    event->acceptProposedAction();
+    requestOpen(urls.front().toLocalFile());
+}
+
+}  // namespace qs::gui

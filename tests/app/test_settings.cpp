@@ -1,0 +1,109 @@
+// Settings kept between sessions: the Quantize panel's methods, bits, groups, samples, texts and
+// per-layer KL, and the dock layout, through QSettings (the tests' own temporary folder); View ▸
+// Restore Defaults puts back what a first start shows.
+#include <QCheckBox>
+#include <QDockWidget>
+#include <QSettings>
+#include <QSpinBox>
+
+#include "panels/quantize_panel.h"
+#include "qt_test_support.h"
+#include "quantized_demo.h"
+#include "window/error_reporter.h"
+#include "window/main_window.h"
+
+namespace qs::gui::test {
+namespace {
+
+class SettingsTest : public QtAppTest {
+protected:
+    void SetUp() override { QSettings().clear(); }
+    void TearDown() override { QSettings().clear(); }
+
+    static QDockWidget* dock(MainWindow& window, const QString& name) { return window.findChild<QDockWidget*>(name); }
+
+    // A user's own choices: each differs from the panel's defaults. gptq3 needs the GPTQ row's bits at
+    // 3 and trellis4 the second Trellis row's at 4 before they can be ticked by name.
+    static void choose(QuantizePanel& panel) {
+        QVariantMap state = panel.state();
+        state[QStringLiteral("methods/gptq#0/bits")] = 3;
+        state[QStringLiteral("methods/gptq#0/group")] = 64;
+        state[QStringLiteral("methods/trellis#1/bits")] = 4;
+        state[QStringLiteral("calibrationFile")] = QStringLiteral("/data/calib.txt");
+        panel.applyState(state);
+        ASSERT_TRUE(panel.selectMethods({"gptq3", "awq4", "trellis4", "nvfp4"}));
+        panel.setSampling(48, 256, 12);
+        panel.setPerLayerKl(true);
+    }
+};
+
+TEST_F(SettingsTest, TheQuantizePanelAndTheDocksAreAsTheLastSessionLeftThem) {
+    QuantizeSettings chosen;
+    {
+        MainWindow first(MainWindow::Settings::Remember);
+        first.show();
+        choose(*first.quantizePanel());
+        chosen = first.quantizePanel()->settings();
+        dock(first, QStringLiteral("moduleLogDock"))->hide();
+        first.close();
+    }
+    ASSERT_EQ(chosen.methods.size(), 4u);
+    EXPECT_EQ(chosen.methods[0], (MethodChoice{"gptq3", 64}));
+
+    MainWindow second(MainWindow::Settings::Remember);
+    second.show();
+    EXPECT_EQ(second.quantizePanel()->settings(), chosen);
+    EXPECT_FALSE(dock(second, QStringLiteral("moduleLogDock"))->isVisible());
+
+    // Restore Defaults: what a window that remembers nothing starts with.
+    const MainWindow fresh(MainWindow::Settings::Ignore);
+    second.restoreDefaults();
+    EXPECT_EQ(second.quantizePanel()->settings(), fresh.quantizePanel()->settings());
+    EXPECT_NE(second.quantizePanel()->settings(), chosen);
+    EXPECT_TRUE(dock(second, QStringLiteral("moduleLogDock"))->isVisible());
+}
+
+TEST_F(SettingsTest, AWindowThatIgnoresSettingsNeitherReadsNorWritesThem) {
+    {
+        MainWindow remembering(MainWindow::Settings::Remember);
+        choose(*remembering.quantizePanel());
+        remembering.close();
+    }
+    const QStringList saved = QSettings().allKeys();
+    EXPECT_TRUE(saved.contains(QStringLiteral("quantize/samples"))) << saved.join(QLatin1Char(' ')).toStdString();
+    MainWindow screenshot(MainWindow::Settings::Ignore);
+    EXPECT_EQ(screenshot.quantizePanel()->settings(),
+              MainWindow(MainWindow::Settings::Ignore).quantizePanel()->settings());
+    EXPECT_NE(screenshot.quantizePanel()->settings().samples, 48);
+    screenshot.quantizePanel()->setSampling(7, 64, 3);
+    screenshot.close();
+    EXPECT_EQ(QSettings().value(QStringLiteral("quantize/samples")).toInt(), 48);
+}
+
+// File ▸ Compare with Original… starts in the folder of the last original accepted, not of one refused.
+TEST_F(SettingsTest, TheOriginalFolderIsRememberedOnceAccepted) {
+    class Quiet : public ErrorReporter {
+    public:
+        void report(const QString&, const QString&) override { ++count; }
+        int count = 0;
+    };
+    const QString key = QStringLiteral("compare/originalFolder");
+    const auto quiet = std::make_shared<Quiet>();
+    MainWindow remembering(MainWindow::Settings::Remember);
+    remembering.setErrorReporter(quiet);
+    ASSERT_TRUE(remembering.openPath(quantizedDemo(QStringLiteral("fp8"))));
+    EXPECT_FALSE(remembering.compareWithOriginal(kStories));
+    EXPECT_EQ(quiet->count, 1);
+    EXPECT_FALSE(QSettings().contains(key));
+    EXPECT_TRUE(remembering.compareWithOriginal(kDemo));
+    EXPECT_EQ(QSettings().value(key).toString(), kDemo);
+
+    MainWindow ignoring(MainWindow::Settings::Ignore);
+    ASSERT_TRUE(ignoring.openPath(quantizedDemo(QStringLiteral("fp8"))));
+    QSettings().remove(key);
+    EXPECT_TRUE(ignoring.compareWithOriginal(kDemo));
+    EXPECT_FALSE(QSettings().contains(key));
+}
+
+}  // namespace
+}  // namespace qs::gui::test
