@@ -6,10 +6,13 @@
 #include <numbers>
 
 #include "qs/architectures/registry.h"
+#include "qs/io/gguf_keys.h"
 
 #include "gguf_checkpoint.h"
 
 namespace qs::io::detail {
+
+namespace keys = io::gguf_keys;
 
 namespace {
 
@@ -75,13 +78,15 @@ json llama3RopeScaling(const std::vector<float>& factors, double theta, std::int
 
 json ropeScaling(const GgufFile& file, const std::string& arch, double theta, std::int64_t headDim) {
     const auto& m = file.metadata();
-    if (const TensorInfo* freqs = file.find("rope_freqs.weight"); freqs != nullptr && freqs->decodesToF32())
+    if (const TensorInfo* freqs = file.find(keys::kRopeFreqs); freqs != nullptr && freqs->decodesToF32())
         return llama3RopeScaling(file.view(*freqs).toF32(), theta, headDim);
-    const std::string* type = m.string(arch + ".rope.scaling.type");
-    const auto factor = m.number(arch + ".rope.scaling.factor");
+    const std::string* type = m.string(keys::archKey(arch, keys::kRopeScalingType));
+    const auto factor = m.number(keys::archKey(arch, keys::kRopeScalingFactor));
     if (type == nullptr || *type == "none" || !factor) return nullptr;
-    json s = {{"rope_type", *type}, {"factor", shortestDecimal(*m.find(arch + ".rope.scaling.factor"))}};
-    putInteger(s, "original_max_position_embeddings", m.integer(arch + ".rope.scaling.original_context_length"));
+    json s = {{"rope_type", *type},
+              {"factor", shortestDecimal(*m.find(keys::archKey(arch, keys::kRopeScalingFactor)))}};
+    putInteger(s, "original_max_position_embeddings",
+               m.integer(keys::archKey(arch, keys::kRopeScalingOriginalContext)));
     return s;
 }
 
@@ -95,7 +100,7 @@ const char* torchDtypeOfFileType(std::int64_t fileType) {
 }
 
 bool hasExperts(const GgufMetadata& m, const std::string& arch) {
-    return m.integer(arch + ".expert_count").value_or(0) > 0;
+    return m.integer(keys::archKey(arch, keys::kExpertCount)).value_or(0) > 0;
 }
 
 void putArchitecture(json& c, const architectures::Family* family, const std::string& arch) {
@@ -120,11 +125,11 @@ void putBiases(json& c, const GgufFile& file, const architectures::Family& famil
 void putExperts(json& c, const GgufMetadata& m, const std::string& arch, const architectures::Family& family) {
     if (!hasExperts(m, arch) || !family.moe) return;
     const architectures::MoeSpec& moe = *family.moe;
-    const auto key = [&](const char* suffix) { return arch + "." + suffix; };
-    putInteger(c, "num_experts_per_tok", m.integer(key("expert_used_count")));
-    putInteger(c, std::string(moe.numExpertsKey).c_str(), m.integer(key("expert_count")));
+    const auto key = [&](const char* suffix) { return keys::archKey(arch, suffix); };
+    putInteger(c, "num_experts_per_tok", m.integer(key(keys::kExpertUsedCount)));
+    putInteger(c, std::string(moe.numExpertsKey).c_str(), m.integer(key(keys::kExpertCount)));
     if (!moe.expertSizeKey.empty())
-        putInteger(c, std::string(moe.expertSizeKey).c_str(), m.integer(key("expert_feed_forward_length")));
+        putInteger(c, std::string(moe.expertSizeKey).c_str(), m.integer(key(keys::kExpertFeedForwardLength)));
     if (moe.normTopkDefault) c["norm_topk_prob"] = true;
     if (moe.sparseLayers) {
         c["decoder_sparse_step"] = 1;
@@ -136,7 +141,7 @@ void putExperts(json& c, const GgufMetadata& m, const std::string& arch, const a
 // layers sliding and odd ones full (gpt-oss); the window itself from <arch>.attention.sliding_window.
 void putWindows(json& c, const GgufMetadata& m, const std::string& arch, const architectures::Family& family) {
     if (family.slidingWindow == architectures::SlidingWindow::Refused) return;
-    putInteger(c, "sliding_window", m.integer(arch + ".attention.sliding_window"));
+    putInteger(c, "sliding_window", m.integer(keys::archKey(arch, keys::kSlidingWindow)));
     const architectures::GgufFixed& fixed = family.ggufFixed;
     if (fixed.globalEvery == 0 && !fixed.evenLayersSliding) return;
     const int layers = c.value("num_hidden_layers", 0);
@@ -154,7 +159,7 @@ void putWindows(json& c, const GgufMetadata& m, const std::string& arch, const a
 void putGemma3(json& c, const GgufMetadata& m, const std::string& arch, const architectures::Family& family) {
     c.erase("hidden_act");
     c["hidden_activation"] = "gelu_pytorch_tanh";
-    const GgufValue* local = m.find(arch + ".rope.freq_base_swa");
+    const GgufValue* local = m.find(keys::archKey(arch, keys::kRopeFreqBaseSwa));
     c["rope_local_base_freq"] = local && local->isNumber() ? shortestDecimal(*local) : family.ggufFixed.localRopeBase;
     const int layers = c.value("num_hidden_layers", 0);
     const int heads = c.value("num_attention_heads", 0), hidden = c.value("hidden_size", 0);
@@ -191,7 +196,7 @@ json factorList(const GgufFile& file, const TensorInfo& t) {
 void putPhi3(json& c, const GgufFile& file, const std::string& arch) {
     const GgufMetadata& m = file.metadata();
     const std::int64_t headDim = c.value("head_dim", std::int64_t{0});
-    if (const auto dims = m.integer(arch + ".rope.dimension_count");
+    if (const auto dims = m.integer(keys::archKey(arch, keys::kRopeDimensionCount));
         dims && headDim > 0 && *dims > 0 && *dims < headDim) {
         double partial = static_cast<double>(*dims) / static_cast<double>(headDim);
         // transformers takes int(head_dim * partial_rotary_factor): make sure that gives the count back.
@@ -199,18 +204,18 @@ void putPhi3(json& c, const GgufFile& file, const std::string& arch) {
             partial = std::nextafter(partial, 2.0);
         c["partial_rotary_factor"] = partial;
     }
-    const TensorInfo* longFactors = file.find("rope_factors_long.weight");
-    const TensorInfo* shortFactors = file.find("rope_factors_short.weight");
+    const TensorInfo* longFactors = file.find(keys::kRopeFactorsLong);
+    const TensorInfo* shortFactors = file.find(keys::kRopeFactorsShort);
     if (longFactors == nullptr || shortFactors == nullptr || !longFactors->decodesToF32() ||
         !shortFactors->decodesToF32())
         return;
     json s = {{"type", "longrope"},
               {"long_factor", factorList(file, *longFactors)},
               {"short_factor", factorList(file, *shortFactors)}};
-    const auto original = m.integer(arch + ".rope.scaling.original_context_length");
+    const auto original = m.integer(keys::archKey(arch, keys::kRopeScalingOriginalContext));
     const auto context = c.value("max_position_embeddings", std::int64_t{0});
     if (original && *original > 0) c["original_max_position_embeddings"] = *original;
-    if (const GgufValue* attn = m.find(arch + ".rope.scaling.attn_factor"); attn && attn->isNumber()) {
+    if (const GgufValue* attn = m.find(keys::archKey(arch, keys::kRopeScalingAttnFactor)); attn && attn->isNumber()) {
         const double factor =
             original && *original > 0 ? static_cast<double>(context) / static_cast<double>(*original) : 1.0;
         const double standard =
@@ -226,29 +231,29 @@ void putPhi3(json& c, const GgufFile& file, const std::string& arch) {
 json hfConfigOfGguf(const GgufFile& file) {
     const auto& m = file.metadata();
     json c = json::object();
-    const std::string* archValue = m.string("general.architecture");
+    const std::string* archValue = m.string(keys::kArchitecture);
     const std::string arch = archValue ? *archValue : "";
     const architectures::Family* family = architectures::familyOfGguf(arch, hasExperts(m, arch));
     putArchitecture(c, family, arch);
-    const auto key = [&](const char* suffix) { return arch + "." + suffix; };
+    const auto key = [&](const char* suffix) { return keys::archKey(arch, suffix); };
 
-    putInteger(c, "hidden_size", m.integer(key("embedding_length")));
-    putInteger(c, "intermediate_size", uniformInteger(m, key("feed_forward_length")));
-    putInteger(c, "num_hidden_layers", m.integer(key("block_count")));
-    const auto heads = uniformInteger(m, key("attention.head_count"));
+    putInteger(c, "hidden_size", m.integer(key(keys::kEmbeddingLength)));
+    putInteger(c, "intermediate_size", uniformInteger(m, key(keys::kFeedForwardLength)));
+    putInteger(c, "num_hidden_layers", m.integer(key(keys::kBlockCount)));
+    const auto heads = uniformInteger(m, key(keys::kHeadCount));
     putInteger(c, "num_attention_heads", heads);
-    putInteger(c, "num_key_value_heads", uniformInteger(m, key("attention.head_count_kv")).value_or(heads.value_or(0)));
+    putInteger(c, "num_key_value_heads", uniformInteger(m, key(keys::kHeadCountKv)).value_or(heads.value_or(0)));
     if (!heads) c.erase("num_key_value_heads");
     std::int64_t headDim = 0;
-    if (const auto k = m.integer(key("attention.key_length")))
+    if (const auto k = m.integer(key(keys::kKeyLength)))
         headDim = *k;
     else if (heads && *heads > 0 && c.contains("hidden_size"))
         headDim = c["hidden_size"].get<std::int64_t>() / *heads;
     if (headDim > 0) c["head_dim"] = headDim;
-    putInteger(c, "max_position_embeddings", m.integer(key("context_length")));
-    if (const GgufValue* eps = m.find(key("attention.layer_norm_rms_epsilon")); eps && eps->isNumber())
+    putInteger(c, "max_position_embeddings", m.integer(key(keys::kContextLength)));
+    if (const GgufValue* eps = m.find(key(keys::kRmsEpsilon)); eps && eps->isNumber())
         c["rms_norm_eps"] = shortestDecimal(*eps);
-    const GgufValue* base = m.find(key("rope.freq_base"));
+    const GgufValue* base = m.find(key(keys::kRopeFreqBase));
     const double theta = base && base->isNumber() ? shortestDecimal(*base) : 10000.0;
     c["rope_theta"] = theta;
     c["rope_scaling"] = ropeScaling(file, arch, theta, headDim);
@@ -257,11 +262,11 @@ json hfConfigOfGguf(const GgufFile& file) {
     if (const TensorInfo* embed = file.find("token_embd.weight"); embed && !embed->shape.empty())
         c["vocab_size"] = embed->shape.front();
     else
-        putInteger(c, "vocab_size", m.integer(key("vocab_size")));
+        putInteger(c, "vocab_size", m.integer(key(keys::kVocabSize)));
     c["tie_word_embeddings"] = file.find("output.weight") == nullptr;
-    putInteger(c, "bos_token_id", m.integer("tokenizer.ggml.bos_token_id"));
-    putInteger(c, "eos_token_id", m.integer("tokenizer.ggml.eos_token_id"));
-    if (const auto fileType = m.integer("general.file_type"))
+    putInteger(c, "bos_token_id", m.integer(keys::kBosTokenId));
+    putInteger(c, "eos_token_id", m.integer(keys::kEosTokenId));
+    if (const auto fileType = m.integer(keys::kFileType))
         if (const char* dtype = torchDtypeOfFileType(*fileType)) c["torch_dtype"] = dtype;
     if (family == nullptr) return c;
     putBiases(c, file, *family);

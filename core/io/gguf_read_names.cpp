@@ -11,9 +11,12 @@
 #include "qs/architectures/gguf_tensor_names.h"
 #include "qs/architectures/registry.h"
 #include "qs/error.h"
+#include "qs/io/gguf_keys.h"
 #include "qs/io/shape_text.h"
 
 namespace qs::io::detail {
+
+namespace keys = io::gguf_keys;
 
 namespace {
 
@@ -68,8 +71,8 @@ std::optional<std::string> legacyExpertName(const GgufExpertNames& e, const Laye
 
 GgufReadNames ggufReadNames(const GgufFile& file) {
     GgufReadNames names;
-    if (const std::string* arch = file.metadata().string("general.architecture")) names.arch = *arch;
-    const std::string key = names.arch + ".expert_count";
+    if (const std::string* arch = file.metadata().string(keys::kArchitecture)) names.arch = *arch;
+    const std::string key = keys::archKey(names.arch, keys::kExpertCount);
     const GgufValue* count = file.metadata().find(key);
     std::optional<std::int64_t> n;
     if (count != nullptr) {

@@ -5,8 +5,11 @@
 #include <numbers>
 
 #include "qs/error.h"
+#include "qs/io/gguf_keys.h"
 
 namespace qs::pipeline {
+
+namespace keys = io::gguf_keys;
 
 namespace {
 
@@ -23,42 +26,43 @@ io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const architectu
                                    const std::string& name, int fileType) {
     const std::string arch(family.ggufArch);
     io::GgufMetadata m;
-    m.set("general.architecture", GgufValue::string(arch));
-    m.set("general.type", GgufValue::string("model"));
-    m.set("general.name", GgufValue::string(name));
-    m.set("general.file_type", GgufValue::u32(u32(fileType, "file type")));
-    const auto key = [&](const char* suffix) { return arch + "." + suffix; };
-    m.set(key("vocab_size"), GgufValue::u32(u32(c.vocabSize, "vocab_size")));
-    m.set(key("context_length"), GgufValue::u32(u32(c.maxPositionEmbeddings, "max_position_embeddings")));
-    m.set(key("embedding_length"), GgufValue::u32(u32(c.hiddenSize, "hidden_size")));
-    m.set(key("block_count"), GgufValue::u32(u32(c.numLayers, "num_hidden_layers")));
-    m.set(key("feed_forward_length"), GgufValue::u32(u32(c.intermediateSize, "intermediate_size")));
-    m.set(key("attention.head_count"), GgufValue::u32(u32(c.numHeads, "num_attention_heads")));
-    m.set(key("attention.head_count_kv"), GgufValue::u32(u32(c.numKvHeads, "num_key_value_heads")));
-    m.set(key("attention.key_length"), GgufValue::u32(u32(c.headDim, "head_dim")));
-    m.set(key("attention.value_length"), GgufValue::u32(u32(c.headDim, "head_dim")));
-    m.set(key("attention.layer_norm_rms_epsilon"), GgufValue::f32(static_cast<float>(c.rmsNormEps)));
-    m.set(key("rope.dimension_count"), GgufValue::u32(u32(c.rotaryDims(), "the rotary dimensions")));
-    m.set(key("rope.freq_base"), GgufValue::f32(static_cast<float>(c.ropeTheta)));
+    m.set(keys::kArchitecture, GgufValue::string(arch));
+    m.set(keys::kType, GgufValue::string("model"));
+    m.set(keys::kName, GgufValue::string(name));
+    m.set(keys::kFileType, GgufValue::u32(u32(fileType, "file type")));
+    const auto key = [&](const char* suffix) { return keys::archKey(arch, suffix); };
+    m.set(key(keys::kVocabSize), GgufValue::u32(u32(c.vocabSize, "vocab_size")));
+    m.set(key(keys::kContextLength), GgufValue::u32(u32(c.maxPositionEmbeddings, "max_position_embeddings")));
+    m.set(key(keys::kEmbeddingLength), GgufValue::u32(u32(c.hiddenSize, "hidden_size")));
+    m.set(key(keys::kBlockCount), GgufValue::u32(u32(c.numLayers, "num_hidden_layers")));
+    m.set(key(keys::kFeedForwardLength), GgufValue::u32(u32(c.intermediateSize, "intermediate_size")));
+    m.set(key(keys::kHeadCount), GgufValue::u32(u32(c.numHeads, "num_attention_heads")));
+    m.set(key(keys::kHeadCountKv), GgufValue::u32(u32(c.numKvHeads, "num_key_value_heads")));
+    m.set(key(keys::kKeyLength), GgufValue::u32(u32(c.headDim, "head_dim")));
+    m.set(key(keys::kValueLength), GgufValue::u32(u32(c.headDim, "head_dim")));
+    m.set(key(keys::kRmsEpsilon), GgufValue::f32(static_cast<float>(c.rmsNormEps)));
+    m.set(key(keys::kRopeDimensionCount), GgufValue::u32(u32(c.rotaryDims(), "the rotary dimensions")));
+    m.set(key(keys::kRopeFreqBase), GgufValue::f32(static_cast<float>(c.ropeTheta)));
     if (c.isMoe()) {  // llama.cpp's LLM_KV_EXPERT_* keys, as its converter writes them
-        m.set(key("expert_count"), GgufValue::u32(u32(c.moe.numExperts, "number of experts")));
-        m.set(key("expert_used_count"), GgufValue::u32(u32(c.moe.numExpertsPerToken, "num_experts_per_tok")));
+        m.set(key(keys::kExpertCount), GgufValue::u32(u32(c.moe.numExperts, "number of experts")));
+        m.set(key(keys::kExpertUsedCount), GgufValue::u32(u32(c.moe.numExpertsPerToken, "num_experts_per_tok")));
         if (family.ggufMetadata.expertWidthKey)  // else feed_forward_length wide (llama's Mixtral)
-            m.set(key("expert_feed_forward_length"),
+            m.set(key(keys::kExpertFeedForwardLength),
                   GgufValue::u32(u32(c.moe.expertIntermediateSize, "moe_intermediate_size")));
     }
     // Per-layer windows (Gemma 3): the window of the sliding layers, and their own RoPE base.
     if (!c.slidingLayers.empty())
-        m.set(key("attention.sliding_window"), GgufValue::u32(u32(c.slidingWindow, "sliding_window")));
+        m.set(key(keys::kSlidingWindow), GgufValue::u32(u32(c.slidingWindow, "sliding_window")));
     // A window on every layer, where llama.cpp's converter writes it (phi3; Mistral's llama arch has no such key).
     if (family.ggufMetadata.windowOnEveryLayerKey && c.slidingWindow > 0)
-        m.set(key("attention.sliding_window"), GgufValue::u32(u32(c.slidingWindow, "sliding_window")));
-    if (c.ropeLocalTheta > 0.0) m.set(key("rope.freq_base_swa"), GgufValue::f32(static_cast<float>(c.ropeLocalTheta)));
+        m.set(key(keys::kSlidingWindow), GgufValue::u32(u32(c.slidingWindow, "sliding_window")));
+    if (c.ropeLocalTheta > 0.0)
+        m.set(key(keys::kRopeFreqBaseSwa), GgufValue::f32(static_cast<float>(c.ropeLocalTheta)));
     if (c.ropeScaling.type == model::RopeScalingType::LongRope) {
         // As llama.cpp's Phi-3 converter writes LongRoPE: the attention factor and the original context
         // (beyond it llama.cpp takes rope_factors_long); the factors are tensors (longRopeFactors).
-        m.set(key("rope.scaling.attn_factor"), GgufValue::f32(static_cast<float>(c.ropeScaling.attentionFactor)));
-        m.set(key("rope.scaling.original_context_length"),
+        m.set(key(keys::kRopeScalingAttnFactor), GgufValue::f32(static_cast<float>(c.ropeScaling.attentionFactor)));
+        m.set(key(keys::kRopeScalingOriginalContext),
               GgufValue::u32(u32(c.ropeScaling.originalMaxPositionEmbeddings, "original_max_position_embeddings")));
     }
     // Qwen-VL's mRoPE sections as llama.cpp's converter writes them: four, the last (unused by Qwen) 0.
@@ -66,18 +70,18 @@ io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const architectu
         io::GgufArray sections{io::GgufValueType::I32, {}};
         for (std::size_t i = 0; i < 4; ++i)
             sections.items.push_back(GgufValue::i32(i < c.mropeSection.size() ? c.mropeSection[i] : 0));
-        m.set(key("rope.dimension_sections"), GgufValue::array(std::move(sections)));
+        m.set(key(keys::kRopeDimensionSections), GgufValue::array(std::move(sections)));
     }
     if (family.ggufMetadata.deepstackKey)
-        m.set(key("n_deepstack_layers"), GgufValue::u32(u32(c.deepstackLayers, "deepstack layers")));
+        m.set(key(keys::kDeepstackLayers), GgufValue::u32(u32(c.deepstackLayers, "deepstack layers")));
     if (c.ropeScaling.type == model::RopeScalingType::Linear) {
-        m.set(key("rope.scaling.type"), GgufValue::string("linear"));
-        m.set(key("rope.scaling.factor"), GgufValue::f32(static_cast<float>(c.ropeScaling.factor)));
+        m.set(key(keys::kRopeScalingType), GgufValue::string("linear"));
+        m.set(key(keys::kRopeScalingFactor), GgufValue::f32(static_cast<float>(c.ropeScaling.factor)));
     }
     if (c.ropeScaling.type == model::RopeScalingType::Yarn) {  // as llama.cpp's converter writes YaRN
-        m.set(key("rope.scaling.type"), GgufValue::string("yarn"));
-        m.set(key("rope.scaling.factor"), GgufValue::f32(static_cast<float>(c.ropeScaling.factor)));
-        m.set(key("rope.scaling.original_context_length"),
+        m.set(key(keys::kRopeScalingType), GgufValue::string("yarn"));
+        m.set(key(keys::kRopeScalingFactor), GgufValue::f32(static_cast<float>(c.ropeScaling.factor)));
+        m.set(key(keys::kRopeScalingOriginalContext),
               GgufValue::u32(u32(c.ropeScaling.originalMaxPositionEmbeddings, "original_max_position_embeddings")));
     }
     return m;
@@ -86,8 +90,8 @@ io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const architectu
 std::vector<std::pair<std::string, std::vector<float>>> longRopeFactors(const model::ModelConfig& c) {
     if (c.ropeScaling.type != model::RopeScalingType::LongRope) return {};
     const auto f32 = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
-    return {{"rope_factors_long.weight", f32(c.ropeScaling.longFactor)},
-            {"rope_factors_short.weight", f32(c.ropeScaling.shortFactor)}};
+    return {{keys::kRopeFactorsLong, f32(c.ropeScaling.longFactor)},
+            {keys::kRopeFactorsShort, f32(c.ropeScaling.shortFactor)}};
 }
 
 std::optional<std::vector<float>> llama3RopeFactors(const model::ModelConfig& c) {

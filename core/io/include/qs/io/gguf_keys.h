@@ -1,0 +1,49 @@
+#pragma once
+// The GGUF metadata keys llama.cpp's loader reads (llama-arch.cpp's LLM_KV_NAMES; gguf-py's Keys), in one
+// table that the GGUF writer (pipeline's gguf_model_metadata.cpp) and the config a GGUF reads back as
+// (io's gguf_config.cpp) both use. Per-architecture keys are "<general.architecture>.<suffix>": archKey.
+#include <string>
+#include <string_view>
+
+namespace qs::io::gguf_keys {
+
+inline constexpr const char* kArchitecture = "general.architecture";
+inline constexpr const char* kType = "general.type";
+inline constexpr const char* kName = "general.name";
+inline constexpr const char* kFileType = "general.file_type";  // llama_ftype (qs/io/llama_ftype.h)
+inline constexpr const char* kBosTokenId = "tokenizer.ggml.bos_token_id";
+inline constexpr const char* kEosTokenId = "tokenizer.ggml.eos_token_id";
+
+// Suffixes of the per-architecture keys.
+inline constexpr const char* kVocabSize = "vocab_size";
+inline constexpr const char* kContextLength = "context_length";
+inline constexpr const char* kEmbeddingLength = "embedding_length";
+inline constexpr const char* kBlockCount = "block_count";
+inline constexpr const char* kFeedForwardLength = "feed_forward_length";
+inline constexpr const char* kHeadCount = "attention.head_count";
+inline constexpr const char* kHeadCountKv = "attention.head_count_kv";
+inline constexpr const char* kKeyLength = "attention.key_length";
+inline constexpr const char* kValueLength = "attention.value_length";
+inline constexpr const char* kRmsEpsilon = "attention.layer_norm_rms_epsilon";
+inline constexpr const char* kSlidingWindow = "attention.sliding_window";
+inline constexpr const char* kRopeDimensionCount = "rope.dimension_count";
+inline constexpr const char* kRopeDimensionSections = "rope.dimension_sections";
+inline constexpr const char* kRopeFreqBase = "rope.freq_base";
+inline constexpr const char* kRopeFreqBaseSwa = "rope.freq_base_swa";
+inline constexpr const char* kRopeScalingType = "rope.scaling.type";
+inline constexpr const char* kRopeScalingFactor = "rope.scaling.factor";
+inline constexpr const char* kRopeScalingAttnFactor = "rope.scaling.attn_factor";
+inline constexpr const char* kRopeScalingOriginalContext = "rope.scaling.original_context_length";
+inline constexpr const char* kExpertCount = "expert_count";
+inline constexpr const char* kExpertUsedCount = "expert_used_count";
+inline constexpr const char* kExpertFeedForwardLength = "expert_feed_forward_length";
+inline constexpr const char* kDeepstackLayers = "n_deepstack_layers";
+
+// The tensors that carry RoPE's factors (Llama 3's, LongRoPE's), outside the layers.
+inline constexpr const char* kRopeFreqs = "rope_freqs.weight";
+inline constexpr const char* kRopeFactorsLong = "rope_factors_long.weight";
+inline constexpr const char* kRopeFactorsShort = "rope_factors_short.weight";
+
+inline std::string archKey(std::string_view arch, const char* suffix) { return std::string(arch) + "." + suffix; }
+
+}  // namespace qs::io::gguf_keys
