@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <numeric>
+#include <ostream>
 #include <random>
 
 #include "qs/error.h"
@@ -132,6 +133,13 @@ struct Case {
     int bits, groupSize;
     bool descAct, sym, v2;
 };
+
+// The case as ctest names it: readable and the same in every build (gtest would print the struct's bytes,
+// padding included).
+void PrintTo(const Case& c, std::ostream* os) {
+    *os << c.bits << "bit_g" << c.groupSize << (c.descAct ? "_act" : "") << (c.sym ? "_sym" : "_asym")
+        << (c.v2 ? "_v2" : "_v1");
+}
 
 class GptqRoundTrip : public ::testing::TestWithParam<Case> {};
 

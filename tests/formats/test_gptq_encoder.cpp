@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <ostream>
 #include <random>
 
 #include "qs/error.h"
@@ -60,6 +61,10 @@ struct Case {
     int groupSize;
     bool sym;
 };
+
+// The case as ctest names it: readable and the same in every build (gtest would print the struct's bytes,
+// padding included).
+void PrintTo(const Case& c, std::ostream* os) { *os << c.bits << "bit_g" << c.groupSize << (c.sym ? "_sym" : "_asym"); }
 
 class GptqEncoderRoundTrip : public ::testing::TestWithParam<Case> {};
 
