@@ -307,11 +307,12 @@ void requireForwardPass(const io::Checkpoint& checkpoint, const pipeline::Method
 }
 
 void runQuantize(const QuantizeOptions& o) {
-    const io::Checkpoint source = io::Checkpoint::open(o.path);
-    printCheckpointWarnings(source);
+    const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
+    printCheckpointWarnings(checkpoint);
     const std::optional<pipeline::MethodSpec> asked =
         o.method.empty() ? std::nullopt : std::optional<pipeline::MethodSpec>(methodFrom(o));
-    const pipeline::QuantizeRoute route = pipeline::quantizeRoute(source, asked ? &*asked : nullptr, o.format, o.out);
+    const pipeline::QuantizeRoute route =
+        pipeline::quantizeRoute(checkpoint, asked ? &*asked : nullptr, o.format, o.out);
     const bool gptOss = route == pipeline::QuantizeRoute::StackedExpertsMxfp4;
     if (o.work.any() && (gptOss || o.weightsOnly || o.mixed.any()))
         throw Error(
@@ -324,7 +325,6 @@ void runQuantize(const QuantizeOptions& o) {
     std::vector<pipeline::MethodSpec> methods{methodFrom(o)};
     const pipeline::ActivationCalibration activationCalibration = applyServingOptions(o.serving, methods);
     const pipeline::MethodSpec method = methods.front();
-    const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
     requireForwardPass(checkpoint, method);
     const bool gguf = route == pipeline::QuantizeRoute::GgufFile;
     if (!gguf && (!o.imatrixOut.empty() || !o.llama2cTokenizer.empty()))

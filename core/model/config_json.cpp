@@ -56,10 +56,8 @@ RopeScaling parseRopeScaling(const nlohmann::json& j, const std::string& source)
     if (j.is_null()) return s;
     if (!j.is_object()) fail(source, "rope_scaling is not an object");
     if (j.contains("mrope_section") || j.contains("mrope_interleaved")) {
-        std::string towers;
-        for (const architectures::Family* f : architectures::families())
-            if (f->vision && f->vision->multimodalRope)
-                towers += (towers.empty() ? "" : ", ") + std::string(f->modelType);
+        const std::string towers = architectures::modelTypesWhere(
+            [](const architectures::Family& f) { return f.vision && f.vision->multimodalRope; });
         fail(source,
              "rope_scaling holds a multimodal RoPE (mrope_section), read only for the text towers of " + towers);
     }

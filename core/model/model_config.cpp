@@ -187,14 +187,6 @@ ModelConfig towerFromJson(const architectures::Family& family, const nlohmann::j
     return c;
 }
 
-// "phi3" or "'a', 'b'": the families a rope scaling is checked for.
-std::string familiesWith(bool architectures::Family::*flag) {
-    std::string out;
-    for (const architectures::Family* f : architectures::families())
-        if (f->*flag) out += (out.empty() ? "" : ", ") + std::string(f->modelType);
-    return out;
-}
-
 }  // namespace
 
 bool ModelConfig::isMoeLayer(int layer) const {
@@ -246,12 +238,13 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& so
         case architectures::ConfigExtra::None: break;
     }
     if (!family->longRope && c.ropeScaling.type == RopeScalingType::LongRope)
-        fail(source,
-             "longrope is supported for model_type '" + familiesWith(&architectures::Family::longRope) + "' only");
+        fail(source, "longrope is supported for model_type '" +
+                         architectures::modelTypesWhere([](const architectures::Family& f) { return f.longRope; }) +
+                         "' only");
     // YaRN is checked against transformers and llama.cpp for some families only: elsewhere refused, not guessed.
     if (!family->yarn && c.ropeScaling.type == RopeScalingType::Yarn)
         fail(source, "rope scaling 'yarn' is not supported for model_type '" + c.modelType + "' (only for " +
-                         familiesWith(&architectures::Family::yarn) + ")");
+                         architectures::modelTypesWhere([](const architectures::Family& f) { return f.yarn; }) + ")");
     c.validate(source);
     return c;
 }

@@ -42,14 +42,16 @@ bool stacksExperts(std::string_view modelType) {
     return f != nullptr && f->moe && f->moe->stacked;
 }
 
+std::string modelTypesWhere(const std::function<bool(const Family&)>& pick) {
+    std::string list;
+    for (const Family* f : families())
+        if (pick(*f)) list += (list.empty() ? "" : ", ") + std::string(f->modelType);
+    return list;
+}
+
 std::string supportedModelTypes() {
-    std::string text, towers;
-    for (const Family* f : families()) {
-        if (!f->notYet.empty()) continue;
-        std::string& list = f->vision ? towers : text;
-        list += (list.empty() ? "" : ", ") + std::string(f->modelType);
-    }
-    return text + "; the text towers of " + towers;
+    return modelTypesWhere([](const Family& f) { return f.notYet.empty() && !f.vision; }) + "; the text towers of " +
+           modelTypesWhere([](const Family& f) { return f.notYet.empty() && f.vision; });
 }
 
 }  // namespace qs::architectures

@@ -1,6 +1,7 @@
 #pragma once
 // The families QuantScope knows (one file each in core/model/architectures/), and lookups by the names
 // the outside world uses for them: a config.json model_type and a GGUF general.architecture.
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,9 @@ const Family& textFamilyOf(const Family& family);
 // Whether the family of `modelType` stores all experts of a projection in one tensor (gpt-oss), which
 // vLLM loads only in the family's own layouts.
 bool stacksExperts(std::string_view modelType);
+
+// "a, b, c": the model types of the families `pick` chooses, in the registry's order.
+std::string modelTypesWhere(const std::function<bool(const Family&)>& pick);
 
 // "llama, mistral, ...; the text towers of gemma3, ...": what a refusal lists as supported.
 std::string supportedModelTypes();
