@@ -1,10 +1,11 @@
 #!/usr/bin/env python3
-"""Write the tiny random MoE checkpoints of the tests: tests/data/moe/qwen3-moe-tiny and mixtral-tiny.
+"""Write the tiny random MoE checkpoints of the tests: tests/data/moe/qwen3-moe-tiny, mixtral-tiny and glm4-moe-tiny.
 
 Each is config.json + model.safetensors (F32) in the exact Hugging Face layout of its architecture
-(transformers' Qwen3MoeForCausalLM / MixtralForCausalLM: the router `mlp.gate` /
+(transformers' Qwen3MoeForCausalLM / MixtralForCausalLM / Glm4MoeForCausalLM: the router `mlp.gate` /
 `block_sparse_moe.gate`, the experts `mlp.experts.{e}.{gate,up,down}_proj` /
-`block_sparse_moe.experts.{e}.w1/w3/w2`), plus the byte-level tokenizer of the bundled demo
+`block_sparse_moe.experts.{e}.w1/w3/w2`; GLM's `mlp.gate.e_score_correction_bias`, `mlp.shared_experts.*`
+and its next-token-prediction layer after the decoder's), plus the byte-level tokenizer of the bundled demo
 (resources/demo/tokenizer.json, tokenizer_config.json; vocabulary 320). The weights are random
 (Python's own Mersenne Twister, fixed seeds): no training, only the architecture matters. Scales are
 chosen so the routing is far from uniform and the next-token distributions are sharp, which makes a
@@ -63,12 +64,19 @@ class Weights:
         self.tensors.append((name, (n,), [self.rng.uniform(0.7, 1.3) for _ in range(n)]))
 
 
-def attention(w, p, hidden, heads, kv_heads, head_dim, qk_norm):
+    def vector(self, name, n, low, high):
+        self.tensors.append((name, (n,), [self.rng.uniform(low, high) for _ in range(n)]))
+
+
+def attention(w, p, hidden, heads, kv_heads, head_dim, qk_norm, qkv_bias=False):
     s = 1.0 / hidden ** 0.5
     w.norm(p + "input_layernorm.weight", hidden)
     w.matrix(p + "self_attn.q_proj.weight", heads * head_dim, hidden, s)
     w.matrix(p + "self_attn.k_proj.weight", kv_heads * head_dim, hidden, s)
     w.matrix(p + "self_attn.v_proj.weight", kv_heads * head_dim, hidden, s)
+    if qkv_bias:
+        for name, rows in (("q", heads), ("k", kv_heads), ("v", kv_heads)):
+            w.vector(p + "self_attn.%s_proj.bias" % name, rows * head_dim, -0.5, 0.5)
     w.matrix(p + "self_attn.o_proj.weight", hidden, heads * head_dim, 1.0 / (heads * head_dim) ** 0.5)
     if qk_norm:
         w.norm(p + "self_attn.q_norm.weight", head_dim)
@@ -76,13 +84,19 @@ def attention(w, p, hidden, heads, kv_heads, head_dim, qk_norm):
     w.norm(p + "post_attention_layernorm.weight", hidden)
 
 
-def experts(w, p, block, names, count, hidden, width):
-    w.matrix(p + block + ".gate.weight", count, hidden, 1.0)   # a sharp router: experts clearly preferred
+def experts(w, p, block, names, count, hidden, width, router_scale=1.0):
+    w.matrix(p + block + ".gate.weight", count, hidden, router_scale)  # sharp: experts clearly preferred
     for e in range(count):
         x = "%s%s.experts.%d." % (p, block, e)
         w.matrix(x + names[0] + ".weight", width, hidden, 1.5 / hidden ** 0.5)
         w.matrix(x + names[1] + ".weight", width, hidden, 1.5 / hidden ** 0.5)
         w.matrix(x + names[2] + ".weight", hidden, width, 1.5 / width ** 0.5)
+
+
+def dense_mlp(w, p, prefix, hidden, width):
+    w.matrix(p + prefix + "gate_proj.weight", width, hidden, 1.5 / hidden ** 0.5)
+    w.matrix(p + prefix + "up_proj.weight", width, hidden, 1.5 / hidden ** 0.5)
+    w.matrix(p + prefix + "down_proj.weight", hidden, width, 1.5 / width ** 0.5)
 
 
 def model(w, config, layer_body):
@@ -121,6 +135,45 @@ def mixtral():
     return c, w
 
 
+def glm4_moe():
+    """GLM-4.5's layout: a dense first layer (first_k_dense_replace 1), then sigmoid-routed experts in two
+    groups of four (one kept per token), a correction bias that changes the choice, a shared expert,
+    routed_scaling_factor 2.5, q/k/v biases, q/k norms and half of each head rotated; the
+    next-token-prediction layer (model.layers.3, num_nextn_predict_layers 1) is stored as GLM stores it
+    and run by neither transformers nor llama.cpp."""
+    c = dict(COMMON, architectures=["Glm4MoeForCausalLM"], model_type="glm4_moe", num_hidden_layers=3,
+             head_dim=16, partial_rotary_factor=0.5, attention_bias=True, use_qk_norm=True, intermediate_size=48,
+             moe_intermediate_size=16, n_routed_experts=8, n_group=2, topk_group=1, num_experts_per_tok=2,
+             n_shared_experts=1, routed_scaling_factor=2.5, norm_topk_prob=True, first_k_dense_replace=1,
+             num_nextn_predict_layers=1, rms_norm_eps=1e-5, rope_scaling=None, pad_token_id=256)
+    del c["output_router_logits"], c["router_aux_loss_coef"]
+    w = Weights(1603)
+
+    def layer(p, sparse):
+        attention(w, p, 32, 4, 2, 16, True, qkv_bias=True)
+        if not sparse:
+            dense_mlp(w, p, "mlp.", 32, 48)
+            return
+        # sigmoid scores far from 0 and 1, so that the correction bias changes the choice
+        experts(w, p, "mlp", ("gate_proj", "up_proj", "down_proj"), 8, 32, 16, router_scale=0.35)
+        w.vector(p + "mlp.gate.e_score_correction_bias", 8, 0.0, 0.4)  # positive: llama.cpp's -inf mask agrees
+        dense_mlp(w, p, "mlp.shared_experts.", 32, 16)
+
+    hidden = c["hidden_size"]
+    w.matrix("model.embed_tokens.weight", VOCAB, hidden, 1.0)
+    for i in range(c["num_hidden_layers"]):
+        layer("model.layers.%d." % i, i >= c["first_k_dense_replace"])
+    mtp = "model.layers.%d." % c["num_hidden_layers"]
+    layer(mtp, True)
+    w.matrix(mtp + "eh_proj.weight", hidden, 2 * hidden, 1.0 / hidden ** 0.5)
+    w.norm(mtp + "enorm.weight", hidden)
+    w.norm(mtp + "hnorm.weight", hidden)
+    w.norm(mtp + "shared_head.norm.weight", hidden)
+    w.norm("model.norm.weight", hidden)
+    w.matrix("lm_head.weight", VOCAB, hidden, 3.0 / hidden ** 0.5)
+    return c, w
+
+
 def write_checkpoints(folder, makers):
     """Writes each (name, make) of `makers` as tests/data/<folder>/<name>: config.json, model.safetensors and
     the demo's tokenizer files. Shared by the tiny-checkpoint scripts (make-tiny-gemma3.py)."""
@@ -140,7 +193,7 @@ def write_checkpoints(folder, makers):
 
 
 def main():
-    write_checkpoints("moe", (("qwen3-moe-tiny", qwen3_moe), ("mixtral-tiny", mixtral)))
+    write_checkpoints("moe", (("qwen3-moe-tiny", qwen3_moe), ("mixtral-tiny", mixtral), ("glm4-moe-tiny", glm4_moe)))
 
 
 if __name__ == "__main__":

@@ -24,6 +24,7 @@ using Shape = std::vector<std::int64_t>;
 struct ConfigSizes {
     std::string modelType;
     std::optional<std::int64_t> hidden, intermediate, layers, heads, kvHeads, headDim, vocab;
+    std::int64_t trailingLayers = 0;  // stored after the decoder's, not run (Family::trailingLayersKey)
 };
 
 ConfigSizes readSizes(const nlohmann::json& config, const std::string& where, std::vector<std::string>& problems) {
@@ -49,6 +50,9 @@ ConfigSizes readSizes(const nlohmann::json& config, const std::string& where, st
     s.headDim = size("head_dim");
     if (!s.headDim && s.hidden && s.heads && *s.hidden % *s.heads == 0) s.headDim = *s.hidden / *s.heads;
     s.vocab = size("vocab_size");
+    if (const architectures::Family* family = architectures::familyOf(s.modelType);
+        family != nullptr && !family->trailingLayersKey.empty() && c.contains(family->trailingLayersKey))
+        s.trailingLayers = size(std::string(family->trailingLayersKey).c_str()).value_or(0);
     return s;
 }
 
@@ -122,9 +126,12 @@ void checkLayers(const io::Checkpoint& ck, const ConfigSizes& s, const std::stri
     int maxLayer = -1;
     for (const auto& t : ck.tensors())
         if (!io::isTowerTensor(t.info->name)) maxLayer = std::max(maxLayer, t.naming.layer);
-    if (s.layers && maxLayer >= 0 && maxLayer + 1 != *s.layers)
-        problems.push_back(where + ": num_hidden_layers " + std::to_string(*s.layers) + ", but the tensors hold " +
-                           std::to_string(maxLayer + 1) + " decoder layers (0 to " + std::to_string(maxLayer) + ")");
+    if (s.layers && maxLayer >= 0 && maxLayer + 1 != *s.layers + s.trailingLayers)
+        problems.push_back(
+            where + ": num_hidden_layers " + std::to_string(*s.layers) +
+            (s.trailingLayers > 0 ? " and " + std::to_string(s.trailingLayers) + " layers after them" : "") +
+            ", but the tensors hold " + std::to_string(maxLayer + 1) + " decoder layers (0 to " +
+            std::to_string(maxLayer) + ")");
 }
 
 // model_type against the tensors that tell the architectures apart: Qwen3's per-head q/k norms,

@@ -120,6 +120,23 @@ void putBiases(json& c, const GgufFile& file, const architectures::Family& famil
     c["mlp_bias"] = file.find("blk.0.ffn_up.bias") != nullptr;
 }
 
+// GLM's router (llama.cpp's glm4moe keys) under Glm4MoeConfig's names; llama.cpp's defaults where a key is
+// absent (no leading dense layer, no shared expert, no scale, renormalised, one group).
+void putSigmoidRouter(json& c, const GgufMetadata& m, const std::string& arch, const architectures::MoeSpec& moe) {
+    const auto key = [&](const char* suffix) { return keys::archKey(arch, suffix); };
+    if (!moe.firstDenseKey.empty())
+        c[std::string(moe.firstDenseKey)] = m.integer(key(keys::kLeadingDenseBlockCount)).value_or(0);
+    if (!moe.sharedExpertsKey.empty())
+        c[std::string(moe.sharedExpertsKey)] = m.integer(key(keys::kExpertSharedCount)).value_or(0);
+    const GgufValue* scale = m.find(key(keys::kExpertWeightsScale));
+    c["routed_scaling_factor"] =
+        scale && scale->isNumber() && *scale->asNumber() != 0.0 ? shortestDecimal(*scale) : 1.0;
+    const GgufValue* norm = m.find(key(keys::kExpertWeightsNorm));
+    c["norm_topk_prob"] = norm == nullptr || norm->asBool().value_or(true);
+    c["n_group"] = std::max<std::int64_t>(1, m.integer(key(keys::kExpertGroupCount)).value_or(1));
+    c["topk_group"] = std::max<std::int64_t>(1, m.integer(key(keys::kExpertGroupUsedCount)).value_or(1));
+}
+
 // The sparse MoE block's fields (LLM_KV_EXPERT_*) under the family's config keys: llama.cpp always
 // renormalises the top-k weights and puts experts in every layer.
 void putExperts(json& c, const GgufMetadata& m, const std::string& arch, const architectures::Family& family) {
@@ -135,6 +152,7 @@ void putExperts(json& c, const GgufMetadata& m, const std::string& arch, const a
         c["decoder_sparse_step"] = 1;
         c["mlp_only_layers"] = json::array();
     }
+    if (family.ggufMetadata.sigmoidRouterKeys) putSigmoidRouter(c, m, arch, moe);
 }
 
 // The windows as llama.cpp's graph fixes them (GgufFixed): every n-th layer global (gemma3), or even
@@ -190,11 +208,8 @@ json factorList(const GgufFile& file, const TensorInfo& t) {
     return out;
 }
 
-// Phi-3 as llama.cpp's converter writes it: a partial rotary part as rope.dimension_count, the window,
-// and LongRoPE as the factor tensors rope_factors_long / _short with the original context and the
-// attention factor (left to its default, as transformers computes it, when it is that value in f32).
-void putPhi3(json& c, const GgufFile& file, const std::string& arch) {
-    const GgufMetadata& m = file.metadata();
+// A partial rotary part (rope.dimension_count below head_dim) as partial_rotary_factor.
+void putPartialRotary(json& c, const GgufMetadata& m, const std::string& arch) {
     const std::int64_t headDim = c.value("head_dim", std::int64_t{0});
     if (const auto dims = m.integer(keys::archKey(arch, keys::kRopeDimensionCount));
         dims && headDim > 0 && *dims > 0 && *dims < headDim) {
@@ -204,6 +219,14 @@ void putPhi3(json& c, const GgufFile& file, const std::string& arch) {
             partial = std::nextafter(partial, 2.0);
         c["partial_rotary_factor"] = partial;
     }
+}
+
+// Phi-3 as llama.cpp's converter writes it: a partial rotary part as rope.dimension_count, the window,
+// and LongRoPE as the factor tensors rope_factors_long / _short with the original context and the
+// attention factor (left to its default, as transformers computes it, when it is that value in f32).
+void putPhi3(json& c, const GgufFile& file, const std::string& arch) {
+    const GgufMetadata& m = file.metadata();
+    putPartialRotary(c, m, arch);
     const TensorInfo* longFactors = file.find(keys::kRopeFactorsLong);
     const TensorInfo* shortFactors = file.find(keys::kRopeFactorsShort);
     if (longFactors == nullptr || shortFactors == nullptr || !longFactors->decodesToF32() ||
@@ -270,6 +293,10 @@ json hfConfigOfGguf(const GgufFile& file) {
         if (const char* dtype = torchDtypeOfFileType(*fileType)) c["torch_dtype"] = dtype;
     if (family == nullptr) return c;
     putBiases(c, file, *family);
+    if (family->partialRotary) putPartialRotary(c, m, arch);
+    // q/k norms the config turns on by a key (GLM's use_qk_norm): as the first layer holds them.
+    if (!family->qkNormKey.empty())
+        c[std::string(family->qkNormKey)] = file.find("blk.0.attn_q_norm.weight") != nullptr;
     putExperts(c, m, arch, *family);
     putWindows(c, m, arch, *family);
     switch (family->extra) {

@@ -89,6 +89,14 @@ void CheckpointWeights::validateExperts(int layer) const {
                     std::to_string(router.shape()[0]) + " experts, but the config says " +
                     std::to_string(moe.numExperts));
     checked(p + moe.names.router() + ".weight", {moe.numExperts, h});
+    if (checkpoint_.find(p + moe.names.routerScoreBias())) checked(p + moe.names.routerScoreBias(), {moe.numExperts});
+    if (moe.sharedExpertIntermediateSize > 0) {
+        const std::string x = p + moe.names.sharedExpert();
+        const std::int64_t shared = moe.sharedExpertIntermediateSize;
+        checked(x + moe.names.gate + ".weight", {shared, h});
+        checked(x + moe.names.up + ".weight", {shared, h});
+        checked(x + moe.names.down + ".weight", {h, shared});
+    }
     if (moe.stackedExperts) {
         const std::string x = p + moe.names.experts();
         checked(x + moe.names.gate, {moe.numExperts, h, 2 * ff});
@@ -197,6 +205,12 @@ LayerWeights CheckpointWeights::layer(int index) const {
         w.kNorm = vector(p + modules::kKNorm + ".weight", config_.headDim);
     }
     if (config_.arch.attentionSinks) w.sinks = vector(p + modules::kSinks, config_.numHeads);
+    // GLM's correction bias, a buffer of the router (transformers initialises it to zeros, no bias, when
+    // a checkpoint lacks it); read with the norms, as it is no linear.
+    const std::string scoreBias = p + config_.moe.names.routerScoreBias();
+    if (config_.isMoeLayer(index) && config_.moe.scoring == RouterScoring::SigmoidGrouped &&
+        checkpoint_.find(scoreBias))
+        w.routerScoreBias = vector(scoreBias, config_.moe.numExperts);
     if (!options_.linears) return w;
     w.q = linear(index, modules::kQProj, q, h, config_.qkvBias);
     w.k = linear(index, modules::kKProj, kv, h, config_.qkvBias);
@@ -220,12 +234,22 @@ LayerWeights CheckpointWeights::layer(int index) const {
             expert.up = linear(index, x + moe.names.up, eff, h, false);
             expert.down = linear(index, x + moe.names.down, h, eff, false);
         }
+        if (moe.sharedExpertIntermediateSize > 0) w.sharedExpert = sharedExpert(index);
         return w;
     }
     w.gate = linear(index, modules::kGateProj, ff, h, config_.mlpBias);
     w.up = linear(index, modules::kUpProj, ff, h, config_.mlpBias);
     w.down = linear(index, modules::kDownProj, h, ff, config_.mlpBias);
     return w;
+}
+
+// GLM's shared expert, moe_intermediate_size * n_shared_experts wide.
+Expert CheckpointWeights::sharedExpert(int index) const {
+    const MoeConfig& moe = config_.moe;
+    const std::string x = moe.names.sharedExpert();
+    const int h = config_.hiddenSize, width = moe.sharedExpertIntermediateSize;
+    return {linear(index, x + moe.names.gate, width, h, false), linear(index, x + moe.names.up, width, h, false),
+            linear(index, x + moe.names.down, h, width, false)};
 }
 
 MatrixF CheckpointWeights::embeddingRows(std::span<const TokenId> tokens) const {

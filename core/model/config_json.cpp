@@ -109,4 +109,19 @@ std::vector<bool> slidingLayersOf(const nlohmann::json& j, int numLayers, const 
     return sliding;
 }
 
+void readPartialRotary(const nlohmann::json& j, ModelConfig& c, const std::string& source) {
+    const auto params = j.find("rope_parameters");
+    const bool hasParams = params != j.end() && params->is_object();
+    // transformers 5 moves partial_rotary_factor into rope_parameters.
+    const double partial =
+        optional<double>(j, "partial_rotary_factor",
+                         hasParams ? optional<double>(*params, "partial_rotary_factor", 1.0, source) : 1.0, source);
+    if (!(partial > 0.0 && partial <= 1.0)) fail(source, "partial_rotary_factor must be in (0, 1]");
+    const int dims = static_cast<int>(c.headDim * partial);  // int(head_dim * partial_rotary_factor), as transformers
+    if (dims < 2 || dims % 2 != 0)
+        fail(source, "partial_rotary_factor " + std::to_string(partial) +
+                         " leaves an odd or empty rotary part of head_dim " + std::to_string(c.headDim));
+    c.rotaryDim = dims == c.headDim ? 0 : dims;
+}
+
 }  // namespace qs::model::detail

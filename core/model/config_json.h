@@ -44,6 +44,9 @@ T optional(const nlohmann::json& j, const char* key, T fallback, const std::stri
 
 // Newer transformers releases move rope_theta and the scaling into "rope_parameters"; older ones keep
 // "rope_theta" at the top level and the scaling in "rope_scaling".
+// partial_rotary_factor (top level, or in transformers 5's rope_parameters) as ModelConfig::rotaryDim.
+void readPartialRotary(const nlohmann::json& j, ModelConfig& c, const std::string& source);
+
 RopeScaling parseRopeScaling(const nlohmann::json& j, const std::string& source);
 
 // The per-layer attention types: layer_types (sliding_attention / full_attention), or the older

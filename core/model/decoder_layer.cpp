@@ -109,15 +109,32 @@ MatrixF gatedProduct(const LayerMath& m, const MatrixF& x, const Linear& gate, c
     return g;
 }
 
-MatrixF mlpBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c) {
-    notify(c, kGateUp, normed);
+// A gated MLP: the layer's own (`gateUp` and `down` name its linears for the hook), or a MoE block's
+// shared expert.
+MatrixF gatedMlp(const Linear& gate, const Linear& up, const Linear& down, std::span<const std::string_view> gateUp,
+                 std::span<const std::string_view> downName, const MatrixF& normed, const DecoderLayerContext& c) {
+    notify(c, gateUp, normed);
     const LayerMath& m = math(c);
     MatrixF quantized;
     const MatrixF product =
-        gatedProduct(m, engineInput(normed, {&w.gate, &w.up}, quantized), w.gate, w.up, c.config.arch.activation);
-    notify(c, kDown, product);
+        gatedProduct(m, engineInput(normed, {&gate, &up}, quantized), gate, up, c.config.arch.activation);
+    notify(c, downName, product);
     MatrixF quantizedProduct;
-    return m.linear(engineInput(product, {&w.down}, quantizedProduct), w.down);
+    return m.linear(engineInput(product, {&down}, quantizedProduct), down);
+}
+
+MatrixF mlpBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c) {
+    return gatedMlp(w.gate, w.up, w.down, kGateUp, kDown, normed, c);
+}
+
+// GLM's shared expert: a SwiGLU MLP under "<block>.<shared>." that every token runs through.
+MatrixF sharedExpertBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c) {
+    const std::string prefix = w.moeNames.sharedExpert();
+    const std::array<std::string, 3> names{prefix + w.moeNames.gate, prefix + w.moeNames.up, prefix + w.moeNames.down};
+    const std::array<std::string_view, 2> gateUp{names[0], names[1]};
+    const std::array<std::string_view, 1> down{names[2]};
+    const Expert& x = w.sharedExpert;
+    return gatedMlp(x.gate, x.up, x.down, gateUp, down, normed, c);
 }
 
 // The input of an expert's gate and up projections as the engine reads it (gpt-oss: one fused linear).
@@ -142,7 +159,7 @@ MatrixF expertProduct(const LayerMath& m, const MatrixF& x, const Expert& e, con
 MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c) {
     const MoeConfig& moe = c.config.moe;
     const LayerMath& m = math(c);
-    const ExpertRouting routing = routeTokens(m.linear(normed, w.router), moe.numExpertsPerToken, moe.normTopkProb);
+    const ExpertRouting routing = routeTokens(m.linear(normed, w.router), moe, w.routerScoreBias);
     MatrixF out = MatrixF::Zero(normed.rows(), normed.cols());
     if (c.hookSeesAllTokens && hooked(c)) notifyExpertsInput(c, w, normed, routing);
     for (std::size_t e = 0; e < w.experts.size(); ++e) {
@@ -178,6 +195,7 @@ MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
         for (std::size_t i = 0; i < rows.size(); ++i)
             out.row(rows[i]) += routing.weights[e][i] * y.row(static_cast<Eigen::Index>(i));
     }
+    if (w.hasSharedExpert()) out += sharedExpertBlock(w, normed, c);
     return out;
 }
 

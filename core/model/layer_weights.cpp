@@ -25,6 +25,9 @@ std::vector<std::string> LayerWeights::linearModules() const {
         for (const std::string* part : {&moeNames.gate, &moeNames.up, &moeNames.down})
             if (!part->empty()) out.push_back(prefix + *part);  // gpt-oss: gate_up_proj fuses gate and up
     }
+    if (hasSharedExpert())
+        for (const std::string* part : {&moeNames.gate, &moeNames.up, &moeNames.down})
+            out.push_back(moeNames.sharedExpert() + *part);
     return out;
 }
 
@@ -36,6 +39,12 @@ const Linear& LayerWeights::linear(std::string_view module) const {
     if (isMoe() && module.starts_with(moeNames.block + ".")) {
         const std::string_view rest = module.substr(moeNames.block.size() + 1);
         if (rest == moeNames.routerName) return router;
+        if (hasSharedExpert() && rest.starts_with(moeNames.shared + ".")) {
+            const std::string_view name = rest.substr(moeNames.shared.size() + 1);
+            if (name == moeNames.gate) return sharedExpert.gate;
+            if (name == moeNames.up) return sharedExpert.up;
+            if (name == moeNames.down) return sharedExpert.down;
+        }
         constexpr std::string_view kExperts = "experts.";
         if (rest.starts_with(kExperts)) {
             const std::string_view tail = rest.substr(kExperts.size());

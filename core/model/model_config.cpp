@@ -35,9 +35,14 @@ void parseAttentionVariant(const nlohmann::json& j, const architectures::Family&
             c.qkvBias = c.outputBias = optional<bool>(j, "attention_bias", true, source);
             break;
         case architectures::AttentionBias::Flag: c.qkvBias = c.outputBias = attentionBias; break;
+        case architectures::AttentionBias::QkvFlag:
+            c.qkvBias = attentionBias;
+            c.outputBias = false;
+            break;
     }
     c.mlpBias = optional<bool>(j, "mlp_bias", false, source);
-    c.qkNorm = family.qkNorm;
+    c.qkNorm = family.qkNormKey.empty() ? family.qkNorm
+                                        : optional<bool>(j, std::string(family.qkNormKey).c_str(), false, source);
     c.arch.fusedQkv = family.fusedQkv;
     c.arch.fusedGateUp = family.fusedGateUp;
     switch (family.slidingWindow) {
@@ -68,7 +73,35 @@ std::vector<int> layerList(const nlohmann::json& j, const char* key, int numLaye
     return layers;
 }
 
-MoeNames moeNamesOf(const architectures::ExpertNames& e) { return MoeNames{e.block, e.gate, e.up, e.down, e.router}; }
+MoeNames moeNamesOf(const architectures::ExpertNames& e) {
+    return MoeNames{e.block, e.gate, e.up, e.down, e.router, e.shared};
+}
+
+// GLM-4.5's router: sigmoid scores, group-limited top-k, a scale, and the shared expert's width.
+void parseSigmoidRouter(const nlohmann::json& j, const architectures::MoeSpec& spec, MoeConfig& m,
+                        const std::string& source) {
+    m.scoring = RouterScoring::SigmoidGrouped;
+    m.numGroups = optional<int>(j, "n_group", 1, source);
+    m.topkGroups = optional<int>(j, "topk_group", 1, source);
+    m.routedScalingFactor = optional<double>(j, "routed_scaling_factor", 1.0, source);
+    if (m.numGroups < 1 || m.numExperts % m.numGroups != 0)
+        fail(source, "n_group " + std::to_string(m.numGroups) + " does not divide the " + std::to_string(m.numExperts) +
+                         " experts");
+    if (m.topkGroups < 1 || m.topkGroups > m.numGroups)
+        fail(source, "topk_group " + std::to_string(m.topkGroups) + " must be between 1 and n_group " +
+                         std::to_string(m.numGroups));
+    // Each kept group offers its experts; fewer than top-k would leave transformers choosing masked ones.
+    if (m.topkGroups * (m.numExperts / m.numGroups) < m.numExpertsPerToken)
+        fail(source, "topk_group " + std::to_string(m.topkGroups) + " groups of " +
+                         std::to_string(m.numExperts / m.numGroups) + " experts hold fewer than num_experts_per_tok " +
+                         std::to_string(m.numExpertsPerToken));
+    if (!(m.routedScalingFactor > 0.0)) fail(source, "'routed_scaling_factor' must be positive");
+    if (!spec.sharedExpertsKey.empty()) {
+        const int shared = optional<int>(j, std::string(spec.sharedExpertsKey).c_str(), 0, source);
+        if (shared < 0) fail(source, "'" + std::string(spec.sharedExpertsKey) + "' must not be negative");
+        m.sharedExpertIntermediateSize = shared * m.expertIntermediateSize;
+    }
+}
 
 // The sparse MoE block, as the family's config spells it (architectures::MoeSpec); the semantics are shared.
 void parseMoe(const nlohmann::json& j, const architectures::MoeSpec& spec, ModelConfig& c, const std::string& source) {
@@ -91,6 +124,13 @@ void parseMoe(const nlohmann::json& j, const architectures::MoeSpec& spec, Model
         if (!(m.swigluLimit > 0.0f)) fail(source, "'swiglu_limit' must be positive");
     }
     m.numExpertsPerToken = requiredInt(j, "num_experts_per_tok", source);
+    if (!spec.firstDenseKey.empty()) {
+        m.firstDenseLayers = optional<int>(j, std::string(spec.firstDenseKey).c_str(), 0, source);
+        if (m.firstDenseLayers < 0 || m.firstDenseLayers > c.numLayers)
+            fail(source, "'" + std::string(spec.firstDenseKey) + "' " + std::to_string(m.firstDenseLayers) +
+                             " is not between 0 and num_hidden_layers " + std::to_string(c.numLayers));
+    }
+    if (spec.scoring == architectures::RouterScoring::SigmoidGrouped) parseSigmoidRouter(j, spec, m, source);
 }
 
 using architectures::TowerLayout;
@@ -190,7 +230,7 @@ ModelConfig towerFromJson(const architectures::Family& family, const nlohmann::j
 }  // namespace
 
 bool ModelConfig::isMoeLayer(int layer) const {
-    if (!isMoe()) return false;
+    if (!isMoe() || layer < moe.firstDenseLayers) return false;
     for (int dense : moe.denseLayers)
         if (dense == layer) return false;
     return (layer + 1) % moe.sparseStep == 0;
@@ -230,6 +270,7 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& so
     c.ropeScaling = parseRopeScaling(hasParams ? *params : j.value("rope_scaling", nlohmann::json()), source);
 
     parseAttentionVariant(j, *family, c, source);
+    if (family->partialRotary) detail::readPartialRotary(j, c, source);
     if (family->moe) parseMoe(j, *family->moe, c, source);
     switch (family->extra) {
         case architectures::ConfigExtra::Gemma3: detail::readGemma3Config(j, c, source); break;

@@ -76,6 +76,12 @@ std::vector<ConfigField> forwardPassFields(const ModelConfig& c) {
         {"mlp_only_layers", text(m.denseLayers)},
         {"experts' activation", text(m.activation)},
         {"swiglu_limit", text(m.swigluLimit)},
+        {"router scoring (sigmoid)", text(m.scoring)},
+        {"n_group", text(m.numGroups)},
+        {"topk_group", text(m.topkGroups)},
+        {"routed_scaling_factor", text(m.routedScalingFactor)},
+        {"shared experts' width", text(m.sharedExpertIntermediateSize)},
+        {"first_k_dense_replace", text(m.firstDenseLayers)},
     };
     return f;
 }

@@ -42,4 +42,75 @@ ExpertRouting routeTokens(const MatrixF& logits, int topK, bool normTopkProb) {
     return r;
 }
 
+namespace {
+
+// The indices of the k largest values (equal values: the lower index first).
+void topIndices(const std::vector<double>& values, int k, std::vector<int>& order) {
+    order.resize(values.size());
+    std::iota(order.begin(), order.end(), 0);
+    std::partial_sort(order.begin(), order.begin() + k, order.end(), [&](int a, int b) {
+        const double va = values[static_cast<std::size_t>(a)], vb = values[static_cast<std::size_t>(b)];
+        return va > vb || (va == vb && a < b);
+    });
+    order.resize(static_cast<std::size_t>(k));
+}
+
+ExpertRouting routeSigmoidGrouped(const MatrixF& logits, const MoeConfig& moe, const VectorF& scoreBias) {
+    const Eigen::Index experts = logits.cols();
+    const int topK = moe.numExpertsPerToken, groups = moe.numGroups;
+    if (topK < 1 || topK > experts || groups < 1 || experts % groups != 0 || moe.topkGroups < 1 ||
+        moe.topkGroups > groups || (groups > 1 && experts / groups < 2))
+        throw Error("MoE routing: top-k " + std::to_string(topK) + " of " + std::to_string(experts) + " experts in " +
+                    std::to_string(groups) + " groups, " + std::to_string(moe.topkGroups) + " kept");
+    if (scoreBias.size() != 0 && scoreBias.size() != experts)
+        throw Error("MoE routing: " + std::to_string(scoreBias.size()) + " correction biases for " +
+                    std::to_string(experts) + " experts");
+    const auto perGroup = static_cast<std::size_t>(experts / groups);
+    ExpertRouting r;
+    r.tokens.resize(static_cast<std::size_t>(experts));
+    r.weights.resize(static_cast<std::size_t>(experts));
+    std::vector<double> score(static_cast<std::size_t>(experts)), choice(score.size()), groupScore;
+    std::vector<int> keptGroups, chosen, best;
+    std::vector<bool> kept(static_cast<std::size_t>(groups));
+    for (Eigen::Index t = 0; t < logits.rows(); ++t) {
+        for (Eigen::Index e = 0; e < experts; ++e) {
+            // sigmoid in f32, as transformers computes it from f32 logits
+            const float s = 1.0f / (1.0f + std::exp(-logits(t, e)));
+            score[static_cast<std::size_t>(e)] = s;
+            choice[static_cast<std::size_t>(e)] = scoreBias.size() == 0 ? s : s + scoreBias[e];
+        }
+        if (groups > 1) {
+            groupScore.assign(static_cast<std::size_t>(groups), 0.0);
+            for (std::size_t g = 0; g < static_cast<std::size_t>(groups); ++g) {
+                const std::vector<double> members(choice.begin() + static_cast<std::ptrdiff_t>(g * perGroup),
+                                                  choice.begin() + static_cast<std::ptrdiff_t>((g + 1) * perGroup));
+                topIndices(members, 2, best);
+                groupScore[g] = members[static_cast<std::size_t>(best[0])] + members[static_cast<std::size_t>(best[1])];
+            }
+            topIndices(groupScore, moe.topkGroups, keptGroups);
+            std::fill(kept.begin(), kept.end(), false);
+            for (int g : keptGroups) kept[static_cast<std::size_t>(g)] = true;
+            for (std::size_t e = 0; e < choice.size(); ++e)
+                if (!kept[e / perGroup]) choice[e] = 0.0;  // transformers' masked_fill(~mask, 0.0)
+        }
+        topIndices(choice, topK, chosen);
+        double sum = 0.0;
+        for (int e : chosen) sum += score[static_cast<std::size_t>(e)];
+        const double norm = moe.normTopkProb ? sum + 1e-20 : 1.0;
+        for (int e : chosen) {
+            const auto x = static_cast<std::size_t>(e);
+            r.tokens[x].push_back(t);
+            r.weights[x].push_back(static_cast<float>(score[x] / norm * moe.routedScalingFactor));
+        }
+    }
+    return r;
+}
+
+}  // namespace
+
+ExpertRouting routeTokens(const MatrixF& logits, const MoeConfig& moe, const VectorF& scoreBias) {
+    if (moe.scoring == RouterScoring::SigmoidGrouped) return routeSigmoidGrouped(logits, moe, scoreBias);
+    return routeTokens(logits, moe.numExpertsPerToken, moe.normTopkProb);
+}
+
 }  // namespace qs::model

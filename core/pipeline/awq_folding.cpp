@@ -63,14 +63,15 @@ void foldIntoRows(AwqFolding& folding, const QuantizedLayer& layer, const std::s
     addDivisor(folding.rowDivisors, base + target, q.inputScales, prefix);
 }
 
-// A MoE expert's linear ("mlp.experts.3.up_proj"): gate/up read the block's input, which the norm before
-// the block produces and the router reads too; down_proj reads what its own up_proj's rows produce.
-// False when `module` is not an expert's.
+// A MoE expert's linear ("mlp.experts.3.up_proj", or the shared expert's "mlp.shared_experts.up_proj"):
+// gate/up read the block's input, which the norm before the block produces and the router reads too;
+// down_proj reads what its own up_proj's rows produce. False when `module` is not an expert's.
 bool foldExpert(AwqFolding& folding, const QuantizedLayer& layer, const std::string& base, const std::string& module,
                 const quant::QuantizedLinear& q, const model::MoeNames& moe, const model::Architecture& arch) {
     const std::string experts = moe.experts();
     const auto dot = module.rfind('.');
-    if (!module.starts_with(experts) || dot == std::string::npos || dot < experts.size()) return false;
+    const bool shared = !moe.shared.empty() && module.starts_with(moe.sharedExpert());
+    if ((!module.starts_with(experts) && !shared) || dot == std::string::npos || dot < moe.block.size()) return false;
     const std::string expert = module.substr(0, dot + 1), name = module.substr(dot + 1), prefix = base + module;
     if (name == moe.down) {
         if (moe.fusedGateUp())

@@ -63,7 +63,7 @@ void DecodedWeights::requireLinears() const {
 }
 
 // The linears decoder layer `layer` stores: the seven (fused ones under their own name) or, in a sparse
-// MoE layer, the attention's four, the router and every expert's gate, up and down.
+// MoE layer, the attention's four, the router, every expert's gate, up and down and the shared expert's.
 std::vector<std::string> DecodedWeights::storedLinears(int layer) const {
     std::vector<std::string> modules;
     const auto attention = std::span(model::LayerWeights::kLinearModules).first(config_.isMoeLayer(layer) ? 4 : 7);
@@ -78,6 +78,9 @@ std::vector<std::string> DecodedWeights::storedLinears(int layer) const {
         return modules;  // gpt-oss: one tensor per kind, decoded per expert (decodeStackedExpert)
     for (int e = 0; e < config_.moe.numExperts; ++e)
         for (const std::string& part : {names.gate, names.up, names.down}) modules.push_back(names.expert(e) + part);
+    if (config_.moe.sharedExpertIntermediateSize > 0)
+        for (const std::string& part : {names.gate, names.up, names.down})
+            modules.push_back(names.sharedExpert() + part);
     return modules;
 }
 
@@ -142,6 +145,13 @@ void DecodedWeights::decodeExperts(int index, model::LayerWeights& weights) cons
         expert.gate = decodeLinear(index, x + moe.names.gate, width, h);
         expert.up = decodeLinear(index, x + moe.names.up, width, h);
         expert.down = decodeLinear(index, x + moe.names.down, h, width);
+    }
+    if (moe.sharedExpertIntermediateSize > 0) {  // GLM's shared expert
+        const std::string x = moe.names.sharedExpert();
+        const std::int64_t shared = moe.sharedExpertIntermediateSize;
+        weights.sharedExpert.gate = decodeLinear(index, x + moe.names.gate, shared, h);
+        weights.sharedExpert.up = decodeLinear(index, x + moe.names.up, shared, h);
+        weights.sharedExpert.down = decodeLinear(index, x + moe.names.down, h, shared);
     }
 }
 

@@ -62,6 +62,7 @@ struct PlannedTensor {
         bool bias = false;
     };
     std::optional<StackedSlice> stackedSlice;
+    bool zeros = false;        // llama.cpp needs it and the checkpoint lacks it: zeros (GLM's correction bias)
     float addend = 0.0f;       // added to every value: Gemma's norms, stored as 1 + w (convert_hf_to_gguf)
     int interleavedHeads = 0;  // llama q/k: reorder rows as llama.cpp's converter does
 };
@@ -165,6 +166,11 @@ private:
         const bool routerBias = checkpoint_ == nullptr ? moe.stackedExperts
                                                        : checkpoint_->find(p + moe.names.router() + ".bias") != nullptr;
         if (routerBias) addAs(p + moe.names.router() + ".bias", router + ".bias", {e});
+        if (moe.scoring == model::RouterScoring::SigmoidGrouped) {  // glm4moe requires exp_probs_b
+            const std::string bias = p + moe.names.routerScoreBias();
+            addAs(bias, ggufNameOf(bias), {e}).zeros = checkpoint_ != nullptr && checkpoint_->find(bias) == nullptr;
+        }
+        if (moe.sharedExpertIntermediateSize > 0) sharedExpert(p);
         if (moe.stackedExperts) {
             stackedExperts(layer);
             return;
@@ -186,6 +192,16 @@ private:
             for (int x = 0; x < moe.numExperts; ++x)
                 b.stackedBiases.push_back(p + moe.names.expert(x) + *module + ".bias");
         }
+    }
+
+    // GLM's shared expert: ffn_{gate,up,down}_shexp (the family's names).
+    void sharedExpert(const std::string& p) {
+        const model::MoeConfig& moe = config_.moe;
+        const std::int64_t h = config_.hiddenSize, width = moe.sharedExpertIntermediateSize;
+        const std::string x = p + moe.names.sharedExpert();
+        linear(x + moe.names.gate, width, h, false, 0);
+        linear(x + moe.names.up, width, h, false, 0);
+        linear(x + moe.names.down, h, width, false, 0);
     }
 
     // gpt-oss's stacked experts as llama.cpp's converter splits them: gate_up_proj's interleaved rows into
@@ -389,7 +405,9 @@ std::vector<float> stackedValues(const PlannedTensor& t, const io::Checkpoint& c
 std::vector<float> valuesOf(const PlannedTensor& t, const io::Checkpoint& checkpoint,
                             const formats::LinearReader& reader) {
     std::vector<float> values;
-    if (t.stackedSlice) {
+    if (t.zeros) {
+        values.assign(static_cast<std::size_t>(t.choice.shape.back()), 0.0f);
+    } else if (t.stackedSlice) {
         values = stackedValues(t, checkpoint, reader);
     } else if (!t.stackedBiases.empty()) {
         for (const std::string& name : t.stackedBiases) {

@@ -20,6 +20,21 @@ std::uint32_t u32(int v, const char* what) {
     return static_cast<std::uint32_t>(v);
 }
 
+// GLM's router as llama.cpp's converter writes it: the leading dense layers, the shared expert's width in
+// experts, the weights' renormalisation and scale, sigmoid gating and the expert groups.
+template <typename Key>
+void putSigmoidRouter(io::GgufMetadata& m, const model::ModelConfig& c, const Key& key) {
+    const model::MoeConfig& moe = c.moe;
+    m.set(key(keys::kLeadingDenseBlockCount), GgufValue::u32(u32(moe.firstDenseLayers, "first_k_dense_replace")));
+    m.set(key(keys::kExpertSharedCount),
+          GgufValue::u32(u32(moe.sharedExpertIntermediateSize / moe.expertIntermediateSize, "n_shared_experts")));
+    m.set(key(keys::kExpertWeightsScale), GgufValue::f32(static_cast<float>(moe.routedScalingFactor)));
+    m.set(key(keys::kExpertWeightsNorm), GgufValue::boolean(moe.normTopkProb));
+    m.set(key(keys::kExpertGatingFunc), GgufValue::u32(keys::kGatingSigmoid));
+    m.set(key(keys::kExpertGroupCount), GgufValue::u32(u32(moe.numGroups, "n_group")));
+    m.set(key(keys::kExpertGroupUsedCount), GgufValue::u32(u32(moe.topkGroups, "topk_group")));
+}
+
 }  // namespace
 
 io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const architectures::Family& family,
@@ -50,6 +65,7 @@ io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const architectu
             m.set(key(keys::kExpertFeedForwardLength),
                   GgufValue::u32(u32(c.moe.expertIntermediateSize, "moe_intermediate_size")));
     }
+    if (c.isMoe() && family.ggufMetadata.sigmoidRouterKeys) putSigmoidRouter(m, c, key);
     // Per-layer windows (Gemma 3): the window of the sliding layers, and their own RoPE base.
     if (!c.slidingLayers.empty())
         m.set(key(keys::kSlidingWindow), GgufValue::u32(u32(c.slidingWindow, "sliding_window")));

@@ -51,7 +51,7 @@ struct AwqGroup {
 
 // A dense layer's four groups; a sparse MoE layer's experts share one group for their gate/up (the
 // norm before the MoE block absorbs 1/s, the router's columns s), and each expert's down_proj is
-// scaled through its own up_proj's rows. With grouped-query attention v_proj has fewer rows than
+// scaled through its own up_proj's rows (a shared expert's likewise). With grouped-query attention v_proj has fewer rows than
 // o_proj has inputs, so no 1/s can be folded into it: AutoAWQ leaves o_proj unscaled, and so do we.
 // gpt-oss fuses gate and up into one projection whose output is clamped: its down_proj stays unscaled.
 std::vector<AwqGroup> awqGroups(const model::LayerWeights& w) {
@@ -70,6 +70,11 @@ std::vector<AwqGroup> awqGroups(const model::LayerWeights& w) {
         gateUp.modules.push_back(expert + names.gate);
         if (!names.fusedGateUp()) gateUp.modules.push_back(expert + names.up);
         downs.push_back({{expert + names.down}, !names.fusedGateUp()});
+    }
+    if (w.hasSharedExpert()) {  // GLM: the shared expert reads the block's input too
+        gateUp.modules.push_back(names.sharedExpert() + names.gate);
+        gateUp.modules.push_back(names.sharedExpert() + names.up);
+        downs.push_back({{names.sharedExpert() + names.down}});
     }
     groups.push_back(std::move(gateUp));
     groups.insert(groups.end(), downs.begin(), downs.end());

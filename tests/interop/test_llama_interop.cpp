@@ -34,6 +34,7 @@
 #include "interop_test_support.h"
 #include "llama_judge.h"
 #include "llama_libraries.h"
+#include "tiny_judge.h"
 
 using namespace qs;
 using nlohmann::json;
@@ -42,6 +43,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
+using interop::compareDistributions, interop::KlFigures;
 using interop::kDemo, interop::kStories, interop::kStoriesTokenizer;
 const fs::path kTinyLlama = fs::path(QS_TEST_DATA_DIR) / "gguf" / "llama-2-tiny-random.gguf";
 
@@ -59,38 +61,6 @@ fs::path exportGguf(const fs::path& source, const fs::path& destination, io::Ggm
         options.sentencePiece =
             pipeline::GgufSentencePieceVocabulary{model::readLlama2cTokenizer(kStoriesTokenizer, 512), 1, 2, true};
     return pipeline::writeGguf(io::Checkpoint::open(source), destination, options, {}, CancelToken{});
-}
-
-// Mean and largest KL(llama.cpp || ours) over the positions of one sequence.
-struct KlFigures {
-    double mean = 0.0, max = 0.0;
-    std::size_t positions = 0;
-    std::size_t sameTop = 0;
-};
-
-KlFigures compareDistributions(const json& theirs, const MatrixF& ourLogits) {
-    KlFigures k;
-    for (Eigen::Index t = 0; t < ourLogits.rows(); ++t) {
-        const auto& p = theirs.at(static_cast<std::size_t>(t));
-        const auto row = ourLogits.row(t).cast<double>();
-        const double maxLogit = row.maxCoeff();
-        const double logSum = maxLogit + std::log((row.array() - maxLogit).exp().sum());
-        double kl = 0.0, bestTheirs = -1.0;
-        Eigen::Index theirTop = 0, ourTop = 0;
-        row.maxCoeff(&ourTop);
-        for (Eigen::Index v = 0; v < row.size(); ++v) {
-            const double pv = p.at(static_cast<std::size_t>(v)).get<double>();
-            if (pv > bestTheirs) bestTheirs = pv, theirTop = v;
-            if (pv > 0.0) kl += pv * (std::log(pv) - (row[v] - logSum));
-        }
-        if (std::getenv("QS_INTEROP_VERBOSE")) std::printf("position %ld: KL %.3g\n", long(t), kl);
-        k.mean += kl;
-        k.max = std::max(k.max, kl);
-        k.sameTop += theirTop == ourTop;
-        ++k.positions;
-    }
-    k.mean /= static_cast<double>(k.positions);
-    return k;
 }
 
 // Runs the export through llama.cpp and through our forward pass on the same tokens.

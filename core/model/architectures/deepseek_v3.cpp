@@ -8,9 +8,8 @@ const Family& deepseekV3() {
         .modelType = "deepseek_v3",
         .displayName = "DeepSeek-V3",
         .notYet =
-            "its multi-head latent attention (q_lora_rank, kv_lora_rank, the decoupled RoPE head) and its "
-            "routing (sigmoid scores with a correction bias, group-limited top-k, routed_scaling_factor, "
-            "shared experts, first_k_dense_replace) are not implemented",
+            "its multi-head latent attention (q_lora_rank, kv_lora_rank, the decoupled RoPE head) is not "
+            "implemented (its routing is GLM-4.5's, which is)",
     };
     return f;
 }

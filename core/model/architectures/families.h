@@ -22,6 +22,7 @@ const Family& mistral();
 const Family& qwen2();
 const Family& qwen3();
 const Family& qwen3Moe();
+const Family& glm4Moe();
 const Family& mixtral();
 const Family& gptOss();
 const Family& gemma3Text();

@@ -55,17 +55,16 @@ std::optional<std::pair<std::string_view, std::string_view>> splitLayer(std::str
 
 std::string_view side(const GgufName& n, bool gguf) { return gguf ? n.gguf : n.hf; }
 
-// A family's parameter override (gpt-oss's "self_attn.sinks" <-> "attn_sinks.weight"): the whole rest of
-// the name after the layer on each side.
+// A family's parameter override (gpt-oss's "self_attn.sinks" <-> "attn_sinks.weight", GLM's
+// "mlp.gate.e_score_correction_bias" <-> "exp_probs_b.bias"): the whole rest of the name after the layer.
 std::optional<std::string> translateParameter(const Family* family, std::string_view layer, std::string_view rest,
                                               bool toHf) {
     if (family == nullptr) return std::nullopt;
     for (const GgufName& n : family->ggufNames) {
         if (!n.parameter) continue;
-        const std::string fromRest = toHf ? std::string(n.gguf) + ".weight" : std::string(n.hf);
-        if (rest != fromRest) continue;
-        return std::string(toHf ? kHfLayer : kGgufLayer) + std::string(layer) + "." +
-               (toHf ? std::string(n.hf) : std::string(n.gguf) + ".weight");
+        const std::string gguf = std::string(n.gguf) + "." + std::string(n.ggufPart);
+        if (rest != (toHf ? gguf : std::string(n.hf))) continue;
+        return std::string(toHf ? kHfLayer : kGgufLayer) + std::string(layer) + "." + (toHf ? std::string(n.hf) : gguf);
     }
     return std::nullopt;
 }

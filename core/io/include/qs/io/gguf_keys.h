@@ -37,6 +37,15 @@ inline constexpr const char* kRopeScalingOriginalContext = "rope.scaling.origina
 inline constexpr const char* kExpertCount = "expert_count";
 inline constexpr const char* kExpertUsedCount = "expert_used_count";
 inline constexpr const char* kExpertFeedForwardLength = "expert_feed_forward_length";
+// The sigmoid router of glm4moe / deepseek2 (llama.cpp's LLM_KV_EXPERT_* and LEADING_DENSE_BLOCK_COUNT).
+inline constexpr const char* kExpertSharedCount = "expert_shared_count";
+inline constexpr const char* kExpertWeightsScale = "expert_weights_scale";
+inline constexpr const char* kExpertWeightsNorm = "expert_weights_norm";
+inline constexpr const char* kExpertGatingFunc = "expert_gating_func";  // 1 softmax, 2 sigmoid
+inline constexpr const char* kExpertGroupCount = "expert_group_count";
+inline constexpr const char* kExpertGroupUsedCount = "expert_group_used_count";
+inline constexpr const char* kLeadingDenseBlockCount = "leading_dense_block_count";
+inline constexpr int kGatingSigmoid = 2;
 inline constexpr const char* kDeepstackLayers = "n_deepstack_layers";
 
 // The tensors that carry RoPE's factors (Llama 3's, LongRoPE's), outside the layers.

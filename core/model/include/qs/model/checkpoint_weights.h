@@ -38,6 +38,7 @@ private:
     Linear linear(int layer, const std::string& module, int out, int in, bool bias) const;
     std::optional<Linear> fusedPart(int layer, const std::string& module, int out, int in) const;
     Linear stackedExpert(int layer, const std::string& module, int expert, int out, int in) const;
+    Expert sharedExpert(int layer) const;
     VectorF vector(const std::string& name, int size) const;
     std::string embeddingName() const;  // "model.embed_tokens.weight", or under the text tower's prefix
     void validate() const;

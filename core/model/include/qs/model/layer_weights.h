@@ -47,11 +47,15 @@ struct LayerWeights {
     // (never quantized) and the experts, named by moeNames ("mlp.experts.3.up_proj", ...).
     Linear router;
     std::vector<Expert> experts;
-    MoeNames moeNames;  // the architecture's names of the router and experts
+    MoeNames moeNames;        // the architecture's names of the router and experts
+    VectorF routerScoreBias;  // GLM's e_score_correction_bias [numExperts]; empty otherwise
+    Expert sharedExpert;      // GLM's mlp.shared_experts, run on every token; empty weights: none
 
     bool isMoe() const { return !experts.empty(); }
+    bool hasSharedExpert() const { return sharedExpert.down.weight.size() > 0; }
     // The linears a method quantizes, in the order calibration sees them: kLinearModules for a dense
-    // layer; q, k, v, o and each expert's gate, up, down for a sparse MoE layer (the router stays dense).
+    // layer; q, k, v, o, each expert's gate, up, down and the shared expert's for a sparse MoE layer (the
+    // router stays dense).
     std::vector<std::string> linearModules() const;
 
     // The seven linear modules, named as in HF checkpoints ("self_attn.q_proj", ..., "mlp.down_proj").
@@ -61,7 +65,8 @@ struct LayerWeights {
         architectures::modules::kDownProj};
 
     // The linear called `module` (one of kLinearModules, or of a MoE layer "<block>.gate" and
-    // "<block>.experts.<e>.<gate|up|down>"); throws qs::Error for any other name.
+    // "<block>.experts.<e>.<gate|up|down>", "<block>.<shared>.<gate|up|down>"); throws qs::Error for any
+    // other name.
     Linear& linear(std::string_view module);
     const Linear& linear(std::string_view module) const;
 };

@@ -45,8 +45,12 @@ struct MoeNames {
     std::string up;     // "up_proj", "w3"; empty when gate holds both (gpt-oss: rows 2i gate_i, 2i + 1 up_i)
     std::string down;   // "down_proj", "w2"
     std::string routerName = "gate";  // "gate"; gpt-oss: "router"
+    std::string shared = {};          // the shared expert: "shared_experts" (GLM-4.5); empty: none
 
     std::string router() const { return block + "." + routerName; }  // "mlp.gate"
+    // GLM's e_score_correction_bias, a parameter of the router: "mlp.gate.e_score_correction_bias".
+    std::string routerScoreBias() const { return router() + ".e_score_correction_bias"; }
+    std::string sharedExpert() const { return block + "." + shared + "."; }  // "mlp.shared_experts."
     bool fusedGateUp() const { return up.empty(); }
     std::string experts() const { return block + ".experts."; }                      // "mlp.experts."
     std::string expert(int e) const { return experts() + std::to_string(e) + "."; }  // "mlp.experts.3."
@@ -58,6 +62,10 @@ struct MoeNames {
 // The experts' activation: SwiGLU, or gpt-oss's clamped one on the interleaved gate_up output:
 // g = min(gate, limit), u = clamp(up, -limit, limit), out = (u + 1) * g * sigmoid(alpha * g).
 enum class ExpertActivation { Swiglu, ClampedSwiglu };
+
+// How the router scores experts: softmax over all of them (Qwen3-MoE, Mixtral, gpt-oss), or sigmoid scores
+// chosen with a correction bias among the best expert groups (GLM-4.5, DeepSeek-V3: MoeConfig's fields).
+enum class RouterScoring { Softmax, SigmoidGrouped };
 
 struct MoeConfig {
     int numExperts = 0;
@@ -73,6 +81,15 @@ struct MoeConfig {
     // gpt-oss: the experts are stored stacked, "mlp.experts.gate_up_proj" [E, hidden, 2I] (+ "_bias" [E, 2I])
     // and "mlp.experts.down_proj" [E, I, hidden], x @ W; the forward pass still sees one Linear per expert.
     bool stackedExperts = false;
+    // GLM-4.5's router (RouterScoring::SigmoidGrouped): experts split into numGroups groups, of which each
+    // token keeps the topkGroups whose two best biased scores sum highest; the chosen sigmoid scores are
+    // renormalised (normTopkProb) and multiplied by routedScalingFactor.
+    RouterScoring scoring = RouterScoring::Softmax;
+    int numGroups = 1;   // n_group
+    int topkGroups = 1;  // topk_group
+    double routedScalingFactor = 1.0;
+    int sharedExpertIntermediateSize = 0;  // moe_intermediate_size * n_shared_experts; 0: no shared expert
+    int firstDenseLayers = 0;              // first_k_dense_replace: layers below it keep the dense MLP
 };
 
 // A projection the checkpoint stores fused: `fused` ("self_attn.qkv_proj") holds the parts' rows one after

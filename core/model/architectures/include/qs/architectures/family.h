@@ -22,6 +22,7 @@ struct GgufName {
     std::string_view gguf{};
     std::string_view hf{};
     bool parameter = false;
+    std::string_view ggufPart = "weight";  // a parameter's GGUF suffix (GLM's exp_probs_b is "<gguf>.bias")
 };
 
 // A sparse MoE block's Hugging Face names, relative to the layer.
@@ -31,6 +32,16 @@ struct ExpertNames {
     std::string up{};     // "up_proj", "w3"; empty when gate holds both
     std::string down{};   // "down_proj", "w2"
     std::string router = "gate";
+    std::string shared{};  // the always-on shared expert's module: "shared_experts" (GLM, DeepSeek); empty: none
+};
+
+// How the router turns its logits into the chosen experts and their weights.
+enum class RouterScoring {
+    Softmax,  // softmax over all experts, top-k (Qwen3-MoE, Mixtral, gpt-oss)
+    // Sigmoid scores; the choice adds e_score_correction_bias and keeps the best topk_group of n_group
+    // expert groups; the weights are the chosen sigmoid scores, renormalised as norm_topk_prob says,
+    // times routed_scaling_factor (transformers' Glm4MoeTopkRouter / DeepseekV3TopkRouter).
+    SigmoidGrouped,
 };
 
 // How a MoE family's config spells its block (the semantics are shared: model::MoeConfig).
@@ -43,6 +54,9 @@ struct MoeSpec {
     ExpertNames ggufNames{};                // as a GGUF of the family reads back (gpt-oss: gate and up apart)
     bool clampedSwiglu = false;             // gpt-oss's clamped SwiGLU (swiglu_limit)
     bool stacked = false;                   // gpt-oss: all experts in one tensor per projection
+    RouterScoring scoring = RouterScoring::Softmax;
+    std::string_view sharedExpertsKey{};  // "n_shared_experts": the shared expert is that many experts wide
+    std::string_view firstDenseKey{};     // "first_k_dense_replace": the first k layers keep a dense MLP
 };
 
 // Where a vision-language model's text tower lives: the tensor prefix, the lm_head and the tensors of the
@@ -70,6 +84,7 @@ enum class AttentionBias {
     Flag,           // attention_bias gives q/k/v and o_proj biases (Llama's), default false
     FlagDefaultOn,  // attention_bias, default true (gpt-oss)
     QkvAlways,      // q/k/v always biased, o_proj never, whatever the config says (Qwen2)
+    QkvFlag,        // attention_bias gives q/k/v biases, o_proj never has one (GLM-4.5)
 };
 
 // Which sliding windows the config may ask for.
@@ -108,6 +123,7 @@ struct GgufMetadataSpec {
     bool windowOnEveryLayerKey = false;  // <arch>.attention.sliding_window for an every-layer window (phi3)
     bool deepstackKey = false;           // <arch>.n_deepstack_layers (qwen3vl)
     bool biasFlagsFromTensors = false;   // attention_bias / mlp_bias read back from blk.0's biases (llama)
+    bool sigmoidRouterKeys = false;  // expert_gating_func, _weights_scale/_norm, _group_count, shared experts (glm4moe)
 };
 
 struct Family {
@@ -119,7 +135,9 @@ struct Family {
 
     // The config reader.
     AttentionBias attentionBias = AttentionBias::Flag;
-    bool qkNorm = false;  // per-head RMSNorm of q and k (Qwen3)
+    bool qkNorm = false;           // per-head RMSNorm of q and k (Qwen3)
+    std::string_view qkNormKey{};  // the config key that turns the q/k norms on (GLM-4.5: use_qk_norm)
+    bool partialRotary = false;    // partial_rotary_factor is read (GLM-4.5; Phi-3 reads its own)
     SlidingWindow slidingWindow = SlidingWindow::Refused;
     bool yarn = false;      // rope scaling yarn accepted (checked against transformers and llama.cpp)
     bool longRope = false;  // rope scaling longrope accepted
@@ -130,6 +148,9 @@ struct Family {
     std::string_view fusedGateUp{};
     std::optional<MoeSpec> moe{};
     std::optional<VisionLanguage> vision{};
+    // Layers stored after the decoder's that no forward pass runs, counted by this config key (GLM's
+    // and DeepSeek-V3's next-token-prediction layers, num_nextn_predict_layers): copied through untouched.
+    std::string_view trailingLayersKey{};
 
     // The GGUF edge.
     std::string_view ggufArch{};  // llama.cpp's general.architecture; empty: none

@@ -1,0 +1,110 @@
+// The families of 2026 (GLM-4.5 so far) as llama.cpp runs them: each tiny checkpoint of
+// scripts/make-tiny-moe.py, exported as F32 GGUF, gives llama.cpp's next-token distributions within mean
+// KL 1e-5 of our forward pass on the Hugging Face checkpoint, and a negative control per feature (our
+// forward pass without it) moves far away, so that each feature is seen to be both implemented and used.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "qs/io/checkpoint.h"
+#include "qs/model/checkpoint_weights.h"
+#include "qs/model/transformer.h"
+
+#include "interop_test_support.h"
+#include "llama_judge.h"
+#include "tiny_judge.h"
+
+using namespace qs;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+class FamilyInterop : public interop::JudgedTest {};
+
+// A checkpoint's weights with each decoder layer edited (a negative control's missing feature).
+class EditedWeights final : public model::WeightSource {
+public:
+    EditedWeights(std::shared_ptr<const model::WeightSource> inner, std::function<void(model::LayerWeights&)> edit)
+        : inner_(std::move(inner)), edit_(std::move(edit)) {}
+    model::LayerWeights layer(int index) const override {
+        model::LayerWeights w = inner_->layer(index);
+        if (edit_) edit_(w);
+        return w;
+    }
+    MatrixF embeddingRows(std::span<const model::TokenId> tokens) const override {
+        return inner_->embeddingRows(tokens);
+    }
+    VectorF finalNorm() const override { return inner_->finalNorm(); }
+    MatrixF lmHead(const MatrixF& normed, const model::LayerMath& math) const override {
+        return inner_->lmHead(normed, math);
+    }
+
+private:
+    std::shared_ptr<const model::WeightSource> inner_;
+    std::function<void(model::LayerWeights&)> edit_;
+};
+
+// Our forward pass without one feature: the config and the layers as `control` leaves them.
+struct Control {
+    std::string feature;
+    std::function<void(model::ModelConfig&)> config{};  // empty: as it is
+    std::function<void(model::LayerWeights&)> layer{};
+};
+
+// The mean KL of llama.cpp's distributions against our forward pass with `control` applied.
+double klWith(const nlohmann::json& theirs, const io::Checkpoint& checkpoint, const std::vector<model::TokenId>& tokens,
+              const Control& control) {
+    model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
+    auto weights = std::make_shared<const model::CheckpointWeights>(checkpoint, config);
+    if (control.config) control.config(config);
+    model::Transformer transformer(config, std::make_shared<const EditedWeights>(weights, control.layer));
+    const interop::KlFigures k = interop::compareDistributions(theirs, transformer.forward(tokens));
+    std::printf("%-28s mean KL(llama.cpp || QuantScope) = %.3g, max %.3g, same top token %zu/%zu\n",
+                control.feature.c_str(), k.mean, k.max, k.sameTop, k.positions);
+    return k.mean;
+}
+
+// The checkpoint as llama.cpp runs it, then each negative control at least `jump` away.
+void expectRunsAsInLlamaCpp(const fs::path& dir, const fs::path& source, const std::vector<Control>& controls,
+                            double jump) {
+    const std::vector<model::TokenId> tokens = interop::demoEvalTokens(300);
+    const nlohmann::json answer = interop::llamaCppOnF32Export(source, dir, tokens);
+    EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{});
+    for (const auto& w : answer.at("warnings")) std::printf("llama.cpp warning: %s\n", w.get<std::string>().c_str());
+    const nlohmann::json& theirs = answer.at("distributions").at(0);
+    const io::Checkpoint checkpoint = io::Checkpoint::open(source);
+    EXPECT_LT(klWith(theirs, checkpoint, tokens, {"(as it is)"}), 1e-5);
+    for (const Control& control : controls)
+        EXPECT_GT(klWith(theirs, checkpoint, tokens, control), jump) << "without " << control.feature;
+}
+
+}  // namespace
+
+// GLM-4.5 (glm4-moe-tiny) as llama.cpp's glm4moe runs it: a dense first layer, then sigmoid routing with
+// the correction bias in the choice only, two groups of four experts of which one is kept, the weights
+// renormalised and scaled by 2.5, a shared expert, q/k/v biases, q/k norms and half of each head rotated.
+// llama.cpp masks the dropped groups with -inf where transformers uses 0: the checkpoint's positive
+// biases keep every choice positive, where the two agree (test_moe_routing covers where they differ).
+TEST_F(FamilyInterop, Glm4MoeRunsInLlamaCppAsTheCheckpointRunsInQuantScope) {
+    const fs::path source = fs::path(QS_TEST_DATA_DIR) / "moe" / "glm4-moe-tiny";
+    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(io::Checkpoint::open(source));
+    ASSERT_EQ(config.moe.scoring, model::RouterScoring::SigmoidGrouped);
+    ASSERT_EQ(config.moe.firstDenseLayers, 1);
+    ASSERT_EQ(config.moe.numGroups, 2);
+    ASSERT_EQ(config.rotaryDims(), 8);
+    const std::vector<Control> controls{
+        {"the correction bias", {}, [](model::LayerWeights& w) { w.routerScoreBias.resize(0); }},
+        {"the group limit", [](model::ModelConfig& c) { c.moe.numGroups = c.moe.topkGroups = 1; }},
+        {"the routed scaling", [](model::ModelConfig& c) { c.moe.routedScalingFactor = 1.0; }},
+        {"renormalised weights", [](model::ModelConfig& c) { c.moe.normTopkProb = false; }},
+        {"the shared expert", {}, [](model::LayerWeights& w) { w.sharedExpert = {}; }},
+        {"partial RoPE", [](model::ModelConfig& c) { c.rotaryDim = 0; }},
+        {"the q/k norms", {}, [](model::LayerWeights& w) { w.qNorm.resize(0), w.kNorm.resize(0); }},
+        {"the q/k/v biases", {}, [](model::LayerWeights& w) { w.q.bias.resize(0), w.k.bias.resize(0); }},
+    };
+    expectRunsAsInLlamaCpp(dir_, source, controls, 1e-3);
+}
