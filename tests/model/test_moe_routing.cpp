@@ -93,8 +93,8 @@ TEST(SigmoidRouting, WithoutRenormalisationTheScaledScoresStay) {
 }
 
 TEST(SigmoidRouting, RefusesGroupsThatDoNotFit) {
-    EXPECT_THROW(routeTokens(row({0, 0, 0, 0}), sigmoidRouter(3, 1, 2, 1.0), VectorF()), Error);  // 4 % 3
-    EXPECT_THROW(routeTokens(row({0, 0, 0, 0}), sigmoidRouter(2, 3, 2, 1.0), VectorF()), Error);  // 3 of 2 kept
+    EXPECT_THROW(routeTokens(row({0, 0, 0, 0}), sigmoidRouter(3, 1, 2, 1.0), VectorF()), Error);    // 4 % 3
+    EXPECT_THROW(routeTokens(row({0, 0, 0, 0}), sigmoidRouter(2, 3, 2, 1.0), VectorF()), Error);    // 3 of 2 kept
     EXPECT_THROW(routeTokens(row({0, 0, 0, 0}), sigmoidRouter(1, 1, 2, 1.0), vec({0, 0})), Error);  // 2 biases
 }
 
