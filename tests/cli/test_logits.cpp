@@ -60,7 +60,7 @@ std::vector<std::vector<std::string>> tableRows(const std::string& out) {
 }
 
 // The same tolerance as tests/model's comparison of the forward pass with these references: absolute,
-// on logits that span about ±20; the JSON must carry our f32 logits without losing a bit on the way.
+// on logits that span about ±20, so that what the JSON carries is checked to be the model's logits.
 constexpr double kLogitTolerance = 1e-4;
 
 TEST(Logits, DemoJsonMatchesTheFloat64ReferenceAtEveryPosition) {
