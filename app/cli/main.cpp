@@ -16,6 +16,7 @@
 #include "dequantize_command.h"
 #include "eval_command.h"
 #include "inspect_command.h"
+#include "logits_command.h"
 #include "quantize_command.h"
 #if defined(QS_WITH_CUDA_BACKEND)
 #include "qs/gpu/cuda_backend.h"
@@ -76,5 +77,6 @@ int main(int argc, char** argv) {
     qs::cli::registerQuantize(app);
     qs::cli::registerDequantize(app);
     qs::cli::registerEval(app);
+    qs::cli::registerLogits(app);
     return run(app, argc, argv);
 }

@@ -10,18 +10,25 @@
 # weights are random, so only the amount of work matters). Runs `quantscope-cli compare --methods
 # gptq4 --device cuda` with one 2048-token evaluation sequence and prints the wall time, the seconds
 # per layer from the module log, and the time projected to 32 layers.
-# Environment: QS_BUILD_DIR (default build-gpu-check), LAYERS, SAMPLES (128), SEQ_LEN (2048), DEVICE (cuda).
+# Environment: QS_BUILD_DIR (default build-gpu-check), LAYERS, SAMPLES (128), SEQ_LEN (2048), DEVICE (cuda);
+# QS_BIN_DIR, a folder that holds quantscope-cli and make_checkpoint already built (the GPU bundle's bin/,
+# scripts/gpu-bundle-run.sh): then nothing is built and QS_BUILD_DIR is not read.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 build="${QS_BUILD_DIR:-$root/build-gpu-check}"
 layers="${LAYERS:-32}" samples="${SAMPLES:-128}" seq_len="${SEQ_LEN:-2048}" device="${DEVICE:-cuda}"
 
-cmake --build "$build" --target quantscope-cli make_checkpoint -j "${QS_JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}" >/dev/null
+if [ -n "${QS_BIN_DIR:-}" ]; then
+  cli="$QS_BIN_DIR/quantscope-cli" make_checkpoint="$QS_BIN_DIR/make_checkpoint"
+else
+  cmake --build "$build" --target quantscope-cli make_checkpoint -j "${QS_JOBS:-$(env -u OMP_NUM_THREADS -u OMP_THREAD_LIMIT nproc)}" >/dev/null
+  cli="$build/app/cli/quantscope-cli" make_checkpoint="$build/bench-tools/make_checkpoint"
+fi
 work="$(mktemp -d "${TMPDIR:-/tmp}/qs_e2e.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 
 start=$(date +%s)
-"$build/bench-tools/make_checkpoint" "$work/model" --layers "$layers" --hidden 4096 --intermediate 14336 \
+"$make_checkpoint" "$work/model" --layers "$layers" --hidden 4096 --intermediate 14336 \
   --heads 32 --kv-heads 8 --vocab 128256 --dtype bf16 --tokenizer-from "$root/resources/demo"
 echo "checkpoint: $layers layers, $(du -sh "$work/model" | cut -f1), written in $(( $(date +%s) - start )) s"
 
@@ -30,7 +37,7 @@ copies=$(( samples * seq_len / 20000 + 2 ))
 for _ in $(seq "$copies"); do cat "$root/resources/text/the-verdict.txt"; done > "$work/calibration.txt"
 
 start=$(date +%s)
-"$build/app/cli/quantscope-cli" compare "$work/model" --methods gptq4 --device "$device" \
+"$cli" compare "$work/model" --methods gptq4 --device "$device" \
   --calib "$work/calibration.txt" --eval "$root/resources/text/the-verdict.txt" \
   --samples "$samples" --seq-len "$seq_len" --eval-samples 1 --force --log "$work/modules.jsonl"
 seconds=$(( $(date +%s) - start ))
