@@ -131,6 +131,7 @@ void parseMoe(const nlohmann::json& j, const architectures::MoeSpec& spec, Model
                              " is not between 0 and num_hidden_layers " + std::to_string(c.numLayers));
     }
     if (spec.scoring == architectures::RouterScoring::SigmoidGrouped) parseSigmoidRouter(j, spec, m, source);
+    if (m.sharedExpertIntermediateSize == 0) m.names.shared.clear();  // a name only for what is there
 }
 
 using architectures::TowerLayout;
@@ -363,7 +364,9 @@ ModelConfig ModelConfig::fromCheckpoint(const io::Checkpoint& checkpoint) {
     // gate_proj, up_proj and down_proj per expert (io's GGUF names), and the clamped SwiGLU takes them apart.
     const architectures::Family* family = architectures::familyOf(c.modelType);
     if (checkpoint.gguf() != nullptr && family != nullptr && family->moe) {
+        const std::string shared = c.moe.names.shared;
         c.moe.names = moeNamesOf(family->moe->ggufNames);
+        c.moe.names.shared = shared;
         c.moe.stackedExperts = false;
     }
     // A VLM written before transformers 4.52 keeps its text tower in the old layout (TowerLayout).

@@ -138,7 +138,6 @@ void Transformer::checkModuleName(int layer, std::string_view module) const {
     if (config_.isMoeLayer(layer)) {
         shape.moeNames = config_.moe.names;
         shape.experts.resize(static_cast<std::size_t>(config_.moe.numExperts));
-        if (config_.moe.sharedExpertIntermediateSize > 0) shape.sharedExpert.down.weight.resize(1, 1);
     }
     shape.linear(module);
 }

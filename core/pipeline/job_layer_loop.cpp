@@ -28,8 +28,10 @@ model::LayerWeights withoutLinearWeights(const model::LayerWeights& w) {
     out.mlpOutputNorm = w.mlpOutputNorm;
     out.qNorm = w.qNorm;
     out.kNorm = w.kNorm;
+    out.sinks = w.sinks;
     out.moeNames = w.moeNames;
     out.router = w.router;  // the router is never quantized
+    out.routerScoreBias = w.routerScoreBias;
     out.experts.resize(w.experts.size());
     for (const auto& module : w.linearModules()) out.linear(module).bias = w.linear(module).bias;
     return out;

@@ -49,10 +49,10 @@ struct LayerWeights {
     std::vector<Expert> experts;
     MoeNames moeNames;        // the architecture's names of the router and experts
     VectorF routerScoreBias;  // GLM's e_score_correction_bias [numExperts]; empty otherwise
-    Expert sharedExpert;      // GLM's mlp.shared_experts, run on every token; empty weights: none
+    Expert sharedExpert;      // GLM's mlp.shared_experts (moeNames.shared), run on every token
 
     bool isMoe() const { return !experts.empty(); }
-    bool hasSharedExpert() const { return sharedExpert.down.weight.size() > 0; }
+    bool hasSharedExpert() const { return isMoe() && !moeNames.shared.empty(); }
     // The linears a method quantizes, in the order calibration sees them: kLinearModules for a dense
     // layer; q, k, v, o, each expert's gate, up, down and the shared expert's for a sparse MoE layer (the
     // router stays dense).

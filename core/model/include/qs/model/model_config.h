@@ -45,7 +45,7 @@ struct MoeNames {
     std::string up;     // "up_proj", "w3"; empty when gate holds both (gpt-oss: rows 2i gate_i, 2i + 1 up_i)
     std::string down;   // "down_proj", "w2"
     std::string routerName = "gate";  // "gate"; gpt-oss: "router"
-    std::string shared = {};          // the shared expert: "shared_experts" (GLM-4.5); empty: none
+    std::string shared = {};          // the shared expert: "shared_experts" (GLM-4.5); empty: the model has none
 
     std::string router() const { return block + "." + routerName; }  // "mlp.gate"
     // GLM's e_score_correction_bias, a parameter of the router: "mlp.gate.e_score_correction_bias".
