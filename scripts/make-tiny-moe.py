@@ -174,6 +174,33 @@ def glm4_moe():
     return c, w
 
 
+def fused(make):
+    """The checkpoint as transformers 5 saves it: each layer's experts in two tensors,
+    mlp.experts.gate_up_proj [E, 2I, H] (expert e's gate rows, then its up rows) and
+    mlp.experts.down_proj [E, H, I], the same values as the per-expert twin."""
+    def make_fused():
+        config, w = make()
+        config = dict(config, transformers_version="5.0.0")
+        by_name = {t[0]: t for t in w.tensors}
+        layers = sorted({name.split(".experts.")[0] for name in by_name if ".experts." in name})
+        for block in layers:
+            count = 1 + max(int(name[len(block) + 9:].split(".")[0]) for name in by_name
+                            if name.startswith(block + ".experts."))
+            gate_up, down = [], []
+            for e in range(count):
+                x = "%s.experts.%d." % (block, e)
+                gate_up += by_name.pop(x + "gate_proj.weight")[2] + by_name.pop(x + "up_proj.weight")[2]
+                d = by_name.pop(x + "down_proj.weight")
+                down += d[2]
+            width = d[1][1]
+            by_name[block + ".experts.gate_up_proj"] = (block + ".experts.gate_up_proj",
+                                                         (count, 2 * width, d[1][0]), gate_up)
+            by_name[block + ".experts.down_proj"] = (block + ".experts.down_proj", (count, d[1][0], width), down)
+        w.tensors = list(by_name.values())
+        return config, w
+    return make_fused
+
+
 def write_checkpoints(folder, makers):
     """Writes each (name, make) of `makers` as tests/data/<folder>/<name>: config.json, model.safetensors and
     the demo's tokenizer files. Shared by the tiny-checkpoint scripts (make-tiny-gemma3.py)."""
@@ -193,7 +220,8 @@ def write_checkpoints(folder, makers):
 
 
 def main():
-    write_checkpoints("moe", (("qwen3-moe-tiny", qwen3_moe), ("mixtral-tiny", mixtral), ("glm4-moe-tiny", glm4_moe)))
+    write_checkpoints("moe", (("qwen3-moe-tiny", qwen3_moe), ("mixtral-tiny", mixtral), ("glm4-moe-tiny", glm4_moe),
+                              ("qwen3-moe-tiny-fused", fused(qwen3_moe)), ("glm4-moe-tiny-fused", fused(glm4_moe))))
 
 
 if __name__ == "__main__":

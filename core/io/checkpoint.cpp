@@ -5,15 +5,18 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <limits>
 #include <optional>
 #include <set>
 
+#include "qs/architectures/registry.h"
 #include "qs/error.h"
 #include "qs/io/json_file.h"
 #include "qs/io/json_value.h"
 #include "qs/message_text.h"
 
+#include "fused_experts.h"
 #include "gguf_checkpoint.h"
 #include "shared_memory.h"
 
@@ -97,6 +100,7 @@ struct Checkpoint::Impl {
     json quantConfig = json::object();
     std::string quantFormat = "dense";
     std::vector<CheckpointTensor> tensors;
+    std::deque<TensorInfo> expertTwins;  // fused experts (transformers 5) as per-expert tensors
     std::map<std::string, std::size_t, std::less<>> byName;
     bool hasTokenizer = false;
     bool hasGenerationConfig = false;
@@ -106,6 +110,8 @@ struct Checkpoint::Impl {
     void shiftValues(const std::vector<std::pair<std::size_t, float>>& shifts);
     void checkAgainstIndex(const std::map<std::string, std::string>& weightMap, const fs::path& indexPath) const;
     void readConfig();
+    void splitFusedExperts();
+    void indexByName();
 };
 
 void Checkpoint::Impl::addShardTensors() {
@@ -120,8 +126,56 @@ void Checkpoint::Impl::addShardTensors() {
             tensors.push_back(CheckpointTensor{&info, s, parseTensorName(info.name)});
         }
     }
+    indexByName();
+}
+
+void Checkpoint::Impl::indexByName() {
     std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.info->name < b.info->name; });
-    for (std::size_t i = 0; i < tensors.size(); ++i) byName.emplace(tensors[i].info->name, i);
+    byName.clear();
+    for (std::size_t i = 0; i < tensors.size(); ++i)
+        if (!byName.emplace(tensors[i].info->name, i).second)
+            throw Error(root.string() + ": tensor '" + tensors[i].info->name +
+                        "' is both stored on its own and part of a fused experts tensor (experts.gate_up_proj / "
+                        "experts.down_proj)");
+}
+
+namespace {
+
+// The MoE family whose experts transformers 5 may store fused (not gpt-oss's own stacked layout), by the
+// config's model_type (a VLM's text family); nullptr otherwise.
+const architectures::Family* fusedExpertsFamilyOf(const json& config) {
+    const auto type = config.find("model_type");
+    if (type == config.end() || !type->is_string()) return nullptr;
+    const architectures::Family* family = architectures::familyOf(type->get<std::string>());
+    if (family == nullptr) return nullptr;
+    const architectures::Family& text = architectures::textFamilyOf(*family);
+    return text.moe && !text.moe->stacked ? &text : nullptr;
+}
+
+}  // namespace
+
+void Checkpoint::Impl::splitFusedExperts() {
+    const architectures::Family* family = fusedExpertsFamilyOf(config);
+    if (family == nullptr) return;
+    const architectures::ExpertNames& n = family->moe->names;
+    const detail::ExpertModuleNames names{n.gate, n.up, n.down};
+    std::vector<CheckpointTensor> out;
+    bool fused = false;
+    for (const CheckpointTensor& t : tensors) {
+        const DType d = t.info->dtype;
+        if (!detail::isFusedExpertTensor(t.info->name) || (d != DType::F32 && d != DType::F16 && d != DType::BF16)) {
+            out.push_back(t);
+            continue;
+        }
+        fused = true;
+        for (TensorInfo& twin : detail::splitFusedExperts(*t.info, names, shards.at(t.shard).path().string())) {
+            expertTwins.push_back(std::move(twin));
+            out.push_back(CheckpointTensor{&expertTwins.back(), t.shard, parseTensorName(expertTwins.back().name)});
+        }
+    }
+    if (!fused) return;
+    tensors = std::move(out);
+    indexByName();
 }
 
 void Checkpoint::Impl::openGguf(const fs::path& path) {
@@ -254,6 +308,7 @@ Checkpoint Checkpoint::open(const fs::path& path) {
     if (impl->gguf) return Checkpoint(std::move(impl));
     if (!weightMap.empty()) impl->checkAgainstIndex(weightMap, indexPath);
     impl->readConfig();
+    impl->splitFusedExperts();
     return Checkpoint(std::move(impl));
 }
 

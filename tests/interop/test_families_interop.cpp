@@ -101,7 +101,7 @@ TEST_F(FamilyInterop, Glm4MoeRunsInLlamaCppAsTheCheckpointRunsInQuantScope) {
         {"the group limit", [](model::ModelConfig& c) { c.moe.numGroups = c.moe.topkGroups = 1; }},
         {"the routed scaling", [](model::ModelConfig& c) { c.moe.routedScalingFactor = 1.0; }},
         {"renormalised weights", [](model::ModelConfig& c) { c.moe.normTopkProb = false; }},
-        {"the shared expert", {}, [](model::LayerWeights& w) { w.sharedExpert = {}; }},
+        {"the shared expert", {}, [](model::LayerWeights& w) { w.moeNames.shared.clear(); }},
         {"partial RoPE", [](model::ModelConfig& c) { c.rotaryDim = 0; }},
         {"the q/k norms", {}, [](model::LayerWeights& w) { w.qNorm.resize(0), w.kNorm.resize(0); }},
         {"the q/k/v biases", {}, [](model::LayerWeights& w) { w.q.bias.resize(0), w.k.bias.resize(0); }},

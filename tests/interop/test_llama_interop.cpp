@@ -154,9 +154,10 @@ void expectTinyCheckpointRunsAsInLlamaCpp(const fs::path& dir, const char* folde
 }  // namespace
 
 // The tiny random MoE checkpoints (scripts/make-tiny-moe.py): llama.cpp runs qwen3_moe as its qwen3moe
-// and mixtral as llama with experts.
+// and mixtral as llama with experts; the Qwen3-MoE twin whose experts transformers 5 fused is read (and
+// written to GGUF) per expert.
 TEST_F(Interop, MoeExportsRunInLlamaCppAsTheCheckpointRunsInQuantScope) {
-    for (const char* name : {"qwen3-moe-tiny", "mixtral-tiny"})
+    for (const char* name : {"qwen3-moe-tiny", "mixtral-tiny", "qwen3-moe-tiny-fused"})
         expectTinyCheckpointRunsAsInLlamaCpp(dir_, "moe", name, [](const model::ModelConfig& c) { return c.isMoe(); });
 }
 
