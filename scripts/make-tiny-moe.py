@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Write the tiny random MoE checkpoints of the tests: tests/data/moe/qwen3-moe-tiny, mixtral-tiny and glm4-moe-tiny.
+"""Write the tiny random MoE checkpoints of the tests: tests/data/moe/qwen3-moe-tiny, mixtral-tiny, glm4-moe-tiny,
+deepseek-v3-tiny and kimi-k2-tiny.
 
 Each is config.json + model.safetensors (F32) in the exact Hugging Face layout of its architecture
 (transformers' Qwen3MoeForCausalLM / MixtralForCausalLM / Glm4MoeForCausalLM: the router `mlp.gate` /
@@ -174,6 +175,96 @@ def glm4_moe():
     return c, w
 
 
+def latent_attention(w, p, c):
+    """DeepSeek-V3's multi-head latent attention (transformers' DeepseekV3Attention) of one layer: q_a_proj,
+    q_a_layernorm and q_b_proj (or q_proj without q_lora_rank), kv_a_proj_with_mqa (the latent, then the
+    shared rotary key), kv_a_layernorm, kv_b_proj (per head: the key's non-rotary part, then the value) and
+    o_proj. The projections are scaled up so that attention is sharp and each part of it shows in the KL."""
+    hidden, heads = c["hidden_size"], c["num_attention_heads"]
+    nope, rope, v = c["qk_nope_head_dim"], c["qk_rope_head_dim"], c["v_head_dim"]
+    rank, q_rank = c["kv_lora_rank"], c["q_lora_rank"]
+    w.norm(p + "input_layernorm.weight", hidden)
+    if q_rank is None:
+        w.matrix(p + "self_attn.q_proj.weight", heads * (nope + rope), hidden, 2.0 / hidden ** 0.5)
+    else:
+        w.matrix(p + "self_attn.q_a_proj.weight", q_rank, hidden, 1.0 / hidden ** 0.5)
+        w.norm(p + "self_attn.q_a_layernorm.weight", q_rank)
+        w.matrix(p + "self_attn.q_b_proj.weight", heads * (nope + rope), q_rank, 2.0 / q_rank ** 0.5)
+    w.matrix(p + "self_attn.kv_a_proj_with_mqa.weight", rank + rope, hidden, 2.0 / hidden ** 0.5)
+    w.norm(p + "self_attn.kv_a_layernorm.weight", rank)
+    w.matrix(p + "self_attn.kv_b_proj.weight", heads * (nope + v), rank, 2.0 / rank ** 0.5)
+    w.matrix(p + "self_attn.o_proj.weight", hidden, heads * v, 1.0 / (heads * v) ** 0.5)
+    w.norm(p + "post_attention_layernorm.weight", hidden)
+
+
+def deepseek_layers(w, c):
+    """The decoder layers of a DeepSeek-V3-shaped config: dense below first_k_dense_replace, then
+    sigmoid-routed experts with a positive correction bias (llama.cpp's -inf group mask agrees with
+    transformers' 0 then) and a shared expert; then num_nextn_predict_layers next-token-prediction layers
+    as DeepSeek-V3 stores them (a full layer plus embed_tokens, enorm, hnorm, eh_proj, shared_head)."""
+    hidden, experts_count = c["hidden_size"], c["n_routed_experts"]
+
+    def layer(p, sparse):
+        latent_attention(w, p, c)
+        if not sparse:
+            dense_mlp(w, p, "mlp.", hidden, c["intermediate_size"])
+            return
+        experts(w, p, "mlp", ("gate_proj", "up_proj", "down_proj"), experts_count, hidden,
+                c["moe_intermediate_size"], router_scale=0.35)
+        w.vector(p + "mlp.gate.e_score_correction_bias", experts_count, 0.0, 0.4)
+        dense_mlp(w, p, "mlp.shared_experts.", hidden, c["moe_intermediate_size"] * c["n_shared_experts"])
+
+    w.matrix("model.embed_tokens.weight", VOCAB, hidden, 1.0)
+    for i in range(c["num_hidden_layers"]):
+        layer("model.layers.%d." % i, i >= c["first_k_dense_replace"])
+    for i in range(c["num_nextn_predict_layers"]):
+        mtp = "model.layers.%d." % (c["num_hidden_layers"] + i)
+        layer(mtp, True)
+        w.matrix(mtp + "embed_tokens.weight", VOCAB, hidden, 1.0)
+        w.norm(mtp + "enorm.weight", hidden)
+        w.norm(mtp + "hnorm.weight", hidden)
+        w.matrix(mtp + "eh_proj.weight", hidden, 2 * hidden, 1.0 / hidden ** 0.5)
+        w.norm(mtp + "shared_head.norm.weight", hidden)
+        w.matrix(mtp + "shared_head.head.weight", VOCAB, hidden, 3.0 / hidden ** 0.5)
+    w.norm("model.norm.weight", hidden)
+    w.matrix("lm_head.weight", VOCAB, hidden, 3.0 / hidden ** 0.5)
+
+
+DEEPSEEK = dict(COMMON, architectures=["DeepseekV3ForCausalLM"], num_hidden_layers=3, num_key_value_heads=4,
+                intermediate_size=48, moe_intermediate_size=16, n_routed_experts=8, num_experts_per_tok=2,
+                n_shared_experts=1, routed_scaling_factor=2.5, norm_topk_prob=True, first_k_dense_replace=1,
+                kv_lora_rank=32, qk_nope_head_dim=16, qk_rope_head_dim=8, v_head_dim=16, rope_interleave=True,
+                topk_method="noaux_tc", scoring_func="sigmoid", attention_bias=False, pad_token_id=256)
+for _key in ("output_router_logits", "router_aux_loss_coef"):
+    del DEEPSEEK[_key]
+
+
+def deepseek_v3():
+    """DeepSeek-V3's layout: q through q_a_proj / q_a_layernorm / q_b_proj (q_lora_rank 32), the latent
+    attention's values narrower than its queries (16 against 16 + 8), YaRN (factor 8 over an original
+    context of 128, mscale = mscale_all_dim = 1, so cos and sin stay unscaled and the scores scale by
+    (0.1 ln 8 + 1)^2), a dense first layer, 8 experts in 4 groups of which 2 are kept, a shared expert and
+    one next-token-prediction layer (model.layers.3)."""
+    c = dict(DEEPSEEK, model_type="deepseek_v3", q_lora_rank=32, n_group=4, topk_group=2,
+             num_nextn_predict_layers=1, max_position_embeddings=1024,
+             rope_scaling={"type": "yarn", "factor": 8.0, "original_max_position_embeddings": 128,
+                           "beta_fast": 32, "beta_slow": 1, "mscale": 1.0, "mscale_all_dim": 1.0})
+    w = Weights(1604)
+    deepseek_layers(w, c)
+    return c, w
+
+
+def kimi_k2():
+    """Kimi-K2's model_type (DeepseekV3ForCausalLM under "kimi_k2") with DeepSeek-V2-Lite's q_proj
+    (q_lora_rank null), one expert group as Kimi-K2 has, no RoPE scaling and no next-token-prediction
+    layer."""
+    c = dict(DEEPSEEK, model_type="kimi_k2", q_lora_rank=None, n_group=1, topk_group=1,
+             num_nextn_predict_layers=0, rope_theta=50000.0, rope_scaling=None)
+    w = Weights(1605)
+    deepseek_layers(w, c)
+    return c, w
+
+
 def fused(make):
     """The checkpoint as transformers 5 saves it: each layer's experts in two tensors,
     mlp.experts.gate_up_proj [E, 2I, H] (expert e's gate rows, then its up rows) and
@@ -221,7 +312,8 @@ def write_checkpoints(folder, makers):
 
 def main():
     write_checkpoints("moe", (("qwen3-moe-tiny", qwen3_moe), ("mixtral-tiny", mixtral), ("glm4-moe-tiny", glm4_moe),
-                              ("qwen3-moe-tiny-fused", fused(qwen3_moe)), ("glm4-moe-tiny-fused", fused(glm4_moe))))
+                              ("qwen3-moe-tiny-fused", fused(qwen3_moe)), ("glm4-moe-tiny-fused", fused(glm4_moe)),
+                              ("deepseek-v3-tiny", deepseek_v3), ("kimi-k2-tiny", kimi_k2)))
 
 
 if __name__ == "__main__":

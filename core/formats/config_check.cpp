@@ -25,21 +25,24 @@ struct ConfigSizes {
     std::string modelType;
     std::optional<std::int64_t> hidden, intermediate, layers, heads, kvHeads, headDim, vocab;
     std::int64_t trailingLayers = 0;  // stored after the decoder's, not run (Family::trailingLayersKey)
+    // DeepSeek's latent attention (kv_lora_rank set): q_lora_rank (absent or null: q_proj) and the head parts.
+    std::optional<std::int64_t> qLoraRank, kvLoraRank, qkNope, qkRope, vHead;
 };
 
 ConfigSizes readSizes(const nlohmann::json& config, const std::string& where, std::vector<std::string>& problems) {
     ConfigSizes s;
     const nlohmann::json& c =
         config.contains("text_config") && config["text_config"].is_object() ? config["text_config"] : config;
-    const auto size = [&](const char* key) -> std::optional<std::int64_t> {
+    const auto sizeFrom = [&](const char* key, std::int64_t least) -> std::optional<std::int64_t> {
         try {
             // As ModelConfig bounds them: products of two sizes stay far from overflow.
-            return io::jsonIntegerField(c, key, where, {1, 1 << 24});
+            return io::jsonIntegerField(c, key, where, {least, 1 << 24});
         } catch (const Error& e) {
             problems.push_back(e.what());
             return std::nullopt;
         }
     };
+    const auto size = [&](const char* key) { return sizeFrom(key, 1); };
     if (c.contains("model_type") && c["model_type"].is_string()) s.modelType = c["model_type"].get<std::string>();
     s.hidden = size("hidden_size");
     s.intermediate = size("intermediate_size");
@@ -52,7 +55,14 @@ ConfigSizes readSizes(const nlohmann::json& config, const std::string& where, st
     s.vocab = size("vocab_size");
     if (const architectures::Family* family = architectures::familyOf(s.modelType);
         family != nullptr && !family->trailingLayersKey.empty() && c.contains(family->trailingLayersKey))
-        s.trailingLayers = size(std::string(family->trailingLayersKey).c_str()).value_or(0);
+        s.trailingLayers = sizeFrom(std::string(family->trailingLayersKey).c_str(), 0).value_or(0);
+    if (c.contains("kv_lora_rank")) {
+        s.kvLoraRank = size("kv_lora_rank");
+        s.qLoraRank = size("q_lora_rank");
+        s.qkNope = size("qk_nope_head_dim");
+        s.qkRope = size("qk_rope_head_dim");
+        s.vHead = size("v_head_dim");
+    }
     return s;
 }
 
@@ -69,9 +79,24 @@ std::map<std::string, Shape> linearShapes(const io::Checkpoint& ck, const Format
     return shapes;
 }
 
+// What config.json implies for the linears of DeepSeek's latent attention (DeepseekV3Attention's shapes).
+std::optional<Shape> expectedLatentShape(const ConfigSizes& s, const std::string& module) {
+    const auto known = [](auto... v) { return (v.has_value() && ...); };
+    if (!known(s.heads, s.hidden, s.kvLoraRank, s.qkNope, s.qkRope, s.vHead)) return std::nullopt;
+    const std::int64_t h = *s.hidden, q = *s.heads * (*s.qkNope + *s.qkRope);
+    if (module == modules::kQProj) return Shape{q, h};
+    if (module == modules::kQAProj && s.qLoraRank) return Shape{*s.qLoraRank, h};
+    if (module == modules::kQBProj && s.qLoraRank) return Shape{q, *s.qLoraRank};
+    if (module == modules::kKvAProj) return Shape{*s.kvLoraRank + *s.qkRope, h};
+    if (module == modules::kKvBProj) return Shape{*s.heads * (*s.qkNope + *s.vHead), *s.kvLoraRank};
+    if (module == modules::kOProj) return Shape{h, *s.heads * *s.vHead};
+    return std::nullopt;
+}
+
 // What config.json implies for the linears of a decoder layer (Llama-family names).
 std::optional<Shape> expectedShape(const ConfigSizes& s, const std::string& module) {
     const auto known = [](auto... v) { return (v.has_value() && ...); };
+    if (s.kvLoraRank && module.starts_with(modules::kAttention)) return expectedLatentShape(s, module);
     if (module == modules::kQProj && known(s.heads, s.headDim, s.hidden))
         return Shape{*s.heads * *s.headDim, *s.hidden};
     if ((module == modules::kKProj || module == modules::kVProj) && known(s.kvHeads, s.headDim, s.hidden))
@@ -84,7 +109,10 @@ std::optional<Shape> expectedShape(const ConfigSizes& s, const std::string& modu
     return std::nullopt;
 }
 
-std::string keysFor(const std::string& module) {
+std::string keysFor(const ConfigSizes& s, const std::string& module) {
+    if (s.kvLoraRank && module.starts_with(modules::kAttention))
+        return "hidden_size, num_attention_heads, q_lora_rank, kv_lora_rank, qk_nope_head_dim, qk_rope_head_dim, "
+               "v_head_dim";
     if (module.starts_with(modules::kAttention))
         return "hidden_size, num_attention_heads, num_key_value_heads, head_dim";
     return "hidden_size, intermediate_size";
@@ -97,8 +125,8 @@ void checkLinears(const io::Checkpoint& ck, const FormatInfo& format, const Conf
         if (naming.layer < 0 || io::isTowerTensor(prefix)) continue;  // a VLM's vision layers have their own sizes
         const auto expected = expectedShape(s, naming.module);
         if (expected && *expected != shape) {
-            problems.push_back(where + ": " + keysFor(naming.module) + " imply " + text(*expected) + " for " + prefix +
-                               ", but its weight is " + text(shape));
+            problems.push_back(where + ": " + keysFor(s, naming.module) + " imply " + text(*expected) + " for " +
+                               prefix + ", but its weight is " + text(shape));
             return;  // one line says it; the other layers repeat it
         }
     }

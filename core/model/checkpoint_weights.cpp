@@ -9,6 +9,7 @@
 #include "qs/finite_weights.h"
 #include "qs/io/dtype.h"
 #include "qs/io/shape_text.h"
+#include "qs/model/attention_linears.h"
 
 namespace qs::model {
 
@@ -58,12 +59,8 @@ void CheckpointWeights::validate() const {
             for (const auto& part : f.parts) rows += part.second;
             checked(p + f.fused + ".weight", {rows, h});
         }
-        if (config_.arch.fusedQkv.empty()) {
-            checked(p + modules::kQProj + ".weight", {config_.qDim(), h});
-            checked(p + modules::kKProj + ".weight", {config_.kvDim(), h});
-            checked(p + modules::kVProj + ".weight", {config_.kvDim(), h});
-        }
-        checked(p + modules::kOProj + ".weight", {h, config_.qDim()});
+        for (const LinearShape& l : attentionLinears(config_))
+            if (!isFusedPart(l.module)) checked(p + l.module + ".weight", {l.out, l.in});
         if (config_.arch.attentionSinks) checked(p + modules::kSinks, {config_.numHeads});
         if (config_.isMoeLayer(i)) {
             validateExperts(i);
@@ -125,6 +122,13 @@ void CheckpointWeights::validateExperts(int layer) const {
             throw Error(checkpoint_.root().string() + ": tensor " + name + " is beyond the " +
                         std::to_string(moe.numExperts) + " experts the config describes");
     }
+}
+
+bool CheckpointWeights::isFusedPart(std::string_view module) const {
+    for (const FusedProjection& f : config_.fusedProjections())
+        for (const auto& part : f.parts)
+            if (part.first == module) return true;
+    return false;
 }
 
 // A part of a fused projection (Phi-3's q_proj inside qkv_proj): its rows of the fused weight and bias.
@@ -193,7 +197,7 @@ LayerWeights CheckpointWeights::layer(int index) const {
     if (index < 0 || index >= config_.numLayers)
         throw Error(checkpoint_.root().string() + ": no decoder layer " + std::to_string(index));
     const std::string p = config_.layerPrefix(index);
-    const int h = config_.hiddenSize, q = config_.qDim(), kv = config_.kvDim(), ff = config_.intermediateSize;
+    const int h = config_.hiddenSize, ff = config_.intermediateSize;
     const Architecture& arch = config_.arch;
     LayerWeights w;
     w.inputNorm = vector(p + arch.inputNorm + ".weight", h);
@@ -211,11 +215,14 @@ LayerWeights CheckpointWeights::layer(int index) const {
     if (config_.isMoeLayer(index) && config_.moe.scoring == RouterScoring::SigmoidGrouped &&
         checkpoint_.find(scoreBias))
         w.routerScoreBias = vector(scoreBias, config_.moe.numExperts);
+    w.attention = config_.attentionLayout();
+    if (config_.mla.active()) {
+        if (config_.mla.qLoraRank > 0) w.qANorm = vector(p + modules::kQANorm + ".weight", config_.mla.qLoraRank);
+        w.kvANorm = vector(p + modules::kKvANorm + ".weight", config_.mla.kvLoraRank);
+    }
     if (!options_.linears) return w;
-    w.q = linear(index, modules::kQProj, q, h, config_.qkvBias);
-    w.k = linear(index, modules::kKProj, kv, h, config_.qkvBias);
-    w.v = linear(index, modules::kVProj, kv, h, config_.qkvBias);
-    w.o = linear(index, modules::kOProj, h, q, config_.outputBias);
+    for (const LinearShape& l : attentionLinears(config_))
+        w.linear(l.module) = linear(index, l.module, int(l.out), int(l.in), l.bias);
     if (config_.isMoeLayer(index)) {
         const MoeConfig& moe = config_.moe;
         const int eff = moe.expertIntermediateSize;

@@ -5,6 +5,7 @@
 
 #include "qs/architectures/registry.h"
 #include "qs/error.h"
+#include "qs/model/rope.h"
 
 namespace qs::model::detail {
 
@@ -25,15 +26,23 @@ int requiredInt(const nlohmann::json& j, const char* key, const std::string& sou
 
 namespace {
 
+// YaRN's attention factor as _compute_yarn_parameters sets it when the config gives none:
+// get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim) when both are set (non-zero, DeepSeek's
+// keys), else get_mscale(factor).
+double yarnAttentionFactor(const RopeScaling& s) {
+    if (s.mscale != 0.0 && s.mscaleAllDim != 0.0)
+        return yarnMscale(s.factor, s.mscale) / yarnMscale(s.factor, s.mscaleAllDim);
+    return yarnMscale(s.factor, 1.0);
+}
+
 // YaRN as transformers' _compute_yarn_parameters reads it. original_max_position_embeddings defaults to
 // max_position_embeddings, which the caller fills in (fillYarnDefaults) once that is known.
 void parseYarn(const nlohmann::json& j, RopeScaling& s, const std::string& source) {
     s.type = RopeScalingType::Yarn;
-    for (const char* key : {"mscale", "mscale_all_dim"}) {
-        const auto it = j.find(key);
-        if (it != j.end() && !it->is_null())
-            fail(source, std::string("rope_scaling yarn '") + key + "' is not supported");
-    }
+    s.mscale = optional<double>(j, "mscale", 0.0, source);
+    s.mscaleAllDim = optional<double>(j, "mscale_all_dim", 0.0, source);
+    if (!(s.mscale >= 0.0) || !(s.mscaleAllDim >= 0.0))
+        fail(source, "rope_scaling yarn needs mscale and mscale_all_dim of at least 0");
     // transformers writes `get("beta_fast") or 32`: a 0 falls back to the default too.
     const double betaFast = optional<double>(j, "beta_fast", 0.0, source),
                  betaSlow = optional<double>(j, "beta_slow", 0.0, source);
@@ -41,8 +50,7 @@ void parseYarn(const nlohmann::json& j, RopeScaling& s, const std::string& sourc
     s.betaSlow = betaSlow != 0.0 ? betaSlow : 1.0;
     s.truncate = optional<bool>(j, "truncate", true, source);
     s.originalMaxPositionEmbeddings = optional<int>(j, "original_max_position_embeddings", 0, source);
-    s.attentionFactor =
-        optional<double>(j, "attention_factor", s.factor <= 1.0 ? 1.0 : 0.1 * std::log(s.factor) + 1.0, source);
+    s.attentionFactor = optional<double>(j, "attention_factor", yarnAttentionFactor(s), source);
     if (!(s.betaFast > 0.0) || !(s.betaSlow > 0.0) || !(s.attentionFactor > 0.0))
         fail(source, "rope_scaling yarn needs positive beta_fast, beta_slow and attention_factor");
 }

@@ -57,6 +57,7 @@ std::vector<bool> slidingLayersOf(const nlohmann::json& j, int numLayers, const 
 void readGemma3Config(const nlohmann::json& j, ModelConfig& c, const std::string& source);
 void readPhi3Config(const nlohmann::json& j, ModelConfig& c, const std::string& source);
 void readGptOssConfig(const nlohmann::json& j, ModelConfig& c, const std::string& source);
+void readDeepseekV3Config(const nlohmann::json& j, ModelConfig& c, const std::string& source);
 
 // sqrt(hidden_size) as Gemma3TextScaledWordEmbedding applies it: rounded to the embedding's dtype.
 double embeddingScaleIn(io::DType dtype, int hiddenSize);

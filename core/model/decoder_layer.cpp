@@ -12,24 +12,22 @@
 #include "qs/model/moe_routing.h"
 #include "qs/model/rms_norm.h"
 
+#include "decoder_layer_support.h"
+
 namespace qs::model {
 
 namespace modules = architectures::modules;
 namespace {
 
+using detail::engineInput;
+using detail::hooked;
+using detail::math;
+using detail::notify;
+
 constexpr std::array<std::string_view, 3> kQkv{modules::kQProj, modules::kKProj, modules::kVProj};
 constexpr std::array<std::string_view, 1> kO{modules::kOProj};
 constexpr std::array<std::string_view, 2> kGateUp{modules::kGateProj, modules::kUpProj};
 constexpr std::array<std::string_view, 1> kDown{modules::kDownProj};
-
-const LayerMath& math(const DecoderLayerContext& c) { return c.math ? *c.math : cpuLayerMath(); }
-
-bool hooked(const DecoderLayerContext& c) { return c.hook && *c.hook; }
-
-void notify(const DecoderLayerContext& c, std::span<const std::string_view> modules, const MatrixF& x,
-            std::int64_t routed = -1) {
-    if (hooked(c)) (*c.hook)(LinearInput{c.layer, modules, x, routed});
-}
 
 // All-expert calibration: every expert's gate and up read the block's input, shown to the hook once
 // (one Hessian for all of them, not one per expert) with each module's routed tokens.
@@ -48,17 +46,6 @@ void notifyExpertsInput(const DecoderLayerContext& c, const LayerWeights& w, con
     }
     const std::vector<std::string_view> modules(names.begin(), names.end());
     (*c.hook)(LinearInput{c.layer, modules, normed, -1, routed});
-}
-
-// The input the engine's GEMM of `linears` reads: x itself, or x quantized (into `storage`) as they ask.
-const MatrixF& engineInput(const MatrixF& x, std::initializer_list<const Linear*> linears, MatrixF& storage) {
-    std::vector<quant::ActivationQuant> inputs;
-    for (const Linear* l : linears) inputs.push_back(l->input);
-    const quant::ActivationQuant fused = quant::fusedInput(inputs);
-    if (!fused.active()) return x;
-    storage = x;
-    quant::fakeQuantize(storage, fused);
-    return storage;
 }
 
 MatrixF attentionBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c) {
@@ -204,7 +191,9 @@ MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
 void runDecoderLayer(const LayerWeights& weights, MatrixF& hidden, const DecoderLayerContext& context) {
     const double eps = context.config.rmsNormEps;
     const float offset = context.config.arch.normOffset;
-    MatrixF attended = attentionBlock(weights, rmsNorm(hidden, weights.inputNorm, eps, offset), context);
+    const MatrixF normedInput = rmsNorm(hidden, weights.inputNorm, eps, offset);
+    MatrixF attended = weights.isLatent() ? detail::latentAttentionBlock(weights, normedInput, context)
+                                          : attentionBlock(weights, normedInput, context);
     // Gemma's sandwich norms normalise each sub-block's output before it joins the residual stream.
     if (weights.attentionOutputNorm.size() > 0) rmsNormInPlace(attended, weights.attentionOutputNorm, eps, offset);
     hidden += attended;

@@ -4,8 +4,11 @@
 #include <string>
 
 #include "qs/error.h"
+#include "qs/model/attention_linears.h"
 
 namespace qs::model {
+
+namespace modules = architectures::modules;
 
 MatrixF Linear::operator()(const MatrixF& x) const {
     if (x.cols() != weight.cols())
@@ -18,8 +21,12 @@ MatrixF Linear::operator()(const MatrixF& x) const {
 }
 
 std::vector<std::string> LayerWeights::linearModules() const {
-    if (!isMoe()) return {kLinearModules.begin(), kLinearModules.end()};
-    std::vector<std::string> out(kLinearModules.begin(), kLinearModules.begin() + 4);  // attention
+    const std::vector<std::string_view> attentionNames = attentionModules(attention);
+    std::vector<std::string> out(attentionNames.begin(), attentionNames.end());
+    if (!isMoe()) {
+        out.insert(out.end(), kLinearModules.begin() + 4, kLinearModules.end());  // gate, up, down
+        return out;
+    }
     for (std::size_t e = 0; e < experts.size(); ++e) {
         const std::string prefix = moeNames.expert(static_cast<int>(e));
         for (const std::string* part : {&moeNames.gate, &moeNames.up, &moeNames.down})
@@ -62,10 +69,27 @@ const Linear& LayerWeights::linear(std::string_view module) const {
             }
         }
     }
-    const std::array<const Linear*, 7> all{&q, &k, &v, &o, &gate, &up, &down};
-    for (std::size_t i = 0; i < kLinearModules.size(); ++i)
-        if (kLinearModules[i] == module) return *all[i];
+    for (const std::string_view name : attentionModules(attention))
+        if (name == module) return attentionLinear(module);
+    const std::array<const Linear*, 3> mlp{&gate, &up, &down};
+    for (std::size_t i = 0; i < mlp.size(); ++i)
+        if (kLinearModules[4 + i] == module) return *mlp[i];
     throw Error("decoder layer has no linear module '" + std::string(module) + "'");
+}
+
+// One of the attention's linears by its module name (any layout's).
+const Linear& LayerWeights::attentionLinear(std::string_view module) const {
+    const std::array<std::pair<std::string_view, const Linear*>, 8> all{{{modules::kQProj, &q},
+                                                                         {modules::kKProj, &k},
+                                                                         {modules::kVProj, &v},
+                                                                         {modules::kOProj, &o},
+                                                                         {modules::kQAProj, &qA},
+                                                                         {modules::kQBProj, &qB},
+                                                                         {modules::kKvAProj, &kvA},
+                                                                         {modules::kKvBProj, &kvB}}};
+    for (const auto& [name, l] : all)
+        if (name == module) return *l;
+    throw Error("decoder layer has no attention module '" + std::string(module) + "'");
 }
 
 }  // namespace qs::model

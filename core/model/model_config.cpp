@@ -230,6 +230,11 @@ ModelConfig towerFromJson(const architectures::Family& family, const nlohmann::j
 
 }  // namespace
 
+AttentionLayout ModelConfig::attentionLayout() const {
+    if (!mla.active()) return AttentionLayout::QueryKeyValue;
+    return mla.qLoraRank > 0 ? AttentionLayout::LatentLowRankQuery : AttentionLayout::Latent;
+}
+
 bool ModelConfig::isMoeLayer(int layer) const {
     if (!isMoe() || layer < moe.firstDenseLayers) return false;
     for (int dense : moe.denseLayers)
@@ -244,9 +249,14 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& so
     const architectures::Family* family = architectures::familyOf(c.modelType);
     if (family != nullptr && !family->notYet.empty())
         fail(source, "model_type '" + c.modelType + "' is not supported yet: " + std::string(family->notYet));
-    if (family == nullptr)
+    if (family == nullptr) {
+        for (const architectures::Family* writer : architectures::families())
+            if (writer->ggufArch == c.modelType && !writer->ggufReadBackMissing.empty())
+                fail(source, "a GGUF of llama.cpp's " + c.modelType +
+                                 " does not run here yet: " + std::string(writer->ggufReadBackMissing));
         fail(source,
              "model_type '" + c.modelType + "' is not supported (" + architectures::supportedModelTypes() + ")");
+    }
     if (family->vision) return towerFromJson(*family, j, source);
     const std::string act = optional<std::string>(j, "hidden_act", "silu", source);
     if (family->extra != architectures::ConfigExtra::Gemma3 && act != "silu")  // Gemma reads its own
@@ -277,6 +287,7 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& so
         case architectures::ConfigExtra::Gemma3: detail::readGemma3Config(j, c, source); break;
         case architectures::ConfigExtra::Phi3: detail::readPhi3Config(j, c, source); break;
         case architectures::ConfigExtra::GptOss: detail::readGptOssConfig(j, c, source); break;
+        case architectures::ConfigExtra::DeepseekV3: detail::readDeepseekV3Config(j, c, source); break;
         case architectures::ConfigExtra::None: break;
     }
     if (!family->longRope && c.ropeScaling.type == RopeScalingType::LongRope)
@@ -309,6 +320,12 @@ void ModelConfig::validate(const std::string& source) const {
         fail(source, "the per-layer attention types do not cover the " + std::to_string(numLayers) + " layers");
     if (queryPreAttnScalar < 0.0 || ropeLocalTheta < 0.0)
         fail(source, "query_pre_attn_scalar and the local RoPE base must not be negative");
+    if (mla.active() &&
+        (mla.qLoraRank < 0 || mla.qkNopeHeadDim <= 0 || mla.qkRopeHeadDim <= 0 || mla.qkRopeHeadDim % 2 != 0 ||
+         mla.vHeadDim <= 0 || mla.vHeadDim > headDim || headDim != mla.qkHeadDim() || numKvHeads != numHeads))
+        fail(source,
+             "the latent attention's sizes are inconsistent (q/k heads of qk_nope_head_dim + qk_rope_head_dim, "
+             "an even rotary part, values no wider, as many key/value heads as query heads)");
     if (moe.numExperts < 0) fail(source, "the number of experts must not be negative");
     if (isMoe()) {
         if (moe.numExpertsPerToken < 1 || moe.numExpertsPerToken > moe.numExperts)

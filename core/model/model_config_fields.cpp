@@ -82,6 +82,15 @@ std::vector<ConfigField> forwardPassFields(const ModelConfig& c) {
         {"routed_scaling_factor", text(m.routedScalingFactor)},
         {"shared experts' width", text(m.sharedExpertIntermediateSize)},
         {"first_k_dense_replace", text(m.firstDenseLayers)},
+        {"rope_scaling.mscale", text(r.mscale)},
+        {"rope_scaling.mscale_all_dim", text(r.mscaleAllDim)},
+        {"q_lora_rank", text(c.mla.qLoraRank)},
+        {"kv_lora_rank", text(c.mla.kvLoraRank)},
+        {"qk_nope_head_dim", text(c.mla.qkNopeHeadDim)},
+        {"qk_rope_head_dim", text(c.mla.qkRopeHeadDim)},
+        {"v_head_dim", text(c.mla.vHeadDim)},
+        {"rope_interleave", text(c.mla.ropeInterleave)},
+        {"latent attention's score factor (mscale²)", text(c.mla.scoreFactor)},
     };
     return f;
 }

@@ -54,8 +54,12 @@ std::vector<double> yarnFrequencies(int headDim, double theta, const RopeScaling
 
 }  // namespace
 
+double yarnMscale(double scale, double mscale) { return scale <= 1.0 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0; }
+
+// DeepSeek's latent attention rotates heads of qk_rope_head_dim only (its queries' and key's rope parts).
 RotaryEmbedding::RotaryEmbedding(const ModelConfig& config)
-    : RotaryEmbedding(config.headDim, config.ropeTheta, config.ropeScaling, config.rotaryDim) {}
+    : RotaryEmbedding(config.mla.active() ? config.mla.qkRopeHeadDim : config.headDim, config.ropeTheta,
+                      config.ropeScaling, config.mla.active() ? 0 : config.rotaryDim) {}
 
 RotaryEmbedding::RotaryEmbedding(int headDim, double theta, const RopeScaling& scaling, int rotaryDim)
     : headDim_(headDim), rotaryDim_(rotaryDim > 0 ? rotaryDim : headDim) {

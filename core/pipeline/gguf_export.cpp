@@ -25,6 +25,7 @@
 #include "qs/io/llama_ftype.h"
 #include "qs/io/shape_text.h"
 #include "qs/io/tensor_name.h"
+#include "qs/model/attention_linears.h"
 #include "qs/model/gguf_tokenizer.h"
 #include "qs/model/layer_weights.h"
 #include "qs/model/model_config.h"
@@ -62,6 +63,15 @@ struct PlannedTensor {
         bool bias = false;
     };
     std::optional<StackedSlice> stackedSlice;
+    // DeepSeek's kv_b_proj [heads * (nope + v), kv_lora_rank] as llama.cpp's deepseek2 reads it (its converter's
+    // split): attn_k_b [heads, kv_lora_rank, nope] holds each head's key rows transposed, attn_v_b
+    // [heads, v, kv_lora_rank] each head's value rows.
+    struct LatentSplit {
+        std::string linear;  // "...self_attn.kv_b_proj"
+        int heads = 0, nope = 0, v = 0;
+        bool key = false;
+    };
+    std::optional<LatentSplit> latentSplit;
     bool zeros = false;        // llama.cpp needs it and the checkpoint lacks it: zeros (GLM's correction bias)
     float addend = 0.0f;       // added to every value: Gemma's norms, stored as 1 + w (convert_hf_to_gguf)
     int interleavedHeads = 0;  // llama q/k: reorder rows as llama.cpp's converter does
@@ -88,14 +98,16 @@ public:
         for (int layer = 0; layer < config_.numLayers; ++layer) {
             const std::string p = config_.layerPrefix(layer);
             norm(p + arch.inputNorm + ".weight", h);
-            if (!arch.fusedQkv.empty()) {  // Phi-3: attn_qkv holds q, k, v rows as the checkpoint does
+            if (config_.mla.active()) {
+                latentAttention(p);
+            } else if (!arch.fusedQkv.empty()) {  // Phi-3: attn_qkv holds q, k, v rows as the checkpoint does
                 linear(p + arch.fusedQkv, q + 2 * kv, h, config_.qkvBias, 0);
             } else {
                 linear(p + modules::kQProj, q, h, config_.qkvBias, permuteQk_ ? config_.numHeads : 0);
                 linear(p + modules::kKProj, kv, h, config_.qkvBias, permuteQk_ ? config_.numKvHeads : 0);
                 linear(p + modules::kVProj, kv, h, config_.qkvBias, 0);
             }
-            linear(p + modules::kOProj, h, q, config_.outputBias, 0);
+            if (!config_.mla.active()) linear(p + modules::kOProj, h, q, config_.outputBias, 0);
             if (config_.qkNorm) {
                 norm(p + modules::kQNorm + ".weight", config_.headDim);
                 norm(p + modules::kKNorm + ".weight", config_.headDim);
@@ -151,6 +163,27 @@ private:
         t.linearPrefix = std::move(linearPrefix);
         t.interleavedHeads = heads;
         planned_.push_back(std::move(t));
+    }
+
+    // DeepSeek's latent attention: its linears and the latents' norms under deepseek2's names, kv_b_proj split.
+    void latentAttention(const std::string& p) {
+        const model::LatentAttention& a = config_.mla;
+        for (const model::LinearShape& l : model::attentionLinears(config_)) {
+            if (l.module != modules::kKvBProj) {
+                linear(p + l.module, l.out, l.in, l.bias, 0);
+                continue;
+            }
+            const std::string blk = "blk." + std::to_string(io::parseTensorName(p + l.module).layer) + ".";
+            const std::int64_t heads = config_.numHeads;
+            addAs(p + l.module + ".weight[k_b]", blk + "attn_k_b.weight", {heads, a.kvLoraRank, a.qkNopeHeadDim})
+                .latentSplit =
+                PlannedTensor::LatentSplit{p + l.module, config_.numHeads, a.qkNopeHeadDim, a.vHeadDim, true};
+            addAs(p + l.module + ".weight[v_b]", blk + "attn_v_b.weight", {heads, a.vHeadDim, a.kvLoraRank})
+                .latentSplit =
+                PlannedTensor::LatentSplit{p + l.module, config_.numHeads, a.qkNopeHeadDim, a.vHeadDim, false};
+        }
+        if (a.qLoraRank > 0) norm(p + modules::kQANorm + ".weight", a.qLoraRank);
+        norm(p + modules::kKvANorm + ".weight", a.kvLoraRank);
     }
 
     // A sparse MoE block as llama.cpp's converter writes it: the router as blk.N.ffn_gate_inp and each
@@ -402,10 +435,51 @@ std::vector<float> stackedValues(const PlannedTensor& t, const io::Checkpoint& c
     return values;
 }
 
-std::vector<float> valuesOf(const PlannedTensor& t, const io::Checkpoint& checkpoint,
-                            const formats::LinearReader& reader) {
+// attn_k_b's or attn_v_b's values (PlannedTensor::LatentSplit) from kv_b_proj's [heads * (nope + v), rank].
+std::vector<float> latentSplitValues(const PlannedTensor::LatentSplit& s, const MatrixF& kvB) {
+    const Eigen::Index rank = kvB.cols(), stride = s.nope + s.v;
     std::vector<float> values;
-    if (t.zeros) {
+    values.reserve(static_cast<std::size_t>(s.heads) * static_cast<std::size_t>(s.key ? s.nope : s.v) *
+                   static_cast<std::size_t>(rank));
+    for (Eigen::Index h = 0; h < s.heads; ++h) {
+        if (s.key) {  // [rank, nope]: element (j, i) is key row i's column j
+            for (Eigen::Index j = 0; j < rank; ++j)
+                for (Eigen::Index i = 0; i < s.nope; ++i) values.push_back(kvB(h * stride + i, j));
+        } else {
+            for (Eigen::Index i = 0; i < s.v; ++i) {
+                const auto row = kvB.row(h * stride + s.nope + i);
+                values.insert(values.end(), row.data(), row.data() + row.size());
+            }
+        }
+    }
+    return values;
+}
+
+// A Job's kv_b_proj for a split tensor: an element-wise type (F32 / F16 / BF16), whose values the split moves
+// unchanged, so the file holds what the Job measured. Null when the Job left it to the chooser.
+const quant::QuantizedLinear* encodedLatent(const PlannedTensor& t, const GgufExportOptions& options,
+                                            const fs::path& destination) {
+    const auto it = options.encodedLinears.find(t.latentSplit->linear);
+    if (it == options.encodedLinears.end()) return nullptr;
+    const quant::QuantizedLinear& q =
+        options.completeLinear ? *options.completeLinear(t.latentSplit->linear) : *it->second;
+    if (q.codeKind != quant::CodeKind::GgmlBlocks || !storesPlainly(q.ggmlType))
+        throw Error(destination.string() + ": the quantized '" + t.latentSplit->linear +
+                    "' is not F32, F16 or BF16, which llama.cpp's split of it into attn_k_b and attn_v_b keeps exact");
+    return &q;
+}
+
+std::vector<float> valuesOf(const PlannedTensor& t, const io::Checkpoint& checkpoint,
+                            const formats::LinearReader& reader, const quant::QuantizedLinear* encoded = nullptr) {
+    std::vector<float> values;
+    if (t.latentSplit) {
+        const MatrixF kvB = encoded ? encoded->dequantize() : reader.decodeF32(t.latentSplit->linear);
+        if (kvB.rows() != std::int64_t(t.latentSplit->heads) * (t.latentSplit->nope + t.latentSplit->v))
+            throw Error(checkpoint.root().string() + ": " + t.latentSplit->linear + " decodes to " +
+                        std::to_string(kvB.rows()) + " rows, the config implies " +
+                        std::to_string(t.latentSplit->heads * (t.latentSplit->nope + t.latentSplit->v)));
+        values = latentSplitValues(*t.latentSplit, kvB);
+    } else if (t.zeros) {
         values.assign(static_cast<std::size_t>(t.choice.shape.back()), 0.0f);
     } else if (t.stackedSlice) {
         values = stackedValues(t, checkpoint, reader);
@@ -529,7 +603,7 @@ std::uint64_t ggufNonLinearBytes(const io::Checkpoint& checkpoint, const model::
     std::uint64_t bytes = 0;
     for (const PlannedTensor& t : Planner(&checkpoint, config, family).plan()) {
         const bool quantizedLinear =
-            !t.stackedLinears.empty() || (t.stackedSlice && !t.stackedSlice->bias) ||
+            !t.stackedLinears.empty() || (t.stackedSlice && !t.stackedSlice->bias) || t.latentSplit ||
             (!t.linearPrefix.empty() && !t.keepF32 && t.choice.naming.layer >= 0);  // output is not the result's
         if (!quantizedLinear) bytes += bytesOf(t.keepF32 ? io::GgmlType::F32 : chooser(t.choice), t.choice.shape);
     }
@@ -559,7 +633,9 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
         PlannedTensor& t = planned[i];
         const auto encoded = options.encodedLinears.find(t.linearPrefix);
         experts[i] = encodedExperts(t, options, destination);
-        t.type = !experts[i].linears.empty()               ? experts[i].linears.front()->ggmlType
+        const quant::QuantizedLinear* latent = t.latentSplit ? encodedLatent(t, options, destination) : nullptr;
+        t.type = latent                                    ? latent->ggmlType
+                 : !experts[i].linears.empty()             ? experts[i].linears.front()->ggmlType
                  : encoded != options.encodedLinears.end() ? checkedEncoded(*encoded->second, t, destination).ggmlType
                  : t.keepF32                               ? io::GgmlType::F32
                                                            : chooser(t.choice);
@@ -588,7 +664,9 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
         const PlannedTensor& t = planned[i];
         const auto encoded = options.encodedLinears.find(t.linearPrefix);
         const std::vector<std::byte> bytes =
-            !experts[i].linears.empty() ? stackedBlocks(t, experts[i], options)
+            t.latentSplit ? encode(t.type, valuesOf(t, checkpoint, reader, encodedLatent(t, options, destination)),
+                                   t.choice.shape.back())
+            : !experts[i].linears.empty() ? stackedBlocks(t, experts[i], options)
             : encoded == options.encodedLinears.end()
                 ? encode(t.type, valuesOf(t, checkpoint, reader), t.choice.shape.back())
             : options.completeLinear ? storedBlocks(*options.completeLinear(t.linearPrefix), t.interleavedHeads)

@@ -21,6 +21,33 @@ void requireLayerPattern(const model::ModelConfig& config, const std::function<b
                         "'s attention type breaks the pattern llama.cpp's " + arch + " assumes (" + pattern + ")");
 }
 
+// deepseek2's YaRN (llama_context's yarn_attn_factor and the graph's kq_scale): betas 32 and 1, cos and sin
+// unscaled (it takes mscale = mscale_all_dim), and the scores scaled by get_mscale(factor, mscale_all_dim)²
+// from yarn_log_multiplier. transformers scales cos and sin by its attention factor and the scores by
+// mscale² only with mscale_all_dim: the two agree when the attention factor is 1 and mscale_all_dim is set.
+void requireDeepseekYarn(const model::RopeScaling& r, const std::string& arch, const std::string& source) {
+    if (r.type != model::RopeScalingType::Yarn || r.factor <= 1.0) return;
+    if (r.betaFast != 32.0 || r.betaSlow != 1.0)
+        throw Error(source + ": rope_scaling yarn with beta_fast " + std::to_string(r.betaFast) + " and beta_slow " +
+                    std::to_string(r.betaSlow) + ": llama.cpp's " + arch + " uses 32 and 1");
+    if (r.mscaleAllDim == 0.0 || std::abs(r.attentionFactor - 1.0) > 1e-12)
+        throw Error(source + ": rope_scaling yarn with attention factor " + std::to_string(r.attentionFactor) +
+                    " and mscale_all_dim " + std::to_string(r.mscaleAllDim) + ": llama.cpp's " + arch +
+                    " leaves cos and sin unscaled and scales the scores by mscale_all_dim's mscale², which is "
+                    "transformers' model only with mscale = mscale_all_dim");
+}
+
+// DeepSeek's latent attention as llama.cpp's deepseek2 runs it: no attention biases, and adjacent rotary
+// pairs (its NORM RoPE, which is rope_interleave's layout; its converter does not reorder the rows).
+void requireLatentExpressible(const model::ModelConfig& config, const std::string& arch, const std::string& source) {
+    if (config.qkvBias || config.outputBias)
+        throw Error(source + ": attention_bias is true, and llama.cpp's " + arch +
+                    " has no bias on q_a_proj, kv_a_proj_with_mqa or o_proj");
+    if (!config.mla.ropeInterleave)
+        throw Error(source + ": rope_interleave is false, and llama.cpp's " + arch +
+                    " rotates adjacent pairs (the interleaved layout)");
+}
+
 }  // namespace
 
 // What llama.cpp's graph for the family fixes (Family::ggufFixed) and the config spells otherwise: the
@@ -62,6 +89,8 @@ void requireGgufExpressible(const architectures::Family& family, const model::Mo
         throw Error(source + ": rope_scaling yarn with beta_fast " + std::to_string(r.betaFast) + ", beta_slow " +
                     std::to_string(r.betaSlow) + " or its own attention_factor: llama.cpp's " + arch +
                     " uses 32, 1 and 0.1 ln(factor) + 1");
+    if (fixed.yarnLogMultiplier) requireDeepseekYarn(r, arch, source);
+    if (config.mla.active()) requireLatentExpressible(config, arch, source);
     if (!fixed.expertsEveryLayerRenormalised) return;
     if (!config.moe.normTopkProb)
         throw Error(source + ": norm_topk_prob is false, and llama.cpp's " + arch +

@@ -35,6 +35,24 @@ void putSigmoidRouter(io::GgufMetadata& m, const model::ModelConfig& c, const Ke
     m.set(key(keys::kExpertGroupUsedCount), GgufValue::u32(u32(moe.topkGroups, "topk_group")));
 }
 
+// DeepSeek's latent attention as llama.cpp's converter writes deepseek2: one MQA head of the latent plus the
+// rotary key (key_length kv_lora_rank + rope, value_length kv_lora_rank) that attn_k_b / attn_v_b turn into
+// the heads of key_length_mla and value_length_mla; q_lora_rank 0 for q_proj, which llama.cpp then loads.
+template <typename Key>
+void putLatentAttention(io::GgufMetadata& m, const model::ModelConfig& c, const Key& key) {
+    const model::LatentAttention& a = c.mla;
+    m.set(key(keys::kHeadCountKv), GgufValue::u32(1));
+    m.set(key(keys::kKeyLength), GgufValue::u32(u32(a.kvLoraRank + a.qkRopeHeadDim, "kv_lora_rank")));
+    m.set(key(keys::kValueLength), GgufValue::u32(u32(a.kvLoraRank, "kv_lora_rank")));
+    m.set(key(keys::kKeyLengthMla), GgufValue::u32(u32(a.qkHeadDim(), "qk_nope_head_dim + qk_rope_head_dim")));
+    m.set(key(keys::kValueLengthMla), GgufValue::u32(u32(a.vHeadDim, "v_head_dim")));
+    m.set(key(keys::kQLoraRank), GgufValue::u32(u32(a.qLoraRank, "q_lora_rank")));
+    m.set(key(keys::kKvLoraRank), GgufValue::u32(u32(a.kvLoraRank, "kv_lora_rank")));
+    if (c.ropeScaling.type == model::RopeScalingType::Yarn && c.ropeScaling.mscaleAllDim != 0.0)
+        m.set(key(keys::kRopeScalingYarnLogMultiplier),
+              GgufValue::f32(static_cast<float>(0.1 * c.ropeScaling.mscaleAllDim)));
+}
+
 }  // namespace
 
 io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const architectures::Family& family,
@@ -66,6 +84,7 @@ io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const architectu
                   GgufValue::u32(u32(c.moe.expertIntermediateSize, "moe_intermediate_size")));
     }
     if (c.isMoe() && family.ggufMetadata.sigmoidRouterKeys) putSigmoidRouter(m, c, key);
+    if (c.mla.active()) putLatentAttention(m, c, key);
     // Per-layer windows (Gemma 3): the window of the sliding layers, and their own RoPE base.
     if (!c.slidingLayers.empty())
         m.set(key(keys::kSlidingWindow), GgufValue::u32(u32(c.slidingWindow, "sliding_window")));

@@ -1,9 +1,10 @@
-// The families of 2026 (GLM-4.5 so far) as llama.cpp runs them: each tiny checkpoint of
+// The families of 2026 (GLM-4.5, DeepSeek-V3 and Kimi-K2 so far) as llama.cpp runs them: each tiny checkpoint of
 // scripts/make-tiny-moe.py, exported as F32 GGUF, gives llama.cpp's next-token distributions within mean
 // KL 1e-5 of our forward pass on the Hugging Face checkpoint, and a negative control per feature (our
 // forward pass without it) moves far away, so that each feature is seen to be both implemented and used.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -55,6 +56,13 @@ struct Control {
     std::function<void(model::LayerWeights&)> layer{};
 };
 
+// RoPE that rotates nothing (every angle divided by 1e30): the decoupled rotary head without its rotation.
+void rotateNothing(model::ModelConfig& c) {
+    c.ropeScaling = model::RopeScaling{};
+    c.ropeScaling.type = model::RopeScalingType::Linear;
+    c.ropeScaling.factor = 1e30;
+}
+
 // The mean KL of llama.cpp's distributions against our forward pass with `control` applied.
 double klWith(const nlohmann::json& theirs, const io::Checkpoint& checkpoint, const std::vector<model::TokenId>& tokens,
               const Control& control) {
@@ -105,6 +113,49 @@ TEST_F(FamilyInterop, Glm4MoeRunsInLlamaCppAsTheCheckpointRunsInQuantScope) {
         {"partial RoPE", [](model::ModelConfig& c) { c.rotaryDim = 0; }},
         {"the q/k norms", {}, [](model::LayerWeights& w) { w.qNorm.resize(0), w.kNorm.resize(0); }},
         {"the q/k/v biases", {}, [](model::LayerWeights& w) { w.q.bias.resize(0), w.k.bias.resize(0); }},
+    };
+    expectRunsAsInLlamaCpp(dir_, source, controls, 1e-3);
+}
+
+// DeepSeek-V3 (deepseek-v3-tiny) as llama.cpp's deepseek2 runs it: multi-head latent attention with q through
+// q_a_proj / q_a_layernorm / q_b_proj, the keys and values through kv_a_proj_with_mqa / kv_a_layernorm /
+// kv_b_proj (written split and transposed as attn_k_b / attn_v_b), values narrower than the queries, the
+// rotary parts interleaved, YaRN whose mscale_all_dim scales the scores, then GLM's routing (a dense first
+// layer, four expert groups of which two are kept, a shared expert). Each control drops one of them.
+TEST_F(FamilyInterop, DeepseekV3RunsInLlamaCppAsTheCheckpointRunsInQuantScope) {
+    const fs::path source = fs::path(QS_TEST_DATA_DIR) / "moe" / "deepseek-v3-tiny";
+    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(io::Checkpoint::open(source));
+    ASSERT_EQ(config.attentionLayout(), model::AttentionLayout::LatentLowRankQuery);
+    ASSERT_NE(config.mla.vHeadDim, config.mla.qkHeadDim());
+    ASSERT_EQ(config.ropeScaling.type, model::RopeScalingType::Yarn);
+    ASSERT_NEAR(config.mla.scoreFactor, std::pow(0.1 * std::log(8.0) + 1.0, 2), 1e-12);
+    ASSERT_EQ(config.moe.numGroups, 4);
+    ASSERT_EQ(config.moe.firstDenseLayers, 1);
+    const std::vector<Control> controls{
+        {"the rope interleave", [](model::ModelConfig& c) { c.mla.ropeInterleave = false; }},
+        {"YaRN's mscale", [](model::ModelConfig& c) { c.mla.scoreFactor = 1.0; }},
+        {"the kv_a_layernorm", {}, [](model::LayerWeights& w) { w.kvANorm.resize(0); }},
+        {"the q_a_layernorm", {}, [](model::LayerWeights& w) { w.qANorm.resize(0); }},
+        {"the decoupled RoPE", rotateNothing},
+        {"the shared expert", {}, [](model::LayerWeights& w) { w.moeNames.shared.clear(); }},
+        {"the group limit", [](model::ModelConfig& c) { c.moe.numGroups = c.moe.topkGroups = 1; }},
+        {"the correction bias", {}, [](model::LayerWeights& w) { w.routerScoreBias.resize(0); }},
+    };
+    expectRunsAsInLlamaCpp(dir_, source, controls, 1e-3);
+}
+
+// Kimi-K2's model_type (kimi-k2-tiny) as the same deepseek2: q_proj (q_lora_rank null, written as 0), one
+// expert group, no RoPE scaling.
+TEST_F(FamilyInterop, KimiK2RunsInLlamaCppAsTheCheckpointRunsInQuantScope) {
+    const fs::path source = fs::path(QS_TEST_DATA_DIR) / "moe" / "kimi-k2-tiny";
+    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(io::Checkpoint::open(source));
+    ASSERT_EQ(config.modelType, "kimi_k2");
+    ASSERT_EQ(config.attentionLayout(), model::AttentionLayout::Latent);
+    const std::vector<Control> controls{
+        {"the rope interleave", [](model::ModelConfig& c) { c.mla.ropeInterleave = false; }},
+        {"the kv_a_layernorm", {}, [](model::LayerWeights& w) { w.kvANorm.resize(0); }},
+        {"the decoupled RoPE", rotateNothing},
+        {"the shared expert", {}, [](model::LayerWeights& w) { w.moeNames.shared.clear(); }},
     };
     expectRunsAsInLlamaCpp(dir_, source, controls, 1e-3);
 }

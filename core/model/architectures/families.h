@@ -32,6 +32,7 @@ const Family& qwen25Vl();
 const Family& qwen3Vl();
 const Family& mistral3();
 const Family& deepseekV3();
+const Family& kimiK2();
 const Family& qwen3VlMoe();
 
 }  // namespace qs::architectures::detail

@@ -47,6 +47,14 @@ inline constexpr const char* kExpertGroupUsedCount = "expert_group_used_count";
 inline constexpr const char* kLeadingDenseBlockCount = "leading_dense_block_count";
 inline constexpr int kGatingSigmoid = 2;
 inline constexpr const char* kDeepstackLayers = "n_deepstack_layers";
+// deepseek2's multi-head latent attention: the low ranks, and each head's query/key and value widths after
+// kv_b (key_length / value_length are then those of the latent's MQA head: kv_lora_rank + rope, kv_lora_rank).
+inline constexpr const char* kQLoraRank = "attention.q_lora_rank";
+inline constexpr const char* kKvLoraRank = "attention.kv_lora_rank";
+inline constexpr const char* kKeyLengthMla = "attention.key_length_mla";
+inline constexpr const char* kValueLengthMla = "attention.value_length_mla";
+// 0.1 · mscale_all_dim, as llama.cpp's converter writes it (its deepseek2 divides by 0.1 on reading).
+inline constexpr const char* kRopeScalingYarnLogMultiplier = "rope.scaling.yarn_log_multiplier";
 
 // The tensors that carry RoPE's factors (Llama 3's, LongRoPE's), outside the layers.
 inline constexpr const char* kRopeFreqs = "rope_freqs.weight";

@@ -37,6 +37,7 @@ private:
     io::TensorView checked(const std::string& name, std::vector<std::int64_t> shape) const;
     Linear linear(int layer, const std::string& module, int out, int in, bool bias) const;
     std::optional<Linear> fusedPart(int layer, const std::string& module, int out, int in) const;
+    bool isFusedPart(std::string_view module) const;
     Linear stackedExpert(int layer, const std::string& module, int expert, int out, int in) const;
     Expert sharedExpert(int layer) const;
     VectorF vector(const std::string& name, int size) const;

@@ -43,6 +43,14 @@ struct LayerWeights {
     Linear q, k, v, o;      // self_attn.{q,k,v,o}_proj
     Linear gate, up, down;  // mlp.{gate,up,down}_proj; empty in a sparse MoE layer
 
+    // Which linears the attention is made of (attentionModules). DeepSeek's latent attention keeps q
+    // (q_proj, without q_lora_rank) and o, leaves k and v empty and adds q_a / q_b, kv_a / kv_b and the
+    // latents' norms (an empty norm: none, as a negative control drops it).
+    AttentionLayout attention = AttentionLayout::QueryKeyValue;
+    Linear qA, qB;            // self_attn.q_a_proj, q_b_proj (q_lora_rank)
+    Linear kvA, kvB;          // self_attn.kv_a_proj_with_mqa, kv_b_proj
+    VectorF qANorm, kvANorm;  // self_attn.q_a_layernorm, kv_a_layernorm
+
     // A sparse MoE layer (experts non-empty) replaces gate/up/down by a router [numExperts, hidden]
     // (never quantized) and the experts, named by moeNames ("mlp.experts.3.up_proj", ...).
     Linear router;
@@ -53,22 +61,27 @@ struct LayerWeights {
 
     bool isMoe() const { return !experts.empty(); }
     bool hasSharedExpert() const { return isMoe() && !moeNames.shared.empty(); }
-    // The linears a method quantizes, in the order calibration sees them: kLinearModules for a dense
-    // layer; q, k, v, o, each expert's gate, up, down and the shared expert's for a sparse MoE layer (the
-    // router stays dense).
+    bool isLatent() const { return attention != AttentionLayout::QueryKeyValue; }
+    // The linears a method quantizes, in the order calibration sees them: the attention's
+    // (attentionModules(attention)), then the MLP's gate, up, down for a dense layer, or each expert's gate,
+    // up, down and the shared expert's for a sparse MoE layer (the router stays dense).
     std::vector<std::string> linearModules() const;
 
-    // The seven linear modules, named as in HF checkpoints ("self_attn.q_proj", ..., "mlp.down_proj").
+    // The seven linear modules of Llama's layer, named as in HF checkpoints ("self_attn.q_proj", ...,
+    // "mlp.down_proj"); a layer's own are linearModules().
     static constexpr std::array<std::string_view, 7> kLinearModules{
         architectures::modules::kQProj,   architectures::modules::kKProj,    architectures::modules::kVProj,
         architectures::modules::kOProj,   architectures::modules::kGateProj, architectures::modules::kUpProj,
         architectures::modules::kDownProj};
 
-    // The linear called `module` (one of kLinearModules, or of a MoE layer "<block>.gate" and
-    // "<block>.experts.<e>.<gate|up|down>", "<block>.<shared>.<gate|up|down>"); throws qs::Error for any
-    // other name.
+    // The linear called `module`: one of the attention's modules, the dense MLP's gate / up / down (empty in
+    // a MoE layer), or of a MoE layer "<block>.gate" and "<block>.experts.<e>.<gate|up|down>",
+    // "<block>.<shared>.<gate|up|down>"; throws qs::Error for any other name.
     Linear& linear(std::string_view module);
     const Linear& linear(std::string_view module) const;
+
+private:
+    const Linear& attentionLinear(std::string_view module) const;
 };
 
 }  // namespace qs::model

@@ -35,6 +35,11 @@ struct RopeScaling {
     double betaSlow = 1.0;
     bool truncate = true;
     double attentionFactor = 1.0;
+    // YaRN's mscale and mscale_all_dim (DeepSeek's keys; 0: absent). transformers' attention factor is
+    // get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim) when both are set, and DeepSeek-V3's
+    // attention multiplies its softmax scale by get_mscale(factor, mscale_all_dim)² (LatentAttention::scoreFactor).
+    double mscale = 0.0;
+    double mscaleAllDim = 0.0;
 };
 
 // The Hugging Face names of a sparse MoE block, relative to the layer ("mlp.gate.weight",
@@ -90,6 +95,35 @@ struct MoeConfig {
     double routedScalingFactor = 1.0;
     int sharedExpertIntermediateSize = 0;  // moe_intermediate_size * n_shared_experts; 0: no shared expert
     int firstDenseLayers = 0;              // first_k_dense_replace: layers below it keep the dense MLP
+};
+
+// DeepSeek-V3's multi-head latent attention (transformers' DeepseekV3Attention), active when kvLoraRank > 0:
+//   q = q_b_proj(rms(q_a_proj(x))) with qLoraRank, else q_proj(x); per head [nope | rope]
+//   [c | k_rot] = kv_a_proj_with_mqa(x); [k_nope | v] per head = kv_b_proj(rms(c))
+//   k = [k_nope | rope(k_rot)], k_rot one head that every head shares; q = [q_nope | rope(q_rot)]
+// RoPE rotates only the rope parts (qkRopeHeadDim wide); with ropeInterleave their pairs are adjacent
+// elements (transformers' apply_rotary_pos_emb_interleave), else rotate_half. Scores scale by
+// (nope + rope)^-1/2 times YaRN's mscale² (scoreFactor). Values are vHeadDim wide per head.
+struct LatentAttention {
+    int qLoraRank = 0;  // q_lora_rank; 0 (null in config.json): q_proj
+    int kvLoraRank = 0;
+    int qkNopeHeadDim = 0;
+    int qkRopeHeadDim = 0;
+    int vHeadDim = 0;
+    bool ropeInterleave = true;
+    // What the scores' (nope + rope)^-1/2 is multiplied by: YaRN's get_mscale(factor, mscale_all_dim)² when
+    // rope_scaling sets mscale_all_dim, else 1 (DeepseekV3Attention.scaling; latentScoreFactor).
+    double scoreFactor = 1.0;
+
+    bool active() const { return kvLoraRank > 0; }
+    int qkHeadDim() const { return qkNopeHeadDim + qkRopeHeadDim; }
+};
+
+// The linears a layer's attention is made of (attention_linears.h names and shapes them).
+enum class AttentionLayout {
+    QueryKeyValue,       // q_proj, k_proj, v_proj, o_proj (fused or not)
+    Latent,              // DeepSeek without q_lora_rank: q_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj
+    LatentLowRankQuery,  // DeepSeek: q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj
 };
 
 // A projection the checkpoint stores fused: `fused` ("self_attn.qkv_proj") holds the parts' rows one after
@@ -158,6 +192,8 @@ struct ModelConfig {
     int slidingWindow = 0;  // 0 = full causal attention; else key j is seen from i when i - j < window
 
     MoeConfig moe;  // numExperts == 0 for the dense families
+    // DeepSeek-V3's latent attention; headDim is then its q/k head (nope + rope) and numKvHeads numHeads.
+    LatentAttention mla;
 
     Architecture arch;                // the layer's shape beyond Llama's (Gemma's norms, activation, prefix)
     double embeddingScale = 1.0;      // embeddings are multiplied by it (Gemma: sqrt(hidden) in the embedding dtype)
@@ -182,7 +218,10 @@ struct ModelConfig {
     std::string layerPrefix(int layer) const { return arch.tensorPrefix + "layers." + std::to_string(layer) + "."; }
 
     int qDim() const { return numHeads * headDim; }
-    int rotaryDims() const { return rotaryDim > 0 ? rotaryDim : headDim; }
+    int rotaryDims() const { return mla.active() ? mla.qkRopeHeadDim : rotaryDim > 0 ? rotaryDim : headDim; }
+    // Each head's values and attention output: headDim, or the latent attention's v_head_dim.
+    int valueHeadDim() const { return mla.active() ? mla.vHeadDim : headDim; }
+    AttentionLayout attentionLayout() const;
     bool isMoe() const { return moe.numExperts > 0; }
     // Whether decoder layer `layer` holds a sparse MoE block (router + experts) instead of a dense MLP.
     bool isMoeLayer(int layer) const;

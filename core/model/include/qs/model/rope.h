@@ -12,9 +12,13 @@
 
 namespace qs::model {
 
+// transformers' get_mscale / yarn_get_mscale(scale, mscale): 0.1 · mscale · ln(scale) + 1, or 1 for scale <= 1.
+double yarnMscale(double scale, double mscale);
+
 class RotaryEmbedding {
 public:
-    // The global RoPE of `config`: rope_theta with its rope_scaling, over config.rotaryDims().
+    // The global RoPE of `config`: rope_theta with its rope_scaling, over config.rotaryDims() (DeepSeek's
+    // latent attention: heads of qk_rope_head_dim, its rotary parts).
     explicit RotaryEmbedding(const ModelConfig& config);
     // base `theta`, scaled as `scaling` says (Gemma's sliding layers: rope_local_base_freq, unscaled);
     // rotaryDim 0: the whole head.

@@ -95,7 +95,7 @@ enum class SlidingWindow {
 };
 
 // The family-specific part of the config reader, in qs_model (core/model/architectures/*_config.cpp).
-enum class ConfigExtra { None, Gemma3, Phi3, GptOss };
+enum class ConfigExtra { None, Gemma3, Phi3, GptOss, DeepseekV3 };
 
 // Which config.json of a GGUF general.architecture reads back as this family.
 enum class GgufReadBack {
@@ -113,7 +113,10 @@ struct GgufFixed {
     double localRopeBase = 0.0;      // rope.freq_base_swa's default (gemma3: 10000); 0: none
     float swigluLimit = 0.0f;        // the clamped SwiGLU's limit (gpt-oss: 7); 0: none
     bool yarnBetas = false;          // YaRN betas 32 / 1, attention factor 0.1 ln(factor) + 1 (gpt-oss)
-    bool gemmaQueryScale = false;    // query_pre_attn_scalar head_dim, or hidden / heads for 62 layers (gemma3)
+    // deepseek2: YaRN betas 32 / 1, cos and sin unscaled (mscale = mscale_all_dim) and the scores scaled by
+    // get_mscale(factor, mscale_all_dim)² (rope.scaling.yarn_log_multiplier), as its graph computes them.
+    bool yarnLogMultiplier = false;
+    bool gemmaQueryScale = false;  // query_pre_attn_scalar head_dim, or hidden / heads for 62 layers (gemma3)
     bool expertsEveryLayerRenormalised = false;  // qwen3moe: experts in every layer, top-k renormalised
 };
 
@@ -155,6 +158,9 @@ struct Family {
     // The GGUF edge.
     std::string_view ggufArch{};  // llama.cpp's general.architecture; empty: none
     GgufReadBack ggufReadBack = GgufReadBack::Always;
+    // What keeps a GGUF of ggufArch from reading back as this family (its model is refused saying so); empty:
+    // nothing.
+    std::string_view ggufReadBackMissing{};
     bool ggufPermutesQk = false;        // llama.cpp's converter interleaves q/k rows (llama's "normal" rope)
     bool ggufNormPlusOne = false;       // the converter stores norms as 1 + w (gemma3)
     std::vector<GgufName> ggufNames{};  // per-layer modules named otherwise than the shared table

@@ -15,6 +15,15 @@ inline constexpr const char* kQNorm = "self_attn.q_norm";
 inline constexpr const char* kKNorm = "self_attn.k_norm";
 inline constexpr const char* kSinks = "self_attn.sinks";       // gpt-oss: a parameter, not a module's weight
 inline constexpr const char* kQkvProj = "self_attn.qkv_proj";  // q, k, v fused (Phi-3)
+// DeepSeek-V3's multi-head latent attention: q through a low-rank pair with a norm between (or q_proj), and
+// the keys and values through a shared latent (kv_a_proj_with_mqa, also carrying the rotary key), its norm
+// and kv_b_proj.
+inline constexpr const char* kQAProj = "self_attn.q_a_proj";
+inline constexpr const char* kQANorm = "self_attn.q_a_layernorm";
+inline constexpr const char* kQBProj = "self_attn.q_b_proj";
+inline constexpr const char* kKvAProj = "self_attn.kv_a_proj_with_mqa";
+inline constexpr const char* kKvANorm = "self_attn.kv_a_layernorm";
+inline constexpr const char* kKvBProj = "self_attn.kv_b_proj";
 inline constexpr const char* kGateProj = "mlp.gate_proj";
 inline constexpr const char* kUpProj = "mlp.up_proj";
 inline constexpr const char* kDownProj = "mlp.down_proj";
