@@ -143,10 +143,15 @@ LayerOverview computeLayerOverview(const io::Checkpoint& checkpoint, const Layer
 }
 
 int moduleRank(std::string_view module) {
-    // Suffixes, so that "self_attn.q_proj", "attention.wq" and "mlp.experts.0.down_proj" all sort sensibly.
-    static constexpr std::array<std::pair<std::string_view, int>, 22> kRanks{{
+    // Suffixes, so that "self_attn.q_proj", "attention.wq" and "mlp.experts.0.down_proj" all sort sensibly;
+    // DeepSeek's latent attention as its forward pass reads it: q_a, q_b, kv_a, kv_b, o.
+    static constexpr std::array<std::pair<std::string_view, int>, 26> kRanks{{
         {"q_proj", 0},
         {"wq", 0},
+        {"q_a_proj", 0},
+        {"q_b_proj", 0},
+        {"kv_a_proj_with_mqa", 1},
+        {"kv_b_proj", 2},
         {"k_proj", 1},
         {"wk", 1},
         {"v_proj", 2},

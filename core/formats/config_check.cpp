@@ -194,12 +194,23 @@ void checkModelType(const io::Checkpoint& ck, const ConfigSizes& s, const std::s
         problems.push_back(where + ": " + type + " has q/k/v biases, but the tensors hold no self_attn.q_proj.bias");
 }
 
+// A GGUF of an architecture that is written here but does not read back (deepseek2): the config synthesized
+// from its metadata describes no model of ours, and running it is refused saying why (ModelConfig).
+bool unreadGgufArchitecture(const io::Checkpoint& checkpoint, const nlohmann::json& config) {
+    if (checkpoint.gguf() == nullptr || !config.contains("model_type") || !config["model_type"].is_string())
+        return false;
+    const std::string arch = config["model_type"].get<std::string>();
+    return std::ranges::any_of(architectures::families(), [&](const architectures::Family* f) {
+        return f->ggufArch == arch && !f->ggufReadBackMissing.empty();
+    });
+}
+
 }  // namespace
 
 std::vector<std::string> configDisagreements(const io::Checkpoint& checkpoint, const FormatInfo& format) {
     std::vector<std::string> problems;
     const auto& config = checkpoint.config();
-    if (!config.is_object() || config.empty()) return problems;
+    if (!config.is_object() || config.empty() || unreadGgufArchitecture(checkpoint, config)) return problems;
     // config.json, or the GGUF file whose metadata the config was synthesized from.
     const std::string where = checkpoint.configSource().string();
     const ConfigSizes sizes = readSizes(config, where, problems);

@@ -79,7 +79,8 @@ constexpr std::array<std::string_view, 9> kEmbeddings{
     "embed_tokens",        "wte",        "wpe",     "word_embeddings", "embed_positions", "tok_embeddings",
     "position_embeddings", "embeddings", "embed_in"};
 constexpr std::array<std::string_view, 3> kLmHeads{"lm_head", "embed_out", "output"};
-constexpr std::array<std::string_view, 16> kLinears{"c_attn",
+// Linears whose names do not end in "_proj" (GPT-2's, Falcon's, llama2.c's, DeepSeek's kv_a_proj_with_mqa).
+constexpr std::array<std::string_view, 17> kLinears{"c_attn",
                                                     "c_proj",
                                                     "c_fc",
                                                     "dense",
@@ -94,7 +95,8 @@ constexpr std::array<std::string_view, 16> kLinears{"c_attn",
                                                     "wo",
                                                     "w1",
                                                     "w2",
-                                                    "w3"};
+                                                    "w3",
+                                                    "kv_a_proj_with_mqa"};
 
 // Plain decimal digits below kMaxLayerIndex: "-1", "+3" and "99999999999" name no decoder layer
 // (the token then is an ordinary name part), so layer counts derived from names stay small.

@@ -6,39 +6,54 @@ namespace qs::model {
 
 namespace modules = architectures::modules;
 
-std::vector<std::string_view> attentionModules(AttentionLayout layout) {
+std::vector<std::vector<std::string_view>> attentionInputModules(AttentionLayout layout) {
     switch (layout) {
-        case AttentionLayout::Latent: return {modules::kQProj, modules::kKvAProj, modules::kKvBProj, modules::kOProj};
+        case AttentionLayout::Latent:
+            return {{modules::kQProj, modules::kKvAProj}, {modules::kKvBProj}, {modules::kOProj}};
         case AttentionLayout::LatentLowRankQuery:
-            return {modules::kQAProj, modules::kKvAProj, modules::kQBProj, modules::kKvBProj, modules::kOProj};
+            return {{modules::kQAProj, modules::kKvAProj}, {modules::kQBProj}, {modules::kKvBProj}, {modules::kOProj}};
         case AttentionLayout::QueryKeyValue: break;
     }
-    return {modules::kQProj, modules::kKProj, modules::kVProj, modules::kOProj};
+    return {{modules::kQProj, modules::kKProj, modules::kVProj}, {modules::kOProj}};
+}
+
+std::vector<std::string_view> attentionModules(AttentionLayout layout) {
+    std::vector<std::string_view> out;
+    for (const auto& group : attentionInputModules(layout)) out.insert(out.end(), group.begin(), group.end());
+    return out;
 }
 
 namespace {
 
-// transformers' DeepseekV3Attention: attention_bias gives q_a_proj, kv_a_proj_with_mqa and o_proj a bias;
-// q_proj, q_b_proj and kv_b_proj never have one.
-std::vector<std::vector<LinearShape>> latentInputGroups(const ModelConfig& c) {
+// A linear of the attention with its shape: transformers' DeepseekV3Attention gives q_a_proj,
+// kv_a_proj_with_mqa and o_proj a bias with attention_bias, never q_proj, q_b_proj or kv_b_proj.
+LinearShape attentionShape(const ModelConfig& c, std::string_view module) {
+    const std::int64_t h = c.hiddenSize;
+    if (!c.mla.active()) {
+        const std::int64_t q = c.qDim(), kv = c.kvDim();
+        if (module == modules::kOProj) return {std::string(module), h, q, c.outputBias};
+        return {std::string(module), module == modules::kQProj ? q : kv, h, c.qkvBias};
+    }
     const LatentAttention& a = c.mla;
-    const std::int64_t h = c.hiddenSize, heads = c.numHeads, q = heads * a.qkHeadDim();
-    const LinearShape kvA{modules::kKvAProj, a.kvLoraRank + a.qkRopeHeadDim, h, c.qkvBias};
-    const LinearShape kvB{modules::kKvBProj, heads * (a.qkNopeHeadDim + a.vHeadDim), a.kvLoraRank, false};
-    const LinearShape o{modules::kOProj, h, heads * a.vHeadDim, c.outputBias};
-    if (a.qLoraRank == 0) return {{{modules::kQProj, q, h, false}, kvA}, {kvB}, {o}};
-    return {
-        {{modules::kQAProj, a.qLoraRank, h, c.qkvBias}, kvA}, {{modules::kQBProj, q, a.qLoraRank, false}}, {kvB}, {o}};
+    const std::int64_t heads = c.numHeads, q = heads * a.qkHeadDim();
+    if (module == modules::kQProj) return {std::string(module), q, h, false};
+    if (module == modules::kQAProj) return {std::string(module), a.qLoraRank, h, c.qkvBias};
+    if (module == modules::kQBProj) return {std::string(module), q, a.qLoraRank, false};
+    if (module == modules::kKvAProj) return {std::string(module), a.kvLoraRank + a.qkRopeHeadDim, h, c.qkvBias};
+    if (module == modules::kKvBProj)
+        return {std::string(module), heads * (a.qkNopeHeadDim + a.vHeadDim), a.kvLoraRank, false};
+    return {std::string(module), h, heads * a.vHeadDim, c.outputBias};  // o_proj
 }
 
 }  // namespace
 
 std::vector<std::vector<LinearShape>> attentionInputGroups(const ModelConfig& c) {
-    if (c.mla.active()) return latentInputGroups(c);
-    const std::int64_t h = c.hiddenSize, q = c.qDim(), kv = c.kvDim();
-    return {
-        {{modules::kQProj, q, h, c.qkvBias}, {modules::kKProj, kv, h, c.qkvBias}, {modules::kVProj, kv, h, c.qkvBias}},
-        {{modules::kOProj, h, q, c.outputBias}}};
+    std::vector<std::vector<LinearShape>> out;
+    for (const auto& group : attentionInputModules(c.attentionLayout())) {
+        out.emplace_back();
+        for (const std::string_view module : group) out.back().push_back(attentionShape(c, module));
+    }
+    return out;
 }
 
 std::vector<LinearShape> attentionLinears(const ModelConfig& config) {

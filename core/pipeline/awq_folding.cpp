@@ -13,20 +13,26 @@ namespace modules = architectures::modules;
 
 namespace {
 
-enum class Into { InputNorm, PreMlpNorm, Rows };
+enum class Into { InputNorm, PreMlpNorm, Norm, Rows };
 
 struct Absorber {
     std::string_view module;  // the linear that reads the scaled input
-    Into kind;                // the norm before the attention or the MLP (Architecture's names), or a linear's rows
-    std::string_view rows;    // for Into::Rows: the linear whose output rows are divided
+    Into kind;  // the norm before the attention or the MLP (Architecture's names), another norm, or a linear's rows
+    std::string_view producer;  // Into::Norm: the norm's module; Into::Rows: the linear whose output rows are divided
 };
 
 // Only the norms that feed a linear absorb scales: Gemma's output norms (post_attention_layernorm,
 // post_feedforward_layernorm) normalise a sub-block's output and feed the residual stream, not a linear.
-constexpr std::array<Absorber, 7> kAbsorbers{{
+// DeepSeek's latent attention: q_a_proj and kv_a_proj_with_mqa read the input norm's output, q_b_proj and
+// kv_b_proj their latents' norms (its o_proj is not scaled: layer_quantizer's AWQ groups).
+constexpr std::array<Absorber, 11> kAbsorbers{{
     {modules::kQProj, Into::InputNorm, ""},
     {modules::kKProj, Into::InputNorm, ""},
     {modules::kVProj, Into::InputNorm, ""},
+    {modules::kQAProj, Into::InputNorm, ""},
+    {modules::kKvAProj, Into::InputNorm, ""},
+    {modules::kQBProj, Into::Norm, modules::kQANorm},
+    {modules::kKvBProj, Into::Norm, modules::kKvANorm},
     {modules::kGateProj, Into::PreMlpNorm, ""},
     {modules::kUpProj, Into::PreMlpNorm, ""},
     {modules::kOProj, Into::Rows, modules::kVProj},
@@ -105,11 +111,13 @@ AwqFolding planAwqFolding(const std::vector<QuantizedLayer>& layers, const model
             const std::string prefix = base + module;
             const Absorber& a = absorberOf(module, prefix);
             if (a.kind != Into::Rows) {
-                const std::string& norm = a.kind == Into::InputNorm ? arch.inputNorm : arch.preMlpNorm;
+                const std::string norm = a.kind == Into::InputNorm    ? arch.inputNorm
+                                         : a.kind == Into::PreMlpNorm ? arch.preMlpNorm
+                                                                      : std::string(a.producer);
                 addDivisor(folding.normDivisors, base + norm + ".weight", q->inputScales, prefix);
                 continue;
             }
-            foldIntoRows(folding, layers[i], base, std::string(a.rows), *q, prefix);
+            foldIntoRows(folding, layers[i], base, std::string(a.producer), *q, prefix);
         }
     }
     return folding;

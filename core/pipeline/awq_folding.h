@@ -4,6 +4,8 @@
 //   q/k/v_proj   -> input_layernorm.weight /= s
 //   gate/up_proj -> post_attention_layernorm.weight /= s (Gemma: pre_feedforward_layernorm)
 // A norm that scales by (1 + w) (Gemma) absorbs 1/s as w' = (1 + w) / s - 1.
+//   q_a_proj, kv_a_proj_with_mqa (DeepSeek) -> input_layernorm.weight /= s
+//   q_b_proj     -> q_a_layernorm.weight /= s;  kv_b_proj -> kv_a_layernorm.weight /= s
 //   o_proj       -> v_proj's output rows /= s (its scales rows and bias)
 //   down_proj    -> up_proj's output rows /= s
 // A sparse MoE block's experts share one s for their gate/up (layer_quantizer's AWQ groups): the norm

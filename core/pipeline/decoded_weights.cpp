@@ -1,13 +1,12 @@
 #include "qs/pipeline/decoded_weights.h"
 
 #include <algorithm>
-#include <array>
-#include <span>
 #include <string>
 #include <vector>
 
 #include "qs/error.h"
 #include "qs/formats/serving_quantization.h"
+#include "qs/model/attention_linears.h"
 
 #include "stacked_expert.h"
 
@@ -25,16 +24,9 @@ bool hasLinear(const formats::LinearReader& reader, const std::string& prefix) {
                                [&](const formats::LinearRef& r) { return r.prefix == prefix && r.expert < 0; });
 }
 
-// The out / in features of each of LayerWeights::kLinearModules, in that order.
-std::array<std::pair<std::int64_t, std::int64_t>, 7> linearShapes(const model::ModelConfig& c) {
-    const std::int64_t h = c.hiddenSize, q = c.qDim(), kv = c.kvDim(), ff = c.intermediateSize;
-    return {{{q, h}, {kv, h}, {kv, h}, {h, q}, {ff, h}, {ff, h}, {h, ff}}};
-}
-
-// Whether the config announces a bias for module i of LayerWeights::kLinearModules.
-bool configuredBias(const model::ModelConfig& c, std::size_t i) {
-    if (i < 3) return c.qkvBias;
-    return i == 3 ? c.outputBias : c.mlpBias;
+// The linears a layer reads outside its experts: the attention's, and a dense layer's MLP.
+std::vector<model::LinearShape> plainLinears(const model::ModelConfig& c, int layer) {
+    return c.isMoeLayer(layer) ? model::attentionLinears(c) : model::denseLayerLinears(c);
 }
 
 }  // namespace
@@ -62,13 +54,13 @@ void DecodedWeights::requireLinears() const {
                             " that the " + std::string(formats::formatName(format().format)) + " reader can decode");
 }
 
-// The linears decoder layer `layer` stores: the seven (fused ones under their own name) or, in a sparse
-// MoE layer, the attention's four, the router, every expert's gate, up and down and the shared expert's.
+// The linears decoder layer `layer` stores: the attention's and the MLP's (fused ones under their own name)
+// or, in a sparse MoE layer, the attention's, the router, every expert's gate, up and down and the shared
+// expert's.
 std::vector<std::string> DecodedWeights::storedLinears(int layer) const {
     std::vector<std::string> modules;
-    const auto attention = std::span(model::LayerWeights::kLinearModules).first(config_.isMoeLayer(layer) ? 4 : 7);
-    for (const auto module : attention) {
-        const std::string stored = fusedOwner(module).empty() ? std::string(module) : fusedOwner(module);
+    for (const model::LinearShape& l : plainLinears(config_, layer)) {
+        const std::string stored = fusedOwner(l.module).empty() ? l.module : fusedOwner(l.module);
         if (std::ranges::find(modules, stored) == modules.end()) modules.push_back(stored);
     }
     if (!config_.isMoeLayer(layer)) return modules;
@@ -157,9 +149,7 @@ void DecodedWeights::decodeExperts(int index, model::LayerWeights& weights) cons
 
 model::LayerWeights DecodedWeights::layer(int index) const {
     model::LayerWeights weights = dense_->layer(index);  // norms; the linears are left empty
-    const auto shapes = linearShapes(config_);
-    const bool moe = config_.isMoeLayer(index);
-    if (moe) decodeExperts(index, weights);
+    if (config_.isMoeLayer(index)) decodeExperts(index, weights);
     // A fused projection decodes once; its parts are its rows in order.
     for (const auto& f : config_.fusedProjections()) {
         std::int64_t rows = 0;
@@ -174,12 +164,10 @@ model::LayerWeights DecodedWeights::layer(int index) const {
             begin += partRows;
         }
     }
-    for (std::size_t i = 0; i < (moe ? 4 : shapes.size()); ++i) {
-        const auto module = model::LayerWeights::kLinearModules[i];
-        if (fusedOwner(module).empty())
-            weights.linear(module) = decodeLinear(index, module, shapes[i].first, shapes[i].second);
-        if (configuredBias(config_, i) && weights.linear(module).bias.size() == 0)
-            throw Error(checkpoint_->root().string() + ": " + linearPrefix(config_, index, module) +
+    for (const model::LinearShape& l : plainLinears(config_, index)) {
+        if (fusedOwner(l.module).empty()) weights.linear(l.module) = decodeLinear(index, l.module, l.out, l.in);
+        if (l.bias && weights.linear(l.module).bias.size() == 0)
+            throw Error(checkpoint_->root().string() + ": " + linearPrefix(config_, index, l.module) +
                         " has no bias, which the config announces");
     }
     return weights;

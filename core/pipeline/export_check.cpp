@@ -8,6 +8,7 @@
 #include "qs/architectures/registry.h"
 #include "qs/error.h"
 #include "qs/io/gguf_file.h"
+#include "qs/model/attention_linears.h"
 #include "qs/model/layer_weights.h"
 #include "qs/pipeline/layer_quantizer.h"
 #include "qs/quant/rtn.h"
@@ -23,10 +24,14 @@ bool isFusedProjection(const io::CheckpointTensor& t) {
     return t.naming.module == modules::kQkvProj || t.naming.module == modules::kGateUpProj;
 }
 
+// A linear of a decoder layer outside its experts: Llama's seven, DeepSeek's latent attention's, or a fused one.
 bool isDecoderLinear(const io::CheckpointTensor& t) {
     if (t.naming.layer < 0 || t.naming.part != "weight" || t.info->shape.size() != 2) return false;
     for (auto module : model::LayerWeights::kLinearModules)
         if (t.naming.module == module) return true;
+    for (const auto layout : {model::AttentionLayout::Latent, model::AttentionLayout::LatentLowRankQuery})
+        for (const std::string_view module : model::attentionModules(layout))
+            if (t.naming.module == module) return true;
     return isFusedProjection(t);
 }
 

@@ -35,13 +35,14 @@ bool isStackedExpertWeight(const io::CheckpointTensor& t, const model::MoeConfig
 }
 
 // The bytes of the tensors the result keeps as stored: all but the decoder's linear weights, whose
-// quantized bytes the result counts; their biases and a MoE's routers stay as stored.
+// quantized bytes the result counts; their biases, a MoE's routers and the layers stored after the
+// decoder's (next-token prediction) stay as stored.
 std::uint64_t nonLinearBytes(const io::Checkpoint& checkpoint, const model::ModelConfig& config) {
     std::uint64_t bytes = 0;
     for (const auto& t : checkpoint.tensors()) {
         const bool router = config.isMoe() && t.naming.module == config.moe.names.router();
-        const bool linear =
-            t.naming.role == io::TensorRole::Linear && t.naming.layer >= 0 && !router && t.naming.part != "bias";
+        const bool linear = t.naming.role == io::TensorRole::Linear && t.naming.layer >= 0 &&
+                            t.naming.layer < config.numLayers && !router && t.naming.part != "bias";
         if (!linear && !isStackedExpertWeight(t, config.moe)) bytes += t.info->byteSize();
     }
     return bytes;

@@ -45,6 +45,20 @@ double keptBytesPerWeight(const MethodSpec& m, bool resultsOnDisk) {
     return 1.1;
 }
 
+// What a plan cannot do with DeepSeek's latent attention yet, refused before any work: an FP8 KV cache
+// (vLLM's MLA caches the latent and the rotary key, not the k_proj / v_proj outputs k_scale and v_scale
+// describe), and the per-group KL of a mix's measurement (its groups are Llama's q/k/v, o, gate/up, down).
+void requireLatentAttentionPlan(const JobPlan& plan, const model::ModelConfig& config, const std::string& source) {
+    for (const MethodSpec& m : plan.methods)
+        if (m.kvCacheFp8)
+            throw Error(source + ": " + m.label() + ": model_type '" + config.modelType +
+                        "' caches its latent attention's latent and rotary key, which an FP8 KV cache's k_scale and "
+                        "v_scale (k_proj's and v_proj's outputs) do not describe");
+    if (plan.perGroupKl)
+        throw Error(source + ": the per-group KL measures Llama's q/k/v, o, gate/up and down groups, and model_type '" +
+                    config.modelType + "' has a latent attention");
+}
+
 // The bytes of the tensor the logits multiply: lm_head, or the embedding when tied.
 std::uint64_t lmHeadFileBytes(const io::Checkpoint& checkpoint, const model::ModelConfig& config) {
     const io::TensorRole role = config.tieWordEmbeddings ? io::TensorRole::Embedding : io::TensorRole::LmHead;
@@ -66,6 +80,7 @@ ResourceEstimate Job::estimate() const {
             ": a mix of methods is not offered for a mixture of experts yet: vLLM's compressed-tensors MoE loader "
             "gives all of a model's experts one scheme (its 'Linear' target, or one matching down_proj, gate_proj "
             "and up_proj), and a mix names each linear; quantize it with one method");
+    if (shape.config.mla.active()) requireLatentAttentionPlan(plan_, shape.config, checkpoint.configSource().string());
     shape.methods = int(plan_.methods.size());
     shape.resultsOnDisk = plan_.resultsOnDisk && !plan_.workDir.empty();
     for (const auto& m : plan_.methods) {

@@ -29,6 +29,9 @@ model::LayerWeights withoutLinearWeights(const model::LayerWeights& w) {
     out.qNorm = w.qNorm;
     out.kNorm = w.kNorm;
     out.sinks = w.sinks;
+    out.attention = w.attention;  // DeepSeek's latent attention: its linears' names and its latents' norms
+    out.qANorm = w.qANorm;
+    out.kvANorm = w.kvANorm;
     out.moeNames = w.moeNames;
     out.router = w.router;  // the router is never quantized
     out.routerScoreBias = w.routerScoreBias;

@@ -7,6 +7,7 @@
 
 #include "qs/architectures/module_names.h"
 #include "qs/error.h"
+#include "qs/model/attention_linears.h"
 #include "qs/pipeline/gguf_type_mix.h"
 #include "qs/quant/awq.h"
 #include "qs/quant/fp8.h"
@@ -54,9 +55,15 @@ struct AwqGroup {
 // scaled through its own up_proj's rows (a shared expert's likewise). With grouped-query attention v_proj has fewer rows than
 // o_proj has inputs, so no 1/s can be folded into it: AutoAWQ leaves o_proj unscaled, and so do we.
 // gpt-oss fuses gate and up into one projection whose output is clamped: its down_proj stays unscaled.
+// DeepSeek's latent attention: {q_a (q), kv_a}, {q_b} and {kv_b}, each scaled into the norm before it; its
+// o_proj reads the heads' values, which kv_b_proj's value rows produce between its key rows: not scaled.
 std::vector<AwqGroup> awqGroups(const model::LayerWeights& w) {
-    std::vector<AwqGroup> groups{{{modules::kQProj, modules::kKProj, modules::kVProj}},
-                                 {{modules::kOProj}, w.v.weight.rows() == w.o.weight.cols()}};
+    std::vector<AwqGroup> groups;
+    for (const auto& input : model::attentionInputModules(w.attention)) {
+        AwqGroup group{{input.begin(), input.end()}};
+        if (input.front() == modules::kOProj) group.canScale = !w.isLatent() && w.v.weight.rows() == w.o.weight.cols();
+        groups.push_back(std::move(group));
+    }
     if (!w.isMoe()) {
         groups.push_back({{modules::kGateProj, modules::kUpProj}});
         groups.push_back({{modules::kDownProj}});

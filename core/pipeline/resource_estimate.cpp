@@ -16,6 +16,7 @@
 
 #include "qs/huge_pages.h"
 #include "qs/matrix.h"
+#include "qs/model/attention_linears.h"
 
 namespace qs::pipeline {
 namespace {
@@ -24,35 +25,55 @@ namespace {
 double mlpWidth(const model::ModelConfig& c) { return c.isMoe() ? c.moe.expertIntermediateSize : c.intermediateSize; }
 double experts(const model::ModelConfig& c) { return c.isMoe() ? c.moe.numExperts : 1.0; }
 
+// The attention's linears (Llama's q/k/v/o or DeepSeek's latent attention: attention_linears.h).
 double attentionParameters(const model::ModelConfig& c) {
-    const double h = c.hiddenSize;
-    return h * c.qDim() + 2.0 * h * c.kvDim() + c.qDim() * h;
+    double n = 0;
+    for (const model::LinearShape& l : model::attentionLinears(c)) n += double(l.out) * double(l.in);
+    return n;
 }
 
-// Every weight of a layer: attention, and the MLP or every expert and the router.
+// A MoE block's shared expert (GLM-4.5, DeepSeek-V3), which every token runs: 0 without one.
+double sharedExpertParameters(const model::ModelConfig& c) {
+    return c.isMoe() ? 3.0 * c.hiddenSize * double(c.moe.sharedExpertIntermediateSize) : 0.0;
+}
+
+// Every weight of a layer: attention, and the MLP or every expert, the shared expert and the router.
 double layerParameters(const model::ModelConfig& c) {
     const double h = c.hiddenSize, router = c.isMoe() ? double(c.moe.numExperts) * h : 0.0;
-    return attentionParameters(c) + experts(c) * 3.0 * h * mlpWidth(c) + router;
+    return attentionParameters(c) + experts(c) * 3.0 * h * mlpWidth(c) + sharedExpertParameters(c) + router;
 }
 
-// The weights one token's forward pass multiplies: a MoE token runs its top-k experts only.
+// The weights one token's forward pass multiplies: a MoE token runs its top-k experts (and the shared one).
 double activeParameters(const model::ModelConfig& c) {
     if (!c.isMoe()) return layerParameters(c);
     const double h = c.hiddenSize;
     return attentionParameters(c) + double(c.moe.numExpertsPerToken) * 3.0 * h * mlpWidth(c) +
-           double(c.moe.numExperts) * h;
+           sharedExpertParameters(c) + double(c.moe.numExperts) * h;
 }
 
-// The widths of a decoder layer's distinct linear inputs: q/k/v, o, gate/up, down (each expert's own
-// down input; with all-expert calibration every expert's gate/up read one input, the block's).
+// The widths of a decoder layer's distinct linear inputs: the attention's (q/k/v and o; DeepSeek's
+// normed input, its two latents and o), gate/up, down (each expert's own down input, the shared
+// expert's; with all-expert calibration every expert's gate/up read one input, the block's).
 std::vector<double> inputWidths(const model::ModelConfig& c, bool moeAllExperts) {
-    std::vector<double> widths{double(c.hiddenSize), double(c.qDim())};
+    std::vector<double> widths;
+    for (const auto& group : model::attentionInputGroups(c)) widths.push_back(double(group.front().in));
     if (moeAllExperts && c.isMoe()) widths.push_back(double(c.hiddenSize));
     for (int e = 0; e < int(experts(c)); ++e) {
         if (!(moeAllExperts && c.isMoe())) widths.push_back(double(c.hiddenSize));
         widths.push_back(mlpWidth(c));
     }
+    if (c.isMoe() && c.moe.sharedExpertIntermediateSize > 0) {
+        if (!moeAllExperts) widths.push_back(double(c.hiddenSize));
+        widths.push_back(double(c.moe.sharedExpertIntermediateSize));
+    }
     return widths;
+}
+
+// The most output rows of a linear of the layer (the largest one GPTQ copies beside its codes).
+double widestRows(const model::ModelConfig& c) {
+    double rows = std::max<double>(double(c.hiddenSize), mlpWidth(c));
+    for (const model::LinearShape& l : model::attentionLinears(c)) rows = std::max(rows, double(l.out));
+    return rows;
 }
 
 // The f64 running sums of every input, lower-triangle tiles of 256 only (HessianAccumulator).
@@ -97,8 +118,9 @@ std::string formatBytes(std::uint64_t bytes) {
 std::string ResourceEstimate::describe() const {
     std::ostringstream out;
     out << "predicted peak memory " << formatBytes(peakBytes) << " of " << formatBytes(availableBytes)
-        << (limitedByMaxMemory ? " allowed (--max-memory)" : " available") << ", about "
-        << (seconds < 10 ? std::round(seconds * 10) / 10 : std::round(seconds)) << " s";
+        << (limitedByMaxMemory ? " allowed (--max-memory)" : " available");
+    if (layerWeightBytes > 0) out << " (a decoder layer's weights in f32: " << formatBytes(layerWeightBytes) << ")";
+    out << ", about " << (seconds < 10 ? std::round(seconds * 10) / 10 : std::round(seconds)) << " s";
     if (spilledBytes > 0) out << ", " << formatBytes(spilledBytes) << " of hidden states stream from the work folder";
     return out.str();
 }
@@ -211,12 +233,12 @@ std::uint64_t predictedJobBytes(const WorkloadShape& s) {
     const double sums = runningSumBytes(c, s.moeAllExperts);
     const double baseSet = baseStatistics ? sums + hessians : 0.0;
     const double ownSums = s.sequentialMethods > 0 ? sums : 0.0;
-    const double rows = std::max<double>({double(c.qDim()), double(c.hiddenSize), mlpWidth(c)});
+    const double rows = widestRows(c);
     // GPTQ's working set on a narrower input (H cached, its copy factored in place and the inverse; the
     // weight's copy and codes of the largest linear reading it), and on the widest (H twice, the weight and codes).
     const double gptqNarrow = 3.0 * narrow * narrow * sizeof(float) + rows * narrow * (sizeof(float) + 2.0);
     const double gptqWidest = 2.0 * hWidest + widest * c.hiddenSize * (sizeof(float) + 2.0);
-    const bool downWidest = mlpWidth(c) >= std::max(c.hiddenSize, c.qDim());
+    const bool downWidest = mlpWidth(c) >= widest;
     const double weightsAtWidest =
         (s.methods == 1 && downWidest) ? double(c.hiddenSize) * mlpWidth(c) * sizeof(float) : layerBytes;
     const double activations =
@@ -250,6 +272,7 @@ ResourceEstimate estimateResources(const WorkloadShape& s) {
     e.fixedBytes = e.residentAtStartBytes + kRunOverheadBytes + (mallocOnHugePages() ? kHugePageOverheadBytes : 0);
     e.highWaterBytes = residentHighWaterBytes();
     e.peakBytes = e.fixedBytes + predictedJobBytes(s);
+    e.layerWeightBytes = static_cast<std::uint64_t>(layerParameters(c) * sizeof(float));
     e.gemmFlopsPerSecond = machineGemmRate();
 
     const double forwardPerToken =

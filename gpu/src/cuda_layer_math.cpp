@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "qs/architectures/module_names.h"
 #include "qs/error.h"
 #include "qs/gpu/device_buffer.h"
 #include "qs/gpu/device_info.h"
@@ -44,6 +45,15 @@ void upload(DeviceBuffer<float>& buffer, const Matrix& m, const char* what) {
         const MatrixF packed = m;
         buffer.upload(packed.data(), packed.size());
     }
+}
+
+// The linears a layer keeps on the device: the attention's (any layout) and a dense layer's MLP; a MoE
+// layer's experts are uploaded as they run.
+std::vector<std::string> residentModules(const model::LayerWeights& weights) {
+    std::vector<std::string> modules;
+    for (const std::string& module : weights.linearModules())
+        if (!weights.isMoe() || module.starts_with(architectures::modules::kAttention)) modules.push_back(module);
+    return modules;
 }
 
 struct DeviceLinear {
@@ -107,7 +117,8 @@ public:
 
     std::shared_ptr<void> keepResident(const model::LayerWeights& weights) const override {
         std::int64_t bytes = 0;
-        for (auto module : model::LayerWeights::kLinearModules) {
+        const std::vector<std::string> modules = residentModules(weights);
+        for (const std::string& module : modules) {
             const model::Linear& l = weights.linear(module);
             bytes += (l.weight.size() + l.bias.size()) * 4;
         }
@@ -115,7 +126,7 @@ public:
         // and without residency every call still works (it uploads its weight).
         if (2 * bytes > queryDevice().freeBytes) return {};
         auto kept = std::make_shared<std::vector<DeviceLinear>>();
-        for (auto module : model::LayerWeights::kLinearModules) {
+        for (const std::string& module : modules) {
             const model::Linear& l = weights.linear(module);
             if (l.weight.size() == 0) continue;  // released by the job
             DeviceLinear d{l.weight.data(), l.weight.rows(), l.weight.cols(), {}, {}};

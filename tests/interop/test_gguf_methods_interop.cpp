@@ -208,14 +208,15 @@ TEST_F(GgufMethodsInterop, LlamaQuantizeGivesLlama8BShapesOurTypes) {
 
 // The tiny checkpoints of every architecture QuantScope writes as GGUF: MoE (stacked experts, the router
 // kept F32), gpt-oss (its gate/up split, biases, sinks), Phi-3 (attn_qkv follows attn_v's rules in
-// llama.cpp's category_is_attn_v) and Gemma 3 (tied embeddings).
+// llama.cpp's category_is_attn_v), Gemma 3 (tied embeddings) and DeepSeek-V3 (the latent attention's
+// tensors, kv_b_proj split into attn_k_b and attn_v_b).
 TEST_F(GgufMethodsInterop, LlamaQuantizeGivesTheTinyArchitecturesTensorsOurTypes) {
     const interop::LlamaQuantizer quantizer;
     const interop::GgmlBase ggml;
     const fs::path data = QS_TEST_DATA_DIR;
     for (const fs::path& source :
          {data / "moe" / "qwen3-moe-tiny", data / "moe" / "mixtral-tiny", data / "gptoss" / "gptoss-tiny",
-          data / "phi3" / "tiny-random", data / "gemma3" / "gemma3-text-tiny"}) {
+          data / "phi3" / "tiny-random", data / "gemma3" / "gemma3-text-tiny", data / "moe" / "deepseek-v3-tiny"}) {
         SCOPED_TRACE(source.filename().string());
         const fs::path f32 = exportF32(source, dir_ / (source.filename().string() + "-f32.gguf"));
         const model::ModelConfig config = model::ModelConfig::fromCheckpoint(io::Checkpoint::open(source));
@@ -391,6 +392,47 @@ TEST_F(GgufMethodsInterop, AMoeModelsGgufFromTheJobLoadsInLlamaCppWithTheJobsKl)
     EXPECT_EQ(typeDifferences(typesInFile(interop::GgmlBase(), dir_ / "mixtral-8e-llama-q4_k_m.gguf"),
                               ourTypes(config, 15, true)),
               std::vector<std::string>{});
+}
+
+// DeepSeek-V3's tiny checkpoint quantized by the Job with Q4_K_M (kv_b_proj in F16, written split as attn_k_b
+// and attn_v_b): llama.cpp loads the file without a warning, and where the weights dominate (Q4_K_M) its KL
+// against the original is the Job's within 15 %, as for the demo above (seen: 1.83 against 1.78; the tiny
+// model's sharp attention and routing make every KL large). A deepseek2 GGUF does not read back here, so
+// llama.cpp's own arithmetic (its Q8 activations) cannot be taken apart as the other tests do: with Q8_0,
+// where it dominates, llama.cpp's KL was 0.377 against the Job's 0.255.
+TEST_F(GgufMethodsInterop, DeepseekV3sGgufFromTheJobRunsInLlamaCppWithTheJobsKl) {
+    const fs::path source = fs::path(QS_TEST_DATA_DIR) / "moe" / "deepseek-v3-tiny";
+    const io::Checkpoint original = io::Checkpoint::open(source);
+    const auto windows = [&](const char* text, int samples) {
+        return pipeline::tokenWindows(model::Tokenizer::fromFile(source), pipeline::loadTexts(kDemo / text), samples,
+                                      128, text);
+    };
+    pipeline::JobPlan plan;
+    plan.checkpoint = source;
+    plan.methods = pipeline::parseMethodList("q4_k_m");
+    plan.calibration = windows("calibration.txt", 8);
+    plan.evaluation = windows("eval.txt", 4);
+    const pipeline::JobResult result = pipeline::Job(plan).run({}, CancelToken{});
+    model::Transformer reference = model::Transformer::fromCheckpoint(original);
+    for (const pipeline::MethodResult& r : result.methods) {
+        ASSERT_TRUE(r.error.empty()) << r.error;
+        const fs::path file = pipeline::writeGgufResult(original, r, dir_ / ("deepseek-" + r.method.name + ".gguf"), {},
+                                                        {}, CancelToken{});
+        const json answer = interop::runLlamaJudge(
+            {{"model", file.string()}, {"evaluate", plan.evaluation}, {"vocabulary", 320}, {"threads", 2}});
+        EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{}) << file;
+        double theirs = 0.0, positions = 0.0;
+        for (std::size_t i = 0; i < plan.evaluation.size(); ++i) {
+            const MatrixF logits = reference.forward(plan.evaluation[i]);
+            const double n = double(logits.rows() - 1);
+            theirs += klAgainstOriginal(answer.at("distributions").at(i), logits) * n;
+            positions += n;
+        }
+        theirs /= positions;
+        std::printf("deepseek-v3-tiny %s (%.3f bpw): mean KL vs the original: llama.cpp %.4g, the Job %.4g\n",
+                    r.method.name.c_str(), r.bitsPerWeight, theirs, r.kl.meanKld.value);
+        EXPECT_NEAR(theirs, r.kl.meanKld.value, 0.15 * theirs) << r.method.name;
+    }
 }
 
 TEST_F(GgufMethodsInterop, LlamaQuantizeReadsOurImatrixAndWeighsTheErrorAsWeDo) {

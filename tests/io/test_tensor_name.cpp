@@ -29,6 +29,15 @@ TEST(TensorName, LlamaMistralQwen) {
     expectName("lm_head.weight", -1, "lm_head", "weight", TensorRole::LmHead);
 }
 
+// DeepSeek-V3's latent attention: kv_a_proj_with_mqa is a linear though its name does not end in "_proj".
+TEST(TensorName, DeepseekLatentAttention) {
+    expectName("model.layers.4.self_attn.kv_a_proj_with_mqa.weight", 4, "self_attn.kv_a_proj_with_mqa", "weight",
+               TensorRole::Linear);
+    expectName("model.layers.4.self_attn.q_b_proj.weight", 4, "self_attn.q_b_proj", "weight", TensorRole::Linear);
+    expectName("model.layers.4.self_attn.kv_a_layernorm.weight", 4, "self_attn.kv_a_layernorm", "weight",
+               TensorRole::Norm);
+}
+
 TEST(TensorName, GemmaAndMultimodalPrefixes) {
     expectName("model.layers.2.pre_feedforward_layernorm.weight", 2, "pre_feedforward_layernorm", "weight",
                TensorRole::Norm);

@@ -27,6 +27,16 @@ QString shortModuleName(const std::string& module) {
     return name.section(QLatin1Char('.'), -1);  // "self_attn.q_proj" → "q_proj"
 }
 
+// Column c's label: its module's last name, or its last two where another column's ends the same (a MoE
+// model's "shared_experts.gate_proj" beside its dense first layers' "mlp.gate_proj").
+QString columnLabel(const std::vector<std::string>& modules, std::size_t c) {
+    const QString last = shortModuleName(modules[c]);
+    for (std::size_t other = 0; other < modules.size(); ++other)
+        if (other != c && shortModuleName(modules[other]) == last)
+            return QString::fromStdString(modules[c]).section(QLatin1Char('.'), -2);
+    return last;
+}
+
 QCPRange finiteRange(const analysis::LayerOverview& overview, analysis::LayerStatistic statistic) {
     double lo = std::numeric_limits<double>::infinity();
     double hi = -lo;
@@ -336,7 +346,7 @@ void OverviewPage::drawAxes(const analysis::LayerOverview& o) {
     plot_->xAxis->setLabel(tr("module"));
     auto modules = QSharedPointer<QCPAxisTickerText>::create();
     for (std::size_t c = 0; c < o.modules.size(); ++c)
-        modules->addTick(static_cast<double>(c), shortModuleName(o.modules[c]));
+        modules->addTick(static_cast<double>(c), columnLabel(o.modules, c));
     plot_->xAxis->setTicker(modules);
     plot_->xAxis->setTickLabelRotation(o.modules.size() > 8 ? -35 : 0);
 }

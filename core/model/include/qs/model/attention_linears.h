@@ -22,13 +22,15 @@ struct LinearShape {
     bool bias = false;
 };
 
-// The attention's modules of `layout`, in the order calibration sees them: q, k, v, o; or q_a (q), kv_a,
-// q_b, kv_b, o.
-std::vector<std::string_view> attentionModules(AttentionLayout layout);
-
-// The attention's linears of `config` grouped by the input they read, in the order the forward pass reads
+// The attention's modules of `layout` grouped by the input they read, in the order the forward pass reads
 // them: {q, k, v} (the normed hidden state) and {o} (the attention's output); or {q_a | q, kv_a} (the normed
 // hidden state), {q_b} (q_a_layernorm's output), {kv_b} (kv_a_layernorm's output) and {o}.
+std::vector<std::vector<std::string_view>> attentionInputModules(AttentionLayout layout);
+
+// attentionInputModules, one after the other: q, k, v, o; or q_a (q), kv_a, q_b, kv_b, o.
+std::vector<std::string_view> attentionModules(AttentionLayout layout);
+
+// attentionInputModules of the config's layout with each linear's shape and bias.
 std::vector<std::vector<LinearShape>> attentionInputGroups(const ModelConfig& config);
 
 // attentionInputGroups, one after the other.

@@ -1,10 +1,10 @@
 #pragma once
 // ModelConfig: the architecture of a decoder-only transformer as Hugging Face's config.json describes
 // it, for the families QuantScope runs (Llama 1-3, Mistral, Qwen2/2.5, Qwen3, the mixture-of-experts
-// Qwen3-MoE, Mixtral and gpt-oss, Gemma 3, Phi-3 / Phi-4, and the text towers of the Gemma 3, Qwen2.5-VL,
-// Qwen3-VL and Mistral 3 vision-language models). Only what the forward
-// pass needs is kept; anything the forward pass cannot honour is rejected by fromJson() rather than
-// silently ignored, so that a KL measured on a wrong model can never be reported.
+// Qwen3-MoE, Mixtral, gpt-oss, GLM-4.5 and DeepSeek-V3 / Kimi-K2 (multi-head latent attention), Gemma 3,
+// Phi-3 / Phi-4, and the text towers of the Gemma 3, Qwen2.5-VL, Qwen3-VL and Mistral 3 vision-language
+// models). Only what the forward pass needs is kept; anything the forward pass cannot honour is rejected
+// by fromJson() rather than silently ignored, so that a KL measured on a wrong model can never be reported.
 #include <string>
 #include <utility>
 #include <vector>

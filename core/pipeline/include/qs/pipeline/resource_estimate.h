@@ -28,10 +28,13 @@ struct ResourceEstimate {
     std::uint64_t hiddenBytes = 0;
     std::uint64_t spilledBytes = 0;
     std::vector<std::string> spilledStreams;
+    // One decoder layer's weights in f32 (a MoE layer's: every expert, the shared one and the router),
+    // which the Job converts and holds a layer at a time: what one machine needs however deep the model.
+    std::uint64_t layerWeightBytes = 0;
 
     bool fits() const { return peakBytes <= availableBytes; }
-    // "predicted peak memory 1.2 GiB of 20.1 GiB available, about 40 s" (", 3.1 GiB of hidden states
-    // stream from the work folder" when some spill)
+    // "predicted peak memory 1.2 GiB of 20.1 GiB available (a decoder layer's weights in f32: 0.3 GiB),
+    // about 40 s" (", 3.1 GiB of hidden states stream from the work folder" when some spill)
     std::string describe() const;
     // Under --max-memory, when the process already holds more than the limit before any work: one
     // line naming both numbers; else empty.
