@@ -121,6 +121,20 @@ def qwen2_from_vl(work, _make_checkpoint):
     return folder
 
 
+def kimi_as_deepseek(work, _make_checkpoint):
+    """Kimi-K2 ships DeepseekV3ForCausalLM under model_type kimi_k2, which transformers does not map (its
+    release loads with trust_remote_code); Moonshot's own advice is to read it as deepseek_v3."""
+    source = tree("tests", "data", "moe", "kimi-k2-tiny")
+    folder = os.path.join(work, "kimi-k2-as-deepseek")
+    os.makedirs(folder, exist_ok=True)
+    shutil.copyfile(os.path.join(source, "model.safetensors"), os.path.join(folder, "model.safetensors"))
+    with open(os.path.join(source, "config.json")) as f:
+        config = json.load(f)
+    config.update({"model_type": "deepseek_v3"})
+    write_config(folder, config)
+    return folder
+
+
 def stored(*parts):
     return lambda _work, _make: tree(*parts)
 
@@ -134,6 +148,8 @@ CHECKPOINTS = [
     ("qwen3", "resources/demo", stored("resources", "demo")),
     ("qwen3_moe", "qwen3-moe-tiny", stored("tests", "data", "moe", "qwen3-moe-tiny")),
     ("mixtral", "mixtral-tiny", stored("tests", "data", "moe", "mixtral-tiny")),
+    ("deepseek_v3", "deepseek-v3-tiny", stored("tests", "data", "moe", "deepseek-v3-tiny")),
+    ("deepseek_v3", "kimi-k2-tiny as deepseek_v3", kimi_as_deepseek),
     ("gpt_oss", "gptoss-tiny", stored("tests", "data", "gptoss", "gptoss-tiny")),
     ("gemma3_text", "gemma3-text-tiny", stored("tests", "data", "gemma3", "gemma3-text-tiny")),
     ("gemma3", "gemma3-vlm-tiny", stored("tests", "data", "gemma3", "gemma3-vlm-tiny")),

@@ -214,18 +214,23 @@ TEST(GptOssConfig, TheTinyCheckpointReadsAsGptOss) {
     EXPECT_THROW((void)layer.linear("mlp.experts.3.up_proj"), Error);
 }
 
-TEST(GptOssConfig, UnsupportedYarnVariantsAreRefusedNamingThem) {
+// YaRN's mscale and mscale_all_dim as _compute_yarn_parameters reads them for every model: alone, mscale
+// changes nothing (the attention factor stays 0.1 ln(factor) + 1); with mscale_all_dim the factor is
+// get_mscale(factor, mscale) / get_mscale(factor, mscale_all_dim). (The softmax's mscale² is DeepSeek's
+// attention's own: gpt-oss's scores keep head_dim^-1/2.)
+TEST(GptOssConfig, YarnsMscaleKeysAreReadAsTransformersReadsThem) {
     nlohmann::json j = nlohmann::json::parse(R"({"model_type": "gpt_oss", "hidden_size": 32, "intermediate_size": 32,
         "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 64, "vocab_size": 320,
         "num_local_experts": 4, "num_experts_per_tok": 2, "max_position_embeddings": 8192,
         "rope_scaling": {"rope_type": "yarn", "factor": 4.0, "mscale": 0.7}})");
-    try {
-        (void)ModelConfig::fromJson(j);
-        FAIL() << "mscale accepted";
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("'mscale' is not supported"), std::string::npos) << e.what();
-    }
+    EXPECT_NEAR(ModelConfig::fromJson(j).ropeScaling.attentionFactor, 0.1 * std::log(4.0) + 1.0, 1e-15);
+    j["rope_scaling"]["mscale_all_dim"] = 0.9;
+    EXPECT_NEAR(ModelConfig::fromJson(j).ropeScaling.attentionFactor,
+                (0.07 * std::log(4.0) + 1.0) / (0.09 * std::log(4.0) + 1.0), 1e-15);
+    j["rope_scaling"]["mscale"] = -1.0;
+    EXPECT_THROW((void)ModelConfig::fromJson(j), Error);
     j["rope_scaling"].erase("mscale");
+    j["rope_scaling"].erase("mscale_all_dim");
     const ModelConfig c = ModelConfig::fromJson(j);
     EXPECT_EQ(c.ropeScaling.originalMaxPositionEmbeddings, 8192);  // defaults to max_position_embeddings
     EXPECT_TRUE(c.slidingLayers.at(0));                            // GptOssConfig's default layer_types

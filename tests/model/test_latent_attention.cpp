@@ -202,6 +202,11 @@ double maxLayerDifference(const ModelConfig& c, unsigned seed) {
     return worst;
 }
 
+// f32 against the double reference through one layer: measured up to 2.6e-5 under OpenBLAS's default,
+// Haswell, SkylakeX and Sandybridge kernels, one thread or two; a wrong part moves it by far more than 1e-2
+// (TheReferenceTellsTheRotaryLayoutsAndTheScoreFactorApart).
+constexpr double kTolerance = 1e-4;
+
 double getMscale(double factor, double mscale) { return factor <= 1 ? 1.0 : 0.1 * mscale * std::log(factor) + 1.0; }
 
 }  // namespace
@@ -222,7 +227,7 @@ TEST(LatentAttention, LowRankQueryWithYarnMatchesTheBruteForceReference) {
     EXPECT_NEAR(c.ropeScaling.attentionFactor, getMscale(4, 0.5) / getMscale(4, 0.8), 1e-15);
     EXPECT_NEAR(c.mla.scoreFactor, getMscale(4, 0.8) * getMscale(4, 0.8), 1e-15);
     EXPECT_TRUE(c.qkvBias && c.outputBias);
-    EXPECT_LT(maxLayerDifference(c, 11), 2e-5);
+    EXPECT_LT(maxLayerDifference(c, 11), kTolerance);
 }
 
 // q_proj (q_lora_rank null), rotate_half's halves (rope_interleave false), no scaling.
@@ -232,7 +237,7 @@ TEST(LatentAttention, QueryProjectionWithoutInterleaveMatchesTheBruteForceRefere
     const ModelConfig c = ModelConfig::fromJson(j);
     ASSERT_EQ(c.attentionLayout(), AttentionLayout::Latent);
     EXPECT_EQ(c.mla.scoreFactor, 1.0);
-    EXPECT_LT(maxLayerDifference(c, 12), 2e-5);
+    EXPECT_LT(maxLayerDifference(c, 12), kTolerance);
 }
 
 // The reference is no fixed point of a wrong model: the same layer with the pairs taken the other way, or
@@ -245,7 +250,7 @@ TEST(LatentAttention, TheReferenceTellsTheRotaryLayoutsAndTheScoreFactorApart) {
                          {"mscale", 1.0},
                          {"mscale_all_dim", 1.0}};
     ModelConfig c = ModelConfig::fromJson(j);
-    ASSERT_LT(maxLayerDifference(c, 13), 2e-5);
+    ASSERT_LT(maxLayerDifference(c, 13), kTolerance);
     std::mt19937 rng(13);
     const LayerWeights w = randomLayer(c, rng);
     const MatrixF x = randomMatrix(rng, 9, c.hiddenSize, 1.0f);
