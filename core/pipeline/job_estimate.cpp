@@ -83,6 +83,7 @@ ResourceEstimate Job::estimate() const {
     if (shape.config.mla.active()) requireLatentAttentionPlan(plan_, shape.config, checkpoint.configSource().string());
     shape.methods = int(plan_.methods.size());
     shape.resultsOnDisk = plan_.resultsOnDisk && !plan_.workDir.empty();
+    shape.keptBytesPerWeight = 0.0;  // the methods' own, summed below
     for (const auto& m : plan_.methods) {
         if (plan_.trueSequential && m.sequential()) ++shape.sequentialMethods;
         shape.quantizeFlopsPerWeight += quantizeFlopsPerWeight(m, shape.config);

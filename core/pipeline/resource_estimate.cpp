@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <iomanip>
 #include <sstream>
 #include <vector>
 
@@ -120,7 +121,8 @@ std::string ResourceEstimate::describe() const {
     out << "predicted peak memory " << formatBytes(peakBytes) << " of " << formatBytes(availableBytes)
         << (limitedByMaxMemory ? " allowed (--max-memory)" : " available");
     if (layerWeightBytes > 0) out << " (a decoder layer's weights in f32: " << formatBytes(layerWeightBytes) << ")";
-    out << ", about " << (seconds < 10 ? std::round(seconds * 10) / 10 : std::round(seconds)) << " s";
+    // Whole seconds past 10, never in the stream's exponent notation (a 671B model's 8.5e+06 s).
+    out << ", about " << std::fixed << std::setprecision(seconds < 10 ? 1 : 0) << seconds << " s";
     if (spilledBytes > 0) out << ", " << formatBytes(spilledBytes) << " of hidden states stream from the work folder";
     return out.str();
 }
@@ -221,7 +223,7 @@ std::uint64_t predictedJobBytes(const WorkloadShape& s) {
         std::max(0.0, (double(s.calibrationTokens) * calibStreams + double(s.evaluationTokens) * evalStreams) *
                               c.hiddenSize * sizeof(float) -
                           double(s.spilledHiddenBytes));
-    const double keptPerWeight = s.keptBytesPerWeight > 0 ? s.keptBytesPerWeight : 1.1 * s.methods;
+    const double keptPerWeight = s.keptBytesPerWeight >= 0 ? s.keptBytesPerWeight : 1.1 * s.methods;
     const double kept = keptPerWeight * layerParameters(c) * L;
 
     auto widths = inputWidths(c, s.moeAllExperts);

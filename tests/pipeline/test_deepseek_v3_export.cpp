@@ -334,5 +334,14 @@ TEST(DeepseekV3Estimate, OneMachineNeedsADecoderLayerAtATime) {
         // The statistics (256 or 384 experts' own down_proj inputs) and GPTQ add less than half a layer.
         EXPECT_LT(double(e.peakBytes), 1.5 * layer + hidden + scales);
         std::printf("%s, gptq4 with a work folder, 128 x 2048 calibration tokens: %s\n", name, e.describe().c_str());
+        // A GGUF method's blocks stay in the work folder whole: nothing of the finished layers in memory.
+        WorkloadShape gguf = shape;
+        gguf.sequentialMethods = 0;
+        gguf.calibrationTokens = 0;
+        gguf.keptBytesPerWeight = 0.0;
+        const ResourceEstimate q4 = estimateResources(gguf);
+        EXPECT_GT(double(q4.peakBytes), layer);
+        EXPECT_LT(double(q4.peakBytes), 1.5 * layer);
+        std::printf("%s, q4_k_m with a work folder: %s\n", name, q4.describe().c_str());
     }
 }

@@ -57,8 +57,9 @@ struct WorkloadShape {
     int methods = 0;            // methods to quantize
     int sequentialMethods = 0;  // of those, with their own calibration stream (GPTQ, AWQ)
     // The finished layers as the Job keeps them (codes, packed two per byte when they fit in four
-    // bits, plus scales), in bytes per weight summed over the methods; 0: 1.1 per method.
-    double keptBytesPerWeight = 0.0;
+    // bits, plus scales), in bytes per weight summed over the methods; negative: 1.1 per method. 0 is
+    // what it says: a GGUF method's blocks in the work folder leave nothing in memory.
+    double keptBytesPerWeight = -1.0;
     // The finished layers' codes are in the work folder (JobPlan::resultsOnDisk): keptBytesPerWeight
     // counts only what stays in RAM, and nothing is unpacked at the end.
     bool resultsOnDisk = false;
