@@ -19,6 +19,7 @@
 
 #include "checkpoint_warnings.h"
 #include "human_format.h"
+#include "matmul_option.h"
 #include "mixed_options.h"
 #include "progress_bar.h"
 #include "serving_options.h"
@@ -48,6 +49,7 @@ struct CompareOptions {
     bool force = false;
     std::uint64_t seed = 0;
     std::string device = "auto";
+    std::string matmul = "auto";
     bool allowNonFinite = false;
     ServingOptions serving;
     MixedOptions mixed;
@@ -179,6 +181,7 @@ void runCompare(const CompareOptions& o) {
     settings.moeCalibrateAllExperts = o.moeCalibration == "all";
     settings.seed = o.seed;
     settings.allowNonFinite = o.allowNonFinite;  // the plan builder checks the input before any output
+    settings.matmul = pipeline::parseMatmulChoice(o.matmul);
     pipeline::JobPlan plan = pipeline::buildJobPlan(settings).plan;
     if (!o.mixed.targetBpw && !rules.empty()) {
         plan.mixed = withRules(plan.methods, rules, layers);
@@ -247,6 +250,7 @@ void registerCompare(CLI::App& app) {
     cmd->add_option("--device", options->device, "Where quantization and the forward passes run: cpu, cuda or auto")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    addMatmulOption(*cmd, options->matmul);
     cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
     cmd->add_flag("--allow-nonfinite", options->allowNonFinite,
                   "Use linears whose weights are NaN or Inf instead of refusing them");

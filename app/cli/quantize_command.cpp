@@ -27,6 +27,7 @@
 
 #include "checkpoint_warnings.h"
 #include "human_format.h"
+#include "matmul_option.h"
 #include "mixed_options.h"
 #include "progress_bar.h"
 #include "serving_options.h"
@@ -55,6 +56,7 @@ struct QuantizeOptions {
     std::string llama2cTokenizer;
     bool allowNonFinite = false;
     std::string moeCalibration = "all";
+    std::string matmul = "auto";
     ServingOptions serving;
     MixedOptions mixed;
     std::string candidates = "gptq2,gptq4,gptq8,fp8-channel,nvfp4";  // what ct-mixed holds (3-bit: --format gptq)
@@ -202,6 +204,7 @@ void runMixedQuantize(const QuantizeOptions& o) {
     planSettings.methods = measuredMethods(candidates, rules);
     planSettings.seed = o.seed;
     planSettings.allowNonFinite = o.allowNonFinite;
+    planSettings.matmul = pipeline::parseMatmulChoice(o.matmul);
     planSettings.calibration = {o.calib, o.samples, o.seqLen};
     planSettings.evaluation = {o.eval, o.evalSamples, o.seqLen};
     pipeline::BuiltPlan built = pipeline::buildJobPlan(planSettings);
@@ -343,6 +346,7 @@ void runQuantize(const QuantizeOptions& o) {
     planSettings.methods = {method};
     planSettings.seed = o.seed;
     planSettings.allowNonFinite = o.allowNonFinite;  // the plan builder checks the input before any output
+    planSettings.matmul = pipeline::parseMatmulChoice(o.matmul);
     planSettings.moeCalibrateAllExperts = o.moeCalibration == "all";
     planSettings.activationCalibration = activationCalibration;
     // Calibration when the method needs it, or when asked for (it gives every linear its output error,
@@ -423,6 +427,7 @@ void registerQuantize(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::Range(2, 1 << 20));
     cmd->add_option("--seed", options->seed, "Seed (trellis rotations)")->capture_default_str();
+    addMatmulOption(*cmd, options->matmul);
     cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
     cmd->add_flag("--overwrite", options->overwrite, "Replace the destination if it exists");
     cmd->add_flag(

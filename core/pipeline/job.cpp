@@ -169,6 +169,7 @@ JobResult gatherResult(JobRun& run) {
     result.kvCacheOnlyKl = run.cacheOnlyKl;
     result.calibrationTokens = tokenCount(run.plan.calibration);
     result.evaluationTokens = tokenCount(run.plan.evaluation);
+    result.bf16Calibration = run.calibrationMath != nullptr;
     return result;
 }
 
@@ -238,6 +239,9 @@ JobResult Job::run(const ProgressCallback& progress, const CancelToken& cancel, 
     }
     checkDeviceMemory(*plan_.backend, deviceWorkload(), force, progress);
     JobRun run(plan_, {e.spilledStreams.begin(), e.spilledStreams.end()}, progress, cancel, moduleLog);
+    // Said once the work folder is accepted, so that a refusal stays the run's only line.
+    if (progress)
+        progress({"matmul", 0, 0, 0.0, selectMatmul(plan_.matmul, plan_.backend->layerMath() != nullptr).message});
     return runLayerByLayer(run);
 }
 

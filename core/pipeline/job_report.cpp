@@ -128,6 +128,7 @@ nlohmann::json toJson(const JobResult& r) {
     nlohmann::json out = {{"calibration_tokens", r.calibrationTokens},
                           {"evaluation_tokens", r.evaluationTokens},
                           {"time_s", number(r.seconds)},
+                          {"calibration_matmul", r.bf16Calibration ? "bf16" : "f32"},
                           {"methods", methods}};
     if (r.kvCacheOnlyKl) out["kv_cache_fp8_only_kl"] = toJson(*r.kvCacheOnlyKl);
     return out;

@@ -3,8 +3,10 @@
 #include <omp.h>
 
 #include "qs/formats/detect.h"
+#include "qs/model/bf16_layer_math.h"
 #include "qs/model/checkpoint_weights.h"
 #include "qs/pipeline/decoded_weights.h"
+#include "qs/pipeline/matmul_choice.h"
 #include "qs/pipeline/model_checkpoint.h"
 
 namespace qs::pipeline {
@@ -58,6 +60,8 @@ JobRun::JobRun(const JobPlan& plan, std::set<std::string> spilled, const Progres
       checkpoint(openModelCheckpoint(plan.checkpoint, plan.allowNonFinite)),
       config(model::ModelConfig::fromCheckpoint(checkpoint)),
       weights(sourceWeights(checkpoint, config, plan.allowNonFinite)),
+      calibrationMath(selectMatmul(plan.matmul, plan.backend && plan.backend->isCuda()).bf16 ? model::bf16LayerMath()
+                                                                                             : nullptr),
       base(makeModel()) {
     if (!plan.workDir.empty())
         work.emplace(plan.resume ? WorkFolder::resume(plan.workDir, planIdentity(plan))

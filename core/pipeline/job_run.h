@@ -105,6 +105,9 @@ struct JobRun {
     io::Checkpoint checkpoint;
     model::ModelConfig config;
     std::shared_ptr<const model::WeightSource> weights;
+    // The calibration passes' GEMMs (--matmul bf16: model::bf16LayerMath); null: the backend's, as the
+    // evaluation passes always use.
+    std::shared_ptr<const model::LayerMath> calibrationMath;
     model::Transformer base;
     HiddenStream calibration;     // the original model's calibration stream (when a method quantizes from it)
     bool baseStatistics = false;  // some method quantizes from the original stream's statistics

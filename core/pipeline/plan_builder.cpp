@@ -36,6 +36,7 @@ BuiltPlan buildJobPlan(const PlanSettings& settings) {
     plan.moeCalibrateAllExperts = settings.moeCalibrateAllExperts;
     plan.seed = settings.seed;
     plan.allowNonFinite = settings.allowNonFinite;
+    plan.matmul = settings.matmul;
     return built;
 }
 

@@ -116,6 +116,7 @@ private:
     QLineEdit* evaluationFile_ = nullptr;
     QSpinBox* evaluationSamples_ = nullptr;
     QComboBox* device_ = nullptr;
+    QComboBox* matmul_ = nullptr;  // the calibration passes' GEMMs: auto, BF16, f32
     QCheckBox* perLayerKl_ = nullptr;
     QCheckBox* kvCacheFp8_ = nullptr;
     QCheckBox* allExperts_ = nullptr;  // shown for a mixture of experts only

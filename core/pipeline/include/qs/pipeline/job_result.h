@@ -81,6 +81,7 @@ struct JobResult {
     std::size_t calibrationTokens = 0;
     std::size_t evaluationTokens = 0;
     double seconds = 0.0;
+    bool bf16Calibration = false;  // the calibration passes multiplied in BF16 (--matmul)
 };
 
 }  // namespace qs::pipeline

@@ -29,6 +29,7 @@ struct PlanSettings {
     std::uint64_t seed = 0;
     bool allowNonFinite = false;  // else a linear with NaN or Inf weights is refused (openModelCheckpoint)
     ActivationCalibration activationCalibration;  // static input and KV-cache scales: max or a percentile
+    MatmulChoice matmul = MatmulChoice::Auto;     // JobPlan::matmul
 };
 
 struct BuiltPlan {
