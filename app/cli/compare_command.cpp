@@ -182,7 +182,10 @@ void runCompare(const CompareOptions& o) {
     settings.seed = o.seed;
     settings.allowNonFinite = o.allowNonFinite;  // the plan builder checks the input before any output
     settings.matmul = pipeline::parseMatmulChoice(o.matmul);
-    pipeline::JobPlan plan = pipeline::buildJobPlan(settings).plan;
+    pipeline::BuiltPlan built = pipeline::buildJobPlan(settings);
+    // A quantized source is quantized from its decoded weights, which are the KL's reference: one line says so.
+    if (built.quantizedSource) std::cout << built.quantizedSource->referenceNote() << std::endl;
+    pipeline::JobPlan plan = std::move(built.plan);
     if (!o.mixed.targetBpw && !rules.empty()) {
         plan.mixed = withRules(plan.methods, rules, layers);
         plan.methods.clear();
@@ -219,7 +222,10 @@ void runCompare(const CompareOptions& o) {
 void registerCompare(CLI::App& app) {
     auto options = std::make_shared<CompareOptions>();
     CLI::App* cmd = app.add_subcommand("compare", "Quantize with several methods and compare their KL divergence");
-    cmd->add_option("path", options->path, "Checkpoint: .safetensors file or folder")->required();
+    cmd->add_option("path", options->path,
+                    "Checkpoint: .safetensors file or folder, or .gguf file; a quantized one is quantized from its "
+                    "decoded weights")
+        ->required();
     cmd->add_option("--methods", options->methods,
                     "Comma-separated methods; also llama-quantize's GGUF types (q4_k_m, q5_k_m, q6_k, q8_0, ...)")
         ->capture_default_str();

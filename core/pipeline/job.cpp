@@ -8,6 +8,9 @@
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/checkpoint_fingerprint.h"
+#include "qs/io/dtype.h"
+#include "qs/io/ggml_type.h"
+#include "qs/pipeline/quantized_source.h"
 #include "qs/pipeline/resource_estimate.h"
 
 #include "gguf_method.h"
@@ -34,15 +37,24 @@ bool isStackedExpertWeight(const io::CheckpointTensor& t, const model::MoeConfig
     return false;
 }
 
-// The bytes of the tensors the result keeps as stored: all but the decoder's linear weights, whose
-// quantized bytes the result counts; their biases and a MoE's routers stay as stored.
+// The bytes an export stores of a tensor it keeps: a GGUF tensor of ggml blocks (a Q8_0 embedding) is
+// written decoded, in F32 where BF16 would round its values (export_source.h), as they mostly do.
+std::uint64_t keptBytes(const io::TensorInfo& t) {
+    if (t.ggmlType && !io::ggmlTypeTraits(*t.ggmlType).isFloat)
+        return static_cast<std::uint64_t>(t.numel()) * io::dtypeSize(io::DType::F32);
+    return t.byteSize();
+}
+
+// The bytes of the tensors the result keeps: all but the decoder's linear weights (of a quantized
+// source, every part they are stored in), whose quantized bytes the result counts; their biases and a
+// MoE's routers stay.
 std::uint64_t nonLinearBytes(const io::Checkpoint& checkpoint, const model::ModelConfig& config) {
     std::uint64_t bytes = 0;
     for (const auto& t : checkpoint.tensors()) {
         const bool router = config.isMoe() && t.naming.module == config.moe.names.router();
         const bool linear =
             t.naming.role == io::TensorRole::Linear && t.naming.layer >= 0 && !router && t.naming.part != "bias";
-        if (!linear && !isStackedExpertWeight(t, config.moe)) bytes += t.info->byteSize();
+        if (!linear && !isStackedExpertWeight(t, config.moe)) bytes += keptBytes(*t.info);
     }
     return bytes;
 }
@@ -155,6 +167,7 @@ JobResult gatherResult(JobRun& run) {
     }
     JobResult result;
     result.source = io::fingerprintOf(run.checkpoint);
+    result.quantizedSource = quantizedSource(run.format);
     const std::uint64_t kept = nonLinearBytes(run.checkpoint, run.config);
     for (auto& s : run.streams) {
         run.cancel.throwIfCancelled();
@@ -163,6 +176,7 @@ JobResult gatherResult(JobRun& run) {
         else
             s.result.layers.clear(), s.result.stored.reset();
         s.result.source = result.source;
+        s.result.quantizedSource = result.quantizedSource;
         result.methods.push_back(std::move(s.result));
     }
     run.cancel.throwIfCancelled();
