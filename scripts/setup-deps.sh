@@ -12,6 +12,8 @@ packages=(
   # where numpy pulled it in: tests/quant/test_blas_flavour.cpp shows the programs run OpenMP's anyway
   libopenblas0-pthread
   libgtest-dev libgmock-dev libbenchmark-dev
+  # oneDNN: BF16 matmuls with f32 accumulation on AVX512-BF16 / AMX CPUs (--matmul bf16)
+  libdnnl-dev
   xvfb xauth
   # scripts/check-format.sh, run by scripts/test.sh: the layout .clang-format describes
   clang-format-14

@@ -19,6 +19,7 @@
 
 #include "checkpoint_warnings.h"
 #include "human_format.h"
+#include "matmul_option.h"
 #include "mixed_options.h"
 #include "progress_bar.h"
 #include "serving_options.h"
@@ -48,6 +49,7 @@ struct CompareOptions {
     bool force = false;
     std::uint64_t seed = 0;
     std::string device = "auto";
+    std::string matmul = "auto";
     bool allowNonFinite = false;
     ServingOptions serving;
     MixedOptions mixed;
@@ -179,7 +181,11 @@ void runCompare(const CompareOptions& o) {
     settings.moeCalibrateAllExperts = o.moeCalibration == "all";
     settings.seed = o.seed;
     settings.allowNonFinite = o.allowNonFinite;  // the plan builder checks the input before any output
-    pipeline::JobPlan plan = pipeline::buildJobPlan(settings).plan;
+    settings.matmul = pipeline::parseMatmulChoice(o.matmul);
+    pipeline::BuiltPlan built = pipeline::buildJobPlan(settings);
+    // A quantized source is quantized from its decoded weights, which are the KL's reference: one line says so.
+    if (built.quantizedSource) std::cout << built.quantizedSource->referenceNote() << std::endl;
+    pipeline::JobPlan plan = std::move(built.plan);
     if (!o.mixed.targetBpw && !rules.empty()) {
         plan.mixed = withRules(plan.methods, rules, layers);
         plan.methods.clear();
@@ -216,7 +222,10 @@ void runCompare(const CompareOptions& o) {
 void registerCompare(CLI::App& app) {
     auto options = std::make_shared<CompareOptions>();
     CLI::App* cmd = app.add_subcommand("compare", "Quantize with several methods and compare their KL divergence");
-    cmd->add_option("path", options->path, "Checkpoint: .safetensors file or folder")->required();
+    cmd->add_option("path", options->path,
+                    "Checkpoint: .safetensors file or folder, or .gguf file; a quantized one is quantized from its "
+                    "decoded weights")
+        ->required();
     cmd->add_option("--methods", options->methods,
                     "Comma-separated methods; also llama-quantize's GGUF types (q4_k_m, q5_k_m, q6_k, q8_0, ...)")
         ->capture_default_str();
@@ -247,6 +256,7 @@ void registerCompare(CLI::App& app) {
     cmd->add_option("--device", options->device, "Where quantization and the forward passes run: cpu, cuda or auto")
         ->capture_default_str()
         ->check(CLI::IsMember({"auto", "cpu", "cuda"}));
+    addMatmulOption(*cmd, options->matmul);
     cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
     cmd->add_flag("--allow-nonfinite", options->allowNonFinite,
                   "Use linears whose weights are NaN or Inf instead of refusing them");

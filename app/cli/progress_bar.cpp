@@ -46,8 +46,9 @@ void ProgressBar::update(const qs::Progress& progress) {
     std::lock_guard lock(mutex_);
     if (finished_) return;
     last_ = progress;
-    // Where a resumed run picks up, and which hidden states stream from disk: said once, on its own line.
-    if (progress.stage == "resume" || progress.stage == "spill") {
+    // Where a resumed run picks up, which hidden states stream from disk and in what the calibration
+    // multiplies: said once, on its own line.
+    if (progress.stage == "resume" || progress.stage == "spill" || progress.stage == "matmul") {
         if (progress.stage == "resume")
             resumedFraction_ = std::clamp(progress.fraction, 0.0, 1.0);  // the rate counts from here
         std::fprintf(stream_, "%s%s: %s\n", terminal_ && drawn_ ? "\r\033[K" : "", label_.c_str(),

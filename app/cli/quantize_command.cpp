@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "qs/error.h"
+#include "qs/formats/detect.h"
 #include "qs/io/checkpoint.h"
 #include "qs/model/gguf_tokenizer.h"
 #include "qs/model/model_config.h"
@@ -23,10 +24,12 @@
 #include "qs/pipeline/mixed_precision_report.h"
 #include "qs/pipeline/plan_builder.h"
 #include "qs/pipeline/quantize_route.h"
+#include "qs/pipeline/quantized_source.h"
 #include "qs/pipeline/weight_only_quantize.h"
 
 #include "checkpoint_warnings.h"
 #include "human_format.h"
+#include "matmul_option.h"
 #include "mixed_options.h"
 #include "progress_bar.h"
 #include "serving_options.h"
@@ -55,6 +58,7 @@ struct QuantizeOptions {
     std::string llama2cTokenizer;
     bool allowNonFinite = false;
     std::string moeCalibration = "all";
+    std::string matmul = "auto";
     ServingOptions serving;
     MixedOptions mixed;
     std::string candidates = "gptq2,gptq4,gptq8,fp8-channel,nvfp4";  // what ct-mixed holds (3-bit: --format gptq)
@@ -63,6 +67,11 @@ struct QuantizeOptions {
     bool weightsOnly = false;
     WorkDirOptions work;
 };
+
+// A quantized source is quantized from its decoded weights, which are the KL's reference: said in one line.
+void printSourceNote(const pipeline::BuiltPlan& built) {
+    if (built.quantizedSource) std::cout << built.quantizedSource->referenceNote() << std::endl;
+}
 
 bool hasDigit(const std::string& s) {
     return std::any_of(s.begin(), s.end(), [](unsigned char c) { return std::isdigit(c); });
@@ -202,9 +211,11 @@ void runMixedQuantize(const QuantizeOptions& o) {
     planSettings.methods = measuredMethods(candidates, rules);
     planSettings.seed = o.seed;
     planSettings.allowNonFinite = o.allowNonFinite;
+    planSettings.matmul = pipeline::parseMatmulChoice(o.matmul);
     planSettings.calibration = {o.calib, o.samples, o.seqLen};
     planSettings.evaluation = {o.eval, o.evalSamples, o.seqLen};
     pipeline::BuiltPlan built = pipeline::buildJobPlan(planSettings);
+    printSourceNote(built);
 
     qs::CancelToken cancel;
     const SigintCancel sigint(cancel);
@@ -273,11 +284,14 @@ void runWeightsOnlyQuantize(const QuantizeOptions& o) {
     const pipeline::MethodSpec method = methodFrom(o);
     if (const auto why = pipeline::weightOnlyRefusal(method); !why.empty()) throw Error(why);
     const io::Checkpoint checkpoint = io::Checkpoint::open(o.path);
+    const formats::FormatInfo format = formats::detect(checkpoint);
+    pipeline::requireDecodableSource(checkpoint, format);
     const formats::LinearEncoder& encoder = pipeline::encoderForMethod(method, o.format);
     if (const auto why = pipeline::exportRefusal(method, encoder, checkpoint); !why.empty())
         throw Error("cannot export " + method.name + " as " + std::string(encoder.name()) + ": " + why);
     if (std::filesystem::exists(o.out) && !o.overwrite)
         throw Error(o.out + " already exists (pass --overwrite to replace it)");
+    if (const auto quantized = pipeline::quantizedSource(format)) std::cout << quantized->weightsOnlyNote() << '\n';
     qs::CancelToken cancel;
     const SigintCancel sigint(cancel);
     ProgressBar bar("quantize");
@@ -343,6 +357,7 @@ void runQuantize(const QuantizeOptions& o) {
     planSettings.methods = {method};
     planSettings.seed = o.seed;
     planSettings.allowNonFinite = o.allowNonFinite;  // the plan builder checks the input before any output
+    planSettings.matmul = pipeline::parseMatmulChoice(o.matmul);
     planSettings.moeCalibrateAllExperts = o.moeCalibration == "all";
     planSettings.activationCalibration = activationCalibration;
     // Calibration when the method needs it, or when asked for (it gives every linear its output error,
@@ -350,6 +365,7 @@ void runQuantize(const QuantizeOptions& o) {
     const bool calibrate = method.needsCalibration() || !o.calib.empty() || !o.imatrixOut.empty();
     planSettings.calibration = {o.calib, calibrate ? o.samples : 0, o.seqLen};
     pipeline::BuiltPlan built = pipeline::buildJobPlan(planSettings);
+    printSourceNote(built);
     nlohmann::json settings = {{"method", method.name},
                                {"group_size", method.groupSize},
                                {"seed", o.seed},
@@ -389,7 +405,10 @@ void runQuantize(const QuantizeOptions& o) {
 void registerQuantize(CLI::App& app) {
     auto options = std::make_shared<QuantizeOptions>();
     CLI::App* cmd = app.add_subcommand("quantize", "Quantize a checkpoint with one method and export it");
-    cmd->add_option("path", options->path, "Dense checkpoint: .safetensors file or folder")->required();
+    cmd->add_option("path", options->path,
+                    "Checkpoint: .safetensors file or folder, or .gguf file; a quantized one is quantized from its "
+                    "decoded weights")
+        ->required();
     std::string ggufNames;
     for (const auto& t : pipeline::ggufFileTypes()) ggufNames += (ggufNames.empty() ? "" : " ") + std::string(t.name);
     cmd->add_option(
@@ -423,6 +442,7 @@ void registerQuantize(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::Range(2, 1 << 20));
     cmd->add_option("--seed", options->seed, "Seed (trellis rotations)")->capture_default_str();
+    addMatmulOption(*cmd, options->matmul);
     cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
     cmd->add_flag("--overwrite", options->overwrite, "Replace the destination if it exists");
     cmd->add_flag(

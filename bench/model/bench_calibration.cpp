@@ -9,6 +9,7 @@
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include "qs/model/bf16_layer_math.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/layer_statistics.h"
 
@@ -66,9 +67,11 @@ void calibrateLayer(benchmark::State& state) {
 // what a token costs, and finalize() is once per layer too. The projection to the 128 x 2048
 // calibration tokens of issue 17's end-to-end target is the later sequences' cost per token times
 // 128 x 2048, plus the one-off part (bench/README.md adds GPTQ's time per layer). CPU seconds.
+// bf16=1: the layer's GEMMs in BF16 (--matmul bf16, oneDNN), the Hessians in f32.
 void calibrateLayer8B(benchmark::State& state) {
     const int sequences = int(state.range(0)), tokens = 2048;
     const bool hook = state.range(1) != 0;
+    const auto math = state.range(2) != 0 ? model::bf16LayerMath() : nullptr;
     if (sequences < 2)
         throw std::invalid_argument("calibrateLayer8B needs 2 sequences or more: the first pays the one-off costs");
     const model::ModelConfig config = bench::llama3_8bShape(1, 256);
@@ -79,12 +82,13 @@ void calibrateLayer8B(benchmark::State& state) {
         inputs.push_back(bench::benchInputs(tokens, config.hiddenSize, 40u + unsigned(s)));
     const auto cpuSince = [](std::clock_t c0) { return double(std::clock() - c0) / CLOCKS_PER_SEC; };
     double first = 0.0, later = 0.0, finalize = 0.0;
+    const auto resident = math ? math->keepResident(layer) : nullptr;
     for (auto _ : state) {
         pipeline::LayerStatistics statistics;
         for (int s = 0; s < sequences; ++s) {
             const std::clock_t c0 = std::clock();
             MatrixF h = inputs[std::size_t(s)];
-            transformer.runLayer(0, layer, h, hook ? statistics.hook() : model::LinearInputHook{});
+            transformer.runLayer(0, layer, h, hook ? statistics.hook() : model::LinearInputHook{}, {}, math.get());
             benchmark::DoNotOptimize(h.data());
             (s == 0 ? first : later) += cpuSince(c0);
         }
@@ -105,9 +109,11 @@ void calibrateLayer8B(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(calibrateLayer8B)
-    ->ArgNames({"sequences", "hook"})
-    ->Args({2, 0})
-    ->Args({3, 1})
+    ->ArgNames({"sequences", "hook", "bf16"})
+    ->Args({2, 0, 0})
+    ->Args({3, 1, 0})
+    ->Args({2, 0, 1})
+    ->Args({3, 1, 1})
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 

@@ -51,15 +51,15 @@ void Transformer::runLayer(int layer, MatrixF& hidden, const LinearInputHook& ho
 }
 
 void Transformer::runLayer(int layer, const LayerWeights& weights, MatrixF& hidden, const LinearInputHook& hook,
-                           const KeyValueHook& keyValueHook) const {
+                           const KeyValueHook& keyValueHook, const LayerMath* math) const {
     if (layer < 0 || layer >= config_.numLayers) throw Error("transformer: no decoder layer " + std::to_string(layer));
     checkLength(hidden.rows(), 0);
     if (hidden.cols() != config_.hiddenSize)
         throw Error("transformer: hidden states have " + std::to_string(hidden.cols()) + " columns, the model " +
                     std::to_string(config_.hiddenSize));
     runDecoderLayer(weights, hidden,
-                    DecoderLayerContext{config_, ropeOf(layer), layer, 0, nullptr, &hook, &keyValueHook, math_.get(),
-                                        hookSeesAllTokens_});
+                    DecoderLayerContext{config_, ropeOf(layer), layer, 0, nullptr, &hook, &keyValueHook,
+                                        math != nullptr ? math : math_.get(), hookSeesAllTokens_});
 }
 
 void Transformer::runLayerAt(int layer, MatrixF& hidden, int firstPosition, KvCache* cache,

@@ -7,7 +7,9 @@
 #include "qs/architectures/module_names.h"
 #include "qs/architectures/registry.h"
 #include "qs/error.h"
+#include "qs/formats/detect.h"
 #include "qs/io/gguf_file.h"
+#include "qs/io/tensor_name.h"
 #include "qs/model/attention_linears.h"
 #include "qs/model/layer_weights.h"
 #include "qs/pipeline/layer_quantizer.h"
@@ -20,19 +22,40 @@ namespace modules = architectures::modules;
 namespace {
 
 // Phi-3's fused projections: written as one tensor of the fused shape.
-bool isFusedProjection(const io::CheckpointTensor& t) {
-    return t.naming.module == modules::kQkvProj || t.naming.module == modules::kGateUpProj;
+bool isFusedProjection(const std::string& module) {
+    return module == modules::kQkvProj || module == modules::kGateUpProj;
 }
 
 // A linear of a decoder layer outside its experts: Llama's seven, DeepSeek's latent attention's, or a fused one.
-bool isDecoderLinear(const io::CheckpointTensor& t) {
-    if (t.naming.layer < 0 || t.naming.part != "weight" || t.info->shape.size() != 2) return false;
+bool isDecoderLinear(const io::TensorName& naming) {
+    if (naming.layer < 0) return false;
     for (auto module : model::LayerWeights::kLinearModules)
-        if (t.naming.module == module) return true;
+        if (naming.module == module) return true;
     for (const auto layout : {model::AttentionLayout::Latent, model::AttentionLayout::LatentLowRankQuery})
         for (const std::string_view module : model::attentionModules(layout))
-            if (t.naming.module == module) return true;
-    return isFusedProjection(t);
+            if (naming.module == module) return true;
+    return isFusedProjection(naming.module);
+}
+
+struct DecoderLinear {
+    std::string module;
+    std::int64_t rows = 0, cols = 0;
+};
+
+// Every decoder-layer linear by prefix, in name order, with its [out, in]: a dense weight's shape, or
+// the shape a quantized source's format decodes it to (a GPTQ source stores no "<prefix>.weight").
+std::map<std::string, DecoderLinear> decoderLinears(const io::Checkpoint& checkpoint) {
+    std::map<std::string, DecoderLinear> linears;
+    for (const auto& t : checkpoint.tensors())
+        if (isDecoderLinear(t.naming) && t.naming.part == "weight" && t.info->shape.size() == 2)
+            linears[t.info->name.substr(0, t.info->name.size() - 7)] = {t.naming.module, t.info->shape[0],
+                                                                        t.info->shape[1]};
+    for (const formats::LayerQuantInfo& layer : formats::detect(checkpoint).layers) {
+        if (layer.ref.expert >= 0 || layer.scheme == "dense") continue;
+        const io::TensorName naming = io::parseTensorName(layer.ref.prefix + ".weight");
+        if (isDecoderLinear(naming)) linears[layer.ref.prefix] = {naming.module, layer.rows, layer.cols};
+    }
+    return linears;
 }
 
 // A result with the method's layout for a [rows, cols] weight; nullopt when only the real run knows
@@ -105,25 +128,19 @@ std::string exportRefusal(const MethodSpec& method, const formats::LinearEncoder
                           const io::Checkpoint& checkpoint) {
     if (auto why = gptOssExpertsRefusal(checkpoint); !why.empty()) return why;
     std::map<std::pair<std::int64_t, std::int64_t>, std::string> byShape;
-    for (const auto& t : checkpoint.tensors()) {
-        if (!isDecoderLinear(t)) continue;
-        if (isFusedProjection(t) && (method.kind == MethodKind::Nvfp4 || method.kvCacheFp8)) {
-            const std::string& name = t.info->name;
-            return name.substr(0, name.size() - 7) + ": the checkpoint stores its parts as one tensor, and " +
-                   method.label() +
+    for (const auto& [prefix, linear] : decoderLinears(checkpoint)) {
+        if (isFusedProjection(linear.module) && (method.kind == MethodKind::Nvfp4 || method.kvCacheFp8)) {
+            return prefix + ": the checkpoint stores its parts as one tensor, and " + method.label() +
                    (method.kvCacheFp8 ? " keeps k_proj's and v_proj's KV cache scales apart"
                                       : " gives each part its own global scale");
         }
-        const auto key = std::pair{t.info->shape[0], t.info->shape[1]};
+        const auto key = std::pair{linear.rows, linear.cols};
         auto it = byShape.find(key);
         if (it == byShape.end()) {
             const auto q = standIn(method, key.first, key.second);
             it = byShape.emplace(key, q ? encoder.refusal(*q) : std::string()).first;
         }
-        if (!it->second.empty()) {
-            const std::string& name = t.info->name;
-            return name.substr(0, name.size() - 7) + " " + shapeText(key.first, key.second) + ": " + it->second;
-        }
+        if (!it->second.empty()) return prefix + " " + shapeText(key.first, key.second) + ": " + it->second;
     }
     return "";
 }

@@ -10,10 +10,12 @@
 #include "qs/formats/linear_encoder.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/checkpoint_writer.h"
+#include "qs/io/dtype.h"
 #include "qs/pipeline/export_check.h"
 #include "qs/pipeline/job_report.h"
 
 #include "awq_folding.h"
+#include "export_source.h"
 #include "fused_export.h"
 
 namespace qs::pipeline {
@@ -138,56 +140,52 @@ std::vector<std::string> storedRefusals(const std::vector<const formats::LinearE
     return texts;
 }
 
-void requireSource(const io::Checkpoint& source, const Linears& linears) {
-    if (source.config().contains("quantization_config"))
-        throw Error(source.root().string() + ": the source is already quantized; export from the dense original");
+// Every linear of the result must be one of the source's, in its shape: its dense weight's, or, of a
+// linear the source stores quantized, the shape its format decodes to.
+void requireSource(const ExportSource& source, const Linears& linears) {
+    const std::string root = source.checkpoint().root().string();
     for (const auto& [prefix, q] : linears) {
-        const auto* t = source.find(prefix + ".weight");
-        if (t == nullptr)
-            throw Error(source.root().string() + ": no tensor " + prefix + ".weight for the quantized linear");
-        if (t->info->shape != std::vector<std::int64_t>{q->rows, q->cols})
-            throw Error(source.root().string() + ": " + prefix +
-                        ".weight does not have the quantized linear's shape [" + std::to_string(q->rows) + ", " +
-                        std::to_string(q->cols) + "]");
+        const auto shape = source.linearShape(prefix);
+        if (!shape)
+            throw Error(root + ": no linear " + prefix + " (a tensor " + prefix + ".weight) for the quantized one");
+        if (*shape != std::pair{q->rows, q->cols})
+            throw Error(root + ": " + prefix + " is [" + std::to_string(shape->first) + ", " +
+                        std::to_string(shape->second) + "], not the quantized linear's shape [" +
+                        std::to_string(q->rows) + ", " + std::to_string(q->cols) + "]");
     }
 }
 
-// The source's linears left dense: every 2-D "<prefix>.weight" of a linear or lm_head not quantized.
-std::vector<std::string> denseLinears(const io::Checkpoint& source, const std::set<std::string>& quantized) {
+// The source's linears the export leaves dense, in the source's order: every 2-D "<prefix>.weight" of a
+// linear or lm_head, and every linear a quantized source stores in its format's parts, not quantized now.
+std::vector<std::string> denseLinears(const ExportSource& source, const LinearSet& quantized) {
     std::vector<std::string> dense;
-    for (const auto& t : source.tensors()) {
+    std::set<std::string> listed;
+    for (const auto& t : source.checkpoint().tensors()) {
+        std::string prefix = source.quantizedOwner(t.info->name);
         const auto role = t.naming.role;
-        if ((role != io::TensorRole::Linear && role != io::TensorRole::LmHead) || t.naming.part != "weight") continue;
-        if (t.info->shape.size() != 2) continue;
-        const std::string prefix = t.info->name.substr(0, t.info->name.size() - 7);
-        if (!quantized.contains(prefix)) dense.push_back(prefix);
+        if (prefix.empty() && (role == io::TensorRole::Linear || role == io::TensorRole::LmHead) &&
+            t.naming.part == "weight" && t.info->shape.size() == 2)
+            prefix = t.info->name.substr(0, t.info->name.size() - 7);
+        if (!prefix.empty() && !quantized.contains(prefix) && listed.insert(prefix).second) dense.push_back(prefix);
     }
     return dense;
 }
 
-// The linear prefix a source tensor belongs to when it is part of a quantized linear ("" else).
-std::string ownerPrefix(const std::string& name, const std::set<std::string>& quantized) {
-    const auto dot = name.rfind('.');
-    if (dot == std::string::npos) return "";
-    const std::string prefix = name.substr(0, dot);
-    return quantized.contains(prefix) ? prefix : "";
-}
-
-// A source tensor divided element-wise (norm weights, biases) and stored back in its own dtype. A norm
-// that scales by (offset + w) becomes (offset + w) / s - offset (Gemma's offset 1).
-void writeDivided(io::CheckpointWriter& writer, const io::TensorView& t, const std::vector<float>& divisors,
-                  float offset = 0.0f) {
+// A source tensor divided element-wise (norm weights, biases) and stored back in its own float type. A
+// norm that scales by (offset + w) becomes (offset + w) / s - offset (Gemma's offset 1).
+void writeDivided(io::CheckpointWriter& writer, const io::TensorView& t, io::DType dtype,
+                  const std::vector<float>& divisors, float offset = 0.0f) {
     auto values = t.toF32();
     if (values.size() != divisors.size())
         throw Error(t.name() + ": " + std::to_string(values.size()) + " values cannot absorb " +
                     std::to_string(divisors.size()) + " AWQ scales");
     for (std::size_t i = 0; i < values.size(); ++i) values[i] = (offset + values[i]) / divisors[i] - offset;
-    writer.addTensorF32(t.name(), t.dtype(), t.shape(), values);
+    writer.addTensorF32(t.name(), dtype, t.shape(), values);
 }
 
 // A dense [rows, cols] source tensor with column c multiplied by multipliers[c] (a MoE router taking
-// AWQ's shared input scales), stored back in its own dtype.
-void writeColumnsMultiplied(io::CheckpointWriter& writer, const io::TensorView& t,
+// AWQ's shared input scales), stored back in its own float type.
+void writeColumnsMultiplied(io::CheckpointWriter& writer, const io::TensorView& t, io::DType dtype,
                             const std::vector<float>& multipliers) {
     auto values = t.toF32();
     const std::size_t cols = multipliers.size();
@@ -195,7 +193,7 @@ void writeColumnsMultiplied(io::CheckpointWriter& writer, const io::TensorView& 
         throw Error(t.name() + ": " + std::to_string(cols) + " AWQ input scales, but the tensor has no " +
                     std::to_string(cols) + " columns to take them");
     for (std::size_t i = 0; i < values.size(); ++i) values[i] *= multipliers[i % cols];
-    writer.addTensorF32(t.name(), t.dtype(), t.shape(), values);
+    writer.addTensorF32(t.name(), dtype, t.shape(), values);
 }
 
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
@@ -232,7 +230,7 @@ struct LinearHooks {
 
 class ExportWriter {
 public:
-    ExportWriter(const ExportRequest& request, const io::Checkpoint& source, const formats::LinearEncoder& encoder,
+    ExportWriter(const ExportRequest& request, const ExportSource& source, const formats::LinearEncoder& encoder,
                  Linears linears, AwqFolding folding, LinearHooks hooks = {})
         : request_(request),
           source_(source),
@@ -240,44 +238,60 @@ public:
           linears_(std::move(linears)),
           folding_(std::move(folding)),
           hooks_(std::move(hooks)),
-          writer_(request.destination, io::CheckpointWriterOptions{.overwrite = request.overwrite}, source.root()) {
+          writer_(request.destination, io::CheckpointWriterOptions{.overwrite = request.overwrite},
+                  source.protectedPath(request.destination)) {
         for (const auto& [prefix, q] : linears_) byPrefix_.emplace(prefix, q);
         for (const auto& [prefix, q] : linears_) quantized_.insert(prefix);
     }
 
+    // The source's tensors in order: a quantized linear's written where its first stored part was (its
+    // bias kept), the other parts it had in a quantized source left behind; a linear the source stores
+    // quantized and the export leaves dense, decoded; every other tensor copied.
     std::filesystem::path write(const std::function<nlohmann::json()>& reportStart, const ProgressCallback& progress,
                                 const CancelToken& cancel) {
         std::size_t done = 0;
-        for (const auto& t : source_.tensors()) {
+        std::set<std::string> written;
+        for (const auto& t : source_.checkpoint().tensors()) {
             cancel.throwIfCancelled();
             const std::string& name = t.info->name;
-            const std::string owner = ownerPrefix(name, quantized_);
-            if (owner.empty()) {
-                copy(source_.tensor(name), folding_.normDivisors, "", folding_.normOffset);
-            } else if (name == owner + ".weight") {
-                if (hooks_.produce) hooks_.produce(owner);
-                writeLinear(owner);
-                if (hooks_.release) hooks_.release(owner);
-                report(progress, ++done, owner);
-            } else if (t.naming.part == "bias") {
-                copy(source_.tensor(name), folding_.rowDivisors, owner);
-            }  // other parts of a quantized linear's source (none in a dense checkpoint) are replaced
+            if (const std::string owner = owningLinear(name, quantized_); !owner.empty()) {
+                if (t.naming.part == "bias") {
+                    copy(source_.checkpoint().tensor(name), folding_.rowDivisors, owner);
+                } else if (written.insert(owner).second) {
+                    if (hooks_.produce) hooks_.produce(owner);
+                    writeLinear(owner);
+                    if (hooks_.release) hooks_.release(owner);
+                    report(progress, ++done, owner);
+                }
+            } else if (const std::string kept = source_.quantizedOwner(name); !kept.empty()) {
+                if (t.naming.part == "bias")
+                    source_.copy(writer_, source_.checkpoint().tensor(name));
+                else if (written.insert(kept).second)
+                    source_.writeDecoded(writer_, kept, columnMultipliersOf(kept + ".weight"));
+            } else if (!source_.leftOut(name)) {
+                copy(source_.checkpoint().tensor(name), folding_.normDivisors, "", folding_.normOffset);
+            }
         }
         finishFiles(reportStart());
         return writer_.finish();
     }
 
 private:
+    const std::vector<float>* columnMultipliersOf(const std::string& tensor) const {
+        const auto it = folding_.columnMultipliers.find(tensor);
+        return it == folding_.columnMultipliers.end() ? nullptr : &it->second;
+    }
+
     void copy(const io::TensorView& t, const std::map<std::string, std::vector<float>>& divisors,
               const std::string& key = "", float offset = 0.0f) {
         const auto it = divisors.find(key.empty() ? t.name() : key);
-        const auto columns = key.empty() ? folding_.columnMultipliers.find(t.name()) : folding_.columnMultipliers.end();
+        const std::vector<float>* columns = key.empty() ? columnMultipliersOf(t.name()) : nullptr;
         if (it != divisors.end())
-            writeDivided(writer_, t, it->second, offset);
-        else if (columns != folding_.columnMultipliers.end())
-            writeColumnsMultiplied(writer_, t, columns->second);
+            writeDivided(writer_, t, source_.keptDType(t), it->second, offset);
+        else if (columns != nullptr)
+            writeColumnsMultiplied(writer_, t, source_.keptDType(t), *columns);
         else
-            writer_.addTensor(t.name(), t.dtype(), t.shape(), t.bytes());
+            source_.copy(writer_, t);
     }
 
     void writeLinear(const std::string& prefix) {
@@ -308,23 +322,33 @@ private:
         progress(p);
     }
 
+    // The dtype of what stays unquantized: the first linear's dense weight's, else the source's (a
+    // quantized source's linears are stored in their format).
+    io::DType sourceDType() const {
+        const auto* first = source_.checkpoint().find(linears_.front().first + ".weight");
+        return first != nullptr && io::isDenseFloat(first->info->dtype) && !first->info->ggmlType
+                   ? first->info->dtype
+                   : source_.denseDType();
+    }
+
+    // config.json is the source's with the encoder's quantization_config in place of any the source had.
     void finishFiles(nlohmann::json reportStart) {
         formats::ExportScheme scheme;
         scheme.linears = linears_;
         scheme.denseLinears = denseLinears(source_, quantized_);
-        if (const auto* first = source_.find(linears_.front().first + ".weight"))
-            scheme.sourceDType = first->info->dtype;
-        nlohmann::json config = source_.config().is_object() ? source_.config() : nlohmann::json::object();
+        scheme.sourceDType = sourceDType();
+        const nlohmann::json& sourceConfig = source_.checkpoint().config();
+        nlohmann::json config = sourceConfig.is_object() ? sourceConfig : nlohmann::json::object();
         config["quantization_config"] = encoder_.quantizationConfig(scheme);
         writer_.setConfig(std::move(config));
         for (const auto& [file, content] : encoder_.extraFiles(scheme)) writer_.addJsonFile(file, content);
         writer_.addJsonFile("quantscope_report.json",
                             exportReport(request_, std::move(reportStart), encoder_.name(), linearReports_));
-        writer_.copyAuxiliaryFiles(source_.root());
+        source_.addAuxiliaryFiles(writer_);
     }
 
     const ExportRequest& request_;
-    const io::Checkpoint& source_;
+    const ExportSource& source_;
     const formats::LinearEncoder& encoder_;
     Linears linears_;
     AwqFolding folding_;
@@ -332,14 +356,15 @@ private:
     io::CheckpointWriter writer_;
     nlohmann::json linearReports_ = nlohmann::json::array();  // in the order written
     std::map<std::string, const quant::QuantizedLinear*> byPrefix_;
-    std::set<std::string> quantized_;
+    LinearSet quantized_;
 };
 
-// The source holding each linear's weight in its shape, then the writing.
-std::filesystem::path writeExport(const ExportRequest& request, const io::Checkpoint& source,
+// The source holding each linear in its shape, then the writing.
+std::filesystem::path writeExport(const ExportRequest& request, const io::Checkpoint& checkpoint,
                                   const formats::LinearEncoder& encoder, Linears linears, AwqFolding folding,
                                   nlohmann::json report, const ProgressCallback& progress, const CancelToken& cancel,
                                   LinearHooks hooks = {}) {
+    const ExportSource source(checkpoint);
     requireSource(source, linears);
     cancel.throwIfCancelled();
     ExportWriter writer(request, source, encoder, std::move(linears), std::move(folding), std::move(hooks));
@@ -431,11 +456,10 @@ std::filesystem::path exportStreamed(const ExportRequest& request, const io::Che
     if (streamed.linears.empty())
         throw Error(source.root().string() + ": no linear to quantize, so there is nothing to export");
     if (auto why = gptOssExpertsRefusal(source); !why.empty()) throw Error("cannot export: " + why);
-    if (source.config().contains("quantization_config"))
-        throw Error(source.root().string() + ": the source is already quantized; export from the dense original");
     Linears linears(streamed.linears.begin(), streamed.linears.end());
     const formats::LinearEncoder& encoder = formats::encoderNamed(request.format);
-    ExportWriter writer(request, source, encoder, std::move(linears), AwqFolding{},
+    const ExportSource exportSource(source);
+    ExportWriter writer(request, exportSource, encoder, std::move(linears), AwqFolding{},
                         {streamed.produce, streamed.release});
     return writer.write(report, progress, cancel);
 }

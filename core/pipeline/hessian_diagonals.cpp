@@ -6,11 +6,11 @@
 
 #include "qs/error.h"
 #include "qs/formats/detect.h"
-#include "qs/model/checkpoint_weights.h"
 #include "qs/model/transformer.h"
-#include "qs/pipeline/model_checkpoint.h"
+#include "qs/pipeline/quantized_source.h"
 
 #include "hidden_states.h"
+#include "source_weights.h"
 
 namespace qs::pipeline {
 namespace {
@@ -89,7 +89,8 @@ std::vector<int> actOrderRanks(const std::vector<double>& diagonal) {
 LayerHessianDiagonals hessianDiagonals(const io::Checkpoint& checkpoint, int layer, const TokenSequences& text,
                                        const Backend& backend, const ProgressCallback& progress,
                                        const CancelToken& cancel) {
-    requireDenseSource(checkpoint, formats::detect(checkpoint));  // else "no tensor named ...weight"
+    const formats::FormatInfo format = formats::detect(checkpoint);
+    requireDecodableSource(checkpoint, format);
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
     if (layer < 0 || layer >= config.numLayers)
         throw Error(checkpoint.root().string() + ": layer " + std::to_string(layer) +
@@ -97,7 +98,8 @@ LayerHessianDiagonals hessianDiagonals(const io::Checkpoint& checkpoint, int lay
                     std::to_string(config.numLayers - 1) + ")");
     if (text.empty())
         throw Error("the Hessian of layer " + std::to_string(layer) + " needs calibration text, and none was given");
-    model::Transformer model(config, std::make_shared<model::CheckpointWeights>(checkpoint, config));
+    // A quantized checkpoint's linears decoded, as the Job calibrates from them (source_weights.h).
+    model::Transformer model(config, sourceWeights(checkpoint, config, format, false));
     model.setLayerMath(backend.layerMath());
     model.setHookSeesAllExpertTokens(true);  // the Job's default MoE calibration (JobPlan::moeCalibrateAllExperts)
     HiddenStream hidden(embedAll(model, text));

@@ -28,19 +28,20 @@ void runLayerAll(model::Transformer& model, int layer, HiddenStream& hidden, con
 }
 
 void runLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights, HiddenStream& hidden,
-                 const CancelToken& cancel, const model::LinearInputHook& hook,
-                 const model::KeyValueHook& keyValueHook) {
-    const auto resident = model.layerMath().keepResident(weights);
-    hidden.update([&](MatrixF& h) { model.runLayer(layer, weights, h, hook, keyValueHook); }, cancel);
+                 const CancelToken& cancel, const model::LinearInputHook& hook, const model::KeyValueHook& keyValueHook,
+                 const model::LayerMath* math) {
+    const auto resident = (math != nullptr ? *math : model.layerMath()).keepResident(weights);
+    hidden.update([&](MatrixF& h) { model.runLayer(layer, weights, h, hook, keyValueHook, math); }, cancel);
 }
 
 void observeLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights,
-                     const HiddenStream& hidden, const CancelToken& cancel, const model::LinearInputHook& hook) {
-    const auto resident = model.layerMath().keepResident(weights);
+                     const HiddenStream& hidden, const CancelToken& cancel, const model::LinearInputHook& hook,
+                     const model::LayerMath* math) {
+    const auto resident = (math != nullptr ? *math : model.layerMath()).keepResident(weights);
     hidden.observe(
         [&](const MatrixF& h) {
             MatrixF copy = h;
-            model.runLayer(layer, weights, copy, hook);
+            model.runLayer(layer, weights, copy, hook, {}, math);
         },
         cancel);
 }

@@ -23,13 +23,15 @@ HiddenStream embedStream(const model::Transformer& model, const TokenSequences& 
 // Runs decoder layer `layer` over every sequence in place, polling `cancel` between sequences.
 void runLayerAll(model::Transformer& model, int layer, HiddenStream& hidden, const CancelToken& cancel,
                  const model::LinearInputHook& hook = {});
-// The same with weights the caller holds (nothing is loaded or cached by `model`).
+// The same with weights the caller holds (nothing is loaded or cached by `model`), the GEMMs on `math`
+// (null: the model's; the calibration passes' BF16 LayerMath).
 void runLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights, HiddenStream& hidden,
                  const CancelToken& cancel, const model::LinearInputHook& hook = {},
-                 const model::KeyValueHook& keyValueHook = {});
+                 const model::KeyValueHook& keyValueHook = {}, const model::LayerMath* math = nullptr);
 // Shows `hook` the layer's linear inputs of every sequence without changing `hidden` (one sequence
 // is copied at a time).
 void observeLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights,
-                     const HiddenStream& hidden, const CancelToken& cancel, const model::LinearInputHook& hook);
+                     const HiddenStream& hidden, const CancelToken& cancel, const model::LinearInputHook& hook,
+                     const model::LayerMath* math = nullptr);
 
 }  // namespace qs::pipeline

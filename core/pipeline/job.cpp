@@ -8,6 +8,9 @@
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/checkpoint_fingerprint.h"
+#include "qs/io/dtype.h"
+#include "qs/io/ggml_type.h"
+#include "qs/pipeline/quantized_source.h"
 #include "qs/pipeline/resource_estimate.h"
 
 #include "gguf_method.h"
@@ -34,16 +37,24 @@ bool isStackedExpertWeight(const io::CheckpointTensor& t, const model::MoeConfig
     return false;
 }
 
-// The bytes of the tensors the result keeps as stored: all but the decoder's linear weights, whose
-// quantized bytes the result counts; their biases, a MoE's routers and the layers stored after the
-// decoder's (next-token prediction) stay as stored.
+// The bytes an export stores of a tensor it keeps: a GGUF tensor of ggml blocks (a Q8_0 embedding) is
+// written decoded, in F32 where BF16 would round its values (export_source.h), as they mostly do.
+std::uint64_t keptBytes(const io::TensorInfo& t) {
+    if (t.ggmlType && !io::ggmlTypeTraits(*t.ggmlType).isFloat)
+        return static_cast<std::uint64_t>(t.numel()) * io::dtypeSize(io::DType::F32);
+    return t.byteSize();
+}
+
+// The bytes of the tensors the result keeps: all but the decoder's linear weights (of a quantized
+// source, every part they are stored in), whose quantized bytes the result counts; their biases, a
+// MoE's routers and the layers stored after the decoder's (next-token prediction) stay.
 std::uint64_t nonLinearBytes(const io::Checkpoint& checkpoint, const model::ModelConfig& config) {
     std::uint64_t bytes = 0;
     for (const auto& t : checkpoint.tensors()) {
         const bool router = config.isMoe() && t.naming.module == config.moe.names.router();
         const bool linear = t.naming.role == io::TensorRole::Linear && t.naming.layer >= 0 &&
                             t.naming.layer < config.numLayers && !router && t.naming.part != "bias";
-        if (!linear && !isStackedExpertWeight(t, config.moe)) bytes += t.info->byteSize();
+        if (!linear && !isStackedExpertWeight(t, config.moe)) bytes += keptBytes(*t.info);
     }
     return bytes;
 }
@@ -156,6 +167,7 @@ JobResult gatherResult(JobRun& run) {
     }
     JobResult result;
     result.source = io::fingerprintOf(run.checkpoint);
+    result.quantizedSource = quantizedSource(run.format);
     const std::uint64_t kept = nonLinearBytes(run.checkpoint, run.config);
     for (auto& s : run.streams) {
         run.cancel.throwIfCancelled();
@@ -164,12 +176,14 @@ JobResult gatherResult(JobRun& run) {
         else
             s.result.layers.clear(), s.result.stored.reset();
         s.result.source = result.source;
+        s.result.quantizedSource = result.quantizedSource;
         result.methods.push_back(std::move(s.result));
     }
     run.cancel.throwIfCancelled();
     result.kvCacheOnlyKl = run.cacheOnlyKl;
     result.calibrationTokens = tokenCount(run.plan.calibration);
     result.evaluationTokens = tokenCount(run.plan.evaluation);
+    result.bf16Calibration = run.calibrationMath != nullptr;
     return result;
 }
 
@@ -239,6 +253,9 @@ JobResult Job::run(const ProgressCallback& progress, const CancelToken& cancel, 
     }
     checkDeviceMemory(*plan_.backend, deviceWorkload(), force, progress);
     JobRun run(plan_, {e.spilledStreams.begin(), e.spilledStreams.end()}, progress, cancel, moduleLog);
+    // Said once the work folder is accepted, so that a refusal stays the run's only line.
+    if (progress)
+        progress({"matmul", 0, 0, 0.0, selectMatmul(plan_.matmul, plan_.backend->layerMath() != nullptr).message});
     return runLayerByLayer(run);
 }
 

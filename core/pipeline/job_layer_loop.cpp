@@ -155,7 +155,7 @@ void quantizeStream(JobRun& run, MethodStream& s, int layer, model::LayerWeights
     std::optional<LayerStatistics> own;
     if (s.ownCalibration) {  // the layer's inputs in this stream; the stream itself advances after quantization
         own.emplace(run.plan.backend.get());
-        observeLayerAll(s.model, layer, original, s.calibration, run.cancel, own->hook());
+        observeLayerAll(s.model, layer, original, s.calibration, run.cancel, own->hook(), run.calibrationMath.get());
         release.statistics = true;
     }
     LayerStatistics& stats = own ? *own : baseStats;
@@ -174,7 +174,8 @@ void quantizeStream(JobRun& run, MethodStream& s, int layer, model::LayerWeights
     s.result.seconds += secondsSince(start);
     model::LayerWeights quantized = quantizedWeights(original, kept, release.weights);
     s.kept.push_back(std::move(kept));
-    if (s.ownCalibration) runLayerAll(s.model, layer, quantized, s.calibration, run.cancel);
+    if (s.ownCalibration)
+        runLayerAll(s.model, layer, quantized, s.calibration, run.cancel, {}, {}, run.calibrationMath.get());
     runLayerAll(s.model, layer, quantized, s.evaluation, run.cancel);
 }
 
@@ -192,7 +193,7 @@ void calibrateAndQuantizeLayer(JobRun& run, int layer) {
     LayerStatistics baseStats(run.plan.backend.get());  // only when a method quantizes from the original stream
     if (run.baseStatistics)
         runLayerAll(run.base, layer, original, run.calibration, run.cancel, baseStats.hook(),
-                    run.kvCache ? baseStats.keyValueHook() : model::KeyValueHook{});
+                    run.kvCache ? baseStats.keyValueHook() : model::KeyValueHook{}, run.calibrationMath.get());
     if (run.keepsLayerInputs()) run.layerInputs.push_back(run.evaluation.inMemory());
     if (run.kvCache) evaluateCacheOnly(run, layer, original, baseStats);
     runLayerAll(run.base, layer, original, run.evaluation, run.cancel);

@@ -5,6 +5,7 @@
 #include "qs/io/checkpoint.h"
 #include "qs/io/checkpoint_fingerprint.h"
 #include "qs/pipeline/job.h"
+#include "qs/pipeline/matmul_choice.h"
 
 namespace qs::pipeline {
 namespace {
@@ -58,20 +59,25 @@ nlohmann::json planIdentity(const JobPlan& plan) {
         }
         mixed.push_back({{"name", mix.name}, {"layers", std::move(layers)}});
     }
-    return {{"work_folder_format", kWorkFolderFormat},
-            {"checkpoint", io::fingerprintOf(io::Checkpoint::open(plan.checkpoint)).describe()},
-            {"methods", std::move(methods)},
-            {"mixed", std::move(mixed)},
-            {"calibration", tokensHash(plan.calibration)},
-            {"evaluation", tokensHash(plan.evaluation)},
-            {"per_layer_kl", plan.perLayerKl},
-            {"per_group_kl", plan.perGroupKl},
-            {"true_sequential", plan.trueSequential},
-            {"seed", plan.seed},
-            {"activation_percentile", plan.activationCalibration.percentile},
-            {"moe_calibrate_all_experts", plan.moeCalibrateAllExperts},
-            {"allow_non_finite", plan.allowNonFinite},
-            {"cuda", plan.backend ? plan.backend->isCuda() : plan.device == DeviceChoice::Cuda}};
+    nlohmann::json identity = {{"work_folder_format", kWorkFolderFormat},
+                               {"checkpoint", io::fingerprintOf(io::Checkpoint::open(plan.checkpoint)).describe()},
+                               {"methods", std::move(methods)},
+                               {"mixed", std::move(mixed)},
+                               {"calibration", tokensHash(plan.calibration)},
+                               {"evaluation", tokensHash(plan.evaluation)},
+                               {"per_layer_kl", plan.perLayerKl},
+                               {"per_group_kl", plan.perGroupKl},
+                               {"true_sequential", plan.trueSequential},
+                               {"seed", plan.seed},
+                               {"activation_percentile", plan.activationCalibration.percentile},
+                               {"moe_calibrate_all_experts", plan.moeCalibrateAllExperts},
+                               {"allow_non_finite", plan.allowNonFinite},
+                               {"cuda", plan.backend ? plan.backend->isCuda() : plan.device == DeviceChoice::Cuda}};
+    // BF16 calibration gives other Hessians: a folder resumes only with the same setting (f32 folders of
+    // earlier releases name none, and resume as f32).
+    const bool deviceMath = plan.backend ? plan.backend->layerMath() != nullptr : plan.device == DeviceChoice::Cuda;
+    if (selectMatmul(plan.matmul, deviceMath).bf16) identity["matmul"] = "bf16";
+    return identity;
 }
 
 }  // namespace qs::pipeline

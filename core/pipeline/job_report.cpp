@@ -99,6 +99,8 @@ nlohmann::json servingScalesJson(const MethodResult& r) {
 
 nlohmann::json toJson(const MethodResult& r) {
     nlohmann::json out = {{"method", r.method.name}, {"label", r.label()}};
+    // What the KL's reference was: null for a dense source, else the source's quantization.
+    out["source_quantization"] = r.quantizedSource ? toJson(*r.quantizedSource) : nlohmann::json(nullptr);
     if (!r.error.empty()) {
         out["error"] = r.error;
         return out;
@@ -125,10 +127,13 @@ nlohmann::json toJson(const MethodResult& r) {
 nlohmann::json toJson(const JobResult& r) {
     nlohmann::json methods = nlohmann::json::array();
     for (const auto& m : r.methods) methods.push_back(toJson(m));
-    nlohmann::json out = {{"calibration_tokens", r.calibrationTokens},
-                          {"evaluation_tokens", r.evaluationTokens},
-                          {"time_s", number(r.seconds)},
-                          {"methods", methods}};
+    nlohmann::json out = {
+        {"source_quantization", r.quantizedSource ? toJson(*r.quantizedSource) : nlohmann::json(nullptr)},
+        {"calibration_tokens", r.calibrationTokens},
+        {"evaluation_tokens", r.evaluationTokens},
+        {"time_s", number(r.seconds)},
+        {"calibration_matmul", r.bf16Calibration ? "bf16" : "f32"},
+        {"methods", methods}};
     if (r.kvCacheOnlyKl) out["kv_cache_fp8_only_kl"] = toJson(*r.kvCacheOnlyKl);
     return out;
 }

@@ -3,25 +3,13 @@
 #include <omp.h>
 
 #include "qs/formats/detect.h"
-#include "qs/model/checkpoint_weights.h"
-#include "qs/pipeline/decoded_weights.h"
+#include "qs/model/bf16_layer_math.h"
+#include "qs/pipeline/matmul_choice.h"
 #include "qs/pipeline/model_checkpoint.h"
 
+#include "source_weights.h"
+
 namespace qs::pipeline {
-namespace {
-
-// The weights the Job quantizes: the checkpoint's own, or gpt-oss's MXFP4 experts (as released) decoded.
-std::shared_ptr<const model::WeightSource> sourceWeights(const io::Checkpoint& checkpoint,
-                                                         const model::ModelConfig& config, bool allowNonFinite) {
-    const formats::FormatInfo format = formats::detect(checkpoint);
-    if (format.format == formats::Format::Mxfp4 && format.variant == "gpt-oss")
-        return std::make_shared<DecodedWeights>(checkpoint, config,
-                                                formats::DecodeOptions{.allowNonFinite = allowNonFinite});
-    return std::make_shared<model::CheckpointWeights>(
-        checkpoint, config, model::CheckpointWeights::Options{.allowNonFinite = allowNonFinite});
-}
-
-}  // namespace
 
 std::shared_ptr<const CompactLinear> MethodStream::install(int layer, const std::string& module,
                                                            std::shared_ptr<const CompactLinear> compact) {
@@ -57,7 +45,10 @@ JobRun::JobRun(const JobPlan& plan, std::set<std::string> spilled, const Progres
       moduleLog(moduleLog),
       checkpoint(openModelCheckpoint(plan.checkpoint, plan.allowNonFinite)),
       config(model::ModelConfig::fromCheckpoint(checkpoint)),
-      weights(sourceWeights(checkpoint, config, plan.allowNonFinite)),
+      format(formats::detect(checkpoint)),
+      weights(sourceWeights(checkpoint, config, format, plan.allowNonFinite)),
+      calibrationMath(selectMatmul(plan.matmul, plan.backend && plan.backend->layerMath()).bf16 ? model::bf16LayerMath()
+                                                                                                : nullptr),
       base(makeModel()) {
     if (!plan.workDir.empty())
         work.emplace(plan.resume ? WorkFolder::resume(plan.workDir, planIdentity(plan))

@@ -15,6 +15,7 @@
 
 #include "qs/analysis/kl_metrics.h"
 #include "qs/cancel_token.h"
+#include "qs/formats/format_info.h"
 #include "qs/io/checkpoint.h"
 #include "qs/model/model_config.h"
 #include "qs/model/transformer.h"
@@ -104,7 +105,11 @@ struct JobRun {
     const ModuleLogCallback& moduleLog;
     io::Checkpoint checkpoint;
     model::ModelConfig config;
-    std::shared_ptr<const model::WeightSource> weights;
+    formats::FormatInfo format;                          // a quantized source's linears are decoded (weights)
+    std::shared_ptr<const model::WeightSource> weights;  // the source's, or its decoded ones (source_weights.h)
+    // The calibration passes' GEMMs (--matmul bf16: model::bf16LayerMath); null: the backend's, as the
+    // evaluation passes always use.
+    std::shared_ptr<const model::LayerMath> calibrationMath;
     model::Transformer base;
     HiddenStream calibration;     // the original model's calibration stream (when a method quantizes from it)
     bool baseStatistics = false;  // some method quantizes from the original stream's statistics

@@ -26,26 +26,6 @@ void requireFiniteDenseLinears(const io::Checkpoint& checkpoint, const formats::
     }
 }
 
-std::string quantizedSourceRefusal(const io::Checkpoint& checkpoint, const formats::FormatInfo& format) {
-    // gpt-oss is released with MXFP4 experts: they are its original weights, decoded to quantize anew.
-    if (format.format == formats::Format::Mxfp4 && format.variant == "gpt-oss") return {};
-    std::size_t quantized = 0;
-    for (const formats::LayerQuantInfo& layer : format.layers) quantized += layer.scheme != "dense";
-    if (quantized == 0) return {};
-    const auto scheme = format.uniformScheme();
-    const std::string holds = std::string(formats::formatName(format.format)) + ", " +
-                              (scheme ? scheme->summary() : std::string("mixed schemes")) + ", " +
-                              std::to_string(quantized) + " quantized linears";
-    return checkpoint.root().string() + " is already quantized (" + holds +
-           "): this needs the original weights, and quantizing a quantized model compounds its error; open the "
-           "checkpoint "
-           "it was made from, or write this one back as a dense checkpoint first (quantscope-cli dequantize)";
-}
-
-void requireDenseSource(const io::Checkpoint& checkpoint, const formats::FormatInfo& format) {
-    if (std::string refusal = quantizedSourceRefusal(checkpoint, format); !refusal.empty()) throw Error(refusal);
-}
-
 io::Checkpoint openModelCheckpoint(const std::filesystem::path& path, bool allowNonFinite) {
     io::Checkpoint checkpoint = io::Checkpoint::open(path);
     const formats::FormatInfo format = formats::detect(checkpoint);

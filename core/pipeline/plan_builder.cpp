@@ -9,6 +9,7 @@
 #include "qs/model/tokenizer.h"
 #include "qs/pipeline/calibration_text.h"
 #include "qs/pipeline/model_checkpoint.h"
+#include "qs/pipeline/quantized_source.h"
 #include "qs/pipeline/run_text.h"
 
 namespace qs::pipeline {
@@ -16,9 +17,11 @@ namespace qs::pipeline {
 BuiltPlan buildJobPlan(const PlanSettings& settings) {
     if (settings.methods.empty()) throw Error("choose at least one method");
     const io::Checkpoint checkpoint = openModelCheckpoint(settings.checkpoint, settings.allowNonFinite);
-    requireDenseSource(checkpoint, formats::detect(checkpoint));  // before any text is read: one clear line
-    std::optional<model::Tokenizer> tokenizer;                    // loaded for the first text read
+    const formats::FormatInfo format = formats::detect(checkpoint);
+    requireDecodableSource(checkpoint, format);  // before any text is read: one clear line
+    std::optional<model::Tokenizer> tokenizer;   // loaded for the first text read
     BuiltPlan built;
+    built.quantizedSource = quantizedSource(format);
     auto read = [&](TextRole role, const TextChoice& choice, std::filesystem::path& file) -> TokenSequences {
         if (choice.samples <= 0) return {};
         file = resolveRunText(role, choice.file, checkpoint);
@@ -36,6 +39,7 @@ BuiltPlan buildJobPlan(const PlanSettings& settings) {
     plan.moeCalibrateAllExperts = settings.moeCalibrateAllExperts;
     plan.seed = settings.seed;
     plan.allowNonFinite = settings.allowNonFinite;
+    plan.matmul = settings.matmul;
     return built;
 }
 

@@ -3,11 +3,16 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
+#include <set>
 
 #include "qs/error.h"
 #include "qs/io/dtype.h"
 #include "qs/io/tensor_name.h"
 #include "qs/pipeline/layer_quantizer.h"
+#include "qs/pipeline/quantized_source.h"
+
+#include "export_source.h"
 
 namespace qs::pipeline {
 
@@ -29,9 +34,15 @@ void releaseParts(quant::QuantizedLinear& q) {
 // once written; what remains (headers, scales) describes the export's config.
 class WeightOnlyStream {
 public:
-    WeightOnlyStream(const io::Checkpoint& checkpoint, const MethodSpec& method, std::uint64_t seed,
+    WeightOnlyStream(const formats::LinearReader& reader, const MethodSpec& method, std::uint64_t seed,
                      const CancelToken& cancel, const std::vector<std::string>& prefixes)
-        : checkpoint_(checkpoint), method_(method), seed_(seed), cancel_(cancel), order_(prefixes) {
+        : checkpoint_(reader.checkpoint()),
+          reader_(reader),
+          quantizedInSource_(quantizedLinearsOf(reader)),
+          method_(method),
+          seed_(seed),
+          cancel_(cancel),
+          order_(prefixes) {
         for (const auto& prefix : prefixes) linears_.emplace(prefix, Linear{});
     }
 
@@ -69,11 +80,18 @@ private:
         double bitsPerWeight = 0.0;  // measured before its parts are released
     };
 
-    void produce(const std::string& prefix) {
+    // The weight as stored, or as a quantized source's format decodes it (refusing NaN and Inf too).
+    MatrixF weightOf(const std::string& prefix) const {
+        if (quantizedInSource_.contains(prefix)) return reader_.decodeF32(prefix);
         const io::TensorView view = checkpoint_.tensor(prefix + ".weight");
-        const MatrixF w = view.toMatrix();
+        MatrixF w = view.toMatrix();
         view.releasePages();
         if (!w.allFinite()) throw Error(where(checkpoint_, view.name()) + " holds NaN or Inf weights");
+        return w;
+    }
+
+    void produce(const std::string& prefix) {
+        const MatrixF w = weightOf(prefix);
         Linear& linear = linears_.at(prefix);
         linear.q = quantizeLinear(method_, w, nullptr, 0, seed_, nullptr, &cancel_);
         const double norm = w.cast<double>().norm();
@@ -82,6 +100,8 @@ private:
     }
 
     const io::Checkpoint& checkpoint_;
+    const formats::LinearReader& reader_;
+    const LinearSet quantizedInSource_;  // the linears a quantized source stores in its format's parts
     const MethodSpec& method_;
     std::uint64_t seed_;
     const CancelToken& cancel_;
@@ -102,14 +122,18 @@ std::string weightOnlyRefusal(const MethodSpec& m) {
     return "";
 }
 
-WeightOnlySelection selectWeightOnlyLinears(const io::Checkpoint& checkpoint) {
+WeightOnlySelection selectWeightOnlyLinears(const formats::LinearReader& reader) {
     WeightOnlySelection s;
-    for (const auto& t : checkpoint.tensors()) {
+    const LinearSet quantizedInSource = quantizedLinearsOf(reader);
+    std::set<std::string> listed;
+    for (const auto& t : reader.checkpoint().tensors()) {
+        // A linear a quantized source stores in its format's parts, or a dense linear's float weight.
+        std::string prefix = owningLinear(t.info->name, quantizedInSource);
         const auto& n = t.naming;
-        if (n.role != io::TensorRole::Linear || n.layer < 0 || n.part != "weight" || t.info->shape.size() != 2 ||
-            !io::isDenseFloat(t.info->dtype))
+        if (prefix.empty() && n.part == "weight" && t.info->shape.size() == 2 && io::isDenseFloat(t.info->dtype))
+            prefix = t.info->name.substr(0, t.info->name.size() - std::string_view(".weight").size());
+        if (prefix.empty() || n.role != io::TensorRole::Linear || n.layer < 0 || !listed.insert(prefix).second)
             continue;
-        const std::string prefix = t.info->name.substr(0, t.info->name.size() - std::string_view(".weight").size());
         (io::isRouterModule(n.module) || io::isTowerTensor(t.info->name) ? s.keptDense : s.quantized).push_back(prefix);
     }
     return s;
@@ -118,15 +142,16 @@ WeightOnlySelection selectWeightOnlyLinears(const io::Checkpoint& checkpoint) {
 WeightOnlyReport exportWeightsOnly(const ExportRequest& request, const io::Checkpoint& source, const MethodSpec& method,
                                    std::uint64_t seed, const ProgressCallback& progress, const CancelToken& cancel) {
     if (const auto why = weightOnlyRefusal(method); !why.empty()) throw Error(why);
-    if (!source.quantizationConfig().empty() || source.gguf() != nullptr)
-        throw Error(source.root().string() + ": the source is already quantized; quantize the dense original");
+    const formats::LinearReader reader(source);
+    requireDecodableSource(source, reader.format());  // a quantized source is quantized from its decoded weights
+    const std::optional<QuantizedSource> quantized = quantizedSource(reader.format());
     const auto start = std::chrono::steady_clock::now();
-    WeightOnlySelection selection = selectWeightOnlyLinears(source);
+    WeightOnlySelection selection = selectWeightOnlyLinears(reader);
     if (selection.quantized.empty())
         throw Error(source.root().string() +
                     ": no linear weight inside the decoder layers (<...>.layers.N.<module>.weight, "
                     "2-D, BF16/F16/F32) to quantize");
-    WeightOnlyStream stream(source, method, seed, cancel, selection.quantized);
+    WeightOnlyStream stream(reader, method, seed, cancel, selection.quantized);
     WeightOnlyReport r;
     r.keptDense = std::move(selection.keptDense);
     const auto report = [&] {
@@ -143,7 +168,8 @@ WeightOnlyReport exportWeightsOnly(const ExportRequest& request, const io::Check
                               {"bits_per_weight", r.bitsPerWeight},
                               {"seconds", r.seconds},
                               {"weight_error", std::move(errors)},
-                              {"kept_dense", r.keptDense}};
+                              {"kept_dense", r.keptDense},
+                              {"source_quantization", quantized ? toJson(*quantized) : nlohmann::json(nullptr)}};
     };
     r.written = exportStreamed(request, source, stream.streamed(), report, progress, cancel);
     return r;

@@ -1,16 +1,24 @@
 // Quantized checkpoints (GPTQ, NVFP4, FP8 exports of the demo, made by quantscope-cli) in the window:
 // the Summary tells the scheme and the model's true size, the first selection is the packed weight,
-// Start and the Hessian say why they cannot run, and a tensor of one value draws no outlier tail.
+// the Quantize panel quantizes one from its decoded weights and says so (one that does not decode is
+// refused, saying why), and a tensor of one value draws no outlier tail.
 #include <cmath>
 
+#include <QDir>
+#include <QFile>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QLabel>
 #include <QLocale>
 #include <QPushButton>
+#include <QTemporaryDir>
 #include <qcustomplot.h>
 
 #include "qs/analysis/channel_stats.h"
 #include "qs/analysis/histogram.h"
 #include "qs/io/checkpoint.h"
 
+#include "jobs/quantize_job.h"
 #include "models/checkpoint_tree_model.h"
 #include "pages/channels_page.h"
 #include "pages/hessian_page.h"
@@ -83,25 +91,82 @@ TEST_F(QuantizedCheckpointTest, TheFirstSelectionIsTheFirstLinearsPackedWeight) 
     EXPECT_EQ(window.currentTensor(), QStringLiteral("model.layers.0.self_attn.q_proj.weight"));
 }
 
-TEST_F(QuantizedCheckpointTest, StartAndTheHessianAreRefusedSayingWhy) {
-    ASSERT_TRUE(open(QStringLiteral("gptq4")));
+// A quantized checkpoint is quantized from its decoded weights: Start is on, the panel says in one line
+// that they are the reference (the CLI's line), the estimate is made, a job runs and its result records
+// the source's quantization, and the Hessian tab calibrates the layer of a packed qweight.
+TEST_F(QuantizedCheckpointTest, AQuantizedCheckpointIsQuantizedFromItsDecodedWeightsAndThePanelSaysSo) {
+    ASSERT_TRUE(open(QStringLiteral("fp8")));
+    QuantizePanel& panel = *window.quantizePanel();
+    EXPECT_TRUE(panel.refusal().isEmpty()) << panel.refusal().toStdString();
+    EXPECT_EQ(panel.sourceNote(),
+              QStringLiteral("source is already quantized (fp8, fp8 block 128x128 sym, 14 quantized linears): its "
+                             "decoded weights are the reference; KL is measured against them"));
+    EXPECT_TRUE(panel.findChild<QLabel*>(QStringLiteral("sourceNote"))->isVisibleTo(&panel));
+    panel.setSampling(2, 32, 2);
+    ASSERT_TRUE(panel.selectMethods({"rtn4"}));
+    ASSERT_TRUE(waitUntil([&] { return panel.estimate().has_value() && !panel.isEstimating(); }))
+        << panel.estimateText().toStdString();
+    EXPECT_TRUE(panel.startButton()->isEnabled());
+
+    JobResultPtr result;
+    QObject::connect(window.quantizeJob(), &QuantizeJob::finished, [&](const JobResultPtr& r) { result = r; });
+    ASSERT_TRUE(window.startQuantizeJob());
+    ASSERT_TRUE(waitUntil([&] { return !window.quantizeJob()->isRunning(); }, 120000));
+    ASSERT_TRUE(result);
+    ASSERT_TRUE(result->quantizedSource);
+    EXPECT_EQ(result->quantizedSource->format, "fp8");
+    EXPECT_GT(result->methods.front().kl.meanKld.value, 0.0);
+    EXPECT_TRUE(reporter->messages.isEmpty()) << reporter->messages.join(QLatin1Char('\n')).toStdString();
+
+    window.hessianPage()->setSampling(2, 32);
+    window.showPage(QStringLiteral("hessian"));
+    window.selectTensor(QStringLiteral("model.layers.0.mlp.down_proj.weight"));
+    ASSERT_TRUE(waitUntil([this] { return window.hessianPage()->shown() != nullptr; }))
+        << window.hessianPage()->captionText().toStdString();
+    EXPECT_EQ(window.hessianPage()->shown()->diagonal.size(), 768u);
+
+    // A dense checkpoint opened next has no note.
+    ASSERT_TRUE(window.openPath(kDemo));
+    EXPECT_TRUE(panel.sourceNote().isEmpty());
+    EXPECT_FALSE(panel.findChild<QLabel*>(QStringLiteral("sourceNote"))->isVisibleTo(&panel));
+}
+
+// A checkpoint whose quantized linears QuantScope cannot decode (quant_method 'hqq') has no weights to
+// quantize: Start and the Hessian say why.
+TEST_F(QuantizedCheckpointTest, StartAndTheHessianAreRefusedForLinearsThatDoNotDecodeSayingWhy) {
+    const QString fp8 = quantizedDemo(QStringLiteral("fp8"));
+    ASSERT_FALSE(fp8.isEmpty());
+    QTemporaryDir dir;
+    const QString hqq = QDir(dir.path()).filePath(QStringLiteral("hqq"));
+    ASSERT_TRUE(QDir().mkpath(hqq));
+    for (const QString& file : QDir(fp8).entryList(QDir::Files))
+        ASSERT_TRUE(QFile::copy(QDir(fp8).filePath(file), QDir(hqq).filePath(file)));
+    {
+        QFile config(QDir(hqq).filePath(QStringLiteral("config.json")));
+        ASSERT_TRUE(config.open(QIODevice::ReadOnly));
+        QJsonObject json = QJsonDocument::fromJson(config.readAll()).object();
+        config.close();
+        json[QStringLiteral("quantization_config")] =
+            QJsonObject{{QStringLiteral("quant_method"), QStringLiteral("hqq")}};
+        ASSERT_TRUE(config.open(QIODevice::WriteOnly | QIODevice::Truncate));
+        config.write(QJsonDocument(json).toJson());
+    }
+    ASSERT_TRUE(window.openPath(hqq));
     QuantizePanel& panel = *window.quantizePanel();
     EXPECT_FALSE(panel.startButton()->isEnabled());
-    EXPECT_TRUE(panel.startButton()->toolTip().contains(QStringLiteral("already quantized")))
+    EXPECT_TRUE(panel.startButton()->toolTip().contains(QStringLiteral("cannot be decoded: quant_method 'hqq'")))
         << panel.startButton()->toolTip().toStdString();
-    EXPECT_TRUE(panel.startButton()->toolTip().contains(QStringLiteral("compounds its error")));
-    EXPECT_TRUE(panel.estimateText().contains(QStringLiteral("already quantized")))
+    EXPECT_TRUE(panel.estimateText().contains(QStringLiteral("cannot be decoded")))
         << panel.estimateText().toStdString();
     EXPECT_FALSE(window.startQuantizeJob());
     ASSERT_EQ(reporter->messages.size(), 1);
-    EXPECT_TRUE(reporter->messages.front().contains(QStringLiteral("int4 g128 asym, 14 quantized linears")))
-        << reporter->messages.front().toStdString();
+    EXPECT_TRUE(reporter->messages.front().contains(hqq)) << reporter->messages.front().toStdString();
 
     window.showPage(QStringLiteral("hessian"));
-    window.selectTensor(QStringLiteral("model.layers.0.mlp.down_proj.qweight"));
+    window.selectTensor(QStringLiteral("model.layers.0.mlp.down_proj.weight"));
     waitUntil([] { return false; }, 100);
     EXPECT_FALSE(window.hessianPage()->isBusy());
-    EXPECT_TRUE(window.hessianPage()->captionText().contains(QStringLiteral("already quantized")))
+    EXPECT_TRUE(window.hessianPage()->captionText().contains(QStringLiteral("cannot be decoded")))
         << window.hessianPage()->captionText().toStdString();
 
     // A dense checkpoint opened next can be quantized again.

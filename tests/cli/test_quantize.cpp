@@ -79,15 +79,38 @@ TEST(Quantize, RefusedShapeIsOneLineAndWritesNothing) {
     EXPECT_FALSE(std::filesystem::exists(out));
 }
 
-// A quantized checkpoint has no original weights: `quantize`, `compare` and `inspect --hessian` on one
-// failed with "no tensor named '...q_proj.weight'". Each now says what it holds, in one line.
-TEST(Quantize, AQuantizedCheckpointIsRefusedInOneLineThatSaysWhy) {
+// A quantized checkpoint is a source like any other: `quantize`, `compare` and `inspect --hessian` on a
+// GPTQ export run on its decoded weights (they once failed with "no tensor named '...q_proj.weight'",
+// then refused it), and the first two say so in one line. One whose format QuantScope cannot decode is
+// refused in one line that says why, having written nothing.
+TEST(Quantize, AQuantizedCheckpointIsQuantizedFromItsDecodedWeights) {
     const auto quantized = freshPath("already_gptq");
     ASSERT_EQ(runCli({"quantize", kDemo, "--method", "gptq4", "--samples", "4", "--seq-len", "32", "--out",
                       quantized.string()})
                   .exitCode,
               0);
     const auto out = freshPath("requantized");
+    const std::string note =
+        "source is already quantized (gptq, int4 g128 asym, 14 quantized linears): its decoded weights are the "
+        "reference; KL is measured against them\n";
+    const auto q = runCli({"quantize", quantized.string(), "--method", "rtn4", "--out", out.string()});
+    ASSERT_EQ(q.exitCode, 0) << q.err;
+    EXPECT_EQ(q.out.find(note), 0u) << q.out;
+    EXPECT_EQ(readJson(out / "config.json")["quantization_config"]["checkpoint_format"], "gptq_v2");
+    EXPECT_EQ(readJson(out / "quantscope_report.json")["source_quantization"]["format"], "gptq");
+    const auto c = runCli({"compare", quantized.string(), "--methods", "rtn4", "--samples", "2", "--seq-len", "32",
+                           "--eval-samples", "2"});
+    ASSERT_EQ(c.exitCode, 0) << c.err;
+    EXPECT_EQ(c.out.find(note), 0u) << c.out;
+    const auto h = runCli({"inspect", quantized.string(), "--hessian", "0", "--samples", "2", "--seq-len", "32"});
+    EXPECT_EQ(h.exitCode, 0) << h.err;
+    EXPECT_NE(h.out.find("mlp.down_proj"), std::string::npos) << h.out;
+
+    // quant_method 'hqq' names no layout QuantScope decodes.
+    nlohmann::json config = readJson(quantized / "config.json");
+    config["quantization_config"] = {{"quant_method", "hqq"}, {"nbits", 4}};
+    std::ofstream(quantized / "config.json") << config.dump();
+    std::filesystem::remove_all(out);
     for (const std::vector<std::string>& args :
          {std::vector<std::string>{"quantize", quantized.string(), "--method", "rtn4", "--out", out.string()},
           std::vector<std::string>{"compare", quantized.string(), "--methods", "rtn4"},
@@ -95,9 +118,9 @@ TEST(Quantize, AQuantizedCheckpointIsRefusedInOneLineThatSaysWhy) {
         const auto r = runCli(args);
         EXPECT_EQ(r.exitCode, 2) << args[0];
         EXPECT_EQ(lineCount(r.err), 1u) << r.err;
-        EXPECT_NE(r.err.find("is already quantized (gptq, int4 g128 asym, 14 quantized linears)"), std::string::npos)
+        EXPECT_NE(r.err.find(quantized.string() + ": its quantized linears cannot be decoded: quant_method 'hqq'"),
+                  std::string::npos)
             << r.err;
-        EXPECT_EQ(r.err.find("no tensor named"), std::string::npos) << r.err;
     }
     EXPECT_FALSE(std::filesystem::exists(out));
     std::filesystem::remove_all(quantized);

@@ -2,6 +2,7 @@
 // llama.h, ggml.h and gguf.h of the llama.cpp release the package ships (see package.json).
 #include "llama_libraries.h"
 
+#include <cstdlib>
 #include <cstring>
 #include <regex>
 #include <stdexcept>
@@ -72,6 +73,11 @@ struct CommonImatrix {
 };
 
 void* openLibrary(const std::string& name) {
+    // ggml-base's static initializer installs a terminate handler that prints a backtrace through gdb, and
+    // asserts that it is not installed yet; in this process (beside oneDNN's libraries) that assert fired
+    // now and then while the library was being opened. The handler is no part of what is judged:
+    // GGML_NO_BACKTRACE, ggml's own switch, leaves it out.
+    ::setenv("GGML_NO_BACKTRACE", "1", 0);
     const auto path = llamaBinaries() / name;
     void* h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (h == nullptr) throw std::runtime_error("cannot open " + path.string() + ": " + ::dlerror());

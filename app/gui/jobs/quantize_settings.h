@@ -24,6 +24,7 @@ struct QuantizeSettings {
     QString evaluationFile;  // empty: as for calibration
     int evaluationSamples = 8;
     pipeline::DeviceChoice device = pipeline::DeviceChoice::Auto;
+    pipeline::MatmulChoice matmul = pipeline::MatmulChoice::Auto;  // the calibration passes' GEMMs (--matmul)
     bool perLayerKl = false;
     bool kvCacheFp8 = false;             // every safetensors method with an FP8 KV cache
     bool moeCalibrateAllExperts = true;  // pipeline::JobPlan::moeCalibrateAllExperts (the CLI's --moe-calibration all)

@@ -15,7 +15,7 @@
 #include "qs/io/tensor_name.h"
 #include "qs/model/tokenizer.h"
 #include "qs/pipeline/calibration_text.h"
-#include "qs/pipeline/model_checkpoint.h"
+#include "qs/pipeline/quantized_source.h"
 #include "qs/pipeline/run_text.h"
 
 #include "experts/expert_path.h"
@@ -107,10 +107,10 @@ void HessianPage::setCheckpoint(CheckpointPtr checkpoint) {
     layer_ = -1;
     module_.clear();
     runner_.cancel();
-    // Calibrating runs the original model: a quantized checkpoint has no original weights to run.
+    // Calibrating runs the model: a quantized checkpoint on its decoded weights, unless they do not decode.
     refusal_ =
         checkpoint_
-            ? QString::fromStdString(pipeline::quantizedSourceRefusal(*checkpoint_, formats::detect(*checkpoint_)))
+            ? QString::fromStdString(pipeline::undecodableSourceRefusal(*checkpoint_, formats::detect(*checkpoint_)))
             : QString();
     showMessage(refusal_.isEmpty() ? tr("Select a linear layer's weight.") : refusal_);
 }

@@ -23,6 +23,7 @@
 #include <QStyle>
 #include <QVBoxLayout>
 
+#include "qs/model/bf16_layer_math.h"
 #include "qs/pipeline/gguf_type_mix.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/method_spec.h"
@@ -177,12 +178,22 @@ QuantizePanel::QuantizePanel(QWidget* parent) : QWidget(parent) {
 QWidget* QuantizePanel::createMethods() {
     auto* box = new QGroupBox(tr("Methods"), this);
     auto* grid = new QGridLayout(box);
+    // Above the rows, what the checkpoint means for them: its architecture rules some out; a quantized
+    // checkpoint is quantized from its decoded weights.
+    auto* notes = new QVBoxLayout;
+    notes->setContentsMargins(0, 0, 0, 0);
     architectureNote_ = new QLabel(box);  // what the model's architecture rules out, and why
-    architectureNote_->setWordWrap(true);
-    architectureNote_->setTextFormat(Qt::RichText);
-    architectureNote_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    architectureNote_->hide();
-    grid->addWidget(architectureNote_, 0, 0, 1, 3);
+    sourceNote_ = new QLabel(box);
+    sourceNote_->setObjectName(QStringLiteral("sourceNote"));
+    for (QLabel* note : {architectureNote_, sourceNote_}) {
+        note->setWordWrap(true);
+        note->setTextFormat(Qt::RichText);
+        note->setTextInteractionFlags(Qt::TextSelectableByMouse);
+        note->hide();
+        notes->addWidget(note);
+    }
+    sourceNote_->setTextFormat(Qt::PlainText);  // the CLI's line, as it prints it
+    grid->addLayout(notes, 0, 0, 1, 3);
     grid->addWidget(new QLabel(tr("bits"), box), 1, 1);
     grid->addWidget(new QLabel(tr("group"), box), 1, 2);
     // Methods without bits or group to choose go two to a line (the second under "bits"), so the
@@ -304,6 +315,17 @@ QWidget* QuantizePanel::createRun() {
         scheduleEstimate();
         emit deviceChosen(settings().device);
     });
+    matmul_ = new QComboBox(box);
+    matmul_->setObjectName(QStringLiteral("matmul"));
+    matmul_->addItem(model::cpuRunsBf16Natively() ? tr("Auto (BF16 on this CPU)") : tr("Auto (f32 on this CPU)"),
+                     static_cast<int>(pipeline::MatmulChoice::Auto));
+    matmul_->addItem(tr("BF16"), static_cast<int>(pipeline::MatmulChoice::Bf16));
+    matmul_->addItem(tr("f32"), static_cast<int>(pipeline::MatmulChoice::F32));
+    matmul_->setToolTip(
+        tr("The calibration forward passes' matrix products: BF16 with f32 accumulation runs 2-4x faster "
+           "where the CPU multiplies BF16 natively (AVX512-BF16, AMX); the KL's passes and the Hessians stay "
+           "f32. On a CUDA device the passes run in f32."));
+    connect(matmul_, &QComboBox::currentIndexChanged, this, &QuantizePanel::scheduleEstimate);
     perLayerKl_ = new QCheckBox(tr("Per-layer KL (one layer quantized at a time)"), box);
     perLayerKl_->setToolTip(
         tr("Also measure the KL with only one layer quantized at a time, to find the fragile layers "
@@ -327,6 +349,7 @@ QWidget* QuantizePanel::createRun() {
     allExperts_->hide();
     connect(allExperts_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
     form->addRow(tr("Device:"), device_);
+    form->addRow(tr("Matmuls:"), matmul_);
     form->addRow(perLayerKl_);
     form->addRow(kvCacheFp8_);
     form->addRow(allExperts_);
@@ -355,7 +378,7 @@ QLayout* QuantizePanel::createFooter() {
 }
 
 void QuantizePanel::setCheckpoint(const QString& path, const QString& refusal, const QString& forwardPassRefusal,
-                                  bool hasExperts) {
+                                  bool hasExperts, const QString& sourceNote) {
     checkpoint_ = path;
     hasExperts_ = hasExperts;
     allExperts_->setVisible(hasExperts);
@@ -367,15 +390,19 @@ void QuantizePanel::setCheckpoint(const QString& path, const QString& refusal, c
     estimated_.reset();
     debounce_.stop();
     estimator_.cancel();
-    allExperts_->setEnabled(refusal_.isEmpty());  // nothing to calibrate in a quantized or unrunnable model
+    allExperts_->setEnabled(refusal_.isEmpty());  // nothing to calibrate in an undecodable or unrunnable model
+    sourceNote_->setText(sourceNote);
+    sourceNote_->setToolTip(
+        tr("Quantizing a quantized checkpoint adds the new rounding to its own: the KL shown is the new "
+           "method's against this checkpoint, not against the model it was made from."));
+    sourceNote_->setVisible(!sourceNote.isEmpty());
     showArchitectureSupport();
     updateStartButton();
     // Short: the whole reason is Start's tooltip (the footer never scrolls).
     if (!refusal.isEmpty())
-        estimateLabel_->setText(
-            QStringLiteral("<span style='color:#b03030'>%1</span>")
-                .arg(tr("This checkpoint is already quantized: quantizing needs its original weights "
-                        "(Start's tooltip says more).")));
+        estimateLabel_->setText(QStringLiteral("<span style='color:#b03030'>%1</span>")
+                                    .arg(tr("This checkpoint's quantized linears cannot be decoded, so there are no "
+                                            "weights to quantize (Start's tooltip says why).")));
     else if (!forwardPassRefusal_.isEmpty())
         estimateLabel_->setText(QStringLiteral("<span style='color:#b03030'>%1</span>")
                                     .arg(tr("QuantScope cannot run this model, so no KL: weight-only methods from the "
@@ -402,6 +429,8 @@ void QuantizePanel::showArchitectureSupport() {
             .arg(forwardPassRefusal_.toHtmlEscaped()));
 }
 
+QString QuantizePanel::sourceNote() const { return sourceNote_->isHidden() ? QString() : sourceNote_->text(); }
+
 QuantizeSettings QuantizePanel::settings() const {
     QuantizeSettings s;
     for (const MethodRow& row : rows_) {
@@ -414,6 +443,7 @@ QuantizeSettings QuantizePanel::settings() const {
     s.evaluationFile = evaluationFile_->text().trimmed();
     s.evaluationSamples = evaluationSamples_->value();
     s.device = static_cast<pipeline::DeviceChoice>(device_->currentData().toInt());
+    s.matmul = static_cast<pipeline::MatmulChoice>(matmul_->currentData().toInt());
     s.perLayerKl = perLayerKl_->isChecked();
     s.kvCacheFp8 = kvCacheFp8_->isChecked();
     s.moeCalibrateAllExperts =

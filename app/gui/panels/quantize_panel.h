@@ -34,15 +34,18 @@ class QuantizePanel : public QWidget {
 public:
     explicit QuantizePanel(QWidget* parent = nullptr);
 
-    // Empty path: nothing to quantize. A `refusal` (a quantized checkpoint) disables Start and is
-    // shown in place of the estimate and as Start's tooltip. A `forwardPassRefusal` (an architecture
-    // QuantScope does not run: forward_pass_support.h) turns off the methods that need the forward pass,
-    // each saying why, and Start, saying which methods the CLI can still run without one.
+    // Empty path: nothing to quantize. A `refusal` (a quantized checkpoint whose linears do not decode)
+    // disables Start and is shown in place of the estimate and as Start's tooltip. A `forwardPassRefusal`
+    // (an architecture QuantScope does not run: forward_pass_support.h) turns off the methods that need
+    // the forward pass, each saying why, and Start, saying which methods the CLI can still run without one.
     // `hasExperts` (a mixture of experts) shows the choice to calibrate every expert on every token.
+    // A `sourceNote` (a quantized checkpoint: pipeline::QuantizedSource::referenceNote) is shown above the
+    // methods: its decoded weights are what the methods quantize and what their KL is measured against.
     void setCheckpoint(const QString& path, const QString& refusal = {}, const QString& forwardPassRefusal = {},
-                       bool hasExperts = false);
+                       bool hasExperts = false, const QString& sourceNote = {});
     const QString& refusal() const { return refusal_; }  // Start's reason to be off, of either kind
     const QString& forwardPassRefusal() const { return forwardPassRefusal_; }
+    QString sourceNote() const;  // the note shown, "" when none is
     // Whether the row of `method` ("gptq4", "rtn4", "q4_k_m") can be ticked, and its tooltip.
     bool methodAvailable(const std::string& method) const;
     QString methodToolTip(const std::string& method) const;
@@ -109,6 +112,7 @@ private:
     QString refusal_;
     QString forwardPassRefusal_;
     QLabel* architectureNote_ = nullptr;
+    QLabel* sourceNote_ = nullptr;  // a quantized source: its decoded weights are the reference
     std::vector<MethodRow> rows_;
     QLineEdit* calibrationFile_ = nullptr;
     QSpinBox* samples_ = nullptr;
@@ -116,6 +120,7 @@ private:
     QLineEdit* evaluationFile_ = nullptr;
     QSpinBox* evaluationSamples_ = nullptr;
     QComboBox* device_ = nullptr;
+    QComboBox* matmul_ = nullptr;  // the calibration passes' GEMMs: auto, BF16, f32
     QCheckBox* perLayerKl_ = nullptr;
     QCheckBox* kvCacheFp8_ = nullptr;
     QCheckBox* allExperts_ = nullptr;  // shown for a mixture of experts only

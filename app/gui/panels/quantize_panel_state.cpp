@@ -37,6 +37,7 @@ QVariantMap QuantizePanel::state() const {
     state[QStringLiteral("evaluationFile")] = evaluationFile_->text();
     state[QStringLiteral("evaluationSamples")] = evaluationSamples_->value();
     state[QStringLiteral("device")] = device_->currentData();
+    state[QStringLiteral("matmul")] = matmul_->currentData();
     state[QStringLiteral("perLayerKl")] = perLayerKl_->isChecked();
     state[QStringLiteral("moeCalibrateAllExperts")] = allExperts_->isChecked();
     return state;
@@ -68,6 +69,8 @@ void QuantizePanel::applyState(const QVariantMap& state) {
         perLayerKl_->setChecked(state.value(QStringLiteral("perLayerKl")).toBool());
     if (state.contains(QStringLiteral("moeCalibrateAllExperts")))
         allExperts_->setChecked(state.value(QStringLiteral("moeCalibrateAllExperts")).toBool());
+    if (const int at = matmul_->findData(state.value(QStringLiteral("matmul"), -1).toInt()); at >= 0)
+        matmul_->setCurrentIndex(at);
     if (state.contains(QStringLiteral("device"))) {
         const int at = device_->findData(state.value(QStringLiteral("device")).toInt());
         // CUDA becomes selectable only when the device probe answers: chosen then (showDevices).

@@ -27,7 +27,7 @@
 #include "qs/formats/detect.h"
 #include "qs/message_text.h"
 #include "qs/pipeline/bundled_resources.h"
-#include "qs/pipeline/model_checkpoint.h"
+#include "qs/pipeline/quantized_source.h"
 
 #include "experts/expert_overview_layout.h"
 #include "jobs/job_runner.h"
@@ -426,9 +426,12 @@ bool MainWindow::openPath(QString path) {
     tabs_->setTabVisible(tabs_->indexOf(mixed_), !quantized_->hasQuantizedLinears());
     keepTabsInView();
     tree_->setCheckpoint(checkpoint_);
-    // Start would fail with "no tensor named ...weight", or without a forward pass: it is disabled, saying why.
-    quantize_->setCheckpoint(path, QString::fromStdString(pipeline::quantizedSourceRefusal(*checkpoint_, format)),
-                             forwardPassRefusal(*checkpoint_), !expertLinears(*checkpoint_).empty());
+    // Start would fail on linears that do not decode, or without a forward pass: it is disabled, saying why.
+    // A quantized checkpoint is quantized from its decoded weights, which the panel says.
+    const std::optional<pipeline::QuantizedSource> quantized = pipeline::quantizedSource(format);
+    quantize_->setCheckpoint(path, QString::fromStdString(pipeline::undecodableSourceRefusal(*checkpoint_, format)),
+                             forwardPassRefusal(*checkpoint_), !expertLinears(*checkpoint_).empty(),
+                             quantized ? QString::fromStdString(quantized->referenceNote()) : QString());
     export_->setSource(path, fingerprint_);
     moduleLog_->clear();
     if (settings_ == Settings::Remember) RecentFiles().add(path);

@@ -28,6 +28,7 @@ public:
     explicit LinearReader(io::Checkpoint&& checkpoint, DecodeOptions options = {}) = delete;
     LinearReader(io::Checkpoint&& checkpoint, FormatInfo info, DecodeOptions options = {}) = delete;
 
+    const io::Checkpoint& checkpoint() const { return *checkpoint_; }
     const FormatInfo& format() const { return info_; }
     const std::vector<LinearRef>& linears() const { return refs_; }  // quantized and dense, by name
 

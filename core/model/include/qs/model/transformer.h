@@ -52,9 +52,10 @@ public:
     // Runs decoder layer `layer` over hidden [T, hidden] in place; row t is at position t.
     void runLayer(int layer, MatrixF& hidden, const LinearInputHook& hook = {});
     // The same with weights the caller holds (e.g. a layer whose linears are being quantized one by
-    // one); nothing is loaded or cached.
+    // one); nothing is loaded or cached. `math` (null: the model's) runs its GEMMs: the calibration
+    // passes' BF16 one (--matmul bf16).
     void runLayer(int layer, const LayerWeights& weights, MatrixF& hidden, const LinearInputHook& hook = {},
-                  const KeyValueHook& keyValueHook = {}) const;
+                  const KeyValueHook& keyValueHook = {}, const LayerMath* math = nullptr) const;
     MatrixF finalLogits(const MatrixF& hidden) const;  // final norm + lm_head: [T, vocab]
 
     // --- whole model ----------------------------------------------------------------------------

@@ -4,7 +4,17 @@
 // lm_head, biases) is copied from the source checkpoint in its own dtype; tokenizer and generation
 // files are copied; config.json gains the encoder's quantization_config; quantscope_report.json
 // records per linear the method, bits, group, output error, GPTQ loss and time, the calibration and
-// evaluation settings, and the KL results when they were measured.
+// evaluation settings, the KL results when they were measured, and the source's quantization when it
+// had one (quantized_source.h).
+//
+// A source that is quantized already (FP8, GPTQ, compressed-tensors, a GGUF of Q8_0 blocks, ...)
+// gives a clean checkpoint of the new layout: its quantization_config is replaced, none of the parts
+// it stored its linears in (qweight / scales, weight_scale_inv, weight_packed, ...) is copied, nor its
+// activation or KV-cache scales, and a linear it stores quantized that the result leaves dense (lm_head,
+// a router, what a mix ignores) is written decoded as "<prefix>.weight", in the source's float type
+// where that holds every decoded value exactly, else in F32, so that the export holds the weights the
+// KL was measured with. A GGUF source's tensors go under their Hugging Face names, decoded, and its
+// tokenizer comes from its metadata.
 //
 // AWQ results are folded on the way out as AutoAWQ does: 1/s goes into input_layernorm (q/k/v),
 // post_attention_layernorm (gate/up), v_proj's output rows (o_proj) and up_proj's (down_proj).
@@ -31,7 +41,7 @@
 namespace qs::pipeline {
 
 struct ExportRequest {
-    std::filesystem::path source;       // the original (dense) checkpoint the result was made from
+    std::filesystem::path source;       // the checkpoint the result was quantized from (dense, quantized, GGUF)
     std::filesystem::path destination;  // a folder; must not exist unless overwrite
     std::string format;                 // an encoder name (formats::allEncoders); "" = the method's default
     bool overwrite = false;

@@ -34,9 +34,10 @@ struct LayerHessianDiagonals {
 };
 
 // A mixture of experts is calibrated as the Job calibrates it by default: the layers route as the model
-// does, and every expert's linears see every token (their gate/up share the block's input).
-// Throws qs::Error (not a decoder checkpoint, no such layer, no text) or qs::Cancelled. Progress:
-// stage "calibrate", one step per layer run.
+// does, and every expert's linears see every token (their gate/up share the block's input). A quantized
+// checkpoint runs on its decoded weights, as the Job calibrates from them (quantized_source.h).
+// Throws qs::Error (not a decoder checkpoint, linears that do not decode, no such layer, no text) or
+// qs::Cancelled. Progress: stage "calibrate", one step per layer run.
 LayerHessianDiagonals hessianDiagonals(const io::Checkpoint& checkpoint, int layer, const TokenSequences& text,
                                        const Backend& backend, const ProgressCallback& progress,
                                        const CancelToken& cancel);

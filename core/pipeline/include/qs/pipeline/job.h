@@ -22,6 +22,7 @@
 #include "qs/pipeline/backend.h"
 #include "qs/pipeline/calibration_text.h"
 #include "qs/pipeline/job_result.h"
+#include "qs/pipeline/matmul_choice.h"
 #include "qs/pipeline/method_spec.h"
 #include "qs/pipeline/mixed_methods.h"
 #include "qs/pipeline/resource_estimate.h"
@@ -41,6 +42,7 @@ struct JobPlan {
     std::uint64_t seed = 0;
     DeviceChoice device = DeviceChoice::Auto;     // where GPTQ, the float formats and the trellis run
     std::shared_ptr<const Backend> backend;       // when set, used as is (the CLI selects and reports it)
+    MatmulChoice matmul = MatmulChoice::Auto;     // the calibration passes' GEMMs (matmul_choice.h)
     bool allowNonFinite = false;                  // else a source linear with NaN or Inf weights is refused
     ActivationCalibration activationCalibration;  // static input scales and KV-cache scales: max or a percentile
     // MoE: every expert's Hessian from every calibration token (the forward pass still routes as the

@@ -10,6 +10,7 @@
 #include "qs/io/checkpoint_fingerprint.h"
 #include "qs/pipeline/layer_quantizer.h"
 #include "qs/pipeline/method_spec.h"
+#include "qs/pipeline/quantized_source.h"
 #include "qs/pipeline/stored_layers.h"
 
 namespace qs::pipeline {
@@ -39,7 +40,9 @@ struct ModuleLog {
 
 struct MethodResult {
     MethodSpec method;
-    io::CheckpointFingerprint source;   // the checkpoint it was quantized from (the exporter checks it)
+    io::CheckpointFingerprint source;  // the checkpoint it was quantized from (the exporter checks it)
+    // Set when that checkpoint was quantized already: its decoded weights were quantized and were the KL's reference.
+    std::optional<QuantizedSource> quantizedSource;
     std::string error;                  // non-empty when the method could not be applied (e.g. a shape)
     double bitsPerWeight = 0.0;         // over the quantized linears, weighted by their size
     std::uint64_t linearBytes = 0;      // storage of the quantized linears
@@ -74,13 +77,15 @@ const std::vector<QuantizedLayer>& linearHeaders(const MethodResult& result);
 inline bool hasLayers(const MethodResult& result) { return layerCount(result) > 0; }
 
 struct JobResult {
-    io::CheckpointFingerprint source;  // the checkpoint the job read; each method carries it too
+    io::CheckpointFingerprint source;                // the checkpoint the job read; each method carries it too
+    std::optional<QuantizedSource> quantizedSource;  // its quantization, when it had one; each method carries it too
     std::vector<MethodResult> methods;
     // The FP8 KV cache's damage alone: the original weights with the cache quantized (when a method asks for it).
     std::optional<analysis::KlReport> kvCacheOnlyKl;
     std::size_t calibrationTokens = 0;
     std::size_t evaluationTokens = 0;
     double seconds = 0.0;
+    bool bf16Calibration = false;  // the calibration passes multiplied in BF16 (--matmul)
 };
 
 }  // namespace qs::pipeline

@@ -5,10 +5,12 @@
 // GUI calls it off its event thread.
 #include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <vector>
 
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/method_spec.h"
+#include "qs/pipeline/quantized_source.h"
 
 namespace qs::pipeline {
 
@@ -29,18 +31,23 @@ struct PlanSettings {
     std::uint64_t seed = 0;
     bool allowNonFinite = false;  // else a linear with NaN or Inf weights is refused (openModelCheckpoint)
     ActivationCalibration activationCalibration;  // static input and KV-cache scales: max or a percentile
+    MatmulChoice matmul = MatmulChoice::Auto;     // JobPlan::matmul
 };
 
 struct BuiltPlan {
     JobPlan plan;                           // no backend chosen yet: plan.device (Auto) or the caller's
     std::filesystem::path calibrationFile;  // the files read; empty where a text was not read
     std::filesystem::path evaluationFile;
+    // The source's quantization when it has one: its decoded weights are quantized and are the KL's
+    // reference (quantized_source.h); the front ends say so in one line (QuantizedSource::referenceNote).
+    std::optional<QuantizedSource> quantizedSource;
 };
 
 // Opens the checkpoint with the checks of a model's input (openModelCheckpoint: config against
-// tensors, finite dense linears) and its tokenizer, and tokenizes the texts read. Throws qs::Error for
-// no methods, an unreadable or refused checkpoint or tokenizer, a missing or too short text; the
-// checks come before any work, so a refusal stays one line.
+// tensors, finite dense linears; a quantized source's linears must decode: requireDecodableSource) and
+// its tokenizer, and tokenizes the texts read. Throws qs::Error for no methods, an unreadable or
+// refused checkpoint or tokenizer, a missing or too short text; the checks come before any work, so a
+// refusal stays one line.
 BuiltPlan buildJobPlan(const PlanSettings& settings);
 
 }  // namespace qs::pipeline

@@ -1,0 +1,25 @@
+#pragma once
+// --matmul: in what precision the calibration forward passes multiply (model::bf16LayerMath). BF16 where
+// the CPU multiplies it natively and the passes run on the CPU, else f32; the evaluation passes (the KL
+// reported) and the Hessians stay f32 whatever is chosen (docs/performance.md has the figures).
+#include <string>
+#include <string_view>
+
+namespace qs::pipeline {
+
+enum class MatmulChoice { Auto, F32, Bf16 };
+
+// "auto", "f32", "bf16"; anything else is a qs::Error.
+MatmulChoice parseMatmulChoice(std::string_view text);
+
+struct MatmulSelection {
+    bool bf16 = false;
+    std::string message;  // one line for the run's start: what was chosen, and why
+};
+
+// What `choice` gives where the forward passes run: the CPU reference (`deviceMath` false), or a backend
+// with its own LayerMath (a CUDA device). Throws qs::Error for bf16 on a device (its LayerMath multiplies
+// in f32) or where oneDNN has no BF16 matmul.
+MatmulSelection selectMatmul(MatmulChoice choice, bool deviceMath);
+
+}  // namespace qs::pipeline

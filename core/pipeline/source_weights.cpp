@@ -1,0 +1,19 @@
+#include "source_weights.h"
+
+#include "qs/model/checkpoint_weights.h"
+#include "qs/pipeline/decoded_weights.h"
+#include "qs/pipeline/quantized_source.h"
+
+namespace qs::pipeline {
+
+std::shared_ptr<const model::WeightSource> sourceWeights(const io::Checkpoint& checkpoint,
+                                                         const model::ModelConfig& config,
+                                                         const formats::FormatInfo& format, bool allowNonFinite) {
+    if (quantizedSource(format))
+        return std::make_shared<DecodedWeights>(checkpoint, config,
+                                                formats::DecodeOptions{.allowNonFinite = allowNonFinite});
+    return std::make_shared<model::CheckpointWeights>(
+        checkpoint, config, model::CheckpointWeights::Options{.allowNonFinite = allowNonFinite});
+}
+
+}  // namespace qs::pipeline

@@ -1,0 +1,20 @@
+#pragma once
+// Private to qs_pipeline: the weights a run calibrates, quantizes and measures against (the Job, the
+// Hessian diagonals): a dense checkpoint's own, or a quantized checkpoint's decoded by its format
+// (quantized_source.h).
+#include <memory>
+
+#include "qs/formats/format_info.h"
+#include "qs/io/checkpoint.h"
+#include "qs/model/model_config.h"
+#include "qs/model/weight_source.h"
+
+namespace qs::pipeline {
+
+// model::CheckpointWeights for a dense checkpoint; DecodedWeights (the weights `eval` reads of the same
+// checkpoint) when some linear is quantized. Throws qs::Error for linears that do not decode.
+std::shared_ptr<const model::WeightSource> sourceWeights(const io::Checkpoint& checkpoint,
+                                                         const model::ModelConfig& config,
+                                                         const formats::FormatInfo& format, bool allowNonFinite);
+
+}  // namespace qs::pipeline
