@@ -203,9 +203,8 @@ double machineGemmRate() {
 //  - statistics: the original stream's (sums and every input's cached H: the methods without their own
 //    stream measure their output error from it), and a true-sequential method's own, freed input by
 //    input: all its sums during the hook pass and while the narrower inputs are quantized (the cached H
-//    of one of them, GPTQ's copy factored in place and its inverse, its copy of the weight and codes),
-//    then the widest input's H twice while GPTQ factors it (H factored in place, then its inverse),
-//    beside GPTQ's copy of the weight and codes;
+//    of one of them, GPTQ's copy factored in place, its copy of the weight and codes), then the widest
+//    input's H factored in place beside GPTQ's copy of the weight and codes;
 //  - one forward pass's temporaries (a sequence's MLP activations);
 //  - at the end, every method's layers unpacked for the result (with results on disk: only their
 //    headers, as during the run) and the logits of one sequence.
@@ -236,10 +235,11 @@ std::uint64_t predictedJobBytes(const WorkloadShape& s) {
     const double baseSet = baseStatistics ? sums + hessians : 0.0;
     const double ownSums = s.sequentialMethods > 0 ? sums : 0.0;
     const double rows = widestRows(c);
-    // GPTQ's working set on a narrower input (H cached, its copy factored in place and the inverse; the
-    // weight's copy and codes of the largest linear reading it), and on the widest (H twice, the weight and codes).
-    const double gptqNarrow = 3.0 * narrow * narrow * sizeof(float) + rows * narrow * (sizeof(float) + 2.0);
-    const double gptqWidest = 2.0 * hWidest + widest * c.hiddenSize * (sizeof(float) + 2.0);
+    // GPTQ's working set on a narrower input (H cached and its copy factored in place; the weight's copy
+    // and codes of the largest linear reading it), and on the widest (H factored in place, the weight and
+    // codes).
+    const double gptqNarrow = 2.0 * narrow * narrow * sizeof(float) + rows * narrow * (sizeof(float) + 2.0);
+    const double gptqWidest = hWidest + widest * c.hiddenSize * (sizeof(float) + 2.0);
     const bool downWidest = mlpWidth(c) >= widest;
     const double weightsAtWidest =
         (s.methods == 1 && downWidest) ? double(c.hiddenSize) * mlpWidth(c) * sizeof(float) : layerBytes;

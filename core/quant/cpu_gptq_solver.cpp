@@ -10,13 +10,15 @@
 #include "qs/quant/gptq.h"
 #include "qs/quant/rtn.h"
 
+#include "gptq_column_kernels.h"
+
 namespace qs::quant {
 
 namespace {
 
 using ColMatrixF = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::ColMajor>;
-constexpr std::int64_t kFactorBlock = 128;    // panel width of the Cholesky and the triangular inverse
-constexpr std::int64_t kTile = 256;           // tile of the trailing lower-triangular updates
+constexpr std::int64_t kFactorBlock = 128;    // panel width of the Cholesky
+constexpr std::int64_t kTile = 256;           // rows per task of the panels' updates and solves
 constexpr std::int64_t kRowChunk = 32;        // rows per task of the column loop (its block fits in L1/L2)
 constexpr std::int64_t kFlatChunk = 1 << 20;  // values per task of the whole-matrix copies
 
@@ -66,40 +68,33 @@ void mirrorUpperToLower(MatrixF& a) {
         }
 }
 
-// A22 -= A21 A21ᵀ on the lower triangle only, tile by tile over the threads (half the flops of a GEMM).
-// A diagonal tile's upper part is left as it was: a damping retry rebuilds the matrix from it.
-void lowerRankUpdate(MatrixF& a, std::int64_t k, std::int64_t b) {
-    const std::int64_t r0 = k + b, rem = a.rows() - r0;
-    const std::int64_t tiles = (rem + kTile - 1) / kTile;
-    std::vector<std::pair<std::int64_t, std::int64_t>> pairs;
-    for (std::int64_t i = 0; i < tiles; ++i)
-        for (std::int64_t j = 0; j <= i; ++j) pairs.emplace_back(i, j);
+// The panel's columns [k, k + b) from row k down, brought up to date with every column before it:
+// A[k:, k:k+b] -= L[k:, :k] L[k:k+b, :k]ᵀ, by tiles of rows over the threads (each tile one GEMM whose
+// inner dimension is k, all the columns done: left-looking, so it runs near the SGEMM rate where a
+// right-looking update's inner dimension would be the panel's 128). The diagonal block's strict upper
+// part is put back: a damping retry rebuilds the matrix from it.
+void updatePanel(MatrixF& a, std::int64_t k, std::int64_t b) {
+    const std::int64_t n = a.rows(), chunks = (n - k + kTile - 1) / kTile;
+    const ColMatrixF upper = a.block(k, k, b, b).triangularView<Eigen::StrictlyUpper>();
 #pragma omp parallel for schedule(dynamic, 1)
-    for (std::size_t p = 0; p < pairs.size(); ++p) {
-        const std::int64_t ri = r0 + pairs[p].first * kTile, rj = r0 + pairs[p].second * kTile;
-        const std::int64_t ni = std::min(kTile, a.rows() - ri), nj = std::min(kTile, a.rows() - rj);
-        if (ri != rj) {
-            a.block(ri, rj, ni, nj).noalias() -= a.block(ri, k, ni, b) * a.block(rj, k, nj, b).transpose();
-            continue;
-        }
-        // A diagonal tile: the same GEMM (the same bits below the diagonal), its strict upper part put back.
-        const ColMatrixF upper = a.block(ri, rj, ni, nj).triangularView<Eigen::StrictlyUpper>();
-        a.block(ri, rj, ni, nj).noalias() -= a.block(ri, k, ni, b) * a.block(rj, k, nj, b).transpose();
-        a.block(ri, rj, ni, nj).triangularView<Eigen::StrictlyUpper>() = upper;
+    for (std::int64_t c = 0; c < chunks; ++c) {
+        const std::int64_t r = k + c * kTile, nr = std::min(kTile, n - r);
+        a.block(r, k, nr, b).noalias() -= a.block(r, 0, nr, k) * a.block(k, 0, b, k).transpose();
     }
+    a.block(k, k, b, b).triangularView<Eigen::StrictlyUpper>() = upper;
 }
 
-// Right-looking blocked Cholesky A = L Lᵀ in place (lower triangle; the strict upper one is not
+// Left-looking blocked Cholesky A = L Lᵀ in place (lower triangle; the strict upper one is not
 // written); false if A is not positive definite.
 bool choleskyLower(MatrixF& a) {
     const std::int64_t n = a.rows();
     for (std::int64_t k = 0; k < n; k += kFactorBlock) {
         const std::int64_t b = std::min(kFactorBlock, n - k);
+        if (k > 0) updatePanel(a, k, b);
         Eigen::LLT<ColMatrixF> llt(a.block(k, k, b, b));
         if (llt.info() != Eigen::Success) return false;
         a.block(k, k, b, b).triangularView<Eigen::Lower>() = llt.matrixL();
         const std::int64_t rem = n - k - b;
-        if (rem == 0) break;
         const std::int64_t chunks = (rem + kTile - 1) / kTile;
 #pragma omp parallel for schedule(dynamic, 1)
         for (std::int64_t c = 0; c < chunks; ++c) {
@@ -107,35 +102,8 @@ bool choleskyLower(MatrixF& a) {
             auto panel = a.block(r, k, nr, b);
             llt.matrixU().solveInPlace<Eigen::OnTheRight>(panel);  // A21 L11⁻ᵀ
         }
-        lowerRankUpdate(a, k, b);
     }
     return true;
-}
-
-// X = L⁻¹ for lower-triangular L, by block columns (independent, so spread over the threads).
-// Nothing above the diagonal is written.
-MatrixF lowerInverse(const MatrixF& l) {
-    const std::int64_t n = l.rows();
-    const std::int64_t blocks = (n + kFactorBlock - 1) / kFactorBlock;
-    std::vector<ColMatrixF> diagInv(static_cast<std::size_t>(blocks));
-#pragma omp parallel for schedule(dynamic, 1)
-    for (std::int64_t j = 0; j < blocks; ++j) {
-        const std::int64_t c = j * kFactorBlock, b = std::min(kFactorBlock, n - c);
-        diagInv[static_cast<std::size_t>(j)] =
-            l.block(c, c, b, b).triangularView<Eigen::Lower>().solve(ColMatrixF::Identity(b, b));
-    }
-    MatrixF x(n, n);
-#pragma omp parallel for schedule(dynamic, 1)
-    for (std::int64_t j = 0; j < blocks; ++j) {
-        const std::int64_t c0 = j * kFactorBlock, bj = std::min(kFactorBlock, n - c0);
-        x.block(c0, c0, bj, bj) = diagInv[static_cast<std::size_t>(j)];
-        for (std::int64_t i = j + 1; i < blocks; ++i) {
-            const std::int64_t r0 = i * kFactorBlock, bi = std::min(kFactorBlock, n - r0);
-            const ColMatrixF s = l.block(r0, c0, bi, r0 - c0) * x.block(c0, c0, r0 - c0, bj);
-            x.block(r0, c0, bi, bj).noalias() = -(diagInv[static_cast<std::size_t>(i)] * s);
-        }
-    }
-    return x;
 }
 
 bool positiveDiagonal(const MatrixF& l) {
@@ -144,37 +112,123 @@ bool positiveDiagonal(const MatrixF& l) {
     return true;
 }
 
-// `a` = B = J (H + λI) J on entry; on success the upper Cholesky factor U of (H + λI)⁻¹ = UᵀU.
+// `a` = B = J (H + λI) J on entry; on success the upper triangular M with H + λI = M Mᵀ.
 //
-// B = L Lᵀ, and H⁻¹ = J B⁻¹ J = (J L⁻ᵀ J)(J L⁻¹ J), so U = J L⁻¹ J, upper triangular:
-// U(i, j) = X(n-1-i, n-1-j) for X = L⁻¹, at flat index n² - 1 minus that of (i, j) in the same
-// row-major storage. U is X's buffer read backwards, once X's unwritten upper triangle (U's lower)
-// is zeroed.
-bool upperCholeskyOfInverseInPlace(MatrixF& a) {
+// B = L Lᵀ, so H + λI = J L Lᵀ J = (J L J)(J L J)ᵀ and M = J L J: M(i, j) = L(n-1-i, n-1-j), at flat
+// index n² - 1 minus that of (i, j) in the same row-major storage. M is L's buffer read backwards, once
+// L's unwritten upper triangle (M's lower) is zeroed. GPTQ's U (H⁻¹ = UᵀU, the paper's upper Cholesky
+// factor of the inverse) is M⁻¹; the column loop works with M and never forms the inverse.
+bool upperFactorInPlace(MatrixF& a) {
     if (!choleskyLower(a) || !positiveDiagonal(a)) return false;
-    MatrixF x = lowerInverse(a);
-    a = MatrixF();
-    const std::int64_t n = x.rows();
+    const std::int64_t n = a.rows();
 #pragma omp parallel for schedule(static)
-    for (std::int64_t i = 0; i < n; ++i) std::fill(x.row(i).data() + i + 1, x.row(i).data() + n, 0.0f);
-    reverseInPlace(x);
-    a = std::move(x);
+    for (std::int64_t i = 0; i < n; ++i) std::fill(a.row(i).data() + i + 1, a.row(i).data() + n, 0.0f);
+    reverseInPlace(a);
     return true;
 }
 
+// GPTQ with U = M⁻¹ corrects each later column j by -e_i U_ij once column i is quantized (e_i = (w_i -
+// q_i) / U_ii). Summed, column j reaches its turn as
+//     w_j + (Σ_{i<j} δ_i M_ij) / M_jj,   δ_i = w_i - q_i  (the original weight minus its quantized value),
+// and e_i = (that corrected w_i - q_i) · M_ii. So the loop keeps every column's δ (in place of its
+// weights, which nothing reads again) and, for each block of columns, acc_j = Σ_{i<j} δ_i M_ij: the
+// blocks before contribute by one GEMM as the block begins
+// (left-looking: its inner dimension is every column done, where the right-looking lazy update's is the
+// block's 128, so it runs at the SGEMM rate instead of streaming the whole matrix through memory once
+// per block), the block's own columns by rank-one updates. Where a group's grid needs the corrected
+// weights of columns not reached yet (X = its columns from the one being quantized), they are the
+// one-column-at-a-time algorithm's: w_X + acc_X M_XX⁻¹ (the leading block of an upper triangular
+// inverse is the inverse of the leading block).
 struct LoopState {
     const GptqOptions& o;
-    GptqProblem& p;  // p.w: the corrected weights, visiting order
-    const MatrixF& u;
+    const GptqProblem& p;  // p.w: the original weights in visiting order; a column done holds its δ
+    const MatrixF& m;
+    const ColMatrixF& acc;  // [rows, reach - i1]: Σ δ_i M_ij over the blocks done, for the block's columns j
+                            // and those after it that a group beginning in the block reads
+    const ColMatrixF& ub;   // the block's M_BB⁻¹ (U's block), for the groups' corrected weights
+    MatrixF& w;             // p.w, where each block's δ replaces its weights once the block is done
     float maxq;
     std::vector<std::uint8_t>& codes;  // [cols][rows], visiting order
+    MatrixF& scales;
+    MatrixF& zeros;
 };
 
-// One row chunk of one block: the block-internal column loop, with rank-one updates inside the block.
-double blockChunk(LoopState& s, std::int64_t i1, std::int64_t i2, std::int64_t r0, std::int64_t nr, ColMatrixF& err) {
-    const std::int64_t bw = i2 - i1, rows = s.p.w.rows(), cols = s.p.w.cols();
-    ColMatrixF wb = s.p.w.block(r0, i1, nr, bw);
-    Eigen::VectorXf scale(nr), zero(nr);
+// y = acc_X M_XX⁻¹ for a group's columns X = [col, col + width) and the chunk's rows, acc_X as it is
+// with the block's columns before `col` done (`a`: the chunk's acc over the block). Over the block's
+// columns it is one product with the block's inverse; a group that runs past the block continues by
+// forward substitution, y_c = (acc_c - Σ_{k<c} y_k M_kc) / M_cc, columns outer and rows vectorised.
+ColMatrixF groupCorrections(const LoopState& s, std::int64_t i1, std::int64_t i2, std::int64_t i, std::int64_t r0,
+                            std::int64_t nr, const ColMatrixF& a, const ColMatrixF& delta, std::int64_t width) {
+    const std::int64_t col = i1 + i, inBlock = std::min(col + width, i2) - col;
+    ColMatrixF y(nr, width);
+    y.leftCols(inBlock).noalias() = a.middleCols(i, inBlock) * s.ub.block(i, i, inBlock, inBlock);
+    for (std::int64_t x = inBlock; x < width; ++x) {
+        const std::int64_t c = col + x;
+        float* yc = y.col(x).data();
+        for (std::int64_t r = 0; r < nr; ++r) yc[r] = s.acc(r0 + r, c - i1);
+        for (std::int64_t k = i1; k < col; ++k) {  // the block's columns done so far
+            const float mk = s.m(k, c);
+            const float* dk = delta.col(k - i1).data();
+#pragma omp simd
+            for (std::int64_t r = 0; r < nr; ++r) yc[r] += dk[r] * mk;
+        }
+        for (std::int64_t k = 0; k < x; ++k) {
+            const float mk = s.m(col + k, c);
+            const float* yk = y.col(k).data();
+#pragma omp simd
+            for (std::int64_t r = 0; r < nr; ++r) yc[r] -= yk[r] * mk;
+        }
+        const float inv = 1.0f / s.m(c, c);
+#pragma omp simd
+        for (std::int64_t r = 0; r < nr; ++r) yc[r] *= inv;
+    }
+    return y;
+}
+
+// The grid of a group beginning at block column i, for the chunk's rows: the range of the corrected
+// weights over its columns [col, groupEnd) as the one-column-at-a-time algorithm has them now.
+void groupGrid(const LoopState& s, std::int64_t i1, std::int64_t i2, std::int64_t i, std::int64_t r0, std::int64_t nr,
+               const ColMatrixF& w0, const ColMatrixF& a, const ColMatrixF& delta, int g, float* scale, float* zero) {
+    const std::int64_t col = i1 + i, cols = s.p.w.cols();
+    const std::int64_t groupEnd = std::min<std::int64_t>(static_cast<std::int64_t>(g + 1) * s.p.groupCols, cols);
+    // Nothing is done before column 0: its group's weights are uncorrected (one group per row spans them all).
+    const ColMatrixF y = col == 0 ? ColMatrixF() : groupCorrections(s, i1, i2, i, r0, nr, a, delta, groupEnd - col);
+    const auto value = [&](std::int64_t r, std::int64_t c) {
+        const float w = c < i2 ? w0(r, c - i1) : s.p.w(r0 + r, c);
+        return y.size() == 0 ? w : w + y(r, c - col);
+    };
+    float low[kRowChunk], high[kRowChunk];
+    for (std::int64_t r = 0; r < nr; ++r) low[r] = high[r] = value(r, col);
+    for (std::int64_t c = col + 1; c < groupEnd; ++c)
+        for (std::int64_t r = 0; r < nr; ++r) {
+            const float v = value(r, c);
+            low[r] = std::min(low[r], v);
+            high[r] = std::max(high[r], v);
+        }
+    for (std::int64_t r = 0; r < nr; ++r) {
+        const GridParams gp = gridParams(low[r], high[r], s.o.bits, s.o.sym, s.o.rule);
+        scale[r] = gp.scale;
+        zero[r] = gp.zero;
+        s.scales(r0 + r, g) = gp.scale;
+        s.zeros(r0 + r, g) = gp.zero;
+    }
+}
+
+// Σ e² in double, in order (its own function, so the sum stays in a register).
+double sumOfSquares(const float* e, std::int64_t n) {
+    double sum = 0.0;
+    for (std::int64_t r = 0; r < n; ++r) sum += static_cast<double>(e[r]) * static_cast<double>(e[r]);
+    return sum;
+}
+
+// One row chunk of one block: the block-internal column loop, with rank-one updates of acc inside the
+// block. Writes the block's δ over its weights in s.w (its rows r0..r0+nr).
+double blockChunk(const LoopState& s, std::int64_t i1, std::int64_t i2, std::int64_t r0, std::int64_t nr) {
+    const std::int64_t bw = i2 - i1, rows = s.p.w.rows();
+    const ColMatrixF w0 = s.p.w.block(r0, i1, nr, bw);
+    ColMatrixF a = s.acc.block(r0, 0, nr, bw);
+    ColMatrixF delta(nr, bw);
+    float scale[kRowChunk], zero[kRowChunk];
     double loss = 0.0;
     int currentGroup = -1;
     for (std::int64_t i = 0; i < bw; ++i) {
@@ -187,71 +241,49 @@ double blockChunk(LoopState& s, std::int64_t i1, std::int64_t i2, std::int64_t r
                 zero[r] = s.p.zeros(r0 + r, sg);
             }
         } else if (g != currentGroup && col % s.p.groupCols != 0) {
-            // a group that began in an earlier block: its grid is already known
-            currentGroup = g;
+            currentGroup = g;  // a group that began in an earlier block: its grid is already known
             for (std::int64_t r = 0; r < nr; ++r) {
-                scale[r] = s.p.scales(r0 + r, g);
-                zero[r] = s.p.zeros(r0 + r, g);
+                scale[r] = s.scales(r0 + r, g);
+                zero[r] = s.zeros(r0 + r, g);
             }
         } else if (g != currentGroup) {
-            // The group's range from the weights as corrected so far. When a group straddles the block's
-            // end (group size not a multiple of the block size) the columns after the block still lack
-            // this block's updates; the reference gptq_quantize reads them stale, here they are brought up to date.
             currentGroup = g;
-            const std::int64_t groupEnd =
-                std::min<std::int64_t>(static_cast<std::int64_t>(g + 1) * s.p.groupCols, cols);
-            const std::int64_t inBlock = std::min(groupEnd, i2) - col;
-            float low[kRowChunk], high[kRowChunk];  // the range within the block: columns outer, rows vectorised
-            std::copy_n(wb.col(i).data(), nr, low);
-            std::copy_n(wb.col(i).data(), nr, high);
-            for (std::int64_t c = i + 1; c < i + inBlock; ++c) {
-                const float* v = wb.col(c).data();
-#pragma omp simd
-                for (std::int64_t r = 0; r < nr; ++r) {
-                    low[r] = std::min(low[r], v[r]);
-                    high[r] = std::max(high[r], v[r]);
-                }
-            }
-            for (std::int64_t r = 0; r < nr; ++r) {
-                float lo = low[r], hi = high[r];
-                for (std::int64_t c = i2; c < groupEnd; ++c) {
-                    // with this block's pending (lazy) updates applied, as the one-column-at-a-time algorithm has them
-                    float v = s.p.w(r0 + r, c);
-                    for (std::int64_t k = 0; k < i; ++k) v -= err(r0 + r, k) * s.u(i1 + k, c);
-                    lo = std::min(lo, v);
-                    hi = std::max(hi, v);
-                }
-                const GridParams gp = gridParams(lo, hi, s.o.bits, s.o.sym, s.o.rule);
-                scale[r] = gp.scale;
-                zero[r] = gp.zero;
-                s.p.scales(r0 + r, g) = gp.scale;
-                s.p.zeros(r0 + r, g) = gp.zero;
-            }
+            groupGrid(s, i1, i2, i, r0, nr, w0, a, delta, g, scale, zero);
         }
-        const float d = s.u(col, col);
-        std::uint8_t* codeOut = s.codes.data() + col * rows + r0;
-        float* e = err.col(i).data() + r0;
-        const float* wcol = wb.col(i).data();
-#pragma omp simd
-        for (std::int64_t r = 0; r < nr; ++r) {
-            const float q = quantizeCode(wcol[r], {scale[r], zero[r]}, s.maxq);
-            codeOut[r] = static_cast<std::uint8_t>(q);
-            e[r] = (wcol[r] - dequantizeCode(q, {scale[r], zero[r]})) / d;
-        }
-        for (std::int64_t r = 0; r < nr; ++r) loss += static_cast<double>(e[r]) * static_cast<double>(e[r]);
+        float e[kRowChunk];
+        quantizeGptqColumn({.w = w0.col(i).data(),
+                            .acc = a.col(i).data(),
+                            .scale = scale,
+                            .zero = zero,
+                            .mjj = s.m(col, col),
+                            .maxq = s.maxq,
+                            .rows = nr,
+                            .codes = s.codes.data() + col * rows + r0,
+                            .delta = delta.col(i).data(),
+                            .error = e});
+        loss += sumOfSquares(e, nr);
         if (i + 1 < bw)
-            wb.rightCols(bw - i - 1).noalias() -=
-                err.col(i).segment(r0, nr) * s.u.row(col).segment(col + 1, bw - i - 1);
+            pushColumnError(a.col(i + 1).data(), a.outerStride(), nr, delta.col(i).data(),
+                            s.m.row(col).data() + col + 1, bw - i - 1);
     }
+    s.w.block(r0, i1, nr, bw) = delta;
     return 0.5 * loss;
+}
+
+// The furthest column a grid chosen in the block [i1, i2) reads: the end of the last group beginning
+// in it (dynamic groups; at column 0 nothing is corrected yet, so its group needs no corrections).
+std::int64_t blockReach(const GptqProblem& p, std::int64_t i1, std::int64_t i2) {
+    const std::int64_t cols = p.w.cols(), lastStart = (i2 - 1) / p.groupCols * p.groupCols;
+    if (p.options.staticGroups || lastStart < i1 || lastStart == 0) return i2;
+    return std::max(i2, std::min(cols, lastStart + p.groupCols));
 }
 
 }  // namespace
 
-bool upperCholeskyOfInverse(const MatrixF& h, MatrixF& u) {
+bool upperFactor(const MatrixF& h, MatrixF& m) {
     MatrixF a = reversed(h);
-    if (!upperCholeskyOfInverseInPlace(a)) return false;
-    u = std::move(a);
+    if (!upperFactorInPlace(a)) return false;
+    m = std::move(a);
     return true;
 }
 
@@ -270,8 +302,8 @@ bool CpuGptqSolver::factor(double lambda) {
         mirrorUpperToLower(h_);
     }
     h_.diagonal() = diagonal_.array() + static_cast<float>(lambda);
-    if (!upperCholeskyOfInverseInPlace(h_)) return false;
-    u_ = std::move(h_);
+    if (!upperFactorInPlace(h_)) return false;
+    m_ = std::move(h_);
     h_ = MatrixF();
     diagonal_ = Eigen::VectorXf();
     return true;
@@ -280,19 +312,25 @@ bool CpuGptqSolver::factor(double lambda) {
 double CpuGptqSolver::columnLoop(GptqProblem& p, std::vector<std::uint8_t>& codes) {
     const GptqOptions& o = p.options;
     const std::int64_t rows = p.w.rows(), cols = p.w.cols();
-    LoopState s{o, p, u_, static_cast<float>((1 << o.bits) - 1), codes};
+    ColMatrixF acc, ub;
+    const LoopState s{o, p, m_, acc, ub, p.w, static_cast<float>((1 << o.bits) - 1), codes, p.scales, p.zeros};
     const std::int64_t chunks = (rows + kRowChunk - 1) / kRowChunk;
     std::vector<double> chunkLoss(static_cast<std::size_t>(chunks), 0.0);
-    ColMatrixF err(rows, o.blockSize);
     for (std::int64_t i1 = 0; i1 < cols; i1 += o.blockSize) {
-        const std::int64_t i2 = std::min<std::int64_t>(i1 + o.blockSize, cols);
+        const std::int64_t i2 = std::min<std::int64_t>(i1 + o.blockSize, cols), bw = i2 - i1;
+        const std::int64_t reach = blockReach(p, i1, i2);
+        if (i1 == 0)
+            acc.setZero(rows, reach);
+        else  // the blocks done, all at once: one GEMM
+            acc.noalias() = p.w.leftCols(i1) * m_.block(0, i1, i1, reach - i1);
+        if (!o.staticGroups)
+            ub =
+                ColMatrixF(m_.block(i1, i1, bw, bw)).triangularView<Eigen::Upper>().solve(ColMatrixF::Identity(bw, bw));
 #pragma omp parallel for schedule(static)
         for (std::int64_t c = 0; c < chunks; ++c) {
             const std::int64_t r0 = c * kRowChunk;
-            chunkLoss[static_cast<std::size_t>(c)] += blockChunk(s, i1, i2, r0, std::min(kRowChunk, rows - r0), err);
+            chunkLoss[static_cast<std::size_t>(c)] += blockChunk(s, i1, i2, r0, std::min(kRowChunk, rows - r0));
         }
-        if (i2 < cols)  // lazy batch update: everything after the block, one GEMM
-            p.w.rightCols(cols - i2).noalias() -= err.leftCols(i2 - i1) * u_.block(i1, i2, i2 - i1, cols - i2);
         if (o.cancel) o.cancel->throwIfCancelled();
     }
     return std::accumulate(chunkLoss.begin(), chunkLoss.end(), 0.0);

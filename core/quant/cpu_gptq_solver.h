@@ -1,7 +1,8 @@
 #pragma once
-// The CPU's GptqSolver: the damped factorization as one blocked Cholesky of J H J and one triangular
-// inverse (upperCholeskyOfInverse), and the column loop by chunks of rows over the OpenMP threads,
-// each block's trailing columns updated by one GEMM (the lazy batch update).
+// The CPU's GptqSolver: the damped factorization as one blocked Cholesky of J H J, read as H's upper
+// factor M (H + λI = M Mᵀ, upperFactor), and the column loop with M by chunks of rows over the OpenMP
+// threads, each block brought up to date by one GEMM over the columns done (left-looking). No inverse is
+// formed.
 #include "qs/quant/gptq_solver.h"
 
 namespace qs::quant {
@@ -18,7 +19,7 @@ private:
     // of H (for a 14336-wide down_proj, 822 MB) is kept beside it.
     MatrixF h_;
     Eigen::VectorXf diagonal_;  // J H J's diagonal, undamped; empty until the first factor()
-    MatrixF u_;                 // the upper Cholesky factor of (H + λI)⁻¹
+    MatrixF m_;                 // upper triangular, H + λI = M Mᵀ (U = M⁻¹)
 };
 
 }  // namespace qs::quant

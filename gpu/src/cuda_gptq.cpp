@@ -20,8 +20,8 @@ namespace {
 
 constexpr std::int64_t kBlocksPerCancelPoll = 4;  // 512 columns: milliseconds on any device
 
-// The device half of quant::quantizeGptq: H and U live on the device (cuSOLVER factors J H J as
-// upperCholeskyOfInverse does), the block's column loop is a kernel and the lazy update one SGEMM.
+// The device half of quant::quantizeGptq: H and U live on the device (cuSOLVER factors J H J and inverts
+// the factor: U = M⁻¹ for the CPU's M), the block's column loop is a kernel and the lazy update one SGEMM.
 // The host's H is freed as soon as it is uploaded, and the weights once the loop has its copy.
 class CudaGptqSolver final : public quant::GptqSolver {
 public:

@@ -3,13 +3,16 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
 #include <numeric>
 #include <random>
 
 #include <nlohmann/json.hpp>
 
+#include "qs/cpu_features.h"
 #include "qs/eigen.h"
 #include "qs/io/safetensors_file.h"
 #include "qs/quant/gptq.h"
@@ -17,6 +20,7 @@
 #include "qs/quant/output_error.h"
 #include "qs/quant/rtn.h"
 
+#include "gptq_column_kernels.h"
 #include "java_random.h"
 #include "quant_test_data.h"
 
@@ -310,17 +314,22 @@ TEST(Gptq, ARetryAfterALateFailureFactorsTheUndampedHessian) {
     EXPECT_EQ(retried.scales, once.scales);
 }
 
-TEST(Gptq, UpperCholeskyOfInverse) {
+TEST(Gptq, UpperFactor) {
     std::mt19937 gen(2);
     const MatrixF x = correlatedInputs(2048, 300, gen);
     MatrixF h = hessian(x);
     h.diagonal().array() += 0.01f * h.diagonal().mean();
-    MatrixF u;
-    ASSERT_TRUE(upperCholeskyOfInverse(h, u));
-    EXPECT_EQ(u.triangularView<Eigen::StrictlyLower>().toDenseMatrix().cwiseAbs().maxCoeff(), 0.0f);
+    MatrixF m;
+    ASSERT_TRUE(upperFactor(h, m));
+    EXPECT_EQ(m.triangularView<Eigen::StrictlyLower>().toDenseMatrix().cwiseAbs().maxCoeff(), 0.0f);
+    const MatrixD mmt = m.cast<double>() * m.cast<double>().transpose();
+    EXPECT_LT((mmt - h.cast<double>()).cwiseAbs().maxCoeff(), 1e-5 * h.cwiseAbs().maxCoeff());
+    // M⁻¹ is GPTQ's U, the upper Cholesky factor of H⁻¹
+    const MatrixD u = m.cast<double>().triangularView<Eigen::Upper>().solve(MatrixD::Identity(300, 300));
     const MatrixD inv = h.cast<double>().inverse();
-    const MatrixD utu = u.cast<double>().transpose() * u.cast<double>();
-    EXPECT_LT((utu - inv).cwiseAbs().maxCoeff(), 1e-3 * inv.cwiseAbs().maxCoeff());
+    EXPECT_LT((u.transpose() * u - inv).cwiseAbs().maxCoeff(), 1e-3 * inv.cwiseAbs().maxCoeff());
+    h(5, 5) = -1.0f;
+    EXPECT_FALSE(upperFactor(h, m));
 }
 
 TEST(Gptq, CancelStopsTheLoop) {
@@ -505,4 +514,66 @@ TEST(Gptq, TheFrameRaisesTheDampingThroughTheSolver) {
     for (std::size_t i = 0; i < solver.lambdas.size(); ++i)
         EXPECT_NEAR(solver.lambdas[i], (0.01 + 0.0025 * static_cast<double>(i)) * meanDiag, 1e-9);
     EXPECT_NEAR(q.dampPercent, 0.035, 1e-9);
+}
+
+// The column loop's two copies (gptq_column_kernels.h), portable and AVX2, give the same bits: codes,
+// δ, errors and pushed corrections, on rows that end mid-vector and values that land on rounding ties.
+TEST(Gptq, ColumnKernelsAgreeBitForBit) {
+    std::mt19937 gen(31);
+    std::normal_distribution<float> g(0.0f, 1.0f);
+    const std::int64_t rows = 37, count = 19, lda = 41;
+    std::vector<float> w(rows), acc(rows), scale(rows), zero(rows);
+    for (std::int64_t r = 0; r < rows; ++r) {
+        w[static_cast<std::size_t>(r)] = g(gen);
+        acc[static_cast<std::size_t>(r)] = 0.3f * g(gen);
+        scale[static_cast<std::size_t>(r)] = 0.05f + 0.1f * std::abs(g(gen));
+        zero[static_cast<std::size_t>(r)] = static_cast<float>(r % 16);
+    }
+    w[3] = 2.5f * scale[3];  // ties
+    acc[3] = 0.0f;
+    w[4] = -0.5f * scale[4];
+    acc[4] = 0.0f;
+    struct Out {
+        std::vector<std::uint8_t> codes;
+        std::vector<float> delta, error, a;
+    };
+    const auto run = [&](bool avx2) {
+        Out o{std::vector<std::uint8_t>(rows), std::vector<float>(rows), std::vector<float>(rows),
+              std::vector<float>(static_cast<std::size_t>(lda * count), 0.25f)};
+        const GptqColumn c{.w = w.data(),
+                           .acc = acc.data(),
+                           .scale = scale.data(),
+                           .zero = zero.data(),
+                           .mjj = 1.7f,
+                           .maxq = 15.0f,
+                           .rows = rows,
+                           .codes = o.codes.data(),
+                           .delta = o.delta.data(),
+                           .error = o.error.data()};
+        std::vector<float> m(static_cast<std::size_t>(count));
+        for (std::int64_t j = 0; j < count; ++j) m[static_cast<std::size_t>(j)] = 0.1f * static_cast<float>(j) - 0.7f;
+        if (avx2) {
+            detail::quantizeGptqColumnAvx2(c);
+            detail::pushColumnErrorAvx2(o.a.data(), lda, rows, o.delta.data(), m.data(), count);
+        } else {
+            detail::quantizeGptqColumnPortable(c);
+            detail::pushColumnErrorPortable(o.a.data(), lda, rows, o.delta.data(), m.data(), count);
+        }
+        return o;
+    };
+#if QS_X86
+    if (__builtin_cpu_supports("avx2") == 0) GTEST_SKIP() << "this CPU has no AVX2";
+#else
+    GTEST_SKIP() << "the AVX2 copy is the portable loop off x86";
+#endif
+    const Out portable = run(false), avx2 = run(true);
+    EXPECT_EQ(portable.codes, avx2.codes);
+    for (std::int64_t r = 0; r < rows; ++r) {
+        const auto i = static_cast<std::size_t>(r);
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(portable.delta[i]), std::bit_cast<std::uint32_t>(avx2.delta[i])) << r;
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(portable.error[i]), std::bit_cast<std::uint32_t>(avx2.error[i])) << r;
+    }
+    for (std::size_t i = 0; i < portable.a.size(); ++i)
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(portable.a[i]), std::bit_cast<std::uint32_t>(avx2.a[i])) << i;
+    EXPECT_EQ(portable.a[static_cast<std::size_t>(lda * count - 1)], 0.25f);  // past the rows: untouched
 }

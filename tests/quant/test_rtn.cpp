@@ -1,9 +1,13 @@
 // RTN against the reference AutoAWQ quantizer (bit for bit) and the grid rules' edge cases.
 #include <gtest/gtest.h>
 
+#include <bit>
 #include <cmath>
+#include <cstdint>
 #include <fstream>
+#include <limits>
 #include <random>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -119,4 +123,23 @@ TEST(Rtn, ClipSearchLowersCalibrationErrorOnHeavyTails) {
     EXPECT_LT(clipped.outputMse, 0.9 * plain.outputMse);
     const OutputError direct = outputErrorFromInputs(w, clipped.dequantize(), x);
     EXPECT_NEAR(clipped.outputMse, direct.mse, 1e-3 * direct.mse);
+}
+
+// quantizeCode's rounding is std::nearbyint's, bit for bit: ties to even, -0, the ends of the exact
+// range, integers beyond it, infinities and NaN, and a sweep of quotients as GPTQ and RTN form them.
+TEST(Rtn, NearestIntegerIsNearbyint) {
+    const float inf = std::numeric_limits<float>::infinity();
+    std::vector<float> xs = {0.0f,        -0.0f,      0.5f,        1.5f,         2.5f,  -0.5f,
+                             -1.5f,       -2.5f,      0.49999997f, -0.49999997f, 7.5f,  8388607.5f,
+                             -8388607.5f, 8388608.0f, 8388609.0f,  16777217.0f,  1e30f, -1e30f,
+                             1e-40f,      -1e-40f,    inf,         -inf};
+    std::mt19937 gen(4);
+    std::uniform_real_distribution<float> u(-300.0f, 300.0f);
+    for (int i = 0; i < 100000; ++i) xs.push_back(u(gen) / 0.37f);
+    for (int i = -64; i <= 64; ++i) xs.push_back(static_cast<float>(i) / 2.0f);
+    for (const float x : xs) {
+        const float a = nearestInteger(x), b = std::nearbyint(x);
+        EXPECT_EQ(std::bit_cast<std::uint32_t>(a), std::bit_cast<std::uint32_t>(b)) << x;
+    }
+    EXPECT_TRUE(std::isnan(nearestInteger(std::numeric_limits<float>::quiet_NaN())));
 }

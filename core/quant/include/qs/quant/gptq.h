@@ -2,7 +2,9 @@
 // GPTQ (Frantar et al., 2022) as AutoGPTQ / GPTQModel run it: columns are quantized one at a time
 // and the error of each is pushed onto the columns not yet quantized through the upper Cholesky
 // factor of H⁻¹ (H = 2 XᵀX / n), 128 columns at a time ("lazy batch updates": inside a block the
-// updates are rank-one, after it one GEMM updates the rest of the matrix).
+// updates are rank-one, after it one GEMM updates the rest of the matrix). The CPU's solver works with
+// H's own upper factor M (H = M Mᵀ, U = M⁻¹) and forms no inverse: the same corrections, summed per
+// column (cpu_gptq_solver.cpp).
 //
 // Details that change the result, each as the references do it:
 //  - dead inputs (H_ii == 0) get H_ii = 1 and a zero weight column;
@@ -53,10 +55,10 @@ QuantizedLinear quantizeGptq(const MatrixF& w, MatrixF&& h, const GptqOptions& o
 // backend's device plugs in here. The two overloads above use the CPU's solver.
 QuantizedLinear quantizeGptq(const MatrixF& w, MatrixF&& h, const GptqOptions& options, GptqSolver& solver);
 
-// The upper Cholesky factor U of H⁻¹ (H⁻¹ = UᵀU), computed as J·L⁻¹·J with L the lower Cholesky
-// factor of J H J (J reverses the order): one factorization and one triangular inverse instead of three
-// factorizations. False when H is not positive definite. Threaded by tiles, each computed by one
-// thread: the bits do not depend on the team's size.
-bool upperCholeskyOfInverse(const MatrixF& h, MatrixF& u);
+// The upper triangular M with H = M Mᵀ, computed as J·L·J with L the lower Cholesky factor of J H J
+// (J reverses the order). GPTQ's U, the upper Cholesky factor of H⁻¹ (H⁻¹ = UᵀU), is M⁻¹: the CPU's
+// column loop works with M and forms no inverse. False when H is not positive definite. Threaded by
+// tiles, each computed by one thread: the bits do not depend on the team's size.
+bool upperFactor(const MatrixF& h, MatrixF& m);
 
 }  // namespace qs::quant

@@ -38,13 +38,15 @@ public:
     // undamped) and keeps it, or its own copy of it, for the factorizations. `problem` is the one
     // columnLoop will get: a device checks here that the run fits (a qs::Error when it does not).
     virtual void takeHessian(const GptqProblem& problem, MatrixF&& h) = 0;
-    // Factors H + λI and keeps the upper Cholesky factor U of its inverse (H⁻¹ = UᵀU) for columnLoop,
-    // freeing H; false, with H kept for a retry at a larger λ, when H + λI is not positive definite.
+    // Factors H + λI and keeps what columnLoop needs of it (the CPU: M upper with H + λI = M Mᵀ; the
+    // CUDA device: U = M⁻¹, the upper Cholesky factor of the inverse, H⁻¹ = UᵀU), freeing H; false, with
+    // H kept for a retry at a larger λ, when H + λI is not positive definite.
     virtual bool factor(double lambda) = 0;
-    // The blocked column loop over `problem` with the U of the last successful factor(): writes the
+    // The blocked column loop over `problem` with the last successful factor(): writes the
     // codes ([cols][rows], visiting order: column k's codes at k * rows) into `codes` and, unless the
     // groups are static, problem.scales / problem.zeros. Returns Σ ½ eᵢ² over every weight, with
-    // e = (w - q) / U_kk (GPTQModel's loss before dividing by the samples). Polls options.cancel.
+    // e = (w - q) / U_kk, w the corrected weight (GPTQModel's loss before dividing by the samples). Polls
+    // options.cancel.
     virtual double columnLoop(GptqProblem& problem, std::vector<std::uint8_t>& codes) = 0;
 };
 

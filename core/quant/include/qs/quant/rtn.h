@@ -29,11 +29,24 @@ struct GridParams {
 
 GridParams gridParams(float minValue, float maxValue, int bits, bool sym, GridRule rule);
 
+// std::nearbyint's result (in the default rounding mode, half to even) in plain arithmetic that GCC
+// vectorises on any x86-64: without SSE4.1's roundps, nearbyintf is a call per weight. Adding and
+// subtracting 2^23 leaves the nearest integer of any |x| < 2^23; from 2^23 on every float is an integer
+// already (shifted by 0), and a NaN passes through. copysign keeps nearbyint's -0 for small negative x.
+// The choice is of the shift, not of the result, so no arithmetic is conditional and the loops around
+// it stay branch-free.
+inline float nearestInteger(float x) {
+    constexpr float kShift = 8388608.0f;  // 2^23
+    const float magnitude = std::fabs(x);
+    const float shift = magnitude < kShift ? kShift : 0.0f;
+    return std::copysign((magnitude + shift) - shift, x);
+}
+
 // The clamp to [0, maxq] is written as comparisons rather than std::fmax/std::fmin, with glibc's
 // results in every case (a NaN becomes 0, -0 stays -0), because without -ffast-math GCC calls
 // fmaxf/fminf through the PLT for each weight, which kept GPTQ's and RTN's loops scalar.
 inline float quantizeCode(float w, GridParams p, float maxq) {
-    const float q = std::nearbyint(w / p.scale) + p.zero;
+    const float q = nearestInteger(w / p.scale) + p.zero;
     const float low = q >= 0.0f ? q : 0.0f;
     return low <= maxq ? low : maxq;
 }
