@@ -37,6 +37,7 @@ inline constexpr const char* kRopeScalingOriginalContext = "rope.scaling.origina
 inline constexpr const char* kExpertCount = "expert_count";
 inline constexpr const char* kExpertUsedCount = "expert_used_count";
 inline constexpr const char* kExpertFeedForwardLength = "expert_feed_forward_length";
+inline constexpr const char* kInterleaveMoeLayerStep = "interleave_moe_layer_step";  // llama4: every n-th layer MoE
 // The sigmoid router of glm4moe / deepseek2 (llama.cpp's LLM_KV_EXPERT_* and LEADING_DENSE_BLOCK_COUNT).
 inline constexpr const char* kExpertSharedCount = "expert_shared_count";
 inline constexpr const char* kExpertWeightsScale = "expert_weights_scale";
