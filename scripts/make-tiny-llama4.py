@@ -8,7 +8,7 @@ vision_model and multi_modal_projector that exports copy through untouched).
 The text model (transformers' modeling_llama4.py): 4 decoder layers, hidden 32, 4 query / 2 KV heads of 16;
 layers 1 and 3 are MoE blocks (interleave_moe_layer_step 2: feed_forward.router, 4 experts of width 16 of which
 2 route each token, feed_forward.shared_expert), layers 0 and 2 a dense feed_forward MLP of
-intermediate_size_mlp 48; layers 0-2 rotate (interleaved pairs, llama3 RoPE scaling) with the L2 q/k norm and
+intermediate_size_mlp 48; layers 0-2 rotate (interleaved pairs, Llama 4 Scout's llama3 RoPE scaling) with the L2 q/k norm and
 chunked attention, layer 3 is NoPE (no_rope_layers [1, 1, 1, 0]) with temperature tuning. The chunk (8192),
 the NoPE period (4), floor_scale (8192) and attn_scale (0.1) are llama.cpp's fixed values, so that its
 llama4 graph computes this model. The weights are random (Python's own Mersenne Twister, fixed seeds); the
@@ -40,8 +40,8 @@ TEXT = {"architectures": ["Llama4ForCausalLM"], "model_type": "llama4_text", "hi
         "use_qk_norm": True, "attn_temperature_tuning": True, "floor_scale": 8192, "attn_scale": 0.1,
         "attention_chunk_size": 8192, "attention_bias": False, "attention_dropout": 0.0,
         "vocab_size": tiny.VOCAB, "max_position_embeddings": 16384, "rms_norm_eps": 1e-5, "rope_theta": 500000.0,
-        "rope_scaling": {"rope_type": "llama3", "factor": 8.0, "low_freq_factor": 1.0, "high_freq_factor": 4.0,
-                         "original_max_position_embeddings": 256},
+        "rope_scaling": {"rope_type": "llama3", "factor": 16.0, "low_freq_factor": 1.0, "high_freq_factor": 1.0,
+                         "original_max_position_embeddings": 8192},
         "tie_word_embeddings": False, "torch_dtype": "float32", "bos_token_id": 256, "eos_token_id": 256,
         "pad_token_id": 256, "initializer_range": 0.02, "use_cache": True, "router_aux_loss_coef": 0.001,
         "router_jitter_noise": 0.0, "output_router_logits": False, "transformers_version": "4.51.0"}

@@ -390,7 +390,7 @@ TensorView Checkpoint::view(const CheckpointTensor& t) const {
 }
 
 std::string Checkpoint::denseMlpBlock() const {
-    if (impl_->gguf) return {};
+    // A GGUF's tensors are named as QuantScope reads the family (its dense MLP as mlp.*) too.
     const architectures::Family* family = fusedExpertsFamilyOf(impl_->config);
     return family != nullptr ? std::string(family->denseMlpBlock) : std::string();
 }

@@ -35,10 +35,6 @@ const Family& llama4Text() {
         .moe = llama4Experts(),
         .denseMlpBlock = "feed_forward",
         .ggufArch = "llama4",
-        .ggufReadBack = GgufReadBack::No,
-        .ggufReadBackMissing =
-            "its config (interleave_moe_layer_step, the NoPE layers, the chunk, the L2 norm) is "
-            "not yet synthesized from the metadata; run the Hugging Face checkpoint it came from",
         .ggufNames = {{"ffn_gate_shexp", "feed_forward.shared_expert.gate_proj"},
                       {"ffn_up_shexp", "feed_forward.shared_expert.up_proj"},
                       {"ffn_down_shexp", "feed_forward.shared_expert.down_proj"}},

@@ -26,6 +26,7 @@ inline constexpr const char* kKeyLength = "attention.key_length";
 inline constexpr const char* kValueLength = "attention.value_length";
 inline constexpr const char* kRmsEpsilon = "attention.layer_norm_rms_epsilon";
 inline constexpr const char* kSlidingWindow = "attention.sliding_window";
+inline constexpr const char* kSlidingWindowPattern = "attention.sliding_window_pattern";  // llama4: its chunked layers
 inline constexpr const char* kRopeDimensionCount = "rope.dimension_count";
 inline constexpr const char* kRopeDimensionSections = "rope.dimension_sections";
 inline constexpr const char* kRopeFreqBase = "rope.freq_base";
