@@ -6,6 +6,7 @@
 // llama.cpp's llama4 would run as another model is refused; an F32 GGUF reads back as the same model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +17,7 @@
 #include <unistd.h>
 
 #include "qs/io/checkpoint.h"
+#include "qs/io/dtype.h"
 #include "qs/io/gguf_file.h"
 #include "qs/model/model_config.h"
 #include "qs/model/model_config_fields.h"
@@ -96,6 +98,31 @@ TEST(Llama4Export, TheJobQuantizesExpertsSharedExpertAndDenseLayersAndTheExports
         EXPECT_LT((got - want).cwiseAbs().maxCoeff(), 2e-3f * want.cwiseAbs().maxCoeff());
         fs::remove_all(dir);
     }
+}
+
+// AWQ folds 1/s into the norm before the MLP, which the router reads too: the router's columns take s (the
+// router stays dense and its logits unchanged), and the export with its F16 scales computes what the Job measured.
+TEST(Llama4Export, AwqFoldsIntoTheNormBeforeTheRouterAndTheExperts) {
+    const MethodResult result = test::quantizeTiny(kLlama4, "awq4");
+    const auto& s = result.layers.at(1).at("feed_forward.experts.2.gate_proj")->inputScales;
+    EXPECT_TRUE(std::any_of(s.begin(), s.end(), [](float v) { return v != 1.0f; }));
+    const fs::path dir = scratch("awq");
+    exportCheckpoint({kLlama4, dir, "", false, {}}, result, {}, CancelToken{});
+    const io::Checkpoint exported = io::Checkpoint::open(dir);
+    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(io::Checkpoint::open(kLlama4));
+    MethodResult stored = result;
+    for (auto& layer : stored.layers)
+        for (auto& [module, q] : layer) {
+            auto rounded = std::make_shared<quant::QuantizedLinear>(*q);
+            rounded->scales = q->scales.unaryExpr([](float v) { return io::f16ToF32(io::f32ToF16(v)); });
+            q = rounded;
+        }
+    model::Transformer readBack(config, std::make_shared<DecodedWeights>(exported, config));
+    const auto sequence = test::tinyTokens(kLlama4, 1, 48).front();
+    const MatrixF want = test::jobModel(kLlama4, stored).forward(sequence);
+    const MatrixF got = readBack.forward(sequence);
+    EXPECT_LT((got - want).cwiseAbs().maxCoeff(), 2e-3f * want.cwiseAbs().maxCoeff());
+    fs::remove_all(dir);
 }
 
 // Llama4ForConditionalGeneration: the text tower quantized, the vision tower and the projector copied as they are.
