@@ -185,6 +185,74 @@ TEST(Llama4Config, InterleavedMoeLayersNoRopeLayersChunkAndKeysAreRead) {
     EXPECT_THROW(ModelConfig::fromJson(j), Error);  // shorter than the layers
 }
 
+// Llama-4-Scout-17B-16E's text_config as the Hub ships it (attn_temperature_tuning written as 4, the lists spelled
+// out, llama3 scaling), and Maverick's shape (a MoE block every second layer, 128 experts, no q/k norm).
+TEST(Llama4Config, TheReleasesConfigsAreRead) {
+    nlohmann::json rope = nlohmann::json::array(), moe = nlohmann::json::array();
+    for (int i = 0; i < 48; ++i) rope.push_back((i + 1) % 4 != 0 ? 1 : 0), moe.push_back(i);
+    nlohmann::json scout = {{"attention_bias", false},
+                            {"attention_chunk_size", 8192},
+                            {"attention_dropout", 0.0},
+                            {"attn_scale", 0.1},
+                            {"attn_temperature_tuning", 4},
+                            {"bos_token_id", 200000},
+                            {"eos_token_id", {200001, 200007, 200008}},
+                            {"floor_scale", 8192},
+                            {"for_llm_compressor", false},
+                            {"head_dim", 128},
+                            {"hidden_act", "silu"},
+                            {"hidden_size", 5120},
+                            {"interleave_moe_layer_step", 1},
+                            {"intermediate_size", 8192},
+                            {"intermediate_size_mlp", 16384},
+                            {"max_position_embeddings", 262144},
+                            {"model_type", "llama4_text"},
+                            {"moe_layers", moe},
+                            {"no_rope_layers", rope},
+                            {"num_attention_heads", 40},
+                            {"num_experts_per_tok", 1},
+                            {"num_hidden_layers", 48},
+                            {"num_key_value_heads", 8},
+                            {"num_local_experts", 16},
+                            {"pad_token_id", 200018},
+                            {"rms_norm_eps", 1e-05},
+                            {"rope_scaling",
+                             {{"factor", 8.0},
+                              {"high_freq_factor", 4.0},
+                              {"low_freq_factor", 1.0},
+                              {"original_max_position_embeddings", 8192},
+                              {"rope_type", "llama3"}}},
+                            {"rope_theta", 500000.0},
+                            {"torch_dtype", "bfloat16"},
+                            {"use_qk_norm", true},
+                            {"vocab_size", 202048}};
+    const nlohmann::json vlm = {{"architectures", {"Llama4ForConditionalGeneration"}},
+                                {"model_type", "llama4"},
+                                {"text_config", scout},
+                                {"tie_word_embeddings", false}};
+    ModelConfig c = ModelConfig::fromJson(vlm);
+    EXPECT_TRUE(c.llama4.temperatureTuning);
+    EXPECT_TRUE(c.llama4.l2QkNorm);
+    EXPECT_EQ(c.llama4.chunkSize, 8192);
+    EXPECT_EQ(c.moe.numExperts, 16);
+    EXPECT_EQ(c.moe.sharedExpertIntermediateSize, 8192);
+    EXPECT_EQ(c.intermediateSize, 16384);
+    for (int layer = 0; layer < 48; ++layer) EXPECT_TRUE(c.isMoeLayer(layer));
+    EXPECT_FALSE(c.llama4.rope[47]);
+    // Maverick: MoE every second layer (the others dense, intermediate_size_mlp), 128 experts, use_qk_norm false.
+    scout["interleave_moe_layer_step"] = 2;
+    scout["moe_layers"] = nlohmann::json::array();
+    for (int i = 1; i < 48; i += 2) scout["moe_layers"].push_back(i);
+    scout["num_local_experts"] = 128;
+    scout["use_qk_norm"] = false;
+    scout["attn_temperature_tuning"] = 0;
+    c = ModelConfig::fromJson(scout);
+    for (int layer = 0; layer < 48; ++layer) EXPECT_EQ(c.isMoeLayer(layer), layer % 2 == 1) << layer;
+    EXPECT_FALSE(c.llama4.l2QkNorm);
+    EXPECT_FALSE(c.llama4.temperatureTuning);
+    EXPECT_EQ(c.moe.numExperts, 128);
+}
+
 // Llama4ForConditionalGeneration: text_config read as llama4_text, the text tower under language_model.model.
 TEST(Llama4Config, TheVisionLanguageModelsTextTowerIsLlama4Text) {
     const nlohmann::json j = {{"model_type", "llama4"}, {"text_config", textConfig()}, {"vision_config", {}}};

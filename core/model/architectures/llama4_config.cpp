@@ -59,7 +59,12 @@ void readLlama4Config(const nlohmann::json& j, ModelConfig& c, const std::string
     a.chunkSize = chunk == j.end() ? 8192 : chunk->is_null() ? 0 : requiredInt(j, "attention_chunk_size", source);
     if (a.chunkSize < 0) fail(source, "'attention_chunk_size' must not be negative");
     a.l2QkNorm = optional<bool>(j, "use_qk_norm", true, source);
-    a.temperatureTuning = optional<bool>(j, "attn_temperature_tuning", true, source);
+    // The releases write attn_temperature_tuning as 4 (Llama4TextAttention tests it for truth).
+    const auto tuning = j.find("attn_temperature_tuning");
+    if (tuning != j.end() && tuning->is_number())
+        a.temperatureTuning = tuning->get<double>() != 0.0;
+    else
+        a.temperatureTuning = optional<bool>(j, "attn_temperature_tuning", true, source);
     a.floorScale = optional<double>(j, "floor_scale", 8192.0, source);
     a.attnScale = optional<double>(j, "attn_scale", 0.1, source);
     if (!(a.floorScale > 0.0)) fail(source, "'floor_scale' must be positive");
