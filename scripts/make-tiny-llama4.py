@@ -8,8 +8,8 @@ vision_model and multi_modal_projector that exports copy through untouched).
 The text model (transformers' modeling_llama4.py): 4 decoder layers, hidden 32, 4 query / 2 KV heads of 16;
 layers 1 and 3 are MoE blocks (interleave_moe_layer_step 2: feed_forward.router, 4 experts of width 16 of which
 2 route each token, feed_forward.shared_expert), layers 0 and 2 a dense feed_forward MLP of
-intermediate_size_mlp 48; layers 0-2 rotate (interleaved pairs, Llama 4 Scout's llama3 RoPE scaling) with the L2 q/k norm and
-chunked attention, layer 3 is NoPE (no_rope_layers [1, 1, 1, 0]) with temperature tuning. The chunk (8192),
+intermediate_size_mlp 48; layers 0-2 rotate (interleaved pairs, the llama3 RoPE scaling of Scout-Instruct: factor
+16, low and high frequency factors 1, 8192 positions) with the L2 q/k norm and chunked attention, layer 3 is NoPE (no_rope_layers [1, 1, 1, 0]) with temperature tuning. The chunk (8192),
 the NoPE period (4), floor_scale (8192) and attn_scale (0.1) are llama.cpp's fixed values, so that its
 llama4 graph computes this model. The weights are random (Python's own Mersenne Twister, fixed seeds); the
 router's scale keeps the sigmoid scores between about 0.15 and 0.85, so that scaling the expert's input and
