@@ -160,6 +160,11 @@ CHECKPOINTS = [
     ("qwen3_vl", "qwen3-vl-tiny", stored("tests", "data", "vlm", "qwen3-vl-tiny")),
     ("mistral3", "mistral3-tiny", stored("tests", "data", "vlm", "mistral3-tiny")),
     ("mistral3", "mistral3-old-tiny", stored("tests", "data", "vlm", "mistral3-old-tiny")),
+    ("llama4_text", "llama4-tiny", stored("tests", "data", "moe", "llama4-tiny")),
+    # One tensor per expert, as QuantScope's exports write them: whether transformers' fused Llama4TextExperts
+    # loads them (else: not checked, its error says so).
+    ("llama4_text", "llama4-tiny-per-expert", stored("tests", "data", "moe", "llama4-tiny-per-expert")),
+    ("llama4", "llama4-vlm-tiny", stored("tests", "data", "moe", "llama4-vlm-tiny")),
 ]
 
 

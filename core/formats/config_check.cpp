@@ -46,6 +46,8 @@ ConfigSizes readSizes(const nlohmann::json& config, const std::string& where, st
     if (c.contains("model_type") && c["model_type"].is_string()) s.modelType = c["model_type"].get<std::string>();
     s.hidden = size("hidden_size");
     s.intermediate = size("intermediate_size");
+    // Llama 4: a dense layer's MLP is intermediate_size_mlp wide (its experts intermediate_size).
+    if (c.contains("intermediate_size_mlp")) s.intermediate = size("intermediate_size_mlp");
     s.layers = size("num_hidden_layers");
     s.heads = size("num_attention_heads");
     s.kvHeads = size("num_key_value_heads");

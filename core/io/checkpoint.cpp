@@ -18,6 +18,7 @@
 
 #include "fused_experts.h"
 #include "gguf_checkpoint.h"
+#include "llama4_tensors.h"
 #include "shared_memory.h"
 
 namespace qs::io {
@@ -111,6 +112,8 @@ struct Checkpoint::Impl {
     void checkAgainstIndex(const std::map<std::string, std::string>& weightMap, const fs::path& indexPath) const;
     void readConfig();
     void splitFusedExperts();
+    void transposeFusedExperts(const architectures::Family& family);
+    void aliasDenseMlp(std::string_view block);
     void indexByName();
 };
 
@@ -157,6 +160,8 @@ const architectures::Family* fusedExpertsFamilyOf(const json& config) {
 void Checkpoint::Impl::splitFusedExperts() {
     const architectures::Family* family = fusedExpertsFamilyOf(config);
     if (family == nullptr) return;
+    if (!family->denseMlpBlock.empty()) aliasDenseMlp(family->denseMlpBlock);
+    if (family->moe->fusedTransposed) return transposeFusedExperts(*family);
     const architectures::ExpertNames& n = family->moe->names;
     const detail::ExpertModuleNames names{n.gate, n.up, n.down};
     std::vector<CheckpointTensor> out;
@@ -175,6 +180,53 @@ void Checkpoint::Impl::splitFusedExperts() {
     }
     if (!fused) return;
     tensors = std::move(out);
+    indexByName();
+}
+
+// Llama 4's dense MLP (feed_forward.gate_proj, ...) under the names every other family's has (mlp.*).
+void Checkpoint::Impl::aliasDenseMlp(std::string_view block) {
+    bool renamed = false;
+    for (CheckpointTensor& t : tensors) {
+        auto alias = detail::denseMlpAlias(t.info->name, block);
+        if (!alias) continue;
+        TensorInfo twin = *t.info;
+        twin.name = std::move(*alias);
+        expertTwins.push_back(std::move(twin));
+        t = CheckpointTensor{&expertTwins.back(), t.shard, parseTensorName(expertTwins.back().name)};
+        renamed = true;
+    }
+    if (renamed) indexByName();
+}
+
+// Llama 4's fused experts ([E, H, 2I] and [E, I, H], x @ W) as per-expert tensors, transposed into memory.
+void Checkpoint::Impl::transposeFusedExperts(const architectures::Family& family) {
+    const architectures::ExpertNames& n = family.moe->names;
+    const detail::ExpertModuleNames names{n.gate, n.up, n.down};
+    std::uint64_t total = 0;
+    for (const CheckpointTensor& t : tensors) total += detail::transposedTwinBytes(*t.info);
+    if (total == 0) return;
+    computed.emplace(static_cast<std::size_t>(total));
+    const std::span<std::byte> out = computed->writable();
+    std::uint64_t at = 0;
+    std::vector<CheckpointTensor> kept;
+    for (const CheckpointTensor& t : tensors) {
+        if (detail::transposedTwinBytes(*t.info) == 0) {
+            kept.push_back(t);
+            continue;
+        }
+        const SafetensorsFile& shard = shards.at(t.shard);
+        const TensorView stored = shard.view(*t.info);
+        for (TensorInfo& twin :
+             detail::transposedExpertTwins(*t.info, stored.bytes(), names, out, at, shard.path().string())) {
+            at = twin.end;
+            expertTwins.push_back(std::move(twin));
+            computedTensors.insert(&expertTwins.back());
+            kept.push_back(CheckpointTensor{&expertTwins.back(), t.shard, parseTensorName(expertTwins.back().name)});
+        }
+        stored.releasePages();
+    }
+    computed->seal();
+    tensors = std::move(kept);
     indexByName();
 }
 
@@ -335,6 +387,12 @@ TensorView Checkpoint::view(const CheckpointTensor& t) const {
     if (impl_->computedTensors.contains(t.info))
         return TensorView(*t.info, impl_->computed->bytes().subspan(t.info->begin, t.info->byteSize()));
     return impl_->gguf ? impl_->gguf->view(*t.info) : impl_->shards.at(t.shard).view(*t.info);
+}
+
+std::string Checkpoint::denseMlpBlock() const {
+    // A GGUF's tensors are named as QuantScope reads the family (its dense MLP as mlp.*) too.
+    const architectures::Family* family = fusedExpertsFamilyOf(impl_->config);
+    return family != nullptr ? std::string(family->denseMlpBlock) : std::string();
 }
 
 const fs::path& Checkpoint::fileOf(const CheckpointTensor& t) const {

@@ -13,6 +13,7 @@
 #include "qs/error.h"
 #include "qs/io/shape_text.h"
 
+#include "llama4_tensors.h"
 #include "output_file.h"
 #include "writer_guard.h"
 
@@ -237,8 +238,9 @@ CheckpointWriter::CheckpointWriter(fs::path destination, CheckpointWriterOptions
 
 CheckpointWriter::~CheckpointWriter() = default;
 
-void CheckpointWriter::addTensor(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape,
+void CheckpointWriter::addTensor(const std::string& given, DType dtype, const std::vector<std::int64_t>& shape,
                                  std::span<const std::byte> bytes) {
+    const std::string name = detail::denseMlpStoredName(given, impl_->options.denseMlpBlock);
     impl_->guarded([&] {
         const std::uint64_t need = impl_->checkTensor(name, dtype, shape);
         if (bytes.size() != need)
@@ -249,8 +251,9 @@ void CheckpointWriter::addTensor(const std::string& name, DType dtype, const std
     });
 }
 
-void CheckpointWriter::addTensorF32(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape,
+void CheckpointWriter::addTensorF32(const std::string& given, DType dtype, const std::vector<std::int64_t>& shape,
                                     std::span<const float> values) {
+    const std::string name = detail::denseMlpStoredName(given, impl_->options.denseMlpBlock);
     impl_->guarded([&] {
         const std::uint64_t need = impl_->checkTensor(name, dtype, shape);
         if (values.size() * dtypeSize(dtype) != need)

@@ -56,24 +56,30 @@ json llama3RopeScaling(const std::vector<float>& factors, double theta, std::int
     if (factors.empty() || headDim <= 0 || static_cast<std::int64_t>(factors.size()) * 2 != headDim) return unknown;
     double factor = 0.0;
     for (const float f : factors) factor = std::max(factor, static_cast<double>(f));
-    const double low = 1.0, high = 4.0, context = 8192.0;
-    for (std::size_t i = 0; i < factors.size(); ++i) {
-        const double freq = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(headDim));
-        const double wavelen = 2.0 * std::numbers::pi / freq;
-        double expected = factor;
-        if (wavelen < context / high) {
-            expected = 1.0;
-        } else if (wavelen <= context / low) {
-            const double smooth = (context / wavelen - low) / (high - low);
-            expected = 1.0 / ((1.0 - smooth) / factor + smooth);
+    const double low = 1.0, context = 8192.0;
+    // high_freq_factor 4 (Llama 3.x), or 1 (Llama 4: no band between the kept and the slowed frequencies).
+    for (const double high : {4.0, 1.0}) {
+        bool matches = true;
+        for (std::size_t i = 0; i < factors.size() && matches; ++i) {
+            const double freq = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(headDim));
+            const double wavelen = 2.0 * std::numbers::pi / freq;
+            double expected = factor;
+            if (wavelen < context / high) {
+                expected = 1.0;
+            } else if (wavelen <= context / low && high != low) {
+                const double smooth = (context / wavelen - low) / (high - low);
+                expected = 1.0 / ((1.0 - smooth) / factor + smooth);
+            }
+            matches = std::abs(expected - factors[i]) <= 1e-4 * std::max(1.0, expected);
         }
-        if (std::abs(expected - factors[i]) > 1e-4 * std::max(1.0, expected)) return unknown;
+        if (matches)
+            return {{"rope_type", "llama3"},
+                    {"factor", factor},
+                    {"low_freq_factor", low},
+                    {"high_freq_factor", high},
+                    {"original_max_position_embeddings", static_cast<int>(context)}};
     }
-    return {{"rope_type", "llama3"},
-            {"factor", factor},
-            {"low_freq_factor", low},
-            {"high_freq_factor", high},
-            {"original_max_position_embeddings", static_cast<int>(context)}};
+    return unknown;
 }
 
 json ropeScaling(const GgufFile& file, const std::string& arch, double theta, std::int64_t headDim) {
@@ -224,6 +230,35 @@ void putPartialRotary(json& c, const GgufMetadata& m, const std::string& arch) {
 // Phi-3 as llama.cpp's converter writes it: a partial rotary part as rope.dimension_count, the window,
 // and LongRoPE as the factor tensors rope_factors_long / _short with the original context and the
 // attention factor (left to its default, as transformers computes it, when it is that value in f32).
+// Llama 4 as llama.cpp's llama4 graph runs it (llama_model_llama4::load_arch_hparams): the experts
+// expert_feed_forward_length wide and the dense layers feed_forward_length, a MoE block every
+// interleave_moe_layer_step-th layer, NoPE every 4th layer (Llama4TextConfig's default), the others chunked by 8192
+// (or as sliding_window_pattern says), temperature tuning with floor 8192 and scale 0.1 (the config's defaults), the
+// L2 q/k norm unless there are 128 experts. A sliding_window of 0 (MobileLLM) rotates every layer, unchunked.
+void putLlama4(json& c, const GgufMetadata& m, const std::string& arch) {
+    const auto key = [&](const char* suffix) { return keys::archKey(arch, suffix); };
+    if (c.contains("intermediate_size")) c["intermediate_size_mlp"] = c["intermediate_size"];
+    putInteger(c, "intermediate_size", m.integer(key(keys::kExpertFeedForwardLength)));
+    putInteger(c, "interleave_moe_layer_step", m.integer(key(keys::kInterleaveMoeLayerStep)));
+    c["use_qk_norm"] = m.integer(key(keys::kExpertCount)).value_or(0) != 128;
+    const int layers = c.value("num_hidden_layers", 0);
+    json types = json::array(), rope = json::array();
+    const auto window = m.integer(key(keys::kSlidingWindow));
+    const std::int64_t period = m.integer(key(keys::kSlidingWindowPattern)).value_or(4);
+    for (int i = 0; i < layers; ++i) {
+        const bool unchunked = window && *window == 0;
+        rope.push_back(unchunked || (i + 1) % 4 != 0 ? 1 : 0);
+        types.push_back(!unchunked && (period == 0 || i % period < period - 1) ? "chunked_attention"
+                                                                               : "full_attention");
+    }
+    c["no_rope_layers"] = rope;
+    c["layer_types"] = types;
+    c["attention_chunk_size"] = window && *window == 0 ? json(nullptr) : json(8192);
+    c["attn_temperature_tuning"] = true;
+    c["floor_scale"] = 8192;
+    c["attn_scale"] = 0.1;
+}
+
 void putPhi3(json& c, const GgufFile& file, const std::string& arch) {
     const GgufMetadata& m = file.metadata();
     putPartialRotary(c, m, arch);
@@ -304,6 +339,7 @@ json hfConfigOfGguf(const GgufFile& file) {
         case architectures::ConfigExtra::Phi3: putPhi3(c, file, arch); break;
         case architectures::ConfigExtra::GptOss: putGptOss(c, file, *family); break;
         case architectures::ConfigExtra::DeepseekV3:  // no family reads deepseek2 back (Family::ggufReadBackMissing)
+        case architectures::ConfigExtra::Llama4: putLlama4(c, m, arch); break;
         case architectures::ConfigExtra::None: break;
     }
     return c;

@@ -24,10 +24,13 @@ void checkShapes(const Eigen::Ref<const MatrixF>& q, const Eigen::Ref<const Matr
 // Softmax of each row of scores over its visible keys [first, last]; invisible keys get weight 0. A sink
 // (gpt-oss; null: none) is one more logit in every row: it takes part in the max and the denominator,
 // as transformers concatenates it to the scores, and is dropped after.
-void maskedSoftmax(MatrixF& scores, Eigen::Index offset, int window, const float* sink) {
+// `keyBase`: the position of the scores' first column (a chunk starts where position / chunk changes).
+void maskedSoftmax(MatrixF& scores, Eigen::Index offset, int window, const float* sink, int chunk = 0,
+                   Eigen::Index keyBase = 0) {
     for (Eigen::Index i = 0; i < scores.rows(); ++i) {
         const Eigen::Index last = offset + i;
-        const Eigen::Index first = window > 0 ? std::max<Eigen::Index>(0, last - window + 1) : 0;
+        Eigen::Index first = window > 0 ? std::max<Eigen::Index>(0, last - window + 1) : 0;
+        if (chunk > 0) first = std::max(first, (keyBase + last) / chunk * chunk - keyBase);
         auto row = scores.row(i);
         auto visible = row.segment(first, last - first + 1);
         const float maxv = sink ? std::max(visible.maxCoeff(), *sink) : visible.maxCoeff();
@@ -61,14 +64,16 @@ MatrixF causalAttention(const Eigen::Ref<const MatrixF>& q, const Eigen::Ref<con
         const Eigen::Index first = (blocks - 1 - task / s.numHeads) * kQueryBlock;
         const Eigen::Index rows = std::min(kQueryBlock, tq - first);
         const Eigen::Index lastKey = offset + first + rows - 1;
-        const Eigen::Index firstKey =
+        Eigen::Index firstKey =
             s.slidingWindow > 0 ? std::max<Eigen::Index>(0, offset + first - s.slidingWindow + 1) : 0;
+        if (s.chunk > 0) firstKey = std::max(firstKey, (offset + first) / s.chunk * s.chunk);
         const Eigen::Index keys = lastKey - firstKey + 1;
         const Eigen::Index kvCol = static_cast<Eigen::Index>(h / group) * d;
         MatrixF scores(rows, keys);
         scores.noalias() = q.block(first, h * d, rows, d) * k.block(firstKey, kvCol, keys, d).transpose();
         scores *= scale;
-        maskedSoftmax(scores, offset + first - firstKey, s.slidingWindow, s.sinks ? s.sinks + h : nullptr);
+        maskedSoftmax(scores, offset + first - firstKey, s.slidingWindow, s.sinks ? s.sinks + h : nullptr, s.chunk,
+                      firstKey);
         out.block(first, h * d, rows, d).noalias() = scores * v.block(firstKey, kvCol, keys, d);
     }
     return out;

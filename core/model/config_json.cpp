@@ -81,10 +81,13 @@ RopeScaling parseRopeScaling(const nlohmann::json& j, const std::string& source)
         s.lowFreqFactor = optional<double>(j, "low_freq_factor", 1.0, source);
         s.highFreqFactor = optional<double>(j, "high_freq_factor", 4.0, source);
         s.originalMaxPositionEmbeddings = optional<int>(j, "original_max_position_embeddings", 8192, source);
-        if (!(s.highFreqFactor > s.lowFreqFactor) || s.originalMaxPositionEmbeddings <= 0)
+        // Llama 4 sets high_freq_factor = low_freq_factor (1): no band between the kept and the slowed
+        // frequencies, as transformers computes it (its smoothing is then selected nowhere).
+        if (!(s.highFreqFactor >= s.lowFreqFactor) || !(s.lowFreqFactor > 0.0) || s.originalMaxPositionEmbeddings <= 0)
             fail(source,
-                 "rope_scaling llama3 needs high_freq_factor > low_freq_factor and original_max_position_embeddings > "
-                 "0");
+                 "rope_scaling llama3 needs high_freq_factor >= low_freq_factor > 0 and "
+                 "original_max_position_embeddings "
+                 "> 0");
     } else if (type == "longrope") {
         s.type =
             RopeScalingType::LongRope;  // the factor lists and the attention factor: parseLongRope (they need the head)

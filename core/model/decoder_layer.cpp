@@ -60,8 +60,13 @@ MatrixF attentionBlock(const LayerWeights& w, const MatrixF& normed, const Decod
     MatrixF& v = projected[2];
     if (w.qNorm.size() > 0) rmsNormHeadsInPlace(q, w.qNorm, cfg.rmsNormEps, cfg.arch.normOffset);
     if (w.kNorm.size() > 0) rmsNormHeadsInPlace(k, w.kNorm, cfg.rmsNormEps, cfg.arch.normOffset);
-    c.rope.apply(q, cfg.numHeads, c.firstPosition);
-    c.rope.apply(k, cfg.numKvHeads, c.firstPosition);
+    int chunk = 0;
+    if (cfg.llama4.active()) {
+        chunk = detail::llama4QueryKey(q, k, c);  // Llama 4: its RoPE / NoPE layers
+    } else {
+        c.rope.apply(q, cfg.numHeads, c.firstPosition);
+        c.rope.apply(k, cfg.numKvHeads, c.firstPosition);
+    }
     // query_pre_attn_scalar replaces head_dim in the score scale: the queries carry the ratio, so that
     // attention (on any LayerMath) keeps its 1/sqrt(head_dim).
     if (cfg.queryPreAttnScalar > 0.0 && cfg.queryPreAttnScalar != cfg.headDim)
@@ -70,8 +75,9 @@ MatrixF attentionBlock(const LayerWeights& w, const MatrixF& normed, const Decod
     if (w.k.cacheScale > 0.0f) quant::fakeQuantizeFp8(k, w.k.cacheScale);
     if (w.v.cacheScale > 0.0f) quant::fakeQuantizeFp8(v, w.v.cacheScale);
 
-    const AttentionShape shape{cfg.numHeads, cfg.numKvHeads, cfg.headDim, cfg.windowOf(c.layer),
-                               w.sinks.size() > 0 ? w.sinks.data() : nullptr};
+    const AttentionShape shape{
+        cfg.numHeads, cfg.numKvHeads, cfg.headDim, cfg.windowOf(c.layer), w.sinks.size() > 0 ? w.sinks.data() : nullptr,
+        chunk};
     MatrixF context;
     if (c.cache) {
         c.cache->append(c.layer, k, v);
@@ -147,6 +153,7 @@ MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
     const MoeConfig& moe = c.config.moe;
     const LayerMath& m = math(c);
     const ExpertRouting routing = routeTokens(m.linear(normed, w.router), moe, w.routerScoreBias);
+    const bool scalesInput = moe.scoring == RouterScoring::SigmoidScalesInput;
     MatrixF out = MatrixF::Zero(normed.rows(), normed.cols());
     if (c.hookSeesAllTokens && hooked(c)) notifyExpertsInput(c, w, normed, routing);
     for (std::size_t e = 0; e < w.experts.size(); ++e) {
@@ -173,6 +180,9 @@ MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
         }
         MatrixF routed(static_cast<Eigen::Index>(rows.size()), normed.cols());
         for (std::size_t i = 0; i < rows.size(); ++i) routed.row(static_cast<Eigen::Index>(i)) = normed.row(rows[i]);
+        if (scalesInput)  // Llama 4: the expert reads its input times the router's weight, and adds its output
+            for (std::size_t i = 0; i < rows.size(); ++i)
+                routed.row(static_cast<Eigen::Index>(i)) *= routing.weights[e][i];
         if (!c.hookSeesAllTokens) notify(c, gateUp, routed, routedCount);
         MatrixF quantized;
         const MatrixF product = expertProduct(m, expertInput(routed, x, quantized), x, moe);
@@ -180,7 +190,7 @@ MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
         MatrixF quantizedProduct;
         const MatrixF y = m.linear(engineInput(product, {&x.down}, quantizedProduct), x.down);
         for (std::size_t i = 0; i < rows.size(); ++i)
-            out.row(rows[i]) += routing.weights[e][i] * y.row(static_cast<Eigen::Index>(i));
+            out.row(rows[i]) += (scalesInput ? 1.0f : routing.weights[e][i]) * y.row(static_cast<Eigen::Index>(i));
     }
     if (w.hasSharedExpert()) out += sharedExpertBlock(w, normed, c);
     return out;

@@ -22,4 +22,10 @@ const MatrixF& engineInput(const MatrixF& x, std::initializer_list<const Linear*
 // DeepSeek-V3's multi-head latent attention block of a layer (latent_attention.h's maths): o_proj's output.
 MatrixF latentAttentionBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c);
 
+// Llama 4's rotation, L2 norm or temperature of a layer's q [T, heads * d] and k in place (llama4_attention.cpp);
+// returns the layer's attention chunk (0: none).
+int llama4QueryKey(MatrixF& q, MatrixF& k, const DecoderLayerContext& c);
+// The factor Llama 4's NoPE layers multiply the query at `position` by (attn_temperature_tuning).
+float llama4QueryTemperature(const Llama4Attention& a, int position);
+
 }  // namespace qs::model::detail

@@ -249,11 +249,14 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& so
     const architectures::Family* family = architectures::familyOf(c.modelType);
     if (family != nullptr && !family->notYet.empty())
         fail(source, "model_type '" + c.modelType + "' is not supported yet: " + std::string(family->notYet));
-    if (family == nullptr) {
+    // A GGUF's config names its architecture when no family reads it back; llama4 is also a VLM's model_type, whose
+    // config.json has a text_config.
+    if (family == nullptr || (family->vision && !j.contains("text_config")))
         for (const architectures::Family* writer : architectures::families())
             if (writer->ggufArch == c.modelType && !writer->ggufReadBackMissing.empty())
                 fail(source, "a GGUF of llama.cpp's " + c.modelType +
                                  " does not run here yet: " + std::string(writer->ggufReadBackMissing));
+    if (family == nullptr) {
         fail(source,
              "model_type '" + c.modelType + "' is not supported (" + architectures::supportedModelTypes() + ")");
     }
@@ -288,6 +291,7 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& so
         case architectures::ConfigExtra::Phi3: detail::readPhi3Config(j, c, source); break;
         case architectures::ConfigExtra::GptOss: detail::readGptOssConfig(j, c, source); break;
         case architectures::ConfigExtra::DeepseekV3: detail::readDeepseekV3Config(j, c, source); break;
+        case architectures::ConfigExtra::Llama4: detail::readLlama4Config(j, c, source); break;
         case architectures::ConfigExtra::None: break;
     }
     if (!family->longRope && c.ropeScaling.type == RopeScalingType::LongRope)

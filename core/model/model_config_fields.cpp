@@ -91,6 +91,13 @@ std::vector<ConfigField> forwardPassFields(const ModelConfig& c) {
         {"v_head_dim", text(c.mla.vHeadDim)},
         {"rope_interleave", text(c.mla.ropeInterleave)},
         {"latent attention's score factor (mscale²)", text(c.mla.scoreFactor)},
+        {"no_rope_layers (Llama 4's RoPE layers)", text(c.llama4.rope)},
+        {"layer_types (Llama 4's chunked layers)", text(c.llama4.chunked)},
+        {"attention_chunk_size", text(c.llama4.chunkSize)},
+        {"use_qk_norm (Llama 4's L2 norm)", text(c.llama4.l2QkNorm)},
+        {"attn_temperature_tuning", text(c.llama4.temperatureTuning)},
+        {"floor_scale", text(c.llama4.floorScale)},
+        {"attn_scale", text(c.llama4.attnScale)},
     };
     return f;
 }

@@ -106,10 +106,35 @@ ExpertRouting routeSigmoidGrouped(const MatrixF& logits, const MoeConfig& moe, c
     return r;
 }
 
+// Llama4Router: the top-k logits choose (equal logits: the lower index), and the weight of a chosen expert is
+// the sigmoid of its logit, in f32 as transformers computes it (the block scales the expert's input by it).
+ExpertRouting routeSigmoidTopk(const MatrixF& logits, int topK) {
+    const Eigen::Index experts = logits.cols();
+    if (topK < 1 || topK > experts)
+        throw Error("MoE routing: top-k " + std::to_string(topK) + " of " + std::to_string(experts) + " experts");
+    ExpertRouting r;
+    r.tokens.resize(static_cast<std::size_t>(experts));
+    r.weights.resize(static_cast<std::size_t>(experts));
+    std::vector<double> values(static_cast<std::size_t>(experts));
+    std::vector<int> order;
+    for (Eigen::Index t = 0; t < logits.rows(); ++t) {
+        for (Eigen::Index e = 0; e < experts; ++e) values[static_cast<std::size_t>(e)] = logits(t, e);
+        topIndices(values, topK, order);
+        for (int e : order) {
+            const auto x = static_cast<std::size_t>(e);
+            const float logit = logits(t, e);
+            r.tokens[x].push_back(t);
+            r.weights[x].push_back(1.0f / (1.0f + std::exp(-logit)));
+        }
+    }
+    return r;
+}
+
 }  // namespace
 
 ExpertRouting routeTokens(const MatrixF& logits, const MoeConfig& moe, const VectorF& scoreBias) {
     if (moe.scoring == RouterScoring::SigmoidGrouped) return routeSigmoidGrouped(logits, moe, scoreBias);
+    if (moe.scoring == RouterScoring::SigmoidScalesInput) return routeSigmoidTopk(logits, moe.numExpertsPerToken);
     return routeTokens(logits, moe.numExpertsPerToken, moe.normTopkProb);
 }
 

@@ -17,7 +17,7 @@ double llama3Scaled(double invFreq, const RopeScaling& s) {
     const double highFreqWavelen = oldContext / s.highFreqFactor;
     const double wavelen = 2.0 * std::numbers::pi / invFreq;
     if (wavelen < highFreqWavelen) return invFreq;
-    if (wavelen > lowFreqWavelen) return invFreq / s.factor;
+    if (wavelen > lowFreqWavelen || s.highFreqFactor == s.lowFreqFactor) return invFreq / s.factor;
     const double smooth = (oldContext / wavelen - s.lowFreqFactor) / (s.highFreqFactor - s.lowFreqFactor);
     return (1.0 - smooth) * invFreq / s.factor + smooth * invFreq;
 }

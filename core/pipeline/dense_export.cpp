@@ -109,8 +109,10 @@ std::filesystem::path exportDense(const DenseExportRequest& request, const Progr
     // Dense linears are copied, not decoded; they are still weights of the exported model.
     requireFiniteDenseLinears(source, reader.format(), request.allowNonFinite);
 
-    io::CheckpointWriter writer(request.destination, io::CheckpointWriterOptions{.overwrite = request.overwrite},
-                                exported.protectedPath(request.destination));
+    io::CheckpointWriter writer(
+        request.destination,
+        io::CheckpointWriterOptions{.overwrite = request.overwrite, .denseMlpBlock = source.denseMlpBlock()},
+        exported.protectedPath(request.destination));
     std::set<std::string> written;
     const std::size_t total = exported.quantizedLinears().size() + stacked.size();
     for (const auto& t : source.tensors()) {

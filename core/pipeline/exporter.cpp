@@ -238,7 +238,9 @@ public:
           linears_(std::move(linears)),
           folding_(std::move(folding)),
           hooks_(std::move(hooks)),
-          writer_(request.destination, io::CheckpointWriterOptions{.overwrite = request.overwrite},
+          writer_(request.destination,
+                  io::CheckpointWriterOptions{.overwrite = request.overwrite,
+                                              .denseMlpBlock = source.checkpoint().denseMlpBlock()},
                   source.protectedPath(request.destination)) {
         for (const auto& [prefix, q] : linears_) byPrefix_.emplace(prefix, q);
         for (const auto& [prefix, q] : linears_) quantized_.insert(prefix);

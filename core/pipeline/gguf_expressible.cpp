@@ -48,6 +48,40 @@ void requireLatentExpressible(const model::ModelConfig& config, const std::strin
                     " rotates adjacent pairs (the interleaved layout)");
 }
 
+// Llama 4 as llama.cpp's llama4 graph runs it (llama_model_llama4::load_arch_hparams): MoE layers every
+// interleave_moe_layer_step-th, NoPE every 4th layer and the others chunked by 8192, the NoPE layers' temperature
+// tuning always on with floor 8192 and scale 0.1, and the L2 q/k norm on exactly when there are not 128 experts.
+void requireLlama4Expressible(const model::ModelConfig& config, const std::string& arch, const std::string& source) {
+    const model::Llama4Attention& a = config.llama4;
+    int step = 0;
+    for (int layer = 0; layer < config.numLayers && step == 0; ++layer)
+        if (config.isMoeLayer(layer)) step = layer + 1;
+    for (int layer = 0; layer < config.numLayers; ++layer) {
+        const auto at = static_cast<std::size_t>(layer);
+        if (config.isMoeLayer(layer) != (step > 0 && (layer + 1) % step == 0))
+            throw Error(source + ": moe_layers are not every " + std::to_string(step) + "th layer, which llama.cpp's " +
+                        arch + " assumes (interleave_moe_layer_step)");
+        if (a.rope[at] != ((layer + 1) % 4 != 0))
+            throw Error(source + ": layer " + std::to_string(layer) + (a.rope[at] ? " rotates" : " is NoPE") +
+                        ", and llama.cpp's " + arch + " makes every 4th layer NoPE and rotates the others");
+        if (a.chunked[at] != (layer % 4 != 3))
+            throw Error(source + ": layer " + std::to_string(layer) + "'s attention is " +
+                        (a.chunked[at] ? "chunked" : "full") + ", and llama.cpp's " + arch +
+                        " chunks three layers of every four and attends fully in the fourth");
+    }
+    if (a.chunkSize != 8192)
+        throw Error(source + ": attention_chunk_size is " + std::to_string(a.chunkSize) + ", and llama.cpp's " + arch +
+                    " chunks by 8192");
+    if (!a.temperatureTuning || a.floorScale != 8192.0 || a.attnScale != 0.1)
+        throw Error(source + ": attn_temperature_tuning with floor_scale " + std::to_string(a.floorScale) +
+                    " and attn_scale " + std::to_string(a.attnScale) + " (" + (a.temperatureTuning ? "on" : "off") +
+                    "), and llama.cpp's " + arch + " always tunes with 8192 and 0.1");
+    if (a.l2QkNorm != (config.moe.numExperts != 128))
+        throw Error(source + ": use_qk_norm is " + (a.l2QkNorm ? "true" : "false") + " with " +
+                    std::to_string(config.moe.numExperts) + " experts, and llama.cpp's " + arch +
+                    " normalises q and k exactly when there are not 128");
+}
+
 }  // namespace
 
 // What llama.cpp's graph for the family fixes (Family::ggufFixed) and the config spells otherwise: the
@@ -91,6 +125,7 @@ void requireGgufExpressible(const architectures::Family& family, const model::Mo
                     " uses 32, 1 and 0.1 ln(factor) + 1");
     if (fixed.yarnLogMultiplier) requireDeepseekYarn(r, arch, source);
     if (config.mla.active()) requireLatentExpressible(config, arch, source);
+    if (config.llama4.active()) requireLlama4Expressible(config, arch, source);
     if (!fixed.expertsEveryLayerRenormalised) return;
     if (!config.moe.normTopkProb)
         throw Error(source + ": norm_topk_prob is false, and llama.cpp's " + arch +

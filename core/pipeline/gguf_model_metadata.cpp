@@ -84,6 +84,12 @@ io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const architectu
                   GgufValue::u32(u32(c.moe.expertIntermediateSize, "moe_intermediate_size")));
     }
     if (c.isMoe() && family.ggufMetadata.sigmoidRouterKeys) putSigmoidRouter(m, c, key);
+    if (c.isMoe() && family.ggufMetadata.interleaveMoeStepKey)  // the first MoE layer is the step's (llama4)
+        for (int layer = 0; layer < c.numLayers; ++layer)
+            if (c.isMoeLayer(layer)) {
+                m.set(key(keys::kInterleaveMoeLayerStep), GgufValue::u32(u32(layer + 1, "interleave_moe_layer_step")));
+                break;
+            }
     if (c.mla.active()) putLatentAttention(m, c, key);
     // Per-layer windows (Gemma 3): the window of the sliding layers, and their own RoPE base.
     if (!c.slidingLayers.empty())

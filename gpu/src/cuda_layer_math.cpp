@@ -104,6 +104,8 @@ public:
                       const Eigen::Ref<const MatrixF>& v, const model::AttentionShape& s) const override {
         // The kernel has no attention sinks (gpt-oss): those run on the host, O(T² · heads) of a layer's work.
         if (s.sinks != nullptr) return model::causalAttention(q, k, v, s);
+        // Nor Llama 4's chunks: those run on the host too.
+        if (s.chunk > 0) return model::causalAttention(q, k, v, s);
         checkAttention(q, k, v, s);
         std::lock_guard lock(mutex_);
         upload(input_, q, "attention queries");

@@ -48,6 +48,7 @@ nlohmann::json configOf(const Family& family) {
                   {"v_head_dim", 16},
                   {"first_k_dense_replace", 1}});
     }
+    if (text.extra == architectures::ConfigExtra::Llama4) c["intermediate_size_mlp"] = 96;  // its dense layers' width
     if (!family.vision) return c;
     return {{"model_type", family.modelType}, {"text_config", c}};
 }

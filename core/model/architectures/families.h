@@ -34,5 +34,7 @@ const Family& mistral3();
 const Family& deepseekV3();
 const Family& kimiK2();
 const Family& qwen3VlMoe();
+const Family& llama4Text();
+const Family& llama4();
 
 }  // namespace qs::architectures::detail

@@ -60,6 +60,9 @@ public:
     TensorView view(const CheckpointTensor& tensor) const;
     const std::filesystem::path& fileOf(const CheckpointTensor& tensor) const;  // its shard or GGUF file
     CheckpointSummary summary() const;
+    // Where the family stores a dense layer's MLP when not under "mlp" (Llama 4: "feed_forward"), read here as
+    // mlp.*: an export passes it to CheckpointWriterOptions::denseMlpBlock. Empty for every other family.
+    std::string denseMlpBlock() const;
 
 private:
     struct Impl;

@@ -25,6 +25,9 @@ namespace qs::io {
 struct CheckpointWriterOptions {
     std::uint64_t maxShardBytes = 5'000'000'000ULL;
     bool overwrite = false;  // replace an existing destination (only after a successful finish)
+    // Llama 4 (Checkpoint::denseMlpBlock): tensors named "<layer>.mlp.{gate,up,down}_proj.*" are written as
+    // "<layer>.<denseMlpBlock>.*", where the family stores them. Empty: names are written as given.
+    std::string denseMlpBlock{};
 };
 
 class CheckpointWriter {

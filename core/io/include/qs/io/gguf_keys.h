@@ -26,6 +26,7 @@ inline constexpr const char* kKeyLength = "attention.key_length";
 inline constexpr const char* kValueLength = "attention.value_length";
 inline constexpr const char* kRmsEpsilon = "attention.layer_norm_rms_epsilon";
 inline constexpr const char* kSlidingWindow = "attention.sliding_window";
+inline constexpr const char* kSlidingWindowPattern = "attention.sliding_window_pattern";  // llama4: its chunked layers
 inline constexpr const char* kRopeDimensionCount = "rope.dimension_count";
 inline constexpr const char* kRopeDimensionSections = "rope.dimension_sections";
 inline constexpr const char* kRopeFreqBase = "rope.freq_base";
@@ -37,6 +38,7 @@ inline constexpr const char* kRopeScalingOriginalContext = "rope.scaling.origina
 inline constexpr const char* kExpertCount = "expert_count";
 inline constexpr const char* kExpertUsedCount = "expert_used_count";
 inline constexpr const char* kExpertFeedForwardLength = "expert_feed_forward_length";
+inline constexpr const char* kInterleaveMoeLayerStep = "interleave_moe_layer_step";  // llama4: every n-th layer MoE
 // The sigmoid router of glm4moe / deepseek2 (llama.cpp's LLM_KV_EXPERT_* and LEADING_DENSE_BLOCK_COUNT).
 inline constexpr const char* kExpertSharedCount = "expert_shared_count";
 inline constexpr const char* kExpertWeightsScale = "expert_weights_scale";

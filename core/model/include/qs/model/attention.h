@@ -14,6 +14,9 @@ struct AttentionShape {
     // gpt-oss's attention sinks: numHeads logits, one per query head, that join the softmax's denominator
     // (exp(sink - max) is added to the sum, and no value is read for it). Null: none.
     const float* sinks = nullptr;
+    // Llama 4's chunked attention: query i sees key j only when both lie in the same run of `chunk` positions
+    // (i / chunk == j / chunk), besides j <= i. 0: no chunks.
+    int chunk = 0;
 };
 
 // q [Tq, numHeads*headDim], k and v [Tk, numKvHeads*headDim] with Tk >= Tq: the queries are the last

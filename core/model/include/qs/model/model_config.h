@@ -70,7 +70,9 @@ enum class ExpertActivation { Swiglu, ClampedSwiglu };
 
 // How the router scores experts: softmax over all of them (Qwen3-MoE, Mixtral, gpt-oss), or sigmoid scores
 // chosen with a correction bias among the best expert groups (GLM-4.5, DeepSeek-V3: MoeConfig's fields).
-enum class RouterScoring { Softmax, SigmoidGrouped };
+// Llama 4's (SigmoidScalesInput): the top-k logits choose, and each chosen expert reads its input times the
+// sigmoid of its logit (its output is summed unweighted).
+enum class RouterScoring { Softmax, SigmoidGrouped, SigmoidScalesInput };
 
 struct MoeConfig {
     int numExperts = 0;
@@ -168,6 +170,25 @@ struct Architecture {
 // {q_proj, k_proj, v_proj}}); ModelConfig::fusedProjections adds the rows of each part.
 std::vector<std::pair<std::string, std::vector<std::string>>> fusedModules(const Architecture& arch);
 
+// Llama 4's attention (llama4_text): what its RoPE and NoPE layers do beyond Llama's. Inactive (the default)
+// for every other family.
+struct Llama4Attention {
+    // Per layer: whether it rotates (no_rope_layers[i] == 1). RoPE layers rotate interleaved pairs (2i, 2i + 1)
+    // as transformers' complex apply_rotary_emb, then L2-normalise each q and k head without a weight when
+    // l2QkNorm (use_qk_norm), and see only the keys of their own chunk of chunkSize positions (0: all) when
+    // chunked (layer_types "chunked_attention"). NoPE layers scale their queries at position p by
+    // log1p(floor((p + 1) / floorScale)) * attnScale + 1 when temperatureTuning.
+    std::vector<bool> rope;
+    std::vector<bool> chunked;
+    int chunkSize = 0;
+    bool l2QkNorm = false;
+    bool temperatureTuning = false;
+    double floorScale = 8192.0;
+    double attnScale = 0.1;
+
+    bool active() const { return !rope.empty(); }
+};
+
 struct ModelConfig {
     // "llama", "mistral", "qwen2", "qwen3", "qwen3_moe", "mixtral", "gemma3_text"; a VLM keeps its own
     // ("gemma3", "qwen2_5_vl", "qwen3_vl", "mistral3") while the fields describe its text tower.
@@ -194,6 +215,7 @@ struct ModelConfig {
     MoeConfig moe;  // numExperts == 0 for the dense families
     // DeepSeek-V3's latent attention; headDim is then its q/k head (nope + rope) and numKvHeads numHeads.
     LatentAttention mla;
+    Llama4Attention llama4;  // active for llama4_text / llama4 only
 
     Architecture arch;                // the layer's shape beyond Llama's (Gemma's norms, activation, prefix)
     double embeddingScale = 1.0;      // embeddings are multiplied by it (Gemma: sqrt(hidden) in the embedding dtype)

@@ -42,6 +42,9 @@ enum class RouterScoring {
     // expert groups; the weights are the chosen sigmoid scores, renormalised as norm_topk_prob says,
     // times routed_scaling_factor (transformers' Glm4MoeTopkRouter / DeepseekV3TopkRouter).
     SigmoidGrouped,
+    // Llama 4's Llama4Router: the top-k logits choose the experts, and each chosen expert's input (not its
+    // output) is scaled by the sigmoid of its logit; no renormalisation.
+    SigmoidScalesInput,
 };
 
 // How a MoE family's config spells its block (the semantics are shared: model::MoeConfig).
@@ -57,6 +60,9 @@ struct MoeSpec {
     RouterScoring scoring = RouterScoring::Softmax;
     std::string_view sharedExpertsKey{};  // "n_shared_experts": the shared expert is that many experts wide
     std::string_view firstDenseKey{};     // "first_k_dense_replace": the first k layers keep a dense MLP
+    // Llama 4: transformers fuses the experts as experts.gate_up_proj [E, H, 2I] (gate columns, then up) and
+    // experts.down_proj [E, I, H], x @ W, not transformers 5's [E, 2I, H] / [E, H, I].
+    bool fusedTransposed = false;
 };
 
 // Where a vision-language model's text tower lives: the tensor prefix, the lm_head and the tensors of the
@@ -95,7 +101,7 @@ enum class SlidingWindow {
 };
 
 // The family-specific part of the config reader, in qs_model (core/model/architectures/*_config.cpp).
-enum class ConfigExtra { None, Gemma3, Phi3, GptOss, DeepseekV3 };
+enum class ConfigExtra { None, Gemma3, Phi3, GptOss, DeepseekV3, Llama4 };
 
 // Which config.json of a GGUF general.architecture reads back as this family.
 enum class GgufReadBack {
@@ -127,6 +133,7 @@ struct GgufMetadataSpec {
     bool deepstackKey = false;           // <arch>.n_deepstack_layers (qwen3vl)
     bool biasFlagsFromTensors = false;   // attention_bias / mlp_bias read back from blk.0's biases (llama)
     bool sigmoidRouterKeys = false;  // expert_gating_func, _weights_scale/_norm, _group_count, shared experts (glm4moe)
+    bool interleaveMoeStepKey = false;  // <arch>.interleave_moe_layer_step: every n-th layer a MoE block (llama4)
 };
 
 struct Family {
@@ -154,6 +161,9 @@ struct Family {
     // Layers stored after the decoder's that no forward pass runs, counted by this config key (GLM's
     // and DeepSeek-V3's next-token-prediction layers, num_nextn_predict_layers): copied through untouched.
     std::string_view trailingLayersKey{};
+    // Where a dense layer's MLP lives when not under "mlp" (Llama 4: "feed_forward.gate_proj"): io reads it as
+    // "mlp.*", the name every other module of QuantScope uses, and the exports write it back so.
+    std::string_view denseMlpBlock{};
 
     // The GGUF edge.
     std::string_view ggufArch{};  // llama.cpp's general.architecture; empty: none
