@@ -22,4 +22,7 @@ const MatrixF& engineInput(const MatrixF& x, std::initializer_list<const Linear*
 // DeepSeek-V3's multi-head latent attention block of a layer (latent_attention.h's maths): o_proj's output.
 MatrixF latentAttentionBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c);
 
+// Qwen3.5's Gated DeltaNet block of a linear_attention layer (gated_delta_net.h's maths): out_proj's output.
+MatrixF gatedDeltaNetBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c);
+
 }  // namespace qs::model::detail

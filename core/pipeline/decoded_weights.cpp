@@ -26,7 +26,7 @@ bool hasLinear(const formats::LinearReader& reader, const std::string& prefix) {
 
 // The linears a layer reads outside its experts: the attention's, and a dense layer's MLP.
 std::vector<model::LinearShape> plainLinears(const model::ModelConfig& c, int layer) {
-    return c.isMoeLayer(layer) ? model::attentionLinears(c) : model::denseLayerLinears(c);
+    return c.isMoeLayer(layer) ? model::attentionLinears(c, layer) : model::denseLayerLinears(c, layer);
 }
 
 }  // namespace

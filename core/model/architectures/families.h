@@ -34,5 +34,9 @@ const Family& mistral3();
 const Family& deepseekV3();
 const Family& kimiK2();
 const Family& qwen3VlMoe();
+const Family& qwen35();
+const Family& qwen35Moe();
+const Family& qwen35Vl();
+const Family& qwen35MoeVl();
 
 }  // namespace qs::architectures::detail

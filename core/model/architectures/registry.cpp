@@ -7,9 +7,9 @@ namespace qs::architectures {
 const std::vector<const Family*>& families() {
     using namespace detail;
     static const std::vector<const Family*> all{
-        &llama(),      &mistral(),  &qwen2(),   &qwen3(),    &qwen3Moe(),   &glm4Moe(),
-        &deepseekV3(), &kimiK2(),   &mixtral(), &gptOss(),   &gemma3Text(), &phi3(),
-        &gemma3Vlm(),  &qwen25Vl(), &qwen3Vl(), &mistral3(), &qwen3VlMoe(),
+        &llama(),   &mistral(),  &qwen2(),      &qwen3(),      &qwen3Moe(),  &glm4Moe(),   &deepseekV3(),
+        &kimiK2(),  &mixtral(),  &gptOss(),     &gemma3Text(), &phi3(),      &gemma3Vlm(), &qwen25Vl(),
+        &qwen3Vl(), &mistral3(), &qwen3VlMoe(), &qwen35(),     &qwen35Moe(), &qwen35Vl(),  &qwen35MoeVl(),
     };
     return all;
 }
