@@ -75,7 +75,39 @@ struct PlannedTensor {
     bool zeros = false;        // llama.cpp needs it and the checkpoint lacks it: zeros (GLM's correction bias)
     float addend = 0.0f;       // added to every value: Gemma's norms, stored as 1 + w (convert_hf_to_gguf)
     int interleavedHeads = 0;  // llama q/k: reorder rows as llama.cpp's converter does
+    // Qwen3.5's linear attention as llama.cpp's converter writes it (_LinearAttentionVReorderBase): with fewer key
+    // heads than value heads, the value heads go from grouped by key head to tiled — of the values (rows
+    // [offset, ...) in blocks of `block` rows), or of out_proj's columns; A_log as -exp(A_log).
+    struct ValueHeadOrder {
+        int keyHeads = 0, perKey = 0, block = 0;
+        std::int64_t offset = 0;
+        bool columns = false;
+    };
+    std::optional<ValueHeadOrder> valueHeads;
+    bool negativeExp = false;
+    std::vector<std::int64_t> squeezedFrom;  // the checkpoint's shape when it differs by unit dims (conv1d)
 };
+
+// Grouped [k0: v0..v(r-1), k1: ...] -> tiled [v0: k0, k1, ...; v1: ...] (convert_hf_to_gguf's _reorder_v_heads).
+void tileValueHeads(std::vector<float>& values, const std::vector<std::int64_t>& shape,
+                    const PlannedTensor::ValueHeadOrder& o) {
+    const std::int64_t rows = shape.front(), cols = shape.size() > 1 ? shape.back() : 1;
+    const std::int64_t heads = std::int64_t(o.keyHeads) * o.perKey;
+    const std::vector<float> old = values;
+    const auto target = [&](std::int64_t head) {  // grouped index kh * perKey + j -> tiled j * keyHeads + kh
+        return (head % o.perKey) * o.keyHeads + head / o.perKey;
+    };
+    if (o.columns) {
+        for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t h = 0; h < heads; ++h)
+                std::copy_n(old.begin() + r * cols + o.offset + h * o.block, o.block,
+                            values.begin() + r * cols + o.offset + target(h) * o.block);
+        return;
+    }
+    for (std::int64_t h = 0; h < heads; ++h)
+        std::copy_n(old.begin() + (o.offset + h * o.block) * cols, o.block * cols,
+                    values.begin() + (o.offset + target(h) * o.block) * cols);
+}
 
 bool storesPlainly(io::GgmlType t) {
     return t == io::GgmlType::F32 || t == io::GgmlType::F16 || t == io::GgmlType::BF16;
@@ -98,17 +130,21 @@ public:
         for (int layer = 0; layer < config_.numLayers; ++layer) {
             const std::string p = config_.layerPrefix(layer);
             norm(p + arch.inputNorm + ".weight", h);
-            if (config_.mla.active()) {
+            if (config_.isLinearAttentionLayer(layer)) {
+                gatedDeltaNet(p);
+            } else if (config_.mla.active()) {
                 latentAttention(p);
             } else if (!arch.fusedQkv.empty()) {  // Phi-3: attn_qkv holds q, k, v rows as the checkpoint does
                 linear(p + arch.fusedQkv, q + 2 * kv, h, config_.qkvBias, 0);
             } else {
-                linear(p + modules::kQProj, q, h, config_.qkvBias, permuteQk_ ? config_.numHeads : 0);
+                linear(p + modules::kQProj, config_.attentionOutputGate ? 2 * q : q, h, config_.qkvBias,
+                       permuteQk_ ? config_.numHeads : 0);
                 linear(p + modules::kKProj, kv, h, config_.qkvBias, permuteQk_ ? config_.numKvHeads : 0);
                 linear(p + modules::kVProj, kv, h, config_.qkvBias, 0);
             }
-            if (!config_.mla.active()) linear(p + modules::kOProj, h, q, config_.outputBias, 0);
-            if (config_.qkNorm) {
+            if (!config_.mla.active() && !config_.isLinearAttentionLayer(layer))
+                linear(p + modules::kOProj, h, q, config_.outputBias, 0);
+            if (config_.qkNorm && !config_.isLinearAttentionLayer(layer)) {
                 norm(p + modules::kQNorm + ".weight", config_.headDim);
                 norm(p + modules::kKNorm + ".weight", config_.headDim);
             }
@@ -165,6 +201,40 @@ private:
         planned_.push_back(std::move(t));
     }
 
+    // Qwen3.5's Gated DeltaNet under qwen35's names, transformed as llama.cpp's converter does: conv1d squeezed
+    // to [channels, kernel], A_log as -exp(A_log), the gated norm as it is (not 1 + w), value heads tiled.
+    void gatedDeltaNet(const std::string& p) {
+        const model::LinearAttentionConfig& la = config_.linearAttention;
+        const std::int64_t h = config_.hiddenSize, heads = la.numValueHeads;
+        const int perKey = la.numValueHeads / la.numKeyHeads;
+        const auto order = [&](PlannedTensor& t, int block, std::int64_t offset, bool columns) {
+            if (perKey > 1)
+                t.valueHeads = PlannedTensor::ValueHeadOrder{la.numKeyHeads, perKey, block, offset, columns};
+        };
+        for (const model::LinearShape& l : model::attentionLinears(config_, io::parseTensorName(p + "x").layer)) {
+            linear(p + l.module, l.out, l.in, false, 0);
+            if (l.module == modules::kInProjQkv) order(planned_.back(), la.valueHeadDim, 2 * la.keyDim(), false);
+            if (l.module == modules::kInProjZ) order(planned_.back(), la.valueHeadDim, 0, false);
+            if (l.module == modules::kDeltaOutProj) order(planned_.back(), la.valueHeadDim, 0, true);
+        }
+        for (const char* module : {modules::kInProjB, modules::kInProjA}) {  // dense in the Job, as a router
+            PlannedTensor& t =
+                addAs(p + module + ".weight", ggufNameOf(p + module + ".weight"), {heads, h}, p + module);
+            t.keepF32 = true;
+            order(t, 1, 0, false);
+        }
+        const std::string conv = p + modules::kDeltaConv + ".weight";
+        PlannedTensor& c = addAs(conv, ggufNameOf(conv), {la.convDim(), la.convKernel});
+        c.keepF32 = true;
+        c.squeezedFrom = {la.convDim(), 1, la.convKernel};
+        order(c, la.valueHeadDim, 2 * la.keyDim(), false);
+        PlannedTensor& a = addAs(p + modules::kDeltaALog, ggufNameOf(p + modules::kDeltaALog), {heads});
+        a.negativeExp = true;
+        order(a, 1, 0, false);
+        order(addAs(p + modules::kDeltaDtBias, ggufNameOf(p + modules::kDeltaDtBias), {heads}), 1, 0, false);
+        addAs(p + modules::kDeltaNorm + ".weight", ggufNameOf(p + modules::kDeltaNorm + ".weight"), {la.valueHeadDim});
+    }
+
     // DeepSeek's latent attention: its linears and the latents' norms under deepseek2's names, kv_b_proj split.
     void latentAttention(const std::string& p) {
         const model::LatentAttention& a = config_.mla;
@@ -204,6 +274,10 @@ private:
             addAs(bias, ggufNameOf(bias), {e}).zeros = checkpoint_ != nullptr && checkpoint_->find(bias) == nullptr;
         }
         if (moe.sharedExpertIntermediateSize > 0) sharedExpert(p);
+        if (moe.sharedExpertGate) {  // Qwen3.5-MoE: ffn_gate_inp_shexp, dense as the router
+            const std::string gate = p + moe.names.sharedExpertGate();
+            addAs(gate + ".weight", ggufNameOf(gate + ".weight"), {1, h}, gate).keepF32 = true;
+        }
         if (moe.stackedExperts) {
             stackedExperts(layer);
             return;
@@ -511,13 +585,16 @@ std::vector<float> valuesOf(const PlannedTensor& t, const io::Checkpoint& checkp
         values.assign(w.data(), w.data() + w.size());
     } else {
         const io::TensorView view = checkpoint.tensor(t.choice.name);
-        if (view.shape() != t.choice.shape)
+        if (view.shape() != (t.squeezedFrom.empty() ? t.choice.shape : t.squeezedFrom))
             throw Error(checkpoint.fileOf(*checkpoint.find(t.choice.name)).string() + ": tensor '" + t.choice.name +
                         "' has shape " + shapeText(view.shape()) + ", the config implies " + shapeText(t.choice.shape));
         values = view.toF32();
     }
     if (t.addend != 0.0f)
         for (float& v : values) v += t.addend;
+    if (t.negativeExp)
+        for (float& v : values) v = -std::exp(v);
+    if (t.valueHeads) tileValueHeads(values, t.choice.shape, *t.valueHeads);
     return t.interleavedHeads > 0 ? interleaveRows(values.data(), values.size(), t.choice.shape[0], t.interleavedHeads)
                                   : values;
 }
@@ -634,6 +711,10 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
         const auto encoded = options.encodedLinears.find(t.linearPrefix);
         experts[i] = encodedExperts(t, options, destination);
         const quant::QuantizedLinear* latent = t.latentSplit ? encodedLatent(t, options, destination) : nullptr;
+        if (t.valueHeads && encoded != options.encodedLinears.end())
+            throw Error(destination.string() + ": the quantized '" + t.linearPrefix +
+                        "' would need its value heads reordered as llama.cpp's converter does (fewer key heads than "
+                        "value heads), which is done for a dense tensor only");
         t.type = latent                                    ? latent->ggmlType
                  : !experts[i].linears.empty()             ? experts[i].linears.front()->ggmlType
                  : encoded != options.encodedLinears.end() ? checkedEncoded(*encoded->second, t, destination).ggmlType
