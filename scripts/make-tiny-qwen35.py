@@ -17,7 +17,7 @@ Each is config.json + model.safetensors (F32) in the exact Hugging Face layout o
 - qwen35-moe-tiny: Qwen3_5MoeForCausalLM (model_type qwen3_5_moe_text): the same attention layers, and in every
   layer 8 experts (softmax router `mlp.gate`, top 2, always renormalised) stored fused as transformers 5
   saves them (`mlp.experts.gate_up_proj` [8, 32, 32], `mlp.experts.down_proj` [8, 32, 16]), plus a shared
-  expert (`mlp.shared_expert.*`, 24 wide) scaled by sigmoid(`mlp.shared_expert_gate`).
+  expert (`mlp.shared_expert.*`, 32 wide) scaled by sigmoid(`mlp.shared_expert_gate`).
 The tokenizer files are the demo's (resources/demo/, byte level, vocabulary 320). The weights are random
 (Python's Mersenne Twister, fixed seeds); the safetensors writer and the random weights are make-tiny-moe.py's.
 Pure Python: python3 scripts/make-tiny-qwen35.py [--repo PATH]
@@ -33,7 +33,7 @@ _spec.loader.exec_module(tiny)
 HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FF = 32, 4, 2, 32, 48
 K_HEADS, V_HEADS, K_DIM, V_DIM, KERNEL = 2, 4, 8, 8, 4
 LAYER_TYPES = ["linear_attention", "full_attention", "linear_attention", "full_attention"]
-EXPERTS, TOP_K, EXPERT_FF, SHARED_FF = 8, 2, 16, 24
+EXPERTS, TOP_K, EXPERT_FF, SHARED_FF = 8, 2, 16, 32
 
 
 class Qwen35Weights(tiny.Weights):

@@ -134,6 +134,7 @@ void parseMoe(const nlohmann::json& j, const architectures::MoeSpec& spec, Model
     if (!spec.sharedExpertSizeKey.empty()) {
         m.sharedExpertIntermediateSize = optional<int>(j, std::string(spec.sharedExpertSizeKey).c_str(), 0, source);
         m.sharedExpertGate = spec.sharedExpertGate && m.sharedExpertIntermediateSize > 0;
+        m.names.sharedGate = m.sharedExpertGate;
     }
     if (m.sharedExpertIntermediateSize == 0) m.names.shared.clear();  // a name only for what is there
 }

@@ -51,6 +51,7 @@ struct MoeNames {
     std::string down;   // "down_proj", "w2"
     std::string routerName = "gate";  // "gate"; gpt-oss: "router"
     std::string shared = {};          // the shared expert: "shared_experts" (GLM-4.5); empty: the model has none
+    bool sharedGate = false;          // Qwen3.5-MoE: sharedExpertGate() scales the shared expert's output
 
     std::string router() const { return block + "." + routerName; }  // "mlp.gate"
     // GLM's e_score_correction_bias, a parameter of the router: "mlp.gate.e_score_correction_bias".
