@@ -6,7 +6,7 @@ Each is config.json + model.safetensors (F32) in the exact Hugging Face layout o
 - qwen35-tiny: Qwen3_5ForCausalLM (model_type qwen3_5_text), 4 layers of layer_types linear_attention,
   full_attention, linear_attention, full_attention. A linear layer is the Gated DeltaNet
   (`linear_attn.in_proj_qkv`, `in_proj_z`, `in_proj_b`, `in_proj_a`, `conv1d.weight` [channels, 1, 4], `A_log`,
-  `dt_bias`, `norm.weight`, `out_proj`) with 2 key heads and 4 value heads of 8, so that the value heads are
+  `dt_bias`, `norm.weight`, `out_proj`) with 2 key heads and 8 value heads of 32, so that the value heads are
   grouped by key head; a full layer is gated attention (q_proj gives 4 heads of 32 plus their output gates,
   2 key/value heads, q/k norms, partial_rotary_factor 0.25, interleaved M-RoPE sections [2, 1, 1]). The norms
   are stored as Qwen3.5 stores them, around 0 (the model multiplies by 1 + w), the DeltaNet's gated norm
@@ -31,7 +31,7 @@ tiny = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(tiny)
 
 HIDDEN, HEADS, KV_HEADS, HEAD_DIM, FF = 32, 4, 2, 32, 48
-K_HEADS, V_HEADS, K_DIM, V_DIM, KERNEL = 2, 4, 8, 8, 4
+K_HEADS, V_HEADS, K_DIM, V_DIM, KERNEL = 2, 8, 32, 32, 4
 LAYER_TYPES = ["linear_attention", "full_attention", "linear_attention", "full_attention"]
 EXPERTS, TOP_K, EXPERT_FF, SHARED_FF = 8, 2, 16, 32
 

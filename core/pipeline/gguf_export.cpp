@@ -88,25 +88,53 @@ struct PlannedTensor {
     std::vector<std::int64_t> squeezedFrom;  // the checkpoint's shape when it differs by unit dims (conv1d)
 };
 
-// Grouped [k0: v0..v(r-1), k1: ...] -> tiled [v0: k0, k1, ...; v1: ...] (convert_hf_to_gguf's _reorder_v_heads).
-void tileValueHeads(std::vector<float>& values, const std::vector<std::int64_t>& shape,
-                    const PlannedTensor::ValueHeadOrder& o) {
-    const std::int64_t rows = shape.front(), cols = shape.size() > 1 ? shape.back() : 1;
+// Grouped [k0: v0..v(r-1), k1: ...] -> tiled [v0: k0, k1, ...; v1: ...] (convert_hf_to_gguf's _reorder_v_heads) in
+// a row-major table of `rows` rows of `rowLength` items: each value head's `run` rows from row `offset`, or with
+// o.columns each row's run of `run` items from item `offset`. Items are values, or a quantized row's bytes.
+template <typename T>
+void tileValueHeads(std::vector<T>& data, std::int64_t rows, std::int64_t rowLength,
+                    const PlannedTensor::ValueHeadOrder& o, std::int64_t offset, std::int64_t run) {
     const std::int64_t heads = std::int64_t(o.keyHeads) * o.perKey;
-    const std::vector<float> old = values;
+    const std::vector<T> old = data;
     const auto target = [&](std::int64_t head) {  // grouped index kh * perKey + j -> tiled j * keyHeads + kh
         return (head % o.perKey) * o.keyHeads + head / o.perKey;
     };
     if (o.columns) {
         for (std::int64_t r = 0; r < rows; ++r)
             for (std::int64_t h = 0; h < heads; ++h)
-                std::copy_n(old.begin() + r * cols + o.offset + h * o.block, o.block,
-                            values.begin() + r * cols + o.offset + target(h) * o.block);
+                std::copy_n(old.begin() + r * rowLength + offset + h * run, run,
+                            data.begin() + r * rowLength + offset + target(h) * run);
         return;
     }
     for (std::int64_t h = 0; h < heads; ++h)
-        std::copy_n(old.begin() + (o.offset + h * o.block) * cols, o.block * cols,
-                    values.begin() + (o.offset + target(h) * o.block) * cols);
+        std::copy_n(old.begin() + (offset + h * run) * rowLength, run * rowLength,
+                    data.begin() + (offset + target(h) * run) * rowLength);
+}
+
+void tileValueHeads(std::vector<float>& values, const std::vector<std::int64_t>& shape,
+                    const PlannedTensor::ValueHeadOrder& o) {
+    tileValueHeads(values, shape.front(), shape.size() > 1 ? shape.back() : 1, o, o.offset, o.block);
+}
+
+// Whether a Job-quantized linear's rows of ggml blocks can be reordered by value heads: rows always, columns when
+// a head's columns are whole blocks (Q8_0's 32 in heads of 128, not a K-quant's 256).
+bool tilesBlocks(const PlannedTensor::ValueHeadOrder& o, io::GgmlType type) {
+    const int block = io::ggmlTypeTraits(type).blockElements;
+    return !o.columns || (o.block % block == 0 && o.offset % block == 0);
+}
+
+// A Job's blocks with the value heads tiled (tilesBlocks must hold).
+std::vector<std::byte> tiledBlocks(std::vector<std::byte> bytes, const quant::QuantizedLinear& q,
+                                   const PlannedTensor::ValueHeadOrder& o) {
+    const io::GgmlTypeTraits& traits = io::ggmlTypeTraits(q.ggmlType);
+    const std::int64_t rowBytes = q.cols / traits.blockElements * traits.blockBytes;
+    if (!o.columns) {
+        tileValueHeads(bytes, q.rows, rowBytes, o, o.offset, o.block);
+    } else {
+        const auto bytesOf = [&](std::int64_t columns) { return columns / traits.blockElements * traits.blockBytes; };
+        tileValueHeads(bytes, q.rows, rowBytes, o, bytesOf(o.offset), bytesOf(o.block));
+    }
+    return bytes;
 }
 
 bool storesPlainly(io::GgmlType t) {
@@ -407,6 +435,14 @@ std::vector<std::byte> storedBlocks(const quant::QuantizedLinear& q, int heads) 
     const auto* bytes = reinterpret_cast<const std::byte*>(q.blocks.data());
     if (heads > 0) return interleaveRows(bytes, q.blocks.size(), q.rows, heads);
     return {bytes, bytes + q.blocks.size()};
+}
+
+// A Job's linear of Qwen3.5's linear attention, its value heads tiled as llama.cpp's converter writes them.
+std::vector<std::byte> jobBlocksTiled(const PlannedTensor& t, const GgufExportOptions& options,
+                                      const quant::QuantizedLinear& header) {
+    if (!options.completeLinear) return tiledBlocks(storedBlocks(header, 0), header, *t.valueHeads);
+    const auto q = options.completeLinear(t.linearPrefix);
+    return tiledBlocks(storedBlocks(*q, 0), *q, *t.valueHeads);
 }
 
 // The experts' linears a Job encoded for a stacked tensor, in expert order (their headers when the result
@@ -711,10 +747,13 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
         const auto encoded = options.encodedLinears.find(t.linearPrefix);
         experts[i] = encodedExperts(t, options, destination);
         const quant::QuantizedLinear* latent = t.latentSplit ? encodedLatent(t, options, destination) : nullptr;
-        if (t.valueHeads && encoded != options.encodedLinears.end())
+        if (t.valueHeads && encoded != options.encodedLinears.end() &&
+            !tilesBlocks(*t.valueHeads, encoded->second->ggmlType))
             throw Error(destination.string() + ": the quantized '" + t.linearPrefix +
-                        "' would need its value heads reordered as llama.cpp's converter does (fewer key heads than "
-                        "value heads), which is done for a dense tensor only");
+                        "' would need its value heads reordered by columns as llama.cpp's converter does (fewer key "
+                        "heads than value heads), and a head's " +
+                        std::to_string(t.valueHeads->block) + " columns are no whole blocks of " +
+                        std::string(io::ggmlTypeTraits(encoded->second->ggmlType).name));
         t.type = latent                                    ? latent->ggmlType
                  : !experts[i].linears.empty()             ? experts[i].linears.front()->ggmlType
                  : encoded != options.encodedLinears.end() ? checkedEncoded(*encoded->second, t, destination).ggmlType
@@ -750,6 +789,7 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
             : !experts[i].linears.empty() ? stackedBlocks(t, experts[i], options)
             : encoded == options.encodedLinears.end()
                 ? encode(t.type, valuesOf(t, checkpoint, reader), t.choice.shape.back())
+            : t.valueHeads           ? jobBlocksTiled(t, options, *encoded->second)
             : options.completeLinear ? storedBlocks(*options.completeLinear(t.linearPrefix), t.interleavedHeads)
                                      : storedBlocks(*encoded->second, t.interleavedHeads);
         writer.addTensor(t.choice.ggufName, t.type, t.choice.shape, bytes);

@@ -13,6 +13,7 @@
 
 #include "qs/io/checkpoint.h"
 #include "qs/io/dtype.h"
+#include "qs/io/gguf_file.h"
 #include "qs/io/tensor_name.h"
 #include "qs/model/model_config.h"
 #include "qs/model/transformer.h"
@@ -195,18 +196,56 @@ TEST(Qwen35Export, AwqFoldsIntoTheOffsetNormsAndLeavesTheDeltaNetUnscaled) {
 
 TEST(Qwen35Export, AwqFoldsIntoTheRouterAndTheSharedExpertGate) { expectAwqFolded(kData / "qwen35-moe-tiny", true); }
 
-// The GGUF methods write llama.cpp's tiled value-head order only for dense tensors: a Job-quantized DeltaNet
-// linear of a model with fewer key heads than value heads is refused, saying why.
-TEST(Qwen35Export, GgufMethodRefusesToReorderQuantizedValueHeads) {
+// The GGUF methods write the Job's blocks with llama.cpp's tiled value-head order: in_proj_qkv's value rows,
+// in_proj_z's rows, and out_proj's columns (whole Q8_0 blocks of each head's 32). The file's tensors decode to
+// the Job's effective weights, reordered here by the grouped -> tiled map written out in the test.
+TEST(Qwen35Export, GgufQ8_0TilesTheJobsBlocksByValueHead) {
     const fs::path checkpoint = kData / "qwen35-tiny";
     const MethodResult result = test::quantizeTiny(checkpoint, "q8_0");
     const fs::path dir = scratch("q8_0");
+    fs::create_directories(dir);
+    const fs::path file =
+        writeGgufResult(io::Checkpoint::open(checkpoint), result, dir / "tiny.gguf", {}, {}, CancelToken{});
+    const io::GgufFile gguf = io::GgufFile::open(file);
+    const auto decoded = [&](const std::string& name) {
+        const io::TensorInfo& t = *gguf.find(name);
+        EXPECT_EQ(t.ggmlType, io::GgmlType::Q8_0) << name;
+        const std::vector<float> values = gguf.view(t).toF32();
+        return MatrixF(Eigen::Map<const MatrixF>(values.data(), t.shape[0], t.shape[1]));
+    };
+    constexpr int keyHeads = 2, valueHeads = 8, perKey = 4, dim = 32;
+    const auto tiled = [&](int grouped) { return (grouped % perKey) * keyHeads + grouped / perKey; };
+    const auto& layer = result.layers.at(0);
+    const MatrixF qkv = layer.at("linear_attn.in_proj_qkv")->effectiveWeight(),
+                  z = layer.at("linear_attn.in_proj_z")->effectiveWeight(),
+                  out = layer.at("linear_attn.out_proj")->effectiveWeight();
+    MatrixF wantQkv = qkv, wantZ = z, wantOut = out;
+    const int v0 = 2 * keyHeads * dim;  // q and k rows stay
+    for (int h = 0; h < valueHeads; ++h) {
+        wantQkv.middleRows(v0 + tiled(h) * dim, dim) = qkv.middleRows(v0 + h * dim, dim);
+        wantZ.middleRows(tiled(h) * dim, dim) = z.middleRows(h * dim, dim);
+        wantOut.middleCols(tiled(h) * dim, dim) = out.middleCols(h * dim, dim);
+    }
+    EXPECT_EQ(decoded("blk.0.attn_qkv.weight"), wantQkv);
+    EXPECT_EQ(decoded("blk.0.attn_gate.weight"), wantZ);
+    EXPECT_EQ(decoded("blk.0.ssm_out.weight"), wantOut);
+    EXPECT_NE(wantOut, out);  // the reorder moved something
+    fs::remove_all(dir);
+}
+
+// A K-quant's 256-wide blocks hold several value heads' columns of out_proj: no reorder keeps them, and the
+// GGUF method is refused saying so (the Job's KL stays measured; the dense GGUF export reorders before encoding).
+TEST(Qwen35Export, GgufKQuantRefusesToReorderOutProjsBlocks) {
+    const fs::path checkpoint = kData / "qwen35-tiny";
+    const MethodResult result = test::quantizeTiny(checkpoint, "q4_k_m");
+    ASSERT_EQ(result.layers.at(0).at("linear_attn.out_proj")->ggmlType, io::GgmlType::Q4_K);
+    const fs::path dir = scratch("q4_k_m");
     fs::create_directories(dir);
     try {
         writeGgufResult(io::Checkpoint::open(checkpoint), result, dir / "tiny.gguf", {}, {}, CancelToken{});
         ADD_FAILURE() << "written";
     } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("value heads reordered"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("no whole blocks of q4_K"), std::string::npos) << e.what();
     }
     fs::remove_all(dir);
 }
