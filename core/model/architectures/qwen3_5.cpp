@@ -33,6 +33,21 @@ std::vector<GgufName> deltaNetGgufNames() {
             {"ssm_a", "linear_attn.A_log", true, ""}};
 }
 
+constexpr std::string_view kNoReadBack =
+    "its linear-attention tensors are stored transformed (A_log as -exp(A_log), the value heads reordered), which "
+    "the GGUF reader does not undo";
+
+// The DeltaNet's names, and the MoE's shared expert and its gate.
+std::vector<GgufName> ggufNamesOf(bool moe) {
+    std::vector<GgufName> names = deltaNetGgufNames();
+    if (moe)
+        names.insert(names.end(), {{"ffn_gate_shexp", "mlp.shared_expert.gate_proj"},
+                                   {"ffn_up_shexp", "mlp.shared_expert.up_proj"},
+                                   {"ffn_down_shexp", "mlp.shared_expert.down_proj"},
+                                   {"ffn_gate_inp_shexp", "mlp.shared_expert_gate"}});
+    return names;
+}
+
 Family qwen35Text(std::string_view modelType, std::string_view hfClass, std::string_view displayName, bool moe) {
     Family f{
         .modelType = modelType,
@@ -48,7 +63,7 @@ Family qwen35Text(std::string_view modelType, std::string_view hfClass, std::str
             "its linear-attention tensors are stored transformed (A_log as -exp(A_log), the "
             "value heads reordered), which the GGUF reader does not undo",
         .ggufNormPlusOne = true,
-        .ggufNames = deltaNetGgufNames(),
+        .ggufNames = ggufNamesOf(moe),
         .tensorsHoldQkNorm = true,
     };
     if (moe) {
@@ -59,11 +74,6 @@ Family qwen35Text(std::string_view modelType, std::string_view hfClass, std::str
                         .sharedExpertSizeKey = "shared_expert_intermediate_size",
                         .sharedExpertGate = true};
         f.ggufFixed.expertsEveryLayerRenormalised = true;  // qwen35moe: build_moe_ffn with norm_w, every layer
-        for (GgufName n : std::vector<GgufName>{{"ffn_gate_shexp", "mlp.shared_expert.gate_proj"},
-                                                {"ffn_up_shexp", "mlp.shared_expert.up_proj"},
-                                                {"ffn_down_shexp", "mlp.shared_expert.down_proj"},
-                                                {"ffn_gate_inp_shexp", "mlp.shared_expert_gate"}})
-            f.ggufNames.push_back(n);
     }
     return f;
 }
@@ -84,6 +94,7 @@ Family qwen35Vlm(std::string_view modelType, std::string_view hfClass, std::stri
                                  .old = {"model.language_model.", "lm_head.weight", {"model.visual.", "mtp."}}},
         .ggufArch = text == "qwen3_5_moe_text" ? "qwen35moe" : "qwen35",
         .ggufReadBack = GgufReadBack::No,
+        .ggufReadBackMissing = kNoReadBack,
     };
 }
 
