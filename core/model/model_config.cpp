@@ -221,8 +221,9 @@ ModelConfig towerFromJson(const architectures::Family& family, const nlohmann::j
         int sum = 0;
         for (int s : c.mropeSection) sum += s;
         if (sum != c.rotaryDims() / 2)
-            fail(textSource, "rope_scaling.mrope_section sums to " + std::to_string(sum) +
-                                 ", not the rotary dimensions / 2 = " + std::to_string(c.rotaryDims() / 2));
+            fail(textSource, "rope_scaling.mrope_section sums to " + std::to_string(sum) + ", not " +
+                                 (c.rotaryDims() == c.headDim ? "head_dim" : "the rotary dimensions") +
+                                 " / 2 = " + std::to_string(c.rotaryDims() / 2));
     }
     // Qwen3-VL adds vision features into its first decoder layers at the image tokens only (deepstack):
     // nothing for text; counted for llama.cpp's qwen3vl, whose converter writes it.
