@@ -70,8 +70,10 @@ MatrixF gatedDeltaRule(const MatrixF& q, const MatrixF& k, const MatrixF& v, con
     if (s.empty()) s.assign(static_cast<std::size_t>(valueHeads), MatrixF::Zero(dk, dv));
     if (static_cast<int>(s.size()) != valueHeads) throw Error("gated delta rule: the state has the wrong head count");
     MatrixF out(t, v.cols());
-    VectorF memory(dv), delta(dv);
+    // The heads are independent: each runs on one thread, in the same order whatever the team's size.
+#pragma omp parallel for schedule(dynamic, 1) if (t * valueHeads * dk * dv > 65536)
     for (int h = 0; h < valueHeads; ++h) {
+        VectorF memory(dv), delta(dv);
         MatrixF& S = s[static_cast<std::size_t>(h)];
         const int kh = h / group;
         for (Eigen::Index i = 0; i < t; ++i) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <omp.h>
 
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
@@ -35,8 +36,7 @@ struct Inputs {
     int keyHeads = 2, valueHeads = 6, dk = 5, dv = 3;
 };
 
-Inputs randomInputs(std::mt19937& rng, int t) {
-    Inputs in;
+Inputs randomInputs(std::mt19937& rng, int t, Inputs in = {}) {
     in.q = random(rng, t, in.keyHeads * in.dk, 1.0f);
     in.k = random(rng, t, in.keyHeads * in.dk, 1.0f);
     l2NormalizeHeadsInPlace(in.q, in.dk);
@@ -129,6 +129,21 @@ TEST(GatedDeltaNet, AStateCarriedBetweenCallsGivesTheSameBits) {
             in.q.middleRows(first, count), in.k.middleRows(first, count), in.v.middleRows(first, count),
             in.g.middleRows(first, count), in.beta.middleRows(first, count), in.keyHeads, in.valueHeads, &state);
     EXPECT_EQ(parts, whole);
+}
+
+// The value heads run on the OpenMP team, each on one thread in a fixed order: any team gives the same bits.
+TEST(GatedDeltaNet, AnyTeamGivesTheSameBits) {
+    std::mt19937 rng(38);
+    Inputs shape;
+    shape.keyHeads = 2, shape.valueHeads = 8, shape.dk = 16, shape.dv = 16;
+    const Inputs in = randomInputs(rng, 64, shape);
+    const int team = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const MatrixF one = gatedDeltaRule(in.q, in.k, in.v, in.g, in.beta, in.keyHeads, in.valueHeads);
+    omp_set_num_threads(4);
+    const MatrixF four = gatedDeltaRule(in.q, in.k, in.v, in.g, in.beta, in.keyHeads, in.valueHeads);
+    omp_set_num_threads(team);
+    EXPECT_EQ(one, four);
 }
 
 TEST(GatedDeltaNet, TheConvIsCausalDepthwiseWithSiluAndItsHistoryCarries) {
