@@ -34,6 +34,7 @@
 
 #include "gguf_expressible.h"
 #include "gguf_model_metadata.h"
+#include "gguf_value_heads.h"
 #include "stacked_expert.h"
 
 namespace qs::pipeline {
@@ -75,67 +76,12 @@ struct PlannedTensor {
     bool zeros = false;        // llama.cpp needs it and the checkpoint lacks it: zeros (GLM's correction bias)
     float addend = 0.0f;       // added to every value: Gemma's norms, stored as 1 + w (convert_hf_to_gguf)
     int interleavedHeads = 0;  // llama q/k: reorder rows as llama.cpp's converter does
-    // Qwen3.5's linear attention as llama.cpp's converter writes it (_LinearAttentionVReorderBase): with fewer key
-    // heads than value heads, the value heads go from grouped by key head to tiled — of the values (rows
-    // [offset, ...) in blocks of `block` rows), or of out_proj's columns; A_log as -exp(A_log).
-    struct ValueHeadOrder {
-        int keyHeads = 0, perKey = 0, block = 0;
-        std::int64_t offset = 0;
-        bool columns = false;
-    };
+    // Qwen3.5's linear attention as llama.cpp's converter writes it: value heads tiled (gguf_value_heads.h), A_log
+    // as -exp(A_log).
     std::optional<ValueHeadOrder> valueHeads;
     bool negativeExp = false;
     std::vector<std::int64_t> squeezedFrom;  // the checkpoint's shape when it differs by unit dims (conv1d)
 };
-
-// Grouped [k0: v0..v(r-1), k1: ...] -> tiled [v0: k0, k1, ...; v1: ...] (convert_hf_to_gguf's _reorder_v_heads) in
-// a row-major table of `rows` rows of `rowLength` items: each value head's `run` rows from row `offset`, or with
-// o.columns each row's run of `run` items from item `offset`. Items are values, or a quantized row's bytes.
-template <typename T>
-void tileValueHeads(std::vector<T>& data, std::int64_t rows, std::int64_t rowLength,
-                    const PlannedTensor::ValueHeadOrder& o, std::int64_t offset, std::int64_t run) {
-    const std::int64_t heads = std::int64_t(o.keyHeads) * o.perKey;
-    const std::vector<T> old = data;
-    const auto target = [&](std::int64_t head) {  // grouped index kh * perKey + j -> tiled j * keyHeads + kh
-        return (head % o.perKey) * o.keyHeads + head / o.perKey;
-    };
-    if (o.columns) {
-        for (std::int64_t r = 0; r < rows; ++r)
-            for (std::int64_t h = 0; h < heads; ++h)
-                std::copy_n(old.begin() + r * rowLength + offset + h * run, run,
-                            data.begin() + r * rowLength + offset + target(h) * run);
-        return;
-    }
-    for (std::int64_t h = 0; h < heads; ++h)
-        std::copy_n(old.begin() + (offset + h * run) * rowLength, run * rowLength,
-                    data.begin() + (offset + target(h) * run) * rowLength);
-}
-
-void tileValueHeads(std::vector<float>& values, const std::vector<std::int64_t>& shape,
-                    const PlannedTensor::ValueHeadOrder& o) {
-    tileValueHeads(values, shape.front(), shape.size() > 1 ? shape.back() : 1, o, o.offset, o.block);
-}
-
-// Whether a Job-quantized linear's rows of ggml blocks can be reordered by value heads: rows always, columns when
-// a head's columns are whole blocks (Q8_0's 32 in heads of 128, not a K-quant's 256).
-bool tilesBlocks(const PlannedTensor::ValueHeadOrder& o, io::GgmlType type) {
-    const int block = io::ggmlTypeTraits(type).blockElements;
-    return !o.columns || (o.block % block == 0 && o.offset % block == 0);
-}
-
-// A Job's blocks with the value heads tiled (tilesBlocks must hold).
-std::vector<std::byte> tiledBlocks(std::vector<std::byte> bytes, const quant::QuantizedLinear& q,
-                                   const PlannedTensor::ValueHeadOrder& o) {
-    const io::GgmlTypeTraits& traits = io::ggmlTypeTraits(q.ggmlType);
-    const std::int64_t rowBytes = q.cols / traits.blockElements * traits.blockBytes;
-    if (!o.columns) {
-        tileValueHeads(bytes, q.rows, rowBytes, o, o.offset, o.block);
-    } else {
-        const auto bytesOf = [&](std::int64_t columns) { return columns / traits.blockElements * traits.blockBytes; };
-        tileValueHeads(bytes, q.rows, rowBytes, o, bytesOf(o.offset), bytesOf(o.block));
-    }
-    return bytes;
-}
 
 bool storesPlainly(io::GgmlType t) {
     return t == io::GgmlType::F32 || t == io::GgmlType::F16 || t == io::GgmlType::BF16;
@@ -236,8 +182,7 @@ private:
         const std::int64_t h = config_.hiddenSize, heads = la.numValueHeads;
         const int perKey = la.numValueHeads / la.numKeyHeads;
         const auto order = [&](PlannedTensor& t, int block, std::int64_t offset, bool columns) {
-            if (perKey > 1)
-                t.valueHeads = PlannedTensor::ValueHeadOrder{la.numKeyHeads, perKey, block, offset, columns};
+            if (perKey > 1) t.valueHeads = ValueHeadOrder{la.numKeyHeads, perKey, block, offset, columns};
         };
         for (const model::LinearShape& l : model::attentionLinears(config_, io::parseTensorName(p + "x").layer)) {
             linear(p + l.module, l.out, l.in, false, 0);
