@@ -11,6 +11,7 @@
 
 #include <unistd.h>
 
+#include "qs/formats/linear_reader.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/dtype.h"
 #include "qs/io/gguf_file.h"
@@ -20,6 +21,7 @@
 #include "qs/pipeline/decoded_weights.h"
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/gguf_result_export.h"
+#include "qs/pipeline/weight_only_quantize.h"
 
 #include "tiny_checkpoint_job.h"
 
@@ -259,4 +261,23 @@ TEST(Qwen35Export, TheMtpLayerIsNoDecoderLayer) {
     EXPECT_EQ(io::parseTensorName("model.language_model.layers.2.linear_attn.in_proj_b.weight").layer, 2);
     EXPECT_EQ(io::parseTensorName("model.layers.2.linear_attn.in_proj_b.weight").role, io::TensorRole::Linear);
     EXPECT_EQ(io::parseTensorName("model.layers.2.linear_attn.A_log").role, io::TensorRole::Other);
+}
+
+// --weights-only picks the linears the Job quantizes: the DeltaNet's in_proj_qkv / in_proj_z / out_proj and the
+// attention's; in_proj_b / in_proj_a and the shared-expert gate stay dense, the MTP layer is no decoder layer.
+TEST(Qwen35Export, WeightsOnlyQuantizesWhatTheJobQuantizes) {
+    const io::Checkpoint checkpoint = io::Checkpoint::open(kData / "qwen35-moe-tiny");
+    const formats::LinearReader reader(checkpoint);
+    const WeightOnlySelection s = selectWeightOnlyLinears(reader);
+    const auto in = [](const std::vector<std::string>& list, const std::string& prefix) {
+        return std::ranges::find(list, prefix) != list.end();
+    };
+    for (const std::string module :
+         {"layers.0.linear_attn.in_proj_qkv", "layers.0.linear_attn.in_proj_z", "layers.0.linear_attn.out_proj",
+          "layers.1.self_attn.q_proj", "layers.1.mlp.experts.3.down_proj", "layers.1.mlp.shared_expert.up_proj"})
+        EXPECT_TRUE(in(s.quantized, "model." + module)) << module;
+    for (const std::string module : {"layers.0.linear_attn.in_proj_b", "layers.2.linear_attn.in_proj_a",
+                                     "layers.1.mlp.shared_expert_gate", "layers.1.mlp.gate"})
+        EXPECT_TRUE(in(s.keptDense, "model." + module)) << module;
+    EXPECT_FALSE(in(s.quantized, "mtp.layers.0.self_attn.q_proj"));
 }
