@@ -281,3 +281,26 @@ TEST(Qwen35Export, WeightsOnlyQuantizesWhatTheJobQuantizes) {
         EXPECT_TRUE(in(s.keptDense, "model." + module)) << module;
     EXPECT_FALSE(in(s.quantized, "mtp.layers.0.self_attn.q_proj"));
 }
+
+// What is not offered yet is refused before any work, in one line: an FP8 KV cache and a mix of methods.
+TEST(Qwen35Export, RefusesAnFp8KvCacheAndMixesBeforeAnyWork) {
+    JobPlan plan;
+    plan.checkpoint = kData / "qwen35-tiny";
+    plan.methods = {parseMethod("fp8", 16)};
+    plan.methods.front().kvCacheFp8 = true;
+    plan.calibration = test::tinyTokens(plan.checkpoint, 1, 16);
+    try {
+        (void)Job(plan).estimate();
+        ADD_FAILURE() << "estimated";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("FP8 KV cache is not offered"), std::string::npos) << e.what();
+    }
+    plan.methods.front().kvCacheFp8 = false;
+    plan.perGroupKl = true;
+    try {
+        (void)Job(plan).estimate();
+        ADD_FAILURE() << "estimated";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("a mix of methods is not offered"), std::string::npos) << e.what();
+    }
+}
