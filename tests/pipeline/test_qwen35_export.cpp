@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <set>
 #include <string>
 
 #include <unistd.h>
@@ -20,6 +21,7 @@
 #include "qs/model/transformer.h"
 #include "qs/pipeline/decoded_weights.h"
 #include "qs/pipeline/exporter.h"
+#include "qs/pipeline/gguf_export.h"
 #include "qs/pipeline/gguf_result_export.h"
 #include "qs/pipeline/weight_only_quantize.h"
 
@@ -303,4 +305,62 @@ TEST(Qwen35Export, RefusesAnFp8KvCacheAndMixesBeforeAnyWork) {
     } catch (const Error& e) {
         EXPECT_NE(std::string(e.what()).find("a mix of methods is not offered"), std::string::npos) << e.what();
     }
+}
+
+// A config shaped as the Qwen3.5-9B release writes it (Qwen3_5ForConditionalGeneration, text_config with
+// transformers' defaults for the 9B: 32 layers, every 4th full, head_dim 256 with a rotary quarter and M-RoPE
+// sections [11, 11, 10], 16 key and 32 value heads of 128): read as the text tower, with the GGUF plan
+// llama.cpp's qwen35 loads (value heads tiled, the MTP layer and the vision tower left out).
+TEST(Qwen35Export, AReleaseShapedConfigReadsAndPlansItsGguf) {
+    nlohmann::json layerTypes = nlohmann::json::array();
+    for (int i = 0; i < 32; ++i) layerTypes.push_back((i + 1) % 4 == 0 ? "full_attention" : "linear_attention");
+    const nlohmann::json j = {{"architectures", {"Qwen3_5ForConditionalGeneration"}},
+                              {"model_type", "qwen3_5"},
+                              {"tie_word_embeddings", false},
+                              {"text_config",
+                               {{"model_type", "qwen3_5_text"},
+                                {"hidden_size", 4096},
+                                {"intermediate_size", 12288},
+                                {"num_hidden_layers", 32},
+                                {"num_attention_heads", 16},
+                                {"num_key_value_heads", 4},
+                                {"head_dim", 256},
+                                {"vocab_size", 248320},
+                                {"max_position_embeddings", 262144},
+                                {"rms_norm_eps", 1e-6},
+                                {"hidden_act", "silu"},
+                                {"attention_bias", false},
+                                {"layer_types", layerTypes},
+                                {"full_attention_interval", 4},
+                                {"linear_conv_kernel_dim", 4},
+                                {"linear_key_head_dim", 128},
+                                {"linear_value_head_dim", 128},
+                                {"linear_num_key_heads", 16},
+                                {"linear_num_value_heads", 32},
+                                {"mtp_num_hidden_layers", 1},
+                                {"dtype", "bfloat16"},
+                                {"rope_parameters",
+                                 {{"rope_type", "default"},
+                                  {"rope_theta", 10000000},
+                                  {"partial_rotary_factor", 0.25},
+                                  {"mrope_section", {11, 11, 10}},
+                                  {"mrope_interleaved", true}}}}},
+                              {"vision_config", {{"model_type", "qwen3_5"}, {"depth", 27}, {"hidden_size", 1152}}}};
+    const model::ModelConfig c = model::ModelConfig::fromJson(j);
+    EXPECT_EQ(c.modelType, "qwen3_5");
+    EXPECT_EQ(c.arch.tensorPrefix, "model.language_model.");
+    EXPECT_EQ(c.rotaryDims(), 64);
+    EXPECT_EQ(c.mropeSection, (std::vector<int>{11, 11, 10}));
+    EXPECT_TRUE(c.isLinearAttentionLayer(30));
+    EXPECT_FALSE(c.isLinearAttentionLayer(31));
+    EXPECT_EQ(c.linearAttention.convDim(), 2 * 16 * 128 + 32 * 128);
+    std::set<std::string> names;
+    for (const GgufTensorChoice& t : ggufTensorPlan(c)) names.insert(t.ggufName);
+    for (const char* name : {"blk.0.attn_qkv.weight", "blk.0.attn_gate.weight", "blk.0.ssm_a", "blk.0.ssm_dt.bias",
+                             "blk.0.ssm_conv1d.weight", "blk.0.ssm_norm.weight", "blk.0.ssm_out.weight",
+                             "blk.0.ssm_alpha.weight", "blk.0.ssm_beta.weight", "blk.3.attn_q.weight",
+                             "blk.3.attn_q_norm.weight", "blk.3.post_attention_norm.weight", "output.weight"})
+        EXPECT_TRUE(names.contains(name)) << name;
+    EXPECT_FALSE(names.contains("blk.0.attn_q.weight"));
+    EXPECT_FALSE(names.contains("blk.32.attn_norm.weight"));  // the MTP layer is left out
 }
