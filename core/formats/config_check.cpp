@@ -27,6 +27,9 @@ struct ConfigSizes {
     std::int64_t trailingLayers = 0;  // stored after the decoder's, not run (Family::trailingLayersKey)
     // DeepSeek's latent attention (kv_lora_rank set): q_lora_rank (absent or null: q_proj) and the head parts.
     std::optional<std::int64_t> qLoraRank, kvLoraRank, qkNope, qkRope, vHead;
+    // Qwen3.5: q_proj also gives the output gate, and the Gated DeltaNet's sizes (Qwen3_5TextConfig's defaults).
+    bool outputGate = false;
+    std::int64_t linearKeyHeads = 16, linearValueHeads = 32, linearKeyDim = 128, linearValueDim = 128;
 };
 
 ConfigSizes readSizes(const nlohmann::json& config, const std::string& where, std::vector<std::string>& problems) {
@@ -58,6 +61,14 @@ ConfigSizes readSizes(const nlohmann::json& config, const std::string& where, st
     if (const architectures::Family* family = architectures::familyOf(s.modelType);
         family != nullptr && !family->trailingLayersKey.empty() && c.contains(family->trailingLayersKey))
         s.trailingLayers = sizeFrom(std::string(family->trailingLayersKey).c_str(), 0).value_or(0);
+    if (const architectures::Family* family = architectures::familyOf(s.modelType);
+        family != nullptr && family->extra == architectures::ConfigExtra::Qwen35) {
+        s.outputGate = true;
+        s.linearKeyHeads = size("linear_num_key_heads").value_or(s.linearKeyHeads);
+        s.linearValueHeads = size("linear_num_value_heads").value_or(s.linearValueHeads);
+        s.linearKeyDim = size("linear_key_head_dim").value_or(s.linearKeyDim);
+        s.linearValueDim = size("linear_value_head_dim").value_or(s.linearValueDim);
+    }
     if (c.contains("kv_lora_rank")) {
         s.kvLoraRank = size("kv_lora_rank");
         s.qLoraRank = size("q_lora_rank");
@@ -100,7 +111,14 @@ std::optional<Shape> expectedShape(const ConfigSizes& s, const std::string& modu
     const auto known = [](auto... v) { return (v.has_value() && ...); };
     if (s.kvLoraRank && module.starts_with(modules::kAttention)) return expectedLatentShape(s, module);
     if (module == modules::kQProj && known(s.heads, s.headDim, s.hidden))
-        return Shape{*s.heads * *s.headDim, *s.hidden};
+        return Shape{(s.outputGate ? 2 : 1) * *s.heads * *s.headDim, *s.hidden};
+    if (s.outputGate && s.hidden) {  // Qwen3.5's Gated DeltaNet
+        const std::int64_t keys = s.linearKeyHeads * s.linearKeyDim, values = s.linearValueHeads * s.linearValueDim;
+        if (module == modules::kInProjQkv) return Shape{2 * keys + values, *s.hidden};
+        if (module == modules::kInProjZ) return Shape{values, *s.hidden};
+        if (module == modules::kInProjB || module == modules::kInProjA) return Shape{s.linearValueHeads, *s.hidden};
+        if (module == modules::kDeltaOutProj) return Shape{*s.hidden, values};
+    }
     if ((module == modules::kKProj || module == modules::kVProj) && known(s.kvHeads, s.headDim, s.hidden))
         return Shape{*s.kvHeads * *s.headDim, *s.hidden};
     if (module == modules::kOProj && known(s.heads, s.headDim, s.hidden))
@@ -117,6 +135,9 @@ std::string keysFor(const ConfigSizes& s, const std::string& module) {
                "v_head_dim";
     if (module.starts_with(modules::kAttention))
         return "hidden_size, num_attention_heads, num_key_value_heads, head_dim";
+    if (module.starts_with("linear_attn."))
+        return "hidden_size, linear_num_key_heads, linear_num_value_heads, linear_key_head_dim, "
+               "linear_value_head_dim";
     return "hidden_size, intermediate_size";
 }
 

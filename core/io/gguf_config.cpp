@@ -338,8 +338,9 @@ json hfConfigOfGguf(const GgufFile& file) {
         case architectures::ConfigExtra::Gemma3: putGemma3(c, m, arch, *family); break;
         case architectures::ConfigExtra::Phi3: putPhi3(c, file, arch); break;
         case architectures::ConfigExtra::GptOss: putGptOss(c, file, *family); break;
-        case architectures::ConfigExtra::DeepseekV3:  // no family reads deepseek2 back (Family::ggufReadBackMissing)
         case architectures::ConfigExtra::Llama4: putLlama4(c, m, arch); break;
+        case architectures::ConfigExtra::DeepseekV3:  // no family reads deepseek2 back (Family::ggufReadBackMissing)
+        case architectures::ConfigExtra::Qwen35:      // nor qwen35 / qwen35moe
         case architectures::ConfigExtra::None: break;
     }
     return c;

@@ -136,6 +136,8 @@ TensorRole roleOf(std::string_view leaf, int layer) {
     // "gate": the router of Mixtral and Qwen3-MoE; "router": gpt-oss's (GptOssTopKRouter, a biased linear).
     if (leaf.ends_with("_proj") || leaf == "gate" || leaf == "router" || oneOf(leaf, kLinears))
         return TensorRole::Linear;
+    // Qwen3.5's Gated DeltaNet projections (linear_attn.in_proj_qkv / _z / _b / _a) and its MoE's shared-expert gate.
+    if (leaf.starts_with("in_proj_") || leaf == "shared_expert_gate") return TensorRole::Linear;
     return TensorRole::Other;
 }
 
@@ -167,7 +169,10 @@ TensorName parseTensorName(std::string_view fullName) {
     const Tokens tokens = split(fullName);
     TensorName out;
     auto moduleBegin = tokens.cbegin();
-    for (auto it = tokens.cbegin(); it != tokens.cend(); ++it) {
+    // Qwen3.5's (and Qwen3-Next's) multi-token-prediction layers, "mtp.layers.N.…", sit beside the decoder: no
+    // decoder layer N.
+    const bool besideDecoder = tokens.front() == "mtp";
+    for (auto it = tokens.cbegin(); it != tokens.cend() && !besideDecoder; ++it) {
         if (it == tokens.cbegin() || !oneOf(*std::prev(it), kLayerContainers)) continue;
         if (const auto index = layerIndex(*it)) {
             out.layer = *index;

@@ -59,8 +59,14 @@ void CheckpointWeights::validate() const {
             for (const auto& part : f.parts) rows += part.second;
             checked(p + f.fused + ".weight", {rows, h});
         }
-        for (const LinearShape& l : attentionLinears(config_))
+        for (const LinearShape& l : attentionLinears(config_, i))
             if (!isFusedPart(l.module)) checked(p + l.module + ".weight", {l.out, l.in});
+        if (config_.isLinearAttentionLayer(i)) {
+            const LinearAttentionConfig& la = config_.linearAttention;
+            checked(p + modules::kInProjB + ".weight", {la.numValueHeads, h});
+            checked(p + modules::kInProjA + ".weight", {la.numValueHeads, h});
+            checked(p + modules::kDeltaConv + ".weight", {la.convDim(), 1, la.convKernel});
+        }
         if (config_.arch.attentionSinks) checked(p + modules::kSinks, {config_.numHeads});
         if (config_.isMoeLayer(i)) {
             validateExperts(i);
@@ -86,6 +92,7 @@ void CheckpointWeights::validateExperts(int layer) const {
                     std::to_string(router.shape()[0]) + " experts, but the config says " +
                     std::to_string(moe.numExperts));
     checked(p + moe.names.router() + ".weight", {moe.numExperts, h});
+    if (moe.sharedExpertGate) checked(p + moe.names.sharedExpertGate() + ".weight", {1, h});
     if (checkpoint_.find(p + moe.names.routerScoreBias())) checked(p + moe.names.routerScoreBias(), {moe.numExperts});
     if (moe.sharedExpertIntermediateSize > 0) {
         const std::string x = p + moe.names.sharedExpert();
@@ -204,7 +211,7 @@ LayerWeights CheckpointWeights::layer(int index) const {
     w.postAttentionNorm = vector(p + arch.preMlpNorm + ".weight", h);
     if (!arch.attentionOutputNorm.empty()) w.attentionOutputNorm = vector(p + arch.attentionOutputNorm + ".weight", h);
     if (!arch.mlpOutputNorm.empty()) w.mlpOutputNorm = vector(p + arch.mlpOutputNorm + ".weight", h);
-    if (config_.qkNorm) {
+    if (config_.qkNorm && !config_.isLinearAttentionLayer(index)) {
         w.qNorm = vector(p + modules::kQNorm + ".weight", config_.headDim);
         w.kNorm = vector(p + modules::kKNorm + ".weight", config_.headDim);
     }
@@ -215,14 +222,29 @@ LayerWeights CheckpointWeights::layer(int index) const {
     if (config_.isMoeLayer(index) && config_.moe.scoring == RouterScoring::SigmoidGrouped &&
         checkpoint_.find(scoreBias))
         w.routerScoreBias = vector(scoreBias, config_.moe.numExperts);
-    w.attention = config_.attentionLayout();
+    w.attention = config_.attentionLayout(index);
+    if (w.isDeltaNet()) {  // the linear attention's parameters beside its linears
+        const LinearAttentionConfig& la = config_.linearAttention;
+        DeltaNetWeights& d = w.deltaNet;
+        const io::TensorView conv = checked(p + modules::kDeltaConv + ".weight", {la.convDim(), 1, la.convKernel});
+        d.conv.resize(la.convDim(), la.convKernel);
+        conv.decode(0, static_cast<std::size_t>(d.conv.size()), d.conv.data());
+        d.aLog = vector(p + modules::kDeltaALog, la.numValueHeads);
+        d.dtBias = vector(p + modules::kDeltaDtBias, la.numValueHeads);
+        d.norm = vector(p + modules::kDeltaNorm + ".weight", la.valueHeadDim);
+    }
     if (config_.mla.active()) {
         if (config_.mla.qLoraRank > 0) w.qANorm = vector(p + modules::kQANorm + ".weight", config_.mla.qLoraRank);
         w.kvANorm = vector(p + modules::kKvANorm + ".weight", config_.mla.kvLoraRank);
     }
     if (!options_.linears) return w;
-    for (const LinearShape& l : attentionLinears(config_))
+    for (const LinearShape& l : attentionLinears(config_, index))
         w.linear(l.module) = linear(index, l.module, int(l.out), int(l.in), l.bias);
+    if (w.isDeltaNet()) {
+        const int heads = config_.linearAttention.numValueHeads;
+        w.deltaNet.inProjB = linear(index, modules::kInProjB, heads, h, false);
+        w.deltaNet.inProjA = linear(index, modules::kInProjA, heads, h, false);
+    }
     if (config_.isMoeLayer(index)) {
         const MoeConfig& moe = config_.moe;
         const int eff = moe.expertIntermediateSize;
@@ -242,6 +264,7 @@ LayerWeights CheckpointWeights::layer(int index) const {
             expert.down = linear(index, x + moe.names.down, h, eff, false);
         }
         if (moe.sharedExpertIntermediateSize > 0) w.sharedExpert = sharedExpert(index);
+        if (moe.sharedExpertGate) w.sharedExpertGate = linear(index, moe.names.sharedExpertGate(), 1, h, false);
         return w;
     }
     w.gate = linear(index, modules::kGateProj, ff, h, config_.mlpBias);

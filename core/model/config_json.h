@@ -59,6 +59,7 @@ void readPhi3Config(const nlohmann::json& j, ModelConfig& c, const std::string& 
 void readGptOssConfig(const nlohmann::json& j, ModelConfig& c, const std::string& source);
 void readDeepseekV3Config(const nlohmann::json& j, ModelConfig& c, const std::string& source);
 void readLlama4Config(const nlohmann::json& j, ModelConfig& c, const std::string& source);
+void readQwen35Config(const nlohmann::json& j, ModelConfig& c, const std::string& source);
 
 // sqrt(hidden_size) as Gemma3TextScaledWordEmbedding applies it: rounded to the embedding's dtype.
 double embeddingScaleIn(io::DType dtype, int hiddenSize);

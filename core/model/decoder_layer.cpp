@@ -48,6 +48,20 @@ void notifyExpertsInput(const DecoderLayerContext& c, const LayerWeights& w, con
     (*c.hook)(LinearInput{c.layer, modules, normed, -1, routed});
 }
 
+// [q_h | gate_h] per head -> q [T, heads · dim] and gate [T, heads · dim] (transformers' view(..., head_dim * 2)
+// and chunk).
+void splitQueryAndGate(MatrixF& q, MatrixF& gate, int heads, int dim) {
+    MatrixF query(q.rows(), static_cast<Eigen::Index>(heads) * dim);
+    gate.resize(q.rows(), static_cast<Eigen::Index>(heads) * dim);
+    for (int h = 0; h < heads; ++h) {
+        query.middleCols(static_cast<Eigen::Index>(h) * dim, dim) =
+            q.middleCols(2 * static_cast<Eigen::Index>(h) * dim, dim);
+        gate.middleCols(static_cast<Eigen::Index>(h) * dim, dim) =
+            q.middleCols((2 * static_cast<Eigen::Index>(h) + 1) * dim, dim);
+    }
+    q = std::move(query);
+}
+
 MatrixF attentionBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c) {
     const ModelConfig& cfg = c.config;
     notify(c, kQkv, normed);
@@ -58,6 +72,9 @@ MatrixF attentionBlock(const LayerWeights& w, const MatrixF& normed, const Decod
     MatrixF& q = projected[0];
     MatrixF& k = projected[1];
     MatrixF& v = projected[2];
+    // Qwen3.5's gated attention: q_proj gives each head its query, then as many output-gate logits.
+    MatrixF outputGate;
+    if (q.cols() == 2 * cfg.qDim()) splitQueryAndGate(q, outputGate, cfg.numHeads, cfg.headDim);
     if (w.qNorm.size() > 0) rmsNormHeadsInPlace(q, w.qNorm, cfg.rmsNormEps, cfg.arch.normOffset);
     if (w.kNorm.size() > 0) rmsNormHeadsInPlace(k, w.kNorm, cfg.rmsNormEps, cfg.arch.normOffset);
     int chunk = 0;
@@ -85,6 +102,8 @@ MatrixF attentionBlock(const LayerWeights& w, const MatrixF& normed, const Decod
     } else {
         context = m.attention(q, k, v, shape);
     }
+    if (cfg.attentionOutputGate && outputGate.size() > 0)
+        context.array() *= outputGate.array().unaryExpr([](float x) { return 1.0f / (1.0f + std::exp(-x)); });
     notify(c, kO, context);
     MatrixF quantizedContext;
     return m.linear(engineInput(context, {&w.o}, quantizedContext), w.o);
@@ -192,7 +211,15 @@ MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
         for (std::size_t i = 0; i < rows.size(); ++i)
             out.row(rows[i]) += (scalesInput ? 1.0f : routing.weights[e][i]) * y.row(static_cast<Eigen::Index>(i));
     }
-    if (w.hasSharedExpert()) out += sharedExpertBlock(w, normed, c);
+    if (w.hasSharedExpert()) {
+        MatrixF shared = sharedExpertBlock(w, normed, c);
+        // Qwen3.5-MoE: the shared expert's output scaled by sigmoid(shared_expert_gate(x)), one per token.
+        if (w.sharedExpertGate.weight.size() > 0) {
+            const MatrixF gate = m.linear(normed, w.sharedExpertGate);
+            for (Eigen::Index i = 0; i < shared.rows(); ++i) shared.row(i) *= 1.0f / (1.0f + std::exp(-gate(i, 0)));
+        }
+        out += shared;
+    }
     return out;
 }
 
@@ -202,8 +229,9 @@ void runDecoderLayer(const LayerWeights& weights, MatrixF& hidden, const Decoder
     const double eps = context.config.rmsNormEps;
     const float offset = context.config.arch.normOffset;
     const MatrixF normedInput = rmsNorm(hidden, weights.inputNorm, eps, offset);
-    MatrixF attended = weights.isLatent() ? detail::latentAttentionBlock(weights, normedInput, context)
-                                          : attentionBlock(weights, normedInput, context);
+    MatrixF attended = weights.isDeltaNet() ? detail::gatedDeltaNetBlock(weights, normedInput, context)
+                       : weights.isLatent() ? detail::latentAttentionBlock(weights, normedInput, context)
+                                            : attentionBlock(weights, normedInput, context);
     // Gemma's sandwich norms normalise each sub-block's output before it joins the residual stream.
     if (weights.attentionOutputNorm.size() > 0) rmsNormInPlace(attended, weights.attentionOutputNorm, eps, offset);
     hidden += attended;

@@ -27,5 +27,7 @@ MatrixF latentAttentionBlock(const LayerWeights& w, const MatrixF& normed, const
 int llama4QueryKey(MatrixF& q, MatrixF& k, const DecoderLayerContext& c);
 // The factor Llama 4's NoPE layers multiply the query at `position` by (attn_temperature_tuning).
 float llama4QueryTemperature(const Llama4Attention& a, int position);
+// Qwen3.5's Gated DeltaNet block of a linear_attention layer (gated_delta_net.h's maths): out_proj's output.
+MatrixF gatedDeltaNetBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLayerContext& c);
 
 }  // namespace qs::model::detail

@@ -35,6 +35,16 @@ void KvCache::append(int layer, const MatrixF& k, const MatrixF& v) {
     l.length += static_cast<int>(k.rows());
 }
 
+DeltaNetState& KvCache::deltaNetState(int layer) { return const_cast<Layer&>(at(layer)).deltaNet; }
+
+void KvCache::advance(int layer, int positions) {
+    Layer& l = const_cast<Layer&>(at(layer));
+    if (positions < 0 || l.length + positions > capacity_)
+        throw Error("kv cache: " + std::to_string(l.length + positions) + " positions exceed the capacity of " +
+                    std::to_string(capacity_));
+    l.length += positions;
+}
+
 Eigen::Ref<const MatrixF> KvCache::keys(int layer) const {
     const Layer& l = at(layer);
     return l.k.topRows(l.length);

@@ -46,6 +46,7 @@ const Linear& LayerWeights::linear(std::string_view module) const {
     if (isMoe() && module.starts_with(moeNames.block + ".")) {
         const std::string_view rest = module.substr(moeNames.block.size() + 1);
         if (rest == moeNames.routerName) return router;
+        if (hasSharedExpert() && rest == moeNames.shared + "_gate") return sharedExpertGate;
         if (hasSharedExpert() && rest.starts_with(moeNames.shared + ".")) {
             const std::string_view name = rest.substr(moeNames.shared.size() + 1);
             if (name == moeNames.gate) return sharedExpert.gate;
@@ -71,6 +72,8 @@ const Linear& LayerWeights::linear(std::string_view module) const {
     }
     for (const std::string_view name : attentionModules(attention))
         if (name == module) return attentionLinear(module);
+    if (isDeltaNet() && module == modules::kInProjB) return deltaNet.inProjB;  // dense, as a router
+    if (isDeltaNet() && module == modules::kInProjA) return deltaNet.inProjA;
     const std::array<const Linear*, 3> mlp{&gate, &up, &down};
     for (std::size_t i = 0; i < mlp.size(); ++i)
         if (kLinearModules[4 + i] == module) return *mlp[i];
@@ -79,14 +82,17 @@ const Linear& LayerWeights::linear(std::string_view module) const {
 
 // One of the attention's linears by its module name (any layout's).
 const Linear& LayerWeights::attentionLinear(std::string_view module) const {
-    const std::array<std::pair<std::string_view, const Linear*>, 8> all{{{modules::kQProj, &q},
-                                                                         {modules::kKProj, &k},
-                                                                         {modules::kVProj, &v},
-                                                                         {modules::kOProj, &o},
-                                                                         {modules::kQAProj, &qA},
-                                                                         {modules::kQBProj, &qB},
-                                                                         {modules::kKvAProj, &kvA},
-                                                                         {modules::kKvBProj, &kvB}}};
+    const std::array<std::pair<std::string_view, const Linear*>, 11> all{{{modules::kQProj, &q},
+                                                                          {modules::kInProjQkv, &deltaNet.inProjQkv},
+                                                                          {modules::kInProjZ, &deltaNet.inProjZ},
+                                                                          {modules::kDeltaOutProj, &deltaNet.outProj},
+                                                                          {modules::kKProj, &k},
+                                                                          {modules::kVProj, &v},
+                                                                          {modules::kOProj, &o},
+                                                                          {modules::kQAProj, &qA},
+                                                                          {modules::kQBProj, &qB},
+                                                                          {modules::kKvAProj, &kvA},
+                                                                          {modules::kKvBProj, &kvB}}};
     for (const auto& [name, l] : all)
         if (name == module) return *l;
     throw Error("decoder layer has no attention module '" + std::string(module) + "'");

@@ -131,6 +131,11 @@ void parseMoe(const nlohmann::json& j, const architectures::MoeSpec& spec, Model
                              " is not between 0 and num_hidden_layers " + std::to_string(c.numLayers));
     }
     if (spec.scoring == architectures::RouterScoring::SigmoidGrouped) parseSigmoidRouter(j, spec, m, source);
+    if (!spec.sharedExpertSizeKey.empty()) {
+        m.sharedExpertIntermediateSize = optional<int>(j, std::string(spec.sharedExpertSizeKey).c_str(), 0, source);
+        m.sharedExpertGate = spec.sharedExpertGate && m.sharedExpertIntermediateSize > 0;
+        m.names.sharedGate = m.sharedExpertGate;
+    }
     if (m.sharedExpertIntermediateSize == 0) m.names.shared.clear();  // a name only for what is there
 }
 
@@ -215,9 +220,10 @@ ModelConfig towerFromJson(const architectures::Family& family, const nlohmann::j
     if (!c.mropeSection.empty()) {
         int sum = 0;
         for (int s : c.mropeSection) sum += s;
-        if (sum != c.headDim / 2)
-            fail(textSource, "rope_scaling.mrope_section sums to " + std::to_string(sum) +
-                                 ", not head_dim / 2 = " + std::to_string(c.headDim / 2));
+        if (sum != c.rotaryDims() / 2)
+            fail(textSource, "rope_scaling.mrope_section sums to " + std::to_string(sum) + ", not " +
+                                 (c.rotaryDims() == c.headDim ? "head_dim" : "the rotary dimensions") +
+                                 " / 2 = " + std::to_string(c.rotaryDims() / 2));
     }
     // Qwen3-VL adds vision features into its first decoder layers at the image tokens only (deepstack):
     // nothing for text; counted for llama.cpp's qwen3vl, whose converter writes it.
@@ -230,7 +236,8 @@ ModelConfig towerFromJson(const architectures::Family& family, const nlohmann::j
 
 }  // namespace
 
-AttentionLayout ModelConfig::attentionLayout() const {
+AttentionLayout ModelConfig::attentionLayout(int layer) const {
+    if (isLinearAttentionLayer(layer)) return AttentionLayout::GatedDeltaNet;
     if (!mla.active()) return AttentionLayout::QueryKeyValue;
     return mla.qLoraRank > 0 ? AttentionLayout::LatentLowRankQuery : AttentionLayout::Latent;
 }
@@ -261,6 +268,26 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& so
              "model_type '" + c.modelType + "' is not supported (" + architectures::supportedModelTypes() + ")");
     }
     if (family->vision) return towerFromJson(*family, j, source);
+    // Qwen3.5's text config: its multimodal RoPE taken out as a VLM's text tower's is (plain RoPE for text),
+    // and the MoE variant's missing intermediate_size (every layer is sparse) read as moe_intermediate_size.
+    if (family->textMultimodalRope) {
+        nlohmann::json text = j;
+        ModelConfig mrope;
+        takeMultimodalRope(text, mrope, source);
+        if (!text.contains("intermediate_size") && text.contains("moe_intermediate_size"))
+            text["intermediate_size"] = text["moe_intermediate_size"];
+        if (text != j) {
+            ModelConfig t = fromJson(text, source);
+            t.mropeSection = mrope.mropeSection;
+            t.mropeInterleaved = mrope.mropeInterleaved;
+            int sum = 0;
+            for (int s : t.mropeSection) sum += s;
+            if (!t.mropeSection.empty() && sum != t.rotaryDims() / 2)
+                fail(source, "rope_parameters.mrope_section sums to " + std::to_string(sum) +
+                                 ", not the rotary dimensions / 2 = " + std::to_string(t.rotaryDims() / 2));
+            return t;
+        }
+    }
     const std::string act = optional<std::string>(j, "hidden_act", "silu", source);
     if (family->extra != architectures::ConfigExtra::Gemma3 && act != "silu")  // Gemma reads its own
         fail(source, "hidden_act '" + act + "' is not supported (only silu)");
@@ -292,6 +319,7 @@ ModelConfig ModelConfig::fromJson(const nlohmann::json& j, const std::string& so
         case architectures::ConfigExtra::GptOss: detail::readGptOssConfig(j, c, source); break;
         case architectures::ConfigExtra::DeepseekV3: detail::readDeepseekV3Config(j, c, source); break;
         case architectures::ConfigExtra::Llama4: detail::readLlama4Config(j, c, source); break;
+        case architectures::ConfigExtra::Qwen35: detail::readQwen35Config(j, c, source); break;
         case architectures::ConfigExtra::None: break;
     }
     if (!family->longRope && c.ropeScaling.type == RopeScalingType::LongRope)
@@ -330,6 +358,13 @@ void ModelConfig::validate(const std::string& source) const {
         fail(source,
              "the latent attention's sizes are inconsistent (q/k heads of qk_nope_head_dim + qk_rope_head_dim, "
              "an even rotary part, values no wider, as many key/value heads as query heads)");
+    if (const LinearAttentionConfig& la = linearAttention;
+        la.active() &&
+        (static_cast<int>(la.layers.size()) != numLayers || la.numKeyHeads <= 0 || la.numValueHeads <= 0 ||
+         la.numValueHeads % la.numKeyHeads != 0 || la.keyHeadDim <= 0 || la.valueHeadDim <= 0 || la.convKernel < 1))
+        fail(source,
+             "the linear attention's sizes are inconsistent (one layer type per layer, positive head counts and "
+             "sizes, value heads a multiple of key heads, a kernel of at least 1)");
     if (moe.numExperts < 0) fail(source, "the number of experts must not be negative");
     if (isMoe()) {
         if (moe.numExpertsPerToken < 1 || moe.numExpertsPerToken > moe.numExperts)

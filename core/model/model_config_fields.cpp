@@ -98,6 +98,14 @@ std::vector<ConfigField> forwardPassFields(const ModelConfig& c) {
         {"attn_temperature_tuning", text(c.llama4.temperatureTuning)},
         {"floor_scale", text(c.llama4.floorScale)},
         {"attn_scale", text(c.llama4.attnScale)},
+        {"layer_types (linear_attention)", text(c.linearAttention.layers)},
+        {"linear_num_key_heads", text(c.linearAttention.numKeyHeads)},
+        {"linear_num_value_heads", text(c.linearAttention.numValueHeads)},
+        {"linear_key_head_dim", text(c.linearAttention.keyHeadDim)},
+        {"linear_value_head_dim", text(c.linearAttention.valueHeadDim)},
+        {"linear_conv_kernel_dim", text(c.linearAttention.convKernel)},
+        {"the attention's output gate", text(c.attentionOutputGate)},
+        {"shared_expert_gate", text(m.sharedExpertGate)},
     };
     return f;
 }

@@ -135,7 +135,7 @@ void Transformer::setServingQuantization(int layer, std::string_view module, qua
 
 void Transformer::checkModuleName(int layer, std::string_view module) const {
     LayerWeights shape;  // names only: the attention's linears, a sparse layer's router and experts or the MLP's
-    shape.attention = config_.attentionLayout();
+    shape.attention = config_.attentionLayout(layer);
     if (config_.isMoeLayer(layer)) {
         shape.moeNames = config_.moe.names;
         shape.experts.resize(static_cast<std::size_t>(config_.moe.numExperts));

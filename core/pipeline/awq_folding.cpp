@@ -86,6 +86,8 @@ bool foldExpert(AwqFolding& folding, const QuantizedLayer& layer, const std::str
     } else if (name == moe.gate || name == moe.up) {
         addDivisor(folding.normDivisors, base + arch.preMlpNorm + ".weight", q.inputScales, prefix);
         addDivisor(folding.columnMultipliers, base + moe.router() + ".weight", q.inputScales, prefix);
+        if (moe.sharedGate)  // Qwen3.5-MoE's shared_expert_gate reads the block's input as the router does
+            addDivisor(folding.columnMultipliers, base + moe.sharedExpertGate() + ".weight", q.inputScales, prefix);
     } else {
         throw Error(prefix +
                     ": AWQ input scales on an expert module whose input has no known producer to fold them into");

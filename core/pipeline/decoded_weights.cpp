@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "qs/architectures/module_names.h"
 #include "qs/error.h"
 #include "qs/formats/serving_quantization.h"
 #include "qs/model/attention_linears.h"
@@ -11,6 +12,8 @@
 #include "stacked_expert.h"
 
 namespace qs::pipeline {
+
+namespace modules = architectures::modules;
 namespace {
 
 const std::string kLmHead = "lm_head";
@@ -26,7 +29,7 @@ bool hasLinear(const formats::LinearReader& reader, const std::string& prefix) {
 
 // The linears a layer reads outside its experts: the attention's, and a dense layer's MLP.
 std::vector<model::LinearShape> plainLinears(const model::ModelConfig& c, int layer) {
-    return c.isMoeLayer(layer) ? model::attentionLinears(c) : model::denseLayerLinears(c);
+    return c.isMoeLayer(layer) ? model::attentionLinears(c, layer) : model::denseLayerLinears(c, layer);
 }
 
 }  // namespace
@@ -63,9 +66,12 @@ std::vector<std::string> DecodedWeights::storedLinears(int layer) const {
         const std::string stored = fusedOwner(l.module).empty() ? l.module : fusedOwner(l.module);
         if (std::ranges::find(modules, stored) == modules.end()) modules.push_back(stored);
     }
+    if (config_.isLinearAttentionLayer(layer))  // Qwen3.5: kept dense, as a router
+        for (const char* module : {modules::kInProjB, modules::kInProjA}) modules.emplace_back(module);
     if (!config_.isMoeLayer(layer)) return modules;
     const model::MoeNames& names = config_.moe.names;
     modules.push_back(names.router());
+    if (config_.moe.sharedExpertGate) modules.push_back(names.sharedExpertGate());
     if (config_.moe.stackedExperts)
         return modules;  // gpt-oss: one tensor per kind, decoded per expert (decodeStackedExpert)
     for (int e = 0; e < config_.moe.numExperts; ++e)
@@ -138,6 +144,7 @@ void DecodedWeights::decodeExperts(int index, model::LayerWeights& weights) cons
         expert.up = decodeLinear(index, x + moe.names.up, width, h);
         expert.down = decodeLinear(index, x + moe.names.down, h, width);
     }
+    if (moe.sharedExpertGate) weights.sharedExpertGate = decodeLinear(index, moe.names.sharedExpertGate(), 1, h);
     if (moe.sharedExpertIntermediateSize > 0) {  // GLM's shared expert
         const std::string x = moe.names.sharedExpert();
         const std::int64_t shared = moe.sharedExpertIntermediateSize;
@@ -163,6 +170,11 @@ model::LayerWeights DecodedWeights::layer(int index) const {
             l.input = fused.input;
             begin += partRows;
         }
+    }
+    if (weights.isDeltaNet()) {  // Qwen3.5's dense in_proj_b / in_proj_a
+        const int heads = config_.linearAttention.numValueHeads;
+        weights.deltaNet.inProjB = decodeLinear(index, modules::kInProjB, heads, config_.hiddenSize);
+        weights.deltaNet.inProjA = decodeLinear(index, modules::kInProjA, heads, config_.hiddenSize);
     }
     for (const model::LinearShape& l : plainLinears(config_, index)) {
         if (fusedOwner(l.module).empty()) weights.linear(l.module) = decodeLinear(index, l.module, l.out, l.in);

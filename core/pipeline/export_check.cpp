@@ -31,7 +31,8 @@ bool isDecoderLinear(const io::TensorName& naming) {
     if (naming.layer < 0) return false;
     for (auto module : model::LayerWeights::kLinearModules)
         if (naming.module == module) return true;
-    for (const auto layout : {model::AttentionLayout::Latent, model::AttentionLayout::LatentLowRankQuery})
+    for (const auto layout : {model::AttentionLayout::Latent, model::AttentionLayout::LatentLowRankQuery,
+                              model::AttentionLayout::GatedDeltaNet})
         for (const std::string_view module : model::attentionModules(layout))
             if (naming.module == module) return true;
     return isFusedProjection(naming.module);

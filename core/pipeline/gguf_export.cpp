@@ -34,6 +34,7 @@
 
 #include "gguf_expressible.h"
 #include "gguf_model_metadata.h"
+#include "gguf_value_heads.h"
 #include "stacked_expert.h"
 
 namespace qs::pipeline {
@@ -75,6 +76,11 @@ struct PlannedTensor {
     bool zeros = false;        // llama.cpp needs it and the checkpoint lacks it: zeros (GLM's correction bias)
     float addend = 0.0f;       // added to every value: Gemma's norms, stored as 1 + w (convert_hf_to_gguf)
     int interleavedHeads = 0;  // llama q/k: reorder rows as llama.cpp's converter does
+    // Qwen3.5's linear attention as llama.cpp's converter writes it: value heads tiled (gguf_value_heads.h), A_log
+    // as -exp(A_log).
+    std::optional<ValueHeadOrder> valueHeads;
+    bool negativeExp = false;
+    std::vector<std::int64_t> squeezedFrom;  // the checkpoint's shape when it differs by unit dims (conv1d)
 };
 
 bool storesPlainly(io::GgmlType t) {
@@ -98,17 +104,21 @@ public:
         for (int layer = 0; layer < config_.numLayers; ++layer) {
             const std::string p = config_.layerPrefix(layer);
             norm(p + arch.inputNorm + ".weight", h);
-            if (config_.mla.active()) {
+            if (config_.isLinearAttentionLayer(layer)) {
+                gatedDeltaNet(p);
+            } else if (config_.mla.active()) {
                 latentAttention(p);
             } else if (!arch.fusedQkv.empty()) {  // Phi-3: attn_qkv holds q, k, v rows as the checkpoint does
                 linear(p + arch.fusedQkv, q + 2 * kv, h, config_.qkvBias, 0);
             } else {
-                linear(p + modules::kQProj, q, h, config_.qkvBias, permuteQk_ ? config_.numHeads : 0);
+                linear(p + modules::kQProj, config_.attentionOutputGate ? 2 * q : q, h, config_.qkvBias,
+                       permuteQk_ ? config_.numHeads : 0);
                 linear(p + modules::kKProj, kv, h, config_.qkvBias, permuteQk_ ? config_.numKvHeads : 0);
                 linear(p + modules::kVProj, kv, h, config_.qkvBias, 0);
             }
-            if (!config_.mla.active()) linear(p + modules::kOProj, h, q, config_.outputBias, 0);
-            if (config_.qkNorm) {
+            if (!config_.mla.active() && !config_.isLinearAttentionLayer(layer))
+                linear(p + modules::kOProj, h, q, config_.outputBias, 0);
+            if (config_.qkNorm && !config_.isLinearAttentionLayer(layer)) {
                 norm(p + modules::kQNorm + ".weight", config_.headDim);
                 norm(p + modules::kKNorm + ".weight", config_.headDim);
             }
@@ -165,6 +175,39 @@ private:
         planned_.push_back(std::move(t));
     }
 
+    // Qwen3.5's Gated DeltaNet under qwen35's names, transformed as llama.cpp's converter does: conv1d squeezed
+    // to [channels, kernel], A_log as -exp(A_log), the gated norm as it is (not 1 + w), value heads tiled.
+    void gatedDeltaNet(const std::string& p) {
+        const model::LinearAttentionConfig& la = config_.linearAttention;
+        const std::int64_t h = config_.hiddenSize, heads = la.numValueHeads;
+        const int perKey = la.numValueHeads / la.numKeyHeads;
+        const auto order = [&](PlannedTensor& t, int block, std::int64_t offset, bool columns) {
+            if (perKey > 1) t.valueHeads = ValueHeadOrder{la.numKeyHeads, perKey, block, offset, columns};
+        };
+        for (const model::LinearShape& l : model::attentionLinears(config_, io::parseTensorName(p + "x").layer)) {
+            linear(p + l.module, l.out, l.in, false, 0);
+            if (l.module == modules::kInProjQkv) order(planned_.back(), la.valueHeadDim, 2 * la.keyDim(), false);
+            if (l.module == modules::kInProjZ) order(planned_.back(), la.valueHeadDim, 0, false);
+            if (l.module == modules::kDeltaOutProj) order(planned_.back(), la.valueHeadDim, 0, true);
+        }
+        for (const char* module : {modules::kInProjB, modules::kInProjA}) {  // dense in the Job, as a router
+            PlannedTensor& t =
+                addAs(p + module + ".weight", ggufNameOf(p + module + ".weight"), {heads, h}, p + module);
+            t.keepF32 = true;
+            order(t, 1, 0, false);
+        }
+        const std::string conv = p + modules::kDeltaConv + ".weight";
+        PlannedTensor& c = addAs(conv, ggufNameOf(conv), {la.convDim(), la.convKernel});
+        c.keepF32 = true;
+        c.squeezedFrom = {la.convDim(), 1, la.convKernel};
+        order(c, la.valueHeadDim, 2 * la.keyDim(), false);
+        PlannedTensor& a = addAs(p + modules::kDeltaALog, ggufNameOf(p + modules::kDeltaALog), {heads});
+        a.negativeExp = true;
+        order(a, 1, 0, false);
+        order(addAs(p + modules::kDeltaDtBias, ggufNameOf(p + modules::kDeltaDtBias), {heads}), 1, 0, false);
+        addAs(p + modules::kDeltaNorm + ".weight", ggufNameOf(p + modules::kDeltaNorm + ".weight"), {la.valueHeadDim});
+    }
+
     // DeepSeek's latent attention: its linears and the latents' norms under deepseek2's names, kv_b_proj split.
     void latentAttention(const std::string& p) {
         const model::LatentAttention& a = config_.mla;
@@ -204,6 +247,10 @@ private:
             addAs(bias, ggufNameOf(bias), {e}).zeros = checkpoint_ != nullptr && checkpoint_->find(bias) == nullptr;
         }
         if (moe.sharedExpertIntermediateSize > 0) sharedExpert(p);
+        if (moe.sharedExpertGate) {  // Qwen3.5-MoE: ffn_gate_inp_shexp, dense as the router
+            const std::string gate = p + moe.names.sharedExpertGate();
+            addAs(gate + ".weight", ggufNameOf(gate + ".weight"), {1, h}, gate).keepF32 = true;
+        }
         if (moe.stackedExperts) {
             stackedExperts(layer);
             return;
@@ -333,6 +380,14 @@ std::vector<std::byte> storedBlocks(const quant::QuantizedLinear& q, int heads) 
     const auto* bytes = reinterpret_cast<const std::byte*>(q.blocks.data());
     if (heads > 0) return interleaveRows(bytes, q.blocks.size(), q.rows, heads);
     return {bytes, bytes + q.blocks.size()};
+}
+
+// A Job's linear of Qwen3.5's linear attention, its value heads tiled as llama.cpp's converter writes them.
+std::vector<std::byte> jobBlocksTiled(const PlannedTensor& t, const GgufExportOptions& options,
+                                      const quant::QuantizedLinear& header) {
+    if (!options.completeLinear) return tiledBlocks(storedBlocks(header, 0), header, *t.valueHeads);
+    const auto q = options.completeLinear(t.linearPrefix);
+    return tiledBlocks(storedBlocks(*q, 0), *q, *t.valueHeads);
 }
 
 // The experts' linears a Job encoded for a stacked tensor, in expert order (their headers when the result
@@ -511,13 +566,16 @@ std::vector<float> valuesOf(const PlannedTensor& t, const io::Checkpoint& checkp
         values.assign(w.data(), w.data() + w.size());
     } else {
         const io::TensorView view = checkpoint.tensor(t.choice.name);
-        if (view.shape() != t.choice.shape)
+        if (view.shape() != (t.squeezedFrom.empty() ? t.choice.shape : t.squeezedFrom))
             throw Error(checkpoint.fileOf(*checkpoint.find(t.choice.name)).string() + ": tensor '" + t.choice.name +
                         "' has shape " + shapeText(view.shape()) + ", the config implies " + shapeText(t.choice.shape));
         values = view.toF32();
     }
     if (t.addend != 0.0f)
         for (float& v : values) v += t.addend;
+    if (t.negativeExp)
+        for (float& v : values) v = -std::exp(v);
+    if (t.valueHeads) tileValueHeads(values, t.choice.shape, *t.valueHeads);
     return t.interleavedHeads > 0 ? interleaveRows(values.data(), values.size(), t.choice.shape[0], t.interleavedHeads)
                                   : values;
 }
@@ -634,6 +692,13 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
         const auto encoded = options.encodedLinears.find(t.linearPrefix);
         experts[i] = encodedExperts(t, options, destination);
         const quant::QuantizedLinear* latent = t.latentSplit ? encodedLatent(t, options, destination) : nullptr;
+        if (t.valueHeads && encoded != options.encodedLinears.end() &&
+            !tilesBlocks(*t.valueHeads, encoded->second->ggmlType))
+            throw Error(destination.string() + ": the quantized '" + t.linearPrefix +
+                        "' would need its value heads reordered by columns as llama.cpp's converter does (fewer key "
+                        "heads than value heads), and a head's " +
+                        std::to_string(t.valueHeads->block) + " columns are no whole blocks of " +
+                        std::string(io::ggmlTypeTraits(encoded->second->ggmlType).name));
         t.type = latent                                    ? latent->ggmlType
                  : !experts[i].linears.empty()             ? experts[i].linears.front()->ggmlType
                  : encoded != options.encodedLinears.end() ? checkedEncoded(*encoded->second, t, destination).ggmlType
@@ -669,6 +734,7 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
             : !experts[i].linears.empty() ? stackedBlocks(t, experts[i], options)
             : encoded == options.encodedLinears.end()
                 ? encode(t.type, valuesOf(t, checkpoint, reader), t.choice.shape.back())
+            : t.valueHeads           ? jobBlocksTiled(t, options, *encoded->second)
             : options.completeLinear ? storedBlocks(*options.completeLinear(t.linearPrefix), t.interleavedHeads)
                                      : storedBlocks(*encoded->second, t.interleavedHeads);
         writer.addTensor(t.choice.ggufName, t.type, t.choice.shape, bytes);

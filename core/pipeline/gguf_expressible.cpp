@@ -82,6 +82,26 @@ void requireLlama4Expressible(const model::ModelConfig& config, const std::strin
                     " normalises q and k exactly when there are not 128");
 }
 
+// Qwen3.5's hybrid layers as llama.cpp's qwen35 / qwen35moe runs them: every full_attention_interval-th layer full
+// (the only layer pattern its converter writes), key and value heads of one width (its ssm.state_size), no
+// attention biases.
+void requireLinearAttentionExpressible(const model::ModelConfig& config, const std::string& arch,
+                                       const std::string& source) {
+    const model::LinearAttentionConfig& la = config.linearAttention;
+    int interval = 1;
+    while (interval < config.numLayers && la.layers[static_cast<std::size_t>(interval - 1)]) ++interval;
+    for (int layer = 0; layer < config.numLayers; ++layer)
+        if (config.isLinearAttentionLayer(layer) != ((layer + 1) % interval != 0))
+            throw Error(source + ": layer " + std::to_string(layer) + "'s type breaks the pattern llama.cpp's " + arch +
+                        " reads (every full_attention_interval-th layer full attention, the others linear)");
+    if (la.keyHeadDim != la.valueHeadDim)
+        throw Error(source + ": linear_key_head_dim " + std::to_string(la.keyHeadDim) +
+                    " differs from linear_value_head_dim " + std::to_string(la.valueHeadDim) + ", and llama.cpp's " +
+                    arch + " reads both as ssm.state_size");
+    if (config.qkvBias || config.outputBias)
+        throw Error(source + ": attention_bias is true, and llama.cpp's " + arch + " has no attention biases");
+}
+
 }  // namespace
 
 // What llama.cpp's graph for the family fixes (Family::ggufFixed) and the config spells otherwise: the
@@ -126,6 +146,7 @@ void requireGgufExpressible(const architectures::Family& family, const model::Mo
     if (fixed.yarnLogMultiplier) requireDeepseekYarn(r, arch, source);
     if (config.mla.active()) requireLatentExpressible(config, arch, source);
     if (config.llama4.active()) requireLlama4Expressible(config, arch, source);
+    if (config.linearAttention.active()) requireLinearAttentionExpressible(config, arch, source);
     if (!fixed.expertsEveryLayerRenormalised) return;
     if (!config.moe.normTopkProb)
         throw Error(source + ": norm_topk_prob is false, and llama.cpp's " + arch +

@@ -53,6 +53,27 @@ void putLatentAttention(io::GgufMetadata& m, const model::ModelConfig& c, const 
               GgufValue::f32(static_cast<float>(0.1 * c.ropeScaling.mscaleAllDim)));
 }
 
+// Qwen3.5's linear attention as llama.cpp's Qwen3-Next / Qwen3.5 converter writes it: its sizes under the
+// ssm keys, the period of the full attention layers (requireGgufExpressible checks layer_types follows one)
+// and the interleaved M-RoPE sections, [11, 11, 10, 0] when the config names none.
+template <typename Key>
+void putLinearAttention(io::GgufMetadata& m, const model::ModelConfig& c, const Key& key) {
+    const model::LinearAttentionConfig& la = c.linearAttention;
+    m.set(key(keys::kSsmConvKernel), GgufValue::u32(u32(la.convKernel, "linear_conv_kernel_dim")));
+    m.set(key(keys::kSsmStateSize), GgufValue::u32(u32(la.keyHeadDim, "linear_key_head_dim")));
+    m.set(key(keys::kSsmGroupCount), GgufValue::u32(u32(la.numKeyHeads, "linear_num_key_heads")));
+    m.set(key(keys::kSsmTimeStepRank), GgufValue::u32(u32(la.numValueHeads, "linear_num_value_heads")));
+    m.set(key(keys::kSsmInnerSize), GgufValue::u32(u32(la.valueDim(), "the linear attention's value width")));
+    int interval = 1;
+    while (interval < c.numLayers && la.layers[static_cast<std::size_t>(interval - 1)]) ++interval;
+    m.set(key(keys::kFullAttentionInterval), GgufValue::u32(u32(interval, "full_attention_interval")));
+    if (c.mropeSection.empty()) {
+        io::GgufArray sections{io::GgufValueType::I32, {}};
+        for (int s : {11, 11, 10, 0}) sections.items.push_back(GgufValue::i32(s));
+        m.set(key(keys::kRopeDimensionSections), GgufValue::array(std::move(sections)));
+    }
+}
+
 }  // namespace
 
 io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const architectures::Family& family,
@@ -91,6 +112,10 @@ io::GgufMetadata ggufModelMetadata(const model::ModelConfig& c, const architectu
                 break;
             }
     if (c.mla.active()) putLatentAttention(m, c, key);
+    if (c.linearAttention.active()) putLinearAttention(m, c, key);
+    if (c.isMoe() && c.moe.sharedExpertGate)
+        m.set(key(keys::kExpertSharedFeedForwardLength),
+              GgufValue::u32(u32(c.moe.sharedExpertIntermediateSize, "shared_expert_intermediate_size")));
     // Per-layer windows (Gemma 3): the window of the sliding layers, and their own RoPE base.
     if (!c.slidingLayers.empty())
         m.set(key(keys::kSlidingWindow), GgufValue::u32(u32(c.slidingWindow, "sliding_window")));

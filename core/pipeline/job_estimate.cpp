@@ -59,6 +59,20 @@ void requireLatentAttentionPlan(const JobPlan& plan, const model::ModelConfig& c
                     config.modelType + "' has a latent attention");
 }
 
+// What a plan cannot do with Qwen3.5's linear attention yet, refused before any work: an FP8 KV cache (only its
+// full attention layers have keys and values; untested), and mixes of methods (their groups are Llama's q/k/v, o,
+// gate/up and down, and vLLM loads in_proj_qkv with in_proj_z as one linear of one scheme).
+void requireLinearAttentionPlan(const JobPlan& plan, const model::ModelConfig& config, const std::string& source) {
+    for (const MethodSpec& m : plan.methods)
+        if (m.kvCacheFp8)
+            throw Error(source + ": " + m.label() + ": an FP8 KV cache is not offered for model_type '" +
+                        config.modelType + "' yet: only its full attention layers cache keys and values");
+    if (!plan.mixed.empty() || plan.perGroupKl)
+        throw Error(source + ": a mix of methods is not offered for model_type '" + config.modelType +
+                    "' yet: its groups are Llama's q/k/v, o, gate/up and down, and its linear attention's are not; "
+                    "quantize it with one method");
+}
+
 // The bytes of the tensor the logits multiply: lm_head, or the embedding when tied.
 std::uint64_t lmHeadFileBytes(const io::Checkpoint& checkpoint, const model::ModelConfig& config) {
     const io::TensorRole role = config.tieWordEmbeddings ? io::TensorRole::Embedding : io::TensorRole::LmHead;
@@ -81,6 +95,8 @@ ResourceEstimate Job::estimate() const {
             "gives all of a model's experts one scheme (its 'Linear' target, or one matching down_proj, gate_proj "
             "and up_proj), and a mix names each linear; quantize it with one method");
     if (shape.config.mla.active()) requireLatentAttentionPlan(plan_, shape.config, checkpoint.configSource().string());
+    if (shape.config.linearAttention.active())
+        requireLinearAttentionPlan(plan_, shape.config, checkpoint.configSource().string());
     shape.methods = int(plan_.methods.size());
     shape.resultsOnDisk = plan_.resultsOnDisk && !plan_.workDir.empty();
     shape.keptBytesPerWeight = 0.0;  // the methods' own, summed below

@@ -35,6 +35,10 @@ model::LayerWeights withoutLinearWeights(const model::LayerWeights& w) {
     out.moeNames = w.moeNames;
     out.router = w.router;  // the router is never quantized
     out.routerScoreBias = w.routerScoreBias;
+    out.sharedExpertGate = w.sharedExpertGate;  // Qwen3.5-MoE: dense, as the router
+    out.deltaNet = w.deltaNet;  // Qwen3.5: the conv, A_log, dt_bias, gated norm and dense in_proj_b / a stay
+    for (model::Linear* l : {&out.deltaNet.inProjQkv, &out.deltaNet.inProjZ, &out.deltaNet.outProj})
+        l->weight.resize(0, 0);
     out.experts.resize(w.experts.size());
     for (const auto& module : w.linearModules()) out.linear(module).bias = w.linear(module).bias;
     return out;

@@ -62,6 +62,9 @@ std::vector<AwqGroup> awqGroups(const model::LayerWeights& w) {
     for (const auto& input : model::attentionInputModules(w.attention)) {
         AwqGroup group{{input.begin(), input.end()}};
         if (input.front() == modules::kOProj) group.canScale = !w.isLatent() && w.v.weight.rows() == w.o.weight.cols();
+        // Qwen3.5's Gated DeltaNet: in_proj_b / in_proj_a read the input norm's output too and stay dense, and
+        // out_proj reads the gated norm, whose weight every value head shares: nothing to fold into.
+        if (w.isDeltaNet()) group.canScale = false;
         groups.push_back(std::move(group));
     }
     if (!w.isMoe()) {

@@ -169,8 +169,15 @@ SensitivityTable measureSensitivity(JobPlan plan, const std::vector<MethodSpec>&
                                     const ProgressCallback& progress, const CancelToken& cancel, JobResult* measured) {
     if (candidates.empty()) throw Error("no candidate methods to measure");
     // The allocator chooses per fused group of a dense layer's seven linears: refused before any work.
-    model::ModelConfig::fromCheckpoint(io::Checkpoint::open(plan.checkpoint))
-        .requireDense(plan.checkpoint.string(), "a mix of methods (the budget's allocation)");
+    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(io::Checkpoint::open(plan.checkpoint));
+    config.requireDense(plan.checkpoint.string(), "a mix of methods (the budget's allocation)");
+    if (config.linearAttention.active())  // Qwen3.5: its linear attention's linears are in none of the groups
+        throw Error(plan.checkpoint.string() +
+                    ": a mix of methods (the budget's allocation) is not offered for "
+                    "model_type '" +
+                    config.modelType +
+                    "' yet: its linear attention's linears are in none of "
+                    "Llama's groups");
     if (measure == Sensitivity::OutputError && plan.calibration.empty())
         throw Error("output-error sensitivity needs calibration text");
     if (measure != Sensitivity::OutputError && plan.evaluation.empty())

@@ -26,12 +26,23 @@ namespace {
 double mlpWidth(const model::ModelConfig& c) { return c.isMoe() ? c.moe.expertIntermediateSize : c.intermediateSize; }
 double experts(const model::ModelConfig& c) { return c.isMoe() ? c.moe.numExperts : 1.0; }
 
-// The attention's linears (Llama's q/k/v/o or DeepSeek's latent attention: attention_linears.h).
-double attentionParameters(const model::ModelConfig& c) {
+double attentionParameters(const model::ModelConfig& c, int layer) {
     double n = 0;
-    for (const model::LinearShape& l : model::attentionLinears(c)) n += double(l.out) * double(l.in);
+    for (const model::LinearShape& l : model::attentionLinears(c, layer)) n += double(l.out) * double(l.in);
     return n;
 }
+
+// The layer whose attention has the most weights (-1: the full attention layers'; Qwen3.5's linear-attention
+// layers may be wider), counted for every layer as the MoE's widest case is.
+int widestAttentionLayer(const model::ModelConfig& c) {
+    for (int layer = 0; layer < c.numLayers; ++layer)
+        if (c.isLinearAttentionLayer(layer))
+            return attentionParameters(c, layer) > attentionParameters(c, -1) ? layer : -1;
+    return -1;
+}
+
+// The attention's linears (Llama's q/k/v/o or DeepSeek's latent attention: attention_linears.h).
+double attentionParameters(const model::ModelConfig& c) { return attentionParameters(c, widestAttentionLayer(c)); }
 
 // A MoE block's shared expert (GLM-4.5, DeepSeek-V3), which every token runs: 0 without one.
 double sharedExpertParameters(const model::ModelConfig& c) {
@@ -57,7 +68,8 @@ double activeParameters(const model::ModelConfig& c) {
 // expert's; with all-expert calibration every expert's gate/up read one input, the block's).
 std::vector<double> inputWidths(const model::ModelConfig& c, bool moeAllExperts) {
     std::vector<double> widths;
-    for (const auto& group : model::attentionInputGroups(c)) widths.push_back(double(group.front().in));
+    for (const auto& group : model::attentionInputGroups(c, widestAttentionLayer(c)))
+        widths.push_back(double(group.front().in));
     if (moeAllExperts && c.isMoe()) widths.push_back(double(c.hiddenSize));
     for (int e = 0; e < int(experts(c)); ++e) {
         if (!(moeAllExperts && c.isMoe())) widths.push_back(double(c.hiddenSize));
@@ -73,7 +85,8 @@ std::vector<double> inputWidths(const model::ModelConfig& c, bool moeAllExperts)
 // The most output rows of a linear of the layer (the largest one GPTQ copies beside its codes).
 double widestRows(const model::ModelConfig& c) {
     double rows = std::max<double>(double(c.hiddenSize), mlpWidth(c));
-    for (const model::LinearShape& l : model::attentionLinears(c)) rows = std::max(rows, double(l.out));
+    for (const model::LinearShape& l : model::attentionLinears(c, widestAttentionLayer(c)))
+        rows = std::max(rows, double(l.out));
     return rows;
 }
 

@@ -134,7 +134,10 @@ WeightOnlySelection selectWeightOnlyLinears(const formats::LinearReader& reader)
             prefix = t.info->name.substr(0, t.info->name.size() - std::string_view(".weight").size());
         if (prefix.empty() || n.role != io::TensorRole::Linear || n.layer < 0 || !listed.insert(prefix).second)
             continue;
-        (io::isRouterModule(n.module) || io::isTowerTensor(t.info->name) ? s.keptDense : s.quantized).push_back(prefix);
+        // Qwen3.5's per-head in_proj_b / in_proj_a stay dense as the Job keeps them (vLLM merges them into in_proj_ba).
+        const bool perHead = n.module.ends_with("linear_attn.in_proj_b") || n.module.ends_with("linear_attn.in_proj_a");
+        (io::isRouterModule(n.module) || perHead || io::isTowerTensor(t.info->name) ? s.keptDense : s.quantized)
+            .push_back(prefix);
     }
     return s;
 }

@@ -36,5 +36,9 @@ const Family& kimiK2();
 const Family& qwen3VlMoe();
 const Family& llama4Text();
 const Family& llama4();
+const Family& qwen35();
+const Family& qwen35Moe();
+const Family& qwen35Vl();
+const Family& qwen35MoeVl();
 
 }  // namespace qs::architectures::detail

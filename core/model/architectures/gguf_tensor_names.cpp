@@ -62,7 +62,8 @@ std::optional<std::string> translateParameter(const Family* family, std::string_
     if (family == nullptr) return std::nullopt;
     for (const GgufName& n : family->ggufNames) {
         if (!n.parameter) continue;
-        const std::string gguf = std::string(n.gguf) + "." + std::string(n.ggufPart);
+        const std::string gguf =
+            n.ggufPart.empty() ? std::string(n.gguf) : std::string(n.gguf) + "." + std::string(n.ggufPart);
         if (rest != (toHf ? gguf : std::string(n.hf))) continue;
         return std::string(toHf ? kHfLayer : kGgufLayer) + std::string(layer) + "." + (toHf ? std::string(n.hf) : gguf);
     }

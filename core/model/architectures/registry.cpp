@@ -6,11 +6,34 @@ namespace qs::architectures {
 
 const std::vector<const Family*>& families() {
     using namespace detail;
+    // One line per addition (clang-format would reflow the table), so that branches adding families merge cleanly.
+    // clang-format off
     static const std::vector<const Family*> all{
-        &llama(),   &mistral(),  &qwen2(),      &qwen3(),      &qwen3Moe(), &glm4Moe(),   &deepseekV3(),
-        &kimiK2(),  &mixtral(),  &gptOss(),     &gemma3Text(), &phi3(),     &gemma3Vlm(), &qwen25Vl(),
-        &qwen3Vl(), &mistral3(), &qwen3VlMoe(), &llama4Text(), &llama4(),
+        &llama(),
+        &mistral(),
+        &qwen2(),
+        &qwen3(),
+        &qwen3Moe(),
+        &glm4Moe(),
+        &deepseekV3(),
+        &kimiK2(),
+        &mixtral(),
+        &gptOss(),
+        &gemma3Text(),
+        &phi3(),
+        &gemma3Vlm(),
+        &qwen25Vl(),
+        &qwen3Vl(),
+        &mistral3(),
+        &qwen3VlMoe(),
+        &llama4Text(),
+        &llama4(),
+        &qwen35(),
+        &qwen35Moe(),
+        &qwen35Vl(),
+        &qwen35MoeVl(),
     };
+    // clang-format on
     return all;
 }
 

@@ -57,6 +57,15 @@ inline constexpr const char* kKeyLengthMla = "attention.key_length_mla";
 inline constexpr const char* kValueLengthMla = "attention.value_length_mla";
 // 0.1 · mscale_all_dim, as llama.cpp's converter writes it (its deepseek2 divides by 0.1 on reading).
 inline constexpr const char* kRopeScalingYarnLogMultiplier = "rope.scaling.yarn_log_multiplier";
+// qwen35 / qwen35moe's Gated DeltaNet (llama.cpp's LLM_KV_SSM_*, as its Qwen3-Next converter writes them) and
+// the full attention layers' period; the MoE's shared expert width.
+inline constexpr const char* kSsmConvKernel = "ssm.conv_kernel";
+inline constexpr const char* kSsmStateSize = "ssm.state_size";
+inline constexpr const char* kSsmGroupCount = "ssm.group_count";
+inline constexpr const char* kSsmTimeStepRank = "ssm.time_step_rank";
+inline constexpr const char* kSsmInnerSize = "ssm.inner_size";
+inline constexpr const char* kFullAttentionInterval = "full_attention_interval";
+inline constexpr const char* kExpertSharedFeedForwardLength = "expert_shared_feed_forward_length";
 
 // The tensors that carry RoPE's factors (Llama 3's, LongRoPE's), outside the layers.
 inline constexpr const char* kRopeFreqs = "rope_freqs.weight";

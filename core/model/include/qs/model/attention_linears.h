@@ -30,16 +30,17 @@ std::vector<std::vector<std::string_view>> attentionInputModules(AttentionLayout
 // attentionInputModules, one after the other: q, k, v, o; or q_a (q), kv_a, q_b, kv_b, o.
 std::vector<std::string_view> attentionModules(AttentionLayout layout);
 
-// attentionInputModules of the config's layout with each linear's shape and bias.
-std::vector<std::vector<LinearShape>> attentionInputGroups(const ModelConfig& config);
+// attentionInputModules of layer `layer`'s layout with each linear's shape and bias (-1: the full attention
+// layers'; Qwen3.5's linear_attention layers have their own).
+std::vector<std::vector<LinearShape>> attentionInputGroups(const ModelConfig& config, int layer = -1);
 
 // attentionInputGroups, one after the other.
-std::vector<LinearShape> attentionLinears(const ModelConfig& config);
+std::vector<LinearShape> attentionLinears(const ModelConfig& config, int layer = -1);
 
 // A dense layer's MLP: gate, up (the norm's output), down (their gated product).
 std::vector<LinearShape> denseMlpLinears(const ModelConfig& config);
 
 // attentionLinears, then the dense MLP's: the linears of a layer without experts.
-std::vector<LinearShape> denseLayerLinears(const ModelConfig& config);
+std::vector<LinearShape> denseLayerLinears(const ModelConfig& config, int layer = -1);
 
 }  // namespace qs::model

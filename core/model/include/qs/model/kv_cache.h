@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "qs/matrix.h"
+#include "qs/model/gated_delta_net.h"
 #include "qs/model/model_config.h"
 
 namespace qs::model {
@@ -22,11 +23,16 @@ public:
     // All keys / values of `layer` so far: [length(layer), kvDim].
     Eigen::Ref<const MatrixF> keys(int layer) const;
     Eigen::Ref<const MatrixF> values(int layer) const;
+    // A linear-attention layer (Qwen3.5's Gated DeltaNet) keeps a recurrent state instead of keys and values;
+    // advance counts the positions it has run (throws qs::Error past the capacity).
+    DeltaNetState& deltaNetState(int layer);
+    void advance(int layer, int positions);
 
 private:
     struct Layer {
         MatrixF k, v;
         int length = 0;
+        DeltaNetState deltaNet;
     };
     const Layer& at(int layer) const;
 

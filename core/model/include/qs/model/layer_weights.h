@@ -32,6 +32,16 @@ struct Expert {
     Linear gate, up, down;
 };
 
+// Qwen3.5's Gated DeltaNet (gated_delta_net.h), a linear_attention layer's token mixer. An empty conv or
+// in_proj_z means none (a negative control drops it): no convolution, or the norm ungated.
+struct DeltaNetWeights {
+    Linear inProjQkv, inProjZ, outProj;  // linear_attn.in_proj_qkv, in_proj_z, out_proj
+    Linear inProjB, inProjA;             // linear_attn.in_proj_b, in_proj_a ([value heads, hidden]; kept dense)
+    MatrixF conv;                        // linear_attn.conv1d.weight as [conv channels, kernel]
+    VectorF aLog, dtBias;                // linear_attn.A_log, dt_bias [value heads]
+    VectorF norm;                        // linear_attn.norm.weight [value_head_dim]: x · w, no offset
+};
+
 struct LayerWeights {
     VectorF inputNorm;          // input_layernorm (Architecture::inputNorm)
     VectorF postAttentionNorm;  // the norm before the MLP: post_attention_layernorm (Gemma: pre_feedforward_layernorm)
@@ -47,9 +57,10 @@ struct LayerWeights {
     // (q_proj, without q_lora_rank) and o, leaves k and v empty and adds q_a / q_b, kv_a / kv_b and the
     // latents' norms (an empty norm: none, as a negative control drops it).
     AttentionLayout attention = AttentionLayout::QueryKeyValue;
-    Linear qA, qB;            // self_attn.q_a_proj, q_b_proj (q_lora_rank)
-    Linear kvA, kvB;          // self_attn.kv_a_proj_with_mqa, kv_b_proj
-    VectorF qANorm, kvANorm;  // self_attn.q_a_layernorm, kv_a_layernorm
+    Linear qA, qB;             // self_attn.q_a_proj, q_b_proj (q_lora_rank)
+    Linear kvA, kvB;           // self_attn.kv_a_proj_with_mqa, kv_b_proj
+    VectorF qANorm, kvANorm;   // self_attn.q_a_layernorm, kv_a_layernorm
+    DeltaNetWeights deltaNet;  // AttentionLayout::GatedDeltaNet (Qwen3.5's linear_attention layers)
 
     // A sparse MoE layer (experts non-empty) replaces gate/up/down by a router [numExperts, hidden]
     // (never quantized) and the experts, named by moeNames ("mlp.experts.3.up_proj", ...).
@@ -58,10 +69,16 @@ struct LayerWeights {
     MoeNames moeNames;        // the architecture's names of the router and experts
     VectorF routerScoreBias;  // GLM's e_score_correction_bias [numExperts]; empty otherwise
     Expert sharedExpert;      // GLM's mlp.shared_experts (moeNames.shared), run on every token
+    // Qwen3.5-MoE's mlp.shared_expert_gate [1, hidden] (never quantized): the shared expert's output is scaled
+    // by its sigmoid. Empty: ungated.
+    Linear sharedExpertGate;
 
     bool isMoe() const { return !experts.empty(); }
     bool hasSharedExpert() const { return isMoe() && !moeNames.shared.empty(); }
-    bool isLatent() const { return attention != AttentionLayout::QueryKeyValue; }
+    bool isLatent() const {
+        return attention == AttentionLayout::Latent || attention == AttentionLayout::LatentLowRankQuery;
+    }
+    bool isDeltaNet() const { return attention == AttentionLayout::GatedDeltaNet; }
     // The linears a method quantizes, in the order calibration sees them: the attention's
     // (attentionModules(attention)), then the MLP's gate, up, down for a dense layer, or each expert's gate,
     // up, down and the shared expert's for a sparse MoE layer (the router stays dense).

@@ -51,11 +51,14 @@ struct MoeNames {
     std::string down;   // "down_proj", "w2"
     std::string routerName = "gate";  // "gate"; gpt-oss: "router"
     std::string shared = {};          // the shared expert: "shared_experts" (GLM-4.5); empty: the model has none
+    bool sharedGate = false;          // Qwen3.5-MoE: sharedExpertGate() scales the shared expert's output
 
     std::string router() const { return block + "." + routerName; }  // "mlp.gate"
     // GLM's e_score_correction_bias, a parameter of the router: "mlp.gate.e_score_correction_bias".
     std::string routerScoreBias() const { return router() + ".e_score_correction_bias"; }
     std::string sharedExpert() const { return block + "." + shared + "."; }  // "mlp.shared_experts."
+    // Qwen3.5-MoE's gate of the shared expert, a [1, hidden] linear: "mlp.shared_expert_gate".
+    std::string sharedExpertGate() const { return block + "." + shared + "_gate"; }
     bool fusedGateUp() const { return up.empty(); }
     std::string experts() const { return block + ".experts."; }                      // "mlp.experts."
     std::string expert(int e) const { return experts() + std::to_string(e) + "."; }  // "mlp.experts.3."
@@ -97,6 +100,8 @@ struct MoeConfig {
     double routedScalingFactor = 1.0;
     int sharedExpertIntermediateSize = 0;  // moe_intermediate_size * n_shared_experts; 0: no shared expert
     int firstDenseLayers = 0;              // first_k_dense_replace: layers below it keep the dense MLP
+    // Qwen3.5-MoE: the shared expert's output is scaled by sigmoid(names.sharedExpertGate()(x)).
+    bool sharedExpertGate = false;
 };
 
 // DeepSeek-V3's multi-head latent attention (transformers' DeepseekV3Attention), active when kvLoraRank > 0:
@@ -121,11 +126,30 @@ struct LatentAttention {
     int qkHeadDim() const { return qkNopeHeadDim + qkRopeHeadDim; }
 };
 
+// Qwen3.5's Gated DeltaNet linear attention (gated_delta_net.h), on the layers `layers` marks (layer_types'
+// linear_attention); the other layers run the gated full attention (ModelConfig::attentionOutputGate).
+struct LinearAttentionConfig {
+    int numKeyHeads = 0;       // linear_num_key_heads
+    int numValueHeads = 0;     // linear_num_value_heads: a multiple of the key heads
+    int keyHeadDim = 0;        // linear_key_head_dim
+    int valueHeadDim = 0;      // linear_value_head_dim
+    int convKernel = 0;        // linear_conv_kernel_dim
+    std::vector<bool> layers;  // true: a linear_attention layer; empty: none
+
+    bool active() const { return !layers.empty(); }
+    int keyDim() const { return numKeyHeads * keyHeadDim; }
+    int valueDim() const { return numValueHeads * valueHeadDim; }
+    int convDim() const { return 2 * keyDim() + valueDim(); }  // in_proj_qkv's rows: q, k, v
+};
+
 // The linears a layer's attention is made of (attention_linears.h names and shapes them).
 enum class AttentionLayout {
     QueryKeyValue,       // q_proj, k_proj, v_proj, o_proj (fused or not)
     Latent,              // DeepSeek without q_lora_rank: q_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj
     LatentLowRankQuery,  // DeepSeek: q_a_proj, q_b_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj
+    // Qwen3.5's linear attention: linear_attn.in_proj_qkv, in_proj_z, out_proj (quantized) and the per-head
+    // in_proj_b, in_proj_a (kept dense, as a router is)
+    GatedDeltaNet,
 };
 
 // A projection the checkpoint stores fused: `fused` ("self_attn.qkv_proj") holds the parts' rows one after
@@ -216,6 +240,10 @@ struct ModelConfig {
     // DeepSeek-V3's latent attention; headDim is then its q/k head (nope + rope) and numKvHeads numHeads.
     LatentAttention mla;
     Llama4Attention llama4;  // active for llama4_text / llama4 only
+    // Qwen3.5: the Gated DeltaNet layers, and the full attention's output gate (q_proj gives each head its
+    // query, then as many gate logits; the attention output is multiplied by their sigmoid before o_proj).
+    LinearAttentionConfig linearAttention;
+    bool attentionOutputGate = false;
 
     Architecture arch;                // the layer's shape beyond Llama's (Gemma's norms, activation, prefix)
     double embeddingScale = 1.0;      // embeddings are multiplied by it (Gemma: sqrt(hidden) in the embedding dtype)
@@ -243,7 +271,12 @@ struct ModelConfig {
     int rotaryDims() const { return mla.active() ? mla.qkRopeHeadDim : rotaryDim > 0 ? rotaryDim : headDim; }
     // Each head's values and attention output: headDim, or the latent attention's v_head_dim.
     int valueHeadDim() const { return mla.active() ? mla.vHeadDim : headDim; }
-    AttentionLayout attentionLayout() const;
+    // Layer `layer`'s attention; -1: the full attention layers' (every layer's but in a hybrid model).
+    AttentionLayout attentionLayout(int layer = -1) const;
+    bool isLinearAttentionLayer(int layer) const {
+        return layer >= 0 && static_cast<std::size_t>(layer) < linearAttention.layers.size() &&
+               linearAttention.layers[static_cast<std::size_t>(layer)];
+    }
     bool isMoe() const { return moe.numExperts > 0; }
     // Whether decoder layer `layer` holds a sparse MoE block (router + experts) instead of a dense MLP.
     bool isMoeLayer(int layer) const;

@@ -22,7 +22,8 @@ struct GgufName {
     std::string_view gguf{};
     std::string_view hf{};
     bool parameter = false;
-    std::string_view ggufPart = "weight";  // a parameter's GGUF suffix (GLM's exp_probs_b is "<gguf>.bias")
+    // A parameter's GGUF suffix (GLM's exp_probs_b is "<gguf>.bias"); empty: none (qwen35's "blk.N.ssm_a").
+    std::string_view ggufPart = "weight";
 };
 
 // A sparse MoE block's Hugging Face names, relative to the layer.
@@ -63,6 +64,10 @@ struct MoeSpec {
     // Llama 4: transformers fuses the experts as experts.gate_up_proj [E, H, 2I] (gate columns, then up) and
     // experts.down_proj [E, I, H], x @ W, not transformers 5's [E, 2I, H] / [E, H, I].
     bool fusedTransposed = false;
+    // Qwen3.5-MoE: the shared expert's width is this key's value ("shared_expert_intermediate_size"), and
+    // with sharedExpertGate its output is scaled by sigmoid(<block>.shared_expert_gate(x)).
+    std::string_view sharedExpertSizeKey{};
+    bool sharedExpertGate = false;
 };
 
 // Where a vision-language model's text tower lives: the tensor prefix, the lm_head and the tensors of the
@@ -101,7 +106,7 @@ enum class SlidingWindow {
 };
 
 // The family-specific part of the config reader, in qs_model (core/model/architectures/*_config.cpp).
-enum class ConfigExtra { None, Gemma3, Phi3, GptOss, DeepseekV3, Llama4 };
+enum class ConfigExtra { None, Gemma3, Phi3, GptOss, DeepseekV3, Llama4, Qwen35 };
 
 // Which config.json of a GGUF general.architecture reads back as this family.
 enum class GgufReadBack {
@@ -152,6 +157,9 @@ struct Family {
     bool yarn = false;      // rope scaling yarn accepted (checked against transformers and llama.cpp)
     bool longRope = false;  // rope scaling longrope accepted
     ConfigExtra extra = ConfigExtra::None;
+    // The text config's rope_parameters may hold mrope_section / mrope_interleaved (Qwen3.5's text model,
+    // plain RoPE for text tokens), read as a vision tower's text config reads them.
+    bool textMultimodalRope = false;
     // Projections the checkpoint stores fused (Phi-3: "self_attn.qkv_proj" = q, k, v rows; "mlp.gate_up_proj"
     // = gate rows, then up rows); empty: stored apart.
     std::string_view fusedQkv{};

@@ -24,6 +24,16 @@ inline constexpr const char* kQBProj = "self_attn.q_b_proj";
 inline constexpr const char* kKvAProj = "self_attn.kv_a_proj_with_mqa";
 inline constexpr const char* kKvANorm = "self_attn.kv_a_layernorm";
 inline constexpr const char* kKvBProj = "self_attn.kv_b_proj";
+// Qwen3.5's Gated DeltaNet (linear_attention layers).
+inline constexpr const char* kInProjQkv = "linear_attn.in_proj_qkv";
+inline constexpr const char* kInProjZ = "linear_attn.in_proj_z";
+inline constexpr const char* kInProjB = "linear_attn.in_proj_b";
+inline constexpr const char* kInProjA = "linear_attn.in_proj_a";
+inline constexpr const char* kDeltaOutProj = "linear_attn.out_proj";
+inline constexpr const char* kDeltaConv = "linear_attn.conv1d";
+inline constexpr const char* kDeltaNorm = "linear_attn.norm";
+inline constexpr const char* kDeltaALog = "linear_attn.A_log";      // a parameter
+inline constexpr const char* kDeltaDtBias = "linear_attn.dt_bias";  // a parameter
 inline constexpr const char* kGateProj = "mlp.gate_proj";
 inline constexpr const char* kUpProj = "mlp.up_proj";
 inline constexpr const char* kDownProj = "mlp.down_proj";
