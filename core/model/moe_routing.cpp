@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
+#include <span>
 #include <string>
 
 #include "qs/error.h"
@@ -55,6 +57,20 @@ void topIndices(const std::vector<double>& values, int k, std::vector<int>& orde
     order.resize(static_cast<std::size_t>(k));
 }
 
+// A group's score: its two largest values, the larger first (transformers' topk(2).sum()).
+double sumOfTopTwo(std::span<const double> values) {
+    double first = -std::numeric_limits<double>::infinity(), second = first;
+    for (const double v : values) {
+        if (v > first) {
+            second = first;
+            first = v;
+        } else if (v > second) {
+            second = v;
+        }
+    }
+    return first + second;
+}
+
 ExpertRouting routeSigmoidGrouped(const MatrixF& logits, const MoeConfig& moe, const VectorF& scoreBias) {
     const Eigen::Index experts = logits.cols();
     const int topK = moe.numExpertsPerToken, groups = moe.numGroups;
@@ -70,7 +86,7 @@ ExpertRouting routeSigmoidGrouped(const MatrixF& logits, const MoeConfig& moe, c
     r.tokens.resize(static_cast<std::size_t>(experts));
     r.weights.resize(static_cast<std::size_t>(experts));
     std::vector<double> score(static_cast<std::size_t>(experts)), choice(score.size()), groupScore;
-    std::vector<int> keptGroups, chosen, best;
+    std::vector<int> keptGroups, chosen;
     std::vector<bool> kept(static_cast<std::size_t>(groups));
     for (Eigen::Index t = 0; t < logits.rows(); ++t) {
         for (Eigen::Index e = 0; e < experts; ++e) {
@@ -82,10 +98,7 @@ ExpertRouting routeSigmoidGrouped(const MatrixF& logits, const MoeConfig& moe, c
         if (groups > 1) {
             groupScore.assign(static_cast<std::size_t>(groups), 0.0);
             for (std::size_t g = 0; g < static_cast<std::size_t>(groups); ++g) {
-                const std::vector<double> members(choice.begin() + static_cast<std::ptrdiff_t>(g * perGroup),
-                                                  choice.begin() + static_cast<std::ptrdiff_t>((g + 1) * perGroup));
-                topIndices(members, 2, best);
-                groupScore[g] = members[static_cast<std::size_t>(best[0])] + members[static_cast<std::size_t>(best[1])];
+                groupScore[g] = sumOfTopTwo(std::span<const double>(choice).subspan(g * perGroup, perGroup));
             }
             topIndices(groupScore, moe.topkGroups, keptGroups);
             std::fill(kept.begin(), kept.end(), false);

@@ -254,8 +254,7 @@ JobResult Job::run(const ProgressCallback& progress, const CancelToken& cancel, 
     checkDeviceMemory(*plan_.backend, deviceWorkload(), force, progress);
     JobRun run(plan_, {e.spilledStreams.begin(), e.spilledStreams.end()}, progress, cancel, moduleLog);
     // Said once the work folder is accepted, so that a refusal stays the run's only line.
-    if (progress)
-        progress({"matmul", 0, 0, 0.0, selectMatmul(plan_.matmul, plan_.backend->layerMath() != nullptr).message});
+    if (progress) progress({"matmul", 0, 0, 0.0, selectMatmul(plan_).message});
     return runLayerByLayer(run);
 }
 

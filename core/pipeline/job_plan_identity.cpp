@@ -75,8 +75,7 @@ nlohmann::json planIdentity(const JobPlan& plan) {
                                {"cuda", plan.backend ? plan.backend->isCuda() : plan.device == DeviceChoice::Cuda}};
     // BF16 calibration gives other Hessians: a folder resumes only with the same setting (f32 folders of
     // earlier releases name none, and resume as f32).
-    const bool deviceMath = plan.backend ? plan.backend->layerMath() != nullptr : plan.device == DeviceChoice::Cuda;
-    if (selectMatmul(plan.matmul, deviceMath).bf16) identity["matmul"] = "bf16";
+    if (selectMatmul(plan).bf16) identity["matmul"] = "bf16";
     return identity;
 }
 

@@ -47,8 +47,7 @@ JobRun::JobRun(const JobPlan& plan, std::set<std::string> spilled, const Progres
       config(model::ModelConfig::fromCheckpoint(checkpoint)),
       format(formats::detect(checkpoint)),
       weights(sourceWeights(checkpoint, config, format, plan.allowNonFinite)),
-      calibrationMath(selectMatmul(plan.matmul, plan.backend && plan.backend->layerMath()).bf16 ? model::bf16LayerMath()
-                                                                                                : nullptr),
+      calibrationMath(selectMatmul(plan).bf16 ? model::bf16LayerMath() : nullptr),
       base(makeModel()) {
     if (!plan.workDir.empty())
         work.emplace(plan.resume ? WorkFolder::resume(plan.workDir, planIdentity(plan))

@@ -2,6 +2,7 @@
 
 #include "qs/error.h"
 #include "qs/model/bf16_layer_math.h"
+#include "qs/pipeline/job.h"
 
 namespace qs::pipeline {
 
@@ -28,6 +29,11 @@ MatmulSelection selectMatmul(MatmulChoice choice, bool deviceMath) {
     (void)model::bf16LayerMath();  // refuses here, in one line, where oneDNN has no BF16 matmul
     return {true, std::string("matmul: BF16 for the calibration forward passes") +
                       (native ? "" : ", emulated (slow: this CPU has no native BF16)") + rest};
+}
+
+MatmulSelection selectMatmul(const JobPlan& plan) {
+    const bool deviceMath = plan.backend ? plan.backend->layerMath() != nullptr : plan.device == DeviceChoice::Cuda;
+    return selectMatmul(plan.matmul, deviceMath);
 }
 
 }  // namespace qs::pipeline

@@ -22,4 +22,9 @@ struct MatmulSelection {
 // in f32) or where oneDNN has no BF16 matmul.
 MatmulSelection selectMatmul(MatmulChoice choice, bool deviceMath);
 
+struct JobPlan;
+// The plan's choice where its passes run: on its backend's own LayerMath when it has one, or, before a
+// backend is chosen, on the device it names.
+MatmulSelection selectMatmul(const JobPlan& plan);
+
 }  // namespace qs::pipeline
