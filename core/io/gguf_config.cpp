@@ -284,6 +284,16 @@ void putPhi3(json& c, const GgufFile& file, const std::string& arch) {
     c["rope_scaling"] = s;
 }
 
+// The next-token-prediction layers that block_count counts after the decoder's (glm4moe, deepseek2 with
+// nextn_predict_layers): the family's trailing layers, stored and not run, as in the Hugging Face checkpoint.
+void putTrailingLayers(json& c, const GgufMetadata& m, const std::string& arch, const architectures::Family& family) {
+    if (family.trailingLayersKey.empty()) return;
+    const std::int64_t nextn = m.integer(keys::archKey(arch, keys::kNextnPredictLayers)).value_or(0);
+    const std::int64_t layers = c.value("num_hidden_layers", std::int64_t{0});
+    c[std::string(family.trailingLayersKey)] = nextn > 0 && nextn < layers ? nextn : 0;
+    if (nextn > 0 && nextn < layers) c["num_hidden_layers"] = layers - nextn;
+}
+
 // DeepSeek-V3 / Kimi-K2 as llama.cpp's deepseek2 runs them (llama_model_deepseek2's hparams): the latent
 // attention's ranks (q_lora_rank 0: q_proj), each head's query/key and value widths (key_length_mla /
 // value_length_mla; files from before llama.cpp's MLA cache have them as key_length / value_length), the rotary
@@ -313,7 +323,6 @@ void putDeepseek2(json& c, const GgufFile& file, const std::string& arch) {
     const bool sigmoid = m.integer(key(keys::kExpertGatingFunc)).value_or(0) == keys::kGatingSigmoid;
     c["scoring_func"] = sigmoid || !hasExperts(m, arch) ? "sigmoid" : "softmax";
     c["topk_method"] = "noaux_tc";
-    c["num_nextn_predict_layers"] = 0;  // llama.cpp's converter leaves the next-token-prediction layers out
     if (!c["rope_scaling"].is_object() || c["rope_scaling"].value("rope_type", "") != "yarn") return;
     json& s = c["rope_scaling"];
     s["beta_fast"] = 32.0;
@@ -379,6 +388,7 @@ json hfConfigOfGguf(const GgufFile& file) {
         c[std::string(family->qkNormKey)] = file.find("blk.0.attn_q_norm.weight") != nullptr;
     putExperts(c, m, arch, *family);
     putWindows(c, m, arch, *family);
+    putTrailingLayers(c, m, arch, *family);
     switch (family->extra) {
         case architectures::ConfigExtra::Gemma3: putGemma3(c, m, arch, *family); break;
         case architectures::ConfigExtra::Phi3: putPhi3(c, file, arch); break;

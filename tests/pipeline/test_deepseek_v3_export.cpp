@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <span>
 #include <string>
 #include <tuple>
 
@@ -30,6 +31,7 @@
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/gguf_export.h"
 #include "qs/pipeline/gguf_result_export.h"
+#include "qs/pipeline/model_checkpoint.h"
 #include "qs/pipeline/resource_estimate.h"
 
 #include "tiny_checkpoint_job.h"
@@ -367,6 +369,36 @@ TEST(DeepseekV3Gguf, AnOlderConvertersWholeAttnKvBReadsBack) {
     const MatrixF logits = model::Transformer::fromCheckpoint(original).forward(sequence);
     EXPECT_EQ((model::Transformer::fromCheckpoint(back).forward(sequence) - logits).cwiseAbs().maxCoeff(), 0.0f);
     fs::remove_all(split.parent_path());
+}
+
+// A converter that keeps the next-token-prediction layer (llama.cpp's nextn_predict_layers, counted in block_count
+// after the decoder's, with its nextn.* tensors): it is the checkpoint's trailing layer, stored and not run.
+TEST(DeepseekV3Gguf, ANextTokenPredictionLayerInBlockCountIsNotRun) {
+    const fs::path plain = deepseek2Gguf(kDeepseek, "nextn", uniformGgufType(io::GgmlType::F32));
+    const io::GgufFile file = io::GgufFile::open(plain);
+    const fs::path withMtp = plain.parent_path() / "mtp" / "mtp.gguf";
+    fs::create_directories(withMtp.parent_path());
+    io::GgufWriter writer(withMtp);
+    for (const auto& [key, value] : file.metadata().entries())
+        writer.set(key, key == "deepseek2.block_count" ? io::GgufValue::u32(4) : value);
+    writer.set("deepseek2.nextn_predict_layers", io::GgufValue::u32(1));
+    for (const io::TensorInfo& t : file.tensors()) {
+        writer.addTensor(t.name, *t.ggmlType, t.shape, file.view(t).bytes());
+        if (t.name.starts_with("blk.2."))
+            writer.addTensor("blk.3." + t.name.substr(6), *t.ggmlType, t.shape, file.view(t).bytes());
+    }
+    const std::vector<float> eh(32 * 64, 0.5f);
+    writer.addTensor("blk.3.nextn.eh_proj.weight", io::GgmlType::F32, {32, 64}, std::as_bytes(std::span(eh)));
+    writer.finish();
+    const io::Checkpoint original = io::Checkpoint::open(kDeepseek), back = openModelCheckpoint(withMtp, false);
+    const model::ModelConfig read = model::ModelConfig::fromCheckpoint(back);
+    EXPECT_EQ(read.numLayers, 3);
+    EXPECT_EQ(model::forwardPassDifferences(model::ModelConfig::fromCheckpoint(original), read),
+              std::vector<std::string>{});
+    const auto sequence = test::tinyTokens(kDeepseek, 1, 48).front();
+    const MatrixF logits = model::Transformer::fromCheckpoint(original).forward(sequence);
+    EXPECT_EQ((model::Transformer::fromCheckpoint(back).forward(sequence) - logits).cwiseAbs().maxCoeff(), 0.0f);
+    fs::remove_all(plain.parent_path());
 }
 
 namespace {
