@@ -295,7 +295,7 @@ void putTrailingLayers(json& c, const GgufMetadata& m, const std::string& arch, 
 }
 
 // DeepSeek-V3 / Kimi-K2 as llama.cpp's deepseek2 runs them (llama_model_deepseek2's hparams): the latent
-// attention's ranks (q_lora_rank 0: q_proj), each head's query/key and value widths (key_length_mla /
+// attention's ranks (q_lora_rank null without attn_q_a: q_proj), each head's query/key and value widths (key_length_mla /
 // value_length_mla; files from before llama.cpp's MLA cache have them as key_length / value_length), the rotary
 // part rope.dimension_count with adjacent pairs (rope_interleave), one key/value head per query head. The router is
 // DeepseekV3TopkRouter's when expert_gating_func says sigmoid (a file without it is DeepSeek-V2's softmax, which
@@ -305,8 +305,10 @@ void putTrailingLayers(json& c, const GgufMetadata& m, const std::string& arch, 
 void putDeepseek2(json& c, const GgufFile& file, const std::string& arch) {
     const GgufMetadata& m = file.metadata();
     const auto key = [&](const char* suffix) { return keys::archKey(arch, suffix); };
-    const auto qLora = m.integer(key(keys::kQLoraRank)).value_or(0);
-    c["q_lora_rank"] = qLora > 0 ? json(qLora) : json(nullptr);
+    // q_proj (no attn_q_a: DeepSeek-V2-Lite, Kimi-K2's tiny test model), else the rank the key or attn_q_a says.
+    const TensorInfo* qA = file.find("blk.0.attn_q_a.weight");
+    const auto qLora = m.integer(key(keys::kQLoraRank)).value_or(qA && !qA->shape.empty() ? qA->shape.front() : 0);
+    c["q_lora_rank"] = qA != nullptr && qLora > 0 ? json(qLora) : json(nullptr);
     putInteger(c, "kv_lora_rank", m.integer(key(keys::kKvLoraRank)));
     const auto mla = m.integer(key(keys::kKeyLengthMla));
     const auto keyLength = mla ? mla : m.integer(key(keys::kKeyLength));
