@@ -9,9 +9,11 @@
 #include <limits>
 #include <optional>
 #include <set>
+#include <span>
 
 #include "qs/architectures/registry.h"
 #include "qs/error.h"
+#include "qs/io/ggml_type.h"
 #include "qs/io/json_file.h"
 #include "qs/io/json_value.h"
 #include "qs/message_text.h"
@@ -108,7 +110,7 @@ struct Checkpoint::Impl {
 
     void addShardTensors();
     void openGguf(const fs::path& path);
-    void shiftValues(const std::vector<std::pair<std::size_t, float>>& shifts);
+    void computeGgufTensors(const detail::GgufCheckpoint& view);
     void checkAgainstIndex(const std::map<std::string, std::string>& weightMap, const fs::path& indexPath) const;
     void readConfig();
     void splitFusedExperts();
@@ -234,7 +236,7 @@ void Checkpoint::Impl::openGguf(const fs::path& path) {
     gguf = GgufFile::open(path);
     detail::GgufCheckpoint view = detail::describeGgufCheckpoint(*gguf);
     ggufTensors = std::move(view.tensors);
-    shiftValues(view.valueShifts);
+    computeGgufTensors(view);
     for (const auto& info : ggufTensors) tensors.push_back(CheckpointTensor{&info, 0, parseTensorName(info.name)});
     std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.info->name < b.info->name; });
     for (std::size_t i = 0; i < tensors.size(); ++i)
@@ -247,12 +249,52 @@ void Checkpoint::Impl::openGguf(const fs::path& path) {
     hasTokenizer = gguf->metadata().contains("tokenizer.ggml.tokens") || fs::exists(root / "tokenizer.json");
 }
 
-// The listed tensors decoded once, shifted and kept as F32 in `computed`; their TensorInfo now points there.
-void Checkpoint::Impl::shiftValues(const std::vector<std::pair<std::size_t, float>>& shifts) {
-    if (shifts.empty()) return;
+namespace {
+
+// kv_b_proj's bytes from attn_k_b and attn_v_b (GgufCheckpoint::LatentJoin) in `kvB`'s type: element (r, j) of
+// head h's key row r is attn_k_b's (h, j, r), of its value row r attn_v_b's (h, r, j). Each element is moved
+// as it is stored, or decoded to F32 when kvB is F32 and they are not.
+void joinLatent(const GgufFile& gguf, const detail::GgufCheckpoint::LatentJoin& join, const TensorInfo& kvB,
+                std::byte* out) {
+    const std::int64_t heads = join.keys.shape[0], rank = join.keys.shape[1], nope = join.keys.shape[2],
+                       v = join.values.shape[1];
+    const bool decode = join.keys.ggmlType != kvB.ggmlType || join.values.ggmlType != kvB.ggmlType;
+    const std::size_t size = decode ? sizeof(float) : ggmlTypeTraits(*kvB.ggmlType).blockBytes;
+    std::vector<float> keys, values;
+    std::span<const std::byte> keyBytes, valueBytes;
+    if (decode) {
+        keys = gguf.view(join.keys).toF32();
+        values = gguf.view(join.values).toF32();
+        keyBytes = std::as_bytes(std::span<const float>(keys));
+        valueBytes = std::as_bytes(std::span<const float>(values));
+    } else {
+        keyBytes = gguf.view(join.keys).bytes();
+        valueBytes = gguf.view(join.values).bytes();
+    }
+    const auto put = [&](std::int64_t row, std::int64_t col, std::span<const std::byte> from, std::int64_t at) {
+        std::memcpy(out + static_cast<std::size_t>(row * rank + col) * size,
+                    from.data() + static_cast<std::size_t>(at) * size, size);
+    };
+    for (std::int64_t h = 0; h < heads; ++h) {
+        const std::int64_t first = h * (nope + v);
+        for (std::int64_t r = 0; r < nope; ++r)
+            for (std::int64_t j = 0; j < rank; ++j) put(first + r, j, keyBytes, (h * rank + j) * nope + r);
+        for (std::int64_t r = 0; r < v; ++r)
+            for (std::int64_t j = 0; j < rank; ++j) put(first + nope + r, j, valueBytes, (h * v + r) * rank + j);
+    }
+}
+
+}  // namespace
+
+// The tensors read back computed, kept in `computed` with their TensorInfo pointing there: the listed norms
+// decoded once, shifted and kept as F32; deepseek2's kv_b_proj joined from attn_k_b and attn_v_b.
+void Checkpoint::Impl::computeGgufTensors(const detail::GgufCheckpoint& view) {
+    const auto& shifts = view.valueShifts;
+    if (shifts.empty() && view.latentJoins.empty()) return;
     std::uint64_t total = 0;
     for (const auto& [index, shift] : shifts)
         total += static_cast<std::uint64_t>(ggufTensors.at(index).numel()) * sizeof(float);
+    for (const auto& join : view.latentJoins) total += ggufTensors.at(join.index).storedSize();
     computed.emplace(static_cast<std::size_t>(total));
     const std::span<std::byte> out = computed->writable();
     std::uint64_t at = 0;
@@ -266,6 +308,15 @@ void Checkpoint::Impl::shiftValues(const std::vector<std::pair<std::size_t, floa
         info.ropeInterleavedHeads = 0;  // undone by the decode above
         info.begin = at;
         info.end = at + values.size() * sizeof(float);
+        at = info.end;
+        computedTensors.insert(&info);
+    }
+    for (const auto& join : view.latentJoins) {
+        TensorInfo& info = ggufTensors.at(join.index);
+        const std::uint64_t size = info.storedSize();
+        joinLatent(*gguf, join, info, out.data() + at);
+        info.begin = at;
+        info.end = at + size;
         at = info.end;
         computedTensors.insert(&info);
     }

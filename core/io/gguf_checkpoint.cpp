@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <limits>
 
+#include "qs/architectures/family.h"
 #include "qs/error.h"
 #include "qs/io/gguf_names.h"
 #include "qs/io/json_value.h"
+#include "qs/io/shape_text.h"
 #include "qs/message_text.h"
 
 #include "gguf_read_names.h"
@@ -48,6 +50,59 @@ void checkInterleaving(const TensorInfo& t, const GgufFile& file, const std::str
 
 bool isBlockQuantized(const TensorInfo& t) { return ggmlTypeTraits(*t.ggmlType).blockElements > 1; }
 
+bool elementWise(const TensorInfo& t) {
+    return t.ggmlType == GgmlType::F32 || t.ggmlType == GgmlType::F16 || t.ggmlType == GgmlType::BF16;
+}
+
+// "blk.N.<module>.weight" -> N, when the name is that.
+std::optional<std::string> layerOf(std::string_view name, std::string_view module) {
+    constexpr std::string_view kBlk = "blk.";
+    const std::string suffix = "." + std::string(module) + ".weight";
+    if (!name.starts_with(kBlk) || !name.ends_with(suffix) || name.size() <= kBlk.size() + suffix.size())
+        return std::nullopt;
+    return std::string(name.substr(kBlk.size(), name.size() - kBlk.size() - suffix.size()));
+}
+
+// deepseek2's attn_k_b / attn_v_b of one layer as the kv_b_proj they were split from (GgufCheckpoint::LatentJoin):
+// nullopt for any other tensor, and for both when the layer also holds attn_kv_b whole (which then reads back).
+std::optional<TensorInfo> latentKvB(const TensorInfo& stored, const GgufFile& file, const GgufReadNames& names,
+                                    GgufCheckpoint& out) {
+    if (names.family == nullptr || names.family->extra != architectures::ConfigExtra::DeepseekV3) return std::nullopt;
+    const std::string where = file.path().string() + ": tensor '" + stored.name + "'";
+    if (const auto layer = layerOf(stored.name, "attn_v_b")) {
+        if (file.find("blk." + *layer + ".attn_k_b.weight") == nullptr &&
+            file.find("blk." + *layer + ".attn_kv_b.weight") == nullptr)
+            throw Error(where + " has no attn_k_b beside it to rebuild kv_b_proj from");
+        return TensorInfo{};  // read with attn_k_b
+    }
+    const auto layer = layerOf(stored.name, "attn_k_b");
+    if (!layer) return std::nullopt;
+    if (file.find("blk." + *layer + ".attn_kv_b.weight") != nullptr) return TensorInfo{};
+    const TensorInfo* values = file.find("blk." + *layer + ".attn_v_b.weight");
+    if (values == nullptr) throw Error(where + " has no attn_v_b beside it to rebuild kv_b_proj from");
+    const auto& k = stored.shape;
+    const auto& v = values->shape;
+    // attn_k_b [heads, rank, nope], attn_v_b [heads, v, rank]
+    if (k.size() != 3 || v.size() != 3 || k[0] != v[0] || k[1] != v[2] || k[0] <= 0 || k[1] <= 0 || k[2] <= 0 ||
+        v[1] <= 0)
+        throw Error(where + " " + shapeText(k) + " and attn_v_b " + shapeText(v) +
+                    " are not [heads, kv_lora_rank, nope] and [heads, v, kv_lora_rank]");
+    TensorInfo kvB = stored;
+    kvB.name = "model.layers." + *layer + ".self_attn.kv_b_proj.weight";
+    kvB.shape = {k[0] * (k[2] + v[1]), k[1]};
+    if (!(elementWise(stored) && stored.ggmlType == values->ggmlType)) {
+        if (!stored.decodesToF32() || !values->decodesToF32())
+            throw Error(where + " (" + stored.typeName() + ") or attn_v_b (" + values->typeName() +
+                        ") is of a type that does not decode");
+        kvB.ggmlType = GgmlType::F32;
+        kvB.dtype = DType::F32;
+    }
+    kvB.begin = 0;
+    kvB.end = kvB.storedSize();
+    out.latentJoins.push_back({out.tensors.size(), stored, *values});
+    return kvB;
+}
+
 }  // namespace
 
 GgufCheckpoint describeGgufCheckpoint(const GgufFile& file) {
@@ -64,6 +119,10 @@ GgufCheckpoint describeGgufCheckpoint(const GgufFile& file) {
         quantized = quantized || isBlockQuantized(stored);
         if (auto experts = splitStackedExperts(stored, names, file.path().string())) {
             for (TensorInfo& e : *experts) out.tensors.push_back(std::move(e));
+            continue;
+        }
+        if (auto kvB = latentKvB(stored, file, names, out)) {
+            if (!kvB->name.empty()) out.tensors.push_back(std::move(*kvB));
             continue;
         }
         TensorInfo t = stored;

@@ -21,6 +21,15 @@ struct GgufCheckpoint {
     // Tensors (index into `tensors`) whose every value reads back with this added: gemma3's norms, which
     // llama.cpp's converter stores as 1 + w (Checkpoint keeps the shifted values, a few per layer, in memory).
     std::vector<std::pair<std::size_t, float>> valueShifts;
+    // deepseek2's kv_b_proj [heads * (nope + v), kv_lora_rank], which llama.cpp stores split: attn_k_b
+    // [heads, kv_lora_rank, nope] (each head's key rows transposed) and attn_v_b [heads, v, kv_lora_rank]. The
+    // tensor (index into `tensors`) is rebuilt at opening from the two (Checkpoint keeps it in memory): byte for
+    // byte in their type when both are F32, F16 or BF16, else decoded to F32.
+    struct LatentJoin {
+        std::size_t index = 0;
+        TensorInfo keys, values;  // the file's attn_k_b and attn_v_b
+    };
+    std::vector<LatentJoin> latentJoins;
 };
 
 GgufCheckpoint describeGgufCheckpoint(const GgufFile& file);

@@ -284,6 +284,62 @@ void putPhi3(json& c, const GgufFile& file, const std::string& arch) {
     c["rope_scaling"] = s;
 }
 
+// The next-token-prediction layers that block_count counts after the decoder's (glm4moe, deepseek2 with
+// nextn_predict_layers): the family's trailing layers, stored and not run, as in the Hugging Face checkpoint.
+void putTrailingLayers(json& c, const GgufMetadata& m, const std::string& arch, const architectures::Family& family) {
+    if (family.trailingLayersKey.empty()) return;
+    const std::int64_t nextn = m.integer(keys::archKey(arch, keys::kNextnPredictLayers)).value_or(0);
+    const std::int64_t layers = c.value("num_hidden_layers", std::int64_t{0});
+    c[std::string(family.trailingLayersKey)] = nextn > 0 && nextn < layers ? nextn : 0;
+    if (nextn > 0 && nextn < layers) c["num_hidden_layers"] = layers - nextn;
+}
+
+// DeepSeek-V3 / Kimi-K2 as llama.cpp's deepseek2 runs them (llama_model_deepseek2's hparams): the latent
+// attention's ranks (q_lora_rank null without attn_q_a: q_proj), each head's query/key and value widths (key_length_mla /
+// value_length_mla; files from before llama.cpp's MLA cache have them as key_length / value_length), the rotary
+// part rope.dimension_count with adjacent pairs (rope_interleave), one key/value head per query head. The router is
+// DeepseekV3TopkRouter's when expert_gating_func says sigmoid (a file without it is DeepSeek-V2's softmax, which
+// the config reader refuses by its scoring_func). YaRN: deepseek2 fixes betas 32 / 1 and cancels the rope's
+// attention factor, scaling the scores by mscale(factor, 0.1 · log multiplier)²: transformers' mscale equal to
+// mscale_all_dim; without the multiplier, neither (attention_factor 1).
+void putDeepseek2(json& c, const GgufFile& file, const std::string& arch) {
+    const GgufMetadata& m = file.metadata();
+    const auto key = [&](const char* suffix) { return keys::archKey(arch, suffix); };
+    // q_proj (no attn_q_a: DeepSeek-V2-Lite, Kimi-K2's tiny test model), else the rank the key or attn_q_a says.
+    const TensorInfo* qA = file.find("blk.0.attn_q_a.weight");
+    const auto qLora = m.integer(key(keys::kQLoraRank)).value_or(qA && !qA->shape.empty() ? qA->shape.front() : 0);
+    c["q_lora_rank"] = qA != nullptr && qLora > 0 ? json(qLora) : json(nullptr);
+    putInteger(c, "kv_lora_rank", m.integer(key(keys::kKvLoraRank)));
+    const auto mla = m.integer(key(keys::kKeyLengthMla));
+    const auto keyLength = mla ? mla : m.integer(key(keys::kKeyLength));
+    const auto valueLength = mla ? m.integer(key(keys::kValueLengthMla)) : m.integer(key(keys::kValueLength));
+    c.erase("head_dim");  // the config reader takes the heads' widths from the latent attention's sizes
+    if (const auto rope = m.integer(key(keys::kRopeDimensionCount)); keyLength && rope) {
+        c["qk_rope_head_dim"] = *rope;
+        c["qk_nope_head_dim"] = *keyLength - *rope;
+    }
+    putInteger(c, "v_head_dim", valueLength);
+    c["rope_interleave"] = true;
+    if (c.contains("num_attention_heads")) c["num_key_value_heads"] = c["num_attention_heads"];
+    c["attention_bias"] = file.find("blk.0.attn_kv_a_mqa.bias") != nullptr;
+    const bool sigmoid = m.integer(key(keys::kExpertGatingFunc)).value_or(0) == keys::kGatingSigmoid;
+    c["scoring_func"] = sigmoid || !hasExperts(m, arch) ? "sigmoid" : "softmax";
+    c["topk_method"] = "noaux_tc";
+    if (!c["rope_scaling"].is_object() || c["rope_scaling"].value("rope_type", "") != "yarn") return;
+    json& s = c["rope_scaling"];
+    s["beta_fast"] = 32.0;
+    s["beta_slow"] = 1.0;
+    const GgufValue* logMultiplier = m.find(key(keys::kRopeScalingYarnLogMultiplier));
+    if (logMultiplier != nullptr && logMultiplier->isNumber() && *logMultiplier->asNumber() > 0.0) {
+        // The converter writes 0.1 · mscale_all_dim in f32: the decimal it came from, through f32 once more.
+        const double all = shortestDecimal(GgufValue::f32(static_cast<float>(shortestDecimal(*logMultiplier) / 0.1)));
+        s["mscale"] = all;
+        s["mscale_all_dim"] = all;
+    } else {
+        s["attention_factor"] = 1.0;
+    }
+}
+
 }  // namespace
 
 json hfConfigOfGguf(const GgufFile& file) {
@@ -334,13 +390,14 @@ json hfConfigOfGguf(const GgufFile& file) {
         c[std::string(family->qkNormKey)] = file.find("blk.0.attn_q_norm.weight") != nullptr;
     putExperts(c, m, arch, *family);
     putWindows(c, m, arch, *family);
+    putTrailingLayers(c, m, arch, *family);
     switch (family->extra) {
         case architectures::ConfigExtra::Gemma3: putGemma3(c, m, arch, *family); break;
         case architectures::ConfigExtra::Phi3: putPhi3(c, file, arch); break;
         case architectures::ConfigExtra::GptOss: putGptOss(c, file, *family); break;
         case architectures::ConfigExtra::Llama4: putLlama4(c, m, arch); break;
-        case architectures::ConfigExtra::DeepseekV3:  // no family reads deepseek2 back (Family::ggufReadBackMissing)
-        case architectures::ConfigExtra::Qwen35:      // nor qwen35 / qwen35moe
+        case architectures::ConfigExtra::DeepseekV3: putDeepseek2(c, file, arch); break;
+        case architectures::ConfigExtra::Qwen35:  // no family reads qwen35 / qwen35moe back (ggufReadBackMissing)
         case architectures::ConfigExtra::None: break;
     }
     return c;

@@ -4,6 +4,8 @@
 #include <sstream>
 #include <type_traits>
 
+#include "qs/architectures/registry.h"
+
 namespace qs::model {
 
 namespace {
@@ -29,13 +31,24 @@ std::string text(const T& value) {
     return out.str();
 }
 
+// The model type as the forward pass tells it apart: model types that transformers runs with one class are one
+// model (Kimi-K2 is DeepseekV3ForCausalLM under its own model_type, and a deepseek2 GGUF of it reads back as
+// deepseek_v3).
+std::string forwardModelType(const std::string& modelType) {
+    const architectures::Family* family = architectures::familyOf(modelType);
+    if (family == nullptr || family->hfClass.empty()) return modelType;
+    for (const architectures::Family* f : architectures::families())
+        if (f->hfClass == family->hfClass) return std::string(f->modelType);
+    return modelType;
+}
+
 }  // namespace
 
 std::vector<ConfigField> forwardPassFields(const ModelConfig& c) {
     const RopeScaling& r = c.ropeScaling;
     const MoeConfig& m = c.moe;
     std::vector<ConfigField> f{
-        {"model_type", text(c.modelType)},
+        {"model_type", text(forwardModelType(c.modelType))},
         {"num_hidden_layers", text(c.numLayers)},
         {"hidden_size", text(c.hiddenSize)},
         {"intermediate_size", text(c.intermediateSize)},

@@ -402,9 +402,9 @@ TEST_F(GgufMethodsInterop, AMoeModelsGgufFromTheJobLoadsInLlamaCppWithTheJobsKl)
 // DeepSeek-V3's tiny checkpoint quantized by the Job with Q4_K_M (kv_b_proj in F16, written split as attn_k_b
 // and attn_v_b): llama.cpp loads the file without a warning, and where the weights dominate (Q4_K_M) its KL
 // against the original is the Job's within 15 %, as for the demo above (seen: 1.83 against 1.78; the tiny
-// model's sharp attention and routing make every KL large). A deepseek2 GGUF does not read back here, so
-// llama.cpp's own arithmetic (its Q8 activations) cannot be taken apart as the other tests do: with Q8_0,
-// where it dominates, llama.cpp's KL was 0.377 against the Job's 0.255.
+// model's sharp attention and routing make every KL large). llama.cpp's own arithmetic (its Q8 activations) is not
+// taken apart here as the other tests do (this test predates the deepseek2 read-back): with Q8_0, where it
+// dominates, llama.cpp's KL was 0.377 against the Job's 0.255.
 TEST_F(GgufMethodsInterop, DeepseekV3sGgufFromTheJobRunsInLlamaCppWithTheJobsKl) {
     const fs::path source = fs::path(QS_TEST_DATA_DIR) / "moe" / "deepseek-v3-tiny";
     const io::Checkpoint original = io::Checkpoint::open(source);

@@ -948,9 +948,9 @@ TEST(ModelConfig, BrokenMoeConfigsAreRefusedWithTheReason) {
     EXPECT_NO_THROW(ModelConfig::fromJson(baseJson("qwen3")).requireDense("config.json", "calibration"));
 }
 
-// A deepseek2 GGUF reads back with its architecture as model_type, which no family reads: refused with why.
-TEST(ModelConfig, ADeepseek2GgufIsRefusedSayingWhatKeepsItFromReadingBack) {
-    expectRefusal(baseJson("deepseek2"), "kv_b_proj is stored split and transposed");
+// A qwen35 GGUF reads back with its architecture as model_type, which no family reads: refused with why.
+TEST(ModelConfig, AQwen35GgufIsRefusedSayingWhatKeepsItFromReadingBack) {
+    expectRefusal(baseJson("qwen35"), "linear-attention tensors are stored transformed");
 }
 
 TEST(SmallMoe, MatchesBruteForceReferenceForBothFamilies) {

@@ -116,7 +116,7 @@ TEST(Architectures, EveryNameTheGgufWriterPlansComesBackThroughTheReader) {
         if (f->ggufArch.empty() || !f->notYet.empty()) continue;
         SCOPED_TRACE(std::string(f->modelType));
         const model::ModelConfig config = model::ModelConfig::fromJson(configOf(*f));
-        // A family whose GGUF does not read back (deepseek2, qwen35) still names its tensors through its own
+        // A family whose GGUF does not read back (qwen35) still names its tensors through its own
         // table (a VLM's: its text family's, as the writer does).
         const Family* read = f->ggufReadBackMissing.empty() ? architectures::familyOfGguf(f->ggufArch, config.isMoe())
                                                             : &architectures::textFamilyOf(*f);
@@ -126,7 +126,7 @@ TEST(Architectures, EveryNameTheGgufWriterPlansComesBackThroughTheReader) {
         for (const pipeline::GgufTensorChoice& t : pipeline::ggufTensorPlan(config)) {
             EXPECT_TRUE(ggufNames.insert(t.ggufName).second) << t.ggufName << " is planned twice";
             if (t.name.ends_with("kv_b_proj.weight[k_b]") || t.name.ends_with("kv_b_proj.weight[v_b]")) {
-                // DeepSeek's kv_b_proj, split as llama.cpp's deepseek2 reads it: no name of its own comes back.
+                // DeepSeek's kv_b_proj, split as llama.cpp's deepseek2 reads it: io's reader joins the two again.
                 EXPECT_TRUE(t.ggufName.ends_with(t.name.ends_with("[k_b]") ? ".attn_k_b.weight" : ".attn_v_b.weight"))
                     << t.ggufName;
                 continue;

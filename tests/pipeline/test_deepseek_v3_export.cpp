@@ -3,8 +3,8 @@
 // kv_b_proj, o_proj), every expert, the shared expert and the dense first layer, and not the router or its
 // correction bias; the exports (GPTQ, compressed-tensors FP8 / NVFP4, AWQ folded into the latents' norms)
 // compute what the Job measured; the next-token-prediction layer is copied byte for byte; a GGUF method
-// writes kv_b_proj as llama.cpp's attn_k_b / attn_v_b with the Job's values; a deepseek2 GGUF does not read
-// back and says why; the estimate for DeepSeek-V3's and Kimi-K2's own shapes.
+// writes kv_b_proj as llama.cpp's attn_k_b / attn_v_b with the Job's values; a deepseek2 GGUF reads back as the
+// same model (kv_b_proj joined again); the estimate for DeepSeek-V3's and Kimi-K2's own shapes.
 #include <gtest/gtest.h>
 
 #include <cstdio>
@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <span>
 #include <string>
 #include <tuple>
 
@@ -21,12 +22,16 @@
 #include "qs/io/checkpoint.h"
 #include "qs/io/dtype.h"
 #include "qs/io/gguf_file.h"
+#include "qs/io/gguf_writer.h"
 #include "qs/model/model_config.h"
+#include "qs/model/model_config_fields.h"
 #include "qs/model/transformer.h"
+#include "qs/pipeline/checkpoint_eval.h"
 #include "qs/pipeline/decoded_weights.h"
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/gguf_export.h"
 #include "qs/pipeline/gguf_result_export.h"
+#include "qs/pipeline/model_checkpoint.h"
 #include "qs/pipeline/resource_estimate.h"
 
 #include "tiny_checkpoint_job.h"
@@ -218,21 +223,182 @@ TEST(DeepseekV3Export, TheGgufExportRefusesWhatDeepseek2WouldRunAsAnotherModel) 
     refused([](nlohmann::json& c) { c["rope_interleave"] = false; }, "rope_interleave");
 }
 
-TEST(DeepseekV3Export, ADeepseek2GgufIsRefusedAsAModelSayingWhy) {
-    const fs::path dir = scratch("gguf");
+// A deepseek2 GGUF written with `chooser` from `source`, in a scratch folder of its own.
+fs::path deepseek2Gguf(const fs::path& source, const std::string& name, GgufTypeChooser chooser) {
+    const fs::path dir = scratch(name);
     fs::create_directories(dir);
     GgufExportOptions options;
-    options.chooser = uniformGgufType(io::GgmlType::F32);
-    const fs::path gguf = writeGguf(io::Checkpoint::open(kDeepseek), dir / "ds.gguf", options, {}, CancelToken{});
-    const io::Checkpoint back = io::Checkpoint::open(gguf);  // its tensors can be inspected
-    EXPECT_NE(back.find("blk.1.attn_k_b.weight"), nullptr);
-    try {
-        (void)model::ModelConfig::fromCheckpoint(back);
-        ADD_FAILURE() << "a deepseek2 GGUF was read as a model";
-    } catch (const Error& e) {
-        EXPECT_NE(std::string(e.what()).find("attn_k_b, attn_v_b"), std::string::npos) << e.what();
+    options.chooser = std::move(chooser);
+    return writeGguf(io::Checkpoint::open(source), dir / (name + ".gguf"), options, {}, CancelToken{});
+}
+
+// Our F32 deepseek2 GGUF reads back as the same model: kv_b_proj joined from attn_k_b and attn_v_b byte for byte,
+// the config from the metadata (q_lora_rank, the heads' widths, YaRN's mscale, the router), the same logits exactly;
+// with q_a / q_b (deepseek-v3-tiny) and q_proj (kimi-k2-tiny, which reads back as DeepSeek-V3: the same model).
+TEST(DeepseekV3Gguf, AnF32GgufReadsBackAsTheSameModelBitForBit) {
+    for (const fs::path& source : {kDeepseek, kKimi}) {
+        SCOPED_TRACE(source.filename().string());
+        const fs::path gguf = deepseek2Gguf(source, "f32", uniformGgufType(io::GgmlType::F32));
+        const io::Checkpoint original = io::Checkpoint::open(source), back = io::Checkpoint::open(gguf);
+        const model::ModelConfig want = model::ModelConfig::fromCheckpoint(original);
+        const model::ModelConfig read = model::ModelConfig::fromCheckpoint(back);
+        EXPECT_EQ(read.modelType, "deepseek_v3");
+        EXPECT_EQ(model::forwardPassDifferences(want, read), std::vector<std::string>{});
+        EXPECT_EQ(back.find("blk.1.attn_k_b.weight"), nullptr);
+        EXPECT_EQ(back.find("blk.1.attn_v_b.weight"), nullptr);
+        for (int layer = 0; layer < want.numLayers; ++layer) {
+            const std::string kvB = "model.layers." + std::to_string(layer) + ".self_attn.kv_b_proj.weight";
+            ASSERT_NE(back.find(kvB), nullptr) << kvB;
+            EXPECT_TRUE(test::sameBytes(back.tensor(kvB), original.tensor(kvB))) << kvB;
+        }
+        const auto sequence = test::tinyTokens(source, 1, 48).front();
+        const MatrixF logits = model::Transformer::fromCheckpoint(original).forward(sequence);
+        EXPECT_EQ((model::Transformer::fromCheckpoint(back).forward(sequence) - logits).cwiseAbs().maxCoeff(), 0.0f);
+        fs::remove_all(gguf.parent_path());
     }
-    fs::remove_all(dir);
+}
+
+// F16 halves move back into kv_b_proj as they are; a block type (attn_v_b in Q8_0) or two types are decoded, and
+// kv_b_proj is the F32 of what the file holds.
+TEST(DeepseekV3Gguf, KvBIsRebuiltFromF16BytesAndFromDecodedBlocks) {
+    const io::Checkpoint original = io::Checkpoint::open(kDeepseek);
+    const std::string kvB = "model.layers.1.self_attn.kv_b_proj.weight";
+    const std::vector<float> source = original.tensor(kvB).toF32();
+    {
+        const fs::path gguf = deepseek2Gguf(kDeepseek, "f16", uniformGgufType(io::GgmlType::F16));
+        const io::Checkpoint back = io::Checkpoint::open(gguf);
+        const io::TensorView joined = back.tensor(kvB);
+        EXPECT_EQ(joined.dtype(), io::DType::F16);
+        EXPECT_EQ(joined.shape(), (std::vector<std::int64_t>{4 * (16 + 16), 32}));
+        const std::vector<float> values = joined.toF32();
+        ASSERT_EQ(values.size(), source.size());
+        for (std::size_t i = 0; i < values.size(); ++i)
+            ASSERT_EQ(values[i], io::f16ToF32(io::f32ToF16(source[i]))) << i;
+        fs::remove_all(gguf.parent_path());
+    }
+    const fs::path gguf = deepseek2Gguf(kDeepseek, "q8_0", [](const GgufTensorChoice& c) {
+        return c.ggufName.ends_with("attn_v_b.weight") ? io::GgmlType::Q8_0 : io::GgmlType::F16;
+    });
+    const io::GgufFile file = io::GgufFile::open(gguf);
+    ASSERT_EQ(file.find("blk.1.attn_v_b.weight")->ggmlType, io::GgmlType::Q8_0);
+    const std::vector<float> k = file.view(*file.find("blk.1.attn_k_b.weight")).toF32();
+    const std::vector<float> v = file.view(*file.find("blk.1.attn_v_b.weight")).toF32();
+    const io::Checkpoint back = io::Checkpoint::open(gguf);
+    const io::TensorView joined = back.tensor(kvB);
+    EXPECT_EQ(joined.dtype(), io::DType::F32);
+    const std::vector<float> values = joined.toF32();
+    ASSERT_EQ(values.size(), source.size());
+    for (int h = 0; h < 4; ++h)
+        for (int j = 0; j < 32; ++j)
+            for (int i = 0; i < 16; ++i) {
+                EXPECT_EQ(values[std::size_t((h * 32 + i) * 32 + j)], k[std::size_t((h * 32 + j) * 16 + i)]);
+                EXPECT_EQ(values[std::size_t((h * 32 + 16 + i) * 32 + j)], v[std::size_t((h * 16 + i) * 32 + j)]);
+            }
+    // The model runs from it.
+    const auto sequence = test::tinyTokens(kDeepseek, 1, 16).front();
+    EXPECT_TRUE(model::Transformer::fromCheckpoint(back).forward(sequence).allFinite());
+    fs::remove_all(gguf.parent_path());
+}
+
+// A GGUF method's file (kv_b_proj in F16, the other linears and the embeddings in the mix's blocks) reads back as
+// the model the Job measured: evaluated as any downloaded GGUF, it gives the Job's KL (q4_k_m of deepseek-v3-tiny,
+// q8_0 of kimi-k2-tiny).
+TEST(DeepseekV3Gguf, AGgufMethodsFileEvaluatesToTheKlTheJobMeasured) {
+    for (const auto& [source, method] : {std::pair{kDeepseek, "q4_k_m"}, std::pair{kKimi, "q8_0"}}) {
+        SCOPED_TRACE(method);
+        JobPlan plan;
+        plan.checkpoint = source;
+        plan.methods = {parseMethod(method, 16)};
+        plan.calibration = test::tinyTokens(source, 8, 64);
+        plan.evaluation = test::tinyTokens(source, 2, 64);
+        const JobResult job = Job(plan).run({}, CancelToken{});
+        const MethodResult& result = job.methods.front();
+        ASSERT_TRUE(result.error.empty()) << result.error;
+        const fs::path dir = scratch(method);
+        fs::create_directories(dir);
+        const fs::path file =
+            writeGgufResult(io::Checkpoint::open(source), result, dir / "tiny.gguf", {}, {}, CancelToken{});
+        const io::Checkpoint back = io::Checkpoint::open(file);
+        EXPECT_EQ(back.quantizationConfig().value("quant_method", ""), "gguf");
+        EXPECT_EQ(model::forwardPassDifferences(model::ModelConfig::fromCheckpoint(io::Checkpoint::open(source)),
+                                                model::ModelConfig::fromCheckpoint(back)),
+                  std::vector<std::string>{});
+        const CheckpointEvalResult e = evaluateCheckpoints({source, file, plan.evaluation}, {}, CancelToken{});
+        EXPECT_GT(result.kl.meanKld.value, 0.0);
+        EXPECT_EQ(e.kl.meanKld.value, result.kl.meanKld.value);
+        fs::remove_all(dir);
+    }
+}
+
+// A file as an older llama.cpp converter wrote it (kv_b_proj whole, as attn_kv_b; key_length / value_length the
+// heads' widths, no *_mla keys) reads back too: here, ours with the split undone in the metadata and the tensors.
+TEST(DeepseekV3Gguf, AnOlderConvertersWholeAttnKvBReadsBack) {
+    const fs::path split = deepseek2Gguf(kDeepseek, "older", uniformGgufType(io::GgmlType::F32));
+    const io::Checkpoint original = io::Checkpoint::open(kDeepseek);
+    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(original);
+    const io::GgufFile file = io::GgufFile::open(split);
+    const fs::path older = split.parent_path() / "older" / "older.gguf";
+    fs::create_directories(older.parent_path());
+    io::GgufWriter writer(older);
+    for (const auto& [key, value] : file.metadata().entries()) {
+        if (key.ends_with("_mla")) continue;
+        if (key == "deepseek2.attention.key_length")
+            writer.set(key, io::GgufValue::u32(16 + 8));
+        else if (key == "deepseek2.attention.value_length")
+            writer.set(key, io::GgufValue::u32(16));
+        else if (key == "deepseek2.attention.head_count_kv")
+            writer.set(key, io::GgufValue::u32(4));
+        else
+            writer.set(key, value);
+    }
+    for (const io::TensorInfo& t : file.tensors()) {
+        if (t.name.ends_with("attn_v_b.weight")) continue;
+        if (t.name.ends_with("attn_k_b.weight")) {
+            const std::string layer = t.name.substr(4, t.name.find('.', 4) - 4);
+            const io::TensorView kvB = original.tensor("model.layers." + layer + ".self_attn.kv_b_proj.weight");
+            writer.addTensor("blk." + layer + ".attn_kv_b.weight", io::GgmlType::F32, kvB.shape(), kvB.bytes());
+            continue;
+        }
+        writer.addTensor(t.name, *t.ggmlType, t.shape, file.view(t).bytes());
+    }
+    writer.finish();
+    const io::Checkpoint back = io::Checkpoint::open(older);
+    EXPECT_EQ(model::forwardPassDifferences(config, model::ModelConfig::fromCheckpoint(back)),
+              std::vector<std::string>{});
+    const auto sequence = test::tinyTokens(kDeepseek, 1, 48).front();
+    const MatrixF logits = model::Transformer::fromCheckpoint(original).forward(sequence);
+    EXPECT_EQ((model::Transformer::fromCheckpoint(back).forward(sequence) - logits).cwiseAbs().maxCoeff(), 0.0f);
+    fs::remove_all(split.parent_path());
+}
+
+// A converter that keeps the next-token-prediction layer (llama.cpp's nextn_predict_layers, counted in block_count
+// after the decoder's, with its nextn.* tensors): it is the checkpoint's trailing layer, stored and not run.
+TEST(DeepseekV3Gguf, ANextTokenPredictionLayerInBlockCountIsNotRun) {
+    const fs::path plain = deepseek2Gguf(kDeepseek, "nextn", uniformGgufType(io::GgmlType::F32));
+    const io::GgufFile file = io::GgufFile::open(plain);
+    const fs::path withMtp = plain.parent_path() / "mtp" / "mtp.gguf";
+    fs::create_directories(withMtp.parent_path());
+    io::GgufWriter writer(withMtp);
+    for (const auto& [key, value] : file.metadata().entries())
+        writer.set(key, key == "deepseek2.block_count" ? io::GgufValue::u32(4) : value);
+    writer.set("deepseek2.nextn_predict_layers", io::GgufValue::u32(1));
+    for (const io::TensorInfo& t : file.tensors()) {
+        writer.addTensor(t.name, *t.ggmlType, t.shape, file.view(t).bytes());
+        if (t.name.starts_with("blk.2."))
+            writer.addTensor("blk.3." + t.name.substr(6), *t.ggmlType, t.shape, file.view(t).bytes());
+    }
+    const std::vector<float> eh(32 * 64, 0.5f);
+    writer.addTensor("blk.3.nextn.eh_proj.weight", io::GgmlType::F32, {32, 64}, std::as_bytes(std::span(eh)));
+    writer.finish();
+    const io::Checkpoint original = io::Checkpoint::open(kDeepseek), back = openModelCheckpoint(withMtp, false);
+    const model::ModelConfig read = model::ModelConfig::fromCheckpoint(back);
+    EXPECT_EQ(read.numLayers, 3);
+    EXPECT_EQ(model::forwardPassDifferences(model::ModelConfig::fromCheckpoint(original), read),
+              std::vector<std::string>{});
+    const auto sequence = test::tinyTokens(kDeepseek, 1, 48).front();
+    const MatrixF logits = model::Transformer::fromCheckpoint(original).forward(sequence);
+    EXPECT_EQ((model::Transformer::fromCheckpoint(back).forward(sequence) - logits).cwiseAbs().maxCoeff(), 0.0f);
+    fs::remove_all(plain.parent_path());
 }
 
 namespace {

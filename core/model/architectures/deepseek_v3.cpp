@@ -8,14 +8,18 @@
 // the decoder's) are not run.
 // llama.cpp's deepseek2: NORM RoPE (adjacent pairs, which rope_interleave's layout is) on
 // rope.dimension_count = qk_rope_head_dim, kv_b_proj split into attn_k_b (each head's key rows,
-// transposed) and attn_v_b, the correction bias as exp_probs_b.bias, the shared expert as *_shexp.
+// transposed) and attn_v_b, the correction bias as exp_probs_b.bias, the shared expert as *_shexp. Read back
+// (io's gguf_checkpoint.cpp, gguf_config.cpp), attn_k_b and attn_v_b are joined into kv_b_proj again, or
+// attn_kv_b is read as it is where an older converter wrote it whole.
 #include "families.h"
 
 namespace qs::architectures::detail {
 
 namespace {
 
-Family deepseekFamily(std::string_view modelType, std::string_view displayName) {
+// Both write deepseek2; a deepseek2 GGUF reads back as DeepSeek-V3 (`readsGguf`), Kimi-K2's included: the same
+// model under another model_type.
+Family deepseekFamily(std::string_view modelType, std::string_view displayName, bool readsGguf) {
     return Family{
         .modelType = modelType,
         .hfClass = "DeepseekV3ForCausalLM",
@@ -33,10 +37,7 @@ Family deepseekFamily(std::string_view modelType, std::string_view displayName) 
                        .firstDenseKey = "first_k_dense_replace"},
         .trailingLayersKey = "num_nextn_predict_layers",
         .ggufArch = "deepseek2",
-        .ggufReadBack = GgufReadBack::No,
-        .ggufReadBackMissing =
-            "its kv_b_proj is stored split and transposed per head (attn_k_b, attn_v_b), "
-            "which the GGUF reader does not join back into one tensor",
+        .ggufReadBack = readsGguf ? GgufReadBack::Always : GgufReadBack::No,
         .ggufNames = {{"attn_q_a", "self_attn.q_a_proj"},
                       {"attn_q_a_norm", "self_attn.q_a_layernorm"},
                       {"attn_q_b", "self_attn.q_b_proj"},
@@ -55,13 +56,13 @@ Family deepseekFamily(std::string_view modelType, std::string_view displayName) 
 }  // namespace
 
 const Family& deepseekV3() {
-    static const Family f = deepseekFamily("deepseek_v3", "DeepSeek-V3");
+    static const Family f = deepseekFamily("deepseek_v3", "DeepSeek-V3", true);
     return f;
 }
 
 // Moonshot ships Kimi-K2 as DeepseekV3ForCausalLM under its own model_type (so that engines can tell it apart).
 const Family& kimiK2() {
-    static const Family f = deepseekFamily("kimi_k2", "Kimi-K2");
+    static const Family f = deepseekFamily("kimi_k2", "Kimi-K2", false);
     return f;
 }
 

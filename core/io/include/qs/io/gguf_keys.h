@@ -49,6 +49,9 @@ inline constexpr const char* kExpertGroupUsedCount = "expert_group_used_count";
 inline constexpr const char* kLeadingDenseBlockCount = "leading_dense_block_count";
 inline constexpr int kGatingSigmoid = 2;
 inline constexpr const char* kDeepstackLayers = "n_deepstack_layers";
+// The next-token-prediction (MTP) layers that llama.cpp's glm4moe / deepseek2 count in block_count, after the
+// decoder's (LLM_KV_NEXTN_PREDICT_LAYERS).
+inline constexpr const char* kNextnPredictLayers = "nextn_predict_layers";
 // deepseek2's multi-head latent attention: the low ranks, and each head's query/key and value widths after
 // kv_b (key_length / value_length are then those of the latent's MQA head: kv_lora_rank + rope, kv_lora_rank).
 inline constexpr const char* kQLoraRank = "attention.q_lora_rank";
