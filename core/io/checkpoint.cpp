@@ -93,8 +93,8 @@ struct Checkpoint::Impl {
     std::vector<SafetensorsFile> shards;
     std::optional<GgufFile> gguf;
     std::vector<TensorInfo> ggufTensors;  // the GGUF's tensors under Hugging Face names
-    // Tensors whose values are read back computed (gemma3's norms, stored as 1 + w): their bytes live in
-    // `computed`, at their TensorInfo's offsets there.
+    // Tensors whose values are read back computed (norms stored as 1 + w, Qwen3.5's linear attention): their bytes
+    // live in `computed`, at their TensorInfo's offsets there.
     std::optional<detail::SharedMemory> computed;
     std::set<const TensorInfo*> computedTensors;
     json config = json::object();
@@ -108,7 +108,7 @@ struct Checkpoint::Impl {
 
     void addShardTensors();
     void openGguf(const fs::path& path);
-    void shiftValues(const std::vector<std::pair<std::size_t, float>>& shifts);
+    void rewriteValues(const std::vector<detail::GgufRewrite>& rewrites);
     void checkAgainstIndex(const std::map<std::string, std::string>& weightMap, const fs::path& indexPath) const;
     void readConfig();
     void splitFusedExperts();
@@ -234,7 +234,7 @@ void Checkpoint::Impl::openGguf(const fs::path& path) {
     gguf = GgufFile::open(path);
     detail::GgufCheckpoint view = detail::describeGgufCheckpoint(*gguf);
     ggufTensors = std::move(view.tensors);
-    shiftValues(view.valueShifts);
+    rewriteValues(view.rewrites);
     for (const auto& info : ggufTensors) tensors.push_back(CheckpointTensor{&info, 0, parseTensorName(info.name)});
     std::sort(tensors.begin(), tensors.end(), [](const auto& a, const auto& b) { return a.info->name < b.info->name; });
     for (std::size_t i = 0; i < tensors.size(); ++i)
@@ -247,29 +247,72 @@ void Checkpoint::Impl::openGguf(const fs::path& path) {
     hasTokenizer = gguf->metadata().contains("tokenizer.ggml.tokens") || fs::exists(root / "tokenizer.json");
 }
 
-// The listed tensors decoded once, shifted and kept as F32 in `computed`; their TensorInfo now points there.
-void Checkpoint::Impl::shiftValues(const std::vector<std::pair<std::size_t, float>>& shifts) {
-    if (shifts.empty()) return;
+// The listed tensors read back through the inverse of the converter's transform and kept in `computed`; their
+// TensorInfo now points there. Value heads that move as whole rows or whole blocks keep their quantized bytes;
+// everything else is decoded to F32 first.
+void Checkpoint::Impl::rewriteValues(const std::vector<detail::GgufRewrite>& rewrites) {
+    const auto keepsBlocks = [&](const detail::GgufRewrite& r) {
+        const TensorInfo& info = ggufTensors.at(r.index);
+        const int block = ggmlTypeTraits(*info.ggmlType).blockElements;
+        const detail::GgufValueHeads* v = r.groupValueHeads ? &*r.groupValueHeads : nullptr;
+        return r.shift == 0.0f && !r.logOfNegated && v != nullptr && block > 1 &&
+               (!v->columns || (v->run % block == 0 && v->offset % block == 0));
+    };
+    const auto valueChanging = [&](const detail::GgufRewrite& r) {
+        return r.shift != 0.0f || r.logOfNegated || r.groupValueHeads.has_value();
+    };
     std::uint64_t total = 0;
-    for (const auto& [index, shift] : shifts)
-        total += static_cast<std::uint64_t>(ggufTensors.at(index).numel()) * sizeof(float);
-    computed.emplace(static_cast<std::size_t>(total));
-    const std::span<std::byte> out = computed->writable();
+    for (const detail::GgufRewrite& r : rewrites) {
+        const TensorInfo& info = ggufTensors.at(r.index);
+        if (keepsBlocks(r))
+            total += info.end - info.begin;
+        else if (valueChanging(r))
+            total += static_cast<std::uint64_t>(info.numel()) * sizeof(float);
+    }
+    if (total > 0) computed.emplace(static_cast<std::size_t>(total));
     std::uint64_t at = 0;
-    for (const auto& [index, shift] : shifts) {
-        TensorInfo& info = ggufTensors.at(index);
-        std::vector<float> values = gguf->view(info).toF32();
-        for (float& v : values) v += shift;
-        std::memcpy(out.data() + at, values.data(), values.size() * sizeof(float));
-        info.ggmlType = GgmlType::F32;
-        info.dtype = DType::F32;
-        info.ropeInterleavedHeads = 0;  // undone by the decode above
+    for (const detail::GgufRewrite& r : rewrites) {
+        TensorInfo& info = ggufTensors.at(r.index);
+        const std::vector<std::int64_t> storedShape = info.shape;
+        if (!r.shape.empty()) info.shape = r.shape;
+        if (!valueChanging(r)) continue;
+        const std::int64_t rows = storedShape.empty() ? 1 : storedShape.front();
+        std::vector<std::byte> bytes;
+        std::int64_t rowBytes = 0, offset = 0, run = 0;
+        if (keepsBlocks(r)) {
+            const std::span<const std::byte> stored = gguf->view(ggufTensors.at(r.index)).bytes();
+            bytes.assign(stored.begin(), stored.end());
+            const detail::GgufValueHeads& v = *r.groupValueHeads;
+            const GgmlTypeTraits& traits = ggmlTypeTraits(*info.ggmlType);
+            rowBytes = static_cast<std::int64_t>(ggmlRowBytes(*info.ggmlType, storedShape.back()));
+            offset = v.columns ? v.offset / traits.blockElements * traits.blockBytes : v.offset;
+            run = v.columns ? v.run / traits.blockElements * traits.blockBytes : v.run;
+        } else {
+            std::vector<float> values = gguf->view(info).toF32();
+            for (float& x : values) x += r.shift;
+            if (r.logOfNegated)
+                for (float& x : values) x = detail::aLogOfSsmA(x);
+            bytes.resize(values.size() * sizeof(float));
+            std::memcpy(bytes.data(), values.data(), bytes.size());
+            const std::int64_t cols = storedShape.size() > 1 ? storedShape.back() : 1;
+            rowBytes = cols * static_cast<std::int64_t>(sizeof(float));
+            if (r.groupValueHeads) {
+                const detail::GgufValueHeads& v = *r.groupValueHeads;
+                offset = v.columns ? v.offset * static_cast<std::int64_t>(sizeof(float)) : v.offset;
+                run = v.columns ? v.run * static_cast<std::int64_t>(sizeof(float)) : v.run;
+            }
+            info.ggmlType = GgmlType::F32;
+            info.dtype = DType::F32;
+            info.ropeInterleavedHeads = 0;  // undone by the decode above
+        }
+        if (r.groupValueHeads) detail::groupValueHeads(bytes, rows, rowBytes, *r.groupValueHeads, offset, run);
+        std::memcpy(computed->writable().data() + at, bytes.data(), bytes.size());
         info.begin = at;
-        info.end = at + values.size() * sizeof(float);
+        info.end = at + bytes.size();
         at = info.end;
         computedTensors.insert(&info);
     }
-    computed->seal();
+    if (computed) computed->seal();
 }
 
 void Checkpoint::Impl::checkAgainstIndex(const std::map<std::string, std::string>& weightMap,
