@@ -14,6 +14,7 @@
 #include "qs/error.h"
 #include "qs/io/json_file.h"
 #include "qs/io/json_value.h"
+#include "qs/io/shape_text.h"
 #include "qs/message_text.h"
 
 #include "fused_experts.h"
@@ -248,14 +249,14 @@ void Checkpoint::Impl::openGguf(const fs::path& path) {
 }
 
 // The listed tensors read back through the inverse of the converter's transform and kept in `computed`; their
-// TensorInfo now points there. Value heads that move as whole rows or whole blocks keep their quantized bytes;
-// everything else is decoded to F32 first.
+// TensorInfo now points there. Value heads that move as whole rows or whole blocks keep their bytes and type (F16,
+// BF16, a quantized type); everything else is decoded to F32 first.
 void Checkpoint::Impl::rewriteValues(const std::vector<detail::GgufRewrite>& rewrites) {
     const auto keepsBlocks = [&](const detail::GgufRewrite& r) {
         const TensorInfo& info = ggufTensors.at(r.index);
         const int block = ggmlTypeTraits(*info.ggmlType).blockElements;
         const detail::GgufValueHeads* v = r.groupValueHeads ? &*r.groupValueHeads : nullptr;
-        return r.shift == 0.0f && !r.logOfNegated && v != nullptr && block > 1 &&
+        return r.shift == 0.0f && !r.logOfNegated && v != nullptr &&
                (!v->columns || (v->run % block == 0 && v->offset % block == 0));
     };
     const auto valueChanging = [&](const detail::GgufRewrite& r) {
@@ -284,7 +285,8 @@ void Checkpoint::Impl::rewriteValues(const std::vector<detail::GgufRewrite>& rew
             bytes.assign(stored.begin(), stored.end());
             const detail::GgufValueHeads& v = *r.groupValueHeads;
             const GgmlTypeTraits& traits = ggmlTypeTraits(*info.ggmlType);
-            rowBytes = static_cast<std::int64_t>(ggmlRowBytes(*info.ggmlType, storedShape.back()));
+            const std::int64_t cols = storedShape.size() > 1 ? storedShape.back() : 1;  // a vector: a value per row
+            rowBytes = static_cast<std::int64_t>(ggmlRowBytes(*info.ggmlType, cols));
             offset = v.columns ? v.offset / traits.blockElements * traits.blockBytes : v.offset;
             run = v.columns ? v.run / traits.blockElements * traits.blockBytes : v.run;
         } else {
@@ -305,7 +307,11 @@ void Checkpoint::Impl::rewriteValues(const std::vector<detail::GgufRewrite>& rew
             info.dtype = DType::F32;
             info.ropeInterleavedHeads = 0;  // undone by the decode above
         }
-        if (r.groupValueHeads) detail::groupValueHeads(bytes, rows, rowBytes, *r.groupValueHeads, offset, run);
+        if (r.groupValueHeads && !detail::groupValueHeads(bytes, rows, rowBytes, *r.groupValueHeads, offset, run))
+            throw Error(gguf->path().string() + ": tensor '" + info.name + "' " + shapeText(storedShape) +
+                        " does not hold the " +
+                        std::to_string(r.groupValueHeads->keyHeads * r.groupValueHeads->perKey) +
+                        " value heads its ssm.* metadata describes");
         std::memcpy(computed->writable().data() + at, bytes.data(), bytes.size());
         info.begin = at;
         info.end = at + bytes.size();

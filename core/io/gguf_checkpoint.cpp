@@ -90,9 +90,14 @@ std::optional<GgufRewrite> linearAttentionRewrite(const TensorInfo& t, const jso
 
 }  // namespace
 
-void groupValueHeads(std::vector<std::byte>& data, std::int64_t rows, std::int64_t rowBytes, const GgufValueHeads& v,
+bool groupValueHeads(std::vector<std::byte>& data, std::int64_t rows, std::int64_t rowBytes, const GgufValueHeads& v,
                      std::int64_t offset, std::int64_t run) {
     const std::int64_t heads = std::int64_t{v.keyHeads} * v.perKey;
+    const std::int64_t span = v.columns ? rowBytes : rows;  // what the heads' runs must fit in
+    if (v.keyHeads < 1 || v.perKey < 1 || run < 1 || offset < 0 || rows < 0 || rowBytes < 0 ||
+        static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(rowBytes) != data.size() || heads > span ||
+        run > span || offset > span - heads * run)
+        return false;
     const std::vector<std::byte> old = data;
     const auto tiled = [&](std::int64_t grouped) {  // grouped kh * perKey + j sits at tiled j * keyHeads + kh
         return (grouped % v.perKey) * v.keyHeads + grouped / v.perKey;
@@ -102,11 +107,12 @@ void groupValueHeads(std::vector<std::byte>& data, std::int64_t rows, std::int64
             for (std::int64_t h = 0; h < heads; ++h)
                 std::copy_n(old.begin() + r * rowBytes + offset + tiled(h) * run, run,
                             data.begin() + r * rowBytes + offset + h * run);
-        return;
+        return true;
     }
     for (std::int64_t h = 0; h < heads; ++h)
         std::copy_n(old.begin() + (offset + tiled(h) * run) * rowBytes, run * rowBytes,
                     data.begin() + (offset + h * run) * rowBytes);
+    return true;
 }
 
 float aLogOfSsmA(float ssmA) {

@@ -35,8 +35,9 @@ struct GgufRewrite {
 };
 
 // `data`, `rows` rows of `rowBytes` bytes, with the value heads moved from tiled back to grouped order; `offset`
-// and `run` count rows, or with `columns` bytes within a row.
-void groupValueHeads(std::vector<std::byte>& data, std::int64_t rows, std::int64_t rowBytes, const GgufValueHeads& v,
+// and `run` count rows, or with `columns` bytes within a row. False, `data` untouched, when the heads' runs do not
+// fit in the tensor (a file whose shapes disagree with its ssm.* keys).
+bool groupValueHeads(std::vector<std::byte>& data, std::int64_t rows, std::int64_t rowBytes, const GgufValueHeads& v,
                      std::int64_t offset, std::int64_t run);
 
 // The float whose -std::exp gives `ssmA` back (nearest log(-ssmA) first): Qwen3.5's A_log.

@@ -493,3 +493,43 @@ TEST(Qwen35Export, TheJobsQ8_0GgufReadsBackAsTheJobsModel) {
     EXPECT_LT((got - want).cwiseAbs().maxCoeff(), 0.15f * want.cwiseAbs().maxCoeff());
     fs::remove_all(dir);
 }
+
+// A K-quant's 256-wide blocks of ssm_out hold several value heads' columns (as in a published Q4_K_M): no block
+// move undoes the tiling, so the tensor is decoded to F32 and its columns moved back (the F16 tensors' rows and
+// columns move as they are). qwen35-tiny as a dense Q4_K GGUF (matrices whose rows are whole 256-blocks, ssm_out, in Q4_K, the others
+// F16) reads back with ssm_out the file's decoded columns in grouped order.
+TEST(Qwen35Export, AKQuantSsmOutReadsBackDecodedWithItsColumnsGrouped) {
+    const fs::path checkpoint = kData / "qwen35-tiny";
+    const fs::path dir = scratch("q4_k_back");
+    fs::create_directories(dir);
+    GgufExportOptions options;
+    options.chooser = uniformGgufType(io::GgmlType::Q4_K);
+    const fs::path file = writeGguf(io::Checkpoint::open(checkpoint), dir / "q4k.gguf", options, {}, CancelToken{});
+    const io::GgufFile gguf = io::GgufFile::open(file);
+    const io::TensorInfo& stored = *gguf.find("blk.0.ssm_out.weight");
+    ASSERT_EQ(stored.ggmlType, io::GgmlType::Q4_K);
+    const std::vector<float> tiled = gguf.view(stored).toF32();
+    const io::Checkpoint back = io::Checkpoint::open(file);
+    const io::TensorView out = back.tensor("model.layers.0.linear_attn.out_proj.weight");
+    EXPECT_EQ(out.info().ggmlType, io::GgmlType::F32);
+    ASSERT_EQ(out.shape(), stored.shape);
+    const std::vector<float> grouped = out.toF32();
+    constexpr int keyHeads = 2, perKey = 4, dim = 32;
+    const std::int64_t cols = stored.shape[1];
+    for (std::int64_t r = 0; r < stored.shape[0]; ++r)
+        for (int h = 0; h < keyHeads * perKey; ++h)
+            for (int c = 0; c < dim; ++c)
+                ASSERT_EQ(grouped[r * cols + h * dim + c],
+                          tiled[r * cols + ((h % perKey) * keyHeads + h / perKey) * dim + c]);
+    // The F16 in_proj_qkv's value rows come back grouped, still F16: the source's, rounded to F16.
+    EXPECT_EQ(back.tensor("model.layers.0.linear_attn.in_proj_qkv.weight").info().ggmlType, io::GgmlType::F16);
+    const std::vector<float> qkv = back.tensor("model.layers.0.linear_attn.in_proj_qkv.weight").toF32();
+    const std::vector<float> want =
+        io::Checkpoint::open(checkpoint).tensor("model.layers.0.linear_attn.in_proj_qkv.weight").toF32();
+    ASSERT_EQ(qkv.size(), want.size());
+    for (std::size_t k = 0; k < qkv.size(); ++k) ASSERT_EQ(qkv[k], io::f16ToF32(io::f32ToF16(want[k]))) << k;
+    const auto sequence = test::tinyTokens(checkpoint, 1, 48).front();
+    const MatrixF logits = model::Transformer::fromCheckpoint(back).forward(sequence);
+    EXPECT_TRUE(logits.allFinite());
+    fs::remove_all(dir);
+}
