@@ -16,6 +16,7 @@
 #include "qs/io/ggml_type.h"
 #include "qs/io/json_file.h"
 #include "qs/io/json_value.h"
+#include "qs/io/shape_text.h"
 #include "qs/message_text.h"
 
 #include "fused_experts.h"
@@ -95,8 +96,8 @@ struct Checkpoint::Impl {
     std::vector<SafetensorsFile> shards;
     std::optional<GgufFile> gguf;
     std::vector<TensorInfo> ggufTensors;  // the GGUF's tensors under Hugging Face names
-    // Tensors whose values are read back computed (gemma3's norms, stored as 1 + w): their bytes live in
-    // `computed`, at their TensorInfo's offsets there.
+    // Tensors whose values are read back computed (norms stored as 1 + w, Qwen3.5's linear attention): their bytes
+    // live in `computed`, at their TensorInfo's offsets there.
     std::optional<detail::SharedMemory> computed;
     std::set<const TensorInfo*> computedTensors;
     json config = json::object();
@@ -286,41 +287,89 @@ void joinLatent(const GgufFile& gguf, const detail::GgufCheckpoint::LatentJoin& 
 
 }  // namespace
 
-// The tensors read back computed, kept in `computed` with their TensorInfo pointing there: the listed norms
-// decoded once, shifted and kept as F32; deepseek2's kv_b_proj joined from attn_k_b and attn_v_b.
+// The tensors read back computed, kept in `computed` with their TensorInfo pointing there: those stored through a
+// transform of llama.cpp's converter, read back through its inverse (value heads that move as whole rows or whole
+// blocks keep their bytes and type: F16, BF16, a quantized type; everything else is decoded to F32 first), and
+// deepseek2's kv_b_proj joined from attn_k_b and attn_v_b.
 void Checkpoint::Impl::computeGgufTensors(const detail::GgufCheckpoint& view) {
-    const auto& shifts = view.valueShifts;
-    if (shifts.empty() && view.latentJoins.empty()) return;
+    const std::vector<detail::GgufRewrite>& rewrites = view.rewrites;
+    const auto keepsBlocks = [&](const detail::GgufRewrite& r) {
+        const TensorInfo& info = ggufTensors.at(r.index);
+        const int block = ggmlTypeTraits(*info.ggmlType).blockElements;
+        const detail::GgufValueHeads* v = r.groupValueHeads ? &*r.groupValueHeads : nullptr;
+        return r.shift == 0.0f && !r.logOfNegated && v != nullptr &&
+               (!v->columns || (v->run % block == 0 && v->offset % block == 0));
+    };
+    const auto valueChanging = [&](const detail::GgufRewrite& r) {
+        return r.shift != 0.0f || r.logOfNegated || r.groupValueHeads.has_value();
+    };
     std::uint64_t total = 0;
-    for (const auto& [index, shift] : shifts)
-        total += static_cast<std::uint64_t>(ggufTensors.at(index).numel()) * sizeof(float);
+    for (const detail::GgufRewrite& r : rewrites) {
+        const TensorInfo& info = ggufTensors.at(r.index);
+        if (keepsBlocks(r))
+            total += info.end - info.begin;
+        else if (valueChanging(r))
+            total += static_cast<std::uint64_t>(info.numel()) * sizeof(float);
+    }
     for (const auto& join : view.latentJoins) total += ggufTensors.at(join.index).storedSize();
-    computed.emplace(static_cast<std::size_t>(total));
-    const std::span<std::byte> out = computed->writable();
+    if (total > 0) computed.emplace(static_cast<std::size_t>(total));
     std::uint64_t at = 0;
-    for (const auto& [index, shift] : shifts) {
-        TensorInfo& info = ggufTensors.at(index);
-        std::vector<float> values = gguf->view(info).toF32();
-        for (float& v : values) v += shift;
-        std::memcpy(out.data() + at, values.data(), values.size() * sizeof(float));
-        info.ggmlType = GgmlType::F32;
-        info.dtype = DType::F32;
-        info.ropeInterleavedHeads = 0;  // undone by the decode above
+    for (const detail::GgufRewrite& r : rewrites) {
+        TensorInfo& info = ggufTensors.at(r.index);
+        const std::vector<std::int64_t> storedShape = info.shape;
+        if (!r.shape.empty()) info.shape = r.shape;
+        if (!valueChanging(r)) continue;
+        const std::int64_t rows = storedShape.empty() ? 1 : storedShape.front();
+        std::vector<std::byte> bytes;
+        std::int64_t rowBytes = 0, offset = 0, run = 0;
+        if (keepsBlocks(r)) {
+            const std::span<const std::byte> stored = gguf->view(ggufTensors.at(r.index)).bytes();
+            bytes.assign(stored.begin(), stored.end());
+            const detail::GgufValueHeads& v = *r.groupValueHeads;
+            const GgmlTypeTraits& traits = ggmlTypeTraits(*info.ggmlType);
+            const std::int64_t cols = storedShape.size() > 1 ? storedShape.back() : 1;  // a vector: a value per row
+            rowBytes = static_cast<std::int64_t>(ggmlRowBytes(*info.ggmlType, cols));
+            offset = v.columns ? v.offset / traits.blockElements * traits.blockBytes : v.offset;
+            run = v.columns ? v.run / traits.blockElements * traits.blockBytes : v.run;
+        } else {
+            std::vector<float> values = gguf->view(info).toF32();
+            for (float& x : values) x += r.shift;
+            if (r.logOfNegated)
+                for (float& x : values) x = detail::aLogOfSsmA(x);
+            bytes.resize(values.size() * sizeof(float));
+            std::memcpy(bytes.data(), values.data(), bytes.size());
+            const std::int64_t cols = storedShape.size() > 1 ? storedShape.back() : 1;
+            rowBytes = cols * static_cast<std::int64_t>(sizeof(float));
+            if (r.groupValueHeads) {
+                const detail::GgufValueHeads& v = *r.groupValueHeads;
+                offset = v.columns ? v.offset * static_cast<std::int64_t>(sizeof(float)) : v.offset;
+                run = v.columns ? v.run * static_cast<std::int64_t>(sizeof(float)) : v.run;
+            }
+            info.ggmlType = GgmlType::F32;
+            info.dtype = DType::F32;
+            info.ropeInterleavedHeads = 0;  // undone by the decode above
+        }
+        if (r.groupValueHeads && !detail::groupValueHeads(bytes, rows, rowBytes, *r.groupValueHeads, offset, run))
+            throw Error(gguf->path().string() + ": tensor '" + info.name + "' " + shapeText(storedShape) +
+                        " does not hold the " +
+                        std::to_string(r.groupValueHeads->keyHeads * r.groupValueHeads->perKey) +
+                        " value heads its ssm.* metadata describes");
+        std::memcpy(computed->writable().data() + at, bytes.data(), bytes.size());
         info.begin = at;
-        info.end = at + values.size() * sizeof(float);
+        info.end = at + bytes.size();
         at = info.end;
         computedTensors.insert(&info);
     }
     for (const auto& join : view.latentJoins) {
         TensorInfo& info = ggufTensors.at(join.index);
         const std::uint64_t size = info.storedSize();
-        joinLatent(*gguf, join, info, out.data() + at);
+        joinLatent(*gguf, join, info, computed->writable().data() + at);
         info.begin = at;
         info.end = at + size;
         at = info.end;
         computedTensors.insert(&info);
     }
-    computed->seal();
+    if (computed) computed->seal();
 }
 
 void Checkpoint::Impl::checkAgainstIndex(const std::map<std::string, std::string>& weightMap,

@@ -1,11 +1,13 @@
 // A GGUF file seen as a checkpoint: llama.cpp's tensor names become Hugging Face names, the shapes
 // become row-major, stacked experts become one tensor per expert (slices of the stacked bytes), for
 // the llama architecture the q/k row interleaving of llama.cpp's converter is noted on the tensor so
-// that reading it gives the Hugging Face weight back, and gemma3's norms (stored as 1 + w) are listed
-// to be read back shifted.
+// that reading it gives the Hugging Face weight back, and the tensors the converter stores transformed are listed
+// to be read back through the inverse: gemma3's and qwen35's norms (stored as 1 + w) shifted, qwen35's Gated
+// DeltaNet (A_log, the conv's unit dim, the value heads tiled) undone.
 #include "gguf_checkpoint.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 #include "qs/architectures/family.h"
@@ -103,7 +105,82 @@ std::optional<TensorInfo> latentKvB(const TensorInfo& stored, const GgufFile& fi
     return kvB;
 }
 
+// Qwen3.5's Gated DeltaNet as llama.cpp's converter stores it (the writer: core/pipeline/gguf_export.cpp), undone
+// on the renamed tensor `t`: value heads tiled back to grouped, A_log from -exp(A_log), conv1d's unit dim.
+std::optional<GgufRewrite> linearAttentionRewrite(const TensorInfo& t, const json& config, const GgufFile& file) {
+    constexpr std::string_view kBlock = ".linear_attn.";
+    const auto at = t.name.find(kBlock);
+    if (!t.name.starts_with("model.layers.") || at == std::string::npos) return std::nullopt;
+    const std::string module = t.name.substr(at + kBlock.size());
+    const int keyHeads = configInt(config, "linear_num_key_heads", file);
+    const int valueHeads = configInt(config, "linear_num_value_heads", file);
+    const std::int64_t keyDim = std::int64_t{keyHeads} * configInt(config, "linear_key_head_dim", file);
+    const std::int64_t valueHeadDim = configInt(config, "linear_value_head_dim", file);
+    GgufRewrite r;
+    const auto heads = [&](std::int64_t run, std::int64_t offset, bool columns) {
+        if (keyHeads > 0 && valueHeads > keyHeads)
+            r.groupValueHeads = GgufValueHeads{keyHeads, valueHeads / keyHeads, run, offset, columns};
+    };
+    if (module == "in_proj_qkv.weight") {
+        heads(valueHeadDim, 2 * keyDim, false);
+    } else if (module == "in_proj_z.weight") {
+        heads(valueHeadDim, 0, false);
+    } else if (module == "out_proj.weight") {
+        heads(valueHeadDim, 0, true);
+    } else if (module == "in_proj_b.weight" || module == "in_proj_a.weight" || module == "dt_bias") {
+        heads(1, 0, false);
+    } else if (module == "A_log") {
+        heads(1, 0, false);
+        r.logOfNegated = true;
+    } else if (module == "conv1d.weight") {
+        heads(valueHeadDim, 2 * keyDim, false);
+        if (t.shape.size() == 2) r.shape = {t.shape[0], 1, t.shape[1]};
+    } else {
+        return std::nullopt;
+    }
+    if (!r.groupValueHeads && !r.logOfNegated && r.shape.empty()) return std::nullopt;
+    return r;
+}
+
 }  // namespace
+
+bool groupValueHeads(std::vector<std::byte>& data, std::int64_t rows, std::int64_t rowBytes, const GgufValueHeads& v,
+                     std::int64_t offset, std::int64_t run) {
+    const std::int64_t heads = std::int64_t{v.keyHeads} * v.perKey;
+    const std::int64_t span = v.columns ? rowBytes : rows;  // what the heads' runs must fit in
+    if (v.keyHeads < 1 || v.perKey < 1 || run < 1 || offset < 0 || rows < 0 || rowBytes < 0 ||
+        static_cast<std::uint64_t>(rows) * static_cast<std::uint64_t>(rowBytes) != data.size() || heads > span ||
+        run > span || offset > span - heads * run)
+        return false;
+    const std::vector<std::byte> old = data;
+    const auto tiled = [&](std::int64_t grouped) {  // grouped kh * perKey + j sits at tiled j * keyHeads + kh
+        return (grouped % v.perKey) * v.keyHeads + grouped / v.perKey;
+    };
+    if (v.columns) {
+        for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t h = 0; h < heads; ++h)
+                std::copy_n(old.begin() + r * rowBytes + offset + tiled(h) * run, run,
+                            data.begin() + r * rowBytes + offset + h * run);
+        return true;
+    }
+    for (std::int64_t h = 0; h < heads; ++h)
+        std::copy_n(old.begin() + (offset + tiled(h) * run) * rowBytes, run * rowBytes,
+                    data.begin() + (offset + h * run) * rowBytes);
+    return true;
+}
+
+float aLogOfSsmA(float ssmA) {
+    const float nearest = static_cast<float>(std::log(-static_cast<double>(ssmA)));
+    if (!std::isfinite(nearest)) return nearest;
+    float down = nearest, up = nearest;
+    for (int step = 0; step < 8; ++step) {
+        if (-std::exp(down) == ssmA) return down;
+        if (-std::exp(up) == ssmA) return up;
+        down = std::nextafter(down, -std::numeric_limits<float>::infinity());
+        up = std::nextafter(up, std::numeric_limits<float>::infinity());
+    }
+    return nearest;
+}
 
 GgufCheckpoint describeGgufCheckpoint(const GgufFile& file) {
     GgufCheckpoint out;
@@ -132,7 +209,13 @@ GgufCheckpoint describeGgufCheckpoint(const GgufFile& file) {
             if (t.ropeInterleavedHeads != 0) checkInterleaving(t, file, stored.name);
         }
         if (names.normShift != 0.0f && isGgufNorm(stored))
-            out.valueShifts.emplace_back(out.tensors.size(), names.normShift);
+            out.rewrites.push_back(
+                GgufRewrite{.index = out.tensors.size(), .shift = names.normShift, .groupValueHeads = {}, .shape = {}});
+        if (names.family != nullptr && names.family->extra == architectures::ConfigExtra::Qwen35)
+            if (auto r = linearAttentionRewrite(t, out.config, file)) {
+                r->index = out.tensors.size();
+                out.rewrites.push_back(std::move(*r));
+            }
         out.tensors.push_back(std::move(t));
     }
     // The same for the metadata text the config took (general.architecture, rope scaling type):

@@ -3,6 +3,8 @@
 // with row-major shapes (and the llama q/k row order noted, TensorInfo::ropeInterleavedHeads), and a
 // config.json synthesized from the metadata, so that everything above io sees a GGUF like any
 // other checkpoint.
+#include <cstddef>
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <utility>
@@ -14,13 +16,40 @@
 
 namespace qs::io::detail {
 
+// Qwen3.5's value heads, which llama.cpp's converter moves from grouped (transformers: value head h reads key head
+// h / perKey) to tiled order (h % keyHeads), as runs of `run` rows from row `offset`, or with `columns` as each
+// row's runs of `run` columns from column `offset`.
+struct GgufValueHeads {
+    int keyHeads = 0, perKey = 0;
+    std::int64_t run = 0, offset = 0;
+    bool columns = false;
+};
+
+// One tensor (index into GgufCheckpoint::tensors) read back through the inverse of a converter transform.
+struct GgufRewrite {
+    std::size_t index = 0;
+    float shift = 0.0f;         // added to every value: norms stored as 1 + w (gemma3, qwen35)
+    bool logOfNegated = false;  // A_log from ssm_a = -exp(A_log), the float whose -exp gives ssm_a back
+    std::optional<GgufValueHeads> groupValueHeads;  // value heads from tiled back to grouped order
+    std::vector<std::int64_t> shape;                // the Hugging Face shape, when it has unit dims more (conv1d)
+};
+
+// `data`, `rows` rows of `rowBytes` bytes, with the value heads moved from tiled back to grouped order; `offset`
+// and `run` count rows, or with `columns` bytes within a row. False, `data` untouched, when the heads' runs do not
+// fit in the tensor (a file whose shapes disagree with its ssm.* keys).
+bool groupValueHeads(std::vector<std::byte>& data, std::int64_t rows, std::int64_t rowBytes, const GgufValueHeads& v,
+                     std::int64_t offset, std::int64_t run);
+
+// The float whose -std::exp gives `ssmA` back (nearest log(-ssmA) first): Qwen3.5's A_log.
+float aLogOfSsmA(float ssmA);
+
 struct GgufCheckpoint {
     std::vector<TensorInfo> tensors;  // same data as file.tensors(), renamed and reshaped
     nlohmann::json config;            // as config.json would say it
     nlohmann::json quantConfig;       // {"quant_method": "gguf", ...} when a tensor is quantized, else {}
-    // Tensors (index into `tensors`) whose every value reads back with this added: gemma3's norms, which
-    // llama.cpp's converter stores as 1 + w (Checkpoint keeps the shifted values, a few per layer, in memory).
-    std::vector<std::pair<std::size_t, float>> valueShifts;
+    // Tensors stored transformed by llama.cpp's converter, read back as the Hugging Face weight (Checkpoint keeps
+    // the computed values, a few small tensors per layer and Qwen3.5's reordered linears, in memory).
+    std::vector<GgufRewrite> rewrites;
     // deepseek2's kv_b_proj [heads * (nope + v), kv_lora_rank], which llama.cpp stores split: attn_k_b
     // [heads, kv_lora_rank, nope] (each head's key rows transposed) and attn_v_b [heads, v, kv_lora_rank]. The
     // tensor (index into `tensors`) is rebuilt at opening from the two (Checkpoint keeps it in memory): byte for

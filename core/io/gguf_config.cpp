@@ -259,6 +259,30 @@ void putLlama4(json& c, const GgufMetadata& m, const std::string& arch) {
     c["attn_scale"] = 0.1;
 }
 
+// Qwen3.5 as llama.cpp's qwen35 / qwen35moe runs it (llama_model_qwen35::load_arch_hparams): every
+// full_attention_interval-th layer full attention, the others Gated DeltaNet of the ssm.* sizes (group_count key
+// heads of state_size, time_step_rank value heads sharing inner_size), the rotary part as rope.dimension_count says
+// (stated even when whole: Qwen3_5TextConfig's default is a quarter), the shared expert's width.
+void putQwen35(json& c, const GgufMetadata& m, const std::string& arch) {
+    const auto key = [&](const char* suffix) { return keys::archKey(arch, suffix); };
+    const int layers = c.value("num_hidden_layers", 0);
+    const std::int64_t interval = m.integer(key(keys::kFullAttentionInterval)).value_or(4);
+    c["full_attention_interval"] = interval;
+    json types = json::array();
+    for (int i = 0; i < layers; ++i)
+        types.push_back(interval > 0 && (i + 1) % interval == 0 ? "full_attention" : "linear_attention");
+    c["layer_types"] = types;
+    putInteger(c, "linear_conv_kernel_dim", m.integer(key(keys::kSsmConvKernel)));
+    putInteger(c, "linear_key_head_dim", m.integer(key(keys::kSsmStateSize)));
+    putInteger(c, "linear_num_key_heads", m.integer(key(keys::kSsmGroupCount)));
+    const auto valueHeads = m.integer(key(keys::kSsmTimeStepRank));
+    putInteger(c, "linear_num_value_heads", valueHeads);
+    if (const auto inner = m.integer(key(keys::kSsmInnerSize)); inner && valueHeads && *valueHeads > 0)
+        c["linear_value_head_dim"] = *inner / *valueHeads;
+    if (!c.contains("partial_rotary_factor")) c["partial_rotary_factor"] = 1.0;
+    putInteger(c, "shared_expert_intermediate_size", m.integer(key(keys::kExpertSharedFeedForwardLength)));
+}
+
 void putPhi3(json& c, const GgufFile& file, const std::string& arch) {
     const GgufMetadata& m = file.metadata();
     putPartialRotary(c, m, arch);
@@ -397,7 +421,7 @@ json hfConfigOfGguf(const GgufFile& file) {
         case architectures::ConfigExtra::GptOss: putGptOss(c, file, *family); break;
         case architectures::ConfigExtra::Llama4: putLlama4(c, m, arch); break;
         case architectures::ConfigExtra::DeepseekV3: putDeepseek2(c, file, arch); break;
-        case architectures::ConfigExtra::Qwen35:  // no family reads qwen35 / qwen35moe back (ggufReadBackMissing)
+        case architectures::ConfigExtra::Qwen35: putQwen35(c, m, arch); break;
         case architectures::ConfigExtra::None: break;
     }
     return c;

@@ -107,7 +107,9 @@ std::optional<std::string> hfNameIn(const GgufReadNames& names, std::string_view
 }
 
 bool isGgufNorm(const TensorInfo& t) {
-    return t.name.ends_with("norm.weight") && t.shape.size() == 1 && t.decodesToF32();
+    // Qwen3.5's gated norm (ssm_norm) multiplies by w itself, and the converter stores it as it is.
+    return t.name.ends_with("norm.weight") && !t.name.ends_with(".ssm_norm.weight") && t.shape.size() == 1 &&
+           t.decodesToF32();
 }
 
 std::optional<std::vector<TensorInfo>> splitStackedExperts(const TensorInfo& stacked, const GgufReadNames& names,

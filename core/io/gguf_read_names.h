@@ -27,7 +27,7 @@ struct GgufReadNames {
     std::string arch;                               // general.architecture
     const architectures::Family* family = nullptr;  // the family it reads back as; nullptr: none we run
     GgufExpertNames experts;                        // count 0 unless the architecture's experts are read back
-    float normShift = 0.0f;  // added to every norm read: -1 for gemma3, whose converter stores 1 + w
+    float normShift = 0.0f;  // added to every norm read: -1 for gemma3 and qwen35, whose converter stores 1 + w
 };
 
 // What `file`'s architecture needs; throws qs::Error naming the file when its expert count is not a count.
@@ -37,7 +37,8 @@ GgufReadNames ggufReadNames(const GgufFile& file);
 std::optional<std::string> hfNameIn(const GgufReadNames& names, std::string_view ggufName);
 
 // Whether a GGUF tensor (under its GGUF name) is a norm's weight that normShift applies to: a vector of
-// floats named "*norm.weight", as convert_hf_to_gguf adds 1 to (anything else is left as stored).
+// floats named "*norm.weight" but qwen35's ssm_norm, as convert_hf_to_gguf adds 1 to (anything else is left as
+// stored).
 bool isGgufNorm(const TensorInfo& t);
 
 // The experts of a stacked tensor (blk.N.ffn_{gate,up,down}_exps.weight [E, out, in]) as one 2-D tensor

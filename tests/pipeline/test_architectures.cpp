@@ -116,7 +116,7 @@ TEST(Architectures, EveryNameTheGgufWriterPlansComesBackThroughTheReader) {
         if (f->ggufArch.empty() || !f->notYet.empty()) continue;
         SCOPED_TRACE(std::string(f->modelType));
         const model::ModelConfig config = model::ModelConfig::fromJson(configOf(*f));
-        // A family whose GGUF does not read back (qwen35) still names its tensors through its own
+        // A family whose GGUF does not read back (Family::ggufReadBackMissing) still names its tensors through its own
         // table (a VLM's: its text family's, as the writer does).
         const Family* read = f->ggufReadBackMissing.empty() ? architectures::familyOfGguf(f->ggufArch, config.isMoe())
                                                             : &architectures::textFamilyOf(*f);

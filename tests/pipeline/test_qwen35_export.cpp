@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <set>
 #include <string>
@@ -18,6 +19,7 @@
 #include "qs/io/gguf_file.h"
 #include "qs/io/tensor_name.h"
 #include "qs/model/model_config.h"
+#include "qs/model/model_config_fields.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/decoded_weights.h"
 #include "qs/pipeline/exporter.h"
@@ -363,4 +365,171 @@ TEST(Qwen35Export, AReleaseShapedConfigReadsAndPlansItsGguf) {
         EXPECT_TRUE(names.contains(name)) << name;
     EXPECT_FALSE(names.contains("blk.0.attn_q.weight"));
     EXPECT_FALSE(names.contains("blk.32.attn_norm.weight"));  // the MTP layer is left out
+}
+
+// A qwen35 / qwen35moe GGUF reads back as the model it was written from: the config from the metadata (layer_types
+// from full_attention_interval, the linear attention's sizes from ssm.*, the rotary part, the shared expert's
+// width), and each converter transform undone (the norms' 1 + w less 1, which gives the same 1 + w in f32; A_log as
+// the float whose -exp is ssm_a; conv1d's unit dim; the value heads tiled back to grouped). The F32 file computes
+// the checkpoint's logits bit for bit, and written again from the read-back it is the same file tensor for tensor.
+namespace {
+
+void expectF32GgufReadsBack(const fs::path& checkpoint, const std::vector<std::string>& present) {
+    const fs::path dir = scratch("readback");
+    fs::create_directories(dir);
+    GgufExportOptions options;
+    options.chooser = uniformGgufType(io::GgmlType::F32);
+    const fs::path gguf = writeGguf(io::Checkpoint::open(checkpoint), dir / "a.gguf", options, {}, CancelToken{});
+    const io::Checkpoint source = io::Checkpoint::open(checkpoint), back = io::Checkpoint::open(gguf);
+    const model::ModelConfig original = model::ModelConfig::fromCheckpoint(source);
+    const model::ModelConfig read = model::ModelConfig::fromCheckpoint(back);
+    EXPECT_EQ(model::forwardPassDifferences(original, read), std::vector<std::string>{});
+    for (const std::string& name : present) EXPECT_NE(back.find(name), nullptr) << name;
+    // What no float rounding touches reads back byte for byte: the reordered linears and vectors, the conv.
+    for (const std::string name :
+         {"model.layers.0.linear_attn.in_proj_qkv.weight", "model.layers.0.linear_attn.in_proj_z.weight",
+          "model.layers.2.linear_attn.out_proj.weight", "model.layers.0.linear_attn.in_proj_b.weight",
+          "model.layers.2.linear_attn.in_proj_a.weight", "model.layers.0.linear_attn.dt_bias",
+          "model.layers.0.linear_attn.conv1d.weight", "model.layers.2.linear_attn.norm.weight"}) {
+        const io::TensorView got = back.tensor(name), want = source.tensor(name);
+        EXPECT_EQ(got.shape(), want.shape()) << name;
+        EXPECT_EQ(got.toF32(), want.toF32()) << name;
+    }
+    const auto sequence = test::tinyTokens(checkpoint, 1, 48).front();
+    const MatrixF want = model::Transformer::fromCheckpoint(source).forward(sequence);
+    EXPECT_EQ(model::Transformer::fromCheckpoint(back).forward(sequence), want);
+    // Written again from the read-back, every tensor is the first file's (ssm_a and the 1 + w norms included).
+    const fs::path again = writeGguf(back, dir / "b.gguf", options, {}, CancelToken{});
+    const io::GgufFile first = io::GgufFile::open(gguf), second = io::GgufFile::open(again);
+    ASSERT_EQ(first.tensors().size(), second.tensors().size());
+    for (const io::TensorInfo& t : first.tensors()) {
+        const io::TensorInfo* u = second.find(t.name);
+        ASSERT_NE(u, nullptr) << t.name;
+        EXPECT_EQ(first.view(t).toF32(), second.view(*u).toF32()) << t.name;
+    }
+    fs::remove_all(dir);
+}
+
+}  // namespace
+
+TEST(Qwen35Export, F32GgufReadsBackAsTheSameModel) {
+    expectF32GgufReadsBack(kData / "qwen35-tiny", {"model.layers.3.self_attn.q_norm.weight"});
+}
+
+TEST(Qwen35Export, MoeF32GgufReadsBackAsTheSameModel) {
+    expectF32GgufReadsBack(
+        kData / "qwen35-moe-tiny",
+        {"model.layers.1.mlp.gate.weight", "model.layers.2.mlp.experts.7.up_proj.weight",
+         "model.layers.3.mlp.shared_expert.down_proj.weight", "model.layers.0.mlp.shared_expert_gate.weight"});
+}
+
+// The VLM's GGUF is its text tower under qwen35: it reads back as qwen35-tiny's model.
+TEST(Qwen35Export, TheVisionLanguageGgufReadsBackAsItsTextTower) {
+    const fs::path dir = scratch("vlgguf");
+    fs::create_directories(dir);
+    GgufExportOptions options;
+    options.chooser = uniformGgufType(io::GgmlType::F32);
+    const fs::path vl = kData / "qwen35-vl-tiny";
+    const fs::path gguf = writeGguf(io::Checkpoint::open(vl), dir / "vl.gguf", options, {}, CancelToken{});
+    const io::Checkpoint back = io::Checkpoint::open(gguf);
+    EXPECT_EQ(model::ModelConfig::fromCheckpoint(back).modelType, "qwen3_5_text");
+    const auto sequence = test::tinyTokens(vl, 1, 48).front();
+    EXPECT_EQ(model::Transformer::fromCheckpoint(back).forward(sequence),
+              model::Transformer::fromCheckpoint(io::Checkpoint::open(vl)).forward(sequence));
+    fs::remove_all(dir);
+}
+
+// The Job's Q8_0 file (the value heads tiled inside whole rows and whole 32-column blocks) reads back with its blocks
+// moved back as they are, still Q8_0: it decodes to the Job's weights and runs as the Job's model.
+TEST(Qwen35Export, TheJobsQ8_0GgufReadsBackAsTheJobsModel) {
+    const fs::path checkpoint = kData / "qwen35-tiny";
+    const MethodResult result = test::quantizeTiny(checkpoint, "q8_0");
+    const fs::path dir = scratch("q8_0_back");
+    fs::create_directories(dir);
+    const fs::path file =
+        writeGgufResult(io::Checkpoint::open(checkpoint), result, dir / "tiny.gguf", {}, {}, CancelToken{});
+    const io::Checkpoint back = io::Checkpoint::open(file);
+    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(back);
+    const DecodedWeights decoded(back, config);
+    for (std::size_t i = 0; i < result.layers.size(); ++i) {
+        const model::LayerWeights stored = decoded.layer(static_cast<int>(i));
+        for (const auto& [module, q] : result.layers[i]) {
+            EXPECT_EQ(back.tensor("model.layers." + std::to_string(i) + "." + module + ".weight").info().ggmlType,
+                      q->ggmlType)
+                << module;
+            EXPECT_EQ(stored.linear(module).weight, q->effectiveWeight()) << i << " " << module;
+        }
+    }
+    const auto sequence = test::tinyTokens(checkpoint, 1, 48).front();
+    const MatrixF want = test::jobModel(checkpoint, result).forward(sequence);
+    const MatrixF got = model::Transformer::fromCheckpoint(back).forward(sequence);
+    // The Job keeps token_embd and output dense where the file holds them in Q8_0 (the sharp random model's logits
+    // move by up to ~0.1 of their range from that alone): every other tensor is the Job's model's.
+    const io::Checkpoint source = io::Checkpoint::open(checkpoint);
+    std::set<std::string> linears{"model.embed_tokens.weight", "lm_head.weight"};
+    for (std::size_t i = 0; i < result.layers.size(); ++i)
+        for (const auto& [module, q] : result.layers[i])
+            linears.insert("model.layers." + std::to_string(i) + "." + module + ".weight");
+    for (const io::CheckpointTensor& t : back.tensors()) {
+        const std::string& name = t.info->name;
+        if (linears.contains(name)) continue;
+        const std::vector<float> got = back.tensor(name).toF32(), want = source.tensor(name).toF32();
+        ASSERT_EQ(got.size(), want.size()) << name;
+        for (std::size_t k = 0; k < got.size(); ++k) {
+            if (name.ends_with("A_log"))
+                EXPECT_EQ(-std::exp(got[k]), -std::exp(want[k])) << name;
+            else if (name.ends_with("norm.weight") && !name.ends_with("linear_attn.norm.weight"))
+                EXPECT_EQ(1.0f + got[k], 1.0f + want[k]) << name;
+            else
+                EXPECT_EQ(got[k], want[k]) << name;
+        }
+    }
+    // The blocks moved whole compute what the F32 path (decoded, then tiled back) computes: the read-back written
+    // as an F32 GGUF and read again gives the same logits bit for bit.
+    GgufExportOptions options;
+    options.chooser = uniformGgufType(io::GgmlType::F32);
+    const fs::path f32 = writeGguf(back, dir / "f32.gguf", options, {}, CancelToken{});
+    EXPECT_EQ(model::Transformer::fromCheckpoint(io::Checkpoint::open(f32)).forward(sequence), got);
+    EXPECT_LT((got - want).cwiseAbs().maxCoeff(), 0.15f * want.cwiseAbs().maxCoeff());
+    fs::remove_all(dir);
+}
+
+// A K-quant's 256-wide blocks of ssm_out hold several value heads' columns (as in a published Q4_K_M): no block
+// move undoes the tiling, so the tensor is decoded to F32 and its columns moved back (the F16 tensors' rows and
+// columns move as they are). qwen35-tiny as a dense Q4_K GGUF (matrices whose rows are whole 256-blocks, ssm_out, in Q4_K, the others
+// F16) reads back with ssm_out the file's decoded columns in grouped order.
+TEST(Qwen35Export, AKQuantSsmOutReadsBackDecodedWithItsColumnsGrouped) {
+    const fs::path checkpoint = kData / "qwen35-tiny";
+    const fs::path dir = scratch("q4_k_back");
+    fs::create_directories(dir);
+    GgufExportOptions options;
+    options.chooser = uniformGgufType(io::GgmlType::Q4_K);
+    const fs::path file = writeGguf(io::Checkpoint::open(checkpoint), dir / "q4k.gguf", options, {}, CancelToken{});
+    const io::GgufFile gguf = io::GgufFile::open(file);
+    const io::TensorInfo& stored = *gguf.find("blk.0.ssm_out.weight");
+    ASSERT_EQ(stored.ggmlType, io::GgmlType::Q4_K);
+    const std::vector<float> tiled = gguf.view(stored).toF32();
+    const io::Checkpoint back = io::Checkpoint::open(file);
+    const io::TensorView out = back.tensor("model.layers.0.linear_attn.out_proj.weight");
+    EXPECT_EQ(out.info().ggmlType, io::GgmlType::F32);
+    ASSERT_EQ(out.shape(), stored.shape);
+    const std::vector<float> grouped = out.toF32();
+    constexpr int keyHeads = 2, perKey = 4, dim = 32;
+    const std::int64_t cols = stored.shape[1];
+    for (std::int64_t r = 0; r < stored.shape[0]; ++r)
+        for (int h = 0; h < keyHeads * perKey; ++h)
+            for (int c = 0; c < dim; ++c)
+                ASSERT_EQ(grouped[r * cols + h * dim + c],
+                          tiled[r * cols + ((h % perKey) * keyHeads + h / perKey) * dim + c]);
+    // The F16 in_proj_qkv's value rows come back grouped, still F16: the source's, rounded to F16.
+    EXPECT_EQ(back.tensor("model.layers.0.linear_attn.in_proj_qkv.weight").info().ggmlType, io::GgmlType::F16);
+    const std::vector<float> qkv = back.tensor("model.layers.0.linear_attn.in_proj_qkv.weight").toF32();
+    const std::vector<float> want =
+        io::Checkpoint::open(checkpoint).tensor("model.layers.0.linear_attn.in_proj_qkv.weight").toF32();
+    ASSERT_EQ(qkv.size(), want.size());
+    for (std::size_t k = 0; k < qkv.size(); ++k) ASSERT_EQ(qkv[k], io::f16ToF32(io::f32ToF16(want[k]))) << k;
+    const auto sequence = test::tinyTokens(checkpoint, 1, 48).front();
+    const MatrixF logits = model::Transformer::fromCheckpoint(back).forward(sequence);
+    EXPECT_TRUE(logits.allFinite());
+    fs::remove_all(dir);
 }

@@ -12,7 +12,7 @@
 // llama.cpp's qwen35 / qwen35moe (convert_hf_to_gguf.py's Qwen3_5TextModel): A_log stored as -exp(A_log)
 // (ssm_a), conv1d squeezed to [channels, kernel], every norm but ssm_norm stored as 1 + w, value heads
 // reordered from grouped to tiled when there are fewer key heads (pipeline::writeGguf applies all three),
-// interleaved M-RoPE sections (plain RoPE for text).
+// interleaved M-RoPE sections (plain RoPE for text). The GGUF reader undoes each (core/io/gguf_checkpoint.cpp).
 #include "families.h"
 
 namespace qs::architectures::detail {
@@ -32,10 +32,6 @@ std::vector<GgufName> deltaNetGgufNames() {
             {"ssm_dt", "linear_attn.dt_bias", true, "bias"},
             {"ssm_a", "linear_attn.A_log", true, ""}};
 }
-
-constexpr std::string_view kNoReadBack =
-    "its linear-attention tensors are stored transformed (A_log as -exp(A_log), the value heads reordered), which "
-    "the GGUF reader does not undo";
 
 // The DeltaNet's names, and the MoE's shared expert and its gate.
 std::vector<GgufName> ggufNamesOf(bool moe) {
@@ -58,10 +54,6 @@ Family qwen35Text(std::string_view modelType, std::string_view hfClass, std::str
         .extra = ConfigExtra::Qwen35,
         .textMultimodalRope = true,
         .ggufArch = moe ? "qwen35moe" : "qwen35",
-        .ggufReadBack = GgufReadBack::No,
-        .ggufReadBackMissing =
-            "its linear-attention tensors are stored transformed (A_log as -exp(A_log), the "
-            "value heads reordered), which the GGUF reader does not undo",
         .ggufNormPlusOne = true,
         .ggufNames = ggufNamesOf(moe),
         .tensorsHoldQkNorm = true,
@@ -93,8 +85,7 @@ Family qwen35Vlm(std::string_view modelType, std::string_view hfClass, std::stri
                                  .current = {"model.language_model.", "lm_head.weight", {"model.visual.", "mtp."}},
                                  .old = {"model.language_model.", "lm_head.weight", {"model.visual.", "mtp."}}},
         .ggufArch = text == "qwen3_5_moe_text" ? "qwen35moe" : "qwen35",
-        .ggufReadBack = GgufReadBack::No,
-        .ggufReadBackMissing = kNoReadBack,
+        .ggufReadBack = GgufReadBack::No,  // a VLM's GGUF is its text tower: qwen35 / qwen35moe read back so
     };
 }
 
