@@ -23,57 +23,16 @@ using namespace qs;
 namespace {
 
 namespace fs = std::filesystem;
+using interop::Control;
+using interop::klWith;
 
 class FamilyInterop : public interop::JudgedTest {};
-
-// A checkpoint's weights with each decoder layer edited (a negative control's missing feature).
-class EditedWeights final : public model::WeightSource {
-public:
-    EditedWeights(std::shared_ptr<const model::WeightSource> inner, std::function<void(model::LayerWeights&)> edit)
-        : inner_(std::move(inner)), edit_(std::move(edit)) {}
-    model::LayerWeights layer(int index) const override {
-        model::LayerWeights w = inner_->layer(index);
-        if (edit_) edit_(w);
-        return w;
-    }
-    MatrixF embeddingRows(std::span<const model::TokenId> tokens) const override {
-        return inner_->embeddingRows(tokens);
-    }
-    VectorF finalNorm() const override { return inner_->finalNorm(); }
-    MatrixF lmHead(const MatrixF& normed, const model::LayerMath& math) const override {
-        return inner_->lmHead(normed, math);
-    }
-
-private:
-    std::shared_ptr<const model::WeightSource> inner_;
-    std::function<void(model::LayerWeights&)> edit_;
-};
-
-// Our forward pass without one feature: the config and the layers as `control` leaves them.
-struct Control {
-    std::string feature;
-    std::function<void(model::ModelConfig&)> config{};  // empty: as it is
-    std::function<void(model::LayerWeights&)> layer{};
-};
 
 // RoPE that rotates nothing (every angle divided by 1e30): the decoupled rotary head without its rotation.
 void rotateNothing(model::ModelConfig& c) {
     c.ropeScaling = model::RopeScaling{};
     c.ropeScaling.type = model::RopeScalingType::Linear;
     c.ropeScaling.factor = 1e30;
-}
-
-// The mean KL of llama.cpp's distributions against our forward pass with `control` applied.
-double klWith(const nlohmann::json& theirs, const io::Checkpoint& checkpoint, const std::vector<model::TokenId>& tokens,
-              const Control& control) {
-    model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
-    auto weights = std::make_shared<const model::CheckpointWeights>(checkpoint, config);
-    if (control.config) control.config(config);
-    model::Transformer transformer(config, std::make_shared<const EditedWeights>(weights, control.layer));
-    const interop::KlFigures k = interop::compareDistributions(theirs, transformer.forward(tokens));
-    std::printf("%-28s mean KL(llama.cpp || QuantScope) = %.3g, max %.3g, same top token %zu/%zu\n",
-                control.feature.c_str(), k.mean, k.max, k.sameTop, k.positions);
-    return k.mean;
 }
 
 // The checkpoint as llama.cpp runs it, then each negative control at least `jump` away.

@@ -29,48 +29,10 @@ using namespace qs;
 namespace {
 
 namespace fs = std::filesystem;
+using interop::Control;
+using interop::klWith;
 
 class Qwen35Interop : public interop::JudgedTest {};
-
-class EditedWeights final : public model::WeightSource {
-public:
-    EditedWeights(std::shared_ptr<const model::WeightSource> inner, std::function<void(model::LayerWeights&)> edit)
-        : inner_(std::move(inner)), edit_(std::move(edit)) {}
-    model::LayerWeights layer(int index) const override {
-        model::LayerWeights w = inner_->layer(index);
-        if (edit_) edit_(w);
-        return w;
-    }
-    MatrixF embeddingRows(std::span<const model::TokenId> tokens) const override {
-        return inner_->embeddingRows(tokens);
-    }
-    VectorF finalNorm() const override { return inner_->finalNorm(); }
-    MatrixF lmHead(const MatrixF& normed, const model::LayerMath& math) const override {
-        return inner_->lmHead(normed, math);
-    }
-
-private:
-    std::shared_ptr<const model::WeightSource> inner_;
-    std::function<void(model::LayerWeights&)> edit_;
-};
-
-struct Control {
-    std::string feature;
-    std::function<void(model::ModelConfig&)> config{};
-    std::function<void(model::LayerWeights&)> layer{};
-};
-
-double klWith(const nlohmann::json& theirs, const io::Checkpoint& checkpoint, const std::vector<model::TokenId>& tokens,
-              const Control& control) {
-    model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
-    auto weights = std::make_shared<const model::CheckpointWeights>(checkpoint, config);
-    if (control.config) control.config(config);
-    model::Transformer transformer(config, std::make_shared<const EditedWeights>(weights, control.layer));
-    const interop::KlFigures k = interop::compareDistributions(theirs, transformer.forward(tokens));
-    std::printf("%-32s mean KL(llama.cpp || QuantScope) = %.3g, max %.3g, same top token %zu/%zu\n",
-                control.feature.c_str(), k.mean, k.max, k.sameTop, k.positions);
-    return k.mean;
-}
 
 void expectRunsAsInLlamaCpp(const fs::path& dir, const fs::path& source, const std::vector<Control>& controls,
                             double jump) {

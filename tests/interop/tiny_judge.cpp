@@ -11,12 +11,56 @@
 #include "qs/cancel_token.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
+#include "qs/model/checkpoint_weights.h"
+#include "qs/model/transformer.h"
 #include "qs/pipeline/gguf_export.h"
 
 #include "interop_test_support.h"
 #include "llama_judge.h"
 
 namespace qs::interop {
+
+namespace {
+
+// A checkpoint's weights with each decoder layer edited (a negative control's missing feature).
+class EditedWeights final : public model::WeightSource {
+public:
+    EditedWeights(std::shared_ptr<const model::WeightSource> inner, std::function<void(model::LayerWeights&)> edit)
+        : inner_(std::move(inner)), edit_(std::move(edit)) {}
+    model::LayerWeights layer(int index) const override {
+        model::LayerWeights w = inner_->layer(index);
+        if (edit_) edit_(w);
+        return w;
+    }
+    MatrixF embeddingRows(std::span<const model::TokenId> tokens) const override {
+        return inner_->embeddingRows(tokens);
+    }
+    VectorF finalNorm() const override { return inner_->finalNorm(); }
+    MatrixF lmHead(const MatrixF& normed, const model::LayerMath& math) const override {
+        return inner_->lmHead(normed, math);
+    }
+
+private:
+    std::shared_ptr<const model::WeightSource> inner_;
+    std::function<void(model::LayerWeights&)> edit_;
+};
+
+}  // namespace
+
+double klWith(const nlohmann::json& theirs, const io::Checkpoint& checkpoint, const std::vector<model::TokenId>& tokens,
+              const Control& control, std::size_t from) {
+    model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
+    auto weights = std::make_shared<const model::CheckpointWeights>(checkpoint, config);
+    if (control.config) control.config(config);
+    model::Transformer transformer(config, std::make_shared<const EditedWeights>(weights, control.layer));
+    const MatrixF logits = transformer.forward(tokens);
+    const auto rows = static_cast<Eigen::Index>(tokens.size() - from);
+    const nlohmann::json tail(theirs.begin() + static_cast<std::ptrdiff_t>(from), theirs.end());
+    const KlFigures k = compareDistributions(tail, logits.bottomRows(rows));
+    std::printf("%-36s mean KL(llama.cpp || QuantScope) = %.3g, max %.3g, same top token %zu/%zu (positions %zu-%zu)\n",
+                control.feature.c_str(), k.mean, k.max, k.sameTop, k.positions, from, tokens.size() - 1);
+    return k.mean;
+}
 
 KlFigures compareDistributions(const nlohmann::json& theirs, const MatrixF& ourLogits) {
     KlFigures k;

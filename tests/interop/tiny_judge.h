@@ -3,11 +3,16 @@
 // tiny checkpoint's F32 GGUF export through llama.cpp (the families' interop tests).
 #include <cstddef>
 #include <filesystem>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "qs/io/checkpoint.h"
 #include "qs/matrix.h"
+#include "qs/model/layer_weights.h"
+#include "qs/model/model_config.h"
 #include "qs/model/tokenizer.h"
 
 namespace qs::interop {
@@ -31,5 +36,18 @@ std::vector<model::TokenId> demoEvalTokens(std::size_t count);
 // ("distributions" and "warnings" of the judge's answer).
 nlohmann::json llamaCppOnF32Export(const std::filesystem::path& checkpoint, const std::filesystem::path& dir,
                                    const std::vector<model::TokenId>& tokens);
+
+// Our forward pass without one feature (a negative control): the config and every decoder layer as `config`
+// and `layer` leave them (empty: as they are).
+struct Control {
+    std::string feature;
+    std::function<void(model::ModelConfig&)> config{};
+    std::function<void(model::LayerWeights&)> layer{};
+};
+
+// The mean KL of llama.cpp's distributions `theirs` (one per token) against our forward pass over `tokens` with
+// `control` applied, over the positions from `from` on; printed as one line named by the control's feature.
+double klWith(const nlohmann::json& theirs, const io::Checkpoint& checkpoint, const std::vector<model::TokenId>& tokens,
+              const Control& control, std::size_t from = 0);
 
 }  // namespace qs::interop
