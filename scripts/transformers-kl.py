@@ -165,6 +165,13 @@ CHECKPOINTS = [
     # loads them (else: not checked, its error says so).
     ("llama4_text", "llama4-tiny-per-expert", stored("tests", "data", "moe", "llama4-tiny-per-expert")),
     ("llama4", "llama4-vlm-tiny", stored("tests", "data", "moe", "llama4-vlm-tiny")),
+    ("glm4_moe", "glm4-moe-tiny", stored("tests", "data", "moe", "glm4-moe-tiny")),
+    # transformers 5's fused experts (mlp.experts.gate_up_proj / down_proj), which transformers 4 does not load
+    ("glm4_moe", "glm4-moe-tiny-fused", stored("tests", "data", "moe", "glm4-moe-tiny-fused")),
+    ("qwen3_moe", "qwen3-moe-tiny-fused", stored("tests", "data", "moe", "qwen3-moe-tiny-fused")),
+    ("qwen3_5_text", "qwen35-tiny", stored("tests", "data", "qwen35", "qwen35-tiny")),
+    ("qwen3_5", "qwen35-vl-tiny", stored("tests", "data", "qwen35", "qwen35-vl-tiny")),
+    ("qwen3_5_moe_text", "qwen35-moe-tiny", stored("tests", "data", "qwen35", "qwen35-moe-tiny")),
 ]
 
 
