@@ -278,6 +278,25 @@ TEST_F(ExpertOverviewPageTest, Qwen3MoeOffersTheDenseLinearsAndEachExpertLinear)
     EXPECT_EQ(page.overview()->modules.size(), 5u);
 }
 
+// The router's column says "router": its module's own name, "gate", reads as gate_proj.
+TEST_F(ExpertOverviewPageTest, TheRoutersColumnIsLabelledRouter) {
+    window.show();
+    ASSERT_TRUE(window.openPath(kQwen3Moe));
+    ASSERT_TRUE(window.showPage(QStringLiteral("overview")));
+    ASSERT_TRUE(waitForIdle());
+    OverviewPage& page = *window.overviewPage();
+    ASSERT_TRUE(page.overview().has_value());
+    const auto& modules = page.overview()->modules;
+    const auto router = std::find(modules.begin(), modules.end(), "mlp.gate");
+    ASSERT_NE(router, modules.end());
+    const auto ticker = page.plot()->xAxis->ticker().dynamicCast<QCPAxisTickerText>();
+    ASSERT_TRUE(ticker);
+    const QMap<double, QString> labels = ticker->ticks();
+    EXPECT_EQ(labels.value(static_cast<double>(router - modules.begin())), QStringLiteral("router"));
+    EXPECT_FALSE(labels.values().contains(QStringLiteral("gate")));
+    EXPECT_TRUE(labels.values().contains(QStringLiteral("q_proj")));
+}
+
 TEST_F(ExpertOverviewPageTest, ADenseCheckpointShowsItsModulesAsBefore) {
     window.show();
     ASSERT_TRUE(window.openPath(kQwen3Moe));

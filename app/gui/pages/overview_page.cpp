@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <set>
 
@@ -13,6 +14,8 @@
 #include <QSignalBlocker>
 #include <QToolButton>
 #include <QVBoxLayout>
+
+#include "qs/model/model_config.h"
 
 #include "experts/expert_overview.h"
 #include "plots/heat_gradient.h"
@@ -27,9 +30,22 @@ QString shortModuleName(const std::string& module) {
     return name.section(QLatin1Char('.'), -1);  // "self_attn.q_proj" → "q_proj"
 }
 
-// Column c's label: its module's last name, or its last two where another column's ends the same (a MoE
-// model's "shared_experts.gate_proj" beside its dense first layers' "mlp.gate_proj").
-QString columnLabel(const std::vector<std::string>& modules, std::size_t c) {
+// The MoE router's module ("mlp.gate" in most families), empty for a dense model or a config the model
+// does not read.
+std::string moeRouterModule(const io::Checkpoint& checkpoint) {
+    try {
+        const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
+        return config.isMoe() ? config.moe.names.router() : std::string();
+    } catch (const std::exception&) {
+        return {};
+    }
+}
+
+// Column c's label: "router" for the MoE router (its own name, "gate", reads as gate_proj), else its
+// module's last name, or its last two where another column's ends the same (a MoE model's
+// "shared_experts.gate_proj" beside its dense first layers' "mlp.gate_proj").
+QString columnLabel(const std::vector<std::string>& modules, std::size_t c, const std::string& router) {
+    if (!router.empty() && modules[c] == router) return QStringLiteral("router");
     const QString last = shortModuleName(modules[c]);
     for (std::size_t other = 0; other < modules.size(); ++other)
         if (other != c && shortModuleName(modules[other]) == last)
@@ -157,6 +173,7 @@ void OverviewPage::setCheckpoint(CheckpointPtr checkpoint) {
     computed_.clear();
     runner_.cancel();
     expertLinears_ = checkpoint_ ? expertLinears(*checkpoint_) : std::vector<ExpertLinear>{};
+    routerModule_ = checkpoint_ ? moeRouterModule(*checkpoint_) : std::string();
     {
         const QSignalBlocker blocker(module_);
         module_->clear();
@@ -346,7 +363,7 @@ void OverviewPage::drawAxes(const analysis::LayerOverview& o) {
     plot_->xAxis->setLabel(tr("module"));
     auto modules = QSharedPointer<QCPAxisTickerText>::create();
     for (std::size_t c = 0; c < o.modules.size(); ++c)
-        modules->addTick(static_cast<double>(c), columnLabel(o.modules, c));
+        modules->addTick(static_cast<double>(c), columnLabel(o.modules, c, routerModule_));
     plot_->xAxis->setTicker(modules);
     plot_->xAxis->setTickLabelRotation(o.modules.size() > 8 ? -35 : 0);
 }

@@ -7,6 +7,7 @@
 // when first shown.
 #include <map>
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "qs/analysis/layer_overview.h"
@@ -84,6 +85,7 @@ private:
     bool stale_ = false;
     std::optional<analysis::LayerOverview> overview_;  // the view shown
     std::vector<ExpertLinear> expertLinears_;          // the module list's expert entries
+    std::string routerModule_;                         // a MoE's router, labelled "router"
     std::map<int, analysis::LayerOverview> computed_;  // by module list index: each view computed once
     JobRunner runner_;
 
