@@ -11,39 +11,6 @@
 
 namespace qs::model {
 
-ExpertRouting routeTokens(const MatrixF& logits, int topK, bool normTopkProb) {
-    const Eigen::Index experts = logits.cols();
-    if (topK < 1 || topK > experts)
-        throw Error("MoE routing: top-k " + std::to_string(topK) + " of " + std::to_string(experts) + " experts");
-    ExpertRouting r;
-    r.tokens.resize(static_cast<std::size_t>(experts));
-    r.weights.resize(static_cast<std::size_t>(experts));
-    std::vector<double> p(static_cast<std::size_t>(experts));
-    std::vector<int> order(static_cast<std::size_t>(experts));
-    for (Eigen::Index t = 0; t < logits.rows(); ++t) {
-        // Softmax in double: transformers computes it in f32 from the same logits; the difference is
-        // far below what could reorder experts that are not tied anyway.
-        const double top = logits.row(t).maxCoeff();
-        double sum = 0.0;
-        for (Eigen::Index e = 0; e < experts; ++e)
-            sum += p[static_cast<std::size_t>(e)] = std::exp(double(logits(t, e)) - top);
-        std::iota(order.begin(), order.end(), 0);
-        std::partial_sort(order.begin(), order.begin() + topK, order.end(), [&](int a, int b) {
-            return p[static_cast<std::size_t>(a)] > p[static_cast<std::size_t>(b)] ||
-                   (p[static_cast<std::size_t>(a)] == p[static_cast<std::size_t>(b)] && a < b);
-        });
-        double chosen = 0.0;
-        for (int i = 0; i < topK; ++i) chosen += p[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])];
-        const double norm = normTopkProb ? chosen : sum;
-        for (int i = 0; i < topK; ++i) {
-            const auto e = static_cast<std::size_t>(order[static_cast<std::size_t>(i)]);
-            r.tokens[e].push_back(t);
-            r.weights[e].push_back(static_cast<float>(p[e] / norm));
-        }
-    }
-    return r;
-}
-
 namespace {
 
 // The indices of the k largest values (equal values: the lower index first).
@@ -55,6 +22,16 @@ void topIndices(const std::vector<double>& values, int k, std::vector<int>& orde
         return va > vb || (va == vb && a < b);
     });
     order.resize(static_cast<std::size_t>(k));
+}
+
+// An empty routing for `experts` experts, after checking that top-k picks 1 to all of them.
+ExpertRouting routingFor(Eigen::Index experts, int topK) {
+    if (topK < 1 || topK > experts)
+        throw Error("MoE routing: top-k " + std::to_string(topK) + " of " + std::to_string(experts) + " experts");
+    ExpertRouting r;
+    r.tokens.resize(static_cast<std::size_t>(experts));
+    r.weights.resize(static_cast<std::size_t>(experts));
+    return r;
 }
 
 // A group's score: its two largest values, the larger first (transformers' topk(2).sum()).
@@ -82,9 +59,7 @@ ExpertRouting routeSigmoidGrouped(const MatrixF& logits, const MoeConfig& moe, c
         throw Error("MoE routing: " + std::to_string(scoreBias.size()) + " correction biases for " +
                     std::to_string(experts) + " experts");
     const auto perGroup = static_cast<std::size_t>(experts / groups);
-    ExpertRouting r;
-    r.tokens.resize(static_cast<std::size_t>(experts));
-    r.weights.resize(static_cast<std::size_t>(experts));
+    ExpertRouting r = routingFor(experts, topK);
     std::vector<double> score(static_cast<std::size_t>(experts)), choice(score.size()), groupScore;
     std::vector<int> keptGroups, chosen;
     std::vector<bool> kept(static_cast<std::size_t>(groups));
@@ -123,11 +98,7 @@ ExpertRouting routeSigmoidGrouped(const MatrixF& logits, const MoeConfig& moe, c
 // the sigmoid of its logit, in f32 as transformers computes it (the block scales the expert's input by it).
 ExpertRouting routeSigmoidTopk(const MatrixF& logits, int topK) {
     const Eigen::Index experts = logits.cols();
-    if (topK < 1 || topK > experts)
-        throw Error("MoE routing: top-k " + std::to_string(topK) + " of " + std::to_string(experts) + " experts");
-    ExpertRouting r;
-    r.tokens.resize(static_cast<std::size_t>(experts));
-    r.weights.resize(static_cast<std::size_t>(experts));
+    ExpertRouting r = routingFor(experts, topK);
     std::vector<double> values(static_cast<std::size_t>(experts));
     std::vector<int> order;
     for (Eigen::Index t = 0; t < logits.rows(); ++t) {
@@ -144,6 +115,31 @@ ExpertRouting routeSigmoidTopk(const MatrixF& logits, int topK) {
 }
 
 }  // namespace
+
+ExpertRouting routeTokens(const MatrixF& logits, int topK, bool normTopkProb) {
+    const Eigen::Index experts = logits.cols();
+    ExpertRouting r = routingFor(experts, topK);
+    std::vector<double> p(static_cast<std::size_t>(experts));
+    std::vector<int> order;
+    for (Eigen::Index t = 0; t < logits.rows(); ++t) {
+        // Softmax in double: transformers computes it in f32 from the same logits; the difference is
+        // far below what could reorder experts that are not tied anyway.
+        const double top = logits.row(t).maxCoeff();
+        double sum = 0.0;
+        for (Eigen::Index e = 0; e < experts; ++e)
+            sum += p[static_cast<std::size_t>(e)] = std::exp(double(logits(t, e)) - top);
+        topIndices(p, topK, order);
+        double chosen = 0.0;
+        for (int i = 0; i < topK; ++i) chosen += p[static_cast<std::size_t>(order[static_cast<std::size_t>(i)])];
+        const double norm = normTopkProb ? chosen : sum;
+        for (int i = 0; i < topK; ++i) {
+            const auto e = static_cast<std::size_t>(order[static_cast<std::size_t>(i)]);
+            r.tokens[e].push_back(t);
+            r.weights[e].push_back(static_cast<float>(p[e] / norm));
+        }
+    }
+    return r;
+}
 
 ExpertRouting routeTokens(const MatrixF& logits, const MoeConfig& moe, const VectorF& scoreBias) {
     if (moe.scoring == RouterScoring::SigmoidGrouped) return routeSigmoidGrouped(logits, moe, scoreBias);
