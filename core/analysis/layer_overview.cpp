@@ -21,9 +21,33 @@ struct TailMoments {
 };
 
 // The decoder's linears: a VLM's vision tower has layers of its own, which are not the decoder's.
-bool isOverviewTensor(const io::CheckpointTensor& t) {
-    return t.naming.role == io::TensorRole::Linear && t.naming.layer >= 0 && t.naming.part == "weight" &&
-           t.info->decodesToF32() && !io::isTowerTensor(t.info->name);
+bool isDecoderLinear(const io::CheckpointTensor& t) {
+    return t.naming.role == io::TensorRole::Linear && t.naming.layer >= 0 && !io::isTowerTensor(t.info->name);
+}
+
+bool isQuantizedCodes(const io::CheckpointTensor& t, const QuantizedLinears& quantized) {
+    return quantized.isCodes && isDecoderLinear(t) && quantized.isCodes(t);
+}
+
+// A quantized linear's codes before its stored "weight" (FP8's codes are a float type, but without
+// their block scales).
+bool isOverviewTensor(const io::CheckpointTensor& t, const QuantizedLinears& quantized) {
+    if (isQuantizedCodes(t, quantized)) return true;
+    return isDecoderLinear(t) && t.naming.part == "weight" && t.info->decodesToF32();
+}
+
+// The statistics of a quantized linear's decoded weights, through the same streaming code as a stored
+// tensor's (a view of the f32 matrix under the codes tensor's name).
+WeightStats decodedWeightStats(const io::CheckpointTensor& t, const QuantizedLinears& quantized, double outlierSigma,
+                               const qs::CancelToken& cancel) {
+    const MatrixF w = quantized.decode(t);
+    io::TensorInfo info;
+    info.name = t.info->name;
+    info.dtype = io::DType::F32;
+    info.shape = {w.rows(), w.cols()};
+    info.end = static_cast<std::uint64_t>(w.size()) * sizeof(float);
+    const auto* bytes = reinterpret_cast<const std::byte*>(w.data());
+    return computeWeightStats(io::TensorView(info, {bytes, info.end}), outlierSigma, cancel);
 }
 
 std::vector<std::string> orderedModules(std::vector<std::string> modules) {
@@ -109,7 +133,7 @@ LayerOverview computeLayerOverview(const io::Checkpoint& checkpoint, const Layer
     std::vector<const io::CheckpointTensor*> selected;
     std::vector<std::string> modules;
     for (const io::CheckpointTensor& t : checkpoint.tensors()) {
-        if (!isOverviewTensor(t) || (options.skip && options.skip(t))) continue;
+        if (!isOverviewTensor(t, options.quantized) || (options.skip && options.skip(t))) continue;
         selected.push_back(&t);
         modules.push_back(t.naming.module);
     }
@@ -133,7 +157,9 @@ LayerOverview computeLayerOverview(const io::Checkpoint& checkpoint, const Layer
         const auto column = static_cast<std::size_t>(
             std::find(overview.modules.begin(), overview.modules.end(), t.naming.module) - overview.modules.begin());
         overview.cells[row * overview.modules.size() + column] =
-            computeWeightStats(checkpoint.tensor(t.info->name), options.outlierSigma, options.cancel);
+            isQuantizedCodes(t, options.quantized)
+                ? decodedWeightStats(t, options.quantized, options.outlierSigma, options.cancel)
+                : computeWeightStats(checkpoint.tensor(t.info->name), options.outlierSigma, options.cancel);
     }
     if (options.progress && !selected.empty()) {
         options.progress(

@@ -7,6 +7,7 @@
 #include "qs/analysis/layer_overview.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
+#include "qs/matrix.h"
 
 namespace qs::analysis {
 namespace {
@@ -137,6 +138,37 @@ TEST(LayerOverview, SkipsWhatTheCallerLeavesOut) {
                                                           "self_attn.o_proj"}));
     EXPECT_EQ(overview.layers.size(), 5u);
     EXPECT_EQ(reports, 5 * 4 + 1);  // one per attention tensor, then "done"
+}
+
+// A quantized checkpoint's codes are shown as the weights the caller's hook decodes them to: here
+// every q_proj "decodes" to its stored weight times 3 plus 1, so the cell's moments must be the
+// transformed ones (σ three times the stored, mean shifted by one), and the other modules unchanged.
+TEST(LayerOverview, ShowsQuantizedCodesAsTheirDecodedWeights) {
+    const io::Checkpoint checkpoint = io::Checkpoint::open(kStories);
+    LayerOverviewOptions options;
+    int decoded = 0;
+    options.quantized.isCodes = [](const io::CheckpointTensor& t) {
+        return t.naming.module == "self_attn.q_proj" && t.naming.part == "weight";
+    };
+    options.quantized.decode = [&](const io::CheckpointTensor& t) {
+        ++decoded;
+        MatrixF w = checkpoint.tensor(t.info->name).toMatrix();
+        return MatrixF((w.array() * 3.0f + 1.0f).matrix());
+    };
+    const LayerOverview overview = computeLayerOverview(checkpoint, options);
+    const LayerOverview stored = computeLayerOverview(checkpoint, {});
+    ASSERT_EQ(overview.modules, stored.modules);
+    EXPECT_EQ(decoded, 5);
+    for (std::size_t row = 0; row < overview.layers.size(); ++row) {
+        const WeightStats& q = *overview.cell(row, 0);
+        const WeightStats& plain = *stored.cell(row, 0);
+        EXPECT_EQ(q.tensor, plain.tensor);
+        EXPECT_EQ(q.count, plain.count);
+        EXPECT_NEAR(q.stddev, 3.0 * plain.stddev, 1e-6 * plain.stddev);
+        EXPECT_NEAR(q.mean, 3.0 * plain.mean + 1.0, 1e-6);
+        EXPECT_NEAR(q.kurtosis, plain.kurtosis, 1e-4);  // invariant under an affine map
+        EXPECT_EQ(overview.cell(row, 1)->stddev, stored.cell(row, 1)->stddev);
+    }
 }
 
 TEST(LayerOverview, CancelThrows) {

@@ -16,6 +16,7 @@
 
 #include "qs/analysis/channel_stats.h"
 #include "qs/analysis/histogram.h"
+#include "qs/analysis/layer_overview.h"
 #include "qs/io/checkpoint.h"
 
 #include "jobs/quantize_job.h"
@@ -242,6 +243,29 @@ TEST_F(QuantizedCheckpointTest, OutlierChannelsOfPackedCodesAreTheDecodedLinears
     for (std::size_t r = 0; r < s.outputMaxAbs.size(); ++r)
         ASSERT_NEAR(s.outputMaxAbs[r], original.outputMaxAbs[r], 0.25f * original.outputMaxAbs[r])
             << "output channel " << r;
+}
+
+// The Overview of a GPTQ export is not empty: each cell is its linear's decoded weights (the codes
+// tensor named), with moments near the original's, every layer and module of the demo covered.
+TEST_F(QuantizedCheckpointTest, TheOverviewShowsTheDecodedLinears) {
+    const io::Checkpoint demo = io::Checkpoint::open(kDemo.toStdString());
+    const analysis::LayerOverview original = analysis::computeLayerOverview(demo, {});
+    ASSERT_TRUE(open(QStringLiteral("gptq4")));
+    ASSERT_TRUE(window.showPage(QStringLiteral("overview")));
+    const OverviewPage& page = *window.overviewPage();
+    ASSERT_TRUE(waitUntil([&] { return page.overview().has_value() && !page.isBusy(); }));
+    const analysis::LayerOverview& o = *page.overview();
+    ASSERT_EQ(o.layers, original.layers);
+    ASSERT_EQ(o.modules, original.modules);
+    for (std::size_t r = 0; r < o.layers.size(); ++r)
+        for (std::size_t c = 0; c < o.modules.size(); ++c) {
+            const analysis::WeightStats* cell = o.cell(r, c);
+            ASSERT_NE(cell, nullptr);
+            EXPECT_TRUE(cell->tensor.ends_with(".qweight")) << cell->tensor;
+            const analysis::WeightStats& want = *original.cell(r, c);
+            EXPECT_EQ(cell->count, want.count) << cell->tensor;  // weights, not int32 words
+            EXPECT_NEAR(cell->stddev, want.stddev, 0.1 * want.stddev) << cell->tensor;
+        }
 }
 
 TEST_F(QuantizedCheckpointTest, TheColourScaleOfOneValueIsReadable) {

@@ -18,6 +18,7 @@
 #include "qs/model/model_config.h"
 
 #include "experts/expert_overview.h"
+#include "pages/quantized_codes.h"
 #include "plots/heat_gradient.h"
 #include "plots/plot_view.h"
 #include "text/number_format.h"
@@ -174,6 +175,7 @@ void OverviewPage::setCheckpoint(CheckpointPtr checkpoint) {
     runner_.cancel();
     expertLinears_ = checkpoint_ ? expertLinears(*checkpoint_) : std::vector<ExpertLinear>{};
     routerModule_ = checkpoint_ ? moeRouterModule(*checkpoint_) : std::string();
+    quantizedLinears_ = checkpoint_ ? overviewDecoding(checkpoint_) : analysis::QuantizedLinears{};
     {
         const QSignalBlocker blocker(module_);
         module_->clear();
@@ -259,6 +261,7 @@ void OverviewPage::refresh() {
             Qt::QueuedConnection);
     };
     if (!expertLinears_.empty()) options.skip = isExpertWeight;
+    options.quantized = quantizedLinears_;
     const int view = module_->currentIndex();
     std::optional<ExpertLinear> experts;
     if (showsExperts()) experts = expertLinears_[static_cast<std::size_t>(view - 1)];
@@ -308,8 +311,10 @@ void OverviewPage::draw() {
     QCPColorMapData* data = map_->data();
     if (!overview_ || overview_->empty()) {
         data->clear();
+        map_->setDataRange(QCPRange(0, 1));  // not the previous checkpoint's scale
+        scale_->axis()->setLabel(QString());
         title_->setText(QString());
-        if (overview_) status_->setText(tr("No dense linear weights inside decoder layers (a quantized checkpoint?)."));
+        if (overview_) status_->setText(tr("No linear weights inside decoder layers that this view can read."));
         plot_->replot();
         return;
     }

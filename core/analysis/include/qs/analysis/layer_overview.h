@@ -12,6 +12,7 @@
 #include "qs/cancel_token.h"
 #include "qs/io/checkpoint.h"
 #include "qs/io/tensor.h"
+#include "qs/matrix.h"
 #include "qs/progress.h"
 
 namespace qs::analysis {
@@ -48,15 +49,27 @@ struct LayerOverview {
     bool empty() const { return layers.empty() || modules.empty(); }
 };
 
+// A quantized checkpoint's linears, which the overview shows as the weights they decode to (their
+// packed codes, int32 words or bytes, say nothing): whether a stored tensor is a quantized linear's
+// codes (GPTQ's qweight, FP8's weight, ...), and that linear's decoded weights [out, in]. The decoding
+// is the caller's (the formats library's, above this one). Unset: stored floating-point weights only.
+struct QuantizedLinears {
+    std::function<bool(const io::CheckpointTensor&)> isCodes;
+    std::function<MatrixF(const io::CheckpointTensor&)> decode;
+};
+
 struct LayerOverviewOptions {
     double outlierSigma = 6.0;
     qs::ProgressCallback progress;  // stage "overview", one step per tensor; from the calling thread
     qs::CancelToken cancel;         // polled between and inside tensors; throws qs::Cancelled
     // Tensors left out (the GUI shows a MoE checkpoint's experts in a layer × expert view of their own).
     std::function<bool(const io::CheckpointTensor&)> skip;
+    QuantizedLinears quantized;
 };
 
-// Covers the dense floating-point "weight" of every linear module inside a decoder layer.
+// Covers every linear module inside a decoder layer: its dense floating-point "weight", or, where
+// `options.quantized` says a tensor is a quantized linear's codes, the weights they decode to (the
+// cell then names the codes tensor).
 LayerOverview computeLayerOverview(const io::Checkpoint& checkpoint, const LayerOverviewOptions& options = {});
 
 // The order modules are shown in: attention (q, k, v, o) before the MLP (gate, up, down), then norms,
