@@ -142,6 +142,18 @@ TEST_F(QuantizedLinearPageTest, GptqCodeCountsAndGIdxAreTheStoredOnes) {
 }
 
 // weight_packed [out, in/2] bytes, the even input in the low nibble; FP8 weight one E4M3 byte each.
+// gptq4 without act-order stores a g_idx of c / 128: the page says it is in column order, not that
+// there is none (the tree lists it).
+TEST_F(QuantizedLinearPageTest, AGIdxInColumnOrderIsSaidToBeThere) {
+    const auto* v = openAndShow(QStringLiteral("gptq4"), "qweight");
+    ASSERT_NE(v, nullptr);
+    const io::Checkpoint ck = io::Checkpoint::open(path.toStdString());
+    ASSERT_NE(ck.find(kQProj + ".g_idx"), nullptr);
+    EXPECT_TRUE(v->gIdx.empty());
+    EXPECT_TRUE(v->storesGIdx);
+    EXPECT_EQ(window.quantizedLinearPage()->gIdxPlot()->graphCount(), 0);
+}
+
 TEST_F(QuantizedLinearPageTest, FloatCodeCountsAreTheStoredNibblesAndBytes) {
     const auto* v = openAndShow(QStringLiteral("nvfp4"), "weight_packed");
     ASSERT_NE(v, nullptr);
@@ -156,6 +168,7 @@ TEST_F(QuantizedLinearPageTest, FloatCodeCountsAreTheStoredNibblesAndBytes) {
         EXPECT_EQ(v->usage.back().level, 6.0f);
         EXPECT_FALSE(v->zeros.has_value());
         EXPECT_TRUE(v->gIdx.empty());
+        EXPECT_FALSE(v->storesGIdx);
         EXPECT_TRUE(v->scaleNote.contains(QStringLiteral("E4M3 block scales"))) << v->scaleNote.toStdString();
         EXPECT_TRUE(v->scaleNote.contains(QStringLiteral("global scale"))) << v->scaleNote.toStdString();
         EXPECT_EQ(window.quantizedLinearPage()->gIdxPlot()->graphCount(), 0);

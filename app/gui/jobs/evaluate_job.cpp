@@ -17,14 +17,13 @@ pipeline::CheckpointEvalPlan defaultEvalPlan(const std::filesystem::path& origin
                                              const std::filesystem::path& quantized) {
     const io::Checkpoint originalCheckpoint = io::Checkpoint::open(original);
     const io::Checkpoint quantizedCheckpoint = io::Checkpoint::open(quantized);
-    const std::filesystem::path text =
-        pipeline::resolveRunText(pipeline::TextRole::Evaluation, {}, originalCheckpoint);
+    const std::filesystem::path text = pipeline::resolveRunText(pipeline::TextRole::Evaluation, {}, originalCheckpoint);
     pipeline::CheckpointEvalPlan plan;
     plan.original = original;
     plan.quantized = quantized;
-    plan.evaluation = pipeline::sharedTokenWindows(originalCheckpoint, quantizedCheckpoint, pipeline::loadTexts(text),
-                                                   pipeline::kCheckpointEvalSamples,
-                                                   pipeline::kCheckpointEvalSeqLen, text.string());
+    plan.evaluation =
+        pipeline::sharedTokenWindows(originalCheckpoint, quantizedCheckpoint, pipeline::loadTexts(text),
+                                     pipeline::kCheckpointEvalSamples, pipeline::kCheckpointEvalSeqLen, text.string());
     return plan;
 }
 
@@ -40,8 +39,8 @@ bool EvaluateJob::start(QString original, QString quantized) {
     if (thread_) return false;
     token_ = qs::CancelToken();
     clock_.start();
-    thread_ = QThread::create([this, original = std::move(original), quantized = std::move(quantized),
-                               token = token_, generation = ++generation_] {
+    thread_ = QThread::create([this, original = std::move(original), quantized = std::move(quantized), token = token_,
+                               generation = ++generation_] {
         qs::sizeThreadTeamToFreeCores();  // this thread's OpenMP team, as the cores are now
         run(original, quantized, token, generation);
     });

@@ -70,6 +70,8 @@ std::optional<QuantizedLinearPage::Views> computeViews(const io::Checkpoint& che
         v.usageNote = QObject::tr("%1 stores no code per weight that could be counted here.").arg(v.scheme);
     }
     if (layer->actOrder) v.gIdx = parts.gIdx;
+    const std::string& prefix = layer->ref.prefix;
+    v.storesGIdx = checkpoint.find(prefix + ".g_idx") || checkpoint.find(prefix + ".weight_g_idx");
     if (original) {
         try {
             const formats::RoundingError e =
@@ -122,7 +124,8 @@ PlotView* makePlot(QWidget* parent, const QString& fileName, const QString& xLab
     plot->yAxis->setLabel(yLabel);
     plot->setMinimumSize(150, 130);          // three abreast in a laptop's centre, the docks beside them
     plot->xAxis->ticker()->setTickCount(3);  // a third of a laptop's centre: three short labels fit
-    plot->xAxis->ticker()->setTickStepStrategy(QCPAxisTicker::tssMeetTickCount);
+    // Readable steps (0.005, not 0.0045): "0.0135" beside "0.009" overlapped in a third of 1366 px.
+    plot->xAxis->ticker()->setTickStepStrategy(QCPAxisTicker::tssReadability);
     plot->yAxis->ticker()->setTickCount(4);
     return plot;
 }
@@ -299,7 +302,11 @@ void QuantizedLinearPage::drawCodes() {
 // scatter when GPTQ quantized the columns by decreasing Hessian diagonal.
 void QuantizedLinearPage::drawGIdx() {
     const auto& g = views_->gIdx;
-    resetPlot(gIdx_, g.empty() ? tr("No g_idx (no act-order)") : tr("g_idx (act-order)"), !g.empty());
+    // GPTQ exports store a g_idx even without act-order: then column c reads group c / group size.
+    const QString title = !g.empty()           ? tr("g_idx (act-order)")
+                          : views_->storesGIdx ? tr("g_idx: column order")
+                                               : tr("No g_idx (no act-order)");
+    resetPlot(gIdx_, title, !g.empty());
     if (!g.empty()) {
         auto* graph = gIdx_->addGraph();
         graph->setName(QStringLiteral("g_idx"));

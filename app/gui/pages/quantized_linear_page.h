@@ -48,6 +48,7 @@ public:
         std::optional<analysis::Histogram> zeros;  // integer codes only
         QString scaleNote;                         // the scales' element type, block and global scale
         std::vector<std::int32_t> gIdx;            // act-order only
+        bool storesGIdx = false;                   // a g_idx tensor, act-order or c / group
         std::optional<analysis::Histogram> error;  // decoded − original, with an original
         double errorRms = 0.0;
         double originalRms = 0.0;
