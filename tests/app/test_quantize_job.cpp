@@ -16,6 +16,7 @@
 #include <QElapsedTimer>
 #include <QLineEdit>
 #include <QMouseEvent>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QStandardItemModel>
 #include <QTemporaryDir>
@@ -242,6 +243,20 @@ TEST_F(QuantizeJobTest, ExportWritesTheChosenResultAndRefusesTheSourceFolder) {
     EXPECT_FALSE(exporter.written().isEmpty());
     EXPECT_TRUE(QFile::exists(QDir(destination).filePath(QStringLiteral("config.json"))));
     EXPECT_FALSE(QFile::exists(QDir(kDemo).filePath(QStringLiteral("fp8-out"))));
+
+    // Another result chosen: the folder just written is not its destination, and "Open for inspection"
+    // (which opens what was written) is not offered for it; chosen again, it is.
+    QPushButton* open = nullptr;
+    for (QPushButton* b : exporter.findChildren<QPushButton*>())
+        if (b->text() == QStringLiteral("Open for inspection")) open = b;
+    ASSERT_NE(open, nullptr);
+    EXPECT_FALSE(open->isHidden());
+    ASSERT_TRUE(exporter.selectMethod(QString::fromStdString(result->methods[0].method.label())));
+    EXPECT_TRUE(open->isHidden());
+    EXPECT_TRUE(exporter.problem().contains(QStringLiteral("Choose a destination")))
+        << exporter.problem().toStdString();
+    ASSERT_TRUE(exporter.selectMethod(QString::fromStdString(result->methods[1].method.label())));
+    EXPECT_FALSE(open->isHidden());
 }
 
 TEST_F(QuantizeJobTest, AGgufMethodStandsBesideGptqAndExportsAsAGgufFile) {

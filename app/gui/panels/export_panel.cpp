@@ -105,9 +105,13 @@ ExportPanel::ExportPanel(QWidget* parent)
     layout->addLayout(buttons);
     layout->addStretch(1);
 
-    connect(method_, &QComboBox::currentIndexChanged, this, &ExportPanel::fillFormats);
+    connect(method_, &QComboBox::currentIndexChanged, this, [this] {
+        fillFormats();
+        leaveWrittenDestination();
+    });
     connect(format_, &QComboBox::currentIndexChanged, this, [this] {
         updateRefusal();
+        leaveWrittenDestination();
         updateState();
     });
     connect(destination_, &QLineEdit::textChanged, this, &ExportPanel::updateState);
@@ -131,6 +135,7 @@ void ExportPanel::setResult(JobResultPtr result) {
     result_ = std::move(result);
     storedRefusals_.clear();
     written_.clear();
+    writtenMethod_ = nullptr;
     fillMethods();
 }
 
@@ -344,7 +349,19 @@ void ExportPanel::updateState() {
     problem_->setVisible(!problem_->text().isEmpty() && !isExporting());
     export_->setEnabled(why.isEmpty() && !isExporting());
     progress_->setVisible(isExporting());
-    open_->setVisible(!written_.isEmpty() && !isExporting());
+    open_->setVisible(showsWritten() && !isExporting());
+}
+
+bool ExportPanel::showsWritten() const {
+    return !written_.isEmpty() && method() == writtenMethod_ && formatName() == writtenFormat_;
+}
+
+// Another method or layout chosen after an export: the folder just written is not its destination
+// (it would only say "exists"), and "Open for inspection" would open the other result's export.
+void ExportPanel::leaveWrittenDestination() {
+    if (!written_.isEmpty() && !showsWritten() && samePath(written_, destination_->text().trimmed()))
+        destination_->clear();
+    updateState();
 }
 
 void ExportPanel::chooseDestination() {
@@ -387,6 +404,8 @@ void ExportPanel::startExport() {
 void ExportPanel::onExported(const QString& folder) {
     progressTimer_.stop();
     written_ = folder;
+    writtenMethod_ = method();
+    writtenFormat_ = formatName();
     emit exported(folder);
     updateState();
 }

@@ -82,11 +82,15 @@ private:
     void updateState();
     void chooseDestination();
     void onExported(const QString& folder);
+    bool showsWritten() const;  // the chosen method and layout are what was last written
+    void leaveWrittenDestination();
 
     QString source_;
     io::CheckpointFingerprint sourceFingerprint_;
     JobResultPtr result_;
     QString written_;
+    const pipeline::MethodResult* writtenMethod_ = nullptr;  // what written_ holds
+    QString writtenFormat_;
     SettingsProvider settings_;
     QString refusal_;        // the core's reason the chosen format cannot hold the chosen result
     bool checking_ = false;  // refusal_ (and the layouts offered) are being found on checks_
