@@ -86,6 +86,10 @@ TEST_F(CheckpointTreeTest, SubstringAndRegexFilters) {
     QStringList leaves = leafNames(proxy());
     EXPECT_EQ(leaves.size(), 5);
     for (const QString& name : leaves) EXPECT_TRUE(name.contains(QStringLiteral("q_proj"))) << name.toStdString();
+    // A layer's item count is of what the filter shows; unfiltered it is all of them.
+    const QModelIndex layer0 = proxy().index(0, 0);  // the embeddings are filtered out
+    ASSERT_EQ(layer0.data().toString(), "Layer 0");
+    EXPECT_EQ(layer0.siblingAtColumn(CheckpointTreeModel::ShapeColumn).data().toString(), "1 of 9 item(s)");
 
     ASSERT_TRUE(proxy().setPattern(QStringLiteral(R"(layers\.[01]\.mlp)"), true));
     EXPECT_EQ(leafNames(proxy()).size(), 6);
@@ -99,6 +103,7 @@ TEST_F(CheckpointTreeTest, SubstringAndRegexFilters) {
 
     ASSERT_TRUE(proxy().setPattern(QString(), false));
     EXPECT_EQ(leafNames(proxy()).size(), 47);
+    EXPECT_EQ(proxy().index(1, CheckpointTreeModel::ShapeColumn).data().toString(), "9 item(s)");
 }
 
 TEST_F(CheckpointTreeTest, SortsBySizeNumerically) {

@@ -19,7 +19,19 @@ bool CheckpointFilterModel::setPattern(const QString& pattern, bool regex) {
                                         QRegularExpression::CaseInsensitiveOption);
     if (!expression.isValid()) return false;
     setFilterRegularExpression(expression);
+    filtering_ = !pattern.isEmpty();
     return true;
+}
+
+QVariant CheckpointFilterModel::data(const QModelIndex& index, int role) const {
+    if (!filtering_ || role != Qt::DisplayRole || index.column() != CheckpointTreeModel::ShapeColumn)
+        return QSortFilterProxyModel::data(index, role);
+    const QVariant all = QSortFilterProxyModel::data(index, CheckpointTreeModel::GroupItemsRole);
+    if (!all.isValid()) return QSortFilterProxyModel::data(index, role);
+    const int shown = rowCount(index.siblingAtColumn(CheckpointTreeModel::NameColumn));
+    const int total = static_cast<int>(all.toLongLong());
+    if (shown == total) return QSortFilterProxyModel::data(index, role);
+    return tr("%1 of %n item(s)", nullptr, total).arg(shown);
 }
 
 }  // namespace qs::gui

@@ -1,7 +1,8 @@
 #pragma once
 // The tree's filter (a proxy, as in hotspot, not code in the view): a case-insensitive substring or
 // regular expression matched against full dotted names. A matching group keeps all of its children
-// ("mlp" shows whole MLP modules); a matching tensor keeps its parents.
+// ("mlp" shows whole MLP modules); a matching tensor keeps its parents. While it filters, a group's
+// item count is of what it shows ("2 of 11 items").
 #include <QSortFilterProxyModel>
 
 namespace qs::gui {
@@ -14,6 +15,11 @@ public:
 
     // Returns false (and leaves the filter as it was) when `regex` is set and `pattern` is invalid.
     bool setPattern(const QString& pattern, bool regex);
+
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+
+private:
+    bool filtering_ = false;
 };
 
 }  // namespace qs::gui

@@ -340,6 +340,8 @@ QVariant CheckpointTreeModel::data(const QModelIndex& index, int role) const {
             return index.column() == SizeColumn ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
         case TensorNameRole: return node.tensor >= 0 ? node.filterText : QString();
         case QuantSchemeRole: return node.scheme;
+        case GroupItemsRole:
+            return node.tensor < 0 && node.linearShape.empty() ? QVariant(qlonglong(node.children.size())) : QVariant();
         case FilterTextRole: return node.filterText;
         case SortRole:
             switch (index.column()) {

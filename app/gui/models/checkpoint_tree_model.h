@@ -26,6 +26,7 @@ public:
         FilterTextRole,                     // what the filter matches: the node's full dotted name
         SortRole,                           // numeric where the text would sort wrongly
         QuantSchemeRole,                    // a quantized linear's scheme ("int4 g128 asym"); empty for others
+        GroupItemsRole,                     // a group's child count, which its Shape cell shows; none for others
     };
 
     explicit CheckpointTreeModel(QObject* parent = nullptr);
