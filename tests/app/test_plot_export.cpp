@@ -46,6 +46,25 @@ TEST_F(PlotExportTest, LogAxisLabelsArePlainNumbersWithinTwoDecades) {
     EXPECT_EQ(plot.yAxis->numberFormat(), QStringLiteral("g"));
 }
 
+// A tensor name as title is longer than a narrow plot: drawn elided to the plot's width (its end kept
+// where asked), the whole of it still the plot's title(); wide again, drawn whole.
+TEST_F(PlotExportTest, ATitleWiderThanThePlotIsElided) {
+    PlotView plot;
+    plot.resize(330, 220);  // about its minimum width
+    plot.show();            // a hidden widget gets its resize events when shown
+    const QString name = QStringLiteral("model.language_model.layers.12.self_attn.q_proj.qweight");
+    plot.setTitle(name, Qt::ElideLeft);
+    auto* element = qobject_cast<QCPTextElement*>(plot.plotLayout()->element(0, 0));
+    ASSERT_NE(element, nullptr);
+    EXPECT_EQ(plot.title(), name);
+    EXPECT_NE(element->text(), name);
+    EXPECT_TRUE(element->text().endsWith(QStringLiteral("q_proj.qweight"))) << element->text().toStdString();
+    EXPECT_LE(QFontMetrics(element->font()).horizontalAdvance(element->text()), plot.width());
+    plot.resize(1200, 200);
+    QCoreApplication::processEvents();
+    EXPECT_EQ(element->text(), name);
+}
+
 TEST_F(PlotExportTest, HistogramExportsPngPdfAndCsv) {
     MainWindow window(MainWindow::Settings::Ignore);
     auto reporter = std::make_shared<SilentErrorReporter>();

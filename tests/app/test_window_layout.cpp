@@ -1,5 +1,8 @@
 // The window on a laptop screen (1366x768) and on a full-HD one: it fits, its docks do not paint over
 // each other and Start stays in view; the checkpoint tree keeps its names readable.
+#include <map>
+#include <optional>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QDockWidget>
@@ -140,6 +143,36 @@ TEST_F(WindowLayoutTest, EveryTabOfADenseCheckpointIsInViewOnALaptop) {
                 << key.toStdString() << ": tab " << bar->tabText(i).toStdString() << " is cut";
             EXPECT_GE(bar->tabRect(i).left(), 0)
                 << key.toStdString() << ": tab " << bar->tabText(i).toStdString() << " scrolled away";
+        }
+    }
+}
+
+// Switching tabs must not move the docks: at 1366 pixels a page with a wider minimum size pushed the
+// left and right docks narrower, and the tab bar moved under the cursor.
+TEST_F(WindowLayoutTest, TheDocksKeepTheirWidthsFromTabToTab) {
+    for (const QString& path : {kDemo, quantizedDemo(QStringLiteral("gptq4"))}) {
+        ASSERT_FALSE(path.isEmpty());
+        ASSERT_TRUE(window.openPath(path));
+        showAt({1366, 720});
+        auto* tabs = window.findChild<QTabWidget*>();
+        ASSERT_NE(tabs, nullptr);
+        std::map<QString, int> widths;  // the visible docks' widths, as first shown
+        std::optional<int> tabsLeft;
+        for (int i = 0; i < tabs->count(); ++i) {
+            if (!tabs->isTabVisible(i)) continue;
+            tabs->setCurrentIndex(i);
+            waitUntil([this] { return !window.isBusy(); });  // the page's data too (the Outliers table's widths)
+            waitUntil([] { return false; }, 100);
+            for (const QDockWidget* dock : window.findChildren<QDockWidget*>()) {
+                if (!dock->isVisible() || dock->isFloating()) continue;
+                const auto at = widths.emplace(dock->windowTitle(), dock->width());
+                EXPECT_EQ(dock->width(), at.first->second)
+                    << path.toStdString() << ", tab " << tabs->tabText(i).toStdString() << ": dock "
+                    << dock->windowTitle().toStdString() << " changed width";
+            }
+            const int left = tabs->mapTo(&window, QPoint(0, 0)).x();
+            if (!tabsLeft) tabsLeft = left;
+            EXPECT_EQ(left, *tabsLeft) << path.toStdString() << ", tab " << tabs->tabText(i).toStdString();
         }
     }
 }

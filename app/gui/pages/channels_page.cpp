@@ -35,7 +35,6 @@ ChannelsPage::ChannelsPage(QWidget* parent)
       axis_(new QComboBox(this)),
       topK_(new QSpinBox(this)),
       plot_(new PlotView(this)),
-      title_(new QCPTextElement(plot_, QString(), QFont(font().family(), 10, QFont::Bold))),
       table_(new ChannelTableModel(this)),
       tableView_(new QTableView(this)),
       caption_(new QLabel(this)) {
@@ -70,6 +69,10 @@ ChannelsPage::ChannelsPage(QWidget* parent)
     controls->addWidget(topK_);
     controls->addStretch(1);
     controls->addWidget(exportButton);
+    // The table's minimum is every column whole (fitTableWidth); beside it the plot may be narrower than
+    // a PlotView's default, so that the page's minimum stays below the centre's width at 1366 pixels and
+    // choosing this tab does not push the docks narrower.
+    plot_->setMinimumWidth(220);
     auto* splitter = new QSplitter(Qt::Horizontal, this);
     splitter->addWidget(plot_);
     splitter->addWidget(tableView_);
@@ -81,8 +84,7 @@ ChannelsPage::ChannelsPage(QWidget* parent)
     layout->addWidget(splitter, 1);
     layout->addWidget(caption_);
 
-    plot_->plotLayout()->insertRow(0);
-    plot_->plotLayout()->addElement(0, 0, title_);
+    plot_->setTitle(QString());
     plot_->yAxis->setLabel(tr("max |w|"));
     plot_->setDefaultFileName(QStringLiteral("channels"));
     plot_->setToolTipProvider([this](double x, double) { return toolTipAt(x); });
@@ -169,7 +171,7 @@ void ChannelsPage::clearPlot(const QString& message) {
     plot_->clearGraphs();
     plot_->clearItems();
     marker_ = nullptr;
-    title_->setText(QString());
+    plot_->setTitle(QString());
     table_->setRanks({}, tr("channel"));
     caption_->setText(message);
     plot_->replot();
@@ -205,9 +207,9 @@ void ChannelsPage::draw() {
     marker_->setVisible(false);
 
     const QString channelWord = input ? tr("input channel") : tr("output row");
-    title_->setText(decodedAs_.isEmpty()
-                        ? tr("max |w| per %1 — %2").arg(channelWord, shownTensor_)
-                        : tr("max |w| per %1 — %2, decoded (%3)").arg(channelWord, shownTensor_, decodedAs_));
+    // The axes say what is plotted and the caption how it was read; the title which tensor, its end
+    // kept where the plot is narrow ("…self_attn.q_proj.qweight").
+    plot_->setTitle(shownTensor_, Qt::ElideLeft);
     plot_->xAxis->setLabel(channelWord);
     table_->setRanks(top, input ? tr("input channel") : tr("output row"));
     fitTableWidth();
@@ -218,7 +220,8 @@ void ChannelsPage::draw() {
                               .arg(channelWord)
                               .arg(top.front().channel)
                               .arg(valueText(top.front().maxAbs))
-                              .arg(top.front().ratioToMedian, 0, 'f', 2));
+                              .arg(top.front().ratioToMedian, 0, 'f', 2) +
+                          (decodedAs_.isEmpty() ? QString() : tr(" Decoded from %1.").arg(decodedAs_)));
     }
     resetView();
 }

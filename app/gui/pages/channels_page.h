@@ -71,7 +71,6 @@ private:
     QComboBox* axis_;
     QSpinBox* topK_;
     PlotView* plot_;
-    QCPTextElement* title_;
     QCPItemStraightLine* marker_ = nullptr;
     ChannelTableModel* table_;
     QTableView* tableView_;

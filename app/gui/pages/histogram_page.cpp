@@ -41,7 +41,6 @@ HistogramPage::HistogramPage(QWidget* parent)
       log_(new QCheckBox(tr("Log counts"), this)),
       sigma_(new QDoubleSpinBox(this)),
       plot_(new PlotView(this)),
-      title_(new QCPTextElement(plot_, QString(), QFont(font().family(), 10, QFont::Bold))),
       stats_(new QLabel(this)) {
     log_->setObjectName(QStringLiteral("logCounts"));
     bins_->setRange(4, 4096);
@@ -71,8 +70,7 @@ HistogramPage::HistogramPage(QWidget* parent)
     layout->addWidget(plot_, 1);
     layout->addWidget(stats_);
 
-    plot_->plotLayout()->insertRow(0);
-    plot_->plotLayout()->addElement(0, 0, title_);
+    plot_->setTitle(QString());
     plot_->xAxis->setLabel(tr("value"));
     plot_->setDefaultFileName(QStringLiteral("histogram"));
     plot_->setToolTipProvider([this](double x, double) { return toolTipAt(x); });
@@ -161,7 +159,7 @@ void HistogramPage::clearPlot(const QString& message) {
     shownTensor_.clear();
     plot_->clearPlottables();
     plot_->clearItems();
-    title_->setText(QString());
+    plot_->setTitle(QString());
     stats_->setText(message);
     plot_->replot();
 }
@@ -171,7 +169,7 @@ void HistogramPage::draw() {
     const analysis::Histogram& h = *histogram_;
     plot_->clearPlottables();
     plot_->clearItems();
-    title_->setText(decodedAs_.isEmpty() ? shownTensor_ : tr("%1, decoded (%2)").arg(shownTensor_, decodedAs_));
+    plot_->setTitle(decodedAs_.isEmpty() ? shownTensor_ : tr("%1, decoded (%2)").arg(shownTensor_, decodedAs_));
 
     // Two bar series: the bulk, and the bins whose centre lies beyond ±k·σ.
     auto* bulk = new QCPBars(plot_->xAxis, plot_->yAxis);

@@ -74,7 +74,6 @@ private:
     QCheckBox* log_;
     QDoubleSpinBox* sigma_;
     PlotView* plot_;
-    QCPTextElement* title_;
     QLabel* stats_;
 };
 

@@ -26,13 +26,26 @@ PlotView::PlotView(QWidget* parent) : QCustomPlot(parent), menu_(new QMenu(this)
     menu_->addAction(tr("Export CSV…"), this, [this] { exportWithDialog(ExportFormat::Csv); });
 }
 
-void PlotView::setTitle(const QString& title) {
+void PlotView::setTitle(const QString& title, Qt::TextElideMode elide) {
     if (!title_) {
         plotLayout()->insertRow(0);
         title_ = new QCPTextElement(this, QString(), QFont(font().family(), 10, QFont::Bold));
         plotLayout()->addElement(0, 0, title_);
     }
-    title_->setText(title);
+    fullTitle_ = title;
+    titleElide_ = elide;
+    fitTitle();
+}
+
+void PlotView::fitTitle() {
+    if (!title_) return;
+    const QFontMetrics metrics(title_->font());
+    title_->setText(metrics.elidedText(fullTitle_, titleElide_, std::max(width() - 16, 40)));
+}
+
+void PlotView::resizeEvent(QResizeEvent* event) {
+    fitTitle();
+    QCustomPlot::resizeEvent(event);
 }
 
 void PlotView::setLayerTicks(QCPAxis* axis) {

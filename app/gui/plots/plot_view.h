@@ -24,8 +24,10 @@ public:
     void setToolTipProvider(ToolTipProvider provider) { toolTip_ = std::move(provider); }
     void setCsvProvider(CsvProvider provider) { csv_ = std::move(provider); }
     void setDefaultFileName(const QString& baseName) { baseName_ = baseName; }
-    // A bold title row above the axes, made on first use.
-    void setTitle(const QString& title);
+    // A bold title row above the axes, made on first use; elided to the plot's width (a tensor name is
+    // longer than a third of a laptop's centre) on the side `elide` says; title() is the whole of it.
+    void setTitle(const QString& title, Qt::TextElideMode elide = Qt::ElideMiddle);
+    const QString& title() const { return title_ ? fullTitle_ : emptyTitle_; }
     // A logarithmic value axis whose labels follow its range: powers of ten ("10⁻³") over two decades
     // or more, plain numbers ("3", "0.5") over a narrower range, where the log ticker's steps within a
     // decade would otherwise read "3·10⁰".
@@ -53,8 +55,10 @@ protected:
     void mouseReleaseEvent(QMouseEvent* event) override;
     void mouseMoveEvent(QMouseEvent* event) override;
     void contextMenuEvent(QContextMenuEvent* event) override;
+    void resizeEvent(QResizeEvent* event) override;
 
 private:
+    void fitTitle();
     void exportWithDialog(ExportFormat format);
     void labelLogRange(const QCPRange& range);
 
@@ -63,6 +67,9 @@ private:
     QString baseName_ = QStringLiteral("plot");
     QMenu* menu_ = nullptr;
     QCPTextElement* title_ = nullptr;
+    QString fullTitle_;
+    Qt::TextElideMode titleElide_ = Qt::ElideMiddle;
+    inline static const QString emptyTitle_;
     QPoint pressPos_;
     bool followsLogRange_ = false;
 };
