@@ -6,6 +6,7 @@
 #include <QSettings>
 #include <QSpinBox>
 
+#include "jobs/quantize_job.h"
 #include "panels/quantize_panel.h"
 #include "qt_test_support.h"
 #include "quantized_demo.h"
@@ -34,6 +35,9 @@ protected:
         ASSERT_TRUE(panel.selectMethods({"gptq3", "awq4", "trellis4", "nvfp4"}));
         panel.setSampling(48, 256, 12);
         panel.setPerLayerKl(true);
+        auto* kvCache = panel.findChild<QCheckBox*>(QStringLiteral("kvCacheFp8"));
+        ASSERT_NE(kvCache, nullptr);
+        kvCache->setChecked(!kvCache->isChecked());
     }
 };
 
@@ -78,6 +82,20 @@ TEST_F(SettingsTest, AWindowThatIgnoresSettingsNeitherReadsNorWritesThem) {
     screenshot.quantizePanel()->setSampling(7, 64, 3);
     screenshot.close();
     EXPECT_EQ(QSettings().value(QStringLiteral("quantize/samples")).toInt(), 48);
+}
+
+// A session that is killed, not quit, keeps the settings of the last job it started.
+TEST_F(SettingsTest, TheQuantizePanelIsSavedWhenAJobStarts) {
+    MainWindow remembering(MainWindow::Settings::Remember);
+    ASSERT_TRUE(remembering.openPath(kDemo));
+    ASSERT_TRUE(remembering.quantizePanel()->selectMethods({"rtn4"}));
+    remembering.quantizePanel()->setSampling(5, 32, 2);
+    EXPECT_FALSE(QSettings().contains(QStringLiteral("quantize/samples")));
+    ASSERT_TRUE(remembering.startQuantizeJob());
+    EXPECT_EQ(QSettings().value(QStringLiteral("quantize/samples")).toInt(), 5);
+    EXPECT_EQ(QSettings().value(QStringLiteral("quantize/methods/rtn#0/checked")).toBool(), true);
+    remembering.quantizeJob()->cancel();
+    EXPECT_TRUE(waitUntil([&] { return !remembering.isBusy(); }, 60000));
 }
 
 // File ▸ Compare with Original… starts in the folder of the last original accepted, not of one refused.

@@ -232,6 +232,10 @@ bool MainWindow::startQuantizeJob() {
         return false;
     }
     const QuantizeSettings settings = quantize_->settings();
+    if (settings_ == Settings::Remember) {  // now, not only at a clean quit: a killed session keeps them too
+        QSettings remembered;
+        quantize_->saveSettings(remembered);
+    }
     RunFolder folder;
     try {
         folder = chooseRunFolder(settings);
