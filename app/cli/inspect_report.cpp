@@ -103,18 +103,13 @@ void ggufLines(std::ostream& out, const GgufInspection& g) {
                      {"weights", TextTable::Align::Right},
                      {"size", TextTable::Align::Right},
                      {"bits/weight", TextTable::Align::Right}});
-    std::int64_t elements = 0;
-    std::uint64_t bytes = 0;
-    for (const auto& t : g.types) {
+    for (const auto& t : g.types)
         types.addRow({t.type, std::to_string(t.tensors), formatCount(t.elements), formatBytes(t.bytes),
                       twoDecimals(t.bitsPerWeight())});
-        elements += t.elements;
-        bytes += t.bytes;
-    }
     field(out, "Tensor types",
-          std::to_string(g.types.size()) + (g.types.size() == 1 ? " type, " : " types, ") +
-              twoDecimals(elements > 0 ? 8.0 * static_cast<double>(bytes) / static_cast<double>(elements) : 0.0) +
-              " bits/weight overall");
+          std::to_string(g.types.size()) + (g.types.size() == 1 ? " type; " : " types; ") +
+              twoDecimals(g.decoderLinears.bitsPerWeight()) + " bits per weight of the decoder's linears, " +
+              twoDecimals(g.allTensors.bitsPerWeight()) + " over every tensor");
     std::ostringstream table;
     types.print(table);
     std::istringstream lines(table.str());
@@ -250,12 +245,19 @@ GgufInspection inspectGguf(const io::Checkpoint& checkpoint) {
         g.metadataJson[key] = metadataValueJson(value);
     }
     std::map<std::string, TypeCount> byType;
+    const auto count = [](TypeCount& c, const io::TensorInfo& t) {
+        ++c.tensors;
+        c.elements += t.numel();
+        c.bytes += t.byteSize();
+    };
     for (const auto& t : checkpoint.tensors()) {
         TypeCount& c = byType[t.info->typeName()];
         c.type = t.info->typeName();
-        ++c.tensors;
-        c.elements += t.info->numel();
-        c.bytes += t.info->byteSize();
+        count(c, *t.info);
+        count(g.allTensors, *t.info);
+        if (t.naming.role == io::TensorRole::Linear && t.naming.layer >= 0 && t.naming.part == "weight" &&
+            !io::isTowerTensor(t.info->name))
+            count(g.decoderLinears, *t.info);
     }
     for (auto& [name, count] : byType) g.types.push_back(std::move(count));
     return g;
@@ -315,6 +317,8 @@ nlohmann::json renderJson(const InspectReport& report) {
         j["gguf"] = {{"version", g->version},
                      {"alignment", g->alignment},
                      {"file_type", g->fileType},
+                     {"bits_per_weight", g->decoderLinears.bitsPerWeight()},  // the decoder's linears
+                     {"bits_per_weight_all_tensors", g->allTensors.bitsPerWeight()},
                      {"tensor_types", std::move(types)},
                      {"metadata", g->metadataJson}};
     }

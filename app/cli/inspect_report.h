@@ -40,6 +40,10 @@ struct GgufInspection {
     std::vector<std::pair<std::string, std::string>> metadata;  // key -> value (arrays as "[type x n]")
     nlohmann::json metadataJson;                                // scalars as values, arrays as {type, length}
     std::vector<TypeCount> types;                               // by type name
+    // The decoder's linear weights (what `quantize` and the app call bits per weight: the bits stored
+    // per weight of the quantized linears); `types` covers every tensor (embeddings, output, norms).
+    TypeCount decoderLinears;
+    TypeCount allTensors;
 };
 
 struct InspectReport {

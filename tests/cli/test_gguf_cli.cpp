@@ -52,7 +52,9 @@ TEST(CliGguf, InspectSummarisesContainerTypesAndMetadata) {
     EXPECT_THAT(r.out, HasSubstr("Architecture   LlamaForCausalLM (llama)"));
     EXPECT_THAT(r.out, HasSubstr("Layers         1"));
     EXPECT_THAT(r.out, HasSubstr("Format         GGUF v3 (llama.cpp), file type F16, alignment 32"));
-    EXPECT_THAT(r.out, HasSubstr("Tensor types   2 types"));
+    // One bits per weight, as quantize and the app give it: the decoder's linears (here all F16); the
+    // F32 norms only count in the figure over every tensor.
+    EXPECT_THAT(r.out, HasSubstr("Tensor types   2 types; 16.00 bits per weight of the decoder's linears, 1"));
     EXPECT_THAT(r.out, HasSubstr("Metadata       18 keys"));
     EXPECT_THAT(r.out, HasSubstr("general.architecture"));
     EXPECT_THAT(r.out, HasSubstr("[string x 32000]"));
@@ -66,6 +68,8 @@ TEST(CliGguf, InspectSummarisesContainerTypesAndMetadata) {
     EXPECT_EQ(report["gguf"]["file_type"], "F16");
     EXPECT_EQ(report["gguf"]["tensor_types"]["f16"]["tensors"], 9);
     EXPECT_EQ(report["gguf"]["tensor_types"]["f16"]["bits_per_weight"], 16.0);
+    EXPECT_EQ(report["gguf"]["bits_per_weight"], 16.0);
+    EXPECT_GT(report["gguf"]["bits_per_weight_all_tensors"].get<double>(), 16.0);
     EXPECT_EQ(report["gguf"]["tensor_types"]["f32"]["tensors"], 3);
     EXPECT_EQ(report["gguf"]["metadata"]["llama.block_count"], 1);
     EXPECT_EQ(report["gguf"]["metadata"]["general.architecture"], "llama");
