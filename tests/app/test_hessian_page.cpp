@@ -5,6 +5,8 @@
 #include <numeric>
 
 #include <QComboBox>
+#include <QProgressBar>
+#include <QPushButton>
 
 #include "pages/hessian_page.h"
 #include "panels/quantize_panel.h"
@@ -68,6 +70,37 @@ TEST_F(HessianPageTest, LinearsThatShareAnInputShareItsDiagonal) {
     const HessianDiagonal* o = window.hessianPage()->shown();
     ASSERT_NE(o, nullptr);
     EXPECT_NE(o->diagonal, qDiagonal);
+}
+
+// While a layer calibrates, the page shows its progress and a Cancel button; cancelled, it says so and
+// Calibrate starts it again; finished, the progress bar goes.
+TEST_F(HessianPageTest, ACalibrationShowsItsProgressAndCancels) {
+    HessianPage& page = *window.hessianPage();
+    QPushButton& button = *page.calibrateButton();
+    auto* progress = page.findChild<QProgressBar*>();
+    ASSERT_NE(progress, nullptr);
+    window.selectTensor(QStringLiteral("model.layers.1.mlp.down_proj.weight"));
+    ASSERT_TRUE(page.isBusy());
+    EXPECT_EQ(button.text(), QStringLiteral("Cancel"));
+    EXPECT_TRUE(progress->isVisibleTo(&page));
+    EXPECT_TRUE(page.captionText().startsWith(QStringLiteral("Calibrating layer 1")))
+        << page.captionText().toStdString();
+
+    button.click();
+    EXPECT_FALSE(page.isBusy());
+    EXPECT_EQ(page.shown(), nullptr);
+    EXPECT_TRUE(page.captionText().contains(QStringLiteral("Cancelled"))) << page.captionText().toStdString();
+    EXPECT_EQ(button.text(), QStringLiteral("Calibrate"));
+    EXPECT_FALSE(progress->isVisibleTo(&page));
+    ASSERT_TRUE(button.isEnabled());
+
+    button.click();
+    EXPECT_TRUE(page.isBusy());
+    ASSERT_TRUE(waitUntil([&] { return !window.isBusy(); }, 60000));
+    ASSERT_NE(page.shown(), nullptr) << page.captionText().toStdString();
+    EXPECT_EQ(page.shown()->diagonal.size(), 768u);
+    EXPECT_FALSE(progress->isVisibleTo(&page));
+    EXPECT_EQ(button.text(), QStringLiteral("Recalibrate"));
 }
 
 TEST_F(HessianPageTest, ATensorThatIsNoLinearSaysSo) {

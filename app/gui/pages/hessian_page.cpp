@@ -6,6 +6,8 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableWidget>
@@ -40,15 +42,15 @@ struct Request {
 };
 
 // On the worker: the checkpoint's calibration text (else the bundled one) through the layers up to
-// `layer`, on the chosen device.
+// `layer`, on the chosen device; a report per layer run.
 pipeline::LayerHessianDiagonals calibrate(const Request& r, const std::shared_ptr<const pipeline::Backend>& backend,
-                                          const qs::CancelToken& cancel) {
+                                          const qs::ProgressCallback& progress, const qs::CancelToken& cancel) {
     const io::Checkpoint& checkpoint = *r.checkpoint;
     const model::Tokenizer tokenizer = model::Tokenizer::forCheckpoint(checkpoint);
     const std::filesystem::path text = pipeline::resolveRunText(pipeline::TextRole::Calibration, {}, checkpoint);
     const pipeline::TokenSequences sequences =
         pipeline::tokenWindows(tokenizer, pipeline::loadTexts(text), r.samples, r.sequenceLength, text.string());
-    return pipeline::hessianDiagonals(checkpoint, r.layer, sequences, *backend, {}, cancel);
+    return pipeline::hessianDiagonals(checkpoint, r.layer, sequences, *backend, progress, cancel);
 }
 
 }  // namespace
@@ -57,6 +59,8 @@ HessianPage::HessianPage(QWidget* parent)
     : InspectorPage(parent),
       samples_(makeSpinBox(1, 1024, 8, this)),
       sequenceLength_(makeSpinBox(8, 4096, 128, this)),
+      progress_(new QProgressBar(this)),
+      calibrateButton_(new QPushButton(tr("Calibrate"), this)),
       plot_(new PlotView(this)),
       table_(new QTableWidget(0, 3, this)),
       caption_(new QLabel(this)) {
@@ -67,6 +71,11 @@ HessianPage::HessianPage(QWidget* parent)
     controls->addWidget(new QLabel(tr("tokens each:"), this));
     controls->addWidget(sequenceLength_);
     controls->addStretch(1);
+    progress_->setRange(0, 1000);
+    progress_->setTextVisible(false);
+    progress_->setMaximumWidth(220);
+    controls->addWidget(progress_);
+    controls->addWidget(calibrateButton_);
     table_->setHorizontalHeaderLabels({tr("act-order rank"), tr("channel"), tr("H_cc")});
     table_->verticalHeader()->hide();
     table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
@@ -98,6 +107,9 @@ HessianPage::HessianPage(QWidget* parent)
             refresh();
         });
     connect(&runner_, &JobRunner::busyChanged, this, &InspectorPage::busyChanged);
+    connect(&runner_, &JobRunner::busyChanged, this, &HessianPage::setRunning);
+    connect(calibrateButton_, &QPushButton::clicked, this, &HessianPage::toggleCalibration);
+    setRunning(false);
     showMessage(tr("Select a linear layer's weight: its layer is calibrated on the calibration text."));
 }
 
@@ -113,6 +125,7 @@ void HessianPage::setCheckpoint(CheckpointPtr checkpoint) {
             ? QString::fromStdString(pipeline::undecodableSourceRefusal(*checkpoint_, formats::detect(*checkpoint_)))
             : QString();
     showMessage(refusal_.isEmpty() ? tr("Select a linear layer's weight.") : refusal_);
+    setRunning(false);
 }
 
 void HessianPage::setTensor(const QString& name) {
@@ -142,6 +155,7 @@ void HessianPage::setTensor(const QString& name) {
     layer_ = naming.layer;
     module_ = QString::fromStdString(naming.module);
     refresh();
+    setRunning(runner_.isBusy());
 }
 
 void HessianPage::setSampling(int samples, int sequenceLength) {
@@ -184,17 +198,58 @@ void HessianPage::refresh() {
     showMessage(
         tr("Calibrating layer %1 on %2 × %3 tokens…").arg(layer_).arg(samples_->value()).arg(sequenceLength_->value()));
     const Request request{checkpoint_, layer_, samples_->value(), sequenceLength_->value(), device_};
+    // From the worker, to this page on its own thread (a late report of a cancelled run is dropped there).
+    const qs::ProgressCallback progress = [this](const qs::Progress& p) {
+        QMetaObject::invokeMethod(
+            this, [this, p] { showProgress(p); }, Qt::QueuedConnection);
+    };
+    started_.start();
+    remaining_ = RemainingTime();
     runner_.start(
-        [request](const qs::CancelToken& token) {
+        [request, progress](const qs::CancelToken& token) {
             // Auto's device was checked once at start-up; choosing it again here is cheap.
             const auto backend = pipeline::selectBackend(request.device).backend;
-            return Calibrated{calibrate(request, backend, token), QString::fromStdString(backend->description())};
+            return Calibrated{calibrate(request, backend, progress, token),
+                              QString::fromStdString(backend->description())};
         },
         [this](Calibrated h) { showLayer(std::move(h)); }, [this](const QString& message) { showMessage(message); });
 }
 
+// A deep layer needs every layer before it run: which one, and the time left at the rate so far.
+void HessianPage::showProgress(const qs::Progress& p) {
+    if (!runner_.isBusy()) return;  // a late report of a calibration that has ended
+    progress_->setValue(static_cast<int>(p.fraction * progress_->maximum()));
+    const double seconds = remaining_.update(p.fraction, static_cast<double>(started_.elapsed()) / 1000.0);
+    QString text = tr("Calibrating layer %1 on %2 × %3 tokens: running layer %4 of %5")
+                       .arg(layer_)
+                       .arg(samples_->value())
+                       .arg(sequenceLength_->value())
+                       .arg(p.step)
+                       .arg(p.steps);
+    if (p.fraction > 0.0 && seconds >= 0.0) text += tr(", about %1 left").arg(durationText(seconds));
+    caption_->setText(text + QStringLiteral("…"));
+}
+
+void HessianPage::setRunning(bool running) {
+    progress_->setVisible(running);
+    progress_->setValue(0);
+    calibrateButton_->setText(running ? tr("Cancel") : layerCalibrated() ? tr("Recalibrate") : tr("Calibrate"));
+    calibrateButton_->setEnabled(running || (checkpoint_ && layer_ >= 0 && refusal_.isEmpty()));
+}
+
+void HessianPage::toggleCalibration() {
+    if (runner_.isBusy()) {
+        runner_.cancel();
+        showMessage(tr("Cancelled. Calibrate starts it again."));
+        return;
+    }
+    hessians_.reset();  // again, e.g. after a cancel or with new calibration text beside the checkpoint
+    refresh();
+}
+
 void HessianPage::showLayer(Calibrated hessians) {
     hessians_ = std::move(hessians);
+    setRunning(runner_.isBusy());
     draw();
 }
 

@@ -5,14 +5,19 @@
 // Quantize panel) serves all seven linears of a layer.
 #include <optional>
 
+#include <QElapsedTimer>
+
 #include "qs/pipeline/backend.h"
 #include "qs/pipeline/hessian_diagonals.h"
 
 #include "jobs/job_runner.h"
+#include "jobs/remaining_time.h"
 #include "pages/inspector_page.h"
 #include "plots/plot_export.h"
 
 class QLabel;
+class QProgressBar;
+class QPushButton;
 class QSpinBox;
 class QTableWidget;
 
@@ -41,6 +46,8 @@ public:
     QString captionText() const;
     QString notCalibratedText() const;
     bool layerCalibrated() const;  // the selected linear's layer has its diagonals
+    // Calibrate while idle (the selected layer, again after a cancel), Cancel while calibrating.
+    QPushButton* calibrateButton() const { return calibrateButton_; }
 
 protected:
     void showEvent(QShowEvent* event) override;
@@ -54,6 +61,9 @@ private:
     };
 
     void showLayer(Calibrated hessians);
+    void showProgress(const qs::Progress& progress);
+    void setRunning(bool running);
+    void toggleCalibration();
     void showMessage(const QString& message);
     void draw();
     void fillTable(const pipeline::HessianDiagonal& d);
@@ -69,9 +79,13 @@ private:
     std::optional<Calibrated> hessians_;  // the last calibrated layer, kept for its other linears
     pipeline::DeviceChoice device_ = pipeline::DeviceChoice::Auto;
     JobRunner runner_;
+    QElapsedTimer started_;    // the running calibration's, for its time left
+    RemainingTime remaining_;  // from the layers it has run
 
     QSpinBox* samples_;
     QSpinBox* sequenceLength_;
+    QProgressBar* progress_;
+    QPushButton* calibrateButton_;
     PlotView* plot_;
     QTableWidget* table_;
     QLabel* caption_;
