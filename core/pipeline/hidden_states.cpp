@@ -29,19 +29,27 @@ void runLayerAll(model::Transformer& model, int layer, HiddenStream& hidden, con
 
 void runLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights, HiddenStream& hidden,
                  const CancelToken& cancel, const model::LinearInputHook& hook, const model::KeyValueHook& keyValueHook,
-                 const model::LayerMath* math) {
+                 const model::LayerMath* math, const SequenceDone& sequenceDone) {
     const auto resident = (math != nullptr ? *math : model.layerMath()).keepResident(weights);
-    hidden.update([&](MatrixF& h) { model.runLayer(layer, weights, h, hook, keyValueHook, math); }, cancel);
+    std::size_t done = 0;
+    hidden.update(
+        [&](MatrixF& h) {
+            model.runLayer(layer, weights, h, hook, keyValueHook, math);
+            if (sequenceDone) sequenceDone(++done);
+        },
+        cancel);
 }
 
 void observeLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights,
                      const HiddenStream& hidden, const CancelToken& cancel, const model::LinearInputHook& hook,
-                     const model::LayerMath* math) {
+                     const model::LayerMath* math, const SequenceDone& sequenceDone) {
     const auto resident = (math != nullptr ? *math : model.layerMath()).keepResident(weights);
+    std::size_t done = 0;
     hidden.observe(
         [&](const MatrixF& h) {
             MatrixF copy = h;
             model.runLayer(layer, weights, copy, hook, {}, math);
+            if (sequenceDone) sequenceDone(++done);
         },
         cancel);
 }

@@ -3,6 +3,7 @@
 // what calibration, the Job's evaluation and checkpoint evaluation all keep between layers
 // (HiddenStream: in memory, or spilled to a work folder a sequence at a time).
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -20,6 +21,9 @@ Hidden embedAll(const model::Transformer& model, const TokenSequences& sequences
 HiddenStream embedStream(const model::Transformer& model, const TokenSequences& sequences,
                          const std::optional<std::filesystem::path>& spillFile);
 
+// Called after each sequence a pass has run, with how many it has run so far (a layer's progress).
+using SequenceDone = std::function<void(std::size_t done)>;
+
 // Runs decoder layer `layer` over every sequence in place, polling `cancel` between sequences.
 void runLayerAll(model::Transformer& model, int layer, HiddenStream& hidden, const CancelToken& cancel,
                  const model::LinearInputHook& hook = {});
@@ -27,11 +31,12 @@ void runLayerAll(model::Transformer& model, int layer, HiddenStream& hidden, con
 // (null: the model's; the calibration passes' BF16 LayerMath).
 void runLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights, HiddenStream& hidden,
                  const CancelToken& cancel, const model::LinearInputHook& hook = {},
-                 const model::KeyValueHook& keyValueHook = {}, const model::LayerMath* math = nullptr);
+                 const model::KeyValueHook& keyValueHook = {}, const model::LayerMath* math = nullptr,
+                 const SequenceDone& sequenceDone = {});
 // Shows `hook` the layer's linear inputs of every sequence without changing `hidden` (one sequence
 // is copied at a time).
 void observeLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights,
                      const HiddenStream& hidden, const CancelToken& cancel, const model::LinearInputHook& hook,
-                     const model::LayerMath* math = nullptr);
+                     const model::LayerMath* math = nullptr, const SequenceDone& sequenceDone = {});
 
 }  // namespace qs::pipeline

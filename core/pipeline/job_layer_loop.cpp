@@ -154,12 +154,27 @@ model::LayerWeights quantizedWeights(model::LayerWeights& original, const Compac
     return quantized;
 }
 
+// A calibration pass over a layer is most of a large model's time in it (40 s a layer for an 8B at
+// 128 x 512 tokens): a report per sequence, at the layer's start fraction, so the status moves.
+SequenceDone calibrationProgress(const JobRun& run, int layer, std::size_t total, const std::string& who,
+                                 const std::string& where) {
+    if (!run.progress) return {};
+    const int L = run.config.numLayers;
+    return [&run, layer, L, total, who, where](std::size_t done) {
+        run.report("calibrate", layer + 1, L, 0.8 * layer / L,
+                   who + "sequence " + std::to_string(done) + "/" + std::to_string(total) + ", " + where);
+    };
+}
+
 void quantizeStream(JobRun& run, MethodStream& s, int layer, model::LayerWeights& original, LayerStatistics& baseStats,
                     LayerRelease release) {
     std::optional<LayerStatistics> own;
     if (s.ownCalibration) {  // the layer's inputs in this stream; the stream itself advances after quantization
         own.emplace(run.plan.backend.get());
-        observeLayerAll(s.model, layer, original, s.calibration, run.cancel, own->hook(), run.calibrationMath.get());
+        observeLayerAll(
+            s.model, layer, original, s.calibration, run.cancel, own->hook(), run.calibrationMath.get(),
+            calibrationProgress(run, layer, s.calibration.size(), s.result.method.label() + ", ",
+                                "layer " + std::to_string(layer + 1) + "/" + std::to_string(run.config.numLayers)));
         release.statistics = true;
     }
     LayerStatistics& stats = own ? *own : baseStats;
@@ -190,14 +205,15 @@ void quantizeStream(JobRun& run, MethodStream& s, int layer, model::LayerWeights
 // it quantizes (LayerRelease); a stream's quantized layer is decoded once for its forward passes.
 void calibrateAndQuantizeLayer(JobRun& run, int layer) {
     const int L = run.config.numLayers;
-    run.report("calibrate", layer + 1, L, 0.8 * layer / L,
-               "layer " + std::to_string(layer + 1) + "/" + std::to_string(L));
+    const std::string where = "layer " + std::to_string(layer + 1) + "/" + std::to_string(L);
+    run.report("calibrate", layer + 1, L, 0.8 * layer / L, where);
     spillInto(run, layer);
     model::LayerWeights original = run.weights->layer(layer);
     LayerStatistics baseStats(run.plan.backend.get());  // only when a method quantizes from the original stream
     if (run.baseStatistics)
         runLayerAll(run.base, layer, original, run.calibration, run.cancel, baseStats.hook(),
-                    run.kvCache ? baseStats.keyValueHook() : model::KeyValueHook{}, run.calibrationMath.get());
+                    run.kvCache ? baseStats.keyValueHook() : model::KeyValueHook{}, run.calibrationMath.get(),
+                    calibrationProgress(run, layer, run.calibration.size(), "", where));
     if (run.keepsLayerInputs()) run.layerInputs.push_back(run.evaluation.inMemory());
     if (run.kvCache) evaluateCacheOnly(run, layer, original, baseStats);
     runLayerAll(run.base, layer, original, run.evaluation, run.cancel);

@@ -194,6 +194,28 @@ TEST_F(JobTest, ProgressIsReportedAndCancelStopsQuickly) {
     EXPECT_GE(reports.load(), 3);
 }
 
+// Inside a layer, each calibration pass reports every sequence it has run (the original stream's for
+// rtn4's statistics, gptq4's own true-sequential one), so a large model's status moves within a layer.
+TEST_F(JobTest, CalibrationReportsEachSequenceOfEachLayer) {
+    JobPlan plan = planFor(dir_, "gptq4");
+    const std::size_t sequences = plan.calibration.size();
+    std::vector<std::string> messages;
+    Job(plan).run(
+        [&](const Progress& p) {
+            if (p.stage == "calibrate") messages.push_back(p.message);
+        },
+        CancelToken{});
+    for (int layer = 1; layer <= 2; ++layer)
+        for (std::size_t i = 1; i <= sequences; ++i) {
+            const std::string said = "sequence " + std::to_string(i) + "/" + std::to_string(sequences) + ", layer " +
+                                     std::to_string(layer) + "/2";
+            EXPECT_NE(
+                std::find_if(messages.begin(), messages.end(), [&](const std::string& m) { return m.ends_with(said); }),
+                messages.end())
+                << said;
+        }
+}
+
 TEST_F(JobTest, MethodThatCannotApplyIsReportedAndOthersGoOn) {
     // Trellis needs groups of 256 columns; this model is 64 wide.
     const JobResult r = Job(planFor(dir_, "trellis2,rtn4")).run({}, CancelToken{});
