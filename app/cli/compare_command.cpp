@@ -37,6 +37,7 @@ struct CompareOptions {
     std::string methods = kAllMethods;
     int groupSize = 128;
     std::string calib;
+    std::string imatrix;  // llama.cpp importance matrix for the GGUF methods
     std::string eval;
     int samples = 128;
     int seqLen = 512;
@@ -182,6 +183,7 @@ void runCompare(const CompareOptions& o) {
     settings.seed = o.seed;
     settings.allowNonFinite = o.allowNonFinite;  // the plan builder checks the input before any output
     settings.matmul = pipeline::parseMatmulChoice(o.matmul);
+    settings.imatrix = o.imatrix;
     pipeline::BuiltPlan built = pipeline::buildJobPlan(settings);
     // A quantized source is quantized from its decoded weights, which are the KL's reference: one line says so.
     if (built.quantizedSource) std::cout << built.quantizedSource->referenceNote() << std::endl;
@@ -231,6 +233,9 @@ void registerCompare(CLI::App& app) {
         ->capture_default_str();
     cmd->add_option("--group-size", options->groupSize, "Group size of the integer methods (-1: per row)")
         ->capture_default_str();
+    cmd->add_option("--imatrix", options->imatrix,
+                    "GGUF methods: weigh each linear's columns by llama.cpp's importance matrix from this file (GGUF "
+                    "or legacy .dat, as llama-quantize --imatrix) instead of by the calibration");
     cmd->add_option("--calib", options->calib, "Calibration text (UTF-8 file or JSON list of strings)");
     cmd->add_option("--eval", options->eval, "Held-out evaluation text");
     cmd->add_option("--samples", options->samples, "Calibration sequences")

@@ -49,6 +49,7 @@ struct QuantizeOptions {
     std::string format;
     std::string out;
     std::string calib;
+    std::string imatrix;  // llama.cpp importance matrix for the GGUF methods
     int samples = 128;
     int seqLen = 512;
     std::uint64_t seed = 0;
@@ -258,7 +259,7 @@ void runMixedQuantize(const QuantizeOptions& o) {
 // gpt-oss, whose stacked experts load as its own MXFP4 or dense only (compare measures the other methods): its
 // experts back to gpt-oss's own MXFP4 layout, without a forward pass, so with the weight error in place of a KL.
 void runGptOssQuantize(const QuantizeOptions& o) {
-    if (!o.calib.empty() || o.mixed.any() || o.serving.kvCache != "none" || !o.imatrixOut.empty())
+    if (!o.calib.empty() || o.mixed.any() || o.serving.kvCache != "none" || !o.imatrixOut.empty() || !o.imatrix.empty())
         throw Error(
             "gpt-oss MXFP4 takes no calibration, mix, KV cache or imatrix: it quantizes the experts' weights alone");
     qs::CancelToken cancel;
@@ -279,7 +280,8 @@ void runGptOssQuantize(const QuantizeOptions& o) {
 void runWeightsOnlyQuantize(const QuantizeOptions& o) {
     if (o.method.empty())
         throw Error("--weights-only quantizes with one --method (rtn, fp8, fp8-channel, mxfp4, nvfp4, nf4, trellis)");
-    if (o.mixed.any() || !o.calib.empty() || !o.imatrixOut.empty() || o.serving.kvCache != "none" || !o.eval.empty())
+    if (o.mixed.any() || !o.calib.empty() || !o.imatrixOut.empty() || !o.imatrix.empty() ||
+        o.serving.kvCache != "none" || !o.eval.empty())
         throw Error("--weights-only runs no forward pass: no calibration, evaluation, mix, KV cache or imatrix");
     const pipeline::MethodSpec method = methodFrom(o);
     if (const auto why = pipeline::weightOnlyRefusal(method); !why.empty()) throw Error(why);
@@ -341,8 +343,8 @@ void runQuantize(const QuantizeOptions& o) {
     const pipeline::MethodSpec method = methods.front();
     requireForwardPass(checkpoint, method);
     const bool gguf = route == pipeline::QuantizeRoute::GgufFile;
-    if (!gguf && (!o.imatrixOut.empty() || !o.llama2cTokenizer.empty()))
-        throw Error("--imatrix-out and --llama2c-tokenizer apply to the GGUF methods only");
+    if (!gguf && (!o.imatrixOut.empty() || !o.imatrix.empty() || !o.llama2cTokenizer.empty()))
+        throw Error("--imatrix, --imatrix-out and --llama2c-tokenizer apply to the GGUF methods only");
     const formats::LinearEncoder* encoder = gguf ? nullptr : &pipeline::encoderForMethod(method, o.format);
     if (encoder != nullptr)
         if (const auto why = pipeline::exportRefusal(method, *encoder, checkpoint); !why.empty())
@@ -360,6 +362,7 @@ void runQuantize(const QuantizeOptions& o) {
     planSettings.matmul = pipeline::parseMatmulChoice(o.matmul);
     planSettings.moeCalibrateAllExperts = o.moeCalibration == "all";
     planSettings.activationCalibration = activationCalibration;
+    planSettings.imatrix = o.imatrix;
     // Calibration when the method needs it, or when asked for (it gives every linear its output error,
     // and the GGUF K-quants their importance, as llama-quantize --imatrix).
     const bool calibrate = method.needsCalibration() || !o.calib.empty() || !o.imatrixOut.empty();
@@ -371,6 +374,7 @@ void runQuantize(const QuantizeOptions& o) {
                                {"seed", o.seed},
                                {"kv_cache", o.serving.kvCache},
                                {"activation_calibration", activationCalibration.label()}};
+    if (!o.imatrix.empty()) settings["imatrix"] = o.imatrix;
     if (calibrate)
         settings["calibration"] = {
             {"file", built.calibrationFile.string()}, {"samples", o.samples}, {"seq_len", o.seqLen}};
@@ -434,6 +438,9 @@ void registerQuantize(CLI::App& app) {
     cmd->add_option("--llama2c-tokenizer", options->llama2cTokenizer,
                     "GGUF methods: a llama2.c tokenizer.bin to store as the SentencePiece tokenizer (models without "
                     "tokenizer.json)");
+    cmd->add_option("--imatrix", options->imatrix,
+                    "GGUF methods: weigh each linear's columns by llama.cpp's importance matrix from this file (GGUF "
+                    "or legacy .dat, as llama-quantize --imatrix) instead of by the calibration");
     cmd->add_option("--calib", options->calib, "Calibration text (UTF-8 file or JSON list of strings)");
     cmd->add_option("--samples", options->samples, "Calibration sequences")
         ->capture_default_str()

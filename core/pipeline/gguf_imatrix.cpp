@@ -1,5 +1,6 @@
 #include "qs/pipeline/gguf_imatrix.h"
 
+#include <cctype>
 #include <map>
 #include <span>
 
@@ -47,28 +48,32 @@ std::vector<std::string> stackedNames(const model::MoeNames& names, const std::s
 
 }  // namespace
 
+ImatrixPlace imatrixPlaceOf(const model::ModelConfig& config, int layer, std::string_view module) {
+    const model::MoeNames& names = config.moe.names;
+    const std::string experts = names.experts();
+    const bool expert = config.isMoe() && module.starts_with(experts) && module.size() > experts.size() &&
+                        std::isdigit(static_cast<unsigned char>(module[experts.size()]));
+    if (expert) {  // "<experts>N.<linear>" (experts stacked in one tensor name no expert: named as stored)
+        const std::string rest(module.substr(experts.size()));
+        const int index = std::stoi(rest.substr(0, rest.find('.')));
+        return {stackedNames(names, rest.substr(rest.find('.') + 1), layer), index, config.moe.numExperts};
+    }
+    // llama-imatrix names entries as llama.cpp names the tensors (blk.N.attn_q.weight), whatever the
+    // checkpoint's prefix (a VLM's model.language_model.): reached through Llama's spelling.
+    const std::string hf = "model.layers." + std::to_string(layer) + "." + std::string(module) + ".weight";
+    return {{io::ggufNameOfHfTensor(hf).value_or(hf)}, 0, 1};
+}
+
 std::filesystem::path writeImatrix(const MethodResult& result, const model::ModelConfig& config,
                                    const std::filesystem::path& destination, const ImatrixInfo& info, bool overwrite) {
     // llama-imatrix stores its entries sorted by name.
     std::map<std::string, Entry> entries;
-    const model::MoeNames& names = config.moe.names;
-    const std::string experts = names.experts();
     const auto& layers = linearHeaders(result);  // the importance is in the headers, also of a result on disk
     for (std::size_t layer = 0; layer < layers.size(); ++layer)
         for (const auto& [module, q] : layers[layer]) {
-            if (config.isMoe() && module.starts_with(experts)) {
-                const std::string rest = module.substr(experts.size());
-                const int expert = std::stoi(rest.substr(0, rest.find('.')));
-                for (const std::string& name :
-                     stackedNames(names, rest.substr(rest.find('.') + 1), static_cast<int>(layer)))
-                    addTo(entries[name], expert, config.moe.numExperts, *q, name);
-                continue;
-            }
-            if (q->inputSumSquares.empty() || q->inputCount <= 0) continue;
-            // llama-imatrix names entries as llama.cpp names the tensors (blk.N.attn_q.weight), whatever the
-            // checkpoint's prefix (a VLM's model.language_model.): reached through Llama's spelling.
-            const std::string hf = "model.layers." + std::to_string(layer) + "." + module + ".weight";
-            addTo(entries[io::ggufNameOfHfTensor(hf).value_or(hf)], 0, 1, *q, hf);
+            const ImatrixPlace place = imatrixPlaceOf(config, static_cast<int>(layer), module);
+            if (place.rows == 1 && (q->inputSumSquares.empty() || q->inputCount <= 0)) continue;
+            for (const std::string& name : place.names) addTo(entries[name], place.row, place.rows, *q, name);
         }
     std::erase_if(
         entries, [](const auto& e) { return std::ranges::all_of(e.second.counts, [](float c) { return c == 0.0f; }); });

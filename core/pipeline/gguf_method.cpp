@@ -147,7 +147,7 @@ GgufTypeChooser ggufMethodChooser(const MethodSpec& method, const model::ModelCo
 
 QuantizedLayer quantizeGgufLayer(const GgufTypeChooser& chooser, const std::string& layerPrefix, int layer,
                                  model::LayerWeights& weights, LayerStatistics& statistics, const CancelToken& cancel,
-                                 LayerRelease release) {
+                                 LayerRelease release, const LinearImportance& importance) {
     QuantizedLayer out;
     for (const std::string& module : weights.linearModules()) {
         cancel.throwIfCancelled();
@@ -155,8 +155,8 @@ QuantizedLayer quantizeGgufLayer(const GgufTypeChooser& chooser, const std::stri
         const MatrixF& w = weights.linear(module).weight;
         const io::GgmlType type =
             storedTypeOf(chooser, storedChoiceOf(layerPrefix, layer, module, weights, weights.linear(module)), weights);
-        auto q =
-            std::make_shared<quant::QuantizedLinear>(quant::quantizeGgml(w, type, importanceOf(statistics, module)));
+        auto q = std::make_shared<quant::QuantizedLinear>(
+            quant::quantizeGgml(w, type, importance ? importance(module, w.cols()) : importanceOf(statistics, module)));
         if (!statistics.empty() && statistics.input(module).hessian->samples() > 0) {
             const auto error = quant::outputErrorFromHessian(w, q->dequantize(), statistics.hessian(module));
             q->outputError = error.relative;

@@ -4,6 +4,7 @@
 // column when there is calibration (llama-quantize --imatrix); token_embd and output are encoded as
 // the same mix says and the method's model runs on their decoded values, so the KL it measures is
 // that of the file writeGgufResult writes.
+#include <functional>
 #include <memory>
 #include <string_view>
 
@@ -26,11 +27,16 @@ quant::InputImportance ggufImportance(const MatrixF* h, std::int64_t samples);
 // The chooser of `method` (a GGUF method) for this model.
 GgufTypeChooser ggufMethodChooser(const MethodSpec& method, const model::ModelConfig& config, bool withImportance);
 
+// A linear's importance from elsewhere than the calibration (an imatrix file): by module and input width.
+using LinearImportance = std::function<quant::InputImportance(std::string_view module, std::int64_t cols)>;
+
 // The linears of `layer` (named under `layerPrefix`: ModelConfig::layerPrefix), each in the type `chooser`
-// gives the GGUF tensor that stores it (an expert's: its kind's stacked tensor, one type for all experts), with importance from `statistics` when it is not empty; releases as quantizeLayer does.
+// gives the GGUF tensor that stores it (an expert's: its kind's stacked tensor, one type for all experts),
+// with importance from `importance` when set, else from `statistics` when it is not empty; releases as
+// quantizeLayer does.
 QuantizedLayer quantizeGgufLayer(const GgufTypeChooser& chooser, const std::string& layerPrefix, int layer,
                                  model::LayerWeights& weights, LayerStatistics& statistics, const CancelToken& cancel,
-                                 LayerRelease release);
+                                 LayerRelease release, const LinearImportance& importance = {});
 
 // `inner` with its embedding and lm_head replaced by their values after encoding to the types
 // `chooser` gives token_embd and output (the embedding serves as both when tied); `inner` itself when

@@ -108,7 +108,7 @@ void setUpStreams(JobRun& run) {
         s.ownCalibration = run.plan.trueSequential && m.sequential() && !run.plan.calibration.empty();
         if (s.ownCalibration) s.calibration = embedded(run.base, run.plan.calibration, name + ".calibration");
         if (m.ggufFileMix()) {  // its own token_embd and output, so its evaluation starts from its own embedding
-            s.ggufTypes = ggufMethodChooser(m, run.config, !run.plan.calibration.empty());
+            s.ggufTypes = ggufMethodChooser(m, run.config, !run.plan.calibration.empty() || run.plan.imatrix);
             s.model = run.makeModel(ggufEdgeWeights(run.weights, run.checkpoint, run.config, s.ggufTypes));
             s.evaluation = embedded(s.model, run.plan.evaluation, name + ".evaluation");
         } else {

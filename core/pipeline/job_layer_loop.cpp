@@ -114,9 +114,15 @@ QuantizedLayer quantizeMixedLayer(const JobRun& run, const MixedMethods& mix, in
 QuantizedLayer quantizeWithMethod(const JobRun& run, const MethodStream& s, int layer, model::LayerWeights& original,
                                   LayerStatistics& stats, LayerRelease release) {
     if (s.mix) return quantizeMixedLayer(run, *s.mix, layer, original, stats);
-    if (s.ggufTypes)
+    if (s.ggufTypes) {
+        LinearImportance fromFile;  // the plan's imatrix file, else the calibration's statistics
+        if (const Imatrix* imatrix = run.plan.imatrix.get())
+            fromFile = [imatrix, &run, layer](std::string_view module, std::int64_t cols) {
+                return imatrix->importanceOf(run.config, layer, module, cols);
+            };
         return quantizeGgufLayer(s.ggufTypes, run.config.layerPrefix(layer), layer, original, stats, run.cancel,
-                                 release);
+                                 release, fromFile);
+    }
     return quantizeLayer(s.result.method, original, stats, run.plan.seed + std::uint64_t(layer), run.cancel,
                          run.plan.backend.get(), release);
 }

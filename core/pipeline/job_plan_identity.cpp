@@ -76,6 +76,7 @@ nlohmann::json planIdentity(const JobPlan& plan) {
     // BF16 calibration gives other Hessians: a folder resumes only with the same setting (f32 folders of
     // earlier releases name none, and resume as f32).
     if (selectMatmul(plan).bf16) identity["matmul"] = "bf16";
+    if (plan.imatrix) identity["imatrix"] = plan.imatrix->fingerprint();  // folders without one name none
     return identity;
 }
 

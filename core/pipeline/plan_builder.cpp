@@ -1,5 +1,6 @@
 #include "qs/pipeline/plan_builder.h"
 
+#include <algorithm>
 #include <optional>
 #include <utility>
 
@@ -13,6 +14,32 @@
 #include "qs/pipeline/run_text.h"
 
 namespace qs::pipeline {
+
+namespace {
+
+// The imatrix a GGUF method is to weigh its linears by: one that names none of this model's linears
+// (another model's, or another architecture's names) is refused before any work, as llama-quantize
+// would quantize with no weighting at all.
+std::shared_ptr<const Imatrix> readImatrixFor(const std::filesystem::path& path, const std::vector<MethodSpec>& methods,
+                                              const io::Checkpoint& checkpoint) {
+    if (std::none_of(methods.begin(), methods.end(), [](const MethodSpec& m) { return m.ggufFileMix(); }))
+        throw Error("--imatrix weighs the GGUF methods (q4_k_m, q6_k, ...) and none is asked for");
+    auto imatrix = std::make_shared<const Imatrix>(Imatrix::read(path));
+    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
+    std::string wanted;  // the entry of the model's first decoder linear, for the refusal
+    for (const io::CheckpointTensor& t : checkpoint.tensors()) {
+        if (t.naming.role != io::TensorRole::Linear || t.naming.layer < 0 || t.naming.layer >= config.numLayers)
+            continue;
+        const ImatrixPlace place = imatrixPlaceOf(config, t.naming.layer, t.naming.module);
+        if (wanted.empty()) wanted = place.names.front();
+        if (imatrix->entries().contains(place.names.front())) return imatrix;
+    }
+    throw Error(path.string() + ": no entry for this model's linears (" + wanted + " is not among its " +
+                std::to_string(imatrix->entries().size()) + " entries, the first of which is " +
+                imatrix->entries().begin()->first + ")");
+}
+
+}  // namespace
 
 BuiltPlan buildJobPlan(const PlanSettings& settings) {
     if (settings.methods.empty()) throw Error("choose at least one method");
@@ -40,6 +67,7 @@ BuiltPlan buildJobPlan(const PlanSettings& settings) {
     plan.seed = settings.seed;
     plan.allowNonFinite = settings.allowNonFinite;
     plan.matmul = settings.matmul;
+    if (!settings.imatrix.empty()) plan.imatrix = readImatrixFor(settings.imatrix, settings.methods, checkpoint);
     return built;
 }
 

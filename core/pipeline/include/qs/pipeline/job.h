@@ -21,6 +21,7 @@
 #include "qs/pipeline/activation_calibration.h"
 #include "qs/pipeline/backend.h"
 #include "qs/pipeline/calibration_text.h"
+#include "qs/pipeline/gguf_imatrix.h"
 #include "qs/pipeline/job_result.h"
 #include "qs/pipeline/matmul_choice.h"
 #include "qs/pipeline/method_spec.h"
@@ -63,6 +64,10 @@ struct JobPlan {
     // streams that do not fit live there and stream from disk a sequence at a time (the same result,
     // bit for bit); without one, a plan that does not fit is refused.
     std::uint64_t maxMemory = 0;
+    // llama.cpp's importance matrix from a file (llama-quantize --imatrix): the GGUF methods weigh each
+    // linear's columns by it instead of by the calibration's Σx² (which still gives output errors);
+    // null: the calibration's, when there is calibration text.
+    std::shared_ptr<const Imatrix> imatrix;
 };
 
 // What a work folder records of a plan, to refuse resuming a run with another one: the checkpoint's

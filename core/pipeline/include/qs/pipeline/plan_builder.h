@@ -32,6 +32,7 @@ struct PlanSettings {
     bool allowNonFinite = false;  // else a linear with NaN or Inf weights is refused (openModelCheckpoint)
     ActivationCalibration activationCalibration;  // static input and KV-cache scales: max or a percentile
     MatmulChoice matmul = MatmulChoice::Auto;     // JobPlan::matmul
+    std::filesystem::path imatrix;                // llama.cpp's imatrix for the GGUF methods (JobPlan::imatrix)
 };
 
 struct BuiltPlan {
@@ -46,8 +47,8 @@ struct BuiltPlan {
 // Opens the checkpoint with the checks of a model's input (openModelCheckpoint: config against
 // tensors, finite dense linears; a quantized source's linears must decode: requireDecodableSource) and
 // its tokenizer, and tokenizes the texts read. Throws qs::Error for no methods, an unreadable or
-// refused checkpoint or tokenizer, a missing or too short text; the checks come before any work, so a
-// refusal stays one line.
+// refused checkpoint or tokenizer, a missing or too short text, an imatrix without a GGUF method or with
+// no entry for this model's linears; the checks come before any work, so a refusal stays one line.
 BuiltPlan buildJobPlan(const PlanSettings& settings);
 
 }  // namespace qs::pipeline
