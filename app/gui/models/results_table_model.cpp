@@ -1,5 +1,7 @@
 #include "models/results_table_model.h"
 
+#include <cmath>
+
 #include <QColor>
 
 #include "text/number_format.h"
@@ -52,7 +54,8 @@ QVariant ResultsTableModel::display(const pipeline::MethodResult& m, int column)
     if (!m.error.empty()) return column == BitsColumn ? tr("failed") : QStringLiteral("–");
     const bool evaluated = hasKl(m);
     switch (column) {
-        case BitsColumn: return QString::number(m.bitsPerWeight, 'f', 3);
+        case BitsColumn:  // an evaluated checkpoint's bits are not counted: NaN
+            return std::isfinite(m.bitsPerWeight) ? QString::number(m.bitsPerWeight, 'f', 3) : QStringLiteral("–");
         case SizeColumn: return humanBytes(m.checkpointBytes);
         case MeanColumn: return evaluated ? klText(m.kl.meanKld.value) : QStringLiteral("–");
         case MedianColumn: return evaluated ? klText(m.kl.kld.median) : QStringLiteral("–");
