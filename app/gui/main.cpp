@@ -220,7 +220,14 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "quantscope: --evaluate needs a checkpoint that opens and its --original\n");
         if (headless) return 2;
     }
-    if (options.quantize && !window.startQuantizeJob()) {
+    if (options.quantize && options.evaluate) {
+        // One run at a time: the quantization once the evaluation has ended (its worker gone) and is in
+        // Results, so both show there.
+        QObject::connect(window.evaluateJob(), &qs::gui::EvaluateJob::runningChanged, &window,
+                         [&window, &jobFailed](bool running) {
+                             if (!running && !jobFailed && !window.startQuantizeJob()) jobFailed = true;
+                         });
+    } else if (options.quantize && !window.startQuantizeJob()) {
         std::fprintf(stderr, "quantscope: --quantize needs a checkpoint that opens\n");
         if (headless) return 2;
     }

@@ -211,6 +211,19 @@ TEST_F(EvaluateTest, TheCommandLineWritesTheCLIsJson) {
     EXPECT_EQ(gui, cli);
     EXPECT_TRUE(QFileInfo(png).size() > 0);
 
+    // With --quantize too, the Quantize panel's job runs once the evaluation is in Results (one run at a
+    // time): exit code 2 if it could not start or failed.
+    ASSERT_EQ(run(QStringLiteral(QS_QUANTSCOPE_EXE),
+                  {QStringLiteral("--original"), kDemo, QStringLiteral("--evaluate"), QStringLiteral("--quantize"),
+                   QStringLiteral("--methods"), QStringLiteral("rtn4"), QStringLiteral("--json"), json,
+                   QStringLiteral("--screenshot"), png, QStringLiteral("--timeout"), QStringLiteral("300"), gptq},
+                  &errorsText),
+              0)
+        << errorsText.toStdString();
+    gui = readJson(json);
+    gui.erase("time_s");
+    EXPECT_EQ(gui, cli);
+
     // --evaluate without --original is refused before anything opens.
     EXPECT_EQ(run(QStringLiteral(QS_QUANTSCOPE_EXE),
                   {QStringLiteral("--evaluate"), QStringLiteral("--screenshot"), png, gptq}),
