@@ -267,6 +267,8 @@ TEST_F(EvaluateTest, TheOriginalIsLookedForBesideTheCheckpointAndMayBeAFile) {
     const QString gptq = quantizedDemo(QStringLiteral("gptq4"));
     ASSERT_TRUE(window.openPath(gptq));
     EXPECT_EQ(window.originalDialogFolder(), QFileInfo(gptq).absolutePath());
+    ASSERT_TRUE(window.openPath(gptq + QLatin1Char('/')));  // as a shell completes a folder's name
+    EXPECT_EQ(window.originalDialogFolder(), QFileInfo(gptq).absolutePath());
     const QString file = QDir(kDemo).filePath(QStringLiteral("model.safetensors"));
     ASSERT_TRUE(window.compareWithOriginal(file)) << errors->messages.join(QLatin1Char('\n')).toStdString();
     EXPECT_EQ(window.originalPath(), file);

@@ -5,6 +5,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDir>
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
@@ -408,7 +409,9 @@ void MainWindow::openFolderDialog() {
 
 // Beside the open checkpoint, where its original usually is (the folder holding a .gguf file or a
 // checkpoint folder), rather than inside the last original named (the demo's, in the app's resources).
-QString MainWindow::originalDialogFolder() const { return QFileInfo(path_).absolutePath(); }
+QString MainWindow::originalDialogFolder() const {
+    return QFileInfo(QDir::cleanPath(path_)).absolutePath();  // "model/" is the folder model, not inside it
+}
 
 void MainWindow::compareWithOriginalDialog() {
     CheckpointFileDialog dialog(this, originalDialogFolder(),
