@@ -250,6 +250,8 @@ TEST_F(EvaluateTest, AnEvaluationRowStaysBesideTheJobsMethods) {
     ASSERT_EQ(page.table()->rowCount(), 2);
     EXPECT_EQ(page.table()->data(page.table()->index(1, ResultsTableModel::MethodColumn)).toString(),
               QStringLiteral("gguf Q4_K_M"));
+    EXPECT_TRUE(page.table()->data(page.table()->index(1, 0), Qt::ToolTipRole).toString().contains("original"));
+    EXPECT_FALSE(page.table()->data(page.table()->index(0, 0), Qt::ToolTipRole).isValid());  // a method's row
     EXPECT_EQ(page.result()->methods.front().method.name, "rtn4");
     EXPECT_EQ(page.result()->methods.back().kl.meanKld.value, 0.25);
 

@@ -27,12 +27,23 @@ QVariant ResultsTableModel::data(const QModelIndex& index, int role) const {
     switch (role) {
         case Qt::DisplayRole: return display(m, index.column());
         case SortRole: return number(m, index.column());
-        case Qt::ToolTipRole: return m.error.empty() ? QVariant() : QString::fromStdString(m.error);
+        case Qt::ToolTipRole: return toolTip(m);
         case Qt::ForegroundRole: return m.error.empty() ? QVariant() : QColor(176, 48, 48);
         case Qt::TextAlignmentRole:
             return index.column() == MethodColumn ? QVariant() : QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
         default: return {};
     }
+}
+
+QVariant ResultsTableModel::toolTip(const pipeline::MethodResult& m) const {
+    if (!m.error.empty()) return QString::fromStdString(m.error);
+    // Its reference is the original named in Compare with Original…; a method's is the open checkpoint.
+    if (!m.evaluatedCheckpoint.empty())
+        return tr(
+            "The open checkpoint as it is, evaluated against its original (File ▸ Evaluate against "
+            "Original, as quantscope-cli eval): one KL for the whole checkpoint; its bits per weight "
+            "are not counted.");
+    return {};
 }
 
 QVariant ResultsTableModel::number(const pipeline::MethodResult& m, int column) const {
