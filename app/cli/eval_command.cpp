@@ -4,13 +4,11 @@
 #include <iostream>
 #include <memory>
 
-#include <nlohmann/json.hpp>
-
 #include "qs/analysis/kl_metrics.h"
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/pipeline/checkpoint_eval.h"
-#include "qs/pipeline/job_report.h"
+#include "qs/pipeline/checkpoint_eval_report.h"
 #include "qs/pipeline/run_text.h"
 
 #include "checkpoint_warnings.h"
@@ -24,21 +22,11 @@ struct EvalOptions {
     std::string original;
     std::string quantized;
     std::string eval;
-    int samples = 32;
-    int seqLen = 512;
+    int samples = pipeline::kCheckpointEvalSamples;
+    int seqLen = pipeline::kCheckpointEvalSeqLen;
     std::string json;
     bool allowNonFinite = false;
 };
-
-nlohmann::json reportJson(const EvalOptions& o, const pipeline::CheckpointEvalResult& r) {
-    return {{"original", o.original},
-            {"quantized", o.quantized},
-            {"original_format", r.originalFormat},
-            {"quantized_format", r.quantizedFormat},
-            {"evaluation_tokens", r.evaluationTokens},
-            {"time_s", r.seconds},
-            {"kl", pipeline::toJson(r.kl)}};
-}
 
 void runEval(const EvalOptions& o) {
     const io::Checkpoint original = io::Checkpoint::open(o.original);
@@ -67,7 +55,7 @@ void runEval(const EvalOptions& o) {
     if (!o.json.empty()) {
         std::ofstream out(o.json);
         if (!out) throw Error(o.json + ": cannot write the JSON report");
-        out << reportJson(o, result).dump(2) << '\n';
+        out << pipeline::checkpointEvalJson(o.original, o.quantized, result).dump(2) << '\n';
     }
 }
 

@@ -1,6 +1,7 @@
 // quantscope: the desktop application. With --screenshot it renders one window to a PNG and exits,
 // which is how the README's picture is made and how CI checks that the GUI draws (offscreen).
 #include <cstdio>
+#include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,7 +12,9 @@
 #include <QSize>
 
 #include "qs/huge_pages.h"
+#include "qs/pipeline/checkpoint_eval_report.h"
 
+#include "jobs/evaluate_job.h"
 #include "jobs/quantize_job.h"
 #include "pages/overview_page.h"
 #include "pages/results_page.h"
@@ -33,6 +36,8 @@ struct Options {
     QStringList methods;
     QString overviewModules;  // the Overview's module list entry ("experts: gate_proj")
     QString original;         // File ▸ Compare with Original… once the checkpoint is open
+    bool evaluate = false;    // then File ▸ Evaluate against Original
+    QString json;             // where the evaluation goes, in quantscope-cli eval --json's shape
     QSize size{1400, 900};
     int timeoutMs = 60000;
 };
@@ -85,7 +90,18 @@ Options parseOptions(const QApplication& app) {
         QApplication::translate("main",
                                 "The checkpoint the opened one was quantized from (File ▸ Compare with Original…): the "
                                 "Quantized tab shows each linear's rounding error against it."),
-        QStringLiteral("folder"));
+        QStringLiteral("path"));
+    const QCommandLineOption evaluate(
+        QStringLiteral("evaluate"),
+        QApplication::translate("main",
+                                "Evaluate the checkpoint against --original (File ▸ Evaluate against Original), as "
+                                "quantscope-cli eval does; the result joins Results."));
+    const QCommandLineOption json(
+        QStringLiteral("json"),
+        QApplication::translate("main",
+                                "With --evaluate: write the evaluation Results shows to this file, as quantscope-cli "
+                                "eval --json writes it."),
+        QStringLiteral("file"));
     const QCommandLineOption overviewModules(
         QStringLiteral("overview-modules"),
         QApplication::translate(
@@ -93,7 +109,7 @@ Options parseOptions(const QApplication& app) {
             "The Overview's modules of a mixture of experts: \"dense linears\" or one expert linear's "
             "layer × expert view, as the list names it (e.g. \"experts: gate_proj\")."),
         QStringLiteral("entry"));
-    parser.addOptions({screenshot, tab, quantize, methods, original, overviewModules, size, timeout});
+    parser.addOptions({screenshot, tab, quantize, methods, original, evaluate, json, overviewModules, size, timeout});
     parser.addPositionalArgument(
         QStringLiteral("checkpoint"),
         QApplication::translate("main", "A .safetensors or .gguf file, or a checkpoint folder."),
@@ -106,11 +122,31 @@ Options parseOptions(const QApplication& app) {
     options.quantize = parser.isSet(quantize);
     if (parser.isSet(methods)) options.methods = parser.value(methods).split(QLatin1Char(','), Qt::SkipEmptyParts);
     options.original = parser.value(original);
+    options.evaluate = parser.isSet(evaluate);
+    options.json = parser.value(json);
     options.overviewModules = parser.value(overviewModules);
     options.size = parseSize(parser.value(size));
     options.timeoutMs = parser.value(timeout).toInt() * 1000;
     if (!parser.positionalArguments().isEmpty()) options.checkpoint = parser.positionalArguments().front();
     return options;
+}
+
+// The Results page's last evaluation as `quantscope-cli eval --json` writes it; false (saying why) when
+// the page has none or the file cannot be written.
+bool writeEvaluationJson(const qs::gui::ResultsPage& results, const QString& path) {
+    if (results.evaluations().empty()) {
+        std::fprintf(stderr, "quantscope: no evaluation in Results to write to %s\n", qUtf8Printable(path));
+        return false;
+    }
+    const qs::gui::Evaluation& e = *results.evaluations().back();
+    std::ofstream out(path.toStdString());
+    out << qs::pipeline::checkpointEvalJson(e.original.toStdString(), e.quantized.toStdString(), e.result).dump(2)
+        << '\n';
+    if (!out) {
+        std::fprintf(stderr, "quantscope: %s: cannot write the JSON report\n", qUtf8Printable(path));
+        return false;
+    }
+    return true;
 }
 
 }  // namespace
@@ -131,6 +167,10 @@ int main(int argc, char** argv) {
     const bool headless = !options.screenshot.isEmpty();
     if (!options.size.isValid()) {
         std::fprintf(stderr, "quantscope: --size wants WIDTHxHEIGHT in pixels, e.g. 1366x768\n");
+        return 2;
+    }
+    if ((options.evaluate && options.original.isEmpty()) || (!options.json.isEmpty() && !options.evaluate)) {
+        std::fprintf(stderr, "quantscope: --evaluate needs --original, and --json needs --evaluate\n");
         return 2;
     }
 
@@ -170,7 +210,24 @@ int main(int argc, char** argv) {
     if (!options.original.isEmpty() && !window.compareWithOriginal(options.original) && headless) return 2;
     bool jobFailed = false;  // a --quantize run that fails exits with 2, as the CLI does
     QObject::connect(window.quantizeJob(), &qs::gui::QuantizeJob::failed, [&jobFailed] { jobFailed = true; });
-    if (options.quantize && !window.startQuantizeJob()) {
+    QObject::connect(window.evaluateJob(), &qs::gui::EvaluateJob::failed, [&jobFailed] { jobFailed = true; });
+    // What the Results page shows of the evaluation, once it is there (after the window's own slot).
+    if (!options.json.isEmpty())
+        QObject::connect(window.evaluateJob(), &qs::gui::EvaluateJob::finished, [&window, &options, &jobFailed] {
+            if (!writeEvaluationJson(*window.resultsPage(), options.json)) jobFailed = true;
+        });
+    if (options.evaluate && !window.startEvaluation()) {
+        std::fprintf(stderr, "quantscope: --evaluate needs a checkpoint that opens and its --original\n");
+        if (headless) return 2;
+    }
+    if (options.quantize && options.evaluate) {
+        // One run at a time: the quantization once the evaluation has ended (its worker gone) and is in
+        // Results, so both show there.
+        QObject::connect(window.evaluateJob(), &qs::gui::EvaluateJob::runningChanged, &window,
+                         [&window, &jobFailed](bool running) {
+                             if (!running && !jobFailed && !window.startQuantizeJob()) jobFailed = true;
+                         });
+    } else if (options.quantize && !window.startQuantizeJob()) {
         std::fprintf(stderr, "quantscope: --quantize needs a checkpoint that opens\n");
         if (headless) return 2;
     }

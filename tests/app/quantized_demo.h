@@ -11,13 +11,14 @@
 
 namespace qs::gui::test {
 
-// The demo quantized with `method` ("gptq4", "nvfp4", "fp8"); empty (with a test failure) when the
-// CLI could not make it.
+// The demo quantized with `method` ("gptq4", "nvfp4", "fp8"; a GGUF file type such as "q4_k_m" writes
+// one .gguf file); empty (with a test failure) when the CLI could not make it.
 inline QString quantizedDemo(const QString& method) {
     static QTemporaryDir root;  // removed at exit
     static std::map<QString, QString> made;
     if (const auto it = made.find(method); it != made.end()) return it->second;
-    const QString out = QDir(root.path()).filePath(method);
+    const bool gguf = method.startsWith(QLatin1Char('q'));  // llama.cpp's file types: q4_k_m, q8_0, ...
+    const QString out = QDir(root.path()).filePath(gguf ? QStringLiteral("demo-%1.gguf").arg(method) : method);
     QProcess cli;
     cli.start(QStringLiteral(QS_CLI_EXE),
               {QStringLiteral("quantize"), kDemo, QStringLiteral("--method"), method, QStringLiteral("--samples"),

@@ -55,7 +55,7 @@ void EvaluateJob::cancel() {
     if (thread_) ++generation_;
 }
 
-// On the worker thread; as QuantizeJob::run, each post is dropped once cancel() came first.
+// On the worker thread; as in QuantizeJob::run, each post is dropped once cancel() came first.
 void EvaluateJob::run(const QString& original, const QString& quantized, const qs::CancelToken& token,
                       quint64 generation) {
     auto post = [this, generation](auto call, bool last = false) {

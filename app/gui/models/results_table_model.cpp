@@ -1,5 +1,7 @@
 #include "models/results_table_model.h"
 
+#include <cmath>
+
 #include <QColor>
 
 #include "text/number_format.h"
@@ -25,12 +27,23 @@ QVariant ResultsTableModel::data(const QModelIndex& index, int role) const {
     switch (role) {
         case Qt::DisplayRole: return display(m, index.column());
         case SortRole: return number(m, index.column());
-        case Qt::ToolTipRole: return m.error.empty() ? QVariant() : QString::fromStdString(m.error);
+        case Qt::ToolTipRole: return toolTip(m);
         case Qt::ForegroundRole: return m.error.empty() ? QVariant() : QColor(176, 48, 48);
         case Qt::TextAlignmentRole:
             return index.column() == MethodColumn ? QVariant() : QVariant::fromValue(Qt::AlignRight | Qt::AlignVCenter);
         default: return {};
     }
+}
+
+QVariant ResultsTableModel::toolTip(const pipeline::MethodResult& m) const {
+    if (!m.error.empty()) return QString::fromStdString(m.error);
+    // Its reference is the original named in Compare with Original…; a method's is the open checkpoint.
+    if (!m.evaluatedCheckpoint.empty())
+        return tr(
+            "The open checkpoint as it is, evaluated against its original (File ▸ Evaluate against "
+            "Original, as quantscope-cli eval): one KL for the whole checkpoint; its bits per weight "
+            "are not counted.");
+    return {};
 }
 
 QVariant ResultsTableModel::number(const pipeline::MethodResult& m, int column) const {
@@ -52,7 +65,8 @@ QVariant ResultsTableModel::display(const pipeline::MethodResult& m, int column)
     if (!m.error.empty()) return column == BitsColumn ? tr("failed") : QStringLiteral("–");
     const bool evaluated = hasKl(m);
     switch (column) {
-        case BitsColumn: return QString::number(m.bitsPerWeight, 'f', 3);
+        case BitsColumn:  // an evaluated checkpoint's bits are not counted: NaN
+            return std::isfinite(m.bitsPerWeight) ? QString::number(m.bitsPerWeight, 'f', 3) : QStringLiteral("–");
         case SizeColumn: return humanBytes(m.checkpointBytes);
         case MeanColumn: return evaluated ? klText(m.kl.meanKld.value) : QStringLiteral("–");
         case MedianColumn: return evaluated ? klText(m.kl.kld.median) : QStringLiteral("–");

@@ -37,6 +37,7 @@ public:
 private:
     QVariant display(const pipeline::MethodResult& m, int column) const;
     QVariant number(const pipeline::MethodResult& m, int column) const;
+    QVariant toolTip(const pipeline::MethodResult& m) const;
 
     JobResultPtr result_;
 };

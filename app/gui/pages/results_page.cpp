@@ -1,5 +1,7 @@
 #include "pages/results_page.h"
 
+#include <limits>
+
 #include <QHeaderView>
 #include <QLabel>
 #include <QSortFilterProxyModel>
@@ -79,15 +81,63 @@ ResultsPage::ResultsPage(QWidget* parent)
     setResult(nullptr);
 }
 
-void ResultsPage::setCheckpoint(CheckpointPtr) { setResult(nullptr); }
+void ResultsPage::setCheckpoint(CheckpointPtr) {
+    evaluations_.clear();
+    setResult(nullptr);
+}
 
 void ResultsPage::setResult(JobResultPtr result) {
-    result_ = std::move(result);
+    jobResult_ = std::move(result);
+    display(withEvaluations());
+}
+
+void ResultsPage::addEvaluation(EvaluationPtr evaluation) {
+    if (jobResult_ && jobResult_->source != evaluation->source) return;
+    if (!evaluations_.empty() && evaluations_.front()->source != evaluation->source) return;
+    evaluations_.push_back(std::move(evaluation));
+    display(withEvaluations());
+}
+
+namespace {
+
+// An evaluation as a row of the methods: its KL against the original, its size on disk; no bits per
+// weight (its linears were not quantized here, so nothing counted them), no per-layer KL, no module log.
+pipeline::MethodResult evaluationRow(const Evaluation& e) {
+    pipeline::MethodResult row;
+    row.evaluatedCheckpoint = e.label.toStdString();
+    row.source = e.source;
+    row.bitsPerWeight = std::numeric_limits<double>::quiet_NaN();
+    row.checkpointBytes = e.bytesOnDisk;
+    row.seconds = e.result.seconds;
+    row.kl = e.result.kl;
+    return row;
+}
+
+}  // namespace
+
+// The job's result as it is while no evaluation joins it; else a copy with a row per evaluation (cheap
+// for the GUI's jobs, whose quantized layers stay on disk).
+JobResultPtr ResultsPage::withEvaluations() const {
+    if (evaluations_.empty()) return jobResult_;
+    auto shown = jobResult_ ? std::make_shared<pipeline::JobResult>(*jobResult_) : nullptr;
+    if (!shown) {
+        shown = std::make_shared<pipeline::JobResult>();
+        shown->source = evaluations_.front()->source;
+        shown->evaluationTokens = evaluations_.front()->result.evaluationTokens;
+    }
+    for (const EvaluationPtr& e : evaluations_) shown->methods.push_back(evaluationRow(*e));
+    return shown;
+}
+
+void ResultsPage::display(JobResultPtr shown) {
+    result_ = std::move(shown);
     klPerMethod_->setResult(result_);
     klPerLayer_->setResult(result_);
     outputError_->setResult(result_);
     tableModel_->setResult(result_);
     klPerLayer_->setVisible(klPerLayer_->hasData());
+    // Evaluations alone have no module log, so no output error per linear: the plot would be empty axes.
+    outputError_->setVisible(!result_ || jobResult_);
     showExpertTokens();
     summary_->setText(summaryText());
 }
@@ -121,13 +171,22 @@ bool ResultsPage::expertTokensInFront() const {
 }
 
 QString ResultsPage::summaryText() const {
-    if (!result_) return tr("No results yet: choose methods in the Quantize panel and press Start.");
+    if (!result_)
+        return tr(
+            "No results yet: choose methods in the Quantize panel and press Start, or evaluate a quantized "
+            "checkpoint against its original (File ▸ Compare with Original…, then File ▸ Evaluate against "
+            "Original).");
+    return (jobResultText() + QLatin1Char(' ') + evaluationsText()).trimmed();
+}
+
+QString ResultsPage::jobResultText() const {
+    if (!jobResult_) return {};
     QString text = tr("%n method(s); calibration %1 tokens, evaluation %2 tokens; total %3.", nullptr,
-                      static_cast<int>(result_->methods.size()))
-                       .arg(result_->calibrationTokens)
-                       .arg(result_->evaluationTokens)
-                       .arg(durationText(result_->seconds));
-    for (const pipeline::MethodResult& m : result_->methods) {
+                      static_cast<int>(jobResult_->methods.size()))
+                       .arg(jobResult_->calibrationTokens)
+                       .arg(jobResult_->evaluationTokens)
+                       .arg(durationText(jobResult_->seconds));
+    for (const pipeline::MethodResult& m : jobResult_->methods) {
         if (m.kl.count == 0) continue;
         // Every method is scored on the same positions against the same original.
         text += tr(" Reference PPL %1 over %2 positions.").arg(m.kl.pplBase.value, 0, 'f', 3).arg(m.kl.count);
@@ -135,10 +194,24 @@ QString ResultsPage::summaryText() const {
     }
     if (const int starved = expertHeatMap_->grid().starvedCount(); starved > 0)
         text += tr(" %n expert(s) starved of calibration tokens (Tokens per expert).", nullptr, starved);
-    if (const auto& kv = result_->kvCacheOnlyKl)
+    if (const auto& kv = jobResult_->kvCacheOnlyKl)
         text += tr(" The FP8 KV cache alone (original weights): mean KLD %1, same top token %2 %.")
                     .arg(kv->meanKld.value, 0, 'g', 4)
                     .arg(100.0 * kv->sameTop.value, 0, 'f', 2);
+    return text;
+}
+
+// One sentence per evaluation: what it was compared with, on how much text, and why it has no per-layer
+// line (quantscope-cli eval measures the checkpoint as a whole).
+QString ResultsPage::evaluationsText() const {
+    QString text;
+    for (const EvaluationPtr& e : evaluations_)
+        text += (text.isEmpty() ? QString() : QStringLiteral(" ")) +
+                tr("%1 evaluated against %2 (reference PPL %3) on %4 tokens in %5, as a whole: no per-layer KL.")
+                    .arg(e->label, e->original)
+                    .arg(e->result.kl.pplBase.value, 0, 'f', 3)
+                    .arg(e->result.evaluationTokens)
+                    .arg(durationText(e->result.seconds));
     return text;
 }
 

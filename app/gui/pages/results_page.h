@@ -1,8 +1,12 @@
 #pragma once
-// The Results tab: what the last quantization job measured. KL per method (bars), KL per layer
-// (lines, when measured), output error per linear, and the table; for a mixture of experts, a tab
-// with the tokens routed to each expert. Clicking a layer, a linear or an expert in a plot asks for it
-// to be selected in the checkpoint tree.
+// The Results tab: what the last quantization job measured, and the open checkpoint's evaluations
+// against its original (Evaluate), one row each after the job's methods. KL per method (bars), KL per
+// layer (lines, when measured: an evaluation has one KL for the whole checkpoint), output error per
+// linear, and the table; for a mixture of experts, a tab with the tokens routed to each expert.
+// Clicking a layer, a linear or an expert in a plot asks for it to be selected in the checkpoint tree.
+#include <vector>
+
+#include "jobs/evaluate_job.h"
 #include "jobs/quantize_job.h"
 #include "pages/inspector_page.h"
 
@@ -31,8 +35,13 @@ public:
     void setTensor(const QString&) override {}
     bool isBusy() const override { return false; }
 
+    // The job's result; the evaluations stay beside it.
     void setResult(JobResultPtr result);
+    // One more row, until another checkpoint opens (an evaluation of another checkpoint is dropped).
+    void addEvaluation(EvaluationPtr evaluation);
+    // What the page shows: the job's methods, then a row per evaluation.
     const JobResultPtr& result() const { return result_; }
+    const std::vector<EvaluationPtr>& evaluations() const { return evaluations_; }
 
     KlPerMethodPlot* klPerMethod() const { return klPerMethod_; }
     KlPerLayerPlot* klPerLayer() const { return klPerLayer_; }
@@ -50,9 +59,15 @@ signals:
 
 private:
     QString summaryText() const;
+    QString jobResultText() const;
+    QString evaluationsText() const;
     void showExpertTokens();
+    void display(JobResultPtr shown);
+    JobResultPtr withEvaluations() const;
 
-    JobResultPtr result_;
+    JobResultPtr jobResult_;
+    std::vector<EvaluationPtr> evaluations_;
+    JobResultPtr result_;  // jobResult_ and a row per evaluation
     QLabel* summary_;
     KlPerMethodPlot* klPerMethod_;
     KlPerLayerPlot* klPerLayer_;

@@ -13,6 +13,13 @@ namespace {
 constexpr double kBarWidth = 0.6;
 constexpr double kFloor = 1e-9;  // a KL of exactly 0 still gets a (tiny) bar on the log axis
 
+// "gptq4 · 4.16", "rtn4 · failed"; an evaluated checkpoint, whose bits nothing counted, by its name alone.
+QString tickLabel(const pipeline::MethodResult& m) {
+    if (!hasKl(m)) return shortLabel(m) + QStringLiteral(" · ") + KlPerMethodPlot::tr("failed");
+    if (!std::isfinite(m.bitsPerWeight)) return shortLabel(m);
+    return shortLabel(m) + QStringLiteral(" · ") + bitsText(m);
+}
+
 }  // namespace
 
 KlPerMethodPlot::KlPerMethodPlot(QWidget* parent) : PlotView(parent) {
@@ -48,8 +55,7 @@ void KlPerMethodPlot::drawResult() {
         for (std::size_t i = 0; i < result_->methods.size(); ++i) {
             const pipeline::MethodResult& m = result_->methods[i];
             const double x = static_cast<double>(i);
-            ticker->addTick(x, shortLabel(m) + QStringLiteral(" · ") +
-                                   (hasKl(m) ? QString::number(m.bitsPerWeight, 'f', 2) : tr("failed")));
+            ticker->addTick(x, tickLabel(m));
             if (!hasKl(m)) continue;
             auto* bars = new QCPBars(xAxis, yAxis);
             bars->setWidth(kBarWidth);

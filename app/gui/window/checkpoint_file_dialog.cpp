@@ -5,9 +5,10 @@
 
 namespace qs::gui {
 
-CheckpointFileDialog::CheckpointFileDialog(QWidget* parent, const QString& directory)
-    : QFileDialog(parent, tr("Open checkpoint (a file, or a folder: select it and press Open)"), directory,
-                  tr("Checkpoints (*.safetensors *.safetensors.index.json *.gguf);;All files (*)")) {
+CheckpointFileDialog::CheckpointFileDialog(QWidget* parent, const QString& directory, const QString& title)
+    : QFileDialog(parent,
+                  title.isEmpty() ? tr("Open checkpoint (a file, or a folder: select it and press Open)") : title,
+                  directory, tr("Checkpoints (*.safetensors *.safetensors.index.json *.gguf);;All files (*)")) {
     setFileMode(QFileDialog::ExistingFile);
     // Qt's own dialog: accept() below is what decides, and a platform dialog would not call it.
     setOption(QFileDialog::DontUseNativeDialog);

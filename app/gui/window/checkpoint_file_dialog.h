@@ -1,5 +1,5 @@
 #pragma once
-// File ▸ Open's dialog: a checkpoint file, or a checkpoint folder. Qt's file dialog only navigates
+// File ▸ Open's and Compare with Original…'s dialog: a checkpoint file, or a checkpoint folder. Qt's file dialog only navigates
 // into a folder whose path is typed (or selected) and Open pressed; a checkpoint is often a folder,
 // so a folder that holds one is accepted as the choice instead.
 #include <QFileDialog>
@@ -10,7 +10,8 @@ class CheckpointFileDialog : public QFileDialog {
     Q_OBJECT
 
 public:
-    CheckpointFileDialog(QWidget* parent, const QString& directory);
+    // `title`: File ▸ Open's when empty.
+    CheckpointFileDialog(QWidget* parent, const QString& directory, const QString& title = {});
 
     // Whether `path` is a folder QuantScope opens as a checkpoint (it holds .safetensors, an index
     // or a .gguf file).

@@ -5,6 +5,7 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QDir>
 #include <QDockWidget>
 #include <QDragEnterEvent>
 #include <QDropEvent>
@@ -30,6 +31,7 @@
 #include "qs/pipeline/quantized_source.h"
 
 #include "experts/expert_overview_layout.h"
+#include "jobs/evaluate_job.h"
 #include "jobs/job_runner.h"
 #include "jobs/quantize_job.h"
 #include "jobs/run_cache.h"
@@ -92,6 +94,7 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
       quantize_(new QuantizePanel(this)),
       export_(new ExportPanel(this)),
       job_(new QuantizeJob(this)),
+      evaluation_(new EvaluateJob(this)),
       moduleLog_(new ModuleLogModel(this)),
       jobStatus_(new JobStatusWidget(this)),
       probe_(new DeviceProbe(std::move(probe), this)),
@@ -111,6 +114,7 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
     createDocks();
     createJobDocks();
     connectJob();
+    connectEvaluation();
     createMenus();
     statusBar()->showMessage(
         tr("Open a .safetensors or .gguf file or a checkpoint folder (File ▸ Open, or drop it here)."));
@@ -227,6 +231,10 @@ void MainWindow::connectJob() {
 
 bool MainWindow::startQuantizeJob() {
     if (!checkpoint_ || job_->isRunning()) return false;
+    if (evaluation_->isRunning()) {
+        reportError(tr("Cannot quantize"), tr("An evaluation is running: wait for it, or cancel it."));
+        return false;
+    }
     if (!quantize_->refusal().isEmpty()) {
         reportError(tr("Cannot quantize"), quantize_->refusal());
         return false;
@@ -245,6 +253,49 @@ bool MainWindow::startQuantizeJob() {
     }
     moduleLog_->clear();
     return job_->start(settings, path_.toStdString(), std::move(folder));
+}
+
+// The evaluation shares the status bar's progress and Cancel with the Quantize panel's job (one of
+// the two runs at a time).
+void MainWindow::connectEvaluation() {
+    connect(jobStatus_, &JobStatusWidget::cancelRequested, evaluation_, &EvaluateJob::cancel);
+    connect(evaluation_, &EvaluateJob::runningChanged, this, [this](bool running) {
+        jobStatus_->setRunning(running);
+        updateEvaluateAction();
+        emit busyChanged(isBusy());
+    });
+    connect(evaluation_, &EvaluateJob::progressed, this,
+            [this](const qs::Progress& p) { jobStatus_->showProgress(p, evaluation_->elapsedSeconds()); });
+    connect(evaluation_, &EvaluateJob::finished, this, [this](const EvaluationPtr& evaluation) {
+        if (evaluation->source != fingerprint_) return;  // of a checkpoint no longer open
+        results_->addEvaluation(evaluation);
+        showPage(results_->key());
+        statusBar()->showMessage(tr("Evaluation finished in %1: %2 is in Results.")
+                                     .arg(durationText(evaluation->result.seconds), evaluation->label),
+                                 10000);
+    });
+    connect(evaluation_, &EvaluateJob::failed, this,
+            [this](const QString& m) { reportError(tr("Evaluation failed"), m); });
+    connect(evaluation_, &EvaluateJob::cancelled, this,
+            [this] { statusBar()->showMessage(tr("Evaluation cancelled."), 10000); });
+}
+
+bool MainWindow::startEvaluation() {
+    if (!checkpoint_ || originalPath_.isEmpty() || evaluation_->isRunning()) return false;
+    if (job_->isRunning()) {
+        reportError(tr("Cannot evaluate"), tr("A quantization is running: wait for it, or cancel it."));
+        return false;
+    }
+    if (!evaluation_->start(originalPath_, path_)) return false;
+    // Short: the status bar's progress and Cancel take its right-hand side.
+    statusBar()->showMessage(
+        tr("Evaluating %1 against %2…").arg(QFileInfo(path_).fileName(), QFileInfo(originalPath_).fileName()));
+    return true;
+}
+
+void MainWindow::updateEvaluateAction() {
+    if (!evaluateAction_) return;
+    evaluateAction_->setEnabled(checkpoint_ && !originalPath_.isEmpty() && !evaluation_->isRunning());
 }
 
 // The folder the run keeps its state and then its result's codes in: a new one of the run cache, so
@@ -311,7 +362,12 @@ void MainWindow::createMenus() {
     file->addAction(tr("Open &Folder…"), QKeySequence(tr("Ctrl+Shift+O")), this, &MainWindow::openFolderDialog);
     file->addAction(tr("&Compare with Original…"), this, &MainWindow::compareWithOriginalDialog)
         ->setToolTip(tr("Name the checkpoint this one was quantized from: the Quantized tab then shows each "
-                        "linear's rounding error"));
+                        "linear's rounding error, and Evaluate measures its KL"));
+    evaluateAction_ = file->addAction(tr("&Evaluate against Original"), this, &MainWindow::startEvaluation);
+    evaluateAction_->setToolTip(
+        tr("The KL of the open checkpoint from its original on held-out text, as "
+           "quantscope-cli eval measures it, into Results (after Compare with Original…)"));
+    updateEvaluateAction();
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     connect(recentMenu_, &QMenu::aboutToShow, this, &MainWindow::fillRecentMenu);
     file->addSeparator();
@@ -355,15 +411,17 @@ void MainWindow::openFolderDialog() {
     if (!path.isEmpty()) requestOpen(path);
 }
 
-namespace {
-const QString kOriginalFolderKey = QStringLiteral("compare/originalFolder");
+// Beside the open checkpoint, where its original usually is (the folder holding a .gguf file or a
+// checkpoint folder), rather than inside the last original named (the demo's, in the app's resources).
+QString MainWindow::originalDialogFolder() const {
+    return QFileInfo(QDir::cleanPath(path_)).absolutePath();  // "model/" is the folder model, not inside it
 }
 
 void MainWindow::compareWithOriginalDialog() {
-    const QString start =
-        settings_ == Settings::Remember ? QSettings().value(kOriginalFolderKey).toString() : QString();
-    const QString path = QFileDialog::getExistingDirectory(this, tr("Original checkpoint folder"), start);
-    if (!path.isEmpty() && compareWithOriginal(path)) showPage(quantized_->key());
+    CheckpointFileDialog dialog(this, originalDialogFolder(),
+                                tr("Original checkpoint (a file, or a folder: select it and press Open)"));
+    if (dialog.exec() != QDialog::Accepted || dialog.selectedFiles().isEmpty()) return;
+    if (compareWithOriginal(dialog.selectedFiles().front())) showPage(quantized_->key());
 }
 
 bool MainWindow::compareWithOriginal(const QString& path) {
@@ -372,8 +430,12 @@ bool MainWindow::compareWithOriginal(const QString& path) {
                     tr("Open a quantized checkpoint first, then name the checkpoint it was quantized from."));
         return false;
     }
-    if (!quantized_->setOriginal(path)) return false;                                     // the page reported why
-    if (settings_ == Settings::Remember) QSettings().setValue(kOriginalFolderKey, path);  // the dialog's next folder
+    if (!quantized_->setOriginal(path)) return false;  // the page reported why
+    originalPath_ = path;
+    updateEvaluateAction();
+    statusBar()->showMessage(
+        tr("Compared with %1: File ▸ Evaluate against Original measures the KL of this checkpoint from it.").arg(path),
+        10000);
     return true;
 }
 
@@ -393,7 +455,9 @@ bool MainWindow::requestOpen(const QString& path) {
 
 bool MainWindow::confirmDiscard(const QString& action) {
     QString loses;
-    if (job_->isRunning())
+    if (evaluation_->isRunning())
+        loses = tr("%1 cancels the running evaluation.").arg(action);
+    else if (job_->isRunning())
         loses = tr("%1 cancels the running quantization (its finished layers are kept: Start with the same settings "
                    "offers to resume them).")
                     .arg(action);
@@ -417,6 +481,9 @@ bool MainWindow::openPath(QString path) {
         return false;
     }
     job_->cancel();  // a running job's results belong to the previous checkpoint: they are dropped
+    evaluation_->cancel();
+    originalPath_.clear();  // of the previous checkpoint
+    updateEvaluateAction();
     checkpoint_ = std::move(opened);
     fingerprint_ = io::fingerprintOf(*checkpoint_);
     path_ = path;
@@ -474,7 +541,8 @@ bool MainWindow::showPage(const QString& key) {
 
 bool MainWindow::isBusy() const {
     const InspectorPage* page = currentPage();
-    return job_->isRunning() || quantize_->isEstimating() || !probe_->isDone() || (page && page->isBusy());
+    return job_->isRunning() || evaluation_->isRunning() || quantize_->isEstimating() || !probe_->isDone() ||
+           (page && page->isBusy());
 }
 
 void MainWindow::setErrorReporter(std::shared_ptr<ErrorReporter> reporter) { reporter_ = std::move(reporter); }
@@ -543,6 +611,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
         return;
     }
     job_->cancel();
+    evaluation_->cancel();
     if (settings_ == Settings::Remember) {
         QSettings settings;
         settings.setValue(QStringLiteral("window/geometry"), saveGeometry());

@@ -16,6 +16,7 @@
 #include "pages/inspector_page.h"
 #include "window/error_reporter.h"
 
+class QAction;
 class QDockWidget;
 class QMenu;
 class QStackedWidget;
@@ -25,6 +26,7 @@ namespace qs::gui {
 
 class ChannelsPage;
 class CheckpointTreePanel;
+class EvaluateJob;
 class ExportPanel;
 class HessianPage;
 class ServingScalesPage;
@@ -83,10 +85,16 @@ public:
     HessianPage* hessianPage() const { return hessian_; }
     ServingScalesPage* servingScalesPage() const { return scales_; }
     QuantizedLinearPage* quantizedLinearPage() const { return quantized_; }
-    // File ▸ Compare with Original…: the checkpoint the open one was quantized from, for the Quantized
-    // tab's rounding error; once accepted, remembered (QSettings "compare/originalFolder") as the
-    // dialog's next folder. False when refused.
+    // File ▸ Compare with Original…: the checkpoint the open one was quantized from (a folder or a
+    // .safetensors file), for the Quantized tab's rounding error and for Evaluate. False when refused.
     bool compareWithOriginal(const QString& path);
+    const QString& originalPath() const { return originalPath_; }
+    // Where Compare with Original…'s dialog opens: beside the open checkpoint.
+    QString originalDialogFolder() const;
+    // File ▸ Evaluate against Original: `quantscope-cli eval ORIGINAL OPEN` on a worker, into Results.
+    // False when there is no original yet or a job runs.
+    bool startEvaluation();
+    EvaluateJob* evaluateJob() const { return evaluation_; }
     QuantizePanel* quantizePanel() const { return quantize_; }
     ExportPanel* exportPanel() const { return export_; }
     QuantizeJob* quantizeJob() const { return job_; }
@@ -118,6 +126,8 @@ private:
     void createJobDocks();
     void createPages();
     void connectJob();
+    void connectEvaluation();
+    void updateEvaluateAction();
     void onJobFinished(const std::shared_ptr<const pipeline::JobResult>& result);
     bool showResult(const std::shared_ptr<const pipeline::JobResult>& result);  // false: of another checkpoint
     void createMenus();
@@ -164,6 +174,9 @@ private:
     QuantizePanel* quantize_;
     ExportPanel* export_;
     QuantizeJob* job_;
+    EvaluateJob* evaluation_;
+    QString originalPath_;  // accepted by compareWithOriginal for the open checkpoint
+    QAction* evaluateAction_ = nullptr;
     ModuleLogModel* moduleLog_;
     JobStatusWidget* jobStatus_;
     DeviceProbe* probe_;

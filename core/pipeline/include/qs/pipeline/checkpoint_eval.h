@@ -17,6 +17,10 @@
 
 namespace qs::pipeline {
 
+// What `eval` scores when not told otherwise (its --samples and --seq-len), and the GUI's Evaluate always.
+inline constexpr int kCheckpointEvalSamples = 32;
+inline constexpr int kCheckpointEvalSeqLen = 512;
+
 struct CheckpointEvalPlan {
     std::filesystem::path original;
     std::filesystem::path quantized;

@@ -59,9 +59,15 @@ struct MethodResult {
     std::vector<QuantizedLayer> layers;
     std::shared_ptr<const StoredLayers> stored;
     bool mixed = false;  // a method per linear (JobPlan::mixed): `method` is its most common one, renamed
+    // Set when no method made it: a quantized checkpoint evaluated as it is against its original (the
+    // GUI's Evaluate, as `eval`), named by its format ("gguf Q4_K_M", "gptq 4-bit"); `method` is unused.
+    std::string evaluatedCheckpoint;
 
-    // The method's label, or a mix's name ("mixed 3.50 bpw").
-    std::string label() const { return mixed ? method.name : method.label(); }
+    // The method's label, a mix's name ("mixed 3.50 bpw") or an evaluated checkpoint's.
+    std::string label() const {
+        if (!evaluatedCheckpoint.empty()) return evaluatedCheckpoint;
+        return mixed ? method.name : method.label();
+    }
 };
 
 // How many quantized layers the result has, in RAM or on disk.

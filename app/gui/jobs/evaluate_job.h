@@ -1,0 +1,70 @@
+#pragma once
+// EvaluateJob: File ▸ Evaluate against Original, the run of `quantscope-cli eval ORIGINAL QUANTIZED`
+// with its defaults (pipeline::evaluateCheckpoints on the original's evaluation text) on a worker
+// QThread, as QuantizeJob runs the Quantize panel's job: progress and the result come back to this
+// object's thread as queued calls, cancel() stops the run at its next check, and whatever a run posts
+// after cancel() is dropped, its end reported as cancelled().
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+
+#include <QElapsedTimer>
+#include <QObject>
+#include <QString>
+
+#include "qs/cancel_token.h"
+#include "qs/io/checkpoint_fingerprint.h"
+#include "qs/pipeline/checkpoint_eval.h"
+#include "qs/progress.h"
+
+class QThread;
+
+namespace qs::gui {
+
+// One evaluation as the Results page shows it and --json writes it.
+struct Evaluation {
+    QString original;  // the paths as named (the CLI's JSON records them so)
+    QString quantized;
+    io::CheckpointFingerprint source;  // of the quantized checkpoint: the results belong to it
+    QString label;                     // its format, "gguf Q4_K_M" (evaluatedCheckpointLabel)
+    std::uint64_t bytesOnDisk = 0;
+    pipeline::CheckpointEvalResult result;
+};
+using EvaluationPtr = std::shared_ptr<const Evaluation>;
+
+class EvaluateJob : public QObject {
+    Q_OBJECT
+
+public:
+    explicit EvaluateJob(QObject* parent = nullptr);
+    ~EvaluateJob() override;  // cancels and waits for the worker
+
+    // False (and nothing starts) while an evaluation is still running.
+    bool start(QString original, QString quantized);
+    void cancel();
+    bool isRunning() const { return thread_ != nullptr; }
+    double elapsedSeconds() const { return clock_.isValid() ? clock_.elapsed() / 1000.0 : 0.0; }
+
+signals:
+    void runningChanged(bool running);
+    void progressed(const qs::Progress& progress);
+    void finished(const qs::gui::EvaluationPtr& evaluation);
+    void failed(const QString& message);
+    void cancelled();
+
+private:
+    void run(const QString& original, const QString& quantized, const qs::CancelToken& token, quint64 generation);
+    void onThreadEnded();
+
+    QThread* thread_ = nullptr;
+    quint64 generation_ = 0;  // of the running evaluation; cancel() moves on, so its posts are dropped
+    qs::CancelToken token_;
+    QElapsedTimer clock_;
+};
+
+// The plan `quantscope-cli eval ORIGINAL QUANTIZED` runs without options: the original's evaluation
+// text (resolveRunText), kCheckpointEvalSamples windows of kCheckpointEvalSeqLen tokens shared by both.
+pipeline::CheckpointEvalPlan defaultEvalPlan(const std::filesystem::path& original,
+                                             const std::filesystem::path& quantized);
+
+}  // namespace qs::gui
