@@ -16,6 +16,7 @@
 #include "qs/quant/gptaq.h"
 #include "qs/quant/gptq.h"
 #include "qs/quant/hessian.h"
+#include "qs/quant/input_deviation.h"
 #include "qs/quant/rtn.h"
 
 using namespace qs;
@@ -210,4 +211,18 @@ TEST(Gptaq, MeasuresItsErrorOnTheQuantizedModelsInputs) {
 TEST(Gptaq, RejectsACorrectionOfTheWrongShape) {
     const Problem p = problem(256, 8, 32, 0.5f, 10);
     EXPECT_THROW(quantizeGptaq(p.w, p.h, MatrixF::Zero(16, 16)), Error);
+}
+
+// D accumulated over several calls (and chunks inside one) equals 2 (X - X̃)ᵀ X̃ / n computed at once in double.
+TEST(InputDeviation, AccumulatesTheClosedForm) {
+    const Problem p = problem(5000, 4, 300, 0.5f, 11);  // 300 features: a partial 256-wide tile; 5000 rows: chunks
+    InputDeviationAccumulator acc(300);
+    acc.add(p.x.topRows(1200), p.xq.topRows(1200));
+    acc.add(p.x.bottomRows(3800), p.xq.bottomRows(3800));
+    EXPECT_EQ(acc.samples(), 5000);
+    const MatrixF d = acc.finalize();
+    const double scale = p.d.cwiseAbs().maxCoeff();
+    EXPECT_LT((d - p.d).cwiseAbs().maxCoeff(), 1e-4 * scale);
+    EXPECT_THROW(acc.add(p.x.topRows(10), p.xq.topRows(9)), Error);
+    EXPECT_THROW(InputDeviationAccumulator(300).finalize(), Error);
 }
