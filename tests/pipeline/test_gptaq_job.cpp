@@ -120,3 +120,10 @@ TEST(GptaqJob, TheEstimateCountsItsExtraMatricesAndPasses) {
     EXPECT_GT(gptaq.seconds, gptq.seconds);
     EXPECT_GT(gptaq.hiddenBytes, gptq.hiddenBytes);  // the original's calibration stream travels
 }
+
+// A work folder written by gptq4 is not resumed as gptaq4, nor the other way round.
+TEST(GptaqJob, AWorkFolderTellsItFromGptq) {
+    EXPECT_NE(planIdentity(demoPlan("gptq4")), planIdentity(demoPlan("gptaq4")));
+    EXPECT_NE(planIdentity(demoPlan("gptq4-act")), planIdentity(demoPlan("gptaq4-act")));
+    EXPECT_EQ(planIdentity(demoPlan("gptaq4")), planIdentity(demoPlan("gptaq4")));
+}
