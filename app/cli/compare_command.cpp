@@ -193,6 +193,9 @@ void runCompare(const CompareOptions& o) {
         plan.methods.clear();
     }
     plan.backend = chooseBackend(o.device);  // after the checks of the input, whose errors stay one line
+    if (plan.backend && plan.backend->isCuda())
+        for (const auto& m : plan.methods)
+            if (m.gptaq) std::cerr << m.name << " runs on the CPU: the device has no GPTAQ solver\n";
     plan.perGroupKl = perGroupKl;
     const pipeline::JobPlan measuredPlan = o.mixed.targetBpw ? plan : pipeline::JobPlan{};
     applyWorkDirOptions(o.work, plan);  // the measurement's run only: the frontier's quantization keeps no state
@@ -229,7 +232,8 @@ void registerCompare(CLI::App& app) {
                     "decoded weights")
         ->required();
     cmd->add_option("--methods", options->methods,
-                    "Comma-separated methods; also llama-quantize's GGUF types (q4_k_m, q5_k_m, q6_k, q8_0, ...)")
+                    "Comma-separated methods; also gptaq4 (GPTAQ, exported as GPTQ), gptq4-act-sym, and "
+                    "llama-quantize's GGUF types (q4_k_m, q5_k_m, q6_k, q8_0, ...)")
         ->capture_default_str();
     cmd->add_option("--group-size", options->groupSize, "Group size of the integer methods (-1: per row)")
         ->capture_default_str();

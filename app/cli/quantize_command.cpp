@@ -81,7 +81,7 @@ bool hasDigit(const std::string& s) {
 // "--method gptq --bits 4 --act-order --sym" and "--method gptq4-act-sym" name the same thing.
 pipeline::MethodSpec methodFrom(const QuantizeOptions& o) {
     std::string name = o.method;
-    const bool takesBits = name == "rtn" || name == "gptq" || name == "awq" || name == "trellis";
+    const bool takesBits = name == "rtn" || name == "gptq" || name == "gptaq" || name == "awq" || name == "trellis";
     if (takesBits) name += std::to_string(o.bits > 0 ? o.bits : (name == "trellis" ? 2 : 4));
     pipeline::MethodSpec spec = pipeline::parseMethod(name, o.groupSize);
     if (o.bits > 0 && !takesBits && hasDigit(o.method) && spec.bits != o.bits)
@@ -417,10 +417,12 @@ void registerQuantize(CLI::App& app) {
     for (const auto& t : pipeline::ggufFileTypes()) ggufNames += (ggufNames.empty() ? "" : " ") + std::string(t.name);
     cmd->add_option(
         "--method", options->method,
-        "rtn, gptq, awq (with --bits), or a name such as gptq4-act, fp8, fp8-channel; or llama-quantize's type of a "
+        "rtn, gptq, gptaq, awq (with --bits), or a name such as gptq4-act, fp8, fp8-channel; or llama-quantize's type "
+        "of a "
         "GGUF file (" +
             ggufNames + ", any case; Q4_K = Q4_K_M); not with --target-bpw");
-    cmd->add_option("--bits", options->bits, "Code bits of rtn / gptq / awq (default 4)")->check(CLI::Range(1, 8));
+    cmd->add_option("--bits", options->bits, "Code bits of rtn / gptq / gptaq / awq (default 4)")
+        ->check(CLI::Range(1, 8));
     cmd->add_option("--group-size", options->groupSize, "Group size of the integer methods (-1: per row)")
         ->capture_default_str();
     cmd->add_flag("--act-order", options->actOrder, "GPTQ: quantize columns by decreasing Hessian diagonal (desc_act)");

@@ -11,8 +11,10 @@
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include "qs/quant/gptaq.h"
 #include "qs/quant/gptq.h"
 #include "qs/quant/hessian.h"
+#include "qs/quant/input_deviation.h"
 
 #include "bench_common.h"
 
@@ -52,14 +54,24 @@ void gptq(benchmark::State& state) {
     const int previousThreads = omp_get_max_threads();
     if (state.range(3) > 0) omp_set_num_threads(static_cast<int>(state.range(3)));
     const qs::MatrixF w = qs::bench::benchWeights(rows, cols);
-    const qs::MatrixF h = qs::quant::hessian(qs::bench::benchInputs(4096, cols));
+    const qs::MatrixF x = qs::bench::benchInputs(4096, cols);
+    const qs::MatrixF h = qs::quant::hessian(x);
     const bool actOrder = (state.range(2) & 1) != 0;
     const bool measure = (state.range(2) & 2) != 0;  // the output error costs one more GEMM, W·H
+    const bool gptaq = (state.range(2) & 4) != 0;    // GPTAQ: P's two triangular solves and its corrections
+    qs::MatrixF d;
+    if (gptaq) {  // the "full-precision" inputs: X plus a tenth of other inputs of the same shape
+        qs::quant::InputDeviationAccumulator deviation(cols);
+        deviation.add(x + 0.1f * qs::bench::benchInputs(4096, cols, 3), x);
+        d = deviation.finalize();
+    }
     double loss = 0, cpu = 0;
     for (auto _ : state) {
         const double c0 = cpuSeconds();
-        const qs::quant::QuantizedLinear q = qs::quant::quantizeGptq(
-            w, h, {.bits = 4, .groupSize = 128, .actOrder = actOrder, .sym = false, .measureError = measure});
+        const qs::quant::GptqOptions options{
+            .bits = 4, .groupSize = 128, .actOrder = actOrder, .sym = false, .measureError = measure};
+        const qs::quant::QuantizedLinear q =
+            gptaq ? qs::quant::quantizeGptaq(w, h, d, options) : qs::quant::quantizeGptq(w, h, options);
         loss = q.gptqLoss;
         benchmark::DoNotOptimize(q.codes.data());
         cpu += cpuSeconds() - c0;
@@ -80,7 +92,8 @@ void gptq(benchmark::State& state) {
 
 }  // namespace
 
-// Arguments: rows, cols, flags (bit 0 act-order, bit 1 measure the output error), threads (0: the team).
+// Arguments: rows, cols, flags (bit 0 act-order, bit 1 measure the output error, bit 2 GPTAQ), threads
+// (0: the team).
 BENCHMARK(gptq)
     ->Args({4096, 4096, 0, 0})
     ->Args({4096, 4096, 1, 0})
@@ -102,6 +115,16 @@ BENCHMARK(gptq)
     ->Name("gptq_8b")
     ->Args({1024, 4096, 0, 0})
     ->Args({4096, 14336, 0, 0})
+    ->Unit(benchmark::kSecond)
+    ->Iterations(1)
+    ->UseRealTime();
+// GPTAQ beside GPTQ on the same layer, the output error measured by both (GPTAQ measures it on H).
+BENCHMARK(gptq)
+    ->Name("gptaq")
+    ->Args({2048, 2048, 2, 0})
+    ->Args({2048, 2048, 6, 0})
+    ->Args({4096, 4096, 2, 0})
+    ->Args({4096, 4096, 6, 0})
     ->Unit(benchmark::kSecond)
     ->Iterations(1)
     ->UseRealTime();

@@ -1,5 +1,10 @@
 #include "hidden_states.h"
 
+#include <map>
+#include <string>
+
+#include "qs/error.h"
+
 namespace qs::pipeline {
 
 Hidden embedAll(const model::Transformer& model, const TokenSequences& sequences) {
@@ -42,16 +47,51 @@ void runLayerAll(const model::Transformer& model, int layer, const model::LayerW
 
 void observeLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights,
                      const HiddenStream& hidden, const CancelToken& cancel, const model::LinearInputHook& hook,
-                     const model::LayerMath* math, const SequenceDone& sequenceDone) {
+                     const model::LayerMath* math, const model::KeyValueHook& keyValueHook,
+                     const SequenceDone& sequenceDone) {
     const auto resident = (math != nullptr ? *math : model.layerMath()).keepResident(weights);
     std::size_t done = 0;
     hidden.observe(
         [&](const MatrixF& h) {
             MatrixF copy = h;
-            model.runLayer(layer, weights, copy, hook, {}, math);
+            model.runLayer(layer, weights, copy, hook, keyValueHook, math);
             if (sequenceDone) sequenceDone(++done);
         },
         cancel);
+}
+
+void observeLayerPaired(const model::Transformer& reference, const HiddenStream& referenceHidden,
+                        const model::Transformer& model, const HiddenStream& hidden, int layer,
+                        const model::LayerWeights& weights, const CancelToken& cancel, const PairedInputHook& hook,
+                        const model::LayerMath* math) {
+    if (referenceHidden.size() != hidden.size())
+        throw Error("the full-precision calibration stream has " + std::to_string(referenceHidden.size()) +
+                    " sequences, the method's " + std::to_string(hidden.size()));
+    const auto resident = (math != nullptr ? *math : model.layerMath()).keepResident(weights);
+    MatrixF referenceBuffer, buffer;
+    for (std::size_t i = 0; i < hidden.size(); ++i) {
+        cancel.throwIfCancelled();
+        // One sequence's inputs of every linear at a time, by the first module that reads each.
+        std::map<std::string, MatrixF, std::less<>> fullPrecision;
+        MatrixF x = referenceHidden.sequence(i, referenceBuffer);
+        reference.runLayer(
+            layer, weights, x,
+            [&](const model::LinearInput& in) {
+                if (!in.modules.empty()) fullPrecision[std::string(in.modules.front())] = in.x;
+            },
+            {}, math);
+        MatrixF xq = hidden.sequence(i, buffer);
+        model.runLayer(
+            layer, weights, xq,
+            [&](const model::LinearInput& in) {
+                if (in.modules.empty()) return;
+                const auto found = fullPrecision.find(in.modules.front());
+                if (found == fullPrecision.end())
+                    throw Error("the full-precision model showed no input for " + std::string(in.modules.front()));
+                hook(in, found->second);
+            },
+            {}, math);
+    }
 }
 
 }  // namespace qs::pipeline

@@ -11,6 +11,7 @@
 #include "qs/model/decoder_layer.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/calibration_text.h"
+#include "qs/pipeline/layer_statistics.h"
 
 #include "hidden_stream.h"
 
@@ -37,6 +38,15 @@ void runLayerAll(const model::Transformer& model, int layer, const model::LayerW
 // is copied at a time).
 void observeLayerAll(const model::Transformer& model, int layer, const model::LayerWeights& weights,
                      const HiddenStream& hidden, const CancelToken& cancel, const model::LinearInputHook& hook,
-                     const model::LayerMath* math = nullptr, const SequenceDone& sequenceDone = {});
+                     const model::LayerMath* math = nullptr, const model::KeyValueHook& keyValueHook = {},
+                     const SequenceDone& sequenceDone = {});
+
+// GPTAQ's observation: each sequence of `reference` (the full-precision model's stream) and then the
+// same sequence of `hidden` run through the layer (copies; neither stream changes), and `hook` shown
+// each of `hidden`'s linear inputs beside the reference's input to the same linear.
+void observeLayerPaired(const model::Transformer& reference, const HiddenStream& referenceHidden,
+                        const model::Transformer& model, const HiddenStream& hidden, int layer,
+                        const model::LayerWeights& weights, const CancelToken& cancel, const PairedInputHook& hook,
+                        const model::LayerMath* math = nullptr);
 
 }  // namespace qs::pipeline

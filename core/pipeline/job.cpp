@@ -115,6 +115,7 @@ void setUpStreams(JobRun& run) {
             s.evaluation = copied(run.evaluation, name + ".evaluation");
         }
         if (!s.ownCalibration && !run.plan.calibration.empty()) run.baseStatistics = true;
+        if (s.ownCalibration && m.gptaq) run.fullPrecisionInputs = true;
         run.kvCache = run.kvCache || m.kvCacheFp8;
         run.streams.push_back(std::move(s));
     }
@@ -136,7 +137,8 @@ void setUpStreams(JobRun& run) {
         run.baseStatistics = true;
         run.kvEvaluation = copied(run.evaluation, "kv_evaluation");
     }
-    if (run.baseStatistics != baseCalibration) throw Error("internal: the Job's streams differ from its estimate's");
+    if ((run.baseStatistics || run.fullPrecisionInputs) != baseCalibration)
+        throw Error("internal: the Job's streams differ from its estimate's");
 }
 
 // The kept layers back as QuantizedLinears (each freed from the compact store as it is unpacked).
@@ -213,12 +215,23 @@ Job::Job(JobPlan plan) : plan_(std::move(plan)) {
     if (plan_.methods.empty() && plan_.mixed.empty()) throw Error("the plan has no methods");
     for (const auto& mix : plan_.mixed) {
         mix.check();
+        for (const auto& layer : mix.layers)
+            for (const auto& [module, m] : layer)
+                if (m.gptaq)
+                    throw Error(mix.name + ": " + m.label() +
+                                " pairs its inputs with the full-precision model's, which a mix's stream does not do: "
+                                "quantize with it alone");
         if (mix.needsCalibration() && plan_.calibration.empty())
             throw Error(mix.name + " needs calibration text (GPTQ), and none was given");
     }
     for (const auto& m : plan_.methods)
         if (m.needsCalibration() && plan_.calibration.empty())
             throw Error(m.label() + " needs calibration text, and none was given");
+    for (const auto& m : plan_.methods)
+        if (m.gptaq && !plan_.trueSequential)
+            throw Error(m.label() +
+                        " corrects towards the full-precision model's inputs from the quantized model's, which only "
+                        "true-sequential calibration sees");
     for (const auto& m : plan_.methods)
         if (m.kvCacheFp8 && m.gguf())
             throw Error("an FP8 KV cache applies to the safetensors methods, not to " + m.label() +

@@ -18,7 +18,8 @@ namespace {
 // Work per weight of each method, for the time estimate (GPTQ's column loop, the trellis search).
 double quantizeFlopsPerWeight(const MethodSpec& m, const model::ModelConfig& c) {
     switch (m.kind) {
-        case MethodKind::Gptq: return 4.0 * std::max(c.hiddenSize, c.intermediateSize);
+        case MethodKind::Gptq:  // GPTAQ: P's two triangular solves beside the column loop
+            return (m.gptaq ? 6.0 : 4.0) * std::max(c.hiddenSize, c.intermediateSize);
         case MethodKind::Awq: return 40.0 * c.hiddenSize;
         case MethodKind::Trellis: return 3.0 * std::pow(2.0, m.trellisL + m.bits);
         default: return 20.0;
@@ -102,6 +103,7 @@ ResourceEstimate Job::estimate() const {
     shape.keptBytesPerWeight = 0.0;  // the methods' own, summed below
     for (const auto& m : plan_.methods) {
         if (plan_.trueSequential && m.sequential()) ++shape.sequentialMethods;
+        if (plan_.trueSequential && m.gptaq) ++shape.gptaqMethods;
         shape.quantizeFlopsPerWeight += quantizeFlopsPerWeight(m, shape.config);
         shape.keptBytesPerWeight += keptBytesPerWeight(m, shape.resultsOnDisk);
     }
@@ -160,7 +162,7 @@ DeviceWorkload Job::deviceWorkload() const {
     w.groupSize = 0;
     const auto account = [&](const MethodSpec& m) {
         w.statistics = w.statistics || (m.needsCalibration() && !plan_.calibration.empty());
-        w.gptq = w.gptq || m.kind == MethodKind::Gptq;
+        w.gptq = w.gptq || (m.kind == MethodKind::Gptq && !m.gptaq);  // GPTAQ runs on the CPU
         w.awq = w.awq || m.kind == MethodKind::Awq;
         // The smallest group has the most scales; -1 (a group per row) the fewest.
         if (m.kind == MethodKind::Gptq && m.groupSize > 0 && (w.groupSize <= 0 || m.groupSize < w.groupSize))

@@ -172,15 +172,34 @@ SequenceDone calibrationProgress(const JobRun& run, int layer, std::size_t total
     };
 }
 
+// The last GPTAQ stream that has not failed (streams.size() when none): the original's calibration
+// stream moves past the layer once that stream has read the layer's inputs beside its own.
+std::size_t lastPairedStream(const std::vector<MethodStream>& streams) {
+    std::size_t last = streams.size();
+    for (std::size_t m = 0; m < streams.size(); ++m)
+        if (!streams[m].failed() && streams[m].ownCalibration && streams[m].result.method.gptaq) last = m;
+    return last;
+}
+
+// `advanceBase`: the last stream to pair its inputs with the original's, which then moves the
+// original's calibration stream past the layer (before its quantization may free the linears).
 void quantizeStream(JobRun& run, MethodStream& s, int layer, model::LayerWeights& original, LayerStatistics& baseStats,
-                    LayerRelease release) {
+                    LayerRelease release, bool advanceBase) {
     std::optional<LayerStatistics> own;
     if (s.ownCalibration) {  // the layer's inputs in this stream; the stream itself advances after quantization
         own.emplace(run.plan.backend.get());
-        observeLayerAll(
-            s.model, layer, original, s.calibration, run.cancel, own->hook(), run.calibrationMath.get(),
+        const SequenceDone progress =
             calibrationProgress(run, layer, s.calibration.size(), s.result.method.label() + ", ",
-                                "layer " + std::to_string(layer + 1) + "/" + std::to_string(run.config.numLayers)));
+                                "layer " + std::to_string(layer + 1) + "/" + std::to_string(run.config.numLayers));
+        if (s.result.method.gptaq) {  // beside the original model's inputs over the same tokens
+            observeLayerPaired(run.base, run.calibration, s.model, s.calibration, layer, original, run.cancel,
+                               own->pairedHook(), run.calibrationMath.get());
+            if (advanceBase)
+                runLayerAll(run.base, layer, original, run.calibration, run.cancel, {}, {}, run.calibrationMath.get());
+        } else {
+            observeLayerAll(s.model, layer, original, s.calibration, run.cancel, own->hook(), run.calibrationMath.get(),
+                            {}, progress);
+        }
         release.statistics = true;
     }
     LayerStatistics& stats = own ? *own : baseStats;
@@ -216,10 +235,18 @@ void calibrateAndQuantizeLayer(JobRun& run, int layer) {
     spillInto(run, layer);
     model::LayerWeights original = run.weights->layer(layer);
     LayerStatistics baseStats(run.plan.backend.get());  // only when a method quantizes from the original stream
-    if (run.baseStatistics)
-        runLayerAll(run.base, layer, original, run.calibration, run.cancel, baseStats.hook(),
-                    run.kvCache ? baseStats.keyValueHook() : model::KeyValueHook{}, run.calibrationMath.get(),
-                    calibrationProgress(run, layer, run.calibration.size(), "", where));
+    const model::KeyValueHook keyValues = run.kvCache ? baseStats.keyValueHook() : model::KeyValueHook{};
+    const std::size_t paired = lastPairedStream(run.streams);  // GPTAQ's streams read the stream's layer input
+    const bool deferBase = paired < run.streams.size();
+    const SequenceDone progress = calibrationProgress(run, layer, run.calibration.size(), "", where);
+    if (run.baseStatistics && !deferBase)
+        runLayerAll(run.base, layer, original, run.calibration, run.cancel, baseStats.hook(), keyValues,
+                    run.calibrationMath.get(), progress);
+    else if (run.baseStatistics)
+        observeLayerAll(run.base, layer, original, run.calibration, run.cancel, baseStats.hook(),
+                        run.calibrationMath.get(), keyValues, progress);
+    else if (run.fullPrecisionInputs && !deferBase)  // its GPTAQ streams failed: it travels on all the same
+        runLayerAll(run.base, layer, original, run.calibration, run.cancel, {}, {}, run.calibrationMath.get());
     if (run.keepsLayerInputs()) run.layerInputs.push_back(run.evaluation.inMemory());
     if (run.kvCache) evaluateCacheOnly(run, layer, original, baseStats);
     runLayerAll(run.base, layer, original, run.evaluation, run.cancel);
@@ -229,7 +256,7 @@ void calibrateAndQuantizeLayer(JobRun& run, int layer) {
         if (s.failed()) continue;
         run.report("quantize", layer + 1, L, 0.8 * (layer + double(m) / run.streams.size()) / L,
                    s.result.method.label() + ", layer " + std::to_string(layer + 1) + "/" + std::to_string(L));
-        quantizeStream(run, s, layer, original, baseStats, last.releaseFor(m));
+        quantizeStream(run, s, layer, original, baseStats, last.releaseFor(m), m == paired);
     }
 }
 

@@ -14,6 +14,8 @@ namespace {
 // (HiddenStream). A folder of another layout is refused for resume by name, not by a parse error.
 constexpr int kWorkFolderFormat = 2;
 
+// The name tells apart what the fields below do not (gptaq4 from gptq4: MethodSpec::gptaq), so a new
+// field need not change the identity of the folders already written.
 nlohmann::json methodIdentity(const MethodSpec& m) {
     return {m.name,
             int(m.kind),

@@ -113,7 +113,10 @@ struct JobRun {
     model::Transformer base;
     HiddenStream calibration;     // the original model's calibration stream (when a method quantizes from it)
     bool baseStatistics = false;  // some method quantizes from the original stream's statistics
-    HiddenStream evaluation;      // the original model's evaluation stream (final hidden states at the end)
+    // GPTAQ: some method pairs its own calibration stream's linear inputs with the original stream's
+    // (observeLayerPaired), so the original stream travels and moves past each layer only after them.
+    bool fullPrecisionInputs = false;
+    HiddenStream evaluation;  // the original model's evaluation stream (final hidden states at the end)
     std::vector<Hidden>
         layerInputs;  // the original evaluation hidden states at each layer's input (per-layer KL; empty once on disk)
     std::vector<MethodStream> streams;

@@ -11,6 +11,7 @@
 #include "qs/pipeline/gguf_type_mix.h"
 #include "qs/quant/awq.h"
 #include "qs/quant/fp8.h"
+#include "qs/quant/gptaq.h"
 #include "qs/quant/gptq.h"
 #include "qs/quant/mxfp4.h"
 #include "qs/quant/nf4.h"
@@ -214,6 +215,8 @@ QuantizedLayer quantizeEachLinear(const ModuleMethod& methodOf, const model::Lay
         if (starved && method.kind == MethodKind::Gptq)
             throw Error(module + " saw no calibration token (routed-only MoE calibration), so " + method.label() +
                         " has no Hessian for it: calibrate every expert (--moe-calibration all)");
+        // GPTAQ's D, before the last module's H is taken with the input's other statistics.
+        const MatrixF deviation = method.gptaq && !starved ? statistics.deviation(module) : MatrixF();
         // The last module of an input takes its H, so GPTQ can work in its memory and nothing is left behind.
         MatrixF owned;
         const MatrixF* h = nullptr;
@@ -226,7 +229,10 @@ QuantizedLayer quantizeEachLinear(const ModuleMethod& methodOf, const model::Lay
             }
         }
         std::shared_ptr<quant::QuantizedLinear> q;
-        if (method.kind == MethodKind::Gptq && h == &owned)
+        if (method.gptaq)  // on the CPU whatever the backend: the CUDA solver has no GPTAQ
+            q = std::make_shared<quant::QuantizedLinear>(
+                quant::quantizeGptaq(w, requireHessian(method, h), deviation, gptqOptions(method, samples, &cancel)));
+        else if (method.kind == MethodKind::Gptq && h == &owned)
             q = std::make_shared<quant::QuantizedLinear>(
                 orCpu(backend).gptqConsuming(w, std::move(owned), gptqOptions(method, samples, &cancel)));
         else
@@ -273,6 +279,10 @@ quant::QuantizedLinear quantizeLinear(const MethodSpec& method, const MatrixF& w
             return quant::quantizeRtn(w, options);
         }
         case MethodKind::Gptq:
+            if (method.gptaq)
+                throw Error(method.label() +
+                            " quantizes from the full-precision model's inputs beside the quantized model's: the Job "
+                            "quantizes it");
             return orCpu(backend).gptq(w, requireHessian(method, h), gptqOptions(method, samples, cancel));
         case MethodKind::Fp8: return orCpu(backend).fp8(w, fp8Scaling(method.fp8Scales), 128);
         case MethodKind::Mxfp4: return orCpu(backend).mxfp4(w);

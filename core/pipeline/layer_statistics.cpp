@@ -25,6 +25,10 @@ void appendRowMaxAbs(const MatrixF& x, std::vector<float>& out) {
 
 }  // namespace
 
+PairedInputHook LayerStatistics::pairedHook() {
+    return [this](const model::LinearInput& input, const MatrixF& fullPrecision) { addPaired(input, fullPrecision); };
+}
+
 model::KeyValueHook LayerStatistics::keyValueHook() {
     return [this](const model::KeyValues& kv) {
         appendRowMaxAbs(kv.keys, keyTokenMaxAbs_);
@@ -54,6 +58,28 @@ void LayerStatistics::add(const model::LinearInput& input) {
     stats->maxAbs = stats->maxAbs.cwiseMax(input.x.cwiseAbs().colwise().maxCoeff().transpose());
     appendRowMaxAbs(input.x, stats->tokenMaxAbs);
     finalized_.erase(stats.get());
+}
+
+// Routed experts see different tokens in the two models (their routers disagree), so their inputs
+// do not pair; calibrating every expert on every token shows the same tokens to each.
+void LayerStatistics::addPaired(const model::LinearInput& input, const MatrixF& fullPrecision) {
+    add(input);
+    if (input.modules.empty()) return;
+    if (input.routedTokens >= 0 || fullPrecision.rows() != input.x.rows())
+        throw Error("GPTAQ pairs each linear's inputs with the full-precision model's over the same tokens, and " +
+                    std::string(input.modules.front()) +
+                    " saw other tokens in the two models: calibrate every expert (--moe-calibration all)");
+    InputStatistics& stats = mutableInput(input.modules.front());
+    if (input.x.rows() == 0) return;
+    if (!stats.deviation) stats.deviation = std::make_unique<quant::InputDeviationAccumulator>(input.x.cols());
+    stats.deviation->add(fullPrecision, input.x);
+}
+
+MatrixF LayerStatistics::deviation(std::string_view module) const {
+    const InputStatistics& stats = input(module);
+    if (!stats.deviation)
+        throw Error("no full-precision inputs were paired with " + std::string(module) + "'s (GPTAQ's D)");
+    return stats.deviation->finalize();
 }
 
 const InputStatistics& LayerStatistics::input(std::string_view module) const {
@@ -87,6 +113,7 @@ void LayerStatistics::done(std::string_view module) {
     if (++stats.done < stats.modules.size()) return;
     finalized_.erase(&stats);
     if (!stats.hessian->released()) stats.hessian->discard();
+    stats.deviation.reset();
 }
 
 bool LayerStatistics::lastOfInput(std::string_view module) const {
@@ -108,6 +135,7 @@ MatrixF LayerStatistics::takeHessian(std::string_view module) {
     }
     done_.emplace(module);
     ++stats.done;
+    stats.deviation.reset();  // the caller takes D (deviation()) before H
     return h;
 }
 
@@ -115,7 +143,8 @@ std::size_t LayerStatistics::bytes() const {
     std::size_t total = 0;
     std::set<const InputStatistics*> counted;
     for (const auto& [name, stats] : inputs_)
-        if (counted.insert(stats.get()).second) total += stats->hessian->hostBytes();
+        if (counted.insert(stats.get()).second)
+            total += stats->hessian->hostBytes() + (stats->deviation ? stats->deviation->bytes() : 0);
     for (const auto& [stats, h] : finalized_) total += static_cast<std::size_t>(h.size()) * sizeof(float);
     return total;
 }

@@ -19,11 +19,11 @@ std::optional<int> parseInt(std::string_view s) {
 }
 
 [[noreturn]] void badMethod(std::string_view name, std::string_view why) {
-    throw Error(
-        "unknown method '" + std::string(name) + "': " + std::string(why) +
-        " (known: rtnB, gptqB, gptqB-act, awqB, fp8, fp8-channel, fp8-tensor, fp8-w8a8, fp8-w8a8-dynamic, mxfp4, "
-        "nvfp4, nvfp4-w4a4, nf4, trellisK[-lL], "
-        "and llama-quantize's q4_k_m, q5_k_m, q6_k, q8_0, q4_0, f16, ...)");
+    throw Error("unknown method '" + std::string(name) + "': " + std::string(why) +
+                " (known: rtnB, gptqB, gptqB-act, gptaqB, awqB, fp8, fp8-channel, fp8-tensor, fp8-w8a8, "
+                "fp8-w8a8-dynamic, mxfp4, "
+                "nvfp4, nvfp4-w4a4, nf4, trellisK[-lL], "
+                "and llama-quantize's q4_k_m, q5_k_m, q6_k, q8_0, q4_0, f16, ...)");
 }
 
 // "gptq4-act" -> prefix "gptq", number 4, suffix "act".
@@ -65,7 +65,8 @@ std::string MethodSpec::weightLabel() const {
     switch (kind) {
         case MethodKind::Rtn: return "RTN int" + bitsText + ", " + group;
         case MethodKind::Gptq:
-            return "GPTQ int" + bitsText + ", " + group + (actOrder ? ", act-order" : "") + (sym ? ", sym" : "");
+            return std::string(gptaq ? "GPTAQ" : "GPTQ") + " int" + bitsText + ", " + group +
+                   (actOrder ? ", act-order" : "") + (sym ? ", sym" : "");
         case MethodKind::Awq: return "AWQ int" + bitsText + ", " + group;
         case MethodKind::Fp8:
             if (activations == quant::ActivationFormat::Fp8Tensor) return "FP8 W8A8, per-tensor weights, static inputs";
@@ -117,8 +118,9 @@ MethodSpec parseMethod(std::string_view name, int groupSize) {
         spec.kind = MethodKind::Rtn;
         spec.bits = requireBits(name, parts, 2, 8);
         noSuffix();
-    } else if (parts.prefix == "gptq") {
+    } else if (parts.prefix == "gptq" || parts.prefix == "gptaq") {
         spec.kind = MethodKind::Gptq;
+        spec.gptaq = parts.prefix == "gptaq";
         spec.bits = requireBits(name, parts, 2, 8);
         for (std::string_view rest = parts.suffix; !rest.empty();) {
             const std::size_t dash = std::min(rest.find('-'), rest.size());

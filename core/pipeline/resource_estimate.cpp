@@ -226,7 +226,8 @@ std::uint64_t predictedJobBytes(const WorkloadShape& s) {
     const double L = c.numLayers;
     const double layerBytes = layerParameters(c) * sizeof(float);
     const bool baseStatistics = s.calibrationTokens > 0 && s.methods > s.sequentialMethods;
-    const double calibStreams = s.calibrationTokens > 0 ? (baseStatistics ? 1.0 : 0.0) + s.sequentialMethods : 0.0;
+    const bool baseStream = baseStatistics || (s.calibrationTokens > 0 && s.gptaqMethods > 0);
+    const double calibStreams = s.calibrationTokens > 0 ? (baseStream ? 1.0 : 0.0) + s.sequentialMethods : 0.0;
     // Per-layer KL keeps the original stream at every layer's input, in RAM or (results on disk) in the
     // layers' records, from which one layer's is read back at a time beside each method's copy of it.
     const double layerInputs = !s.perLayerKl ? 0.0 : s.resultsOnDisk ? 1.0 + s.methods : L;
@@ -246,13 +247,17 @@ std::uint64_t predictedJobBytes(const WorkloadShape& s) {
     for (double n : widths) hessians += n * n * sizeof(float);
     const double sums = runningSumBytes(c, s.moeAllExperts);
     const double baseSet = baseStatistics ? sums + hessians : 0.0;
-    const double ownSums = s.sequentialMethods > 0 ? sums : 0.0;
+    const bool gptaq = s.gptaqMethods > 0;
+    const double ownSums = s.sequentialMethods > 0 ? sums * (gptaq ? 3.0 : 1.0) : 0.0;  // GPTAQ's D: 2x H's sums
     const double rows = widestRows(c);
     // GPTQ's working set on a narrower input (H cached and its copy factored in place; the weight's copy
     // and codes of the largest linear reading it), and on the widest (H factored in place, the weight and
-    // codes).
-    const double gptqNarrow = 2.0 * narrow * narrow * sizeof(float) + rows * narrow * (sizeof(float) + 2.0);
-    const double gptqWidest = hWidest + widest * c.hiddenSize * (sizeof(float) + 2.0);
+    // codes). GPTAQ adds D (P in its memory), a copy of H and the quantized weights.
+    const double gptaqNarrow = gptaq ? 2.0 * narrow * narrow * sizeof(float) + rows * narrow * sizeof(float) : 0.0;
+    const double gptaqWidest = gptaq ? 2.0 * hWidest + widest * c.hiddenSize * sizeof(float) : 0.0;
+    const double gptqNarrow =
+        2.0 * narrow * narrow * sizeof(float) + rows * narrow * (sizeof(float) + 2.0) + gptaqNarrow;
+    const double gptqWidest = hWidest + widest * c.hiddenSize * (sizeof(float) + 2.0) + gptaqWidest;
     const bool downWidest = mlpWidth(c) >= widest;
     const double weightsAtWidest =
         (s.methods == 1 && downWidest) ? double(c.hiddenSize) * mlpWidth(c) * sizeof(float) : layerBytes;
@@ -277,9 +282,11 @@ std::uint64_t predictedJobBytes(const WorkloadShape& s) {
 ResourceEstimate estimateResources(const WorkloadShape& s) {
     const model::ModelConfig& c = s.config;
     const double L = c.numLayers;
-    // The original's calibration pass only runs when a method quantizes from its statistics.
-    const double base = s.methods > s.sequentialMethods ? 1.0 : 0.0;
-    const double calibStreams = s.calibrationTokens > 0 ? base + s.sequentialMethods : 0.0;
+    // The original's calibration pass only runs when a method quantizes from its statistics, or GPTAQ
+    // pairs its inputs with the original's (one more pass of the original per GPTAQ method, and D's
+    // full-square GEMM beside H's half).
+    const double base = s.methods > s.sequentialMethods || s.gptaqMethods > 0 ? 1.0 : 0.0;
+    const double calibStreams = s.calibrationTokens > 0 ? base + s.sequentialMethods + 2.0 * s.gptaqMethods : 0.0;
 
     ResourceEstimate e;
     e.availableBytes = availableMemoryBytes();
@@ -293,7 +300,7 @@ ResourceEstimate estimateResources(const WorkloadShape& s) {
     const double forwardPerToken =
         2.0 * activeParameters(c) + 4.0 * double(std::max(s.evaluationSequenceLength, 1)) * c.qDim();
     const double logitsPerToken = 2.0 * double(c.hiddenSize) * c.vocabSize;
-    const double calibPasses = s.calibrationTokens > 0 ? base + 2.0 * s.sequentialMethods : 0.0;
+    const double calibPasses = s.calibrationTokens > 0 ? base + 2.0 * s.sequentialMethods + s.gptaqMethods : 0.0;
     double flops = double(s.calibrationTokens) * L *
                    (calibPasses * forwardPerToken + calibStreams * hessianFlopsPerToken(c, s.moeAllExperts));
     flops += double(s.evaluationTokens) * (1.0 + s.methods) * (L * forwardPerToken + logitsPerToken);

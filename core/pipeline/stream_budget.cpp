@@ -18,6 +18,9 @@ std::vector<TravellingStream> travellingStreams(const JobPlan& plan, int hiddenS
     for (const auto& mix : plan.mixed) own.push_back(plan.trueSequential && mix.sequential() && calibrating);
     for (bool o : own) baseStatistics = baseStatistics || (!o && calibrating);
     baseStatistics = baseStatistics || kvCache;
+    // GPTAQ pairs its own stream's inputs with the original's: the original's travels too.
+    for (std::size_t m = 0; m < plan.methods.size(); ++m)
+        baseStatistics = baseStatistics || (own[m] && plan.methods[m].gptaq);
 
     std::vector<TravellingStream> out;
     if (baseStatistics) out.push_back({"calibration", calibration});

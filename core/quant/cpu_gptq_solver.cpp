@@ -151,6 +151,11 @@ struct LoopState {
     std::vector<std::uint8_t>& codes;  // [cols][rows], visiting order
     MatrixF& scales;
     MatrixF& zeros;
+    // GPTAQ (null for GPTQ): P, and like acc, corr = Σ v_i P_ij over the blocks done for the block's
+    // columns and those its groups read; v holds each column done's quantized value.
+    const MatrixF* correction = nullptr;
+    const ColMatrixF* corr = nullptr;
+    MatrixF* v = nullptr;
 };
 
 // y = acc_X M_XX⁻¹ for a group's columns X = [col, col + width) and the chunk's rows, acc_X as it is
@@ -188,13 +193,17 @@ ColMatrixF groupCorrections(const LoopState& s, std::int64_t i1, std::int64_t i2
 // The grid of a group beginning at block column i, for the chunk's rows: the range of the corrected
 // weights over its columns [col, groupEnd) as the one-column-at-a-time algorithm has them now.
 void groupGrid(const LoopState& s, std::int64_t i1, std::int64_t i2, std::int64_t i, std::int64_t r0, std::int64_t nr,
-               const ColMatrixF& w0, const ColMatrixF& a, const ColMatrixF& delta, int g, float* scale, float* zero) {
+               const ColMatrixF& w0, const ColMatrixF& a, const ColMatrixF& delta, const ColMatrixF& corr, int g,
+               float* scale, float* zero) {
     const std::int64_t col = i1 + i, cols = s.p.w.cols();
     const std::int64_t groupEnd = std::min<std::int64_t>(static_cast<std::int64_t>(g + 1) * s.p.groupCols, cols);
     // Nothing is done before column 0: its group's weights are uncorrected (one group per row spans them all).
     const ColMatrixF y = col == 0 ? ColMatrixF() : groupCorrections(s, i1, i2, i, r0, nr, a, delta, groupEnd - col);
     const auto value = [&](std::int64_t r, std::int64_t c) {
-        const float w = c < i2 ? w0(r, c - i1) : s.p.w(r0 + r, c);
+        float w = c < i2 ? w0(r, c - i1) : s.p.w(r0 + r, c);
+        // GPTAQ: as the column will be quantized from. corr reaches every column a grid reads but at
+        // column 0 (blockReach), where nothing is done and corr is zero.
+        if (c - i1 < corr.cols()) w += corr(r, c - i1);
         return y.size() == 0 ? w : w + y(r, c - col);
     };
     float low[kRowChunk], high[kRowChunk];
@@ -221,6 +230,26 @@ double sumOfSquares(const float* e, std::int64_t n) {
     return sum;
 }
 
+// GPTAQ after column `col` (block column i) is quantized: its quantized value into v (the weights it
+// was quantized from, less its δ), and the weights it was quantized from (`w` corrected by GPTQ's
+// acc / M_jj, as the column kernel computes them) times P's row onto corr's later columns. GPTQModel
+// moves the block's later columns by those weights and the columns past the block by the quantized
+// value (its GEMM reads the block once quantized); corr's columns past the block are read only by a
+// group's grid, and the next block's GEMM recomputes them from v.
+void correctLaterColumns(const LoopState& s, std::int64_t col, std::int64_t i, std::int64_t r0, std::int64_t nr,
+                         const float* acc, const float* delta, const float* w, ColMatrixF& corr) {
+    const float inv = 1.0f / s.m(col, col);
+    float quantizedFrom[kRowChunk];
+    for (std::int64_t r = 0; r < nr; ++r) {
+        quantizedFrom[r] = w[r] + acc[r] * inv;
+        (*s.v)(r0 + r, col) = w[r] - delta[r];
+    }
+    const std::int64_t later = corr.cols() - i - 1;
+    if (later > 0)
+        pushColumnError(corr.col(i + 1).data(), corr.outerStride(), nr, quantizedFrom,
+                        s.correction->row(col).data() + col + 1, later);
+}
+
 // One row chunk of one block: the block-internal column loop, with rank-one updates of acc inside the
 // block. Writes the block's δ over its weights in s.w (its rows r0..r0+nr).
 double blockChunk(const LoopState& s, std::int64_t i1, std::int64_t i2, std::int64_t r0, std::int64_t nr) {
@@ -228,6 +257,7 @@ double blockChunk(const LoopState& s, std::int64_t i1, std::int64_t i2, std::int
     const ColMatrixF w0 = s.p.w.block(r0, i1, nr, bw);
     ColMatrixF a = s.acc.block(r0, 0, nr, bw);
     ColMatrixF delta(nr, bw);
+    ColMatrixF corr = s.corr != nullptr ? ColMatrixF(s.corr->middleRows(r0, nr)) : ColMatrixF();
     float scale[kRowChunk], zero[kRowChunk];
     double loss = 0.0;
     int currentGroup = -1;
@@ -248,10 +278,12 @@ double blockChunk(const LoopState& s, std::int64_t i1, std::int64_t i2, std::int
             }
         } else if (g != currentGroup) {
             currentGroup = g;
-            groupGrid(s, i1, i2, i, r0, nr, w0, a, delta, g, scale, zero);
+            groupGrid(s, i1, i2, i, r0, nr, w0, a, delta, corr, g, scale, zero);
         }
-        float e[kRowChunk];
-        quantizeGptqColumn({.w = w0.col(i).data(),
+        float e[kRowChunk], shifted[kRowChunk];  // GPTAQ: the weights with its correction, which it quantizes
+        if (corr.size() != 0)
+            for (std::int64_t r = 0; r < nr; ++r) shifted[r] = w0(r, i) + corr(r, i);
+        quantizeGptqColumn({.w = corr.size() != 0 ? shifted : w0.col(i).data(),
                             .acc = a.col(i).data(),
                             .scale = scale,
                             .zero = zero,
@@ -262,6 +294,8 @@ double blockChunk(const LoopState& s, std::int64_t i1, std::int64_t i2, std::int
                             .delta = delta.col(i).data(),
                             .error = e});
         loss += sumOfSquares(e, nr);
+        if (corr.size() != 0)
+            correctLaterColumns(s, col, i, r0, nr, a.col(i).data(), delta.col(i).data(), shifted, corr);
         if (i + 1 < bw)
             pushColumnError(a.col(i + 1).data(), a.outerStride(), nr, delta.col(i).data(),
                             s.m.row(col).data() + col + 1, bw - i - 1);
@@ -278,6 +312,37 @@ std::int64_t blockReach(const GptqProblem& p, std::int64_t i1, std::int64_t i2) 
     return std::max(i2, std::min(cols, lastStart + p.groupCols));
 }
 
+// D in visiting order: d(i, k) = dxxt(perm[i], perm[k]). (A dead input's X̃ column is zero, so D's
+// column for it is already zero, as GPTQModel sets it.)
+MatrixF permutedCorrection(const MatrixF& dxxt, const std::vector<int>& perm) {
+    const std::int64_t n = dxxt.rows();
+    MatrixF d(n, n);
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t k = 0; k < n; ++k)
+            d(i, k) = dxxt(perm[static_cast<std::size_t>(i)], perm[static_cast<std::size_t>(k)]);
+    return d;
+}
+
+// GPTAQ's P = alpha · triu₁(D Uᵀ) · U with U = M⁻¹, in D's memory and without the inverse: A = D M⁻ᵀ
+// solves A Mᵀ = D, then P M = alpha triu₁(A). Each row is solved on its own, by tiles of rows over the
+// threads (a tile's size does not follow the team's, so neither do the bits).
+void correctionInPlace(MatrixF& d, const MatrixF& m, double alpha) {
+    const std::int64_t n = d.rows(), chunks = (n + kTile - 1) / kTile;
+    const auto upper = m.triangularView<Eigen::Upper>();
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::int64_t c = 0; c < chunks; ++c) {
+        const std::int64_t r0 = c * kTile, nr = std::min(kTile, n - r0);
+        MatrixF rows = d.middleRows(r0, nr);
+        upper.transpose().solveInPlace<Eigen::OnTheRight>(rows);
+        for (std::int64_t r = 0; r < nr; ++r)
+            std::fill(rows.row(r).data(), rows.row(r).data() + std::min(n, r0 + r + 1), 0.0f);
+        rows *= static_cast<float>(alpha);
+        upper.solveInPlace<Eigen::OnTheRight>(rows);
+        d.middleRows(r0, nr) = rows;
+    }
+}
+
 }  // namespace
 
 bool upperFactor(const MatrixF& h, MatrixF& m) {
@@ -287,9 +352,18 @@ bool upperFactor(const MatrixF& h, MatrixF& m) {
     return true;
 }
 
-void CpuGptqSolver::takeHessian(const GptqProblem&, MatrixF&& h) {
+void CpuGptqSolver::takeHessian(const GptqProblem& problem, MatrixF&& h) {
     h_ = std::move(h);
     diagonal_ = Eigen::VectorXf();
+    if (dxxt_ != nullptr) {
+        p_ = permutedCorrection(*dxxt_, problem.perm);
+        dxxt_ = nullptr;
+    }
+}
+
+void CpuGptqSolver::correctTowardsFullPrecision(const MatrixF& dxxt, double alpha) {
+    dxxt_ = &dxxt;
+    alpha_ = alpha;
 }
 
 // J (H + λI) J in H's buffer: the diagonal maps onto itself. A failed attempt left the strict upper
@@ -312,8 +386,26 @@ bool CpuGptqSolver::factor(double lambda) {
 double CpuGptqSolver::columnLoop(GptqProblem& p, std::vector<std::uint8_t>& codes) {
     const GptqOptions& o = p.options;
     const std::int64_t rows = p.w.rows(), cols = p.w.cols();
-    ColMatrixF acc, ub;
-    const LoopState s{o, p, m_, acc, ub, p.w, static_cast<float>((1 << o.bits) - 1), codes, p.scales, p.zeros};
+    ColMatrixF acc, ub, corr;
+    const bool gptaq = p_.size() != 0;
+    MatrixF v;
+    if (gptaq) {
+        correctionInPlace(p_, m_, alpha_);
+        v = MatrixF::Zero(rows, cols);
+    }
+    const LoopState s{o,
+                      p,
+                      m_,
+                      acc,
+                      ub,
+                      p.w,
+                      static_cast<float>((1 << o.bits) - 1),
+                      codes,
+                      p.scales,
+                      p.zeros,
+                      gptaq ? &p_ : nullptr,
+                      gptaq ? &corr : nullptr,
+                      gptaq ? &v : nullptr};
     const std::int64_t chunks = (rows + kRowChunk - 1) / kRowChunk;
     std::vector<double> chunkLoss(static_cast<std::size_t>(chunks), 0.0);
     for (std::int64_t i1 = 0; i1 < cols; i1 += o.blockSize) {
@@ -323,6 +415,10 @@ double CpuGptqSolver::columnLoop(GptqProblem& p, std::vector<std::uint8_t>& code
             acc.setZero(rows, reach);
         else  // the blocks done, all at once: one GEMM
             acc.noalias() = p.w.leftCols(i1) * m_.block(0, i1, i1, reach - i1);
+        if (gptaq && i1 == 0)
+            corr.setZero(rows, reach);
+        else if (gptaq)  // GPTAQ's correction from the blocks done, the same way
+            corr.noalias() = v.leftCols(i1) * p_.block(0, i1, i1, reach - i1);
         if (!o.staticGroups)
             ub =
                 ColMatrixF(m_.block(i1, i1, bw, bw)).triangularView<Eigen::Upper>().solve(ColMatrixF::Identity(bw, bw));
@@ -333,6 +429,7 @@ double CpuGptqSolver::columnLoop(GptqProblem& p, std::vector<std::uint8_t>& code
         }
         if (o.cancel) o.cancel->throwIfCancelled();
     }
+    p_ = MatrixF();
     return std::accumulate(chunkLoss.begin(), chunkLoss.end(), 0.0);
 }
 

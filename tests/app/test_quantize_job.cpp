@@ -166,10 +166,10 @@ TEST_F(QuantizeJobTest, EverySettingReEstimates) {
         check->toggle();
         expectReEstimated(check);
     }
-    // 3 sampling and 6 bits spin boxes, 4 group sizes, the device and the matmuls, 2 texts, 17 methods (4 of
+    // 3 sampling and 7 bits spin boxes, 5 group sizes, the device and the matmuls, 2 texts, 18 methods (4 of
     // them GGUF types, 3 with quantized inputs), per-layer KL, the FP8 KV cache and calibrating every expert
     // (hidden for this dense model, connected all the same).
-    EXPECT_EQ(changed, 9 + 6 + 2 + 2 * 20);
+    EXPECT_EQ(changed, 10 + 7 + 2 + 2 * 21);
 }
 
 TEST_F(QuantizeJobTest, ASmallJobDrawsOneKlBarPerMethodAndItsLayers) {

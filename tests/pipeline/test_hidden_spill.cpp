@@ -113,6 +113,10 @@ TEST(HiddenStream, TheBudgetKeepsStreamsInOrderWhileTheyFit) {
     EXPECT_EQ(namesOf(travellingStreams(plan, 128)),
               (std::vector<std::string>{"evaluation", "s0.calibration", "s0.evaluation"}))
         << "GPTQ alone calibrates on its own stream";
+    plan.methods = parseMethodList("gptaq4", 32);
+    EXPECT_EQ(namesOf(travellingStreams(plan, 128)),
+              (std::vector<std::string>{"calibration", "evaluation", "s0.calibration", "s0.evaluation"}))
+        << "GPTAQ pairs its own stream's inputs with the original's, which travels too";
 }
 
 // Every stream spilled (a budget of one byte) against every stream in RAM: the same codes, scales,
@@ -182,6 +186,30 @@ TEST(HiddenSpill, AKilledSpilledRunResumesToTheSameResult) {
     const JobResult resumed = Job(plan).run(
         [&](const Progress& p) { stages.push_back(p.stage + " " + std::to_string(p.step)); }, CancelToken{}, {}, true);
     EXPECT_NE(std::find(stages.begin(), stages.end(), "resume 2"), stages.end());
+    expectSameResult(inRam, resumed);
+    WorkFolder::discard(work);
+    fs::remove_all(checkpoint);
+}
+
+// GPTAQ alone: the original's calibration stream travels for it only, and moves past each layer once
+// GPTAQ has read the layer's inputs beside its own; spilled, killed in layer 3 and resumed, the run
+// equals the in-RAM one bit for bit.
+TEST(HiddenSpill, AKilledSpilledGptaqRunResumesToTheSameResult) {
+    const fs::path checkpoint = fourLayerCheckpoint("spill_gptaq_model");
+    const JobResult inRam = Job(planFor(checkpoint, "gptaq4")).run({}, CancelToken{});
+    ASSERT_TRUE(inRam.methods[0].error.empty()) << inRam.methods[0].error;
+    const fs::path work = tempDir("spill_gptaq_work");
+    JobPlan plan = planFor(checkpoint, "gptaq4");
+    plan.workDir = work;
+    plan.maxMemory = 1;
+    CancelToken cancel;
+    const auto stopInLayer3 = [&cancel](const Progress& p) {
+        if (p.stage == "quantize" && p.step == 3) cancel.cancel();
+    };
+    EXPECT_THROW((void)Job(plan).run(stopInLayer3, cancel, {}, true), Cancelled);
+    ASSERT_TRUE(fs::exists(work / "hidden-0001" / "calibration.f32"));
+    plan.resume = true;
+    const JobResult resumed = Job(plan).run({}, CancelToken{}, {}, true);
     expectSameResult(inRam, resumed);
     WorkFolder::discard(work);
     fs::remove_all(checkpoint);

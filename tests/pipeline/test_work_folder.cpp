@@ -201,7 +201,7 @@ TEST(WorkFolder, AResumedJobEqualsAnUninterruptedOneBitForBit) {
     model.intermediate = 256;
     model.outlierChannels = {3};
     test::writeSyntheticCheckpoint(checkpoint, model);
-    const std::string methods = "gptq4-act,awq4,nvfp4,nf4,trellis2,q4_k_m,fp8-w8a8";
+    const std::string methods = "gptq4-act,awq4,nvfp4,nf4,trellis2,q4_k_m,fp8-w8a8,gptaq4";
     const JobResult reference = Job(planFor(checkpoint, methods)).run({}, CancelToken{});
 
     const fs::path work = tempDir("work");

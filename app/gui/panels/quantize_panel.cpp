@@ -53,10 +53,11 @@ struct MethodRowSpec {
     bool checked;
 };
 
-constexpr std::array<MethodRowSpec, 17> kMethodRows{{
+constexpr std::array<MethodRowSpec, 18> kMethodRows{{
     {"RTN", "rtn", "", 4, true, true},
     {"GPTQ", "gptq", "", 4, true, false},
     {"GPTQ act-order", "gptq", "-act", 4, true, false},
+    {"GPTAQ", "gptaq", "", 4, true, false},
     {"AWQ", "awq", "", 4, true, false},
     {"FP8 E4M3", "fp8", "", 0, false, true},
     // The inputs quantized too, as the engine's FP8 / FP4 GEMMs do (static scales calibrated here).
@@ -97,6 +98,10 @@ QString methodTooltip(const std::string& prefix, const std::string& suffix, cons
          QT_TRANSLATE_NOOP("QuantizePanel",
                            "GPTQ: rounds column by column and corrects the rest with the Hessian of the calibration "
                            "inputs. Loaded by vLLM and transformers.")},
+        {"gptaq",
+         QT_TRANSLATE_NOOP("QuantizePanel",
+                           "GPTAQ: GPTQ that also corrects towards the full-precision model's inputs, which the "
+                           "quantized model's drift from. Exported as GPTQ; runs on the CPU.")},
         {"awq", QT_TRANSLATE_NOOP("QuantizePanel",
                                   "AWQ: scales the input channels that carry large activations before rounding to "
                                   "protect them. Loaded by vLLM and transformers.")},

@@ -7,6 +7,7 @@
 // its H is finalized. A caller that quantizes the modules one after another can hand each module
 // back (done()) or take the last module's H for itself (takeHessian()); an input whose modules are
 // all done frees its sums and its H, so a 14336-wide down_proj's 1.6 GB live only while it is quantized.
+#include <functional>
 #include <map>
 #include <memory>
 #include <set>
@@ -17,6 +18,7 @@
 #include "qs/matrix.h"
 #include "qs/model/decoder_layer.h"
 #include "qs/pipeline/backend.h"
+#include "qs/quant/input_deviation.h"
 
 namespace qs::pipeline {
 
@@ -28,7 +30,14 @@ struct InputStatistics {
     std::vector<float> tokenMaxAbs;    // max |x| of each token (row) seen: static input scales are calibrated from them
     std::vector<std::string> modules;  // the modules that read this input, in the hook's order
     std::size_t done = 0;              // how many of them are done
+    // GPTAQ: D = 2 (X - X̃)ᵀ X̃ / n beside H (X̃ these inputs, X the full-precision model's); null unless
+    // shown by the paired hook. Freed with H.
+    std::unique_ptr<quant::InputDeviationAccumulator> deviation;
 };
+
+// A linear's input in one stream beside the same linear's input over the same tokens in the
+// full-precision model's stream (observeLayerPaired).
+using PairedInputHook = std::function<void(const model::LinearInput& input, const MatrixF& fullPrecision)>;
 
 class LayerStatistics {
 public:
@@ -37,6 +46,8 @@ public:
 
     // The hook to pass to Transformer::runLayer; it accumulates every input it is shown.
     model::LinearInputHook hook();
+    // GPTAQ's: as hook(), and each input's D beside its H from the full-precision model's inputs.
+    PairedInputHook pairedHook();
     // The hook that records the max |k| and |v| of every token's rotated keys and values (the KV cache's scales).
     model::KeyValueHook keyValueHook();
     const std::vector<float>& keyTokenMaxAbs() const { return keyTokenMaxAbs_; }
@@ -51,6 +62,9 @@ public:
     // H = 2 XᵀX / n of that input (computed once per input, then cached until the input is freed).
     // Throws qs::Error once the input's modules are all done.
     const MatrixF& hessian(std::string_view module);
+    // GPTAQ's D = 2 (X - X̃)ᵀ X̃ / n of that input (qs/quant/input_deviation.h); throws qs::Error when
+    // the input was not shown by the paired hook or its modules are all done.
+    MatrixF deviation(std::string_view module) const;
     bool empty() const { return inputs_.empty(); }
     std::size_t bytes() const;  // memory held by the accumulators and the cached H
 
@@ -65,6 +79,7 @@ public:
 
 private:
     void add(const model::LinearInput& input);
+    void addPaired(const model::LinearInput& input, const MatrixF& fullPrecision);
     InputStatistics& mutableInput(std::string_view module);
     bool isDone(std::string_view module) const { return done_.find(module) != done_.end(); }
 

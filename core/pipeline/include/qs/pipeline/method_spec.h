@@ -5,6 +5,9 @@
 //   rtnB      round to nearest, B bits (2..8), asymmetric, groups of groupSize
 //   gptqB     GPTQ, B bits (2..8), asymmetric as in the reference algorithms; -act: act-order; -sym: symmetric (the
 //             grid vLLM's Marlin kernels run), e.g. gptq4-act-sym
+//   gptaqB    GPTAQ (qs/quant/gptaq.h): GPTQ corrected towards the full-precision model's inputs, exported as
+//             GPTQ; the same options (gptaq4-act). Needs true-sequential calibration (the quantized model's
+//             inputs beside the original's); runs on the CPU
 //   awqB      AWQ scale search, then asymmetric RTN (AutoAWQ's zero-point grid)
 //   fp8       FP8 E4M3, 128x128 block scales; fp8-channel: one scale per output row (compressed-tensors
 //             FP8_DYNAMIC); fp8-tensor: one scale for the matrix
@@ -37,6 +40,7 @@ struct MethodSpec {
     int bits = 4;           // code bits (trellis: K)
     int groupSize = 128;    // integer methods: -1 = one group per row
     bool actOrder = false;  // GPTQ
+    bool gptaq = false;     // GPTQ with GPTAQ's correction (kind Gptq: it exports as GPTQ)
     bool sym = false;
     int trellisL = 8;
     Fp8Granularity fp8Scales = Fp8Granularity::Block;  // FP8

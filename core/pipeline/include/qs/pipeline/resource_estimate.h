@@ -56,6 +56,10 @@ struct WorkloadShape {
     model::ModelConfig config;
     int methods = 0;            // methods to quantize
     int sequentialMethods = 0;  // of those, with their own calibration stream (GPTQ, AWQ)
+    // Of those, GPTAQ: their inputs are paired with the original stream's (which travels, and runs each
+    // layer once more), and D = 2 ΔXᵀX̃ / n accumulates beside H in f64 (all features², twice H's sums);
+    // while a linear is quantized D (then P, in its memory), a copy of H and the quantized weights.
+    int gptaqMethods = 0;
     // The finished layers as the Job keeps them (codes, packed two per byte when they fit in four
     // bits, plus scales), in bytes per weight summed over the methods; negative: 1.1 per method. 0 is
     // what it says: a GGUF method's blocks in the work folder leave nothing in memory.
