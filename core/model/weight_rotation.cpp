@@ -88,14 +88,18 @@ void WeightRotation::rotateReader(Linear& reader, const VectorF& norm) const {
 // Qᵀ W, Qᵀ b: writes into the rotated residual stream.
 void WeightRotation::rotateWriter(Linear& writer) const {
     rotateColumns(writer.weight, residual_, false);
-    rotateVector(writer.bias, residual_, false);
+    rotateWriterBias(writer.bias);
 }
+
+void WeightRotation::rotateWriterBias(VectorF& bias) const { rotateVector(bias, residual_, false); }
+
+void WeightRotation::rotateValueBias(VectorF& bias) const { rotateVector(bias, head_, true); }
 
 void WeightRotation::rotateLayer(LayerWeights& w) const {
     for (Linear* reader : {&w.q, &w.k, &w.v}) rotateReader(*reader, w.inputNorm);
     // Per head: v's rows Qhᵀ W_v (and its bias), o's columns W_o Qh; then o writes the residual stream.
     rotateColumns(w.v.weight, head_, true);
-    rotateVector(w.v.bias, head_, true);
+    rotateValueBias(w.v.bias);
     rotateRowSegments(w.o.weight, head_);
     rotateWriter(w.o);
     if (w.isMoe()) {

@@ -76,6 +76,8 @@ nlohmann::json planIdentity(const JobPlan& plan) {
     // BF16 calibration gives other Hessians: a folder resumes only with the same setting (f32 folders of
     // earlier releases name none, and resume as f32).
     if (selectMatmul(plan).bf16) identity["matmul"] = "bf16";
+    // Rotated weights quantize to other codes; folders of runs without --rotate name none.
+    if (plan.rotate) identity["rotation_seed"] = plan.rotationSeed;
     return identity;
 }
 

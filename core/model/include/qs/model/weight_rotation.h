@@ -54,9 +54,15 @@ public:
     // normed hidden state x': x' Qᵀ diag(g).
     MatrixF lmHeadInput(const MatrixF& normedHidden, const VectorF& finalNorm) const;
 
+    // The parts rotateLayer is made of, for an export that writes the tensors left dense one at a time:
+    // a reader of the residual stream behind `norm` (W diag(offset + g) Q; a router), a writer's bias (Qᵀ b),
+    // v_proj's bias per head (Qhᵀ b_h).
+    void rotateReader(Linear& reader, const VectorF& norm) const;
+    void rotateWriterBias(VectorF& bias) const;
+    void rotateValueBias(VectorF& bias) const;
+
 private:
     void foldNormInto(Linear& reader, const VectorF& norm) const;
-    void rotateReader(Linear& reader, const VectorF& norm) const;
     void rotateWriter(Linear& writer) const;
     VectorF scale(const VectorF& norm) const;  // offset + g
 
