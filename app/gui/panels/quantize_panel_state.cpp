@@ -39,6 +39,7 @@ QVariantMap QuantizePanel::state() const {
     state[QStringLiteral("device")] = device_->currentData();
     state[QStringLiteral("matmul")] = matmul_->currentData();
     state[QStringLiteral("perLayerKl")] = perLayerKl_->isChecked();
+    state[QStringLiteral("rotate")] = rotate_->isChecked();
     state[QStringLiteral("moeCalibrateAllExperts")] = allExperts_->isChecked();
     return state;
 }
@@ -67,6 +68,7 @@ void QuantizePanel::applyState(const QVariantMap& state) {
     number(QStringLiteral("evaluationSamples"), evaluationSamples_);
     if (state.contains(QStringLiteral("perLayerKl")))
         perLayerKl_->setChecked(state.value(QStringLiteral("perLayerKl")).toBool());
+    if (state.contains(QStringLiteral("rotate"))) rotate_->setChecked(state.value(QStringLiteral("rotate")).toBool());
     if (state.contains(QStringLiteral("moeCalibrateAllExperts")))
         allExperts_->setChecked(state.value(QStringLiteral("moeCalibrateAllExperts")).toBool());
     if (const int at = matmul_->findData(state.value(QStringLiteral("matmul"), -1).toInt()); at >= 0)
