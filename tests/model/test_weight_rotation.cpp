@@ -14,6 +14,7 @@
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
 #include "qs/model/checkpoint_weights.h"
+#include "qs/model/rotated_linear.h"
 #include "qs/model/rotated_weights.h"
 #include "qs/model/transformer.h"
 
@@ -215,6 +216,23 @@ TEST(WeightRotation, FamiliesThatCannotFoldAreRefusedInOneLine) {
         EXPECT_EQ(refusal.find('\n'), std::string::npos);
         EXPECT_THROW(WeightRotation(c, 0), Error) << r.dir;
     }
+}
+
+TEST(WeightRotation, OneLinearIsReadRotatedAsTheRunQuantizesIt) {
+    const io::Checkpoint demo = io::Checkpoint::open(fs::path(QS_RESOURCES_DIR) / "demo");
+    const ModelConfig c = ModelConfig::fromCheckpoint(demo);
+    const auto original = std::make_shared<CheckpointWeights>(demo, c);
+    const RotatedWeights rotated(original, WeightRotation(c, 3));
+    const MatrixF up = rotatedLinearWeight(demo, "model.layers.1.mlp.up_proj.weight", 3);
+    EXPECT_TRUE(up == rotated.layer(1).up.weight);
+    // W diag(g) Q: the rotation keeps the folded weight's Frobenius norm.
+    const LayerWeights plain = original->layer(1);
+    const MatrixF folded = plain.up.weight * plain.postAttentionNorm.asDiagonal();
+    EXPECT_NEAR(up.norm(), folded.norm(), 1e-4 * folded.norm());
+    EXPECT_THROW((void)rotatedLinearWeight(demo, "model.norm.weight", 3), Error);
+    EXPECT_THROW((void)rotatedLinearWeight(demo, "model.layers.1.input_layernorm.weight", 3), Error);
+    const io::Checkpoint gemma = io::Checkpoint::open(fs::path(QS_TEST_DATA_DIR) / "gemma3" / "gemma3-text-tiny");
+    EXPECT_THROW((void)rotatedLinearWeight(gemma, "model.layers.0.self_attn.q_proj.weight", 3), Error);
 }
 
 }  // namespace
