@@ -338,7 +338,8 @@ QWidget* QuantizePanel::createRun() {
            "--kv-cache-dtype fp8; the Results add the cache's damage alone. GGUF methods keep llama.cpp's "
            "cache, chosen when it runs."));
     connect(kvCacheFp8_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
-    rotate_ = new QCheckBox(tr("Rotate before quantizing (Hadamard, folded into the weights)"), box);
+    // A short label: the settings' width is the panel's minimum, and the pages beside it need theirs.
+    rotate_ = new QCheckBox(tr("Rotate before quantizing (Hadamard)"), box);
     rotate_->setObjectName(QStringLiteral("rotate"));
     rotate_->setToolTip(
         tr("QuaRot's rotations: the residual stream and each head's values turned by seeded Hadamard "
