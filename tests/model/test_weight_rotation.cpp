@@ -17,6 +17,7 @@
 #include "qs/model/rotated_linear.h"
 #include "qs/model/rotated_weights.h"
 #include "qs/model/transformer.h"
+#include "qs/quant/rtn.h"
 
 namespace qs::model {
 namespace {
@@ -233,6 +234,70 @@ TEST(WeightRotation, OneLinearIsReadRotatedAsTheRunQuantizesIt) {
     EXPECT_THROW((void)rotatedLinearWeight(demo, "model.layers.1.input_layernorm.weight", 3), Error);
     const io::Checkpoint gemma = io::Checkpoint::open(fs::path(QS_TEST_DATA_DIR) / "gemma3" / "gemma3-text-tiny");
     EXPECT_THROW((void)rotatedLinearWeight(gemma, "model.layers.0.self_attn.q_proj.weight", 3), Error);
+}
+
+// The model of another source with some residual channels' norm weights divided by `s` and the columns of the
+// linears that read them multiplied by `s`: the same function, with outlier input channels in its linears (what
+// trained LLMs have and the two small checkpoints do not).
+struct OutlierChannels final : WeightSource {
+    std::shared_ptr<const WeightSource> inner;
+    std::vector<int> channels;
+    float s = 30.0f;
+
+    LayerWeights layer(int index) const override {
+        LayerWeights w = inner->layer(index);
+        for (int j : channels) {
+            w.inputNorm[j] /= s;
+            w.postAttentionNorm[j] /= s;
+            for (Linear* l : {&w.q, &w.k, &w.v, &w.gate, &w.up}) l->weight.col(j) *= s;
+        }
+        return w;
+    }
+    MatrixF embeddingRows(std::span<const TokenId> tokens) const override { return inner->embeddingRows(tokens); }
+    VectorF finalNorm() const override { return inner->finalNorm(); }
+    MatrixF lmHead(const MatrixF& x, const LayerMath& math) const override { return inner->lmHead(x, math); }
+};
+
+// Another source's model with every decoder linear replaced by its RTN int4 (group 64) weight.
+struct RtnLinears final : WeightSource {
+    std::shared_ptr<const WeightSource> inner;
+
+    LayerWeights layer(int index) const override {
+        LayerWeights w = inner->layer(index);
+        for (const std::string& module : w.linearModules())
+            w.linear(module).weight = quant::quantizeRtn(w.linear(module).weight, {.groupSize = 64}).effectiveWeight();
+        return w;
+    }
+    MatrixF embeddingRows(std::span<const TokenId> tokens) const override { return inner->embeddingRows(tokens); }
+    VectorF finalNorm() const override { return inner->finalNorm(); }
+    MatrixF lmHead(const MatrixF& x, const LayerMath& math) const override { return inner->lmHead(x, math); }
+};
+
+// What the rotation is for: outlier input channels made by moving scale from a norm into its linears cost plain
+// RTN dearly, while the rotated model folds the norm back in and quantizes the same weights as without them.
+TEST(WeightRotation, FoldingAndRotatingTakeTheOutlierChannelsRtnSuffersFrom) {
+    const io::Checkpoint demo = io::Checkpoint::open(fs::path(QS_RESOURCES_DIR) / "demo");
+    const ModelConfig c = ModelConfig::fromCheckpoint(demo);
+    const auto original = std::make_shared<CheckpointWeights>(demo, c);
+    auto outliers = std::make_shared<OutlierChannels>();
+    outliers->inner = original;
+    outliers->channels = {3, 77, 201};
+    const std::vector<TokenId> tokens = someTokens(c.vocabSize, 48);
+    const MatrixF reference = Transformer(c, original).forward(tokens);
+    EXPECT_LE(meanKl(reference, Transformer(c, outliers).forward(tokens)), 1e-6);  // the same model
+    const auto rtnKl = [&](std::shared_ptr<const WeightSource> source) {
+        auto rtn = std::make_shared<RtnLinears>();
+        rtn->inner = std::move(source);
+        return meanKl(reference, Transformer(c, rtn).forward(tokens));
+    };
+    const double plain = rtnKl(original), plainOutliers = rtnKl(outliers);
+    const double rotated = rtnKl(std::make_shared<RotatedWeights>(original, WeightRotation(c, 0)));
+    const double rotatedOutliers = rtnKl(std::make_shared<RotatedWeights>(outliers, WeightRotation(c, 0)));
+    std::printf("[ figures  ] rtn4 g64 mean KLD: plain %.5g, with outliers %.5g; rotated %.5g, with outliers %.5g\n",
+                plain, plainOutliers, rotated, rotatedOutliers);
+    EXPECT_GT(plainOutliers, 3.0 * plain);                  // the outliers hurt plain RTN
+    EXPECT_NEAR(rotatedOutliers, rotated, 0.05 * rotated);  // folded back: the same weights quantized
+    EXPECT_LT(rotatedOutliers, 0.5 * plainOutliers);
 }
 
 }  // namespace
