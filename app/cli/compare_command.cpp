@@ -22,6 +22,7 @@
 #include "matmul_option.h"
 #include "mixed_options.h"
 #include "progress_bar.h"
+#include "rotate_option.h"
 #include "serving_options.h"
 #include "sigint_cancel.h"
 #include "text_table.h"
@@ -44,6 +45,8 @@ struct CompareOptions {
     int evalSamples = 32;
     bool perLayer = false;
     bool noTrueSequential = false;
+    bool rotate = false;
+    std::uint64_t rotationSeed = 0;
     std::string moeCalibration = "all";
     std::string json;
     std::string log;
@@ -179,6 +182,8 @@ void runCompare(const CompareOptions& o) {
     settings.perLayerKl = o.perLayer || (o.mixed.targetBpw && o.mixed.sensitivity == "layer-kl");
     const bool perGroupKl = o.mixed.targetBpw && o.mixed.sensitivity == "group-kl";
     settings.trueSequential = !o.noTrueSequential;
+    settings.rotate = o.rotate;
+    settings.rotationSeed = o.rotationSeed;
     settings.moeCalibrateAllExperts = o.moeCalibration == "all";
     settings.seed = o.seed;
     settings.allowNonFinite = o.allowNonFinite;  // the plan builder checks the input before any output
@@ -254,6 +259,7 @@ void registerCompare(CLI::App& app) {
     cmd->add_flag("--per-layer", options->perLayer, "Also measure the KL with only one layer quantized, per layer");
     cmd->add_flag("--no-true-sequential", options->noTrueSequential,
                   "Calibrate GPTQ/AWQ on the original model's activations");
+    addRotateOptions(*cmd, options->rotate, options->rotationSeed);
     cmd->add_option("--moe-calibration", options->moeCalibration,
                     "MoE models: calibrate every expert on every token (all) or on the tokens routed to it (routed)")
         ->capture_default_str()

@@ -32,6 +32,7 @@
 #include "matmul_option.h"
 #include "mixed_options.h"
 #include "progress_bar.h"
+#include "rotate_option.h"
 #include "serving_options.h"
 #include "sigint_cancel.h"
 #include "work_dir_options.h"
@@ -53,6 +54,8 @@ struct QuantizeOptions {
     int samples = 128;
     int seqLen = 512;
     std::uint64_t seed = 0;
+    bool rotate = false;
+    std::uint64_t rotationSeed = 0;
     bool force = false;
     bool overwrite = false;
     std::string imatrixOut;
@@ -334,6 +337,10 @@ void runQuantize(const QuantizeOptions& o) {
         throw Error(
             "--work-dir and --resume keep the layers of one method quantized with the model's forward pass "
             "(not of --weights-only, gpt-oss's MXFP4 round trip or a mix of methods)");
+    if (o.rotate && (gptOss || o.weightsOnly || o.mixed.any()))
+        throw Error(
+            "--rotate quantizes one method with the model's forward pass (not --weights-only, gpt-oss's "
+            "MXFP4 round trip or a mix of methods)");
     if (gptOss) return runGptOssQuantize(o);
     if (o.weightsOnly) return runWeightsOnlyQuantize(o);
     if (o.mixed.any()) return runMixedQuantize(o);
@@ -363,6 +370,8 @@ void runQuantize(const QuantizeOptions& o) {
     planSettings.moeCalibrateAllExperts = o.moeCalibration == "all";
     planSettings.activationCalibration = activationCalibration;
     planSettings.imatrix = o.imatrix;
+    planSettings.rotate = o.rotate;
+    planSettings.rotationSeed = o.rotationSeed;
     // Calibration when the method needs it, or when asked for (it gives every linear its output error,
     // and the GGUF K-quants their importance, as llama-quantize --imatrix).
     const bool calibrate = method.needsCalibration() || !o.calib.empty() || !o.imatrixOut.empty();
@@ -375,6 +384,7 @@ void runQuantize(const QuantizeOptions& o) {
                                {"kv_cache", o.serving.kvCache},
                                {"activation_calibration", activationCalibration.label()}};
     if (!o.imatrix.empty()) settings["imatrix"] = o.imatrix;
+    if (o.rotate) settings["rotation_seed"] = o.rotationSeed;
     if (calibrate)
         settings["calibration"] = {
             {"file", built.calibrationFile.string()}, {"samples", o.samples}, {"seq_len", o.seqLen}};
@@ -451,6 +461,7 @@ void registerQuantize(CLI::App& app) {
         ->capture_default_str()
         ->check(CLI::Range(2, 1 << 20));
     cmd->add_option("--seed", options->seed, "Seed (trellis rotations)")->capture_default_str();
+    addRotateOptions(*cmd, options->rotate, options->rotationSeed);
     addMatmulOption(*cmd, options->matmul);
     cmd->add_flag("--force", options->force, "Run even when the predicted memory exceeds what is available");
     cmd->add_flag("--overwrite", options->overwrite, "Replace the destination if it exists");

@@ -49,7 +49,11 @@ void requireSameModelShape(const model::ModelConfig& a, const model::ModelConfig
     // Everything the forward pass reads: two configs that agree on the sizes but not on these run
     // two different models (a KL between them measures the difference, not the quantization).
     std::string differences;
-    for (const std::string& d : model::forwardPassDifferences(a, b))
+    // A quantization may untie a tied lm_head (--rotate's export: the rotated lm_head is no longer the
+    // embedding); the quantized model then reads its own copy, and runs the same forward pass.
+    model::ModelConfig untied = b;
+    if (a.tieWordEmbeddings && !b.tieWordEmbeddings) untied.tieWordEmbeddings = true;
+    for (const std::string& d : model::forwardPassDifferences(a, untied))
         differences += (differences.empty() ? "" : ", ") + d;
     if (!differences.empty())
         throw Error(aName + " and " + bName + " are not two versions of one model (" + differences +

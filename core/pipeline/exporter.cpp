@@ -1,5 +1,6 @@
 #include "qs/pipeline/exporter.h"
 
+#include <algorithm>
 #include <cmath>
 #include <functional>
 #include <map>
@@ -15,6 +16,7 @@
 #include "qs/pipeline/job_report.h"
 
 #include "awq_folding.h"
+#include "export_rotation.h"
 #include "export_source.h"
 #include "fused_export.h"
 
@@ -171,11 +173,11 @@ std::vector<std::string> denseLinears(const ExportSource& source, const LinearSe
     return dense;
 }
 
-// A source tensor divided element-wise (norm weights, biases) and stored back in its own float type. A
-// norm that scales by (offset + w) becomes (offset + w) / s - offset (Gemma's offset 1).
-void writeDivided(io::CheckpointWriter& writer, const io::TensorView& t, io::DType dtype,
+// A source tensor's values (rotated, when the export rotates them) divided element-wise (norm weights, biases)
+// and stored back in `dtype`. A norm that scales by (offset + w) becomes (offset + w) / s - offset (Gemma's
+// offset 1).
+void writeDivided(io::CheckpointWriter& writer, const io::TensorView& t, std::vector<float> values, io::DType dtype,
                   const std::vector<float>& divisors, float offset = 0.0f) {
-    auto values = t.toF32();
     if (values.size() != divisors.size())
         throw Error(t.name() + ": " + std::to_string(values.size()) + " values cannot absorb " +
                     std::to_string(divisors.size()) + " AWQ scales");
@@ -183,11 +185,10 @@ void writeDivided(io::CheckpointWriter& writer, const io::TensorView& t, io::DTy
     writer.addTensorF32(t.name(), dtype, t.shape(), values);
 }
 
-// A dense [rows, cols] source tensor with column c multiplied by multipliers[c] (a MoE router taking
-// AWQ's shared input scales), stored back in its own float type.
-void writeColumnsMultiplied(io::CheckpointWriter& writer, const io::TensorView& t, io::DType dtype,
-                            const std::vector<float>& multipliers) {
-    auto values = t.toF32();
+// A dense [rows, cols] source tensor's values with column c multiplied by multipliers[c] (a MoE router taking
+// AWQ's shared input scales), stored back in `dtype`.
+void writeColumnsMultiplied(io::CheckpointWriter& writer, const io::TensorView& t, std::vector<float> values,
+                            io::DType dtype, const std::vector<float>& multipliers) {
     const std::size_t cols = multipliers.size();
     if (t.shape().size() != 2 || static_cast<std::size_t>(t.shape()[1]) != cols)
         throw Error(t.name() + ": " + std::to_string(cols) + " AWQ input scales, but the tensor has no " +
@@ -231,8 +232,9 @@ struct LinearHooks {
 class ExportWriter {
 public:
     ExportWriter(const ExportRequest& request, const ExportSource& source, const formats::LinearEncoder& encoder,
-                 Linears linears, AwqFolding folding, LinearHooks hooks = {})
+                 Linears linears, AwqFolding folding, LinearHooks hooks = {}, const ExportRotation* rotation = nullptr)
         : request_(request),
+          rotation_(rotation),
           source_(source),
           encoder_(encoder),
           linears_(std::move(linears)),
@@ -272,7 +274,13 @@ public:
                     source_.writeDecoded(writer_, kept, columnMultipliersOf(kept + ".weight"));
             } else if (!source_.leftOut(name)) {
                 copy(source_.checkpoint().tensor(name), folding_.normDivisors, "", folding_.normOffset);
+                written.insert(name);
             }
+        }
+        if (rotation_ && rotation_->untiesLmHead() && !written.contains(rotation_->lmHeadName())) {
+            const std::vector<float> values = rotation_->lmHead();
+            writer_.addTensorF32(rotation_->lmHeadName(), exactDType(values, source_.denseDType()),
+                                 rotation_->lmHeadShape(), values);
         }
         finishFiles(reportStart());
         return writer_.finish();
@@ -288,10 +296,16 @@ private:
               const std::string& key = "", float offset = 0.0f) {
         const auto it = divisors.find(key.empty() ? t.name() : key);
         const std::vector<float>* columns = key.empty() ? columnMultipliersOf(t.name()) : nullptr;
+        // A rotated value seldom fits the source's BF16: F32 then (exactDType), so that the export holds the
+        // weights the KL was measured with.
+        std::optional<std::vector<float>> rotated = rotation_ ? rotation_->valuesOf(t.name()) : std::nullopt;
+        const io::DType dtype = rotated ? exactDType(*rotated, source_.keptDType(t)) : source_.keptDType(t);
         if (it != divisors.end())
-            writeDivided(writer_, t, source_.keptDType(t), it->second, offset);
+            writeDivided(writer_, t, rotated ? std::move(*rotated) : t.toF32(), dtype, it->second, offset);
         else if (columns != nullptr)
-            writeColumnsMultiplied(writer_, t, source_.keptDType(t), *columns);
+            writeColumnsMultiplied(writer_, t, rotated ? std::move(*rotated) : t.toF32(), dtype, *columns);
+        else if (rotated)
+            writer_.addTensorF32(t.name(), dtype, t.shape(), *rotated);
         else
             source_.copy(writer_, t);
     }
@@ -341,6 +355,13 @@ private:
         scheme.sourceDType = sourceDType();
         const nlohmann::json& sourceConfig = source_.checkpoint().config();
         nlohmann::json config = sourceConfig.is_object() ? sourceConfig : nlohmann::json::object();
+        if (rotation_ && rotation_->untiesLmHead()) {  // the rotated lm_head is no longer the embedding
+            config["tie_word_embeddings"] = false;
+            const std::string& lmHead = rotation_->lmHeadName();
+            const std::string prefix = lmHead.substr(0, lmHead.size() - std::string_view(".weight").size());
+            if (std::find(scheme.denseLinears.begin(), scheme.denseLinears.end(), prefix) == scheme.denseLinears.end())
+                scheme.denseLinears.push_back(prefix);
+        }
         config["quantization_config"] = encoder_.quantizationConfig(scheme);
         writer_.setConfig(std::move(config));
         for (const auto& [file, content] : encoder_.extraFiles(scheme)) writer_.addJsonFile(file, content);
@@ -350,6 +371,7 @@ private:
     }
 
     const ExportRequest& request_;
+    const ExportRotation* rotation_;  // a --rotate result's dense tensors; null: copied as they are
     const ExportSource& source_;
     const formats::LinearEncoder& encoder_;
     Linears linears_;
@@ -365,11 +387,14 @@ private:
 std::filesystem::path writeExport(const ExportRequest& request, const io::Checkpoint& checkpoint,
                                   const formats::LinearEncoder& encoder, Linears linears, AwqFolding folding,
                                   nlohmann::json report, const ProgressCallback& progress, const CancelToken& cancel,
-                                  LinearHooks hooks = {}) {
+                                  LinearHooks hooks = {}, std::optional<std::uint64_t> rotationSeed = std::nullopt) {
     const ExportSource source(checkpoint);
     requireSource(source, linears);
     cancel.throwIfCancelled();
-    ExportWriter writer(request, source, encoder, std::move(linears), std::move(folding), std::move(hooks));
+    std::optional<ExportRotation> rotation;
+    if (rotationSeed) rotation.emplace(checkpoint, *rotationSeed);
+    ExportWriter writer(request, source, encoder, std::move(linears), std::move(folding), std::move(hooks),
+                        rotation ? &*rotation : nullptr);
     return writer.write([&report] { return std::move(report); }, progress, cancel);
 }
 
@@ -404,7 +429,7 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
              })](const std::string& prefix) { return reader->complete(prefix); };
     }
     return writeExport(request, source, encoder, fused.linears, std::move(folding), toJson(result), progress, cancel,
-                       std::move(hooks));
+                       std::move(hooks), result.rotationSeed);
 }
 
 std::vector<std::string> exportRefusals(const MethodResult& result,

@@ -68,6 +68,14 @@ std::uint32_t takeEncodedLinears(const io::Checkpoint& source, const MethodResul
 }
 
 // The method a mix gave `module` of `layer`, as its module log names it.
+// The GGUF writer copies token_embd, output and the norms from the source: a --rotate result's would not fit.
+void refuseRotated(const MethodResult& result, const std::filesystem::path& destination) {
+    if (result.rotationSeed)
+        throw Error(destination.string() + ": " + result.label() +
+                    " was quantized rotated (--rotate), and a GGUF export does not write the rotated embedding, "
+                    "output and norms yet; export it as safetensors");
+}
+
 std::string methodOfModule(const MethodResult& result, int layer, const std::string& module) {
     for (const auto& log : result.modules)
         if (log.layer == layer && log.module == module) return log.method;
@@ -79,6 +87,7 @@ std::string methodOfModule(const MethodResult& result, int layer, const std::str
 std::filesystem::path writeGgufResult(const io::Checkpoint& source, const MethodResult& result,
                                       const std::filesystem::path& destination, GgufExportOptions options,
                                       const ProgressCallback& progress, const CancelToken& cancel) {
+    refuseRotated(result, destination);
     if (!result.method.ggufFileMix() || result.mixed)
         throw Error(destination.string() + ": " + result.label() +
                     " is not a GGUF method (a mix of ggml types: writeGgufMixResult)");
@@ -92,6 +101,7 @@ std::filesystem::path writeGgufResult(const io::Checkpoint& source, const Method
 std::filesystem::path writeGgufMixResult(const io::Checkpoint& source, const MethodResult& result,
                                          const std::filesystem::path& destination, GgufExportOptions options,
                                          const ProgressCallback& progress, const CancelToken& cancel) {
+    refuseRotated(result, destination);
     if (!result.mixed)
         throw Error(destination.string() + ": " + result.label() + " is not a mix of methods (writeGgufResult)");
     for (std::size_t layer = 0; layer < linearHeaders(result).size(); ++layer)

@@ -179,6 +179,7 @@ JobResult gatherResult(JobRun& run) {
             s.result.layers.clear(), s.result.stored.reset();
         s.result.source = result.source;
         s.result.quantizedSource = result.quantizedSource;
+        if (run.plan.rotate) s.result.rotationSeed = run.plan.rotationSeed;
         result.methods.push_back(std::move(s.result));
     }
     run.cancel.throwIfCancelled();

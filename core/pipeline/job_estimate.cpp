@@ -125,6 +125,7 @@ ResourceEstimate Job::estimate() const {
     shape.evaluationSequenceLength = plan_.evaluation.empty() ? 0 : int(plan_.evaluation.front().size());
     shape.perLayerKl = plan_.perLayerKl || plan_.perGroupKl;  // the same inputs kept per layer
     shape.lmHeadFileBytes = lmHeadFileBytes(checkpoint, shape.config);
+    shape.rotated = plan_.rotate;
     ResourceEstimate e = estimateResources(shape);
     if (plan_.maxMemory > 0 && (e.availableBytes == 0 || plan_.maxMemory < e.availableBytes)) {
         e.availableBytes = plan_.maxMemory;

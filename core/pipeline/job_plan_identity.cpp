@@ -79,6 +79,8 @@ nlohmann::json planIdentity(const JobPlan& plan) {
     // earlier releases name none, and resume as f32).
     if (selectMatmul(plan).bf16) identity["matmul"] = "bf16";
     if (plan.imatrix) identity["imatrix"] = plan.imatrix->fingerprint();  // folders without one name none
+    // Rotated weights quantize to other codes; folders of runs without --rotate name none.
+    if (plan.rotate) identity["rotation_seed"] = plan.rotationSeed;
     return identity;
 }
 

@@ -101,6 +101,7 @@ nlohmann::json toJson(const MethodResult& r) {
     nlohmann::json out = {{"method", r.method.name}, {"label", r.label()}};
     // What the KL's reference was: null for a dense source, else the source's quantization.
     out["source_quantization"] = r.quantizedSource ? toJson(*r.quantizedSource) : nlohmann::json(nullptr);
+    if (r.rotationSeed) out["rotation_seed"] = *r.rotationSeed;  // quantized rotated (--rotate)
     if (!r.error.empty()) {
         out["error"] = r.error;
         return out;

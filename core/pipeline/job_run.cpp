@@ -46,7 +46,8 @@ JobRun::JobRun(const JobPlan& plan, std::set<std::string> spilled, const Progres
       checkpoint(openModelCheckpoint(plan.checkpoint, plan.allowNonFinite)),
       config(model::ModelConfig::fromCheckpoint(checkpoint)),
       format(formats::detect(checkpoint)),
-      weights(sourceWeights(checkpoint, config, format, plan.allowNonFinite)),
+      weights(rotatedWhenAsked(sourceWeights(checkpoint, config, format, plan.allowNonFinite), config, plan.rotate,
+                               plan.rotationSeed)),
       calibrationMath(selectMatmul(plan).bf16 ? model::bf16LayerMath() : nullptr),
       base(makeModel()) {
     if (!plan.workDir.empty())

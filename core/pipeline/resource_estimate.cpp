@@ -219,6 +219,7 @@ double machineGemmRate() {
 //    of one of them, GPTQ's copy factored in place, its copy of the weight and codes), then the widest
 //    input's H factored in place beside GPTQ's copy of the weight and codes;
 //  - one forward pass's temporaries (a sequence's MLP activations);
+//  - --rotate: while a layer is read and rotated, a transposed copy of its down_proj beside it;
 //  - at the end, every method's layers unpacked for the result (with results on disk: only their
 //    headers, as during the run) and the logits of one sequence.
 std::uint64_t predictedJobBytes(const WorkloadShape& s) {
@@ -264,6 +265,8 @@ std::uint64_t predictedJobBytes(const WorkloadShape& s) {
     const double activations =
         double(std::max(s.evaluationSequenceLength, 1)) * (mlpWidth(c) * 3.0 + c.hiddenSize * 6.0) * sizeof(float);
     double working = layerBytes * (s.methods > 1 ? 2.0 : 1.0) + baseSet + activations;  // the quantized layer's passes
+    if (s.rotated)  // reading the layer: its f32 weights and the transposed copy of down_proj rotateLayer makes
+        working = std::max(working, layerBytes + baseSet + double(c.hiddenSize) * mlpWidth(c) * sizeof(float));
     if (s.calibrationTokens > 0) {
         working = std::max(working, layerBytes + baseSet + ownSums + activations);  // hook passes
         working = std::max(working, layerBytes + baseSet + ownSums + gptqNarrow);   // q/k/v, o, gate/up

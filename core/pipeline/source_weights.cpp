@@ -1,6 +1,7 @@
 #include "source_weights.h"
 
 #include "qs/model/checkpoint_weights.h"
+#include "qs/model/rotated_weights.h"
 #include "qs/pipeline/decoded_weights.h"
 #include "qs/pipeline/quantized_source.h"
 
@@ -14,6 +15,13 @@ std::shared_ptr<const model::WeightSource> sourceWeights(const io::Checkpoint& c
                                                 formats::DecodeOptions{.allowNonFinite = allowNonFinite});
     return std::make_shared<model::CheckpointWeights>(
         checkpoint, config, model::CheckpointWeights::Options{.allowNonFinite = allowNonFinite});
+}
+
+std::shared_ptr<const model::WeightSource> rotatedWhenAsked(std::shared_ptr<const model::WeightSource> weights,
+                                                            const model::ModelConfig& config, bool rotate,
+                                                            std::uint64_t seed) {
+    if (!rotate) return weights;
+    return std::make_shared<model::RotatedWeights>(std::move(weights), model::WeightRotation(config, seed));
 }
 
 }  // namespace qs::pipeline

@@ -17,4 +17,10 @@ std::shared_ptr<const model::WeightSource> sourceWeights(const io::Checkpoint& c
                                                          const model::ModelConfig& config,
                                                          const formats::FormatInfo& format, bool allowNonFinite);
 
+// `weights` with the plan's rotation folded in (model::RotatedWeights), or `weights` itself without --rotate.
+// Throws qs::Error with model::rotationRefusal's line for a model that cannot fold it.
+std::shared_ptr<const model::WeightSource> rotatedWhenAsked(std::shared_ptr<const model::WeightSource> weights,
+                                                            const model::ModelConfig& config, bool rotate,
+                                                            std::uint64_t seed);
+
 }  // namespace qs::pipeline

@@ -17,6 +17,8 @@ pipeline::JobPlan buildPlan(const QuantizeSettings& settings, const std::filesys
     plan.perLayerKl = settings.perLayerKl;
     plan.moeCalibrateAllExperts = settings.moeCalibrateAllExperts;
     plan.seed = settings.seed;
+    plan.rotate = settings.rotate;
+    plan.rotationSeed = settings.seed;
     plan.matmul = settings.matmul;
     pipeline::JobPlan built = pipeline::buildJobPlan(plan).plan;
     // Forcing CUDA without a device fails here, with selectBackend's reason, before any work starts.

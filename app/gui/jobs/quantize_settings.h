@@ -29,6 +29,7 @@ struct QuantizeSettings {
     bool kvCacheFp8 = false;             // every safetensors method with an FP8 KV cache
     bool moeCalibrateAllExperts = true;  // pipeline::JobPlan::moeCalibrateAllExperts (the CLI's --moe-calibration all)
     std::uint64_t seed = 0;
+    bool rotate = false;  // pipeline::JobPlan::rotate (the CLI's --rotate), its signs drawn from `seed`
     bool operator==(const QuantizeSettings&) const = default;  // the Quantize panel's estimate is of these
 };
 

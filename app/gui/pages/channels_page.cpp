@@ -5,6 +5,7 @@
 #include <span>
 #include <utility>
 
+#include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -15,6 +16,9 @@
 #include <QTableView>
 #include <QToolButton>
 #include <QVBoxLayout>
+
+#include "qs/error.h"
+#include "qs/model/rotated_linear.h"
 
 #include "models/channel_table_model.h"
 #include "pages/quantized_codes.h"
@@ -27,6 +31,21 @@ namespace {
 const QColor kChannelColor(70, 130, 180);
 const QColor kTopColor(214, 69, 65);
 const QColor kMarkerColor(240, 150, 20);
+const QColor kRotatedColor(60, 160, 90);
+
+// What the runner hands back: the tensor's statistics, the scheme its codes were decoded from, and with
+// "After --rotate" the rotated linear's statistics or why there are none.
+struct ChannelResult {
+    analysis::ChannelStats stats;
+    QString decodedAs;
+    std::optional<analysis::ChannelStats> rotated;
+    QString rotationNote;
+};
+
+analysis::ChannelStats statsOf(const MatrixF& w, const analysis::ChannelStatsOptions& options) {
+    return analysis::computeChannelStats(std::span<const float>(w.data(), static_cast<std::size_t>(w.size())), w.rows(),
+                                         w.cols(), options);
+}
 
 }  // namespace
 
@@ -34,6 +53,7 @@ ChannelsPage::ChannelsPage(QWidget* parent)
     : InspectorPage(parent),
       axis_(new QComboBox(this)),
       topK_(new QSpinBox(this)),
+      rotated_(new QCheckBox(tr("After --rotate"), this)),
       plot_(new PlotView(this)),
       table_(new ChannelTableModel(this)),
       tableView_(new QTableView(this)),
@@ -67,6 +87,8 @@ ChannelsPage::ChannelsPage(QWidget* parent)
     controls->addSpacing(12);
     controls->addWidget(new QLabel(tr("Top k:"), this));
     controls->addWidget(topK_);
+    controls->addSpacing(12);
+    controls->addWidget(rotated_);
     controls->addStretch(1);
     controls->addWidget(exportButton);
     // The table's minimum is every column whole (fitTableWidth); beside it the plot may be narrower than
@@ -92,6 +114,11 @@ ChannelsPage::ChannelsPage(QWidget* parent)
 
     connect(axis_, &QComboBox::currentIndexChanged, this, &ChannelsPage::draw);
     connect(topK_, &QSpinBox::valueChanged, this, &ChannelsPage::refresh);
+    rotated_->setObjectName(QStringLiteral("afterRotate"));
+    rotated_->setToolTip(
+        tr("Also plot the same linear as --rotate quantizes it: its norm's weight folded in and its inputs turned "
+           "by the rotation of seed 0 (green). A rotation spreads an outlier channel over all of them."));
+    connect(rotated_, &QCheckBox::toggled, this, &ChannelsPage::refresh);
     connect(tableView_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
             [this](const QModelIndex& current) { markChannel(current); });
     connect(plot_, &PlotView::resetViewRequested, this, &ChannelsPage::resetView);
@@ -121,6 +148,10 @@ analysis::ChannelAxis ChannelsPage::axis() const {
 
 void ChannelsPage::setTopK(int k) { topK_->setValue(k); }
 
+void ChannelsPage::setShowRotated(bool on) { rotated_->setChecked(on); }
+
+QString ChannelsPage::captionText() const { return caption_->text(); }
+
 bool ChannelsPage::isBusy() const { return runner_.isBusy() || (stale_ && isVisible()); }
 
 void ChannelsPage::showEvent(QShowEvent* event) {
@@ -137,25 +168,35 @@ void ChannelsPage::refresh() {
     stale_ = false;
     caption_->setText(tr("Computing channel statistics of %1…").arg(tensor_.toHtmlEscaped()));
     runner_.start(
-        [checkpoint = checkpoint_, name = tensor_.toStdString(), k = topK_->value()](const qs::CancelToken& token) {
+        [checkpoint = checkpoint_, name = tensor_.toStdString(), k = topK_->value(),
+         rotated = rotated_->isChecked()](const qs::CancelToken& token) {
             analysis::ChannelStatsOptions options;
             options.topK = k;
             options.cancel = token;
+            ChannelResult result;
             // A quantized linear's packed codes (a GPTQ qweight is [in/8, out] int32) are its decoded
             // weights' channels, [out, in] as for a dense linear.
             if (auto decoded = decodeCodes(*checkpoint, name)) {
-                const MatrixF& w = decoded->weight;
-                return std::pair{
-                    analysis::computeChannelStats(std::span<const float>(w.data(), static_cast<std::size_t>(w.size())),
-                                                  w.rows(), w.cols(), options),
-                    QString::fromStdString(decoded->scheme)};
+                result.stats = statsOf(decoded->weight, options);
+                result.decodedAs = QString::fromStdString(decoded->scheme);
+            } else {
+                result.stats = analysis::computeChannelStats(checkpoint->tensor(name), options);
             }
-            return std::pair{analysis::computeChannelStats(checkpoint->tensor(name), options), QString()};
+            if (rotated) {
+                try {
+                    result.rotated = statsOf(model::rotatedLinearWeight(*checkpoint, name, 0), options);
+                } catch (const Error& e) {
+                    result.rotationNote = QString::fromStdString(e.what());
+                }
+            }
+            return result;
         },
-        [this, tensor = tensor_](std::pair<analysis::ChannelStats, QString> s) {
+        [this, tensor = tensor_](ChannelResult r) {
             shownTensor_ = tensor;
-            stats_ = std::move(s.first);
-            decodedAs_ = std::move(s.second);
+            stats_ = std::move(r.stats);
+            decodedAs_ = std::move(r.decodedAs);
+            rotatedStats_ = std::move(r.rotated);
+            rotationNote_ = std::move(r.rotationNote);
             draw();
         },
         [this](const QString& message) {
@@ -167,6 +208,8 @@ void ChannelsPage::refresh() {
 void ChannelsPage::clearPlot(const QString& message) {
     decodedAs_.clear();
     stats_.reset();
+    rotatedStats_.reset();
+    rotationNote_.clear();
     shownTensor_.clear();
     plot_->clearGraphs();
     plot_->clearItems();
@@ -196,6 +239,13 @@ void ChannelsPage::draw() {
         heights[static_cast<qsizetype>(i)] = v[i];
     }
     all->setData(keys, heights, true);
+    if (rotatedStats_) {  // the rotated linear's maxima, drawn over the stored ones' as points
+        const std::vector<float>& r = rotatedStats_->maxAbs(axis());
+        auto* rotated = plot_->addGraph();
+        rotated->setLineStyle(QCPGraph::lsNone);
+        rotated->setScatterStyle(QCPScatterStyle(QCPScatterStyle::ssDisc, kRotatedColor, kRotatedColor, 3));
+        for (std::size_t i = 0; i < r.size(); ++i) rotated->addData(static_cast<double>(i), r[i]);
+    }
 
     auto* highlighted = plot_->addGraph();
     highlighted->setLineStyle(QCPGraph::lsNone);
@@ -223,13 +273,24 @@ void ChannelsPage::draw() {
                               .arg(top.front().ratioToMedian, 0, 'f', 2) +
                           (decodedAs_.isEmpty() ? QString() : tr(" Decoded from %1.").arg(decodedAs_)));
     }
+    if (rotatedStats_ && !rotatedStats_->top(axis()).empty()) {
+        const analysis::ChannelRank& peak = rotatedStats_->top(axis()).front();
+        caption_->setText(caption_->text() + tr(" After --rotate (green): largest #%1 with max|w| %2, %3× the median.")
+                                                 .arg(peak.channel)
+                                                 .arg(valueText(peak.maxAbs))
+                                                 .arg(peak.ratioToMedian, 0, 'f', 2));
+    } else if (!rotationNote_.isEmpty()) {
+        caption_->setText(caption_->text() + tr(" Not shown after --rotate: %1").arg(rotationNote_.toHtmlEscaped()));
+    }
     resetView();
 }
 
 void ChannelsPage::resetView() {
     if (!stats_) return;
     const std::vector<float>& v = values();
-    const float peak = v.empty() ? 1.0f : *std::max_element(v.begin(), v.end());
+    float peak = v.empty() ? 1.0f : *std::max_element(v.begin(), v.end());
+    if (rotatedStats_)
+        for (float r : rotatedStats_->maxAbs(axis())) peak = std::max(peak, r);
     plot_->xAxis->setRange(-0.5, std::max<double>(static_cast<double>(v.size()) - 0.5, 0.5));
     plot_->yAxis->setRange(0.0, peak > 0 ? peak * 1.08 : 1.0);
     plot_->replot();

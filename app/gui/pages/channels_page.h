@@ -1,7 +1,8 @@
 #pragma once
 // The outlier-channels tab: max|w| of every input channel (or, toggled, every output row) of the
 // selected tensor, the top k marked on the plot and listed in a table; selecting a table row marks
-// that channel on the plot.
+// that channel on the plot. "After --rotate" sets beside it the same linear as --rotate quantizes it (its
+// norm folded in, rotated: model::rotatedLinearWeight), to show what the rotation does to its outliers.
 #include <optional>
 
 #include "qs/analysis/channel_stats.h"
@@ -10,6 +11,7 @@
 #include "pages/inspector_page.h"
 #include "plots/plot_export.h"
 
+class QCheckBox;
 class QComboBox;
 class QLabel;
 class QSpinBox;
@@ -38,6 +40,13 @@ public:
     void setAxis(analysis::ChannelAxis axis);
     analysis::ChannelAxis axis() const;
     void setTopK(int k);
+    void setShowRotated(bool on);  // "After --rotate"
+
+    // The rotated linear's statistics when "After --rotate" is on and the model folds the rotation; else empty,
+    // and rotationNote() says why when it was asked for.
+    const std::optional<analysis::ChannelStats>& rotatedStats() const { return rotatedStats_; }
+    const QString& rotationNote() const { return rotationNote_; }
+    QString captionText() const;
 
     const std::optional<analysis::ChannelStats>& stats() const { return stats_; }
     const QString& shownTensor() const { return shownTensor_; }
@@ -66,10 +75,13 @@ private:
     QString decodedAs_;
     bool stale_ = false;
     std::optional<analysis::ChannelStats> stats_;
+    std::optional<analysis::ChannelStats> rotatedStats_;
+    QString rotationNote_;
     JobRunner runner_;
 
     QComboBox* axis_;
     QSpinBox* topK_;
+    QCheckBox* rotated_;
     PlotView* plot_;
     QCPItemStraightLine* marker_ = nullptr;
     ChannelTableModel* table_;

@@ -343,6 +343,15 @@ QWidget* QuantizePanel::createRun() {
            "--kv-cache-dtype fp8; the Results add the cache's damage alone. GGUF methods keep llama.cpp's "
            "cache, chosen when it runs."));
     connect(kvCacheFp8_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
+    // A short label: the settings' width is the panel's minimum, and the pages beside it need theirs.
+    rotate_ = new QCheckBox(tr("Rotate before quantizing (Hadamard)"), box);
+    rotate_->setObjectName(QStringLiteral("rotate"));
+    rotate_->setToolTip(
+        tr("QuaRot's rotations: the residual stream and each head's values turned by seeded Hadamard "
+           "matrices folded into the weights, so the model computes the same logits while its linears' "
+           "outliers are spread over all their inputs. The export is an ordinary checkpoint of the same "
+           "architecture (lm_head untied). Llama, Mistral, Qwen2/3, Qwen3-MoE and Mixtral."));
+    connect(rotate_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
     allExperts_ = new QCheckBox(tr("Calibrate every expert on every token"), box);
     allExperts_->setObjectName(QStringLiteral("moeCalibrateAllExperts"));
     allExperts_->setChecked(true);
@@ -357,6 +366,7 @@ QWidget* QuantizePanel::createRun() {
     form->addRow(tr("Matmuls:"), matmul_);
     form->addRow(perLayerKl_);
     form->addRow(kvCacheFp8_);
+    form->addRow(rotate_);
     form->addRow(allExperts_);
     return box;
 }
@@ -451,6 +461,7 @@ QuantizeSettings QuantizePanel::settings() const {
     s.matmul = static_cast<pipeline::MatmulChoice>(matmul_->currentData().toInt());
     s.perLayerKl = perLayerKl_->isChecked();
     s.kvCacheFp8 = kvCacheFp8_->isChecked();
+    s.rotate = rotate_->isChecked();
     s.moeCalibrateAllExperts =
         !hasExperts_ || allExperts_->isChecked();  // a dense model: the default, whatever is saved
     return s;

@@ -123,6 +123,7 @@ private:
     QComboBox* matmul_ = nullptr;  // the calibration passes' GEMMs: auto, BF16, f32
     QCheckBox* perLayerKl_ = nullptr;
     QCheckBox* kvCacheFp8_ = nullptr;
+    QCheckBox* rotate_ = nullptr;
     QCheckBox* allExperts_ = nullptr;  // shown for a mixture of experts only
     bool hasExperts_ = false;
     QLabel* estimateLabel_ = nullptr;

@@ -40,6 +40,7 @@ QVariantMap QuantizePanel::state() const {
     state[QStringLiteral("matmul")] = matmul_->currentData();
     state[QStringLiteral("perLayerKl")] = perLayerKl_->isChecked();
     state[QStringLiteral("kvCacheFp8")] = kvCacheFp8_->isChecked();
+    state[QStringLiteral("rotate")] = rotate_->isChecked();
     state[QStringLiteral("moeCalibrateAllExperts")] = allExperts_->isChecked();
     return state;
 }
@@ -70,6 +71,7 @@ void QuantizePanel::applyState(const QVariantMap& state) {
         perLayerKl_->setChecked(state.value(QStringLiteral("perLayerKl")).toBool());
     if (state.contains(QStringLiteral("kvCacheFp8")))
         kvCacheFp8_->setChecked(state.value(QStringLiteral("kvCacheFp8")).toBool());
+    if (state.contains(QStringLiteral("rotate"))) rotate_->setChecked(state.value(QStringLiteral("rotate")).toBool());
     if (state.contains(QStringLiteral("moeCalibrateAllExperts")))
         allExperts_->setChecked(state.value(QStringLiteral("moeCalibrateAllExperts")).toBool());
     if (const int at = matmul_->findData(state.value(QStringLiteral("matmul"), -1).toInt()); at >= 0)

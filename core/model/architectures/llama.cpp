@@ -8,6 +8,7 @@ const Family& llama() {
         .modelType = "llama",
         .hfClass = "LlamaForCausalLM",
         .displayName = "Llama",
+        .foldsRotation = true,
         .ggufArch = "llama",
         .ggufReadBack = GgufReadBack::Dense,  // with experts, a llama GGUF is Mixtral
         .ggufPermutesQk = true,

@@ -10,6 +10,7 @@ const Family& mistral() {
         .hfClass = "MistralForCausalLM",
         .displayName = "Mistral",
         .slidingWindow = SlidingWindow::EveryLayer,
+        .foldsRotation = true,
         .ggufArch = "llama",
         .ggufReadBack = GgufReadBack::No,
         .ggufPermutesQk = true,

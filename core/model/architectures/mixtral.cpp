@@ -14,6 +14,7 @@ const Family& mixtral() {
         .moe = MoeSpec{.numExpertsKey = "num_local_experts",
                        .names = {"block_sparse_moe", "w1", "w3", "w2"},
                        .ggufNames = {"block_sparse_moe", "w1", "w3", "w2"}},
+        .foldsRotation = true,
         .ggufArch = "llama",
         .ggufReadBack = GgufReadBack::WithExperts,
         .ggufPermutesQk = true,

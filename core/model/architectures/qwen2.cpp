@@ -10,6 +10,7 @@ const Family& qwen2() {
         .hfClass = "Qwen2ForCausalLM",
         .displayName = "Qwen2",
         .attentionBias = AttentionBias::QkvAlways,
+        .foldsRotation = true,
         .ggufArch = "qwen2",
         .ggufSeventyBAt80Layers = Family::Seventy::Always,
         .tensorsHoldQkNorm = false,

@@ -9,6 +9,7 @@ const Family& qwen3() {
         .hfClass = "Qwen3ForCausalLM",
         .displayName = "Qwen3",
         .qkNorm = true,
+        .foldsRotation = true,
         .ggufArch = "qwen3",
         .tensorsHoldQkNorm = true,
     };

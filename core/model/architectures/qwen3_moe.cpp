@@ -17,6 +17,7 @@ const Family& qwen3Moe() {
                        .sparseLayers = true,
                        .names = {"mlp", "gate_proj", "up_proj", "down_proj"},
                        .ggufNames = {"mlp", "gate_proj", "up_proj", "down_proj"}},
+        .foldsRotation = true,
         .ggufArch = "qwen3moe",
         .ggufFixed = {.expertsEveryLayerRenormalised = true},
     };

@@ -38,7 +38,8 @@ struct CheckpointEvalResult {
 
 // Throws qs::Error listing every difference between the two models' forward passes: model_type,
 // layers, hidden and intermediate size, heads, head size, vocabulary, rms_norm_eps, rope_theta and
-// rope_scaling, tied embeddings, biases, q/k norms, sliding window. KL compares two versions of one model.
+// rope_scaling, tied embeddings (a quantized model may untie a tied original: --rotate), biases, q/k norms,
+// sliding window. KL compares two versions of one model.
 void requireSameModelShape(const model::ModelConfig& original, const model::ModelConfig& quantized,
                            const std::string& originalName, const std::string& quantizedName);
 

@@ -41,6 +41,11 @@ struct JobPlan {
     bool perGroupKl = false;  // also the KL with one fused group (kFusedGroups) of one layer quantized
     bool trueSequential = true;
     std::uint64_t seed = 0;
+    // --rotate: QuaRot's Hadamard rotations folded into the weights before any method quantizes them
+    // (model::WeightRotation, seeded by rotationSeed). The rotated dense model computes the original's logits
+    // (to f32 rounding), so it stands for the original as the KL's reference.
+    bool rotate = false;
+    std::uint64_t rotationSeed = 0;
     DeviceChoice device = DeviceChoice::Auto;     // where GPTQ, the float formats and the trellis run
     std::shared_ptr<const Backend> backend;       // when set, used as is (the CLI selects and reports it)
     MatmulChoice matmul = MatmulChoice::Auto;     // the calibration passes' GEMMs (matmul_choice.h)

@@ -43,6 +43,9 @@ struct MethodResult {
     io::CheckpointFingerprint source;  // the checkpoint it was quantized from (the exporter checks it)
     // Set when that checkpoint was quantized already: its decoded weights were quantized and were the KL's reference.
     std::optional<QuantizedSource> quantizedSource;
+    // Set when the linears were quantized rotated (JobPlan::rotate): the seed of the rotation the export folds
+    // into the tensors it writes dense.
+    std::optional<std::uint64_t> rotationSeed;
     std::string error;                  // non-empty when the method could not be applied (e.g. a shape)
     double bitsPerWeight = 0.0;         // over the quantized linears, weighted by their size
     std::uint64_t linearBytes = 0;      // storage of the quantized linears

@@ -27,6 +27,8 @@ struct PlanSettings {
     TextChoice evaluation;
     bool perLayerKl = false;
     bool trueSequential = true;
+    bool rotate = false;  // JobPlan::rotate and rotationSeed
+    std::uint64_t rotationSeed = 0;
     bool moeCalibrateAllExperts = true;  // JobPlan::moeCalibrateAllExperts
     std::uint64_t seed = 0;
     bool allowNonFinite = false;  // else a linear with NaN or Inf weights is refused (openModelCheckpoint)

@@ -80,6 +80,9 @@ struct WorkloadShape {
     // The lm_head's bytes in the checkpoint (the tied embedding's when tied): its mapped pages stay
     // resident while the logits are computed block by block (released after each sequence's logits).
     std::uint64_t lmHeadFileBytes = 0;
+    // --rotate (JobPlan::rotate): a layer is rotated as it is read, beside a transposed copy of its largest
+    // residual writer (down_proj); the rotation itself keeps only its signs.
+    bool rotated = false;
 };
 
 ResourceEstimate estimateResources(const WorkloadShape& shape);

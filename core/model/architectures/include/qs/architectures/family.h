@@ -173,6 +173,11 @@ struct Family {
     // "mlp.*", the name every other module of QuantScope uses, and the exports write it back so.
     std::string_view denseMlpBlock{};
 
+    // --rotate (model::WeightRotation): the decoder is Llama's shape (pre-norms only, q/k/v/o attention, SwiGLU
+    // MLP or experts beside a softmax router), so that a rotation of the residual stream folds into its weights.
+    // A family opts in once a test shows its rotated model computes the original's logits.
+    bool foldsRotation = false;
+
     // The GGUF edge.
     std::string_view ggufArch{};  // llama.cpp's general.architecture; empty: none
     GgufReadBack ggufReadBack = GgufReadBack::Always;

@@ -1,0 +1,181 @@
+// --rotate through the Job and the export (JobPlan::rotate, export_rotation.h): every method quantizes the
+// rotated linears while the reference stays the original model, the work folder records the rotation, a
+// model that cannot fold it is refused before any text is read, and a rotated GPTQ export is a plain GPTQ
+// checkpoint of the same architecture that `eval` scores at the Job's KL.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include <unistd.h>
+
+#include "qs/error.h"
+#include "qs/io/checkpoint.h"
+#include "qs/model/tokenizer.h"
+#include "qs/pipeline/calibration_text.h"
+#include "qs/pipeline/checkpoint_eval.h"
+#include "qs/pipeline/exporter.h"
+#include "qs/pipeline/job.h"
+#include "qs/pipeline/plan_builder.h"
+
+#include "tiny_checkpoint_job.h"
+
+using namespace qs;
+using namespace qs::pipeline;
+
+namespace {
+
+const std::filesystem::path kDemo = std::filesystem::path(QS_RESOURCES_DIR) / "demo";
+
+TokenSequences demoTokens(const char* file, int samples, int length) {
+    const auto tokenizer = model::Tokenizer::fromFile(kDemo);
+    return tokenWindows(tokenizer, loadTexts(kDemo / file), samples, length, file);
+}
+
+JobPlan demoPlan(const std::string& methods, bool rotate, std::uint64_t seed = 0) {
+    JobPlan plan;
+    plan.checkpoint = kDemo;
+    plan.methods = parseMethodList(methods, 64);
+    plan.calibration = demoTokens("calibration.txt", 4, 64);
+    plan.evaluation = demoTokens("eval.txt", 2, 64);
+    plan.rotate = rotate;
+    plan.rotationSeed = seed;
+    return plan;
+}
+
+std::filesystem::path scratch(const std::string& name) {
+    return std::filesystem::temp_directory_path() / ("qs_rotated_" + name + "_" + std::to_string(::getpid()));
+}
+
+}  // namespace
+
+TEST(RotatedJob, QuantizesTheRotatedLinearsAgainstTheOriginalModel) {
+    const JobResult plain = Job(demoPlan("rtn4", false)).run({}, CancelToken{});
+    const JobResult rotated = Job(demoPlan("rtn4", true, 5)).run({}, CancelToken{});
+    const MethodResult& p = plain.methods.front();
+    const MethodResult& r = rotated.methods.front();
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    EXPECT_FALSE(p.rotationSeed.has_value());
+    EXPECT_EQ(r.rotationSeed, std::optional<std::uint64_t>(5));
+    // The reference: the rotated dense model is the original, to f32 rounding.
+    EXPECT_NEAR(r.kl.pplBase.value, p.kl.pplBase.value, 1e-5 * p.kl.pplBase.value);
+    // The quantized linears are the rotated ones: other codes, another KL.
+    const auto& pq = *layerAt(p, 0).at("self_attn.q_proj");
+    const auto& rq = *layerAt(r, 0).at("self_attn.q_proj");
+    EXPECT_NE(pq.scales, rq.scales);
+    EXPECT_NE(r.kl.meanKld.value, p.kl.meanKld.value);
+}
+
+TEST(RotatedJob, TheWorkFolderIdentityRecordsTheRotation) {
+    const JobPlan plain = demoPlan("rtn4", false);
+    EXPECT_FALSE(planIdentity(plain).contains("rotation_seed"));  // folders of earlier runs stay resumable
+    EXPECT_EQ(planIdentity(demoPlan("rtn4", true, 3))["rotation_seed"], 3);
+    EXPECT_NE(planIdentity(demoPlan("rtn4", true, 3)), planIdentity(demoPlan("rtn4", true, 4)));
+}
+
+TEST(RotatedJob, TheEstimateCountsTheRotatedLayersCopy) {
+    JobPlan plain = demoPlan("rtn4", false), rotated = demoPlan("rtn4", true);
+    plain.calibration.clear(), rotated.calibration.clear();  // the phase the rotation's copy adds to
+    EXPECT_GE(Job(rotated).estimate().peakBytes, Job(plain).estimate().peakBytes);
+}
+
+TEST(RotatedJob, AModelThatCannotFoldItIsRefusedBeforeAnyText) {
+    PlanSettings settings;
+    settings.checkpoint = std::filesystem::path(QS_TEST_DATA_DIR) / "gemma3" / "gemma3-text-tiny";
+    settings.methods = parseMethodList("rtn4", 32);
+    settings.evaluation = {"/nonexistent/text.txt", 1, 16};  // never read: the refusal comes first
+    settings.rotate = true;
+    try {
+        (void)buildJobPlan(settings);
+        ADD_FAILURE() << "a Gemma 3 rotation was accepted";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--rotate: gemma3_text"), std::string::npos) << e.what();
+        EXPECT_NE(std::string(e.what()).find("sandwich norms"), std::string::npos) << e.what();
+    }
+    settings.checkpoint = kDemo;
+    settings.methods = parseMethodList("q4_k_m", 32);
+    EXPECT_THROW((void)buildJobPlan(settings), Error);  // a GGUF method's token_embd and output are not rotated
+}
+
+TEST(RotatedExport, GptqExportIsAPlainGptqCheckpointThatEvaluatesToTheJobsKl) {
+    JobPlan plan = demoPlan("gptq4,mxfp4", true, 11);
+    const TokenSequences evaluation = plan.evaluation;
+    const JobResult job = Job(std::move(plan)).run({}, CancelToken{});
+    for (const MethodResult& r : job.methods) {
+        ASSERT_TRUE(r.error.empty()) << r.error;
+        const bool gptq = r.method.kind == MethodKind::Gptq;
+        const auto dir = scratch(r.method.name);
+        std::filesystem::remove_all(dir);
+        exportCheckpoint({kDemo, dir, "", false, {}}, r, {}, CancelToken{});  // the method's own layout
+        const io::Checkpoint exported = io::Checkpoint::open(dir);
+        const nlohmann::json& config = exported.config();
+        // The demo ties lm_head: the rotated one is its own tensor now.
+        EXPECT_EQ(config["tie_word_embeddings"], false);
+        ASSERT_NE(exported.find("lm_head.weight"), nullptr);
+        EXPECT_EQ(config["architectures"][0], "Qwen3ForCausalLM");
+        if (gptq) {
+            EXPECT_EQ(config["quantization_config"]["quant_method"], "gptq");
+            ASSERT_NE(exported.find("model.layers.0.self_attn.q_proj.qweight"), nullptr);
+            EXPECT_EQ(exported.find("model.layers.0.self_attn.q_proj.weight"), nullptr);
+        }
+        // The norms the linears absorbed are identities; the per-head q/k norms stay.
+        for (float v : exported.tensor("model.layers.1.input_layernorm.weight").toF32()) ASSERT_EQ(v, 1.0f);
+        for (float v : exported.tensor("model.norm.weight").toF32()) ASSERT_EQ(v, 1.0f);
+        const io::Checkpoint demo = io::Checkpoint::open(kDemo);
+        EXPECT_EQ(exported.tensor("model.layers.0.self_attn.q_norm.weight").toF32(),
+                  demo.tensor("model.layers.0.self_attn.q_norm.weight").toF32());
+        // `eval` reads the export with the readers it reads any checkpoint with, against the original (tied,
+        // unrotated): the Job's KL, up to the f32 rounding of the rotation (GPTQ: also its F16 scales).
+        const CheckpointEvalResult e = evaluateCheckpoints({kDemo, dir, evaluation}, {}, CancelToken{});
+        const double tolerance = gptq ? 0.02 : 0.002;
+        EXPECT_NEAR(e.kl.meanKld.value, r.kl.meanKld.value, tolerance * r.kl.meanKld.value) << r.method.name;
+        std::printf("[ figures  ] rotated %-6s mean KLD: Job %.6g, export %.6g\n", r.method.name.c_str(),
+                    r.kl.meanKld.value, e.kl.meanKld.value);
+        std::filesystem::remove_all(dir);
+    }
+}
+
+TEST(RotatedExport, AnUnrotatedExportOfTheSameCodesIsAnotherModel) {
+    // Negative control: the rotated codes written beside the source's unrotated embedding and norms.
+    JobPlan plan = demoPlan("mxfp4", true, 11);
+    const TokenSequences evaluation = plan.evaluation;
+    JobResult job = Job(std::move(plan)).run({}, CancelToken{});
+    MethodResult r = job.methods.front();
+    const double rotatedKl = r.kl.meanKld.value;
+    r.rotationSeed.reset();
+    const auto dir = scratch("unrotated");
+    std::filesystem::remove_all(dir);
+    exportCheckpoint({kDemo, dir, "", false, {}}, r, {}, CancelToken{});
+    const CheckpointEvalResult e = evaluateCheckpoints({kDemo, dir, evaluation}, {}, CancelToken{});
+    EXPECT_GT(e.kl.meanKld.value, 100.0 * rotatedKl);
+    std::filesystem::remove_all(dir);
+}
+
+TEST(RotatedExport, MoeExportsFoldTheRouterAndEvaluateToTheJobsKl) {
+    // The routers read the rotated stream behind post_attention_layernorm: written folded and rotated, or the
+    // experts chosen would differ and the KL would jump. Mixtral's lm_head is untied: rotated as it is.
+    for (const char* name : {"qwen3-moe-tiny", "mixtral-tiny"}) {
+        SCOPED_TRACE(name);
+        const auto source = std::filesystem::path(QS_TEST_DATA_DIR) / "moe" / name;
+        JobPlan plan;
+        plan.checkpoint = source;
+        plan.methods = {parseMethod("nvfp4")};  // blocks of 16: the experts are 16 wide
+        plan.calibration = test::tinyTokens(source, 4, 32);
+        plan.evaluation = test::tinyTokens(source, 2, 32);
+        plan.rotate = true;
+        plan.rotationSeed = 2;
+        const TokenSequences evaluation = plan.evaluation;
+        const JobResult job = Job(std::move(plan)).run({}, CancelToken{});
+        const MethodResult& r = job.methods.front();
+        ASSERT_TRUE(r.error.empty()) << r.error;
+        const auto dir = scratch(name);
+        std::filesystem::remove_all(dir);
+        exportCheckpoint({source, dir, "", false, {}}, r, {}, CancelToken{});
+        const CheckpointEvalResult e = evaluateCheckpoints({source, dir, evaluation}, {}, CancelToken{});
+        EXPECT_NEAR(e.kl.meanKld.value, r.kl.meanKld.value, 0.002 * r.kl.meanKld.value + 1e-7);
+        std::printf("[ figures  ] rotated nvfp4 of %s mean KLD: Job %.6g, export %.6g\n", name, r.kl.meanKld.value,
+                    e.kl.meanKld.value);
+        std::filesystem::remove_all(dir);
+    }
+}
