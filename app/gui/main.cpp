@@ -4,6 +4,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <QApplication>
@@ -52,7 +53,7 @@ QSize parseSize(const QString& text) {
     return okWidth && okHeight && size.width() > 0 && size.height() > 0 ? size : QSize();
 }
 
-Options parseOptions(const QApplication& app) {
+Options parseOptions(const QCoreApplication& app) {
     QCommandLineParser parser;
     parser.setApplicationDescription(QApplication::translate("main", "Inspect, quantize and compare LLM checkpoints."));
     parser.addHelpOption();
@@ -149,17 +150,38 @@ bool writeEvaluationJson(const qs::gui::ResultsPage& results, const QString& pat
     return true;
 }
 
+// --help and --version are answered (printed, then exit) by QCommandLineParser::process, which needs
+// only a QCoreApplication: a QApplication without a display aborts before it could.
+bool asksForHelpOrVersion(int argc, char** argv) {
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view a = argv[i];
+        if (a == "--") break;
+        if (a == "-h" || a == "-?" || a == "--help" || a == "--help-all" || a == "-v" || a == "--version") return true;
+    }
+    return false;
+}
+
+void setApplicationIdentity() {
+    QCoreApplication::setOrganizationName(QStringLiteral("QuantScope"));
+    QCoreApplication::setApplicationName(QStringLiteral("QuantScope"));
+    QCoreApplication::setApplicationVersion(QStringLiteral(QS_VERSION));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+    if (asksForHelpOrVersion(argc, argv)) {
+        const QCoreApplication app(argc, argv);
+        setApplicationIdentity();
+        parseOptions(app);  // prints the help or the version and exits
+        return 0;
+    }
     qs::restartWithHugePages(argv);  // before any work: glibc reads the tunable only at start
     QApplication app(argc, argv);
 #if defined(QS_WITH_CUDA_BACKEND)
     qs::gpu::registerCudaBackend();  // the Quantize panel's Auto / CUDA can then pick the GPU
 #endif
-    QApplication::setOrganizationName(QStringLiteral("QuantScope"));
-    QApplication::setApplicationName(QStringLiteral("QuantScope"));
-    QApplication::setApplicationVersion(QStringLiteral(QS_VERSION));
+    setApplicationIdentity();
     // Lets Wayland compositors match the window to the installed desktop entry (and so its icon).
     QApplication::setDesktopFileName(QStringLiteral("io.github.quantscope.QuantScope"));
     QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/quantscope.png")));

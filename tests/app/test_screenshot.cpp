@@ -114,6 +114,27 @@ TEST_F(ScreenshotTest, GgufMethodsRunFromTheCommandLineAndTheExportPanelShows) {
     EXPECT_TRUE(unknown.stderrText.contains(QStringLiteral("--methods"))) << unknown.stderrText.toStdString();
 }
 
+// --help and --version answer without a display (a QApplication without one aborts).
+TEST_F(ScreenshotTest, HelpAndVersionNeedNoDisplay) {
+    for (const QString& option : {QStringLiteral("--help"), QStringLiteral("--version")}) {
+        QProcess process;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.remove(QStringLiteral("QT_QPA_PLATFORM"));
+        env.remove(QStringLiteral("DISPLAY"));
+        env.remove(QStringLiteral("WAYLAND_DISPLAY"));
+        process.setProcessEnvironment(env);
+        process.start(QStringLiteral(QS_QUANTSCOPE_EXE), {option});
+        ASSERT_TRUE(process.waitForFinished(60000)) << option.toStdString();
+        EXPECT_EQ(process.exitStatus(), QProcess::NormalExit) << option.toStdString();
+        EXPECT_EQ(process.exitCode(), 0) << option.toStdString() << ": "
+                                         << process.readAllStandardError().toStdString();
+        const QString out = QString::fromUtf8(process.readAllStandardOutput());
+        EXPECT_TRUE(out.contains(option == QStringLiteral("--help") ? QStringLiteral("--screenshot")
+                                                                    : QStringLiteral("QuantScope ")))
+            << out.toStdString();
+    }
+}
+
 TEST_F(ScreenshotTest, UnknownTabIsAnError) {
     const ProcessResult run = runQuantscope({QStringLiteral("--screenshot"), dir.filePath(QStringLiteral("x.png")),
                                              QStringLiteral("--tab"), QStringLiteral("nope"), kStories});

@@ -43,6 +43,7 @@
 
 #include "eight_expert_mixtral.h"
 #include "interop_test_support.h"
+#include "legacy_imatrix.h"
 #include "llama_judge.h"
 #include "llama_libraries.h"
 
@@ -437,6 +438,38 @@ TEST_F(GgufMethodsInterop, DeepseekV3sGgufFromTheJobRunsInLlamaCppWithTheJobsKl)
         std::printf("deepseek-v3-tiny %s (%.3f bpw): mean KL vs the original: llama.cpp %.4g, the Job %.4g\n",
                     r.method.name.c_str(), r.bitsPerWeight, theirs, r.kl.meanKld.value);
         EXPECT_NEAR(theirs, r.kl.meanKld.value, 0.15 * theirs) << r.method.name;
+    }
+}
+
+// `--imatrix FILE` weighs each column as llama-quantize --imatrix FILE does: for the GGUF format and the
+// legacy .dat alike, QuantScope's reading (Σx² over its count) equals what llama.cpp's loader
+// (common_imatrix_load, then tools/quantize's division) makes of the same file, bit for bit.
+TEST_F(GgufMethodsInterop, OurImatrixReaderWeighsAsLlamaQuantizeLoadsIt) {
+    const auto calibration = pipeline::tokenWindows(
+        model::Tokenizer::fromFile(kDemo), pipeline::loadTexts(kDemo / "calibration.txt"), 8, 128, "calibration.txt");
+    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(io::Checkpoint::open(kDemo));
+    const fs::path gguf = pipeline::writeImatrix(runMethod(kDemo, "q4_k_m", calibration), config,
+                                                 dir_ / "reader.imatrix.gguf", {{"calibration.txt"}, 8, 128});
+    const fs::path legacy = dir_ / "reader.imatrix.dat";
+    qs::test::writeLegacyImatrix(legacy, pipeline::Imatrix::read(gguf), 8, "calibration.txt");
+    for (const fs::path& file : {gguf, legacy}) {
+        const pipeline::Imatrix ours = pipeline::Imatrix::read(file);
+        const auto theirs = interop::loadImatrixAsLlamaQuantize(file);
+        ASSERT_EQ(theirs.size(), 14u) << file;
+        int compared = 0;
+        for (int layer = 0; layer < config.numLayers; ++layer)
+            for (const char* module : {"self_attn.q_proj", "self_attn.o_proj", "mlp.up_proj", "mlp.down_proj"}) {
+                const std::string name = pipeline::imatrixPlaceOf(config, layer, module).names.front();
+                const std::vector<float>& want = theirs.at(name);
+                const qs::quant::InputImportance got =
+                    ours.importanceOf(config, layer, module, static_cast<std::int64_t>(want.size()));
+                ASSERT_EQ(got.sumSquares.size(), want.size()) << file << " " << name;
+                for (std::size_t i = 0; i < want.size(); ++i)
+                    ASSERT_EQ(got.sumSquares[i] / static_cast<float>(got.count), want[i])
+                        << file << " " << name << " column " << i;
+                ++compared;
+            }
+        EXPECT_EQ(compared, 8);
     }
 }
 

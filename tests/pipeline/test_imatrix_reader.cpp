@@ -20,6 +20,7 @@
 #include "qs/pipeline/plan_builder.h"
 
 #include "io_test_util.h"
+#include "legacy_imatrix.h"
 
 using namespace qs;
 using namespace qs::pipeline;
@@ -51,31 +52,6 @@ std::map<std::string, std::vector<std::uint8_t>> codesOf(const MethodResult& r) 
     for (std::size_t l = 0; l < r.layers.size(); ++l)
         for (const auto& [module, q] : r.layers[l]) out[std::to_string(l) + "." + module] = q->blocks;
     return out;
-}
-
-template <typename T>
-void put(std::ofstream& out, T value) {
-    out.write(reinterpret_cast<const char*>(&value), sizeof(T));
-}
-
-// llama-imatrix's legacy layout: per entry its name (after `prefix`), the chunks (ncall) and
-// Σx²/count × ncall.
-void writeLegacy(const fs::path& path, const Imatrix& from, int ncall, const std::string& dataset,
-                 const std::string& prefix = "") {
-    std::ofstream out(path, std::ios::binary);
-    put<std::int32_t>(out, static_cast<std::int32_t>(from.entries().size()));
-    for (const auto& [entry, e] : from.entries()) {
-        const std::string name = prefix + entry;
-        put<std::int32_t>(out, static_cast<std::int32_t>(name.size()));
-        out.write(name.data(), static_cast<std::streamsize>(name.size()));
-        put<std::int32_t>(out, ncall);
-        put<std::int32_t>(out, static_cast<std::int32_t>(e.sums.size()));
-        for (std::size_t i = 0; i < e.sums.size(); ++i)
-            put<float>(out, e.sums[i] / e.counts[i / static_cast<std::size_t>(e.cols)] * static_cast<float>(ncall));
-    }
-    put<std::int32_t>(out, ncall);
-    put<std::int32_t>(out, static_cast<std::int32_t>(dataset.size()));
-    out.write(dataset.data(), static_cast<std::streamsize>(dataset.size()));
 }
 
 std::vector<float> meanOf(const quant::InputImportance& importance) {
@@ -124,7 +100,7 @@ TEST_F(ImatrixReader, TheImatrixOfACalibratedRunGivesAnUncalibratedRunItsVeryCod
 TEST_F(ImatrixReader, TheLegacyFormatReadsToTheSameWeights) {
     const Imatrix gguf = Imatrix::read(*file_);
     const fs::path legacy = dir_->path() / "demo.dat";
-    writeLegacy(legacy, gguf, 8, "calibration.txt");
+    qs::test::writeLegacyImatrix(legacy, gguf, 8, "calibration.txt");
     const Imatrix dat = Imatrix::read(legacy);
     EXPECT_EQ(dat.entries().size(), gguf.entries().size());
     EXPECT_EQ(dat.info().datasets, std::vector<std::string>{"calibration.txt"});
@@ -153,7 +129,7 @@ TEST_F(ImatrixReader, WhatIsNotAnImatrixOrNotThisModelsIsRefusedInOneLine) {
     EXPECT_THAT([&] { (void)Imatrix::read(text); }, testing::ThrowsMessage<Error>(HasSubstr("neither a GGUF imatrix")));
     // Cut inside its first entry's values.
     const fs::path legacy = dir_->path() / "whole.dat", cut = dir_->path() / "cut.dat";
-    writeLegacy(legacy, Imatrix::read(*file_), 8, "calibration.txt");
+    qs::test::writeLegacyImatrix(legacy, Imatrix::read(*file_), 8, "calibration.txt");
     fs::copy_file(legacy, cut);
     fs::resize_file(cut, 100);
     EXPECT_THAT([&] { (void)Imatrix::read(cut); }, testing::ThrowsMessage<Error>(HasSubstr("ends inside")));
@@ -168,7 +144,7 @@ TEST_F(ImatrixReader, WhatIsNotAnImatrixOrNotThisModelsIsRefusedInOneLine) {
     EXPECT_NE(buildJobPlan(settings).plan.imatrix, nullptr);
     // Another model's names (a vision tower's "v.blk.N...." here): none of this model's linears.
     const fs::path other = dir_->path() / "other.dat";
-    writeLegacy(other, Imatrix::read(*file_), 8, "calibration.txt", "v.");
+    qs::test::writeLegacyImatrix(other, Imatrix::read(*file_), 8, "calibration.txt", "v.");
     settings.imatrix = other;
     EXPECT_THAT([&] { (void)buildJobPlan(settings); },
                 testing::ThrowsMessage<Error>(HasSubstr("no entry for this model's linears (blk.0.")));
