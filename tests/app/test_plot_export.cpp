@@ -44,6 +44,13 @@ TEST_F(PlotExportTest, LogAxisLabelsArePlainNumbersWithinTwoDecades) {
     EXPECT_EQ(plot.yAxis->numberPrecision(), 0);
     plot.yAxis->setRange(0.02, 1.5);
     EXPECT_EQ(plot.yAxis->numberFormat(), QStringLiteral("g"));
+    // Within two decades, ticks at 1, 2 and 5 times the powers of ten only (not 0.003, 0.004, ...).
+    plot.yAxis->setRange(0.0004, 0.007);
+    auto ticks = plot.yAxis->ticker().dynamicCast<QCPAxisTickerText>();
+    ASSERT_TRUE(ticks);
+    EXPECT_EQ(ticks->ticks().values(), (QList<QString>{"0.0005", "0.001", "0.002", "0.005"}));
+    plot.yAxis->setRange(1e-5, 1e-1);  // decades again: the log ticker
+    EXPECT_TRUE(plot.yAxis->ticker().dynamicCast<QCPAxisTickerLog>());
 }
 
 // A tensor name as title is longer than a narrow plot: drawn elided to the plot's width (its end kept

@@ -1,6 +1,7 @@
 #include "plots/plot_view.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include <QContextMenuEvent>
 #include <QFileDialog>
@@ -72,12 +73,34 @@ void PlotView::setLinearValueAxis() {
     yAxis->setNumberPrecision(6);  // significant digits at most: ticks are round numbers
 }
 
-// Powers of ten over two decades or more, else plain numbers; never the default "1.000000·10³".
+namespace {
+
+// 1, 2 and 5 times the powers of ten inside `range` (lower > 0), labelled as plain numbers.
+QSharedPointer<QCPAxisTickerText> oneTwoFiveTicks(const QCPRange& range) {
+    auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+    for (double decade = std::pow(10.0, std::floor(std::log10(range.lower))); decade <= range.upper; decade *= 10.0)
+        for (const double mantissa : {1.0, 2.0, 5.0}) {
+            const double v = mantissa * decade;
+            if (v >= range.lower && v <= range.upper) ticker->addTick(v, QString::number(v, 'g', 6));
+        }
+    return ticker;
+}
+
+}  // namespace
+
+// Powers of ten over two decades or more, else plain numbers at 1, 2 and 5 times them (the log
+// ticker's every mantissa, 0.002 to 0.006, crowded the top of a small plot); never "1.000000·10³".
 void PlotView::labelLogRange(const QCPRange& range) {
     if (yAxis->scaleType() != QCPAxis::stLogarithmic) return;
     const bool decades = range.lower > 0 && range.upper / range.lower >= 100.0;
     yAxis->setNumberFormat(decades ? QStringLiteral("eb") : QStringLiteral("g"));
     yAxis->setNumberPrecision(decades ? 0 : 6);
+    if (decades || range.lower <= 0) {
+        if (!yAxis->ticker().dynamicCast<QCPAxisTickerLog>())
+            yAxis->setTicker(QSharedPointer<QCPAxisTickerLog>(new QCPAxisTickerLog));
+    } else {
+        yAxis->setTicker(oneTwoFiveTicks(range));
+    }
 }
 
 void PlotView::placeLegendBelow() {
