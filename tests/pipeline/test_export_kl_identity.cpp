@@ -20,6 +20,8 @@
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/job.h"
 
+#include "demo_tokens.h"
+
 using namespace qs;
 using namespace qs::pipeline;
 
@@ -27,10 +29,7 @@ namespace {
 
 const std::filesystem::path kDemo = std::filesystem::path(QS_RESOURCES_DIR) / "demo";
 
-TokenSequences demoTokens(const char* file, int samples, int length) {
-    const auto tokenizer = model::Tokenizer::fromFile(kDemo);
-    return tokenWindows(tokenizer, loadTexts(kDemo / file), samples, length, file);
-}
+using test::demoTokens;
 
 // What a layout stores beyond the Job's result, where an export cannot evaluate to the Job's KL bit
 // for bit (measured on the demo, the next step being a Job that measures what the layout stores):

@@ -18,6 +18,8 @@
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/resource_estimate.h"
 
+#include "demo_tokens.h"
+
 using namespace qs;
 using namespace qs::pipeline;
 
@@ -25,10 +27,7 @@ namespace {
 
 const std::filesystem::path kDemo = std::filesystem::path(QS_RESOURCES_DIR) / "demo";
 
-TokenSequences demoTokens(const char* file, int samples, int length) {
-    const auto tokenizer = model::Tokenizer::fromFile(kDemo);
-    return tokenWindows(tokenizer, loadTexts(kDemo / file), samples, length, file);
-}
+using test::demoTokens;
 
 JobPlan demoPlan(const char* methods) {
     JobPlan plan;

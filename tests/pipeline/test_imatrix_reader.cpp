@@ -19,6 +19,7 @@
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/plan_builder.h"
 
+#include "demo_tokens.h"
 #include "io_test_util.h"
 #include "legacy_imatrix.h"
 
@@ -39,9 +40,7 @@ JobPlan q4kmPlan(bool calibrated, std::shared_ptr<const Imatrix> imatrix = nullp
     JobPlan plan;
     plan.checkpoint = kDemo;
     plan.methods = parseMethodList("q4_k_m", 128);
-    if (calibrated)
-        plan.calibration = tokenWindows(model::Tokenizer::fromFile(kDemo), loadTexts(kDemo / "calibration.txt"), 8, 128,
-                                        "calibration.txt");
+    if (calibrated) plan.calibration = test::demoTokens("calibration.txt", 8, 128);
     plan.imatrix = std::move(imatrix);
     return plan;
 }

@@ -19,6 +19,7 @@
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/plan_builder.h"
 
+#include "demo_tokens.h"
 #include "tiny_checkpoint_job.h"
 
 using namespace qs;
@@ -28,10 +29,7 @@ namespace {
 
 const std::filesystem::path kDemo = std::filesystem::path(QS_RESOURCES_DIR) / "demo";
 
-TokenSequences demoTokens(const char* file, int samples, int length) {
-    const auto tokenizer = model::Tokenizer::fromFile(kDemo);
-    return tokenWindows(tokenizer, loadTexts(kDemo / file), samples, length, file);
-}
+using test::demoTokens;
 
 JobPlan demoPlan(const std::string& methods, bool rotate, std::uint64_t seed = 0) {
     JobPlan plan;
