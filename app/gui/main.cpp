@@ -66,7 +66,8 @@ Options parseOptions(const QCoreApplication& app) {
         QApplication::translate(
             "main",
             "The tab to show: histogram, quantized, channels, overview, hessian, scales or results (experts: the "
-            "results' tokens per expert of a MoE job); or the Quantize or Export panel (quantize, export)."),
+            "results' tokens per expert of a MoE job; expert-errors: its error per expert); or the Quantize or "
+            "Export panel (quantize, export)."),
         QStringLiteral("name"));
     const QCommandLineOption quantize(
         QStringLiteral("quantize"),
@@ -203,13 +204,16 @@ int main(int argc, char** argv) {
         window.setErrorReporter(stderrReporter);  // nobody could close a dialog
         window.resize(options.size);
     }
-    // "experts": the Results page with its tokens-per-expert tab in front once a MoE job's result has one.
-    const bool experts = options.tab == QLatin1String("experts");
+    // "experts" ("expert-errors"): the Results page with its tokens-per-expert (error-per-expert) tab in
+    // front once a MoE job's result has one.
+    const bool errors = options.tab == QLatin1String("expert-errors");
+    const bool experts = errors || options.tab == QLatin1String("experts");
     if (experts) window.resultsPage()->preferExpertTokens(true);
+    if (errors) window.resultsPage()->preferExpertErrors(true);
     if (!options.tab.isEmpty() && !window.showPage(experts ? QStringLiteral("results") : options.tab)) {
         std::fprintf(stderr,
                      "quantscope: unknown tab '%s' (histogram, quantized, channels, overview, hessian, scales, "
-                     "results, experts, quantize, export)\n",
+                     "results, experts, expert-errors, quantize, export)\n",
                      qUtf8Printable(options.tab));
         return 2;
     }

@@ -2,15 +2,20 @@
 
 #include <limits>
 
+#include <QComboBox>
+#include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QSignalBlocker>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
 #include <QVBoxLayout>
 
+#include "experts/expert_error_grid.h"
 #include "models/results_table_model.h"
+#include "plots/expert_error_map.h"
 #include "plots/expert_heat_map.h"
 #include "plots/kl_per_layer_plot.h"
 #include "plots/kl_per_method_plot.h"
@@ -29,7 +34,9 @@ ResultsPage::ResultsPage(QWidget* parent)
       tableView_(new QTableView(this)),
       sections_(new QTabWidget(this)),
       expertHeatMap_(new ExpertHeatMap(this)),
-      expertStatus_(new QLabel(this)) {
+      expertStatus_(new QLabel(this)),
+      expertErrorMap_(new ExpertErrorMap(this)),
+      errorMethod_(new QComboBox(this)) {
     auto* sorted = new QSortFilterProxyModel(this);
     sorted->setSourceModel(tableModel_);
     sorted->setSortRole(ResultsTableModel::SortRole);
@@ -64,6 +71,16 @@ ResultsPage::ResultsPage(QWidget* parent)
     expertLayout->setContentsMargins(0, 0, 0, 0);
     expertLayout->addWidget(expertHeatMap_, 1);
     expertLayout->addWidget(expertStatus_);
+    errorTab_ = new QWidget(this);
+    errorTab_->hide();  // as the tokens' tab, until a method logged an expert's output error
+    auto* errorLayout = new QVBoxLayout(errorTab_);
+    errorLayout->setContentsMargins(0, 0, 0, 0);
+    auto* errorControls = new QHBoxLayout;
+    errorControls->addWidget(new QLabel(tr("Method:"), errorTab_));
+    errorControls->addWidget(errorMethod_);
+    errorControls->addStretch(1);
+    errorLayout->addLayout(errorControls);
+    errorLayout->addWidget(expertErrorMap_, 1);
     sections_->setTabBarAutoHide(true);
     sections_->setDocumentMode(true);
     sections_->addTab(both, tr("Methods"));
@@ -74,8 +91,11 @@ ResultsPage::ResultsPage(QWidget* parent)
     connect(klPerLayer_, &KlPerLayerPlot::layerClicked, this, &ResultsPage::layerActivated);
     connect(outputError_, &OutputErrorPlot::linearClicked, this, &ResultsPage::linearActivated);
     connect(expertHeatMap_, &ExpertHeatMap::expertClicked, this, &ResultsPage::linearActivated);
+    connect(expertErrorMap_, &ExpertErrorMap::expertClicked, this, &ResultsPage::linearActivated);
+    connect(errorMethod_, &QComboBox::currentIndexChanged, this, &ResultsPage::drawExpertErrors);
     for (PlotView* plot : {static_cast<PlotView*>(klPerMethod_), static_cast<PlotView*>(klPerLayer_),
-                           static_cast<PlotView*>(outputError_), static_cast<PlotView*>(expertHeatMap_)})
+                           static_cast<PlotView*>(outputError_), static_cast<PlotView*>(expertHeatMap_),
+                           static_cast<PlotView*>(expertErrorMap_)})
         connect(plot, &PlotView::exportFailed, this,
                 [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
     setResult(nullptr);
@@ -139,6 +159,7 @@ void ResultsPage::display(JobResultPtr shown) {
     // Evaluations alone have no module log, so no output error per linear: the plot would be empty axes.
     outputError_->setVisible(!result_ || jobResult_);
     showExpertTokens();
+    showExpertErrors();
     summary_->setText(summaryText());
 }
 
@@ -162,6 +183,51 @@ void ResultsPage::showExpertTokens() {
                       "Hessian and GPTQ working mostly from its damping.",
                       nullptr, grid.starvedCount()));
     expertStatus_->setText(text + QLatin1Char(' ') + tr("Hover for the counts; click to select the expert."));
+}
+
+// The methods whose module log has an expert's output error; the tab keeps the method chosen before when
+// the new result has it.
+void ResultsPage::showExpertErrors() {
+    const QString chosen = errorMethod_->currentText();
+    {
+        const QSignalBlocker blocker(errorMethod_);
+        errorMethod_->clear();
+        if (result_)
+            for (std::size_t m = 0; m < result_->methods.size(); ++m)
+                if (!ExpertErrorGrid::fromModuleLogs(result_->methods[m].modules).empty())
+                    errorMethod_->addItem(QString::fromStdString(result_->methods[m].label()), static_cast<int>(m));
+        if (const int at = errorMethod_->findText(chosen); at >= 0) errorMethod_->setCurrentIndex(at);
+    }
+    const int at = sections_->indexOf(errorTab_);
+    if (errorMethod_->count() == 0) {
+        if (at >= 0) sections_->removeTab(at);
+        expertErrorMap_->setGrid({}, {});
+        return;
+    }
+    if (at < 0) sections_->addTab(errorTab_, tr("Error per expert"));
+    if (preferExpertErrors_) sections_->setCurrentWidget(errorTab_);
+    drawExpertErrors();
+}
+
+void ResultsPage::drawExpertErrors() {
+    const int m = errorMethod_->currentData().toInt();
+    if (!result_ || m < 0 || m >= static_cast<int>(result_->methods.size())) return;
+    const pipeline::MethodResult& method = result_->methods[static_cast<std::size_t>(m)];
+    expertErrorMap_->setGrid(ExpertErrorGrid::fromModuleLogs(method.modules), QString::fromStdString(method.label()));
+}
+
+bool ResultsPage::showsExpertErrors() const { return sections_->indexOf(errorTab_) >= 0; }
+
+QStringList ResultsPage::expertErrorMethods() const {
+    QStringList labels;
+    for (int i = 0; i < errorMethod_->count(); ++i) labels << errorMethod_->itemText(i);
+    return labels;
+}
+
+bool ResultsPage::chooseExpertErrorMethod(const QString& label) {
+    const int at = errorMethod_->findText(label);
+    if (at >= 0) errorMethod_->setCurrentIndex(at);
+    return at >= 0;
 }
 
 bool ResultsPage::showsExpertTokens() const { return sections_->indexOf(expertTab_) >= 0; }

@@ -2,7 +2,8 @@
 // The Results tab: what the last quantization job measured, and the open checkpoint's evaluations
 // against its original (Evaluate), one row each after the job's methods. KL per method (bars), KL per
 // layer (lines, when measured: an evaluation has one KL for the whole checkpoint), output error per
-// linear, and the table; for a mixture of experts, a tab with the tokens routed to each expert.
+// linear, and the table; for a mixture of experts, a tab with the tokens routed to each expert and
+// one with each expert's output error under the method chosen there.
 // Clicking a layer, a linear or an expert in a plot asks for it to be selected in the checkpoint tree.
 #include <vector>
 
@@ -10,6 +11,7 @@
 #include "jobs/quantize_job.h"
 #include "pages/inspector_page.h"
 
+class QComboBox;
 class QLabel;
 class QSplitter;
 class QTabWidget;
@@ -17,6 +19,7 @@ class QTableView;
 
 namespace qs::gui {
 
+class ExpertErrorMap;
 class ExpertHeatMap;
 class KlPerLayerPlot;
 class KlPerMethodPlot;
@@ -52,6 +55,12 @@ public:
     // Brings that tab to the front whenever a result has it (--tab experts; otherwise Methods stays in front).
     void preferExpertTokens(bool prefer) { preferExpertTokens_ = prefer; }
     bool expertTokensInFront() const;
+    ExpertErrorMap* expertErrorMap() const { return expertErrorMap_; }
+    bool showsExpertErrors() const;  // the "Error per expert" tab is there (a method logged experts' errors)
+    // The methods that tab offers (their labels), and choosing one of them; false when it offers none such.
+    QStringList expertErrorMethods() const;
+    bool chooseExpertErrorMethod(const QString& label);
+    void preferExpertErrors(bool prefer) { preferExpertErrors_ = prefer; }  // --tab expert-errors
 
 signals:
     void layerActivated(int layer);
@@ -62,6 +71,8 @@ private:
     QString jobResultText() const;
     QString evaluationsText() const;
     void showExpertTokens();
+    void showExpertErrors();
+    void drawExpertErrors();
     void display(JobResultPtr shown);
     JobResultPtr withEvaluations() const;
 
@@ -78,7 +89,11 @@ private:
     ExpertHeatMap* expertHeatMap_;
     QLabel* expertStatus_;
     QWidget* expertTab_ = nullptr;
+    ExpertErrorMap* expertErrorMap_;
+    QComboBox* errorMethod_;  // data: the method's index in result_
+    QWidget* errorTab_ = nullptr;
     bool preferExpertTokens_ = false;
+    bool preferExpertErrors_ = false;
 };
 
 }  // namespace qs::gui
