@@ -5,14 +5,11 @@
 // quantized worst. Hover gives layer, expert and the errors; clicking a cell asks for the expert's first
 // linear to be selected.
 #include "experts/expert_error_grid.h"
-#include "plots/plot_view.h"
-
-class QCPColorMap;
-class QCPColorScale;
+#include "plots/layer_expert_map.h"
 
 namespace qs::gui {
 
-class ExpertErrorMap : public PlotView {
+class ExpertErrorMap : public LayerExpertMap {
     Q_OBJECT
 
 public:
@@ -21,20 +18,15 @@ public:
     // `method`: the label the title names.
     void setGrid(ExpertErrorGrid grid, const QString& method);
     const ExpertErrorGrid& grid() const { return grid_; }
-    double cellValue(int layer, int expert) const;  // the colour drawn (NaN where there is none)
     QString toolTipAt(double x, double y) const;
 
-signals:
-    void expertClicked(int layer, const QString& module);
+protected:
+    QString moduleAt(int layer, int expert) const override;
 
 private:
-    void resetView();
-    bool cellAt(double x, double y, int& layer, int& expert) const;
     CsvTable csv() const;
 
     ExpertErrorGrid grid_;
-    QCPColorMap* map_;
-    QCPColorScale* scale_;
 };
 
 }  // namespace qs::gui

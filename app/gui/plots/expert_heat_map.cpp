@@ -4,7 +4,6 @@
 #include <limits>
 
 #include "pages/overview_page.h"
-#include "plots/heat_gradient.h"
 
 namespace qs::gui {
 namespace {
@@ -14,36 +13,10 @@ const QColor kStarvedOutline(0, 200, 255);  // stands out on every colour of the
 }  // namespace
 
 ExpertHeatMap::ExpertHeatMap(QWidget* parent)
-    : PlotView(parent), map_(new QCPColorMap(xAxis, yAxis)), scale_(new QCPColorScale(this)) {
-    setTitle(tr("Calibration tokens routed to each expert"));
-    setDefaultFileName(QStringLiteral("expert_tokens"));
-    plotLayout()->addElement(1, 1, scale_);  // beside the axes, under the title row
-    auto* margins = new QCPMarginGroup(this);
-    axisRect()->setMarginGroup(QCP::msTop | QCP::msBottom, margins);
-    scale_->setMarginGroup(QCP::msTop | QCP::msBottom, margins);
-    scale_->setType(QCPAxis::atRight);
-    scale_->axis()->setLabel(tr("tokens routed"));
-    map_->setColorScale(scale_);
-    map_->setGradient(heatGradient());
-    // What shows through a dense layer's row: hatched, never a colour of the scale.
-    axisRect()->setBackground(QBrush(QColor(150, 150, 150), Qt::BDiagPattern));
-    map_->setInterpolate(false);
-    xAxis->grid()->setVisible(false);
-    yAxis->grid()->setVisible(false);
-    yAxis->setRangeReversed(true);  // layer 0 on top, as in the Overview
-    xAxis->setLabel(tr("expert (click to select its first linear)"));
-    yAxis->setLabel(tr("layer"));
-    setLayerTicks(xAxis);
-    setLayerTicks(yAxis);
+    : LayerExpertMap(tr("Calibration tokens routed to each expert"), QStringLiteral("expert_tokens"),
+                     tr("tokens routed"), parent) {
     setToolTipProvider([this](double x, double y) { return toolTipAt(x, y); });
     setCsvProvider([this] { return csv(); });
-    connect(this, &PlotView::resetViewRequested, this, &ExpertHeatMap::resetView);
-    connect(this, &PlotView::clicked, this, [this](double x, double y) {
-        int layer = 0, expert = 0;
-        if (!cellAt(x, y, layer, expert)) return;
-        if (const ExpertTokens* cell = grid_.cell(layer, expert))
-            emit expertClicked(layer, QString::fromStdString(cell->module));
-    });
 }
 
 void ExpertHeatMap::setResult(const JobResultPtr& result) {
@@ -52,30 +25,24 @@ void ExpertHeatMap::setResult(const JobResultPtr& result) {
 }
 
 void ExpertHeatMap::drawGrid() {
-    QCPColorMapData* data = map_->data();
+    clearItems();
+    starvedMarks_ = 0;
     if (grid_.empty()) {
-        data->clear();
-        clearItems();
-        starvedMarks_ = 0;
-        replot();
+        clearCells();
         return;
     }
-    data->setSize(grid_.experts(), grid_.layers());
-    data->setRange(QCPRange(0, std::max(grid_.experts() - 1, 1)), QCPRange(0, std::max(grid_.layers() - 1, 1)));
-    for (int layer = 0; layer < grid_.layers(); ++layer)
-        for (int expert = 0; expert < grid_.experts(); ++expert) {
+    drawCells(
+        grid_.layers(), grid_.experts(),
+        [this](int layer, int expert) {
             const ExpertTokens* cell = grid_.cell(layer, expert);
-            data->setCell(expert, layer,
-                          cell ? static_cast<double>(cell->routedTokens) : std::numeric_limits<double>::quiet_NaN());
-        }
-    map_->setDataRange(colorScaleRange(static_cast<double>(grid_.minTokens()), static_cast<double>(grid_.maxTokens())));
+            return cell ? static_cast<double>(cell->routedTokens) : std::numeric_limits<double>::quiet_NaN();
+        },
+        colorScaleRange(static_cast<double>(grid_.minTokens()), static_cast<double>(grid_.maxTokens())));
     markStarved();
-    resetView();
+    replot();
 }
 
 void ExpertHeatMap::markStarved() {
-    clearItems();
-    starvedMarks_ = 0;
     for (int layer = 0; layer < grid_.layers(); ++layer)
         for (int expert = 0; expert < grid_.experts(); ++expert) {
             const ExpertTokens* cell = grid_.cell(layer, expert);
@@ -89,26 +56,9 @@ void ExpertHeatMap::markStarved() {
         }
 }
 
-void ExpertHeatMap::resetView() {
-    if (grid_.empty()) return;
-    xAxis->setRange(-0.5, grid_.experts() - 0.5);
-    yAxis->setRange(-0.5, grid_.layers() - 0.5);
-    replot();
-}
-
-double ExpertHeatMap::cellValue(int layer, int expert) const {
-    if (layer < 0 || expert < 0 || layer >= grid_.layers() || expert >= grid_.experts())
-        return std::numeric_limits<double>::quiet_NaN();
-    return map_->data()->cell(expert, layer);
-}
-
-bool ExpertHeatMap::cellAt(double x, double y, int& layer, int& expert) const {
-    const long long e = std::llround(x);
-    const long long l = std::llround(y);
-    if (e < 0 || l < 0 || e >= grid_.experts() || l >= grid_.layers()) return false;
-    layer = static_cast<int>(l);
-    expert = static_cast<int>(e);
-    return true;
+QString ExpertHeatMap::moduleAt(int layer, int expert) const {
+    const ExpertTokens* cell = grid_.cell(layer, expert);
+    return cell ? QString::fromStdString(cell->module) : QString();
 }
 
 QString ExpertHeatMap::toolTipAt(double x, double y) const {

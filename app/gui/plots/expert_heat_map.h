@@ -5,14 +5,11 @@
 // cell asks for the expert's first linear to be selected.
 #include "experts/expert_token_grid.h"
 #include "jobs/quantize_job.h"
-#include "plots/plot_view.h"
-
-class QCPColorMap;
-class QCPColorScale;
+#include "plots/layer_expert_map.h"
 
 namespace qs::gui {
 
-class ExpertHeatMap : public PlotView {
+class ExpertHeatMap : public LayerExpertMap {
     Q_OBJECT
 
 public:
@@ -21,24 +18,18 @@ public:
     void setResult(const JobResultPtr& result);
     const ExpertTokenGrid& grid() const { return grid_; }
     bool hasData() const { return !grid_.empty(); }
-    // The colour drawn for a cell (NaN where there is none) and the starved cells' outlines, as drawn.
-    double cellValue(int layer, int expert) const;
-    int starvedMarks() const { return starvedMarks_; }
+    int starvedMarks() const { return starvedMarks_; }  // the starved cells' outlines, as drawn
     QString toolTipAt(double x, double y) const;
 
-signals:
-    void expertClicked(int layer, const QString& module);
+protected:
+    QString moduleAt(int layer, int expert) const override;
 
 private:
     void drawGrid();
     void markStarved();
-    void resetView();
-    bool cellAt(double x, double y, int& layer, int& expert) const;
     CsvTable csv() const;
 
     ExpertTokenGrid grid_;
-    QCPColorMap* map_;
-    QCPColorScale* scale_;
     int starvedMarks_ = 0;
 };
 
