@@ -8,16 +8,13 @@
 #include <filesystem>
 #include <memory>
 
-#include <QElapsedTimer>
-#include <QObject>
 #include <QString>
 
 #include "qs/cancel_token.h"
 #include "qs/io/checkpoint_fingerprint.h"
 #include "qs/pipeline/checkpoint_eval.h"
-#include "qs/progress.h"
 
-class QThread;
+#include "jobs/worker_job.h"
 
 namespace qs::gui {
 
@@ -32,34 +29,20 @@ struct Evaluation {
 };
 using EvaluationPtr = std::shared_ptr<const Evaluation>;
 
-class EvaluateJob : public QObject {
+class EvaluateJob : public WorkerJob {
     Q_OBJECT
 
 public:
-    explicit EvaluateJob(QObject* parent = nullptr);
-    ~EvaluateJob() override;  // cancels and waits for the worker
+    explicit EvaluateJob(QObject* parent = nullptr) : WorkerJob(parent) {}
 
     // False (and nothing starts) while an evaluation is still running.
     bool start(QString original, QString quantized);
-    void cancel();
-    bool isRunning() const { return thread_ != nullptr; }
-    double elapsedSeconds() const { return clock_.isValid() ? clock_.elapsed() / 1000.0 : 0.0; }
 
 signals:
-    void runningChanged(bool running);
-    void progressed(const qs::Progress& progress);
     void finished(const qs::gui::EvaluationPtr& evaluation);
-    void failed(const QString& message);
-    void cancelled();
 
 private:
     void run(const QString& original, const QString& quantized, const qs::CancelToken& token, quint64 generation);
-    void onThreadEnded();
-
-    QThread* thread_ = nullptr;
-    quint64 generation_ = 0;  // of the running evaluation; cancel() moves on, so its posts are dropped
-    qs::CancelToken token_;
-    QElapsedTimer clock_;
 };
 
 // The plan `quantscope-cli eval ORIGINAL QUANTIZED` runs without options: the original's evaluation

@@ -10,29 +10,22 @@
 // JobRunner does): after cancel(), the job ends with cancelled(), never finished() or failed().
 #include <memory>
 
-#include <QElapsedTimer>
-#include <QObject>
-#include <QString>
-
 #include "qs/cancel_token.h"
 #include "qs/pipeline/job_result.h"
-#include "qs/progress.h"
 
 #include "jobs/quantize_settings.h"
 #include "jobs/run_folder.h"
-
-class QThread;
+#include "jobs/worker_job.h"
 
 namespace qs::gui {
 
 using JobResultPtr = std::shared_ptr<const pipeline::JobResult>;
 
-class QuantizeJob : public QObject {
+class QuantizeJob : public WorkerJob {
     Q_OBJECT
 
 public:
-    explicit QuantizeJob(QObject* parent = nullptr);
-    ~QuantizeJob() override;  // cancels and waits for the worker
+    explicit QuantizeJob(QObject* parent = nullptr) : WorkerJob(parent) {}
 
     // False (and nothing starts) while a job is still running. With a `folder`, the job keeps its
     // state there after each layer (and resumes the run found there when asked), and its result's
@@ -40,27 +33,14 @@ public:
     // with the last holder of the result. A cancelled or failed job's folder is kept, to resume.
     // Without one, nothing is kept on disk and the result is in RAM.
     bool start(QuantizeSettings settings, std::filesystem::path checkpoint, RunFolder folder = {});
-    void cancel();
-    bool isRunning() const { return thread_ != nullptr; }
-    double elapsedSeconds() const { return clock_.isValid() ? clock_.elapsed() / 1000.0 : 0.0; }
 
 signals:
-    void runningChanged(bool running);
-    void progressed(const qs::Progress& progress);
     void moduleLogged(const qs::pipeline::ModuleLog& row);
     void finished(const qs::gui::JobResultPtr& result);
-    void failed(const QString& message);
-    void cancelled();
 
 private:
     void run(const QuantizeSettings& settings, const std::filesystem::path& checkpoint, RunFolder folder,
              const qs::CancelToken& token, quint64 generation);
-    void onThreadEnded();
-
-    QThread* thread_ = nullptr;
-    quint64 generation_ = 0;  // of the running job; cancel() moves on, so its posts are dropped
-    qs::CancelToken token_;
-    QElapsedTimer clock_;
 };
 
 }  // namespace qs::gui
