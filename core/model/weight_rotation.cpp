@@ -26,14 +26,12 @@ void rotateColumns(MatrixF& m, const quant::RandomHadamard& r, bool segments) {
     m = t.transpose();
 }
 
+// Qᵀ v: the vector as a one-column matrix.
 void rotateVector(VectorF& v, const quant::RandomHadamard& r, bool segments) {
     if (v.size() == 0) return;
-    MatrixF row = v.transpose();
-    if (segments)
-        rotateRowSegments(row, r);
-    else
-        r.rotateRows(row);
-    v = row.transpose();
+    MatrixF column = v;
+    rotateColumns(column, r, segments);
+    v = column;
 }
 
 }  // namespace

@@ -175,7 +175,6 @@ void OverviewPage::setCheckpoint(CheckpointPtr checkpoint) {
     runner_.cancel();
     expertLinears_ = checkpoint_ ? expertLinears(*checkpoint_) : std::vector<ExpertLinear>{};
     routerModule_ = checkpoint_ ? moeRouterModule(*checkpoint_) : std::string();
-    quantizedLinears_ = checkpoint_ ? overviewDecoding(checkpoint_) : analysis::QuantizedLinears{};
     {
         const QSignalBlocker blocker(module_);
         module_->clear();
@@ -261,7 +260,6 @@ void OverviewPage::refresh() {
             Qt::QueuedConnection);
     };
     if (!expertLinears_.empty()) options.skip = isExpertWeight;
-    options.quantized = quantizedLinears_;
     const int view = module_->currentIndex();
     std::optional<ExpertLinear> experts;
     if (showsExperts()) experts = expertLinears_[static_cast<std::size_t>(view - 1)];
@@ -269,6 +267,7 @@ void OverviewPage::refresh() {
         [checkpoint = checkpoint_, options, experts](const qs::CancelToken& token) {
             analysis::LayerOverviewOptions o = options;
             o.cancel = token;
+            o.quantized = overviewDecoding(checkpoint);  // on the worker, when the Overview is shown
             if (experts) return computeExpertOverview(*checkpoint, expertLayout(*checkpoint, *experts), o);
             return analysis::computeLayerOverview(*checkpoint, o);
         },

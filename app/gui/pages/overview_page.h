@@ -85,7 +85,6 @@ private:
     bool stale_ = false;
     std::optional<analysis::LayerOverview> overview_;  // the view shown
     std::vector<ExpertLinear> expertLinears_;          // the module list's expert entries
-    analysis::QuantizedLinears quantizedLinears_;      // a quantized checkpoint's linears, decoded
     std::string routerModule_;                         // a MoE's router, labelled "router"
     std::map<int, analysis::LayerOverview> computed_;  // by module list index: each view computed once
     JobRunner runner_;
