@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <set>
 #include <string>
 
@@ -70,26 +71,54 @@ struct PendingTensor {
 };
 
 struct OpenShard {
-    std::unique_ptr<detail::OutputFile> data;
+    std::unique_ptr<detail::OutputFile> data;  // null for a measuring writer
+    std::uint64_t size = 0;                    // of its tensor data
     std::vector<PendingTensor> tensors;
 };
+
+// The shard's safetensors header: format "pt", padded with spaces to a multiple of 8 like the
+// reference writer.
+std::string headerText(const std::vector<PendingTensor>& tensors) {
+    json header = json::object();
+    header["__metadata__"] = {{"format", "pt"}};
+    for (const auto& t : tensors)
+        header[t.name] = {{"dtype", dtypeName(t.dtype)}, {"shape", t.shape}, {"data_offsets", {t.begin, t.end}}};
+    std::string text = header.dump();
+    text.append((8 - text.size() % 8) % 8, ' ');
+    return text;
+}
+
+constexpr std::uint64_t kHeaderLengthBytes = 8;
+
+// config.json's text: indentation multiplies a deeply nested value by its depth (a 200 KB config of
+// 100,000 nested arrays would become 20 GB), so only what a real config is gets pretty-printed.
+std::string configText(const json& config) {
+    std::string text = config.dump();
+    if (text.size() <= kPrettyConfigBytes) text = config.dump(2);
+    return text + "\n";
+}
 
 }  // namespace
 
 struct CheckpointWriter::Impl {
     fs::path destination;
     CheckpointWriterOptions options;
+    bool measuring = false;  // count, write nothing
     fs::path tempDir;
     std::optional<OpenShard> shard;
     std::vector<std::vector<std::string>> closedShards;  // tensor names of each closed shard
     std::set<std::string> names;
     std::uint64_t totalSize = 0;
+    std::uint64_t closedShardBytes = 0;               // the closed shards' files
+    std::map<std::string, std::uint64_t> otherFiles;  // every other file by name, with its size
     std::optional<json> config;
     detail::WriterGuard guard{"checkpoint writer"};
 
     ~Impl() { discard(); }
 
-    [[noreturn]] void fail(const std::string& what) const { throw Error(destination.string() + ": " + what); }
+    [[noreturn]] void fail(const std::string& what) const {
+        throw Error((measuring ? std::string("measured export") : destination.string()) + ": " + what);
+    }
 
     void discard() noexcept {
         shard.reset();
@@ -109,7 +138,8 @@ struct CheckpointWriter::Impl {
     std::uint64_t checkTensor(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape) const;
     void beginTensor(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape, std::uint64_t bytes);
     void closeShard();
-    void writeIndex() const;
+    void writeIndex();
+    void writeFile(const std::string& fileName, const std::string& text);
     void replaceDestination();
 };
 
@@ -129,38 +159,40 @@ std::uint64_t CheckpointWriter::Impl::checkTensor(const std::string& name, DType
 void CheckpointWriter::Impl::beginTensor(const std::string& name, DType dtype, const std::vector<std::int64_t>& shape,
                                          std::uint64_t bytes) {
     // A tensor that does not fit starts a new shard; one larger than the limit gets a shard alone.
-    if (shard && !shard->tensors.empty() && shard->data->size() + bytes > options.maxShardBytes) closeShard();
+    if (shard && !shard->tensors.empty() && shard->size + bytes > options.maxShardBytes) closeShard();
     if (!shard) {
         shard.emplace();
-        shard->data =
-            std::make_unique<detail::OutputFile>(tempDir / ("shard-" + std::to_string(closedShards.size()) + ".data"));
+        if (!measuring)
+            shard->data = std::make_unique<detail::OutputFile>(
+                tempDir / ("shard-" + std::to_string(closedShards.size()) + ".data"));
     }
-    const std::uint64_t begin = shard->data->size();
+    const std::uint64_t begin = shard->size;
+    shard->size += bytes;
     shard->tensors.push_back(PendingTensor{name, dtype, shape, begin, begin + bytes});
     names.insert(name);
     totalSize += bytes;
 }
 
-// Header (format "pt", padded with spaces to a multiple of 8 like the reference writer), then the
-// shard's streamed data.
+// The header, then the shard's streamed data.
 void CheckpointWriter::Impl::closeShard() {
-    json header = json::object();
-    header["__metadata__"] = {{"format", "pt"}};
     std::vector<std::string> shardNames;
     fs::path dataPath;
+    const std::string text = headerText(shard ? shard->tensors : std::vector<PendingTensor>{});
+    closedShardBytes += kHeaderLengthBytes + text.size() + (shard ? shard->size : 0);
     if (shard) {
-        if (shard->data->size() != (shard->tensors.empty() ? 0 : shard->tensors.back().end))
-            fail("internal error: shard data does not match its tensors");
-        for (const auto& t : shard->tensors) {
-            header[t.name] = {{"dtype", dtypeName(t.dtype)}, {"shape", t.shape}, {"data_offsets", {t.begin, t.end}}};
-            shardNames.push_back(t.name);
+        for (const auto& t : shard->tensors) shardNames.push_back(t.name);
+        if (shard->data) {
+            if (shard->data->size() != shard->size) fail("internal error: shard data does not match its tensors");
+            shard->data->close();
+            dataPath = shard->data->path();
         }
-        shard->data->close();
-        dataPath = shard->data->path();
     }
-    std::string text = header.dump();
-    text.append((8 - text.size() % 8) % 8, ' ');
-    std::byte length[8];
+    if (measuring) {
+        shard.reset();
+        closedShards.push_back(std::move(shardNames));
+        return;
+    }
+    std::byte length[kHeaderLengthBytes];
     for (int i = 0; i < 8; ++i) length[i] = static_cast<std::byte>((text.size() >> (8 * i)) & 0xFF);
 
     detail::OutputFile out(shardPartPath(closedShards.size()));
@@ -175,13 +207,21 @@ void CheckpointWriter::Impl::closeShard() {
     closedShards.push_back(std::move(shardNames));
 }
 
-void CheckpointWriter::Impl::writeIndex() const {
+void CheckpointWriter::Impl::writeIndex() {
     json weightMap = json::object();
     for (std::size_t s = 0; s < closedShards.size(); ++s)
         for (const auto& name : closedShards[s]) weightMap[name] = shardFileName(s, closedShards.size());
     const json index = {{"metadata", {{"total_size", totalSize}}}, {"weight_map", weightMap}};
-    detail::OutputFile out(tempDir / "model.safetensors.index.json");
-    const std::string text = index.dump(2) + "\n";
+    writeFile("model.safetensors.index.json", index.dump(2) + "\n");
+}
+
+// A file of the folder beside the shards (a later one of the same name replaces it), counted.
+void CheckpointWriter::Impl::writeFile(const std::string& fileName, const std::string& text) {
+    otherFiles[fileName] = text.size();
+    if (measuring) return;
+    const fs::path path = tempDir / fileName;
+    fs::remove(path);
+    detail::OutputFile out(path);
     out.write(std::as_bytes(std::span<const char>(text)));
     out.close();
 }
@@ -236,18 +276,29 @@ CheckpointWriter::CheckpointWriter(fs::path destination, CheckpointWriterOptions
                                    fs::perms::others_read | fs::perms::others_exec);
 }
 
+CheckpointWriter::CheckpointWriter() : impl_(std::make_unique<Impl>()) {}
+
+CheckpointWriter CheckpointWriter::measuring(CheckpointWriterOptions options) {
+    CheckpointWriter writer;
+    writer.impl_->measuring = true;
+    writer.impl_->options = options;
+    if (options.maxShardBytes == 0) writer.impl_->fail("maxShardBytes must be positive");
+    return writer;
+}
+
 CheckpointWriter::~CheckpointWriter() = default;
+CheckpointWriter::CheckpointWriter(CheckpointWriter&&) noexcept = default;
 
 void CheckpointWriter::addTensor(const std::string& given, DType dtype, const std::vector<std::int64_t>& shape,
                                  std::span<const std::byte> bytes) {
     const std::string name = detail::denseMlpStoredName(given, impl_->options.denseMlpBlock);
     impl_->guarded([&] {
         const std::uint64_t need = impl_->checkTensor(name, dtype, shape);
-        if (bytes.size() != need)
+        if (bytes.size() != need && !impl_->measuring)
             impl_->fail("tensor '" + name + "': " + std::to_string(bytes.size()) + " bytes given but " +
                         std::string(dtypeName(dtype)) + " " + shapeText(shape) + " needs " + std::to_string(need));
         impl_->beginTensor(name, dtype, shape, need);
-        impl_->shard->data->write(bytes);
+        if (impl_->shard->data) impl_->shard->data->write(bytes);
     });
 }
 
@@ -256,10 +307,11 @@ void CheckpointWriter::addTensorF32(const std::string& given, DType dtype, const
     const std::string name = detail::denseMlpStoredName(given, impl_->options.denseMlpBlock);
     impl_->guarded([&] {
         const std::uint64_t need = impl_->checkTensor(name, dtype, shape);
-        if (values.size() * dtypeSize(dtype) != need)
+        if (values.size() * dtypeSize(dtype) != need && !impl_->measuring)
             impl_->fail("tensor '" + name + "': " + std::to_string(values.size()) + " values given but shape " +
                         shapeText(shape) + " holds " + std::to_string(need / dtypeSize(dtype)));
         impl_->beginTensor(name, dtype, shape, need);
+        if (!impl_->shard->data) return;
         // Converted in slices so that the writer holds only a slice of encoded bytes at a time.
         constexpr std::size_t kSlice = std::size_t{1} << 20;
         std::vector<std::byte> buffer(std::min(values.size(), kSlice) * dtypeSize(dtype));
@@ -279,12 +331,7 @@ void CheckpointWriter::addJsonFile(const std::string& fileName, const json& cont
     impl_->guarded([&] {
         if (fileName.empty() || fileName.find('/') != std::string::npos || fileName == "." || fileName == "..")
             impl_->fail("'" + fileName + "' is not a plain file name");
-        const fs::path path = impl_->tempDir / fileName;
-        fs::remove(path);  // a later call replaces an earlier file of the same name
-        detail::OutputFile out(path);
-        const std::string text = content.dump(2) + "\n";
-        out.write(std::as_bytes(std::span<const char>(text)));
-        out.close();
+        impl_->writeFile(fileName, content.dump(2) + "\n");
     });
 }
 
@@ -292,10 +339,21 @@ void CheckpointWriter::copyAuxiliaryFiles(const fs::path& sourceDir) {
     impl_->guarded([&] {
         const fs::path dir = fs::is_directory(sourceDir) ? sourceDir : sourceDir.parent_path();
         for (const char* name : kAuxiliaryFiles) {
-            if (fs::is_regular_file(dir / name))
+            if (!fs::is_regular_file(dir / name)) continue;
+            impl_->otherFiles[name] = fs::file_size(dir / name);
+            if (!impl_->measuring)
                 fs::copy_file(dir / name, impl_->tempDir / name, fs::copy_options::overwrite_existing);
         }
     });
+}
+
+WrittenBytes CheckpointWriter::bytes() const {
+    const auto& w = *impl_;
+    WrittenBytes out;
+    out.tensorFiles = w.closedShardBytes;
+    if (w.shard) out.tensorFiles += kHeaderLengthBytes + headerText(w.shard->tensors).size() + w.shard->size;
+    for (const auto& [name, size] : w.otherFiles) out.otherFiles += size;
+    return out;
 }
 
 fs::path CheckpointWriter::finish() {
@@ -303,23 +361,13 @@ fs::path CheckpointWriter::finish() {
         auto& w = *impl_;
         if (w.shard || w.closedShards.empty()) w.closeShard();  // an empty checkpoint still gets its (empty) file
         const std::size_t count = w.closedShards.size();
-        for (std::size_t s = 0; s < count; ++s)
-            fs::rename(w.shardPartPath(s),
-                       w.tempDir / (count == 1 ? std::string("model.safetensors") : shardFileName(s, count)));
+        if (!w.measuring)
+            for (std::size_t s = 0; s < count; ++s)
+                fs::rename(w.shardPartPath(s),
+                           w.tempDir / (count == 1 ? std::string("model.safetensors") : shardFileName(s, count)));
         if (count > 1) w.writeIndex();
-        if (w.config) {
-            const fs::path path = w.tempDir / "config.json";
-            fs::remove(path);
-            detail::OutputFile out(path);
-            // Indentation multiplies a deeply nested value by its depth (a 200 KB config of 100,000
-            // nested arrays would become 20 GB): only what a real config is gets pretty-printed.
-            std::string text = w.config->dump();
-            if (text.size() <= kPrettyConfigBytes) text = w.config->dump(2);
-            text += "\n";
-            out.write(std::as_bytes(std::span<const char>(text)));
-            out.close();
-        }
-        w.replaceDestination();
+        if (w.config) w.writeFile("config.json", configText(*w.config));
+        if (!w.measuring) w.replaceDestination();
         w.guard.markFinished();
         return w.destination;
     });

@@ -98,12 +98,16 @@ struct GgufWriter::Impl {
     GgufMetadata metadata;
     std::vector<PendingTensor> tensors;
     std::set<std::string> names;
+    bool measuring = false;  // count, write nothing
     std::unique_ptr<detail::OutputFile> data;
+    std::uint64_t dataSize = 0;  // the tensor data with its padding
     detail::WriterGuard guard{"GGUF writer"};
 
     ~Impl() { discard(); }
 
-    [[noreturn]] void fail(const std::string& what) const { throw Error(destination.string() + ": " + what); }
+    [[noreturn]] void fail(const std::string& what) const {
+        throw Error((measuring ? std::string("measured GGUF") : destination.string()) + ": " + what);
+    }
 
     void discard() noexcept {
         data.reset();
@@ -181,7 +185,21 @@ GgufWriter::GgufWriter(fs::path destination, GgufWriterOptions options) : impl_(
     w.data = std::make_unique<detail::OutputFile>(w.tempDir / "data.part");
 }
 
+GgufWriter::GgufWriter() : impl_(std::make_unique<Impl>()) {}
+
+GgufWriter GgufWriter::measuring(GgufWriterOptions options) {
+    GgufWriter writer;
+    writer.impl_->measuring = true;
+    writer.impl_->options = options;
+    const auto a = options.alignment;
+    if (a == 0 || (a & (a - 1)) != 0) writer.impl_->fail("alignment " + std::to_string(a) + " is not a power of two");
+    return writer;
+}
+
 GgufWriter::~GgufWriter() = default;
+GgufWriter::GgufWriter(GgufWriter&&) noexcept = default;
+
+std::uint64_t GgufWriter::bytes() const { return impl_->header().size() + impl_->dataSize; }
 
 void GgufWriter::set(std::string key, GgufValue value) {
     impl_->guarded([&] {
@@ -199,13 +217,15 @@ void GgufWriter::addTensor(const std::string& name, GgmlType type, const std::ve
     impl_->guarded([&] {
         auto& w = *impl_;
         const std::uint64_t need = w.checkTensor(name, type, shape);
-        if (bytes.size() != need)
+        if (bytes.size() != need && !w.measuring)
             w.fail("tensor '" + name + "': " + std::to_string(bytes.size()) + " bytes given but " +
                    std::string(ggmlTypeTraits(type).name) + " " + shapeText(shape) + " needs " + std::to_string(need));
-        w.tensors.push_back(PendingTensor{name, type, shape, w.data->size()});
+        w.tensors.push_back(PendingTensor{name, type, shape, w.dataSize});
         w.names.insert(name);
-        w.data->write(bytes);
         const std::uint64_t padding = (w.options.alignment - need % w.options.alignment) % w.options.alignment;
+        w.dataSize += need + padding;
+        if (w.measuring) return;
+        w.data->write(bytes);
         const std::vector<std::byte> zeros(padding);
         w.data->write(zeros);
     });
@@ -214,6 +234,10 @@ void GgufWriter::addTensor(const std::string& name, GgmlType type, const std::ve
 fs::path GgufWriter::finish() {
     return impl_->guarded([&] {
         auto& w = *impl_;
+        if (w.measuring) {
+            w.guard.markFinished();
+            return fs::path();
+        }
         w.data->close();
         const fs::path part = w.tempDir / "file.part";
         {

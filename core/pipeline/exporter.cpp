@@ -4,6 +4,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <numeric>
 #include <optional>
 #include <set>
 
@@ -229,10 +230,33 @@ struct LinearHooks {
     std::function<std::shared_ptr<const quant::QuantizedLinear>(const std::string&)> complete = {};
 };
 
+// The tensors `encoder` stores for q, without their bytes: a measuring export's. A header read back from a work
+// folder is encoded with zero codes in place of its own (what a layout stores depends on the header, never on
+// the codes: bitsandbytes' quant_state records the header's absmax offset, so each linear is encoded).
+std::vector<formats::EncodedTensor> measuredTensors(const formats::LinearEncoder& encoder, const std::string& prefix,
+                                                    const quant::QuantizedLinear& q) {
+    std::vector<formats::EncodedTensor> tensors;
+    if (q.codes.empty() && q.blocks.empty()) {
+        quant::QuantizedLinear standIn = q;
+        if (q.codeKind == quant::CodeKind::GgmlBlocks)
+            standIn.blocks.assign(static_cast<std::size_t>(q.rows) * io::ggmlRowBytes(q.ggmlType, q.cols), 0);
+        else
+            standIn.codes.assign(static_cast<std::size_t>(q.rows * q.cols), 0);
+        tensors = encoder.encode(prefix, standIn);
+    } else {
+        tensors = encoder.encode(prefix, q);
+    }
+    for (auto& e : tensors) std::vector<std::byte>().swap(e.bytes);
+    return tensors;
+}
+
 class ExportWriter {
 public:
+    // With a measuring `writer` (io::CheckpointWriter::measuring) nothing is written, and a result on disk
+    // is not read back (measuredTensors).
     ExportWriter(const ExportRequest& request, const ExportSource& source, const formats::LinearEncoder& encoder,
-                 Linears linears, AwqFolding folding, LinearHooks hooks = {}, const ExportRotation* rotation = nullptr)
+                 Linears linears, AwqFolding folding, io::CheckpointWriter writer, LinearHooks hooks = {},
+                 const ExportRotation* rotation = nullptr, bool measuring = false)
         : request_(request),
           rotation_(rotation),
           source_(source),
@@ -240,10 +264,8 @@ public:
           linears_(std::move(linears)),
           folding_(std::move(folding)),
           hooks_(std::move(hooks)),
-          writer_(request.destination,
-                  io::CheckpointWriterOptions{.overwrite = request.overwrite,
-                                              .denseMlpBlock = source.checkpoint().denseMlpBlock()},
-                  source.protectedPath(request.destination)) {
+          writer_(std::move(writer)),
+          measuring_(measuring) {
         for (const auto& [prefix, q] : linears_) byPrefix_.emplace(prefix, q);
         for (const auto& [prefix, q] : linears_) quantized_.insert(prefix);
     }
@@ -286,6 +308,8 @@ public:
         return writer_.finish();
     }
 
+    const io::CheckpointWriter& writer() const { return writer_; }
+
 private:
     const std::vector<float>* columnMultipliersOf(const std::string& tensor) const {
         const auto it = folding_.columnMultipliers.find(tensor);
@@ -311,6 +335,12 @@ private:
     }
 
     void writeLinear(const std::string& prefix) {
+        if (measuring_) {
+            const quant::QuantizedLinear& q = *byPrefix_.at(prefix);
+            for (const auto& e : measuredTensors(encoder_, prefix, q)) addLinearTensor(e);
+            linearReports_.push_back(linearReport(prefix, q));
+            return;
+        }
         const auto read = hooks_.complete ? hooks_.complete(prefix) : nullptr;
         const quant::QuantizedLinear& q = read ? *read : *byPrefix_.at(prefix);
         // Made just now (streamed), or read back from a work folder only now (reading a 70B result twice
@@ -323,8 +353,15 @@ private:
         const auto tensors = rows == folding_.rowDivisors.end()
                                  ? encoder_.encode(prefix, q)
                                  : encoder_.encode(prefix, withRowsDivided(q, rows->second));
-        for (const auto& e : tensors) writer_.addTensor(e.name, e.dtype, e.shape, e.bytes);
+        for (const auto& e : tensors) addLinearTensor(e);
         linearReports_.push_back(linearReport(prefix, q));  // now: a streamed linear loses its parts once written
+    }
+
+    void addLinearTensor(const formats::EncodedTensor& e) {
+        writer_.addTensor(e.name, e.dtype, e.shape, e.bytes);
+        linearBytes_ +=
+            io::dtypeSize(e.dtype) * static_cast<std::uint64_t>(std::accumulate(e.shape.begin(), e.shape.end(),
+                                                                                std::int64_t{1}, std::multiplies<>()));
     }
 
     void report(const ProgressCallback& progress, std::size_t done, const std::string& prefix) const {
@@ -365,6 +402,9 @@ private:
         config["quantization_config"] = encoder_.quantizationConfig(scheme);
         writer_.setConfig(std::move(config));
         for (const auto& [file, content] : encoder_.extraFiles(scheme)) writer_.addJsonFile(file, content);
+        // The report's sizes are what this export stores, once every tensor has been given to the writer.
+        reportStart["linear_bytes"] = linearBytes_;
+        reportStart["checkpoint_bytes"] = writer_.bytes().tensorFiles;
         writer_.addJsonFile("quantscope_report.json",
                             exportReport(request_, std::move(reportStart), encoder_.name(), linearReports_));
         source_.addAuxiliaryFiles(writer_);
@@ -378,30 +418,48 @@ private:
     AwqFolding folding_;
     LinearHooks hooks_;
     io::CheckpointWriter writer_;
+    bool measuring_ = false;
+    std::uint64_t linearBytes_ = 0;                           // the quantized linears' tensors written
     nlohmann::json linearReports_ = nlohmann::json::array();  // in the order written
     std::map<std::string, const quant::QuantizedLinear*> byPrefix_;
     LinearSet quantized_;
 };
 
-// The source holding each linear in its shape, then the writing.
+io::CheckpointWriter checkpointWriter(const ExportRequest& request, const ExportSource& source, bool measuring) {
+    const io::CheckpointWriterOptions options{.overwrite = request.overwrite,
+                                              .denseMlpBlock = source.checkpoint().denseMlpBlock()};
+    if (measuring) return io::CheckpointWriter::measuring(options);
+    return io::CheckpointWriter(request.destination, options, source.protectedPath(request.destination));
+}
+
+// The source holding each linear in its shape, then the writing; with `measured`, nothing is written and
+// what would be is counted there.
 std::filesystem::path writeExport(const ExportRequest& request, const io::Checkpoint& checkpoint,
                                   const formats::LinearEncoder& encoder, Linears linears, AwqFolding folding,
                                   nlohmann::json report, const ProgressCallback& progress, const CancelToken& cancel,
-                                  LinearHooks hooks = {}, std::optional<std::uint64_t> rotationSeed = std::nullopt) {
+                                  LinearHooks hooks = {}, std::optional<std::uint64_t> rotationSeed = std::nullopt,
+                                  io::WrittenBytes* measured = nullptr) {
     const ExportSource source(checkpoint);
     requireSource(source, linears);
     cancel.throwIfCancelled();
     std::optional<ExportRotation> rotation;
     if (rotationSeed) rotation.emplace(checkpoint, *rotationSeed);
-    ExportWriter writer(request, source, encoder, std::move(linears), std::move(folding), std::move(hooks),
-                        rotation ? &*rotation : nullptr);
-    return writer.write([&report] { return std::move(report); }, progress, cancel);
+    ExportWriter writer(request, source, encoder, std::move(linears), std::move(folding),
+                        checkpointWriter(request, source, measured != nullptr),
+                        measured ? LinearHooks{} : std::move(hooks), rotation ? &*rotation : nullptr,
+                        measured != nullptr);
+    std::filesystem::path written = writer.write([&report] { return std::move(report); }, progress, cancel);
+    if (measured) *measured = writer.writer().bytes();
+    return written;
 }
 
 }  // namespace
 
-std::filesystem::path exportCheckpoint(const ExportRequest& request, const MethodResult& result,
-                                       const ProgressCallback& progress, const CancelToken& cancel) {
+namespace {
+
+std::filesystem::path exportOrMeasure(const ExportRequest& request, const MethodResult& result,
+                                      const ProgressCallback& progress, const CancelToken& cancel,
+                                      io::WrittenBytes* measured) {
     if (!result.error.empty()) throw Error(result.label() + " failed, so it cannot be exported: " + result.error);
     const io::Checkpoint source = io::Checkpoint::open(request.source);
     if (auto why = gptOssExpertsRefusal(source); !why.empty()) throw Error("cannot export: " + why);
@@ -429,7 +487,20 @@ std::filesystem::path exportCheckpoint(const ExportRequest& request, const Metho
              })](const std::string& prefix) { return reader->complete(prefix); };
     }
     return writeExport(request, source, encoder, fused.linears, std::move(folding), toJson(result), progress, cancel,
-                       std::move(hooks), result.rotationSeed);
+                       std::move(hooks), result.rotationSeed, measured);
+}
+
+}  // namespace
+
+std::filesystem::path exportCheckpoint(const ExportRequest& request, const MethodResult& result,
+                                       const ProgressCallback& progress, const CancelToken& cancel) {
+    return exportOrMeasure(request, result, progress, cancel, nullptr);
+}
+
+io::WrittenBytes measureExport(const ExportRequest& request, const MethodResult& result, const CancelToken& cancel) {
+    io::WrittenBytes measured;
+    exportOrMeasure(request, result, {}, cancel, &measured);
+    return measured;
 }
 
 std::vector<std::string> exportRefusals(const MethodResult& result,
@@ -487,7 +558,7 @@ std::filesystem::path exportStreamed(const ExportRequest& request, const io::Che
     const formats::LinearEncoder& encoder = formats::encoderNamed(request.format);
     const ExportSource exportSource(source);
     ExportWriter writer(request, exportSource, encoder, std::move(linears), AwqFolding{},
-                        {streamed.produce, streamed.release});
+                        checkpointWriter(request, exportSource, false), {streamed.produce, streamed.release});
     return writer.write(report, progress, cancel);
 }
 

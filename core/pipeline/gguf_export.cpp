@@ -714,7 +714,9 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
     const bool quantized = std::ranges::any_of(planned, [](const PlannedTensor& t) { return !storesPlainly(t.type); });
     if (quantized) metadata.set("general.quantization_version", io::GgufValue::u32(2));
 
-    io::GgufWriter writer(destination, io::GgufWriterOptions{.overwrite = options.overwrite});
+    const io::GgufWriterOptions writerOptions{.overwrite = options.overwrite};
+    io::GgufWriter writer =
+        options.measuredBytes ? io::GgufWriter::measuring(writerOptions) : io::GgufWriter(destination, writerOptions);
     for (const auto& [key, value] : metadata.entries()) writer.set(key, value);
     for (const auto& [key, value] : tokenizer.entries()) writer.set(key, value);
     for (const auto& [key, value] : options.extraMetadata.entries()) writer.set(key, value);
@@ -727,6 +729,10 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
     for (std::size_t i = 0; i < planned.size(); ++i) {
         cancel.throwIfCancelled();
         const PlannedTensor& t = planned[i];
+        if (options.measuredBytes) {
+            writer.addTensor(t.choice.ggufName, t.type, t.choice.shape, {});
+            continue;
+        }
         const auto encoded = options.encodedLinears.find(t.linearPrefix);
         const std::vector<std::byte> bytes =
             t.latentSplit ? encode(t.type, valuesOf(t, checkpoint, reader, encodedLatent(t, options, destination)),
@@ -740,7 +746,9 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
         writer.addTensor(t.choice.ggufName, t.type, t.choice.shape, bytes);
         report(progress, i + 1, planned.size(), t.choice.ggufName);
     }
-    return writer.finish();
+    fs::path written = writer.finish();
+    if (options.measuredBytes) *options.measuredBytes = writer.bytes();
+    return written;
 }
 
 }  // namespace qs::pipeline

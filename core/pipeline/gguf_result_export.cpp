@@ -119,4 +119,15 @@ std::filesystem::path writeGgufMixResult(const io::Checkpoint& source, const Met
     return writeGguf(source, destination, options, progress, cancel);
 }
 
+std::uint64_t measureGgufResult(const io::Checkpoint& source, const MethodResult& result, GgufExportOptions options) {
+    std::uint64_t bytes = 0;
+    options.measuredBytes = &bytes;
+    const std::filesystem::path name = "the GGUF export";
+    if (result.mixed)
+        writeGgufMixResult(source, result, name, std::move(options), {}, {});
+    else
+        writeGgufResult(source, result, name, std::move(options), {}, {});
+    return bytes;
+}
+
 }  // namespace qs::pipeline

@@ -14,6 +14,7 @@
 #include <QComboBox>
 #include <QDir>
 #include <QElapsedTimer>
+#include <QFileInfo>
 #include <QLineEdit>
 #include <QMouseEvent>
 #include <QPushButton>
@@ -247,6 +248,12 @@ TEST_F(QuantizeJobTest, ExportWritesTheChosenResultAndRefusesTheSourceFolder) {
     ASSERT_TRUE(failure.isEmpty()) << failure.toStdString();
     EXPECT_FALSE(exporter.written().isEmpty());
     EXPECT_TRUE(QFile::exists(QDir(destination).filePath(QStringLiteral("config.json"))));
+    // The size the panel gave is the file the export wrote (measured before writing), not "about" an estimate.
+    ASSERT_TRUE(waitUntil([&] { return exporter.measuredSize().has_value(); }, 60000));
+    EXPECT_EQ(
+        exporter.measuredSize()->tensorFiles,
+        static_cast<std::uint64_t>(QFileInfo(QDir(destination).filePath(QStringLiteral("model.safetensors"))).size()));
+    EXPECT_FALSE(exporter.sizeText().startsWith(QStringLiteral("about"))) << exporter.sizeText().toStdString();
     EXPECT_FALSE(QFile::exists(QDir(kDemo).filePath(QStringLiteral("fp8-out"))));
 
     // Another result chosen: the folder just written is not its destination, and "Open for inspection"
@@ -290,6 +297,8 @@ TEST_F(QuantizeJobTest, AGgufMethodStandsBesideGptqAndExportsAsAGgufFile) {
     const QString exportFailure = exportTo(exporter, destination);
     ASSERT_TRUE(exportFailure.isEmpty()) << exportFailure.toStdString();
     EXPECT_EQ(exporter.written(), destination);
+    ASSERT_TRUE(waitUntil([&] { return exporter.measuredSize().has_value(); }, 60000));
+    EXPECT_EQ(exporter.measuredSize()->tensorFiles, static_cast<std::uint64_t>(QFileInfo(destination).size()));
     QFile file(destination);
     ASSERT_TRUE(file.open(QIODevice::ReadOnly));
     EXPECT_EQ(file.read(4), QByteArray("GGUF"));

@@ -132,8 +132,10 @@ void ExportPanel::setSource(const QString& checkpointPath, io::CheckpointFingerp
 
 void ExportPanel::setResult(JobResultPtr result) {
     runner_.cancel();
+    sizes_.cancel();
     result_ = std::move(result);
     storedRefusals_.clear();
+    measured_.clear();
     written_.clear();
     writtenMethod_ = nullptr;
     fillMethods();
@@ -216,6 +218,7 @@ void ExportPanel::fillFormats() {
 // that take it are offered, the chosen one's answer shown, and all of them kept for when they are chosen.
 void ExportPanel::checkStoredResult(std::vector<const formats::LinearEncoder*> others) {
     const formats::LinearEncoder* chosen = encoder();
+    updateSize();
     checking_ = true;
     refusal_.clear();
     updateState();
@@ -257,7 +260,47 @@ QString ExportPanel::formatText() const {
 
 QString ExportPanel::sizeText() const {
     const pipeline::MethodResult* m = method();
-    return m ? tr("about %1 (%2)").arg(humanBytes(m->checkpointBytes), bitsLabel(*m)) : QStringLiteral("–");
+    if (!m) return QStringLiteral("–");
+    if (const auto bytes = measuredSize()) return tr("%1 (%2)").arg(humanBytes(bytes->tensorFiles), bitsLabel(*m));
+    return tr("about %1 (%2)").arg(humanBytes(m->checkpointBytes), bitsLabel(*m));
+}
+
+QString ExportPanel::sizeToolTip() const {
+    if (const auto bytes = measuredSize())
+        return ggufChosen() ? tr("The .gguf file as it is written (measured before writing: metadata, tokenizer and "
+                                 "every tensor in its ggml type).")
+                            : tr("The .safetensors files as this layout writes them (measured before writing: every "
+                                 "part it stores, headers included). config.json, the tokenizer and the report add %1.")
+                                  .arg(humanBytes(bytes->otherFiles));
+    return isMeasuring() ? tr("The method's bits and the tensors kept; measuring what this layout writes…")
+                         : tr("The method's bits and the tensors kept (the layout's own parts are not counted).");
+}
+
+std::optional<io::WrittenBytes> ExportPanel::measuredSize() const {
+    const auto it = measured_.find({method(), formatName()});
+    return it == measured_.end() ? std::nullopt : std::optional(it->second);
+}
+
+void ExportPanel::updateSize() {
+    sizes_.cancel();
+    const pipeline::MethodResult* m = method();
+    const QString format = formatName();
+    if (!m || !(encoder() || ggufChosen()) || measured_.contains({m, format})) return;
+    pipeline::ExportRequest request;
+    request.source = source_.toStdString();
+    request.format = format.toStdString();
+    if (settings_) request.settings = settings_(*m);
+    sizes_.start(
+        [result = result_, m, request, gguf = ggufChosen()](const CancelToken& token) {
+            if (gguf)
+                return io::WrittenBytes{pipeline::measureGgufResult(io::Checkpoint::open(request.source), *m, {})};
+            return pipeline::measureExport(request, *m, token);
+        },
+        [this, m, format](const io::WrittenBytes& bytes) {
+            measured_[{m, format}] = bytes;
+            updateState();
+        },
+        [](const QString&) {});  // a layout that refuses the result says why itself; the size stays the estimate
 }
 
 QString ExportPanel::problem() const {
@@ -314,6 +357,7 @@ void ExportPanel::updateRefusal() {
     refusal_.clear();
     checks_.cancel();
     checking_ = false;
+    updateSize();
     if (!m || !e || ggufChosen()) return;
     if (!m->stored) {
         refusal_ = QString::fromStdString(pipeline::exportRefusal(*m, *e));
@@ -339,6 +383,7 @@ void ExportPanel::updateState() {
     destination_->setPlaceholderText(ggufChosen() ? tr("a new .gguf file") : tr("a new folder"));
     formatInfo_->setText(formatText());
     size_->setText(sizeText());
+    size_->setToolTip(sizeToolTip());
     const QString why = problem();
     const QString note = this->note();
     // After an export its destination exists: that is what was written, not a problem in red.

@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <QTimer>
@@ -15,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "qs/io/checkpoint_fingerprint.h"
+#include "qs/io/checkpoint_writer.h"
 
 #include "jobs/job_runner.h"
 #include "jobs/quantize_job.h"
@@ -53,6 +55,12 @@ public:
     QString formatName() const;
     QString formatText() const;  // the encoder's description
     QString sizeText() const;
+    QString sizeToolTip() const;
+    // The chosen layout's size as the export writes it, once measured on the worker (pipeline::measureExport,
+    // measureGgufResult: a GGUF file is all tensorFiles); nullopt until then, and for a layout that refuses
+    // the result.
+    std::optional<io::WrittenBytes> measuredSize() const;
+    bool isMeasuring() const { return sizes_.isBusy(); }
     QString problem() const;    // why Export is not possible now; empty when it is
     QString note() const;       // what was just written there, or which folders Export creates
     QString shownText() const;  // what the panel shows under the destination (a problem or a note)
@@ -75,6 +83,7 @@ private:
     void fillMethods();
     void fillFormats();
     void updateRefusal();
+    void updateSize();
     void checkStoredResult(std::vector<const formats::LinearEncoder*> others);
     void finishCheck(const QString& refusal);
     QString checkingText() const;
@@ -98,6 +107,9 @@ private:
     // whole result again (tens of gigabytes for a 70B). Cleared with the result.
     std::map<std::pair<const pipeline::MethodResult*, const formats::LinearEncoder*>, QString> storedRefusals_;
     JobRunner checks_;
+    // Each (result, layout)'s measured size, and the worker measuring the chosen one.
+    std::map<std::pair<const pipeline::MethodResult*, QString>, io::WrittenBytes> measured_;
+    JobRunner sizes_;
     JobRunner runner_;
     std::shared_ptr<std::atomic<double>> fraction_ = std::make_shared<std::atomic<double>>(0.0);
     QTimer progressTimer_;

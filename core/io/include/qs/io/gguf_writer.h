@@ -4,6 +4,8 @@
 // Tensor data streams to a part file in a temporary sibling folder as tensors are added (at most one
 // tensor is held, by the caller); finish() writes the header, appends the data and renames the file
 // into place. On any error, or when the writer is destroyed unfinished, nothing is left behind.
+// A measuring writer (GgufWriter::measuring) takes the same calls, writes nothing and says how large the
+// file would be.
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -25,7 +27,11 @@ class GgufWriter {
 public:
     // Throws qs::Error when `destination` exists (and !overwrite), is a folder, or its folder is missing.
     explicit GgufWriter(std::filesystem::path destination, GgufWriterOptions options = {});
+    // A writer with no destination that counts instead of writing: tensor bytes given to it are neither read
+    // nor checked against the shape (an empty span will do); finish() returns an empty path.
+    static GgufWriter measuring(GgufWriterOptions options = {});
     ~GgufWriter();
+    GgufWriter(GgufWriter&&) noexcept;
     GgufWriter(const GgufWriter&) = delete;
     GgufWriter& operator=(const GgufWriter&) = delete;
 
@@ -39,8 +45,11 @@ public:
     void addTensor(const std::string& name, GgmlType type, const std::vector<std::int64_t>& shape,
                    std::span<const std::byte> bytes);
     std::filesystem::path finish();  // returns the destination
+    // The file's bytes for the metadata and tensors given so far: header, tensor infos, aligned data.
+    std::uint64_t bytes() const;
 
 private:
+    GgufWriter();
     struct Impl;
     std::unique_ptr<Impl> impl_;
 };

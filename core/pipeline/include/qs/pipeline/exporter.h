@@ -35,6 +35,7 @@
 #include "qs/cancel_token.h"
 #include "qs/formats/linear_encoder.h"
 #include "qs/io/checkpoint.h"
+#include "qs/io/checkpoint_writer.h"
 #include "qs/pipeline/job_result.h"
 #include "qs/progress.h"
 
@@ -52,6 +53,13 @@ struct ExportRequest {
 // or qs::Cancelled.
 std::filesystem::path exportCheckpoint(const ExportRequest& request, const MethodResult& result,
                                        const ProgressCallback& progress, const CancelToken& cancel);
+
+// The bytes exportCheckpoint would write for `request` (its destination is not looked at), counted
+// without writing anything: each linear encoded (a result on disk with zero codes in place of its own: no
+// layer is read back), the kept tensors and JSON files counted as the export gives them. Exact: the
+// .safetensors files and the others are as large as the export's. Throws as exportCheckpoint.
+io::WrittenBytes measureExport(const ExportRequest& request, const MethodResult& result,
+                               const CancelToken& cancel = {});
 
 // Why exportCheckpoint would refuse to write `result` with `encoder`, in one line ("cannot export as
 // gptq: model.layers.0.mlp.down_proj: ..."; what the encoder's config cannot state for the whole, such

@@ -67,6 +67,9 @@ struct GgufExportOptions {
     std::function<std::shared_ptr<const quant::QuantizedLinear>(const std::string& prefix)> completeLinear = {};
     // Extra metadata (the imatrix keys llama-quantize writes, quantize.imatrix.*), after the model's.
     io::GgufMetadata extraMetadata;
+    // When set, nothing is written and the file's size goes there, exactly (io::GgufWriter::measuring): the
+    // tensors are not encoded, since a ggml type's bytes follow from the shape; the destination is not looked at.
+    std::uint64_t* measuredBytes = nullptr;
 };
 
 // The tensors of a model as writeGguf plans them from its config alone (biases as the config

@@ -20,6 +20,10 @@ std::filesystem::path writeGgufResult(const io::Checkpoint& source, const Method
                                       const std::filesystem::path& destination, GgufExportOptions options,
                                       const ProgressCallback& progress, const CancelToken& cancel);
 
+// The size of the file writeGgufResult (writeGgufMixResult for a mix) would write, exactly, without writing or
+// encoding anything (GgufExportOptions::measuredBytes). Throws as they do.
+std::uint64_t measureGgufResult(const io::Checkpoint& source, const MethodResult& result, GgufExportOptions options);
+
 // The metadata key of a mixed GGUF's report: the JSON quantscope_report.json holds for the other
 // formats (settings, mixed_precision allocation, result), as a string.
 inline constexpr std::string_view kGgufReportKey = "quantscope.report";
