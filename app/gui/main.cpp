@@ -17,6 +17,7 @@
 
 #include "jobs/evaluate_job.h"
 #include "jobs/quantize_job.h"
+#include "pages/imatrix_page.h"
 #include "pages/overview_page.h"
 #include "pages/results_page.h"
 #include "panels/quantize_panel.h"
@@ -39,6 +40,7 @@ struct Options {
     QString original;         // File ▸ Compare with Original… once the checkpoint is open
     bool evaluate = false;    // then File ▸ Evaluate against Original
     QString json;             // where the evaluation goes, in quantscope-cli eval --json's shape
+    QString imatrix;          // llama.cpp's imatrix to open (the Importance tab, the GGUF methods)
     QSize size{1400, 900};
     int timeoutMs = 60000;
 };
@@ -111,7 +113,14 @@ Options parseOptions(const QCoreApplication& app) {
             "The Overview's modules of a mixture of experts: \"dense linears\" or one expert linear's "
             "layer × expert view, as the list names it (e.g. \"experts: gate_proj\")."),
         QStringLiteral("entry"));
-    parser.addOptions({screenshot, tab, quantize, methods, original, evaluate, json, overviewModules, size, timeout});
+    const QCommandLineOption imatrix(
+        QStringLiteral("imatrix"),
+        QApplication::translate("main",
+                                "llama.cpp's importance matrix (File ▸ Open imatrix…): the Importance tab shows it and "
+                                "the GGUF methods of --quantize weigh by it."),
+        QStringLiteral("file"));
+    parser.addOptions(
+        {screenshot, tab, quantize, methods, original, evaluate, json, imatrix, overviewModules, size, timeout});
     parser.addPositionalArgument(
         QStringLiteral("checkpoint"),
         QApplication::translate("main", "A .safetensors or .gguf file, or a checkpoint folder."),
@@ -126,6 +135,7 @@ Options parseOptions(const QCoreApplication& app) {
     options.original = parser.value(original);
     options.evaluate = parser.isSet(evaluate);
     options.json = parser.value(json);
+    options.imatrix = parser.value(imatrix);
     options.overviewModules = parser.value(overviewModules);
     options.size = parseSize(parser.value(size));
     options.timeoutMs = parser.value(timeout).toInt() * 1000;
@@ -209,11 +219,17 @@ int main(int argc, char** argv) {
     const bool errors = options.tab == QLatin1String("expert-errors");
     const bool experts = errors || options.tab == QLatin1String("experts");
     if (experts) window.resultsPage()->preferExpertTokens(true);
+    bool jobFailed = false;  // a --quantize run that fails (or an --imatrix that cannot be read) exits with 2
+    if (!options.imatrix.isEmpty()) {
+        QObject::connect(window.imatrixPage(), &qs::gui::InspectorPage::errorOccurred,
+                         [&jobFailed] { jobFailed = true; });
+        window.openImatrix(options.imatrix);  // its tab shown, so that --tab imatrix finds it
+    }
     if (errors) window.resultsPage()->preferExpertErrors(true);
     if (!options.tab.isEmpty() && !window.showPage(experts ? QStringLiteral("results") : options.tab)) {
         std::fprintf(stderr,
                      "quantscope: unknown tab '%s' (histogram, quantized, channels, overview, hessian, scales, "
-                     "results, experts, expert-errors, quantize, export)\n",
+                     "results, experts, expert-errors, imatrix with --imatrix, quantize, export)\n",
                      qUtf8Printable(options.tab));
         return 2;
     }
@@ -234,7 +250,6 @@ int main(int argc, char** argv) {
         if (headless) return 2;
     }
     if (!options.original.isEmpty() && !window.compareWithOriginal(options.original) && headless) return 2;
-    bool jobFailed = false;  // a --quantize run that fails exits with 2, as the CLI does
     QObject::connect(window.quantizeJob(), &qs::gui::QuantizeJob::failed, [&jobFailed] { jobFailed = true; });
     QObject::connect(window.evaluateJob(), &qs::gui::EvaluateJob::failed, [&jobFailed] { jobFailed = true; });
     // What the Results page shows of the evaluation, once it is there (after the window's own slot).
@@ -253,6 +268,11 @@ int main(int argc, char** argv) {
                          [&window, &jobFailed](bool running) {
                              if (!running && !jobFailed && !window.startQuantizeJob()) jobFailed = true;
                          });
+    } else if (options.quantize && !options.imatrix.isEmpty()) {
+        // Once the imatrix is read and in the Quantize panel, so that the GGUF methods weigh by it.
+        QObject::connect(window.imatrixPage(), &qs::gui::ImatrixPage::imatrixLoaded, &window, [&window, &jobFailed] {
+            if (!window.startQuantizeJob()) jobFailed = true;
+        });
     } else if (options.quantize && !window.startQuantizeJob()) {
         std::fprintf(stderr, "quantscope: --quantize needs a checkpoint that opens\n");
         if (headless) return 2;

@@ -10,6 +10,7 @@
 #include "qs/model/tokenizer.h"
 #include "qs/model/weight_rotation.h"
 #include "qs/pipeline/calibration_text.h"
+#include "qs/pipeline/imatrix_map.h"
 #include "qs/pipeline/model_checkpoint.h"
 #include "qs/pipeline/quantized_source.h"
 #include "qs/pipeline/run_text.h"
@@ -43,16 +44,10 @@ std::shared_ptr<const Imatrix> readImatrixFor(const std::filesystem::path& path,
     if (std::none_of(methods.begin(), methods.end(), [](const MethodSpec& m) { return m.ggufFileMix(); }))
         throw Error("--imatrix weighs the GGUF methods (q4_k_m, q6_k, ...) and none is asked for");
     auto imatrix = std::make_shared<const Imatrix>(Imatrix::read(path));
-    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
-    std::string wanted;  // the entry of the model's first decoder linear, for the refusal
-    for (const io::CheckpointTensor& t : checkpoint.tensors()) {
-        if (t.naming.role != io::TensorRole::Linear || t.naming.layer < 0 || t.naming.layer >= config.numLayers)
-            continue;
-        const ImatrixPlace place = imatrixPlaceOf(config, t.naming.layer, t.naming.module);
-        if (wanted.empty()) wanted = place.names.front();
-        if (imatrix->entries().contains(place.names.front())) return imatrix;
-    }
-    throw Error(path.string() + ": no entry for this model's linears (" + wanted + " is not among its " +
+    const ImatrixCoverage coverage =
+        imatrixCoverage(*imatrix, checkpoint, model::ModelConfig::fromCheckpoint(checkpoint));
+    if (coverage.covered > 0) return imatrix;
+    throw Error(path.string() + ": no entry for this model's linears (" + coverage.firstWanted + " is not among its " +
                 std::to_string(imatrix->entries().size()) + " entries, the first of which is " +
                 imatrix->entries().begin()->first + ")");
 }

@@ -16,6 +16,7 @@
 #include "panels/forward_pass_support.h"
 #include "panels/quantize_panel.h"
 #include "qt_test_support.h"
+#include "recording_reporter.h"
 #include "window/error_reporter.h"
 #include "window/main_window.h"
 
@@ -37,14 +38,6 @@ QString storiesAs(const QTemporaryDir& dir, const QString& modelType) {
     out.write(QJsonDocument(config).toJson());
     return QString::fromStdString(to.string());
 }
-
-class Recorder : public ErrorReporter {
-public:
-    void report(const QString& title, const QString& message) override {
-        reports << title + QStringLiteral(": ") + message;
-    }
-    QStringList reports;
-};
 
 class ArchitectureSupportTest : public QtAppTest {
 protected:
@@ -76,7 +69,7 @@ TEST_F(ArchitectureSupportTest, WithoutAForwardPassOnlyTheWeightOnlyMethodsStay)
     EXPECT_FALSE(panel().startButton()->isEnabled());
     EXPECT_TRUE(panel().startButton()->toolTip().contains(QStringLiteral("--weights-only")));
     EXPECT_TRUE(panel().startButton()->toolTip().contains(panel().forwardPassRefusal()));
-    auto recorder = std::make_shared<Recorder>();
+    auto recorder = std::make_shared<RecordingReporter>();
     window.setErrorReporter(recorder);
     EXPECT_FALSE(window.startQuantizeJob());  // as the menu or a script would: refused with the same reason
     ASSERT_EQ(recorder->reports.size(), 1);

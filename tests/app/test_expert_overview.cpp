@@ -23,6 +23,7 @@
 #include "pages/overview_page.h"
 #include "pages/results_page.h"
 #include "panels/quantize_panel.h"
+#include "plot_click.h"
 #include "plots/expert_heat_map.h"
 #include "plots/plot_view.h"
 #include "qt_test_support.h"
@@ -230,17 +231,6 @@ protected:
         return waitUntil([this] { return !window.isBusy(); });
     }
 
-    // A real click at a cell's centre, through the plot's mouse handling.
-    static void click(PlotView& plot, double x, double y) {
-        const QPointF at(plot.xAxis->coordToPixel(x), plot.yAxis->coordToPixel(y));
-        QMouseEvent press(QEvent::MouseButtonPress, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::LeftButton,
-                          Qt::NoModifier);
-        QMouseEvent release(QEvent::MouseButtonRelease, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::NoButton,
-                            Qt::NoModifier);
-        QCoreApplication::sendEvent(&plot, &press);
-        QCoreApplication::sendEvent(&plot, &release);
-    }
-
     MainWindow window{MainWindow::Settings::Ignore};
 };
 
@@ -264,7 +254,7 @@ TEST_F(ExpertOverviewPageTest, Qwen3MoeOffersTheDenseLinearsAndEachExpertLinear)
     const int experts = configInt(kQwen3Moe, "num_experts");
     EXPECT_EQ(page.overview()->modules.size(), static_cast<std::size_t>(experts));
     EXPECT_EQ(page.overview()->layers.size(), static_cast<std::size_t>(configInt(kQwen3Moe, "num_hidden_layers")));
-    click(*page.plot(), 2.0, 1.0);  // expert 2 of layer 1
+    clickPlot(*page.plot(), 2.0, 1.0);  // expert 2 of layer 1
     EXPECT_EQ(window.currentTensor(), "model.layers.1.mlp.experts.2.down_proj.weight");
     page.activateCell(0, static_cast<std::size_t>(experts - 1));
     EXPECT_EQ(window.currentTensor(),
@@ -318,7 +308,7 @@ TEST_F(ExpertOverviewPageTest, AGptOssCellSelectsTheStackedTensor) {
     ASSERT_TRUE(waitForIdle());
     ASSERT_TRUE(page.overview().has_value());
     EXPECT_EQ(page.overview()->modules.size(), static_cast<std::size_t>(configInt(kGptOss, "num_local_experts")));
-    click(*page.plot(), 3.0, 2.0);
+    clickPlot(*page.plot(), 3.0, 2.0);
     EXPECT_EQ(window.currentTensor(), "model.layers.2.mlp.experts.gate_up_proj");
 }
 
@@ -343,7 +333,7 @@ TEST_F(ExpertOverviewPageTest, AGptOssTokensPerExpertClickSelectsTheStackedTenso
     ASSERT_NE(cell, nullptr);
     EXPECT_EQ(cell->module, "mlp.experts.3.gate_up_proj");
     QCoreApplication::processEvents();  // laid out: the click's pixels are the cell's
-    click(map, 3.0, 1.0);
+    clickPlot(map, 3.0, 1.0);
     EXPECT_EQ(window.currentTensor(), "model.layers.1.mlp.experts.gate_up_proj");
 }
 

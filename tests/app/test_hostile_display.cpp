@@ -16,17 +16,12 @@
 #include "pages/histogram_page.h"
 #include "panels/export_panel.h"
 #include "qt_test_support.h"
+#include "recording_reporter.h"
 #include "window/error_reporter.h"
 #include "window/main_window.h"
 
 namespace qs::gui::test {
 namespace {
-
-class RecordingReporter : public ErrorReporter {
-public:
-    void report(const QString& title, const QString& message) override { messages.push_back(title + ": " + message); }
-    std::vector<QString> messages;
-};
 
 class HostileDisplayTest : public QtAppTest {
 protected:
@@ -63,8 +58,8 @@ TEST_F(HostileDisplayTest, FailureMessagesAreOneSanitisedLine) {
     auto* panel = window.findChild<ExportPanel*>();
     ASSERT_NE(panel, nullptr);
     emit panel->failed(QStringLiteral("tensor 'a\nQuantScope: forged'\x1b[2J"));
-    ASSERT_EQ(reporter->messages.size(), 1u);
-    EXPECT_EQ(reporter->messages[0].toStdString(), "Export failed: tensor 'a\\nQuantScope: forged'\\x1b[2J");
+    ASSERT_EQ(reporter->reports.size(), 1u);
+    EXPECT_EQ(reporter->reports[0].toStdString(), "Export failed: tensor 'a\\nQuantScope: forged'\\x1b[2J");
     EXPECT_EQ(window.statusBar()->currentMessage().toStdString(), "tensor 'a\\nQuantScope: forged'\\x1b[2J");
 }
 

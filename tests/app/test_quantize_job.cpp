@@ -31,6 +31,7 @@
 #include "panels/export_panel.h"
 #include "panels/job_status_widget.h"
 #include "panels/quantize_panel.h"
+#include "plot_click.h"
 #include "plots/kl_per_layer_plot.h"
 #include "plots/kl_per_method_plot.h"
 #include "plots/output_error_plot.h"
@@ -39,16 +40,6 @@
 
 namespace qs::gui::test {
 namespace {
-
-void click(PlotView& plot, double x, double y) {
-    const QPointF at(plot.xAxis->coordToPixel(x), plot.yAxis->coordToPixel(y));
-    QMouseEvent press(QEvent::MouseButtonPress, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::LeftButton,
-                      Qt::NoModifier);
-    QMouseEvent release(QEvent::MouseButtonRelease, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::NoButton,
-                        Qt::NoModifier);
-    QCoreApplication::sendEvent(&plot, &press);
-    QCoreApplication::sendEvent(&plot, &release);
-}
 
 class QuantizeJobTest : public QtAppTest {
 protected:
@@ -173,9 +164,10 @@ TEST_F(QuantizeJobTest, EverySettingReEstimates) {
         expectReEstimated(check);
     }
     // 3 sampling and 7 bits spin boxes, 5 group sizes, the device and the matmuls, 2 texts, 18 methods (4 of
-    // them GGUF types, 3 with quantized inputs), per-layer KL, the FP8 KV cache, the rotation and calibrating
-    // every expert (hidden for this dense model, connected all the same).
-    EXPECT_EQ(changed, 10 + 7 + 2 + 2 * 22);
+    // them GGUF types, 3 with quantized inputs), per-layer KL, the FP8 KV cache, the rotation, calibrating
+    // every expert (hidden for this dense model) and weighing by an imatrix (hidden until one is open), both
+    // connected all the same.
+    EXPECT_EQ(changed, 10 + 7 + 2 + 2 * 23);
 }
 
 TEST_F(QuantizeJobTest, ASmallJobDrawsOneKlBarPerMethodAndItsLayers) {
@@ -220,7 +212,7 @@ TEST_F(QuantizeJobTest, ASmallJobDrawsOneKlBarPerMethodAndItsLayers) {
     EXPECT_FALSE(window.jobStatus()->isVisible());
 
     // A click on layer 1 of the per-layer plot selects a linear of layer 1 in the tree.
-    click(*page.klPerLayer(), 1.0, rtn.perLayerKl[1]);
+    clickPlot(*page.klPerLayer(), 1.0, rtn.perLayerKl[1]);
     EXPECT_TRUE(window.currentTensor().startsWith(QStringLiteral("model.layers.1.")))
         << window.currentTensor().toStdString();
     // A point of the output-error plot selects that very linear.
@@ -228,7 +220,7 @@ TEST_F(QuantizeJobTest, ASmallJobDrawsOneKlBarPerMethodAndItsLayers) {
     const auto downProj = std::find_if(linears.begin(), linears.end(),
                                        [](const auto& l) { return l.layer == 0 && l.module == "mlp.down_proj"; });
     ASSERT_NE(downProj, linears.end());
-    click(*page.outputError(), static_cast<double>(downProj - linears.begin()), 1e-2);
+    clickPlot(*page.outputError(), static_cast<double>(downProj - linears.begin()), 1e-2);
     EXPECT_EQ(window.currentTensor(), QStringLiteral("model.layers.0.mlp.down_proj.weight"));
 }
 

@@ -2,11 +2,13 @@
 // (JobPlan::imatrix, `--imatrix`): the imatrix a calibrated Job writes, read back, gives a Job without
 // calibration the very codes of the calibrated one; the legacy .dat format (written here byte by byte as
 // llama-imatrix's save_imatrix_legacy lays it out) reads to the same weights; what is not an imatrix,
-// or not this model's, is refused in one line. (tests/interop compares the reading with llama.cpp's own
+// or not this model's, is refused in one line; the map the GUI draws holds each linear's mean importance and
+// its columns' as the Job's calibration measured them. (tests/interop compares the reading with llama.cpp's own
 // loader, common_imatrix_load.)
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +18,7 @@
 #include "qs/model/tokenizer.h"
 #include "qs/pipeline/calibration_text.h"
 #include "qs/pipeline/gguf_imatrix.h"
+#include "qs/pipeline/imatrix_map.h"
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/plan_builder.h"
 
@@ -147,6 +150,55 @@ TEST_F(ImatrixReader, WhatIsNotAnImatrixOrNotThisModelsIsRefusedInOneLine) {
     settings.imatrix = other;
     EXPECT_THAT([&] { (void)buildJobPlan(settings); },
                 testing::ThrowsMessage<Error>(HasSubstr("no entry for this model's linears (blk.0.")));
+}
+
+// The GUI's importance map of the file a calibrated Job wrote: one cell per linear, holding the mean over its
+// columns of Σx²/count as the Job measured it; one linear's columns exactly as the Job's Σx² / tokens.
+TEST_F(ImatrixReader, TheMapHoldsWhatTheCalibrationMeasured) {
+    const Imatrix imatrix = Imatrix::read(*file_);
+    const ImatrixMap map = imatrixMap(imatrix);
+    EXPECT_EQ(map.layers, 2);
+    EXPECT_EQ(map.kinds, (std::vector<std::string>{"attn_k", "attn_output", "attn_q", "attn_v", "ffn_down", "ffn_gate",
+                                                   "ffn_up"}));
+    EXPECT_EQ(map.cells.size(), 14u);
+    EXPECT_TRUE(map.otherEntries.empty());
+    const model::ModelConfig config = demoConfig();
+    const MethodResult& result = calibrated_->methods.front();
+    for (std::size_t layer = 0; layer < result.layers.size(); ++layer)
+        for (const auto& [module, q] : result.layers[layer]) {
+            SCOPED_TRACE(module);
+            double mean = 0.0;  // the brute force: each column's Σx² / tokens, averaged
+            for (const float s : q->inputSumSquares) mean += double(s) / double(q->inputCount);
+            mean /= double(q->inputSumSquares.size());
+            const std::string entry = imatrixPlaceOf(config, int(layer), module).names.front();
+            const auto cell = std::find_if(map.cells.begin(), map.cells.end(),
+                                           [&](const ImatrixCell& c) { return c.entry == entry; });
+            ASSERT_NE(cell, map.cells.end()) << entry;
+            EXPECT_EQ(cell->layer, int(layer));
+            EXPECT_EQ(map.cellAt(cell->layer, cell->kind), &*cell);
+            EXPECT_NEAR(cell->meanImportance, mean, 1e-12 * mean);
+            const std::vector<float> columns = columnImportance(imatrix, config, int(layer), module);
+            ASSERT_EQ(columns.size(), q->inputSumSquares.size());
+            for (std::size_t c = 0; c < columns.size(); ++c)
+                EXPECT_EQ(columns[c], q->inputSumSquares[c] / float(q->inputCount)) << "column " << c;
+        }
+    EXPECT_TRUE(columnImportance(imatrix, config, 7, "self_attn.q_proj").empty());  // no such layer
+}
+
+TEST_F(ImatrixReader, CoverageCountsTheModelsLinearsItHasAnEntryFor) {
+    const Imatrix imatrix = Imatrix::read(*file_);
+    const io::Checkpoint demo = io::Checkpoint::open(kDemo);
+    const ImatrixCoverage own = imatrixCoverage(imatrix, demo, demoConfig());
+    EXPECT_EQ(own.linears, 14u);
+    EXPECT_EQ(own.covered, 14u);
+    // Another model (a Llama of other shapes) under llama.cpp's same names: 7 linears a layer, of which the demo's
+    // first 2 layers have entries.
+    const io::Checkpoint llama = io::Checkpoint::open(fs::path(QS_TEST_DATA_DIR) / "gguf" / "llama-2-tiny-random.gguf");
+    const model::ModelConfig llamaConfig = model::ModelConfig::fromCheckpoint(llama);
+    const ImatrixCoverage other = imatrixCoverage(imatrix, llama, llamaConfig);
+    EXPECT_EQ(other.linears, 7u * std::size_t(llamaConfig.numLayers));
+    EXPECT_EQ(other.covered, 7u * std::size_t(std::min(llamaConfig.numLayers, 2)));
+    EXPECT_EQ(other.firstWanted, "blk.0.ffn_down.weight");  // the first by Hugging Face name: mlp.down_proj
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 #include "jobs/quantize_settings.h"
 
+#include <algorithm>
+
 #include "qs/pipeline/plan_builder.h"
 
 namespace qs::gui {
@@ -20,6 +22,9 @@ pipeline::JobPlan buildPlan(const QuantizeSettings& settings, const std::filesys
     plan.rotate = settings.rotate;
     plan.rotationSeed = settings.seed;
     plan.matmul = settings.matmul;
+    // Only a GGUF method reads it (buildJobPlan refuses an imatrix with none to weigh).
+    if (std::any_of(plan.methods.begin(), plan.methods.end(), [](const auto& m) { return m.ggufFileMix(); }))
+        plan.imatrix = settings.imatrixFile.toStdString();
     pipeline::JobPlan built = pipeline::buildJobPlan(plan).plan;
     // Forcing CUDA without a device fails here, with selectBackend's reason, before any work starts.
     built.backend = pipeline::selectBackend(settings.device).backend;

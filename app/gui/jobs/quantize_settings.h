@@ -30,6 +30,7 @@ struct QuantizeSettings {
     bool moeCalibrateAllExperts = true;  // pipeline::JobPlan::moeCalibrateAllExperts (the CLI's --moe-calibration all)
     std::uint64_t seed = 0;
     bool rotate = false;  // pipeline::JobPlan::rotate (the CLI's --rotate), its signs drawn from `seed`
+    QString imatrixFile;  // llama.cpp's imatrix the GGUF methods weigh by (--imatrix); empty: the calibration's
     bool operator==(const QuantizeSettings&) const = default;  // the Quantize panel's estimate is of these
 };
 

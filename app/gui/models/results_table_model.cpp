@@ -80,7 +80,13 @@ QVariant ResultsTableModel::display(const pipeline::MethodResult& m, int column)
 }
 
 QVariant ResultsTableModel::headerData(int section, Qt::Orientation orientation, int role) const {
-    if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return {};
+    if (orientation != Qt::Horizontal) return {};
+    if (role == Qt::ToolTipRole && section == SizeColumn)
+        return tr(
+            "The method's size: its bits per weight over the quantized linears plus the tensors kept. A "
+            "layout stores more (GPTQ's g_idx and packed zeros, headers): the Export panel measures the "
+            "chosen layout's files to the byte.");
+    if (role != Qt::DisplayRole) return {};
     switch (section) {
         case MethodColumn: return tr("method");
         case BitsColumn: return tr("bpw");

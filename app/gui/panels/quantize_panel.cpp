@@ -9,6 +9,7 @@
 #include <QComboBox>
 #include <QCoreApplication>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QGridLayout>
 #include <QGroupBox>
@@ -368,6 +369,13 @@ QWidget* QuantizePanel::createRun() {
     form->addRow(kvCacheFp8_);
     form->addRow(rotate_);
     form->addRow(allExperts_);
+    useImatrix_ = new QCheckBox(box);
+    useImatrix_->setObjectName(QStringLiteral("useImatrix"));
+    useImatrix_->setChecked(true);
+    useImatrix_->setToolTip(tr("Open an imatrix (File ▸ Open imatrix…) for the GGUF methods to weigh by"));
+    useImatrix_->hide();  // until an imatrix is open (setImatrix)
+    connect(useImatrix_, &QCheckBox::toggled, this, &QuantizePanel::scheduleEstimate);
+    form->addRow(useImatrix_);
     return box;
 }
 
@@ -446,6 +454,18 @@ void QuantizePanel::showArchitectureSupport() {
 
 QString QuantizePanel::sourceNote() const { return sourceNote_->isHidden() ? QString() : sourceNote_->text(); }
 
+void QuantizePanel::setImatrix(const QString& path) {
+    imatrix_ = path;
+    useImatrix_->setVisible(!path.isEmpty());
+    useImatrix_->setText(tr("GGUF methods weighed by %1").arg(QFileInfo(path).fileName()));
+    useImatrix_->setToolTip(
+        tr("The GGUF methods (q4_k_m, q6_k, ...) weigh each column's squared error by the open imatrix, %1, as "
+           "llama-quantize --imatrix does; off, by the calibration text's Σx² (the other methods are not "
+           "affected).")
+            .arg(path));
+    scheduleEstimate();
+}
+
 QuantizeSettings QuantizePanel::settings() const {
     QuantizeSettings s;
     for (const MethodRow& row : rows_) {
@@ -462,6 +482,7 @@ QuantizeSettings QuantizePanel::settings() const {
     s.perLayerKl = perLayerKl_->isChecked();
     s.kvCacheFp8 = kvCacheFp8_->isChecked();
     s.rotate = rotate_->isChecked();
+    if (!imatrix_.isEmpty() && useImatrix_->isChecked()) s.imatrixFile = imatrix_;
     s.moeCalibrateAllExperts =
         !hasExperts_ || allExperts_->isChecked();  // a dense model: the default, whatever is saved
     return s;

@@ -55,6 +55,8 @@ public:
     bool selectMethods(const std::vector<std::string>& names);
     void setSampling(int samples, int sequenceLength, int evaluationSamples);
     void setPerLayerKl(bool on);
+    // llama.cpp's imatrix open in the Importance tab (empty: none): offered to the GGUF methods, on by default.
+    void setImatrix(const QString& path);
     void setRunning(bool running);
 
     bool isEstimating() const { return estimator_.isBusy() || debounce_.isActive(); }
@@ -124,6 +126,8 @@ private:
     QCheckBox* perLayerKl_ = nullptr;
     QCheckBox* kvCacheFp8_ = nullptr;
     QCheckBox* rotate_ = nullptr;
+    QCheckBox* useImatrix_ = nullptr;  // shown while an imatrix is open
+    QString imatrix_;
     QCheckBox* allExperts_ = nullptr;  // shown for a mixture of experts only
     bool hasExperts_ = false;
     QLabel* estimateLabel_ = nullptr;

@@ -28,7 +28,9 @@
 #include "qs/formats/detect.h"
 #include "qs/message_text.h"
 #include "qs/pipeline/bundled_resources.h"
+#include "qs/pipeline/gguf_imatrix.h"
 #include "qs/pipeline/quantized_source.h"
+#include "qs/pipeline/run_text.h"
 
 #include "experts/expert_overview_layout.h"
 #include "jobs/evaluate_job.h"
@@ -40,6 +42,7 @@
 #include "pages/channels_page.h"
 #include "pages/hessian_page.h"
 #include "pages/histogram_page.h"
+#include "pages/imatrix_page.h"
 #include "pages/mixed_precision_page.h"
 #include "pages/overview_page.h"
 #include "pages/quantized_linear_page.h"
@@ -95,6 +98,7 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
       export_(new ExportPanel(this)),
       job_(new QuantizeJob(this)),
       evaluation_(new EvaluateJob(this)),
+      importance_(new ImatrixPage(this)),
       moduleLog_(new ModuleLogModel(this)),
       jobStatus_(new JobStatusWidget(this)),
       probe_(new DeviceProbe(std::move(probe), this)),
@@ -129,12 +133,22 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
 MainWindow::~MainWindow() = default;
 
 void MainWindow::createPages() {
-    pages_ = {histogram_, quantized_, channels_, overview_, hessian_, scales_, results_, mixed_};
+    pages_ = {histogram_, quantized_, channels_, overview_, hessian_, scales_, results_, mixed_, importance_};
     for (InspectorPage* page : pages_) {
         tabs_->setTabToolTip(tabs_->addTab(page, page->title()), page->toolTip());
         connect(page, &InspectorPage::errorOccurred, this, &MainWindow::reportError);
         connect(page, &InspectorPage::busyChanged, this, [this] { emit busyChanged(isBusy()); });
     }
+    // The Importance tab once an imatrix is open (File ▸ Open imatrix…): the tab bar has room for few.
+    tabs_->setTabVisible(tabs_->indexOf(importance_), false);
+    connect(importance_, &ImatrixPage::imatrixLoaded, this, [this](const QString& path) {
+        quantize_->setImatrix(path);
+        statusBar()->showMessage(tr("Opened %1: the GGUF methods of the Quantize panel weigh by it.").arg(path), 10000);
+    });
+    connect(importance_, &ImatrixPage::linearActivated, this, &MainWindow::selectLayer);
+    connect(importance_, &InspectorPage::errorOccurred, this, [this] {  // a file that is not an imatrix
+        if (importance_->imatrixPath().isEmpty()) tabs_->setTabVisible(tabs_->indexOf(importance_), false);
+    });
     tabs_->setDocumentMode(true);
     keepTabsInView();
     // The tabs once a checkpoint is open; before, the start page (how to open one, and the demo).
@@ -252,6 +266,7 @@ bool MainWindow::startQuantizeJob() {
         return false;
     }
     moduleLog_->clear();
+    lastRunSettings_ = settings;
     return job_->start(settings, path_.toStdString(), std::move(folder));
 }
 
@@ -339,6 +354,67 @@ bool MainWindow::showResult(const std::shared_ptr<const pipeline::JobResult>& re
     }
     results_->setResult(result);
     export_->setResult(result);
+    if (saveImatrixAction_) saveImatrixAction_->setEnabled(canSaveImatrix());
+    return true;
+}
+
+void MainWindow::openImatrix(const QString& path) {
+    tabs_->setTabVisible(tabs_->indexOf(importance_), true);
+    importance_->openImatrix(path);
+}
+
+void MainWindow::openImatrixDialog() {
+    const QString path = QFileDialog::getOpenFileName(this, tr("Open llama.cpp's imatrix"), originalDialogFolder(),
+                                                      tr("imatrix (*.gguf *.dat *.imatrix);;All files (*)"));
+    if (path.isEmpty()) return;
+    openImatrix(path);
+    showPage(importance_->key());
+}
+
+const pipeline::MethodResult* MainWindow::imatrixResult() const {
+    const auto& result = results_->result();
+    if (!result) return nullptr;
+    for (const pipeline::MethodResult& m : result->methods) {
+        if (!m.error.empty() || !m.method.ggufFileMix()) continue;
+        for (const auto& layer : pipeline::linearHeaders(m))
+            for (const auto& [module, q] : layer)
+                if (q->inputCount > 0) return &m;
+    }
+    return nullptr;
+}
+
+bool MainWindow::canSaveImatrix() const { return checkpoint_ && imatrixResult() != nullptr; }
+
+void MainWindow::saveImatrixDialog() {
+    const QString path = QFileDialog::getSaveFileName(
+        this, tr("Save the last run's imatrix"), QDir(originalDialogFolder()).filePath(QStringLiteral("imatrix.gguf")),
+        tr("imatrix (*.gguf)"));
+    if (!path.isEmpty()) saveImatrix(path);
+}
+
+bool MainWindow::saveImatrix(const QString& path) {
+    const pipeline::MethodResult* m = imatrixResult();
+    if (!checkpoint_ || !m) {
+        reportError(tr("No imatrix to save"),
+                    tr("Run a GGUF method (q4_k_m, q6_k, ...) with calibration text first: its imatrix is the "
+                       "calibration's Σx² per input column."));
+        return false;
+    }
+    try {
+        const pipeline::ImatrixInfo info{
+            {pipeline::resolveRunText(pipeline::TextRole::Calibration, lastRunSettings_.calibrationFile.toStdString(),
+                                      *checkpoint_)
+                 .filename()
+                 .string()},
+            static_cast<std::uint32_t>(lastRunSettings_.samples),
+            static_cast<std::uint32_t>(lastRunSettings_.sequenceLength)};
+        pipeline::writeImatrix(*m, model::ModelConfig::fromCheckpoint(*checkpoint_), path.toStdString(), info,
+                               true);  // the dialog asked before replacing
+    } catch (const std::exception& e) {
+        reportError(tr("Cannot save the imatrix"), QString::fromUtf8(e.what()));
+        return false;
+    }
+    statusBar()->showMessage(tr("Saved the imatrix of %1 to %2.").arg(QString::fromStdString(m->label()), path), 10000);
     return true;
 }
 
@@ -368,6 +444,16 @@ void MainWindow::createMenus() {
         tr("The KL of the open checkpoint from its original on held-out text, as "
            "quantscope-cli eval measures it, into Results (after Compare with Original…)"));
     updateEvaluateAction();
+    file->addSeparator();
+    file->addAction(tr("Open &imatrix…"), this, &MainWindow::openImatrixDialog)
+        ->setToolTip(tr("llama.cpp's importance matrix (llama-imatrix's GGUF or .dat file): shown per linear and "
+                        "column in the Importance tab, and weighing the GGUF methods of the Quantize panel"));
+    saveImatrixAction_ = file->addAction(tr("&Save imatrix of the Last Run…"), this, &MainWindow::saveImatrixDialog);
+    saveImatrixAction_->setToolTip(
+        tr("The calibration's Σx² per input column of the last run's GGUF method, as llama-imatrix writes it, for "
+           "llama-quantize --imatrix"));
+    saveImatrixAction_->setEnabled(false);
+    file->addSeparator();
     recentMenu_ = file->addMenu(tr("Open &Recent"));
     connect(recentMenu_, &QMenu::aboutToShow, this, &MainWindow::fillRecentMenu);
     file->addSeparator();
@@ -504,6 +590,7 @@ bool MainWindow::openPath(QString path) {
                              forwardPassRefusal(*checkpoint_), !expertLinears(*checkpoint_).empty(),
                              quantized ? QString::fromStdString(quantized->referenceNote()) : QString());
     export_->setSource(path, fingerprint_);
+    saveImatrixAction_->setEnabled(canSaveImatrix());
     moduleLog_->clear();
     if (settings_ == Settings::Remember) RecentFiles().add(path);
     statusBar()->showMessage(tr("Opened %1: %2 tensors, %3 on disk")

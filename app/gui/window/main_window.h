@@ -12,6 +12,7 @@
 #include "qs/pipeline/job_result.h"
 
 #include "jobs/device_probe.h"
+#include "jobs/quantize_settings.h"
 #include "jobs/run_folder.h"
 #include "pages/inspector_page.h"
 #include "window/error_reporter.h"
@@ -38,6 +39,7 @@ class JobRunner;
 class QuantizeJob;
 class QuantizePanel;
 class QuantizedLinearPage;
+class ImatrixPage;
 class ResultsPage;
 class MixedPrecisionPage;
 class StartPage;
@@ -85,6 +87,15 @@ public:
     HessianPage* hessianPage() const { return hessian_; }
     ServingScalesPage* servingScalesPage() const { return scales_; }
     QuantizedLinearPage* quantizedLinearPage() const { return quantized_; }
+    ImatrixPage* imatrixPage() const { return importance_; }
+    // File ▸ Open imatrix…: llama.cpp's importance matrix into the Importance tab (shown from now on) and, once
+    // read, to the Quantize panel's GGUF methods. Reading runs on the tab's worker; a file that is not an
+    // imatrix is reported then.
+    void openImatrix(const QString& path);
+    // File ▸ Save imatrix of the Last Run…: the importance the last job's GGUF method was calibrated with,
+    // as llama-imatrix writes it (pipeline::writeImatrix). False, said why, when there is none or it fails.
+    bool saveImatrix(const QString& path);
+    bool canSaveImatrix() const;
     // File ▸ Compare with Original…: the checkpoint the open one was quantized from (a folder or a
     // .safetensors file), for the Quantized tab's rounding error and for Evaluate. False when refused.
     bool compareWithOriginal(const QString& path);
@@ -135,6 +146,9 @@ private:
     void openFileDialog();
     void openFolderDialog();
     void compareWithOriginalDialog();
+    void openImatrixDialog();
+    void saveImatrixDialog();
+    const pipeline::MethodResult* imatrixResult() const;  // the last result's GGUF method with importance
     void showAbout();
     void onTensorSelected(const QString& name);
     void reportError(const QString& title, const QString& message);
@@ -177,6 +191,9 @@ private:
     EvaluateJob* evaluation_;
     QString originalPath_;  // accepted by compareWithOriginal for the open checkpoint
     QAction* evaluateAction_ = nullptr;
+    ImatrixPage* importance_;
+    QAction* saveImatrixAction_ = nullptr;
+    QuantizeSettings lastRunSettings_;  // of the job whose result Results shows (its calibration text)
     ModuleLogModel* moduleLog_;
     JobStatusWidget* jobStatus_;
     DeviceProbe* probe_;
