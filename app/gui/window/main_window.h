@@ -27,6 +27,7 @@ namespace qs::gui {
 class ChannelsPage;
 class CheckpointTreePanel;
 class EvaluateJob;
+class GgufPage;
 class ExportPanel;
 class HessianPage;
 class ServingScalesPage;
@@ -72,6 +73,9 @@ public:
     bool showPage(const QString& key);  // "histogram", ..., "results"; or the dock's "quantize", "export"
     bool isBusy() const;                // the visible page is still computing, or a job runs
     void selectTensor(const QString& name);
+    // --select: a checkpoint tensor by its name, or a GGUF checkpoint's by the file's name for it
+    // ("blk.0.attn_q.weight"); false, selecting nothing, when the open checkpoint has no such tensor.
+    bool selectTensorNamed(const QString& name);
     QString currentTensor() const;
     CheckpointPtr checkpoint() const { return checkpoint_; }
 
@@ -85,6 +89,7 @@ public:
     HessianPage* hessianPage() const { return hessian_; }
     ServingScalesPage* servingScalesPage() const { return scales_; }
     QuantizedLinearPage* quantizedLinearPage() const { return quantized_; }
+    GgufPage* ggufPage() const { return gguf_; }
     // File ▸ Compare with Original…: the checkpoint the open one was quantized from (a folder or a
     // .safetensors file), for the Quantized tab's rounding error and for Evaluate. False when refused.
     bool compareWithOriginal(const QString& path);
@@ -169,6 +174,7 @@ private:
     HessianPage* hessian_;
     ServingScalesPage* scales_;
     QuantizedLinearPage* quantized_;
+    GgufPage* gguf_;
     ResultsPage* results_;
     MixedPrecisionPage* mixed_;
     QuantizePanel* quantize_;
