@@ -82,7 +82,7 @@ void GgufPage::setCheckpoint(CheckpointPtr checkpoint) {
     tensorView_->setColumnWidth(GgufTensorModel::GgufNameColumn,
                                 std::min(tensorView_->columnWidth(GgufTensorModel::GgufNameColumn), 150));
     tensorView_->setColumnWidth(GgufTensorModel::HfNameColumn,
-                                std::min(tensorView_->columnWidth(GgufTensorModel::HfNameColumn), 170));
+                                std::min(tensorView_->columnWidth(GgufTensorModel::HfNameColumn), 150));
 }
 
 void GgufPage::setTensor(const QString& name) {
