@@ -3,6 +3,7 @@
 // with the bytes its ggml type takes, the map's cells have the file's types, selecting a row or a cell
 // selects that tensor in the tree (and back), the tree shows the GGUF names, the summary's bits per
 // weight is the CLI's, and --select takes either name. A safetensors checkpoint has no GGUF tab.
+#include <QImage>
 #include <QProcess>
 #include <QRegularExpression>
 #include <QSortFilterProxyModel>
@@ -269,22 +270,38 @@ TEST_F(GgufPageTest, SelectTakesAGgufOrAHuggingFaceName) {
     EXPECT_TRUE(window.selectTensorNamed(QStringLiteral("model.layers.0.self_attn.q_proj.weight")));
 }
 
+// Pixels of the heat gradient's top (yellow): the map's cells of the file's highest bits per weight.
+int yellowPixels(const QImage& image) {
+    int count = 0;
+    for (int y = 0; y < image.height(); ++y)
+        for (int x = 0; x < image.width(); ++x) {
+            const QColor c = image.pixelColor(x, y);
+            count += c.red() > 245 && c.green() > 245 && c.blue() < 60;
+        }
+    return count;
+}
+
 TEST_F(GgufPageTest, SelectOnTheCommandLine) {
+    QTemporaryDir dir;
+    const QString png = dir.filePath(QStringLiteral("s.png"));
     const auto run = [&](const QString& name) {
         QProcess process;
         QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
         env.insert(QStringLiteral("QT_QPA_PLATFORM"), QStringLiteral("offscreen"));
         process.setProcessEnvironment(env);
-        QTemporaryDir dir;
         process.start(QStringLiteral(QS_QUANTSCOPE_EXE),
-                      {QStringLiteral("--screenshot"), dir.filePath(QStringLiteral("s.png")), QStringLiteral("--size"),
-                       QStringLiteral("1366x768"), QStringLiteral("--tab"), QStringLiteral("gguf"),
-                       QStringLiteral("--select"), name, path});
+                      {QStringLiteral("--screenshot"), png, QStringLiteral("--size"), QStringLiteral("1366x768"),
+                       QStringLiteral("--tab"), QStringLiteral("gguf"), QStringLiteral("--select"), name, path});
         process.waitForFinished(120000);
         return std::pair{process.exitCode(), QString::fromUtf8(process.readAllStandardError())};
     };
     const auto [ok, okErrors] = run(QStringLiteral("blk.1.attn_v.weight"));
     EXPECT_EQ(ok, 0) << okErrors.toStdString();
+    const QImage image(png);
+    EXPECT_EQ(image.size(), QSize(1366, 768));
+    // The tab is in front at a laptop's size, its map drawn: layer 1's two q6_K cells are the yellow ones.
+    EXPECT_GT(yellowPixels(image), 1500);
+    QFile::remove(png);
     const auto [unknown, message] = run(QStringLiteral("blk.9.attn_v.weight"));
     EXPECT_EQ(unknown, 2);
     EXPECT_TRUE(message.contains(QStringLiteral("--select: no tensor named 'blk.9.attn_v.weight'")))
