@@ -223,6 +223,11 @@ TEST_F(GgufPageTest, TheMapsCellsHaveTheFilesTypes) {
     EXPECT_EQ(grid.cell(2, 0), nullptr);  // no third layer
     EXPECT_TRUE(waitUntil([&] { return page().typeMap()->labelsShown() == 14; }))
         << page().typeMap()->labelsShown() << " type labels drawn of 14";
+    // Squeezed below a label's size, the cells keep their colours and lose their labels rather than overlap them.
+    page().typeMap()->setMinimumSize(0, 0);
+    page().typeMap()->resize(120, 60);
+    page().typeMap()->replot();
+    EXPECT_EQ(page().typeMap()->labelsShown(), 0);
 
     // A click on a cell (plot coordinates: kind, layer) selects its tensor.
     emit page().typeMap()->clicked(6.1, 0.9);
