@@ -3,6 +3,8 @@
 // with the bytes its ggml type takes, the map's cells have the file's types, selecting a row or a cell
 // selects that tensor in the tree (and back), the tree shows the GGUF names, the summary's bits per
 // weight is the CLI's, and --select takes either name. A safetensors checkpoint has no GGUF tab.
+#include <functional>
+
 #include <QImage>
 #include <QProcess>
 #include <QRegularExpression>
@@ -15,6 +17,7 @@
 #include "qs/io/gguf_names.h"
 #include "qs/io/llama_ftype.h"
 
+#include "models/checkpoint_filter_model.h"
 #include "models/checkpoint_tree_model.h"
 #include "models/gguf_metadata_model.h"
 #include "models/gguf_tensor_model.h"
@@ -254,8 +257,29 @@ TEST_F(GgufPageTest, TheTreeShowsTheGgufNames) {
         EXPECT_EQ(tree->indexOfTensor(QString::fromStdString(*hf)).data(CheckpointTreeModel::GgufNameRole).toString(),
                   QString::fromStdString(t.name));
     }
+    // The filter finds tensors by their GGUF names too.
+    const auto leavesMatching = [tree](const QString& pattern) {
+        CheckpointFilterModel filter;
+        filter.setSourceModel(tree);
+        EXPECT_TRUE(filter.setPattern(pattern, false));
+        QStringList leaves;
+        std::function<void(const QModelIndex&)> walk = [&](const QModelIndex& parent) {
+            for (int row = 0; row < filter.rowCount(parent); ++row) {
+                const QModelIndex index = filter.index(row, 0, parent);
+                if (const QString name = index.data(CheckpointTreeModel::TensorNameRole).toString(); !name.isEmpty())
+                    leaves << name;
+                walk(index);
+            }
+        };
+        walk({});
+        return leaves;
+    };
+    EXPECT_EQ(leavesMatching(QStringLiteral("blk.1.attn_v.")),
+              QStringList{QStringLiteral("model.layers.1.self_attn.v_proj.weight")});
+    EXPECT_EQ(leavesMatching(QStringLiteral("ffn_down")).size(), 2);
     // A safetensors checkpoint: Hugging Face names alone.
     ASSERT_TRUE(window.openPath(kDemo));
+    EXPECT_TRUE(leavesMatching(QStringLiteral("ffn_down")).isEmpty());
     const QModelIndex dense = tree->indexOfTensor(QStringLiteral("model.layers.0.self_attn.q_proj.weight"));
     ASSERT_TRUE(dense.isValid());
     EXPECT_TRUE(dense.data(CheckpointTreeModel::GgufNameRole).toString().isEmpty());
