@@ -244,22 +244,10 @@ GgufInspection inspectGguf(const io::Checkpoint& checkpoint) {
         g.metadata.emplace_back(sanitizeMessage(key, 200), sanitizeMessage(value.summary()));
         g.metadataJson[key] = metadataValueJson(value);
     }
-    std::map<std::string, TypeCount> byType;
-    const auto count = [](TypeCount& c, const io::TensorInfo& t) {
-        ++c.tensors;
-        c.elements += t.numel();
-        c.bytes += t.byteSize();
-    };
-    for (const auto& t : checkpoint.tensors()) {
-        TypeCount& c = byType[t.info->typeName()];
-        c.type = t.info->typeName();
-        count(c, *t.info);
-        count(g.allTensors, *t.info);
-        if (t.naming.role == io::TensorRole::Linear && t.naming.layer >= 0 && t.naming.part == "weight" &&
-            !io::isTowerTensor(t.info->name))
-            count(g.decoderLinears, *t.info);
-    }
-    for (auto& [name, count] : byType) g.types.push_back(std::move(count));
+    io::GgufBitsPerWeight bits = io::ggufBitsPerWeight(checkpoint);
+    g.types = std::move(bits.byType);
+    g.decoderLinears = bits.decoderLinears;
+    g.allTensors = bits.allTensors;
     return g;
 }
 

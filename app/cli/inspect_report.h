@@ -12,6 +12,7 @@
 #include "qs/formats/linear_codec.h"
 #include "qs/formats/serving_quantization.h"
 #include "qs/io/checkpoint.h"
+#include "qs/io/gguf_bits_per_weight.h"
 
 namespace qs::cli {
 
@@ -21,16 +22,8 @@ struct InspectedTensor {
     std::optional<analysis::TensorStats> stats;  // with --stats
 };
 
-// The tensors of one element type: how many, their weights and bytes.
-struct TypeCount {
-    std::string type;  // TensorInfo::typeName(): "q4_K", "f16", ...
-    std::size_t tensors = 0;
-    std::int64_t elements = 0;
-    std::uint64_t bytes = 0;
-    double bitsPerWeight() const {
-        return elements > 0 ? 8.0 * static_cast<double>(bytes) / static_cast<double>(elements) : 0.0;
-    }
-};
+// The tensors of one element type: how many, their weights and bytes (io::StoredBits).
+using TypeCount = io::StoredBits;
 
 // What a GGUF file adds: its container header, metadata and ggml types.
 struct GgufInspection {
@@ -40,8 +33,9 @@ struct GgufInspection {
     std::vector<std::pair<std::string, std::string>> metadata;  // key -> value (arrays as "[type x n]")
     nlohmann::json metadataJson;                                // scalars as values, arrays as {type, length}
     std::vector<TypeCount> types;                               // by type name
-    // The decoder's linear weights (what `quantize` and the app call bits per weight: the bits stored
-    // per weight of the quantized linears); `types` covers every tensor (embeddings, output, norms).
+    // io::ggufBitsPerWeight: the decoder's linear weights (what `quantize` and the app call bits per
+    // weight: the bits stored per weight of the quantized linears); `types` covers every tensor
+    // (embeddings, output, norms).
     TypeCount decoderLinears;
     TypeCount allTensors;
 };

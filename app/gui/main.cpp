@@ -13,6 +13,7 @@
 #include <QSize>
 
 #include "qs/huge_pages.h"
+#include "qs/message_text.h"
 #include "qs/pipeline/checkpoint_eval_report.h"
 
 #include "jobs/evaluate_job.h"
@@ -34,6 +35,7 @@ struct Options {
     QString checkpoint;
     QString screenshot;
     QString tab;
+    QString select;  // a tensor to select once the checkpoint is open (a GGUF or Hugging Face name)
     bool quantize = false;
     QStringList methods;
     QString overviewModules;  // the Overview's module list entry ("experts: gate_proj")
@@ -67,9 +69,15 @@ Options parseOptions(const QCoreApplication& app) {
         QStringLiteral("tab"),
         QApplication::translate(
             "main",
-            "The tab to show: histogram, quantized, channels, overview, hessian, scales or results (experts: the "
+            "The tab to show: histogram, quantized, gguf, channels, overview, hessian, scales or results (experts: the "
             "results' tokens per expert of a MoE job; expert-errors: its error per expert); or the Quantize or "
             "Export panel (quantize, export)."),
+        QStringLiteral("name"));
+    const QCommandLineOption select(
+        QStringLiteral("select"),
+        QApplication::translate("main",
+                                "The tensor to select once the checkpoint is open, by its name in the checkpoint "
+                                "or, for a GGUF file, by the file's own (e.g. blk.0.attn_q.weight)."),
         QStringLiteral("name"));
     const QCommandLineOption quantize(
         QStringLiteral("quantize"),
@@ -119,8 +127,8 @@ Options parseOptions(const QCoreApplication& app) {
                                 "llama.cpp's importance matrix (File ▸ Open imatrix…): the Importance tab shows it and "
                                 "the GGUF methods of --quantize weigh by it."),
         QStringLiteral("file"));
-    parser.addOptions(
-        {screenshot, tab, quantize, methods, original, evaluate, json, imatrix, overviewModules, size, timeout});
+    parser.addOptions({screenshot, tab, select, quantize, methods, original, evaluate, json, imatrix, overviewModules,
+                       size, timeout});
     parser.addPositionalArgument(
         QStringLiteral("checkpoint"),
         QApplication::translate("main", "A .safetensors or .gguf file, or a checkpoint folder."),
@@ -130,6 +138,7 @@ Options parseOptions(const QCoreApplication& app) {
     Options options;
     options.screenshot = parser.value(screenshot);
     options.tab = parser.value(tab);
+    options.select = parser.value(select);
     options.quantize = parser.isSet(quantize);
     if (parser.isSet(methods)) options.methods = parser.value(methods).split(QLatin1Char(','), Qt::SkipEmptyParts);
     options.original = parser.value(original);
@@ -228,7 +237,7 @@ int main(int argc, char** argv) {
     if (errors) window.resultsPage()->preferExpertErrors(true);
     if (!options.tab.isEmpty() && !window.showPage(experts ? QStringLiteral("results") : options.tab)) {
         std::fprintf(stderr,
-                     "quantscope: unknown tab '%s' (histogram, quantized, channels, overview, hessian, scales, "
+                     "quantscope: unknown tab '%s' (histogram, quantized, gguf, channels, overview, hessian, scales, "
                      "results, experts, expert-errors, imatrix with --imatrix, quantize, export)\n",
                      qUtf8Printable(options.tab));
         return 2;
@@ -243,6 +252,14 @@ int main(int argc, char** argv) {
     }
     window.show();
     if (!options.checkpoint.isEmpty() && !window.openPath(options.checkpoint) && headless) return 2;
+    if (!options.select.isEmpty() && !window.selectTensorNamed(options.select)) {
+        // One line whatever the name holds: it is the user's text, echoed.
+        const std::string name = qs::sanitizeMessage(options.select.toStdString(), 200);
+        std::fprintf(
+            stderr, "quantscope: --select: no tensor named '%s' in %s\n", name.c_str(),
+            options.checkpoint.isEmpty() ? "the window (no checkpoint is open)" : qUtf8Printable(options.checkpoint));
+        if (headless) return 2;
+    }
     if (!options.overviewModules.isEmpty() && !window.overviewPage()->setModuleView(options.overviewModules)) {
         std::fprintf(stderr, "quantscope: the Overview lists no modules '%s' for this checkpoint (%s)\n",
                      qUtf8Printable(options.overviewModules),

@@ -195,11 +195,17 @@ GgufCheckpoint describeGgufCheckpoint(const GgufFile& file) {
             throw Error(file.path().string() + ": tensor name '" + stored.name + "' is not valid UTF-8");
         quantized = quantized || isBlockQuantized(stored);
         if (auto experts = splitStackedExperts(stored, names, file.path().string())) {
-            for (TensorInfo& e : *experts) out.tensors.push_back(std::move(e));
+            for (TensorInfo& e : *experts) {
+                out.tensors.push_back(std::move(e));
+                out.sourceNames.push_back(stored.name);
+            }
             continue;
         }
         if (auto kvB = latentKvB(stored, file, names, out)) {
-            if (!kvB->name.empty()) out.tensors.push_back(std::move(*kvB));
+            if (!kvB->name.empty()) {
+                out.tensors.push_back(std::move(*kvB));
+                out.sourceNames.push_back(stored.name);  // attn_k_b; attn_v_b, read with it, has no tensor of its own
+            }
             continue;
         }
         TensorInfo t = stored;
@@ -217,6 +223,7 @@ GgufCheckpoint describeGgufCheckpoint(const GgufFile& file) {
                 out.rewrites.push_back(std::move(*r));
             }
         out.tensors.push_back(std::move(t));
+        out.sourceNames.push_back(stored.name);
     }
     // The same for the metadata text the config took (general.architecture, rope scaling type):
     // the config is written and hashed as JSON.

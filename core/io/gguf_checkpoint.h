@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -44,9 +45,10 @@ bool groupValueHeads(std::vector<std::byte>& data, std::int64_t rows, std::int64
 float aLogOfSsmA(float ssmA);
 
 struct GgufCheckpoint {
-    std::vector<TensorInfo> tensors;  // same data as file.tensors(), renamed and reshaped
-    nlohmann::json config;            // as config.json would say it
-    nlohmann::json quantConfig;       // {"quant_method": "gguf", ...} when a tensor is quantized, else {}
+    std::vector<TensorInfo> tensors;       // same data as file.tensors(), renamed and reshaped
+    std::vector<std::string> sourceNames;  // per tensors[i]: the file's tensor it is read from (its GGUF name)
+    nlohmann::json config;                 // as config.json would say it
+    nlohmann::json quantConfig;            // {"quant_method": "gguf", ...} when a tensor is quantized, else {}
     // Tensors stored transformed by llama.cpp's converter, read back as the Hugging Face weight (Checkpoint keeps
     // the computed values, a few small tensors per layer and Qwen3.5's reordered linears, in memory).
     std::vector<GgufRewrite> rewrites;

@@ -15,7 +15,9 @@
 
 #include "qs/formats/linear_encoder.h"
 #include "qs/io/checkpoint.h"
+#include "qs/io/gguf_bits_per_weight.h"
 #include "qs/io/gguf_file.h"
+#include "qs/io/gguf_tensor_names.h"
 #include "qs/model/model_config.h"
 #include "qs/model/transformer.h"
 #include "qs/pipeline/checkpoint_eval.h"
@@ -176,6 +178,38 @@ TEST(GgufMoe, TinyCheckpointsFallBackAsTheirStackedTensorsDo) {
                 expectedStack(q8.layers[1], "mlp.experts.", "down_proj", 4, -1));
     EXPECT_TRUE(bytesOf(gguf, "blk.0.ffn_up_exps.weight") ==
                 expectedStack(q8.layers[0], "mlp.experts.", "up_proj", 4, -1));
+}
+
+// The two names of a MoE GGUF's tensors (the GUI's GGUF tab and --select): every checkpoint tensor once, a
+// stacked tensor's experts each under its one GGUF name; bits per weight count every expert.
+TEST(GgufMoe, EachExpertIsNamedAfterItsStackedTensor) {
+    TempDir dir;
+    const fs::path source = fs::path(QS_TEST_DATA_DIR) / "moe" / "qwen3-moe-tiny";
+    const MethodResult q8 = runGguf(source, "q8_0", 320).methods.at(0);
+    ASSERT_TRUE(q8.error.empty()) << q8.error;
+    const fs::path file =
+        writeGgufResult(io::Checkpoint::open(source), q8, dir.path() / "q8.gguf", {}, {}, CancelToken{});
+    const io::GgufFile gguf = io::GgufFile::open(file);
+    const io::Checkpoint checkpoint = io::Checkpoint::open(file);
+    const std::vector<io::GgufTensorName> names = io::ggufTensorNames(gguf);
+    ASSERT_EQ(names.size(), checkpoint.tensors().size());
+    for (const io::GgufTensorName& n : names) {
+        EXPECT_NE(checkpoint.find(n.hf), nullptr) << n.hf;
+        EXPECT_NE(gguf.find(n.gguf), nullptr) << n.gguf;
+    }
+    int experts = 0;
+    for (const io::GgufTensorName& n : names) experts += n.gguf == "blk.1.ffn_down_exps.weight";
+    EXPECT_EQ(experts, 4);
+    EXPECT_EQ(io::hfNameInGguf(names, "blk.1.ffn_down_exps.weight"), "model.layers.1.mlp.experts.0.down_proj.weight");
+    EXPECT_EQ(io::hfNameInGguf(names, "blk.0.attn_q.weight"), "model.layers.0.self_attn.q_proj.weight");
+    EXPECT_EQ(io::hfNameInGguf(names, "blk.9.attn_q.weight"), std::nullopt);
+
+    // Bits per weight over the decoder's linears: the file's blk.* matrices (experts and router included).
+    double bytes = 0, elements = 0;
+    for (const io::TensorInfo& t : gguf.tensors())
+        if (t.name.starts_with("blk.") && t.shape.size() >= 2)
+            bytes += double(t.byteSize()), elements += double(t.numel());
+    EXPECT_NEAR(io::ggufBitsPerWeight(checkpoint).decoderLinears.bitsPerWeight(), 8 * bytes / elements, 1e-9);
 }
 
 // gpt-oss: each expert's gate_up_proj is one linear of the Job (rows 2i gate_i, 2i + 1 up_i); llama.cpp's

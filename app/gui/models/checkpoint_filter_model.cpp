@@ -23,6 +23,17 @@ bool CheckpointFilterModel::setPattern(const QString& pattern, bool regex) {
     return true;
 }
 
+// A GGUF checkpoint's tensors match by the file's own names too ("attn_q", "blk.3."), which the tree shows
+// beside the Hugging Face ones.
+bool CheckpointFilterModel::filterAcceptsRow(int row, const QModelIndex& parent) const {
+    if (QSortFilterProxyModel::filterAcceptsRow(row, parent)) return true;
+    const QString gguf = sourceModel()
+                             ->index(row, CheckpointTreeModel::NameColumn, parent)
+                             .data(CheckpointTreeModel::GgufNameRole)
+                             .toString();
+    return !gguf.isEmpty() && filterRegularExpression().match(gguf).hasMatch();
+}
+
 QVariant CheckpointFilterModel::data(const QModelIndex& index, int role) const {
     if (!filtering_ || role != Qt::DisplayRole || index.column() != CheckpointTreeModel::ShapeColumn)
         return QSortFilterProxyModel::data(index, role);

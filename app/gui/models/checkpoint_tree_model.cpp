@@ -8,6 +8,7 @@
 #include "qs/analysis/layer_overview.h"
 #include "qs/error.h"
 #include "qs/formats/detect.h"
+#include "qs/io/gguf_tensor_names.h"
 #include "qs/io/tensor_name.h"
 
 #include "experts/expert_path.h"
@@ -59,6 +60,12 @@ QString withoutSuffix(const QString& name, const QString& suffix) {
     return !suffix.isEmpty() && name.endsWith(dotted) ? name.chopped(dotted.size()) : QString();
 }
 
+// "blk.3.attn_q.weight" -> "attn_q": the kind of a block's tensor in llama.cpp's naming; "" otherwise.
+QString ggufKind(const QString& ggufName) {
+    const QStringList parts = ggufName.split(QLatin1Char('.'));
+    return parts.size() == 4 && parts[0] == QLatin1String("blk") ? parts[2] : QString();
+}
+
 }  // namespace
 
 CheckpointTreeModel::CheckpointTreeModel(QObject* parent) : QAbstractItemModel(parent) { nodes_.emplace_back(); }
@@ -86,7 +93,11 @@ int CheckpointTreeModel::addNode(int parent, QString label, QString filterText) 
 void CheckpointTreeModel::build() {
     nodes_.assign(1, Node{});
     leafByName_.clear();
+    ggufNames_.clear();
     if (!checkpoint_) return;
+    if (const io::GgufFile* file = checkpoint_->gguf())
+        for (const io::GgufTensorName& n : io::ggufTensorNames(*file))
+            ggufNames_.insert(QString::fromStdString(n.hf), QString::fromStdString(n.gguf));
     const Grouping g = groupTensors(checkpoint_->tensors());
     const auto addGroup = [&](const QString& label, const std::vector<int>& members) {
         if (members.empty()) return;
@@ -112,15 +123,22 @@ void CheckpointTreeModel::addLeaf(int parent, int tensor, const QString& label) 
     const QString name = tensorName(tensor);
     const int id = addNode(parent, label.isEmpty() ? name : label, name);
     nodes_[static_cast<std::size_t>(id)].tensor = tensor;
+    nodes_[static_cast<std::size_t>(id)].ggufName = ggufNames_.value(name);
     leafByName_.insert(name, id);
 }
 
 // A module node labelled `label`, its parts beneath it ("weight", "qweight", ...); returns its path
-// ("model.layers.3.mlp.down_proj"), or "" when the part cannot be told from the name.
+// ("model.layers.3.mlp.down_proj"), or "" when the part cannot be told from the name. A GGUF checkpoint's
+// module reads with llama.cpp's kind beside ("q_proj · attn_q"), its leaves' tooltips give the GGUF names.
 QString CheckpointTreeModel::addModule(int parent, const QString& label, const std::vector<int>& members) {
     const io::CheckpointTensor& first = checkpoint_->tensors()[static_cast<std::size_t>(members.front())];
     const QString modulePath = withoutSuffix(tensorName(members.front()), QString::fromStdString(first.naming.part));
-    const int node = addNode(parent, label, modulePath.isEmpty() ? label : modulePath);
+    QString kind;
+    for (const int t : members)
+        if (kind.isEmpty()) kind = ggufKind(ggufNames_.value(tensorName(t)));
+    // "self_attn.q_proj" reads "q_proj · attn_q": the tree's name column is narrow.
+    const QString shown = kind.isEmpty() ? label : label.section(QLatin1Char('.'), -1) + QStringLiteral(" · ") + kind;
+    const int node = addNode(parent, shown, modulePath.isEmpty() ? label : modulePath);
     for (const int t : members)
         addLeaf(node, t, QString::fromStdString(checkpoint_->tensors()[static_cast<std::size_t>(t)].naming.part));
     return modulePath;
@@ -333,13 +351,16 @@ QVariant CheckpointTreeModel::data(const QModelIndex& index, int role) const {
     switch (role) {
         case Qt::DisplayRole: return displayData(node, index.column());
         case Qt::ToolTipRole:  // the DType cell may be elided: its tooltip lists every type
-            if (index.column() != DTypeColumn) return node.filterText;
+            if (index.column() != DTypeColumn)
+                return node.ggufName.isEmpty() ? node.filterText
+                                               : tr("%1\nGGUF: %2").arg(node.filterText, node.ggufName);
             if (node.scheme.isEmpty()) return displayData(node, DTypeColumn);
             return tr("Quantized linear: %1, stored as %2").arg(node.scheme, storedTypes(node));
         case Qt::TextAlignmentRole:
             return index.column() == SizeColumn ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
         case TensorNameRole: return node.tensor >= 0 ? node.filterText : QString();
         case QuantSchemeRole: return node.scheme;
+        case GgufNameRole: return node.ggufName;
         case GroupItemsRole:
             return node.tensor < 0 && node.linearShape.empty() ? QVariant(qlonglong(node.children.size())) : QVariant();
         case FilterTextRole: return node.filterText;

@@ -27,6 +27,7 @@ public:
         SortRole,                           // numeric where the text would sort wrongly
         QuantSchemeRole,                    // a quantized linear's scheme ("int4 g128 asym"); empty for others
         GroupItemsRole,                     // a group's child count, which its Shape cell shows; none for others
+        GgufNameRole,                       // a GGUF checkpoint's leaf: the file's name of its tensor; else empty
     };
 
     explicit CheckpointTreeModel(QObject* parent = nullptr);
@@ -61,6 +62,7 @@ private:
         QString scheme;       // "int4 g128 act-order asym": the tooltip's and QuantSchemeRole's
         QString schemeLabel;  // "int4", "nvfp4", "fp8": the DType column's, as short as "BF16"
         std::vector<std::int64_t> linearShape;
+        QString ggufName;  // a GGUF checkpoint's leaf: the file's tensor it is read from ("blk.0.attn_q.weight")
     };
 
     void build();
@@ -81,6 +83,7 @@ private:
     CheckpointPtr checkpoint_;
     std::vector<Node> nodes_;  // nodes_[0] is the invisible root
     QHash<QString, int> leafByName_;
+    QHash<QString, QString> ggufNames_;  // a GGUF checkpoint's tensors: Hugging Face name -> GGUF name
 };
 
 }  // namespace qs::gui

@@ -10,7 +10,9 @@
 #include <QStringList>
 
 #include "qs/formats/parameter_count.h"
+#include "qs/io/gguf_bits_per_weight.h"
 
+#include "text/gguf_bits_text.h"
 #include "text/number_format.h"
 
 namespace qs::gui {
@@ -55,6 +57,8 @@ SummaryPanel::SummaryPanel(QWidget* parent) : QWidget(parent), form_(new QFormLa
           tr("DTypes"), tr("Size on disk"), tr("Quantization"), tr("Tokenizer")}) {
         addRow(field);
     }
+    bits_ = addRow(tr("Bits per weight"));
+    bits_->setToolTip(ggufBitsToolTip());
     clear();
 }
 
@@ -88,7 +92,10 @@ void SummaryPanel::setSummary(const QString& path, const io::Checkpoint& checkpo
         quantizationText(format, s.quantizationFormat),
         s.hasTokenizer ? tr("yes") : tr("no"),
     };
-    for (int i = 0; i < rows_.size(); ++i) rows_[i].second->setText(values[i]);
+    for (int i = 0; i < values.size(); ++i) rows_[i].second->setText(values[i]);
+    // A GGUF's blocks store their scales with the codes: its bits per weight read off the file alone.
+    form_->setRowVisible(bits_, checkpoint.gguf() != nullptr);
+    bits_->setText(checkpoint.gguf() ? ggufBitsText(io::ggufBitsPerWeight(checkpoint)) : QStringLiteral("–"));
     rows_[0].second->setToolTip(path);
     rows_[4].second->setToolTip(parameters == s.parameterCount
                                     ? QString()
@@ -98,6 +105,7 @@ void SummaryPanel::setSummary(const QString& path, const io::Checkpoint& checkpo
 
 void SummaryPanel::clear() {
     for (auto& [field, label] : rows_) label->setText(QStringLiteral("–"));
+    form_->setRowVisible(bits_, false);
     rows_[0].second->setText(tr("none — File ▸ Open, or drop a checkpoint here"));
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 // The summary dock: what Checkpoint::summary() and formats::detect say of the open checkpoint, one
-// line per fact.
+// line per fact; for a GGUF, its bits per weight too (io::ggufBitsPerWeight, as `inspect` gives it).
 #include <QWidget>
 
 #include "qs/formats/format_info.h"
@@ -27,6 +27,7 @@ private:
     QLabel* addRow(const QString& field);
 
     QFormLayout* form_;
+    QLabel* bits_ = nullptr;  // a GGUF's bits per weight; the row is hidden for any other checkpoint
     QList<QPair<QString, QLabel*>> rows_;
 };
 

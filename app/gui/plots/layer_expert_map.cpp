@@ -44,7 +44,9 @@ void LayerExpertMap::drawCells(int layers, int experts, const std::function<doub
     experts_ = experts;
     QCPColorMapData* data = map_->data();
     data->setSize(experts, layers);
-    data->setRange(QCPRange(0, std::max(experts - 1, 1)), QCPRange(0, std::max(layers - 1, 1)));
+    // Cell centres at whole numbers; QCustomPlot spreads a lone cell over the whole range it is given.
+    const auto centres = [](int n) { return n == 1 ? QCPRange(-0.5, 0.5) : QCPRange(0, n - 1); };
+    data->setRange(centres(experts), centres(layers));
     for (int layer = 0; layer < layers; ++layer)
         for (int expert = 0; expert < experts; ++expert) data->setCell(expert, layer, value(layer, expert));
     map_->setDataRange(colours);

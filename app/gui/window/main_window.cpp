@@ -26,6 +26,7 @@
 #include <QTableView>
 
 #include "qs/formats/detect.h"
+#include "qs/io/gguf_tensor_names.h"
 #include "qs/message_text.h"
 #include "qs/pipeline/bundled_resources.h"
 #include "qs/pipeline/gguf_imatrix.h"
@@ -40,6 +41,7 @@
 #include "models/checkpoint_tree_model.h"
 #include "models/module_log_model.h"
 #include "pages/channels_page.h"
+#include "pages/gguf_page.h"
 #include "pages/hessian_page.h"
 #include "pages/histogram_page.h"
 #include "pages/imatrix_page.h"
@@ -92,6 +94,7 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
       hessian_(new HessianPage(this)),
       scales_(new ServingScalesPage(this)),
       quantized_(new QuantizedLinearPage(this)),
+      gguf_(new GgufPage(this)),
       results_(new ResultsPage(this)),
       mixed_(new MixedPrecisionPage(this)),
       quantize_(new QuantizePanel(this)),
@@ -133,7 +136,7 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
 MainWindow::~MainWindow() = default;
 
 void MainWindow::createPages() {
-    pages_ = {histogram_, quantized_, channels_, overview_, hessian_, scales_, results_, mixed_, importance_};
+    pages_ = {histogram_, quantized_, gguf_, channels_, overview_, hessian_, scales_, results_, mixed_, importance_};
     for (InspectorPage* page : pages_) {
         tabs_->setTabToolTip(tabs_->addTab(page, page->title()), page->toolTip());
         connect(page, &InspectorPage::errorOccurred, this, &MainWindow::reportError);
@@ -160,6 +163,7 @@ void MainWindow::createPages() {
     connect(start_, &StartPage::openFolderRequested, this, &MainWindow::openFolderDialog);
     connect(start_, &StartPage::openDemoRequested, this, &MainWindow::openDemo);
     connect(overview_, &OverviewPage::tensorActivated, this, &MainWindow::selectTensor);
+    connect(gguf_, &GgufPage::tensorActivated, this, &MainWindow::selectTensor);
     connect(results_, &ResultsPage::layerActivated, this, [this](int layer) { selectLayer(layer); });
     connect(results_, &ResultsPage::linearActivated, this, &MainWindow::selectLayer);
     export_->setSettingsProvider([this](const pipeline::MethodResult& m) {
@@ -581,6 +585,7 @@ bool MainWindow::openPath(QString path) {
     // A quantized checkpoint's linears get their own tab; the bit budget is for one that can be quantized.
     tabs_->setTabVisible(tabs_->indexOf(quantized_), quantized_->hasQuantizedLinears());
     tabs_->setTabVisible(tabs_->indexOf(mixed_), !quantized_->hasQuantizedLinears());
+    tabs_->setTabVisible(tabs_->indexOf(gguf_), gguf_->hasGguf());  // the file's own view, only for a GGUF
     keepTabsInView();
     tree_->setCheckpoint(checkpoint_);
     // Start would fail on linears that do not decode, or without a forward pass: it is disabled, saying why.
@@ -604,6 +609,19 @@ bool MainWindow::openPath(QString path) {
 void MainWindow::selectTensor(const QString& name) { tree_->selectTensor(name); }
 
 QString MainWindow::currentTensor() const { return tree_->currentTensor(); }
+
+bool MainWindow::selectTensorNamed(const QString& name) {
+    if (!checkpoint_) return false;
+    std::string tensor = name.toStdString();
+    if (!checkpoint_->find(tensor)) {
+        const io::GgufFile* file = checkpoint_->gguf();
+        const auto hf = file ? io::hfNameInGguf(io::ggufTensorNames(*file), tensor) : std::nullopt;
+        if (!hf || !checkpoint_->find(*hf)) return false;
+        tensor = *hf;
+    }
+    selectTensor(QString::fromStdString(tensor));
+    return currentTensor() == QString::fromStdString(tensor);
+}
 
 void MainWindow::onTensorSelected(const QString& name) {
     for (InspectorPage* page : pages_) page->setTensor(name);

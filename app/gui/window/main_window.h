@@ -28,6 +28,7 @@ namespace qs::gui {
 class ChannelsPage;
 class CheckpointTreePanel;
 class EvaluateJob;
+class GgufPage;
 class ExportPanel;
 class HessianPage;
 class ServingScalesPage;
@@ -74,6 +75,9 @@ public:
     bool showPage(const QString& key);  // "histogram", ..., "results"; or the dock's "quantize", "export"
     bool isBusy() const;                // the visible page is still computing, or a job runs
     void selectTensor(const QString& name);
+    // --select: a checkpoint tensor by its name, or a GGUF checkpoint's by the file's name for it
+    // ("blk.0.attn_q.weight"); false, selecting nothing, when the open checkpoint has no such tensor.
+    bool selectTensorNamed(const QString& name);
     QString currentTensor() const;
     CheckpointPtr checkpoint() const { return checkpoint_; }
 
@@ -87,6 +91,7 @@ public:
     HessianPage* hessianPage() const { return hessian_; }
     ServingScalesPage* servingScalesPage() const { return scales_; }
     QuantizedLinearPage* quantizedLinearPage() const { return quantized_; }
+    GgufPage* ggufPage() const { return gguf_; }
     ImatrixPage* imatrixPage() const { return importance_; }
     // File ▸ Open imatrix…: llama.cpp's importance matrix into the Importance tab (shown from now on) and, once
     // read, to the Quantize panel's GGUF methods. Reading runs on the tab's worker; a file that is not an
@@ -183,6 +188,7 @@ private:
     HessianPage* hessian_;
     ServingScalesPage* scales_;
     QuantizedLinearPage* quantized_;
+    GgufPage* gguf_;
     ResultsPage* results_;
     MixedPrecisionPage* mixed_;
     QuantizePanel* quantize_;
