@@ -8,6 +8,7 @@
 #include <QDockWidget>
 #include <QHeaderView>
 #include <QLineEdit>
+#include <QMenu>
 #include <QPushButton>
 #include <QScrollArea>
 #include <QScrollBar>
@@ -16,6 +17,7 @@
 #include <QTabWidget>
 #include <QTableView>
 #include <QTableWidget>
+#include <QToolButton>
 #include <QTreeView>
 
 #include "models/checkpoint_tree_model.h"
@@ -145,6 +147,39 @@ TEST_F(WindowLayoutTest, EveryTabOfADenseCheckpointIsInViewOnALaptop) {
                 << key.toStdString() << ": tab " << bar->tabText(i).toStdString() << " scrolled away";
         }
     }
+}
+
+// A GGUF file adds the Quantized and GGUF tabs, and the bar scrolls at 1366 pixels: the current tab is kept in
+// view (chosen before the window is shown and the file opened, as `quantscope --tab results FILE` does), and
+// the button at the
+// bar's end lists every tab.
+TEST_F(WindowLayoutTest, WhenTheTabsScrollTheCurrentOneStaysInViewAndEveryTabIsListed) {
+    const QString gguf = quantizedDemo(QStringLiteral("q4_k_m"));
+    ASSERT_FALSE(gguf.isEmpty());
+    // As `quantscope --tab results FILE` does it.
+    ASSERT_TRUE(window.showPage(QStringLiteral("results")));
+    showAt({1366, 720});
+    ASSERT_TRUE(window.openPath(gguf));
+    waitUntil([] { return false; }, 200);
+    auto* tabs = window.findChild<QTabWidget*>();
+    ASSERT_NE(tabs, nullptr);
+    const QTabBar* bar = tabs->tabBar();
+    ASSERT_EQ(tabs->currentWidget(), window.resultsPage());
+    EXPECT_TRUE(bar->rect().contains(bar->tabRect(bar->currentIndex())))
+        << "Results at " << bar->tabRect(bar->currentIndex()).left() << " of a " << bar->width() << "-pixel bar";
+
+    auto* list = tabs->findChild<QToolButton*>(QStringLiteral("tabList"));
+    ASSERT_NE(list, nullptr);
+    ASSERT_NE(list->menu(), nullptr);
+    emit list->menu()->aboutToShow();
+    QStringList listed, shown;
+    for (const QAction* a : list->menu()->actions()) listed << a->text();
+    for (int i = 0; i < bar->count(); ++i)
+        if (bar->isTabVisible(i)) shown << bar->tabText(i);
+    EXPECT_EQ(listed, shown);
+    EXPECT_TRUE(shown.contains(QStringLiteral("GGUF")));
+    list->menu()->actions().front()->trigger();
+    EXPECT_EQ(tabs->currentIndex(), 0);
 }
 
 // Switching tabs must not move the docks: at 1366 pixels a page with a wider minimum size pushed the

@@ -13,17 +13,21 @@
 #include <QFileInfo>
 #include <QGuiApplication>
 #include <QHeaderView>
+#include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QMimeData>
 #include <QScreen>
 #include <QScrollArea>
 #include <QSettings>
+#include <QSignalBlocker>
 #include <QStackedWidget>
 #include <QStatusBar>
 #include <QTabBar>
 #include <QTabWidget>
 #include <QTableView>
+#include <QTimer>
+#include <QToolButton>
 
 #include "qs/formats/detect.h"
 #include "qs/io/gguf_tensor_names.h"
@@ -153,6 +157,7 @@ void MainWindow::createPages() {
         if (importance_->imatrixPath().isEmpty()) tabs_->setTabVisible(tabs_->indexOf(importance_), false);
     });
     tabs_->setDocumentMode(true);
+    addTabListButton();
     keepTabsInView();
     // The tabs once a checkpoint is open; before, the start page (how to open one, and the demo).
     centre_ = new QStackedWidget(this);
@@ -364,6 +369,7 @@ bool MainWindow::showResult(const std::shared_ptr<const pipeline::JobResult>& re
 
 void MainWindow::openImatrix(const QString& path) {
     tabs_->setTabVisible(tabs_->indexOf(importance_), true);
+    keepTabsInView();
     importance_->openImatrix(path);
 }
 
@@ -669,10 +675,50 @@ void MainWindow::showAbout() {
 // arrow (Results did, beside the default docks); the docks give way. Up to the six tabs of a dense
 // checkpoint (550 pixels): the 565 the default docks leave at 1366 cannot take a quantized one's
 // seventh, which scrolls (its Results are empty: a quantized checkpoint is not quantized again).
+// At 1366 pixels the tab bar scrolls once a quantized checkpoint's or an imatrix's tabs join: a button at
+// its end lists every tab, so that none hides behind the scroll arrows (as browsers list theirs).
+void MainWindow::addTabListButton() {
+    auto* button = new QToolButton(tabs_);
+    button->setObjectName(QStringLiteral("tabList"));
+    button->setText(QStringLiteral("☰"));
+    button->setToolTip(tr("Every tab"));
+    button->setAutoRaise(true);
+    button->setPopupMode(QToolButton::InstantPopup);
+    auto* menu = new QMenu(button);
+    connect(menu, &QMenu::aboutToShow, this, [this, menu] {
+        menu->clear();
+        for (int i = 0; i < tabs_->count(); ++i) {
+            if (!tabs_->isTabVisible(i)) continue;
+            QAction* action = menu->addAction(tabs_->tabText(i), this, [this, i] { tabs_->setCurrentIndex(i); });
+            action->setCheckable(true);
+            action->setChecked(i == tabs_->currentIndex());
+        }
+    });
+    button->setMenu(menu);
+    tabs_->setCornerWidget(button, Qt::TopRightCorner);
+}
+
 void MainWindow::keepTabsInView() {
     constexpr int kWidestTabBar = 560;
     // On the bar, not the tab widget: its minimum stays the larger of the bar's and the pages'.
     tabs_->tabBar()->setMinimumWidth(std::min(tabs_->tabBar()->sizeHint().width(), kWidestTabBar));
+    // Once laid out: the tabs shown for this checkpoint may have pushed the current one out of view.
+    QTimer::singleShot(0, this, &MainWindow::scrollCurrentTabIntoView);
+}
+
+// QTabBar scrolls a tab into view only when it becomes current: it is made current again (from a neighbour,
+// with the bar's signals blocked, so that the pages never see the change).
+void MainWindow::scrollCurrentTabIntoView() {
+    QTabBar* bar = tabs_->tabBar();
+    const int current = bar->currentIndex();
+    if (current < 0 || bar->rect().contains(bar->tabRect(current))) return;
+    int other = -1;
+    for (int i = 0; i < bar->count(); ++i)
+        if (i != current && bar->isTabVisible(i)) other = i;
+    if (other < 0) return;
+    const QSignalBlocker block(bar);
+    bar->setCurrentIndex(other);
+    bar->setCurrentIndex(current);
 }
 
 // Dock sizes are only honoured once the window has its size, so they are set at the first show,
@@ -697,6 +743,7 @@ void MainWindow::showEvent(QShowEvent* event) {
     if (shownBefore_) return;
     shownBefore_ = true;
     if (!stateRestored_) applyDefaultDockSizes();
+    QTimer::singleShot(0, this, &MainWindow::scrollCurrentTabIntoView);
 }
 
 void MainWindow::restoreWindowState() {

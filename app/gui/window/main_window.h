@@ -164,6 +164,8 @@ private:
     void cleanRunCache();
     void applyDefaultDockSizes();
     void keepTabsInView();
+    void addTabListButton();
+    void scrollCurrentTabIntoView();
 
     Settings settings_;
     Confirmation confirm_;
