@@ -13,6 +13,7 @@
 #include "pages/histogram_page.h"
 #include "pages/overview_page.h"
 #include "plots/plot_view.h"
+#include "plot_click.h"
 #include "qt_test_support.h"
 #include "window/main_window.h"
 
@@ -125,14 +126,7 @@ TEST_F(InspectorPagesTest, OverviewCellClickSelectsItsTensor) {
     EXPECT_EQ(window.currentTensor(), "model.layers.2.mlp.down_proj.weight");
 
     // A real click on the cell of layer 1, module 0 (q_proj), through the plot's mouse handling.
-    PlotView& plot = *page.plot();
-    const QPointF at(plot.xAxis->coordToPixel(0.0), plot.yAxis->coordToPixel(1.0));
-    QMouseEvent press(QEvent::MouseButtonPress, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::LeftButton,
-                      Qt::NoModifier);
-    QMouseEvent release(QEvent::MouseButtonRelease, at, plot.mapToGlobal(at), Qt::LeftButton, Qt::NoButton,
-                        Qt::NoModifier);
-    QCoreApplication::sendEvent(&plot, &press);
-    QCoreApplication::sendEvent(&plot, &release);
+    clickPlot(*page.plot(), 0.0, 1.0);
     EXPECT_EQ(window.currentTensor(), "model.layers.1.self_attn.q_proj.weight");
 }
 
