@@ -37,6 +37,7 @@ struct Options {
     QStringList methods;
     QString overviewModules;  // the Overview's module list entry ("experts: gate_proj")
     QString original;         // File ▸ Compare with Original… once the checkpoint is open
+    QString second;           // File ▸ Compare with Second Quantization…
     bool evaluate = false;    // then File ▸ Evaluate against Original
     QString json;             // where the evaluation goes, in quantscope-cli eval --json's shape
     QSize size{1400, 900};
@@ -65,9 +66,9 @@ Options parseOptions(const QCoreApplication& app) {
         QStringLiteral("tab"),
         QApplication::translate(
             "main",
-            "The tab to show: histogram, quantized, channels, overview, hessian, scales or results (experts: the "
-            "results' tokens per expert of a MoE job; expert-errors: its error per expert); or the Quantize or "
-            "Export panel (quantize, export)."),
+            "The tab to show: histogram, quantized, side-by-side, channels, overview, hessian, scales or results "
+            "(experts: the results' tokens per expert of a MoE job; expert-errors: its error per expert); or the "
+            "Quantize or Export panel (quantize, export)."),
         QStringLiteral("name"));
     const QCommandLineOption quantize(
         QStringLiteral("quantize"),
@@ -93,6 +94,13 @@ Options parseOptions(const QCoreApplication& app) {
                                 "The checkpoint the opened one was quantized from (File ▸ Compare with Original…): the "
                                 "Quantized tab shows each linear's rounding error against it."),
         QStringLiteral("path"));
+    const QCommandLineOption second(
+        QStringLiteral("second"),
+        QApplication::translate("main",
+                                "Another quantization of the opened checkpoint's model (File ▸ Compare with Second "
+                                "Quantization…): the Side by side tab compares the two linear by linear, and "
+                                "--evaluate evaluates both."),
+        QStringLiteral("path"));
     const QCommandLineOption evaluate(
         QStringLiteral("evaluate"),
         QApplication::translate("main",
@@ -111,7 +119,8 @@ Options parseOptions(const QCoreApplication& app) {
             "The Overview's modules of a mixture of experts: \"dense linears\" or one expert linear's "
             "layer × expert view, as the list names it (e.g. \"experts: gate_proj\")."),
         QStringLiteral("entry"));
-    parser.addOptions({screenshot, tab, quantize, methods, original, evaluate, json, overviewModules, size, timeout});
+    parser.addOptions(
+        {screenshot, tab, quantize, methods, original, second, evaluate, json, overviewModules, size, timeout});
     parser.addPositionalArgument(
         QStringLiteral("checkpoint"),
         QApplication::translate("main", "A .safetensors or .gguf file, or a checkpoint folder."),
@@ -124,6 +133,7 @@ Options parseOptions(const QCoreApplication& app) {
     options.quantize = parser.isSet(quantize);
     if (parser.isSet(methods)) options.methods = parser.value(methods).split(QLatin1Char(','), Qt::SkipEmptyParts);
     options.original = parser.value(original);
+    options.second = parser.value(second);
     options.evaluate = parser.isSet(evaluate);
     options.json = parser.value(json);
     options.overviewModules = parser.value(overviewModules);
@@ -212,8 +222,8 @@ int main(int argc, char** argv) {
     if (errors) window.resultsPage()->preferExpertErrors(true);
     if (!options.tab.isEmpty() && !window.showPage(experts ? QStringLiteral("results") : options.tab)) {
         std::fprintf(stderr,
-                     "quantscope: unknown tab '%s' (histogram, quantized, channels, overview, hessian, scales, "
-                     "results, experts, expert-errors, quantize, export)\n",
+                     "quantscope: unknown tab '%s' (histogram, quantized, side-by-side, channels, overview, hessian, "
+                     "scales, results, experts, expert-errors, quantize, export)\n",
                      qUtf8Printable(options.tab));
         return 2;
     }
@@ -234,6 +244,11 @@ int main(int argc, char** argv) {
         if (headless) return 2;
     }
     if (!options.original.isEmpty() && !window.compareWithOriginal(options.original) && headless) return 2;
+    if (!options.second.isEmpty()) {
+        if (!window.compareWithSecond(options.second) && headless) return 2;
+        // The comparison showed its own tab: the one asked for again (side-by-side is hidden until now).
+        if (!options.tab.isEmpty() && !window.showPage(experts ? QStringLiteral("results") : options.tab)) return 2;
+    }
     bool jobFailed = false;  // a --quantize run that fails exits with 2, as the CLI does
     QObject::connect(window.quantizeJob(), &qs::gui::QuantizeJob::failed, [&jobFailed] { jobFailed = true; });
     QObject::connect(window.evaluateJob(), &qs::gui::EvaluateJob::failed, [&jobFailed] { jobFailed = true; });

@@ -112,8 +112,8 @@ void ResultsPage::setResult(JobResultPtr result) {
 }
 
 void ResultsPage::addEvaluation(EvaluationPtr evaluation) {
-    if (jobResult_ && jobResult_->source != evaluation->source) return;
-    if (!evaluations_.empty() && evaluations_.front()->source != evaluation->source) return;
+    if (jobResult_ && jobResult_->source != evaluation->openCheckpoint) return;
+    if (!evaluations_.empty() && evaluations_.front()->openCheckpoint != evaluation->openCheckpoint) return;
     evaluations_.push_back(std::move(evaluation));
     display(withEvaluations());
 }
@@ -142,7 +142,7 @@ JobResultPtr ResultsPage::withEvaluations() const {
     auto shown = jobResult_ ? std::make_shared<pipeline::JobResult>(*jobResult_) : nullptr;
     if (!shown) {
         shown = std::make_shared<pipeline::JobResult>();
-        shown->source = evaluations_.front()->source;
+        shown->source = evaluations_.front()->openCheckpoint;
         shown->evaluationTokens = evaluations_.front()->result.evaluationTokens;
     }
     for (const EvaluationPtr& e : evaluations_) shown->methods.push_back(evaluationRow(*e));

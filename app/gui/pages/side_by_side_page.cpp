@@ -1,0 +1,320 @@
+#include "pages/side_by_side_page.h"
+
+#include <algorithm>
+#include <span>
+
+#include <QCheckBox>
+#include <QFontMetrics>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QSortFilterProxyModel>
+#include <QSplitter>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include "qs/error.h"
+#include "qs/formats/quantization_diff.h"
+#include "qs/io/gguf_file.h"
+
+#include "models/side_by_side_model.h"
+#include "plots/plot_view.h"
+
+namespace qs::gui {
+namespace {
+
+const QColor kBarColor(70, 130, 180);
+
+// The file a .gguf checkpoint is, else its folder: what the caption calls A and B.
+QString checkpointName(const io::Checkpoint& checkpoint) {
+    const std::filesystem::path& path = checkpoint.gguf() ? checkpoint.gguf()->path() : checkpoint.root();
+    return QString::fromStdString(path.filename().string());
+}
+
+// On the runner's worker: the selected linear's decoded A − decoded B, counted.
+SideBySidePage::Difference differenceOf(const io::Checkpoint& a, const io::Checkpoint& b,
+                                        const formats::LinearDiff& linear, const qs::CancelToken& token) {
+    SideBySidePage::Difference d;
+    d.linear = QString::fromStdString(linear.ref.prefix);
+    d.differs = linear.differs;
+    d.rms = linear.rmsAMinusB;
+    if (!linear.differs) return d;
+    const std::vector<float> difference =
+        formats::decodedDifference(formats::LinearReader(a), formats::LinearReader(b), linear.ref);
+    analysis::HistogramOptions options;
+    options.cancel = token;
+    d.histogram = analysis::computeHistogram(std::span<const float>(difference), options);
+    return d;
+}
+
+}  // namespace
+
+SideBySidePage::SideBySidePage(QWidget* parent)
+    : InspectorPage(parent),
+      job_(new DiffJob(this)),
+      model_(new SideBySideModel(this)),
+      proxy_(new QSortFilterProxyModel(this)),
+      caption_(new QLabel(this)),
+      differsOnly_(new QCheckBox(tr("Only tensors that differ"), this)),
+      progress_(new QProgressBar(this)),
+      cancel_(new QPushButton(tr("Cancel"), this)),
+      table_(new QTableView(this)),
+      plot_(new PlotView(this)) {
+    caption_->setWordWrap(true);
+    caption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    progress_->setRange(0, 1000);
+    progress_->setTextVisible(false);
+    progress_->setMaximumWidth(160);
+    progress_->hide();
+    cancel_->hide();
+    auto* controls = new QHBoxLayout;
+    controls->addWidget(differsOnly_);
+    controls->addStretch(1);
+    controls->addWidget(progress_);
+    controls->addWidget(cancel_);
+
+    proxy_->setSourceModel(model_);
+    proxy_->setSortRole(SideBySideModel::SortRole);
+    proxy_->setFilterRole(SideBySideModel::DiffersRole);
+    proxy_->setFilterKeyColumn(SideBySideModel::LinearColumn);
+    table_->setObjectName(QStringLiteral("sideBySideTable"));
+    table_->setModel(proxy_);
+    table_->setSortingEnabled(true);
+    table_->sortByColumn(SideBySideModel::LinearColumn, Qt::AscendingOrder);
+    table_->setSelectionBehavior(QAbstractItemView::SelectRows);
+    table_->setSelectionMode(QAbstractItemView::SingleSelection);
+    table_->verticalHeader()->hide();
+    table_->horizontalHeader()->setMinimumSectionSize(30);
+    table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
+    table_->setWordWrap(false);
+
+    plot_->setDefaultFileName(QStringLiteral("a_minus_b"));
+    plot_->xAxis->setLabel(tr("decoded A − decoded B"));
+    plot_->yAxis->setLabel(tr("weights"));
+    plot_->xAxis->ticker()->setTickStepStrategy(QCPAxisTicker::tssReadability);
+    plot_->setMinimumHeight(150);
+    auto* splitter = new QSplitter(Qt::Vertical, this);
+    splitter->addWidget(table_);
+    splitter->addWidget(plot_);
+    splitter->setStretchFactor(0, 3);
+    splitter->setStretchFactor(1, 2);
+
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(caption_);
+    layout->addLayout(controls);
+    layout->addWidget(splitter, 1);
+
+    connect(differsOnly_, &QCheckBox::toggled, this,
+            [this](bool only) { proxy_->setFilterFixedString(only ? QStringLiteral("yes") : QString()); });
+    connect(cancel_, &QPushButton::clicked, job_, &DiffJob::cancel);
+    connect(job_, &DiffJob::runningChanged, this, &SideBySidePage::setRunning);
+    connect(job_, &DiffJob::progressed, this, [this](const qs::Progress& p) {
+        progress_->setValue(static_cast<int>(1000.0 * p.fraction));
+        status_ = tr("Decoding linear %1 of %2…").arg(p.step).arg(p.steps);
+        caption_->setText(captionText());
+    });
+    connect(job_, &DiffJob::finished, this, &SideBySidePage::showDiff);
+    connect(job_, &DiffJob::cancelled, this, [this] {
+        status_ = tr("The comparison was cancelled.");
+        caption_->setText(captionText());
+    });
+    connect(job_, &DiffJob::failed, this, [this](const QString& message) {
+        status_ = tr("The comparison failed.");
+        caption_->setText(captionText());
+        emit errorOccurred(tr("Comparison failed"), message);
+    });
+    connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &SideBySidePage::onRowSelected);
+    connect(plot_, &PlotView::exportFailed, this,
+            [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
+    connect(&runner_, &JobRunner::busyChanged, this, [this] { emit busyChanged(isBusy()); });
+    setCheckpoint(nullptr);
+}
+
+void SideBySidePage::setCheckpoint(CheckpointPtr checkpoint) {
+    restart_ = false;
+    job_->cancel();
+    runner_.cancel();
+    checkpoint_ = std::move(checkpoint);
+    second_.reset();
+    original_.reset();
+    secondPath_.clear();
+    model_->setDiff(nullptr);
+    showDifference(std::nullopt);
+    status_ = tr("File ▸ Compare with Second Quantization… names another quantization of this model.");
+    caption_->setText(captionText());
+}
+
+void SideBySidePage::setTensor(const QString& name) {
+    tensor_ = name;
+    for (int row = 0; row < model_->rowCount(); ++row) {
+        const QString prefix = QString::fromStdString(model_->linear(row).ref.prefix);
+        if (name == prefix || name.startsWith(prefix + QLatin1Char('.'))) {
+            selectLinear(prefix);
+            return;
+        }
+    }
+}
+
+bool SideBySidePage::selectLinear(const QString& prefix) {
+    for (int row = 0; row < proxy_->rowCount(); ++row) {
+        const QModelIndex index = proxy_->index(row, SideBySideModel::LinearColumn);
+        if (model_->linear(proxy_->mapToSource(index).row()).ref.prefix != prefix.toStdString()) continue;
+        table_->setCurrentIndex(index);
+        table_->scrollTo(index);
+        return true;
+    }
+    return false;
+}
+
+bool SideBySidePage::isBusy() const { return job_->isRunning() || restart_ || runner_.isBusy(); }
+
+bool SideBySidePage::setSecond(const QString& path) {
+    if (!checkpoint_) return false;
+    try {
+        auto second = std::make_shared<const io::Checkpoint>(io::Checkpoint::open(path.toStdString()));
+        formats::checkSameModel(formats::LinearReader(*checkpoint_), formats::LinearReader(*second));
+        second_ = std::move(second);
+        secondPath_ = path;
+    } catch (const std::exception& e) {  // qs::Error, and filesystem errors of unreadable paths
+        emit errorOccurred(tr("Not a quantization of this model"), QString::fromUtf8(e.what()));
+        return false;
+    }
+    compare();
+    return true;
+}
+
+void SideBySidePage::setOriginal(CheckpointPtr original) {
+    original_ = std::move(original);
+    if (second_) compare();
+}
+
+// A comparison still running is cancelled first; this one starts once its worker has gone.
+void SideBySidePage::compare() {
+    model_->setDiff(nullptr);
+    showDifference(std::nullopt);
+    status_ = tr("Decoding both…");
+    caption_->setText(captionText());
+    if (job_->isRunning()) {
+        restart_ = true;
+        job_->cancel();
+        return;
+    }
+    job_->start(checkpoint_, second_, original_);
+}
+
+void SideBySidePage::setRunning(bool running) {
+    progress_->setVisible(running);
+    cancel_->setVisible(running);
+    if (running) progress_->setValue(0);
+    if (!running && restart_) {
+        restart_ = false;
+        compare();
+    }
+    emit busyChanged(isBusy());
+}
+
+void SideBySidePage::showDiff(const DiffPtr& diff) {
+    model_->setDiff(diff);
+    status_.clear();
+    caption_->setText(captionText());
+    // Each one's error against the original, else the RMS of A − B (the histogram's title gives it too):
+    // eight columns fit a laptop's centre better than nine.
+    for (const int column : {SideBySideModel::ErrorAColumn, SideBySideModel::ErrorBColumn})
+        table_->setColumnHidden(column, !diff->withOriginal);
+    table_->setColumnHidden(SideBySideModel::RmsDifferenceColumn, diff->withOriginal);
+    fitColumns();
+    // The linear of the tensor selected in the tree, else the first that differs (else the first), so that
+    // the histogram shows at once.
+    setTensor(tensor_);
+    if (table_->currentIndex().isValid()) return;
+    const auto differing = std::find_if(diff->linears.begin(), diff->linears.end(),
+                                        [](const formats::LinearDiff& d) { return d.differs; });
+    if (!diff->linears.empty())
+        selectLinear(
+            QString::fromStdString((differing != diff->linears.end() ? *differing : diff->linears.front()).ref.prefix));
+}
+
+// Each column as wide as its cells or its title, without the room resizeColumnsToContents keeps on
+// every title for a sort arrow: the eight columns then fit the centre of a 1366-pixel laptop.
+void SideBySidePage::fitColumns() {
+    const QFontMetrics metrics = table_->horizontalHeader()->fontMetrics();
+    for (int column = 0; column < SideBySideModel::ColumnCount; ++column) {
+        const QString title = model_->headerData(column, Qt::Horizontal).toString();
+        table_->setColumnWidth(column, std::max(static_cast<QAbstractItemView*>(table_)->sizeHintForColumn(column),
+                                                metrics.horizontalAdvance(title) + 14));
+    }
+}
+
+void SideBySidePage::onRowSelected() {
+    const QModelIndex current = proxy_->mapToSource(table_->currentIndex());
+    if (!current.isValid() || !model_->diff()) return;
+    const formats::LinearDiff linear = model_->linear(current.row());
+    runner_.start([a = checkpoint_, b = second_,
+                   linear](const qs::CancelToken& token) { return differenceOf(*a, *b, linear, token); },
+                  [this](Difference d) { showDifference(std::move(d)); },
+                  [this](const QString& message) {
+                      showDifference(std::nullopt);
+                      emit errorOccurred(tr("Decoding failed"), message);
+                  });
+}
+
+void SideBySidePage::showDifference(std::optional<Difference> difference) {
+    difference_ = std::move(difference);
+    drawDifference();
+}
+
+void SideBySidePage::drawDifference() {
+    plot_->clearPlottables();
+    const bool bars = difference_ && difference_->differs && !difference_->histogram.counts.empty();
+    for (QCPAxis* axis : {plot_->xAxis, plot_->yAxis}) {
+        axis->setVisible(bars);
+        axis->grid()->setVisible(bars);
+    }
+    if (!difference_) {
+        plot_->setTitle(model_->diff() ? tr("Select a linear of the table.") : QString());
+    } else if (!bars) {
+        plot_->setTitle(tr("%1: decoded A and B are the same, bit for bit")
+                            .arg(shortLinearName(difference_->linear.toStdString())));
+    } else {
+        const analysis::Histogram& h = difference_->histogram;
+        plot_->setTitle(tr("%1: decoded A − decoded B, RMS %2")
+                            .arg(shortLinearName(difference_->linear.toStdString()))
+                            .arg(difference_->rms, 0, 'g', 3));
+        auto* plotted = new QCPBars(plot_->xAxis, plot_->yAxis);
+        plotted->setWidthType(QCPBars::wtPlotCoords);
+        plotted->setWidth(h.edges[1] - h.edges[0]);
+        plotted->setPen(Qt::NoPen);
+        plotted->setBrush(kBarColor);
+        for (int b = 0; b < h.bins(); ++b) {
+            const auto at = static_cast<std::size_t>(b);
+            if (h.counts[at] > 0) plotted->addData(0.5 * (h.edges[at] + h.edges[at + 1]), double(h.counts[at]));
+        }
+        plot_->xAxis->setNumberFormat(QStringLiteral("g"));
+        plot_->xAxis->setNumberPrecision(3);
+        plot_->xAxis->setRange(h.edges.front(), h.edges.back());
+        plot_->yAxis->setRange(0.0, 1.05 * double(*std::max_element(h.counts.begin(), h.counts.end())));
+    }
+    plot_->replot();
+}
+
+QString SideBySidePage::captionText() const {
+    QString text;
+    if (checkpoint_ && second_) {
+        text = tr("A: %1 (open) · B: %2.").arg(checkpointName(*checkpoint_), checkpointName(*second_));
+        if (const DiffPtr& diff = model_->diff()) {
+            const auto differing = std::count_if(diff->linears.begin(), diff->linears.end(),
+                                                 [](const formats::LinearDiff& d) { return d.differs; });
+            text +=
+                QLatin1Char(' ') + tr("%1 of %2 quantized linears differ.").arg(differing).arg(diff->linears.size());
+            text +=
+                QLatin1Char(' ') + (diff->withOriginal ? tr("Errors are RMS of decoded − original.")
+                                                       : tr("File ▸ Compare with Original… adds each one's error."));
+        }
+    }
+    if (!status_.isEmpty()) text += (text.isEmpty() ? QString() : QStringLiteral(" ")) + status_;
+    return text;
+}
+
+}  // namespace qs::gui
