@@ -8,6 +8,7 @@
 #include <QCheckBox>
 #include <QDir>
 #include <QFileInfo>
+#include <QLabel>
 #include <QProcess>
 #include <QProcessEnvironment>
 #include <QPushButton>
@@ -28,6 +29,7 @@
 #include "plots/plot_view.h"
 #include "qt_test_support.h"
 #include "quantized_demo.h"
+#include "text/number_format.h"
 #include "text/results_format.h"
 #include "window/main_window.h"
 
@@ -212,6 +214,12 @@ TEST_F(SideBySideTest, EvaluateMeasuresBothAsTheCoreDoes) {
     }
     // Two different files: two different KLs (the rows are not one evaluation shown twice).
     EXPECT_NE(shown[0]->result.kl.meanKld.value, shown[1]->result.kl.meanKld.value);
+    // One sentence says what both were measured against.
+    const QString both = QStringLiteral("gptq 4-bit (%1) and ").arg(durationText(shown[0]->result.seconds));
+    bool said = false;
+    for (const QLabel* label : window.resultsPage()->findChildren<QLabel*>())
+        if (label->text().contains(both) && label->text().contains(QStringLiteral("each as a whole"))) said = true;
+    EXPECT_TRUE(said);
 }
 
 // The command line of the screenshots: the tab asked for is the Side by side one, and another model

@@ -1,5 +1,6 @@
 #include "pages/results_page.h"
 
+#include <algorithm>
 #include <limits>
 
 #include <QComboBox>
@@ -270,6 +271,21 @@ QString ResultsPage::jobResultText() const {
 // One sentence per evaluation: what it was compared with, on how much text, and why it has no per-layer
 // line (quantscope-cli eval measures the checkpoint as a whole).
 QString ResultsPage::evaluationsText() const {
+    if (evaluations_.empty()) return {};
+    // A second quantization's evaluation shares the first's original and text: one sentence for both.
+    const Evaluation& first = *evaluations_.front();
+    const bool shared = std::all_of(evaluations_.begin(), evaluations_.end(), [&first](const EvaluationPtr& e) {
+        return e->original == first.original && e->result.evaluationTokens == first.result.evaluationTokens;
+    });
+    if (shared && evaluations_.size() > 1) {
+        QStringList each;
+        for (const EvaluationPtr& e : evaluations_)
+            each << tr("%1 (%2)").arg(e->label, durationText(e->result.seconds));
+        return tr("%1 evaluated against %2 (reference PPL %3) on %4 tokens, each as a whole: no per-layer KL.")
+            .arg(each.join(tr(" and ")), first.original)
+            .arg(first.result.kl.pplBase.value, 0, 'f', 3)
+            .arg(first.result.evaluationTokens);
+    }
     QString text;
     for (const EvaluationPtr& e : evaluations_)
         text += (text.isEmpty() ? QString() : QStringLiteral(" ")) +
