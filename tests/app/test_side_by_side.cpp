@@ -3,6 +3,7 @@
 // table shows must be core's figures for each file (formats::roundingError, storedBitsPerWeight, the
 // scheme detect() states), computed here from the files themselves; Evaluate then measures both, each
 // row exactly pipeline::evaluateCheckpoints of its file.
+#include <algorithm>
 #include <cmath>
 
 #include <QCheckBox>
@@ -170,6 +171,30 @@ TEST_F(SideBySideTest, TheSameFileDiffersNowhereAndTheFilterHidesItsRows) {
     EXPECT_EQ(page().proxy()->rowCount(), page().model()->rowCount());
 }
 
+// Cancel stops the comparison (its result, even one already computed, is dropped), and the tree's
+// selection then selects its linear's row in a comparison run again.
+TEST_F(SideBySideTest, CancelStopsTheComparisonAndTheTreeSelectsARow) {
+    ASSERT_TRUE(window.openPath(quantizedDemo(QStringLiteral("gptq4"))));
+    ASSERT_TRUE(window.compareWithSecond(quantizedDemo(QStringLiteral("q4_k_m"))));
+    ASSERT_TRUE(page().cancelButton()->isVisible());
+    page().cancelButton()->click();  // before the worker's result can reach the page: it is dropped
+    ASSERT_TRUE(waitUntil([this] { return !page().isBusy(); }, 300000));
+    EXPECT_FALSE(page().model()->diff());
+    EXPECT_TRUE(page().captionText().contains(QStringLiteral("cancelled")));
+    EXPECT_TRUE(errors->messages.isEmpty());
+
+    const QString upProj = QStringLiteral("model.layers.1.mlp.up_proj");
+    window.selectTensor(upProj + QStringLiteral(".qzeros"));
+    ASSERT_TRUE(window.compareWithSecond(quantizedDemo(QStringLiteral("q4_k_m"))));
+    ASSERT_TRUE(waitForComparison());
+    const QModelIndex current = page().proxy()->mapToSource(page().table()->currentIndex());
+    ASSERT_TRUE(current.isValid());
+    EXPECT_EQ(page().model()->linear(current.row()).ref.prefix, upProj.toStdString());
+    window.selectTensor(QStringLiteral("model.layers.0.self_attn.o_proj.scales"));
+    const QModelIndex selected = page().proxy()->mapToSource(page().table()->currentIndex());
+    EXPECT_EQ(page().model()->linear(selected.row()).ref.prefix, "model.layers.0.self_attn.o_proj");
+}
+
 // Another model (stories260K's 64-wide linears) is refused in one line, and the tab stays hidden.
 TEST_F(SideBySideTest, AQuantizationOfAnotherModelIsRefusedInOneLine) {
     EXPECT_FALSE(window.compareWithSecond(quantizedDemo(QStringLiteral("q4_k_m"))));  // nothing open
@@ -192,8 +217,15 @@ TEST_F(SideBySideTest, EvaluateMeasuresBothAsTheCoreDoes) {
     ASSERT_TRUE(window.openPath(gptq));
     ASSERT_TRUE(window.compareWithOriginal(kDemo));
     ASSERT_TRUE(window.compareWithSecond(gguf));
+    std::vector<double> fractions;
+    QObject::connect(window.evaluateJob(), &EvaluateJob::progressed,
+                     [&fractions](const qs::Progress& p) { fractions.push_back(p.fraction); });
     ASSERT_TRUE(window.startEvaluation());
     ASSERT_TRUE(waitUntil([this] { return !window.evaluateJob()->isRunning(); }, 600000));
+    // One progress bar over both: it never goes back when the second evaluation starts.
+    ASSERT_FALSE(fractions.empty());
+    EXPECT_TRUE(std::is_sorted(fractions.begin(), fractions.end()));
+    EXPECT_GT(fractions.back(), 0.5);
     const std::vector<EvaluationPtr>& shown = window.resultsPage()->evaluations();
     ASSERT_EQ(shown.size(), 2u) << errors->messages.join(QLatin1Char('\n')).toStdString();
     const ResultsTableModel& table = *window.resultsPage()->table();

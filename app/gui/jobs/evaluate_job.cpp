@@ -39,8 +39,16 @@ void EvaluateJob::run(const QString& original, const QStringList& quantized, con
                       quint64 generation) {
     guarded(generation, [&] {
         const io::CheckpointFingerprint open = io::fingerprintOf(io::Checkpoint::open(quantized.front().toStdString()));
+        const qs::ProgressCallback poster = progressPoster(generation);
+        const auto n = static_cast<double>(quantized.size());
         for (qsizetype i = 0; i < quantized.size(); ++i) {
-            EvaluationPtr done = evaluate(original, quantized[i], quantized.size() > 1, open, token, generation);
+            // One bar over both evaluations: the second starts where the first ended.
+            const auto progress = [&poster, i, n](const qs::Progress& p) {
+                qs::Progress whole = p;
+                whole.fraction = (static_cast<double>(i) + p.fraction) / n;
+                poster(whole);
+            };
+            EvaluationPtr done = evaluate(original, quantized[i], quantized.size() > 1, open, progress, token);
             post(
                 generation, [this, done] { emit finished(done); }, i + 1 == quantized.size());
         }
@@ -48,8 +56,8 @@ void EvaluateJob::run(const QString& original, const QStringList& quantized, con
 }
 
 EvaluationPtr EvaluateJob::evaluate(const QString& original, const QString& quantized, bool namedByFile,
-                                    const io::CheckpointFingerprint& openCheckpoint, const qs::CancelToken& token,
-                                    quint64 generation) {
+                                    const io::CheckpointFingerprint& openCheckpoint,
+                                    const qs::ProgressCallback& progress, const qs::CancelToken& token) {
     auto evaluation = std::make_shared<Evaluation>();
     evaluation->original = original;
     evaluation->quantized = quantized;
@@ -65,7 +73,7 @@ EvaluationPtr EvaluateJob::evaluate(const QString& original, const QString& quan
     }
     const pipeline::CheckpointEvalPlan plan = defaultEvalPlan(original.toStdString(), quantized.toStdString());
     token.throwIfCancelled();
-    evaluation->result = pipeline::evaluateCheckpoints(plan, progressPoster(generation), token);
+    evaluation->result = pipeline::evaluateCheckpoints(plan, progress, token);
     return evaluation;
 }
 

@@ -50,8 +50,8 @@ signals:
 private:
     void run(const QString& original, const QStringList& quantized, const qs::CancelToken& token, quint64 generation);
     EvaluationPtr evaluate(const QString& original, const QString& quantized, bool namedByFile,
-                           const io::CheckpointFingerprint& openCheckpoint, const qs::CancelToken& token,
-                           quint64 generation);
+                           const io::CheckpointFingerprint& openCheckpoint, const qs::ProgressCallback& progress,
+                           const qs::CancelToken& token);
 };
 
 // The plan `quantscope-cli eval ORIGINAL QUANTIZED` runs without options: the original's evaluation
