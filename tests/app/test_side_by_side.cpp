@@ -20,7 +20,6 @@
 #include "qs/formats/detect.h"
 #include "qs/formats/quantization_diff.h"
 #include "qs/formats/rounding_error.h"
-#include "qs/formats/stored_bits.h"
 
 #include "jobs/evaluate_job.h"
 #include "models/results_table_model.h"
@@ -103,7 +102,8 @@ TEST_F(SideBySideTest, EachLinearShowsBothFilesFiguresAsCoreComputesThem) {
         SCOPED_TRACE(d.ref.prefix);
         EXPECT_EQ(d.typeA, "int4 g128 asym");
         EXPECT_TRUE(d.typeB == "gguf q4_K" || d.typeB == "gguf q6_K") << d.typeB;  // Q4_K_M's mix
-        EXPECT_EQ(d.bitsA, formats::storedBitsPerWeight(a, d.ref.prefix, d.rows, d.cols));
+        // GPTQ's layout: 4-bit codes, an F16 scale and a 4-bit zero per 128 inputs, an I32 g_idx per input.
+        EXPECT_DOUBLE_EQ(d.bitsA, 4.0 + 16.0 / 128 + 4.0 / 128 + 32.0 / static_cast<double>(d.rows));
         EXPECT_EQ(d.bitsB, d.typeB == "gguf q4_K" ? 4.5 : 6.5625);  // ggml's block sizes: 144 and 210 bytes / 256
         ASSERT_TRUE(d.errorA && d.errorB);
         EXPECT_EQ(*d.errorA, formats::roundingError(ra, ro, d.ref).rms);
