@@ -34,16 +34,21 @@ bool sameBits(const MatrixF& x, const MatrixF& y) {
            std::memcmp(x.data(), y.data(), sizeof(float) * static_cast<std::size_t>(x.size())) == 0;
 }
 
+// The two files' stored bytes, counted once for every linear.
+struct Storage {
+    StoredBytes a, b;
+};
+
 LinearDiff diffLinear(const LinearReader& a, const LinearReader& b, const LinearReader* original,
-                      const LayerQuantInfo& layer) {
+                      const Storage& storage, const LayerQuantInfo& layer) {
     LinearDiff d;
     d.ref = layer.ref;
     d.rows = layer.rows;
     d.cols = layer.cols;
     d.typeA = typeOf(a, layer.ref.prefix);
     d.typeB = typeOf(b, layer.ref.prefix);
-    d.bitsA = storedBitsPerWeight(a.checkpoint(), layer.ref.prefix, layer.rows, layer.cols);
-    d.bitsB = storedBitsPerWeight(b.checkpoint(), layer.ref.prefix, layer.rows, layer.cols);
+    d.bitsA = storage.a.bitsPerWeight(layer.ref.prefix, layer.rows, layer.cols);
+    d.bitsB = storage.b.bitsPerWeight(layer.ref.prefix, layer.rows, layer.cols);
     const MatrixF decodedA = a.decode(layer.ref).weight;
     const MatrixF decodedB = b.decode(layer.ref).weight;
     d.rmsAMinusB = roundingError(decodedA, decodedB, layer.ref).rms;
@@ -79,12 +84,13 @@ QuantizationDiff diffQuantizations(const LinearReader& a, const LinearReader& b,
     QuantizationDiff diff;
     diff.withOriginal = original != nullptr;
     const auto linears = quantizedInEither(a, b);
+    const Storage storage{StoredBytes(a.checkpoint()), StoredBytes(b.checkpoint())};
     const int steps = static_cast<int>(linears.size());
     for (const auto& [prefix, layer] : linears) {
         cancel.throwIfCancelled();
         const int step = static_cast<int>(diff.linears.size()) + 1;
         if (progress) progress({"compare", step, steps, double(step - 1) / steps, "decoding " + prefix});
-        diff.linears.push_back(diffLinear(a, b, original, *layer));
+        diff.linears.push_back(diffLinear(a, b, original, storage, *layer));
     }
     return diff;
 }

@@ -4,17 +4,24 @@
 
 namespace qs::formats {
 
-double storedBitsPerWeight(const io::Checkpoint& checkpoint, const std::string& prefix, std::int64_t rows,
-                           std::int64_t cols) {
-    std::uint64_t bytes = 0;
+StoredBytes::StoredBytes(const io::Checkpoint& checkpoint) {
     for (const io::CheckpointTensor& t : checkpoint.tensors()) {
         const std::string_view name = t.info->name;
-        const bool part = name.size() > prefix.size() + 1 && name.starts_with(prefix) && name[prefix.size()] == '.' &&
-                          name.find('.', prefix.size() + 1) == std::string_view::npos;
-        if (part && !name.ends_with("bias")) bytes += t.info->byteSize();
+        const auto dot = name.rfind('.');
+        if (dot == std::string_view::npos || name.ends_with("bias")) continue;
+        bytes_[std::string(name.substr(0, dot))] += t.info->byteSize();
     }
+}
+
+double StoredBytes::bitsPerWeight(const std::string& prefix, std::int64_t rows, std::int64_t cols) const {
+    const auto it = bytes_.find(prefix);
     const double weights = static_cast<double>(rows) * static_cast<double>(cols);
-    return weights > 0.0 ? 8.0 * static_cast<double>(bytes) / weights : 0.0;
+    return it == bytes_.end() || weights <= 0.0 ? 0.0 : 8.0 * static_cast<double>(it->second) / weights;
+}
+
+double storedBitsPerWeight(const io::Checkpoint& checkpoint, const std::string& prefix, std::int64_t rows,
+                           std::int64_t cols) {
+    return StoredBytes(checkpoint).bitsPerWeight(prefix, rows, cols);
 }
 
 }  // namespace qs::formats

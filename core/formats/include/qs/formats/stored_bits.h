@@ -4,13 +4,25 @@
 // one meaning of "bits per weight" (docs/user-guide.md), here read from a file's own tensors.
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 
 #include "qs/io/checkpoint.h"
 
 namespace qs::formats {
 
-// `prefix` is the linear's module prefix ("model.layers.0.mlp.down_proj"), `rows` x `cols` its
-// [out, in]; its parts are the tensors "<prefix>.<part>". Zero when it stores none.
+// The bytes of every module prefix's tensors "<prefix>.<part>" but biases, in one pass over the headers.
+class StoredBytes {
+public:
+    explicit StoredBytes(const io::Checkpoint& checkpoint);
+    // `prefix` is the linear's module prefix ("model.layers.0.mlp.down_proj"), `rows` x `cols` its
+    // [out, in]. Zero when it stores nothing.
+    double bitsPerWeight(const std::string& prefix, std::int64_t rows, std::int64_t cols) const;
+
+private:
+    std::unordered_map<std::string, std::uint64_t> bytes_;
+};
+
+// The same for one linear.
 double storedBitsPerWeight(const io::Checkpoint& checkpoint, const std::string& prefix, std::int64_t rows,
                            std::int64_t cols);
 
