@@ -136,7 +136,15 @@ TEST_F(SideBySideTest, EachLinearShowsBothFilesFiguresAsCoreComputesThem) {
     EXPECT_EQ(h.min, *std::min_element(difference.begin(), difference.end()));
     EXPECT_EQ(h.max, *std::max_element(difference.begin(), difference.end()));
     EXPECT_GT(page().differencePlot()->plottableCount(), 0);
-    EXPECT_TRUE(page().differencePlot()->title().contains(QStringLiteral("decoded A − decoded B")));
+    EXPECT_TRUE(page().differencePlot()->title().contains(QStringLiteral("A − B")));
+    // With the original named, both errors against it overlaid beside: each every weight of its file's.
+    ASSERT_TRUE(page().difference()->errorA && page().difference()->errorB);
+    const std::vector<float> errorB = formats::roundingError(rb, ro, last.ref).difference;
+    EXPECT_EQ(page().difference()->errorA->count, static_cast<std::uint64_t>(last.rows * last.cols));
+    EXPECT_EQ(page().difference()->errorB->min, *std::min_element(errorB.begin(), errorB.end()));
+    EXPECT_EQ(page().difference()->errorB->max, *std::max_element(errorB.begin(), errorB.end()));
+    EXPECT_TRUE(page().errorPlot()->isVisible());
+    EXPECT_EQ(page().errorPlot()->graphCount(), 2);
     EXPECT_TRUE(errors->messages.isEmpty()) << errors->messages.join(QLatin1Char('\n')).toStdString();
 }
 
@@ -160,6 +168,8 @@ TEST_F(SideBySideTest, TheSameFileDiffersNowhereAndTheFilterHidesItsRows) {
     ASSERT_TRUE(waitUntil([this] { return !page().isBusy() && page().difference(); }));
     EXPECT_FALSE(page().difference()->differs);
     EXPECT_TRUE(page().differencePlot()->title().contains(QStringLiteral("bit for bit")));
+    EXPECT_FALSE(page().difference()->errorA);  // nothing to measure the errors against
+    EXPECT_FALSE(page().errorPlot()->isVisible());
     page().differsOnly()->setChecked(true);
     EXPECT_EQ(page().proxy()->rowCount(), 0);
     page().differsOnly()->setChecked(false);

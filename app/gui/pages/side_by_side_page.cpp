@@ -17,6 +17,7 @@
 
 #include "qs/error.h"
 #include "qs/formats/quantization_diff.h"
+#include "qs/formats/rounding_error.h"
 #include "qs/io/gguf_file.h"
 
 #include "models/side_by_side_model.h"
@@ -33,20 +34,48 @@ QString checkpointName(const io::Checkpoint& checkpoint) {
     return QString::fromStdString(path.filename().string());
 }
 
-// On the runner's worker: the selected linear's decoded A − decoded B, counted.
+analysis::Histogram histogramOf(const std::vector<float>& values, const qs::CancelToken& token) {
+    analysis::HistogramOptions options;
+    options.cancel = token;
+    return analysis::computeHistogram(std::span<const float>(values), options);
+}
+
+// On the runner's worker: the selected linear's decoded A − decoded B, and each one's decoded − original
+// when there is one, counted (each linear decoded once).
 SideBySidePage::Difference differenceOf(const io::Checkpoint& a, const io::Checkpoint& b,
-                                        const formats::LinearDiff& linear, const qs::CancelToken& token) {
+                                        const io::Checkpoint* original, const formats::LinearDiff& linear,
+                                        const qs::CancelToken& token) {
     SideBySidePage::Difference d;
     d.linear = QString::fromStdString(linear.ref.prefix);
     d.differs = linear.differs;
     d.rms = linear.rmsAMinusB;
-    if (!linear.differs) return d;
-    const std::vector<float> difference =
-        formats::decodedDifference(formats::LinearReader(a), formats::LinearReader(b), linear.ref);
-    analysis::HistogramOptions options;
-    options.cancel = token;
-    d.histogram = analysis::computeHistogram(std::span<const float>(difference), options);
+    if (!linear.differs && !original) return d;
+    const MatrixF decodedA = formats::LinearReader(a).decode(linear.ref).weight;
+    const MatrixF decodedB = formats::LinearReader(b).decode(linear.ref).weight;
+    token.throwIfCancelled();
+    if (linear.differs)
+        d.histogram = histogramOf(formats::roundingError(decodedA, decodedB, linear.ref).difference, token);
+    if (original) {
+        const MatrixF o = formats::LinearReader(*original).decode(linear.ref).weight;
+        d.errorA = histogramOf(formats::roundingError(decodedA, o, linear.ref).difference, token);
+        d.errorB = histogramOf(formats::roundingError(decodedB, o, linear.ref).difference, token);
+    }
     return d;
+}
+
+// A histogram as a step line of density (its bins' counts over their width and the total), so that two
+// histograms of different bins read on one axis.
+void addDensity(PlotView* plot, const analysis::Histogram& h, const QString& name, const QColor& color) {
+    auto* graph = plot->addGraph();
+    graph->setName(name);
+    graph->setPen(QPen(color, 2));
+    graph->setLineStyle(QCPGraph::lsStepCenter);
+    const double width = h.edges[1] - h.edges[0];
+    const double total = std::max<double>(1.0, static_cast<double>(h.count));
+    for (int b = 0; b < h.bins(); ++b) {
+        const auto at = static_cast<std::size_t>(b);
+        graph->addData(0.5 * (h.edges[at] + h.edges[at + 1]), double(h.counts[at]) / (total * width));
+    }
 }
 
 }  // namespace
@@ -61,7 +90,8 @@ SideBySidePage::SideBySidePage(QWidget* parent)
       progress_(new QProgressBar(this)),
       cancel_(new QPushButton(tr("Cancel"), this)),
       table_(new QTableView(this)),
-      plot_(new PlotView(this)) {
+      plot_(new PlotView(this)),
+      errorPlot_(new PlotView(this)) {
     caption_->setWordWrap(true);
     caption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
     progress_->setRange(0, 1000);
@@ -94,10 +124,23 @@ SideBySidePage::SideBySidePage(QWidget* parent)
     plot_->xAxis->setLabel(tr("decoded A − decoded B"));
     plot_->yAxis->setLabel(tr("weights"));
     plot_->xAxis->ticker()->setTickStepStrategy(QCPAxisTicker::tssReadability);
-    plot_->setMinimumHeight(150);
+    // Two abreast in a laptop's centre, the docks beside them (a plot's own minimum would push the docks).
+    plot_->setMinimumSize(150, 150);
+    errorPlot_->setMinimumSize(150, 150);
+    errorPlot_->setDefaultFileName(QStringLiteral("errors_a_b"));
+    errorPlot_->xAxis->setLabel(tr("decoded − original"));
+    errorPlot_->yAxis->setLabel(tr("density"));
+    errorPlot_->xAxis->ticker()->setTickCount(3);
+    errorPlot_->xAxis->ticker()->setTickStepStrategy(QCPAxisTicker::tssReadability);
+    errorPlot_->yAxis->setTickLabels(false);  // a density: the shapes compare, not the numbers
+    errorPlot_->hide();
+    plot_->xAxis->ticker()->setTickCount(3);  // half a laptop's centre: three short labels fit
+    plots_ = new QSplitter(Qt::Horizontal, this);
+    plots_->addWidget(plot_);
+    plots_->addWidget(errorPlot_);
     auto* splitter = new QSplitter(Qt::Vertical, this);
     splitter->addWidget(table_);
-    splitter->addWidget(plot_);
+    splitter->addWidget(plots_);
     splitter->setStretchFactor(0, 3);
     splitter->setStretchFactor(1, 2);
 
@@ -126,8 +169,9 @@ SideBySidePage::SideBySidePage(QWidget* parent)
         emit errorOccurred(tr("Comparison failed"), message);
     });
     connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &SideBySidePage::onRowSelected);
-    connect(plot_, &PlotView::exportFailed, this,
-            [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
+    for (PlotView* plot : {plot_, errorPlot_})
+        connect(plot, &PlotView::exportFailed, this,
+                [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
     connect(&runner_, &JobRunner::busyChanged, this, [this] { emit busyChanged(isBusy()); });
     setCheckpoint(nullptr);
 }
@@ -251,8 +295,10 @@ void SideBySidePage::onRowSelected() {
     const QModelIndex current = proxy_->mapToSource(table_->currentIndex());
     if (!current.isValid() || !model_->diff()) return;
     const formats::LinearDiff linear = model_->linear(current.row());
-    runner_.start([a = checkpoint_, b = second_,
-                   linear](const qs::CancelToken& token) { return differenceOf(*a, *b, linear, token); },
+    // The original the table's errors were measured against (none when named after the comparison ran).
+    CheckpointPtr original = model_->diff()->withOriginal ? original_ : nullptr;
+    runner_.start([a = checkpoint_, b = second_, original = std::move(original), linear](
+                      const qs::CancelToken& token) { return differenceOf(*a, *b, original.get(), linear, token); },
                   [this](Difference d) { showDifference(std::move(d)); },
                   [this](const QString& message) {
                       showDifference(std::nullopt);
@@ -263,6 +309,22 @@ void SideBySidePage::onRowSelected() {
 void SideBySidePage::showDifference(std::optional<Difference> difference) {
     difference_ = std::move(difference);
     drawDifference();
+    drawErrors();
+}
+
+void SideBySidePage::drawErrors() {
+    errorPlot_->clearGraphs();
+    const bool shown = difference_ && difference_->errorA && difference_->errorB;
+    if (shown && errorPlot_->isHidden()) plots_->setSizes({1, 1});  // half each, once it appears
+    errorPlot_->setVisible(shown);
+    if (!shown) return;
+    errorPlot_->setTitle(tr("Errors of A and B"));
+    addDensity(errorPlot_, *difference_->errorA, tr("A"), QColor(70, 130, 180));
+    addDensity(errorPlot_, *difference_->errorB, tr("B"), QColor(230, 120, 30));
+    errorPlot_->legend->setVisible(true);
+    errorPlot_->rescaleAxes();
+    errorPlot_->yAxis->setRangeLower(0.0);
+    errorPlot_->replot();
 }
 
 void SideBySidePage::drawDifference() {
@@ -275,13 +337,17 @@ void SideBySidePage::drawDifference() {
     if (!difference_) {
         plot_->setTitle(model_->diff() ? tr("Select a linear of the table.") : QString());
     } else if (!bars) {
-        plot_->setTitle(tr("%1: decoded A and B are the same, bit for bit")
-                            .arg(shortLinearName(difference_->linear.toStdString())));
+        plot_->setTitle(difference_->errorA ? tr("A = B, bit for bit")
+                                            : tr("%1: decoded A and B are the same, bit for bit")
+                                                  .arg(shortLinearName(difference_->linear.toStdString())));
     } else {
         const analysis::Histogram& h = difference_->histogram;
-        plot_->setTitle(tr("%1: decoded A − decoded B, RMS %2")
-                            .arg(shortLinearName(difference_->linear.toStdString()))
-                            .arg(difference_->rms, 0, 'g', 3));
+        // Beside the errors' plot, half the width: the table's selected row names the linear.
+        const QString rms = QString::number(difference_->rms, 'g', 3);
+        plot_->setTitle(
+            difference_->errorA
+                ? tr("A − B, RMS %1").arg(rms)
+                : tr("%1: decoded A − decoded B, RMS %2").arg(shortLinearName(difference_->linear.toStdString()), rms));
         auto* plotted = new QCPBars(plot_->xAxis, plot_->yAxis);
         plotted->setWidthType(QCPBars::wtPlotCoords);
         plotted->setWidth(h.edges[1] - h.edges[0]);

@@ -3,7 +3,8 @@
 // quantization of the same model (B, File ▸ Compare with Second Quantization…), linear by linear: each
 // one's scheme, bits per weight and RMS error against the original (once named), the RMS of A − B and
 // whether they differ at all; sortable, with "only tensors that differ". The row selected shows the
-// histogram of decoded A − decoded B for that linear. The comparison (formats::diffQuantizations) runs
+// histogram of decoded A − decoded B for that linear and, with an original, both errors against it
+// overlaid. The comparison (formats::diffQuantizations) runs
 // on a DiffJob with its progress and Cancel on the page; the histogram on the page's JobRunner.
 #include <optional>
 
@@ -18,6 +19,7 @@ class QLabel;
 class QProgressBar;
 class QPushButton;
 class QSortFilterProxyModel;
+class QSplitter;
 class QTableView;
 
 namespace qs::gui {
@@ -50,12 +52,14 @@ public:
     // The original both were quantized from (null: none); a comparison with B starts again with it.
     void setOriginal(CheckpointPtr original);
 
-    // The histogram of the selected linear's decoded A − decoded B.
+    // The histogram of the selected linear's decoded A − decoded B, and of each one's decoded − original.
     struct Difference {
         QString linear;
         bool differs = false;
         analysis::Histogram histogram;  // empty when !differs
         double rms = 0.0;
+        std::optional<analysis::Histogram> errorA;  // with an original
+        std::optional<analysis::Histogram> errorB;
     };
     const std::optional<Difference>& difference() const { return difference_; }
 
@@ -66,6 +70,7 @@ public:
     QCheckBox* differsOnly() const { return differsOnly_; }
     QPushButton* cancelButton() const { return cancel_; }
     PlotView* differencePlot() const { return plot_; }
+    PlotView* errorPlot() const { return errorPlot_; }  // hidden without an original
     QString captionText() const;
     // Selects the row of `prefix` ("model.layers.0.mlp.down_proj"); false when it is not shown.
     bool selectLinear(const QString& prefix);
@@ -77,6 +82,7 @@ private:
     void onRowSelected();
     void showDifference(std::optional<Difference> difference);
     void drawDifference();
+    void drawErrors();
     void setRunning(bool running);
 
     CheckpointPtr checkpoint_;
@@ -97,6 +103,8 @@ private:
     QPushButton* cancel_;
     QTableView* table_;
     PlotView* plot_;
+    PlotView* errorPlot_;
+    QSplitter* plots_ = nullptr;  // the two plots abreast
 };
 
 }  // namespace qs::gui
