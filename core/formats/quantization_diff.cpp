@@ -95,8 +95,4 @@ QuantizationDiff diffQuantizations(const LinearReader& a, const LinearReader& b,
     return diff;
 }
 
-std::vector<float> decodedDifference(const LinearReader& a, const LinearReader& b, const LinearRef& ref) {
-    return roundingError(a, b, ref).difference;
-}
-
 }  // namespace qs::formats

@@ -132,7 +132,7 @@ TEST_F(SideBySideTest, EachLinearShowsBothFilesFiguresAsCoreComputesThem) {
     }));
     const analysis::Histogram& h = page().difference()->histogram;
     EXPECT_EQ(h.count, static_cast<std::uint64_t>(last.rows * last.cols));
-    const std::vector<float> difference = formats::decodedDifference(ra, rb, last.ref);
+    const std::vector<float> difference = formats::roundingError(ra, rb, last.ref).difference;
     EXPECT_EQ(h.min, *std::min_element(difference.begin(), difference.end()));
     EXPECT_EQ(h.max, *std::max_element(difference.begin(), difference.end()));
     EXPECT_GT(page().differencePlot()->plottableCount(), 0);

@@ -42,7 +42,4 @@ struct QuantizationDiff {
 QuantizationDiff diffQuantizations(const LinearReader& a, const LinearReader& b, const LinearReader* original,
                                    const ProgressCallback& progress, const CancelToken& cancel);
 
-// Decoded A − decoded B of one linear, row-major [out, in] (what the tab's histogram counts).
-std::vector<float> decodedDifference(const LinearReader& a, const LinearReader& b, const LinearRef& ref);
-
 }  // namespace qs::formats
