@@ -104,7 +104,27 @@ SideBySidePage::SideBySidePage(QWidget* parent)
     controls->addStretch(1);
     controls->addWidget(progress_);
     controls->addWidget(cancel_);
+    setUpTable();
+    setUpPlots();
+    auto* splitter = new QSplitter(Qt::Vertical, this);
+    splitter->addWidget(table_);
+    splitter->addWidget(plots_);
+    splitter->setStretchFactor(0, 3);
+    splitter->setStretchFactor(1, 2);
+    auto* layout = new QVBoxLayout(this);
+    layout->addWidget(caption_);
+    layout->addLayout(controls);
+    layout->addWidget(splitter, 1);
 
+    connect(differsOnly_, &QCheckBox::toggled, this,
+            [this](bool only) { proxy_->setFilterFixedString(only ? QStringLiteral("yes") : QString()); });
+    connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &SideBySidePage::onRowSelected);
+    connect(&runner_, &JobRunner::busyChanged, this, [this] { emit busyChanged(isBusy()); });
+    connectJob();
+    setCheckpoint(nullptr);
+}
+
+void SideBySidePage::setUpTable() {
     proxy_->setSourceModel(model_);
     proxy_->setSortRole(SideBySideModel::SortRole);
     proxy_->setFilterRole(SideBySideModel::DiffersRole);
@@ -119,38 +139,33 @@ SideBySidePage::SideBySidePage(QWidget* parent)
     table_->horizontalHeader()->setMinimumSectionSize(30);
     table_->verticalHeader()->setDefaultSectionSize(table_->fontMetrics().height() + 6);
     table_->setWordWrap(false);
+}
 
+void SideBySidePage::setUpPlots() {
     plot_->setDefaultFileName(QStringLiteral("a_minus_b"));
     plot_->xAxis->setLabel(tr("decoded A − decoded B"));
     plot_->yAxis->setLabel(tr("weights"));
-    plot_->xAxis->ticker()->setTickStepStrategy(QCPAxisTicker::tssReadability);
-    // Two abreast in a laptop's centre, the docks beside them (a plot's own minimum would push the docks).
-    plot_->setMinimumSize(150, 150);
-    errorPlot_->setMinimumSize(150, 150);
     errorPlot_->setDefaultFileName(QStringLiteral("errors_a_b"));
     errorPlot_->xAxis->setLabel(tr("decoded − original"));
     errorPlot_->yAxis->setLabel(tr("density"));
-    errorPlot_->xAxis->ticker()->setTickCount(3);
-    errorPlot_->xAxis->ticker()->setTickStepStrategy(QCPAxisTicker::tssReadability);
     errorPlot_->yAxis->setTickLabels(false);  // a density: the shapes compare, not the numbers
     errorPlot_->hide();
-    plot_->xAxis->ticker()->setTickCount(3);  // half a laptop's centre: three short labels fit
+    for (PlotView* plot : {plot_, errorPlot_}) {
+        // Two abreast in a laptop's centre, the docks beside them (a plot's own minimum would push the docks).
+        plot->setMinimumSize(150, 150);
+        plot->xAxis->ticker()->setTickCount(3);  // half a laptop's centre: three short labels fit
+        plot->xAxis->ticker()->setTickStepStrategy(QCPAxisTicker::tssReadability);
+        connect(plot, &PlotView::exportFailed, this,
+                [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
+    }
     plots_ = new QSplitter(Qt::Horizontal, this);
     plots_->addWidget(plot_);
     plots_->addWidget(errorPlot_);
-    auto* splitter = new QSplitter(Qt::Vertical, this);
-    splitter->addWidget(table_);
-    splitter->addWidget(plots_);
-    splitter->setStretchFactor(0, 3);
-    splitter->setStretchFactor(1, 2);
+}
 
-    auto* layout = new QVBoxLayout(this);
-    layout->addWidget(caption_);
-    layout->addLayout(controls);
-    layout->addWidget(splitter, 1);
-
-    connect(differsOnly_, &QCheckBox::toggled, this,
-            [this](bool only) { proxy_->setFilterFixedString(only ? QStringLiteral("yes") : QString()); });
+// The comparison's progress and end on the page; a cancel that came from opening another checkpoint
+// (no second any more) or from a restart says nothing.
+void SideBySidePage::connectJob() {
     connect(cancel_, &QPushButton::clicked, job_, &DiffJob::cancel);
     connect(job_, &DiffJob::runningChanged, this, &SideBySidePage::setRunning);
     connect(job_, &DiffJob::progressed, this, [this](const qs::Progress& p) {
@@ -160,6 +175,7 @@ SideBySidePage::SideBySidePage(QWidget* parent)
     });
     connect(job_, &DiffJob::finished, this, &SideBySidePage::showDiff);
     connect(job_, &DiffJob::cancelled, this, [this] {
+        if (!second_ || restart_) return;
         status_ = tr("The comparison was cancelled.");
         caption_->setText(captionText());
     });
@@ -168,12 +184,6 @@ SideBySidePage::SideBySidePage(QWidget* parent)
         caption_->setText(captionText());
         emit errorOccurred(tr("Comparison failed"), message);
     });
-    connect(table_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, &SideBySidePage::onRowSelected);
-    for (PlotView* plot : {plot_, errorPlot_})
-        connect(plot, &PlotView::exportFailed, this,
-                [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
-    connect(&runner_, &JobRunner::busyChanged, this, [this] { emit busyChanged(isBusy()); });
-    setCheckpoint(nullptr);
 }
 
 void SideBySidePage::setCheckpoint(CheckpointPtr checkpoint) {

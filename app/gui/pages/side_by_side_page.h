@@ -76,6 +76,9 @@ public:
     bool selectLinear(const QString& prefix);
 
 private:
+    void setUpTable();
+    void setUpPlots();
+    void connectJob();
     void compare();
     void showDiff(const DiffPtr& diff);
     void fitColumns();
