@@ -206,6 +206,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "quantscope: --evaluate needs --original, and --json needs --evaluate\n");
         return 2;
     }
+    if (options.tab == QLatin1String("side-by-side") && options.second.isEmpty()) {
+        std::fprintf(stderr, "quantscope: --tab side-by-side needs --second (the tab compares two quantizations)\n");
+        return 2;
+    }
 
     using qs::gui::MainWindow;
     MainWindow window(headless ? MainWindow::Settings::Ignore : MainWindow::Settings::Remember);

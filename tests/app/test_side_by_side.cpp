@@ -283,6 +283,12 @@ TEST_F(SideBySideTest, TheCommandLineShowsTheTab) {
         runQuantscope({QStringLiteral("--second"), kStories, QStringLiteral("--screenshot"), png, gptq}, &errorsText),
         2);
     EXPECT_TRUE(errorsText.contains(QStringLiteral("is not a quantization of the model"))) << errorsText.toStdString();
+    // The tab alone, without a second quantization to show, is refused before anything opens.
+    EXPECT_EQ(runQuantscope(
+                  {QStringLiteral("--tab"), QStringLiteral("side-by-side"), QStringLiteral("--screenshot"), png, gptq},
+                  &errorsText),
+              2);
+    EXPECT_TRUE(errorsText.contains(QStringLiteral("--second"))) << errorsText.toStdString();
 }
 
 }  // namespace

@@ -137,6 +137,7 @@ void MainWindow::createPages() {
         connect(page, &InspectorPage::errorOccurred, this, &MainWindow::reportError);
         connect(page, &InspectorPage::busyChanged, this, [this] { emit busyChanged(isBusy()); });
     }
+    tabs_->setTabVisible(tabs_->indexOf(sideBySide_), false);  // until Compare with Second Quantization…
     tabs_->setDocumentMode(true);
     keepTabsInView();
     // The tabs once a checkpoint is open; before, the start page (how to open one, and the demo).
