@@ -200,9 +200,19 @@ TEST_F(SideBySideTest, CancelStopsTheComparisonAndTheTreeSelectsARow) {
     const QModelIndex current = page().proxy()->mapToSource(page().table()->currentIndex());
     ASSERT_TRUE(current.isValid());
     EXPECT_EQ(page().model()->linear(current.row()).ref.prefix, upProj.toStdString());
-    window.selectTensor(QStringLiteral("model.layers.0.self_attn.o_proj.scales"));
+    ASSERT_TRUE(waitUntil([this] { return !page().isBusy() && page().difference(); }));
+    EXPECT_EQ(page().difference()->linear, upProj);
+
+    // Selected on another tab: the row follows at once, its histogram is decoded once the tab shows.
+    ASSERT_TRUE(window.showPage(QStringLiteral("histogram")));
+    const QString oProj = QStringLiteral("model.layers.0.self_attn.o_proj");
+    window.selectTensor(oProj + QStringLiteral(".scales"));
     const QModelIndex selected = page().proxy()->mapToSource(page().table()->currentIndex());
-    EXPECT_EQ(page().model()->linear(selected.row()).ref.prefix, "model.layers.0.self_attn.o_proj");
+    EXPECT_EQ(page().model()->linear(selected.row()).ref.prefix, oProj.toStdString());
+    EXPECT_FALSE(page().isBusy());  // nothing decodes for a hidden tab
+    EXPECT_EQ(page().difference()->linear, upProj);
+    ASSERT_TRUE(window.showPage(page().key()));
+    ASSERT_TRUE(waitUntil([this, &oProj] { return !page().isBusy() && page().difference()->linear == oProj; }));
 }
 
 // Another model (stories260K's 64-wide linears) is refused in one line, and the tab stays hidden.

@@ -188,6 +188,7 @@ void SideBySidePage::connectJob() {
 
 void SideBySidePage::setCheckpoint(CheckpointPtr checkpoint) {
     restart_ = false;
+    stale_ = false;
     job_->cancel();
     runner_.cancel();
     checkpoint_ = std::move(checkpoint);
@@ -222,7 +223,14 @@ bool SideBySidePage::selectLinear(const QString& prefix) {
     return false;
 }
 
-bool SideBySidePage::isBusy() const { return job_->isRunning() || restart_ || runner_.isBusy(); }
+bool SideBySidePage::isBusy() const {
+    return job_->isRunning() || restart_ || runner_.isBusy() || (stale_ && isVisible());
+}
+
+void SideBySidePage::showEvent(QShowEvent* event) {
+    InspectorPage::showEvent(event);
+    if (stale_) onRowSelected();
+}
 
 bool SideBySidePage::setSecond(const QString& path) {
     if (!checkpoint_) return false;
@@ -301,9 +309,12 @@ void SideBySidePage::fitColumns() {
     }
 }
 
+// Decoded only while the tab is shown: the tree's selection on another tab marks it stale instead.
 void SideBySidePage::onRowSelected() {
     const QModelIndex current = proxy_->mapToSource(table_->currentIndex());
     if (!current.isValid() || !model_->diff()) return;
+    stale_ = !isVisible();
+    if (stale_) return;
     const formats::LinearDiff linear = model_->linear(current.row());
     // The original the table's errors were measured against (none when named after the comparison ran).
     CheckpointPtr original = model_->diff()->withOriginal ? original_ : nullptr;

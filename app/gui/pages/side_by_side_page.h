@@ -75,6 +75,9 @@ public:
     // Selects the row of `prefix` ("model.layers.0.mlp.down_proj"); false when it is not shown.
     bool selectLinear(const QString& prefix);
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
     void setUpTable();
     void setUpPlots();
@@ -95,6 +98,7 @@ private:
     QString tensor_;        // selected in the tree
     QString status_;        // what the caption says besides the counts: running, cancelled, failed
     bool restart_ = false;  // a comparison starts again once the cancelled one's worker has gone
+    bool stale_ = false;    // a row was selected while the tab was hidden: its plots wait for the show
     std::optional<Difference> difference_;
     DiffJob* job_;
     JobRunner runner_;
