@@ -126,6 +126,28 @@ TEST(QuantizationDiff, OneChangedCodeIsTheOnlyDifferenceReported) {
         EXPECT_EQ(difference[i] != 0.0f, i == std::size_t(kAt)) << "element " << i;
 }
 
+// A linear one file keeps dense is listed with its dense type and 32 bits (F32), and differs.
+TEST(QuantizationDiff, ALinearLeftDenseInOneFileIsListedWithItsDenseType) {
+    Model m;
+    Fixture fa("diff_a"), fb("diff_partly_dense");
+    m.writeFp8(fa);
+    fb.add(kGate + ".weight", "F8_E4M3", {kRows, kCols}, fp8Codes(m.gate));
+    fb.addF32(kGate + ".weight_scale", {1}, {kScale});
+    fb.addF32(kUp + ".weight", {kRows, kCols}, m.up);
+    fb.setQuantizationConfig(
+        {{"quant_method", "fp8"}, {"activation_scheme", "dynamic"}, {"ignore", nlohmann::json::array({kUp})}});
+    const io::Checkpoint a = fa.open(), b = fb.open();
+    const LinearReader ra(a), rb(b);
+    const QuantizationDiff diff = diffQuantizations(ra, rb, nullptr, {}, CancelToken());
+    ASSERT_EQ(diff.linears.size(), 2u);  // quantized in either
+    const LinearDiff& up = find(diff, kUp);
+    EXPECT_EQ(up.typeA, "fp8 per-tensor sym");
+    EXPECT_EQ(up.typeB, "dense F32");
+    EXPECT_EQ(up.bitsB, 32.0);
+    EXPECT_TRUE(up.differs);
+    EXPECT_FALSE(find(diff, kGate).differs);
+}
+
 TEST(QuantizationDiff, AnotherModelIsRefusedInOneLineBeforeAnythingIsDecoded) {
     Model m;
     Fixture fa("diff_a"), fb("diff_other");
