@@ -6,6 +6,9 @@
 #   docs/screenshot-quantized.png  that export's packed qweight histogrammed as the weights it decodes to
 #   docs/screenshot-gguf.png       the demo's Q4_K_M GGUF in the GGUF tab (metadata, the layer x module map of
 #                                  its ggml types, every tensor by both names), a q6_K tensor selected
+#   docs/screenshot-side-by-side.png  a GPTQ int4 export and a Q4_K_M GGUF of the demo side by side (per
+#                                  linear type, bits and error of each, the selected one's A − B and both
+#                                  errors) beside the Results page with both evaluated against the demo
 # Needs a Release build (build/) and ImageMagick's convert (crop, append, 8-bit palette: < 200 KB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,4 +31,15 @@ convert "$tmp/results.png" -crop 580x568+412+0 +repage "$tmp/right.png"
 convert "$tmp/left.png" "$tmp/right.png" +append -colors 96 +dither PNG8:docs/screenshot.png
 convert "$tmp/histogram.png" -colors 96 +dither PNG8:docs/screenshot-quantized.png
 convert "$tmp/gguf.png" -crop 990x568+0+0 +repage -colors 96 +dither PNG8:docs/screenshot-gguf.png
-ls -l docs/screenshot.png docs/screenshot-quantized.png docs/screenshot-gguf.png
+
+OMP_NUM_THREADS=1 "$cli" quantize resources/demo --method gptq4 --samples 8 --seq-len 64 --out "$tmp/gptq4" >/dev/null
+OMP_NUM_THREADS=1 "$cli" quantize resources/demo --method q4_k_m --samples 8 --seq-len 64 \
+    --out "$tmp/demo-q4_k_m.gguf" >/dev/null
+shot "$tmp/gptq4" --second "$tmp/demo-q4_k_m.gguf" --original resources/demo --tab side-by-side \
+    --screenshot "$tmp/side.png"
+shot "$tmp/gptq4" --second "$tmp/demo-q4_k_m.gguf" --original resources/demo --evaluate --tab results \
+    --screenshot "$tmp/both.png"
+convert "$tmp/side.png" -crop 990x568+0+0 +repage "$tmp/left.png"
+convert "$tmp/both.png" -crop 580x568+412+0 +repage "$tmp/right.png"
+convert "$tmp/left.png" "$tmp/right.png" +append -colors 96 +dither PNG8:docs/screenshot-side-by-side.png
+ls -l docs/screenshot.png docs/screenshot-quantized.png docs/screenshot-gguf.png docs/screenshot-side-by-side.png

@@ -40,6 +40,7 @@ struct Options {
     QStringList methods;
     QString overviewModules;  // the Overview's module list entry ("experts: gate_proj")
     QString original;         // File ▸ Compare with Original… once the checkpoint is open
+    QString second;           // File ▸ Compare with Second Quantization…
     bool evaluate = false;    // then File ▸ Evaluate against Original
     QString json;             // where the evaluation goes, in quantscope-cli eval --json's shape
     QString imatrix;          // llama.cpp's imatrix to open (the Importance tab, the GGUF methods)
@@ -69,9 +70,9 @@ Options parseOptions(const QCoreApplication& app) {
         QStringLiteral("tab"),
         QApplication::translate(
             "main",
-            "The tab to show: histogram, quantized, gguf, channels, overview, hessian, scales or results (experts: the "
-            "results' tokens per expert of a MoE job; expert-errors: its error per expert); or the Quantize or "
-            "Export panel (quantize, export)."),
+            "The tab to show: histogram, quantized, gguf, side-by-side, channels, overview, hessian, scales or "
+            "results (experts: the results' tokens per expert of a MoE job; expert-errors: its error per expert; "
+            "imatrix: the Importance tab, with --imatrix); or the Quantize or Export panel (quantize, export)."),
         QStringLiteral("name"));
     const QCommandLineOption select(
         QStringLiteral("select"),
@@ -103,6 +104,13 @@ Options parseOptions(const QCoreApplication& app) {
                                 "The checkpoint the opened one was quantized from (File ▸ Compare with Original…): the "
                                 "Quantized tab shows each linear's rounding error against it."),
         QStringLiteral("path"));
+    const QCommandLineOption second(
+        QStringLiteral("second"),
+        QApplication::translate("main",
+                                "Another quantization of the opened checkpoint's model (File ▸ Compare with Second "
+                                "Quantization…): the Side by side tab compares the two linear by linear, and "
+                                "--evaluate evaluates both."),
+        QStringLiteral("path"));
     const QCommandLineOption evaluate(
         QStringLiteral("evaluate"),
         QApplication::translate("main",
@@ -127,8 +135,8 @@ Options parseOptions(const QCoreApplication& app) {
                                 "llama.cpp's importance matrix (File ▸ Open imatrix…): the Importance tab shows it and "
                                 "the GGUF methods of --quantize weigh by it."),
         QStringLiteral("file"));
-    parser.addOptions({screenshot, tab, select, quantize, methods, original, evaluate, json, imatrix, overviewModules,
-                       size, timeout});
+    parser.addOptions({screenshot, tab, select, quantize, methods, original, second, evaluate, json, imatrix,
+                       overviewModules, size, timeout});
     parser.addPositionalArgument(
         QStringLiteral("checkpoint"),
         QApplication::translate("main", "A .safetensors or .gguf file, or a checkpoint folder."),
@@ -142,6 +150,7 @@ Options parseOptions(const QCoreApplication& app) {
     options.quantize = parser.isSet(quantize);
     if (parser.isSet(methods)) options.methods = parser.value(methods).split(QLatin1Char(','), Qt::SkipEmptyParts);
     options.original = parser.value(original);
+    options.second = parser.value(second);
     options.evaluate = parser.isSet(evaluate);
     options.json = parser.value(json);
     options.imatrix = parser.value(imatrix);
@@ -215,6 +224,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "quantscope: --evaluate needs --original, and --json needs --evaluate\n");
         return 2;
     }
+    if (options.tab == QLatin1String("side-by-side") && options.second.isEmpty()) {
+        std::fprintf(stderr, "quantscope: --tab side-by-side needs --second (the tab compares two quantizations)\n");
+        return 2;
+    }
 
     using qs::gui::MainWindow;
     MainWindow window(headless ? MainWindow::Settings::Ignore : MainWindow::Settings::Remember);
@@ -237,8 +250,8 @@ int main(int argc, char** argv) {
     if (errors) window.resultsPage()->preferExpertErrors(true);
     if (!options.tab.isEmpty() && !window.showPage(experts ? QStringLiteral("results") : options.tab)) {
         std::fprintf(stderr,
-                     "quantscope: unknown tab '%s' (histogram, quantized, gguf, channels, overview, hessian, scales, "
-                     "results, experts, expert-errors, imatrix with --imatrix, quantize, export)\n",
+                     "quantscope: unknown tab '%s' (histogram, quantized, gguf, side-by-side, channels, overview, "
+                     "hessian, scales, results, experts, expert-errors, imatrix with --imatrix, quantize, export)\n",
                      qUtf8Printable(options.tab));
         return 2;
     }
@@ -267,6 +280,11 @@ int main(int argc, char** argv) {
         if (headless) return 2;
     }
     if (!options.original.isEmpty() && !window.compareWithOriginal(options.original) && headless) return 2;
+    if (!options.second.isEmpty()) {
+        if (!window.compareWithSecond(options.second) && headless) return 2;
+        // The comparison showed its own tab: the one asked for again (side-by-side is hidden until now).
+        if (!options.tab.isEmpty() && !window.showPage(experts ? QStringLiteral("results") : options.tab)) return 2;
+    }
     QObject::connect(window.quantizeJob(), &qs::gui::QuantizeJob::failed, [&jobFailed] { jobFailed = true; });
     QObject::connect(window.evaluateJob(), &qs::gui::EvaluateJob::failed, [&jobFailed] { jobFailed = true; });
     // What the Results page shows of the evaluation, once it is there (after the window's own slot).

@@ -48,8 +48,10 @@ void checkOriginal(const FormatInfo& quantized, const io::Checkpoint& quantizedC
 }
 
 RoundingError roundingError(const LinearReader& quantized, const LinearReader& original, const LinearRef& ref) {
-    const MatrixF q = quantized.decode(ref).weight;
-    const MatrixF o = original.decode(ref).weight;
+    return roundingError(quantized.decode(ref).weight, original.decode(ref).weight, ref);
+}
+
+RoundingError roundingError(const MatrixF& q, const MatrixF& o, const LinearRef& ref) {
     if (q.rows() != o.rows() || q.cols() != o.cols())
         throw Error(ref.label() + " is " + shapeText({q.rows(), q.cols()}) + " quantized but " +
                     shapeText({o.rows(), o.cols()}) + " in the original");

@@ -241,6 +241,7 @@ TEST_F(EvaluateTest, AnEvaluationRowStaysBesideTheJobsMethods) {
     job->methods.back().kl.count = 10;
     auto e = std::make_shared<Evaluation>();
     e->source = job->source;
+    e->openCheckpoint = job->source;
     e->label = QStringLiteral("gguf Q4_K_M");
     e->result.kl.count = 10;
     e->result.kl.meanKld.value = 0.25;
@@ -257,6 +258,7 @@ TEST_F(EvaluateTest, AnEvaluationRowStaysBesideTheJobsMethods) {
 
     auto other = std::make_shared<Evaluation>(*e);
     other->source.path = "another model";
+    other->openCheckpoint = other->source;
     page.addEvaluation(other);
     EXPECT_EQ(page.table()->rowCount(), 2);
     page.setCheckpoint(nullptr);

@@ -12,8 +12,8 @@
 #include "pages/channels_page.h"
 #include "pages/histogram_page.h"
 #include "pages/overview_page.h"
-#include "plots/plot_view.h"
 #include "plot_click.h"
+#include "plots/plot_view.h"
 #include "qt_test_support.h"
 #include "window/main_window.h"
 

@@ -1,5 +1,6 @@
 #include "pages/results_page.h"
 
+#include <algorithm>
 #include <limits>
 
 #include <QComboBox>
@@ -112,8 +113,8 @@ void ResultsPage::setResult(JobResultPtr result) {
 }
 
 void ResultsPage::addEvaluation(EvaluationPtr evaluation) {
-    if (jobResult_ && jobResult_->source != evaluation->source) return;
-    if (!evaluations_.empty() && evaluations_.front()->source != evaluation->source) return;
+    if (jobResult_ && jobResult_->source != evaluation->openCheckpoint) return;
+    if (!evaluations_.empty() && evaluations_.front()->openCheckpoint != evaluation->openCheckpoint) return;
     evaluations_.push_back(std::move(evaluation));
     display(withEvaluations());
 }
@@ -142,7 +143,7 @@ JobResultPtr ResultsPage::withEvaluations() const {
     auto shown = jobResult_ ? std::make_shared<pipeline::JobResult>(*jobResult_) : nullptr;
     if (!shown) {
         shown = std::make_shared<pipeline::JobResult>();
-        shown->source = evaluations_.front()->source;
+        shown->source = evaluations_.front()->openCheckpoint;
         shown->evaluationTokens = evaluations_.front()->result.evaluationTokens;
     }
     for (const EvaluationPtr& e : evaluations_) shown->methods.push_back(evaluationRow(*e));
@@ -270,6 +271,21 @@ QString ResultsPage::jobResultText() const {
 // One sentence per evaluation: what it was compared with, on how much text, and why it has no per-layer
 // line (quantscope-cli eval measures the checkpoint as a whole).
 QString ResultsPage::evaluationsText() const {
+    if (evaluations_.empty()) return {};
+    // A second quantization's evaluation shares the first's original and text: one sentence for both.
+    const Evaluation& first = *evaluations_.front();
+    const bool shared = std::all_of(evaluations_.begin(), evaluations_.end(), [&first](const EvaluationPtr& e) {
+        return e->original == first.original && e->result.evaluationTokens == first.result.evaluationTokens;
+    });
+    if (shared && evaluations_.size() > 1) {
+        QStringList each;
+        for (const EvaluationPtr& e : evaluations_)
+            each << tr("%1 (%2)").arg(e->label, durationText(e->result.seconds));
+        return tr("%1 evaluated against %2 (reference PPL %3) on %4 tokens, each as a whole: no per-layer KL.")
+            .arg(each.join(tr(" and ")), first.original)
+            .arg(first.result.kl.pplBase.value, 0, 'f', 3)
+            .arg(first.result.evaluationTokens);
+    }
     QString text;
     for (const EvaluationPtr& e : evaluations_)
         text += (text.isEmpty() ? QString() : QStringLiteral(" ")) +

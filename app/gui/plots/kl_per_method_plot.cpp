@@ -16,7 +16,8 @@ constexpr double kFloor = 1e-9;  // a KL of exactly 0 still gets a (tiny) bar on
 // "gptq4 · 4.16", "rtn4 · failed"; an evaluated checkpoint, whose bits nothing counted, by its name alone.
 QString tickLabel(const pipeline::MethodResult& m) {
     if (!hasKl(m)) return shortLabel(m) + QStringLiteral(" · ") + KlPerMethodPlot::tr("failed");
-    if (!std::isfinite(m.bitsPerWeight)) return shortLabel(m);
+    // Two files side by side ("demo-q4_k_m.gguf: gguf Q4_K_M"): file and format on two short lines.
+    if (!std::isfinite(m.bitsPerWeight)) return shortLabel(m).replace(QStringLiteral(": "), QStringLiteral("\n"));
     return shortLabel(m) + QStringLiteral(" · ") + bitsText(m);
 }
 

@@ -54,6 +54,7 @@
 #include "pages/quantized_linear_page.h"
 #include "pages/results_page.h"
 #include "pages/serving_scales_page.h"
+#include "pages/side_by_side_page.h"
 #include "panels/checkpoint_tree_panel.h"
 #include "panels/export_panel.h"
 #include "panels/forward_pass_support.h"
@@ -99,6 +100,7 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
       scales_(new ServingScalesPage(this)),
       quantized_(new QuantizedLinearPage(this)),
       gguf_(new GgufPage(this)),
+      sideBySide_(new SideBySidePage(this)),
       results_(new ResultsPage(this)),
       mixed_(new MixedPrecisionPage(this)),
       quantize_(new QuantizePanel(this)),
@@ -140,7 +142,8 @@ MainWindow::MainWindow(Settings settings, DeviceProbe::Function probe, QWidget* 
 MainWindow::~MainWindow() = default;
 
 void MainWindow::createPages() {
-    pages_ = {histogram_, quantized_, gguf_, channels_, overview_, hessian_, scales_, results_, mixed_, importance_};
+    pages_ = {histogram_, quantized_, gguf_,    sideBySide_, channels_,  overview_,
+              hessian_,   scales_,    results_, mixed_,      importance_};
     for (InspectorPage* page : pages_) {
         tabs_->setTabToolTip(tabs_->addTab(page, page->title()), page->toolTip());
         connect(page, &InspectorPage::errorOccurred, this, &MainWindow::reportError);
@@ -156,6 +159,7 @@ void MainWindow::createPages() {
     connect(importance_, &InspectorPage::errorOccurred, this, [this] {  // a file that is not an imatrix
         if (importance_->imatrixPath().isEmpty()) tabs_->setTabVisible(tabs_->indexOf(importance_), false);
     });
+    tabs_->setTabVisible(tabs_->indexOf(sideBySide_), false);  // until Compare with Second Quantization…
     tabs_->setDocumentMode(true);
     addTabListButton();
     keepTabsInView();
@@ -291,7 +295,7 @@ void MainWindow::connectEvaluation() {
     connect(evaluation_, &EvaluateJob::progressed, this,
             [this](const qs::Progress& p) { jobStatus_->showProgress(p, evaluation_->elapsedSeconds()); });
     connect(evaluation_, &EvaluateJob::finished, this, [this](const EvaluationPtr& evaluation) {
-        if (evaluation->source != fingerprint_) return;  // of a checkpoint no longer open
+        if (evaluation->openCheckpoint != fingerprint_) return;  // of a checkpoint no longer open
         results_->addEvaluation(evaluation);
         showPage(results_->key());
         statusBar()->showMessage(tr("Evaluation finished in %1: %2 is in Results.")
@@ -310,10 +314,14 @@ bool MainWindow::startEvaluation() {
         reportError(tr("Cannot evaluate"), tr("A quantization is running: wait for it, or cancel it."));
         return false;
     }
-    if (!evaluation_->start(originalPath_, path_)) return false;
+    const QString second = sideBySide_->secondPath();
+    if (!evaluation_->start(originalPath_, path_, second)) return false;
     // Short: the status bar's progress and Cancel take its right-hand side.
-    statusBar()->showMessage(
-        tr("Evaluating %1 against %2…").arg(QFileInfo(path_).fileName(), QFileInfo(originalPath_).fileName()));
+    const QString evaluated =
+        second.isEmpty()
+            ? QFileInfo(path_).fileName()
+            : tr("%1 and %2").arg(QFileInfo(path_).fileName(), QFileInfo(QDir::cleanPath(second)).fileName());
+    statusBar()->showMessage(tr("Evaluating %1 against %2…").arg(evaluated, QFileInfo(originalPath_).fileName()));
     return true;
 }
 
@@ -449,6 +457,9 @@ void MainWindow::createMenus() {
     file->addAction(tr("&Compare with Original…"), this, &MainWindow::compareWithOriginalDialog)
         ->setToolTip(tr("Name the checkpoint this one was quantized from: the Quantized tab then shows each "
                         "linear's rounding error, and Evaluate measures its KL"));
+    file->addAction(tr("Compare with &Second Quantization…"), this, &MainWindow::compareWithSecondDialog)
+        ->setToolTip(tr("Name another quantization of this model (ours against llama.cpp's, two downloads): the "
+                        "Side by side tab compares them linear by linear, and Evaluate measures both"));
     evaluateAction_ = file->addAction(tr("&Evaluate against Original"), this, &MainWindow::startEvaluation);
     evaluateAction_->setToolTip(
         tr("The KL of the open checkpoint from its original on held-out text, as "
@@ -520,6 +531,28 @@ void MainWindow::compareWithOriginalDialog() {
     if (compareWithOriginal(dialog.selectedFiles().front())) showPage(quantized_->key());
 }
 
+void MainWindow::compareWithSecondDialog() {
+    CheckpointFileDialog dialog(this, originalDialogFolder(),
+                                tr("Second quantization (a file, or a folder: select it and press Open)"));
+    if (dialog.exec() != QDialog::Accepted || dialog.selectedFiles().isEmpty()) return;
+    compareWithSecond(dialog.selectedFiles().front());
+}
+
+bool MainWindow::compareWithSecond(const QString& path) {
+    if (!checkpoint_) {
+        reportError(tr("Nothing to compare"),
+                    tr("Open a quantized checkpoint first, then name a second quantization of its model."));
+        return false;
+    }
+    if (!sideBySide_->setSecond(path)) return false;  // the page reported why
+    tabs_->setTabVisible(tabs_->indexOf(sideBySide_), true);
+    keepTabsInView();
+    showPage(sideBySide_->key());
+    statusBar()->showMessage(tr("Comparing with %1: File ▸ Evaluate against Original then measures both.").arg(path),
+                             10000);
+    return true;
+}
+
 bool MainWindow::compareWithOriginal(const QString& path) {
     if (!checkpoint_) {
         reportError(tr("Nothing to compare"),
@@ -527,6 +560,12 @@ bool MainWindow::compareWithOriginal(const QString& path) {
         return false;
     }
     if (!quantized_->setOriginal(path)) return false;  // the page reported why
+    try {
+        sideBySide_->setOriginal(std::make_shared<const io::Checkpoint>(io::Checkpoint::open(path.toStdString())));
+    } catch (const std::exception& e) {  // the Quantized tab opened it a moment ago: hardly ever
+        reportError(tr("Cannot open checkpoint"), QString::fromStdString(e.what()));
+        return false;
+    }
     originalPath_ = path;
     updateEvaluateAction();
     statusBar()->showMessage(
@@ -592,6 +631,7 @@ bool MainWindow::openPath(QString path) {
     tabs_->setTabVisible(tabs_->indexOf(quantized_), quantized_->hasQuantizedLinears());
     tabs_->setTabVisible(tabs_->indexOf(mixed_), !quantized_->hasQuantizedLinears());
     tabs_->setTabVisible(tabs_->indexOf(gguf_), gguf_->hasGguf());  // the file's own view, only for a GGUF
+    tabs_->setTabVisible(tabs_->indexOf(sideBySide_), false);       // until Compare with Second Quantization…
     keepTabsInView();
     tree_->setCheckpoint(checkpoint_);
     // Start would fail on linears that do not decode, or without a forward pass: it is disabled, saying why.

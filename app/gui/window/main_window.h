@@ -42,6 +42,7 @@ class QuantizePanel;
 class QuantizedLinearPage;
 class ImatrixPage;
 class ResultsPage;
+class SideBySidePage;
 class MixedPrecisionPage;
 class StartPage;
 class SummaryPanel;
@@ -101,14 +102,20 @@ public:
     // as llama-imatrix writes it (pipeline::writeImatrix). False, said why, when there is none or it fails.
     bool saveImatrix(const QString& path);
     bool canSaveImatrix() const;
+    SideBySidePage* sideBySidePage() const { return sideBySide_; }
     // File ▸ Compare with Original…: the checkpoint the open one was quantized from (a folder or a
     // .safetensors file), for the Quantized tab's rounding error and for Evaluate. False when refused.
     bool compareWithOriginal(const QString& path);
     const QString& originalPath() const { return originalPath_; }
     // Where Compare with Original…'s dialog opens: beside the open checkpoint.
     QString originalDialogFolder() const;
-    // File ▸ Evaluate against Original: `quantscope-cli eval ORIGINAL OPEN` on a worker, into Results.
-    // False when there is no original yet or a job runs.
+    // File ▸ Compare with Second Quantization…: another quantization of the open checkpoint's model (a
+    // folder, .safetensors or .gguf), compared linear by linear on the Side by side tab. False when
+    // refused (nothing open, another model).
+    bool compareWithSecond(const QString& path);
+    // File ▸ Evaluate against Original: `quantscope-cli eval ORIGINAL OPEN` on a worker, into Results;
+    // with a second quantization, it is evaluated next (two rows). False when there is no original yet
+    // or a job runs.
     bool startEvaluation();
     EvaluateJob* evaluateJob() const { return evaluation_; }
     QuantizePanel* quantizePanel() const { return quantize_; }
@@ -154,6 +161,7 @@ private:
     void openImatrixDialog();
     void saveImatrixDialog();
     const pipeline::MethodResult* imatrixResult() const;  // the last result's GGUF method with importance
+    void compareWithSecondDialog();
     void showAbout();
     void onTensorSelected(const QString& name);
     void reportError(const QString& title, const QString& message);
@@ -191,6 +199,7 @@ private:
     ServingScalesPage* scales_;
     QuantizedLinearPage* quantized_;
     GgufPage* gguf_;
+    SideBySidePage* sideBySide_;
     ResultsPage* results_;
     MixedPrecisionPage* mixed_;
     QuantizePanel* quantize_;

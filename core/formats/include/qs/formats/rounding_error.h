@@ -27,5 +27,7 @@ struct RoundingError {
 
 // Decodes `ref` from both readers (throws qs::Error when either lacks it or the shapes differ).
 RoundingError roundingError(const LinearReader& quantized, const LinearReader& original, const LinearRef& ref);
+// The same of two matrices decoded before (throws qs::Error naming `ref` when their shapes differ).
+RoundingError roundingError(const MatrixF& quantized, const MatrixF& original, const LinearRef& ref);
 
 }  // namespace qs::formats
