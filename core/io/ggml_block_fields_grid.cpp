@@ -21,10 +21,8 @@ int withImpliedSign(int seven) { return seven | ((std::popcount(static_cast<unsi
 // Fields [grid indices, signs, scales, d] for the IQ2/IQ3 types.
 void startSigned(Fields& out, int entries, int weightsPerEntry, const char* signs, int weightsPerScale,
                  std::int64_t n) {
-    out.push_back(integerField(
-        R::GridIndices,
-        std::to_string(entries) + "-entry codebook indices (" + std::to_string(weightsPerEntry) + " weights each)",
-        weightsPerEntry, offsetLevels(entries, 0), n));
+    out.push_back(integerField(R::GridIndices, std::to_string(entries) + "-entry codebook indices", weightsPerEntry,
+                               offsetLevels(entries, 0), n));
     out.push_back(integerField(R::Signs, signs, 1, signLevels(), n));
     out.push_back(integerField(R::Scales, "4-bit group scales", weightsPerScale, offsetLevels(16, 0), n));
     out.push_back(floatField(R::SuperScale, "f16 d", kSuperBlock, n));
@@ -94,8 +92,7 @@ void iq3sFields(const std::uint8_t* src, std::int64_t blocks, Fields& out) {
 
 // Fields [grid indices, deltas, scales, d] for IQ1_S and IQ1_M.
 void startShifted(Fields& out, int weightsPerDelta, int weightsPerScale, std::int64_t n) {
-    out.push_back(
-        integerField(R::GridIndices, "2048-entry codebook indices (8 weights each)", 8, offsetLevels(2048, 0), n));
+    out.push_back(integerField(R::GridIndices, "2048-entry codebook indices", 8, offsetLevels(2048, 0), n));
     out.push_back(integerField(R::Deltas, "signs of the ±1/8 shift", weightsPerDelta, {0.125f, -0.125f}, n));
     out.push_back(integerField(R::Scales, "3-bit group scales", weightsPerScale, offsetLevels(8, 0), n));
     out.push_back(floatField(R::SuperScale, "f16 d", kSuperBlock, n));
