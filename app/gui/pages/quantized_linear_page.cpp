@@ -243,6 +243,14 @@ void drawLevelBars(PlotView* plot, const std::vector<quant::CodeLevel>& all, boo
     plot->yAxis->setRange(0.0, 1.05 * double(most));
 }
 
+// A histogram of F16 super-block scales: small numbers with long labels ("0.00015"). Asked for three
+// ticks, the axis of a d in [0, 0.003] took seven ("0.0005" steps) that overlapped in a third of
+// 1366 px; two suffice there. A d of either sign (IQ4_XS) keeps three: "−2.5e-05 0 2.5e-05".
+void drawSuperScales(PlotView* plot, const analysis::Histogram& h) {
+    plot->xAxis->ticker()->setTickCount(h.edges.front() < 0.0 && h.edges.back() > 0.0 ? 3 : 2);
+    drawHistogram(plot, h, kBarColor);
+}
+
 PlotView* makePlot(QWidget* parent, const QString& fileName, const QString& xLabel, const QString& yLabel) {
     auto* plot = new PlotView(parent);
     plot->setDefaultFileName(fileName);
@@ -462,14 +470,11 @@ void QuantizedLinearPage::drawGgml() {
     resetPlot(gIdx_, superBlock ? tr("d per %1 (f16)").arg(g.blockWeights) : tr("No super-block scale"), superBlock);
     gIdx_->xAxis->setLabel(QStringLiteral("d"));
     gIdx_->yAxis->setLabel(tr("super-blocks"));
-    // Two labels: "0.0005" steps of a d near 0.002 overlapped in a third of 1366 px.
-    gIdx_->xAxis->ticker()->setTickCount(2);
-    if (superBlock) drawHistogram(gIdx_, *g.d, kBarColor);
+    if (superBlock) drawSuperScales(gIdx_, *g.d);
     gIdx_->replot();
     resetPlot(superMins_, tr("dmin per %1 (f16)").arg(g.blockWeights), g.dmin.has_value());
     superMins_->xAxis->setLabel(QStringLiteral("dmin"));
-    superMins_->xAxis->ticker()->setTickCount(2);
-    if (g.dmin) drawHistogram(superMins_, *g.dmin, kBarColor);
+    if (g.dmin) drawSuperScales(superMins_, *g.dmin);
     superMins_->replot();
 }
 
