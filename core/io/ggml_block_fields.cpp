@@ -5,6 +5,7 @@
 #include "qs/io/ggml_block_fields.h"
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 
 #include "qs/error.h"
@@ -286,10 +287,18 @@ bool codeBlockFields(GgmlType type, const std::uint8_t* src, std::int64_t blocks
 
 }  // namespace
 
+std::size_t GgmlField::size() const {
+    if (!isInteger()) return values.size();
+    if (!counts.empty())
+        return static_cast<std::size_t>(std::accumulate(counts.begin(), counts.end(), std::uint64_t{0}));
+    return stored.size();
+}
+
 std::vector<std::uint64_t> GgmlField::usage() const {
-    std::vector<std::uint64_t> counts(levels.size());
-    for (const std::uint16_t v : stored) ++counts[v];
-    return counts;
+    if (!counts.empty()) return counts;
+    std::vector<std::uint64_t> used(levels.size());
+    for (const std::uint16_t v : stored) ++used[v];
+    return used;
 }
 
 const GgmlField* GgmlBlockFields::find(GgmlFieldRole role) const {
@@ -317,6 +326,53 @@ GgmlBlockFields ggmlBlockFields(GgmlType type, std::span<const std::uint8_t> byt
         !ggml::gridBlockFields(type, bytes.data(), blocks, result.fields))
         throw Error("ggml type " + std::string(traits.name) + " stores no block fields");  // a decoder without fields
     return result;
+}
+
+namespace {
+
+// Adds one slice's fields to the tensor's: counts for the integer fields, values for the float ones.
+void addSlice(GgmlBlockFields& total, GgmlBlockFields&& slice) {
+    if (total.fields.empty()) {
+        total.fields = std::move(slice.fields);
+        for (GgmlField& f : total.fields)
+            if (f.isInteger()) {
+                f.counts = f.usage();
+                f.stored = {};
+            }
+        return;
+    }
+    for (std::size_t i = 0; i < total.fields.size(); ++i) {
+        GgmlField& to = total.fields[i];
+        const GgmlField& from = slice.fields[i];
+        if (to.isInteger()) {
+            const auto counts = from.usage();
+            for (std::size_t k = 0; k < counts.size(); ++k) to.counts[k] += counts[k];
+        } else {
+            to.values.insert(to.values.end(), from.values.begin(), from.values.end());
+        }
+    }
+}
+
+}  // namespace
+
+GgmlBlockFields ggmlBlockFieldCounts(GgmlType type, std::span<const std::uint8_t> bytes, std::int64_t rows,
+                                     std::int64_t n, const CancelToken& cancel) {
+    const std::size_t rowBytes = ggmlRowBytes(type, n);
+    if (rows < 0 || bytes.size() < rowBytes * static_cast<std::size_t>(rows))
+        throw Error("ggml type " + std::string(ggmlTypeTraits(type).name) + ": " + std::to_string(bytes.size()) +
+                    " bytes for " + std::to_string(rows) + " rows of " + std::to_string(n) + " weights");
+    // About a million weights per slice: a few MB of fields at a time.
+    const std::int64_t slice = std::max<std::int64_t>(1, (std::int64_t{1} << 20) / std::max<std::int64_t>(n, 1));
+    GgmlBlockFields total;
+    total.type = type;
+    total.weights = rows * n;
+    for (std::int64_t r = 0; r < rows; r += slice) {
+        cancel.throwIfCancelled();
+        const std::int64_t count = std::min(slice, rows - r);
+        addSlice(total, ggmlBlockFields(type, bytes.subspan(static_cast<std::size_t>(r) * rowBytes), count * n));
+    }
+    if (total.fields.empty()) total = ggmlBlockFields(type, bytes, 0);  // no rows: the fields, empty
+    return total;
 }
 
 }  // namespace qs::io

@@ -19,13 +19,13 @@ inline std::vector<float> offsetLevels(int count, int offset) {
 
 inline GgmlField integerField(GgmlFieldRole role, std::string what, int weightsPerValue, std::vector<float> levels,
                               std::int64_t weights) {
-    GgmlField f{role, std::move(what), weightsPerValue, std::move(levels), {}, {}};
+    GgmlField f{role, std::move(what), weightsPerValue, std::move(levels), {}, {}, {}};
     f.stored.reserve(static_cast<std::size_t>(weights / weightsPerValue));
     return f;
 }
 
 inline GgmlField floatField(GgmlFieldRole role, std::string what, int weightsPerValue, std::int64_t weights) {
-    GgmlField f{role, std::move(what), weightsPerValue, {}, {}, {}};
+    GgmlField f{role, std::move(what), weightsPerValue, {}, {}, {}, {}};
     f.values.reserve(static_cast<std::size_t>(weights / weightsPerValue));
     return f;
 }

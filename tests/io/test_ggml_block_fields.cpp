@@ -173,6 +173,39 @@ TEST(GgmlBlockFields, SwappedFieldsDoNotRecompose) {
               n / 4);
 }
 
+// A tensor read a slice of rows at a time gives the counts and values of the whole tensor read at once
+// (4100 rows of 256: more than one slice of about a million weights).
+TEST(GgmlBlockFields, CountsOfATensorReadInSlicesAreThoseOfTheWhole) {
+    constexpr std::int64_t rows = 4100, n = 256;
+    std::uint32_t seed = 30;
+    for (const GgmlType type : allBlockTypes()) {
+        std::vector<std::uint8_t> bytes(static_cast<std::size_t>(rows) * qs::io::ggmlRowBytes(type, n));
+        std::mt19937 rng(seed++);
+        for (auto& b : bytes) b = static_cast<std::uint8_t>(rng());
+        const auto whole = qs::io::ggmlBlockFields(type, bytes, rows * n);
+        const auto counted = qs::io::ggmlBlockFieldCounts(type, bytes, rows, n);
+        EXPECT_EQ(counted.weights, rows * n);
+        ASSERT_EQ(counted.fields.size(), whole.fields.size()) << nameOf(type);
+        for (std::size_t i = 0; i < whole.fields.size(); ++i) {
+            const auto& a = whole.fields[i];
+            const auto& b = counted.fields[i];
+            EXPECT_EQ(a.role, b.role);
+            EXPECT_EQ(a.what, b.what);
+            EXPECT_TRUE(b.stored.empty()) << nameOf(type) << " " << b.what;
+            EXPECT_EQ(a.size(), b.size()) << nameOf(type) << " " << b.what;
+            if (a.isInteger())
+                EXPECT_EQ(a.usage(), b.usage()) << nameOf(type) << " " << b.what;
+            else
+                EXPECT_EQ(qs::test::bitMismatches(a.values, b.values), 0) << nameOf(type) << " " << b.what;
+        }
+    }
+    qs::CancelToken cancelled;
+    cancelled.cancel();
+    std::vector<std::uint8_t> bytes(static_cast<std::size_t>(rows) * qs::io::ggmlRowBytes(GgmlType::Q4_K, n));
+    EXPECT_THROW(qs::io::ggmlBlockFieldCounts(GgmlType::Q4_K, bytes, rows, n, cancelled), qs::Cancelled);
+    EXPECT_THROW(qs::io::ggmlBlockFieldCounts(GgmlType::Q4_K, std::span(bytes).first(100), rows, n), qs::Error);
+}
+
 TEST(GgmlBlockFields, RefusesPlainTypesPartialBlocksAndShortBuffers) {
     std::vector<std::uint8_t> bytes(4096);
     EXPECT_FALSE(qs::io::ggmlHasBlockFields(GgmlType::F16));

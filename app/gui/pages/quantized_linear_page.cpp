@@ -103,12 +103,15 @@ QString signsNote(const io::GgmlBlockFields& blocks) {
     return {};
 }
 
-// A GGUF linear's weight tensor, field by field; `usage` gets its codes (or codebook entries) counted.
-QuantizedLinearPage::GgmlBlocks ggmlBlocks(const io::TensorView& weight, std::vector<quant::CodeLevel>& usage) {
+// A GGUF linear's weight tensor [rows, cols], field by field (counted a slice of rows at a time: a
+// value per weight of a large tensor would take gigabytes); `usage` gets its codes (or codebook entries).
+QuantizedLinearPage::GgmlBlocks ggmlBlocks(const io::TensorView& weight, std::vector<quant::CodeLevel>& usage,
+                                           const qs::CancelToken& token) {
     const io::GgmlTypeTraits& traits = io::ggmlTypeTraits(*weight.info().ggmlType);
     const std::span<const std::byte> bytes = weight.bytes();
-    const io::GgmlBlockFields blocks = io::ggmlBlockFields(
-        traits.type, {reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()}, weight.numel());
+    const io::GgmlBlockFields blocks =
+        io::ggmlBlockFieldCounts(traits.type, {reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()},
+                                 weight.shape()[0], weight.shape()[1], token);
     QuantizedLinearPage::GgmlBlocks g;
     g.type = QString::fromUtf8(traits.name.data(), static_cast<int>(traits.name.size()));
     g.blockBytes = traits.blockBytes;
@@ -143,8 +146,7 @@ std::optional<QuantizedLinearPage::Views> computeViews(const io::Checkpoint& che
     const io::CheckpointTensor* ggufWeight =
         layer->codec == "gguf" ? checkpoint.find(layer->ref.prefix + ".weight") : nullptr;
     if (ggufWeight && ggufWeight->info->ggmlType && io::ggmlHasBlockFields(*ggufWeight->info->ggmlType)) {
-        v.ggml = ggmlBlocks(checkpoint.view(*ggufWeight), v.usage);  // the blocks' own fields, not a decode
-        token.throwIfCancelled();
+        v.ggml = ggmlBlocks(checkpoint.view(*ggufWeight), v.usage, token);  // the blocks' own fields, not a decode
     } else {
         const formats::DecodedLinear decoded = reader.decode(layer->ref);
         token.throwIfCancelled();

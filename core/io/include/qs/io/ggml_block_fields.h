@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "qs/cancel_token.h"
 #include "qs/io/ggml_type.h"
 
 namespace qs::io {
@@ -37,9 +38,12 @@ struct GgmlField {
     std::vector<float> levels;          // integer fields: what stored integer k stands for; empty: float field
     std::vector<std::uint16_t> stored;  // integer fields: one per value
     std::vector<float> values;          // float fields: one per value
+    // Integer fields summarised by ggmlBlockFieldCounts: how many values are stored as each integer
+    // (`stored` then stays empty).
+    std::vector<std::uint64_t> counts;
 
     bool isInteger() const { return !levels.empty(); }
-    std::size_t size() const { return isInteger() ? stored.size() : values.size(); }
+    std::size_t size() const;
     // How many values are stored as each integer (levels.size() counts); integer fields only.
     std::vector<std::uint64_t> usage() const;
 };
@@ -60,5 +64,12 @@ bool ggmlHasBlockFields(GgmlType type);
 // (at least ggmlRowBytes(type, n) of them). Throws qs::Error for a type without fields, a count that is
 // not whole blocks, or too few bytes.
 GgmlBlockFields ggmlBlockFields(GgmlType type, std::span<const std::uint8_t> bytes, std::int64_t n);
+
+// The fields of a whole tensor, `rows` rows of n weights, summarised: read a slice of rows at a time,
+// integer fields keep their counts (`counts`, no `stored` value per weight), float fields their values
+// (one per block at most). What a view of a large tensor needs, in the memory of a slice; `cancel` is
+// polled between slices.
+GgmlBlockFields ggmlBlockFieldCounts(GgmlType type, std::span<const std::uint8_t> bytes, std::int64_t rows,
+                                     std::int64_t n, const CancelToken& cancel = {});
 
 }  // namespace qs::io
