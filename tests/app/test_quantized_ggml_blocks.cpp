@@ -264,5 +264,22 @@ TEST_F(QuantizedGgmlBlocksTest, CodebookTypesCountTheirEntriesAndLegacyTypesThei
     EXPECT_EQ(page().scalesPlot()->title(), QStringLiteral("d per 32 (f16)"));
 }
 
+// The plots a GGUF linear relabelled (bars per stored scale, d beside dmin) are the scales, zeros and
+// g_idx plots again for the next checkpoint.
+TEST_F(QuantizedGgmlBlocksTest, AfterAGgufLinearAGptqOneHasItsOwnPlots) {
+    ASSERT_NE(show(quantizedDemo(QStringLiteral("q4_k_m")), "model.layers.0.self_attn.q_proj.weight"), nullptr);
+    EXPECT_FALSE(page().superMinsPlot()->isHidden());
+    const Views* v = show(quantizedDemo(QStringLiteral("gptq4-act")), "model.layers.0.self_attn.q_proj.qweight");
+    ASSERT_NE(v, nullptr);
+    EXPECT_FALSE(v->ggml.has_value());
+    EXPECT_TRUE(page().superMinsPlot()->isHidden());
+    EXPECT_EQ(page().scalesPlot()->title(), QStringLiteral("Scales per group"));
+    EXPECT_EQ(page().scalesPlot()->xAxis->label(), QStringLiteral("scale"));
+    EXPECT_TRUE(page().scalesPlot()->xAxis->ticker().dynamicCast<QCPAxisTickerText>().isNull());
+    EXPECT_EQ(page().zerosPlot()->xAxis->label(), QStringLiteral("zero point"));
+    EXPECT_EQ(page().gIdxPlot()->xAxis->label(), QStringLiteral("input column"));
+    EXPECT_TRUE(page().errorPlot()->title().startsWith(QStringLiteral("Rounding error")));
+}
+
 }  // namespace
 }  // namespace qs::gui::test

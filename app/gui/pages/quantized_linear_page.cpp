@@ -284,6 +284,7 @@ QuantizedLinearPage::QuantizedLinearPage(QWidget* parent)
     grid_->addWidget(scales_, 0, 1);
     grid_->addWidget(zeros_, 0, 2);
     grid_->addWidget(gIdx_, 1, 0);
+    for (int column = 0; column < 3; ++column) grid_->setColumnStretch(column, 1);  // thirds, whatever is drawn
     showSuperMins(false);
     auto* layout = new QVBoxLayout(this);
     layout->addLayout(grid_, 1);
@@ -401,11 +402,12 @@ void QuantizedLinearPage::show(std::optional<Views> views) {
     }
     // Beside dmin the plot has a third of the width: a title that fits it.
     const bool narrow = !superMins_->isHidden();
-    resetPlot(error_,
-              views_->error ? tr("Rounding error: RMS %1").arg(valueText(views_->errorRms))
-              : narrow      ? tr("No original")
-                            : tr("Rounding error: no original"),
-              views_->error.has_value());
+    const QString title =
+        views_->error ? (narrow ? tr("Error RMS %1") : tr("Rounding error: RMS %1")).arg(valueText(views_->errorRms))
+        : narrow      ? tr("No original")
+                      : tr("Rounding error: no original");
+    resetPlot(error_, title, views_->error.has_value());
+    error_->xAxis->ticker()->setTickCount(narrow ? 2 : 3);  // "-0.01 -0.005 0 0.005" overlapped in a third
     if (views_->error) drawHistogram(error_, *views_->error, kBarColor);
     error_->replot();
     caption_->setText(captionText());
