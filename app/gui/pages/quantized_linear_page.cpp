@@ -132,6 +132,26 @@ QuantizedLinearPage::GgmlBlocks ggmlBlocks(const io::TensorView& weight, std::ve
     return g;
 }
 
+// The parts of a linear of the other formats, decoded: codes, scales and zeros, g_idx.
+void addDecodedParts(const formats::LinearReader& reader, const formats::LayerQuantInfo& layer,
+                     QuantizedLinearPage::Views& v, const qs::CancelToken& token) {
+    const formats::DecodedLinear decoded = reader.decode(layer.ref);
+    token.throwIfCancelled();
+    const quant::QuantizedLinear& parts = decoded.parts;
+    const bool perWeightCodes =
+        parts.codeKind != quant::CodeKind::Trellis && parts.codeKind != quant::CodeKind::GgmlBlocks;
+    if (decoded.partsExact && perWeightCodes) {
+        v.usage = quant::codeUsage(parts);
+        v.scales = analysis::computeHistogram(valuesOf(parts.scales));
+        v.scaleNote = scaleNote(layer, parts);
+        if (parts.codeKind == quant::CodeKind::UnsignedInt && parts.zeros.size() > 0)
+            v.zeros = analysis::computeHistogram(valuesOf(parts.zeros));
+    } else {
+        v.usageNote = QObject::tr("%1 stores no code per weight that could be counted here.").arg(v.scheme);
+    }
+    if (layer.actOrder) v.gIdx = parts.gIdx;
+}
+
 // On the worker: everything the page draws for the linear `tensor` belongs to; nullopt for a tensor of
 // no quantized linear.
 std::optional<QuantizedLinearPage::Views> computeViews(const io::Checkpoint& checkpoint, const io::Checkpoint* original,
@@ -148,21 +168,7 @@ std::optional<QuantizedLinearPage::Views> computeViews(const io::Checkpoint& che
     if (ggufWeight && ggufWeight->info->ggmlType && io::ggmlHasBlockFields(*ggufWeight->info->ggmlType)) {
         v.ggml = ggmlBlocks(checkpoint.view(*ggufWeight), v.usage, token);  // the blocks' own fields, not a decode
     } else {
-        const formats::DecodedLinear decoded = reader.decode(layer->ref);
-        token.throwIfCancelled();
-        const quant::QuantizedLinear& parts = decoded.parts;
-        const bool perWeightCodes =
-            parts.codeKind != quant::CodeKind::Trellis && parts.codeKind != quant::CodeKind::GgmlBlocks;
-        if (decoded.partsExact && perWeightCodes) {
-            v.usage = quant::codeUsage(parts);
-            v.scales = analysis::computeHistogram(valuesOf(parts.scales));
-            v.scaleNote = scaleNote(*layer, parts);
-            if (parts.codeKind == quant::CodeKind::UnsignedInt && parts.zeros.size() > 0)
-                v.zeros = analysis::computeHistogram(valuesOf(parts.zeros));
-        } else {
-            v.usageNote = QObject::tr("%1 stores no code per weight that could be counted here.").arg(v.scheme);
-        }
-        if (layer->actOrder) v.gIdx = parts.gIdx;
+        addDecodedParts(reader, *layer, v, token);
     }
     const std::string& prefix = layer->ref.prefix;
     v.storesGIdx = checkpoint.find(prefix + ".g_idx") || checkpoint.find(prefix + ".weight_g_idx");
