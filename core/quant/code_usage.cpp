@@ -33,6 +33,15 @@ float levelOf(const QuantizedLinear& q, int code) {
     }
 }
 
+// Increasing level, NaN last, -0 before +0 (E2M1 code 8, E4M3 0x80): a stable order for the bars.
+void sortByLevel(std::vector<CodeLevel>& usage) {
+    std::stable_sort(usage.begin(), usage.end(), [](const CodeLevel& a, const CodeLevel& b) {
+        if (std::isnan(a.level) || std::isnan(b.level)) return !std::isnan(a.level) && std::isnan(b.level);
+        if (a.level == b.level) return std::signbit(a.level) && !std::signbit(b.level);
+        return a.level < b.level;
+    });
+}
+
 }  // namespace
 
 std::vector<CodeLevel> codeUsage(const QuantizedLinear& q) {
@@ -54,12 +63,17 @@ std::vector<CodeLevel> codeUsage(const QuantizedLinear& q) {
     }
     if (outside > 0)
         throw Error("code usage: " + std::to_string(outside) + " codes exceed " + std::to_string(q.bits) + " bits");
-    // Increasing level, NaN last, -0 before +0 (E2M1 code 8, E4M3 0x80): a stable order for the bars.
-    std::stable_sort(usage.begin(), usage.end(), [](const CodeLevel& a, const CodeLevel& b) {
-        if (std::isnan(a.level) || std::isnan(b.level)) return !std::isnan(a.level) && std::isnan(b.level);
-        if (a.level == b.level) return std::signbit(a.level) && !std::signbit(b.level);
-        return a.level < b.level;
-    });
+    sortByLevel(usage);
+    return usage;
+}
+
+std::vector<CodeLevel> fieldUsage(const io::GgmlField& field) {
+    if (!field.isInteger()) throw Error("code usage: " + field.what + " are not integers");
+    const std::vector<std::uint64_t> counts = field.usage();
+    std::vector<CodeLevel> usage;
+    usage.reserve(counts.size());
+    for (std::size_t k = 0; k < counts.size(); ++k) usage.push_back({static_cast<int>(k), field.levels[k], counts[k]});
+    sortByLevel(usage);
     return usage;
 }
 

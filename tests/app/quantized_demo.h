@@ -11,13 +11,14 @@
 
 namespace qs::gui::test {
 
-// The demo quantized with `method` ("gptq4", "nvfp4", "fp8"; a GGUF file type such as "q4_k_m" writes
+// The demo quantized with `method` ("gptq4", "nvfp4", "fp8"; a GGUF file type such as "q4_k_m" or "iq4_xs" writes
 // one .gguf file); empty (with a test failure) when the CLI could not make it.
 inline QString quantizedDemo(const QString& method) {
     static QTemporaryDir root;  // removed at exit
     static std::map<QString, QString> made;
     if (const auto it = made.find(method); it != made.end()) return it->second;
-    const bool gguf = method.startsWith(QLatin1Char('q'));  // llama.cpp's file types: q4_k_m, q8_0, ...
+    // llama.cpp's file types: q4_k_m, q8_0, iq4_xs, ...
+    const bool gguf = method.startsWith(QLatin1Char('q')) || method.startsWith(QStringLiteral("iq"));
     const QString out = QDir(root.path()).filePath(gguf ? QStringLiteral("demo-%1.gguf").arg(method) : method);
     QProcess cli;
     cli.start(QStringLiteral(QS_CLI_EXE),

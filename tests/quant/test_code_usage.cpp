@@ -88,5 +88,35 @@ TEST(CodeUsage, RefusesLayersWithoutOneCodePerWeight) {
     EXPECT_THROW(codeUsage(t), Error);
 }
 
+// A GGUF tensor's Q8_0 codes (io::ggmlBlockFields): bytes that stand for int8 values, so the bars run
+// from byte 128 (-128) to byte 127, each counted against a count of the bytes made here.
+TEST(CodeUsage, GgmlFieldsAreCountedPerStoredIntegerInIncreasingLevel) {
+    const std::int64_t n = 4 * 32;
+    std::vector<std::uint8_t> blocks(static_cast<std::size_t>(4 * 34));
+    std::mt19937 rng(5);
+    for (auto& b : blocks) b = static_cast<std::uint8_t>(rng() % 256);
+    const auto fields = io::ggmlBlockFields(io::GgmlType::Q8_0, blocks, n);
+    const io::GgmlField& codes = *fields.find(io::GgmlFieldRole::Codes);
+    const auto usage = fieldUsage(codes);
+    ASSERT_EQ(usage.size(), 256u);
+    EXPECT_EQ(usage.front().code, 128);
+    EXPECT_EQ(usage.front().level, -128.0f);
+    EXPECT_EQ(usage.back().code, 127);
+    EXPECT_EQ(usage.back().level, 127.0f);
+    std::map<int, std::uint64_t> expected;
+    for (std::size_t b = 0; b < 4; ++b)
+        for (std::size_t j = 0; j < 32; ++j) ++expected[blocks[34 * b + 2 + j]];
+    std::uint64_t total = 0;
+    for (std::size_t i = 0; i < usage.size(); ++i) {
+        if (i > 0) {
+            EXPECT_LT(usage[i - 1].level, usage[i].level);
+        }
+        EXPECT_EQ(usage[i].count, expected[usage[i].code]) << "byte " << usage[i].code;
+        total += usage[i].count;
+    }
+    EXPECT_EQ(total, static_cast<std::uint64_t>(n));
+    EXPECT_THROW(fieldUsage(*fields.find(io::GgmlFieldRole::Scales)), Error);  // F16 d: no levels
+}
+
 }  // namespace
 }  // namespace qs::quant

@@ -7,12 +7,14 @@
 
 #include <QGridLayout>
 #include <QLabel>
+#include <QStringList>
 #include <QVBoxLayout>
 
 #include "qs/error.h"
 #include "qs/formats/detect.h"
 #include "qs/formats/linear_reader.h"
 #include "qs/formats/rounding_error.h"
+#include "qs/io/ggml_block_fields.h"
 
 #include "pages/quantized_codes.h"
 #include "plots/plot_view.h"
@@ -43,6 +45,113 @@ QString scaleNote(const formats::LayerQuantInfo& layer, const quant::QuantizedLi
     return QObject::tr("Scales %1.").arg(block);
 }
 
+// "one per weight", "one per 32 weights".
+QString perWeights(int weights) {
+    return weights == 1 ? QObject::tr("one per weight") : QObject::tr("one per %1 weights").arg(weights);
+}
+
+// The fields grouped by the weights one value serves, in their order: "4-bit codes, one per weight;
+// 6-bit sub-block scales and 6-bit sub-block mins, one per 32 weights; f16 d and f16 dmin, one per 256
+// weights".
+QString fieldsText(const io::GgmlBlockFields& blocks) {
+    QStringList groups;
+    QStringList names;
+    int per = 0;
+    const auto close = [&] {
+        if (!names.isEmpty()) groups << names.join(QObject::tr(" and ")) + QStringLiteral(", ") + perWeights(per);
+        names.clear();
+    };
+    for (const io::GgmlField& f : blocks.fields) {
+        if (f.weightsPerValue != per) close();
+        per = f.weightsPerValue;
+        names << QString::fromStdString(f.what);
+    }
+    close();
+    return groups.join(QStringLiteral("; "));
+}
+
+// A plot of one field, titled briefly ("Scales per 32"; "d per 32 (f16)" for a legacy block's scale):
+// the caption names the fields in full.
+QuantizedLinearPage::FieldPlot fieldPlot(const io::GgmlField* field, const QString& name, const QString& floatName) {
+    QuantizedLinearPage::FieldPlot plot;
+    if (!field) return plot;
+    if (field->isInteger()) {
+        plot.title = QObject::tr("%1 per %2").arg(name).arg(field->weightsPerValue);
+        plot.levels = quant::fieldUsage(*field);
+        // MXFP4's E8M0 scales are powers of two: the bars say their exponents.
+        plot.xLabel = field->what.starts_with("E8M0") ? QObject::tr("power of two") : name.toLower();
+    } else {
+        plot.title = QObject::tr("%1 per %2 (f16)").arg(floatName).arg(field->weightsPerValue);
+        plot.values = analysis::computeHistogram(std::span<const float>(field->values));
+        plot.xLabel = floatName;
+    }
+    return plot;
+}
+
+// The share of an IQ type's two-valued fields at their second value (a negated codebook value; a shift
+// of -1/8): one sentence of the caption, empty for the other types.
+QString signsNote(const io::GgmlBlockFields& blocks) {
+    const auto share = [](const io::GgmlField& f) {
+        const auto counts = f.usage();
+        return f.size() > 0 ? 100.0 * double(counts[1]) / double(f.size()) : 0.0;
+    };
+    if (const io::GgmlField* signs = blocks.find(io::GgmlFieldRole::Signs))
+        return QObject::tr("%1% of the codebook values are negated by their sign bits.").arg(share(*signs), 0, 'f', 1);
+    if (const io::GgmlField* deltas = blocks.find(io::GgmlFieldRole::Deltas))
+        return QObject::tr("%1% of the groups shift their codebook values by −1/8, the rest by +1/8.")
+            .arg(share(*deltas), 0, 'f', 1);
+    return {};
+}
+
+// A GGUF linear's weight tensor [rows, cols], field by field (counted a slice of rows at a time: a
+// value per weight of a large tensor would take gigabytes); `usage` gets its codes (or codebook entries).
+QuantizedLinearPage::GgmlBlocks ggmlBlocks(const io::TensorView& weight, std::vector<quant::CodeLevel>& usage,
+                                           const qs::CancelToken& token) {
+    const io::GgmlTypeTraits& traits = io::ggmlTypeTraits(*weight.info().ggmlType);
+    const std::span<const std::byte> bytes = weight.bytes();
+    const io::GgmlBlockFields blocks =
+        io::ggmlBlockFieldCounts(traits.type, {reinterpret_cast<const std::uint8_t*>(bytes.data()), bytes.size()},
+                                 weight.shape()[0], weight.shape()[1], token);
+    QuantizedLinearPage::GgmlBlocks g;
+    g.type = QString::fromUtf8(traits.name.data(), static_cast<int>(traits.name.size()));
+    g.blockBytes = traits.blockBytes;
+    g.blockWeights = traits.blockElements;
+    g.bitsPerWeight = traits.bitsPerWeight();
+    g.fields = fieldsText(blocks);
+    const io::GgmlField* codes = blocks.find(io::GgmlFieldRole::Codes);
+    if (!codes) codes = blocks.find(io::GgmlFieldRole::GridIndices);
+    usage = quant::fieldUsage(*codes);
+    g.weightsPerCode = codes->weightsPerValue;
+    g.scales = fieldPlot(blocks.find(io::GgmlFieldRole::Scales), QObject::tr("Scales"), QStringLiteral("d"));
+    g.mins = fieldPlot(blocks.find(io::GgmlFieldRole::Mins), QObject::tr("Mins"), QStringLiteral("m"));
+    if (const io::GgmlField* d = blocks.find(io::GgmlFieldRole::SuperScale))
+        g.d = analysis::computeHistogram(std::span<const float>(d->values));
+    if (const io::GgmlField* dmin = blocks.find(io::GgmlFieldRole::SuperMin))
+        g.dmin = analysis::computeHistogram(std::span<const float>(dmin->values));
+    g.signsNote = signsNote(blocks);
+    return g;
+}
+
+// The parts of a linear of the other formats, decoded: codes, scales and zeros, g_idx.
+void addDecodedParts(const formats::LinearReader& reader, const formats::LayerQuantInfo& layer,
+                     QuantizedLinearPage::Views& v, const qs::CancelToken& token) {
+    const formats::DecodedLinear decoded = reader.decode(layer.ref);
+    token.throwIfCancelled();
+    const quant::QuantizedLinear& parts = decoded.parts;
+    const bool perWeightCodes =
+        parts.codeKind != quant::CodeKind::Trellis && parts.codeKind != quant::CodeKind::GgmlBlocks;
+    if (decoded.partsExact && perWeightCodes) {
+        v.usage = quant::codeUsage(parts);
+        v.scales = analysis::computeHistogram(valuesOf(parts.scales));
+        v.scaleNote = scaleNote(layer, parts);
+        if (parts.codeKind == quant::CodeKind::UnsignedInt && parts.zeros.size() > 0)
+            v.zeros = analysis::computeHistogram(valuesOf(parts.zeros));
+    } else {
+        v.usageNote = QObject::tr("%1 stores no code per weight that could be counted here.").arg(v.scheme);
+    }
+    if (layer.actOrder) v.gIdx = parts.gIdx;
+}
+
 // On the worker: everything the page draws for the linear `tensor` belongs to; nullopt for a tensor of
 // no quantized linear.
 std::optional<QuantizedLinearPage::Views> computeViews(const io::Checkpoint& checkpoint, const io::Checkpoint* original,
@@ -51,25 +160,16 @@ std::optional<QuantizedLinearPage::Views> computeViews(const io::Checkpoint& che
     const auto layer = linearOfPart(format, tensor);
     if (!layer) return std::nullopt;
     const formats::LinearReader reader(checkpoint, format);
-    const formats::DecodedLinear decoded = reader.decode(layer->ref);
-    token.throwIfCancelled();
-    const quant::QuantizedLinear& parts = decoded.parts;
-
     QuantizedLinearPage::Views v;
     v.linear = QString::fromStdString(layer->ref.prefix);
     v.scheme = QString::fromStdString(layer->summary());
-    const bool perWeightCodes =
-        parts.codeKind != quant::CodeKind::Trellis && parts.codeKind != quant::CodeKind::GgmlBlocks;
-    if (decoded.partsExact && perWeightCodes) {
-        v.usage = quant::codeUsage(parts);
-        v.scales = analysis::computeHistogram(valuesOf(parts.scales));
-        v.scaleNote = scaleNote(*layer, parts);
-        if (parts.codeKind == quant::CodeKind::UnsignedInt && parts.zeros.size() > 0)
-            v.zeros = analysis::computeHistogram(valuesOf(parts.zeros));
+    const io::CheckpointTensor* ggufWeight =
+        layer->codec == "gguf" ? checkpoint.find(layer->ref.prefix + ".weight") : nullptr;
+    if (ggufWeight && ggufWeight->info->ggmlType && io::ggmlHasBlockFields(*ggufWeight->info->ggmlType)) {
+        v.ggml = ggmlBlocks(checkpoint.view(*ggufWeight), v.usage, token);  // the blocks' own fields, not a decode
     } else {
-        v.usageNote = QObject::tr("%1 stores no code per weight that could be counted here.").arg(v.scheme);
+        addDecodedParts(reader, *layer, v, token);
     }
-    if (layer->actOrder) v.gIdx = parts.gIdx;
     const std::string& prefix = layer->ref.prefix;
     v.storesGIdx = checkpoint.find(prefix + ".g_idx") || checkpoint.find(prefix + ".weight_g_idx");
     if (original) {
@@ -117,6 +217,48 @@ void resetPlot(PlotView* plot, const QString& title, bool withData = false) {
     }
 }
 
+// A bar label: integers as they are ("1792", not "1.8e+03"), other levels in two digits ("0.5", "0.0039").
+QString levelText(float level) {
+    return level == std::round(level) ? QString::number(double(level), 'f', 0) : QString::number(double(level), 'g', 2);
+}
+
+// One bar per stored integer, in increasing level, with `labels` labels on the axis (more than four
+// turned). `trim`: only from the first used to the last (a field of 256 levels, as Q6_K's int8 scales,
+// uses a few dozen of them).
+void drawLevelBars(PlotView* plot, const std::vector<quant::CodeLevel>& all, bool trim, int labels) {
+    std::size_t first = 0, last = all.size();
+    if (trim) {
+        while (first < all.size() && all[first].count == 0) ++first;
+        while (last > first && all[last - 1].count == 0) --last;
+    }
+    const std::vector<quant::CodeLevel> usage(all.begin() + static_cast<std::ptrdiff_t>(first),
+                                              all.begin() + static_cast<std::ptrdiff_t>(last));
+    auto* bars = new QCPBars(plot->xAxis, plot->yAxis);
+    bars->setPen(Qt::NoPen);
+    bars->setBrush(kBarColor);
+    bars->setWidth(0.8);
+    auto ticker = QSharedPointer<QCPAxisTickerText>::create();
+    const int every = std::max(1, (static_cast<int>(usage.size()) + labels - 1) / labels);
+    std::uint64_t most = 1;
+    for (std::size_t i = 0; i < usage.size(); ++i) {
+        bars->addData(double(i), double(usage[i].count));
+        most = std::max(most, usage[i].count);
+        if (static_cast<int>(i) % every == 0) ticker->addTick(double(i), levelText(usage[i].level));
+    }
+    plot->xAxis->setTicker(ticker);
+    plot->xAxis->setTickLabelRotation(labels > 4 ? 60 : 0);
+    plot->xAxis->setRange(-0.6, double(usage.size()) - 0.4);
+    plot->yAxis->setRange(0.0, 1.05 * double(most));
+}
+
+// A histogram of F16 super-block scales: small numbers with long labels ("0.00015"). Asked for three
+// ticks, the axis of a d in [0, 0.003] took seven ("0.0005" steps) that overlapped in a third of
+// 1366 px; two suffice there. A d of either sign (IQ4_XS) keeps three: "−2.5e-05 0 2.5e-05".
+void drawSuperScales(PlotView* plot, const analysis::Histogram& h) {
+    plot->xAxis->ticker()->setTickCount(h.edges.front() < 0.0 && h.edges.back() > 0.0 ? 3 : 2);
+    drawHistogram(plot, h, kBarColor);
+}
+
 PlotView* makePlot(QWidget* parent, const QString& fileName, const QString& xLabel, const QString& yLabel) {
     auto* plot = new PlotView(parent);
     plot->setDefaultFileName(fileName);
@@ -139,26 +281,33 @@ QuantizedLinearPage::QuantizedLinearPage(QWidget* parent)
       zeros_(makePlot(this, QStringLiteral("zeros"), tr("zero point"), tr("groups"))),
       gIdx_(makePlot(this, QStringLiteral("g_idx"), tr("input column"), tr("group"))),
       error_(makePlot(this, QStringLiteral("rounding_error"), tr("decoded − original"), tr("weights"))),
+      superMins_(makePlot(this, QStringLiteral("dmin"), tr("value"), tr("super-blocks"))),
       caption_(new QLabel(this)) {
     caption_->setWordWrap(true);
     caption_->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    auto* grid = new QGridLayout;
-    grid->addWidget(codes_, 0, 0);
-    grid->addWidget(scales_, 0, 1);
-    grid->addWidget(zeros_, 0, 2);
-    grid->addWidget(gIdx_, 1, 0);
-    grid->addWidget(error_, 1, 1, 1, 2);
+    grid_ = new QGridLayout;
+    grid_->addWidget(codes_, 0, 0);
+    grid_->addWidget(scales_, 0, 1);
+    grid_->addWidget(zeros_, 0, 2);
+    grid_->addWidget(gIdx_, 1, 0);
+    for (int column = 0; column < 3; ++column) grid_->setColumnStretch(column, 1);  // thirds, whatever is drawn
+    showSuperMins(false);
     auto* layout = new QVBoxLayout(this);
-    layout->addLayout(grid, 1);
+    layout->addLayout(grid_, 1);
     layout->addWidget(caption_);
     codes_->setToolTipProvider([this](double x, double) {
         if (!views_ || views_->usage.empty()) return QString();
         const long i = std::lround(x);
         if (i < 0 || i >= static_cast<long>(views_->usage.size())) return QString();
         const quant::CodeLevel& l = views_->usage[static_cast<std::size_t>(i)];
+        if (views_->ggml && views_->ggml->weightsPerCode > 1)
+            return tr("codebook entry %1: %2 groups of %3 weights")
+                .arg(l.code)
+                .arg(l.count)
+                .arg(views_->ggml->weightsPerCode);
         return tr("code %1 = %2: %3 weights").arg(l.code).arg(valueText(l.level)).arg(l.count);
     });
-    for (PlotView* plot : {codes_, scales_, zeros_, gIdx_, error_})
+    for (PlotView* plot : {codes_, scales_, zeros_, gIdx_, error_, superMins_})
         connect(plot, &PlotView::exportFailed, this,
                 [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
     connect(&runner_, &JobRunner::busyChanged, this, &InspectorPage::busyChanged);
@@ -231,6 +380,7 @@ void QuantizedLinearPage::refresh() {
 void QuantizedLinearPage::clear(const QString& message) {
     views_.reset();
     message_ = message;
+    showSuperMins(false);
     for (PlotView* plot : {codes_, scales_, zeros_, gIdx_, error_}) {
         resetPlot(plot, QString());
         plot->replot();
@@ -249,6 +399,97 @@ void QuantizedLinearPage::show(std::optional<Views> views) {
     views_ = std::move(views);
     message_.clear();
     drawCodes();
+    showSuperMins(views_->ggml && views_->ggml->dmin);
+    if (views_->ggml) {
+        drawGgml();
+    } else {
+        restoreAxes();
+        drawParts();
+    }
+    // Beside dmin the plot has a third of the width: a title that fits it.
+    const bool narrow = !superMins_->isHidden();
+    const QString title =
+        views_->error ? (narrow ? tr("Error RMS %1") : tr("Rounding error: RMS %1")).arg(valueText(views_->errorRms))
+        : narrow      ? tr("No original")
+                      : tr("Rounding error: no original");
+    resetPlot(error_, title, views_->error.has_value());
+    error_->xAxis->ticker()->setTickCount(narrow ? 2 : 3);  // "-0.01 -0.005 0 0.005" overlapped in a third
+    if (views_->error) drawHistogram(error_, *views_->error, kBarColor);
+    error_->replot();
+    caption_->setText(captionText());
+}
+
+// A GGUF linear with a dmin shows it beside d, in the first half of the rounding error's place.
+void QuantizedLinearPage::showSuperMins(bool shown) {
+    grid_->removeWidget(error_);
+    grid_->removeWidget(superMins_);
+    superMins_->setVisible(shown);
+    if (shown) {
+        grid_->addWidget(superMins_, 1, 1);
+        grid_->addWidget(error_, 1, 2);
+    } else {
+        grid_->addWidget(error_, 1, 1, 1, 2);
+    }
+}
+
+// The axes' own labels and numeric tickers, after a GGUF linear relabelled them.
+void QuantizedLinearPage::restoreAxes() {
+    const std::pair<PlotView*, std::pair<QString, QString>> labels[] = {
+        {scales_, {tr("scale"), tr("groups")}},
+        {zeros_, {tr("zero point"), tr("groups")}},
+        {gIdx_, {tr("input column"), tr("group")}},
+    };
+    for (const auto& [plot, axes] : labels) {
+        plot->xAxis->setLabel(axes.first);
+        plot->yAxis->setLabel(axes.second);
+        plot->xAxis->setTickLabelRotation(0);
+        if (plot->xAxis->ticker().dynamicCast<QCPAxisTickerText>()) {
+            plot->xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+            plot->xAxis->ticker()->setTickCount(3);
+            plot->xAxis->ticker()->setTickStepStrategy(QCPAxisTicker::tssReadability);
+        }
+    }
+}
+
+// A stored field of a GGUF linear's blocks: bars per stored integer, or its values' histogram.
+void QuantizedLinearPage::drawField(PlotView* plot, const FieldPlot& field, const QString& none,
+                                    const QString& countLabel) {
+    resetPlot(plot, field.empty() ? none : field.title, !field.empty());
+    plot->yAxis->setLabel(countLabel);
+    plot->xAxis->setLabel(field.xLabel);
+    if (!field.levels.empty()) {
+        drawLevelBars(plot, field.levels, true, 4);
+    } else if (field.values) {
+        plot->xAxis->setTickLabelRotation(0);
+        if (plot->xAxis->ticker().dynamicCast<QCPAxisTickerText>())
+            plot->xAxis->setTicker(QSharedPointer<QCPAxisTicker>::create());
+        plot->xAxis->ticker()->setTickCount(3);
+        plot->xAxis->ticker()->setTickStepStrategy(QCPAxisTicker::tssReadability);
+        drawHistogram(plot, *field.values, kBarColor);
+    }
+    plot->replot();
+}
+
+// A GGUF linear: its sub-block scales, mins and super-block d / dmin in the scales, zeros and g_idx plots.
+void QuantizedLinearPage::drawGgml() {
+    const GgmlBlocks& g = *views_->ggml;
+    const bool superBlock = g.d.has_value();
+    const QString counted = superBlock ? tr("sub-blocks") : tr("blocks");
+    drawField(scales_, g.scales, tr("No scales"), counted);
+    drawField(zeros_, g.mins, tr("No mins (symmetric)"), counted);
+    resetPlot(gIdx_, superBlock ? tr("d per %1 (f16)").arg(g.blockWeights) : tr("No super-block scale"), superBlock);
+    gIdx_->xAxis->setLabel(QStringLiteral("d"));
+    gIdx_->yAxis->setLabel(tr("super-blocks"));
+    if (superBlock) drawSuperScales(gIdx_, *g.d);
+    gIdx_->replot();
+    resetPlot(superMins_, tr("dmin per %1 (f16)").arg(g.blockWeights), g.dmin.has_value());
+    superMins_->xAxis->setLabel(QStringLiteral("dmin"));
+    if (g.dmin) drawSuperScales(superMins_, *g.dmin);
+    superMins_->replot();
+}
+
+// The parts of the other formats: scales and zero points per group, g_idx.
+void QuantizedLinearPage::drawParts() {
     resetPlot(scales_, views_->usage.empty() ? tr("No scales to list") : tr("Scales per group"),
               !views_->usage.empty());
     if (!views_->usage.empty()) drawHistogram(scales_, views_->scales, kBarColor);
@@ -257,44 +498,24 @@ void QuantizedLinearPage::show(std::optional<Views> views) {
     if (views_->zeros) drawHistogram(zeros_, *views_->zeros, kBarColor);
     zeros_->replot();
     drawGIdx();
-    resetPlot(error_,
-              views_->error ? tr("Rounding error: RMS %1").arg(valueText(views_->errorRms))
-                            : tr("Rounding error: no original"),
-              views_->error.has_value());
-    if (views_->error) drawHistogram(error_, *views_->error, kBarColor);
-    error_->replot();
-    caption_->setText(captionText());
 }
 
-// One bar per code, in increasing value; the codes never used in grey at the axis, so that a layer
-// using 6 of its 16 levels shows ten gaps.
+// One bar per code, in increasing value, so that a layer using 6 of its 16 levels shows ten gaps. A
+// GGUF codebook type counts its codebook entries instead (one per group of 8 or 4 weights).
 void QuantizedLinearPage::drawCodes() {
     const auto& usage = views_->usage;
-    // The reason a format has no codes to count (GGUF blocks, the trellis) is the caption's: too long for a title.
+    const bool entries = views_->ggml && views_->ggml->weightsPerCode > 1;
+    // The reason a format has no codes to count (the trellis) is the caption's: too long for a title.
     resetPlot(codes_,
               usage.empty() ? tr("No per-weight codes")
+              : entries     ? tr("Entries used: %1/%2").arg(quant::codesUsed(usage)).arg(usage.size())
                             : tr("Codes used: %1 of %2").arg(quant::codesUsed(usage)).arg(usage.size()),
               !usage.empty());
-    if (usage.empty()) return codes_->replot();
-    auto* bars = new QCPBars(codes_->xAxis, codes_->yAxis);
-    bars->setName(tr("weights per code"));
-    bars->setPen(Qt::NoPen);
-    bars->setBrush(kBarColor);
-    bars->setWidth(0.8);
-    auto ticker = QSharedPointer<QCPAxisTickerText>::create();
-    // Four labels for 16 codes, eight (turned) for E4M3's 256: what a third of a laptop's centre fits.
-    const int every = usage.size() <= 16 ? 4 : static_cast<int>(usage.size()) / 8;
-    std::uint64_t most = 1;
-    for (std::size_t i = 0; i < usage.size(); ++i) {
-        bars->addData(double(i), double(usage[i].count));
-        most = std::max(most, usage[i].count);
-        if (static_cast<int>(i) % every == 0)
-            ticker->addTick(double(i), QString::number(double(usage[i].level), 'g', 2));
-    }
-    codes_->xAxis->setTicker(ticker);
-    codes_->xAxis->setTickLabelRotation(usage.size() > 16 ? 60 : 0);
-    codes_->xAxis->setRange(-0.6, double(usage.size()) - 0.4);
-    codes_->yAxis->setRange(0.0, 1.05 * double(most));
+    codes_->xAxis->setLabel(entries ? tr("codebook entry") : tr("code's value"));
+    codes_->yAxis->setLabel(entries ? tr("groups of %1 weights").arg(views_->ggml->weightsPerCode) : tr("weights"));
+    // Four labels for 16 codes or a codebook's entries (integers up to 2047), eight (turned) for E4M3's
+    // 256 values: what a third of a laptop's centre fits.
+    if (!usage.empty()) drawLevelBars(codes_, usage, false, usage.size() <= 16 || entries ? 4 : 8);
     codes_->replot();
 }
 
@@ -329,7 +550,16 @@ QString QuantizedLinearPage::captionText() const {
     if (!views_) return message_;
     const Views& v = *views_;
     QString text = tr("%1: %2.").arg(v.linear, v.scheme);
-    if (!v.usage.empty())
+    if (v.ggml)
+        text += QLatin1Char(' ') +
+                tr("%1 stores %2 bits per weight (%3 bytes per %4 weights): %5.")
+                    .arg(v.ggml->type)
+                    .arg(v.ggml->bitsPerWeight, 0, 'g', 6)
+                    .arg(v.ggml->blockBytes)
+                    .arg(v.ggml->blockWeights)
+                    .arg(v.ggml->fields) +
+                (v.ggml->signsNote.isEmpty() ? QString() : QLatin1Char(' ') + v.ggml->signsNote);
+    else if (!v.usage.empty())
         text += QLatin1Char(' ') + v.scaleNote;
     else
         text += QLatin1Char(' ') + v.usageNote;

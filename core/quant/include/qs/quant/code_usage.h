@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "qs/io/ggml_block_fields.h"
 #include "qs/quant/quantized_linear.h"
 
 namespace qs::quant {
@@ -20,6 +21,12 @@ struct CodeLevel {
 // over all rows * cols weights. Throws qs::Error for the trellis and ggml blocks, which store no code
 // per weight, and when the parts are not one code per weight.
 std::vector<CodeLevel> codeUsage(const QuantizedLinear& q);
+
+// The same for a field of a GGUF tensor's blocks (io::ggmlBlockFields: its codes, codebook indices,
+// integer sub-block scales or mins): every integer the field can store, what it stands for, and how many
+// values are stored as it, in increasing `level`. A codebook index counts groups of weights, a scale
+// sub-blocks. Throws qs::Error for a float field (the F16 scales), which has no levels to count.
+std::vector<CodeLevel> fieldUsage(const io::GgmlField& field);
 
 // The number of codes with a non-zero count.
 int codesUsed(const std::vector<CodeLevel>& usage);
