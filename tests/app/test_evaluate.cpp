@@ -12,6 +12,7 @@
 #include <QToolButton>
 #include <nlohmann/json.hpp>
 
+#include "qs/io/checkpoint.h"
 #include "qs/pipeline/job_report.h"
 
 #include "jobs/evaluate_job.h"
@@ -57,6 +58,22 @@ nlohmann::json cliEval(const QString& original, const QString& quantized) {
               0)
         << errors.toStdString();
     return readJson(json);
+}
+
+// By brute force: the bytes of every decoder linear's tensors but biases in `quantized`, over the weights of the
+// demo's decoder linears.
+double storedBitsPerWeight(const QString& quantized) {
+    const io::Checkpoint q = io::Checkpoint::open(quantized.toStdString());
+    const io::Checkpoint original = io::Checkpoint::open(kDemo.toStdString());
+    const auto decoderLinear = [](const io::CheckpointTensor& t) {
+        return t.naming.role == io::TensorRole::Linear && t.naming.layer >= 0 && t.naming.part != "bias";
+    };
+    double bytes = 0.0, weights = 0.0;
+    for (const auto& t : q.tensors())
+        if (decoderLinear(t)) bytes += double(t.info->byteSize());
+    for (const auto& t : original.tensors())
+        if (decoderLinear(t)) weights += double(t.info->numel());
+    return 8.0 * bytes / weights;
 }
 
 class Quiet : public ErrorReporter {
@@ -107,7 +124,10 @@ protected:
         EXPECT_EQ(table.data(table.index(0, ResultsTableModel::MethodColumn)).toString(), label);
         EXPECT_EQ(table.data(table.index(0, ResultsTableModel::MeanColumn)).toString(),
                   klText(cli["kl"]["mean_kld"]["value"].get<double>()));
-        EXPECT_EQ(table.data(table.index(0, ResultsTableModel::BitsColumn)).toString(), QStringLiteral("–"));
+        // The bits its decoder linears store (GPTQ's qweight, scales, qzeros and g_idx; a GGUF's blocks).
+        EXPECT_NEAR(row.bitsPerWeight, storedBitsPerWeight(quantized), 1e-12);
+        EXPECT_EQ(table.data(table.index(0, ResultsTableModel::BitsColumn)).toString(),
+                  QString::number(storedBitsPerWeight(quantized), 'f', 3));
         // One KL for the whole checkpoint: the per-layer plot has nothing, and the summary says why.
         EXPECT_FALSE(window.resultsPage()->klPerLayer()->hasData());
         EXPECT_EQ(window.currentPage(), static_cast<InspectorPage*>(window.resultsPage()));

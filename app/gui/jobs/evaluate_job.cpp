@@ -6,6 +6,7 @@
 #include <QFileInfo>
 
 #include "qs/formats/detect.h"
+#include "qs/formats/stored_bits.h"
 #include "qs/pipeline/run_text.h"
 
 #include "text/results_format.h"
@@ -65,7 +66,9 @@ EvaluationPtr EvaluateJob::evaluate(const QString& original, const QString& quan
     {
         const io::Checkpoint checkpoint = io::Checkpoint::open(quantized.toStdString());
         evaluation->source = io::fingerprintOf(checkpoint);
-        evaluation->label = evaluatedCheckpointLabel(formats::detect(checkpoint));
+        const formats::FormatInfo format = formats::detect(checkpoint);
+        evaluation->label = evaluatedCheckpointLabel(format);
+        evaluation->bitsPerWeight = formats::quantizedBitsPerWeight(checkpoint, format);
         if (namedByFile)
             evaluation->label =
                 QFileInfo(QDir::cleanPath(quantized)).fileName() + QStringLiteral(": ") + evaluation->label;

@@ -7,6 +7,7 @@
 // Side by side tab) one run evaluates both, one after the other, each reported by finished().
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <memory>
 
 #include <QString>
@@ -30,6 +31,8 @@ struct Evaluation {
     io::CheckpointFingerprint openCheckpoint;
     QString label;  // its format, "gguf Q4_K_M" (evaluatedCheckpointLabel); beside another, "file: format"
     std::uint64_t bytesOnDisk = 0;
+    // Its decoder linears' stored bits per weight (formats::quantizedBitsPerWeight); NaN when it quantizes none.
+    double bitsPerWeight = std::numeric_limits<double>::quiet_NaN();
     pipeline::CheckpointEvalResult result;
 };
 using EvaluationPtr = std::shared_ptr<const Evaluation>;

@@ -41,8 +41,8 @@ QVariant ResultsTableModel::toolTip(const pipeline::MethodResult& m) const {
     if (!m.evaluatedCheckpoint.empty())
         return tr(
             "The open checkpoint as it is, evaluated against its original (File ▸ Evaluate against "
-            "Original, as quantscope-cli eval): one KL for the whole checkpoint; its bits per weight "
-            "are not counted.");
+            "Original, as quantscope-cli eval): one KL for the whole checkpoint; its bits per weight are what its "
+            "decoder linears store (codes, scales, zeros, g_idx), its size the files on disk.");
     return {};
 }
 
@@ -65,7 +65,7 @@ QVariant ResultsTableModel::display(const pipeline::MethodResult& m, int column)
     if (!m.error.empty()) return column == BitsColumn ? tr("failed") : QStringLiteral("–");
     const bool evaluated = hasKl(m);
     switch (column) {
-        case BitsColumn:  // an evaluated checkpoint's bits are not counted: NaN
+        case BitsColumn:  // NaN: an evaluated checkpoint that quantizes no decoder linear
             return std::isfinite(m.bitsPerWeight) ? QString::number(m.bitsPerWeight, 'f', 3) : QStringLiteral("–");
         case SizeColumn: return humanBytes(m.checkpointBytes);
         case MeanColumn: return evaluated ? klText(m.kl.meanKld.value) : QStringLiteral("–");

@@ -121,13 +121,13 @@ void ResultsPage::addEvaluation(EvaluationPtr evaluation) {
 
 namespace {
 
-// An evaluation as a row of the methods: its KL against the original, its size on disk; no bits per
-// weight (its linears were not quantized here, so nothing counted them), no per-layer KL, no module log.
+// An evaluation as a row of the methods: its KL against the original, its size on disk and the bits its
+// decoder linears store per weight; no per-layer KL, no module log.
 pipeline::MethodResult evaluationRow(const Evaluation& e) {
     pipeline::MethodResult row;
     row.evaluatedCheckpoint = e.label.toStdString();
     row.source = e.source;
-    row.bitsPerWeight = std::numeric_limits<double>::quiet_NaN();
+    row.bitsPerWeight = e.bitsPerWeight;
     row.checkpointBytes = e.bytesOnDisk;
     row.seconds = e.result.seconds;
     row.kl = e.result.kl;

@@ -6,6 +6,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "qs/formats/format_info.h"
 #include "qs/io/checkpoint.h"
 
 namespace qs::formats {
@@ -25,5 +26,10 @@ private:
 // The same for one linear.
 double storedBitsPerWeight(const io::Checkpoint& checkpoint, const std::string& prefix, std::int64_t rows,
                            std::int64_t cols);
+
+// Over the quantized linears of the decoder layers (`format.layers`; an lm_head or a GGUF's output is not
+// counted, as no method's row counts them), weighted by their weights: the bits per weight of a quantized
+// file as a whole, what Results gives an evaluated checkpoint. NaN when it quantizes no decoder linear.
+double quantizedBitsPerWeight(const io::Checkpoint& checkpoint, const FormatInfo& format);
 
 }  // namespace qs::formats
