@@ -14,6 +14,7 @@
 
 #include "compare_command.h"
 #include "dequantize_command.h"
+#include "diff_command.h"
 #include "eval_command.h"
 #include "inspect_command.h"
 #include "logits_command.h"
@@ -78,5 +79,6 @@ int main(int argc, char** argv) {
     qs::cli::registerDequantize(app);
     qs::cli::registerEval(app);
     qs::cli::registerLogits(app);
+    qs::cli::registerDiff(app);
     return run(app, argc, argv);
 }

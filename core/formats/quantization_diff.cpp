@@ -12,6 +12,12 @@ namespace {
 
 bool isQuantized(const LayerQuantInfo& l) { return l.scheme != "dense" && l.ref.expert < 0; }
 
+bool quantizes(const LinearReader& reader, const std::string& prefix) {
+    for (const LayerQuantInfo& l : reader.format().layers)
+        if (l.ref.prefix == prefix && isQuantized(l)) return true;
+    return false;
+}
+
 // What `reader` stores `linear` as: its quantized layer's scheme, or the dense weight's element type.
 std::string typeOf(const LinearReader& reader, const std::string& prefix) {
     for (const LayerQuantInfo& l : reader.format().layers)
@@ -47,6 +53,8 @@ LinearDiff diffLinear(const LinearReader& a, const LinearReader& b, const Linear
     d.cols = layer.cols;
     d.typeA = typeOf(a, layer.ref.prefix);
     d.typeB = typeOf(b, layer.ref.prefix);
+    d.quantizedA = quantizes(a, layer.ref.prefix);
+    d.quantizedB = quantizes(b, layer.ref.prefix);
     d.bitsA = storage.a.bitsPerWeight(layer.ref.prefix, layer.rows, layer.cols);
     d.bitsB = storage.b.bitsPerWeight(layer.ref.prefix, layer.rows, layer.cols);
     const MatrixF decodedA = a.decode(layer.ref).weight;
@@ -61,7 +69,44 @@ LinearDiff diffLinear(const LinearReader& a, const LinearReader& b, const Linear
     return d;
 }
 
+// Sums of a size-weighted mean: Σ value · weights and Σ weights.
+struct WeightedMean {
+    double sum = 0.0;
+    double weights = 0.0;
+    void add(double value, double w) {
+        sum += value * w;
+        weights += w;
+    }
+    double value() const { return weights > 0.0 ? sum / weights : 0.0; }
+};
+
+DiffSideSummary summarizeSide(const QuantizationDiff& diff, bool LinearDiff::*quantized, double LinearDiff::*bits,
+                              std::optional<double> LinearDiff::*error) {
+    DiffSideSummary side;
+    WeightedMean bitsMean, errorMean;
+    for (const LinearDiff& d : diff.linears) {
+        const double size = static_cast<double>(d.rows) * static_cast<double>(d.cols);
+        if (d.*quantized) {
+            ++side.quantizedLinears;
+            bitsMean.add(d.*bits, size);
+        }
+        if (d.*error) errorMean.add(*(d.*error), size);
+    }
+    side.bitsPerWeight = bitsMean.value();
+    if (diff.withOriginal) side.meanError = errorMean.value();
+    return side;
+}
+
 }  // namespace
+
+QuantizationDiffSummary summarizeDiff(const QuantizationDiff& diff) {
+    QuantizationDiffSummary s;
+    s.linears = static_cast<int>(diff.linears.size());
+    for (const LinearDiff& d : diff.linears) s.differing += d.differs ? 1 : 0;
+    s.a = summarizeSide(diff, &LinearDiff::quantizedA, &LinearDiff::bitsA, &LinearDiff::errorA);
+    s.b = summarizeSide(diff, &LinearDiff::quantizedB, &LinearDiff::bitsB, &LinearDiff::errorB);
+    return s;
+}
 
 void checkSameModel(const LinearReader& a, const LinearReader& b) {
     const std::string nameA = a.checkpoint().root().string();

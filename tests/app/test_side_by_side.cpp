@@ -274,6 +274,40 @@ TEST_F(SideBySideTest, EvaluateMeasuresBothAsTheCoreDoes) {
     EXPECT_TRUE(said);
 }
 
+// Evaluate of A alone, then of A beside B: A's row is replaced by its second evaluation (one row per file),
+// B's joins it; a KL of the same file on the same text is the same, whichever evaluation gave it.
+TEST_F(SideBySideTest, AFileEvaluatedAgainKeepsOneRow) {
+    const QString gptq = quantizedDemo(QStringLiteral("gptq4"));
+    const QString gguf = quantizedDemo(QStringLiteral("q4_k_m"));
+    ASSERT_TRUE(window.openPath(gptq));
+    ASSERT_TRUE(window.compareWithOriginal(kDemo));
+    const auto evaluate = [this] {
+        return window.startEvaluation() && waitUntil([this] { return !window.evaluateJob()->isRunning(); }, 600000);
+    };
+    ASSERT_TRUE(evaluate());
+    const ResultsTableModel& table = *window.resultsPage()->table();
+    ASSERT_EQ(window.resultsPage()->evaluations().size(), 1u) << errors->messages.join(QLatin1Char('\n')).toStdString();
+    const EvaluationPtr alone = window.resultsPage()->evaluations().front();
+    EXPECT_EQ(table.data(table.index(0, ResultsTableModel::MethodColumn)).toString(), QStringLiteral("gptq 4-bit"));
+
+    ASSERT_TRUE(window.compareWithSecond(gguf));
+    ASSERT_TRUE(evaluate());
+    const std::vector<EvaluationPtr>& shown = window.resultsPage()->evaluations();
+    ASSERT_EQ(shown.size(), 2u);
+    ASSERT_EQ(table.rowCount(), 2);
+    EXPECT_NE(shown[0], alone);  // the later evaluation, named beside the second
+    EXPECT_EQ(table.data(table.index(0, ResultsTableModel::MethodColumn)).toString(),
+              QStringLiteral("gptq4: gptq 4-bit"));
+    EXPECT_EQ(table.data(table.index(1, ResultsTableModel::MethodColumn)).toString(),
+              QStringLiteral("%1: gguf Q4_K_M").arg(QFileInfo(gguf).fileName()));
+    EXPECT_EQ(shown[0]->result.kl.meanKld.value, alone->result.kl.meanKld.value);
+    EXPECT_NE(shown[1]->result.kl.meanKld.value, alone->result.kl.meanKld.value);  // B is a row of its own
+
+    ASSERT_TRUE(evaluate());  // both again: still a row each
+    EXPECT_EQ(window.resultsPage()->evaluations().size(), 2u);
+    EXPECT_EQ(table.rowCount(), 2);
+}
+
 // The command line of the screenshots: the tab asked for is the Side by side one, and another model
 // as --second exits 2.
 TEST_F(SideBySideTest, TheCommandLineShowsTheTab) {

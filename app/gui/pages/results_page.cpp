@@ -115,7 +115,13 @@ void ResultsPage::setResult(JobResultPtr result) {
 void ResultsPage::addEvaluation(EvaluationPtr evaluation) {
     if (jobResult_ && jobResult_->source != evaluation->openCheckpoint) return;
     if (!evaluations_.empty() && evaluations_.front()->openCheckpoint != evaluation->openCheckpoint) return;
-    evaluations_.push_back(std::move(evaluation));
+    // A file evaluated again (alone, then beside a second quantization) replaces its row: one row per file.
+    const auto same = std::find_if(evaluations_.begin(), evaluations_.end(),
+                                   [&](const EvaluationPtr& e) { return e->source == evaluation->source; });
+    if (same != evaluations_.end())
+        *same = std::move(evaluation);
+    else
+        evaluations_.push_back(std::move(evaluation));
     display(withEvaluations());
 }
 

@@ -40,7 +40,8 @@ public:
 
     // The job's result; the evaluations stay beside it.
     void setResult(JobResultPtr result);
-    // One more row, until another checkpoint opens (an evaluation of another checkpoint is dropped).
+    // One more row, until another checkpoint opens (an evaluation of another checkpoint is dropped); an
+    // evaluation of a file that has a row already replaces that row.
     void addEvaluation(EvaluationPtr evaluation);
     // What the page shows: the job's methods, then a row per evaluation.
     const JobResultPtr& result() const { return result_; }
