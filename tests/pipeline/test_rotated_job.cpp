@@ -20,6 +20,7 @@
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/gguf_result_export.h"
 #include "qs/pipeline/job.h"
+#include "qs/pipeline/mixed_precision_rules.h"
 #include "qs/pipeline/plan_builder.h"
 
 #include "demo_tokens.h"
@@ -236,5 +237,31 @@ TEST(RotatedGgufExport, TheSameCodesBesideTheUnrotatedEmbeddingAreAnotherModel) 
     writeGgufResult(io::Checkpoint::open(kDemo), r, file, {}, {}, CancelToken{});
     const CheckpointEvalResult e = evaluateCheckpoints({kDemo, file, evaluation}, {}, CancelToken{});
     EXPECT_GT(e.kl.meanKld.value, 100.0 * rotatedKl);
+    std::filesystem::remove(file);
+}
+
+TEST(RotatedGgufExport, AMixOfGgmlTypesWritesTheRotatedEdgesInF16) {
+    // A mix writes token_embd and output in F16 (the Job ran them dense): rotated ones, or the file is another
+    // model (negative control: the same result written as if unrotated).
+    JobPlan plan = demoPlan("rtn4", true, 11);
+    plan.methods.clear();
+    plan.mixed = {applyRules(parseMixMethod("q4_K"), {}, 2, "q4_K")};
+    const TokenSequences evaluation = plan.evaluation;
+    MethodResult r = Job(std::move(plan)).run({}, CancelToken{}).methods.front();
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    const io::Checkpoint demo = io::Checkpoint::open(kDemo);
+    const auto file = scratch("mix.gguf");
+    std::filesystem::remove(file);
+    writeGgufMixResult(demo, r, file, {}, {}, CancelToken{});
+    ASSERT_NE(io::GgufFile::open(file).find("output.weight"), nullptr);
+    const double written = evaluateCheckpoints({kDemo, file, evaluation}, {}, CancelToken{}).kl.meanKld.value;
+    // The F16 rounding of the edges, beside q4_K's error (seen: 1e-4 of the KL).
+    EXPECT_NEAR(written, r.kl.meanKld.value, 0.05 * r.kl.meanKld.value);
+    std::printf("[ figures  ] rotated q4_K mix mean KLD: Job %.6g, GGUF file %.6g\n", r.kl.meanKld.value, written);
+    std::filesystem::remove(file);
+    r.rotationSeed.reset();
+    writeGgufMixResult(demo, r, file, {}, {}, CancelToken{});
+    EXPECT_GT(evaluateCheckpoints({kDemo, file, evaluation}, {}, CancelToken{}).kl.meanKld.value,
+              100.0 * r.kl.meanKld.value);
     std::filesystem::remove(file);
 }
