@@ -68,7 +68,6 @@ std::uint32_t takeEncodedLinears(const io::Checkpoint& source, const MethodResul
     return withImportance;
 }
 
-// The method a mix gave `module` of `layer`, as its module log names it.
 // A --rotate result's file: the tensors the writer leaves dense or encodes from the source (token_embd, output,
 // the norms, biases, routers) as the rotated model holds them, and output.weight even for a tied source.
 void foldRotation(const io::Checkpoint& source, const MethodResult& result, GgufExportOptions& options) {
@@ -78,6 +77,7 @@ void foldRotation(const io::Checkpoint& source, const MethodResult& result, Gguf
     options.untieLmHead = true;
 }
 
+// The method a mix gave `module` of `layer`, as its module log names it.
 std::string methodOfModule(const MethodResult& result, int layer, const std::string& module) {
     for (const auto& log : result.modules)
         if (log.layer == layer && log.module == module) return log.method;

@@ -213,6 +213,11 @@ TEST(RotatedGgufExport, TheFileIsAPlainGgufThatEvaluatesToTheJobsKl) {
         EXPECT_EQ(*gguf.find("token_embd.weight")->ggmlType, q4 ? io::GgmlType::Q4_K : io::GgmlType::Q8_0);
         for (float v : gguf.view(*gguf.find("blk.1.attn_norm.weight")).toF32()) ASSERT_EQ(v, 1.0f);
         for (float v : gguf.view(*gguf.find("output_norm.weight")).toF32()) ASSERT_EQ(v, 1.0f);
+        // The Job's size counts the untied output, and the export's measure is the file's.
+        std::uint64_t tensorBytes = 0;
+        for (const io::TensorInfo& t : gguf.tensors()) tensorBytes += gguf.view(t).bytes().size();
+        EXPECT_EQ(r.checkpointBytes, tensorBytes);
+        EXPECT_EQ(measureGgufResult(demo, r, {}), std::filesystem::file_size(file));
         // Read back as any downloaded GGUF, against the original (tied, unrotated): the Job ran these very
         // values (the same encoded embedding and lm_head), so the KL is the Job's, up to the f32 rounding of the
         // Job's reference, the rotated dense model (seen: 1e-5 of the KL).
