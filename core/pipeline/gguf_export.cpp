@@ -524,10 +524,28 @@ const quant::QuantizedLinear* encodedLatent(const PlannedTensor& t, const GgufEx
     return &q;
 }
 
+// A tensor that is one tensor of the source (not split, stacked or made up) as the result replaces it.
+std::optional<std::vector<float>> replacedValues(const PlannedTensor& t, const GgufExportOptions& options,
+                                                 const fs::path& destination) {
+    if (!options.replacedValues || t.latentSplit || t.zeros || t.stackedSlice || !t.stackedBiases.empty() ||
+        !t.stackedLinears.empty())
+        return std::nullopt;
+    auto values = options.replacedValues(t.choice.name);
+    const std::int64_t size =
+        std::accumulate(t.choice.shape.begin(), t.choice.shape.end(), std::int64_t{1}, std::multiplies<>());
+    if (values && static_cast<std::int64_t>(values->size()) != size)
+        throw Error(destination.string() + ": the result's '" + t.choice.name + "' has " +
+                    std::to_string(values->size()) + " values, the config implies " + shapeText(t.choice.shape));
+    return values;
+}
+
 std::vector<float> valuesOf(const PlannedTensor& t, const io::Checkpoint& checkpoint,
-                            const formats::LinearReader& reader, const quant::QuantizedLinear* encoded = nullptr) {
+                            const formats::LinearReader& reader, const quant::QuantizedLinear* encoded = nullptr,
+                            std::optional<std::vector<float>> replaced = std::nullopt) {
     std::vector<float> values;
-    if (t.latentSplit) {
+    if (replaced) {
+        values = std::move(*replaced);
+    } else if (t.latentSplit) {
         const MatrixF kvB = encoded ? encoded->dequantize() : reader.decodeF32(t.latentSplit->linear);
         if (kvB.rows() != std::int64_t(t.latentSplit->heads) * (t.latentSplit->nope + t.latentSplit->v))
             throw Error(checkpoint.root().string() + ": " + t.latentSplit->linear + " decodes to " +
@@ -672,7 +690,8 @@ std::uint64_t ggufNonLinearBytes(const io::Checkpoint& checkpoint, const model::
 
 fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination, const GgufExportOptions& options,
                    const ProgressCallback& progress, const CancelToken& cancel) {
-    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
+    model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
+    if (options.untieLmHead) config.tieWordEmbeddings = false;
     const architectures::Family& family = ggufFamilyOf(config, checkpoint.configSource().string() + ": ");
     requireGgufExpressible(family, config, checkpoint.configSource().string());
     const formats::LinearReader reader(checkpoint, formats::DecodeOptions{.allowNonFinite = options.allowNonFinite});
@@ -739,7 +758,8 @@ fs::path writeGguf(const io::Checkpoint& checkpoint, const fs::path& destination
                                    t.choice.shape.back())
             : !experts[i].linears.empty() ? stackedBlocks(t, experts[i], options)
             : encoded == options.encodedLinears.end()
-                ? encode(t.type, valuesOf(t, checkpoint, reader), t.choice.shape.back())
+                ? encode(t.type, valuesOf(t, checkpoint, reader, nullptr, replacedValues(t, options, destination)),
+                         t.choice.shape.back())
             : t.valueHeads           ? jobBlocksTiled(t, options, *encoded->second)
             : options.completeLinear ? storedBlocks(*options.completeLinear(t.linearPrefix), t.interleavedHeads)
                                      : storedBlocks(*encoded->second, t.interleavedHeads);

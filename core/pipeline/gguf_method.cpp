@@ -85,6 +85,10 @@ io::GgmlType storedTypeOf(const GgufTypeChooser& chooser, const GgufTensorChoice
     return type;
 }
 
+MatrixF matrixOf(const std::vector<float>& values, std::int64_t rows, std::int64_t cols) {
+    return Eigen::Map<const MatrixF>(values.data(), rows, cols);
+}
+
 // A matrix held as ggml blocks, decoded where the model reads it.
 class EdgeWeights final : public model::WeightSource {
 public:
@@ -141,6 +145,11 @@ quant::InputImportance ggufImportance(const MatrixF* h, std::int64_t samples) {
     return importance;
 }
 
+model::ModelConfig ggufFileConfig(model::ModelConfig config, bool rotated) {
+    if (rotated) config.tieWordEmbeddings = false;
+    return config;
+}
+
 GgufTypeChooser ggufMethodChooser(const MethodSpec& method, const model::ModelConfig& config, bool withImportance) {
     return ggufMixChooser(ggufFileTypeOf(method.ggufFileType), config, withImportance);
 }
@@ -173,25 +182,31 @@ QuantizedLayer quantizeGgufLayer(const GgufTypeChooser& chooser, const std::stri
 std::shared_ptr<const model::WeightSource> ggufEdgeWeights(std::shared_ptr<const model::WeightSource> inner,
                                                            const io::Checkpoint& checkpoint,
                                                            const model::ModelConfig& config,
-                                                           const GgufTypeChooser& chooser) {
+                                                           const GgufTypeChooser& chooser,
+                                                           const ExportRotation* rotation) {
     const std::int64_t vocab = config.vocabSize, hidden = config.hiddenSize;
     std::optional<quant::QuantizedLinear> embedding, head;
     // The checkpoint's own names (a VLM's text tower prefix, an old export's language_model.lm_head), with
     // llama.cpp's names from Llama's spelling.
     const std::string& lmHead = config.arch.lmHead;
-    const io::GgmlType embeddingType = chooser(
-        choiceOf(config.arch.tensorPrefix + "embed_tokens.weight", "model.embed_tokens.weight", {vocab, hidden}));
+    const std::string embeddingName = config.arch.tensorPrefix + "embed_tokens.weight";
+    const io::GgmlType embeddingType = chooser(choiceOf(embeddingName, "model.embed_tokens.weight", {vocab, hidden}));
     if (embeddingType != io::GgmlType::F32) {
-        std::vector<model::TokenId> all(static_cast<std::size_t>(vocab));
-        std::iota(all.begin(), all.end(), 0);
-        embedding = quant::quantizeGgml(inner->embeddingRows(all), embeddingType);
+        if (rotation) {
+            embedding = quant::quantizeGgml(matrixOf(*rotation->valuesOf(embeddingName), vocab, hidden), embeddingType);
+        } else {
+            std::vector<model::TokenId> all(static_cast<std::size_t>(vocab));
+            std::iota(all.begin(), all.end(), 0);
+            embedding = quant::quantizeGgml(inner->embeddingRows(all), embeddingType);
+        }
     }
     if (!config.tieWordEmbeddings) {
         const io::GgmlType headType = chooser(choiceOf(lmHead, "lm_head.weight", {vocab, hidden}));
         if (headType != io::GgmlType::F32)
             head = quant::quantizeGgml(
-                formats::LinearReader(checkpoint)
-                    .decodeF32(lmHead.substr(0, lmHead.size() - std::string_view(".weight").size())),
+                rotation ? matrixOf(rotation->lmHead(), vocab, hidden)
+                         : formats::LinearReader(checkpoint)
+                               .decodeF32(lmHead.substr(0, lmHead.size() - std::string_view(".weight").size())),
                 headType);
     }
     if (!embedding && !head) return inner;

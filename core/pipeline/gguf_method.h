@@ -18,11 +18,18 @@
 #include "qs/pipeline/method_spec.h"
 #include "qs/quant/ggml_linear.h"
 
+#include "export_rotation.h"
+
 namespace qs::pipeline {
 
 // llama.cpp's imatrix entry of a linear: Σx² per input column over the `samples` calibration tokens,
 // from its H = 2XᵀX/samples. Empty (no weighting) without H.
 quant::InputImportance ggufImportance(const MatrixF* h, std::int64_t samples);
+
+// The config a GGUF method's file is planned and its types chosen from: a rotated result's lm_head
+// L diag(g) Q is not its embedding E Q, so the file stores output.weight even when the source ties them
+// (and token_embd then takes the base type, not the output's, as llama-quantize gives an untied model's).
+model::ModelConfig ggufFileConfig(model::ModelConfig config, bool rotated);
 
 // The chooser of `method` (a GGUF method) for this model.
 GgufTypeChooser ggufMethodChooser(const MethodSpec& method, const model::ModelConfig& config, bool withImportance);
@@ -40,10 +47,12 @@ QuantizedLayer quantizeGgufLayer(const GgufTypeChooser& chooser, const std::stri
 
 // `inner` with its embedding and lm_head replaced by their values after encoding to the types
 // `chooser` gives token_embd and output (the embedding serves as both when tied); `inner` itself when
-// both stay F32.
+// both stay F32. `config` is ggufFileConfig's. With `rotation` (a --rotate Job: `inner` is the rotated
+// model) the encoded values are the rotated embedding and lm_head the file's writer takes from it too.
 std::shared_ptr<const model::WeightSource> ggufEdgeWeights(std::shared_ptr<const model::WeightSource> inner,
                                                            const io::Checkpoint& checkpoint,
                                                            const model::ModelConfig& config,
-                                                           const GgufTypeChooser& chooser);
+                                                           const GgufTypeChooser& chooser,
+                                                           const ExportRotation* rotation = nullptr);
 
 }  // namespace qs::pipeline

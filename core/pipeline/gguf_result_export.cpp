@@ -8,6 +8,7 @@
 #include "qs/pipeline/mixed_methods.h"
 #include "qs/quant/concatenate_rows.h"
 
+#include "export_rotation.h"
 #include "fused_export.h"
 #include "gguf_method.h"
 
@@ -67,15 +68,16 @@ std::uint32_t takeEncodedLinears(const io::Checkpoint& source, const MethodResul
     return withImportance;
 }
 
-// The method a mix gave `module` of `layer`, as its module log names it.
-// The GGUF writer copies token_embd, output and the norms from the source: a --rotate result's would not fit.
-void refuseRotated(const MethodResult& result, const std::filesystem::path& destination) {
-    if (result.rotationSeed)
-        throw Error(destination.string() + ": " + result.label() +
-                    " was quantized rotated (--rotate), and a GGUF export does not write the rotated embedding, "
-                    "output and norms yet; export it as safetensors");
+// A --rotate result's file: the tensors the writer leaves dense or encodes from the source (token_embd, output,
+// the norms, biases, routers) as the rotated model holds them, and output.weight even for a tied source.
+void foldRotation(const io::Checkpoint& source, const MethodResult& result, GgufExportOptions& options) {
+    if (!result.rotationSeed) return;
+    auto rotation = std::make_shared<const ExportRotation>(source, *result.rotationSeed);
+    options.replacedValues = [rotation](const std::string& name) { return rotation->valuesOf(name); };
+    options.untieLmHead = true;
 }
 
+// The method a mix gave `module` of `layer`, as its module log names it.
 std::string methodOfModule(const MethodResult& result, int layer, const std::string& module) {
     for (const auto& log : result.modules)
         if (log.layer == layer && log.module == module) return log.method;
@@ -87,13 +89,15 @@ std::string methodOfModule(const MethodResult& result, int layer, const std::str
 std::filesystem::path writeGgufResult(const io::Checkpoint& source, const MethodResult& result,
                                       const std::filesystem::path& destination, GgufExportOptions options,
                                       const ProgressCallback& progress, const CancelToken& cancel) {
-    refuseRotated(result, destination);
     if (!result.method.ggufFileMix() || result.mixed)
         throw Error(destination.string() + ": " + result.label() +
                     " is not a GGUF method (a mix of ggml types: writeGgufMixResult)");
     const std::uint32_t withImportance = takeEncodedLinears(source, result, destination, options);
+    foldRotation(source, result, options);
     // The Job chose the linears' types with importance when it had calibration; the same rules then.
-    options.chooser = ggufMethodChooser(result.method, model::ModelConfig::fromCheckpoint(source), withImportance > 0);
+    options.chooser = ggufMethodChooser(
+        result.method, ggufFileConfig(model::ModelConfig::fromCheckpoint(source), result.rotationSeed.has_value()),
+        withImportance > 0);
     options.fileType = result.method.ggufFileType;
     return writeGguf(source, destination, options, progress, cancel);
 }
@@ -101,7 +105,6 @@ std::filesystem::path writeGgufResult(const io::Checkpoint& source, const Method
 std::filesystem::path writeGgufMixResult(const io::Checkpoint& source, const MethodResult& result,
                                          const std::filesystem::path& destination, GgufExportOptions options,
                                          const ProgressCallback& progress, const CancelToken& cancel) {
-    refuseRotated(result, destination);
     if (!result.mixed)
         throw Error(destination.string() + ": " + result.label() + " is not a mix of methods (writeGgufResult)");
     for (std::size_t layer = 0; layer < linearHeaders(result).size(); ++layer)
@@ -112,6 +115,7 @@ std::filesystem::path writeGgufMixResult(const io::Checkpoint& source, const Met
                             ", which a GGUF file cannot hold: a mix written as GGUF takes ggml types (q3_K, q4_K, "
                             "q5_K, q6_K, q8_0, ...)");
     (void)takeEncodedLinears(source, result, destination, options);
+    foldRotation(source, result, options);
     // The linears the mix left dense, token_embd and output: F16, as the F16 file type writes them
     // (a mix quantizes decoder linears only); vectors F32. general.file_type: the commonest type.
     options.chooser = uniformGgufType(io::GgmlType::F16);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -108,8 +109,14 @@ void setUpStreams(JobRun& run) {
         s.ownCalibration = run.plan.trueSequential && m.sequential() && !run.plan.calibration.empty();
         if (s.ownCalibration) s.calibration = embedded(run.base, run.plan.calibration, name + ".calibration");
         if (m.ggufFileMix()) {  // its own token_embd and output, so its evaluation starts from its own embedding
-            s.ggufTypes = ggufMethodChooser(m, run.config, !run.plan.calibration.empty() || run.plan.imatrix);
-            s.model = run.makeModel(ggufEdgeWeights(run.weights, run.checkpoint, run.config, s.ggufTypes));
+            const model::ModelConfig file = ggufFileConfig(run.config, run.plan.rotate);
+            s.ggufTypes = ggufMethodChooser(m, file, !run.plan.calibration.empty() || run.plan.imatrix);
+            // Rotated: the embedding and lm_head the file will hold (writeGgufResult takes them from one too).
+            const std::optional<ExportRotation> rotation =
+                run.plan.rotate ? std::make_optional<ExportRotation>(run.checkpoint, run.plan.rotationSeed)
+                                : std::nullopt;
+            s.model = run.makeModel(
+                ggufEdgeWeights(run.weights, run.checkpoint, file, s.ggufTypes, rotation ? &*rotation : nullptr));
             s.evaluation = embedded(s.model, run.plan.evaluation, name + ".evaluation");
         } else {
             s.evaluation = copied(run.evaluation, name + ".evaluation");
@@ -174,7 +181,10 @@ JobResult gatherResult(JobRun& run) {
     for (auto& s : run.streams) {
         run.cancel.throwIfCancelled();
         if (!s.failed())
-            summarize(s.result, s.ggufTypes ? ggufNonLinearBytes(run.checkpoint, run.config, s.ggufTypes) : kept);
+            summarize(s.result,
+                      s.ggufTypes
+                          ? ggufNonLinearBytes(run.checkpoint, ggufFileConfig(run.config, run.plan.rotate), s.ggufTypes)
+                          : kept);
         else
             s.result.layers.clear(), s.result.stored.reset();
         s.result.source = result.source;

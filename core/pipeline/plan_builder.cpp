@@ -18,18 +18,19 @@
 namespace qs::pipeline {
 namespace {
 
-// --rotate folds into a model whose family opts in (model::rotationRefusal), from a dense source, for the methods
-// whose export writes the rotated tensors: refused before any text is read, in one line.
+// --rotate folds into a model whose family opts in (model::rotationRefusal), from a dense source: refused before
+// any text is read, in one line. An imatrix file's Σx² are the unrotated linears' inputs, which no column of a
+// rotated linear sees (the Job's own calibration measures the rotated inputs instead).
 void requireRotatablePlan(const PlanSettings& settings, const io::Checkpoint& checkpoint,
                           const formats::FormatInfo& format) {
     const model::ModelConfig config = model::ModelConfig::fromCheckpoint(checkpoint);
     if (const std::string why = model::rotationRefusal(config); !why.empty()) throw Error(why);
     if (quantizedSource(format))
         throw Error("--rotate: the source is quantized already; rotate its dense original instead");
-    for (const MethodSpec& m : settings.methods)
-        if (m.kind == MethodKind::Gguf)
-            throw Error("--rotate: " + m.label() +
-                        ": a GGUF method quantizes token_embd and output too, which the rotation does not cover yet");
+    if (!settings.imatrix.empty())
+        throw Error(
+            "--rotate: --imatrix weighs the unrotated linears' input columns, which a rotated linear does not "
+            "have; let the calibration text weigh the rotated ones");
 }
 
 }  // namespace

@@ -11,7 +11,10 @@
 //    activations quantized to Q8 blocks), within 10 %; for Q4_K_M, where the weights dominate, the two
 //    KLs agree within 15 % outright (3.7 % on stories260K, 11.7 % on the demo);
 //  * a budget's mix of ggml types (q3_K..q6_K per linear) written as one GGUF loads the same way, ggml's
-//    parser reads each linear in the allocated type, and llama.cpp's KL is our eval's plus its arithmetic.
+//    parser reads each linear in the allocated type, and llama.cpp's KL is our eval's plus its arithmetic;
+//  * a --rotate q8_0 / q4_k_m file (rotated linears, token_embd and an untied output, identity norms) runs in
+//    llama.cpp at our eval's KL plus its arithmetic, as the plain files do; the same linears beside the
+//    unrotated token_embd and norms are another model there too.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -141,6 +144,30 @@ double klAgainstOriginal(const json& theirs, const MatrixF& originalLogits) {
         sum += kl;
     }
     return sum / double(positions);
+}
+
+// llama.cpp's mean KL against the original over `windows` (its distributions against our forward pass of the
+// original), and its own arithmetic on `file` (against our forward pass of the file's decoded weights).
+struct LlamaKl {
+    double theirs = 0.0, arithmetic = 0.0;
+};
+
+LlamaKl llamaKl(const json& answer, const io::Checkpoint& original, const fs::path& file,
+                const pipeline::TokenSequences& windows) {
+    model::Transformer reference = model::Transformer::fromCheckpoint(original);
+    model::Transformer decoded = model::Transformer::fromCheckpoint(io::Checkpoint::open(file));
+    LlamaKl kl;
+    double positions = 0.0;
+    for (std::size_t i = 0; i < windows.size(); ++i) {
+        const MatrixF logits = reference.forward(windows[i]);
+        const double n = double(logits.rows() - 1);
+        kl.theirs += klAgainstOriginal(answer.at("distributions").at(i), logits) * n;
+        kl.arithmetic += klAgainstOriginal(answer.at("distributions").at(i), decoded.forward(windows[i])) * n;
+        positions += n;
+    }
+    kl.theirs /= positions;
+    kl.arithmetic /= positions;
+    return kl;
 }
 
 pipeline::TokenSequences windowsOf(const fs::path& source, const fs::path& file) {
@@ -537,7 +564,6 @@ TEST_F(GgufMethodsInterop, ExportsLoadWithoutWarningsAndLlamaCppsKlAgreesWithOur
     for (const fs::path& source : {kDemo, kStories}) {
         const io::Checkpoint original = io::Checkpoint::open(source);
         const model::ModelConfig config = model::ModelConfig::fromCheckpoint(original);
-        model::Transformer reference = model::Transformer::fromCheckpoint(original);
         for (const std::string method : {"q8_0", "q4_k_m", "q6_k"}) {
             const pipeline::MethodResult result = runMethod(source, method, {});
             const fs::path file = pipeline::writeGgufResult(
@@ -551,18 +577,7 @@ TEST_F(GgufMethodsInterop, ExportsLoadWithoutWarningsAndLlamaCppsKlAgreesWithOur
                 std::printf("llama.cpp warning: %s\n", w.get<std::string>().c_str());
             // llama.cpp's KL against the original, and its own arithmetic on this very file: its
             // distributions against our forward pass of the same (decoded) weights.
-            model::Transformer decoded = model::Transformer::fromCheckpoint(io::Checkpoint::open(file));
-            double theirs = 0.0, arithmetic = 0.0;
-            std::size_t positions = 0;
-            for (std::size_t i = 0; i < windows.size(); ++i) {
-                const MatrixF logits = reference.forward(windows[i]);
-                const double n = double(logits.rows() - 1);
-                theirs += klAgainstOriginal(answer.at("distributions").at(i), logits) * n;
-                arithmetic += klAgainstOriginal(answer.at("distributions").at(i), decoded.forward(windows[i])) * n;
-                positions += std::size_t(logits.rows() - 1);
-            }
-            theirs /= double(positions);
-            arithmetic /= double(positions);
+            const auto [theirs, arithmetic] = llamaKl(answer, original, file, windows);
             const auto ours = pipeline::evaluateCheckpoints({source, file, windows}, {}, CancelToken{});
             const double ourKl = ours.kl.meanKld.value;
             std::printf(
@@ -625,18 +640,7 @@ TEST_F(GgufMethodsInterop, AMixOfGgmlTypesLoadsWithTheAllocatedTypesAndLlamaCpps
     const json answer = interop::runLlamaJudge(
         {{"model", file.string()}, {"evaluate", windows}, {"vocabulary", config.vocabSize}, {"threads", 2}});
     EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{}) << file;
-    model::Transformer reference = model::Transformer::fromCheckpoint(original);
-    model::Transformer decoded = model::Transformer::fromCheckpoint(io::Checkpoint::open(file));
-    double theirs = 0.0, arithmetic = 0.0, positions = 0.0;
-    for (std::size_t i = 0; i < windows.size(); ++i) {
-        const MatrixF logits = reference.forward(windows[i]);
-        const double n = double(logits.rows() - 1);
-        theirs += klAgainstOriginal(answer.at("distributions").at(i), logits) * n;
-        arithmetic += klAgainstOriginal(answer.at("distributions").at(i), decoded.forward(windows[i])) * n;
-        positions += n;
-    }
-    theirs /= positions;
-    arithmetic /= positions;
+    const auto [theirs, arithmetic] = llamaKl(answer, original, file, windows);
     const double ourKl = pipeline::evaluateCheckpoints({kDemo, file, windows}, {}, CancelToken{}).kl.meanKld.value;
     std::printf(
         "demo mixed %s (%.3f bpw): mean KL vs the original: llama.cpp %.4g, QuantScope eval %.4g; llama.cpp's "
@@ -647,4 +651,54 @@ TEST_F(GgufMethodsInterop, AMixOfGgmlTypesLoadsWithTheAllocatedTypesAndLlamaCpps
     EXPECT_GT(ourKl, 0.0);
     EXPECT_LT(arithmetic, 5e-4);  // llama.cpp runs the file as we decode it, up to its Q8 activations
     EXPECT_NEAR(theirs, ourKl + arithmetic, 0.10 * theirs);
+}
+
+// --rotate for a GGUF method (issue 44): the file holds the rotated linears, token_embd E Q and an output.weight
+// L diag(g) Q of its own (the demo ties them), norms as identities: a plain GGUF that llama.cpp runs at our eval's
+// KL (plus its arithmetic, as above). Negative control: the same rotated linears beside the source's token_embd
+// and norms (the result's rotation forgotten) are another model in llama.cpp too.
+TEST_F(GgufMethodsInterop, ARotatedGgufMethodsFileRunsInLlamaCppWithOurEvalsKl) {
+    const io::Checkpoint original = io::Checkpoint::open(kDemo);
+    const model::ModelConfig config = model::ModelConfig::fromCheckpoint(original);
+    const auto tokenizer = model::Tokenizer::fromFile(kDemo);
+    for (const std::string method : {"q8_0", "q4_k_m"})
+        for (const bool rotate : {false, true}) {
+            pipeline::JobPlan plan;
+            plan.checkpoint = kDemo;
+            plan.methods = {pipeline::parseMethod(method)};
+            plan.calibration = pipeline::tokenWindows(tokenizer, pipeline::loadTexts(kDemo / "calibration.txt"), 4, 128,
+                                                      "calibration.txt");
+            plan.rotate = rotate;
+            plan.rotationSeed = 11;
+            pipeline::MethodResult result = pipeline::Job(plan).run({}, CancelToken{}).methods.front();
+            ASSERT_TRUE(result.error.empty()) << result.error;
+            const std::string name = "demo-" + method + (rotate ? "-rotated" : "");
+            const fs::path file =
+                pipeline::writeGgufResult(original, result, dir_ / (name + ".gguf"), {}, {}, CancelToken{});
+            const pipeline::TokenSequences windows = windowsOf(kDemo, file);
+            json question = {
+                {"model", file.string()}, {"evaluate", windows}, {"vocabulary", config.vocabSize}, {"threads", 2}};
+            const json answer = interop::runLlamaJudge(question);
+            EXPECT_EQ(interop::missingKeyWarnings(answer), std::vector<std::string>{}) << file;
+            const LlamaKl kl = llamaKl(answer, original, file, windows);
+            const double ourKl =
+                pipeline::evaluateCheckpoints({kDemo, file, windows}, {}, CancelToken{}).kl.meanKld.value;
+            std::printf(
+                "%s (%.3f bpw): mean KL vs the original: llama.cpp %.4g, QuantScope eval %.4g (%+.1f %%); "
+                "llama.cpp's arithmetic on the file %.3g; eval + arithmetic %.4g (%+.1f %%)\n",
+                name.c_str(), result.bitsPerWeight, kl.theirs, ourKl, 100.0 * (kl.theirs / ourKl - 1.0), kl.arithmetic,
+                ourKl + kl.arithmetic, 100.0 * (kl.theirs / (ourKl + kl.arithmetic) - 1.0));
+            EXPECT_GT(ourKl, 0.0);
+            EXPECT_LT(kl.arithmetic, 5e-4) << name;
+            EXPECT_NEAR(kl.theirs, ourKl + kl.arithmetic, 0.10 * kl.theirs) << name;
+            if (!rotate) continue;
+            result.rotationSeed.reset();
+            const fs::path unrotated =
+                pipeline::writeGgufResult(original, result, dir_ / (name + "-forgotten.gguf"), {}, {}, CancelToken{});
+            question["model"] = unrotated.string();
+            const LlamaKl forgotten = llamaKl(interop::runLlamaJudge(question), original, unrotated, windows);
+            std::printf("%s written unrotated beside the rotated linears: llama.cpp's KL %.4g\n", name.c_str(),
+                        forgotten.theirs);
+            EXPECT_GT(forgotten.theirs, 100.0 * kl.theirs) << name;
+        }
 }

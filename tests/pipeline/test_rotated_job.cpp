@@ -1,7 +1,8 @@
 // --rotate through the Job and the export (JobPlan::rotate, export_rotation.h): every method quantizes the
 // rotated linears while the reference stays the original model, the work folder records the rotation, a
-// model that cannot fold it is refused before any text is read, and a rotated GPTQ export is a plain GPTQ
-// checkpoint of the same architecture that `eval` scores at the Job's KL.
+// model that cannot fold it is refused before any text is read, a rotated GPTQ export is a plain GPTQ
+// checkpoint of the same architecture that `eval` scores at the Job's KL, and a rotated GGUF method's file
+// (its own rotated token_embd and output) is a plain GGUF that `eval` scores at the Job's KL.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -12,11 +13,14 @@
 
 #include "qs/error.h"
 #include "qs/io/checkpoint.h"
+#include "qs/io/gguf_file.h"
 #include "qs/model/tokenizer.h"
 #include "qs/pipeline/calibration_text.h"
 #include "qs/pipeline/checkpoint_eval.h"
 #include "qs/pipeline/exporter.h"
+#include "qs/pipeline/gguf_result_export.h"
 #include "qs/pipeline/job.h"
+#include "qs/pipeline/mixed_precision_rules.h"
 #include "qs/pipeline/plan_builder.h"
 
 #include "demo_tokens.h"
@@ -91,9 +95,21 @@ TEST(RotatedJob, AModelThatCannotFoldItIsRefusedBeforeAnyText) {
         EXPECT_NE(std::string(e.what()).find("--rotate: gemma3_text"), std::string::npos) << e.what();
         EXPECT_NE(std::string(e.what()).find("sandwich norms"), std::string::npos) << e.what();
     }
+}
+
+TEST(RotatedJob, AGgufMethodIsPlannedButAnImatrixFileIsRefused) {
+    PlanSettings settings;
     settings.checkpoint = kDemo;
     settings.methods = parseMethodList("q4_k_m", 32);
-    EXPECT_THROW((void)buildJobPlan(settings), Error);  // a GGUF method's token_embd and output are not rotated
+    settings.rotate = true;
+    EXPECT_NO_THROW((void)buildJobPlan(settings));
+    settings.imatrix = "/nonexistent/demo.imatrix";  // never read: its Σx² are of the unrotated inputs
+    try {
+        (void)buildJobPlan(settings);
+        ADD_FAILURE() << "an imatrix was accepted with --rotate";
+    } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find("--rotate: --imatrix"), std::string::npos) << e.what();
+    }
 }
 
 TEST(RotatedExport, GptqExportIsAPlainGptqCheckpointThatEvaluatesToTheJobsKl) {
@@ -176,4 +192,81 @@ TEST(RotatedExport, MoeExportsFoldTheRouterAndEvaluateToTheJobsKl) {
                     e.kl.meanKld.value);
         std::filesystem::remove_all(dir);
     }
+}
+
+TEST(RotatedGgufExport, TheFileIsAPlainGgufThatEvaluatesToTheJobsKl) {
+    JobPlan plan = demoPlan("q4_k_m,q8_0", true, 11);
+    const TokenSequences evaluation = plan.evaluation;
+    const JobResult job = Job(std::move(plan)).run({}, CancelToken{});
+    const io::Checkpoint demo = io::Checkpoint::open(kDemo);
+    for (const MethodResult& r : job.methods) {
+        ASSERT_TRUE(r.error.empty()) << r.error;
+        const bool q4 = r.method.name == "q4_k_m";
+        const auto file = scratch(r.method.name + ".gguf");
+        std::filesystem::remove(file);
+        writeGgufResult(demo, r, file, {}, {}, CancelToken{});
+        const io::GgufFile gguf = io::GgufFile::open(file);
+        // The demo ties lm_head: the rotated one is output.weight, and token_embd then takes the mix's base type
+        // (an untied model's), not the output's.
+        ASSERT_NE(gguf.find("output.weight"), nullptr);
+        EXPECT_EQ(*gguf.find("output.weight")->ggmlType, q4 ? io::GgmlType::Q6_K : io::GgmlType::Q8_0);
+        EXPECT_EQ(*gguf.find("token_embd.weight")->ggmlType, q4 ? io::GgmlType::Q4_K : io::GgmlType::Q8_0);
+        for (float v : gguf.view(*gguf.find("blk.1.attn_norm.weight")).toF32()) ASSERT_EQ(v, 1.0f);
+        for (float v : gguf.view(*gguf.find("output_norm.weight")).toF32()) ASSERT_EQ(v, 1.0f);
+        // The Job's size counts the untied output, and the export's measure is the file's.
+        std::uint64_t tensorBytes = 0;
+        for (const io::TensorInfo& t : gguf.tensors()) tensorBytes += gguf.view(t).bytes().size();
+        EXPECT_EQ(r.checkpointBytes, tensorBytes);
+        EXPECT_EQ(measureGgufResult(demo, r, {}), std::filesystem::file_size(file));
+        // Read back as any downloaded GGUF, against the original (tied, unrotated): the Job ran these very
+        // values (the same encoded embedding and lm_head), so the KL is the Job's, up to the f32 rounding of the
+        // Job's reference, the rotated dense model (seen: 1e-5 of the KL).
+        const CheckpointEvalResult e = evaluateCheckpoints({kDemo, file, evaluation}, {}, CancelToken{});
+        EXPECT_NEAR(e.kl.meanKld.value, r.kl.meanKld.value, 0.002 * r.kl.meanKld.value) << r.method.name;
+        std::printf("[ figures  ] rotated %-6s mean KLD: Job %.6g, GGUF file %.6g\n", r.method.name.c_str(),
+                    r.kl.meanKld.value, e.kl.meanKld.value);
+        std::filesystem::remove(file);
+    }
+}
+
+TEST(RotatedGgufExport, TheSameCodesBesideTheUnrotatedEmbeddingAreAnotherModel) {
+    // Negative control: the rotated linears written with the source's token_embd, output and norms.
+    JobPlan plan = demoPlan("q8_0", true, 11);
+    const TokenSequences evaluation = plan.evaluation;
+    JobResult job = Job(std::move(plan)).run({}, CancelToken{});
+    MethodResult r = job.methods.front();
+    const double rotatedKl = r.kl.meanKld.value;
+    r.rotationSeed.reset();
+    const auto file = scratch("unrotated.gguf");
+    std::filesystem::remove(file);
+    writeGgufResult(io::Checkpoint::open(kDemo), r, file, {}, {}, CancelToken{});
+    const CheckpointEvalResult e = evaluateCheckpoints({kDemo, file, evaluation}, {}, CancelToken{});
+    EXPECT_GT(e.kl.meanKld.value, 100.0 * rotatedKl);
+    std::filesystem::remove(file);
+}
+
+TEST(RotatedGgufExport, AMixOfGgmlTypesWritesTheRotatedEdgesInF16) {
+    // A mix writes token_embd and output in F16 (the Job ran them dense): rotated ones, or the file is another
+    // model (negative control: the same result written as if unrotated).
+    JobPlan plan = demoPlan("rtn4", true, 11);
+    plan.methods.clear();
+    plan.mixed = {applyRules(parseMixMethod("q4_K"), {}, 2, "q4_K")};
+    const TokenSequences evaluation = plan.evaluation;
+    MethodResult r = Job(std::move(plan)).run({}, CancelToken{}).methods.front();
+    ASSERT_TRUE(r.error.empty()) << r.error;
+    const io::Checkpoint demo = io::Checkpoint::open(kDemo);
+    const auto file = scratch("mix.gguf");
+    std::filesystem::remove(file);
+    writeGgufMixResult(demo, r, file, {}, {}, CancelToken{});
+    ASSERT_NE(io::GgufFile::open(file).find("output.weight"), nullptr);
+    const double written = evaluateCheckpoints({kDemo, file, evaluation}, {}, CancelToken{}).kl.meanKld.value;
+    // The F16 rounding of the edges, beside q4_K's error (seen: 1e-4 of the KL).
+    EXPECT_NEAR(written, r.kl.meanKld.value, 0.05 * r.kl.meanKld.value);
+    std::printf("[ figures  ] rotated q4_K mix mean KLD: Job %.6g, GGUF file %.6g\n", r.kl.meanKld.value, written);
+    std::filesystem::remove(file);
+    r.rotationSeed.reset();
+    writeGgufMixResult(demo, r, file, {}, {}, CancelToken{});
+    EXPECT_GT(evaluateCheckpoints({kDemo, file, evaluation}, {}, CancelToken{}).kl.meanKld.value,
+              100.0 * r.kl.meanKld.value);
+    std::filesystem::remove(file);
 }

@@ -65,6 +65,12 @@ struct GgufExportOptions {
     // When set, encodedLinears hold only headers (a result on disk) and this gives each one's blocks
     // as the writer reaches it, by the same prefix.
     std::function<std::shared_ptr<const quant::QuantizedLinear>(const std::string& prefix)> completeLinear = {};
+    // A result whose dense tensors differ from the source's (a --rotate result: the rotated token_embd and
+    // output, the norms it folded, rotated biases and routers): the values of the tensor of that Hugging Face
+    // name, as the source would hold them, or nullopt to read the source's. With untieLmHead the file holds
+    // output.weight even when the source ties it to the embedding (its values then come from here).
+    std::function<std::optional<std::vector<float>>(const std::string& name)> replacedValues = {};
+    bool untieLmHead = false;
     // Extra metadata (the imatrix keys llama-quantize writes, quantize.imatrix.*), after the model's.
     io::GgufMetadata extraMetadata;
     // When set, nothing is written and the file's size goes there, exactly (io::GgufWriter::measuring): the
