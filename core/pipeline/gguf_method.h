@@ -26,9 +26,11 @@ namespace qs::pipeline {
 // from its H = 2XᵀX/samples. Empty (no weighting) without H.
 quant::InputImportance ggufImportance(const MatrixF* h, std::int64_t samples);
 
-// The config a GGUF method's file is planned and its types chosen from: a rotated result's lm_head
-// L diag(g) Q is not its embedding E Q, so the file stores output.weight even when the source ties them
-// (and token_embd then takes the base type, not the output's, as llama-quantize gives an untied model's).
+// The config a GGUF method's file is planned from: a rotated result's lm_head L diag(g) Q is not its
+// embedding E Q, so the file stores output.weight even when the source ties them. Its types are still
+// chosen from the source's config (ggufMethodChooser): a tied source's token_embd keeps the output's type
+// (Q6_K in a Q4_K_M), as in the file of the unrotated model, where the base type (Q4_K, what llama-quantize
+// gives an untied model's token_embd) cost the rotated demo twice its KL.
 model::ModelConfig ggufFileConfig(model::ModelConfig config, bool rotated);
 
 // The chooser of `method` (a GGUF method) for this model.

@@ -95,9 +95,7 @@ std::filesystem::path writeGgufResult(const io::Checkpoint& source, const Method
     const std::uint32_t withImportance = takeEncodedLinears(source, result, destination, options);
     foldRotation(source, result, options);
     // The Job chose the linears' types with importance when it had calibration; the same rules then.
-    options.chooser = ggufMethodChooser(
-        result.method, ggufFileConfig(model::ModelConfig::fromCheckpoint(source), result.rotationSeed.has_value()),
-        withImportance > 0);
+    options.chooser = ggufMethodChooser(result.method, model::ModelConfig::fromCheckpoint(source), withImportance > 0);
     options.fileType = result.method.ggufFileType;
     return writeGguf(source, destination, options, progress, cancel);
 }

@@ -110,7 +110,8 @@ void setUpStreams(JobRun& run) {
         if (s.ownCalibration) s.calibration = embedded(run.base, run.plan.calibration, name + ".calibration");
         if (m.ggufFileMix()) {  // its own token_embd and output, so its evaluation starts from its own embedding
             const model::ModelConfig file = ggufFileConfig(run.config, run.plan.rotate);
-            s.ggufTypes = ggufMethodChooser(m, file, !run.plan.calibration.empty() || run.plan.imatrix);
+            // The types the source's own file would get (a tied source's token_embd keeps the output's type).
+            s.ggufTypes = ggufMethodChooser(m, run.config, !run.plan.calibration.empty() || run.plan.imatrix);
             // Rotated: the embedding and lm_head the file will hold (writeGgufResult takes them from one too).
             const std::optional<ExportRotation> rotation =
                 run.plan.rotate ? std::make_optional<ExportRotation>(run.checkpoint, run.plan.rotationSeed)

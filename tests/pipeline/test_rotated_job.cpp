@@ -206,11 +206,11 @@ TEST(RotatedGgufExport, TheFileIsAPlainGgufThatEvaluatesToTheJobsKl) {
         std::filesystem::remove(file);
         writeGgufResult(demo, r, file, {}, {}, CancelToken{});
         const io::GgufFile gguf = io::GgufFile::open(file);
-        // The demo ties lm_head: the rotated one is output.weight, and token_embd then takes the mix's base type
-        // (an untied model's), not the output's.
+        // The demo ties lm_head: the rotated one is output.weight; token_embd keeps the type the tied file gives
+        // it (the output's, Q6_K in a Q4_K_M), not an untied model's base type.
         ASSERT_NE(gguf.find("output.weight"), nullptr);
         EXPECT_EQ(*gguf.find("output.weight")->ggmlType, q4 ? io::GgmlType::Q6_K : io::GgmlType::Q8_0);
-        EXPECT_EQ(*gguf.find("token_embd.weight")->ggmlType, q4 ? io::GgmlType::Q4_K : io::GgmlType::Q8_0);
+        EXPECT_EQ(*gguf.find("token_embd.weight")->ggmlType, q4 ? io::GgmlType::Q6_K : io::GgmlType::Q8_0);
         for (float v : gguf.view(*gguf.find("blk.1.attn_norm.weight")).toF32()) ASSERT_EQ(v, 1.0f);
         for (float v : gguf.view(*gguf.find("output_norm.weight")).toF32()) ASSERT_EQ(v, 1.0f);
         // The Job's size counts the untied output, and the export's measure is the file's.
