@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include <unistd.h>
 
@@ -150,20 +151,29 @@ TEST(RotatedExport, GptqExportIsAPlainGptqCheckpointThatEvaluatesToTheJobsKl) {
     }
 }
 
-TEST(RotatedExport, AnUnrotatedExportOfTheSameCodesIsAnotherModel) {
-    // Negative control: the rotated codes written beside the source's unrotated embedding and norms.
-    JobPlan plan = demoPlan("mxfp4", true, 11);
+// Negative control: `method`'s rotated codes written by `write` beside the source's unrotated embedding,
+// output and norms (the result's rotation forgotten) score as another model.
+void expectUnrotatedIsAnotherModel(
+    const std::string& method, const std::string& name,
+    const std::function<void(const MethodResult&, const std::filesystem::path&)>& write) {
+    JobPlan plan = demoPlan(method, true, 11);
     const TokenSequences evaluation = plan.evaluation;
     JobResult job = Job(std::move(plan)).run({}, CancelToken{});
     MethodResult r = job.methods.front();
     const double rotatedKl = r.kl.meanKld.value;
     r.rotationSeed.reset();
-    const auto dir = scratch("unrotated");
-    std::filesystem::remove_all(dir);
-    exportCheckpoint({kDemo, dir, "", false, {}}, r, {}, CancelToken{});
-    const CheckpointEvalResult e = evaluateCheckpoints({kDemo, dir, evaluation}, {}, CancelToken{});
+    const auto path = scratch(name);
+    std::filesystem::remove_all(path);
+    write(r, path);
+    const CheckpointEvalResult e = evaluateCheckpoints({kDemo, path, evaluation}, {}, CancelToken{});
     EXPECT_GT(e.kl.meanKld.value, 100.0 * rotatedKl);
-    std::filesystem::remove_all(dir);
+    std::filesystem::remove_all(path);
+}
+
+TEST(RotatedExport, AnUnrotatedExportOfTheSameCodesIsAnotherModel) {
+    expectUnrotatedIsAnotherModel("mxfp4", "unrotated", [](const MethodResult& r, const std::filesystem::path& dir) {
+        exportCheckpoint({kDemo, dir, "", false, {}}, r, {}, CancelToken{});
+    });
 }
 
 TEST(RotatedExport, MoeExportsFoldTheRouterAndEvaluateToTheJobsKl) {
@@ -230,19 +240,10 @@ TEST(RotatedGgufExport, TheFileIsAPlainGgufThatEvaluatesToTheJobsKl) {
 }
 
 TEST(RotatedGgufExport, TheSameCodesBesideTheUnrotatedEmbeddingAreAnotherModel) {
-    // Negative control: the rotated linears written with the source's token_embd, output and norms.
-    JobPlan plan = demoPlan("q8_0", true, 11);
-    const TokenSequences evaluation = plan.evaluation;
-    JobResult job = Job(std::move(plan)).run({}, CancelToken{});
-    MethodResult r = job.methods.front();
-    const double rotatedKl = r.kl.meanKld.value;
-    r.rotationSeed.reset();
-    const auto file = scratch("unrotated.gguf");
-    std::filesystem::remove(file);
-    writeGgufResult(io::Checkpoint::open(kDemo), r, file, {}, {}, CancelToken{});
-    const CheckpointEvalResult e = evaluateCheckpoints({kDemo, file, evaluation}, {}, CancelToken{});
-    EXPECT_GT(e.kl.meanKld.value, 100.0 * rotatedKl);
-    std::filesystem::remove(file);
+    expectUnrotatedIsAnotherModel("q8_0", "unrotated.gguf",
+                                  [](const MethodResult& r, const std::filesystem::path& file) {
+                                      writeGgufResult(io::Checkpoint::open(kDemo), r, file, {}, {}, CancelToken{});
+                                  });
 }
 
 TEST(RotatedGgufExport, AMixOfGgmlTypesWritesTheRotatedEdgesInF16) {
