@@ -8,6 +8,7 @@
 #include <QSpinBox>
 
 #include "jobs/quantize_job.h"
+#include "pages/results_page.h"
 #include "panels/quantize_panel.h"
 #include "qt_test_support.h"
 #include "quantized_demo.h"
@@ -66,6 +67,22 @@ TEST_F(SettingsTest, TheQuantizePanelAndTheDocksAreAsTheLastSessionLeftThem) {
     EXPECT_EQ(second.quantizePanel()->settings(), fresh.quantizePanel()->settings());
     EXPECT_NE(second.quantizePanel()->settings(), chosen);
     EXPECT_TRUE(dock(second, QStringLiteral("moduleLogDock"))->isVisible());
+}
+
+// The tab is remembered by its page, not its index: the tabs shown only for some checkpoints (GGUF, Side by side,
+// Importance) move the others, and an index would land on another page.
+TEST_F(SettingsTest, TheTabIsRememberedByItsPage) {
+    {
+        MainWindow first(MainWindow::Settings::Remember);
+        first.show();
+        ASSERT_TRUE(first.openPath(quantizedDemo(QStringLiteral("q4_k_m"))));  // the GGUF tab shown before Results
+        ASSERT_TRUE(first.showPage(QStringLiteral("results")));
+        first.close();
+    }
+    EXPECT_EQ(QSettings().value(QStringLiteral("window/page")).toString(), QStringLiteral("results"));
+    MainWindow second(MainWindow::Settings::Remember);
+    second.show();
+    EXPECT_EQ(second.currentPage(), static_cast<InspectorPage*>(second.resultsPage()));
 }
 
 TEST_F(SettingsTest, AWindowThatIgnoresSettingsNeitherReadsNorWritesThem) {

@@ -791,7 +791,11 @@ void MainWindow::restoreWindowState() {
     restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
     stateRestored_ = restoreState(settings.value(QStringLiteral("window/state")).toByteArray(), kStateVersion);
     quantize_->restoreSettings(settings);
-    tabs_->setCurrentIndex(settings.value(QStringLiteral("window/tab"), 0).toInt());
+    // By the page's key, not its index: a tab shown only for some checkpoints (GGUF, Side by side, Importance)
+    // moves the others. A page hidden at start (those same tabs) is not restored.
+    const QString page = settings.value(QStringLiteral("window/page")).toString();
+    for (InspectorPage* p : pages_)
+        if (p->key() == page && tabs_->isTabVisible(tabs_->indexOf(p))) tabs_->setCurrentWidget(p);
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
@@ -808,7 +812,8 @@ void MainWindow::closeEvent(QCloseEvent* event) {
         QSettings settings;
         settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
         settings.setValue(QStringLiteral("window/state"), saveState(kStateVersion));
-        settings.setValue(QStringLiteral("window/tab"), tabs_->currentIndex());
+        settings.remove(QStringLiteral("window/tab"));  // an index, as earlier versions saved it
+        if (const InspectorPage* page = currentPage()) settings.setValue(QStringLiteral("window/page"), page->key());
         quantize_->saveSettings(settings);
     }
     event->accept();
