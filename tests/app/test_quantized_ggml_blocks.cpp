@@ -19,6 +19,7 @@
 #include "plots/plot_view.h"
 #include "qt_test_support.h"
 #include "quantized_demo.h"
+#include "recording_reporter.h"
 #include "window/error_reporter.h"
 #include "window/main_window.h"
 
@@ -87,21 +88,13 @@ std::map<QString, double> cliBitsPerWeight(const QString& path) {
     return bits;
 }
 
-class RecordingReporter : public ErrorReporter {
-public:
-    void report(const QString& title, const QString& message) override { messages << title + ": " + message; }
-    QStringList messages;
-};
-
 class QuantizedGgmlBlocksTest : public QtAppTest {
 protected:
     void SetUp() override {
         window.setErrorReporter(reporter);
         window.show();
     }
-    void TearDown() override {
-        EXPECT_TRUE(reporter->messages.isEmpty()) << reporter->messages.join('\n').toStdString();
-    }
+    void TearDown() override { EXPECT_TRUE(reporter->reports.isEmpty()) << reporter->reports.join('\n').toStdString(); }
     const Views* show(const QString& path, const std::string& tensor) {
         if (path.isEmpty() || !window.openPath(path)) return nullptr;
         window.showPage(QStringLiteral("quantized"));

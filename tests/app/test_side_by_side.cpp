@@ -29,18 +29,13 @@
 #include "plots/plot_view.h"
 #include "qt_test_support.h"
 #include "quantized_demo.h"
+#include "recording_reporter.h"
 #include "text/number_format.h"
 #include "text/results_format.h"
 #include "window/main_window.h"
 
 namespace qs::gui::test {
 namespace {
-
-class Quiet : public ErrorReporter {
-public:
-    void report(const QString&, const QString& message) override { messages << message; }
-    QStringList messages;
-};
 
 int runQuantscope(const QStringList& arguments, QString* errors) {
     QProcess process;
@@ -72,7 +67,7 @@ protected:
     int sourceRow(int row) { return page().proxy()->mapToSource(page().proxy()->index(row, 0)).row(); }
 
     MainWindow window{MainWindow::Settings::Ignore};
-    std::shared_ptr<Quiet> errors = std::make_shared<Quiet>();
+    std::shared_ptr<RecordingReporter> errors = std::make_shared<RecordingReporter>();
     ModelChecker checker{window.sideBySidePage()->model()};
 };
 
@@ -82,7 +77,7 @@ TEST_F(SideBySideTest, EachLinearShowsBothFilesFiguresAsCoreComputesThem) {
     ASSERT_TRUE(window.openPath(gptq));
     EXPECT_FALSE(window.currentPage() == &page());  // hidden until a second quantization is named
     ASSERT_TRUE(window.compareWithOriginal(kDemo));
-    ASSERT_TRUE(window.compareWithSecond(gguf)) << errors->messages.join(QLatin1Char('\n')).toStdString();
+    ASSERT_TRUE(window.compareWithSecond(gguf)) << errors->reports.join(QLatin1Char('\n')).toStdString();
     EXPECT_EQ(window.currentPage(), &page());
     EXPECT_TRUE(page().cancelButton()->isVisible());  // while it decodes
     ASSERT_TRUE(waitForComparison());
@@ -145,7 +140,7 @@ TEST_F(SideBySideTest, EachLinearShowsBothFilesFiguresAsCoreComputesThem) {
     EXPECT_EQ(page().difference()->errorB->max, *std::max_element(errorB.begin(), errorB.end()));
     EXPECT_TRUE(page().errorPlot()->isVisible());
     EXPECT_EQ(page().errorPlot()->graphCount(), 2);
-    EXPECT_TRUE(errors->messages.isEmpty()) << errors->messages.join(QLatin1Char('\n')).toStdString();
+    EXPECT_TRUE(errors->reports.isEmpty()) << errors->reports.join(QLatin1Char('\n')).toStdString();
 }
 
 // The negative control: a file against itself differs nowhere (every RMS of A − B zero) and "only
@@ -191,7 +186,7 @@ TEST_F(SideBySideTest, CancelStopsTheComparisonAndTheTreeSelectsARow) {
     ASSERT_TRUE(waitUntil([this] { return !page().isBusy(); }, 300000));
     EXPECT_FALSE(page().model()->diff());
     EXPECT_TRUE(page().captionText().contains(QStringLiteral("cancelled")));
-    EXPECT_TRUE(errors->messages.isEmpty());
+    EXPECT_TRUE(errors->reports.isEmpty());
 
     const QString upProj = QStringLiteral("model.layers.1.mlp.up_proj");
     window.selectTensor(upProj + QStringLiteral(".qzeros"));
@@ -219,12 +214,12 @@ TEST_F(SideBySideTest, CancelStopsTheComparisonAndTheTreeSelectsARow) {
 TEST_F(SideBySideTest, AQuantizationOfAnotherModelIsRefusedInOneLine) {
     EXPECT_FALSE(window.compareWithSecond(quantizedDemo(QStringLiteral("q4_k_m"))));  // nothing open
     ASSERT_TRUE(window.openPath(quantizedDemo(QStringLiteral("gptq4"))));
-    errors->messages.clear();
+    errors->reports.clear();
     EXPECT_FALSE(window.compareWithSecond(kStories));
-    ASSERT_EQ(errors->messages.size(), 1);
-    EXPECT_TRUE(errors->messages.front().contains(QStringLiteral("is not a quantization of the model")))
-        << errors->messages.front().toStdString();
-    EXPECT_FALSE(errors->messages.front().contains(QLatin1Char('\n')));
+    ASSERT_EQ(errors->reports.size(), 1);
+    EXPECT_TRUE(errors->reports.front().contains(QStringLiteral("is not a quantization of the model")))
+        << errors->reports.front().toStdString();
+    EXPECT_FALSE(errors->reports.front().contains(QLatin1Char('\n')));
     EXPECT_FALSE(page().hasSecond());
     EXPECT_FALSE(page().isVisible());
 }
@@ -247,7 +242,7 @@ TEST_F(SideBySideTest, EvaluateMeasuresBothAsTheCoreDoes) {
     EXPECT_TRUE(std::is_sorted(fractions.begin(), fractions.end()));
     EXPECT_GT(fractions.back(), 0.5);
     const std::vector<EvaluationPtr>& shown = window.resultsPage()->evaluations();
-    ASSERT_EQ(shown.size(), 2u) << errors->messages.join(QLatin1Char('\n')).toStdString();
+    ASSERT_EQ(shown.size(), 2u) << errors->reports.join(QLatin1Char('\n')).toStdString();
     const ResultsTableModel& table = *window.resultsPage()->table();
     ASSERT_EQ(table.rowCount(), 2);
     EXPECT_EQ(table.data(table.index(0, ResultsTableModel::MethodColumn)).toString(),
@@ -286,7 +281,7 @@ TEST_F(SideBySideTest, AFileEvaluatedAgainKeepsOneRow) {
     };
     ASSERT_TRUE(evaluate());
     const ResultsTableModel& table = *window.resultsPage()->table();
-    ASSERT_EQ(window.resultsPage()->evaluations().size(), 1u) << errors->messages.join(QLatin1Char('\n')).toStdString();
+    ASSERT_EQ(window.resultsPage()->evaluations().size(), 1u) << errors->reports.join(QLatin1Char('\n')).toStdString();
     const EvaluationPtr alone = window.resultsPage()->evaluations().front();
     EXPECT_EQ(table.data(table.index(0, ResultsTableModel::MethodColumn)).toString(), QStringLiteral("gptq 4-bit"));
 
