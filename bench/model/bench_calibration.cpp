@@ -60,9 +60,10 @@ void calibrateLayer(benchmark::State& state) {
 }
 
 // One Llama-3-8B-shaped layer over `sequences` x 2048 tokens, as the Job calibrates a GPTQ stream:
-// hook=1 is the pass that accumulates the Hessians of the layer's four inputs (then finalized),
-// hook=0 a plain forward pass (the Job runs one more over the calibration tokens once the layer is
-// quantized, to feed the next layer). Each sequence is timed on its own: the first pays the layer's
+// hook=1 is a pass that accumulates the Hessians of the layer's four inputs (then finalized) and moves
+// the stream, hook=2 the Job's observation of a stream it does not move (the same Hessians, without the
+// down_proj GEMM whose output nobody reads), hook=0 a plain forward pass (the Job runs one more over the
+// calibration tokens once the layer is quantized, to feed the next layer). Each sequence is timed on its own: the first pays the layer's
 // one-off costs (the accumulators' f64 sums, 1.0 GB here, zeroed and faulted in), the later ones only
 // what a token costs, and finalize() is once per layer too. The projection to the 128 x 2048
 // calibration tokens of issue 17's end-to-end target is the later sequences' cost per token times
@@ -70,7 +71,7 @@ void calibrateLayer(benchmark::State& state) {
 // bf16=1: the layer's GEMMs in BF16 (--matmul bf16, oneDNN), the Hessians in f32.
 void calibrateLayer8B(benchmark::State& state) {
     const int sequences = int(state.range(0)), tokens = 2048;
-    const bool hook = state.range(1) != 0;
+    const bool hook = state.range(1) != 0, observe = state.range(1) == 2;
     const auto math = state.range(2) != 0 ? model::bf16LayerMath() : nullptr;
     if (sequences < 2)
         throw std::invalid_argument("calibrateLayer8B needs 2 sequences or more: the first pays the one-off costs");
@@ -87,9 +88,13 @@ void calibrateLayer8B(benchmark::State& state) {
         pipeline::LayerStatistics statistics;
         for (int s = 0; s < sequences; ++s) {
             const std::clock_t c0 = std::clock();
-            MatrixF h = inputs[std::size_t(s)];
-            transformer.runLayer(0, layer, h, hook ? statistics.hook() : model::LinearInputHook{}, {}, math.get());
-            benchmark::DoNotOptimize(h.data());
+            if (observe) {
+                transformer.observeLayer(0, layer, inputs[std::size_t(s)], statistics.hook(), {}, math.get());
+            } else {
+                MatrixF h = inputs[std::size_t(s)];
+                transformer.runLayer(0, layer, h, hook ? statistics.hook() : model::LinearInputHook{}, {}, math.get());
+                benchmark::DoNotOptimize(h.data());
+            }
             (s == 0 ? first : later) += cpuSince(c0);
         }
         const std::clock_t c0 = std::clock();
@@ -112,8 +117,10 @@ BENCHMARK(calibrateLayer8B)
     ->ArgNames({"sequences", "hook", "bf16"})
     ->Args({2, 0, 0})
     ->Args({3, 1, 0})
+    ->Args({3, 2, 0})
     ->Args({2, 0, 1})
     ->Args({3, 1, 1})
+    ->Args({3, 2, 1})
     ->Unit(benchmark::kSecond)
     ->Iterations(1);
 

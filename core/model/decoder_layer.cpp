@@ -131,6 +131,7 @@ MatrixF gatedMlp(const Linear& gate, const Linear& up, const Linear& down, std::
     const MatrixF product =
         gatedProduct(m, engineInput(normed, {&gate, &up}, quantized), gate, up, c.config.arch.activation);
     notify(c, downName, product);
+    if (c.outputUnread) return {};
     MatrixF quantizedProduct;
     return m.linear(engineInput(product, {&down}, quantizedProduct), down);
 }
@@ -189,6 +190,7 @@ MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
         if (c.hookSeesAllTokens && hooked(c)) {
             MatrixF quantized;
             notify(c, down, expertProduct(m, expertInput(normed, x, quantized), x, moe), routedCount);
+            if (c.outputUnread) continue;  // the hook has seen this expert's inputs: its routed run only adds output
         }
         if (rows.empty()) {
             if (!c.hookSeesAllTokens) {  // still reported: calibration must see that this expert got no token
@@ -206,6 +208,7 @@ MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
         MatrixF quantized;
         const MatrixF product = expertProduct(m, expertInput(routed, x, quantized), x, moe);
         if (!c.hookSeesAllTokens) notify(c, down, product, routedCount);
+        if (c.outputUnread) continue;
         MatrixF quantizedProduct;
         const MatrixF y = m.linear(engineInput(product, {&x.down}, quantizedProduct), x.down);
         for (std::size_t i = 0; i < rows.size(); ++i)
@@ -213,6 +216,7 @@ MatrixF moeBlock(const LayerWeights& w, const MatrixF& normed, const DecoderLaye
     }
     if (w.hasSharedExpert()) {
         MatrixF shared = sharedExpertBlock(w, normed, c);
+        if (c.outputUnread) return out;
         // Qwen3.5-MoE: the shared expert's output scaled by sigmoid(shared_expert_gate(x)), one per token.
         if (w.sharedExpertGate.weight.size() > 0) {
             const MatrixF gate = m.linear(normed, w.sharedExpertGate);
@@ -237,6 +241,7 @@ void runDecoderLayer(const LayerWeights& weights, MatrixF& hidden, const Decoder
     hidden += attended;
     const MatrixF normed = rmsNorm(hidden, weights.postAttentionNorm, eps, offset);
     MatrixF mlp = weights.isMoe() ? moeBlock(weights, normed, context) : mlpBlock(weights, normed, context);
+    if (context.outputUnread) return;  // the MLP ran for its hook only
     if (weights.mlpOutputNorm.size() > 0) rmsNormInPlace(mlp, weights.mlpOutputNorm, eps, offset);
     hidden += mlp;
 }

@@ -52,6 +52,18 @@ void Transformer::runLayer(int layer, MatrixF& hidden, const LinearInputHook& ho
 
 void Transformer::runLayer(int layer, const LayerWeights& weights, MatrixF& hidden, const LinearInputHook& hook,
                            const KeyValueHook& keyValueHook, const LayerMath* math) const {
+    runLayerWith(layer, weights, hidden, hook, keyValueHook, math, false);
+}
+
+void Transformer::observeLayer(int layer, const LayerWeights& weights, const MatrixF& hidden,
+                               const LinearInputHook& hook, const KeyValueHook& keyValueHook,
+                               const LayerMath* math) const {
+    MatrixF copy = hidden;
+    runLayerWith(layer, weights, copy, hook, keyValueHook, math, true);
+}
+
+void Transformer::runLayerWith(int layer, const LayerWeights& weights, MatrixF& hidden, const LinearInputHook& hook,
+                               const KeyValueHook& keyValueHook, const LayerMath* math, bool outputUnread) const {
     if (layer < 0 || layer >= config_.numLayers) throw Error("transformer: no decoder layer " + std::to_string(layer));
     checkLength(hidden.rows(), 0);
     if (hidden.cols() != config_.hiddenSize)
@@ -59,7 +71,7 @@ void Transformer::runLayer(int layer, const LayerWeights& weights, MatrixF& hidd
                     std::to_string(config_.hiddenSize));
     runDecoderLayer(weights, hidden,
                     DecoderLayerContext{config_, ropeOf(layer), layer, 0, nullptr, &hook, &keyValueHook,
-                                        math != nullptr ? math : math_.get(), hookSeesAllTokens_});
+                                        math != nullptr ? math : math_.get(), hookSeesAllTokens_, outputUnread});
 }
 
 void Transformer::runLayerAt(int layer, MatrixF& hidden, int firstPosition, KvCache* cache,

@@ -53,8 +53,7 @@ void observeLayerAll(const model::Transformer& model, int layer, const model::La
     std::size_t done = 0;
     hidden.observe(
         [&](const MatrixF& h) {
-            MatrixF copy = h;
-            model.runLayer(layer, weights, copy, hook, keyValueHook, math);
+            model.observeLayer(layer, weights, h, hook, keyValueHook, math);
             if (sequenceDone) sequenceDone(++done);
         },
         cancel);
@@ -73,16 +72,14 @@ void observeLayerPaired(const model::Transformer& reference, const HiddenStream&
         cancel.throwIfCancelled();
         // One sequence's inputs of every linear at a time, by the first module that reads each.
         std::map<std::string, MatrixF, std::less<>> fullPrecision;
-        MatrixF x = referenceHidden.sequence(i, referenceBuffer);
-        reference.runLayer(
-            layer, weights, x,
+        reference.observeLayer(
+            layer, weights, referenceHidden.sequence(i, referenceBuffer),
             [&](const model::LinearInput& in) {
                 if (!in.modules.empty()) fullPrecision[std::string(in.modules.front())] = in.x;
             },
             {}, math);
-        MatrixF xq = hidden.sequence(i, buffer);
-        model.runLayer(
-            layer, weights, xq,
+        model.observeLayer(
+            layer, weights, hidden.sequence(i, buffer),
             [&](const model::LinearInput& in) {
                 if (in.modules.empty()) return;
                 const auto found = fullPrecision.find(in.modules.front());

@@ -181,10 +181,14 @@ std::size_t lastPairedStream(const std::vector<MethodStream>& streams) {
     return last;
 }
 
+// Nothing reads a calibration stream past the last layer: there its observation is its only pass.
+bool calibrationTravelsPast(const JobRun& run, int layer) { return layer + 1 < run.config.numLayers; }
+
 // `advanceBase`: the last stream to pair its inputs with the original's, which then moves the
 // original's calibration stream past the layer (before its quantization may free the linears).
 void quantizeStream(JobRun& run, MethodStream& s, int layer, model::LayerWeights& original, LayerStatistics& baseStats,
                     LayerRelease release, bool advanceBase) {
+    const bool travels = calibrationTravelsPast(run, layer);
     std::optional<LayerStatistics> own;
     if (s.ownCalibration) {  // the layer's inputs in this stream; the stream itself advances after quantization
         own.emplace(run.plan.backend.get());
@@ -194,7 +198,7 @@ void quantizeStream(JobRun& run, MethodStream& s, int layer, model::LayerWeights
         if (s.result.method.gptaq) {  // beside the original model's inputs over the same tokens
             observeLayerPaired(run.base, run.calibration, s.model, s.calibration, layer, original, run.cancel,
                                own->pairedHook(), run.calibrationMath.get());
-            if (advanceBase)
+            if (advanceBase && travels)
                 runLayerAll(run.base, layer, original, run.calibration, run.cancel, {}, {}, run.calibrationMath.get());
         } else {
             observeLayerAll(s.model, layer, original, s.calibration, run.cancel, own->hook(), run.calibrationMath.get(),
@@ -218,7 +222,7 @@ void quantizeStream(JobRun& run, MethodStream& s, int layer, model::LayerWeights
     s.result.seconds += secondsSince(start);
     model::LayerWeights quantized = quantizedWeights(original, kept, release.weights);
     s.kept.push_back(std::move(kept));
-    if (s.ownCalibration)
+    if (s.ownCalibration && travels)
         runLayerAll(s.model, layer, quantized, s.calibration, run.cancel, {}, {}, run.calibrationMath.get());
     runLayerAll(s.model, layer, quantized, s.evaluation, run.cancel);
 }
@@ -237,15 +241,17 @@ void calibrateAndQuantizeLayer(JobRun& run, int layer) {
     LayerStatistics baseStats(run.plan.backend.get());  // only when a method quantizes from the original stream
     const model::KeyValueHook keyValues = run.kvCache ? baseStats.keyValueHook() : model::KeyValueHook{};
     const std::size_t paired = lastPairedStream(run.streams);  // GPTAQ's streams read the stream's layer input
-    const bool deferBase = paired < run.streams.size();
+    // The original's calibration stream moves past the layer here unless a GPTAQ stream reads its input
+    // first (it moves then), or the layer is the last.
+    const bool advanceBase = paired == run.streams.size() && calibrationTravelsPast(run, layer);
     const SequenceDone progress = calibrationProgress(run, layer, run.calibration.size(), "", where);
-    if (run.baseStatistics && !deferBase)
+    if (run.baseStatistics && advanceBase)
         runLayerAll(run.base, layer, original, run.calibration, run.cancel, baseStats.hook(), keyValues,
                     run.calibrationMath.get(), progress);
     else if (run.baseStatistics)
         observeLayerAll(run.base, layer, original, run.calibration, run.cancel, baseStats.hook(),
                         run.calibrationMath.get(), keyValues, progress);
-    else if (run.fullPrecisionInputs && !deferBase)  // its GPTAQ streams failed: it travels on all the same
+    else if (run.fullPrecisionInputs && advanceBase)  // its GPTAQ streams failed: it travels on all the same
         runLayerAll(run.base, layer, original, run.calibration, run.cancel, {}, {}, run.calibrationMath.get());
     if (run.keepsLayerInputs()) run.layerInputs.push_back(run.evaluation.inMemory());
     if (run.kvCache) evaluateCacheOnly(run, layer, original, baseStats);

@@ -15,6 +15,7 @@
 #include <random>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -1025,6 +1026,88 @@ TEST(SmallMoe, AllExpertHookSeesEveryTokenWhileTheOutputStillRoutes) {
         EXPECT_EQ(hooked, c.moe.numExperts);  // even an expert no token chose is reported
         EXPECT_EQ(routed, std::int64_t(kTokens.size()) * c.moe.numExpertsPerToken);
         EXPECT_LT((model.finalLogits(hidden) - reference).cwiseAbs().maxCoeff(), 1e-5f);
+    }
+}
+
+// Every input a layer shows its hooks, in order (the linear inputs and the keys / values), bit for bit.
+struct ShownInputs {
+    struct Input {
+        std::string modules;  // with each module's routed tokens
+        std::int64_t routedTokens;
+        MatrixF x;
+        bool operator==(const Input&) const = default;
+    };
+    std::vector<Input> linears;
+    std::vector<MatrixF> keysAndValues;
+    LinearInputHook hook() {
+        return [this](const LinearInput& in) {
+            std::string names;
+            for (std::size_t i = 0; i < in.modules.size(); ++i)
+                names += std::string(in.modules[i]) +
+                         (in.routedPerModule.empty() ? "" : ":" + std::to_string(in.routedPerModule[i])) + ",";
+            linears.push_back({names, in.routedTokens, in.x});
+        };
+    }
+    KeyValueHook keyValueHook() {
+        return [this](const KeyValues& kv) { keysAndValues.push_back(kv.keys), keysAndValues.push_back(kv.values); };
+    }
+    // The experts whose down projection was shown with routed tokens: the ones the router chose.
+    int chosenExperts(const std::string& down) const {
+        return int(std::count_if(linears.begin(), linears.end(), [&](const Input& in) {
+            return in.routedTokens > 0 && in.modules.ends_with("." + down + ",");
+        }));
+    }
+};
+
+// Observing a layer (calibration's pass over a stream it does not move) shows the hooks what running it
+// shows them, and skips the GEMMs whose only reader is the layer's output: the down projections.
+TEST(SmallMoe, ObservingALayerShowsTheHooksWhatRunningItDoesWithoutTheDownProjections) {
+    struct Case {
+        ModelConfig config;
+        bool allTokens;
+        bool sharedExpert;
+    };
+    const std::vector<Case> cases{{smallConfig(), false, false},
+                                  {smallMoeConfig("qwen3_moe", true), false, false},
+                                  {smallMoeConfig("qwen3_moe", true), true, false},
+                                  {smallMoeConfig("mixtral", true), true, true},
+                                  {smallMoeConfig("mixtral", true), false, true}};
+    for (const auto& [c, allTokens, sharedExpert] : cases) {
+        SCOPED_TRACE(c.modelType + (allTokens ? ", all tokens" : "") + (sharedExpert ? ", shared expert" : ""));
+        auto w = randomWeights(c, 36, false);
+        if (sharedExpert) {  // GLM's and DeepSeek's: a dense MLP beside the routed experts
+            std::mt19937 rng(37);
+            Expert& x = w->layers[1].sharedExpert;
+            w->layers[1].moeNames.shared = "shared_experts";
+            x.gate.weight = randomMatrix(rng, 10, c.hiddenSize, 0.4f);
+            x.up.weight = randomMatrix(rng, 10, c.hiddenSize, 0.4f);
+            x.down.weight = randomMatrix(rng, c.hiddenSize, 10, 0.4f);
+        }
+        Transformer model(c, w);
+        model.setHookSeesAllExpertTokens(allTokens);
+        auto math = std::make_shared<RecordingMath>();
+        model.setLayerMath(math);
+        const MatrixF input = model.embed(kTokens);
+        for (int layer = 0; layer < c.numLayers; ++layer) {
+            SCOPED_TRACE("layer " + std::to_string(layer));
+            const LayerWeights& lw = model.layerWeights(layer);
+            ShownInputs ran, observed;
+            MatrixF hidden = input;
+            math->linears = 0;
+            model.runLayer(layer, lw, hidden, ran.hook(), ran.keyValueHook());
+            const int runLinears = std::exchange(math->linears, 0);
+            model.observeLayer(layer, lw, input, observed.hook(), observed.keyValueHook());
+            EXPECT_TRUE(observed.linears == ran.linears);
+            EXPECT_EQ(observed.keysAndValues, ran.keysAndValues);
+            // Skipped: down_proj; in a MoE layer each chosen expert's down (with all tokens shown, its whole
+            // routed run: gate, up and down) and the shared expert's down.
+            const int chosen = ran.chosenExperts(c.moe.names.down);
+            const int skipped = !lw.isMoe() ? 1 : (allTokens ? 3 : 1) * chosen + (sharedExpert ? 1 : 0);
+            EXPECT_EQ(math->linears, runLinears - skipped) << chosen << " experts chosen";
+            if (lw.isMoe()) {
+                EXPECT_GE(chosen, 3);
+            }
+        }
     }
 }
 

@@ -125,6 +125,31 @@ TEST_F(JobTest, ForwardPassesAndHessiansRunOnTheBackend) {
     EXPECT_EQ(backend->sinks.load(), 2 * 2 * 4);
 }
 
+// A pass nobody reads is not run: a stream's observation skips the layer's down projections (its output
+// is dropped), and past the last layer no calibration stream moves. Exact counts of the GEMMs on the
+// backend's math, 2 layers of 7 linears, 8 calibration and 4 evaluation sequences.
+TEST_F(JobTest, CalibrationRunsOnlyThePassesSomethingReads) {
+    const int layers = 2, calibration = 8, evaluation = 4, run = 7, observed = 6;
+    const int evaluations = layers * evaluation * run;  // the original's, and each method's
+    // gptq4 and awq4 quantize from their own streams (true-sequential): each observed on every layer, then
+    // moved past all but the last. rtn4 logs its output error on the original's stream: moved past the
+    // first layer in the pass that observes it, only observed on the last.
+    const int ownStream = layers * calibration * observed + (layers - 1) * calibration * run;
+    const int originalStream = (layers - 1) * calibration * run + calibration * observed;
+    const std::vector<std::pair<std::string, int>> cases{{"gptq4", 2 * evaluations + ownStream},
+                                                         {"awq4", 2 * evaluations + ownStream},
+                                                         {"rtn4", 2 * evaluations + originalStream}};
+    for (const auto& [method, linears] : cases) {
+        SCOPED_TRACE(method);
+        JobPlan plan = planFor(dir_, method);
+        auto backend = std::make_shared<BackendWithMath>();
+        plan.backend = backend;
+        const JobResult r = Job(std::move(plan)).run({}, CancelToken{});
+        ASSERT_TRUE(r.methods.at(0).error.empty()) << r.methods.at(0).error;
+        EXPECT_EQ(backend->math->linears.load(), linears);
+    }
+}
+
 // A device with `free` bytes that predicts `peak` for any plan, and remembers the workload it was shown.
 class SmallDevice final : public test::DelegatingBackend {
 public:

@@ -57,6 +57,10 @@ struct DecoderLayerContext {
     // MoE calibration: show the hook every expert's input on every token (the layer's output still
     // routes as the model does), so that rarely chosen experts get Hessians from all the text.
     bool hookSeesAllTokens = false;
+    // Only the hooks read this pass (calibration's observation): the work whose only reader is the layer's
+    // output (down projections, the experts' weighted sum, the shared expert's gate) is skipped, and
+    // `hidden` is left as the attention block's residual. The hooks see the same inputs, bit for bit.
+    bool outputUnread = false;
 };
 
 // Runs the layer over hidden [T, hiddenSize] in place. A linear with Linear::input set reads its input

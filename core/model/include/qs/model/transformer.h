@@ -56,6 +56,11 @@ public:
     // passes' BF16 one (--matmul bf16).
     void runLayer(int layer, const LayerWeights& weights, MatrixF& hidden, const LinearInputHook& hook = {},
                   const KeyValueHook& keyValueHook = {}, const LayerMath* math = nullptr) const;
+    // The layer run for its hooks alone, on a copy of `hidden` (calibration observing a stream it does not
+    // move): the hooks see what runLayer shows them, bit for bit, and the GEMMs whose only reader is the
+    // layer's output (the down projections: a quarter of a Llama layer's) are skipped.
+    void observeLayer(int layer, const LayerWeights& weights, const MatrixF& hidden, const LinearInputHook& hook,
+                      const KeyValueHook& keyValueHook = {}, const LayerMath* math = nullptr) const;
     MatrixF finalLogits(const MatrixF& hidden) const;  // final norm + lm_head: [T, vocab]
 
     // --- whole model ----------------------------------------------------------------------------
@@ -85,6 +90,8 @@ private:
     void checkLength(std::int64_t tokens, std::int64_t first) const;
     void checkModuleName(int layer, std::string_view module) const;
     void runLayerAt(int layer, MatrixF& hidden, int firstPosition, KvCache* cache, const LinearInputHook* hook);
+    void runLayerWith(int layer, const LayerWeights& weights, MatrixF& hidden, const LinearInputHook& hook,
+                      const KeyValueHook& keyValueHook, const LayerMath* math, bool outputUnread) const;
     LayerWeights load(int layer) const;
     MatrixF embeddingRows(std::span<const TokenId> tokens) const;  // the source's rows × embeddingScale
     const RotaryEmbedding& ropeOf(int layer) const;                // Gemma's sliding layers: the local base
