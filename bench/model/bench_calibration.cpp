@@ -68,7 +68,8 @@ void calibrateLayer(benchmark::State& state) {
 // what a token costs, and finalize() is once per layer too. The projection to the 128 x 2048
 // calibration tokens of issue 17's end-to-end target is the later sequences' cost per token times
 // 128 x 2048, plus the one-off part (bench/README.md adds GPTQ's time per layer). CPU seconds.
-// bf16=1: the layer's GEMMs in BF16 (--matmul bf16, oneDNN), the Hessians in f32.
+// bf16=1: the layer's GEMMs in BF16 (--matmul bf16, oneDNN), and the Hessians' products of the same
+// bfloat16 inputs (summed in f32 / f64), as the Job runs them.
 void calibrateLayer8B(benchmark::State& state) {
     const int sequences = int(state.range(0)), tokens = 2048;
     const bool hook = state.range(1) != 0, observe = state.range(1) == 2;
@@ -85,7 +86,7 @@ void calibrateLayer8B(benchmark::State& state) {
     double first = 0.0, later = 0.0, finalize = 0.0;
     const auto resident = math ? math->keepResident(layer) : nullptr;
     for (auto _ : state) {
-        pipeline::LayerStatistics statistics;
+        pipeline::LayerStatistics statistics(nullptr, math ? quant::GramInputs::Bf16 : quant::GramInputs::F32);
         for (int s = 0; s < sequences; ++s) {
             const std::clock_t c0 = std::clock();
             if (observe) {

@@ -72,6 +72,10 @@ std::shared_ptr<Backend> trustedCuda(std::string& whyNot) {
 
 }  // namespace
 
+std::unique_ptr<HessianSink> Backend::hessianOfBf16Inputs(std::int64_t) const {
+    throw Error(description() + " accumulates the Hessians of f32 inputs only (--matmul f32)");
+}
+
 DeviceChoice parseDeviceChoice(std::string_view text) {
     if (text == "auto") return DeviceChoice::Auto;
     if (text == "cpu") return DeviceChoice::Cpu;

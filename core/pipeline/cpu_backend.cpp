@@ -16,7 +16,7 @@ namespace {
 
 class CpuHessianSink final : public HessianSink {
 public:
-    explicit CpuHessianSink(std::int64_t features) : accumulator_(features) {}
+    CpuHessianSink(std::int64_t features, quant::GramInputs inputs) : accumulator_(features, inputs) {}
     void add(const Eigen::Ref<const MatrixF>& x, std::int64_t chunkRows) override { accumulator_.add(x, chunkRows); }
     std::int64_t samples() const override { return accumulator_.samples(); }
     MatrixF finalize() const override { return accumulator_.finalize(); }
@@ -65,7 +65,10 @@ public:
     std::int64_t freeMemoryBytes() const override { return static_cast<std::int64_t>(availableMemoryBytes()); }
 
     std::unique_ptr<HessianSink> hessian(std::int64_t features) const override {
-        return std::make_unique<CpuHessianSink>(features);
+        return std::make_unique<CpuHessianSink>(features, quant::GramInputs::F32);
+    }
+    std::unique_ptr<HessianSink> hessianOfBf16Inputs(std::int64_t features) const override {
+        return std::make_unique<CpuHessianSink>(features, quant::GramInputs::Bf16);
     }
     std::unique_ptr<DiagonalSink> hessianDiagonal(std::int64_t features) const override {
         return std::make_unique<CpuDiagonalSink>(features);

@@ -191,7 +191,7 @@ void quantizeStream(JobRun& run, MethodStream& s, int layer, model::LayerWeights
     const bool travels = calibrationTravelsPast(run, layer);
     std::optional<LayerStatistics> own;
     if (s.ownCalibration) {  // the layer's inputs in this stream; the stream itself advances after quantization
-        own.emplace(run.plan.backend.get());
+        own.emplace(run.statistics());
         const SequenceDone progress =
             calibrationProgress(run, layer, s.calibration.size(), s.result.method.label() + ", ",
                                 "layer " + std::to_string(layer + 1) + "/" + std::to_string(run.config.numLayers));
@@ -238,7 +238,7 @@ void calibrateAndQuantizeLayer(JobRun& run, int layer) {
     run.report("calibrate", layer + 1, L, 0.8 * layer / L, where);
     spillInto(run, layer);
     model::LayerWeights original = run.weights->layer(layer);
-    LayerStatistics baseStats(run.plan.backend.get());  // only when a method quantizes from the original stream
+    LayerStatistics baseStats = run.statistics();  // only when a method quantizes from the original stream
     const model::KeyValueHook keyValues = run.kvCache ? baseStats.keyValueHook() : model::KeyValueHook{};
     const std::size_t paired = lastPairedStream(run.streams);  // GPTAQ's streams read the stream's layer input
     // The original's calibration stream moves past the layer here unless a GPTAQ stream reads its input

@@ -25,6 +25,7 @@
 #include "qs/pipeline/job.h"
 #include "qs/pipeline/job_result.h"
 #include "qs/pipeline/layer_quantizer.h"
+#include "qs/pipeline/layer_statistics.h"
 #include "qs/pipeline/mixed_methods.h"
 #include "qs/pipeline/work_folder.h"
 #include "qs/progress.h"
@@ -110,6 +111,11 @@ struct JobRun {
     // The calibration passes' GEMMs (--matmul bf16: model::bf16LayerMath); null: the backend's, as the
     // evaluation passes always use.
     std::shared_ptr<const model::LayerMath> calibrationMath;
+    // A layer's statistics, their Hessians' products reading the inputs as the calibration's GEMMs do
+    // (rounded to bfloat16 with --matmul bf16).
+    LayerStatistics statistics() const {
+        return LayerStatistics(plan.backend.get(), calibrationMath ? quant::GramInputs::Bf16 : quant::GramInputs::F32);
+    }
     model::Transformer base;
     HiddenStream calibration;     // the original model's calibration stream (when a method quantizes from it)
     bool baseStatistics = false;  // some method quantizes from the original stream's statistics

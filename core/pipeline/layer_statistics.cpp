@@ -7,7 +7,8 @@
 
 namespace qs::pipeline {
 
-LayerStatistics::LayerStatistics(const Backend* backend) : backend_(backend) {
+LayerStatistics::LayerStatistics(const Backend* backend, quant::GramInputs inputs)
+    : backend_(backend), gramInputs_(inputs) {
     static const std::shared_ptr<Backend> cpu = makeCpuBackend();
     if (!backend_) backend_ = cpu.get();
 }
@@ -41,7 +42,7 @@ void LayerStatistics::add(const model::LinearInput& input) {
     auto found = inputs_.find(input.modules.front());
     std::shared_ptr<InputStatistics> stats;
     if (found == inputs_.end()) {
-        stats = std::make_shared<InputStatistics>(input.x.cols(), *backend_);
+        stats = std::make_shared<InputStatistics>(input.x.cols(), *backend_, gramInputs_);
         for (auto module : input.modules) {
             inputs_.emplace(std::string(module), stats);
             stats->modules.emplace_back(module);

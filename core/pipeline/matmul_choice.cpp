@@ -3,6 +3,7 @@
 #include "qs/error.h"
 #include "qs/model/bf16_layer_math.h"
 #include "qs/pipeline/job.h"
+#include "qs/quant/bf16_gram.h"
 
 namespace qs::pipeline {
 
@@ -14,7 +15,6 @@ MatmulChoice parseMatmulChoice(std::string_view text) {
 }
 
 MatmulSelection selectMatmul(MatmulChoice choice, bool deviceMath) {
-    const std::string rest = " (evaluation and Hessians in f32)";
     if (choice == MatmulChoice::F32) return {false, "matmul: f32"};
     if (deviceMath) {
         if (choice == MatmulChoice::Bf16)
@@ -27,8 +27,11 @@ MatmulSelection selectMatmul(MatmulChoice choice, bool deviceMath) {
     if (choice == MatmulChoice::Auto && !native)
         return {false, "matmul: f32 (this CPU has no native BF16; --matmul bf16 would emulate it)"};
     (void)model::bf16LayerMath();  // refuses here, in one line, where oneDNN has no BF16 matmul
-    return {true, std::string("matmul: BF16 for the calibration forward passes") +
-                      (native ? "" : ", emulated (slow: this CPU has no native BF16)") + rest};
+    if (!quant::bf16GramAvailable())
+        throw Error("--matmul bf16: oneDNN has only its reference BF16 loops on this CPU, far slower than f32");
+    return {true, std::string("matmul: BF16 for the calibration forward passes and the Hessians' products") +
+                      (native ? "" : ", emulated (slow: this CPU has no native BF16)") +
+                      " (accumulated in f32; the evaluation in f32)"};
 }
 
 MatmulSelection selectMatmul(const JobPlan& plan) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "qs/error.h"
+#include "qs/quant/bf16_gram.h"
 
 namespace qs::quant {
 
@@ -43,7 +44,8 @@ MatrixF hessian(const Eigen::Ref<const MatrixF>& x) {
     return acc.finalize();
 }
 
-HessianAccumulator::HessianAccumulator(std::int64_t features) : features_(features) {
+HessianAccumulator::HessianAccumulator(std::int64_t features, GramInputs inputs)
+    : features_(features), inputs_(inputs) {
     if (features <= 0) throw Error("HessianAccumulator: features must be positive");
     const std::int64_t tiles = (features + kTile - 1) / kTile;
     std::size_t size = 0;
@@ -68,7 +70,28 @@ void HessianAccumulator::add(const Eigen::Ref<const MatrixF>& x, std::int64_t ch
         throw Error("HessianAccumulator: input has " + std::to_string(x.cols()) + " features, expected " +
                     std::to_string(features_));
     chunkRows = std::max<std::int64_t>(chunkRows, 1);
-    for (std::int64_t r = 0; r < x.rows(); r += chunkRows) addChunk(x.middleRows(r, std::min(chunkRows, x.rows() - r)));
+    for (std::int64_t r = 0; r < x.rows(); r += chunkRows) {
+        const auto chunk = x.middleRows(r, std::min(chunkRows, x.rows() - r));
+        if (inputs_ == GramInputs::Bf16)
+            addBf16Chunk(chunk);
+        else
+            addChunk(chunk);
+        for (std::int64_t t = 0; t < chunk.rows(); ++t) absSum_ += chunk.row(t).transpose().cwiseAbs().cast<double>();
+        samples_ += chunk.rows();
+    }
+}
+
+// Tile p's product of a chunk into its f64 sum (the diagonal tiles' lower triangle only).
+template <class Tile>
+void HessianAccumulator::addTile(std::size_t p, const Tile& g) {
+    const auto [ti, tj] = tiles_[p];
+    Eigen::Map<Eigen::MatrixXd> s(sum_.data() + offsets_[p], g.rows(), g.cols());
+    if (ti == tj) {
+        for (std::int64_t c = 0; c < g.cols(); ++c)
+            s.col(c).tail(g.rows() - c) += g.col(c).tail(g.rows() - c).template cast<double>();
+    } else {
+        s += g.template cast<double>();
+    }
 }
 
 void HessianAccumulator::addChunk(const Eigen::Ref<const MatrixF>& x) {
@@ -83,15 +106,18 @@ void HessianAccumulator::addChunk(const Eigen::Ref<const MatrixF>& x) {
         const std::int64_t nr = std::min(kTile, f - r0), nc = std::min(kTile, f - c0);
         Eigen::MatrixXf g(nr, nc);
         g.noalias() = x.middleCols(r0, nr).transpose() * x.middleCols(c0, nc);
-        Eigen::Map<Eigen::MatrixXd> s(sum_.data() + offsets_[p], nr, nc);
-        if (ti == tj) {
-            for (std::int64_t c = 0; c < nc; ++c) s.col(c).tail(nr - c) += g.col(c).tail(nr - c).cast<double>();
-        } else {
-            s += g.cast<double>();
-        }
+        addTile(p, g);
     }
-    for (std::int64_t t = 0; t < x.rows(); ++t) absSum_ += x.row(t).transpose().cwiseAbs().cast<double>();
-    samples_ += x.rows();
+}
+
+void HessianAccumulator::addBf16Chunk(const Eigen::Ref<const MatrixF>& x) {
+    const Bf16Gram gram(x, kTile);
+#pragma omp parallel for schedule(dynamic, 1)
+    for (std::size_t p = 0; p < tiles_.size(); ++p) {
+        MatrixF g;
+        gram.product(tiles_[p].first, tiles_[p].second, g);
+        addTile(p, g);
+    }
 }
 
 MatrixF HessianAccumulator::finalize() const {

@@ -19,6 +19,9 @@ public:
     std::unique_ptr<pipeline::HessianSink> hessian(std::int64_t features) const override {
         return inner_->hessian(features);
     }
+    std::unique_ptr<pipeline::HessianSink> hessianOfBf16Inputs(std::int64_t features) const override {
+        return inner_->hessianOfBf16Inputs(features);
+    }
     std::unique_ptr<pipeline::DiagonalSink> hessianDiagonal(std::int64_t features) const override {
         return inner_->hessianDiagonal(features);
     }

@@ -328,9 +328,9 @@ QWidget* QuantizePanel::createRun() {
     matmul_->addItem(tr("BF16"), static_cast<int>(pipeline::MatmulChoice::Bf16));
     matmul_->addItem(tr("f32"), static_cast<int>(pipeline::MatmulChoice::F32));
     matmul_->setToolTip(
-        tr("The calibration forward passes' matrix products: BF16 with f32 accumulation runs 2-4x faster "
-           "where the CPU multiplies BF16 natively (AVX512-BF16, AMX); the KL's passes and the Hessians stay "
-           "f32. On a CUDA device the passes run in f32."));
+        tr("The calibration forward passes' matrix products and the Hessians' (XᵀX): BF16 with f32 "
+           "accumulation runs 2-4x faster where the CPU multiplies BF16 natively (AVX512-BF16, AMX); the KL's "
+           "passes stay f32. On a CUDA device the passes run in f32."));
     connect(matmul_, &QComboBox::currentIndexChanged, this, &QuantizePanel::scheduleEstimate);
     perLayerKl_ = new QCheckBox(tr("Per-layer KL (one layer quantized at a time)"), box);
     perLayerKl_->setToolTip(

@@ -3,7 +3,8 @@
 // (round to nearest even), products accumulated in f32, the bias added in f32. Where the CPU multiplies
 // BF16 natively (AVX512-BF16: Zen 4, Cooper Lake and later; AMX: Sapphire Rapids and later) this runs
 // 2-4x the f32 SGEMM rate (bench/README.md). Attention, norms and the lm_head stay f32: only the GEMMs of
-// the linears change. The calibration forward passes use it (--matmul bf16); the Hessians are f32.
+// the linears change. The calibration forward passes use it (--matmul bf16); their Hessians' products read
+// the same bfloat16 inputs (qs/quant/bf16_gram.h) and are summed in f32 / f64.
 //
 // While keepResident(layer) holds, each linear's weight is reordered to oneDNN's BF16 layout once and
 // reused for every sequence; outside it a linear is converted for each call.

@@ -84,6 +84,9 @@ public:
     virtual std::int64_t peakDeviceBytes(const DeviceWorkload& workload) const { return 0; }
 
     virtual std::unique_ptr<HessianSink> hessian(std::int64_t features) const = 0;
+    // The same with the products XᵀX reading the inputs rounded to bfloat16 (quant::GramInputs::Bf16): the
+    // Hessians of the CPU's --matmul bf16 calibration. The default refuses.
+    virtual std::unique_ptr<HessianSink> hessianOfBf16Inputs(std::int64_t features) const;
     virtual std::unique_ptr<DiagonalSink> hessianDiagonal(std::int64_t features) const = 0;
     virtual quant::QuantizedLinear gptq(const MatrixF& w, const MatrixF& h,
                                         const quant::GptqOptions& options) const = 0;

@@ -18,13 +18,16 @@
 #include "qs/matrix.h"
 #include "qs/model/decoder_layer.h"
 #include "qs/pipeline/backend.h"
+#include "qs/quant/hessian.h"
 #include "qs/quant/input_deviation.h"
 
 namespace qs::pipeline {
 
 struct InputStatistics {
-    InputStatistics(std::int64_t features, const Backend& backend)
-        : hessian(backend.hessian(features)), maxAbs(VectorF::Zero(features)) {}
+    InputStatistics(std::int64_t features, const Backend& backend, quant::GramInputs inputs)
+        : hessian(inputs == quant::GramInputs::Bf16 ? backend.hessianOfBf16Inputs(features)
+                                                    : backend.hessian(features)),
+          maxAbs(VectorF::Zero(features)) {}
     std::unique_ptr<HessianSink> hessian;  // on the backend's device; released() once every module is done
     VectorF maxAbs;                        // max |x| per input channel
     std::vector<float> tokenMaxAbs;    // max |x| of each token (row) seen: static input scales are calibrated from them
@@ -41,8 +44,9 @@ using PairedInputHook = std::function<void(const model::LinearInput& input, cons
 
 class LayerStatistics {
 public:
-    // The Hessians accumulate where `backend` runs (not owned; it must outlive this); null: the CPU.
-    explicit LayerStatistics(const Backend* backend = nullptr);
+    // The Hessians accumulate where `backend` runs (not owned; it must outlive this); null: the CPU. With
+    // GramInputs::Bf16 their products read the inputs rounded to bfloat16 (the calibration's --matmul bf16).
+    explicit LayerStatistics(const Backend* backend = nullptr, quant::GramInputs inputs = quant::GramInputs::F32);
 
     // The hook to pass to Transformer::runLayer; it accumulates every input it is shown.
     model::LinearInputHook hook();
@@ -88,6 +92,7 @@ private:
     std::set<std::string, std::less<>> done_;                  // modules done
     std::map<std::string, std::int64_t, std::less<>> routed_;  // an expert module's routed tokens
     const Backend* backend_;
+    quant::GramInputs gramInputs_;
     std::vector<float> keyTokenMaxAbs_, valueTokenMaxAbs_;
 };
 

@@ -1,7 +1,8 @@
 #pragma once
-// --matmul: in what precision the calibration forward passes multiply (model::bf16LayerMath). BF16 where
-// the CPU multiplies it natively and the passes run on the CPU, else f32; the evaluation passes (the KL
-// reported) and the Hessians stay f32 whatever is chosen (docs/performance.md has the figures).
+// --matmul: in what precision the calibration forward passes multiply (model::bf16LayerMath), and what
+// their Hessians' products read (quant::GramInputs: the inputs rounded to bfloat16, summed in f32). BF16
+// where the CPU multiplies it natively and the passes run on the CPU, else f32; the evaluation passes (the
+// KL reported) stay f32 whatever is chosen (docs/performance.md has the figures).
 #include <string>
 #include <string_view>
 

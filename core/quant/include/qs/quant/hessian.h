@@ -6,6 +6,8 @@
 // the f64 sums hold only the lower triangle's tiles (half of features² doubles), and millions of
 // tokens do not lose the small entries. The result equals gramLower's chunk sums bit for bit.
 // The accumulator also keeps mean|x| per channel (what AWQ and the outlier view need).
+// With GramInputs::Bf16 each tile's product reads the chunk rounded to bfloat16 and accumulates in f32
+// (bf16_gram.h, the calibration's --matmul bf16): the same f64 sums and the same f32 H from them.
 #include <cstdint>
 #include <utility>
 #include <vector>
@@ -14,9 +16,12 @@
 
 namespace qs::quant {
 
+// What the products XᵀX multiply: the inputs as they are (f32), or rounded to bfloat16.
+enum class GramInputs { F32, Bf16 };
+
 class HessianAccumulator {
 public:
-    explicit HessianAccumulator(std::int64_t features);
+    explicit HessianAccumulator(std::int64_t features, GramInputs inputs = GramInputs::F32);
 
     // Adds the rows of `x` [tokens, features]. Large inputs are split in chunks of `chunkRows`.
     void add(const Eigen::Ref<const MatrixF>& x, std::int64_t chunkRows = 2048);
@@ -33,9 +38,13 @@ public:
 
 private:
     void addChunk(const Eigen::Ref<const MatrixF>& x);
+    void addBf16Chunk(const Eigen::Ref<const MatrixF>& x);
+    template <class Tile>
+    void addTile(std::size_t p, const Tile& g);
     void checkNotReleased(const char* what) const;
 
     std::int64_t features_;
+    GramInputs inputs_;
     std::int64_t samples_ = 0;
     bool released_ = false;
     // Σ xᵀx, the lower triangle's tiles (row tile i >= column tile j), each column-major, one after
