@@ -27,6 +27,9 @@ of codes equal to its codes and its output MSE computed the same way.
 Needs python3-torch (Debian; it brings numpy). Run it with /usr/bin/python3 when another python3
 comes first on PATH. Usage:
   /usr/bin/python3 bench/reference/gptq_pytorch.py PROBLEM.safetensors [--threads 1] [--repeats 2]
+                                                   [--control-f64]  (also GPTQ in float64, untimed)
+  /usr/bin/python3 bench/reference/gptq_pytorch.py --check tests/data/quant/seed_reference.safetensors
+                                                   (the seeds' codes reproduced? exit status 1 if not)
 Set OMP_NUM_THREADS and OPENBLAS_NUM_THREADS to --threads as well: torch.set_num_threads sets its
 OpenMP team, but a pthreads OpenBLAS under torch takes its thread count from the environment.
 """
