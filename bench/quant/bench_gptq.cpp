@@ -4,13 +4,22 @@
 // vs_gemm_work on wall time (an idle machine's figure), cpu_vs_gemm_work on the process's CPU time,
 // GPTQ's and the SGEMM's alike, which a shared machine's load does not dilute (with one thread it
 // is the idle ratio; with more, time the threads spend waiting at barriers counts too).
+//
+// `bench_gptq --write-problem=DIR` runs no benchmark: it writes the 4096² problem of the gptq rows
+// (W, H) with our codes, scales and zeros for it to DIR/model.safetensors, for another GPTQ to solve
+// and be compared with (bench/gptq_vs_pytorch.sh).
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <ctime>
+#include <span>
+#include <string>
+#include <string_view>
 
 #include <benchmark/benchmark.h>
 #include <omp.h>
 
+#include "qs/io/checkpoint_writer.h"
 #include "qs/quant/gptaq.h"
 #include "qs/quant/gptq.h"
 #include "qs/quant/hessian.h"
@@ -49,6 +58,11 @@ SgemmRate sgemmRate(std::int64_t n) {
     return {flops / wall / 1e9, flops / cpu / 1e9};
 }
 
+// The settings every row quantizes with: 4-bit, group 128, asymmetric (what a user's gptq4 gets).
+qs::quant::GptqOptions benchOptions(bool actOrder, bool measureError) {
+    return {.bits = 4, .groupSize = 128, .actOrder = actOrder, .sym = false, .measureError = measureError};
+}
+
 void gptq(benchmark::State& state) {
     const std::int64_t rows = state.range(0), cols = state.range(1);
     const int previousThreads = omp_get_max_threads();
@@ -68,8 +82,7 @@ void gptq(benchmark::State& state) {
     double loss = 0, cpu = 0;
     for (auto _ : state) {
         const double c0 = cpuSeconds();
-        const qs::quant::GptqOptions options{
-            .bits = 4, .groupSize = 128, .actOrder = actOrder, .sym = false, .measureError = measure};
+        const qs::quant::GptqOptions options = benchOptions(actOrder, measure);
         const qs::quant::QuantizedLinear q =
             gptaq ? qs::quant::quantizeGptaq(w, h, d, options) : qs::quant::quantizeGptq(w, h, options);
         loss = q.gptqLoss;
@@ -128,4 +141,42 @@ BENCHMARK(gptq)
     ->Unit(benchmark::kSecond)
     ->Iterations(1)
     ->UseRealTime();
-BENCHMARK_MAIN();
+
+namespace {
+
+void addMatrix(qs::io::CheckpointWriter& writer, const std::string& name, const qs::MatrixF& m) {
+    writer.addTensorF32(name, qs::io::DType::F32, {m.rows(), m.cols()}, std::span(m.data(), m.size()));
+}
+
+// The gptq/4096/4096/0 row's W and H and what quantizeGptq makes of them; prints our figures as JSON.
+int writeProblem(const std::string& folder) {
+    constexpr std::int64_t kSize = 4096;
+    const qs::MatrixF w = qs::bench::benchWeights(kSize, kSize);
+    const qs::MatrixF h = qs::quant::hessian(qs::bench::benchInputs(4096, kSize));
+    const qs::quant::QuantizedLinear q = qs::quant::quantizeGptq(w, h, benchOptions(false, true));
+    qs::io::CheckpointWriter writer(folder, {.overwrite = true});
+    addMatrix(writer, "W", w);
+    addMatrix(writer, "H", h);
+    writer.addTensor("qs.codes", qs::io::DType::U8, {kSize, kSize}, std::as_bytes(std::span(q.codes)));
+    addMatrix(writer, "qs.scales", q.scales);
+    addMatrix(writer, "qs.zeros", q.zeros);
+    writer.finish();
+    std::printf("{\"output_mse\": %.9g, \"gptq_loss\": %.9g, \"damp_percent\": %.9g}\n", q.outputMse, q.gptqLoss,
+                q.dampPercent);
+    return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    constexpr std::string_view kWriteProblem = "--write-problem=";
+    for (int i = 1; i < argc; ++i) {
+        const std::string_view arg = argv[i];
+        if (arg.starts_with(kWriteProblem)) return writeProblem(std::string(arg.substr(kWriteProblem.size())));
+    }
+    benchmark::Initialize(&argc, argv);
+    if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+    return 0;
+}
