@@ -3,6 +3,8 @@
 
 #include <random>
 
+#include <omp.h>
+
 #include "qs/error.h"
 #include "qs/io/safetensors_file.h"
 #include "qs/quant/hessian.h"
@@ -118,4 +120,17 @@ TEST(Hessian, ReleaseFreesTheSums) {
     EXPECT_EQ(acc.meanAbs(), meanAbs);
     EXPECT_THROW(acc.add(x), Error);
     EXPECT_THROW(acc.finalize(), Error);
+}
+
+// Each tile is one single-threaded GEMM, whichever thread computes it: the same bits on any team
+// (resume and the GUI's cached runs rely on it; the f32 SGEMM itself gives other bits on other teams).
+TEST(Hessian, GivesTheSameBitsOnOneAndTwoThreads) {
+    const MatrixF x = randomInputs(3000, 700, 4);
+    const int threads = omp_get_max_threads();
+    omp_set_num_threads(1);
+    const MatrixF one = hessian(x);
+    omp_set_num_threads(2);
+    const MatrixF two = hessian(x);
+    omp_set_num_threads(threads);
+    EXPECT_EQ(one, two);
 }
