@@ -123,8 +123,8 @@ struct Bf16Gram::Tiles {
 
 Bf16Gram::Bf16Gram(const Eigen::Ref<const MatrixF>& chunk, std::int64_t tile) : tiles_(std::make_unique<Tiles>()) {
     if (tile <= 0) throw Error("Bf16Gram: the tile width must be positive");
-    // Rows padded with zeros (which add nothing to a product) to a multiple of kRowMultiple: every shape's
-    // primitive is JIT-compiled once, and an expert's routed token counts would each need their own.
+    // Rows padded with zeros (which add nothing to a product) to a multiple of kRowMultiple: the primitives
+    // are cached by shape, and an expert's routed token counts would each add their own.
     MatrixF padded;
     if (chunk.rows() % kRowMultiple != 0) {
         padded = MatrixF::Zero((chunk.rows() + kRowMultiple - 1) / kRowMultiple * kRowMultiple, chunk.cols());

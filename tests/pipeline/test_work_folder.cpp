@@ -20,8 +20,10 @@
 #include "qs/pipeline/exporter.h"
 #include "qs/pipeline/gguf_result_export.h"
 #include "qs/pipeline/job.h"
+#include "qs/pipeline/matmul_choice.h"
 #include "qs/pipeline/quantized_linear_record.h"
 #include "qs/pipeline/work_folder.h"
+#include "qs/quant/bf16_gram.h"
 
 #include "job_comparison.h"
 #include "synthetic_checkpoint.h"
@@ -228,6 +230,46 @@ TEST(WorkFolder, AResumedJobEqualsAnUninterruptedOneBitForBit) {
     JobPlan otherSeed = resumed;
     otherSeed.seed = 5;
     EXPECT_THROW((void)Job(otherSeed).run({}, CancelToken{}), Error) << "a changed plan is refused";
+    fs::remove_all(work);
+    fs::remove_all(checkpoint);
+}
+
+// The same with the calibration in BF16 (its GEMMs and its Hessians' products on oneDNN): a resumed run
+// is that setting's uninterrupted run, bit for bit.
+TEST(WorkFolder, ABf16RunResumedEqualsAnUninterruptedOneBitForBit) {
+    if (!quant::bf16GramAvailable()) GTEST_SKIP() << "oneDNN has no BF16 matmul kernel on this CPU";
+    const fs::path checkpoint = tempDir("bf16_model");
+    test::SyntheticModel model;
+    model.layers = 4;
+    test::writeSyntheticCheckpoint(checkpoint, model);
+    const auto plan = [&checkpoint] {
+        JobPlan p = planFor(checkpoint, "gptq4,gptaq4,awq4");
+        p.matmul = MatmulChoice::Bf16;
+        p.device = DeviceChoice::Cpu;
+        return p;
+    };
+    const JobResult reference = Job(plan()).run({}, CancelToken{});
+    ASSERT_TRUE(reference.bf16Calibration);
+    JobPlan f32 = plan();
+    f32.matmul = MatmulChoice::F32;
+    EXPECT_NE(Job(f32).run({}, CancelToken{}).methods.front().kl.meanKld.value,
+              reference.methods.front().kl.meanKld.value);
+
+    const fs::path work = tempDir("bf16_work");
+    JobPlan interrupted = plan();
+    interrupted.workDir = work;
+    CancelToken cancel;
+    EXPECT_THROW((void)Job(interrupted)
+                     .run(
+                         [&cancel](const Progress& p) {
+                             if (p.stage == "calibrate" && p.step == 3) cancel.cancel();
+                         },
+                         cancel),
+                 Cancelled);
+    JobPlan resumed = plan();
+    resumed.workDir = work;
+    resumed.resume = true;
+    expectSameResult(reference, Job(resumed).run({}, CancelToken{}));
     fs::remove_all(work);
     fs::remove_all(checkpoint);
 }

@@ -7,7 +7,7 @@
 // A chunk x [T, features] is rounded once: each tile of columns kept twice, as the left operand Xᵢᵀ
 // [tile, T] and in the layout oneDNN's matmul wants its right operand in, so that every tile product
 // is one brgemm call without copies. Its rows are padded with zeros to a multiple of 128, so that the
-// routed token counts of a MoE's experts share a few JIT-compiled shapes.
+// routed token counts of a MoE's experts share a few cached shapes.
 #include <cstdint>
 #include <memory>
 
