@@ -1,13 +1,17 @@
 // Settings kept between sessions: the Quantize panel's methods, bits, groups, samples, texts and
 // per-layer KL, and the dock layout, through QSettings (the tests' own temporary folder); View ▸
 // Restore Defaults puts back what a first start shows.
+#include <QAction>
 #include <QCheckBox>
 #include <QDockWidget>
 #include <QFileInfo>
+#include <QMenu>
 #include <QSettings>
 #include <QSpinBox>
 
 #include "jobs/quantize_job.h"
+#include "models/results_table_model.h"
+#include "pages/column_chooser.h"
 #include "pages/results_page.h"
 #include "panels/quantize_panel.h"
 #include "qt_test_support.h"
@@ -67,6 +71,39 @@ TEST_F(SettingsTest, TheQuantizePanelAndTheDocksAreAsTheLastSessionLeftThem) {
     EXPECT_EQ(second.quantizePanel()->settings(), fresh.quantizePanel()->settings());
     EXPECT_NE(second.quantizePanel()->settings(), chosen);
     EXPECT_TRUE(dock(second, QStringLiteral("moduleLogDock"))->isVisible());
+}
+
+// The Results table's columns: the median hidden at first, shown from the header's menu, as the last session
+// left it, and hidden again by Restore Defaults.
+TEST_F(SettingsTest, TheResultsColumnsAreAsTheLastSessionLeftThem) {
+    const auto shown = [](MainWindow& window, int column) { return window.resultsPage()->columns()->isShown(column); };
+    {
+        MainWindow first(MainWindow::Settings::Remember);
+        first.show();
+        EXPECT_FALSE(shown(first, ResultsTableModel::MedianColumn));
+        QMenu* menu = first.resultsPage()->columns()->menu(&first);
+        QStringList entries;
+        for (QAction* action : menu->actions()) {
+            entries << action->text();
+            if (action->text() == QStringLiteral("median")) action->trigger();  // shown
+            if (action->text() == QStringLiteral("time")) action->trigger();    // hidden
+        }
+        EXPECT_EQ(entries.size(), ResultsTableModel::ColumnCount - 1) << "every column but the method's";
+        EXPECT_FALSE(entries.contains(QStringLiteral("method")));
+        EXPECT_TRUE(shown(first, ResultsTableModel::MedianColumn));
+        EXPECT_FALSE(shown(first, ResultsTableModel::TimeColumn));
+        first.close();
+    }
+    MainWindow second(MainWindow::Settings::Remember);
+    second.show();
+    EXPECT_TRUE(shown(second, ResultsTableModel::MedianColumn));
+    EXPECT_FALSE(shown(second, ResultsTableModel::TimeColumn));
+    EXPECT_TRUE(shown(second, ResultsTableModel::MeanColumn));
+    second.restoreDefaults();
+    EXPECT_FALSE(shown(second, ResultsTableModel::MedianColumn));
+    EXPECT_TRUE(shown(second, ResultsTableModel::TimeColumn));
+    MainWindow ignoring(MainWindow::Settings::Ignore);
+    EXPECT_FALSE(shown(ignoring, ResultsTableModel::MedianColumn));
 }
 
 // The tab is remembered by its page, not its index: the tabs shown only for some checkpoints (GGUF, Side by side,

@@ -7,6 +7,7 @@
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
+#include <QSettings>
 #include <QSignalBlocker>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
@@ -16,6 +17,8 @@
 
 #include "experts/expert_error_grid.h"
 #include "models/results_table_model.h"
+#include "pages/column_chooser.h"
+#include "pages/fit_columns.h"
 #include "plots/expert_error_map.h"
 #include "plots/expert_heat_map.h"
 #include "plots/kl_per_layer_plot.h"
@@ -24,6 +27,12 @@
 #include "text/number_format.h"
 
 namespace qs::gui {
+
+namespace {
+
+const QString kHiddenColumnsKey = QStringLiteral("results/hiddenColumns");
+
+}  // namespace
 
 ResultsPage::ResultsPage(QWidget* parent)
     : InspectorPage(parent),
@@ -46,7 +55,7 @@ ResultsPage::ResultsPage(QWidget* parent)
     tableView_->sortByColumn(-1, Qt::AscendingOrder);  // the job's method order until a header is clicked
     tableView_->verticalHeader()->hide();
     tableView_->verticalHeader()->setDefaultSectionSize(tableView_->fontMetrics().height() + 6);
-    tableView_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    columns_ = new ColumnChooser(tableView_, {ResultsTableModel::MedianColumn});
     tableView_->setSelectionBehavior(QAbstractItemView::SelectRows);
     summary_->setWordWrap(true);
     summary_->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -60,7 +69,7 @@ ResultsPage::ResultsPage(QWidget* parent)
     plots->addWidget(outputError_);
     auto* both = new QSplitter(Qt::Vertical, this);
     both->addWidget(plots);
-    both->addWidget(tableView_);  // full width: all nine columns readable
+    both->addWidget(tableView_);  // full width: all nine columns readable (fitColumnsToContents)
     both->setStretchFactor(0, 3);
     both->setStretchFactor(1, 2);
     // A MoE job's tokens per expert get a tab of their own (the whole page's height for 48 layers × 128
@@ -100,6 +109,17 @@ ResultsPage::ResultsPage(QWidget* parent)
         connect(plot, &PlotView::exportFailed, this,
                 [this](const QString& m) { emit errorOccurred(tr("Export failed"), m); });
     setResult(nullptr);
+}
+
+void ResultsPage::saveSettings(QSettings& settings) const {
+    settings.setValue(kHiddenColumnsKey, columns_->hiddenTitles());
+}
+
+void ResultsPage::restoreSettings(const QSettings& settings) {
+    if (settings.contains(kHiddenColumnsKey))
+        columns_->setHiddenTitles(settings.value(kHiddenColumnsKey).toStringList());
+    else
+        columns_->restoreDefaults();
 }
 
 void ResultsPage::setCheckpoint(CheckpointPtr) {
@@ -162,6 +182,7 @@ void ResultsPage::display(JobResultPtr shown) {
     klPerLayer_->setResult(result_);
     outputError_->setResult(result_);
     tableModel_->setResult(result_);
+    fitColumnsToContents(tableView_);
     klPerLayer_->setVisible(klPerLayer_->hasData());
     // Evaluations alone have no module log, so no output error per linear: the plot would be empty axes.
     outputError_->setVisible(!result_ || jobResult_);

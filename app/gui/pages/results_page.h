@@ -13,12 +13,14 @@
 
 class QComboBox;
 class QLabel;
+class QSettings;
 class QSplitter;
 class QTabWidget;
 class QTableView;
 
 namespace qs::gui {
 
+class ColumnChooser;
 class ExpertErrorMap;
 class ExpertHeatMap;
 class KlPerLayerPlot;
@@ -51,6 +53,12 @@ public:
     KlPerLayerPlot* klPerLayer() const { return klPerLayer_; }
     OutputErrorPlot* outputError() const { return outputError_; }
     ResultsTableModel* table() const { return tableModel_; }
+    QTableView* tableView() const { return tableView_; }
+    // The table's columns (the header's right-click menu): the median hidden at first, since nine columns
+    // do not fit the centre of a 1366-pixel window; the mean KLD plot's tooltips give it too.
+    ColumnChooser* columns() const { return columns_; }
+    void saveSettings(QSettings& settings) const;  // the hidden columns
+    void restoreSettings(const QSettings& settings);
     ExpertHeatMap* expertHeatMap() const { return expertHeatMap_; }
     bool showsExpertTokens() const;  // the "Tokens per expert" tab is there (a result with expert rows)
     // Brings that tab to the front whenever a result has it (--tab experts; otherwise Methods stays in front).
@@ -86,6 +94,7 @@ private:
     OutputErrorPlot* outputError_;
     ResultsTableModel* tableModel_;
     QTableView* tableView_;
+    ColumnChooser* columns_;
     QTabWidget* sections_;
     ExpertHeatMap* expertHeatMap_;
     QLabel* expertStatus_;

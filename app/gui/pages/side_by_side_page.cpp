@@ -4,7 +4,6 @@
 #include <span>
 
 #include <QCheckBox>
-#include <QFontMetrics>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -21,6 +20,7 @@
 #include "qs/io/gguf_file.h"
 
 #include "models/side_by_side_model.h"
+#include "pages/fit_columns.h"
 #include "plots/plot_view.h"
 
 namespace qs::gui {
@@ -286,7 +286,7 @@ void SideBySidePage::showDiff(const DiffPtr& diff) {
     for (const int column : {SideBySideModel::ErrorAColumn, SideBySideModel::ErrorBColumn})
         table_->setColumnHidden(column, !diff->withOriginal);
     table_->setColumnHidden(SideBySideModel::RmsDifferenceColumn, diff->withOriginal);
-    fitColumns();
+    fitColumnsToContents(table_);  // the eight columns fit the centre of a 1366-pixel laptop
     // The linear of the tensor selected in the tree, else the first that differs (else the first), so that
     // the histogram shows at once.
     setTensor(tensor_);
@@ -296,17 +296,6 @@ void SideBySidePage::showDiff(const DiffPtr& diff) {
     if (!diff->linears.empty())
         selectLinear(
             QString::fromStdString((differing != diff->linears.end() ? *differing : diff->linears.front()).ref.prefix));
-}
-
-// Each column as wide as its cells or its title, without the room resizeColumnsToContents keeps on
-// every title for a sort arrow: the eight columns then fit the centre of a 1366-pixel laptop.
-void SideBySidePage::fitColumns() {
-    const QFontMetrics metrics = table_->horizontalHeader()->fontMetrics();
-    for (int column = 0; column < SideBySideModel::ColumnCount; ++column) {
-        const QString title = model_->headerData(column, Qt::Horizontal).toString();
-        table_->setColumnWidth(column, std::max(static_cast<QAbstractItemView*>(table_)->sizeHintForColumn(column),
-                                                metrics.horizontalAdvance(title) + 14));
-    }
 }
 
 // Decoded only while the tab is shown: the tree's selection on another tab marks it stale instead.

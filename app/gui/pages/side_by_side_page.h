@@ -84,7 +84,6 @@ private:
     void connectJob();
     void compare();
     void showDiff(const DiffPtr& diff);
-    void fitColumns();
     void onRowSelected();
     void showDifference(std::optional<Difference> difference);
     void drawDifference();

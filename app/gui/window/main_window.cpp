@@ -45,6 +45,7 @@
 #include "models/checkpoint_tree_model.h"
 #include "models/module_log_model.h"
 #include "pages/channels_page.h"
+#include "pages/column_chooser.h"
 #include "pages/gguf_page.h"
 #include "pages/hessian_page.h"
 #include "pages/histogram_page.h"
@@ -776,6 +777,7 @@ void MainWindow::restoreDefaults() {
     restoreState(defaultLayout_, kStateVersion);
     applyDefaultDockSizes();
     quantize_->restoreDefaults();
+    results_->columns()->restoreDefaults();
 }
 
 void MainWindow::showEvent(QShowEvent* event) {
@@ -791,6 +793,7 @@ void MainWindow::restoreWindowState() {
     restoreGeometry(settings.value(QStringLiteral("window/geometry")).toByteArray());
     stateRestored_ = restoreState(settings.value(QStringLiteral("window/state")).toByteArray(), kStateVersion);
     quantize_->restoreSettings(settings);
+    results_->restoreSettings(settings);
     // By the page's key, not its index: a tab shown only for some checkpoints (GGUF, Side by side, Importance)
     // moves the others. A page hidden at start (those same tabs) is not restored.
     const QString page = settings.value(QStringLiteral("window/page")).toString();
@@ -815,6 +818,7 @@ void MainWindow::closeEvent(QCloseEvent* event) {
         settings.remove(QStringLiteral("window/tab"));  // an index, as earlier versions saved it
         if (const InspectorPage* page = currentPage()) settings.setValue(QStringLiteral("window/page"), page->key());
         quantize_->saveSettings(settings);
+        results_->saveSettings(settings);
     }
     event->accept();
 }
