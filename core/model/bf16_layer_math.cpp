@@ -10,6 +10,7 @@
 
 #include "qs/cpu_features.h"
 #include "qs/error.h"
+#include "qs/quant/bf16_layout.h"
 
 namespace qs::model {
 
@@ -70,7 +71,7 @@ public:
         for (const std::string& module : weights.linearModules()) {
             const MatrixF& w = weights.linear(module).weight;
             if (w.size() == 0) continue;
-            const auto pd = primitive(Dims{kLayoutRows, w.cols(), w.rows()});
+            const auto pd = primitive(Dims{quant::kBf16LayoutRows, w.cols(), w.rows()});
             held->weights.emplace(w.data(), std::make_shared<const Bf16Weight>(toBf16(w, pd)));
         }
         std::lock_guard lock(mutex_);
@@ -79,9 +80,6 @@ public:
     }
 
 private:
-    // The weights' layout is chosen for this many rows of x (oneDNN's brgemm picks it from K and N).
-    static constexpr memory::dim kLayoutRows = 256;
-
     // A layer's reordered weights; they leave the math's table with the handle.
     struct Held {
         explicit Held(std::shared_ptr<const Bf16LayerMath> math) : math(std::move(math)) {}
@@ -113,7 +111,7 @@ private:
         return out;
     }
 
-    // The primitive for x [M, K] times B [K, N], its weights in the layout chosen for kLayoutRows rows
+    // The primitive for x [M, K] times B [K, N], its weights in the layout chosen for kBf16LayoutRows rows
     // (so that one reordered weight serves every sequence length).
     const dnnl::matmul::primitive_desc& primitive(const Dims& dims) const {
         std::lock_guard lock(mutex_);
@@ -135,12 +133,7 @@ private:
     // The BF16 weights layout oneDNN prefers for K x N (asked once per shape, with format "any").
     memory::desc layoutFor(memory::dim k, memory::dim n) const {
         if (const auto it = layouts_.find({k, n}); it != layouts_.end()) return it->second;
-        const dnnl::matmul::primitive_desc pd(
-            dnnl::matmul::desc({{kLayoutRows, k}, memory::data_type::bf16, memory::format_tag::ab},
-                               {{k, n}, memory::data_type::bf16, memory::format_tag::any},
-                               {{kLayoutRows, n}, memory::data_type::f32, memory::format_tag::ab}),
-            engine_);
-        return layouts_.emplace(std::make_pair(k, n), pd.weights_desc()).first->second;
+        return layouts_.emplace(std::make_pair(k, n), quant::bf16RightOperandLayout(engine_, k, n)).first->second;
     }
 
     dnnl::engine engine_;

@@ -10,6 +10,7 @@
 #include <oneapi/dnnl/dnnl.hpp>
 
 #include "qs/error.h"
+#include "qs/quant/bf16_layout.h"
 
 namespace qs::quant {
 
@@ -24,12 +25,10 @@ constexpr std::int64_t kRowMultiple = 128;
 using Shape = std::tuple<memory::dim, memory::dim, memory::dim>;
 
 // oneDNN's objects for the gram products, shared by every chunk: one engine, the right operand's layout
-// for each K x N (chosen for kLayoutRows rows on the left, so that one reordered tile serves every left
-// tile, the narrower last one too), and each shape's primitive reading that layout.
+// for each K x N (bf16_layout.h: one reordered tile serves every left tile, the narrower last one too),
+// and each shape's primitive reading that layout.
 class Bf16Matmuls {
 public:
-    static constexpr memory::dim kLayoutRows = 256;
-
     static Bf16Matmuls& instance() {
         static Bf16Matmuls matmuls;
         return matmuls;
@@ -69,12 +68,7 @@ private:
 
     memory::desc layoutLocked(memory::dim k, memory::dim n) {
         if (const auto it = layouts_.find({k, n}); it != layouts_.end()) return it->second;
-        const dnnl::matmul::primitive_desc pd(
-            dnnl::matmul::desc({{kLayoutRows, k}, memory::data_type::bf16, memory::format_tag::ab},
-                               {{k, n}, memory::data_type::bf16, memory::format_tag::any},
-                               {{kLayoutRows, n}, memory::data_type::f32, memory::format_tag::ab}),
-            engine_);
-        return layouts_.emplace(std::make_pair(k, n), pd.weights_desc()).first->second;
+        return layouts_.emplace(std::make_pair(k, n), bf16RightOperandLayout(engine_, k, n)).first->second;
     }
 
     dnnl::engine engine_;

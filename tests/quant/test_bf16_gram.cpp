@@ -14,6 +14,8 @@
 #include "qs/quant/bf16_gram.h"
 #include "qs/quant/hessian.h"
 
+#include "hessian_inputs.h"
+
 using namespace qs;
 using namespace qs::quant;
 
@@ -30,17 +32,7 @@ float roundedToBf16(float x) {
     return out;
 }
 
-// Correlated channels, a few of them large, with mantissas that bfloat16 cannot hold.
-MatrixF randomInputs(std::int64_t n, std::int64_t f, unsigned seed) {
-    std::mt19937 gen(seed);
-    std::normal_distribution<float> g(0.0f, 1.0f);
-    MatrixF x(n, f);
-    for (std::int64_t t = 0; t < n; ++t) {
-        const float shared = g(gen);
-        for (std::int64_t j = 0; j < f; ++j) x(t, j) = shared + 0.5f * g(gen) + (j % 7 == 0 ? 3.0f : 0.0f);
-    }
-    return x;
-}
+using qs::quant::testing::correlatedInputs;
 
 // 2 XᵀX / n in double, and its entries' scale 2 |X|ᵀ|X| / n (what f32 sums of the products can be off by).
 std::pair<MatrixD, MatrixD> referenceHessian(const MatrixF& x) {
@@ -79,7 +71,7 @@ TEST_F(Bf16Hessian, IsTheF32SumOfTheInputsRoundedToBf16) {
           std::tuple{256, 256, 2048}, std::tuple{256, 768, 2048}, std::tuple{60, 256, 2048}}) {
         SCOPED_TRACE(std::to_string(rows) + " x " + std::to_string(features) + " in chunks of " +
                      std::to_string(chunk));
-        const MatrixF x = randomInputs(rows, features, 1);
+        const MatrixF x = correlatedInputs(rows, features, 1);
         const MatrixF rounded = x.unaryExpr(&roundedToBf16);
         const auto ofRounded = referenceHessian(rounded);
         const auto ofInputs = referenceHessian(x);
@@ -98,7 +90,7 @@ TEST_F(Bf16Hessian, IsTheF32SumOfTheInputsRoundedToBf16) {
 }
 
 TEST_F(Bf16Hessian, GivesTheSameBitsOnOneAndTwoThreadsAndRunAfterRun) {
-    const MatrixF x = randomInputs(900, 600, 2);
+    const MatrixF x = correlatedInputs(900, 600, 2);
     const int threads = omp_get_max_threads();
     omp_set_num_threads(1);
     const MatrixF one = accumulate(x, GramInputs::Bf16, 2048);
@@ -110,7 +102,7 @@ TEST_F(Bf16Hessian, GivesTheSameBitsOnOneAndTwoThreadsAndRunAfterRun) {
 }
 
 TEST_F(Bf16Hessian, ReadsItsInputsStrideAndAnEmptyChunkIsZero) {
-    const MatrixF wide = randomInputs(64, 520, 3);
+    const MatrixF wide = correlatedInputs(64, 520, 3);
     const Eigen::Ref<const MatrixF> left = wide.leftCols(300);  // rows 520 floats apart
     const MatrixF copy = left;
     const quant::Bf16Gram strided(left, 256), contiguous(copy, 256);

@@ -10,26 +10,15 @@
 #include "qs/quant/hessian.h"
 #include "qs/quant/output_error.h"
 
+#include "hessian_inputs.h"
+
 using namespace qs;
 using namespace qs::quant;
 
-namespace {
-
-MatrixF randomInputs(std::int64_t n, std::int64_t f, unsigned seed) {
-    std::mt19937 gen(seed);
-    std::normal_distribution<float> g(0.0f, 1.0f);
-    MatrixF x(n, f);
-    for (std::int64_t t = 0; t < n; ++t) {
-        const float shared = g(gen);
-        for (std::int64_t j = 0; j < f; ++j) x(t, j) = shared + 0.5f * g(gen) + (j % 7 == 0 ? 3.0f : 0.0f);
-    }
-    return x;
-}
-
-}  // namespace
+using qs::quant::testing::correlatedInputs;
 
 TEST(Hessian, MatchesDoublePrecisionForAnyChunking) {
-    const MatrixF x = randomInputs(1500, 300, 1);  // 300 features: two 256-tiles, one partial
+    const MatrixF x = correlatedInputs(1500, 300, 1);  // 300 features: two 256-tiles, one partial
     const MatrixD xd = x.cast<double>();
     const MatrixD ref = 2.0 * xd.transpose() * xd / 1500.0;
     for (std::int64_t chunk : {1500, 512, 97}) {
@@ -53,7 +42,7 @@ TEST(Hessian, MatchesSeedH) {
 }
 
 TEST(Hessian, OutputErrorFromHMatchesInputs) {
-    const MatrixF x = randomInputs(700, 96, 2);
+    const MatrixF x = correlatedInputs(700, 96, 2);
     std::mt19937 gen(3);
     std::normal_distribution<float> g(0.0f, 0.02f);
     MatrixF w(40, 96), q(40, 96);
@@ -70,7 +59,7 @@ TEST(Hessian, OutputErrorFromHMatchesInputs) {
 }
 
 TEST(Hessian, GramLowerIsXtX) {
-    const MatrixF x = randomInputs(64, 520, 4);
+    const MatrixF x = correlatedInputs(64, 520, 4);
     const Eigen::MatrixXf g = gramLower(x);
     const MatrixF ref = x.transpose() * x;
     for (std::int64_t c = 0; c < 520; ++c)
@@ -80,7 +69,7 @@ TEST(Hessian, GramLowerIsXtX) {
 // The tiled accumulator adds each chunk's f32 tiles (gramLower's products) into f64 at once: the
 // same sums as gramLower's whole chunk added afterwards, bit for bit, for any chunking.
 TEST(Hessian, TiledSumsEqualGramLowerChunksBitForBit) {
-    const MatrixF x = randomInputs(900, 600, 5);  // three tiles, the last 88 wide
+    const MatrixF x = correlatedInputs(900, 600, 5);  // three tiles, the last 88 wide
     for (std::int64_t chunk : {900, 256, 333}) {
         HessianAccumulator acc(600);
         acc.add(x, chunk);
@@ -103,7 +92,7 @@ TEST(Hessian, TiledSumsEqualGramLowerChunksBitForBit) {
 // finalize()'s H and frees them, keeping the sample count and mean |x|.
 TEST(Hessian, ReleaseFreesTheSums) {
     const std::int64_t n = 1100;
-    const MatrixF x = randomInputs(300, n, 6);
+    const MatrixF x = correlatedInputs(300, n, 6);
     HessianAccumulator acc(n);
     acc.add(x);
     const double lower = double(n) * (n + 256) / 2 * sizeof(double) + double(n) * sizeof(double);
@@ -125,7 +114,7 @@ TEST(Hessian, ReleaseFreesTheSums) {
 // Each tile is one single-threaded GEMM, whichever thread computes it: the same bits on any team
 // (resume and the GUI's cached runs rely on it; the f32 SGEMM itself gives other bits on other teams).
 TEST(Hessian, GivesTheSameBitsOnOneAndTwoThreads) {
-    const MatrixF x = randomInputs(3000, 700, 4);
+    const MatrixF x = correlatedInputs(3000, 700, 4);
     const int threads = omp_get_max_threads();
     omp_set_num_threads(1);
     const MatrixF one = hessian(x);
