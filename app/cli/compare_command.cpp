@@ -1,5 +1,6 @@
 #include "compare_command.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -104,6 +105,19 @@ void printTable(const pipeline::JobResult& result, std::ostream& out) {
         for (double kl : m.perLayerKl) out << ' ' << fixed(kl, 5);
         out << '\n';
     }
+}
+
+// What the GGUF rows measured: files weighed by the calibration's importance, as llama-quantize --imatrix
+// makes them. `quantize` weighs only with --calib or --imatrix, so its file is another one without them.
+void printGgufWeighting(const pipeline::JobResult& result, const std::string& imatrix, std::ostream& out) {
+    const bool gguf = std::any_of(result.methods.begin(), result.methods.end(),
+                                  [](const pipeline::MethodResult& m) { return m.method.gguf(); });
+    if (!gguf) return;
+    if (!imatrix.empty())
+        out << "GGUF methods: weighed by the imatrix " << imatrix << " (quantize --imatrix writes these files)\n";
+    else if (result.calibrationTokens > 0)
+        out << "GGUF methods: weighed by the calibration's sum of x^2 per input column, as llama-quantize --imatrix; "
+               "quantize weighs them only when given --calib or --imatrix\n";
 }
 
 // The backend of --device, announced on stderr in one line (and why the CPU stands in for auto).
@@ -217,6 +231,7 @@ void runCompare(const CompareOptions& o) {
     const pipeline::JobResult result = job.run(bar.callback(), cancel, onModule, o.force);
     bar.finish(true);
     printTable(result, std::cout);
+    printGgufWeighting(result, o.imatrix, std::cout);
     nlohmann::json json = pipeline::toJson(result);
     if (o.mixed.targetBpw) reportFrontier(o, measuredPlan, result, rules, namesOf(candidates), json, cancel);
     if (!o.json.empty()) {

@@ -175,6 +175,8 @@ TEST(CliGguf, QuantizeToQ4KMWritesWhatCompareMeasuredAndTheImatrix) {
                            "--eval-samples", "4", "--json", compareJson.string()});
     ASSERT_EQ(c.exitCode, 0) << c.err;
     EXPECT_THAT(c.out, HasSubstr("GGUF Q4_K_M"));
+    // What the row measured, and how quantize writes that file: weighed by the calibration, with --calib.
+    EXPECT_THAT(c.out, HasSubstr("GGUF methods: weighed by the calibration's sum of x^2 per input column"));
     const auto q =
         runCli({"quantize", kDemo.string(), "--method", "q4_k_m", "--calib", (kDemo / "calibration.txt").string(),
                 "--samples", "8", "--seq-len", "128", "--imatrix-out", imatrix.string(), "--out", gguf.string()});
