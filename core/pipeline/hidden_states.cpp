@@ -62,7 +62,7 @@ void observeLayerAll(const model::Transformer& model, int layer, const model::La
 void observeLayerPaired(const model::Transformer& reference, const HiddenStream& referenceHidden,
                         const model::Transformer& model, const HiddenStream& hidden, int layer,
                         const model::LayerWeights& weights, const CancelToken& cancel, const PairedInputHook& hook,
-                        const model::LayerMath* math) {
+                        const model::LayerMath* math, const SequenceDone& sequenceDone) {
     if (referenceHidden.size() != hidden.size())
         throw Error("the full-precision calibration stream has " + std::to_string(referenceHidden.size()) +
                     " sequences, the method's " + std::to_string(hidden.size()));
@@ -88,6 +88,7 @@ void observeLayerPaired(const model::Transformer& reference, const HiddenStream&
                 hook(in, found->second);
             },
             {}, math);
+        if (sequenceDone) sequenceDone(i + 1);
     }
 }
 

@@ -43,10 +43,11 @@ void observeLayerAll(const model::Transformer& model, int layer, const model::La
 
 // GPTAQ's observation: each sequence of `reference` (the full-precision model's stream) and then the
 // same sequence of `hidden` run through the layer (copies; neither stream changes), and `hook` shown
-// each of `hidden`'s linear inputs beside the reference's input to the same linear.
+// each of `hidden`'s linear inputs beside the reference's input to the same linear; `sequenceDone` after
+// each pair.
 void observeLayerPaired(const model::Transformer& reference, const HiddenStream& referenceHidden,
                         const model::Transformer& model, const HiddenStream& hidden, int layer,
                         const model::LayerWeights& weights, const CancelToken& cancel, const PairedInputHook& hook,
-                        const model::LayerMath* math = nullptr);
+                        const model::LayerMath* math = nullptr, const SequenceDone& sequenceDone = {});
 
 }  // namespace qs::pipeline

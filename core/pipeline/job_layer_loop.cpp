@@ -197,7 +197,7 @@ void quantizeStream(JobRun& run, MethodStream& s, int layer, model::LayerWeights
                                 "layer " + std::to_string(layer + 1) + "/" + std::to_string(run.config.numLayers));
         if (s.result.method.gptaq) {  // beside the original model's inputs over the same tokens
             observeLayerPaired(run.base, run.calibration, s.model, s.calibration, layer, original, run.cancel,
-                               own->pairedHook(), run.calibrationMath.get());
+                               own->pairedHook(), run.calibrationMath.get(), progress);
             if (advanceBase && travels)
                 runLayerAll(run.base, layer, original, run.calibration, run.cancel, {}, {}, run.calibrationMath.get());
         } else {

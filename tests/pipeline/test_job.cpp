@@ -221,24 +221,28 @@ TEST_F(JobTest, ProgressIsReportedAndCancelStopsQuickly) {
 
 // Inside a layer, each calibration pass reports every sequence it has run (the original stream's for
 // rtn4's statistics, gptq4's own true-sequential one), so a large model's status moves within a layer.
+// GPTQ's own stream and GPTAQ's paired one alike: a layer's calibration of an 8B model takes minutes.
 TEST_F(JobTest, CalibrationReportsEachSequenceOfEachLayer) {
-    JobPlan plan = planFor(dir_, "gptq4");
-    const std::size_t sequences = plan.calibration.size();
-    std::vector<std::string> messages;
-    Job(plan).run(
-        [&](const Progress& p) {
-            if (p.stage == "calibrate") messages.push_back(p.message);
-        },
-        CancelToken{});
-    for (int layer = 1; layer <= 2; ++layer)
-        for (std::size_t i = 1; i <= sequences; ++i) {
-            const std::string said = "sequence " + std::to_string(i) + "/" + std::to_string(sequences) + ", layer " +
-                                     std::to_string(layer) + "/2";
-            EXPECT_NE(
-                std::find_if(messages.begin(), messages.end(), [&](const std::string& m) { return m.ends_with(said); }),
-                messages.end())
-                << said;
-        }
+    for (const char* method : {"gptq4", "gptaq4"}) {
+        SCOPED_TRACE(method);
+        JobPlan plan = planFor(dir_, method);
+        const std::size_t sequences = plan.calibration.size();
+        std::vector<std::string> messages;
+        Job(plan).run(
+            [&](const Progress& p) {
+                if (p.stage == "calibrate") messages.push_back(p.message);
+            },
+            CancelToken{});
+        for (int layer = 1; layer <= 2; ++layer)
+            for (std::size_t i = 1; i <= sequences; ++i) {
+                const std::string said = "sequence " + std::to_string(i) + "/" + std::to_string(sequences) +
+                                         ", layer " + std::to_string(layer) + "/2";
+                EXPECT_NE(std::find_if(messages.begin(), messages.end(),
+                                       [&](const std::string& m) { return m.ends_with(said); }),
+                          messages.end())
+                    << said;
+            }
+    }
 }
 
 TEST_F(JobTest, MethodThatCannotApplyIsReportedAndOthersGoOn) {
