@@ -16,6 +16,19 @@ namespace {
 // 256-wide tiles keep each tile's packed panels in L2 and give enough tiles to spread over cores.
 constexpr std::int64_t kTile = 256;
 
+// A tile's product of a chunk, g (either storage order), into its f64 sum at `sum`: a diagonal tile's
+// lower triangle only.
+template <class Tile>
+void addToSum(double* sum, bool diagonal, const Tile& g) {
+    Eigen::Map<Eigen::MatrixXd> s(sum, g.rows(), g.cols());
+    if (diagonal) {
+        for (std::int64_t c = 0; c < g.cols(); ++c)
+            s.col(c).tail(g.rows() - c) += g.col(c).tail(g.rows() - c).template cast<double>();
+    } else {
+        s += g.template cast<double>();
+    }
+}
+
 }  // namespace
 
 Eigen::MatrixXf gramLower(const Eigen::Ref<const MatrixF>& x) {
@@ -81,19 +94,6 @@ void HessianAccumulator::add(const Eigen::Ref<const MatrixF>& x, std::int64_t ch
     }
 }
 
-// Tile p's product of a chunk into its f64 sum (the diagonal tiles' lower triangle only).
-template <class Tile>
-void HessianAccumulator::addTile(std::size_t p, const Tile& g) {
-    const auto [ti, tj] = tiles_[p];
-    Eigen::Map<Eigen::MatrixXd> s(sum_.data() + offsets_[p], g.rows(), g.cols());
-    if (ti == tj) {
-        for (std::int64_t c = 0; c < g.cols(); ++c)
-            s.col(c).tail(g.rows() - c) += g.col(c).tail(g.rows() - c).template cast<double>();
-    } else {
-        s += g.template cast<double>();
-    }
-}
-
 void HessianAccumulator::addChunk(const Eigen::Ref<const MatrixF>& x) {
     const std::int64_t f = features_;
     // Each tile: the same single-threaded f32 GEMM as gramLower's, added into its f64 sum right away
@@ -106,7 +106,7 @@ void HessianAccumulator::addChunk(const Eigen::Ref<const MatrixF>& x) {
         const std::int64_t nr = std::min(kTile, f - r0), nc = std::min(kTile, f - c0);
         Eigen::MatrixXf g(nr, nc);
         g.noalias() = x.middleCols(r0, nr).transpose() * x.middleCols(c0, nc);
-        addTile(p, g);
+        addToSum(sum_.data() + offsets_[p], ti == tj, g);
     }
 }
 
@@ -114,9 +114,10 @@ void HessianAccumulator::addBf16Chunk(const Eigen::Ref<const MatrixF>& x) {
     const Bf16Gram gram(x, kTile);
 #pragma omp parallel for schedule(dynamic, 1)
     for (std::size_t p = 0; p < tiles_.size(); ++p) {
+        const auto [ti, tj] = tiles_[p];
         MatrixF g;
-        gram.product(tiles_[p].first, tiles_[p].second, g);
-        addTile(p, g);
+        gram.product(ti, tj, g);
+        addToSum(sum_.data() + offsets_[p], ti == tj, g);
     }
 }
 

@@ -4,25 +4,19 @@
 // converted per call. Runs where oneDNN has a BF16 matmul for this CPU (natively or emulated).
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <random>
 
 #include "qs/error.h"
 #include "qs/model/bf16_layer_math.h"
+
+#include "bf16_rounding.h"
 
 using namespace qs;
 using namespace qs::model;
 
 namespace {
 
-float roundToBf16(float v) {
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, &v, sizeof bits);
-    bits = (bits + 0x7FFFu + ((bits >> 16) & 1u)) & 0xFFFF0000u;
-    float out = 0.0f;
-    std::memcpy(&out, &bits, sizeof out);
-    return out;
-}
+using qs::quant::testing::roundedToBf16;
 
 MatrixF randomMatrix(Eigen::Index rows, Eigen::Index cols, unsigned seed) {
     std::mt19937 rng(seed);
@@ -58,7 +52,7 @@ TEST(Bf16LayerMath, IsTheProductOfTheRoundedValuesInF32) {
             for (Eigen::Index j = 0; j < n; ++j) {
                 double want = l.bias[j], scale = std::abs(l.bias[j]);
                 for (Eigen::Index t = 0; t < k; ++t) {
-                    const double p = double(roundToBf16(x(i, t))) * double(roundToBf16(l.weight(j, t)));
+                    const double p = double(roundedToBf16(x(i, t))) * double(roundedToBf16(l.weight(j, t)));
                     want += p;
                     scale += std::abs(p);
                 }

@@ -4,7 +4,6 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
-#include <cstring>
 #include <random>
 #include <string>
 #include <tuple>
@@ -14,6 +13,7 @@
 #include "qs/quant/bf16_gram.h"
 #include "qs/quant/hessian.h"
 
+#include "bf16_rounding.h"
 #include "hessian_inputs.h"
 
 using namespace qs;
@@ -21,16 +21,7 @@ using namespace qs::quant;
 
 namespace {
 
-// x rounded to bfloat16, to nearest even (the inputs here are finite).
-float roundedToBf16(float x) {
-    std::uint32_t bits = 0;
-    std::memcpy(&bits, &x, sizeof bits);
-    bits += 0x7FFFu + ((bits >> 16) & 1u);
-    bits &= 0xFFFF0000u;
-    float out = 0.0f;
-    std::memcpy(&out, &bits, sizeof out);
-    return out;
-}
+using qs::quant::testing::roundedToBf16;
 
 using qs::quant::testing::correlatedInputs;
 

@@ -39,8 +39,6 @@ public:
 private:
     void addChunk(const Eigen::Ref<const MatrixF>& x);
     void addBf16Chunk(const Eigen::Ref<const MatrixF>& x);
-    template <class Tile>
-    void addTile(std::size_t p, const Tile& g);
     void checkNotReleased(const char* what) const;
 
     std::int64_t features_;
